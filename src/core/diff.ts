@@ -1,0 +1,32 @@
+/** diff: the ops that turn one snapshot into the next. Pure, deterministic, and the only place ops are made. */
+import type { ModelName } from './model-name';
+import { add, remove, type ModelOp } from './model-op';
+import { specEquals, type Snapshot } from './snapshot';
+
+const byName = (a: ModelName, b: ModelName): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Removes of models no longer listed, then Adds of new models and of models whose spec changed, each group
+ * sorted by name. A changed spec is a single Add carrying the new spec: the loader replaces the model without
+ * unloading it first (KServe's Remove+Add forced downtime, and its tracker kept the old spec).
+ */
+export const diff = (previous: Snapshot, next: Snapshot, onStartup = false): ReadonlyArray<ModelOp> => {
+  const removed = [...previous.keys()].filter((name) => !next.has(name)).sort(byName);
+  const added = [...next.keys()]
+    .filter((name) => {
+      const before = previous.get(name);
+      return before === undefined || !specEquals(before, next.get(name)!);
+    })
+    .sort(byName);
+  return [...removed.map(remove), ...added.map((name) => add(name, next.get(name)!, onStartup))];
+};
+
+/** The snapshot reached by applying `ops` to `snapshot` (the loader's view; used to check diff). */
+export const applyOps = (snapshot: Snapshot, ops: ReadonlyArray<ModelOp>): Snapshot => {
+  const result = new Map(snapshot);
+  for (const op of ops) {
+    if (op._tag === 'Add') result.set(op.modelName, op.spec);
+    else result.delete(op.modelName);
+  }
+  return result;
+};

@@ -1,0 +1,34 @@
+/** ModelName: a model's name, which becomes a directory name, so anything that could escape or hide it is refused. */
+import * as t from 'io-ts';
+
+export interface ModelNameBrand {
+  readonly ModelName: unique symbol;
+}
+export type ModelName = t.Branded<string, ModelNameBrand>;
+
+const maxNameBytes = 255;
+const utf8 = new TextEncoder();
+
+/** Why `name` cannot be a model name, or undefined when it can. */
+export const modelNameProblem = (name: string): string | undefined => {
+  if (name.length === 0) return 'must not be empty';
+  if (name === '.' || name === '..') return `must not be "${name}"`;
+  if (name.startsWith('.')) return 'must not start with "."';
+  if (/[/\\\0]/.test(name)) return 'must not contain "/", "\\" or NUL';
+  if (utf8.encode(name).length > maxNameBytes) return `must be at most ${maxNameBytes} bytes`;
+  return undefined;
+};
+
+/** io-ts codec for ModelName; its failure message says which rule the name breaks. */
+export const ModelName = new t.Type<ModelName, string, unknown>(
+  'ModelName',
+  (u): u is ModelName => typeof u === 'string' && modelNameProblem(u) === undefined,
+  (u, context) => {
+    if (typeof u !== 'string') return t.failure(u, context);
+    const problem = modelNameProblem(u);
+    return problem === undefined
+      ? t.success(u as ModelName)
+      : t.failure(u, context, `model name ${JSON.stringify(u)} ${problem}`);
+  },
+  (name) => name,
+);

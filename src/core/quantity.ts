@@ -1,0 +1,91 @@
+/** Kubernetes resource quantities ("100Mi", "1Gi", "0.5", 3e9), decoded to exact values so specs compare semantically. */
+import * as t from 'io-ts';
+
+/** A decoded quantity: the text as written (kept for output) and its exact value as a reduced fraction. */
+export interface Quantity {
+  readonly text: string;
+  /** `numerator/denominator`, reduced: equal strings mean equal amounts ("1Gi" and "1024Mi" both give "1073741824/1"). */
+  readonly value: string;
+}
+
+const binarySuffixes: Readonly<Record<string, bigint>> = {
+  Ki: 1n << 10n,
+  Mi: 1n << 20n,
+  Gi: 1n << 30n,
+  Ti: 1n << 40n,
+  Pi: 1n << 50n,
+  Ei: 1n << 60n,
+};
+const decimalSuffixExponents: Readonly<Record<string, number>> = {
+  n: -9,
+  u: -6,
+  m: -3,
+  '': 0,
+  k: 3,
+  M: 6,
+  G: 9,
+  T: 12,
+  P: 15,
+  E: 18,
+};
+
+// The grammar of k8s.io/apimachinery resource.Quantity: sign, digits with an optional fraction, then a
+// binary suffix, a decimal suffix, or a decimal exponent.
+const quantityPattern = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:(Ki|Mi|Gi|Ti|Pi|Ei)|([numkMGTPE]?)|[eE]([+-]?\d+))$/;
+
+const gcd = (a: bigint, b: bigint): bigint => {
+  while (b !== 0n) [a, b] = [b, a % b];
+  return a < 0n ? -a : a;
+};
+
+const pow10 = (exponent: number): bigint => 10n ** BigInt(exponent);
+
+/** Parses a quantity string; undefined when it is not one. */
+export const parseQuantity = (text: string): Quantity | undefined => {
+  const match = quantityPattern.exec(text);
+  if (match === null) return undefined;
+  const [, sign = '', number = '', binary, decimal, exponent] = match;
+  const [whole = '', fraction = ''] = number.split('.');
+  let numerator = BigInt(`${whole}${fraction}` || '0') * (sign === '-' ? -1n : 1n);
+  let denominator = pow10(fraction.length);
+  if (binary !== undefined) {
+    numerator *= binarySuffixes[binary] ?? 1n;
+  } else {
+    const power = exponent !== undefined ? Number(exponent) : (decimalSuffixExponents[decimal ?? ''] ?? 0);
+    if (Math.abs(power) > 1000) return undefined; // refuse absurd exponents rather than allocate huge numbers
+    if (power >= 0) numerator *= pow10(power);
+    else denominator *= pow10(-power);
+  }
+  const divisor = gcd(numerator, denominator);
+  return numerator === 0n
+    ? { text, value: '0/1' }
+    : { text, value: `${numerator / divisor}/${denominator / divisor}` };
+};
+
+/** True when both quantities are the same amount, however they are written. */
+export const quantityEquals = (a: Quantity, b: Quantity): boolean => a.value === b.value;
+
+/** The zero quantity: what Kubernetes serialises for an unset `memory`. */
+export const zeroQuantity: Quantity = { text: '0', value: '0/1' };
+
+/** io-ts codec: a quantity written as a string or a JSON number; encodes back to the text as written. */
+export const Quantity = new t.Type<Quantity, string, unknown>(
+  'Quantity',
+  (u): u is Quantity =>
+    typeof u === 'object' &&
+    u !== null &&
+    typeof (u as Quantity).text === 'string' &&
+    typeof (u as Quantity).value === 'string',
+  (u, context) => {
+    const text = typeof u === 'number' && Number.isFinite(u) ? String(u) : u;
+    const quantity = typeof text === 'string' ? parseQuantity(text) : undefined;
+    return quantity !== undefined
+      ? t.success(quantity)
+      : t.failure(
+          u,
+          context,
+          `expected a Kubernetes quantity such as "100Mi", "1Gi" or "0.5", got ${JSON.stringify(u)}`,
+        );
+  },
+  (quantity) => quantity.text,
+);

@@ -1,0 +1,35 @@
+/** Snapshot: the models one accepted config lists, by name; compared semantically. */
+import type { ModelName } from './model-name';
+import type { ModelSpec, ModelSpecJson } from './model-config';
+import { quantityEquals, zeroQuantity } from './quantity';
+
+export type Snapshot = ReadonlyMap<ModelName, ModelSpec>;
+
+/** No models: the state of an empty model directory. */
+export const emptySnapshot: Snapshot = new Map();
+
+/** True when both specs describe the same model ("1Gi" equals "1024Mi"; an unset memory equals "0"). */
+export const specEquals = (a: ModelSpec, b: ModelSpec): boolean =>
+  a.storageUri === b.storageUri &&
+  (a.framework ?? '') === (b.framework ?? '') &&
+  quantityEquals(a.memory ?? zeroQuantity, b.memory ?? zeroQuantity);
+
+/** True when both snapshots list the same names with equal specs. */
+export const snapshotEquals = (a: Snapshot, b: Snapshot): boolean => {
+  if (a.size !== b.size) return false;
+  for (const [name, spec] of a) {
+    const other = b.get(name);
+    if (other === undefined || !specEquals(spec, other)) return false;
+  }
+  return true;
+};
+
+/** The spec as JSON, keys in a fixed order and memory as written: the form printed, hashed and stored in markers. */
+export const specToJson = (spec: ModelSpec): ModelSpecJson => ({
+  storageUri: spec.storageUri,
+  ...(spec.framework !== undefined ? { framework: spec.framework } : {}),
+  ...(spec.memory !== undefined ? { memory: spec.memory.text } : {}),
+});
+
+/** A snapshot from name/spec pairs (test fixtures, recovered markers). */
+export const snapshotOf = (entries: Iterable<readonly [ModelName, ModelSpec]>): Snapshot => new Map(entries);

@@ -1,0 +1,83 @@
+/**
+ * The edges modelsync talks to, as small interfaces. `app.ts` depends on these; `edge/` implements them;
+ * tests implement them with real files and servers or with marbles.
+ *
+ * Effects that take an AbortSignal must stop promptly when it aborts and leave nothing behind that the next
+ * start would mistake for finished work (the loader aborts them on shutdown and when a spec changes).
+ */
+import type { Either } from 'fp-ts/Either';
+import type { Observable } from 'rxjs';
+import type { ConfigError } from './core/errors';
+import type { ModelSpec } from './core/model-config';
+import type { ModelName } from './core/model-name';
+import type { Snapshot } from './core/snapshot';
+
+/** A file-system event in the config dir: a chokidar event name (or `ready`) and the path it is about. */
+export interface FsEvent {
+  readonly event: string;
+  readonly path: string;
+}
+
+/** The text of models.json and the file it was read from. */
+export interface ConfigText {
+  readonly file: string;
+  readonly text: string;
+}
+
+/** A read of models.json: its text, or why it could not be read. */
+export type ConfigRead = Either<ConfigError, ConfigText>;
+
+/** Where the config comes from. */
+export interface ConfigSource {
+  /** Events in the config dir for as long as subscribed; re-armed after errors and when the dir (re)appears. */
+  readonly events$: Observable<FsEvent>;
+  /** Reads models.json once, through the resolved `..data` target when there is one. Never errors. */
+  readonly read: () => Observable<ConfigRead>;
+}
+
+/** Downloads models stored under some URI schemes. One implementation per scheme family, one file each. */
+export interface StorageProvider {
+  /** The schemes it serves, without the colon: `['http', 'https']`. Local paths are scheme `file`. */
+  readonly schemes: ReadonlyArray<string>;
+  /**
+   * Fills `targetDir` (it exists and is empty) with the model stored at `uri`. Throws an EffectError:
+   * retryable for transient faults, permanent otherwise. Must not hold a whole model in memory.
+   */
+  download(uri: string, targetDir: string, signal: AbortSignal): Promise<void>;
+}
+
+/** The model server's load/unload API (V2 repository extension, TorchServe management API, ...). */
+export interface ModelServer {
+  /** Loads (or reloads, when `replacing`) the model whose files are in `<model dir>/<name>`. Throws EffectError. */
+  load(name: ModelName, replacing: boolean, signal: AbortSignal): Promise<void>;
+  /** Unloads the model; a server that does not know it counts as done. Throws EffectError. */
+  unload(name: ModelName, signal: AbortSignal): Promise<void>;
+  /** Names of the models the server reports loaded (ready). Throws EffectError. */
+  loadedModels(signal: AbortSignal): Promise<ReadonlySet<string>>;
+}
+
+/** A model version installed in the model directory, and how to drop the version it replaced. */
+export interface Installed {
+  /** Deletes the files of the replaced version, if there was one (call after the new one is loaded). */
+  readonly dropReplaced: () => Promise<void>;
+}
+
+/** The local model directory `M`: `M/<name>/` holds a model's files and its `SUCCESS.<sha256>` marker. */
+export interface ModelStore {
+  /** Creates `M` if missing, deletes temporary dirs and dirs without a valid marker, returns what is installed. */
+  recover(): Promise<Snapshot>;
+  /** True when `M/<name>` holds a complete download of exactly `spec`. */
+  has(name: ModelName, spec: ModelSpec): Promise<boolean>;
+  /**
+   * Lets `fill` write the model into a temporary sibling dir, flushes it, writes the marker last and renames it
+   * into place as `M/<name>`. A previous version is moved aside, not deleted, until `dropReplaced`.
+   */
+  install(
+    name: ModelName,
+    spec: ModelSpec,
+    fill: (dir: string, signal: AbortSignal) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<Installed>;
+  /** Deletes `M/<name>`; a missing dir counts as done. */
+  remove(name: ModelName): Promise<void>;
+}
