@@ -12,10 +12,13 @@ import type { ModelSpec } from './core/model-config';
 import type { ModelName } from './core/model-name';
 import type { Snapshot } from './core/snapshot';
 
-/** A file-system event in the config dir: a chokidar event name (or `ready`) and the path it is about. */
+/**
+ * A file-system event in the config dir: a chokidar event name (`add`, `change`, `unlink`, `addDir`, ...) or
+ * `ready` (a watch was (re)established), and the entry's name inside the dir (`''` for the dir itself).
+ */
 export interface FsEvent {
   readonly event: string;
-  readonly path: string;
+  readonly name: string;
 }
 
 /** The text of models.json and the file it was read from. */

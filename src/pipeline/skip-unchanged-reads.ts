@@ -1,0 +1,16 @@
+/** skipUnchangedReads: drops a read identical to the one before it (same bytes, or the same failure). */
+import { either as E } from 'fp-ts';
+import { distinctUntilChanged, type MonoTypeOperatorFunction } from 'rxjs';
+import { describeConfigError } from '../core/errors';
+import type { ConfigRead } from '../ports';
+
+const sameRead = (a: ConfigRead, b: ConfigRead): boolean =>
+  E.isRight(a) && E.isRight(b)
+    ? a.right.text === b.right.text
+    : E.isLeft(a) && E.isLeft(b) && describeConfigError(a.left) === describeConfigError(b.left);
+
+/**
+ * Every burst is read twice and kubelet's link events come in pairs: identical content must cost nothing, and
+ * a file that stays broken is reported once, not at every event.
+ */
+export const skipUnchangedReads = (): MonoTypeOperatorFunction<ConfigRead> => distinctUntilChanged(sameRead);

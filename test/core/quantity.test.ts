@@ -1,0 +1,53 @@
+import { either as E } from 'fp-ts';
+import { parseQuantity, Quantity, quantityEquals } from '../../src/core/quantity';
+
+const value = (text: string) => parseQuantity(text)?.value;
+
+describe('parseQuantity', () => {
+  it.each([
+    ['100Mi', `${100 * 2 ** 20}/1`],
+    ['1Gi', `${2 ** 30}/1`],
+    ['1024Mi', `${2 ** 30}/1`],
+    ['1G', '1000000000/1'],
+    ['1000M', '1000000000/1'],
+    ['0.5', '1/2'],
+    ['.5', '1/2'],
+    ['500m', '1/2'],
+    ['1e3', '1000/1'],
+    ['1E3', '1000/1'],
+    ['2k', '2000/1'],
+    ['0', '0/1'],
+    ['0Mi', '0/1'],
+    ['-1', '-1/1'],
+    ['+1.50Ki', '1536/1'],
+    ['1.5Gi', `${1.5 * 2 ** 30}/1`],
+  ])('reads %s as the exact amount %s', (text, expected) => {
+    expect(value(text)).toBe(expected);
+  });
+
+  it.each(['', 'lots', '1GB', '1 Gi', 'Gi', '1.2.3', '1ki', '1e', '--1', '1e99999'])('refuses %j', (text) => {
+    expect(parseQuantity(text)).toBeUndefined();
+  });
+
+  it('compares semantically: 1Gi equals 1024Mi, 1G does not equal 1Gi', () => {
+    expect(quantityEquals(parseQuantity('1Gi')!, parseQuantity('1024Mi')!)).toBe(true);
+    expect(quantityEquals(parseQuantity('1G')!, parseQuantity('1000M')!)).toBe(true);
+    expect(quantityEquals(parseQuantity('1G')!, parseQuantity('1Gi')!)).toBe(false);
+  });
+});
+
+describe('Quantity', () => {
+  it('decodes strings and JSON numbers and encodes back to the text as written', () => {
+    const fromNumber = Quantity.decode(0.5);
+    expect(E.isRight(fromNumber) && fromNumber.right.value).toBe('1/2');
+    const fromText = Quantity.decode('1024Mi');
+    expect(E.isRight(fromText) && Quantity.encode(fromText.right)).toBe('1024Mi');
+  });
+
+  it('says what a quantity looks like when given something else', () => {
+    const result = Quantity.decode('lots');
+    expect(E.isLeft(result) && result.left[0]?.message).toContain('"100Mi"');
+    expect(E.isLeft(Quantity.decode(true))).toBe(true);
+    expect(E.isLeft(Quantity.decode(Number.NaN))).toBe(true);
+  });
+});

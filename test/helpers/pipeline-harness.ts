@@ -1,0 +1,77 @@
+/** Runs the real config pipeline (chokidar, real files) on a temp dir and records what it emits and logs. */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { defer, tap, type Subscription } from 'rxjs';
+import { modelOps } from '../../src/app';
+import { applyOps } from '../../src/core/diff';
+import type { ModelOp } from '../../src/core/model-op';
+import { emptySnapshot, type Snapshot } from '../../src/core/snapshot';
+import { configDirSource } from '../../src/edge/config-dir';
+import { LogSink } from './log-sink';
+
+export interface Harness {
+  readonly configDir: string;
+  readonly ops: ModelOp[];
+  readonly sink: LogSink;
+  /** How many times models.json was read. */
+  readonly reads: () => number;
+  /** The initial snapshot with every op so far applied. */
+  readonly state: () => Snapshot;
+  readonly waitForOps: (count: number, timeoutMs?: number) => Promise<void>;
+  readonly waitFor: (condition: () => boolean, timeoutMs?: number, what?: string) => Promise<void>;
+  readonly stop: () => Promise<void>;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export const waitFor = async (
+  condition: () => boolean,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<void> => {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(5);
+  }
+};
+
+export const tempDir = (prefix: string): Promise<string> => mkdtemp(join(tmpdir(), `modelsync-${prefix}-`));
+
+/** Starts the pipeline on `configDir` (created by the caller or not: a missing dir is a case under test). */
+export const startPipeline = async (
+  options: { configDir?: string; initial?: Snapshot; settleMs?: number; recheckMs?: number } = {},
+): Promise<Harness> => {
+  const root = await tempDir('cfg');
+  const configDir = options.configDir ?? join(root, 'configs');
+  const sink = new LogSink();
+  const log = pino({ level: 'debug' }, sink);
+  const source = configDirSource({ dir: configDir, log, recheckMs: options.recheckMs ?? 50 });
+  let reads = 0;
+  const counted = { ...source, read: () => defer(() => source.read()).pipe(tap(() => reads++)) };
+  const ops: ModelOp[] = [];
+  const initial = options.initial ?? emptySnapshot;
+  const subscription: Subscription = modelOps({
+    configSource: counted,
+    initial,
+    log,
+    settleMs: options.settleMs ?? 100,
+  }).subscribe((op) => ops.push(op));
+  return {
+    configDir,
+    ops,
+    sink,
+    reads: () => reads,
+    state: () => applyOps(initial, ops),
+    waitForOps: (count, timeoutMs) =>
+      waitFor(() => ops.length >= count, timeoutMs, `${count} ops (have ${ops.length})`),
+    waitFor,
+    stop: async () => {
+      subscription.unsubscribe();
+      await sleep(20); // chokidar's close is asynchronous
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+};

@@ -1,0 +1,50 @@
+import { either as E } from 'fp-ts';
+import type { Either } from 'fp-ts/Either';
+import { invalidConfig, type ConfigError } from '../../src/core/errors';
+import type { Snapshot } from '../../src/core/snapshot';
+import { keepValid } from '../../src/pipeline/keep-valid';
+import { snap, spec } from '../helpers/fixtures';
+import { runMarbles } from '../helpers/marbles';
+
+const good = snap({ m1: spec('s3://b/m1') });
+const bad = invalidConfig('/cfg/models.json', ['[0].modelSpec.memory: expected a quantity']);
+const results: Record<string, Either<ConfigError, Snapshot>> = { g: E.right(good), b: E.left(bad) };
+
+const recorder = () => {
+  const lines: Array<{ fields: Record<string, unknown>; message: string }> = [];
+  return {
+    lines,
+    log: { warn: (fields: Record<string, unknown>, message: string) => void lines.push({ fields, message }) },
+  };
+};
+
+describe('keepValid', () => {
+  it('passes good snapshots on and drops a rejected config after one warn line naming the file and field', () => {
+    const { lines, log } = recorder();
+    runMarbles(({ cold, expectObservable }) => {
+      expectObservable(cold('gbg|', results).pipe(keepValid(log as never))).toBe('g-g|', { g: good });
+    });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!.fields['file']).toBe('/cfg/models.json');
+    expect(String(lines[0]!.fields['reason'])).toContain('[0].modelSpec.memory');
+  });
+
+  it('completes without emitting when the source is empty', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      expectObservable(
+        cold<Either<ConfigError, Snapshot>>('|').pipe(keepValid(recorder().log as never)),
+      ).toBe('|');
+    }));
+
+  it('passes an error through', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      expectObservable(cold('g#', results).pipe(keepValid(recorder().log as never))).toBe('g#', { g: good });
+    }));
+
+  it('unsubscribes from the source when unsubscribed', () =>
+    runMarbles(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold('g-g-g', results);
+      expectObservable(source.pipe(keepValid(recorder().log as never)), '^-!').toBe('g', { g: good });
+      expectSubscriptions(source.subscriptions).toBe('^-!');
+    }));
+});

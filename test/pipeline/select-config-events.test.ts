@@ -1,0 +1,39 @@
+import { selectConfigEvents } from '../../src/pipeline/select-config-events';
+import type { FsEvent } from '../../src/ports';
+import { runMarbles } from '../helpers/marbles';
+
+const ev = (event: string, name: string): FsEvent => ({ event, name });
+
+describe('selectConfigEvents', () => {
+  it('keeps ..data swaps, models.json changes, ready and events of the dir itself', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      const events = {
+        a: ev('addDir', '..2026_11_30_00_00_00.123'),
+        b: ev('change', '..data'),
+        c: ev('change', 'models.json'),
+        d: ev('unlinkDir', '..2026_11_30_00_00_00.122'),
+        e: ev('ready', ''),
+        f: ev('add', '4913'),
+        g: ev('unlinkDir', ''),
+      };
+      expectObservable(cold('abcdefg|', events).pipe(selectConfigEvents())).toBe('-bc-e-g|', events);
+    }));
+
+  it('completes without emitting when the source is empty', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      expectObservable(cold<FsEvent>('|').pipe(selectConfigEvents())).toBe('|');
+    }));
+
+  it('passes a watcher error through', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      const events = { b: ev('change', '..data') };
+      expectObservable(cold('b#', events).pipe(selectConfigEvents())).toBe('b#', events);
+    }));
+
+  it('unsubscribes from the source when the consumer unsubscribes', () =>
+    runMarbles(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold('b-b-b-b', { b: ev('change', '..data') });
+      expectObservable(source.pipe(selectConfigEvents()), '^--!').toBe('b-b', { b: ev('change', '..data') });
+      expectSubscriptions(source.subscriptions).toBe('^--!');
+    }));
+});
