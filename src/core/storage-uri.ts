@@ -1,0 +1,80 @@
+/** Storage URIs and per-host HTTP headers: parsing with KServe's error messages, no I/O. */
+import * as E from 'fp-ts/Either';
+
+/** A storage URI and its lower-case scheme (`file` for absolute local paths). */
+export interface StorageUri {
+  readonly scheme: string;
+  readonly uri: string;
+}
+
+// Anchored, unlike KServe's `\w+?://`: text before the scheme (" s3://x") is a typo, not a protocol.
+const schemePattern = /^(\w+):\/\//;
+
+/**
+ * Finds the scheme of `uri`. Absolute paths mean `file`. Which schemes are supported is the router's
+ * business; schemes are lower-cased because RFC 3986 makes them case-insensitive (KServe rejected `S3://`).
+ */
+export const parseStorageUri = (uri: string): E.Either<string, StorageUri> => {
+  if (uri.length === 0) return E.left('there is no storageUri supplied');
+  if (uri.startsWith('/')) return E.right({ scheme: 'file', uri });
+  const match = schemePattern.exec(uri);
+  return match?.[1] === undefined
+    ? E.left(`there is no protocol specified for the storageUri ${redactUri(uri)}`)
+    : E.right({ scheme: match[1].toLowerCase(), uri });
+};
+
+/**
+ * `uri` without user info, query and fragment, for messages and logs: signed URLs (S3 presigned, Azure SAS)
+ * carry their credentials there.
+ */
+export const redactUri = (uri: string): string =>
+  uri.replace(/[?#].*$/s, '').replace(/^(\w+:\/\/)[^/@]*@/, '$1');
+
+const headersSuffix = '-headers';
+// RFC 9110 token characters; values must not smuggle a new header line.
+const headerNamePattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const badHeaderValuePattern = /[\r\n\0]/;
+
+const headersOf = (variable: string, text: string): E.Either<string, Readonly<Record<string, string>>> => {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (cause) {
+    return E.left(`${variable} is not valid JSON: ${cause instanceof Error ? cause.message : String(cause)}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return E.left(`${variable} must be a JSON object of header names to string values`);
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, headerValue] of Object.entries(value)) {
+    if (typeof headerValue !== 'string')
+      return E.left(`${variable}: the value of header ${name} must be a string`);
+    if (!headerNamePattern.test(name))
+      return E.left(`${variable}: ${JSON.stringify(name)} is not a header name`);
+    if (badHeaderValuePattern.test(headerValue)) {
+      return E.left(`${variable}: the value of header ${name} must not contain CR, LF or NUL`);
+    }
+    headers[name] = headerValue;
+  }
+  return E.right(headers);
+};
+
+/**
+ * KServe's extra HTTP headers per host: env var `<hostname>-headers` = JSON object of string values, e.g.
+ * `models.example.com-headers={"Authorization":"Bearer x"}`. Keys of the result are lower-case host names,
+ * as `URL.hostname` gives them. The first malformed variable is the Left, named.
+ */
+export const parseHostHeaders = (
+  env: Readonly<Record<string, string | undefined>>,
+): E.Either<string, ReadonlyMap<string, Readonly<Record<string, string>>>> => {
+  const byHost = new Map<string, Readonly<Record<string, string>>>();
+  for (const [variable, text] of Object.entries(env)) {
+    if (text === undefined || !variable.endsWith(headersSuffix)) continue;
+    const host = variable.slice(0, -headersSuffix.length).toLowerCase();
+    if (host.length === 0) return E.left(`${variable} does not name a host: use <hostname>${headersSuffix}`);
+    const headers = headersOf(variable, text);
+    if (E.isLeft(headers)) return headers;
+    byHost.set(host, headers.right);
+  }
+  return E.right(byHost);
+};

@@ -1,0 +1,34 @@
+/** routeStorage: one download function over all storage providers, chosen by the URI's scheme. */
+import { isLeft } from 'fp-ts/Either';
+import { permanentError } from '../core/errors';
+import { parseStorageUri, redactUri } from '../core/storage-uri';
+import type { StorageProvider } from '../ports';
+
+/**
+ * Downloads through the provider serving the URI's scheme. Bad URIs and unsupported schemes are permanent
+ * errors: retrying cannot fix them, only a new spec can. Two providers claiming one scheme is a wiring bug.
+ */
+export const routeStorage = (
+  providers: ReadonlyArray<StorageProvider>,
+): ((uri: string, targetDir: string, signal: AbortSignal) => Promise<void>) => {
+  const byScheme = new Map<string, StorageProvider>();
+  for (const provider of providers) {
+    for (const scheme of provider.schemes) {
+      if (byScheme.has(scheme)) throw new Error(`two storage providers serve the scheme ${scheme}`);
+      byScheme.set(scheme, provider);
+    }
+  }
+  const supported = [...byScheme.keys()].join(', ');
+
+  return async (uri, targetDir, signal) => {
+    const parsed = parseStorageUri(uri);
+    if (isLeft(parsed)) throw permanentError(parsed.left);
+    const provider = byScheme.get(parsed.right.scheme);
+    if (provider === undefined) {
+      throw permanentError(
+        `protocol not supported for storageUri ${redactUri(uri)}; supported: ${supported}`,
+      );
+    }
+    await provider.download(uri, targetDir, signal);
+  };
+};

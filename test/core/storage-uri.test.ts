@@ -1,0 +1,88 @@
+import { left, right } from 'fp-ts/Either';
+import { parseHostHeaders, parseStorageUri, redactUri } from '../../src/core/storage-uri';
+
+describe('parseStorageUri', () => {
+  it.each([
+    ['/data/m1', 'file'],
+    ['file:///data/m1', 'file'],
+    ['s3://models/model1', 's3'],
+    ['gs://bucket/prefix', 'gs'],
+    ['https://example.com/model.joblib', 'https'],
+    ['http://127.0.0.1:8080/m.tar.gz', 'http'],
+    ['sss://models/model1', 'sss'],
+    ['S3://models/model1', 's3'],
+  ])('gives %s the scheme %s', (uri, scheme) => {
+    expect(parseStorageUri(uri)).toEqual(right({ scheme, uri }));
+  });
+
+  it('says no storageUri is supplied when the URI is empty', () => {
+    expect(parseStorageUri('')).toEqual(left('there is no storageUri supplied'));
+  });
+
+  it.each(['s3:://models/model1', 's3:/x', 'models/model1', 'data/m1', ' s3://x'])(
+    'says no protocol is specified for %j',
+    (uri) => {
+      expect(parseStorageUri(uri)).toEqual(left(`there is no protocol specified for the storageUri ${uri}`));
+    },
+  );
+});
+
+describe('redactUri', () => {
+  it.each([
+    [
+      'https://acct.blob.core.windows.net/c/m.bin?sv=1&sig=secret',
+      'https://acct.blob.core.windows.net/c/m.bin',
+    ],
+    ['https://user:pass@example.com/m.bin#frag', 'https://example.com/m.bin'],
+    ['s3://models/model1', 's3://models/model1'],
+    ['/data/m1', '/data/m1'],
+  ])('shows %s as %s', (uri, shown) => {
+    expect(redactUri(uri)).toBe(shown);
+  });
+});
+
+describe('parseHostHeaders', () => {
+  it('maps each <hostname>-headers variable to its headers, keyed by lower-case host', () => {
+    const result = parseHostHeaders({
+      'Models.Example.com-headers': '{"Authorization":"Bearer x","X-Trace":"1"}',
+      '127.0.0.1-headers': '{}',
+      PATH: '/usr/bin',
+      'unset-headers': undefined,
+    });
+    expect(result).toEqual(
+      right(
+        new Map([
+          ['models.example.com', { Authorization: 'Bearer x', 'X-Trace': '1' }],
+          ['127.0.0.1', {}],
+        ]),
+      ),
+    );
+  });
+
+  it('gives an empty map when no variable names headers', () => {
+    expect(parseHostHeaders({ HOME: '/root' })).toEqual(right(new Map()));
+  });
+
+  it.each([
+    ['{not json', 'is not valid JSON'],
+    ['["a"]', 'must be a JSON object'],
+    ['"text"', 'must be a JSON object'],
+    ['null', 'must be a JSON object'],
+    ['{"X-Count":1}', 'the value of header X-Count must be a string'],
+    ['{"bad name":"v"}', 'is not a header name'],
+    ['{"X-A":"v\\r\\nX-B: injected"}', 'must not contain CR, LF or NUL'],
+  ])('rejects %s naming the variable', (text, why) => {
+    const result = parseHostHeaders({ 'example.com-headers': text });
+    expect(result._tag).toBe('Left');
+    if (result._tag === 'Left') {
+      expect(result.left).toContain('example.com-headers');
+      expect(result.left).toContain(why);
+    }
+  });
+
+  it('rejects a variable that names no host', () => {
+    expect(parseHostHeaders({ '-headers': '{}' })).toEqual(
+      left('-headers does not name a host: use <hostname>-headers'),
+    );
+  });
+});

@@ -1,0 +1,98 @@
+import { EffectError } from '../../src/core/errors';
+import { routeStorage } from '../../src/loader/storage-router';
+import type { StorageProvider } from '../../src/ports';
+
+interface Call {
+  readonly provider: string;
+  readonly uri: string;
+  readonly targetDir: string;
+}
+
+const recorder = (name: string, schemes: ReadonlyArray<string>, calls: Call[]): StorageProvider => ({
+  schemes,
+  download: (uri, targetDir) => {
+    calls.push({ provider: name, uri, targetDir });
+    return Promise.resolve();
+  },
+});
+
+const rejection = async (promise: Promise<unknown>): Promise<EffectError> => {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(EffectError);
+    return error as EffectError;
+  }
+  throw new Error('expected a rejection');
+};
+
+describe('routeStorage', () => {
+  const setup = () => {
+    const calls: Call[] = [];
+    const route = routeStorage([
+      recorder('local', ['file'], calls),
+      recorder('http', ['http', 'https'], calls),
+      recorder('s3', ['s3'], calls),
+    ]);
+    return { calls, route };
+  };
+
+  it.each([
+    ['/data/m1', 'local'],
+    ['file:///data/m1', 'local'],
+    ['http://example.com/m.bin', 'http'],
+    ['https://example.com/m.bin', 'http'],
+    ['s3://models/model1', 's3'],
+  ])('routes %s to the %s provider', async (uri, provider) => {
+    const { calls, route } = setup();
+    await route(uri, '/tmp/target', new AbortController().signal);
+    expect(calls).toEqual([{ provider, uri, targetDir: '/tmp/target' }]);
+  });
+
+  it('rejects permanently when the protocol is not supported (D1)', async () => {
+    const { calls, route } = setup();
+    const error = await rejection(route('sss://models/model1', '/tmp/target', new AbortController().signal));
+    expect(error.retryable).toBe(false);
+    expect(error.message).toBe(
+      'protocol not supported for storageUri sss://models/model1; supported: file, http, https, s3',
+    );
+    expect(calls).toEqual([]);
+  });
+
+  it('rejects permanently when the storage URI is empty (D2)', async () => {
+    const { calls, route } = setup();
+    const error = await rejection(route('', '/tmp/target', new AbortController().signal));
+    expect(error.retryable).toBe(false);
+    expect(error.message).toBe('there is no storageUri supplied');
+    expect(calls).toEqual([]);
+  });
+
+  it('rejects permanently when the URI has no protocol (D3)', async () => {
+    const { calls, route } = setup();
+    const error = await rejection(route('s3:://models/model1', '/tmp/target', new AbortController().signal));
+    expect(error.retryable).toBe(false);
+    expect(error.message).toBe('there is no protocol specified for the storageUri s3:://models/model1');
+    expect(calls).toEqual([]);
+  });
+
+  it('keeps query strings out of its messages', async () => {
+    const { route } = setup();
+    const error = await rejection(
+      route('abfs://acct/c/m?sig=secret', '/tmp/t', new AbortController().signal),
+    );
+    expect(error.message).not.toContain('secret');
+  });
+
+  it('passes provider failures through unchanged', async () => {
+    const failure = new EffectError('boom', true);
+    const route = routeStorage([{ schemes: ['http'], download: () => Promise.reject(failure) }]);
+    await expect(route('http://x/m', '/tmp/t', new AbortController().signal)).rejects.toBe(failure);
+  });
+
+  it('throws when two providers claim one scheme', () => {
+    const calls: Call[] = [];
+    expect(() => routeStorage([recorder('a', ['http'], calls), recorder('b', ['http'], calls)])).toThrow(
+      'two storage providers serve the scheme http',
+    );
+  });
+});
