@@ -1,0 +1,78 @@
+/** v2ModelServer: the ModelServer port over the Open Inference Protocol model-repository extension. */
+import * as t from 'io-ts';
+import { PathReporter } from 'io-ts/PathReporter';
+import { isLeft } from 'fp-ts/Either';
+import { retryableError } from '../core/errors';
+import type { ModelName } from '../core/model-name';
+import type { ModelServer } from '../ports';
+import { discardBody, httpCall, readText, statusError, type HttpCallResponse } from './http-call';
+
+/** Where the server listens and how long calls may take. */
+export interface V2ModelServerOptions {
+  /** The server's HTTP root, e.g. `http://127.0.0.1:8000` (Triton) or `http://127.0.0.1:8080` (MLServer, KServe). */
+  readonly baseUrl: string;
+  /** Timeout of index and unload calls, and of loads unless `loadTimeoutMs` is given; default 30 s. */
+  readonly timeoutMs?: number;
+  /** Timeout of a load, which returns only once the model is loaded; default 300 s. */
+  readonly loadTimeoutMs?: number;
+}
+
+const defaultTimeoutMs = 30_000;
+const defaultLoadTimeoutMs = 300_000;
+const json = { 'Content-Type': 'application/json' };
+
+/** One entry of `POST /v2/repository/index`; servers add fields (version, reason) that are not needed here. */
+const RepositoryIndexEntry = t.type({ name: t.string, state: t.string }, 'RepositoryIndexEntry');
+const RepositoryIndex = t.array(RepositoryIndexEntry, 'RepositoryIndex');
+
+/**
+ * The ModelServer of Triton (explicit model control mode), MLServer and the KServe Python model server, which
+ * all load `<model dir>/<name>` on `POST /v2/repository/models/<name>/load`. `replacing` needs nothing special:
+ * a load of a loaded model reloads it in place, and the old version serves until the new one is ready.
+ */
+export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
+  const base = options.baseUrl.replace(/\/+$/, '');
+  const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
+  const loadTimeoutMs = options.loadTimeoutMs ?? options.timeoutMs ?? defaultLoadTimeoutMs;
+  const modelUrl = (name: ModelName, action: 'load' | 'unload'): string =>
+    `${base}/v2/repository/models/${encodeURIComponent(name)}/${action}`;
+  const post = (url: string, what: string, ms: number, signal: AbortSignal): Promise<HttpCallResponse> =>
+    httpCall(url, { method: 'POST', headers: json, body: '{}', what, timeoutMs: ms, signal });
+
+  return {
+    load: async (name, _replacing, signal) => {
+      const what = `model server load of "${name}" (${base})`;
+      const call = await post(modelUrl(name, 'load'), what, loadTimeoutMs, signal);
+      if (!call.response.ok) throw await statusError(call);
+      await discardBody(call);
+    },
+
+    unload: async (name, signal) => {
+      const what = `model server unload of "${name}" (${base})`;
+      const call = await post(modelUrl(name, 'unload'), what, timeoutMs, signal);
+      // MLServer and the KServe server answer 404 for a model they do not have loaded: that is the goal.
+      if (!call.response.ok && call.response.status !== 404) throw await statusError(call);
+      await discardBody(call);
+    },
+
+    loadedModels: async (signal) => {
+      const what = `model server index (${base})`;
+      const call = await post(`${base}/v2/repository/index`, what, timeoutMs, signal);
+      if (!call.response.ok) throw await statusError(call);
+      const text = await readText(call);
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch (cause) {
+        throw retryableError(`${what} returned a body that is not JSON: ${text.trim().slice(0, 200)}`, cause);
+      }
+      const decoded = RepositoryIndex.decode(body);
+      if (isLeft(decoded)) {
+        const problems = PathReporter.report(decoded).slice(0, 3).join('; ');
+        throw retryableError(`${what} returned a body that is not a list of {name, state}: ${problems}`);
+      }
+      // Triton lists one entry per version: a model is loaded when any of its versions is ready.
+      return new Set(decoded.right.filter((m) => m.state.toUpperCase() === 'READY').map((m) => m.name));
+    },
+  };
+};

@@ -1,0 +1,287 @@
+/** startV2ModelServer: a stand-in model server speaking the V2 repository API, for the demo, tests and CI. */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { modelNameProblem } from '../core/model-name';
+
+/** How to start the stand-in. */
+export interface V2ModelServerStandInOptions {
+  /** Interface to listen on; default 127.0.0.1. */
+  readonly host?: string;
+  /** Port; default 0 (any free port, see `url`). */
+  readonly port?: number;
+  /**
+   * The model repository. When set, a load succeeds only if `<modelDir>/<name>/` holds a `SUCCESS.*` marker when
+   * the load starts and when it ends, the way a real server reads the files during the load.
+   */
+  readonly modelDir?: string;
+  /** Status of an unload of a model that is not loaded: 404 like MLServer and KServe (default), 200 like Triton. */
+  readonly unknownUnloadStatus?: 200 | 404;
+  /** How long each load takes; default 0. */
+  readonly loadDelayMs?: number;
+}
+
+/** A request the stand-in received; `name` is the decoded model name on model routes. */
+export interface V2Request {
+  readonly method: string;
+  readonly path: string;
+  readonly name?: string;
+  /** `Date.now()` when it arrived. */
+  readonly at: number;
+}
+
+/** A finished load request: whether the model's files were complete, and the status answered. */
+export interface V2Load {
+  readonly name: string;
+  readonly complete: boolean;
+  readonly status: number;
+}
+
+/** The running stand-in and what it observed. */
+export interface V2ModelServerStandIn {
+  /** `http://<host>:<port>`, the base URL to give the client. */
+  readonly url: string;
+  /** Stops listening and drops open (keep-alive) connections; loads still waiting are abandoned. */
+  close(): Promise<void>;
+  /** The models loaded now (a live view). */
+  readonly loaded: ReadonlySet<string>;
+  /** Every request, in arrival order. */
+  readonly requests: ReadonlyArray<V2Request>;
+  /** Every load that ran to its end (injected failures included), in completion order. */
+  readonly loads: ReadonlyArray<V2Load>;
+  /** The most loads that were in flight at once. */
+  readonly maxConcurrentLoads: number;
+  /** Makes the next `n` loads fail with `status` (default 503) and an `{"error"}` body, after the load delay. */
+  failNextLoads(n: number, status?: number): void;
+  /** Sets how long each load started from now on takes. */
+  setLoadDelay(ms: number): void;
+  /** Marks models loaded without a request, as if the server had loaded them at its own start. */
+  preload(...names: string[]): void;
+}
+
+const modelRoute = /^\/v2\/repository\/models\/([^/]+)\/(load|unload)$/;
+const readyRoute = /^\/v2\/models\/([^/]+)\/ready$/;
+
+/**
+ * Starts a stand-in for Triton / MLServer / the KServe model server: `POST /v2/repository/index`,
+ * `POST /v2/repository/models/{name}/load|unload`, `GET /v2/health/live|ready`, `GET /v2/models/{name}/ready`.
+ * Loads answer 200 with an empty body like MLServer; errors are `{"error": "..."}`; unknown routes 404.
+ */
+export const startV2ModelServer = async (
+  options: V2ModelServerStandInOptions = {},
+): Promise<V2ModelServerStandIn> => {
+  const { modelDir, unknownUnloadStatus = 404 } = options;
+  const loaded = new Set<string>();
+  // Names the server has heard of (loaded, failed, unloaded): the index lists them like a repository would.
+  const known = new Set<string>();
+  const reasons = new Map<string, string>();
+  const requests: V2Request[] = [];
+  const loads: V2Load[] = [];
+  const waits = new Set<() => void>();
+  let loadDelayMs = options.loadDelayMs ?? 0;
+  let failures = { remaining: 0, status: 503 };
+  let inFlight = 0;
+  let maxConcurrentLoads = 0;
+  let closed = false;
+
+  const delay = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        waits.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      waits.add(done);
+    });
+
+  const filesComplete = async (name: string): Promise<boolean> => {
+    if (modelDir === undefined) return true;
+    try {
+      const entries = await readdir(join(modelDir, name), { withFileTypes: true });
+      return entries.some((e) => e.isFile() && e.name.startsWith('SUCCESS.'));
+    } catch {
+      return false;
+    }
+  };
+
+  const repositoryNames = async (): Promise<Set<string>> => {
+    const names = new Set(known);
+    for (const name of loaded) names.add(name);
+    if (modelDir !== undefined) {
+      const entries = await readdir(modelDir, { withFileTypes: true }).catch(() => []);
+      for (const e of entries) if (e.isDirectory() && !e.name.startsWith('.')) names.add(e.name);
+    }
+    return names;
+  };
+
+  const load = async (name: string, res: ServerResponse): Promise<void> => {
+    inFlight += 1;
+    maxConcurrentLoads = Math.max(maxConcurrentLoads, inFlight);
+    try {
+      const completeAtStart = await filesComplete(name);
+      await delay(loadDelayMs);
+      if (closed) return;
+      known.add(name);
+      if (failures.remaining > 0) {
+        failures = { ...failures, remaining: failures.remaining - 1 };
+        const error = `injected failure: load of '${name}' failed`;
+        loads.push({ name, complete: completeAtStart, status: failures.status });
+        reasons.set(name, error);
+        return send(res, failures.status, { error });
+      }
+      const complete = completeAtStart && (await filesComplete(name));
+      if (!complete) {
+        // Like Triton: a failed reload leaves the version that was serving in place.
+        const error = `failed to load '${name}': no model files`;
+        loads.push({ name, complete, status: 400 });
+        reasons.set(name, error);
+        return send(res, 400, { error });
+      }
+      loaded.add(name);
+      reasons.delete(name);
+      loads.push({ name, complete, status: 200 });
+      send(res, 200);
+    } finally {
+      inFlight -= 1;
+    }
+  };
+
+  const unload = (name: string, res: ServerResponse): void => {
+    known.add(name);
+    if (loaded.delete(name)) {
+      reasons.set(name, 'unloaded');
+      return send(res, 200);
+    }
+    if (unknownUnloadStatus === 200) return send(res, 200);
+    send(res, 404, { error: `Model ${name} not found` });
+  };
+
+  const index = async (res: ServerResponse): Promise<void> => {
+    const names = [...(await repositoryNames())].sort();
+    send(
+      res,
+      200,
+      names.map((name) => ({
+        name,
+        version: '1',
+        state: loaded.has(name) ? 'READY' : 'UNAVAILABLE',
+        reason: loaded.has(name) ? '' : (reasons.get(name) ?? ''),
+      })),
+    );
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const method = req.method ?? 'GET';
+    const path = new URL(req.url ?? '/', 'http://stand-in').pathname;
+    const match = modelRoute.exec(path) ?? readyRoute.exec(path);
+    let name: string | undefined;
+    if (match) {
+      try {
+        name = decodeURIComponent(match[1]!);
+      } catch {
+        name = match[1]!;
+      }
+    }
+    requests.push({ method, path, ...(name === undefined ? {} : { name }), at: Date.now() });
+    const body = await readBody(req);
+    if (body.trim() !== '' && !isJson(body)) {
+      return send(res, 400, { error: 'failed to parse the request JSON buffer' });
+    }
+    if (name !== undefined) {
+      const problem = modelNameProblem(name);
+      if (problem !== undefined) return send(res, 400, { error: `invalid model name: ${problem}` });
+    }
+
+    if (method === 'POST' && path === '/v2/repository/index') return index(res);
+    if (method === 'GET' && (path === '/v2/health/live' || path === '/v2/health/ready'))
+      return send(res, 200);
+    if (match && name !== undefined) {
+      const action = match[2];
+      if (method === 'POST' && action === 'load') return load(name, res);
+      if (method === 'POST' && action === 'unload') return unload(name, res);
+      if (method === 'GET' && action === undefined) {
+        return loaded.has(name) ? send(res, 200) : send(res, 400, { error: `Model ${name} is not ready` });
+      }
+    }
+    send(res, 404, { error: 'Not Found' });
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((cause: unknown) => {
+      if (!res.headersSent) send(res, 500, { error: String(cause) });
+      else res.destroy();
+    });
+  });
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://${urlHost(host)}:${port}`,
+    close: async () => {
+      closed = true;
+      for (const done of [...waits]) done();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+    loaded,
+    requests,
+    loads,
+    get maxConcurrentLoads() {
+      return maxConcurrentLoads;
+    },
+    failNextLoads: (n, status = 503) => {
+      failures = { remaining: n, status };
+    },
+    setLoadDelay: (ms) => {
+      loadDelayMs = ms;
+    },
+    preload: (...names) => {
+      for (const name of names) {
+        loaded.add(name);
+        known.add(name);
+      }
+    },
+  };
+};
+
+/** Answers `status` with `body` as JSON, or with an empty body like MLServer's successful loads. */
+const send = (res: ServerResponse, status: number, body?: unknown): void => {
+  if (res.destroyed || res.headersSent) return;
+  const text = body === undefined ? '' : JSON.stringify(body);
+  const headers: Record<string, string | number> = { 'Content-Length': Buffer.byteLength(text) };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  res.writeHead(status, headers).end(text);
+};
+
+const readBody = async (req: IncomingMessage): Promise<string> => {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+};
+
+const isJson = (text: string): boolean => {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+// A wildcard address is not something a client can connect to; an IPv6 literal needs brackets in a URL.
+const urlHost = (host: string): string => {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+};

@@ -1,0 +1,290 @@
+/** Tests of v2ModelServer against the V2 stand-in and a few hand-rolled servers, over real HTTP on 127.0.0.1. */
+import { createServer, type RequestListener, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EffectError } from '../../src/core/errors';
+import type { ModelName } from '../../src/core/model-name';
+import { v2ModelServer } from '../../src/edge/model-server-v2';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+
+const name = (s: string): ModelName => s as ModelName;
+const live = (): AbortSignal => new AbortController().signal;
+
+/** The EffectError a promise rejects with (fails the test when it resolves or rejects with something else). */
+const effectError = async (promise: Promise<unknown>): Promise<EffectError> => {
+  const outcome = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(outcome instanceof EffectError)) throw new Error(`expected an EffectError, got ${String(outcome)}`);
+  return outcome;
+};
+
+/** A one-off server for answers the stand-in never gives (bad bodies, hangs, 5xx). */
+const startRaw = async (
+  listener: RequestListener,
+): Promise<{ url: string; server: Server; close(): Promise<void> }> => {
+  const server = createServer(listener);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+};
+
+const answer =
+  (status: number, body: string): RequestListener =>
+  (req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(status, { 'Content-Type': 'application/json' }).end(body));
+  };
+
+describe('v2ModelServer', () => {
+  let standIn: V2ModelServerStandIn;
+  let modelDir: string;
+
+  beforeEach(async () => {
+    modelDir = await mkdtemp(join(tmpdir(), 'modelsync-v2-'));
+    standIn = await startV2ModelServer({ modelDir });
+  });
+  afterEach(async () => {
+    await standIn.close();
+    await rm(modelDir, { recursive: true, force: true });
+  });
+
+  const install = async (model: string): Promise<void> => {
+    await mkdir(join(modelDir, model), { recursive: true });
+    await writeFile(join(modelDir, model, 'SUCCESS.abc'), '');
+  };
+
+  it('loads a model with POST .../load, body {} and Content-Type application/json', async () => {
+    await install('m1');
+    const bodies: string[] = [];
+    const headers: Array<string | undefined> = [];
+    const spy = await startRaw((req, res) => {
+      headers.push(req.headers['content-type']);
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        bodies.push(`${req.method} ${req.url} ${body}`);
+        res.writeHead(200).end();
+      });
+    });
+    try {
+      await v2ModelServer({ baseUrl: spy.url }).load(name('m1'), false, live());
+      expect(bodies).toEqual(['POST /v2/repository/models/m1/load {}']);
+      expect(headers).toEqual(['application/json']);
+    } finally {
+      await spy.close();
+    }
+    await v2ModelServer({ baseUrl: standIn.url }).load(name('m1'), false, live());
+    expect([...standIn.loaded]).toEqual(['m1']);
+  });
+
+  it('percent-encodes the model name in the path', async () => {
+    await install('a b#ü');
+    await v2ModelServer({ baseUrl: `${standIn.url}/` }).load(name('a b#ü'), false, live());
+    expect(standIn.requests[0]?.path).toBe('/v2/repository/models/a%20b%23%C3%BC/load');
+    expect(standIn.loaded.has('a b#ü')).toBe(true);
+  });
+
+  it('reloads a loaded model in place when replacing', async () => {
+    await install('m1');
+    const server = v2ModelServer({ baseUrl: standIn.url });
+    await server.load(name('m1'), false, live());
+    await server.load(name('m1'), true, live());
+    expect(standIn.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'POST /v2/repository/models/m1/load',
+      'POST /v2/repository/models/m1/load',
+    ]);
+  });
+
+  it('unloads a loaded model', async () => {
+    standIn.preload('m1');
+    await v2ModelServer({ baseUrl: standIn.url }).unload(name('m1'), live());
+    expect(standIn.loaded.size).toBe(0);
+  });
+
+  it('counts an unload the server answers 404 (model unknown) as done', async () => {
+    await expect(
+      v2ModelServer({ baseUrl: standIn.url }).unload(name('ghost'), live()),
+    ).resolves.toBeUndefined();
+    expect(standIn.requests.map((r) => r.name)).toEqual(['ghost']);
+  });
+
+  it('lists the READY models of the index, ignoring the others', async () => {
+    await install('m1');
+    await install('m2');
+    standIn.preload('m3');
+    const server = v2ModelServer({ baseUrl: standIn.url });
+    await server.load(name('m1'), false, live());
+    const loaded = await server.loadedModels(live());
+    expect([...loaded].sort()).toEqual(['m1', 'm3']);
+  });
+
+  it('reads Ready (KServe) and READY alike, tolerates extra fields and lists a multi-version model once', async () => {
+    const raw = await startRaw(
+      answer(
+        200,
+        JSON.stringify([
+          { name: 'kserve', state: 'Ready', extra: { x: 1 } },
+          { name: 'triton', version: '1', state: 'READY', reason: '' },
+          { name: 'triton', version: '2', state: 'UNAVAILABLE', reason: 'unloaded' },
+          { name: 'loading', state: 'LOADING' },
+          { name: 'notready', state: 'NotReady' },
+        ]),
+      ),
+    );
+    try {
+      const loaded = await v2ModelServer({ baseUrl: raw.url }).loadedModels(live());
+      expect([...loaded].sort()).toEqual(['kserve', 'triton']);
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it.each([
+    ['not JSON', '<html>oops</html>', /not JSON/],
+    ['not a list', '{"models": []}', /not a list of \{name, state\}/],
+    ['entries without a state', '[{"name": "m1"}]', /not a list of \{name, state\}/],
+  ])('fails retryably when the index body is %s', async (_label, body, message) => {
+    const raw = await startRaw(answer(200, body));
+    try {
+      const error = await effectError(v2ModelServer({ baseUrl: raw.url }).loadedModels(live()));
+      expect(error.retryable).toBe(true);
+      expect(error.message).toMatch(message);
+      expect(error.message).toContain('model server index');
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it('fails retryably when the server answers 503, with its error text', async () => {
+    await install('m1');
+    standIn.failNextLoads(1, 503);
+    const error = await effectError(v2ModelServer({ baseUrl: standIn.url }).load(name('m1'), false, live()));
+    expect(error.retryable).toBe(true);
+    expect(error.message).toBe(
+      `model server load of "m1" (${standIn.url}) returned HTTP 503: injected failure: load of 'm1' failed`,
+    );
+  });
+
+  it('fails retryably on 429 and 500', async () => {
+    await install('m1');
+    for (const status of [429, 500]) {
+      standIn.failNextLoads(1, status);
+      const error = await effectError(
+        v2ModelServer({ baseUrl: standIn.url }).load(name('m1'), false, live()),
+      );
+      expect(error.retryable).toBe(true);
+    }
+  });
+
+  it('fails permanently when a load is answered 400, with the server error text', async () => {
+    // No files in the model dir: the stand-in refuses the load like Triton would.
+    const error = await effectError(v2ModelServer({ baseUrl: standIn.url }).load(name('m1'), false, live()));
+    expect(error.retryable).toBe(false);
+    expect(error.message).toContain("HTTP 400: failed to load 'm1': no model files");
+  });
+
+  it('fails permanently when a load is answered 404 (MLServer: no such model)', async () => {
+    standIn.failNextLoads(1, 404);
+    await install('m1');
+    const error = await effectError(v2ModelServer({ baseUrl: standIn.url }).load(name('m1'), false, live()));
+    expect(error.retryable).toBe(false);
+  });
+
+  it('fails when an unload is answered with an error other than 404', async () => {
+    const raw = await startRaw(answer(500, '{"error": "boom"}'));
+    try {
+      const error = await effectError(v2ModelServer({ baseUrl: raw.url }).unload(name('m1'), live()));
+      expect(error.retryable).toBe(true);
+      expect(error.message).toContain('HTTP 500: boom');
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it('fails retryably when a load takes longer than the timeout', async () => {
+    await install('m1');
+    standIn.setLoadDelay(2_000);
+    const started = Date.now();
+    const error = await effectError(
+      v2ModelServer({ baseUrl: standIn.url, timeoutMs: 100 }).load(name('m1'), false, live()),
+    );
+    expect(error.retryable).toBe(true);
+    expect(error.message).toBe(`model server load of "m1" (${standIn.url}) timed out after 100 ms`);
+    expect(Date.now() - started).toBeLessThan(1_500);
+  });
+
+  it('times out a response whose body never ends', async () => {
+    const raw = await startRaw((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.write('[{"name": "m1", ');
+    });
+    try {
+      const error = await effectError(
+        v2ModelServer({ baseUrl: raw.url, timeoutMs: 100 }).loadedModels(live()),
+      );
+      expect(error.retryable).toBe(true);
+      expect(error.message).toContain('timed out after 100 ms');
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it('fails retryably when the connection is refused', async () => {
+    const raw = await startRaw(answer(200, '[]'));
+    await raw.close();
+    const error = await effectError(v2ModelServer({ baseUrl: raw.url }).loadedModels(live()));
+    expect(error.retryable).toBe(true);
+    expect(error.message).toMatch(/model server index .* failed: .*ECONNREFUSED/);
+  });
+
+  it('fails retryably when the server resets the connection', async () => {
+    const raw = await startRaw((req) => req.socket.destroy());
+    try {
+      const error = await effectError(v2ModelServer({ baseUrl: raw.url }).unload(name('m1'), live()));
+      expect(error.retryable).toBe(true);
+      expect(error.message).toContain('model server unload of "m1"');
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it('stops a load at once when the caller aborts', async () => {
+    await install('m1');
+    standIn.setLoadDelay(5_000);
+    const controller = new AbortController();
+    const started = Date.now();
+    const pending = effectError(
+      v2ModelServer({ baseUrl: standIn.url }).load(name('m1'), false, controller.signal),
+    );
+    setTimeout(() => controller.abort(), 50);
+    const error = await pending;
+    expect(error.message).toBe(`model server load of "m1" (${standIn.url}) aborted`);
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it('does not send a request when the signal is already aborted', async () => {
+    const error = await effectError(
+      v2ModelServer({ baseUrl: standIn.url }).loadedModels(AbortSignal.abort()),
+    );
+    expect(error.message).toContain('aborted');
+    expect(standIn.requests).toHaveLength(0);
+  });
+
+  it('fails permanently when the base URL is not an http(s) URL', async () => {
+    const error = await effectError(v2ModelServer({ baseUrl: 'localhost:8000' }).loadedModels(live()));
+    expect(error.retryable).toBe(false);
+  });
+});
