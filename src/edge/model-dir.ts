@@ -1,0 +1,387 @@
+/** modelDirStore: the model directory M, filled through staging dirs and renames so no one sees half a model. */
+import { createHash, randomBytes } from 'node:crypto';
+import { chmod, lstat, mkdir, mkdtemp, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { isLeft } from 'fp-ts/Either';
+import { EffectError, permanentError, retryableError } from '../core/errors';
+import { canonicalSpecJson, decodeMarker, markerPrefix, specIdentityJson } from '../core/marker';
+import type { ModelSpec } from '../core/model-config';
+import { modelNameProblem, type ModelName } from '../core/model-name';
+import { specEquals, specToJson } from '../core/snapshot';
+import type { Installed, ModelStore } from '../ports';
+import type { Logger } from './logger';
+
+/** Where the store lives and where it logs. */
+export interface ModelDirOptions {
+  readonly root: string;
+  readonly log: Logger;
+}
+
+// Reserved prefixes: model names cannot start with '.', so these never collide with a model dir.
+const stagingPrefix = '.tmp-';
+const asidePrefix = '.old-';
+const lostAndFound = 'lost+found';
+const maxMarkerBytes = 64 * 1024;
+// Bounds the open file descriptors while flushing a model of many files.
+const syncConcurrency = 16;
+const recoverConcurrency = 8;
+// The model server usually runs as another user; mkdtemp creates 0700.
+const modelDirMode = 0o755;
+
+const permanentCodes = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EISDIR', 'ENAMETOOLONG', 'ELOOP']);
+
+// Not `instanceof Error`: errors from node built-ins come from another realm under jest.
+const errnoCode = (cause: unknown): string | undefined => {
+  const code = typeof cause === 'object' && cause !== null ? (cause as { code?: unknown }).code : undefined;
+  return typeof code === 'string' ? code : undefined;
+};
+
+const messageOf = (cause: unknown): string =>
+  typeof cause === 'object' && cause !== null && 'message' in cause ? String(cause.message) : String(cause);
+
+/** An fs failure as an EffectError naming what we were doing; a full disk or EIO may pass, EACCES will not. */
+const fsError = (what: string, cause: unknown): unknown => {
+  const code = errnoCode(cause);
+  if (code === undefined || cause instanceof EffectError) return cause;
+  const message = `${what}: ${messageOf(cause)}`;
+  return permanentCodes.has(code) ? permanentError(message, cause) : retryableError(message, cause);
+};
+
+const step = async <T>(what: string, run: () => Promise<T>): Promise<T> => {
+  try {
+    return await run();
+  } catch (cause) {
+    throw fsError(what, cause);
+  }
+};
+
+const isMissing = (cause: unknown): boolean => ['ENOENT', 'ENOTDIR'].includes(errnoCode(cause) ?? '');
+
+const forEachLimited = async <T>(
+  items: ReadonlyArray<T>,
+  limit: number,
+  run: (item: T) => Promise<void>,
+): Promise<void> => {
+  let next = 0;
+  let failure: { cause: unknown } | undefined;
+  const worker = async (): Promise<void> => {
+    while (failure === undefined && next < items.length) {
+      const item = items[next++]!;
+      try {
+        await run(item);
+      } catch (cause) {
+        failure ??= { cause };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure !== undefined) throw failure.cause;
+};
+
+const syncPath = (path: string): Promise<void> =>
+  step(`cannot flush ${path}`, async () => {
+    const handle = await open(path, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  });
+
+/** Files and dirs under `dir` (dirs include `dir`); symlinks are left to their dir's fsync. */
+const walk = async (
+  dir: string,
+  files: string[] = [],
+  dirs: string[] = [],
+): Promise<[string[], string[]]> => {
+  dirs.push(dir);
+  const entries = await step(`cannot list ${dir}`, () => readdir(dir, { withFileTypes: true }));
+  for (const entry of entries) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) await walk(path, files, dirs);
+    else if (entry.isFile()) files.push(path);
+  }
+  return [files, dirs];
+};
+
+// Data before the marker: after a crash a marker may only exist next to complete files.
+const syncTree = async (dir: string): Promise<void> => {
+  const [files, dirs] = await walk(dir);
+  await forEachLimited(files, syncConcurrency, syncPath);
+  await forEachLimited(dirs, syncConcurrency, syncPath);
+};
+
+const markerName = (spec: ModelSpec): string =>
+  markerPrefix + createHash('sha256').update(specIdentityJson(spec)).digest('hex');
+
+const writeMarker = (dir: string, spec: ModelSpec): Promise<void> => {
+  const file = join(dir, markerName(spec));
+  return step(`cannot write the marker ${file}`, async () => {
+    const handle = await open(file, 'wx', 0o644);
+    try {
+      await handle.writeFile(canonicalSpecJson(spec));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  });
+};
+
+/** A short readable form of the name for temporary dir names, well inside NAME_MAX even for 255-byte names. */
+const nameTag = (name: string): string => Array.from(name).slice(0, 48).join('');
+
+const randomSuffix = (): string => randomBytes(6).toString('hex');
+
+/** A model dir as found on disk. */
+type DirState =
+  | { readonly _tag: 'Valid'; readonly file: string; readonly spec: ModelSpec }
+  | { readonly _tag: 'NoMarker' }
+  | { readonly _tag: 'Ambiguous'; readonly files: ReadonlyArray<string> }
+  | { readonly _tag: 'Corrupt'; readonly file: string; readonly reason: string };
+
+const readMarker = async (file: string): Promise<DirState> => {
+  try {
+    const { size } = await lstat(file);
+    if (size > maxMarkerBytes) {
+      return { _tag: 'Corrupt', file, reason: `larger than ${maxMarkerBytes} bytes` };
+    }
+    const spec = decodeMarker(await readFile(file, 'utf8'));
+    return isLeft(spec)
+      ? { _tag: 'Corrupt', file, reason: spec.left }
+      : { _tag: 'Valid', file, spec: spec.right };
+  } catch (cause) {
+    return { _tag: 'Corrupt', file, reason: messageOf(cause) };
+  }
+};
+
+// Only the markers directly inside the dir count (KServe attributed nested ones to the nested dir's name).
+const readDirState = async (dir: string): Promise<DirState> => {
+  const entries = await readdir(dir, { withFileTypes: true });
+  const markers = entries
+    .filter((entry) => entry.isFile() && entry.name.startsWith(markerPrefix))
+    .map((entry) => join(dir, entry.name))
+    .sort();
+  if (markers.length === 0) return { _tag: 'NoMarker' };
+  if (markers.length > 1) return { _tag: 'Ambiguous', files: markers };
+  return readMarker(markers[0]!);
+};
+
+/** The local model directory `M` as a ModelStore; see ports.ts for the contract. */
+export const modelDirStore = (options: ModelDirOptions): ModelStore => {
+  const root = resolve(options.root);
+  const log = options.log.child({ component: 'model-dir' });
+
+  // Defence in depth: ModelName already refuses these, but a bad name here could delete outside M.
+  const modelDir = (name: string): string => {
+    const dir = join(root, name);
+    const problem = modelNameProblem(name);
+    if (problem !== undefined || dirname(dir) !== root || basename(dir) !== name) {
+      throw permanentError(
+        `refusing model dir for ${JSON.stringify(name)}: ${problem ?? 'outside the model dir'}`,
+      );
+    }
+    return dir;
+  };
+
+  /** Renames `path` to a fresh `.old-` sibling; undefined when there is nothing to move. */
+  const moveAside = async (path: string, name: string): Promise<string | undefined> => {
+    const aside = join(root, `${asidePrefix}${nameTag(name)}-${randomSuffix()}`);
+    try {
+      await rename(path, aside);
+      return aside;
+    } catch (cause) {
+      if (errnoCode(cause) === 'ENOENT') return undefined;
+      throw fsError(`cannot move ${path} aside`, cause);
+    }
+  };
+
+  // Rename first, then delete: a crash mid-delete must not leave a marker next to half the files.
+  const discard = async (path: string, name: string): Promise<void> => {
+    const aside = await moveAside(path, name);
+    if (aside !== undefined) {
+      await step(`cannot delete ${aside}`, () => rm(aside, { recursive: true, force: true }));
+    }
+  };
+
+  const discardQuietly = async (path: string): Promise<void> => {
+    try {
+      await rm(path, { recursive: true, force: true });
+    } catch (err) {
+      log.warn({ err, dir: path }, 'cannot delete a staging dir; recovery will');
+    }
+  };
+
+  const syncRootQuietly = async (): Promise<void> => {
+    try {
+      await syncPath(root);
+    } catch (err) {
+      // The rename is done and visible; a lost rename after a crash is repaired by recover() and a re-download.
+      log.warn({ err, dir: root }, 'cannot flush the model dir');
+    }
+  };
+
+  const fillStaging = async (
+    staging: string,
+    spec: ModelSpec,
+    fill: (dir: string, signal: AbortSignal) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<void> => {
+    try {
+      await fill(staging, signal);
+    } catch (cause) {
+      throw signal.aborted ? cause : fsError(`cannot write the model into ${staging}`, cause);
+    }
+    signal.throwIfAborted();
+    await syncTree(staging);
+    signal.throwIfAborted();
+    await writeMarker(staging, spec);
+    await step(`cannot chmod ${staging}`, () => chmod(staging, modelDirMode));
+    await syncPath(staging);
+  };
+
+  const restore = async (replaced: string, target: string): Promise<void> => {
+    try {
+      await rename(replaced, target);
+    } catch (err) {
+      log.error({ err, dir: replaced }, 'cannot move the replaced model dir back; recovery will delete it');
+    }
+  };
+
+  /** Swaps the staged dir in; the old version stays aside (and loaded files stay readable) until dropped. */
+  const commit = async (
+    staging: string,
+    target: string,
+    name: string,
+    signal: AbortSignal,
+  ): Promise<Installed> => {
+    signal.throwIfAborted();
+    const replaced = await moveAside(target, name);
+    try {
+      await rename(staging, target);
+    } catch (cause) {
+      if (replaced !== undefined) await restore(replaced, target);
+      throw fsError(`cannot rename ${staging} to ${target}`, cause);
+    }
+    await syncRootQuietly();
+    return {
+      dropReplaced: async () => {
+        if (replaced !== undefined) {
+          await step(`cannot delete ${replaced}`, () => rm(replaced, { recursive: true, force: true }));
+        }
+      },
+    };
+  };
+
+  const install: ModelStore['install'] = async (name, spec, fill, signal) => {
+    const target = modelDir(name);
+    signal.throwIfAborted();
+    await step(`cannot create ${root}`, () => mkdir(root, { recursive: true }));
+    const staging = await step(`cannot create a staging dir in ${root}`, () =>
+      mkdtemp(join(root, `${stagingPrefix}${nameTag(name)}-`)),
+    );
+    try {
+      await fillStaging(staging, spec, fill, signal);
+      const installed = await commit(staging, target, name, signal);
+      log.debug({ model: name, dir: target, spec: specToJson(spec) }, 'model dir installed');
+      return installed;
+    } catch (cause) {
+      await discardQuietly(staging);
+      throw cause;
+    }
+  };
+
+  const isFile = async (path: string): Promise<boolean> => {
+    try {
+      return (await lstat(path)).isFile();
+    } catch (cause) {
+      if (isMissing(cause)) return false;
+      throw fsError(`cannot stat ${path}`, cause);
+    }
+  };
+
+  // The exact marker is the fast path; a KServe-written marker (another hash) counts when its spec is equal.
+  const has: ModelStore['has'] = async (name, spec) => {
+    const dir = modelDir(name);
+    if (await isFile(join(dir, markerName(spec)))) return true;
+    try {
+      const state = await readDirState(dir);
+      return state._tag === 'Valid' && specEquals(state.spec, spec);
+    } catch (cause) {
+      if (isMissing(cause)) return false;
+      throw fsError(`cannot list ${dir}`, cause);
+    }
+  };
+
+  const remove: ModelStore['remove'] = async (name) => discard(modelDir(name), name);
+
+  const deleteModelDir = async (dir: string, name: string): Promise<void> => {
+    try {
+      await discard(dir, name);
+    } catch (err) {
+      log.error({ err, dir }, 'cannot delete a model dir; leaving it');
+    }
+  };
+
+  /** The spec installed in `M/<name>`, or undefined after deleting a dir that holds no usable model. */
+  const recoverModel = async (name: ModelName): Promise<ModelSpec | undefined> => {
+    const dir = join(root, name);
+    let state: DirState;
+    try {
+      state = await readDirState(dir);
+    } catch (err) {
+      log.error({ err, dir }, 'cannot read a model dir; leaving it');
+      return undefined;
+    }
+    switch (state._tag) {
+      case 'Valid':
+        log.info({ model: name, spec: specToJson(state.spec) }, 'model recovered');
+        return state.spec;
+      case 'NoMarker':
+        log.info({ dir }, 'model dir without a marker (interrupted download); deleting it');
+        break;
+      case 'Ambiguous':
+        log.warn({ dir, files: state.files }, 'model dir with several markers; deleting it');
+        break;
+      case 'Corrupt':
+        log.warn({ file: state.file, reason: state.reason }, 'corrupt model marker; deleting the model dir');
+        break;
+    }
+    await deleteModelDir(dir, name);
+    return undefined;
+  };
+
+  const recoverEntry = async (
+    entry: { name: string; isDirectory: () => boolean },
+    snapshot: Map<ModelName, ModelSpec>,
+  ): Promise<void> => {
+    const path = join(root, entry.name);
+    if (entry.name.startsWith(stagingPrefix) || entry.name.startsWith(asidePrefix)) {
+      log.info({ dir: path }, 'leftover temporary dir; deleting it');
+      await discardQuietly(path);
+    } else if (entry.name === lostAndFound || entry.name.startsWith('.') || !entry.isDirectory()) {
+      log.debug({ path }, 'not a model dir; leaving it');
+    } else if (modelNameProblem(entry.name) !== undefined) {
+      log.warn(
+        { dir: path, problem: modelNameProblem(entry.name) },
+        'dir name is not a model name; leaving it',
+      );
+    } else {
+      const name = entry.name as ModelName;
+      const spec = await recoverModel(name);
+      if (spec !== undefined) snapshot.set(name, spec);
+    }
+  };
+
+  const recover: ModelStore['recover'] = async () => {
+    // KServe panicked on a missing model dir; create it instead.
+    await step(`cannot create ${root}`, () => mkdir(root, { recursive: true }));
+    const entries = await step(`cannot list ${root}`, () => readdir(root, { withFileTypes: true }));
+    const snapshot = new Map<ModelName, ModelSpec>();
+    await forEachLimited(entries, recoverConcurrency, (entry) => recoverEntry(entry, snapshot));
+    log.info({ dir: root, models: snapshot.size }, 'model dir recovered');
+    // Sorted, so the snapshot (and the ops derived from it) do not depend on readdir or completion order.
+    return new Map([...snapshot].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  };
+
+  return { recover, has, install, remove };
+};

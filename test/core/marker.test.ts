@@ -1,0 +1,108 @@
+/** Tests of the SUCCESS marker content, identity and decoding. */
+import { either as E } from 'fp-ts';
+import fc from 'fast-check';
+import { canonicalSpecJson, decodeMarker, markerPrefix, specIdentityJson } from '../../src/core/marker';
+import type { ModelSpec } from '../../src/core/model-config';
+import { parseQuantity } from '../../src/core/quantity';
+import { specEquals, specToJson } from '../../src/core/snapshot';
+import { spec } from '../helpers/fixtures';
+
+describe('markerPrefix', () => {
+  it('is the KServe marker prefix', () => {
+    expect(markerPrefix).toBe('SUCCESS.');
+  });
+});
+
+describe('canonicalSpecJson', () => {
+  it('writes storageUri, framework and memory in that order with memory as written', () => {
+    expect(canonicalSpecJson(spec('s3://models/model1', '100Mi'))).toBe(
+      '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}',
+    );
+  });
+
+  it('omits unset fields', () => {
+    expect(canonicalSpecJson({ storageUri: 'gs://b/m' })).toBe('{"storageUri":"gs://b/m"}');
+  });
+
+  it('writes the same text for a spec built in another key order', () => {
+    const memory = parseQuantity('1Gi')!;
+    const reordered: ModelSpec = { memory, framework: 'onnx', storageUri: 'gs://b/m' };
+    expect(canonicalSpecJson(reordered)).toBe('{"storageUri":"gs://b/m","framework":"onnx","memory":"1Gi"}');
+  });
+});
+
+describe('specIdentityJson', () => {
+  it.each([
+    ['1Gi and 1024Mi', spec('s3://b/m', '1Gi'), spec('s3://b/m', '1024Mi')],
+    ['unset memory and "0"', spec('s3://b/m'), spec('s3://b/m', '0')],
+    ['unset framework and ""', { storageUri: 's3://b/m' }, { storageUri: 's3://b/m', framework: '' }],
+  ])('is the same for %s', (_, a, b) => {
+    expect(specIdentityJson(a)).toBe(specIdentityJson(b));
+  });
+
+  it.each([
+    ['storageUri', spec('s3://b/m1', '1Gi'), spec('s3://b/m2', '1Gi')],
+    ['framework', spec('s3://b/m', '1Gi', 'sklearn'), spec('s3://b/m', '1Gi', 'xgboost')],
+    ['memory', spec('s3://b/m', '1Gi'), spec('s3://b/m', '1G')],
+  ])('differs when the %s differs', (_, a, b) => {
+    expect(specIdentityJson(a)).not.toBe(specIdentityJson(b));
+  });
+
+  it('is equal exactly when specEquals holds', () => {
+    const quantities = ['0', '1Gi', '1024Mi', '1G', '1000M', '0.5', '500m'];
+    const arbSpec = fc.record({
+      storageUri: fc.constantFrom('s3://b/a', 's3://b/b', 'a","b'),
+      framework: fc.option(fc.constantFrom('', 'sklearn', 'onnx'), { nil: undefined }),
+      memory: fc.option(fc.constantFrom(...quantities), { nil: undefined }),
+    });
+    const toSpec = (r: { storageUri: string; framework: string | undefined; memory: string | undefined }) =>
+      ({
+        storageUri: r.storageUri,
+        ...(r.framework !== undefined ? { framework: r.framework } : {}),
+        ...(r.memory !== undefined ? { memory: parseQuantity(r.memory)! } : {}),
+      }) as ModelSpec;
+    fc.assert(
+      fc.property(arbSpec, arbSpec, (a, b) => {
+        const [x, y] = [toSpec(a), toSpec(b)];
+        expect(specIdentityJson(x) === specIdentityJson(y)).toBe(specEquals(x, y));
+      }),
+    );
+  });
+});
+
+describe('decodeMarker', () => {
+  it('decodes a KServe marker', () => {
+    const decoded = decodeMarker(
+      '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}',
+    );
+    expect(E.map(specToJson)(decoded)).toEqual(
+      E.right({ storageUri: 's3://models/model1', framework: 'sklearn', memory: '100Mi' }),
+    );
+  });
+
+  it('decodes what canonicalSpecJson writes back to an equal spec', () => {
+    const original = spec('https://h/m.joblib', '2Gi', 'sklearn');
+    const decoded = decodeMarker(canonicalSpecJson(original));
+    expect(E.isRight(decoded) && specEquals(decoded.right, original)).toBe(true);
+    expect(E.map(canonicalSpecJson)(decoded)).toEqual(E.right(canonicalSpecJson(original)));
+  });
+
+  it('decodes a KServe marker of a spec without memory ("0")', () => {
+    const decoded = decodeMarker('{"storageUri":"s3://m","framework":"","memory":"0"}');
+    expect(E.isRight(decoded) && specEquals(decoded.right, { storageUri: 's3://m' })).toBe(true);
+  });
+
+  it.each([
+    ['truncated JSON (W0)', '{', 'not JSON'],
+    ['an empty file', '', 'empty'],
+    ['whitespace', ' \n', 'empty'],
+    ['JSON without storageUri', '{"framework":"sklearn"}', 'storageUri'],
+    ['a bad memory quantity', '{"storageUri":"s3://m","memory":"lots"}', 'memory'],
+    ['a JSON array', '[]', 'ModelSpec'],
+    ['null', 'null', 'ModelSpec'],
+  ])('returns why when the marker holds %s', (_, text, reason) => {
+    const decoded = decodeMarker(text);
+    expect(E.isLeft(decoded)).toBe(true);
+    expect(E.isLeft(decoded) && decoded.left).toContain(reason);
+  });
+});

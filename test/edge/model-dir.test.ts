@@ -1,0 +1,441 @@
+/** Tests of modelDirStore against real temp dirs: staged installs, markers, removal and start-up recovery. */
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { EffectError, permanentError } from '../../src/core/errors';
+import { specToJson, type Snapshot } from '../../src/core/snapshot';
+import { modelDirStore } from '../../src/edge/model-dir';
+import type { ModelStore } from '../../src/ports';
+import { name, spec } from '../helpers/fixtures';
+
+interface LogLine {
+  readonly level: number;
+  readonly msg: string;
+  readonly [field: string]: unknown;
+}
+
+const warnLevel = 40;
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+const specA = spec('s3://models/model1', '100Mi');
+const specB = spec('s3://models/model1-v2', '100Mi');
+// What the marker name hashes for specA: storageUri, framework ('' when unset) and memory as an exact value.
+const markerA = `SUCCESS.${sha256('["s3://models/model1","sklearn","104857600/1"]')}`;
+const jsonA = '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}';
+
+let tmp: string;
+let root: string;
+let lines: LogLine[];
+let store: ModelStore;
+
+const newStore = (dir = root): ModelStore =>
+  modelDirStore({
+    root: dir,
+    log: pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) }),
+  });
+
+const writeModel =
+  (files: Readonly<Record<string, string>>) =>
+  async (dir: string): Promise<void> => {
+    for (const [file, content] of Object.entries(files)) {
+      await mkdir(join(dir, file, '..'), { recursive: true });
+      await writeFile(join(dir, file), content);
+    }
+  };
+
+const live = (): AbortSignal => new AbortController().signal;
+const entries = async (dir = root): Promise<string[]> => (await readdir(dir)).sort();
+const asJson = (snapshot: Snapshot): Record<string, unknown> =>
+  Object.fromEntries([...snapshot].map(([model, modelSpec]) => [model, specToJson(modelSpec)]));
+
+/** A model dir as KServe leaves it: files and a marker whose hash we cannot reproduce. */
+const kserveModel = async (model: string, marker: string | undefined, files: Record<string, string> = {}) => {
+  await mkdir(join(root, model), { recursive: true });
+  await writeModel(files)(join(root, model));
+  if (marker !== undefined) await writeFile(join(root, model, `SUCCESS.${sha256(model)}`), marker);
+};
+
+beforeEach(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'model-dir-test-'));
+  root = join(tmp, 'models');
+  await mkdir(root);
+  lines = [];
+  store = newStore();
+});
+
+afterEach(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+describe('modelDirStore install', () => {
+  it('makes the files and the marker visible only when it resolves', async () => {
+    const target = join(root, 'model1');
+    let seenDuringFill: boolean | undefined;
+    await store.install(
+      name('model1'),
+      specA,
+      async (dir, signal) => {
+        await writeModel({ 'model.pt': 'weights', 'sub/config.json': '{}' })(dir);
+        seenDuringFill = existsSync(target);
+        expect(signal.aborted).toBe(false);
+      },
+      live(),
+    );
+    expect(seenDuringFill).toBe(false);
+    expect(await readFile(join(target, 'model.pt'), 'utf8')).toBe('weights');
+    expect(await readFile(join(target, 'sub/config.json'), 'utf8')).toBe('{}');
+    expect(await entries(target)).toEqual([markerA, 'model.pt', 'sub'].sort());
+    expect(await entries()).toEqual(['model1']);
+  });
+
+  it('names the marker after the hash of the spec identity and writes the KServe JSON into it', async () => {
+    await store.install(name('model1'), specA, writeModel({}), live());
+    expect(await readFile(join(root, 'model1', markerA), 'utf8')).toBe(jsonA);
+  });
+
+  it('gives the model dir mode 0755 so a model server running as another user can read it', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    expect((await stat(join(root, 'model1'))).mode & 0o777).toBe(0o755);
+  });
+
+  it('passes the fill an empty dir next to the model dir, with a name no model can have', async () => {
+    let staging = '';
+    await store.install(
+      name('model1'),
+      specA,
+      async (dir) => {
+        staging = dir;
+        expect(await readdir(dir)).toEqual([]);
+      },
+      live(),
+    );
+    expect(join(staging, '..')).toBe(root);
+    expect(staging.slice(root.length + 1)).toMatch(/^\.tmp-model1-/);
+  });
+
+  it('keeps the replaced version aside until dropReplaced', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'old.pt': 'old' }), live());
+    const installed = await store.install(name('model1'), specB, writeModel({ 'new.pt': 'new' }), live());
+    expect((await entries(join(root, 'model1'))).filter((f) => !f.startsWith('SUCCESS.'))).toEqual([
+      'new.pt',
+    ]);
+    const aside = (await entries()).filter((f) => f.startsWith('.old-model1-'));
+    expect(aside).toHaveLength(1);
+    expect(await readFile(join(root, aside[0]!, 'old.pt'), 'utf8')).toBe('old');
+    await installed.dropReplaced();
+    expect(await entries()).toEqual(['model1']);
+    await installed.dropReplaced(); // idempotent
+    expect(await store.has(name('model1'), specB)).toBe(true);
+    expect(await store.has(name('model1'), specA)).toBe(false);
+  });
+
+  it('returns a dropReplaced that does nothing when there was no previous version', async () => {
+    const installed = await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await installed.dropReplaced();
+    expect(await entries()).toEqual(['model1']);
+  });
+
+  it('rejects with the EffectError of the fill and leaves no staging dir and no model dir', async () => {
+    const failure = permanentError('s3 returned HTTP 404');
+    const install = store.install(
+      name('model1'),
+      specA,
+      async (dir) => {
+        await writeModel({ 'part.pt': 'half' })(dir);
+        throw failure;
+      },
+      live(),
+    );
+    await expect(install).rejects.toBe(failure);
+    expect(await entries()).toEqual([]);
+  });
+
+  it('leaves the installed version alone when the fill of a new one fails', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'v1' }), live());
+    const failing = store.install(name('model1'), specB, () => Promise.reject(new Error('boom')), live());
+    await expect(failing).rejects.toThrow('boom');
+    expect(await entries()).toEqual(['model1']);
+    expect(await readFile(join(root, 'model1', 'model.pt'), 'utf8')).toBe('v1');
+    expect(await store.has(name('model1'), specA)).toBe(true);
+  });
+
+  it('turns a full disk in the fill into a retryable EffectError naming the staging dir', async () => {
+    const enospc = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const install = store.install(name('model1'), specA, () => Promise.reject(enospc), live());
+    await expect(install).rejects.toMatchObject({ name: 'EffectError', retryable: true, cause: enospc });
+    await expect(install).rejects.toThrow(join(root, '.tmp-model1-'));
+    expect(await entries()).toEqual([]);
+  });
+
+  it('rejects with a permanent EffectError naming the path when the model dir cannot be created', async () => {
+    await writeFile(join(tmp, 'file'), '');
+    const blocked = newStore(join(tmp, 'file', 'models'));
+    const install = blocked.install(name('model1'), specA, writeModel({}), live());
+    await expect(install).rejects.toMatchObject({ name: 'EffectError', retryable: false });
+    await expect(install).rejects.toThrow(join(tmp, 'file', 'models'));
+  });
+
+  it('rejects and cleans up when the signal aborts during the fill', async () => {
+    const controller = new AbortController();
+    const install = store.install(
+      name('model1'),
+      specA,
+      async (dir, signal) => {
+        await writeModel({ 'part.pt': 'half' })(dir);
+        controller.abort();
+        signal.throwIfAborted();
+      },
+      controller.signal,
+    );
+    await expect(install).rejects.toMatchObject({ name: 'AbortError' });
+    expect(await entries()).toEqual([]);
+  });
+
+  it('rejects and cleans up when the signal aborts after a fill that ignores it', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'v1' }), live());
+    const controller = new AbortController();
+    const install = store.install(
+      name('model1'),
+      specB,
+      async (dir) => {
+        await writeModel({ 'model.pt': 'v2' })(dir);
+        controller.abort();
+      },
+      controller.signal,
+    );
+    await expect(install).rejects.toMatchObject({ name: 'AbortError' });
+    expect(await entries()).toEqual(['model1']);
+    expect(await readFile(join(root, 'model1', 'model.pt'), 'utf8')).toBe('v1');
+  });
+
+  it('does not call the fill when the signal is already aborted', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const fill = jest.fn(() => Promise.resolve());
+    await expect(store.install(name('model1'), specA, fill, controller.signal)).rejects.toMatchObject({
+      name: 'AbortError',
+    });
+    expect(fill).not.toHaveBeenCalled();
+    expect(await entries()).toEqual([]);
+  });
+
+  it('installs a model whose name has the maximum 255 bytes', async () => {
+    const long = 'é'.repeat(127) + 'x';
+    await store.install(name(long), specA, writeModel({ 'model.pt': 'w' }), live());
+    expect(await entries()).toEqual([long]);
+  });
+
+  it('creates the model dir when it is missing', async () => {
+    const fresh = newStore(join(tmp, 'new', 'models'));
+    await fresh.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    expect(await fresh.has(name('model1'), specA)).toBe(true);
+  });
+
+  it.each(['..', '../escape', 'a/b', '.hidden', ''])('refuses the model name %j', async (bad) => {
+    const fill = jest.fn(() => Promise.resolve());
+    await expect(store.install(name(bad), specA, fill, live())).rejects.toBeInstanceOf(EffectError);
+    expect(fill).not.toHaveBeenCalled();
+    expect(await entries()).toEqual([]);
+  });
+});
+
+describe('modelDirStore has', () => {
+  beforeEach(async () => {
+    await store.install(
+      name('model1'),
+      spec('s3://models/model1', '1Gi'),
+      writeModel({ 'm.pt': 'w' }),
+      live(),
+    );
+  });
+
+  it('is true for the installed spec', async () => {
+    expect(await store.has(name('model1'), spec('s3://models/model1', '1Gi'))).toBe(true);
+  });
+
+  it('is true for an equal spec written differently (1024Mi for 1Gi)', async () => {
+    expect(await store.has(name('model1'), spec('s3://models/model1', '1024Mi'))).toBe(true);
+  });
+
+  it.each([
+    ['storageUri', spec('s3://models/other', '1Gi')],
+    ['framework', spec('s3://models/model1', '1Gi', 'onnx')],
+    ['memory', spec('s3://models/model1', '2Gi')],
+  ])('is false when the %s differs', async (_, other) => {
+    expect(await store.has(name('model1'), other)).toBe(false);
+  });
+
+  it('is false for a model that is not installed', async () => {
+    expect(await store.has(name('model2'), specA)).toBe(false);
+  });
+
+  it('is false for a dir without a marker', async () => {
+    await kserveModel('partial', undefined, { 'model.pt': 'half' });
+    expect(await store.has(name('partial'), specA)).toBe(false);
+  });
+
+  it('is false when the model dir itself is missing', async () => {
+    expect(await newStore(join(tmp, 'nowhere')).has(name('model1'), specA)).toBe(false);
+  });
+
+  it('is true for a KServe marker (another hash) holding an equal spec, and false for another spec', async () => {
+    await kserveModel(
+      'kserve1',
+      '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}',
+    );
+    expect(await store.has(name('kserve1'), specA)).toBe(true);
+    expect(await store.has(name('kserve1'), specB)).toBe(false);
+  });
+
+  it('is false when the marker name is a directory', async () => {
+    await mkdir(join(root, 'odd', markerA), { recursive: true });
+    expect(await store.has(name('odd'), specA)).toBe(false);
+  });
+});
+
+describe('modelDirStore remove', () => {
+  it('deletes the model dir and leaves nothing aside', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'sub/m.pt': 'w' }), live());
+    await store.install(name('model2'), specB, writeModel({ 'm.pt': 'w' }), live());
+    await store.remove(name('model1'));
+    expect(await entries()).toEqual(['model2']);
+  });
+
+  it('counts a missing model dir, or a missing root, as done', async () => {
+    await expect(store.remove(name('model1'))).resolves.toBeUndefined();
+    await expect(newStore(join(tmp, 'nowhere')).remove(name('model1'))).resolves.toBeUndefined();
+  });
+
+  it.each(['..', '../outside', 'a/../../outside', '.', ''])(
+    'refuses a name that is not a model dir inside M: %j',
+    async (bad) => {
+      await mkdir(join(tmp, 'outside'));
+      await expect(store.remove(name(bad))).rejects.toMatchObject({ name: 'EffectError', retryable: false });
+      expect(existsSync(join(tmp, 'outside'))).toBe(true);
+      expect(existsSync(root)).toBe(true);
+    },
+  );
+});
+
+describe('modelDirStore recover', () => {
+  const warnings = (): LogLine[] => lines.filter((line) => line.level === warnLevel);
+
+  it('creates a missing model dir and reports no models', async () => {
+    const nested = join(tmp, 'a', 'b', 'models');
+    expect((await newStore(nested).recover()).size).toBe(0);
+    expect((await stat(nested)).isDirectory()).toBe(true);
+  });
+
+  it('recovers the models it installed, with their specs', async () => {
+    await store.install(name('model2'), specB, writeModel({ 'm.pt': 'w' }), live());
+    await store.install(
+      name('model1'),
+      spec('s3://models/model1', '1Gi'),
+      writeModel({ 'm.pt': 'w' }),
+      live(),
+    );
+    const recovered = await newStore().recover();
+    expect(asJson(recovered)).toEqual({
+      model1: { storageUri: 's3://models/model1', framework: 'sklearn', memory: '1Gi' },
+      model2: specToJson(specB),
+    });
+    expect([...recovered.keys()]).toEqual(['model1', 'model2']);
+    expect(await entries()).toEqual(['model1', 'model2']);
+  });
+
+  it('recovers a KServe model dir whose marker hash is not ours', async () => {
+    await kserveModel('model1', jsonA, { 'model.pt': 'w' });
+    expect(asJson(await store.recover())).toEqual({ model1: specToJson(specA) });
+    expect(await readFile(join(root, 'model1', 'model.pt'), 'utf8')).toBe('w');
+  });
+
+  it('deletes staging and aside leftovers', async () => {
+    await kserveModel('.tmp-model1-abc123', jsonA, { 'model.pt': 'w' });
+    await kserveModel('.old-model1-abc123', jsonA, { 'model.pt': 'w' });
+    await writeFile(join(root, '.tmp-x'), '');
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+  });
+
+  it('deletes a model dir without a marker (an interrupted download)', async () => {
+    await kserveModel('partial', undefined, { 'model.pt': 'half' });
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+  });
+
+  it('does not count a marker nested below the model dir, nor a directory named like a marker', async () => {
+    await kserveModel('nested', undefined, { [`sub/SUCCESS.${sha256('x')}`]: jsonA });
+    await mkdir(join(root, 'dirmarker', markerA), { recursive: true });
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+  });
+
+  it('deletes a model dir with a corrupt marker (W0), logs one warn naming it and recovers the others', async () => {
+    await kserveModel('bad-model', '{', { 'model.pt': 'w' });
+    await kserveModel('model1', jsonA);
+    await kserveModel('model2', '{"storageUri":"s3://models/model2","framework":"sklearn","memory":"100Mi"}');
+    const recovered = await store.recover();
+    expect([...recovered.keys()]).toEqual(['model1', 'model2']);
+    expect(await entries()).toEqual(['model1', 'model2']);
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0]).toMatchObject({
+      msg: 'corrupt model marker; deleting the model dir',
+      file: join(root, 'bad-model', `SUCCESS.${sha256('bad-model')}`),
+      reason: expect.stringContaining('not JSON') as unknown,
+    });
+  });
+
+  it('deletes a model dir with a marker that is JSON but not a spec', async () => {
+    await kserveModel('model1', '{"framework":"sklearn"}');
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+    expect(warnings()[0]?.['reason']).toContain('storageUri');
+  });
+
+  it('deletes a model dir with two markers, as ambiguous', async () => {
+    await kserveModel('model1', jsonA);
+    await writeFile(join(root, 'model1', markerA), jsonA);
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+    expect(warnings()).toEqual([
+      expect.objectContaining({ msg: 'model dir with several markers; deleting it' }),
+    ]);
+  });
+
+  it('leaves regular files, symlinks, lost+found and other dot entries alone', async () => {
+    await writeFile(join(root, 'README'), 'hello');
+    await mkdir(join(root, 'lost+found', '#1234'), { recursive: true });
+    await mkdir(join(root, '.cache'));
+    await kserveModel('model1', jsonA);
+    await symlink(join(root, 'model1'), join(root, 'link'));
+    const recovered = await store.recover();
+    expect([...recovered.keys()]).toEqual(['model1']);
+    expect(await entries()).toEqual(['.cache', 'README', 'link', 'lost+found', 'model1']);
+    expect(await entries(join(root, 'lost+found'))).toEqual(['#1234']);
+  });
+
+  it('leaves a dir whose name is not a model name alone and logs it', async () => {
+    await kserveModel('back\\slash', jsonA);
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual(['back\\slash']);
+    expect(warnings()).toEqual([
+      expect.objectContaining({ msg: 'dir name is not a model name; leaving it' }),
+    ]);
+  });
+
+  it('deletes a model dir whose marker is too large to be one', async () => {
+    await kserveModel('model1', `${jsonA}${' '.repeat(64 * 1024)}`);
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+    expect(warnings()[0]?.['reason']).toContain('larger than');
+  });
+
+  it('returns what has() agrees is installed', async () => {
+    await kserveModel('model1', jsonA);
+    await store.install(name('model2'), specB, writeModel({}), live());
+    const recovered = await store.recover();
+    for (const [model, modelSpec] of recovered) expect(await store.has(model, modelSpec)).toBe(true);
+  });
+});
