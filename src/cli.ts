@@ -157,7 +157,7 @@ const config = decoded.right;
 const log = createLogger(config.logLevel);
 
 const shutdown$ = merge(fromEvent(process, 'SIGTERM'), fromEvent(process, 'SIGINT')).pipe(take(1));
-const mode$ = config.dryRun ? dryRun(config, log) : agent(config, log);
+const mode$ = config.dryRun ? dryRun(config, log) : agent(config, log, process.env);
 
 mode$.pipe(takeUntil(shutdown$)).subscribe({
   next: (output) => {

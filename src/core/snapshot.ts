@@ -8,8 +8,17 @@ export type Snapshot = ReadonlyMap<ModelName, ModelSpec>;
 /** No models: the state of an empty model directory. */
 export const emptySnapshot: Snapshot = new Map();
 
+/**
+ * A spec that equals no other, not even itself, for models that are half in place at start-up (files without a
+ * load, or a load without files): the first diff then emits an Add when the model is listed (the loader
+ * completes it) or a Remove when it is not. See startup.ts.
+ */
+export const unknownSpec: ModelSpec = Object.freeze({ storageUri: '' });
+
 /** True when both specs describe the same model ("1Gi" equals "1024Mi"; an unset memory equals "0"). */
 export const specEquals = (a: ModelSpec, b: ModelSpec): boolean =>
+  a !== unknownSpec &&
+  b !== unknownSpec &&
   a.storageUri === b.storageUri &&
   (a.framework ?? '') === (b.framework ?? '') &&
   quantityEquals(a.memory ?? zeroQuantity, b.memory ?? zeroQuantity);

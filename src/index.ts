@@ -1,0 +1,42 @@
+/**
+ * modelsync's public API, for integrators who compose their own pipeline: the codecs and types, the pure core,
+ * every operator, the composition functions, the ports, and the edges that implement them.
+ */
+export { AppConfig } from './core/app-config';
+export { decodeConfig, formatValidationErrors } from './core/decode-config';
+export { applyOps, diff } from './core/diff';
+export * from './core/errors';
+export { ModelConfig, ModelConfigs, ModelSpec, type ModelSpecJson } from './core/model-config';
+export { ModelName, modelNameProblem } from './core/model-name';
+export {
+  add,
+  modelOpToJson,
+  remove,
+  type Add,
+  type ModelOp,
+  type ModelOpJson,
+  type Remove,
+} from './core/model-op';
+export { parseQuantity, Quantity, quantityEquals, zeroQuantity } from './core/quantity';
+export {
+  emptySnapshot,
+  snapshotEquals,
+  snapshotOf,
+  specEquals,
+  specToJson,
+  type Snapshot,
+} from './core/snapshot';
+
+export { coalesceBursts } from './pipeline/coalesce-bursts';
+export { decodeSnapshot } from './pipeline/decode-snapshot';
+export { keepValid } from './pipeline/keep-valid';
+export { readConfig } from './pipeline/read-config';
+export { configFileName, dataLinkName, selectConfigEvents } from './pipeline/select-config-events';
+export { skipUnchangedReads } from './pipeline/skip-unchanged-reads';
+export { toModelOps } from './pipeline/to-model-ops';
+
+export { currentModelOps, modelOps, type ConfigPipelineDeps } from './app';
+export type * from './ports';
+
+export { configDirSource, readConfigFile, type ConfigDirOptions } from './edge/config-dir';
+export { createLogger } from './edge/logger';

@@ -1,0 +1,60 @@
+/** Slots: a counting semaphore whose waits can be aborted, bounding downloads and load calls across models. */
+
+export interface Slots {
+  /** Runs `task` once a slot is free; gives up waiting (rejecting with the abort reason) when `signal` aborts. */
+  readonly use: <T>(signal: AbortSignal, task: () => Promise<T>) => Promise<T>;
+  /** Tasks running now. */
+  readonly inUse: () => number;
+  /** The most tasks that ever ran at once. */
+  readonly highWater: () => number;
+}
+
+export const createSlots = (capacity: number): Slots => {
+  let running = 0;
+  let highWater = 0;
+  const waiting = new Set<() => void>();
+
+  const acquire = (signal: AbortSignal): Promise<void> => {
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
+    if (running < capacity && waiting.size === 0) {
+      running++;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        waiting.delete(grant);
+        reject(signal.reason as Error);
+      };
+      const grant = (): void => {
+        signal.removeEventListener('abort', onAbort);
+        running++;
+        resolve();
+      };
+      waiting.add(grant);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  };
+
+  const release = (): void => {
+    running--;
+    const next = waiting.values().next();
+    if (!next.done) {
+      waiting.delete(next.value);
+      next.value();
+    }
+  };
+
+  return {
+    use: async (signal, task) => {
+      await acquire(signal);
+      highWater = Math.max(highWater, running);
+      try {
+        return await task();
+      } finally {
+        release();
+      }
+    },
+    inUse: () => running,
+    highWater: () => highWater,
+  };
+};
