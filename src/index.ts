@@ -35,8 +35,37 @@ export { configFileName, dataLinkName, selectConfigEvents } from './pipeline/sel
 export { skipUnchangedReads } from './pipeline/skip-unchanged-reads';
 export { toModelOps } from './pipeline/to-model-ops';
 
-export { currentModelOps, modelOps, type ConfigPipelineDeps } from './app';
+export { applyModelOps, type OpRunner } from './pipeline/apply-model-ops';
+
+export {
+  acceptedSnapshots,
+  agent,
+  currentModelOps,
+  modelOps,
+  type AgentDeps,
+  type ConfigPipelineDeps,
+} from './app';
+export { backoffDelay } from './core/backoff';
+export {
+  readyEvent,
+  statusEvent,
+  type AgentEvent,
+  type ModelPhase,
+  type ModelStatus,
+} from './core/model-status';
+export { startupSnapshot } from './core/startup';
+export { unknownSpec } from './core/snapshot';
+export { parseHostHeaders, parseStorageUri } from './core/storage-uri';
+export { abortable } from './loader/abortable';
+export { createLoader, type InPlace, type Loader, type LoaderDeps, type RetryPolicy } from './loader/loader';
+export { createSlots, type Slots } from './loader/slots';
+export { routeStorage } from './loader/storage-router';
 export type * from './ports';
 
 export { configDirSource, readConfigFile, type ConfigDirOptions } from './edge/config-dir';
 export { createLogger } from './edge/logger';
+export { modelDirStore } from './edge/model-dir';
+export { torchServeModelServer } from './edge/model-server-torchserve';
+export { v2ModelServer } from './edge/model-server-v2';
+export { httpStorage } from './edge/storage-http';
+export { localStorage } from './edge/storage-local';
