@@ -127,7 +127,9 @@ const program = new Command('modelsync')
   .description(
     'Keeps the models loaded on a model server equal to the list in a mounted ConfigMap (models.json).',
   )
-  .showHelpAfterError();
+  .showHelpAfterError()
+  // Usage errors exit 2 like invalid values below; 1 is kept for "the config is invalid" (--once).
+  .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2));
 for (const flag of flags) {
   const option = new Option(flag.flags, flag.description).env(flag.env);
   if (flag.defaultValue !== undefined) option.default(flag.defaultValue);
@@ -138,23 +140,53 @@ for (const flag of booleanFlags) program.addOption(new Option(flag.flags, flag.d
 program.parse();
 
 const options = program.opts<Record<string, unknown>>();
-// commander sets a boolean flag from any value of its env var; "false" and "0" should mean false.
+const keyOf = (flag: Flag): string =>
+  program.options.find((o) => o.long === flag.flags.split(' ')[0])!.attributeName();
+/** How the user spelled the setting `key`: the flag, or the env var it came from. */
+const spelling = (key: string): string => {
+  const flag = [...flags, ...booleanFlags].find((f) => keyOf(f) === key);
+  if (flag === undefined) return key;
+  return program.getOptionValueSource(key) === 'env' ? flag.env : flag.flags.split(' ')[0]!;
+};
+const usageError = (message: string): never => {
+  process.stderr.write(`modelsync: ${message}\n`);
+  process.exit(2);
+};
+
+// commander sets a boolean flag from any value of its env var; read the value instead.
+const truthy = ['true', '1', 'yes', 'on'];
+const falsy = ['false', '0', 'no', 'off', ''];
 for (const flag of booleanFlags) {
-  const key = program.options.find((o) => o.long === flag.flags)!.attributeName();
-  const fromEnv = program.getOptionValueSource(key) === 'env';
-  options[key] = fromEnv
-    ? !['', '0', 'false', 'no'].includes((process.env[flag.env] ?? '').toLowerCase())
-    : options[key] === true;
+  const key = keyOf(flag);
+  if (program.getOptionValueSource(key) !== 'env') {
+    options[key] = options[key] === true;
+    continue;
+  }
+  const value = (process.env[flag.env] ?? '').trim().toLowerCase();
+  if (!truthy.includes(value) && !falsy.includes(value)) {
+    usageError(`invalid ${flag.env}: expected true or false, got ${JSON.stringify(process.env[flag.env])}`);
+  }
+  options[key] = truthy.includes(value);
 }
 
 const decoded = AppConfig.decode(options);
 if (E.isLeft(decoded)) {
-  for (const error of formatValidationErrors(decoded.left))
-    process.stderr.write(`modelsync: invalid option ${error}\n`);
-  process.exit(2);
+  const lines = formatValidationErrors(decoded.left).map((error) => {
+    const key = /^[A-Za-z]+/.exec(error)?.[0] ?? '';
+    return `invalid ${spelling(key)}${error.slice(key.length)}`;
+  });
+  usageError(lines.join('\nmodelsync: '));
 }
-const config = decoded.right;
+const config = (decoded as E.Right<AppConfig>).right;
 const log = createLogger(config.logLevel);
+
+/** Exits once stdout has taken every line: a pipe is written asynchronously, and exit would drop the rest. */
+let exiting = false;
+const exitAfterStdout = (code: number): void => {
+  exiting = true;
+  process.exitCode = code;
+  process.stdout.write('', () => process.exit(code));
+};
 
 const shutdown$ = merge(fromEvent(process, 'SIGTERM'), fromEvent(process, 'SIGINT')).pipe(take(1));
 const mode$ = config.dryRun ? dryRun(config, log) : agent(config, log, process.env);
@@ -162,15 +194,16 @@ const mode$ = config.dryRun ? dryRun(config, log) : agent(config, log, process.e
 mode$.pipe(takeUntil(shutdown$)).subscribe({
   next: (output) => {
     if (output._tag === 'Line') process.stdout.write(`${output.line}\n`);
-    else process.exit(output.code);
+    else exitAfterStdout(output.code);
   },
   error: (error: unknown) => {
     log.fatal({ err: error }, 'modelsync stopped on an unexpected error');
-    process.exit(1);
+    exitAfterStdout(1);
   },
   complete: () => {
+    if (exiting) return;
     log.info('modelsync stopped');
-    // Closing watchers and sockets is asynchronous; leave once pino has flushed, whatever still holds the loop.
-    setTimeout(() => process.exit(0), 2000).unref();
+    // Closing watchers and sockets is asynchronous; once stdout is drained, leave even if something lingers.
+    process.stdout.write('', () => setTimeout(() => process.exit(0), 2000).unref());
   },
 });

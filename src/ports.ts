@@ -81,6 +81,16 @@ export interface ModelStore {
     fill: (dir: string, signal: AbortSignal) => Promise<void>,
     signal: AbortSignal,
   ): Promise<Installed>;
-  /** Deletes `M/<name>`; a missing dir counts as done. */
+  /** Deletes `M/<name>` (and its load journal entry); a missing dir counts as done. */
   remove(name: ModelName): Promise<void>;
+  /**
+   * Durably notes that `name` is about to be loaded. Until `loadConfirmed`, a restart must load it again even if
+   * the server reports it loaded: the server may still hold the previous version (a crash between the swap and
+   * the load, or a reload the server refused while it kept serving the old one).
+   */
+  loadStarting(name: ModelName): Promise<void>;
+  /** The server confirmed the load of `name`. */
+  loadConfirmed(name: ModelName): Promise<void>;
+  /** Models whose last load was started but never confirmed. */
+  unconfirmedLoads(): Promise<ReadonlySet<ModelName>>;
 }

@@ -8,7 +8,6 @@ import { backoffDelay } from './core/backoff';
 import { describeConfigError, toEffectError } from './core/errors';
 import { modelOpToJson } from './core/model-op';
 import { emptySnapshot } from './core/snapshot';
-import { startupSnapshot } from './core/startup';
 import { parseHostHeaders } from './core/storage-uri';
 import { configDirSource } from './edge/config-dir';
 import { modelDirStore } from './edge/model-dir';
@@ -17,6 +16,7 @@ import { v2ModelServer } from './edge/model-server-v2';
 import { httpStorage } from './edge/storage-http';
 import { localStorage } from './edge/storage-local';
 import { abortable } from './loader/abortable';
+import { initialSnapshot, recoverModelDir } from './loader/in-place';
 import { createLoader } from './loader/loader';
 import { routeStorage } from './loader/storage-router';
 import type { ModelServer } from './ports';
@@ -108,10 +108,18 @@ export const agent = (
     }),
   ]);
   const started = Date.now();
-  return abortable(() => store.recover()).pipe(
-    concatMap((onDisk) => loadedModels(server, config, log).pipe(map((loaded) => ({ onDisk, loaded })))),
+  // The model dir first: it creates M, which some servers need before they start.
+  return abortable(() => recoverModelDir(store)).pipe(
+    concatMap((disk) => loadedModels(server, config, log).pipe(map((loaded) => ({ ...disk, loaded })))),
     switchMap((inPlace) => {
-      log.info({ onDisk: inPlace.onDisk.size, loaded: inPlace.loaded.size }, 'recovered what is in place');
+      log.info(
+        {
+          onDisk: inPlace.onDisk.size,
+          loaded: inPlace.loaded.size,
+          unconfirmed: inPlace.unconfirmed?.size ?? 0,
+        },
+        'recovered what is in place',
+      );
       const loader = createLoader(
         {
           store,
@@ -126,7 +134,7 @@ export const agent = (
       );
       return agentPipeline({
         configSource: configSourceFor(config, log),
-        initial: startupSnapshot(inPlace.onDisk, inPlace.loaded),
+        initial: initialSnapshot(inPlace),
         log,
         settleMs: config.settleMs,
         loader,

@@ -63,14 +63,12 @@ const parseJson = (file: string, text: string): E.Either<ConfigError, unknown> =
 
 const toSnapshot = (file: string, configs: ModelConfigs): E.Either<ConfigError, Snapshot> => {
   const snapshot = new Map<ModelName, ModelSpec>();
-  const firstIndex = new Map<ModelName, number>();
   const duplicates: string[] = [];
   configs.forEach(({ modelName, modelSpec }, index) => {
-    const first = firstIndex.get(modelName);
-    if (first !== undefined) {
+    if (snapshot.has(modelName)) {
+      const first = configs.findIndex((config) => config.modelName === modelName);
       duplicates.push(`[${index}].modelName: ${JSON.stringify(modelName)} is already listed at [${first}]`);
     } else {
-      firstIndex.set(modelName, index);
       snapshot.set(modelName, modelSpec);
     }
   });

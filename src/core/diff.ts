@@ -11,14 +11,17 @@ const byName = (a: ModelName, b: ModelName): number => (a < b ? -1 : a > b ? 1 :
  * unloading it first (KServe's Remove+Add forced downtime, and its tracker kept the old spec).
  */
 export const diff = (previous: Snapshot, next: Snapshot, onStartup = false): ReadonlyArray<ModelOp> => {
-  const removed = [...previous.keys()].filter((name) => !next.has(name)).sort(byName);
-  const added = [...next.keys()]
-    .filter((name) => {
-      const before = previous.get(name);
-      return before === undefined || !specEquals(before, next.get(name)!);
-    })
-    .sort(byName);
-  return [...removed.map(remove), ...added.map((name) => add(name, next.get(name)!, onStartup))];
+  const removed: ModelName[] = [];
+  for (const name of previous.keys()) if (!next.has(name)) removed.push(name);
+  const added: ModelName[] = [];
+  for (const [name, spec] of next) {
+    const before = previous.get(name);
+    if (before === undefined || !specEquals(before, spec)) added.push(name);
+  }
+  return [
+    ...removed.sort(byName).map(remove),
+    ...added.sort(byName).map((name) => add(name, next.get(name)!, onStartup)),
+  ];
 };
 
 /** The snapshot reached by applying `ops` to `snapshot` (the loader's view; used to check diff). */

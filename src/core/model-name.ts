@@ -15,7 +15,10 @@ export const modelNameProblem = (name: string): string | undefined => {
   if (name === '.' || name === '..') return `must not be "${name}"`;
   if (name.startsWith('.')) return 'must not start with "."';
   if (/[/\\\0]/.test(name)) return 'must not contain "/", "\\" or NUL';
-  if (utf8.encode(name).length > maxNameBytes) return `must be at most ${maxNameBytes} bytes`;
+  // A UTF-16 unit is at most 3 UTF-8 bytes: only long names need encoding to be measured.
+  if (name.length * 3 > maxNameBytes && utf8.encode(name).length > maxNameBytes) {
+    return `must be at most ${maxNameBytes} bytes`;
+  }
   return undefined;
 };
 

@@ -40,8 +40,20 @@ const gcd = (a: bigint, b: bigint): bigint => {
 
 const pow10 = (exponent: number): bigint => 10n ** BigInt(exponent);
 
+// A config repeats a handful of quantity strings across thousands of models; BigInt arithmetic is not free.
+const parsed = new Map<string, Quantity | undefined>();
+const maxCached = 4096;
+
 /** Parses a quantity string; undefined when it is not one. */
 export const parseQuantity = (text: string): Quantity | undefined => {
+  if (parsed.has(text)) return parsed.get(text);
+  const quantity = parseUncached(text);
+  if (parsed.size >= maxCached) parsed.clear();
+  parsed.set(text, quantity);
+  return quantity;
+};
+
+const parseUncached = (text: string): Quantity | undefined => {
   const match = quantityPattern.exec(text);
   if (match === null) return undefined;
   const [, sign = '', number = '', binary, decimal, exponent] = match;

@@ -4,12 +4,17 @@ import type { ModelSpec } from './model-config';
 import { unknownSpec, type Snapshot } from './snapshot';
 
 /**
- * Models both on disk and loaded count as in place with their on-disk spec (no download, no load on restart);
+ * Models both on disk and loaded (and whose last load was confirmed) count as in place with their on-disk spec (no download, no load on restart);
  * models on only one side count as `unknownSpec`, so nothing half-done is left as it is.
  */
-export const startupSnapshot = (onDisk: Snapshot, loaded: ReadonlySet<string>): Snapshot => {
+export const startupSnapshot = (
+  onDisk: Snapshot,
+  loaded: ReadonlySet<string>,
+  unconfirmed: ReadonlySet<string> = new Set(),
+): Snapshot => {
   const result = new Map<ModelName, ModelSpec>();
-  for (const [name, spec] of onDisk) result.set(name, loaded.has(name) ? spec : unknownSpec);
+  for (const [name, spec] of onDisk)
+    result.set(name, loaded.has(name) && !unconfirmed.has(name) ? spec : unknownSpec);
   for (const name of loaded) if (!onDisk.has(name as ModelName)) result.set(name as ModelName, unknownSpec);
   return result;
 };

@@ -1,6 +1,18 @@
 /** modelDirStore: the model directory M, filled through staging dirs and renames so no one sees half a model. */
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, lstat, mkdir, mkdtemp, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import {
+  chmod,
+  lstat,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  rmdir,
+  writeFile,
+} from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isLeft } from 'fp-ts/Either';
 import { EffectError, permanentError, retryableError } from '../core/errors';
@@ -21,6 +33,8 @@ export interface ModelDirOptions {
 const stagingPrefix = '.tmp-';
 const asidePrefix = '.old-';
 const lostAndFound = 'lost+found';
+// One empty file per model whose load was started and not yet confirmed by the server (see loadStarting).
+const loadJournalDir = '.modelsync-loads';
 const maxMarkerBytes = 64 * 1024;
 // Bounds the open file descriptors while flushing a model of many files.
 const syncConcurrency = 16;
@@ -383,5 +397,51 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     return new Map([...snapshot].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   };
 
-  return { recover, has, install, remove };
+  const journalEntry = (name: ModelName): string => join(root, loadJournalDir, basename(modelDir(name)));
+
+  const loadStarting: ModelStore['loadStarting'] = async (name) => {
+    const entry = journalEntry(name);
+    await step(`cannot record the load of ${name}`, async () => {
+      // loadConfirmed removes the journal dir once it is empty, and may do so between our mkdir and write.
+      for (let attempt = 1; ; attempt++) {
+        await mkdir(dirname(entry), { recursive: true });
+        try {
+          await writeFile(entry, '');
+          break;
+        } catch (cause) {
+          if (!isMissing(cause) || attempt >= 5) throw cause;
+        }
+      }
+      await syncPath(dirname(entry));
+    });
+  };
+
+  const loadConfirmed: ModelStore['loadConfirmed'] = async (name) => {
+    const entry = journalEntry(name);
+    await step(`cannot record the load of ${name}`, async () => {
+      await rm(entry, { force: true });
+      // Leave the model dir holding only models when nothing is being loaded.
+      await rmdir(dirname(entry)).catch((cause: unknown) => {
+        if (!isMissing(cause) && errnoCode(cause) !== 'ENOTEMPTY' && errnoCode(cause) !== 'EEXIST')
+          throw cause;
+      });
+    });
+  };
+
+  const unconfirmedLoads: ModelStore['unconfirmedLoads'] = async () => {
+    try {
+      const names = await readdir(join(root, loadJournalDir));
+      return new Set(names.filter((name) => modelNameProblem(name) === undefined) as ModelName[]);
+    } catch (cause) {
+      if (isMissing(cause)) return new Set();
+      throw fsError(`cannot list ${join(root, loadJournalDir)}`, cause);
+    }
+  };
+
+  const removeWithJournal: ModelStore['remove'] = async (name) => {
+    await remove(name);
+    await loadConfirmed(name); // a removed model has no load to redo
+  };
+
+  return { recover, has, install, remove: removeWithJournal, loadStarting, loadConfirmed, unconfirmedLoads };
 };

@@ -42,6 +42,8 @@ export interface LoaderDeps {
 export interface InPlace {
   readonly onDisk: Snapshot;
   readonly loaded: ReadonlySet<string>;
+  /** Models whose last load was never confirmed: the server may hold another version, so load them again. */
+  readonly unconfirmed?: ReadonlySet<string>;
 }
 
 export interface Loader {
@@ -66,6 +68,8 @@ interface ModelRecord {
   status: ModelStatus;
   /** Consecutive failed attempts towards the current desired state. */
   attempts: number;
+  /** Bumped whenever `desired` changes: work begun for an older generation is superseded, even if the spec came back. */
+  generation: number;
   queued: boolean;
   working: boolean;
   /** Wanted state changed while working: work on it again afterwards. */
@@ -102,7 +106,8 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
   const idle$ = new BehaviorSubject(true);
 
   const newRecord = (name: ModelName, onDisk?: ModelSpec, loaded = false): ModelRecord => {
-    const inPlaceSpec = onDisk !== undefined && loaded ? onDisk : undefined;
+    const inPlaceSpec =
+      onDisk !== undefined && loaded && !inPlace.unconfirmed?.has(name) ? onDisk : undefined;
     const record: ModelRecord = {
       name,
       // Half-in-place models want `unknownSpec`, so whichever op the first diff sends for them is a change.
@@ -116,6 +121,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         ...(inPlaceSpec ? { spec: inPlaceSpec } : {}),
       },
       attempts: 0,
+      generation: 0,
       queued: false,
       working: false,
       dirty: false,
@@ -138,9 +144,13 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       let retriesPending = 0;
       let sourceDone = false;
 
-      const setStatus = (record: ModelRecord, phase: ModelPhase, extra: Partial<ModelStatus> = {}): void => {
-        const spec =
-          record.desired !== undefined && record.desired !== unknownSpec ? record.desired : undefined;
+      /** Records and reports a status; `spec` is the one being worked on, which a newer `desired` may have passed. */
+      const setStatus = (
+        record: ModelRecord,
+        phase: ModelPhase,
+        spec: ModelSpec | undefined,
+        extra: Partial<ModelStatus> = {},
+      ): void => {
         record.status = { modelName: record.name, phase, ...(spec ? { spec } : {}), ...extra };
         const fields = {
           model: record.name,
@@ -176,6 +186,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         const desired = op._tag === 'Add' ? op.spec : undefined;
         if (!sameDesired(record.desired, desired)) {
           record.desired = desired;
+          record.generation++;
           record.attempts = 0;
           record.abortDownload?.();
           if (record.retryTimer !== undefined) {
@@ -194,7 +205,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         let replaced: Installed | undefined;
         try {
           if (record.onDisk === undefined || !specEquals(record.onDisk, target)) {
-            setStatus(record, 'Downloading');
+            setStatus(record, 'Downloading', target);
             const download = new AbortController();
             record.abortDownload = () => download.abort(new Error('superseded by a newer spec'));
             const downloadSignal = AbortSignal.any([signal, download.signal]);
@@ -210,12 +221,16 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
             record.onDisk = target;
           }
           if (!(record.loaded && record.loadedSpec !== undefined && specEquals(record.loadedSpec, target))) {
-            setStatus(record, 'Loading');
-            await slots.load.use(signal, () => server.load(record.name, record.loaded, signal));
+            setStatus(record, 'Loading', target);
+            await slots.load.use(signal, async () => {
+              await store.loadStarting(record.name);
+              await server.load(record.name, record.loaded, signal);
+              await store.loadConfirmed(record.name);
+            });
             record.loaded = true;
             record.loadedSpec = target;
           }
-          setStatus(record, 'Loaded');
+          setStatus(record, 'Loaded', target);
         } finally {
           record.abortDownload = undefined;
           // The version a new one replaced is not needed once the server was asked to load the new one.
@@ -228,8 +243,13 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       };
 
       const takeOut = async (record: ModelRecord, signal: AbortSignal): Promise<void> => {
+        if (!record.loaded && record.onDisk === undefined) {
+          // Never installed (added and removed before any work): nothing happened, so nothing to report.
+          record.status = { modelName: record.name, phase: 'Removed' };
+          return;
+        }
         if (record.loaded || record.onDisk !== undefined) {
-          setStatus(record, 'Unloading');
+          setStatus(record, 'Unloading', undefined);
           await slots.load.use(signal, () => server.unload(record.name, signal));
           record.loaded = false;
           record.loadedSpec = undefined;
@@ -238,11 +258,12 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
           await store.remove(record.name);
           record.onDisk = undefined;
         }
-        setStatus(record, 'Removed');
+        setStatus(record, 'Removed', undefined);
       };
 
       const work = async (record: ModelRecord): Promise<Outcome> => {
         const target = record.desired;
+        const generation = record.generation;
         try {
           if (target === undefined) await takeOut(record, shutdown.signal);
           else await bringIn(record, target, shutdown.signal);
@@ -250,16 +271,16 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
           return { _tag: 'Done' };
         } catch (cause) {
           if (shutdown.signal.aborted) return { _tag: 'Stopped' };
-          if (!sameDesired(record.desired, target)) return { _tag: 'Superseded' };
+          if (record.generation !== generation) return { _tag: 'Superseded' };
           const error = toEffectError(cause);
           record.attempts++;
           const reason = error.message;
           if (error.retryable && record.attempts < retry.maxAttempts) {
             const delayMs = backoffDelay(record.attempts, retry.baseMs, retry.maxMs, random);
-            setStatus(record, 'Retrying', { reason, attempt: record.attempts });
+            setStatus(record, 'Retrying', target, { reason, attempt: record.attempts });
             return { _tag: 'Retry', delayMs };
           }
-          setStatus(record, 'Failed', { reason, attempt: record.attempts });
+          setStatus(record, 'Failed', target, { reason, attempt: record.attempts });
           return { _tag: 'Failed' };
         }
       };
@@ -267,7 +288,10 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       const finish = (record: ModelRecord, outcome: Outcome): void => {
         record.working = false;
         working--;
-        if (outcome._tag === 'Stopped') return;
+        if (outcome._tag === 'Stopped') {
+          updateIdle();
+          return;
+        }
         if (record.dirty || outcome._tag === 'Superseded') {
           record.dirty = false;
           enqueue(record);

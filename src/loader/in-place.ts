@@ -1,0 +1,21 @@
+/** What a start finds in place, and the snapshot the first config is diffed against. */
+import { startupSnapshot } from '../core/startup';
+import type { Snapshot } from '../core/snapshot';
+import type { ModelStore } from '../ports';
+import type { InPlace } from './loader';
+
+/** Recovers the model dir: what is installed, and which loads were never confirmed. */
+export const recoverModelDir = async (store: ModelStore): Promise<Omit<InPlace, 'loaded'>> => ({
+  onDisk: await store.recover(),
+  unconfirmed: await store.unconfirmedLoads(),
+});
+
+/** Everything in place: the recovered model dir and `loaded`, the server's answer. */
+export const findInPlace = async (store: ModelStore, loaded: ReadonlySet<string>): Promise<InPlace> => ({
+  ...(await recoverModelDir(store)),
+  loaded,
+});
+
+/** The `initial` snapshot for `toModelOps`: only what is fully in place counts. */
+export const initialSnapshot = (inPlace: InPlace): Snapshot =>
+  startupSnapshot(inPlace.onDisk, inPlace.loaded, inPlace.unconfirmed);
