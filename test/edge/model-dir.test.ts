@@ -439,3 +439,48 @@ describe('modelDirStore recover', () => {
     for (const [model, modelSpec] of recovered) expect(await store.has(model, modelSpec)).toBe(true);
   });
 });
+
+describe('modelDirStore load journal', () => {
+  it('remembers a started load until it is confirmed, across a new store on the same dir', async () => {
+    await store.loadStarting(name('m1'));
+    await store.loadStarting(name('m2'));
+    expect([...(await newStore().unconfirmedLoads())].sort()).toEqual(['m1', 'm2']);
+    await store.loadConfirmed(name('m1'));
+    expect([...(await newStore().unconfirmedLoads())]).toEqual(['m2']);
+  });
+
+  it('leaves only model dirs behind once every load is confirmed', async () => {
+    await store.install(name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
+    await store.loadStarting(name('m1'));
+    expect(await entries()).toEqual(['.modelsync-loads', 'm1']);
+    await store.loadConfirmed(name('m1'));
+    expect(await entries()).toEqual(['m1']);
+    expect(await store.unconfirmedLoads()).toEqual(new Set());
+  });
+
+  it('forgets the load of a removed model', async () => {
+    await store.install(name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
+    await store.loadStarting(name('m1'));
+    await store.remove(name('m1'));
+    expect(await store.unconfirmedLoads()).toEqual(new Set());
+  });
+
+  it('keeps the journal through recovery', async () => {
+    await store.install(name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
+    await store.loadStarting(name('m1'));
+    const recovered = await newStore().recover();
+    expect(asJson(recovered)).toEqual({ m1: JSON.parse(jsonA) as unknown });
+    expect([...(await newStore().unconfirmedLoads())]).toEqual(['m1']);
+  });
+
+  it('records concurrent loads without losing one to the journal dir being removed', async () => {
+    const names = Array.from({ length: 20 }, (_, i) => name(`m${i}`));
+    await Promise.all(
+      names.map(async (model, i) => {
+        await store.loadStarting(model);
+        if (i % 2 === 0) await store.loadConfirmed(model);
+      }),
+    );
+    expect([...(await store.unconfirmedLoads())].sort()).toEqual(names.filter((_, i) => i % 2 === 1).sort());
+  });
+});

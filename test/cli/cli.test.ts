@@ -1,0 +1,349 @@
+/** The CLI as a contract: the built `dist/cli.js` run as a child process on real, kubelet-style config dirs. */
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { atomicWrite } from '../../src/testing/atomic-writer';
+import { killAllCli, runCli, startCli, type CliProcess, type StreamOutput } from '../helpers/cli-process';
+import { modelsJson } from '../helpers/fixtures';
+import { waitFor } from '../helpers/pipeline-harness';
+
+/** Every flag of the CLI with the env var that sets it: adding a flag without an env var fails the help test. */
+const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
+  ['--config-dir', 'MODELSYNC_CONFIG_DIR'],
+  ['--model-dir', 'MODELSYNC_MODEL_DIR'],
+  ['--server-url', 'MODELSYNC_SERVER_URL'],
+  ['--protocol', 'MODELSYNC_PROTOCOL'],
+  ['--download-concurrency', 'MODELSYNC_DOWNLOAD_CONCURRENCY'],
+  ['--load-concurrency', 'MODELSYNC_LOAD_CONCURRENCY'],
+  ['--log-level', 'MODELSYNC_LOG_LEVEL'],
+  ['--settle-ms', 'MODELSYNC_SETTLE_MS'],
+  ['--watch-poll-ms', 'MODELSYNC_WATCH_POLL_MS'],
+  ['--request-timeout-ms', 'MODELSYNC_REQUEST_TIMEOUT_MS'],
+  ['--load-timeout-ms', 'MODELSYNC_LOAD_TIMEOUT_MS'],
+  ['--retry-base-ms', 'MODELSYNC_RETRY_BASE_MS'],
+  ['--retry-max-ms', 'MODELSYNC_RETRY_MAX_MS'],
+  ['--max-attempts', 'MODELSYNC_MAX_ATTEMPTS'],
+  ['--torchserve-token-file', 'MODELSYNC_TORCHSERVE_TOKEN_FILE'],
+  ['--dry-run', 'MODELSYNC_DRY_RUN'],
+  ['--once', 'MODELSYNC_ONCE'],
+];
+
+const m1 = { storageUri: 's3://b/m1', framework: 'sklearn', memory: '1Gi' };
+const m2 = { storageUri: 's3://b/m2', framework: 'onnx' };
+const m2v2 = { storageUri: 's3://b/m2-v2', framework: 'onnx' };
+const m3 = { storageUri: 's3://b/m3' };
+
+/** The exact line `--dry-run` prints for an Add (KServe's field names, in this order). */
+const addLine = (modelName: string, modelSpec: object, onStartup: boolean): string =>
+  JSON.stringify({ op: 'Add', modelName, modelSpec, onStartup });
+const removeLine = (modelName: string): string => JSON.stringify({ op: 'Remove', modelName });
+
+/** Parses every non-empty line as JSON; fails the test on a line that is not a JSON object (pino writes one per line). */
+const jsonLines = (output: StreamOutput): Array<Record<string, unknown>> =>
+  output.lines
+    .filter((line) => line !== '')
+    .map((line) => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        throw new Error(`not a JSON line: ${line}`);
+      }
+      expect(parsed).toEqual(expect.any(Object));
+      return parsed as Record<string, unknown>;
+    });
+
+/** pino's numeric levels: warn = 40, error = 50. */
+const levelOf = (line: Record<string, unknown>): number => line['level'] as number;
+
+let root: string;
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), 'modelsync-cli-'));
+});
+afterEach(async () => {
+  await killAllCli();
+  await rm(root, { recursive: true, force: true });
+});
+
+/** A kubelet-managed ConfigMap dir holding models.json with `text`. */
+const configMap = (text: string, name = 'configs'): string => {
+  const dir = join(root, name);
+  atomicWrite(dir, { 'models.json': text });
+  return dir;
+};
+
+describe('modelsync --help', () => {
+  it('lists every flag together with its MODELSYNC_* env var and exits 0', async () => {
+    const result = await runCli(['--help']);
+    expect(result.code).toBe(0);
+    // One block per option: its first line starts with the flag, wrapped lines are indented further.
+    const blocks = result.stdout.text
+      .split(/\n(?= {2}-)/)
+      .slice(1)
+      .map((block) => block.replace(/\s+/g, ' ').trim());
+    const listed = blocks.map((block) => block.split(' ')[0]!.replace(/,$/, ''));
+    expect(listed.filter((flag) => flag !== '-h')).toEqual(flagEnvVars.map(([flag]) => flag));
+    for (const [flag, envVar] of flagEnvVars) {
+      const block = blocks.find((b) => b.startsWith(`${flag} `));
+      expect(block).toContain(`env: ${envVar})`);
+    }
+  });
+});
+
+describe('modelsync --dry-run --once', () => {
+  it('prints exactly one JSON line per op on stdout, sorted by model name, and exits 0', async () => {
+    const dir = configMap(modelsJson({ m3, m1, m2 }));
+    const result = await runCli(['--config-dir', dir, '--dry-run', '--once']);
+    expect(result.code).toBe(0);
+    expect(result.stdout.text).toBe(
+      [addLine('m1', m1, true), addLine('m2', m2, true), addLine('m3', m3, true)]
+        .map((l) => `${l}\n`)
+        .join(''),
+    );
+    expect(jsonLines(result.stderr).filter((line) => levelOf(line) >= 40)).toEqual([]);
+  });
+
+  it('prints nothing and exits 0 for an empty model list', async () => {
+    const result = await runCli(['--config-dir', configMap('[]'), '--dry-run', '--once']);
+    expect(result.code).toBe(0);
+    expect(result.stdout.text).toBe('');
+  });
+
+  // stdout to a pipe is written asynchronously: exiting as soon as the last line is queued would lose lines.
+  it('prints every line before exiting when a slow reader lets the output back up', async () => {
+    const names = Array.from({ length: 5000 }, (_, i) => `model-${String(i).padStart(4, '0')}`);
+    const spec = { storageUri: 's3://bucket/a/fairly/long/path/to/the/model', framework: 'onnx' };
+    const dir = configMap(modelsJson(Object.fromEntries(names.map((n) => [n, spec]))));
+    const cli = startCli(['--config-dir', dir, '--dry-run', '--once']);
+    const stdout = cli.child.stdout;
+    stdout.pause();
+    await waitFor(() => stdout.readableLength > 0 || cli.child.exitCode !== null, 10_000, 'output to start');
+    const patience = new AbortController();
+    const patienceOver = sleep(1000, undefined, { signal: patience.signal }).catch(() => undefined);
+    await Promise.race([once(cli.child, 'exit'), patienceOver]);
+    patience.abort();
+    stdout.resume();
+    expect((await cli.exited).code).toBe(0);
+    expect(cli.stdout.lines.filter((l) => l !== '')).toEqual(names.map((n) => addLine(n, spec, true)));
+  });
+
+  it('exits 1 with one JSON error line naming the file and the field when models.json is invalid', async () => {
+    const dir = configMap(modelsJson({ m1, bad: { storageUri: 's3://b/bad', memory: 'lots' } }));
+    const result = await runCli(['--config-dir', dir, '--dry-run', '--once']);
+    expect(result.code).toBe(1);
+    expect(result.stdout.text).toBe('');
+    const lines = jsonLines(result.stderr);
+    expect(lines).toHaveLength(1);
+    expect(levelOf(lines[0]!)).toBe(50);
+    expect(lines[0]!['file']).toBe(join(dir, 'models.json'));
+    expect(lines[0]!['msg']).toContain(join(dir, 'models.json'));
+    expect(lines[0]!['msg']).toContain('[1].modelSpec.memory');
+  });
+
+  it('exits 1 with one JSON error line naming the file when models.json is not JSON', async () => {
+    const dir = configMap('[{"modelName": "m1",');
+    const result = await runCli(['--config-dir', dir, '--dry-run', '--once']);
+    expect(result.code).toBe(1);
+    expect(result.stdout.text).toBe('');
+    const lines = jsonLines(result.stderr);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!['file']).toBe(join(dir, 'models.json'));
+    expect(lines[0]!['msg']).toContain('not valid JSON');
+  });
+
+  it('exits 1 with one JSON error line when the config dir does not exist', async () => {
+    const dir = join(root, 'missing');
+    const result = await runCli(['--config-dir', dir, '--dry-run', '--once']);
+    expect(result.code).toBe(1);
+    expect(result.stdout.text).toBe('');
+    const lines = jsonLines(result.stderr);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!['file']).toBe(join(dir, 'models.json'));
+  });
+});
+
+describe('modelsync flag validation', () => {
+  it.each([
+    [['--settle-ms', 'abc'], 'abc'],
+    [['--settle-ms', '59'], '59'],
+    [['--max-attempts', '1.5'], '1.5'],
+    [['--server-url', 'ftp://host'], 'ftp://host'],
+    [['--protocol', 'grpc'], 'grpc'],
+    [['--log-level', 'loud'], 'loud'],
+  ])('exits non-zero with an error quoting the bad value for %j', async (flagAndValue, value) => {
+    const result = await runCli(['--config-dir', configMap('[]'), '--dry-run', '--once', ...flagAndValue]);
+    expect(result.code).not.toBe(0);
+    expect(result.code).not.toBeNull();
+    expect(result.stdout.text).toBe('');
+    expect(result.stderr.text).toContain(value);
+  });
+
+  it.each([['--protocol', 'grpc'] as const, ['--log-level', 'loud'] as const])(
+    'names %s in the error for a value outside its choices',
+    async (flag, value) => {
+      const result = await runCli(['--dry-run', '--once', flag, value]);
+      expect(result.code).not.toBe(0);
+      expect(result.stderr.text).toContain(flag);
+    },
+  );
+
+  it.each([['--settle-ms', 'abc'] as const, ['--max-attempts', '1.5'] as const])(
+    'names %s in the error for a value it cannot decode, and exits 2',
+    async (flag, value) => {
+      const result = await runCli(['--config-dir', configMap('[]'), '--dry-run', '--once', flag, value]);
+      expect(result.code).toBe(2);
+      expect(result.stderr.text).toContain(`invalid ${flag}: expected a whole number`);
+    },
+  );
+
+  it('names the env var in the error when the bad value came from one', async () => {
+    const result = await runCli(['--config-dir', configMap('[]'), '--dry-run', '--once'], {
+      MODELSYNC_SETTLE_MS: 'soon',
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr.text).toContain('invalid MODELSYNC_SETTLE_MS');
+  });
+
+  it('exits 2 on a usage error, keeping 1 for an invalid models.json', async () => {
+    expect((await runCli(['--dry-run', '--once', '--no-such-flag'])).code).toBe(2);
+    expect((await runCli(['--dry-run', '--once', '--protocol', 'grpc'])).code).toBe(2);
+  });
+
+  it('refuses a boolean env var that is neither true nor false', async () => {
+    const result = await runCli(['--config-dir', configMap('[]')], { MODELSYNC_DRY_RUN: 'maybe' });
+    expect(result.code).toBe(2);
+    expect(result.stderr.text).toContain('MODELSYNC_DRY_RUN');
+  });
+
+  it('rejects an unknown flag, naming it', async () => {
+    const result = await runCli(['--dry-run', '--once', '--no-such-flag']);
+    expect(result.code).not.toBe(0);
+    expect(result.stdout.text).toBe('');
+    expect(result.stderr.text).toContain('--no-such-flag');
+  });
+});
+
+describe('modelsync env vars', () => {
+  it('takes the config dir, --dry-run and --once from MODELSYNC_* env vars', async () => {
+    const dir = configMap(modelsJson({ m1, m2 }));
+    const result = await runCli([], {
+      MODELSYNC_CONFIG_DIR: dir,
+      MODELSYNC_DRY_RUN: 'true',
+      MODELSYNC_ONCE: '1',
+    });
+    expect(result.code).toBe(0);
+    expect(result.stdout.text).toBe(`${addLine('m1', m1, true)}\n${addLine('m2', m2, true)}\n`);
+  });
+
+  it('lets a flag override its env var', async () => {
+    const dir = configMap(modelsJson({ m1 }));
+    const result = await runCli(['--config-dir', dir], {
+      MODELSYNC_CONFIG_DIR: join(root, 'missing'),
+      MODELSYNC_DRY_RUN: 'true',
+      MODELSYNC_ONCE: 'true',
+    });
+    expect(result.code).toBe(0);
+    expect(result.stdout.text).toBe(`${addLine('m1', m1, true)}\n`);
+  });
+
+  it('reads MODELSYNC_ONCE=false as false: it keeps watching until SIGTERM', async () => {
+    const dir = configMap(modelsJson({ m1 }));
+    const cli = startCli([], {
+      MODELSYNC_CONFIG_DIR: dir,
+      MODELSYNC_DRY_RUN: 'true',
+      MODELSYNC_ONCE: 'false',
+    });
+    expect(await cli.waitForStdoutLines(1)).toEqual([addLine('m1', m1, true)]);
+    const exit = await cli.signalAndWait('SIGTERM');
+    expect(exit).toEqual({ code: 0, signal: null });
+  });
+
+  it('rejects a bad env var value', async () => {
+    const result = await runCli([], {
+      MODELSYNC_CONFIG_DIR: configMap('[]'),
+      MODELSYNC_DRY_RUN: 'true',
+      MODELSYNC_ONCE: 'true',
+      MODELSYNC_PROTOCOL: 'grpc',
+    });
+    expect(result.code).not.toBe(0);
+    expect(result.stdout.text).toBe('');
+    expect(result.stderr.text).toContain('MODELSYNC_PROTOCOL');
+  });
+});
+
+describe('modelsync --dry-run (live)', () => {
+  /** Writes each payload once the lines of the previous one are out; returns all stdout lines so far. */
+  const driveUpdates = async (
+    cli: CliProcess,
+    dir: string,
+    updates: ReadonlyArray<{ readonly text: string; readonly lines: number }>,
+  ): Promise<ReadonlyArray<string>> => {
+    let expectedCount = cli.stdout.lines.length;
+    for (const update of updates) {
+      atomicWrite(dir, { 'models.json': update.text });
+      expectedCount += update.lines;
+      await cli.waitForStdoutLines(expectedCount);
+    }
+    return cli.stdout.lines;
+  };
+
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    'prints the ops of each kubelet update as it happens and exits 0 on %s',
+    async (signal) => {
+      const dir = configMap(modelsJson({ m1 }));
+      const cli = startCli(['--config-dir', dir, '--dry-run']);
+      expect(await cli.waitForStdoutLines(1)).toEqual([addLine('m1', m1, true)]);
+
+      const lines = await driveUpdates(cli, dir, [
+        { text: modelsJson({ m1, m2 }), lines: 1 },
+        { text: modelsJson({ m2 }), lines: 1 },
+        { text: modelsJson({ m2: m2v2, m3 }), lines: 2 },
+      ]);
+      expect(lines).toEqual([
+        addLine('m1', m1, true),
+        addLine('m2', m2, false),
+        removeLine('m1'),
+        addLine('m2', m2v2, false),
+        addLine('m3', m3, false),
+      ]);
+
+      const exit = await cli.signalAndWait(signal);
+      expect(exit).toEqual({ code: 0, signal: null });
+      expect(cli.stdout.text).toBe(lines.map((line) => `${line}\n`).join(''));
+      const logs = jsonLines(cli.stderr);
+      expect(logs.length).toBeGreaterThan(0);
+      expect(logs.filter((line) => levelOf(line) >= 50)).toEqual([]);
+    },
+  );
+
+  it('keeps the previous models when an update is invalid, logging one JSON warning naming the file and field', async () => {
+    const dir = configMap(modelsJson({ m1 }));
+    const cli = startCli(['--config-dir', dir, '--dry-run']);
+    await cli.waitForStdoutLines(1);
+
+    atomicWrite(dir, { 'models.json': modelsJson({ m2: { storageUri: 's3://b/m2', memory: 'lots' } }) });
+    const warning = JSON.parse(
+      await cli.waitForStderrLine((line) => line.includes('modelSpec.memory')),
+    ) as Record<string, unknown>;
+    expect(levelOf(warning)).toBe(40);
+    expect(warning['file']).toBe(join(dir, 'models.json'));
+
+    // Diffed against the last good config: m1 stays, only m2 is new.
+    await driveUpdates(cli, dir, [{ text: modelsJson({ m1, m2 }), lines: 1 }]);
+    expect(cli.stdout.lines).toEqual([addLine('m1', m1, true), addLine('m2', m2, false)]);
+
+    expect(await cli.signalAndWait('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(cli.stdout.text).toBe(`${addLine('m1', m1, true)}\n${addLine('m2', m2, false)}\n`);
+    expect(jsonLines(cli.stderr).filter((line) => String(line['msg']).includes('rejected'))).toHaveLength(1);
+  });
+
+  it('exits 0 on SIGTERM while still waiting for a missing config dir', async () => {
+    const cli = startCli(['--config-dir', join(root, 'not-yet'), '--dry-run']);
+    await cli.waitForStderrLine((line) => line.includes('does not exist'));
+    expect(await cli.signalAndWait('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(cli.stdout.text).toBe('');
+    expect(jsonLines(cli.stderr).length).toBeGreaterThan(0);
+  });
+});

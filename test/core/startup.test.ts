@@ -1,0 +1,86 @@
+/** Tests of startupSnapshot: what counts as in place at start-up, and the ops the first diff makes from it. */
+import { diff } from '../../src/core/diff';
+import { add, remove } from '../../src/core/model-op';
+import { specEquals, unknownSpec } from '../../src/core/snapshot';
+import { startupSnapshot } from '../../src/core/startup';
+import { name, snap, spec } from '../helpers/fixtures';
+
+const s1 = spec('s3://models/m1', '100Mi');
+const s2 = spec('s3://models/m2', '1Gi');
+
+describe('startupSnapshot', () => {
+  it('keeps the disk spec when a model is both on disk and loaded', () => {
+    const result = startupSnapshot(snap({ m1: s1, m2: s2 }), new Set(['m1', 'm2']));
+    expect([...result]).toEqual([
+      [name('m1'), s1],
+      [name('m2'), s2],
+    ]);
+  });
+
+  it('marks a model unknownSpec when it is on disk but not loaded', () => {
+    const result = startupSnapshot(snap({ m1: s1 }), new Set());
+    expect(result.get(name('m1'))).toBe(unknownSpec);
+  });
+
+  it('marks a model unknownSpec when it is loaded but not on disk', () => {
+    const result = startupSnapshot(snap({}), new Set(['ghost']));
+    expect([...result]).toEqual([[name('ghost'), unknownSpec]]);
+  });
+
+  it('is empty when nothing is on disk or loaded', () => {
+    expect(startupSnapshot(snap({}), new Set()).size).toBe(0);
+  });
+
+  it('classifies every model on its own when the sides overlap partly', () => {
+    const result = startupSnapshot(snap({ both: s1, diskOnly: s2 }), new Set(['both', 'loadedOnly']));
+    expect(Object.fromEntries(result)).toEqual({ both: s1, diskOnly: unknownSpec, loadedOnly: unknownSpec });
+    expect(result.get(name('diskOnly'))).toBe(unknownSpec);
+    expect(result.get(name('loadedOnly'))).toBe(unknownSpec);
+  });
+
+  it('does not change its inputs', () => {
+    const onDisk = snap({ m1: s1 });
+    const loaded = new Set(['m2']);
+    startupSnapshot(onDisk, loaded);
+    expect([...onDisk]).toEqual([[name('m1'), s1]]);
+    expect([...loaded]).toEqual(['m2']);
+  });
+});
+
+describe('unknownSpec', () => {
+  it('equals no spec, not even itself', () => {
+    expect(specEquals(unknownSpec, unknownSpec)).toBe(false);
+    expect(specEquals(unknownSpec, s1)).toBe(false);
+    expect(specEquals(s1, unknownSpec)).toBe(false);
+    expect(specEquals(unknownSpec, { storageUri: '' })).toBe(false);
+  });
+});
+
+describe('diff from the start-up snapshot', () => {
+  const initial = startupSnapshot(
+    snap({ inPlace: s1, diskOnly: s1, gone: s1, stale: s1 }),
+    new Set(['inPlace', 'loadedOnly', 'gone', 'stale', 'ghost']),
+  );
+
+  it('adds the listed half-in-place models, removes the unlisted ones and leaves in-place ones alone', () => {
+    const listed = snap({
+      inPlace: spec('s3://models/m1', '100Mi'),
+      diskOnly: s1,
+      loadedOnly: s2,
+      stale: s2,
+    });
+    expect(diff(initial, listed, true)).toEqual([
+      remove(name('ghost')),
+      remove(name('gone')),
+      add(name('diskOnly'), s1, true),
+      add(name('loadedOnly'), s2, true),
+      add(name('stale'), s2, true),
+    ]);
+  });
+
+  it('removes every model when the config lists none', () => {
+    expect(diff(initial, snap({}), true)).toEqual(
+      ['diskOnly', 'ghost', 'gone', 'inPlace', 'loadedOnly', 'stale'].map((n) => remove(name(n))),
+    );
+  });
+});

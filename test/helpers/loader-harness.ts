@@ -1,0 +1,372 @@
+/** A loader on real edges (model dir, local and HTTP storage, the V2 stand-in), with its calls and events recorded. */
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import pino, { type Logger } from 'pino';
+import { Subject, type Subscription } from 'rxjs';
+import { specEquals, type Snapshot } from '../../src/core/snapshot';
+import type { ModelSpec } from '../../src/core/model-config';
+import type { ModelName } from '../../src/core/model-name';
+import type { ModelOp } from '../../src/core/model-op';
+import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
+import { findInPlace, initialSnapshot } from '../../src/loader/in-place';
+import { modelDirStore } from '../../src/edge/model-dir';
+import { v2ModelServer } from '../../src/edge/model-server-v2';
+import { httpStorage } from '../../src/edge/storage-http';
+import { localStorage } from '../../src/edge/storage-local';
+import { createLoader, type InPlace, type Loader } from '../../src/loader/loader';
+import { routeStorage } from '../../src/loader/storage-router';
+import type { ModelServer, ModelStore } from '../../src/ports';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { LogSink } from './log-sink';
+import { tempDir, waitFor } from './pipeline-harness';
+
+/** The edge steps the loader takes for a model; `download` runs inside `install` (it fills the staging dir). */
+export type Step = 'install' | 'download' | 'remove' | 'load' | 'unload';
+
+/** One recorded edge call: its start, and its end or failure, in the order they happened across all models. */
+export interface EdgeCall {
+  readonly model: string;
+  readonly step: Step;
+  readonly at: 'start' | 'end' | 'fail';
+  /** Loads: whether the loader asked for a reload of a loaded model. */
+  readonly replacing?: boolean;
+  /** Installs: the spec being installed. */
+  readonly spec?: ModelSpec;
+}
+
+/** A call held at its start until released: makes a model "busy" for as long as a test needs. */
+export interface Hold {
+  /** Resolves when the held call has started (and is waiting). */
+  readonly reached: Promise<void>;
+  /** Lets the held call go on (to the real edge). Idempotent. */
+  readonly release: () => void;
+}
+
+export interface LoaderHarnessOptions {
+  /** Default 2. */
+  readonly downloadConcurrency?: number;
+  /** Default 2. */
+  readonly loadConcurrency?: number;
+  /** Attempts per step before Failed; default 4. Backoff is always baseMs 5, maxMs 50. */
+  readonly maxAttempts?: number;
+  /** The stand-in's load delay; default 0 (change it later with `standIn.setLoadDelay`). */
+  readonly loadDelayMs?: number;
+  readonly unknownUnloadStatus?: 200 | 404;
+  /** Awaited at the start of every edge call, before it runs: look at the file system at that moment. */
+  readonly onCall?: (call: EdgeCall) => void | Promise<void>;
+  /** Wraps the (recorded) ModelServer the loader gets, e.g. to count concurrency. */
+  readonly wrapServer?: (server: ModelServer) => ModelServer;
+}
+
+export interface LoaderHarness {
+  /** Temp root holding `models/` (the model dir M) and `storage/` (local model sources). */
+  readonly root: string;
+  readonly modelDir: string;
+  readonly storageDir: string;
+  /** The V2 stand-in, serving `modelDir`. */
+  readonly standIn: V2ModelServerStandIn;
+  /** The real model dir store, unrecorded (for setting up models on disk). */
+  readonly store: ModelStore;
+  readonly sink: LogSink;
+  readonly log: Logger;
+  /** Ops pushed here reach `loader.run` once started. */
+  readonly ops$: Subject<ModelOp>;
+  /** Everything `loader.run` emitted, in order. */
+  readonly events: ReadonlyArray<AgentEvent>;
+  /** Every edge call the loader made, in order. */
+  readonly calls: ReadonlyArray<EdgeCall>;
+  /** The running loader; throws before `start`. */
+  readonly loader: Loader;
+  /** `startupSnapshot` of what was in place at `start`: the `initial` the config diff starts from. */
+  readonly initial: Snapshot;
+  /** True once `loader.run` completed. */
+  readonly completed: () => boolean;
+  /** Resolves when `loader.run` completes, rejects when it errors. */
+  readonly done: Promise<void>;
+  /** The most calls of `step` that were in progress at once (across models). */
+  readonly maxInFlight: (step: Step) => number;
+  /** Creates `storage/<name>/model.bin` (content defaults to the name) and returns the dir: a local storageUri. */
+  readonly source: (name: string, content?: string) => Promise<string>;
+  /** Installs `spec` (a local source) into the model dir through the real store, as a previous run left it. */
+  readonly installOnDisk: (name: string, spec: ModelSpec) => Promise<void>;
+  /**
+   * Creates the loader and subscribes `loader.run(ops$)`. `inPlace` defaults to what a real start finds:
+   * `store.recover()` and the stand-in's loaded models.
+   */
+  readonly start: (inPlace?: InPlace) => Promise<Loader>;
+  readonly push: (...ops: ModelOp[]) => void;
+  /** The phases emitted for `model`, in order. */
+  readonly phases: (model: string) => ModelPhase[];
+  /** The last status emitted for `model`. */
+  readonly statusOf: (model: string) => ModelStatus | undefined;
+  /** The calls for `model` (of `steps`, default all) as `'<step>:<at>'`, loads that replace as `'load:start:replacing'`. */
+  readonly callsOf: (model: string, steps?: ReadonlyArray<Step>) => string[];
+  /** Holds the next call of `step` for `model` at its start (see Hold); released on `close` at the latest. */
+  readonly hold: (step: Step, model: string) => Hold;
+  /** Waits until the last status emitted for `model` is `phase` (and, when given, has a spec equal to `spec`). */
+  readonly waitForPhase: (
+    model: string,
+    phase: ModelPhase,
+    spec?: ModelSpec,
+    timeoutMs?: number,
+  ) => Promise<void>;
+  /** Waits until the loader is idle (nothing queued, working or waiting to retry). */
+  readonly waitForIdle: (timeoutMs?: number) => Promise<void>;
+  /** Entries of the model dir, sorted (`.tmp-*` staging and `.old-*` replaced versions included). */
+  readonly modelDirEntries: () => Promise<string[]>;
+  /** Unsubscribes the loader (aborting its work) and releases holds; the dirs and the stand-in stay. */
+  readonly stop: () => void;
+  /** `stop`, waits for aborted calls to end, stops the stand-in and deletes the temp dirs. */
+  readonly close: () => Promise<void>;
+}
+
+const retry = { baseMs: 5, maxMs: 50 };
+
+/** Builds the dirs and starts the stand-in; call `start` (after setting up what is "in place") to run the loader. */
+export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): Promise<LoaderHarness> => {
+  const root = await tempDir('loader');
+  const modelDir = join(root, 'models');
+  const storageDir = join(root, 'storage');
+  await mkdir(modelDir);
+  await mkdir(storageDir);
+  const standIn = await startV2ModelServer({
+    modelDir,
+    loadDelayMs: options.loadDelayMs ?? 0,
+    ...(options.unknownUnloadStatus !== undefined
+      ? { unknownUnloadStatus: options.unknownUnloadStatus }
+      : {}),
+  });
+  const sink = new LogSink();
+  const log = pino({ level: 'debug' }, sink);
+  const store = modelDirStore({ root: modelDir, log });
+  const realServer = v2ModelServer({ baseUrl: standIn.url, timeoutMs: 10_000 });
+  const download = routeStorage([localStorage(), httpStorage()]);
+
+  const events: AgentEvent[] = [];
+  const calls: EdgeCall[] = [];
+  const inFlight = new Map<Step, number>();
+  const maxInFlight = new Map<Step, number>();
+  const holds: Array<{
+    step: Step;
+    model: string;
+    taken: boolean;
+    reached: () => void;
+    gate: Promise<void>;
+  }> = [];
+  const releases: Array<() => void> = [];
+
+  /** Records `call`, waits at a hold if one matches, runs `effect` and records its end or failure. */
+  const recorded = async <T>(call: EdgeCall, effect: () => Promise<T>): Promise<T> => {
+    calls.push(call);
+    const running = (inFlight.get(call.step) ?? 0) + 1;
+    inFlight.set(call.step, running);
+    maxInFlight.set(call.step, Math.max(maxInFlight.get(call.step) ?? 0, running));
+    try {
+      await options.onCall?.(call);
+      const hold = holds.find((h) => !h.taken && h.step === call.step && h.model === call.model);
+      if (hold !== undefined) {
+        hold.taken = true;
+        hold.reached();
+        await hold.gate;
+      }
+      const value = await effect();
+      calls.push({ ...call, at: 'end' });
+      return value;
+    } catch (error) {
+      calls.push({ ...call, at: 'fail' });
+      throw error;
+    } finally {
+      inFlight.set(call.step, (inFlight.get(call.step) ?? 1) - 1);
+    }
+  };
+
+  const recordedStore: ModelStore = {
+    recover: () => store.recover(),
+    has: (name, spec) => store.has(name, spec),
+    install: (name, spec, fill, signal) =>
+      recorded({ model: name, step: 'install', at: 'start', spec }, () =>
+        store.install(
+          name,
+          spec,
+          (dir, s) => recorded({ model: name, step: 'download', at: 'start' }, () => fill(dir, s)),
+          signal,
+        ),
+      ),
+    remove: (name) => recorded({ model: name, step: 'remove', at: 'start' }, () => store.remove(name)),
+    loadStarting: (name) => store.loadStarting(name),
+    loadConfirmed: (name) => store.loadConfirmed(name),
+    unconfirmedLoads: () => store.unconfirmedLoads(),
+  };
+  const recordedServer: ModelServer = {
+    load: (name, replacing, signal) =>
+      recorded({ model: name, step: 'load', at: 'start', replacing }, () =>
+        realServer.load(name, replacing, signal),
+      ),
+    unload: (name, signal) =>
+      recorded({ model: name, step: 'unload', at: 'start' }, () => realServer.unload(name, signal)),
+    loadedModels: (signal) => realServer.loadedModels(signal),
+  };
+  const server = options.wrapServer ? options.wrapServer(recordedServer) : recordedServer;
+
+  const ops$ = new Subject<ModelOp>();
+  let loader: Loader | undefined;
+  let initial: Snapshot = new Map();
+  let subscription: Subscription | undefined;
+  let completed = false;
+  let settle: { resolve: () => void; reject: (error: unknown) => void } | undefined;
+  const done = new Promise<void>((resolve, reject) => {
+    settle = { resolve, reject };
+  });
+  // A test that never awaits `done` must not get an unhandled rejection.
+  done.catch(() => undefined);
+
+  const lastStatus = (model: string): ModelStatus | undefined => {
+    for (let i = events.length - 1; i >= 0; i--) {
+      const event = events[i]!;
+      if (event._tag === 'Status' && event.status.modelName === model) return event.status;
+    }
+    return undefined;
+  };
+  const phases = (model: string): ModelPhase[] =>
+    events.flatMap((e) => (e._tag === 'Status' && e.status.modelName === model ? [e.status.phase] : []));
+
+  const harness: LoaderHarness = {
+    root,
+    modelDir,
+    storageDir,
+    standIn,
+    store,
+    sink,
+    log,
+    ops$,
+    events,
+    calls,
+    get loader(): Loader {
+      if (loader === undefined) throw new Error('the loader harness is not started');
+      return loader;
+    },
+    get initial(): Snapshot {
+      return initial;
+    },
+    completed: () => completed,
+    done,
+    maxInFlight: (step) => maxInFlight.get(step) ?? 0,
+    source: async (name, content = name) => {
+      const dir = join(storageDir, name);
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, 'model.bin'), content);
+      return dir;
+    },
+    installOnDisk: async (name, spec) => {
+      const installed = await store.install(
+        name as ModelName,
+        spec,
+        (dir, signal) => download(spec.storageUri, dir, signal),
+        new AbortController().signal,
+      );
+      await installed.dropReplaced();
+    },
+    start: async (inPlace) => {
+      if (loader !== undefined) throw new Error('the loader harness is already started');
+      const place =
+        inPlace ?? (await findInPlace(store, await realServer.loadedModels(new AbortController().signal)));
+      initial = initialSnapshot(place);
+      const created = createLoader(
+        {
+          store: recordedStore,
+          server,
+          download,
+          log,
+          downloadConcurrency: options.downloadConcurrency ?? 2,
+          loadConcurrency: options.loadConcurrency ?? 2,
+          retry: { ...retry, maxAttempts: options.maxAttempts ?? 4 },
+        },
+        place,
+      );
+      loader = created;
+      subscription = created.run(ops$).subscribe({
+        next: (event) => events.push(event),
+        error: (error: unknown) => settle?.reject(error),
+        complete: () => {
+          completed = true;
+          settle?.resolve();
+        },
+      });
+      return created;
+    },
+    push: (...ops) => {
+      for (const op of ops) ops$.next(op);
+    },
+    phases,
+    statusOf: lastStatus,
+    callsOf: (model, steps) =>
+      calls
+        .filter((c) => c.model === model && (steps === undefined || steps.includes(c.step)))
+        .map(
+          (c) =>
+            `${c.step}:${c.at}${c.step === 'load' && c.at === 'start' && c.replacing ? ':replacing' : ''}`,
+        ),
+    hold: (step, model) => {
+      let reached!: () => void;
+      let release!: () => void;
+      const reachedPromise = new Promise<void>((resolve) => (reached = resolve));
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      holds.push({ step, model, taken: false, reached, gate });
+      releases.push(release);
+      return { reached: reachedPromise, release };
+    },
+    waitForPhase: (model, phase, spec, timeoutMs = 10_000) =>
+      waitFor(
+        () => {
+          const status = lastStatus(model);
+          return (
+            status?.phase === phase &&
+            (spec === undefined || (status.spec !== undefined && specEquals(status.spec, spec)))
+          );
+        },
+        timeoutMs,
+        `${model} to be ${phase}`,
+      ).catch((error: unknown) => {
+        // The phases at the time of the timeout say where the model got stuck.
+        throw new Error(`${(error as Error).message}; its phases: ${phases(model).join(', ') || 'none'}`);
+      }),
+    waitForIdle: async (timeoutMs = 10_000) => {
+      let idle = false;
+      const watch = harness.loader.idle$.subscribe((value) => (idle = value));
+      try {
+        await waitFor(() => idle, timeoutMs, 'the loader to be idle');
+      } finally {
+        watch.unsubscribe();
+      }
+    },
+    modelDirEntries: async () => (await readdir(modelDir)).sort(),
+    stop: () => {
+      subscription?.unsubscribe();
+      for (const release of releases) release();
+    },
+    close: async () => {
+      harness.stop();
+      // Aborted calls still finish (a staging dir is deleted, a request fails): let them before deleting `root`.
+      const settled = () => [...inFlight.values()].every((n) => n === 0);
+      await waitFor(settled, 5_000, 'aborted edge calls to end').catch(() => undefined);
+      await standIn.close();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+  return harness;
+};
+
+/**
+ * `createLoaderHarness` then `start` with what a real start finds in place (an empty model dir, no loads):
+ *
+ *     const h = await startLoaderHarness({ downloadConcurrency: 3 });
+ *     h.push(add(name('m1'), spec(await h.source('m1'))));
+ *     await h.waitForPhase('m1', 'Loaded');
+ *     expect(h.callsOf('m1', ['install', 'load'])).toEqual([...]);
+ *     await h.close(); // in afterEach
+ */
+export const startLoaderHarness = async (options: LoaderHarnessOptions = {}): Promise<LoaderHarness> => {
+  const harness = await createLoaderHarness(options);
+  await harness.start();
+  return harness;
+};
