@@ -1,0 +1,71 @@
+/** Child process of the http-download suite: one download one way, reporting its speed and memory over IPC. */
+import { createWriteStream, statSync } from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream } from 'node:stream/web';
+
+/** How the child downloads: plain fetch + pipeline, or modelsync's httpStorage. */
+export type Variant = 'baseline' | 'httpStorage';
+
+/** What the child reports to the suite. */
+export interface DriverReport {
+  readonly bytes: number;
+  readonly seconds: number;
+  /** RSS when the child was ready to start, before the download. */
+  readonly startRssBytes: number;
+  /** Highest RSS seen, sampled every 50 ms. */
+  readonly peakRssBytes: number;
+  /** `process.resourceUsage().maxRSS` at the end, in bytes (the kernel's own peak). */
+  readonly maxRssBytes: number;
+}
+
+const sampleEveryMs = 50;
+
+const baseline = async (url: string, dir: string): Promise<string> => {
+  const response = await fetch(url);
+  if (!response.ok || response.body === null) throw new Error(`GET ${url}: ${response.status}`);
+  const to = path.join(dir, 'model.bin');
+  await pipeline(Readable.fromWeb(response.body as ReadableStream<Uint8Array>), createWriteStream(to));
+  return to;
+};
+
+const viaHttpStorage = async (url: string, dir: string): Promise<string> => {
+  // Loaded here, not at the top, so the baseline child's memory does not include modelsync's modules.
+  const { httpStorage } = await import('../src/edge/storage-http');
+  await httpStorage().download(url, dir, new AbortController().signal);
+  return path.join(dir, 'model.bin');
+};
+
+const main = async (): Promise<void> => {
+  const [variant, url, dir] = process.argv.slice(2);
+  if (url === undefined || dir === undefined || (variant !== 'baseline' && variant !== 'httpStorage')) {
+    throw new Error('usage: http-download-driver baseline|httpStorage <url> <empty dir>');
+  }
+  const startRssBytes = process.memoryUsage.rss();
+  let peakRssBytes = startRssBytes;
+  const sample = (): void => {
+    peakRssBytes = Math.max(peakRssBytes, process.memoryUsage.rss());
+  };
+  const sampler = setInterval(sample, sampleEveryMs);
+  const started = performance.now();
+  const file = await (variant === 'baseline' ? baseline(url, dir) : viaHttpStorage(url, dir));
+  const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  sample();
+  const report: DriverReport = {
+    bytes: statSync(file).size,
+    seconds,
+    startRssBytes,
+    peakRssBytes,
+    // maxRSS is in KiB.
+    maxRssBytes: process.resourceUsage().maxRSS * 1024,
+  };
+  process.send!(report, () => process.disconnect());
+};
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,198 @@
+/** Runs the benchmark suites, prints their tables and writes bench/results/<suite>.json and README.md. */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { decodeDiffSuite } from './decode-diff';
+import { httpDownloadSuite } from './http-download';
+import type { Cell, Check, Row, Suite, SuiteResult } from './suite';
+
+/**
+ * Every suite, in run order. To add one: write `bench/<name>.ts` exporting a `Suite` (see suite.ts: a name,
+ * a description and `run(): Promise<SuiteResult>`) and append it here. The runner does the rest: CLI
+ * selection, the console table, `bench/results/<name>.json` and its section of `bench/results/README.md`.
+ */
+const suites: ReadonlyArray<Suite> = [decodeDiffSuite, httpDownloadSuite];
+
+/** A results file: the suite's result plus where and when it was measured. */
+interface SuiteRecord extends SuiteResult {
+  readonly suite: string;
+  readonly description: string;
+  readonly date: string;
+  readonly node: string;
+  readonly platform: string;
+  readonly cpu: { readonly model: string; readonly count: number };
+  readonly totalMemoryBytes: number;
+  /** The commit measured, and whether src/ differed from it (others edit src/ while suites run). */
+  readonly revision: { readonly commit: string; readonly srcDirty: boolean };
+  /** os.loadavg() (1, 5, 15 min) when the suite started: other processes' load skews figures on a shared host. */
+  readonly loadAverage: ReadonlyArray<number>;
+  readonly durationSeconds: number;
+}
+
+// Compiled to .bench-build/bench/run.js; results live in the source tree's bench/results.
+const resultsDir = path.resolve(__dirname, '..', '..', 'bench', 'results');
+
+const revisionOf = (): SuiteRecord['revision'] => {
+  const git = (...args: string[]): string =>
+    execFileSync('git', args, { cwd: path.dirname(resultsDir), encoding: 'utf8' }).trim();
+  try {
+    return {
+      commit: git('rev-parse', 'HEAD'),
+      srcDirty: git('status', '--porcelain', '--', '../src') !== '',
+    };
+  } catch {
+    return { commit: 'unknown', srcDirty: false };
+  }
+};
+
+const formatCell = (value: Cell | undefined): string => {
+  if (value === null || value === undefined) return '-';
+  if (typeof value !== 'number') return String(value);
+  if (Number.isInteger(value)) return String(value);
+  const magnitude = Math.abs(value);
+  return value.toFixed(magnitude >= 100 ? 0 : magnitude >= 10 ? 1 : magnitude >= 1 ? 2 : 3);
+};
+
+const columnsOf = (rows: ReadonlyArray<Row>): string[] => [
+  ...new Set(rows.flatMap((row) => Object.keys(row))),
+];
+
+/** Rows as an aligned plain-text table (console) or a Markdown table (README). */
+const table = (rows: ReadonlyArray<Row>, markdown: boolean): string => {
+  const columns = columnsOf(rows);
+  const cells = rows.map((row) => columns.map((column) => formatCell(row[column])));
+  const widths = columns.map((column, i) => Math.max(column.length, ...cells.map((line) => line[i]!.length)));
+  const line = (values: ReadonlyArray<string>): string =>
+    markdown
+      ? `| ${values.join(' | ')} |`
+      : values.map((value, i) => (i < 2 ? value.padEnd(widths[i]!) : value.padStart(widths[i]!))).join('  ');
+  const rule = markdown
+    ? `|${columns.map(() => '---').join('|')}|`
+    : widths.map((w) => '-'.repeat(w)).join('  ');
+  return [line(columns), rule, ...cells.map(line)].join('\n');
+};
+
+const checkLine = (check: Check): string => {
+  const figures = Object.entries(check)
+    .filter(([key]) => key !== 'name' && key !== 'withinBudget')
+    .map(([key, value]) => `${key} ${formatCell(value)}`)
+    .join(', ');
+  return `${check.withinBudget ? 'PASS' : 'FAIL'}: ${check.name} (${figures})`;
+};
+
+const printResult = (record: SuiteRecord): void => {
+  console.log(`\n== ${record.suite} (${record.durationSeconds.toFixed(1)} s)`);
+  if (record.skipped !== undefined) console.log(`SKIPPED: ${record.skipped}`);
+  if (record.rows.length > 0) console.log(table(record.rows, false));
+  for (const check of record.checks ?? []) console.log(checkLine(check));
+};
+
+// Tolerant of results files written by older or other versions of this runner: missing fields are skipped.
+const readmeSection = (record: Partial<SuiteRecord>): string => {
+  const where = [
+    record.date !== undefined ? `Measured ${record.date}` : 'Measured',
+    record.node !== undefined ? `with Node ${record.node}` : '',
+    record.cpu !== undefined ? `on ${record.cpu.count} x ${record.cpu.model}` : '',
+    record.platform !== undefined ? `(${record.platform})` : '',
+    record.durationSeconds !== undefined ? `in ${record.durationSeconds.toFixed(1)} s` : '',
+    record.revision !== undefined
+      ? `at ${record.revision.commit.slice(0, 7)}${record.revision.srcDirty ? ' with uncommitted changes to src/' : ''}`
+      : '',
+  ];
+  const load =
+    record.loadAverage !== undefined
+      ? `; load average at start ${record.loadAverage.join(' / ')} (1 / 5 / 15 min)`
+      : '';
+  return [
+    `## ${record.suite ?? 'unnamed suite'}`,
+    '',
+    record.description ?? '',
+    '',
+    `${where.filter((part) => part !== '').join(' ')}${load}.`,
+    '',
+    ...(record.skipped !== undefined ? [`**Skipped:** ${record.skipped}`, ''] : []),
+    ...(record.rows !== undefined && record.rows.length > 0 ? [table(record.rows, true), ''] : []),
+    ...(record.checks ?? []).map((check) => `- **${checkLine(check).replace(':', '**:')}`),
+    ...(record.checks?.length ? [''] : []),
+    ...(record.notes ?? []).map((note) => `- ${note}`),
+    ...(record.notes?.length ? [''] : []),
+  ].join('\n');
+};
+
+/** Rebuilds README.md from every results file present, including suites this run did not select. */
+const writeReadme = (): void => {
+  const sections = readdirSync(resultsDir)
+    .filter((name) => name.endsWith('.json'))
+    .sort()
+    .map((name) => {
+      try {
+        return readmeSection(
+          JSON.parse(readFileSync(path.join(resultsDir, name), 'utf8')) as Partial<SuiteRecord>,
+        );
+      } catch (error) {
+        return `## ${name}\n\nUnreadable: ${String(error)}\n`;
+      }
+    });
+  const header = [
+    '# Benchmark results',
+    '',
+    'Generated by `npm run bench` from the JSON files in this directory; do not edit by hand.',
+    'Run one suite with `npm run bench -- <suite>`.',
+    '',
+  ];
+  writeFileSync(path.join(resultsDir, 'README.md'), [...header, ...sections].join('\n'));
+};
+
+const runSuite = async (suite: Suite): Promise<SuiteRecord> => {
+  const revision = revisionOf();
+  const loadAverage = os.loadavg().map((load) => Math.round(load * 100) / 100);
+  const started = performance.now();
+  const result = await suite.run();
+  const cpus = os.cpus();
+  return {
+    suite: suite.name,
+    description: suite.description,
+    date: new Date().toISOString(),
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+    cpu: { model: cpus[0]?.model.trim() ?? 'unknown', count: cpus.length },
+    totalMemoryBytes: os.totalmem(),
+    revision,
+    loadAverage,
+    durationSeconds: (performance.now() - started) / 1000,
+    ...result,
+  };
+};
+
+const main = async (): Promise<void> => {
+  const names = process.argv.slice(2);
+  const unknown = names.filter((name) => !suites.some((suite) => suite.name === name));
+  if (unknown.length > 0) {
+    console.error(
+      `unknown suite(s): ${unknown.join(', ')}; available: ${suites.map((s) => s.name).join(', ')}`,
+    );
+    process.exitCode = 2;
+    return;
+  }
+  mkdirSync(resultsDir, { recursive: true });
+  for (const suite of suites.filter((s) => names.length === 0 || names.includes(s.name))) {
+    console.log(`\nrunning ${suite.name}: ${suite.description}`);
+    try {
+      const record = await runSuite(suite);
+      printResult(record);
+      writeFileSync(path.join(resultsDir, `${suite.name}.json`), `${JSON.stringify(record, null, 2)}\n`);
+    } catch (error) {
+      console.error(`suite ${suite.name} failed:`, error);
+      process.exitCode = 1;
+    }
+  }
+  writeReadme();
+  console.log(`\nresults: ${resultsDir}`);
+};
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

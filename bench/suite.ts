@@ -1,0 +1,87 @@
+/** The contract between bench/run.ts and its suites, plus the timing and statistics helpers suites share. */
+import { performance } from 'node:perf_hooks';
+
+/** One table cell; numbers are rounded for display only (the JSON keeps them as measured). */
+export type Cell = string | number | boolean | null;
+
+/** One row of a suite's result table; columns are the union of the rows' keys, in first-seen order. */
+export type Row = Readonly<Record<string, Cell>>;
+
+/** A budget from an issue, checked against a measured figure; `withinBudget` is the verdict, the rest is shown. */
+export type Check = Readonly<{ name: string; withinBudget: boolean } & Record<string, Cell>>;
+
+/** What a suite measured. run.ts adds the date, Node version and CPU before writing it to JSON. */
+export interface SuiteResult {
+  /** Set when the suite could not run here (say why); rows may then be empty. */
+  readonly skipped?: string;
+  /** The figures, one row per case. */
+  readonly rows: ReadonlyArray<Row>;
+  /** Pass/fail budgets, if the suite has any. */
+  readonly checks?: ReadonlyArray<Check>;
+  /** How to read the figures: units, method, caveats. */
+  readonly notes?: ReadonlyArray<string>;
+}
+
+/** A benchmark suite: list it in run.ts's `suites` to make `npm run bench [-- <name>]` run it. */
+export interface Suite {
+  /** Short kebab-case name: the CLI argument and the results file name (`bench/results/<name>.json`). */
+  readonly name: string;
+  /** One sentence: what is measured, against what. */
+  readonly description: string;
+  run(): Promise<SuiteResult>;
+}
+
+/** Summary of raw samples. Percentiles interpolate linearly; p99 only with at least 100 samples. */
+export interface Summary {
+  readonly runs: number;
+  readonly min: number;
+  readonly median: number;
+  readonly p90: number;
+  readonly p99?: number;
+  readonly max: number;
+}
+
+const percentile = (sorted: ReadonlyArray<number>, p: number): number => {
+  const rank = (sorted.length - 1) * p;
+  const low = Math.floor(rank);
+  const high = Math.ceil(rank);
+  return sorted[low]! + (sorted[high]! - sorted[low]!) * (rank - low);
+};
+
+/** Rounds to 3 decimals: finer digits are noise for these figures and only clutter the JSON. */
+export const round3 = (value: number): number => Math.round(value * 1000) / 1000;
+
+/** The summary of `samples` (at least one), each figure rounded to 3 decimals. */
+export const summarize = (samples: ReadonlyArray<number>): Summary => {
+  if (samples.length === 0) throw new Error('summarize: no samples');
+  const sorted = [...samples].sort((a, b) => a - b);
+  return {
+    runs: sorted.length,
+    min: round3(sorted[0]!),
+    median: round3(percentile(sorted, 0.5)),
+    p90: round3(percentile(sorted, 0.9)),
+    ...(sorted.length >= 100 ? { p99: round3(percentile(sorted, 0.99)) } : {}),
+    max: round3(sorted[sorted.length - 1]!),
+  };
+};
+
+/** Where measured functions' results go, so the optimiser cannot drop the work. */
+export let sink: unknown;
+
+/**
+ * Times each of `fns` `runs` times after `warmup` untimed rounds, round-robin (one call of each per round) so
+ * that drift on a shared machine hits every function alike. Returns each function's samples, in ms.
+ */
+export const timeRuns = (fns: ReadonlyArray<() => unknown>, warmup: number, runs: number): number[][] => {
+  const samples = fns.map((): number[] => []);
+  for (let round = 0; round < warmup + runs; round++) {
+    fns.forEach((fn, i) => {
+      const start = performance.now();
+      sink = fn();
+      const elapsed = performance.now() - start;
+      if (round >= warmup) samples[i]!.push(elapsed);
+    });
+  }
+  sink = undefined;
+  return samples;
+};
