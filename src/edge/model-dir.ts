@@ -429,14 +429,32 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
   };
 
   const unconfirmedLoads: ModelStore['unconfirmedLoads'] = async () => {
+    let entries: string[];
     try {
-      const names = await readdir(join(root, loadJournalDir));
-      return new Set(names.filter((name) => modelNameProblem(name) === undefined) as ModelName[]);
+      entries = await readdir(join(root, loadJournalDir));
     } catch (cause) {
       if (isMissing(cause)) return new Set();
       throw fsError(`cannot list ${join(root, loadJournalDir)}`, cause);
     }
+    const unconfirmed = new Set<ModelName>();
+    for (const entry of entries) {
+      const name = entry as ModelName;
+      if (modelNameProblem(entry) !== undefined) continue;
+      // An entry without a model dir (a crash between deleting a model and its entry) means nothing any more.
+      if (await exists(join(root, entry))) unconfirmed.add(name);
+      else await loadConfirmed(name);
+    }
+    return unconfirmed;
   };
+
+  const exists = (path: string): Promise<boolean> =>
+    lstat(path).then(
+      () => true,
+      (cause: unknown) => {
+        if (isMissing(cause)) return false;
+        throw fsError(`cannot stat ${path}`, cause);
+      },
+    );
 
   const removeWithJournal: ModelStore['remove'] = async (name) => {
     await remove(name);

@@ -442,6 +442,8 @@ describe('modelDirStore recover', () => {
 
 describe('modelDirStore load journal', () => {
   it('remembers a started load until it is confirmed, across a new store on the same dir', async () => {
+    await mkdir(join(root, 'm1'), { recursive: true });
+    await mkdir(join(root, 'm2'), { recursive: true });
     await store.loadStarting(name('m1'));
     await store.loadStarting(name('m2'));
     expect([...(await newStore().unconfirmedLoads())].sort()).toEqual(['m1', 'm2']);
@@ -475,6 +477,7 @@ describe('modelDirStore load journal', () => {
 
   it('records concurrent loads without losing one to the journal dir being removed', async () => {
     const names = Array.from({ length: 20 }, (_, i) => name(`m${i}`));
+    await Promise.all(names.map((model) => mkdir(join(root, model), { recursive: true })));
     await Promise.all(
       names.map(async (model, i) => {
         await store.loadStarting(model);
@@ -482,5 +485,13 @@ describe('modelDirStore load journal', () => {
       }),
     );
     expect([...(await store.unconfirmedLoads())].sort()).toEqual(names.filter((_, i) => i % 2 === 1).sort());
+  });
+});
+
+describe('modelDirStore load journal after a crash mid-remove', () => {
+  it('drops a journal entry whose model dir is gone', async () => {
+    await store.loadStarting(name('gone'));
+    expect([...(await newStore().unconfirmedLoads())]).toEqual([]);
+    expect(await entries()).toEqual([]);
   });
 });
