@@ -7,6 +7,7 @@ export default tseslint.config(
   {
     ignores: [
       'dist/**',
+      'scripts/**',
       '.bench-build/**',
       'coverage/**',
       'node_modules/**',

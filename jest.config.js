@@ -8,6 +8,7 @@ module.exports = {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
   },
   testTimeout: 30000,
+  reporters: ['default', '<rootDir>/scripts/summary-reporter.js'],
   // Tests that start servers and watchers must leave nothing running.
   detectOpenHandles: false,
 };
