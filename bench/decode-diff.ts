@@ -4,6 +4,7 @@ import { decodeConfig } from '../src/core/decode-config';
 import { diff } from '../src/core/diff';
 import type { Snapshot } from '../src/core/snapshot';
 import { round3, summarize, timeRuns, type Check, type Row, type Suite } from './suite';
+import { seededRandom } from '../src/testing/seeded-random';
 
 const file = '/etc/modelsync/models.json';
 const frameworks = ['sklearn', 'xgboost', 'lightgbm', 'pytorch', 'tensorflow', 'onnx', 'triton'];
@@ -16,18 +17,6 @@ const sizes = [
   { models: 10_000, warmup: 5, runs: 30 },
   { models: 100_000, warmup: 2, runs: 10 },
 ];
-
-/** mulberry32: a seeded PRNG, so every run benchmarks the same documents. */
-const seeded = (seed: number): (() => number) => {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-};
 
 interface Entry {
   modelName: string;
@@ -48,7 +37,7 @@ export interface ConfigPair {
  * removed and ~0.5% are added at the end.
  */
 export const configPair = (count: number, seed = 20240601): ConfigPair => {
-  const random = seeded(seed);
+  const random = seededRandom(seed);
   const pick = <T>(values: ReadonlyArray<T>): T => values[Math.floor(random() * values.length)]!;
   const entryOf = (index: number): Entry => {
     const modelName = `model-${String(index).padStart(6, '0')}`;

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { withTimeout } from './with-timeout';
 
 /** The built entry point: `npm test` builds it first (pretest); run `npm run build` before a bare jest run. */
 export const agentCliPath = join(__dirname, '..', '..', 'dist', 'cli.js');
@@ -47,24 +48,6 @@ export interface AgentProcess {
 }
 
 const running = new Set<AgentProcess>();
-
-const withTimeout = <T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> =>
-  new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)),
-      timeoutMs,
-    );
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
 
 /** Calls `onLine` with each complete line of `stream` (a last unterminated line at the end). */
 const readLines = (stream: NodeJS.ReadableStream, onLine: (line: string) => void): void => {

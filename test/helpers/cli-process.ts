@@ -2,6 +2,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { withTimeout } from './with-timeout';
 
 /** The built entry point: what `npm test` builds first (pretest) and what users run as `modelsync`. */
 export const cliPath = join(__dirname, '..', '..', 'dist', 'cli.js');
@@ -48,23 +49,6 @@ const cleanEnv = (extra: Readonly<Record<string, string>>): NodeJS.ProcessEnv =>
 });
 
 /** `promise`, or a rejection after `timeoutMs` whose message `describe` writes at that moment. */
-const withTimeout = <T>(promise: Promise<T>, timeoutMs: number, describe: () => string): Promise<T> =>
-  new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${describe()}`)),
-      timeoutMs,
-    );
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
 
 /** Collects a stream's text and splits it into lines as they arrive, calling `onLine` after new ones. */
 const collect = (stream: NodeJS.ReadableStream, onLine: () => void): StreamOutput => {

@@ -12,21 +12,10 @@ import { atomicWrite } from '../../src/testing/atomic-writer';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { killAllAgents, spawnAgent, type AgentFlags, type AgentProcess } from '../helpers/agent-process';
 import { waitFor } from '../helpers/pipeline-harness';
+import { seededRandom } from '../../src/testing/seeded-random';
 
 /** The seed of every random choice below (kill times, number of runs, the run that changes the config). */
 const seed = 0x6d73796e;
-
-/** mulberry32: a small, fast, seedable PRNG; returns floats in [0, 1). */
-const prng = (initial: number): (() => number) => {
-  let state = initial >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-};
 
 const between = (random: () => number, min: number, max: number): number =>
   min + Math.floor(random() * (max - min + 1));
@@ -285,7 +274,7 @@ const names = Array.from({ length: modelCount }, (_, i) => `m${String(i).padStar
 
 describe('the agent process under kill -9 and restart', () => {
   it('ends with the configured models loaded, no load on incomplete files and no re-download when killed at random moments of a sync', async () => {
-    const random = prng(seed);
+    const random = seededRandom(seed);
     const scratch = join(root, 'scratch');
     // Versions: v1 of every model (and of 5 added ones); v2 of the 5 whose spec changes mid-test.
     const added = Array.from({ length: 5 }, (_, i) => `m${String(modelCount + i).padStart(3, '0')}`);

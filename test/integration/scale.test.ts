@@ -10,21 +10,10 @@ import { atomicWrite } from '../../src/testing/atomic-writer';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { killAllAgents, spawnAgent } from '../helpers/agent-process';
 import { waitFor } from '../helpers/pipeline-harness';
+import { seededRandom } from '../../src/testing/seeded-random';
 
 /** The seed of the config updates (which models change, go and come) and of their spacing. */
 const seed = 0x5ca1ab1e;
-
-/** mulberry32: a small, fast, seedable PRNG; returns floats in [0, 1). */
-const prng = (initial: number): (() => number) => {
-  let state = initial >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-};
 
 const downloadCap = 4;
 const loadCap = 2;
@@ -78,7 +67,7 @@ afterEach(async () => {
 
 describe('the agent process at scale', () => {
   it('converges within the download and load caps when 1,000 models start and 200 updates follow', async () => {
-    const random = prng(seed);
+    const random = seededRandom(seed);
     const configDir = join(root, 'configs');
     const modelDir = join(root, 'models');
     mkdirSync(modelDir);

@@ -1,0 +1,13 @@
+/** seededRandom: a small seedable PRNG (mulberry32), so randomized tests and benchmarks can be replayed. */
+
+/** Returns a function giving floats in [0, 1), the same sequence for the same seed. */
+export const seededRandom = (seed: number): (() => number) => {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+};
