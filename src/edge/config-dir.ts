@@ -27,6 +27,8 @@ export interface ConfigDirOptions {
   readonly recheckMs?: number;
   /** Poll with stat every this many ms instead of inotify (NFS, some bind mounts); 0 = inotify. */
   readonly pollMs?: number;
+  /** One watch of the dir (default: chokidar); tests inject failing watches to see them re-established. */
+  readonly watchDir?: (dir: string, pollMs: number) => Observable<FsEvent>;
 }
 
 const configFileName = 'models.json';
@@ -90,14 +92,19 @@ const inodeOf = (dir: string): Promise<number | undefined> =>
  * but not always (measured: about one run in six), and never notices a dir re-created under the same name, so
  * a cheap stat every `recheckMs` also ends the watch when the dir's inode is gone or changed.
  */
-const watchWhileDirExists = (dir: string, pollMs: number, recheckMs: number): Observable<FsEvent> =>
+const watchWhileDirExists = (
+  dir: string,
+  pollMs: number,
+  recheckMs: number,
+  watchDir: (dir: string, pollMs: number) => Observable<FsEvent>,
+): Observable<FsEvent> =>
   defer(() => inodeOf(dir)).pipe(
     concatMap((inode) => {
       const replaced$ = timer(recheckMs, recheckMs).pipe(
         concatMap(() => from(inodeOf(dir))),
         filter((current) => current !== inode),
       );
-      return watchOnce(dir, pollMs).pipe(takeUntil(replaced$));
+      return watchDir(dir, pollMs).pipe(takeUntil(replaced$));
     }),
   );
 
@@ -134,9 +141,10 @@ export const configDirSource = ({
   log,
   recheckMs = 1000,
   pollMs = 0,
+  watchDir = watchOnce,
 }: ConfigDirOptions): ConfigSource => ({
   events$: defer(() => directoryExists(dir, recheckMs, log)).pipe(
-    concatMap(() => watchWhileDirExists(dir, pollMs, recheckMs)),
+    concatMap(() => watchWhileDirExists(dir, pollMs, recheckMs, watchDir)),
     retry({
       delay: (error: unknown) => {
         log.warn({ err: error, configDir: dir }, 'config watcher failed; re-establishing it');
