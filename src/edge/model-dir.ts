@@ -399,33 +399,38 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
 
   const journalEntry = (name: ModelName): string => join(root, loadJournalDir, basename(modelDir(name)));
 
-  const loadStarting: ModelStore['loadStarting'] = async (name) => {
-    const entry = journalEntry(name);
-    await step(`cannot record the load of ${name}`, async () => {
-      // loadConfirmed removes the journal dir once it is empty, and may do so between our mkdir and write.
-      for (let attempt = 1; ; attempt++) {
-        await mkdir(dirname(entry), { recursive: true });
-        try {
-          await writeFile(entry, '');
-          break;
-        } catch (cause) {
-          if (!isMissing(cause) || attempt >= 5) throw cause;
-        }
-      }
-      await syncPath(dirname(entry));
-    });
+  // Journal changes run one at a time: loadConfirmed removes the dir once it is empty, which must not race
+  // another model's loadStarting between its mkdir and its write.
+  let journalQueue: Promise<unknown> = Promise.resolve();
+  const inJournalOrder = <T>(change: () => Promise<T>): Promise<T> => {
+    const result = journalQueue.then(change);
+    journalQueue = result.catch(() => undefined);
+    return result;
   };
 
-  const loadConfirmed: ModelStore['loadConfirmed'] = async (name) => {
+  const loadStarting: ModelStore['loadStarting'] = (name) => {
     const entry = journalEntry(name);
-    await step(`cannot record the load of ${name}`, async () => {
-      await rm(entry, { force: true });
-      // Leave the model dir holding only models when nothing is being loaded.
-      await rmdir(dirname(entry)).catch((cause: unknown) => {
-        if (!isMissing(cause) && errnoCode(cause) !== 'ENOTEMPTY' && errnoCode(cause) !== 'EEXIST')
-          throw cause;
-      });
-    });
+    return inJournalOrder(() =>
+      step(`cannot record the load of ${name}`, async () => {
+        await mkdir(dirname(entry), { recursive: true });
+        await writeFile(entry, '');
+        await syncPath(dirname(entry));
+      }),
+    );
+  };
+
+  const loadConfirmed: ModelStore['loadConfirmed'] = (name) => {
+    const entry = journalEntry(name);
+    return inJournalOrder(() =>
+      step(`cannot record the load of ${name}`, async () => {
+        await rm(entry, { force: true });
+        // Leave the model dir holding only models when nothing is being loaded.
+        await rmdir(dirname(entry)).catch((cause: unknown) => {
+          if (!isMissing(cause) && errnoCode(cause) !== 'ENOTEMPTY' && errnoCode(cause) !== 'EEXIST')
+            throw cause;
+        });
+      }),
+    );
   };
 
   const unconfirmedLoads: ModelStore['unconfirmedLoads'] = async () => {

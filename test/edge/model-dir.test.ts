@@ -495,3 +495,16 @@ describe('modelDirStore load journal after a crash mid-remove', () => {
     expect(await entries()).toEqual([]);
   });
 });
+
+describe('modelDirStore load journal under concurrent loads', () => {
+  it('records loads of two models at once while the journal dir comes and goes', async () => {
+    const cycle = async (model: string): Promise<void> => {
+      for (let i = 0; i < 200; i++) {
+        await store.loadStarting(name(model));
+        await store.loadConfirmed(name(model));
+      }
+    };
+    await expect(Promise.all([cycle('a'), cycle('b')])).resolves.toEqual([undefined, undefined]);
+    expect(await entries()).toEqual([]);
+  });
+});
