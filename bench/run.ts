@@ -4,8 +4,10 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { addsThroughputSuite } from './adds-throughput';
 import { decodeDiffSuite } from './decode-diff';
 import { httpDownloadSuite } from './http-download';
+import { swapToLoadSuite } from './swap-to-load';
 import type { Cell, Check, Row, Suite, SuiteResult } from './suite';
 
 /**
@@ -13,7 +15,12 @@ import type { Cell, Check, Row, Suite, SuiteResult } from './suite';
  * a description and `run(): Promise<SuiteResult>`) and append it here. The runner does the rest: CLI
  * selection, the console table, `bench/results/<name>.json` and its section of `bench/results/README.md`.
  */
-const suites: ReadonlyArray<Suite> = [decodeDiffSuite, httpDownloadSuite];
+const suites: ReadonlyArray<Suite> = [
+  decodeDiffSuite,
+  httpDownloadSuite,
+  swapToLoadSuite,
+  addsThroughputSuite,
+];
 
 /** A results file: the suite's result plus where and when it was measured. */
 interface SuiteRecord extends SuiteResult {
