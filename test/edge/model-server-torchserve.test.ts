@@ -2,22 +2,13 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EffectError } from '../../src/core/errors';
 import type { ModelName } from '../../src/core/model-name';
 import { torchServeModelServer } from '../../src/edge/model-server-torchserve';
 import { startTorchServeStandIn, type TorchServeStandIn } from '../helpers/torchserve-stand-in';
+import { effectError } from '../helpers/effect-error';
 
 const name = (s: string): ModelName => s as ModelName;
 const live = (): AbortSignal => new AbortController().signal;
-
-const effectError = async (promise: Promise<unknown>): Promise<EffectError> => {
-  const outcome = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(outcome instanceof EffectError)) throw new Error(`expected an EffectError, got ${String(outcome)}`);
-  return outcome;
-};
 
 const keyFile = (management: string): string =>
   JSON.stringify({

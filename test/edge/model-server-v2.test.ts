@@ -4,23 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EffectError } from '../../src/core/errors';
 import type { ModelName } from '../../src/core/model-name';
 import { v2ModelServer } from '../../src/edge/model-server-v2';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { effectError } from '../helpers/effect-error';
 
 const name = (s: string): ModelName => s as ModelName;
 const live = (): AbortSignal => new AbortController().signal;
-
-/** The EffectError a promise rejects with (fails the test when it resolves or rejects with something else). */
-const effectError = async (promise: Promise<unknown>): Promise<EffectError> => {
-  const outcome = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(outcome instanceof EffectError)) throw new Error(`expected an EffectError, got ${String(outcome)}`);
-  return outcome;
-};
 
 /** A one-off server for answers the stand-in never gives (bad bodies, hangs, 5xx). */
 const startRaw = async (

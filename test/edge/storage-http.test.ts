@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import * as yazl from 'yazl';
-import { EffectError } from '../../src/core/errors';
 import { bodyKind, httpStorage } from '../../src/edge/storage-http';
+import { effectError } from '../helpers/effect-error';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -129,16 +129,6 @@ const listTree = async (dir: string): Promise<string[]> => {
   return out.sort();
 };
 
-const rejection = async (promise: Promise<unknown>): Promise<EffectError> => {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(EffectError);
-    return error as EffectError;
-  }
-  throw new Error('expected a rejection');
-};
-
 const never = new AbortController().signal;
 
 describe('bodyKind', () => {
@@ -206,7 +196,7 @@ describe('httpStorage', () => {
 
   it('fails permanently on 404 (W12)', async () => {
     const url = await serve({});
-    const error = await rejection(httpStorage().download(`${url}/model.joblib`, target, never));
+    const error = await effectError(httpStorage().download(`${url}/model.joblib`, target, never));
     expect(error.retryable).toBe(false);
     expect(error.message).toBe(`GET ${url}/model.joblib returned HTTP 404: not found`);
     expect(await listTree(target)).toEqual([]);
@@ -214,14 +204,14 @@ describe('httpStorage', () => {
 
   it('fails permanently on 403', async () => {
     const url = await serve({ '/m': (_req, res) => res.writeHead(403).end() });
-    const error = await rejection(httpStorage().download(`${url}/m`, target, never));
+    const error = await effectError(httpStorage().download(`${url}/m`, target, never));
     expect(error.retryable).toBe(false);
     expect(error.message).toContain('HTTP 403');
   });
 
   it.each([503, 429])('fails retryably on %i', async (status) => {
     const url = await serve({ '/m': (_req, res) => res.writeHead(status).end('busy') });
-    const error = await rejection(httpStorage().download(`${url}/m`, target, never));
+    const error = await effectError(httpStorage().download(`${url}/m`, target, never));
     expect(error.retryable).toBe(true);
     expect(error.message).toContain(`HTTP ${status}`);
   });
@@ -316,7 +306,7 @@ describe('httpStorage', () => {
     ],
   ])('fails permanently on the tar entry %s', async (entryName, entries, why) => {
     const url = await serve({ '/m.tar': send(tarball(entries), { 'content-type': 'application/x-tar' }) });
-    const error = await rejection(httpStorage().download(`${url}/m.tar`, target, never));
+    const error = await effectError(httpStorage().download(`${url}/m.tar`, target, never));
     expect(error.retryable).toBe(false);
     expect(error.message).toContain(`refusing archive entry ${JSON.stringify(entryName)}`);
     expect(error.message).toContain(why);
@@ -329,7 +319,7 @@ describe('httpStorage', () => {
       { name: 'b', type: '2', linkname: 'a/..' },
     ];
     const url = await serve({ '/m.tar': send(tarball(entries)) });
-    const error = await rejection(httpStorage().download(`${url}/m.tar`, target, never));
+    const error = await effectError(httpStorage().download(`${url}/m.tar`, target, never));
     expect(error.retryable).toBe(false);
     expect(error.message).toContain('refusing archive entry "b": it leads outside the model dir');
   });
@@ -342,7 +332,7 @@ describe('httpStorage', () => {
   ])('fails permanently on the zip entry %s', async (name, placeholder, why) => {
     const zip = renameInZip(await zipArchive([{ name: placeholder, content: 'x' }]), placeholder, name);
     const url = await serve({ '/m.zip': send(zip, { 'content-type': 'application/zip' }) });
-    const error = await rejection(httpStorage().download(`${url}/m.zip`, target, never));
+    const error = await effectError(httpStorage().download(`${url}/m.zip`, target, never));
     expect(error.retryable).toBe(false);
     expect(error.message).toContain(`refusing archive entry ${why}`);
     expect(await readdir(root)).toEqual(['target']);
@@ -355,7 +345,7 @@ describe('httpStorage', () => {
       { name: 'leak', content: '../../etc/passwd', mode: 0o120777 },
     ]);
     const url = await serve({ '/m.zip': send(zip) });
-    const error = await rejection(httpStorage().download(`${url}/m.zip`, target, never));
+    const error = await effectError(httpStorage().download(`${url}/m.zip`, target, never));
     expect(error.retryable).toBe(false);
     expect(error.message).toContain('refusing archive entry "leak": it links to ../../etc/passwd');
   });
@@ -366,7 +356,7 @@ describe('httpStorage', () => {
       '/m.tar.gz': send(Buffer.concat([Buffer.from([0x1f, 0x8b]), Buffer.from('garbage garbage garbage')])),
     });
     for (const file of ['m.zip', 'm.tar.gz']) {
-      const error = await rejection(httpStorage().download(`${url}/${file}`, target, never));
+      const error = await effectError(httpStorage().download(`${url}/${file}`, target, never));
       expect(error.retryable).toBe(false);
       expect(error.message).toContain('invalid archive');
     }
@@ -379,14 +369,14 @@ describe('httpStorage', () => {
       { name: 'model.pt', content: 'second' },
     ]);
     const url = await serve({ '/m.zip': send(zip) });
-    const error = await rejection(httpStorage().download(`${url}/m.zip`, target, never));
+    const error = await effectError(httpStorage().download(`${url}/m.zip`, target, never));
     expect(error.retryable).toBe(false);
     expect(error.message).toContain('invalid archive');
   });
 
   it('fails permanently when a tar hard-links an entry it does not hold', async () => {
     const url = await serve({ '/m.tar': send(tarball([{ name: 'h', type: '1', linkname: 'missing' }])) });
-    const error = await rejection(httpStorage().download(`${url}/m.tar`, target, never));
+    const error = await effectError(httpStorage().download(`${url}/m.tar`, target, never));
     expect(error.retryable).toBe(false);
     expect(error.message).toContain('invalid archive');
   });
@@ -403,7 +393,7 @@ describe('httpStorage', () => {
     const headersByHost = new Map([['127.0.0.1', { 'X-Api-Key': 'secret' }]]);
     await httpStorage({ headersByHost }).download(`${url}/m.bin`, target, never);
     expect(seen).toEqual(['secret']);
-    const error = await rejection(httpStorage().download(`${url}/m.bin`, target, never));
+    const error = await effectError(httpStorage().download(`${url}/m.bin`, target, never));
     expect(error.message).toContain('HTTP 401');
   });
 
@@ -423,7 +413,7 @@ describe('httpStorage', () => {
         res.write(Buffer.alloc(50_000, 1), () => res.socket?.destroy());
       },
     });
-    const error = await rejection(httpStorage().download(`${url}/m.bin`, target, never));
+    const error = await effectError(httpStorage().download(`${url}/m.bin`, target, never));
     expect(error.retryable).toBe(true);
     expect(error.message).toContain('connection lost');
   });
@@ -435,7 +425,7 @@ describe('httpStorage', () => {
         res.write(Buffer.alloc(50_000, 1), () => res.socket?.destroy());
       },
     });
-    const error = await rejection(httpStorage().download(`${url}/m.zip`, target, never));
+    const error = await effectError(httpStorage().download(`${url}/m.zip`, target, never));
     expect(error.retryable).toBe(true);
     expect(await readdir(target)).toEqual([]);
   });
@@ -448,7 +438,7 @@ describe('httpStorage', () => {
       },
     });
     const started = Date.now();
-    const error = await rejection(
+    const error = await effectError(
       httpStorage({ idleTimeoutMs: 200 }).download(`${url}/m.bin`, target, never),
     );
     expect(error.retryable).toBe(true);
@@ -458,7 +448,7 @@ describe('httpStorage', () => {
 
   it('fails retryably when the headers do not come within connectTimeoutMs', async () => {
     const url = await serve({ '/m.bin': () => undefined });
-    const error = await rejection(
+    const error = await effectError(
       httpStorage({ connectTimeoutMs: 200 }).download(`${url}/m.bin`, target, never),
     );
     expect(error.retryable).toBe(true);
@@ -469,7 +459,7 @@ describe('httpStorage', () => {
     const url = await serve({});
     await server?.close();
     server = undefined;
-    const error = await rejection(httpStorage().download(`${url}/m.bin`, target, never));
+    const error = await effectError(httpStorage().download(`${url}/m.bin`, target, never));
     expect(error.retryable).toBe(true);
     expect(error.message).toContain('ECONNREFUSED');
   });
@@ -484,7 +474,7 @@ describe('httpStorage', () => {
     const controller = new AbortController();
     const started = Date.now();
     setTimeout(() => controller.abort(), 100);
-    const error = await rejection(httpStorage().download(`${url}/m.tar`, target, controller.signal));
+    const error = await effectError(httpStorage().download(`${url}/m.tar`, target, controller.signal));
     expect(error.message).toContain('aborted');
     expect(Date.now() - started).toBeLessThan(2000);
   });

@@ -2,18 +2,8 @@ import { mkdir, mkdtemp, readFile, readlink, readdir, rm, symlink, writeFile } f
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { EffectError } from '../../src/core/errors';
 import { localStorage } from '../../src/edge/storage-local';
-
-const rejection = async (promise: Promise<unknown>): Promise<EffectError> => {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(EffectError);
-    return error as EffectError;
-  }
-  throw new Error('expected a rejection');
-};
+import { effectError } from '../helpers/effect-error';
 
 /** Every path under `dir`, relative, sorted; directories end in '/', symlinks show their target. */
 const listTree = async (dir: string): Promise<string[]> => {
@@ -94,7 +84,7 @@ describe('localStorage', () => {
   it('fails permanently when a symlink points outside the source tree', async () => {
     await writeFile(path.join(root, 'secret'), 'secret');
     await symlink(path.join(root, 'secret'), path.join(source, 'leak'));
-    const error = await rejection(localStorage().download(source, target, signal));
+    const error = await effectError(localStorage().download(source, target, signal));
     expect(error.retryable).toBe(false);
     expect(error.message).toContain(`refusing symlink ${path.join(source, 'leak')}`);
     expect(error.message).toContain('outside');
@@ -102,27 +92,27 @@ describe('localStorage', () => {
 
   it('fails permanently when a symlink leads nowhere', async () => {
     await symlink('missing', path.join(source, 'dangling'));
-    const error = await rejection(localStorage().download(source, target, signal));
+    const error = await effectError(localStorage().download(source, target, signal));
     expect(error.retryable).toBe(false);
     expect(error.message).toContain('cannot be resolved');
   });
 
   it('fails permanently, naming the path, when the path does not exist', async () => {
     const missing = path.join(root, 'nope');
-    const error = await rejection(localStorage().download(missing, target, signal));
+    const error = await effectError(localStorage().download(missing, target, signal));
     expect(error.retryable).toBe(false);
     expect(error.message).toBe(`local path ${missing} does not exist`);
   });
 
   it('fails permanently when the file URL names another host', async () => {
-    const error = await rejection(localStorage().download('file://otherhost/data/m1', target, signal));
+    const error = await effectError(localStorage().download('file://otherhost/data/m1', target, signal));
     expect(error.retryable).toBe(false);
   });
 
   it('refuses to copy a directory into a target inside it', async () => {
     const inner = path.join(source, 'models', 'tmp');
     await mkdir(inner, { recursive: true });
-    const error = await rejection(localStorage().download(source, inner, signal));
+    const error = await effectError(localStorage().download(source, inner, signal));
     expect(error.retryable).toBe(false);
     expect(error.message).toContain('inside it');
   });
@@ -131,7 +121,7 @@ describe('localStorage', () => {
     await writeFile(path.join(source, 'model.pt'), 'pt');
     const controller = new AbortController();
     controller.abort();
-    const error = await rejection(localStorage().download(source, target, controller.signal));
+    const error = await effectError(localStorage().download(source, target, controller.signal));
     expect(error.message).toContain('aborted');
     expect(await listTree(target)).toEqual([]);
   });

@@ -1,6 +1,7 @@
 import { EffectError } from '../../src/core/errors';
 import { routeStorage } from '../../src/loader/storage-router';
 import type { StorageProvider } from '../../src/ports';
+import { effectError } from '../helpers/effect-error';
 
 interface Call {
   readonly provider: string;
@@ -15,16 +16,6 @@ const recorder = (name: string, schemes: ReadonlyArray<string>, calls: Call[]): 
     return Promise.resolve();
   },
 });
-
-const rejection = async (promise: Promise<unknown>): Promise<EffectError> => {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(EffectError);
-    return error as EffectError;
-  }
-  throw new Error('expected a rejection');
-};
 
 describe('routeStorage', () => {
   const setup = () => {
@@ -51,7 +42,9 @@ describe('routeStorage', () => {
 
   it('rejects permanently when the protocol is not supported (D1)', async () => {
     const { calls, route } = setup();
-    const error = await rejection(route('sss://models/model1', '/tmp/target', new AbortController().signal));
+    const error = await effectError(
+      route('sss://models/model1', '/tmp/target', new AbortController().signal),
+    );
     expect(error.retryable).toBe(false);
     expect(error.message).toBe(
       'protocol not supported for storageUri sss://models/model1; supported: file, http, https, s3',
@@ -61,7 +54,7 @@ describe('routeStorage', () => {
 
   it('rejects permanently when the storage URI is empty (D2)', async () => {
     const { calls, route } = setup();
-    const error = await rejection(route('', '/tmp/target', new AbortController().signal));
+    const error = await effectError(route('', '/tmp/target', new AbortController().signal));
     expect(error.retryable).toBe(false);
     expect(error.message).toBe('there is no storageUri supplied');
     expect(calls).toEqual([]);
@@ -69,7 +62,9 @@ describe('routeStorage', () => {
 
   it('rejects permanently when the URI has no protocol (D3)', async () => {
     const { calls, route } = setup();
-    const error = await rejection(route('s3:://models/model1', '/tmp/target', new AbortController().signal));
+    const error = await effectError(
+      route('s3:://models/model1', '/tmp/target', new AbortController().signal),
+    );
     expect(error.retryable).toBe(false);
     expect(error.message).toBe('there is no protocol specified for the storageUri s3:://models/model1');
     expect(calls).toEqual([]);
@@ -77,7 +72,7 @@ describe('routeStorage', () => {
 
   it('keeps query strings out of its messages', async () => {
     const { route } = setup();
-    const error = await rejection(
+    const error = await effectError(
       route('abfs://acct/c/m?sig=secret', '/tmp/t', new AbortController().signal),
     );
     expect(error.message).not.toContain('secret');
