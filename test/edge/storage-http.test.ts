@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, readlink, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -7,6 +7,7 @@ import { gzipSync } from 'node:zlib';
 import * as yazl from 'yazl';
 import { bodyKind, httpStorage } from '../../src/edge/storage-http';
 import { effectError } from '../helpers/effect-error';
+import { listTree } from '../helpers/list-tree';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -115,18 +116,6 @@ const renameInZip = (zip: Buffer, from: string, to: string): Buffer => {
   const out = Buffer.from(zip);
   for (let at = out.indexOf(from); at !== -1; at = out.indexOf(from, at + 1)) out.write(to, at, 'latin1');
   return out;
-};
-
-const listTree = async (dir: string): Promise<string[]> => {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    const full = path.join(entry.parentPath, entry.name);
-    const rel = path.relative(dir, full);
-    if (entry.isDirectory()) out.push(`${rel}/`);
-    else if (entry.isSymbolicLink()) out.push(`${rel} -> ${await readlink(full)}`);
-    else out.push(rel);
-  }
-  return out.sort();
 };
 
 const never = new AbortController().signal;

@@ -1,22 +1,10 @@
-import { mkdir, mkdtemp, readFile, readlink, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { localStorage } from '../../src/edge/storage-local';
 import { effectError } from '../helpers/effect-error';
-
-/** Every path under `dir`, relative, sorted; directories end in '/', symlinks show their target. */
-const listTree = async (dir: string): Promise<string[]> => {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    const full = path.join(entry.parentPath, entry.name);
-    const rel = path.relative(dir, full);
-    if (entry.isDirectory()) out.push(`${rel}/`);
-    else if (entry.isSymbolicLink()) out.push(`${rel} -> ${await readlink(full)}`);
-    else out.push(rel);
-  }
-  return out.sort();
-};
+import { listTree } from '../helpers/list-tree';
 
 describe('localStorage', () => {
   let root: string;
