@@ -427,3 +427,16 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
   }
   return harness;
 };
+
+/**
+ * For a test file: registers an `afterEach` that closes the harness the test started, and returns the `start`
+ * its tests call (one harness per test).
+ */
+export const useAgentHarness = (): ((options?: AgentHarnessOptions) => Promise<AgentHarness>) => {
+  let harness: AgentHarness | undefined;
+  afterEach(async () => {
+    await harness?.close();
+    harness = undefined;
+  });
+  return async (options = {}) => (harness = await startAgentHarness(options));
+};

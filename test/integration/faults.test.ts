@@ -2,18 +2,11 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startAgentHarness, type AgentHarness, type AgentHarnessOptions } from '../helpers/agent-harness';
+import { useAgentHarness, type AgentHarness } from '../helpers/agent-harness';
 import { modelsJson } from '../helpers/fixtures';
 import { waitFor } from '../helpers/pipeline-harness';
 
-let harness: AgentHarness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
-
-const start = async (options: AgentHarnessOptions = {}): Promise<AgentHarness> =>
-  (harness = await startAgentHarness(options));
+const start = useAgentHarness();
 
 const loadsOf = (h: AgentHarness, model: string) => h.standIn.loads.filter((l) => l.name === model);
 const unloadRequests = (h: AgentHarness) => h.standIn.requests.filter((r) => r.path.endsWith('/unload'));

@@ -5,18 +5,11 @@ import pino from 'pino';
 import { decodeConfig } from '../../src/core/decode-config';
 import { snapshotEquals, type Snapshot } from '../../src/core/snapshot';
 import { modelDirStore } from '../../src/edge/model-dir';
-import { startAgentHarness, type AgentHarness, type AgentHarnessOptions } from '../helpers/agent-harness';
+import { useAgentHarness, type AgentHarness } from '../helpers/agent-harness';
 import { modelsJson } from '../helpers/fixtures';
 import { sleep } from '../helpers/pipeline-harness';
 
-let harness: AgentHarness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
-
-const start = async (options: AgentHarnessOptions = {}): Promise<AgentHarness> =>
-  (harness = await startAgentHarness(options));
+const start = useAgentHarness();
 
 const decoded = (text: string): Snapshot => {
   const result = decodeConfig('models.json', text);

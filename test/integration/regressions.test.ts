@@ -1,18 +1,11 @@
 /** The KServe agent's confirmed bugs (kserve-agent.md §1.4–1.6), each run end to end to show modelsync avoids it. */
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startAgentHarness, type AgentHarness, type AgentHarnessOptions } from '../helpers/agent-harness';
+import { useAgentHarness, type AgentHarness } from '../helpers/agent-harness';
 import { modelsJson } from '../helpers/fixtures';
 import { sleep } from '../helpers/pipeline-harness';
 
-let harness: AgentHarness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
-
-const start = async (options: AgentHarnessOptions = {}): Promise<AgentHarness> =>
-  (harness = await startAgentHarness(options));
+const start = useAgentHarness();
 
 const loadsOf = (h: AgentHarness, model: string) => h.standIn.loads.filter((l) => l.name === model);
 const unloadRequests = (h: AgentHarness, model?: string) =>
