@@ -1,11 +1,10 @@
 /** Suite adds-throughput: N Add ops at once through createLoader with the real edges, until every model is loaded. */
-import { fork } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startV2ModelServer } from '../src/testing/v2-model-server';
-import { round3, type Check, type Row, type Suite, type SuiteResult } from './suite';
+import { round3, runChildForReport, type Check, type Row, type Suite, type SuiteResult } from './suite';
 
 const MiB = 2 ** 20;
 // The small size runs a few times (a fresh child each, so JIT warm-up is in every run); the row is the median run.
@@ -141,20 +140,12 @@ const driver = async (): Promise<void> => {
 
 /** Runs this module as the driver in a child process, so its memory figures are the loader's alone. */
 const runChild = (count: number, url: string, modelDir: string, sourceDir: string): Promise<DriverReport> =>
-  new Promise((resolve, reject) => {
-    const child = fork(__filename, [String(count), url, modelDir, sourceDir], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    let report: DriverReport | undefined;
-    const timer = setTimeout(() => child.kill('SIGKILL'), childTimeoutMs);
-    child.on('message', (message) => (report = message as DriverReport));
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      if (report !== undefined && code === 0) resolve(report);
-      else reject(new Error(`${count} Adds: child exited with ${signal ?? `code ${code}`} and no report`));
-    });
-  });
+  runChildForReport<DriverReport>(
+    __filename,
+    [String(count), url, modelDir, sourceDir],
+    childTimeoutMs,
+    `${count} Adds: child`,
+  );
 
 interface Measured {
   readonly report: DriverReport;

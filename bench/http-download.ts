@@ -1,5 +1,4 @@
 /** Suite http-download: a 1 GiB download over loopback, plain fetch + pipeline vs httpStorage().download. */
-import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -7,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { DriverReport, Variant } from './http-download-driver';
-import { round3, summarize, type Row, type Suite, type SuiteResult } from './suite';
+import { round3, runChildForReport, summarize, type Row, type Suite, type SuiteResult } from './suite';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
@@ -48,20 +47,12 @@ const startServer = async (): Promise<Server> => {
 
 /** Runs the compiled driver in a child process, so its memory figures are one variant's alone. */
 const runChild = (variant: Variant, url: string, dir: string): Promise<DriverReport> =>
-  new Promise((resolve, reject) => {
-    const child = fork(path.join(__dirname, 'http-download-driver.js'), [variant, url, dir], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    let report: DriverReport | undefined;
-    const timer = setTimeout(() => child.kill('SIGKILL'), childTimeoutMs);
-    child.on('message', (message) => (report = message as DriverReport));
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      if (report !== undefined && code === 0) resolve(report);
-      else reject(new Error(`${variant} child exited with ${signal ?? `code ${code}`} and no report`));
-    });
-  });
+  runChildForReport<DriverReport>(
+    path.join(__dirname, 'http-download-driver.js'),
+    [variant, url, dir],
+    childTimeoutMs,
+    `${variant} child`,
+  );
 
 const mbPerSecond = (report: DriverReport): number => report.bytes / 1e6 / report.seconds;
 

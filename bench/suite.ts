@@ -1,4 +1,5 @@
-/** The contract between bench/run.ts and its suites, plus the timing and statistics helpers suites share. */
+/** The contract between bench/run.ts and its suites, plus the timing, statistics and child-process helpers suites share. */
+import { fork } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 
 /** One table cell; numbers are rounded for display only (the JSON keeps them as measured). */
@@ -85,3 +86,28 @@ export const timeRuns = (fns: ReadonlyArray<() => unknown>, warmup: number, runs
   sink = undefined;
   return samples;
 };
+
+/**
+ * Runs `modulePath` with `args` in a child process (stdout and stderr inherited) and resolves with the one report it
+ * sends over IPC; rejects, naming `label`, when it exits non-zero or without a report, or is killed after `timeoutMs`.
+ */
+export const runChildForReport = <R>(
+  modulePath: string,
+  args: ReadonlyArray<string>,
+  timeoutMs: number,
+  label: string,
+): Promise<R> =>
+  new Promise((resolve, reject) => {
+    const child = fork(modulePath, [...args], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    let report: R | undefined;
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('message', (message) => (report = message as R));
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (report !== undefined && code === 0) resolve(report);
+      else reject(new Error(`${label} exited with ${signal ?? `code ${code}`} and no report`));
+    });
+  });
