@@ -1,31 +1,34 @@
-/** coalesceBursts: one emission at the start of a burst of events and one when it has been quiet for a while. */
+/** coalesceBursts: a burst of events becomes a read at its start, paced reads during it, and one after it. */
 import {
   asyncScheduler,
   connect,
   debounceTime,
-  exhaustMap,
   merge,
-  of,
-  take,
+  throttleTime,
   type MonoTypeOperatorFunction,
   type SchedulerLike,
 } from 'rxjs';
 
 /**
- * Emits the first event of a burst at once (no fixed delay before the first read: reaction time matters),
- * then the burst's last event once nothing has arrived for `quietMs`. Why the trailing one: chokidar drops a
- * second `change` of a path within 50 ms, and an in-place write is caught truncated at its first event, so
- * only a read after the burst is guaranteed to see the final bytes. `quietMs` must exceed 50 ms.
+ * Emits the first event of a burst at once (no fixed delay before the first read: reaction time matters), then
+ * at most one event per `spacingMs` while the burst goes on (so a quick second swap is read within `spacingMs`,
+ * not only when the burst ends), and the burst's last event once nothing has arrived for `quietMs`. Why the
+ * final one: chokidar drops a second `change` of a path within 50 ms, and an in-place write is caught truncated
+ * at its first event, so only a read after the burst is guaranteed to see the final bytes. `quietMs` must
+ * exceed 50 ms.
  */
 export const coalesceBursts =
-  <T>(quietMs: number, scheduler: SchedulerLike = asyncScheduler): MonoTypeOperatorFunction<T> =>
+  <T>(
+    quietMs: number,
+    scheduler: SchedulerLike = asyncScheduler,
+    spacingMs = 20,
+  ): MonoTypeOperatorFunction<T> =>
   (event$) =>
     event$.pipe(
       connect((shared$) =>
-        shared$.pipe(
-          exhaustMap((first) =>
-            merge(of(first), merge(of(first), shared$).pipe(debounceTime(quietMs, scheduler), take(1))),
-          ),
+        merge(
+          shared$.pipe(throttleTime(spacingMs, scheduler, { leading: true, trailing: true })),
+          shared$.pipe(debounceTime(quietMs, scheduler)),
         ),
       ),
     );

@@ -1,44 +1,53 @@
 import { coalesceBursts } from '../../src/pipeline/coalesce-bursts';
 import { runMarbles } from '../helpers/marbles';
 
+// quietMs 5, spacingMs 2 in these marbles: 1 frame = 1 ms.
+const coalesce = () => coalesceBursts<string>(5, undefined, 2);
+
 describe('coalesceBursts', () => {
   it('emits the first event of a burst at once and the last one after the quiet period', () =>
     runMarbles(({ cold, expectObservable }) => {
       // a burst a,b,c 1 ms apart, quiet 5 ms after c; then a lone d
       const source = cold('abc 20ms d 20ms |');
-      expectObservable(source.pipe(coalesceBursts(5))).toBe('a 6ms c 15ms d 4ms d 15ms |');
+      expectObservable(source.pipe(coalesce())).toBe('a-c 4ms c 15ms d 4ms d 15ms |');
     }));
 
   it('follows even a single event with a trailing read', () =>
     runMarbles(({ cold, expectObservable }) => {
-      expectObservable(cold('a 10ms |').pipe(coalesceBursts(5))).toBe('a 4ms a 5ms |');
+      expectObservable(cold('a 10ms |').pipe(coalesce())).toBe('a 4ms a 5ms |');
     }));
 
-  it('keeps a storm longer than the quiet period down to a leading and a trailing emission', () =>
+  it('reads a second event within the spacing, not only after the burst', () =>
     runMarbles(({ cold, expectObservable }) => {
-      const storm = cold('a 3ms b 3ms c 3ms d 3ms e 20ms |');
-      expectObservable(storm.pipe(coalesceBursts(5))).toBe('a 20ms e 15ms |');
+      // b comes 3 ms after a: past the 2 ms spacing, so it is emitted at once, and again when quiet.
+      expectObservable(cold('a--b 10ms |').pipe(coalesce())).toBe('a--b 4ms b 5ms |');
+    }));
+
+  it('keeps a storm down to one emission per spacing and one after it', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      const storm = cold('abcdefgh 20ms |');
+      expectObservable(storm.pipe(coalesce())).toBe('a-c-e-g-h 3ms h 15ms |');
     }));
 
   it('completes at once when the source is empty', () =>
     runMarbles(({ cold, expectObservable }) => {
-      expectObservable(cold('|').pipe(coalesceBursts(5))).toBe('|');
+      expectObservable(cold('|').pipe(coalesce())).toBe('|');
     }));
 
-  it('flushes the pending trailing event when the source completes mid-burst', () =>
+  it('flushes the pending events when the source completes mid-burst', () =>
     runMarbles(({ cold, expectObservable }) => {
-      expectObservable(cold('ab|').pipe(coalesceBursts(5))).toBe('a-(b|)');
+      expectObservable(cold('ab|').pipe(coalesce())).toBe('a-(bb|)');
     }));
 
   it('passes an error through', () =>
     runMarbles(({ cold, expectObservable }) => {
-      expectObservable(cold('a-#').pipe(coalesceBursts(5))).toBe('a-#');
+      expectObservable(cold('a-#').pipe(coalesce())).toBe('a-#');
     }));
 
-  it('unsubscribes from the source and drops the pending trailing event when unsubscribed', () =>
+  it('unsubscribes from the source and drops the pending events when unsubscribed', () =>
     runMarbles(({ cold, expectObservable, expectSubscriptions }) => {
       const source = cold('ab 20ms |');
-      expectObservable(source.pipe(coalesceBursts(5)), '^--!').toBe('a');
-      expectSubscriptions(source.subscriptions).toBe('^--!');
+      expectObservable(source.pipe(coalesce()), '^!').toBe('a');
+      expectSubscriptions(source.subscriptions).toBe('^!');
     }));
 });

@@ -5,7 +5,7 @@ import { runMarbles } from '../helpers/marbles';
 const ev = (event: string, name: string): FsEvent => ({ event, name });
 
 describe('selectConfigEvents', () => {
-  it('keeps ..data swaps, models.json changes, ready and events of the dir itself', () =>
+  it('keeps ..data swaps, kubelet version dirs, models.json changes, ready and events of the dir itself', () =>
     runMarbles(({ cold, expectObservable }) => {
       const events = {
         a: ev('addDir', '..2026_11_30_00_00_00.123'),
@@ -15,8 +15,9 @@ describe('selectConfigEvents', () => {
         e: ev('ready', ''),
         f: ev('add', '4913'),
         g: ev('unlinkDir', ''),
+        h: ev('change', 'other.conf'),
       };
-      expectObservable(cold('abcdefg|', events).pipe(selectConfigEvents())).toBe('-bc-e-g|', events);
+      expectObservable(cold('abcdefgh|', events).pipe(selectConfigEvents())).toBe('abcde-g-|', events);
     }));
 
   it('completes without emitting when the source is empty', () =>
