@@ -77,8 +77,22 @@ export const httpStatusError = (what: string, status: number, body = ''): Effect
   return new EffectError(message, status >= 500 || status === 408 || status === 425 || status === 429);
 };
 
+// Duck-typed, not `instanceof Error`: errors from node built-ins can come from another realm (jest's vm).
+const fieldOf = (cause: unknown, field: 'code' | 'message'): unknown =>
+  typeof cause === 'object' && cause !== null ? (cause as Record<string, unknown>)[field] : undefined;
+
+/** The errno-style `code` of an error (`ENOENT`, ...), if it has one. */
+export const errorCode = (cause: unknown): string | undefined => {
+  const code = fieldOf(cause, 'code');
+  return typeof code === 'string' ? code : undefined;
+};
+
+/** The message of an error, or the value as text. */
+export const errorMessage = (cause: unknown): string => {
+  const message = fieldOf(cause, 'message');
+  return typeof message === 'string' ? message : String(cause);
+};
+
 /** Unknown failures (a bug, a network error no edge classified) count as retryable: a retry is the safe default. */
 export const toEffectError = (cause: unknown): EffectError =>
-  cause instanceof EffectError
-    ? cause
-    : new EffectError(cause instanceof Error ? cause.message : String(cause), true, { cause });
+  cause instanceof EffectError ? cause : new EffectError(errorMessage(cause), true, { cause });

@@ -17,7 +17,7 @@ import {
   tap,
   timer,
 } from 'rxjs';
-import { readFailed } from '../core/errors';
+import { errorCode, errorMessage, readFailed } from '../core/errors';
 import type { ConfigRead, ConfigSource, FsEvent } from '../ports';
 
 export interface ConfigDirOptions {
@@ -117,8 +117,6 @@ const configFile = async (dir: string): Promise<{ path: string; viaDataLink: boo
   }
 };
 
-const errorCode = (cause: unknown): string => (cause as NodeJS.ErrnoException).code ?? 'EUNKNOWN';
-
 /** Reads models.json; retries when a `..data` target vanished between resolving and reading (a swap raced us). */
 export const readConfigFile = async (dir: string, attempts = 3): Promise<ConfigRead> => {
   const file = join(dir, configFileName);
@@ -127,9 +125,9 @@ export const readConfigFile = async (dir: string, attempts = 3): Promise<ConfigR
     try {
       return E.right({ file, text: await readFile(target.path, 'utf8') });
     } catch (cause) {
-      const code = errorCode(cause);
+      const code = errorCode(cause) ?? 'EUNKNOWN';
       if (!(target.viaDataLink && code === 'ENOENT' && attempt < attempts)) {
-        return E.left(readFailed(file, code, (cause as Error).message));
+        return E.left(readFailed(file, code, errorMessage(cause)));
       }
     }
   }

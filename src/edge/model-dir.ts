@@ -15,7 +15,7 @@ import {
 } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isLeft } from 'fp-ts/Either';
-import { EffectError, permanentError, retryableError } from '../core/errors';
+import { EffectError, errorCode, errorMessage, permanentError, retryableError } from '../core/errors';
 import { canonicalSpecJson, decodeMarker, markerPrefix, specIdentityJson } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
 import { modelNameProblem, type ModelName } from '../core/model-name';
@@ -44,20 +44,11 @@ const modelDirMode = 0o755;
 
 const permanentCodes = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EISDIR', 'ENAMETOOLONG', 'ELOOP']);
 
-// Not `instanceof Error`: errors from node built-ins come from another realm under jest.
-const errnoCode = (cause: unknown): string | undefined => {
-  const code = typeof cause === 'object' && cause !== null ? (cause as { code?: unknown }).code : undefined;
-  return typeof code === 'string' ? code : undefined;
-};
-
-const messageOf = (cause: unknown): string =>
-  typeof cause === 'object' && cause !== null && 'message' in cause ? String(cause.message) : String(cause);
-
 /** An fs failure as an EffectError naming what we were doing; a full disk or EIO may pass, EACCES will not. */
 const fsError = (what: string, cause: unknown): unknown => {
-  const code = errnoCode(cause);
+  const code = errorCode(cause);
   if (code === undefined || cause instanceof EffectError) return cause;
-  const message = `${what}: ${messageOf(cause)}`;
+  const message = `${what}: ${errorMessage(cause)}`;
   return permanentCodes.has(code) ? permanentError(message, cause) : retryableError(message, cause);
 };
 
@@ -69,7 +60,7 @@ const step = async <T>(what: string, run: () => Promise<T>): Promise<T> => {
   }
 };
 
-const isMissing = (cause: unknown): boolean => ['ENOENT', 'ENOTDIR'].includes(errnoCode(cause) ?? '');
+const isMissing = (cause: unknown): boolean => ['ENOENT', 'ENOTDIR'].includes(errorCode(cause) ?? '');
 
 const forEachLimited = async <T>(
   items: ReadonlyArray<T>,
@@ -164,7 +155,7 @@ const readMarker = async (file: string): Promise<DirState> => {
       ? { _tag: 'Corrupt', file, reason: spec.left }
       : { _tag: 'Valid', file, spec: spec.right };
   } catch (cause) {
-    return { _tag: 'Corrupt', file, reason: messageOf(cause) };
+    return { _tag: 'Corrupt', file, reason: errorMessage(cause) };
   }
 };
 
@@ -204,7 +195,7 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
       await rename(path, aside);
       return aside;
     } catch (cause) {
-      if (errnoCode(cause) === 'ENOENT') return undefined;
+      if (errorCode(cause) === 'ENOENT') return undefined;
       throw fsError(`cannot move ${path} aside`, cause);
     }
   };
@@ -426,7 +417,7 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
         await rm(entry, { force: true });
         // Leave the model dir holding only models when nothing is being loaded.
         await rmdir(dirname(entry)).catch((cause: unknown) => {
-          if (!isMissing(cause) && errnoCode(cause) !== 'ENOTEMPTY' && errnoCode(cause) !== 'EEXIST')
+          if (!isMissing(cause) && errorCode(cause) !== 'ENOTEMPTY' && errorCode(cause) !== 'EEXIST')
             throw cause;
         });
       }),

@@ -4,19 +4,8 @@ import { lstat, mkdir, readdir, realpath, stat, symlink } from 'node:fs/promises
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { EffectError, permanentError, retryableError } from '../core/errors';
+import { EffectError, errorCode, errorMessage, permanentError, retryableError } from '../core/errors';
 import type { StorageProvider } from '../ports';
-
-// Duck-typed, not `instanceof Error`: errors from node built-ins can come from another realm (jest's vm).
-const errnoOf = (cause: unknown): string | undefined => {
-  const code = typeof cause === 'object' && cause !== null ? (cause as { code?: unknown }).code : undefined;
-  return typeof code === 'string' ? code : undefined;
-};
-
-const messageOf = (cause: unknown): string =>
-  typeof cause === 'object' && cause !== null && typeof (cause as { message?: unknown }).message === 'string'
-    ? (cause as { message: string }).message
-    : String(cause);
 
 // A missing or forbidden source stays so until someone changes the volume or the spec; anything else
 // (EIO, ENOSPC, EMFILE, a file vanishing mid-copy) may pass.
@@ -24,8 +13,8 @@ const permanentCodes = new Set(['ENOENT', 'ENOTDIR', 'EACCES', 'EPERM', 'ELOOP',
 
 const toCopyError = (cause: unknown, what: string): EffectError => {
   if (cause instanceof EffectError) return cause;
-  const message = `${what}: ${messageOf(cause)}`;
-  const code = errnoOf(cause);
+  const message = `${what}: ${errorMessage(cause)}`;
+  const code = errorCode(cause);
   return code !== undefined && permanentCodes.has(code)
     ? permanentError(message, cause)
     : retryableError(message, cause);
@@ -66,7 +55,7 @@ const copyLink = async (tree: Tree, from: string, to: string): Promise<void> => 
     resolved = await realpath(from);
   } catch (cause) {
     throw permanentError(
-      `refusing symlink ${from}: it cannot be resolved (${errnoOf(cause) ?? 'error'})`,
+      `refusing symlink ${from}: it cannot be resolved (${errorCode(cause) ?? 'error'})`,
       cause,
     );
   }
@@ -108,7 +97,7 @@ const download = async (uri: string, targetDir: string, signal: AbortSignal): Pr
   try {
     await lstat(source);
   } catch (cause) {
-    throw errnoOf(cause) === 'ENOENT'
+    throw errorCode(cause) === 'ENOENT'
       ? permanentError(`local path ${source} does not exist`, cause)
       : toCopyError(cause, what);
   }

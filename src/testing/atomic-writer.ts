@@ -4,6 +4,7 @@ import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { errorCode } from '../core/errors';
 
 /** One payload item: the bytes (a string is written as UTF-8) and optionally its own mode. */
 export type FileProjection = string | Buffer | { readonly data: string | Buffer; readonly mode?: number };
@@ -67,11 +68,6 @@ const MAX_FILE_NAME_LENGTH = 255;
 const MAX_PATH_LENGTH = 4096;
 // Go's os.MkdirTemp gives up after this many name collisions.
 const MKDIR_TEMP_TRIES = 10000;
-
-const errnoCode = (err: unknown): string | undefined =>
-  typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
-    ? err.code
-    : undefined;
 
 const octal = (mode: number): string => mode.toString(8).padStart(3, '0');
 
@@ -176,7 +172,7 @@ const shouldWritePayload = (payload: ReadonlyMap<string, CleanItem>, oldTsPath: 
     try {
       fs.lstatSync(file);
     } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return true;
+      if (errorCode(err) === 'ENOENT') return true;
     }
     if (!item.data.equals(fs.readFileSync(file))) return true;
   }
@@ -198,7 +194,7 @@ const mkdirTimestamped = (targetDir: string): string => {
       fs.mkdirSync(path.join(targetDir, name), { mode: 0o700 });
       return name;
     } catch (err) {
-      if (errnoCode(err) !== 'EEXIST') throw err;
+      if (errorCode(err) !== 'EEXIST') throw err;
     }
   }
   throw Object.assign(new Error(`mkdirtemp ${path.join(targetDir, prefix)}*: file already exists`), {
@@ -214,7 +210,7 @@ const goRemove = (file: string): void => {
     try {
       fs.rmdirSync(file);
     } catch (rmdirErr) {
-      if (errnoCode(rmdirErr) === 'ENOTDIR') throw unlinkErr;
+      if (errorCode(rmdirErr) === 'ENOTDIR') throw unlinkErr;
       throw rmdirErr;
     }
   }
@@ -257,7 +253,7 @@ export const atomicWrite = (
   try {
     oldTsDir = fs.readlinkSync(dataDirPath);
   } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') throw err;
+    if (errorCode(err) !== 'ENOENT') throw err;
   }
   step('readlink', oldTsDir === '' ? '(none: first write)' : oldTsDir);
   const oldTsPath = path.join(targetDir, oldTsDir);
@@ -336,7 +332,7 @@ export const atomicWrite = (
     try {
       fs.readlinkSync(path.join(targetDir, linkName));
     } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') continue;
+      if (errorCode(err) !== 'ENOENT') continue;
       fs.symlinkSync(path.posix.join(DATA_DIR_NAME, linkName), path.join(targetDir, linkName));
       createdLinks.push(linkName);
       step('link', `${linkName} -> ${DATA_DIR_NAME}/${linkName}`);
@@ -417,7 +413,7 @@ export const writeThenRename = (file: string, text: string | Buffer): void => {
   try {
     mode = fs.statSync(file).mode & 0o7777;
   } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') throw err;
+    if (errorCode(err) !== 'ENOENT') throw err;
   }
   try {
     fs.writeFileSync(temp, text, { mode, flag: 'wx' });
