@@ -16,6 +16,7 @@ import type { ModelName } from '../core/model-name';
 import type { ModelOp } from '../core/model-op';
 import { statusEvent, type AgentEvent, type ModelPhase, type ModelStatus } from '../core/model-status';
 import { specEquals, unknownSpec, type Snapshot } from '../core/snapshot';
+import { startupSnapshot } from '../core/startup';
 import type { Installed, ModelServer, ModelStore } from '../ports';
 import { createSlots, type Slots } from './slots';
 
@@ -105,15 +106,22 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
   const records = new Map<ModelName, ModelRecord>();
   const idle$ = new BehaviorSubject(true);
 
-  const newRecord = (name: ModelName, onDisk?: ModelSpec, loaded = false): ModelRecord => {
-    const inPlaceSpec =
-      onDisk !== undefined && loaded && !inPlace.unconfirmed?.has(name) ? onDisk : undefined;
+  /**
+   * `desired` starts as the start-up snapshot says (core/startup.ts, the one rule for what counts as in place):
+   * the in-place spec, or `unknownSpec` for half-in-place models, so whichever op the first diff sends for them
+   * is a change; undefined for models never seen.
+   */
+  const newRecord = (
+    name: ModelName,
+    desired?: ModelSpec,
+    found: { onDisk?: ModelSpec; loaded: boolean } = { loaded: false },
+  ): ModelRecord => {
+    const inPlaceSpec = desired !== undefined && desired !== unknownSpec ? desired : undefined;
     const record: ModelRecord = {
       name,
-      // Half-in-place models want `unknownSpec`, so whichever op the first diff sends for them is a change.
-      desired: inPlaceSpec ?? (onDisk !== undefined || loaded ? unknownSpec : undefined),
-      onDisk,
-      loaded,
+      desired,
+      onDisk: found.onDisk,
+      loaded: found.loaded,
       loadedSpec: inPlaceSpec,
       status: {
         modelName: name,
@@ -131,9 +139,9 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
     records.set(name, record);
     return record;
   };
-  for (const [name, spec] of inPlace.onDisk) newRecord(name, spec, inPlace.loaded.has(name));
-  for (const name of inPlace.loaded)
-    if (!records.has(name as ModelName)) newRecord(name as ModelName, undefined, true);
+  for (const [name, spec] of startupSnapshot(inPlace.onDisk, inPlace.loaded, inPlace.unconfirmed)) {
+    newRecord(name, spec, { onDisk: inPlace.onDisk.get(name), loaded: inPlace.loaded.has(name) });
+  }
 
   const run = (op$: Observable<ModelOp>): Observable<AgentEvent> =>
     new Observable<AgentEvent>((subscriber) => {
@@ -248,12 +256,10 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
           record.status = { modelName: record.name, phase: 'Removed' };
           return;
         }
-        if (record.loaded || record.onDisk !== undefined) {
-          setStatus(record, 'Unloading', undefined);
-          await slots.load.use(signal, () => server.unload(record.name, signal));
-          record.loaded = false;
-          record.loadedSpec = undefined;
-        }
+        setStatus(record, 'Unloading', undefined);
+        await slots.load.use(signal, () => server.unload(record.name, signal));
+        record.loaded = false;
+        record.loadedSpec = undefined;
         if (record.onDisk !== undefined) {
           await store.remove(record.name);
           record.onDisk = undefined;

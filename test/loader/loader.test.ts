@@ -627,6 +627,27 @@ describe('createLoader', () => {
       expect(h.standIn.requests.filter((r) => r.name === 'm1')).toEqual([]);
     });
 
+    it('downloads a model again when it was in place at start-up, then removed and added back', async () => {
+      const h = await created();
+      const s1 = spec(await h.source('m1'), '100Mi');
+      await h.installOnDisk('m1', s1);
+      h.standIn.preload('m1');
+      await h.start();
+
+      h.push(remove(m1));
+      await h.waitForPhase(m1, 'Removed');
+      h.push(add(m1, s1));
+      await h.waitForPhase(m1, 'Loaded', s1);
+
+      expect(h.callsOf(m1, ['install', 'load'])).toEqual([
+        'install:start',
+        'install:end',
+        'load:start',
+        'load:end',
+      ]);
+      expect(h.standIn.loads).toEqual([{ name: 'm1', complete: true, status: 200 }]);
+    });
+
     it('only loads a model that is on disk but not loaded', async () => {
       const h = await created();
       const s1 = spec(await h.source('m1'));
