@@ -57,6 +57,7 @@ const driver = async (): Promise<void> => {
   const { firstValueFrom, from, ignoreElements, tap, defaultIfEmpty } = await import('rxjs');
   const { add } = await import('../src/core/model-op');
   const { modelDirStore } = await import('../src/edge/model-dir');
+  const { loadJournal } = await import('../src/edge/load-journal');
   const { v2ModelServer } = await import('../src/edge/model-server-v2');
   const { localStorage } = await import('../src/edge/storage-local');
   const { createLoader } = await import('../src/loader/loader');
@@ -68,6 +69,7 @@ const driver = async (): Promise<void> => {
   const loader = createLoader(
     {
       store: modelDirStore({ root: modelDir, log }),
+      journal: loadJournal({ root: modelDir }),
       server: v2ModelServer({ baseUrl: serverUrl, timeoutMs: 30_000, loadTimeoutMs: 300_000 }),
       download: routeStorage([localStorage()]),
       log,

@@ -64,6 +64,7 @@ export type * from './ports';
 
 export { configDirSource, readConfigFile, type ConfigDirOptions } from './edge/config-dir';
 export { createLogger } from './edge/logger';
+export { loadJournal } from './edge/load-journal';
 export { modelDirStore } from './edge/model-dir';
 export { torchServeModelServer } from './edge/model-server-torchserve';
 export { v2ModelServer } from './edge/model-server-v2';

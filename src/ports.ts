@@ -69,8 +69,6 @@ export interface Installed {
 export interface ModelStore {
   /** Creates `M` if missing, deletes temporary dirs and dirs without a valid marker, returns what is installed. */
   recover(): Promise<Snapshot>;
-  /** True when `M/<name>` holds a complete download of exactly `spec`. */
-  has(name: ModelName, spec: ModelSpec): Promise<boolean>;
   /**
    * Lets `fill` write the model into a temporary sibling dir, flushes it, writes the marker last and renames it
    * into place as `M/<name>`. A previous version is moved aside, not deleted, until `dropReplaced`.
@@ -81,16 +79,20 @@ export interface ModelStore {
     fill: (dir: string, signal: AbortSignal) => Promise<void>,
     signal: AbortSignal,
   ): Promise<Installed>;
-  /** Deletes `M/<name>` (and its load journal entry); a missing dir counts as done. */
+  /** Deletes `M/<name>`; a missing dir counts as done. */
   remove(name: ModelName): Promise<void>;
-  /**
-   * Durably notes that `name` is about to be loaded. Until `loadConfirmed`, a restart must load it again even if
-   * the server reports it loaded: the server may still hold the previous version (a crash between the swap and
-   * the load, or a reload the server refused while it kept serving the old one).
-   */
-  loadStarting(name: ModelName): Promise<void>;
-  /** The server confirmed the load of `name`. */
-  loadConfirmed(name: ModelName): Promise<void>;
+}
+
+/**
+ * The loads that were started and never confirmed. Until `confirmed`, a restart must load a model again even if
+ * the server reports it loaded: the server may still hold the previous version (a crash between the swap and
+ * the load, or a reload the server refused while it kept serving the old one).
+ */
+export interface LoadJournal {
+  /** Durably notes that `name` is about to be loaded. */
+  starting(name: ModelName): Promise<void>;
+  /** The server confirmed the load of `name` (or the model is gone): nothing to redo. */
+  confirmed(name: ModelName): Promise<void>;
   /** Models whose last load was started but never confirmed. */
-  unconfirmedLoads(): Promise<ReadonlySet<ModelName>>;
+  unconfirmed(): Promise<ReadonlySet<ModelName>>;
 }

@@ -10,6 +10,7 @@ import { modelOpToJson } from './core/model-op';
 import { emptySnapshot } from './core/snapshot';
 import { parseHostHeaders } from './core/storage-uri';
 import { configDirSource } from './edge/config-dir';
+import { loadJournal } from './edge/load-journal';
 import { modelDirStore } from './edge/model-dir';
 import { torchServeModelServer } from './edge/model-server-torchserve';
 import { v2ModelServer } from './edge/model-server-v2';
@@ -98,6 +99,7 @@ export const agent = (
     return of(exit(2));
   }
   const store = modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) });
+  const journal = loadJournal({ root: config.modelDir });
   const server = modelServerFor(config);
   const download = routeStorage([
     localStorage(),
@@ -109,7 +111,7 @@ export const agent = (
   ]);
   const started = Date.now();
   // The model dir first: it creates M, which some servers need before they start.
-  return abortable(() => recoverModelDir(store)).pipe(
+  return abortable(() => recoverModelDir(store, journal)).pipe(
     concatMap((disk) => loadedModels(server, config, log).pipe(map((loaded) => ({ ...disk, loaded })))),
     switchMap((inPlace) => {
       log.info(
@@ -123,6 +125,7 @@ export const agent = (
       const loader = createLoader(
         {
           store,
+          journal,
           server,
           download,
           log: log.child({ component: 'loader' }),

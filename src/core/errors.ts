@@ -51,17 +51,41 @@ export const describeConfigError = (error: ConfigError): string => {
 };
 
 /**
+ * What kind of failure an effect met, for metrics, `/status` and tests to match on (never a regex over prose).
+ * `unknown` is what nothing classified (a bug, or an error no edge recognised).
+ */
+export type EffectErrorKind =
+  | 'http-status'
+  | 'timeout'
+  | 'network'
+  | 'aborted'
+  | 'invalid-archive'
+  | 'invalid-response'
+  | 'filesystem'
+  | 'invalid-uri'
+  | 'unsupported-scheme'
+  | 'not-found'
+  | 'refused'
+  | 'too-large'
+  | 'unknown';
+
+/**
  * Why an effect (download, load, unload) failed. `retryable` failures (connection errors, timeouts, 5xx, 429)
  * are retried with backoff; the others (404, other 4xx, a bad URI) fail the model until its spec changes.
+ * `kind` says what failed; `status` is the HTTP status of an `http-status` failure.
  */
 export class EffectError extends Error {
   override readonly name = 'EffectError';
+  readonly kind: EffectErrorKind;
+  readonly status: number | undefined;
   constructor(
     message: string,
     readonly retryable: boolean,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; kind?: EffectErrorKind; status?: number },
   ) {
-    super(message, options);
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.kind = options?.kind ?? 'unknown';
+    this.status = options?.status;
   }
 }
 
@@ -74,7 +98,10 @@ export const retryableError = (message: string, cause?: unknown): EffectError =>
 export const httpStatusError = (what: string, status: number, body = ''): EffectError => {
   const detail = body.trim().slice(0, 300);
   const message = `${what} returned HTTP ${status}${detail ? `: ${detail}` : ''}`;
-  return new EffectError(message, status >= 500 || status === 408 || status === 425 || status === 429);
+  return new EffectError(message, status >= 500 || status === 408 || status === 425 || status === 429, {
+    kind: 'http-status',
+    status,
+  });
 };
 
 // Duck-typed, not `instanceof Error`: errors from node built-ins can come from another realm (jest's vm).

@@ -1,26 +1,15 @@
 /** modelDirStore: the model directory M, filled through staging dirs and renames so no one sees half a model. */
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  chmod,
-  lstat,
-  mkdir,
-  mkdtemp,
-  open,
-  readdir,
-  readFile,
-  rename,
-  rm,
-  rmdir,
-  writeFile,
-} from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isLeft } from 'fp-ts/Either';
-import { EffectError, errorCode, errorMessage, permanentError, retryableError } from '../core/errors';
+import { errorCode, errorMessage, permanentError } from '../core/errors';
 import { canonicalSpecJson, decodeMarker, markerPrefix, specIdentityJson } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import { specEquals, specToJson } from '../core/snapshot';
 import type { Installed, ModelStore } from '../ports';
+import { forEachLimited, fsError, isMissing, step, syncPath, syncTree } from './durable-fs';
 import type { Logger } from './logger';
 
 /** Where the store lives and where it logs. */
@@ -33,88 +22,10 @@ export interface ModelDirOptions {
 const stagingPrefix = '.tmp-';
 const asidePrefix = '.old-';
 const lostAndFound = 'lost+found';
-// One empty file per model whose load was started and not yet confirmed by the server (see loadStarting).
-const loadJournalDir = '.modelsync-loads';
 const maxMarkerBytes = 64 * 1024;
-// Bounds the open file descriptors while flushing a model of many files.
-const syncConcurrency = 16;
 const recoverConcurrency = 8;
 // The model server usually runs as another user; mkdtemp creates 0700.
 const modelDirMode = 0o755;
-
-const permanentCodes = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EISDIR', 'ENAMETOOLONG', 'ELOOP']);
-
-/** An fs failure as an EffectError naming what we were doing; a full disk or EIO may pass, EACCES will not. */
-const fsError = (what: string, cause: unknown): unknown => {
-  const code = errorCode(cause);
-  if (code === undefined || cause instanceof EffectError) return cause;
-  const message = `${what}: ${errorMessage(cause)}`;
-  return permanentCodes.has(code) ? permanentError(message, cause) : retryableError(message, cause);
-};
-
-const step = async <T>(what: string, run: () => Promise<T>): Promise<T> => {
-  try {
-    return await run();
-  } catch (cause) {
-    throw fsError(what, cause);
-  }
-};
-
-const isMissing = (cause: unknown): boolean => ['ENOENT', 'ENOTDIR'].includes(errorCode(cause) ?? '');
-
-const forEachLimited = async <T>(
-  items: ReadonlyArray<T>,
-  limit: number,
-  run: (item: T) => Promise<void>,
-): Promise<void> => {
-  let next = 0;
-  let failure: { cause: unknown } | undefined;
-  const worker = async (): Promise<void> => {
-    while (failure === undefined && next < items.length) {
-      const item = items[next++]!;
-      try {
-        await run(item);
-      } catch (cause) {
-        failure ??= { cause };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failure !== undefined) throw failure.cause;
-};
-
-const syncPath = (path: string): Promise<void> =>
-  step(`cannot flush ${path}`, async () => {
-    const handle = await open(path, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  });
-
-/** Files and dirs under `dir` (dirs include `dir`); symlinks are left to their dir's fsync. */
-const walk = async (
-  dir: string,
-  files: string[] = [],
-  dirs: string[] = [],
-): Promise<[string[], string[]]> => {
-  dirs.push(dir);
-  const entries = await step(`cannot list ${dir}`, () => readdir(dir, { withFileTypes: true }));
-  for (const entry of entries) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) await walk(path, files, dirs);
-    else if (entry.isFile()) files.push(path);
-  }
-  return [files, dirs];
-};
-
-// Data before the marker: after a crash a marker may only exist next to complete files.
-const syncTree = async (dir: string): Promise<void> => {
-  const [files, dirs] = await walk(dir);
-  await forEachLimited(files, syncConcurrency, syncPath);
-  await forEachLimited(dirs, syncConcurrency, syncPath);
-};
 
 const markerName = (spec: ModelSpec): string =>
   markerPrefix + createHash('sha256').update(specIdentityJson(spec)).digest('hex');
@@ -172,7 +83,9 @@ const readDirState = async (dir: string): Promise<DirState> => {
 };
 
 /** The local model directory `M` as a ModelStore; see ports.ts for the contract. */
-export const modelDirStore = (options: ModelDirOptions): ModelStore => {
+export const modelDirStore = (
+  options: ModelDirOptions,
+): ModelStore & { has(name: ModelName, spec: ModelSpec): Promise<boolean> } => {
   const root = resolve(options.root);
   const log = options.log.child({ component: 'model-dir' });
 
@@ -305,7 +218,7 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
   };
 
   // The exact marker is the fast path; a KServe-written marker (another hash) counts when its spec is equal.
-  const has: ModelStore['has'] = async (name, spec) => {
+  const has = async (name: ModelName, spec: ModelSpec): Promise<boolean> => {
     const dir = modelDir(name);
     if (await isFile(join(dir, markerName(spec)))) return true;
     try {
@@ -388,74 +301,5 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     return new Map([...snapshot].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   };
 
-  const journalEntry = (name: ModelName): string => join(root, loadJournalDir, basename(modelDir(name)));
-
-  // Journal changes run one at a time: loadConfirmed removes the dir once it is empty, which must not race
-  // another model's loadStarting between its mkdir and its write.
-  let journalQueue: Promise<unknown> = Promise.resolve();
-  const inJournalOrder = <T>(change: () => Promise<T>): Promise<T> => {
-    const result = journalQueue.then(change);
-    journalQueue = result.catch(() => undefined);
-    return result;
-  };
-
-  const loadStarting: ModelStore['loadStarting'] = (name) => {
-    const entry = journalEntry(name);
-    return inJournalOrder(() =>
-      step(`cannot record the load of ${name}`, async () => {
-        await mkdir(dirname(entry), { recursive: true });
-        await writeFile(entry, '');
-        await syncPath(dirname(entry));
-      }),
-    );
-  };
-
-  const loadConfirmed: ModelStore['loadConfirmed'] = (name) => {
-    const entry = journalEntry(name);
-    return inJournalOrder(() =>
-      step(`cannot record the load of ${name}`, async () => {
-        await rm(entry, { force: true });
-        // Leave the model dir holding only models when nothing is being loaded.
-        await rmdir(dirname(entry)).catch((cause: unknown) => {
-          if (!isMissing(cause) && errorCode(cause) !== 'ENOTEMPTY' && errorCode(cause) !== 'EEXIST')
-            throw cause;
-        });
-      }),
-    );
-  };
-
-  const unconfirmedLoads: ModelStore['unconfirmedLoads'] = async () => {
-    let entries: string[];
-    try {
-      entries = await readdir(join(root, loadJournalDir));
-    } catch (cause) {
-      if (isMissing(cause)) return new Set();
-      throw fsError(`cannot list ${join(root, loadJournalDir)}`, cause);
-    }
-    const unconfirmed = new Set<ModelName>();
-    for (const entry of entries) {
-      const name = entry as ModelName;
-      if (modelNameProblem(entry) !== undefined) continue;
-      // An entry without a model dir (a crash between deleting a model and its entry) means nothing any more.
-      if (await exists(join(root, entry))) unconfirmed.add(name);
-      else await loadConfirmed(name);
-    }
-    return unconfirmed;
-  };
-
-  const exists = (path: string): Promise<boolean> =>
-    lstat(path).then(
-      () => true,
-      (cause: unknown) => {
-        if (isMissing(cause)) return false;
-        throw fsError(`cannot stat ${path}`, cause);
-      },
-    );
-
-  const removeWithJournal: ModelStore['remove'] = async (name) => {
-    await remove(name);
-    await loadConfirmed(name); // a removed model has no load to redo
-  };
-
-  return { recover, has, install, remove: removeWithJournal, loadStarting, loadConfirmed, unconfirmedLoads };
+  return { recover, has, install, remove };
 };

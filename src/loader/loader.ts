@@ -17,7 +17,7 @@ import type { ModelOp } from '../core/model-op';
 import { statusEvent, type AgentEvent, type ModelPhase, type ModelStatus } from '../core/model-status';
 import { specEquals, unknownSpec, type Snapshot } from '../core/snapshot';
 import { startupSnapshot } from '../core/startup';
-import type { Installed, ModelServer, ModelStore } from '../ports';
+import type { Installed, LoadJournal, ModelServer, ModelStore } from '../ports';
 import { createSlots, type Slots } from './slots';
 
 export interface RetryPolicy {
@@ -29,6 +29,7 @@ export interface RetryPolicy {
 
 export interface LoaderDeps {
   readonly store: ModelStore;
+  readonly journal: LoadJournal;
   readonly server: ModelServer;
   /** Fills a directory with the model stored at a URI (storage providers, keyed by scheme). */
   readonly download: (uri: string, targetDir: string, signal: AbortSignal) => Promise<void>;
@@ -99,7 +100,7 @@ const phaseMessages: Readonly<Record<ModelPhase, string>> = {
 };
 
 export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
-  const { store, server, log, retry } = deps;
+  const { store, journal, server, log, retry } = deps;
   const random = deps.random ?? Math.random;
   const slots = { download: createSlots(deps.downloadConcurrency), load: createSlots(deps.loadConcurrency) };
   const workers = deps.downloadConcurrency + deps.loadConcurrency;
@@ -231,9 +232,9 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
           if (!(record.loaded && record.loadedSpec !== undefined && specEquals(record.loadedSpec, target))) {
             setStatus(record, 'Loading', target);
             await slots.load.use(signal, async () => {
-              await store.loadStarting(record.name);
+              await journal.starting(record.name);
               await server.load(record.name, record.loaded, signal);
-              await store.loadConfirmed(record.name);
+              await journal.confirmed(record.name);
             });
             record.loaded = true;
             record.loadedSpec = target;
@@ -263,6 +264,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         if (record.onDisk !== undefined) {
           await store.remove(record.name);
           record.onDisk = undefined;
+          await journal.confirmed(record.name); // a removed model has no load to redo
         }
         setStatus(record, 'Removed', undefined);
       };

@@ -8,7 +8,6 @@ import pino from 'pino';
 import { EffectError, permanentError } from '../../src/core/errors';
 import { specToJson, type Snapshot } from '../../src/core/snapshot';
 import { modelDirStore } from '../../src/edge/model-dir';
-import type { ModelStore } from '../../src/ports';
 import { name, spec } from '../helpers/fixtures';
 
 interface LogLine {
@@ -28,9 +27,9 @@ const jsonA = '{"storageUri":"s3://models/model1","framework":"sklearn","memory"
 let tmp: string;
 let root: string;
 let lines: LogLine[];
-let store: ModelStore;
+let store: ReturnType<typeof modelDirStore>;
 
-const newStore = (dir = root): ModelStore =>
+const newStore = (dir = root): ReturnType<typeof modelDirStore> =>
   modelDirStore({
     root: dir,
     log: pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) }),
@@ -437,74 +436,5 @@ describe('modelDirStore recover', () => {
     await store.install(name('model2'), specB, writeModel({}), live());
     const recovered = await store.recover();
     for (const [model, modelSpec] of recovered) expect(await store.has(model, modelSpec)).toBe(true);
-  });
-});
-
-describe('modelDirStore load journal', () => {
-  it('remembers a started load until it is confirmed, across a new store on the same dir', async () => {
-    await mkdir(join(root, 'm1'), { recursive: true });
-    await mkdir(join(root, 'm2'), { recursive: true });
-    await store.loadStarting(name('m1'));
-    await store.loadStarting(name('m2'));
-    expect([...(await newStore().unconfirmedLoads())].sort()).toEqual(['m1', 'm2']);
-    await store.loadConfirmed(name('m1'));
-    expect([...(await newStore().unconfirmedLoads())]).toEqual(['m2']);
-  });
-
-  it('leaves only model dirs behind once every load is confirmed', async () => {
-    await store.install(name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
-    await store.loadStarting(name('m1'));
-    expect(await entries()).toEqual(['.modelsync-loads', 'm1']);
-    await store.loadConfirmed(name('m1'));
-    expect(await entries()).toEqual(['m1']);
-    expect(await store.unconfirmedLoads()).toEqual(new Set());
-  });
-
-  it('forgets the load of a removed model', async () => {
-    await store.install(name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
-    await store.loadStarting(name('m1'));
-    await store.remove(name('m1'));
-    expect(await store.unconfirmedLoads()).toEqual(new Set());
-  });
-
-  it('keeps the journal through recovery', async () => {
-    await store.install(name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
-    await store.loadStarting(name('m1'));
-    const recovered = await newStore().recover();
-    expect(asJson(recovered)).toEqual({ m1: JSON.parse(jsonA) as unknown });
-    expect([...(await newStore().unconfirmedLoads())]).toEqual(['m1']);
-  });
-
-  it('records concurrent loads without losing one to the journal dir being removed', async () => {
-    const names = Array.from({ length: 20 }, (_, i) => name(`m${i}`));
-    await Promise.all(names.map((model) => mkdir(join(root, model), { recursive: true })));
-    await Promise.all(
-      names.map(async (model, i) => {
-        await store.loadStarting(model);
-        if (i % 2 === 0) await store.loadConfirmed(model);
-      }),
-    );
-    expect([...(await store.unconfirmedLoads())].sort()).toEqual(names.filter((_, i) => i % 2 === 1).sort());
-  });
-});
-
-describe('modelDirStore load journal after a crash mid-remove', () => {
-  it('drops a journal entry whose model dir is gone', async () => {
-    await store.loadStarting(name('gone'));
-    expect([...(await newStore().unconfirmedLoads())]).toEqual([]);
-    expect(await entries()).toEqual([]);
-  });
-});
-
-describe('modelDirStore load journal under concurrent loads', () => {
-  it('records loads of two models at once while the journal dir comes and goes', async () => {
-    const cycle = async (model: string): Promise<void> => {
-      for (let i = 0; i < 200; i++) {
-        await store.loadStarting(name(model));
-        await store.loadConfirmed(name(model));
-      }
-    };
-    await expect(Promise.all([cycle('a'), cycle('b')])).resolves.toEqual([undefined, undefined]);
-    expect(await entries()).toEqual([]);
   });
 });

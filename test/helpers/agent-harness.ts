@@ -14,6 +14,7 @@ import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-s
 import type { Snapshot } from '../../src/core/snapshot';
 import { findInPlace, initialSnapshot } from '../../src/loader/in-place';
 import { configDirSource } from '../../src/edge/config-dir';
+import { loadJournal } from '../../src/edge/load-journal';
 import { modelDirStore } from '../../src/edge/model-dir';
 import { v2ModelServer } from '../../src/edge/model-server-v2';
 import { httpStorage } from '../../src/edge/storage-http';
@@ -278,12 +279,18 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
       httpStorage({ connectTimeoutMs: 5000, idleTimeoutMs: 5000 }),
     ]);
     // As production.ts: recover the model dir, ask the server what it has loaded, start from both.
-    const inPlace = await findInPlace(store, await server.loadedModels(new AbortController().signal));
+    const journal = loadJournal({ root: modelDir });
+    const inPlace = await findInPlace(
+      store,
+      journal,
+      await server.loadedModels(new AbortController().signal),
+    );
     const { onDisk, loaded } = inPlace;
     recovered = { onDisk, loaded };
     loader = createLoader(
       {
         store,
+        journal,
         server,
         download,
         log: log.child({ component: 'loader' }),

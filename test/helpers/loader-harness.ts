@@ -9,6 +9,7 @@ import type { ModelName } from '../../src/core/model-name';
 import type { ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import { findInPlace, initialSnapshot } from '../../src/loader/in-place';
+import { loadJournal } from '../../src/edge/load-journal';
 import { modelDirStore } from '../../src/edge/model-dir';
 import { v2ModelServer } from '../../src/edge/model-server-v2';
 import { httpStorage } from '../../src/edge/storage-http';
@@ -139,6 +140,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
   const sink = new LogSink();
   const log = pino({ level: 'debug' }, sink);
   const store = modelDirStore({ root: modelDir, log });
+  const journal = loadJournal({ root: modelDir });
   const realServer = v2ModelServer({ baseUrl: standIn.url, timeoutMs: 10_000 });
   const download = routeStorage([localStorage(), httpStorage()]);
 
@@ -182,7 +184,6 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
 
   const recordedStore: ModelStore = {
     recover: () => store.recover(),
-    has: (name, spec) => store.has(name, spec),
     install: (name, spec, fill, signal) =>
       recorded({ model: name, step: 'install', at: 'start', spec }, () =>
         store.install(
@@ -193,9 +194,6 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
         ),
       ),
     remove: (name) => recorded({ model: name, step: 'remove', at: 'start' }, () => store.remove(name)),
-    loadStarting: (name) => store.loadStarting(name),
-    loadConfirmed: (name) => store.loadConfirmed(name),
-    unconfirmedLoads: () => store.unconfirmedLoads(),
   };
   const recordedServer: ModelServer = {
     load: (name, replacing, signal) =>
@@ -269,11 +267,13 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
     start: async (inPlace) => {
       if (loader !== undefined) throw new Error('the loader harness is already started');
       const place =
-        inPlace ?? (await findInPlace(store, await realServer.loadedModels(new AbortController().signal)));
+        inPlace ??
+        (await findInPlace(store, journal, await realServer.loadedModels(new AbortController().signal)));
       initial = initialSnapshot(place);
       const created = createLoader(
         {
           store: recordedStore,
+          journal,
           server,
           download,
           log,

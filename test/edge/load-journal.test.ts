@@ -1,0 +1,104 @@
+/** Tests of loadJournal against real temp dirs: entries survive a restart, confirmations clear them. */
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { specToJson, type Snapshot } from '../../src/core/snapshot';
+import { loadJournal } from '../../src/edge/load-journal';
+import { modelDirStore } from '../../src/edge/model-dir';
+import type { LoadJournal, ModelStore } from '../../src/ports';
+import { name, spec } from '../helpers/fixtures';
+
+const specA = spec('s3://models/model1', '100Mi');
+const jsonA = '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}';
+
+let tmp: string;
+let root: string;
+let journal: LoadJournal;
+
+const newStore = (): ModelStore => modelDirStore({ root, log: pino({ level: 'silent' }) });
+const live = (): AbortSignal => new AbortController().signal;
+const entries = async (): Promise<string[]> => (await readdir(root)).sort();
+const asJson = (snapshot: Snapshot): Record<string, unknown> =>
+  Object.fromEntries([...snapshot].map(([model, modelSpec]) => [model, specToJson(modelSpec)]));
+const writeModel =
+  (files: Readonly<Record<string, string>>) =>
+  async (dir: string): Promise<void> => {
+    for (const [file, content] of Object.entries(files)) {
+      await mkdir(join(dir, file, '..'), { recursive: true });
+      await writeFile(join(dir, file), content);
+    }
+  };
+
+beforeEach(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'load-journal-test-'));
+  root = join(tmp, 'models');
+  await mkdir(root);
+  journal = loadJournal({ root });
+});
+
+afterEach(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+describe('loadJournal', () => {
+  it('remembers a started load until it is confirmed, across a new store on the same dir', async () => {
+    await mkdir(join(root, 'm1'), { recursive: true });
+    await mkdir(join(root, 'm2'), { recursive: true });
+    await journal.starting(name('m1'));
+    await journal.starting(name('m2'));
+    expect([...(await loadJournal({ root }).unconfirmed())].sort()).toEqual(['m1', 'm2']);
+    await journal.confirmed(name('m1'));
+    expect([...(await loadJournal({ root }).unconfirmed())]).toEqual(['m2']);
+  });
+
+  it('leaves only model dirs behind once every load is confirmed', async () => {
+    await newStore().install(name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
+    await journal.starting(name('m1'));
+    expect(await entries()).toEqual(['.modelsync-loads', 'm1']);
+    await journal.confirmed(name('m1'));
+    expect(await entries()).toEqual(['m1']);
+    expect(await journal.unconfirmed()).toEqual(new Set());
+  });
+
+  it('keeps the journal through recovery', async () => {
+    await newStore().install(name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
+    await journal.starting(name('m1'));
+    const recovered = await newStore().recover();
+    expect(asJson(recovered)).toEqual({ m1: JSON.parse(jsonA) as unknown });
+    expect([...(await loadJournal({ root }).unconfirmed())]).toEqual(['m1']);
+  });
+
+  it('records concurrent loads without losing one to the journal dir being removed', async () => {
+    const names = Array.from({ length: 20 }, (_, i) => name(`m${i}`));
+    await Promise.all(names.map((model) => mkdir(join(root, model), { recursive: true })));
+    await Promise.all(
+      names.map(async (model, i) => {
+        await journal.starting(model);
+        if (i % 2 === 0) await journal.confirmed(model);
+      }),
+    );
+    expect([...(await journal.unconfirmed())].sort()).toEqual(names.filter((_, i) => i % 2 === 1).sort());
+  });
+});
+
+describe('loadJournal after a crash mid-remove', () => {
+  it('drops a journal entry whose model dir is gone', async () => {
+    await journal.starting(name('gone'));
+    expect([...(await loadJournal({ root }).unconfirmed())]).toEqual([]);
+    expect(await entries()).toEqual([]);
+  });
+});
+
+describe('loadJournal under concurrent loads', () => {
+  it('records loads of two models at once while the journal dir comes and goes', async () => {
+    const cycle = async (model: string): Promise<void> => {
+      for (let i = 0; i < 200; i++) {
+        await journal.starting(name(model));
+        await journal.confirmed(name(model));
+      }
+    };
+    await expect(Promise.all([cycle('a'), cycle('b')])).resolves.toEqual([undefined, undefined]);
+    expect(await entries()).toEqual([]);
+  });
+});
