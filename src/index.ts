@@ -53,11 +53,11 @@ export {
   type ModelPhase,
   type ModelStatus,
 } from './core/model-status';
-export { startupSnapshot } from './core/startup';
+export { inPlaceSnapshot, type InPlace } from './core/in-place';
 export { unknownSpec } from './core/snapshot';
 export { parseHostHeaders, parseStorageUri } from './core/storage-uri';
 export { abortable } from './loader/abortable';
-export { createLoader, type InPlace, type Loader, type LoaderDeps, type RetryPolicy } from './loader/loader';
+export { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from './loader/loader';
 export { createSlots, type Slots } from './loader/slots';
 export { routeStorage } from './loader/storage-router';
 export type * from './ports';

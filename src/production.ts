@@ -17,7 +17,8 @@ import { v2ModelServer } from './edge/model-server-v2';
 import { httpStorage } from './edge/storage-http';
 import { localStorage } from './edge/storage-local';
 import { abortable } from './loader/abortable';
-import { initialSnapshot, recoverModelDir } from './loader/in-place';
+import { inPlaceSnapshot } from './core/in-place';
+import { recoverModelDir } from './loader/in-place';
 import { createLoader } from './loader/loader';
 import { routeStorage } from './loader/storage-router';
 import type { ModelServer } from './ports';
@@ -137,7 +138,7 @@ export const agent = (
       );
       return agentPipeline({
         configSource: configSourceFor(config, log),
-        initial: initialSnapshot(inPlace),
+        initial: inPlaceSnapshot(inPlace),
         log,
         settleMs: config.settleMs,
         loader,
@@ -145,7 +146,10 @@ export const agent = (
     }),
     mergeMap((event) => {
       if (event._tag === 'Ready')
-        log.info({ models: event.models, durationMs: Date.now() - started }, 'start-up sync complete; ready');
+        log.info(
+          { modelCount: event.modelCount, durationMs: Date.now() - started },
+          'start-up sync complete; ready',
+        );
       return EMPTY;
     }),
   );

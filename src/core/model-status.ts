@@ -24,7 +24,7 @@ export interface ModelStatus {
 /** What the agent's stream emits: every status change, and once, that the start-up sync has finished. */
 export type AgentEvent =
   | { readonly _tag: 'Status'; readonly status: ModelStatus }
-  | { readonly _tag: 'Ready'; readonly models: number };
+  | { readonly _tag: 'Ready'; readonly modelCount: number };
 
 export const statusEvent = (status: ModelStatus): AgentEvent => ({ _tag: 'Status', status });
-export const readyEvent = (models: number): AgentEvent => ({ _tag: 'Ready', models });
+export const readyEvent = (modelCount: number): AgentEvent => ({ _tag: 'Ready', modelCount });

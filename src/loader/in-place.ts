@@ -1,8 +1,6 @@
 /** What a start finds in place, and the snapshot the first config is diffed against. */
-import { startupSnapshot } from '../core/startup';
-import type { Snapshot } from '../core/snapshot';
 import type { LoadJournal, ModelStore } from '../ports';
-import type { InPlace } from './loader';
+import type { InPlace } from '../core/in-place';
 
 /** Recovers the model dir: what is installed, and which loads were never confirmed. */
 export const recoverModelDir = async (
@@ -22,7 +20,3 @@ export const findInPlace = async (
   ...(await recoverModelDir(store, journal)),
   loaded,
 });
-
-/** The `initial` snapshot for `toModelOps`: only what is fully in place counts. */
-export const initialSnapshot = (inPlace: InPlace): Snapshot =>
-  startupSnapshot(inPlace.onDisk, inPlace.loaded, inPlace.unconfirmed);

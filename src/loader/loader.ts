@@ -15,8 +15,8 @@ import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
 import type { ModelOp } from '../core/model-op';
 import { statusEvent, type AgentEvent, type ModelPhase, type ModelStatus } from '../core/model-status';
-import { specEquals, unknownSpec, type Snapshot } from '../core/snapshot';
-import { startupSnapshot } from '../core/startup';
+import { specEquals, unknownSpec } from '../core/snapshot';
+import { inPlaceSnapshot, type InPlace } from '../core/in-place';
 import type { Installed, LoadJournal, ModelServer, ModelStore } from '../ports';
 import { createSlots, type Slots } from './slots';
 
@@ -38,14 +38,6 @@ export interface LoaderDeps {
   readonly loadConcurrency: number;
   readonly retry: RetryPolicy;
   readonly random?: () => number;
-}
-
-/** What is in place when the loader starts: models on disk (by their markers) and loaded on the server. */
-export interface InPlace {
-  readonly onDisk: Snapshot;
-  readonly loaded: ReadonlySet<string>;
-  /** Models whose last load was never confirmed: the server may hold another version, so load them again. */
-  readonly unconfirmed?: ReadonlySet<string>;
 }
 
 export interface Loader {
@@ -108,7 +100,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
   const idle$ = new BehaviorSubject(true);
 
   /**
-   * `desired` starts as the start-up snapshot says (core/startup.ts, the one rule for what counts as in place):
+   * `desired` starts as the in-place snapshot says (core/in-place.ts, the one rule for what counts as in place):
    * the in-place spec, or `unknownSpec` for half-in-place models, so whichever op the first diff sends for them
    * is a change; undefined for models never seen.
    */
@@ -140,7 +132,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
     records.set(name, record);
     return record;
   };
-  for (const [name, spec] of startupSnapshot(inPlace.onDisk, inPlace.loaded, inPlace.unconfirmed)) {
+  for (const [name, spec] of inPlaceSnapshot(inPlace)) {
     newRecord(name, spec, { onDisk: inPlace.onDisk.get(name), loaded: inPlace.loaded.has(name) });
   }
 

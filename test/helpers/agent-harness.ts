@@ -12,7 +12,8 @@ import * as yazl from 'yazl';
 import { agent } from '../../src/app';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import type { Snapshot } from '../../src/core/snapshot';
-import { findInPlace, initialSnapshot } from '../../src/loader/in-place';
+import { inPlaceSnapshot } from '../../src/core/in-place';
+import { findInPlace } from '../../src/loader/in-place';
 import { configDirSource } from '../../src/edge/config-dir';
 import { loadJournal } from '../../src/edge/load-journal';
 import { modelDirStore } from '../../src/edge/model-dir';
@@ -308,7 +309,7 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
         log: log.child({ component: 'config' }),
         recheckMs: 50,
       }),
-      initial: initialSnapshot(inPlace),
+      initial: inPlaceSnapshot(inPlace),
       log,
       settleMs: options.settleMs ?? 80,
       loader,

@@ -8,13 +8,14 @@ import type { ModelSpec } from '../../src/core/model-config';
 import type { ModelName } from '../../src/core/model-name';
 import type { ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
-import { findInPlace, initialSnapshot } from '../../src/loader/in-place';
+import { inPlaceSnapshot, type InPlace } from '../../src/core/in-place';
+import { findInPlace } from '../../src/loader/in-place';
 import { loadJournal } from '../../src/edge/load-journal';
 import { modelDirStore } from '../../src/edge/model-dir';
 import { v2ModelServer } from '../../src/edge/model-server-v2';
 import { httpStorage } from '../../src/edge/storage-http';
 import { localStorage } from '../../src/edge/storage-local';
-import { createLoader, type InPlace, type Loader } from '../../src/loader/loader';
+import { createLoader, type Loader } from '../../src/loader/loader';
 import { routeStorage } from '../../src/loader/storage-router';
 import type { ModelServer, ModelStore } from '../../src/ports';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
@@ -78,7 +79,7 @@ export interface LoaderHarness {
   readonly calls: ReadonlyArray<EdgeCall>;
   /** The running loader; throws before `start`. */
   readonly loader: Loader;
-  /** `startupSnapshot` of what was in place at `start`: the `initial` the config diff starts from. */
+  /** `inPlaceSnapshot` of what was in place at `start`: the `initial` the config diff starts from. */
   readonly initial: Snapshot;
   /** True once `loader.run` completed. */
   readonly completed: () => boolean;
@@ -269,7 +270,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
       const place =
         inPlace ??
         (await findInPlace(store, journal, await realServer.loadedModels(new AbortController().signal)));
-      initial = initialSnapshot(place);
+      initial = inPlaceSnapshot(place);
       const created = createLoader(
         {
           store: recordedStore,

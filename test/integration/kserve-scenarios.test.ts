@@ -80,7 +80,7 @@ describe('KServe watcher scenarios (watcher_test.go)', () => {
   it('W2: downloads and loads models added to the config after start-up', async () => {
     const h = await start({ models: '[]' });
     await h.waitForReady();
-    expect(h.events).toContainEqual({ _tag: 'Ready', models: 0 });
+    expect(h.events).toContainEqual({ _tag: 'Ready', modelCount: 0 });
     h.write(
       modelsJson({
         model1: await h.localModel('models/model1', { 'model.pt': 'one' }),
@@ -227,7 +227,7 @@ describe('KServe watcher scenarios (watcher_test.go)', () => {
       },
     });
     await h.waitForReady();
-    expect(h.events).toContainEqual({ _tag: 'Ready', models: names.length });
+    expect(h.events).toContainEqual({ _tag: 'Ready', modelCount: names.length });
     expect([...h.standIn.loaded].sort()).toEqual([...names].sort());
     expect(h.standIn.loads.every((l) => l.complete && l.status === 200)).toBe(true);
     expect(h.standIn.loads).toHaveLength(names.length);
@@ -328,7 +328,7 @@ describe('KServe watcher scenarios (watcher_test.go)', () => {
     expect(h.phases('model1')).toEqual(['Downloading', 'Loading', 'Loaded']);
     expect(h.phases('model2')).toEqual(['Downloading', 'Loading', 'Loaded']);
     expect(h.lastStatus('model1')?.spec?.storageUri).toBe(`${h.storage.url}/test.tar`);
-    expect(h.events).toContainEqual({ _tag: 'Ready', models: 2 });
+    expect(h.events).toContainEqual({ _tag: 'Ready', modelCount: 2 });
   });
 });
 

@@ -58,7 +58,7 @@ describe('KServe agent bugs that modelsync must not have', () => {
       },
     });
     await h.waitForReady(45_000);
-    expect(h.events).toContainEqual({ _tag: 'Ready', models: 150 });
+    expect(h.events).toContainEqual({ _tag: 'Ready', modelCount: 150 });
     expect(h.loadedAtReady?.size).toBe(150);
     expect([...h.standIn.loaded].sort()).toEqual(names);
     expect(h.standIn.loads).toHaveLength(150);
@@ -89,7 +89,7 @@ describe('KServe agent bugs that modelsync must not have', () => {
       await h.waitForReady();
       expect(h.recovered.onDisk.size).toBe(2);
       expect(h.recovered.loaded).toEqual(new Set(['model1', 'model2']));
-      expect(h.events).toContainEqual({ _tag: 'Ready', models: 1 });
+      expect(h.events).toContainEqual({ _tag: 'Ready', modelCount: 1 });
       expect(h.phases('model2')).toEqual(['Unloading', 'Removed']);
       expect(h.calls).toEqual([{ op: 'unload', name: 'model2' }]);
       expect([...h.standIn.loaded]).toEqual(['model1']);

@@ -1,16 +1,16 @@
-/** Tests of startupSnapshot: what counts as in place at start-up, and the ops the first diff makes from it. */
+/** Tests of inPlaceSnapshot: what counts as in place at start-up, and the ops the first diff makes from it. */
 import { diff } from '../../src/core/diff';
 import { add, remove } from '../../src/core/model-op';
 import { specEquals, unknownSpec } from '../../src/core/snapshot';
-import { startupSnapshot } from '../../src/core/startup';
+import { inPlaceSnapshot } from '../../src/core/in-place';
 import { name, snap, spec } from '../helpers/fixtures';
 
 const s1 = spec('s3://models/m1', '100Mi');
 const s2 = spec('s3://models/m2', '1Gi');
 
-describe('startupSnapshot', () => {
+describe('inPlaceSnapshot', () => {
   it('keeps the disk spec when a model is both on disk and loaded', () => {
-    const result = startupSnapshot(snap({ m1: s1, m2: s2 }), new Set(['m1', 'm2']));
+    const result = inPlaceSnapshot({ onDisk: snap({ m1: s1, m2: s2 }), loaded: new Set(['m1', 'm2']) });
     expect([...result]).toEqual([
       [name('m1'), s1],
       [name('m2'), s2],
@@ -18,21 +18,24 @@ describe('startupSnapshot', () => {
   });
 
   it('marks a model unknownSpec when it is on disk but not loaded', () => {
-    const result = startupSnapshot(snap({ m1: s1 }), new Set());
+    const result = inPlaceSnapshot({ onDisk: snap({ m1: s1 }), loaded: new Set() });
     expect(result.get(name('m1'))).toBe(unknownSpec);
   });
 
   it('marks a model unknownSpec when it is loaded but not on disk', () => {
-    const result = startupSnapshot(snap({}), new Set(['ghost']));
+    const result = inPlaceSnapshot({ onDisk: snap({}), loaded: new Set(['ghost']) });
     expect([...result]).toEqual([[name('ghost'), unknownSpec]]);
   });
 
   it('is empty when nothing is on disk or loaded', () => {
-    expect(startupSnapshot(snap({}), new Set()).size).toBe(0);
+    expect(inPlaceSnapshot({ onDisk: snap({}), loaded: new Set() }).size).toBe(0);
   });
 
   it('classifies every model on its own when the sides overlap partly', () => {
-    const result = startupSnapshot(snap({ both: s1, diskOnly: s2 }), new Set(['both', 'loadedOnly']));
+    const result = inPlaceSnapshot({
+      onDisk: snap({ both: s1, diskOnly: s2 }),
+      loaded: new Set(['both', 'loadedOnly']),
+    });
     expect(Object.fromEntries(result)).toEqual({ both: s1, diskOnly: unknownSpec, loadedOnly: unknownSpec });
     expect(result.get(name('diskOnly'))).toBe(unknownSpec);
     expect(result.get(name('loadedOnly'))).toBe(unknownSpec);
@@ -41,7 +44,7 @@ describe('startupSnapshot', () => {
   it('does not change its inputs', () => {
     const onDisk = snap({ m1: s1 });
     const loaded = new Set(['m2']);
-    startupSnapshot(onDisk, loaded);
+    inPlaceSnapshot({ onDisk: onDisk, loaded: loaded });
     expect([...onDisk]).toEqual([[name('m1'), s1]]);
     expect([...loaded]).toEqual(['m2']);
   });
@@ -57,10 +60,10 @@ describe('unknownSpec', () => {
 });
 
 describe('diff from the start-up snapshot', () => {
-  const initial = startupSnapshot(
-    snap({ inPlace: s1, diskOnly: s1, gone: s1, stale: s1 }),
-    new Set(['inPlace', 'loadedOnly', 'gone', 'stale', 'ghost']),
-  );
+  const initial = inPlaceSnapshot({
+    onDisk: snap({ inPlace: s1, diskOnly: s1, gone: s1, stale: s1 }),
+    loaded: new Set(['inPlace', 'loadedOnly', 'gone', 'stale', 'ghost']),
+  });
 
   it('adds the listed half-in-place models, removes the unlisted ones and leaves in-place ones alone', () => {
     const listed = snap({
