@@ -2,6 +2,7 @@
 import { either as E } from 'fp-ts';
 import type * as t from 'io-ts';
 import { invalidConfig, invalidJson, type ConfigError } from './errors';
+import { parseJson } from './json';
 import { ModelConfigs } from './model-config';
 import type { ModelName } from './model-name';
 import type { ModelSpec } from './model-config';
@@ -52,15 +53,6 @@ export const formatValidationErrors = (errors: t.Errors): ReadonlyArray<string> 
     : lines;
 };
 
-const parseJson = (file: string, text: string): E.Either<ConfigError, unknown> => {
-  if (text.trim() === '') return E.left(invalidJson(file, 'the file is empty'));
-  try {
-    return E.right(JSON.parse(text) as unknown);
-  } catch (cause) {
-    return E.left(invalidJson(file, (cause as Error).message));
-  }
-};
-
 const toSnapshot = (file: string, configs: ModelConfigs): E.Either<ConfigError, Snapshot> => {
   const snapshot = new Map<ModelName, ModelSpec>();
   const duplicates: string[] = [];
@@ -77,8 +69,10 @@ const toSnapshot = (file: string, configs: ModelConfigs): E.Either<ConfigError, 
 
 /** Decodes models.json (`file` is only used to name it in errors). All or nothing: one bad entry rejects it. */
 export const decodeConfig = (file: string, text: string): E.Either<ConfigError, Snapshot> => {
-  const json = parseJson(file, text);
-  if (E.isLeft(json)) return json;
+  const json = parseJson(text);
+  if (E.isLeft(json)) {
+    return E.left(invalidJson(file, json.left._tag === 'Blank' ? 'the file is empty' : json.left.reason));
+  }
   const configs = ModelConfigs.decode(json.right);
   if (E.isLeft(configs)) return E.left(invalidConfig(file, formatValidationErrors(configs.left)));
   return toSnapshot(file, configs.right);

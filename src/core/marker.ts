@@ -1,6 +1,7 @@
 /** The SUCCESS marker of an installed model: its KServe-compatible content and the identity its name hashes. */
 import { either as E } from 'fp-ts';
 import { formatValidationErrors } from './decode-config';
+import { parseJson } from './json';
 import { ModelSpec } from './model-config';
 import { zeroQuantity } from './quantity';
 import { specToJson } from './snapshot';
@@ -18,20 +19,13 @@ export const canonicalSpecJson = (spec: ModelSpec): string => JSON.stringify(spe
 export const specIdentityJson = (spec: ModelSpec): string =>
   JSON.stringify([spec.storageUri, spec.framework ?? '', (spec.memory ?? zeroQuantity).value]);
 
-// A marker is written by us or by KServe in one small write; anything unparseable is treated as corrupt.
-const parseJson = (text: string): E.Either<string, unknown> => {
-  if (text.trim() === '') return E.left('the marker is empty');
-  try {
-    return E.right(JSON.parse(text) as unknown);
-  } catch (cause) {
-    return E.left(`not JSON: ${(cause as Error).message}`);
-  }
-};
-
 /** The spec a marker holds, or why it holds none (empty, not JSON, not a ModelSpec). */
 export const decodeMarker = (text: string): E.Either<string, ModelSpec> => {
+  // A marker is written by us or by KServe in one small write; anything unparseable is treated as corrupt.
   const json = parseJson(text);
-  if (E.isLeft(json)) return json;
+  if (E.isLeft(json)) {
+    return E.left(json.left._tag === 'Blank' ? 'the marker is empty' : `not JSON: ${json.left.reason}`);
+  }
   const spec = ModelSpec.decode(json.right);
   return E.isLeft(spec) ? E.left(formatValidationErrors(spec.left).join('; ')) : spec;
 };

@@ -1,5 +1,6 @@
 /** Storage URIs and per-host HTTP headers: parsing with KServe's error messages, no I/O. */
 import * as E from 'fp-ts/Either';
+import { parseJson } from './json';
 
 /** A storage URI and its lower-case scheme (`file` for absolute local paths). */
 export interface StorageUri {
@@ -33,15 +34,20 @@ export const redactUri = (uri: string): string =>
 const headersSuffix = '-headers';
 // RFC 9110 token characters; values must not smuggle a new header line.
 const headerNamePattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const tokenSymbols = "!#$%&'*+-.^_`|~";
 const badHeaderValuePattern = /[\r\n\0]/;
 
 const headersOf = (variable: string, text: string): E.Either<string, Readonly<Record<string, string>>> => {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (cause) {
-    return E.left(`${variable} is not valid JSON: ${cause instanceof Error ? cause.message : String(cause)}`);
+  // Never quote the value or JSON.parse's message (which quotes it): it usually holds a token.
+  const json = parseJson(text);
+  if (E.isLeft(json)) {
+    return E.left(
+      json.left._tag === 'Blank'
+        ? `${variable} is empty: expected a JSON object of header names to string values`
+        : `${variable} is not valid JSON: expected a JSON object of header names to string values`,
+    );
   }
+  const value = json.right;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return E.left(`${variable} must be a JSON object of header names to string values`);
   }
@@ -50,7 +56,7 @@ const headersOf = (variable: string, text: string): E.Either<string, Readonly<Re
     if (typeof headerValue !== 'string')
       return E.left(`${variable}: the value of header ${name} must be a string`);
     if (!headerNamePattern.test(name))
-      return E.left(`${variable}: ${JSON.stringify(name)} is not a header name`);
+      return E.left(`${variable}: a header name is not an HTTP token (letters, digits, ${tokenSymbols})`);
     if (badHeaderValuePattern.test(headerValue)) {
       return E.left(`${variable}: the value of header ${name} must not contain CR, LF or NUL`);
     }

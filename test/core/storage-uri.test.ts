@@ -42,6 +42,13 @@ describe('redactUri', () => {
 });
 
 describe('parseHostHeaders', () => {
+  /** Why the variable `example.com-headers` = `text` is refused (fails the test when it is accepted). */
+  const problemOf = (text: string): string => {
+    const result = parseHostHeaders({ 'example.com-headers': text });
+    if (result._tag === 'Right') throw new Error(`expected ${text} to be refused`);
+    return result.left;
+  };
+
   it('maps each <hostname>-headers variable to its headers, keyed by lower-case host', () => {
     const result = parseHostHeaders({
       'Models.Example.com-headers': '{"Authorization":"Bearer x","X-Trace":"1"}',
@@ -69,15 +76,28 @@ describe('parseHostHeaders', () => {
     ['"text"', 'must be a JSON object'],
     ['null', 'must be a JSON object'],
     ['{"X-Count":1}', 'the value of header X-Count must be a string'],
-    ['{"bad name":"v"}', 'is not a header name'],
+    ['{"bad name":"v"}', 'a header name is not an HTTP token'],
     ['{"X-A":"v\\r\\nX-B: injected"}', 'must not contain CR, LF or NUL'],
   ])('rejects %s naming the variable', (text, why) => {
-    const result = parseHostHeaders({ 'example.com-headers': text });
-    expect(result._tag).toBe('Left');
-    if (result._tag === 'Left') {
-      expect(result.left).toContain('example.com-headers');
-      expect(result.left).toContain(why);
-    }
+    const problem = problemOf(text);
+    expect(problem).toContain('example.com-headers');
+    expect(problem).toContain(why);
+  });
+
+  it.each([
+    ['a bare token', 'Bearer s3cr3t-token'],
+    ['a cut object', '{"Authorization":"Bearer s3cr3t-token"'],
+    ['a bad header name', '{"s3cr3t-token here":"v"}'],
+  ])('never quotes the value of a malformed variable (%s)', (_label, text) => {
+    const problem = problemOf(text);
+    expect(problem).toContain('example.com-headers');
+    expect(problem).not.toContain('s3cr3t');
+  });
+
+  it('says an empty variable is empty', () => {
+    expect(parseHostHeaders({ 'example.com-headers': ' ' })).toEqual(
+      left('example.com-headers is empty: expected a JSON object of header names to string values'),
+    );
   });
 
   it('rejects a variable that names no host', () => {
