@@ -59,7 +59,7 @@ const driver = async (): Promise<void> => {
   const { modelDirStore } = await import('../src/edge/model-dir');
   const { loadJournal } = await import('../src/edge/load-journal');
   const { v2ModelServer } = await import('../src/edge/model-server-v2');
-  const { localStorage } = await import('../src/edge/storage-local');
+  const { localFileStorage } = await import('../src/edge/storage-local');
   const { createLoader } = await import('../src/loader/loader');
   const { routeStorage } = await import('../src/loader/storage-router');
   type ModelName = import('../src/core/model-name').ModelName;
@@ -71,7 +71,7 @@ const driver = async (): Promise<void> => {
       store: modelDirStore({ root: modelDir, log }),
       journal: loadJournal({ root: modelDir }),
       server: v2ModelServer({ baseUrl: serverUrl, timeoutMs: 30_000, loadTimeoutMs: 300_000 }),
-      download: routeStorage([localStorage()]),
+      download: routeStorage([localFileStorage()]),
       log,
       downloadConcurrency,
       loadConcurrency,

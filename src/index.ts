@@ -69,4 +69,4 @@ export { modelDirStore } from './edge/model-dir';
 export { torchServeModelServer } from './edge/model-server-torchserve';
 export { v2ModelServer } from './edge/model-server-v2';
 export { httpStorage } from './edge/storage-http';
-export { localStorage } from './edge/storage-local';
+export { localFileStorage } from './edge/storage-local';

@@ -15,7 +15,7 @@ import { modelDirStore } from './edge/model-dir';
 import { torchServeModelServer } from './edge/model-server-torchserve';
 import { v2ModelServer } from './edge/model-server-v2';
 import { httpStorage } from './edge/storage-http';
-import { localStorage } from './edge/storage-local';
+import { localFileStorage } from './edge/storage-local';
 import { abortable } from './loader/abortable';
 import { inPlaceSnapshot } from './core/in-place';
 import { recoverModelDir } from './loader/in-place';
@@ -103,7 +103,7 @@ export const agent = (
   const journal = loadJournal({ root: config.modelDir });
   const server = modelServerFor(config);
   const download = routeStorage([
-    localStorage(),
+    localFileStorage(),
     httpStorage({
       headersByHost: headers.right,
       connectTimeoutMs: config.requestTimeoutMs,

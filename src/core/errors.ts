@@ -81,31 +81,34 @@ export class EffectError extends Error {
   constructor(
     message: string,
     readonly retryable: boolean,
-    options?: { cause?: unknown; kind?: EffectErrorKind; status?: number },
+    options: { readonly kind: EffectErrorKind; readonly status?: number; readonly cause?: unknown },
   ) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.kind = options?.kind ?? 'unknown';
-    this.status = options?.status;
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.kind = options.kind;
+    this.status = options.status;
   }
 }
 
-export const permanentError = (message: string, cause?: unknown): EffectError =>
-  new EffectError(message, false, { cause });
-export const retryableError = (message: string, cause?: unknown): EffectError =>
-  new EffectError(message, true, { cause });
+/** A failure that will recur until the spec (or the world outside) changes. */
+export const permanentError = (kind: EffectErrorKind, message: string, cause?: unknown): EffectError =>
+  new EffectError(message, false, { kind, cause });
+/** A failure that may pass: the loader retries it with backoff. */
+export const retryableError = (kind: EffectErrorKind, message: string, cause?: unknown): EffectError =>
+  new EffectError(message, true, { kind, cause });
 
-/** An HTTP status as an EffectError: 408, 425, 429 and 5xx are worth retrying, other statuses are not. */
+/** The one rule for HTTP statuses: 408, 425, 429 and 5xx are worth retrying, other statuses are not. */
+export const isRetryableStatus = (status: number): boolean =>
+  status >= 500 || status === 408 || status === 425 || status === 429;
+
+/** An HTTP status as an `http-status` EffectError, retryable by isRetryableStatus, its message ending in `body`. */
 export const httpStatusError = (what: string, status: number, body = ''): EffectError => {
   const detail = body.trim().slice(0, 300);
   const message = `${what} returned HTTP ${status}${detail ? `: ${detail}` : ''}`;
-  return new EffectError(message, status >= 500 || status === 408 || status === 425 || status === 429, {
-    kind: 'http-status',
-    status,
-  });
+  return new EffectError(message, isRetryableStatus(status), { kind: 'http-status', status });
 };
 
 // Duck-typed, not `instanceof Error`: errors from node built-ins can come from another realm (jest's vm).
-const fieldOf = (cause: unknown, field: 'code' | 'message'): unknown =>
+const fieldOf = (cause: unknown, field: 'code' | 'message' | 'name'): unknown =>
   typeof cause === 'object' && cause !== null ? (cause as Record<string, unknown>)[field] : undefined;
 
 /** The errno-style `code` of an error (`ENOENT`, ...), if it has one. */
@@ -120,6 +123,14 @@ export const errorMessage = (cause: unknown): string => {
   return typeof message === 'string' ? message : String(cause);
 };
 
-/** Unknown failures (a bug, a network error no edge classified) count as retryable: a retry is the safe default. */
-export const toEffectError = (cause: unknown): EffectError =>
-  cause instanceof EffectError ? cause : new EffectError(errorMessage(cause), true, { cause });
+/** True for the error an aborted AbortSignal throws (`signal.throwIfAborted()`, fetch, stream pipelines). */
+export const isAbortError = (cause: unknown): boolean => fieldOf(cause, 'name') === 'AbortError';
+
+/**
+ * Any failure as an EffectError: an abort is `aborted`; anything no edge classified (a bug) is `unknown`. Both
+ * count as retryable: a retry is the safe default.
+ */
+export const toEffectError = (cause: unknown): EffectError => {
+  if (cause instanceof EffectError) return cause;
+  return retryableError(isAbortError(cause) ? 'aborted' : 'unknown', errorMessage(cause), cause);
+};

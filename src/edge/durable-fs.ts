@@ -1,18 +1,41 @@
-/** durable-fs: the file-system steps the model dir and the load journal share — errors that say what failed, fsync, bounded fan-out. */
-import { open } from 'node:fs/promises';
-import { readdir } from 'node:fs/promises';
+/** durable-fs: the file-system steps every edge shares — one classification of fs errors, fsync, streaming into new files, bounded fan-out. */
+import { createWriteStream } from 'node:fs';
+import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { EffectError, errorCode, errorMessage, permanentError, retryableError } from '../core/errors';
+import { pipeline } from 'node:stream/promises';
+import { EffectError, errorCode, errorMessage, isAbortError, retryableError } from '../core/errors';
 
-// A full disk or EIO may pass; a permission or a path that cannot be a dir will not.
-const permanentCodes = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EISDIR', 'ENAMETOOLONG', 'ELOOP']);
+// The one table of transient errno codes: a full disk, a quota, an I/O error, too many open files, a busy or
+// stale (NFS) file may pass. Every other code (ENOENT, EACCES, EEXIST, ENOTDIR, EROFS, ...) recurs until
+// someone changes the files, so retrying it only delays the clear error.
+const transientCodes = new Set([
+  'ENOSPC',
+  'EDQUOT',
+  'EIO',
+  'EMFILE',
+  'ENFILE',
+  'EAGAIN',
+  'EBUSY',
+  'ENOMEM',
+  'EINTR',
+  'ESTALE',
+  'ETIMEDOUT',
+]);
 
-/** An fs failure as an EffectError naming what we were doing; a full disk or EIO may pass, EACCES will not. */
-export const fsError = (what: string, cause: unknown): unknown => {
-  const code = errorCode(cause);
-  if (code === undefined || cause instanceof EffectError) return cause;
+/** True for an fs error that may pass if tried again (ENOSPC, EIO, EMFILE, ...). */
+export const isTransientFsError = (cause: unknown): boolean => transientCodes.has(errorCode(cause) ?? '');
+
+/**
+ * The one fs classifier: a failure of `what` as a `filesystem` EffectError, retryable exactly when its errno code
+ * is transient. An EffectError passes unchanged; an abort is `aborted`; an error without an errno code is no fs
+ * error (a bug, most likely) and comes out `unknown` and retryable.
+ */
+export const fsError = (what: string, cause: unknown): EffectError => {
+  if (cause instanceof EffectError) return cause;
+  if (isAbortError(cause)) return retryableError('aborted', `${what}: aborted`, cause);
   const message = `${what}: ${errorMessage(cause)}`;
-  return permanentCodes.has(code) ? permanentError(message, cause) : retryableError(message, cause);
+  if (errorCode(cause) === undefined) return retryableError('unknown', message, cause);
+  return new EffectError(message, isTransientFsError(cause), { kind: 'filesystem', cause });
 };
 
 /** Runs `run`, turning an fs failure into an EffectError that names `what`. */
@@ -26,6 +49,75 @@ export const step = async <T>(what: string, run: () => Promise<T>): Promise<T> =
 
 /** True for the errors of a path that is not there. */
 export const isMissing = (cause: unknown): boolean => ['ENOENT', 'ENOTDIR'].includes(errorCode(cause) ?? '');
+
+/**
+ * Feeds `source` to `sink` and settles as `sink` does, except for the failures that are not the sink's to
+ * classify: an error `source` itself throws (a lost connection: its owner knows it best) and any error once
+ * `signal` has aborted come out as they were; every other failure goes through `classify`. An abort stops the
+ * reading at once, even from a source that ignores the signal.
+ */
+export const consume = async <T>(
+  source: AsyncIterable<Uint8Array>,
+  signal: AbortSignal,
+  sink: (chunks: AsyncIterable<Buffer>) => Promise<T>,
+  classify: (cause: unknown) => unknown,
+): Promise<T> => {
+  let sourceFailure: { cause: unknown } | undefined;
+  // One listener per read, removed when it settles: racing every read against one long-lived abort promise
+  // would keep every chunk reachable from that promise until the download ends.
+  const read = (iterator: AsyncIterator<Uint8Array>): Promise<IteratorResult<Uint8Array>> =>
+    new Promise((resolve, reject) => {
+      // The abort reason: an AbortError unless whoever aborted chose another.
+      const onAbort = (): void => reject(signal.reason as Error);
+      if (signal.aborted) {
+        onAbort();
+        return;
+      }
+      signal.addEventListener('abort', onAbort, { once: true });
+      iterator
+        .next()
+        .then(resolve, reject)
+        .finally(() => signal.removeEventListener('abort', onAbort));
+    });
+  async function* chunks(): AsyncGenerator<Buffer> {
+    const iterator = source[Symbol.asyncIterator]();
+    try {
+      for (let next = await read(iterator); next.done !== true; next = await read(iterator)) {
+        yield Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength);
+      }
+    } catch (cause) {
+      if (!signal.aborted) sourceFailure = { cause };
+      throw cause;
+    } finally {
+      // Not awaited: a source stuck in a read finishes its return() only when that read does.
+      iterator.return?.().catch(() => undefined);
+    }
+  }
+  try {
+    return await sink(chunks());
+  } catch (cause) {
+    if (sourceFailure !== undefined) throw sourceFailure.cause;
+    if (signal.aborted) throw cause;
+    throw classify(cause);
+  }
+};
+
+/**
+ * Streams `source` into the file `to`, which must not exist yet (a second write of one name fails, never
+ * replaces). Failures of writing are fsErrors naming `what`; see `consume` for those of the source and the signal.
+ */
+export const writeNewFile = (
+  source: AsyncIterable<Uint8Array>,
+  to: string,
+  signal: AbortSignal,
+  what: string,
+): Promise<void> =>
+  consume(
+    source,
+    signal,
+    (chunks) => pipeline(chunks, createWriteStream(to, { flags: 'wx' }), { signal }),
+    (cause) => fsError(what, cause),
+  );
 
 /** Runs `run` over `items`, at most `limit` at a time; the first failure is thrown once all running ones end. */
 export const forEachLimited = async <T>(

@@ -1,5 +1,11 @@
 /** httpCall: one fetch with a timeout and the caller's AbortSignal, whose failures come out as EffectErrors. */
+import { isLeft } from 'fp-ts/Either';
+import type * as t from 'io-ts';
+import { PathReporter } from 'io-ts/PathReporter';
 import { EffectError, httpStatusError, permanentError, retryableError } from '../core/errors';
+import { parseJson } from '../core/json';
+import { redactUri } from '../core/storage-uri';
+import { transportError } from './transport-error';
 
 /** A request: fetch's options plus what the call is (for messages), its timeout and the caller's signal. */
 export interface HttpCallInit extends Omit<RequestInit, 'signal'> {
@@ -23,9 +29,6 @@ export interface HttpCallResponse {
 const maxErrorBodyBytes = 64 * 1024;
 const defaultMaxBodyBytes = 16 * 1024 * 1024;
 
-// undici wraps transport failures as `TypeError('fetch failed', { cause })`; these causes can never succeed later.
-const permanentCauseCodes = new Set(['ERR_INVALID_URL', 'ERR_INVALID_ARG_TYPE', 'ERR_INVALID_PROTOCOL']);
-
 /**
  * Sends one request and resolves with the response whatever its status; the caller decides which statuses
  * succeed. Network failures, timeouts and aborts reject with a retryable EffectError, a URL that cannot be
@@ -33,28 +36,40 @@ const permanentCauseCodes = new Set(['ERR_INVALID_URL', 'ERR_INVALID_ARG_TYPE', 
  */
 export const httpCall = async (url: string, init: HttpCallInit): Promise<HttpCallResponse> => {
   const { what, timeoutMs, signal, ...requestInit } = init;
-  if (signal.aborted) throw abortedError(what, signal.reason);
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch (cause) {
-    throw permanentError(`${what}: invalid URL ${JSON.stringify(url)}`, cause);
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw permanentError(`${what}: unsupported URL protocol ${parsed.protocol}`);
-  }
-  if (parsed.username !== '' || parsed.password !== '') {
-    // fetch refuses these outright with a vague TypeError; say why.
-    throw permanentError(`${what}: URLs with user:password are not supported; send a header instead`);
-  }
+  if (signal.aborted) throw transportError(signal.reason, { what, aborted: true });
+  const parsed = httpUrl(url, what);
   const timeout = AbortSignal.timeout(timeoutMs);
   const timedOut = (): boolean => timeout.aborted && !signal.aborted;
   try {
     const response = await fetch(parsed, { ...requestInit, signal: AbortSignal.any([signal, timeout]) });
     return { response, init, timedOut };
   } catch (cause) {
-    throw transportError(cause, init, timedOut());
+    throw transportFailure(cause, init, timedOut());
   }
+};
+
+/**
+ * `url` (relative to `base`, if given) parsed, when fetch can use it: an unparseable URL or one with user:password is a permanent `invalid-uri`
+ * (fetch refuses credentials in URLs with a vague TypeError; say why), another protocol `unsupported-scheme`.
+ * Messages show the URL redacted.
+ */
+export const httpUrl = (url: string, what: string, base?: URL): URL => {
+  let parsed: URL;
+  try {
+    parsed = new URL(url, base);
+  } catch (cause) {
+    throw permanentError('invalid-uri', `${what}: invalid URL ${JSON.stringify(redactUri(url))}`, cause);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw permanentError('unsupported-scheme', `${what}: unsupported URL protocol ${parsed.protocol}`);
+  }
+  if (parsed.username !== '' || parsed.password !== '') {
+    throw permanentError(
+      'invalid-uri',
+      `${what}: URLs with user:password are not supported; send a header instead`,
+    );
+  }
+  return parsed;
 };
 
 /** Reads the body as text (at most `maxBytes`); a reset, timeout or abort half-way is a retryable EffectError. */
@@ -66,15 +81,35 @@ export const readText = async (
     return await readCapped(response, maxBytes);
   } catch (cause) {
     if (cause instanceof BodyTooLarge) {
-      throw retryableError(`${init.what}: response body is larger than ${maxBytes} bytes`);
+      throw retryableError('too-large', `${init.what}: response body is larger than ${maxBytes} bytes`);
     }
-    throw transportError(cause, init, timedOut());
+    throw transportFailure(cause, init, timedOut());
   }
 };
 
-/** The EffectError for a failure while streaming the body yourself (e.g. into a file): timeout, abort or reset. */
-export const bodyFailure = (cause: unknown, { init, timedOut }: HttpCallResponse): EffectError =>
-  transportError(cause, init, timedOut());
+/**
+ * Reads the body as JSON of type `codec`. A body that is not JSON, or not `expected`, is a retryable
+ * `invalid-response`: a server mid-restart, or a proxy in front of it, may answer with anything.
+ */
+export const readJson = async <A>(
+  call: HttpCallResponse,
+  codec: t.Decoder<unknown, A>,
+  expected: string,
+): Promise<A> => {
+  const { what } = call.init;
+  const text = await readText(call);
+  const json = parseJson(text);
+  if (isLeft(json)) {
+    const shown = text.trim().slice(0, 200);
+    throw retryableError('invalid-response', `${what} returned a body that is not JSON: ${shown}`);
+  }
+  const decoded = codec.decode(json.right);
+  if (isLeft(decoded)) {
+    const problems = PathReporter.report(decoded).slice(0, 3).join('; ');
+    throw retryableError('invalid-response', `${what} returned a body that is not ${expected}: ${problems}`);
+  }
+  return decoded.right;
+};
 
 /** Discards the body so the connection can be reused; a failure here cannot change the outcome. */
 export const discardBody = async ({ response }: HttpCallResponse): Promise<void> => {
@@ -85,78 +120,40 @@ export const discardBody = async ({ response }: HttpCallResponse): Promise<void>
  * The EffectError for a status the caller does not accept: retryable or not by httpStatusError's rule, its
  * message carrying the server's own reason (`{"error": ...}`, TorchServe's `{"message": ...}`, or the text).
  */
-export const statusError = async (call: HttpCallResponse): Promise<EffectError> => {
+export const statusError = (call: HttpCallResponse): Promise<EffectError> =>
+  responseStatusError(call.init.what, call.response);
+
+/** statusError for a bare fetch Response, named `what`. */
+export const responseStatusError = async (what: string, response: Response): Promise<EffectError> => {
   let body = '';
   try {
-    body = await readCapped(call.response, maxErrorBodyBytes, true);
+    body = await readCapped(response, maxErrorBodyBytes, true);
   } catch {
     // The status alone already says what went wrong; a body that cannot be read adds nothing.
   }
-  return httpStatusError(call.init.what, call.response.status, errorText(body));
+  return httpStatusError(what, response.status, errorText(body));
 };
 
 /** The server's reason in an error body: the `error`, `message` or `detail` string of a JSON object, else the text. */
 export const errorText = (body: string): string => {
   const text = body.trim();
-  if (text.startsWith('{')) {
-    try {
-      const json: unknown = JSON.parse(text);
-      if (typeof json === 'object' && json !== null) {
-        const fields = json as Record<string, unknown>;
-        for (const key of ['error', 'message', 'detail']) {
-          const value = fields[key];
-          if (typeof value === 'string' && value.trim() !== '') return value.trim();
-        }
-      }
-    } catch {
-      // Not JSON after all: fall through to the raw text.
+  const json = text.startsWith('{') ? parseJson(text) : undefined;
+  if (json !== undefined && !isLeft(json) && typeof json.right === 'object' && json.right !== null) {
+    const fields = json.right as Record<string, unknown>;
+    for (const key of ['error', 'message', 'detail']) {
+      const value = fields[key];
+      if (typeof value === 'string' && value.trim() !== '') return value.trim();
     }
   }
   return text.replace(/\s+/g, ' ');
 };
 
-/** The retryable (or, for an unusable URL, permanent) EffectError for a request that got no complete answer. */
-const transportError = (cause: unknown, init: HttpCallInit, timedOut: boolean): EffectError => {
-  if (cause instanceof EffectError) return cause;
-  if (init.signal.aborted) return abortedError(init.what, cause);
-  if (timedOut) return retryableError(`${init.what} timed out after ${init.timeoutMs} ms`, cause);
-  const detail = describeCause(cause);
-  const code = causeCode(cause);
-  return code !== undefined && permanentCauseCodes.has(code)
-    ? permanentError(`${init.what} failed: ${detail}`, cause)
-    : retryableError(`${init.what} failed: ${detail}`, cause);
-};
-
-const abortedError = (what: string, cause: unknown): EffectError => retryableError(`${what} aborted`, cause);
-
-// `fetch failed` says nothing; the useful part (`connect ECONNREFUSED 127.0.0.1:8000`) is in the cause chain.
-// Duck-typed, not `instanceof Error`: undici's errors may come from another realm (jest, vm contexts).
-const describeCause = (cause: unknown): string => {
-  const messages: string[] = [];
-  for (const c of causeChain(cause)) {
-    if (typeof c.message === 'string' && c.message !== '' && c.message !== 'fetch failed') {
-      messages.push(c.message);
-    }
-  }
-  return messages.length > 0 ? messages.join(': ') : String(cause);
-};
-
-const causeCode = (cause: unknown): string | undefined =>
-  causeChain(cause)
-    .map((c) => c.code)
-    .find((code): code is string => typeof code === 'string');
-
-const causeChain = (cause: unknown): Array<{ message?: unknown; code?: unknown }> => {
-  const chain: Array<{ message?: unknown; code?: unknown; cause?: unknown }> = [];
-  let link = cause;
-  // Bounded: a cause chain can loop.
-  while (typeof link === 'object' && link !== null && chain.length < 5) {
-    const error = link as { message?: unknown; code?: unknown; cause?: unknown };
-    chain.push(error);
-    link = error.cause;
-  }
-  return chain;
-};
+const transportFailure = (cause: unknown, init: HttpCallInit, timedOut: boolean): EffectError =>
+  transportError(cause, {
+    what: init.what,
+    aborted: init.signal.aborted,
+    timeout: timedOut ? `timed out after ${init.timeoutMs} ms` : undefined,
+  });
 
 // Thrown inside readCapped only; readText turns it into a message that names the call.
 class BodyTooLarge extends Error {}

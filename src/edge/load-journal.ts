@@ -20,7 +20,10 @@ export const loadJournal = (options: { readonly root: string }): LoadJournal => 
   const entryOf = (name: ModelName): string => {
     const problem = modelNameProblem(name);
     if (problem !== undefined || basename(name) !== name) {
-      throw permanentError(`refusing journal entry for ${JSON.stringify(name)}: ${problem ?? 'not a name'}`);
+      throw permanentError(
+        'refused',
+        `refusing journal entry for ${JSON.stringify(name)}: ${problem ?? 'not a name'}`,
+      );
     }
     return join(dir, name);
   };
@@ -34,7 +37,8 @@ export const loadJournal = (options: { readonly root: string }): LoadJournal => 
     return result;
   };
 
-  const confirmed: LoadJournal['confirmed'] = (name) => {
+  // async, so a refused name rejects like every other failure instead of throwing at the call.
+  const confirmed: LoadJournal['confirmed'] = async (name) => {
     const entry = entryOf(name);
     return inOrder(() =>
       step(`cannot record the load of ${name}`, async () => {
@@ -58,7 +62,7 @@ export const loadJournal = (options: { readonly root: string }): LoadJournal => 
     );
 
   return {
-    starting: (name) => {
+    starting: async (name) => {
       const entry = entryOf(name);
       return inOrder(() =>
         step(`cannot record the load of ${name}`, async () => {

@@ -1,16 +1,15 @@
 /** modelDirStore: the model directory M, filled through staging dirs and renames so no one sees half a model. */
-import { createHash, randomBytes } from 'node:crypto';
-import { chmod, lstat, mkdir, mkdtemp, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { isLeft } from 'fp-ts/Either';
-import { errorCode, errorMessage, permanentError } from '../core/errors';
-import { canonicalSpecJson, decodeMarker, markerPrefix, specIdentityJson } from '../core/marker';
+import { permanentError } from '../core/errors';
 import type { ModelSpec } from '../core/model-config';
 import { modelNameProblem, type ModelName } from '../core/model-name';
-import { specEquals, specToJson } from '../core/snapshot';
+import { specToJson } from '../core/snapshot';
 import type { Installed, ModelStore } from '../ports';
 import { forEachLimited, fsError, isMissing, step, syncPath, syncTree } from './durable-fs';
 import type { Logger } from './logger';
+import { readDirState, writeMarker, type DirState } from './marker-file';
 
 /** Where the store lives and where it logs. */
 export interface ModelDirOptions {
@@ -22,70 +21,17 @@ export interface ModelDirOptions {
 const stagingPrefix = '.tmp-';
 const asidePrefix = '.old-';
 const lostAndFound = 'lost+found';
-const maxMarkerBytes = 64 * 1024;
 const recoverConcurrency = 8;
 // The model server usually runs as another user; mkdtemp creates 0700.
 const modelDirMode = 0o755;
-
-const markerName = (spec: ModelSpec): string =>
-  markerPrefix + createHash('sha256').update(specIdentityJson(spec)).digest('hex');
-
-const writeMarker = (dir: string, spec: ModelSpec): Promise<void> => {
-  const file = join(dir, markerName(spec));
-  return step(`cannot write the marker ${file}`, async () => {
-    const handle = await open(file, 'wx', 0o644);
-    try {
-      await handle.writeFile(canonicalSpecJson(spec));
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  });
-};
 
 /** A short readable form of the name for temporary dir names, well inside NAME_MAX even for 255-byte names. */
 const nameTag = (name: string): string => Array.from(name).slice(0, 48).join('');
 
 const randomSuffix = (): string => randomBytes(6).toString('hex');
 
-/** A model dir as found on disk. */
-type DirState =
-  | { readonly _tag: 'Valid'; readonly file: string; readonly spec: ModelSpec }
-  | { readonly _tag: 'NoMarker' }
-  | { readonly _tag: 'Ambiguous'; readonly files: ReadonlyArray<string> }
-  | { readonly _tag: 'Corrupt'; readonly file: string; readonly reason: string };
-
-const readMarker = async (file: string): Promise<DirState> => {
-  try {
-    const { size } = await lstat(file);
-    if (size > maxMarkerBytes) {
-      return { _tag: 'Corrupt', file, reason: `larger than ${maxMarkerBytes} bytes` };
-    }
-    const spec = decodeMarker(await readFile(file, 'utf8'));
-    return isLeft(spec)
-      ? { _tag: 'Corrupt', file, reason: spec.left }
-      : { _tag: 'Valid', file, spec: spec.right };
-  } catch (cause) {
-    return { _tag: 'Corrupt', file, reason: errorMessage(cause) };
-  }
-};
-
-// Only the markers directly inside the dir count (KServe attributed nested ones to the nested dir's name).
-const readDirState = async (dir: string): Promise<DirState> => {
-  const entries = await readdir(dir, { withFileTypes: true });
-  const markers = entries
-    .filter((entry) => entry.isFile() && entry.name.startsWith(markerPrefix))
-    .map((entry) => join(dir, entry.name))
-    .sort();
-  if (markers.length === 0) return { _tag: 'NoMarker' };
-  if (markers.length > 1) return { _tag: 'Ambiguous', files: markers };
-  return readMarker(markers[0]!);
-};
-
 /** The local model directory `M` as a ModelStore; see ports.ts for the contract. */
-export const modelDirStore = (
-  options: ModelDirOptions,
-): ModelStore & { has(name: ModelName, spec: ModelSpec): Promise<boolean> } => {
+export const modelDirStore = (options: ModelDirOptions): ModelStore => {
   const root = resolve(options.root);
   const log = options.log.child({ component: 'model-dir' });
 
@@ -95,6 +41,7 @@ export const modelDirStore = (
     const problem = modelNameProblem(name);
     if (problem !== undefined || dirname(dir) !== root || basename(dir) !== name) {
       throw permanentError(
+        'refused',
         `refusing model dir for ${JSON.stringify(name)}: ${problem ?? 'outside the model dir'}`,
       );
     }
@@ -108,7 +55,7 @@ export const modelDirStore = (
       await rename(path, aside);
       return aside;
     } catch (cause) {
-      if (errorCode(cause) === 'ENOENT') return undefined;
+      if (isMissing(cause)) return undefined;
       throw fsError(`cannot move ${path} aside`, cause);
     }
   };
@@ -208,28 +155,6 @@ export const modelDirStore = (
     }
   };
 
-  const isFile = async (path: string): Promise<boolean> => {
-    try {
-      return (await lstat(path)).isFile();
-    } catch (cause) {
-      if (isMissing(cause)) return false;
-      throw fsError(`cannot stat ${path}`, cause);
-    }
-  };
-
-  // The exact marker is the fast path; a KServe-written marker (another hash) counts when its spec is equal.
-  const has = async (name: ModelName, spec: ModelSpec): Promise<boolean> => {
-    const dir = modelDir(name);
-    if (await isFile(join(dir, markerName(spec)))) return true;
-    try {
-      const state = await readDirState(dir);
-      return state._tag === 'Valid' && specEquals(state.spec, spec);
-    } catch (cause) {
-      if (isMissing(cause)) return false;
-      throw fsError(`cannot list ${dir}`, cause);
-    }
-  };
-
   const remove: ModelStore['remove'] = async (name) => discard(modelDir(name), name);
 
   const deleteModelDir = async (dir: string, name: string): Promise<void> => {
@@ -301,5 +226,5 @@ export const modelDirStore = (
     return new Map([...snapshot].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   };
 
-  return { recover, has, install, remove };
+  return { recover, install, remove };
 };

@@ -1,12 +1,22 @@
 /** torchServeModelServer: the ModelServer port over TorchServe's management API (register, unregister, list). */
 import { readFile } from 'node:fs/promises';
-import * as t from 'io-ts';
-import { PathReporter } from 'io-ts/PathReporter';
 import { isLeft } from 'fp-ts/Either';
-import { httpStatusError, permanentError, retryableError } from '../core/errors';
+import * as t from 'io-ts';
+import { EffectError, httpStatusError, permanentError, retryableError } from '../core/errors';
+import { parseJson } from '../core/json';
 import type { ModelName } from '../core/model-name';
+import { redactUri } from '../core/storage-uri';
 import type { ModelServer } from '../ports';
-import { discardBody, errorText, httpCall, readText, statusError, type HttpCallResponse } from './http-call';
+import { fsError, isMissing } from './durable-fs';
+import {
+  discardBody,
+  errorText,
+  httpCall,
+  readJson,
+  readText,
+  statusError,
+  type HttpCallResponse,
+} from './http-call';
 
 /** Where the management API listens, how long calls may take, and where its key is. */
 export interface TorchServeModelServerOptions {
@@ -46,6 +56,8 @@ const ListModelsResponse = t.intersection(
  */
 export const torchServeModelServer = (options: TorchServeModelServerOptions): ModelServer => {
   const base = options.baseUrl.replace(/\/+$/, '');
+  // Messages name the server without the user info or query its URL may carry.
+  const shown = redactUri(base);
   const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
   const loadTimeoutMs = options.loadTimeoutMs ?? options.timeoutMs ?? defaultLoadTimeoutMs;
   const { tokenFile } = options;
@@ -66,15 +78,14 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
     const text = errorText(await readText(result, maxErrorBodyBytes).catch(() => ''));
     if (status === 401 || tokenRejected.test(text)) {
       // TorchServe keys expire and get replaced in the key file: the next attempt re-reads it, so retry.
-      throw retryableError(
-        `${what}: TorchServe rejected the token from ${tokenFile} (${text}); will re-read it`,
-      );
+      const message = `${what}: TorchServe rejected the token from ${tokenFile} (${text}); will re-read it`;
+      throw retryableAnyway(httpStatusError(what, status), message);
     }
     throw httpStatusError(what, status, text);
   };
 
   const unregister = async (name: ModelName, signal: AbortSignal): Promise<void> => {
-    const what = `TorchServe unregister of "${name}" (${base})`;
+    const what = `TorchServe unregister of "${name}" (${shown})`;
     const result = await call(
       'DELETE',
       `${base}/models/${encodeURIComponent(name)}`,
@@ -86,13 +97,13 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
     if (result.response.ok || status === 404) return discardBody(result);
     const error = await statusError(result);
     // 409: an unregistration of this model is already in progress; it will be over by the next attempt.
-    throw status === 409 ? retryableError(error.message) : error;
+    throw status === 409 ? retryableAnyway(error) : error;
   };
 
   return {
     load: async (name, replacing, signal) => {
       if (replacing) await unregister(name, signal);
-      const what = `TorchServe register of "${name}" (${base})`;
+      const what = `TorchServe register of "${name}" (${shown})`;
       const query = new URLSearchParams({
         url: name,
         model_name: name,
@@ -106,7 +117,7 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
       if (status !== 409) throw error;
       // Already registered: the wanted state, unless we just unregistered it and someone registered it again.
       if (!replacing) return;
-      throw retryableError(`${error.message} (right after unregistering it for the replacement)`);
+      throw retryableAnyway(error, `${error.message} (right after unregistering it for the replacement)`);
     },
 
     unload: unregister,
@@ -117,10 +128,10 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
       for (let page = 0; page < maxPages; page++) {
         const query = new URLSearchParams({ limit: String(pageSize) });
         if (pageToken !== undefined) query.set('next_page_token', pageToken);
-        const what = `TorchServe model list (${base})`;
+        const what = `TorchServe model list (${shown})`;
         const result = await call('GET', `${base}/models?${query.toString()}`, what, timeoutMs, signal);
         if (!result.response.ok) throw await statusError(result);
-        const body = decodeList(what, await readText(result));
+        const body = await readJson(result, ListModelsResponse, 'a model list');
         for (const model of body.models) names.add(model.modelName);
         const next = body.nextPageToken;
         if (next === undefined || next === null || String(next) === '' || String(next) === pageToken) {
@@ -128,49 +139,44 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
         }
         pageToken = String(next);
       }
-      throw retryableError(`TorchServe model list (${base}) still had more pages after ${maxPages}`);
+      throw retryableError(
+        'invalid-response',
+        `TorchServe model list (${shown}) still had more pages after ${maxPages}`,
+      );
     },
   };
 };
 
-const decodeList = (what: string, text: string): t.TypeOf<typeof ListModelsResponse> => {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch (cause) {
-    throw retryableError(`${what} returned a body that is not JSON: ${text.trim().slice(0, 200)}`, cause);
-  }
-  const decoded = ListModelsResponse.decode(body);
-  if (isLeft(decoded)) {
-    const problems = PathReporter.report(decoded).slice(0, 3).join('; ');
-    throw retryableError(`${what} returned a body that is not a model list: ${problems}`);
-  }
-  return decoded.right;
-};
+/** `error` with its kind and status, but retryable: for failures that here mean "not yet". */
+const retryableAnyway = (error: EffectError, message = error.message): EffectError =>
+  new EffectError(message, true, { kind: error.kind, status: error.status, cause: error.cause });
 
 /**
  * The management token in `file`: `management.key` of TorchServe's key file, or the whole (trimmed) text.
  * A missing, empty or half-written file is retryable: TorchServe writes the key file when it starts.
  */
 const readToken = async (file: string): Promise<string> => {
+  const what = `cannot read the TorchServe token file ${file}`;
   let text: string;
   try {
     text = (await readFile(file, 'utf8')).trim();
   } catch (cause) {
-    const code = (cause as { code?: unknown }).code;
-    throw retryableError(`cannot read the TorchServe token file ${file}: ${String(code ?? cause)}`, cause);
+    // Missing is "not yet" here, whatever it means elsewhere: TorchServe writes the file when it starts.
+    throw isMissing(cause) ? retryableAnyway(fsError(what, cause)) : fsError(what, cause);
   }
-  if (text === '') throw retryableError(`the TorchServe token file ${file} is empty`);
+  if (text === '') throw retryableError('filesystem', `the TorchServe token file ${file} is empty`);
   if (!text.startsWith('{')) return text;
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (cause) {
-    throw retryableError(`the TorchServe token file ${file} is not valid JSON (being rewritten?)`, cause);
+  // Never quote the file or JSON.parse's message: it holds the keys.
+  const json = parseJson(text);
+  if (isLeft(json)) {
+    throw retryableError(
+      'filesystem',
+      `the TorchServe token file ${file} is not valid JSON (being rewritten?)`,
+    );
   }
-  const key = (json as { management?: { key?: unknown } } | null)?.management?.key;
+  const key = (json.right as { management?: { key?: unknown } } | null)?.management?.key;
   if (typeof key === 'string' && key !== '') return key;
-  throw permanentError(`the TorchServe key file ${file} has no management.key`);
+  throw permanentError('not-found', `the TorchServe key file ${file} has no management.key`);
 };
 
 // TorchServe answers a missing or wrong key with 400 "Token Authorization failed..." (TokenAuthorizationHandler);

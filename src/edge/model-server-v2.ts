@@ -1,11 +1,9 @@
 /** v2ModelServer: the ModelServer port over the Open Inference Protocol model-repository extension. */
 import * as t from 'io-ts';
-import { PathReporter } from 'io-ts/PathReporter';
-import { isLeft } from 'fp-ts/Either';
-import { retryableError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
+import { redactUri } from '../core/storage-uri';
 import type { ModelServer } from '../ports';
-import { discardBody, httpCall, readText, statusError, type HttpCallResponse } from './http-call';
+import { discardBody, httpCall, readJson, statusError, type HttpCallResponse } from './http-call';
 
 /** Where the server listens and how long calls may take. */
 export interface V2ModelServerOptions {
@@ -32,6 +30,8 @@ const RepositoryIndex = t.array(RepositoryIndexEntry, 'RepositoryIndex');
  */
 export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   const base = options.baseUrl.replace(/\/+$/, '');
+  // Messages name the server without the user info or query its URL may carry.
+  const shown = redactUri(base);
   const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
   const loadTimeoutMs = options.loadTimeoutMs ?? options.timeoutMs ?? defaultLoadTimeoutMs;
   const modelUrl = (name: ModelName, action: 'load' | 'unload'): string =>
@@ -41,14 +41,14 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
 
   return {
     load: async (name, _replacing, signal) => {
-      const what = `model server load of "${name}" (${base})`;
+      const what = `model server load of "${name}" (${shown})`;
       const call = await post(modelUrl(name, 'load'), what, loadTimeoutMs, signal);
       if (!call.response.ok) throw await statusError(call);
       await discardBody(call);
     },
 
     unload: async (name, signal) => {
-      const what = `model server unload of "${name}" (${base})`;
+      const what = `model server unload of "${name}" (${shown})`;
       const call = await post(modelUrl(name, 'unload'), what, timeoutMs, signal);
       // MLServer and the KServe server answer 404 for a model they do not have loaded: that is the goal.
       if (!call.response.ok && call.response.status !== 404) throw await statusError(call);
@@ -56,23 +56,12 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     },
 
     loadedModels: async (signal) => {
-      const what = `model server index (${base})`;
+      const what = `model server index (${shown})`;
       const call = await post(`${base}/v2/repository/index`, what, timeoutMs, signal);
       if (!call.response.ok) throw await statusError(call);
-      const text = await readText(call);
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch (cause) {
-        throw retryableError(`${what} returned a body that is not JSON: ${text.trim().slice(0, 200)}`, cause);
-      }
-      const decoded = RepositoryIndex.decode(body);
-      if (isLeft(decoded)) {
-        const problems = PathReporter.report(decoded).slice(0, 3).join('; ');
-        throw retryableError(`${what} returned a body that is not a list of {name, state}: ${problems}`);
-      }
+      const index = await readJson(call, RepositoryIndex, 'a list of {name, state}');
       // Triton lists one entry per version: a model is loaded when any of its versions is ready.
-      return new Set(decoded.right.filter((m) => m.state.toUpperCase() === 'READY').map((m) => m.name));
+      return new Set(index.filter((m) => m.state.toUpperCase() === 'READY').map((m) => m.name));
     },
   };
 };

@@ -1,31 +1,20 @@
-/** localStorage: the StorageProvider for local paths and file:// URLs (a mounted volume holding the model). */
-import { createReadStream, createWriteStream, type Dirent } from 'node:fs';
+/** localFileStorage: the StorageProvider for local paths and file:// URLs (a mounted volume holding the model). */
+import { createReadStream, type Dirent } from 'node:fs';
 import { lstat, mkdir, readdir, realpath, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { EffectError, errorCode, errorMessage, permanentError, retryableError } from '../core/errors';
+import { errorCode, permanentError, retryableError } from '../core/errors';
+import { redactUri } from '../core/storage-uri';
 import type { StorageProvider } from '../ports';
-
-// A missing or forbidden source stays so until someone changes the volume or the spec; anything else
-// (EIO, ENOSPC, EMFILE, a file vanishing mid-copy) may pass.
-const permanentCodes = new Set(['ENOENT', 'ENOTDIR', 'EACCES', 'EPERM', 'ELOOP', 'ENAMETOOLONG']);
-
-const toCopyError = (cause: unknown, what: string): EffectError => {
-  if (cause instanceof EffectError) return cause;
-  const message = `${what}: ${errorMessage(cause)}`;
-  const code = errorCode(cause);
-  return code !== undefined && permanentCodes.has(code)
-    ? permanentError(message, cause)
-    : retryableError(message, cause);
-};
+import { archiveFormatOf, extractFile } from './archive/extract';
+import { fsError, isMissing, writeNewFile } from './durable-fs';
 
 const sourcePathOf = (uri: string): string => {
   if (uri.startsWith('/')) return path.resolve(uri);
   try {
     return fileURLToPath(uri);
   } catch (cause) {
-    throw permanentError(`${uri} is not a local path or file:// URL`, cause);
+    throw permanentError('invalid-uri', `${redactUri(uri)} is not a local path or file:// URL`, cause);
   }
 };
 
@@ -34,12 +23,8 @@ const isInside = (root: string, candidate: string): boolean => {
   return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
 };
 
-const copyFile = (from: string, to: string, signal: AbortSignal): Promise<void> =>
-  // Streams rather than fs.copyFile: a multi-GiB copy must stop when the signal aborts.
-  pipeline(createReadStream(from), createWriteStream(to, { flags: 'wx' }), { signal });
-
 const throwIfAborted = (signal: AbortSignal, what: string): void => {
-  if (signal.aborted) throw retryableError(`${what} aborted`, signal.reason);
+  if (signal.aborted) throw retryableError('aborted', `${what} aborted`, signal.reason);
 };
 
 interface Tree {
@@ -49,18 +34,21 @@ interface Tree {
   readonly what: string;
 }
 
+// Streams rather than fs.copyFile: a multi-GiB copy must stop when the signal aborts.
+const copyFile = (tree: Tree, from: string, to: string): Promise<void> =>
+  writeNewFile(createReadStream(from), to, tree.signal, tree.what);
+
 const copyLink = async (tree: Tree, from: string, to: string): Promise<void> => {
   let resolved: string;
   try {
     resolved = await realpath(from);
   } catch (cause) {
-    throw permanentError(
-      `refusing symlink ${from}: it cannot be resolved (${errorCode(cause) ?? 'error'})`,
-      cause,
-    );
+    const why = `it cannot be resolved (${errorCode(cause) ?? 'error'})`;
+    throw permanentError('refused', `refusing symlink ${from}: ${why}`, cause);
   }
   if (!isInside(tree.sourceRoot, resolved)) {
-    throw permanentError(`refusing symlink ${from}: it points to ${resolved}, outside ${tree.sourceRoot}`);
+    const why = `it points to ${resolved}, outside ${tree.sourceRoot}`;
+    throw permanentError('refused', `refusing symlink ${from}: ${why}`);
   }
   // Relative, so the link survives the model store renaming the target dir into place.
   const mirrored = path.join(tree.targetRoot, path.relative(tree.sourceRoot, resolved));
@@ -72,12 +60,12 @@ const copyEntry = async (tree: Tree, entry: Dirent, from: string, to: string): P
     await mkdir(to, { mode: 0o755 });
     await copyDir(tree, from, to);
   } else if (entry.isFile()) {
-    await copyFile(from, to, tree.signal);
+    await copyFile(tree, from, to);
   } else if (entry.isSymbolicLink()) {
     await copyLink(tree, from, to);
   } else {
     // Reading a FIFO would block forever; sockets and devices are not model files.
-    throw permanentError(`refusing ${from}: not a regular file, directory or symlink`);
+    throw permanentError('refused', `refusing ${from}: not a regular file, directory or symlink`);
   }
 };
 
@@ -90,6 +78,35 @@ const copyDir = async (tree: Tree, from: string, to: string): Promise<void> => {
   }
 };
 
+/** Copies the file or tree at `source` into `targetDir`, or extracts it when its name says it is an archive. */
+const copy = async (source: string, targetDir: string, signal: AbortSignal, what: string): Promise<void> => {
+  // The named path itself may be a symlink (a mounted volume's `..data`): the user chose it, so follow it.
+  const sourceRoot = await realpath(source);
+  const targetRoot = await realpath(targetDir);
+  const info = await stat(sourceRoot);
+  if (info.isFile()) {
+    // As KServe's storage initializer: a local .tar, .tar.gz, .tgz or .zip is unpacked, any other file copied.
+    const format = archiveFormatOf(path.basename(source));
+    if (format !== undefined) {
+      await extractFile(sourceRoot, format, targetRoot, { what: `extracting ${source}`, signal });
+    } else {
+      await copyFile(
+        { sourceRoot, targetRoot, signal, what },
+        sourceRoot,
+        path.join(targetRoot, path.basename(source)),
+      );
+    }
+    return;
+  }
+  if (!info.isDirectory()) {
+    throw permanentError('refused', `refusing ${source}: not a regular file or directory`);
+  }
+  if (isInside(sourceRoot, targetRoot)) {
+    throw permanentError('refused', `refusing to copy ${source} into ${targetDir}, which lies inside it`);
+  }
+  await copyDir({ sourceRoot, targetRoot, signal, what }, sourceRoot, targetRoot);
+};
+
 const download = async (uri: string, targetDir: string, signal: AbortSignal): Promise<void> => {
   const source = sourcePathOf(uri);
   const what = `copying ${source}`;
@@ -97,34 +114,24 @@ const download = async (uri: string, targetDir: string, signal: AbortSignal): Pr
   try {
     await lstat(source);
   } catch (cause) {
-    throw errorCode(cause) === 'ENOENT'
-      ? permanentError(`local path ${source} does not exist`, cause)
-      : toCopyError(cause, what);
+    throw isMissing(cause)
+      ? permanentError('not-found', `local path ${source} does not exist`, cause)
+      : fsError(what, cause);
   }
   try {
-    // The named path itself may be a symlink (a mounted volume's `..data`): the user chose it, so follow it.
-    const sourceRoot = await realpath(source);
-    const targetRoot = await realpath(targetDir);
-    const info = await stat(sourceRoot);
-    if (info.isFile()) {
-      await copyFile(sourceRoot, path.join(targetRoot, path.basename(source)), signal);
-      return;
-    }
-    if (!info.isDirectory()) throw permanentError(`refusing ${source}: not a regular file or directory`);
-    if (isInside(sourceRoot, targetRoot)) {
-      throw permanentError(`refusing to copy ${source} into ${targetDir}, which lies inside it`);
-    }
-    await copyDir({ sourceRoot, targetRoot, signal, what }, sourceRoot, targetRoot);
+    await copy(source, targetDir, signal, what);
   } catch (cause) {
-    if (signal.aborted) throw retryableError(`${what} aborted`, signal.reason);
-    throw toCopyError(cause, what);
+    throwIfAborted(signal, what);
+    throw fsError(what, cause);
   }
 };
 
 /**
- * Copies a model from an absolute path or file:// URL: a file into `targetDir/<basename>`, a directory's
- * contents into `targetDir`. Symlinks that resolve inside the source tree are recreated as relative
- * symlinks to the copied entry (no duplication, no loops); symlinks leading outside it, or nowhere, fail the
- * download permanently, so a model cannot smuggle in files from elsewhere on the volume.
+ * Copies a model from an absolute path or file:// URL: a file into `targetDir/<basename>`, a `.tar`, `.tar.gz`,
+ * `.tgz` or `.zip` file extracted into `targetDir`, a directory's contents into `targetDir`. Symlinks that resolve
+ * inside the source tree are recreated as relative symlinks to the copied entry (no duplication, no loops);
+ * symlinks leading outside it, or nowhere, and special files fail the download permanently (`refused`), so a
+ * model cannot smuggle in files from elsewhere on the volume. A missing path is `not-found`, an fs failure
+ * `filesystem` (retryable when transient).
  */
-export const localStorage = (): StorageProvider => ({ schemes: ['file'], download });
+export const localFileStorage = (): StorageProvider => ({ schemes: ['file'], download });

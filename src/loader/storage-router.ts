@@ -5,8 +5,8 @@ import { parseStorageUri, redactUri } from '../core/storage-uri';
 import type { StorageProvider } from '../ports';
 
 /**
- * Downloads through the provider serving the URI's scheme. Bad URIs and unsupported schemes are permanent
- * errors: retrying cannot fix them, only a new spec can. Two providers claiming one scheme is a wiring bug.
+ * Downloads through the provider serving the URI's scheme. A bad URI (`invalid-uri`) and an unsupported scheme
+ * (`unsupported-scheme`) are permanent errors: retrying cannot fix them, only a new spec can. Two providers claiming one scheme is a wiring bug.
  */
 export const routeStorage = (
   providers: ReadonlyArray<StorageProvider>,
@@ -22,10 +22,11 @@ export const routeStorage = (
 
   return async (uri, targetDir, signal) => {
     const parsed = parseStorageUri(uri);
-    if (isLeft(parsed)) throw permanentError(parsed.left);
+    if (isLeft(parsed)) throw permanentError('invalid-uri', parsed.left);
     const provider = byScheme.get(parsed.right.scheme);
     if (provider === undefined) {
       throw permanentError(
+        'unsupported-scheme',
         `protocol not supported for storageUri ${redactUri(uri)}; supported: ${supported}`,
       );
     }

@@ -101,4 +101,23 @@ describe('loadJournal under concurrent loads', () => {
     await expect(Promise.all([cycle('a'), cycle('b')])).resolves.toEqual([undefined, undefined]);
     expect(await entries()).toEqual([]);
   });
+
+  it.each(['..', '../outside', 'a/b', '.hidden'])(
+    'refuses the entry for the name %j, writing nothing',
+    async (bad) => {
+      await expect(journal.starting(name(bad))).rejects.toMatchObject({ kind: 'refused', retryable: false });
+      await expect(journal.confirmed(name(bad))).rejects.toMatchObject({ kind: 'refused', retryable: false });
+      expect(await readdir(tmp)).toEqual(['models']);
+      expect(await entries()).toEqual([]);
+    },
+  );
+
+  it('fails with a permanent filesystem error when the model dir is a file', async () => {
+    await writeFile(join(tmp, 'file'), '');
+    const blocked = loadJournal({ root: join(tmp, 'file') });
+    await expect(blocked.starting(name('m1'))).rejects.toMatchObject({
+      kind: 'filesystem',
+      retryable: false,
+    });
+  });
 });

@@ -5,8 +5,9 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { EffectError, permanentError } from '../../src/core/errors';
-import { specToJson, type Snapshot } from '../../src/core/snapshot';
+import { permanentError } from '../../src/core/errors';
+import type { ModelSpec } from '../../src/core/model-config';
+import { specEquals, specToJson, type Snapshot } from '../../src/core/snapshot';
 import { modelDirStore } from '../../src/edge/model-dir';
 import { name, spec } from '../helpers/fixtures';
 
@@ -48,6 +49,8 @@ const live = (): AbortSignal => new AbortController().signal;
 const entries = async (dir = root): Promise<string[]> => (await readdir(dir)).sort();
 const asJson = (snapshot: Snapshot): Record<string, unknown> =>
   Object.fromEntries([...snapshot].map(([model, modelSpec]) => [model, specToJson(modelSpec)]));
+/** What a fresh store on `dir` finds installed: the store's one way of telling what is on disk. */
+const inPlace = (dir = root): Promise<Snapshot> => newStore(dir).recover();
 
 /** A model dir as KServe leaves it: files and a marker whose hash we cannot reproduce. */
 const kserveModel = async (model: string, marker: string | undefined, files: Record<string, string> = {}) => {
@@ -126,8 +129,7 @@ describe('modelDirStore install', () => {
     await installed.dropReplaced();
     expect(await entries()).toEqual(['model1']);
     await installed.dropReplaced(); // idempotent
-    expect(await store.has(name('model1'), specB)).toBe(true);
-    expect(await store.has(name('model1'), specA)).toBe(false);
+    expect(asJson(await inPlace())).toEqual({ model1: specToJson(specB) });
   });
 
   it('returns a dropReplaced that does nothing when there was no previous version', async () => {
@@ -137,7 +139,7 @@ describe('modelDirStore install', () => {
   });
 
   it('rejects with the EffectError of the fill and leaves no staging dir and no model dir', async () => {
-    const failure = permanentError('s3 returned HTTP 404');
+    const failure = permanentError('not-found', 's3 returned HTTP 404');
     const install = store.install(
       name('model1'),
       specA,
@@ -157,13 +159,18 @@ describe('modelDirStore install', () => {
     await expect(failing).rejects.toThrow('boom');
     expect(await entries()).toEqual(['model1']);
     expect(await readFile(join(root, 'model1', 'model.pt'), 'utf8')).toBe('v1');
-    expect(await store.has(name('model1'), specA)).toBe(true);
+    expect(asJson(await inPlace())).toEqual({ model1: specToJson(specA) });
   });
 
   it('turns a full disk in the fill into a retryable EffectError naming the staging dir', async () => {
     const enospc = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
     const install = store.install(name('model1'), specA, () => Promise.reject(enospc), live());
-    await expect(install).rejects.toMatchObject({ name: 'EffectError', retryable: true, cause: enospc });
+    await expect(install).rejects.toMatchObject({
+      name: 'EffectError',
+      kind: 'filesystem',
+      retryable: true,
+      cause: enospc,
+    });
     await expect(install).rejects.toThrow(join(root, '.tmp-model1-'));
     expect(await entries()).toEqual([]);
   });
@@ -172,7 +179,11 @@ describe('modelDirStore install', () => {
     await writeFile(join(tmp, 'file'), '');
     const blocked = newStore(join(tmp, 'file', 'models'));
     const install = blocked.install(name('model1'), specA, writeModel({}), live());
-    await expect(install).rejects.toMatchObject({ name: 'EffectError', retryable: false });
+    await expect(install).rejects.toMatchObject({
+      name: 'EffectError',
+      kind: 'filesystem',
+      retryable: false,
+    });
     await expect(install).rejects.toThrow(join(tmp, 'file', 'models'));
   });
 
@@ -229,68 +240,74 @@ describe('modelDirStore install', () => {
   it('creates the model dir when it is missing', async () => {
     const fresh = newStore(join(tmp, 'new', 'models'));
     await fresh.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
-    expect(await fresh.has(name('model1'), specA)).toBe(true);
+    expect(asJson(await inPlace(join(tmp, 'new', 'models')))).toEqual({ model1: specToJson(specA) });
   });
 
   it.each(['..', '../escape', 'a/b', '.hidden', ''])('refuses the model name %j', async (bad) => {
     const fill = jest.fn(() => Promise.resolve());
-    await expect(store.install(name(bad), specA, fill, live())).rejects.toBeInstanceOf(EffectError);
+    await expect(store.install(name(bad), specA, fill, live())).rejects.toMatchObject({
+      kind: 'refused',
+      retryable: false,
+    });
     expect(fill).not.toHaveBeenCalled();
     expect(await entries()).toEqual([]);
   });
 });
 
-describe('modelDirStore has', () => {
+describe('modelDirStore: what a fresh store recovers after an install', () => {
+  const installed = spec('s3://models/model1', '1Gi');
   beforeEach(async () => {
-    await store.install(
-      name('model1'),
-      spec('s3://models/model1', '1Gi'),
-      writeModel({ 'm.pt': 'w' }),
-      live(),
-    );
+    await store.install(name('model1'), installed, writeModel({ 'm.pt': 'w' }), live());
   });
 
-  it('is true for the installed spec', async () => {
-    expect(await store.has(name('model1'), spec('s3://models/model1', '1Gi'))).toBe(true);
+  const recoveredSpec = async (model: string, dir = root): Promise<ModelSpec | undefined> =>
+    (await inPlace(dir)).get(name(model));
+
+  it('is the installed spec', async () => {
+    expect(asJson(await inPlace())).toEqual({ model1: specToJson(installed) });
   });
 
-  it('is true for an equal spec written differently (1024Mi for 1Gi)', async () => {
-    expect(await store.has(name('model1'), spec('s3://models/model1', '1024Mi'))).toBe(true);
+  it('equals a spec written differently (1024Mi for 1Gi)', async () => {
+    const recovered = await recoveredSpec('model1');
+    expect(recovered !== undefined && specEquals(recovered, spec('s3://models/model1', '1024Mi'))).toBe(true);
   });
 
   it.each([
     ['storageUri', spec('s3://models/other', '1Gi')],
     ['framework', spec('s3://models/model1', '1Gi', 'onnx')],
     ['memory', spec('s3://models/model1', '2Gi')],
-  ])('is false when the %s differs', async (_, other) => {
-    expect(await store.has(name('model1'), other)).toBe(false);
+  ])('differs from a spec whose %s differs', async (_, other) => {
+    const recovered = await recoveredSpec('model1');
+    expect(recovered).toBeDefined();
+    expect(specEquals(recovered!, other)).toBe(false);
   });
 
-  it('is false for a model that is not installed', async () => {
-    expect(await store.has(name('model2'), specA)).toBe(false);
+  it('holds no model that is not installed', async () => {
+    expect(await recoveredSpec('model2')).toBeUndefined();
   });
 
-  it('is false for a dir without a marker', async () => {
+  it('holds no dir without a marker', async () => {
     await kserveModel('partial', undefined, { 'model.pt': 'half' });
-    expect(await store.has(name('partial'), specA)).toBe(false);
+    expect(await recoveredSpec('partial')).toBeUndefined();
   });
 
-  it('is false when the model dir itself is missing', async () => {
-    expect(await newStore(join(tmp, 'nowhere')).has(name('model1'), specA)).toBe(false);
+  it('is empty when the model dir itself is missing', async () => {
+    expect((await inPlace(join(tmp, 'nowhere'))).size).toBe(0);
   });
 
-  it('is true for a KServe marker (another hash) holding an equal spec, and false for another spec', async () => {
+  it('holds a KServe marker (another hash) with its spec, equal to ours and to no other', async () => {
     await kserveModel(
       'kserve1',
       '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}',
     );
-    expect(await store.has(name('kserve1'), specA)).toBe(true);
-    expect(await store.has(name('kserve1'), specB)).toBe(false);
+    const recovered = await recoveredSpec('kserve1');
+    expect(recovered !== undefined && specEquals(recovered, specA)).toBe(true);
+    expect(recovered !== undefined && specEquals(recovered, specB)).toBe(false);
   });
 
-  it('is false when the marker name is a directory', async () => {
+  it('holds no model whose marker name is a directory', async () => {
     await mkdir(join(root, 'odd', markerA), { recursive: true });
-    expect(await store.has(name('odd'), specA)).toBe(false);
+    expect(await recoveredSpec('odd')).toBeUndefined();
   });
 });
 
@@ -311,7 +328,7 @@ describe('modelDirStore remove', () => {
     'refuses a name that is not a model dir inside M: %j',
     async (bad) => {
       await mkdir(join(tmp, 'outside'));
-      await expect(store.remove(name(bad))).rejects.toMatchObject({ name: 'EffectError', retryable: false });
+      await expect(store.remove(name(bad))).rejects.toMatchObject({ kind: 'refused', retryable: false });
       expect(existsSync(join(tmp, 'outside'))).toBe(true);
       expect(existsSync(root)).toBe(true);
     },
@@ -431,10 +448,14 @@ describe('modelDirStore recover', () => {
     expect(warnings()[0]?.['reason']).toContain('larger than');
   });
 
-  it('returns what has() agrees is installed', async () => {
+  it('recovers the same snapshot again, deleting nothing more', async () => {
     await kserveModel('model1', jsonA);
+    await kserveModel('partial', undefined, { 'model.pt': 'half' });
     await store.install(name('model2'), specB, writeModel({}), live());
-    const recovered = await store.recover();
-    for (const [model, modelSpec] of recovered) expect(await store.has(model, modelSpec)).toBe(true);
+    const first = asJson(await store.recover());
+    const after = await entries();
+    expect(asJson(await newStore().recover())).toEqual(first);
+    expect(await entries()).toEqual(after);
+    expect(after).toEqual(['model1', 'model2']);
   });
 });

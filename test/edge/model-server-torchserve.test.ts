@@ -74,7 +74,7 @@ describe('torchServeModelServer', () => {
     const error = await effectError(
       torchServeModelServer({ baseUrl: standIn.url }).load(name('resnet'), true, live()),
     );
-    expect(error.retryable).toBe(true);
+    expect(error).toMatchObject({ kind: 'http-status', status: 409, retryable: true });
     expect(error.message).toContain('already registered');
   });
 
@@ -82,13 +82,13 @@ describe('torchServeModelServer', () => {
     const server = torchServeModelServer({ baseUrl: standIn.url });
     standIn.failNext('POST', 1, 400, 'Parameter url is invalid');
     const bad = await effectError(server.load(name('resnet'), false, live()));
-    expect(bad.retryable).toBe(false);
+    expect(bad).toMatchObject({ kind: 'http-status', status: 400, retryable: false });
     expect(bad.message).toBe(
       `TorchServe register of "resnet" (${standIn.url}) returned HTTP 400: Parameter url is invalid`,
     );
     standIn.failNext('POST', 1, 500, 'Error while creating workers');
     const busy = await effectError(server.load(name('resnet'), false, live()));
-    expect(busy.retryable).toBe(true);
+    expect(busy).toMatchObject({ kind: 'http-status', status: 500, retryable: true });
     expect(busy.message).toContain('Error while creating workers');
   });
 
@@ -110,7 +110,7 @@ describe('torchServeModelServer', () => {
     const error = await effectError(
       torchServeModelServer({ baseUrl: standIn.url }).unload(name('m'), live()),
     );
-    expect(error.retryable).toBe(true);
+    expect(error).toMatchObject({ kind: 'http-status', status: 409, retryable: true });
   });
 
   it('lists registered models across pages, following nextPageToken', async () => {
@@ -139,8 +139,9 @@ describe('torchServeModelServer', () => {
 
     standIn.token = 'key-2';
     const rejected = await effectError(server.load(name('m2'), false, live()));
-    expect(rejected.retryable).toBe(true);
+    expect(rejected).toMatchObject({ kind: 'http-status', status: 400, retryable: true });
     expect(rejected.message).toContain(tokenFile);
+    expect(rejected.message).not.toContain('key-1');
 
     await writeFile(tokenFile, keyFile('key-2'));
     await server.load(name('m2'), false, live());
@@ -160,7 +161,7 @@ describe('torchServeModelServer', () => {
     const error = await effectError(
       torchServeModelServer({ baseUrl: standIn.url, tokenFile }).load(name('m'), false, live()),
     );
-    expect(error.retryable).toBe(false);
+    expect(error).toMatchObject({ kind: 'http-status', status: 400, retryable: false });
     expect(error.message).toContain('HTTP 400: Parameter url is invalid');
   });
 
@@ -176,7 +177,7 @@ describe('torchServeModelServer', () => {
     const missing = await effectError(
       torchServeModelServer({ baseUrl: standIn.url, tokenFile: join(dir, 'nope') }).loadedModels(live()),
     );
-    expect(missing.retryable).toBe(true);
+    expect(missing).toMatchObject({ kind: 'filesystem', retryable: true });
     expect(missing.message).toContain('ENOENT');
 
     const tokenFile = join(dir, 'key_file.json');
@@ -184,8 +185,19 @@ describe('torchServeModelServer', () => {
     const wrong = await effectError(
       torchServeModelServer({ baseUrl: standIn.url, tokenFile }).loadedModels(live()),
     );
-    expect(wrong.retryable).toBe(false);
+    expect(wrong).toMatchObject({ kind: 'not-found', retryable: false });
     expect(wrong.message).toContain('management.key');
+    expect(standIn.requests).toHaveLength(0);
+  });
+
+  it('fails retryably on a key file caught half-written, without quoting it', async () => {
+    const tokenFile = join(dir, 'key_file.json');
+    await writeFile(tokenFile, '{"management": {"key": "s3cr3t-key"');
+    const error = await effectError(
+      torchServeModelServer({ baseUrl: standIn.url, tokenFile }).loadedModels(live()),
+    );
+    expect(error).toMatchObject({ kind: 'filesystem', retryable: true });
+    expect(error.message).toBe(`the TorchServe token file ${tokenFile} is not valid JSON (being rewritten?)`);
     expect(standIn.requests).toHaveLength(0);
   });
 
@@ -194,14 +206,14 @@ describe('torchServeModelServer', () => {
     const error = await effectError(
       torchServeModelServer({ baseUrl: standIn.url, timeoutMs: 100 }).load(name('m'), false, live()),
     );
-    expect(error.retryable).toBe(true);
+    expect(error).toMatchObject({ kind: 'timeout', retryable: true });
     expect(error.message).toContain('timed out after 100 ms');
   });
 
   it('fails retryably when the connection is refused', async () => {
     await standIn.close();
     const error = await effectError(torchServeModelServer({ baseUrl: standIn.url }).loadedModels(live()));
-    expect(error.retryable).toBe(true);
+    expect(error).toMatchObject({ kind: 'network', retryable: true });
     expect(error.message).toContain('ECONNREFUSED');
     standIn = await startTorchServeStandIn(); // afterEach closes it
   });

@@ -149,7 +149,7 @@ describe('v2ModelServer', () => {
     const raw = await startRaw(answer(200, body));
     try {
       const error = await effectError(v2ModelServer({ baseUrl: raw.url }).loadedModels(live()));
-      expect(error.retryable).toBe(true);
+      expect(error).toMatchObject({ kind: 'invalid-response', retryable: true });
       expect(error.message).toMatch(message);
       expect(error.message).toContain('model server index');
     } finally {
@@ -161,7 +161,7 @@ describe('v2ModelServer', () => {
     await install('m1');
     standIn.failNextLoads(1, 503);
     const error = await effectError(v2ModelServer({ baseUrl: standIn.url }).load(name('m1'), false, live()));
-    expect(error.retryable).toBe(true);
+    expect(error).toMatchObject({ kind: 'http-status', status: 503, retryable: true });
     expect(error.message).toBe(
       `model server load of "m1" (${standIn.url}) returned HTTP 503: injected failure: load of 'm1' failed`,
     );
@@ -174,14 +174,14 @@ describe('v2ModelServer', () => {
       const error = await effectError(
         v2ModelServer({ baseUrl: standIn.url }).load(name('m1'), false, live()),
       );
-      expect(error.retryable).toBe(true);
+      expect(error).toMatchObject({ kind: 'http-status', status, retryable: true });
     }
   });
 
   it('fails permanently when a load is answered 400, with the server error text', async () => {
     // No files in the model dir: the stand-in refuses the load like Triton would.
     const error = await effectError(v2ModelServer({ baseUrl: standIn.url }).load(name('m1'), false, live()));
-    expect(error.retryable).toBe(false);
+    expect(error).toMatchObject({ kind: 'http-status', status: 400, retryable: false });
     expect(error.message).toContain("HTTP 400: failed to load 'm1': no model files");
   });
 
@@ -189,14 +189,14 @@ describe('v2ModelServer', () => {
     standIn.failNextLoads(1, 404);
     await install('m1');
     const error = await effectError(v2ModelServer({ baseUrl: standIn.url }).load(name('m1'), false, live()));
-    expect(error.retryable).toBe(false);
+    expect(error).toMatchObject({ kind: 'http-status', status: 404, retryable: false });
   });
 
   it('fails when an unload is answered with an error other than 404', async () => {
     const raw = await startRaw(answer(500, '{"error": "boom"}'));
     try {
       const error = await effectError(v2ModelServer({ baseUrl: raw.url }).unload(name('m1'), live()));
-      expect(error.retryable).toBe(true);
+      expect(error).toMatchObject({ kind: 'http-status', status: 500, retryable: true });
       expect(error.message).toContain('HTTP 500: boom');
     } finally {
       await raw.close();
@@ -210,7 +210,7 @@ describe('v2ModelServer', () => {
     const error = await effectError(
       v2ModelServer({ baseUrl: standIn.url, timeoutMs: 100 }).load(name('m1'), false, live()),
     );
-    expect(error.retryable).toBe(true);
+    expect(error).toMatchObject({ kind: 'timeout', retryable: true });
     expect(error.message).toBe(`model server load of "m1" (${standIn.url}) timed out after 100 ms`);
     expect(Date.now() - started).toBeLessThan(1_500);
   });
@@ -225,7 +225,7 @@ describe('v2ModelServer', () => {
       const error = await effectError(
         v2ModelServer({ baseUrl: raw.url, timeoutMs: 100 }).loadedModels(live()),
       );
-      expect(error.retryable).toBe(true);
+      expect(error).toMatchObject({ kind: 'timeout', retryable: true });
       expect(error.message).toContain('timed out after 100 ms');
     } finally {
       await raw.close();
@@ -236,7 +236,7 @@ describe('v2ModelServer', () => {
     const raw = await startRaw(answer(200, '[]'));
     await raw.close();
     const error = await effectError(v2ModelServer({ baseUrl: raw.url }).loadedModels(live()));
-    expect(error.retryable).toBe(true);
+    expect(error).toMatchObject({ kind: 'network', retryable: true });
     expect(error.message).toMatch(/model server index .* failed: .*ECONNREFUSED/);
   });
 
@@ -244,7 +244,7 @@ describe('v2ModelServer', () => {
     const raw = await startRaw((req) => req.socket.destroy());
     try {
       const error = await effectError(v2ModelServer({ baseUrl: raw.url }).unload(name('m1'), live()));
-      expect(error.retryable).toBe(true);
+      expect(error).toMatchObject({ kind: 'network', retryable: true });
       expect(error.message).toContain('model server unload of "m1"');
     } finally {
       await raw.close();
@@ -261,6 +261,7 @@ describe('v2ModelServer', () => {
     );
     setTimeout(() => controller.abort(), 50);
     const error = await pending;
+    expect(error).toMatchObject({ kind: 'aborted', retryable: true });
     expect(error.message).toBe(`model server load of "m1" (${standIn.url}) aborted`);
     expect(Date.now() - started).toBeLessThan(2_000);
   });
@@ -269,12 +270,31 @@ describe('v2ModelServer', () => {
     const error = await effectError(
       v2ModelServer({ baseUrl: standIn.url }).loadedModels(AbortSignal.abort()),
     );
-    expect(error.message).toContain('aborted');
+    expect(error).toMatchObject({ kind: 'aborted', retryable: true });
     expect(standIn.requests).toHaveLength(0);
   });
 
   it('fails permanently when the base URL is not an http(s) URL', async () => {
     const error = await effectError(v2ModelServer({ baseUrl: 'localhost:8000' }).loadedModels(live()));
-    expect(error.retryable).toBe(false);
+    expect(error).toMatchObject({ kind: 'unsupported-scheme', retryable: false });
+  });
+
+  it.each([
+    ['user info', 'http://admin:secret@127.0.0.1:8000', 'invalid-uri'],
+    ['a bad URL', 'http://[::1/?token=secret', 'invalid-uri'],
+  ])('fails permanently on a base URL with %s, without repeating its secret', async (_l, baseUrl, kind) => {
+    const error = await effectError(v2ModelServer({ baseUrl }).loadedModels(live()));
+    expect(error).toMatchObject({ kind, retryable: false });
+    expect(error.message).not.toContain('secret');
+  });
+
+  it('fails retryably when the index is larger than a body may be', async () => {
+    const raw = await startRaw(answer(200, `[${'{"name":"m","state":"READY"},'.repeat(600_000)}{}]`));
+    try {
+      const error = await effectError(v2ModelServer({ baseUrl: raw.url }).loadedModels(live()));
+      expect(error).toMatchObject({ kind: 'too-large', retryable: true });
+    } finally {
+      await raw.close();
+    }
   });
 });

@@ -1,13 +1,13 @@
+/** Tests of httpStorage against real servers on 127.0.0.1: files, archives by type or name, redirects, failures by kind. */
 import { mkdir, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { gzipSync } from 'node:zlib';
-import * as yazl from 'yazl';
 import { bodyKind, httpStorage } from '../../src/edge/storage-http';
 import { effectError } from '../helpers/effect-error';
 import { listTree } from '../helpers/list-tree';
+import { tarball, tarHeader, tgz, zipArchive, zipLink, type TarEntry } from './archive/builders';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -42,81 +42,6 @@ const send =
   (_req, res) => {
     res.writeHead(200, { 'content-length': Buffer.byteLength(body), ...headers }).end(body);
   };
-
-/** A ustar archive built by hand, so tests can write entries that real tools refuse to make. */
-interface TarEntry {
-  readonly name: string;
-  readonly content?: string;
-  readonly type?: '0' | '1' | '2' | '5';
-  readonly linkname?: string;
-  readonly mode?: number;
-}
-
-const tarHeader = (entry: TarEntry, size: number): Buffer => {
-  const header = Buffer.alloc(512);
-  const octal = (value: number, width: number): string => `${value.toString(8).padStart(width - 1, '0')}\0`;
-  header.write(entry.name, 0, 100, 'utf8');
-  header.write(octal(entry.mode ?? (entry.type === '5' ? 0o755 : 0o644), 8), 100);
-  header.write(octal(0, 8), 108);
-  header.write(octal(0, 8), 116);
-  header.write(octal(size, 12), 124);
-  header.write(octal(1_700_000_000, 12), 136);
-  header.write('        ', 148);
-  header.write(entry.type ?? '0', 156);
-  header.write(entry.linkname ?? '', 157, 100, 'utf8');
-  header.write('ustar\0', 257);
-  header.write('00', 263);
-  let sum = 0;
-  for (const byte of header) sum += byte;
-  header.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
-  return header;
-};
-
-const tarball = (entries: ReadonlyArray<TarEntry>): Buffer => {
-  const blocks: Buffer[] = [];
-  for (const entry of entries) {
-    const content = Buffer.from(entry.content ?? '');
-    blocks.push(
-      tarHeader(entry, content.length),
-      content,
-      Buffer.alloc((512 - (content.length % 512)) % 512),
-    );
-  }
-  blocks.push(Buffer.alloc(1024));
-  return Buffer.concat(blocks);
-};
-
-interface ZipEntry {
-  readonly name: string;
-  readonly content?: string;
-  readonly mode?: number;
-  readonly dir?: boolean;
-}
-
-const zipArchive = async (entries: ReadonlyArray<ZipEntry>): Promise<Buffer> => {
-  const zip = new yazl.ZipFile();
-  for (const entry of entries) {
-    if (entry.dir === true) zip.addEmptyDirectory(entry.name);
-    else
-      zip.addBuffer(
-        Buffer.from(entry.content ?? ''),
-        entry.name,
-        entry.mode === undefined ? {} : { mode: entry.mode },
-      );
-  }
-  zip.end();
-  const chunks: Buffer[] = [];
-  for await (const chunk of zip.outputStream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-};
-
-/** Renames an entry in place (same length), since yazl refuses to write the names these tests need. */
-const renameInZip = (zip: Buffer, from: string, to: string): Buffer => {
-  expect(to.length).toBe(from.length);
-  const out = Buffer.from(zip);
-  for (let at = out.indexOf(from); at !== -1; at = out.indexOf(from, at + 1)) out.write(to, at, 'latin1');
-  return out;
-};
 
 const never = new AbortController().signal;
 
@@ -186,7 +111,7 @@ describe('httpStorage', () => {
   it('fails permanently on 404 (W12)', async () => {
     const url = await serve({});
     const error = await effectError(httpStorage().download(`${url}/model.joblib`, target, never));
-    expect(error.retryable).toBe(false);
+    expect(error).toMatchObject({ kind: 'http-status', status: 404, retryable: false });
     expect(error.message).toBe(`GET ${url}/model.joblib returned HTTP 404: not found`);
     expect(await listTree(target)).toEqual([]);
   });
@@ -194,15 +119,14 @@ describe('httpStorage', () => {
   it('fails permanently on 403', async () => {
     const url = await serve({ '/m': (_req, res) => res.writeHead(403).end() });
     const error = await effectError(httpStorage().download(`${url}/m`, target, never));
-    expect(error.retryable).toBe(false);
-    expect(error.message).toContain('HTTP 403');
+    expect(error).toMatchObject({ kind: 'http-status', status: 403, retryable: false });
   });
 
-  it.each([503, 429])('fails retryably on %i', async (status) => {
+  it.each([503, 429])('fails retryably on %i, with the server text', async (status) => {
     const url = await serve({ '/m': (_req, res) => res.writeHead(status).end('busy') });
     const error = await effectError(httpStorage().download(`${url}/m`, target, never));
-    expect(error.retryable).toBe(true);
-    expect(error.message).toContain(`HTTP ${status}`);
+    expect(error).toMatchObject({ kind: 'http-status', status, retryable: true });
+    expect(error.message).toBe(`GET ${url}/m returned HTTP ${status}: busy`);
   });
 
   it('saves text/plain answers for .tar and .zip URLs as files (W13)', async () => {
@@ -217,126 +141,53 @@ describe('httpStorage', () => {
     expect(await readFile(path.join(target, 'test.tar'), 'utf8')).toBe(tarHex);
   });
 
-  const nestedTar = (): Buffer =>
-    tarball([
-      { name: 'model/', type: '5' },
-      { name: 'model/1/', type: '5' },
-      { name: 'model/1/model.pt', content: 'weights' },
-      { name: 'config/settings.json', content: '{"a":1}' },
-      { name: 'model/latest', type: '2', linkname: '1/model.pt' },
-      { name: 'model/copy.pt', type: '1', linkname: 'model/1/model.pt' },
-    ]);
-  const nestedTree = [
-    'config/',
-    'config/settings.json',
-    'model/',
-    'model/1/',
-    'model/1/model.pt',
-    'model/copy.pt',
-    'model/latest -> 1/model.pt',
+  const nestedTar: TarEntry[] = [
+    { name: 'model/', type: '5' },
+    { name: 'model/1/model.pt', content: 'weights' },
+    { name: 'model/latest', type: '2', linkname: '1/model.pt' },
   ];
+  const nestedTree = ['model/', 'model/1/', 'model/1/model.pt', 'model/latest -> 1/model.pt'];
 
-  it('extracts a plain tar with nested dirs, even when served as application/gzip', async () => {
-    const url = await serve({ '/model': send(nestedTar(), { 'content-type': 'application/gzip' }) });
+  it('extracts a plain tar, even when served as application/gzip', async () => {
+    const url = await serve({ '/model': send(tarball(nestedTar), { 'content-type': 'application/gzip' }) });
     await httpStorage().download(`${url}/model`, target, never);
     expect(await listTree(target)).toEqual(nestedTree);
     expect(await readFile(path.join(target, 'model', 'latest'), 'utf8')).toBe('weights');
-    expect((await stat(path.join(target, 'model'))).mode & 0o777).toBe(0o755);
   });
 
   it('extracts a tar.gz chosen by its extension', async () => {
     const url = await serve({
-      '/m.tar.gz': send(gzipSync(nestedTar()), { 'content-type': 'application/octet-stream' }),
+      '/m.tar.gz': send(tgz(nestedTar), { 'content-type': 'application/octet-stream' }),
     });
     await httpStorage().download(`${url}/m.tar.gz`, target, never);
     expect(await listTree(target)).toEqual(nestedTree);
-    expect(await readFile(path.join(target, 'config', 'settings.json'), 'utf8')).toBe('{"a":1}');
   });
 
-  it('extracts a zip with nested dirs and an inside symlink', async () => {
-    const zip = await zipArchive([
-      { name: 'model/', dir: true },
+  it('extracts a zip chosen by its Content-Type, leaving no temporary file', async () => {
+    const zip = zipArchive([
       { name: 'model/1/model.pt', content: 'weights' },
-      { name: 'config.json', content: '{}' },
-      { name: 'model/latest', content: '1/model.pt', mode: 0o120777 },
+      zipLink('model/latest', '1/model.pt'),
     ]);
-    const url = await serve({ '/m.zip': send(zip) });
-    await httpStorage().download(`${url}/m.zip`, target, never);
-    expect(await listTree(target)).toEqual([
-      'config.json',
-      'model/',
-      'model/1/',
-      'model/1/model.pt',
-      'model/latest -> 1/model.pt',
-    ]);
-    expect(await readFile(path.join(target, 'model', 'latest'), 'utf8')).toBe('weights');
-    expect((await stat(path.join(target, 'model', '1'))).mode & 0o777).toBe(0o755);
+    const url = await serve({ '/model': send(zip, { 'content-type': 'application/zip' }) });
+    await httpStorage().download(`${url}/model`, target, never);
+    expect(await listTree(target)).toEqual(nestedTree);
     expect(await readdir(root)).toEqual(['target']);
   });
 
   it.each([
-    ['../evil', [{ name: '../evil', content: 'x' }], "contains '..'"],
-    ['a/../../evil', [{ name: 'a/../../evil', content: 'x' }], "contains '..'"],
-    ['/tmp/evil', [{ name: '/tmp/evil', content: 'x' }], 'absolute'],
-    ['link', [{ name: 'link', type: '2' as const, linkname: '../outside' }], 'outside the model dir'],
+    ['tar', '/m.tar', tarball([{ name: '../evil', content: 'x' }]), `"../evil": its path contains '..'`],
     [
-      'abs-link',
-      [{ name: 'abs-link', type: '2' as const, linkname: '/etc/passwd' }],
-      'absolute path /etc/passwd',
+      'zip',
+      '/m.zip',
+      zipArchive([zipLink('leak', '../../etc/passwd')]),
+      '"leak": it links to ../../etc/passwd, outside the model dir',
     ],
-    ['hard', [{ name: 'hard', type: '1' as const, linkname: '../outside' }], "contains '..'"],
-    [
-      'l/x',
-      [
-        { name: 'l', type: '2' as const, linkname: '.' },
-        { name: 'l/x', content: 'x' },
-      ],
-      'through the symlink l',
-    ],
-  ])('fails permanently on the tar entry %s', async (entryName, entries, why) => {
-    const url = await serve({ '/m.tar': send(tarball(entries), { 'content-type': 'application/x-tar' }) });
-    const error = await effectError(httpStorage().download(`${url}/m.tar`, target, never));
-    expect(error.retryable).toBe(false);
-    expect(error.message).toContain(`refusing archive entry ${JSON.stringify(entryName)}`);
-    expect(error.message).toContain(why);
+  ])('fails permanently on a %s entry that would escape, naming it', async (_format, urlPath, bytes, why) => {
+    const url = await serve({ [urlPath]: send(bytes) });
+    const error = await effectError(httpStorage().download(`${url}${urlPath}`, target, never));
+    expect(error).toMatchObject({ kind: 'refused', retryable: false });
+    expect(error.message).toBe(`GET ${url}${urlPath}: refusing archive entry ${why}`);
     expect(await readdir(root)).toEqual(['target']);
-  });
-
-  it('fails permanently when tar symlinks combine into a way out', async () => {
-    const entries: TarEntry[] = [
-      { name: 'a', type: '2', linkname: '.' },
-      { name: 'b', type: '2', linkname: 'a/..' },
-    ];
-    const url = await serve({ '/m.tar': send(tarball(entries)) });
-    const error = await effectError(httpStorage().download(`${url}/m.tar`, target, never));
-    expect(error.retryable).toBe(false);
-    expect(error.message).toContain('refusing archive entry "b": it leads outside the model dir');
-  });
-
-  it.each([
-    ['../evil', 'xx/evil', `"../evil": its path contains '..'`],
-    ['/tmp/evil', 'xtmp/evil', '"/tmp/evil": its path is absolute'],
-    // Backslashes are separators in zips made on Windows; yauzl turns them into slashes.
-    ['a\\..\\evil', 'a/xx/evil', `"a/../evil": its path contains '..'`],
-  ])('fails permanently on the zip entry %s', async (name, placeholder, why) => {
-    const zip = renameInZip(await zipArchive([{ name: placeholder, content: 'x' }]), placeholder, name);
-    const url = await serve({ '/m.zip': send(zip, { 'content-type': 'application/zip' }) });
-    const error = await effectError(httpStorage().download(`${url}/m.zip`, target, never));
-    expect(error.retryable).toBe(false);
-    expect(error.message).toContain(`refusing archive entry ${why}`);
-    expect(await readdir(root)).toEqual(['target']);
-    expect(await listTree(target)).toEqual([]);
-  });
-
-  it('fails permanently on a zip symlink pointing outside', async () => {
-    const zip = await zipArchive([
-      { name: 'ok.txt', content: 'x' },
-      { name: 'leak', content: '../../etc/passwd', mode: 0o120777 },
-    ]);
-    const url = await serve({ '/m.zip': send(zip) });
-    const error = await effectError(httpStorage().download(`${url}/m.zip`, target, never));
-    expect(error.retryable).toBe(false);
-    expect(error.message).toContain('refusing archive entry "leak": it links to ../../etc/passwd');
   });
 
   it('fails permanently when an archive is corrupt', async () => {
@@ -346,28 +197,10 @@ describe('httpStorage', () => {
     });
     for (const file of ['m.zip', 'm.tar.gz']) {
       const error = await effectError(httpStorage().download(`${url}/${file}`, target, never));
-      expect(error.retryable).toBe(false);
-      expect(error.message).toContain('invalid archive');
+      expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
+      expect(error.message).toContain(`GET ${url}/${file}: invalid archive: `);
     }
     expect(await readdir(root)).toEqual(['target']);
-  });
-
-  it('fails permanently when a zip holds the same file twice', async () => {
-    const zip = await zipArchive([
-      { name: 'model.pt', content: 'first' },
-      { name: 'model.pt', content: 'second' },
-    ]);
-    const url = await serve({ '/m.zip': send(zip) });
-    const error = await effectError(httpStorage().download(`${url}/m.zip`, target, never));
-    expect(error.retryable).toBe(false);
-    expect(error.message).toContain('invalid archive');
-  });
-
-  it('fails permanently when a tar hard-links an entry it does not hold', async () => {
-    const url = await serve({ '/m.tar': send(tarball([{ name: 'h', type: '1', linkname: 'missing' }])) });
-    const error = await effectError(httpStorage().download(`${url}/m.tar`, target, never));
-    expect(error.retryable).toBe(false);
-    expect(error.message).toContain('invalid archive');
   });
 
   it('sends the headers configured for the host', async () => {
@@ -383,7 +216,7 @@ describe('httpStorage', () => {
     await httpStorage({ headersByHost }).download(`${url}/m.bin`, target, never);
     expect(seen).toEqual(['secret']);
     const error = await effectError(httpStorage().download(`${url}/m.bin`, target, never));
-    expect(error.message).toContain('HTTP 401');
+    expect(error).toMatchObject({ kind: 'http-status', status: 401, retryable: false });
   });
 
   it('follows redirects and names the file after the requested URL', async () => {
@@ -395,6 +228,50 @@ describe('httpStorage', () => {
     expect(await listTree(target)).toEqual(['model.joblib']);
   });
 
+  it('keeps the query of a redirect target out of its messages', async () => {
+    const url = await serve({
+      '/model.joblib': (_req, res) => res.writeHead(302, { location: '/blobs/abc123?sig=secret' }).end(),
+      '/blobs/abc123': (_req, res) => res.writeHead(403).end(),
+    });
+    const error = await effectError(httpStorage().download(`${url}/model.joblib`, target, never));
+    expect(error).toMatchObject({ kind: 'http-status', status: 403, retryable: false });
+    expect(error.message).toBe(`GET ${url}/model.joblib returned HTTP 403`);
+  });
+
+  it('fails permanently on a redirect to another protocol', async () => {
+    const url = await serve({
+      '/m': (_req, res) => res.writeHead(302, { location: 'ftp://user:secret@host/m?sig=secret' }).end(),
+    });
+    const error = await effectError(httpStorage().download(`${url}/m`, target, never));
+    expect(error).toMatchObject({ kind: 'unsupported-scheme', retryable: false });
+    expect(error.message).not.toContain('secret');
+  });
+
+  it.each([
+    ['user info', 'http://user:secret@127.0.0.1:1/m.bin', 'invalid-uri', 'GET http://127.0.0.1:1/m.bin'],
+    ['a bad URL with a query', 'http://[bad/m?sig=secret', 'invalid-uri', 'GET http://[bad/m'],
+  ])('fails permanently on a URL with %s, without repeating its secret', async (_l, uri, kind, shown) => {
+    const error = await effectError(httpStorage().download(uri, target, never));
+    expect(error).toMatchObject({ kind, retryable: false });
+    expect(error.message).toContain(shown);
+    expect(error.message).not.toContain('secret');
+  });
+
+  it('keeps the query of the URL out of every message, failures of the server included', async () => {
+    const url = await serve({ '/m.bin': (_req, res) => res.writeHead(500).end('down') });
+    const error = await effectError(httpStorage().download(`${url}/m.bin?token=secret#frag`, target, never));
+    expect(error).toMatchObject({ kind: 'http-status', status: 500, retryable: true });
+    expect(error.message).toBe(`GET ${url}/m.bin returned HTTP 500: down`);
+  });
+
+  it('fails with a permanent filesystem error when the file cannot be created', async () => {
+    const url = await serve({ '/m.bin': send('weights') });
+    await httpStorage().download(`${url}/m.bin`, target, never);
+    const error = await effectError(httpStorage().download(`${url}/m.bin`, target, never));
+    expect(error).toMatchObject({ kind: 'filesystem', retryable: false });
+    expect(error.message).toContain('EEXIST');
+  });
+
   it('fails retryably, keeping no partial archive, when the response is cut mid-stream', async () => {
     const url = await serve({
       '/m.bin': (_req, res) => {
@@ -403,8 +280,8 @@ describe('httpStorage', () => {
       },
     });
     const error = await effectError(httpStorage().download(`${url}/m.bin`, target, never));
-    expect(error.retryable).toBe(true);
-    expect(error.message).toContain('connection lost');
+    expect(error).toMatchObject({ kind: 'network', retryable: true });
+    expect(error.message).toContain(`GET ${url}/m.bin: connection lost: `);
   });
 
   it('fails retryably when a zip download is cut, leaving no temp file', async () => {
@@ -415,7 +292,7 @@ describe('httpStorage', () => {
       },
     });
     const error = await effectError(httpStorage().download(`${url}/m.zip`, target, never));
-    expect(error.retryable).toBe(true);
+    expect(error).toMatchObject({ kind: 'network', retryable: true });
     expect(await readdir(target)).toEqual([]);
   });
 
@@ -430,8 +307,8 @@ describe('httpStorage', () => {
     const error = await effectError(
       httpStorage({ idleTimeoutMs: 200 }).download(`${url}/m.bin`, target, never),
     );
-    expect(error.retryable).toBe(true);
-    expect(error.message).toContain('no data received for 200 ms');
+    expect(error).toMatchObject({ kind: 'timeout', retryable: true });
+    expect(error.message).toBe(`GET ${url}/m.bin timed out: no data received for 200 ms`);
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
@@ -440,8 +317,8 @@ describe('httpStorage', () => {
     const error = await effectError(
       httpStorage({ connectTimeoutMs: 200 }).download(`${url}/m.bin`, target, never),
     );
-    expect(error.retryable).toBe(true);
-    expect(error.message).toContain('no response within 200 ms');
+    expect(error).toMatchObject({ kind: 'timeout', retryable: true });
+    expect(error.message).toBe(`GET ${url}/m.bin timed out: no response within 200 ms`);
   });
 
   it('fails retryably when nothing listens', async () => {
@@ -449,8 +326,8 @@ describe('httpStorage', () => {
     await server?.close();
     server = undefined;
     const error = await effectError(httpStorage().download(`${url}/m.bin`, target, never));
-    expect(error.retryable).toBe(true);
-    expect(error.message).toContain('ECONNREFUSED');
+    expect(error).toMatchObject({ kind: 'network', retryable: true });
+    expect(error.message).toMatch(/^GET .* failed: connect ECONNREFUSED/);
   });
 
   it('rejects promptly when the signal aborts mid-download', async () => {
@@ -464,7 +341,7 @@ describe('httpStorage', () => {
     const started = Date.now();
     setTimeout(() => controller.abort(), 100);
     const error = await effectError(httpStorage().download(`${url}/m.tar`, target, controller.signal));
-    expect(error.message).toContain('aborted');
+    expect(error).toMatchObject({ kind: 'aborted', retryable: true, message: `GET ${url}/m.tar aborted` });
     expect(Date.now() - started).toBeLessThan(2000);
   });
 

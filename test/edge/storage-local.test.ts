@@ -1,12 +1,14 @@
+/** Tests of localFileStorage on real temp dirs: files, trees, archives, links and failures by kind. */
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { localStorage } from '../../src/edge/storage-local';
+import { localFileStorage } from '../../src/edge/storage-local';
 import { effectError } from '../helpers/effect-error';
 import { listTree } from '../helpers/list-tree';
+import { tarball, tgz, zipArchive, zipLink, type TarEntry } from './archive/builders';
 
-describe('localStorage', () => {
+describe('localFileStorage', () => {
   let root: string;
   let source: string;
   let target: string;
@@ -25,12 +27,12 @@ describe('localStorage', () => {
   });
 
   it('serves the file scheme', () => {
-    expect(localStorage().schemes).toEqual(['file']);
+    expect(localFileStorage().schemes).toEqual(['file']);
   });
 
   it('copies a single file into targetDir/<basename>', async () => {
     await writeFile(path.join(source, 'model.joblib'), 'Temporary content\n');
-    await localStorage().download(path.join(source, 'model.joblib'), target, signal);
+    await localFileStorage().download(path.join(source, 'model.joblib'), target, signal);
     expect(await listTree(target)).toEqual(['model.joblib']);
     expect(await readFile(path.join(target, 'model.joblib'), 'utf8')).toBe('Temporary content\n');
   });
@@ -40,7 +42,7 @@ describe('localStorage', () => {
     await writeFile(path.join(source, 'config.json'), '{}');
     await writeFile(path.join(source, 'a', 'b', 'weights.bin'), Buffer.from([1, 2, 3]));
     await mkdir(path.join(source, 'empty'));
-    await localStorage().download(pathToFileURL(source).href, target, signal);
+    await localFileStorage().download(pathToFileURL(source).href, target, signal);
     expect(await listTree(target)).toEqual(['a/', 'a/b/', 'a/b/weights.bin', 'config.json', 'empty/']);
     expect(await readFile(path.join(target, 'a', 'b', 'weights.bin'))).toEqual(Buffer.from([1, 2, 3]));
   });
@@ -51,7 +53,7 @@ describe('localStorage', () => {
     await writeFile(path.join(source, 'blobs', 'abc'), 'weights');
     await symlink(path.join(source, 'blobs', 'abc'), path.join(source, 'snapshots', 'model.bin'));
     await symlink('.', path.join(source, 'self'));
-    await localStorage().download(source, target, signal);
+    await localFileStorage().download(source, target, signal);
     expect(await listTree(target)).toEqual([
       'blobs/',
       'blobs/abc',
@@ -65,43 +67,50 @@ describe('localStorage', () => {
   it('follows the given path when it is itself a symlink', async () => {
     await writeFile(path.join(source, 'model.pt'), 'pt');
     await symlink(source, path.join(root, '..data'));
-    await localStorage().download(path.join(root, '..data'), target, signal);
+    await localFileStorage().download(path.join(root, '..data'), target, signal);
     expect(await listTree(target)).toEqual(['model.pt']);
   });
 
   it('fails permanently when a symlink points outside the source tree', async () => {
     await writeFile(path.join(root, 'secret'), 'secret');
     await symlink(path.join(root, 'secret'), path.join(source, 'leak'));
-    const error = await effectError(localStorage().download(source, target, signal));
-    expect(error.retryable).toBe(false);
+    const error = await effectError(localFileStorage().download(source, target, signal));
+    expect(error).toMatchObject({ kind: 'refused', retryable: false });
     expect(error.message).toContain(`refusing symlink ${path.join(source, 'leak')}`);
     expect(error.message).toContain('outside');
   });
 
   it('fails permanently when a symlink leads nowhere', async () => {
     await symlink('missing', path.join(source, 'dangling'));
-    const error = await effectError(localStorage().download(source, target, signal));
-    expect(error.retryable).toBe(false);
+    const error = await effectError(localFileStorage().download(source, target, signal));
+    expect(error).toMatchObject({ kind: 'refused', retryable: false });
     expect(error.message).toContain('cannot be resolved');
   });
 
   it('fails permanently, naming the path, when the path does not exist', async () => {
     const missing = path.join(root, 'nope');
-    const error = await effectError(localStorage().download(missing, target, signal));
-    expect(error.retryable).toBe(false);
+    const error = await effectError(localFileStorage().download(missing, target, signal));
+    expect(error).toMatchObject({ kind: 'not-found', retryable: false });
     expect(error.message).toBe(`local path ${missing} does not exist`);
   });
 
   it('fails permanently when the file URL names another host', async () => {
-    const error = await effectError(localStorage().download('file://otherhost/data/m1', target, signal));
-    expect(error.retryable).toBe(false);
+    const error = await effectError(localFileStorage().download('file://otherhost/data/m1', target, signal));
+    expect(error).toMatchObject({ kind: 'invalid-uri', retryable: false });
+  });
+
+  it('keeps user info and queries of a bad file URL out of its message', async () => {
+    const uri = 'file://user:secret@otherhost/data/m1?token=secret';
+    const error = await effectError(localFileStorage().download(uri, target, signal));
+    expect(error).toMatchObject({ kind: 'invalid-uri', retryable: false });
+    expect(error.message).toBe('file://otherhost/data/m1 is not a local path or file:// URL');
   });
 
   it('refuses to copy a directory into a target inside it', async () => {
     const inner = path.join(source, 'models', 'tmp');
     await mkdir(inner, { recursive: true });
-    const error = await effectError(localStorage().download(source, inner, signal));
-    expect(error.retryable).toBe(false);
+    const error = await effectError(localFileStorage().download(source, inner, signal));
+    expect(error).toMatchObject({ kind: 'refused', retryable: false });
     expect(error.message).toContain('inside it');
   });
 
@@ -109,8 +118,63 @@ describe('localStorage', () => {
     await writeFile(path.join(source, 'model.pt'), 'pt');
     const controller = new AbortController();
     controller.abort();
-    const error = await effectError(localStorage().download(source, target, controller.signal));
-    expect(error.message).toContain('aborted');
+    const error = await effectError(localFileStorage().download(source, target, controller.signal));
+    expect(error).toMatchObject({ kind: 'aborted', retryable: true, message: `copying ${source} aborted` });
+    expect(await listTree(target)).toEqual([]);
+  });
+
+  it('fails permanently with a filesystem error when the target already holds the file', async () => {
+    await writeFile(path.join(source, 'model.pt'), 'pt');
+    await writeFile(path.join(target, 'model.pt'), 'older');
+    const error = await effectError(localFileStorage().download(source, target, signal));
+    expect(error).toMatchObject({ kind: 'filesystem', retryable: false });
+    expect(error.message).toContain(`copying ${source}: EEXIST`);
+    expect(await readFile(path.join(target, 'model.pt'), 'utf8')).toBe('older');
+  });
+
+  const modelTar: TarEntry[] = [
+    { name: 'model/1/model.pt', content: 'weights' },
+    { name: 'model/latest', type: '2', linkname: '1/model.pt' },
+  ];
+  const modelTree = ['model/', 'model/1/', 'model/1/model.pt', 'model/latest -> 1/model.pt'];
+
+  it.each([
+    ['m.tar', tarball(modelTar)],
+    ['m.tar.gz', tgz(modelTar)],
+    ['M.TGZ', tgz(modelTar)],
+    [
+      'm.zip',
+      zipArchive([{ name: 'model/1/model.pt', content: 'weights' }, zipLink('model/latest', '1/model.pt')]),
+    ],
+  ])('extracts the archive %s into targetDir, as KServe does', async (file, bytes) => {
+    await writeFile(path.join(source, file), bytes);
+    await localFileStorage().download(pathToFileURL(path.join(source, file)).href, target, signal);
+    expect(await listTree(target)).toEqual(modelTree);
+    expect(await readFile(path.join(target, 'model', 'latest'), 'utf8')).toBe('weights');
+  });
+
+  it('copies an archive as it is when it lies in a copied directory', async () => {
+    await writeFile(path.join(source, 'm.tar'), tarball(modelTar));
+    await localFileStorage().download(source, target, signal);
+    expect(await listTree(target)).toEqual(['m.tar']);
+  });
+
+  it('fails permanently, naming the entry, on an archive entry that would escape', async () => {
+    const file = path.join(source, 'm.tar.gz');
+    await writeFile(file, tgz([{ name: '../evil', content: 'x' }]));
+    const error = await effectError(localFileStorage().download(file, target, signal));
+    expect(error).toMatchObject({ kind: 'refused', retryable: false });
+    expect(error.message).toBe(
+      `extracting ${file}: refusing archive entry "../evil": its path contains '..'`,
+    );
+    expect(await listTree(root)).toEqual(['source/', 'source/m.tar.gz', 'target/']);
+  });
+
+  it('fails permanently on a corrupt archive', async () => {
+    const file = path.join(source, 'm.zip');
+    await writeFile(file, 'not a zip');
+    const error = await effectError(localFileStorage().download(file, target, signal));
+    expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
     expect(await listTree(target)).toEqual([]);
   });
 });

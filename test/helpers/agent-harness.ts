@@ -19,7 +19,7 @@ import { loadJournal } from '../../src/edge/load-journal';
 import { modelDirStore } from '../../src/edge/model-dir';
 import { v2ModelServer } from '../../src/edge/model-server-v2';
 import { httpStorage } from '../../src/edge/storage-http';
-import { localStorage } from '../../src/edge/storage-local';
+import { localFileStorage } from '../../src/edge/storage-local';
 import { createLoader, type Loader, type RetryPolicy } from '../../src/loader/loader';
 import { routeStorage } from '../../src/loader/storage-router';
 import type { ModelServer, ModelStore } from '../../src/ports';
@@ -276,7 +276,7 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
     store = modelDirStore({ root: modelDir, log });
     const server = recordingServer(v2ModelServer({ baseUrl: standIn.url, timeoutMs: 10_000 }), calls);
     const download = routeStorage([
-      localStorage(),
+      localFileStorage(),
       httpStorage({ connectTimeoutMs: 5000, idleTimeoutMs: 5000 }),
     ]);
     // As production.ts: recover the model dir, ask the server what it has loaded, start from both.

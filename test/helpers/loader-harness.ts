@@ -14,7 +14,7 @@ import { loadJournal } from '../../src/edge/load-journal';
 import { modelDirStore } from '../../src/edge/model-dir';
 import { v2ModelServer } from '../../src/edge/model-server-v2';
 import { httpStorage } from '../../src/edge/storage-http';
-import { localStorage } from '../../src/edge/storage-local';
+import { localFileStorage } from '../../src/edge/storage-local';
 import { createLoader, type Loader } from '../../src/loader/loader';
 import { routeStorage } from '../../src/loader/storage-router';
 import type { ModelServer, ModelStore } from '../../src/ports';
@@ -143,7 +143,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
   const store = modelDirStore({ root: modelDir, log });
   const journal = loadJournal({ root: modelDir });
   const realServer = v2ModelServer({ baseUrl: standIn.url, timeoutMs: 10_000 });
-  const download = routeStorage([localStorage(), httpStorage()]);
+  const download = routeStorage([localFileStorage(), httpStorage()]);
 
   const events: AgentEvent[] = [];
   const calls: EdgeCall[] = [];

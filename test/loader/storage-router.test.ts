@@ -45,7 +45,7 @@ describe('routeStorage', () => {
     const error = await effectError(
       route('sss://models/model1', '/tmp/target', new AbortController().signal),
     );
-    expect(error.retryable).toBe(false);
+    expect(error).toMatchObject({ kind: 'unsupported-scheme', retryable: false });
     expect(error.message).toBe(
       'protocol not supported for storageUri sss://models/model1; supported: file, http, https, s3',
     );
@@ -55,7 +55,7 @@ describe('routeStorage', () => {
   it('rejects permanently when the storage URI is empty (D2)', async () => {
     const { calls, route } = setup();
     const error = await effectError(route('', '/tmp/target', new AbortController().signal));
-    expect(error.retryable).toBe(false);
+    expect(error).toMatchObject({ kind: 'invalid-uri', retryable: false });
     expect(error.message).toBe('there is no storageUri supplied');
     expect(calls).toEqual([]);
   });
@@ -65,21 +65,33 @@ describe('routeStorage', () => {
     const error = await effectError(
       route('s3:://models/model1', '/tmp/target', new AbortController().signal),
     );
-    expect(error.retryable).toBe(false);
+    expect(error).toMatchObject({ kind: 'invalid-uri', retryable: false });
     expect(error.message).toBe('there is no protocol specified for the storageUri s3:://models/model1');
     expect(calls).toEqual([]);
   });
 
-  it('keeps query strings out of its messages', async () => {
+  it.each([
+    ['a query string', 'abfs://acct/c/m?sig=secret', 'abfs://acct/c/m'],
+    ['user info', 'sss://user:secret@host/m', 'sss://host/m'],
+    ['a fragment', 'gcs://bucket/m#secret', 'gcs://bucket/m'],
+  ])('keeps %s out of its messages', async (_label, uri, shown) => {
+    const { route } = setup();
+    const error = await effectError(route(uri, '/tmp/t', new AbortController().signal));
+    expect(error.message).not.toContain('secret');
+    expect(error.message).toContain(shown);
+  });
+
+  it('keeps secrets out of the message for a URI without a protocol', async () => {
     const { route } = setup();
     const error = await effectError(
-      route('abfs://acct/c/m?sig=secret', '/tmp/t', new AbortController().signal),
+      route('s3:/bucket/m?token=secret', '/tmp/t', new AbortController().signal),
     );
+    expect(error).toMatchObject({ kind: 'invalid-uri', retryable: false });
     expect(error.message).not.toContain('secret');
   });
 
   it('passes provider failures through unchanged', async () => {
-    const failure = new EffectError('boom', true);
+    const failure = new EffectError('boom', true, { kind: 'network' });
     const route = routeStorage([{ schemes: ['http'], download: () => Promise.reject(failure) }]);
     await expect(route('http://x/m', '/tmp/t', new AbortController().signal)).rejects.toBe(failure);
   });

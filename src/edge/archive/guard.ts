@@ -1,0 +1,123 @@
+/** guard: the checks that keep an archive inside its dir — each entry's path and link on the way in, every symlink's real end after. */
+import { lstat, readdir, readlink } from 'node:fs/promises';
+import path from 'node:path';
+import { errorMessage, permanentError, type EffectError } from '../../core/errors';
+
+/** What an archive entry is; `other` (devices, FIFOs, ...) is always refused. */
+export type EntryKind = 'file' | 'dir' | 'symlink' | 'hardlink' | 'other';
+
+// As Linux's MAXSYMLINKS: a chain longer than this is a loop or an attack.
+const maxLinkHops = 40;
+
+/** The `refused` EffectError for the entry `name` of the archive `what`. */
+export const refusal = (what: string, name: string, why: string, cause?: unknown): EffectError =>
+  permanentError('refused', `${what}: refusing archive entry ${JSON.stringify(name)}: ${why}`, cause);
+
+/** The entry's path relative to the target dir ('' for the dir itself); refuses anything that could escape. */
+const entryPathOf = (name: string, refuse: (why: string) => never): string => {
+  if (name.includes('\0')) refuse('its name contains NUL');
+  if (name.startsWith('/') || name.startsWith('\\') || /^[a-zA-Z]:/.test(name))
+    refuse('its path is absolute');
+  // Backslashes count as separators: an archive made on Windows means them so, and tar treats them alike.
+  const parts = name.split(/[/\\]+/).filter((part) => part !== '' && part !== '.');
+  if (parts.includes('..')) refuse("its path contains '..'");
+  return parts.join('/');
+};
+
+/** Refuses a symlink stored at `entryPath` whose target is absolute or leads above the target dir. */
+const checkLinkTarget = (entryPath: string, target: string, refuse: (why: string) => never): void => {
+  if (target === '') refuse('its link target is empty');
+  if (target.startsWith('/') || /^[a-zA-Z]:/.test(target)) refuse(`it links to the absolute path ${target}`);
+  const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(entryPath), target));
+  if (resolved === '..' || resolved.startsWith('../')) refuse(`it links to ${target}, outside the model dir`);
+};
+
+/**
+ * Checks the entries of one archive in order, remembering its symlinks so that no later entry is written or
+ * hard-linked through one (tar refuses that too; this says which entry and why). Each refusal is a permanent
+ * `refused` EffectError naming the entry.
+ */
+export class EntryGuard {
+  private readonly links = new Set<string>();
+
+  /** `what` names the archive in messages: `GET https://host/m.tar`. */
+  constructor(private readonly what: string) {}
+
+  /** The entry's path relative to the target dir, or a throw when the entry must not be extracted. */
+  check(name: string, kind: EntryKind, linkTarget = ''): string {
+    const refuse = (why: string): never => {
+      throw refusal(this.what, name, why);
+    };
+    const entryPath = entryPathOf(name, refuse);
+    const parts = entryPath.split('/');
+    for (let i = 1; i <= parts.length; i++) {
+      const prefix = parts.slice(0, i).join('/');
+      if (this.links.has(prefix)) refuse(`it would be written through the symlink ${prefix}`);
+    }
+    if (kind === 'other') refuse('it is not a file, directory or link');
+    if (entryPath === '' && kind !== 'dir') refuse('it would replace the model dir');
+    if (kind === 'symlink') {
+      checkLinkTarget(entryPath, linkTarget, refuse);
+      this.links.add(entryPath);
+    }
+    if (kind === 'hardlink') {
+      const target = entryPathOf(linkTarget, (why) => refuse(`its link target is refused: ${why}`));
+      if (target === '') refuse('it hard-links the model dir');
+      if ([...this.links].some((link) => target === link || target.startsWith(`${link}/`))) {
+        refuse(`it hard-links through the symlink ${linkTarget}`);
+      }
+    }
+    return entryPath;
+  }
+}
+
+/**
+ * Resolves the link target `rest` from the real dir `from` (from `/` when absolute), following symlinks hop by
+ * hop; missing parts are taken as written.
+ */
+const resolveFrom = async (from: string, rest: string, hops: { left: number }): Promise<string> => {
+  let current = path.isAbsolute(rest) ? '/' : from;
+  for (const part of rest.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      current = path.dirname(current);
+      continue;
+    }
+    const next = path.join(current, part);
+    const info = await lstat(next).catch(() => undefined);
+    if (info?.isSymbolicLink() !== true) {
+      current = next;
+      continue;
+    }
+    if (--hops.left < 0) throw new Error('too many levels of symlinks');
+    const target = await readlink(next);
+    current = await resolveFrom(current, target, hops);
+  }
+  return current;
+};
+
+/**
+ * Checks where every symlink under the real dir `root` really leads. Each entry's own target was checked on
+ * the way in, but links can combine (`a -> .` then `b -> a/..`) into a way out; this catches any such chain
+ * and any loop, as a `refused` EffectError naming the link.
+ */
+export const checkLinksInside = async (root: string, what: string, dir = root): Promise<void> => {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const at = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      await checkLinksInside(root, what, at);
+    } else if (entry.isSymbolicLink()) {
+      const shown = path.relative(root, at);
+      let resolved: string;
+      try {
+        resolved = await resolveFrom(dir, await readlink(at), { left: maxLinkHops });
+      } catch (cause) {
+        throw refusal(what, shown, errorMessage(cause), cause);
+      }
+      const relative = path.relative(root, resolved);
+      if (relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative)) {
+        throw refusal(what, shown, 'it leads outside the model dir');
+      }
+    }
+  }
+};

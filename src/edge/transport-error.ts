@@ -1,0 +1,62 @@
+/** transportError: the one classification of an HTTP request that got no complete answer, for every HTTP edge. */
+import { EffectError, permanentError, retryableError } from '../core/errors';
+
+/** What the caller knows about how the request ended, which the error that reaches its catch often does not say. */
+export interface TransportState {
+  /** Names the request in messages: `GET https://host/m.tar.gz`, `model server load of "m" (...)`. */
+  readonly what: string;
+  /** The caller's own signal aborted: whatever error followed, the request was aborted. */
+  readonly aborted: boolean;
+  /** Set when a timeout fired: how to say so after `what` (`timed out after 100 ms`). */
+  readonly timeout?: string | undefined;
+  /** The response had begun and its body broke off (as opposed to a request that never got an answer). */
+  readonly connectionLost?: boolean;
+}
+
+// fetch rejects with these when the URL can never be fetched; every other transport failure may pass.
+const permanentCauseCodes = new Set(['ERR_INVALID_URL', 'ERR_INVALID_ARG_TYPE', 'ERR_INVALID_PROTOCOL']);
+
+/**
+ * The EffectError for a request that failed in transport: `aborted`, `timeout` (both retryable), an EffectError
+ * thrown on the way as it is, a URL fetch can never use (`invalid-uri`, permanent), else `network` (retryable),
+ * its message carrying the reason from the cause chain (`connect ECONNREFUSED 127.0.0.1:8000`).
+ */
+export const transportError = (cause: unknown, state: TransportState): EffectError => {
+  const { what } = state;
+  if (state.aborted) return retryableError('aborted', `${what} aborted`, cause);
+  if (state.timeout !== undefined) return retryableError('timeout', `${what} ${state.timeout}`, cause);
+  if (cause instanceof EffectError) return cause;
+  const chain = causeChain(cause);
+  const detail = describe(chain) ?? String(cause);
+  if (chain.some(({ code }) => typeof code === 'string' && permanentCauseCodes.has(code))) {
+    return permanentError('invalid-uri', `${what} failed: ${detail}`, cause);
+  }
+  const failed = state.connectionLost === true ? ': connection lost' : ' failed';
+  return retryableError('network', `${what}${failed}: ${detail}`, cause);
+};
+
+interface Link {
+  readonly message?: unknown;
+  readonly code?: unknown;
+  readonly cause?: unknown;
+}
+
+// Duck-typed, not `instanceof Error`: undici's errors may come from another realm (jest, vm contexts).
+const causeChain = (cause: unknown): ReadonlyArray<Link> => {
+  const chain: Link[] = [];
+  // Bounded: a cause chain can loop.
+  for (let link = cause; typeof link === 'object' && link !== null && chain.length < 5;) {
+    chain.push(link);
+    link = (link as Link).cause;
+  }
+  return chain;
+};
+
+// `fetch failed` says nothing; the useful part (`connect ECONNREFUSED 127.0.0.1:8000`) is further down the chain.
+const describe = (chain: ReadonlyArray<Link>): string | undefined => {
+  const messages = chain
+    .map(({ message }) => message)
+    .filter((message): message is string => typeof message === 'string')
+    .filter((message) => message !== '' && message !== 'fetch failed');
+  return messages.length > 0 ? messages.join(': ') : undefined;
+};
