@@ -69,6 +69,11 @@ export const extractFile = async (
   }
 };
 
+/**
+ * Runs one extraction into the real path of `targetDir`, then walks every symlink it made. A refusal raised
+ * inside tar's callbacks stops it through `job.refuse`; whatever error the stop then causes, the refusal is the
+ * outcome, and after the caller's abort the outcome is `aborted`.
+ */
 const extraction = async (
   targetDir: string,
   { what, signal }: ExtractOptions,
