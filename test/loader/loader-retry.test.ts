@@ -8,6 +8,7 @@ import type { AgentEvent, ModelPhase } from '../../src/core/model-status';
 import { createLoader, type Loader } from '../../src/loader/loader';
 import { name, spec } from '../helpers/fixtures';
 import { recordingPorts, type RecordingFailures } from './recording-ports';
+import { advance } from './virtual-time';
 
 const [m1, m2] = [name('m1'), name('m2')];
 const [v1, v2] = [spec('/models/v1'), spec('/models/v2')];
@@ -16,11 +17,9 @@ const unavailable = () => retryableError('model server returned HTTP 503');
 /** Lets every promise the fake ports started settle (they resolve at once; no timer is involved). */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-const advance = async (scheduler: VirtualTimeScheduler, ms: number): Promise<void> => {
-  const to = scheduler.now() + ms;
-  scheduler.schedule(() => undefined, ms);
-  scheduler.maxFrames = to;
-  scheduler.flush();
+/** Moves virtual time on and lets what it started settle. */
+const advanceAndSettle = async (scheduler: VirtualTimeScheduler, ms: number): Promise<void> => {
+  advance(scheduler, ms);
   await settle();
 };
 
@@ -58,13 +57,13 @@ describe('loader retries (virtual time)', () => {
     await settle();
     expect(t.phases(m1)).toEqual(['Downloading', 'Loading', 'Retrying']);
 
-    await advance(t.scheduler, 999);
+    await advanceAndSettle(t.scheduler, 999);
     expect([t.loads(m1), t.idle()]).toEqual([1, false]);
-    await advance(t.scheduler, 1);
+    await advanceAndSettle(t.scheduler, 1);
     expect(t.loads(m1)).toBe(2);
-    await advance(t.scheduler, 1999);
+    await advanceAndSettle(t.scheduler, 1999);
     expect(t.loads(m1)).toBe(2);
-    await advance(t.scheduler, 1);
+    await advanceAndSettle(t.scheduler, 1);
 
     expect(t.phases(m1)).toEqual([
       'Downloading',
@@ -102,7 +101,7 @@ describe('loader retries (virtual time)', () => {
     t.ops$.next(add(m1, v2));
     await settle();
     expect(t.phases(m1).slice(-3)).toEqual(['Downloading', 'Loading', 'Loaded']);
-    await advance(t.scheduler, 10_000);
+    await advanceAndSettle(t.scheduler, 10_000);
 
     expect(t.calls.filter((c) => c.startsWith('load'))).toEqual(['load m1', 'load m1']);
     expect(t.scheduler.actions).toEqual([]);
@@ -116,7 +115,7 @@ describe('loader retries (virtual time)', () => {
     expect(t.scheduler.actions).toHaveLength(1);
 
     t.subscription.unsubscribe();
-    await advance(t.scheduler, 10_000);
+    await advanceAndSettle(t.scheduler, 10_000);
 
     expect(t.loads(m1)).toBe(1);
     expect(t.scheduler.actions).toEqual([]);
