@@ -1,11 +1,18 @@
-/** ModelStatus: where one model stands, as the loader reports it (logs now; status endpoints and metrics later). */
+/** ModelStatus: where one model stands, as the loader reports it (logs, the agent's events, status endpoints, metrics). */
+import type { EffectErrorKind } from './errors';
 import type { ModelName } from './model-name';
 import type { ModelSpec } from './model-config';
 
 /**
- * Pending → Downloading → Loading → Loaded, or Unloading → Removed; Retrying while a transient failure waits out
- * its backoff; Failed when a permanent failure (or too many transient ones) stopped it until the next spec change
- * or resync.
+ * The phases of one model, as the loader reports them:
+ * - `Pending`: its desired state changed (or a Failed model was submitted again) and it waits for a free worker;
+ *   reported only when no worker takes it at once, so a burst of 10k models reports Pending for those that wait;
+ * - `Downloading` → `Loading` → `Loaded`: bringing a spec in (a step already done is skipped: a spec on disk is not
+ *   downloaded again, a loaded one is not loaded again);
+ * - `Unloading` → `Removed`: taking a model out;
+ * - `Retrying`: a step failed with a transient error and the model waits out its backoff (no worker is held);
+ * - `Failed`: a permanent error, or too many transient ones: nothing more happens until its spec changes or the
+ *   same spec is submitted again (a resync).
  */
 export type ModelPhase =
   'Pending' | 'Downloading' | 'Loading' | 'Loaded' | 'Unloading' | 'Removed' | 'Retrying' | 'Failed';
@@ -15,8 +22,10 @@ export interface ModelStatus {
   readonly phase: ModelPhase;
   /** The spec being worked towards (undefined while removing). */
   readonly spec?: ModelSpec;
-  /** Why it is Retrying or Failed. */
+  /** Why it is Retrying or Failed, in words. */
   readonly reason?: string;
+  /** What kind of failure made it Retrying or Failed (EffectError.kind), for metrics and status endpoints. */
+  readonly errorKind?: EffectErrorKind;
   /** Attempts of the current step so far (Retrying, Failed). */
   readonly attempt?: number;
 }
@@ -26,5 +35,7 @@ export type AgentEvent =
   | { readonly _tag: 'Status'; readonly status: ModelStatus }
   | { readonly _tag: 'Ready'; readonly modelCount: number };
 
+/** A status change as an agent event. */
 export const statusEvent = (status: ModelStatus): AgentEvent => ({ _tag: 'Status', status });
+/** The start-up sync has finished, with the number of models the accepted config lists. */
 export const readyEvent = (modelCount: number): AgentEvent => ({ _tag: 'Ready', modelCount });

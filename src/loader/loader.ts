@@ -1,25 +1,25 @@
 /**
- * The loader: makes the model dir and the model server match the latest wanted state of every model.
- *
- * It is a keyed work queue in the manner of client-go's: ops only record what is wanted per model (so ops still
- * queued collapse to the latest desired state), a name is queued at most once and is never worked on twice at a
- * time (so each model's steps run strictly in order), a fixed number of workers take names from the queue (so a
- * burst of any size holds no more than that many models in progress), and transient failures come back after a
- * backoff without holding a worker. Downloads and load calls are further bounded by their own slots.
+ * The loader: makes the model dir and the model server match the latest desired state of every model. It owns
+ * one record per model; ops only record what is wanted, a keyed work queue (work-queue.ts) hands model names to a
+ * fixed number of workers, and the per-model steps live in reconcile.ts.
  */
 import type { Logger } from 'pino';
-import { BehaviorSubject, distinctUntilChanged, Observable } from 'rxjs';
+import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable, type SchedulerLike } from 'rxjs';
 import { backoffDelay } from '../core/backoff';
 import { toEffectError } from '../core/errors';
+import { inPlaceSnapshot, type InPlace } from '../core/in-place';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
 import type { ModelOp } from '../core/model-op';
 import { statusEvent, type AgentEvent, type ModelPhase, type ModelStatus } from '../core/model-status';
-import { specEquals, unknownSpec } from '../core/snapshot';
-import { inPlaceSnapshot, type InPlace } from '../core/in-place';
-import type { Installed, LoadJournal, ModelServer, ModelStore } from '../ports';
+import type { LoadJournal, ModelServer, ModelStore } from '../ports';
+import { needsWork, newRecord, want, type ModelRecord } from './model-record';
+import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
 import { createSlots, type Slots } from './slots';
+import { logStatus, redactUrisIn } from './status-log';
+import { createWorkQueue } from './work-queue';
 
+/** How transient failures are retried: capped exponential backoff with full jitter (core/backoff.ts). */
 export interface RetryPolicy {
   readonly baseMs: number;
   readonly maxMs: number;
@@ -27,6 +27,7 @@ export interface RetryPolicy {
   readonly maxAttempts: number;
 }
 
+/** The loader's ports and limits. */
 export interface LoaderDeps {
   readonly store: ModelStore;
   readonly journal: LoadJournal;
@@ -37,13 +38,21 @@ export interface LoaderDeps {
   readonly downloadConcurrency: number;
   readonly loadConcurrency: number;
   readonly retry: RetryPolicy;
+  /** The jitter source of retry delays; Math.random by default. */
   readonly random?: () => number;
+  /** Where retry delays are timed; asyncScheduler by default. */
+  readonly scheduler?: SchedulerLike;
 }
 
+/** A loader: `run` applies ops; the rest lets health checks, status endpoints and tests look at it. */
 export interface Loader {
-  /** Applies ops, emitting every status change; completes when `op$` has completed and all work is done. */
+  /**
+   * Applies ops, emitting every status change; completes when `op$` has completed and all work is done. One
+   * subscription at a time (a second, concurrent one errors); a new one after an unsubscribe takes up every model
+   * whose desired state is not reached, except Failed ones.
+   */
   readonly run: (op$: Observable<ModelOp>) => Observable<AgentEvent>;
-  /** True while nothing is queued, in progress or waiting to be retried. */
+  /** True while nothing is queued, in progress or waiting to be retried (so also while no run is subscribed). */
   readonly idle$: Observable<boolean>;
   /** The status of every model the loader knows. */
   readonly statuses: () => ReadonlyMap<ModelName, ModelStatus>;
@@ -51,295 +60,133 @@ export interface Loader {
   readonly slots: { readonly download: Slots; readonly load: Slots };
 }
 
-interface ModelRecord {
-  readonly name: ModelName;
-  /** The spec wanted, or undefined when the model should be gone. */
-  desired: ModelSpec | undefined;
-  onDisk: ModelSpec | undefined;
-  loaded: boolean;
-  /** The spec of the version the server loaded, when known. */
-  loadedSpec: ModelSpec | undefined;
-  status: ModelStatus;
-  /** Consecutive failed attempts towards the current desired state. */
-  attempts: number;
-  /** Bumped whenever `desired` changes: work begun for an older generation is superseded, even if the spec came back. */
-  generation: number;
-  queued: boolean;
-  working: boolean;
-  /** Wanted state changed while working: work on it again afterwards. */
-  dirty: boolean;
-  retryTimer: ReturnType<typeof setTimeout> | undefined;
-  /** Aborts the step in progress when it is a download (a newer spec makes it pointless). */
-  abortDownload: (() => void) | undefined;
-}
-
-type Outcome =
-  | { readonly _tag: 'Done' | 'Failed' | 'Superseded' | 'Stopped' }
-  | { readonly _tag: 'Retry'; readonly delayMs: number };
-
-const sameDesired = (a: ModelSpec | undefined, b: ModelSpec | undefined): boolean =>
-  a === undefined || b === undefined ? a === b : specEquals(a, b);
-
-const phaseMessages: Readonly<Record<ModelPhase, string>> = {
-  Pending: 'model pending',
-  Downloading: 'model downloading',
-  Loading: 'model loading',
-  Loaded: 'model loaded',
-  Unloading: 'model unloading',
-  Removed: 'model removed',
-  Retrying: 'model step failed; retrying',
-  Failed: 'model failed',
-};
-
+/** A loader over `deps`, starting from what is `inPlace`. */
 export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
-  const { store, journal, server, log, retry } = deps;
-  const random = deps.random ?? Math.random;
+  const { log, retry, random = Math.random, scheduler = asyncScheduler } = deps;
   const slots = { download: createSlots(deps.downloadConcurrency), load: createSlots(deps.loadConcurrency) };
   const workers = deps.downloadConcurrency + deps.loadConcurrency;
   const records = new Map<ModelName, ModelRecord>();
+  for (const [name, spec] of inPlaceSnapshot(inPlace))
+    records.set(name, newRecord(name, spec, inPlace.onDisk.get(name), inPlace.loaded.has(name)));
   const idle$ = new BehaviorSubject(true);
+  let running = false;
 
-  /**
-   * `desired` starts as the in-place snapshot says (core/in-place.ts, the one rule for what counts as in place):
-   * the in-place spec, or `unknownSpec` for half-in-place models, so whichever op the first diff sends for them
-   * is a change; undefined for models never seen.
-   */
-  const newRecord = (
-    name: ModelName,
-    desired?: ModelSpec,
-    found: { onDisk?: ModelSpec; loaded: boolean } = { loaded: false },
-  ): ModelRecord => {
-    const inPlaceSpec = desired !== undefined && desired !== unknownSpec ? desired : undefined;
-    const record: ModelRecord = {
-      name,
-      desired,
-      onDisk: found.onDisk,
-      loaded: found.loaded,
-      loadedSpec: inPlaceSpec,
-      status: {
-        modelName: name,
-        phase: inPlaceSpec !== undefined ? 'Loaded' : 'Pending',
-        ...(inPlaceSpec ? { spec: inPlaceSpec } : {}),
-      },
-      attempts: 0,
-      generation: 0,
-      queued: false,
-      working: false,
-      dirty: false,
-      retryTimer: undefined,
-      abortDownload: undefined,
-    };
-    records.set(name, record);
-    return record;
+  /** The record of the model `op` is about, once it records the op's desired state and needs work for it. */
+  const recordToWorkOn = (op: ModelOp): ModelRecord | undefined => {
+    const desired = op._tag === 'Add' ? op.spec : undefined;
+    const known = records.get(op.modelName);
+    if (known === undefined && desired === undefined) return undefined; // a Remove of a model never seen
+    const record = known ?? records.set(op.modelName, newRecord(op.modelName)).get(op.modelName)!;
+    return want(record, desired) ? record : undefined;
   };
-  for (const [name, spec] of inPlaceSnapshot(inPlace)) {
-    newRecord(name, spec, { onDisk: inPlace.onDisk.get(name), loaded: inPlace.loaded.has(name) });
-  }
 
   const run = (op$: Observable<ModelOp>): Observable<AgentEvent> =>
     new Observable<AgentEvent>((subscriber) => {
-      const shutdown = new AbortController();
-      const queue: ModelName[] = [];
-      let head = 0;
-      let working = 0;
-      let retriesPending = 0;
+      if (running) return subscriber.error(new Error('loader.run is already subscribed; one run at a time'));
+      running = true;
+      const stop = new AbortController();
+      const queue = createWorkQueue<ModelName>(scheduler);
       let sourceDone = false;
 
-      /** Records and reports a status; `spec` is the one being worked on, which a newer `desired` may have passed. */
-      const setStatus = (
+      const report = (
         record: ModelRecord,
         phase: ModelPhase,
         spec: ModelSpec | undefined,
-        extra: Partial<ModelStatus> = {},
+        details: Pick<ModelStatus, 'reason' | 'errorKind' | 'attempt'> = {},
       ): void => {
-        record.status = { modelName: record.name, phase, ...(spec ? { spec } : {}), ...extra };
-        const fields = {
-          model: record.name,
-          phase,
-          ...extra,
-          ...(spec ? { storageUri: spec.storageUri } : {}),
-        };
-        if (phase === 'Failed') log.error(fields, phaseMessages[phase]);
-        else if (phase === 'Retrying') log.warn(fields, phaseMessages[phase]);
-        else log.info(fields, phaseMessages[phase]);
+        if (stop.signal.aborted) return; // aborted work winding down has nothing to tell
+        record.status = { modelName: record.name, phase, ...(spec ? { spec } : {}), ...details };
+        record.reported = true;
+        logStatus(log, record.status);
         subscriber.next(statusEvent(record.status));
+      };
+      const effects: ReconcileEffects = {
+        ...deps,
+        slots,
+        report: (name, phase, spec) => report(records.get(name)!, phase, spec),
       };
 
       const updateIdle = (): void => {
-        const idle = working === 0 && head === queue.length && retriesPending === 0;
-        if (idle$.value !== idle) idle$.next(idle);
+        if (stop.signal.aborted) return;
+        const { queued, processing, delayed } = queue.counts();
+        const idle = queued + processing + delayed === 0;
+        idle$.next(idle);
         if (idle && sourceDone) subscriber.complete();
       };
 
       const enqueue = (record: ModelRecord): void => {
-        if (record.working) {
-          record.dirty = true;
+        queue.add(record.name);
+        if (queue.isQueued(record.name)) report(record, 'Pending', record.desired); // no worker took it at once
+      };
+
+      /** Works once towards the record's desired state; a transient failure comes back through `addAfter`. */
+      const work = async (record: ModelRecord): Promise<void> => {
+        const { desired, generation } = record;
+        if (desired === undefined && isInPlace(record, undefined)) {
+          // Nothing was ever installed (added and removed before any work): close what was reported, if anything.
+          if (record.reported) report(record, 'Removed', undefined);
+          records.delete(record.name);
           return;
         }
-        if (record.queued) return;
-        record.queued = true;
-        queue.push(record.name);
-        pump();
-      };
-
-      const want = (op: ModelOp): void => {
-        const record = records.get(op.modelName) ?? newRecord(op.modelName);
-        const desired = op._tag === 'Add' ? op.spec : undefined;
-        if (!sameDesired(record.desired, desired)) {
-          record.desired = desired;
-          record.generation++;
-          record.attempts = 0;
-          record.abortDownload?.();
-          if (record.retryTimer !== undefined) {
-            clearTimeout(record.retryTimer);
-            record.retryTimer = undefined;
-            retriesPending--;
-          }
-          enqueue(record);
-        } else if (record.status.phase === 'Failed') {
-          record.attempts = 0; // the same spec again (a resync): try once more
-          enqueue(record);
-        }
-      };
-
-      const bringIn = async (record: ModelRecord, target: ModelSpec, signal: AbortSignal): Promise<void> => {
-        let replaced: Installed | undefined;
         try {
-          if (record.onDisk === undefined || !specEquals(record.onDisk, target)) {
-            setStatus(record, 'Downloading', target);
-            const download = new AbortController();
-            record.abortDownload = () => download.abort(new Error('superseded by a newer spec'));
-            const downloadSignal = AbortSignal.any([signal, download.signal]);
-            replaced = await slots.download.use(downloadSignal, () =>
-              store.install(
-                record.name,
-                target,
-                (dir, s) => deps.download(target.storageUri, dir, s),
-                downloadSignal,
-              ),
-            );
-            record.abortDownload = undefined;
-            record.onDisk = target;
-          }
-          if (!(record.loaded && record.loadedSpec !== undefined && specEquals(record.loadedSpec, target))) {
-            setStatus(record, 'Loading', target);
-            await slots.load.use(signal, async () => {
-              await journal.starting(record.name);
-              await server.load(record.name, record.loaded, signal);
-              await journal.confirmed(record.name);
-            });
-            record.loaded = true;
-            record.loadedSpec = target;
-          }
-          setStatus(record, 'Loaded', target);
-        } finally {
-          record.abortDownload = undefined;
-          // The version a new one replaced is not needed once the server was asked to load the new one.
-          await replaced
-            ?.dropReplaced()
-            .catch((error: unknown) =>
-              log.warn({ err: error, model: record.name }, 'could not delete a replaced model version'),
-            );
-        }
-      };
-
-      const takeOut = async (record: ModelRecord, signal: AbortSignal): Promise<void> => {
-        if (!record.loaded && record.onDisk === undefined) {
-          // Never installed (added and removed before any work): nothing happened, so nothing to report.
-          record.status = { modelName: record.name, phase: 'Removed' };
-          return;
-        }
-        setStatus(record, 'Unloading', undefined);
-        await slots.load.use(signal, () => server.unload(record.name, signal));
-        record.loaded = false;
-        record.loadedSpec = undefined;
-        if (record.onDisk !== undefined) {
-          await store.remove(record.name);
-          record.onDisk = undefined;
-          await journal.confirmed(record.name); // a removed model has no load to redo
-        }
-        setStatus(record, 'Removed', undefined);
-      };
-
-      const work = async (record: ModelRecord): Promise<Outcome> => {
-        const target = record.desired;
-        const generation = record.generation;
-        try {
-          if (target === undefined) await takeOut(record, shutdown.signal);
-          else await bringIn(record, target, shutdown.signal);
+          await reconcile(record, desired, effects, { stop: stop.signal, supersede: generation.signal });
           record.attempts = 0;
-          return { _tag: 'Done' };
+          if (record.desired === undefined && isInPlace(record, undefined)) records.delete(record.name);
         } catch (cause) {
-          if (shutdown.signal.aborted) return { _tag: 'Stopped' };
-          if (record.generation !== generation) return { _tag: 'Superseded' };
+          if (stop.signal.aborted || generation.signal.aborted) return; // our own abort, not the model's failure
           const error = toEffectError(cause);
           record.attempts++;
-          const reason = error.message;
-          if (error.retryable && record.attempts < retry.maxAttempts) {
-            const delayMs = backoffDelay(record.attempts, retry.baseMs, retry.maxMs, random);
-            setStatus(record, 'Retrying', target, { reason, attempt: record.attempts });
-            return { _tag: 'Retry', delayMs };
-          }
-          setStatus(record, 'Failed', target, { reason, attempt: record.attempts });
-          return { _tag: 'Failed' };
+          const details = {
+            reason: redactUrisIn(error.message),
+            errorKind: error.kind,
+            attempt: record.attempts,
+          };
+          if (!error.retryable || record.attempts >= retry.maxAttempts)
+            return report(record, 'Failed', desired, details);
+          report(record, 'Retrying', desired, details);
+          queue.addAfter(record.name, backoffDelay(record.attempts, retry.baseMs, retry.maxMs, random));
         }
       };
 
-      const finish = (record: ModelRecord, outcome: Outcome): void => {
-        record.working = false;
-        working--;
-        if (outcome._tag === 'Stopped') {
-          updateIdle();
-          return;
-        }
-        if (record.dirty || outcome._tag === 'Superseded') {
-          record.dirty = false;
-          enqueue(record);
-        } else if (outcome._tag === 'Retry') {
-          retriesPending++;
-          record.retryTimer = setTimeout(() => {
-            record.retryTimer = undefined;
-            retriesPending--;
-            enqueue(record);
-          }, outcome.delayMs);
-        } else if (record.desired === undefined && record.status.phase === 'Removed') {
-          records.delete(record.name);
-        }
-        pump();
-        updateIdle();
+      const start = (name: ModelName): void => {
+        const record = records.get(name); // undefined once an Add then Remove was closed by an earlier pass
+        const task = record ? record.inFlight.then(() => work(record)) : Promise.resolve();
+        if (record) record.inFlight = task;
+        void task.then(() => {
+          queue.done(name);
+          pump(); // a worker is free
+        });
       };
 
       function pump(): void {
-        while (working < workers && head < queue.length && !shutdown.signal.aborted) {
-          const record = records.get(queue[head++]!)!;
-          record.queued = false;
-          record.working = true;
-          working++;
-          void work(record).then((outcome) => finish(record, outcome));
-        }
-        if (head === queue.length) {
-          queue.length = 0; // the queue only grows while there is a backlog; drop consumed names
-          head = 0;
-        }
+        let name: ModelName | undefined;
+        while (queue.counts().processing < workers && (name = queue.get()) !== undefined) start(name);
         updateIdle();
       }
-
-      const subscription = op$.subscribe({
-        next: want,
-        error: (error: unknown) => subscriber.error(error),
-        complete: () => {
-          sourceDone = true;
-          updateIdle();
-        },
-      });
+      subscriber.add(queue.available$.subscribe(pump));
+      for (const record of records.values()) if (needsWork(record)) enqueue(record);
+      subscriber.add(
+        op$.subscribe({
+          next: (op) => {
+            const record = recordToWorkOn(op);
+            if (record === undefined) return;
+            queue.cancelAddAfter(record.name); // a new desired state supersedes a pending retry
+            enqueue(record);
+          },
+          error: (error: unknown) => subscriber.error(error),
+          complete: () => {
+            sourceDone = true;
+            updateIdle();
+          },
+        }),
+      );
+      updateIdle();
 
       return () => {
-        shutdown.abort(new Error('modelsync is shutting down'));
-        subscription.unsubscribe();
-        for (const record of records.values()) {
-          if (record.retryTimer !== undefined) clearTimeout(record.retryTimer);
-          record.retryTimer = undefined;
-        }
+        stop.abort(new Error('modelsync is shutting down'));
+        queue.shutDown();
+        idle$.next(true); // nothing happens until the next subscription
+        running = false;
       };
     });
 

@@ -1,0 +1,73 @@
+/** ModelRecord: what the loader knows and wants of one model, and how an op changes what it wants (coalescing). */
+import type { ModelSpec } from '../core/model-config';
+import type { ModelName } from '../core/model-name';
+import type { ModelStatus } from '../core/model-status';
+import { specEquals, unknownSpec } from '../core/snapshot';
+import { isInPlace, type ModelState } from './reconcile';
+
+/** One model: what is in place (ModelState), what is wanted, and how the work towards it stands. */
+export interface ModelRecord extends ModelState {
+  /** The spec wanted, or undefined when the model should be gone. */
+  desired: ModelSpec | undefined;
+  status: ModelStatus;
+  /** Whether a status of this model was ever emitted (a model nothing was said about needs no `Removed`). */
+  reported: boolean;
+  /** Consecutive failed attempts towards the current desired state. */
+  attempts: number;
+  /** One per desired state, aborted when a newer one supersedes it: its download stops, its failures do not count. */
+  generation: AbortController;
+  /** The last work begun on this model; a new subscription waits for work an old one is still aborting. */
+  inFlight: Promise<void>;
+}
+
+/**
+ * A record for a model seen for the first time (`desired` undefined until an op says), or for one found at start,
+ * with `desired` as the in-place snapshot says: its spec when it is in place (Loaded), `unknownSpec` when it is
+ * half in place, so whichever op the first diff sends for it is a change.
+ */
+export const newRecord = (
+  name: ModelName,
+  desired?: ModelSpec,
+  onDisk?: ModelSpec,
+  loaded = false,
+): ModelRecord => {
+  const inPlaceSpec = desired !== unknownSpec ? desired : undefined;
+  return {
+    name,
+    desired,
+    onDisk,
+    loaded,
+    loadedSpec: inPlaceSpec,
+    status: inPlaceSpec
+      ? { modelName: name, phase: 'Loaded', spec: inPlaceSpec }
+      : { modelName: name, phase: 'Pending' },
+    reported: false,
+    attempts: 0,
+    generation: new AbortController(),
+    inFlight: Promise.resolve(),
+  };
+};
+
+const sameDesired = (a: ModelSpec | undefined, b: ModelSpec | undefined): boolean =>
+  a === undefined || b === undefined ? a === b : specEquals(a, b);
+
+/**
+ * Records that `desired` is wanted; true when the model needs work for it. Ops only record desired state, so ops
+ * not yet worked on collapse into the latest: Add then Remove is nothing, the same spec again is nothing, except
+ * that the same spec on a Failed model (a resync) tries it once more.
+ */
+export const want = (record: ModelRecord, desired: ModelSpec | undefined): boolean => {
+  if (sameDesired(record.desired, desired)) {
+    if (record.status.phase !== 'Failed') return false;
+  } else {
+    record.desired = desired;
+    record.generation.abort(new Error('superseded by a newer desired state'));
+    record.generation = new AbortController();
+  }
+  record.attempts = 0;
+  return true;
+};
+
+/** Whether a new subscription takes the model up: an op asked for a state that is not reached, and it has not Failed. */
+export const needsWork = (record: ModelRecord): boolean =>
+  record.desired !== unknownSpec && record.status.phase !== 'Failed' && !isInPlace(record, record.desired);

@@ -1,0 +1,118 @@
+/** The steps that bring one model to the state it should be in: bring in (download, load) and take out (unload, delete). */
+import type { Logger } from 'pino';
+import type { ModelSpec } from '../core/model-config';
+import type { ModelName } from '../core/model-name';
+import type { ModelPhase } from '../core/model-status';
+import { specEquals } from '../core/snapshot';
+import type { Installed, LoadJournal, ModelServer, ModelStore } from '../ports';
+import type { Slots } from './slots';
+
+/** What is in place for one model. The steps update it as each effect succeeds, so a failed step resumes there. */
+export interface ModelState {
+  readonly name: ModelName;
+  onDisk: ModelSpec | undefined;
+  loaded: boolean;
+  /** The spec of the version the server loaded, when known. */
+  loadedSpec: ModelSpec | undefined;
+}
+
+/** The ports the steps act through, the slots bounding them, and where they report each phase they enter. */
+export interface ReconcileEffects {
+  readonly store: ModelStore;
+  readonly journal: LoadJournal;
+  readonly server: ModelServer;
+  /** Fills a directory with the model stored at a URI. */
+  readonly download: (uri: string, targetDir: string, signal: AbortSignal) => Promise<void>;
+  readonly slots: { readonly download: Slots; readonly load: Slots };
+  readonly log: Logger;
+  readonly report: (name: ModelName, phase: ModelPhase, spec: ModelSpec | undefined) => void;
+}
+
+/**
+ * `stop` aborts whatever step is in progress (shutdown); `supersede` aborts only a download, which a newer spec
+ * makes pointless. A load or unload already sent is left to finish: the server may act on it anyway.
+ */
+export interface StepSignals {
+  readonly stop: AbortSignal;
+  readonly supersede: AbortSignal;
+}
+
+const isOnDisk = (model: ModelState, spec: ModelSpec): boolean =>
+  model.onDisk !== undefined && specEquals(model.onDisk, spec);
+
+const isLoaded = (model: ModelState, spec: ModelSpec): boolean =>
+  model.loaded && model.loadedSpec !== undefined && specEquals(model.loadedSpec, spec);
+
+/** True when `desired` is what is in place (undefined: nothing on disk and nothing loaded). */
+export const isInPlace = (model: ModelState, desired: ModelSpec | undefined): boolean =>
+  desired === undefined
+    ? !model.loaded && model.onDisk === undefined
+    : isOnDisk(model, desired) && isLoaded(model, desired);
+
+/**
+ * Downloads `target` into the store unless it is on disk, then has the server load it (`replacing` when a version
+ * is loaded) unless it has it; the journal notes the load before the call and confirms it after. The version the
+ * download replaced is deleted once the server was asked to load the new one, whatever it answered.
+ */
+export const bringIn = async (
+  model: ModelState,
+  target: ModelSpec,
+  { store, journal, server, download, slots, log, report }: ReconcileEffects,
+  { stop, supersede }: StepSignals,
+): Promise<void> => {
+  let replaced: Installed | undefined;
+  try {
+    if (!isOnDisk(model, target)) {
+      report(model.name, 'Downloading', target);
+      const signal = AbortSignal.any([stop, supersede]);
+      replaced = await slots.download.use(signal, () =>
+        store.install(model.name, target, (dir, s) => download(target.storageUri, dir, s), signal),
+      );
+      model.onDisk = target;
+    }
+    if (!isLoaded(model, target)) {
+      report(model.name, 'Loading', target);
+      await slots.load.use(stop, async () => {
+        await journal.starting(model.name);
+        await server.load(model.name, model.loaded, stop);
+        await journal.confirmed(model.name);
+      });
+      model.loaded = true;
+      model.loadedSpec = target;
+    }
+    report(model.name, 'Loaded', target);
+  } finally {
+    await replaced
+      ?.dropReplaced()
+      .catch((error: unknown) =>
+        log.warn({ err: error, model: model.name }, 'could not delete a replaced model version'),
+      );
+  }
+};
+
+/** Unloads the model first (the server may hold it even when it is not known to be loaded), then deletes its files. */
+export const takeOut = async (
+  model: ModelState,
+  { store, journal, server, slots, report }: ReconcileEffects,
+  stop: AbortSignal,
+): Promise<void> => {
+  report(model.name, 'Unloading', undefined);
+  await slots.load.use(stop, () => server.unload(model.name, stop));
+  model.loaded = false;
+  model.loadedSpec = undefined;
+  if (model.onDisk !== undefined) {
+    await store.remove(model.name);
+    model.onDisk = undefined;
+    await journal.confirmed(model.name); // a removed model has no load to redo
+  }
+  report(model.name, 'Removed', undefined);
+};
+
+/** Brings in `desired`, or takes the model out when `desired` is undefined. Rejects with the failed step's error. */
+export const reconcile = (
+  model: ModelState,
+  desired: ModelSpec | undefined,
+  effects: ReconcileEffects,
+  signals: StepSignals,
+): Promise<void> =>
+  desired === undefined ? takeOut(model, effects, signals.stop) : bringIn(model, desired, effects, signals);

@@ -1,0 +1,38 @@
+/** logStatus: one log line per status change, at a level that suits its phase, with no secret in it. */
+import type { Logger } from 'pino';
+import type { ModelPhase, ModelStatus } from '../core/model-status';
+import { redactUri } from '../core/storage-uri';
+
+type Level = 'debug' | 'info' | 'warn' | 'error';
+
+const lines: Readonly<Record<ModelPhase, { readonly level: Level; readonly msg: string }>> = {
+  // Debug: a burst of 10k models would otherwise log 10k Pending lines at info.
+  Pending: { level: 'debug', msg: 'model pending' },
+  Downloading: { level: 'info', msg: 'model downloading' },
+  Loading: { level: 'info', msg: 'model loading' },
+  Loaded: { level: 'info', msg: 'model loaded' },
+  Unloading: { level: 'info', msg: 'model unloading' },
+  Removed: { level: 'info', msg: 'model removed' },
+  Retrying: { level: 'warn', msg: 'model step failed; retrying' },
+  Failed: { level: 'error', msg: 'model failed' },
+};
+
+const urlInText = /\b[a-z][a-z\d+.-]*:\/\/[^\s"'<>]+/gi;
+
+/**
+ * `text` with every URL in it through `redactUri`. Failure reasons quote the errors of libraries, and some quote
+ * the whole URL they were given (undici: "Request cannot be constructed from a URL that includes credentials: …").
+ */
+export const redactUrisIn = (text: string): string => text.replace(urlInText, (url) => redactUri(url));
+
+/**
+ * Logs `status` with the model as `model` and the storage URI through `redactUri`: presigned query strings and
+ * `user:password@` are credentials.
+ */
+export const logStatus = (log: Logger, { modelName, spec, ...details }: ModelStatus): void => {
+  const { level, msg } = lines[details.phase];
+  log[level](
+    { model: modelName, ...details, ...(spec ? { storageUri: redactUri(spec.storageUri) } : {}) },
+    msg,
+  );
+};

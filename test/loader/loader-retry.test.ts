@@ -1,0 +1,123 @@
+/** Tests of the loader's retries on virtual time (recording ports): backoff, freed workers, cancelled retries. */
+import pino from 'pino';
+import { Subject, VirtualTimeScheduler, type Subscription } from 'rxjs';
+import { retryableError } from '../../src/core/errors';
+import { add } from '../../src/core/model-op';
+import type { ModelOp } from '../../src/core/model-op';
+import type { AgentEvent, ModelPhase } from '../../src/core/model-status';
+import { createLoader, type Loader } from '../../src/loader/loader';
+import { name, spec } from '../helpers/fixtures';
+import { recordingPorts, type RecordingFailures } from './recording-ports';
+import { advance } from './virtual-time';
+
+const [m1, m2] = [name('m1'), name('m2')];
+const [v1, v2] = [spec('/models/v1'), spec('/models/v2')];
+const unavailable = () => retryableError('model server returned HTTP 503');
+
+/** Lets every promise the fake ports started settle (they resolve at once; no timer is involved). */
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Moves virtual time on and lets what it started settle. */
+const advanceAndSettle = async (scheduler: VirtualTimeScheduler, ms: number): Promise<void> => {
+  advance(scheduler, ms);
+  await settle();
+};
+
+/** A loader on recording ports with one download and one load worker; retries wait 1 s, 2 s, 4 s (no jitter). */
+const start = (fail: RecordingFailures) => {
+  const scheduler = new VirtualTimeScheduler();
+  const { ports, calls } = recordingPorts(fail);
+  const loader: Loader = createLoader(
+    {
+      ...ports,
+      log: pino({ level: 'silent' }),
+      downloadConcurrency: 1,
+      loadConcurrency: 1,
+      retry: { baseMs: 1000, maxMs: 60_000, maxAttempts: 5 },
+      random: () => 1,
+      scheduler,
+    },
+    { onDisk: new Map(), loaded: new Set() },
+  );
+  const ops$ = new Subject<ModelOp>();
+  const events: AgentEvent[] = [];
+  const subscription: Subscription = loader.run(ops$).subscribe((e) => events.push(e));
+  const phases = (model: string): ModelPhase[] =>
+    events.flatMap((e) => (e._tag === 'Status' && e.status.modelName === model ? [e.status.phase] : []));
+  const loads = (model: string): number => calls.filter((c) => c === `load ${model}`).length;
+  let idle = false;
+  loader.idle$.subscribe((value) => (idle = value));
+  return { scheduler, loader, ops$, phases, loads, calls, subscription, idle: () => idle };
+};
+
+describe('loader retries (virtual time)', () => {
+  it('retries after each backoff on the injected scheduler, not before, and is busy meanwhile', async () => {
+    const t = start({ load: { m1: [unavailable(), unavailable()] } });
+    t.ops$.next(add(m1, v1));
+    await settle();
+    expect(t.phases(m1)).toEqual(['Downloading', 'Loading', 'Retrying']);
+
+    await advanceAndSettle(t.scheduler, 999);
+    expect([t.loads(m1), t.idle()]).toEqual([1, false]);
+    await advanceAndSettle(t.scheduler, 1);
+    expect(t.loads(m1)).toBe(2);
+    await advanceAndSettle(t.scheduler, 1999);
+    expect(t.loads(m1)).toBe(2);
+    await advanceAndSettle(t.scheduler, 1);
+
+    expect(t.phases(m1)).toEqual([
+      'Downloading',
+      'Loading',
+      'Retrying',
+      'Loading',
+      'Retrying',
+      'Loading',
+      'Loaded',
+    ]);
+    expect(t.calls.filter((c) => c.startsWith('install'))).toEqual(['install m1 /models/v1']);
+    expect(t.idle()).toBe(true);
+  });
+
+  it('holds no worker while models wait out their backoff', async () => {
+    const t = start({ load: { m1: [unavailable()], m2: [unavailable()] } });
+    t.ops$.next(add(m1, v1));
+    t.ops$.next(add(m2, v2));
+    await settle();
+    expect([t.phases(m1).at(-1), t.phases(m2).at(-1)]).toEqual(['Retrying', 'Retrying']);
+
+    const m3 = name('m3'); // both workers would be taken if a backoff held one
+    t.ops$.next(add(m3, spec('/models/v3')));
+    await settle();
+
+    expect(t.phases(m3)).toEqual(['Downloading', 'Loading', 'Loaded']);
+    expect([t.loads(m1), t.loads(m2)]).toEqual([1, 1]);
+  });
+
+  it('works on a new spec at once and drops the pending retry of the old one', async () => {
+    const t = start({ load: { m1: [unavailable()] } });
+    t.ops$.next(add(m1, v1));
+    await settle();
+
+    t.ops$.next(add(m1, v2));
+    await settle();
+    expect(t.phases(m1).slice(-3)).toEqual(['Downloading', 'Loading', 'Loaded']);
+    await advanceAndSettle(t.scheduler, 10_000);
+
+    expect(t.calls.filter((c) => c.startsWith('load'))).toEqual(['load m1', 'load m1']);
+    expect(t.scheduler.actions).toEqual([]);
+    expect(t.idle()).toBe(true);
+  });
+
+  it('cancels pending retries when unsubscribed', async () => {
+    const t = start({ load: { m1: [unavailable()] } });
+    t.ops$.next(add(m1, v1));
+    await settle();
+    expect(t.scheduler.actions).toHaveLength(1);
+
+    t.subscription.unsubscribe();
+    await advanceAndSettle(t.scheduler, 10_000);
+
+    expect(t.loads(m1)).toBe(1);
+    expect(t.scheduler.actions).toEqual([]);
+  });
+});

@@ -1,0 +1,165 @@
+/** Tests of the per-model steps with recording ports: what each step calls, in which order, and what it leaves. */
+import pino from 'pino';
+import { retryableError } from '../../src/core/errors';
+import type { ModelSpec } from '../../src/core/model-config';
+import {
+  bringIn,
+  isInPlace,
+  takeOut,
+  type ModelState,
+  type ReconcileEffects,
+} from '../../src/loader/reconcile';
+import { createSlots } from '../../src/loader/slots';
+import { name, spec } from '../helpers/fixtures';
+import { recordingPorts, type RecordingFailures } from './recording-ports';
+
+const m1 = name('m1');
+const [v1, v2] = [spec('/models/v1'), spec('/models/v2')];
+const running = (): AbortSignal => new AbortController().signal;
+const aborted = (): AbortSignal => AbortSignal.abort(new Error('superseded'));
+
+/** The recording ports, with slots of one and a reporter that records too. */
+const recording = (fail: RecordingFailures = {}): { effects: ReconcileEffects; calls: string[] } => {
+  const { ports, calls } = recordingPorts(fail);
+  const effects: ReconcileEffects = {
+    ...ports,
+    slots: { download: createSlots(1), load: createSlots(1) },
+    log: pino({ level: 'silent' }),
+    report: (model, phase, s) => calls.push(`report ${model} ${phase}${s ? ` ${s.storageUri}` : ''}`),
+  };
+  return { effects, calls };
+};
+
+const model = (onDisk?: ModelSpec, loadedSpec?: ModelSpec): ModelState => ({
+  name: m1,
+  onDisk,
+  loaded: loadedSpec !== undefined,
+  loadedSpec,
+});
+
+describe('bringIn', () => {
+  it('downloads, journals the load around the call, loads and then reports Loaded', async () => {
+    const { effects, calls } = recording();
+    const state = model();
+
+    await bringIn(state, v1, effects, { stop: running(), supersede: running() });
+
+    expect(calls).toEqual([
+      'report m1 Downloading /models/v1',
+      'install m1 /models/v1',
+      'download /models/v1 into /staging',
+      'report m1 Loading /models/v1',
+      'journal starting m1',
+      'load m1',
+      'journal confirmed m1',
+      'report m1 Loaded /models/v1',
+      'dropReplaced m1',
+    ]);
+    expect(state).toEqual(model(v1, v1));
+  });
+
+  it('asks for a reload of the new version when another is loaded, and drops the replaced one after', async () => {
+    const { effects, calls } = recording();
+    const state = model(v1, v1);
+
+    await bringIn(state, v2, effects, { stop: running(), supersede: running() });
+
+    expect(calls.filter((c) => !c.startsWith('report') && !c.startsWith('journal'))).toEqual([
+      'install m1 /models/v2',
+      'download /models/v2 into /staging',
+      'load m1 replacing',
+      'dropReplaced m1',
+    ]);
+    expect(state).toEqual(model(v2, v2));
+  });
+
+  it('only loads when the spec is on disk, and only reports Loaded when it is loaded too', async () => {
+    const onDisk = recording();
+    await bringIn(model(v1), v1, onDisk.effects, { stop: running(), supersede: running() });
+    expect(onDisk.calls).toEqual([
+      'report m1 Loading /models/v1',
+      'journal starting m1',
+      'load m1',
+      'journal confirmed m1',
+      'report m1 Loaded /models/v1',
+    ]);
+
+    const inPlace = recording();
+    await bringIn(model(v1, v1), v1, inPlace.effects, { stop: running(), supersede: running() });
+    expect(inPlace.calls).toEqual(['report m1 Loaded /models/v1']);
+  });
+
+  it('keeps the download it made when the load fails, leaves the load unconfirmed and rejects with its error', async () => {
+    const failure = retryableError('HTTP 503');
+    const { effects, calls } = recording({ load: { m1: [failure] } });
+    const state = model();
+
+    await expect(bringIn(state, v1, effects, { stop: running(), supersede: running() })).rejects.toBe(
+      failure,
+    );
+
+    expect(calls).not.toContain('journal confirmed m1');
+    expect(calls.at(-1)).toBe('dropReplaced m1');
+    expect(state).toEqual(model(v1));
+  });
+
+  it('lets a newer spec abort a download but not a load', async () => {
+    const download = recording();
+    const downloading = model();
+    await expect(
+      bringIn(downloading, v1, download.effects, { stop: running(), supersede: aborted() }),
+    ).rejects.toThrow('superseded');
+    expect(download.calls).toEqual(['report m1 Downloading /models/v1']);
+    expect(downloading).toEqual(model());
+
+    const load = recording();
+    await bringIn(model(v1), v1, load.effects, { stop: running(), supersede: aborted() });
+    expect(load.calls).toContain('load m1');
+  });
+
+  it('stops before a step when the stop signal is aborted', async () => {
+    const { effects, calls } = recording();
+    await expect(
+      bringIn(model(v1), v1, effects, { stop: aborted(), supersede: running() }),
+    ).rejects.toThrow();
+    expect(calls).toEqual(['report m1 Loading /models/v1']);
+  });
+});
+
+describe('takeOut', () => {
+  it('unloads, deletes the files, clears the journal and reports Removed', async () => {
+    const { effects, calls } = recording();
+    const state = model(v1, v1);
+
+    await takeOut(state, effects, running());
+
+    expect(calls).toEqual([
+      'report m1 Unloading',
+      'unload m1',
+      'remove m1',
+      'journal confirmed m1',
+      'report m1 Removed',
+    ]);
+    expect(state).toEqual(model());
+  });
+
+  it('only unloads a model that is loaded but not on disk', async () => {
+    const { effects, calls } = recording();
+    await takeOut({ name: m1, onDisk: undefined, loaded: true, loadedSpec: undefined }, effects, running());
+    expect(calls).toEqual(['report m1 Unloading', 'unload m1', 'report m1 Removed']);
+  });
+});
+
+describe('isInPlace', () => {
+  it.each<[string, ModelState, ModelSpec | undefined, boolean]>([
+    ['in place: nothing there, nothing wanted', model(), undefined, true],
+    ['not in place: on disk, nothing wanted', model(v1), undefined, false],
+    ['not in place: loaded without files, nothing wanted', { ...model(), loaded: true }, undefined, false],
+    ['in place: on disk and loaded, that spec wanted', model(v1, v1), v1, true],
+    ['not in place: on disk only, that spec wanted', model(v1), v1, false],
+    ['not in place: on disk and loaded, another spec wanted', model(v1, v1), v2, false],
+    ['not in place: the new version on disk, the old one loaded', model(v2, v1), v2, false],
+  ])('%s', (_, state, desired, expected) => {
+    expect(isInPlace(state, desired)).toBe(expected);
+  });
+});

@@ -1,0 +1,53 @@
+/** In-memory ports that record every call as one line, for tests of the loader's logic apart from real edges. */
+import type { EffectError } from '../../src/core/errors';
+import type { LoadJournal, ModelServer, ModelStore } from '../../src/ports';
+
+/** The errors loads of each model fail with, in order (once they are used up, its loads succeed). */
+export interface RecordingFailures {
+  readonly load?: Readonly<Record<string, EffectError[]>>;
+}
+
+/** The loader's ports; `calls` lists every call as e.g. `install m1 /models/v1` or `load m1 replacing`. */
+export interface RecordingPorts {
+  readonly ports: {
+    readonly store: ModelStore;
+    readonly journal: LoadJournal;
+    readonly server: ModelServer;
+    readonly download: (uri: string, dir: string, signal: AbortSignal) => Promise<void>;
+  };
+  readonly calls: string[];
+}
+
+export const recordingPorts = (fail: RecordingFailures = {}): RecordingPorts => {
+  const calls: string[] = [];
+  const record = (call: string): Promise<void> => Promise.resolve(void calls.push(call));
+  return {
+    calls,
+    ports: {
+      store: {
+        recover: () => Promise.resolve(new Map()),
+        install: async (model, spec, fill, signal) => {
+          calls.push(`install ${model} ${spec.storageUri}`);
+          await fill('/staging', signal);
+          return { dropReplaced: () => record(`dropReplaced ${model}`) };
+        },
+        remove: (model) => record(`remove ${model}`),
+      },
+      journal: {
+        starting: (model) => record(`journal starting ${model}`),
+        confirmed: (model) => record(`journal confirmed ${model}`),
+        unconfirmed: () => Promise.resolve(new Set()),
+      },
+      server: {
+        load: (model, replacing) => {
+          calls.push(`load ${model}${replacing ? ' replacing' : ''}`);
+          const failure = fail.load?.[model]?.shift();
+          return failure ? Promise.reject(failure) : Promise.resolve();
+        },
+        unload: (model) => record(`unload ${model}`),
+        loadedModels: () => Promise.resolve(new Set()),
+      },
+      download: (uri, dir) => record(`download ${uri} into ${dir}`),
+    },
+  };
+};
