@@ -39,8 +39,8 @@ const headersOf = (variable: string, text: string): E.Either<string, Readonly<Re
   let value: unknown;
   try {
     value = JSON.parse(text);
-  } catch (cause) {
-    return E.left(`${variable} is not valid JSON: ${cause instanceof Error ? cause.message : String(cause)}`);
+  } catch {
+    return E.left(`${variable} is not valid JSON`); // JSON.parse's message quotes the text: a secret
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return E.left(`${variable} must be a JSON object of header names to string values`);
