@@ -30,6 +30,7 @@ import { skipUnchangedReads } from './pipeline/skip-unchanged-reads';
 import { toModelOps } from './pipeline/to-model-ops';
 import type { ConfigSource, FsEvent } from './ports';
 
+/** What the config half of the pipeline runs on. */
 export interface ConfigPipelineDeps {
   readonly configSource: ConfigSource;
   /** What is in place already (`inPlaceSnapshot`, recovered at start-up); the first config is diffed against it. */
@@ -72,6 +73,7 @@ export const acceptedSnapshots = (
 export const modelOps = (deps: ConfigPipelineDeps): Observable<ModelOp> =>
   acceptedSnapshots(deps).pipe(throughAll(deps.snapshotOperators), toModelOps(deps.inPlace));
 
+/** What `syncModels` runs on: the config pipeline's deps and the loader that applies the ops. */
 export interface SyncDeps extends ConfigPipelineDeps {
   readonly loader: OpRunner & { readonly idle$: Observable<boolean> };
   /** Operators on the ops, applied in order between `toModelOps` and the loader (e.g. `mergeWith(moreOps$)`). */

@@ -9,6 +9,7 @@ import { httpUrl, integerIn, nonEmpty, oneOf } from './setting-codecs';
 
 /** pino's levels, most to least severe, and `silent`. */
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** One of `logLevels`. */
 export type LogLevel = (typeof logLevels)[number];
 
 /** The load/unload dialects modelsync speaks. */

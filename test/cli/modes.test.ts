@@ -72,7 +72,7 @@ describe('capabilities', () => {
     expect(JSON.stringify(built)).not.toContain('s3cr3t');
   });
 
-  it('builds the edges without starting anything', () => {
+  it('builds every edge the agent needs', () => {
     const built = capabilities(defaultAppConfig, pino({ level: 'silent' }), {
       'models.example.com-headers': '{"Authorization":"Bearer x"}',
     });
