@@ -33,7 +33,7 @@ module.exports = {
         'Operators and the loader get their effects as parameters; they never import an edge or the app.',
       severity: 'error',
       from: { path: '^src/(pipeline|loader)/' },
-      to: { path: '^src/(edge|testing|app|cli|production|index)' },
+      to: { path: '^src/(edge|testing|app|cli|production|index|start-agent|modes|parse-args)' },
     },
     {
       name: 'pipeline-no-node-builtins',
@@ -45,7 +45,7 @@ module.exports = {
       name: 'edge-does-not-import-pipeline-or-app',
       severity: 'error',
       from: { path: '^src/edge/' },
-      to: { path: '^src/(pipeline|loader|app|cli|production|index|testing)' },
+      to: { path: '^src/(pipeline|loader|app|cli|production|index|testing|start-agent|modes|parse-args)' },
     },
     {
       name: 'only-composition-files-import-edge',
@@ -65,12 +65,20 @@ module.exports = {
       to: { path: '^src/edge/' },
     },
     {
+      name: 'only-demo-and-testing-import-testing',
+      comment:
+        'src/testing/ is the test kit (modelsync/testing): the library itself never depends on it; only the demo does.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/testing/', '^src/demo\\.ts$'] },
+      to: { path: '^src/testing/' },
+    },
+    {
       name: 'testing-kit-stands-alone',
       comment:
         'src/testing/ (stand-in servers, kubelet emulator) may use core and edge helpers, never the app.',
       severity: 'error',
       from: { path: '^src/testing/' },
-      to: { path: '^src/(pipeline|loader|app|cli|production)' },
+      to: { path: '^src/(pipeline|loader|app|cli|production|start-agent|modes|parse-args)' },
     },
   ],
   options: {

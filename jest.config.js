@@ -7,6 +7,11 @@ module.exports = {
     // Type checking is `npm run lint`'s job (tsc --noEmit); transpiling per file keeps jest fast.
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
   },
+  // Examples import the package by name, as a consumer does; here the name is the source (tsconfig.json paths).
+  moduleNameMapper: {
+    '^modelsync$': '<rootDir>/src/index.ts',
+    '^modelsync/testing$': '<rootDir>/src/testing/index.ts',
+  },
   testTimeout: 30000,
   reporters: ['default', '<rootDir>/scripts/summary-reporter.js'],
   // Tests that start servers and watchers must leave nothing running.

@@ -1,4 +1,4 @@
-/** Suite adds-throughput: N Add ops at once through createLoader with the real edges, until every model is loaded. */
+/** Suite adds-throughput: the agent (startAgent, real edges) started on a config of N models, until every one is loaded. */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,7 +40,7 @@ interface DriverReport {
   readonly loadHighWater: number;
 }
 
-/** The child: loads modelsync's modules, runs `count` Adds through a loader and reports over IPC. */
+/** The child: loads modelsync's modules, runs the agent on a config of `count` models and reports over IPC. */
 const driver = async (): Promise<void> => {
   const [countText, serverUrl, modelDir, sourceDir] = process.argv.slice(2);
   const count = Number(countText);
@@ -54,33 +54,29 @@ const driver = async (): Promise<void> => {
   }
   // Loaded here, not at the top, so the parent does not pay for them.
   const pino = (await import('pino')).default;
-  const { firstValueFrom, from, ignoreElements, tap, defaultIfEmpty } = await import('rxjs');
-  const { add } = await import('../src/core/model-op');
-  const { modelDirStore } = await import('../src/edge/model-dir');
-  const { loadJournal } = await import('../src/edge/load-journal');
-  const { v2ModelServer } = await import('../src/edge/model-server-v2');
-  const { localFileStorage } = await import('../src/edge/storage-local');
-  const { createLoader } = await import('../src/loader/loader');
-  const { routeStorage } = await import('../src/loader/storage-router');
-  type ModelName = import('../src/core/model-name').ModelName;
+  const { firstValueFrom, ignoreElements, tap, defaultIfEmpty } = await import('rxjs');
+  const { defaultAppConfig } = await import('../src/core/app-config');
+  const { agentSettings, capabilities } = await import('../src/production');
+  const { startAgent } = await import('../src/start-agent');
+  const { fixedConfigSource } = await import('../src/testing/fixed-config-source');
+  type Loader = import('../src/loader/loader').Loader;
 
   // Retrying and Failed are counted from the status events below; only errors reach stderr.
   const log = pino({ level: 'error' }, pino.destination(2));
-  const loader = createLoader(
-    {
-      store: modelDirStore({ root: modelDir, log }),
-      journal: loadJournal({ root: modelDir }),
-      server: v2ModelServer({ baseUrl: serverUrl, timeoutMs: 30_000, loadTimeoutMs: 300_000 }),
-      download: routeStorage([localFileStorage()]),
-      log,
-      downloadConcurrency,
-      loadConcurrency,
-      retry: { baseMs: 500, maxMs: 30_000, maxAttempts: 8 },
-    },
-    { onDisk: new Map(), loaded: new Set() },
+  const config = { ...defaultAppConfig, modelDir, serverUrl, downloadConcurrency, loadConcurrency };
+  const edges = capabilities(config, log, {});
+  if (edges._tag === 'Left') throw new Error(edges.left);
+  // models.json listing every model, never changing: the agent completes once all of them are loaded.
+  const modelsJson = JSON.stringify(
+    Array.from({ length: count }, (_, i) => ({
+      modelName: `model-${String(i).padStart(5, '0')}`,
+      modelSpec: { storageUri: sourceDir, framework: 'sklearn' },
+    })),
   );
-  const ops = Array.from({ length: count }, (_, i) =>
-    add(`model-${String(i).padStart(5, '0')}` as ModelName, { storageUri: sourceDir, framework: 'sklearn' }),
+  let loader: Loader | undefined;
+  const agent$ = startAgent(
+    { ...edges.right, configSource: fixedConfigSource(modelsJson) },
+    { ...agentSettings(config, log), onStart: (start) => (loader = start.loader) },
   );
   let loaded = 0;
   let failed = 0;
@@ -99,7 +95,7 @@ const driver = async (): Promise<void> => {
   const started = performance.now();
   const cpuAtStart = process.cpuUsage();
   await firstValueFrom(
-    loader.run(from(ops)).pipe(
+    agent$.pipe(
       tap((event) => {
         if (event._tag !== 'Status') return;
         if (event.status.phase === 'Loaded') {
@@ -134,8 +130,8 @@ const driver = async (): Promise<void> => {
     startRssBytes,
     peakRssBytes,
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
-    downloadHighWater: loader.slots.download.highWater(),
-    loadHighWater: loader.slots.load.highWater(),
+    downloadHighWater: loader?.slots.download.highWater() ?? 0,
+    loadHighWater: loader?.slots.load.highWater() ?? 0,
   };
   process.send!(report, () => process.disconnect());
 };
@@ -181,8 +177,9 @@ const measure = async (count: number): Promise<Measured> => {
 export const addsThroughputSuite: Suite = {
   name: 'adds-throughput',
   description:
-    'Throughput of N Add ops pushed at once through createLoader with the real edges (modelDirStore on a temp ' +
-    'dir, local storage, v2ModelServer against the V2 stand-in with no load delay) at the default concurrency ' +
+    'Throughput of N Add ops at once: the agent (startAgent) started on a models.json listing N models, with the ' +
+    'real edges (modelDirStore on a temp dir, local storage, v2ModelServer against the V2 stand-in with no load ' +
+    'delay) at the default concurrency ' +
     `(download ${downloadConcurrency}, load ${loadConcurrency}), until every model is loaded; each run in its ` +
     'own child process.',
   run: async (): Promise<SuiteResult> => {
@@ -246,13 +243,13 @@ export const addsThroughputSuite: Suite = {
       rows,
       checks,
       notes: [
-        'opsPerSecond = Adds / seconds of the median run (min/max over the runs), from loader.run(from(ops)) subscribed to its completion (every model ' +
+        'opsPerSecond = Adds / seconds of the median run (min/max over the runs), from subscribing startAgent on a fixed config of N models to its completion (every model ' +
           'Loaded, checked: as many Loaded events and complete 200 loads at the stand-in as Adds, none failed).',
         `Each model: one ${modelFileBytes / 1024} KiB file copied from a shared local dir into a staging dir, ` +
           'fsync of the file, the dir and the marker, rename into place, fsync of the model dir, then the load ' +
           'journal entry (written, dir fsynced), POST .../load to the stand-in (in the parent process, so its ' +
           'CPU competes on this 2-core machine) and the journal entry removed. Logs at error level (retries are counted from status events).',
-        `startRssMiB: child RSS before the run (modules loaded, ops built); peakRss: highest RSS sampled every ` +
+        `startRssMiB: child RSS before the run (modules loaded, config text built); peakRss: highest RSS sampled every ` +
           `${sampleEveryMs} ms; maxRss: process.resourceUsage().maxRSS at the end.`,
         'downloadHighWater / loadHighWater: loader.slots.*.highWater(); serverMaxConcurrentLoads: the ' +
           "stand-in's maxConcurrentLoads. childCpuPercent: the child's user + system CPU over the run's wall " +

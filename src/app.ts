@@ -11,6 +11,7 @@ import {
   switchMap,
   take,
   tap,
+  type MonoTypeOperatorFunction,
   type Observable,
   type SchedulerLike,
 } from 'rxjs';
@@ -29,24 +30,38 @@ import { skipUnchangedReads } from './pipeline/skip-unchanged-reads';
 import { toModelOps } from './pipeline/to-model-ops';
 import type { ConfigSource, FsEvent } from './ports';
 
+/** What the config half of the pipeline runs on. */
 export interface ConfigPipelineDeps {
   readonly configSource: ConfigSource;
-  /** What is in place already (recovered at start-up); the first config is diffed against it. */
-  readonly initial: Snapshot;
+  /** What is in place already (`inPlaceSnapshot`, recovered at start-up); the first config is diffed against it. */
+  readonly inPlace: Snapshot;
   readonly log: Logger;
   /** Quiet time after a burst of events before the trailing read (must exceed chokidar's 50 ms throttle). */
   readonly settleMs: number;
   readonly scheduler?: SchedulerLike;
+  /**
+   * An integrator's operators on the accepted snapshots, applied in order between `keepValid` and `toModelOps`
+   * (see docs/extending.md for why there). The `config accepted` log line counts the models before them.
+   */
+  readonly snapshotOperators?: ReadonlyArray<MonoTypeOperatorFunction<Snapshot>>;
 }
 
 const startTrigger: FsEvent = { event: 'start', name: '' };
 
+/** Applies `operators` in order; no operators: the source as it is. */
+const throughAll =
+  <T>(operators: ReadonlyArray<MonoTypeOperatorFunction<T>> = []): MonoTypeOperatorFunction<T> =>
+  (source$) =>
+    operators.reduce((stream$, operator) => stream$.pipe(operator), source$);
+
 /** The current config, then every accepted change of it, for as long as subscribed. */
-export const acceptedSnapshots = (deps: Omit<ConfigPipelineDeps, 'initial'>): Observable<Snapshot> =>
+export const acceptedSnapshots = (
+  deps: Omit<ConfigPipelineDeps, 'inPlace' | 'snapshotOperators'>,
+): Observable<Snapshot> =>
   deps.configSource.events$.pipe(
     selectConfigEvents(),
     startWith(startTrigger),
-    coalesceBursts(deps.settleMs, deps.scheduler),
+    coalesceBursts({ quietMs: deps.settleMs }, deps.scheduler),
     readConfig(deps.configSource.read),
     skipUnchangedReads(),
     decodeSnapshot(),
@@ -56,22 +71,27 @@ export const acceptedSnapshots = (deps: Omit<ConfigPipelineDeps, 'initial'>): Ob
 
 /** The ops for the current config, then for every accepted change of it, for as long as subscribed. */
 export const modelOps = (deps: ConfigPipelineDeps): Observable<ModelOp> =>
-  acceptedSnapshots(deps).pipe(toModelOps(deps.initial));
+  acceptedSnapshots(deps).pipe(throughAll(deps.snapshotOperators), toModelOps(deps.inPlace));
 
-export interface AgentDeps extends ConfigPipelineDeps {
+/** What `syncModels` runs on: the config pipeline's deps and the loader that applies the ops. */
+export interface SyncDeps extends ConfigPipelineDeps {
   readonly loader: OpRunner & { readonly idle$: Observable<boolean> };
+  /** Operators on the ops, applied in order between `toModelOps` and the loader (e.g. `mergeWith(moreOps$)`). */
+  readonly opOperators?: ReadonlyArray<MonoTypeOperatorFunction<ModelOp>>;
 }
 
 /**
- * The whole agent: config changes become ops, the loader applies them, and `Ready` is emitted once the first
- * accepted config has been applied (every model of it loaded or failed, every model not in it removed).
+ * Keeps the models in sync with the config: config changes become ops, the loader applies them, and `Ready` is
+ * emitted once the first accepted config has been applied (every model of it loaded or failed, every model not
+ * in it removed). Completes when the config source and the loader are done.
  */
-export const agent = (deps: AgentDeps): Observable<AgentEvent> =>
+export const syncModels = (deps: SyncDeps): Observable<AgentEvent> =>
   acceptedSnapshots(deps).pipe(
+    throughAll(deps.snapshotOperators),
     connect((snapshot$) =>
       merge(
         // Subscribed first, so the first snapshot's ops reach the loader before readiness looks at it.
-        snapshot$.pipe(toModelOps(deps.initial), applyModelOps(deps.loader)),
+        snapshot$.pipe(toModelOps(deps.inPlace), throughAll(deps.opOperators), applyModelOps(deps.loader)),
         snapshot$.pipe(
           take(1),
           switchMap((snapshot) =>
@@ -85,10 +105,10 @@ export const agent = (deps: AgentDeps): Observable<AgentEvent> =>
     ),
   );
 
-/** The ops for the config as it is now, or why it cannot be used (`--once`). */
+/** The ops for the config as it is now, or why it cannot be used (`--dry-run --once`). */
 export const currentModelOps = (
-  deps: Pick<ConfigPipelineDeps, 'configSource' | 'initial'>,
+  deps: Pick<ConfigPipelineDeps, 'configSource' | 'inPlace'>,
 ): Observable<Either<ConfigError, ReadonlyArray<ModelOp>>> =>
   deps.configSource
     .read()
-    .pipe(decodeSnapshot(), map(E.map((snapshot) => diff(deps.initial, snapshot, true))));
+    .pipe(decodeSnapshot(), map(E.map((snapshot) => diff(deps.inPlace, snapshot, true))));

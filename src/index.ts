@@ -1,8 +1,19 @@
 /**
- * modelsync's public API, for integrators who compose their own pipeline: the codecs and types, the pure core,
- * every operator, the composition functions, the ports, and the edges that implement them.
+ * modelsync's public API (`modelsync`), for integrators who start the agent with their own operators or compose
+ * their own pipeline: the codecs and types, the pure core, every operator, the composition functions, the
+ * start-up sequence, the ports, and the edges that implement them. The test kit is `modelsync/testing`.
  */
-export { AppConfig } from './core/app-config';
+export {
+  AppConfig,
+  defaultAppConfig,
+  flagTable,
+  logLevels,
+  protocols,
+  type FlagSpec,
+  type LogLevel,
+  type SettingField,
+} from './core/app-config';
+export { configFileName, dataLinkName } from './core/config-files';
 export { decodeConfig, formatValidationErrors } from './core/decode-config';
 export { applyOps, diff } from './core/diff';
 export * from './core/errors';
@@ -27,11 +38,11 @@ export {
   type Snapshot,
 } from './core/snapshot';
 
-export { coalesceBursts } from './pipeline/coalesce-bursts';
+export { coalesceBursts, type BurstPacing } from './pipeline/coalesce-bursts';
 export { decodeSnapshot } from './pipeline/decode-snapshot';
 export { keepValid } from './pipeline/keep-valid';
 export { readConfig } from './pipeline/read-config';
-export { configFileName, dataLinkName, selectConfigEvents } from './pipeline/select-config-events';
+export { selectConfigEvents } from './pipeline/select-config-events';
 export { skipUnchangedReads } from './pipeline/skip-unchanged-reads';
 export { toModelOps } from './pipeline/to-model-ops';
 
@@ -39,12 +50,15 @@ export { applyModelOps, type OpRunner } from './pipeline/apply-model-ops';
 
 export {
   acceptedSnapshots,
-  agent,
   currentModelOps,
   modelOps,
-  type AgentDeps,
+  syncModels,
   type ConfigPipelineDeps,
+  type SyncDeps,
 } from './app';
+export { startAgent, type AgentCapabilities, type AgentSettings, type AgentStart } from './start-agent';
+export { agentSettings, capabilities, configSourceFor } from './production';
+export { parseArgs, type Env, type ParsedArgs } from './parse-args';
 export { backoffDelay } from './core/backoff';
 export {
   readyEvent,
@@ -59,11 +73,19 @@ export { parseHostHeaders, parseStorageUri } from './core/storage-uri';
 export { abortable } from './loader/abortable';
 export { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from './loader/loader';
 export { createSlots, type Slots } from './loader/slots';
+export { createWorkQueue, type WorkQueue, type WorkQueueCounts } from './loader/work-queue';
 export { routeStorage } from './loader/storage-router';
 export type * from './ports';
 
 export { configDirSource, readConfigFile, type ConfigDirOptions } from './edge/config-dir';
 export { createLogger } from './edge/logger';
+export {
+  archiveFormatOf,
+  extractFile,
+  extractStream,
+  type ArchiveFormat,
+  type ExtractOptions,
+} from './edge/archive/extract';
 export { loadJournal } from './edge/load-journal';
 export { modelDirStore } from './edge/model-dir';
 export { torchServeModelServer } from './edge/model-server-torchserve';

@@ -1,79 +1,242 @@
-/** AppConfig: the decoded command line (flags, or their MODELSYNC_* env vars); bad values are errors, not defaults. */
+/**
+ * AppConfig and the flag table it comes from: each setting's flag, env var, default, help and codec, once.
+ * The CLI's options (`src/parse-args.ts`), the AppConfig codec and the flags table of docs/operating.md are
+ * all made from `flagTable`.
+ */
+import { either as E } from 'fp-ts';
 import * as t from 'io-ts';
+import { httpUrl, integerIn, nonEmpty, oneOf } from './setting-codecs';
 
-const integerIn = (name: string, min: number, max: number) =>
-  new t.Type<number, string, unknown>(
-    name,
-    (u): u is number => typeof u === 'number' && Number.isInteger(u) && u >= min && u <= max,
-    (u, context) => {
-      const n = typeof u === 'number' ? u : typeof u === 'string' && /^\s*\d+\s*$/.test(u) ? Number(u) : NaN;
-      return Number.isInteger(n) && n >= min && n <= max
-        ? t.success(n)
-        : t.failure(u, context, `expected a whole number from ${min} to ${max}, got ${JSON.stringify(u)}`);
-    },
-    String,
-  );
+/** pino's levels, most to least severe, and `silent`. */
+export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** One of `logLevels`. */
+export type LogLevel = (typeof logLevels)[number];
 
-const oneOf = <T extends string>(name: string, values: ReadonlyArray<T>) =>
-  new t.Type<T, string, unknown>(
-    name,
-    (u): u is T => typeof u === 'string' && (values as ReadonlyArray<string>).includes(u),
-    (u, context) =>
-      typeof u === 'string' && (values as ReadonlyArray<string>).includes(u)
-        ? t.success(u as T)
-        : t.failure(u, context, `expected one of ${values.join(', ')}, got ${JSON.stringify(u)}`),
-    String,
-  );
+/** The load/unload dialects modelsync speaks. */
+export const protocols = ['v2', 'torchserve'] as const;
 
-const nonEmpty = new t.Type<string, string, unknown>(
-  'NonEmptyString',
-  (u): u is string => typeof u === 'string' && u.length > 0,
-  (u, context) =>
-    typeof u === 'string' && u.length > 0 ? t.success(u) : t.failure(u, context, 'must not be empty'),
-  String,
-);
+/** One flag: how it is spelled, the env var that can set it instead, its default, its help and its codec. */
+export interface FlagSpec {
+  /** `--config-dir`. */
+  readonly flag: `--${string}`;
+  /** The value's placeholder in `--help` (`dir`); absent for a switch, which takes no value. */
+  readonly arg?: string;
+  readonly env: `MODELSYNC_${string}`;
+  /** The value as it would be typed; absent for a switch (off) and for a setting that may stay unset. */
+  readonly default?: string;
+  /** One line for `--help` and docs/operating.md; backticks mark code in the docs and are dropped in `--help`. */
+  readonly help: string;
+  /** Decodes the text (a switch: the boolean) into the AppConfig field of the same name. */
+  readonly codec: t.Mixed;
+  /** The values `--help` lists. */
+  readonly choices?: ReadonlyArray<string>;
+  /** The setting may stay unset (its AppConfig field is optional). */
+  readonly optional?: true;
+}
 
-const httpUrl = new t.Type<string, string, unknown>(
-  'HttpUrl',
-  (u): u is string => typeof u === 'string',
-  (u, context) => {
-    if (typeof u === 'string' && /^https?:\/\/[^/]+/.test(u) && URL.canParse(u))
-      return t.success(u.replace(/\/+$/, ''));
-    return t.failure(
-      u,
-      context,
-      `expected an http(s) URL such as http://127.0.0.1:8080, got ${JSON.stringify(u)}`,
-    );
+/** Every flag, keyed by its AppConfig field, in `--help` order. Flags are a contract: never rename one. */
+export const flagTable = {
+  configDir: {
+    flag: '--config-dir',
+    arg: 'dir',
+    env: 'MODELSYNC_CONFIG_DIR',
+    default: '/mnt/configs',
+    help: 'directory of the mounted ConfigMap holding `models.json`',
+    codec: nonEmpty,
   },
-  String,
-);
+  modelDir: {
+    flag: '--model-dir',
+    arg: 'dir',
+    env: 'MODELSYNC_MODEL_DIR',
+    default: '/mnt/models',
+    help: 'directory shared with the model server; models go to `<dir>/<modelName>/`',
+    codec: nonEmpty,
+  },
+  serverUrl: {
+    flag: '--server-url',
+    arg: 'url',
+    env: 'MODELSYNC_SERVER_URL',
+    default: 'http://127.0.0.1:8080',
+    help: 'model server base URL (TorchServe: the management API, usually port 8081)',
+    codec: httpUrl,
+  },
+  protocol: {
+    flag: '--protocol',
+    arg: 'name',
+    env: 'MODELSYNC_PROTOCOL',
+    default: 'v2',
+    help: '`v2` (Triton, MLServer, KServe model server) or `torchserve`',
+    codec: oneOf('Protocol', protocols),
+    choices: protocols,
+  },
+  downloadConcurrency: {
+    flag: '--download-concurrency',
+    arg: 'n',
+    env: 'MODELSYNC_DOWNLOAD_CONCURRENCY',
+    default: '4',
+    help: 'downloads running at once, across models',
+    codec: integerIn('DownloadConcurrency', 1, 256),
+  },
+  loadConcurrency: {
+    flag: '--load-concurrency',
+    arg: 'n',
+    env: 'MODELSYNC_LOAD_CONCURRENCY',
+    default: '2',
+    help: 'load and unload calls running at once, across models',
+    codec: integerIn('LoadConcurrency', 1, 256),
+  },
+  logLevel: {
+    flag: '--log-level',
+    arg: 'level',
+    env: 'MODELSYNC_LOG_LEVEL',
+    default: 'info',
+    help: 'level of the JSON log lines on stderr: `fatal` … `trace`, or `silent`',
+    codec: oneOf('LogLevel', logLevels),
+    choices: logLevels,
+  },
+  settleMs: {
+    flag: '--settle-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_SETTLE_MS',
+    default: '100',
+    help: 'quiet time after a burst of config events before the confirming re-read (≥ 60)',
+    codec: integerIn('SettleMs', 60, 60_000),
+  },
+  watchPollMs: {
+    flag: '--watch-poll-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_WATCH_POLL_MS',
+    default: '0',
+    help: 'poll the config dir every this many ms instead of inotify (NFS, some bind mounts); 0 = inotify',
+    codec: integerIn('WatchPollMs', 0, 3_600_000),
+  },
+  requestTimeoutMs: {
+    flag: '--request-timeout-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_REQUEST_TIMEOUT_MS',
+    default: '30000',
+    help: 'timeout of unload and index calls, of connecting to storage, and of a download that stops sending bytes',
+    codec: integerIn('RequestTimeoutMs', 100, 3_600_000),
+  },
+  loadTimeoutMs: {
+    flag: '--load-timeout-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_LOAD_TIMEOUT_MS',
+    default: '300000',
+    help: 'timeout of one load call',
+    codec: integerIn('LoadTimeoutMs', 100, 86_400_000),
+  },
+  retryBaseMs: {
+    flag: '--retry-base-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_RETRY_BASE_MS',
+    default: '500',
+    help: 'first retry delay of a transient failure (doubles each time, full jitter); at most `--retry-max-ms`',
+    codec: integerIn('RetryBaseMs', 1, 3_600_000),
+  },
+  retryMaxMs: {
+    flag: '--retry-max-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_RETRY_MAX_MS',
+    default: '30000',
+    help: 'cap of the retry delay',
+    codec: integerIn('RetryMaxMs', 1, 86_400_000),
+  },
+  maxAttempts: {
+    flag: '--max-attempts',
+    arg: 'n',
+    env: 'MODELSYNC_MAX_ATTEMPTS',
+    default: '8',
+    help: 'attempts of a transiently failing step before the model is marked failed',
+    codec: integerIn('MaxAttempts', 1, 1000),
+  },
+  torchserveTokenFile: {
+    flag: '--torchserve-token-file',
+    arg: 'file',
+    env: 'MODELSYNC_TORCHSERVE_TOKEN_FILE',
+    help: 'TorchServe `key_file.json` (its `management.key`) or a plain token; re-read on every call',
+    codec: nonEmpty,
+    optional: true,
+  },
+  dryRun: {
+    flag: '--dry-run',
+    env: 'MODELSYNC_DRY_RUN',
+    help: 'print one JSON line per op on stdout instead of applying it',
+    codec: t.boolean,
+  },
+  once: {
+    flag: '--once',
+    env: 'MODELSYNC_ONCE',
+    help: 'with `--dry-run`: print the ops for the current config and exit (1 if it is invalid)',
+    codec: t.boolean,
+  },
+} as const satisfies Readonly<Record<string, FlagSpec>>;
 
-export const logLevelValues = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export const protocolValues = ['v2', 'torchserve'] as const;
+type FlagTable = typeof flagTable;
+/** A field of AppConfig: a key of the flag table. */
+export type SettingField = keyof FlagTable;
+type OptionalField = {
+  [K in SettingField]: FlagTable[K] extends { optional: true } ? K : never;
+}[SettingField];
+type Codecs<K extends SettingField> = { [F in K]: FlagTable[F]['codec'] };
+
+/** The flag table as a list, in `--help` order. */
+export const flagList: ReadonlyArray<readonly [SettingField, FlagSpec]> = Object.entries(flagTable) as Array<
+  [SettingField, FlagSpec]
+>;
+
+const codecsWhere = <K extends SettingField>(optional: boolean): Codecs<K> =>
+  Object.fromEntries(
+    flagList
+      .filter(([, spec]) => (spec.optional === true) === optional)
+      .map(([field, spec]) => [field, spec.codec]),
+  ) as Codecs<K>;
 
 /** Every setting of a modelsync process. Field names are the camelCase flag names. */
 export const AppConfig = t.intersection(
   [
-    t.type({
-      configDir: nonEmpty,
-      modelDir: nonEmpty,
-      serverUrl: httpUrl,
-      protocol: oneOf('Protocol', protocolValues),
-      downloadConcurrency: integerIn('DownloadConcurrency', 1, 256),
-      loadConcurrency: integerIn('LoadConcurrency', 1, 256),
-      dryRun: t.boolean,
-      once: t.boolean,
-      logLevel: oneOf('LogLevel', logLevelValues),
-      settleMs: integerIn('SettleMs', 60, 60_000),
-      watchPollMs: integerIn('WatchPollMs', 0, 3_600_000),
-      requestTimeoutMs: integerIn('RequestTimeoutMs', 100, 3_600_000),
-      loadTimeoutMs: integerIn('LoadTimeoutMs', 100, 86_400_000),
-      retryBaseMs: integerIn('RetryBaseMs', 1, 3_600_000),
-      retryMaxMs: integerIn('RetryMaxMs', 1, 86_400_000),
-      maxAttempts: integerIn('MaxAttempts', 1, 1000),
-    }),
-    t.partial({ torchserveTokenFile: nonEmpty }),
+    t.type(codecsWhere<Exclude<SettingField, OptionalField>>(false)),
+    t.partial(codecsWhere<OptionalField>(true)),
   ],
   'AppConfig',
 );
 export type AppConfig = t.TypeOf<typeof AppConfig>;
+
+/** A switch: a flag that takes no value (`--dry-run`). */
+export const isSwitch = (spec: FlagSpec): boolean => spec.arg === undefined;
+
+/** The words a switch's env var may hold (case and surrounding spaces ignored); anything else is an error. */
+export const switchWords = { on: ['true', '1', 'yes', 'on'], off: ['false', '0', 'no', 'off', ''] } as const;
+
+/** The text of each setting when nothing sets it: the table's defaults, switches off. */
+export const defaultSettingTexts = (): Record<string, unknown> =>
+  Object.fromEntries(
+    flagList.flatMap(([field, spec]): Array<[string, unknown]> =>
+      isSwitch(spec) ? [[field, false]] : spec.default === undefined ? [] : [[field, spec.default]],
+    ),
+  );
+
+const decodedDefaults = AppConfig.decode(defaultSettingTexts());
+if (E.isLeft(decodedDefaults)) throw new Error('the defaults of the flag table do not decode');
+
+/** AppConfig with every flag at its default (what `modelsync` with no flags and no env vars runs with). */
+export const defaultAppConfig: AppConfig = decodedDefaults.right;
+
+/**
+ * Settings that are each valid but not together, as one sentence each; `spell` names a field the way the user
+ * set it (the flag, or its env var).
+ */
+export const conflictingSettings = (
+  config: AppConfig,
+  spell: (field: SettingField) => string,
+): ReadonlyArray<string> => [
+  ...(config.once && !config.dryRun
+    ? [`${spell('once')} needs ${spell('dryRun')}: there is no one-shot sync mode yet`]
+    : []),
+  ...(config.retryBaseMs > config.retryMaxMs
+    ? [
+        `${spell('retryBaseMs')} (${config.retryBaseMs}) is above ${spell('retryMaxMs')} (${config.retryMaxMs}); ` +
+          'the first retry delay cannot exceed the cap',
+      ]
+    : []),
+];

@@ -17,6 +17,7 @@ import {
   tap,
   timer,
 } from 'rxjs';
+import { configFileName, dataLinkName } from '../core/config-files';
 import { errorCode, errorMessage, readFailed } from '../core/errors';
 import type { ConfigRead, ConfigSource, FsEvent } from '../ports';
 
@@ -30,8 +31,6 @@ export interface ConfigDirOptions {
   /** One watch of the dir (default: chokidar); tests inject failing watches to see them re-established. */
   readonly watchDir?: (dir: string, pollMs: number) => Observable<FsEvent>;
 }
-
-const configFileName = 'models.json';
 
 /**
  * The measured-safe chokidar settings (atomic-writer.md §3.1): watch the DIRECTORY (a file watch dies after
@@ -111,7 +110,7 @@ const watchWhileDirExists = (
 /** The file a read should open: through the `..data` link when kubelet manages the dir, so one read sees one version. */
 const configFile = async (dir: string): Promise<{ path: string; viaDataLink: boolean }> => {
   try {
-    return { path: join(await realpath(join(dir, '..data')), configFileName), viaDataLink: true };
+    return { path: join(await realpath(join(dir, dataLinkName)), configFileName), viaDataLink: true };
   } catch {
     return { path: join(dir, configFileName), viaDataLink: false };
   }

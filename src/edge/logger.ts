@@ -1,10 +1,8 @@
 /** createLogger: the one root pino logger, JSON lines on stderr (stdout belongs to --dry-run output). */
 import pino, { type Logger } from 'pino';
+import type { LogLevel } from '../core/app-config';
 
 export type { Logger } from 'pino';
-
-export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof logLevels)[number];
 
 export const createLogger = (
   level: LogLevel,

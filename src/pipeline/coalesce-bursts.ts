@@ -9,19 +9,25 @@ import {
   type SchedulerLike,
 } from 'rxjs';
 
+/** How a burst is paced: the quiet time that ends it, and the least time between two reads during it. */
+export interface BurstPacing {
+  /** Quiet time after the last event before the trailing read; must exceed chokidar's 50 ms throttle. */
+  readonly quietMs: number;
+  /** At most one read per `spacingMs` while a burst goes on; default 20. */
+  readonly spacingMs?: number;
+}
+
 /**
  * Emits the first event of a burst at once (no fixed delay before the first read: reaction time matters), then
  * at most one event per `spacingMs` while the burst goes on (so a quick second swap is read within `spacingMs`,
  * not only when the burst ends), and the burst's last event once nothing has arrived for `quietMs`. Why the
  * final one: chokidar drops a second `change` of a path within 50 ms, and an in-place write is caught truncated
- * at its first event, so only a read after the burst is guaranteed to see the final bytes. `quietMs` must
- * exceed 50 ms.
+ * at its first event, so only a read after the burst is guaranteed to see the final bytes.
  */
 export const coalesceBursts =
   <T>(
-    quietMs: number,
+    { quietMs, spacingMs = 20 }: BurstPacing,
     scheduler: SchedulerLike = asyncScheduler,
-    spacingMs = 20,
   ): MonoTypeOperatorFunction<T> =>
   (event$) =>
     event$.pipe(

@@ -1,10 +1,7 @@
 /** selectConfigEvents: keeps the config-dir events that can mean models.json changed. */
 import { filter, type MonoTypeOperatorFunction } from 'rxjs';
+import { configFileName } from '../core/config-files';
 import type { FsEvent } from '../ports';
-
-/** The kubelet's published-version symlink; a ConfigMap update is its atomic re-pointing. */
-export const dataLinkName = '..data';
-export const configFileName = 'models.json';
 
 const matters = ({ event, name }: FsEvent): boolean =>
   event === 'ready' || name === '' || name.startsWith('..') || name === configFileName;

@@ -5,14 +5,14 @@ import type { ModelOp } from '../core/model-op';
 import type { Snapshot } from '../core/snapshot';
 
 /**
- * `initial` is what is already in place when modelsync starts (recovered from the model dir and the server),
- * so a restart does not redo finished work. The ops of the first snapshot are marked `onStartup`.
+ * `inPlace` is what is already in place when modelsync starts (`inPlaceSnapshot`: recovered from the model dir
+ * and the server), so a restart does not redo finished work. The ops of the first snapshot are marked `onStartup`.
  */
 export const toModelOps =
-  (initial: Snapshot): OperatorFunction<Snapshot, ModelOp> =>
+  (inPlace: Snapshot): OperatorFunction<Snapshot, ModelOp> =>
   (snapshot$) =>
     snapshot$.pipe(
-      startWith(initial),
+      startWith(inPlace),
       pairwise(),
       concatMap(([previous, next], index) => diff(previous, next, index === 0)),
     );

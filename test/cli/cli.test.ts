@@ -1,6 +1,6 @@
 /** The CLI as a contract: the built `dist/cli.js` run as a child process on real, kubelet-style config dirs. */
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -84,11 +84,24 @@ describe('modelsync --help', () => {
       .slice(1)
       .map((block) => block.replace(/\s+/g, ' ').trim());
     const listed = blocks.map((block) => block.split(' ')[0]!.replace(/,$/, ''));
-    expect(listed.filter((flag) => flag !== '-h')).toEqual(flagEnvVars.map(([flag]) => flag));
+    expect(listed.filter((flag) => flag !== '-h' && flag !== '-V')).toEqual(
+      flagEnvVars.map(([flag]) => flag),
+    );
     for (const [flag, envVar] of flagEnvVars) {
       const block = blocks.find((b) => b.startsWith(`${flag} `));
       expect(block).toContain(`env: ${envVar})`);
     }
+  });
+});
+
+describe('modelsync --version', () => {
+  it("prints package.json's version and exits 0", async () => {
+    const { version } = JSON.parse(await readFile(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    const result = await runCli(['--version']);
+    expect(result.code).toBe(0);
+    expect(result.stdout.text).toBe(`${version}\n`);
   });
 });
 
@@ -222,6 +235,26 @@ describe('modelsync flag validation', () => {
     expect(result.code).not.toBe(0);
     expect(result.stdout.text).toBe('');
     expect(result.stderr.text).toContain('--no-such-flag');
+  });
+
+  it('answers an unknown flag with one error line and a pointer to --help, not the whole help', async () => {
+    const result = await runCli(['--no-such-flag']);
+    expect(result.code).toBe(2);
+    expect(result.stderr.text).toBe(
+      "modelsync: unknown option '--no-such-flag'\nTry 'modelsync --help' for the flags.\n",
+    );
+  });
+
+  it('refuses --once without --dry-run (there is no one-shot sync yet) with exit code 2', async () => {
+    const result = await runCli(['--config-dir', configMap('[]'), '--once']);
+    expect(result.code).toBe(2);
+    expect(result.stderr.text).toContain('--once needs --dry-run');
+  });
+
+  it('refuses a retry base above the retry cap with exit code 2', async () => {
+    const result = await runCli(['--dry-run', '--once', '--retry-base-ms', '2000', '--retry-max-ms', '1000']);
+    expect(result.code).toBe(2);
+    expect(result.stderr.text).toContain('--retry-base-ms (2000) is above --retry-max-ms (1000)');
   });
 });
 

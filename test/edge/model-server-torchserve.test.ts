@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ModelName } from '../../src/core/model-name';
 import { torchServeModelServer } from '../../src/edge/model-server-torchserve';
-import { startTorchServeStandIn, type TorchServeStandIn } from '../helpers/torchserve-stand-in';
+import { startTorchServeStandIn, type TorchServeStandIn } from '../../src/testing/torchserve-stand-in';
 import { effectError } from '../helpers/effect-error';
 
 const name = (s: string): ModelName => s as ModelName;

@@ -1,7 +1,7 @@
 /** Marble tests of the example operator keepFrameworks, alone and spliced in front of toModelOps. */
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { keepFrameworks } from '../../examples/keep-frameworks';
-import { add, emptySnapshot, remove, toModelOps, type ModelSpec, type Snapshot } from '../../src/index';
+import { add, emptySnapshot, remove, toModelOps, type ModelSpec, type Snapshot } from 'modelsync';
 import { name, snap, spec } from '../helpers/fixtures';
 import { runMarbles } from '../helpers/marbles';
 

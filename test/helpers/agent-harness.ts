@@ -5,24 +5,19 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { either as E } from 'fp-ts';
 import pino, { type Logger } from 'pino';
 import type { Subscription } from 'rxjs';
 import { create as tarCreate } from 'tar';
 import * as yazl from 'yazl';
-import { agent } from '../../src/app';
+import { defaultAppConfig, type AppConfig } from '../../src/core/app-config';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import type { Snapshot } from '../../src/core/snapshot';
-import { inPlaceSnapshot } from '../../src/core/in-place';
-import { findInPlace } from '../../src/loader/in-place';
 import { configDirSource } from '../../src/edge/config-dir';
-import { loadJournal } from '../../src/edge/load-journal';
-import { modelDirStore } from '../../src/edge/model-dir';
-import { v2ModelServer } from '../../src/edge/model-server-v2';
-import { httpStorage } from '../../src/edge/storage-http';
-import { localFileStorage } from '../../src/edge/storage-local';
-import { createLoader, type Loader, type RetryPolicy } from '../../src/loader/loader';
-import { routeStorage } from '../../src/loader/storage-router';
+import type { Loader, RetryPolicy } from '../../src/loader/loader';
 import type { ModelServer, ModelStore } from '../../src/ports';
+import { agentSettings, capabilities } from '../../src/production';
+import { startAgent } from '../../src/start-agent';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { LogSink } from './log-sink';
@@ -217,7 +212,7 @@ export interface AgentHarness {
   localModel(path: string, files: Readonly<Record<string, string>>): Promise<string>;
   /** Unsubscribes the agent (the stand-in and dirs stay). */
   stop(): Promise<void>;
-  /** Builds a new agent on the same dirs, recovering what is in place as production.ts does. */
+  /** Starts a new agent (startAgent, on the production edges) on the same dirs; resolves once it has recovered. */
   start(): Promise<void>;
   /** stop() then start(). */
   restart(): Promise<void>;
@@ -273,52 +268,61 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
     sink = new LogSink();
     loadedAtReady = undefined;
     const log: Logger = pino({ level: 'debug' }, sink);
-    store = modelDirStore({ root: modelDir, log });
-    const server = recordingServer(v2ModelServer({ baseUrl: standIn.url, timeoutMs: 10_000 }), calls);
-    const download = routeStorage([
-      localFileStorage(),
-      httpStorage({ connectTimeoutMs: 5000, idleTimeoutMs: 5000 }),
-    ]);
-    // As production.ts: recover the model dir, ask the server what it has loaded, start from both.
-    const journal = loadJournal({ root: modelDir });
-    const inPlace = await findInPlace(
-      store,
-      journal,
-      await server.loadedModels(new AbortController().signal),
-    );
-    const { onDisk, loaded } = inPlace;
-    recovered = { onDisk, loaded };
-    loader = createLoader(
+    const config: AppConfig = {
+      ...defaultAppConfig,
+      configDir,
+      modelDir,
+      serverUrl: standIn.url,
+      requestTimeoutMs: 10_000,
+      loadTimeoutMs: 10_000,
+    };
+    const edges = capabilities(config, log, {});
+    if (E.isLeft(edges)) throw new Error(edges.left);
+    store = edges.right.store;
+    const runEvents = events;
+    let started!: () => void;
+    let failed!: (error: unknown) => void;
+    const startedOrFailed = new Promise<void>((resolve, reject) => {
+      started = resolve;
+      failed = reject;
+    });
+    // The production edges and start-up, with the server's calls recorded and a config dir re-checked often.
+    subscription = startAgent(
       {
-        store,
-        journal,
-        server,
-        download,
-        log: log.child({ component: 'loader' }),
+        ...edges.right,
+        server: recordingServer(edges.right.server, calls),
+        configSource: configDirSource({
+          dir: configDir,
+          log: log.child({ component: 'config' }),
+          recheckMs: 50,
+        }),
+      },
+      {
+        ...agentSettings(config, log),
         downloadConcurrency: options.downloadConcurrency ?? 4,
         loadConcurrency: options.loadConcurrency ?? 2,
         retry,
+        settleMs: options.settleMs ?? 80,
+        onStart: ({ inPlace, loader: created }) => {
+          recovered = { onDisk: inPlace.onDisk, loaded: inPlace.loaded };
+          loader = created;
+          idleSubscription = created.idle$.subscribe((value) => (idle = value));
+          started();
+        },
       },
-      inPlace,
-    );
-    idleSubscription = loader.idle$.subscribe((value) => (idle = value));
-    const runEvents = events;
-    subscription = agent({
-      configSource: configDirSource({
-        dir: configDir,
-        log: log.child({ component: 'config' }),
-        recheckMs: 50,
-      }),
-      initial: inPlaceSnapshot(inPlace),
-      log,
-      settleMs: options.settleMs ?? 80,
-      loader,
-    }).subscribe({
+    ).subscribe({
       next: (event) => {
         if (event._tag === 'Ready') loadedAtReady = new Set(standIn.loaded);
         runEvents.push(event);
       },
-      error: (error: unknown) => sink.lines.push({ level: 60, msg: `agent stream failed: ${String(error)}` }),
+      error: (error: unknown) => {
+        sink.lines.push({ level: 60, msg: `agent stream failed: ${String(error)}` });
+        failed(error);
+      },
+    });
+    await startedOrFailed.catch((error: unknown) => {
+      subscription = undefined;
+      throw error;
     });
   };
 

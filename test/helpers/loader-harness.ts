@@ -1,23 +1,21 @@
 /** A loader on real edges (model dir, local and HTTP storage, the V2 stand-in), with its calls and events recorded. */
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { either as E } from 'fp-ts';
 import pino, { type Logger } from 'pino';
-import { Subject, type Subscription } from 'rxjs';
+import { defer, mergeWith, Subject, type Subscription } from 'rxjs';
+import { defaultAppConfig } from '../../src/core/app-config';
 import { specEquals, type Snapshot } from '../../src/core/snapshot';
 import type { ModelSpec } from '../../src/core/model-config';
 import type { ModelName } from '../../src/core/model-name';
 import type { ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import { inPlaceSnapshot, type InPlace } from '../../src/core/in-place';
-import { findInPlace } from '../../src/loader/in-place';
-import { loadJournal } from '../../src/edge/load-journal';
-import { modelDirStore } from '../../src/edge/model-dir';
-import { v2ModelServer } from '../../src/edge/model-server-v2';
-import { httpStorage } from '../../src/edge/storage-http';
-import { localFileStorage } from '../../src/edge/storage-local';
-import { createLoader, type Loader } from '../../src/loader/loader';
-import { routeStorage } from '../../src/loader/storage-router';
+import type { Loader } from '../../src/loader/loader';
 import type { ModelServer, ModelStore } from '../../src/ports';
+import { capabilities } from '../../src/production';
+import { startAgent, type AgentCapabilities } from '../../src/start-agent';
+import { fixedConfigSource } from '../../src/testing/fixed-config-source';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { LogSink } from './log-sink';
 import { tempDir, waitFor } from './pipeline-harness';
@@ -71,19 +69,22 @@ export interface LoaderHarness {
   readonly store: ModelStore;
   readonly sink: LogSink;
   readonly log: Logger;
-  /** Ops pushed here reach `loader.run` once started. */
+  /**
+   * Ops pushed here reach the loader once started: the agent runs on a config dir without models.json (so the
+   * config makes no op) and merges these into its ops (`opOperators`). Completing or failing it ends the agent.
+   */
   readonly ops$: Subject<ModelOp>;
-  /** Everything `loader.run` emitted, in order. */
+  /** Everything the agent (so the loader: the config makes no op and no Ready) emitted, in order. */
   readonly events: ReadonlyArray<AgentEvent>;
   /** Every edge call the loader made, in order. */
   readonly calls: ReadonlyArray<EdgeCall>;
   /** The running loader; throws before `start`. */
   readonly loader: Loader;
-  /** `inPlaceSnapshot` of what was in place at `start`: the `initial` the config diff starts from. */
-  readonly initial: Snapshot;
-  /** True once `loader.run` completed. */
+  /** `inPlaceSnapshot` of what was in place at `start`: what the first config would be diffed against. */
+  readonly inPlace: Snapshot;
+  /** True once the agent (and so `loader.run`) completed. */
   readonly completed: () => boolean;
-  /** Resolves when `loader.run` completes, rejects when it errors. */
+  /** Resolves when the agent (and so `loader.run`) completes, rejects when it errors. */
   readonly done: Promise<void>;
   /** The most calls of `step` that were in progress at once (across models). */
   readonly maxInFlight: (step: Step) => number;
@@ -92,8 +93,8 @@ export interface LoaderHarness {
   /** Installs `spec` (a local source) into the model dir through the real store, as a previous run left it. */
   readonly installOnDisk: (name: string, spec: ModelSpec) => Promise<void>;
   /**
-   * Creates the loader and subscribes `loader.run(ops$)`. `inPlace` defaults to what a real start finds:
-   * `store.recover()` and the stand-in's loaded models.
+   * Starts the agent (startAgent) and resolves once it takes ops. What is in place is what a real start finds
+   * (`store.recover()`, the journal and the stand-in's loaded models) unless `inPlace` says otherwise.
    */
   readonly start: (inPlace?: InPlace) => Promise<Loader>;
   readonly push: (...ops: ModelOp[]) => void;
@@ -140,10 +141,10 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
   });
   const sink = new LogSink();
   const log = pino({ level: 'debug' }, sink);
-  const store = modelDirStore({ root: modelDir, log });
-  const journal = loadJournal({ root: modelDir });
-  const realServer = v2ModelServer({ baseUrl: standIn.url, timeoutMs: 10_000 });
-  const download = routeStorage([localFileStorage(), httpStorage()]);
+  const config = { ...defaultAppConfig, modelDir, serverUrl: standIn.url, requestTimeoutMs: 10_000 };
+  const edges = capabilities(config, log, {});
+  if (E.isLeft(edges)) throw new Error(edges.left);
+  const { store, journal, server: realServer, download } = edges.right;
 
   const events: AgentEvent[] = [];
   const calls: EdgeCall[] = [];
@@ -206,10 +207,27 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
     loadedModels: (signal) => realServer.loadedModels(signal),
   };
   const server = options.wrapServer ? options.wrapServer(recordedServer) : recordedServer;
+  const recorded$: AgentCapabilities = {
+    configSource: fixedConfigSource(),
+    store: recordedStore,
+    journal,
+    server,
+    download,
+  };
+  /** The recorded capabilities, reporting `inPlace` as what the model dir, the journal and the server hold. */
+  const claiming = (inPlace: InPlace): AgentCapabilities => ({
+    ...recorded$,
+    store: { ...recordedStore, recover: () => Promise.resolve(inPlace.onDisk) },
+    journal: {
+      ...journal,
+      unconfirmed: () => Promise.resolve((inPlace.unconfirmed ?? new Set()) as ReadonlySet<ModelName>),
+    },
+    server: { ...server, loadedModels: () => Promise.resolve(inPlace.loaded) },
+  });
 
   const ops$ = new Subject<ModelOp>();
   let loader: Loader | undefined;
-  let initial: Snapshot = new Map();
+  let inPlaceNow: Snapshot = new Map();
   let subscription: Subscription | undefined;
   let completed = false;
   let settle: { resolve: () => void; reject: (error: unknown) => void } | undefined;
@@ -244,8 +262,8 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
       if (loader === undefined) throw new Error('the loader harness is not started');
       return loader;
     },
-    get initial(): Snapshot {
-      return initial;
+    get inPlace(): Snapshot {
+      return inPlaceNow;
     },
     completed: () => completed,
     done,
@@ -267,25 +285,27 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
     },
     start: async (inPlace) => {
       if (loader !== undefined) throw new Error('the loader harness is already started');
-      const place =
-        inPlace ??
-        (await findInPlace(store, journal, await realServer.loadedModels(new AbortController().signal)));
-      initial = inPlaceSnapshot(place);
-      const created = createLoader(
-        {
-          store: recordedStore,
-          journal,
-          server,
-          download,
-          log,
-          downloadConcurrency: options.downloadConcurrency ?? 2,
-          loadConcurrency: options.loadConcurrency ?? 2,
-          retry: { ...retry, maxAttempts: options.maxAttempts ?? 4 },
+      let takingOps!: () => void;
+      const ready = new Promise<void>((resolve) => (takingOps = resolve));
+      subscription = startAgent(inPlace === undefined ? recorded$ : claiming(inPlace), {
+        log,
+        downloadConcurrency: options.downloadConcurrency ?? 2,
+        loadConcurrency: options.loadConcurrency ?? 2,
+        retry: { ...retry, maxAttempts: options.maxAttempts ?? 4 },
+        settleMs: 100,
+        opOperators: [
+          mergeWith(
+            defer(() => {
+              takingOps();
+              return ops$;
+            }),
+          ),
+        ],
+        onStart: (start) => {
+          inPlaceNow = inPlaceSnapshot(start.inPlace);
+          loader = start.loader;
         },
-        place,
-      );
-      loader = created;
-      subscription = created.run(ops$).subscribe({
+      }).subscribe({
         next: (event) => events.push(event),
         error: (error: unknown) => settle?.reject(error),
         complete: () => {
@@ -293,7 +313,8 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
           settle?.resolve();
         },
       });
-      return created;
+      await Promise.race([ready, done]);
+      return harness.loader;
     },
     push: (...ops) => {
       for (const op of ops) ops$.next(op);

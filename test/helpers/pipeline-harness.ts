@@ -17,7 +17,7 @@ export interface Harness {
   readonly sink: LogSink;
   /** How many times models.json was read. */
   readonly reads: () => number;
-  /** The initial snapshot with every op so far applied. */
+  /** What was in place with every op so far applied. */
   readonly state: () => Snapshot;
   readonly waitForOps: (count: number, timeoutMs?: number) => Promise<void>;
   readonly waitFor: (condition: () => boolean, timeoutMs?: number, what?: string) => Promise<void>;
@@ -42,7 +42,7 @@ export const tempDir = (prefix: string): Promise<string> => mkdtemp(join(tmpdir(
 
 /** Starts the pipeline on `configDir` (created by the caller or not: a missing dir is a case under test). */
 export const startPipeline = async (
-  options: { configDir?: string; initial?: Snapshot; settleMs?: number; recheckMs?: number } = {},
+  options: { configDir?: string; inPlace?: Snapshot; settleMs?: number; recheckMs?: number } = {},
 ): Promise<Harness> => {
   const root = await tempDir('cfg');
   const configDir = options.configDir ?? join(root, 'configs');
@@ -52,10 +52,10 @@ export const startPipeline = async (
   let reads = 0;
   const counted = { ...source, read: () => defer(() => source.read()).pipe(tap(() => reads++)) };
   const ops: ModelOp[] = [];
-  const initial = options.initial ?? emptySnapshot;
+  const inPlace = options.inPlace ?? emptySnapshot;
   const subscription: Subscription = modelOps({
     configSource: counted,
-    initial,
+    inPlace,
     log,
     settleMs: options.settleMs ?? 100,
   }).subscribe((op) => ops.push(op));
@@ -64,7 +64,7 @@ export const startPipeline = async (
     ops,
     sink,
     reads: () => reads,
-    state: () => applyOps(initial, ops),
+    state: () => applyOps(inPlace, ops),
     waitForOps: (count, timeoutMs) =>
       waitFor(() => ops.length >= count, timeoutMs, `${count} ops (have ${ops.length})`),
     waitFor,

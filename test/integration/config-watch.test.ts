@@ -214,7 +214,7 @@ describe('config pipeline on bad input', () => {
   );
 
   it('emits nothing at start-up when the first config is bad, and treats the first good one as start-up', async () => {
-    const h = (harness = await startPipeline({ initial: snap({ m0: spec('s3://b/m0') }) }));
+    const h = (harness = await startPipeline({ inPlace: snap({ m0: spec('s3://b/m0') }) }));
     atomicWrite(h.configDir, { 'models.json': '[' });
     await h.waitFor(() => h.sink.withMessage('config rejected').length > 0, 5000, 'the rejection');
     expect(h.ops).toEqual([]);

@@ -12,7 +12,7 @@ import { advance } from './virtual-time';
 
 const [m1, m2] = [name('m1'), name('m2')];
 const [v1, v2] = [spec('/models/v1'), spec('/models/v2')];
-const unavailable = () => retryableError('model server returned HTTP 503');
+const unavailable = () => retryableError('http-status', 'model server returned HTTP 503');
 
 /** Lets every promise the fake ports started settle (they resolve at once; no timer is involved). */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

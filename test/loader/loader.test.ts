@@ -582,7 +582,7 @@ describe('createLoader', () => {
       h.standIn.preload('m1');
       await h.start();
 
-      const ops = diff(h.initial, snap({ m1: spec(s1.storageUri, '100Mi') }), true);
+      const ops = diff(h.inPlace, snap({ m1: spec(s1.storageUri, '100Mi') }), true);
       expect(ops).toEqual([]);
       h.push(...ops, add(m1, s1, true)); // even an explicit Add of the same spec is no change
       await h.waitForIdle();
@@ -620,7 +620,7 @@ describe('createLoader', () => {
       await h.installOnDisk('m1', s1);
       await h.start();
 
-      h.push(...diff(h.initial, snapshotOf([[m1, s1]]), true));
+      h.push(...diff(h.inPlace, snapshotOf([[m1, s1]]), true));
       await h.waitForPhase(m1, 'Loaded', s1);
 
       expect(h.phases(m1)).toEqual(['Loading', 'Loaded']);
@@ -633,7 +633,7 @@ describe('createLoader', () => {
       h.standIn.preload('ghost');
       await h.start();
 
-      h.push(...diff(h.initial, snap({}), true));
+      h.push(...diff(h.inPlace, snap({}), true));
       await h.waitForPhase('ghost', 'Removed');
 
       expect(h.phases('ghost')).toEqual(['Unloading', 'Removed']);
@@ -646,7 +646,7 @@ describe('createLoader', () => {
       await h.installOnDisk('old', spec(await h.source('old')));
       await h.start();
 
-      h.push(...diff(h.initial, snap({}), true));
+      h.push(...diff(h.inPlace, snap({}), true));
       await h.waitForPhase('old', 'Removed');
 
       expect(h.callsOf('old')).toEqual(['unload:start', 'unload:end', 'remove:start', 'remove:end']);
@@ -660,7 +660,7 @@ describe('createLoader', () => {
       await h.start();
       const s2 = spec(await h.source('v2'));
 
-      h.push(...diff(h.initial, snapshotOf([[m1, s2]]), true));
+      h.push(...diff(h.inPlace, snapshotOf([[m1, s2]]), true));
       await h.waitForPhase(m1, 'Loaded', s2);
 
       expect(h.callsOf(m1, ['install', 'load', 'unload'])).toEqual([

@@ -90,7 +90,7 @@ describe('bringIn', () => {
   });
 
   it('keeps the download it made when the load fails, leaves the load unconfirmed and rejects with its error', async () => {
-    const failure = retryableError('HTTP 503');
+    const failure = retryableError('http-status', 'HTTP 503');
     const { effects, calls } = recording({ load: { m1: [failure] } });
     const state = model();
 

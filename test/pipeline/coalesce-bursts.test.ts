@@ -2,7 +2,7 @@ import { coalesceBursts } from '../../src/pipeline/coalesce-bursts';
 import { runMarbles } from '../helpers/marbles';
 
 // quietMs 5, spacingMs 2 in these marbles: 1 frame = 1 ms.
-const coalesce = () => coalesceBursts<string>(5, undefined, 2);
+const coalesce = () => coalesceBursts<string>({ quietMs: 5, spacingMs: 2 });
 
 describe('coalesceBursts', () => {
   it('emits the first event of a burst at once and the last one after the quiet period', () =>
@@ -27,6 +27,11 @@ describe('coalesceBursts', () => {
     runMarbles(({ cold, expectObservable }) => {
       const storm = cold('abcdefgh 20ms |');
       expectObservable(storm.pipe(coalesce())).toBe('a-c-e-g-h 3ms h 15ms |');
+    }));
+
+  it('reads at most every 20 ms during a burst when no spacing is given', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      expectObservable(cold('ab 30ms |').pipe(coalesceBursts({ quietMs: 50 }))).toBe('a 19ms b 11ms (b|)');
     }));
 
   it('completes at once when the source is empty', () =>

@@ -18,14 +18,14 @@ const snapshotArb: fc.Arbitrary<Snapshot> = fc
   .map((models) => new Map(Object.entries(models).map(([model, s]) => [name(model), s] as const)));
 
 describe('toModelOps (property)', () => {
-  it('applying the emitted ops to the initial set gives exactly the last snapshot', async () => {
+  it('applying the emitted ops to what is in place gives exactly the last snapshot', async () => {
     await fc.assert(
       fc.asyncProperty(
         snapshotArb,
         fc.array(snapshotArb, { minLength: 1, maxLength: 12 }),
-        async (initial, sequence) => {
-          const ops = await lastValueFrom(from(sequence).pipe(toModelOps(initial), toArray()));
-          expect(snapshotEquals(applyOps(initial, ops), sequence[sequence.length - 1]!)).toBe(true);
+        async (inPlace, sequence) => {
+          const ops = await lastValueFrom(from(sequence).pipe(toModelOps(inPlace), toArray()));
+          expect(snapshotEquals(applyOps(inPlace, ops), sequence[sequence.length - 1]!)).toBe(true);
         },
       ),
       { numRuns: 500 },

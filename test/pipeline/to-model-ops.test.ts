@@ -24,7 +24,7 @@ describe('toModelOps', () => {
       });
     }));
 
-  it('diffs the first snapshot against the initial one, so a restart redoes nothing', () =>
+  it('diffs the first snapshot against what is in place, so a restart redoes nothing', () =>
     runMarbles(({ cold, expectObservable }) => {
       const snapshot$ = cold('x|', { x: snap({ a, b }) });
       expectObservable(snapshot$.pipe(toModelOps(snap({ a })))).toBe('x|', { x: add(name('b'), b, true) });

@@ -1,4 +1,4 @@
-/** startTorchServeStandIn: a TorchServe management API (register, unregister, list, token check) for edge tests. */
+/** startTorchServeStandIn: a TorchServe management API stand-in (register, unregister, list, token check) for tests. */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 

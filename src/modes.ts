@@ -1,0 +1,63 @@
+/** The CLI's two modes as Observables of output: print the ops (`--dry-run`), or keep the models in sync. */
+import { either as E } from 'fp-ts';
+import type { Logger } from 'pino';
+import { defer, EMPTY, from, map, mergeMap, of, type Observable } from 'rxjs';
+import { currentModelOps, modelOps } from './app';
+import type { AppConfig } from './core/app-config';
+import { describeConfigError } from './core/errors';
+import { modelOpToJson } from './core/model-op';
+import { emptySnapshot } from './core/snapshot';
+import { packageVersion } from './package-version';
+import { agentSettings, capabilities, configSourceFor } from './production';
+import { startAgent } from './start-agent';
+
+/** What a mode emits: a line for stdout, or an exit code that ends the process. */
+export type Output =
+  { readonly _tag: 'Line'; readonly line: string } | { readonly _tag: 'Exit'; readonly code: number };
+
+const line = (text: string): Output => ({ _tag: 'Line', line: text });
+const exit = (code: number): Output => ({ _tag: 'Exit', code });
+
+/**
+ * `--dry-run`: one JSON line per ModelOp, live (or, with `--once`, for the current config, then exit: 1 when
+ * it is invalid). Nothing is in place for a dry run, so the first config is all Adds.
+ */
+export const dryRunMode = (config: AppConfig, log: Logger): Observable<Output> => {
+  const configSource = configSourceFor(config, log);
+  const inPlace = emptySnapshot;
+  if (config.once) {
+    return currentModelOps({ configSource, inPlace }).pipe(
+      mergeMap((result) => {
+        if (E.isLeft(result)) {
+          log.error({ file: result.left.file, configError: result.left }, describeConfigError(result.left));
+          return of(exit(1));
+        }
+        return from([...result.right.map((op) => line(JSON.stringify(modelOpToJson(op)))), exit(0)]);
+      }),
+    );
+  }
+  return modelOps({ configSource, inPlace, log, settleMs: config.settleMs }).pipe(
+    map((op) => line(JSON.stringify(modelOpToJson(op)))),
+  );
+};
+
+/**
+ * The agent on the real edges: keeps the model dir and the model server equal to models.json. Prints nothing
+ * (statuses are logged); exits 2 at once when `env` holds malformed download headers.
+ */
+export const syncMode = (
+  config: AppConfig,
+  log: Logger,
+  env: Readonly<Record<string, string | undefined>>,
+): Observable<Output> => {
+  const edges = capabilities(config, log, env);
+  if (E.isLeft(edges)) {
+    log.error({ reason: edges.left }, 'cannot start: the settings are invalid');
+    return of(exit(2));
+  }
+  const { configDir, modelDir, serverUrl, protocol } = config;
+  return defer(() => {
+    log.info({ version: packageVersion, configDir, modelDir, serverUrl, protocol }, 'modelsync starting');
+    return startAgent(edges.right, agentSettings(config, log));
+  }).pipe(mergeMap(() => EMPTY));
+};

@@ -1,0 +1,31 @@
+/**
+ * `modelsync/testing`: what an integrator's tests need to run modelsync for real — the kubelet AtomicWriter
+ * emulator (ConfigMap updates as kubelet makes them), stand-ins for a V2 model server and TorchServe, a config
+ * source that never changes, and a seeded random for replayable randomized tests.
+ */
+export {
+  atomicWrite,
+  deleteAndRecreate,
+  removeAllKeys,
+  writeInPlace,
+  writeThenRename,
+  type AtomicWriteOptions,
+  type AtomicWritePayload,
+  type AtomicWriteResult,
+  type AtomicWriteStep,
+  type FileProjection,
+} from './atomic-writer';
+export { fixedConfigSource } from './fixed-config-source';
+export { seededRandom } from './seeded-random';
+export {
+  startTorchServeStandIn,
+  type TorchServeRequest,
+  type TorchServeStandIn,
+} from './torchserve-stand-in';
+export {
+  startV2ModelServer,
+  type V2Load,
+  type V2ModelServerStandIn,
+  type V2ModelServerStandInOptions,
+  type V2Request,
+} from './v2-model-server';

@@ -1,0 +1,87 @@
+/** The CLI's sync mode in process: the production capabilities, the start-up log line, and refusing bad headers. */
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { either as E } from 'fp-ts';
+import pino from 'pino';
+import { firstValueFrom, toArray } from 'rxjs';
+import { defaultAppConfig, type AppConfig } from '../../src/core/app-config';
+import { syncMode } from '../../src/modes';
+import { packageVersion } from '../../src/package-version';
+import { capabilities } from '../../src/production';
+import { atomicWrite } from '../../src/testing/atomic-writer';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { modelsJson } from '../helpers/fixtures';
+import { LogSink } from '../helpers/log-sink';
+import { tempDir, waitFor } from '../helpers/pipeline-harness';
+
+const secretHeaders = { 'models.example.com-headers': 'Bearer s3cr3t-token' };
+
+describe('syncMode', () => {
+  let root: string;
+  let standIn: V2ModelServerStandIn;
+  let config: AppConfig;
+  beforeEach(async () => {
+    root = await tempDir('modes');
+    standIn = await startV2ModelServer({ modelDir: join(root, 'models') });
+    config = {
+      ...defaultAppConfig,
+      configDir: join(root, 'configs'),
+      modelDir: join(root, 'models'),
+      serverUrl: standIn.url,
+    };
+  });
+  afterEach(async () => {
+    await standIn.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('logs the version when it starts, then syncs the models on the production edges', async () => {
+    await mkdir(join(root, 'storage', 'm1'), { recursive: true });
+    await writeFile(join(root, 'storage', 'm1', 'model.bin'), 'm1');
+    atomicWrite(config.configDir, { 'models.json': modelsJson({ m1: join(root, 'storage', 'm1') }) });
+    const sink = new LogSink();
+    const subscription = syncMode(config, pino({ level: 'info' }, sink), {}).subscribe();
+    try {
+      await waitFor(() => sink.withMessage('ready').length > 0, 10_000, 'the ready log line');
+    } finally {
+      subscription.unsubscribe();
+    }
+    expect(sink.lines[0]).toMatchObject({
+      msg: 'modelsync starting',
+      version: packageVersion,
+      serverUrl: standIn.url,
+      protocol: 'v2',
+    });
+    expect([...standIn.loaded]).toEqual(['m1']);
+  });
+
+  it('exits 2 on malformed download headers, naming the variable but never quoting its value', async () => {
+    const sink = new LogSink();
+    const outputs = await firstValueFrom(syncMode(config, pino(sink), secretHeaders).pipe(toArray()));
+    expect(outputs).toEqual([{ _tag: 'Exit', code: 2 }]);
+    const logged = JSON.stringify(sink.lines);
+    expect(logged).toContain('models.example.com-headers');
+    expect(logged).not.toContain('s3cr3t');
+  });
+});
+
+describe('capabilities', () => {
+  it('is a Left naming the malformed headers variable without its value', () => {
+    const built = capabilities(defaultAppConfig, pino({ level: 'silent' }), secretHeaders);
+    expect(E.isLeft(built) && built.left).toContain('models.example.com-headers is not valid JSON');
+    expect(JSON.stringify(built)).not.toContain('s3cr3t');
+  });
+
+  it('builds every edge the agent needs', () => {
+    const built = capabilities(defaultAppConfig, pino({ level: 'silent' }), {
+      'models.example.com-headers': '{"Authorization":"Bearer x"}',
+    });
+    expect(E.isRight(built) && Object.keys(built.right).sort()).toEqual([
+      'configSource',
+      'download',
+      'journal',
+      'server',
+      'store',
+    ]);
+  });
+});

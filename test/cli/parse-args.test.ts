@@ -1,0 +1,205 @@
+/** parseArgs in process: flags, env vars and defaults to an AppConfig, and every way it says no. */
+import { defaultAppConfig, flagList, flagTable, switchWords } from '../../src/core/app-config';
+import { packageVersion } from '../../src/package-version';
+import { parseArgs, type Env, type ParsedArgs } from '../../src/parse-args';
+
+const parse = (args: ReadonlyArray<string>, env: Env = {}): ParsedArgs =>
+  parseArgs(['/usr/bin/node', '/app/dist/cli.js', ...args], env);
+
+/** The config of a parse that must succeed. */
+const configOf = (args: ReadonlyArray<string>, env: Env = {}) => {
+  const parsed = parse(args, env);
+  if (parsed._tag !== 'Run') throw new Error(`expected a config, got ${JSON.stringify(parsed)}`);
+  return parsed.config;
+};
+
+/** The stderr lines of a parse that must be a usage error (exit code 2). */
+const usageLines = (args: ReadonlyArray<string>, env: Env = {}): string[] => {
+  const parsed = parse(args, env);
+  if (parsed._tag !== 'UsageError') throw new Error(`expected a usage error, got ${JSON.stringify(parsed)}`);
+  expect(parsed.exitCode).toBe(2);
+  expect(parsed.message.endsWith("Try 'modelsync --help' for the flags.\n")).toBe(true);
+  return parsed.message.trimEnd().split('\n').slice(0, -1);
+};
+
+describe('parseArgs', () => {
+  it('gives the defaults of the flag table when nothing is set', () => {
+    expect(configOf([])).toEqual(defaultAppConfig);
+    expect(defaultAppConfig).toEqual({
+      configDir: '/mnt/configs',
+      modelDir: '/mnt/models',
+      serverUrl: 'http://127.0.0.1:8080',
+      protocol: 'v2',
+      downloadConcurrency: 4,
+      loadConcurrency: 2,
+      logLevel: 'info',
+      settleMs: 100,
+      watchPollMs: 0,
+      requestTimeoutMs: 30_000,
+      loadTimeoutMs: 300_000,
+      retryBaseMs: 500,
+      retryMaxMs: 30_000,
+      maxAttempts: 8,
+      dryRun: false,
+      once: false,
+    });
+  });
+
+  it('decodes every flag given on the command line', () => {
+    const config = configOf([
+      ...[
+        '--config-dir',
+        '/c',
+        '--model-dir',
+        '/m',
+        '--server-url',
+        'http://ts:8081/',
+        '--protocol',
+        'torchserve',
+      ],
+      ...[
+        '--download-concurrency',
+        '8',
+        '--load-concurrency',
+        '3',
+        '--log-level',
+        'debug',
+        '--settle-ms',
+        '60',
+      ],
+      ...['--watch-poll-ms', '250', '--request-timeout-ms', '1000', '--load-timeout-ms', '2000'],
+      ...[
+        '--retry-base-ms',
+        '10',
+        '--retry-max-ms',
+        '10',
+        '--max-attempts',
+        '1',
+        '--torchserve-token-file',
+        '/k',
+      ],
+      ...['--dry-run', '--once'],
+    ]);
+    expect(config).toEqual({
+      configDir: '/c',
+      modelDir: '/m',
+      serverUrl: 'http://ts:8081',
+      protocol: 'torchserve',
+      downloadConcurrency: 8,
+      loadConcurrency: 3,
+      logLevel: 'debug',
+      settleMs: 60,
+      watchPollMs: 250,
+      requestTimeoutMs: 1000,
+      loadTimeoutMs: 2000,
+      retryBaseMs: 10,
+      retryMaxMs: 10,
+      maxAttempts: 1,
+      torchserveTokenFile: '/k',
+      dryRun: true,
+      once: true,
+    });
+  });
+
+  it('takes a value from its env var, and a flag over its env var', () => {
+    const env = { MODELSYNC_CONFIG_DIR: '/from-env', MODELSYNC_SETTLE_MS: '200', MODELSYNC_DRY_RUN: 'yes' };
+    expect(configOf([], env)).toMatchObject({ configDir: '/from-env', settleMs: 200, dryRun: true });
+    expect(configOf(['--config-dir', '/from-flag'], env)).toMatchObject({
+      configDir: '/from-flag',
+      settleMs: 200,
+    });
+  });
+
+  it.each([
+    ...switchWords.on.map((word) => [word, true] as const),
+    ...switchWords.off.map((word) => [word, false] as const),
+    [' TRUE ', true] as const,
+    ['Off', false] as const,
+  ])('reads the switch env var value %j as %s', (word, on) => {
+    expect(configOf([], { MODELSYNC_DRY_RUN: word }).dryRun).toBe(on);
+  });
+
+  it('reads the env, never process.env', () => {
+    process.env['MODELSYNC_SETTLE_MS'] = 'not a number';
+    try {
+      expect(configOf([]).settleMs).toBe(100);
+    } finally {
+      delete process.env['MODELSYNC_SETTLE_MS'];
+    }
+  });
+
+  it('names the flag, quotes the value and gives the codec message for a bad value', () => {
+    expect(usageLines(['--settle-ms', '59'])).toEqual([
+      'modelsync: invalid --settle-ms: expected a whole number from 60 to 60000, got "59"',
+    ]);
+    expect(usageLines(['--server-url', 'ftp://host'])).toEqual([
+      'modelsync: invalid --server-url: expected an http(s) URL such as http://127.0.0.1:8080, got "ftp://host"',
+    ]);
+    expect(usageLines(['--protocol', 'grpc'])).toEqual([
+      'modelsync: invalid --protocol: expected one of v2, torchserve, got "grpc"',
+    ]);
+  });
+
+  it('names the env var when the bad value came from one, one line per bad setting', () => {
+    expect(
+      usageLines([], { MODELSYNC_LOG_LEVEL: 'loud', MODELSYNC_MODEL_DIR: '', MODELSYNC_ONCE: 'maybe' }),
+    ).toEqual([
+      'modelsync: invalid MODELSYNC_ONCE: expected one of true, 1, yes, on, false, 0, no, off or nothing, got "maybe"',
+      'modelsync: invalid MODELSYNC_MODEL_DIR: must not be empty',
+      'modelsync: invalid MODELSYNC_LOG_LEVEL: expected one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+    ]);
+  });
+
+  it('rejects an unknown flag with one line and a pointer to --help, not the help', () => {
+    const parsed = parse(['--no-such-flag']);
+    expect(parsed).toEqual({
+      _tag: 'UsageError',
+      exitCode: 2,
+      message: "modelsync: unknown option '--no-such-flag'\nTry 'modelsync --help' for the flags.\n",
+    });
+  });
+
+  it('rejects a missing value and a stray argument', () => {
+    expect(usageLines(['--settle-ms'])).toEqual(["modelsync: option '--settle-ms <ms>' argument missing"]);
+    expect(usageLines(['models.json'])).toHaveLength(1);
+  });
+
+  it('refuses --once without --dry-run, however each was set', () => {
+    expect(usageLines(['--once'])).toEqual([
+      'modelsync: --once needs --dry-run: there is no one-shot sync mode yet',
+    ]);
+    expect(usageLines([], { MODELSYNC_ONCE: '1' })[0]).toContain('MODELSYNC_ONCE needs --dry-run');
+    expect(configOf(['--once'], { MODELSYNC_DRY_RUN: 'true' })).toMatchObject({ once: true, dryRun: true });
+  });
+
+  it('refuses a retry base above the retry cap, and takes one equal to it', () => {
+    expect(usageLines(['--retry-base-ms', '40000'])).toEqual([
+      'modelsync: --retry-base-ms (40000) is above --retry-max-ms (30000); the first retry delay cannot exceed the cap',
+    ]);
+    expect(usageLines([], { MODELSYNC_RETRY_MAX_MS: '100' })[0]).toContain(
+      'above MODELSYNC_RETRY_MAX_MS (100)',
+    );
+    expect(configOf(['--retry-base-ms', '100', '--retry-max-ms', '100']).retryBaseMs).toBe(100);
+  });
+
+  it('prints the version of package.json for --version and -V', () => {
+    expect(packageVersion).toMatch(/^\d+\.\d+\.\d+/);
+    expect(parse(['--version'])).toEqual({ _tag: 'Version', text: `${packageVersion}\n` });
+    expect(parse(['-V'])).toEqual({ _tag: 'Version', text: `${packageVersion}\n` });
+  });
+
+  it('prints the help for --help and -h', () => {
+    const help = parse(['--help']);
+    expect(help._tag).toBe('Help');
+    expect(parse(['-h'])).toEqual(help);
+  });
+
+  it('maps each flag to the AppConfig field of the same name', () => {
+    for (const [field, spec] of flagList) {
+      const camel = spec.flag.slice(2).replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+      expect(camel).toBe(field);
+      expect(spec.env).toBe(`MODELSYNC_${spec.flag.slice(2).replaceAll('-', '_').toUpperCase()}`);
+    }
+    expect(Object.keys(flagTable)).toHaveLength(flagList.length);
+  });
+});
