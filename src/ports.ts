@@ -1,6 +1,6 @@
 /**
  * The edges modelsync talks to, as small interfaces. `app.ts` depends on these; `edge/` implements them;
- * tests implement them with real files and servers or with marbles.
+ * tests implement them with real files and servers, in memory, or (ConfigSource, the one Observable port) with marbles.
  *
  * Effects that take an AbortSignal must stop promptly when it aborts and leave nothing behind that the next
  * start would mistake for finished work (the loader aborts them on shutdown and when a spec changes).

@@ -33,7 +33,7 @@ export interface ConfigDirOptions {
 }
 
 /**
- * The measured-safe chokidar settings (atomic-writer.md §3.1): watch the DIRECTORY (a file watch dies after
+ * The measured-safe chokidar settings (docs/background.md): watch the DIRECTORY (a file watch dies after
  * the first swap), do not follow links (the swap is then reported at the rename itself, with no recursion
  * into `..<timestamp>` dirs and no ELOOP storms), and only direct children.
  */

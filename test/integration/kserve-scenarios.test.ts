@@ -1,4 +1,4 @@
-/** KServe's agent tests W0–W14 and D1–D3 (kserve-agent.md §3.1–3.2) as end-to-end scenarios of modelsync. */
+/** KServe's agent tests W0–W14 and D1–D3 (docs/background.md) as end-to-end scenarios of modelsync. */
 import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';

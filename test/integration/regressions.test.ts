@@ -1,4 +1,4 @@
-/** The KServe agent's confirmed bugs (kserve-agent.md §1.4–1.6), each run end to end to show modelsync avoids it. */
+/** The KServe agent's confirmed bugs (docs/background.md), each run end to end to show modelsync avoids it. */
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { useAgentHarness, type AgentHarness } from '../helpers/agent-harness';
