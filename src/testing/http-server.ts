@@ -20,6 +20,7 @@ export interface HttpServerOptions {
 export interface RunningHttpServer {
   /** `http://<host>:<port>`, the base URL to give a client (a wildcard host becomes a loopback address). */
   readonly url: string;
+  /** The port it listens on (the free one picked when `options.port` was 0). */
   readonly port: number;
   /** Stops listening and drops every open connection, keep-alive and mid-response ones included. */
   close(): Promise<void>;

@@ -1,5 +1,4 @@
 /** The CLI's sync mode in process: the production capabilities, the start-up log line, and refusing bad headers. */
-import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import pino from 'pino';
@@ -11,6 +10,7 @@ import { capabilities } from '../../src/production';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { waitFor } from '../../src/testing/wait';
+import { writeFiles } from '../helpers/file-tree';
 import { modelsJson } from '../helpers/fixtures';
 import { LogSink } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
@@ -33,8 +33,7 @@ describe('syncMode', () => {
   afterEach(() => standIn.close());
 
   it('logs the version when it starts, then syncs the models on the production edges', async () => {
-    await mkdir(join(tmp.path, 'storage', 'm1'), { recursive: true });
-    await writeFile(join(tmp.path, 'storage', 'm1', 'model.bin'), 'm1');
+    await writeFiles(join(tmp.path, 'storage', 'm1'), { 'model.bin': 'm1' });
     atomicWrite(config.configDir, { 'models.json': modelsJson({ m1: join(tmp.path, 'storage', 'm1') }) });
     const sink = new LogSink();
     const subscription = syncMode(config, pino({ level: 'info' }, sink), {}).subscribe();

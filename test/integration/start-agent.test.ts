@@ -1,5 +1,4 @@
 /** startAgent on the production edges: the start-up sequence, the wait for the server, and the integrator hooks. */
-import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import pino from 'pino';
@@ -19,6 +18,7 @@ import {
 import { fixedConfigSource } from '../../src/testing/fixed-config-source';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { modelsJson, name, spec } from '../helpers/fixtures';
+import { writeFiles } from '../helpers/file-tree';
 import { LogSink } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 
@@ -34,8 +34,7 @@ describe('startAgent', () => {
     config = { ...defaultAppConfig, modelDir: join(tmp.path, 'models'), serverUrl: standIn.url };
     sink = new LogSink();
     for (const model of ['a', 'b', 'c']) {
-      await mkdir(uri(model), { recursive: true });
-      await writeFile(join(uri(model), 'model.bin'), model);
+      await writeFiles(uri(model), { 'model.bin': model });
     }
   });
   afterEach(() => standIn.close());

@@ -1,9 +1,10 @@
 /** Tests of the archive guard: each entry's path and link checked in order, and every symlink's real end. */
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { EffectError } from '../../../src/core/errors';
 import { checkLinksInside, EntryGuard, type EntryKind } from '../../../src/edge/archive/guard';
 import { effectError } from '../../helpers/effect-error';
+import { writeFiles } from '../../helpers/file-tree';
 import { useTempDir } from '../../helpers/temp-dir';
 
 const what = 'GET http://host/m.tar';
@@ -95,8 +96,7 @@ describe('checkLinksInside', () => {
 
   beforeEach(async () => {
     dir = path.join(tmp.path, 'model');
-    await mkdir(path.join(dir, 'sub'), { recursive: true });
-    await writeFile(path.join(dir, 'sub', 'model.pt'), 'w');
+    await writeFiles(dir, { 'sub/model.pt': 'w' });
   });
 
   it('accepts links that stay inside, chains and dangling ones included', async () => {
