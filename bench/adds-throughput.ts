@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startV2ModelServer } from '../src/testing/v2-model-server';
+import { rssSampleEveryMs, sampleRss, type RssFigures } from './rss';
 import { round3, runChildForReport, type Check, type Row, type Suite, type SuiteResult } from './suite';
 
 const MiB = 2 ** 20;
@@ -15,11 +16,10 @@ const sizes = [
 const downloadConcurrency = 4;
 const loadConcurrency = 2;
 const modelFileBytes = 4096;
-const sampleEveryMs = 50;
 const childTimeoutMs = 300_000;
 
 /** What the child reports to the suite. */
-interface DriverReport {
+interface DriverReport extends RssFigures {
   readonly count: number;
   readonly seconds: number;
   readonly loaded: number;
@@ -32,10 +32,6 @@ interface DriverReport {
   /** CPU the child used during the run (process.cpuUsage: its main thread and libuv's pool), in seconds. */
   readonly cpuUserSeconds: number;
   readonly cpuSystemSeconds: number;
-  readonly startRssBytes: number;
-  readonly peakRssBytes: number;
-  /** `process.resourceUsage().maxRSS` at the end, in bytes. */
-  readonly maxRssBytes: number;
   readonly downloadHighWater: number;
   readonly loadHighWater: number;
 }
@@ -86,12 +82,7 @@ const driver = async (): Promise<void> => {
   const retryReasons: Record<string, number> = {};
   const generic = (reason: string): string =>
     reason.replaceAll(modelDir, '<M>').replace(/model-\d{5}/g, '<name>');
-  const startRssBytes = process.memoryUsage.rss();
-  let peakRssBytes = startRssBytes;
-  const sample = (): void => {
-    peakRssBytes = Math.max(peakRssBytes, process.memoryUsage.rss());
-  };
-  const sampler = setInterval(sample, sampleEveryMs);
+  const rss = sampleRss();
   const started = performance.now();
   const cpuAtStart = process.cpuUsage();
   await firstValueFrom(
@@ -115,8 +106,6 @@ const driver = async (): Promise<void> => {
   );
   const seconds = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuAtStart);
-  clearInterval(sampler);
-  sample();
   const report: DriverReport = {
     count,
     seconds,
@@ -127,9 +116,7 @@ const driver = async (): Promise<void> => {
     retryReasons,
     cpuUserSeconds: cpu.user / 1e6,
     cpuSystemSeconds: cpu.system / 1e6,
-    startRssBytes,
-    peakRssBytes,
-    maxRssBytes: process.resourceUsage().maxRSS * 1024,
+    ...rss.stop(),
     downloadHighWater: loader?.slots.download.highWater() ?? 0,
     loadHighWater: loader?.slots.load.highWater() ?? 0,
   };
@@ -250,7 +237,7 @@ export const addsThroughputSuite: Suite = {
           'journal entry (written, dir fsynced), POST .../load to the stand-in (in the parent process, so its ' +
           'CPU competes on this 2-core machine) and the journal entry removed. Logs at error level (retries are counted from status events).',
         `startRssMiB: child RSS before the run (modules loaded, config text built); peakRss: highest RSS sampled every ` +
-          `${sampleEveryMs} ms; maxRss: process.resourceUsage().maxRSS at the end.`,
+          `${rssSampleEveryMs} ms; maxRss: process.resourceUsage().maxRSS at the end.`,
         'downloadHighWater / loadHighWater: loader.slots.*.highWater(); serverMaxConcurrentLoads: the ' +
           "stand-in's maxConcurrentLoads. childCpuPercent: the child's user + system CPU over the run's wall " +
           'time (100 = one core; libuv pool threads included); childSystemPercent: its system part.',

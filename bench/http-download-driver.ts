@@ -5,23 +5,16 @@ import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream } from 'node:stream/web';
+import { sampleRss, type RssFigures } from './rss';
 
 /** How the child downloads: plain fetch + pipeline, or modelsync's httpStorage. */
 export type Variant = 'baseline' | 'httpStorage';
 
-/** What the child reports to the suite. */
-export interface DriverReport {
+/** What the child reports to the suite; its RSS figures start when it is ready, before the download. */
+export interface DriverReport extends RssFigures {
   readonly bytes: number;
   readonly seconds: number;
-  /** RSS when the child was ready to start, before the download. */
-  readonly startRssBytes: number;
-  /** Highest RSS seen, sampled every 50 ms. */
-  readonly peakRssBytes: number;
-  /** `process.resourceUsage().maxRSS` at the end, in bytes (the kernel's own peak). */
-  readonly maxRssBytes: number;
 }
-
-const sampleEveryMs = 50;
 
 const baseline = async (url: string, dir: string): Promise<string> => {
   const response = await fetch(url);
@@ -43,25 +36,11 @@ const main = async (): Promise<void> => {
   if (url === undefined || dir === undefined || (variant !== 'baseline' && variant !== 'httpStorage')) {
     throw new Error('usage: http-download-driver baseline|httpStorage <url> <empty dir>');
   }
-  const startRssBytes = process.memoryUsage.rss();
-  let peakRssBytes = startRssBytes;
-  const sample = (): void => {
-    peakRssBytes = Math.max(peakRssBytes, process.memoryUsage.rss());
-  };
-  const sampler = setInterval(sample, sampleEveryMs);
+  const rss = sampleRss();
   const started = performance.now();
   const file = await (variant === 'baseline' ? baseline(url, dir) : viaHttpStorage(url, dir));
   const seconds = (performance.now() - started) / 1000;
-  clearInterval(sampler);
-  sample();
-  const report: DriverReport = {
-    bytes: statSync(file).size,
-    seconds,
-    startRssBytes,
-    peakRssBytes,
-    // maxRSS is in KiB.
-    maxRssBytes: process.resourceUsage().maxRSS * 1024,
-  };
+  const report: DriverReport = { bytes: statSync(file).size, seconds, ...rss.stop() };
   process.send!(report, () => process.disconnect());
 };
 

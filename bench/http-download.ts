@@ -1,10 +1,9 @@
 /** Suite http-download: a 1 GiB download over loopback, plain fetch + pipeline vs httpStorage().download. */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { startHttpServer, writeRepeated, type RunningHttpServer } from '../src/testing/http-server';
 import type { DriverReport, Variant } from './http-download-driver';
 import { round3, runChildForReport, summarize, type Row, type Suite, type SuiteResult } from './suite';
 
@@ -17,9 +16,9 @@ const childTimeoutMs = 180_000;
 const variants: ReadonlyArray<Variant> = ['baseline', 'httpStorage'];
 
 /** Serves `/model.bin`: `bodyBytes` made of one random 1 MiB buffer repeated, written as fast as TCP drains. */
-const startServer = async (): Promise<Server> => {
+const startServer = (): Promise<RunningHttpServer> => {
   const block = randomBytes(MiB);
-  const server = createServer((request, response) => {
+  return startHttpServer((request, response) => {
     if (request.url !== '/model.bin') {
       response.writeHead(404).end();
       return;
@@ -28,21 +27,8 @@ const startServer = async (): Promise<Server> => {
       'content-length': String(bodyBytes),
       'content-type': 'application/octet-stream',
     });
-    let sent = 0;
-    const pump = (): void => {
-      while (sent < bodyBytes && !response.destroyed) {
-        sent += block.length;
-        if (!response.write(block)) {
-          response.once('drain', pump);
-          return;
-        }
-      }
-      response.end();
-    };
-    pump();
+    writeRepeated(response, block, bodyBytes);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return server;
 };
 
 /** Runs the compiled driver in a child process, so its memory figures are one variant's alone. */
@@ -74,7 +60,7 @@ export const httpDownloadSuite: Suite = {
       return { skipped, rows: [] };
     }
     const server = await startServer();
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/model.bin`;
+    const url = `${server.url}/model.bin`;
     const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-'));
     const reports = new Map<Variant, DriverReport[]>(variants.map((variant) => [variant, []]));
     try {
@@ -97,8 +83,7 @@ export const httpDownloadSuite: Suite = {
       }
     } finally {
       rmSync(root, { recursive: true, force: true });
-      server.closeAllConnections();
-      server.close();
+      await server.close();
     }
     const medianOf = (variant: Variant, figure: (report: DriverReport) => number): number =>
       summarize(reports.get(variant)!.map(figure)).median;

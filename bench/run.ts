@@ -1,6 +1,6 @@
 /** Runs the benchmark suites, prints their tables and writes bench/results/<suite>.json and README.md. */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -184,6 +184,11 @@ const main = async (): Promise<void> => {
     return;
   }
   mkdirSync(resultsDir, { recursive: true });
+  // src/package-version.ts reads the package.json one level above src/: the bench build's src/ needs one too.
+  copyFileSync(
+    path.resolve(__dirname, '..', '..', 'package.json'),
+    path.resolve(__dirname, '..', 'package.json'),
+  );
   for (const suite of suites.filter((s) => names.length === 0 || names.includes(s.name))) {
     console.log(`\nrunning ${suite.name}: ${suite.description}`);
     try {

@@ -1,17 +1,13 @@
 /** Suite swap-to-load: the real agent process, from a kubelet `..data` swap adding a model to the server's load request. */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { atomicWrite } from '../src/testing/atomic-writer';
 import { seededRandom } from '../src/testing/seeded-random';
-import {
-  startV2ModelServer,
-  type V2ModelServerStandIn,
-  type V2Request,
-} from '../src/testing/v2-model-server';
+import { startV2ModelServer, type V2Request } from '../src/testing/v2-model-server';
+import { sleep, withTimeout } from '../src/testing/wait';
+import { startCli, type CliProcess } from '../test/helpers/cli-process';
 import { round3, summarize, type Row, type Suite, type SuiteResult } from './suite';
 
 const swaps = 200;
@@ -36,97 +32,36 @@ const modelsJson = (count: number, sources: string): string =>
   );
 
 /**
- * When the stand-in received each model's first load request, in `performance.now()` ms. The stand-in records
- * requests with `Date.now()` (1 ms steps); hooking the `push` onto its `requests` array gives the same instant at
- * sub-millisecond resolution without polling, and wakes the waiter at once.
+ * When the stand-in received each model's first load request, in `performance.now()` ms: `observe` is the
+ * stand-in's `onRequest` hook, so the instant is taken as the request arrives (sub-millisecond, where the
+ * stand-in's own `at` is `Date.now()`), without polling, and wakes the waiter at once.
  */
-const loadArrivals = (standIn: V2ModelServerStandIn) => {
+const loadArrivals = () => {
   const arrivals = new Map<string, number>();
   const waiters = new Map<string, (at: number) => void>();
-  const requests = standIn.requests as V2Request[];
-  const push = Array.prototype.push;
-  requests.push = (...items: V2Request[]): number => {
+  const observe = (request: V2Request): void => {
     const now = performance.now();
-    for (const item of items) {
-      if (item.method !== 'POST' || !item.path.endsWith('/load') || item.name === undefined) continue;
-      if (arrivals.has(item.name)) continue;
-      arrivals.set(item.name, now);
-      waiters.get(item.name)?.(now);
-    }
-    return push.apply(requests, items);
+    const name = request.name;
+    if (request.method !== 'POST' || !request.path.endsWith('/load') || name === undefined) return;
+    if (arrivals.has(name)) return;
+    arrivals.set(name, now);
+    waiters.get(name)?.(now);
   };
   /** Resolves with the arrival time of `name`'s load, or rejects after `timeoutMs`. */
   const next = (name: string, timeoutMs: number): Promise<number> => {
     const known = arrivals.get(name);
     if (known !== undefined) return Promise.resolve(known);
-    return new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        waiters.delete(name);
-        const seen = standIn.requests.some((r) => r.name === name && r.path.endsWith('/load'));
-        reject(
-          new Error(
-            seen
-              ? `the stand-in got ${name}'s load but the push hook did not see it: update loadArrivals`
-              : `no load request for ${name} within ${timeoutMs} ms`,
-          ),
-        );
-      }, timeoutMs);
-      waiters.set(name, (at) => {
-        clearTimeout(timer);
-        waiters.delete(name);
-        resolve(at);
-      });
-    });
+    const arrival = new Promise<number>((resolve) => waiters.set(name, resolve));
+    return withTimeout(arrival, timeoutMs, `the load request for ${name}`).finally(() =>
+      waiters.delete(name),
+    );
   };
-  return { next };
+  return { observe, next };
 };
 
-/** One pino line of the agent; `time` is the agent's `Date.now()`. */
-interface AgentLog {
-  readonly level: number;
-  readonly time: number;
-  readonly msg: string;
-  readonly model?: string;
-}
-
-interface Agent {
-  readonly child: ChildProcess;
-  readonly logs: AgentLog[];
-  readonly otherLines: string[];
-  stop(): Promise<void>;
-}
-
-const spawnAgent = (flags: ReadonlyArray<string>): Agent => {
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(([key]) => !key.startsWith('MODELSYNC_')),
-  );
-  const child = spawn(process.execPath, [cliPath, ...flags], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const logs: AgentLog[] = [];
-  const otherLines: string[] = [];
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let partial = '';
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (chunk: string) => {
-    const lines = (partial + chunk).split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) {
-      try {
-        logs.push(JSON.parse(line) as AgentLog);
-      } catch {
-        otherLines.push(line);
-      }
-    }
-  });
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (chunk: string) => otherLines.push(chunk));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
-  };
-  return { child, logs, otherLines, stop };
+/** Stops the agent with SIGTERM, or SIGKILL when it takes longer than 5 s. */
+const stop = async (agent: CliProcess): Promise<void> => {
+  await agent.signalAndWait('SIGTERM', 5000).catch(() => agent.signalAndWait('SIGKILL'));
 };
 
 /**
@@ -164,19 +99,22 @@ const runPhase = async (phase: Phase): Promise<PhaseResult> => {
     mkdirSync(path.join(sources, modelName(i)), { recursive: true });
     writeFileSync(path.join(sources, modelName(i), 'model.bin'), Buffer.alloc(modelFileBytes, i % 251));
   }
-  const standIn = await startV2ModelServer({ modelDir });
-  const loads = loadArrivals(standIn);
+  const loads = loadArrivals();
+  const standIn = await startV2ModelServer({ modelDir, onRequest: loads.observe });
   atomicWrite(configDir, { 'models.json': modelsJson(1, sources) });
-  const agent = spawnAgent([
-    '--config-dir',
-    configDir,
-    '--model-dir',
-    modelDir,
-    '--server-url',
-    standIn.url,
-    '--log-level',
-    phase.logLevel,
-  ]);
+  const agent = startCli(
+    [
+      '--config-dir',
+      configDir,
+      '--model-dir',
+      modelDir,
+      '--server-url',
+      standIn.url,
+      '--log-level',
+      phase.logLevel,
+    ],
+    { cliPath },
+  );
   const random = seededRandom(phase.seed); // the same gaps every run
   const result: PhaseResult = {
     phase,
@@ -219,7 +157,7 @@ const runPhase = async (phase: Phase): Promise<PhaseResult> => {
       // Agent log times are its Date.now() (whole ms); put the bench's instants on the same wall clock.
       const wall = (at: number): number => performance.timeOrigin + at;
       const first = (msg: string, model: string): number | undefined =>
-        agent.logs.find((log) => log.msg === msg && log.model === model)?.time;
+        agent.logs.find((log) => log.msg === msg && log['model'] === model)?.['time'] as number | undefined;
       for (let i = warmupSwaps + 1; i < total; i++) {
         const downloading = first('model downloading', modelName(i));
         const loading = first('model loading', modelName(i));
@@ -232,10 +170,11 @@ const runPhase = async (phase: Phase): Promise<PhaseResult> => {
     }
     return result;
   } catch (error) {
-    const tail = [...agent.logs.slice(-10).map((log) => JSON.stringify(log)), ...agent.otherLines.slice(-10)];
-    throw new Error(`${String(error)}\nagent output (last lines):\n${tail.join('\n')}`, { cause: error });
+    throw new Error(`${String(error)}\nagent output (last lines):\n${agent.transcript(10)}`, {
+      cause: error,
+    });
   } finally {
-    await agent.stop();
+    await stop(agent);
     await standIn.close();
     rmSync(root, { recursive: true, force: true });
   }
@@ -297,7 +236,7 @@ export const swapToLoadSuite: Suite = {
       notes: [
         'Each swap: atomicWrite (the kubelet AtomicWriter emulator, synchronous) of models.json with one model ' +
           'more than before; the clock starts when it returns and stops when the stand-in (in the bench ' +
-          "process) receives POST .../load for the new model, taken from a hook on the stand-in's request log " +
+          "process) receives POST .../load for the new model, taken from the stand-in's onRequest hook " +
           `(sub-ms, no polling). The next swap follows that request after the run's random gap; ${warmupSwaps} ` +
           'warm-up swaps are not counted.',
         'Agent flags: --config-dir --model-dir --server-url --log-level, defaults otherwise (inotify, settle ' +

@@ -10,8 +10,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { atomicWrite } from './testing/atomic-writer';
 import { startV2ModelServer } from './testing/v2-model-server';
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+import { sleep, waitFor } from './testing/wait';
 
 const models = (entries: Readonly<Record<string, string>>): string =>
   JSON.stringify(
@@ -87,12 +86,8 @@ const main = async (): Promise<void> => {
     logLines.push(text);
     show(text);
   });
-  const waitForLog = async (text: string, after = 0): Promise<void> => {
-    for (let waited = 0; !logLines.slice(after).some((entry) => entry.includes(text)); waited += 20) {
-      if (waited > 20_000) throw new Error(`the agent did not log "${text}"`);
-      await sleep(20);
-    }
-  };
+  const waitForLog = (text: string, after = 0): Promise<void> =>
+    waitFor(() => logLines.slice(after).some((entry) => entry.includes(text)), 20_000, `the log "${text}"`);
   const update = async (title: string, payload: string, expect: string): Promise<void> => {
     say(title);
     const from = logLines.length;

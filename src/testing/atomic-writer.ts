@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { errorCode } from '../core/errors';
+import { sleep } from './wait';
 
 /** One payload item: the bytes (a string is written as UTF-8) and optionally its own mode. */
 export type FileProjection = string | Buffer | { readonly data: string | Buffer; readonly mode?: number };

@@ -1,7 +1,8 @@
 /**
  * `modelsync/testing`: what an integrator's tests need to run modelsync for real — the kubelet AtomicWriter
- * emulator (ConfigMap updates as kubelet makes them), stand-ins for a V2 model server and TorchServe, a config
- * source that never changes, and a seeded random for replayable randomized tests.
+ * emulator (ConfigMap updates as kubelet makes them), stand-ins for a V2 model server and TorchServe, the HTTP
+ * server they run on (for stand-ins of one's own), a config source that never changes, a seeded random for
+ * replayable randomized tests, and waiting with a deadline (sleep, waitFor, withTimeout).
  */
 export {
   atomicWrite,
@@ -16,6 +17,12 @@ export {
   type FileProjection,
 } from './atomic-writer';
 export { fixedConfigSource } from './fixed-config-source';
+export {
+  startHttpServer,
+  type HttpHandler,
+  type HttpServerOptions,
+  type RunningHttpServer,
+} from './http-server';
 export { seededRandom } from './seeded-random';
 export {
   startTorchServeStandIn,
@@ -29,3 +36,4 @@ export {
   type V2ModelServerStandInOptions,
   type V2Request,
 } from './v2-model-server';
+export { sleep, waitFor, withTimeout, type WaitingFor } from './wait';

@@ -1,6 +1,7 @@
 /** startTorchServeStandIn: a TorchServe management API stand-in (register, unregister, list, token check) for tests. */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { startHttpServer } from './http-server';
+import { endableDelays } from './wait';
 
 /** A request the stand-in received. */
 export interface TorchServeRequest {
@@ -33,17 +34,7 @@ export const startTorchServeStandIn = async (): Promise<TorchServeStandIn> => {
   const requests: TorchServeRequest[] = [];
   const failures = new Map<string, { remaining: number; status: number; message: string }>();
   // Registers still waiting out their delay; close() cuts them short so no timer outlives the test.
-  const waits = new Set<() => void>();
-  const delay = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        waits.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      waits.add(done);
-    });
+  const delays = endableDelays();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const method = req.method ?? 'GET';
@@ -100,7 +91,7 @@ export const startTorchServeStandIn = async (): Promise<TorchServeStandIn> => {
           `Model version 1.0 is already registered for model ${modelName}`,
         );
       }
-      await delay(standIn.registerDelayMs);
+      await delays.delay(standIn.registerDelayMs);
       registered.add(modelName);
       return json(res, 200, {
         status: `Model "${modelName}" Version: 1.0 registered with 1 initial workers`,
@@ -119,20 +110,14 @@ export const startTorchServeStandIn = async (): Promise<TorchServeStandIn> => {
     );
   };
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch(() => res.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const server = await startHttpServer((req, res) => handle(req, res).catch(() => void res.destroy()));
 
   const standIn: TorchServeStandIn = {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const done of [...waits]) done();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    url: server.url,
+    close: () => {
+      delays.endAll();
+      return server.close();
+    },
     registered,
     requests,
     token: undefined,

@@ -1,9 +1,10 @@
 /** startV2ModelServer: a stand-in model server speaking the V2 repository API, for the demo, tests and CI. */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { modelNameProblem } from '../core/model-name';
+import { startHttpServer } from './http-server';
+import { endableDelays } from './wait';
 
 /** How to start the stand-in. */
 export interface V2ModelServerStandInOptions {
@@ -20,6 +21,11 @@ export interface V2ModelServerStandInOptions {
   readonly unknownUnloadStatus?: 200 | 404;
   /** How long each load takes; default 0. */
   readonly loadDelayMs?: number;
+  /**
+   * Called with each request as it arrives, before its body is read and before it is answered (the same object
+   * `requests` gets): lets a test or bench react at that instant, e.g. take `performance.now()`, without polling.
+   */
+  readonly onRequest?: (request: V2Request) => void;
 }
 
 /** A request the stand-in received; `name` is the decoded model name on model routes. */
@@ -78,23 +84,12 @@ export const startV2ModelServer = async (
   const reasons = new Map<string, string>();
   const requests: V2Request[] = [];
   const loads: V2Load[] = [];
-  const waits = new Set<() => void>();
+  const delays = endableDelays();
   let loadDelayMs = options.loadDelayMs ?? 0;
   let failures = { remaining: 0, status: 503 };
   let inFlight = 0;
   let maxConcurrentLoads = 0;
   let closed = false;
-
-  const delay = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        waits.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      waits.add(done);
-    });
 
   const filesComplete = async (name: string): Promise<boolean> => {
     if (modelDir === undefined) return true;
@@ -121,7 +116,7 @@ export const startV2ModelServer = async (
     maxConcurrentLoads = Math.max(maxConcurrentLoads, inFlight);
     try {
       const completeAtStart = await filesComplete(name);
-      await delay(loadDelayMs);
+      await delays.delay(loadDelayMs);
       if (closed) return;
       known.add(name);
       if (failures.remaining > 0) {
@@ -184,7 +179,9 @@ export const startV2ModelServer = async (
         name = match[1]!;
       }
     }
-    requests.push({ method, path, ...(name === undefined ? {} : { name }), at: Date.now() });
+    const request: V2Request = { method, path, ...(name === undefined ? {} : { name }), at: Date.now() };
+    requests.push(request);
+    options.onRequest?.(request);
     const body = await readBody(req);
     if (body.trim() !== '' && !isJson(body)) {
       return send(res, 400, { error: 'failed to parse the request JSON buffer' });
@@ -208,31 +205,21 @@ export const startV2ModelServer = async (
     send(res, 404, { error: 'Not Found' });
   };
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((cause: unknown) => {
-      if (!res.headersSent) send(res, 500, { error: String(cause) });
-      else res.destroy();
-    });
-  });
-  const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
+  const server = await startHttpServer(
+    (req, res) =>
+      handle(req, res).catch((cause: unknown) => {
+        if (!res.headersSent) send(res, 500, { error: String(cause) });
+        else res.destroy();
+      }),
+    options,
+  );
 
   return {
-    url: `http://${urlHost(host)}:${port}`,
+    url: server.url,
     close: async () => {
       closed = true;
-      for (const done of [...waits]) done();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      delays.endAll();
+      await server.close();
     },
     loaded,
     requests,
@@ -277,11 +264,4 @@ const isJson = (text: string): boolean => {
   } catch {
     return false;
   }
-};
-
-// A wildcard address is not something a client can connect to; an IPv6 literal needs brackets in a URL.
-const urlHost = (host: string): string => {
-  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
-  if (host === '::') return '[::1]';
-  return host.includes(':') ? `[${host}]` : host;
 };

@@ -1,13 +1,12 @@
 /** The CLI as a contract: the built `dist/cli.js` run as a child process on real, kubelet-style config dirs. */
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { atomicWrite } from '../../src/testing/atomic-writer';
+import { waitFor, withTimeout } from '../../src/testing/wait';
 import { killAllCli, runCli, startCli, type CliProcess, type StreamOutput } from '../helpers/cli-process';
 import { modelsJson } from '../helpers/fixtures';
-import { waitFor } from '../helpers/pipeline-harness';
+import { useTempDir } from '../helpers/temp-dir';
 
 /** Every flag of the CLI with the env var that sets it: adding a flag without an env var fails the help test. */
 const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
@@ -58,18 +57,13 @@ const jsonLines = (output: StreamOutput): Array<Record<string, unknown>> =>
 /** pino's numeric levels: warn = 40, error = 50. */
 const levelOf = (line: Record<string, unknown>): number => line['level'] as number;
 
-let root: string;
-beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), 'modelsync-cli-'));
-});
-afterEach(async () => {
-  await killAllCli();
-  await rm(root, { recursive: true, force: true });
-});
+afterEach(killAllCli);
+// Declared after killAllCli: the dir goes once no process writes in it any more.
+const tmp = useTempDir('cli');
 
 /** A kubelet-managed ConfigMap dir holding models.json with `text`. */
 const configMap = (text: string, name = 'configs'): string => {
-  const dir = join(root, name);
+  const dir = join(tmp.path, name);
   atomicWrite(dir, { 'models.json': text });
   return dir;
 };
@@ -133,47 +127,39 @@ describe('modelsync --dry-run --once', () => {
     const stdout = cli.child.stdout;
     stdout.pause();
     await waitFor(() => stdout.readableLength > 0 || cli.child.exitCode !== null, 10_000, 'output to start');
-    const patience = new AbortController();
-    const patienceOver = sleep(1000, undefined, { signal: patience.signal }).catch(() => undefined);
-    await Promise.race([once(cli.child, 'exit'), patienceOver]);
-    patience.abort();
+    // Up to a second for the CLI to exit early, which would lose what it had not written yet.
+    await withTimeout(once(cli.child, 'exit'), 1000, 'an early exit').catch(() => undefined);
     stdout.resume();
     expect((await cli.exited).code).toBe(0);
     expect(cli.stdout.lines.filter((l) => l !== '')).toEqual(names.map((n) => addLine(n, spec, true)));
   });
 
-  it('exits 1 with one JSON error line naming the file and the field when models.json is invalid', async () => {
-    const dir = configMap(modelsJson({ m1, bad: { storageUri: 's3://b/bad', memory: 'lots' } }));
+  /** Runs `--dry-run --once` on `dir`, expecting exit 1, no stdout and one JSON line naming models.json; returns it. */
+  const oneErrorLine = async (dir: string): Promise<Record<string, unknown>> => {
     const result = await runCli(['--config-dir', dir, '--dry-run', '--once']);
     expect(result.code).toBe(1);
     expect(result.stdout.text).toBe('');
     const lines = jsonLines(result.stderr);
     expect(lines).toHaveLength(1);
-    expect(levelOf(lines[0]!)).toBe(50);
     expect(lines[0]!['file']).toBe(join(dir, 'models.json'));
-    expect(lines[0]!['msg']).toContain(join(dir, 'models.json'));
-    expect(lines[0]!['msg']).toContain('[1].modelSpec.memory');
+    return lines[0]!;
+  };
+
+  it('exits 1 with one JSON error line naming the file and the field when models.json is invalid', async () => {
+    const dir = configMap(modelsJson({ m1, bad: { storageUri: 's3://b/bad', memory: 'lots' } }));
+    const line = await oneErrorLine(dir);
+    expect(levelOf(line)).toBe(50);
+    expect(line['msg']).toContain(join(dir, 'models.json'));
+    expect(line['msg']).toContain('[1].modelSpec.memory');
   });
 
   it('exits 1 with one JSON error line naming the file when models.json is not JSON', async () => {
-    const dir = configMap('[{"modelName": "m1",');
-    const result = await runCli(['--config-dir', dir, '--dry-run', '--once']);
-    expect(result.code).toBe(1);
-    expect(result.stdout.text).toBe('');
-    const lines = jsonLines(result.stderr);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]!['file']).toBe(join(dir, 'models.json'));
-    expect(lines[0]!['msg']).toContain('not valid JSON');
+    const line = await oneErrorLine(configMap('[{"modelName": "m1",'));
+    expect(line['msg']).toContain('not valid JSON');
   });
 
   it('exits 1 with one JSON error line when the config dir does not exist', async () => {
-    const dir = join(root, 'missing');
-    const result = await runCli(['--config-dir', dir, '--dry-run', '--once']);
-    expect(result.code).toBe(1);
-    expect(result.stdout.text).toBe('');
-    const lines = jsonLines(result.stderr);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]!['file']).toBe(join(dir, 'models.json'));
+    await oneErrorLine(join(tmp.path, 'missing'));
   });
 });
 
@@ -213,7 +199,7 @@ describe('modelsync flag validation', () => {
 
   it('names the env var in the error when the bad value came from one', async () => {
     const result = await runCli(['--config-dir', configMap('[]'), '--dry-run', '--once'], {
-      MODELSYNC_SETTLE_MS: 'soon',
+      env: { MODELSYNC_SETTLE_MS: 'soon' },
     });
     expect(result.code).toBe(2);
     expect(result.stderr.text).toContain('invalid MODELSYNC_SETTLE_MS');
@@ -225,7 +211,7 @@ describe('modelsync flag validation', () => {
   });
 
   it('refuses a boolean env var that is neither true nor false', async () => {
-    const result = await runCli(['--config-dir', configMap('[]')], { MODELSYNC_DRY_RUN: 'maybe' });
+    const result = await runCli(['--config-dir', configMap('[]')], { env: { MODELSYNC_DRY_RUN: 'maybe' } });
     expect(result.code).toBe(2);
     expect(result.stderr.text).toContain('MODELSYNC_DRY_RUN');
   });
@@ -262,9 +248,11 @@ describe('modelsync env vars', () => {
   it('takes the config dir, --dry-run and --once from MODELSYNC_* env vars', async () => {
     const dir = configMap(modelsJson({ m1, m2 }));
     const result = await runCli([], {
-      MODELSYNC_CONFIG_DIR: dir,
-      MODELSYNC_DRY_RUN: 'true',
-      MODELSYNC_ONCE: '1',
+      env: {
+        MODELSYNC_CONFIG_DIR: dir,
+        MODELSYNC_DRY_RUN: 'true',
+        MODELSYNC_ONCE: '1',
+      },
     });
     expect(result.code).toBe(0);
     expect(result.stdout.text).toBe(`${addLine('m1', m1, true)}\n${addLine('m2', m2, true)}\n`);
@@ -273,9 +261,11 @@ describe('modelsync env vars', () => {
   it('lets a flag override its env var', async () => {
     const dir = configMap(modelsJson({ m1 }));
     const result = await runCli(['--config-dir', dir], {
-      MODELSYNC_CONFIG_DIR: join(root, 'missing'),
-      MODELSYNC_DRY_RUN: 'true',
-      MODELSYNC_ONCE: 'true',
+      env: {
+        MODELSYNC_CONFIG_DIR: join(tmp.path, 'missing'),
+        MODELSYNC_DRY_RUN: 'true',
+        MODELSYNC_ONCE: 'true',
+      },
     });
     expect(result.code).toBe(0);
     expect(result.stdout.text).toBe(`${addLine('m1', m1, true)}\n`);
@@ -284,9 +274,11 @@ describe('modelsync env vars', () => {
   it('reads MODELSYNC_ONCE=false as false: it keeps watching until SIGTERM', async () => {
     const dir = configMap(modelsJson({ m1 }));
     const cli = startCli([], {
-      MODELSYNC_CONFIG_DIR: dir,
-      MODELSYNC_DRY_RUN: 'true',
-      MODELSYNC_ONCE: 'false',
+      env: {
+        MODELSYNC_CONFIG_DIR: dir,
+        MODELSYNC_DRY_RUN: 'true',
+        MODELSYNC_ONCE: 'false',
+      },
     });
     expect(await cli.waitForStdoutLines(1)).toEqual([addLine('m1', m1, true)]);
     const exit = await cli.signalAndWait('SIGTERM');
@@ -295,10 +287,12 @@ describe('modelsync env vars', () => {
 
   it('rejects a bad env var value', async () => {
     const result = await runCli([], {
-      MODELSYNC_CONFIG_DIR: configMap('[]'),
-      MODELSYNC_DRY_RUN: 'true',
-      MODELSYNC_ONCE: 'true',
-      MODELSYNC_PROTOCOL: 'grpc',
+      env: {
+        MODELSYNC_CONFIG_DIR: configMap('[]'),
+        MODELSYNC_DRY_RUN: 'true',
+        MODELSYNC_ONCE: 'true',
+        MODELSYNC_PROTOCOL: 'grpc',
+      },
     });
     expect(result.code).not.toBe(0);
     expect(result.stdout.text).toBe('');
@@ -357,10 +351,8 @@ describe('modelsync --dry-run (live)', () => {
     await cli.waitForStdoutLines(1);
 
     atomicWrite(dir, { 'models.json': modelsJson({ m2: { storageUri: 's3://b/m2', memory: 'lots' } }) });
-    const warning = JSON.parse(
-      await cli.waitForStderrLine((line) => line.includes('modelSpec.memory')),
-    ) as Record<string, unknown>;
-    expect(levelOf(warning)).toBe(40);
+    const warning = await cli.waitForLog((log) => JSON.stringify(log).includes('modelSpec.memory'));
+    expect(warning.level).toBe(40);
     expect(warning['file']).toBe(join(dir, 'models.json'));
 
     // Diffed against the last good config: m1 stays, only m2 is new.
@@ -373,8 +365,8 @@ describe('modelsync --dry-run (live)', () => {
   });
 
   it('exits 0 on SIGTERM while still waiting for a missing config dir', async () => {
-    const cli = startCli(['--config-dir', join(root, 'not-yet'), '--dry-run']);
-    await cli.waitForStderrLine((line) => line.includes('does not exist'));
+    const cli = startCli(['--config-dir', join(tmp.path, 'not-yet'), '--dry-run']);
+    await cli.waitForLog((log) => log.msg.includes('does not exist'));
     expect(await cli.signalAndWait('SIGTERM')).toEqual({ code: 0, signal: null });
     expect(cli.stdout.text).toBe('');
     expect(jsonLines(cli.stderr).length).toBeGreaterThan(0);

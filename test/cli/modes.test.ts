@@ -1,5 +1,4 @@
 /** The CLI's sync mode in process: the production capabilities, the start-up log line, and refusing bad headers. */
-import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import pino from 'pino';
@@ -10,35 +9,32 @@ import { packageVersion } from '../../src/package-version';
 import { capabilities } from '../../src/production';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { waitFor } from '../../src/testing/wait';
+import { writeFiles } from '../helpers/file-tree';
 import { modelsJson } from '../helpers/fixtures';
 import { LogSink } from '../helpers/log-sink';
-import { tempDir, waitFor } from '../helpers/pipeline-harness';
+import { useTempDir } from '../helpers/temp-dir';
 
 const secretHeaders = { 'models.example.com-headers': 'Bearer s3cr3t-token' };
 
 describe('syncMode', () => {
-  let root: string;
+  const tmp = useTempDir('modes');
   let standIn: V2ModelServerStandIn;
   let config: AppConfig;
   beforeEach(async () => {
-    root = await tempDir('modes');
-    standIn = await startV2ModelServer({ modelDir: join(root, 'models') });
+    standIn = await startV2ModelServer({ modelDir: join(tmp.path, 'models') });
     config = {
       ...defaultAppConfig,
-      configDir: join(root, 'configs'),
-      modelDir: join(root, 'models'),
+      configDir: join(tmp.path, 'configs'),
+      modelDir: join(tmp.path, 'models'),
       serverUrl: standIn.url,
     };
   });
-  afterEach(async () => {
-    await standIn.close();
-    await rm(root, { recursive: true, force: true });
-  });
+  afterEach(() => standIn.close());
 
   it('logs the version when it starts, then syncs the models on the production edges', async () => {
-    await mkdir(join(root, 'storage', 'm1'), { recursive: true });
-    await writeFile(join(root, 'storage', 'm1', 'model.bin'), 'm1');
-    atomicWrite(config.configDir, { 'models.json': modelsJson({ m1: join(root, 'storage', 'm1') }) });
+    await writeFiles(join(tmp.path, 'storage', 'm1'), { 'model.bin': 'm1' });
+    atomicWrite(config.configDir, { 'models.json': modelsJson({ m1: join(tmp.path, 'storage', 'm1') }) });
     const sink = new LogSink();
     const subscription = syncMode(config, pino({ level: 'info' }, sink), {}).subscribe();
     try {

@@ -6,15 +6,17 @@ import { Observable, type Subscription } from 'rxjs';
 import { configDirSource, readConfigFile } from '../../src/edge/config-dir';
 import type { FsEvent } from '../../src/ports';
 import { atomicWrite } from '../../src/testing/atomic-writer';
+import { waitFor } from '../../src/testing/wait';
 import { LogSink } from '../helpers/log-sink';
-import { tempDir, waitFor } from '../helpers/pipeline-harness';
+import { useTempDir } from '../helpers/temp-dir';
 
 let subscription: Subscription | undefined;
 afterEach(() => subscription?.unsubscribe());
+const tmp = useTempDir('config-dir');
 
 describe('configDirSource', () => {
   it('logs a failed watch and establishes a new one', async () => {
-    const dir = await tempDir('watch');
+    const dir = tmp.path;
     const sink = new LogSink();
     let watches = 0;
     // The first watch fails as chokidar does on ENOSPC; the second one works.
@@ -43,14 +45,14 @@ describe('configDirSource', () => {
 
 describe('readConfigFile', () => {
   it('reads through the resolved ..data link of a kubelet-managed dir', async () => {
-    const dir = await tempDir('read');
+    const dir = tmp.path;
     atomicWrite(dir, { 'models.json': '[1]' });
     const read = await readConfigFile(dir);
     expect(read).toEqual({ _tag: 'Right', right: { file: join(dir, 'models.json'), text: '[1]' } });
   });
 
   it('reads a plain models.json when there is no ..data link', async () => {
-    const dir = await tempDir('read');
+    const dir = tmp.path;
     await writeFile(join(dir, 'models.json'), '[]');
     expect(await readConfigFile(dir)).toEqual({
       _tag: 'Right',
@@ -59,7 +61,7 @@ describe('readConfigFile', () => {
   });
 
   it('says why when models.json is missing, naming the file', async () => {
-    const dir = await tempDir('read');
+    const dir = tmp.path;
     const read = await readConfigFile(dir);
     expect(read._tag).toBe('Left');
     expect(read._tag === 'Left' && read.left).toMatchObject({
@@ -70,7 +72,7 @@ describe('readConfigFile', () => {
   });
 
   it('gives up with ENOENT when ..data points at a version that is gone', async () => {
-    const dir = await tempDir('read');
+    const dir = tmp.path;
     await mkdir(dir, { recursive: true });
     await symlink('..2026_01_01_00_00_00.1', join(dir, '..data'));
     const read = await readConfigFile(dir);

@@ -1,11 +1,11 @@
 /** Tests of durable-fs's shared steps: the one fs classifier, and streaming into new files. */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { permanentError } from '../../src/core/errors';
 import { consume, fsError, isTransientFsError, writeNewFile } from '../../src/edge/durable-fs';
 import { effectError } from '../helpers/effect-error';
+import { useTempDir } from '../helpers/temp-dir';
 
 const errno = (code: string): Error => Object.assign(new Error(`${code}: something, open '/m'`), { code });
 
@@ -50,31 +50,25 @@ describe('fsError', () => {
 });
 
 describe('consume and writeNewFile', () => {
-  let dir: string;
+  const tmp = useTempDir('durable');
   const never = new AbortController().signal;
-
-  beforeEach(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'modelsync-durable-'));
-  });
-
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
 
   const bytes = (...parts: string[]): AsyncIterable<Uint8Array> =>
     Readable.from(parts.map((part) => Buffer.from(part)));
 
   it('writes every chunk into a new file', async () => {
-    await writeNewFile(bytes('a', 'bc', ''), path.join(dir, 'f'), never, 'saving f');
-    expect(await readFile(path.join(dir, 'f'), 'utf8')).toBe('abc');
+    await writeNewFile(bytes('a', 'bc', ''), path.join(tmp.path, 'f'), never, 'saving f');
+    expect(await readFile(path.join(tmp.path, 'f'), 'utf8')).toBe('abc');
   });
 
   it('never replaces a file: a second write of one name is a permanent filesystem error', async () => {
-    await writeFile(path.join(dir, 'f'), 'first');
-    const error = await effectError(writeNewFile(bytes('second'), path.join(dir, 'f'), never, 'saving f'));
+    await writeFile(path.join(tmp.path, 'f'), 'first');
+    const error = await effectError(
+      writeNewFile(bytes('second'), path.join(tmp.path, 'f'), never, 'saving f'),
+    );
     expect(error).toMatchObject({ kind: 'filesystem', retryable: false });
     expect(error.message).toMatch(/^saving f: EEXIST/);
-    expect(await readFile(path.join(dir, 'f'), 'utf8')).toBe('first');
+    expect(await readFile(path.join(tmp.path, 'f'), 'utf8')).toBe('first');
   });
 
   it('passes a failure of the source through as it was', async () => {
@@ -83,7 +77,7 @@ describe('consume and writeNewFile', () => {
       yield* bytes('a');
       throw lost;
     }
-    await expect(writeNewFile(breaking(), path.join(dir, 'f'), never, 'saving f')).rejects.toBe(lost);
+    await expect(writeNewFile(breaking(), path.join(tmp.path, 'f'), never, 'saving f')).rejects.toBe(lost);
   });
 
   it('classifies a failure of the sink', async () => {

@@ -1,18 +1,19 @@
 /** Tests of loadJournal against real temp dirs: entries survive a restart, confirmations clear them. */
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { specToJson, type Snapshot } from '../../src/core/snapshot';
 import { loadJournal } from '../../src/edge/load-journal';
 import { modelDirStore } from '../../src/edge/model-dir';
 import type { LoadJournal, ModelStore } from '../../src/ports';
+import { writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
+import { useTempDir } from '../helpers/temp-dir';
 
 const specA = spec('s3://models/model1', '100Mi');
 const jsonA = '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}';
 
-let tmp: string;
+const tmp = useTempDir('load-journal');
 let root: string;
 let journal: LoadJournal;
 
@@ -21,24 +22,16 @@ const live = (): AbortSignal => new AbortController().signal;
 const entries = async (): Promise<string[]> => (await readdir(root)).sort();
 const asJson = (snapshot: Snapshot): Record<string, unknown> =>
   Object.fromEntries([...snapshot].map(([model, modelSpec]) => [model, specToJson(modelSpec)]));
+/** A fill that writes `files` into the staging dir it is given. */
 const writeModel =
   (files: Readonly<Record<string, string>>) =>
-  async (dir: string): Promise<void> => {
-    for (const [file, content] of Object.entries(files)) {
-      await mkdir(join(dir, file, '..'), { recursive: true });
-      await writeFile(join(dir, file), content);
-    }
-  };
+  (dir: string): Promise<void> =>
+    writeFiles(dir, files);
 
 beforeEach(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'load-journal-test-'));
-  root = join(tmp, 'models');
+  root = join(tmp.path, 'models');
   await mkdir(root);
   journal = loadJournal({ root });
-});
-
-afterEach(async () => {
-  await rm(tmp, { recursive: true, force: true });
 });
 
 describe('loadJournal', () => {
@@ -107,14 +100,14 @@ describe('loadJournal under concurrent loads', () => {
     async (bad) => {
       await expect(journal.starting(name(bad))).rejects.toMatchObject({ kind: 'refused', retryable: false });
       await expect(journal.confirmed(name(bad))).rejects.toMatchObject({ kind: 'refused', retryable: false });
-      expect(await readdir(tmp)).toEqual(['models']);
+      expect(await readdir(tmp.path)).toEqual(['models']);
       expect(await entries()).toEqual([]);
     },
   );
 
   it('fails with a permanent filesystem error when the model dir is a file', async () => {
-    await writeFile(join(tmp, 'file'), '');
-    const blocked = loadJournal({ root: join(tmp, 'file') });
+    await writeFile(join(tmp.path, 'file'), '');
+    const blocked = loadJournal({ root: join(tmp.path, 'file') });
     await expect(blocked.starting(name('m1'))).rejects.toMatchObject({
       kind: 'filesystem',
       retryable: false,

@@ -1,15 +1,16 @@
 /** Tests of modelDirStore against real temp dirs: staged installs, markers, removal and start-up recovery. */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { permanentError } from '../../src/core/errors';
 import type { ModelSpec } from '../../src/core/model-config';
 import { specEquals, specToJson, type Snapshot } from '../../src/core/snapshot';
 import { modelDirStore } from '../../src/edge/model-dir';
+import { writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
+import { useTempDir } from '../helpers/temp-dir';
 
 interface LogLine {
   readonly level: number;
@@ -25,7 +26,7 @@ const specB = spec('s3://models/model1-v2', '100Mi');
 const markerA = `SUCCESS.${sha256('["s3://models/model1","sklearn","104857600/1"]')}`;
 const jsonA = '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}';
 
-let tmp: string;
+const tmp = useTempDir('model-dir');
 let root: string;
 let lines: LogLine[];
 let store: ReturnType<typeof modelDirStore>;
@@ -36,14 +37,11 @@ const newStore = (dir = root): ReturnType<typeof modelDirStore> =>
     log: pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) }),
   });
 
+/** A fill that writes `files` into the staging dir it is given. */
 const writeModel =
   (files: Readonly<Record<string, string>>) =>
-  async (dir: string): Promise<void> => {
-    for (const [file, content] of Object.entries(files)) {
-      await mkdir(join(dir, file, '..'), { recursive: true });
-      await writeFile(join(dir, file), content);
-    }
-  };
+  (dir: string): Promise<void> =>
+    writeFiles(dir, files);
 
 const live = (): AbortSignal => new AbortController().signal;
 const entries = async (dir = root): Promise<string[]> => (await readdir(dir)).sort();
@@ -60,15 +58,10 @@ const kserveModel = async (model: string, marker: string | undefined, files: Rec
 };
 
 beforeEach(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'model-dir-test-'));
-  root = join(tmp, 'models');
+  root = join(tmp.path, 'models');
   await mkdir(root);
   lines = [];
   store = newStore();
-});
-
-afterEach(async () => {
-  await rm(tmp, { recursive: true, force: true });
 });
 
 describe('modelDirStore install', () => {
@@ -176,15 +169,15 @@ describe('modelDirStore install', () => {
   });
 
   it('rejects with a permanent EffectError naming the path when the model dir cannot be created', async () => {
-    await writeFile(join(tmp, 'file'), '');
-    const blocked = newStore(join(tmp, 'file', 'models'));
+    await writeFile(join(tmp.path, 'file'), '');
+    const blocked = newStore(join(tmp.path, 'file', 'models'));
     const install = blocked.install(name('model1'), specA, writeModel({}), live());
     await expect(install).rejects.toMatchObject({
       name: 'EffectError',
       kind: 'filesystem',
       retryable: false,
     });
-    await expect(install).rejects.toThrow(join(tmp, 'file', 'models'));
+    await expect(install).rejects.toThrow(join(tmp.path, 'file', 'models'));
   });
 
   it('rejects and cleans up when the signal aborts during the fill', async () => {
@@ -238,9 +231,9 @@ describe('modelDirStore install', () => {
   });
 
   it('creates the model dir when it is missing', async () => {
-    const fresh = newStore(join(tmp, 'new', 'models'));
+    const fresh = newStore(join(tmp.path, 'new', 'models'));
     await fresh.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
-    expect(asJson(await inPlace(join(tmp, 'new', 'models')))).toEqual({ model1: specToJson(specA) });
+    expect(asJson(await inPlace(join(tmp.path, 'new', 'models')))).toEqual({ model1: specToJson(specA) });
   });
 
   it.each(['..', '../escape', 'a/b', '.hidden', ''])('refuses the model name %j', async (bad) => {
@@ -292,7 +285,7 @@ describe('modelDirStore: what a fresh store recovers after an install', () => {
   });
 
   it('is empty when the model dir itself is missing', async () => {
-    expect((await inPlace(join(tmp, 'nowhere'))).size).toBe(0);
+    expect((await inPlace(join(tmp.path, 'nowhere'))).size).toBe(0);
   });
 
   it('holds a KServe marker (another hash) with its spec, equal to ours and to no other', async () => {
@@ -321,15 +314,15 @@ describe('modelDirStore remove', () => {
 
   it('counts a missing model dir, or a missing root, as done', async () => {
     await expect(store.remove(name('model1'))).resolves.toBeUndefined();
-    await expect(newStore(join(tmp, 'nowhere')).remove(name('model1'))).resolves.toBeUndefined();
+    await expect(newStore(join(tmp.path, 'nowhere')).remove(name('model1'))).resolves.toBeUndefined();
   });
 
   it.each(['..', '../outside', 'a/../../outside', '.', ''])(
     'refuses a name that is not a model dir inside M: %j',
     async (bad) => {
-      await mkdir(join(tmp, 'outside'));
+      await mkdir(join(tmp.path, 'outside'));
       await expect(store.remove(name(bad))).rejects.toMatchObject({ kind: 'refused', retryable: false });
-      expect(existsSync(join(tmp, 'outside'))).toBe(true);
+      expect(existsSync(join(tmp.path, 'outside'))).toBe(true);
       expect(existsSync(root)).toBe(true);
     },
   );
@@ -339,7 +332,7 @@ describe('modelDirStore recover', () => {
   const warnings = (): LogLine[] => lines.filter((line) => line.level === warnLevel);
 
   it('creates a missing model dir and reports no models', async () => {
-    const nested = join(tmp, 'a', 'b', 'models');
+    const nested = join(tmp.path, 'a', 'b', 'models');
     expect((await newStore(nested).recover()).size).toBe(0);
     expect((await stat(nested)).isDirectory()).toBe(true);
   });

@@ -1,11 +1,11 @@
 /** Tests of torchServeModelServer against a TorchServe management API stand-in over real HTTP on 127.0.0.1. */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ModelName } from '../../src/core/model-name';
 import { torchServeModelServer } from '../../src/edge/model-server-torchserve';
 import { startTorchServeStandIn, type TorchServeStandIn } from '../../src/testing/torchserve-stand-in';
 import { effectError } from '../helpers/effect-error';
+import { useTempDir } from '../helpers/temp-dir';
 
 const name = (s: string): ModelName => s as ModelName;
 const live = (): AbortSignal => new AbortController().signal;
@@ -19,15 +19,13 @@ const keyFile = (management: string): string =>
 
 describe('torchServeModelServer', () => {
   let standIn: TorchServeStandIn;
-  let dir: string;
+  const tmp = useTempDir('torchserve');
 
   beforeEach(async () => {
     standIn = await startTorchServeStandIn();
-    dir = await mkdtemp(join(tmpdir(), 'modelsync-torchserve-'));
   });
   afterEach(async () => {
     await standIn.close();
-    await rm(dir, { recursive: true, force: true });
   });
 
   it('registers a model from its model-store directory with one worker, synchronously', async () => {
@@ -131,7 +129,7 @@ describe('torchServeModelServer', () => {
   });
 
   it('sends the management key of a TorchServe key file and re-reads it after rotation', async () => {
-    const tokenFile = join(dir, 'key_file.json');
+    const tokenFile = join(tmp.path, 'key_file.json');
     await writeFile(tokenFile, keyFile('key-1'));
     standIn.token = 'key-1';
     const server = torchServeModelServer({ baseUrl: standIn.url, tokenFile });
@@ -154,7 +152,7 @@ describe('torchServeModelServer', () => {
   });
 
   it('keeps a 400 that is not about the token permanent when a token file is set', async () => {
-    const tokenFile = join(dir, 'key_file.json');
+    const tokenFile = join(tmp.path, 'key_file.json');
     await writeFile(tokenFile, keyFile('key-1'));
     standIn.token = 'key-1';
     standIn.failNext('POST', 1, 400, 'Parameter url is invalid');
@@ -166,7 +164,7 @@ describe('torchServeModelServer', () => {
   });
 
   it('sends a plain-text token file as it is, trimmed', async () => {
-    const tokenFile = join(dir, 'token');
+    const tokenFile = join(tmp.path, 'token');
     await writeFile(tokenFile, 'plain-token\n');
     standIn.token = 'plain-token';
     await torchServeModelServer({ baseUrl: standIn.url, tokenFile }).unload(name('m'), live());
@@ -175,12 +173,12 @@ describe('torchServeModelServer', () => {
 
   it('fails retryably when the token file is missing, and permanently when the key file has no management key', async () => {
     const missing = await effectError(
-      torchServeModelServer({ baseUrl: standIn.url, tokenFile: join(dir, 'nope') }).loadedModels(live()),
+      torchServeModelServer({ baseUrl: standIn.url, tokenFile: join(tmp.path, 'nope') }).loadedModels(live()),
     );
     expect(missing).toMatchObject({ kind: 'filesystem', retryable: true });
     expect(missing.message).toContain('ENOENT');
 
-    const tokenFile = join(dir, 'key_file.json');
+    const tokenFile = join(tmp.path, 'key_file.json');
     await writeFile(tokenFile, JSON.stringify({ inference: { key: 'x' } }));
     const wrong = await effectError(
       torchServeModelServer({ baseUrl: standIn.url, tokenFile }).loadedModels(live()),
@@ -191,7 +189,7 @@ describe('torchServeModelServer', () => {
   });
 
   it('fails retryably on a key file caught half-written, without quoting it', async () => {
-    const tokenFile = join(dir, 'key_file.json');
+    const tokenFile = join(tmp.path, 'key_file.json');
     await writeFile(tokenFile, '{"management": {"key": "s3cr3t-key"');
     const error = await effectError(
       torchServeModelServer({ baseUrl: standIn.url, tokenFile }).loadedModels(live()),

@@ -1,59 +1,37 @@
 /** Tests of v2ModelServer against the V2 stand-in and a few hand-rolled servers, over real HTTP on 127.0.0.1. */
-import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ModelName } from '../../src/core/model-name';
 import { v2ModelServer } from '../../src/edge/model-server-v2';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import type { HttpHandler } from '../../src/testing/http-server';
 import { effectError } from '../helpers/effect-error';
+import { writeFiles } from '../helpers/file-tree';
+import { useHttpServers } from '../helpers/http-servers';
+import { useTempDir } from '../helpers/temp-dir';
 
 const name = (s: string): ModelName => s as ModelName;
 const live = (): AbortSignal => new AbortController().signal;
 
-/** A one-off server for answers the stand-in never gives (bad bodies, hangs, 5xx). */
-const startRaw = async (
-  listener: RequestListener,
-): Promise<{ url: string; server: Server; close(): Promise<void> }> => {
-  const server = createServer(listener);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
-};
-
 const answer =
-  (status: number, body: string): RequestListener =>
+  (status: number, body: string): HttpHandler =>
   (req, res) => {
     req.resume();
     req.on('end', () => res.writeHead(status, { 'Content-Type': 'application/json' }).end(body));
   };
 
 describe('v2ModelServer', () => {
+  const modelDir = useTempDir('v2');
+  /** A one-off server for answers the stand-in never gives (bad bodies, hangs, 5xx). */
+  const startRaw = useHttpServers();
   let standIn: V2ModelServerStandIn;
-  let modelDir: string;
 
   beforeEach(async () => {
-    modelDir = await mkdtemp(join(tmpdir(), 'modelsync-v2-'));
-    standIn = await startV2ModelServer({ modelDir });
+    standIn = await startV2ModelServer({ modelDir: modelDir.path });
   });
-  afterEach(async () => {
-    await standIn.close();
-    await rm(modelDir, { recursive: true, force: true });
-  });
+  afterEach(() => standIn.close());
 
-  const install = async (model: string): Promise<void> => {
-    await mkdir(join(modelDir, model), { recursive: true });
-    await writeFile(join(modelDir, model, 'SUCCESS.abc'), '');
-  };
+  const install = (model: string): Promise<void> =>
+    writeFiles(join(modelDir.path, model), { 'SUCCESS.abc': '' });
 
   it('loads a model with POST .../load, body {} and Content-Type application/json', async () => {
     await install('m1');
@@ -68,13 +46,9 @@ describe('v2ModelServer', () => {
         res.writeHead(200).end();
       });
     });
-    try {
-      await v2ModelServer({ baseUrl: spy.url }).load(name('m1'), false, live());
-      expect(bodies).toEqual(['POST /v2/repository/models/m1/load {}']);
-      expect(headers).toEqual(['application/json']);
-    } finally {
-      await spy.close();
-    }
+    await v2ModelServer({ baseUrl: spy.url }).load(name('m1'), false, live());
+    expect(bodies).toEqual(['POST /v2/repository/models/m1/load {}']);
+    expect(headers).toEqual(['application/json']);
     await v2ModelServer({ baseUrl: standIn.url }).load(name('m1'), false, live());
     expect([...standIn.loaded]).toEqual(['m1']);
   });
@@ -133,12 +107,8 @@ describe('v2ModelServer', () => {
         ]),
       ),
     );
-    try {
-      const loaded = await v2ModelServer({ baseUrl: raw.url }).loadedModels(live());
-      expect([...loaded].sort()).toEqual(['kserve', 'triton']);
-    } finally {
-      await raw.close();
-    }
+    const loaded = await v2ModelServer({ baseUrl: raw.url }).loadedModels(live());
+    expect([...loaded].sort()).toEqual(['kserve', 'triton']);
   });
 
   it.each([
@@ -147,14 +117,10 @@ describe('v2ModelServer', () => {
     ['entries without a state', '[{"name": "m1"}]', /not a list of \{name, state\}/],
   ])('fails retryably when the index body is %s', async (_label, body, message) => {
     const raw = await startRaw(answer(200, body));
-    try {
-      const error = await effectError(v2ModelServer({ baseUrl: raw.url }).loadedModels(live()));
-      expect(error).toMatchObject({ kind: 'invalid-response', retryable: true });
-      expect(error.message).toMatch(message);
-      expect(error.message).toContain('model server index');
-    } finally {
-      await raw.close();
-    }
+    const error = await effectError(v2ModelServer({ baseUrl: raw.url }).loadedModels(live()));
+    expect(error).toMatchObject({ kind: 'invalid-response', retryable: true });
+    expect(error.message).toMatch(message);
+    expect(error.message).toContain('model server index');
   });
 
   it('fails retryably when the server answers 503, with its error text', async () => {
@@ -194,13 +160,9 @@ describe('v2ModelServer', () => {
 
   it('fails when an unload is answered with an error other than 404', async () => {
     const raw = await startRaw(answer(500, '{"error": "boom"}'));
-    try {
-      const error = await effectError(v2ModelServer({ baseUrl: raw.url }).unload(name('m1'), live()));
-      expect(error).toMatchObject({ kind: 'http-status', status: 500, retryable: true });
-      expect(error.message).toContain('HTTP 500: boom');
-    } finally {
-      await raw.close();
-    }
+    const error = await effectError(v2ModelServer({ baseUrl: raw.url }).unload(name('m1'), live()));
+    expect(error).toMatchObject({ kind: 'http-status', status: 500, retryable: true });
+    expect(error.message).toContain('HTTP 500: boom');
   });
 
   it('fails retryably when a load takes longer than the timeout', async () => {
@@ -221,15 +183,9 @@ describe('v2ModelServer', () => {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.write('[{"name": "m1", ');
     });
-    try {
-      const error = await effectError(
-        v2ModelServer({ baseUrl: raw.url, timeoutMs: 100 }).loadedModels(live()),
-      );
-      expect(error).toMatchObject({ kind: 'timeout', retryable: true });
-      expect(error.message).toContain('timed out after 100 ms');
-    } finally {
-      await raw.close();
-    }
+    const error = await effectError(v2ModelServer({ baseUrl: raw.url, timeoutMs: 100 }).loadedModels(live()));
+    expect(error).toMatchObject({ kind: 'timeout', retryable: true });
+    expect(error.message).toContain('timed out after 100 ms');
   });
 
   it('fails retryably when the connection is refused', async () => {
@@ -242,13 +198,9 @@ describe('v2ModelServer', () => {
 
   it('fails retryably when the server resets the connection', async () => {
     const raw = await startRaw((req) => req.socket.destroy());
-    try {
-      const error = await effectError(v2ModelServer({ baseUrl: raw.url }).unload(name('m1'), live()));
-      expect(error).toMatchObject({ kind: 'network', retryable: true });
-      expect(error.message).toContain('model server unload of "m1"');
-    } finally {
-      await raw.close();
-    }
+    const error = await effectError(v2ModelServer({ baseUrl: raw.url }).unload(name('m1'), live()));
+    expect(error).toMatchObject({ kind: 'network', retryable: true });
+    expect(error.message).toContain('model server unload of "m1"');
   });
 
   it('stops a load at once when the caller aborts', async () => {
@@ -290,11 +242,7 @@ describe('v2ModelServer', () => {
 
   it('fails retryably when the index is larger than a body may be', async () => {
     const raw = await startRaw(answer(200, `[${'{"name":"m","state":"READY"},'.repeat(600_000)}{}]`));
-    try {
-      const error = await effectError(v2ModelServer({ baseUrl: raw.url }).loadedModels(live()));
-      expect(error).toMatchObject({ kind: 'too-large', retryable: true });
-    } finally {
-      await raw.close();
-    }
+    const error = await effectError(v2ModelServer({ baseUrl: raw.url }).loadedModels(live()));
+    expect(error).toMatchObject({ kind: 'too-large', retryable: true });
   });
 });

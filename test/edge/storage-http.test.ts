@@ -1,47 +1,35 @@
 /** Tests of httpStorage against real servers on 127.0.0.1: files, archives by type or name, redirects, failures by kind. */
-import { mkdir, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
+import { mkdir, readFile, readdir, stat } from 'node:fs/promises';
+import type { OutgoingHttpHeaders } from 'node:http';
 import path from 'node:path';
 import { bodyKind, httpStorage } from '../../src/edge/storage-http';
+import { writeRepeated, type HttpHandler } from '../../src/testing/http-server';
 import { effectError } from '../helpers/effect-error';
-import { listTree } from '../helpers/list-tree';
+import { listTree } from '../helpers/file-tree';
+import { useHttpServers } from '../helpers/http-servers';
+import { useTempDir } from '../helpers/temp-dir';
 import { tarball, tarHeader, tgz, zipArchive, zipLink, type TarEntry } from './archive/builders';
 
-type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
-
-interface TestServer {
-  readonly url: string;
-  readonly close: () => Promise<void>;
-}
-
-const startServer = async (routes: Record<string, Handler>): Promise<TestServer> => {
-  const server = http.createServer((req, res) => {
+/** Answers each path with its handler, and 404 where there is none. */
+const routing =
+  (routes: Readonly<Record<string, HttpHandler>>): HttpHandler =>
+  (req, res) => {
     const handler = routes[new URL(req.url ?? '/', 'http://x').pathname];
-    if (handler === undefined) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-      return;
-    }
-    handler(req, res);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    if (handler !== undefined) return handler(req, res);
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
   };
-};
 
 const send =
-  (body: Buffer | string, headers: http.OutgoingHttpHeaders = {}): Handler =>
+  (body: Buffer | string, headers: OutgoingHttpHeaders = {}): HttpHandler =>
   (_req, res) => {
     res.writeHead(200, { 'content-length': Buffer.byteLength(body), ...headers }).end(body);
   };
+
+/** Promises 100,000 bytes, sends half of them and drops the connection. */
+const cutHalfway: HttpHandler = (_req, res) => {
+  res.writeHead(200, { 'content-length': 100_000 });
+  res.write(Buffer.alloc(50_000, 1), () => res.socket?.destroy());
+};
 
 const never = new AbortController().signal;
 
@@ -68,26 +56,18 @@ describe('bodyKind', () => {
 });
 
 describe('httpStorage', () => {
-  let root: string;
+  const startServer = useHttpServers();
+  const tmp = useTempDir('http');
   let target: string;
-  let server: TestServer | undefined;
 
   beforeEach(async () => {
-    root = await mkdtemp(path.join(os.tmpdir(), 'modelsync-http-'));
-    target = path.join(root, 'target');
+    target = path.join(tmp.path, 'target');
     await mkdir(target);
   });
 
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-    await rm(root, { recursive: true, force: true });
-  });
-
-  const serve = async (routes: Record<string, Handler>): Promise<string> => {
-    server = await startServer(routes);
-    return server.url;
-  };
+  /** Serves `routes` and returns the server's base URL. */
+  const serve = async (routes: Readonly<Record<string, HttpHandler>>): Promise<string> =>
+    (await startServer(routing(routes))).url;
 
   it('serves the http and https schemes', () => {
     expect(httpStorage().schemes).toEqual(['http', 'https']);
@@ -171,7 +151,7 @@ describe('httpStorage', () => {
     const url = await serve({ '/model': send(zip, { 'content-type': 'application/zip' }) });
     await httpStorage().download(`${url}/model`, target, never);
     expect(await listTree(target)).toEqual(nestedTree);
-    expect(await readdir(root)).toEqual(['target']);
+    expect(await readdir(tmp.path)).toEqual(['target']);
   });
 
   it.each([
@@ -187,7 +167,7 @@ describe('httpStorage', () => {
     const error = await effectError(httpStorage().download(`${url}${urlPath}`, target, never));
     expect(error).toMatchObject({ kind: 'refused', retryable: false });
     expect(error.message).toBe(`GET ${url}${urlPath}: refusing archive entry ${why}`);
-    expect(await readdir(root)).toEqual(['target']);
+    expect(await readdir(tmp.path)).toEqual(['target']);
   });
 
   it('fails permanently when an archive is corrupt', async () => {
@@ -200,7 +180,7 @@ describe('httpStorage', () => {
       expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
       expect(error.message).toContain(`GET ${url}/${file}: invalid archive: `);
     }
-    expect(await readdir(root)).toEqual(['target']);
+    expect(await readdir(tmp.path)).toEqual(['target']);
   });
 
   it('sends the headers configured for the host', async () => {
@@ -273,24 +253,14 @@ describe('httpStorage', () => {
   });
 
   it('fails retryably, keeping no partial archive, when the response is cut mid-stream', async () => {
-    const url = await serve({
-      '/m.bin': (_req, res) => {
-        res.writeHead(200, { 'content-length': 100_000 });
-        res.write(Buffer.alloc(50_000, 1), () => res.socket?.destroy());
-      },
-    });
+    const url = await serve({ '/m.bin': cutHalfway });
     const error = await effectError(httpStorage().download(`${url}/m.bin`, target, never));
     expect(error).toMatchObject({ kind: 'network', retryable: true });
     expect(error.message).toContain(`GET ${url}/m.bin: connection lost: `);
   });
 
   it('fails retryably when a zip download is cut, leaving no temp file', async () => {
-    const url = await serve({
-      '/m.zip': (_req, res) => {
-        res.writeHead(200, { 'content-length': 100_000 });
-        res.write(Buffer.alloc(50_000, 1), () => res.socket?.destroy());
-      },
-    });
+    const url = await serve({ '/m.zip': cutHalfway });
     const error = await effectError(httpStorage().download(`${url}/m.zip`, target, never));
     expect(error).toMatchObject({ kind: 'network', retryable: true });
     expect(await readdir(target)).toEqual([]);
@@ -322,9 +292,9 @@ describe('httpStorage', () => {
   });
 
   it('fails retryably when nothing listens', async () => {
-    const url = await serve({});
-    await server?.close();
-    server = undefined;
+    const server = await startServer(routing({}));
+    await server.close();
+    const url = server.url;
     const error = await effectError(httpStorage().download(`${url}/m.bin`, target, never));
     expect(error).toMatchObject({ kind: 'network', retryable: true });
     expect(error.message).toMatch(/^GET .* failed: connect ECONNREFUSED/);
@@ -352,18 +322,7 @@ describe('httpStorage', () => {
       '/small.bin': send(block),
       '/big.bin': (_req, res) => {
         res.writeHead(200, { 'content-length': size, 'content-type': 'application/octet-stream' });
-        let sent = 0;
-        const pump = (): void => {
-          while (sent < size) {
-            sent += block.length;
-            if (!res.write(block)) {
-              res.once('drain', pump);
-              return;
-            }
-          }
-          res.end();
-        };
-        pump();
+        writeRepeated(res, block, size);
       },
     });
     // Warm up first, so fetch's one-time set-up does not count as growth.

@@ -1,29 +1,24 @@
 /** Tests of localFileStorage on real temp dirs: files, trees, archives, links and failures by kind. */
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { localFileStorage } from '../../src/edge/storage-local';
 import { effectError } from '../helpers/effect-error';
-import { listTree } from '../helpers/list-tree';
+import { listTree } from '../helpers/file-tree';
 import { tarball, tgz, zipArchive, zipLink, type TarEntry } from './archive/builders';
+import { useTempDir } from '../helpers/temp-dir';
 
 describe('localFileStorage', () => {
-  let root: string;
+  const tmp = useTempDir('local');
   let source: string;
   let target: string;
   const signal = new AbortController().signal;
 
   beforeEach(async () => {
-    root = await mkdtemp(path.join(os.tmpdir(), 'modelsync-local-'));
-    source = path.join(root, 'source');
-    target = path.join(root, 'target');
+    source = path.join(tmp.path, 'source');
+    target = path.join(tmp.path, 'target');
     await mkdir(source);
     await mkdir(target);
-  });
-
-  afterEach(async () => {
-    await rm(root, { recursive: true, force: true });
   });
 
   it('serves the file scheme', () => {
@@ -66,14 +61,14 @@ describe('localFileStorage', () => {
 
   it('follows the given path when it is itself a symlink', async () => {
     await writeFile(path.join(source, 'model.pt'), 'pt');
-    await symlink(source, path.join(root, '..data'));
-    await localFileStorage().download(path.join(root, '..data'), target, signal);
+    await symlink(source, path.join(tmp.path, '..data'));
+    await localFileStorage().download(path.join(tmp.path, '..data'), target, signal);
     expect(await listTree(target)).toEqual(['model.pt']);
   });
 
   it('fails permanently when a symlink points outside the source tree', async () => {
-    await writeFile(path.join(root, 'secret'), 'secret');
-    await symlink(path.join(root, 'secret'), path.join(source, 'leak'));
+    await writeFile(path.join(tmp.path, 'secret'), 'secret');
+    await symlink(path.join(tmp.path, 'secret'), path.join(source, 'leak'));
     const error = await effectError(localFileStorage().download(source, target, signal));
     expect(error).toMatchObject({ kind: 'refused', retryable: false });
     expect(error.message).toContain(`refusing symlink ${path.join(source, 'leak')}`);
@@ -88,7 +83,7 @@ describe('localFileStorage', () => {
   });
 
   it('fails permanently, naming the path, when the path does not exist', async () => {
-    const missing = path.join(root, 'nope');
+    const missing = path.join(tmp.path, 'nope');
     const error = await effectError(localFileStorage().download(missing, target, signal));
     expect(error).toMatchObject({ kind: 'not-found', retryable: false });
     expect(error.message).toBe(`local path ${missing} does not exist`);
@@ -167,7 +162,7 @@ describe('localFileStorage', () => {
     expect(error.message).toBe(
       `extracting ${file}: refusing archive entry "../evil": its path contains '..'`,
     );
-    expect(await listTree(root)).toEqual(['source/', 'source/m.tar.gz', 'target/']);
+    expect(await listTree(tmp.path)).toEqual(['source/', 'source/m.tar.gz', 'target/']);
   });
 
   it('fails permanently on a corrupt archive', async () => {

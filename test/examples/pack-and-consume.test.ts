@@ -6,11 +6,11 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { extract } from 'tar';
+import { removeTempDir, tempDir } from '../helpers/temp-dir';
 
 const run = promisify(execFile);
 const repo = join(__dirname, '..', '..');
@@ -43,7 +43,7 @@ describe('the packed package, consumed by name', () => {
 
   beforeAll(async () => {
     if (!existsSync(join(repo, 'dist', 'index.js'))) throw new Error('build first: npm run build');
-    root = await mkdtemp(join(tmpdir(), 'modelsync-pack-'));
+    root = await tempDir('pack');
     const { stdout } = await run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', root], {
       cwd: repo,
     });
@@ -73,7 +73,7 @@ describe('the packed package, consumed by name', () => {
   }, 60_000);
 
   afterAll(async () => {
-    if (root !== undefined) await rm(root, { recursive: true, force: true });
+    if (root !== undefined) await removeTempDir(root);
   });
 
   it('holds the library and its sources, and no tests, bench or examples', () => {

@@ -1,15 +1,10 @@
 /** Runs the whole agent (real config dir, model dir, HTTP storage server, V2 stand-in) in-process for acceptance tests. */
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { mkdir, readFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { either as E } from 'fp-ts';
 import pino, { type Logger } from 'pino';
 import type { Subscription } from 'rxjs';
-import { create as tarCreate } from 'tar';
-import * as yazl from 'yazl';
 import { defaultAppConfig, type AppConfig } from '../../src/core/app-config';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import type { Snapshot } from '../../src/core/snapshot';
@@ -19,131 +14,17 @@ import type { ModelServer, ModelStore } from '../../src/ports';
 import { agentSettings, capabilities } from '../../src/production';
 import { startAgent } from '../../src/start-agent';
 import { atomicWrite } from '../../src/testing/atomic-writer';
-import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import {
+  startV2ModelServer,
+  type V2Load,
+  type V2ModelServerStandIn,
+  type V2Request,
+} from '../../src/testing/v2-model-server';
+import { sleep, waitFor } from '../../src/testing/wait';
+import { writeFiles } from './file-tree';
 import { LogSink } from './log-sink';
-import { sleep, waitFor } from './pipeline-harness';
-
-/** One request the storage server answered, and how. */
-export interface StorageRequest {
-  readonly path: string;
-  readonly status: number;
-  /** True when the body was cut off mid-stream on purpose. */
-  readonly cut: boolean;
-}
-
-/** A node:http storage server on 127.0.0.1 serving in-memory bodies, with fault switches per path. */
-export interface StorageServer {
-  /** `http://127.0.0.1:<port>`. */
-  readonly url: string;
-  readonly requests: ReadonlyArray<StorageRequest>;
-  /** How many requests `path` received. */
-  requestsFor(path: string): number;
-  /** Serves `body` at `path` with `contentType` (default text/plain). */
-  file(path: string, body: string | Buffer, contentType?: string): void;
-  /** Serves a tar.gz (built with `tar`) of `files` at `path`; returns its bytes. */
-  tarGz(path: string, files: Readonly<Record<string, string>>, contentType?: string): Promise<Buffer>;
-  /** Serves a zip (built with `yazl`) of `files` at `path`; returns its bytes. */
-  zip(path: string, files: Readonly<Record<string, string>>, contentType?: string): Promise<Buffer>;
-  /** The next `times` requests of `path` (default: all) answer `status` with a short text body. */
-  fail(path: string, status: number, times?: number): void;
-  /** The next `times` requests of `path` send the headers and half the body, then drop the connection. */
-  cut(path: string, times: number): void;
-  close(): Promise<void>;
-}
-
-interface Route {
-  body: Buffer;
-  contentType: string;
-}
-
-const collect = async (stream: AsyncIterable<unknown>): Promise<Buffer> => {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.from(chunk as Uint8Array));
-  return Buffer.concat(chunks);
-};
-
-/** A tar.gz of `files` made by the `tar` package from a scratch dir. */
-export const makeTarGz = async (files: Readonly<Record<string, string>>): Promise<Buffer> => {
-  const scratch = await mkdtemp(join(tmpdir(), 'modelsync-tar-'));
-  try {
-    for (const [path, content] of Object.entries(files)) {
-      await mkdir(dirname(join(scratch, path)), { recursive: true });
-      await writeFile(join(scratch, path), content);
-    }
-    return await collect(tarCreate({ gzip: true, cwd: scratch, portable: true }, Object.keys(files)));
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
-};
-
-/** A zip of `files` made by `yazl`. */
-export const makeZip = async (files: Readonly<Record<string, string>>): Promise<Buffer> => {
-  const zip = new yazl.ZipFile();
-  for (const [path, content] of Object.entries(files)) zip.addBuffer(Buffer.from(content), path);
-  zip.end();
-  return collect(zip.outputStream);
-};
-
-export const startStorageServer = async (): Promise<StorageServer> => {
-  const routes = new Map<string, Route>();
-  const failures = new Map<string, { status: number; remaining: number }>();
-  const cuts = new Map<string, number>();
-  const requests: StorageRequest[] = [];
-
-  const server = http.createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://storage').pathname;
-    const failure = failures.get(path);
-    if (failure !== undefined && failure.remaining > 0) {
-      failure.remaining -= 1;
-      requests.push({ path, status: failure.status, cut: false });
-      res.writeHead(failure.status, { 'content-type': 'text/plain' }).end(`injected ${failure.status}`);
-      return;
-    }
-    const route = routes.get(path);
-    if (route === undefined) {
-      requests.push({ path, status: 404, cut: false });
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-      return;
-    }
-    const headers = { 'content-type': route.contentType, 'content-length': route.body.length };
-    const cutsLeft = cuts.get(path) ?? 0;
-    if (cutsLeft > 0) {
-      cuts.set(path, cutsLeft - 1);
-      requests.push({ path, status: 200, cut: true });
-      res.writeHead(200, headers);
-      res.write(route.body.subarray(0, Math.floor(route.body.length / 2)), () => res.socket?.destroy());
-      return;
-    }
-    requests.push({ path, status: 200, cut: false });
-    res.writeHead(200, headers).end(route.body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-
-  const serve = (path: string, body: Buffer, contentType: string): Buffer => {
-    routes.set(path, { body, contentType });
-    return body;
-  };
-
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    requestsFor: (path) => requests.filter((r) => r.path === path).length,
-    file: (path, body, contentType = 'text/plain') => void serve(path, Buffer.from(body), contentType),
-    tarGz: async (path, files, contentType = 'application/gzip') =>
-      serve(path, await makeTarGz(files), contentType),
-    zip: async (path, files, contentType = 'application/zip') =>
-      serve(path, await makeZip(files), contentType),
-    fail: (path, status, times = Number.POSITIVE_INFINITY) =>
-      void failures.set(path, { status, remaining: times }),
-    cut: (path, times) => void cuts.set(path, times),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-};
+import { startStorageServer, type StorageServer } from './storage-server';
+import { removeTempDir, tempDir } from './temp-dir';
 
 /** A call the agent made through the ModelServer port (recorded around the real V2 client). */
 export interface ServerCall {
@@ -198,6 +79,10 @@ export interface AgentHarness {
   ): Promise<ModelStatus>;
   /** Resolves when the loader has had nothing queued, running or waiting for a retry for `quietMs`. */
   waitForIdle(timeoutMs?: number, quietMs?: number): Promise<void>;
+  /** The stand-in's finished loads of `model`, in completion order (all runs). */
+  loadsOf(model: string): V2Load[];
+  /** The unload requests the stand-in received (all runs), only those of `model` when given. */
+  unloadRequests(model?: string): V2Request[];
   /** The phases `model` went through in the current run, in order. */
   phases(model: string): ModelPhase[];
   /** The latest status of `model` in the current run. */
@@ -235,7 +120,7 @@ const recordingServer = (inner: ModelServer, calls: ServerCall[]): ModelServer =
 });
 
 export const startAgentHarness = async (options: AgentHarnessOptions = {}): Promise<AgentHarness> => {
-  const root = await mkdtemp(join(tmpdir(), 'modelsync-agent-'));
+  const root = await tempDir('agent');
   const configDir = join(root, 'configs');
   const modelDir = join(root, 'models');
   const storageDir = join(root, 'storage');
@@ -378,7 +263,7 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
           return status !== undefined && status.phase === phase && where(status);
         },
         timeoutMs,
-        `${model} to be ${phase} (is ${lastStatus(model)?.phase ?? 'unknown'})`,
+        () => `${model} to be ${phase} (is ${lastStatus(model)?.phase ?? 'unknown'})`,
       );
       return lastStatus(model)!;
     },
@@ -395,6 +280,11 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
         'the loader to stay idle',
       );
     },
+    loadsOf: (model) => standIn.loads.filter((load) => load.name === model),
+    unloadRequests: (model) =>
+      standIn.requests.filter(
+        (request) => request.path.endsWith('/unload') && (model === undefined || request.name === model),
+      ),
     phases: (model) => statusesOf(model).map((s) => s.phase),
     lastStatus,
     modelDirEntries: async () => (await readdir(modelDir)).sort(),
@@ -410,10 +300,7 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
     },
     localModel: async (path, files) => {
       const dir = join(storageDir, path);
-      for (const [file, content] of Object.entries(files)) {
-        await mkdir(dirname(join(dir, file)), { recursive: true });
-        await writeFile(join(dir, file), content);
-      }
+      await writeFiles(dir, files);
       return pathToFileURL(dir).href;
     },
     stop,
@@ -425,7 +312,7 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
     close: async () => {
       await stop();
       await Promise.all([storage.close(), standIn.close()]);
-      await rm(root, { recursive: true, force: true });
+      await removeTempDir(root);
     },
   };
 

@@ -1,10 +1,11 @@
-/** Runs the built CLI (`node dist/cli.js`) as a child process and reads its stdout and stderr line by line. */
+/** Runs the built CLI (`node dist/cli.js`) as a child process, reading its output line by line as it arrives. */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { withTimeout } from './with-timeout';
+import { waitFor, withTimeout } from '../../src/testing/wait';
+import type { LogLine } from './log-sink';
 
-/** The built entry point: what `npm test` builds first (pretest) and what users run as `modelsync`. */
+/** The built entry point: `npm test` builds it first (pretest); run `npm run build` before a bare jest run. */
 export const cliPath = join(__dirname, '..', '..', 'dist', 'cli.js');
 
 /** How a child ended: an exit code, or the signal that killed it. */
@@ -19,19 +20,52 @@ export interface StreamOutput {
   readonly lines: ReadonlyArray<string>;
 }
 
+/** Flag values by flag name without the dashes, e.g. `{ 'config-dir': dir, 'load-concurrency': 2 }`. */
+export type CliFlags = Readonly<Record<string, string | number | boolean>>;
+
+/** `--name value` pairs; `true` gives a bare `--name`, `false` leaves the flag out. */
+export const cliArgs = (flags: CliFlags): string[] =>
+  Object.entries(flags).flatMap(([flag, value]) => {
+    if (value === false) return [];
+    return value === true ? [`--${flag}`] : [`--${flag}`, String(value)];
+  });
+
+/** How to start the CLI. */
+export interface CliOptions {
+  /** Extra environment; MODELSYNC_* variables of the parent are dropped so a developer's shell cannot change a run. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** The script to run instead of `dist/cli.js` (the bench runs its own build). */
+  readonly cliPath?: string;
+}
+
 /** A running CLI process; its outputs fill up as they arrive. */
 export interface CliProcess {
   readonly child: ChildProcessWithoutNullStreams;
   readonly stdout: StreamOutput;
   readonly stderr: StreamOutput;
+  /** Every stderr line that parsed as a JSON object (a pino log line), in arrival order. */
+  readonly logs: ReadonlyArray<LogLine>;
+  /** Every other non-empty line: stdout, and stderr that is not JSON (such as a crash trace). */
+  readonly otherLines: ReadonlyArray<string>;
   /** Resolves once the process has exited and its output streams are closed. */
   readonly exited: Promise<CliExit>;
+  /**
+   * Resolves with the first log matching `match` (a message, or a predicate) from index `since` of `logs` on
+   * (default 0: from the start); rejects on timeout or if the process ends before.
+   */
+  waitForLog(
+    match: string | ((log: LogLine) => boolean),
+    timeoutMs?: number,
+    since?: number,
+  ): Promise<LogLine>;
   /** Resolves with the first `count` stdout lines; rejects on timeout or if the process ends before. */
   waitForStdoutLines(count: number, timeoutMs?: number): Promise<ReadonlyArray<string>>;
-  /** Resolves with the first stderr line matching `predicate`; rejects on timeout or if the process ends before. */
-  waitForStderrLine(predicate: (line: string) => boolean, timeoutMs?: number): Promise<string>;
-  /** Sends `signal` and waits for the exit; rejects if the process is still running after `timeoutMs`. */
+  /** Resolves once no output line arrived for `quietMs`; rejects on timeout or if the process ends before. */
+  waitForQuiet(quietMs: number, timeoutMs?: number): Promise<void>;
+  /** Sends `signal` (unless it has exited) and waits for the exit; rejects if it still runs after `timeoutMs`. */
   signalAndWait(signal: NodeJS.Signals, timeoutMs?: number): Promise<CliExit>;
+  /** The last lines of both streams, for failure messages. */
+  transcript(lastLines?: number): string;
 }
 
 /** Everything a finished run produced. */
@@ -42,91 +76,119 @@ export interface CliResult extends CliExit {
 
 const running = new Set<CliProcess>();
 
-/** The parent's environment without MODELSYNC_* variables, so a developer's shell cannot change a test. */
-const cleanEnv = (extra: Readonly<Record<string, string>>): NodeJS.ProcessEnv => ({
-  ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('MODELSYNC_'))),
-  ...extra,
-});
+const parseLog = (line: string): LogLine | undefined => {
+  try {
+    const value: unknown = JSON.parse(line);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as LogLine)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+};
 
-/** `promise`, or a rejection after `timeoutMs` whose message `describe` writes at that moment. */
-
-/** Collects a stream's text and splits it into lines as they arrive, calling `onLine` after new ones. */
-const collect = (stream: NodeJS.ReadableStream, onLine: () => void): StreamOutput => {
+/** Collects a stream's text and its lines as they arrive, calling `onLine` with each complete line. */
+const collect = (stream: NodeJS.ReadableStream, onLine: (line: string) => void): StreamOutput => {
   const output = { text: '', lines: [] as string[] };
   let partial = '';
+  const add = (line: string): void => {
+    output.lines.push(line);
+    onLine(line);
+  };
   stream.setEncoding('utf8');
   stream.on('data', (chunk: string) => {
     output.text += chunk;
     const parts = (partial + chunk).split('\n');
     partial = parts.pop() ?? '';
-    output.lines.push(...parts);
-    if (parts.length > 0) onLine();
+    parts.forEach(add);
   });
   stream.on('end', () => {
-    if (partial !== '') output.lines.push(partial);
+    if (partial !== '') add(partial);
+    partial = '';
   });
   return output;
 };
 
-/** Starts `node dist/cli.js ...args` with the given extra environment (MODELSYNC_* of the parent removed). */
-export const startCli = (
-  args: ReadonlyArray<string>,
-  env: Readonly<Record<string, string>> = {},
-): CliProcess => {
-  if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first`);
-  const child = spawn(process.execPath, [cliPath, ...args], { env: cleanEnv(env), stdio: 'pipe' });
-  let exit: CliExit | undefined;
-  // Re-checked after every new line and at exit; each returns true once it has settled its promise.
-  const checks = new Set<() => boolean>();
-  const runChecks = (): void => {
-    for (const check of [...checks]) if (check()) checks.delete(check);
+/** Starts `node <cli> ...args`; `killAllCli` in `afterEach` ends it if the test does not. */
+export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}): CliProcess => {
+  const script = options.cliPath ?? cliPath;
+  if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first`);
+  const env: NodeJS.ProcessEnv = {
+    ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('MODELSYNC_'))),
+    ...options.env,
   };
-  const stdout = collect(child.stdout, runChecks);
-  const stderr = collect(child.stderr, runChecks);
+  const child = spawn(process.execPath, [script, ...args], { env, stdio: 'pipe' });
+  const logs: LogLine[] = [];
+  const otherLines: string[] = [];
+  let lastOutputAt = Date.now();
+  let exit: CliExit | undefined;
+  const onLine = (line: string, fromStderr: boolean): void => {
+    if (line.trim() === '') return;
+    lastOutputAt = Date.now();
+    const log = fromStderr ? parseLog(line) : undefined;
+    if (log !== undefined) logs.push(log);
+    else otherLines.push(line);
+  };
+  const stdout = collect(child.stdout, (line) => onLine(line, false));
+  const stderr = collect(child.stderr, (line) => onLine(line, true));
   const exited = new Promise<CliExit>((resolve) => {
-    child.on('close', (code, signal) => {
-      exit = { code, signal };
-      resolve(exit);
-      runChecks();
-    });
+    child.on('close', (code, signal) => resolve((exit = { code, signal })));
   });
 
-  const outputSoFar = (): string => `\nstdout:\n${stdout.text}\nstderr:\n${stderr.text}`;
-  const waitUntil = <T>(found: () => T | undefined, timeoutMs: number, what: string): Promise<T> => {
-    let check: (() => boolean) | undefined;
-    const promise = new Promise<T>((resolve, reject) => {
-      check = () => {
-        const value = found();
-        if (value !== undefined) resolve(value);
-        else if (exit !== undefined) {
-          reject(new Error(`the CLI exited (${JSON.stringify(exit)}) before ${what}${outputSoFar()}`));
-        } else return false;
-        return true;
-      };
-      if (!check()) checks.add(check);
-    });
-    return withTimeout(promise, timeoutMs, () => `${what}${outputSoFar()}`).finally(() => {
-      if (check !== undefined) checks.delete(check);
-    });
+  const transcript = (lastLines = 40): string =>
+    [...logs.slice(-lastLines).map((log) => JSON.stringify(log)), ...otherLines.slice(-lastLines)].join('\n');
+  /** Polls `found` until it gives a value; fails at once, with the output so far, if the process has ended. */
+  const waitUntil = async <T>(found: () => T | undefined, timeoutMs: number, what: string): Promise<T> => {
+    let value: T | undefined;
+    await waitFor(
+      () => {
+        value = found();
+        if (value !== undefined) return true;
+        if (exit !== undefined)
+          throw new Error(`the CLI exited (${JSON.stringify(exit)}) before ${what}\n${transcript()}`);
+        return false;
+      },
+      timeoutMs,
+      () => `${what}\n${transcript()}`,
+    );
+    return value!;
   };
 
   const cli: CliProcess = {
     child,
     stdout,
     stderr,
+    logs,
+    otherLines,
     exited,
+    waitForLog: (match, timeoutMs = 10_000, since = 0) => {
+      const matches = typeof match === 'string' ? (log: LogLine) => log.msg === match : match;
+      const what = typeof match === 'string' ? `the log ${JSON.stringify(match)}` : 'a matching log line';
+      let scanned = since;
+      const next = (): LogLine | undefined => {
+        for (; scanned < logs.length; scanned++) if (matches(logs[scanned]!)) return logs[scanned];
+        return undefined;
+      };
+      return waitUntil(next, timeoutMs, what);
+    },
     waitForStdoutLines: (count, timeoutMs = 10_000) =>
       waitUntil(
         () => (stdout.lines.length >= count ? stdout.lines.slice(0, count) : undefined),
         timeoutMs,
         `${count} stdout lines`,
       ),
-    waitForStderrLine: (predicate, timeoutMs = 10_000) =>
-      waitUntil(() => stderr.lines.find(predicate), timeoutMs, 'a matching stderr line'),
-    signalAndWait: (signal, timeoutMs = 5_000) => {
-      child.kill(signal);
-      return withTimeout(exited, timeoutMs, () => `the CLI to exit after ${signal}${outputSoFar()}`);
+    waitForQuiet: async (quietMs, timeoutMs = 10_000) => {
+      await waitUntil(
+        () => (Date.now() - lastOutputAt >= quietMs ? true : undefined),
+        timeoutMs,
+        `${quietMs} ms without output`,
+      );
     },
+    signalAndWait: (signal, timeoutMs = 10_000) => {
+      if (exit === undefined) child.kill(signal);
+      return withTimeout(exited, timeoutMs, () => `the CLI to exit after ${signal}\n${transcript()}`);
+    },
+    transcript,
   };
   running.add(cli);
   void exited.then(() => running.delete(cli));
@@ -136,12 +198,15 @@ export const startCli = (
 /** Runs the CLI to completion and returns its exit and output; after `timeoutMs` it is killed and this rejects. */
 export const runCli = async (
   args: ReadonlyArray<string>,
-  env: Readonly<Record<string, string>> = {},
-  timeoutMs = 10_000,
+  options: CliOptions & { readonly timeoutMs?: number } = {},
 ): Promise<CliResult> => {
-  const cli = startCli(args, env);
+  const cli = startCli(args, options);
   try {
-    const exit = await withTimeout(cli.exited, timeoutMs, () => `\`modelsync ${args.join(' ')}\` to exit`);
+    const exit = await withTimeout(
+      cli.exited,
+      options.timeoutMs ?? 10_000,
+      () => `\`modelsync ${args.join(' ')}\` to exit\n${cli.transcript()}`,
+    );
     return { ...exit, stdout: cli.stdout, stderr: cli.stderr };
   } catch (error) {
     cli.child.kill('SIGKILL');

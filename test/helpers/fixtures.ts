@@ -1,6 +1,7 @@
-/** Test fixtures: specs, snapshots and models.json text. */
+/** Test fixtures: specs, snapshots, models.json text and the phases a model goes through. */
 import type { ModelSpec } from '../../src/core/model-config';
 import type { ModelName } from '../../src/core/model-name';
+import type { ModelPhase } from '../../src/core/model-status';
 import { parseQuantity } from '../../src/core/quantity';
 import type { Snapshot } from '../../src/core/snapshot';
 
@@ -26,3 +27,11 @@ export const modelsJson = (
         typeof value === 'string' ? { storageUri: value, framework: 'sklearn', memory: '100Mi' } : value,
     })),
   );
+
+/** The phases of an Add whose load is retried `retries` times before `outcome`: each retry is Retrying, Loading. */
+export const phasesOfRetriedAdd = (retries: number, outcome: 'Loaded' | 'Failed'): ModelPhase[] => [
+  'Downloading',
+  'Loading',
+  ...Array.from({ length: retries }, (): ModelPhase[] => ['Retrying', 'Loading']).flat(),
+  outcome,
+];

@@ -1,5 +1,5 @@
 /** A loader on real edges (model dir, local and HTTP storage, the V2 stand-in), with its calls and events recorded. */
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import pino, { type Logger } from 'pino';
@@ -17,8 +17,10 @@ import { capabilities } from '../../src/production';
 import { startAgent, type AgentCapabilities } from '../../src/start-agent';
 import { fixedConfigSource } from '../../src/testing/fixed-config-source';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { waitFor } from '../../src/testing/wait';
+import { writeFiles } from './file-tree';
 import { LogSink } from './log-sink';
-import { tempDir, waitFor } from './pipeline-harness';
+import { removeTempDir, tempDir } from './temp-dir';
 
 /** The edge steps the loader takes for a model; `download` runs inside `install` (it fills the staging dir). */
 export type Step = 'install' | 'download' | 'remove' | 'load' | 'unload';
@@ -270,8 +272,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
     maxInFlight: (step) => maxInFlight.get(step) ?? 0,
     source: async (name, content = name) => {
       const dir = join(storageDir, name);
-      await mkdir(dir, { recursive: true });
-      await writeFile(join(dir, 'model.bin'), content);
+      await writeFiles(dir, { 'model.bin': content });
       return dir;
     },
     installOnDisk: async (name, spec) => {
@@ -372,7 +373,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
       const settled = () => [...inFlight.values()].every((n) => n === 0);
       await waitFor(settled, 5_000, 'aborted edge calls to end').catch(() => undefined);
       await standIn.close();
-      await rm(root, { recursive: true, force: true });
+      await removeTempDir(root);
     },
   };
   return harness;

@@ -1,6 +1,4 @@
 /** Runs the real config pipeline (chokidar, real files) on a temp dir and records what it emits and logs. */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { defer, tap, type Subscription } from 'rxjs';
@@ -9,8 +7,11 @@ import { applyOps } from '../../src/core/diff';
 import type { ModelOp } from '../../src/core/model-op';
 import { emptySnapshot, type Snapshot } from '../../src/core/snapshot';
 import { configDirSource } from '../../src/edge/config-dir';
+import { sleep, waitFor } from '../../src/testing/wait';
 import { LogSink } from './log-sink';
+import { removeTempDir, tempDir } from './temp-dir';
 
+/** The running pipeline and what it emitted and logged so far. */
 export interface Harness {
   readonly configDir: string;
   readonly ops: ModelOp[];
@@ -20,25 +21,8 @@ export interface Harness {
   /** What was in place with every op so far applied. */
   readonly state: () => Snapshot;
   readonly waitForOps: (count: number, timeoutMs?: number) => Promise<void>;
-  readonly waitFor: (condition: () => boolean, timeoutMs?: number, what?: string) => Promise<void>;
   readonly stop: () => Promise<void>;
 }
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-export const waitFor = async (
-  condition: () => boolean,
-  timeoutMs = 10_000,
-  what = 'condition',
-): Promise<void> => {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(5);
-  }
-};
-
-export const tempDir = (prefix: string): Promise<string> => mkdtemp(join(tmpdir(), `modelsync-${prefix}-`));
 
 /** Starts the pipeline on `configDir` (created by the caller or not: a missing dir is a case under test). */
 export const startPipeline = async (
@@ -66,12 +50,15 @@ export const startPipeline = async (
     reads: () => reads,
     state: () => applyOps(inPlace, ops),
     waitForOps: (count, timeoutMs) =>
-      waitFor(() => ops.length >= count, timeoutMs, `${count} ops (have ${ops.length})`),
-    waitFor,
+      waitFor(
+        () => ops.length >= count,
+        timeoutMs,
+        () => `${count} ops (have ${ops.length})`,
+      ),
     stop: async () => {
       subscription.unsubscribe();
       await sleep(20); // chokidar's close is asynchronous
-      await rm(root, { recursive: true, force: true });
+      await removeTempDir(root);
     },
   };
 };

@@ -12,8 +12,9 @@ import {
   writeInPlace,
   writeThenRename,
 } from '../../src/testing/atomic-writer';
+import { sleep, waitFor } from '../../src/testing/wait';
 import { modelsJson, name, snap, spec } from '../helpers/fixtures';
-import { sleep, startPipeline, type Harness } from '../helpers/pipeline-harness';
+import { startPipeline, type Harness } from '../helpers/pipeline-harness';
 
 const decoded = (text: string): Snapshot => {
   const result = decodeConfig('models.json', text);
@@ -69,7 +70,7 @@ describe('config pipeline on a kubelet-managed dir', () => {
       atomicWrite(h.configDir, { 'models.json': payload(i) });
       await sleep(1);
     }
-    await h.waitFor(() => snapshotEquals(h.state(), decoded(payload(200))), 5000, 'the last payload');
+    await waitFor(() => snapshotEquals(h.state(), decoded(payload(200))), 5000, 'the last payload');
     await sleep(400);
     expect(snapshotEquals(h.state(), decoded(payload(200)))).toBe(true);
     expect(h.reads()).toBeLessThan(100);
@@ -151,7 +152,7 @@ describe('config pipeline on a plain dir', () => {
     const { h } = await start(modelsJson({ m1: 's3://b/m1' }));
     await h.waitForOps(1);
     await rm(h.configDir, { recursive: true });
-    await h.waitFor(
+    await waitFor(
       () => h.sink.withMessage('config dir removed').length > 0,
       5000,
       'the removal to be noticed',
@@ -200,7 +201,7 @@ describe('config pipeline on bad input', () => {
       atomicWrite(h.configDir, { 'models.json': good });
       await h.waitForOps(2);
       atomicWrite(h.configDir, { 'models.json': bad });
-      await h.waitFor(() => h.sink.withMessage('config rejected').length > 0, 5000, 'the rejection');
+      await waitFor(() => h.sink.withMessage('config rejected').length > 0, 5000, 'the rejection');
       await sleep(250);
       const rejections = h.sink.withMessage('config rejected');
       expect(rejections).toHaveLength(1);
@@ -216,7 +217,7 @@ describe('config pipeline on bad input', () => {
   it('emits nothing at start-up when the first config is bad, and treats the first good one as start-up', async () => {
     const h = (harness = await startPipeline({ inPlace: snap({ m0: spec('s3://b/m0') }) }));
     atomicWrite(h.configDir, { 'models.json': '[' });
-    await h.waitFor(() => h.sink.withMessage('config rejected').length > 0, 5000, 'the rejection');
+    await waitFor(() => h.sink.withMessage('config rejected').length > 0, 5000, 'the rejection');
     expect(h.ops).toEqual([]);
     atomicWrite(h.configDir, { 'models.json': modelsJson({ m1: 's3://b/m1' }) });
     await h.waitForOps(2);

@@ -1,18 +1,17 @@
 /** Acceptance: the real agent process killed with SIGKILL at random moments of a 100-model sync, then restarted. */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { create as createTar } from 'tar';
 import { atomicWrite } from '../../src/testing/atomic-writer';
-import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
-import { killAllAgents, spawnAgent, type AgentFlags, type AgentProcess } from '../helpers/agent-process';
-import { waitFor } from '../helpers/pipeline-harness';
+import { startHttpServer } from '../../src/testing/http-server';
 import { seededRandom } from '../../src/testing/seeded-random';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { sleep, waitFor } from '../../src/testing/wait';
+import { cliArgs, killAllCli, startCli, type CliFlags, type CliProcess } from '../helpers/cli-process';
+import { useTempDir } from '../helpers/temp-dir';
 
 /** The seed of every random choice below (kill times, number of runs, the run that changes the config). */
 const seed = 0x6d73796e;
@@ -63,17 +62,6 @@ const storedModel = (scratch: string, name: string, version: string, index: numb
   };
 };
 
-const listen = async (server: Server): Promise<string> => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-};
-
-const closeServer = (server: Server): Promise<void> =>
-  new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
-
 /** One GET the storage server answered (or started to), tagged with the agent run it came from. */
 interface StorageGet {
   readonly path: string;
@@ -88,7 +76,7 @@ const startStorage = async (models: ReadonlyMap<string, StoredModel>, pauseMs: n
   const gets: StorageGet[] = [];
   const state = { run: 0 };
   const pauses = new Set<NodeJS.Timeout>();
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const server = await startHttpServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://storage').pathname;
     const model = models.get(path);
     if (req.method !== 'GET' || model === undefined) {
@@ -105,12 +93,11 @@ const startStorage = async (models: ReadonlyMap<string, StoredModel>, pauseMs: n
     }, pauseMs);
     pauses.add(pause);
   });
-  const url = await listen(server);
   const close = async (): Promise<void> => {
     for (const pause of pauses) clearTimeout(pause);
-    await closeServer(server);
+    await server.close();
   };
-  return { url, gets, state, close };
+  return { url: server.url, gets, state, close };
 };
 
 /** What the model server was asked to load: the storageUri in the model's marker when the load arrived. */
@@ -136,7 +123,7 @@ const startServerProxy = async (target: string, modelDir: string) => {
   const serving = new Map<string, string | undefined>();
   const held = new Set<string>();
   const heldRequests: string[] = [];
-  const server = createServer((req, res) => {
+  const server = await startHttpServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://proxy').pathname;
     const match = loadRoute.exec(path);
     const name = match === null ? undefined : decodeURIComponent(match[1]!);
@@ -159,8 +146,7 @@ const startServerProxy = async (target: string, modelDir: string) => {
       req.pipe(upstream);
     });
   });
-  const url = await listen(server);
-  return { url, serving, held, heldRequests, close: () => closeServer(server) };
+  return { url: server.url, serving, held, heldRequests, close: server.close };
 };
 
 interface ModelEntry {
@@ -195,27 +181,22 @@ const readModelDir = async (
   return { entries, models };
 };
 
-let root: string;
 let standIn: V2ModelServerStandIn | undefined;
 let closers: Array<() => Promise<void>> = [];
 
-beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), 'modelsync-crash-'));
-});
-
 afterEach(async () => {
-  await killAllAgents();
+  await killAllCli();
   for (const close of closers.reverse()) await close();
   closers = [];
   await standIn?.close();
   standIn = undefined;
-  await rm(root, { recursive: true, force: true });
 });
+const tmp = useTempDir('crash');
 
 /** The storage, model-server stand-in and proxy for `stored`, plus how to spawn the agent against them. */
 const environment = async (stored: ReadonlyMap<string, StoredModel>, pauseMs: number) => {
-  const configDir = join(root, 'configs');
-  const modelDir = join(root, 'models');
+  const configDir = join(tmp.path, 'configs');
+  const modelDir = join(tmp.path, 'models');
   mkdirSync(modelDir);
   const byPath = new Map([...stored.values()].map((model) => [model.path, model]));
   const storage = await startStorage(byPath, pauseMs);
@@ -223,7 +204,7 @@ const environment = async (stored: ReadonlyMap<string, StoredModel>, pauseMs: nu
   standIn = await startV2ModelServer({ modelDir, loadDelayMs: 20 });
   const proxy = await startServerProxy(standIn.url, modelDir);
   closers.push(proxy.close);
-  const flags: AgentFlags = {
+  const flags: CliFlags = {
     'config-dir': configDir,
     'model-dir': modelDir,
     'server-url': proxy.url,
@@ -275,7 +256,7 @@ const names = Array.from({ length: modelCount }, (_, i) => `m${String(i).padStar
 describe('the agent process under kill -9 and restart', () => {
   it('ends with the configured models loaded, no load on incomplete files and no re-download when killed at random moments of a sync', async () => {
     const random = seededRandom(seed);
-    const scratch = join(root, 'scratch');
+    const scratch = join(tmp.path, 'scratch');
     // Versions: v1 of every model (and of 5 added ones); v2 of the 5 whose spec changes mid-test.
     const added = Array.from({ length: 5 }, (_, i) => `m${String(modelCount + i).padStart(3, '0')}`);
     const removed = names.slice(10, 20);
@@ -301,7 +282,7 @@ describe('the agent process under kill -9 and restart', () => {
     const changeRun = between(random, 1, crashes - 2);
     // storageUri path -> the first run that started with that version complete (marker) on disk.
     const completeFrom = new Map<string, number>();
-    const runs: AgentProcess[] = [];
+    const runs: CliProcess[] = [];
     let restartsAfterKillMidDownload = 0;
     for (let run = 0; run <= crashes; run++) {
       const onDisk = await readModelDir(env.modelDir);
@@ -314,7 +295,7 @@ describe('the agent process under kill -9 and restart', () => {
         }
       }
       env.storage.state.run = run;
-      const agent = spawnAgent(env.flags);
+      const agent = startCli(cliArgs(env.flags));
       runs.push(agent);
       if (run === crashes) break;
       // Node needs a second or more to start on a busy machine: count the random time from the first log line.
@@ -325,7 +306,7 @@ describe('the agent process under kill -9 and restart', () => {
         env.writeConfig(finalConfig);
       }
       await sleep(between(random, 100, 1500));
-      expect(await agent.kill('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+      expect(await agent.signalAndWait('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
     }
 
     const final = runs[runs.length - 1]!;
@@ -357,17 +338,17 @@ describe('the agent process under kill -9 and restart', () => {
     expect(restartsAfterKillMidDownload).toBeGreaterThan(0);
     expect(completeFrom.size).toBeGreaterThan(0);
 
-    expect(await final.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(await final.signalAndWait('SIGTERM')).toEqual({ code: 0, signal: null });
   }, 180_000);
 
   it('loads the new version when killed after a changed model was swapped in but before its load', async () => {
-    const scratch = join(root, 'scratch');
+    const scratch = join(tmp.path, 'scratch');
     const stored = new Map<string, StoredModel>();
     ['a', 'b', 'c'].forEach((name, i) => stored.set(`${name}@v1`, storedModel(scratch, name, 'v1', i)));
     stored.set('b@v2', storedModel(scratch, 'b', 'v2', 1));
     const env = await environment(stored, 10);
     env.writeConfig(['a', 'b', 'c'].map((name) => env.entry(name, 'v1')));
-    const first = spawnAgent(env.flags);
+    const first = startCli(cliArgs(env.flags));
     await first.waitForLog('start-up sync complete; ready', 60_000);
     expect(env.proxy.serving.get('b')).toBe(env.entry('b', 'v1').modelSpec.storageUri);
 
@@ -379,11 +360,11 @@ describe('the agent process under kill -9 and restart', () => {
     await first.waitForLog((log) => log.msg === 'model loading' && log['model'] === 'b', 30_000, logsBefore);
     await waitFor(() => env.proxy.heldRequests.length > 0, 10_000, 'the load of b at the proxy');
     expect(env.proxy.heldRequests).toEqual(['b']);
-    await first.kill('SIGKILL');
+    await first.signalAndWait('SIGKILL');
     env.proxy.held.clear();
     expect(await markerUri(join(env.modelDir, 'b'))).toBe(env.entry('b', 'v2').modelSpec.storageUri);
 
-    const second = spawnAgent(env.flags);
+    const second = startCli(cliArgs(env.flags));
     await second.waitForLog('start-up sync complete; ready', 60_000);
     expect([...standIn!.loaded].sort()).toEqual(['a', 'b', 'c']);
     expect(env.proxy.serving.get('b')).toBe(env.entry('b', 'v2').modelSpec.storageUri);

@@ -1,20 +1,13 @@
 /** Faults end to end: a flaky model server, cut downloads, unloads of unknown models, bad config edits. */
 import { randomBytes } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { useAgentHarness, type AgentHarness } from '../helpers/agent-harness';
+import { waitFor } from '../../src/testing/wait';
+import { useAgentHarness } from '../helpers/agent-harness';
+import { exists } from '../helpers/file-tree';
 import { modelsJson } from '../helpers/fixtures';
-import { waitFor } from '../helpers/pipeline-harness';
 
 const start = useAgentHarness();
-
-const loadsOf = (h: AgentHarness, model: string) => h.standIn.loads.filter((l) => l.name === model);
-const unloadRequests = (h: AgentHarness) => h.standIn.requests.filter((r) => r.path.endsWith('/unload'));
-const exists = (path: string): Promise<boolean> =>
-  stat(path).then(
-    () => true,
-    () => false,
-  );
 
 describe('agent under faults', () => {
   it('retries loads the model server answers with 503 and loads the model without downloading it again', async () => {
@@ -28,7 +21,7 @@ describe('agent under faults', () => {
     });
     await h.waitForReady();
     expect(h.lastStatus('m1')?.phase).toBe('Loaded');
-    expect(loadsOf(h, 'm1').map((l) => l.status)).toEqual([503, 503, 503, 200]);
+    expect(h.loadsOf('m1').map((l) => l.status)).toEqual([503, 503, 503, 200]);
     const retries = h.events.flatMap((e) =>
       e._tag === 'Status' && e.status.phase === 'Retrying' ? [e.status] : [],
     );
@@ -74,7 +67,7 @@ describe('agent under faults', () => {
       );
       expect(retries).toHaveLength(2);
       expect(retries.every((s) => s.reason?.includes('connection lost'))).toBe(true);
-      expect(loadsOf(h, model)).toEqual([{ name: model, complete: true, status: 200 }]);
+      expect(h.loadsOf(model)).toEqual([{ name: model, complete: true, status: 200 }]);
     }
     expect(h.standIn.loads.every((l) => l.complete)).toBe(true);
     expect((await readFile(join(h.modelDir, 'plain', 'model.bin'))).equals(plain)).toBe(true);
@@ -98,7 +91,7 @@ describe('agent under faults', () => {
     await h.waitForIdle();
     expect(h.phases('m1').slice(-2)).toEqual(['Unloading', 'Removed']);
     expect(h.calls.filter((c) => c.op === 'unload')).toEqual([{ op: 'unload', name: 'm1' }]);
-    expect(unloadRequests(h).map((r) => r.name)).toEqual(['m1']);
+    expect(h.unloadRequests().map((r) => r.name)).toEqual(['m1']);
     expect(h.standIn.loaded.has('m1')).toBe(false);
     expect(await h.modelDirEntries()).toEqual([]);
   });
@@ -161,7 +154,7 @@ describe('agent under faults', () => {
     await h.waitForPhase('m3', 'Loaded');
     await h.waitForPhase('m2', 'Removed');
     await h.waitForIdle();
-    expect(unloadRequests(h).map((r) => r.name)).toEqual(['m2']);
+    expect(h.unloadRequests().map((r) => r.name)).toEqual(['m2']);
     expect([...h.standIn.loaded].sort()).toEqual(['m1', 'm3']);
     expect(await h.modelDirEntries()).toEqual(['m1', 'm3']);
   });

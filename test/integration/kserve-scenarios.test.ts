@@ -5,9 +5,9 @@ import pino from 'pino';
 import { decodeConfig } from '../../src/core/decode-config';
 import { snapshotEquals, type Snapshot } from '../../src/core/snapshot';
 import { modelDirStore } from '../../src/edge/model-dir';
+import { sleep } from '../../src/testing/wait';
 import { useAgentHarness, type AgentHarness } from '../helpers/agent-harness';
 import { modelsJson } from '../helpers/fixtures';
-import { sleep } from '../helpers/pipeline-harness';
 
 const start = useAgentHarness();
 
@@ -17,7 +17,6 @@ const decoded = (text: string): Snapshot => {
   return result.right;
 };
 
-const loadsOf = (h: AgentHarness, model: string) => h.standIn.loads.filter((l) => l.name === model);
 const callsOf = (h: AgentHarness, model: string) => h.calls.filter((c) => c.name === model);
 /** Temporary and set-aside dirs of the model store: none may be left once the loader is idle. */
 const leftovers = async (h: AgentHarness): Promise<string[]> =>
@@ -62,7 +61,7 @@ describe('KServe watcher scenarios (watcher_test.go)', () => {
     await h.waitForReady();
     for (const model of ['model1', 'model2']) {
       expect(h.phases(model)).toEqual(['Downloading', 'Loading', 'Loaded']);
-      expect(loadsOf(h, model)).toEqual([{ name: model, complete: true, status: 200 }]);
+      expect(h.loadsOf(model)).toEqual([{ name: model, complete: true, status: 200 }]);
       expect(await h.modelFile(model, 'model.pt')).toBe(`${model} weights`);
       const markers = await h.markers(model);
       expect(markers).toHaveLength(1);
@@ -264,7 +263,7 @@ describe('KServe watcher scenarios (watcher_test.go)', () => {
     expect(await h.modelFile('model1', 'model.joblib')).toBe('Temporary content\n');
     const files = (await readdir(join(h.modelDir, 'model1'))).sort();
     expect(files).toEqual([expect.stringMatching(/^SUCCESS\.[0-9a-f]{64}$/), 'model.joblib']);
-    expect(loadsOf(h, 'model1')).toEqual([{ name: 'model1', complete: true, status: 200 }]);
+    expect(h.loadsOf('model1')).toEqual([{ name: 'model1', complete: true, status: 200 }]);
   });
 
   it('W12: fails permanently on HTTP 404 after a single request', async () => {

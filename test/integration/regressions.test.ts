@@ -1,20 +1,12 @@
 /** The KServe agent's confirmed bugs (docs/background.md), each run end to end to show modelsync avoids it. */
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { sleep } from '../../src/testing/wait';
 import { useAgentHarness, type AgentHarness } from '../helpers/agent-harness';
+import { exists } from '../helpers/file-tree';
 import { modelsJson } from '../helpers/fixtures';
-import { sleep } from '../helpers/pipeline-harness';
 
 const start = useAgentHarness();
-
-const loadsOf = (h: AgentHarness, model: string) => h.standIn.loads.filter((l) => l.name === model);
-const unloadRequests = (h: AgentHarness, model?: string) =>
-  h.standIn.requests.filter((r) => r.path.endsWith('/unload') && (model === undefined || r.name === model));
-const exists = (path: string): Promise<boolean> =>
-  stat(path).then(
-    () => true,
-    () => false,
-  );
 
 describe('KServe agent bugs that modelsync must not have', () => {
   it('does not download or load a changed model again when a later update does not touch it (old spec kept)', async () => {
@@ -38,10 +30,10 @@ describe('KServe agent bugs that modelsync must not have', () => {
     await h.waitForPhase('model3', 'Removed');
     await h.waitForIdle();
 
-    expect(loadsOf(h, 'model2')).toHaveLength(2);
-    expect(loadsOf(h, 'model1')).toHaveLength(1);
+    expect(h.loadsOf('model2')).toHaveLength(2);
+    expect(h.loadsOf('model1')).toHaveLength(1);
     expect(h.phases('model2').filter((p) => p === 'Downloading')).toHaveLength(2);
-    expect(unloadRequests(h, 'model2')).toEqual([]);
+    expect(h.unloadRequests('model2')).toEqual([]);
     expect(await h.markers('model2')).toEqual(markerBefore);
     expect(h.sink.withMessage('config accepted').length).toBeGreaterThanOrEqual(4);
   });

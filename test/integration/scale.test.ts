@@ -1,16 +1,14 @@
 /** Acceptance: the real agent process with 1,000 models at start-up and 200 rapid config updates on top. */
 import { mkdirSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { atomicWrite } from '../../src/testing/atomic-writer';
-import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
-import { killAllAgents, spawnAgent } from '../helpers/agent-process';
-import { waitFor } from '../helpers/pipeline-harness';
+import { startHttpServer } from '../../src/testing/http-server';
 import { seededRandom } from '../../src/testing/seeded-random';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { sleep, waitFor } from '../../src/testing/wait';
+import { cliArgs, killAllCli, startCli } from '../helpers/cli-process';
+import { useTempDir } from '../helpers/temp-dir';
 
 /** The seed of the config updates (which models change, go and come) and of their spacing. */
 const seed = 0x5ca1ab1e;
@@ -24,7 +22,7 @@ const loadCap = 2;
  */
 const startStorage = async (delayMs: number) => {
   const stats = { gets: 0, inFlight: 0, maxInFlight: 0 };
-  const server: Server = createServer((req, res) => {
+  const server = await startHttpServer((req, res) => {
     stats.gets += 1;
     stats.inFlight += 1;
     stats.maxInFlight = Math.max(stats.maxInFlight, stats.inFlight);
@@ -38,38 +36,26 @@ const startStorage = async (delayMs: number) => {
       if (!res.destroyed) res.writeHead(200, { 'Content-Type': 'application/octet-stream' }).end(body);
     }, delayMs);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const close = (): Promise<void> =>
-    new Promise((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
-  return { url, stats, close };
+  return { url: server.url, stats, close: server.close };
 };
 
-let root: string;
 let standIn: V2ModelServerStandIn | undefined;
 let closeStorage: (() => Promise<void>) | undefined;
 
-beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), 'modelsync-scale-'));
-});
-
 afterEach(async () => {
-  await killAllAgents();
+  await killAllCli();
   await closeStorage?.();
   closeStorage = undefined;
   await standIn?.close();
   standIn = undefined;
-  await rm(root, { recursive: true, force: true });
 });
+const tmp = useTempDir('scale');
 
 describe('the agent process at scale', () => {
   it('converges within the download and load caps when 1,000 models start and 200 updates follow', async () => {
     const random = seededRandom(seed);
-    const configDir = join(root, 'configs');
-    const modelDir = join(root, 'models');
+    const configDir = join(tmp.path, 'configs');
+    const modelDir = join(tmp.path, 'models');
     mkdirSync(modelDir);
     const storage = await startStorage(5);
     closeStorage = storage.close;
@@ -91,15 +77,17 @@ describe('the agent process at scale', () => {
     };
     write();
 
-    const agent = spawnAgent({
-      'config-dir': configDir,
-      'model-dir': modelDir,
-      'server-url': standIn.url,
-      'download-concurrency': downloadCap,
-      'load-concurrency': loadCap,
-      'retry-base-ms': 20,
-      'retry-max-ms': 200,
-    });
+    const agent = startCli(
+      cliArgs({
+        'config-dir': configDir,
+        'model-dir': modelDir,
+        'server-url': standIn.url,
+        'download-concurrency': downloadCap,
+        'load-concurrency': loadCap,
+        'retry-base-ms': 20,
+        'retry-max-ms': 200,
+      }),
+    );
     await agent.waitForLog(() => true, 30_000);
     // 200 updates a few ms apart while the start-up sync runs: 3 specs change, 2 models go, 2 come.
     for (let update = 1; update <= 200; update++) {
@@ -148,6 +136,6 @@ describe('the agent process at scale', () => {
     }
     expect(wrong).toEqual([]);
 
-    expect(await agent.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(await agent.signalAndWait('SIGTERM')).toEqual({ code: 0, signal: null });
   }, 240_000);
 });

@@ -1,5 +1,4 @@
 /** startAgent on the production edges: the start-up sequence, the wait for the server, and the integrator hooks. */
-import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import pino from 'pino';
@@ -19,30 +18,26 @@ import {
 import { fixedConfigSource } from '../../src/testing/fixed-config-source';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { modelsJson, name, spec } from '../helpers/fixtures';
+import { writeFiles } from '../helpers/file-tree';
 import { LogSink } from '../helpers/log-sink';
-import { tempDir } from '../helpers/pipeline-harness';
+import { useTempDir } from '../helpers/temp-dir';
 
 describe('startAgent', () => {
-  let root: string;
+  const tmp = useTempDir('start-agent');
   let standIn: V2ModelServerStandIn;
   let config: AppConfig;
   let sink: LogSink;
-  const uri = (model: string): string => join(root, 'storage', model);
+  const uri = (model: string): string => join(tmp.path, 'storage', model);
 
   beforeEach(async () => {
-    root = await tempDir('start-agent');
-    standIn = await startV2ModelServer({ modelDir: join(root, 'models') });
-    config = { ...defaultAppConfig, modelDir: join(root, 'models'), serverUrl: standIn.url };
+    standIn = await startV2ModelServer({ modelDir: join(tmp.path, 'models') });
+    config = { ...defaultAppConfig, modelDir: join(tmp.path, 'models'), serverUrl: standIn.url };
     sink = new LogSink();
     for (const model of ['a', 'b', 'c']) {
-      await mkdir(uri(model), { recursive: true });
-      await writeFile(join(uri(model), 'model.bin'), model);
+      await writeFiles(uri(model), { 'model.bin': model });
     }
   });
-  afterEach(async () => {
-    await standIn.close();
-    await rm(root, { recursive: true, force: true });
-  });
+  afterEach(() => standIn.close());
 
   /** The production edges on `config`, reading models.json `text` that never changes. */
   const edges = (text?: string): AgentCapabilities => {

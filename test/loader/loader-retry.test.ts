@@ -6,7 +6,7 @@ import { add } from '../../src/core/model-op';
 import type { ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase } from '../../src/core/model-status';
 import { createLoader, type Loader } from '../../src/loader/loader';
-import { name, spec } from '../helpers/fixtures';
+import { name, phasesOfRetriedAdd, spec } from '../helpers/fixtures';
 import { recordingPorts, type RecordingFailures } from './recording-ports';
 import { advance } from './virtual-time';
 
@@ -65,15 +65,7 @@ describe('loader retries (virtual time)', () => {
     expect(t.loads(m1)).toBe(2);
     await advanceAndSettle(t.scheduler, 1);
 
-    expect(t.phases(m1)).toEqual([
-      'Downloading',
-      'Loading',
-      'Retrying',
-      'Loading',
-      'Retrying',
-      'Loading',
-      'Loaded',
-    ]);
+    expect(t.phases(m1)).toEqual(phasesOfRetriedAdd(2, 'Loaded'));
     expect(t.calls.filter((c) => c.startsWith('install'))).toEqual(['install m1 /models/v1']);
     expect(t.idle()).toBe(true);
   });

@@ -4,9 +4,9 @@ import { Subject, type Subscription } from 'rxjs';
 import { add } from '../../src/core/model-op';
 import type { ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
+import { waitFor } from '../../src/testing/wait';
 import { name, spec } from '../helpers/fixtures';
 import type { LoaderHarness } from '../helpers/loader-harness';
-import { waitFor } from '../helpers/pipeline-harness';
 import { expectStrictlyInOrder, harnessesPerTest, isIdle } from './loader-checks';
 
 const [a, b, c] = [name('a'), name('b'), name('c')];

@@ -1,15 +1,14 @@
 /** Tests of createLoader on real edges (model dir, local/HTTP storage, the V2 stand-in): order, coalescing, failures. */
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { diff } from '../../src/core/diff';
 import { add, remove } from '../../src/core/model-op';
 import { snapshotOf, specToJson } from '../../src/core/snapshot';
 import type { ModelServer } from '../../src/ports';
-import { name, snap, spec } from '../helpers/fixtures';
-import { waitFor } from '../helpers/pipeline-harness';
+import { waitFor } from '../../src/testing/wait';
+import { name, phasesOfRetriedAdd, snap, spec } from '../helpers/fixtures';
+import { useHttpServers } from '../helpers/http-servers';
 import { expectStrictlyInOrder, harnessesPerTest, isIdle } from './loader-checks';
 
 const m1 = name('m1');
@@ -17,18 +16,7 @@ const m2 = name('m2');
 
 describe('createLoader', () => {
   const { started, created } = harnessesPerTest();
-  const servers: Server[] = [];
-  afterEach(async () => {
-    await Promise.all(
-      servers.splice(0).map(
-        (server) =>
-          new Promise<void>((resolve) => {
-            server.closeAllConnections();
-            server.close(() => resolve());
-          }),
-      ),
-    );
-  });
+  const startServer = useHttpServers();
 
   describe('Add', () => {
     it('downloads into <M>/<name>/ with a marker and loads when a model is added', async () => {
@@ -381,15 +369,7 @@ describe('createLoader', () => {
       h.push(add(m1, spec(await h.source('m1'))));
       await h.waitForPhase(m1, 'Loaded');
 
-      expect(h.phases(m1)).toEqual([
-        'Downloading',
-        'Loading',
-        'Retrying',
-        'Loading',
-        'Retrying',
-        'Loading',
-        'Loaded',
-      ]);
+      expect(h.phases(m1)).toEqual(phasesOfRetriedAdd(2, 'Loaded'));
       const retrying = h.events.flatMap((e) =>
         e._tag === 'Status' && e.status.phase === 'Retrying' ? [e.status] : [],
       );
@@ -496,15 +476,7 @@ describe('createLoader', () => {
       await h.waitForPhase(m1, 'Failed');
       await h.waitForIdle();
 
-      expect(h.phases(m1)).toEqual([
-        'Downloading',
-        'Loading',
-        'Retrying',
-        'Loading',
-        'Retrying',
-        'Loading',
-        'Failed',
-      ]);
+      expect(h.phases(m1)).toEqual(phasesOfRetriedAdd(2, 'Failed'));
       expect(h.statusOf(m1)).toMatchObject({ phase: 'Failed', attempt: 3 });
       expect(h.statusOf(m1)?.reason).toContain('HTTP 503');
       expect(h.standIn.loads.map((l) => l.status)).toEqual([503, 503, 503]);
@@ -542,15 +514,12 @@ describe('createLoader', () => {
       let onClose!: () => void;
       const requested = new Promise<void>((resolve) => (onRequest = resolve));
       const closed = new Promise<void>((resolve) => (onClose = resolve));
-      const server = createServer((req, res) => {
+      const server = await startServer((req, res) => {
         res.on('close', onClose);
         res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': 1_000_000 });
         res.write(Buffer.alloc(1000), () => onRequest());
       });
-      servers.push(server);
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const { port } = server.address() as AddressInfo;
-      return { url: `http://127.0.0.1:${port}/model.bin`, requested, closed };
+      return { url: `${server.url}/model.bin`, requested, closed };
     };
 
     it('aborts a download in progress and leaves no staging dir when the loader is unsubscribed', async () => {

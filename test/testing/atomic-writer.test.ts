@@ -1,9 +1,7 @@
 /** Tests of the kubelet AtomicWriter emulator and the plain-file writers, on real temp dirs. */
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   atomicWrite,
   deleteAndRecreate,
@@ -12,30 +10,23 @@ import {
   writeThenRename,
   type AtomicWriteStep,
 } from '../../src/testing/atomic-writer';
+import { waitFor } from '../../src/testing/wait';
+import { exists } from '../helpers/file-tree';
+import { useTempDir } from '../helpers/temp-dir';
 
 const TS_DIR = /^\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.\d{1,10}$/;
 const TS_DIR_PARTS = /^\.\.(\d{4})_(\d{2})_(\d{2})_(\d{2})_(\d{2})_(\d{2})\.\d+$/;
 
-let root: string;
+const tmp = useTempDir('atomic-writer');
 let vol: string;
 
-beforeEach(async () => {
-  root = await fsp.mkdtemp(path.join(os.tmpdir(), 'modelsync-atomic-writer-'));
-  vol = path.join(root, 'config');
-});
-
-afterEach(async () => {
-  await fsp.rm(root, { recursive: true, force: true });
+beforeEach(() => {
+  vol = path.join(tmp.path, 'config');
 });
 
 const modeOf = async (p: string): Promise<number> => (await fsp.stat(p)).mode & 0o777;
 const tsDirs = async (dir: string): Promise<string[]> =>
   (await fsp.readdir(dir)).filter((name) => TS_DIR.test(name)).sort();
-const exists = async (p: string): Promise<boolean> =>
-  fsp.lstat(p).then(
-    () => true,
-    () => false,
-  );
 
 /** Everything under `dir` (lstat view): links with targets, files with mode and content, dirs with mode. */
 const describeTree = async (dir: string): Promise<Record<string, string>> => {
@@ -70,14 +61,11 @@ const errnoOf = (fn: () => unknown): string | undefined => {
 const version = (n: number): string =>
   JSON.stringify({ version: n, models: Array.from({ length: 2000 }, (_, i) => ({ name: `m${i}`, v: n })) });
 
-/** Polls `read` until `accept` holds (or the deadline passes) and returns that read. */
+/** Polls `read` until `accept` holds and returns that read, or the last read when the deadline passes. */
 const pollUntil = async <T>(read: () => Promise<T>, accept: (value: T) => boolean, ms = 2000): Promise<T> => {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (accept(value) || Date.now() > deadline) return value;
-    await sleep(1);
-  }
+  let value!: T;
+  await waitFor(async () => accept((value = await read())), ms).catch(() => undefined);
+  return value;
 };
 
 describe('atomicWrite', () => {
@@ -422,7 +410,7 @@ describe('deleteAndRecreate', () => {
   });
 
   it('rejects when the file does not exist', async () => {
-    await expect(deleteAndRecreate(path.join(root, 'absent'), 'x', 0)).rejects.toMatchObject({
+    await expect(deleteAndRecreate(path.join(tmp.path, 'absent'), 'x', 0)).rejects.toMatchObject({
       code: 'ENOENT',
     });
   });

@@ -1,8 +1,14 @@
 /** The V2 stand-in's own contract: routes, bodies, statuses and what it records, over real HTTP on 127.0.0.1. */
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import {
+  startV2ModelServer,
+  type V2ModelServerStandIn,
+  type V2Request,
+} from '../../src/testing/v2-model-server';
+import { sleep, waitFor } from '../../src/testing/wait';
+import { writeFiles } from '../helpers/file-tree';
+import { useTempDir } from '../helpers/temp-dir';
 
 interface Answer {
   readonly status: number;
@@ -18,6 +24,7 @@ const call = async (url: string, method = 'POST', body: string | undefined = '{}
 };
 
 describe('startV2ModelServer', () => {
+  const tmp = useTempDir('standin');
   let modelDir: string;
   const servers: V2ModelServerStandIn[] = [];
   const start = async (...args: Parameters<typeof startV2ModelServer>): Promise<V2ModelServerStandIn> => {
@@ -25,18 +32,14 @@ describe('startV2ModelServer', () => {
     servers.push(server);
     return server;
   };
-  const install = async (name: string, marker = 'SUCCESS.abc'): Promise<void> => {
-    await mkdir(join(modelDir, name), { recursive: true });
-    await writeFile(join(modelDir, name, 'model.bin'), 'weights');
-    if (marker !== '') await writeFile(join(modelDir, name, marker), '');
-  };
+  const install = (name: string, marker = 'SUCCESS.abc'): Promise<void> =>
+    writeFiles(join(modelDir, name), { 'model.bin': 'weights', ...(marker === '' ? {} : { [marker]: '' }) });
 
-  beforeEach(async () => {
-    modelDir = await mkdtemp(join(tmpdir(), 'modelsync-standin-'));
+  beforeEach(() => {
+    modelDir = tmp.path;
   });
   afterEach(async () => {
     await Promise.all(servers.splice(0).map((s) => s.close()));
-    await rm(modelDir, { recursive: true, force: true });
   });
 
   it('listens on 127.0.0.1 on a free port by default', async () => {
@@ -73,7 +76,7 @@ describe('startV2ModelServer', () => {
     const server = await start({ modelDir, loadDelayMs: 150 });
     await install('m1');
     const pending = call(`${server.url}/v2/repository/models/m1/load`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
     await rm(join(modelDir, 'm1'), { recursive: true });
     expect((await pending).status).toBe(400);
     expect(server.loads).toEqual([{ name: 'm1', complete: false, status: 400 }]);
@@ -168,6 +171,21 @@ describe('startV2ModelServer', () => {
     expect(server.loaded.has('a b')).toBe(true);
   });
 
+  it('tells onRequest of each request as it arrives, before answering it', async () => {
+    const seen: V2Request[] = [];
+    const server = await start({ loadDelayMs: 300, onRequest: (request) => seen.push(request) });
+    const loading = call(`${server.url}/v2/repository/models/m1/load`);
+    await waitFor(() => seen.length === 1, 5_000, 'the hook to see the load');
+    expect(seen[0]).toMatchObject({ method: 'POST', path: '/v2/repository/models/m1/load', name: 'm1' });
+    expect(server.loads).toEqual([]); // still loading: the hook came first
+    expect((await loading).status).toBe(200);
+    await call(`${server.url}/v2/health/live`, 'GET');
+
+    expect(seen).toEqual(server.requests);
+    expect(seen[0]).toBe(server.requests[0]);
+    expect(seen.map((request) => request.path)).toEqual(['/v2/repository/models/m1/load', '/v2/health/live']);
+  });
+
   it('counts the most loads in flight at once', async () => {
     const server = await start({ loadDelayMs: 100 });
     const load = (name: string): Promise<Answer> => call(`${server.url}/v2/repository/models/${name}/load`);
@@ -190,7 +208,7 @@ describe('startV2ModelServer', () => {
     const server = await startV2ModelServer({ loadDelayMs: 10_000 });
     await call(`${server.url}/v2/health/live`, 'GET'); // leaves an idle keep-alive connection
     const pending = call(`${server.url}/v2/repository/models/m1/load`).catch((e: unknown) => String(e));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
     const started = Date.now();
     await server.close();
     expect(Date.now() - started).toBeLessThan(1_000);

@@ -1,6 +1,5 @@
 /** Tests of archive extraction on real temp dirs: tar, tar.gz and zip from streams and files, and hostile archives. */
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import {
@@ -10,8 +9,9 @@ import {
   type ArchiveFormat,
 } from '../../../src/edge/archive/extract';
 import { effectError } from '../../helpers/effect-error';
-import { listTree } from '../../helpers/list-tree';
+import { listTree } from '../../helpers/file-tree';
 import { tarball, tarHeader, tgz, zipArchive, zipLink, type TarEntry, type ZipEntry } from './builders';
+import { useTempDir } from '../../helpers/temp-dir';
 
 const what = 'extracting m';
 const never = new AbortController().signal;
@@ -41,17 +41,12 @@ describe('archiveFormatOf', () => {
 });
 
 describe('extractStream and extractFile', () => {
-  let root: string;
+  const tmp = useTempDir('extract');
   let target: string;
 
   beforeEach(async () => {
-    root = await mkdtemp(path.join(os.tmpdir(), 'modelsync-extract-'));
-    target = path.join(root, 'target');
+    target = path.join(tmp.path, 'target');
     await mkdir(target);
-  });
-
-  afterEach(async () => {
-    await rm(root, { recursive: true, force: true });
   });
 
   /** Extracts `bytes` both ways: streamed, and from a file next to the target. */
@@ -60,7 +55,7 @@ describe('extractStream and extractFile', () => {
     const streamed = await listTree(target);
     await rm(target, { recursive: true });
     await mkdir(target);
-    const file = path.join(root, `archive.${format}`);
+    const file = path.join(tmp.path, `archive.${format}`);
     await writeFile(file, bytes);
     await extractFile(file, format, target, { what, signal: never });
     return [streamed, await listTree(target)];
@@ -153,7 +148,7 @@ describe('extractStream and extractFile', () => {
       expect(error).toMatchObject({ kind: 'refused', retryable: false });
       expect(error.message).toContain(`${what}: refusing archive entry ${JSON.stringify(entryName)}: `);
       expect(error.message).toContain(why);
-      expect(await readdir(root)).toEqual(['target']);
+      expect(await readdir(tmp.path)).toEqual(['target']);
     });
 
     it('refuses symlinks that combine into a way out, each fine alone', async () => {
@@ -206,7 +201,7 @@ describe('extractStream and extractFile', () => {
       );
       expect(error).toMatchObject({ kind: 'refused', retryable: false });
       expect(error.message).toContain(`${what}: refusing archive entry ${why}`);
-      expect(await readdir(root)).toEqual(['target']);
+      expect(await readdir(tmp.path)).toEqual(['target']);
       expect((await listTree(target)).filter((entry) => entry.startsWith('.modelsync-'))).toEqual([]);
     });
 
@@ -279,7 +274,7 @@ describe('extractStream and extractFile', () => {
   it.each(['tar', 'zip'] as const)(
     'fails with a permanent filesystem error when the %s file is missing',
     async (format) => {
-      const missing = path.join(root, `missing.${format}`);
+      const missing = path.join(tmp.path, `missing.${format}`);
       const error = await effectError(extractFile(missing, format, target, { what, signal: never }));
       expect(error).toMatchObject({ kind: 'filesystem', retryable: false });
       expect(error.message).toContain('ENOENT');
@@ -288,7 +283,7 @@ describe('extractStream and extractFile', () => {
 
   it('fails with a filesystem error when the target dir is missing', async () => {
     const error = await effectError(
-      extractStream(chunked(tarball([])), 'tar', path.join(root, 'nowhere'), { what, signal: never }),
+      extractStream(chunked(tarball([])), 'tar', path.join(tmp.path, 'nowhere'), { what, signal: never }),
     );
     expect(error).toMatchObject({ kind: 'filesystem', retryable: false });
   });

@@ -1,10 +1,11 @@
 /** Tests of the archive guard: each entry's path and link checked in order, and every symlink's real end. */
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { EffectError } from '../../../src/core/errors';
 import { checkLinksInside, EntryGuard, type EntryKind } from '../../../src/edge/archive/guard';
 import { effectError } from '../../helpers/effect-error';
+import { writeFiles } from '../../helpers/file-tree';
+import { useTempDir } from '../../helpers/temp-dir';
 
 const what = 'GET http://host/m.tar';
 
@@ -90,18 +91,12 @@ describe('EntryGuard', () => {
 });
 
 describe('checkLinksInside', () => {
-  let root: string;
+  const tmp = useTempDir('guard');
   let dir: string;
 
   beforeEach(async () => {
-    root = await mkdtemp(path.join(os.tmpdir(), 'modelsync-guard-'));
-    dir = path.join(root, 'model');
-    await mkdir(path.join(dir, 'sub'), { recursive: true });
-    await writeFile(path.join(dir, 'sub', 'model.pt'), 'w');
-  });
-
-  afterEach(async () => {
-    await rm(root, { recursive: true, force: true });
+    dir = path.join(tmp.path, 'model');
+    await writeFiles(dir, { 'sub/model.pt': 'w' });
   });
 
   it('accepts links that stay inside, chains and dangling ones included', async () => {

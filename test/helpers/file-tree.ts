@@ -1,0 +1,34 @@
+/** File trees in tests: lay one out from a record of paths and contents, list what a directory holds, test a path. */
+import { lstat, mkdir, readdir, readlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+/** Writes each `files` entry (a relative path, directories made as needed) under `dir`. */
+export const writeFiles = async (
+  dir: string,
+  files: Readonly<Record<string, string | Buffer>>,
+): Promise<void> => {
+  for (const [file, content] of Object.entries(files)) {
+    await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
+    await writeFile(path.join(dir, file), content);
+  }
+};
+
+/** Every path under `dir`, relative, sorted; directories end in '/', symlinks show their target. */
+export const listTree = async (dir: string): Promise<string[]> => {
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    const full = path.join(entry.parentPath, entry.name);
+    const rel = path.relative(dir, full);
+    if (entry.isDirectory()) out.push(`${rel}/`);
+    else if (entry.isSymbolicLink()) out.push(`${rel} -> ${await readlink(full)}`);
+    else out.push(rel);
+  }
+  return out.sort();
+};
+
+/** Whether something is at `path` (a link counts as it is, even one pointing nowhere). */
+export const exists = (path: string): Promise<boolean> =>
+  lstat(path).then(
+    () => true,
+    () => false,
+  );
