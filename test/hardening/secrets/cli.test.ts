@@ -8,11 +8,11 @@ import { atomicWrite } from '../../../src/testing/atomic-writer';
 import { startTorchServeStandIn, type TorchServeStandIn } from '../../../src/testing/torchserve-stand-in';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../../src/testing/v2-model-server';
 import { cliArgs, killAllCli, runCli, startCli, type CliProcess } from '../../helpers/cli-process';
-import { useHttpServers } from '../../helpers/http-servers';
+import { closedPort, useHttpServers } from '../../helpers/http-servers';
 import type { LogLine } from '../../helpers/log-sink';
 import { SecretScan, secretValues, type PlantedSecret } from '../../helpers/secrets';
 import { useTempDir } from '../../helpers/temp-dir';
-import { closedPort, secretsScenario, type Outcome } from './scenario';
+import { secretsScenario, type Outcome } from './scenario';
 
 afterEach(killAllCli);
 const standIns: Array<V2ModelServerStandIn | TorchServeStandIn> = [];

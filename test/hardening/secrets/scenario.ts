@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tarball } from '../../edge/archive/builders';
 import type { HttpHandler, RunningHttpServer } from '../../../src/testing/http-server';
-import { startHttpServer } from '../../../src/testing/http-server';
+import { closedPort } from '../../helpers/http-servers';
 import { secretValues, type PlantedSecret } from '../../helpers/secrets';
 
 /** How a model of the scenario ends, and with what kind of failure. */
@@ -28,13 +28,6 @@ export interface SecretsScenario {
   readonly badConfigs: ReadonlyArray<string>;
   readonly storage: RunningHttpServer;
 }
-
-/** A free port on 127.0.0.1 that nothing listens on (connections to it are refused). */
-export const closedPort = async (): Promise<number> => {
-  const server = await startHttpServer(() => undefined);
-  await server.close();
-  return server.port;
-};
 
 /** What the hostile storage server says back: the request line and every credential header it got. */
 const echo = (req: IncomingMessage): string =>
