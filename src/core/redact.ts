@@ -31,9 +31,13 @@ const withoutUserInfo = (rest: string): string => {
   return firstAt !== -1 && !/^(\[[^\]]*\]|[^:]*)(:\d*)?$/.test(authority) ? rest.slice(firstAt + 1) : rest;
 };
 
-/** A kind of text that holds a secret: what finds it, and what it becomes. */
+/**
+ * A kind of text that holds a secret: what finds it, what it becomes, and a cheaper pattern that every match of
+ * `pattern` contains (so a text without any trigger is known clean after one quick scan: most log lines).
+ */
 interface SecretShape {
   readonly pattern: string;
+  readonly trigger: string;
   readonly hide: (match: string) => string;
 }
 
@@ -68,6 +72,7 @@ const secretParameters = [
   'private_key',
 ].join('|');
 const secretHeaders = 'authorization|proxy-authorization|x-api-key|api-key|x-auth-token|cookie|set-cookie';
+const awsKeyPrefixes = 'AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA';
 // Nothing that already is the mark: redacting twice must change nothing (the log guard relies on it).
 const value = String.raw`(?!\[REDACTED\])[^\s&;"'<>,]+`;
 
@@ -77,32 +82,41 @@ const value = String.raw`(?!\[REDACTED\])[^\s&;"'<>,]+`;
  */
 const shapes: ReadonlyArray<SecretShape> = [
   // A URL whose user info, query or fragment may hold a credential (any scheme: http(s), s3, gs, file, ...).
-  { pattern: String.raw`\b[a-z][a-z\d+.-]*:\/\/[^\s"'<>@?#]*[@?#][^\s"'<>]*`, hide: redactUri },
-  { pattern: String.raw`\bbearer\s+[\w\-.~+/]+=*`, hide: () => `Bearer ${redactedMark}` },
+  {
+    pattern: String.raw`\b[a-z][a-z\d+.-]*:\/\/[^\s"'<>@?#]*[@?#][^\s"'<>]*`,
+    trigger: String.raw`:\/\/[^\s"'<>]*[@?#]`,
+    hide: redactUri,
+  },
+  { pattern: String.raw`\bbearer\s+[\w\-.~+/]+=*`, trigger: 'bearer', hide: () => `Bearer ${redactedMark}` },
   // Basic credentials are base64: a word without digits or +/= after `Basic` is prose ("Basic authentication").
   {
     pattern: String.raw`\bbasic\s+[a-z\d+/]{6,}={0,2}`,
+    trigger: 'basic',
     hide: (match) => (/[\d+/=]|\s\S+[A-Z]/.test(match) ? `Basic ${redactedMark}` : match),
   },
   {
     pattern: String.raw`\b(?:${secretHeaders})["']?\s*:\s*["']?(?:(?:bearer|basic|token|digest)\s+)?${value}`,
+    trigger: 'authorization|api-key|auth-token|cookie',
     hide: hideValue,
   },
-  { pattern: String.raw`(?<![\w-])(?:${secretParameters})=${value}`, hide: hideValue },
+  { pattern: String.raw`(?<![\w-])(?:${secretParameters})=${value}`, trigger: '=', hide: hideValue },
   // AWS access key ids (AKIA… long-term, ASIA… temporary, and the other IAM unique-id prefixes).
   {
-    pattern: String.raw`\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA)[A-Z\d]{16}\b`,
+    pattern: String.raw`\b(?:${awsKeyPrefixes})[A-Z\d]{16}\b`,
+    trigger: awsKeyPrefixes,
     hide: hideAll,
   },
   // JSON web tokens (Kubernetes service-account tokens, OIDC).
-  { pattern: String.raw`\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*`, hide: hideAll },
+  { pattern: String.raw`\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*`, trigger: 'eyJ', hide: hideAll },
   {
     pattern: String.raw`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`,
+    trigger: 'PRIVATE KEY',
     hide: hideAll,
   },
   // What S3 echoes in a SignatureDoesNotMatch error body.
   {
     pattern: String.raw`<(?:SignatureProvided|Signature|StringToSign|StringToSignBytes|CanonicalRequest|AWSAccessKeyId)>[^<]*`,
+    trigger: '<',
     hide: (match) => `${match.slice(0, match.indexOf('>') + 1)}${redactedMark}`,
   },
 ];
@@ -119,6 +133,7 @@ const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/
 export class SecretRegistry {
   private readonly values = new Set<string>();
   private pattern: RegExp | undefined;
+  private trigger: RegExp | undefined;
   private hides: ReadonlyArray<(match: string) => string> = [];
 
   /**
@@ -149,9 +164,10 @@ export class SecretRegistry {
     });
   }
 
-  /** True when `text` holds something redactText would hide (or might: a URL with an `@` in its path). */
+  /** False when `text` holds nothing redactText would hide; true when it may (a quick scan for the triggers). */
   mayHoldSecret(text: string): boolean {
-    return text.search(this.combined()) !== -1;
+    this.combined();
+    return this.trigger!.test(text);
   }
 
   /**
@@ -184,9 +200,12 @@ export class SecretRegistry {
     if (this.pattern !== undefined) return this.pattern;
     // Longest first: a secret that contains another is hidden whole.
     const values = [...this.values].sort((a, b) => b.length - a.length).map(escapeRegExp);
-    const all = values.length > 0 ? [{ pattern: values.join('|'), hide: hideAll }, ...shapes] : shapes;
+    const registered = values.join('|');
+    const all =
+      values.length > 0 ? [{ pattern: registered, trigger: registered, hide: hideAll }, ...shapes] : shapes;
     this.hides = all.map((shape) => shape.hide);
     this.pattern = new RegExp(all.map((shape, i) => `(?<s${i}>${shape.pattern})`).join('|'), 'gi');
+    this.trigger = new RegExp(all.map((shape) => shape.trigger).join('|'), 'i');
     return this.pattern;
   }
 }

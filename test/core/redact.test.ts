@@ -1,6 +1,57 @@
 /** Tests of the redaction: URIs, texts with secrets of known shapes, registered secrets, values and log lines. */
 import { redact, redactLogLine, redactUri, registerSecret, SecretRegistry } from '../../src/core/redact';
 
+/** Texts holding a secret of each known shape, and what they show as. */
+const hiddenCases: ReadonlyArray<readonly [string, string, string]> = [
+  [
+    'the user info and query of an http URL',
+    'cannot fetch http://user:pw@host:8080/m.tgz?sig=abc: refused',
+    'cannot fetch http://host:8080/m.tgz refused',
+  ],
+  [
+    'every URL of the text, of any scheme',
+    'GET https://a/x?token=1 then s3://key:secret@b/y#frag failed',
+    'GET https://a/x then s3://b/y failed',
+  ],
+  ['a URL in quotes', 'bad URL "gs://t@c/z?x=1"', 'bad URL "gs://c/z"'],
+  ['a Bearer token', 'sent Authorization Bearer abc.def-123', 'sent Authorization Bearer [REDACTED]'],
+  ['Basic credentials', 'header Basic dXNlcjpwYXNzd29yZA== refused', 'header Basic [REDACTED] refused'],
+  ['an Authorization header', 'authorization: tok_abc123; next', 'authorization: [REDACTED]; next'],
+  ['an x-api-key header in JSON', '{"x-api-key":"k3y-v4lue"}', '{"x-api-key":"[REDACTED]"}'],
+  [
+    'SigV4 query parameters outside a URL',
+    '/m.bin?X-Amz-Credential=AKIAX%2F2025&X-Amz-Signature=f00d&X-Amz-Date=1',
+    '/m.bin?X-Amz-Credential=[REDACTED]&X-Amz-Signature=[REDACTED]&X-Amz-Date=1',
+  ],
+  [
+    'an Azure SAS signature',
+    'request /c/b?sv=2022&sig=ab%2Bc%3D done',
+    'request /c/b?sv=2022&sig=[REDACTED] done',
+  ],
+  [
+    'an account key in a connection string',
+    'DefaultEndpointsProtocol=https;AccountName=a;AccountKey=Zm9v+YmFy==;EndpointSuffix=x',
+    'DefaultEndpointsProtocol=https;AccountName=a;AccountKey=[REDACTED];EndpointSuffix=x',
+  ],
+  ['a password parameter', 'login password=hunter22&user=x', 'login password=[REDACTED]&user=x'],
+  ['an AWS access key id', 'key ASIAIOSFODNN7EXAMPLE used', 'key [REDACTED] used'],
+  [
+    'a JSON web token',
+    'token eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzYSJ9.c2lnbmF0dXJl expired',
+    'token [REDACTED] expired',
+  ],
+  [
+    'a private key',
+    'key -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- loaded',
+    'key [REDACTED] loaded',
+  ],
+  [
+    "what S3's SignatureDoesNotMatch repeats",
+    '<SignatureProvided>abc123</SignatureProvided><AWSAccessKeyId>AKIDX</AWSAccessKeyId>',
+    '<SignatureProvided>[REDACTED]</SignatureProvided><AWSAccessKeyId>[REDACTED]</AWSAccessKeyId>',
+  ],
+];
+
 describe('redactUri', () => {
   it.each([
     [
@@ -48,55 +99,7 @@ describe('redact (text)', () => {
     expect(redact(text)).toBe(text);
   });
 
-  it.each([
-    [
-      'the user info and query of an http URL',
-      'cannot fetch http://user:pw@host:8080/m.tgz?sig=abc: refused',
-      'cannot fetch http://host:8080/m.tgz refused',
-    ],
-    [
-      'every URL of the text, of any scheme',
-      'GET https://a/x?token=1 then s3://key:secret@b/y#frag failed',
-      'GET https://a/x then s3://b/y failed',
-    ],
-    ['a URL in quotes', 'bad URL "gs://t@c/z?x=1"', 'bad URL "gs://c/z"'],
-    ['a Bearer token', 'sent Authorization Bearer abc.def-123', 'sent Authorization Bearer [REDACTED]'],
-    ['Basic credentials', 'header Basic dXNlcjpwYXNzd29yZA== refused', 'header Basic [REDACTED] refused'],
-    ['an Authorization header', 'authorization: tok_abc123; next', 'authorization: [REDACTED]; next'],
-    ['an x-api-key header in JSON', '{"x-api-key":"k3y-v4lue"}', '{"x-api-key":"[REDACTED]"}'],
-    [
-      'SigV4 query parameters outside a URL',
-      '/m.bin?X-Amz-Credential=AKIAX%2F2025&X-Amz-Signature=f00d&X-Amz-Date=1',
-      '/m.bin?X-Amz-Credential=[REDACTED]&X-Amz-Signature=[REDACTED]&X-Amz-Date=1',
-    ],
-    [
-      'an Azure SAS signature',
-      'request /c/b?sv=2022&sig=ab%2Bc%3D done',
-      'request /c/b?sv=2022&sig=[REDACTED] done',
-    ],
-    [
-      'an account key in a connection string',
-      'DefaultEndpointsProtocol=https;AccountName=a;AccountKey=Zm9v+YmFy==;EndpointSuffix=x',
-      'DefaultEndpointsProtocol=https;AccountName=a;AccountKey=[REDACTED];EndpointSuffix=x',
-    ],
-    ['a password parameter', 'login password=hunter22&user=x', 'login password=[REDACTED]&user=x'],
-    ['an AWS access key id', 'key ASIAIOSFODNN7EXAMPLE used', 'key [REDACTED] used'],
-    [
-      'a JSON web token',
-      'token eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzYSJ9.c2lnbmF0dXJl expired',
-      'token [REDACTED] expired',
-    ],
-    [
-      'a private key',
-      'key -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- loaded',
-      'key [REDACTED] loaded',
-    ],
-    [
-      "what S3's SignatureDoesNotMatch repeats",
-      '<SignatureProvided>abc123</SignatureProvided><AWSAccessKeyId>AKIDX</AWSAccessKeyId>',
-      '<SignatureProvided>[REDACTED]</SignatureProvided><AWSAccessKeyId>[REDACTED]</AWSAccessKeyId>',
-    ],
-  ])('hides %s', (_, text, expected) => {
+  it.each(hiddenCases)('hides %s', (_, text, expected) => {
     expect(redact(text)).toBe(expected);
   });
 
@@ -210,6 +213,12 @@ describe('redactLogLine', () => {
       err: { message: 'GET https://h/x "quoted"', stack: 'Error\n  at Bearer [REDACTED]' },
       msg: 'say "Bearer [REDACTED]"\\',
     });
+  });
+
+  it.each(hiddenCases)('finds and hides %s in a log line', (_, text, expected) => {
+    expect(redactLogLine(`${JSON.stringify({ level: 30, msg: text })}\n`)).toBe(
+      `${JSON.stringify({ level: 30, msg: expected })}\n`,
+    );
   });
 
   it('redacts a line that is not JSON as text', () => {
