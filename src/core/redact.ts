@@ -126,15 +126,23 @@ export const minSecretLength = 6;
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+/** How deep `redact` goes into a value. */
+const maxDepth = 64;
+
+/** Every shape and registered value as one pattern (group `s<i>` = shape i), their triggers, their hides. */
+interface Compiled {
+  readonly pattern: RegExp;
+  readonly trigger: RegExp;
+  readonly hides: ReadonlyArray<(match: string) => string>;
+}
+
 /**
  * Registered secret values and the known shapes, as one pattern. The pattern is rebuilt when a secret is
  * registered (rare: at start-up, when a token file is re-read) and shared by every redaction until then.
  */
 export class SecretRegistry {
   private readonly values = new Set<string>();
-  private pattern: RegExp | undefined;
-  private trigger: RegExp | undefined;
-  private hides: ReadonlyArray<(match: string) => string> = [];
+  private compiled: Compiled | undefined;
 
   /**
    * Hides `secret` in everything redacted from now on: as it is, JSON-escaped and URL-encoded, and the
@@ -148,7 +156,7 @@ export class SecretRegistry {
       for (const form of [text, JSON.stringify(text).slice(1, -1), encodeURIComponent(text)]) {
         if (!this.values.has(form)) {
           this.values.add(form);
-          this.pattern = undefined;
+          this.compiled = undefined;
         }
       }
     }
@@ -156,18 +164,17 @@ export class SecretRegistry {
 
   /** `text` with every registered secret, URL credential and known secret shape hidden. */
   redactText(text: string): string {
-    const pattern = this.combined();
+    const { pattern, hides } = this.compile();
     return text.replace(pattern, (match: string, ...rest: unknown[]) => {
       const groups = rest.at(-1) as Record<string, string | undefined>;
-      const index = this.hides.findIndex((_, i) => groups[`s${i}`] !== undefined);
-      return this.hides[index]!(match);
+      const index = hides.findIndex((_, i) => groups[`s${i}`] !== undefined);
+      return hides[index]!(match);
     });
   }
 
   /** False when `text` holds nothing redactText would hide; true when it may (a quick scan for the triggers). */
   mayHoldSecret(text: string): boolean {
-    this.combined();
-    return this.trigger!.test(text);
+    return this.compile().trigger.test(text);
   }
 
   /**
@@ -196,21 +203,21 @@ export class SecretRegistry {
     return copy;
   }
 
-  private combined(): RegExp {
-    if (this.pattern !== undefined) return this.pattern;
+  private compile(): Compiled {
+    if (this.compiled !== undefined) return this.compiled;
     // Longest first: a secret that contains another is hidden whole.
     const values = [...this.values].sort((a, b) => b.length - a.length).map(escapeRegExp);
     const registered = values.join('|');
     const all =
       values.length > 0 ? [{ pattern: registered, trigger: registered, hide: hideAll }, ...shapes] : shapes;
-    this.hides = all.map((shape) => shape.hide);
-    this.pattern = new RegExp(all.map((shape, i) => `(?<s${i}>${shape.pattern})`).join('|'), 'gi');
-    this.trigger = new RegExp(all.map((shape) => shape.trigger).join('|'), 'i');
-    return this.pattern;
+    this.compiled = {
+      pattern: new RegExp(all.map((shape, i) => `(?<s${i}>${shape.pattern})`).join('|'), 'gi'),
+      trigger: new RegExp(all.map((shape) => shape.trigger).join('|'), 'i'),
+      hides: all.map((shape) => shape.hide),
+    };
+    return this.compiled;
   }
 }
-
-const maxDepth = 64;
 
 /**
  * The process's secrets. One registry, not one per logger or per edge: a secret read anywhere (a header from

@@ -226,14 +226,8 @@ export const startV2ModelServer = async (
       if (problem !== undefined) return send(res, 400, { error: `invalid model name: ${problem}` });
     }
 
-    const route: V2Route | undefined =
-      path === '/v2/repository/index'
-        ? 'index'
-        : match?.[2] === 'load'
-          ? 'load'
-          : match?.[2] === 'unload'
-            ? 'unload'
-            : undefined;
+    // The model routes' second group is `load` or `unload`; the ready route has none.
+    const route = path === '/v2/repository/index' ? 'index' : (match?.[2] as V2Route | undefined);
     if (route !== undefined && method === 'POST' && (await playFault(route, req, res))) return;
     if (method === 'POST' && path === '/v2/repository/index') return index(res);
     if (method === 'GET' && (path === '/v2/health/live' || path === '/v2/health/ready'))
