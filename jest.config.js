@@ -3,6 +3,8 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // Long versions of the suites run with `npm run test:soak` (jest.soak.config.js).
+  testPathIgnorePatterns: ['/node_modules/', '\\.soak\\.test\\.ts$'],
   transform: {
     // Type checking is `npm run lint`'s job (tsc --noEmit); transpiling per file keeps jest fast.
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],

@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { addsThroughputSuite } from './adds-throughput';
 import { decodeDiffSuite } from './decode-diff';
 import { httpDownloadSuite } from './http-download';
+import { logRedactionSuite } from './log-redaction';
 import { swapToLoadSuite } from './swap-to-load';
 import type { Cell, Check, Row, Suite, SuiteResult } from './suite';
 
@@ -20,6 +21,7 @@ const suites: ReadonlyArray<Suite> = [
   httpDownloadSuite,
   swapToLoadSuite,
   addsThroughputSuite,
+  logRedactionSuite,
 ];
 
 /** A results file: the suite's result plus where and when it was measured. */

@@ -2,6 +2,7 @@
 /** modelsync's process entry: arguments to a mode, one subscription, signals, the exit code. */
 import { fromEvent, merge, take, takeUntil } from 'rxjs';
 import type { AppConfig } from './core/app-config';
+import { redact } from './core/redact';
 import { createLogger } from './edge/logger';
 import { dryRunMode, syncMode } from './modes';
 import { parseArgs } from './parse-args';
@@ -40,7 +41,8 @@ const parsed = parseArgs(process.argv, process.env);
 if (parsed._tag === 'Run') run(parsed.config);
 else if (parsed._tag === 'UsageError') {
   // 2 for usage errors; 1 is kept for "the config is invalid" (--dry-run --once).
-  process.stderr.write(parsed.message);
+  // Through the redaction like every log line: a bad value is quoted, and a URL may carry credentials.
+  process.stderr.write(redact(parsed.message));
   process.exitCode = parsed.exitCode;
 } else {
   process.stdout.write(parsed.text);

@@ -70,6 +70,7 @@ export {
 export { inPlaceSnapshot, type InPlace } from './core/in-place';
 export { unknownSpec } from './core/snapshot';
 export { parseHostHeaders, parseStorageUri } from './core/storage-uri';
+export { redact, redactLogLine, redactUri, registerSecret, SecretRegistry, secrets } from './core/redact';
 export { abortable } from './loader/abortable';
 export { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from './loader/loader';
 export { createSlots, type Slots } from './loader/slots';
@@ -78,7 +79,7 @@ export { routeStorage } from './loader/storage-router';
 export type * from './ports';
 
 export { configDirSource, readConfigFile, type ConfigDirOptions } from './edge/config-dir';
-export { createLogger } from './edge/logger';
+export { createLogger, redactingDestination } from './edge/logger';
 export {
   archiveFormatOf,
   extractFile,

@@ -6,6 +6,7 @@ import { currentModelOps, modelOps } from './app';
 import type { AppConfig } from './core/app-config';
 import { describeConfigError } from './core/errors';
 import { modelOpToJson } from './core/model-op';
+import { redactUri } from './core/redact';
 import { emptySnapshot } from './core/snapshot';
 import { packageVersion } from './package-version';
 import { agentSettings, capabilities, configSourceFor } from './production';
@@ -57,7 +58,11 @@ export const syncMode = (
   }
   const { configDir, modelDir, serverUrl, protocol } = config;
   return defer(() => {
-    log.info({ version: packageVersion, configDir, modelDir, serverUrl, protocol }, 'modelsync starting');
+    const shownServerUrl = redactUri(serverUrl);
+    log.info(
+      { version: packageVersion, configDir, modelDir, serverUrl: shownServerUrl, protocol },
+      'modelsync starting',
+    );
     return startAgent(edges.right, agentSettings(config, log));
   }).pipe(mergeMap(() => EMPTY));
 };

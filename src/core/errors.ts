@@ -1,4 +1,5 @@
 /** Expected failures of reading and decoding the config, as values (never thrown). */
+import { redact } from './redact';
 
 /** models.json could not be read (missing, not a file, no permission). */
 export interface ReadFailed {
@@ -72,7 +73,8 @@ export type EffectErrorKind =
 /**
  * Why an effect (download, load, unload) failed. `retryable` failures (connection errors, timeouts, 5xx, 429)
  * are retried with backoff; the others (404, other 4xx, a bad URI) fail the model until its spec changes.
- * `kind` says what failed; `status` is the HTTP status of an `http-status` failure.
+ * `kind` says what failed; `status` is the HTTP status of an `http-status` failure. The message is redacted
+ * (`redact`): it quotes libraries and servers, which quote URLs and headers; the `cause` is kept as it was.
  */
 export class EffectError extends Error {
   override readonly name = 'EffectError';
@@ -83,7 +85,7 @@ export class EffectError extends Error {
     readonly retryable: boolean,
     options: { readonly kind: EffectErrorKind; readonly status?: number; readonly cause?: unknown },
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(redact(message), options.cause === undefined ? undefined : { cause: options.cause });
     this.kind = options.kind;
     this.status = options.status;
   }

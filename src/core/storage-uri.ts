@@ -1,6 +1,10 @@
-/** Storage URIs and per-host HTTP headers: parsing with KServe's error messages, no I/O. */
+/** Storage URIs and per-host HTTP headers: parsing with KServe's error messages, no I/O; header values are secrets. */
 import * as E from 'fp-ts/Either';
 import { parseJson } from './json';
+import { redactUri, registerSecret } from './redact';
+
+// Shown from here too: whoever parses a storage URI also shows one.
+export { redactUri } from './redact';
 
 /** A storage URI and its lower-case scheme (`file` for absolute local paths). */
 export interface StorageUri {
@@ -24,13 +28,6 @@ export const parseStorageUri = (uri: string): E.Either<string, StorageUri> => {
     : E.right({ scheme: match[1].toLowerCase(), uri });
 };
 
-/**
- * `uri` without user info, query and fragment, for messages and logs: signed URLs (S3 presigned, Azure SAS)
- * carry their credentials there.
- */
-export const redactUri = (uri: string): string =>
-  uri.replace(/[?#].*$/s, '').replace(/^(\w+:\/\/)[^/@]*@/, '$1');
-
 const headersSuffix = '-headers';
 // RFC 9110 token characters; values must not smuggle a new header line.
 const headerNamePattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -53,10 +50,13 @@ const headersOf = (variable: string, text: string): E.Either<string, Readonly<Re
   }
   const headers: Record<string, string> = {};
   for (const [name, headerValue] of Object.entries(value)) {
-    if (typeof headerValue !== 'string')
-      return E.left(`${variable}: the value of header ${name} must be a string`);
+    // A name is quoted only once it is known to be a header name, never a token pasted in the wrong place.
     if (!headerNamePattern.test(name))
       return E.left(`${variable}: a header name is not an HTTP token (letters, digits, ${tokenSymbols})`);
+    if (typeof headerValue !== 'string')
+      return E.left(`${variable}: the value of header ${name} must be a string`);
+    // Header values are how tokens reach storage: hidden in every log line and message from now on.
+    registerSecret(headerValue);
     if (badHeaderValuePattern.test(headerValue)) {
       return E.left(`${variable}: the value of header ${name} must not contain CR, LF or NUL`);
     }

@@ -5,7 +5,7 @@ import * as t from 'io-ts';
 import { EffectError, httpStatusError, permanentError, retryableError } from '../core/errors';
 import { parseJson } from '../core/json';
 import type { ModelName } from '../core/model-name';
-import { redactUri } from '../core/storage-uri';
+import { redactUri, registerSecret } from '../core/redact';
 import type { ModelServer } from '../ports';
 import { fsError, isMissing } from './durable-fs';
 import {
@@ -165,7 +165,10 @@ const readToken = async (file: string): Promise<string> => {
     throw isMissing(cause) ? retryableAnyway(fsError(what, cause)) : fsError(what, cause);
   }
   if (text === '') throw retryableError('filesystem', `the TorchServe token file ${file} is empty`);
-  if (!text.startsWith('{')) return text;
+  if (!text.startsWith('{')) {
+    registerSecret(text);
+    return text;
+  }
   // Never quote the file or JSON.parse's message: it holds the keys.
   const json = parseJson(text);
   if (isLeft(json)) {
@@ -174,9 +177,19 @@ const readToken = async (file: string): Promise<string> => {
       `the TorchServe token file ${file} is not valid JSON (being rewritten?)`,
     );
   }
+  registerKeys(json.right);
   const key = (json.right as { management?: { key?: unknown } } | null)?.management?.key;
   if (typeof key === 'string' && key !== '') return key;
   throw permanentError('not-found', `the TorchServe key file ${file} has no management.key`);
+};
+
+/** Registers every key of a key file (`management`, `inference`, `API`): a server may echo any of them. */
+const registerKeys = (keyFile: unknown): void => {
+  if (typeof keyFile !== 'object' || keyFile === null) return;
+  for (const entry of Object.values(keyFile as Record<string, unknown>)) {
+    const key = (entry as { key?: unknown } | null)?.key;
+    if (typeof key === 'string') registerSecret(key);
+  }
 };
 
 // TorchServe answers a missing or wrong key with 400 "Token Authorization failed..." (TokenAuthorizationHandler);

@@ -1,7 +1,7 @@
 /** v2ModelServer: the ModelServer port over the Open Inference Protocol model-repository extension. */
 import * as t from 'io-ts';
 import type { ModelName } from '../core/model-name';
-import { redactUri } from '../core/storage-uri';
+import { redactUri } from '../core/redact';
 import type { ModelServer } from '../ports';
 import { discardBody, httpCall, readJson, statusError, type HttpCallResponse } from './http-call';
 

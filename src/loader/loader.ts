@@ -12,11 +12,12 @@ import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
 import type { ModelOp } from '../core/model-op';
 import { statusEvent, type AgentEvent, type ModelPhase, type ModelStatus } from '../core/model-status';
+import { redact } from '../core/redact';
 import type { LoadJournal, ModelServer, ModelStore } from '../ports';
 import { needsWork, newRecord, want, type ModelRecord } from './model-record';
 import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
 import { createSlots, type Slots } from './slots';
-import { logStatus, redactUrisIn } from './status-log';
+import { logStatus } from './status-log';
 import { createWorkQueue } from './work-queue';
 
 /** How transient failures are retried: capped exponential backoff with full jitter (core/backoff.ts). */
@@ -137,7 +138,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
           const error = toEffectError(cause);
           record.attempts++;
           const details = {
-            reason: redactUrisIn(error.message),
+            reason: redact(error.message),
             errorKind: error.kind,
             attempt: record.attempts,
           };

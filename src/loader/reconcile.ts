@@ -5,6 +5,7 @@ import type { ModelName } from '../core/model-name';
 import type { ModelPhase } from '../core/model-status';
 import { specEquals } from '../core/snapshot';
 import type { Installed, LoadJournal, ModelServer, ModelStore } from '../ports';
+import { linkedSignal } from './linked-signal';
 import type { Slots } from './slots';
 
 /** What is in place for one model. The steps update it as each effect succeeds, so a failed step resumes there. */
@@ -108,11 +109,23 @@ export const takeOut = async (
   report(model.name, 'Removed', undefined);
 };
 
-/** Brings in `desired`, or takes the model out when `desired` is undefined. Rejects with the failed step's error. */
-export const reconcile = (
+/**
+ * Brings in `desired`, or takes the model out when `desired` is undefined. Rejects with the failed step's error.
+ * The effects see `stop` through a signal of this step alone (see linkedSignal: the run-long one must not collect
+ * a trace of every effect).
+ */
+export const reconcile = async (
   model: ModelState,
   desired: ModelSpec | undefined,
   effects: ReconcileEffects,
-  signals: StepSignals,
-): Promise<void> =>
-  desired === undefined ? takeOut(model, effects, signals.stop) : bringIn(model, desired, effects, signals);
+  { stop, supersede }: StepSignals,
+): Promise<void> => {
+  const step = linkedSignal(stop);
+  try {
+    await (desired === undefined
+      ? takeOut(model, effects, step.signal)
+      : bringIn(model, desired, effects, { stop: step.signal, supersede }));
+  } finally {
+    step.dispose();
+  }
+};

@@ -1,7 +1,7 @@
 /** logStatus: one log line per status change, at a level that suits its phase, with no secret in it. */
 import type { Logger } from 'pino';
 import type { ModelPhase, ModelStatus } from '../core/model-status';
-import { redactUri } from '../core/storage-uri';
+import { redactUri } from '../core/redact';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 
@@ -16,14 +16,6 @@ const lines: Readonly<Record<ModelPhase, { readonly level: Level; readonly msg: 
   Retrying: { level: 'warn', msg: 'model step failed; retrying' },
   Failed: { level: 'error', msg: 'model failed' },
 };
-
-const urlInText = /\b[a-z][a-z\d+.-]*:\/\/[^\s"'<>]+/gi;
-
-/**
- * `text` with every URL in it through `redactUri`. Failure reasons quote the errors of libraries, and some quote
- * the whole URL they were given (undici: "Request cannot be constructed from a URL that includes credentials: …").
- */
-export const redactUrisIn = (text: string): string => text.replace(urlInText, (url) => redactUri(url));
 
 /**
  * Logs `status` with the model as `model` and the storage URI through `redactUri`: presigned query strings and

@@ -33,7 +33,9 @@ export {
   startV2ModelServer,
   type V2Load,
   type V2ModelServerStandIn,
+  type V2Fault,
   type V2ModelServerStandInOptions,
   type V2Request,
+  type V2Route,
 } from './v2-model-server';
 export { sleep, waitFor, withTimeout, type WaitingFor } from './wait';

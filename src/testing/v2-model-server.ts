@@ -44,6 +44,22 @@ export interface V2Load {
   readonly status: number;
 }
 
+/** The stand-in's routes a fault can be injected on. */
+export type V2Route = 'index' | 'load' | 'unload';
+
+/**
+ * What a faulty server does instead of serving a request: answer `status` with `body` (text, as it is) and
+ * `headers` (a load or unload answered so does nothing), never answer (until `close`), or reset the connection.
+ */
+export type V2Fault =
+  | {
+      readonly status: number;
+      readonly body?: string;
+      readonly headers?: Readonly<Record<string, string>>;
+    }
+  | { readonly hang: true }
+  | { readonly reset: true };
+
 /** The running stand-in and what it observed. */
 export interface V2ModelServerStandIn {
   /** `http://<host>:<port>`, the base URL to give the client. */
@@ -64,6 +80,12 @@ export interface V2ModelServerStandIn {
   setLoadDelay(ms: number): void;
   /** Marks models loaded without a request, as if the server had loaded them at its own start. */
   preload(...names: string[]): void;
+  /**
+   * Answers the next `times` requests on `route` (default 1; `Infinity` for all) with `fault` instead of serving
+   * them; a later call for the route replaces the earlier one, `times` 0 clears it. Faulted requests are in
+   * `requests`, not in `loads`.
+   */
+  injectFault(route: V2Route, fault: V2Fault, times?: number): void;
 }
 
 const modelRoute = /^\/v2\/repository\/models\/([^/]+)\/(load|unload)$/;
@@ -90,6 +112,19 @@ export const startV2ModelServer = async (
   let inFlight = 0;
   let maxConcurrentLoads = 0;
   let closed = false;
+  const faults = new Map<V2Route, { readonly fault: V2Fault; remaining: number }>();
+
+  /** Plays the fault injected on `route`, if any is left: true when it has answered the request. */
+  const playFault = async (route: V2Route, req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    const injected = faults.get(route);
+    if (injected === undefined || injected.remaining <= 0) return false;
+    injected.remaining -= 1;
+    const { fault } = injected;
+    if ('reset' in fault) req.socket.destroy();
+    else if ('hang' in fault) await delays.delay(2 ** 31 - 1);
+    else res.writeHead(fault.status, { ...fault.headers }).end(fault.body ?? '');
+    return true;
+  };
 
   const filesComplete = async (name: string): Promise<boolean> => {
     if (modelDir === undefined) return true;
@@ -191,6 +226,9 @@ export const startV2ModelServer = async (
       if (problem !== undefined) return send(res, 400, { error: `invalid model name: ${problem}` });
     }
 
+    // The model routes' second group is `load` or `unload`; the ready route has none.
+    const route = path === '/v2/repository/index' ? 'index' : (match?.[2] as V2Route | undefined);
+    if (route !== undefined && method === 'POST' && (await playFault(route, req, res))) return;
     if (method === 'POST' && path === '/v2/repository/index') return index(res);
     if (method === 'GET' && (path === '/v2/health/live' || path === '/v2/health/ready'))
       return send(res, 200);
@@ -238,6 +276,9 @@ export const startV2ModelServer = async (
         loaded.add(name);
         known.add(name);
       }
+    },
+    injectFault: (route, fault, times = 1) => {
+      faults.set(route, { fault, remaining: times });
     },
   };
 };

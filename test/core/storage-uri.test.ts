@@ -1,4 +1,5 @@
 import { left, right } from 'fp-ts/Either';
+import { redact } from '../../src/core/redact';
 import { parseHostHeaders, parseStorageUri, redactUri } from '../../src/core/storage-uri';
 
 describe('parseStorageUri', () => {
@@ -88,10 +89,20 @@ describe('parseHostHeaders', () => {
     ['a bare token', 'Bearer s3cr3t-token'],
     ['a cut object', '{"Authorization":"Bearer s3cr3t-token"'],
     ['a bad header name', '{"s3cr3t-token here":"v"}'],
+    ['a bad header name with a value that is no string', '{"Bearer s3cr3t-token":1}'],
   ])('never quotes the value of a malformed variable (%s)', (_label, text) => {
     const problem = problemOf(text);
     expect(problem).toContain('example.com-headers');
     expect(problem).not.toContain('s3cr3t');
+  });
+
+  it('registers every header value as a secret, so no log line or message can show it', () => {
+    parseHostHeaders({
+      'example.com-headers': '{"X-Api-Key":"opaque-key-7","Authorization":"Token tkn-8888"}',
+    });
+    expect(redact('server echoed opaque-key-7 and tkn-8888 and Token tkn-8888')).toBe(
+      'server echoed [REDACTED] and [REDACTED] and [REDACTED]',
+    );
   });
 
   it('says an empty variable is empty', () => {

@@ -3,12 +3,13 @@ import { mkdir, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { either as E } from 'fp-ts';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import type { Subscription } from 'rxjs';
 import { defaultAppConfig, type AppConfig } from '../../src/core/app-config';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import type { Snapshot } from '../../src/core/snapshot';
 import { configDirSource } from '../../src/edge/config-dir';
+import { createLogger } from '../../src/edge/logger';
 import type { Loader, RetryPolicy } from '../../src/loader/loader';
 import type { ModelServer, ModelStore } from '../../src/ports';
 import { agentSettings, capabilities } from '../../src/production';
@@ -46,6 +47,8 @@ export interface AgentHarnessOptions {
   readonly loadConcurrency?: number;
   readonly retry?: Partial<RetryPolicy>;
   readonly settleMs?: number;
+  /** The environment the production edges read (`<host>-headers`); default none. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** The agent and its surroundings; `events`, `sink` and `calls` belong to the current run (reset by restart). */
@@ -152,7 +155,8 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
     calls = [];
     sink = new LogSink();
     loadedAtReady = undefined;
-    const log: Logger = pino({ level: 'debug' }, sink);
+    // The production logger, redaction guard included, writing to the sink.
+    const log: Logger = createLogger('debug', sink);
     const config: AppConfig = {
       ...defaultAppConfig,
       configDir,
@@ -161,7 +165,7 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
       requestTimeoutMs: 10_000,
       loadTimeoutMs: 10_000,
     };
-    const edges = capabilities(config, log, {});
+    const edges = capabilities(config, log, options.env ?? {});
     if (E.isLeft(edges)) throw new Error(edges.left);
     store = edges.right.store;
     const runEvents = events;

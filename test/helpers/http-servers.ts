@@ -13,3 +13,10 @@ export const useHttpServers = (): ((handler: HttpHandler) => Promise<RunningHttp
     return server;
   };
 };
+
+/** A free port on 127.0.0.1 that nothing listens on (connections to it are refused until someone does). */
+export const closedPort = async (): Promise<number> => {
+  const server = await startHttpServer(() => undefined);
+  await server.close();
+  return server.port;
+};

@@ -1,25 +1,50 @@
-/** Tests of the status log helpers: URLs in failure reasons lose their credentials, the rest of the text stays. */
-import { redactUrisIn } from '../../src/loader/status-log';
+/** Tests of logStatus: one line per status, the model as `model`, the storage URI without its credentials. */
+import pino from 'pino';
+import { parseQuantity } from '../../src/core/quantity';
+import type { ModelName } from '../../src/core/model-name';
+import { logStatus } from '../../src/loader/status-log';
+import { LogSink } from '../helpers/log-sink';
 
-describe('redactUrisIn', () => {
-  it.each([
-    [
-      'leaves text without a URL as it is',
-      'local path /models/m1 does not exist',
-      'local path /models/m1 does not exist',
-    ],
-    [
-      'removes the user info and query of an http URL',
-      'cannot fetch http://user:pw@host:8080/m.tgz?sig=abc: refused',
-      'cannot fetch http://host:8080/m.tgz refused',
-    ],
-    [
-      'redacts every URL in the text',
-      'GET https://a/x?token=1 then s3://key:secret@b/y#frag failed',
-      'GET https://a/x then s3://b/y failed',
-    ],
-    ['redacts a URL in quotes', 'bad URL "gs://t@c/z?x=1"', 'bad URL "gs://c/z"'],
-  ])('%s', (_, text, expected) => {
-    expect(redactUrisIn(text)).toBe(expected);
+const model = 'm1' as ModelName;
+const spec = { storageUri: 'https://u:pw@host/m.tgz?X-Amz-Signature=abc', memory: parseQuantity('1Gi')! };
+
+const logged = (level: pino.Level, ...statuses: Parameters<typeof logStatus>[1][]): LogSink => {
+  const sink = new LogSink();
+  const log = pino({ level }, sink);
+  for (const status of statuses) logStatus(log, status);
+  return sink;
+};
+
+describe('logStatus', () => {
+  it('logs the model as `model` and the storage URI without user info or query', () => {
+    const [line] = logged('info', { modelName: model, phase: 'Downloading', spec }).lines;
+    expect(line).toMatchObject({ level: 30, msg: 'model downloading', model: 'm1', phase: 'Downloading' });
+    expect(line!['storageUri']).toBe('https://host/m.tgz');
+    expect(line).not.toHaveProperty('modelName');
+    expect(line).not.toHaveProperty('spec');
+  });
+
+  it('logs a retry at warn and a failure at error, with the reason, kind and attempt', () => {
+    const failure = { reason: 'GET https://host/m.tgz returned HTTP 503', errorKind: 'http-status' as const };
+    const sink = logged(
+      'info',
+      { modelName: model, phase: 'Retrying', spec, ...failure, attempt: 1 },
+      { modelName: model, phase: 'Failed', spec, ...failure, attempt: 2 },
+    );
+    expect(sink.lines.map((l) => [l.level, l.msg, l['reason'], l['errorKind'], l['attempt']])).toEqual([
+      [40, 'model step failed; retrying', failure.reason, 'http-status', 1],
+      [50, 'model failed', failure.reason, 'http-status', 2],
+    ]);
+  });
+
+  it('logs Pending at debug only, so a burst of 10k models stays out of an info log', () => {
+    expect(logged('info', { modelName: model, phase: 'Pending', spec }).lines).toEqual([]);
+    expect(logged('debug', { modelName: model, phase: 'Pending', spec }).lines).toHaveLength(1);
+  });
+
+  it('logs a removal without a storage URI', () => {
+    const [line] = logged('info', { modelName: model, phase: 'Removed' }).lines;
+    expect(line).toMatchObject({ msg: 'model removed', model: 'm1' });
+    expect(line).not.toHaveProperty('storageUri');
   });
 });

@@ -1,0 +1,11 @@
+/** The soak run (`npm run test:soak`): only the long `*.soak.test.ts` files, which `npm test` leaves out. */
+const base = require('./jest.config');
+
+/** @type {import('jest').Config} */
+module.exports = {
+  ...base,
+  testMatch: ['**/*.soak.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/'],
+  // A soak runs for minutes; its own deadlines say what it waited for.
+  testTimeout: 30 * 60 * 1000,
+};

@@ -1,0 +1,252 @@
+/**
+ * Redaction: the one place that decides what of a text or value may be shown (logs, statuses, errors, metrics).
+ * `registerSecret(value)` hides a value everywhere from then on; `redact(textOrValue)` hides registered values,
+ * the credentials of URLs and the known shapes of secrets.
+ */
+
+/** What a hidden secret becomes. */
+export const redactedMark = '[REDACTED]';
+
+/**
+ * `uri` without user info, query and fragment, for messages and logs: signed URLs (S3 presigned, Azure SAS)
+ * carry their credentials there. Scheme-less text (`user:pw@host/x`) loses what precedes an `@` in its first
+ * segment too.
+ */
+export const redactUri = (uri: string): string => {
+  const scheme = /^[a-z][a-z\d+.-]*:\/\//i.exec(uri)?.[0] ?? '';
+  return scheme + withoutUserInfo(uri.slice(scheme.length)).replace(/[?#].*$/s, '');
+};
+
+/**
+ * The authority ends at the first `/`, `\`, `?` or `#`; what precedes its last `@` is user info. An authority
+ * that is no `host[:port]` (a raw `/`, `?` or `#` in a password cut it short) means user info up to the first
+ * `@` anywhere: a password must not show just because it was not percent-encoded.
+ */
+const withoutUserInfo = (rest: string): string => {
+  const authorityEnd = rest.search(/[/\\?#]/);
+  const authority = authorityEnd === -1 ? rest : rest.slice(0, authorityEnd);
+  const lastAt = authority.lastIndexOf('@');
+  if (lastAt !== -1) return rest.slice(lastAt + 1);
+  const firstAt = rest.indexOf('@');
+  return firstAt !== -1 && !/^(\[[^\]]*\]|[^:]*)(:\d*)?$/.test(authority) ? rest.slice(firstAt + 1) : rest;
+};
+
+/**
+ * A kind of text that holds a secret: what finds it, what it becomes, and a cheaper pattern that every match of
+ * `pattern` contains (so a text without any trigger is known clean after one quick scan: most log lines).
+ */
+interface SecretShape {
+  readonly pattern: string;
+  readonly trigger: string;
+  readonly hide: (match: string) => string;
+}
+
+const hideAll = (): string => redactedMark;
+/** Keeps the name and separator of `name=value` / `name: value`, hides the value. */
+const hideValue = (match: string): string =>
+  match.replace(/^([^=:]*[=:]\s*["']?)[\s\S]*$/, `$1${redactedMark}`);
+
+// Query parameters and connection-string keys whose value is a credential (S3, GCS, Azure, OAuth, generic).
+const secretParameters = [
+  'x-amz-signature',
+  'x-amz-credential',
+  'x-amz-security-token',
+  'x-goog-signature',
+  'x-goog-credential',
+  'sig',
+  'signature',
+  'accountkey',
+  'sharedaccesskey',
+  'sharedaccesssignature',
+  'access_token',
+  'id_token',
+  'refresh_token',
+  'token',
+  'password',
+  'passwd',
+  'pwd',
+  'secret',
+  'client_secret',
+  'api_key',
+  'apikey',
+  'private_key',
+].join('|');
+const secretHeaders = 'authorization|proxy-authorization|x-api-key|api-key|x-auth-token|cookie|set-cookie';
+const awsKeyPrefixes = 'AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA';
+// Nothing that already is the mark: redacting twice must change nothing (the log guard relies on it).
+const value = String.raw`(?!\[REDACTED\])[^\s&;"'<>,]+`;
+
+/**
+ * The known shapes, in the order they are tried at each position. Each pattern stops at whitespace, quotes and
+ * `<>`, so a match stays inside one quoted string or JSON value.
+ */
+const shapes: ReadonlyArray<SecretShape> = [
+  // A URL whose user info, query or fragment may hold a credential (any scheme: http(s), s3, gs, file, ...).
+  {
+    pattern: String.raw`\b[a-z][a-z\d+.-]*:\/\/[^\s"'<>@?#]*[@?#][^\s"'<>]*`,
+    trigger: String.raw`:\/\/[^\s"'<>]*[@?#]`,
+    hide: redactUri,
+  },
+  { pattern: String.raw`\bbearer\s+[\w\-.~+/]+=*`, trigger: 'bearer', hide: () => `Bearer ${redactedMark}` },
+  // Basic credentials are base64: a word without digits or +/= after `Basic` is prose ("Basic authentication").
+  {
+    pattern: String.raw`\bbasic\s+[a-z\d+/]{6,}={0,2}`,
+    trigger: 'basic',
+    hide: (match) => (/[\d+/=]|\s\S+[A-Z]/.test(match) ? `Basic ${redactedMark}` : match),
+  },
+  {
+    pattern: String.raw`\b(?:${secretHeaders})["']?\s*:\s*["']?(?:(?:bearer|basic|token|digest)\s+)?${value}`,
+    trigger: 'authorization|api-key|auth-token|cookie',
+    hide: hideValue,
+  },
+  { pattern: String.raw`(?<![\w-])(?:${secretParameters})=${value}`, trigger: '=', hide: hideValue },
+  // AWS access key ids (AKIA… long-term, ASIA… temporary, and the other IAM unique-id prefixes).
+  {
+    pattern: String.raw`\b(?:${awsKeyPrefixes})[A-Z\d]{16}\b`,
+    trigger: awsKeyPrefixes,
+    hide: hideAll,
+  },
+  // JSON web tokens (Kubernetes service-account tokens, OIDC).
+  { pattern: String.raw`\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*`, trigger: 'eyJ', hide: hideAll },
+  {
+    pattern: String.raw`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`,
+    trigger: 'PRIVATE KEY',
+    hide: hideAll,
+  },
+  // What S3 echoes in a SignatureDoesNotMatch error body.
+  {
+    pattern: String.raw`<(?:SignatureProvided|Signature|StringToSign|StringToSignBytes|CanonicalRequest|AWSAccessKeyId)>[^<]*`,
+    trigger: '<',
+    hide: (match) => `${match.slice(0, match.indexOf('>') + 1)}${redactedMark}`,
+  },
+];
+
+/** Values shorter than this are not registered: hiding every `json` or `1` would make logs unreadable. */
+export const minSecretLength = 6;
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** How deep `redact` goes into a value. */
+const maxDepth = 64;
+
+/** Every shape and registered value as one pattern (group `s<i>` = shape i), their triggers, their hides. */
+interface Compiled {
+  readonly pattern: RegExp;
+  readonly trigger: RegExp;
+  readonly hides: ReadonlyArray<(match: string) => string>;
+}
+
+/**
+ * Registered secret values and the known shapes, as one pattern. The pattern is rebuilt when a secret is
+ * registered (rare: at start-up, when a token file is re-read) and shared by every redaction until then.
+ */
+export class SecretRegistry {
+  private readonly values = new Set<string>();
+  private compiled: Compiled | undefined;
+
+  /**
+   * Hides `secret` in everything redacted from now on: as it is, JSON-escaped and URL-encoded, and the
+   * credentials alone of a `<scheme> <credentials>` header value (`Bearer abc` hides `abc` too). Values
+   * shorter than `minSecretLength` are ignored.
+   */
+  register(secret: string): void {
+    const credentials = /^[A-Za-z]+\s+(\S+)$/.exec(secret.trim())?.[1];
+    for (const text of [secret, secret.trim(), ...(credentials === undefined ? [] : [credentials])]) {
+      if (text.length < minSecretLength) continue;
+      for (const form of [text, JSON.stringify(text).slice(1, -1), encodeURIComponent(text)]) {
+        if (!this.values.has(form)) {
+          this.values.add(form);
+          this.compiled = undefined;
+        }
+      }
+    }
+  }
+
+  /** `text` with every registered secret, URL credential and known secret shape hidden. */
+  redactText(text: string): string {
+    const { pattern, hides } = this.compile();
+    return text.replace(pattern, (match: string, ...rest: unknown[]) => {
+      const groups = rest.at(-1) as Record<string, string | undefined>;
+      const index = hides.findIndex((_, i) => groups[`s${i}`] !== undefined);
+      return hides[index]!(match);
+    });
+  }
+
+  /** False when `text` holds nothing redactText would hide; true when it may (a quick scan for the triggers). */
+  mayHoldSecret(text: string): boolean {
+    return this.compile().trigger.test(text);
+  }
+
+  /**
+   * `value` with every string in it (object keys too) through `redactText`: strings, arrays, plain objects and
+   * Errors (a copy with the same prototype; message, stack and cause redacted). Other values are returned as
+   * they are; beyond `maxDepth` levels a value is replaced by a note.
+   */
+  redact<T>(value: T): T {
+    return this.redactDeep(value, 0) as T;
+  }
+
+  private redactDeep(value: unknown, depth: number): unknown {
+    if (typeof value === 'string') return this.redactText(value);
+    if (typeof value !== 'object' || value === null) return value;
+    if (depth >= maxDepth) return `[more than ${maxDepth} levels deep: not shown]`;
+    if (Array.isArray(value)) return value.map((item) => this.redactDeep(item, depth + 1));
+    const prototype = Object.getPrototypeOf(value) as object | null;
+    const isError = value instanceof Error;
+    if (!isError && prototype !== Object.prototype && prototype !== null) return value;
+    const copy = Object.create(prototype) as Record<string, unknown>;
+    const keys = isError ? ['message', 'stack', 'cause', ...Object.keys(value)] : Object.keys(value);
+    for (const key of new Set(keys)) {
+      const field = (value as Record<string, unknown>)[key];
+      if (field !== undefined) copy[this.redactText(key)] = this.redactDeep(field, depth + 1);
+    }
+    return copy;
+  }
+
+  private compile(): Compiled {
+    if (this.compiled !== undefined) return this.compiled;
+    // Longest first: a secret that contains another is hidden whole.
+    const values = [...this.values].sort((a, b) => b.length - a.length).map(escapeRegExp);
+    const registered = values.join('|');
+    const all =
+      values.length > 0 ? [{ pattern: registered, trigger: registered, hide: hideAll }, ...shapes] : shapes;
+    this.compiled = {
+      pattern: new RegExp(all.map((shape, i) => `(?<s${i}>${shape.pattern})`).join('|'), 'gi'),
+      trigger: new RegExp(all.map((shape) => shape.trigger).join('|'), 'i'),
+      hides: all.map((shape) => shape.hide),
+    };
+    return this.compiled;
+  }
+}
+
+/**
+ * The process's secrets. One registry, not one per logger or per edge: a secret read anywhere (a header from
+ * the environment, a token file, a cloud key) must be hidden everywhere, including in loggers and status
+ * documents built later, so no call site can forget to pass it on.
+ */
+export const secrets = new SecretRegistry();
+
+/** Hides `secret` (a header value, a token, a key) in every log line, status and error from now on. */
+export const registerSecret = (secret: string): void => secrets.register(secret);
+
+/**
+ * `value` (a text, or a JSON-like value: arrays, plain objects, Errors) with registered secrets, URL user info,
+ * queries and fragments, and known secret shapes (`Bearer …`, `X-Amz-Signature=…`, `sig=…`, `AccountKey=…`,
+ * AWS access key ids, JWTs, private keys) hidden. Use it on anything shown: messages, status documents, labels.
+ */
+export const redact = <T>(value: T): T => secrets.redact(value);
+
+/**
+ * One JSON log line (pino's output) with every string in it redacted, still one valid JSON line; a line with
+ * nothing to hide is returned as it is, without being parsed. A line that is not JSON is redacted as text.
+ */
+export const redactLogLine = (line: string): string => {
+  if (!secrets.mayHoldSecret(line)) return line;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    return secrets.redactText(line);
+  }
+  return `${JSON.stringify(secrets.redact(parsed))}${line.endsWith('\n') ? '\n' : ''}`;
+};

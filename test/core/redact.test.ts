@@ -1,0 +1,227 @@
+/** Tests of the redaction: URIs, texts with secrets of known shapes, registered secrets, values and log lines. */
+import { redact, redactLogLine, redactUri, registerSecret, SecretRegistry } from '../../src/core/redact';
+
+/** Texts holding a secret of each known shape, and what they show as. */
+const hiddenCases: ReadonlyArray<readonly [string, string, string]> = [
+  [
+    'the user info and query of an http URL',
+    'cannot fetch http://user:pw@host:8080/m.tgz?sig=abc: refused',
+    'cannot fetch http://host:8080/m.tgz refused',
+  ],
+  [
+    'every URL of the text, of any scheme',
+    'GET https://a/x?token=1 then s3://key:secret@b/y#frag failed',
+    'GET https://a/x then s3://b/y failed',
+  ],
+  ['a URL in quotes', 'bad URL "gs://t@c/z?x=1"', 'bad URL "gs://c/z"'],
+  ['a Bearer token', 'sent Authorization Bearer abc.def-123', 'sent Authorization Bearer [REDACTED]'],
+  ['Basic credentials', 'header Basic dXNlcjpwYXNzd29yZA== refused', 'header Basic [REDACTED] refused'],
+  ['an Authorization header', 'authorization: tok_abc123; next', 'authorization: [REDACTED]; next'],
+  ['an x-api-key header in JSON', '{"x-api-key":"k3y-v4lue"}', '{"x-api-key":"[REDACTED]"}'],
+  [
+    'SigV4 query parameters outside a URL',
+    '/m.bin?X-Amz-Credential=AKIAX%2F2025&X-Amz-Signature=f00d&X-Amz-Date=1',
+    '/m.bin?X-Amz-Credential=[REDACTED]&X-Amz-Signature=[REDACTED]&X-Amz-Date=1',
+  ],
+  [
+    'an Azure SAS signature',
+    'request /c/b?sv=2022&sig=ab%2Bc%3D done',
+    'request /c/b?sv=2022&sig=[REDACTED] done',
+  ],
+  [
+    'an account key in a connection string',
+    'DefaultEndpointsProtocol=https;AccountName=a;AccountKey=Zm9v+YmFy==;EndpointSuffix=x',
+    'DefaultEndpointsProtocol=https;AccountName=a;AccountKey=[REDACTED];EndpointSuffix=x',
+  ],
+  ['a password parameter', 'login password=hunter22&user=x', 'login password=[REDACTED]&user=x'],
+  ['an AWS access key id', 'key ASIAIOSFODNN7EXAMPLE used', 'key [REDACTED] used'],
+  [
+    'a JSON web token',
+    'token eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzYSJ9.c2lnbmF0dXJl expired',
+    'token [REDACTED] expired',
+  ],
+  [
+    'a private key',
+    'key -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- loaded',
+    'key [REDACTED] loaded',
+  ],
+  [
+    "what S3's SignatureDoesNotMatch repeats",
+    '<SignatureProvided>abc123</SignatureProvided><AWSAccessKeyId>AKIDX</AWSAccessKeyId>',
+    '<SignatureProvided>[REDACTED]</SignatureProvided><AWSAccessKeyId>[REDACTED]</AWSAccessKeyId>',
+  ],
+];
+
+describe('redactUri', () => {
+  it.each([
+    [
+      'https://acct.blob.core.windows.net/c/m.bin?sv=1&sig=secret',
+      'https://acct.blob.core.windows.net/c/m.bin',
+    ],
+    ['https://user:pass@example.com/m.bin#frag', 'https://example.com/m.bin'],
+    ['s3://AKIA:secret@bucket/key?x-amz-security-token=t', 's3://bucket/key'],
+    ['file:///models/m1#token=x', 'file:///models/m1'],
+    ['http://[::1]:8080/m.bin?x=1', 'http://[::1]:8080/m.bin'],
+    ['s3://models/model1', 's3://models/model1'],
+    ['/data/m1', '/data/m1'],
+    ['/data/m1?token=x', '/data/m1'],
+  ])('shows %s as %s', (uri, shown) => {
+    expect(redactUri(uri)).toBe(shown);
+  });
+
+  it.each([
+    ['a password with a raw /', 'http://user:pa/ss@host/m.bin', 'http://host/m.bin'],
+    ['a password with a raw ?', 'http://user:p?ss@host/m.bin', 'http://host/m.bin'],
+    ['a password with a raw #', 'https://user:p#ss@host/m.bin', 'https://host/m.bin'],
+    ['user info without a scheme', 'bob:pw@storage.example/m.bin', 'storage.example/m.bin'],
+  ])('drops %s', (_, uri, shown) => {
+    expect(redactUri(uri)).toBe(shown);
+  });
+
+  it.each([
+    ['an @ in the path', 'https://host/models/foo@v2/m.bin'],
+    ['an @ after a port', 'http://host:8080/a@b'],
+  ])('keeps a URL with %s as it is', (_, uri) => {
+    expect(redactUri(uri)).toBe(uri);
+  });
+});
+
+describe('redact (text)', () => {
+  it.each([
+    'model loaded',
+    'local path /models/m1 does not exist',
+    'Basic authentication failed',
+    'Token Authorization failed. Token either incorrect, expired, or not provided correctly',
+    'GET https://host/m.bin returned HTTP 404: Not Found',
+    'https://host/models/foo@v2/m.bin',
+    'expected a Kubernetes quantity such as "100Mi", got "lots"',
+  ])('leaves %j as it is', (text) => {
+    expect(redact(text)).toBe(text);
+  });
+
+  it.each(hiddenCases)('hides %s', (_, text, expected) => {
+    expect(redact(text)).toBe(expected);
+  });
+
+  it('changes nothing more when applied twice', () => {
+    const text = 'GET https://u:p@h/x?sig=1 Bearer abc sig=def AccountKey=ghi <Signature>x</Signature>';
+    expect(redact(redact(text))).toBe(redact(text));
+  });
+});
+
+describe('SecretRegistry', () => {
+  it('hides a registered value wherever it appears, as it is, URL-encoded and JSON-escaped', () => {
+    const registry = new SecretRegistry();
+    registry.register('k3y/with "quotes"+plus');
+    expect(registry.redactText('echo k3y/with "quotes"+plus!')).toBe('echo [REDACTED]!');
+    expect(registry.redactText('q=k3y%2Fwith%20%22quotes%22%2Bplus')).toBe('q=[REDACTED]');
+    expect(registry.redactText(JSON.stringify({ echoed: 'k3y/with "quotes"+plus' }))).toBe(
+      '{"echoed":"[REDACTED]"}',
+    );
+  });
+
+  it('hides the credentials of a `<scheme> <credentials>` value on their own too', () => {
+    const registry = new SecretRegistry();
+    registry.register('Token opaque-credential-1');
+    expect(registry.redactText('server said: bad key opaque-credential-1')).toBe(
+      'server said: bad key [REDACTED]',
+    );
+  });
+
+  it('hides the longer of two registered values that overlap whole', () => {
+    const registry = new SecretRegistry();
+    registry.register('secret-one');
+    registry.register('secret-one-and-more');
+    expect(registry.redactText('x secret-one-and-more y secret-one')).toBe('x [REDACTED] y [REDACTED]');
+  });
+
+  it('ignores values too short to be a secret, so common words are not hidden', () => {
+    const registry = new SecretRegistry();
+    registry.register('json');
+    registry.register('1');
+    expect(registry.redactText('json 1')).toBe('json 1');
+  });
+
+  it('hides regular-expression characters literally', () => {
+    const registry = new SecretRegistry();
+    registry.register('a.b*c(d)[e]');
+    expect(registry.redactText('axb*c(d)[e] a.b*c(d)[e]')).toBe('axb*c(d)[e] [REDACTED]');
+  });
+
+  it('is what `redact` and `registerSecret` use for the whole process', () => {
+    registerSecret('process-wide-token');
+    expect(redact({ note: 'saw process-wide-token' })).toEqual({ note: 'saw [REDACTED]' });
+  });
+});
+
+describe('redact (values)', () => {
+  it('redacts every string of an object, keys included, without changing the original', () => {
+    const value = { reason: 'GET https://h/x?sig=1', nested: [{ 'Bearer abc': 2 }, null, 3, true] };
+    expect(redact(value)).toEqual({
+      reason: 'GET https://h/x',
+      nested: [{ 'Bearer [REDACTED]': 2 }, null, 3, true],
+    });
+    expect(value.reason).toBe('GET https://h/x?sig=1');
+  });
+
+  it('copies an Error with its prototype, message, stack and cause redacted', () => {
+    const cause = new Error('fetch https://u:pw@h/x failed');
+    const error = Object.assign(new TypeError('GET https://h/x?sig=1', { cause }), { code: 'E1' });
+    const shown = redact(error);
+    expect(shown).toBeInstanceOf(TypeError);
+    expect(shown.message).toBe('GET https://h/x');
+    expect(shown.stack).not.toContain('sig=1');
+    expect((shown.cause as Error).message).toBe('fetch https://h/x failed');
+    expect((shown as unknown as { code: string }).code).toBe('E1');
+    expect(error.message).toBe('GET https://h/x?sig=1');
+  });
+
+  it('returns other class instances as they are', () => {
+    const date = new Date(0);
+    expect(redact({ date }).date).toBe(date);
+  });
+
+  it('replaces what lies deeper than 64 levels by a note instead of overflowing the stack', () => {
+    let deep: unknown = 'https://h/x?sig=1';
+    for (let i = 0; i < 10_000; i++) deep = [deep];
+    let shown: unknown = redact(deep);
+    let depth = 0;
+    while (Array.isArray(shown)) {
+      shown = (shown as unknown[])[0];
+      depth++;
+    }
+    expect([depth, shown]).toEqual([64, '[more than 64 levels deep: not shown]']);
+  });
+});
+
+describe('redactLogLine', () => {
+  it('returns a line with nothing to hide as the same string', () => {
+    const line = '{"level":30,"model":"m1","storageUri":"https://h/m.bin","msg":"model loaded"}\n';
+    expect(redactLogLine(line)).toBe(line);
+  });
+
+  it('hides secrets in any field, nested or escaped, and keeps one valid JSON line', () => {
+    const fields = {
+      level: 50,
+      err: { message: 'GET https://u:pw@h/x?sig=1 "quoted"', stack: 'Error\n  at Bearer abc' },
+      msg: 'say "Bearer xyz"\\',
+    };
+    const shown = redactLogLine(`${JSON.stringify(fields)}\n`);
+    expect(shown.endsWith('\n')).toBe(true);
+    expect(JSON.parse(shown)).toEqual({
+      level: 50,
+      err: { message: 'GET https://h/x "quoted"', stack: 'Error\n  at Bearer [REDACTED]' },
+      msg: 'say "Bearer [REDACTED]"\\',
+    });
+  });
+
+  it.each(hiddenCases)('finds and hides %s in a log line', (_, text, expected) => {
+    expect(redactLogLine(`${JSON.stringify({ level: 30, msg: text })}\n`)).toBe(
+      `${JSON.stringify({ level: 30, msg: expected })}\n`,
+    );
+  });
+
+  it('redacts a line that is not JSON as text', () => {
+    expect(redactLogLine('crash at https://u:pw@h/x\n')).toBe('crash at https://h/x\n');
+  });
+});
