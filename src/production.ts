@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { AppConfig } from './core/app-config';
 import { parseHostHeaders } from './core/storage-uri';
 import { configDirSource } from './edge/config-dir';
+import { downloadLimitsOf } from './edge/download-limits';
 import { loadJournal } from './edge/load-journal';
 import { modelDirStore } from './edge/model-dir';
 import { torchServeModelServer } from './edge/model-server-torchserve';
@@ -55,11 +56,12 @@ export const capabilities = (
     journal: loadJournal({ root: config.modelDir }),
     server: modelServerFor(config),
     download: routeStorage([
-      localFileStorage(),
+      localFileStorage({ roots: config.localStorageRoots, limits: downloadLimitsOf(config) }),
       httpStorage({
         headersByHost: headers.right,
         connectTimeoutMs: config.requestTimeoutMs,
         idleTimeoutMs: config.requestTimeoutMs,
+        limits: downloadLimitsOf(config),
       }),
     ]),
   });

@@ -1,5 +1,6 @@
 /** A loader on real edges (model dir, local and HTTP storage, the V2 stand-in), with its calls and events recorded. */
 import { mkdir, readdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import pino, { type Logger } from 'pino';
@@ -143,7 +144,14 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
   });
   const sink = new LogSink();
   const log = pino({ level: 'debug' }, sink);
-  const config = { ...defaultAppConfig, modelDir, serverUrl: standIn.url, requestTimeoutMs: 10_000 };
+  const config = {
+    ...defaultAppConfig,
+    modelDir,
+    serverUrl: standIn.url,
+    requestTimeoutMs: 10_000,
+    // Tests keep their local model sources in temp dirs.
+    localStorageRoots: [tmpdir()],
+  };
   const edges = capabilities(config, log, {});
   if (E.isLeft(edges)) throw new Error(edges.left);
   const { store, journal, server: realServer, download } = edges.right;
