@@ -57,7 +57,7 @@ export class TransferGuard {
   }
 
   /** `source`, counted: fails with `too-large` on the chunk that passes the cap, before handing it on. */
-  async *count(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  async *count(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): AsyncGenerator<Uint8Array> {
     const stopTicking = this.watchRate();
     try {
       for await (const chunk of source) {

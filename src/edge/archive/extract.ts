@@ -5,6 +5,7 @@ import { realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { retryableError, type EffectError } from '../../core/errors';
 import { fsError, step, writeNewFile } from '../durable-fs';
+import { defaultDownloadLimits } from '../download-limits';
 import { ArchiveBudget, type ArchiveLimits } from './budget';
 import { checkLinksInside, EntryGuard } from './guard';
 import type { Job } from './unpack';
@@ -28,8 +29,8 @@ export interface ExtractOptions {
   readonly what: string;
   /** Aborting stops the extraction promptly; it then rejects with an `aborted` EffectError. */
   readonly signal: AbortSignal;
-  /** The caps on entries, expanded bytes and expansion ratio (`--max-archive-entries` and the like). */
-  readonly limits: ArchiveLimits;
+  /** The caps on entries, expanded bytes and expansion ratio (default: the flags' defaults). */
+  readonly limits?: ArchiveLimits;
 }
 
 /**
@@ -101,7 +102,7 @@ const extraction = async (
       what,
       root,
       guard: new EntryGuard(what),
-      budget: new ArchiveBudget(what, limits),
+      budget: new ArchiveBudget(what, limits ?? defaultDownloadLimits),
       signal: AbortSignal.any([signal, stop.signal]),
       refuse,
     };

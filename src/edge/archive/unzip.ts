@@ -6,12 +6,24 @@ import { pipeline } from 'node:stream/promises';
 import * as yauzl from 'yauzl';
 import { errorCode } from '../../core/errors';
 import { fsError, step } from '../durable-fs';
-import { refusal } from './guard';
+import { refusal, type EntryKind } from './guard';
 import { archiveFailure, truncatedArchive, type Job } from './unpack';
 
 const maxZipLinkBytes = 4096;
 const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
+const S_IFREG = 0o100000;
+const S_IFDIR = 0o040000;
+// Hosts whose zips carry a Unix st_mode in the high half of the external attributes: Unix and macOS.
+const unixHosts = new Set([3, 19]);
+
+/** What a zip entry is, from its Unix mode when it has one: FIFOs, devices and sockets are `other`. */
+const zipKind = (entry: yauzl.Entry, name: string): EntryKind => {
+  const type = unixHosts.has(entry.versionMadeBy >> 8) ? (entry.externalFileAttributes >>> 16) & S_IFMT : 0;
+  if (type === S_IFLNK) return 'symlink';
+  if (type !== 0 && type !== S_IFREG && type !== S_IFDIR) return 'other';
+  return name.endsWith('/') ? 'dir' : 'file';
+};
 // The end of central directory record: its signature, its size without the comment, the longest comment.
 const endSignature = Buffer.from([0x50, 0x4b, 0x05, 0x06]);
 const endRecordBytes = 22;
@@ -97,8 +109,7 @@ const unzipEntries = async (
         false,
       );
       const problem = yauzl.validateFileName(name);
-      const mode = entry.externalFileAttributes >>> 16;
-      const kind = (mode & S_IFMT) === S_IFLNK ? 'symlink' : name.endsWith('/') ? 'dir' : 'file';
+      const kind = zipKind(entry, name);
       // Our own check first: its message is the clearer; yauzl's catches whatever ours might miss.
       const at = kind === 'symlink' ? '' : guard.check(name, kind);
       if (problem !== null) throw refusal(what, name, problem);

@@ -11,11 +11,11 @@ export const chunked = (bytes: Buffer, size = 1000): AsyncIterable<Uint8Array> =
     ),
   );
 
-/** One tar entry: type '0' file, '1' hard link, '2' symlink, '3' character device, '5' directory, '6' FIFO. */
+/** One tar entry: type '0' file, '1' hard link, '2' symlink, '3' character device, '4' block device, '5' directory, '6' FIFO. */
 export interface TarEntry {
   readonly name: string;
   readonly content?: string;
-  readonly type?: '0' | '1' | '2' | '3' | '5' | '6';
+  readonly type?: '0' | '1' | '2' | '3' | '4' | '5' | '6';
   readonly linkname?: string;
   readonly mode?: number;
 }

@@ -195,6 +195,9 @@ describe('extractStream and extractFile', () => {
         '"l/x": it would be written through the symlink l',
       ],
       ['long', [zipLink('long', 'x'.repeat(5000))], '"long": its link target is too long'],
+      ['fifo', [{ name: 'fifo', mode: 0o010644 }], '"fifo": it is not a file, directory or link'],
+      ['dev', [{ name: 'dev', mode: 0o020644 }], '"dev": it is not a file, directory or link'],
+      ['sock', [{ name: 'sock', mode: 0o140644 }], '"sock": it is not a file, directory or link'],
     ])('refuses the entry %s, writing nothing outside', async (_name, entries, why) => {
       const error = await effectError(extractStream(chunked(zipArchive(entries)), 'zip', target, options));
       expect(error).toMatchObject({ kind: 'refused', retryable: false });
