@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import pino, { type Logger } from 'pino';
 import { defer, mergeWith, Subject, type Subscription } from 'rxjs';
-import { defaultAppConfig } from '../../src/core/app-config';
+import { defaultAppConfig, type AppConfig } from '../../src/core/app-config';
 import { specEquals, type Snapshot } from '../../src/core/snapshot';
 import type { ModelSpec } from '../../src/core/model-config';
 import type { ModelName } from '../../src/core/model-name';
@@ -59,6 +59,8 @@ export interface LoaderHarnessOptions {
   readonly onCall?: (call: EdgeCall) => void | Promise<void>;
   /** Wraps the (recorded) ModelServer the loader gets, e.g. to count concurrency. */
   readonly wrapServer?: (server: ModelServer) => ModelServer;
+  /** Settings for the production edges (timeouts, download limits), over the harness's own. */
+  readonly config?: Partial<AppConfig>;
 }
 
 export interface LoaderHarness {
@@ -151,6 +153,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
     requestTimeoutMs: 10_000,
     // Tests keep their local model sources in temp dirs.
     localStorageRoots: [tmpdir()],
+    ...options.config,
   };
   const edges = capabilities(config, log, {});
   if (E.isLeft(edges)) throw new Error(edges.left);

@@ -11,14 +11,27 @@ export const chunked = (bytes: Buffer, size = 1000): AsyncIterable<Uint8Array> =
     ),
   );
 
-/** One tar entry: type '0' file, '1' hard link, '2' symlink, '3' character device, '4' block device, '5' directory, '6' FIFO. */
+/**
+ * One tar entry: type '0' file, '1' hard link, '2' symlink, '3' character device, '4' block device, '5' directory,
+ * '6' FIFO, 'x' pax extended header.
+ */
 export interface TarEntry {
   readonly name: string;
   readonly content?: string;
-  readonly type?: '0' | '1' | '2' | '3' | '4' | '5' | '6';
+  readonly type?: '0' | '1' | '2' | '3' | '4' | '5' | '6' | 'x';
   readonly linkname?: string;
   readonly mode?: number;
+  /** pax extended header records written just before the entry (`path` overrides the name: any length). */
+  readonly pax?: Readonly<Record<string, string>>;
 }
+
+/** One pax record, `<length> <key>=<value>\n`, whose length counts its own digits. */
+const paxRecord = (key: string, value: string): string => {
+  const body = ` ${key}=${value}\n`;
+  let length = Buffer.byteLength(body);
+  while (`${length}${body}`.length !== length) length = Buffer.byteLength(`${length}${body}`);
+  return `${length}${body}`;
+};
 
 /** The 512-byte ustar header of `entry` announcing `size` bytes of content. */
 export const tarHeader = (entry: TarEntry, size: number): Buffer => {
@@ -44,13 +57,18 @@ export const tarHeader = (entry: TarEntry, size: number): Buffer => {
 /** A whole ustar archive of `entries`, in order, duplicates and all. */
 export const tarball = (entries: ReadonlyArray<TarEntry>): Buffer => {
   const blocks: Buffer[] = [];
+  const padded = (content: Buffer): Buffer[] => [content, Buffer.alloc((512 - (content.length % 512)) % 512)];
   for (const entry of entries) {
+    if (entry.pax !== undefined) {
+      const records = Buffer.from(
+        Object.entries(entry.pax)
+          .map(([k, v]) => paxRecord(k, v))
+          .join(''),
+      );
+      blocks.push(tarHeader({ name: 'PaxHeader', type: 'x' }, records.length), ...padded(records));
+    }
     const content = Buffer.from(entry.content ?? '');
-    blocks.push(
-      tarHeader(entry, content.length),
-      content,
-      Buffer.alloc((512 - (content.length % 512)) % 512),
-    );
+    blocks.push(tarHeader(entry, content.length), ...padded(content));
   }
   blocks.push(Buffer.alloc(1024));
   return Buffer.concat(blocks);
