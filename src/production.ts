@@ -50,18 +50,19 @@ export const capabilities = (
 ): E.Either<string, AgentCapabilities> => {
   const headers = parseHostHeaders(env);
   if (E.isLeft(headers)) return E.left(`invalid download headers: ${headers.left}`);
+  const limits = downloadLimitsOf(config);
   return E.right({
     configSource: configSourceFor(config, log),
     store: modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) }),
     journal: loadJournal({ root: config.modelDir }),
     server: modelServerFor(config),
     download: routeStorage([
-      localFileStorage({ roots: config.localStorageRoots, limits: downloadLimitsOf(config) }),
+      localFileStorage({ roots: config.localStorageRoots, limits }),
       httpStorage({
         headersByHost: headers.right,
         connectTimeoutMs: config.requestTimeoutMs,
         idleTimeoutMs: config.requestTimeoutMs,
-        limits: downloadLimitsOf(config),
+        limits,
       }),
     ]),
   });

@@ -2,9 +2,11 @@
 import { createWriteStream } from 'node:fs';
 import { mkdir, open, symlink } from 'node:fs/promises';
 import path from 'node:path';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { crc32 } from 'node:zlib';
 import * as yauzl from 'yauzl';
-import { errorCode } from '../../core/errors';
+import { errorCode, permanentError } from '../../core/errors';
 import { fsError, step } from '../durable-fs';
 import { refusal, type EntryKind } from './guard';
 import { archiveFailure, truncatedArchive, type Job } from './unpack';
@@ -39,6 +41,26 @@ const readSmall = async (stream: AsyncIterable<unknown>, limit: number): Promise
     if (length > limit) return undefined;
   }
   return Buffer.concat(chunks);
+};
+
+/** Passes an entry's bytes through, failing at their end unless they match the CRC-32 its directory records: yauzl checks sizes, not CRCs. */
+const crcChecked = (expected: number, what: string, name: string): Transform => {
+  let crc = 0;
+  return new Transform({
+    transform: (chunk: Buffer, _encoding, done) => {
+      crc = crc32(chunk, crc);
+      done(null, chunk);
+    },
+    flush: (done) =>
+      done(
+        crc === expected
+          ? null
+          : permanentError(
+              'invalid-archive',
+              `${what}: invalid archive: entry ${JSON.stringify(name)} fails its CRC-32 check`,
+            ),
+      ),
+  });
 };
 
 /**
@@ -127,7 +149,9 @@ const unzipEntries = async (
         await mkdir(path.dirname(to), { recursive: true, mode: 0o755 });
         const content = await zip.openReadStreamPromise(entry);
         // wx: a duplicate entry fails instead of silently replacing the first.
-        await pipeline(content, createWriteStream(to, { flags: 'wx' }), { signal });
+        await pipeline(content, crcChecked(entry.crc32, what, name), createWriteStream(to, { flags: 'wx' }), {
+          signal,
+        });
       }
     }
   } finally {

@@ -83,6 +83,8 @@ export interface ZipEntry {
   readonly content?: string | Buffer;
   readonly mode?: number;
   readonly deflate?: boolean;
+  /** A CRC-32 to record instead of the content's (a corrupt entry). */
+  readonly crc?: number;
 }
 
 /** A symlink entry for zipArchive: its content is the link target. */
@@ -153,7 +155,7 @@ export const zipArchive = (entries: ReadonlyArray<ZipEntry>): Buffer =>
         mode: entry.mode ?? (entry.name.endsWith('/') ? 0o40755 : 0o100644),
         method: entry.deflate === true ? 8 : 0,
         data: entry.deflate === true ? deflateRawSync(content) : content,
-        crc: crc32(content),
+        crc: entry.crc ?? crc32(content),
         size: content.length,
       };
     }),

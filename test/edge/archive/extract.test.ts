@@ -223,6 +223,16 @@ describe('extractStream and extractFile', () => {
       expect(await readFile(path.join(target, 'model.pt'), 'utf8')).toBe('first');
     });
 
+    it.each([false, true])(
+      'fails as an invalid archive when an entry does not match its CRC-32 (deflated: %s)',
+      async (deflate) => {
+        const zip = zipArchive([{ name: 'model.pt', content: 'weights', deflate, crc: 12345 }]);
+        const error = await effectError(extractStream(chunked(zip), 'zip', target, options));
+        expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
+        expect(error.message).toBe(`${what}: invalid archive: entry "model.pt" fails its CRC-32 check`);
+      },
+    );
+
     it('fails as an invalid archive when it is no zip at all, leaving no temporary file', async () => {
       const bytes = Buffer.from('this is not a zip file at all, not even close to one');
       const error = await effectError(extractStream(chunked(bytes), 'zip', target, options));
