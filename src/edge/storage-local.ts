@@ -60,7 +60,13 @@ const copyFile = async (tree: Tree, from: string, to: string): Promise<void> => 
     await handle.close();
     throw error;
   }
-  await writeNewFile(tree.guard.count(handle.createReadStream()), to, tree.signal, tree.what);
+  const content = handle.createReadStream();
+  try {
+    await writeNewFile(tree.guard.count(content), to, tree.signal, tree.what);
+  } finally {
+    // Closes the file also when the copy failed before reading it (the target could not be created).
+    content.destroy();
+  }
 };
 
 const copyLink = async (tree: Tree, from: string, to: string): Promise<void> => {
