@@ -4,37 +4,16 @@ import path from 'node:path';
 import { defaultDownloadLimits, type DownloadLimits } from '../../src/edge/download-limits';
 import { fetchBadPorts } from '../../src/edge/http-call';
 import { httpStorage } from '../../src/edge/storage-http';
-import { writeRepeated, type HttpHandler } from '../../src/testing/http-server';
+import { writeRepeated } from '../../src/testing/http-server';
 import { effectError } from '../helpers/effect-error';
 import { listTree } from '../helpers/file-tree';
 import { useHttpServers } from '../helpers/http-servers';
-import { rawReply } from '../helpers/raw-http';
+import { rawReply, trickle } from '../helpers/raw-http';
 import { useTempDir } from '../helpers/temp-dir';
 import { tarball, tgz, zipArchive } from './archive/builders';
 
 const never = new AbortController().signal;
 const MiB = 2 ** 20;
-
-/** Sends `chunk` every `everyMs` ms, `times` times, announcing the whole length; stops when the client goes. */
-const trickle =
-  (chunk: Buffer, everyMs: number, times: number): HttpHandler =>
-  (_req, res) => {
-    res.writeHead(200, {
-      'content-length': chunk.length * times,
-      'content-type': 'application/octet-stream',
-    });
-    let sent = 0;
-    const timer = setInterval(() => {
-      if (res.destroyed || sent === times) {
-        clearInterval(timer);
-        res.end();
-        return;
-      }
-      sent += 1;
-      res.write(chunk);
-    }, everyMs);
-    res.on('close', () => clearInterval(timer));
-  };
 
 describe('httpStorage limits', () => {
   const serve = useHttpServers();

@@ -1,4 +1,4 @@
-/** rawReply: an HTTP handler that writes exact bytes to the socket, for responses node:http will not make. */
+/** Storage that misbehaves on purpose: exact bytes node:http will not write (rawReply), bodies that trickle (trickle). */
 import type { HttpHandler } from '../../src/testing/http-server';
 
 /**
@@ -15,4 +15,28 @@ export const rawReply =
       Buffer.concat([Buffer.from(`${head.trim().split('\n').join('\r\n')}\r\n\r\n`), Buffer.from(body)]),
     );
     if (close) socket.end();
+  };
+
+/**
+ * Answers 200 announcing `times` chunks of `chunk` and sends one every `everyMs` ms (a trickle), ending when all
+ * are sent; stops when the client goes away.
+ */
+export const trickle =
+  (chunk: Buffer, everyMs: number, times: number): HttpHandler =>
+  (_req, res) => {
+    res.writeHead(200, {
+      'content-length': chunk.length * times,
+      'content-type': 'application/octet-stream',
+    });
+    let sent = 0;
+    const timer = setInterval(() => {
+      if (sent === times) {
+        clearInterval(timer);
+        res.end();
+        return;
+      }
+      sent += 1;
+      res.write(chunk);
+    }, everyMs);
+    res.on('close', () => clearInterval(timer));
   };

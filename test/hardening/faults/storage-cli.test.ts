@@ -11,6 +11,7 @@ import { waitFor } from '../../../src/testing/wait';
 import { cliArgs, killAllCli, startCli } from '../../helpers/cli-process';
 import { listTree, writeFiles } from '../../helpers/file-tree';
 import { useHttpServers } from '../../helpers/http-servers';
+import { trickle } from '../../helpers/raw-http';
 import type { LogLine } from '../../helpers/log-sink';
 import { useTempDir } from '../../helpers/temp-dir';
 
@@ -31,14 +32,9 @@ describe('storage limits on the real process', () => {
     await writeFiles(pvc, { 'good/model.bin': 'weights' });
     standIn = await startV2ModelServer({ modelDir });
     const { url } = await serve((req, res) => {
-      if (req.url === '/endless.bin') {
-        res.writeHead(200, { 'content-type': 'application/octet-stream' });
-        writeRepeated(res, Buffer.alloc(64 * 1024), 2 ** 40);
-      } else {
-        res.writeHead(200, { 'content-length': 1_000_000 });
-        const timer = setInterval(() => res.write('x'), 20);
-        res.on('close', () => clearInterval(timer));
-      }
+      if (req.url !== '/endless.bin') return trickle(Buffer.from('x'), 20, 1_000_000)(req, res);
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      writeRepeated(res, Buffer.alloc(64 * 1024), 2 ** 40);
     });
     const models = {
       environ: '/proc/self/environ',
@@ -71,15 +67,15 @@ describe('storage limits on the real process', () => {
       log['msg'] === 'model failed' && log['model'] === model;
     const environ = await agent.waitForLog(failed('environ'), 20_000);
     const endless = await agent.waitForLog(failed('endless'), 20_000);
-    const trickle = await agent.waitForLog(failed('trickle'), 20_000);
+    const trickled = await agent.waitForLog(failed('trickle'), 20_000);
     await waitFor(() => standIn!.loaded.has('good'), 20_000, 'the good model to load');
 
     expect(environ).toMatchObject({ errorKind: 'refused', attempt: 1 });
     expect(environ['reason']).toContain('it lies under /proc');
     expect(endless).toMatchObject({ errorKind: 'too-large', attempt: 1 });
     expect(endless['reason']).toContain('(--max-model-bytes)');
-    expect(trickle).toMatchObject({ errorKind: 'timeout', attempt: 2 });
-    expect(trickle['reason']).toContain('too slow');
+    expect(trickled).toMatchObject({ errorKind: 'timeout', attempt: 2 });
+    expect(trickled['reason']).toContain('too slow');
     expect([...standIn.loaded]).toEqual(['good']);
     expect((await listTree(modelDir)).filter((entry) => !entry.startsWith('good/SUCCESS.'))).toEqual([
       'good/',

@@ -10,7 +10,7 @@ import type { HttpHandler } from '../../../src/testing/http-server';
 import { name, spec } from '../../helpers/fixtures';
 import { useHttpServers } from '../../helpers/http-servers';
 import type { LoaderHarness } from '../../helpers/loader-harness';
-import { rawReply } from '../../helpers/raw-http';
+import { rawReply, trickle } from '../../helpers/raw-http';
 import { startStorageServer, type StorageServer } from '../../helpers/storage-server';
 import { harnessesPerTest } from '../../loader/loader-checks';
 import { tarball } from '../../edge/archive/builders';
@@ -32,13 +32,6 @@ const faultyFirst = (times: number, fault: HttpHandler, healthy: HttpHandler) =>
   let seen = 0;
   const handler: HttpHandler = (req, res) => (seen++ < times ? fault(req, res) : healthy(req, res));
   return { handler, requests: () => seen };
-};
-
-/** Sends 64 bytes every 50 ms (1.3 KB/s) of a 1 MB body, until the client goes away. */
-const trickle: HttpHandler = (_req, res) => {
-  res.writeHead(200, { 'content-length': 1_000_000, 'content-type': 'application/octet-stream' });
-  const timer = setInterval(() => res.write(Buffer.alloc(64, 1)), 50);
-  res.on('close', () => clearInterval(timer));
 };
 
 const ok =
@@ -142,7 +135,7 @@ describe('storage faults', () => {
 
   it('drops a trickling download as too slow (timeout) and loads the model once storage is fast again', async () => {
     const h = await harness();
-    const server = faultyFirst(1, trickle, ok('weights'));
+    const server = faultyFirst(1, trickle(Buffer.alloc(64, 1), 50, 10_000), ok('weights'));
     const { url } = await serve(server.handler);
     await runToEnd(h, `${url}/m.bin`, 'Loaded');
     const retries = retrying(h);
