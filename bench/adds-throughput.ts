@@ -59,7 +59,14 @@ const driver = async (): Promise<void> => {
 
   // Retrying and Failed are counted from the status events below; only errors reach stderr.
   const log = pino({ level: 'error' }, pino.destination(2));
-  const config = { ...defaultAppConfig, modelDir, serverUrl, downloadConcurrency, loadConcurrency };
+  const config = {
+    ...defaultAppConfig,
+    modelDir,
+    serverUrl,
+    downloadConcurrency,
+    loadConcurrency,
+    localStorageRoots: [sourceDir],
+  };
   const edges = capabilities(config, log, {});
   if (edges._tag === 'Left') throw new Error(edges.left);
   // models.json listing every model, never changing: the agent completes once all of them are loaded.

@@ -48,6 +48,8 @@ export const runOnnxOnlyAgent = async (): Promise<OnnxOnlyRun> => {
       configDir: join(root, 'configs'),
       modelDir: join(root, 'models'),
       serverUrl: server.url,
+      // Local storageUris must lie under these dirs (--local-storage-roots; by default only /mnt/pvc).
+      localStorageRoots: [join(root, 'storage')],
     };
     const log = createLogger('warn');
     const edges = capabilities(config, log, {});

@@ -87,9 +87,17 @@ export {
   type ArchiveFormat,
   type ExtractOptions,
 } from './edge/archive/extract';
+export type { ArchiveLimits } from './edge/archive/budget';
 export { loadJournal } from './edge/load-journal';
 export { modelDirStore } from './edge/model-dir';
 export { torchServeModelServer } from './edge/model-server-torchserve';
 export { v2ModelServer } from './edge/model-server-v2';
-export { httpStorage } from './edge/storage-http';
-export { localFileStorage } from './edge/storage-local';
+export { httpStorage, type HttpStorageOptions } from './edge/storage-http';
+export { localFileStorage, type LocalStorageOptions } from './edge/storage-local';
+export {
+  defaultDownloadLimits,
+  downloadLimitsOf,
+  type DownloadLimits,
+  type MinRate,
+} from './edge/download-limits';
+export { TransferGuard, type TransferGuardOptions } from './edge/transfer-guard';

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { AppConfig } from './core/app-config';
 import { parseHostHeaders } from './core/storage-uri';
 import { configDirSource } from './edge/config-dir';
+import { downloadLimitsOf } from './edge/download-limits';
 import { loadJournal } from './edge/load-journal';
 import { modelDirStore } from './edge/model-dir';
 import { torchServeModelServer } from './edge/model-server-torchserve';
@@ -49,17 +50,19 @@ export const capabilities = (
 ): E.Either<string, AgentCapabilities> => {
   const headers = parseHostHeaders(env);
   if (E.isLeft(headers)) return E.left(`invalid download headers: ${headers.left}`);
+  const limits = downloadLimitsOf(config);
   return E.right({
     configSource: configSourceFor(config, log),
     store: modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) }),
     journal: loadJournal({ root: config.modelDir }),
     server: modelServerFor(config),
     download: routeStorage([
-      localFileStorage(),
+      localFileStorage({ roots: config.localStorageRoots, limits }),
       httpStorage({
         headersByHost: headers.right,
         connectTimeoutMs: config.requestTimeoutMs,
         idleTimeoutMs: config.requestTimeoutMs,
+        limits,
       }),
     ]),
   });

@@ -5,7 +5,7 @@
  */
 import { either as E } from 'fp-ts';
 import * as t from 'io-ts';
-import { httpUrl, integerIn, nonEmpty, oneOf } from './setting-codecs';
+import { absolutePaths, byteCount, httpUrl, integerIn, nonEmpty, oneOf } from './setting-codecs';
 
 /** pino's levels, most to least severe, and `silent`. */
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -117,6 +117,54 @@ export const flagTable = {
     default: '30000',
     help: 'timeout of unload and index calls, of connecting to storage, and of a download that stops sending bytes',
     codec: integerIn('RequestTimeoutMs', 100, 3_600_000),
+  },
+  maxModelBytes: {
+    flag: '--max-model-bytes',
+    arg: 'bytes',
+    env: 'MODELSYNC_MAX_MODEL_BYTES',
+    default: '256Gi',
+    help: 'most bytes one model may take, downloaded and (an archive) expanded: `256Gi`, `500Mi` or a byte count; a bigger model fails for good',
+    codec: byteCount('MaxModelBytes', 1, Number.MAX_SAFE_INTEGER),
+  },
+  maxArchiveRatio: {
+    flag: '--max-archive-ratio',
+    arg: 'n',
+    env: 'MODELSYNC_MAX_ARCHIVE_RATIO',
+    default: '200',
+    help: 'most an archive may expand per compressed byte, checked past its first 16 MiB (a zip or gzip bomb fails for good)',
+    codec: integerIn('MaxArchiveRatio', 1, 1_000_000),
+  },
+  maxArchiveEntries: {
+    flag: '--max-archive-entries',
+    arg: 'n',
+    env: 'MODELSYNC_MAX_ARCHIVE_ENTRIES',
+    default: '10000',
+    help: 'most entries (files, dirs, links) one archive may hold',
+    codec: integerIn('MaxArchiveEntries', 1, 100_000_000),
+  },
+  minDownloadRate: {
+    flag: '--min-download-rate',
+    arg: 'bytes',
+    env: 'MODELSYNC_MIN_DOWNLOAD_RATE',
+    default: '1Ki',
+    help: 'bytes per second a download must average over every `--min-rate-window-ms`, or it is dropped and retried; 0 = no minimum',
+    codec: byteCount('MinDownloadRate', 0, Number.MAX_SAFE_INTEGER),
+  },
+  minRateWindowMs: {
+    flag: '--min-rate-window-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_MIN_RATE_WINDOW_MS',
+    default: '60000',
+    help: 'the sliding window `--min-download-rate` is measured over',
+    codec: integerIn('MinRateWindowMs', 100, 86_400_000),
+  },
+  localStorageRoots: {
+    flag: '--local-storage-roots',
+    arg: 'dirs',
+    env: 'MODELSYNC_LOCAL_STORAGE_ROOTS',
+    default: '/mnt/pvc',
+    help: 'comma-separated dirs a local storageUri must lie in once links are resolved (`/` = any; empty = none); /proc, /sys, /dev and pseudo filesystems are always refused',
+    codec: absolutePaths('LocalStorageRoots'),
   },
   loadTimeoutMs: {
     flag: '--load-timeout-ms',

@@ -1,5 +1,6 @@
 /** The codecs of single settings (flag or env var text to a value); each failure message quotes the bad value. */
 import * as t from 'io-ts';
+import { parseQuantity } from './quantity';
 
 /** A whole number from `min` to `max`, from a number or its decimal text. */
 export const integerIn = (name: string, min: number, max: number) =>
@@ -51,3 +52,55 @@ export const httpUrl = new t.Type<string, string, unknown>(
   },
   String,
 );
+
+/**
+ * A number of bytes from `min` to `max`: a whole number, or a Kubernetes-style quantity with a binary or
+ * decimal suffix (`256Gi`, `64Ki`, `10M`) that comes out whole.
+ */
+export const byteCount = (name: string, min: number, max: number) =>
+  new t.Type<number, string, unknown>(
+    name,
+    (u): u is number => typeof u === 'number' && Number.isSafeInteger(u) && u >= min && u <= max,
+    (u, context) => {
+      const bytes = typeof u === 'number' ? u : typeof u === 'string' ? wholeBytesOf(u.trim()) : undefined;
+      return bytes !== undefined && Number.isSafeInteger(bytes) && bytes >= min && bytes <= max
+        ? t.success(bytes)
+        : t.failure(
+            u,
+            context,
+            `expected a number of bytes from ${min} to ${max} (suffixes Ki, Mi, Gi, Ti, k, M, G, T), ` +
+              `got ${JSON.stringify(u)}`,
+          );
+    },
+    String,
+  );
+
+const wholeBytesOf = (text: string): number | undefined => {
+  const [numerator, denominator] = (parseQuantity(text)?.value ?? '').split('/');
+  return denominator === '1' ? Number(numerator) : undefined;
+};
+
+/**
+ * A comma-separated list of absolute paths (spaces around commas ignored, trailing slashes dropped); the empty
+ * text is the empty list.
+ */
+export const absolutePaths = (name: string) =>
+  new t.Type<ReadonlyArray<string>, string, unknown>(
+    name,
+    (u): u is ReadonlyArray<string> => Array.isArray(u) && u.every((p) => typeof p === 'string'),
+    (u, context) => {
+      if (Array.isArray(u) && u.every((p) => typeof p === 'string' && p.startsWith('/'))) {
+        return t.success(u as ReadonlyArray<string>);
+      }
+      if (typeof u !== 'string') return t.failure(u, context, `expected comma-separated absolute paths`);
+      const paths = u
+        .split(',')
+        .map((p) => p.trim())
+        .filter((p) => p !== '');
+      const relative = paths.find((p) => !p.startsWith('/'));
+      return relative === undefined
+        ? t.success(paths.map((p) => (p === '/' ? p : p.replace(/\/+$/, ''))))
+        : t.failure(u, context, `expected comma-separated absolute paths, got ${JSON.stringify(relative)}`);
+    },
+    (paths) => paths.join(','),
+  );

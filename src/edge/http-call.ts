@@ -49,8 +49,20 @@ export const httpCall = async (url: string, init: HttpCallInit): Promise<HttpCal
 };
 
 /**
- * `url` (relative to `base`, if given) parsed, when fetch can use it: an unparseable URL or one with user:password is a permanent `invalid-uri`
- * (fetch refuses credentials in URLs with a vague TypeError; say why), another protocol `unsupported-scheme`.
+ * The Fetch standard's "bad ports" (https://fetch.spec.whatwg.org/#bad-port), which fetch never connects to: it
+ * fails with a bare "bad port" that would pass for a network failure and be retried for nothing.
+ */
+export const fetchBadPorts: ReadonlySet<number> = new Set([
+  1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104,
+  109, 110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515,
+  526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049,
+  3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
+]);
+
+/**
+ * `url` (relative to `base`, if given) parsed, when fetch can use it: an unparseable URL, one with user:password
+ * (fetch refuses credentials in URLs with a vague TypeError; say why) or one on a bad port is a permanent
+ * `invalid-uri`, another protocol `unsupported-scheme`.
  * Messages show the URL redacted.
  */
 export const httpUrl = (url: string, what: string, base?: URL): URL => {
@@ -67,6 +79,13 @@ export const httpUrl = (url: string, what: string, base?: URL): URL => {
     throw permanentError(
       'invalid-uri',
       `${what}: URLs with user:password are not supported; send a header instead`,
+    );
+  }
+  if (fetchBadPorts.has(Number(parsed.port))) {
+    throw permanentError(
+      'invalid-uri',
+      `${what}: port ${parsed.port} is one fetch never connects to (the Fetch standard's "bad ports"); ` +
+        'serve it on another port',
     );
   }
   return parsed;

@@ -4,8 +4,10 @@ import { permanentError, type EffectError } from '../core/errors';
 import { redactUri } from '../core/storage-uri';
 import type { StorageProvider } from '../ports';
 import { archiveFormatOf, extractStream, type ArchiveFormat } from './archive/extract';
+import { defaultDownloadLimits, type DownloadLimits } from './download-limits';
 import { writeNewFile } from './durable-fs';
 import { httpUrl, responseStatusError } from './http-call';
+import { TransferGuard } from './transfer-guard';
 import { transportError } from './transport-error';
 
 /** Settings of httpStorage; timeouts in milliseconds. */
@@ -16,6 +18,8 @@ export interface HttpStorageOptions {
   readonly connectTimeoutMs?: number;
   /** Longest wait for the next bytes of the body (default 60 s). */
   readonly idleTimeoutMs?: number;
+  /** The model cap, the archive caps and the minimum rate (default: the flags' defaults). */
+  readonly limits?: DownloadLimits;
 }
 
 /** How a response body is stored: saved as one file, or extracted as a tar (maybe gzipped) or zip archive. */
@@ -53,6 +57,7 @@ class Attempt {
   private readonly controller = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private timedOut: 'connect' | 'idle' | undefined;
+  private stopped: EffectError | undefined;
   private connectionLost = false;
   /** Aborts on the caller's abort and on either timeout. */
   readonly signal = this.controller.signal;
@@ -78,6 +83,12 @@ class Attempt {
     }, ms);
   }
 
+  /** Stops the download, to fail with `error` (the transfer guard found it too slow). */
+  stop(error: EffectError): void {
+    this.stopped ??= error;
+    this.controller.abort();
+  }
+
   /**
    * The body; each chunk re-arms the idle timer, and a failure is marked as the connection's. The timer stops
    * with the body: extracting a downloaded zip may take longer than the idle timeout.
@@ -97,6 +108,7 @@ class Attempt {
 
   /** The EffectError this download failed with, given what reached the catch. */
   failure(cause: unknown): EffectError {
+    if (this.stopped !== undefined && !this.outer.aborted) return this.stopped;
     const timeout =
       this.timedOut === 'connect'
         ? `timed out: no response within ${this.connectTimeoutMs} ms`
@@ -162,6 +174,12 @@ const fileNameOf = (url: URL, what: string): string => {
   return name;
 };
 
+/** The Content-Length of `response` when it has a usable one. */
+const contentLengthOf = (response: Response): number | undefined => {
+  const text = response.headers.get('content-length');
+  return text !== null && /^\d+$/.test(text) ? Number(text) : undefined;
+};
+
 const download = async (
   options: Required<Omit<HttpStorageOptions, 'headersByHost'>> & Pick<HttpStorageOptions, 'headersByHost'>,
   uri: string,
@@ -170,20 +188,36 @@ const download = async (
 ): Promise<void> => {
   const what = `GET ${redactUri(uri)}`;
   const url = httpUrl(uri, what);
+  const { limits } = options;
   const attempt = new Attempt(what, signal, options.connectTimeoutMs, options.idleTimeoutMs);
+  const guard = new TransferGuard({
+    what,
+    maxBytes: limits.maxModelBytes,
+    minRate: limits.minRate,
+    onTooSlow: (error) => attempt.stop(error),
+  });
   try {
     attempt.arm('connect');
     const response = await get(url, options.headersByHost ?? new Map(), attempt);
     attempt.arm('idle');
     if (!response.ok) throw await responseStatusError(what, response);
-    const body = attempt.watch(response.body ?? noBody());
+    const announced = contentLengthOf(response);
+    if (announced !== undefined) {
+      try {
+        guard.admit(announced);
+      } catch (error) {
+        await response.body?.cancel().catch(() => undefined);
+        throw error;
+      }
+    }
+    const body = guard.count(attempt.watch(response.body ?? noBody()));
     // The URL as written names the model; a redirect target is often an opaque blob or presigned URL.
     const kind = bodyKind(response.headers.get('content-type'), url.pathname);
     if (kind === 'file') {
       const to = path.join(targetDir, fileNameOf(url, what));
       await writeNewFile(body, to, attempt.signal, `${what}: cannot save ${to}`);
     } else {
-      await extractStream(body, kind, targetDir, { what, signal: attempt.signal });
+      await extractStream(body, kind, targetDir, { what, signal: attempt.signal, limits });
     }
   } catch (cause) {
     throw attempt.failure(cause);
@@ -194,15 +228,18 @@ const download = async (
 
 /**
  * Downloads models over HTTP(S), streaming the body to disk (never whole in memory). A non-2xx status is an
- * `http-status` EffectError; timeouts (`timeout`) and lost connections (`network`) are retryable; archives are
- * extracted into `targetDir` (see extractStream), and an entry that would land or link outside it fails the
- * download permanently (`refused`), naming the entry.
+ * `http-status` EffectError; timeouts (`timeout`: no headers, no bytes, or fewer than the minimum rate over its
+ * window) and lost connections (`network`) are retryable; a Content-Length above `maxModelBytes` fails before the
+ * body is read and a body that passes it is dropped (`too-large`, permanent). Archives are extracted into
+ * `targetDir` (see extractStream), and an entry that would land or link outside it fails the download permanently
+ * (`refused`), naming the entry.
  */
 export const httpStorage = (options: HttpStorageOptions = {}): StorageProvider => {
   const settings = {
     headersByHost: options.headersByHost,
     connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
     idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
+    limits: options.limits ?? defaultDownloadLimits,
   };
   return {
     schemes: ['http', 'https'],

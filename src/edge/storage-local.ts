@@ -1,13 +1,28 @@
 /** localFileStorage: the StorageProvider for local paths and file:// URLs (a mounted volume holding the model). */
-import { createReadStream, type Dirent } from 'node:fs';
-import { lstat, mkdir, readdir, realpath, stat, symlink } from 'node:fs/promises';
+import { constants, type Dirent } from 'node:fs';
+import { lstat, mkdir, open, readdir, realpath, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { defaultAppConfig } from '../core/app-config';
 import { errorCode, permanentError, retryableError } from '../core/errors';
 import { redactUri } from '../core/storage-uri';
 import type { StorageProvider } from '../ports';
 import { archiveFormatOf, extractFile } from './archive/extract';
+import { defaultDownloadLimits, type DownloadLimits } from './download-limits';
 import { fsError, isMissing, writeNewFile } from './durable-fs';
+import { checkLocalSource, checkNotSystem, isInside } from './local-source';
+import { TransferGuard } from './transfer-guard';
+
+/** Settings of localFileStorage. */
+export interface LocalStorageOptions {
+  /**
+   * Dirs a source must lie in once its links are resolved (`--local-storage-roots`; default its default,
+   * `/mnt/pvc`); `['/']` allows any path, `[]` none. /proc, /sys, /dev and pseudo filesystems never.
+   */
+  readonly roots?: ReadonlyArray<string>;
+  /** The model cap and archive caps (default: the flags' defaults); local copies have no minimum rate. */
+  readonly limits?: DownloadLimits;
+}
 
 const sourcePathOf = (uri: string): string => {
   if (uri.startsWith('/')) return path.resolve(uri);
@@ -16,11 +31,6 @@ const sourcePathOf = (uri: string): string => {
   } catch (cause) {
     throw permanentError('invalid-uri', `${redactUri(uri)} is not a local path or file:// URL`, cause);
   }
-};
-
-const isInside = (root: string, candidate: string): boolean => {
-  const relative = path.relative(root, candidate);
-  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
 };
 
 const throwIfAborted = (signal: AbortSignal, what: string): void => {
@@ -32,11 +42,32 @@ interface Tree {
   readonly targetRoot: string;
   readonly signal: AbortSignal;
   readonly what: string;
+  readonly guard: TransferGuard;
 }
 
-// Streams rather than fs.copyFile: a multi-GiB copy must stop when the signal aborts.
-const copyFile = (tree: Tree, from: string, to: string): Promise<void> =>
-  writeNewFile(createReadStream(from), to, tree.signal, tree.what);
+// O_NOFOLLOW: a file swapped for a link since it was listed is not followed; O_NONBLOCK: nor does a FIFO
+// swapped in block the open. fstat on the opened file then says what was really opened.
+const openFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+// Streams rather than fs.copyFile: a multi-GiB copy must stop when the signal aborts, and count its bytes.
+const copyFile = async (tree: Tree, from: string, to: string): Promise<void> => {
+  const handle = await open(from, openFlags);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw permanentError('refused', `refusing ${from}: not a regular file`);
+    tree.guard.admit(info.size);
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  const content = handle.createReadStream();
+  try {
+    await writeNewFile(tree.guard.count(content), to, tree.signal, tree.what);
+  } finally {
+    // Closes the file also when the copy failed before reading it (the target could not be created).
+    content.destroy();
+  }
+};
 
 const copyLink = async (tree: Tree, from: string, to: string): Promise<void> => {
   let resolved: string;
@@ -57,6 +88,8 @@ const copyLink = async (tree: Tree, from: string, to: string): Promise<void> => 
 
 const copyEntry = async (tree: Tree, entry: Dirent, from: string, to: string): Promise<void> => {
   if (entry.isDirectory()) {
+    // A mount point inside the tree may be a pseudo filesystem (a source of `/` would reach /proc).
+    await checkNotSystem(from, tree.what);
     await mkdir(to, { mode: 0o755 });
     await copyDir(tree, from, to);
   } else if (entry.isFile()) {
@@ -78,23 +111,33 @@ const copyDir = async (tree: Tree, from: string, to: string): Promise<void> => {
   }
 };
 
-/** Copies the file or tree at `source` into `targetDir`, or extracts it when its name says it is an archive. */
-const copy = async (source: string, targetDir: string, signal: AbortSignal, what: string): Promise<void> => {
+interface Copy {
+  readonly source: string;
+  readonly targetDir: string;
+  readonly signal: AbortSignal;
+  readonly what: string;
+}
+
+/**
+ * Copies the file or tree at `source` into `targetDir`, or extracts it when its name says it is an archive,
+ * once `source` (its links resolved) passes checkLocalSource.
+ */
+const copy = async (settings: Settings, { source, targetDir, signal, what }: Copy): Promise<void> => {
   // The named path itself may be a symlink (a mounted volume's `..data`): the user chose it, so follow it.
   const sourceRoot = await realpath(source);
+  await checkLocalSource(sourceRoot, settings.roots, what);
   const targetRoot = await realpath(targetDir);
+  const { limits } = settings;
+  const guard = new TransferGuard({ what, maxBytes: limits.maxModelBytes });
+  const tree = { sourceRoot, targetRoot, signal, what, guard };
   const info = await stat(sourceRoot);
   if (info.isFile()) {
     // As KServe's storage initializer: a local .tar, .tar.gz, .tgz or .zip is unpacked, any other file copied.
     const format = archiveFormatOf(path.basename(source));
     if (format !== undefined) {
-      await extractFile(sourceRoot, format, targetRoot, { what: `extracting ${source}`, signal });
+      await extractFile(sourceRoot, format, targetRoot, { what: `extracting ${source}`, signal, limits });
     } else {
-      await copyFile(
-        { sourceRoot, targetRoot, signal, what },
-        sourceRoot,
-        path.join(targetRoot, path.basename(source)),
-      );
+      await copyFile(tree, sourceRoot, path.join(targetRoot, path.basename(source)));
     }
     return;
   }
@@ -104,10 +147,17 @@ const copy = async (source: string, targetDir: string, signal: AbortSignal, what
   if (isInside(sourceRoot, targetRoot)) {
     throw permanentError('refused', `refusing to copy ${source} into ${targetDir}, which lies inside it`);
   }
-  await copyDir({ sourceRoot, targetRoot, signal, what }, sourceRoot, targetRoot);
+  await copyDir(tree, sourceRoot, targetRoot);
 };
 
-const download = async (uri: string, targetDir: string, signal: AbortSignal): Promise<void> => {
+type Settings = Required<LocalStorageOptions>;
+
+const download = async (
+  settings: Settings,
+  uri: string,
+  targetDir: string,
+  signal: AbortSignal,
+): Promise<void> => {
   const source = sourcePathOf(uri);
   const what = `copying ${source}`;
   throwIfAborted(signal, what);
@@ -119,7 +169,7 @@ const download = async (uri: string, targetDir: string, signal: AbortSignal): Pr
       : fsError(what, cause);
   }
   try {
-    await copy(source, targetDir, signal, what);
+    await copy(settings, { source, targetDir, signal, what });
   } catch (cause) {
     throwIfAborted(signal, what);
     throw fsError(what, cause);
@@ -131,7 +181,18 @@ const download = async (uri: string, targetDir: string, signal: AbortSignal): Pr
  * `.tgz` or `.zip` file extracted into `targetDir`, a directory's contents into `targetDir`. Symlinks that resolve
  * inside the source tree are recreated as relative symlinks to the copied entry (no duplication, no loops);
  * symlinks leading outside it, or nowhere, and special files fail the download permanently (`refused`), so a
- * model cannot smuggle in files from elsewhere on the volume. A missing path is `not-found`, an fs failure
- * `filesystem` (retryable when transient).
+ * model cannot smuggle in files from elsewhere on the volume. So does a source outside `roots` once its links are
+ * resolved, or on the system's own files (/proc, /sys, /dev, pseudo filesystems). More than `maxModelBytes`
+ * (copied or expanded) is `too-large`, permanent. A missing path is `not-found`, an fs failure `filesystem`
+ * (retryable when transient).
  */
-export const localFileStorage = (): StorageProvider => ({ schemes: ['file'], download });
+export const localFileStorage = (options: LocalStorageOptions = {}): StorageProvider => {
+  const settings: Settings = {
+    roots: options.roots ?? defaultAppConfig.localStorageRoots,
+    limits: options.limits ?? defaultDownloadLimits,
+  };
+  return {
+    schemes: ['file'],
+    download: (uri, targetDir, signal) => download(settings, uri, targetDir, signal),
+  };
+};

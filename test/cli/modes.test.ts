@@ -28,6 +28,7 @@ describe('syncMode', () => {
       configDir: join(tmp.path, 'configs'),
       modelDir: join(tmp.path, 'models'),
       serverUrl: standIn.url,
+      localStorageRoots: [tmp.path],
     };
   });
   afterEach(() => standIn.close());

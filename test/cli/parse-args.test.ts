@@ -36,6 +36,12 @@ describe('parseArgs', () => {
       settleMs: 100,
       watchPollMs: 0,
       requestTimeoutMs: 30_000,
+      maxModelBytes: 256 * 2 ** 30,
+      maxArchiveRatio: 200,
+      maxArchiveEntries: 10_000,
+      minDownloadRate: 1024,
+      minRateWindowMs: 60_000,
+      localStorageRoots: ['/mnt/pvc'],
       loadTimeoutMs: 300_000,
       retryBaseMs: 500,
       retryMaxMs: 30_000,
@@ -68,6 +74,9 @@ describe('parseArgs', () => {
         '60',
       ],
       ...['--watch-poll-ms', '250', '--request-timeout-ms', '1000', '--load-timeout-ms', '2000'],
+      ...['--max-model-bytes', '40Gi', '--max-archive-ratio', '50', '--max-archive-entries', '500'],
+      ...['--min-download-rate', '64Ki', '--min-rate-window-ms', '5000'],
+      ...['--local-storage-roots', '/mnt/pvc, /data/models/'],
       ...[
         '--retry-base-ms',
         '10',
@@ -91,6 +100,12 @@ describe('parseArgs', () => {
       settleMs: 60,
       watchPollMs: 250,
       requestTimeoutMs: 1000,
+      maxModelBytes: 40 * 2 ** 30,
+      maxArchiveRatio: 50,
+      maxArchiveEntries: 500,
+      minDownloadRate: 64 * 1024,
+      minRateWindowMs: 5000,
+      localStorageRoots: ['/mnt/pvc', '/data/models'],
       loadTimeoutMs: 2000,
       retryBaseMs: 10,
       retryMaxMs: 10,
@@ -137,6 +152,20 @@ describe('parseArgs', () => {
     ]);
     expect(usageLines(['--protocol', 'grpc'])).toEqual([
       'modelsync: invalid --protocol: expected one of v2, torchserve, got "grpc"',
+    ]);
+  });
+
+  it('reads byte counts with or without a suffix, and local roots as a list (empty: none)', () => {
+    expect(configOf(['--max-model-bytes', '1500']).maxModelBytes).toBe(1500);
+    expect(configOf(['--max-model-bytes', '1.5Ki']).maxModelBytes).toBe(1536);
+    expect(configOf(['--max-model-bytes', '2G']).maxModelBytes).toBe(2e9);
+    expect(configOf([], { MODELSYNC_MIN_DOWNLOAD_RATE: '0' }).minDownloadRate).toBe(0);
+    expect(configOf([], { MODELSYNC_LOCAL_STORAGE_ROOTS: '' }).localStorageRoots).toEqual([]);
+    expect(configOf(['--local-storage-roots', '/']).localStorageRoots).toEqual(['/']);
+    expect(usageLines(['--max-model-bytes', '0.5', '--local-storage-roots', '/mnt/pvc,models'])).toEqual([
+      'modelsync: invalid --max-model-bytes: expected a number of bytes from 1 to 9007199254740991 ' +
+        '(suffixes Ki, Mi, Gi, Ti, k, M, G, T), got "0.5"',
+      'modelsync: invalid --local-storage-roots: expected comma-separated absolute paths, got "models"',
     ]);
   });
 

@@ -13,6 +13,7 @@ describe('localFileStorage', () => {
   let source: string;
   let target: string;
   const signal = new AbortController().signal;
+  const local = () => localFileStorage({ roots: [tmp.path] });
 
   beforeEach(async () => {
     source = path.join(tmp.path, 'source');
@@ -27,7 +28,7 @@ describe('localFileStorage', () => {
 
   it('copies a single file into targetDir/<basename>', async () => {
     await writeFile(path.join(source, 'model.joblib'), 'Temporary content\n');
-    await localFileStorage().download(path.join(source, 'model.joblib'), target, signal);
+    await local().download(path.join(source, 'model.joblib'), target, signal);
     expect(await listTree(target)).toEqual(['model.joblib']);
     expect(await readFile(path.join(target, 'model.joblib'), 'utf8')).toBe('Temporary content\n');
   });
@@ -37,7 +38,7 @@ describe('localFileStorage', () => {
     await writeFile(path.join(source, 'config.json'), '{}');
     await writeFile(path.join(source, 'a', 'b', 'weights.bin'), Buffer.from([1, 2, 3]));
     await mkdir(path.join(source, 'empty'));
-    await localFileStorage().download(pathToFileURL(source).href, target, signal);
+    await local().download(pathToFileURL(source).href, target, signal);
     expect(await listTree(target)).toEqual(['a/', 'a/b/', 'a/b/weights.bin', 'config.json', 'empty/']);
     expect(await readFile(path.join(target, 'a', 'b', 'weights.bin'))).toEqual(Buffer.from([1, 2, 3]));
   });
@@ -48,7 +49,7 @@ describe('localFileStorage', () => {
     await writeFile(path.join(source, 'blobs', 'abc'), 'weights');
     await symlink(path.join(source, 'blobs', 'abc'), path.join(source, 'snapshots', 'model.bin'));
     await symlink('.', path.join(source, 'self'));
-    await localFileStorage().download(source, target, signal);
+    await local().download(source, target, signal);
     expect(await listTree(target)).toEqual([
       'blobs/',
       'blobs/abc',
@@ -62,14 +63,14 @@ describe('localFileStorage', () => {
   it('follows the given path when it is itself a symlink', async () => {
     await writeFile(path.join(source, 'model.pt'), 'pt');
     await symlink(source, path.join(tmp.path, '..data'));
-    await localFileStorage().download(path.join(tmp.path, '..data'), target, signal);
+    await local().download(path.join(tmp.path, '..data'), target, signal);
     expect(await listTree(target)).toEqual(['model.pt']);
   });
 
   it('fails permanently when a symlink points outside the source tree', async () => {
     await writeFile(path.join(tmp.path, 'secret'), 'secret');
     await symlink(path.join(tmp.path, 'secret'), path.join(source, 'leak'));
-    const error = await effectError(localFileStorage().download(source, target, signal));
+    const error = await effectError(local().download(source, target, signal));
     expect(error).toMatchObject({ kind: 'refused', retryable: false });
     expect(error.message).toContain(`refusing symlink ${path.join(source, 'leak')}`);
     expect(error.message).toContain('outside');
@@ -77,26 +78,26 @@ describe('localFileStorage', () => {
 
   it('fails permanently when a symlink leads nowhere', async () => {
     await symlink('missing', path.join(source, 'dangling'));
-    const error = await effectError(localFileStorage().download(source, target, signal));
+    const error = await effectError(local().download(source, target, signal));
     expect(error).toMatchObject({ kind: 'refused', retryable: false });
     expect(error.message).toContain('cannot be resolved');
   });
 
   it('fails permanently, naming the path, when the path does not exist', async () => {
     const missing = path.join(tmp.path, 'nope');
-    const error = await effectError(localFileStorage().download(missing, target, signal));
+    const error = await effectError(local().download(missing, target, signal));
     expect(error).toMatchObject({ kind: 'not-found', retryable: false });
     expect(error.message).toBe(`local path ${missing} does not exist`);
   });
 
   it('fails permanently when the file URL names another host', async () => {
-    const error = await effectError(localFileStorage().download('file://otherhost/data/m1', target, signal));
+    const error = await effectError(local().download('file://otherhost/data/m1', target, signal));
     expect(error).toMatchObject({ kind: 'invalid-uri', retryable: false });
   });
 
   it('keeps user info and queries of a bad file URL out of its message', async () => {
     const uri = 'file://user:secret@otherhost/data/m1?token=secret';
-    const error = await effectError(localFileStorage().download(uri, target, signal));
+    const error = await effectError(local().download(uri, target, signal));
     expect(error).toMatchObject({ kind: 'invalid-uri', retryable: false });
     expect(error.message).toBe('file://otherhost/data/m1 is not a local path or file:// URL');
   });
@@ -104,7 +105,7 @@ describe('localFileStorage', () => {
   it('refuses to copy a directory into a target inside it', async () => {
     const inner = path.join(source, 'models', 'tmp');
     await mkdir(inner, { recursive: true });
-    const error = await effectError(localFileStorage().download(source, inner, signal));
+    const error = await effectError(local().download(source, inner, signal));
     expect(error).toMatchObject({ kind: 'refused', retryable: false });
     expect(error.message).toContain('inside it');
   });
@@ -113,7 +114,7 @@ describe('localFileStorage', () => {
     await writeFile(path.join(source, 'model.pt'), 'pt');
     const controller = new AbortController();
     controller.abort();
-    const error = await effectError(localFileStorage().download(source, target, controller.signal));
+    const error = await effectError(local().download(source, target, controller.signal));
     expect(error).toMatchObject({ kind: 'aborted', retryable: true, message: `copying ${source} aborted` });
     expect(await listTree(target)).toEqual([]);
   });
@@ -121,7 +122,7 @@ describe('localFileStorage', () => {
   it('fails permanently with a filesystem error when the target already holds the file', async () => {
     await writeFile(path.join(source, 'model.pt'), 'pt');
     await writeFile(path.join(target, 'model.pt'), 'older');
-    const error = await effectError(localFileStorage().download(source, target, signal));
+    const error = await effectError(local().download(source, target, signal));
     expect(error).toMatchObject({ kind: 'filesystem', retryable: false });
     expect(error.message).toContain(`copying ${source}: EEXIST`);
     expect(await readFile(path.join(target, 'model.pt'), 'utf8')).toBe('older');
@@ -143,21 +144,21 @@ describe('localFileStorage', () => {
     ],
   ])('extracts the archive %s into targetDir, as KServe does', async (file, bytes) => {
     await writeFile(path.join(source, file), bytes);
-    await localFileStorage().download(pathToFileURL(path.join(source, file)).href, target, signal);
+    await local().download(pathToFileURL(path.join(source, file)).href, target, signal);
     expect(await listTree(target)).toEqual(modelTree);
     expect(await readFile(path.join(target, 'model', 'latest'), 'utf8')).toBe('weights');
   });
 
   it('copies an archive as it is when it lies in a copied directory', async () => {
     await writeFile(path.join(source, 'm.tar'), tarball(modelTar));
-    await localFileStorage().download(source, target, signal);
+    await local().download(source, target, signal);
     expect(await listTree(target)).toEqual(['m.tar']);
   });
 
   it('fails permanently, naming the entry, on an archive entry that would escape', async () => {
     const file = path.join(source, 'm.tar.gz');
     await writeFile(file, tgz([{ name: '../evil', content: 'x' }]));
-    const error = await effectError(localFileStorage().download(file, target, signal));
+    const error = await effectError(local().download(file, target, signal));
     expect(error).toMatchObject({ kind: 'refused', retryable: false });
     expect(error.message).toBe(
       `extracting ${file}: refusing archive entry "../evil": its path contains '..'`,
@@ -168,7 +169,7 @@ describe('localFileStorage', () => {
   it('fails permanently on a corrupt archive', async () => {
     const file = path.join(source, 'm.zip');
     await writeFile(file, 'not a zip');
-    const error = await effectError(localFileStorage().download(file, target, signal));
+    const error = await effectError(local().download(file, target, signal));
     expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
     expect(await listTree(target)).toEqual([]);
   });

@@ -1,5 +1,6 @@
 /** Runs the whole agent (real config dir, model dir, HTTP storage server, V2 stand-in) in-process for acceptance tests. */
 import { mkdir, readFile, readdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { either as E } from 'fp-ts';
@@ -164,6 +165,8 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
       serverUrl: standIn.url,
       requestTimeoutMs: 10_000,
       loadTimeoutMs: 10_000,
+      // Tests keep their local model sources in temp dirs.
+      localStorageRoots: [tmpdir()],
     };
     const edges = capabilities(config, log, options.env ?? {});
     if (E.isLeft(edges)) throw new Error(edges.left);

@@ -1,10 +1,11 @@
 /** A loader on real edges (model dir, local and HTTP storage, the V2 stand-in), with its calls and events recorded. */
 import { mkdir, readdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import pino, { type Logger } from 'pino';
 import { defer, mergeWith, Subject, type Subscription } from 'rxjs';
-import { defaultAppConfig } from '../../src/core/app-config';
+import { defaultAppConfig, type AppConfig } from '../../src/core/app-config';
 import { specEquals, type Snapshot } from '../../src/core/snapshot';
 import type { ModelSpec } from '../../src/core/model-config';
 import type { ModelName } from '../../src/core/model-name';
@@ -58,6 +59,8 @@ export interface LoaderHarnessOptions {
   readonly onCall?: (call: EdgeCall) => void | Promise<void>;
   /** Wraps the (recorded) ModelServer the loader gets, e.g. to count concurrency. */
   readonly wrapServer?: (server: ModelServer) => ModelServer;
+  /** Settings for the production edges (timeouts, download limits), over the harness's own. */
+  readonly config?: Partial<AppConfig>;
 }
 
 export interface LoaderHarness {
@@ -143,7 +146,15 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
   });
   const sink = new LogSink();
   const log = pino({ level: 'debug' }, sink);
-  const config = { ...defaultAppConfig, modelDir, serverUrl: standIn.url, requestTimeoutMs: 10_000 };
+  const config = {
+    ...defaultAppConfig,
+    modelDir,
+    serverUrl: standIn.url,
+    requestTimeoutMs: 10_000,
+    // Tests keep their local model sources in temp dirs.
+    localStorageRoots: [tmpdir()],
+    ...options.config,
+  };
   const edges = capabilities(config, log, {});
   if (E.isLeft(edges)) throw new Error(edges.left);
   const { store, journal, server: realServer, download } = edges.right;

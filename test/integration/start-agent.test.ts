@@ -31,7 +31,12 @@ describe('startAgent', () => {
 
   beforeEach(async () => {
     standIn = await startV2ModelServer({ modelDir: join(tmp.path, 'models') });
-    config = { ...defaultAppConfig, modelDir: join(tmp.path, 'models'), serverUrl: standIn.url };
+    config = {
+      ...defaultAppConfig,
+      modelDir: join(tmp.path, 'models'),
+      serverUrl: standIn.url,
+      localStorageRoots: [tmp.path],
+    };
     sink = new LogSink();
     for (const model of ['a', 'b', 'c']) {
       await writeFiles(uri(model), { 'model.bin': model });

@@ -414,7 +414,7 @@ describe('createLoader', () => {
 
     it('does not hold back other models when one model keeps failing', async () => {
       const h = await started({ downloadConcurrency: 1, loadConcurrency: 1, maxAttempts: 1000 });
-      h.push(add(name('bad'), spec('http://127.0.0.1:1/none')));
+      h.push(add(name('bad'), spec('http://127.0.0.1:2/none')));
       const others = Array.from({ length: 6 }, (_, i) => `good-${i}`);
       for (const n of others) h.push(add(name(n), spec(await h.source(n))));
 

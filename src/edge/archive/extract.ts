@@ -5,8 +5,12 @@ import { realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { retryableError, type EffectError } from '../../core/errors';
 import { fsError, step, writeNewFile } from '../durable-fs';
+import { defaultDownloadLimits } from '../download-limits';
+import { ArchiveBudget, type ArchiveLimits } from './budget';
 import { checkLinksInside, EntryGuard } from './guard';
-import { untarInto, unzipInto, type Job } from './unpack';
+import type { Job } from './unpack';
+import { untarInto } from './untar';
+import { unzipInto } from './unzip';
 
 /** The archive formats: `tar` covers gzipped tars too (the magic bytes decide, not the name). */
 export type ArchiveFormat = 'tar' | 'zip';
@@ -25,15 +29,20 @@ export interface ExtractOptions {
   readonly what: string;
   /** Aborting stops the extraction promptly; it then rejects with an `aborted` EffectError. */
   readonly signal: AbortSignal;
+  /** The caps on entries, expanded bytes and expansion ratio (default: the flags' defaults). */
+  readonly limits?: ArchiveLimits;
 }
 
 /**
  * Extracts the archive read from `source` into the existing dir `targetDir`. A tar streams straight through; a
  * zip (whose index is at its end) is first saved to a randomly named file inside `targetDir`, removed after.
  * Fails with an EffectError: `refused` for an entry or link that would land or lead outside `targetDir` (or a
- * device, FIFO, ...), `invalid-archive` for a corrupt one (duplicates and dangling hard links included, since the
- * same bytes fail again), `filesystem` when writing fails, `aborted`. An error `source` throws passes unchanged:
- * its owner knows it best (a lost connection).
+ * device, FIFO, ...); `too-large` for an archive past a cap of `limits` (checked on declared sizes before an
+ * entry is written); `invalid-archive`, permanent for a corrupt one (duplicates and dangling hard links included,
+ * since the same bytes fail again) and retryable for one that ends before its format says it is whole (a tar
+ * without its end-of-archive blocks, a gzip stream without its trailer, a zip without its central directory);
+ * `filesystem` when writing fails, `aborted`. An error `source` throws passes unchanged: its owner knows it
+ * best (a lost connection).
  */
 export const extractStream = (
   source: AsyncIterable<Uint8Array>,
@@ -76,7 +85,7 @@ export const extractFile = async (
  */
 const extraction = async (
   targetDir: string,
-  { what, signal }: ExtractOptions,
+  { what, signal, limits }: ExtractOptions,
   run: (job: Job) => Promise<void>,
 ): Promise<void> => {
   const aborted = (): EffectError => retryableError('aborted', `${what} aborted`, signal.reason);
@@ -93,6 +102,7 @@ const extraction = async (
       what,
       root,
       guard: new EntryGuard(what),
+      budget: new ArchiveBudget(what, limits ?? defaultDownloadLimits),
       signal: AbortSignal.any([signal, stop.signal]),
       refuse,
     };

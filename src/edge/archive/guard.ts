@@ -8,6 +8,9 @@ export type EntryKind = 'file' | 'dir' | 'symlink' | 'hardlink' | 'other';
 
 // As Linux's MAXSYMLINKS: a chain longer than this is a loop or an attack.
 const maxLinkHops = 40;
+// As Linux's PATH_MAX and NAME_MAX: longer names cannot be written, and say so only as an fs error.
+const maxNameBytes = 4096;
+const maxPartBytes = 255;
 
 /** The `refused` EffectError for the entry `name` of the archive `what`. */
 export const refusal = (what: string, name: string, why: string, cause?: unknown): EffectError =>
@@ -16,11 +19,15 @@ export const refusal = (what: string, name: string, why: string, cause?: unknown
 /** The entry's path relative to the target dir ('' for the dir itself); refuses anything that could escape. */
 const entryPathOf = (name: string, refuse: (why: string) => never): string => {
   if (name.includes('\0')) refuse('its name contains NUL');
+  if (Buffer.byteLength(name) > maxNameBytes) refuse(`its name is longer than ${maxNameBytes} bytes`);
   if (name.startsWith('/') || name.startsWith('\\') || /^[a-zA-Z]:/.test(name))
     refuse('its path is absolute');
   // Backslashes count as separators: an archive made on Windows means them so, and tar treats them alike.
   const parts = name.split(/[/\\]+/).filter((part) => part !== '' && part !== '.');
   if (parts.includes('..')) refuse("its path contains '..'");
+  if (parts.some((part) => Buffer.byteLength(part) > maxPartBytes)) {
+    refuse(`a part of its name is longer than ${maxPartBytes} bytes`);
+  }
   return parts.join('/');
 };
 
@@ -34,11 +41,13 @@ const checkLinkTarget = (entryPath: string, target: string, refuse: (why: string
 
 /**
  * Checks the entries of one archive in order, remembering its symlinks so that no later entry is written or
- * hard-linked through one (tar refuses that too; this says which entry and why). Each refusal is a permanent
- * `refused` EffectError naming the entry.
+ * hard-linked through one (tar refuses that too; this says which entry and why), and its paths so that no entry
+ * replaces an earlier one (tar would, silently; a zip fails on it). Each refusal is a permanent `refused`
+ * EffectError naming the entry; a second entry at one path is a permanent `invalid-archive`.
  */
 export class EntryGuard {
   private readonly links = new Set<string>();
+  private readonly seen = new Map<string, EntryKind>();
 
   /** `what` names the archive in messages: `GET https://host/m.tar`. */
   constructor(private readonly what: string) {}
@@ -56,6 +65,14 @@ export class EntryGuard {
     }
     if (kind === 'other') refuse('it is not a file, directory or link');
     if (entryPath === '' && kind !== 'dir') refuse('it would replace the model dir');
+    const before = this.seen.get(entryPath);
+    if (before !== undefined && !(before === 'dir' && kind === 'dir')) {
+      throw permanentError(
+        'invalid-archive',
+        `${this.what}: invalid archive: entry ${JSON.stringify(name)} appears twice`,
+      );
+    }
+    this.seen.set(entryPath, kind);
     if (kind === 'symlink') {
       checkLinkTarget(entryPath, linkTarget, refuse);
       this.links.add(entryPath);

@@ -8,22 +8,26 @@ import {
   extractStream,
   type ArchiveFormat,
 } from '../../../src/edge/archive/extract';
+import { defaultDownloadLimits } from '../../../src/edge/download-limits';
 import { effectError } from '../../helpers/effect-error';
 import { listTree } from '../../helpers/file-tree';
-import { tarball, tarHeader, tgz, zipArchive, zipLink, type TarEntry, type ZipEntry } from './builders';
+import {
+  chunked,
+  tarball,
+  tarHeader,
+  tgz,
+  zipArchive,
+  zipLink,
+  type TarEntry,
+  type ZipEntry,
+} from './builders';
 import { useTempDir } from '../../helpers/temp-dir';
 
 const what = 'extracting m';
 const never = new AbortController().signal;
+const options = { what, signal: never, limits: defaultDownloadLimits };
 
 /** `bytes` as a stream of chunks of at most `size` bytes. */
-const chunked = (bytes: Buffer, size = 1000): AsyncIterable<Uint8Array> =>
-  Readable.from(
-    Array.from({ length: Math.ceil(bytes.length / size) }, (_, i) =>
-      bytes.subarray(i * size, (i + 1) * size),
-    ),
-  );
-
 describe('archiveFormatOf', () => {
   it.each([
     ['m.tar', 'tar'],
@@ -51,13 +55,13 @@ describe('extractStream and extractFile', () => {
 
   /** Extracts `bytes` both ways: streamed, and from a file next to the target. */
   const extractBoth = async (bytes: Buffer, format: ArchiveFormat): Promise<ReadonlyArray<string[]>> => {
-    await extractStream(chunked(bytes), format, target, { what, signal: never });
+    await extractStream(chunked(bytes), format, target, options);
     const streamed = await listTree(target);
     await rm(target, { recursive: true });
     await mkdir(target);
     const file = path.join(tmp.path, `archive.${format}`);
     await writeFile(file, bytes);
-    await extractFile(file, format, target, { what, signal: never });
+    await extractFile(file, format, target, options);
     return [streamed, await listTree(target)];
   };
 
@@ -108,7 +112,7 @@ describe('extractStream and extractFile', () => {
       { name: 'data', content: 'x', mode: 0o666 },
       { name: 'open/', type: '5', mode: 0o1777 },
     ]);
-    await extractStream(chunked(bytes), 'tar', target, { what, signal: never });
+    await extractStream(chunked(bytes), 'tar', target, options);
     expect((await stat(path.join(target, 'run.sh'))).mode & 0o7777).toBe(0o755);
     expect((await stat(path.join(target, 'data'))).mode & 0o7777).toBe(0o644);
     expect((await stat(path.join(target, 'open'))).mode & 0o7777).toBe(0o755);
@@ -142,9 +146,7 @@ describe('extractStream and extractFile', () => {
         'hard-links through the symlink up/x',
       ],
     ])('refuses the entry %s, writing nothing outside', async (entryName, entries, why) => {
-      const error = await effectError(
-        extractStream(chunked(tarball(entries)), 'tar', target, { what, signal: never }),
-      );
+      const error = await effectError(extractStream(chunked(tarball(entries)), 'tar', target, options));
       expect(error).toMatchObject({ kind: 'refused', retryable: false });
       expect(error.message).toContain(`${what}: refusing archive entry ${JSON.stringify(entryName)}: `);
       expect(error.message).toContain(why);
@@ -156,9 +158,7 @@ describe('extractStream and extractFile', () => {
         { name: 'a', type: '2', linkname: '.' },
         { name: 'b', type: '2', linkname: 'a/..' },
       ];
-      const error = await effectError(
-        extractStream(chunked(tarball(entries)), 'tar', target, { what, signal: never }),
-      );
+      const error = await effectError(extractStream(chunked(tarball(entries)), 'tar', target, options));
       expect(error).toMatchObject({ kind: 'refused', retryable: false });
       expect(error.message).toBe(`${what}: refusing archive entry "b": it leads outside the model dir`);
     });
@@ -171,7 +171,7 @@ describe('extractStream and extractFile', () => {
         entries.length > 0
           ? tarball(entries)
           : Buffer.concat([Buffer.from([0x1f, 0x8b]), Buffer.from('garbage!')]);
-      const error = await effectError(extractStream(chunked(bytes), 'tar', target, { what, signal: never }));
+      const error = await effectError(extractStream(chunked(bytes), 'tar', target, options));
       expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
       expect(error.message).toContain(`${what}: invalid archive: `);
     });
@@ -195,10 +195,11 @@ describe('extractStream and extractFile', () => {
         '"l/x": it would be written through the symlink l',
       ],
       ['long', [zipLink('long', 'x'.repeat(5000))], '"long": its link target is too long'],
+      ['fifo', [{ name: 'fifo', mode: 0o010644 }], '"fifo": it is not a file, directory or link'],
+      ['dev', [{ name: 'dev', mode: 0o020644 }], '"dev": it is not a file, directory or link'],
+      ['sock', [{ name: 'sock', mode: 0o140644 }], '"sock": it is not a file, directory or link'],
     ])('refuses the entry %s, writing nothing outside', async (_name, entries, why) => {
-      const error = await effectError(
-        extractStream(chunked(zipArchive(entries)), 'zip', target, { what, signal: never }),
-      );
+      const error = await effectError(extractStream(chunked(zipArchive(entries)), 'zip', target, options));
       expect(error).toMatchObject({ kind: 'refused', retryable: false });
       expect(error.message).toContain(`${what}: refusing archive entry ${why}`);
       expect(await readdir(tmp.path)).toEqual(['target']);
@@ -207,7 +208,7 @@ describe('extractStream and extractFile', () => {
 
     it('refuses zip symlinks that combine into a way out', async () => {
       const zip = zipArchive([zipLink('a', '.'), zipLink('b', 'a/..')]);
-      const error = await effectError(extractStream(chunked(zip), 'zip', target, { what, signal: never }));
+      const error = await effectError(extractStream(chunked(zip), 'zip', target, options));
       expect(error).toMatchObject({ kind: 'refused', retryable: false });
       expect(error.message).toContain('refusing archive entry "b": it leads outside the model dir');
     });
@@ -217,14 +218,24 @@ describe('extractStream and extractFile', () => {
         { name: 'model.pt', content: 'first' },
         { name: 'model.pt', content: 'second' },
       ]);
-      const error = await effectError(extractStream(chunked(zip), 'zip', target, { what, signal: never }));
+      const error = await effectError(extractStream(chunked(zip), 'zip', target, options));
       expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
       expect(await readFile(path.join(target, 'model.pt'), 'utf8')).toBe('first');
     });
 
+    it.each([false, true])(
+      'fails as an invalid archive when an entry does not match its CRC-32 (deflated: %s)',
+      async (deflate) => {
+        const zip = zipArchive([{ name: 'model.pt', content: 'weights', deflate, crc: 12345 }]);
+        const error = await effectError(extractStream(chunked(zip), 'zip', target, options));
+        expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
+        expect(error.message).toBe(`${what}: invalid archive: entry "model.pt" fails its CRC-32 check`);
+      },
+    );
+
     it('fails as an invalid archive when it is no zip at all, leaving no temporary file', async () => {
       const bytes = Buffer.from('this is not a zip file at all, not even close to one');
-      const error = await effectError(extractStream(chunked(bytes), 'zip', target, { what, signal: never }));
+      const error = await effectError(extractStream(chunked(bytes), 'zip', target, options));
       expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
       expect(await readdir(target)).toEqual([]);
     });
@@ -237,7 +248,7 @@ describe('extractStream and extractFile', () => {
       throw lost;
     }
     for (const format of ['tar', 'zip'] as const) {
-      await expect(extractStream(breaking(), format, target, { what, signal: never })).rejects.toBe(lost);
+      await expect(extractStream(breaking(), format, target, options)).rejects.toBe(lost);
     }
     expect((await readdir(target)).filter((name) => name.startsWith('.modelsync-'))).toEqual([]);
   });
@@ -254,7 +265,7 @@ describe('extractStream and extractFile', () => {
       );
       setTimeout(() => controller.abort(), 50);
       const error = await effectError(
-        extractStream(stalled, format, target, { what, signal: controller.signal }),
+        extractStream(stalled, format, target, { ...options, signal: controller.signal }),
       );
       expect(error).toMatchObject({ kind: 'aborted', retryable: true, message: `${what} aborted` });
     },
@@ -265,7 +276,7 @@ describe('extractStream and extractFile', () => {
     controller.abort();
     const bytes = tarball([{ name: 'a', content: 'a' }]);
     const error = await effectError(
-      extractStream(chunked(bytes), 'tar', target, { what, signal: controller.signal }),
+      extractStream(chunked(bytes), 'tar', target, { ...options, signal: controller.signal }),
     );
     expect(error).toMatchObject({ kind: 'aborted', retryable: true });
     expect(await readdir(target)).toEqual([]);
@@ -275,7 +286,7 @@ describe('extractStream and extractFile', () => {
     'fails with a permanent filesystem error when the %s file is missing',
     async (format) => {
       const missing = path.join(tmp.path, `missing.${format}`);
-      const error = await effectError(extractFile(missing, format, target, { what, signal: never }));
+      const error = await effectError(extractFile(missing, format, target, options));
       expect(error).toMatchObject({ kind: 'filesystem', retryable: false });
       expect(error.message).toContain('ENOENT');
     },
@@ -283,7 +294,7 @@ describe('extractStream and extractFile', () => {
 
   it('fails with a filesystem error when the target dir is missing', async () => {
     const error = await effectError(
-      extractStream(chunked(tarball([])), 'tar', path.join(tmp.path, 'nowhere'), { what, signal: never }),
+      extractStream(chunked(tarball([])), 'tar', path.join(tmp.path, 'nowhere'), options),
     );
     expect(error).toMatchObject({ kind: 'filesystem', retryable: false });
   });

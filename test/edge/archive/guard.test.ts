@@ -84,6 +84,37 @@ describe('EntryGuard', () => {
     expect(refusalOf(() => guard.check('h2', 'hardlink', 'dir/l')).message).toContain('hard-links through');
   });
 
+  it('refuses a second entry at a path it let in, unless both are directories', () => {
+    const guard = new EntryGuard(what);
+    guard.check('model.pt', 'file');
+    guard.check('dir/', 'dir');
+    expect(guard.check('./dir', 'dir')).toBe('dir');
+    for (const [name, kind] of [
+      ['./model.pt', 'file'],
+      ['model.pt', 'hardlink'],
+      ['dir', 'file'],
+      ['model.pt/', 'dir'],
+    ] as const) {
+      const error = refusalOf(() => guard.check(name, kind, 'dir'));
+      expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
+      expect(error.message).toBe(`${what}: invalid archive: entry ${JSON.stringify(name)} appears twice`);
+    }
+  });
+
+  it('refuses a name longer than a path, or with a part longer than a file name, may be', () => {
+    const guard = new EntryGuard(what);
+    expect(guard.check(`${'a'.repeat(255)}/b`, 'file')).toBe(`${'a'.repeat(255)}/b`);
+    expect(refusalOf(() => guard.check(`${'a/'.repeat(2049)}x`, 'file')).message).toContain(
+      ': its name is longer than 4096 bytes',
+    );
+    expect(refusalOf(() => guard.check(`d/${'é'.repeat(128)}`, 'file')).message).toContain(
+      ': a part of its name is longer than 255 bytes',
+    );
+    expect(refusalOf(() => guard.check('h', 'hardlink', 'x'.repeat(256))).message).toContain(
+      'its link target is refused: a part of its name is longer than 255 bytes',
+    );
+  });
+
   it('keeps the symlinks of one archive apart from another', () => {
     new EntryGuard(what).check('l', 'symlink', '.');
     expect(new EntryGuard(what).check('l/x', 'file')).toBe('l/x');

@@ -1,0 +1,66 @@
+/** ArchiveBudget: the caps of one extraction — entries, expanded bytes, expansion ratio — counted as entries come. */
+import { ratioGraceBytes, showBytes, tooLarge, type DownloadLimits } from '../download-limits';
+
+/** The limits an extraction obeys: the model cap bounds what it expands to. */
+export type ArchiveLimits = Pick<DownloadLimits, 'maxModelBytes' | 'maxArchiveRatio' | 'maxArchiveEntries'>;
+
+/**
+ * Counts one archive's entries and the bytes they declare, before anything is written: tar writes exactly the
+ * size an entry's header declares (or fails as truncated) and yauzl checks each zip entry against its declared
+ * size, so declared sizes bound what reaches the disk. Each check throws a permanent `too-large` EffectError
+ * naming the flag whose cap was passed.
+ */
+export class ArchiveBudget {
+  private entries = 0;
+  private expanded = 0;
+
+  /** `what` names the archive in messages: `GET https://host/m.tar.gz`. */
+  constructor(
+    private readonly what: string,
+    private readonly limits: ArchiveLimits,
+  ) {}
+
+  /** The bytes the entries counted so far declare. */
+  get expandedBytes(): number {
+    return this.expanded;
+  }
+
+  /** Fails at once when an archive announces more entries than the cap (a zip's central directory does). */
+  announced(entries: number): void {
+    const max = this.limits.maxArchiveEntries;
+    if (entries > max) this.tooManyEntries(`it holds ${entries} entries, more than ${max}`);
+  }
+
+  /** Counts one entry that will write `size` bytes. */
+  entry(size: number): void {
+    this.entries += 1;
+    const max = this.limits.maxArchiveEntries;
+    if (this.entries > max) this.tooManyEntries(`it holds more than ${max} entries`);
+    this.expanded += size;
+    if (this.expanded > this.limits.maxModelBytes) {
+      throw tooLarge(
+        this.what,
+        `it expands to more than ${showBytes(this.limits.maxModelBytes)}`,
+        'maxModelBytes',
+      );
+    }
+  }
+
+  /**
+   * Fails when `expanded` bytes came out of `compressed` ones at more than the ratio cap; the first
+   * `ratioGraceBytes` are exempt (small archives of zero-filled files compress beyond any ratio).
+   */
+  ratio(expanded: number, compressed: number): void {
+    if (expanded <= ratioGraceBytes || expanded <= this.limits.maxArchiveRatio * compressed) return;
+    throw tooLarge(
+      this.what,
+      `it expands more than ${this.limits.maxArchiveRatio} times (${showBytes(expanded)} ` +
+        `from ${showBytes(compressed)})`,
+      'maxArchiveRatio',
+    );
+  }
+
+  private tooManyEntries(why: string): never {
+    throw tooLarge(this.what, why, 'maxArchiveEntries');
+  }
+}

@@ -1,0 +1,100 @@
+/** TransferGuard: any byte stream of a download held to the limits — a byte cap and a minimum rate over a sliding window. */
+import type { EffectError } from '../core/errors';
+import { showBytes, tooLarge, tooSlow, type MinRate } from './download-limits';
+
+/** What one guard watches, and how it stops a transfer that is too slow. */
+export interface TransferGuardOptions {
+  /** Names the transfer in messages: `GET https://host/m.bin`, `copying /mnt/pvc/m`. */
+  readonly what: string;
+  /** Most bytes all the guarded streams together may carry (`--max-model-bytes`). */
+  readonly maxBytes: number;
+  /** The slowest acceptable stream; absent or 0 bytes/s: no minimum (local copies). */
+  readonly minRate?: MinRate;
+  /**
+   * Called once when a stream falls below the minimum rate, with the `timeout` EffectError to fail with: it
+   * must abort the transfer, since a stream that sends nothing cannot be failed from inside the loop.
+   */
+  readonly onTooSlow?: (error: EffectError) => void;
+  /** Runs `tick` every `ms` until the returned function is called; default setInterval (tests drive their own). */
+  readonly every?: (ms: number, tick: () => void) => () => void;
+}
+
+// A window is this many ticks: the rate is checked every tenth of a window, over the last whole window.
+const ticksPerWindow = 10;
+
+const everyInterval = (ms: number, tick: () => void): (() => void) => {
+  const timer = setInterval(tick, ms);
+  timer.unref();
+  return () => clearInterval(timer);
+};
+
+/**
+ * Counts the bytes of one model's transfer across every stream it is made of. A size announced up front
+ * (Content-Length, a file's size) is checked with `admit` before reading; a stream that passes the cap fails in
+ * `count` with a permanent `too-large` EffectError. While `count` reads, the bytes of every window are checked
+ * against the minimum rate; too few and `onTooSlow` gets a retryable `timeout` EffectError. Costs one addition
+ * per chunk; the rate check runs on a timer, not per chunk.
+ */
+export class TransferGuard {
+  private bytes = 0;
+  private sinceTick = 0;
+  private readonly ticks: number[] = [];
+  private slow: EffectError | undefined;
+
+  constructor(private readonly options: TransferGuardOptions) {}
+
+  /** The bytes counted so far. */
+  get total(): number {
+    return this.bytes;
+  }
+
+  /** Fails at once (`too-large`) when `size` more bytes would pass the cap; counts nothing. */
+  admit(size: number): void {
+    if (this.bytes + size > this.options.maxBytes) {
+      const announced = this.bytes === 0 ? `it is ${showBytes(size)}` : `${showBytes(size)} more`;
+      throw this.overCap(`${announced}, over the cap of ${showBytes(this.options.maxBytes)}`);
+    }
+  }
+
+  /** `source`, counted: fails with `too-large` on the chunk that passes the cap, before handing it on. */
+  async *count(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+    const stopTicking = this.watchRate();
+    try {
+      for await (const chunk of source) {
+        if (this.slow !== undefined) throw this.slow;
+        this.bytes += chunk.byteLength;
+        this.sinceTick += chunk.byteLength;
+        if (this.bytes > this.options.maxBytes) {
+          throw this.overCap(`it passed the cap of ${showBytes(this.options.maxBytes)}`);
+        }
+        yield chunk;
+      }
+    } finally {
+      stopTicking();
+    }
+  }
+
+  private overCap(why: string): EffectError {
+    return tooLarge(this.options.what, why, 'maxModelBytes');
+  }
+
+  private watchRate(): () => void {
+    const rate = this.options.minRate;
+    if (rate === undefined || rate.bytesPerSecond <= 0) return () => undefined;
+    this.ticks.length = 0;
+    this.sinceTick = 0;
+    const every = this.options.every ?? everyInterval;
+    return every(rate.windowMs / ticksPerWindow, () => this.tick(rate));
+  }
+
+  private tick(rate: MinRate): void {
+    this.ticks.push(this.sinceTick);
+    this.sinceTick = 0;
+    if (this.ticks.length > ticksPerWindow) this.ticks.shift();
+    if (this.ticks.length < ticksPerWindow || this.slow !== undefined) return;
+    const inWindow = this.ticks.reduce((sum, bytes) => sum + bytes, 0);
+    if (inWindow >= (rate.bytesPerSecond * rate.windowMs) / 1000) return;
+    this.slow = tooSlow(this.options.what, inWindow, rate);
+    this.options.onTooSlow?.(this.slow);
+  }
+}
