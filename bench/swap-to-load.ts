@@ -112,6 +112,8 @@ const runPhase = async (phase: Phase): Promise<PhaseResult> => {
       standIn.url,
       '--log-level',
       phase.logLevel,
+      '--local-storage-roots',
+      sources,
     ],
     { cliPath },
   );
@@ -239,7 +241,7 @@ export const swapToLoadSuite: Suite = {
           "process) receives POST .../load for the new model, taken from the stand-in's onRequest hook " +
           `(sub-ms, no polling). The next swap follows that request after the run's random gap; ${warmupSwaps} ` +
           'warm-up swaps are not counted.',
-        'Agent flags: --config-dir --model-dir --server-url --log-level, defaults otherwise (inotify, settle ' +
+        'Agent flags: --config-dir --model-dir --server-url --log-level --local-storage-roots, defaults otherwise (inotify, settle ' +
           `${settleMs} ms, download 4, load 2). Each model is one ${modelFileBytes / 1024} KiB file in its own ` +
           'local dir; the copy is flushed (fsync of file, dirs and marker) before the rename into place, and the ' +
           'load journal entry is fsynced before the request.',

@@ -78,6 +78,8 @@ const main = async (): Promise<void> => {
       server.url,
       '--log-level',
       'info',
+      '--local-storage-roots',
+      storage,
     ],
     { stdio: ['ignore', 'inherit', 'pipe'] },
   );
