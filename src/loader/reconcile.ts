@@ -62,6 +62,9 @@ export const bringIn = async (
 ): Promise<void> => {
   let replaced: Installed | undefined;
   try {
+    // Files installed before this step may have been swapped since (the volume is shared): re-install, not load them.
+    if (isOnDisk(model, target) && !isLoaded(model, target) && !(await store.isInstalled(model.name, target)))
+      model.onDisk = undefined;
     if (!isOnDisk(model, target)) {
       report(model.name, 'Downloading', target);
       const signal = AbortSignal.any([stop, supersede]);

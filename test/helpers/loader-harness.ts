@@ -11,6 +11,7 @@ import type { ModelName } from '../../src/core/model-name';
 import type { ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import { inPlaceSnapshot, type InPlace } from '../../src/core/in-place';
+import { loadJournalFileName } from '../../src/edge/load-journal';
 import type { Loader } from '../../src/loader/loader';
 import type { ModelServer, ModelStore } from '../../src/ports';
 import { capabilities } from '../../src/production';
@@ -117,7 +118,7 @@ export interface LoaderHarness {
   ) => Promise<void>;
   /** Waits until the loader is idle (nothing queued, working or waiting to retry). */
   readonly waitForIdle: (timeoutMs?: number) => Promise<void>;
-  /** Entries of the model dir, sorted (`.tmp-*` staging and `.old-*` replaced versions included). */
+  /** Entries of the model dir, sorted (`.tmp-*` staging and `.old-*` replaced versions included; not the load journal file). */
   readonly modelDirEntries: () => Promise<string[]>;
   /** Unsubscribes the loader (aborting its work) and releases holds; the dirs and the stand-in stay. */
   readonly stop: () => void;
@@ -198,6 +199,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
         ),
       ),
     remove: (name) => recorded({ model: name, step: 'remove', at: 'start' }, () => store.remove(name)),
+    isInstalled: (name, spec) => store.isInstalled(name, spec),
   };
   const recordedServer: ModelServer = {
     load: (name, replacing, signal) =>
@@ -362,7 +364,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
         watch.unsubscribe();
       }
     },
-    modelDirEntries: async () => (await readdir(modelDir)).sort(),
+    modelDirEntries: async () => (await readdir(modelDir)).filter((e) => e !== loadJournalFileName).sort(),
     stop: () => {
       subscription?.unsubscribe();
       for (const release of releases) release();
