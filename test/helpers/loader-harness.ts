@@ -17,7 +17,11 @@ import type { ModelServer, ModelStore } from '../../src/ports';
 import { capabilities } from '../../src/production';
 import { startAgent, type AgentCapabilities } from '../../src/start-agent';
 import { fixedConfigSource } from '../../src/testing/fixed-config-source';
-import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import {
+  startV2ModelServer,
+  type V2ModelServerStandIn,
+  type V2ModelServerStandInOptions,
+} from '../../src/testing/v2-model-server';
 import { waitFor } from '../../src/testing/wait';
 import { writeFiles } from './file-tree';
 import { LogSink } from './log-sink';
@@ -55,6 +59,8 @@ export interface LoaderHarnessOptions {
   /** The stand-in's load delay; default 0 (change it later with `standIn.setLoadDelay`). */
   readonly loadDelayMs?: number;
   readonly unknownUnloadStatus?: 200 | 404;
+  /** The stand-in's manifest check (see V2ModelServerStandInOptions.manifest); none by default. */
+  readonly manifest?: V2ModelServerStandInOptions['manifest'];
   /** Awaited at the start of every edge call, before it runs: look at the file system at that moment. */
   readonly onCall?: (call: EdgeCall) => void | Promise<void>;
   /** Wraps the (recorded) ModelServer the loader gets, e.g. to count concurrency. */
@@ -138,6 +144,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
   const standIn = await startV2ModelServer({
     modelDir,
     loadDelayMs: options.loadDelayMs ?? 0,
+    ...(options.manifest !== undefined ? { manifest: options.manifest } : {}),
     ...(options.unknownUnloadStatus !== undefined
       ? { unknownUnloadStatus: options.unknownUnloadStatus }
       : {}),
