@@ -18,20 +18,13 @@ import {
   type JournalFile,
 } from './journal-file';
 import type { Logger } from './logger';
-import { isSameEntry, removeTree } from './no-follow';
+import { entryKind, isSameEntry, removeTree } from './no-follow';
 
 /** The journal file inside the model dir; its leading dot keeps it apart from every model name. */
 export const loadJournalFileName = '.modelsync-journal';
 
 // Past this size the file is rewritten with only the loads still unconfirmed.
 const compactAboveBytes = 1024 * 1024;
-// The file is held open while loads go on and closed after this long without one (no descriptor held when idle).
-const idleCloseMs = 1000;
-
-/** The journal of a model dir, and `close` to let go of its file now rather than when idle. */
-export interface LoadJournalFile extends LoadJournal {
-  close(): Promise<void>;
-}
 
 /**
  * The load journal of the model dir `root`. `starting` appends a record and fdatasyncs it before the load call;
@@ -40,7 +33,7 @@ export interface LoadJournalFile extends LoadJournal {
  * gone. Whatever sits at the journal's path that modelsync did not write (a link, a dir, a FIFO, a file with
  * other hard links) is logged and replaced, never followed; a journal swapped or deleted meanwhile is written anew.
  */
-export const loadJournal = (options: { readonly root: string; readonly log?: Logger }): LoadJournalFile => {
+export const loadJournal = (options: { readonly root: string; readonly log?: Logger }): LoadJournal => {
   const root = resolve(options.root);
   const path = join(root, loadJournalFileName);
   const log = (options.log ?? pino({ level: 'silent' })).child({ component: 'load-journal' });
@@ -50,12 +43,17 @@ export const loadJournal = (options: { readonly root: string; readonly log?: Log
   let known: Stats | undefined;
   let tornTail = false;
   let loaded: Promise<void> | undefined;
-  let idleTimer: NodeJS.Timeout | undefined;
 
   // Changes run one at a time, in call order: a record is never interleaved with another or with a compaction.
+  // The file stays open while changes are queued (a burst of loads) and is closed when none is: no descriptor is
+  // held while idle, and the journal's path is checked again (O_NOFOLLOW, same file as left) at the next burst.
   let queue: Promise<unknown> = Promise.resolve();
+  let queued = 0;
   const inOrder = <T>(change: () => Promise<T>): Promise<T> => {
-    const result = queue.then(change);
+    queued++;
+    const result = queue.then(change).finally(async () => {
+      if (--queued === 0) await closeFile();
+    });
     queue = result.catch(() => undefined);
     return result;
   };
@@ -83,12 +81,6 @@ export const loadJournal = (options: { readonly root: string; readonly log?: Log
       found.size === known.size &&
       found.mtimeMs === known.mtimeMs);
 
-  const scheduleClose = (): void => {
-    clearTimeout(idleTimer);
-    idleTimer = setTimeout(() => void inOrder(closeFile), idleCloseMs);
-    idleTimer.unref();
-  };
-
   /** Rewrites the journal with only the pending loads. */
   const compact = async (): Promise<JournalFile> => {
     const text = [...pending].map((name) => journalRecord('starting', name)).join('');
@@ -100,26 +92,31 @@ export const loadJournal = (options: { readonly root: string; readonly log?: Log
     return written;
   };
 
-  const rewrite = (why: string): Promise<JournalFile> => {
-    log.warn({ path }, why);
+  /** Rewrites the journal because what is at its path is not the file this process left there. */
+  const rewrite = (found: string): Promise<JournalFile> => {
+    log.warn({ path, found }, 'the load journal was replaced or removed by someone else; writing it anew');
     return compact();
   };
 
-  /** The open journal file, checked to still be the one at the path; written anew when someone swapped it. */
+  /** The journal file, open, checked to be the one this process left at the path; written anew when it is not. */
   const writable = async (): Promise<JournalFile> => {
     if (file !== undefined) {
       if (await isSameEntry(path, file.stats)) return file;
       await closeFile();
-      return rewrite('the load journal was replaced or removed by someone else; writing it anew');
+      return rewrite('another entry');
     }
-    const opened = await openJournalFile(path, log);
-    if (asLeft(opened.stats) && opened.stats.nlink === 1) {
-      file = opened;
-      known = opened.stats;
-      return file;
+    const info = await lstat(path).catch(() => undefined);
+    if (info?.isFile() && info.nlink === 1 && asLeft(info)) {
+      const opened = await openJournalFile(path, log);
+      if (opened.stats.ino === info.ino && opened.stats.dev === info.dev) {
+        file = opened;
+        known = opened.stats;
+        return file;
+      }
+      await opened.handle.close();
     }
-    await opened.handle.close();
-    return rewrite('the load journal was replaced or removed by someone else; writing it anew');
+    if (info === undefined) return rewrite('nothing');
+    return rewrite(info.isFile() ? 'another file' : entryKind(info));
   };
 
   const record = async (event: JournalEvent, name: ModelName): Promise<void> => {
@@ -135,7 +132,6 @@ export const loadJournal = (options: { readonly root: string; readonly log?: Log
       pending.add(name);
     } else pending.delete(name);
     if (target.size > compactAboveBytes) await compact();
-    scheduleClose();
   };
 
   /** Adds the records of `found` to the pending loads; true when they were all read cleanly. */
@@ -170,7 +166,7 @@ export const loadJournal = (options: { readonly root: string; readonly log?: Log
     file = found;
     known = found.stats;
     if (found.stats.nlink > 1) {
-      await rewrite('the load journal has other hard links (someone linked it elsewhere); writing it anew');
+      await rewrite('a file with other hard links');
     } else if (!clean || found.size > compactAboveBytes) await compact();
   };
 
@@ -225,9 +221,5 @@ export const loadJournal = (options: { readonly root: string; readonly log?: Log
         await ready();
         return new Set(pending);
       }),
-    close: () => {
-      clearTimeout(idleTimer);
-      return inOrder(closeFile);
-    },
   };
 };

@@ -7,7 +7,6 @@ import {
   readFile,
   readlink,
   rename,
-  rm,
   stat,
   symlink,
   truncate,
@@ -16,9 +15,9 @@ import {
 import { join } from 'node:path';
 import pino from 'pino';
 import { specToJson, type Snapshot } from '../../src/core/snapshot';
-import { loadJournal, type LoadJournalFile } from '../../src/edge/load-journal';
+import { loadJournal } from '../../src/edge/load-journal';
 import { modelDirStore } from '../../src/edge/model-dir';
-import type { ModelStore } from '../../src/ports';
+import type { LoadJournal, ModelStore } from '../../src/ports';
 import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/sentinel';
 import { writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
@@ -33,15 +32,11 @@ const tmp = useTempDir('load-journal');
 let root: string;
 let journalPath: string;
 let sink: LogSink;
-const opened: LoadJournalFile[] = [];
 
-/** A journal on `root` logging into `sink`; closed after the test. */
-const newJournal = (dir = root): LoadJournalFile => {
-  const journal = loadJournal({ root: dir, log: pino({ level: 'debug' }, sink) });
-  opened.push(journal);
-  return journal;
-};
-let journal: LoadJournalFile;
+/** A journal on `root` logging into `sink`. */
+const newJournal = (dir = root): LoadJournal =>
+  loadJournal({ root: dir, log: pino({ level: 'debug' }, sink) });
+let journal: LoadJournal;
 
 const newStore = (): ModelStore => modelDirStore({ root, log: pino({ level: 'silent' }) });
 const live = (): AbortSignal => new AbortController().signal;
@@ -67,10 +62,6 @@ beforeEach(async () => {
   await mkdir(root);
   sink = new LogSink();
   journal = newJournal();
-});
-
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((each) => each.close()));
 });
 
 describe('loadJournal', () => {
@@ -166,7 +157,7 @@ describe('loadJournal', () => {
     });
   });
 
-  it('lets go of the file when closed, and opens it again for the next record', async () => {
+  it('holds no descriptor on the file between records, and opens it again for the next one', async () => {
     const fdsOnJournal = async (): Promise<number> => {
       const fds = await readdir('/proc/self/fd');
       const targets = await Promise.all(fds.map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
@@ -174,10 +165,9 @@ describe('loadJournal', () => {
     };
     await modelDirs('m1', 'm2');
     await journal.starting(name('m1'));
-    expect(await fdsOnJournal()).toBe(1);
-    await journal.close();
     expect(await fdsOnJournal()).toBe(0);
     await journal.starting(name('m2'));
+    expect(await fdsOnJournal()).toBe(0);
     expect(await unconfirmedOnRestart()).toEqual(['m1', 'm2']);
     expect(warnings()).toEqual([]);
   });
@@ -285,24 +275,30 @@ describe('loadJournal against a neighbour planting things at its path', () => {
     expect(JSON.stringify(warnings())).toContain(found);
   });
 
-  it('writes the journal anew when it is swapped for a symlink while open', async () => {
+  it.each<[string, (path: string) => Promise<unknown>, string]>([
+    ['a symlink to a file outside', (path) => symlink(join(outside.dir, 'victim'), path), 'a symlink'],
+    ['nothing (deleted)', () => Promise.resolve(), 'nothing'],
+    ['another file', (path) => writeFile(path, record('starting', 'planted')), 'another file'],
+  ])('writes the journal anew when it is replaced by %s between two records', async (_, plant, found) => {
     await journal.starting(name('victim'));
     await rename(journalPath, join(root, 'stolen'));
-    await symlink(join(outside.dir, 'victim'), journalPath);
+    await plant(journalPath);
     await journal.starting(name('m2'));
     await outside.expectUntouched();
     expect(await unconfirmedOnRestart()).toEqual(['m2', 'victim']);
     expect(warnings()).toEqual([
-      ['the load journal was replaced or removed by someone else; writing it anew', undefined],
+      ['the load journal was replaced or removed by someone else; writing it anew', found],
     ]);
   });
 
-  it('writes the journal anew when it is deleted while closed', async () => {
-    await journal.starting(name('victim'));
-    await journal.close();
-    await rm(journalPath);
-    await journal.starting(name('m2'));
-    expect(await unconfirmedOnRestart()).toEqual(['m2', 'victim']);
+  it('writes the journal anew when it is replaced in the middle of a burst of records', async () => {
+    const burst = [journal.starting(name('victim')), journal.starting(name('m2'))];
+    await rename(journalPath, join(root, 'stolen')).catch(() => undefined);
+    await symlink(join(outside.dir, 'victim'), journalPath).catch(() => undefined);
+    await Promise.all(burst);
+    await journal.confirmed(name('m2'));
+    await outside.expectUntouched();
+    expect(await unconfirmedOnRestart()).toEqual(['victim']);
   });
 
   it('never follows a link planted where it compacts into', async () => {
