@@ -6,66 +6,13 @@
 import { cp, lstat, mkdir, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { add, remove } from '../../../src/core/model-op';
-import type { ModelSpec } from '../../../src/core/model-config';
 import { loadJournalFileName } from '../../../src/edge/load-journal';
-import { manifestOf, type ModelManifest } from '../../../src/testing/model-manifest';
-import { seededRandom } from '../../../src/testing/seeded-random';
-import { name, spec } from '../../helpers/fixtures';
-import type { EdgeCall, LoaderHarness, LoaderHarnessOptions } from '../../helpers/loader-harness';
-import { harnessesPerTest } from '../../loader/loader-checks';
-import { makeFifo, makeSentinel, type Sentinel } from './sentinel';
+import { name } from '../../helpers/fixtures';
+import { expectPromiseKept, useNeighbourhoods, warnings } from './neighbourhood';
+import { runRandomNeighbour } from './random-neighbour';
+import { makeFifo } from './sentinel';
 
-const warnLevel = 40;
-
-const { created } = harnessesPerTest();
-
-/** A harness whose stand-in checks every load against the manifest of the sources made with `source`. */
-const neighbourhood = async (options: LoaderHarnessOptions = {}) => {
-  const manifests = new Map<string, ModelManifest>();
-  let sources = 0;
-  const h = await created({ ...options, manifest: (version) => manifests.get(version) });
-  const outside = await makeSentinel(join(h.root, 'outside'));
-  /** A local model source whose files the stand-in will demand, and its spec. */
-  const model = async (model: string, content = `weights of ${model}`): Promise<ModelSpec> => {
-    const uri = await h.source(`${model}-${(sources += 1)}`, content);
-    manifests.set(uri, manifestOf(new Map([['model.bin', content]])));
-    return spec(uri, '10Mi');
-  };
-  return { h, outside, model };
-};
-
-/** The promise, checked at the end of every test: outside untouched, no load of anything incomplete or foreign. */
-const expectPromiseKept = async (h: LoaderHarness, outside: Sentinel): Promise<void> => {
-  await outside.expectUntouched();
-  const accepted = h.standIn.loads.filter((load) => load.status === 200);
-  expect(accepted.filter((load) => !load.complete || load.problem !== undefined)).toEqual([]);
-};
-
-/** The warns of the model dir and its journal: one per thing refused or repaired. */
-const warnings = (h: LoaderHarness): string[] =>
-  h.sink.lines
-    .filter(
-      (line) => line.level === warnLevel && ['model-dir', 'load-journal'].includes(String(line['component'])),
-    )
-    .map((line) => line.msg);
-
-/** A neighbourhood whose neighbour runs `plant` once, at the first edge call `when` matches (before that call runs). */
-const plantedAt = async (
-  when: (call: EdgeCall) => boolean,
-  plant: (h: LoaderHarness, outside: Sentinel) => Promise<void>,
-  options: LoaderHarnessOptions = {},
-) => {
-  let armed = true;
-  const world = await neighbourhood({
-    ...options,
-    onCall: async (call) => {
-      if (!armed || !when(call)) return;
-      armed = false;
-      await plant(world.h, world.outside);
-    },
-  });
-  return world;
-};
+const { neighbourhood, plantedAt } = useNeighbourhoods();
 
 describe('the model dir against a hostile neighbour', () => {
   it('never writes through a journal path planted as a symlink to a dir outside (the victim survives)', async () => {
@@ -230,122 +177,7 @@ describe('the model dir against a hostile neighbour', () => {
 });
 
 describe('the model dir against a neighbour acting at random moments', () => {
-  /** One hostile act, aimed at the sentinel dir outside; resolves to the number of entries it replaced. */
-  type Act = (h: LoaderHarness, outside: Sentinel, model: string) => Promise<number>;
-  const replaceWith = async (path: string, plant: (path: string) => Promise<unknown>): Promise<number> => {
-    const there = await lstat(path).then(
-      () => 1,
-      () => 0,
-    );
-    await rm(path, { recursive: true, force: true });
-    await plant(path);
-    return there;
-  };
-  /** Replaces each entry of the model dir whose name `matches` (only inside a real dir: never through a link). */
-  const replaceEach = async (
-    dir: string,
-    matches: (entry: string) => boolean,
-    plant: (path: string) => Promise<unknown>,
-  ): Promise<number> => {
-    if (!(await lstat(dir).catch(() => undefined))?.isDirectory()) return 0;
-    let hits = 0;
-    for (const entry of (await readdir(dir).catch(() => [])).filter(matches))
-      hits += await replaceWith(join(dir, entry), plant);
-    return hits;
-  };
-  const acts: ReadonlyArray<[string, Act]> = [
-    ['model dir -> link to outside', (h, o, m) => replaceWith(join(h.modelDir, m), (p) => symlink(o.dir, p))],
-    ['model dir -> file', (h, _, m) => replaceWith(join(h.modelDir, m), (p) => writeFile(p, 'x'))],
-    ['model dir -> FIFO', (h, _, m) => replaceWith(join(h.modelDir, m), makeFifo)],
-    [
-      'marker -> link to a marker outside',
-      (h, o, m) =>
-        replaceEach(
-          join(h.modelDir, m),
-          (e) => e.startsWith('SUCCESS.'),
-          (p) => symlink(join(o.dir, 'SUCCESS.0000'), p),
-        ),
-    ],
-    [
-      'journal -> link to a file outside',
-      (h, o) => replaceWith(join(h.modelDir, loadJournalFileName), (p) => symlink(join(o.dir, 'victim'), p)),
-    ],
-    [
-      'journal compaction target -> link outside',
-      (h, o) =>
-        replaceWith(join(h.modelDir, `${loadJournalFileName}.new`), (p) => symlink(join(o.dir, 'victim'), p)),
-    ],
-    ...['.tmp-', '.old-'].map((prefix): [string, Act] => [
-      `${prefix}* dirs -> links to outside`,
-      (h, o) =>
-        replaceEach(
-          h.modelDir,
-          (e) => e.startsWith(prefix),
-          (p) => symlink(o.dir, p),
-        ),
-    ]),
-  ];
-
   it('keeps everything outside intact and converges once the neighbour stops, over 8 seeded rounds of changes', async () => {
-    const random = seededRandom(0x6e656967);
-    const pick = <T>(items: ReadonlyArray<T>): T => items[Math.floor(random() * items.length)]!;
-    const names = Array.from({ length: 10 }, (_, i) => `n${i}`);
-    const acted: string[] = [];
-    let active = true;
-    let neighbour = Promise.resolve();
-    let hits = 0;
-    const { h, outside, model } = await neighbourhood({
-      maxAttempts: 50,
-      // One act at a time: two racing acts could aim each other through a link they planted (the test's own race).
-      onCall: () => {
-        if (!active || random() > 0.5) return;
-        const [what, act] = pick(acts);
-        const target = pick(names);
-        acted.push(`${what} (${target})`);
-        neighbour = neighbour.then(async () => {
-          hits += await act(h, outside, target);
-        });
-        return neighbour;
-      },
-    });
-    await h.start();
-    const versions = new Map<string, number>();
-    const specOf = async (n: string): Promise<ModelSpec> => model(n, `${n} v${versions.get(n) ?? 0}`);
-    const wanted = new Map<string, ModelSpec>();
-    for (let round = 0; round < 8; round++) {
-      for (const n of names) {
-        const roll = random();
-        if (roll < 0.2 && wanted.has(n)) {
-          wanted.delete(n);
-          h.push(remove(name(n)));
-        } else if (roll < 0.6) {
-          versions.set(n, (versions.get(n) ?? 0) + (wanted.has(n) ? 1 : 0));
-          wanted.set(n, await specOf(n));
-          h.push(add(name(n), wanted.get(n)!));
-        }
-      }
-      await h.waitForIdle(30_000);
-      await outside.expectUntouched();
-    }
-    active = false;
-    // Once it stops, a new version of every model: each is installed and loaded afresh, checked by the stand-in.
-    for (const n of wanted.keys()) {
-      versions.set(n, (versions.get(n) ?? 0) + 1);
-      wanted.set(n, await specOf(n));
-      h.push(add(name(n), wanted.get(n)!));
-    }
-    for (const [n, s] of wanted) await h.waitForPhase(n, 'Loaded', s, 30_000);
-    await h.waitForIdle(30_000);
-    const context = `acts: ${acted.join('; ')}`;
-    expect({ context, loaded: [...h.standIn.loaded].sort() }).toEqual({
-      context,
-      loaded: [...wanted.keys()].sort(),
-    });
-    await expectPromiseKept(h, outside);
-    for (const n of wanted.keys()) expect((await lstat(join(h.modelDir, n))).isDirectory()).toBe(true);
-    // Non-vacuity: the neighbour acted often, and often on something that was there.
-    expect(acted.length).toBeGreaterThan(40);
-    expect(hits).toBeGreaterThan(15);
-    expect(warnings(h).length).toBeGreaterThan(0);
+    await runRandomNeighbour(neighbourhood, { seed: 0x6e656967, rounds: 8 });
   }, 120_000);
 });
