@@ -27,8 +27,8 @@ export const loadJournalFileName = '.modelsync-journal';
 const compactAboveBytes = 1024 * 1024;
 
 /**
- * The load journal of the model dir `root`. `starting` appends a record and fdatasyncs it before the load call;
- * `confirmed` appends one without a sync (losing it costs one redundant reload). The first use reads the file
+ * The load journal of the model dir `root` (one agent per model dir). `starting` appends a record and fdatasyncs
+ * it; `confirmed` appends one without a sync (losing it costs one redundant reload). The first use reads the file
  * (a torn last line and bad lines are skipped), migrates the 0.1 journal dir and forgets models whose dir is
  * gone. Whatever sits at the journal's path that modelsync did not write (a link, a dir, a FIFO, a file with
  * other hard links) is logged and replaced, never followed; a journal swapped or deleted meanwhile is written anew.
@@ -115,7 +115,7 @@ export const loadJournal = (options: { readonly root: string; readonly log?: Log
       }
       await opened.handle.close();
     }
-    if (info === undefined) return rewrite('nothing');
+    if (info === undefined) return known === undefined ? compact() : rewrite('nothing');
     return rewrite(info.isFile() ? 'another file' : entryKind(info));
   };
 

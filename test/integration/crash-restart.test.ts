@@ -65,9 +65,7 @@ describe('the agent process under kill -9 and restart', () => {
     expect(proxy.heldRequests).toEqual(['b']);
     await first.signalAndWait('SIGKILL');
     proxy.held.clear();
-    expect((await crash.readModelDir(env.modelDir)).models.get('b')?.markers).toEqual([
-      env.entry('b', 'v2').modelSpec.storageUri,
-    ]);
+    expect(await crash.markerUriOf(env.modelDir, 'b')).toBe(env.entry('b', 'v2').modelSpec.storageUri);
 
     const second = startCli(cliArgs(env.flags(proxy.url)));
     await second.waitForLog('start-up sync complete; ready', 60_000);
@@ -92,13 +90,8 @@ describe('the agent process killed while a swapped-in version waits for a load s
     // Both change; a's load hangs at the proxy and holds the one load slot, so b waits after its swap.
     proxy.held.add('a');
     env.writeConfig(names.map((name) => env.entry(name, 'v2')));
-    await waitFor(
-      async () =>
-        (await crash.readModelDir(env.modelDir)).models.get('b')?.markers[0] ===
-        env.entry('b', 'v2').modelSpec.storageUri,
-      30_000,
-      'b v2 swapped in',
-    );
+    const v2 = env.entry('b', 'v2').modelSpec.storageUri;
+    await waitFor(async () => (await crash.markerUriOf(env.modelDir, 'b')) === v2, 30_000, 'b v2 swapped in');
     await first.signalAndWait('SIGKILL');
     proxy.held.clear();
     expect(crash.servedVersions(env.standIn).get('b')).toBe(env.entry('b', 'v1').modelSpec.storageUri);

@@ -134,6 +134,20 @@ export interface ModelEntry {
   readonly modelSpec: { readonly storageUri: string; readonly framework: string; readonly memory: string };
 }
 
+/** The storageUri in the one marker of `<modelDir>/<name>`, or undefined: safe to ask while an agent runs. */
+export const markerUriOf = async (modelDir: string, name: string): Promise<string | undefined> => {
+  try {
+    const markers = (await readdir(join(modelDir, name))).filter((entry) => entry.startsWith('SUCCESS.'));
+    if (markers.length !== 1) return undefined;
+    const spec = JSON.parse(await readFile(join(modelDir, name, markers[0]!), 'utf8')) as {
+      storageUri?: string;
+    };
+    return spec.storageUri;
+  } catch {
+    return undefined; // between the two renames of a swap, or mid-write
+  }
+};
+
 /** What a model dir holds, read while no agent runs: its entries, and per model its markers' storageUris and files. */
 export const readModelDir = async (
   modelDir: string,
