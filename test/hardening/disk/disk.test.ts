@@ -81,6 +81,7 @@ describe.each(diskModes())('the agent on a model dir with disk faults (%s)', (mo
     await disk.free();
     await h.restart();
     await h.waitForPhase('m1', 'Loaded');
+    await h.waitForIdle(); // the replaced version is deleted after Loaded is reported
     expect(await storageUris(h, 'm1')).toEqual([await uri('m1-v2')]);
     expect(await entries(h)).toEqual(['m1']);
   });
