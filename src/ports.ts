@@ -81,6 +81,11 @@ export interface ModelStore {
   ): Promise<Installed>;
   /** Deletes `M/<name>`; a missing dir counts as done. */
   remove(name: ModelName): Promise<void>;
+  /**
+   * True when `M/<name>` is still a real dir holding the marker of `spec`: the loader asks before loading files it
+   * did not just install, since anyone sharing the volume may have replaced them (with a link, say) meanwhile.
+   */
+  isInstalled(name: ModelName, spec: ModelSpec): Promise<boolean>;
 }
 
 /**

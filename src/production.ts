@@ -54,7 +54,7 @@ export const capabilities = (
   return E.right({
     configSource: configSourceFor(config, log),
     store: modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) }),
-    journal: loadJournal({ root: config.modelDir }),
+    journal: loadJournal({ root: config.modelDir, log }),
     server: modelServerFor(config),
     download: routeStorage([
       localFileStorage({ roots: config.localStorageRoots, limits }),

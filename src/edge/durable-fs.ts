@@ -1,7 +1,6 @@
 /** durable-fs: the file-system steps every edge shares — one classification of fs errors, fsync, streaming into new files, bounded fan-out. */
 import { createWriteStream } from 'node:fs';
-import { open, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { open } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { EffectError, errorCode, errorMessage, isAbortError, retryableError } from '../core/errors';
 
@@ -151,29 +150,3 @@ export const syncPath = (path: string): Promise<void> =>
       await handle.close();
     }
   });
-
-// Bounds the open file descriptors while flushing a model of many files.
-const syncConcurrency = 16;
-
-/** Files and dirs under `dir` (dirs include `dir`); symlinks are left to their dir's fsync. */
-const walk = async (
-  dir: string,
-  files: string[] = [],
-  dirs: string[] = [],
-): Promise<[string[], string[]]> => {
-  dirs.push(dir);
-  const entries = await step(`cannot list ${dir}`, () => readdir(dir, { withFileTypes: true }));
-  for (const entry of entries) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) await walk(path, files, dirs);
-    else if (entry.isFile()) files.push(path);
-  }
-  return [files, dirs];
-};
-
-/** fsyncs every file, then every dir, of a tree: data before the marker, so a marker only ever sits beside complete files. */
-export const syncTree = async (dir: string): Promise<void> => {
-  const [files, dirs] = await walk(dir);
-  await forEachLimited(files, syncConcurrency, syncPath);
-  await forEachLimited(dirs, syncConcurrency, syncPath);
-};

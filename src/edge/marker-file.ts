@@ -1,23 +1,30 @@
-/** marker-file: the SUCCESS marker of a model dir on disk — written last into a staged dir, read back at recovery. */
+/** marker-file: the SUCCESS marker of a model dir on disk — written last into a staged dir, read back at recovery, never through a link. */
 import { createHash } from 'node:crypto';
-import { lstat, open, readdir, readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isLeft } from 'fp-ts/Either';
 import { errorMessage } from '../core/errors';
 import { canonicalSpecJson, decodeMarker, markerPrefix, specIdentityJson } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
 import { step } from './durable-fs';
+import { entryKind, readNoFollow, type OpenDir } from './no-follow';
 
 const maxMarkerBytes = 64 * 1024;
+// O_EXCL already refuses any existing entry, a dangling link included; O_NOFOLLOW says so once more.
+const createNew = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 const markerName = (spec: ModelSpec): string =>
   markerPrefix + createHash('sha256').update(specIdentityJson(spec)).digest('hex');
 
-/** Writes and flushes the marker of `spec` into `dir`; it must not exist yet. */
-export const writeMarker = (dir: string, spec: ModelSpec): Promise<void> => {
-  const file = join(dir, markerName(spec));
-  return step(`cannot write the marker ${file}`, async () => {
-    const handle = await open(file, 'wx', 0o644);
+/** True for a top-level entry name that a reader of the dir would take for a marker (ours or KServe's). */
+export const isMarkerName = (name: string): boolean => name.startsWith(markerPrefix);
+
+/** Writes and flushes the marker of `spec` into the held dir `dir`; it must not exist yet. */
+export const writeMarker = (dir: OpenDir, spec: ModelSpec): Promise<void> => {
+  const name = markerName(spec);
+  return step(`cannot write the marker ${join(dir.path, name)}`, async () => {
+    const handle = await open(`${dir.ref}/${name}`, createNew, 0o644);
     try {
       await handle.writeFile(canonicalSpecJson(spec));
       await handle.sync();
@@ -34,13 +41,22 @@ export type DirState =
   | { readonly _tag: 'Ambiguous'; readonly files: ReadonlyArray<string> }
   | { readonly _tag: 'Corrupt'; readonly file: string; readonly reason: string };
 
-const readMarker = async (file: string): Promise<DirState> => {
+/** The text of the regular file at `ref` (not followed, never blocking), or why it is no marker. */
+const readMarkerText = async (ref: string): Promise<string> => {
+  const handle = await open(ref, readNoFollow);
   try {
-    const { size } = await lstat(file);
-    if (size > maxMarkerBytes) {
-      return { _tag: 'Corrupt', file, reason: `larger than ${maxMarkerBytes} bytes` };
-    }
-    const spec = decodeMarker(await readFile(file, 'utf8'));
+    const info = await handle.stat();
+    if (!info.isFile()) throw new Error(`${entryKind(info)}, not a regular file`);
+    if (info.size > maxMarkerBytes) throw new Error(`larger than ${maxMarkerBytes} bytes`);
+    return await handle.readFile('utf8');
+  } finally {
+    await handle.close();
+  }
+};
+
+const readMarker = async (ref: string, file: string): Promise<DirState> => {
+  try {
+    const spec = decodeMarker(await readMarkerText(ref));
     return isLeft(spec)
       ? { _tag: 'Corrupt', file, reason: spec.left }
       : { _tag: 'Valid', file, spec: spec.right };
@@ -50,16 +66,17 @@ const readMarker = async (file: string): Promise<DirState> => {
 };
 
 /**
- * What the markers directly inside `dir` say; throws the fs error when `dir` cannot be listed. Nested markers do
- * not count (KServe attributed them to the nested dir's name).
+ * What the markers directly inside the held dir `dir` say; throws the fs error when it cannot be listed. Only
+ * regular files count: a link or FIFO named like a marker is no marker. Nested markers do not count either (KServe
+ * attributed them to the nested dir's name).
  */
-export const readDirState = async (dir: string): Promise<DirState> => {
-  const entries = await readdir(dir, { withFileTypes: true });
+export const readDirState = async (dir: OpenDir): Promise<DirState> => {
+  const entries = await readdir(dir.ref, { withFileTypes: true });
   const markers = entries
-    .filter((entry) => entry.isFile() && entry.name.startsWith(markerPrefix))
-    .map((entry) => join(dir, entry.name))
+    .filter((entry) => entry.isFile() && isMarkerName(entry.name))
+    .map((entry) => entry.name)
     .sort();
   if (markers.length === 0) return { _tag: 'NoMarker' };
-  if (markers.length > 1) return { _tag: 'Ambiguous', files: markers };
-  return readMarker(markers[0]!);
+  if (markers.length > 1) return { _tag: 'Ambiguous', files: markers.map((name) => join(dir.path, name)) };
+  return readMarker(`${dir.ref}/${markers[0]!}`, join(dir.path, markers[0]!));
 };

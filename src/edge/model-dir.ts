@@ -1,15 +1,17 @@
-/** modelDirStore: the model directory M, filled through staging dirs and renames so no one sees half a model. */
+/** modelDirStore: the model directory M, filled through staging dirs and renames so no one sees half a model, and no neighbour's link is ever followed. */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { permanentError } from '../core/errors';
+import { EffectError, permanentError } from '../core/errors';
 import type { ModelSpec } from '../core/model-config';
 import { modelNameProblem, type ModelName } from '../core/model-name';
-import { specToJson } from '../core/snapshot';
+import { specEquals, specToJson } from '../core/snapshot';
 import type { Installed, ModelStore } from '../ports';
-import { forEachLimited, fsError, isMissing, step, syncPath, syncTree } from './durable-fs';
+import { forEachLimited, fsError, isMissing, step, syncPath } from './durable-fs';
 import type { Logger } from './logger';
-import { readDirState, writeMarker, type DirState } from './marker-file';
+import { describeFound, inspectEntry, type Found } from './model-dir-entry';
+import { isSameEntry, removeTree, type OpenDir } from './no-follow';
+import { createStagingDir, fillStagingDir, namingStaging, stagingTakenAway } from './staging-dir';
 
 /** Where the store lives and where it logs. */
 export interface ModelDirOptions {
@@ -20,10 +22,7 @@ export interface ModelDirOptions {
 // Reserved prefixes: model names cannot start with '.', so these never collide with a model dir.
 const stagingPrefix = '.tmp-';
 const asidePrefix = '.old-';
-const lostAndFound = 'lost+found';
 const recoverConcurrency = 8;
-// The model server usually runs as another user; mkdtemp creates 0700.
-const modelDirMode = 0o755;
 
 /** A short readable form of the name for temporary dir names, well inside NAME_MAX even for 255-byte names. */
 const nameTag = (name: string): string => Array.from(name).slice(0, 48).join('');
@@ -48,6 +47,9 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     return dir;
   };
 
+  const inspect = (path: string): Promise<Found> =>
+    step(`cannot read ${path}`, () => inspectEntry(root, path));
+
   /** Renames `path` to a fresh `.old-` sibling; undefined when there is nothing to move. */
   const moveAside = async (path: string, name: string): Promise<string | undefined> => {
     const aside = join(root, `${asidePrefix}${nameTag(name)}-${randomSuffix()}`);
@@ -63,17 +65,20 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
   // Rename first, then delete: a crash mid-delete must not leave a marker next to half the files.
   const discard = async (path: string, name: string): Promise<void> => {
     const aside = await moveAside(path, name);
-    if (aside !== undefined) {
-      await step(`cannot delete ${aside}`, () => rm(aside, { recursive: true, force: true }));
-    }
+    if (aside !== undefined) await removeTree(aside);
   };
 
   const discardQuietly = async (path: string): Promise<void> => {
     try {
-      await rm(path, { recursive: true, force: true });
+      await removeTree(path);
     } catch (err) {
       log.warn({ err, dir: path }, 'cannot delete a staging dir; recovery will');
     }
+  };
+
+  const removeNonDir = async (found: Found & { _tag: 'NotADir' }): Promise<void> => {
+    log.warn({ path: found.path, found: found.kind }, 'not a model dir; removing it');
+    await removeTree(found.path);
   };
 
   const syncRootQuietly = async (): Promise<void> => {
@@ -83,25 +88,6 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
       // The rename is done and visible; a lost rename after a crash is repaired by recover() and a re-download.
       log.warn({ err, dir: root }, 'cannot flush the model dir');
     }
-  };
-
-  const fillStaging = async (
-    staging: string,
-    spec: ModelSpec,
-    fill: (dir: string, signal: AbortSignal) => Promise<void>,
-    signal: AbortSignal,
-  ): Promise<void> => {
-    try {
-      await fill(staging, signal);
-    } catch (cause) {
-      throw signal.aborted ? cause : fsError(`cannot write the model into ${staging}`, cause);
-    }
-    signal.throwIfAborted();
-    await syncTree(staging);
-    signal.throwIfAborted();
-    await writeMarker(staging, spec);
-    await step(`cannot chmod ${staging}`, () => chmod(staging, modelDirMode));
-    await syncPath(staging);
   };
 
   const restore = async (replaced: string, target: string): Promise<void> => {
@@ -114,48 +100,91 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
 
   /** Swaps the staged dir in; the old version stays aside (and loaded files stay readable) until dropped. */
   const commit = async (
-    staging: string,
+    dir: OpenDir,
     target: string,
     name: string,
     signal: AbortSignal,
   ): Promise<Installed> => {
     signal.throwIfAborted();
     const replaced = await moveAside(target, name);
-    try {
-      await rename(staging, target);
-    } catch (cause) {
+    const putBack = async (): Promise<void> => {
       if (replaced !== undefined) await restore(replaced, target);
-      throw fsError(`cannot rename ${staging} to ${target}`, cause);
+    };
+    try {
+      await rename(dir.path, target);
+    } catch (cause) {
+      await putBack();
+      throw fsError(`cannot rename ${dir.path} to ${target}`, cause);
+    }
+    // rename() moves whatever holds the staging name now: make sure that is the dir we filled.
+    if (!(await step(`cannot check ${target}`, () => isSameEntry(target, dir.stats)))) {
+      await discard(target, name);
+      await putBack();
+      throw stagingTakenAway(dir.path);
     }
     await syncRootQuietly();
     return {
       dropReplaced: async () => {
-        if (replaced !== undefined) {
-          await step(`cannot delete ${replaced}`, () => rm(replaced, { recursive: true, force: true }));
-        }
+        if (replaced !== undefined) await removeTree(replaced);
       },
     };
+  };
+
+  /** Makes room for `target`: refuses a dir that is not ours to replace, removes a non-dir squatting our name. */
+  const claim = async (target: string, name: ModelName): Promise<void> => {
+    const found = await inspect(target);
+    if (found._tag === 'NotADir') await removeNonDir(found);
+    if (found._tag === 'Dir' && found.foreign !== undefined && found.state._tag !== 'Valid') {
+      throw permanentError(
+        'refused',
+        `cannot install model ${name}: ${target} is ${found.foreign}, not a model dir modelsync owns; choose another name`,
+      );
+    }
   };
 
   const install: ModelStore['install'] = async (name, spec, fill, signal) => {
     const target = modelDir(name);
     signal.throwIfAborted();
     await step(`cannot create ${root}`, () => mkdir(root, { recursive: true }));
-    const staging = await step(`cannot create a staging dir in ${root}`, () =>
-      mkdtemp(join(root, `${stagingPrefix}${nameTag(name)}-`)),
-    );
+    await claim(target, name);
+    const dir = await createStagingDir(join(root, `${stagingPrefix}${nameTag(name)}-`));
     try {
-      await fillStaging(staging, spec, fill, signal);
-      const installed = await commit(staging, target, name, signal);
+      await fillStagingDir(dir, { name, spec, fill, signal, log });
+      const installed = await commit(dir, target, name, signal);
       log.debug({ model: name, dir: target, spec: specToJson(spec) }, 'model dir installed');
       return installed;
     } catch (cause) {
-      await discardQuietly(staging);
-      throw cause;
+      const intact = signal.aborted || (await isSameEntry(dir.path, dir.stats).catch(() => false));
+      await discardQuietly(dir.path);
+      if (!intact && !(cause instanceof EffectError && cause.retryable))
+        throw stagingTakenAway(dir.path, cause);
+      throw namingStaging(cause, dir);
+    } finally {
+      await dir.handle.close();
     }
   };
 
-  const remove: ModelStore['remove'] = async (name) => discard(modelDir(name), name);
+  const remove: ModelStore['remove'] = async (name) => {
+    const path = modelDir(name);
+    const found = await inspect(path);
+    if (found._tag === 'Dir' && found.foreign !== undefined && found.state._tag !== 'Valid') {
+      log.debug({ dir: path, found: found.foreign }, 'not a model dir modelsync owns; leaving it');
+      return;
+    }
+    await discard(path, name);
+  };
+
+  const isInstalled: ModelStore['isInstalled'] = async (name, spec) => {
+    const path = modelDir(name);
+    const found = await inspect(path);
+    if (found._tag === 'Dir' && found.state._tag === 'Valid' && specEquals(found.state.spec, spec))
+      return true;
+    log.warn(
+      { model: name, dir: path, found: describeFound(found) },
+      'model dir is not as installed; it will be installed again',
+    );
+    return false;
+  };
 
   const deleteModelDir = async (dir: string, name: string): Promise<void> => {
     try {
@@ -165,20 +194,33 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     }
   };
 
-  /** The spec installed in `M/<name>`, or undefined after deleting a dir that holds no usable model. */
+  /** The spec installed in `M/<name>`, or undefined after removing whatever there holds no usable model. */
   const recoverModel = async (name: ModelName): Promise<ModelSpec | undefined> => {
     const dir = join(root, name);
-    let state: DirState;
+    let found: Found;
     try {
-      state = await readDirState(dir);
+      found = await inspect(dir);
     } catch (err) {
       log.error({ err, dir }, 'cannot read a model dir; leaving it');
       return undefined;
     }
+    if (found._tag === 'Missing') return undefined;
+    if (found._tag === 'NotADir') {
+      await removeNonDir(found).catch((err: unknown) =>
+        log.error({ err, dir }, 'cannot remove it; leaving it'),
+      );
+      return undefined;
+    }
+    const { state } = found;
+    if (state._tag === 'Valid') {
+      log.info({ model: name, spec: specToJson(state.spec) }, 'model recovered');
+      return state.spec;
+    }
+    if (found.foreign !== undefined) {
+      log.info({ dir, found: found.foreign }, 'not a model dir modelsync owns; leaving it');
+      return undefined;
+    }
     switch (state._tag) {
-      case 'Valid':
-        log.info({ model: name, spec: specToJson(state.spec) }, 'model recovered');
-        return state.spec;
       case 'NoMarker':
         log.info({ dir }, 'model dir without a marker (interrupted download); deleting it');
         break;
@@ -193,32 +235,25 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     return undefined;
   };
 
-  const recoverEntry = async (
-    entry: { name: string; isDirectory: () => boolean },
-    snapshot: Map<ModelName, ModelSpec>,
-  ): Promise<void> => {
-    const path = join(root, entry.name);
-    if (entry.name.startsWith(stagingPrefix) || entry.name.startsWith(asidePrefix)) {
+  const recoverEntry = async (entry: string, snapshot: Map<ModelName, ModelSpec>): Promise<void> => {
+    const path = join(root, entry);
+    if (entry.startsWith(stagingPrefix) || entry.startsWith(asidePrefix)) {
       log.info({ dir: path }, 'leftover temporary dir; deleting it');
       await discardQuietly(path);
-    } else if (entry.name === lostAndFound || entry.name.startsWith('.') || !entry.isDirectory()) {
+    } else if (entry.startsWith('.')) {
       log.debug({ path }, 'not a model dir; leaving it');
-    } else if (modelNameProblem(entry.name) !== undefined) {
-      log.warn(
-        { dir: path, problem: modelNameProblem(entry.name) },
-        'dir name is not a model name; leaving it',
-      );
+    } else if (modelNameProblem(entry) !== undefined) {
+      log.warn({ dir: path, problem: modelNameProblem(entry) }, 'dir name is not a model name; leaving it');
     } else {
-      const name = entry.name as ModelName;
-      const spec = await recoverModel(name);
-      if (spec !== undefined) snapshot.set(name, spec);
+      const spec = await recoverModel(entry as ModelName);
+      if (spec !== undefined) snapshot.set(entry as ModelName, spec);
     }
   };
 
   const recover: ModelStore['recover'] = async () => {
     // KServe panicked on a missing model dir; create it instead.
     await step(`cannot create ${root}`, () => mkdir(root, { recursive: true }));
-    const entries = await step(`cannot list ${root}`, () => readdir(root, { withFileTypes: true }));
+    const entries = await step(`cannot list ${root}`, () => readdir(root));
     const snapshot = new Map<ModelName, ModelSpec>();
     await forEachLimited(entries, recoverConcurrency, (entry) => recoverEntry(entry, snapshot));
     log.info({ dir: root, models: snapshot.size }, 'model dir recovered');
@@ -226,5 +261,5 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     return new Map([...snapshot].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   };
 
-  return { recover, install, remove };
+  return { recover, install, remove, isInstalled };
 };

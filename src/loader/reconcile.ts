@@ -52,8 +52,9 @@ export const isInPlace = (model: ModelState, desired: ModelSpec | undefined): bo
 
 /**
  * Downloads `target` into the store unless it is on disk, then has the server load it (`replacing` when a version
- * is loaded) unless it has it; the journal notes the load before the call and confirms it after. The version the
- * download replaced is deleted once the server was asked to load the new one, whatever it answered.
+ * is loaded) unless it has it; the journal notes the load before the swap (or before the call when nothing was
+ * downloaded) and confirms it after. The version the download replaced is deleted once the server was asked to
+ * load the new one, whatever it answered.
  */
 export const bringIn = async (
   model: ModelState,
@@ -62,19 +63,29 @@ export const bringIn = async (
   { stop, supersede }: StepSignals,
 ): Promise<void> => {
   let replaced: Installed | undefined;
+  let journalled = false;
   try {
+    // Files installed before this step may have been swapped since (the volume is shared): re-install, not load them.
+    if (isOnDisk(model, target) && !isLoaded(model, target) && !(await store.isInstalled(model.name, target)))
+      model.onDisk = undefined;
     if (!isOnDisk(model, target)) {
       report(model.name, 'Downloading', target);
+      // The load is journalled once the files are in, before the store swaps them into place, not at the load: a
+      // crash while the new version waits for a load slot must come back as a load, though the server reports
+      // the model loaded (the old version).
+      const fill = async (dir: string, signal: AbortSignal): Promise<void> => {
+        await download(target.storageUri, dir, signal);
+        await journal.starting(model.name);
+        journalled = true;
+      };
       const signal = AbortSignal.any([stop, supersede]);
-      replaced = await slots.download.use(signal, () =>
-        store.install(model.name, target, (dir, s) => download(target.storageUri, dir, s), signal),
-      );
+      replaced = await slots.download.use(signal, () => store.install(model.name, target, fill, signal));
       model.onDisk = target;
     }
     if (!isLoaded(model, target)) {
       report(model.name, 'Loading', target);
       await slots.load.use(stop, async () => {
-        await journal.starting(model.name);
+        if (!journalled) await journal.starting(model.name);
         await server.load(model.name, model.loaded, stop);
         await journal.confirmed(model.name);
       });

@@ -23,6 +23,7 @@ export {
   type HttpServerOptions,
   type RunningHttpServer,
 } from './http-server';
+export { checkModelDir, manifestOf, type ModelDirCheck, type ModelManifest } from './model-manifest';
 export { seededRandom } from './seeded-random';
 export {
   startTorchServeStandIn,

@@ -1,9 +1,10 @@
 /** startV2ModelServer: a stand-in model server speaking the V2 repository API, for the demo, tests and CI. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { readdir } from 'node:fs/promises';
+import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { modelNameProblem } from '../core/model-name';
 import { startHttpServer } from './http-server';
+import { checkModelDir, type ModelDirCheck, type ModelManifest } from './model-manifest';
 import { endableDelays } from './wait';
 
 /** How to start the stand-in. */
@@ -17,6 +18,12 @@ export interface V2ModelServerStandInOptions {
    * the load starts and when it ends, the way a real server reads the files during the load.
    */
   readonly modelDir?: string;
+  /**
+   * With `modelDir`: the files each model version must consist of, by version (the `storageUri` in the model dir's
+   * `SUCCESS.*` marker). A load then succeeds only if the dir holds exactly that version's files with their
+   * content, when the load starts and when it ends; each load records the `version` and any `problem` found.
+   */
+  readonly manifest?: (version: string) => ModelManifest | undefined;
   /** Status of an unload of a model that is not loaded: 404 like MLServer and KServe (default), 200 like Triton. */
   readonly unknownUnloadStatus?: 200 | 404;
   /** How long each load takes; default 0. */
@@ -42,6 +49,10 @@ export interface V2Load {
   readonly name: string;
   readonly complete: boolean;
   readonly status: number;
+  /** With a `manifest`: the version the marker named (at the end of the load, else at its start). */
+  readonly version?: string;
+  /** With a `manifest`: why the files did not match it, when they did not. */
+  readonly problem?: string;
 }
 
 /** The stand-in's routes a fault can be injected on. */
@@ -126,14 +137,33 @@ export const startV2ModelServer = async (
     return true;
   };
 
-  const filesComplete = async (name: string): Promise<boolean> => {
-    if (modelDir === undefined) return true;
+  /** A real dir (a link is not followed) with a marker, or with exactly the files of `manifest` when given. */
+  const check = async (name: string): Promise<ModelDirCheck> => {
+    if (modelDir === undefined) return {};
+    const dir = join(modelDir, name);
+    if (options.manifest !== undefined) return checkModelDir(dir, options.manifest);
     try {
-      const entries = await readdir(join(modelDir, name), { withFileTypes: true });
-      return entries.some((e) => e.isFile() && e.name.startsWith('SUCCESS.'));
+      if (!(await lstat(dir)).isDirectory()) return { problem: 'the model dir is not a directory' };
+      const entries = await readdir(dir, { withFileTypes: true });
+      return entries.some((e) => e.isFile() && e.name.startsWith('SUCCESS.')) ? {} : { problem: 'no marker' };
     } catch {
-      return false;
+      return { problem: 'no model dir' };
     }
+  };
+
+  /** What a finished load records: the manifest's findings only when a manifest was given. */
+  const finished = (name: string, status: number, atStart: ModelDirCheck, atEnd?: ModelDirCheck): V2Load => {
+    const complete = atStart.problem === undefined && (atEnd === undefined || atEnd.problem === undefined);
+    if (options.manifest === undefined) return { name, complete, status };
+    const version = atEnd?.version ?? atStart.version;
+    const problem = atStart.problem ?? atEnd?.problem;
+    return {
+      name,
+      complete,
+      status,
+      ...(version === undefined ? {} : { version }),
+      ...(problem === undefined ? {} : { problem }),
+    };
   };
 
   const repositoryNames = async (): Promise<Set<string>> => {
@@ -150,28 +180,33 @@ export const startV2ModelServer = async (
     inFlight += 1;
     maxConcurrentLoads = Math.max(maxConcurrentLoads, inFlight);
     try {
-      const completeAtStart = await filesComplete(name);
+      const atStart = await check(name);
       await delays.delay(loadDelayMs);
       if (closed) return;
       known.add(name);
       if (failures.remaining > 0) {
         failures = { ...failures, remaining: failures.remaining - 1 };
         const error = `injected failure: load of '${name}' failed`;
-        loads.push({ name, complete: completeAtStart, status: failures.status });
+        loads.push(finished(name, failures.status, atStart));
         reasons.set(name, error);
         return send(res, failures.status, { error });
       }
-      const complete = completeAtStart && (await filesComplete(name));
-      if (!complete) {
+      const load = finished(
+        name,
+        200,
+        atStart,
+        atStart.problem === undefined ? await check(name) : undefined,
+      );
+      if (!load.complete) {
         // Like Triton: a failed reload leaves the version that was serving in place.
         const error = `failed to load '${name}': no model files`;
-        loads.push({ name, complete, status: 400 });
+        loads.push({ ...load, status: 400 });
         reasons.set(name, error);
         return send(res, 400, { error });
       }
       loaded.add(name);
       reasons.delete(name);
-      loads.push({ name, complete, status: 200 });
+      loads.push(load);
       send(res, 200);
     } finally {
       inFlight -= 1;

@@ -1,13 +1,25 @@
 /** Tests of modelDirStore against real temp dirs: staged installs, markers, removal and start-up recovery. */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import {
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { permanentError } from '../../src/core/errors';
 import type { ModelSpec } from '../../src/core/model-config';
 import { specEquals, specToJson, type Snapshot } from '../../src/core/snapshot';
 import { modelDirStore } from '../../src/edge/model-dir';
+import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/sentinel';
 import { writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
 import { useTempDir } from '../helpers/temp-dir';
@@ -95,13 +107,14 @@ describe('modelDirStore install', () => {
     expect((await stat(join(root, 'model1'))).mode & 0o777).toBe(0o755);
   });
 
-  it('passes the fill an empty dir next to the model dir, with a name no model can have', async () => {
+  it('passes the fill a handle path to an empty dir next to the model dir, with a name no model can have', async () => {
     let staging = '';
     await store.install(
       name('model1'),
       specA,
       async (dir) => {
-        staging = dir;
+        expect(dir).toMatch(/^\/proc\/self\/fd\/\d+$/);
+        staging = await realpath(dir);
         expect(await readdir(dir)).toEqual([]);
       },
       live(),
@@ -413,7 +426,7 @@ describe('modelDirStore recover', () => {
     ]);
   });
 
-  it('leaves regular files, symlinks, lost+found and other dot entries alone', async () => {
+  it('leaves lost+found and dot entries alone, and removes files and symlinks squatting model names', async () => {
     await writeFile(join(root, 'README'), 'hello');
     await mkdir(join(root, 'lost+found', '#1234'), { recursive: true });
     await mkdir(join(root, '.cache'));
@@ -421,8 +434,17 @@ describe('modelDirStore recover', () => {
     await symlink(join(root, 'model1'), join(root, 'link'));
     const recovered = await store.recover();
     expect([...recovered.keys()]).toEqual(['model1']);
-    expect(await entries()).toEqual(['.cache', 'README', 'link', 'lost+found', 'model1']);
+    expect(await entries()).toEqual(['.cache', 'lost+found', 'model1']);
     expect(await entries(join(root, 'lost+found'))).toEqual(['#1234']);
+    // Sorted: recovery reads entries concurrently.
+    expect(
+      warnings()
+        .map((line) => [line.msg, line['path'], line['found']])
+        .sort(),
+    ).toEqual([
+      ['not a model dir; removing it', join(root, 'README'), 'a regular file'],
+      ['not a model dir; removing it', join(root, 'link'), 'a symlink'],
+    ]);
   });
 
   it('leaves a dir whose name is not a model name alone and logs it', async () => {
@@ -450,5 +472,142 @@ describe('modelDirStore recover', () => {
     expect(asJson(await newStore().recover())).toEqual(first);
     expect(await entries()).toEqual(after);
     expect(after).toEqual(['model1', 'model2']);
+  });
+});
+
+describe('modelDirStore against a hostile neighbour on the volume', () => {
+  const warnings = (): LogLine[] => lines.filter((line) => line.level === warnLevel);
+  let outside: Sentinel;
+  beforeEach(async () => {
+    outside = await makeSentinel(join(tmp.path, 'outside'));
+  });
+
+  it.each([
+    ['a symlink to a dir outside', (path: string) => symlink(outside.dir, path)],
+    ['a symlink to a file outside', (path: string) => symlink(join(outside.dir, 'victim'), path)],
+    ['a regular file', (path: string) => writeFile(path, 'x')],
+    ['a FIFO', makeFifo],
+  ])('removes a model-name entry that is %s at recovery, with a warn naming it', async (_, plant) => {
+    await plant(join(root, 'model1'));
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+    expect(warnings()).toEqual([
+      expect.objectContaining({ msg: 'not a model dir; removing it', path: join(root, 'model1') }),
+    ]);
+    await outside.expectUntouched();
+  });
+
+  it('recovers a model named lost+found that a previous run installed', async () => {
+    await store.install(name('lost+found'), specA, writeModel({ 'model.pt': 'w' }), live());
+    expect(asJson(await newStore().recover())).toEqual({ 'lost+found': specToJson(specA) });
+  });
+
+  it("refuses, permanently, to install a model over the file system's lost+found, and leaves it as it was", async () => {
+    await writeFiles(join(root, 'lost+found'), { '#1234': 'orphan inode' });
+    const fill = jest.fn(() => Promise.resolve());
+    await expect(store.install(name('lost+found'), specA, fill, live())).rejects.toMatchObject({
+      kind: 'refused',
+      retryable: false,
+      message: expect.stringContaining('lost+found') as unknown,
+    });
+    expect(fill).not.toHaveBeenCalled();
+    await store.remove(name('lost+found'));
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual(['lost+found']);
+    expect(await readFile(join(root, 'lost+found', '#1234'), 'utf8')).toBe('orphan inode');
+  });
+
+  it('drops a top-level SUCCESS.* entry the model brought, with a warn, so a restart recovers the model', async () => {
+    await store.install(
+      name('model1'),
+      specA,
+      writeModel({ 'model.pt': 'w', 'SUCCESS.abc': '{}', 'SUCCESS.dir/x': 'y', 'sub/SUCCESS.ok': 'kept' }),
+      live(),
+    );
+    expect(await entries(join(root, 'model1'))).toEqual([markerA, 'model.pt', 'sub'].sort());
+    expect(await readFile(join(root, 'model1', 'sub', 'SUCCESS.ok'), 'utf8')).toBe('kept');
+    expect(warnings()).toEqual([
+      expect.objectContaining({ model: 'model1', entries: ['SUCCESS.abc', 'SUCCESS.dir'] }),
+    ]);
+    expect(asJson(await newStore().recover())).toEqual({ model1: specToJson(specA) });
+  });
+
+  it('fails with a retryable error, leaving nothing behind, when a neighbour deletes the staging dir mid-fill', async () => {
+    const install = store.install(
+      name('model1'),
+      specA,
+      async (dir) => {
+        await rm(await realpath(dir), { recursive: true });
+        await writeFile(join(dir, 'model.pt'), 'w');
+      },
+      live(),
+    );
+    await expect(install).rejects.toMatchObject({ kind: 'filesystem', retryable: true });
+    await expect(install).rejects.toThrow(/staging dir .* was removed or replaced/);
+    expect(await entries()).toEqual([]);
+  });
+
+  it('never writes through a staging dir a neighbour swapped for a symlink mid-fill, and installs nothing', async () => {
+    const install = store.install(
+      name('model1'),
+      specA,
+      async (dir) => {
+        const staging = await realpath(dir);
+        await rename(staging, join(root, 'stolen'));
+        await symlink(outside.dir, staging);
+        await writeFile(join(dir, 'model.bin'), 'written by modelsync');
+        await writeFile(join(dir, 'victim'), 'written by modelsync');
+      },
+      live(),
+    );
+    await expect(install).rejects.toMatchObject({ kind: 'filesystem', retryable: true });
+    await outside.expectUntouched();
+    expect(await entries()).toEqual(['stolen']);
+    expect((await lstat(join(root, 'stolen'))).isDirectory()).toBe(true);
+    expect(warnings()).toEqual([]);
+  });
+
+  it('says a model dir replaced by a symlink to a copy of it is not installed, with a warn', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    expect(await store.isInstalled(name('model1'), specA)).toBe(true);
+    expect(await store.isInstalled(name('model1'), specB)).toBe(false);
+    await rename(join(root, 'model1'), join(tmp.path, 'copy'));
+    await symlink(join(tmp.path, 'copy'), join(root, 'model1'));
+    expect(await store.isInstalled(name('model1'), specA)).toBe(false);
+    expect(warnings().map((line) => [line.msg, line['model'], line['found']])).toEqual([
+      ['model dir is not as installed; it will be installed again', 'model1', 'the marker of another spec'],
+      ['model dir is not as installed; it will be installed again', 'model1', 'a symlink'],
+    ]);
+  });
+
+  it('says a model whose marker became a symlink or a FIFO is not installed, without hanging', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await rm(join(root, 'model1', markerA));
+    await symlink(join(outside.dir, 'SUCCESS.0000'), join(root, 'model1', markerA));
+    expect(await store.isInstalled(name('model1'), specA)).toBe(false);
+    await rm(join(root, 'model1', markerA));
+    await makeFifo(join(root, 'model1', markerA));
+    expect(await store.isInstalled(name('model1'), specA)).toBe(false);
+    expect((await newStore().recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+    await outside.expectUntouched();
+  });
+
+  it('unlinks a model dir replaced by a symlink on remove, leaving its target untouched', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await rm(join(root, 'model1'), { recursive: true });
+    await symlink(outside.dir, join(root, 'model1'));
+    await store.remove(name('model1'));
+    expect(await entries()).toEqual([]);
+    await outside.expectUntouched();
+  });
+
+  it('replaces a symlink found where the model dir goes, without following it', async () => {
+    await symlink(outside.dir, join(root, 'model1'));
+    const installed = await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await installed.dropReplaced();
+    expect((await lstat(join(root, 'model1'))).isDirectory()).toBe(true);
+    expect(await entries()).toEqual(['model1']);
+    await outside.expectUntouched();
   });
 });

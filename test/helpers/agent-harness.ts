@@ -10,6 +10,7 @@ import { defaultAppConfig, type AppConfig } from '../../src/core/app-config';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import type { Snapshot } from '../../src/core/snapshot';
 import { configDirSource } from '../../src/edge/config-dir';
+import { loadJournalFileName } from '../../src/edge/load-journal';
 import { createLogger } from '../../src/edge/logger';
 import type { Loader, RetryPolicy } from '../../src/loader/loader';
 import type { ModelServer, ModelStore } from '../../src/ports';
@@ -91,7 +92,7 @@ export interface AgentHarness {
   phases(model: string): ModelPhase[];
   /** The latest status of `model` in the current run. */
   lastStatus(model: string): ModelStatus | undefined;
-  /** Model-dir entries, sorted. */
+  /** Model-dir entries but the load journal file, sorted. */
   modelDirEntries(): Promise<string[]>;
   /** The content of `<model dir>/<model>/<file>`. */
   modelFile(model: string, file: string): Promise<string>;
@@ -294,7 +295,7 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
       ),
     phases: (model) => statusesOf(model).map((s) => s.phase),
     lastStatus,
-    modelDirEntries: async () => (await readdir(modelDir)).sort(),
+    modelDirEntries: async () => (await readdir(modelDir)).filter((e) => e !== loadJournalFileName).sort(),
     modelFile: (model, file) => readFile(join(modelDir, model, file), 'utf8'),
     markers: async (model) => {
       const files = (await readdir(join(modelDir, model))).filter((f) => f.startsWith('SUCCESS.')).sort();

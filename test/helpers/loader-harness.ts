@@ -12,12 +12,17 @@ import type { ModelName } from '../../src/core/model-name';
 import type { ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import { inPlaceSnapshot, type InPlace } from '../../src/core/in-place';
+import { loadJournalFileName } from '../../src/edge/load-journal';
 import type { Loader } from '../../src/loader/loader';
 import type { ModelServer, ModelStore } from '../../src/ports';
 import { capabilities } from '../../src/production';
 import { startAgent, type AgentCapabilities } from '../../src/start-agent';
 import { fixedConfigSource } from '../../src/testing/fixed-config-source';
-import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import {
+  startV2ModelServer,
+  type V2ModelServerStandIn,
+  type V2ModelServerStandInOptions,
+} from '../../src/testing/v2-model-server';
 import { waitFor } from '../../src/testing/wait';
 import { writeFiles } from './file-tree';
 import { LogSink } from './log-sink';
@@ -55,6 +60,8 @@ export interface LoaderHarnessOptions {
   /** The stand-in's load delay; default 0 (change it later with `standIn.setLoadDelay`). */
   readonly loadDelayMs?: number;
   readonly unknownUnloadStatus?: 200 | 404;
+  /** The stand-in's manifest check (see V2ModelServerStandInOptions.manifest); none by default. */
+  readonly manifest?: V2ModelServerStandInOptions['manifest'];
   /** Awaited at the start of every edge call, before it runs: look at the file system at that moment. */
   readonly onCall?: (call: EdgeCall) => void | Promise<void>;
   /** Wraps the (recorded) ModelServer the loader gets, e.g. to count concurrency. */
@@ -120,7 +127,7 @@ export interface LoaderHarness {
   ) => Promise<void>;
   /** Waits until the loader is idle (nothing queued, working or waiting to retry). */
   readonly waitForIdle: (timeoutMs?: number) => Promise<void>;
-  /** Entries of the model dir, sorted (`.tmp-*` staging and `.old-*` replaced versions included). */
+  /** Entries of the model dir, sorted (`.tmp-*` staging and `.old-*` replaced versions included; not the load journal file). */
   readonly modelDirEntries: () => Promise<string[]>;
   /** Unsubscribes the loader (aborting its work) and releases holds; the dirs and the stand-in stay. */
   readonly stop: () => void;
@@ -140,6 +147,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
   const standIn = await startV2ModelServer({
     modelDir,
     loadDelayMs: options.loadDelayMs ?? 0,
+    ...(options.manifest !== undefined ? { manifest: options.manifest } : {}),
     ...(options.unknownUnloadStatus !== undefined
       ? { unknownUnloadStatus: options.unknownUnloadStatus }
       : {}),
@@ -209,6 +217,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
         ),
       ),
     remove: (name) => recorded({ model: name, step: 'remove', at: 'start' }, () => store.remove(name)),
+    isInstalled: (name, spec) => store.isInstalled(name, spec),
   };
   const recordedServer: ModelServer = {
     load: (name, replacing, signal) =>
@@ -373,7 +382,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
         watch.unsubscribe();
       }
     },
-    modelDirEntries: async () => (await readdir(modelDir)).sort(),
+    modelDirEntries: async () => (await readdir(modelDir)).filter((e) => e !== loadJournalFileName).sort(),
     stop: () => {
       subscription?.unsubscribe();
       for (const release of releases) release();

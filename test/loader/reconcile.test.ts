@@ -38,7 +38,7 @@ const model = (onDisk?: ModelSpec, loadedSpec?: ModelSpec): ModelState => ({
 });
 
 describe('bringIn', () => {
-  it('downloads, journals the load around the call, loads and then reports Loaded', async () => {
+  it('downloads, journals the load before the swap, loads, confirms it and then reports Loaded', async () => {
     const { effects, calls } = recording();
     const state = model();
 
@@ -48,8 +48,8 @@ describe('bringIn', () => {
       'report m1 Downloading /models/v1',
       'install m1 /models/v1',
       'download /models/v1 into /staging',
-      'report m1 Loading /models/v1',
       'journal starting m1',
+      'report m1 Loading /models/v1',
       'load m1',
       'journal confirmed m1',
       'report m1 Loaded /models/v1',

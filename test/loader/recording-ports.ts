@@ -32,6 +32,8 @@ export const recordingPorts = (fail: RecordingFailures = {}): RecordingPorts => 
           return { dropReplaced: () => record(`dropReplaced ${model}`) };
         },
         remove: (model) => record(`remove ${model}`),
+        // Nothing shares this store: what it installed stays installed.
+        isInstalled: () => Promise.resolve(true),
       },
       journal: {
         starting: (model) => record(`journal starting ${model}`),

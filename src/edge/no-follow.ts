@@ -1,0 +1,147 @@
+/** no-follow: file-system steps that never go through a link — dirs held open and reached by handle, files opened O_NOFOLLOW, trees deleted link by link. */
+import { constants, existsSync, type Stats } from 'node:fs';
+import { lstat, open, readdir, rmdir, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { errorCode } from '../core/errors';
+import { forEachLimited, isMissing, step } from './durable-fs';
+
+const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
+
+/**
+ * Flags to read a file we expect to be regular: a link is refused (ELOOP) and a FIFO planted in its place opens at
+ * once instead of blocking until someone writes to it.
+ */
+export const readNoFollow = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
+
+// Linux's /proc/self/fd/<n> reaches the dir an fd holds whatever is done to its path meanwhile: the openat() that
+// Node lacks. Without /proc (not Linux) the path itself is used, and a swap between check and use stays possible.
+let procFd: boolean | undefined;
+const handlePath = (handle: FileHandle, path: string): string => {
+  procFd ??= existsSync('/proc/self/fd');
+  return procFd ? `/proc/self/fd/${handle.fd}` : path;
+};
+
+/** A real directory held open: `ref` reaches its entries (`${ref}/<name>`) even after its path is swapped. */
+export interface OpenDir {
+  readonly handle: FileHandle;
+  /** Where it was opened, for messages and renames. */
+  readonly path: string;
+  /** The handle as a path (`/proc/self/fd/<n>`); entries below it are resolved from the dir itself. */
+  readonly ref: string;
+  /** Its fstat when opened: device and inode say whether a path still leads to it. */
+  readonly stats: Stats;
+}
+
+/** Opens the real dir at `path`; fails (ELOOP, ENOTDIR) when it is a link or no dir. */
+export const openDir = async (path: string): Promise<OpenDir> => {
+  const handle = await open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  try {
+    return { handle, path, ref: handlePath(handle, path), stats: await handle.stat() };
+  } catch (cause) {
+    await handle.close();
+    throw cause;
+  }
+};
+
+/** Runs `use` on the real dir at `path`, closing it after. */
+export const withDir = async <T>(path: string, use: (dir: OpenDir) => Promise<T>): Promise<T> => {
+  const dir = await openDir(path);
+  try {
+    return await use(dir);
+  } finally {
+    await dir.handle.close();
+  }
+};
+
+/** True when `path` (not followed) is the very entry `stats` describes. */
+export const isSameEntry = async (path: string, stats: Stats): Promise<boolean> => {
+  try {
+    const now = await lstat(path);
+    return now.dev === stats.dev && now.ino === stats.ino && now.isDirectory() === stats.isDirectory();
+  } catch (cause) {
+    if (isMissing(cause)) return false;
+    throw cause;
+  }
+};
+
+/** What a non-directory entry is, in words for a log line. */
+export const entryKind = (stats: Stats): string => {
+  if (stats.isSymbolicLink()) return 'a symlink';
+  if (stats.isFile()) return 'a regular file';
+  if (stats.isFIFO()) return 'a FIFO';
+  if (stats.isSocket()) return 'a socket';
+  if (stats.isDirectory()) return 'a directory';
+  return 'a device';
+};
+
+// Bounds the open descriptors of a delete or flush: entries of one dir at a time, dirs one by one.
+const fanOut = 16;
+// A neighbour racing a delete can make an entry change type under us; after this many tries it wins, loudly.
+const removeAttempts = 5;
+
+const emptyDir = async (dir: OpenDir): Promise<void> => {
+  const entries = await readdir(dir.ref, { withFileTypes: true });
+  const subdirs = entries.filter((entry) => entry.isDirectory());
+  const others = entries.filter((entry) => !entry.isDirectory());
+  await forEachLimited(others, fanOut, (entry) => removeEntry(`${dir.ref}/${entry.name}`));
+  for (const entry of subdirs) await removeEntry(`${dir.ref}/${entry.name}`);
+};
+
+/** Removes the entry at `path`: a dir with all it holds (entered by handle), anything else by unlink (a link itself). */
+const removeEntry = async (path: string): Promise<void> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const info = await lstat(path);
+      if (!info.isDirectory()) {
+        await unlink(path);
+        return;
+      }
+      await withDir(path, emptyDir);
+      await rmdir(path);
+      return;
+    } catch (cause) {
+      if (errorCode(cause) === 'ENOENT') return;
+      // It changed type (a dir became a link: ELOOP/ENOTDIR; a file became a dir: EISDIR) or grew: look again.
+      const raced = ['ELOOP', 'ENOTDIR', 'EISDIR', 'EPERM', 'ENOTEMPTY', 'EEXIST'].includes(
+        errorCode(cause) ?? '',
+      );
+      if (!raced || attempt >= removeAttempts) throw cause;
+    }
+  }
+};
+
+/**
+ * Deletes `path` and, when it is a real dir, everything under it; never follows a link (a link is unlinked, its
+ * target left alone), even one swapped in while the delete runs. A missing path counts as done.
+ */
+export const removeTree = (path: string): Promise<void> =>
+  step(`cannot delete ${path}`, () => removeEntry(path));
+
+const syncFile = (ref: string, path: string): Promise<void> =>
+  step(`cannot flush ${path}`, async () => {
+    const handle = await open(ref, readNoFollow);
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  });
+
+/**
+ * fsyncs every regular file under `dir`, then each dir bottom-up, `dir` last: data before the marker, so a marker
+ * only ever sits beside complete files. Links and special files are not followed (their dir's fsync covers them).
+ */
+export const syncTree = async (dir: OpenDir): Promise<void> => {
+  const entries = await step(`cannot list ${dir.path}`, () => readdir(dir.ref, { withFileTypes: true }));
+  const files = entries.filter((entry) => entry.isFile());
+  await forEachLimited(files, fanOut, (entry) =>
+    syncFile(`${dir.ref}/${entry.name}`, join(dir.path, entry.name)),
+  );
+  for (const entry of entries.filter((e) => e.isDirectory())) {
+    const child = join(dir.path, entry.name);
+    await step(`cannot flush ${child}`, () =>
+      withDir(`${dir.ref}/${entry.name}`, (sub) => syncTree({ ...sub, path: child })),
+    );
+  }
+  await step(`cannot flush ${dir.path}`, () => dir.handle.sync());
+};
