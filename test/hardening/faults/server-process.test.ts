@@ -45,6 +45,7 @@ const startAgainst = (serverUrl: string, flags: Record<string, string | number> 
     cliArgs({
       'config-dir': configDir(),
       'model-dir': join(tmp.path, 'models'),
+      'local-storage-roots': tmp.path,
       'server-url': serverUrl,
       'retry-base-ms': 20,
       'retry-max-ms': 100,

@@ -2,6 +2,7 @@
  * Storage limits on the real process (`dist/cli.js`, flags as an operator sets them): /proc refused whatever the
  * roots, an endless body capped for good, a trickle dropped; the process stays up and loads the healthy model.
  */
+import { loadJournalFileName } from '../../../src/edge/load-journal';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { atomicWrite } from '../../../src/testing/atomic-writer';
@@ -77,7 +78,9 @@ describe('storage limits on the real process', () => {
     expect(trickled).toMatchObject({ errorKind: 'timeout', attempt: 2 });
     expect(trickled['reason']).toContain('too slow');
     expect([...standIn.loaded]).toEqual(['good']);
+    // Only the good model and the load journal: nothing partial of the refused, capped or trickled ones.
     expect((await listTree(modelDir)).filter((entry) => !entry.startsWith('good/SUCCESS.'))).toEqual([
+      loadJournalFileName,
       'good/',
       'good/model.bin',
     ]);

@@ -35,7 +35,13 @@ const startOn = (models: string, flags: Record<string, string | number>, env = {
   const configDir = join(tmp.path, 'configs');
   atomicWrite(configDir, { 'models.json': models });
   const cli = startCli(
-    cliArgs({ 'config-dir': configDir, 'model-dir': join(tmp.path, 'models'), ...fastFailures, ...flags }),
+    cliArgs({
+      'config-dir': configDir,
+      'model-dir': join(tmp.path, 'models'),
+      'local-storage-roots': tmp.path,
+      ...fastFailures,
+      ...flags,
+    }),
     { env },
   );
   return [cli, configDir];

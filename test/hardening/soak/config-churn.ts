@@ -106,6 +106,7 @@ export const runChurn = async (options: ChurnOptions): Promise<ChurnResult> => {
     cliArgs({
       'config-dir': configDir,
       'model-dir': modelDir,
+      'local-storage-roots': root,
       'server-url': standIn.url,
       'log-level': 'warn',
       'retry-base-ms': 10,
