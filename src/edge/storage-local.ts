@@ -126,7 +126,8 @@ const copy = async (settings: Settings, { source, targetDir, signal, what }: Cop
   // The named path itself may be a symlink (a mounted volume's `..data`): the user chose it, so follow it.
   const sourceRoot = await realpath(source);
   await checkLocalSource(sourceRoot, settings.roots, what);
-  const targetRoot = await realpath(targetDir);
+  // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
+  const targetRoot = targetDir;
   const { limits } = settings;
   const guard = new TransferGuard({ what, maxBytes: limits.maxModelBytes });
   const tree = { sourceRoot, targetRoot, signal, what, guard };

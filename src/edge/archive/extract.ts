@@ -1,7 +1,7 @@
 /** extract: tar (gzipped or not) and zip archives unpacked into a dir, from a stream or a file, every entry guarded. */
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { realpath, rm } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { retryableError, type EffectError } from '../../core/errors';
 import { fsError, step, writeNewFile } from '../durable-fs';
@@ -97,7 +97,12 @@ const extraction = async (
     stop.abort(error);
   };
   try {
-    const root = await step(`${what}: cannot resolve ${targetDir}`, () => realpath(targetDir));
+    // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
+    const root = targetDir;
+    await step(`${what}: cannot use ${targetDir}`, async () => {
+      if (!(await stat(targetDir)).isDirectory())
+        throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
+    });
     const job = {
       what,
       root,

@@ -1,5 +1,5 @@
 /** unpack: what extracting either format shares — one extraction's job, and how its failures are classified. */
-import { EffectError, errorMessage, permanentError, retryableError } from '../../core/errors';
+import { EffectError, errorCode, errorMessage, permanentError, retryableError } from '../../core/errors';
 import { fsError, isTransientFsError } from '../durable-fs';
 import type { ArchiveBudget } from './budget';
 import type { EntryGuard } from './guard';
@@ -20,6 +20,14 @@ export const archiveFailure =
   (cause: unknown): unknown => {
     if (cause instanceof EffectError) return cause;
     if (isTransientFsError(cause)) return fsError(what, cause);
+    // tar's own guard, the same refusal as ours (entries combined into a way out through a link).
+    if (errorCode(cause) === 'TAR_SYMLINK_ERROR') {
+      return permanentError(
+        'refused',
+        `${what}: refusing archive entry: it would be written through a symbolic link`,
+        cause,
+      );
+    }
     return permanentError('invalid-archive', `${what}: invalid archive: ${errorMessage(cause)}`, cause);
   };
 

@@ -68,7 +68,8 @@ const cases: ReadonlyArray<Case> = [
       { name: 'a', type: '2', linkname: '.' },
       { name: 'b', type: '2', linkname: 'a/..' },
     ],
-    'it leads outside the model dir',
+    // tar refuses to write b through the link a once the staging dir is reached by handle; our walk would too.
+    'through a symbolic link',
     true,
   ),
   tarCase(
