@@ -5,7 +5,8 @@ import { defer, EMPTY, from, map, mergeMap, of, type Observable } from 'rxjs';
 import { currentModelOps, modelOps } from './app';
 import type { AppConfig } from './core/app-config';
 import { describeConfigError } from './core/errors';
-import { modelOpToJson } from './core/model-op';
+import { modelOpToJson, type ModelOp } from './core/model-op';
+import { redact } from './core/redact';
 import { redactUri } from './core/redact';
 import { emptySnapshot } from './core/snapshot';
 import { packageVersion } from './package-version';
@@ -17,6 +18,9 @@ export type Output =
   { readonly _tag: 'Line'; readonly line: string } | { readonly _tag: 'Exit'; readonly code: number };
 
 const line = (text: string): Output => ({ _tag: 'Line', line: text });
+
+/** An op as the JSON line `--dry-run` prints: stdout is often kept in CI logs, so no secret goes there either. */
+const opLine = (op: ModelOp): Output => line(redact(JSON.stringify(modelOpToJson(op))));
 const exit = (code: number): Output => ({ _tag: 'Exit', code });
 
 /**
@@ -33,12 +37,12 @@ export const dryRunMode = (config: AppConfig, log: Logger): Observable<Output> =
           log.error({ file: result.left.file, configError: result.left }, describeConfigError(result.left));
           return of(exit(1));
         }
-        return from([...result.right.map((op) => line(JSON.stringify(modelOpToJson(op)))), exit(0)]);
+        return from([...result.right.map(opLine), exit(0)]);
       }),
     );
   }
   return modelOps({ configSource, inPlace, log, settleMs: config.settleMs }).pipe(
-    map((op) => line(JSON.stringify(modelOpToJson(op)))),
+    map(opLine),
   );
 };
 

@@ -209,7 +209,7 @@ export const flagTable = {
   dryRun: {
     flag: '--dry-run',
     env: 'MODELSYNC_DRY_RUN',
-    help: 'print one JSON line per op on stdout instead of applying it',
+    help: 'print one JSON line per op on stdout instead of applying it (storage URIs shown without credentials)',
     codec: t.boolean,
   },
   once: {

@@ -118,6 +118,19 @@ describe('modelsync --dry-run --once', () => {
     expect(jsonLines(result.stderr).filter((line) => levelOf(line) >= 40)).toEqual([]);
   });
 
+  it('prints storage URIs without their user info or query string (stdout often lands in CI logs)', async () => {
+    const signed =
+      'https://bucket.example.com/m1.tgz?X-Amz-Signature=0123456789abcdef&X-Amz-Credential=AKIA1234';
+    const dir = configMap(modelsJson({ m1: signed, m2: 'https://user:hunter2secret@models.example.com/m2' }));
+    const result = await runCli(['--config-dir', dir, '--dry-run', '--once']);
+    expect(result.code).toBe(0);
+    const uris = result.stdout.lines.map(
+      (text) => (JSON.parse(text) as { modelSpec: { storageUri: string } }).modelSpec.storageUri,
+    );
+    expect(uris).toEqual(['https://bucket.example.com/m1.tgz', 'https://models.example.com/m2']);
+    expect(result.stdout.text).not.toMatch(/0123456789abcdef|AKIA1234|hunter2secret/);
+  });
+
   it('prints nothing and exits 0 for an empty model list', async () => {
     const result = await runCli(['--config-dir', configMap('[]'), '--dry-run', '--once']);
     expect(result.code).toBe(0);
