@@ -41,9 +41,7 @@ export const dryRunMode = (config: AppConfig, log: Logger): Observable<Output> =
       }),
     );
   }
-  return modelOps({ configSource, inPlace, log, settleMs: config.settleMs }).pipe(
-    map(opLine),
-  );
+  return modelOps({ configSource, inPlace, log, settleMs: config.settleMs }).pipe(map(opLine));
 };
 
 /**
