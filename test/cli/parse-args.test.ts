@@ -35,6 +35,7 @@ describe('parseArgs', () => {
       logLevel: 'info',
       settleMs: 100,
       watchPollMs: 0,
+      maxConfigBytes: 33_554_432,
       requestTimeoutMs: 30_000,
       loadTimeoutMs: 300_000,
       retryBaseMs: 500,
@@ -68,6 +69,7 @@ describe('parseArgs', () => {
         '60',
       ],
       ...['--watch-poll-ms', '250', '--request-timeout-ms', '1000', '--load-timeout-ms', '2000'],
+      ...['--max-config-bytes', '4096'],
       ...[
         '--retry-base-ms',
         '10',
@@ -90,6 +92,7 @@ describe('parseArgs', () => {
       logLevel: 'debug',
       settleMs: 60,
       watchPollMs: 250,
+      maxConfigBytes: 4096,
       requestTimeoutMs: 1000,
       loadTimeoutMs: 2000,
       retryBaseMs: 10,
