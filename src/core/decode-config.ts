@@ -89,15 +89,18 @@ const decodeEntries = (file: string, document: unknown): E.Either<ConfigError, S
       config = ModelConfig.validate(entry, t.appendContext(root, String(index), ModelConfig, entry));
     if (config._tag === 'Left') {
       problems.addErrors(config.left);
-    } else if (snapshot.has(config.right.modelName)) {
-      const name = config.right.modelName;
-      // Only a listed line searches for the first position: a million copies of one name stay linear.
-      problems.add(
-        () =>
-          `[${index}].modelName: ${previewValue(name)} is already listed at [${firstIndexOf(entries, name)}]`,
-      );
     } else {
-      snapshot.set(config.right.modelName, config.right.modelSpec);
+      const { modelName, modelSpec } = config.right;
+      const size = snapshot.size;
+      // Set, then see whether the name was new: one hash lookup per model. A repeat rejects the whole config.
+      snapshot.set(modelName, modelSpec);
+      if (snapshot.size === size) {
+        // Only a listed line searches for the first position: a million copies of one name stay linear.
+        problems.add(
+          () =>
+            `[${index}].modelName: ${previewValue(modelName)} is already listed at [${firstIndexOf(entries, modelName)}]`,
+        );
+      }
     }
   }
   return problems.count > 0 ? E.left(invalidConfig(file, problems.lines())) : E.right(snapshot);

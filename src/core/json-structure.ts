@@ -76,6 +76,8 @@ class Scan {
   readonly lines: string[] = [];
   keyCount = 0;
   count = 0;
+  /** The first backslash at or after the last key checked (Infinity: none left); one forward search per text. */
+  private backslash = -1;
 
   constructor(
     readonly text: string,
@@ -106,7 +108,7 @@ class Scan {
         if (sameRange(text, this.keyStarts[k]!, this.keyEnds[k]!, start, end))
           return this.duplicate(frame, start, end);
       }
-      if (this.keyCount - first < pairwiseKeys && !hasEscape(text, start, end)) {
+      if (this.keyCount - first < pairwiseKeys && !this.escapes(start, end)) {
         this.keyStarts[this.keyCount] = start;
         this.keyEnds[this.keyCount++] = end;
         return;
@@ -120,6 +122,15 @@ class Scan {
     const key = keyValue(text, start, end);
     if (set.has(key)) this.duplicate(frame, start, end);
     else set.add(key);
+  }
+
+  /** True when the key at `start`..`end` has an escape (keys come in text order, so the search only moves on). */
+  escapes(start: number, end: number): boolean {
+    if (this.backslash < start) {
+      const at = this.text.indexOf('\\', start);
+      this.backslash = at === -1 ? Infinity : at;
+    }
+    return this.backslash < end;
   }
 
   duplicate(frame: number, start: number, end: number): void {
