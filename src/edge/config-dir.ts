@@ -22,6 +22,7 @@ import { configFileName } from '../core/config-files';
 import { readConfigFile, withDeadline, type ConfigReadOptions } from './config-file';
 import type { ConfigSource, FsEvent } from '../ports';
 
+/** The config dir, and how it is watched and read. */
 export interface ConfigDirOptions extends ConfigReadOptions {
   readonly dir: string;
   readonly log: Logger;
