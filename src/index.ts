@@ -78,7 +78,8 @@ export { createWorkQueue, type WorkQueue, type WorkQueueCounts } from './loader/
 export { routeStorage } from './loader/storage-router';
 export type * from './ports';
 
-export { configDirSource, readConfigFile, type ConfigDirOptions } from './edge/config-dir';
+export { configDirSource, type ConfigDirOptions } from './edge/config-dir';
+export { readConfigFile, type ConfigReadOptions } from './edge/config-file';
 export { createLogger, redactingDestination } from './edge/logger';
 export {
   archiveFormatOf,

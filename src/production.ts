@@ -21,6 +21,7 @@ export const configSourceFor = (config: AppConfig, log: Logger): ConfigSource =>
     dir: config.configDir,
     log: log.child({ component: 'config' }),
     pollMs: config.watchPollMs,
+    maxBytes: config.maxConfigBytes,
   });
 
 const modelServerFor = (config: AppConfig): ModelServer =>

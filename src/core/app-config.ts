@@ -110,6 +110,16 @@ export const flagTable = {
     help: 'poll the config dir every this many ms instead of inotify (NFS, some bind mounts); 0 = inotify',
     codec: integerIn('WatchPollMs', 0, 3_600_000),
   },
+  maxConfigBytes: {
+    flag: '--max-config-bytes',
+    arg: 'n',
+    env: 'MODELSYNC_MAX_CONFIG_BYTES',
+    default: '33554432',
+    help:
+      'largest `models.json` read, in bytes (32 MiB; a 100,000-model file, pretty-printed, is 18.6 MB); ' +
+      'a bigger one is refused unread and the last good config stays',
+    codec: integerIn('MaxConfigBytes', 2, 1_073_741_824),
+  },
   requestTimeoutMs: {
     flag: '--request-timeout-ms',
     arg: 'ms',

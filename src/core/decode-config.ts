@@ -1,11 +1,11 @@
 /** decodeConfig: the text of models.json to a Snapshot, or a ConfigError naming the file and each bad field. */
 import { either as E } from 'fp-ts';
-import type * as t from 'io-ts';
-import { invalidConfig, invalidJson, type ConfigError } from './errors';
-import { parseJson } from './json';
-import { ModelConfigs } from './model-config';
+import * as t from 'io-ts';
+import { errorMessage, invalidConfig, invalidJson, type ConfigError } from './errors';
+import { parseJson, previewJson, withCountOfMore } from './json';
+import { previewValue } from './preview';
+import { ModelConfig, ModelConfigs, type ModelSpec } from './model-config';
 import type { ModelName } from './model-name';
-import type { ModelSpec } from './model-config';
 import type { Snapshot } from './snapshot';
 
 const maxErrorsListed = 10;
@@ -27,53 +27,110 @@ const pathOf = (context: t.Context): string =>
     .slice(1)
     .map((entry, i) => ({ entry, parent: context[i]! }))
     .filter(({ parent }) => isFieldContainer(parent.type))
-    .map(({ entry, parent }) => (isArrayType(parent.type) ? `[${entry.key}]` : `.${entry.key}`))
+    .map(({ entry, parent }) => (isArrayType(parent.type) ? `[${entry.key}]` : `.${previewKey(entry.key)}`))
     .join('')
     .replace(/^\./, '') || '(document)';
 
-const show = (value: unknown): string => {
-  const text = value === undefined ? 'nothing' : JSON.stringify(value);
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+const previewKey = (key: string): string => (key.length > 40 ? `${key.slice(0, 37)}...` : key);
+
+const formatError = (error: t.ValidationError): string => {
+  const last = error.context[error.context.length - 1];
+  const expected = last?.type.name ?? 'a value';
+  if (error.message !== undefined) return `${pathOf(error.context)}: ${error.message}`;
+  return error.value === undefined
+    ? `${pathOf(error.context)}: is missing (expected ${expected})`
+    : `${pathOf(error.context)}: expected ${expected}, got ${previewValue(error.value)}`;
 };
 
-/** One line per failing field, at most `maxErrorsListed` of them. */
+/** Distinct problem lines, at most `maxErrorsListed` of them, and a count of all (a config may have a million). */
+class Problems {
+  private readonly listed = new Set<string>();
+  private more = 0;
+  get count(): number {
+    return this.listed.size + this.more;
+  }
+  /** Adds the line `line()` makes; once `maxErrorsListed` are listed, further problems are only counted. */
+  add(line: () => string): void {
+    if (this.listed.size < maxErrorsListed) this.listed.add(line());
+    else this.more++;
+  }
+  addErrors(errors: t.Errors): void {
+    errors.forEach((error) => this.add(() => formatError(error)));
+  }
+  lines(): ReadonlyArray<string> {
+    return withCountOfMore([...this.listed], this.count);
+  }
+}
+
+/** One line per failing field, at most `maxErrorsListed` of them; bad values are shown in at most 80 characters. */
 export const formatValidationErrors = (errors: t.Errors): ReadonlyArray<string> => {
-  const lines = [
-    ...new Set(
-      errors.map((error) => {
-        const last = error.context[error.context.length - 1];
-        const expected =
-          error.message ?? `expected ${last?.type.name ?? 'a value'}, got ${show(error.value)}`;
-        return `${pathOf(error.context)}: ${error.value === undefined && error.message === undefined ? `is missing (expected ${last?.type.name ?? 'a value'})` : expected}`;
-      }),
-    ),
-  ];
-  return lines.length > maxErrorsListed
-    ? [...lines.slice(0, maxErrorsListed), `and ${lines.length - maxErrorsListed} more`]
-    : lines;
+  const problems = new Problems();
+  problems.addErrors(errors);
+  return problems.lines();
 };
 
-const toSnapshot = (file: string, configs: ModelConfigs): E.Either<ConfigError, Snapshot> => {
+const firstIndexOf = (entries: ReadonlyArray<unknown>, name: ModelName): number =>
+  entries.findIndex((entry) => (entry as { modelName?: unknown } | null)?.modelName === name);
+
+/** Each entry through ModelConfig, into a snapshot; a name listed twice is a problem, naming both positions. */
+const decodeEntries = (file: string, document: unknown): E.Either<ConfigError, Snapshot> => {
+  const root: t.Context = [{ key: '', type: ModelConfigs, actual: document }];
+  if (!Array.isArray(document)) {
+    return E.left(invalidConfig(file, formatValidationErrors([{ value: document, context: root }])));
+  }
+  const entries = document as ReadonlyArray<unknown>;
   const snapshot = new Map<ModelName, ModelSpec>();
-  const duplicates: string[] = [];
-  configs.forEach(({ modelName, modelSpec }, index) => {
-    if (snapshot.has(modelName)) {
-      const first = configs.findIndex((config) => config.modelName === modelName);
-      duplicates.push(`[${index}].modelName: ${JSON.stringify(modelName)} is already listed at [${first}]`);
+  const problems = new Problems();
+  for (let index = 0; index < entries.length; index++) {
+    const entry = entries[index];
+    // Like `field` in model-config.ts: the entry's own context only when it fails.
+    let config = ModelConfig.validate(entry, root);
+    if (config._tag === 'Left')
+      config = ModelConfig.validate(entry, t.appendContext(root, String(index), ModelConfig, entry));
+    if (config._tag === 'Left') {
+      problems.addErrors(config.left);
     } else {
+      const { modelName, modelSpec } = config.right;
+      const size = snapshot.size;
+      // Set, then see whether the name was new: one hash lookup per model. A repeat rejects the whole config.
       snapshot.set(modelName, modelSpec);
+      if (snapshot.size === size) {
+        // Only a listed line searches for the first position: a million copies of one name stay linear.
+        problems.add(
+          () =>
+            `[${index}].modelName: ${previewValue(modelName)} is already listed at [${firstIndexOf(entries, modelName)}]`,
+        );
+      }
     }
-  });
-  return duplicates.length > 0 ? E.left(invalidConfig(file, duplicates)) : E.right(snapshot);
+  }
+  return problems.count > 0 ? E.left(invalidConfig(file, problems.lines())) : E.right(snapshot);
 };
 
-/** Decodes models.json (`file` is only used to name it in errors). All or nothing: one bad entry rejects it. */
-export const decodeConfig = (file: string, text: string): E.Either<ConfigError, Snapshot> => {
+const decode = (file: string, text: string): E.Either<ConfigError, Snapshot> => {
   const json = parseJson(text);
   if (E.isLeft(json)) {
-    return E.left(invalidJson(file, json.left._tag === 'Blank' ? 'the file is empty' : json.left.reason));
+    return E.left(
+      json.left._tag === 'Structure'
+        ? invalidConfig(file, withCountOfMore(json.left.problems, json.left.count))
+        : invalidJson(file, json.left._tag === 'Blank' ? 'the file is empty' : json.left.reason),
+    );
   }
-  const configs = ModelConfigs.decode(json.right);
-  if (E.isLeft(configs)) return E.left(invalidConfig(file, formatValidationErrors(configs.left)));
-  return toSnapshot(file, configs.right);
+  return decodeEntries(file, json.right);
+};
+
+/**
+ * Decodes models.json (`file` is only used to name it in errors). All or nothing: one bad entry rejects it.
+ * Total: whatever the text, the answer is a Snapshot or a ConfigError, never a throw. A throw from in here would
+ * be a bug, and it becomes a ConfigError too: the pipeline keeps the last good config instead of dying with it.
+ */
+export const decodeConfig = (file: string, text: string): E.Either<ConfigError, Snapshot> => {
+  try {
+    return decode(file, text);
+  } catch (cause) {
+    return E.left(
+      invalidConfig(file, [
+        `could not be checked (a modelsync bug): ${previewJson(errorMessage(cause), 200)}`,
+      ]),
+    );
+  }
 };

@@ -1,12 +1,31 @@
-/** Expected failures of reading and decoding the config, as values (never thrown). */
+/** Expected failures of reading and decoding the config, as values (never thrown); and EffectError. */
+import { flagTable } from './app-config';
 import { redact } from './redact';
 
-/** models.json could not be read (missing, not a file, no permission). */
+/**
+ * models.json could not be read: missing, not a regular file (a FIFO, a socket, a dir), a dangling link, `..data`
+ * dangling or pointing outside the config dir, no permission, a read that hung. `code` is the errno name
+ * (`ENOENT`, `EACCES`) or one of modelsync's: `ENOTREG` (not a regular file), `EOUTSIDE` (`..data` leads out of
+ * the config dir), `ETIMEDOUT` (the read hung); `reason` says it in words.
+ */
 export interface ReadFailed {
   readonly _tag: 'ReadFailed';
   readonly file: string;
   readonly code: string;
   readonly reason: string;
+}
+/** models.json is bigger than `--max-config-bytes`: refused without being read. */
+export interface TooLarge {
+  readonly _tag: 'TooLarge';
+  readonly file: string;
+  readonly bytes: number;
+  readonly maxBytes: number;
+}
+/** models.json is not UTF-8 text: `found` says what it is instead (`UTF-16 little-endian text`). */
+export interface InvalidEncoding {
+  readonly _tag: 'InvalidEncoding';
+  readonly file: string;
+  readonly found: string;
 }
 /** models.json is empty or not JSON (often an in-place write caught half-way). */
 export interface InvalidJson {
@@ -20,13 +39,24 @@ export interface InvalidConfig {
   readonly file: string;
   readonly errors: ReadonlyArray<string>;
 }
-export type ConfigError = ReadFailed | InvalidJson | InvalidConfig;
+export type ConfigError = ReadFailed | TooLarge | InvalidEncoding | InvalidJson | InvalidConfig;
 
 export const readFailed = (file: string, code: string, reason: string): ConfigError => ({
   _tag: 'ReadFailed',
   file,
   code,
   reason,
+});
+export const tooLarge = (file: string, bytes: number, maxBytes: number): ConfigError => ({
+  _tag: 'TooLarge',
+  file,
+  bytes,
+  maxBytes,
+});
+export const invalidEncoding = (file: string, found: string): ConfigError => ({
+  _tag: 'InvalidEncoding',
+  file,
+  found,
 });
 export const invalidJson = (file: string, reason: string): ConfigError => ({
   _tag: 'InvalidJson',
@@ -44,6 +74,13 @@ export const describeConfigError = (error: ConfigError): string => {
   switch (error._tag) {
     case 'ReadFailed':
       return `cannot read ${error.file}: ${error.reason}`;
+    case 'TooLarge':
+      return (
+        `${error.file} is ${error.bytes} bytes, over the limit of ${error.maxBytes} bytes ` +
+        `(${flagTable.maxConfigBytes.flag}); it was not read`
+      );
+    case 'InvalidEncoding':
+      return `${error.file} is ${error.found}; models.json must be UTF-8: save it as UTF-8`;
     case 'InvalidJson':
       return `${error.file} is not valid JSON: ${error.reason}`;
     case 'InvalidConfig':

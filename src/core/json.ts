@@ -1,17 +1,135 @@
-/** parseJson: JSON.parse as a value, telling a blank text (often a file caught half-written) from a malformed one. */
+/** parseJson and previewJson: JSON in, checked for what JSON.parse lets through; any value out, in bounded text. */
 import { either as E } from 'fp-ts';
-import { errorMessage } from './errors';
+import { structureProblems } from './json-structure';
+import { jsonSyntaxError } from './json-syntax';
 
-/** Why a text is not JSON: it is blank, or JSON.parse's reason (which may quote the text: never log it for secrets). */
+/**
+ * Why a text is not usable JSON: it is blank; it is not JSON (`reason` names the line and column and quotes at
+ * most one character, so it is safe to log); or JSON.parse would take it but it has duplicate keys or nesting
+ * deeper than `maxJsonDepth` (`problems`: one line each, `[3].modelSpec: duplicate key "storageUri"`, at most
+ * ten, of `count`).
+ */
 export type JsonProblem =
-  { readonly _tag: 'Blank' } | { readonly _tag: 'Malformed'; readonly reason: string };
+  | { readonly _tag: 'Blank' }
+  | { readonly _tag: 'Malformed'; readonly reason: string }
+  | { readonly _tag: 'Structure'; readonly problems: ReadonlyArray<string>; readonly count: number };
 
-/** The JSON value of `text`, or why there is none. */
-export const parseJson = (text: string): E.Either<JsonProblem, unknown> => {
-  if (text.trim() === '') return E.left({ _tag: 'Blank' });
-  try {
-    return E.right(JSON.parse(text) as unknown);
-  } catch (cause) {
-    return E.left({ _tag: 'Malformed', reason: errorMessage(cause) });
+const isBlank = (text: string): boolean => {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return false;
   }
+  return true;
+};
+
+const malformed = (text: string): JsonProblem => {
+  const error = jsonSyntaxError(text);
+  return {
+    _tag: 'Malformed',
+    reason:
+      error === undefined ? 'it is not JSON' : `line ${error.line}, column ${error.column}: ${error.problem}`,
+  };
+};
+
+/**
+ * The JSON value of `text`, or why there is none. Duplicate keys are refused (JSON.parse keeps the last one
+ * silently) and so is nesting deeper than `maxJsonDepth`, before JSON.parse spends memory on it.
+ */
+export const parseJson = (text: string): E.Either<JsonProblem, unknown> => {
+  if (isBlank(text)) return E.left({ _tag: 'Blank' });
+  const structure = structureProblems(text);
+  // Refused before JSON.parse, whatever follows: parsing a million nested arrays takes seconds and a gigabyte.
+  if (structure.tooDeep)
+    return E.left({ _tag: 'Structure', problems: structure.lines, count: structure.count });
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return E.left(malformed(text));
+  }
+  return structure.count > 0
+    ? E.left({ _tag: 'Structure', problems: structure.lines, count: structure.count })
+    : E.right(value);
+};
+
+/** The problem in words (the file name is the caller's to add). */
+export const describeJsonProblem = (problem: JsonProblem): string => {
+  switch (problem._tag) {
+    case 'Blank':
+      return 'it is empty';
+    case 'Malformed':
+      return problem.reason;
+    case 'Structure':
+      return withCountOfMore(problem.problems, problem.count).join('; ');
+  }
+};
+
+/** `lines`, and `and N more` when they are fewer than `count`. */
+export const withCountOfMore = (lines: ReadonlyArray<string>, count: number): ReadonlyArray<string> =>
+  count > lines.length ? [...lines, `and ${count - lines.length} more`] : lines;
+
+type PreviewFrame =
+  | { readonly items: ReadonlyArray<unknown>; index: number }
+  | {
+      readonly record: Readonly<Record<string, unknown>>;
+      readonly keys: ReadonlyArray<string>;
+      index: number;
+    };
+
+// Secrets are removed from a long prefix, not from the shown cut: a cut could end inside a URI's user info.
+const scannedPrefix = 4096;
+
+const scalarText = (value: unknown, maxChars: number, showString: (text: string) => string): string => {
+  if (typeof value === 'string') {
+    const shown = showString(value.length > scannedPrefix ? value.slice(0, scannedPrefix) : value);
+    return JSON.stringify(shown.length > maxChars ? shown.slice(0, maxChars) : shown);
+  }
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
+  return typeof value;
+};
+
+/**
+ * `value` as JSON text of at most `maxChars` characters (cut with `...`), built without recursion and without
+ * visiting more of the value than it shows: a million nested arrays or a 30 MB string cost no more than a small
+ * value. JSON.stringify would recurse (a RangeError at ~10,000 levels) and build the whole text first. Each
+ * string (key or value) goes through `showString` first (to remove secrets from it).
+ */
+export const previewJson = (
+  value: unknown,
+  maxChars = 80,
+  showString: (text: string) => string = (text) => text,
+): string => {
+  let out = '';
+  const stack: PreviewFrame[] = [];
+  const open = (item: unknown): void => {
+    if (Array.isArray(item)) {
+      out += '[';
+      stack.push({ items: item, index: 0 });
+    } else if (typeof item === 'object' && item !== null) {
+      out += '{';
+      const record = item as Readonly<Record<string, unknown>>;
+      stack.push({ record, keys: Object.keys(record), index: 0 });
+    } else {
+      out += scalarText(item, maxChars, showString);
+    }
+  };
+  open(value);
+  while (stack.length > 0 && out.length <= maxChars) {
+    const frame = stack.at(-1)!;
+    const size = 'items' in frame ? frame.items.length : frame.keys.length;
+    if (frame.index >= size) {
+      out += 'items' in frame ? ']' : '}';
+      stack.pop();
+      continue;
+    }
+    if (frame.index > 0) out += ',';
+    if ('items' in frame) {
+      open(frame.items[frame.index++]);
+    } else {
+      const key = frame.keys[frame.index++]!;
+      out += `${scalarText(key, maxChars, showString)}:`;
+      open(frame.record[key]);
+    }
+  }
+  return out.length > maxChars ? `${out.slice(0, maxChars - 3)}...` : out;
 };

@@ -1,7 +1,7 @@
 /** The SUCCESS marker of an installed model: its KServe-compatible content and the identity its name hashes. */
 import { either as E } from 'fp-ts';
 import { formatValidationErrors } from './decode-config';
-import { parseJson } from './json';
+import { describeJsonProblem, parseJson } from './json';
 import { ModelSpec } from './model-config';
 import { zeroQuantity } from './quantity';
 import { specToJson } from './snapshot';
@@ -24,7 +24,9 @@ export const decodeMarker = (text: string): E.Either<string, ModelSpec> => {
   // A marker is written by us or by KServe in one small write; anything unparseable is treated as corrupt.
   const json = parseJson(text);
   if (E.isLeft(json)) {
-    return E.left(json.left._tag === 'Blank' ? 'the marker is empty' : `not JSON: ${json.left.reason}`);
+    return E.left(
+      json.left._tag === 'Blank' ? 'the marker is empty' : `not JSON: ${describeJsonProblem(json.left)}`,
+    );
   }
   const spec = ModelSpec.decode(json.right);
   return E.isLeft(spec) ? E.left(formatValidationErrors(spec.left).join('; ')) : spec;

@@ -1,5 +1,6 @@
 /** ModelName: a model's name, which becomes a directory name, so anything that could escape or hide it is refused. */
 import * as t from 'io-ts';
+import { previewValue } from './preview';
 
 export interface ModelNameBrand {
   readonly ModelName: unique symbol;
@@ -31,7 +32,7 @@ export const ModelName = new t.Type<ModelName, string, unknown>(
     const problem = modelNameProblem(u);
     return problem === undefined
       ? t.success(u as ModelName)
-      : t.failure(u, context, `model name ${JSON.stringify(u)} ${problem}`);
+      : t.failure(u, context, `model name ${previewValue(u)} ${problem}`);
   },
   (name) => name,
 );

@@ -1,5 +1,6 @@
 /** Kubernetes resource quantities ("100Mi", "1Gi", "0.5", 3e9), decoded to exact values so specs compare semantically. */
 import * as t from 'io-ts';
+import { previewValue } from './preview';
 
 /** A decoded quantity: the text as written (kept for output) and its exact value as a reduced fraction. */
 export interface Quantity {
@@ -96,7 +97,7 @@ export const Quantity = new t.Type<Quantity, string, unknown>(
       : t.failure(
           u,
           context,
-          `expected a Kubernetes quantity such as "100Mi", "1Gi" or "0.5", got ${JSON.stringify(u)}`,
+          `expected a Kubernetes quantity such as "100Mi", "1Gi" or "0.5", got ${previewValue(u)}`,
         );
   },
   (quantity) => quantity.text,

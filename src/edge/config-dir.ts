@@ -1,7 +1,6 @@
 /** configDirSource: the config dir as a ConfigSource: chokidar events that outlive errors and dir removal, and reads. */
 import { watch, type ChokidarOptions } from 'chokidar';
-import { either as E } from 'fp-ts';
-import { realpath, readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { Logger } from 'pino';
 import {
@@ -10,18 +9,21 @@ import {
   filter,
   first,
   from,
+  merge,
   Observable,
   repeat,
   retry,
   takeUntil,
+  Subject,
   tap,
   timer,
 } from 'rxjs';
-import { configFileName, dataLinkName } from '../core/config-files';
-import { errorCode, errorMessage, readFailed } from '../core/errors';
-import type { ConfigRead, ConfigSource, FsEvent } from '../ports';
+import { configFileName } from '../core/config-files';
+import { readConfigFile, withDeadline, type ConfigReadOptions } from './config-file';
+import type { ConfigSource, FsEvent } from '../ports';
 
-export interface ConfigDirOptions {
+/** The config dir, and how it is watched and read. */
+export interface ConfigDirOptions extends ConfigReadOptions {
   readonly dir: string;
   readonly log: Logger;
   /** How often to look for a missing config dir, and the pause before re-arming a failed watch. */
@@ -30,6 +32,8 @@ export interface ConfigDirOptions {
   readonly pollMs?: number;
   /** One watch of the dir (default: chokidar); tests inject failing watches to see them re-established. */
   readonly watchDir?: (dir: string, pollMs: number) => Observable<FsEvent>;
+  /** A read of models.json that takes longer is given up and logged (a hung mount); default 10 s. */
+  readonly readTimeoutMs?: number;
 }
 
 /**
@@ -107,40 +111,20 @@ const watchWhileDirExists = (
     }),
   );
 
-/** The file a read should open: through the `..data` link when kubelet manages the dir, so one read sees one version. */
-const configFile = async (dir: string): Promise<{ path: string; viaDataLink: boolean }> => {
-  try {
-    return { path: join(await realpath(join(dir, dataLinkName)), configFileName), viaDataLink: true };
-  } catch {
-    return { path: join(dir, configFileName), viaDataLink: false };
-  }
-};
-
-/** Reads models.json; retries when a `..data` target vanished between resolving and reading (a swap raced us). */
-export const readConfigFile = async (dir: string, attempts = 3): Promise<ConfigRead> => {
-  const file = join(dir, configFileName);
-  for (let attempt = 1; ; attempt++) {
-    const target = await configFile(dir);
-    try {
-      return E.right({ file, text: await readFile(target.path, 'utf8') });
-    } catch (cause) {
-      const code = errorCode(cause) ?? 'EUNKNOWN';
-      if (!(target.viaDataLink && code === 'ENOENT' && attempt < attempts)) {
-        return E.left(readFailed(file, code, errorMessage(cause)));
-      }
-    }
-  }
-};
-
-/** The config dir as a ConfigSource. Watch errors are logged and the watch re-armed; the stream never ends by itself. */
-export const configDirSource = ({
-  dir,
-  log,
-  recheckMs = 1000,
-  pollMs = 0,
-  watchDir = watchOnce,
-}: ConfigDirOptions): ConfigSource => ({
-  events$: defer(() => directoryExists(dir, recheckMs, log)).pipe(
+/**
+ * The config dir as a ConfigSource. Watch errors are logged and the watch re-armed; the stream never ends by
+ * itself. Reads are bounded in size and time; a read that hung and finally returned triggers a new one.
+ */
+export const configDirSource = (options: ConfigDirOptions): ConfigSource => {
+  const { dir, log, recheckMs = 1000, pollMs = 0, watchDir = watchOnce, readTimeoutMs = 10_000 } = options;
+  const lateReturn$ = new Subject<FsEvent>();
+  const read = withDeadline(
+    () => readConfigFile(dir, options),
+    join(dir, configFileName),
+    readTimeoutMs,
+    () => lateReturn$.next({ event: 'change', name: configFileName }),
+  );
+  const watch$ = defer(() => directoryExists(dir, recheckMs, log)).pipe(
     concatMap(() => watchWhileDirExists(dir, pollMs, recheckMs, watchDir)),
     retry({
       delay: (error: unknown) => {
@@ -154,6 +138,6 @@ export const configDirSource = ({
         return timer(0);
       },
     }),
-  ),
-  read: () => defer(() => readConfigFile(dir)),
-});
+  );
+  return { events$: merge(watch$, lateReturn$), read: () => defer(read) };
+};

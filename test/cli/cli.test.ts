@@ -19,6 +19,7 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--log-level', 'MODELSYNC_LOG_LEVEL'],
   ['--settle-ms', 'MODELSYNC_SETTLE_MS'],
   ['--watch-poll-ms', 'MODELSYNC_WATCH_POLL_MS'],
+  ['--max-config-bytes', 'MODELSYNC_MAX_CONFIG_BYTES'],
   ['--request-timeout-ms', 'MODELSYNC_REQUEST_TIMEOUT_MS'],
   ['--max-model-bytes', 'MODELSYNC_MAX_MODEL_BYTES'],
   ['--max-archive-ratio', 'MODELSYNC_MAX_ARCHIVE_RATIO'],

@@ -35,6 +35,7 @@ describe('parseArgs', () => {
       logLevel: 'info',
       settleMs: 100,
       watchPollMs: 0,
+      maxConfigBytes: 33_554_432,
       requestTimeoutMs: 30_000,
       maxModelBytes: 256 * 2 ** 30,
       maxArchiveRatio: 200,
@@ -77,6 +78,7 @@ describe('parseArgs', () => {
       ...['--max-model-bytes', '40Gi', '--max-archive-ratio', '50', '--max-archive-entries', '500'],
       ...['--min-download-rate', '64Ki', '--min-rate-window-ms', '5000'],
       ...['--local-storage-roots', '/mnt/pvc, /data/models/'],
+      ...['--max-config-bytes', '4096'],
       ...[
         '--retry-base-ms',
         '10',
@@ -99,6 +101,7 @@ describe('parseArgs', () => {
       logLevel: 'debug',
       settleMs: 60,
       watchPollMs: 250,
+      maxConfigBytes: 4096,
       requestTimeoutMs: 1000,
       maxModelBytes: 40 * 2 ** 30,
       maxArchiveRatio: 50,

@@ -1,5 +1,6 @@
 import { either as E } from 'fp-ts';
 import { decodeConfig } from '../../src/core/decode-config';
+import { ModelConfig } from '../../src/core/model-config';
 import { describeConfigError } from '../../src/core/errors';
 import { snapshotEquals } from '../../src/core/snapshot';
 import { modelsJson, snap, spec } from '../helpers/fixtures';
@@ -84,5 +85,105 @@ describe('decodeConfig', () => {
   it('lists at most ten bad fields', () => {
     const entries = Array.from({ length: 15 }, () => '{"modelName":"","modelSpec":{"storageUri":"x"}}');
     expect(errorOf(`[${entries.join(',')}]`)).toContain('and 5 more');
+  });
+
+  const entry = (spec: string, name = '"m"'): string => `[{"modelName":${name},"modelSpec":${spec}}]`;
+  const deepArray = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+
+  it.each([
+    ['10,000 nested arrays', deepArray(10_000)],
+    ['1,000,000 nested arrays', deepArray(1_000_000)],
+    ['100,000 nested objects', `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`],
+    [
+      '10,000 nested arrays as a framework',
+      entry(`{"storageUri":"s3://b/m","framework":${deepArray(10_000)}}`),
+    ],
+    ['10,000 nested arrays as a memory', entry(`{"storageUri":"s3://b/m","memory":${deepArray(10_000)}}`)],
+    [
+      '10,000 nested objects as an ignored field',
+      entry(`{"storageUri":"s3://b/m","x":${'{"a":'.repeat(1e4)}1${'}'.repeat(1e4)}}`),
+    ],
+  ])('rejects %s with one bounded line instead of throwing', (_, text) => {
+    const message = errorOf(text);
+    expect(message).toContain(`${file} is not a valid model list: `);
+    expect(message).toContain('nested deeper than 64 levels of arrays and objects');
+    expect(message.length).toBeLessThan(400);
+  });
+
+  it.each([
+    [
+      'a storageUri of 40 nested arrays',
+      entry(`{"storageUri":${deepArray(40)}}`),
+      '[0].modelSpec.storageUri: expected string, got [[[[',
+    ],
+    [
+      'a memory of 40 nested arrays',
+      entry(`{"storageUri":"s3://b/m","memory":${deepArray(40)}}`),
+      '[0].modelSpec.memory: expected a Kubernetes quantity',
+    ],
+    [
+      'a 10 MB model name',
+      entry('{"storageUri":"s3://b/m"}', `"${'n/'.repeat(5_000_000)}"`),
+      '[0].modelName: model name "n/n/n/',
+    ],
+    [
+      'a 10 MB memory',
+      entry(`{"storageUri":"s3://b/m","memory":"${'9'.repeat(10_000_000)}x"}`),
+      '[0].modelSpec.memory: expected',
+    ],
+  ])('shows %s in a bounded line', (_, text, line) => {
+    const message = errorOf(text);
+    expect(message).toContain(line);
+    expect(message.length).toBeLessThan(400);
+  });
+
+  it('never shows the credentials of a URI given where another value belongs', () => {
+    const message = errorOf(
+      entry('{"storageUri":"s3://b/m","framework":{"url":"https://u:hunter2@h/m?sig=s3cret"}}'),
+    );
+    expect(message).toContain('[0].modelSpec.framework: ');
+    const bad = errorOf(entry('{"storageUri":"s3://b/m"}', '"https://u:hunter2@h/m?sig=s3cret"'));
+    expect(`${message} ${bad}`).not.toMatch(/hunter2|s3cret/);
+  });
+
+  it('rejects a million bad entries with ten lines and a count of the rest', () => {
+    const message = errorOf(`[${Array(1_000_000).fill('1').join(',')}]`);
+    expect(message).toContain('[0]: expected ModelConfig, got 1; [1]: expected ModelConfig, got 1');
+    expect(message).toContain('; and 999990 more');
+  });
+
+  it('rejects 100,000 entries of one name, naming the first copies', () => {
+    const text = `[${Array(100_000).fill('{"modelName":"m","modelSpec":{"storageUri":"s3://b/m"}}').join(',')}]`;
+    const message = errorOf(text);
+    expect(message).toContain(
+      '[1].modelName: "m" is already listed at [0]; [2].modelName: "m" is already listed at [0]',
+    );
+    expect(message).toContain('and 99989 more');
+  });
+
+  it('rejects a duplicate key, naming the path of its object', () => {
+    const text = `[${[1, 2, 3].map((i) => `{"modelName":"m${i}","modelSpec":{"storageUri":"s3://b/${i}"}}`).join(',')},${'{"modelName":"m4","modelSpec":{"storageUri":"s3://b/4","storageUri":"s3://b/5"}}'}]`;
+    expect(errorOf(text)).toBe(
+      `${file} is not a valid model list: [3].modelSpec: duplicate key "storageUri"`,
+    );
+  });
+
+  it('decodes 100,000 models', () => {
+    const text = `[${Array.from({ length: 100_000 }, (_, i) => `{"modelName":"m${i}","modelSpec":{"storageUri":"s3://b/${i}","memory":"1Gi"}}`).join(',')}]`;
+    const result = decodeConfig(file, text);
+    expect(E.isRight(result) && result.right.size).toBe(100_000);
+  });
+
+  it('turns a throw from inside the decoder (a bug) into a ConfigError instead of throwing it', () => {
+    const validate = jest.spyOn(ModelConfig, 'validate').mockImplementation(() => {
+      throw new RangeError('Maximum call stack size exceeded');
+    });
+    try {
+      expect(errorOf('[{"modelName":"m","modelSpec":{"storageUri":"s3://b/m"}}]')).toBe(
+        `${file} is not a valid model list: could not be checked (a modelsync bug): "Maximum call stack size exceeded"`,
+      );
+    } finally {
+      validate.mockRestore();
+    }
   });
 });

@@ -98,8 +98,12 @@ const apply = (queue: WorkQueue<string>, scheduler: VirtualTimeScheduler, model:
   }
 };
 
+/** The keys owed and not being processed: those the queue holds, ready for `get`. */
+const waitingKeys = (model: Model): Set<string> =>
+  new Set([...model.owed.keys()].filter((key) => !model.processing.has(key)));
+
 describe('createWorkQueue (property)', () => {
-  it('never hands a key out twice at a time, queues it at most once, respects delays and owes nothing at the end', () => {
+  it('never hands a key out twice at a time, queues it at most once, wakes a worker for each, respects delays and owes nothing at the end', () => {
     fc.assert(
       fc.property(fc.array(opArb, { maxLength: 80 }), (ops) => {
         const scheduler = new VirtualTimeScheduler();
@@ -111,8 +115,17 @@ describe('createWorkQueue (property)', () => {
           owed: new Map(),
           delayed: new Map(),
         };
+        // A worker sleeps until available$ emits: every key newly queued must wake one (a lost wakeup is a hang).
+        let wakeups = 0;
+        let completed = false;
+        queue.available$.subscribe({ next: () => wakeups++, complete: () => (completed = true) });
         for (const step of ops) {
+          const waitingBefore = waitingKeys(model);
+          const wakeupsBefore = wakeups;
           apply(queue, scheduler, model, step);
+          const newlyWaiting = [...waitingKeys(model)].filter((key) => !waitingBefore.has(key)).length;
+          expect(wakeups - wakeupsBefore).toBe(newlyWaiting);
+          expect(completed).toBe(model.shut);
           const waiting = [...model.owed.keys()].filter((k) => !model.processing.has(k)).length;
           expect(queue.counts()).toEqual({
             queued: waiting,

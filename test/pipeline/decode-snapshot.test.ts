@@ -18,7 +18,12 @@ describe('decodeSnapshot', () => {
       };
       expectObservable(cold('abc|', input).pipe(decodeSnapshot())).toBe('abc|', {
         a: E.right(snap({ m1: spec('s3://b/m1', '100Mi') })),
-        b: E.left(invalidJson(file, 'Unexpected end of JSON input')),
+        b: E.left(
+          invalidJson(
+            file,
+            'line 1, column 2: the file ends before the JSON is complete (it may be cut short)',
+          ),
+        ),
         c: E.left(missing),
       });
     }));

@@ -1,4 +1,5 @@
 import { either as E } from 'fp-ts';
+import { readFailed } from '../../src/core/errors';
 import { readConfig } from '../../src/pipeline/read-config';
 import type { ConfigRead } from '../../src/ports';
 import { runMarbles } from '../helpers/marbles';
@@ -14,6 +15,19 @@ describe('readConfig', () => {
       expectObservable(trigger$.pipe(readConfig(() => reads[call++]!))).toBe('--a-b|', {
         a: text('1'),
         b: text('2'),
+      });
+    }));
+
+  it('turns a read that errors into a failed read and goes on reading', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      const reads = [
+        cold<ConfigRead>('-#', undefined, Object.assign(new Error('EIO: i/o error'), { code: 'EIO' })),
+        cold('a|', { a: text('2') }),
+      ];
+      let call = 0;
+      expectObservable(cold('x--x|').pipe(readConfig(() => reads[call++]!))).toBe('-e-a|', {
+        e: E.left(readFailed('models.json', 'EIO', 'EIO: i/o error')),
+        a: text('2'),
       });
     }));
 
