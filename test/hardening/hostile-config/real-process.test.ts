@@ -40,7 +40,13 @@ const setUp = async (): Promise<Setup> => {
   const uri = pathToFileURL(storage).href;
   return {
     configDir,
-    flags: { 'config-dir': configDir, 'model-dir': modelDir, 'server-url': standIn.url, 'settle-ms': 60 },
+    flags: {
+      'config-dir': configDir,
+      'model-dir': modelDir,
+      'local-storage-roots': storage,
+      'server-url': standIn.url,
+      'settle-ms': 60,
+    },
     config: (...names) =>
       JSON.stringify(
         names.map((modelName) => ({ modelName, modelSpec: { storageUri: uri, framework: 'sklearn' } })),
