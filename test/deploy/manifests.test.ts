@@ -1,0 +1,205 @@
+/**
+ * deploy/: every variant renders (test-only kustomize), every object is valid against the Kubernetes schemas
+ * with no unknown field, and the pod is what docs/operating.md promises: real flags with valid values, probes on
+ * modelsync's port and paths, a locked-down modelsync, the ConfigMap dir mounted whole, a shared model dir.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { either as E } from 'fp-ts';
+import type { IContainer } from 'kubernetes-models/v1';
+import { defaultAppConfig, flagList } from '../../src/core/app-config';
+import { decodeConfig } from '../../src/core/decode-config';
+import { renderKustomization, type KubeObject } from './kustomize';
+import { schemaProblems, typeProblems } from './kubernetes-schemas';
+import {
+  allContainers,
+  awaitedFlags,
+  containerNamed,
+  deploymentOf,
+  durationSeconds,
+  podSpecOf,
+  probePort,
+  settingsOf,
+} from './pod';
+import { variants, withVariantDir } from './variants';
+
+/** The HTTP surface's paths and default port (issue #9); MERGE STEP: take them from src/edge/http-surface.ts. */
+const surface = { healthz: '/healthz', readyz: '/readyz', metrics: '/metrics', defaultPort: 9081 };
+
+const packageVersion = (
+  JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+    version: string;
+  }
+).version;
+
+const rendered = variants.map((variant) => ({
+  variant,
+  objects: withVariantDir(variant, (dir) => renderKustomization(dir)),
+}));
+
+describe('deploy/ manifests', () => {
+  it('renders every variant to a ConfigMap of models, a Deployment and what its components add', () => {
+    for (const { objects } of rendered)
+      expect(objects.map((object) => object.kind)).toEqual(
+        expect.arrayContaining(['ConfigMap', 'Deployment']),
+      );
+    expect(rendered.map(({ variant }) => variant.name)).toContain('triton-native-sidecar');
+  });
+
+  it('has no field that its kind does not know, in any object of any variant', () => {
+    const objects = rendered.flatMap(({ objects: list }) => list);
+    const labels = rendered.flatMap(({ variant, objects: list }) =>
+      list.map((object) => `${variant.name}: ${object.kind} ${object.metadata.name}`),
+    );
+    expect(typeProblems(objects, labels)).toEqual([]);
+  });
+
+  it('keeps the awaited flags only while the flag table lacks them (MERGE STEP: empty the list)', () => {
+    const inTable = new Set(flagList.map(([, spec]) => spec.flag as string));
+    expect(awaitedFlags.filter((flag) => inTable.has(flag))).toEqual([]);
+  });
+});
+
+describe.each(rendered.map(({ variant, objects }) => [variant.name, objects] as const))(
+  '%s',
+  (_name, objects) => {
+    const pod = podSpecOf(deploymentOf(objects));
+    const { container: modelsync, init } = containerNamed(pod, 'modelsync');
+    const { container: server } = containerNamed(pod, 'model-server');
+    const settings = settingsOf(modelsync);
+    // A parse failure fails its own test below; the other tests then read the defaults.
+    const config = settings.parsed._tag === 'Run' ? settings.parsed.config : defaultAppConfig;
+    const httpPort = Number(settings.awaited.get('--http-port') ?? surface.defaultPort);
+    const volumeOf = (container: IContainer, mountPath: string) => {
+      const mount = container.volumeMounts?.find((candidate) => candidate.mountPath === mountPath);
+      return { mount, volume: pod.volumes?.find((volume) => volume.name === mount?.name) };
+    };
+
+    it('is valid against the Kubernetes schema of each kind', () => {
+      expect(objects.flatMap((object: KubeObject) => schemaProblems(object))).toEqual([]);
+    });
+
+    it('runs modelsync with real flags and MODELSYNC_* env vars only, from the image entrypoint', () => {
+      expect(settings.parsed).toMatchObject({ _tag: 'Run' });
+      expect(settings.unknownEnv).toEqual([]);
+      expect(modelsync.command).toBeUndefined();
+      expect(Number.isInteger(httpPort) && httpPort > 0 && httpPort < 65536).toBe(true);
+      expect(durationSeconds(settings.awaited.get('--shutdown-timeout') ?? '0s')).toBeLessThan(
+        pod.terminationGracePeriodSeconds ?? 30,
+      );
+    });
+
+    it('probes modelsync on its HTTP port: started and alive on /healthz, ready on /readyz', () => {
+      const { startupProbe, livenessProbe, readinessProbe } = modelsync;
+      expect([startupProbe, livenessProbe, readinessProbe].map((probe) => probe?.httpGet?.path)).toEqual([
+        surface.healthz,
+        surface.healthz,
+        surface.readyz,
+      ]);
+      for (const probe of [startupProbe, livenessProbe, readinessProbe])
+        expect(probePort(modelsync, probe?.httpGet?.port)).toBe(httpPort);
+    });
+
+    it('runs modelsync as a native sidecar only with restartPolicy Always, and the model server after it', () => {
+      expect(modelsync.restartPolicy).toBe(init ? 'Always' : undefined);
+      // The kubelet starts the model server only once this startupProbe passes: it must not wait for the server.
+      if (init) expect(modelsync.startupProbe?.httpGet?.path).toBe(surface.healthz);
+      if (init) expect(pod.initContainers?.[0]?.name).toBe('modelsync');
+    });
+
+    it('locks modelsync down: non-root numeric user, read-only root, no privilege escalation, no caps, seccomp', () => {
+      const security = modelsync.securityContext;
+      expect(security).toMatchObject({
+        runAsNonRoot: true,
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+      });
+      expect(security?.runAsUser).toBeGreaterThan(0);
+      expect(security?.capabilities?.drop).toContain('ALL');
+      expect(pod.securityContext?.seccompProfile?.type ?? security?.seccompProfile?.type).toBe(
+        'RuntimeDefault',
+      );
+      expect(pod.automountServiceAccountToken).toBe(false);
+    });
+
+    it('mounts the models ConfigMap as a whole dir at --config-dir, read-only, and no volume through subPath', () => {
+      const { mount, volume } = volumeOf(modelsync, config.configDir);
+      expect(mount?.readOnly).toBe(true);
+      const configMap = objects.find(
+        (object) => object.kind === 'ConfigMap' && object.metadata.name === volume?.configMap?.name,
+      );
+      expect(configMap).toBeDefined();
+      const modelsJson = (configMap!['data'] as Record<string, string>)['models.json'];
+      expect(E.isRight(decodeConfig('models.json', modelsJson ?? ''))).toBe(true);
+      expect(
+        allContainers(pod)
+          .flatMap((container) => container.volumeMounts ?? [])
+          .filter((m) => m.subPath !== undefined),
+      ).toEqual([]);
+    });
+
+    it('shares an emptyDir at --model-dir with the model server, whose model repository it is', () => {
+      const ours = volumeOf(modelsync, config.modelDir);
+      expect(ours.volume?.emptyDir).toBeDefined();
+      expect(ours.mount?.readOnly).not.toBe(true);
+      const serverMount = server.volumeMounts?.find((mount) => mount.name === ours.volume?.name);
+      expect(serverMount?.mountPath).toBe(config.modelDir);
+      // Its model repository is that dir: Triton's --model-repository, MLServer's env, TorchServe's --model-store.
+      const serverSettings = [
+        ...(server.args ?? []),
+        ...(server.env ?? []).map((entry) => entry.value ?? ''),
+      ];
+      expect(
+        serverSettings.some(
+          (setting) => setting.endsWith(`=${config.modelDir}`) || setting === config.modelDir,
+        ),
+      ).toBe(true);
+    });
+
+    it('reaches the model server inside the pod at --server-url', () => {
+      const url = new URL(config.serverUrl);
+      expect(url.hostname).toBe('127.0.0.1');
+      const serverPorts = (server.ports ?? []).map((port) => port.containerPort);
+      const torchserveConfig = objects.find((object) => object.metadata.name === 'torchserve-config');
+      const managementAddress = /management_address=(\S+)/.exec(
+        String((torchserveConfig?.['data'] as Record<string, string> | undefined)?.['config.properties']),
+      )?.[1];
+      if (config.protocol === 'torchserve') expect(managementAddress).toBe(url.origin);
+      else expect(serverPorts).toContain(Number(url.port));
+    });
+
+    it('gives every container requests and a memory limit, and every image a pinned tag', () => {
+      for (const container of allContainers(pod)) {
+        expect(Object.keys(container.resources?.requests ?? {}).sort()).toEqual(['cpu', 'memory']);
+        expect(container.resources?.limits?.memory).toBeDefined();
+        expect(container.image).toMatch(/:[\w.-]+$/);
+        expect(container.image).not.toMatch(/:latest$/);
+      }
+      expect(modelsync.image).toMatch(new RegExp(`:${packageVersion.replaceAll('.', '\\.')}$`));
+    });
+
+    it('is scraped once, on modelsync’s port and /metrics: by pod annotations or by a ServiceMonitor', () => {
+      const annotations = deploymentOf(objects).spec!.template.metadata?.annotations ?? {};
+      const monitor = objects.find((object) => object.kind === 'ServiceMonitor');
+      if (monitor === undefined) {
+        expect(annotations).toMatchObject({
+          'prometheus.io/scrape': 'true',
+          'prometheus.io/path': surface.metrics,
+        });
+        expect(Number(annotations['prometheus.io/port'])).toBe(httpPort);
+        return;
+      }
+      expect(Object.keys(annotations).filter((key) => key.startsWith('prometheus.io/'))).toEqual([]);
+      const service = objects.find((object) => object.kind === 'Service')!;
+      const spec = service['spec'] as {
+        ports: Array<{ name: string; targetPort: string }>;
+        selector: Record<string, string>;
+      };
+      const [endpoint] = (monitor['spec'] as { endpoints: Array<{ port: string; path: string }> }).endpoints;
+      const servicePort = spec.ports.find((port) => port.name === endpoint?.port);
+      expect(endpoint?.path).toBe(surface.metrics);
+      expect(probePort(modelsync, servicePort?.targetPort)).toBe(httpPort);
+      expect(deploymentOf(objects).spec!.template.metadata?.labels).toMatchObject(spec.selector);
+    });
+  },
+);
