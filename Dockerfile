@@ -1,0 +1,31 @@
+# modelsync's image: built with the dev dependencies, run with the production ones only, as a numeric
+# non-root user, on a read-only root filesystem (it writes only to --model-dir). Checked by
+# test/deploy/dockerfile.test.ts (a lint; the image is not built in CI, which has no container engine).
+ARG NODE_IMAGE=node:20.20.2-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+FROM ${NODE_IMAGE} AS production-dependencies
+WORKDIR /app
+COPY package.json package-lock.json ./
+# The peer dependencies (rxjs, fp-ts, io-ts) are installed too: npm installs a root project's peers.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM ${NODE_IMAGE}
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=production-dependencies /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+USER 65532:65532
+EXPOSE 9081
+# Docker's own check (Kubernetes uses the probes in deploy/): the default --http-port, or MODELSYNC_HTTP_PORT.
+HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.MODELSYNC_HTTP_PORT || 9081) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["node", "/app/dist/cli.js"]
