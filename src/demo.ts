@@ -1,13 +1,17 @@
 /**
  * `npm run demo`: the real agent (dist/cli.js, as a child process) on an embedded default — a kubelet-style config
  * dir, models in local storage and a stand-in model server speaking the V2 repository API — driven through a few
- * scripted ConfigMap updates, so a newcomer watches models download, load, change and unload. No cluster needed.
+ * scripted ConfigMap updates, so a newcomer watches models download, load, change, unload and fail — and, on the
+ * agent's HTTP port, what /status and /metrics say of each step. No cluster needed.
  */
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { flagTable } from './core/app-config';
+import { surfaceView } from './demo-surface';
 import { atomicWrite } from './testing/atomic-writer';
 import { startV2ModelServer } from './testing/v2-model-server';
 import { sleep, waitFor } from './testing/wait';
@@ -22,6 +26,19 @@ const models = (entries: Readonly<Record<string, string>>): string =>
     2,
   );
 
+/** MERGE STEP (issue #9): true once `--http-port` is in the flag table; then drop this flag and its branches. */
+const httpSurfaceLanded = Object.hasOwn(flagTable, 'httpPort');
+
+/** A port free on 127.0.0.1 right now, for the agent's HTTP surface. */
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer().once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+
 const say = (text: string): void => void process.stdout.write(`\n\x1b[1m== ${text}\x1b[0m\n`);
 
 /** Prints the agent's JSON log lines as short human lines. */
@@ -29,7 +46,17 @@ const show = (text: string): void => {
   try {
     const entry = JSON.parse(text) as Record<string, unknown>;
     const time = new Date(Number(entry['time'])).toISOString().slice(11, 23);
-    const fields = ['model', 'phase', 'storageUri', 'reason', 'modelCount', 'models', 'durationMs', 'file']
+    const fields = [
+      'model',
+      'phase',
+      'errorKind',
+      'storageUri',
+      'reason',
+      'modelCount',
+      'models',
+      'durationMs',
+      'file',
+    ]
       .filter((key) => entry[key] !== undefined)
       .map(
         (key) => `${key}=${typeof entry[key] === 'string' ? String(entry[key]) : JSON.stringify(entry[key])}`,
@@ -65,6 +92,8 @@ const main = async (): Promise<void> => {
   const mnist = `file://${join(storage, 'mnist')}`;
   const wine = join(storage, 'wine');
   atomicWrite(configDir, { 'models.json': models({ iris: iris1, mnist }) });
+  const surfaceUrl = `http://127.0.0.1:${await freePort()}`;
+  const surface = surfaceView(surfaceUrl);
 
   const agent = spawn(
     process.execPath,
@@ -80,6 +109,7 @@ const main = async (): Promise<void> => {
       'info',
       '--local-storage-roots',
       storage,
+      ...(httpSurfaceLanded ? ['--http-port', new URL(surfaceUrl).port] : []),
     ],
     { stdio: ['ignore', 'inherit', 'pipe'] },
   );
@@ -90,19 +120,28 @@ const main = async (): Promise<void> => {
   });
   const waitForLog = (text: string, after = 0): Promise<void> =>
     waitFor(() => logLines.slice(after).some((entry) => entry.includes(text)), 20_000, `the log "${text}"`);
+  const showState = async (): Promise<void> => {
+    process.stdout.write(`  loaded on the server: ${loadedNow()}\n`);
+    if (httpSurfaceLanded) for (const line of await surface.show()) process.stdout.write(`  ${line}\n`);
+  };
   const update = async (title: string, payload: string, expect: string): Promise<void> => {
     say(title);
     const from = logLines.length;
     atomicWrite(configDir, { 'models.json': payload });
     await waitForLog(expect, from);
     await sleep(400);
-    process.stdout.write(`  loaded on the server: ${loadedNow()}\n`);
+    await showState();
   };
 
   try {
     say('starting the agent: it recovers the model dir, asks the server what is loaded, then syncs');
+    say(
+      httpSurfaceLanded
+        ? `the agent's HTTP surface: ${surfaceUrl}/status (and /metrics, /healthz, /readyz)`
+        : 'this build of the agent has no HTTP surface (--http-port) yet: /status and /metrics are not shown',
+    );
     await waitForLog('ready');
-    process.stdout.write(`  loaded on the server: ${loadedNow()}\n`);
+    await showState();
     await update(
       'kubelet swaps in a new ConfigMap version: wine is added',
       models({ iris: iris1, mnist, wine }),
@@ -122,6 +161,11 @@ const main = async (): Promise<void> => {
       'mnist is removed from the list: unloaded, then its files deleted',
       models({ iris: iris2, wine }),
       'model removed',
+    );
+    await update(
+      'ghost is added, but its storage path does not exist: it fails for good, the others keep serving',
+      models({ iris: iris2, wine, ghost: join(storage, 'ghost') }),
+      'model failed',
     );
     say(`model dir now holds: ${(await readdir(modelDir)).sort().join(', ')}`);
     say('SIGTERM: the agent stops');
