@@ -1,5 +1,6 @@
 /** downloadObjects: every object a bucket prefix names into a model's staging dir — bounded, guarded, resumed after cuts; objectStoreStorage, the StorageProvider over it. */
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import * as E from 'fp-ts/Either';
@@ -155,14 +156,10 @@ export const downloadObjects = async (
     minRate: limits.minRate,
     onTooSlow: stopWith,
   });
-  const job: Job = {
-    client,
-    location,
-    what,
-    signal: AbortSignal.any([signal, stop.signal]),
-    guard,
-    maxResumes,
-  };
+  const jobSignal = AbortSignal.any([signal, stop.signal]);
+  // Each object in flight listens on it (the read, the SDK's request, the write): more than Node's warning level.
+  setMaxListeners(8 + 4 * concurrency, jobSignal);
+  const job: Job = { client, location, what, signal: jobSignal, guard, maxResumes };
   try {
     const plan = await planObjects(client, location, job.signal);
     guard.admit(plan.reduce((sum, item) => sum + item.object.size, 0));
