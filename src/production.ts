@@ -4,15 +4,18 @@ import type { Logger } from 'pino';
 import type { AppConfig } from './core/app-config';
 import { parseHostHeaders } from './core/storage-uri';
 import { configDirSource } from './edge/config-dir';
-import { downloadLimitsOf } from './edge/download-limits';
+import { downloadLimitsOf, type DownloadLimits } from './edge/download-limits';
 import { loadJournal } from './edge/load-journal';
 import { modelDirStore } from './edge/model-dir';
+import { s3Storage } from './edge/object-store/s3';
+import { s3Credentials } from './edge/object-store/s3-credentials';
+import { s3SettingsFrom } from './edge/object-store/s3-settings';
 import { torchServeModelServer } from './edge/model-server-torchserve';
 import { v2ModelServer } from './edge/model-server-v2';
 import { httpStorage } from './edge/storage-http';
 import { localFileStorage } from './edge/storage-local';
 import { routeStorage } from './loader/storage-router';
-import type { ConfigSource, ModelServer } from './ports';
+import type { ConfigSource, ModelServer, StorageProvider } from './ports';
 import type { AgentCapabilities, AgentSettings } from './start-agent';
 
 /** The config dir of `config` as a ConfigSource (also what `--dry-run` reads). */
@@ -39,10 +42,33 @@ const modelServerFor = (config: AppConfig): ModelServer =>
       });
 
 /**
+ * The S3 provider (issue #8): our `--s3-*` flags, else KServe's environment names; credentials from `env` or the
+ * AWS default chain. The Left names the setting that is wrong.
+ */
+const s3StorageFor = (
+  config: AppConfig,
+  env: Readonly<Record<string, string | undefined>>,
+  limits: DownloadLimits,
+): E.Either<string, StorageProvider> => {
+  const settings = s3SettingsFrom(config, env);
+  if (E.isLeft(settings)) return settings;
+  return E.right(
+    s3Storage({
+      ...settings.right,
+      credentials: s3Credentials(settings.right, env),
+      connectTimeoutMs: config.requestTimeoutMs,
+      idleTimeoutMs: config.requestTimeoutMs,
+      concurrency: config.storageConcurrency,
+      limits,
+    }),
+  );
+};
+
+/**
  * The real edges for `config`: the model dir and its load journal, the model server client, every storage
  * provider behind one download function, and the config dir. `env` supplies KServe's per-host download headers
- * (`<host>-headers`); a malformed one is the Left, named but never quoted (its value is a secret).
- * Building them starts nothing: the agent does, when subscribed.
+ * (`<host>-headers`) and the S3 settings and credentials KServe reads from the environment (see s3SettingsFrom);
+ * a malformed one is the Left, named but never quoted (its value may be a secret). Building them starts nothing: the agent does, when subscribed.
  */
 export const capabilities = (
   config: AppConfig,
@@ -52,6 +78,8 @@ export const capabilities = (
   const headers = parseHostHeaders(env);
   if (E.isLeft(headers)) return E.left(`invalid download headers: ${headers.left}`);
   const limits = downloadLimitsOf(config);
+  const s3 = s3StorageFor(config, env, limits);
+  if (E.isLeft(s3)) return E.left(`invalid S3 settings: ${s3.left}`);
   return E.right({
     configSource: configSourceFor(config, log),
     store: modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) }),
@@ -65,6 +93,7 @@ export const capabilities = (
         idleTimeoutMs: config.requestTimeoutMs,
         limits,
       }),
+      s3.right,
     ]),
   });
 };

@@ -3,6 +3,7 @@ import type { Agent } from 'node:http';
 import { GetObjectCommand, ListObjectsV2Command, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import * as E from 'fp-ts/Either';
+import type { s3AddressingStyles } from '../../core/app-config';
 import { retryableError } from '../../core/errors';
 import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
@@ -12,7 +13,7 @@ import { changedObject, s3Error, type S3Request } from './s3-errors';
 import type { S3Credentials } from './s3-credentials';
 
 /** How buckets are addressed: `auto` is path-style for a custom endpoint (MinIO, Ceph), virtual-hosted for AWS. */
-export type S3Addressing = 'auto' | 'path' | 'virtual';
+export type S3Addressing = (typeof s3AddressingStyles)[number];
 
 /** How the S3 client reaches the store. */
 export interface S3ClientSettings {
@@ -20,6 +21,8 @@ export interface S3ClientSettings {
   readonly endpoint?: string;
   readonly region: string;
   readonly addressing: S3Addressing;
+  /** S3 Transfer Acceleration endpoints (KServe's `S3_USE_ACCELERATE`). */
+  readonly useAccelerate?: boolean;
   readonly credentials: S3Credentials;
   /** The agent for http and https requests (proxy, CA, keep-alive: `src/edge/net.ts`); absent: the SDK's own. */
   readonly agent?: Agent;
@@ -51,6 +54,7 @@ export const s3SdkClient = (settings: S3ClientSettings): S3Client =>
     ...(settings.endpoint !== undefined ? { endpoint: settings.endpoint } : {}),
     forcePathStyle:
       settings.addressing === 'path' || (settings.addressing === 'auto' && settings.endpoint !== undefined),
+    useAccelerateEndpoint: settings.useAccelerate === true,
     // A bucket in another region answers 301: follow it rather than fail on a region setting.
     followRegionRedirects: true,
     maxAttempts: settings.maxAttempts ?? 3,
