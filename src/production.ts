@@ -7,6 +7,7 @@ import { configDirSource } from './edge/config-dir';
 import { downloadLimitsOf, type DownloadLimits } from './edge/download-limits';
 import { loadJournal } from './edge/load-journal';
 import { modelDirStore } from './edge/model-dir';
+import { networkFrom, readCaBundle, type Network } from './edge/net';
 import { s3Storage } from './edge/object-store/s3';
 import { s3Credentials } from './edge/object-store/s3-credentials';
 import { s3SettingsFrom } from './edge/object-store/s3-settings';
@@ -43,19 +44,30 @@ const modelServerFor = (config: AppConfig): ModelServer =>
 
 /**
  * The S3 provider (issue #8): our `--s3-*` flags, else KServe's environment names; credentials from `env` or the
- * AWS default chain. The Left names the setting that is wrong.
+ * AWS default chain; connections through `network` (proxies, CAs), with `AWS_CA_BUNDLE` added to `extraCa` (the
+ * `--ca-bundle` certificates) and `S3_VERIFY_SSL=0` honoured for S3 alone. The Left names the setting that is wrong.
  */
 const s3StorageFor = (
   config: AppConfig,
   env: Readonly<Record<string, string | undefined>>,
   limits: DownloadLimits,
+  network: Network,
+  extraCa: ReadonlyArray<string> = [],
 ): E.Either<string, StorageProvider> => {
   const settings = s3SettingsFrom(config, env);
   if (E.isLeft(settings)) return settings;
+  const { caBundle, verifyTls } = settings.right;
+  const s3Ca = caBundle === undefined ? E.right([]) : readCaBundle(caBundle);
+  if (E.isLeft(s3Ca)) return E.left(`AWS_CA_BUNDLE: ${s3Ca.left}`);
+  const s3Network =
+    s3Ca.right.length > 0 || !verifyTls
+      ? network.withTls({ extraCa: [...extraCa, ...s3Ca.right], verify: verifyTls })
+      : network;
   return E.right(
     s3Storage({
       ...settings.right,
       credentials: s3Credentials(settings.right, env),
+      agent: s3Network.agent,
       connectTimeoutMs: config.requestTimeoutMs,
       idleTimeoutMs: config.requestTimeoutMs,
       concurrency: config.storageConcurrency,
@@ -78,7 +90,10 @@ export const capabilities = (
   const headers = parseHostHeaders(env);
   if (E.isLeft(headers)) return E.left(`invalid download headers: ${headers.left}`);
   const limits = downloadLimitsOf(config);
-  const s3 = s3StorageFor(config, env, limits);
+  // One Network for every client (the http helper's wiring adds `--ca-bundle` here and shares it).
+  const network = networkFrom({}, env);
+  if (E.isLeft(network)) return E.left(`invalid proxy settings: ${network.left}`);
+  const s3 = s3StorageFor(config, env, limits, network.right);
   if (E.isLeft(s3)) return E.left(`invalid S3 settings: ${s3.left}`);
   return E.right({
     configSource: configSourceFor(config, log),

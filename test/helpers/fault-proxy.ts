@@ -9,8 +9,10 @@ import { startHttpServer } from '../../src/testing/http-server';
 /** One request the proxy saw, as the client sent it. */
 export interface ProxiedRequest {
   readonly method: string;
-  /** Path and query as sent (`/models/m1/a.bin?x-id=GetObject`). */
+  /** Path and query (`/models/m1/a.bin?x-id=GetObject`), also of a request sent in absolute form. */
   readonly url: string;
+  /** True for a request in absolute form (`GET http://host/path`): it came as to a forward proxy. */
+  readonly absolute: boolean;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   /** What the proxy did: `forwarded`, `answered` (a made-up answer) or `cut` (the body broken off). */
   outcome: 'forwarded' | 'answered' | 'cut';
@@ -53,6 +55,14 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
+/** The path and query of `request`, whether it came in origin form (`/a?b`) or absolute form (`http://h/a?b`). */
+const pathOf = (request: IncomingMessage): string => {
+  const raw = request.url ?? '/';
+  if (raw.startsWith('/')) return raw;
+  const url = new URL(raw);
+  return `${url.pathname}${url.search}`;
+};
+
 /** Forwards `request` to `target`, piping the answer to `response`; with `cutAfter`, breaks it off after that many body bytes. */
 const forward = (
   target: URL,
@@ -65,7 +75,7 @@ const forward = (
       host: target.hostname,
       port: target.port,
       method: request.method,
-      path: request.url,
+      path: pathOf(request),
       headers: request.headers,
     },
     (answer) => {
@@ -101,7 +111,8 @@ export const startFaultProxy = async (target: string): Promise<FaultProxy> => {
   const server = await startHttpServer((request, response) => {
     const seen: ProxiedRequest = {
       method: request.method ?? 'GET',
-      url: request.url ?? '/',
+      url: pathOf(request),
+      absolute: /^[a-z][a-z\d+.-]*:\/\//i.test(request.url ?? ''),
       headers: { ...request.headers },
       outcome: 'forwarded',
     };
