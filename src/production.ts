@@ -49,6 +49,7 @@ const modelServerFor = (config: AppConfig): ModelServer =>
  */
 const s3StorageFor = (
   config: AppConfig,
+  log: Logger,
   env: Readonly<Record<string, string | undefined>>,
   limits: DownloadLimits,
   network: Network,
@@ -59,6 +60,8 @@ const s3StorageFor = (
   const { caBundle, verifyTls } = settings.right;
   const s3Ca = caBundle === undefined ? E.right([]) : readCaBundle(caBundle);
   if (E.isLeft(s3Ca)) return E.left(`AWS_CA_BUNDLE: ${s3Ca.left}`);
+  if (!verifyTls)
+    log.warn({ component: 'storage' }, 'S3_VERIFY_SSL is off: S3 server certificates are not checked');
   const s3Network =
     s3Ca.right.length > 0 || !verifyTls
       ? network.withTls({ extraCa: [...extraCa, ...s3Ca.right], verify: verifyTls })
@@ -93,7 +96,7 @@ export const capabilities = (
   // One Network for every client (the http helper's wiring adds `--ca-bundle` here and shares it).
   const network = networkFrom({}, env);
   if (E.isLeft(network)) return E.left(`invalid proxy settings: ${network.left}`);
-  const s3 = s3StorageFor(config, env, limits, network.right);
+  const s3 = s3StorageFor(config, log, env, limits, network.right);
   if (E.isLeft(s3)) return E.left(`invalid S3 settings: ${s3.left}`);
   return E.right({
     configSource: configSourceFor(config, log),

@@ -1,6 +1,7 @@
 /** An in-memory ObjectStoreClient for tests of the generic downloader: sorted, paged listings, ranged reads, faults. */
 import { permanentError, retryableError, type EffectError } from '../../../src/core/errors';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from '../../../src/edge/object-store/client';
+import { downloadObjects, type ObjectDownloadOptions } from '../../../src/edge/object-store/download-objects';
 
 interface Entry {
   data: Buffer;
@@ -73,6 +74,16 @@ export class MemoryStore {
   /** The location of `prefix` in this bucket. */
   at(prefix: string): ObjectLocation {
     return { bucket: this.bucket, prefix, display: `mem://${this.bucket}/${prefix}` };
+  }
+
+  /** downloadObjects of `prefix` in this bucket into `targetDir`. */
+  downloadInto(
+    targetDir: string,
+    prefix: string,
+    options: ObjectDownloadOptions = {},
+    signal: AbortSignal = new AbortController().signal,
+  ): Promise<void> {
+    return downloadObjects(this.client, this.at(prefix), targetDir, signal, options);
   }
 
   readonly client: ObjectStoreClient = {
