@@ -78,9 +78,10 @@ const readInto = async (job: Job, object: StoredObject, file: FileHandle, to: st
 };
 
 /**
- * Saves `object` as the new file `to`. A read cut by a transient fault resumes from the bytes already written,
- * with a ranged read the client checks against the object's version; after `maxResumes` cuts in a row without
- * a new byte, the fault fails the attempt (the loader retries it).
+ * Saves `object` as the new file `to`. A read cut by a transient fault once some bytes are written resumes from
+ * them, with a ranged read the client checks against the object's version; after `maxResumes` failures in a row
+ * without a new byte, the fault fails the attempt. A failure with nothing written yet fails it at once: there is
+ * nothing to keep, and the loader's retry waits out its backoff (the SDKs have retried the request already).
  */
 const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<void> => {
   const file = await step(`${job.what}: cannot create ${to}`, async () => {
@@ -96,7 +97,8 @@ const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<
         return;
       } catch (cause) {
         const error = toEffectError(cause);
-        const resumable = error.retryable && resumableKinds.has(error.kind) && !job.signal.aborted;
+        const resumable =
+          progress.written > 0 && error.retryable && resumableKinds.has(error.kind) && !job.signal.aborted;
         idle = progress.written > before ? 0 : idle + 1;
         if (!resumable || idle > job.maxResumes) throw error;
       }

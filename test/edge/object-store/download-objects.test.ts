@@ -187,12 +187,21 @@ describe('downloadObjects', () => {
       expect((await readFiles(staging.path))['weights.bin']).toBe(big.toString());
     });
 
-    it('gives up, retryably, after `maxResumes` cuts in a row without a new byte', async () => {
+    it('gives up, retryably, after `maxResumes` failed resumes in a row without a new byte', async () => {
       const store = new MemoryStore().put('m1/weights.bin', big);
-      store.fail('m1/weights.bin', retryableError('network', 'connection reset'));
+      store.cut('m1/weights.bin', 4096);
+      store.fail('m1/weights.bin', retryableError('network', 'connection refused'), 1);
       const error = await effectError(download(store, 'm1', { maxResumes: 2 }));
-      expect(error).toMatchObject({ kind: 'network', retryable: true, message: 'connection reset' });
-      expect(store.reads).toHaveLength(3);
+      expect(error).toMatchObject({ kind: 'network', retryable: true, message: 'connection refused' });
+      expect(store.reads.map((read) => read.offset)).toEqual([0, 4096, 4096, 4096]);
+    });
+
+    it('does not resume a read that failed before any byte was written: the loader retries it', async () => {
+      const store = new MemoryStore().put('m1/weights.bin', big);
+      store.fail('m1/weights.bin', retryableError('http-status', 'SlowDown (HTTP 503)'));
+      const error = await effectError(download(store, 'm1'));
+      expect(error).toMatchObject({ kind: 'http-status', retryable: true });
+      expect(store.reads).toHaveLength(1);
     });
 
     it('does not resume an object that changed since it was listed: the attempt fails `changed`, to list again', async () => {

@@ -26,7 +26,7 @@ export interface MemoryRead {
 export class MemoryStore {
   private readonly entries = new Map<string, Entry>();
   private readonly cuts = new Map<string, number[]>();
-  private readonly failures = new Map<string, EffectError>();
+  private readonly failures = new Map<string, { error: EffectError; skip: number }>();
   private gate: Promise<void> | undefined;
   private versions = 0;
   /** Every read, in order. */
@@ -55,9 +55,9 @@ export class MemoryStore {
     return this;
   }
 
-  /** Reads of `key` fail with `error` (before any byte). */
-  fail(key: string, error: EffectError): this {
-    this.failures.set(key, error);
+  /** Reads of `key` after its first `skip` reads fail with `error` (before any byte). */
+  fail(key: string, error: EffectError, skip = 0): this {
+    this.failures.set(key, { error, skip });
     return this;
   }
 
@@ -114,7 +114,7 @@ export class MemoryStore {
   ): Promise<AsyncIterable<Uint8Array>> {
     this.reads.push({ key: object.key, offset });
     const failure = this.failures.get(object.key);
-    if (failure !== undefined) return Promise.reject(failure);
+    if (failure !== undefined && failure.skip-- <= 0) return Promise.reject(failure.error);
     const entry = this.entries.get(object.key);
     if (entry === undefined) return Promise.reject(permanentError('not-found', `no key ${object.key}`));
     if (entry.version !== object.version) {
