@@ -57,7 +57,7 @@ const s3StorageFor = (
 ): E.Either<string, StorageProvider> => {
   const settings = s3SettingsFrom(config, env);
   if (E.isLeft(settings)) return settings;
-  const { caBundle, verifyTls } = settings.right;
+  const { caBundle, verifyTls, endpoint } = settings.right;
   const s3Ca = caBundle === undefined ? E.right([]) : readCaBundle(caBundle);
   if (E.isLeft(s3Ca)) return E.left(`AWS_CA_BUNDLE: ${s3Ca.left}`);
   if (!verifyTls)
@@ -70,7 +70,8 @@ const s3StorageFor = (
     s3Storage({
       ...settings.right,
       credentials: s3Credentials(settings.right, env),
-      agent: s3Network.agent,
+      // At a custom endpoint, its own agent (direct or through its proxy); at AWS, one that decides per bucket host.
+      agent: endpoint === undefined ? s3Network.agent : s3Network.agentFor(new URL(endpoint)),
       connectTimeoutMs: config.requestTimeoutMs,
       idleTimeoutMs: config.requestTimeoutMs,
       concurrency: config.storageConcurrency,
