@@ -4,15 +4,19 @@ import type { Logger } from 'pino';
 import type { AppConfig } from './core/app-config';
 import { parseHostHeaders } from './core/storage-uri';
 import { configDirSource } from './edge/config-dir';
-import { downloadLimitsOf } from './edge/download-limits';
+import { downloadLimitsOf, type DownloadLimits } from './edge/download-limits';
 import { loadJournal } from './edge/load-journal';
 import { modelDirStore } from './edge/model-dir';
+import { networkFrom, readCaBundle, type Network } from './edge/net';
+import { s3Storage } from './edge/object-store/s3';
+import { s3Credentials } from './edge/object-store/s3-credentials';
+import { s3SettingsFrom } from './edge/object-store/s3-settings';
 import { torchServeModelServer } from './edge/model-server-torchserve';
 import { v2ModelServer } from './edge/model-server-v2';
 import { httpStorage } from './edge/storage-http';
 import { localFileStorage } from './edge/storage-local';
 import { routeStorage } from './loader/storage-router';
-import type { ConfigSource, ModelServer } from './ports';
+import type { ConfigSource, ModelServer, StorageProvider } from './ports';
 import type { AgentCapabilities, AgentSettings } from './start-agent';
 
 /** The config dir of `config` as a ConfigSource (also what `--dry-run` reads). */
@@ -39,10 +43,48 @@ const modelServerFor = (config: AppConfig): ModelServer =>
       });
 
 /**
+ * The S3 provider (issue #8): our `--s3-*` flags, else KServe's environment names; credentials from `env` or the
+ * AWS default chain; connections through `network` (proxies, CAs), with `AWS_CA_BUNDLE` added to `extraCa` (the
+ * `--ca-bundle` certificates) and `S3_VERIFY_SSL=0` honoured for S3 alone. The Left names the setting that is wrong.
+ */
+const s3StorageFor = (
+  config: AppConfig,
+  log: Logger,
+  env: Readonly<Record<string, string | undefined>>,
+  limits: DownloadLimits,
+  network: Network,
+  extraCa: ReadonlyArray<string> = [],
+): E.Either<string, StorageProvider> => {
+  const settings = s3SettingsFrom(config, env);
+  if (E.isLeft(settings)) return settings;
+  const { caBundle, verifyTls, endpoint } = settings.right;
+  const s3Ca = caBundle === undefined ? E.right([]) : readCaBundle(caBundle);
+  if (E.isLeft(s3Ca)) return E.left(`AWS_CA_BUNDLE: ${s3Ca.left}`);
+  if (!verifyTls)
+    log.warn({ component: 'storage' }, 'S3_VERIFY_SSL is off: S3 server certificates are not checked');
+  const s3Network =
+    s3Ca.right.length > 0 || !verifyTls
+      ? network.withTls({ extraCa: [...extraCa, ...s3Ca.right], verify: verifyTls })
+      : network;
+  return E.right(
+    s3Storage({
+      ...settings.right,
+      credentials: s3Credentials(settings.right, env),
+      // At a custom endpoint, its own agent (direct or through its proxy); at AWS, one that decides per bucket host.
+      agent: endpoint === undefined ? s3Network.agent : s3Network.agentFor(new URL(endpoint)),
+      connectTimeoutMs: config.requestTimeoutMs,
+      idleTimeoutMs: config.requestTimeoutMs,
+      concurrency: config.storageConcurrency,
+      limits,
+    }),
+  );
+};
+
+/**
  * The real edges for `config`: the model dir and its load journal, the model server client, every storage
  * provider behind one download function, and the config dir. `env` supplies KServe's per-host download headers
- * (`<host>-headers`); a malformed one is the Left, named but never quoted (its value is a secret).
- * Building them starts nothing: the agent does, when subscribed.
+ * (`<host>-headers`) and the S3 settings and credentials KServe reads from the environment (see s3SettingsFrom);
+ * a malformed one is the Left, named but never quoted (its value may be a secret). Building them starts nothing: the agent does, when subscribed.
  */
 export const capabilities = (
   config: AppConfig,
@@ -52,6 +94,11 @@ export const capabilities = (
   const headers = parseHostHeaders(env);
   if (E.isLeft(headers)) return E.left(`invalid download headers: ${headers.left}`);
   const limits = downloadLimitsOf(config);
+  // One Network for every client (the http helper's wiring adds `--ca-bundle` here and shares it).
+  const network = networkFrom({}, env);
+  if (E.isLeft(network)) return E.left(`invalid proxy settings: ${network.left}`);
+  const s3 = s3StorageFor(config, log, env, limits, network.right);
+  if (E.isLeft(s3)) return E.left(`invalid S3 settings: ${s3.left}`);
   return E.right({
     configSource: configSourceFor(config, log),
     store: modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) }),
@@ -65,6 +112,7 @@ export const capabilities = (
         idleTimeoutMs: config.requestTimeoutMs,
         limits,
       }),
+      s3.right,
     ]),
   });
 };

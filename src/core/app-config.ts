@@ -15,6 +15,9 @@ export type LogLevel = (typeof logLevels)[number];
 /** The load/unload dialects modelsync speaks. */
 export const protocols = ['v2', 'torchserve'] as const;
 
+/** How S3 buckets are addressed: `auto` decides by the endpoint (see `--s3-addressing`). */
+export const s3AddressingStyles = ['auto', 'path', 'virtual'] as const;
+
 /** One flag: how it is spelled, the env var that can set it instead, its default, its help and its codec. */
 export interface FlagSpec {
   /** `--config-dir`. */
@@ -175,6 +178,46 @@ export const flagTable = {
     default: '/mnt/pvc',
     help: 'comma-separated dirs a local storageUri must lie in once links are resolved (`/` = any; empty = none); /proc, /sys, /dev and pseudo filesystems are always refused',
     codec: absolutePaths('LocalStorageRoots'),
+  },
+  // Object stores (issue #8): the generic downloader's bound, then S3. KServe's env names are read in production.ts.
+  storageConcurrency: {
+    flag: '--storage-concurrency',
+    arg: 'n',
+    env: 'MODELSYNC_STORAGE_CONCURRENCY',
+    default: '8',
+    help: 'objects of one model downloaded at once from S3, GCS or Azure Blob',
+    codec: integerIn('StorageConcurrency', 1, 256),
+  },
+  s3Endpoint: {
+    flag: '--s3-endpoint',
+    arg: 'url',
+    env: 'MODELSYNC_S3_ENDPOINT',
+    help: "S3-compatible endpoint (MinIO, Ceph): `http://minio:9000`; default KServe's `AWS_ENDPOINT_URL`, or `S3_ENDPOINT` with `S3_USE_HTTPS`, else AWS",
+    codec: httpUrl,
+    optional: true,
+  },
+  s3Region: {
+    flag: '--s3-region',
+    arg: 'name',
+    env: 'MODELSYNC_S3_REGION',
+    help: "region S3 requests are signed for; default `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1` (AWS redirects to the bucket's region are followed)",
+    codec: nonEmpty,
+    optional: true,
+  },
+  s3Addressing: {
+    flag: '--s3-addressing',
+    arg: 'style',
+    env: 'MODELSYNC_S3_ADDRESSING',
+    default: 'auto',
+    help: "`path` (`endpoint/bucket/key`) or `virtual` (`bucket.endpoint/key`); `auto`: KServe's `S3_USER_VIRTUAL_BUCKET` if set, else path-style at a custom endpoint and virtual at AWS",
+    codec: oneOf('S3Addressing', s3AddressingStyles),
+    choices: s3AddressingStyles,
+  },
+  s3Anonymous: {
+    flag: '--s3-anonymous',
+    env: 'MODELSYNC_S3_ANONYMOUS',
+    help: "send S3 requests unsigned (a public bucket); KServe's `awsAnonymousCredential=true` does too",
+    codec: t.boolean,
   },
   loadTimeoutMs: {
     flag: '--load-timeout-ms',

@@ -141,7 +141,7 @@ export const secretsScenario = async (
     ],
     s3: [
       `s3://${v.awsKeyId}:${encodeURIComponent(v.awsSecretKey)}@bucket/model?x-amz-security-token=${encodeURIComponent(s.more.accountKey)}`,
-      { phase: 'Failed', errorKind: 'unsupported-scheme' },
+      { phase: 'Failed', errorKind: 'invalid-uri' },
     ],
     gs: [
       `gs://bucket/model.bin?X-Goog-Signature=${v.googSignature}`,

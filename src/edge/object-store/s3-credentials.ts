@@ -1,0 +1,112 @@
+/** s3Credentials: where S3 requests get their credentials — none (anonymous), the environment, or the AWS default chain re-read when its files change; every value hidden as a secret. */
+import { stat } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { defaultProvider } from '@aws-sdk/credential-provider-node';
+import { registerSecret } from '../../core/redact';
+
+/** One set of AWS credentials. */
+export interface AwsCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+  readonly expiration?: Date;
+}
+
+/** Credentials for each request; `memoized` tells the SDK not to cache them itself (we re-read their files). */
+export type CredentialSource = (() => Promise<AwsCredentials>) & { readonly memoized: true };
+
+/** How S3 requests are signed: not at all (a public bucket), or with the credentials a source gives. */
+export type S3Credentials = 'anonymous' | CredentialSource;
+
+/** Hides every part of `credentials` in logs, statuses and errors from now on. */
+const registered = (credentials: AwsCredentials): AwsCredentials => {
+  for (const value of [credentials.accessKeyId, credentials.secretAccessKey, credentials.sessionToken]) {
+    if (value !== undefined) registerSecret(value);
+  }
+  return credentials;
+};
+
+const asSource = (get: () => Promise<AwsCredentials>): CredentialSource =>
+  Object.assign(get, { memoized: true as const });
+
+/** What identifies a file's content cheaply: inode, size and mtime (a kubelet secret swap changes all three). */
+const fingerprint = async (files: ReadonlyArray<string>): Promise<string> => {
+  const parts = await Promise.all(
+    files.map((file) =>
+      stat(file).then(
+        (info) => `${info.ino}:${info.size}:${info.mtimeMs}`,
+        () => 'missing',
+      ),
+    ),
+  );
+  return parts.join('|');
+};
+
+/** How the default chain is found and how often its files are checked for a change. */
+export interface DefaultChainOptions {
+  /** Checks the shared files at most this often (default 1 s): a request costs no more than one look. */
+  readonly recheckMs?: number;
+}
+
+/**
+ * The AWS default credential chain (environment, SSO, web identity / IRSA, shared credentials and config files,
+ * container and instance roles) with the file names, profile and role of `env`, made anew whenever the shared
+ * credentials or config file changes (a rotated Secret mounted there): the SDK alone would keep the first
+ * credentials it read from a file until the process ends.
+ */
+const defaultChain = (env: Readonly<Record<string, string | undefined>>, options: DefaultChainOptions) => {
+  const home = env.HOME ?? homedir();
+  const filepath = env.AWS_SHARED_CREDENTIALS_FILE ?? path.join(home, '.aws', 'credentials');
+  const configFilepath = env.AWS_CONFIG_FILE ?? path.join(home, '.aws', 'config');
+  const init = {
+    filepath,
+    configFilepath,
+    ignoreCache: true,
+    ...(env.AWS_PROFILE !== undefined ? { profile: env.AWS_PROFILE } : {}),
+    ...(env.AWS_WEB_IDENTITY_TOKEN_FILE !== undefined
+      ? { webIdentityTokenFile: env.AWS_WEB_IDENTITY_TOKEN_FILE }
+      : {}),
+    ...(env.AWS_ROLE_ARN !== undefined ? { roleArn: env.AWS_ROLE_ARN } : {}),
+    ...(env.AWS_ROLE_SESSION_NAME !== undefined ? { roleSessionName: env.AWS_ROLE_SESSION_NAME } : {}),
+  };
+  const recheckMs = options.recheckMs ?? 1000;
+  let chain: (() => Promise<AwsCredentials>) | undefined;
+  let seen: string | undefined;
+  let checkedAt = 0;
+  return asSource(async () => {
+    if (chain === undefined || Date.now() - checkedAt >= recheckMs) {
+      checkedAt = Date.now();
+      const now = await fingerprint([filepath, configFilepath]);
+      if (chain === undefined || now !== seen) {
+        seen = now;
+        chain = defaultProvider(init);
+      }
+    }
+    return registered(await chain());
+  });
+};
+
+/**
+ * The credentials S3 requests use. `anonymous` (`--s3-anonymous`, KServe's `awsAnonymousCredential=true`): none.
+ * `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (with `AWS_SESSION_TOKEN`) in `env`: those. Otherwise the
+ * AWS default chain, re-read when its files change. Every value is registered as a secret when read.
+ */
+export const s3Credentials = (
+  settings: { readonly anonymous: boolean } & DefaultChainOptions,
+  env: Readonly<Record<string, string | undefined>>,
+): S3Credentials => {
+  if (settings.anonymous) return 'anonymous';
+  const accessKeyId = env.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+  if (accessKeyId !== undefined && accessKeyId !== '' && secretAccessKey !== undefined) {
+    const sessionToken = env.AWS_SESSION_TOKEN;
+    const fixed = registered({
+      accessKeyId,
+      secretAccessKey,
+      ...(sessionToken !== undefined && sessionToken !== '' ? { sessionToken } : {}),
+    });
+    return asSource(() => Promise.resolve(fixed));
+  }
+  return defaultChain(env, settings);
+};
