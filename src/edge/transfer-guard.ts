@@ -40,6 +40,8 @@ export class TransferGuard {
   private sinceTick = 0;
   private readonly ticks: number[] = [];
   private slow: EffectError | undefined;
+  private reading = 0;
+  private stopTicking: () => void = () => undefined;
 
   constructor(private readonly options: TransferGuardOptions) {}
 
@@ -78,13 +80,22 @@ export class TransferGuard {
     return tooLarge(this.options.what, why, 'maxModelBytes');
   }
 
+  /**
+   * Starts the rate check with the first stream being read and stops it after the last: streams read at once
+   * (the objects of a bucket in flight) are one transfer, measured on one timer over the sum of their bytes.
+   */
   private watchRate(): () => void {
     const rate = this.options.minRate;
     if (rate === undefined || rate.bytesPerSecond <= 0) return () => undefined;
-    this.ticks.length = 0;
-    this.sinceTick = 0;
-    const every = this.options.every ?? everyInterval;
-    return every(rate.windowMs / ticksPerWindow, () => this.tick(rate));
+    if (this.reading++ === 0) {
+      this.ticks.length = 0;
+      this.sinceTick = 0;
+      const every = this.options.every ?? everyInterval;
+      this.stopTicking = every(rate.windowMs / ticksPerWindow, () => this.tick(rate));
+    }
+    return () => {
+      if (--this.reading === 0) this.stopTicking();
+    };
   }
 
   private tick(rate: MinRate): void {

@@ -204,5 +204,41 @@ describe('TransferGuard', () => {
       await abandoned.return(undefined);
       expect(fresh.ticking()).toBe(false);
     });
+
+    it('measures streams read at once (objects in flight) on one timer, over their sum, until the last ends', async () => {
+      const timers: Array<() => void> = [];
+      let running = 0;
+      const stopped: EffectError[] = [];
+      const guard = new TransferGuard({
+        what,
+        maxBytes: 100_000,
+        minRate,
+        onTooSlow: (error) => stopped.push(error),
+        every: (_ms, run) => {
+          timers.push(run);
+          running += 1;
+          return () => (running -= 1);
+        },
+      });
+      const first = feed();
+      const second = feed();
+      const done = [drain(guard.count(first.source)), drain(guard.count(second.source))];
+      await flush();
+      expect([timers.length, running]).toEqual([1, 1]);
+      // 600 + 500 bytes per window: the sum passes the 1000 the rate asks; either stream alone would not.
+      for (let i = 0; i < 20; i++) {
+        first.bytes(60);
+        second.bytes(50);
+        await flush();
+        timers[0]!();
+      }
+      expect(stopped).toEqual([]);
+      first.end();
+      await expect(done[0]).resolves.toBe(1200);
+      expect(running).toBe(1);
+      second.end();
+      await expect(done[1]).resolves.toBe(1000);
+      expect(running).toBe(0);
+    });
   });
 });

@@ -1,5 +1,5 @@
 /** File trees in tests: lay one out from a record of paths and contents, list what a directory holds, test a path. */
-import { lstat, mkdir, readdir, readlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /** Writes each `files` entry (a relative path, directories made as needed) under `dir`. */
@@ -24,6 +24,17 @@ export const listTree = async (dir: string): Promise<string[]> => {
     else out.push(rel);
   }
   return out.sort();
+};
+
+/** The text of every regular file under `dir`, by relative path (what writeFiles would lay out again). */
+export const readFiles = async (dir: string): Promise<Record<string, string>> => {
+  const files: Record<string, string> = {};
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const full = path.join(entry.parentPath, entry.name);
+    files[path.relative(dir, full)] = await readFile(full, 'utf8');
+  }
+  return files;
 };
 
 /** Whether something is at `path` (a link counts as it is, even one pointing nowhere). */

@@ -16,8 +16,11 @@ const maxPartBytes = 255;
 export const refusal = (what: string, name: string, why: string, cause?: unknown): EffectError =>
   permanentError('refused', `${what}: refusing archive entry ${JSON.stringify(name)}: ${why}`, cause);
 
-/** The entry's path relative to the target dir ('' for the dir itself); refuses anything that could escape. */
-const entryPathOf = (name: string, refuse: (why: string) => never): string => {
+/**
+ * The entry's path relative to the target dir ('' for the dir itself); refuses anything that could escape. The one
+ * check of a stored name that becomes a path: archive entries and object-store keys alike.
+ */
+export const entryPathOf = (name: string, refuse: (why: string) => never): string => {
   if (name.includes('\0')) refuse('its name contains NUL');
   if (Buffer.byteLength(name) > maxNameBytes) refuse(`its name is longer than ${maxNameBytes} bytes`);
   if (name.startsWith('/') || name.startsWith('\\') || /^[a-zA-Z]:/.test(name))

@@ -1,0 +1,99 @@
+/** planObjects: which objects a bucket prefix names and the path each one takes inside the model dir. */
+import path from 'node:path';
+import { permanentError, toEffectError, type EffectError } from '../../core/errors';
+import { entryPathOf } from '../archive/guard';
+import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
+
+/** One object to download and its path relative to the model dir (`/`-separated, checked). */
+export interface PlannedObject {
+  readonly object: StoredObject;
+  readonly path: string;
+}
+
+/** The `refused` EffectError for the object `key` of `location`. */
+const refusal = (location: ObjectLocation, key: string, why: string): EffectError =>
+  permanentError('refused', `${location.display}: refusing object ${JSON.stringify(key)}: ${why}`);
+
+/** The objects of `location` (the listing with `prefix` in place of its own), folder markers left out. */
+async function* listed(
+  client: ObjectStoreClient,
+  location: ObjectLocation,
+  prefix: string,
+  signal: AbortSignal,
+): AsyncGenerator<StoredObject> {
+  try {
+    for await (const object of client.list({ ...location, prefix }, signal)) {
+      // `dir/` keys are the folders consoles create: no bytes to fetch, and saving one as a file breaks the tree.
+      if (!object.key.endsWith('/')) yield object;
+    }
+  } catch (cause) {
+    throw toEffectError(cause);
+  }
+}
+
+/**
+ * Maps each object to its relative path, refusing any name that could leave the model dir (the archive guard's
+ * check), two objects for one path, and an object whose path another one needs as a directory (`a` and `a/b`).
+ */
+const placed = (
+  location: ObjectLocation,
+  named: ReadonlyArray<{ readonly object: StoredObject; readonly name: string }>,
+): ReadonlyArray<PlannedObject> => {
+  const files = new Map<string, string>();
+  const dirs = new Map<string, string>();
+  const plan = named.map(({ object, name }) => {
+    const refuse = (why: string): never => {
+      throw refusal(location, object.key, why);
+    };
+    const relative = entryPathOf(name, refuse);
+    if (relative === '') refuse('it names the model dir itself');
+    const other = files.get(relative) ?? dirs.get(relative);
+    if (other !== undefined) refuse(`${JSON.stringify(other)} needs the same path, ${relative}`);
+    const parts = relative.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join('/');
+      const file = files.get(dir);
+      if (file !== undefined)
+        refuse(`it would be saved under ${dir}, which is the object ${JSON.stringify(file)}`);
+      dirs.set(dir, object.key);
+    }
+    files.set(relative, object.key);
+    return { object, path: relative };
+  });
+  return plan;
+};
+
+/**
+ * What `location` names, as KServe reads a bucket prefix but without its traps. The prefix is a directory: the
+ * objects under `<prefix>/` land at their paths below it (`m1` never takes `m10/...`; an empty prefix takes the
+ * whole bucket). When nothing is under it, a prefix that is exactly one object's key names that object, which
+ * lands as its base name. Keys ending in `/` are skipped. Nothing at all is a permanent `not-found` naming the
+ * bucket and the prefix; a key that cannot be saved safely is `refused` (see `placed`). Listing failures pass
+ * as the client classified them.
+ */
+export const planObjects = async (
+  client: ObjectStoreClient,
+  location: ObjectLocation,
+  signal: AbortSignal,
+): Promise<ReadonlyArray<PlannedObject>> => {
+  const { prefix } = location;
+  const dirPrefix = prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`;
+  const underDir: Array<{ object: StoredObject; name: string }> = [];
+  for await (const object of listed(client, location, dirPrefix, signal)) {
+    underDir.push({ object, name: object.key.slice(dirPrefix.length) });
+  }
+  if (underDir.length > 0) return placed(location, underDir);
+  if (dirPrefix !== prefix) {
+    // Stores list in key order, so the key equal to the prefix comes first: the loop ends at once.
+    for await (const object of listed(client, location, prefix, signal)) {
+      if (object.key === prefix) return placed(location, [{ object, name: path.posix.basename(prefix) }]);
+    }
+  }
+  const where =
+    prefix === ''
+      ? 'at all'
+      : dirPrefix === prefix
+        ? `under ${JSON.stringify(prefix)}`
+        : `named ${JSON.stringify(prefix)} or under ${JSON.stringify(dirPrefix)}`;
+  throw permanentError('not-found', `${location.display}: no objects ${where} in bucket ${location.bucket}`);
+};
