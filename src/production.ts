@@ -9,10 +9,18 @@ import { loadJournal } from './edge/load-journal';
 import { modelDirStore } from './edge/model-dir';
 import { torchServeModelServer } from './edge/model-server-torchserve';
 import { v2ModelServer } from './edge/model-server-v2';
+import { networkFrom } from './edge/net';
+import {
+  azureBlobStorage,
+  azureCredentialsFromEnv,
+  type AzureBlobStorage,
+  type AzureTokenCredential,
+} from './edge/object-store/azure-blob';
+import { gcsStorage } from './edge/object-store/gcs';
 import { httpStorage } from './edge/storage-http';
 import { localFileStorage } from './edge/storage-local';
 import { routeStorage } from './loader/storage-router';
-import type { ConfigSource, ModelServer } from './ports';
+import type { ConfigSource, ModelServer, StorageProvider } from './ports';
 import type { AgentCapabilities, AgentSettings } from './start-agent';
 
 /** The config dir of `config` as a ConfigSource (also what `--dry-run` reads). */
@@ -38,6 +46,46 @@ const modelServerFor = (config: AppConfig): ModelServer =>
         loadTimeoutMs: config.loadTimeoutMs,
       });
 
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** DefaultAzureCredential, its library loaded when the first token is asked for (most processes never ask). */
+const defaultAzureCredential = (): AzureTokenCredential => {
+  let credential: Promise<AzureTokenCredential> | undefined;
+  return {
+    getToken: async (scopes, options) => {
+      credential ??= import('@azure/identity').then((identity) => new identity.DefaultAzureCredential());
+      return (await credential).getToken(scopes, options);
+    },
+  };
+};
+
+/**
+ * The Azure Blob and GCS providers (issue #8): credentials from KServe's and the SDKs' environment names, every
+ * secret among them registered before any request; connections through the process's Network (proxy variables).
+ */
+const cloudStorage = (
+  config: AppConfig,
+  env: Env,
+): E.Either<string, { readonly azure: AzureBlobStorage; readonly gcs: StorageProvider }> => {
+  const network = networkFrom({}, env);
+  if (E.isLeft(network)) return network;
+  const shared = { limits: downloadLimitsOf(config), timeoutMs: config.requestTimeoutMs };
+  return E.right({
+    azure: azureBlobStorage({
+      ...shared,
+      endpoints: config.azureBlobEndpoint === undefined ? [] : [config.azureBlobEndpoint],
+      credentials: azureCredentialsFromEnv(env, defaultAzureCredential),
+      agentFor: (url) => network.right.agentFor(url),
+    }),
+    gcs: gcsStorage({
+      ...shared,
+      ...(config.gcsEndpoint !== undefined ? { endpoint: config.gcsEndpoint } : {}),
+      ...(env.GOOGLE_APPLICATION_CREDENTIALS ? { credentialsFile: env.GOOGLE_APPLICATION_CREDENTIALS } : {}),
+      proxyFor: (url) => network.right.proxyFor(url),
+    }),
+  });
+};
+
 /**
  * The real edges for `config`: the model dir and its load journal, the model server client, every storage
  * provider behind one download function, and the config dir. `env` supplies KServe's per-host download headers
@@ -47,25 +95,31 @@ const modelServerFor = (config: AppConfig): ModelServer =>
 export const capabilities = (
   config: AppConfig,
   log: Logger,
-  env: Readonly<Record<string, string | undefined>>,
+  env: Env,
 ): E.Either<string, AgentCapabilities> => {
   const headers = parseHostHeaders(env);
   if (E.isLeft(headers)) return E.left(`invalid download headers: ${headers.left}`);
+  const cloud = cloudStorage(config, env);
+  if (E.isLeft(cloud)) return cloud;
   const limits = downloadLimitsOf(config);
   return E.right({
     configSource: configSourceFor(config, log),
     store: modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) }),
     journal: loadJournal({ root: config.modelDir, log }),
     server: modelServerFor(config),
-    download: routeStorage([
-      localFileStorage({ roots: config.localStorageRoots, limits }),
-      httpStorage({
-        headersByHost: headers.right,
-        connectTimeoutMs: config.requestTimeoutMs,
-        idleTimeoutMs: config.requestTimeoutMs,
-        limits,
-      }),
-    ]),
+    download: routeStorage(
+      [
+        localFileStorage({ roots: config.localStorageRoots, limits }),
+        httpStorage({
+          headersByHost: headers.right,
+          connectTimeoutMs: config.requestTimeoutMs,
+          idleTimeoutMs: config.requestTimeoutMs,
+          limits,
+        }),
+        cloud.right.gcs,
+      ],
+      [cloud.right.azure],
+    ),
   });
 };
 
