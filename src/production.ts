@@ -4,12 +4,12 @@ import type { Logger } from 'pino';
 import type { AppConfig } from './core/app-config';
 import { parseHostHeaders } from './core/storage-uri';
 import { configDirSource } from './edge/config-dir';
-import { downloadLimitsOf } from './edge/download-limits';
+import { downloadLimitsOf, type DownloadLimits } from './edge/download-limits';
 import { loadJournal } from './edge/load-journal';
 import { modelDirStore } from './edge/model-dir';
 import { torchServeModelServer } from './edge/model-server-torchserve';
 import { v2ModelServer } from './edge/model-server-v2';
-import { networkFrom } from './edge/net';
+import { networkFrom, type Network } from './edge/net';
 import {
   azureBlobStorage,
   azureCredentialsFromEnv,
@@ -61,30 +61,29 @@ const defaultAzureCredential = (): AzureTokenCredential => {
 
 /**
  * The Azure Blob and GCS providers (issue #8): credentials from KServe's and the SDKs' environment names, every
- * secret among them registered before any request; connections through the process's Network (proxy variables).
+ * secret among them registered before any request; connections through `network` (proxies, CAs).
  */
-const cloudStorage = (
+const azureAndGcsStorage = (
   config: AppConfig,
   env: Env,
-): E.Either<string, { readonly azure: AzureBlobStorage; readonly gcs: StorageProvider }> => {
-  const network = networkFrom({}, env);
-  if (E.isLeft(network)) return network;
-  const shared = { limits: downloadLimitsOf(config), timeoutMs: config.requestTimeoutMs };
-  return E.right({
-    azure: azureBlobStorage({
-      ...shared,
-      endpoints: config.azureBlobEndpoint === undefined ? [] : [config.azureBlobEndpoint],
-      credentials: azureCredentialsFromEnv(env, defaultAzureCredential),
-      agentFor: (url) => network.right.agentFor(url),
-    }),
-    gcs: gcsStorage({
-      ...shared,
-      ...(config.gcsEndpoint !== undefined ? { endpoint: config.gcsEndpoint } : {}),
-      ...(env.GOOGLE_APPLICATION_CREDENTIALS ? { credentialsFile: env.GOOGLE_APPLICATION_CREDENTIALS } : {}),
-      proxyFor: (url) => network.right.proxyFor(url),
-    }),
-  });
-};
+  limits: DownloadLimits,
+  network: Network,
+): { readonly azure: AzureBlobStorage; readonly gcs: StorageProvider } => ({
+  azure: azureBlobStorage({
+    limits,
+    timeoutMs: config.requestTimeoutMs,
+    endpoints: config.azureBlobEndpoint === undefined ? [] : [config.azureBlobEndpoint],
+    credentials: azureCredentialsFromEnv(env, defaultAzureCredential),
+    agentFor: (url) => network.agentFor(url),
+  }),
+  gcs: gcsStorage({
+    limits,
+    timeoutMs: config.requestTimeoutMs,
+    ...(config.gcsEndpoint !== undefined ? { endpoint: config.gcsEndpoint } : {}),
+    ...(env.GOOGLE_APPLICATION_CREDENTIALS ? { credentialsFile: env.GOOGLE_APPLICATION_CREDENTIALS } : {}),
+    proxyFor: (url) => network.proxyFor(url),
+  }),
+});
 
 /**
  * The real edges for `config`: the model dir and its load journal, the model server client, every storage
@@ -99,9 +98,11 @@ export const capabilities = (
 ): E.Either<string, AgentCapabilities> => {
   const headers = parseHostHeaders(env);
   if (E.isLeft(headers)) return E.left(`invalid download headers: ${headers.left}`);
-  const cloud = cloudStorage(config, env);
-  if (E.isLeft(cloud)) return cloud;
   const limits = downloadLimitsOf(config);
+  // One Network for every client (the http helper's wiring adds `--ca-bundle` here and shares it).
+  const network = networkFrom({}, env);
+  if (E.isLeft(network)) return E.left(`invalid proxy settings: ${network.left}`);
+  const cloud = azureAndGcsStorage(config, env, limits, network.right);
   return E.right({
     configSource: configSourceFor(config, log),
     store: modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) }),
@@ -116,9 +117,9 @@ export const capabilities = (
           idleTimeoutMs: config.requestTimeoutMs,
           limits,
         }),
-        cloud.right.gcs,
+        cloud.gcs,
       ],
-      [cloud.right.azure],
+      [cloud.azure],
     ),
   });
 };

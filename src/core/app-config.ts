@@ -221,8 +221,8 @@ export const flagTable = {
     arg: 'url',
     env: 'MODELSYNC_AZURE_BLOB_ENDPOINT',
     help:
-      'an endpoint whose URLs are Azure Blob Storage, path style `<url>/<account>/<container>/<prefix>` ' +
-      '(azurite, Azure Stack); `https://<account>.blob.core.windows.net/…` always is',
+      'an endpoint whose URLs are Azure Blob Storage too: `<url>/<account>/<container>/<prefix>` (azurite) or ' +
+      '`<account>.<url host>/<container>/<prefix>` (Azure Stack Hub); `https://<account>.blob.core.windows.net/…` always is',
     codec: httpUrl,
     optional: true,
   },

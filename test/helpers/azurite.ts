@@ -133,13 +133,19 @@ export const useAzurite = (options: () => AzuriteOptions = () => ({})): { readon
   };
 };
 
-/** A forwarding proxy in front of one server that can cut the bodies of GET responses. */
-export interface CuttingProxy extends RunningHttpServer {
+/** A forwarding proxy in front of one server that can answer a status instead, or cut the bodies of GET responses. */
+export interface FaultProxy extends RunningHttpServer {
+  /** The next `times` requests whose path ends with `suffix` are answered `status` (an XML error body) instead. */
+  fail(suffix: string, status: number, times?: number): void;
   /**
    * The next `times` GETs whose path ends with `suffix` send `afterBytes` bytes of their body, then drop; `onCut`
-   * runs (and is awaited) between the bytes and the drop.
+   * runs (and is awaited) between the bytes and the drop. With `stall`, the connection stays open instead, silent.
    */
-  cut(suffix: string, afterBytes: number, options?: { times?: number; onCut?: () => Promise<void> }): void;
+  cut(
+    suffix: string,
+    afterBytes: number,
+    options?: { times?: number; onCut?: () => Promise<void>; stall?: boolean },
+  ): void;
   /** Every request's method, path and Range header (`x-ms-range` or `range`), in arrival order. */
   readonly requests: ReadonlyArray<{
     readonly method: string;
@@ -149,16 +155,30 @@ export interface CuttingProxy extends RunningHttpServer {
 }
 
 /** Starts a proxy on 127.0.0.1 that forwards every request to `target` (`http://host:port`) as it is. */
-export const startCuttingProxy = async (target: string): Promise<CuttingProxy> => {
-  const cuts: Array<{ suffix: string; afterBytes: number; remaining: number; onCut?: () => Promise<void> }> =
-    [];
+export const startFaultProxy = async (target: string): Promise<FaultProxy> => {
+  interface Cut {
+    readonly suffix: string;
+    readonly afterBytes: number;
+    remaining: number;
+    readonly onCut?: () => Promise<void>;
+    readonly stall?: boolean;
+  }
+  const cuts: Cut[] = [];
   const requests: Array<{ method: string; path: string; range?: string }> = [];
+  const failures: Array<{ suffix: string; status: number; remaining: number }> = [];
   const to = new URL(target);
   const server = await startHttpServer((incoming, outgoing) => {
     const method = incoming.method ?? 'GET';
     const pathname = new URL(incoming.url ?? '/', 'http://proxy').pathname;
     const range = incoming.headers['x-ms-range'] ?? incoming.headers.range;
     requests.push({ method, path: pathname, ...(typeof range === 'string' ? { range } : {}) });
+    const failure = failures.find((f) => f.remaining > 0 && pathname.endsWith(f.suffix));
+    if (failure !== undefined) {
+      failure.remaining -= 1;
+      const body = `<?xml version="1.0" encoding="utf-8"?><Error><Code>ServerBusy</Code><Message>Injected ${failure.status}.</Message></Error>`;
+      outgoing.writeHead(failure.status, { 'content-type': 'application/xml' }).end(body);
+      return;
+    }
     const cut =
       method === 'GET' ? cuts.find((c) => c.remaining > 0 && pathname.endsWith(c.suffix)) : undefined;
     if (cut !== undefined) cut.remaining -= 1;
@@ -176,7 +196,7 @@ export const startCuttingProxy = async (target: string): Promise<CuttingProxy> =
           if (room <= 0) return;
           sent += chunk.length;
           outgoing.write(chunk.subarray(0, room), () => {
-            if (sent >= cut.afterBytes)
+            if (sent >= cut.afterBytes && cut.stall !== true)
               void (cut.onCut?.() ?? Promise.resolve()).finally(() => outgoing.destroy());
           });
         });
@@ -192,8 +212,9 @@ export const startCuttingProxy = async (target: string): Promise<CuttingProxy> =
   return {
     ...server,
     requests,
-    cut: (suffix, afterBytes, { times = 1, onCut } = {}) =>
-      void cuts.push({ suffix, afterBytes, remaining: times, ...(onCut !== undefined ? { onCut } : {}) }),
+    fail: (suffix, status, times = 1) => void failures.push({ suffix, status, remaining: times }),
+    cut: (suffix, afterBytes, { times = 1, ...rest } = {}) =>
+      void cuts.push({ suffix, afterBytes, remaining: times, ...rest }),
   };
 };
 

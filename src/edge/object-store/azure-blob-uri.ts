@@ -45,20 +45,44 @@ const endpointBase = (endpoint: string): string => {
   return base.endsWith('/') ? base : `${base}/`;
 };
 
-/**
- * The rule that makes an https URL Azure Blob instead of a plain download: its host ends with an Azure Blob
- * suffix (`<account>.blob.core.windows.net`, sovereign clouds too) and it is https, or it lies under one of the
- * configured `endpoints` (`--azure-blob-endpoints`: azurite, Azure Stack), path style `<endpoint>/<account>/…`.
- */
-export const isAzureBlobUri = (uri: string, endpoints: ReadonlyArray<string>): boolean => {
-  const url = parseUrl(uri);
-  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) return false;
-  if (url.protocol === 'https:' && azureBlobHostSuffixes.some((suffix) => url.hostname.endsWith(suffix))) {
-    return true;
-  }
-  const plain = `${url.origin}${url.pathname}`;
-  return endpoints.some((endpoint) => plain.startsWith(endpointBase(endpoint)));
+/** Where an Azure Blob URL puts the account: in the host (`<account>.<host>`) or in the path (`<endpoint>/<account>`). */
+type Addressing =
+  | { readonly style: 'host'; readonly url: URL }
+  | { readonly style: 'path'; readonly url: URL; readonly base: string };
+
+/** `url` under `endpoint` as `<account>.<endpoint host>` (same scheme and port, no path on the endpoint). */
+const underHost = (url: URL, endpoint: string): boolean => {
+  const base = parseUrl(endpoint);
+  return (
+    base !== undefined &&
+    base.pathname.replace(/\/+$/, '') === '' &&
+    base.protocol === url.protocol &&
+    base.port === url.port &&
+    url.hostname.endsWith(`.${base.hostname}`)
+  );
 };
+
+const addressingOf = (uri: string, endpoints: ReadonlyArray<string>): Addressing | undefined => {
+  const url = parseUrl(uri);
+  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) return undefined;
+  const plain = `${url.origin}${url.pathname}`;
+  const pathEndpoint = endpoints.find((endpoint) => plain.startsWith(endpointBase(endpoint)));
+  if (pathEndpoint !== undefined) return { style: 'path', url, base: endpointBase(pathEndpoint) };
+  const azureHost =
+    url.protocol === 'https:' && azureBlobHostSuffixes.some((suffix) => url.hostname.endsWith(suffix));
+  return azureHost || endpoints.some((endpoint) => underHost(url, endpoint))
+    ? { style: 'host', url }
+    : undefined;
+};
+
+/**
+ * The rule that makes an http(s) URL Azure Blob instead of a plain download: an https URL whose host ends with an
+ * Azure Blob suffix (`<account>.blob.core.windows.net`, the sovereign clouds' too), or a URL of a configured
+ * endpoint (`--azure-blob-endpoint`): path style under it (`<endpoint>/<account>/…`, azurite), or host style on a
+ * subdomain of it (`<account>.<endpoint host>/…`, Azure Stack Hub).
+ */
+export const isAzureBlobUri = (uri: string, endpoints: ReadonlyArray<string>): boolean =>
+  addressingOf(uri, endpoints) !== undefined;
 
 const decodeSegments = (text: string): string | undefined => {
   try {
@@ -70,28 +94,28 @@ const decodeSegments = (text: string): string | undefined => {
 
 /**
  * The account, container, prefix and SAS of an Azure Blob URL (see isAzureBlobUri):
- * `https://<account>.blob.core.windows.net/<container>/<prefix>[?<sas>]`, or under a configured endpoint
- * `<endpoint>/<account>/<container>/<prefix>[?<sas>]`. The Left says what is wrong, showing the URL redacted.
+ * `https://<account>.blob.core.windows.net/<container>/<prefix>[?<sas>]`, and at a configured endpoint
+ * `<endpoint>/<account>/<container>/<prefix>[?<sas>]` or `<account>.<endpoint host>/<container>/<prefix>[?<sas>]`.
+ * The Left says what is wrong, showing the URL redacted.
  */
 export const parseAzureBlobUri = (
   uri: string,
   endpoints: ReadonlyArray<string>,
 ): E.Either<string, AzureBlobUri> => {
   const display = redactUri(uri);
-  const url = parseUrl(uri);
-  if (url === undefined) return E.left(`${display} is not a valid URL`);
+  const addressing = addressingOf(uri, endpoints);
+  if (addressing === undefined) return E.left(`${display} is not an Azure Blob URL`);
+  const { url } = addressing;
   if (url.username !== '' || url.password !== '') {
     return E.left(`${display}: user info is not how Azure Blob takes credentials (use a SAS or a key)`);
   }
-  const plain = `${url.origin}${url.pathname}`;
-  const endpoint = endpoints.find((candidate) => plain.startsWith(endpointBase(candidate)));
   let account: string;
   let serviceBase: string;
   let rest: string;
-  if (endpoint !== undefined) {
-    const path = plain.slice(endpointBase(endpoint).length);
+  if (addressing.style === 'path') {
+    const path = `${url.origin}${url.pathname}`.slice(addressing.base.length);
     account = path.split('/', 1)[0]!;
-    serviceBase = `${endpointBase(endpoint)}${account}`;
+    serviceBase = `${addressing.base}${account}`;
     rest = path.slice(account.length + 1);
   } else {
     account = url.hostname.split('.', 1)[0]!;

@@ -3,7 +3,7 @@ import { Agent } from 'node:http';
 import { createNetwork } from '../../../src/edge/net';
 import { azureBlobStorage, type AzureBlobStorageOptions } from '../../../src/edge/object-store/azure-blob';
 import { effectError } from '../../helpers/effect-error';
-import { startCuttingProxy, useAzurite } from '../../helpers/azurite';
+import { startFaultProxy, useAzurite } from '../../helpers/azurite';
 import { listTree, readFiles } from '../../helpers/file-tree';
 import { SecretScan } from '../../helpers/secrets';
 import { makeTarGz } from '../../helpers/storage-server';
@@ -81,6 +81,10 @@ describe('which URLs are Azure Blob', () => {
     expect(claims('http://127.0.0.1:10000/acct/models/m1')).toBe(true);
     expect(claims('http://127.0.0.1:10001/acct/models/m1')).toBe(false);
     expect(azureBlobStorage({ endpoints: ['http://h/base'] }).claims('http://h/baseball/c/m')).toBe(false);
+    const stack = azureBlobStorage({ endpoints: ['https://blob.region.example'] }).claims;
+    expect(stack('https://acct.blob.region.example/models/m1')).toBe(true);
+    expect(stack('https://blob.region.example.evil.test/models/m1')).toBe(false);
+    expect(stack('https://acct.blob.region.example:8443/models/m1')).toBe(false);
   });
 });
 
@@ -105,7 +109,7 @@ describe('azureBlobStorage against azurite', () => {
   });
 
   it('pages through the listing until the last page', async () => {
-    const proxy = await startCuttingProxy(azurite.current.url);
+    const proxy = await startFaultProxy(azurite.current.url);
     try {
       const paged = storage({ endpoints: [proxy.url], pageSize: 5 });
       await paged.download(urlOf('paged', 'm', proxy.url), staging.path, never);
@@ -127,7 +131,7 @@ describe('azureBlobStorage against azurite', () => {
   it('resumes a blob cut mid-body from the bytes already on disk, with a ranged read', async () => {
     const big = Buffer.alloc(300_000, 7);
     await azurite.current.put('models', { 'cut/weights.bin': big });
-    const proxy = await startCuttingProxy(azurite.current.url);
+    const proxy = await startFaultProxy(azurite.current.url);
     try {
       proxy.cut('/cut/weights.bin', 100_000);
       await storage({ endpoints: [proxy.url] }).download(
@@ -145,9 +149,25 @@ describe('azureBlobStorage against azurite', () => {
     }
   });
 
+  it('resumes a blob whose body goes silent, once no bytes came for the timeout', async () => {
+    const big = Buffer.alloc(300_000, 5);
+    await azurite.current.put('models', { 'stall/weights.bin': big });
+    const proxy = await startFaultProxy(azurite.current.url);
+    try {
+      proxy.cut('/stall/weights.bin', 100_000, { stall: true });
+      const quick = storage({ endpoints: [proxy.url], timeoutMs: 300 });
+      await quick.download(urlOf('models', 'stall', proxy.url), staging.path, never);
+      const reads = proxy.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/stall/weights.bin'));
+      expect(reads.map((r) => r.range === undefined || r.range === 'bytes=0-')).toEqual([true, false]);
+      expect((await readFiles(staging.path))['weights.bin']).toBe(big.toString());
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('fails retryably with changed when the blob is replaced while it is read, instead of mixing versions', async () => {
     await azurite.current.put('models', { 'moving/weights.bin': Buffer.alloc(200_000, 1) });
-    const proxy = await startCuttingProxy(azurite.current.url);
+    const proxy = await startFaultProxy(azurite.current.url);
     try {
       proxy.cut('/moving/weights.bin', 50_000, {
         onCut: () => azurite.current.put('models', { 'moving/weights.bin': Buffer.alloc(200_000, 2) }),
@@ -161,6 +181,34 @@ describe('azureBlobStorage against azurite', () => {
       );
       expect(error).toMatchObject({ kind: 'changed', retryable: true });
       expect(error.message).toContain('/models/moving/weights.bin');
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it.each([503, 429, 500])('fails retryably when the listing is answered %i', async (status) => {
+    const proxy = await startFaultProxy(azurite.current.url);
+    try {
+      proxy.fail(`/${azurite.current.account}/models`, status);
+      const error = await failure(
+        storage({ endpoints: [proxy.url] }).download(urlOf('models', 'm1', proxy.url), staging.path, never),
+      );
+      expect(error).toMatchObject({ kind: 'http-status', status, retryable: true });
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('retries within the SDK first: one 503 then the listing, and the download succeeds', async () => {
+    const proxy = await startFaultProxy(azurite.current.url);
+    try {
+      proxy.fail(`/${azurite.current.account}/models`, 503);
+      await storage({ endpoints: [proxy.url], sdkRetries: 1 }).download(
+        urlOf('models', 'single', proxy.url),
+        staging.path,
+        never,
+      );
+      expect(await listTree(staging.path)).toEqual(['weights.bin']);
     } finally {
       await proxy.close();
     }
@@ -259,7 +307,7 @@ describe('azureBlobStorage against azurite', () => {
     ['sends its requests through HTTP_PROXY', '', 1],
     ['goes direct when NO_PROXY names the host', '127.0.0.1', 0],
   ])('%s (the Network)', async (_label, noProxy, throughProxy) => {
-    const proxy = await startCuttingProxy(azurite.current.url);
+    const proxy = await startFaultProxy(azurite.current.url);
     const network = createNetwork({ proxy: { httpProxy: proxy.url, noProxy } });
     try {
       const viaNetwork = storage({ agentFor: (url) => network.agentFor(url) });

@@ -49,6 +49,19 @@ describe('parseAzureBlobUri', () => {
     });
   });
 
+  it('reads the account from the host on a subdomain of a configured endpoint (Azure Stack Hub)', () => {
+    const endpoints = ['https://blob.local.azurestack.external'];
+    expect(parsed('https://acct.blob.local.azurestack.external/models/m1', endpoints)).toMatchObject({
+      serviceUrl: 'https://acct.blob.local.azurestack.external',
+      account: 'acct',
+      container: 'models',
+      prefix: 'm1',
+    });
+    expect(isLeft(parseAzureBlobUri('http://acct.blob.local.azurestack.external/models/m1', endpoints))).toBe(
+      true,
+    );
+  });
+
   it('takes a whole container when the URL names no prefix', () => {
     expect(parsed('https://acct.blob.core.windows.net/models')).toMatchObject({
       container: 'models',

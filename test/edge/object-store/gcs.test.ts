@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createNetwork } from '../../../src/edge/net';
 import { gcsStorage, type GcsStorageOptions } from '../../../src/edge/object-store/gcs';
 import { startGcsStandIn, type GcsStandIn } from '../../../src/testing/gcs-stand-in';
-import { startCuttingProxy } from '../../helpers/azurite';
+import { startFaultProxy } from '../../helpers/azurite';
 import { effectError } from '../../helpers/effect-error';
 import { listTree, readFiles } from '../../helpers/file-tree';
 import { makeZip } from '../../helpers/storage-server';
@@ -99,7 +99,7 @@ describe('gcsStorage against the GCS stand-in', () => {
     ['sends its requests through HTTP_PROXY', '', true],
     ['goes direct when NO_PROXY names the host', '127.0.0.1', false],
   ])('%s (the Network)', async (_label, noProxy, proxied) => {
-    const proxy = await startCuttingProxy(gcs.url);
+    const proxy = await startFaultProxy(gcs.url);
     const network = createNetwork({ proxy: { httpProxy: proxy.url, noProxy } });
     try {
       await storage({ proxyFor: (url) => network.proxyFor(url) }).download(
@@ -197,7 +197,7 @@ describe('gcsStorage credentials', () => {
         never,
       ),
     );
-    expect(error).toMatchObject({ retryable: false });
+    expect(error).toMatchObject({ kind: 'http-status', status: 400, retryable: false });
     new SecretScan([{ label: 'subject token', value: subjectToken }]).add('error', error).expectNoLeaks();
   });
 });
