@@ -24,7 +24,10 @@ export interface GcsClientOptions {
   readonly credentialsFile?: string;
   /** Longest wait for an answer, and for the next bytes of a body, in ms (default 60 s). */
   readonly timeoutMs?: number;
-  /** Retries of a failed request the SDK makes itself before the loader's backoff takes over (default 2). */
+  /**
+   * Retries of a failed request the SDK makes itself (default 0: the loader's backoff retries). Its retries cannot
+   * be aborted: their timers outlive an aborted download.
+   */
   readonly sdkRetries?: number;
   /** Objects asked for per list page (GCS answers at most 1,000). */
   readonly pageSize?: number;
@@ -83,7 +86,7 @@ class StorageHolder {
   }
 
   private make(): Storage {
-    const { endpoint, credentialsFile, timeoutMs, sdkRetries = 2, proxyFor } = this.options;
+    const { endpoint, credentialsFile, timeoutMs, sdkRetries = 0, proxyFor } = this.options;
     // The request is already decorated here (its `uri` absolute): the type says less than the SDK gives.
     const viaProxy = (request: RequestOptions): ReturnType<Interceptor['request']> => {
       const decorated = request as ReturnType<Interceptor['request']>;

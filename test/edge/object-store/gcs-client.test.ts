@@ -28,7 +28,7 @@ beforeAll(async () => {
 });
 afterAll(() => gcs.close());
 
-const client = () => gcsClient({ endpoint: gcs.url, sdkRetries: 0 });
+const client = () => gcsClient({ endpoint: gcs.url });
 
 describe('gcsLocation', () => {
   it('takes the bucket and the prefix as written, percent signs and all', () => {
@@ -80,9 +80,16 @@ describe('gcsClient.list', () => {
     gcs.injectFault('list', { status: 503 });
     const unavailable = await effectError(collect(client().list(at('flaky', 'm'), never)));
     expect(unavailable).toMatchObject({ kind: 'http-status', status: 503, retryable: true });
-    const closed = gcsClient({ endpoint: 'http://127.0.0.1:9', sdkRetries: 0 });
+    const closed = gcsClient({ endpoint: 'http://127.0.0.1:9' });
     const refused = await effectError(collect(closed.list(at('flaky', 'm'), never)));
     expect(refused).toMatchObject({ kind: 'network', retryable: true });
+  });
+
+  it('lets the SDK retry a 503 itself when asked to (sdkRetries)', async () => {
+    gcs.put('flaky', 'm/a', 'a');
+    gcs.injectFault('list', { status: 503 });
+    const retrying = gcsClient({ endpoint: gcs.url, sdkRetries: 1 });
+    expect((await collect(retrying.list(at('flaky', 'm'), never))).map((o) => o.key)).toEqual(['m/a']);
   });
 
   it('fails with aborted when the signal aborts', async () => {
@@ -129,7 +136,7 @@ describe('gcsClient.read', () => {
     const object = await listedObject('reads', 'm/cut.bin');
     gcs.injectFault('media', { cutAfterBytes: 40_000 });
     const received: Uint8Array[] = [];
-    const reader = gcsClient({ endpoint: gcs.url, sdkRetries: 0, timeoutMs: 300 });
+    const reader = gcsClient({ endpoint: gcs.url, timeoutMs: 300 });
     const reading = (async () => {
       for await (const chunk of await reader.read(at('reads', 'm'), object, 0, never)) received.push(chunk);
     })();

@@ -33,8 +33,7 @@ beforeAll(async () => {
 });
 afterAll(() => gcs.close());
 
-const storage = (options: GcsStorageOptions = {}) =>
-  gcsStorage({ endpoint: gcs.url, sdkRetries: 0, ...options });
+const storage = (options: GcsStorageOptions = {}) => gcsStorage({ endpoint: gcs.url, ...options });
 
 describe('gcsStorage against the GCS stand-in', () => {
   it('downloads every object under a prefix to its path relative to the prefix, never m10/ or m1.txt for m1', async () => {
@@ -154,7 +153,7 @@ describe('gcsStorage credentials', () => {
 
   it('fails permanently with HTTP 401 when no credentials are given and the bucket is not public', async () => {
     const error = await effectError(
-      gcsStorage({ endpoint: secured.url, sdkRetries: 0 }).download('gs://private/m1', staging.path, never),
+      gcsStorage({ endpoint: secured.url }).download('gs://private/m1', staging.path, never),
     );
     expect(error).toMatchObject({ kind: 'http-status', status: 401, retryable: false });
     expect(error.message).toContain('gs://private/m1');
@@ -168,7 +167,7 @@ describe('gcsStorage credentials', () => {
     await writeFile(path.join(dir, 'token-2'), second);
     secured.acceptSubjectToken(first);
     await writeExternalAccount(credentialsFile, path.join(dir, 'token-1'));
-    const authorized = gcsStorage({ endpoint: secured.url, credentialsFile, sdkRetries: 0 });
+    const authorized = gcsStorage({ endpoint: secured.url, credentialsFile });
     await authorized.download('gs://private/m1', staging.path, never);
     expect(await listTree(staging.path)).toEqual(['weights.bin']);
 
@@ -191,11 +190,7 @@ describe('gcsStorage credentials', () => {
     await writeFile(tokenFile, subjectToken);
     await writeExternalAccount(credentialsFile, tokenFile);
     const error = await effectError(
-      gcsStorage({ endpoint: secured.url, credentialsFile, sdkRetries: 0 }).download(
-        'gs://private/m1',
-        staging.path,
-        never,
-      ),
+      gcsStorage({ endpoint: secured.url, credentialsFile }).download('gs://private/m1', staging.path, never),
     );
     expect(error).toMatchObject({ kind: 'http-status', status: 400, retryable: false });
     new SecretScan([{ label: 'subject token', value: subjectToken }]).add('error', error).expectNoLeaks();
