@@ -13,6 +13,13 @@ import { s3Credentials } from './edge/object-store/s3-credentials';
 import { s3SettingsFrom } from './edge/object-store/s3-settings';
 import { torchServeModelServer } from './edge/model-server-torchserve';
 import { v2ModelServer } from './edge/model-server-v2';
+import {
+  azureBlobStorage,
+  azureCredentialsFromEnv,
+  type AzureBlobStorage,
+  type AzureTokenCredential,
+} from './edge/object-store/azure-blob';
+import { gcsStorage } from './edge/object-store/gcs';
 import { httpStorage } from './edge/storage-http';
 import { localFileStorage } from './edge/storage-local';
 import { routeStorage } from './loader/storage-router';
@@ -41,6 +48,44 @@ const modelServerFor = (config: AppConfig): ModelServer =>
         timeoutMs: config.requestTimeoutMs,
         loadTimeoutMs: config.loadTimeoutMs,
       });
+
+
+/** DefaultAzureCredential, its library loaded when the first token is asked for (most processes never ask). */
+const defaultAzureCredential = (): AzureTokenCredential => {
+  let credential: Promise<AzureTokenCredential> | undefined;
+  return {
+    getToken: async (scopes, options) => {
+      credential ??= import('@azure/identity').then((identity) => new identity.DefaultAzureCredential());
+      return (await credential).getToken(scopes, options);
+    },
+  };
+};
+
+/**
+ * The Azure Blob and GCS providers (issue #8): credentials from KServe's and the SDKs' environment names, every
+ * secret among them registered before any request; connections through `network` (proxies, CAs).
+ */
+const azureAndGcsStorage = (
+  config: AppConfig,
+  env: Readonly<Record<string, string | undefined>>,
+  limits: DownloadLimits,
+  network: Network,
+): { readonly azure: AzureBlobStorage; readonly gcs: StorageProvider } => ({
+  azure: azureBlobStorage({
+    limits,
+    timeoutMs: config.requestTimeoutMs,
+    endpoints: config.azureBlobEndpoint === undefined ? [] : [config.azureBlobEndpoint],
+    credentials: azureCredentialsFromEnv(env, defaultAzureCredential),
+    agentFor: (url) => network.agentFor(url),
+  }),
+  gcs: gcsStorage({
+    limits,
+    timeoutMs: config.requestTimeoutMs,
+    ...(config.gcsEndpoint !== undefined ? { endpoint: config.gcsEndpoint } : {}),
+    ...(env.GOOGLE_APPLICATION_CREDENTIALS ? { credentialsFile: env.GOOGLE_APPLICATION_CREDENTIALS } : {}),
+    proxyFor: (url) => network.proxyFor(url),
+  }),
+});
 
 /**
  * The S3 provider (issue #8): our `--s3-*` flags, else KServe's environment names; credentials from `env` or the
@@ -99,21 +144,26 @@ export const capabilities = (
   if (E.isLeft(network)) return E.left(`invalid proxy settings: ${network.left}`);
   const s3 = s3StorageFor(config, log, env, limits, network.right);
   if (E.isLeft(s3)) return E.left(`invalid S3 settings: ${s3.left}`);
+  const cloud = azureAndGcsStorage(config, env, limits, network.right);
   return E.right({
     configSource: configSourceFor(config, log),
     store: modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) }),
     journal: loadJournal({ root: config.modelDir, log }),
     server: modelServerFor(config),
-    download: routeStorage([
-      localFileStorage({ roots: config.localStorageRoots, limits }),
-      httpStorage({
-        headersByHost: headers.right,
-        connectTimeoutMs: config.requestTimeoutMs,
-        idleTimeoutMs: config.requestTimeoutMs,
-        limits,
-      }),
-      s3.right,
-    ]),
+    download: routeStorage(
+      [
+        localFileStorage({ roots: config.localStorageRoots, limits }),
+        httpStorage({
+          headersByHost: headers.right,
+          connectTimeoutMs: config.requestTimeoutMs,
+          idleTimeoutMs: config.requestTimeoutMs,
+          limits,
+        }),
+        s3.right,
+        cloud.gcs,
+      ],
+      [cloud.azure],
+    ),
   });
 };
 

@@ -259,6 +259,24 @@ export const flagTable = {
     codec: nonEmpty,
     optional: true,
   },
+  azureBlobEndpoint: {
+    flag: '--azure-blob-endpoint',
+    arg: 'url',
+    env: 'MODELSYNC_AZURE_BLOB_ENDPOINT',
+    help:
+      'an endpoint whose URLs are Azure Blob Storage too: `<url>/<account>/<container>/<prefix>` (azurite) or ' +
+      '`<account>.<url host>/<container>/<prefix>` (Azure Stack Hub); `https://<account>.blob.core.windows.net/…` always is',
+    codec: httpUrl,
+    optional: true,
+  },
+  gcsEndpoint: {
+    flag: '--gcs-endpoint',
+    arg: 'url',
+    env: 'MODELSYNC_GCS_ENDPOINT',
+    help: 'the GCS JSON API endpoint `gs://` URIs are read from (an emulator, a private endpoint); default https://storage.googleapis.com',
+    codec: httpUrl,
+    optional: true,
+  },
   dryRun: {
     flag: '--dry-run',
     env: 'MODELSYNC_DRY_RUN',

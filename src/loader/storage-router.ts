@@ -5,11 +5,23 @@ import { parseStorageUri, redactUri } from '../core/storage-uri';
 import type { StorageProvider } from '../ports';
 
 /**
- * Downloads through the provider serving the URI's scheme. A bad URI (`invalid-uri`) and an unsupported scheme
- * (`unsupported-scheme`) are permanent errors: retrying cannot fix them, only a new spec can. Two providers claiming one scheme is a wiring bug.
+ * A provider of the URIs it claims among those of a scheme another provider serves: Azure Blob URLs are https
+ * URLs, which the http provider would fetch as one unauthenticated GET.
+ */
+export interface ClaimingProvider {
+  /** True for the URIs it serves (for Azure Blob: see isAzureBlobUri). */
+  readonly claims: (uri: string) => boolean;
+  readonly download: StorageProvider['download'];
+}
+
+/**
+ * Downloads through the first claiming provider that claims the URI, else the provider serving the URI's scheme.
+ * A bad URI (`invalid-uri`) and an unsupported scheme (`unsupported-scheme`) are permanent errors: retrying cannot
+ * fix them, only a new spec can. Two providers claiming one scheme is a wiring bug.
  */
 export const routeStorage = (
   providers: ReadonlyArray<StorageProvider>,
+  claiming: ReadonlyArray<ClaimingProvider> = [],
 ): ((uri: string, targetDir: string, signal: AbortSignal) => Promise<void>) => {
   const byScheme = new Map<string, StorageProvider>();
   for (const provider of providers) {
@@ -23,7 +35,7 @@ export const routeStorage = (
   return async (uri, targetDir, signal) => {
     const parsed = parseStorageUri(uri);
     if (isLeft(parsed)) throw permanentError('invalid-uri', parsed.left);
-    const provider = byScheme.get(parsed.right.scheme);
+    const provider = claiming.find((candidate) => candidate.claims(uri)) ?? byScheme.get(parsed.right.scheme);
     if (provider === undefined) {
       throw permanentError(
         'unsupported-scheme',

@@ -1,8 +1,8 @@
 /**
  * `modelsync/testing`: what an integrator's tests need to run modelsync for real — the kubelet AtomicWriter
- * emulator (ConfigMap updates as kubelet makes them), stand-ins for a V2 model server and TorchServe, the HTTP
- * server they run on (for stand-ins of one's own), a config source that never changes, a seeded random for
- * replayable randomized tests, and waiting with a deadline (sleep, waitFor, withTimeout).
+ * emulator (ConfigMap updates as kubelet makes them), stand-ins for a V2 model server, TorchServe and the GCS
+ * JSON API, the HTTP server they run on (for stand-ins of one's own), a config source that never changes, a
+ * seeded random for replayable randomized tests, and waiting with a deadline (sleep, waitFor, withTimeout).
  */
 export {
   atomicWrite,
@@ -17,6 +17,15 @@ export {
   type FileProjection,
 } from './atomic-writer';
 export { fixedConfigSource } from './fixed-config-source';
+export {
+  startGcsStandIn,
+  type GcsFault,
+  type GcsObjectVersion,
+  type GcsRequest,
+  type GcsRoute,
+  type GcsStandIn,
+  type GcsStandInOptions,
+} from './gcs-stand-in';
 export {
   startHttpServer,
   type HttpHandler,

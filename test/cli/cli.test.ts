@@ -37,6 +37,8 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--retry-max-ms', 'MODELSYNC_RETRY_MAX_MS'],
   ['--max-attempts', 'MODELSYNC_MAX_ATTEMPTS'],
   ['--torchserve-token-file', 'MODELSYNC_TORCHSERVE_TOKEN_FILE'],
+  ['--azure-blob-endpoint', 'MODELSYNC_AZURE_BLOB_ENDPOINT'],
+  ['--gcs-endpoint', 'MODELSYNC_GCS_ENDPOINT'],
   ['--dry-run', 'MODELSYNC_DRY_RUN'],
   ['--once', 'MODELSYNC_ONCE'],
 ];

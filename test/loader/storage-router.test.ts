@@ -90,6 +90,27 @@ describe('routeStorage', () => {
     expect(error.message).not.toContain('secret');
   });
 
+  it('sends the URIs a claiming provider claims to it, and the other URIs of that scheme by scheme', async () => {
+    const calls: Call[] = [];
+    const azure = recorder('azure', [], calls);
+    const route = routeStorage(
+      [recorder('http', ['http', 'https'], calls)],
+      [
+        {
+          claims: (uri) => new URL(uri).hostname.endsWith('.blob.core.windows.net'),
+          download: azure.download,
+        },
+      ],
+    );
+    const signal = new AbortController().signal;
+    await route('https://acct.blob.core.windows.net/models/m1', '/tmp/a', signal);
+    await route('https://example.com/m1.tar.gz', '/tmp/b', signal);
+    expect(calls.map((call) => [call.provider, call.targetDir])).toEqual([
+      ['azure', '/tmp/a'],
+      ['http', '/tmp/b'],
+    ]);
+  });
+
   it('passes provider failures through unchanged', async () => {
     const failure = new EffectError('boom', true, { kind: 'network' });
     const route = routeStorage([{ schemes: ['http'], download: () => Promise.reject(failure) }]);

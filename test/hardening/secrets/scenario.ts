@@ -143,9 +143,10 @@ export const secretsScenario = async (
       `s3://${v.awsKeyId}:${encodeURIComponent(v.awsSecretKey)}@bucket/model?x-amz-security-token=${encodeURIComponent(s.more.accountKey)}`,
       { phase: 'Failed', errorKind: 'invalid-uri' },
     ],
+    // gs:// is served since issue #8: a bucket name GCS cannot have fails before any request, naming the URI.
     gs: [
-      `gs://bucket/model.bin?X-Goog-Signature=${v.googSignature}`,
-      { phase: 'Failed', errorKind: 'unsupported-scheme' },
+      `gs://Not_A_Bucket/model.bin?X-Goog-Signature=${v.googSignature}`,
+      { phase: 'Failed', errorKind: 'invalid-uri' },
     ],
     'azure-connection-string': [
       `DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${v.accountKey};EndpointSuffix=core.windows.net`,

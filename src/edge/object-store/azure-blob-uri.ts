@@ -1,0 +1,146 @@
+/** Which https URLs are Azure Blob Storage, and the account, container, prefix and SAS such a URL names. */
+import * as E from 'fp-ts/Either';
+import { redactUri } from '../../core/storage-uri';
+
+/** Host suffixes of Azure Blob Storage: the public cloud, Azure China, Azure US Government. */
+export const azureBlobHostSuffixes: ReadonlyArray<string> = [
+  '.blob.core.windows.net',
+  '.blob.core.chinacloudapi.cn',
+  '.blob.core.usgovcloudapi.net',
+];
+
+/** What an Azure Blob URL names. */
+export interface AzureBlobUri {
+  /** The account's blob service: `https://acct.blob.core.windows.net`, or `<endpoint>/<account>` (path style). */
+  readonly serviceUrl: string;
+  readonly account: string;
+  readonly container: string;
+  /** The blob name prefix, URL-decoded (`m1/v 2` for `m1/v%202`). */
+  readonly prefix: string;
+  /** The SAS token of the URL's query (`sv=…&sig=…`), if it has one. */
+  readonly sas?: string;
+  /** The URL without its query: for messages. */
+  readonly display: string;
+}
+
+// Container names: 3–63 of lower-case letters, digits and single hyphens; or the special $root and $web.
+const containerPattern = /^(?:[a-z0-9](?:[a-z0-9]|-(?!-)){1,61}[a-z0-9]|\$root|\$web)$/;
+const accountPattern = /^[a-z0-9]{3,24}$/;
+
+const parseUrl = (uri: string): URL | undefined => {
+  try {
+    return new URL(uri);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * `endpoint` normalized as URLs are (`HTTP://Host:80` → `http://host`), ending with `/` so that `http://h/a` does not
+ * claim `http://h/ab/…`; an endpoint that is no URL is left as it is (it will match nothing).
+ */
+const endpointBase = (endpoint: string): string => {
+  const url = parseUrl(endpoint);
+  const base = url === undefined ? endpoint : `${url.origin}${url.pathname}`;
+  return base.endsWith('/') ? base : `${base}/`;
+};
+
+/** Where an Azure Blob URL puts the account: in the host (`<account>.<host>`) or in the path (`<endpoint>/<account>`). */
+type Addressing =
+  | { readonly style: 'host'; readonly url: URL }
+  | { readonly style: 'path'; readonly url: URL; readonly base: string };
+
+/** `url` under `endpoint` as `<account>.<endpoint host>` (same scheme and port, no path on the endpoint). */
+const underHost = (url: URL, endpoint: string): boolean => {
+  const base = parseUrl(endpoint);
+  return (
+    base !== undefined &&
+    base.pathname.replace(/\/+$/, '') === '' &&
+    base.protocol === url.protocol &&
+    base.port === url.port &&
+    url.hostname.endsWith(`.${base.hostname}`)
+  );
+};
+
+const addressingOf = (uri: string, endpoints: ReadonlyArray<string>): Addressing | undefined => {
+  const url = parseUrl(uri);
+  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) return undefined;
+  const plain = `${url.origin}${url.pathname}`;
+  const pathEndpoint = endpoints.find((endpoint) => plain.startsWith(endpointBase(endpoint)));
+  if (pathEndpoint !== undefined) return { style: 'path', url, base: endpointBase(pathEndpoint) };
+  const azureHost =
+    url.protocol === 'https:' && azureBlobHostSuffixes.some((suffix) => url.hostname.endsWith(suffix));
+  return azureHost || endpoints.some((endpoint) => underHost(url, endpoint))
+    ? { style: 'host', url }
+    : undefined;
+};
+
+/**
+ * The rule that makes an http(s) URL Azure Blob instead of a plain download: an https URL whose host ends with an
+ * Azure Blob suffix (`<account>.blob.core.windows.net`, the sovereign clouds' too), or a URL of a configured
+ * endpoint (`--azure-blob-endpoint`): path style under it (`<endpoint>/<account>/…`, azurite), or host style on a
+ * subdomain of it (`<account>.<endpoint host>/…`, Azure Stack Hub).
+ */
+export const isAzureBlobUri = (uri: string, endpoints: ReadonlyArray<string>): boolean =>
+  addressingOf(uri, endpoints) !== undefined;
+
+const decodeSegments = (text: string): string | undefined => {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * The account, container, prefix and SAS of an Azure Blob URL (see isAzureBlobUri):
+ * `https://<account>.blob.core.windows.net/<container>/<prefix>[?<sas>]`, and at a configured endpoint
+ * `<endpoint>/<account>/<container>/<prefix>[?<sas>]` or `<account>.<endpoint host>/<container>/<prefix>[?<sas>]`.
+ * The Left says what is wrong, showing the URL redacted.
+ */
+export const parseAzureBlobUri = (
+  uri: string,
+  endpoints: ReadonlyArray<string>,
+): E.Either<string, AzureBlobUri> => {
+  const display = redactUri(uri);
+  const addressing = addressingOf(uri, endpoints);
+  if (addressing === undefined) return E.left(`${display} is not an Azure Blob URL`);
+  const { url } = addressing;
+  if (url.username !== '' || url.password !== '') {
+    return E.left(`${display}: user info is not how Azure Blob takes credentials (use a SAS or a key)`);
+  }
+  let account: string;
+  let serviceBase: string;
+  let rest: string;
+  if (addressing.style === 'path') {
+    const path = `${url.origin}${url.pathname}`.slice(addressing.base.length);
+    account = path.split('/', 1)[0]!;
+    serviceBase = `${addressing.base}${account}`;
+    rest = path.slice(account.length + 1);
+  } else {
+    account = url.hostname.split('.', 1)[0]!;
+    serviceBase = url.origin;
+    rest = url.pathname.slice(1);
+  }
+  if (!accountPattern.test(account)) {
+    return E.left(
+      `${display}: the storage account is not an account name (3–24 lower-case letters and digits)`,
+    );
+  }
+  const slash = rest.indexOf('/');
+  const container = slash === -1 ? rest : rest.slice(0, slash);
+  if (!containerPattern.test(container)) {
+    return E.left(`${display}: no container named (expected …/<container>/<prefix>)`);
+  }
+  const prefix = decodeSegments(slash === -1 ? '' : rest.slice(slash + 1));
+  if (prefix === undefined) return E.left(`${display}: the blob prefix is not valid percent-encoding`);
+  const sas = url.search.length > 1 ? url.search.slice(1) : undefined;
+  return E.right({
+    serviceUrl: serviceBase,
+    account,
+    container,
+    prefix,
+    ...(sas !== undefined ? { sas } : {}),
+    display,
+  });
+};
