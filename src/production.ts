@@ -49,7 +49,6 @@ const modelServerFor = (config: AppConfig): ModelServer =>
         loadTimeoutMs: config.loadTimeoutMs,
       });
 
-
 /** DefaultAzureCredential, its library loaded when the first token is asked for (most processes never ask). */
 const defaultAzureCredential = (): AzureTokenCredential => {
   let credential: Promise<AzureTokenCredential> | undefined;
