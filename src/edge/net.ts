@@ -1,0 +1,173 @@
+/** Network: the one place that builds HTTP connections — undici dispatchers and node:http(s) agents with one proxy rule, one CA set, keep-alive. */
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { rootCertificates } from 'node:tls';
+import { Agent as RoutingBase, type AgentConnectOpts } from 'agent-base';
+import { either as E } from 'fp-ts';
+import { HttpProxyAgent } from 'http-proxy-agent';
+import { HttpsProxyAgent } from 'https-proxy-agent';
+import { Agent, ProxyAgent, type Dispatcher } from 'undici';
+import { errorCode } from '../core/errors';
+import { proxyRules, proxySettingsFrom, type ProxyRules, type ProxySettings } from './proxy-rules';
+
+export { proxySettingsFrom, type ProxySettings } from './proxy-rules';
+
+/** How servers' certificates are checked. */
+export interface TlsSettings {
+  /** PEM certificates trusted on top of Node's bundled Mozilla roots (`--ca-bundle`, S3's `AWS_CA_BUNDLE`). */
+  readonly extraCa?: ReadonlyArray<string>;
+  /** false accepts any certificate (S3's `S3_VERIFY_SSL=0`); default true. */
+  readonly verify?: boolean;
+}
+
+/** What a Network is built from. */
+export interface NetworkOptions {
+  /** The proxy variables (`proxySettingsFrom(env)`); absent: every request goes direct. */
+  readonly proxy?: ProxySettings;
+  readonly tls?: TlsSettings;
+}
+
+/**
+ * Every connection modelsync makes goes through one Network: the same proxy choice (HTTP(S)_PROXY, NO_PROXY),
+ * the same trusted CAs and pooled keep-alive connections, whether the client is undici (http storage, the model
+ * server) or an SDK that wants node:http agents (S3, Azure, GCS). Plain `http://` targets go to a proxy as
+ * absolute-URI requests, `https://` ones through a CONNECT tunnel (curl's way).
+ */
+export interface Network {
+  /** The undici dispatcher for a request to `url`: direct, or through the proxy NO_PROXY does not exempt. */
+  dispatcherFor(url: URL): Dispatcher;
+  /** The undici dispatcher that never uses a proxy (the model server is the pod's neighbour). */
+  readonly direct: Dispatcher;
+  /** The proxy a request to `url` goes through, or undefined (for SDKs that only take a proxy setting). */
+  proxyFor(url: URL): URL | undefined;
+  /** The node:http(s) agent for a request to `url` (for SDKs that pick an agent per request: Azure, GCS). */
+  agentFor(url: URL): http.Agent;
+  /**
+   * One agent that picks direct or proxy per request, keep-alive and this Network's CAs: for SDKs that take one
+   * agent per protocol (AWS `NodeHttpHandler({ httpAgent: net.agent, httpsAgent: net.agent })`).
+   */
+  readonly agent: https.Agent;
+  /** The same proxy rules with other TLS settings (S3's `AWS_CA_BUNDLE`, `S3_VERIFY_SSL`); pools of its own. */
+  withTls(tls: TlsSettings): Network;
+  /** Closes every pooled connection of this Network (not of those made by withTls). */
+  close(): Promise<void>;
+}
+
+/** Decides per request, with agent-base, which of the Network's agents carries it. */
+class RoutingAgent extends RoutingBase {
+  constructor(private readonly pick: (url: URL) => http.Agent) {
+    super({ keepAlive: true });
+  }
+
+  override connect(_req: http.ClientRequest, options: AgentConnectOpts): http.Agent {
+    const host = options.host ?? 'localhost';
+    const shownHost = host.includes(':') ? `[${host}]` : host;
+    const protocol = options.secureEndpoint ? 'https:' : 'http:';
+    return this.pick(new URL(`${protocol}//${shownHost}${options.port ? `:${options.port}` : ''}`));
+  }
+}
+
+const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
+  const ca = tlsSettings.extraCa?.length ? [...rootCertificates, ...tlsSettings.extraCa] : undefined;
+  const tls = { ...(ca !== undefined ? { ca } : {}), rejectUnauthorized: tlsSettings.verify !== false };
+  const direct = new Agent({ connect: tls });
+  const undiciProxies = new Map<string, ProxyAgent>();
+  const httpDirect = new http.Agent({ keepAlive: true });
+  const httpsDirect = new https.Agent({ keepAlive: true, ...tls });
+  const nodeProxies = new Map<string, http.Agent>();
+
+  const dispatcherFor = (url: URL): Dispatcher => {
+    const proxy = rules.proxyFor(url);
+    if (proxy === undefined) return direct;
+    let agent = undiciProxies.get(proxy.href);
+    if (agent === undefined) {
+      // proxyTunnel false: http:// targets are forwarded as absolute-URI requests, like curl and the node agents.
+      agent = new ProxyAgent({ uri: proxy.href, proxyTunnel: false, requestTls: tls, proxyTls: tls });
+      undiciProxies.set(proxy.href, agent);
+    }
+    return agent;
+  };
+
+  const agentFor = (url: URL): http.Agent => {
+    const secure = url.protocol === 'https:';
+    const proxy = rules.proxyFor(url);
+    if (proxy === undefined) return secure ? httpsDirect : httpDirect;
+    const key = `${secure ? 'tunnel' : 'forward'} ${proxy.href}`;
+    let agent = nodeProxies.get(key);
+    if (agent === undefined) {
+      agent = secure
+        ? new HttpsProxyAgent(proxy, { keepAlive: true, ...tls })
+        : new HttpProxyAgent(proxy, { keepAlive: true, ...tls });
+      nodeProxies.set(key, agent);
+    }
+    return agent;
+  };
+
+  // agent-base's Agent is an http.Agent that serves https requests too; AWS's types ask for an https.Agent.
+  const agent = new RoutingAgent(agentFor) as unknown as https.Agent;
+
+  return {
+    dispatcherFor,
+    direct,
+    proxyFor: (url) => rules.proxyFor(url),
+    agentFor,
+    agent,
+    withTls: (other) => buildNetwork(rules, other),
+    close: async () => {
+      for (const nodeAgent of [httpDirect, httpsDirect, agent, ...nodeProxies.values()]) nodeAgent.destroy();
+      await Promise.all([direct.close(), ...[...undiciProxies.values()].map((p) => p.close())]);
+    },
+  };
+};
+
+/**
+ * A Network with `options`' proxy variables and TLS settings. Throws an Error naming the variable (never its
+ * value) when a proxy URL cannot be used.
+ */
+export const createNetwork = (options: NetworkOptions = {}): Network => {
+  return buildNetwork(proxyRules(options.proxy ?? {}), options.tls ?? {});
+};
+
+const pemBlock = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+/**
+ * The PEM certificates in `file` (a CA bundle), each checked to parse; the Left says why not, naming the file
+ * and, for a bad certificate, its place in the file.
+ */
+export const readCaBundle = (file: string): E.Either<string, ReadonlyArray<string>> => {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (cause) {
+    return E.left(`cannot read the CA bundle ${file}: ${errorCode(cause) ?? String(cause)}`);
+  }
+  const certificates = text.match(pemBlock) ?? [];
+  if (certificates.length === 0) return E.left(`the CA bundle ${file} holds no PEM certificate`);
+  for (const [index, pem] of certificates.entries()) {
+    try {
+      new X509Certificate(pem);
+    } catch {
+      return E.left(`certificate ${index + 1} of the CA bundle ${file} is not a valid X.509 certificate`);
+    }
+  }
+  return E.right(certificates);
+};
+
+/**
+ * The process's Network: the proxy variables of `env` and the CA bundle `caBundle` (`--ca-bundle`), if any.
+ * The Left says what is wrong, for a start-up error.
+ */
+export const networkFrom = (
+  settings: { readonly caBundle?: string | undefined },
+  env: Readonly<Record<string, string | undefined>>,
+): E.Either<string, Network> => {
+  const extraCa = settings.caBundle === undefined ? E.right([]) : readCaBundle(settings.caBundle);
+  if (E.isLeft(extraCa)) return extraCa;
+  try {
+    return E.right(createNetwork({ proxy: proxySettingsFrom(env), tls: { extraCa: extraCa.right } }));
+  } catch (cause) {
+    return E.left(cause instanceof Error ? cause.message : String(cause));
+  }
+};

@@ -1,0 +1,117 @@
+/** proxyRules: which proxy, if any, a request to a URL goes through, by HTTP(S)_PROXY and NO_PROXY as curl reads them. */
+import { BlockList, isIP } from 'node:net';
+import { registerSecret } from '../core/redact';
+
+/** The proxy variables of the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`), as text; absent = unset. */
+export interface ProxySettings {
+  /** Proxy for `http://` URLs; also for `https://` ones when `httpsProxy` is unset. */
+  readonly httpProxy?: string | undefined;
+  /** Proxy for `https://` URLs. */
+  readonly httpsProxy?: string | undefined;
+  /** Hosts reached directly: `*`, or comma/space separated `host`, `.domain`, `*.domain`, `host:port`, IPs, CIDRs. */
+  readonly noProxy?: string | undefined;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+// curl, undici and Python's requests: the lower-case name wins over the upper-case one.
+const variable = (env: Env, name: string): string | undefined => {
+  const value = env[name.toLowerCase()] ?? env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+};
+
+/** The proxy variables of `env`, lower-case names first (`https_proxy` over `HTTPS_PROXY`). */
+export const proxySettingsFrom = (env: Env): ProxySettings => ({
+  httpProxy: variable(env, 'HTTP_PROXY'),
+  httpsProxy: variable(env, 'HTTPS_PROXY'),
+  noProxy: variable(env, 'NO_PROXY'),
+});
+
+interface HostRule {
+  /** Lower-case host name or IP without brackets; matches itself and, for names, its subdomains. */
+  readonly host: string;
+  /** 0: any port. */
+  readonly port: number;
+}
+
+/** A parsed NO_PROXY: nothing, everything, or hosts, domains and address ranges. */
+interface NoProxy {
+  readonly all: boolean;
+  readonly hosts: ReadonlyArray<HostRule>;
+  readonly ranges: BlockList;
+}
+
+const defaultPorts: Readonly<Record<string, number>> = { 'http:': 80, 'https:': 443 };
+
+const parseNoProxy = (text: string | undefined): NoProxy => {
+  const hosts: HostRule[] = [];
+  const ranges = new BlockList();
+  let all = false;
+  for (const entry of (text ?? '').split(/[,\s]+/)) {
+    if (entry === '') continue;
+    if (entry === '*') all = true;
+    const cidr = /^([^/]+)\/(\d{1,3})$/.exec(entry);
+    const family = cidr === null ? 0 : isIP(cidr[1]!);
+    if (cidr !== null && family !== 0) {
+      ranges.addSubnet(cidr[1]!, Number(cidr[2]), family === 6 ? 'ipv6' : 'ipv4');
+      continue;
+    }
+    // `[::1]:8080`, `host:8080`, `::1` (a bare IPv6 address has colons but no port).
+    const withPort = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(entry);
+    const host = (withPort?.[1] ?? entry).replace(/^\[|\]$/g, '');
+    hosts.push({ host: host.replace(/^\*?\./, '').toLowerCase(), port: Number(withPort?.[2] ?? 0) });
+  }
+  return { all, hosts, ranges };
+};
+
+const bypasses = (noProxy: NoProxy, url: URL): boolean => {
+  if (noProxy.all) return true;
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const port = Number(url.port) || defaultPorts[url.protocol] || 0;
+  const family = isIP(host);
+  if (family !== 0 && noProxy.ranges.check(host, family === 6 ? 'ipv6' : 'ipv4')) return true;
+  return noProxy.hosts.some(
+    (rule) =>
+      (rule.port === 0 || rule.port === port) &&
+      (host === rule.host || (family === 0 && host.endsWith(`.${rule.host}`))),
+  );
+};
+
+/** The proxy rules of one ProxySettings: `proxyFor(url)` is the proxy URL to use, or undefined for a direct one. */
+export interface ProxyRules {
+  proxyFor(url: URL): URL | undefined;
+}
+
+const proxyUrl = (text: string | undefined, name: string): URL | undefined => {
+  if (text === undefined) return undefined;
+  let url: URL;
+  try {
+    // curl takes a bare `host:port` as an http proxy.
+    url = new URL(/^[a-z][a-z\d+.-]*:\/\//i.test(text) ? text : `http://${text}`);
+  } catch {
+    // Never quoted: a proxy URL may carry a password.
+    throw new Error(`${name} is not a valid proxy URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new Error(`${name} must be an http:// or https:// proxy URL, not ${url.protocol}`);
+  }
+  if (url.password !== '') registerSecret(decodeURIComponent(url.password));
+  return url;
+};
+
+/**
+ * The rules of `settings`; throws an Error (naming the variable, never quoting it) when a proxy URL cannot be
+ * used. Unlike Go's http.ProxyFromEnvironment, loopback hosts are proxied unless NO_PROXY names them (curl's
+ * and Python's rule, which KServe's storage initializer follows).
+ */
+export const proxyRules = (settings: ProxySettings): ProxyRules => {
+  const http = proxyUrl(settings.httpProxy, 'HTTP_PROXY');
+  const https = proxyUrl(settings.httpsProxy, 'HTTPS_PROXY') ?? http;
+  const noProxy = parseNoProxy(settings.noProxy);
+  return {
+    proxyFor: (url) => {
+      const proxy = url.protocol === 'https:' ? https : url.protocol === 'http:' ? http : undefined;
+      return proxy === undefined || bypasses(noProxy, url) ? undefined : proxy;
+    },
+  };
+};
