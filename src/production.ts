@@ -9,10 +9,11 @@ import { loadJournal } from './edge/load-journal';
 import { modelDirStore } from './edge/model-dir';
 import { torchServeModelServer } from './edge/model-server-torchserve';
 import { v2ModelServer } from './edge/model-server-v2';
+import { createNetwork, networkFrom, type Network } from './edge/net';
 import { httpStorage } from './edge/storage-http';
 import { localFileStorage } from './edge/storage-local';
 import { routeStorage } from './loader/storage-router';
-import type { ConfigSource, ModelServer } from './ports';
+import type { ConfigSource, ModelServer, StorageProvider } from './ports';
 import type { AgentCapabilities, AgentSettings } from './start-agent';
 
 /** The config dir of `config` as a ConfigSource (also what `--dry-run` reads). */
@@ -24,24 +25,54 @@ export const configSourceFor = (config: AppConfig, log: Logger): ConfigSource =>
     maxBytes: config.maxConfigBytes,
   });
 
-const modelServerFor = (config: AppConfig): ModelServer =>
+// The model server is the pod's neighbour: reached directly (never through a proxy), on kept-alive connections.
+const modelServerFor = (config: AppConfig, network: Network): ModelServer =>
   config.protocol === 'torchserve'
     ? torchServeModelServer({
         baseUrl: config.serverUrl,
         timeoutMs: config.requestTimeoutMs,
         loadTimeoutMs: config.loadTimeoutMs,
+        dispatcher: network.direct,
         ...(config.torchserveTokenFile !== undefined ? { tokenFile: config.torchserveTokenFile } : {}),
       })
     : v2ModelServer({
         baseUrl: config.serverUrl,
         timeoutMs: config.requestTimeoutMs,
         loadTimeoutMs: config.loadTimeoutMs,
+        dispatcher: network.direct,
       });
+
+/**
+ * Every storage provider `config` asks for, on `network`, with KServe's per-host download headers. The router
+ * built from them is also what says which schemes are served (`--dry-run`'s warnings).
+ */
+export const storageProviders = (
+  config: AppConfig,
+  network: Network,
+  headersByHost: ReadonlyMap<string, Readonly<Record<string, string>>>,
+): ReadonlyArray<StorageProvider> => {
+  const limits = downloadLimitsOf(config);
+  return [
+    localFileStorage({ roots: config.localStorageRoots, limits }),
+    httpStorage({
+      headersByHost,
+      network,
+      connectTimeoutMs: config.requestTimeoutMs,
+      idleTimeoutMs: config.requestTimeoutMs,
+      limits,
+    }),
+  ];
+};
+
+/** The URI schemes the storage providers of `config` serve (no connection is made to find out). */
+export const servedSchemes = (config: AppConfig): ReadonlyArray<string> =>
+  routeStorage(storageProviders(config, createNetwork(), new Map())).schemes;
 
 /**
  * The real edges for `config`: the model dir and its load journal, the model server client, every storage
  * provider behind one download function, and the config dir. `env` supplies KServe's per-host download headers
- * (`<host>-headers`); a malformed one is the Left, named but never quoted (its value is a secret).
+ * (`<host>-headers`) and the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`); a malformed one, or a
+ * `--ca-bundle` that cannot be read, is the Left, named but never quoted (header values are secrets).
  * Building them starts nothing: the agent does, when subscribed.
  */
 export const capabilities = (
@@ -51,21 +82,16 @@ export const capabilities = (
 ): E.Either<string, AgentCapabilities> => {
   const headers = parseHostHeaders(env);
   if (E.isLeft(headers)) return E.left(`invalid download headers: ${headers.left}`);
-  const limits = downloadLimitsOf(config);
+  const network = networkFrom(config, env);
+  if (E.isLeft(network)) return network;
+  const router = routeStorage(storageProviders(config, network.right, headers.right));
   return E.right({
     configSource: configSourceFor(config, log),
     store: modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) }),
     journal: loadJournal({ root: config.modelDir, log }),
-    server: modelServerFor(config),
-    download: routeStorage([
-      localFileStorage({ roots: config.localStorageRoots, limits }),
-      httpStorage({
-        headersByHost: headers.right,
-        connectTimeoutMs: config.requestTimeoutMs,
-        idleTimeoutMs: config.requestTimeoutMs,
-        limits,
-      }),
-    ]),
+    server: modelServerFor(config, network.right),
+    download: router,
+    servedSchemes: router.schemes,
   });
 };
 

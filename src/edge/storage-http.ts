@@ -3,7 +3,7 @@ import path from 'node:path';
 import { request } from 'undici';
 import { permanentError, type EffectError } from '../core/errors';
 import { redactUri } from '../core/storage-uri';
-import type { StorageProvider } from '../ports';
+import type { DownloadProgress, StorageProvider } from '../ports';
 import { archiveFormatOf, extractStream, type ArchiveFormat } from './archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from './download-limits';
 import { writeNewFile } from './durable-fs';
@@ -11,6 +11,7 @@ import { discardBody, httpUrl, isOk, responseStatusError } from './http-call';
 import type { Network } from './net';
 import { contentLengthOf, headerOf, resumableBody, type BodyResponse } from './resumable-body';
 import { TransferGuard } from './transfer-guard';
+import { trackProgress } from './transfer-progress';
 import { timeoutOf, transportError } from './transport-error';
 
 /** Settings of httpStorage; timeouts in milliseconds. */
@@ -178,6 +179,7 @@ const download = async (
   uri: string,
   targetDir: string,
   signal: AbortSignal,
+  progress?: (progress: DownloadProgress) => void,
 ): Promise<void> => {
   const what = `GET ${redactUri(uri)}`;
   const url = httpUrl(uri, what);
@@ -189,6 +191,7 @@ const download = async (
     minRate: limits.minRate,
     onTooSlow: (error) => attempt.stop(error),
   });
+  let tracker: { readonly stop: () => void } | undefined;
   try {
     const response = await get(url, settings, attempt);
     if (!isOk(response)) throw await responseStatusError(what, response);
@@ -201,6 +204,12 @@ const download = async (
         throw error;
       }
     }
+    tracker = trackProgress({
+      bytes: () => guard.total,
+      totalBytes: () => announced,
+      everyMs: limits.progressIntervalMs,
+      report: progress,
+    });
     const reopen = async (headers: Readonly<Record<string, string>>): Promise<BodyResponse> => {
       const again = await get(url, settings, attempt, headers);
       if (isOk(again) || again.status === 416) return again;
@@ -224,6 +233,7 @@ const download = async (
   } catch (cause) {
     throw attempt.failure(cause);
   } finally {
+    tracker?.stop();
     attempt.dispose();
   }
 };
@@ -247,6 +257,6 @@ export const httpStorage = (options: HttpStorageOptions = {}): StorageProvider =
   };
   return {
     schemes: httpSchemes,
-    download: (uri, targetDir, signal) => download(settings, uri, targetDir, signal),
+    download: (uri, targetDir, signal, progress) => download(settings, uri, targetDir, signal, progress),
   };
 };

@@ -4,13 +4,16 @@ import { permanentError } from '../core/errors';
 import { parseStorageUri, redactUri } from '../core/storage-uri';
 import type { StorageProvider } from '../ports';
 
+/** One download function over every provider (StorageProvider.download without the schemes). */
+export type DownloadFunction = StorageProvider['download'];
+
 /**
  * Downloads through the provider serving the URI's scheme. A bad URI (`invalid-uri`) and an unsupported scheme
  * (`unsupported-scheme`) are permanent errors: retrying cannot fix them, only a new spec can. Two providers claiming one scheme is a wiring bug.
  */
 export const routeStorage = (
   providers: ReadonlyArray<StorageProvider>,
-): ((uri: string, targetDir: string, signal: AbortSignal) => Promise<void>) => {
+): DownloadFunction & { readonly schemes: ReadonlyArray<string> } => {
   const byScheme = new Map<string, StorageProvider>();
   for (const provider of providers) {
     for (const scheme of provider.schemes) {
@@ -20,7 +23,7 @@ export const routeStorage = (
   }
   const supported = [...byScheme.keys()].join(', ');
 
-  return async (uri, targetDir, signal) => {
+  const download: DownloadFunction = async (uri, targetDir, signal, progress) => {
     const parsed = parseStorageUri(uri);
     if (isLeft(parsed)) throw permanentError('invalid-uri', parsed.left);
     const provider = byScheme.get(parsed.right.scheme);
@@ -30,6 +33,7 @@ export const routeStorage = (
         `protocol not supported for storageUri ${redactUri(uri)}; supported: ${supported}`,
       );
     }
-    await provider.download(uri, targetDir, signal);
+    await provider.download(uri, targetDir, signal, progress);
   };
+  return Object.assign(download, { schemes: [...byScheme.keys()] });
 };
