@@ -215,4 +215,29 @@ describe('storage end to end on the real process', () => {
     expect(body.requests.map((r) => r.status)).toEqual([200, 206]);
     expect(agent.logs.filter((log) => log['msg'] === 'model step failed; retrying')).toEqual([]);
   });
+
+  it('warns as soon as a config names a scheme no provider serves, and fails only that model', async () => {
+    const { configDir, modelDir } = dirs();
+    standIn = await startV2ModelServer({ modelDir });
+    const good = await serveHttp(false, closers);
+    writeModels(configDir, {
+      good: `${good.url}/model.bin`,
+      hdfs: 'hdfs://namenode/models/m?delegation=s3cr3t',
+    });
+    const agent = startCli(
+      cliArgs({ 'config-dir': configDir, 'model-dir': modelDir, 'server-url': standIn.url }),
+    );
+    const warning = await agent.waitForLog(
+      (log) => log['msg'] === 'no storage provider serves hdfs://; the model will fail',
+      20_000,
+    );
+    expect(warning).toMatchObject({ model: 'hdfs', scheme: 'hdfs', storageUri: 'hdfs://namenode/models/m' });
+    const failed = await agent.waitForLog(
+      (log) => log['msg'] === 'model failed' && log['model'] === 'hdfs',
+      20_000,
+    );
+    expect(failed).toMatchObject({ errorKind: 'unsupported-scheme' });
+    await agent.waitForLog(loadedLine('good'), 20_000);
+    expect(agent.transcript(1000)).not.toContain('s3cr3t');
+  });
 });
