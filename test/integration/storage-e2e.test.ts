@@ -28,6 +28,8 @@ const caBundle = join(__dirname, '..', 'fixtures', 'tls', 'ca.pem');
 /** One scheme's model: its URI, and what the agent needs to reach it (env vars, flags). */
 interface SchemeModel {
   readonly uri: string;
+  /** `127.0.0.1:<port>` of the server the agent downloads it from (a proxy must see it); none for local files. */
+  readonly endpoint?: string;
   readonly env?: Readonly<Record<string, string>>;
   readonly flags?: Readonly<Record<string, string>>;
 }
@@ -58,11 +60,18 @@ const cases: Readonly<Record<string, SchemeCase>> = {
     await writeFiles(join(root, 'pvc'), { 'local-model/model.bin': weights });
     return { uri: join(root, 'pvc', 'local-model'), flags: { 'local-storage-roots': join(root, 'pvc') } };
   },
-  http: async (_root, closers) => ({ uri: `${(await serveHttp(false, closers)).url}/model.bin` }),
-  https: async (_root, closers) => ({
-    uri: `${(await serveHttp(true, closers)).url}/model.bin`,
-    flags: { 'ca-bundle': caBundle },
-  }),
+  http: async (_root, closers) => {
+    const server = await serveHttp(false, closers);
+    return { uri: `${server.url}/model.bin`, endpoint: `127.0.0.1:${server.port}` };
+  },
+  https: async (_root, closers) => {
+    const server = await serveHttp(true, closers);
+    return {
+      uri: `${server.url}/model.bin`,
+      endpoint: `127.0.0.1:${server.port}`,
+      flags: { 'ca-bundle': caBundle },
+    };
+  },
 };
 
 const merged = (
@@ -80,9 +89,9 @@ describe('storage end to end on the real process', () => {
     await standIn?.close();
   });
 
-  const dirs = () => {
-    const configDir = join(tmp.path, 'configs');
-    const modelDir = join(tmp.path, 'models');
+  const dirs = (run = 'a') => {
+    const configDir = join(tmp.path, `configs-${run}`);
+    const modelDir = join(tmp.path, `models-${run}`);
     mkdirSync(modelDir, { recursive: true });
     return { configDir, modelDir };
   };
@@ -98,24 +107,37 @@ describe('storage end to end on the real process', () => {
     expect(Object.keys(cases).sort()).toEqual([...servedSchemes(defaultAppConfig)].sort());
   });
 
-  it('loads one model from each scheme, each `model loaded` line with its bytes and durations', async () => {
-    const { configDir, modelDir } = dirs();
-    standIn = await startV2ModelServer({ modelDir });
-    const models: Record<string, SchemeModel> = {};
-    for (const [scheme, start] of Object.entries(cases))
-      models[`from-${scheme}`] = await start(tmp.path, closers);
+  /** Starts every case's server, then an agent (env `env` added) on models `from-<scheme>` in a model dir of its own. */
+  const startAllSchemes = async (
+    models: Record<string, SchemeModel>,
+    run: string,
+    env: Readonly<Record<string, string>> = {},
+  ): Promise<{ agent: CliProcess; modelDir: string; server: V2ModelServerStandIn }> => {
+    const { configDir, modelDir } = dirs(run);
+    const server = await startV2ModelServer({ modelDir });
+    closers.push(() => server.close());
+    if (Object.keys(models).length === 0) {
+      for (const [scheme, start] of Object.entries(cases))
+        models[`from-${scheme}`] = await start(tmp.path, closers);
+    }
     writeModels(configDir, Object.fromEntries(Object.entries(models).map(([name, m]) => [name, m.uri])));
     const agent = startCli(
       cliArgs({
         'config-dir': configDir,
         'model-dir': modelDir,
-        'server-url': standIn.url,
+        'server-url': server.url,
         'retry-base-ms': 10,
         'retry-max-ms': 50,
         ...merged(Object.values(models).map((m) => m.flags)),
       }),
-      { env: merged(Object.values(models).map((m) => m.env)) },
+      { env: { ...merged(Object.values(models).map((m) => m.env)), ...env } },
     );
+    return { agent, modelDir, server };
+  };
+
+  it('loads one model from each scheme, each `model loaded` line with its bytes and durations', async () => {
+    const models: Record<string, SchemeModel> = {};
+    const { agent, modelDir, server } = await startAllSchemes(models, 'a');
     for (const name of Object.keys(models)) {
       const line = await agent.waitForLog(loadedLine(name), 30_000);
       expect(typeof line['loadMs']).toBe('number');
@@ -124,7 +146,7 @@ describe('storage end to end on the real process', () => {
         expect(typeof line['downloadMs']).toBe('number');
       }
     }
-    expect([...standIn.loaded].sort()).toEqual(Object.keys(models).sort());
+    expect([...server.loaded].sort()).toEqual(Object.keys(models).sort());
     for (const name of Object.keys(models)) {
       expect((await listTree(join(modelDir, name))).filter((f) => !f.startsWith('SUCCESS.'))).toEqual([
         'model.bin',
@@ -133,34 +155,24 @@ describe('storage end to end on the real process', () => {
     expect(agent.logs.filter((log) => log.level >= 50)).toEqual([]);
   });
 
-  it('sends storage through HTTPS_PROXY but never the model server, and nothing for hosts in NO_PROXY', async () => {
-    const { configDir, modelDir } = dirs();
-    standIn = await startV2ModelServer({ modelDir });
-    const storage = await serveHttp(true, closers);
+  it('sends every scheme through HTTPS_PROXY/HTTP_PROXY, never the model server, and nothing for NO_PROXY hosts', async () => {
     const proxy: TestProxy = await startProxy();
     closers.push(() => proxy.close());
-    writeModels(configDir, { proxied: `${storage.url}/model.bin` });
-    const run = (env: Record<string, string>): CliProcess =>
-      startCli(
-        cliArgs({
-          'config-dir': configDir,
-          'model-dir': modelDir,
-          'server-url': standIn!.url,
-          'ca-bundle': caBundle,
-        }),
-        { env: { HTTPS_PROXY: proxy.url, HTTP_PROXY: proxy.url, ...env } },
-      );
-    const first = run({});
-    await first.waitForLog(loadedLine('proxied'), 30_000);
-    expect(proxy.requests.map((r) => `${r.method} ${r.target}`)).toEqual([
-      `CONNECT 127.0.0.1:${storage.port}`,
-    ]);
-    expect(await first.signalAndWait('SIGTERM', 10_000)).toMatchObject({ code: 0 });
+    const proxyEnv = { HTTPS_PROXY: proxy.url, HTTP_PROXY: proxy.url };
+    const models: Record<string, SchemeModel> = {};
+    const first = await startAllSchemes(models, 'proxied', proxyEnv);
+    for (const name of Object.keys(models)) await first.agent.waitForLog(loadedLine(name), 30_000);
+    for (const { endpoint } of Object.values(models)) {
+      if (endpoint !== undefined) expect(proxy.requests.some((r) => r.target.includes(endpoint))).toBe(true);
+    }
+    const serverPort = `:${new URL(first.server.url).port}`;
+    expect(proxy.requests.filter((r) => r.target.includes(serverPort))).toEqual([]);
+    expect(await first.agent.signalAndWait('SIGTERM', 10_000)).toMatchObject({ code: 0 });
 
-    writeModels(configDir, { direct: `${storage.url}/model.bin` });
-    const second = run({ NO_PROXY: '127.0.0.1' });
-    await second.waitForLog(loadedLine('direct'), 30_000);
-    expect(proxy.requests).toHaveLength(1);
+    const seen = proxy.requests.length;
+    const second = await startAllSchemes(models, 'direct', { ...proxyEnv, NO_PROXY: 'localhost,127.0.0.1' });
+    for (const name of Object.keys(models)) await second.agent.waitForLog(loadedLine(name), 30_000);
+    expect(proxy.requests).toHaveLength(seen);
   });
 
   it('logs download progress at its interval, and a SIGTERM mid-download leaves no staging dir and exits 0', async () => {
