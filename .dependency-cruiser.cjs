@@ -49,13 +49,14 @@ module.exports = {
     },
     {
       name: 'only-composition-files-import-edge',
-      comment: 'Edges are wired in production.ts (and offered by index.ts); nothing else may reach for them.',
+      comment:
+        'Edges are wired in production.ts and production-storage.ts (and offered by index.ts); nothing else may reach for them.',
       severity: 'error',
       from: {
         path: '^src/',
         pathNot: [
           '^src/edge/',
-          '^src/production\\.ts$',
+          '^src/production(-storage)?\\.ts$',
           '^src/index\\.ts$',
           '^src/cli\\.ts$',
           '^src/demo\\.ts$',

@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { addsThroughputSuite } from './adds-throughput';
 import { decodeDiffSuite } from './decode-diff';
 import { httpDownloadSuite } from './http-download';
+import { httpResumeSuite } from './http-resume';
 import { logRedactionSuite } from './log-redaction';
 import { swapToLoadSuite } from './swap-to-load';
 import type { Cell, Check, Row, Suite, SuiteResult } from './suite';
@@ -19,6 +20,7 @@ import type { Cell, Check, Row, Suite, SuiteResult } from './suite';
 const suites: ReadonlyArray<Suite> = [
   decodeDiffSuite,
   httpDownloadSuite,
+  httpResumeSuite,
   swapToLoadSuite,
   addsThroughputSuite,
   logRedactionSuite,

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import {
   connect,
   first,
+  identity,
   map,
   merge,
   startWith,
@@ -19,7 +20,7 @@ import { diff } from './core/diff';
 import type { ConfigError } from './core/errors';
 import type { ModelOp } from './core/model-op';
 import { readyEvent, type AgentEvent } from './core/model-status';
-import type { Snapshot } from './core/snapshot';
+import { emptySnapshot, type Snapshot } from './core/snapshot';
 import { applyModelOps, type OpRunner } from './pipeline/apply-model-ops';
 import { coalesceBursts } from './pipeline/coalesce-bursts';
 import { decodeSnapshot } from './pipeline/decode-snapshot';
@@ -28,6 +29,7 @@ import { readConfig } from './pipeline/read-config';
 import { selectConfigEvents } from './pipeline/select-config-events';
 import { skipUnchangedReads } from './pipeline/skip-unchanged-reads';
 import { toModelOps } from './pipeline/to-model-ops';
+import { logUnservedModels, warnUnservedSchemes } from './pipeline/warn-unserved-schemes';
 import type { ConfigSource, FsEvent } from './ports';
 
 /** What the config half of the pipeline runs on. */
@@ -38,6 +40,8 @@ export interface ConfigPipelineDeps {
   readonly log: Logger;
   /** Quiet time after a burst of events before the trailing read (must exceed chokidar's 50 ms throttle). */
   readonly settleMs: number;
+  /** The schemes the storage providers serve; a model naming another one is warned about. Absent: no check. */
+  readonly servedSchemes?: ReadonlyArray<string> | undefined;
   readonly scheduler?: SchedulerLike;
   /**
    * An integrator's operators on the accepted snapshots, applied in order between `keepValid` and `toModelOps`
@@ -67,6 +71,7 @@ export const acceptedSnapshots = (
     decodeSnapshot(),
     keepValid(deps.log),
     tap((snapshot) => deps.log.info({ modelCount: snapshot.size }, 'config accepted')),
+    deps.servedSchemes === undefined ? identity : warnUnservedSchemes(deps.servedSchemes, deps.log),
   );
 
 /** The ops for the current config, then for every accepted change of it, for as long as subscribed. */
@@ -105,10 +110,23 @@ export const syncModels = (deps: SyncDeps): Observable<AgentEvent> =>
     ),
   );
 
-/** The ops for the config as it is now, or why it cannot be used (`--dry-run --once`). */
+/**
+ * The ops for the config as it is now, or why it cannot be used (`--dry-run --once`); with `servedSchemes`, a
+ * model naming another scheme is warned about on `log`.
+ */
 export const currentModelOps = (
-  deps: Pick<ConfigPipelineDeps, 'configSource' | 'inPlace'>,
+  deps: Pick<ConfigPipelineDeps, 'configSource' | 'inPlace' | 'servedSchemes'> & {
+    readonly log?: Pick<Logger, 'warn'>;
+  },
 ): Observable<Either<ConfigError, ReadonlyArray<ModelOp>>> =>
-  deps.configSource
-    .read()
-    .pipe(decodeSnapshot(), map(E.map((snapshot) => diff(deps.inPlace, snapshot, true))));
+  deps.configSource.read().pipe(
+    decodeSnapshot(),
+    map(
+      E.map((snapshot) => {
+        if (deps.servedSchemes !== undefined && deps.log !== undefined) {
+          logUnservedModels(deps.log, deps.servedSchemes, emptySnapshot, snapshot);
+        }
+        return diff(deps.inPlace, snapshot, true);
+      }),
+    ),
+  );

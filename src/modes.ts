@@ -11,6 +11,7 @@ import { redactUri } from './core/redact';
 import { emptySnapshot } from './core/snapshot';
 import { packageVersion } from './package-version';
 import { agentSettings, capabilities, configSourceFor } from './production';
+import { servedSchemes } from './production-storage';
 import { startAgent } from './start-agent';
 
 /** What a mode emits: a line for stdout, or an exit code that ends the process. */
@@ -25,13 +26,15 @@ const exit = (code: number): Output => ({ _tag: 'Exit', code });
 
 /**
  * `--dry-run`: one JSON line per ModelOp, live (or, with `--once`, for the current config, then exit: 1 when
- * it is invalid). Nothing is in place for a dry run, so the first config is all Adds.
+ * it is invalid). Nothing is in place for a dry run, so the first config is all Adds. A model whose storage
+ * scheme no provider serves gets a warn line on the log.
  */
 export const dryRunMode = (config: AppConfig, log: Logger): Observable<Output> => {
   const configSource = configSourceFor(config, log);
   const inPlace = emptySnapshot;
+  const schemes = servedSchemes(config, log);
   if (config.once) {
-    return currentModelOps({ configSource, inPlace }).pipe(
+    return currentModelOps({ configSource, inPlace, servedSchemes: schemes, log }).pipe(
       mergeMap((result) => {
         if (E.isLeft(result)) {
           log.error({ file: result.left.file, configError: result.left }, describeConfigError(result.left));
@@ -41,7 +44,13 @@ export const dryRunMode = (config: AppConfig, log: Logger): Observable<Output> =
       }),
     );
   }
-  return modelOps({ configSource, inPlace, log, settleMs: config.settleMs }).pipe(map(opLine));
+  return modelOps({
+    configSource,
+    inPlace,
+    log,
+    settleMs: config.settleMs,
+    servedSchemes: schemes,
+  }).pipe(map(opLine));
 };
 
 /**

@@ -38,15 +38,34 @@ export interface ConfigSource {
   readonly read: () => Observable<ConfigRead>;
 }
 
+/** How far a download has come: reported at a steady pace while it runs, and once when it ends (`done`). */
+export interface DownloadProgress {
+  readonly bytes: number;
+  /** The bytes the whole download moves, when the storage said so up front. */
+  readonly totalBytes?: number;
+  readonly elapsedMs: number;
+  /** Over the last interval; in the final report, over the whole download. */
+  readonly bytesPerSecond: number;
+  /** The time left at the current rate, when the total is known. */
+  readonly etaSeconds?: number;
+  readonly done: boolean;
+}
+
 /** Downloads models stored under some URI schemes. One implementation per scheme family, one file each. */
 export interface StorageProvider {
   /** The schemes it serves, without the colon: `['http', 'https']`. Local paths are scheme `file`. */
   readonly schemes: ReadonlyArray<string>;
   /**
    * Fills `targetDir` (it exists and is empty) with the model stored at `uri`. Throws an EffectError:
-   * retryable for transient faults, permanent otherwise. Must not hold a whole model in memory.
+   * retryable for transient faults, permanent otherwise. Must not hold a whole model in memory. Reports to
+   * `progress`, if given, at its own pace (`trackProgress` in src/edge/transfer-progress.ts) and once at the end.
    */
-  download(uri: string, targetDir: string, signal: AbortSignal): Promise<void>;
+  download(
+    uri: string,
+    targetDir: string,
+    signal: AbortSignal,
+    progress?: (progress: DownloadProgress) => void,
+  ): Promise<void>;
 }
 
 /** The model server's load/unload API (V2 repository extension, TorchServe management API, ...). */

@@ -37,6 +37,8 @@ export interface AgentCapabilities {
   readonly server: ModelServer;
   /** Fills a directory with the model stored at a URI (`routeStorage` over the storage providers). */
   readonly download: LoaderDeps['download'];
+  /** The schemes `download` serves (`routeStorage(...).schemes`): configs naming another are warned about. */
+  readonly servedSchemes?: ReadonlyArray<string>;
 }
 
 /** What the agent started from, and the loader it runs: the place to serve statuses and readiness from. */
@@ -136,6 +138,7 @@ export const startAgent = (
           inPlace: inPlaceSnapshot(inPlace),
           log,
           settleMs: settings.settleMs,
+          servedSchemes: capabilities.servedSchemes,
           scheduler,
           loader,
           snapshotOperators: settings.snapshotOperators,

@@ -219,6 +219,22 @@ export const flagTable = {
     help: "send S3 requests unsigned (a public bucket); KServe's `awsAnonymousCredential=true` does too",
     codec: t.boolean,
   },
+  caBundle: {
+    flag: '--ca-bundle',
+    arg: 'file',
+    env: 'MODELSYNC_CA_BUNDLE',
+    help: 'PEM file of CA certificates trusted on top of the system roots by every storage client (https, S3, GCS, Azure) and the model server client',
+    codec: nonEmpty,
+    optional: true,
+  },
+  progressIntervalMs: {
+    flag: '--progress-interval-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_PROGRESS_INTERVAL_MS',
+    default: '10000',
+    help: 'how often a running download logs its bytes, total, rate and ETA (`download progress`); 0 = never',
+    codec: integerIn('ProgressIntervalMs', 0, 3_600_000),
+  },
   loadTimeoutMs: {
     flag: '--load-timeout-ms',
     arg: 'ms',

@@ -19,6 +19,8 @@ export interface DownloadLimits {
   readonly maxArchiveEntries: number;
   /** The slowest transfer a network provider keeps going; slower ones fail retryably (`timeout`). */
   readonly minRate: MinRate;
+  /** How often a running download reports its progress (`--progress-interval-ms`; 0: never). Not a limit. */
+  readonly progressIntervalMs: number;
 }
 
 /**
@@ -29,7 +31,12 @@ export const ratioGraceBytes = 16 * 2 ** 20;
 
 type LimitSettings = Pick<
   AppConfig,
-  'maxModelBytes' | 'maxArchiveRatio' | 'maxArchiveEntries' | 'minDownloadRate' | 'minRateWindowMs'
+  | 'maxModelBytes'
+  | 'maxArchiveRatio'
+  | 'maxArchiveEntries'
+  | 'minDownloadRate'
+  | 'minRateWindowMs'
+  | 'progressIntervalMs'
 >;
 
 /** The limits an AppConfig sets. */
@@ -38,6 +45,7 @@ export const downloadLimitsOf = (config: LimitSettings): DownloadLimits => ({
   maxArchiveRatio: config.maxArchiveRatio,
   maxArchiveEntries: config.maxArchiveEntries,
   minRate: { bytesPerSecond: config.minDownloadRate, windowMs: config.minRateWindowMs },
+  progressIntervalMs: config.progressIntervalMs,
 });
 
 /** The limits of the flags' defaults. */

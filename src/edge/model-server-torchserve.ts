@@ -2,6 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import { isLeft } from 'fp-ts/Either';
 import * as t from 'io-ts';
+import type { Dispatcher } from 'undici';
 import { EffectError, httpStatusError, permanentError, retryableError } from '../core/errors';
 import { parseJson } from '../core/json';
 import type { ModelName } from '../core/model-name';
@@ -12,6 +13,7 @@ import {
   discardBody,
   errorText,
   httpCall,
+  isOk,
   readJson,
   readText,
   statusError,
@@ -26,6 +28,8 @@ export interface TorchServeModelServerOptions {
   readonly timeoutMs?: number;
   /** Timeout of a register, which waits for the first worker to start; default 300 s. */
   readonly loadTimeoutMs?: number;
+  /** The connection pool (a Network's `direct`: keep-alive, never through a proxy); default undici's global one. */
+  readonly dispatcher?: Dispatcher;
   /**
    * TorchServe's `key_file.json` (its `management.key` is used) or a file holding just the token. Read on every
    * call, so a rotated key is picked up without a restart. Unset: no Authorization header (token auth disabled).
@@ -60,10 +64,10 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
   const shown = redactUri(base);
   const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
   const loadTimeoutMs = options.loadTimeoutMs ?? options.timeoutMs ?? defaultLoadTimeoutMs;
-  const { tokenFile } = options;
+  const { tokenFile, dispatcher } = options;
 
   const call = async (
-    method: string,
+    method: 'GET' | 'POST' | 'DELETE',
     url: string,
     what: string,
     ms: number,
@@ -71,8 +75,8 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
   ): Promise<HttpCallResponse> => {
     const headers: Record<string, string> =
       tokenFile === undefined ? {} : { Authorization: `Bearer ${await readToken(tokenFile)}` };
-    const result = await httpCall(url, { method, headers, what, timeoutMs: ms, signal });
-    const { status } = result.response;
+    const result = await httpCall(url, { method, headers, what, timeoutMs: ms, signal, dispatcher });
+    const { status } = result;
     // Every caller fails on 400 and 401 anyway; with a token file they may mean the key was rotated.
     if (tokenFile === undefined || (status !== 400 && status !== 401)) return result;
     const text = errorText(await readText(result, maxErrorBodyBytes).catch(() => ''));
@@ -93,8 +97,8 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
       timeoutMs,
       signal,
     );
-    const { status } = result.response;
-    if (result.response.ok || status === 404) return discardBody(result);
+    const { status } = result;
+    if (isOk(result) || status === 404) return discardBody(result);
     const error = await statusError(result);
     // 409: an unregistration of this model is already in progress; it will be over by the next attempt.
     throw status === 409 ? retryableAnyway(error) : error;
@@ -111,7 +115,7 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
         synchronous: 'true',
       });
       const result = await call('POST', `${base}/models?${query.toString()}`, what, loadTimeoutMs, signal);
-      const { status } = result.response;
+      const { status } = result;
       if (status === 200 || status === 201 || status === 202) return discardBody(result);
       const error = await statusError(result);
       if (status !== 409) throw error;
@@ -130,7 +134,7 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
         if (pageToken !== undefined) query.set('next_page_token', pageToken);
         const what = `TorchServe model list (${shown})`;
         const result = await call('GET', `${base}/models?${query.toString()}`, what, timeoutMs, signal);
-        if (!result.response.ok) throw await statusError(result);
+        if (!isOk(result)) throw await statusError(result);
         const body = await readJson(result, ListModelsResponse, 'a model list');
         for (const model of body.models) names.add(model.modelName);
         const next = body.nextPageToken;

@@ -3,7 +3,8 @@ import * as t from 'io-ts';
 import type { ModelName } from '../core/model-name';
 import { redactUri } from '../core/redact';
 import type { ModelServer } from '../ports';
-import { discardBody, httpCall, readJson, statusError, type HttpCallResponse } from './http-call';
+import type { Dispatcher } from 'undici';
+import { discardBody, httpCall, isOk, readJson, statusError, type HttpCallResponse } from './http-call';
 
 /** Where the server listens and how long calls may take. */
 export interface V2ModelServerOptions {
@@ -13,6 +14,8 @@ export interface V2ModelServerOptions {
   readonly timeoutMs?: number;
   /** Timeout of a load, which returns only once the model is loaded; default 300 s. */
   readonly loadTimeoutMs?: number;
+  /** The connection pool (a Network's `direct`: keep-alive, never through a proxy); default undici's global one. */
+  readonly dispatcher?: Dispatcher;
 }
 
 const defaultTimeoutMs = 30_000;
@@ -37,13 +40,21 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   const modelUrl = (name: ModelName, action: 'load' | 'unload'): string =>
     `${base}/v2/repository/models/${encodeURIComponent(name)}/${action}`;
   const post = (url: string, what: string, ms: number, signal: AbortSignal): Promise<HttpCallResponse> =>
-    httpCall(url, { method: 'POST', headers: json, body: '{}', what, timeoutMs: ms, signal });
+    httpCall(url, {
+      method: 'POST',
+      headers: json,
+      body: '{}',
+      what,
+      timeoutMs: ms,
+      signal,
+      dispatcher: options.dispatcher,
+    });
 
   return {
     load: async (name, _replacing, signal) => {
       const what = `model server load of "${name}" (${shown})`;
       const call = await post(modelUrl(name, 'load'), what, loadTimeoutMs, signal);
-      if (!call.response.ok) throw await statusError(call);
+      if (!isOk(call)) throw await statusError(call);
       await discardBody(call);
     },
 
@@ -51,14 +62,14 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       const what = `model server unload of "${name}" (${shown})`;
       const call = await post(modelUrl(name, 'unload'), what, timeoutMs, signal);
       // MLServer and the KServe server answer 404 for a model they do not have loaded: that is the goal.
-      if (!call.response.ok && call.response.status !== 404) throw await statusError(call);
+      if (!isOk(call) && call.status !== 404) throw await statusError(call);
       await discardBody(call);
     },
 
     loadedModels: async (signal) => {
       const what = `model server index (${shown})`;
       const call = await post(`${base}/v2/repository/index`, what, timeoutMs, signal);
-      if (!call.response.ok) throw await statusError(call);
+      if (!isOk(call)) throw await statusError(call);
       const index = await readJson(call, RepositoryIndex, 'a list of {name, state}');
       // Triton lists one entry per version: a model is loaded when any of its versions is ready.
       return new Set(index.filter((m) => m.state.toUpperCase() === 'READY').map((m) => m.name));

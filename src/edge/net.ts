@@ -69,9 +69,34 @@ class RoutingAgent extends RoutingBase {
   }
 }
 
+type TlsOptions = { readonly ca?: string[]; readonly rejectUnauthorized: boolean };
+
+/**
+ * https-proxy-agent applies its options to the connection to the proxy only; the TLS session with the target
+ * inside the tunnel gets the request's options, so the Network's CAs are added to those.
+ */
+class TunnelAgent extends HttpsProxyAgent<string> {
+  constructor(
+    proxy: URL,
+    private readonly tls: TlsOptions,
+  ) {
+    super(proxy, { keepAlive: true, ...tls });
+  }
+
+  override connect(
+    req: http.ClientRequest,
+    options: AgentConnectOpts,
+  ): ReturnType<HttpsProxyAgent<string>['connect']> {
+    return super.connect(req, { ...options, ...this.tls });
+  }
+}
+
 const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
   const ca = tlsSettings.extraCa?.length ? [...rootCertificates, ...tlsSettings.extraCa] : undefined;
-  const tls = { ...(ca !== undefined ? { ca } : {}), rejectUnauthorized: tlsSettings.verify !== false };
+  const tls: TlsOptions = {
+    ...(ca !== undefined ? { ca } : {}),
+    rejectUnauthorized: tlsSettings.verify !== false,
+  };
   const direct = new Agent({ connect: tls });
   const undiciProxies = new Map<string, ProxyAgent>();
   const httpDirect = new http.Agent({ keepAlive: true });
@@ -97,9 +122,7 @@ const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
     const key = `${secure ? 'tunnel' : 'forward'} ${proxy.href}`;
     let agent = nodeProxies.get(key);
     if (agent === undefined) {
-      agent = secure
-        ? new HttpsProxyAgent(proxy, { keepAlive: true, ...tls })
-        : new HttpProxyAgent(proxy, { keepAlive: true, ...tls });
+      agent = secure ? new TunnelAgent(proxy, tls) : new HttpProxyAgent(proxy, { keepAlive: true, ...tls });
       nodeProxies.set(key, agent);
     }
     return agent;

@@ -4,9 +4,9 @@ import { registerSecret } from '../core/redact';
 
 /** The proxy variables of the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`), as text; absent = unset. */
 export interface ProxySettings {
-  /** Proxy for `http://` URLs; also for `https://` ones when `httpsProxy` is unset. */
+  /** Proxy for `http://` URLs. */
   readonly httpProxy?: string | undefined;
-  /** Proxy for `https://` URLs. */
+  /** Proxy for `https://` URLs (never HTTP_PROXY's: curl, Go and Python's requests agree). */
   readonly httpsProxy?: string | undefined;
   /** Hosts reached directly: `*`, or comma/space separated `host`, `.domain`, `*.domain`, `host:port`, IPs, CIDRs. */
   readonly noProxy?: string | undefined;
@@ -106,7 +106,7 @@ const proxyUrl = (text: string | undefined, name: string): URL | undefined => {
  */
 export const proxyRules = (settings: ProxySettings): ProxyRules => {
   const http = proxyUrl(settings.httpProxy, 'HTTP_PROXY');
-  const https = proxyUrl(settings.httpsProxy, 'HTTPS_PROXY') ?? http;
+  const https = proxyUrl(settings.httpsProxy, 'HTTPS_PROXY');
   const noProxy = parseNoProxy(settings.noProxy);
   return {
     proxyFor: (url) => {

@@ -1,14 +1,18 @@
 /** httpStorage: the StorageProvider for http:// and https:// URLs: one file saved, or a tar, tar.gz or zip extracted. */
 import path from 'node:path';
+import { request } from 'undici';
 import { permanentError, type EffectError } from '../core/errors';
 import { redactUri } from '../core/storage-uri';
-import type { StorageProvider } from '../ports';
+import type { DownloadProgress, StorageProvider } from '../ports';
 import { archiveFormatOf, extractStream, type ArchiveFormat } from './archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from './download-limits';
 import { writeNewFile } from './durable-fs';
-import { httpUrl, responseStatusError } from './http-call';
+import { discardBody, httpUrl, isOk, responseStatusError } from './http-call';
+import type { Network } from './net';
+import { contentLengthOf, headerOf, resumableBody, type BodyResponse } from './resumable-body';
 import { TransferGuard } from './transfer-guard';
-import { transportError } from './transport-error';
+import { trackProgress } from './transfer-progress';
+import { timeoutOf, transportError } from './transport-error';
 
 /** Settings of httpStorage; timeouts in milliseconds. */
 export interface HttpStorageOptions {
@@ -20,7 +24,13 @@ export interface HttpStorageOptions {
   readonly idleTimeoutMs?: number;
   /** The model cap, the archive caps and the minimum rate (default: the flags' defaults). */
   readonly limits?: DownloadLimits;
+  /** Proxies, CAs and pooled connections (default: undici's global pool, direct). */
+  readonly network?: Network;
+  /** Resumes of a cut body in a row that may each bring little before the download fails (default 5). */
+  readonly maxResumes?: number;
 }
+
+const httpSchemes = ['http', 'https'];
 
 /** How a response body is stored: saved as one file, or extracted as a tar (maybe gzipped) or zip archive. */
 export type BodyKind = 'file' | ArchiveFormat;
@@ -47,40 +57,27 @@ export const bodyKind = (contentType: string | null, urlPath: string): BodyKind 
 };
 
 const maxRedirects = 10;
+const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 
 /**
- * One download's cancellation and timers. Its failures go through `failure`, which knows why the download
- * stopped (caller abort, timeout, lost connection) better than the AbortError or "terminated" that reaches
- * the catch.
+ * One download's cancellation. Its failures go through `failure`, which knows why the download stopped (caller
+ * abort, a timeout, lost connection, too slow) better than the error that reaches the catch.
  */
 class Attempt {
   private readonly controller = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
-  private timedOut: 'connect' | 'idle' | undefined;
   private stopped: EffectError | undefined;
   private connectionLost = false;
-  /** Aborts on the caller's abort and on either timeout. */
+  /** Aborts on the caller's abort and when the transfer guard stops the download. */
   readonly signal = this.controller.signal;
   private readonly onOuterAbort = (): void => this.controller.abort(this.outer.reason);
 
   constructor(
     readonly what: string,
     private readonly outer: AbortSignal,
-    private readonly connectTimeoutMs: number,
-    private readonly idleTimeoutMs: number,
+    private readonly timeouts: { readonly connectTimeoutMs: number; readonly idleTimeoutMs: number },
   ) {
     outer.addEventListener('abort', this.onOuterAbort, { once: true });
     if (outer.aborted) this.controller.abort(outer.reason);
-  }
-
-  /** Starts (or restarts) the wait for response headers, or for body bytes. */
-  arm(phase: 'connect' | 'idle'): void {
-    clearTimeout(this.timer);
-    const ms = phase === 'connect' ? this.connectTimeoutMs : this.idleTimeoutMs;
-    this.timer = setTimeout(() => {
-      this.timedOut = phase;
-      this.controller.abort();
-    }, ms);
   }
 
   /** Stops the download, to fail with `error` (the transfer guard found it too slow). */
@@ -89,17 +86,10 @@ class Attempt {
     this.controller.abort();
   }
 
-  /**
-   * The body; each chunk re-arms the idle timer, and a failure is marked as the connection's. The timer stops
-   * with the body: extracting a downloaded zip may take longer than the idle timeout.
-   */
+  /** The body; a failure is marked as the connection's. */
   async *watch(body: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
     try {
-      for await (const chunk of body) {
-        this.timer?.refresh();
-        yield chunk;
-      }
-      clearTimeout(this.timer);
+      yield* body;
     } catch (cause) {
       this.connectionLost = true;
       throw cause;
@@ -109,49 +99,59 @@ class Attempt {
   /** The EffectError this download failed with, given what reached the catch. */
   failure(cause: unknown): EffectError {
     if (this.stopped !== undefined && !this.outer.aborted) return this.stopped;
-    const timeout =
-      this.timedOut === 'connect'
-        ? `timed out: no response within ${this.connectTimeoutMs} ms`
-        : this.timedOut === 'idle'
-          ? `timed out: no data received for ${this.idleTimeoutMs} ms`
-          : undefined;
+    const timeout = timeoutOf(cause);
+    const { idleTimeoutMs, connectTimeoutMs } = this.timeouts;
     const state = {
       what: this.what,
       aborted: this.outer.aborted,
-      timeout,
+      timeout:
+        timeout === undefined
+          ? undefined
+          : timeout === 'body'
+            ? `timed out: no data received for ${idleTimeoutMs} ms`
+            : `timed out: no response within ${connectTimeoutMs} ms`,
       connectionLost: this.connectionLost,
     };
     return transportError(this.outer.aborted ? this.outer.reason : cause, state);
   }
 
   dispose(): void {
-    clearTimeout(this.timer);
     this.outer.removeEventListener('abort', this.onOuterAbort);
   }
 }
 
-async function* noBody(): AsyncGenerator<Uint8Array> {}
+type Settings = Required<Omit<HttpStorageOptions, 'headersByHost' | 'network'>> &
+  Pick<HttpStorageOptions, 'headersByHost' | 'network'>;
 
 /**
  * GET with redirects followed by hand, so each hop gets the headers of its own host: a token for the
- * model registry must not follow a redirect to a CDN or a presigned bucket URL.
+ * model registry must not follow a redirect to a CDN or a presigned bucket URL. `extraHeaders` go to every hop.
  */
 const get = async (
   url: URL,
-  headersByHost: ReadonlyMap<string, Readonly<Record<string, string>>>,
+  settings: Settings,
   attempt: Attempt,
-): Promise<Response> => {
+  extraHeaders: Readonly<Record<string, string>> = {},
+): Promise<BodyResponse> => {
   let current = url;
   for (let hop = 0; ; hop++) {
-    const response = await fetch(current, {
-      // identity: fetch would otherwise gunzip a Content-Encoding: gzip tarball behind our back.
-      headers: { 'accept-encoding': 'identity', ...headersByHost.get(current.hostname) },
-      redirect: 'manual',
+    const response = await request(current, {
+      method: 'GET',
+      // identity: a Content-Encoding: gzip tarball is stored as it is, never gunzipped on the way.
+      headers: {
+        'accept-encoding': 'identity',
+        ...settings.headersByHost?.get(current.hostname),
+        ...extraHeaders,
+      },
       signal: attempt.signal,
+      headersTimeout: settings.connectTimeoutMs,
+      bodyTimeout: settings.idleTimeoutMs,
+      ...(settings.network !== undefined ? { dispatcher: settings.network.dispatcherFor(current) } : {}),
     });
-    const location = response.headers.get('location');
-    if (response.status < 300 || response.status >= 400 || location === null) return response;
-    await response.body?.cancel();
+    const location = headerOf(response.headers, 'location');
+    const answer = { status: response.statusCode, headers: response.headers, body: response.body };
+    if (!redirectStatuses.has(answer.status) || location === undefined) return answer;
+    await discardBody(answer);
     if (hop >= maxRedirects) {
       throw permanentError('invalid-response', `${attempt.what}: more than ${maxRedirects} redirects`);
     }
@@ -174,45 +174,56 @@ const fileNameOf = (url: URL, what: string): string => {
   return name;
 };
 
-/** The Content-Length of `response` when it has a usable one. */
-const contentLengthOf = (response: Response): number | undefined => {
-  const text = response.headers.get('content-length');
-  return text !== null && /^\d+$/.test(text) ? Number(text) : undefined;
-};
-
 const download = async (
-  options: Required<Omit<HttpStorageOptions, 'headersByHost'>> & Pick<HttpStorageOptions, 'headersByHost'>,
+  settings: Settings,
   uri: string,
   targetDir: string,
   signal: AbortSignal,
+  progress?: (progress: DownloadProgress) => void,
 ): Promise<void> => {
   const what = `GET ${redactUri(uri)}`;
   const url = httpUrl(uri, what);
-  const { limits } = options;
-  const attempt = new Attempt(what, signal, options.connectTimeoutMs, options.idleTimeoutMs);
+  const { limits } = settings;
+  const attempt = new Attempt(what, signal, settings);
   const guard = new TransferGuard({
     what,
     maxBytes: limits.maxModelBytes,
     minRate: limits.minRate,
     onTooSlow: (error) => attempt.stop(error),
   });
+  let tracker: { readonly stop: () => void } | undefined;
   try {
-    attempt.arm('connect');
-    const response = await get(url, options.headersByHost ?? new Map(), attempt);
-    attempt.arm('idle');
-    if (!response.ok) throw await responseStatusError(what, response);
-    const announced = contentLengthOf(response);
+    const response = await get(url, settings, attempt);
+    if (!isOk(response)) throw await responseStatusError(what, response);
+    const announced = contentLengthOf(response.headers);
     if (announced !== undefined) {
       try {
         guard.admit(announced);
       } catch (error) {
-        await response.body?.cancel().catch(() => undefined);
+        await discardBody(response);
         throw error;
       }
     }
-    const body = guard.count(attempt.watch(response.body ?? noBody()));
+    tracker = trackProgress({
+      bytes: () => guard.total,
+      totalBytes: () => announced,
+      everyMs: limits.progressIntervalMs,
+      report: progress,
+    });
+    const reopen = async (headers: Readonly<Record<string, string>>): Promise<BodyResponse> => {
+      const again = await get(url, settings, attempt, headers);
+      if (isOk(again) || again.status === 416) return again;
+      throw await responseStatusError(what, again);
+    };
+    const whole = resumableBody(response, {
+      what,
+      signal: attempt.signal,
+      reopen,
+      maxResumes: settings.maxResumes,
+    });
+    const body = guard.count(attempt.watch(whole));
     // The URL as written names the model; a redirect target is often an opaque blob or presigned URL.
-    const kind = bodyKind(response.headers.get('content-type'), url.pathname);
+    const kind = bodyKind(headerOf(response.headers, 'content-type') ?? null, url.pathname);
     if (kind === 'file') {
       const to = path.join(targetDir, fileNameOf(url, what));
       await writeNewFile(body, to, attempt.signal, `${what}: cannot save ${to}`);
@@ -222,6 +233,7 @@ const download = async (
   } catch (cause) {
     throw attempt.failure(cause);
   } finally {
+    tracker?.stop();
     attempt.dispose();
   }
 };
@@ -235,14 +247,16 @@ const download = async (
  * (`refused`), naming the entry.
  */
 export const httpStorage = (options: HttpStorageOptions = {}): StorageProvider => {
-  const settings = {
+  const settings: Settings = {
     headersByHost: options.headersByHost,
+    network: options.network,
     connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
     idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
+    maxResumes: options.maxResumes ?? 5,
     limits: options.limits ?? defaultDownloadLimits,
   };
   return {
-    schemes: ['http', 'https'],
-    download: (uri, targetDir, signal) => download(settings, uri, targetDir, signal),
+    schemes: httpSchemes,
+    download: (uri, targetDir, signal, progress) => download(settings, uri, targetDir, signal, progress),
   };
 };

@@ -13,12 +13,31 @@ export interface TransportState {
   readonly connectionLost?: boolean;
 }
 
-// fetch rejects with these when the URL can never be fetched; every other transport failure may pass.
-const permanentCauseCodes = new Set(['ERR_INVALID_URL', 'ERR_INVALID_ARG_TYPE', 'ERR_INVALID_PROTOCOL']);
+// Thrown when the URL can never be requested; every other transport failure may pass.
+const permanentCauseCodes = new Set([
+  'ERR_INVALID_URL',
+  'ERR_INVALID_ARG_TYPE',
+  'ERR_INVALID_PROTOCOL',
+  'UND_ERR_INVALID_ARG',
+]);
+
+const timeoutCodes: Readonly<Record<string, 'connect' | 'headers' | 'body'>> = {
+  UND_ERR_CONNECT_TIMEOUT: 'connect',
+  UND_ERR_HEADERS_TIMEOUT: 'headers',
+  UND_ERR_BODY_TIMEOUT: 'body',
+};
+
+/** Which of undici's timeouts `cause` is (connecting, waiting for headers, waiting for body bytes), if one. */
+export const timeoutOf = (cause: unknown): 'connect' | 'headers' | 'body' | undefined => {
+  for (const { code } of causeChain(cause)) {
+    if (typeof code === 'string' && Object.hasOwn(timeoutCodes, code)) return timeoutCodes[code];
+  }
+  return undefined;
+};
 
 /**
- * The EffectError for a request that failed in transport: `aborted`, `timeout` (both retryable), an EffectError
- * thrown on the way as it is, a URL fetch can never use (`invalid-uri`, permanent), else `network` (retryable),
+ * The EffectError for a request that failed in transport: `aborted`, `timeout` (a timeout the caller saw fire,
+ * or one of undici's; both retryable), an EffectError thrown on the way as it is, a URL fetch can never use (`invalid-uri`, permanent), else `network` (retryable),
  * its message carrying the reason from the cause chain (`connect ECONNREFUSED 127.0.0.1:8000`).
  */
 export const transportError = (cause: unknown, state: TransportState): EffectError => {
@@ -28,6 +47,7 @@ export const transportError = (cause: unknown, state: TransportState): EffectErr
   if (cause instanceof EffectError) return cause;
   const chain = causeChain(cause);
   const detail = describe(chain) ?? String(cause);
+  if (timeoutOf(cause) !== undefined) return retryableError('timeout', `${what} timed out: ${detail}`, cause);
   if (chain.some(({ code }) => typeof code === 'string' && permanentCauseCodes.has(code))) {
     return permanentError('invalid-uri', `${what} failed: ${detail}`, cause);
   }

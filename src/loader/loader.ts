@@ -18,6 +18,7 @@ import { needsWork, newRecord, want, type ModelRecord } from './model-record';
 import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
 import { createSlots, type Slots } from './slots';
 import { logStatus } from './status-log';
+import type { DownloadFunction } from './storage-router';
 import { createWorkQueue } from './work-queue';
 
 /** How transient failures are retried: capped exponential backoff with full jitter (core/backoff.ts). */
@@ -34,7 +35,7 @@ export interface LoaderDeps {
   readonly journal: LoadJournal;
   readonly server: ModelServer;
   /** Fills a directory with the model stored at a URI (storage providers, keyed by scheme). */
-  readonly download: (uri: string, targetDir: string, signal: AbortSignal) => Promise<void>;
+  readonly download: DownloadFunction;
   readonly log: Logger;
   readonly downloadConcurrency: number;
   readonly loadConcurrency: number;
@@ -94,17 +95,18 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         phase: ModelPhase,
         spec: ModelSpec | undefined,
         details: Pick<ModelStatus, 'reason' | 'errorKind' | 'attempt'> = {},
+        logFields: Readonly<Record<string, number>> = {},
       ): void => {
         if (stop.signal.aborted) return; // aborted work winding down has nothing to tell
         record.status = { modelName: record.name, phase, ...(spec ? { spec } : {}), ...details };
         record.reported = true;
-        logStatus(log, record.status);
+        logStatus(log, record.status, logFields);
         subscriber.next(statusEvent(record.status));
       };
       const effects: ReconcileEffects = {
         ...deps,
         slots,
-        report: (name, phase, spec) => report(records.get(name)!, phase, spec),
+        report: (name, phase, spec, logFields) => report(records.get(name)!, phase, spec, {}, logFields),
       };
 
       const updateIdle = (): void => {

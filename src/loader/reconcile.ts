@@ -4,7 +4,8 @@ import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
 import type { ModelPhase } from '../core/model-status';
 import { specEquals } from '../core/snapshot';
-import type { Installed, LoadJournal, ModelServer, ModelStore } from '../ports';
+import type { DownloadProgress, Installed, LoadJournal, ModelServer, ModelStore } from '../ports';
+import type { DownloadFunction } from './storage-router';
 import { linkedSignal } from './linked-signal';
 import type { Slots } from './slots';
 
@@ -22,12 +23,24 @@ export interface ReconcileEffects {
   readonly store: ModelStore;
   readonly journal: LoadJournal;
   readonly server: ModelServer;
-  /** Fills a directory with the model stored at a URI. */
-  readonly download: (uri: string, targetDir: string, signal: AbortSignal) => Promise<void>;
+  /** Fills a directory with the model stored at a URI, reporting its progress. */
+  readonly download: DownloadFunction;
   readonly slots: { readonly download: Slots; readonly load: Slots };
   readonly log: Logger;
-  readonly report: (name: ModelName, phase: ModelPhase, spec: ModelSpec | undefined) => void;
+  /** `logFields` go on the phase's log line only (the `model loaded` line's bytes and durations). */
+  readonly report: (
+    name: ModelName,
+    phase: ModelPhase,
+    spec: ModelSpec | undefined,
+    logFields?: Readonly<Record<string, number>>,
+  ) => void;
 }
+
+/** A `download progress` line for a download still running. */
+const logProgress = (log: Logger, model: ModelName, progress: DownloadProgress): void => {
+  const { bytes, totalBytes, bytesPerSecond, etaSeconds } = progress;
+  log.info({ model, bytes, totalBytes, bytesPerSecond, etaSeconds }, 'download progress');
+};
 
 /**
  * `stop` aborts whatever step is in progress (shutdown); `supersede` aborts only a download, which a newer spec
@@ -64,6 +77,7 @@ export const bringIn = async (
 ): Promise<void> => {
   let replaced: Installed | undefined;
   let journalled = false;
+  let downloaded: DownloadProgress | undefined;
   try {
     // Files installed before this step may have been swapped since (the volume is shared): re-install, not load them.
     if (isOnDisk(model, target) && !isLoaded(model, target) && !(await store.isInstalled(model.name, target)))
@@ -74,7 +88,10 @@ export const bringIn = async (
       // crash while the new version waits for a load slot must come back as a load, though the server reports
       // the model loaded (the old version).
       const fill = async (dir: string, signal: AbortSignal): Promise<void> => {
-        await download(target.storageUri, dir, signal);
+        await download(target.storageUri, dir, signal, (progress) => {
+          if (progress.done) downloaded = progress;
+          else logProgress(log, model.name, progress);
+        });
         await journal.starting(model.name);
         journalled = true;
       };
@@ -82,8 +99,10 @@ export const bringIn = async (
       replaced = await slots.download.use(signal, () => store.install(model.name, target, fill, signal));
       model.onDisk = target;
     }
+    let loadMs: number | undefined;
     if (!isLoaded(model, target)) {
       report(model.name, 'Loading', target);
+      const loadStarted = Date.now();
       await slots.load.use(stop, async () => {
         if (!journalled) await journal.starting(model.name);
         await server.load(model.name, model.loaded, stop);
@@ -91,8 +110,12 @@ export const bringIn = async (
       });
       model.loaded = true;
       model.loadedSpec = target;
+      loadMs = Date.now() - loadStarted;
     }
-    report(model.name, 'Loaded', target);
+    report(model.name, 'Loaded', target, {
+      ...(downloaded !== undefined ? { bytes: downloaded.bytes, downloadMs: downloaded.elapsedMs } : {}),
+      ...(loadMs !== undefined ? { loadMs } : {}),
+    });
   } finally {
     await replaced
       ?.dropReplaced()

@@ -19,12 +19,21 @@ const lines: Readonly<Record<ModelPhase, { readonly level: Level; readonly msg: 
 
 /**
  * Logs `status` with the model as `model` and the storage URI through `redactUri`: presigned query strings and
- * `user:password@` are credentials.
+ * `user:password@` are credentials. `logFields` (bytes, durations) are added to the line.
  */
-export const logStatus = (log: Logger, { modelName, spec, ...details }: ModelStatus): void => {
+export const logStatus = (
+  log: Logger,
+  { modelName, spec, ...details }: ModelStatus,
+  logFields: Readonly<Record<string, number>> = {},
+): void => {
   const { level, msg } = lines[details.phase];
   log[level](
-    { model: modelName, ...details, ...(spec ? { storageUri: redactUri(spec.storageUri) } : {}) },
+    {
+      model: modelName,
+      ...details,
+      ...(spec ? { storageUri: redactUri(spec.storageUri) } : {}),
+      ...logFields,
+    },
     msg,
   );
 };

@@ -4,6 +4,9 @@ import { permanentError } from '../core/errors';
 import { parseStorageUri, redactUri } from '../core/storage-uri';
 import type { StorageProvider } from '../ports';
 
+/** One download function over every provider (StorageProvider.download without the schemes). */
+export type DownloadFunction = StorageProvider['download'];
+
 /**
  * A provider of the URIs it claims among those of a scheme another provider serves: Azure Blob URLs are https
  * URLs, which the http provider would fetch as one unauthenticated GET.
@@ -11,7 +14,7 @@ import type { StorageProvider } from '../ports';
 export interface ClaimingProvider {
   /** True for the URIs it serves (for Azure Blob: see isAzureBlobUri). */
   readonly claims: (uri: string) => boolean;
-  readonly download: StorageProvider['download'];
+  readonly download: DownloadFunction;
 }
 
 /**
@@ -22,7 +25,7 @@ export interface ClaimingProvider {
 export const routeStorage = (
   providers: ReadonlyArray<StorageProvider>,
   claiming: ReadonlyArray<ClaimingProvider> = [],
-): ((uri: string, targetDir: string, signal: AbortSignal) => Promise<void>) => {
+): DownloadFunction & { readonly schemes: ReadonlyArray<string> } => {
   const byScheme = new Map<string, StorageProvider>();
   for (const provider of providers) {
     for (const scheme of provider.schemes) {
@@ -32,7 +35,7 @@ export const routeStorage = (
   }
   const supported = [...byScheme.keys()].join(', ');
 
-  return async (uri, targetDir, signal) => {
+  const download: DownloadFunction = async (uri, targetDir, signal, progress) => {
     const parsed = parseStorageUri(uri);
     if (isLeft(parsed)) throw permanentError('invalid-uri', parsed.left);
     const provider = claiming.find((candidate) => candidate.claims(uri)) ?? byScheme.get(parsed.right.scheme);
@@ -42,6 +45,7 @@ export const routeStorage = (
         `protocol not supported for storageUri ${redactUri(uri)}; supported: ${supported}`,
       );
     }
-    await provider.download(uri, targetDir, signal);
+    await provider.download(uri, targetDir, signal, progress);
   };
+  return Object.assign(download, { schemes: [...byScheme.keys()] });
 };

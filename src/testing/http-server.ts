@@ -1,5 +1,6 @@
 /** startHttpServer: a node:http server on a free local port, for stand-ins and test servers, that closes cleanly. */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 /**
@@ -14,11 +15,13 @@ export interface HttpServerOptions {
   readonly host?: string;
   /** Port; default 0 (any free port, see `port` and `url`). */
   readonly port?: number;
+  /** Serve https with this key and certificate (PEM); default plain http. */
+  readonly tls?: { readonly key: string | Buffer; readonly cert: string | Buffer };
 }
 
 /** A listening server. */
 export interface RunningHttpServer {
-  /** `http://<host>:<port>`, the base URL to give a client (a wildcard host becomes a loopback address). */
+  /** `http(s)://<host>:<port>`, the base URL to give a client (a wildcard host becomes a loopback address). */
   readonly url: string;
   /** The port it listens on (the free one picked when `options.port` was 0). */
   readonly port: number;
@@ -31,7 +34,7 @@ export const startHttpServer = async (
   handler: HttpHandler,
   options: HttpServerOptions = {},
 ): Promise<RunningHttpServer> => {
-  const server = createServer((request, response) => {
+  const answer = (request: IncomingMessage, response: ServerResponse): void => {
     const fail = (cause: unknown): void => {
       if (response.headersSent) response.destroy();
       else response.writeHead(500, { 'Content-Type': 'text/plain' }).end(String(cause));
@@ -42,7 +45,8 @@ export const startHttpServer = async (
     } catch (cause) {
       fail(cause);
     }
-  });
+  };
+  const server = options.tls === undefined ? createServer(answer) : createTlsServer(options.tls, answer);
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -53,7 +57,7 @@ export const startHttpServer = async (
   });
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://${urlHost(host)}:${port}`,
+    url: `${options.tls === undefined ? 'http' : 'https'}://${urlHost(host)}:${port}`,
     port,
     close: () =>
       new Promise<void>((resolve) => {

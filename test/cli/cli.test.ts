@@ -32,6 +32,8 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--s3-region', 'MODELSYNC_S3_REGION'],
   ['--s3-addressing', 'MODELSYNC_S3_ADDRESSING'],
   ['--s3-anonymous', 'MODELSYNC_S3_ANONYMOUS'],
+  ['--ca-bundle', 'MODELSYNC_CA_BUNDLE'],
+  ['--progress-interval-ms', 'MODELSYNC_PROGRESS_INTERVAL_MS'],
   ['--load-timeout-ms', 'MODELSYNC_LOAD_TIMEOUT_MS'],
   ['--retry-base-ms', 'MODELSYNC_RETRY_BASE_MS'],
   ['--retry-max-ms', 'MODELSYNC_RETRY_MAX_MS'],
@@ -123,7 +125,28 @@ describe('modelsync --dry-run --once', () => {
         .map((l) => `${l}\n`)
         .join(''),
     );
-    expect(jsonLines(result.stderr).filter((line) => levelOf(line) >= 40)).toEqual([]);
+    // The only warnings: models whose scheme (s3) this build may not serve yet.
+    const warnings = jsonLines(result.stderr).filter((line) => levelOf(line) >= 40);
+    expect(warnings.map((line) => line['msg'])).toEqual(
+      warnings.map(() => 'no storage provider serves s3://; the model will fail'),
+    );
+  });
+
+  it('warns on stderr about a model whose storage scheme no provider serves, and still prints its Add', async () => {
+    const hdfs = { storageUri: 'hdfs://namenode/m4?token=s3cr3t', framework: 'onnx' };
+    const result = await runCli(['--config-dir', configMap(modelsJson({ m4: hdfs })), '--dry-run', '--once']);
+    expect(result.code).toBe(0);
+    expect(result.stdout.lines).toHaveLength(1);
+    const warnings = jsonLines(result.stderr).filter((line) => levelOf(line) === 40);
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        model: 'm4',
+        scheme: 'hdfs',
+        storageUri: 'hdfs://namenode/m4',
+        msg: 'no storage provider serves hdfs://; the model will fail',
+      }),
+    ]);
+    expect(result.stderr.text).not.toContain('s3cr3t');
   });
 
   it('prints storage URIs without their user info or query string (stdout often lands in CI logs)', async () => {

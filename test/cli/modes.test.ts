@@ -77,6 +77,7 @@ describe('capabilities', () => {
       'configSource',
       'download',
       'journal',
+      'servedSchemes',
       'server',
       'store',
     ]);

@@ -1,8 +1,7 @@
-/** Tests of httpStorage's limits on real servers: the model cap, the minimum rate, bodies cut short, bad ports. */
+/** Tests of httpStorage's limits on real servers: the model cap, the minimum rate, bodies cut short. */
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { defaultDownloadLimits, type DownloadLimits } from '../../src/edge/download-limits';
-import { fetchBadPorts } from '../../src/edge/http-call';
 import { httpStorage } from '../../src/edge/storage-http';
 import { writeRepeated } from '../../src/testing/http-server';
 import { effectError } from '../helpers/effect-error';
@@ -164,30 +163,5 @@ describe('httpStorage limits', () => {
         expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
       }
     });
-  });
-
-  it.each([6000, 10080, 1])(
-    'fails permanently on port %i, which fetch refuses to connect to',
-    async (port) => {
-      const error = await effectError(
-        httpStorage().download(`http://127.0.0.1:${port}/m?sig=secret`, target, never),
-      );
-      expect(error).toMatchObject({ kind: 'invalid-uri', retryable: false });
-      expect(error.message).toBe(
-        `GET http://127.0.0.1:${port}/m: port ${port} is one fetch never connects to (the Fetch standard's "bad ports"); serve it on another port`,
-      );
-    },
-  );
-
-  it('knows the ports this fetch refuses: each listed one fails with "bad port" before connecting', async () => {
-    const refused = await Promise.all(
-      [...fetchBadPorts].map((port) =>
-        fetch(`http://127.0.0.1:${port}/`).then(
-          () => undefined,
-          (error: { cause?: { message?: string } }) => error.cause?.message === 'bad port',
-        ),
-      ),
-    );
-    expect(refused.every(Boolean)).toBe(true);
   });
 });

@@ -113,10 +113,11 @@ const collect = (stream: NodeJS.ReadableStream, onLine: (line: string) => void):
 export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}): CliProcess => {
   const script = options.cliPath ?? cliPath;
   if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first`);
-  const env: NodeJS.ProcessEnv = {
-    ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('MODELSYNC_'))),
-    ...options.env,
-  };
+  // Neither the developer's MODELSYNC_* settings nor their proxy (the tests' servers are on 127.0.0.1) leak in.
+  const inherited = Object.entries(process.env).filter(
+    ([key]) => !key.startsWith('MODELSYNC_') && !/^(https?|no)_proxy$/i.test(key),
+  );
+  const env: NodeJS.ProcessEnv = { ...Object.fromEntries(inherited), ...options.env };
   const child = spawn(process.execPath, [script, ...args], { env, stdio: 'pipe' });
   const logs: LogLine[] = [];
   const otherLines: string[] = [];

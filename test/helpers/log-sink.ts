@@ -17,3 +17,12 @@ export class LogSink extends Writable {
     return this.lines.filter((line) => line.msg.includes(text));
   }
 }
+
+/** A logger stand-in that keeps its warn lines (fields and message), for operators that take `Pick<Logger, 'warn'>`. */
+export const recordWarnings = () => {
+  const lines: Array<{ fields: Record<string, unknown>; message: string }> = [];
+  return {
+    lines,
+    log: { warn: (fields: Record<string, unknown>, message: string) => void lines.push({ fields, message }) },
+  };
+};

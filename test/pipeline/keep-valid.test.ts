@@ -4,23 +4,16 @@ import { invalidConfig, type ConfigError } from '../../src/core/errors';
 import type { Snapshot } from '../../src/core/snapshot';
 import { keepValid } from '../../src/pipeline/keep-valid';
 import { snap, spec } from '../helpers/fixtures';
+import { recordWarnings } from '../helpers/log-sink';
 import { runMarbles } from '../helpers/marbles';
 
 const good = snap({ m1: spec('s3://b/m1') });
 const bad = invalidConfig('/cfg/models.json', ['[0].modelSpec.memory: expected a quantity']);
 const results: Record<string, Either<ConfigError, Snapshot>> = { g: E.right(good), b: E.left(bad) };
 
-const recorder = () => {
-  const lines: Array<{ fields: Record<string, unknown>; message: string }> = [];
-  return {
-    lines,
-    log: { warn: (fields: Record<string, unknown>, message: string) => void lines.push({ fields, message }) },
-  };
-};
-
 describe('keepValid', () => {
   it('passes good snapshots on and drops a rejected config after one warn line naming the file and field', () => {
-    const { lines, log } = recorder();
+    const { lines, log } = recordWarnings();
     runMarbles(({ cold, expectObservable }) => {
       expectObservable(cold('gbg|', results).pipe(keepValid(log as never))).toBe('g-g|', { g: good });
     });
@@ -32,19 +25,21 @@ describe('keepValid', () => {
   it('completes without emitting when the source is empty', () =>
     runMarbles(({ cold, expectObservable }) => {
       expectObservable(
-        cold<Either<ConfigError, Snapshot>>('|').pipe(keepValid(recorder().log as never)),
+        cold<Either<ConfigError, Snapshot>>('|').pipe(keepValid(recordWarnings().log as never)),
       ).toBe('|');
     }));
 
   it('passes an error through', () =>
     runMarbles(({ cold, expectObservable }) => {
-      expectObservable(cold('g#', results).pipe(keepValid(recorder().log as never))).toBe('g#', { g: good });
+      expectObservable(cold('g#', results).pipe(keepValid(recordWarnings().log as never))).toBe('g#', {
+        g: good,
+      });
     }));
 
   it('unsubscribes from the source when unsubscribed', () =>
     runMarbles(({ cold, expectObservable, expectSubscriptions }) => {
       const source = cold('g-g-g', results);
-      expectObservable(source.pipe(keepValid(recorder().log as never)), '^-!').toBe('g', { g: good });
+      expectObservable(source.pipe(keepValid(recordWarnings().log as never)), '^-!').toBe('g', { g: good });
       expectSubscriptions(source.subscriptions).toBe('^-!');
     }));
 });

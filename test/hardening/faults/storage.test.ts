@@ -185,7 +185,6 @@ describe('storage faults', () => {
   });
 
   it.each([
-    ['a port fetch refuses', 'http://127.0.0.1:6000/m.bin', 'invalid-uri', 'bad ports'],
     ['a path under /proc', '/proc/self/environ', 'refused', 'it lies under /proc'],
     ['a path outside the local roots', '/etc/hostname', 'refused', 'outside --local-storage-roots'],
   ])('fails for good, at once, %s', async (_label, uri, errorKind, why) => {

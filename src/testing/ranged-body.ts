@@ -1,0 +1,117 @@
+/** rangedBody: an HTTP handler serving a large generated body with ETag and Range/If-Range, and cuts on demand. */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** What the body is and how the server misbehaves. */
+export interface RangedBodyOptions {
+  /** Bytes in the body. */
+  readonly size: number;
+  /** The body is this block repeated (cut at `size`); default 64 KiB of a byte pattern. */
+  readonly block?: Buffer;
+  /** The ETag sent (a quoted string); null sends none. Default `"v1"`. */
+  readonly etag?: string | null;
+  /** A Last-Modified date to send, if any. */
+  readonly lastModified?: string;
+  /** false: ignore Range headers and always send the whole body with 200 (a server without range support). */
+  readonly ranges?: boolean;
+  readonly contentType?: string;
+}
+
+/** One request the handler answered. */
+export interface RangedRequest {
+  readonly range: string | undefined;
+  readonly ifRange: string | undefined;
+  readonly status: number;
+}
+
+/** The handler, what it was asked, and its switches. */
+export interface RangedBody {
+  readonly handle: (request: IncomingMessage, response: ServerResponse) => void;
+  readonly requests: ReadonlyArray<RangedRequest>;
+  /** Closes the connection once the body has been sent up to each of these offsets of the whole body, in order. */
+  cutAt(...offsets: number[]): void;
+  /** From now on the body is another version (new ETag): a resume with the old one gets the whole body. */
+  change(etag: string): void;
+}
+
+/** The default block of a rangedBody: 64 KiB of a byte pattern. */
+export const patternBlock = Buffer.from(
+  Array.from({ length: 64 * 1024 }, (_, i) => (i * 7 + (i >> 8)) % 251),
+);
+
+/** The bytes `from` (inclusive) to `to` (exclusive) of `block` repeated. */
+export const repeatedSlice = (block: Buffer, from: number, to: number): Buffer => {
+  const parts: Buffer[] = [];
+  for (let at = from; at < to;) {
+    const inBlock = at % block.length;
+    const take = Math.min(block.length - inBlock, to - at);
+    parts.push(block.subarray(inBlock, inBlock + take));
+    at += take;
+  }
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+};
+
+const rangeStart = (header: string | undefined, size: number): number | undefined => {
+  const match = /^bytes=(\d+)-$/.exec(header ?? '');
+  const start = match === null ? undefined : Number(match[1]);
+  return start !== undefined && start < size ? start : undefined;
+};
+
+/**
+ * Serves `options.size` bytes of a repeated block as fast as the client drains them, honouring `Range: bytes=n-`
+ * when `If-Range` (if sent) matches the current ETag or Last-Modified, and dropping the connection at the offsets
+ * given to `cutAt`: a storage server whose transfers break and resume.
+ */
+export const rangedBody = (options: RangedBodyOptions): RangedBody => {
+  const { size, lastModified } = options;
+  const block = options.block ?? patternBlock;
+  let etag = options.etag === undefined ? '"v1"' : options.etag;
+  const cuts: number[] = [];
+  const requests: RangedRequest[] = [];
+
+  const handle = (request: IncomingMessage, response: ServerResponse): void => {
+    const range = request.headers.range;
+    const ifRange = request.headers['if-range'] as string | undefined;
+    const validatorMatches = ifRange === undefined || ifRange === etag || ifRange === lastModified;
+    const ranged = options.ranges !== false && validatorMatches ? rangeStart(range, size) : undefined;
+    const start = ranged ?? 0;
+    const status = ranged !== undefined ? 206 : 200;
+    requests.push({ range, ifRange, status });
+    response.writeHead(status, {
+      'content-type': options.contentType ?? 'application/octet-stream',
+      'content-length': size - start,
+      'accept-ranges': options.ranges === false ? 'none' : 'bytes',
+      ...(etag !== null ? { etag } : {}),
+      ...(lastModified !== undefined ? { 'last-modified': lastModified } : {}),
+      ...(status === 206 ? { 'content-range': `bytes ${start}-${size - 1}/${size}` } : {}),
+    });
+    const cut = cuts.length > 0 && cuts[0]! > start ? cuts.shift() : undefined;
+    const end = cut ?? size;
+    let at = start;
+    const pump = (): void => {
+      while (at < end && !response.destroyed) {
+        const next = Math.min(end, at + block.length);
+        const chunk = repeatedSlice(block, at, next);
+        at = next;
+        if (at === end && cut !== undefined) {
+          response.write(chunk, () => response.socket?.end());
+          return;
+        }
+        if (!response.write(chunk)) {
+          response.once('drain', pump);
+          return;
+        }
+      }
+      if (cut === undefined) response.end();
+    };
+    pump();
+  };
+
+  return {
+    handle,
+    requests,
+    cutAt: (...offsets) => cuts.push(...offsets),
+    change: (next) => {
+      etag = next;
+    },
+  };
+};
