@@ -1,6 +1,6 @@
 /** The composition root: the pipeline from config-dir events to ModelOps (and, with a loader, to results). */
 import type { Either } from 'fp-ts/Either';
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import {
   connect,

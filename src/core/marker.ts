@@ -1,5 +1,5 @@
 /** The SUCCESS marker of an installed model: its KServe-compatible content and the identity its name hashes. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import { formatValidationErrors } from './decode-config';
 import { describeJsonProblem, parseJson } from './json';
 import { ModelSpec } from './model-config';

@@ -1,5 +1,5 @@
 /** readConfig: reads models.json at each trigger, one read at a time; a read that errors is a failed read. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import { catchError, Observable, of, type OperatorFunction } from 'rxjs';
 import { configFileName } from '../core/config-files';
 import { errorCode, errorMessage, readFailed } from '../core/errors';
