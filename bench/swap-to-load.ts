@@ -1,14 +1,15 @@
 /** Suite swap-to-load: the real agent process, from a kubelet `..data` swap adding a model to the server's load request. */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { atomicWrite } from '../src/testing/atomic-writer';
+import { startHttpServer } from '../src/testing/http-server';
 import { seededRandom } from '../src/testing/seeded-random';
 import { startV2ModelServer, type V2Request } from '../src/testing/v2-model-server';
 import { sleep, withTimeout } from '../src/testing/wait';
 import { startCli, type CliProcess } from '../test/helpers/cli-process';
-import { round3, summarize, type Row, type Suite, type SuiteResult } from './suite';
+import { round3, summarize, type Check, type Row, type Suite, type SuiteResult } from './suite';
 
 const swaps = 200;
 const warmupSwaps = 10;
@@ -19,15 +20,16 @@ const modelFileBytes = 4096;
 
 // Built by `npm run bench` from the same sources as this suite (dist/ may be stale or missing).
 const cliPath = path.join(__dirname, '..', 'src', 'cli.js');
+const floorPath = path.join(__dirname, 'floor-watcher.js');
 
 const modelName = (index: number): string => `model-${String(index).padStart(4, '0')}`;
 
-/** models.json listing models 0..count-1, each stored in its own tiny dir under `sources`. */
-const modelsJson = (count: number, sources: string): string =>
+/** models.json listing models 0..count-1, each one tiny file on the http store at `store`. */
+const modelsJson = (count: number, store: string): string =>
   JSON.stringify(
     Array.from({ length: count }, (_, i) => ({
       modelName: modelName(i),
-      modelSpec: { storageUri: path.join(sources, modelName(i)), framework: 'sklearn', memory: '100Mi' },
+      modelSpec: { storageUri: `${store}/${modelName(i)}/model.bin`, framework: 'sklearn', memory: '100Mi' },
     })),
   );
 
@@ -77,6 +79,7 @@ interface Phase {
 
 interface PhaseResult {
   readonly phase: Phase;
+  readonly lane: Lane['name'];
   /** Swap (atomicWrite returned) to the load request, ms. */
   readonly latencies: number[];
   /** From atomicWrite's rename of `..data` (the swap itself) to its return, ms. */
@@ -89,72 +92,98 @@ interface PhaseResult {
   wallSeconds: number;
 }
 
-const runPhase = async (phase: Phase): Promise<PhaseResult> => {
-  const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-swap-'));
-  const configDir = path.join(root, 'config');
-  const modelDir = path.join(root, 'models');
-  const sources = path.join(root, 'sources');
-  const total = 1 + warmupSwaps + swaps;
-  for (let i = 0; i < total; i++) {
-    mkdirSync(path.join(sources, modelName(i)), { recursive: true });
-    writeFileSync(path.join(sources, modelName(i), 'model.bin'), Buffer.alloc(modelFileBytes, i % 251));
-  }
+/** One watcher under test: its config dir, its model server stand-in and its process. */
+interface Lane {
+  readonly name: 'modelsync' | 'floor';
+  readonly configDir: string;
+  readonly modelDir: string;
+  readonly serverUrl: string;
+  readonly loads: ReturnType<typeof loadArrivals>;
+  readonly close: () => Promise<void>;
+  process?: CliProcess;
+}
+
+const startLane = async (name: Lane['name'], root: string, store: string): Promise<Lane> => {
+  const configDir = path.join(root, name, 'config');
+  const modelDir = path.join(root, name, 'models');
+  mkdirSync(modelDir, { recursive: true });
   const loads = loadArrivals();
-  const standIn = await startV2ModelServer({ modelDir, onRequest: loads.observe });
-  atomicWrite(configDir, { 'models.json': modelsJson(1, sources) });
-  const agent = startCli(
+  const standIn = await startV2ModelServer({
+    ...(name === 'modelsync' ? { modelDir } : {}),
+    onRequest: loads.observe,
+  });
+  atomicWrite(configDir, { 'models.json': modelsJson(1, store) });
+  return { name, configDir, modelDir, serverUrl: standIn.url, loads, close: () => standIn.close() };
+};
+
+const runPhase = async (phase: Phase): Promise<PhaseResult[]> => {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-swap-'));
+  const total = 1 + warmupSwaps + swaps;
+  const files = Array.from({ length: total }, (_, i) => Buffer.alloc(modelFileBytes, i % 251));
+  const store = await startHttpServer((req, res) => {
+    const index = Number(/model-(\d+)/.exec(req.url ?? '')?.[1] ?? NaN);
+    const body = files[index];
+    if (body === undefined) return void res.writeHead(404).end();
+    res.writeHead(200, { 'content-length': body.length }).end(body);
+  });
+  const lanes = [await startLane('modelsync', root, store.url), await startLane('floor', root, store.url)];
+  const [modelsync, floor] = lanes as [Lane, Lane];
+  modelsync.process = startCli(
     [
-      '--config-dir',
-      configDir,
-      '--model-dir',
-      modelDir,
-      '--server-url',
-      standIn.url,
-      '--log-level',
-      phase.logLevel,
-      '--local-storage-roots',
-      sources,
+      ...['--config-dir', modelsync.configDir, '--model-dir', modelsync.modelDir],
+      ...['--server-url', modelsync.serverUrl, '--log-level', phase.logLevel],
     ],
     { cliPath },
   );
+  floor.process = startCli([floor.configDir, floor.modelDir, floor.serverUrl], {
+    cliPath: floorPath,
+  });
   const random = seededRandom(phase.seed); // the same gaps every run
-  const result: PhaseResult = {
-    phase,
-    latencies: [],
-    renameToReturnMs: [],
-    reaction: [],
-    download: [],
-    toRequest: [],
-    warnings: 0,
-    wallSeconds: 0,
-  };
+  const results = new Map(
+    lanes.map((lane): [Lane, PhaseResult] => [
+      lane,
+      {
+        phase,
+        lane: lane.name,
+        latencies: [],
+        renameToReturnMs: [],
+        reaction: [],
+        download: [],
+        toRequest: [],
+        warnings: 0,
+        wallSeconds: 0,
+      },
+    ]),
+  );
   const started = performance.now();
+  const swapTimes: number[] = [];
   try {
-    await loads.next(modelName(0), startTimeoutMs);
-    const swapTimes: number[] = [];
+    for (const lane of lanes) await lane.loads.next(modelName(0), startTimeoutMs);
     for (let i = 1; i < total; i++) {
-      const text = modelsJson(i + 1, sources);
-      let renamed = 0;
-      atomicWrite(
-        configDir,
-        { 'models.json': text },
-        {
-          onStep: (step) => {
-            if (step === 'rename') renamed = performance.now();
-          },
-        },
-      );
-      const t0 = performance.now();
-      const arrival = await loads.next(modelName(i), swapTimeoutMs);
-      if (i > warmupSwaps) {
-        result.latencies.push(arrival - t0);
-        result.renameToReturnMs.push(t0 - renamed);
-        swapTimes[i] = t0;
+      // Interleaved, the order alternating: both see the same machine at the same moments.
+      for (const lane of i % 2 === 0 ? lanes : [...lanes].reverse()) {
+        const result = results.get(lane)!;
+        let renamed = 0;
+        atomicWrite(
+          lane.configDir,
+          { 'models.json': modelsJson(i + 1, store.url) },
+          { onStep: (step) => void (step === 'rename' && (renamed = performance.now())) },
+        );
+        const t0 = performance.now();
+        const arrival = await lane.loads.next(modelName(i), swapTimeoutMs);
+        if (i > warmupSwaps) {
+          result.latencies.push(arrival - t0);
+          result.renameToReturnMs.push(t0 - renamed);
+          if (lane === modelsync) swapTimes[i] = t0;
+        }
+        await sleep(phase.gapMs.min + random() * (phase.gapMs.max - phase.gapMs.min));
       }
-      await sleep(phase.gapMs.min + random() * (phase.gapMs.max - phase.gapMs.min));
     }
-    result.wallSeconds = (performance.now() - started) / 1000;
-    result.warnings = agent.logs.filter((log) => log.level >= 40).length;
+    const wallSeconds = (performance.now() - started) / 1000;
+    for (const result of results.values()) result.wallSeconds = wallSeconds;
+    const agent = modelsync.process;
+    const mine = results.get(modelsync)!;
+    mine.warnings = agent.logs.filter((log) => log.level >= 40).length;
     if (phase.logLevel === 'info') {
       // Agent log times are its Date.now() (whole ms); put the bench's instants on the same wall clock.
       const wall = (at: number): number => performance.timeOrigin + at;
@@ -165,19 +194,23 @@ const runPhase = async (phase: Phase): Promise<PhaseResult> => {
         const loading = first('model loading', modelName(i));
         if (downloading === undefined || loading === undefined) continue;
         const t0 = wall(swapTimes[i]!);
-        result.reaction.push(downloading - t0);
-        result.download.push(loading - downloading);
-        result.toRequest.push(t0 + result.latencies[i - warmupSwaps - 1]! - loading);
+        mine.reaction.push(downloading - t0);
+        mine.download.push(loading - downloading);
+        mine.toRequest.push(t0 + mine.latencies[i - warmupSwaps - 1]! - loading);
       }
     }
-    return result;
+    return [...results.values()];
   } catch (error) {
-    throw new Error(`${String(error)}\nagent output (last lines):\n${agent.transcript(10)}`, {
-      cause: error,
-    });
+    const transcripts = lanes
+      .map((lane) => `${lane.name}:\n${lane.process?.transcript(10) ?? ''}`)
+      .join('\n');
+    throw new Error(`${String(error)}\noutput (last lines):\n${transcripts}`, { cause: error });
   } finally {
-    await stop(agent);
-    await standIn.close();
+    for (const lane of lanes) {
+      if (lane.process !== undefined) await stop(lane.process);
+      await lane.close();
+    }
+    await store.close();
     rmSync(root, { recursive: true, force: true });
   }
 };
@@ -194,7 +227,7 @@ export const swapToLoadSuite: Suite = {
   description:
     `Latency from a kubelet ConfigMap swap that adds one model (atomicWrite of models.json) to the model ` +
     `server's load request for it, over ${swaps} swaps, with the real agent process (node src/cli.js), the V2 ` +
-    'stand-in server and local storage.',
+    'stand-in server and http storage, interleaved with a floor watcher (bare fs.watch + GET + POST).',
   run: async (): Promise<SuiteResult> => {
     if (!existsSync(cliPath)) {
       return { skipped: `${cliPath} is missing: run through \`npm run bench\``, rows: [] };
@@ -202,13 +235,14 @@ export const swapToLoadSuite: Suite = {
     const results: PhaseResult[] = [];
     for (const phase of phases) {
       console.log(`  ${phase.label}: ${warmupSwaps} warm-up + ${swaps} swaps`);
-      results.push(await runPhase(phase));
+      results.push(...(await runPhase(phase)));
     }
     const rows: Row[] = results.flatMap((result) => {
       const stats = (what: string, samples: number[], extra: Row = {}): Row => {
         const summary = summarize(samples);
         return {
           run: result.phase.label,
+          watcher: result.lane,
           interval: what,
           runs: summary.runs,
           medianMs: summary.median,
@@ -233,18 +267,48 @@ export const swapToLoadSuite: Suite = {
       ];
     });
     const renameToReturn = summarize(results.flatMap((result) => result.renameToReturnMs));
+    // P1 (issue #10): median ≤ floor + 1.5 ms and ≤ 1.3× the floor; p99 ≤ floor's p99 + 3 ms, judged on runs where
+    // the floor's own p99 ≤ 10 ms (a floor slower than that says the machine was busy, not which watcher is).
+    const checks: Check[] = phases.map((phase) => {
+      const of = (lane: Lane['name']) =>
+        summarize(results.find((r) => r.phase === phase && r.lane === lane)?.latencies ?? [0]);
+      const mine = of('modelsync');
+      const floor = of('floor');
+      const floorP99 = floor.p99 ?? floor.max;
+      const p99 = mine.p99 ?? mine.max;
+      const judged = floorP99 <= 10;
+      return {
+        name: `P1 swap → load request vs floor (${phase.label})`,
+        medianMs: mine.median,
+        floorMedianMs: floor.median,
+        medianRatio: round3(mine.median / floor.median),
+        p99Ms: p99,
+        floorP99Ms: floorP99,
+        judgedOnP99: judged,
+        withinBudget:
+          mine.median <= floor.median + 1.5 &&
+          mine.median <= 1.3 * floor.median &&
+          (!judged || p99 <= floorP99 + 3),
+      };
+    });
     return {
       rows,
+      checks,
       notes: [
         'Each swap: atomicWrite (the kubelet AtomicWriter emulator, synchronous) of models.json with one model ' +
           'more than before; the clock starts when it returns and stops when the stand-in (in the bench ' +
           "process) receives POST .../load for the new model, taken from the stand-in's onRequest hook " +
           `(sub-ms, no polling). The next swap follows that request after the run's random gap; ${warmupSwaps} ` +
           'warm-up swaps are not counted.',
-        'Agent flags: --config-dir --model-dir --server-url --log-level --local-storage-roots, defaults otherwise (inotify, settle ' +
-          `${settleMs} ms, download 4, load 2). Each model is one ${modelFileBytes / 1024} KiB file in its own ` +
-          'local dir; the copy is flushed (fsync of file, dirs and marker) before the rename into place, and the ' +
-          'load journal entry is fsynced before the request.',
+        'Agent flags: --config-dir --model-dir --server-url --log-level, defaults otherwise (fs.watch, settle ' +
+          `${settleMs} ms, download 4, load 2). Each model is one ${modelFileBytes / 1024} KiB file on an http ` +
+          'server in the bench process; the download is flushed (fsync of file, dirs and marker) before the ' +
+          'rename into place, and the load journal entry is fsynced before the request.',
+        'The floor (bench/floor-watcher.ts, its own process) is the least a sidecar can do: a bare fs.watch of the ' +
+          'config dir; at `..data`, read models.json, GET each new model over keep-alive http, write it, POST the ' +
+          "load; no validation, durability or retries. Its swaps interleave with modelsync's (the order " +
+          'alternating per swap), each on its own config dir and stand-in, so both see the machine at the same ' +
+          "moments. The checks are issue #10's P1 target.",
         'The split rows come from the info runs: the agent logs `model downloading` and `model loading` with its ' +
           'Date.now() (whole ms), so they are accurate to about 1 ms; per swap the three parts add up to its swap → load request. ' +
           'swap → model downloading can be negative: the agent may see the new `..data` before atomicWrite ' +

@@ -1,6 +1,6 @@
 /** The composition root: the pipeline from config-dir events to ModelOps (and, with a loader, to results). */
 import type { Either } from 'fp-ts/Either';
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import {
   connect,
@@ -26,7 +26,7 @@ import { coalesceBursts } from './pipeline/coalesce-bursts';
 import { decodeSnapshot } from './pipeline/decode-snapshot';
 import { keepValid } from './pipeline/keep-valid';
 import { readConfig } from './pipeline/read-config';
-import { selectConfigEvents } from './pipeline/select-config-events';
+import { announcesNewContent, selectConfigEvents } from './pipeline/select-config-events';
 import { skipUnchangedReads } from './pipeline/skip-unchanged-reads';
 import { toModelOps } from './pipeline/to-model-ops';
 import { logUnservedModels, warnUnservedSchemes } from './pipeline/warn-unserved-schemes';
@@ -65,7 +65,7 @@ export const acceptedSnapshots = (
   deps.configSource.events$.pipe(
     selectConfigEvents(),
     startWith(startTrigger),
-    coalesceBursts({ quietMs: deps.settleMs }, deps.scheduler),
+    coalesceBursts({ quietMs: deps.settleMs, isDirect: announcesNewContent }, deps.scheduler),
     readConfig(deps.configSource.read),
     skipUnchangedReads(),
     decodeSnapshot(),

@@ -1,5 +1,5 @@
 /** The CLI's two modes as Observables of output: print the ops (`--dry-run`), or keep the models in sync. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import { defer, EMPTY, from, map, mergeMap, of, type Observable } from 'rxjs';
 import { currentModelOps, modelOps } from './app';

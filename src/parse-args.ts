@@ -3,7 +3,7 @@
  * usage error to print instead. Pure: it reads only its arguments (commander is told not to touch process.*).
  */
 import { Command, CommanderError, Option } from 'commander';
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import type * as t from 'io-ts';
 import {
   AppConfig,

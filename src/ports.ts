@@ -89,8 +89,9 @@ export interface ModelStore {
   /** Creates `M` if missing, deletes temporary dirs and dirs without a valid marker, returns what is installed. */
   recover(): Promise<Snapshot>;
   /**
-   * Lets `fill` write the model into a temporary sibling dir, flushes it, writes the marker last and renames it
-   * into place as `M/<name>`. A previous version is moved aside, not deleted, until `dropReplaced`.
+   * Lets `fill` write the model into a temporary sibling dir, writes the marker (with the manifest of the files)
+   * last and renames it into place as `M/<name>`; the dir is flushed in the background. A previous version is
+   * moved aside, not deleted, until `dropReplaced` (which waits for that flush).
    */
   install(
     name: ModelName,

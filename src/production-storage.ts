@@ -1,5 +1,5 @@
 /** Storage wiring: every provider an AppConfig asks for (file, http(s), S3, GCS, Azure Blob) on one Network. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import type { AppConfig } from './core/app-config';
 import { downloadLimitsOf, type DownloadLimits } from './edge/download-limits';

@@ -1,5 +1,5 @@
 /** Production wiring: the real edges (capabilities) and the agent settings an AppConfig asks for. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import type { AppConfig } from './core/app-config';
 import { parseHostHeaders } from './core/storage-uri';

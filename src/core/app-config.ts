@@ -3,7 +3,7 @@
  * The CLI's options (`src/parse-args.ts`), the AppConfig codec and the flags table of docs/operating.md are
  * all made from `flagTable`.
  */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import * as t from 'io-ts';
 import { absolutePaths, byteCount, httpUrl, integerIn, nonEmpty, oneOf } from './setting-codecs';
 

@@ -1,5 +1,5 @@
 /** decodeConfig: the text of models.json to a Snapshot, or a ConfigError naming the file and each bad field. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import * as t from 'io-ts';
 import { errorMessage, invalidConfig, invalidJson, type ConfigError } from './errors';
 import { parseJson, previewJson, withCountOfMore } from './json';

@@ -1,5 +1,5 @@
 /** The load journal's records: one JSON array a line, `["starting","<model>"]` before a load, `["confirmed","<model>"]` after. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import { parseJson } from './json';
 import { modelNameProblem, type ModelName } from './model-name';
 

@@ -1,5 +1,5 @@
 /** jsonText: the bytes of a JSON file as text, if they are UTF-8 (RFC 8259 §8.1), or what they are instead. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 

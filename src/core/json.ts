@@ -1,5 +1,5 @@
 /** parseJson and previewJson: JSON in, checked for what JSON.parse lets through; any value out, in bounded text. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import { structureProblems } from './json-structure';
 import { jsonSyntaxError } from './json-syntax';
 

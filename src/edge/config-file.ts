@@ -1,5 +1,5 @@
 /** readConfigFile: models.json read safely (only a regular file, bounded in size and time), as UTF-8 text. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';

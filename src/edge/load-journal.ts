@@ -27,8 +27,10 @@ export const loadJournalFileName = '.modelsync-journal';
 const compactAboveBytes = 1024 * 1024;
 
 /**
- * The load journal of the model dir `root` (one agent per model dir). `starting` appends a record and fdatasyncs
- * it; `confirmed` appends one without a sync (losing it costs one redundant reload). The first use reads the file
+ * The load journal of the model dir `root` (one agent per model dir). `starting` and `confirmed` append a record,
+ * never flushed: a killed process or restarted container loses nothing the page cache holds, and a power loss
+ * restarts the model server too, so no load it reports survives to be confirmed (losing a `confirmed` costs one
+ * redundant reload). The first use reads the file
  * (a torn last line and bad lines are skipped), migrates the 0.1 journal dir and forgets models whose dir is
  * gone. Whatever sits at the journal's path that modelsync did not write (a link, a dir, a FIFO, a file with
  * other hard links) is logged and replaced, never followed; a journal swapped or deleted meanwhile is written anew.
@@ -127,10 +129,8 @@ export const loadJournal = (options: { readonly root: string; readonly log?: Log
     await target.handle.writeFile(text);
     tornTail = false;
     target.size += Buffer.byteLength(text);
-    if (event === 'starting') {
-      await target.handle.datasync();
-      pending.add(name);
-    } else pending.delete(name);
+    if (event === 'starting') pending.add(name);
+    else pending.delete(name);
     if (target.size > compactAboveBytes) await compact();
   };
 

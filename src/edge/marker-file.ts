@@ -5,7 +5,7 @@ import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isLeft } from 'fp-ts/Either';
 import { errorMessage } from '../core/errors';
-import { canonicalSpecJson, decodeMarker, markerPrefix, specIdentityJson } from '../core/marker';
+import { decodeMarker, markerJson, markerPrefix, specIdentityJson, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
 import { step } from './durable-fs';
 import { entryKind, readNoFollow, type OpenDir } from './no-follow';
@@ -20,14 +20,16 @@ const markerName = (spec: ModelSpec): string =>
 /** True for a top-level entry name that a reader of the dir would take for a marker (ours or KServe's). */
 export const isMarkerName = (name: string): boolean => name.startsWith(markerPrefix);
 
-/** Writes and flushes the marker of `spec` into the held dir `dir`; it must not exist yet. */
-export const writeMarker = (dir: OpenDir, spec: ModelSpec): Promise<void> => {
+/**
+ * Writes the marker of `spec`, with the manifest of the files beside it, into the held dir `dir`; it must not exist
+ * yet. Not flushed here: the install flushes the whole dir once it is in place (see model-dir.ts).
+ */
+export const writeMarker = (dir: OpenDir, spec: ModelSpec, files: FileManifest): Promise<void> => {
   const name = markerName(spec);
   return step(`cannot write the marker ${join(dir.path, name)}`, async () => {
     const handle = await open(`${dir.ref}/${name}`, createNew, 0o644);
     try {
-      await handle.writeFile(canonicalSpecJson(spec));
-      await handle.sync();
+      await handle.writeFile(markerJson(spec, files));
     } finally {
       await handle.close();
     }
@@ -36,7 +38,13 @@ export const writeMarker = (dir: OpenDir, spec: ModelSpec): Promise<void> => {
 
 /** A model dir as found on disk. */
 export type DirState =
-  | { readonly _tag: 'Valid'; readonly file: string; readonly spec: ModelSpec }
+  | {
+      readonly _tag: 'Valid';
+      readonly file: string;
+      readonly spec: ModelSpec;
+      /** The files the marker says must be there (absent in a KServe or pre-0.3 marker). */
+      readonly files?: FileManifest;
+    }
   | { readonly _tag: 'NoMarker' }
   | { readonly _tag: 'Ambiguous'; readonly files: ReadonlyArray<string> }
   | { readonly _tag: 'Corrupt'; readonly file: string; readonly reason: string };
@@ -56,10 +64,10 @@ const readMarkerText = async (ref: string): Promise<string> => {
 
 const readMarker = async (ref: string, file: string): Promise<DirState> => {
   try {
-    const spec = decodeMarker(await readMarkerText(ref));
-    return isLeft(spec)
-      ? { _tag: 'Corrupt', file, reason: spec.left }
-      : { _tag: 'Valid', file, spec: spec.right };
+    const content = decodeMarker(await readMarkerText(ref));
+    return isLeft(content)
+      ? { _tag: 'Corrupt', file, reason: content.left }
+      : { _tag: 'Valid', file, ...content.right };
   } catch (cause) {
     return { _tag: 'Corrupt', file, reason: errorMessage(cause) };
   }

@@ -3,14 +3,16 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { EffectError, permanentError } from '../core/errors';
+import { manifestMismatch, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import { specEquals, specToJson } from '../core/snapshot';
 import type { Installed, ModelStore } from '../ports';
-import { forEachLimited, fsError, isMissing, step, syncPath } from './durable-fs';
+import { forEachLimited, fsError, isMissing, step } from './durable-fs';
+import { backgroundFlusher } from './background-flush';
 import type { Logger } from './logger';
 import { describeFound, inspectEntry, type Found } from './model-dir-entry';
-import { isSameEntry, removeTree, type OpenDir } from './no-follow';
+import { fileSizes, isSameEntry, removeTree, withDir, type OpenDir } from './no-follow';
 import { createStagingDir, fillStagingDir, namingStaging, stagingTakenAway } from './staging-dir';
 
 /** Where the store lives and where it logs. */
@@ -81,14 +83,7 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     await removeTree(found.path);
   };
 
-  const syncRootQuietly = async (): Promise<void> => {
-    try {
-      await syncPath(root);
-    } catch (err) {
-      // The rename is done and visible; a lost rename after a crash is repaired by recover() and a re-download.
-      log.warn({ err, dir: root }, 'cannot flush the model dir');
-    }
-  };
+  const flushInstalled = backgroundFlusher(root, log);
 
   const restore = async (replaced: string, target: string): Promise<void> => {
     try {
@@ -122,9 +117,11 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
       await putBack();
       throw stagingTakenAway(dir.path);
     }
-    await syncRootQuietly();
+    // The old version is deleted only once the new one is on disk: a power loss in between leaves one of them whole.
+    const flushed = flushInstalled(target, dir.stats);
     return {
       dropReplaced: async () => {
+        await flushed;
         if (replaced !== undefined) await removeTree(replaced);
       },
     };
@@ -194,6 +191,16 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     }
   };
 
+  /** Why the files under `dir` are not those `files` lists, or undefined when they are (or cannot be read). */
+  const filesMismatch = async (dir: string, files: FileManifest): Promise<string | undefined> => {
+    try {
+      return manifestMismatch(files, await withDir(dir, fileSizes));
+    } catch (err) {
+      log.warn({ err, dir }, 'cannot check a model dir against its marker; keeping it');
+      return undefined;
+    }
+  };
+
   /** The spec installed in `M/<name>`, or undefined after removing whatever there holds no usable model. */
   const recoverModel = async (name: ModelName): Promise<ModelSpec | undefined> => {
     const dir = join(root, name);
@@ -213,8 +220,17 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     }
     const { state } = found;
     if (state._tag === 'Valid') {
-      log.info({ model: name, spec: specToJson(state.spec) }, 'model recovered');
-      return state.spec;
+      const mismatch = state.files === undefined ? undefined : await filesMismatch(dir, state.files);
+      if (mismatch === undefined) {
+        log.info({ model: name, spec: specToJson(state.spec) }, 'model recovered');
+        return state.spec;
+      }
+      log.warn(
+        { model: name, dir, mismatch },
+        'model files do not match their marker (cut short by a crash before they were flushed); deleting the model dir',
+      );
+      await deleteModelDir(dir, name);
+      return undefined;
     }
     if (found.foreign !== undefined) {
       log.info({ dir, found: found.foreign }, 'not a model dir modelsync owns; leaving it');

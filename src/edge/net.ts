@@ -5,7 +5,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { rootCertificates } from 'node:tls';
 import { Agent as RoutingBase, type AgentConnectOpts } from 'agent-base';
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import { HttpProxyAgent } from 'http-proxy-agent';
 import { HttpsProxyAgent } from 'https-proxy-agent';
 import { Agent, ProxyAgent, type Dispatcher } from 'undici';

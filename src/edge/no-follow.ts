@@ -127,21 +127,49 @@ const syncFile = (ref: string, path: string): Promise<void> =>
     }
   });
 
-/**
- * fsyncs every regular file under `dir`, then each dir bottom-up, `dir` last: data before the marker, so a marker
- * only ever sits beside complete files. Links and special files are not followed (their dir's fsync covers them).
- */
-export const syncTree = async (dir: OpenDir): Promise<void> => {
+/** What a tree walk does at each regular file and, once its entries are done, at each dir (the root last). */
+interface TreeVisit {
+  readonly file: (ref: string, relative: string, path: string) => Promise<void>;
+  readonly dirDone?: (dir: OpenDir) => Promise<void>;
+}
+
+/** Visits every regular file under `dir` (`fanOut` at a time) and every dir bottom-up; links are not followed. */
+const walkTree = async (dir: OpenDir, visit: TreeVisit, prefix = ''): Promise<void> => {
   const entries = await step(`cannot list ${dir.path}`, () => readdir(dir.ref, { withFileTypes: true }));
-  const files = entries.filter((entry) => entry.isFile());
-  await forEachLimited(files, fanOut, (entry) =>
-    syncFile(`${dir.ref}/${entry.name}`, join(dir.path, entry.name)),
+  await forEachLimited(
+    entries.filter((entry) => entry.isFile()),
+    fanOut,
+    (entry) => visit.file(`${dir.ref}/${entry.name}`, prefix + entry.name, join(dir.path, entry.name)),
   );
   for (const entry of entries.filter((e) => e.isDirectory())) {
     const child = join(dir.path, entry.name);
-    await step(`cannot flush ${child}`, () =>
-      withDir(`${dir.ref}/${entry.name}`, (sub) => syncTree({ ...sub, path: child })),
+    await step(`cannot read ${child}`, () =>
+      withDir(`${dir.ref}/${entry.name}`, (sub) =>
+        walkTree({ ...sub, path: child }, visit, `${prefix}${entry.name}/`),
+      ),
     );
   }
-  await step(`cannot flush ${dir.path}`, () => dir.handle.sync());
+  await visit.dirDone?.(dir);
+};
+
+/**
+ * fsyncs every regular file under `dir`, then each dir bottom-up, `dir` last. Links and special files are not
+ * followed (their dir's fsync covers them).
+ */
+export const syncTree = (dir: OpenDir): Promise<void> =>
+  walkTree(dir, {
+    file: (ref, _relative, path) => syncFile(ref, path),
+    dirDone: (done) => step(`cannot flush ${done.path}`, () => done.handle.sync()),
+  });
+
+/** The size of every regular file under `dir`, by path relative to it (`/`-separated); links are not followed. */
+export const fileSizes = async (dir: OpenDir): Promise<Map<string, number>> => {
+  const sizes = new Map<string, number>();
+  await walkTree(dir, {
+    file: async (ref, relative, path) => {
+      const info = await step(`cannot read ${path}`, () => lstat(ref));
+      if (info.isFile()) sizes.set(relative, info.size);
+    },
+  });
+  return sizes;
 };

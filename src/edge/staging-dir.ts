@@ -1,4 +1,4 @@
-/** A staging dir: made fresh beside the model dir, held open, filled through its handle, flushed and marked last. */
+/** A staging dir: made fresh beside the model dir, held open, filled through its handle, marked last. */
 import { mkdtemp, readdir } from 'node:fs/promises';
 import { EffectError, retryableError } from '../core/errors';
 import type { ModelSpec } from '../core/model-config';
@@ -6,7 +6,7 @@ import type { ModelName } from '../core/model-name';
 import { fsError, step } from './durable-fs';
 import type { Logger } from './logger';
 import { isMarkerName, writeMarker } from './marker-file';
-import { openDir, removeTree, syncTree, type OpenDir } from './no-follow';
+import { fileSizes, openDir, removeTree, type OpenDir } from './no-follow';
 
 // The model server usually runs as another user; mkdtemp creates 0700.
 const modelDirMode = 0o755;
@@ -63,8 +63,9 @@ export interface StagingFill {
 
 /**
  * Lets `fill` write the model into the held dir through its handle (a neighbour who swaps the staging path cannot
- * redirect the writes), drops marker look-alikes, flushes the files, then writes the marker, opens the dir to the
- * model server and flushes it.
+ * redirect the writes), drops marker look-alikes, then writes the marker with the manifest of the files (written
+ * last: a marker only ever sits beside complete files as far as a killed process is concerned) and opens the dir
+ * to the model server. Nothing is flushed here: the store flushes the dir once it is in place, off the load's path.
  */
 export const fillStagingDir = async (
   dir: OpenDir,
@@ -77,9 +78,8 @@ export const fillStagingDir = async (
   }
   signal.throwIfAborted();
   await dropBroughtMarkers(dir, name, log);
-  await syncTree(dir);
+  const files = await fileSizes(dir);
   signal.throwIfAborted();
-  await writeMarker(dir, spec);
+  await writeMarker(dir, spec, files);
   await step(`cannot chmod ${dir.path}`, () => dir.handle.chmod(modelDirMode));
-  await step(`cannot flush ${dir.path}`, () => dir.handle.sync());
 };

@@ -3,6 +3,7 @@ import {
   asyncScheduler,
   connect,
   debounceTime,
+  filter,
   merge,
   throttleTime,
   type MonoTypeOperatorFunction,
@@ -10,30 +11,44 @@ import {
 } from 'rxjs';
 
 /** How a burst is paced: the quiet time that ends it, and the least time between two reads during it. */
-export interface BurstPacing {
+export interface BurstPacing<T> {
   /** Quiet time after the last event before the trailing read; must exceed chokidar's 50 ms throttle. */
   readonly quietMs: number;
   /** At most one read per `spacingMs` while a burst goes on; default 20. */
   readonly spacingMs?: number;
+  /**
+   * Events that say the new content is in place (kubelet's `..data` swap, a `models.json` write): emitted at
+   * once, never held by the spacing. Default: none.
+   */
+  readonly isDirect?: (event: T) => boolean;
 }
+
+const never = (): boolean => false;
 
 /**
  * Emits the first event of a burst at once (no fixed delay before the first read: reaction time matters), then
  * at most one event per `spacingMs` while the burst goes on (so a quick second swap is read within `spacingMs`,
- * not only when the burst ends), and the burst's last event once nothing has arrived for `quietMs`. Why the
- * final one: chokidar drops a second `change` of a path within 50 ms, and an in-place write is caught truncated
- * at its first event, so only a read after the burst is guaranteed to see the final bytes.
+ * not only when the burst ends), and the burst's last event once nothing has arrived for `quietMs`. A direct
+ * event is emitted at once as well: a swap's first event is its `..<timestamp>` dir, read before the `..data`
+ * rename lands (the old version); held by the spacing, the `..data` event that follows would wait up to
+ * `spacingMs` for the read that sees the new version. Why the final one: chokidar drops a second `change` of a
+ * path within 50 ms, and an in-place write is caught truncated at its first event, so only a read after the
+ * burst is guaranteed to see the final bytes.
  */
 export const coalesceBursts =
   <T>(
-    { quietMs, spacingMs = 20 }: BurstPacing,
+    { quietMs, spacingMs = 20, isDirect = never }: BurstPacing<T>,
     scheduler: SchedulerLike = asyncScheduler,
   ): MonoTypeOperatorFunction<T> =>
   (event$) =>
     event$.pipe(
       connect((shared$) =>
         merge(
-          shared$.pipe(throttleTime(spacingMs, scheduler, { leading: true, trailing: true })),
+          shared$.pipe(filter(isDirect)),
+          shared$.pipe(
+            filter((event) => !isDirect(event)),
+            throttleTime(spacingMs, scheduler, { leading: true, trailing: true }),
+          ),
           shared$.pipe(debounceTime(quietMs, scheduler)),
         ),
       ),

@@ -1,5 +1,5 @@
 /** decodeSnapshot: the text of models.json to a Snapshot, or the ConfigError that says what is wrong. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import { map, type OperatorFunction } from 'rxjs';
 import { decodeConfig } from '../core/decode-config';
 import type { ConfigError } from '../core/errors';

@@ -1,5 +1,5 @@
 /** keepValid: logs a rejected config and drops it, so the previous good snapshot stays in force. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import { filter, map, tap, type OperatorFunction } from 'rxjs';
 import { describeConfigError, type ConfigError } from '../core/errors';

@@ -1,6 +1,6 @@
 /** selectConfigEvents: keeps the config-dir events that can mean models.json changed. */
 import { filter, type MonoTypeOperatorFunction } from 'rxjs';
-import { configFileName } from '../core/config-files';
+import { configFileName, dataLinkName } from '../core/config-files';
 import type { FsEvent } from '../ports';
 
 const matters = ({ event, name }: FsEvent): boolean =>
@@ -14,3 +14,10 @@ const matters = ({ event, name }: FsEvent): boolean =>
  * swap is still seen at once. Editors' temp files and other keys are noise.
  */
 export const selectConfigEvents = (): MonoTypeOperatorFunction<FsEvent> => filter(matters);
+
+/**
+ * True for the events that say new content is in place: kubelet's `..data` swap and a write of a plain
+ * `models.json`. coalesceBursts reads at them at once (its `isDirect`); the rest are paced.
+ */
+export const announcesNewContent = ({ name }: FsEvent): boolean =>
+  name === dataLinkName || name === configFileName;

@@ -1,5 +1,5 @@
 /** skipUnchangedReads: drops a read identical to the one before it (same bytes, or the same failure). */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import { distinctUntilChanged, type MonoTypeOperatorFunction } from 'rxjs';
 import { describeConfigError } from '../core/errors';
 import type { ConfigRead } from '../ports';

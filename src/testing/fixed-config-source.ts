@@ -1,5 +1,5 @@
 /** fixedConfigSource: a config dir nobody edits, as a ConfigSource: models.json with a given text, or none. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import { EMPTY, of } from 'rxjs';
 import { configFileName } from '../core/config-files';
 import { readFailed } from '../core/errors';

@@ -1,7 +1,15 @@
 /** Tests of the SUCCESS marker content, identity and decoding. */
 import { either as E } from 'fp-ts';
 import fc from 'fast-check';
-import { canonicalSpecJson, decodeMarker, markerPrefix, specIdentityJson } from '../../src/core/marker';
+import {
+  canonicalSpecJson,
+  decodeMarker,
+  manifestMismatch,
+  markerJson,
+  markerPrefix,
+  specIdentityJson,
+  type MarkerContent,
+} from '../../src/core/marker';
 import type { ModelSpec } from '../../src/core/model-config';
 import { parseQuantity } from '../../src/core/quantity';
 import { specEquals, specToJson } from '../../src/core/snapshot';
@@ -75,7 +83,7 @@ describe('decodeMarker', () => {
     const decoded = decodeMarker(
       '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}',
     );
-    expect(E.map(specToJson)(decoded)).toEqual(
+    expect(E.map((content: MarkerContent) => specToJson(content.spec))(decoded)).toEqual(
       E.right({ storageUri: 's3://models/model1', framework: 'sklearn', memory: '100Mi' }),
     );
   });
@@ -83,13 +91,16 @@ describe('decodeMarker', () => {
   it('decodes what canonicalSpecJson writes back to an equal spec', () => {
     const original = spec('https://h/m.joblib', '2Gi', 'sklearn');
     const decoded = decodeMarker(canonicalSpecJson(original));
-    expect(E.isRight(decoded) && specEquals(decoded.right, original)).toBe(true);
-    expect(E.map(canonicalSpecJson)(decoded)).toEqual(E.right(canonicalSpecJson(original)));
+    expect(E.isRight(decoded) && specEquals(decoded.right.spec, original)).toBe(true);
+    expect(E.map((content: MarkerContent) => canonicalSpecJson(content.spec))(decoded)).toEqual(
+      E.right(canonicalSpecJson(original)),
+    );
+    expect(E.isRight(decoded) && decoded.right.files).toBeUndefined();
   });
 
   it('decodes a KServe marker of a spec without memory ("0")', () => {
     const decoded = decodeMarker('{"storageUri":"s3://m","framework":"","memory":"0"}');
-    expect(E.isRight(decoded) && specEquals(decoded.right, { storageUri: 's3://m' })).toBe(true);
+    expect(E.isRight(decoded) && specEquals(decoded.right.spec, { storageUri: 's3://m' })).toBe(true);
   });
 
   it.each([
@@ -100,9 +111,89 @@ describe('decodeMarker', () => {
     ['a bad memory quantity', '{"storageUri":"s3://m","memory":"lots"}', 'memory'],
     ['a JSON array', '[]', 'ModelSpec'],
     ['null', 'null', 'ModelSpec'],
+    ['a manifest that is no object', '{"storageUri":"s3://m","modelsyncFiles":[]}', 'modelsyncFiles'],
+    [
+      'a manifest path leaving the dir',
+      '{"storageUri":"s3://m","modelsyncFiles":{"../x":1}}',
+      'no relative path',
+    ],
+    [
+      'an absolute manifest path',
+      '{"storageUri":"s3://m","modelsyncFiles":{"/etc/x":1}}',
+      'no relative path',
+    ],
+    ['a negative size', '{"storageUri":"s3://m","modelsyncFiles":{"a":-1}}', 'size in bytes'],
+    ['a fractional size', '{"storageUri":"s3://m","modelsyncFiles":{"a":1.5}}', 'size in bytes'],
+    ['a size as text', '{"storageUri":"s3://m","modelsyncFiles":{"a":"1"}}', 'size in bytes'],
   ])('returns why when the marker holds %s', (_, text, reason) => {
     const decoded = decodeMarker(text);
     expect(E.isLeft(decoded)).toBe(true);
     expect(E.isLeft(decoded) && decoded.left).toContain(reason);
+  });
+});
+
+describe('markerJson', () => {
+  const files = new Map([
+    ['b/model.onnx', 2048],
+    ['config.pbtxt', 12],
+  ]);
+
+  it('writes the spec as KServe does, with the manifest sorted by path under its own key', () => {
+    expect(markerJson(spec('s3://models/m1', '1Gi', 'onnx'), files)).toBe(
+      '{"storageUri":"s3://models/m1","framework":"onnx","memory":"1Gi",' +
+        '"modelsyncFiles":{"b/model.onnx":2048,"config.pbtxt":12}}',
+    );
+  });
+
+  it('decodes back to the spec and the manifest', () => {
+    const decoded = decodeMarker(markerJson(spec('s3://models/m1', '1Gi'), files));
+    expect(E.isRight(decoded) && specEquals(decoded.right.spec, spec('s3://models/m1', '1Gi'))).toBe(true);
+    expect(E.isRight(decoded) && decoded.right.files).toEqual(files);
+  });
+});
+
+describe('manifestMismatch', () => {
+  const expected = new Map([
+    ['a', 10],
+    ['d/b', 20],
+  ]);
+
+  it.each([
+    [
+      'every file there with its size',
+      [
+        ['a', 10],
+        ['d/b', 20],
+      ],
+      undefined,
+    ],
+    [
+      'an extra file the model server added',
+      [
+        ['a', 10],
+        ['d/b', 20],
+        ['cache', 5],
+      ],
+      undefined,
+    ],
+    [
+      'a file cut short',
+      [
+        ['a', 10],
+        ['d/b', 0],
+      ],
+      'd/b has 0 bytes, the marker says 20',
+    ],
+    ['a file missing', [['a', 10]], 'd/b is missing'],
+    [
+      'a file grown',
+      [
+        ['a', 11],
+        ['d/b', 20],
+      ],
+      'a has 11 bytes, the marker says 10',
+    ],
+  ] as const)('%s', (_, found, reason) => {
+    expect(manifestMismatch(expected, new Map(found))).toBe(reason);
   });
 });

@@ -97,9 +97,16 @@ describe('modelDirStore install', () => {
     expect(await entries()).toEqual(['model1']);
   });
 
-  it('names the marker after the hash of the spec identity and writes the KServe JSON into it', async () => {
-    await store.install(name('model1'), specA, writeModel({}), live());
-    expect(await readFile(join(root, 'model1', markerA), 'utf8')).toBe(jsonA);
+  it('names the marker after the hash of the spec identity and writes the KServe JSON and the manifest into it', async () => {
+    await store.install(
+      name('model1'),
+      specA,
+      writeModel({ 'model.pt': 'weights', 'v1/config.json': '{}' }),
+      live(),
+    );
+    expect(await readFile(join(root, 'model1', markerA), 'utf8')).toBe(
+      `${jsonA.slice(0, -1)},"modelsyncFiles":{"model.pt":7,"v1/config.json":2}}`,
+    );
   });
 
   it('gives the model dir mode 0755 so a model server running as another user can read it', async () => {

@@ -30,7 +30,10 @@ describe('createLoader', () => {
       expect(await readFile(join(h.modelDir, 'm1', 'model.bin'), 'utf8')).toBe('weights of m1');
       const markers = (await readdir(join(h.modelDir, 'm1'))).filter((f) => f.startsWith('SUCCESS.'));
       expect(markers).toHaveLength(1);
-      expect(JSON.parse(await readFile(join(h.modelDir, 'm1', markers[0]!), 'utf8'))).toEqual(specToJson(s1));
+      expect(JSON.parse(await readFile(join(h.modelDir, 'm1', markers[0]!), 'utf8'))).toEqual({
+        ...specToJson(s1),
+        modelsyncFiles: { 'model.bin': 13 },
+      });
       expect(h.standIn.loads).toEqual([{ name: 'm1', complete: true, status: 200 }]);
       expect([...h.standIn.loaded]).toEqual(['m1']);
       expect(h.callsOf(m1)).toEqual([

@@ -56,3 +56,37 @@ describe('coalesceBursts', () => {
       expectSubscriptions(source.subscriptions).toBe('^!');
     }));
 });
+
+describe('coalesceBursts with direct events', () => {
+  // quietMs 5, spacingMs 4; upper-case events are direct (a `..data` swap), lower-case ones are paced.
+  const coalesceDirect = () =>
+    coalesceBursts<string>({ quietMs: 5, spacingMs: 4, isDirect: (event) => event === event.toUpperCase() });
+
+  it('emits a direct event at once even inside the spacing of a paced one', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      // t (a `..<timestamp>` dir) leads the burst, D (`..data`) lands 1 ms later: both at once, then the quiet read.
+      expectObservable(cold('tD 20ms |').pipe(coalesceDirect())).toBe('tD 4ms D 15ms |');
+    }));
+
+  it('emits every direct event of a storm at once and still one after it', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      expectObservable(cold('ABC 20ms |').pipe(coalesceDirect())).toBe('ABC 4ms C 15ms |');
+    }));
+
+  it('completes at once when the source is empty', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      expectObservable(cold('|').pipe(coalesceDirect())).toBe('|');
+    }));
+
+  it('passes an error through', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      expectObservable(cold('A-#').pipe(coalesceDirect())).toBe('A-#');
+    }));
+
+  it('unsubscribes from the source when unsubscribed', () =>
+    runMarbles(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold('tD 20ms |');
+      expectObservable(source.pipe(coalesceDirect()), '^!').toBe('t');
+      expectSubscriptions(source.subscriptions).toBe('^!');
+    }));
+});

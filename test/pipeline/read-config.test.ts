@@ -7,7 +7,7 @@ import { runMarbles } from '../helpers/marbles';
 const text = (t: string): ConfigRead => E.right({ file: 'models.json', text: t });
 
 describe('readConfig', () => {
-  it('reads once per trigger, one read at a time, in order', () =>
+  it('reads at a trigger, one read at a time, and once more after a read that a trigger arrived during', () =>
     runMarbles(({ cold, expectObservable }) => {
       const reads = [cold('--a|', { a: text('1') }), cold('-b|', { b: text('2') })];
       let call = 0;
@@ -28,6 +28,28 @@ describe('readConfig', () => {
       expectObservable(cold('x--x|').pipe(readConfig(() => reads[call++]!))).toBe('-e-a|', {
         e: E.left(readFailed('models.json', 'EIO', 'EIO: i/o error')),
         a: text('2'),
+      });
+    }));
+
+  it('collapses every trigger that arrives during a read into one read after it', () => {
+    let call = 0;
+    runMarbles(({ cold, expectObservable }) => {
+      const reads = [cold('---a|', { a: text('1') }), cold('-b|', { b: text('2') })];
+      // x at 0 starts a read (4 frames); the four triggers during it become one read.
+      const trigger$ = cold('xxxxx 10ms |');
+      expectObservable(trigger$.pipe(readConfig(() => reads[call++]!))).toBe('---a-b 9ms |', {
+        a: text('1'),
+        b: text('2'),
+      });
+    });
+    expect(call).toBe(2);
+  });
+
+  it('completes only when the read running as the triggers complete is done', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      const trigger$ = cold('x|');
+      expectObservable(trigger$.pipe(readConfig(() => cold('---a|', { a: text('1') })))).toBe('---a|', {
+        a: text('1'),
       });
     }));
 

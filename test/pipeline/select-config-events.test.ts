@@ -1,4 +1,4 @@
-import { selectConfigEvents } from '../../src/pipeline/select-config-events';
+import { announcesNewContent, selectConfigEvents } from '../../src/pipeline/select-config-events';
 import type { FsEvent } from '../../src/ports';
 import { runMarbles } from '../helpers/marbles';
 
@@ -37,4 +37,18 @@ describe('selectConfigEvents', () => {
       expectObservable(source.pipe(selectConfigEvents()), '^--!').toBe('b-b', { b: ev('change', '..data') });
       expectSubscriptions(source.subscriptions).toBe('^--!');
     }));
+});
+
+describe('announcesNewContent', () => {
+  it.each([
+    [{ event: 'change', name: '..data' }, true],
+    [{ event: 'add', name: '..data' }, true],
+    [{ event: 'change', name: 'models.json' }, true],
+    [{ event: 'unlink', name: 'models.json' }, true],
+    [{ event: 'addDir', name: '..2026_11_30_15_00_00.123' }, false],
+    [{ event: 'ready', name: '' }, false],
+    [{ event: 'change', name: 'other.json' }, false],
+  ] as const)('%j → %s', (event, expected) => {
+    expect(announcesNewContent(event)).toBe(expected);
+  });
 });

@@ -1,0 +1,53 @@
+/**
+ * The floor the swap-to-load suite compares modelsync with: the least a sidecar can do. A bare `fs.watch` of the
+ * config dir; at each `..data` event, read models.json, and for every model not seen before GET its file over
+ * keep-alive http, write it into the model dir and POST the V2 load. No validation, no durability, no retries.
+ * Run as `node floor-watcher.js <config-dir> <model-dir> <server-url>`.
+ */
+import { watch } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import path from 'node:path';
+
+const [configDir, modelDir, serverUrl] = process.argv.slice(2) as [string, string, string];
+const agent = new http.Agent({ keepAlive: true });
+const seen = new Set<string>();
+
+const request = (url: string, method: 'GET' | 'POST'): Promise<Buffer> =>
+  new Promise((resolve, reject) => {
+    const req = http.request(url, { method, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve(Buffer.concat(chunks)));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+
+const bringIn = async (name: string, storageUri: string): Promise<void> => {
+  const bytes = await request(storageUri, 'GET');
+  await mkdir(path.join(modelDir, name), { recursive: true });
+  await writeFile(path.join(modelDir, name, path.basename(new URL(storageUri).pathname)), bytes);
+  await request(`${serverUrl}/v2/repository/models/${name}/load`, 'POST');
+};
+
+const sync = async (): Promise<void> => {
+  const models = JSON.parse(await readFile(path.join(configDir, 'models.json'), 'utf8')) as Array<{
+    modelName: string;
+    modelSpec: { storageUri: string };
+  }>;
+  await Promise.all(
+    models
+      .filter((model) => !seen.has(model.modelName))
+      .map((model) => {
+        seen.add(model.modelName);
+        return bringIn(model.modelName, model.modelSpec.storageUri);
+      }),
+  );
+};
+
+watch(configDir, (_event, name) => {
+  if (name === '..data') sync().catch((error: unknown) => console.error(String(error)));
+});
+sync().catch((error: unknown) => console.error(String(error)));
