@@ -13,7 +13,8 @@ import type { ModelName } from './core/model-name';
 import type { Snapshot } from './core/snapshot';
 
 /**
- * A file-system event in the config dir: a chokidar event name (`add`, `change`, `unlink`, `addDir`, ...) or
+ * A file-system event in the config dir: `rename` or `change` (fs.watch), a chokidar event name when polling (`add`,
+ * `change`, `unlink`, `addDir`, ...), or
  * `ready` (a watch was (re)established), and the entry's name inside the dir (`''` for the dir itself).
  */
 export interface FsEvent {
