@@ -142,6 +142,21 @@ describe('storage end to end on the real process', () => {
       ]);
     }
     expect(agent.logs.filter((log) => log.level >= 50)).toEqual([]);
+    // Every stderr line is JSON: on Node < 22 the AWS SDK's NodeVersionSupportWarning, when the S3 client is made,
+    // comes as a warn line of its own instead of Node's plain-text printout.
+    expect(agent.otherLines).toEqual([]);
+    const warnings = agent.logs.filter((log) => log['component'] === 'process');
+    if (Number(process.versions.node.split('.')[0]) < 22) {
+      expect(warnings).toEqual([
+        expect.objectContaining({
+          level: 40,
+          msg: 'process warning',
+          name: 'Warning',
+          message: expect.stringContaining('NodeVersionSupportWarning') as unknown,
+        }),
+      ]);
+    }
+    expect(warnings.filter((log) => 'stack' in log)).toEqual([]);
   });
 
   it('sends every scheme through HTTPS_PROXY/HTTP_PROXY, never the model server, and nothing for NO_PROXY hosts', async () => {
