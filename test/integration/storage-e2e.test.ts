@@ -19,7 +19,7 @@ import type { LogLine } from '../helpers/log-sink';
 import { startProxy, type TestProxy } from '../helpers/proxy';
 import { useSchemeCases, type CaseSetup, type SchemeModel } from '../helpers/scheme-cases';
 import { useTempDir } from '../helpers/temp-dir';
-import { startThrottleProxy } from '../helpers/throttle-proxy';
+import { startTcpRelay } from '../helpers/tcp-relay';
 
 afterEach(killAllCli);
 // Declared after killAllCli: the dir goes once no process writes in it any more.
@@ -184,7 +184,7 @@ describe('storage end to end on the real process', () => {
     // Each store behind a relay that sends 16 KiB every 50 ms (8 MiB take 25 s): the downloads run when the signal
     // comes. Not `file`: a local copy has no connection to slow down (its abort: test/edge/storage-local.test.ts).
     const reach = async (port: number): Promise<number> => {
-      const relay = await startThrottleProxy(port, { bytesPerTick: 16 * 1024, tickMs: 50 });
+      const relay = await startTcpRelay(port, { throttle: { bytesPerTick: 16 * 1024, tickMs: 50 } });
       closers.push(() => relay.close());
       return relay.port;
     };

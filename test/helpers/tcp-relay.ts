@@ -1,11 +1,18 @@
-/** startThrottleProxy: a TCP relay on 127.0.0.1 that slows what a server sends back, whatever the protocol (http, TLS). */
+/**
+ * startTcpRelay: a TCP relay on 127.0.0.1 in front of one server, whatever the protocol (http, TLS): it can slow
+ * what the server sends back, count it, and drop every connection at once (a network cut).
+ */
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
-import { Transform } from 'node:stream';
+import { PassThrough, Transform } from 'node:stream';
 
 /** A running relay. */
-export interface ThrottleProxy {
+export interface TcpRelay {
   /** The port to connect to instead of the server's. */
   readonly port: number;
+  /** Bytes the server has sent back through the relay so far, over every connection. */
+  readonly bytesFromServer: number;
+  /** Destroys every connection open now, both sides: the client sees a reset mid-way. */
+  dropAll(): void;
   close(): Promise<void>;
 }
 
@@ -15,8 +22,16 @@ export interface ThrottleOptions {
   readonly tickMs: number;
 }
 
+/** What the relay does besides relaying. */
+export interface TcpRelayOptions {
+  /** Send the server's bytes at this pace (default: as fast as they come). */
+  readonly throttle?: ThrottleOptions;
+  /** Called with `bytesFromServer` after each chunk from the server (e.g. to `dropAll` at some point). */
+  readonly onServerBytes?: (total: number, relay: TcpRelay) => void;
+}
+
 /** Passes chunks on in slices of `bytesPerTick`, one slice per `tickMs`. */
-const throttle = ({ bytesPerTick, tickMs }: ThrottleOptions): Transform =>
+const throttled = ({ bytesPerTick, tickMs }: ThrottleOptions): Transform =>
   new Transform({
     transform(chunk: Buffer, _encoding, done) {
       let at = 0;
@@ -32,13 +47,11 @@ const throttle = ({ bytesPerTick, tickMs }: ThrottleOptions): Transform =>
 
 /**
  * Relays every connection to `127.0.0.1:<targetPort>` byte for byte: what the client sends goes at once, what the
- * server answers goes at the pace of `options`. TLS passes through untouched (the host name stays 127.0.0.1).
+ * server answers as `options` say. TLS passes through untouched (the host name stays 127.0.0.1).
  */
-export const startThrottleProxy = async (
-  targetPort: number,
-  options: ThrottleOptions,
-): Promise<ThrottleProxy> => {
+export const startTcpRelay = async (targetPort: number, options: TcpRelayOptions = {}): Promise<TcpRelay> => {
   const sockets = new Set<Socket>();
+  let bytesFromServer = 0;
   const track = (socket: Socket): void => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -53,19 +66,31 @@ export const startThrottleProxy = async (
     };
     client.on('error', end).on('close', end);
     upstream.on('error', end).on('close', end);
+    upstream.on('data', (chunk: Buffer) => {
+      bytesFromServer += chunk.length;
+      options.onServerBytes?.(bytesFromServer, relay);
+    });
     client.pipe(upstream);
-    upstream.pipe(throttle(options)).pipe(client);
+    upstream.pipe(options.throttle ? throttled(options.throttle) : new PassThrough()).pipe(client);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
   });
-  return {
+  const dropAll = (): void => {
+    for (const socket of sockets) socket.destroy();
+  };
+  const relay: TcpRelay = {
     port: (server.address() as AddressInfo).port,
+    get bytesFromServer() {
+      return bytesFromServer;
+    },
+    dropAll,
     close: () =>
       new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
+        dropAll();
         server.close(() => resolve());
       }),
   };
+  return relay;
 };
