@@ -136,8 +136,9 @@ const fetchArchive = async (job: Job, item: PlannedObject, targetDir: string, li
  * `.tgz`, `.zip`) is extracted with the archive guards and caps, as KServe does; archives among other objects are
  * saved as they are. The first failure stops the other objects; nothing is cleaned up here (the store deletes
  * its staging dir). Once the listing is done, `progress` hears the bytes of all objects together against the sum
- * of the listed sizes, every `limits.progressIntervalMs` and once at the end (trackProgress). Fails with the client's EffectErrors, the planner's (`not-found`, `refused`), `too-large`,
- * `timeout` (too slow), `filesystem` and `aborted`.
+ * of the listed sizes, every `limits.progressIntervalMs` and once at the end (trackProgress). Fails with the
+ * client's EffectErrors, the planner's (`not-found`, `refused`), `too-large`, `timeout` (too slow), `filesystem`
+ * and `aborted`.
  */
 export const downloadObjects = async (
   client: ObjectStoreClient,
