@@ -1,11 +1,12 @@
 /** Suite http-download: a 1 GiB download over loopback, plain fetch + pipeline vs httpStorage().download. */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startHttpServer, writeRepeated, type RunningHttpServer } from '../src/testing/http-server';
-import type { DriverReport, Variant } from './http-download-driver';
-import { round3, runChildForReport, summarize, type Row, type Suite, type SuiteResult } from './suite';
+import type { DriverReport, Variant } from './download-driver';
+import { round3, runChildForReport, skipUnlessFree, summarize } from './suite';
+import type { Row, Suite, SuiteResult } from './suite';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
@@ -34,7 +35,7 @@ const startServer = (): Promise<RunningHttpServer> => {
 /** Runs the compiled driver in a child process, so its memory figures are one variant's alone. */
 const runChild = (variant: Variant, url: string, dir: string): Promise<DriverReport> =>
   runChildForReport<DriverReport>(
-    path.join(__dirname, 'http-download-driver.js'),
+    path.join(__dirname, 'download-driver.js'),
     [variant, url, dir],
     childTimeoutMs,
     `${variant} child`,
@@ -50,15 +51,8 @@ export const httpDownloadSuite: Suite = {
     'server on 127.0.0.1 to a file: fetch + stream.pipeline(Readable.fromWeb(body), createWriteStream) ' +
     'as the baseline, vs httpStorage().download; each run in its own child process.',
   run: async (): Promise<SuiteResult> => {
-    const stats = statfsSync(os.tmpdir());
-    const freeBytes = stats.bavail * stats.bsize;
-    if (freeBytes < minFreeBytes) {
-      const skipped =
-        `only ${(freeBytes / GiB).toFixed(1)} GiB free in ${os.tmpdir()}; ` +
-        `this suite needs ${minFreeBytes / GiB} GiB`;
-      console.log(`skipping http-download: ${skipped}`);
-      return { skipped, rows: [] };
-    }
+    const noRoom = skipUnlessFree('http-download', minFreeBytes);
+    if (noRoom !== undefined) return noRoom;
     const server = await startServer();
     const url = `${server.url}/model.bin`;
     const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-'));

@@ -9,6 +9,7 @@ import { decodeDiffSuite } from './decode-diff';
 import { httpDownloadSuite } from './http-download';
 import { httpResumeSuite } from './http-resume';
 import { logRedactionSuite } from './log-redaction';
+import { s3DownloadSuite } from './s3-download';
 import { swapToLoadSuite } from './swap-to-load';
 import type { Cell, Check, Row, Suite, SuiteResult } from './suite';
 
@@ -21,6 +22,7 @@ const suites: ReadonlyArray<Suite> = [
   decodeDiffSuite,
   httpDownloadSuite,
   httpResumeSuite,
+  s3DownloadSuite,
   swapToLoadSuite,
   addsThroughputSuite,
   logRedactionSuite,

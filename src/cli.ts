@@ -4,6 +4,7 @@ import { fromEvent, merge, take, takeUntil } from 'rxjs';
 import type { AppConfig } from './core/app-config';
 import { redact } from './core/redact';
 import { createLogger } from './edge/logger';
+import { logProcessWarnings } from './edge/process-warnings';
 import { dryRunMode, syncMode } from './modes';
 import { parseArgs } from './parse-args';
 
@@ -17,6 +18,8 @@ const exitAfterStdout = (code: number): void => {
 
 const run = (config: AppConfig): void => {
   const log = createLogger(config.logLevel);
+  // Before any SDK client is made: the AWS SDK warns about the Node version then.
+  logProcessWarnings(log);
   const shutdown$ = merge(fromEvent(process, 'SIGTERM'), fromEvent(process, 'SIGINT')).pipe(take(1));
   const mode$ = config.dryRun ? dryRunMode(config, log) : syncMode(config, log, process.env);
   mode$.pipe(takeUntil(shutdown$)).subscribe({

@@ -56,6 +56,8 @@ export interface AzureBlobStorageOptions extends ObjectDownloadOptions {
 
 /** A StorageProvider for the https URLs `claims` says are Azure Blob (the router asks it before the http one). */
 export interface AzureBlobStorage extends StorageProvider {
+  /** `azure`. */
+  readonly name: string;
   readonly claims: (uri: string) => boolean;
 }
 
@@ -280,5 +282,5 @@ export const azureBlobStorage = (options: AzureBlobStorageOptions = {}): AzureBl
     return E.right({ client: containerStore(target, chosen, options), location });
   };
   const provider = objectStoreStorage({ ...options, schemes: [], resolve });
-  return { ...provider, claims: (uri) => isAzureBlobUri(uri, endpoints) };
+  return { ...provider, name: 'azure', claims: (uri) => isAzureBlobUri(uri, endpoints) };
 };
