@@ -6,7 +6,7 @@ type WarningListener = (warning: Error & { readonly code?: unknown }) => void;
 
 /**
  * Takes Node's default `warning` printer off `target` (it writes plain text to stderr, and stderr carries only JSON
- * lines) and logs each warning as one warn line instead: `component: 'process'`, the warning's `name`, `code` (when
+ * lines) and logs each warning as one warn line instead: `component: 'process'`, the warning's name (as `warning`), `code` (when
  * it has one) and `message`, and its `stack` only when `log` is at debug or below. Returns what puts the printer back.
  */
 export const logProcessWarnings = (log: Logger, target: EventEmitter = process): (() => void) => {
@@ -17,7 +17,8 @@ export const logProcessWarnings = (log: Logger, target: EventEmitter = process):
     log.warn(
       {
         component: 'process',
-        name,
+        // Not `name`: every line already has the logger's.
+        warning: name,
         ...(typeof code === 'string' ? { code } : {}),
         message,
         ...(log.isLevelEnabled('debug') ? { stack } : {}),

@@ -9,7 +9,7 @@ const warningOf = (message: string, name = 'Warning', code?: string): Error & { 
   Object.assign(new Error(message), { name }, code !== undefined ? { code } : {});
 
 describe('logProcessWarnings', () => {
-  it("replaces the process's own printer with one warn line per warning: name, code, message, no stack", () => {
+  it("replaces the process's own printer with one warn line per warning: warning (its name), code, message, no stack", () => {
     const target = new EventEmitter();
     const printed: Error[] = [];
     target.on('warning', (warning: Error) => printed.push(warning));
@@ -23,11 +23,11 @@ describe('logProcessWarnings', () => {
         level: 40,
         msg: 'process warning',
         component: 'process',
-        name: 'Warning',
+        warning: 'Warning',
         message: 'NodeVersionSupportWarning: upgrade\nto node >=22.',
       }),
       expect.objectContaining({
-        name: 'DeprecationWarning',
+        warning: 'DeprecationWarning',
         code: 'DEP0005',
         message: 'Buffer() is deprecated',
       }),

@@ -151,7 +151,7 @@ describe('storage end to end on the real process', () => {
         expect.objectContaining({
           level: 40,
           msg: 'process warning',
-          name: 'Warning',
+          warning: 'Warning',
           message: expect.stringContaining('NodeVersionSupportWarning') as unknown,
         }),
       ]);
