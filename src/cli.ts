@@ -18,7 +18,7 @@ const exitAfterStdout = (code: number): void => {
 const run = (config: AppConfig): void => {
   const log = createLogger(config.logLevel);
   const shutdown$ = merge(fromEvent(process, 'SIGTERM'), fromEvent(process, 'SIGINT')).pipe(take(1));
-  const mode$ = config.dryRun ? dryRunMode(config, log) : syncMode(config, log, process.env);
+  const mode$ = config.dryRun ? dryRunMode(config, log, process.env) : syncMode(config, log, process.env);
   mode$.pipe(takeUntil(shutdown$)).subscribe({
     next: (output) => {
       if (output._tag === 'Line') process.stdout.write(`${output.line}\n`);
