@@ -72,7 +72,8 @@ export const syncMode = (
     return of(exit(2));
   }
   const { configDir, modelDir, serverUrl, protocol, source } = config;
-  const where = source === 'kube-api' ? { configmap: config.configmap, namespace: config.namespace } : { configDir };
+  const where =
+    source === 'kube-api' ? { configmap: config.configmap, namespace: config.namespace } : { configDir };
   return defer(() => {
     const shownServerUrl = redactUri(serverUrl);
     log.info(

@@ -138,7 +138,7 @@ export const flagTable = {
     arg: 'name',
     env: 'MODELSYNC_NAMESPACE',
     help: "with `--source kube-api`: the ConfigMap's namespace; default the pod's (the service account mount's `namespace` file), else the kubeconfig context's, else `default`",
-    codec: kubeName('Namespace', 63),
+    codec: kubeName('Namespace', 63, true),
     optional: true,
   },
   configmapKey: {

@@ -95,7 +95,11 @@ const changed: FsEvent = { event: 'change', name: configFileName };
  */
 export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
   const ref: { namespace: string | undefined } = { namespace: options.namespace };
-  const refOf = (): ConfigMapRef => ({ namespace: ref.namespace ?? '?', name: options.name, key: options.key });
+  const refOf = (): ConfigMapRef => ({
+    namespace: ref.namespace ?? '?',
+    name: options.name,
+    key: options.key,
+  });
   const counters = { watchRestarts: 0, relists: 0, failures: 0 };
   const seen: { lastAliveAt?: number; read?: string; latest?: string; failure?: string } = {};
   let fetched: Fetched = { _tag: 'Pending' };
@@ -124,7 +128,9 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
     const file = configMapLabel(refOf());
     if (state._tag === 'Failed') return E.left(readFailed(file, 'EKUBEAPI', state.reason));
     seen.read = state.configMap?.metadata?.resourceVersion;
-    return E.map((text: string) => ({ file, text }))(configMapText(refOf(), state.configMap, options.maxBytes));
+    return E.map((text: string) => ({ file, text }))(
+      configMapText(refOf(), state.configMap, options.maxBytes),
+    );
   };
 
   return {
@@ -132,7 +138,9 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
     read: () =>
       defer(() =>
         fetched._tag === 'Pending'
-          ? state$.pipe(first((state): state is Exclude<Fetched, { _tag: 'Pending' }> => state._tag !== 'Pending'))
+          ? state$.pipe(
+              first((state): state is Exclude<Fetched, { _tag: 'Pending' }> => state._tag !== 'Pending'),
+            )
           : of(fetched),
       ).pipe(map(toRead)),
     status: () => ({

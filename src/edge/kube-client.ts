@@ -40,7 +40,11 @@ const usesKubeconfig = (env: KubeEnv): boolean =>
  * its projected token (the client re-reads that file every minute). Built anew after each failure, so a rotated
  * token or an edited kubeconfig is picked up by the next attempt. Throws when the settings cannot be read.
  */
-export const loadKubeConfig = (kube: KubeClientModule, env: KubeEnv, saDir = serviceAccountDir): KubeConfig => {
+export const loadKubeConfig = (
+  kube: KubeClientModule,
+  env: KubeEnv,
+  saDir = serviceAccountDir,
+): KubeConfig => {
   const config = new kube.KubeConfig();
   if (usesKubeconfig(env)) {
     const files = (env['KUBECONFIG'] ?? '').split(':').filter((file) => file !== '');
@@ -64,7 +68,10 @@ export const loadKubeConfig = (kube: KubeClientModule, env: KubeEnv, saDir = ser
       caFile: join(saDir, 'ca.crt'),
       skipTLSVerify: false,
     },
-    { name: 'service-account', authProvider: { name: 'tokenFile', config: { tokenFile: join(saDir, 'token') } } },
+    {
+      name: 'service-account',
+      authProvider: { name: 'tokenFile', config: { tokenFile: join(saDir, 'token') } },
+    },
   );
   return config;
 };

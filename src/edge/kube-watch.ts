@@ -11,7 +11,9 @@ export interface WatchProgress {
 
 const resourceVersionOf = (object: unknown): string | undefined => {
   const metadata: unknown =
-    typeof object === 'object' && object !== null ? (object as Record<string, unknown>)['metadata'] : undefined;
+    typeof object === 'object' && object !== null
+      ? (object as Record<string, unknown>)['metadata']
+      : undefined;
   const version: unknown =
     typeof metadata === 'object' && metadata !== null
       ? (metadata as Record<string, unknown>)['resourceVersion']

@@ -44,7 +44,7 @@ export interface KubeApiStandIn {
   apply(data: Readonly<Record<string, string>>): KubeApiChange;
   /** Deletes the ConfigMap (DELETED). */
   remove(): KubeApiChange;
-  /** A BOOKMARK at the current resourceVersion to every watch that asked for bookmarks. */
+  /** Moves the store's version on (as other objects' changes do) and sends a BOOKMARK at it to watches that asked. */
   bookmark(): void;
   /**
    * Compacts the history: every version up to now is "too old". Open watches get an ERROR event with a 410
@@ -94,7 +94,7 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
   let token = options.token;
   let version = 1;
   let current: object | undefined;
-  let compactedThrough = 0;
+  let compactedBefore = 0;
   let hanging = false;
   const history: StoredEvent[] = [];
   const watches = new Set<OpenWatch>();
@@ -115,7 +115,7 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
 
   const openWatch = (req: IncomingMessage, res: ServerResponse, query: Record<string, string>): void => {
     const from = Number(query['resourceVersion'] ?? '0');
-    if (from !== 0 && from <= compactedThrough) {
+    if (from !== 0 && from < compactedBefore) {
       record('watch', query, 410);
       return json(res, 410, statusBody(410, 'Expired', `too old resource version: ${from} (${version})`));
     }
@@ -126,10 +126,11 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
     const watch: OpenWatch = { response: res, bookmarks: query['allowWatchBookmarks'] === 'true' };
     if (from === 0) {
       if (current !== undefined) res.write(line('ADDED', current));
-    } else for (const event of history.filter((e) => e.version > from)) res.write(line(event.type, event.object));
+    } else
+      for (const event of history.filter((e) => e.version > from)) res.write(line(event.type, event.object));
     watches.add(watch);
     const timeoutSeconds = Number(query['timeoutSeconds'] ?? '0');
-    const timer = timeoutSeconds > 0 ? setTimeout(() => res.end(), timeoutSeconds * 1000) : undefined;
+    const timer = timeoutSeconds > 0 ? setTimeout(() => end(watch), timeoutSeconds * 1000) : undefined;
     res.on('close', () => {
       clearTimeout(timer);
       watches.delete(watch);
@@ -165,6 +166,11 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
 
   const server = await startHttpServer(handle, { tls: options.tls });
 
+  const end = (watch: OpenWatch): void => {
+    watches.delete(watch);
+    watch.response.end();
+  };
+
   const emit = (type: StoredEvent['type'], object: object): KubeApiChange => {
     history.push({ type, object, version });
     const text = line(type, object);
@@ -184,27 +190,34 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
     },
     remove: () => {
       version += 1;
-      const gone = { ...(current ?? configMap({}, version)), metadata: { name: options.name, resourceVersion: String(version) } };
+      const metadata = { name: options.name, namespace: options.namespace, resourceVersion: String(version) };
+      const gone = { ...(current ?? configMap({}, version)), metadata };
       current = undefined;
       return emit('DELETED', gone);
     },
     bookmark: () => {
+      version += 1; // other objects moved the store on: the bookmark carries its version
       const object = { kind: 'ConfigMap', apiVersion: 'v1', metadata: { resourceVersion: String(version) } };
       for (const watch of watches) if (watch.bookmarks) watch.response.write(line('BOOKMARK', object));
     },
     expire: (as) => {
-      compactedThrough = version;
+      // Other objects moved the store on meanwhile; every version before the current one is compacted away.
+      version += 1;
+      compactedBefore = version;
       for (const watch of watches) {
         if (as === 'event') {
           watch.response.write(line('ERROR', statusBody(410, 'Expired', 'too old resource version')));
         }
-        watch.response.end();
+        end(watch);
       }
     },
     dropWatches: (how) => {
       for (const watch of watches) {
-        if (how === 'end') watch.response.end();
-        else watch.response.socket?.destroy();
+        if (how === 'end') end(watch);
+        else {
+          watches.delete(watch);
+          watch.response.socket?.destroy();
+        }
       }
     },
     hangWatches: (hang) => void (hanging = hang),

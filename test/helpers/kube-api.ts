@@ -42,7 +42,9 @@ export const startKubeApiCluster = async (dir: string, token = goodToken): Promi
     JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'stand-in', cluster: { server: api.url, 'certificate-authority': join(tlsDir, 'ca.pem') } }],
+      clusters: [
+        { name: 'stand-in', cluster: { server: api.url, 'certificate-authority': join(tlsDir, 'ca.pem') } },
+      ],
       users: [{ name: 'modelsync', user: { 'token-file': tokenFile } }],
       contexts: [{ name: 'test', context: { cluster: 'stand-in', user: 'modelsync', namespace: 'serving' } }],
       'current-context': 'test',

@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
-import { waitFor } from '../../src/testing/wait';
+import { sleep, waitFor } from '../../src/testing/wait';
 import { cliArgs, killAllCli, runCli, startCli, type CliProcess } from '../helpers/cli-process';
 import { writeFiles } from '../helpers/file-tree';
 import { goodToken, modelsJson, startKubeApiCluster, type KubeApiCluster } from '../helpers/kube-api';
@@ -17,7 +17,8 @@ import { useTempDir } from '../helpers/temp-dir';
 afterEach(killAllCli);
 const tmp = useTempDir('kube-api');
 
-const loadedLine = (model: string) => (log: LogLine) => log['msg'] === 'model loaded' && log['model'] === model;
+const loadedLine = (model: string) => (log: LogLine) =>
+  log['msg'] === 'model loaded' && log['model'] === model;
 
 describe('--source kube-api on the real process', () => {
   let cluster: KubeApiCluster | undefined;
@@ -68,7 +69,11 @@ describe('--source kube-api on the real process', () => {
     expect([...server.loaded].sort()).toEqual(['alpha', 'beta']);
     await waitFor(() => cluster.api.openWatches() === 1, 5000, 'an open watch');
     const [list, watch] = cluster.api.requests;
-    expect(list).toMatchObject({ kind: 'list', status: 200, query: { fieldSelector: 'metadata.name=models' } });
+    expect(list).toMatchObject({
+      kind: 'list',
+      status: 200,
+      query: { fieldSelector: 'metadata.name=models' },
+    });
     expect(watch).toMatchObject({
       kind: 'watch',
       status: 200,
@@ -82,7 +87,11 @@ describe('--source kube-api on the real process', () => {
     await agent.waitForLog('start-up sync complete; ready');
     await waitFor(() => cluster.api.openWatches() === 1, 5000, 'an open watch');
     const change = cluster.api.apply(models('alpha', 'beta'));
-    await waitFor(() => server.requests.some((r) => r.name === 'beta' && r.path.endsWith('/load')), 5000, 'beta');
+    await waitFor(
+      () => server.requests.some((r) => r.name === 'beta' && r.path.endsWith('/load')),
+      5000,
+      'beta',
+    );
     const loadAt = server.requests.find((r) => r.name === 'beta')!.at;
     const elapsedMs = loadAt - (performance.timeOrigin + change.sentAt);
     // The bench measures this (npm run bench); here only a bound no busy CI machine misses.
@@ -94,7 +103,9 @@ describe('--source kube-api on the real process', () => {
     await agent.waitForLog(loadedLine('alpha'));
     for (const how of ['reset', 'end'] as const) {
       await waitFor(() => cluster.api.openWatches() === 1, 5000, 'an open watch');
-      const seenVersion = cluster.api.apply(models('alpha', how === 'reset' ? 'beta' : 'gamma')).resourceVersion;
+      const seenVersion = cluster.api.apply(
+        models('alpha', how === 'reset' ? 'beta' : 'gamma'),
+      ).resourceVersion;
       await agent.waitForLog(loadedLine(how === 'reset' ? 'beta' : 'gamma'));
       cluster.api.dropWatches(how);
       // A change while no watch is open: the resumed watch must bring it.
@@ -103,7 +114,11 @@ describe('--source kube-api on the real process', () => {
       await waitFor(() => server.loaded.has('delta'), 10_000, 'delta loaded after the drop');
       const resumed = cluster.api.requests.filter((r) => r.kind === 'watch').at(-1);
       expect(resumed?.query['resourceVersion']).toBe(seenVersion);
-      await waitFor(() => server.loaded.size === missed.length, 5000, () => `${missed.join()} loaded`);
+      await waitFor(
+        () => server.loaded.size === missed.length,
+        5000,
+        () => `${missed.join()} loaded`,
+      );
       cluster.api.apply(models('alpha'));
       await waitFor(() => server.loaded.size === 1, 5000, 'back to alpha');
     }
@@ -111,20 +126,42 @@ describe('--source kube-api on the real process', () => {
     expect(names.map((name) => loadsOf(server, name))).toEqual([1, 2, 1, 2]);
   });
 
-  it.each(['event', 'status'] as const)('re-lists after 410 Gone (as %s) and applies what changed', async (as) => {
+  it('keeps the version a BOOKMARK carries: a reconnect resumes from it', async () => {
     const { agent, cluster, server } = await startAgent(['alpha']);
     await agent.waitForLog(loadedLine('alpha'));
     await waitFor(() => cluster.api.openWatches() === 1, 5000, 'an open watch');
-    cluster.api.apply(models('alpha', 'beta'));
-    cluster.api.expire(as);
-    await waitFor(() => cluster.api.requests.filter((r) => r.kind === 'list').length === 2, 10_000, 'a re-list');
-    await waitFor(() => server.loaded.has('beta'), 5000, 'beta loaded');
-    if (as === 'status') expect(cluster.api.requests.some((r) => r.status === 410)).toBe(true);
+    cluster.api.bookmark();
+    cluster.api.bookmark();
+    await sleep(200);
+    cluster.api.dropWatches('end');
     await waitFor(() => cluster.api.openWatches() === 1, 5000, 'a watch again');
-    cluster.api.apply(models('beta'));
-    await waitFor(() => !server.loaded.has('alpha'), 5000, 'alpha unloaded');
-    expect(loadsOf(server, 'beta')).toBe(1);
+    expect(
+      cluster.api.requests.filter((r) => r.kind === 'watch').map((r) => r.query['resourceVersion']),
+    ).toEqual(['2', '4']);
+    expect(server.loads).toHaveLength(1);
   });
+
+  it.each(['event', 'status'] as const)(
+    're-lists after 410 Gone (as %s) and applies what changed',
+    async (as) => {
+      const { agent, cluster, server } = await startAgent(['alpha']);
+      await agent.waitForLog(loadedLine('alpha'));
+      await waitFor(() => cluster.api.openWatches() === 1, 5000, 'an open watch');
+      cluster.api.apply(models('alpha', 'beta'));
+      cluster.api.expire(as);
+      await waitFor(
+        () => cluster.api.requests.filter((r) => r.kind === 'list').length === 2,
+        10_000,
+        'a re-list',
+      );
+      await waitFor(() => server.loaded.has('beta'), 5000, 'beta loaded');
+      if (as === 'status') expect(cluster.api.requests.some((r) => r.status === 410)).toBe(true);
+      await waitFor(() => cluster.api.openWatches() === 1, 5000, 'a watch again');
+      cluster.api.apply(models('beta'));
+      await waitFor(() => !server.loaded.has('alpha'), 5000, 'alpha unloaded');
+      expect(loadsOf(server, 'beta')).toBe(1);
+    },
+  );
 
   it('rejects a bad value and a deleted ConfigMap without unloading anything, then takes the next good one', async () => {
     const { agent, cluster, server } = await startAgent(['alpha', 'beta']);
@@ -135,7 +172,11 @@ describe('--source kube-api on the real process', () => {
     cluster.api.apply({ other: 'x' });
     const noKey = await agent.waitForLog((log) => /has no key models\.json/.test(String(log['reason'])));
     cluster.api.remove();
-    await agent.waitForLog((log) => /ConfigMap does not exist/.test(String(log['reason'])), 5000, agent.logs.indexOf(noKey));
+    await agent.waitForLog(
+      (log) => /ConfigMap does not exist/.test(String(log['reason'])),
+      5000,
+      agent.logs.indexOf(noKey),
+    );
     expect(unloads(server)).toBe(0);
     expect([...server.loaded].sort()).toEqual(['alpha', 'beta']);
     cluster.api.apply(models('beta', 'gamma'));
@@ -173,10 +214,13 @@ describe('--source kube-api on the real process', () => {
     const { agent, cluster, server } = await startAgent(['alpha']);
     await agent.waitForLog(loadedLine('alpha'));
     await waitFor(() => cluster.api.openWatches() === 1, 5000, 'an open watch');
-    for (let i = 0; i < 200; i++) cluster.api.apply(models(names[i % names.length]!, names[(i + 1) % names.length]!));
+    for (let i = 0; i < 200; i++)
+      cluster.api.apply(models(names[i % names.length]!, names[(i + 1) % names.length]!));
     const last = [names[199 % 4]!, names[200 % 4]!].sort();
     await waitFor(
-      () => [...server.loaded].sort().join() === last.join() && server.loads.length === server.requests.filter((r) => r.path.endsWith('/load')).length,
+      () =>
+        [...server.loaded].sort().join() === last.join() &&
+        server.loads.length === server.requests.filter((r) => r.path.endsWith('/load')).length,
       20_000,
       () => `loaded ${[...server.loaded].join()}, want ${last.join()}`,
     );
@@ -187,17 +231,23 @@ describe('--source kube-api on the real process', () => {
   it('--dry-run prints the ops from the ConfigMap, live and with --once', async () => {
     cluster = await startKubeApiCluster(tmp.path);
     cluster.api.apply(models('alpha'));
-    const once = await runCli(cliArgs({ ...cluster.flags, 'dry-run': true, once: true }), { env: cluster.env });
+    const once = await runCli(cliArgs({ ...cluster.flags, 'dry-run': true, once: true }), {
+      env: cluster.env,
+    });
     expect(once.code).toBe(0);
-    expect(once.stdout.lines.map((line) => JSON.parse(line) as { modelName: string })).toMatchObject([{ modelName: 'alpha' }]);
+    expect(once.stdout.lines.map((line) => JSON.parse(line) as { modelName: string })).toMatchObject([
+      { modelName: 'alpha' },
+    ]);
     const live = startCli(cliArgs({ ...cluster.flags, 'dry-run': true }), { env: cluster.env });
     await live.waitForStdoutLines(1);
     await waitFor(() => cluster!.api.openWatches() === 1, 5000, 'an open watch');
     cluster.api.apply(models('beta'));
     const lines = await live.waitForStdoutLines(3);
-    expect(lines.slice(1).map((line) => JSON.parse(line) as { op: string; modelName: string })).toMatchObject([
-      { op: 'Remove', modelName: 'alpha' },
-      { op: 'Add', modelName: 'beta' },
-    ]);
+    expect(lines.slice(1).map((line) => JSON.parse(line) as { op: string; modelName: string })).toMatchObject(
+      [
+        { op: 'Remove', modelName: 'alpha' },
+        { op: 'Add', modelName: 'beta' },
+      ],
+    );
   });
 });
