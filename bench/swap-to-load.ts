@@ -1,4 +1,7 @@
-/** Suite swap-to-load: the real agent process, from a kubelet `..data` swap adding a model to the server's load request. */
+/**
+ * Suite swap-to-load: the real agent process, from a config change adding a model to the server's load request: a
+ * kubelet `..data` swap (the dir source), and a MODIFIED from the API-server stand-in (`--source kube-api`).
+ */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +11,7 @@ import { seededRandom } from '../src/testing/seeded-random';
 import { startV2ModelServer, type V2Request } from '../src/testing/v2-model-server';
 import { sleep, withTimeout } from '../src/testing/wait';
 import { startCli, type CliProcess } from '../test/helpers/cli-process';
+import { startKubeApiCluster, type KubeApiCluster } from '../test/helpers/kube-api';
 import { round3, summarize, type Row, type Suite, type SuiteResult } from './suite';
 
 const swaps = 200;
@@ -70,6 +74,8 @@ const stop = async (agent: CliProcess): Promise<void> => {
  */
 interface Phase {
   readonly label: string;
+  /** Where the agent reads the config: the dir (kubelet swaps), or the ConfigMap through the API server. */
+  readonly source: 'dir' | 'kube-api';
   readonly logLevel: 'warn' | 'info';
   readonly gapMs: { readonly min: number; readonly max: number };
   readonly seed: number;
@@ -77,7 +83,7 @@ interface Phase {
 
 interface PhaseResult {
   readonly phase: Phase;
-  /** Swap (atomicWrite returned) to the load request, ms. */
+  /** Swap (atomicWrite returned) or MODIFIED (written to the watch) to the load request, ms. */
   readonly latencies: number[];
   /** From atomicWrite's rename of `..data` (the swap itself) to its return, ms. */
   readonly renameToReturnMs: number[];
@@ -101,9 +107,30 @@ const runPhase = async (phase: Phase): Promise<PhaseResult> => {
   }
   const loads = loadArrivals();
   const standIn = await startV2ModelServer({ modelDir, onRequest: loads.observe });
-  atomicWrite(configDir, { 'models.json': modelsJson(1, sources) });
+  const cluster: KubeApiCluster | undefined =
+    phase.source === 'kube-api' ? await startKubeApiCluster(root) : undefined;
+  /** Writes the config; returns when the change was made (performance.now()) and, for a swap, its rename. */
+  const change = (text: string): { at: number; renamed: number } => {
+    if (cluster !== undefined) {
+      const at = cluster.api.apply({ 'models.json': text }).sentAt;
+      return { at, renamed: at };
+    }
+    let renamed = 0;
+    atomicWrite(
+      configDir,
+      { 'models.json': text },
+      {
+        onStep: (step) => {
+          if (step === 'rename') renamed = performance.now();
+        },
+      },
+    );
+    return { at: performance.now(), renamed };
+  };
+  change(modelsJson(1, sources));
   const agent = startCli(
     [
+      ...(cluster !== undefined ? ['--source', 'kube-api', '--configmap', 'models'] : []),
       '--config-dir',
       configDir,
       '--model-dir',
@@ -115,7 +142,7 @@ const runPhase = async (phase: Phase): Promise<PhaseResult> => {
       '--local-storage-roots',
       sources,
     ],
-    { cliPath },
+    { cliPath, ...(cluster !== undefined ? { env: cluster.env } : {}) },
   );
   const random = seededRandom(phase.seed); // the same gaps every run
   const result: PhaseResult = {
@@ -133,18 +160,7 @@ const runPhase = async (phase: Phase): Promise<PhaseResult> => {
     await loads.next(modelName(0), startTimeoutMs);
     const swapTimes: number[] = [];
     for (let i = 1; i < total; i++) {
-      const text = modelsJson(i + 1, sources);
-      let renamed = 0;
-      atomicWrite(
-        configDir,
-        { 'models.json': text },
-        {
-          onStep: (step) => {
-            if (step === 'rename') renamed = performance.now();
-          },
-        },
-      );
-      const t0 = performance.now();
+      const { at: t0, renamed } = change(modelsJson(i + 1, sources));
       const arrival = await loads.next(modelName(i), swapTimeoutMs);
       if (i > warmupSwaps) {
         result.latencies.push(arrival - t0);
@@ -178,23 +194,57 @@ const runPhase = async (phase: Phase): Promise<PhaseResult> => {
   } finally {
     await stop(agent);
     await standIn.close();
+    await cluster?.api.close();
     rmSync(root, { recursive: true, force: true });
   }
 };
 
 const phases: ReadonlyArray<Phase> = [
-  { label: 'warn, gap 20-50 ms', logLevel: 'warn', gapMs: { min: 20, max: 50 }, seed: 20240601 },
-  { label: 'info, gap 20-50 ms', logLevel: 'info', gapMs: { min: 20, max: 50 }, seed: 20240602 },
-  { label: 'info, gap 150-200 ms', logLevel: 'info', gapMs: { min: 150, max: 200 }, seed: 20240603 },
+  {
+    label: 'warn, gap 20-50 ms',
+    source: 'dir',
+    logLevel: 'warn',
+    gapMs: { min: 20, max: 50 },
+    seed: 20240601,
+  },
+  {
+    label: 'info, gap 20-50 ms',
+    source: 'dir',
+    logLevel: 'info',
+    gapMs: { min: 20, max: 50 },
+    seed: 20240602,
+  },
+  {
+    label: 'info, gap 150-200 ms',
+    source: 'dir',
+    logLevel: 'info',
+    gapMs: { min: 150, max: 200 },
+    seed: 20240603,
+  },
+  // The same changes and gaps through the API server: the kubelet never swaps faster than its sync period.
+  {
+    label: 'kube-api, warn, gap 20-50 ms',
+    source: 'kube-api',
+    logLevel: 'warn',
+    gapMs: { min: 20, max: 50 },
+    seed: 20240601,
+  },
+  {
+    label: 'kube-api, info, gap 150-200 ms',
+    source: 'kube-api',
+    logLevel: 'info',
+    gapMs: { min: 150, max: 200 },
+    seed: 20240603,
+  },
 ];
 
 /** The swap-to-load suite. */
 export const swapToLoadSuite: Suite = {
   name: 'swap-to-load',
   description:
-    `Latency from a kubelet ConfigMap swap that adds one model (atomicWrite of models.json) to the model ` +
-    `server's load request for it, over ${swaps} swaps, with the real agent process (node src/cli.js), the V2 ` +
-    'stand-in server and local storage.',
+    `Latency from a kubelet ConfigMap swap that adds one model (atomicWrite of models.json), and from an API-server ` +
+    `MODIFIED event that does (--source kube-api), to the model server's load request for it, over ${swaps} ` +
+    'changes each, with the real agent process (node src/cli.js), the V2 stand-in server and local storage.',
   run: async (): Promise<SuiteResult> => {
     if (!existsSync(cliPath)) {
       return { skipped: `${cliPath} is missing: run through \`npm run bench\``, rows: [] };
@@ -220,19 +270,28 @@ export const swapToLoadSuite: Suite = {
         };
       };
       return [
-        stats('swap → load request', result.latencies, {
-          over50Ms: result.latencies.filter((ms) => ms > 50).length,
-        }),
+        stats(
+          result.phase.source === 'dir' ? 'swap → load request' : 'MODIFIED sent → load request',
+          result.latencies,
+          {
+            over50Ms: result.latencies.filter((ms) => ms > 50).length,
+          },
+        ),
         ...(result.reaction.length > 0
           ? [
-              stats('swap → model downloading', result.reaction),
+              stats(
+                result.phase.source === 'dir' ? 'swap → model downloading' : 'MODIFIED → model downloading',
+                result.reaction,
+              ),
               stats('downloading → loading (copy + fsyncs)', result.download),
               stats('loading → load request (journal + HTTP)', result.toRequest),
             ]
           : []),
       ];
     });
-    const renameToReturn = summarize(results.flatMap((result) => result.renameToReturnMs));
+    const renameToReturn = summarize(
+      results.filter((result) => result.phase.source === 'dir').flatMap((result) => result.renameToReturnMs),
+    );
     return {
       rows,
       notes: [
@@ -249,6 +308,10 @@ export const swapToLoadSuite: Suite = {
           'Date.now() (whole ms), so they are accurate to about 1 ms; per swap the three parts add up to its swap → load request. ' +
           'swap → model downloading can be negative: the agent may see the new `..data` before atomicWrite ' +
           `returns (rename to return: median ${round3(renameToReturn.median)} ms, max ${round3(renameToReturn.max)} ms).`,
+        'kube-api runs: the agent runs with --source kube-api --configmap models against the API-server stand-in ' +
+          '(src/testing/kube-api-stand-in.ts, in the bench process, TLS on 127.0.0.1, kubeconfig with a token file); ' +
+          'the clock starts when the stand-in has written the MODIFIED event to the open watch (its sentAt) and ' +
+          'stops at the load request, as for the swaps. Same models, gaps and seeds as the dir runs.',
         'over50Ms = swaps slower than 50 ms. With a 20-50 ms gap the next swap lands inside the previous ' +
           `burst's settle window (${settleMs} ms of quiet; coalesceBursts reads at once at a burst's start, then ` +
           'once more when the dir has been quiet that long), so it is only picked up by that trailing read: the ' +

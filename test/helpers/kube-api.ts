@@ -1,10 +1,14 @@
 /** A kube-api stand-in for CLI tests: the server (TLS from test/fixtures/tls), a kubeconfig and a token file. */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startKubeApiStandIn, type KubeApiStandIn } from '../../src/testing/kube-api-stand-in';
 
-const tlsDir = join(__dirname, '..', 'fixtures', 'tls');
+// test/fixtures/tls, from test/helpers or from the bench's build of it (.bench-build/test/helpers).
+const tlsDir = [
+  join(__dirname, '..', 'fixtures', 'tls'),
+  join(__dirname, '..', '..', '..', 'test', 'fixtures', 'tls'),
+].find((dir) => existsSync(dir))!;
 
 /** The stand-in, and what a CLI needs to reach it. */
 export interface KubeApiCluster {
