@@ -5,6 +5,8 @@ import type { KubeClientModule } from './kube-client';
 
 /** What a watch tells its owner: it was opened (HTTP 200), and each event's resourceVersion (ERROR: none). */
 export interface WatchProgress {
+  /** False once its ListWatch was replaced: a late list result must not open a watch nobody reads. */
+  wanted(): boolean;
   opened(): void;
   event(resourceVersion: string | undefined): void;
 }
@@ -40,6 +42,7 @@ export const bookmarkingWatch = (
       callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
       done: (err: unknown) => void,
     ): Promise<AbortController> {
+      if (!progress.wanted()) return new AbortController();
       let failed = false;
       const finish = (err: unknown): void => {
         failed ||= err !== null && err !== undefined;
