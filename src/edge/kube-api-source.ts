@@ -21,6 +21,8 @@ export interface KubeApiSourceOptions extends ListWatchOptions {
   readonly maxBytes: number;
   /** Called on every sign of a working watch: a list answered, a watch opened, any event (bookmarks too). */
   readonly onAlive?: () => void;
+  /** Runs the list and watch (default `runListWatch`); tests give a fake that calls the hooks. */
+  readonly runWatch?: typeof runListWatch;
 }
 
 /** How the watch is doing, for `/healthz`, `/status` and metrics. */
@@ -85,7 +87,7 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
 
   const state$ = new Observable<Fetched>((subscriber) => {
     const publish = (next: Fetched): void => subscriber.next((fetched = next));
-    return runListWatch(options, ref, {
+    return (options.runWatch ?? runListWatch)(options, ref, {
       content: (configMap) => publish({ _tag: 'Fetched', configMap }),
       failed: (reason) => {
         counters.failures += 1;
