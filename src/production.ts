@@ -75,14 +75,16 @@ const modelServerFor = (config: AppConfig, network: Network): ModelServer =>
  * (`<host>-headers`) and the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`) and the S3, Azure and GCS
  * settings and credentials (see production-storage.ts); a malformed one, or a
  * `--ca-bundle` that cannot be read, is the Left, named but never quoted (header values are secrets).
- * Building them starts nothing: the agent does, when subscribed.
+ * Building them starts nothing: the agent does, when subscribed. With `--source kube-api`, `sourceHooks.onAlive`
+ * hears each sign of a working watch and `configSourceStatus` tells how the watch is doing (for /healthz, /status
+ * and metrics).
  */
 export const capabilities = (
   config: AppConfig,
   log: Logger,
   env: Readonly<Record<string, string | undefined>>,
   sourceHooks: ConfigSourceHooks = {},
-): E.Either<string, AgentCapabilities> => {
+): E.Either<string, AgentCapabilities & { readonly configSourceStatus?: () => KubeWatchStatus }> => {
   const headers = parseHostHeaders(env);
   if (E.isLeft(headers)) return E.left(`invalid download headers: ${headers.left}`);
   const network = networkFrom(config, env);
@@ -90,8 +92,10 @@ export const capabilities = (
   const storage = storageProviders(config, log, env, network.right, headers.right);
   if (E.isLeft(storage)) return storage;
   const router = routeStorage(storage.right.providers, storage.right.claiming);
+  const configSource = configSourceFor(config, log, env, sourceHooks);
   return E.right({
-    configSource: configSourceFor(config, log, env, sourceHooks),
+    configSource,
+    ...(configSource.status !== undefined ? { configSourceStatus: configSource.status } : {}),
     store: modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) }),
     journal: loadJournal({ root: config.modelDir, log }),
     server: modelServerFor(config, network.right),
