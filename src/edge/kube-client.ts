@@ -7,6 +7,9 @@ import { errorCode, errorMessage } from '../core/errors';
 import type { KubeFailure } from '../core/config-map';
 import { importEsm } from './import-esm';
 
+/** Environment variables by name, as `process.env` holds them (the same shape as kube-list-watch's `KubeEnv`). */
+type Env = Readonly<Record<string, string | undefined>>;
+
 /** The `@kubernetes/client-node` module (1.x is ESM-only: see importEsm). */
 export type KubeClientModule = typeof import('@kubernetes/client-node');
 
@@ -19,9 +22,6 @@ export const kubeClient = (): Promise<KubeClientModule> =>
 /** Where a pod's service account is mounted: `token`, `ca.crt`, `namespace`. */
 export const serviceAccountDir = '/var/run/secrets/kubernetes.io/serviceaccount';
 
-/** Environment variables by name, as `process.env` holds them. */
-export type KubeEnv = Readonly<Record<string, string | undefined>>;
-
 const readText = (file: string): string | undefined => {
   try {
     return readFileSync(file, 'utf8').trim();
@@ -31,7 +31,7 @@ const readText = (file: string): string | undefined => {
 };
 
 /** True when the cluster settings come from a kubeconfig (`KUBECONFIG` set, or not in a pod). */
-const usesKubeconfig = (env: KubeEnv): boolean =>
+const usesKubeconfig = (env: Env): boolean =>
   (env['KUBECONFIG'] ?? '') !== '' || (env['KUBERNETES_SERVICE_HOST'] ?? '') === '';
 
 /**
@@ -40,11 +40,7 @@ const usesKubeconfig = (env: KubeEnv): boolean =>
  * its projected token (the client re-reads that file every minute). Built anew after each failure, so a rotated
  * token or an edited kubeconfig is picked up by the next attempt. Throws when the settings cannot be read.
  */
-export const loadKubeConfig = (
-  kube: KubeClientModule,
-  env: KubeEnv,
-  saDir = serviceAccountDir,
-): KubeConfig => {
+export const loadKubeConfig = (kube: KubeClientModule, env: Env, saDir = serviceAccountDir): KubeConfig => {
   const config = new kube.KubeConfig();
   if (usesKubeconfig(env)) {
     const files = (env['KUBECONFIG'] ?? '').split(':').filter((file) => file !== '');

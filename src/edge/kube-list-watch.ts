@@ -15,9 +15,14 @@ import {
   kubeFailureOf,
   loadKubeConfig,
   type KubeClientModule,
-  type KubeEnv,
 } from './kube-client';
 import { bookmarkingWatch } from './kube-watch';
+
+/**
+ * Environment variables by name, as `process.env` holds them. Declared here, not in kube-client.ts, so the
+ * declarations a consumer of the package compiles never reach the client's own (ESM) types.
+ */
+export type KubeEnv = Readonly<Record<string, string | undefined>>;
 
 /** Which ConfigMap to list and watch, where the API server is, and how to retry. */
 export interface ListWatchOptions {
