@@ -21,7 +21,7 @@ const run = (config: AppConfig): void => {
   // Before any SDK client is made: the AWS SDK warns about the Node version then.
   logProcessWarnings(log);
   const shutdown$ = merge(fromEvent(process, 'SIGTERM'), fromEvent(process, 'SIGINT')).pipe(take(1));
-  const mode$ = config.dryRun ? dryRunMode(config, log) : syncMode(config, log, process.env);
+  const mode$ = config.dryRun ? dryRunMode(config, log, process.env) : syncMode(config, log, process.env);
   mode$.pipe(takeUntil(shutdown$)).subscribe({
     next: (output) => {
       if (output._tag === 'Line') process.stdout.write(`${output.line}\n`);

@@ -27,10 +27,14 @@ const exit = (code: number): Output => ({ _tag: 'Exit', code });
 /**
  * `--dry-run`: one JSON line per ModelOp, live (or, with `--once`, for the current config, then exit: 1 when
  * it is invalid). Nothing is in place for a dry run, so the first config is all Adds. A model whose storage
- * scheme no provider serves gets a warn line on the log.
+ * scheme no provider serves gets a warn line on the log. `env` locates the API server for `--source kube-api`.
  */
-export const dryRunMode = (config: AppConfig, log: Logger): Observable<Output> => {
-  const configSource = configSourceFor(config, log);
+export const dryRunMode = (
+  config: AppConfig,
+  log: Logger,
+  env: Readonly<Record<string, string | undefined>> = {},
+): Observable<Output> => {
+  const configSource = configSourceFor(config, log, env);
   const inPlace = emptySnapshot;
   const schemes = servedSchemes(config, log);
   if (config.once) {
@@ -67,11 +71,13 @@ export const syncMode = (
     log.error({ reason: edges.left }, 'cannot start: the settings are invalid');
     return of(exit(2));
   }
-  const { configDir, modelDir, serverUrl, protocol } = config;
+  const { configDir, modelDir, serverUrl, protocol, source } = config;
+  const where =
+    source === 'kube-api' ? { configmap: config.configmap, namespace: config.namespace } : { configDir };
   return defer(() => {
     const shownServerUrl = redactUri(serverUrl);
     log.info(
-      { version: packageVersion, configDir, modelDir, serverUrl: shownServerUrl, protocol },
+      { version: packageVersion, source, ...where, modelDir, serverUrl: shownServerUrl, protocol },
       'modelsync starting',
     );
     return startAgent(edges.right, agentSettings(config, log));

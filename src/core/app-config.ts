@@ -5,7 +5,7 @@
  */
 import * as E from 'fp-ts/Either';
 import * as t from 'io-ts';
-import { absolutePaths, byteCount, httpUrl, integerIn, nonEmpty, oneOf } from './setting-codecs';
+import { absolutePaths, byteCount, httpUrl, integerIn, kubeName, nonEmpty, oneOf } from './setting-codecs';
 
 /** pino's levels, most to least severe, and `silent`. */
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -14,6 +14,9 @@ export type LogLevel = (typeof logLevels)[number];
 
 /** The load/unload dialects modelsync speaks. */
 export const protocols = ['v2', 'torchserve'] as const;
+
+/** Where the model list comes from: the mounted ConfigMap dir, or the ConfigMap watched through the API server. */
+export const configSources = ['dir', 'kube-api'] as const;
 
 /** How S3 buckets are addressed: `auto` decides by the endpoint (see `--s3-addressing`). */
 export const s3AddressingStyles = ['auto', 'path', 'virtual'] as const;
@@ -112,6 +115,47 @@ export const flagTable = {
     default: '0',
     help: 'poll the config dir every this many ms instead of inotify (NFS, some bind mounts); 0 = inotify',
     codec: integerIn('WatchPollMs', 0, 3_600_000),
+  },
+  source: {
+    flag: '--source',
+    arg: 'name',
+    env: 'MODELSYNC_SOURCE',
+    default: 'dir',
+    help: '`dir`: `models.json` in `--config-dir` (kubelet syncs it, within about a minute); `kube-api`: the ConfigMap `--configmap`, watched through the API server (milliseconds; needs RBAC)',
+    codec: oneOf('ConfigSource', configSources),
+    choices: configSources,
+  },
+  configmap: {
+    flag: '--configmap',
+    arg: 'name',
+    env: 'MODELSYNC_CONFIGMAP',
+    help: 'with `--source kube-api`: the ConfigMap holding the model list (required)',
+    codec: kubeName('ConfigMapName', 253),
+    optional: true,
+  },
+  namespace: {
+    flag: '--namespace',
+    arg: 'name',
+    env: 'MODELSYNC_NAMESPACE',
+    help: "with `--source kube-api`: the ConfigMap's namespace; default the pod's (the service account mount's `namespace` file), else the kubeconfig context's, else `default`",
+    codec: kubeName('Namespace', 63, true),
+    optional: true,
+  },
+  configmapKey: {
+    flag: '--configmap-key',
+    arg: 'key',
+    env: 'MODELSYNC_CONFIGMAP_KEY',
+    default: 'models.json',
+    help: 'with `--source kube-api`: the key of the ConfigMap holding the model list',
+    codec: nonEmpty,
+  },
+  watchTimeoutS: {
+    flag: '--watch-timeout-s',
+    arg: 's',
+    env: 'MODELSYNC_WATCH_TIMEOUT_S',
+    default: '300',
+    help: 'with `--source kube-api`: the API server ends each watch after this long and it is re-opened; a watch silent for longer (plus a grace of the same, at most 30 s) is presumed dead and re-established',
+    codec: integerIn('WatchTimeoutS', 1, 3600),
   },
   maxConfigBytes: {
     flag: '--max-config-bytes',
@@ -367,6 +411,9 @@ export const conflictingSettings = (
 ): ReadonlyArray<string> => [
   ...(config.once && !config.dryRun
     ? [`${spell('once')} needs ${spell('dryRun')}: there is no one-shot sync mode yet`]
+    : []),
+  ...(config.source === 'kube-api' && config.configmap === undefined
+    ? [`${spell('source')} kube-api needs ${spell('configmap')}: the ConfigMap to watch`]
     : []),
   ...(config.retryBaseMs > config.retryMaxMs
     ? [

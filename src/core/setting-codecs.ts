@@ -37,6 +37,27 @@ export const nonEmpty = new t.Type<string, string, unknown>(
   String,
 );
 
+/**
+ * A Kubernetes object name of at most `maxLength` characters: lower-case letters, digits and `-` (and `.` unless
+ * `label`: a namespace is a DNS label), starting and ending with a letter or digit.
+ */
+export const kubeName = (name: string, maxLength: number, label = false) => {
+  const pattern = label ? /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/ : /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/;
+  return new t.Type<string, string, unknown>(
+    name,
+    (u): u is string => typeof u === 'string',
+    (u, context) =>
+      typeof u === 'string' && u.length <= maxLength && pattern.test(u)
+        ? t.success(u)
+        : t.failure(
+            u,
+            context,
+            `expected a Kubernetes name (lower-case letters, digits, '-'${label ? '' : " and '.'"}, at most ${maxLength}), got ${JSON.stringify(u)}`,
+          ),
+    String,
+  );
+};
+
 /** An http(s) URL with a host; trailing slashes are dropped so paths can be appended. */
 export const httpUrl = new t.Type<string, string, unknown>(
   'HttpUrl',

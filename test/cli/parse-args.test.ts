@@ -35,6 +35,9 @@ describe('parseArgs', () => {
       logLevel: 'info',
       settleMs: 100,
       watchPollMs: 0,
+      source: 'dir',
+      configmapKey: 'models.json',
+      watchTimeoutS: 300,
       maxConfigBytes: 33_554_432,
       requestTimeoutMs: 30_000,
       maxModelBytes: 256 * 2 ** 30,
@@ -79,6 +82,8 @@ describe('parseArgs', () => {
         '60',
       ],
       ...['--watch-poll-ms', '250', '--request-timeout-ms', '1000', '--load-timeout-ms', '2000'],
+      ...['--source', 'kube-api', '--configmap', 'models', '--namespace', 'serving'],
+      ...['--configmap-key', 'list.json', '--watch-timeout-s', '60'],
       ...['--max-model-bytes', '40Gi', '--max-archive-ratio', '50', '--max-archive-entries', '500'],
       ...['--min-download-rate', '64Ki', '--min-rate-window-ms', '5000'],
       ...['--local-storage-roots', '/mnt/pvc, /data/models/'],
@@ -108,6 +113,11 @@ describe('parseArgs', () => {
       logLevel: 'debug',
       settleMs: 60,
       watchPollMs: 250,
+      source: 'kube-api',
+      configmap: 'models',
+      namespace: 'serving',
+      configmapKey: 'list.json',
+      watchTimeoutS: 60,
       maxConfigBytes: 4096,
       requestTimeoutMs: 1000,
       maxModelBytes: 40 * 2 ** 30,
@@ -216,6 +226,35 @@ describe('parseArgs', () => {
     ]);
     expect(usageLines([], { MODELSYNC_ONCE: '1' })[0]).toContain('MODELSYNC_ONCE needs --dry-run');
     expect(configOf(['--once'], { MODELSYNC_DRY_RUN: 'true' })).toMatchObject({ once: true, dryRun: true });
+  });
+
+  it('takes --source kube-api with its ConfigMap, and refuses it without one or with a name Kubernetes refuses', () => {
+    expect(
+      configOf(['--source', 'kube-api', '--configmap', 'models', '--namespace', 'serving']),
+    ).toMatchObject({
+      source: 'kube-api',
+      configmap: 'models',
+      namespace: 'serving',
+      configmapKey: 'models.json',
+    });
+    expect(configOf([], { MODELSYNC_SOURCE: 'kube-api', MODELSYNC_CONFIGMAP: 'a.b-c' }).configmap).toBe(
+      'a.b-c',
+    );
+    expect(usageLines(['--source', 'kube-api'])).toEqual([
+      'modelsync: --source kube-api needs --configmap: the ConfigMap to watch',
+    ]);
+    expect(usageLines([], { MODELSYNC_SOURCE: 'kube-api' })[0]).toContain(
+      'MODELSYNC_SOURCE kube-api needs --configmap',
+    );
+    for (const bad of ['Models', 'models,other', '-models', 'a'.repeat(254), '']) {
+      expect(usageLines(['--source', 'kube-api', '--configmap', bad])[0]).toMatch(
+        /^modelsync: invalid --configmap: /,
+      );
+    }
+    expect(usageLines(['--namespace', 'a.b'])[0]).toMatch(
+      /^modelsync: invalid --namespace: expected a Kubernetes name/,
+    );
+    expect(usageLines(['--source', 'informer'])[0]).toContain('expected one of dir, kube-api');
   });
 
   it('refuses a retry base above the retry cap, and takes one equal to it', () => {

@@ -122,11 +122,13 @@ describe.each(rendered.map(({ variant, objects }) => [variant.name, objects] as 
       expect(pod.automountServiceAccountToken).toBe(false);
     });
 
-    it('mounts the models ConfigMap as a whole dir at --config-dir, read-only, and no volume through subPath', () => {
+    it('reads the models ConfigMap: mounted whole at --config-dir, read-only, or through the API server (kube-api); no subPath', () => {
       const { mount, volume } = volumeOf(modelsync, config.configDir);
-      expect(mount?.readOnly).toBe(true);
+      if (config.source === 'dir') expect(mount?.readOnly).toBe(true);
+      else expect(mount).toBeUndefined();
+      const name = config.source === 'dir' ? volume?.configMap?.name : config.configmap;
       const configMap = objects.find(
-        (object) => object.kind === 'ConfigMap' && object.metadata.name === volume?.configMap?.name,
+        (object) => object.kind === 'ConfigMap' && object.metadata.name === name,
       );
       expect(configMap).toBeDefined();
       const modelsJson = (configMap!['data'] as Record<string, string>)['models.json'];
@@ -136,6 +138,41 @@ describe.each(rendered.map(({ variant, objects }) => [variant.name, objects] as 
           .flatMap((container) => container.volumeMounts ?? [])
           .filter((m) => m.subPath !== undefined),
       ).toEqual([]);
+    });
+
+    it('lets modelsync alone read its one ConfigMap through the API server, only with --source kube-api', () => {
+      const kinds = objects.map((object) => object.kind);
+      const tokenMounts = allContainers(pod).filter((container) =>
+        (container.volumeMounts ?? []).some(
+          (m) => m.mountPath === '/var/run/secrets/kubernetes.io/serviceaccount',
+        ),
+      );
+      if (config.source === 'dir') {
+        expect(kinds).not.toEqual(expect.arrayContaining(['Role']));
+        expect(pod.serviceAccountName).toBeUndefined();
+        expect(tokenMounts).toEqual([]);
+        return;
+      }
+      const account = objects.find(
+        (o) => o.kind === 'ServiceAccount' && o.metadata.name === pod.serviceAccountName,
+      );
+      expect(account?.['automountServiceAccountToken']).toBe(false);
+      const binding = objects.find((o) => o.kind === 'RoleBinding')!;
+      expect(binding['subjects']).toEqual([
+        { kind: 'ServiceAccount', name: pod.serviceAccountName, namespace: account?.metadata.namespace },
+      ]);
+      const role = objects.find(
+        (o) => o.kind === 'Role' && o.metadata.name === (binding['roleRef'] as { name: string }).name,
+      );
+      expect(role?.['rules']).toEqual([
+        {
+          apiGroups: [''],
+          resources: ['configmaps'],
+          resourceNames: [config.configmap],
+          verbs: ['get', 'list', 'watch'],
+        },
+      ]);
+      expect(tokenMounts.map((container) => container.name)).toEqual(['modelsync']);
     });
 
     it('shares an emptyDir at --model-dir with the model server, whose model repository it is', () => {
