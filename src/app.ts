@@ -1,6 +1,7 @@
 /** The composition root: the pipeline from config-dir events to ModelOps (and, with a loader, to results). */
 import type { Either } from 'fp-ts/Either';
 import { either as E } from 'fp-ts';
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   connect,
@@ -12,12 +13,14 @@ import {
   switchMap,
   take,
   tap,
+  defer,
   type MonoTypeOperatorFunction,
   type Observable,
+  type OperatorFunction,
   type SchedulerLike,
 } from 'rxjs';
 import { diff } from './core/diff';
-import type { ConfigError } from './core/errors';
+import { describeConfigError, type ConfigError } from './core/errors';
 import type { ModelOp } from './core/model-op';
 import { readyEvent, type AgentEvent } from './core/model-status';
 import { emptySnapshot, type Snapshot } from './core/snapshot';
@@ -30,7 +33,7 @@ import { selectConfigEvents } from './pipeline/select-config-events';
 import { skipUnchangedReads } from './pipeline/skip-unchanged-reads';
 import { toModelOps } from './pipeline/to-model-ops';
 import { logUnservedModels, warnUnservedSchemes } from './pipeline/warn-unserved-schemes';
-import type { ConfigSource, FsEvent } from './ports';
+import { noTelemetry, type ConfigRead, type ConfigSource, type FsEvent, type Telemetry } from './ports';
 
 /** What the config half of the pipeline runs on. */
 export interface ConfigPipelineDeps {
@@ -48,6 +51,8 @@ export interface ConfigPipelineDeps {
    * (see docs/extending.md for why there). The `config accepted` log line counts the models before them.
    */
   readonly snapshotOperators?: ReadonlyArray<MonoTypeOperatorFunction<Snapshot>>;
+  /** Hears of every config read (accepted with its checksum, rejected with its reason, or unchanged). */
+  readonly telemetry?: Telemetry;
 }
 
 const startTrigger: FsEvent = { event: 'start', name: '' };
@@ -58,6 +63,26 @@ const throughAll =
   (source$) =>
     operators.reduce((stream$, operator) => stream$.pipe(operator), source$);
 
+/** The sha256 of a config's text, in hex: which config is in force, without showing it. */
+const checksumOf = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+/** Decodes each read and tells `telemetry` whether it was accepted (with its checksum) or rejected (why). */
+const decodeAndReport =
+  (telemetry: Telemetry): OperatorFunction<ConfigRead, Either<ConfigError, Snapshot>> =>
+  (read$) =>
+    defer(() => {
+      let text = '';
+      return read$.pipe(
+        tap((read) => (text = E.isRight(read) ? read.right.text : '')),
+        decodeSnapshot(),
+        tap((result) =>
+          E.isRight(result)
+            ? telemetry.configRead('accepted', { checksum: checksumOf(text) })
+            : telemetry.configRead('rejected', { reason: describeConfigError(result.left) }),
+        ),
+      );
+    });
+
 /** The current config, then every accepted change of it, for as long as subscribed. */
 export const acceptedSnapshots = (
   deps: Omit<ConfigPipelineDeps, 'inPlace' | 'snapshotOperators'>,
@@ -67,8 +92,8 @@ export const acceptedSnapshots = (
     startWith(startTrigger),
     coalesceBursts({ quietMs: deps.settleMs }, deps.scheduler),
     readConfig(deps.configSource.read),
-    skipUnchangedReads(),
-    decodeSnapshot(),
+    skipUnchangedReads(() => (deps.telemetry ?? noTelemetry).configRead('unchanged')),
+    decodeAndReport(deps.telemetry ?? noTelemetry),
     keepValid(deps.log),
     tap((snapshot) => deps.log.info({ modelCount: snapshot.size }, 'config accepted')),
     deps.servedSchemes === undefined ? identity : warnUnservedSchemes(deps.servedSchemes, deps.log),

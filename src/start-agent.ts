@@ -27,7 +27,7 @@ import type { Snapshot } from './core/snapshot';
 import { abortable } from './loader/abortable';
 import { recoverModelDir } from './loader/in-place';
 import { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from './loader/loader';
-import type { ConfigSource, LoadJournal, ModelServer, ModelStore } from './ports';
+import type { ConfigSource, LoadJournal, ModelServer, ModelStore, Telemetry } from './ports';
 
 /** The effects the agent runs on (`capabilities` in production.ts builds the real ones from an AppConfig). */
 export interface AgentCapabilities {
@@ -66,6 +66,8 @@ export interface AgentSettings {
   readonly opOperators?: ReadonlyArray<MonoTypeOperatorFunction<ModelOp>>;
   /** Called on every subscription once the loader exists, before the first config is read. */
   readonly onStart?: (start: AgentStart) => void;
+  /** Hears of config reads, retries, resyncs, repairs and watcher progress (metrics, /status); default none. */
+  readonly telemetry?: Telemetry;
 }
 
 /** The server's loaded models; the server container starts beside us, so keep asking until it answers. */
@@ -129,6 +131,7 @@ export const startAgent = (
             retry: settings.retry,
             random,
             scheduler,
+            telemetry: settings.telemetry,
           },
           inPlace,
         );
@@ -143,6 +146,7 @@ export const startAgent = (
           loader,
           snapshotOperators: settings.snapshotOperators,
           opOperators: settings.opOperators,
+          telemetry: settings.telemetry,
         });
       }),
       tap((event) => {

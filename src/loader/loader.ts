@@ -13,8 +13,8 @@ import type { ModelName } from '../core/model-name';
 import type { ModelOp } from '../core/model-op';
 import { statusEvent, type AgentEvent, type ModelPhase, type ModelStatus } from '../core/model-status';
 import { redact } from '../core/redact';
-import type { LoadJournal, ModelServer, ModelStore } from '../ports';
-import { needsWork, newRecord, want, type ModelRecord } from './model-record';
+import { noTelemetry, type LoadJournal, type ModelServer, type ModelStore, type Telemetry } from '../ports';
+import { failedStep, needsWork, newRecord, want, type ModelRecord } from './model-record';
 import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
 import { createSlots, type Slots } from './slots';
 import { logStatus } from './status-log';
@@ -44,6 +44,8 @@ export interface LoaderDeps {
   readonly random?: () => number;
   /** Where retry delays are timed; asyncScheduler by default. */
   readonly scheduler?: SchedulerLike;
+  /** Hears of every retry; noTelemetry by default. */
+  readonly telemetry?: Telemetry;
 }
 
 /** A loader: `run` applies ops; the rest lets health checks, status endpoints and tests look at it. */
@@ -64,7 +66,7 @@ export interface Loader {
 
 /** A loader over `deps`, starting from what is `inPlace`. */
 export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
-  const { log, retry, random = Math.random, scheduler = asyncScheduler } = deps;
+  const { log, retry, random = Math.random, scheduler = asyncScheduler, telemetry = noTelemetry } = deps;
   const slots = { download: createSlots(deps.downloadConcurrency), load: createSlots(deps.loadConcurrency) };
   const workers = deps.downloadConcurrency + deps.loadConcurrency;
   const records = new Map<ModelName, ModelRecord>();
@@ -139,13 +141,10 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
           if (stop.signal.aborted || generation.signal.aborted) return; // our own abort, not the model's failure
           const error = toEffectError(cause);
           record.attempts++;
-          const details = {
-            reason: redact(error.message),
-            errorKind: error.kind,
-            attempt: record.attempts,
-          };
+          const details = { reason: redact(error.message), errorKind: error.kind, attempt: record.attempts };
           if (!error.retryable || record.attempts >= retry.maxAttempts)
             return report(record, 'Failed', desired, details);
+          telemetry.retry(failedStep(record.status.phase));
           report(record, 'Retrying', desired, details);
           queue.addAfter(record.name, backoffDelay(record.attempts, retry.baseMs, retry.maxMs, random));
         }

@@ -1,7 +1,7 @@
 /** ModelRecord: what the loader knows and wants of one model, and how an op changes what it wants (coalescing). */
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
-import type { ModelStatus } from '../core/model-status';
+import type { ModelPhase, ModelStatus } from '../core/model-status';
 import { specEquals, unknownSpec } from '../core/snapshot';
 import { isInPlace, type ModelState } from './reconcile';
 
@@ -71,3 +71,7 @@ export const want = (record: ModelRecord, desired: ModelSpec | undefined): boole
 /** Whether a new subscription takes the model up: an op asked for a state that is not reached, and it has not Failed. */
 export const needsWork = (record: ModelRecord): boolean =>
   record.desired !== unknownSpec && record.status.phase !== 'Failed' && !isInPlace(record, record.desired);
+
+/** The step a model was in when it failed, by the phase it last reported (checking its files counts as download). */
+export const failedStep = (phase: ModelPhase): 'download' | 'load' | 'unload' =>
+  phase === 'Loading' ? 'load' : phase === 'Unloading' ? 'unload' : 'download';
