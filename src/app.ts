@@ -5,10 +5,12 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   connect,
+  EMPTY,
   first,
   identity,
   map,
   merge,
+  mergeWith,
   startWith,
   switchMap,
   take,
@@ -53,9 +55,19 @@ export interface ConfigPipelineDeps {
   readonly snapshotOperators?: ReadonlyArray<MonoTypeOperatorFunction<Snapshot>>;
   /** Hears of every config read (accepted with its checksum, rejected with its reason, or unchanged). */
   readonly telemetry?: Telemetry;
+  /** Each emission re-reads models.json though no event came (a resync); absent: events only. */
+  readonly rereads$?: Observable<unknown>;
 }
 
 const startTrigger: FsEvent = { event: 'start', name: '' };
+const rereadTrigger: FsEvent = { event: 'resync', name: '' };
+
+/** The config-dir events that can mean models.json changed, and a trigger for each re-read asked for. */
+const configTriggers = (deps: Pick<ConfigPipelineDeps, 'configSource' | 'rereads$'>): Observable<FsEvent> =>
+  deps.configSource.events$.pipe(
+    selectConfigEvents(),
+    mergeWith(deps.rereads$?.pipe(map(() => rereadTrigger)) ?? EMPTY),
+  );
 
 /** Applies `operators` in order; no operators: the source as it is. */
 const throughAll =
@@ -87,8 +99,7 @@ const decodeAndReport =
 export const acceptedSnapshots = (
   deps: Omit<ConfigPipelineDeps, 'inPlace' | 'snapshotOperators'>,
 ): Observable<Snapshot> =>
-  deps.configSource.events$.pipe(
-    selectConfigEvents(),
+  configTriggers(deps).pipe(
     startWith(startTrigger),
     coalesceBursts({ quietMs: deps.settleMs }, deps.scheduler),
     readConfig(deps.configSource.read),

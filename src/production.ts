@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { AppConfig } from './core/app-config';
 import { parseHostHeaders } from './core/storage-uri';
 import { configDirSource } from './edge/config-dir';
+import { spaceCheck } from './edge/free-space';
 import { loadJournal } from './edge/load-journal';
 import { modelDirStore } from './edge/model-dir';
 import { torchServeModelServer } from './edge/model-server-torchserve';
@@ -62,7 +63,11 @@ export const capabilities = (
   const router = routeStorage(storage.right.providers, storage.right.claiming);
   return E.right({
     configSource: configSourceFor(config, log),
-    store: modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) }),
+    store: modelDirStore({
+      root: config.modelDir,
+      log, // the store binds its own `component`
+      spaceCheck: spaceCheck(config.minFreeBytes),
+    }),
     journal: loadJournal({ root: config.modelDir, log }),
     server: modelServerFor(config, network.right),
     download: router,

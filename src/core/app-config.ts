@@ -8,10 +8,12 @@ import { flagTable, type FlagSpec } from './flag-table';
 
 export {
   flagTable,
+  logFormats,
   logLevels,
   protocols,
   s3AddressingStyles,
   type FlagSpec,
+  type LogFormat,
   type LogLevel,
 } from './flag-table';
 
@@ -73,9 +75,6 @@ export const conflictingSettings = (
   config: AppConfig,
   spell: (field: SettingField) => string,
 ): ReadonlyArray<string> => [
-  ...(config.once && !config.dryRun
-    ? [`${spell('once')} needs ${spell('dryRun')}: there is no one-shot sync mode yet`]
-    : []),
   ...(config.retryBaseMs > config.retryMaxMs
     ? [
         `${spell('retryBaseMs')} (${config.retryBaseMs}) is above ${spell('retryMaxMs')} (${config.retryMaxMs}); ` +

@@ -4,12 +4,17 @@
  * `npm run docs:flags` the flags table of docs/operating.md.
  */
 import * as t from 'io-ts';
-import { absolutePaths, byteCount, httpUrl, integerIn, nonEmpty, oneOf } from './setting-codecs';
+import { absolutePaths, byteCount, duration, httpUrl, integerIn, nonEmpty, oneOf } from './setting-codecs';
 
 /** pino's levels, most to least severe, and `silent`. */
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 /** One of `logLevels`. */
 export type LogLevel = (typeof logLevels)[number];
+
+/** How log lines are written: `pretty` (pino-pretty) for people, `json` for collectors, `auto` by stderr. */
+export const logFormats = ['auto', 'pretty', 'json'] as const;
+/** One of `logFormats`. */
+export type LogFormat = (typeof logFormats)[number];
 
 /** The load/unload dialects modelsync speaks. */
 export const protocols = ['v2', 'torchserve'] as const;
@@ -95,6 +100,15 @@ export const flagTable = {
     help: 'level of the JSON log lines on stderr: `fatal` … `trace`, or `silent`',
     codec: oneOf('LogLevel', logLevels),
     choices: logLevels,
+  },
+  logFormat: {
+    flag: '--log-format',
+    arg: 'format',
+    env: 'MODELSYNC_LOG_FORMAT',
+    default: 'auto',
+    help: '`json` (one JSON object a line), `pretty` (for people), or `auto`: pretty when stderr is a terminal, else JSON',
+    codec: oneOf('LogFormat', logFormats),
+    choices: logFormats,
   },
   settleMs: {
     flag: '--settle-ms',
@@ -292,6 +306,32 @@ export const flagTable = {
     codec: httpUrl,
     optional: true,
   },
+  resyncInterval: {
+    flag: '--resync-interval',
+    arg: 'duration',
+    env: 'MODELSYNC_RESYNC_INTERVAL',
+    default: '60s',
+    help:
+      're-read `models.json`, ask the model server what it has loaded and repair drift (reload what it lost, ' +
+      'unload what the config does not list, retry failed models) this often, and on SIGHUP: `60s`, `5m`, `1500ms`; 0 = only on SIGHUP',
+    codec: duration('ResyncInterval', 0, 86_400_000),
+  },
+  minFreeBytes: {
+    flag: '--min-free-bytes',
+    arg: 'bytes',
+    env: 'MODELSYNC_MIN_FREE_BYTES',
+    default: '0',
+    help: 'bytes to keep free on the model volume: a download whose size (when the storage declares it) would leave less fails (`no-space`) before it starts',
+    codec: byteCount('MinFreeBytes', 0, Number.MAX_SAFE_INTEGER),
+  },
+  shutdownTimeout: {
+    flag: '--shutdown-timeout',
+    arg: 'duration',
+    env: 'MODELSYNC_SHUTDOWN_TIMEOUT',
+    default: '20s',
+    help: 'on SIGTERM or SIGINT, how long load and unload calls in flight may finish (downloads stop at once) before exit 0',
+    codec: duration('ShutdownTimeout', 0, 3_600_000),
+  },
   dryRun: {
     flag: '--dry-run',
     env: 'MODELSYNC_DRY_RUN',
@@ -301,7 +341,7 @@ export const flagTable = {
   once: {
     flag: '--once',
     env: 'MODELSYNC_ONCE',
-    help: 'with `--dry-run`: print the ops for the current config and exit (1 if it is invalid)',
+    help: 'sync the current config, list the models that failed and exit: 0 when every model is loaded, else 1; with `--dry-run`: print its ops and exit (1 if it is invalid)',
     codec: t.boolean,
   },
 } as const satisfies Readonly<Record<string, FlagSpec>>;

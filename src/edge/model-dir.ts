@@ -7,6 +7,7 @@ import type { ModelSpec } from '../core/model-config';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import { specEquals, specToJson } from '../core/snapshot';
 import type { Installed, ModelStore } from '../ports';
+import type { SpaceCheck } from './download-limits';
 import { forEachLimited, fsError, isMissing, step, syncPath } from './durable-fs';
 import type { Logger } from './logger';
 import { describeFound, inspectEntry, type Found } from './model-dir-entry';
@@ -17,6 +18,8 @@ import { createStagingDir, fillStagingDir, namingStaging, stagingTakenAway } fro
 export interface ModelDirOptions {
   readonly root: string;
   readonly log: Logger;
+  /** The disk check (`--min-free-bytes`) every install must pass before it starts; absent: none. */
+  readonly spaceCheck?: SpaceCheck;
 }
 
 // Reserved prefixes: model names cannot start with '.', so these never collide with a model dir.
@@ -147,6 +150,8 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     signal.throwIfAborted();
     await step(`cannot create ${root}`, () => mkdir(root, { recursive: true }));
     await claim(target, name);
+    // The size is not known yet (the providers check a declared one): at least the reserve must be free.
+    await options.spaceCheck?.(root, 0, `installing model ${name}`);
     const dir = await createStagingDir(join(root, `${stagingPrefix}${nameTag(name)}-`));
     try {
       await fillStagingDir(dir, { name, spec, fill, signal, log });

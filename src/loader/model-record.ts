@@ -54,11 +54,13 @@ const sameDesired = (a: ModelSpec | undefined, b: ModelSpec | undefined): boolea
 /**
  * Records that `desired` is wanted; true when the model needs work for it. Ops only record desired state, so ops
  * not yet worked on collapse into the latest: Add then Remove is nothing, the same spec again is nothing, except
- * that the same spec on a Failed model (a resync) tries it once more.
+ * that the same desired state on a Failed model, or on a `settled` one (no work queued, running or waiting) that
+ * is no longer in place (the server lost it: drift repair), is worked on once more.
  */
-export const want = (record: ModelRecord, desired: ModelSpec | undefined): boolean => {
+export const want = (record: ModelRecord, desired: ModelSpec | undefined, settled = false): boolean => {
   if (sameDesired(record.desired, desired)) {
-    if (record.status.phase !== 'Failed') return false;
+    const drifted = settled && !isInPlace(record, desired);
+    if (record.status.phase !== 'Failed' && !drifted) return false;
   } else {
     record.desired = desired;
     record.generation.abort(new Error('superseded by a newer desired state'));

@@ -281,12 +281,6 @@ describe('modelsync flag validation', () => {
     );
   });
 
-  it('refuses --once without --dry-run (there is no one-shot sync yet) with exit code 2', async () => {
-    const result = await runCli(['--config-dir', configMap('[]'), '--once']);
-    expect(result.code).toBe(2);
-    expect(result.stderr.text).toContain('--once needs --dry-run');
-  });
-
   it('refuses a retry base above the retry cap with exit code 2', async () => {
     const result = await runCli(['--dry-run', '--once', '--retry-base-ms', '2000', '--retry-max-ms', '1000']);
     expect(result.code).toBe(2);

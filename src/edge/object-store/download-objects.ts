@@ -157,6 +157,7 @@ export const downloadObjects = async (
     maxBytes: limits.maxModelBytes,
     minRate: limits.minRate,
     onTooSlow: stopWith,
+    space: { dir: targetDir, check: limits.spaceCheck },
   });
   const jobSignal = AbortSignal.any([signal, stop.signal]);
   // Each object in flight listens on it (the read, the SDK's request, the write): more than Node's warning level.
@@ -164,7 +165,7 @@ export const downloadObjects = async (
   const job: Job = { client, location, what, signal: jobSignal, guard, maxResumes };
   try {
     const plan = await planObjects(client, location, job.signal);
-    guard.admit(plan.reduce((sum, item) => sum + item.object.size, 0));
+    await guard.admit(plan.reduce((sum, item) => sum + item.object.size, 0));
     const only = plan.length === 1 ? plan[0]! : undefined;
     if (only !== undefined && archiveFormatOf(only.path) !== undefined) {
       await fetchArchive(job, only, targetDir, limits);
