@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable, type SchedulerLike } from 'rxjs';
 import { backoffDelay } from '../core/backoff';
-import { toEffectError } from '../core/errors';
+import { toEffectError, type EffectError } from '../core/errors';
 import { inPlaceSnapshot, type InPlace } from '../core/in-place';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
@@ -78,6 +78,10 @@ export interface Loader {
   /** Download and load slots, for tests and metrics. */
   readonly slots: { readonly download: Slots; readonly load: Slots };
 }
+
+/** The HTTP status of a failure, for its log line (a failure is one line: kind, status, message). */
+const statusOf = (error: EffectError): Readonly<Record<string, number>> =>
+  error.status === undefined ? {} : { status: error.status };
 
 /** A loader over `deps`, starting from what is `inPlace`. */
 export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
@@ -176,9 +180,9 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
           record.attempts++;
           const details = { reason: redact(error.message), errorKind: error.kind, attempt: record.attempts };
           if (!error.retryable || record.attempts >= retry.maxAttempts)
-            return report(record, 'Failed', desired, details);
+            return report(record, 'Failed', desired, details, statusOf(error));
           telemetry.retry(failedStep(record.status.phase));
-          report(record, 'Retrying', desired, details);
+          report(record, 'Retrying', desired, details, statusOf(error));
           queue.addAfter(record.name, backoffDelay(record.attempts, retry.baseMs, retry.maxMs, random));
         }
       };

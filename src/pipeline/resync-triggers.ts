@@ -1,9 +1,10 @@
 /** resyncTriggers: when to resync — every interval, and at once on a signal (SIGHUP). */
-import { asyncScheduler, interval, map, merge, type Observable, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, EMPTY, interval, map, merge, type Observable, type SchedulerLike } from 'rxjs';
 import type { ResyncTrigger } from './repair-drift';
 
 /** How often to resync, and what asks for one now. */
 export interface ResyncTriggerOptions {
+  /** 0: no timer, only `signal$`. */
   readonly intervalMs: number;
   /** Each emission asks for a resync now (the CLI feeds it SIGHUP). */
   readonly signal$: Observable<unknown>;
@@ -18,6 +19,6 @@ export const resyncTriggers = (
   scheduler: SchedulerLike = asyncScheduler,
 ): Observable<ResyncTrigger> =>
   merge(
-    interval(intervalMs, scheduler).pipe(map((): ResyncTrigger => 'timer')),
+    intervalMs > 0 ? interval(intervalMs, scheduler).pipe(map((): ResyncTrigger => 'timer')) : EMPTY,
     signal$.pipe(map((): ResyncTrigger => 'signal')),
   );
