@@ -53,6 +53,17 @@ describe('modelsync --once (one-shot sync, real CLI)', () => {
     expect(typeof failures.find((failure) => failure['model'] === 'missing')?.['errorKind']).toBe('string');
   }, 30_000);
 
+  it('writes pretty log lines with --log-format pretty, and JSON lines by default when stderr is not a terminal', async () => {
+    world.writeConfig(['a']);
+    const pretty = await oneShot({ 'log-format': 'pretty' });
+    expect(pretty.code).toBe(0);
+    const done = pretty.stderr.lines.find((text) => text.includes('one-shot sync done'));
+    expect(done).toMatch(/INFO.*one-shot sync done: every model is loaded/);
+    expect(() => JSON.parse(done!) as unknown).toThrow();
+    const json = await oneShot({ 'log-format': 'auto' });
+    expect(json.stderr.lines.every((text) => text.startsWith('{'))).toBe(true);
+  }, 30_000);
+
   it('exits 1 and changes nothing when the config cannot be used', async () => {
     world.server().preload('kept');
     atomicWrite(world.configDir, { 'models.json': '[{"modelName": "a"' });
