@@ -150,7 +150,8 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       const updateIdle = (): void => {
         if (stop.signal.aborted) return;
         const { queued, processing, delayed } = queue.counts();
-        if (processing === 0) drained?.();
+        // Draining: the work left undone is not "idle" (no Ready at shutdown); the owner unsubscribes once drained.
+        if (drained !== undefined) return processing === 0 ? drained() : undefined;
         const idle = queued + processing + delayed === 0;
         idle$.next(idle);
         if (idle && sourceDone) subscriber.complete();

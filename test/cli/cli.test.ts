@@ -17,6 +17,7 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--download-concurrency', 'MODELSYNC_DOWNLOAD_CONCURRENCY'],
   ['--load-concurrency', 'MODELSYNC_LOAD_CONCURRENCY'],
   ['--log-level', 'MODELSYNC_LOG_LEVEL'],
+  ['--log-format', 'MODELSYNC_LOG_FORMAT'],
   ['--settle-ms', 'MODELSYNC_SETTLE_MS'],
   ['--watch-poll-ms', 'MODELSYNC_WATCH_POLL_MS'],
   ['--max-config-bytes', 'MODELSYNC_MAX_CONFIG_BYTES'],
@@ -41,6 +42,9 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--torchserve-token-file', 'MODELSYNC_TORCHSERVE_TOKEN_FILE'],
   ['--azure-blob-endpoint', 'MODELSYNC_AZURE_BLOB_ENDPOINT'],
   ['--gcs-endpoint', 'MODELSYNC_GCS_ENDPOINT'],
+  ['--resync-interval', 'MODELSYNC_RESYNC_INTERVAL'],
+  ['--min-free-bytes', 'MODELSYNC_MIN_FREE_BYTES'],
+  ['--shutdown-timeout', 'MODELSYNC_SHUTDOWN_TIMEOUT'],
   ['--dry-run', 'MODELSYNC_DRY_RUN'],
   ['--once', 'MODELSYNC_ONCE'],
 ];
