@@ -195,7 +195,7 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     try {
       await discard(dir, name);
     } catch (err) {
-      log.error({ err, dir }, 'cannot delete a model dir; leaving it');
+      log.error({ err, model: name, dir }, 'cannot delete a model dir; leaving it');
     }
   };
 
@@ -206,13 +206,13 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     try {
       found = await inspect(dir);
     } catch (err) {
-      log.error({ err, dir }, 'cannot read a model dir; leaving it');
+      log.error({ err, model: name, dir }, 'cannot read a model dir; leaving it');
       return undefined;
     }
     if (found._tag === 'Missing') return undefined;
     if (found._tag === 'NotADir') {
       await removeNonDir(found).catch((err: unknown) =>
-        log.error({ err, dir }, 'cannot remove it; leaving it'),
+        log.error({ err, model: name, dir }, 'cannot remove it; leaving it'),
       );
       return undefined;
     }
@@ -222,18 +222,21 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
       return state.spec;
     }
     if (found.foreign !== undefined) {
-      log.info({ dir, found: found.foreign }, 'not a model dir modelsync owns; leaving it');
+      log.info({ model: name, dir, found: found.foreign }, 'not a model dir modelsync owns; leaving it');
       return undefined;
     }
     switch (state._tag) {
       case 'NoMarker':
-        log.info({ dir }, 'model dir without a marker (interrupted download); deleting it');
+        log.info({ model: name, dir }, 'model dir without a marker (interrupted download); deleting it');
         break;
       case 'Ambiguous':
-        log.warn({ dir, files: state.files }, 'model dir with several markers; deleting it');
+        log.warn({ model: name, dir, files: state.files }, 'model dir with several markers; deleting it');
         break;
       case 'Corrupt':
-        log.warn({ file: state.file, reason: state.reason }, 'corrupt model marker; deleting the model dir');
+        log.warn(
+          { model: name, file: state.file, reason: state.reason },
+          'corrupt model marker; deleting the model dir',
+        );
         break;
     }
     await deleteModelDir(dir, name);

@@ -83,6 +83,20 @@ describe('resync and drift repair (real CLI)', () => {
     expect(loadedNow()).toEqual(['a', 'b']);
   }, 30_000);
 
+  it('retries an unload that keeps failing at each due resync until it succeeds', async () => {
+    const cli = await started({ 'resync-interval': '1s', 'max-attempts': 1 });
+    world.server().injectFault('unload', { status: 500, body: 'busy' }, 2);
+    world.writeConfig(['a']);
+    await cli.waitForLog(
+      (log) => log.msg === 'model failed' && log['model'] === 'b' && log['status'] === 500,
+    );
+    expect(loadedNow()).toEqual(['a', 'b']);
+    // The first retry (one interval on) meets the second 500; the next, two intervals later, succeeds.
+    await waitFor(() => loadedNow().join() === 'a', 10_000, 'b unloaded at last');
+    await cli.waitForLog(about('model removed', 'b'));
+    expect(cli.logs.filter(about('drift: retrying a failed unload', 'b')).length).toBe(2);
+  }, 30_000);
+
   it('resyncs on SIGHUP at once, with no timer (--resync-interval 0)', async () => {
     const cli = await started({ 'resync-interval': '0' });
     world.server().preload('stray');
