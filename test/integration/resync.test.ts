@@ -2,7 +2,10 @@
  * Acceptance (issue #9): resync and drift repair on the real CLI process — a model server that restarts empty, a
  * model someone unloaded, a model loaded that the config does not list, a model failed by a 500, SIGHUP.
  */
+import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
+import { join } from 'node:path';
+import { modelsJson } from '../helpers/fixtures';
 import { killAllCli, startCli, cliArgs, type CliProcess } from '../helpers/cli-process';
 import { useTempDir } from '../helpers/temp-dir';
 import { waitFor } from '../../src/testing/wait';
@@ -106,12 +109,22 @@ describe('resync and drift repair (real CLI)', () => {
     expect(cli.child.exitCode).toBeNull(); // SIGHUP does not end it
   }, 30_000);
 
-  it('re-reads models.json on a resync, so a change the watcher missed is applied', async () => {
-    // Polling once an hour: the watcher will not see the change below for a long time.
-    const cli = await started({ 'resync-interval': '0', 'watch-poll-ms': 3_600_000 });
+  it('re-reads models.json on a resync, so a change the watcher cannot see is applied', async () => {
+    // models.json is a link to a file outside the config dir: the watcher (on the dir, links not followed) never
+    // sees that file change; only a re-read does.
+    const outside = join(tmp.path, 'outside.json');
+    await writeFile(outside, modelsJson({ a: join(world.storageDir, 'a'), b: join(world.storageDir, 'b') }));
+    await rm(world.configDir, { recursive: true, force: true });
+    await mkdir(world.configDir);
+    await symlink(outside, join(world.configDir, 'models.json'));
+    const cli = await started({ 'resync-interval': '0' });
+    await cli.waitForQuiet(500); // the watcher's own start-up reads are done
     await world.addModel('c');
-    world.writeConfig(['a', 'b', 'c']);
-    await cli.waitForQuiet(1500);
+    await writeFile(
+      outside,
+      modelsJson(Object.fromEntries(['a', 'b', 'c'].map((model) => [model, join(world.storageDir, model)]))),
+    );
+    await cli.waitForQuiet(1000);
     expect(loadedNow()).toEqual(['a', 'b']);
     cli.child.kill('SIGHUP');
     await waitFor(() => loadedNow().join() === 'a,b,c', 5000, 'c loaded after SIGHUP');
