@@ -83,6 +83,7 @@ export { createSlots, type Slots } from './loader/slots';
 export { createWorkQueue, type WorkQueue, type WorkQueueCounts } from './loader/work-queue';
 export { routeStorage } from './loader/storage-router';
 export type * from './ports';
+export { noTelemetry } from './ports';
 
 export { configDirSource, type ConfigDirOptions } from './edge/config-dir';
 export {

@@ -1,7 +1,19 @@
 /** The CLI's two modes as Observables of output: print the ops (`--dry-run`), or keep the models in sync. */
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
-import { defer, EMPTY, from, map, mergeMap, of, type Observable } from 'rxjs';
+import {
+  defer,
+  EMPTY,
+  endWith,
+  first,
+  from,
+  map,
+  mergeMap,
+  NEVER,
+  of,
+  takeUntil,
+  type Observable,
+} from 'rxjs';
 import { currentModelOps, modelOps } from './app';
 import type { AppConfig } from './core/app-config';
 import { describeConfigError } from './core/errors';
@@ -12,7 +24,10 @@ import { emptySnapshot } from './core/snapshot';
 import { packageVersion } from './package-version';
 import { agentSettings, capabilities, configSourceFor } from './production';
 import { servedSchemes } from './production-storage';
-import { startAgent } from './start-agent';
+import type { ModelStatus } from './core/model-status';
+import type { Loader } from './loader/loader';
+import { gracefulStop } from './shutdown';
+import { startAgent, type AgentCapabilities, type AgentSettings } from './start-agent';
 
 /** What a mode emits: a line for stdout, or an exit code that ends the process. */
 export type Output =
@@ -57,14 +72,24 @@ export const dryRunMode = (
   }).pipe(map(opLine));
 };
 
+/** What the process tells a mode: stop (SIGTERM, SIGINT) and resync now (SIGHUP). */
+export interface ModeSignals {
+  readonly shutdown$: Observable<unknown>;
+  readonly resync$: Observable<unknown>;
+}
+
+const noSignals: ModeSignals = { shutdown$: NEVER, resync$: NEVER };
+
 /**
- * The agent on the real edges: keeps the model dir and the model server equal to models.json. Prints nothing
- * (statuses are logged); exits 2 at once when `env` holds malformed download headers.
+ * The agent on the real edges: keeps the model dir and the model server equal to models.json, resyncing every
+ * `--resync-interval` and on `signals.resync$`. Prints nothing (statuses are logged); exits 2 at once when `env`
+ * holds malformed download headers. On `signals.shutdown$` it shuts down gracefully (`gracefulStop`), then exits 0.
  */
 export const syncMode = (
   config: AppConfig,
   log: Logger,
   env: Readonly<Record<string, string | undefined>>,
+  signals: ModeSignals = noSignals,
 ): Observable<Output> => {
   const edges = capabilities(config, log, env);
   if (E.isLeft(edges)) {
@@ -80,6 +105,84 @@ export const syncMode = (
       { version: packageVersion, source, ...where, modelDir, serverUrl: shownServerUrl, protocol },
       'modelsync starting',
     );
-    return startAgent(edges.right, agentSettings(config, log));
-  }).pipe(mergeMap(() => EMPTY));
+    let loader: Loader | undefined;
+    const agent$ = startAgent(watchUntil(edges.right, signals.shutdown$), {
+      ...agentSettings(config, log),
+      ...resyncSettings(config, signals.resync$),
+      onStart: (start) => (loader = start.loader),
+    });
+    return gracefulStop(agent$, {
+      shutdown$: signals.shutdown$,
+      drain: () => loader?.drain() ?? Promise.resolve(),
+      timeoutMs: config.shutdownTimeout,
+      log,
+    }).pipe(
+      mergeMap(() => EMPTY),
+      endWith(exit(0)),
+    );
+  });
+};
+
+/** The resync settings of `config`: every `--resync-interval` (0: only on SIGHUP) and on `resync$`. */
+const resyncSettings = (config: AppConfig, resync$: Observable<unknown>): Pick<AgentSettings, 'resync'> => ({
+  resync: { intervalMs: config.resyncInterval, signal$: resync$ },
+});
+
+/** The capabilities with a config watcher that stops on `stop$` (shutdown: no config change is taken up). */
+const watchUntil = (edges: AgentCapabilities, stop$: Observable<unknown>): AgentCapabilities => ({
+  ...edges,
+  configSource: { ...edges.configSource, events$: edges.configSource.events$.pipe(takeUntil(stop$)) },
+});
+
+/** What a failure looks like on one-shot's stdout: one JSON line per model not Loaded (URIs never shown). */
+const failureLine = (status: ModelStatus): Output =>
+  line(
+    redact(
+      JSON.stringify({
+        model: status.modelName,
+        phase: status.phase,
+        errorKind: status.errorKind ?? null,
+        reason: status.reason ?? null,
+      }),
+    ),
+  );
+
+/**
+ * `--once` without `--dry-run`: syncs the config as it is now (no watching, no resync), then exits 0 when every
+ * model is Loaded, else 1 after one stdout line per model that is not (model, phase, errorKind, reason). A
+ * config that cannot be used exits 1 and changes nothing. Exits 2 on malformed download headers.
+ */
+export const oneShotMode = (
+  config: AppConfig,
+  log: Logger,
+  env: Readonly<Record<string, string | undefined>>,
+): Observable<Output> => {
+  const edges = capabilities(config, log, env);
+  if (E.isLeft(edges)) {
+    log.error({ reason: edges.left }, 'cannot start: the settings are invalid');
+    return of(exit(2));
+  }
+  return defer(() => {
+    log.info({ version: packageVersion, configDir: config.configDir }, 'modelsync one-shot sync starting');
+    let loader: Loader | undefined;
+    const once = { ...edges.right, configSource: { ...edges.right.configSource, events$: EMPTY } };
+    return startAgent(once, {
+      ...agentSettings(config, log),
+      onStart: (start) => (loader = start.loader),
+    }).pipe(
+      first((event) => event._tag === 'Ready', undefined),
+      mergeMap((ready): Observable<Output> => {
+        if (ready === undefined) {
+          log.error('one-shot sync: no usable config; nothing was changed');
+          return of(exit(1));
+        }
+        const statuses = [...(loader?.statuses().values() ?? [])];
+        const failed = statuses.filter((status) => status.phase !== 'Loaded');
+        const done = { modelCount: statuses.length, failed: failed.length };
+        if (failed.length === 0) log.info(done, 'one-shot sync done: every model is loaded');
+        else log.error(done, 'one-shot sync done: some models are not loaded');
+        return from([...failed.map(failureLine), exit(failed.length === 0 ? 0 : 1)]);
+      }),
+    );
+  });
 };

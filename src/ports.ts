@@ -122,3 +122,27 @@ export interface LoadJournal {
   /** Models whose last load was started but never confirmed. */
   unconfirmed(): Promise<ReadonlySet<ModelName>>;
 }
+
+/** What the agent reports beyond statuses, for metrics and /status. Every method is cheap and never throws. */
+export interface Telemetry {
+  configRead(
+    outcome: 'accepted' | 'rejected' | 'unchanged',
+    detail?: { checksum?: string; reason?: string },
+  ): void;
+  resyncRun(trigger: 'timer' | 'signal' | 'start'): void;
+  repair(kind: 'reload-lost' | 'unload-unlisted' | 'retry-failed' | 'retry-unload'): void;
+  retry(step: 'download' | 'load' | 'unload'): void;
+  /** The config source made progress (an event, a successful re-arm or poll). */
+  watcherAlive(): void;
+}
+
+const ignore = (): void => undefined;
+
+/** Telemetry that records nothing: the default for tests and integrators. */
+export const noTelemetry: Telemetry = {
+  configRead: ignore,
+  resyncRun: ignore,
+  repair: ignore,
+  retry: ignore,
+  watcherAlive: ignore,
+};

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { AppConfig } from './core/app-config';
 import { parseHostHeaders } from './core/storage-uri';
 import { configDirSource } from './edge/config-dir';
+import { spaceCheck } from './edge/free-space';
 import { kubeApiSource, type KubeWatchStatus } from './edge/kube-api-source';
 import { loadJournal } from './edge/load-journal';
 import { modelDirStore } from './edge/model-dir';
@@ -96,7 +97,11 @@ export const capabilities = (
   return E.right({
     configSource,
     ...(configSource.status !== undefined ? { configSourceStatus: configSource.status } : {}),
-    store: modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) }),
+    store: modelDirStore({
+      root: config.modelDir,
+      log, // the store binds its own `component`
+      spaceCheck: spaceCheck(config.minFreeBytes),
+    }),
     journal: loadJournal({ root: config.modelDir, log }),
     server: modelServerFor(config, network.right),
     download: router,

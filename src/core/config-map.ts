@@ -1,5 +1,5 @@
 /** The ConfigMap as a config source, purely: the request's path and selector, a version's key read as text, failures in words. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import { readFailed, tooLarge, invalidEncoding, type ConfigError } from './errors';
 import { jsonText } from './json-bytes';
 

@@ -125,3 +125,32 @@ export const absolutePaths = (name: string) =>
     },
     (paths) => paths.join(','),
   );
+
+const durationUnits: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * A duration in milliseconds, from `min` to `max`: a whole number with a unit, `1500ms`, `20s`, `5m` or `1h`
+ * (a bare number is refused, since nothing says whether it means seconds or milliseconds), or `0`.
+ */
+export const duration = (name: string, min: number, max: number) =>
+  new t.Type<number, string, unknown>(
+    name,
+    (u): u is number => typeof u === 'number' && Number.isSafeInteger(u) && u >= min && u <= max,
+    (u, context) => {
+      const match = typeof u === 'string' ? /^\s*(\d+)(ms|s|m|h)?\s*$/.exec(u) : null;
+      const ms =
+        typeof u === 'number'
+          ? u
+          : match === null || (match[2] === undefined && match[1] !== '0')
+            ? NaN
+            : Number(match[1]) * durationUnits[match[2] ?? 'ms']!;
+      return Number.isSafeInteger(ms) && ms >= min && ms <= max
+        ? t.success(ms)
+        : t.failure(
+            u,
+            context,
+            `expected a duration from ${min} ms to ${max / 1000} s such as 1500ms, 20s, 5m or 1h, got ${JSON.stringify(u)}`,
+          );
+    },
+    (ms) => `${ms}ms`,
+  );

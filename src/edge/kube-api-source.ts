@@ -1,5 +1,5 @@
 /** kubeApiSource: one ConfigMap watched through the API server (list + watch) as a ConfigSource. */
-import { either as E } from 'fp-ts';
+import * as E from 'fp-ts/Either';
 import { defer, first, map, Observable, of, ReplaySubject, share } from 'rxjs';
 import { configFileName } from '../core/config-files';
 import {

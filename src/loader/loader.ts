@@ -6,20 +6,21 @@
 import type { Logger } from 'pino';
 import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable, type SchedulerLike } from 'rxjs';
 import { backoffDelay } from '../core/backoff';
-import { toEffectError } from '../core/errors';
+import { toEffectError, type EffectError } from '../core/errors';
 import { inPlaceSnapshot, type InPlace } from '../core/in-place';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
+import type { DesiredState } from '../core/drift';
 import type { ModelOp } from '../core/model-op';
 import { statusEvent, type AgentEvent, type ModelPhase, type ModelStatus } from '../core/model-status';
 import { redact } from '../core/redact';
-import type { LoadJournal, ModelServer, ModelStore } from '../ports';
-import { needsWork, newRecord, want, type ModelRecord } from './model-record';
+import { noTelemetry, type LoadJournal, type ModelServer, type ModelStore, type Telemetry } from '../ports';
+import { failedStep, needsWork, newRecord, want, type ModelRecord } from './model-record';
 import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
 import { createSlots, type Slots } from './slots';
 import { logStatus } from './status-log';
 import type { DownloadFunction } from './storage-router';
-import { createWorkQueue } from './work-queue';
+import { createWorkQueue, type WorkQueue } from './work-queue';
 
 /** How transient failures are retried: capped exponential backoff with full jitter (core/backoff.ts). */
 export interface RetryPolicy {
@@ -44,6 +45,8 @@ export interface LoaderDeps {
   readonly random?: () => number;
   /** Where retry delays are timed; asyncScheduler by default. */
   readonly scheduler?: SchedulerLike;
+  /** Hears of every retry; noTelemetry by default. */
+  readonly telemetry?: Telemetry;
 }
 
 /** A loader: `run` applies ops; the rest lets health checks, status endpoints and tests look at it. */
@@ -58,13 +61,31 @@ export interface Loader {
   readonly idle$: Observable<boolean>;
   /** The status of every model the loader knows. */
   readonly statuses: () => ReadonlyMap<ModelName, ModelStatus>;
+  /** Every model's desired state and phase, and whether it is settled (what drift repair works from). */
+  readonly desiredStates: () => ReadonlyArray<DesiredState>;
+  /**
+   * The server's index lists (`loaded`) or lacks `name`: a settled model's in-place facts follow it, so the same
+   * desired state submitted again brings it back (a model unknown here but loaded is recorded, so a Remove unloads
+   * it). Only while a run is subscribed; a model being worked on is left alone.
+   */
+  readonly noteServerIndex: (name: ModelName, loaded: boolean) => void;
+  /**
+   * Graceful shutdown: takes up no more work, drops queued work and pending retries, aborts downloads (their
+   * staging dirs are removed) and resolves once the load and unload calls in flight have ended. Unsubscribe
+   * after it (or after a timeout, which aborts the calls too). Resolves at once when no run is subscribed.
+   */
+  readonly drain: () => Promise<void>;
   /** Download and load slots, for tests and metrics. */
   readonly slots: { readonly download: Slots; readonly load: Slots };
 }
 
+/** The HTTP status of a failure, for its log line (a failure is one line: kind, status, message). */
+const statusOf = (error: EffectError): Readonly<Record<string, number>> =>
+  error.status === undefined ? {} : { status: error.status };
+
 /** A loader over `deps`, starting from what is `inPlace`. */
 export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
-  const { log, retry, random = Math.random, scheduler = asyncScheduler } = deps;
+  const { log, retry, random = Math.random, scheduler = asyncScheduler, telemetry = noTelemetry } = deps;
   const slots = { download: createSlots(deps.downloadConcurrency), load: createSlots(deps.loadConcurrency) };
   const workers = deps.downloadConcurrency + deps.loadConcurrency;
   const records = new Map<ModelName, ModelRecord>();
@@ -72,6 +93,10 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
     records.set(name, newRecord(name, spec, inPlace.onDisk.get(name), inPlace.loaded.has(name)));
   const idle$ = new BehaviorSubject(true);
   let running = false;
+  /** The queue of the run subscribed now, if any, and how to drain that run. */
+  let active: WorkQueue<ModelName> | undefined;
+  let drainRun: (() => Promise<void>) | undefined;
+  const isSettled = (name: ModelName): boolean => active !== undefined && !active.has(name);
 
   /** The record of the model `op` is about, once it records the op's desired state and needs work for it. */
   const recordToWorkOn = (op: ModelOp): ModelRecord | undefined => {
@@ -79,7 +104,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
     const known = records.get(op.modelName);
     if (known === undefined && desired === undefined) return undefined; // a Remove of a model never seen
     const record = known ?? records.set(op.modelName, newRecord(op.modelName)).get(op.modelName)!;
-    return want(record, desired) ? record : undefined;
+    return want(record, desired, isSettled(op.modelName)) ? record : undefined;
   };
 
   const run = (op$: Observable<ModelOp>): Observable<AgentEvent> =>
@@ -88,6 +113,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       running = true;
       const stop = new AbortController();
       const queue = createWorkQueue<ModelName>(scheduler);
+      active = queue;
       let sourceDone = false;
 
       const report = (
@@ -109,9 +135,23 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         report: (name, phase, spec, logFields) => report(records.get(name)!, phase, spec, {}, logFields),
       };
 
+      let drained: (() => void) | undefined;
+      drainRun = () =>
+        new Promise<void>((resolve) => {
+          drained = resolve;
+          queue.shutDown();
+          for (const record of records.values()) {
+            record.generation.abort(new Error('modelsync is shutting down')); // downloads stop; calls sent finish
+            record.generation = new AbortController();
+          }
+          updateIdle();
+        });
+
       const updateIdle = (): void => {
         if (stop.signal.aborted) return;
         const { queued, processing, delayed } = queue.counts();
+        // Draining: the work left undone is not "idle" (no Ready at shutdown); the owner unsubscribes once drained.
+        if (drained !== undefined) return processing === 0 ? drained() : undefined;
         const idle = queued + processing + delayed === 0;
         idle$.next(idle);
         if (idle && sourceDone) subscriber.complete();
@@ -139,14 +179,11 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
           if (stop.signal.aborted || generation.signal.aborted) return; // our own abort, not the model's failure
           const error = toEffectError(cause);
           record.attempts++;
-          const details = {
-            reason: redact(error.message),
-            errorKind: error.kind,
-            attempt: record.attempts,
-          };
+          const details = { reason: redact(error.message), errorKind: error.kind, attempt: record.attempts };
           if (!error.retryable || record.attempts >= retry.maxAttempts)
-            return report(record, 'Failed', desired, details);
-          report(record, 'Retrying', desired, details);
+            return report(record, 'Failed', desired, details, statusOf(error));
+          telemetry.retry(failedStep(record.status.phase));
+          report(record, 'Retrying', desired, details, statusOf(error));
           queue.addAfter(record.name, backoffDelay(record.attempts, retry.baseMs, retry.maxMs, random));
         }
       };
@@ -188,6 +225,8 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       return () => {
         stop.abort(new Error('modelsync is shutting down'));
         queue.shutDown();
+        active = undefined;
+        drainRun = undefined;
         idle$.next(true); // nothing happens until the next subscription
         running = false;
       };
@@ -197,6 +236,24 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
     run,
     idle$: idle$.pipe(distinctUntilChanged()),
     statuses: () => new Map([...records].map(([name, record]) => [name, record.status])),
+    desiredStates: () =>
+      [...records.values()].map((record) => ({
+        name: record.name,
+        desired: record.desired,
+        phase: record.status.phase,
+        settled: isSettled(record.name),
+      })),
+    drain: () => drainRun?.() ?? Promise.resolve(),
+    noteServerIndex: (name, loaded) => {
+      const record = records.get(name);
+      if (active === undefined) return;
+      if (record === undefined) {
+        if (loaded) records.set(name, newRecord(name, undefined, undefined, true));
+      } else if (isSettled(name)) {
+        record.loaded = loaded;
+        if (!loaded) record.loadedSpec = undefined;
+      }
+    },
     slots,
   };
 };

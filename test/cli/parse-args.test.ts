@@ -33,6 +33,7 @@ describe('parseArgs', () => {
       downloadConcurrency: 4,
       loadConcurrency: 2,
       logLevel: 'info',
+      logFormat: 'auto',
       settleMs: 100,
       watchPollMs: 0,
       source: 'dir',
@@ -54,6 +55,9 @@ describe('parseArgs', () => {
       retryBaseMs: 500,
       retryMaxMs: 30_000,
       maxAttempts: 8,
+      resyncInterval: 60_000,
+      minFreeBytes: 0,
+      shutdownTimeout: 20_000,
       dryRun: false,
       once: false,
     });
@@ -101,6 +105,8 @@ describe('parseArgs', () => {
         '--torchserve-token-file',
         '/k',
       ],
+      ...['--log-format', 'json', '--resync-interval', '30s', '--min-free-bytes', '1Gi'],
+      ...['--shutdown-timeout', '5s'],
       ...['--dry-run', '--once'],
     ]);
     expect(config).toEqual({
@@ -138,6 +144,10 @@ describe('parseArgs', () => {
       retryMaxMs: 10,
       maxAttempts: 1,
       torchserveTokenFile: '/k',
+      logFormat: 'json',
+      resyncInterval: 30_000,
+      minFreeBytes: 2 ** 30,
+      shutdownTimeout: 5000,
       dryRun: true,
       once: true,
     });
@@ -220,11 +230,9 @@ describe('parseArgs', () => {
     expect(usageLines(['models.json'])).toHaveLength(1);
   });
 
-  it('refuses --once without --dry-run, however each was set', () => {
-    expect(usageLines(['--once'])).toEqual([
-      'modelsync: --once needs --dry-run: there is no one-shot sync mode yet',
-    ]);
-    expect(usageLines([], { MODELSYNC_ONCE: '1' })[0]).toContain('MODELSYNC_ONCE needs --dry-run');
+  it('takes --once alone (the one-shot sync) and with --dry-run, however each was set', () => {
+    expect(configOf(['--once'])).toMatchObject({ once: true, dryRun: false });
+    expect(configOf([], { MODELSYNC_ONCE: '1' })).toMatchObject({ once: true, dryRun: false });
     expect(configOf(['--once'], { MODELSYNC_DRY_RUN: 'true' })).toMatchObject({ once: true, dryRun: true });
   });
 
@@ -255,6 +263,26 @@ describe('parseArgs', () => {
       /^modelsync: invalid --namespace: expected a Kubernetes name/,
     );
     expect(usageLines(['--source', 'informer'])[0]).toContain('expected one of dir, kube-api');
+  });
+
+  it('reads durations with a unit (or 0) and refuses a bare number or an unknown unit', () => {
+    expect(configOf(['--resync-interval', '5m', '--shutdown-timeout', '1500ms'])).toMatchObject({
+      resyncInterval: 300_000,
+      shutdownTimeout: 1500,
+    });
+    expect(configOf(['--resync-interval', '0']).resyncInterval).toBe(0);
+    expect(configOf([], { MODELSYNC_SHUTDOWN_TIMEOUT: '1h' }).shutdownTimeout).toBe(3_600_000);
+    expect(usageLines(['--resync-interval', '60'])).toEqual([
+      'modelsync: invalid --resync-interval: expected a duration from 0 ms to 86400 s such as 1500ms, 20s, 5m or 1h, got "60"',
+    ]);
+    expect(usageLines([], { MODELSYNC_SHUTDOWN_TIMEOUT: '2d' })[0]).toContain(
+      'invalid MODELSYNC_SHUTDOWN_TIMEOUT',
+    );
+  });
+
+  it('takes a log format from the choices only', () => {
+    expect(configOf(['--log-format', 'pretty']).logFormat).toBe('pretty');
+    expect(usageLines(['--log-format', 'yaml'])[0]).toContain('expected one of auto, pretty, json');
   });
 
   it('refuses a retry base above the retry cap, and takes one equal to it', () => {

@@ -16,7 +16,6 @@ import {
   awaitedFlags,
   containerNamed,
   deploymentOf,
-  durationSeconds,
   podSpecOf,
   probePort,
   settingsOf,
@@ -84,9 +83,11 @@ describe.each(rendered.map(({ variant, objects }) => [variant.name, objects] as 
       expect(settings.unknownEnv).toEqual([]);
       expect(modelsync.command).toBeUndefined();
       expect(Number.isInteger(httpPort) && httpPort > 0 && httpPort < 65536).toBe(true);
-      expect(durationSeconds(settings.awaited.get('--shutdown-timeout') ?? '0s')).toBeLessThan(
-        pod.terminationGracePeriodSeconds ?? 30,
-      );
+      // --shutdown-timeout is in the flag table now: the parsed value, in ms, must end before the grace period.
+      const shutdownTimeoutMs =
+        settings.parsed._tag === 'Run' ? settings.parsed.config.shutdownTimeout : Infinity;
+      expect(shutdownTimeoutMs).toBe(20_000);
+      expect(shutdownTimeoutMs / 1000).toBeLessThan(pod.terminationGracePeriodSeconds ?? 30);
     });
 
     it('probes modelsync on its HTTP port: started and alive on /healthz, ready on /readyz', () => {

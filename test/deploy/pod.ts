@@ -10,7 +10,7 @@ import type { KubeObject } from './kustomize';
  * table. Until they land, their values are read here and checked by the tests; empty this list when they do
  * (a test fails once a flag in it is in the flag table).
  */
-export const awaitedFlags: ReadonlyArray<string> = ['--http-port', '--shutdown-timeout'];
+export const awaitedFlags: ReadonlyArray<string> = ['--http-port'];
 
 /** The one Deployment of a rendered variant. */
 export const deploymentOf = (objects: ReadonlyArray<KubeObject>): IDeployment => {
@@ -67,10 +67,3 @@ export const probePort = (container: IContainer, port: number | string | undefin
   typeof port === 'number'
     ? port
     : container.ports?.find((candidate) => candidate.name === port)?.containerPort;
-
-/** Seconds of a duration written `20s`, `5m` or `1500ms` (the style of --shutdown-timeout). */
-export const durationSeconds = (text: string): number => {
-  const match = /^(\d+)(ms|s|m)$/.exec(text);
-  if (match === null) throw new Error(`not a duration: ${text}`);
-  return Number(match[1]) / { ms: 1000, s: 1, m: 1 / 60 }[match[2] as 'ms' | 's' | 'm'];
-};

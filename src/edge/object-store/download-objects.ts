@@ -161,6 +161,7 @@ export const downloadObjects = async (
     maxBytes: limits.maxModelBytes,
     minRate: limits.minRate,
     onTooSlow: stopWith,
+    space: { dir: targetDir, check: limits.spaceCheck },
   });
   const jobSignal = AbortSignal.any([signal, stop.signal]);
   // Each object in flight listens on it (the read, the SDK's request, the write): more than Node's warning level.
@@ -170,7 +171,7 @@ export const downloadObjects = async (
   try {
     const plan = await planObjects(client, location, job.signal);
     const totalBytes = plan.reduce((sum, item) => sum + item.object.size, 0);
-    guard.admit(totalBytes);
+    await guard.admit(totalBytes);
     tracker = trackProgress({
       bytes: () => guard.total,
       totalBytes: () => totalBytes,
