@@ -3,50 +3,30 @@
  * one record per model; ops only record what is wanted, a keyed work queue (work-queue.ts) hands model names to a
  * fixed number of workers, and the per-model steps live in reconcile.ts.
  */
-import type { Logger } from 'pino';
-import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable } from 'rxjs';
 import { backoffDelay } from '../core/backoff';
 import { toEffectError } from '../core/errors';
 import { inPlaceSnapshot, type InPlace } from '../core/in-place';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
 import type { ModelOp } from '../core/model-op';
-import { statusEvent, type AgentEvent, type ModelPhase, type ModelStatus } from '../core/model-status';
+import {
+  nextStatus,
+  statusEvent,
+  type AgentEvent,
+  type ModelPhase,
+  type ModelStatus,
+} from '../core/model-status';
 import { redact } from '../core/redact';
-import { noTelemetry, type LoadJournal, type ModelServer, type ModelStore, type Telemetry } from '../ports';
+import { noTelemetry } from '../ports';
+import type { LoaderDeps } from './loader-deps';
 import { failedStep, needsWork, newRecord, want, type ModelRecord } from './model-record';
 import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
 import { createSlots, type Slots } from './slots';
 import { logStatus } from './status-log';
-import type { DownloadFunction } from './storage-router';
 import { createWorkQueue } from './work-queue';
 
-/** How transient failures are retried: capped exponential backoff with full jitter (core/backoff.ts). */
-export interface RetryPolicy {
-  readonly baseMs: number;
-  readonly maxMs: number;
-  /** Attempts of one step before the model is marked Failed (1 = no retry). */
-  readonly maxAttempts: number;
-}
-
-/** The loader's ports and limits. */
-export interface LoaderDeps {
-  readonly store: ModelStore;
-  readonly journal: LoadJournal;
-  readonly server: ModelServer;
-  /** Fills a directory with the model stored at a URI (storage providers, keyed by scheme). */
-  readonly download: DownloadFunction;
-  readonly log: Logger;
-  readonly downloadConcurrency: number;
-  readonly loadConcurrency: number;
-  readonly retry: RetryPolicy;
-  /** The jitter source of retry delays; Math.random by default. */
-  readonly random?: () => number;
-  /** Where retry delays are timed; asyncScheduler by default. */
-  readonly scheduler?: SchedulerLike;
-  /** Hears of every retry; noTelemetry by default. */
-  readonly telemetry?: Telemetry;
-}
+export type { LoaderDeps, RetryPolicy } from './loader-deps';
 
 /** A loader: `run` applies ops; the rest lets health checks, status endpoints and tests look at it. */
 export interface Loader {
@@ -100,7 +80,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         logFields: Readonly<Record<string, number>> = {},
       ): void => {
         if (stop.signal.aborted) return; // aborted work winding down has nothing to tell
-        record.status = { modelName: record.name, phase, ...(spec ? { spec } : {}), ...details };
+        record.status = nextStatus(record.status, phase, spec, details, scheduler.now());
         record.reported = true;
         logStatus(log, record.status, logFields);
         subscriber.next(statusEvent(record.status));
@@ -109,6 +89,11 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         ...deps,
         slots,
         report: (name, phase, spec, logFields) => report(records.get(name)!, phase, spec, {}, logFields),
+        progress: (name, { bytes, totalBytes }) => {
+          const record = records.get(name); // figures of the running download, without an event per report
+          if (record?.status.phase === 'Downloading')
+            record.status = { ...record.status, bytesDownloaded: bytes, bytesTotal: totalBytes };
+        },
       };
 
       const updateIdle = (): void => {
