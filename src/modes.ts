@@ -1,7 +1,18 @@
 /** The CLI's two modes as Observables of output: print the ops (`--dry-run`), or keep the models in sync. */
 import { either as E } from 'fp-ts';
 import type { Logger } from 'pino';
-import { defer, EMPTY, from, map, mergeMap, of, type Observable } from 'rxjs';
+import {
+  catchError,
+  defer,
+  EMPTY,
+  from,
+  ignoreElements,
+  map,
+  merge,
+  mergeMap,
+  of,
+  type Observable,
+} from 'rxjs';
 import { currentModelOps, modelOps } from './app';
 import type { AppConfig } from './core/app-config';
 import { describeConfigError } from './core/errors';
@@ -12,6 +23,7 @@ import { emptySnapshot } from './core/snapshot';
 import { packageVersion } from './package-version';
 import { agentSettings, capabilities, configSourceFor } from './production';
 import { servedSchemes } from './production-storage';
+import { surfaceFor, type Surface } from './production-surface';
 import { startAgent } from './start-agent';
 
 /** What a mode emits: a line for stdout, or an exit code that ends the process. */
@@ -53,8 +65,19 @@ export const dryRunMode = (config: AppConfig, log: Logger): Observable<Output> =
   }).pipe(map(opLine));
 };
 
+/** Serves `surface` while subscribed; a port that cannot be bound ends the process with exit code 1. */
+const serveSurface = (surface: Surface, port: number, log: Logger): Observable<Output> =>
+  surface.serve$.pipe(
+    ignoreElements(),
+    catchError((error: unknown) => {
+      log.error({ err: error, port }, 'cannot serve the HTTP surface (--http-port)');
+      return of(exit(1));
+    }),
+  );
+
 /**
- * The agent on the real edges: keeps the model dir and the model server equal to models.json. Prints nothing
+ * The agent on the real edges: keeps the model dir and the model server equal to models.json, and serves the
+ * HTTP surface on `--http-port` (unless 0) from the start, before the model server answers. Prints nothing
  * (statuses are logged); exits 2 at once when `env` holds malformed download headers.
  */
 export const syncMode = (
@@ -62,7 +85,8 @@ export const syncMode = (
   log: Logger,
   env: Readonly<Record<string, string | undefined>>,
 ): Observable<Output> => {
-  const edges = capabilities(config, log, env);
+  const surface = config.httpPort === 0 ? undefined : surfaceFor(config, log);
+  const edges = capabilities(config, log, env, surface?.telemetry);
   if (E.isLeft(edges)) {
     log.error({ reason: edges.left }, 'cannot start: the settings are invalid');
     return of(exit(2));
@@ -74,6 +98,19 @@ export const syncMode = (
       { version: packageVersion, configDir, modelDir, serverUrl: shownServerUrl, protocol },
       'modelsync starting',
     );
-    return startAgent(edges.right, agentSettings(config, log));
-  }).pipe(mergeMap(() => EMPTY));
+    const settings = agentSettings(config, log);
+    const agent$ = startAgent(edges.right, {
+      ...settings,
+      ...surface?.settings,
+      opOperators: [...(settings.opOperators ?? []), ...(surface?.settings.opOperators ?? [])],
+    });
+    if (surface === undefined) return agent$.pipe(mergeMap(() => EMPTY));
+    return merge(
+      serveSurface(surface, config.httpPort, log),
+      agent$.pipe(
+        surface.observe,
+        mergeMap(() => EMPTY),
+      ),
+    );
+  });
 };

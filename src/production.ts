@@ -9,18 +9,24 @@ import { modelDirStore } from './edge/model-dir';
 import { torchServeModelServer } from './edge/model-server-torchserve';
 import { v2ModelServer } from './edge/model-server-v2';
 import { networkFrom, type Network } from './edge/net';
+import { heartbeatMs } from './edge/surface-state';
 import { routeStorage } from './loader/storage-router';
 import { storageProviders } from './production-storage';
-import type { ConfigSource, ModelServer } from './ports';
+import type { ConfigSource, ModelServer, Telemetry } from './ports';
 import type { AgentCapabilities, AgentSettings } from './start-agent';
 
-/** The config dir of `config` as a ConfigSource (also what `--dry-run` reads). */
-export const configSourceFor = (config: AppConfig, log: Logger): ConfigSource =>
+/**
+ * The config dir of `config` as a ConfigSource (also what `--dry-run` reads), telling `onAlive` of the watch's
+ * progress; it re-checks the dir often enough for `--watch-stall-ms` to judge the watch.
+ */
+export const configSourceFor = (config: AppConfig, log: Logger, onAlive?: () => void): ConfigSource =>
   configDirSource({
     dir: config.configDir,
     log: log.child({ component: 'config' }),
     pollMs: config.watchPollMs,
     maxBytes: config.maxConfigBytes,
+    recheckMs: heartbeatMs(config.watchStallMs),
+    ...(onAlive !== undefined ? { onAlive } : {}),
   });
 
 // The model server is the pod's neighbour: reached directly (never through a proxy), on kept-alive connections.
@@ -46,12 +52,13 @@ const modelServerFor = (config: AppConfig, network: Network): ModelServer =>
  * (`<host>-headers`) and the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`) and the S3, Azure and GCS
  * settings and credentials (see production-storage.ts); a malformed one, or a
  * `--ca-bundle` that cannot be read, is the Left, named but never quoted (header values are secrets).
- * Building them starts nothing: the agent does, when subscribed.
+ * `telemetry` hears of the config watch's progress. Building them starts nothing: the agent does, when subscribed.
  */
 export const capabilities = (
   config: AppConfig,
   log: Logger,
   env: Readonly<Record<string, string | undefined>>,
+  telemetry?: Pick<Telemetry, 'watcherAlive'>,
 ): E.Either<string, AgentCapabilities> => {
   const headers = parseHostHeaders(env);
   if (E.isLeft(headers)) return E.left(`invalid download headers: ${headers.left}`);
@@ -61,7 +68,7 @@ export const capabilities = (
   if (E.isLeft(storage)) return storage;
   const router = routeStorage(storage.right.providers, storage.right.claiming);
   return E.right({
-    configSource: configSourceFor(config, log),
+    configSource: configSourceFor(config, log, telemetry?.watcherAlive),
     store: modelDirStore({ root: config.modelDir, log: log.child({ component: 'model-dir' }) }),
     journal: loadJournal({ root: config.modelDir, log }),
     server: modelServerFor(config, network.right),
