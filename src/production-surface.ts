@@ -5,7 +5,8 @@ import { merge, tap, type MonoTypeOperatorFunction, type Observable } from 'rxjs
 import type { AppConfig } from './core/app-config';
 import type { ModelName } from './core/model-name';
 import type { AgentEvent, ModelStatus } from './core/model-status';
-import { modelStatusJson, statusDocument } from './core/status-document';
+import { redact } from './core/redact';
+import { modelStatusJson, statusDocumentText } from './core/status-document';
 import { httpSurface } from './edge/http-surface';
 import { createMetrics } from './edge/metrics';
 import { createSurfaceState } from './edge/surface-state';
@@ -48,13 +49,22 @@ export const surfaceFor = (config: AppConfig, log: Logger): Surface => {
     ready: state.ready,
   });
   const telemetry = both(metrics.telemetry, state.telemetry);
+  // Statuses are replaced, never changed: a model's text is made once per status, not at every request.
+  const texts = new WeakMap<ModelStatus, string>();
+  const modelText = (status: ModelStatus): string => {
+    const known = texts.get(status);
+    if (known !== undefined) return known;
+    const text = redact(JSON.stringify(modelStatusJson(status)));
+    texts.set(status, text);
+    return text;
+  };
   const server$ = httpSurface({
     port: config.httpPort,
     log: log.child({ component: 'http' }),
     view: {
       liveness: state.liveness,
       ready: state.ready,
-      statusDocument: () => statusDocument(statuses().values(), state.config(), state.ready()),
+      statusDocument: () => statusDocumentText(statuses().values(), state.config(), state.ready(), modelText),
       modelStatus: (model) => {
         const status = statuses().get(model as ModelName);
         return status === undefined || status.phase === 'Removed' ? undefined : modelStatusJson(status);

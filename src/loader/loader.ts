@@ -24,7 +24,11 @@ import { failedStep, needsWork, newRecord, want, type ModelRecord } from './mode
 import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
 import { createSlots, type Slots } from './slots';
 import { logStatus } from './status-log';
+import { createOpIntake } from './op-intake';
 import { createWorkQueue } from './work-queue';
+
+/** Ops taken in one turn of the event loop; a bigger burst is taken over the next turns (op-intake.ts). */
+const opsPerTurn = 256;
 
 export type { LoaderDeps, RetryPolicy } from './loader-deps';
 
@@ -99,7 +103,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       const updateIdle = (): void => {
         if (stop.signal.aborted) return;
         const { queued, processing, delayed } = queue.counts();
-        const idle = queued + processing + delayed === 0;
+        const idle = queued + processing + delayed + intake.waiting() === 0;
         idle$.next(idle);
         if (idle && sourceDone) subscriber.complete();
       };
@@ -150,16 +154,21 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         while (queue.counts().processing < workers && (name = queue.get()) !== undefined) start(name);
         updateIdle();
       }
+      const take = (op: ModelOp): void => {
+        const record = recordToWorkOn(op);
+        if (record === undefined) return;
+        queue.cancelAddAfter(record.name); // a new desired state supersedes a pending retry
+        enqueue(record);
+      };
+      const intake = createOpIntake(take, { perTurn: opsPerTurn, budgetMs: 10, scheduler }, () =>
+        updateIdle(),
+      );
+      subscriber.add(intake.subscription);
       subscriber.add(queue.available$.subscribe(pump));
       for (const record of records.values()) if (needsWork(record)) enqueue(record);
       subscriber.add(
         op$.subscribe({
-          next: (op) => {
-            const record = recordToWorkOn(op);
-            if (record === undefined) return;
-            queue.cancelAddAfter(record.name); // a new desired state supersedes a pending retry
-            enqueue(record);
-          },
+          next: intake.offer,
           error: (error: unknown) => subscriber.error(error),
           complete: () => {
             sourceDone = true;
