@@ -41,6 +41,8 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--torchserve-token-file', 'MODELSYNC_TORCHSERVE_TOKEN_FILE'],
   ['--azure-blob-endpoint', 'MODELSYNC_AZURE_BLOB_ENDPOINT'],
   ['--gcs-endpoint', 'MODELSYNC_GCS_ENDPOINT'],
+  ['--http-port', 'MODELSYNC_HTTP_PORT'],
+  ['--watch-stall-ms', 'MODELSYNC_WATCH_STALL_MS'],
   ['--dry-run', 'MODELSYNC_DRY_RUN'],
   ['--once', 'MODELSYNC_ONCE'],
 ];
