@@ -118,7 +118,7 @@ export const httpSurface = ({ port, host, view, log }: HttpSurfaceOptions): Obse
     server.once('error', (error) => subscriber.error(error));
     server.listen({ port, ...(host !== undefined ? { host } : {}) }, () => {
       const address = server.address() as AddressInfo;
-      log.info({ port: address.port, paths: Object.values(surfacePaths) }, 'HTTP surface listening');
+      log.info({ port: address.port }, 'HTTP surface listening');
       subscriber.next(address);
     });
     return () => {

@@ -51,6 +51,8 @@ describe('parseArgs', () => {
       retryBaseMs: 500,
       retryMaxMs: 30_000,
       maxAttempts: 8,
+      httpPort: 9081,
+      watchStallMs: 60_000,
       dryRun: false,
       once: false,
     });
@@ -96,6 +98,7 @@ describe('parseArgs', () => {
         '--torchserve-token-file',
         '/k',
       ],
+      ...['--http-port', '0', '--watch-stall-ms', '5000'],
       ...['--dry-run', '--once'],
     ]);
     expect(config).toEqual({
@@ -128,6 +131,8 @@ describe('parseArgs', () => {
       retryMaxMs: 10,
       maxAttempts: 1,
       torchserveTokenFile: '/k',
+      httpPort: 0,
+      watchStallMs: 5000,
       dryRun: true,
       once: true,
     });
