@@ -2,12 +2,15 @@
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import {
+  catchError,
   defer,
   EMPTY,
   endWith,
   first,
   from,
+  ignoreElements,
   map,
+  merge,
   mergeMap,
   NEVER,
   of,
@@ -18,8 +21,7 @@ import { currentModelOps, modelOps } from './app';
 import type { AppConfig } from './core/app-config';
 import { describeConfigError } from './core/errors';
 import { modelOpToJson, type ModelOp } from './core/model-op';
-import { redact } from './core/redact';
-import { redactUri } from './core/redact';
+import { redact, redactUri } from './core/redact';
 import { emptySnapshot } from './core/snapshot';
 import { packageVersion } from './package-version';
 import { agentSettings, capabilities, configSourceFor } from './production';
@@ -28,6 +30,7 @@ import type { ModelStatus } from './core/model-status';
 import type { Loader } from './loader/loader';
 import { gracefulStop } from './shutdown';
 import { startAgent, type AgentCapabilities, type AgentSettings } from './start-agent';
+import { surfaceFor, type Surface } from './production-surface';
 
 /** What a mode emits: a line for stdout, or an exit code that ends the process. */
 export type Output =
@@ -72,6 +75,16 @@ export const dryRunMode = (
   }).pipe(map(opLine));
 };
 
+/** Serves `surface` while subscribed; a port that cannot be bound ends the process with exit code 1. */
+const serveSurface = (surface: Surface, port: number, log: Logger): Observable<Output> =>
+  surface.serve$.pipe(
+    ignoreElements(),
+    catchError((error: unknown) => {
+      log.error({ err: error, port }, 'cannot serve the HTTP surface (--http-port)');
+      return of(exit(1));
+    }),
+  );
+
 /** What the process tells a mode: stop (SIGTERM, SIGINT) and resync now (SIGHUP). */
 export interface ModeSignals {
   readonly shutdown$: Observable<unknown>;
@@ -91,7 +104,13 @@ export const syncMode = (
   env: Readonly<Record<string, string | undefined>>,
   signals: ModeSignals = noSignals,
 ): Observable<Output> => {
-  const edges = capabilities(config, log, env);
+  const surface = config.httpPort === 0 ? undefined : surfaceFor(config, log);
+  const edges = capabilities(
+    config,
+    log,
+    env,
+    surface === undefined ? {} : { onAlive: () => surface.telemetry.watcherAlive() },
+  );
   if (E.isLeft(edges)) {
     log.error({ reason: edges.left }, 'cannot start: the settings are invalid');
     return of(exit(2));
@@ -106,12 +125,18 @@ export const syncMode = (
       'modelsync starting',
     );
     let loader: Loader | undefined;
+    const settings = agentSettings(config, log);
     const agent$ = startAgent(watchUntil(edges.right, signals.shutdown$), {
-      ...agentSettings(config, log),
+      ...settings,
       ...resyncSettings(config, signals.resync$),
-      onStart: (start) => (loader = start.loader),
+      ...(surface !== undefined ? { telemetry: surface.settings.telemetry } : {}),
+      opOperators: [...(settings.opOperators ?? []), ...(surface?.settings.opOperators ?? [])],
+      onStart: (start) => {
+        loader = start.loader;
+        surface?.settings.onStart(start);
+      },
     });
-    return gracefulStop(agent$, {
+    const synced$ = gracefulStop(surface === undefined ? agent$ : agent$.pipe(surface.observe), {
       shutdown$: signals.shutdown$,
       drain: () => loader?.drain() ?? Promise.resolve(),
       timeoutMs: config.shutdownTimeout,
@@ -120,6 +145,7 @@ export const syncMode = (
       mergeMap(() => EMPTY),
       endWith(exit(0)),
     );
+    return surface === undefined ? synced$ : merge(serveSurface(surface, config.httpPort, log), synced$);
   });
 };
 

@@ -11,6 +11,7 @@ import { modelDirStore } from './edge/model-dir';
 import { torchServeModelServer } from './edge/model-server-torchserve';
 import { v2ModelServer } from './edge/model-server-v2';
 import { networkFrom, type Network } from './edge/net';
+import { heartbeatMs } from './edge/surface-state';
 import { routeStorage } from './loader/storage-router';
 import { storageProviders } from './production-storage';
 import type { ConfigSource, ModelServer } from './ports';
@@ -51,6 +52,9 @@ export const configSourceFor = (
         log: log.child({ component: 'config' }),
         pollMs: config.watchPollMs,
         maxBytes: config.maxConfigBytes,
+        // Often enough for `--watch-stall-ms` to judge the watch.
+        recheckMs: heartbeatMs(config.watchStallMs),
+        ...(hooks.onAlive !== undefined ? { onAlive: hooks.onAlive } : {}),
       });
 
 // The model server is the pod's neighbour: reached directly (never through a proxy), on kept-alive connections.
@@ -76,8 +80,8 @@ const modelServerFor = (config: AppConfig, network: Network): ModelServer =>
  * (`<host>-headers`) and the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`) and the S3, Azure and GCS
  * settings and credentials (see production-storage.ts); a malformed one, or a
  * `--ca-bundle` that cannot be read, is the Left, named but never quoted (header values are secrets).
- * Building them starts nothing: the agent does, when subscribed. With `--source kube-api`, `sourceHooks.onAlive`
- * hears each sign of a working watch and `configSourceStatus` tells how the watch is doing (for /healthz, /status
+ * Building them starts nothing: the agent does, when subscribed. `sourceHooks.onAlive` hears each sign of a
+ * working watch (dir or API server); with `--source kube-api` and `configSourceStatus` tells how the watch is doing (for /healthz, /status
  * and metrics).
  */
 export const capabilities = (

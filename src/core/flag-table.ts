@@ -385,6 +385,23 @@ export const flagTable = {
     help: 'on SIGTERM or SIGINT, how long load and unload calls in flight may finish (downloads stop at once) before exit 0',
     codec: duration('ShutdownTimeout', 0, 3_600_000),
   },
+  // The HTTP surface (issue #9): probes, metrics, per-model status.
+  httpPort: {
+    flag: '--http-port',
+    arg: 'port',
+    env: 'MODELSYNC_HTTP_PORT',
+    default: '9081',
+    help: 'port of the HTTP surface on every interface: `/healthz`, `/readyz`, `/metrics`, `/status`; 0 = off',
+    codec: integerIn('HttpPort', 0, 65_535),
+  },
+  watchStallMs: {
+    flag: '--watch-stall-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_WATCH_STALL_MS',
+    default: '60000',
+    help: '`/healthz` answers 503 once the config watch has made no progress for this long while the config dir exists, or the event loop has not turned for this long',
+    codec: integerIn('WatchStallMs', 500, 86_400_000),
+  },
   dryRun: {
     flag: '--dry-run',
     env: 'MODELSYNC_DRY_RUN',

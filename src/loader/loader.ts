@@ -3,8 +3,7 @@
  * one record per model; ops only record what is wanted, a keyed work queue (work-queue.ts) hands model names to a
  * fixed number of workers, and the per-model steps live in reconcile.ts.
  */
-import type { Logger } from 'pino';
-import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable } from 'rxjs';
 import { backoffDelay } from '../core/backoff';
 import { toEffectError, type EffectError } from '../core/errors';
 import { inPlaceSnapshot, type InPlace } from '../core/in-place';
@@ -12,42 +11,27 @@ import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
 import type { DesiredState } from '../core/drift';
 import type { ModelOp } from '../core/model-op';
-import { statusEvent, type AgentEvent, type ModelPhase, type ModelStatus } from '../core/model-status';
+import {
+  nextStatus,
+  statusEvent,
+  type AgentEvent,
+  type ModelPhase,
+  type ModelStatus,
+} from '../core/model-status';
 import { redact } from '../core/redact';
-import { noTelemetry, type LoadJournal, type ModelServer, type ModelStore, type Telemetry } from '../ports';
+import { noTelemetry } from '../ports';
+import type { LoaderDeps } from './loader-deps';
 import { failedStep, needsWork, newRecord, want, type ModelRecord } from './model-record';
 import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
 import { createSlots, type Slots } from './slots';
 import { logStatus } from './status-log';
-import type { DownloadFunction } from './storage-router';
+import { createOpIntake } from './op-intake';
 import { createWorkQueue, type WorkQueue } from './work-queue';
 
-/** How transient failures are retried: capped exponential backoff with full jitter (core/backoff.ts). */
-export interface RetryPolicy {
-  readonly baseMs: number;
-  readonly maxMs: number;
-  /** Attempts of one step before the model is marked Failed (1 = no retry). */
-  readonly maxAttempts: number;
-}
+/** Ops taken in one turn of the event loop; a bigger burst is taken over the next turns (op-intake.ts). */
+const opsPerTurn = 256;
 
-/** The loader's ports and limits. */
-export interface LoaderDeps {
-  readonly store: ModelStore;
-  readonly journal: LoadJournal;
-  readonly server: ModelServer;
-  /** Fills a directory with the model stored at a URI (storage providers, keyed by scheme). */
-  readonly download: DownloadFunction;
-  readonly log: Logger;
-  readonly downloadConcurrency: number;
-  readonly loadConcurrency: number;
-  readonly retry: RetryPolicy;
-  /** The jitter source of retry delays; Math.random by default. */
-  readonly random?: () => number;
-  /** Where retry delays are timed; asyncScheduler by default. */
-  readonly scheduler?: SchedulerLike;
-  /** Hears of every retry; noTelemetry by default. */
-  readonly telemetry?: Telemetry;
-}
+export type { LoaderDeps, RetryPolicy } from './loader-deps';
 
 /** A loader: `run` applies ops; the rest lets health checks, status endpoints and tests look at it. */
 export interface Loader {
@@ -124,7 +108,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         logFields: Readonly<Record<string, number>> = {},
       ): void => {
         if (stop.signal.aborted) return; // aborted work winding down has nothing to tell
-        record.status = { modelName: record.name, phase, ...(spec ? { spec } : {}), ...details };
+        record.status = nextStatus(record.status, phase, spec, details, scheduler.now());
         record.reported = true;
         logStatus(log, record.status, logFields);
         subscriber.next(statusEvent(record.status));
@@ -133,6 +117,11 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         ...deps,
         slots,
         report: (name, phase, spec, logFields) => report(records.get(name)!, phase, spec, {}, logFields),
+        progress: (name, { bytes, totalBytes }) => {
+          const record = records.get(name); // figures of the running download, without an event per report
+          if (record?.status.phase === 'Downloading')
+            record.status = { ...record.status, bytesDownloaded: bytes, bytesTotal: totalBytes };
+        },
       };
 
       let drained: (() => void) | undefined;
@@ -152,7 +141,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         const { queued, processing, delayed } = queue.counts();
         // Draining: the work left undone is not "idle" (no Ready at shutdown); the owner unsubscribes once drained.
         if (drained !== undefined) return processing === 0 ? drained() : undefined;
-        const idle = queued + processing + delayed === 0;
+        const idle = queued + processing + delayed + intake.waiting() === 0;
         idle$.next(idle);
         if (idle && sourceDone) subscriber.complete();
       };
@@ -203,16 +192,21 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         while (queue.counts().processing < workers && (name = queue.get()) !== undefined) start(name);
         updateIdle();
       }
+      const take = (op: ModelOp): void => {
+        const record = recordToWorkOn(op);
+        if (record === undefined) return;
+        queue.cancelAddAfter(record.name); // a new desired state supersedes a pending retry
+        enqueue(record);
+      };
+      const intake = createOpIntake(take, { perTurn: opsPerTurn, budgetMs: 10, scheduler }, () =>
+        updateIdle(),
+      );
+      subscriber.add(intake.subscription);
       subscriber.add(queue.available$.subscribe(pump));
       for (const record of records.values()) if (needsWork(record)) enqueue(record);
       subscriber.add(
         op$.subscribe({
-          next: (op) => {
-            const record = recordToWorkOn(op);
-            if (record === undefined) return;
-            queue.cancelAddAfter(record.name); // a new desired state supersedes a pending retry
-            enqueue(record);
-          },
+          next: intake.offer,
           error: (error: unknown) => subscriber.error(error),
           complete: () => {
             sourceDone = true;

@@ -62,9 +62,13 @@ export const want = (record: ModelRecord, desired: ModelSpec | undefined, settle
     const drifted = settled && !isInPlace(record, desired);
     if (record.status.phase !== 'Failed' && !drifted) return false;
   } else {
+    // A record never worked on has no work to supersede (and 10k new models need no 10k aborts).
+    const workedOn = record.reported || record.desired !== undefined;
     record.desired = desired;
-    record.generation.abort(new Error('superseded by a newer desired state'));
-    record.generation = new AbortController();
+    if (workedOn) {
+      record.generation.abort(new Error('superseded by a newer desired state'));
+      record.generation = new AbortController();
+    }
   }
   record.attempts = 0;
   return true;

@@ -50,6 +50,8 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--resync-interval', 'MODELSYNC_RESYNC_INTERVAL'],
   ['--min-free-bytes', 'MODELSYNC_MIN_FREE_BYTES'],
   ['--shutdown-timeout', 'MODELSYNC_SHUTDOWN_TIMEOUT'],
+  ['--http-port', 'MODELSYNC_HTTP_PORT'],
+  ['--watch-stall-ms', 'MODELSYNC_WATCH_STALL_MS'],
   ['--dry-run', 'MODELSYNC_DRY_RUN'],
   ['--once', 'MODELSYNC_ONCE'],
 ];

@@ -58,6 +58,8 @@ describe('parseArgs', () => {
       resyncInterval: 60_000,
       minFreeBytes: 0,
       shutdownTimeout: 20_000,
+      httpPort: 9081,
+      watchStallMs: 60_000,
       dryRun: false,
       once: false,
     });
@@ -107,6 +109,7 @@ describe('parseArgs', () => {
       ],
       ...['--log-format', 'json', '--resync-interval', '30s', '--min-free-bytes', '1Gi'],
       ...['--shutdown-timeout', '5s'],
+      ...['--http-port', '0', '--watch-stall-ms', '5000'],
       ...['--dry-run', '--once'],
     ]);
     expect(config).toEqual({
@@ -148,6 +151,8 @@ describe('parseArgs', () => {
       resyncInterval: 30_000,
       minFreeBytes: 2 ** 30,
       shutdownTimeout: 5000,
+      httpPort: 0,
+      watchStallMs: 5000,
       dryRun: true,
       once: true,
     });

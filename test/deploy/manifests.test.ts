@@ -7,23 +7,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import type { IContainer } from 'kubernetes-models/v1';
-import { defaultAppConfig, flagList } from '../../src/core/app-config';
+import { defaultAppConfig } from '../../src/core/app-config';
 import { decodeConfig } from '../../src/core/decode-config';
+import { surfacePaths } from '../../src/edge/http-surface';
 import { renderKustomization, type KubeObject } from './kustomize';
 import { schemaProblems, typeProblems } from './kubernetes-schemas';
-import {
-  allContainers,
-  awaitedFlags,
-  containerNamed,
-  deploymentOf,
-  podSpecOf,
-  probePort,
-  settingsOf,
-} from './pod';
+import { allContainers, containerNamed, deploymentOf, podSpecOf, probePort, settingsOf } from './pod';
 import { variants, withVariantDir } from './variants';
 
-/** The HTTP surface's paths and default port (issue #9); MERGE STEP: take them from src/edge/http-surface.ts. */
-const surface = { healthz: '/healthz', readyz: '/readyz', metrics: '/metrics', defaultPort: 9081 };
+const surface = surfacePaths;
 
 const packageVersion = (
   JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
@@ -52,11 +44,6 @@ describe('deploy/ manifests', () => {
     );
     expect(typeProblems(objects, labels)).toEqual([]);
   });
-
-  it('keeps the awaited flags only while the flag table lacks them (MERGE STEP: empty the list)', () => {
-    const inTable = new Set(flagList.map(([, spec]) => spec.flag as string));
-    expect(awaitedFlags.filter((flag) => inTable.has(flag))).toEqual([]);
-  });
 });
 
 describe.each(rendered.map(({ variant, objects }) => [variant.name, objects] as const))(
@@ -68,7 +55,7 @@ describe.each(rendered.map(({ variant, objects }) => [variant.name, objects] as 
     const settings = settingsOf(modelsync);
     // A parse failure fails its own test below; the other tests then read the defaults.
     const config = settings.parsed._tag === 'Run' ? settings.parsed.config : defaultAppConfig;
-    const httpPort = Number(settings.awaited.get('--http-port') ?? surface.defaultPort);
+    const { httpPort } = config;
     const volumeOf = (container: IContainer, mountPath: string) => {
       const mount = container.volumeMounts?.find((candidate) => candidate.mountPath === mountPath);
       return { mount, volume: pod.volumes?.find((volume) => volume.name === mount?.name) };
