@@ -115,6 +115,8 @@ export const syncMode = (
     log.error({ reason: edges.left }, 'cannot start: the settings are invalid');
     return of(exit(2));
   }
+  const sourceStatus = edges.right.configSourceStatus;
+  if (surface !== undefined && sourceStatus !== undefined) surface.useSourceStatus(sourceStatus);
   const { configDir, modelDir, serverUrl, protocol, source } = config;
   const where =
     source === 'kube-api' ? { configmap: config.configmap, namespace: config.namespace } : { configDir };

@@ -11,6 +11,7 @@ import { httpSurface } from './edge/http-surface';
 import { createMetrics } from './edge/metrics';
 import { createSurfaceState } from './edge/surface-state';
 import type { Loader } from './loader/loader';
+import type { KubeWatchStatus } from './edge/kube-api-source';
 import type { Telemetry } from './ports';
 import type { AgentSettings } from './start-agent';
 
@@ -22,9 +23,23 @@ export interface Surface {
   readonly settings: Required<Pick<AgentSettings, 'telemetry' | 'onStart' | 'opOperators'>>;
   /** Taps the agent's events: each status into the metrics, `Ready` into readiness. */
   readonly observe: MonoTypeOperatorFunction<AgentEvent>;
+  /** Hands the surface the kube-api watch's state (for /status and metrics); the dir source has none. */
+  readonly useSourceStatus: (status: () => KubeWatchStatus) => void;
   /** Listens on `--http-port` while subscribed (and ticks the event-loop heartbeat); emits the address. */
   readonly serve$: Observable<AddressInfo>;
 }
+
+/** The kube-api watch as /status shows it: times as ISO 8601, the failure redacted. */
+const watchJson = (watch: KubeWatchStatus): Readonly<Record<string, string | number>> => {
+  const { lastAliveAt, lastFailure, source: _source, ...rest } = watch;
+  return Object.fromEntries(
+    Object.entries({
+      ...rest,
+      ...(lastAliveAt !== undefined ? { lastAliveAt: new Date(lastAliveAt).toISOString() } : {}),
+      ...(lastFailure !== undefined ? { lastFailure: redact(lastFailure) } : {}),
+    }).filter((entry): entry is [string, string | number] => entry[1] !== undefined),
+  );
+};
 
 const both = (first: Telemetry, second: Pick<Telemetry, 'configRead' | 'watcherAlive'>): Telemetry => ({
   ...first,
@@ -37,8 +52,12 @@ const both = (first: Telemetry, second: Pick<Telemetry, 'configRead' | 'watcherA
 
 /** The surface `config` asks for (`--http-port`, `--watch-stall-ms`), logging to `log`. */
 export const surfaceFor = (config: AppConfig, log: Logger): Surface => {
-  const state = createSurfaceState({ stallMs: config.watchStallMs, source: 'config-dir' });
+  const state = createSurfaceState({
+    stallMs: config.watchStallMs,
+    source: config.source === 'kube-api' ? 'kube-api' : 'config-dir',
+  });
   let loader: Loader | undefined;
+  let sourceStatus: (() => KubeWatchStatus) | undefined;
   const statuses = (): ReadonlyMap<ModelName, ModelStatus> => loader?.statuses() ?? new Map();
   const metrics = createMetrics({
     statuses: () => statuses().values(),
@@ -47,6 +66,7 @@ export const surfaceFor = (config: AppConfig, log: Logger): Surface => {
       loads: loader?.slots.load.inUse() ?? 0,
     }),
     ready: state.ready,
+    sourceWatch: () => sourceStatus?.(),
   });
   const telemetry = both(metrics.telemetry, state.telemetry);
   // Statuses are replaced, never changed: a model's text is made once per status, not at every request.
@@ -64,7 +84,15 @@ export const surfaceFor = (config: AppConfig, log: Logger): Surface => {
     view: {
       liveness: state.liveness,
       ready: state.ready,
-      statusDocument: () => statusDocumentText(statuses().values(), state.config(), state.ready(), modelText),
+      statusDocument: () =>
+        statusDocumentText(
+          statuses().values(),
+          sourceStatus === undefined
+            ? state.config()
+            : { ...state.config(), watch: watchJson(sourceStatus()) },
+          state.ready(),
+          modelText,
+        ),
       modelStatus: (model) => {
         const status = statuses().get(model as ModelName);
         return status === undefined || status.phase === 'Removed' ? undefined : modelStatusJson(status);
@@ -86,6 +114,7 @@ export const surfaceFor = (config: AppConfig, log: Logger): Surface => {
       if (event._tag === 'Ready') state.markReady();
       else metrics.observeStatus(event.status);
     }),
+    useSourceStatus: (status) => void (sourceStatus = status),
     serve$: merge(server$, state.heartbeat$),
   };
 };

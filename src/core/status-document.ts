@@ -7,8 +7,10 @@ import { specToJson, unknownSpec } from './snapshot';
 
 /** What the agent knows of its config reads, and where the config comes from. */
 export interface ConfigState {
-  /** The config source in force (`config-dir`; issue #11 adds a second kind). */
+  /** The config source in force: `config-dir` or `kube-api`. */
   readonly source: string;
+  /** With `kube-api`: how its watch is doing (the ConfigMap, resourceVersions, restarts, re-lists, failures). */
+  readonly watch?: Readonly<Record<string, string | number>>;
   /** The last read that was accepted: when (ms since the epoch) and the sha256 of its text. */
   readonly lastAccepted?: { readonly at: number; readonly checksum?: string };
   /** The last read that was rejected: when and why (the last good config stayed in force). */
@@ -38,6 +40,7 @@ export interface StatusDocumentJson {
   readonly ready: boolean;
   readonly config: {
     readonly source: string;
+    readonly watch?: Readonly<Record<string, string | number>>;
     readonly lastAccepted: { readonly at: string; readonly checksum?: string } | null;
     readonly lastRejected: { readonly at: string; readonly reason?: string } | null;
   };
@@ -66,6 +69,7 @@ export const modelStatusJson = (status: ModelStatus): ModelStatusJson => {
 /** The config part of /status, times as ISO 8601 and the rejection's reason redacted. */
 export const configStateJson = (config: ConfigState): StatusDocumentJson['config'] => ({
   source: config.source,
+  ...(config.watch !== undefined ? { watch: config.watch } : {}),
   lastAccepted: config.lastAccepted ? { ...config.lastAccepted, at: isoTime(config.lastAccepted.at) } : null,
   lastRejected: config.lastRejected
     ? {

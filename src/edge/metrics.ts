@@ -11,6 +11,8 @@ export interface MetricsView {
   readonly statuses: () => Iterable<ModelStatus>;
   readonly inFlight: () => { readonly downloads: number; readonly loads: number };
   readonly ready: () => boolean;
+  /** With `--source kube-api`: the watch's restarts and re-lists so far. */
+  readonly sourceWatch?: () => { readonly watchRestarts: number; readonly relists: number } | undefined;
 }
 
 /** The agent's metrics: the registry to serve, and what feeds it. */
@@ -176,6 +178,33 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
     labelNames: ['kind'],
     registers,
   });
+  // The kube-api watch keeps its own counts: each scrape sets the counters to them (they only grow).
+  const watchCounter = (
+    name: string,
+    help: string,
+    of: (w: { watchRestarts: number; relists: number }) => number,
+  ) =>
+    new Counter({
+      name,
+      help,
+      registers,
+      collect() {
+        const watch = view.sourceWatch?.();
+        if (watch === undefined) return;
+        this.reset();
+        this.inc(of(watch));
+      },
+    });
+  watchCounter(
+    'modelsync_config_watch_restarts_total',
+    'With --source kube-api: watch requests after the first (a clean end, an error or a stall).',
+    (watch) => watch.watchRestarts,
+  );
+  watchCounter(
+    'modelsync_config_relists_total',
+    'With --source kube-api: lists after the first (a 410 Gone or a stall).',
+    (watch) => watch.relists,
+  );
   for (const outcome of ['accepted', 'rejected', 'unchanged']) configReads.inc({ outcome }, 0);
 
   const lastPhase = new Map<ModelName, ModelPhase>();

@@ -13,6 +13,9 @@ import { writeFiles } from '../helpers/file-tree';
 import { goodToken, modelsJson, startKubeApiCluster, type KubeApiCluster } from '../helpers/kube-api';
 import type { LogLine } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
+import { freePort, get, getJson } from './surface-kit';
+import type { StatusDocumentJson } from '../../src/core/status-document';
+import { surfacePaths } from '../../src/edge/http-surface';
 
 afterEach(killAllCli);
 const tmp = useTempDir('kube-api');
@@ -80,6 +83,32 @@ describe('--source kube-api on the real process', () => {
       query: { fieldSelector: 'metadata.name=models', allowWatchBookmarks: 'true', resourceVersion: '2' },
     });
     expect(watch?.query['timeoutSeconds']).toBe('300');
+  });
+
+  it('tells the surface: /healthz follows the watch, /status names the source and the version read, metrics count re-lists', async () => {
+    const port = await freePort();
+    const { agent, cluster } = await startAgent(['alpha'], { flags: { 'http-port': port } });
+    await agent.waitForLog('start-up sync complete; ready');
+    await waitFor(() => cluster.api.openWatches() === 1, 5000, 'an open watch');
+    const change = cluster.api.apply(models('alpha', 'beta'));
+    await agent.waitForLog(loadedLine('beta'));
+    expect((await get(port, surfacePaths.healthz)).status).toBe(200);
+    const { json } = await getJson<StatusDocumentJson>(port, surfacePaths.status);
+    expect(json.config).toMatchObject({
+      source: 'kube-api',
+      watch: {
+        configMap: expect.stringMatching(/\/models$/) as unknown,
+        lastReadResourceVersion: change.resourceVersion,
+      },
+    });
+    cluster.api.expire('event');
+    cluster.api.apply(models('alpha', 'beta', 'gamma'));
+    await agent.waitForLog(loadedLine('gamma'), 10_000);
+    await waitFor(
+      async () => /^modelsync_config_relists_total [1-9]/m.test((await get(port, surfacePaths.metrics)).body),
+      10_000,
+      'a re-list counted',
+    );
   });
 
   it('applies a MODIFIED at once: the load request follows the event within milliseconds', async () => {
