@@ -17,8 +17,8 @@ export interface BurstPacing<T> {
   /** At most one read per `spacingMs` while a burst goes on; default 20. */
   readonly spacingMs?: number;
   /**
-   * Events that say the new content is in place (kubelet's `..data` swap, a `models.json` write): emitted at
-   * once, never held by the spacing. Default: none.
+   * Events that say the new content is in place (kubelet's `..data` swap, a `models.json` write): paced apart
+   * from the others, so one is never held by the spacing another event started. Default: none.
    */
   readonly isDirect?: (event: T) => boolean;
 }
@@ -28,10 +28,10 @@ const never = (): boolean => false;
 /**
  * Emits the first event of a burst at once (no fixed delay before the first read: reaction time matters), then
  * at most one event per `spacingMs` while the burst goes on (so a quick second swap is read within `spacingMs`,
- * not only when the burst ends), and the burst's last event once nothing has arrived for `quietMs`. A direct
- * event is emitted at once as well: a swap's first event is its `..<timestamp>` dir, read before the `..data`
- * rename lands (the old version); held by the spacing, the `..data` event that follows would wait up to
- * `spacingMs` for the read that sees the new version. Why the final one: chokidar drops a second `change` of a
+ * not only when the burst ends), and the burst's last event once nothing has arrived for `quietMs`. Direct events
+ * are paced on their own: a swap's first event is its `..<timestamp>` dir, read before the `..data` rename lands
+ * (the old version); sharing its spacing, the `..data` event that follows would wait up to `spacingMs` for the read
+ * that sees the new version. A storm of swaps is still read at most once per `spacingMs` on each path. Why the final one: chokidar drops a second `change` of a
  * path within 50 ms, and an in-place write is caught truncated at its first event, so only a read after the
  * burst is guaranteed to see the final bytes.
  */
@@ -44,7 +44,10 @@ export const coalesceBursts =
     event$.pipe(
       connect((shared$) =>
         merge(
-          shared$.pipe(filter(isDirect)),
+          shared$.pipe(
+            filter(isDirect),
+            throttleTime(spacingMs, scheduler, { leading: true, trailing: true }),
+          ),
           shared$.pipe(
             filter((event) => !isDirect(event)),
             throttleTime(spacingMs, scheduler, { leading: true, trailing: true }),

@@ -58,19 +58,19 @@ describe('coalesceBursts', () => {
 });
 
 describe('coalesceBursts with direct events', () => {
-  // quietMs 5, spacingMs 4; upper-case events are direct (a `..data` swap), lower-case ones are paced.
+  // quietMs 5, spacingMs 4; upper-case events are direct (a `..data` swap), paced apart from the lower-case ones.
   const coalesceDirect = () =>
     coalesceBursts<string>({ quietMs: 5, spacingMs: 4, isDirect: (event) => event === event.toUpperCase() });
 
-  it('emits a direct event at once even inside the spacing of a paced one', () =>
+  it('emits a direct event at once even inside the spacing of another event', () =>
     runMarbles(({ cold, expectObservable }) => {
       // t (a `..<timestamp>` dir) leads the burst, D (`..data`) lands 1 ms later: both at once, then the quiet read.
       expectObservable(cold('tD 20ms |').pipe(coalesceDirect())).toBe('tD 4ms D 15ms |');
     }));
 
-  it('emits every direct event of a storm at once and still one after it', () =>
+  it('paces a storm of direct events by the spacing, on their own, and still reads once after it', () =>
     runMarbles(({ cold, expectObservable }) => {
-      expectObservable(cold('ABC 20ms |').pipe(coalesceDirect())).toBe('ABC 4ms C 15ms |');
+      expectObservable(cold('ABC 20ms |').pipe(coalesceDirect())).toBe('A 3ms C 2ms C 15ms |');
     }));
 
   it('completes at once when the source is empty', () =>
