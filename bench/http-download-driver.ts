@@ -1,5 +1,5 @@
 /** Child process of the http-download suite: one download one way, reporting its speed and memory over IPC. */
-import { createWriteStream, statSync } from 'node:fs';
+import { createWriteStream, fsyncSync, openSync, closeSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
@@ -34,11 +34,17 @@ const viaHttpStorage = async (url: string, dir: string): Promise<string> => {
 const main = async (): Promise<void> => {
   const [variant, url, dir] = process.argv.slice(2);
   if (url === undefined || dir === undefined || (variant !== 'baseline' && variant !== 'httpStorage')) {
-    throw new Error('usage: http-download-driver baseline|httpStorage <url> <empty dir>');
+    throw new Error('usage: http-download-driver baseline|httpStorage <url> <empty dir> [--fsync]');
   }
   const rss = sampleRss();
   const started = performance.now();
   const file = await (variant === 'baseline' ? baseline(url, dir) : viaHttpStorage(url, dir));
+  if (process.argv[5] === '--fsync') {
+    // As the floor's `curl -o` + `sync <file>`: the bytes on disk, not only in the page cache.
+    const fd = openSync(file, 'r');
+    fsyncSync(fd);
+    closeSync(fd);
+  }
   const seconds = (performance.now() - started) / 1000;
   const report: DriverReport = { bytes: statSync(file).size, seconds, ...rss.stop() };
   process.send!(report, () => process.disconnect());

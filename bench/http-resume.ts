@@ -5,12 +5,20 @@ import path from 'node:path';
 import { startHttpServer } from '../src/testing/http-server';
 import { rangedBody, type RangedBody } from '../src/testing/ranged-body';
 import type { DriverReport } from './http-download-driver';
-import { round3, runChildForReport, summarize, type Row, type Suite, type SuiteResult } from './suite';
+import {
+  round3,
+  runChildForReport,
+  summarize,
+  type Row,
+  type RunOptions,
+  type Suite,
+  type SuiteResult,
+} from './suite';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
-const bodyBytes = GiB;
-const cutAt = Math.floor(bodyBytes * 0.9);
+const fullBytes = GiB;
+const quickBytes = 128 * MiB;
 const minFreeBytes = 3 * GiB;
 const runsPerVariant = 3;
 const childTimeoutMs = 180_000;
@@ -18,7 +26,7 @@ const variants = ['uncut', 'cut at 90 %'] as const;
 type ResumeVariant = (typeof variants)[number];
 
 /** Bytes the server sent for the requests from index `from` on: whole bodies, or the rest after a range start. */
-const bytesServed = (body: RangedBody, from: number): number =>
+const bytesServed = (body: RangedBody, from: number, bodyBytes: number): number =>
   body.requests
     .slice(from)
     .reduce(
@@ -32,7 +40,9 @@ export const httpResumeSuite: Suite = {
   description:
     'Time to download 1 GiB over loopback http with httpStorage when the connection is closed at 90 % of the ' +
     'body (resumed with Range/If-Range on the ETag) vs the same download uncut; each run in its own child process.',
-  run: async (): Promise<SuiteResult> => {
+  run: async ({ quick }: RunOptions): Promise<SuiteResult> => {
+    const bodyBytes = quick ? quickBytes : fullBytes;
+    const cutAt = Math.floor(bodyBytes * 0.9);
     const stats = statfsSync(os.tmpdir());
     if (stats.bavail * stats.bsize < minFreeBytes) {
       const skipped = `less than ${minFreeBytes / GiB} GiB free in ${os.tmpdir()}`;
@@ -60,7 +70,7 @@ export const httpResumeSuite: Suite = {
             );
             if (report.bytes !== bodyBytes) throw new Error(`${variant} wrote ${report.bytes} bytes`);
             seconds.get(variant)!.push(report.seconds);
-            served.get(variant)!.push(bytesServed(body, before));
+            served.get(variant)!.push(bytesServed(body, before, bodyBytes));
             console.log(`  ${variant} run ${run + 1}: ${report.seconds.toFixed(2)} s`);
           } finally {
             rmSync(dir, { recursive: true, force: true });
