@@ -118,7 +118,10 @@ const driver = async (): Promise<void> => {
   process.send!(report, () => process.disconnect());
 };
 
-driver().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+// Only as a child: the suite imports this module for its caps and types.
+if (require.main === module) {
+  driver().catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  });
+}
