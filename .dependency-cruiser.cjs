@@ -50,13 +50,13 @@ module.exports = {
     {
       name: 'only-composition-files-import-edge',
       comment:
-        'Edges are wired in production.ts and production-storage.ts (and offered by index.ts); nothing else may reach for them.',
+        'Edges are wired in production.ts, production-storage.ts and production-surface.ts (and offered by index.ts); nothing else may reach for them.',
       severity: 'error',
       from: {
         path: '^src/',
         pathNot: [
           '^src/edge/',
-          '^src/production(-storage)?\\.ts$',
+          '^src/production(-storage|-surface)?\\.ts$',
           '^src/index\\.ts$',
           '^src/cli\\.ts$',
           '^src/demo\\.ts$',

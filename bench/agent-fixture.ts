@@ -78,9 +78,21 @@ export const stopProcess = async (agent: CliProcess): Promise<void> => {
   await agent.signalAndWait('SIGTERM', 5000).catch(() => agent.signalAndWait('SIGKILL'));
 };
 
-/** Starts the agent (`node src/cli.js`) with `args`, the memory probe preloaded when `probeFile` is given. */
-export const startAgentProcess = (args: ReadonlyArray<string>, probeFile?: string): CliProcess =>
-  startCli(args, { cliPath, env: probeEnv(probeFile) });
+/** How the agent is started beyond its flags: the memory probe's file (preloaded when given), extra environment. */
+export interface AgentProcessOptions {
+  readonly probeFile?: string;
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Starts the agent (`node src/cli.js`) with `args` and `--http-port 0`: no HTTP surface, whose default port (9081)
+ * would collide between the agents of one suite and with other runs on the machine.
+ */
+export const startAgentProcess = (
+  args: ReadonlyArray<string>,
+  { probeFile, env = {} }: AgentProcessOptions = {},
+): CliProcess =>
+  startCli([...args, '--http-port', '0'], { cliPath, env: { ...env, ...probeEnv(probeFile) } });
 
 /** Starts the floor watcher on `configDir`, `modelDir` and `serverUrl`, the probe preloaded when `probeFile` is given. */
 export const startFloorProcess = (

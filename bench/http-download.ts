@@ -2,15 +2,16 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, statfsSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startHttpServer, writeRepeated, type RunningHttpServer } from '../src/testing/http-server';
-import type { DriverReport, Variant } from './http-download-driver';
+import type { DriverReport, Variant } from './download-driver';
 import {
   round3,
   runChildForReport,
+  skipUnlessFree,
   summarize,
   type Check,
   type Row,
@@ -72,7 +73,7 @@ const startServer = (bodyBytes: number): Promise<RunningHttpServer> => {
 /** Runs the compiled driver in a child process, so its memory figures are one variant's alone. */
 const runChild = (variant: Variant, url: string, dir: string): Promise<DriverReport> =>
   runChildForReport<DriverReport>(
-    path.join(__dirname, 'http-download-driver.js'),
+    path.join(__dirname, 'download-driver.js'),
     [variant, url, dir, '--fsync'],
     childTimeoutMs,
     `${variant} child`,
@@ -90,15 +91,8 @@ export const httpDownloadSuite: Suite = {
     'each node run in its own child process.',
   run: async ({ quick }: RunOptions): Promise<SuiteResult> => {
     const bodyBytes = quick ? quickBytes : fullBytes;
-    const stats = statfsSync(os.tmpdir());
-    const freeBytes = stats.bavail * stats.bsize;
-    if (freeBytes < minFreeBytes) {
-      const skipped =
-        `only ${(freeBytes / GiB).toFixed(1)} GiB free in ${os.tmpdir()}; ` +
-        `this suite needs ${minFreeBytes / GiB} GiB`;
-      console.log(`skipping http-download: ${skipped}`);
-      return { skipped, rows: [] };
-    }
+    const noRoom = skipUnlessFree('http-download', minFreeBytes);
+    if (noRoom !== undefined) return noRoom;
     const server = await startServer(bodyBytes);
     const url = `${server.url}/model.bin`;
     const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-'));

@@ -1,13 +1,14 @@
 /** Suite http-resume: a 1 GiB http download cut at 90 %, resumed with Range/If-Range, vs the same download uncut. */
-import { mkdirSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startHttpServer } from '../src/testing/http-server';
 import { rangedBody, type RangedBody } from '../src/testing/ranged-body';
-import type { DriverReport } from './http-download-driver';
+import type { DriverReport } from './download-driver';
 import {
   round3,
   runChildForReport,
+  skipUnlessFree,
   summarize,
   type Row,
   type RunOptions,
@@ -43,12 +44,8 @@ export const httpResumeSuite: Suite = {
   run: async ({ quick }: RunOptions): Promise<SuiteResult> => {
     const bodyBytes = quick ? quickBytes : fullBytes;
     const cutAt = Math.floor(bodyBytes * 0.9);
-    const stats = statfsSync(os.tmpdir());
-    if (stats.bavail * stats.bsize < minFreeBytes) {
-      const skipped = `less than ${minFreeBytes / GiB} GiB free in ${os.tmpdir()}`;
-      console.log(`skipping http-resume: ${skipped}`);
-      return { skipped, rows: [] };
-    }
+    const noRoom = skipUnlessFree('http-resume', minFreeBytes);
+    if (noRoom !== undefined) return noRoom;
     const body = rangedBody({ size: bodyBytes });
     const server = await startHttpServer(body.handle);
     const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-resume-'));
@@ -63,7 +60,7 @@ export const httpResumeSuite: Suite = {
           const before = body.requests.length;
           try {
             const report = await runChildForReport<DriverReport>(
-              path.join(__dirname, 'http-download-driver.js'),
+              path.join(__dirname, 'download-driver.js'),
               ['httpStorage', `${server.url}/model.bin`, dir],
               childTimeoutMs,
               `${variant} child`,
@@ -99,9 +96,10 @@ export const httpResumeSuite: Suite = {
       notes: [
         `The server closes the connection once ${cutAt} bytes (90 %) are written; the client resumes from the ` +
           'bytes that reached its consumer (bytes in flight are dropped with the connection) after a 100 ms pause.',
-        'medianMiBServed: bytes the server sent per download: about 1024 + the few MiB in flight at the cut, ' +
-          'where a restart from 0 would be 1024 + 922. vsUncut: median seconds / the uncut median.',
-        'S3 (once merged): the same cut on a ranged GetObject belongs in this suite as another variant.',
+        `medianMiBServed: bytes the server sent per download: about ${bodyBytes / MiB} + the few MiB in flight ` +
+          `at the cut, where a restart from 0 would be ${bodyBytes / MiB} + ${Math.round(cutAt / MiB)}. ` +
+          'vsUncut: median seconds / the uncut median.',
+        'S3: the same cut over a 64-object model, resumed with ranged GetObjects, is a row of s3-download.',
       ],
     };
   },

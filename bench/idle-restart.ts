@@ -120,7 +120,7 @@ export const idleRestartSuite: Suite = {
     try {
       const idlers: Idler[] = [];
       const agentProbe = path.join(root, 'modelsync.probe');
-      const agent = startAgentProcess(agentArgs, agentProbe);
+      const agent = startAgentProcess(agentArgs, { probeFile: agentProbe });
       running.push(agent);
       await mineLoads.distinct(models, startTimeoutMs);
       await agent.waitForLog('start-up sync complete; ready', startTimeoutMs);

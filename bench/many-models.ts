@@ -99,7 +99,7 @@ export const manyModelsSuite: Suite = {
       started = performance.now();
       agent = startAgentProcess(
         ['--config-dir', configDir, '--model-dir', modelDir, '--server-url', standIn.url],
-        probeFile,
+        { probeFile },
       );
       const ready = await agent.waitForLog('start-up sync complete; ready', startTimeoutMs);
       const readySeconds = (performance.now() - started) / 1000;

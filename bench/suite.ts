@@ -1,5 +1,7 @@
 /** The contract between bench/run.ts and its suites, plus the timing, statistics and child-process helpers suites share. */
 import { fork } from 'node:child_process';
+import { statfsSync } from 'node:fs';
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 
 /** One table cell; numbers are rounded for display only (the JSON keeps them as measured). */
@@ -105,18 +107,21 @@ export const timeRuns = (fns: ReadonlyArray<() => unknown>, warmup: number, runs
 };
 
 /**
- * Runs `modulePath` with `args` in a child process (stdout and stderr inherited) and resolves with the one report it
- * sends over IPC; rejects, naming `label`, when it exits non-zero or without a report, or is killed after `timeoutMs`.
+ * Runs `modulePath` with `args` in a child process (stdout and stderr inherited, this process's environment plus
+ * `env`) and resolves with the one report it sends over IPC; rejects, naming `label`, when it exits non-zero or
+ * without a report, or is killed after `timeoutMs`.
  */
 export const runChildForReport = <R>(
   modulePath: string,
   args: ReadonlyArray<string>,
   timeoutMs: number,
   label: string,
+  env: Readonly<Record<string, string>> = {},
 ): Promise<R> =>
   new Promise((resolve, reject) => {
     const child = fork(modulePath, [...args], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: { ...process.env, ...env },
     });
     let report: R | undefined;
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
@@ -128,3 +133,19 @@ export const runChildForReport = <R>(
       else reject(new Error(`${label} exited with ${signal ?? `code ${code}`} and no report`));
     });
   });
+
+/**
+ * The result of a suite that cannot run here because the temp dir has less than `minFreeBytes` free (said on the
+ * console too), or undefined when there is room.
+ */
+export const skipUnlessFree = (suite: string, minFreeBytes: number): SuiteResult | undefined => {
+  const stats = statfsSync(os.tmpdir());
+  const freeBytes = stats.bavail * stats.bsize;
+  if (freeBytes >= minFreeBytes) return undefined;
+  const GiB = 2 ** 30;
+  const skipped =
+    `only ${(freeBytes / GiB).toFixed(1)} GiB free in ${os.tmpdir()}; ` +
+    `this suite needs ${(minFreeBytes / GiB).toFixed(0)} GiB`;
+  console.log(`skipping ${suite}: ${skipped}`);
+  return { skipped, rows: [] };
+};

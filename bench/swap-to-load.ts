@@ -1,4 +1,8 @@
-/** Suite swap-to-load: the real agent process, from a kubelet `..data` swap adding a model to the server's load request. */
+/**
+ * Suite swap-to-load: the real agent process, from a config change adding a model to the server's load request: a
+ * kubelet `..data` swap (the dir source) beside a floor watcher, and a MODIFIED from the API-server stand-in
+ * (`--source kube-api`), interleaved in one run.
+ */
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +13,7 @@ import { seededRandom } from '../src/testing/seeded-random';
 import { startV2ModelServer } from '../src/testing/v2-model-server';
 import { sleep } from '../src/testing/wait';
 import type { CliProcess } from '../test/helpers/cli-process';
+import { startKubeApiCluster } from '../test/helpers/kube-api';
 import {
   cliPath,
   loadArrivals,
@@ -63,8 +68,11 @@ interface PhaseResult {
 
 /** One watcher under test: its config dir, its model server stand-in and its process. */
 interface Lane {
-  readonly name: 'modelsync' | 'floor';
+  readonly name: 'modelsync' | 'floor' | 'kube-api';
   readonly configDir: string;
+  /** Makes the change that lists `text`: a kubelet swap, or a MODIFIED; returns when it was made (performance.now()) and, for a swap, its rename. */
+  readonly change: (text: string) => { readonly at: number; readonly renamed: number };
+  readonly env?: Readonly<Record<string, string>>;
   readonly modelDir: string;
   readonly serverUrl: string;
   readonly loads: ReturnType<typeof loadArrivals>;
@@ -81,9 +89,48 @@ const startLane = async (name: Lane['name'], root: string, store: string): Promi
     ...(name === 'modelsync' ? { modelDir } : {}),
     onRequest: loads.observe,
   });
-  atomicWrite(configDir, { 'models.json': modelsJson(1, store) });
-  return { name, configDir, modelDir, serverUrl: standIn.url, loads, close: () => standIn.close() };
+  const cluster = name === 'kube-api' ? await startKubeApiCluster(path.join(root, name)) : undefined;
+  const change = (text: string): { at: number; renamed: number } => {
+    if (cluster !== undefined) {
+      const at = cluster.api.apply({ 'models.json': text }).sentAt;
+      return { at, renamed: at };
+    }
+    let renamed = 0;
+    atomicWrite(
+      configDir,
+      { 'models.json': text },
+      { onStep: (step) => void (step === 'rename' && (renamed = performance.now())) },
+    );
+    return { at: performance.now(), renamed };
+  };
+  change(modelsJson(1, store));
+  const close = async (): Promise<void> => {
+    await standIn.close();
+    await cluster?.api.close();
+  };
+  return {
+    name,
+    configDir,
+    modelDir,
+    serverUrl: standIn.url,
+    loads,
+    change,
+    close,
+    ...(cluster ? { env: cluster.env } : {}),
+  };
 };
+
+/** The agent on `lane`'s config (its dir, or the ConfigMap through the stand-in API server). */
+const startAgent = (lane: Lane, phase: Phase): CliProcess =>
+  startAgentProcess(
+    [
+      ...(lane.name === 'kube-api'
+        ? ['--source', 'kube-api', '--configmap', 'models']
+        : ['--config-dir', lane.configDir]),
+      ...['--model-dir', lane.modelDir, '--server-url', lane.serverUrl, '--log-level', phase.logLevel],
+    ],
+    { env: lane.env ?? {} },
+  );
 
 const runPhase = async (phase: Phase, swaps: number): Promise<PhaseResult[]> => {
   const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-swap-'));
@@ -95,12 +142,14 @@ const runPhase = async (phase: Phase, swaps: number): Promise<PhaseResult[]> => 
     if (body === undefined) return void res.writeHead(404).end();
     res.writeHead(200, { 'content-length': body.length }).end(body);
   });
-  const lanes = [await startLane('modelsync', root, store.url), await startLane('floor', root, store.url)];
-  const [modelsync, floor] = lanes as [Lane, Lane];
-  modelsync.process = startAgentProcess([
-    ...['--config-dir', modelsync.configDir, '--model-dir', modelsync.modelDir],
-    ...['--server-url', modelsync.serverUrl, '--log-level', phase.logLevel],
-  ]);
+  const lanes = [
+    await startLane('modelsync', root, store.url),
+    await startLane('floor', root, store.url),
+    await startLane('kube-api', root, store.url),
+  ];
+  const [modelsync, floor, kube] = lanes as [Lane, Lane, Lane];
+  modelsync.process = startAgent(modelsync, phase);
+  kube.process = startAgent(kube, phase);
   floor.process = startFloorProcess(floor.configDir, floor.modelDir, floor.serverUrl);
   const random = seededRandom(phase.seed); // the same gaps every run
   const results = new Map(
@@ -124,16 +173,10 @@ const runPhase = async (phase: Phase, swaps: number): Promise<PhaseResult[]> => 
   try {
     for (const lane of lanes) await lane.loads.next(modelName(0), startTimeoutMs);
     for (let i = 1; i < total; i++) {
-      // Interleaved, the order alternating: both see the same machine at the same moments.
-      for (const lane of i % 2 === 0 ? lanes : [...lanes].reverse()) {
+      // Interleaved, the order turning: all see the same machine at the same moments.
+      for (const lane of [...lanes.slice(i % lanes.length), ...lanes.slice(0, i % lanes.length)]) {
         const result = results.get(lane)!;
-        let renamed = 0;
-        atomicWrite(
-          lane.configDir,
-          { 'models.json': modelsJson(i + 1, store.url) },
-          { onStep: (step) => void (step === 'rename' && (renamed = performance.now())) },
-        );
-        const t0 = performance.now();
+        const { at: t0, renamed } = lane.change(modelsJson(i + 1, store.url));
         const arrival = await lane.loads.next(modelName(i), swapTimeoutMs);
         if (i > warmupSwaps) {
           result.latencies.push(arrival - t0);
@@ -193,7 +236,8 @@ export const swapToLoadSuite: Suite = {
   description:
     `Latency from a kubelet ConfigMap swap that adds one model (atomicWrite of models.json) to the model ` +
     `server's load request for it, over ${fullSwaps} swaps per run (quick: ${quickSwaps}), with the real agent process (node src/cli.js), the V2 ` +
-    'stand-in server and http storage, interleaved with a floor watcher (bare fs.watch + GET + POST).',
+    'stand-in server and http storage, interleaved with a floor watcher (bare fs.watch + GET + POST) and with ' +
+    'the same agent on `--source kube-api`, its change a MODIFIED from the API-server stand-in.',
   run: async ({ quick }: RunOptions): Promise<SuiteResult> => {
     if (!existsSync(cliPath)) {
       return { skipped: `${cliPath} is missing: run through \`npm run bench\``, rows: [] };
@@ -273,14 +317,18 @@ export const swapToLoadSuite: Suite = {
           "process) receives POST .../load for the new model, taken from the stand-in's onRequest hook " +
           `(sub-ms, no polling). The next swap follows that request after the run's random gap; ${warmupSwaps} ` +
           'warm-up swaps are not counted.',
-        'Agent flags: --config-dir --model-dir --server-url --log-level, defaults otherwise (fs.watch, ' +
+        'Agent flags: --config-dir --model-dir --server-url --log-level --http-port 0, defaults otherwise (fs.watch, ' +
           `download 4, load 2). Each model is one ${modelFileBytes / 1024} KiB file on an http server in the ` +
           'bench process. Quick mode: the warn run only, 100 swaps (p99 needs 100 samples).',
         'The floor (bench/floor-watcher.ts, its own process) is the least a sidecar can do: a bare fs.watch of the ' +
           'config dir; at `..data`, read models.json, GET each new model over keep-alive http, write it, POST the ' +
-          "load; no validation, durability or retries. Its swaps interleave with modelsync's (the order " +
-          'alternating per swap), each on its own config dir and stand-in, so both see the machine at the same ' +
+          "load; no validation, durability or retries. Its swaps interleave with the agents' (the order " +
+          'turning per swap), each on its own config dir and stand-in, so all see the machine at the same ' +
           "moments. The checks are issue #10's P1 target.",
+        'The kube-api lane (issue #11): the same agent with `--source kube-api --configmap models` against the ' +
+          'API-server stand-in (src/testing/kube-api-stand-in.ts, TLS, bearer token, list + watch with bookmarks); ' +
+          "its clock starts when the stand-in writes the MODIFIED event to the watch stream (the stand-in's sentAt), " +
+          'where the dir lanes start at the swap. Its rows have no floor and no check.',
         'The split rows come from the info runs: the agent logs `model downloading` and `model loading` with its ' +
           'Date.now() (whole ms), so they are accurate to about 1 ms; per swap the three parts add up to its swap → load request. ' +
           'swap → model downloading can be negative: the agent may see the new `..data` before atomicWrite ' +

@@ -1,4 +1,4 @@
-// Rewrites the flags table of docs/operating.md from the flag table (src/core/app-config.ts); run after a build.
+// Rewrites the flags table of docs/operating.md from the flag table (src/core/flag-table.ts); run after a build.
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { flagDocsMarkers, withFlagDocs } = require('../dist/core/flag-docs');

@@ -1,23 +1,28 @@
 /** The composition root: the pipeline from config-dir events to ModelOps (and, with a loader, to results). */
 import type { Either } from 'fp-ts/Either';
 import * as E from 'fp-ts/Either';
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   connect,
+  EMPTY,
   first,
   identity,
   map,
   merge,
+  mergeWith,
   startWith,
   switchMap,
   take,
   tap,
+  defer,
   type MonoTypeOperatorFunction,
   type Observable,
+  type OperatorFunction,
   type SchedulerLike,
 } from 'rxjs';
 import { diff } from './core/diff';
-import type { ConfigError } from './core/errors';
+import { describeConfigError, type ConfigError } from './core/errors';
 import type { ModelOp } from './core/model-op';
 import { readyEvent, type AgentEvent } from './core/model-status';
 import { emptySnapshot, type Snapshot } from './core/snapshot';
@@ -30,7 +35,7 @@ import { announcesNewContent, selectConfigEvents } from './pipeline/select-confi
 import { skipUnchangedReads } from './pipeline/skip-unchanged-reads';
 import { toModelOps } from './pipeline/to-model-ops';
 import { logUnservedModels, warnUnservedSchemes } from './pipeline/warn-unserved-schemes';
-import type { ConfigSource, FsEvent } from './ports';
+import { noTelemetry, type ConfigRead, type ConfigSource, type FsEvent, type Telemetry } from './ports';
 
 /** What the config half of the pipeline runs on. */
 export interface ConfigPipelineDeps {
@@ -48,9 +53,21 @@ export interface ConfigPipelineDeps {
    * (see docs/extending.md for why there). The `config accepted` log line counts the models before them.
    */
   readonly snapshotOperators?: ReadonlyArray<MonoTypeOperatorFunction<Snapshot>>;
+  /** Hears of every config read (accepted with its checksum, rejected with its reason, or unchanged). */
+  readonly telemetry?: Telemetry;
+  /** Each emission re-reads models.json though no event came (a resync); absent: events only. */
+  readonly rereads$?: Observable<unknown>;
 }
 
 const startTrigger: FsEvent = { event: 'start', name: '' };
+const rereadTrigger: FsEvent = { event: 'resync', name: '' };
+
+/** The config-dir events that can mean models.json changed, and a trigger for each re-read asked for. */
+const configTriggers = (deps: Pick<ConfigPipelineDeps, 'configSource' | 'rereads$'>): Observable<FsEvent> =>
+  deps.configSource.events$.pipe(
+    selectConfigEvents(),
+    mergeWith(deps.rereads$?.pipe(map(() => rereadTrigger)) ?? EMPTY),
+  );
 
 /** Applies `operators` in order; no operators: the source as it is. */
 const throughAll =
@@ -58,17 +75,36 @@ const throughAll =
   (source$) =>
     operators.reduce((stream$, operator) => stream$.pipe(operator), source$);
 
+/** The sha256 of a config's text, in hex: which config is in force, without showing it. */
+const checksumOf = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+/** Decodes each read and tells `telemetry` whether it was accepted (with its checksum) or rejected (why). */
+const decodeAndReport =
+  (telemetry: Telemetry): OperatorFunction<ConfigRead, Either<ConfigError, Snapshot>> =>
+  (read$) =>
+    defer(() => {
+      let text = '';
+      return read$.pipe(
+        tap((read) => (text = E.isRight(read) ? read.right.text : '')),
+        decodeSnapshot(),
+        tap((result) =>
+          E.isRight(result)
+            ? telemetry.configRead('accepted', { checksum: checksumOf(text) })
+            : telemetry.configRead('rejected', { reason: describeConfigError(result.left) }),
+        ),
+      );
+    });
+
 /** The current config, then every accepted change of it, for as long as subscribed. */
 export const acceptedSnapshots = (
   deps: Omit<ConfigPipelineDeps, 'inPlace' | 'snapshotOperators'>,
 ): Observable<Snapshot> =>
-  deps.configSource.events$.pipe(
-    selectConfigEvents(),
+  configTriggers(deps).pipe(
     startWith(startTrigger),
     coalesceBursts({ quietMs: deps.settleMs, isDirect: announcesNewContent }, deps.scheduler),
     readConfig(deps.configSource.read),
-    skipUnchangedReads(),
-    decodeSnapshot(),
+    skipUnchangedReads(() => (deps.telemetry ?? noTelemetry).configRead('unchanged')),
+    decodeAndReport(deps.telemetry ?? noTelemetry),
     keepValid(deps.log),
     tap((snapshot) => deps.log.info({ modelCount: snapshot.size }, 'config accepted')),
     deps.servedSchemes === undefined ? identity : warnUnservedSchemes(deps.servedSchemes, deps.log),

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 /** modelsync's process entry: arguments to a mode, one subscription, signals, the exit code. */
-import { fromEvent, merge, take, takeUntil } from 'rxjs';
+import { fromEvent, merge, skip, Subject, take, takeUntil, type Observable } from 'rxjs';
 import type { AppConfig } from './core/app-config';
 import { redact } from './core/redact';
-import { createLogger } from './edge/logger';
-import { dryRunMode, syncMode } from './modes';
+import { createLogger, logDestination, type Logger } from './edge/logger';
+import { logProcessWarnings } from './edge/process-warnings';
+import { dryRunMode, oneShotMode, syncMode, type Output } from './modes';
 import { parseArgs } from './parse-args';
 
 /** Exits once stdout has taken every line: a pipe is written asynchronously, and exit would drop the rest. */
@@ -15,26 +16,44 @@ const exitAfterStdout = (code: number): void => {
   process.stdout.write('', () => process.exit(code));
 };
 
+/** SIGHUP, listened to from the start: its default action would end the process while it waits for the server. */
+const hangups$ = (): Observable<unknown> => {
+  const hangup$ = new Subject<void>();
+  process.on('SIGHUP', () => hangup$.next());
+  return hangup$;
+};
+
+/** The mode `config` asks for; sync mode stops gracefully on `shutdown$` by itself, the others at once. */
+const modeOf = (config: AppConfig, log: Logger, shutdown$: Observable<unknown>): Observable<Output> => {
+  if (config.dryRun) return dryRunMode(config, log, process.env).pipe(takeUntil(shutdown$));
+  if (config.once) return oneShotMode(config, log, process.env).pipe(takeUntil(shutdown$));
+  return syncMode(config, log, process.env, { shutdown$, resync$: hangups$() });
+};
+
 const run = (config: AppConfig): void => {
-  const log = createLogger(config.logLevel);
-  const shutdown$ = merge(fromEvent(process, 'SIGTERM'), fromEvent(process, 'SIGINT')).pipe(take(1));
-  const mode$ = config.dryRun ? dryRunMode(config, log) : syncMode(config, log, process.env);
-  mode$.pipe(takeUntil(shutdown$)).subscribe({
-    next: (output) => {
-      if (output._tag === 'Line') process.stdout.write(`${output.line}\n`);
-      else exitAfterStdout(output.code);
-    },
-    error: (error: unknown) => {
-      log.fatal({ err: error }, 'modelsync stopped on an unexpected error');
-      exitAfterStdout(1);
-    },
-    complete: () => {
-      if (exiting) return;
-      log.info('modelsync stopped');
-      // Closing watchers and sockets is asynchronous; once stdout is drained, leave even if something lingers.
-      process.stdout.write('', () => setTimeout(() => process.exit(0), 2000).unref());
-    },
-  });
+  const log = createLogger(config.logLevel, logDestination(config.logFormat, process.stderr.isTTY === true));
+  // Before any SDK client is made: the AWS SDK warns about the Node version then.
+  logProcessWarnings(log);
+  const stopSignals$ = merge(fromEvent(process, 'SIGTERM'), fromEvent(process, 'SIGINT'));
+  // The first signal stops gracefully; a second one (an impatient operator) stops at once.
+  modeOf(config, log, stopSignals$.pipe(take(1)))
+    .pipe(takeUntil(stopSignals$.pipe(skip(1))))
+    .subscribe({
+      next: (output) => {
+        if (output._tag === 'Line') process.stdout.write(`${output.line}\n`);
+        else exitAfterStdout(output.code);
+      },
+      error: (error: unknown) => {
+        log.fatal({ err: error }, 'modelsync stopped on an unexpected error');
+        exitAfterStdout(1);
+      },
+      complete: () => {
+        if (exiting) return;
+        log.info('modelsync stopped');
+        // Closing watchers and sockets is asynchronous; once stdout is drained, leave even if something lingers.
+        process.stdout.write('', () => setTimeout(() => process.exit(0), 2000).unref());
+      },
+    });
 };
 
 const parsed = parseArgs(process.argv, process.env);

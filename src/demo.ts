@@ -10,7 +10,6 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { flagTable } from './core/app-config';
 import { surfaceView } from './demo-surface';
 import { atomicWrite } from './testing/atomic-writer';
 import { startV2ModelServer } from './testing/v2-model-server';
@@ -25,9 +24,6 @@ const models = (entries: Readonly<Record<string, string>>): string =>
     null,
     2,
   );
-
-/** MERGE STEP (issue #9): true once `--http-port` is in the flag table; then drop this flag and its branches. */
-const httpSurfaceLanded = Object.hasOwn(flagTable, 'httpPort');
 
 /** A port free on 127.0.0.1 right now, for the agent's HTTP surface. */
 const freePort = (): Promise<number> =>
@@ -109,7 +105,8 @@ const main = async (): Promise<void> => {
       'info',
       '--local-storage-roots',
       storage,
-      ...(httpSurfaceLanded ? ['--http-port', new URL(surfaceUrl).port] : []),
+      '--http-port',
+      new URL(surfaceUrl).port,
     ],
     { stdio: ['ignore', 'inherit', 'pipe'] },
   );
@@ -122,7 +119,7 @@ const main = async (): Promise<void> => {
     waitFor(() => logLines.slice(after).some((entry) => entry.includes(text)), 20_000, `the log "${text}"`);
   const showState = async (): Promise<void> => {
     process.stdout.write(`  loaded on the server: ${loadedNow()}\n`);
-    if (httpSurfaceLanded) for (const line of await surface.show()) process.stdout.write(`  ${line}\n`);
+    for (const line of await surface.show()) process.stdout.write(`  ${line}\n`);
   };
   const update = async (title: string, payload: string, expect: string): Promise<void> => {
     say(title);
@@ -135,11 +132,7 @@ const main = async (): Promise<void> => {
 
   try {
     say('starting the agent: it recovers the model dir, asks the server what is loaded, then syncs');
-    say(
-      httpSurfaceLanded
-        ? `the agent's HTTP surface: ${surfaceUrl}/status (and /metrics, /healthz, /readyz)`
-        : 'this build of the agent has no HTTP surface (--http-port) yet: /status and /metrics are not shown',
-    );
+    say(`the agent's HTTP surface: ${surfaceUrl}/status (and /metrics, /healthz, /readyz)`);
     await waitForLog('ready');
     await showState();
     await update(

@@ -57,7 +57,13 @@ export {
   type SyncDeps,
 } from './app';
 export { startAgent, type AgentCapabilities, type AgentSettings, type AgentStart } from './start-agent';
-export { agentSettings, capabilities, configSourceFor } from './production';
+export {
+  agentSettings,
+  capabilities,
+  configSourceFor,
+  type ConfigSourceHooks,
+  type ConfigSourceWithStatus,
+} from './production';
 export { parseArgs, type Env, type ParsedArgs } from './parse-args';
 export { backoffDelay } from './core/backoff';
 export {
@@ -77,8 +83,15 @@ export { createSlots, type Slots } from './loader/slots';
 export { createWorkQueue, type WorkQueue, type WorkQueueCounts } from './loader/work-queue';
 export { routeStorage } from './loader/storage-router';
 export type * from './ports';
+export { noTelemetry } from './ports';
 
 export { configDirSource, type ConfigDirOptions } from './edge/config-dir';
+export {
+  kubeApiSource,
+  type KubeApiSource,
+  type KubeApiSourceOptions,
+  type KubeWatchStatus,
+} from './edge/kube-api-source';
 export { readConfigFile, type ConfigReadOptions } from './edge/config-file';
 export { createLogger, redactingDestination } from './edge/logger';
 export {

@@ -13,7 +13,8 @@ import type { ModelName } from './core/model-name';
 import type { Snapshot } from './core/snapshot';
 
 /**
- * A file-system event in the config dir: a chokidar event name (`add`, `change`, `unlink`, `addDir`, ...) or
+ * A file-system event in the config dir: `rename` or `change` (fs.watch), a chokidar event name when polling (`add`,
+ * `change`, `unlink`, `addDir`, ...), or
  * `ready` (a watch was (re)established), and the entry's name inside the dir (`''` for the dir itself).
  */
 export interface FsEvent {
@@ -121,3 +122,27 @@ export interface LoadJournal {
   /** Models whose last load was started but never confirmed. */
   unconfirmed(): Promise<ReadonlySet<ModelName>>;
 }
+
+/** What the agent reports beyond statuses, for metrics and /status. Every method is cheap and never throws. */
+export interface Telemetry {
+  configRead(
+    outcome: 'accepted' | 'rejected' | 'unchanged',
+    detail?: { checksum?: string; reason?: string },
+  ): void;
+  resyncRun(trigger: 'timer' | 'signal' | 'start'): void;
+  repair(kind: 'reload-lost' | 'unload-unlisted' | 'retry-failed' | 'retry-unload'): void;
+  retry(step: 'download' | 'load' | 'unload'): void;
+  /** The config source made progress (an event, a successful re-arm or poll). */
+  watcherAlive(): void;
+}
+
+const ignore = (): void => undefined;
+
+/** Telemetry that records nothing: the default for tests and integrators. */
+export const noTelemetry: Telemetry = {
+  configRead: ignore,
+  resyncRun: ignore,
+  repair: ignore,
+  retry: ignore,
+  watcherAlive: ignore,
+};

@@ -3,6 +3,7 @@ import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import type { AppConfig } from './core/app-config';
 import { downloadLimitsOf, type DownloadLimits } from './edge/download-limits';
+import { spaceCheck } from './edge/free-space';
 import { createNetwork, readCaBundle, type Network } from './edge/net';
 import {
   azureBlobStorage,
@@ -116,7 +117,7 @@ export const storageProviders = (
   network: Network,
   headersByHost: ReadonlyMap<string, Readonly<Record<string, string>>>,
 ): E.Either<string, StorageProviders> => {
-  const limits = downloadLimitsOf(config);
+  const limits = { ...downloadLimitsOf(config), spaceCheck: spaceCheck(config.minFreeBytes) };
   const s3 = s3StorageFor(config, log, env, limits, network);
   if (E.isLeft(s3)) return E.left(`invalid S3 settings: ${s3.left}`);
   const cloud = azureAndGcsStorage(config, env, limits, network);

@@ -27,7 +27,16 @@ import type { Snapshot } from './core/snapshot';
 import { abortable } from './loader/abortable';
 import { recoverModelDir } from './loader/in-place';
 import { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from './loader/loader';
-import type { ConfigSource, LoadJournal, ModelServer, ModelStore } from './ports';
+import type { ResyncTriggerOptions } from './pipeline/resync-triggers';
+import {
+  noTelemetry,
+  type ConfigSource,
+  type LoadJournal,
+  type ModelServer,
+  type ModelStore,
+  type Telemetry,
+} from './ports';
+import { resyncOf, type ResyncDeps } from './resync';
 
 /** The effects the agent runs on (`capabilities` in production.ts builds the real ones from an AppConfig). */
 export interface AgentCapabilities {
@@ -66,6 +75,10 @@ export interface AgentSettings {
   readonly opOperators?: ReadonlyArray<MonoTypeOperatorFunction<ModelOp>>;
   /** Called on every subscription once the loader exists, before the first config is read. */
   readonly onStart?: (start: AgentStart) => void;
+  /** Hears of config reads, retries, resyncs, repairs and watcher progress (metrics, /status); default none. */
+  readonly telemetry?: Telemetry;
+  /** Periodic resync and drift repair (every `intervalMs`, and on each `signal$`); absent: none. */
+  readonly resync?: ResyncTriggerOptions;
 }
 
 /** The server's loaded models; the server container starts beside us, so keep asking until it answers. */
@@ -87,6 +100,19 @@ const serverAnswer = (
       },
     }),
   );
+
+/** What the resync of a started agent runs on. */
+const resyncDeps = (
+  capabilities: AgentCapabilities,
+  loader: Loader,
+  settings: AgentSettings,
+): ResyncDeps => ({
+  server: capabilities.server,
+  records: loader,
+  log: settings.log.child({ component: 'resync' }),
+  telemetry: settings.telemetry ?? noTelemetry,
+  scheduler: settings.scheduler ?? asyncScheduler,
+});
 
 /**
  * The whole agent, for as long as subscribed: recovers the model dir (first: it creates the dir, which some
@@ -129,10 +155,13 @@ export const startAgent = (
             retry: settings.retry,
             random,
             scheduler,
+            telemetry: settings.telemetry,
           },
           inPlace,
         );
         settings.onStart?.({ inPlace, loader });
+        const resync =
+          settings.resync && resyncOf(settings.resync, resyncDeps(capabilities, loader, settings));
         return syncModels({
           configSource: capabilities.configSource,
           inPlace: inPlaceSnapshot(inPlace),
@@ -142,7 +171,9 @@ export const startAgent = (
           scheduler,
           loader,
           snapshotOperators: settings.snapshotOperators,
-          opOperators: settings.opOperators,
+          opOperators: resync ? [...(settings.opOperators ?? []), resync.withRepairs] : settings.opOperators,
+          rereads$: resync?.rereads$,
+          telemetry: settings.telemetry,
         });
       }),
       tap((event) => {

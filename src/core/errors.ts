@@ -91,6 +91,7 @@ export const describeConfigError = (error: ConfigError): string => {
 /**
  * What kind of failure an effect met, for metrics, `/status` and tests to match on (never a regex over prose).
  * `changed` is an object that moved while it was being read (its ETag or generation differs): retry from 0.
+ * `no-space` is a download that would not fit on the model volume with `--min-free-bytes` kept free.
  * `unknown` is what nothing classified (a bug, or an error no edge recognised).
  */
 export type EffectErrorKind =
@@ -106,6 +107,7 @@ export type EffectErrorKind =
   | 'not-found'
   | 'refused'
   | 'too-large'
+  | 'no-space'
   | 'changed'
   | 'unknown';
 

@@ -28,7 +28,42 @@ export interface ModelStatus {
   readonly errorKind?: EffectErrorKind;
   /** Attempts of the current step so far (Retrying, Failed). */
   readonly attempt?: number;
+  /** When it entered this phase (ms since the epoch, on the loader's scheduler); absent for what was in place at start. */
+  readonly since?: number;
+  /** How long the phase before this one lasted, in ms (a `Loaded` status: its `Loading`, slot wait included). */
+  readonly durationMs?: number;
+  /** Bytes of the current spec's download so far (updated at the download progress pace, and when it ends). */
+  readonly bytesDownloaded?: number;
+  /** The bytes the download moves in all, when the storage said so up front. */
+  readonly bytesTotal?: number;
 }
+
+/** The fields that describe the download of the spec being worked towards. */
+export type DownloadFigures = Pick<ModelStatus, 'bytesDownloaded' | 'bytesTotal'>;
+
+const keepsDownloadFigures: ReadonlySet<ModelPhase> = new Set(['Loading', 'Loaded', 'Retrying', 'Failed']);
+
+/**
+ * The status a model enters `phase` with at `now`, after `previous`: timed from `previous.since`, and keeping the
+ * download's figures while the same spec goes on to load (or fails).
+ */
+export const nextStatus = (
+  previous: ModelStatus,
+  phase: ModelPhase,
+  spec: ModelSpec | undefined,
+  details: Pick<ModelStatus, 'reason' | 'errorKind' | 'attempt'>,
+  now: number,
+): ModelStatus => ({
+  modelName: previous.modelName,
+  phase,
+  ...(spec ? { spec } : {}),
+  ...details,
+  since: now,
+  ...(previous.since !== undefined ? { durationMs: now - previous.since } : {}),
+  ...(keepsDownloadFigures.has(phase) && previous.bytesDownloaded !== undefined
+    ? { bytesDownloaded: previous.bytesDownloaded, bytesTotal: previous.bytesTotal }
+    : {}),
+});
 
 /** What the agent's stream emits: every status change, and once, that the start-up sync has finished. */
 export type AgentEvent =

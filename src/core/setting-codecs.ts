@@ -37,6 +37,27 @@ export const nonEmpty = new t.Type<string, string, unknown>(
   String,
 );
 
+/**
+ * A Kubernetes object name of at most `maxLength` characters: lower-case letters, digits and `-` (and `.` unless
+ * `label`: a namespace is a DNS label), starting and ending with a letter or digit.
+ */
+export const kubeName = (name: string, maxLength: number, label = false) => {
+  const pattern = label ? /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/ : /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/;
+  return new t.Type<string, string, unknown>(
+    name,
+    (u): u is string => typeof u === 'string',
+    (u, context) =>
+      typeof u === 'string' && u.length <= maxLength && pattern.test(u)
+        ? t.success(u)
+        : t.failure(
+            u,
+            context,
+            `expected a Kubernetes name (lower-case letters, digits, '-'${label ? '' : " and '.'"}, at most ${maxLength}), got ${JSON.stringify(u)}`,
+          ),
+    String,
+  );
+};
+
 /** An http(s) URL with a host; trailing slashes are dropped so paths can be appended. */
 export const httpUrl = new t.Type<string, string, unknown>(
   'HttpUrl',
@@ -103,4 +124,33 @@ export const absolutePaths = (name: string) =>
         : t.failure(u, context, `expected comma-separated absolute paths, got ${JSON.stringify(relative)}`);
     },
     (paths) => paths.join(','),
+  );
+
+const durationUnits: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * A duration in milliseconds, from `min` to `max`: a whole number with a unit, `1500ms`, `20s`, `5m` or `1h`
+ * (a bare number is refused, since nothing says whether it means seconds or milliseconds), or `0`.
+ */
+export const duration = (name: string, min: number, max: number) =>
+  new t.Type<number, string, unknown>(
+    name,
+    (u): u is number => typeof u === 'number' && Number.isSafeInteger(u) && u >= min && u <= max,
+    (u, context) => {
+      const match = typeof u === 'string' ? /^\s*(\d+)(ms|s|m|h)?\s*$/.exec(u) : null;
+      const ms =
+        typeof u === 'number'
+          ? u
+          : match === null || (match[2] === undefined && match[1] !== '0')
+            ? NaN
+            : Number(match[1]) * durationUnits[match[2] ?? 'ms']!;
+      return Number.isSafeInteger(ms) && ms >= min && ms <= max
+        ? t.success(ms)
+        : t.failure(
+            u,
+            context,
+            `expected a duration from ${min} ms to ${max / 1000} s such as 1500ms, 20s, 5m or 1h, got ${JSON.stringify(u)}`,
+          );
+    },
+    (ms) => `${ms}ms`,
   );

@@ -38,6 +38,12 @@ export interface ConfigDirOptions extends ConfigReadOptions {
   readonly watchDir?: (dir: string, pollMs: number) => Observable<FsEvent>;
   /** A read of models.json that takes longer is given up and logged (a hung mount); default 10 s. */
   readonly readTimeoutMs?: number;
+  /**
+   * Called whenever the watch shows it works (Telemetry.watcherAlive): when watching starts, at every event, at
+   * every `recheckMs` stat that finds the dir unchanged under an armed watch (one that sent `ready`), and while
+   * the dir is missing (nothing to watch yet). A watch that never arms, keeps failing, or whose stat hangs, does not.
+   */
+  readonly onAlive?: () => void;
 }
 
 /**
@@ -60,12 +66,18 @@ const isDirectory = (dir: string): Promise<boolean> =>
   );
 
 /** Emits once, when `dir` exists as a directory (chokidar never notices a dir that appears later). */
-const directoryExists = (dir: string, recheckMs: number, log: Logger): Observable<true> => {
+const directoryExists = (
+  dir: string,
+  recheckMs: number,
+  log: Logger,
+  onAlive: () => void,
+): Observable<true> => {
   let waiting = false;
   return timer(0, recheckMs).pipe(
     concatMap(() => from(isDirectory(dir))),
     tap((exists) => {
       if (!exists && !waiting) log.warn({ configDir: dir }, 'config dir does not exist; waiting for it');
+      if (!exists) onAlive();
       waiting = !exists;
     }),
     first((exists): exists is true => exists),
@@ -122,21 +134,34 @@ const inodeOf = (dir: string): Promise<number | undefined> =>
 /**
  * Watches `dir` until it is removed or replaced. chokidar usually reports the removal as `unlinkDir` of the root,
  * but not always (measured: about one run in six), and never notices a dir re-created under the same name, so
- * a cheap stat every `recheckMs` also ends the watch when the dir's inode is gone or changed.
+ * a cheap stat every `recheckMs` also ends the watch when the dir's inode is gone or changed. The same stat, once
+ * the watch is armed (`ready`), is the watch's sign of life while nothing changes.
  */
 const watchWhileDirExists = (
   dir: string,
   pollMs: number,
   recheckMs: number,
   watchDir: (dir: string, pollMs: number) => Observable<FsEvent>,
+  onAlive: () => void,
 ): Observable<FsEvent> =>
   defer(() => inodeOf(dir)).pipe(
     concatMap((inode) => {
+      let armed = false;
       const replaced$ = timer(recheckMs, recheckMs).pipe(
         concatMap(() => from(inodeOf(dir))),
+        tap((current) => {
+          if (armed && current === inode) onAlive();
+        }),
         filter((current) => current !== inode),
       );
-      return watchDir(dir, pollMs).pipe(takeUntil(replaced$));
+      return watchDir(dir, pollMs).pipe(
+        tap((event) => {
+          // Armed is not yet alive: a watch that errors right after arming must not count as working.
+          if (event.event === 'ready') armed = true;
+          else onAlive();
+        }),
+        takeUntil(replaced$),
+      );
     }),
   );
 
@@ -146,6 +171,7 @@ const watchWhileDirExists = (
  */
 export const configDirSource = (options: ConfigDirOptions): ConfigSource => {
   const { dir, log, recheckMs = 1000, pollMs = 0, watchDir = defaultWatch, readTimeoutMs = 10_000 } = options;
+  const onAlive = options.onAlive ?? ((): void => undefined);
   const lateReturn$ = new Subject<FsEvent>();
   const read = withDeadline(
     () => readConfigFile(dir, options),
@@ -153,8 +179,8 @@ export const configDirSource = (options: ConfigDirOptions): ConfigSource => {
     readTimeoutMs,
     () => lateReturn$.next({ event: 'change', name: configFileName }),
   );
-  const watch$ = defer(() => directoryExists(dir, recheckMs, log)).pipe(
-    concatMap(() => watchWhileDirExists(dir, pollMs, recheckMs, watchDir)),
+  const watch$ = defer(() => directoryExists(dir, recheckMs, log, onAlive)).pipe(
+    concatMap(() => watchWhileDirExists(dir, pollMs, recheckMs, watchDir, onAlive)),
     retry({
       delay: (error: unknown) => {
         log.warn({ err: error, configDir: dir }, 'config watcher failed; re-establishing it');
@@ -168,5 +194,10 @@ export const configDirSource = (options: ConfigDirOptions): ConfigSource => {
       },
     }),
   );
-  return { events$: merge(watch$, lateReturn$), read: () => defer(read) };
+  // Watching starts (not each re-arm): from here the watch has the stall threshold to arm and show progress.
+  const started$ = defer(() => {
+    onAlive();
+    return watch$;
+  });
+  return { events$: merge(started$, lateReturn$), read: () => defer(read) };
 };

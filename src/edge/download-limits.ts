@@ -21,7 +21,12 @@ export interface DownloadLimits {
   readonly minRate: MinRate;
   /** How often a running download reports its progress (`--progress-interval-ms`; 0: never). Not a limit. */
   readonly progressIntervalMs: number;
+  /** The disk check of a declared size (`spaceCheck` in free-space.ts, `--min-free-bytes`); absent: none. */
+  readonly spaceCheck?: SpaceCheck;
 }
+
+/** Fails (`no-space`) when `bytes` more would not fit on the volume of `dir`; settles otherwise. */
+export type SpaceCheck = (dir: string, bytes: number, what: string) => Promise<void>;
 
 /**
  * Expanded bytes no ratio applies to: below this no bomb can hurt a volume, and a small archive of a

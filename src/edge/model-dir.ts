@@ -8,6 +8,7 @@ import type { ModelSpec } from '../core/model-config';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import { specEquals, specToJson } from '../core/snapshot';
 import type { Installed, ModelStore } from '../ports';
+import type { SpaceCheck } from './download-limits';
 import { forEachLimited, fsError, isMissing, step } from './durable-fs';
 import { backgroundFlusher } from './background-flush';
 import type { Logger } from './logger';
@@ -19,6 +20,8 @@ import { createStagingDir, fillStagingDir, namingStaging, stagingTakenAway } fro
 export interface ModelDirOptions {
   readonly root: string;
   readonly log: Logger;
+  /** The disk check (`--min-free-bytes`) every install must pass before it starts; absent: none. */
+  readonly spaceCheck?: SpaceCheck;
 }
 
 // Reserved prefixes: model names cannot start with '.', so these never collide with a model dir.
@@ -144,6 +147,8 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     signal.throwIfAborted();
     await step(`cannot create ${root}`, () => mkdir(root, { recursive: true }));
     await claim(target, name);
+    // The size is not known yet (the providers check a declared one): at least the reserve must be free.
+    await options.spaceCheck?.(root, 0, `installing model ${name}`);
     const dir = await createStagingDir(join(root, `${stagingPrefix}${nameTag(name)}-`));
     try {
       await fillStagingDir(dir, { name, spec, fill, signal, log });
@@ -187,7 +192,7 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     try {
       await discard(dir, name);
     } catch (err) {
-      log.error({ err, dir }, 'cannot delete a model dir; leaving it');
+      log.error({ err, model: name, dir }, 'cannot delete a model dir; leaving it');
     }
   };
 
@@ -208,13 +213,13 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     try {
       found = await inspect(dir);
     } catch (err) {
-      log.error({ err, dir }, 'cannot read a model dir; leaving it');
+      log.error({ err, model: name, dir }, 'cannot read a model dir; leaving it');
       return undefined;
     }
     if (found._tag === 'Missing') return undefined;
     if (found._tag === 'NotADir') {
       await removeNonDir(found).catch((err: unknown) =>
-        log.error({ err, dir }, 'cannot remove it; leaving it'),
+        log.error({ err, model: name, dir }, 'cannot remove it; leaving it'),
       );
       return undefined;
     }
@@ -233,18 +238,21 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
       return undefined;
     }
     if (found.foreign !== undefined) {
-      log.info({ dir, found: found.foreign }, 'not a model dir modelsync owns; leaving it');
+      log.info({ model: name, dir, found: found.foreign }, 'not a model dir modelsync owns; leaving it');
       return undefined;
     }
     switch (state._tag) {
       case 'NoMarker':
-        log.info({ dir }, 'model dir without a marker (interrupted download); deleting it');
+        log.info({ model: name, dir }, 'model dir without a marker (interrupted download); deleting it');
         break;
       case 'Ambiguous':
-        log.warn({ dir, files: state.files }, 'model dir with several markers; deleting it');
+        log.warn({ model: name, dir, files: state.files }, 'model dir with several markers; deleting it');
         break;
       case 'Corrupt':
-        log.warn({ file: state.file, reason: state.reason }, 'corrupt model marker; deleting the model dir');
+        log.warn(
+          { model: name, file: state.file, reason: state.reason },
+          'corrupt model marker; deleting the model dir',
+        );
         break;
     }
     await deleteModelDir(dir, name);

@@ -190,6 +190,7 @@ const download = async (
     maxBytes: limits.maxModelBytes,
     minRate: limits.minRate,
     onTooSlow: (error) => attempt.stop(error),
+    space: { dir: targetDir, check: limits.spaceCheck },
   });
   let tracker: { readonly stop: () => void } | undefined;
   try {
@@ -198,7 +199,7 @@ const download = async (
     const announced = contentLengthOf(response.headers);
     if (announced !== undefined) {
       try {
-        guard.admit(announced);
+        await guard.admit(announced);
       } catch (error) {
         await discardBody(response);
         throw error;

@@ -55,7 +55,7 @@ const copyFile = async (tree: Tree, from: string, to: string): Promise<void> => 
   try {
     const info = await handle.stat();
     if (!info.isFile()) throw permanentError('refused', `refusing ${from}: not a regular file`);
-    tree.guard.admit(info.size);
+    await tree.guard.admit(info.size);
   } catch (error) {
     await handle.close();
     throw error;
@@ -129,7 +129,11 @@ const copy = async (settings: Settings, { source, targetDir, signal, what }: Cop
   // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
   const targetRoot = targetDir;
   const { limits } = settings;
-  const guard = new TransferGuard({ what, maxBytes: limits.maxModelBytes });
+  const guard = new TransferGuard({
+    what,
+    maxBytes: limits.maxModelBytes,
+    space: { dir: targetDir, check: limits.spaceCheck },
+  });
   const tree = { sourceRoot, targetRoot, signal, what, guard };
   const info = await stat(sourceRoot);
   if (info.isFile()) {

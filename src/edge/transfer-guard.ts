@@ -1,6 +1,6 @@
 /** TransferGuard: any byte stream of a download held to the limits — a byte cap and a minimum rate over a sliding window. */
 import type { EffectError } from '../core/errors';
-import { showBytes, tooLarge, tooSlow, type MinRate } from './download-limits';
+import { showBytes, tooLarge, tooSlow, type MinRate, type SpaceCheck } from './download-limits';
 
 /** What one guard watches, and how it stops a transfer that is too slow. */
 export interface TransferGuardOptions {
@@ -15,6 +15,8 @@ export interface TransferGuardOptions {
    * must abort the transfer, since a stream that sends nothing cannot be failed from inside the loop.
    */
   readonly onTooSlow?: (error: EffectError) => void;
+  /** Where the bytes go, and the disk check a declared size must pass there (`--min-free-bytes`); absent: none. */
+  readonly space?: { readonly dir: string; readonly check?: SpaceCheck | undefined };
   /** Runs `tick` every `ms` until the returned function is called; default setInterval (tests drive their own). */
   readonly every?: (ms: number, tick: () => void) => () => void;
 }
@@ -50,12 +52,17 @@ export class TransferGuard {
     return this.bytes;
   }
 
-  /** Fails at once (`too-large`) when `size` more bytes would pass the cap; counts nothing. */
-  admit(size: number): void {
+  /**
+   * Fails at once when `size` more bytes would pass the cap (`too-large`) or not fit on the volume they go to
+   * (`no-space`, the `space` check); counts nothing.
+   */
+  async admit(size: number): Promise<void> {
     if (this.bytes + size > this.options.maxBytes) {
       const announced = this.bytes === 0 ? `it is ${showBytes(size)}` : `${showBytes(size)} more`;
       throw this.overCap(`${announced}, over the cap of ${showBytes(this.options.maxBytes)}`);
     }
+    const { space } = this.options;
+    await space?.check?.(space.dir, size, this.options.what);
   }
 
   /** `source`, counted: fails with `too-large` on the chunk that passes the cap, before handing it on. */

@@ -7,16 +7,52 @@ export interface LinkedSignal {
   readonly dispose: () => void;
 }
 
+/** The controllers linked to one source now, and the one listener on the source that aborts them. */
+interface Links {
+  readonly controllers: Set<AbortController>;
+  readonly onAbort: () => void;
+}
+
+// Per source signal, one listener however many signals are linked: a source linking one per worker (caps 64/64:
+// 128 at once) would otherwise pass Node's 10-listener leak warning. Removed with the last link.
+const linksBySource = new WeakMap<AbortSignal, Links>();
+
+const linksOf = (source: AbortSignal): Links => {
+  let links = linksBySource.get(source);
+  if (links === undefined) {
+    const controllers = new Set<AbortController>();
+    const onAbort = (): void => {
+      linksBySource.delete(source);
+      for (const controller of controllers) controller.abort(source.reason);
+    };
+    links = { controllers, onAbort };
+    linksBySource.set(source, links);
+    source.addEventListener('abort', onAbort, { once: true });
+  }
+  return links;
+};
+
+const unlink = (source: AbortSignal, links: Links, controller: AbortController): void => {
+  links.controllers.delete(controller);
+  if (links.controllers.size > 0 || linksBySource.get(source) !== links) return;
+  linksBySource.delete(source);
+  source.removeEventListener('abort', links.onAbort);
+};
+
 /**
  * A signal aborted (with the same reason) as soon as `source` is, unlinked by `dispose`. Effects get this, not a
  * long-lived signal itself: each `AbortSignal.any` they build over a signal leaves a WeakRef in that signal for
  * good on Node 20 (200,000 calls: 200,000 entries, 55 bytes each), so the loader's run-long signal, handed to
- * every step, grew without bound in the soak. A per-step signal takes those entries with it when it goes.
+ * every step, grew without bound in the soak. A per-step signal takes those entries with it when it goes. However
+ * many signals are linked to `source`, it carries one listener, and none once they are all disposed.
  */
 export const linkedSignal = (source: AbortSignal): LinkedSignal => {
   const controller = new AbortController();
-  const abort = (): void => controller.abort(source.reason);
-  if (source.aborted) abort();
-  else source.addEventListener('abort', abort, { once: true });
-  return { signal: controller.signal, dispose: () => source.removeEventListener('abort', abort) };
+  if (source.aborted) {
+    controller.abort(source.reason);
+    return { signal: controller.signal, dispose: () => undefined };
+  }
+  const links = linksOf(source);
+  links.controllers.add(controller);
+  return { signal: controller.signal, dispose: () => unlink(source, links, controller) };
 };

@@ -3,48 +3,35 @@
  * one record per model; ops only record what is wanted, a keyed work queue (work-queue.ts) hands model names to a
  * fixed number of workers, and the per-model steps live in reconcile.ts.
  */
-import type { Logger } from 'pino';
-import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable } from 'rxjs';
 import { backoffDelay } from '../core/backoff';
-import { toEffectError } from '../core/errors';
+import { toEffectError, type EffectError } from '../core/errors';
 import { inPlaceSnapshot, type InPlace } from '../core/in-place';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
+import type { DesiredState } from '../core/drift';
 import type { ModelOp } from '../core/model-op';
-import { statusEvent, type AgentEvent, type ModelPhase, type ModelStatus } from '../core/model-status';
+import {
+  nextStatus,
+  statusEvent,
+  type AgentEvent,
+  type ModelPhase,
+  type ModelStatus,
+} from '../core/model-status';
 import { redact } from '../core/redact';
-import type { LoadJournal, ModelServer, ModelStore } from '../ports';
-import { needsWork, newRecord, want, type ModelRecord } from './model-record';
+import { noTelemetry } from '../ports';
+import type { LoaderDeps } from './loader-deps';
+import { failedStep, needsWork, newRecord, want, type ModelRecord } from './model-record';
 import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
 import { createSlots, type Slots } from './slots';
 import { logStatus } from './status-log';
-import type { DownloadFunction } from './storage-router';
-import { createWorkQueue } from './work-queue';
+import { createOpIntake } from './op-intake';
+import { createWorkQueue, type WorkQueue } from './work-queue';
 
-/** How transient failures are retried: capped exponential backoff with full jitter (core/backoff.ts). */
-export interface RetryPolicy {
-  readonly baseMs: number;
-  readonly maxMs: number;
-  /** Attempts of one step before the model is marked Failed (1 = no retry). */
-  readonly maxAttempts: number;
-}
+/** Ops taken in one turn of the event loop; a bigger burst is taken over the next turns (op-intake.ts). */
+const opsPerTurn = 256;
 
-/** The loader's ports and limits. */
-export interface LoaderDeps {
-  readonly store: ModelStore;
-  readonly journal: LoadJournal;
-  readonly server: ModelServer;
-  /** Fills a directory with the model stored at a URI (storage providers, keyed by scheme). */
-  readonly download: DownloadFunction;
-  readonly log: Logger;
-  readonly downloadConcurrency: number;
-  readonly loadConcurrency: number;
-  readonly retry: RetryPolicy;
-  /** The jitter source of retry delays; Math.random by default. */
-  readonly random?: () => number;
-  /** Where retry delays are timed; asyncScheduler by default. */
-  readonly scheduler?: SchedulerLike;
-}
+export type { LoaderDeps, RetryPolicy } from './loader-deps';
 
 /** A loader: `run` applies ops; the rest lets health checks, status endpoints and tests look at it. */
 export interface Loader {
@@ -58,13 +45,31 @@ export interface Loader {
   readonly idle$: Observable<boolean>;
   /** The status of every model the loader knows. */
   readonly statuses: () => ReadonlyMap<ModelName, ModelStatus>;
+  /** Every model's desired state and phase, and whether it is settled (what drift repair works from). */
+  readonly desiredStates: () => ReadonlyArray<DesiredState>;
+  /**
+   * The server's index lists (`loaded`) or lacks `name`: a settled model's in-place facts follow it, so the same
+   * desired state submitted again brings it back (a model unknown here but loaded is recorded, so a Remove unloads
+   * it). Only while a run is subscribed; a model being worked on is left alone.
+   */
+  readonly noteServerIndex: (name: ModelName, loaded: boolean) => void;
+  /**
+   * Graceful shutdown: takes up no more work, drops queued work and pending retries, aborts downloads (their
+   * staging dirs are removed) and resolves once the load and unload calls in flight have ended. Unsubscribe
+   * after it (or after a timeout, which aborts the calls too). Resolves at once when no run is subscribed.
+   */
+  readonly drain: () => Promise<void>;
   /** Download and load slots, for tests and metrics. */
   readonly slots: { readonly download: Slots; readonly load: Slots };
 }
 
+/** The HTTP status of a failure, for its log line (a failure is one line: kind, status, message). */
+const statusOf = (error: EffectError): Readonly<Record<string, number>> =>
+  error.status === undefined ? {} : { status: error.status };
+
 /** A loader over `deps`, starting from what is `inPlace`. */
 export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
-  const { log, retry, random = Math.random, scheduler = asyncScheduler } = deps;
+  const { log, retry, random = Math.random, scheduler = asyncScheduler, telemetry = noTelemetry } = deps;
   const slots = { download: createSlots(deps.downloadConcurrency), load: createSlots(deps.loadConcurrency) };
   const workers = deps.downloadConcurrency + deps.loadConcurrency;
   const records = new Map<ModelName, ModelRecord>();
@@ -72,6 +77,10 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
     records.set(name, newRecord(name, spec, inPlace.onDisk.get(name), inPlace.loaded.has(name)));
   const idle$ = new BehaviorSubject(true);
   let running = false;
+  /** The queue of the run subscribed now, if any, and how to drain that run. */
+  let active: WorkQueue<ModelName> | undefined;
+  let drainRun: (() => Promise<void>) | undefined;
+  const isSettled = (name: ModelName): boolean => active !== undefined && !active.has(name);
 
   /** The record of the model `op` is about, once it records the op's desired state and needs work for it. */
   const recordToWorkOn = (op: ModelOp): ModelRecord | undefined => {
@@ -79,7 +88,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
     const known = records.get(op.modelName);
     if (known === undefined && desired === undefined) return undefined; // a Remove of a model never seen
     const record = known ?? records.set(op.modelName, newRecord(op.modelName)).get(op.modelName)!;
-    return want(record, desired) ? record : undefined;
+    return want(record, desired, isSettled(op.modelName)) ? record : undefined;
   };
 
   const run = (op$: Observable<ModelOp>): Observable<AgentEvent> =>
@@ -88,6 +97,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       running = true;
       const stop = new AbortController();
       const queue = createWorkQueue<ModelName>(scheduler);
+      active = queue;
       let sourceDone = false;
 
       const report = (
@@ -98,7 +108,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         logFields: Readonly<Record<string, number>> = {},
       ): void => {
         if (stop.signal.aborted) return; // aborted work winding down has nothing to tell
-        record.status = { modelName: record.name, phase, ...(spec ? { spec } : {}), ...details };
+        record.status = nextStatus(record.status, phase, spec, details, scheduler.now());
         record.reported = true;
         logStatus(log, record.status, logFields);
         subscriber.next(statusEvent(record.status));
@@ -107,12 +117,31 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         ...deps,
         slots,
         report: (name, phase, spec, logFields) => report(records.get(name)!, phase, spec, {}, logFields),
+        progress: (name, { bytes, totalBytes }) => {
+          const record = records.get(name); // figures of the running download, without an event per report
+          if (record?.status.phase === 'Downloading')
+            record.status = { ...record.status, bytesDownloaded: bytes, bytesTotal: totalBytes };
+        },
       };
+
+      let drained: (() => void) | undefined;
+      drainRun = () =>
+        new Promise<void>((resolve) => {
+          drained = resolve;
+          queue.shutDown();
+          for (const record of records.values()) {
+            record.generation.abort(new Error('modelsync is shutting down')); // downloads stop; calls sent finish
+            record.generation = new AbortController();
+          }
+          updateIdle();
+        });
 
       const updateIdle = (): void => {
         if (stop.signal.aborted) return;
         const { queued, processing, delayed } = queue.counts();
-        const idle = queued + processing + delayed === 0;
+        // Draining: the work left undone is not "idle" (no Ready at shutdown); the owner unsubscribes once drained.
+        if (drained !== undefined) return processing === 0 ? drained() : undefined;
+        const idle = queued + processing + delayed + intake.waiting() === 0;
         idle$.next(idle);
         if (idle && sourceDone) subscriber.complete();
       };
@@ -139,14 +168,11 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
           if (stop.signal.aborted || generation.signal.aborted) return; // our own abort, not the model's failure
           const error = toEffectError(cause);
           record.attempts++;
-          const details = {
-            reason: redact(error.message),
-            errorKind: error.kind,
-            attempt: record.attempts,
-          };
+          const details = { reason: redact(error.message), errorKind: error.kind, attempt: record.attempts };
           if (!error.retryable || record.attempts >= retry.maxAttempts)
-            return report(record, 'Failed', desired, details);
-          report(record, 'Retrying', desired, details);
+            return report(record, 'Failed', desired, details, statusOf(error));
+          telemetry.retry(failedStep(record.status.phase));
+          report(record, 'Retrying', desired, details, statusOf(error));
           queue.addAfter(record.name, backoffDelay(record.attempts, retry.baseMs, retry.maxMs, random));
         }
       };
@@ -166,16 +192,21 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         while (queue.counts().processing < workers && (name = queue.get()) !== undefined) start(name);
         updateIdle();
       }
+      const take = (op: ModelOp): void => {
+        const record = recordToWorkOn(op);
+        if (record === undefined) return;
+        queue.cancelAddAfter(record.name); // a new desired state supersedes a pending retry
+        enqueue(record);
+      };
+      const intake = createOpIntake(take, { perTurn: opsPerTurn, budgetMs: 10, scheduler }, () =>
+        updateIdle(),
+      );
+      subscriber.add(intake.subscription);
       subscriber.add(queue.available$.subscribe(pump));
       for (const record of records.values()) if (needsWork(record)) enqueue(record);
       subscriber.add(
         op$.subscribe({
-          next: (op) => {
-            const record = recordToWorkOn(op);
-            if (record === undefined) return;
-            queue.cancelAddAfter(record.name); // a new desired state supersedes a pending retry
-            enqueue(record);
-          },
+          next: intake.offer,
           error: (error: unknown) => subscriber.error(error),
           complete: () => {
             sourceDone = true;
@@ -188,6 +219,8 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       return () => {
         stop.abort(new Error('modelsync is shutting down'));
         queue.shutDown();
+        active = undefined;
+        drainRun = undefined;
         idle$.next(true); // nothing happens until the next subscription
         running = false;
       };
@@ -197,6 +230,24 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
     run,
     idle$: idle$.pipe(distinctUntilChanged()),
     statuses: () => new Map([...records].map(([name, record]) => [name, record.status])),
+    desiredStates: () =>
+      [...records.values()].map((record) => ({
+        name: record.name,
+        desired: record.desired,
+        phase: record.status.phase,
+        settled: isSettled(record.name),
+      })),
+    drain: () => drainRun?.() ?? Promise.resolve(),
+    noteServerIndex: (name, loaded) => {
+      const record = records.get(name);
+      if (active === undefined) return;
+      if (record === undefined) {
+        if (loaded) records.set(name, newRecord(name, undefined, undefined, true));
+      } else if (isSettled(name)) {
+        record.loaded = loaded;
+        if (!loaded) record.loadedSpec = undefined;
+      }
+    },
     slots,
   };
 };

@@ -1,7 +1,7 @@
 /** ModelRecord: what the loader knows and wants of one model, and how an op changes what it wants (coalescing). */
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
-import type { ModelStatus } from '../core/model-status';
+import type { ModelPhase, ModelStatus } from '../core/model-status';
 import { specEquals, unknownSpec } from '../core/snapshot';
 import { isInPlace, type ModelState } from './reconcile';
 
@@ -54,15 +54,21 @@ const sameDesired = (a: ModelSpec | undefined, b: ModelSpec | undefined): boolea
 /**
  * Records that `desired` is wanted; true when the model needs work for it. Ops only record desired state, so ops
  * not yet worked on collapse into the latest: Add then Remove is nothing, the same spec again is nothing, except
- * that the same spec on a Failed model (a resync) tries it once more.
+ * that the same desired state on a Failed model, or on a `settled` one (no work queued, running or waiting) that
+ * is no longer in place (the server lost it: drift repair), is worked on once more.
  */
-export const want = (record: ModelRecord, desired: ModelSpec | undefined): boolean => {
+export const want = (record: ModelRecord, desired: ModelSpec | undefined, settled = false): boolean => {
   if (sameDesired(record.desired, desired)) {
-    if (record.status.phase !== 'Failed') return false;
+    const drifted = settled && !isInPlace(record, desired);
+    if (record.status.phase !== 'Failed' && !drifted) return false;
   } else {
+    // A record never worked on has no work to supersede (and 10k new models need no 10k aborts).
+    const workedOn = record.reported || record.desired !== undefined;
     record.desired = desired;
-    record.generation.abort(new Error('superseded by a newer desired state'));
-    record.generation = new AbortController();
+    if (workedOn) {
+      record.generation.abort(new Error('superseded by a newer desired state'));
+      record.generation = new AbortController();
+    }
   }
   record.attempts = 0;
   return true;
@@ -71,3 +77,7 @@ export const want = (record: ModelRecord, desired: ModelSpec | undefined): boole
 /** Whether a new subscription takes the model up: an op asked for a state that is not reached, and it has not Failed. */
 export const needsWork = (record: ModelRecord): boolean =>
   record.desired !== unknownSpec && record.status.phase !== 'Failed' && !isInPlace(record, record.desired);
+
+/** The step a model was in when it failed, by the phase it last reported (checking its files counts as download). */
+export const failedStep = (phase: ModelPhase): 'download' | 'load' | 'unload' =>
+  phase === 'Loading' ? 'load' : phase === 'Unloading' ? 'unload' : 'download';

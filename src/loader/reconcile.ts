@@ -34,6 +34,8 @@ export interface ReconcileEffects {
     spec: ModelSpec | undefined,
     logFields?: Readonly<Record<string, number>>,
   ) => void;
+  /** Hears of a running download's progress, and of its end. */
+  readonly progress?: (name: ModelName, progress: DownloadProgress) => void;
 }
 
 /** A `download progress` line for a download still running. */
@@ -72,7 +74,7 @@ export const isInPlace = (model: ModelState, desired: ModelSpec | undefined): bo
 export const bringIn = async (
   model: ModelState,
   target: ModelSpec,
-  { store, journal, server, download, slots, log, report }: ReconcileEffects,
+  { store, journal, server, download, slots, log, report, progress: onProgress }: ReconcileEffects,
   { stop, supersede }: StepSignals,
 ): Promise<void> => {
   let replaced: Installed | undefined;
@@ -89,6 +91,7 @@ export const bringIn = async (
       // the model loaded (the old version).
       const fill = async (dir: string, signal: AbortSignal): Promise<void> => {
         await download(target.storageUri, dir, signal, (progress) => {
+          onProgress?.(model.name, progress);
           if (progress.done) downloaded = progress;
           else logProgress(log, model.name, progress);
         });

@@ -23,14 +23,18 @@ const lines: Readonly<Record<ModelPhase, { readonly level: Level; readonly msg: 
  */
 export const logStatus = (
   log: Logger,
-  { modelName, spec, ...details }: ModelStatus,
+  // Not the timing and byte figures (for /status and metrics): the line has its own time and `logFields`.
+  { modelName, spec, phase, reason, errorKind, attempt }: ModelStatus,
   logFields: Readonly<Record<string, number>> = {},
 ): void => {
-  const { level, msg } = lines[details.phase];
+  const { level, msg } = lines[phase];
   log[level](
     {
       model: modelName,
-      ...details,
+      phase,
+      ...(reason !== undefined ? { reason } : {}),
+      ...(errorKind !== undefined ? { errorKind } : {}),
+      ...(attempt !== undefined ? { attempt } : {}),
       ...(spec ? { storageUri: redactUri(spec.storageUri) } : {}),
       ...logFields,
     },

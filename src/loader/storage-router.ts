@@ -12,6 +12,8 @@ export type DownloadFunction = StorageProvider['download'];
  * URLs, which the http provider would fetch as one unauthenticated GET.
  */
 export interface ClaimingProvider {
+  /** What it serves, for messages and tests: `azure`. */
+  readonly name: string;
   /** True for the URIs it serves (for Azure Blob: see isAzureBlobUri). */
   readonly claims: (uri: string) => boolean;
   readonly download: DownloadFunction;

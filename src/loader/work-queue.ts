@@ -28,6 +28,8 @@ export interface WorkQueue<K> {
   readonly shutDown: () => void;
   /** True while `key` waits to be handed out (a dirty key being processed is not queued until `done`). */
   readonly isQueued: (key: K) => boolean;
+  /** True while `key` is queued, being processed or waiting for a delayed add. */
+  readonly has: (key: K) => boolean;
   /** The queue's size; it is idle when all three are 0. */
   readonly counts: () => WorkQueueCounts;
   /** Emits, synchronously, each time a key is queued (so `get` may return one); completes on `shutDown`. */
@@ -112,6 +114,7 @@ export const createWorkQueue = <K>(scheduler: SchedulerLike = asyncScheduler): W
     done,
     shutDown,
     isQueued: (key) => queued.has(key),
+    has: (key) => queued.has(key) || processing.has(key) || delayed.has(key),
     counts: () => ({ queued: queued.size, processing: processing.size, delayed: delayed.size }),
     available$: available$.asObservable(),
   };

@@ -11,6 +11,11 @@ const sameRead = (a: ConfigRead, b: ConfigRead): boolean =>
 
 /**
  * Every burst is read twice and kubelet's link events come in pairs: identical content must cost nothing, and
- * a file that stays broken is reported once, not at every event.
+ * a file that stays broken is reported once, not at every event. `onUnchanged` hears of each read dropped.
  */
-export const skipUnchangedReads = (): MonoTypeOperatorFunction<ConfigRead> => distinctUntilChanged(sameRead);
+export const skipUnchangedReads = (onUnchanged?: () => void): MonoTypeOperatorFunction<ConfigRead> =>
+  distinctUntilChanged((previous, current) => {
+    const same = sameRead(previous, current);
+    if (same) onUnchanged?.();
+    return same;
+  });

@@ -1,7 +1,7 @@
 /**
  * `modelsync/testing`: what an integrator's tests need to run modelsync for real — the kubelet AtomicWriter
- * emulator (ConfigMap updates as kubelet makes them), stand-ins for a V2 model server, TorchServe and the GCS
- * JSON API, the HTTP server they run on (for stand-ins of one's own), a config source that never changes, a
+ * emulator (ConfigMap updates as kubelet makes them), stand-ins for a V2 model server, TorchServe, the GCS
+ * JSON API and the Kubernetes API server (one ConfigMap: list, watch, bookmarks, 410, tokens), the HTTP server they run on (for stand-ins of one's own), a config source that never changes, a
  * seeded random for replayable randomized tests, and waiting with a deadline (sleep, waitFor, withTimeout).
  */
 export {
@@ -32,6 +32,13 @@ export {
   type HttpServerOptions,
   type RunningHttpServer,
 } from './http-server';
+export {
+  startKubeApiStandIn,
+  type KubeApiChange,
+  type KubeApiRequest,
+  type KubeApiStandIn,
+  type KubeApiStandInOptions,
+} from './kube-api-stand-in';
 export { checkModelDir, manifestOf, type ModelDirCheck, type ModelManifest } from './model-manifest';
 export { seededRandom } from './seeded-random';
 export {

@@ -17,8 +17,14 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--download-concurrency', 'MODELSYNC_DOWNLOAD_CONCURRENCY'],
   ['--load-concurrency', 'MODELSYNC_LOAD_CONCURRENCY'],
   ['--log-level', 'MODELSYNC_LOG_LEVEL'],
+  ['--log-format', 'MODELSYNC_LOG_FORMAT'],
   ['--settle-ms', 'MODELSYNC_SETTLE_MS'],
   ['--watch-poll-ms', 'MODELSYNC_WATCH_POLL_MS'],
+  ['--source', 'MODELSYNC_SOURCE'],
+  ['--configmap', 'MODELSYNC_CONFIGMAP'],
+  ['--namespace', 'MODELSYNC_NAMESPACE'],
+  ['--configmap-key', 'MODELSYNC_CONFIGMAP_KEY'],
+  ['--watch-timeout-s', 'MODELSYNC_WATCH_TIMEOUT_S'],
   ['--max-config-bytes', 'MODELSYNC_MAX_CONFIG_BYTES'],
   ['--request-timeout-ms', 'MODELSYNC_REQUEST_TIMEOUT_MS'],
   ['--max-model-bytes', 'MODELSYNC_MAX_MODEL_BYTES'],
@@ -41,6 +47,11 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--torchserve-token-file', 'MODELSYNC_TORCHSERVE_TOKEN_FILE'],
   ['--azure-blob-endpoint', 'MODELSYNC_AZURE_BLOB_ENDPOINT'],
   ['--gcs-endpoint', 'MODELSYNC_GCS_ENDPOINT'],
+  ['--resync-interval', 'MODELSYNC_RESYNC_INTERVAL'],
+  ['--min-free-bytes', 'MODELSYNC_MIN_FREE_BYTES'],
+  ['--shutdown-timeout', 'MODELSYNC_SHUTDOWN_TIMEOUT'],
+  ['--http-port', 'MODELSYNC_HTTP_PORT'],
+  ['--watch-stall-ms', 'MODELSYNC_WATCH_STALL_MS'],
   ['--dry-run', 'MODELSYNC_DRY_RUN'],
   ['--once', 'MODELSYNC_ONCE'],
 ];
@@ -279,12 +290,6 @@ describe('modelsync flag validation', () => {
     expect(result.stderr.text).toBe(
       "modelsync: unknown option '--no-such-flag'\nTry 'modelsync --help' for the flags.\n",
     );
-  });
-
-  it('refuses --once without --dry-run (there is no one-shot sync yet) with exit code 2', async () => {
-    const result = await runCli(['--config-dir', configMap('[]'), '--once']);
-    expect(result.code).toBe(2);
-    expect(result.stderr.text).toContain('--once needs --dry-run');
   });
 
   it('refuses a retry base above the retry cap with exit code 2', async () => {

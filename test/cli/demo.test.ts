@@ -1,12 +1,8 @@
 /** `npm run demo` as a test: the built demo drives the real agent through its scripted updates and ends cleanly. */
 import { join } from 'node:path';
-import { flagTable } from '../../src/core/app-config';
 import { killAllCli, runCli } from '../helpers/cli-process';
 
 const demoPath = join(__dirname, '..', '..', 'dist', 'demo.js');
-
-/** MERGE STEP (issue #9): once `--http-port` is in the flag table the demo shows the surface; then drop the else. */
-const httpSurfaceLanded = Object.hasOwn(flagTable, 'httpPort');
 
 afterEach(killAllCli);
 
@@ -23,10 +19,8 @@ describe('npm run demo', () => {
       shown.filter((line) => line.includes('model failed') && line.includes('model=ghost')),
     ).toHaveLength(1);
     expect(shown).toContain('  agent exited with code 0');
-    if (httpSurfaceLanded) {
-      expect(shown).toContainEqual(expect.stringMatching(/HTTP surface: http:\/\/127\.0\.0\.1:\d+\/status/));
-      expect(shown).toContainEqual(expect.stringMatching(/^ {4}ghost +Failed +attempts \d+ +not-found: /));
-      expect(shown).toContainEqual(expect.stringMatching(/^ {4}modelsync_\w+.* → /));
-    } else expect(shown).toContainEqual(expect.stringContaining('no HTTP surface (--http-port) yet'));
+    expect(shown).toContainEqual(expect.stringMatching(/HTTP surface: http:\/\/127\.0\.0\.1:\d+\/status/));
+    expect(shown).toContainEqual(expect.stringMatching(/^ {4}ghost +Failed +attempts \d+ +not-found: /));
+    expect(shown).toContainEqual(expect.stringMatching(/^ {4}modelsync_\w+.* → /));
   });
 });

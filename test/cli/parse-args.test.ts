@@ -33,8 +33,12 @@ describe('parseArgs', () => {
       downloadConcurrency: 4,
       loadConcurrency: 2,
       logLevel: 'info',
+      logFormat: 'auto',
       settleMs: 100,
       watchPollMs: 0,
+      source: 'dir',
+      configmapKey: 'models.json',
+      watchTimeoutS: 300,
       maxConfigBytes: 33_554_432,
       requestTimeoutMs: 30_000,
       maxModelBytes: 256 * 2 ** 30,
@@ -51,6 +55,11 @@ describe('parseArgs', () => {
       retryBaseMs: 500,
       retryMaxMs: 30_000,
       maxAttempts: 8,
+      resyncInterval: 60_000,
+      minFreeBytes: 0,
+      shutdownTimeout: 20_000,
+      httpPort: 9081,
+      watchStallMs: 60_000,
       dryRun: false,
       once: false,
     });
@@ -79,6 +88,8 @@ describe('parseArgs', () => {
         '60',
       ],
       ...['--watch-poll-ms', '250', '--request-timeout-ms', '1000', '--load-timeout-ms', '2000'],
+      ...['--source', 'kube-api', '--configmap', 'models', '--namespace', 'serving'],
+      ...['--configmap-key', 'list.json', '--watch-timeout-s', '60'],
       ...['--max-model-bytes', '40Gi', '--max-archive-ratio', '50', '--max-archive-entries', '500'],
       ...['--min-download-rate', '64Ki', '--min-rate-window-ms', '5000'],
       ...['--local-storage-roots', '/mnt/pvc, /data/models/'],
@@ -96,6 +107,9 @@ describe('parseArgs', () => {
         '--torchserve-token-file',
         '/k',
       ],
+      ...['--log-format', 'json', '--resync-interval', '30s', '--min-free-bytes', '1Gi'],
+      ...['--shutdown-timeout', '5s'],
+      ...['--http-port', '0', '--watch-stall-ms', '5000'],
       ...['--dry-run', '--once'],
     ]);
     expect(config).toEqual({
@@ -108,6 +122,11 @@ describe('parseArgs', () => {
       logLevel: 'debug',
       settleMs: 60,
       watchPollMs: 250,
+      source: 'kube-api',
+      configmap: 'models',
+      namespace: 'serving',
+      configmapKey: 'list.json',
+      watchTimeoutS: 60,
       maxConfigBytes: 4096,
       requestTimeoutMs: 1000,
       maxModelBytes: 40 * 2 ** 30,
@@ -128,6 +147,12 @@ describe('parseArgs', () => {
       retryMaxMs: 10,
       maxAttempts: 1,
       torchserveTokenFile: '/k',
+      logFormat: 'json',
+      resyncInterval: 30_000,
+      minFreeBytes: 2 ** 30,
+      shutdownTimeout: 5000,
+      httpPort: 0,
+      watchStallMs: 5000,
       dryRun: true,
       once: true,
     });
@@ -210,12 +235,59 @@ describe('parseArgs', () => {
     expect(usageLines(['models.json'])).toHaveLength(1);
   });
 
-  it('refuses --once without --dry-run, however each was set', () => {
-    expect(usageLines(['--once'])).toEqual([
-      'modelsync: --once needs --dry-run: there is no one-shot sync mode yet',
-    ]);
-    expect(usageLines([], { MODELSYNC_ONCE: '1' })[0]).toContain('MODELSYNC_ONCE needs --dry-run');
+  it('takes --once alone (the one-shot sync) and with --dry-run, however each was set', () => {
+    expect(configOf(['--once'])).toMatchObject({ once: true, dryRun: false });
+    expect(configOf([], { MODELSYNC_ONCE: '1' })).toMatchObject({ once: true, dryRun: false });
     expect(configOf(['--once'], { MODELSYNC_DRY_RUN: 'true' })).toMatchObject({ once: true, dryRun: true });
+  });
+
+  it('takes --source kube-api with its ConfigMap, and refuses it without one or with a name Kubernetes refuses', () => {
+    expect(
+      configOf(['--source', 'kube-api', '--configmap', 'models', '--namespace', 'serving']),
+    ).toMatchObject({
+      source: 'kube-api',
+      configmap: 'models',
+      namespace: 'serving',
+      configmapKey: 'models.json',
+    });
+    expect(configOf([], { MODELSYNC_SOURCE: 'kube-api', MODELSYNC_CONFIGMAP: 'a.b-c' }).configmap).toBe(
+      'a.b-c',
+    );
+    expect(usageLines(['--source', 'kube-api'])).toEqual([
+      'modelsync: --source kube-api needs --configmap: the ConfigMap to watch',
+    ]);
+    expect(usageLines([], { MODELSYNC_SOURCE: 'kube-api' })[0]).toContain(
+      'MODELSYNC_SOURCE kube-api needs --configmap',
+    );
+    for (const bad of ['Models', 'models,other', '-models', 'a'.repeat(254), '']) {
+      expect(usageLines(['--source', 'kube-api', '--configmap', bad])[0]).toMatch(
+        /^modelsync: invalid --configmap: /,
+      );
+    }
+    expect(usageLines(['--namespace', 'a.b'])[0]).toMatch(
+      /^modelsync: invalid --namespace: expected a Kubernetes name/,
+    );
+    expect(usageLines(['--source', 'informer'])[0]).toContain('expected one of dir, kube-api');
+  });
+
+  it('reads durations with a unit (or 0) and refuses a bare number or an unknown unit', () => {
+    expect(configOf(['--resync-interval', '5m', '--shutdown-timeout', '1500ms'])).toMatchObject({
+      resyncInterval: 300_000,
+      shutdownTimeout: 1500,
+    });
+    expect(configOf(['--resync-interval', '0']).resyncInterval).toBe(0);
+    expect(configOf([], { MODELSYNC_SHUTDOWN_TIMEOUT: '1h' }).shutdownTimeout).toBe(3_600_000);
+    expect(usageLines(['--resync-interval', '60'])).toEqual([
+      'modelsync: invalid --resync-interval: expected a duration from 0 ms to 86400 s such as 1500ms, 20s, 5m or 1h, got "60"',
+    ]);
+    expect(usageLines([], { MODELSYNC_SHUTDOWN_TIMEOUT: '2d' })[0]).toContain(
+      'invalid MODELSYNC_SHUTDOWN_TIMEOUT',
+    );
+  });
+
+  it('takes a log format from the choices only', () => {
+    expect(configOf(['--log-format', 'pretty']).logFormat).toBe('pretty');
+    expect(usageLines(['--log-format', 'yaml'])[0]).toContain('expected one of auto, pretty, json');
   });
 
   it('refuses a retry base above the retry cap, and takes one equal to it', () => {

@@ -4,12 +4,13 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { flagTable } from '../../src/core/app-config';
 import { lintDockerfile, lintDockerignore } from './dockerfile-lint';
 
 const repo = join(__dirname, '..', '..');
 const dockerfile = readFileSync(join(repo, 'Dockerfile'), 'utf8');
-/** modelsync's default --http-port (issue #9). MERGE STEP: Number(flagTable.httpPort.default). */
-const httpPort = 9081;
+/** modelsync's default --http-port. */
+const httpPort = Number(flagTable.httpPort.default);
 
 describe('Dockerfile', () => {
   it('passes the lint', () => {

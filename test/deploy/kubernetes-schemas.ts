@@ -6,7 +6,8 @@
 import { join } from 'node:path';
 import * as ts from 'typescript';
 import { Deployment } from 'kubernetes-models/apps/v1';
-import { ConfigMap, Service } from 'kubernetes-models/v1';
+import { Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
+import { ConfigMap, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import type { KubeObject } from './kustomize';
 
@@ -15,6 +16,15 @@ const kinds: Readonly<Record<string, { model: new (data: never) => { validate():
   'apps/v1 Deployment': { model: Deployment, type: 'kubernetes-models/apps/v1/Deployment:IDeployment' },
   'v1 ConfigMap': { model: ConfigMap, type: 'kubernetes-models/v1/ConfigMap:IConfigMap' },
   'v1 Service': { model: Service, type: 'kubernetes-models/v1/Service:IService' },
+  'v1 ServiceAccount': { model: ServiceAccount, type: 'kubernetes-models/v1/ServiceAccount:IServiceAccount' },
+  'rbac.authorization.k8s.io/v1 Role': {
+    model: Role,
+    type: 'kubernetes-models/rbac.authorization.k8s.io/v1/Role:IRole',
+  },
+  'rbac.authorization.k8s.io/v1 RoleBinding': {
+    model: RoleBinding,
+    type: 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding:IRoleBinding',
+  },
   'monitoring.coreos.com/v1 ServiceMonitor': {
     model: ServiceMonitor,
     type: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor:IServiceMonitor',

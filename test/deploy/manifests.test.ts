@@ -7,24 +7,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import type { IContainer } from 'kubernetes-models/v1';
-import { defaultAppConfig, flagList } from '../../src/core/app-config';
+import { defaultAppConfig } from '../../src/core/app-config';
 import { decodeConfig } from '../../src/core/decode-config';
+import { surfacePaths } from '../../src/edge/http-surface';
 import { renderKustomization, type KubeObject } from './kustomize';
 import { schemaProblems, typeProblems } from './kubernetes-schemas';
-import {
-  allContainers,
-  awaitedFlags,
-  containerNamed,
-  deploymentOf,
-  durationSeconds,
-  podSpecOf,
-  probePort,
-  settingsOf,
-} from './pod';
+import { allContainers, containerNamed, deploymentOf, podSpecOf, probePort, settingsOf } from './pod';
 import { variants, withVariantDir } from './variants';
 
-/** The HTTP surface's paths and default port (issue #9); MERGE STEP: take them from src/edge/http-surface.ts. */
-const surface = { healthz: '/healthz', readyz: '/readyz', metrics: '/metrics', defaultPort: 9081 };
+const surface = surfacePaths;
 
 const packageVersion = (
   JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
@@ -53,11 +44,6 @@ describe('deploy/ manifests', () => {
     );
     expect(typeProblems(objects, labels)).toEqual([]);
   });
-
-  it('keeps the awaited flags only while the flag table lacks them (MERGE STEP: empty the list)', () => {
-    const inTable = new Set(flagList.map(([, spec]) => spec.flag as string));
-    expect(awaitedFlags.filter((flag) => inTable.has(flag))).toEqual([]);
-  });
 });
 
 describe.each(rendered.map(({ variant, objects }) => [variant.name, objects] as const))(
@@ -69,7 +55,7 @@ describe.each(rendered.map(({ variant, objects }) => [variant.name, objects] as 
     const settings = settingsOf(modelsync);
     // A parse failure fails its own test below; the other tests then read the defaults.
     const config = settings.parsed._tag === 'Run' ? settings.parsed.config : defaultAppConfig;
-    const httpPort = Number(settings.awaited.get('--http-port') ?? surface.defaultPort);
+    const { httpPort } = config;
     const volumeOf = (container: IContainer, mountPath: string) => {
       const mount = container.volumeMounts?.find((candidate) => candidate.mountPath === mountPath);
       return { mount, volume: pod.volumes?.find((volume) => volume.name === mount?.name) };
@@ -84,9 +70,11 @@ describe.each(rendered.map(({ variant, objects }) => [variant.name, objects] as 
       expect(settings.unknownEnv).toEqual([]);
       expect(modelsync.command).toBeUndefined();
       expect(Number.isInteger(httpPort) && httpPort > 0 && httpPort < 65536).toBe(true);
-      expect(durationSeconds(settings.awaited.get('--shutdown-timeout') ?? '0s')).toBeLessThan(
-        pod.terminationGracePeriodSeconds ?? 30,
-      );
+      // --shutdown-timeout is in the flag table now: the parsed value, in ms, must end before the grace period.
+      const shutdownTimeoutMs =
+        settings.parsed._tag === 'Run' ? settings.parsed.config.shutdownTimeout : Infinity;
+      expect(shutdownTimeoutMs).toBe(20_000);
+      expect(shutdownTimeoutMs / 1000).toBeLessThan(pod.terminationGracePeriodSeconds ?? 30);
     });
 
     it('probes modelsync on its HTTP port: started and alive on /healthz, ready on /readyz', () => {
@@ -122,11 +110,13 @@ describe.each(rendered.map(({ variant, objects }) => [variant.name, objects] as 
       expect(pod.automountServiceAccountToken).toBe(false);
     });
 
-    it('mounts the models ConfigMap as a whole dir at --config-dir, read-only, and no volume through subPath', () => {
+    it('reads the models ConfigMap: mounted whole at --config-dir, read-only, or through the API server (kube-api); no subPath', () => {
       const { mount, volume } = volumeOf(modelsync, config.configDir);
-      expect(mount?.readOnly).toBe(true);
+      if (config.source === 'dir') expect(mount?.readOnly).toBe(true);
+      else expect(mount).toBeUndefined();
+      const name = config.source === 'dir' ? volume?.configMap?.name : config.configmap;
       const configMap = objects.find(
-        (object) => object.kind === 'ConfigMap' && object.metadata.name === volume?.configMap?.name,
+        (object) => object.kind === 'ConfigMap' && object.metadata.name === name,
       );
       expect(configMap).toBeDefined();
       const modelsJson = (configMap!['data'] as Record<string, string>)['models.json'];
@@ -136,6 +126,41 @@ describe.each(rendered.map(({ variant, objects }) => [variant.name, objects] as 
           .flatMap((container) => container.volumeMounts ?? [])
           .filter((m) => m.subPath !== undefined),
       ).toEqual([]);
+    });
+
+    it('lets modelsync alone read its one ConfigMap through the API server, only with --source kube-api', () => {
+      const kinds = objects.map((object) => object.kind);
+      const tokenMounts = allContainers(pod).filter((container) =>
+        (container.volumeMounts ?? []).some(
+          (m) => m.mountPath === '/var/run/secrets/kubernetes.io/serviceaccount',
+        ),
+      );
+      if (config.source === 'dir') {
+        expect(kinds).not.toEqual(expect.arrayContaining(['Role']));
+        expect(pod.serviceAccountName).toBeUndefined();
+        expect(tokenMounts).toEqual([]);
+        return;
+      }
+      const account = objects.find(
+        (o) => o.kind === 'ServiceAccount' && o.metadata.name === pod.serviceAccountName,
+      );
+      expect(account?.['automountServiceAccountToken']).toBe(false);
+      const binding = objects.find((o) => o.kind === 'RoleBinding')!;
+      expect(binding['subjects']).toEqual([
+        { kind: 'ServiceAccount', name: pod.serviceAccountName, namespace: account?.metadata.namespace },
+      ]);
+      const role = objects.find(
+        (o) => o.kind === 'Role' && o.metadata.name === (binding['roleRef'] as { name: string }).name,
+      );
+      expect(role?.['rules']).toEqual([
+        {
+          apiGroups: [''],
+          resources: ['configmaps'],
+          resourceNames: [config.configmap],
+          verbs: ['get', 'list', 'watch'],
+        },
+      ]);
+      expect(tokenMounts.map((container) => container.name)).toEqual(['modelsync']);
     });
 
     it('shares an emptyDir at --model-dir with the model server, whose model repository it is', () => {

@@ -16,7 +16,8 @@ const builtInKinds = new Set([
 ]);
 
 /** List fields replaced whole by a patch (no `patchStrategy: merge` in the Kubernetes API). */
-const atomicLists = new Set(['args', 'command', 'add', 'drop']);
+// `sources` (projected volume) and `items` (its configMap and downwardAPI files) are atomic lists too.
+const atomicLists = new Set(['args', 'command', 'add', 'drop', 'sources', 'items']);
 
 /** The merge key (`patchMergeKey`) of a list field of a built-in kind, from the field and the path above it. */
 const mergeKeyOf = (kind: string, path: ReadonlyArray<string>): string | undefined => {

@@ -22,7 +22,7 @@ export type Variant =
 
 /** Every variant the tests render: the overlays as they are, and each optional component on each server. */
 export const variants: ReadonlyArray<Variant> = [
-  ...['triton', 'mlserver', 'torchserve', 'triton-native-sidecar'].map((overlay) => ({
+  ...['triton', 'mlserver', 'torchserve', 'triton-native-sidecar', 'triton-kube-api'].map((overlay) => ({
     name: overlay,
     overlay,
   })),

@@ -41,6 +41,47 @@ describe('configDirSource', () => {
     expect(JSON.stringify(failures[0])).toContain('inotify watch limit reached');
   });
 
+  describe('onAlive (the watch liveness /healthz reads)', () => {
+    const aliveCalls = async (
+      dir: string,
+      watchDir: () => Observable<FsEvent>,
+      periods = 8,
+    ): Promise<number> => {
+      let alive = 0;
+      subscription = configDirSource({
+        dir,
+        log: pino({ level: 'silent' }),
+        recheckMs: 20,
+        watchDir,
+        onAlive: () => alive++,
+      }).events$.subscribe();
+      await new Promise((resolve) => setTimeout(resolve, 20 * periods));
+      subscription.unsubscribe();
+      return alive;
+    };
+    const armedQuiet = (): Observable<FsEvent> =>
+      new Observable<FsEvent>((subscriber) => subscriber.next({ event: 'ready', name: '' }));
+    const neverArms = (): Observable<FsEvent> => new Observable<FsEvent>(() => undefined);
+    const armsThenFails = (): Observable<FsEvent> =>
+      new Observable<FsEvent>((subscriber) => {
+        subscriber.next({ event: 'ready', name: '' });
+        subscriber.error(Object.assign(new Error('inotify watch limit reached'), { code: 'ENOSPC' }));
+      });
+
+    it('is called again and again by an armed watch that sees no change', async () => {
+      expect(await aliveCalls(tmp.path, armedQuiet)).toBeGreaterThanOrEqual(3);
+    });
+
+    it('is called again and again while the dir is missing: there is nothing to watch', async () => {
+      expect(await aliveCalls(join(tmp.path, 'missing'), neverArms)).toBeGreaterThanOrEqual(3);
+    });
+
+    it('is called only when watching starts by a watch that never arms or keeps failing', async () => {
+      expect(await aliveCalls(tmp.path, neverArms)).toBe(1);
+      expect(await aliveCalls(tmp.path, armsThenFails)).toBe(1);
+    });
+  });
+
   it('gives up a read that hangs, starts no second one meanwhile, and reads again once it returns', async () => {
     const dir = tmp.path;
     await writeFile(join(dir, 'models.json'), '[]');

@@ -54,3 +54,29 @@ describe('createLogger', () => {
     });
   });
 });
+
+describe('createLogger error lines', () => {
+  const failure = Object.assign(new Error('load m1 returned HTTP 500: boom'), {
+    name: 'EffectError',
+    kind: 'http-status',
+    status: 500,
+  });
+
+  it('writes an error as one line above debug: type, message, kind and status, no stack', () => {
+    const sink = new LogSink();
+    createLogger('info', sink).warn({ err: failure, model: 'm1' }, 'model step failed; retrying');
+    expect(sink.lines[0]?.['err']).toEqual({
+      type: 'EffectError',
+      message: 'load m1 returned HTTP 500: boom',
+      kind: 'http-status',
+      status: 500,
+    });
+    expect(JSON.stringify(sink.lines[0])).not.toContain('\\n    at ');
+  });
+
+  it('keeps the stack at debug', () => {
+    const sink = new LogSink();
+    createLogger('debug', sink).warn({ err: failure }, 'failed');
+    expect(String((sink.lines[0]?.['err'] as Record<string, unknown>)['stack'])).toContain('    at ');
+  });
+});

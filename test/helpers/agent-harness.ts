@@ -6,6 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { either as E } from 'fp-ts';
 import type { Logger } from 'pino';
 import type { Subscription } from 'rxjs';
+import { manifestKey } from '../../src/core/marker';
 import { defaultAppConfig, type AppConfig } from '../../src/core/app-config';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import type { Snapshot } from '../../src/core/snapshot';
@@ -96,8 +97,13 @@ export interface AgentHarness {
   modelDirEntries(): Promise<string[]>;
   /** The content of `<model dir>/<model>/<file>`. */
   modelFile(model: string, file: string): Promise<string>;
-  /** The `SUCCESS.*` markers in `<model dir>/<model>` and their parsed JSON content. */
-  markers(model: string): Promise<Array<{ readonly file: string; readonly json: unknown }>>;
+  /**
+   * The `SUCCESS.*` markers in `<model dir>/<model>`: `json` is the spec as KServe's agent reads it, `files` the
+   * manifest modelsync adds beside it (`modelsyncFiles`; see docs/architecture.md, "Durability").
+   */
+  markers(
+    model: string,
+  ): Promise<Array<{ readonly file: string; readonly json: unknown; readonly files: unknown }>>;
   /** Writes `files` under `<storage dir>/<path>` and returns the dir's file:// URL. */
   localModel(path: string, files: Readonly<Record<string, string>>): Promise<string>;
   /** Unsubscribes the agent (the stand-in and dirs stay). */
@@ -300,10 +306,14 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
     markers: async (model) => {
       const files = (await readdir(join(modelDir, model))).filter((f) => f.startsWith('SUCCESS.')).sort();
       return Promise.all(
-        files.map(async (file) => ({
-          file,
-          json: JSON.parse(await readFile(join(modelDir, model, file), 'utf8')) as unknown,
-        })),
+        files.map(async (file) => {
+          const content = JSON.parse(await readFile(join(modelDir, model, file), 'utf8')) as Record<
+            string,
+            unknown
+          >;
+          const { [manifestKey]: manifest, ...spec } = content;
+          return { file, json: spec, files: manifest };
+        }),
       );
     },
     localModel: async (path, files) => {

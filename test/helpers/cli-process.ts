@@ -117,7 +117,13 @@ export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}):
   const inherited = Object.entries(process.env).filter(
     ([key]) => !key.startsWith('MODELSYNC_') && !/^(https?|no)_proxy$/i.test(key),
   );
-  const env: NodeJS.ProcessEnv = { ...Object.fromEntries(inherited), ...options.env };
+  // No HTTP surface unless the test asks for one (`--http-port` or the env var): runs in parallel, and other
+  // processes on the machine, would all want the default port.
+  const env: NodeJS.ProcessEnv = {
+    ...Object.fromEntries(inherited),
+    MODELSYNC_HTTP_PORT: '0',
+    ...options.env,
+  };
   const child = spawn(process.execPath, [script, ...args], { env, stdio: 'pipe' });
   const logs: LogLine[] = [];
   const otherLines: string[] = [];

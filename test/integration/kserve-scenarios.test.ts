@@ -70,6 +70,10 @@ describe('KServe watcher scenarios (watcher_test.go)', () => {
         framework: 'sklearn',
         memory: '100Mi',
       });
+      // Beside the spec, the files and their sizes that start-up recovery checks.
+      expect(markers[0]!.files).toEqual({
+        'model.pt': Buffer.byteLength(await h.modelFile(model, 'model.pt')),
+      });
     }
     expect([...h.standIn.loaded].sort()).toEqual(['model1', 'model2']);
     const recovered = await modelDirStore({ root: h.modelDir, log: pino({ level: 'silent' }) }).recover();

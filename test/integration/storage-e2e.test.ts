@@ -1,78 +1,46 @@
 /**
- * End to end on the real process (`dist/cli.js`): one model from each storage scheme this build serves, loaded by a
- * V2 stand-in; https through a CA bundle and a proxy; a SIGTERM mid-download leaves no staging dir and exits 0.
+ * End to end on the real process (`dist/cli.js`): one model from each storage scheme this build serves (and each
+ * provider claiming URIs of one: Azure Blob), loaded by a V2 stand-in; https through a CA bundle; every scheme
+ * through a proxy; progress lines and a SIGTERM mid-download leaving no staging dir, for every networked scheme.
  */
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { defaultAppConfig } from '../../src/core/app-config';
 import pino from 'pino';
-import { servedSchemes } from '../../src/production-storage';
+import { defaultAppConfig } from '../../src/core/app-config';
+import { createNetwork } from '../../src/edge/net';
+import { storageProviders } from '../../src/production-storage';
 import { atomicWrite } from '../../src/testing/atomic-writer';
-import { startHttpServer, type RunningHttpServer } from '../../src/testing/http-server';
+import { startHttpServer } from '../../src/testing/http-server';
 import { rangedBody } from '../../src/testing/ranged-body';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
-import { waitFor } from '../../src/testing/wait';
 import { cliArgs, killAllCli, startCli, type CliProcess } from '../helpers/cli-process';
-import { listTree, writeFiles } from '../helpers/file-tree';
+import { listTree } from '../helpers/file-tree';
 import type { LogLine } from '../helpers/log-sink';
 import { startProxy, type TestProxy } from '../helpers/proxy';
+import { useSchemeCases, type CaseSetup, type SchemeModel } from '../helpers/scheme-cases';
 import { useTempDir } from '../helpers/temp-dir';
+import { startTcpRelay } from '../helpers/tcp-relay';
 
 afterEach(killAllCli);
 // Declared after killAllCli: the dir goes once no process writes in it any more.
 const tmp = useTempDir('storage-e2e');
 
-const tlsFixture = (name: string): string =>
-  readFileSync(join(__dirname, '..', 'fixtures', 'tls', name), 'utf8');
-const caBundle = join(__dirname, '..', 'fixtures', 'tls', 'ca.pem');
-
-/** One scheme's model: its URI, and what the agent needs to reach it (env vars, flags). */
-interface SchemeModel {
-  readonly uri: string;
-  /** `127.0.0.1:<port>` of the server the agent downloads it from (a proxy must see it); none for local files. */
-  readonly endpoint?: string;
-  readonly env?: Readonly<Record<string, string>>;
-  readonly flags?: Readonly<Record<string, string>>;
-}
-
-/** Where each scheme's model is served for one test, with what closes the servers afterwards. */
-type SchemeCase = (root: string, closers: Array<() => Promise<unknown>>) => Promise<SchemeModel>;
+/**
+ * One case per scheme the router serves and per provider claiming URIs of one (Azure Blob's are https URLs). A
+ * provider without a case here fails the first test below: whoever adds one adds its case, with its test server.
+ */
+const cases = useSchemeCases();
 
 const weights = 'weights of the model';
 
-const serveHttp = async (
-  tls: boolean,
-  closers: Array<() => Promise<unknown>>,
-): Promise<RunningHttpServer> => {
-  const server = await startHttpServer(
-    (_req, res) => void res.writeHead(200, { 'content-length': weights.length }).end(weights),
-    tls ? { tls: { key: tlsFixture('server-key.pem'), cert: tlsFixture('server.pem') } } : {},
-  );
-  closers.push(() => server.close());
-  return server;
-};
-
-/**
- * One case per scheme. A scheme the router serves without a case here fails the test below: whoever adds a provider
- * (s3, gs, azure: `https://<account>.blob.core.windows.net` URIs) adds its case, with its test server.
- */
-const cases: Readonly<Record<string, SchemeCase>> = {
-  file: async (root) => {
-    await writeFiles(join(root, 'pvc'), { 'local-model/model.bin': weights });
-    return { uri: join(root, 'pvc', 'local-model'), flags: { 'local-storage-roots': join(root, 'pvc') } };
-  },
-  http: async (_root, closers) => {
-    const server = await serveHttp(false, closers);
-    return { uri: `${server.url}/model.bin`, endpoint: `127.0.0.1:${server.port}` };
-  },
-  https: async (_root, closers) => {
-    const server = await serveHttp(true, closers);
-    return {
-      uri: `${server.url}/model.bin`,
-      endpoint: `127.0.0.1:${server.port}`,
-      flags: { 'ca-bundle': caBundle },
-    };
-  },
+/** The schemes the production router serves, and the names of the providers that claim URIs of one. */
+const storageNames = (): ReadonlyArray<string> => {
+  const built = storageProviders(defaultAppConfig, pino({ level: 'silent' }), {}, createNetwork(), new Map());
+  if (built._tag === 'Left') throw new Error(built.left);
+  return [
+    ...built.right.providers.flatMap((provider) => provider.schemes),
+    ...built.right.claiming.map((provider) => provider.name),
+  ];
 };
 
 const merged = (
@@ -104,25 +72,42 @@ describe('storage end to end on the real process', () => {
     });
   };
 
-  it('has a case for every scheme the storage router serves', () => {
-    expect(Object.keys(cases).sort()).toEqual(
-      [...servedSchemes(defaultAppConfig, pino({ level: 'silent' }))].sort(),
-    );
+  it('has a case for every scheme the storage router serves and every provider claiming URIs of one', () => {
+    expect(Object.keys(cases).sort()).toEqual([...storageNames()].sort());
   });
 
-  /** Starts every case's server, then an agent (env `env` added) on models `from-<scheme>` in a model dir of its own. */
-  const startAllSchemes = async (
-    models: Record<string, SchemeModel>,
+  /** What a case is asked for: `weights` at the server's own port, unless `setup` says otherwise. */
+  const caseSetup = (setup: Partial<CaseSetup> = {}): CaseSetup => ({
+    root: tmp.path,
+    content: weights,
+    reach: (port) => Promise.resolve(port),
+    closers,
+    ...setup,
+  });
+
+  /** One model per case (those `only` takes, default all) named `<prefix>-<case>`, put in place as `setup` says. */
+  const startCases = async (
+    prefix: string,
+    setup: Partial<CaseSetup> = {},
+    only: (name: string) => boolean = () => true,
+  ): Promise<Record<string, SchemeModel>> => {
+    const models: Record<string, SchemeModel> = {};
+    for (const [name, start] of Object.entries(cases)) {
+      if (only(name)) models[`${prefix}-${name}`] = await start(caseSetup(setup));
+    }
+    return models;
+  };
+
+  /** Starts an agent (env `env` and flags `flags` added) on `models` in a model dir of its own. */
+  const startAgentOn = async (
+    models: Readonly<Record<string, SchemeModel>>,
     run: string,
     env: Readonly<Record<string, string>> = {},
+    flags: Readonly<Record<string, string | number>> = {},
   ): Promise<{ agent: CliProcess; modelDir: string; server: V2ModelServerStandIn }> => {
     const { configDir, modelDir } = dirs(run);
     const server = await startV2ModelServer({ modelDir });
     closers.push(() => server.close());
-    if (Object.keys(models).length === 0) {
-      for (const [scheme, start] of Object.entries(cases))
-        models[`from-${scheme}`] = await start(tmp.path, closers);
-    }
     writeModels(configDir, Object.fromEntries(Object.entries(models).map(([name, m]) => [name, m.uri])));
     const agent = startCli(
       cliArgs({
@@ -132,6 +117,7 @@ describe('storage end to end on the real process', () => {
         'retry-base-ms': 10,
         'retry-max-ms': 50,
         ...merged(Object.values(models).map((m) => m.flags)),
+        ...flags,
       }),
       { env: { ...merged(Object.values(models).map((m) => m.env)), ...env } },
     );
@@ -139,8 +125,8 @@ describe('storage end to end on the real process', () => {
   };
 
   it('loads one model from each scheme, each `model loaded` line with its bytes and durations', async () => {
-    const models: Record<string, SchemeModel> = {};
-    const { agent, modelDir, server } = await startAllSchemes(models, 'a');
+    const models = await startCases('from');
+    const { agent, modelDir, server } = await startAgentOn(models, 'a');
     for (const name of Object.keys(models)) {
       const line = await agent.waitForLog(loadedLine(name), 30_000);
       expect(typeof line['loadMs']).toBe('number');
@@ -156,14 +142,29 @@ describe('storage end to end on the real process', () => {
       ]);
     }
     expect(agent.logs.filter((log) => log.level >= 50)).toEqual([]);
+    // Every stderr line is JSON: on Node < 22 the AWS SDK's NodeVersionSupportWarning, when the S3 client is made,
+    // comes as a warn line of its own instead of Node's plain-text printout.
+    expect(agent.otherLines).toEqual([]);
+    const warnings = agent.logs.filter((log) => log['component'] === 'process');
+    if (Number(process.versions.node.split('.')[0]) < 22) {
+      expect(warnings).toEqual([
+        expect.objectContaining({
+          level: 40,
+          msg: 'process warning',
+          warning: 'Warning',
+          message: expect.stringContaining('NodeVersionSupportWarning') as unknown,
+        }),
+      ]);
+    }
+    expect(warnings.filter((log) => 'stack' in log)).toEqual([]);
   });
 
   it('sends every scheme through HTTPS_PROXY/HTTP_PROXY, never the model server, and nothing for NO_PROXY hosts', async () => {
     const proxy: TestProxy = await startProxy();
     closers.push(() => proxy.close());
     const proxyEnv = { HTTPS_PROXY: proxy.url, HTTP_PROXY: proxy.url };
-    const models: Record<string, SchemeModel> = {};
-    const first = await startAllSchemes(models, 'proxied', proxyEnv);
+    const models = await startCases('via');
+    const first = await startAgentOn(models, 'proxied', proxyEnv);
     for (const name of Object.keys(models)) await first.agent.waitForLog(loadedLine(name), 30_000);
     for (const { endpoint } of Object.values(models)) {
       if (endpoint !== undefined) expect(proxy.requests.some((r) => r.target.includes(endpoint))).toBe(true);
@@ -173,45 +174,45 @@ describe('storage end to end on the real process', () => {
     expect(await first.agent.signalAndWait('SIGTERM', 10_000)).toMatchObject({ code: 0 });
 
     const seen = proxy.requests.length;
-    const second = await startAllSchemes(models, 'direct', { ...proxyEnv, NO_PROXY: 'localhost,127.0.0.1' });
+    const second = await startAgentOn(models, 'direct', { ...proxyEnv, NO_PROXY: 'localhost,127.0.0.1' });
     for (const name of Object.keys(models)) await second.agent.waitForLog(loadedLine(name), 30_000);
     expect(proxy.requests).toHaveLength(seen);
   });
 
-  it('logs download progress at its interval, and a SIGTERM mid-download leaves no staging dir and exits 0', async () => {
-    const { configDir, modelDir } = dirs();
-    standIn = await startV2ModelServer({ modelDir });
-    // A body that trickles: 64 KiB every 50 ms, 64 MiB in all; the download is still running when the signal comes.
-    const slow = await startHttpServer((_req, res) => {
-      res.writeHead(200, { 'content-length': 64 * 2 ** 20, 'content-type': 'application/octet-stream' });
-      const block = Buffer.alloc(64 * 1024, 1);
-      const timer = setInterval(() => {
-        if (!res.write(block)) res.once('drain', () => undefined);
-      }, 50);
-      res.on('close', () => clearInterval(timer));
-    });
-    closers.push(() => slow.close());
-    writeModels(configDir, { big: `${slow.url}/big.bin` });
-    const agent = startCli(
-      cliArgs({
-        'config-dir': configDir,
-        'model-dir': modelDir,
-        'server-url': standIn.url,
-        'progress-interval-ms': 200,
-      }),
+  it('logs download progress for every networked scheme; a SIGTERM mid-download leaves no staging dir and exits 0', async () => {
+    const size = 8 * 2 ** 20;
+    // Each store behind a relay that sends 16 KiB every 50 ms (8 MiB take 25 s): the downloads run when the signal
+    // comes. Not `file`: a local copy has no connection to slow down (its abort: test/edge/storage-local.test.ts).
+    const reach = async (port: number): Promise<number> => {
+      const relay = await startTcpRelay(port, { throttle: { bytesPerTick: 16 * 1024, tickMs: 50 } });
+      closers.push(() => relay.close());
+      return relay.port;
+    };
+    const models = await startCases(
+      'slow',
+      { content: Buffer.alloc(size, 1), reach },
+      (name) => name !== 'file',
     );
-    const progress = await agent.waitForLog('download progress', 20_000);
-    expect(progress).toMatchObject({ model: 'big', totalBytes: 64 * 2 ** 20 });
-    expect(progress['bytes']).toBeGreaterThan(0);
-    expect(typeof progress['etaSeconds']).toBe('number');
-    await waitFor(
-      () => readdirSync(modelDir).some((entry) => entry.startsWith('.tmp-')),
-      10_000,
-      'a staging dir',
+    const names = Object.keys(models);
+    const { agent, modelDir, server } = await startAgentOn(
+      models,
+      'slow',
+      {},
+      { 'progress-interval-ms': 200, 'download-concurrency': names.length },
     );
+    for (const model of names) {
+      const progress = await agent.waitForLog(
+        (log) => log['msg'] === 'download progress' && log['model'] === model && Number(log['bytes']) > 0,
+        30_000,
+      );
+      expect(progress).toMatchObject({ totalBytes: size });
+      expect(typeof progress['etaSeconds']).toBe('number');
+    }
+    const staged = () => readdirSync(modelDir).filter((entry) => entry.startsWith('.tmp-'));
+    expect(staged()).toHaveLength(names.length);
     expect(await agent.signalAndWait('SIGTERM', 10_000)).toMatchObject({ code: 0, signal: null });
-    expect(readdirSync(modelDir).filter((entry) => entry.startsWith('.tmp-'))).toEqual([]);
-    expect(standIn.loaded.size).toBe(0);
+    expect(staged()).toEqual([]);
+    expect(server.loaded.size).toBe(0);
   });
 
   it('resumes a download cut mid-body on the real process, without starting it again', async () => {
@@ -234,9 +235,9 @@ describe('storage end to end on the real process', () => {
   it('warns as soon as a config names a scheme no provider serves, and fails only that model', async () => {
     const { configDir, modelDir } = dirs();
     standIn = await startV2ModelServer({ modelDir });
-    const good = await serveHttp(false, closers);
+    const good = await cases['http']!(caseSetup());
     writeModels(configDir, {
-      good: `${good.url}/model.bin`,
+      good: good.uri,
       hdfs: 'hdfs://namenode/models/m?delegation=s3cr3t',
     });
     const agent = startCli(

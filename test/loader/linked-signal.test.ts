@@ -25,11 +25,23 @@ describe('linkedSignal', () => {
   it('no longer follows its source once disposed, and leaves no listener on it', () => {
     const source = new AbortController();
     const linked = Array.from({ length: 1000 }, () => linkedSignal(source.signal));
-    expect(getEventListeners(source.signal, 'abort')).toHaveLength(1000);
+    // One listener for all of them: no leak warning at caps 64/64 (128 steps at once).
+    expect(getEventListeners(source.signal, 'abort')).toHaveLength(1);
     for (const { dispose } of linked) dispose();
     expect(getEventListeners(source.signal, 'abort')).toHaveLength(0);
     source.abort();
     expect(linked.some(({ signal }) => signal.aborted)).toBe(false);
+  });
+
+  it('aborts every signal still linked, with the reason, and keeps following after some are disposed', () => {
+    const source = new AbortController();
+    const linked = Array.from({ length: 5 }, () => linkedSignal(source.signal));
+    linked[0]!.dispose();
+    const late = linkedSignal(source.signal);
+    source.abort('shutdown');
+    expect(linked.map(({ signal }) => signal.aborted)).toEqual([false, true, true, true, true]);
+    expect(late.signal.reason).toBe('shutdown');
+    expect(getEventListeners(source.signal, 'abort')).toHaveLength(0);
   });
 });
 

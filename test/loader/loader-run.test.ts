@@ -115,7 +115,7 @@ describe('Loader.run subscriptions', () => {
     await waitFor(() => isIdle(h.loader), 10_000, 'idle');
 
     // Idle means done: c, queued when the first subscription ended, is not left behind.
-    expect(run.lastStatus(c)).toEqual({ modelName: c, phase: 'Loaded', spec: s2 });
+    expect(run.lastStatus(c)).toMatchObject({ modelName: c, phase: 'Loaded', spec: s2 });
     expect([...h.standIn.loaded].sort()).toEqual(['a', 'b', 'c', 'd']);
   });
 

@@ -23,7 +23,9 @@ describe('loader statuses', () => {
     h.push(add(x, specs[0]!), add(y, specs[1]!), add(z, specs[2]!));
     await held.reached;
 
-    expect(statusesOf(h, z)).toEqual([{ modelName: z, phase: 'Pending', spec: specs[2] }]);
+    expect(statusesOf(h, z)).toEqual([
+      { modelName: z, phase: 'Pending', spec: specs[2], since: expect.any(Number) as number },
+    ]);
     expect(h.loader.statuses().get(z)?.phase).toBe('Pending');
     expect(h.phases(x)).toEqual(['Downloading']);
     expect(h.phases(y)).toEqual(['Downloading']); // waits for the download slot, but a worker has it
@@ -34,6 +36,19 @@ describe('loader statuses', () => {
     held.release();
     await h.waitForPhase(z, 'Loaded');
     expect(h.phases(z)).toEqual(['Pending', 'Downloading', 'Loading', 'Loaded']);
+  });
+
+  it('times each status from the one before it', async () => {
+    const h = await started({ loadDelayMs: 30 });
+    h.push(add(x, spec(await h.source('x', 'twelve bytes'))));
+    await h.waitForPhase(x, 'Loaded');
+
+    const [downloading, loading, loaded] = statusesOf(h, x);
+    expect([downloading?.phase, loading?.phase, loaded?.phase]).toEqual(['Downloading', 'Loading', 'Loaded']);
+    expect(downloading?.durationMs).toBeUndefined(); // nothing was reported of it before
+    expect(loading?.since).toBe(downloading!.since! + loading!.durationMs!);
+    expect(loaded?.durationMs).toBeGreaterThanOrEqual(30); // the stand-in's load delay
+    expect(h.loader.statuses().get(x)).toEqual(loaded);
   });
 
   it('gives Retrying and Failed statuses the kind of the failure', async () => {

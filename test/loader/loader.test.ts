@@ -45,7 +45,7 @@ describe('createLoader', () => {
         'load:end',
       ]);
       expect(await h.modelDirEntries()).toEqual(['m1']);
-      expect(h.loader.statuses().get(m1)).toEqual({ modelName: m1, phase: 'Loaded', spec: s1 });
+      expect(h.loader.statuses().get(m1)).toMatchObject({ modelName: m1, phase: 'Loaded', spec: s1 });
     });
 
     it('loads only complete model dirs when many models are added at once', async () => {
@@ -559,7 +559,7 @@ describe('createLoader', () => {
       h.push(...ops, add(m1, s1, true)); // even an explicit Add of the same spec is no change
       await h.waitForIdle();
 
-      expect(h.loader.statuses().get(m1)).toEqual({ modelName: m1, phase: 'Loaded', spec: s1 });
+      expect(h.loader.statuses().get(m1)).toMatchObject({ modelName: m1, phase: 'Loaded', spec: s1 });
       expect(h.calls).toEqual([]);
       expect(h.events).toEqual([]);
       expect(h.standIn.requests.filter((r) => r.name === 'm1')).toEqual([]);

@@ -97,6 +97,7 @@ describe('routeStorage', () => {
       [recorder('http', ['http', 'https'], calls)],
       [
         {
+          name: 'azure',
           claims: (uri) => new URL(uri).hostname.endsWith('.blob.core.windows.net'),
           download: azure.download,
         },

@@ -16,6 +16,17 @@ describe('skipUnchangedReads', () => {
       expectObservable(cold('aabbmmaa|', reads).pipe(skipUnchangedReads())).toBe('a-b-m-a-|', reads);
     }));
 
+  it('tells onUnchanged of each read it drops', () =>
+    runMarbles(({ cold, expectObservable, flush }) => {
+      let unchanged = 0;
+      expectObservable(cold('aabmm|', reads).pipe(skipUnchangedReads(() => unchanged++))).toBe(
+        'a-bm-|',
+        reads,
+      );
+      flush();
+      expect(unchanged).toBe(2);
+    }));
+
   it('completes without emitting when the source is empty', () =>
     runMarbles(({ cold, expectObservable }) => {
       expectObservable(cold<ConfigRead>('|').pipe(skipUnchangedReads())).toBe('|');

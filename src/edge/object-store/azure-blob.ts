@@ -1,11 +1,10 @@
 /** azureBlobStorage: Azure Blob Storage URLs as a storage provider (through the generic object downloader), over @azure/storage-blob. */
 import type { Agent } from 'node:http';
-import {
+import type {
   AnonymousCredential,
-  ContainerClient,
   newPipeline,
   StorageSharedKeyCredential,
-  type StoragePipelineOptions,
+  StoragePipelineOptions,
 } from '@azure/storage-blob';
 import * as E from 'fp-ts/Either';
 import { permanentError, type EffectError } from '../../core/errors';
@@ -16,7 +15,11 @@ import { isAzureBlobUri, parseAzureBlobUri, type AzureBlobUri } from './azure-bl
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import { objectStoreStorage, type ObjectDownloadOptions, type ResolvedLocation } from './download-objects';
 import { idleWatch } from './idle-watch';
+import { lazyModule } from './lazy-module';
 import { storeStatusError } from './store-error';
+
+/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first Azure Blob model (lazy-module.ts) */
+const blobSdk = lazyModule(() => require('@azure/storage-blob') as typeof import('@azure/storage-blob'));
 
 /** An Azure AD credential (`DefaultAzureCredential`: workload identity, a service principal, managed identity). */
 export type AzureTokenCredential = Exclude<
@@ -53,6 +56,8 @@ export interface AzureBlobStorageOptions extends ObjectDownloadOptions {
 
 /** A StorageProvider for the https URLs `claims` says are Azure Blob (the router asks it before the http one). */
 export interface AzureBlobStorage extends StorageProvider {
+  /** `azure`. */
+  readonly name: string;
   readonly claims: (uri: string) => boolean;
 }
 
@@ -116,21 +121,22 @@ export interface ChosenCredential {
  * (anonymous: a public container).
  */
 export const azureCredentialFor = (target: AzureBlobUri, credentials: AzureCredentials): ChosenCredential => {
-  const anonymous = new AnonymousCredential();
+  const sdk = blobSdk();
+  const anonymous = new sdk.AnonymousCredential();
   if (target.sas !== undefined)
     return { credential: anonymous, sas: target.sas, source: 'the SAS in the URL' };
   const fields = connectionStringFields(credentials.connectionString ?? '');
   if (fields.get('accountname') === target.account) {
     const key = fields.get('accountkey');
     if (key !== undefined) {
-      const credential = new StorageSharedKeyCredential(target.account, key);
+      const credential = new sdk.StorageSharedKeyCredential(target.account, key);
       return { credential, source: 'the connection string' };
     }
     const sas = fields.get('sharedaccesssignature');
     if (sas !== undefined) return { credential: anonymous, sas, source: 'the connection string' };
   }
   if (credentials.accountKey !== undefined) {
-    const credential = new StorageSharedKeyCredential(target.account, credentials.accountKey);
+    const credential = new sdk.StorageSharedKeyCredential(target.account, credentials.accountKey);
     return { credential, source: 'the account key' };
   }
   if (credentials.sasToken !== undefined) {
@@ -181,9 +187,9 @@ const containerStore = (
     ...(agent !== undefined ? { agent } : {}),
   };
   const query = chosen.sas === undefined ? '' : `?${chosen.sas}`;
-  const container = new ContainerClient(
+  const container = new (blobSdk().ContainerClient)(
     `${target.serviceUrl}/${target.container}${query}`,
-    newPipeline(chosen.credential, pipelineOptions),
+    blobSdk().newPipeline(chosen.credential, pipelineOptions),
   );
   const blobUrl = (key: string): string => `${target.serviceUrl}/${target.container}/${key}`;
 
@@ -276,5 +282,5 @@ export const azureBlobStorage = (options: AzureBlobStorageOptions = {}): AzureBl
     return E.right({ client: containerStore(target, chosen, options), location });
   };
   const provider = objectStoreStorage({ ...options, schemes: [], resolve });
-  return { ...provider, claims: (uri) => isAzureBlobUri(uri, endpoints) };
+  return { ...provider, name: 'azure', claims: (uri) => isAzureBlobUri(uri, endpoints) };
 };

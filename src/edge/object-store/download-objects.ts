@@ -5,11 +5,12 @@ import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import * as E from 'fp-ts/Either';
 import { permanentError, retryableError, toEffectError, type EffectError } from '../../core/errors';
-import type { StorageProvider } from '../../ports';
+import type { DownloadProgress, StorageProvider } from '../../ports';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { consume, forEachLimited, fsError, step } from '../durable-fs';
 import { TransferGuard } from '../transfer-guard';
+import { trackProgress } from '../transfer-progress';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import { planObjects, type PlannedObject } from './plan-objects';
 
@@ -134,8 +135,10 @@ const fetchArchive = async (job: Job, item: PlannedObject, targetDir: string, li
  * the bytes; the minimum rate over all objects in flight). A model that is one archive object (`.tar`, `.tar.gz`,
  * `.tgz`, `.zip`) is extracted with the archive guards and caps, as KServe does; archives among other objects are
  * saved as they are. The first failure stops the other objects; nothing is cleaned up here (the store deletes
- * its staging dir). Fails with the client's EffectErrors, the planner's (`not-found`, `refused`), `too-large`,
- * `timeout` (too slow), `filesystem` and `aborted`.
+ * its staging dir). Once the listing is done, `progress` hears the bytes of all objects together against the sum
+ * of the listed sizes, every `limits.progressIntervalMs` and once at the end (trackProgress). Fails with the
+ * client's EffectErrors, the planner's (`not-found`, `refused`), `too-large`, `timeout` (too slow), `filesystem`
+ * and `aborted`.
  */
 export const downloadObjects = async (
   client: ObjectStoreClient,
@@ -143,6 +146,7 @@ export const downloadObjects = async (
   targetDir: string,
   signal: AbortSignal,
   options: ObjectDownloadOptions = {},
+  progress?: (progress: DownloadProgress) => void,
 ): Promise<void> => {
   const { concurrency, limits, maxResumes } = { ...defaultObjectDownloadOptions, ...options };
   const what = `downloading ${location.display}`;
@@ -157,14 +161,23 @@ export const downloadObjects = async (
     maxBytes: limits.maxModelBytes,
     minRate: limits.minRate,
     onTooSlow: stopWith,
+    space: { dir: targetDir, check: limits.spaceCheck },
   });
   const jobSignal = AbortSignal.any([signal, stop.signal]);
   // Each object in flight listens on it (the read, the SDK's request, the write): more than Node's warning level.
   setMaxListeners(8 + 4 * concurrency, jobSignal);
   const job: Job = { client, location, what, signal: jobSignal, guard, maxResumes };
+  let tracker: { readonly stop: () => void } | undefined;
   try {
     const plan = await planObjects(client, location, job.signal);
-    guard.admit(plan.reduce((sum, item) => sum + item.object.size, 0));
+    const totalBytes = plan.reduce((sum, item) => sum + item.object.size, 0);
+    await guard.admit(totalBytes);
+    tracker = trackProgress({
+      bytes: () => guard.total,
+      totalBytes: () => totalBytes,
+      everyMs: limits.progressIntervalMs,
+      report: progress,
+    });
     const only = plan.length === 1 ? plan[0]! : undefined;
     if (only !== undefined && archiveFormatOf(only.path) !== undefined) {
       await fetchArchive(job, only, targetDir, limits);
@@ -181,6 +194,8 @@ export const downloadObjects = async (
   } catch (cause) {
     if (signal.aborted) throw retryableError('aborted', `${what}: aborted`, signal.reason);
     throw stoppedBy ?? toEffectError(cause);
+  } finally {
+    tracker?.stop();
   }
 };
 
@@ -204,9 +219,10 @@ export interface ObjectStoreStorageOptions extends ObjectDownloadOptions {
  */
 export const objectStoreStorage = (options: ObjectStoreStorageOptions): StorageProvider => ({
   schemes: options.schemes,
-  download: async (uri, targetDir, signal) => {
+  download: async (uri, targetDir, signal, progress) => {
     const resolved = options.resolve(uri);
     if (E.isLeft(resolved)) throw permanentError('invalid-uri', resolved.left);
-    await downloadObjects(resolved.right.client, resolved.right.location, targetDir, signal, options);
+    const { client, location } = resolved.right;
+    await downloadObjects(client, location, targetDir, signal, options, progress);
   },
 });

@@ -1,11 +1,15 @@
 /** gcsClient: Google Cloud Storage (`gs://bucket/prefix`) as an ObjectStoreClient, over @google-cloud/storage. */
 import { stat } from 'node:fs/promises';
-import { Storage, type File, type StorageOptions } from '@google-cloud/storage';
+import type { File, Storage, StorageOptions } from '@google-cloud/storage';
 import * as E from 'fp-ts/Either';
 import { errorCode } from '../../core/errors';
 import { redactUri } from '../../core/storage-uri';
 import { transportError } from '../transport-error';
 import { idleWatch } from './idle-watch';
+import { lazyModule } from './lazy-module';
+
+/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first gs:// model (lazy-module.ts) */
+const gcsSdk = lazyModule(() => require('@google-cloud/storage') as typeof import('@google-cloud/storage'));
 import type { StorageProvider } from '../../ports';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
@@ -93,7 +97,7 @@ class StorageHolder {
       const proxy = proxyFor?.(new URL(decorated.uri));
       return proxy === undefined ? decorated : { ...decorated, proxy: proxy.href };
     };
-    return new Storage({
+    return new (gcsSdk().Storage)({
       ...(proxyFor !== undefined ? { interceptors_: [{ request: viaProxy }] } : {}),
       ...(endpoint !== undefined ? { apiEndpoint: endpoint } : {}),
       ...(credentialsFile !== undefined

@@ -2,8 +2,14 @@
 import { stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { registerSecret } from '../../core/redact';
+import { lazyModule } from './lazy-module';
+
+// Loaded at the first use of the AWS chain (lazy-module.ts).
+const awsCredentialChain = lazyModule(
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  () => require('@aws-sdk/credential-provider-node') as typeof import('@aws-sdk/credential-provider-node'),
+);
 
 /** One set of AWS credentials. */
 export interface AwsCredentials {
@@ -80,7 +86,7 @@ const defaultChain = (env: Readonly<Record<string, string | undefined>>, options
       const now = await fingerprint([filepath, configFilepath]);
       if (chain === undefined || now !== seen) {
         seen = now;
-        chain = defaultProvider(init);
+        chain = awsCredentialChain().defaultProvider(init);
       }
     }
     return registered(await chain());

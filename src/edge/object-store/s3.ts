@@ -1,7 +1,6 @@
 /** s3Storage: the StorageProvider for `s3://bucket/prefix`, an ObjectStoreClient over @aws-sdk/client-s3 (ListObjectsV2 paged, GetObject ranged and If-Match). */
 import type { Agent } from 'node:http';
-import { GetObjectCommand, ListObjectsV2Command, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
+import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import * as E from 'fp-ts/Either';
 import type { s3AddressingStyles } from '../../core/app-config';
 import { retryableError } from '../../core/errors';
@@ -9,7 +8,15 @@ import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
+import { lazyModule } from './lazy-module';
 import { changedObject, s3Error, type S3Request } from './s3-errors';
+
+/* eslint-disable @typescript-eslint/no-require-imports -- loaded at the first s3:// model (lazy-module.ts) */
+const s3Sdk = lazyModule(() => require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3'));
+const smithyHttp = lazyModule(
+  () => require('@smithy/node-http-handler') as typeof import('@smithy/node-http-handler'),
+);
+/* eslint-enable @typescript-eslint/no-require-imports */
 import type { S3Credentials } from './s3-credentials';
 
 /** How buckets are addressed: `auto` is path-style for a custom endpoint (MinIO, Ceph), virtual-hosted for AWS. */
@@ -49,7 +56,7 @@ const anonymousAuth = (): Pick<S3ClientConfig, 'httpAuthSchemes'> => ({
 
 /** The SDK client for `settings`. */
 export const s3SdkClient = (settings: S3ClientSettings): S3Client =>
-  new S3Client({
+  new (s3Sdk().S3Client)({
     region: settings.region,
     ...(settings.endpoint !== undefined ? { endpoint: settings.endpoint } : {}),
     forcePathStyle:
@@ -62,7 +69,7 @@ export const s3SdkClient = (settings: S3ClientSettings): S3Client =>
     // S3-compatible stores (older MinIO, Ceph) mishandle the SDK's newer defaults.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
-    requestHandler: new NodeHttpHandler({
+    requestHandler: new (smithyHttp().NodeHttpHandler)({
       connectionTimeout: settings.connectTimeoutMs ?? 30_000,
       socketTimeout: settings.idleTimeoutMs ?? 60_000,
       ...(settings.agent !== undefined ? { httpAgent: settings.agent, httpsAgent: settings.agent } : {}),
@@ -80,7 +87,7 @@ async function* listObjects(client: S3Client, location: ObjectLocation, signal: 
   do {
     const input = { Bucket: location.bucket, Prefix: location.prefix, ContinuationToken: token };
     const page = await client
-      .send(new ListObjectsV2Command(input), { abortSignal: signal })
+      .send(new (s3Sdk().ListObjectsV2Command)(input), { abortSignal: signal })
       .catch((cause: unknown) => Promise.reject(s3Error(cause, request)));
     for (const item of page.Contents ?? []) {
       if (item.Key === undefined) continue;
@@ -126,7 +133,7 @@ const readObject = async (
   };
   try {
     const output = await client.send(
-      new GetObjectCommand({
+      new (s3Sdk().GetObjectCommand)({
         Bucket: location.bucket,
         Key: object.key,
         ...(object.version !== '' ? { IfMatch: object.version } : {}),

@@ -2,9 +2,11 @@
 import { permanentError, retryableError } from '../../../src/core/errors';
 import { defaultDownloadLimits } from '../../../src/edge/download-limits';
 import { downloadObjects, type ObjectDownloadOptions } from '../../../src/edge/object-store/download-objects';
+import type { DownloadProgress } from '../../../src/ports';
 import { waitFor } from '../../../src/testing/wait';
 import { effectError } from '../../helpers/effect-error';
 import { listTree, readFiles } from '../../helpers/file-tree';
+import { makeTarGz } from '../../helpers/storage-server';
 import { useTempDir } from '../../helpers/temp-dir';
 import { MemoryStore } from './memory-store';
 
@@ -229,6 +231,57 @@ describe('downloadObjects', () => {
         downloadObjects(longer, store.at('m1'), `${staging.path}/other`, new AbortController().signal),
       );
       expect(long).toMatchObject({ kind: 'changed', retryable: true });
+    });
+  });
+
+  describe('progress', () => {
+    const limits = (progressIntervalMs: number) => ({ ...defaultDownloadLimits, progressIntervalMs });
+
+    it('reports the bytes of all objects against the sum of the listed sizes while they run, and once at the end', async () => {
+      const store = new MemoryStore(undefined, 2, 100)
+        .put('m1/a.bin', Buffer.alloc(3000, 1))
+        .put('m1/b.bin', Buffer.alloc(2000, 2))
+        .put('m1/c/d.bin', Buffer.alloc(1000, 3));
+      const reports: DownloadProgress[] = [];
+      const release = store.hold();
+      const done = store.downloadInto(
+        staging.path,
+        'm1',
+        { limits: limits(5) },
+        new AbortController().signal,
+        (progress) => reports.push(progress),
+      );
+      await waitFor(() => reports.length > 0, 2000, 'a report while the bodies are held');
+      expect(reports[0]).toMatchObject({ bytes: 0, totalBytes: 6000, done: false });
+      release();
+      await done;
+      const last = reports.at(-1)!;
+      expect(last).toMatchObject({ bytes: 6000, totalBytes: 6000, done: true });
+      expect(reports.filter((report) => report.done)).toHaveLength(1);
+      const counts = reports.map((report) => report.bytes);
+      expect(counts).toEqual([...counts].sort((a, b) => a - b));
+    });
+
+    it('counts a resumed object once: the bytes before the cut are not fetched again', async () => {
+      const store = new MemoryStore().put('m1/weights.bin', Buffer.alloc(10_000, 7));
+      store.cut('m1/weights.bin', 4096);
+      const reports: DownloadProgress[] = [];
+      await store.downloadInto(staging.path, 'm1', { limits: limits(0) }, undefined, (p) => reports.push(p));
+      expect(reports).toEqual([expect.objectContaining({ bytes: 10_000, totalBytes: 10_000, done: true })]);
+    });
+
+    it('reports the compressed bytes of an archive model, and nothing when the listing fails', async () => {
+      const archive = await makeTarGz({ 'model.bin': 'x'.repeat(100_000) });
+      const store = new MemoryStore().put('m1/model.tar.gz', archive);
+      const reports: DownloadProgress[] = [];
+      await store.downloadInto(staging.path, 'm1', {}, undefined, (p) => reports.push(p));
+      const size = archive.length;
+      expect(reports).toEqual([expect.objectContaining({ bytes: size, totalBytes: size, done: true })]);
+      const failed: DownloadProgress[] = [];
+      await effectError(
+        new MemoryStore('other').downloadInto(staging.path, 'm1', {}, undefined, (p) => failed.push(p)),
+      );
+      expect(failed).toEqual([]);
     });
   });
 

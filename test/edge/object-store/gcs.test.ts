@@ -1,8 +1,10 @@
 /** Tests of the gs:// provider against the GCS JSON API stand-in: what a URI names, archives, paging, resume, credentials. */
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { defaultDownloadLimits } from '../../../src/edge/download-limits';
 import { createNetwork } from '../../../src/edge/net';
 import { gcsStorage, type GcsStorageOptions } from '../../../src/edge/object-store/gcs';
+import type { DownloadProgress } from '../../../src/ports';
 import { startGcsStandIn, type GcsStandIn } from '../../../src/testing/gcs-stand-in';
 import { startFaultProxy } from '../../helpers/azurite';
 import { effectError } from '../../helpers/effect-error';
@@ -75,6 +77,26 @@ describe('gcsStorage against the GCS stand-in', () => {
     const reads = gcs.requests.slice(before).filter((r) => r.query.alt === 'media');
     expect(reads.map((r) => r.range)).toEqual([undefined, expect.stringMatching(/^bytes=[1-9]\d*-$/)]);
     expect((await readFiles(staging.path))['weights.bin']).toBe(big.toString());
+  });
+
+  it('reports progress while a download runs (bytes of all objects, total = the listed sizes), each byte once', async () => {
+    gcs.put('models', 'progress/a.bin', Buffer.alloc(200_000, 1));
+    gcs.put('models', 'progress/b/c.bin', Buffer.alloc(150_000, 2));
+    // One body (whichever is read first: both are past 100 kB) stalls after 100 kB until the request timeout
+    // notices it: reports come meanwhile, then it resumes.
+    gcs.injectFault('media', { cutAfterBytes: 100_000 });
+    const reports: DownloadProgress[] = [];
+    const limits = { ...defaultDownloadLimits, progressIntervalMs: 20 };
+    await storage({ timeoutMs: 300, limits }).download('gs://models/progress', staging.path, never, (p) =>
+      reports.push(p),
+    );
+    const running = reports.filter((report) => !report.done);
+    expect(running.length).toBeGreaterThan(0);
+    expect(running.every((report) => report.totalBytes === 350_000)).toBe(true);
+    expect(Math.max(...running.map((report) => report.bytes))).toBeGreaterThanOrEqual(100_000);
+    expect(reports.filter((report) => report.done)).toEqual([
+      expect.objectContaining({ bytes: 350_000, totalBytes: 350_000 }),
+    ]);
   });
 
   it('fails permanently with not-found naming a bucket that does not exist', async () => {

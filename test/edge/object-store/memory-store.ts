@@ -2,6 +2,7 @@
 import { permanentError, retryableError, type EffectError } from '../../../src/core/errors';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from '../../../src/edge/object-store/client';
 import { downloadObjects, type ObjectDownloadOptions } from '../../../src/edge/object-store/download-objects';
+import type { DownloadProgress } from '../../../src/ports';
 
 interface Entry {
   data: Buffer;
@@ -82,8 +83,9 @@ export class MemoryStore {
     prefix: string,
     options: ObjectDownloadOptions = {},
     signal: AbortSignal = new AbortController().signal,
+    progress?: (progress: DownloadProgress) => void,
   ): Promise<void> {
-    return downloadObjects(this.client, this.at(prefix), targetDir, signal, options);
+    return downloadObjects(this.client, this.at(prefix), targetDir, signal, options, progress);
   }
 
   readonly client: ObjectStoreClient = {

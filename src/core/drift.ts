@@ -1,0 +1,118 @@
+/** Drift repair: which models a resync re-submits, from the loader's records and the model server's index. */
+import type { ModelSpec } from './model-config';
+import { modelNameProblem, type ModelName } from './model-name';
+import { add, remove, type ModelOp } from './model-op';
+import type { ModelPhase } from './model-status';
+
+/** One model as the loader holds it: what is wanted, where it stands, and whether it is left alone now. */
+export interface DesiredState {
+  readonly name: ModelName;
+  /** The spec wanted; undefined when the model should be gone. */
+  readonly desired: ModelSpec | undefined;
+  readonly phase: ModelPhase;
+  /** Nothing is queued, running or waiting out a retry backoff for it: a repair cannot race its own work. */
+  readonly settled: boolean;
+}
+
+/** Why a resync re-submits a model (the Telemetry port's `repair` kinds). */
+export type RepairKind = 'reload-lost' | 'unload-unlisted' | 'retry-failed' | 'retry-unload';
+
+/** One repair: the model, why, and the op that re-submits its desired state. */
+export interface Repair {
+  readonly kind: RepairKind;
+  readonly name: ModelName;
+  readonly op: ModelOp;
+}
+
+/** The retries of a Failed model so far, and when the next one is due (scheduler time). */
+export interface FailedRetry {
+  readonly retries: number;
+  readonly dueAt: number;
+}
+
+/** Failed models' retry schedules by name: what the repair step carries from one resync to the next. */
+export type FailedRetries = ReadonlyMap<ModelName, FailedRetry>;
+
+/** The cap of the wait between two retries of a Failed model, unless the resync interval is longer. */
+export const failedRetryCapMs = 15 * 60_000;
+
+/**
+ * The wait after retry number `retries` of a Failed model: one resync interval, doubling with each retry that
+ * failed again, capped at `failedRetryCapMs` (or the interval, if longer). No jitter: the resync timer paces them.
+ */
+export const failedRetryDelay = (retries: number, intervalMs: number): number =>
+  Math.min(intervalMs * 2 ** Math.min(retries - 1, 30), Math.max(intervalMs, failedRetryCapMs));
+
+/** What the server's index and the loader's records say at one resync. */
+export interface DriftInput {
+  /** The loader's records just before the server was asked (a model loaded meanwhile is not counted lost). */
+  readonly before: ReadonlyArray<DesiredState>;
+  /** The loader's records once the server answered. */
+  readonly after: ReadonlyArray<DesiredState>;
+  /** The models the server reports loaded. */
+  readonly serverLoaded: ReadonlySet<string>;
+  readonly retries: FailedRetries;
+  /** Scheduler time now. */
+  readonly now: number;
+  readonly intervalMs: number;
+}
+
+/** The repairs of one resync and the Failed models' retry schedules to carry to the next. */
+export interface DriftRepairs {
+  readonly repairs: ReadonlyArray<Repair>;
+  readonly retries: FailedRetries;
+}
+
+const settledIn = (states: ReadonlyArray<DesiredState>, phase: ModelPhase): ReadonlySet<ModelName> =>
+  new Set(states.filter((state) => state.settled && state.phase === phase).map((state) => state.name));
+
+/**
+ * The repairs a resync makes, each re-submitting a desired state the loader already holds (never a stale one):
+ * - `reload-lost`: Loaded (before and after the index call) and settled, yet the server does not list it;
+ * - `unload-unlisted`: the server lists it, and the loader knew nothing of it before and after the call (a model
+ *   the config lists always has a record while it is wanted); a name no config could list is left alone;
+ * - `retry-failed` / `retry-unload`: Failed and settled, and its retry is due (capped backoff, `failedRetryDelay`).
+ * A model that is not settled is being worked on: its own retries and backoff stand.
+ */
+export const findRepairs = (input: DriftInput): DriftRepairs => {
+  const { after, serverLoaded, now, intervalMs } = input;
+  const loadedBefore = settledIn(input.before, 'Loaded');
+  const known = new Set([...input.before, ...after].map((state) => state.name));
+  const repairs: Repair[] = [];
+  const retries = new Map<ModelName, FailedRetry>();
+  for (const state of after) {
+    const { name, desired } = state;
+    if (state.phase === 'Failed' && state.settled) {
+      const retry = input.retries.get(name) ?? { retries: 0, dueAt: now };
+      if (retry.dueAt > now) {
+        retries.set(name, retry);
+        continue;
+      }
+      const next = retry.retries + 1;
+      retries.set(name, { retries: next, dueAt: now + failedRetryDelay(next, intervalMs) });
+      repairs.push(
+        desired === undefined
+          ? { kind: 'retry-unload', name, op: remove(name) }
+          : { kind: 'retry-failed', name, op: add(name, desired) },
+      );
+      continue;
+    }
+    // A model still being worked on after a retry keeps its schedule, so failing again waits longer.
+    const schedule = input.retries.get(name);
+    if (schedule !== undefined && !state.settled) retries.set(name, schedule);
+    if (
+      state.phase === 'Loaded' &&
+      state.settled &&
+      desired !== undefined &&
+      loadedBefore.has(name) &&
+      !serverLoaded.has(name)
+    )
+      repairs.push({ kind: 'reload-lost', name, op: add(name, desired) });
+  }
+  // A name no config could list (not a valid model name) is not ours to unload.
+  const unlisted = [...serverLoaded].filter(
+    (name): name is ModelName => modelNameProblem(name) === undefined && !known.has(name as ModelName),
+  );
+  for (const name of unlisted.sort()) repairs.push({ kind: 'unload-unlisted', name, op: remove(name) });
+  return { repairs, retries };
+};

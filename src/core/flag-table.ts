@@ -1,0 +1,417 @@
+/**
+ * The flag table: each setting's flag, env var, default, help and codec, once. `app-config.ts` makes the
+ * AppConfig codec, its defaults and the cross-setting checks from it; `src/parse-args.ts` the CLI's options;
+ * `npm run docs:flags` the flags table of docs/operating.md.
+ */
+import * as t from 'io-ts';
+import {
+  absolutePaths,
+  byteCount,
+  duration,
+  httpUrl,
+  integerIn,
+  kubeName,
+  nonEmpty,
+  oneOf,
+} from './setting-codecs';
+
+/** pino's levels, most to least severe, and `silent`. */
+export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** One of `logLevels`. */
+export type LogLevel = (typeof logLevels)[number];
+
+/** How log lines are written: `pretty` (pino-pretty) for people, `json` for collectors, `auto` by stderr. */
+export const logFormats = ['auto', 'pretty', 'json'] as const;
+/** One of `logFormats`. */
+export type LogFormat = (typeof logFormats)[number];
+
+/** The load/unload dialects modelsync speaks. */
+export const protocols = ['v2', 'torchserve'] as const;
+
+/** Where the model list comes from: the mounted ConfigMap dir, or the ConfigMap watched through the API server. */
+export const configSources = ['dir', 'kube-api'] as const;
+
+/** How S3 buckets are addressed: `auto` decides by the endpoint (see `--s3-addressing`). */
+export const s3AddressingStyles = ['auto', 'path', 'virtual'] as const;
+
+/** One flag: how it is spelled, the env var that can set it instead, its default, its help and its codec. */
+export interface FlagSpec {
+  /** `--config-dir`. */
+  readonly flag: `--${string}`;
+  /** The value's placeholder in `--help` (`dir`); absent for a switch, which takes no value. */
+  readonly arg?: string;
+  readonly env: `MODELSYNC_${string}`;
+  /** The value as it would be typed; absent for a switch (off) and for a setting that may stay unset. */
+  readonly default?: string;
+  /** One line for `--help` and docs/operating.md; backticks mark code in the docs and are dropped in `--help`. */
+  readonly help: string;
+  /** Decodes the text (a switch: the boolean) into the AppConfig field of the same name. */
+  readonly codec: t.Mixed;
+  /** The values `--help` lists. */
+  readonly choices?: ReadonlyArray<string>;
+  /** The setting may stay unset (its AppConfig field is optional). */
+  readonly optional?: true;
+}
+
+/** Every flag, keyed by its AppConfig field, in `--help` order. Flags are a contract: never rename one. */
+export const flagTable = {
+  configDir: {
+    flag: '--config-dir',
+    arg: 'dir',
+    env: 'MODELSYNC_CONFIG_DIR',
+    default: '/mnt/configs',
+    help: 'directory of the mounted ConfigMap holding `models.json`',
+    codec: nonEmpty,
+  },
+  modelDir: {
+    flag: '--model-dir',
+    arg: 'dir',
+    env: 'MODELSYNC_MODEL_DIR',
+    default: '/mnt/models',
+    help: 'directory shared with the model server; models go to `<dir>/<modelName>/`',
+    codec: nonEmpty,
+  },
+  serverUrl: {
+    flag: '--server-url',
+    arg: 'url',
+    env: 'MODELSYNC_SERVER_URL',
+    default: 'http://127.0.0.1:8080',
+    help: 'model server base URL (TorchServe: the management API, usually port 8081)',
+    codec: httpUrl,
+  },
+  protocol: {
+    flag: '--protocol',
+    arg: 'name',
+    env: 'MODELSYNC_PROTOCOL',
+    default: 'v2',
+    help: '`v2` (Triton, MLServer, KServe model server) or `torchserve`',
+    codec: oneOf('Protocol', protocols),
+    choices: protocols,
+  },
+  downloadConcurrency: {
+    flag: '--download-concurrency',
+    arg: 'n',
+    env: 'MODELSYNC_DOWNLOAD_CONCURRENCY',
+    default: '4',
+    help: 'downloads running at once, across models',
+    codec: integerIn('DownloadConcurrency', 1, 256),
+  },
+  loadConcurrency: {
+    flag: '--load-concurrency',
+    arg: 'n',
+    env: 'MODELSYNC_LOAD_CONCURRENCY',
+    default: '2',
+    help: 'load and unload calls running at once, across models',
+    codec: integerIn('LoadConcurrency', 1, 256),
+  },
+  logLevel: {
+    flag: '--log-level',
+    arg: 'level',
+    env: 'MODELSYNC_LOG_LEVEL',
+    default: 'info',
+    help: 'level of the JSON log lines on stderr: `fatal` … `trace`, or `silent`',
+    codec: oneOf('LogLevel', logLevels),
+    choices: logLevels,
+  },
+  logFormat: {
+    flag: '--log-format',
+    arg: 'format',
+    env: 'MODELSYNC_LOG_FORMAT',
+    default: 'auto',
+    help: '`json` (one JSON object a line), `pretty` (for people), or `auto`: pretty when stderr is a terminal, else JSON',
+    codec: oneOf('LogFormat', logFormats),
+    choices: logFormats,
+  },
+  settleMs: {
+    flag: '--settle-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_SETTLE_MS',
+    default: '100',
+    help: 'quiet time after a burst of config events before the confirming re-read (≥ 60)',
+    codec: integerIn('SettleMs', 60, 60_000),
+  },
+  watchPollMs: {
+    flag: '--watch-poll-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_WATCH_POLL_MS',
+    default: '0',
+    help: 'poll the config dir every this many ms instead of inotify (NFS, some bind mounts); 0 = inotify',
+    codec: integerIn('WatchPollMs', 0, 3_600_000),
+  },
+  source: {
+    flag: '--source',
+    arg: 'name',
+    env: 'MODELSYNC_SOURCE',
+    default: 'dir',
+    help: '`dir`: `models.json` in `--config-dir` (kubelet syncs it, within about a minute); `kube-api`: the ConfigMap `--configmap`, watched through the API server (milliseconds; needs RBAC)',
+    codec: oneOf('ConfigSource', configSources),
+    choices: configSources,
+  },
+  configmap: {
+    flag: '--configmap',
+    arg: 'name',
+    env: 'MODELSYNC_CONFIGMAP',
+    help: 'with `--source kube-api`: the ConfigMap holding the model list (required)',
+    codec: kubeName('ConfigMapName', 253),
+    optional: true,
+  },
+  namespace: {
+    flag: '--namespace',
+    arg: 'name',
+    env: 'MODELSYNC_NAMESPACE',
+    help: "with `--source kube-api`: the ConfigMap's namespace; default the pod's (the service account mount's `namespace` file), else the kubeconfig context's, else `default`",
+    codec: kubeName('Namespace', 63, true),
+    optional: true,
+  },
+  configmapKey: {
+    flag: '--configmap-key',
+    arg: 'key',
+    env: 'MODELSYNC_CONFIGMAP_KEY',
+    default: 'models.json',
+    help: 'with `--source kube-api`: the key of the ConfigMap holding the model list',
+    codec: nonEmpty,
+  },
+  watchTimeoutS: {
+    flag: '--watch-timeout-s',
+    arg: 's',
+    env: 'MODELSYNC_WATCH_TIMEOUT_S',
+    default: '300',
+    help: 'with `--source kube-api`: the API server ends each watch after this long and it is re-opened; a watch silent for longer (plus a grace of the same, at most 30 s) is presumed dead and re-established',
+    codec: integerIn('WatchTimeoutS', 1, 3600),
+  },
+  maxConfigBytes: {
+    flag: '--max-config-bytes',
+    arg: 'n',
+    env: 'MODELSYNC_MAX_CONFIG_BYTES',
+    default: '33554432',
+    help:
+      'largest `models.json` read, in bytes (32 MiB; a 100,000-model file, pretty-printed, is 18.6 MB); ' +
+      'a bigger one is refused unread and the last good config stays',
+    codec: integerIn('MaxConfigBytes', 2, 1_073_741_824),
+  },
+  requestTimeoutMs: {
+    flag: '--request-timeout-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_REQUEST_TIMEOUT_MS',
+    default: '30000',
+    help: 'timeout of unload and index calls, of connecting to storage, and of a download that stops sending bytes',
+    codec: integerIn('RequestTimeoutMs', 100, 3_600_000),
+  },
+  maxModelBytes: {
+    flag: '--max-model-bytes',
+    arg: 'bytes',
+    env: 'MODELSYNC_MAX_MODEL_BYTES',
+    default: '256Gi',
+    help: 'most bytes one model may take, downloaded and (an archive) expanded: `256Gi`, `500Mi` or a byte count; a bigger model fails for good',
+    codec: byteCount('MaxModelBytes', 1, Number.MAX_SAFE_INTEGER),
+  },
+  maxArchiveRatio: {
+    flag: '--max-archive-ratio',
+    arg: 'n',
+    env: 'MODELSYNC_MAX_ARCHIVE_RATIO',
+    default: '200',
+    help: 'most an archive may expand per compressed byte, checked past its first 16 MiB (a zip or gzip bomb fails for good)',
+    codec: integerIn('MaxArchiveRatio', 1, 1_000_000),
+  },
+  maxArchiveEntries: {
+    flag: '--max-archive-entries',
+    arg: 'n',
+    env: 'MODELSYNC_MAX_ARCHIVE_ENTRIES',
+    default: '10000',
+    help: 'most entries (files, dirs, links) one archive may hold',
+    codec: integerIn('MaxArchiveEntries', 1, 100_000_000),
+  },
+  minDownloadRate: {
+    flag: '--min-download-rate',
+    arg: 'bytes',
+    env: 'MODELSYNC_MIN_DOWNLOAD_RATE',
+    default: '1Ki',
+    help: 'bytes per second a download must average over every `--min-rate-window-ms`, or it is dropped and retried; 0 = no minimum',
+    codec: byteCount('MinDownloadRate', 0, Number.MAX_SAFE_INTEGER),
+  },
+  minRateWindowMs: {
+    flag: '--min-rate-window-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_MIN_RATE_WINDOW_MS',
+    default: '60000',
+    help: 'the sliding window `--min-download-rate` is measured over',
+    codec: integerIn('MinRateWindowMs', 100, 86_400_000),
+  },
+  localStorageRoots: {
+    flag: '--local-storage-roots',
+    arg: 'dirs',
+    env: 'MODELSYNC_LOCAL_STORAGE_ROOTS',
+    default: '/mnt/pvc',
+    help: 'comma-separated dirs a local storageUri must lie in once links are resolved (`/` = any; empty = none); /proc, /sys, /dev and pseudo filesystems are always refused',
+    codec: absolutePaths('LocalStorageRoots'),
+  },
+  // Object stores (issue #8): the generic downloader's bound, then S3. KServe's env names are read in production.ts.
+  storageConcurrency: {
+    flag: '--storage-concurrency',
+    arg: 'n',
+    env: 'MODELSYNC_STORAGE_CONCURRENCY',
+    default: '8',
+    help: 'objects of one model downloaded at once from S3, GCS or Azure Blob',
+    codec: integerIn('StorageConcurrency', 1, 256),
+  },
+  s3Endpoint: {
+    flag: '--s3-endpoint',
+    arg: 'url',
+    env: 'MODELSYNC_S3_ENDPOINT',
+    help: "S3-compatible endpoint (MinIO, Ceph): `http://minio:9000`; default KServe's `AWS_ENDPOINT_URL`, or `S3_ENDPOINT` with `S3_USE_HTTPS`, else AWS",
+    codec: httpUrl,
+    optional: true,
+  },
+  s3Region: {
+    flag: '--s3-region',
+    arg: 'name',
+    env: 'MODELSYNC_S3_REGION',
+    help: "region S3 requests are signed for; default `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1` (AWS redirects to the bucket's region are followed)",
+    codec: nonEmpty,
+    optional: true,
+  },
+  s3Addressing: {
+    flag: '--s3-addressing',
+    arg: 'style',
+    env: 'MODELSYNC_S3_ADDRESSING',
+    default: 'auto',
+    help: "`path` (`endpoint/bucket/key`) or `virtual` (`bucket.endpoint/key`); `auto`: KServe's `S3_USER_VIRTUAL_BUCKET` if set, else path-style at a custom endpoint and virtual at AWS",
+    codec: oneOf('S3Addressing', s3AddressingStyles),
+    choices: s3AddressingStyles,
+  },
+  s3Anonymous: {
+    flag: '--s3-anonymous',
+    env: 'MODELSYNC_S3_ANONYMOUS',
+    help: "send S3 requests unsigned (a public bucket); KServe's `awsAnonymousCredential=true` does too",
+    codec: t.boolean,
+  },
+  caBundle: {
+    flag: '--ca-bundle',
+    arg: 'file',
+    env: 'MODELSYNC_CA_BUNDLE',
+    help: 'PEM file of CA certificates trusted on top of the system roots by every storage client (https, S3, GCS, Azure) and the model server client',
+    codec: nonEmpty,
+    optional: true,
+  },
+  progressIntervalMs: {
+    flag: '--progress-interval-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_PROGRESS_INTERVAL_MS',
+    default: '10000',
+    help: 'how often a running download logs its bytes, total, rate and ETA (`download progress`); 0 = never',
+    codec: integerIn('ProgressIntervalMs', 0, 3_600_000),
+  },
+  loadTimeoutMs: {
+    flag: '--load-timeout-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_LOAD_TIMEOUT_MS',
+    default: '300000',
+    help: 'timeout of one load call',
+    codec: integerIn('LoadTimeoutMs', 100, 86_400_000),
+  },
+  retryBaseMs: {
+    flag: '--retry-base-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_RETRY_BASE_MS',
+    default: '500',
+    help: 'first retry delay of a transient failure (doubles each time, full jitter); at most `--retry-max-ms`',
+    codec: integerIn('RetryBaseMs', 1, 3_600_000),
+  },
+  retryMaxMs: {
+    flag: '--retry-max-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_RETRY_MAX_MS',
+    default: '30000',
+    help: 'cap of the retry delay',
+    codec: integerIn('RetryMaxMs', 1, 86_400_000),
+  },
+  maxAttempts: {
+    flag: '--max-attempts',
+    arg: 'n',
+    env: 'MODELSYNC_MAX_ATTEMPTS',
+    default: '8',
+    help: 'attempts of a transiently failing step before the model is marked failed',
+    codec: integerIn('MaxAttempts', 1, 1000),
+  },
+  torchserveTokenFile: {
+    flag: '--torchserve-token-file',
+    arg: 'file',
+    env: 'MODELSYNC_TORCHSERVE_TOKEN_FILE',
+    help: 'TorchServe `key_file.json` (its `management.key`) or a plain token; re-read on every call',
+    codec: nonEmpty,
+    optional: true,
+  },
+  azureBlobEndpoint: {
+    flag: '--azure-blob-endpoint',
+    arg: 'url',
+    env: 'MODELSYNC_AZURE_BLOB_ENDPOINT',
+    help:
+      'an endpoint whose URLs are Azure Blob Storage too: `<url>/<account>/<container>/<prefix>` (azurite) or ' +
+      '`<account>.<url host>/<container>/<prefix>` (Azure Stack Hub); `https://<account>.blob.core.windows.net/…` always is',
+    codec: httpUrl,
+    optional: true,
+  },
+  gcsEndpoint: {
+    flag: '--gcs-endpoint',
+    arg: 'url',
+    env: 'MODELSYNC_GCS_ENDPOINT',
+    help: 'the GCS JSON API endpoint `gs://` URIs are read from (an emulator, a private endpoint); default https://storage.googleapis.com',
+    codec: httpUrl,
+    optional: true,
+  },
+  resyncInterval: {
+    flag: '--resync-interval',
+    arg: 'duration',
+    env: 'MODELSYNC_RESYNC_INTERVAL',
+    default: '60s',
+    help:
+      're-read `models.json`, ask the model server what it has loaded and repair drift (reload what it lost, ' +
+      'unload what the config does not list, retry failed models) this often, and on SIGHUP: `60s`, `5m`, `1500ms`; 0 = only on SIGHUP',
+    codec: duration('ResyncInterval', 0, 86_400_000),
+  },
+  minFreeBytes: {
+    flag: '--min-free-bytes',
+    arg: 'bytes',
+    env: 'MODELSYNC_MIN_FREE_BYTES',
+    default: '0',
+    help: 'bytes to keep free on the model volume: a download whose size (when the storage declares it) would leave less fails (`no-space`) before it starts',
+    codec: byteCount('MinFreeBytes', 0, Number.MAX_SAFE_INTEGER),
+  },
+  shutdownTimeout: {
+    flag: '--shutdown-timeout',
+    arg: 'duration',
+    env: 'MODELSYNC_SHUTDOWN_TIMEOUT',
+    default: '20s',
+    help: 'on SIGTERM or SIGINT, how long load and unload calls in flight may finish (downloads stop at once) before exit 0',
+    codec: duration('ShutdownTimeout', 0, 3_600_000),
+  },
+  // The HTTP surface (issue #9): probes, metrics, per-model status.
+  httpPort: {
+    flag: '--http-port',
+    arg: 'port',
+    env: 'MODELSYNC_HTTP_PORT',
+    default: '9081',
+    help: 'port of the HTTP surface on every interface: `/healthz`, `/readyz`, `/metrics`, `/status`; 0 = off',
+    codec: integerIn('HttpPort', 0, 65_535),
+  },
+  watchStallMs: {
+    flag: '--watch-stall-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_WATCH_STALL_MS',
+    default: '60000',
+    help: '`/healthz` answers 503 once the config watch has made no progress for this long while the config dir exists, or the event loop has not turned for this long',
+    codec: integerIn('WatchStallMs', 500, 86_400_000),
+  },
+  dryRun: {
+    flag: '--dry-run',
+    env: 'MODELSYNC_DRY_RUN',
+    help: 'print one JSON line per op on stdout instead of applying it (storage URIs shown without credentials)',
+    codec: t.boolean,
+  },
+  once: {
+    flag: '--once',
+    env: 'MODELSYNC_ONCE',
+    help: 'sync the current config, list the models that failed and exit: 0 when every model is loaded, else 1; with `--dry-run`: print its ops and exit (1 if it is invalid)',
+    codec: t.boolean,
+  },
+} as const satisfies Readonly<Record<string, FlagSpec>>;

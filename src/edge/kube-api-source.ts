@@ -1,0 +1,138 @@
+/** kubeApiSource: one ConfigMap watched through the API server (list + watch) as a ConfigSource. */
+import * as E from 'fp-ts/Either';
+import { defer, first, map, Observable, of, ReplaySubject, share } from 'rxjs';
+import { configFileName } from '../core/config-files';
+import {
+  configMapLabel,
+  configMapText,
+  stallMsFor,
+  type ConfigMapObject,
+  type ConfigMapRef,
+} from '../core/config-map';
+import { readFailed } from '../core/errors';
+import type { ConfigRead, ConfigSource, FsEvent } from '../ports';
+import { runListWatch, type ListWatchOptions } from './kube-list-watch';
+
+/** Which ConfigMap to watch, how, and whom to tell that the watch is alive. */
+export interface KubeApiSourceOptions extends ListWatchOptions {
+  /** The key holding the model list (`--configmap-key`). */
+  readonly key: string;
+  /** A bigger value is refused (`--max-config-bytes`). */
+  readonly maxBytes: number;
+  /** Called on every sign of a working watch: a list answered, a watch opened, any event (bookmarks too). */
+  readonly onAlive?: () => void;
+  /** Runs the list and watch (default `runListWatch`); tests give a fake that calls the hooks. */
+  readonly runWatch?: typeof runListWatch;
+}
+
+/** How the watch is doing, for `/healthz`, `/status` and metrics. */
+export interface KubeWatchStatus {
+  readonly source: 'kube-api';
+  /** `<namespace>/<name>` once the namespace is known. */
+  readonly configMap: string;
+  /** `Date.now()` of the last sign of a working watch (see `onAlive`); absent before the first one. */
+  readonly lastAliveAt?: number;
+  /**
+   * How long a healthy watch may go without a sign (`stallMsFor(--watch-timeout-s)`): past it the source itself
+   * re-establishes the watch; a liveness check should allow this much (and a restart) before failing.
+   */
+  readonly stallMs: number;
+  /** The resourceVersion of the ConfigMap whose content the pipeline last read (accepted or rejected after). */
+  readonly lastReadResourceVersion?: string;
+  /** The newest resourceVersion the list or watch reported (bookmarks included). */
+  readonly lastSeenResourceVersion?: string;
+  /** Watch requests after the first: reconnects after a clean end, an error or a stall. */
+  readonly watchRestarts: number;
+  /** Lists after the first: after a `410 Gone` or a stall. */
+  readonly relists: number;
+  /** Failed lists and watches so far. */
+  readonly failures: number;
+  /** The last failure in words (never a token), until the next sign of a working watch. */
+  readonly lastFailure?: string;
+}
+
+/** A ConfigSource over the API server, with the state of its watch. */
+export interface KubeApiSource extends ConfigSource {
+  /** A snapshot of the watch's state. */
+  status(): KubeWatchStatus;
+}
+
+/** What the watch has learnt: nothing yet, that it cannot list (before any success), or the ConfigMap's content. */
+type Fetched =
+  | { readonly _tag: 'Pending' }
+  | { readonly _tag: 'Failed'; readonly reason: string }
+  | { readonly _tag: 'Fetched'; readonly configMap: ConfigMapObject | undefined };
+
+const changed: FsEvent = { event: 'change', name: configFileName };
+
+/**
+ * The ConfigMap `name` as a ConfigSource. One ListWatch (a `metadata.name` field selector on list and watch,
+ * bookmarks asked for) per subscription, shared by `events$` and `read`; `read` on its own (`--dry-run --once`)
+ * lists once and stops. Each version is read as its key's text; the pipeline derives changes from that content,
+ * never from event types. A missing key or ConfigMap reads as a missing file does. Failures are logged and the
+ * watch re-established after a capped backoff (the client stops for good otherwise), from the last version; a
+ * watch without progress for `stallMsFor(timeout)` is dropped and started over. Before the first list has
+ * succeeded, a read waits for it, or reports why it failed.
+ */
+export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
+  const ref: { namespace: string | undefined } = { namespace: options.namespace };
+  const refOf = (): ConfigMapRef => ({
+    namespace: ref.namespace ?? '?',
+    name: options.name,
+    key: options.key,
+  });
+  const counters = { watchRestarts: 0, relists: 0, failures: 0 };
+  const seen: { lastAliveAt?: number; read?: string; latest?: string; failure?: string } = {};
+  let fetched: Fetched = { _tag: 'Pending' };
+
+  const state$ = new Observable<Fetched>((subscriber) => {
+    const publish = (next: Fetched): void => subscriber.next((fetched = next));
+    return (options.runWatch ?? runListWatch)(options, ref, {
+      content: (configMap) => publish({ _tag: 'Fetched', configMap }),
+      failed: (reason) => {
+        counters.failures += 1;
+        seen.failure = reason;
+        if (fetched._tag !== 'Fetched') publish({ _tag: 'Failed', reason });
+      },
+      alive: () => {
+        seen.lastAliveAt = Date.now();
+        delete seen.failure;
+        options.onAlive?.();
+      },
+      version: (resourceVersion) => (seen.latest = resourceVersion),
+      relisted: () => (counters.relists += 1),
+      rewatched: () => (counters.watchRestarts += 1),
+    });
+  }).pipe(share({ connector: () => new ReplaySubject<Fetched>(1), resetOnRefCountZero: true }));
+
+  const toRead = (state: Exclude<Fetched, { _tag: 'Pending' }>): ConfigRead => {
+    const file = configMapLabel(refOf());
+    if (state._tag === 'Failed') return E.left(readFailed(file, 'EKUBEAPI', state.reason));
+    seen.read = state.configMap?.metadata?.resourceVersion;
+    return E.map((text: string) => ({ file, text }))(
+      configMapText(refOf(), state.configMap, options.maxBytes),
+    );
+  };
+
+  return {
+    events$: state$.pipe(map(() => changed)),
+    read: () =>
+      defer(() =>
+        fetched._tag === 'Pending'
+          ? state$.pipe(
+              first((state): state is Exclude<Fetched, { _tag: 'Pending' }> => state._tag !== 'Pending'),
+            )
+          : of(fetched),
+      ).pipe(map(toRead)),
+    status: () => ({
+      source: 'kube-api',
+      configMap: `${ref.namespace ?? '?'}/${options.name}`,
+      stallMs: stallMsFor(options.watchTimeoutSeconds),
+      ...(seen.lastAliveAt !== undefined ? { lastAliveAt: seen.lastAliveAt } : {}),
+      ...(seen.read !== undefined ? { lastReadResourceVersion: seen.read } : {}),
+      ...(seen.latest !== undefined ? { lastSeenResourceVersion: seen.latest } : {}),
+      ...counters,
+      ...(seen.failure !== undefined ? { lastFailure: seen.failure } : {}),
+    }),
+  };
+};

@@ -1,0 +1,100 @@
+/** The Kubernetes client, loaded as ESM, and the cluster settings it is given: in-cluster, or a kubeconfig. */
+import { readFileSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
+import { join } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { errorCode, errorMessage } from '../core/errors';
+import type { KubeFailure } from '../core/config-map';
+import { importEsm } from './import-esm';
+
+/** Environment variables by name, as `process.env` holds them (the same shape as kube-list-watch's `KubeEnv`). */
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The `@kubernetes/client-node` module (1.x is ESM-only: see importEsm). */
+export type KubeClientModule = typeof import('@kubernetes/client-node');
+
+let clientModule: Promise<KubeClientModule> | undefined;
+
+/** The client module, imported once. */
+export const kubeClient = (): Promise<KubeClientModule> =>
+  (clientModule ??= importEsm<KubeClientModule>('@kubernetes/client-node'));
+
+/** Where a pod's service account is mounted: `token`, `ca.crt`, `namespace`. */
+export const serviceAccountDir = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+const readText = (file: string): string | undefined => {
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+};
+
+/** True when the cluster settings come from a kubeconfig (`KUBECONFIG` set, or not in a pod). */
+const usesKubeconfig = (env: Env): boolean =>
+  (env['KUBECONFIG'] ?? '') !== '' || (env['KUBERNETES_SERVICE_HOST'] ?? '') === '';
+
+/**
+ * A fresh KubeConfig: with `KUBECONFIG` (or outside a pod), the kubeconfig files, as kubectl reads them (a
+ * `token-file` is read now); in a pod, the API server from `KUBERNETES_SERVICE_HOST`/`_PORT`, the mount's CA and
+ * its projected token (the client re-reads that file every minute). Built anew after each failure, so a rotated
+ * token or an edited kubeconfig is picked up by the next attempt. Throws when the settings cannot be read.
+ */
+export const loadKubeConfig = (kube: KubeClientModule, env: Env, saDir = serviceAccountDir): KubeConfig => {
+  const config = new kube.KubeConfig();
+  if (usesKubeconfig(env)) {
+    const files = (env['KUBECONFIG'] ?? '').split(':').filter((file) => file !== '');
+    if (files.length === 0) config.loadFromDefault();
+    else {
+      config.loadFromFile(files[0]!);
+      for (const file of files.slice(1)) {
+        const more = new kube.KubeConfig();
+        more.loadFromFile(file);
+        config.mergeConfig(more);
+      }
+    }
+    return config;
+  }
+  const host = env['KUBERNETES_SERVICE_HOST'] ?? '';
+  const port = env['KUBERNETES_SERVICE_PORT'] ?? '443';
+  config.loadFromClusterAndUser(
+    {
+      name: 'in-cluster',
+      server: `https://${isIPv6(host) ? `[${host}]` : host}:${port}`,
+      caFile: join(saDir, 'ca.crt'),
+      skipTLSVerify: false,
+    },
+    {
+      name: 'service-account',
+      authProvider: { name: 'tokenFile', config: { tokenFile: join(saDir, 'token') } },
+    },
+  );
+  return config;
+};
+
+/**
+ * The namespace to watch when `--namespace` is not given: the pod's (the service account mount's `namespace`
+ * file), else the kubeconfig context's, else `default` (as kubectl).
+ */
+export const defaultNamespace = (config: KubeConfig, saDir = serviceAccountDir): string =>
+  readText(join(saDir, 'namespace')) ||
+  config.getContextObject(config.getCurrentContext())?.namespace ||
+  'default';
+
+const numberField = (cause: unknown, field: string): number | undefined => {
+  const value: unknown =
+    typeof cause === 'object' && cause !== null ? (cause as Record<string, unknown>)[field] : undefined;
+  return typeof value === 'number' ? value : undefined;
+};
+
+/**
+ * What may be said about an error the client threw or passed to a callback: the watch's `statusCode`, the list's
+ * `ApiException.code` (an HTTP status), or a network error's code. Never its text beyond the message, which for
+ * these errors holds the status text or the response (not the request, whose headers carry the token).
+ */
+export const kubeFailureOf = (cause: unknown): KubeFailure => {
+  const status = numberField(cause, 'statusCode') ?? numberField(cause, 'code');
+  if (status !== undefined) return { status };
+  const code = errorCode(cause);
+  return code !== undefined ? { code } : { message: errorMessage(cause) };
+};

@@ -1,0 +1,245 @@
+/** The agent's Prometheus metrics (prom-client): a registry of `modelsync_*` series, the Telemetry that counts into it, and what status changes count. */
+import { isRight } from 'fp-ts/Either';
+import { collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Histogram, Registry } from 'prom-client';
+import type { ModelName } from '../core/model-name';
+import type { ModelPhase, ModelStatus } from '../core/model-status';
+import { parseStorageUri } from '../core/storage-uri';
+import type { Telemetry } from '../ports';
+
+/** What the metrics read when scraped (the loader's statuses and slots, readiness). */
+export interface MetricsView {
+  readonly statuses: () => Iterable<ModelStatus>;
+  readonly inFlight: () => { readonly downloads: number; readonly loads: number };
+  readonly ready: () => boolean;
+  /** With `--source kube-api`: the watch's restarts and re-lists so far. */
+  readonly sourceWatch?: () => { readonly watchRestarts: number; readonly relists: number } | undefined;
+}
+
+/** The agent's metrics: the registry to serve, and what feeds it. */
+export interface AgentMetrics {
+  readonly registry: Registry;
+  /** Counts config reads, retries, resyncs and repairs (watcher progress is the surface state's). */
+  readonly telemetry: Telemetry;
+  /** Counts what a status change says happened: a download, load or unload that ended, and how. */
+  readonly observeStatus: (status: ModelStatus) => void;
+  /** Counts an op the diff sent to the loader. */
+  readonly observeOp: (op: 'Add' | 'Remove') => void;
+}
+
+const phases: ReadonlyArray<ModelPhase> = [
+  'Pending',
+  'Downloading',
+  'Loading',
+  'Loaded',
+  'Unloading',
+  'Retrying',
+  'Failed',
+];
+// The scheme label takes only these values: a config may name any scheme, and labels must stay few.
+const schemeLabels = new Set(['file', 'http', 'https', 's3', 'gs', 'azure', 'hdfs', 'webhdfs', 'pvc']);
+const endsWell: ReadonlySet<ModelPhase> = new Set(['Loading', 'Loaded', 'Removed']);
+const endsBadly: ReadonlySet<ModelPhase> = new Set(['Retrying', 'Failed']);
+
+/** The scheme of a storage URI as a label: a local path is `file`, an unknown or invalid scheme `other`. */
+export const schemeLabel = (storageUri: string): string => {
+  const parsed = parseStorageUri(storageUri);
+  const scheme = isRight(parsed) ? parsed.right.scheme : 'other';
+  return schemeLabels.has(scheme) ? scheme : 'other';
+};
+
+/** The first 12 hex digits of a sha256 as a number (exact in a float64): a config's checksum as a plain gauge. */
+export const checksumValue = (checksum: string): number => Number.parseInt(checksum.slice(0, 12), 16) || 0;
+
+/** A fresh registry with every modelsync series and Node's default process metrics. */
+export const createMetrics = (view: MetricsView): AgentMetrics => {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  new Gauge({
+    name: 'modelsync_models',
+    help: 'Models by phase (Pending, Downloading, Loading, Loaded, Unloading, Retrying, Failed).',
+    labelNames: ['phase'],
+    registers,
+    collect() {
+      const counts = new Map<ModelPhase, number>(phases.map((phase) => [phase, 0]));
+      for (const { phase } of view.statuses())
+        if (counts.has(phase)) counts.set(phase, counts.get(phase)! + 1);
+      for (const [phase, count] of counts) this.set({ phase }, count);
+    },
+  });
+  new Gauge({
+    name: 'modelsync_ready',
+    help: '1 once the start-up sync is done (what /readyz answers), else 0.',
+    registers,
+    collect() {
+      this.set(view.ready() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'modelsync_downloads_in_flight',
+    help: 'Downloads running now (holding a download slot).',
+    registers,
+    collect() {
+      this.set(view.inFlight().downloads);
+    },
+  });
+  new Gauge({
+    name: 'modelsync_loads_in_flight',
+    help: 'Load and unload calls running now (holding a load slot).',
+    registers,
+    collect() {
+      this.set(view.inFlight().loads);
+    },
+  });
+  const ops = new Counter({
+    name: 'modelsync_model_ops_total',
+    help: 'Ops the config diff sent to the loader, by op (add, remove).',
+    labelNames: ['op'],
+    registers,
+  });
+  const stepCounter = (step: string, what: string): Counter =>
+    new Counter({
+      name: `modelsync_${step}s_total`,
+      help: `${what} that ended, by result (success, failure) and, on failure, error_kind.`,
+      labelNames: ['result', 'error_kind'],
+      registers,
+    });
+  const stepCounters = {
+    Downloading: stepCounter('download', 'Downloads'),
+    Loading: stepCounter('load', 'Load calls'),
+    Unloading: stepCounter('unload', 'Unload calls'),
+  };
+  const secondsBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+  const downloadBytes = new Histogram({
+    name: 'modelsync_download_bytes',
+    help: 'Bytes of each finished download, by storage scheme (for the schemes whose providers count them).',
+    labelNames: ['scheme'],
+    buckets: exponentialBuckets(1024, 4, 16), // 1 KiB … 1 TiB
+    registers,
+  });
+  const stepSeconds = {
+    Downloading: new Histogram({
+      name: 'modelsync_download_duration_seconds',
+      help: 'Time of each finished download, by storage scheme (waiting for a download slot included).',
+      labelNames: ['scheme'],
+      buckets: secondsBuckets,
+      registers,
+    }),
+    Loading: new Histogram({
+      name: 'modelsync_load_duration_seconds',
+      help: 'Time of each successful load (waiting for a load slot included).',
+      buckets: secondsBuckets,
+      registers,
+    }),
+    Unloading: new Histogram({
+      name: 'modelsync_unload_duration_seconds',
+      help: 'Time of each successful unload and delete (waiting for a load slot included).',
+      buckets: secondsBuckets,
+      registers,
+    }),
+  };
+  const retries = new Counter({
+    name: 'modelsync_retries_total',
+    help: 'Transient failures retried after a backoff, by step (download, load, unload).',
+    labelNames: ['step'],
+    registers,
+  });
+  const configReads = new Counter({
+    name: 'modelsync_config_reads_total',
+    help: 'Reads of models.json by outcome: accepted, rejected (the last good config stays), unchanged.',
+    labelNames: ['outcome'],
+    registers,
+  });
+  const lastAccepted = new Gauge({
+    name: 'modelsync_config_last_accepted_timestamp_seconds',
+    help: 'When a models.json read was last accepted (Unix time).',
+    registers,
+  });
+  const checksumGauge = new Gauge({
+    name: 'modelsync_config_checksum',
+    help: 'The first 48 bits of the sha256 of the config in force, as a number (compare pods, spot changes).',
+    registers,
+  });
+  const configInfo = new Gauge({
+    name: 'modelsync_config_info',
+    help: 'Always 1; the checksum label is the first 12 hex digits of the sha256 of the config in force.',
+    labelNames: ['checksum'],
+    registers,
+  });
+  const resyncs = new Counter({
+    name: 'modelsync_resync_runs_total',
+    help: 'Resync runs by trigger (start, timer, signal).',
+    labelNames: ['trigger'],
+    registers,
+  });
+  const repairs = new Counter({
+    name: 'modelsync_repairs_total',
+    help: 'Drift repairs by kind (reload-lost, unload-unlisted, retry-failed, retry-unload).',
+    labelNames: ['kind'],
+    registers,
+  });
+  // The kube-api watch keeps its own counts: each scrape sets the counters to them (they only grow).
+  const watchCounter = (
+    name: string,
+    help: string,
+    of: (w: { watchRestarts: number; relists: number }) => number,
+  ) =>
+    new Counter({
+      name,
+      help,
+      registers,
+      collect() {
+        const watch = view.sourceWatch?.();
+        if (watch === undefined) return;
+        this.reset();
+        this.inc(of(watch));
+      },
+    });
+  watchCounter(
+    'modelsync_config_watch_restarts_total',
+    'With --source kube-api: watch requests after the first (a clean end, an error or a stall).',
+    (watch) => watch.watchRestarts,
+  );
+  watchCounter(
+    'modelsync_config_relists_total',
+    'With --source kube-api: lists after the first (a 410 Gone or a stall).',
+    (watch) => watch.relists,
+  );
+  for (const outcome of ['accepted', 'rejected', 'unchanged']) configReads.inc({ outcome }, 0);
+
+  const lastPhase = new Map<ModelName, ModelPhase>();
+  const observeStatus = (status: ModelStatus): void => {
+    const previous = lastPhase.get(status.modelName);
+    if (status.phase === 'Removed') lastPhase.delete(status.modelName);
+    else lastPhase.set(status.modelName, status.phase);
+    if (previous !== 'Downloading' && previous !== 'Loading' && previous !== 'Unloading') return;
+    if (endsWell.has(status.phase)) {
+      stepCounters[previous].inc({ result: 'success' });
+      const seconds = (status.durationMs ?? 0) / 1000;
+      if (previous !== 'Downloading') return stepSeconds[previous].observe(seconds);
+      const scheme = schemeLabel(status.spec?.storageUri ?? '');
+      stepSeconds.Downloading.observe({ scheme }, seconds);
+      if (status.bytesDownloaded !== undefined) downloadBytes.observe({ scheme }, status.bytesDownloaded);
+    } else if (endsBadly.has(status.phase)) {
+      stepCounters[previous].inc({ result: 'failure', error_kind: status.errorKind ?? 'unknown' });
+    }
+  };
+
+  const telemetry: Telemetry = {
+    configRead: (outcome, detail) => {
+      configReads.inc({ outcome });
+      if (outcome !== 'accepted') return;
+      lastAccepted.setToCurrentTime();
+      if (detail?.checksum === undefined) return;
+      checksumGauge.set(checksumValue(detail.checksum));
+      configInfo.reset();
+      configInfo.set({ checksum: detail.checksum.slice(0, 12) }, 1);
+    },
+    resyncRun: (trigger) => resyncs.inc({ trigger }),
+    repair: (kind) => repairs.inc({ kind }),
+    retry: (step) => retries.inc({ step }),
+    watcherAlive: () => undefined,
+  };
+
+  return { registry, telemetry, observeStatus, observeOp: (op) => ops.inc({ op: op.toLowerCase() }) };
+};

@@ -1,0 +1,34 @@
+/** logProcessWarnings: the process's warnings (deprecations, an SDK's notices) as JSON log lines, not raw stderr text. */
+import type { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+
+type WarningListener = (warning: Error & { readonly code?: unknown }) => void;
+
+/**
+ * Takes Node's default `warning` printer off `target` (it writes plain text to stderr, and stderr carries only JSON
+ * lines) and logs each warning as one warn line instead: `component: 'process'`, the warning's name (as `warning`), `code` (when
+ * it has one) and `message`, and its `stack` only when `log` is at debug or below. Returns what puts the printer back.
+ */
+export const logProcessWarnings = (log: Logger, target: EventEmitter = process): (() => void) => {
+  const printers = target.listeners('warning') as WarningListener[];
+  for (const printer of printers) target.off('warning', printer);
+  const onWarning: WarningListener = (warning) => {
+    const { name, message, code, stack } = warning;
+    log.warn(
+      {
+        component: 'process',
+        // Not `name`: every line already has the logger's.
+        warning: name,
+        ...(typeof code === 'string' ? { code } : {}),
+        message,
+        ...(log.isLevelEnabled('debug') ? { stack } : {}),
+      },
+      'process warning',
+    );
+  };
+  target.on('warning', onWarning);
+  return () => {
+    target.off('warning', onWarning);
+    for (const printer of printers) target.on('warning', printer);
+  };
+};

@@ -1,0 +1,84 @@
+/** SurfaceState: what /healthz, /readyz and /status know beyond the loader: liveness, readiness, the config's reads. */
+import { interval, map, Observable, startWith, tap } from 'rxjs';
+import type { ConfigState } from '../core/status-document';
+import type { Telemetry } from '../ports';
+
+/** Whether the process works, and if not, why (what /healthz answers). */
+export interface Liveness {
+  readonly ok: boolean;
+  readonly reason?: string;
+}
+
+/** The surface's own record of the agent, fed by Telemetry and the Ready event. */
+export interface SurfaceState {
+  /** Records config reads and the watch's progress (the other methods are the metrics'). */
+  readonly telemetry: Pick<Telemetry, 'configRead' | 'watcherAlive'>;
+  /** The start-up sync is done: /readyz answers 200 from now on, whatever happens later. */
+  readonly markReady: () => void;
+  readonly ready: () => boolean;
+  readonly liveness: () => Liveness;
+  readonly config: () => ConfigState;
+  /** Ticks the event-loop heartbeat while subscribed (the surface subscribes it while it serves). */
+  readonly heartbeat$: Observable<never>;
+}
+
+/** How a SurfaceState judges liveness. */
+export interface SurfaceStateOptions {
+  /** No watch progress, or no event-loop turn, for this long is a stall (`--watch-stall-ms`). */
+  readonly stallMs: number;
+  /** The config source in force, as /status names it. */
+  readonly source: string;
+  /** The clock (ms since the epoch); Date.now by default. */
+  readonly now?: () => number;
+}
+
+/** The heartbeat's period: often enough that a turn missing for `stallMs` is a real stall. */
+export const heartbeatMs = (stallMs: number): number => Math.max(10, Math.min(1000, Math.floor(stallMs / 4)));
+
+/**
+ * A SurfaceState. The watch is judged only once it started (the agent first waits for the model server, and a
+ * native sidecar's server starts after our startup probe passes: a watch not yet started is no stall).
+ */
+export const createSurfaceState = ({
+  stallMs,
+  source,
+  now = Date.now,
+}: SurfaceStateOptions): SurfaceState => {
+  let ready = false;
+  let lastWatchProgress: number | undefined;
+  let lastTurn: number | undefined;
+  let config: ConfigState = { source };
+  const heartbeat$ = new Observable<never>((subscriber) =>
+    interval(heartbeatMs(stallMs))
+      .pipe(
+        startWith(0),
+        map(() => now()),
+        tap((at) => (lastTurn = at)),
+      )
+      .subscribe({ error: (error: unknown) => subscriber.error(error) }),
+  );
+  return {
+    telemetry: {
+      configRead: (outcome, detail) => {
+        if (outcome === 'accepted') config = { ...config, lastAccepted: { at: now(), ...detail } };
+        if (outcome === 'rejected') config = { ...config, lastRejected: { at: now(), ...detail } };
+      },
+      watcherAlive: () => void (lastWatchProgress = now()),
+    },
+    markReady: () => void (ready = true),
+    ready: () => ready,
+    config: () => config,
+    heartbeat$,
+    liveness: () => {
+      const at = now();
+      if (lastTurn !== undefined && at - lastTurn > stallMs)
+        return { ok: false, reason: `the event loop has not turned for ${at - lastTurn} ms` };
+      if (lastWatchProgress !== undefined && at - lastWatchProgress > stallMs)
+        return {
+          ok: false,
+          reason: `the config watch has made no progress for ${at - lastWatchProgress} ms while the config dir exists`,
+        };
+      return { ok: true };
+    },
+  };
+};

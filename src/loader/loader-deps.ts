@@ -1,0 +1,32 @@
+/** What a loader runs on: its ports, its limits and how it retries. */
+import type { Logger } from 'pino';
+import type { SchedulerLike } from 'rxjs';
+import type { LoadJournal, ModelServer, ModelStore, Telemetry } from '../ports';
+import type { DownloadFunction } from './storage-router';
+
+/** How transient failures are retried: capped exponential backoff with full jitter (core/backoff.ts). */
+export interface RetryPolicy {
+  readonly baseMs: number;
+  readonly maxMs: number;
+  /** Attempts of one step before the model is marked Failed (1 = no retry). */
+  readonly maxAttempts: number;
+}
+
+/** The loader's ports and limits. */
+export interface LoaderDeps {
+  readonly store: ModelStore;
+  readonly journal: LoadJournal;
+  readonly server: ModelServer;
+  /** Fills a directory with the model stored at a URI (storage providers, keyed by scheme). */
+  readonly download: DownloadFunction;
+  readonly log: Logger;
+  readonly downloadConcurrency: number;
+  readonly loadConcurrency: number;
+  readonly retry: RetryPolicy;
+  /** The jitter source of retry delays; Math.random by default. */
+  readonly random?: () => number;
+  /** Where retry delays are timed; asyncScheduler by default. */
+  readonly scheduler?: SchedulerLike;
+  /** Hears of every retry; noTelemetry by default. */
+  readonly telemetry?: Telemetry;
+}

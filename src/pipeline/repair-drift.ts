@@ -1,0 +1,105 @@
+/** repairDrift: at each resync, compares the server's index with the loader's records and re-submits what drifted. */
+import type { Logger } from 'pino';
+import {
+  asyncScheduler,
+  catchError,
+  defer,
+  exhaustMap,
+  from,
+  map,
+  mergeMap,
+  of,
+  take,
+  type Observable,
+  type OperatorFunction,
+  type SchedulerLike,
+} from 'rxjs';
+import { findRepairs, type DesiredState, type FailedRetries, type RepairKind } from '../core/drift';
+import { toEffectError } from '../core/errors';
+import type { ModelName } from '../core/model-name';
+import type { ModelOp } from '../core/model-op';
+import type { Telemetry } from '../ports';
+
+/** What started a resync (the Telemetry port's `resyncRun` triggers). */
+export type ResyncTrigger = Parameters<Telemetry['resyncRun']>[0];
+
+/** The part of the loader drift repair needs (src/loader/loader.ts implements it). */
+export interface DriftRecords {
+  readonly desiredStates: () => ReadonlyArray<DesiredState>;
+  readonly noteServerIndex: (name: ModelName, loaded: boolean) => void;
+}
+
+/** What `repairDrift` asks and tells. */
+export interface RepairDriftOptions {
+  readonly records: DriftRecords;
+  /** The models the server reports loaded: one call per resync, aborted when unsubscribed. */
+  readonly serverIndex: () => Observable<ReadonlySet<string>>;
+  /** The resync interval: the first wait between two retries of a Failed model (capped backoff, core/drift.ts). */
+  readonly intervalMs: number;
+  readonly log: Logger;
+  readonly telemetry: Pick<Telemetry, 'resyncRun' | 'repair'>;
+}
+
+const repairMessages: Readonly<Record<RepairKind, string>> = {
+  'reload-lost': 'drift: the model server lost the model; loading it again',
+  'unload-unlisted': 'drift: the model server has a model the config does not list; unloading it',
+  'retry-failed': 'drift: retrying a failed model',
+  'retry-unload': 'drift: retrying a failed unload',
+};
+
+/**
+ * Each trigger asks the server's index once (a trigger while it is asked is dropped) and emits the ops that
+ * re-submit the desired state of every model that drifted (see `findRepairs`): the loader does the work, with
+ * its own retries, so this is no second pipeline. Each repair is logged (with `model`) and counted. A server
+ * that does not answer is logged and skipped until the next trigger.
+ */
+export const repairDrift =
+  (
+    options: RepairDriftOptions,
+    scheduler: SchedulerLike = asyncScheduler,
+  ): OperatorFunction<ResyncTrigger, ModelOp> =>
+  (trigger$) =>
+    defer(() => {
+      const { records, log, telemetry } = options;
+      let retries: FailedRetries = new Map();
+      return trigger$.pipe(
+        exhaustMap((trigger) => {
+          telemetry.resyncRun(trigger);
+          const before = records.desiredStates();
+          return options.serverIndex().pipe(
+            take(1),
+            map((serverLoaded) => {
+              const found = findRepairs({
+                before,
+                after: records.desiredStates(),
+                serverLoaded,
+                retries,
+                now: scheduler.now(),
+                intervalMs: options.intervalMs,
+              });
+              retries = found.retries;
+              return found.repairs;
+            }),
+            catchError((error: unknown) => {
+              log.warn(
+                { err: toEffectError(error), trigger },
+                'resync: the model server did not list its models; drift is repaired at the next resync',
+              );
+              return of([]);
+            }),
+          );
+        }),
+        // Each op is emitted right after its facts are noted, in the same turn as the records were read.
+        mergeMap((repairs) =>
+          from(repairs).pipe(
+            map(({ kind, name, op }) => {
+              if (kind === 'reload-lost') records.noteServerIndex(name, false);
+              if (kind === 'unload-unlisted') records.noteServerIndex(name, true);
+              log.info({ model: name, repair: kind }, repairMessages[kind]);
+              telemetry.repair(kind);
+              return op;
+            }),
+          ),
+        ),
+      );
+    });

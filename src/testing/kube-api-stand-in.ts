@@ -1,0 +1,227 @@
+/** startKubeApiStandIn: an API server stand-in serving one namespace's ConfigMaps: list, watch, bookmarks, 410, tokens. */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { startHttpServer } from './http-server';
+
+/** How to start the stand-in. */
+export interface KubeApiStandInOptions {
+  /** PEM key and certificate: the stand-in speaks https, as an API server does. */
+  readonly tls: { readonly key: string | Buffer; readonly cert: string | Buffer };
+  /** The bearer token a request must carry; another gets 401. */
+  readonly token: string;
+  readonly namespace: string;
+  /** The ConfigMap a Role restricted by `resourceNames` would allow: any other name or no field selector is 403. */
+  readonly name: string;
+}
+
+/** A request the stand-in received. */
+export interface KubeApiRequest {
+  readonly kind: 'list' | 'watch' | 'other';
+  /** The query as sent (`resourceVersion`, `fieldSelector`, `allowWatchBookmarks`, `timeoutSeconds`, ...). */
+  readonly query: Readonly<Record<string, string>>;
+  /** The status answered (200 for a watch that was opened). */
+  readonly status: number;
+}
+
+/** A change the stand-in made: the ConfigMap's new resourceVersion and when it was written to the open watches. */
+export interface KubeApiChange {
+  readonly resourceVersion: string;
+  /** `performance.now()` when the event was written to the watches open then. */
+  readonly sentAt: number;
+  /** How many watches it was written to. */
+  readonly watchers: number;
+}
+
+/** The running stand-in. */
+export interface KubeApiStandIn {
+  /** `https://127.0.0.1:<port>`, the kubeconfig's `server`. */
+  readonly url: string;
+  /** Every request, in arrival order. */
+  readonly requests: ReadonlyArray<KubeApiRequest>;
+  /** The watches open now. */
+  openWatches(): number;
+  /** Creates (ADDED) or replaces (MODIFIED) the ConfigMap's data. */
+  apply(data: Readonly<Record<string, string>>): KubeApiChange;
+  /** Deletes the ConfigMap (DELETED). */
+  remove(): KubeApiChange;
+  /** Moves the store's version on (as other objects' changes do) and sends a BOOKMARK at it to watches that asked. */
+  bookmark(): void;
+  /**
+   * Compacts the history: every version up to now is "too old". Open watches get an ERROR event with a 410
+   * Status and are ended (`as: 'event'`), or just ended, so their reconnect from an old version is answered
+   * HTTP 410 (`as: 'status'`).
+   */
+  expire(as: 'event' | 'status'): void;
+  /** Ends every open watch: cleanly (`end`), or by resetting its connection mid-stream (`reset`). */
+  dropWatches(how: 'end' | 'reset'): void;
+  /** From now on, watches are opened (200) and then say nothing, never ending: a half-open connection. */
+  hangWatches(hang: boolean): void;
+  /** The token requests must carry from now on. */
+  setToken(token: string): void;
+  close(): Promise<void>;
+}
+
+interface StoredEvent {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  readonly object: object;
+  readonly version: number;
+}
+
+interface OpenWatch {
+  readonly response: ServerResponse;
+  readonly bookmarks: boolean;
+}
+
+const statusBody = (code: number, reason: string, message: string): object => ({
+  kind: 'Status',
+  apiVersion: 'v1',
+  metadata: {},
+  status: 'Failure',
+  message,
+  reason,
+  code,
+});
+
+/**
+ * Starts the stand-in on 127.0.0.1 (a free port). It speaks what `@kubernetes/client-node`'s ListWatch uses:
+ * `GET /api/v1/namespaces/<ns>/configmaps?fieldSelector=metadata.name=<name>` (a ConfigMapList with the
+ * collection's resourceVersion) and the same with `watch=true` (JSON lines of ADDED, MODIFIED, DELETED, BOOKMARK
+ * and ERROR events from after `resourceVersion`, ended after `timeoutSeconds`), 410 Gone for a compacted version,
+ * 401 for a wrong bearer token and 403 without the field selector (a Role restricted by `resourceNames`).
+ */
+export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promise<KubeApiStandIn> => {
+  const collection = `/api/v1/namespaces/${options.namespace}/configmaps`;
+  let token = options.token;
+  let version = 1;
+  let current: object | undefined;
+  let compactedBefore = 0;
+  let hanging = false;
+  const history: StoredEvent[] = [];
+  const watches = new Set<OpenWatch>();
+  const requests: KubeApiRequest[] = [];
+
+  const configMap = (data: Readonly<Record<string, string>>, resourceVersion: number): object => ({
+    kind: 'ConfigMap',
+    apiVersion: 'v1',
+    metadata: { name: options.name, namespace: options.namespace, resourceVersion: String(resourceVersion) },
+    data,
+  });
+  const line = (type: string, object: object): string => `${JSON.stringify({ type, object })}\n`;
+  const json = (res: ServerResponse, status: number, body: object): void =>
+    void res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
+
+  const record = (kind: KubeApiRequest['kind'], query: Record<string, string>, status: number): void =>
+    void requests.push({ kind, query, status });
+
+  const openWatch = (req: IncomingMessage, res: ServerResponse, query: Record<string, string>): void => {
+    const from = Number(query['resourceVersion'] ?? '0');
+    if (from !== 0 && from < compactedBefore) {
+      record('watch', query, 410);
+      return json(res, 410, statusBody(410, 'Expired', `too old resource version: ${from} (${version})`));
+    }
+    record('watch', query, 200);
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+    res.flushHeaders();
+    if (hanging) return void watches.add({ response: res, bookmarks: false });
+    const watch: OpenWatch = { response: res, bookmarks: query['allowWatchBookmarks'] === 'true' };
+    if (from === 0) {
+      if (current !== undefined) res.write(line('ADDED', current));
+    } else
+      for (const event of history.filter((e) => e.version > from)) res.write(line(event.type, event.object));
+    watches.add(watch);
+    const timeoutSeconds = Number(query['timeoutSeconds'] ?? '0');
+    const timer = timeoutSeconds > 0 ? setTimeout(() => end(watch), timeoutSeconds * 1000) : undefined;
+    res.on('close', () => {
+      clearTimeout(timer);
+      watches.delete(watch);
+    });
+    req.on('close', () => watches.delete(watch));
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = new URL(req.url ?? '/', 'https://stand-in');
+    const query = Object.fromEntries(url.searchParams);
+    const kind = url.pathname !== collection ? 'other' : query['watch'] === 'true' ? 'watch' : 'list';
+    if (req.headers.authorization !== `Bearer ${token}`) {
+      record(kind, query, 401);
+      return json(res, 401, statusBody(401, 'Unauthorized', 'Unauthorized'));
+    }
+    if (kind === 'other' || req.method !== 'GET') {
+      record(kind, query, 404);
+      return json(res, 404, statusBody(404, 'NotFound', 'the server could not find the requested resource'));
+    }
+    if (query['fieldSelector'] !== `metadata.name=${options.name}`) {
+      record(kind, query, 403);
+      return json(res, 403, statusBody(403, 'Forbidden', 'configmaps is forbidden: not in resourceNames'));
+    }
+    if (kind === 'watch') return openWatch(req, res, query);
+    record('list', query, 200);
+    json(res, 200, {
+      kind: 'ConfigMapList',
+      apiVersion: 'v1',
+      metadata: { resourceVersion: String(version) },
+      items: current === undefined ? [] : [current],
+    });
+  };
+
+  const server = await startHttpServer(handle, { tls: options.tls });
+
+  const end = (watch: OpenWatch): void => {
+    watches.delete(watch);
+    watch.response.end();
+  };
+
+  const emit = (type: StoredEvent['type'], object: object): KubeApiChange => {
+    history.push({ type, object, version });
+    const text = line(type, object);
+    for (const watch of watches) if (!hanging) watch.response.write(text);
+    return { resourceVersion: String(version), sentAt: performance.now(), watchers: watches.size };
+  };
+
+  return {
+    url: server.url,
+    requests,
+    openWatches: () => watches.size,
+    apply: (data) => {
+      version += 1;
+      const type = current === undefined ? 'ADDED' : 'MODIFIED';
+      current = configMap(data, version);
+      return emit(type, current);
+    },
+    remove: () => {
+      version += 1;
+      const metadata = { name: options.name, namespace: options.namespace, resourceVersion: String(version) };
+      const gone = { ...(current ?? configMap({}, version)), metadata };
+      current = undefined;
+      return emit('DELETED', gone);
+    },
+    bookmark: () => {
+      version += 1; // other objects moved the store on: the bookmark carries its version
+      const object = { kind: 'ConfigMap', apiVersion: 'v1', metadata: { resourceVersion: String(version) } };
+      for (const watch of watches) if (watch.bookmarks) watch.response.write(line('BOOKMARK', object));
+    },
+    expire: (as) => {
+      // Other objects moved the store on meanwhile; every version before the current one is compacted away.
+      version += 1;
+      compactedBefore = version;
+      for (const watch of watches) {
+        if (as === 'event') {
+          watch.response.write(line('ERROR', statusBody(410, 'Expired', 'too old resource version')));
+        }
+        end(watch);
+      }
+    },
+    dropWatches: (how) => {
+      for (const watch of watches) {
+        if (how === 'end') end(watch);
+        else {
+          watches.delete(watch);
+          watch.response.socket?.destroy();
+        }
+      }
+    },
+    hangWatches: (hang) => void (hanging = hang),
+    setToken: (next) => void (token = next),
+    close: () => server.close(),
+  };
+};

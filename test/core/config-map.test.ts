@@ -1,0 +1,69 @@
+/** The ConfigMap source's pure parts: path and selector, the watch query and stall bound, a version read as text, failures in words. */
+import { either as E } from 'fp-ts';
+import {
+  configMapSelector,
+  configMapsPath,
+  configMapText,
+  describeKubeFailure,
+  stallMsFor,
+  watchQuery,
+} from '../../src/core/config-map';
+import { describeConfigError } from '../../src/core/errors';
+
+const ref = { namespace: 'serving', name: 'models', key: 'models.json' };
+const text = (configMap: Parameters<typeof configMapText>[1], maxBytes = 1000): string =>
+  E.match(describeConfigError, (value: string) => `text: ${value}`)(configMapText(ref, configMap, maxBytes));
+
+describe('the ConfigMap as a config source', () => {
+  it('asks for exactly one ConfigMap, with bookmarks and a server-side timeout', () => {
+    expect(configMapsPath('serving')).toBe('/api/v1/namespaces/serving/configmaps');
+    expect(configMapSelector('models')).toBe('metadata.name=models');
+    expect(watchQuery(300)).toEqual({ allowWatchBookmarks: true, timeoutSeconds: 300 });
+  });
+
+  it.each([
+    [1, 2000],
+    [10, 20_000],
+    [300, 330_000],
+  ])('counts a watch asked to end after %i s as stalled after %i ms without progress', (seconds, ms) => {
+    expect(stallMsFor(seconds)).toBe(ms);
+  });
+
+  it.each([
+    ['the key', { data: { 'models.json': '[]' } }, 'text: []'],
+    ['the key, as UTF-8 binaryData', { binaryData: { 'models.json': btoa('[1]') } }, 'text: [1]'],
+    [
+      'a ConfigMap that does not exist',
+      undefined,
+      'cannot read configmap serving/models key models.json: the ConfigMap does not exist',
+    ],
+    [
+      'a ConfigMap without the key',
+      { data: { other: '[]' } },
+      'cannot read configmap serving/models key models.json: the ConfigMap has no key models.json',
+    ],
+    [
+      'a value over the limit',
+      { data: { 'models.json': 'é'.repeat(600) } },
+      'configmap serving/models key models.json is 1200 bytes, over the limit of 1000 bytes (--max-config-bytes); it was not read',
+    ],
+    [
+      'binaryData that is not text',
+      { binaryData: { 'models.json': btoa('[\u00e9]') } },
+      'configmap serving/models key models.json is not valid UTF-8 text (byte 0xE9 at offset 1; Latin-1 or Windows-1252?); models.json must be UTF-8: save it as UTF-8',
+    ],
+  ])('reads %s', (_what, configMap, expected) => {
+    expect(text(configMap)).toBe(expected);
+  });
+
+  it.each([
+    [{ status: 401 }, /refused the credentials \(401 Unauthorized\): check the service account token/],
+    [{ status: 403 }, /403 Forbidden\): the Role must allow get, list and watch/],
+    [{ status: 500 }, /^the API server answered HTTP 500$/],
+    [{ code: 'ECONNREFUSED' }, /^cannot reach the API server \(ECONNREFUSED\)$/],
+    [{ message: 'x'.repeat(500) }, /^the request failed: x{200}$/],
+    [{}, /^the request failed: no reason given$/],
+  ])('describes the failure %j without quoting a request', (failure, expected) => {
+    expect(describeKubeFailure(failure)).toMatch(expected);
+  });
+});

@@ -1,0 +1,112 @@
+import { failedRetryCapMs, failedRetryDelay, findRepairs, type DesiredState } from '../../src/core/drift';
+import { add, remove } from '../../src/core/model-op';
+import type { ModelPhase } from '../../src/core/model-status';
+import type { ModelSpec } from '../../src/core/model-config';
+import { name, spec } from '../helpers/fixtures';
+
+const specA = spec('s3://b/a');
+const state = (
+  model: string,
+  phase: ModelPhase,
+  desired: ModelSpec | 'gone' = specA,
+  settled = true,
+): DesiredState => ({ name: name(model), desired: desired === 'gone' ? undefined : desired, phase, settled });
+
+const repairsOf = (
+  states: ReadonlyArray<DesiredState>,
+  serverLoaded: ReadonlyArray<string>,
+  before: ReadonlyArray<DesiredState> = states,
+) =>
+  findRepairs({
+    before,
+    after: states,
+    serverLoaded: new Set(serverLoaded),
+    retries: new Map(),
+    now: 0,
+    intervalMs: 1000,
+  }).repairs;
+
+describe('findRepairs', () => {
+  it('re-submits the desired state of a settled Loaded model the server lost, and nothing for one it has', () => {
+    expect(repairsOf([state('a', 'Loaded'), state('b', 'Loaded')], ['b'])).toEqual([
+      { kind: 'reload-lost', name: name('a'), op: add(name('a'), specA) },
+    ]);
+  });
+
+  it('leaves a model alone while it is worked on, or when it became Loaded during the index call', () => {
+    expect(repairsOf([state('a', 'Loaded', specA, false)], [])).toEqual([]);
+    expect(repairsOf([state('a', 'Loaded')], [], [state('a', 'Loading', specA, false)])).toEqual([]);
+  });
+
+  it('unloads a valid model name the server has and the loader never knew, sorted; leaves invalid names alone', () => {
+    expect(repairsOf([state('a', 'Loaded')], ['a', 'z', 'm', '../etc'])).toEqual([
+      { kind: 'unload-unlisted', name: name('m'), op: remove(name('m')) },
+      { kind: 'unload-unlisted', name: name('z'), op: remove(name('z')) },
+    ]);
+    // Known before the call (it was being removed): not the repair's to unload.
+    expect(repairsOf([], ['a'], [state('a', 'Unloading', 'gone', false)])).toEqual([]);
+  });
+
+  it('retries a Failed model (Add) and a failed unload (Remove)', () => {
+    expect(repairsOf([state('a', 'Failed'), state('b', 'Failed', 'gone')], ['b'])).toEqual([
+      { kind: 'retry-failed', name: name('a'), op: add(name('a'), specA) },
+      { kind: 'retry-unload', name: name('b'), op: remove(name('b')) },
+    ]);
+  });
+
+  it('backs the retries of a model that keeps failing off, doubling from one interval up to the cap', () => {
+    let retries = new Map();
+    const retriedAt: number[] = [];
+    for (let now = 0; now <= 16_000; now += 1000) {
+      const found = findRepairs({
+        before: [],
+        after: [state('a', 'Failed')],
+        serverLoaded: new Set(),
+        retries,
+        now,
+        intervalMs: 1000,
+      });
+      if (found.repairs.length > 0) retriedAt.push(now);
+      retries = new Map(found.retries);
+    }
+    expect(retriedAt).toEqual([0, 1000, 3000, 7000, 15_000]);
+  });
+
+  it('keeps the schedule while the retry runs, and forgets it once the model is Loaded', () => {
+    const first = findRepairs({
+      before: [],
+      after: [state('a', 'Failed')],
+      serverLoaded: new Set(),
+      retries: new Map(),
+      now: 0,
+      intervalMs: 1000,
+    });
+    const busy = findRepairs({
+      before: [],
+      after: [state('a', 'Loading', specA, false)],
+      serverLoaded: new Set(['a']),
+      retries: first.retries,
+      now: 500,
+      intervalMs: 1000,
+    });
+    expect(busy.retries.get(name('a'))).toEqual({ retries: 1, dueAt: 1000 });
+    const healed = findRepairs({
+      before: [],
+      after: [state('a', 'Loaded')],
+      serverLoaded: new Set(['a']),
+      retries: busy.retries,
+      now: 900,
+      intervalMs: 1000,
+    });
+    expect(healed.retries.size).toBe(0);
+  });
+});
+
+describe('failedRetryDelay', () => {
+  it('is the interval, doubling, capped at failedRetryCapMs or the interval when that is longer', () => {
+    expect([1, 2, 3].map((n) => failedRetryDelay(n, 60_000))).toEqual([60_000, 120_000, 240_000]);
+    expect(failedRetryDelay(10, 60_000)).toBe(failedRetryCapMs);
+    expect(failedRetryDelay(5, 2 * failedRetryCapMs)).toBe(2 * failedRetryCapMs);
+    expect(failedRetryDelay(40, 0)).toBe(0);
+  });
+});

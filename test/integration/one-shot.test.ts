@@ -1,0 +1,75 @@
+/** Acceptance (issue #9): `--once` without `--dry-run` on the real CLI — sync the config as it is, then exit 0 or 1. */
+import { join } from 'node:path';
+import { atomicWrite } from '../../src/testing/atomic-writer';
+import { cliArgs, killAllCli, runCli } from '../helpers/cli-process';
+import { modelsJson } from '../helpers/fixtures';
+import { useTempDir } from '../helpers/temp-dir';
+import { resyncWorld, type ResyncWorld } from './resync-world';
+
+const tmp = useTempDir('one-shot');
+let world: ResyncWorld;
+beforeEach(async () => {
+  world = await resyncWorld(tmp.path);
+  await Promise.all(['a', 'b'].map((name) => world.addModel(name)));
+});
+afterEach(async () => {
+  await killAllCli();
+  await world.close();
+});
+
+const oneShot = (extra = {}) => runCli(cliArgs(world.flags({ once: true, ...extra })), { timeoutMs: 20_000 });
+
+describe('modelsync --once (one-shot sync, real CLI)', () => {
+  it('exits 0 with nothing on stdout once every model is loaded, and removes what the config does not list', async () => {
+    world.server().preload('stray');
+    world.writeConfig(['a', 'b']);
+    const result = await oneShot();
+    expect(result.code).toBe(0);
+    expect(result.stdout.text).toBe('');
+    expect([...world.server().loaded].sort()).toEqual(['a', 'b']);
+    expect(
+      result.stderr.lines.some((line) => line.includes('one-shot sync done: every model is loaded')),
+    ).toBe(true);
+  }, 30_000);
+
+  it('exits 1 listing each model that failed on one stdout line (model, phase, kind, reason), loading the rest', async () => {
+    world.server().failNextLoads(1, 500);
+    atomicWrite(world.configDir, {
+      'models.json': modelsJson({
+        a: join(world.storageDir, 'a'),
+        missing: join(world.storageDir, 'missing'),
+      }),
+    });
+    const result = await oneShot({ 'max-attempts': 1 });
+    expect(result.code).toBe(1);
+    const failures = result.stdout.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(failures.map((failure) => failure['model']).sort()).toEqual(['a', 'missing']);
+    expect(failures.find((failure) => failure['model'] === 'a')).toMatchObject({
+      phase: 'Failed',
+      errorKind: 'http-status',
+      reason: expect.stringContaining('HTTP 500') as unknown,
+    });
+    expect(failures.find((failure) => failure['model'] === 'missing')).toMatchObject({ phase: 'Failed' });
+    expect(typeof failures.find((failure) => failure['model'] === 'missing')?.['errorKind']).toBe('string');
+  }, 30_000);
+
+  it('writes pretty log lines with --log-format pretty, and JSON lines by default when stderr is not a terminal', async () => {
+    world.writeConfig(['a']);
+    const pretty = await oneShot({ 'log-format': 'pretty' });
+    expect(pretty.code).toBe(0);
+    const done = pretty.stderr.lines.find((text) => text.includes('one-shot sync done'));
+    expect(done).toMatch(/INFO.*one-shot sync done: every model is loaded/);
+    expect(() => JSON.parse(done!) as unknown).toThrow();
+    const json = await oneShot({ 'log-format': 'auto' });
+    expect(json.stderr.lines.every((text) => text.startsWith('{'))).toBe(true);
+  }, 30_000);
+
+  it('exits 1 and changes nothing when the config cannot be used', async () => {
+    world.server().preload('kept');
+    atomicWrite(world.configDir, { 'models.json': '[{"modelName": "a"' });
+    const result = await oneShot();
+    expect(result.code).toBe(1);
+    expect(result.stderr.text).toContain('one-shot sync: no usable config; nothing was changed');
+    expect([...world.server().loaded]).toEqual(['kept']);
+  }, 30_000);
+});

@@ -1,0 +1,78 @@
+/**
+ * Acceptance (issue #9): SIGTERM/SIGINT on the real CLI — downloads stop and leave no staging dir, load calls in
+ * flight finish up to --shutdown-timeout, and the process exits 0.
+ */
+import { readdir } from 'node:fs/promises';
+import { startHttpServer, type RunningHttpServer } from '../../src/testing/http-server';
+import { atomicWrite } from '../../src/testing/atomic-writer';
+import { waitFor } from '../../src/testing/wait';
+import { cliArgs, killAllCli, startCli } from '../helpers/cli-process';
+import { modelsJson } from '../helpers/fixtures';
+import { useTempDir } from '../helpers/temp-dir';
+import { about, resyncWorld, type ResyncWorld } from './resync-world';
+
+const tmp = useTempDir('shutdown');
+let world: ResyncWorld;
+let storage: RunningHttpServer | undefined;
+beforeEach(async () => {
+  world = await resyncWorld(tmp.path);
+  await world.addModel('a');
+});
+afterEach(async () => {
+  await killAllCli();
+  await storage?.close();
+  storage = undefined;
+  await world.close();
+});
+
+/** A storage server that announces 64 MiB, sends 64 KiB of it, then nothing more (a download that hangs). */
+const hangingStorage = async (): Promise<RunningHttpServer> =>
+  startHttpServer((_request, response) => {
+    response.writeHead(200, { 'Content-Length': String(64 * 2 ** 20) });
+    response.write(Buffer.alloc(64 * 1024));
+  });
+
+const modelDirEntries = async (): Promise<string[]> => (await readdir(world.modelDir)).sort();
+
+describe('shutdown on SIGTERM/SIGINT (real CLI)', () => {
+  it('aborts a download in progress, removes its staging dir and exits 0 at once', async () => {
+    storage = await hangingStorage();
+    atomicWrite(world.configDir, { 'models.json': modelsJson({ big: `${storage.url}/big.bin` }) });
+    const cli = startCli(cliArgs(world.flags({ 'shutdown-timeout': '10s' })));
+    await cli.waitForLog(about('model downloading', 'big'), 20_000);
+    const staging = async () => (await modelDirEntries()).some((entry) => entry.startsWith('.tmp-'));
+    await waitFor(staging, 5000, 'the staging dir of big');
+    const signalledAt = Date.now();
+    const exit = await cli.signalAndWait('SIGTERM', 10_000);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(Date.now() - signalledAt).toBeLessThan(3000); // a download does not wait for the timeout
+    expect((await modelDirEntries()).filter((entry) => entry.startsWith('.tmp-'))).toEqual([]);
+    await cli.waitForLog('modelsync stopped', 100);
+  }, 30_000);
+
+  it('lets a load call in flight finish before exiting 0 on SIGINT', async () => {
+    world.server().setLoadDelay(1500);
+    world.writeConfig(['a']);
+    const cli = startCli(cliArgs(world.flags({ 'shutdown-timeout': '10s' })));
+    await cli.waitForLog(about('model loading', 'a'), 20_000);
+    const exit = await cli.signalAndWait('SIGINT', 10_000);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect([...world.server().loaded]).toEqual(['a']);
+    expect(cli.logs.some(about('model loaded', 'a'))).toBe(true);
+  }, 30_000);
+
+  it('aborts a load call still running at --shutdown-timeout and exits 0 then', async () => {
+    world.server().setLoadDelay(20_000);
+    world.writeConfig(['a']);
+    const cli = startCli(cliArgs(world.flags({ 'shutdown-timeout': '500ms' })));
+    await cli.waitForLog(about('model loading', 'a'), 20_000);
+    const signalledAt = Date.now();
+    const exit = await cli.signalAndWait('SIGTERM', 10_000);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(Date.now() - signalledAt).toBeLessThan(2500);
+    await cli.waitForLog(
+      'modelsync stopped: calls still in flight at the shutdown timeout were aborted',
+      100,
+    );
+  }, 30_000);
+});

@@ -1,0 +1,117 @@
+/** Tests of the loader's hooks for drift repair (desiredStates, noteServerIndex) and graceful shutdown (drain). */
+import pino from 'pino';
+import { Subject, type Subscription } from 'rxjs';
+import { add, remove, type ModelOp } from '../../src/core/model-op';
+import type { AgentEvent } from '../../src/core/model-status';
+import { createLoader, type Loader } from '../../src/loader/loader';
+import { waitFor } from '../../src/testing/wait';
+import { name, spec } from '../helpers/fixtures';
+import { recordingPorts, type RecordingPorts } from './recording-ports';
+
+const [a, stray] = [name('a'), name('stray')];
+const specA = spec('s3://b/a');
+const nothingInPlace = { onDisk: new Map(), loaded: new Set<string>(), unconfirmed: new Set<string>() };
+
+const running = (recording: RecordingPorts = recordingPorts()) => {
+  const loader: Loader = createLoader(
+    {
+      ...recording.ports,
+      log: pino({ level: 'silent' }),
+      downloadConcurrency: 1,
+      loadConcurrency: 1,
+      retry: { baseMs: 1, maxMs: 1, maxAttempts: 1 },
+    },
+    nothingInPlace,
+  );
+  const ops$ = new Subject<ModelOp>();
+  const events: AgentEvent[] = [];
+  const subscription = loader.run(ops$).subscribe((event) => events.push(event));
+  const phaseOf = (model: string) => loader.statuses().get(name(model))?.phase;
+  return { loader, ops$, events, subscription, calls: recording.calls, phaseOf };
+};
+
+describe('the loader under drift repair', () => {
+  const subscriptions: Subscription[] = [];
+  afterEach(() => subscriptions.splice(0).forEach((subscription) => subscription.unsubscribe()));
+
+  it('loads a settled model again on the same spec once the server is noted to have lost it, and not before', async () => {
+    const r = running();
+    subscriptions.push(r.subscription);
+    r.ops$.next(add(a, specA));
+    await waitFor(() => r.phaseOf('a') === 'Loaded', 5000, 'a loaded');
+    expect(r.loader.desiredStates()).toEqual([{ name: a, desired: specA, phase: 'Loaded', settled: true }]);
+    const before = r.calls.length;
+    r.ops$.next(add(a, specA));
+    expect(r.calls.length).toBe(before); // the same spec on a model in place is nothing
+    r.loader.noteServerIndex(a, false);
+    r.ops$.next(add(a, specA));
+    await waitFor(() => r.calls.length > before && r.phaseOf('a') === 'Loaded', 5000, 'a loaded again');
+    expect(r.calls.slice(before)).toEqual(['journal starting a', 'load a', 'journal confirmed a']);
+  });
+
+  it('unloads a model it never knew once the server is noted to have it loaded', async () => {
+    const r = running();
+    subscriptions.push(r.subscription);
+    r.ops$.next(remove(stray));
+    expect(r.loader.desiredStates()).toEqual([]); // a Remove of a model never seen is nothing
+    r.loader.noteServerIndex(stray, true);
+    r.ops$.next(remove(stray));
+    await waitFor(() => r.calls.includes('unload stray'), 5000, 'stray unloaded');
+    await waitFor(() => r.loader.desiredStates().length === 0, 5000, 'stray forgotten');
+  });
+
+  it('notes nothing while no run is subscribed', () => {
+    const r = running();
+    r.subscription.unsubscribe();
+    r.loader.noteServerIndex(stray, true);
+    expect(r.loader.desiredStates()).toEqual([]);
+  });
+});
+
+describe('Loader.drain', () => {
+  it('aborts a download, lets a load call in flight finish, then resolves', async () => {
+    const recording = recordingPorts();
+    let finishLoad: () => void = () => undefined;
+    let loadCalled: () => void = () => undefined;
+    const loadStarted = new Promise<void>((resolve) => (loadCalled = resolve));
+    const { download } = recording.ports;
+    const r = running({
+      ...recording,
+      ports: {
+        ...recording.ports,
+        server: {
+          ...recording.ports.server,
+          load: () => {
+            loadCalled();
+            return new Promise<void>((resolve) => (finishLoad = resolve));
+          },
+        },
+        // b's download never ends by itself.
+        download: (uri, dir, signal) =>
+          uri.endsWith('/b')
+            ? new Promise((_resolve, reject) =>
+                signal.addEventListener('abort', () => reject(signal.reason as Error)),
+              )
+            : download(uri, dir, signal),
+      },
+    });
+    r.ops$.next(add(a, specA));
+    r.ops$.next(add(name('b'), spec('s3://b/b')));
+    await loadStarted;
+    let drained = false;
+    const drain = r.loader.drain().then(() => (drained = true));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(drained).toBe(false); // a's load call is still in flight
+    finishLoad();
+    await drain;
+    expect(r.phaseOf('a')).toBe('Loaded');
+    expect(r.phaseOf('b')).toBe('Downloading'); // aborted quietly: nothing more is reported while shutting down
+    r.subscription.unsubscribe();
+  });
+
+  it('resolves at once when no run is subscribed', async () => {
+    const r = running();
+    r.subscription.unsubscribe();
+    await expect(r.loader.drain()).resolves.toBeUndefined();
+  });
+});
