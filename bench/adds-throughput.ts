@@ -4,136 +4,41 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startV2ModelServer } from '../src/testing/v2-model-server';
-import { rssSampleEveryMs, sampleRss, type RssFigures } from './rss';
-import { round3, runChildForReport, type Check, type Row, type Suite, type SuiteResult } from './suite';
+import { downloadConcurrency, loadConcurrency, type DriverReport } from './adds-driver';
+import type { FloorReport } from './copy-post-floor';
+import { countListenerWarnings } from './listener-warnings';
+import { rssSampleEveryMs } from './rss';
+import {
+  round3,
+  runChildForReport,
+  summarize,
+  type Check,
+  type Row,
+  type RunOptions,
+  type Suite,
+  type SuiteResult,
+} from './suite';
 
 const MiB = 2 ** 20;
 // The small size runs a few times (a fresh child each, so JIT warm-up is in every run); the row is the median run.
-const sizes = [
+// Each run of the agent is paired with a run of the plain copy+POST script (the floor), the order alternating.
+const fullSizes = [
   { count: 1_000, runs: 3 },
   { count: 10_000, runs: 1 },
 ];
-const downloadConcurrency = 4;
-const loadConcurrency = 2;
+const quickSizes = [{ count: 1_000, runs: 3 }];
+/** P3: the agent's ops/s at least this share of the floor's. */
+const minFloorShare = 0.8;
+/** P3: no MaxListenersExceededWarning at these caps (download and load), over this many models (quick: half). */
+const warningCaps = 64;
+const warningModels = 1_000;
 const modelFileBytes = 4096;
 const childTimeoutMs = 300_000;
-
-/** What the child reports to the suite. */
-interface DriverReport extends RssFigures {
-  readonly count: number;
-  readonly seconds: number;
-  readonly loaded: number;
-  readonly failed: number;
-  readonly retries: number;
-  /** When the last model that needed no retry was Loaded, seconds from the start. */
-  readonly lastFirstTrySeconds: number;
-  /** Distinct Retrying reasons (model names and temp paths blanked out), with counts. */
-  readonly retryReasons: Readonly<Record<string, number>>;
-  /** CPU the child used during the run (process.cpuUsage: its main thread and libuv's pool), in seconds. */
-  readonly cpuUserSeconds: number;
-  readonly cpuSystemSeconds: number;
-  readonly downloadHighWater: number;
-  readonly loadHighWater: number;
-}
-
-/** The child: loads modelsync's modules, runs the agent on a config of `count` models and reports over IPC. */
-const driver = async (): Promise<void> => {
-  const [countText, serverUrl, modelDir, sourceDir] = process.argv.slice(2);
-  const count = Number(countText);
-  if (
-    !Number.isInteger(count) ||
-    serverUrl === undefined ||
-    modelDir === undefined ||
-    sourceDir === undefined
-  ) {
-    throw new Error('usage: adds-throughput <count> <server url> <model dir> <source dir>');
-  }
-  // Loaded here, not at the top, so the parent does not pay for them.
-  const pino = (await import('pino')).default;
-  const { firstValueFrom, ignoreElements, tap, defaultIfEmpty } = await import('rxjs');
-  const { defaultAppConfig } = await import('../src/core/app-config');
-  const { agentSettings, capabilities } = await import('../src/production');
-  const { startAgent } = await import('../src/start-agent');
-  const { fixedConfigSource } = await import('../src/testing/fixed-config-source');
-  type Loader = import('../src/loader/loader').Loader;
-
-  // Retrying and Failed are counted from the status events below; only errors reach stderr.
-  const log = pino({ level: 'error' }, pino.destination(2));
-  const config = {
-    ...defaultAppConfig,
-    modelDir,
-    serverUrl,
-    downloadConcurrency,
-    loadConcurrency,
-    localStorageRoots: [sourceDir],
-  };
-  const edges = capabilities(config, log, {});
-  if (edges._tag === 'Left') throw new Error(edges.left);
-  // models.json listing every model, never changing: the agent completes once all of them are loaded.
-  const modelsJson = JSON.stringify(
-    Array.from({ length: count }, (_, i) => ({
-      modelName: `model-${String(i).padStart(5, '0')}`,
-      modelSpec: { storageUri: sourceDir, framework: 'sklearn' },
-    })),
-  );
-  let loader: Loader | undefined;
-  const agent$ = startAgent(
-    { ...edges.right, configSource: fixedConfigSource(modelsJson) },
-    { ...agentSettings(config, log), onStart: (start) => (loader = start.loader) },
-  );
-  let loaded = 0;
-  let failed = 0;
-  let retries = 0;
-  let lastFirstTryMs = 0;
-  const retried = new Set<string>();
-  const retryReasons: Record<string, number> = {};
-  const generic = (reason: string): string =>
-    reason.replaceAll(modelDir, '<M>').replace(/model-\d{5}/g, '<name>');
-  const rss = sampleRss();
-  const started = performance.now();
-  const cpuAtStart = process.cpuUsage();
-  await firstValueFrom(
-    agent$.pipe(
-      tap((event) => {
-        if (event._tag !== 'Status') return;
-        if (event.status.phase === 'Loaded') {
-          loaded++;
-          if (!retried.has(event.status.modelName)) lastFirstTryMs = performance.now();
-        } else if (event.status.phase === 'Failed') failed++;
-        else if (event.status.phase === 'Retrying') {
-          retries++;
-          retried.add(event.status.modelName);
-          const reason = generic(event.status.reason ?? 'unknown');
-          retryReasons[reason] = (retryReasons[reason] ?? 0) + 1;
-        }
-      }),
-      ignoreElements(),
-      defaultIfEmpty(undefined),
-    ),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  const cpu = process.cpuUsage(cpuAtStart);
-  const report: DriverReport = {
-    count,
-    seconds,
-    loaded,
-    failed,
-    retries,
-    lastFirstTrySeconds: (lastFirstTryMs - started) / 1000,
-    retryReasons,
-    cpuUserSeconds: cpu.user / 1e6,
-    cpuSystemSeconds: cpu.system / 1e6,
-    ...rss.stop(),
-    downloadHighWater: loader?.slots.download.highWater() ?? 0,
-    loadHighWater: loader?.slots.load.highWater() ?? 0,
-  };
-  process.send!(report, () => process.disconnect());
-};
 
 /** Runs this module as the driver in a child process, so its memory figures are the loader's alone. */
 const runChild = (count: number, url: string, modelDir: string, sourceDir: string): Promise<DriverReport> =>
   runChildForReport<DriverReport>(
-    __filename,
+    path.join(__dirname, 'adds-driver.js'),
     [String(count), url, modelDir, sourceDir],
     childTimeoutMs,
     `${count} Adds: child`,
@@ -143,9 +48,41 @@ interface Measured {
   readonly report: DriverReport;
   readonly maxConcurrentLoads: number;
   readonly completeLoads: number;
+  /** The floor's run paired with this one, and the agent's ops/s over the floor's. */
+  readonly floor: FloorReport;
+  readonly floorMaxConcurrentLoads: number;
+  readonly vsFloor: number;
 }
 
-const measure = async (count: number): Promise<Measured> => {
+/** The plain copy+POST script on `count` models at the same caps, in its own child, against its own stand-in. */
+const runFloor = async (count: number, root: string, sourceDir: string) => {
+  const modelDir = path.join(root, 'floor-models');
+  mkdirSync(modelDir);
+  // No model dir check: the plain script writes no marker (the agent's stand-in checks each load's dir).
+  const standIn = await startV2ModelServer({ loadDelayMs: 0 });
+  try {
+    const floor = await runChildForReport<FloorReport>(
+      path.join(__dirname, 'copy-post-floor.js'),
+      [
+        count,
+        standIn.url,
+        modelDir,
+        path.join(sourceDir, 'model.bin'),
+        downloadConcurrency,
+        loadConcurrency,
+      ].map(String),
+      childTimeoutMs,
+      `${count} Adds: floor child`,
+    );
+    if (floor.failed > 0 || standIn.loaded.size !== count)
+      throw new Error(`floor: ${floor.failed} failed loads, ${standIn.loaded.size} of ${count} loaded`);
+    return { floor, floorMaxConcurrentLoads: standIn.maxConcurrentLoads };
+  } finally {
+    await standIn.close();
+  }
+};
+
+const measure = async (count: number, floorFirst: boolean): Promise<Measured> => {
   const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-adds-'));
   const modelDir = path.join(root, 'models');
   const sourceDir = path.join(root, 'source');
@@ -153,11 +90,15 @@ const measure = async (count: number): Promise<Measured> => {
   writeFileSync(path.join(sourceDir, 'model.bin'), Buffer.alloc(modelFileBytes, 7));
   const standIn = await startV2ModelServer({ modelDir, loadDelayMs: 0 });
   try {
+    const floorBefore = floorFirst ? await runFloor(count, root, sourceDir) : undefined;
     const report = await runChild(count, standIn.url, modelDir, sourceDir);
+    const floorRun = floorBefore ?? (await runFloor(count, root, sourceDir));
     return {
       report,
       maxConcurrentLoads: standIn.maxConcurrentLoads,
       completeLoads: standIn.loads.filter((load) => load.complete && load.status === 200).length,
+      ...floorRun,
+      vsFloor: floorRun.floor.seconds / report.seconds,
     };
   } finally {
     await standIn.close();
@@ -176,15 +117,16 @@ export const addsThroughputSuite: Suite = {
     'delay) at the default concurrency ' +
     `(download ${downloadConcurrency}, load ${loadConcurrency}), until every model is loaded; each run in its ` +
     'own child process.',
-  run: async (): Promise<SuiteResult> => {
+  run: async ({ quick }: RunOptions): Promise<SuiteResult> => {
     const results: { readonly count: number; readonly runs: Measured[]; readonly median: Measured }[] = [];
-    for (const { count, runs } of sizes) {
+    for (const { count, runs } of quick ? quickSizes : fullSizes) {
       const measuredRuns: Measured[] = [];
       for (let run = 0; run < runs; run++) {
-        const measured = await measure(count);
+        const measured = await measure(count, run % 2 === 1);
         const { report } = measured;
         console.log(
-          `  ${count} Adds: ${(count / report.seconds).toFixed(0)} ops/s in ${report.seconds.toFixed(1)} s`,
+          `  ${count} Adds: ${(count / report.seconds).toFixed(0)} ops/s in ${report.seconds.toFixed(1)} s; ` +
+            `floor ${(count / measured.floor.seconds).toFixed(0)} ops/s`,
         );
         if (report.loaded !== count || measured.completeLoads !== count) {
           throw new Error(
@@ -200,6 +142,7 @@ export const addsThroughputSuite: Suite = {
     const opsPerSecond = (measured: Measured): number => measured.report.count / measured.report.seconds;
     const rows: Row[] = results.map(({ runs, median: { report, maxConcurrentLoads } }) => ({
       adds: report.count,
+      variant: 'modelsync',
       runs: runs.length,
       opsPerSecond: round3(report.count / report.seconds),
       minOpsPerSecond: round3(Math.min(...runs.map(opsPerSecond))),
@@ -217,6 +160,33 @@ export const addsThroughputSuite: Suite = {
       loadHighWater: report.loadHighWater,
       serverMaxConcurrentLoads: maxConcurrentLoads,
     }));
+    for (const { count, runs } of results) {
+      const floorSpeed = summarize(runs.map((m) => count / m.floor.seconds));
+      rows.push({
+        adds: count,
+        runs: runs.length,
+        variant: 'floor: copy+POST script',
+        opsPerSecond: floorSpeed.median,
+        minOpsPerSecond: floorSpeed.min,
+        maxOpsPerSecond: floorSpeed.max,
+        downloadHighWater: Math.max(...runs.map((m) => m.floor.downloadHighWater)),
+        loadHighWater: Math.max(...runs.map((m) => m.floor.loadHighWater)),
+        serverMaxConcurrentLoads: Math.max(...runs.map((m) => m.floorMaxConcurrentLoads)),
+      });
+    }
+    const warningCount = quick ? warningModels / 2 : warningModels;
+    console.log(`  ${warningCount} models at caps ${warningCaps}/${warningCaps}, counting listener warnings`);
+    const listeners = await countListenerWarnings(warningCount, warningCaps);
+    const floorChecks: Check[] = results.map(({ count, runs }) => {
+      const ratio = round3(summarize(runs.map((m) => m.vsFloor)).median);
+      return {
+        name: `P3 ${count} Adds: ops/s ≥ ${minFloorShare}x the copy+POST script at caps ${downloadConcurrency}/${loadConcurrency}`,
+        withinBudget: ratio >= minFloorShare,
+        ratio,
+        better: 'higher',
+        pairs: runs.length,
+      };
+    });
     const checks: Check[] = results.map(({ count, runs }) => {
       const downloadHighWater = Math.max(...runs.map((m) => m.report.downloadHighWater));
       const loadHighWater = Math.max(...runs.map((m) => m.report.loadHighWater));
@@ -233,16 +203,33 @@ export const addsThroughputSuite: Suite = {
         loadCap: loadConcurrency,
       };
     });
+    checks.push(...floorChecks, {
+      name: `P3 no MaxListenersExceededWarning at caps ${warningCaps}/${warningCaps} (agent process, through SIGTERM)`,
+      withinBudget: listeners.warnings === 0 && listeners.loaded === warningCount,
+      warnings: listeners.warnings,
+      models: warningCount,
+      loaded: listeners.loaded,
+      seconds: round3(listeners.seconds),
+      firstWarning: listeners.firstWarning ?? null,
+    });
     return {
       rows,
       checks,
       notes: [
+        'The floor (bench/copy-post-floor.ts, its own child, its own stand-in without the model dir check): for ' +
+          `each model mkdir + copyFile into the model dir and POST the V2 load over keep-alive node:http, at most ` +
+          `${downloadConcurrency} copies and ${loadConcurrency} POSTs at once. Each agent run is paired with a ` +
+          'floor run on the same machine moments before or after (alternating); ratio = median over the pairs ' +
+          "of the floor's seconds / the agent's seconds (= the agent's ops/s over the floor's).",
+        `Listener warnings: the real agent process (node src/cli.js) at --download-concurrency ${warningCaps} ` +
+          `--load-concurrency ${warningCaps} on ${warningModels} local models (quick: ${warningModels / 2}), stopped ` +
+          'with SIGTERM once all are loaded; MaxListenersExceededWarning counted in its stderr.',
         'opsPerSecond = Adds / seconds of the median run (min/max over the runs), from subscribing startAgent on a fixed config of N models to its completion (every model ' +
           'Loaded, checked: as many Loaded events and complete 200 loads at the stand-in as Adds, none failed).',
         `Each model: one ${modelFileBytes / 1024} KiB file copied from a shared local dir into a staging dir, ` +
-          'fsync of the file, the dir and the marker, rename into place, fsync of the model dir, then the load ' +
-          'journal entry (written, dir fsynced), POST .../load to the stand-in (in the parent process, so its ' +
-          'CPU competes on this 2-core machine) and the journal entry removed. Logs at error level (retries are counted from status events).',
+          'the marker with its file manifest, rename into place (the flush runs in the background), the load ' +
+          'journal entry, POST .../load to the stand-in (in the parent process, so its CPU competes on this ' +
+          '2-core machine). Logs at error level (retries are counted from status events).',
         `startRssMiB: child RSS before the run (modules loaded, config text built); peakRss: highest RSS sampled every ` +
           `${rssSampleEveryMs} ms; maxRss: process.resourceUsage().maxRSS at the end.`,
         'downloadHighWater / loadHighWater: loader.slots.*.highWater(); serverMaxConcurrentLoads: the ' +
@@ -251,11 +238,6 @@ export const addsThroughputSuite: Suite = {
         'retries: Retrying status events (each waits a backoff of 0.5 s and more before the next attempt); ' +
           'retryTailSeconds: from the last Loaded of a model that needed no retry to the end of the run, ' +
           'i.e. the time spent waiting for retried models alone.',
-        'Disk cost: 6 fsyncs per model (counted once with strace -c -f: 6,001 for 1,000 Adds, 0.4-0.6 ms each ' +
-          'on this disk). Overlapped over 4 downloads they do not set the pace: the child is CPU-bound ' +
-          '(childCpuPercent), about half of it in the kernel, on ~90 syscalls per model besides the ~190 futex ' +
-          'calls of its fs operations going through the libuv thread pool; the stand-in in the parent takes ' +
-          'much of the second core.',
         ...results.map(({ count, runs }) => {
           const reasons: Record<string, number> = {};
           for (const { report } of runs) {
@@ -271,10 +253,3 @@ export const addsThroughputSuite: Suite = {
     };
   },
 };
-
-if (require.main === module) {
-  driver().catch((error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  });
-}

@@ -1,5 +1,5 @@
 /** Child process of the download suites: one download one way, reporting its bytes, speed and memory over IPC. */
-import { createWriteStream, readdirSync, statSync } from 'node:fs';
+import { closeSync, createWriteStream, fsyncSync, openSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
@@ -46,22 +46,39 @@ const viaS3Storage = async (uri: string, dir: string, endpoint: string | undefin
   await storage.download(uri, dir, new AbortController().signal);
 };
 
-const bytesIn = (dir: string): number =>
+const filesIn = (dir: string): ReadonlyArray<string> =>
   readdirSync(dir, { recursive: true, encoding: 'utf8' })
-    .map((name) => statSync(path.join(dir, name)))
-    .filter((stats) => stats.isFile())
-    .reduce((sum, stats) => sum + stats.size, 0);
+    .map((name) => path.join(dir, name))
+    .filter((file) => statSync(file).isFile());
+
+const bytesIn = (dir: string): number => filesIn(dir).reduce((sum, file) => sum + statSync(file).size, 0);
+
+// As the floor's `curl -o` + `sync <file>`: the bytes on disk, not only in the page cache.
+const fsyncFilesIn = (dir: string): void => {
+  for (const file of filesIn(dir)) {
+    const fd = openSync(file, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  }
+};
 
 const main = async (): Promise<void> => {
-  const [variant, url, dir, endpoint] = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const [variant, url, dir, endpoint] = args.filter((arg) => arg !== '--fsync');
   if (url === undefined || dir === undefined || variant === undefined || !variants.includes(variant)) {
-    throw new Error('usage: download-driver baseline|httpStorage|s3Storage <url> <empty dir> [s3 endpoint]');
+    throw new Error(
+      'usage: download-driver baseline|httpStorage|s3Storage <url> <empty dir> [s3 endpoint] [--fsync]',
+    );
   }
   const rss = sampleRss();
   const started = performance.now();
   if (variant === 'baseline') await baseline(url, dir);
   else if (variant === 'httpStorage') await viaHttpStorage(url, dir);
   else await viaS3Storage(url, dir, endpoint);
+  if (args.includes('--fsync')) fsyncFilesIn(dir);
   const seconds = (performance.now() - started) / 1000;
   const report: DriverReport = { bytes: bytesIn(dir), seconds, ...rss.stop() };
   process.send!(report, () => process.disconnect());

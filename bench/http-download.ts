@@ -1,23 +1,61 @@
-/** Suite http-download: a 1 GiB download over loopback, plain fetch + pipeline vs httpStorage().download. */
+/** Suite http-download: a 1 GiB download over loopback, `curl -o` + sync (the floor) and fetch vs httpStorage().download. */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { startHttpServer, writeRepeated, type RunningHttpServer } from '../src/testing/http-server';
 import type { DriverReport, Variant } from './download-driver';
-import { round3, runChildForReport, skipUnlessFree, summarize } from './suite';
-import type { Row, Suite, SuiteResult } from './suite';
+import {
+  round3,
+  runChildForReport,
+  skipUnlessFree,
+  summarize,
+  type Check,
+  type Row,
+  type RunOptions,
+  type Suite,
+  type SuiteResult,
+} from './suite';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
-const bodyBytes = GiB;
+const fullBytes = GiB;
+const quickBytes = 128 * MiB;
 const minFreeBytes = 3 * GiB;
 const runsPerVariant = 3;
 const childTimeoutMs = 180_000;
-const variants: ReadonlyArray<Variant> = ['baseline', 'httpStorage'];
+/** P4 targets: httpStorage at least this share of the floor's MB/s, and its peak RSS at most this. */
+const minFloorShare = 0.9;
+const maxPeakRssMiB = 150;
+/** `curl -o` + `sync <file>` (the floor), or a child downloading one way then fsyncing the file. */
+type Run = 'curl' | Variant;
+const runs: ReadonlyArray<Run> = ['curl', 'baseline', 'httpStorage'];
+
+const run = promisify(execFile);
+
+/**
+ * `curl -s -f -o <file> <url>` then `sync <file>`, timed from the parent (asynchronously: the server is in this
+ * process); undefined when curl is not installed.
+ */
+const runCurl = async (url: string, dir: string): Promise<DriverReport | undefined> => {
+  const file = path.join(dir, 'model.bin');
+  const started = performance.now();
+  try {
+    await run('curl', ['-s', '-f', '-o', file, url]);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  await run('sync', [file]);
+  const seconds = (performance.now() - started) / 1000;
+  return { bytes: statSync(file).size, seconds, startRssBytes: 0, peakRssBytes: 0, maxRssBytes: 0 };
+};
 
 /** Serves `/model.bin`: `bodyBytes` made of one random 1 MiB buffer repeated, written as fast as TCP drains. */
-const startServer = (): Promise<RunningHttpServer> => {
+const startServer = (bodyBytes: number): Promise<RunningHttpServer> => {
   const block = randomBytes(MiB);
   return startHttpServer((request, response) => {
     if (request.url !== '/model.bin') {
@@ -36,7 +74,7 @@ const startServer = (): Promise<RunningHttpServer> => {
 const runChild = (variant: Variant, url: string, dir: string): Promise<DriverReport> =>
   runChildForReport<DriverReport>(
     path.join(__dirname, 'download-driver.js'),
-    [variant, url, dir],
+    [variant, url, dir, '--fsync'],
     childTimeoutMs,
     `${variant} child`,
   );
@@ -47,24 +85,32 @@ const mbPerSecond = (report: DriverReport): number => report.bytes / 1e6 / repor
 export const httpDownloadSuite: Suite = {
   name: 'http-download',
   description:
-    'Throughput and peak memory of downloading a 1 GiB application/octet-stream body from a node:http ' +
-    'server on 127.0.0.1 to a file: fetch + stream.pipeline(Readable.fromWeb(body), createWriteStream) ' +
-    'as the baseline, vs httpStorage().download; each run in its own child process.',
-  run: async (): Promise<SuiteResult> => {
+    'Throughput and peak memory of downloading a 1 GiB (quick: 128 MiB) application/octet-stream body from a ' +
+    'node:http server on 127.0.0.1 to a file on disk: `curl -o` + `sync` as the floor, fetch + ' +
+    'stream.pipeline(Readable.fromWeb(body), createWriteStream) + fsync, vs httpStorage().download + fsync; ' +
+    'each node run in its own child process.',
+  run: async ({ quick }: RunOptions): Promise<SuiteResult> => {
+    const bodyBytes = quick ? quickBytes : fullBytes;
     const noRoom = skipUnlessFree('http-download', minFreeBytes);
     if (noRoom !== undefined) return noRoom;
-    const server = await startServer();
+    const server = await startServer(bodyBytes);
     const url = `${server.url}/model.bin`;
     const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-'));
-    const reports = new Map<Variant, DriverReport[]>(variants.map((variant) => [variant, []]));
+    let variants = runs;
+    const reports = new Map<Run, DriverReport[]>(variants.map((variant) => [variant, []]));
     try {
-      // Interleaved, so drift (page cache, a noisy neighbour) spreads over both variants.
+      // Interleaved, so drift (page cache, a noisy neighbour) spreads over every variant.
       for (let run = 0; run < runsPerVariant; run++) {
         for (const variant of variants) {
           const dir = path.join(root, `${variant}-${run}`);
           mkdirSync(dir);
           try {
-            const report = await runChild(variant, url, dir);
+            const report = variant === 'curl' ? await runCurl(url, dir) : await runChild(variant, url, dir);
+            if (report === undefined) {
+              console.log('  curl is not installed: the fetch baseline is the floor');
+              variants = variants.filter((v) => v !== 'curl');
+              continue;
+            }
             if (report.bytes !== bodyBytes) {
               throw new Error(`${variant} wrote ${report.bytes} bytes, expected ${bodyBytes}`);
             }
@@ -79,9 +125,10 @@ export const httpDownloadSuite: Suite = {
       rmSync(root, { recursive: true, force: true });
       await server.close();
     }
-    const medianOf = (variant: Variant, figure: (report: DriverReport) => number): number =>
+    const medianOf = (variant: Run, figure: (report: DriverReport) => number): number =>
       summarize(reports.get(variant)!.map(figure)).median;
-    const baselineMedian = medianOf('baseline', mbPerSecond);
+    const floor: Run = variants.includes('curl') ? 'curl' : 'baseline';
+    const baselineMedian = medianOf(floor, mbPerSecond);
     const rows: Row[] = variants.map((variant) => {
       const speed = summarize(reports.get(variant)!.map(mbPerSecond));
       const peakRss = summarize(reports.get(variant)!.map((report) => report.peakRssBytes / MiB));
@@ -92,7 +139,7 @@ export const httpDownloadSuite: Suite = {
         medianMBps: speed.median,
         minMBps: speed.min,
         maxMBps: speed.max,
-        vsBaseline: round3(speed.median / baselineMedian),
+        vsFloor: round3(speed.median / baselineMedian),
         medianSeconds: round3(medianOf(variant, (report) => report.seconds)),
         startRssMiB: round3(medianOf(variant, (report) => report.startRssBytes / MiB)),
         peakRssMiBMedian: peakRss.median,
@@ -101,15 +148,36 @@ export const httpDownloadSuite: Suite = {
         maxRssMiBMax: maxRss.max,
       };
     });
+    const mine = reports.get('httpStorage')!;
+    const ratio = round3(medianOf('httpStorage', mbPerSecond) / baselineMedian);
+    const peakRssMiB = round3(
+      Math.max(...mine.map((report) => Math.max(report.peakRssBytes, report.maxRssBytes))) / MiB,
+    );
+    const checks: Check[] = [
+      {
+        name: `P4 httpStorage ≥ ${minFloorShare}x the floor (${floor === 'curl' ? 'curl -o + sync' : 'fetch + pipeline'})`,
+        withinBudget: ratio >= minFloorShare,
+        ratio,
+        better: 'higher',
+      },
+      {
+        name: `P4 httpStorage peak RSS ≤ ${maxPeakRssMiB} MiB`,
+        withinBudget: peakRssMiB <= maxPeakRssMiB,
+        peakRssMiB,
+      },
+    ];
     return {
       rows,
+      checks,
       notes: [
-        `MB/s is 10^6 bytes per second of wall time in the child, from the request to the file's last write ` +
-          `(${bodyBytes} bytes, sizes checked). vsBaseline = median MB/s / the baseline's median MB/s.`,
+        `MB/s is 10^6 bytes per second of wall time, from the request to the file flushed to disk ` +
+          `(${bodyBytes} bytes, sizes checked): curl is timed from the parent (spawn of \`curl -s -f -o\` to the ` +
+          'end of `sync <file>`), the node runs in their child (download, then fsync of the file). ' +
+          "vsFloor = median MB/s / the floor's median MB/s (curl; fetch when curl is not installed).",
         'startRssMiB: child RSS before the download; peakRss: highest RSS sampled every 50 ms; ' +
-          'maxRss: process.resourceUsage().maxRSS at the end; median and max over the runs.',
-        `Files go to a temp dir under ${os.tmpdir()}, deleted after each run; with free RAM the writes land ` +
-          'in the page cache, so this measures the download path rather than the disk.',
+          'maxRss: process.resourceUsage().maxRSS at the end; median and max over the runs (0 for curl: ' +
+          'not measured). The P4 RSS check takes the highest of both over the httpStorage runs.',
+        `Files go to a temp dir under ${os.tmpdir()}, deleted after each run.`,
       ],
     };
   },

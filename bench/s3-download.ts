@@ -1,4 +1,4 @@
-/** Suite s3-download: a 1 GiB model of 64 objects from an S3 server (s3rver) vs the same bytes over http; and cut at 90 %. */
+/** Suite s3-download: a 1 GiB (quick: 256 MiB) model of 64 objects from s3rver vs the same bytes over http; and cut at 90 %. */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -8,18 +8,18 @@ import { startS3Server } from '../test/helpers/s3-server';
 import { startTcpRelay } from '../test/helpers/tcp-relay';
 import type { DriverReport } from './download-driver';
 import { round3, runChildForReport, skipUnlessFree, summarize } from './suite';
-import type { Row, Suite, SuiteResult } from './suite';
+import type { Row, RunOptions, Suite, SuiteResult } from './suite';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
 const objectCount = 64;
-const objectBytes = GiB / objectCount;
-const modelBytes = objectCount * objectBytes;
-const cutAt = Math.floor(modelBytes * 0.9);
+const fullModelBytes = GiB;
+// Quick: still above the RSS budget, so a model held in memory fails the check in either mode.
+const quickModelBytes = 256 * MiB;
 // s3rver keeps its objects on disk (1 GiB), each run writes 1 GiB more before it is deleted.
 const minFreeBytes = 4 * GiB;
 const runsPerVariant = 3;
-// A quarter of the model: whatever the objects in flight buffer, a model held in memory would pass it 4 times over.
+// A quarter of the full model: whatever the objects in flight buffer, a model held in memory would pass it 4 times over.
 const rssBudgetMiB = 256;
 const childTimeoutMs = 180_000;
 const variants = ['http', 's3', 's3 via relay', 's3 via relay, cut at 90 %'] as const;
@@ -31,11 +31,14 @@ const mbPerSecond = (report: DriverReport): number => report.bytes / 1e6 / repor
 export const s3DownloadSuite: Suite = {
   name: 's3-download',
   description:
-    `A 1 GiB model of ${objectCount} objects of 16 MiB downloaded by s3Storage from s3rver on 127.0.0.1 ` +
+    `A 1 GiB (quick: 256 MiB) model of ${objectCount} objects of 16 MiB (quick: 4 MiB) downloaded by s3Storage from s3rver on 127.0.0.1 ` +
     '(8 objects in flight), vs the same bytes as one body by httpStorage from a node:http server; and the S3 ' +
     'download through a TCP relay, uncut and with every connection dropped once 90 % of the bytes have been ' +
     'sent (each cut object resumed with a ranged GetObject). Each run in its own child process.',
-  run: async (): Promise<SuiteResult> => {
+  run: async ({ quick }: RunOptions): Promise<SuiteResult> => {
+    const objectBytes = (quick ? quickModelBytes : fullModelBytes) / objectCount;
+    const modelBytes = objectCount * objectBytes;
+    const cutAt = Math.floor(modelBytes * 0.9);
     const noRoom = skipUnlessFree('s3-download', minFreeBytes);
     if (noRoom !== undefined) return noRoom;
     const block = randomBytes(objectBytes);
@@ -146,7 +149,8 @@ export const s3DownloadSuite: Suite = {
           "the uncut download's through the relay.",
         "The relay (test/helpers/tcp-relay.ts, in the bench process) passes s3rver's bytes on and counts them " +
           '(medianMiBServed, headers included); the cut drops every connection once ' +
-          `${cutAt} bytes have been sent: a restart from 0 would serve 1024 + 922 MiB.`,
+          `${cutAt} bytes have been sent: a restart from 0 would serve ${modelBytes / MiB} + ` +
+          `${Math.round(cutAt / MiB)} MiB.`,
         'peakRss: highest child RSS sampled every 50 ms; maxRss: process.resourceUsage().maxRSS at the end.',
         's3rver serves each object from a file on disk through Koa: its own speed, not the AWS SDK, bounds the S3 ' +
           'rows; the figure to read is memory (streamed, not held) and the cost of the cut.',

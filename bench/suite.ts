@@ -10,8 +10,18 @@ export type Cell = string | number | boolean | null;
 /** One row of a suite's result table; columns are the union of the rows' keys, in first-seen order. */
 export type Row = Readonly<Record<string, Cell>>;
 
-/** A budget from an issue, checked against a measured figure; `withinBudget` is the verdict, the rest is shown. */
-export type Check = Readonly<{ name: string; withinBudget: boolean } & Record<string, Cell>>;
+/** Which way a ratio improves: a time over the floor's is lower-is-better, a throughput over the floor's higher. */
+export type Better = 'lower' | 'higher';
+
+/**
+ * A budget from an issue, checked against a measured figure; `withinBudget` is the verdict, the rest is shown.
+ * Where the suite has a floor, `ratio` is modelsync's figure over the floor's from the same interleaved run and
+ * `better` says which way it improves: `npm run bench:check` compares these ratios (and only these) with the
+ * committed baseline.
+ */
+export type Check = Readonly<
+  { name: string; withinBudget: boolean; ratio?: number; better?: Better } & Record<string, Cell>
+>;
 
 /** What a suite measured. run.ts adds the date, Node version and CPU before writing it to JSON. */
 export interface SuiteResult {
@@ -23,6 +33,13 @@ export interface SuiteResult {
   readonly checks?: ReadonlyArray<Check>;
   /** How to read the figures: units, method, caveats. */
   readonly notes?: ReadonlyArray<string>;
+  /** Raw samples by label, for the charts (bench/charts.ts), e.g. each watcher's swap → load latencies in ms. */
+  readonly series?: Readonly<Record<string, ReadonlyArray<number>>>;
+}
+
+/** How a run was asked for: `quick` shrinks every suite (fewer swaps, models and bytes) to what still gives stable ratios. */
+export interface RunOptions {
+  readonly quick: boolean;
 }
 
 /** A benchmark suite: list it in run.ts's `suites` to make `npm run bench [-- <name>]` run it. */
@@ -31,7 +48,7 @@ export interface Suite {
   readonly name: string;
   /** One sentence: what is measured, against what. */
   readonly description: string;
-  run(): Promise<SuiteResult>;
+  run(options: RunOptions): Promise<SuiteResult>;
 }
 
 /** Summary of raw samples. Percentiles interpolate linearly; p99 only with at least 100 samples. */

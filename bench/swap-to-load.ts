@@ -10,66 +10,35 @@ import { performance } from 'node:perf_hooks';
 import { atomicWrite } from '../src/testing/atomic-writer';
 import { startHttpServer } from '../src/testing/http-server';
 import { seededRandom } from '../src/testing/seeded-random';
-import { startV2ModelServer, type V2Request } from '../src/testing/v2-model-server';
-import { sleep, withTimeout } from '../src/testing/wait';
-import { startCli, type CliProcess } from '../test/helpers/cli-process';
+import { startV2ModelServer } from '../src/testing/v2-model-server';
+import { sleep } from '../src/testing/wait';
+import type { CliProcess } from '../test/helpers/cli-process';
 import { startKubeApiCluster } from '../test/helpers/kube-api';
-import { round3, summarize, type Check, type Row, type Suite, type SuiteResult } from './suite';
+import {
+  cliPath,
+  loadArrivals,
+  modelName,
+  modelsJson,
+  startAgentProcess,
+  startFloorProcess,
+  stopProcess,
+} from './agent-fixture';
+import {
+  round3,
+  summarize,
+  type Check,
+  type Row,
+  type RunOptions,
+  type Suite,
+  type SuiteResult,
+} from './suite';
 
-const swaps = 200;
+const fullSwaps = 200;
+const quickSwaps = 100;
 const warmupSwaps = 10;
-const settleMs = 100;
 const startTimeoutMs = 30_000;
 const swapTimeoutMs = 10_000;
 const modelFileBytes = 4096;
-
-// Built by `npm run bench` from the same sources as this suite (dist/ may be stale or missing).
-const cliPath = path.join(__dirname, '..', 'src', 'cli.js');
-const floorPath = path.join(__dirname, 'floor-watcher.js');
-
-const modelName = (index: number): string => `model-${String(index).padStart(4, '0')}`;
-
-/** models.json listing models 0..count-1, each one tiny file on the http store at `store`. */
-const modelsJson = (count: number, store: string): string =>
-  JSON.stringify(
-    Array.from({ length: count }, (_, i) => ({
-      modelName: modelName(i),
-      modelSpec: { storageUri: `${store}/${modelName(i)}/model.bin`, framework: 'sklearn', memory: '100Mi' },
-    })),
-  );
-
-/**
- * When the stand-in received each model's first load request, in `performance.now()` ms: `observe` is the
- * stand-in's `onRequest` hook, so the instant is taken as the request arrives (sub-millisecond, where the
- * stand-in's own `at` is `Date.now()`), without polling, and wakes the waiter at once.
- */
-const loadArrivals = () => {
-  const arrivals = new Map<string, number>();
-  const waiters = new Map<string, (at: number) => void>();
-  const observe = (request: V2Request): void => {
-    const now = performance.now();
-    const name = request.name;
-    if (request.method !== 'POST' || !request.path.endsWith('/load') || name === undefined) return;
-    if (arrivals.has(name)) return;
-    arrivals.set(name, now);
-    waiters.get(name)?.(now);
-  };
-  /** Resolves with the arrival time of `name`'s load, or rejects after `timeoutMs`. */
-  const next = (name: string, timeoutMs: number): Promise<number> => {
-    const known = arrivals.get(name);
-    if (known !== undefined) return Promise.resolve(known);
-    const arrival = new Promise<number>((resolve) => waiters.set(name, resolve));
-    return withTimeout(arrival, timeoutMs, `the load request for ${name}`).finally(() =>
-      waiters.delete(name),
-    );
-  };
-  return { observe, next };
-};
-
-/** Stops the agent with SIGTERM, or SIGKILL when it takes longer than 5 s. */
-const stop = async (agent: CliProcess): Promise<void> => {
-  await agent.signalAndWait('SIGTERM', 5000).catch(() => agent.signalAndWait('SIGKILL'));
-};
 
 /**
  * How a phase runs: the agent's log level (info adds the per-model log lines the split is computed from) and the
@@ -153,17 +122,17 @@ const startLane = async (name: Lane['name'], root: string, store: string): Promi
 
 /** The agent on `lane`'s config (its dir, or the ConfigMap through the stand-in API server). */
 const startAgent = (lane: Lane, phase: Phase): CliProcess =>
-  startCli(
+  startAgentProcess(
     [
       ...(lane.name === 'kube-api'
         ? ['--source', 'kube-api', '--configmap', 'models']
         : ['--config-dir', lane.configDir]),
       ...['--model-dir', lane.modelDir, '--server-url', lane.serverUrl, '--log-level', phase.logLevel],
     ],
-    { cliPath, ...(lane.env !== undefined ? { env: lane.env } : {}) },
+    { env: lane.env ?? {} },
   );
 
-const runPhase = async (phase: Phase): Promise<PhaseResult[]> => {
+const runPhase = async (phase: Phase, swaps: number): Promise<PhaseResult[]> => {
   const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-swap-'));
   const total = 1 + warmupSwaps + swaps;
   const files = Array.from({ length: total }, (_, i) => Buffer.alloc(modelFileBytes, i % 251));
@@ -181,9 +150,7 @@ const runPhase = async (phase: Phase): Promise<PhaseResult[]> => {
   const [modelsync, floor, kube] = lanes as [Lane, Lane, Lane];
   modelsync.process = startAgent(modelsync, phase);
   kube.process = startAgent(kube, phase);
-  floor.process = startCli([floor.configDir, floor.modelDir, floor.serverUrl], {
-    cliPath: floorPath,
-  });
+  floor.process = startFloorProcess(floor.configDir, floor.modelDir, floor.serverUrl);
   const random = seededRandom(phase.seed); // the same gaps every run
   const results = new Map(
     lanes.map((lane): [Lane, PhaseResult] => [
@@ -247,7 +214,7 @@ const runPhase = async (phase: Phase): Promise<PhaseResult[]> => {
     throw new Error(`${String(error)}\noutput (last lines):\n${transcripts}`, { cause: error });
   } finally {
     for (const lane of lanes) {
-      if (lane.process !== undefined) await stop(lane.process);
+      if (lane.process !== undefined) await stopProcess(lane.process);
       await lane.close();
     }
     await store.close();
@@ -255,27 +222,32 @@ const runPhase = async (phase: Phase): Promise<PhaseResult[]> => {
   }
 };
 
-const phases: ReadonlyArray<Phase> = [
+const allPhases: ReadonlyArray<Phase> = [
   { label: 'warn, gap 20-50 ms', logLevel: 'warn', gapMs: { min: 20, max: 50 }, seed: 20240601 },
   { label: 'info, gap 20-50 ms', logLevel: 'info', gapMs: { min: 20, max: 50 }, seed: 20240602 },
   { label: 'info, gap 150-200 ms', logLevel: 'info', gapMs: { min: 150, max: 200 }, seed: 20240603 },
 ];
+// Quick mode: the back-to-back run alone (the info runs add the split rows and the spaced reaction).
+const quickPhases = [allPhases[0]!];
 
 /** The swap-to-load suite. */
 export const swapToLoadSuite: Suite = {
   name: 'swap-to-load',
   description:
     `Latency from a kubelet ConfigMap swap that adds one model (atomicWrite of models.json) to the model ` +
-    `server's load request for it, over ${swaps} swaps, with the real agent process (node src/cli.js), the V2 ` +
-    'stand-in server and http storage, interleaved with a floor watcher (bare fs.watch + GET + POST).',
-  run: async (): Promise<SuiteResult> => {
+    `server's load request for it, over ${fullSwaps} swaps per run (quick: ${quickSwaps}), with the real agent process (node src/cli.js), the V2 ` +
+    'stand-in server and http storage, interleaved with a floor watcher (bare fs.watch + GET + POST) and with ' +
+    'the same agent on `--source kube-api`, its change a MODIFIED from the API-server stand-in.',
+  run: async ({ quick }: RunOptions): Promise<SuiteResult> => {
     if (!existsSync(cliPath)) {
       return { skipped: `${cliPath} is missing: run through \`npm run bench\``, rows: [] };
     }
+    const phases = quick ? quickPhases : allPhases;
+    const swaps = quick ? quickSwaps : fullSwaps;
     const results: PhaseResult[] = [];
     for (const phase of phases) {
       console.log(`  ${phase.label}: ${warmupSwaps} warm-up + ${swaps} swaps`);
-      results.push(...(await runPhase(phase)));
+      results.push(...(await runPhase(phase, swaps)));
     }
     const rows: Row[] = results.flatMap((result) => {
       const stats = (what: string, samples: number[], extra: Row = {}): Row => {
@@ -321,7 +293,8 @@ export const swapToLoadSuite: Suite = {
         name: `P1 swap → load request vs floor (${phase.label})`,
         medianMs: mine.median,
         floorMedianMs: floor.median,
-        medianRatio: round3(mine.median / floor.median),
+        ratio: round3(mine.median / floor.median),
+        better: 'lower',
         p99Ms: p99,
         floorP99Ms: floorP99,
         judgedOnP99: judged,
@@ -331,38 +304,38 @@ export const swapToLoadSuite: Suite = {
           (!judged || p99 <= floorP99 + 3),
       };
     });
+    const series = Object.fromEntries(
+      results.map((result) => [`${result.lane} (${result.phase.label})`, result.latencies.map(round3)]),
+    );
     return {
       rows,
       checks,
+      series,
       notes: [
         'Each swap: atomicWrite (the kubelet AtomicWriter emulator, synchronous) of models.json with one model ' +
           'more than before; the clock starts when it returns and stops when the stand-in (in the bench ' +
           "process) receives POST .../load for the new model, taken from the stand-in's onRequest hook " +
           `(sub-ms, no polling). The next swap follows that request after the run's random gap; ${warmupSwaps} ` +
           'warm-up swaps are not counted.',
-        'Agent flags: --config-dir --model-dir --server-url --log-level, defaults otherwise (fs.watch, settle ' +
-          `${settleMs} ms, download 4, load 2). Each model is one ${modelFileBytes / 1024} KiB file on an http ` +
-          'server in the bench process; the download is flushed (fsync of file, dirs and marker) before the ' +
-          'rename into place, and the load journal entry is fsynced before the request.',
+        'Agent flags: --config-dir --model-dir --server-url --log-level --http-port 0, defaults otherwise (fs.watch, ' +
+          `download 4, load 2). Each model is one ${modelFileBytes / 1024} KiB file on an http server in the ` +
+          'bench process. Quick mode: the warn run only, 100 swaps (p99 needs 100 samples).',
         'The floor (bench/floor-watcher.ts, its own process) is the least a sidecar can do: a bare fs.watch of the ' +
           'config dir; at `..data`, read models.json, GET each new model over keep-alive http, write it, POST the ' +
-          "load; no validation, durability or retries. Its swaps interleave with modelsync's (the order " +
-          'alternating per swap), each on its own config dir and stand-in, so both see the machine at the same ' +
+          "load; no validation, durability or retries. Its swaps interleave with the agents' (the order " +
+          'turning per swap), each on its own config dir and stand-in, so all see the machine at the same ' +
           "moments. The checks are issue #10's P1 target.",
         'The kube-api lane (issue #11): the same agent with `--source kube-api --configmap models` against the ' +
           'API-server stand-in (src/testing/kube-api-stand-in.ts, TLS, bearer token, list + watch with bookmarks); ' +
           "its clock starts when the stand-in writes the MODIFIED event to the watch stream (the stand-in's sentAt), " +
-          'where the dir lanes start at the swap.',
+          'where the dir lanes start at the swap. Its rows have no floor and no check.',
         'The split rows come from the info runs: the agent logs `model downloading` and `model loading` with its ' +
           'Date.now() (whole ms), so they are accurate to about 1 ms; per swap the three parts add up to its swap → load request. ' +
           'swap → model downloading can be negative: the agent may see the new `..data` before atomicWrite ' +
           `returns (rename to return: median ${round3(renameToReturn.median)} ms, max ${round3(renameToReturn.max)} ms).`,
-        'over50Ms = swaps slower than 50 ms. With a 20-50 ms gap the next swap lands inside the previous ' +
-          `burst's settle window (${settleMs} ms of quiet; coalesceBursts reads at once at a burst's start, then ` +
-          'once more when the dir has been quiet that long), so it is only picked up by that trailing read: the ' +
-          'latencies alternate between fast (~10-40 ms) and slow (~60-150 ms) swaps, and the median lands ' +
-          'between the two. The 150-200 ms gap run keeps swaps apart and shows the reaction alone; kubelet ' +
-          'itself swaps a ConfigMap volume at most about once per sync period (about a minute).',
+        'over50Ms = swaps slower than 50 ms. The 20-50 ms gap puts swaps back to back (a burst); the ' +
+          '150-200 ms gap keeps them apart and shows the reaction alone; kubelet itself swaps a ConfigMap ' +
+          'volume about once per sync period (about a minute). The chart (swap-to-load.svg) is the CDF of every run.',
         ...results.map(
           (result) =>
             `${result.phase.label}: ${result.wallSeconds.toFixed(1)} s for the swaps, ` +
