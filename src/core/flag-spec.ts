@@ -1,0 +1,21 @@
+/** FlagSpec: what the flag table says of one flag. */
+import type * as t from 'io-ts';
+
+/** One flag: how it is spelled, the env var that can set it instead, its default, its help and its codec. */
+export interface FlagSpec {
+  /** `--config-dir`. */
+  readonly flag: `--${string}`;
+  /** The value's placeholder in `--help` (`dir`); absent for a switch, which takes no value. */
+  readonly arg?: string;
+  readonly env: `MODELSYNC_${string}`;
+  /** The value as it would be typed; absent for a switch (off) and for a setting that may stay unset. */
+  readonly default?: string;
+  /** One line for `--help` and docs/operating.md; backticks mark code in the docs and are dropped in `--help`. */
+  readonly help: string;
+  /** Decodes the text (a switch: the boolean) into the AppConfig field of the same name. */
+  readonly codec: t.Mixed;
+  /** The values `--help` lists. */
+  readonly choices?: ReadonlyArray<string>;
+  /** The setting may stay unset (its AppConfig field is optional). */
+  readonly optional?: true;
+}
