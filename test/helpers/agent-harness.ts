@@ -49,6 +49,8 @@ export interface AgentHarnessOptions {
   readonly downloadConcurrency?: number;
   readonly loadConcurrency?: number;
   readonly retry?: Partial<RetryPolicy>;
+  /** The jitter source of retry delays (`() => 1`: every delay at its ceiling); default Math.random. */
+  readonly random?: () => number;
   readonly settleMs?: number;
   /** The environment the production edges read (`<host>-headers`); default none. */
   readonly env?: Readonly<Record<string, string>>;
@@ -201,6 +203,7 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
         downloadConcurrency: options.downloadConcurrency ?? 4,
         loadConcurrency: options.loadConcurrency ?? 2,
         retry,
+        ...(options.random !== undefined ? { random: options.random } : {}),
         settleMs: options.settleMs ?? 80,
         onStart: ({ inPlace, loader: created }) => {
           recovered = { onDisk: inPlace.onDisk, loaded: inPlace.loaded };

@@ -146,6 +146,9 @@ describe('agent against a model server whose index is wrong', () => {
 describe('agent against a model server that fails its unloads', () => {
   it('retries an unload answered 502, then one whose connection is reset, and removes the model', async () => {
     const h = await start({
+      // Each retry waits 400 ms (no jitter): time for the test to see Retrying and set the next fault first.
+      retry: { baseMs: 400, maxMs: 400, maxAttempts: 6 },
+      random: () => 1,
       setup: async (h) => {
         h.write(modelsJson({ m1: await h.localModel('m1', { 'model.pt': 'one' }) }));
       },
