@@ -79,7 +79,7 @@ export { parseHostHeaders, parseStorageUri } from './core/storage-uri';
 export { redact, redactLogLine, redactUri, registerSecret, SecretRegistry, secrets } from './core/redact';
 export { abortable } from './loader/abortable';
 export { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from './loader/loader';
-export { createSlots, type Slots } from './loader/slots';
+export { createSlots, type Slots } from './core/slots';
 export { createWorkQueue, type WorkQueue, type WorkQueueCounts } from './loader/work-queue';
 export { routeStorage } from './loader/storage-router';
 export type * from './ports';

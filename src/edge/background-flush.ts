@@ -1,6 +1,7 @@
 /** backgroundFlusher: flushes installed model dirs off the load's path, a few at a time. */
 import type { Stats } from 'node:fs';
-import { concurrencyLimit, syncPath } from './durable-fs';
+import { createSlots } from '../core/slots';
+import { syncPath } from './durable-fs';
 import type { Logger } from './logger';
 import { isSameEntry, syncTree, withDir } from './no-follow';
 
@@ -18,9 +19,10 @@ export const backgroundFlusher = (
   root: string,
   log: Logger,
 ): ((target: string, installed: Stats) => Promise<void>) => {
-  const gate = concurrencyLimit(flushConcurrency);
+  const slots = createSlots(flushConcurrency);
+  const never = new AbortController().signal; // a flush waits for its slot however long it takes
   return (target, installed) =>
-    gate(async () => {
+    slots.use(never, async () => {
       try {
         if (!(await isSameEntry(target, installed))) return;
         await withDir(target, syncTree);

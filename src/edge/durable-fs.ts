@@ -150,22 +150,3 @@ export const syncPath = (path: string): Promise<void> =>
       await handle.close();
     }
   });
-
-/** A gate that runs at most `limit` of the tasks given to it at a time, the others waiting in call order. */
-export const concurrencyLimit = (limit: number): (<T>(task: () => Promise<T>) => Promise<T>) => {
-  let running = 0;
-  const waiting: Array<() => void> = [];
-  const release = (): void => {
-    running--;
-    waiting.shift()?.();
-  };
-  return async <T>(task: () => Promise<T>): Promise<T> => {
-    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
-    running++;
-    try {
-      return await task();
-    } finally {
-      release();
-    }
-  };
-};

@@ -23,7 +23,7 @@ import { noTelemetry } from '../ports';
 import type { LoaderDeps } from './loader-deps';
 import { failedStep, needsWork, newRecord, want, type ModelRecord } from './model-record';
 import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
-import { createSlots, type Slots } from './slots';
+import { createSlots, type Slots } from '../core/slots';
 import { logStatus } from './status-log';
 import { createOpIntake } from './op-intake';
 import { createWorkQueue, type WorkQueue } from './work-queue';

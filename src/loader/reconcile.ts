@@ -7,7 +7,7 @@ import { specEquals } from '../core/snapshot';
 import type { DownloadProgress, Installed, LoadJournal, ModelServer, ModelStore } from '../ports';
 import type { DownloadFunction } from './storage-router';
 import { linkedSignal } from './linked-signal';
-import type { Slots } from './slots';
+import type { Slots } from '../core/slots';
 
 /** What is in place for one model. The steps update it as each effect succeeds, so a failed step resumes there. */
 export interface ModelState {

@@ -42,17 +42,13 @@ export const coalesceBursts =
   ): MonoTypeOperatorFunction<T> =>
   (event$) =>
     event$.pipe(
-      connect((shared$) =>
-        merge(
-          shared$.pipe(
-            filter(isDirect),
-            throttleTime(spacingMs, scheduler, { leading: true, trailing: true }),
-          ),
-          shared$.pipe(
-            filter((event) => !isDirect(event)),
-            throttleTime(spacingMs, scheduler, { leading: true, trailing: true }),
-          ),
+      connect((shared$) => {
+        const paced = (which: (event: T) => boolean) =>
+          shared$.pipe(filter(which), throttleTime(spacingMs, scheduler, { leading: true, trailing: true }));
+        return merge(
+          paced(isDirect),
+          paced((event) => !isDirect(event)),
           shared$.pipe(debounceTime(quietMs, scheduler)),
-        ),
-      ),
+        );
+      }),
     );

@@ -3,7 +3,7 @@ import { getEventListeners } from 'node:events';
 import pino from 'pino';
 import { linkedSignal } from '../../src/loader/linked-signal';
 import { reconcile, type ModelState } from '../../src/loader/reconcile';
-import { createSlots } from '../../src/loader/slots';
+import { createSlots } from '../../src/core/slots';
 import { name, spec } from '../helpers/fixtures';
 import { recordingPorts } from './recording-ports';
 

@@ -9,7 +9,7 @@ import {
   type ModelState,
   type ReconcileEffects,
 } from '../../src/loader/reconcile';
-import { createSlots } from '../../src/loader/slots';
+import { createSlots } from '../../src/core/slots';
 import { name, spec } from '../helpers/fixtures';
 import { recordingPorts, type RecordingFailures } from './recording-ports';
 

@@ -1,5 +1,5 @@
 /** Tests of createSlots: the abortable counting semaphore that bounds downloads and load calls. */
-import { createSlots } from '../../src/loader/slots';
+import { createSlots } from '../../src/core/slots';
 
 /** A task that runs until `finish` is called; `started` tells whether it began. */
 const task = <T>(value: T) => {
