@@ -36,7 +36,7 @@ export type FaultRule = {
   | {
       /** Forwards, then breaks the connection once this many body bytes have reached the client. */
       readonly cutAfter: number;
-      /** Called when the cut happens (e.g. to change the object before the client resumes). */
+      /** Run when the cut point is reached, and awaited before the connection breaks (e.g. to change the object). */
       readonly onCut?: () => unknown;
     }
 );
@@ -91,9 +91,11 @@ const forward = (
         sent += part.length;
         response.write(part, () => {
           if (sent < cut.after) return;
-          answer.destroy();
-          response.socket?.destroy();
-          void cut.onCut?.();
+          // The connection breaks once onCut is done: a resume can never overtake the change it makes.
+          void Promise.resolve(cut.onCut?.()).finally(() => {
+            answer.destroy();
+            response.socket?.destroy();
+          });
         });
       });
       answer.on('end', () => response.end());
