@@ -2,7 +2,7 @@
 import { watch, type ChokidarOptions } from 'chokidar';
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { basename, join, relative } from 'node:path';
 import type { Logger } from 'pino';
 import {
   concatMap,
@@ -133,8 +133,9 @@ const inodeOf = (dir: string): Promise<number | undefined> =>
 
 /**
  * Watches `dir` until it is removed or replaced. chokidar usually reports the removal as `unlinkDir` of the root,
- * but not always (measured: about one run in six), and never notices a dir re-created under the same name, so
- * a cheap stat every `recheckMs` also ends the watch when the dir's inode is gone or changed. The same stat, once
+ * but not always (measured: about one run in six), and neither watch notices a dir re-created under the same
+ * name, so the dir's inode is checked when the watch reports an event of the dir's own name (`fs.watch` does at
+ * its removal) and every `recheckMs`; the watch ends when the inode is gone or changed. The same stat, once
  * the watch is armed (`ready`), is the watch's sign of life while nothing changes.
  */
 const watchWhileDirExists = (
@@ -147,7 +148,10 @@ const watchWhileDirExists = (
   defer(() => inodeOf(dir)).pipe(
     concatMap((inode) => {
       let armed = false;
-      const replaced$ = timer(recheckMs, recheckMs).pipe(
+      const ownName = basename(dir);
+      // inotify reports the watched dir's own removal as a rename of its name: check at once, not at the next tick.
+      const selfEvent$ = new Subject<void>();
+      const replaced$ = merge(timer(recheckMs, recheckMs), selfEvent$).pipe(
         concatMap(() => from(inodeOf(dir))),
         tap((current) => {
           if (armed && current === inode) onAlive();
@@ -159,6 +163,7 @@ const watchWhileDirExists = (
           // Armed is not yet alive: a watch that errors right after arming must not count as working.
           if (event.event === 'ready') armed = true;
           else onAlive();
+          if (event.name === ownName) selfEvent$.next();
         }),
         takeUntil(replaced$),
       );

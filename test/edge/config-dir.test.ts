@@ -1,5 +1,5 @@
 /** configDirSource on real dirs: re-arming a failed watch, and reading again after a read that hung. */
-import { open, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { firstValueFrom, Observable, type Subscription } from 'rxjs';
@@ -39,6 +39,23 @@ describe('configDirSource', () => {
     const failures = sink.withMessage('config watcher failed; re-establishing it');
     expect(failures).toHaveLength(1);
     expect(JSON.stringify(failures[0])).toContain('inotify watch limit reached');
+  });
+
+  it('notices its dir removed at the watch event itself, without waiting for the periodic check', async () => {
+    const dir = join(tmp.path, 'configs');
+    await mkdir(dir);
+    const sink = new LogSink();
+    const events: FsEvent[] = [];
+    // A minute between periodic checks: only the watch's own event can end the watch within the test.
+    subscription = configDirSource({
+      dir,
+      log: pino({ level: 'debug' }, sink),
+      recheckMs: 60_000,
+    }).events$.subscribe((event) => events.push(event));
+    await waitFor(() => events.some((event) => event.event === 'ready'), 5000, 'the watch to arm');
+    await rm(dir, { recursive: true });
+    await waitFor(() => sink.withMessage('config dir removed').length > 0, 5000, 'the removal to be noticed');
+    expect(sink.withMessage('config watcher failed')).toEqual([]);
   });
 
   describe('onAlive (the watch liveness /healthz reads)', () => {

@@ -157,7 +157,7 @@ describe('config pipeline on a plain dir', () => {
       () =>
         h.sink.withMessage('config dir removed').length > 0 ||
         h.sink.withMessage('config watcher failed').length > 0,
-      5000,
+      10_000,
       'the removal to be noticed',
     );
     atomicWrite(h.configDir, { 'models.json': modelsJson({ m1: 's3://b/m1', m2: 's3://b/m2' }) });
