@@ -18,13 +18,14 @@ import {
   type JournalFile,
 } from './journal-file';
 import type { Logger } from './logger';
-import { entryKind, isSameEntry, removeTree } from './no-follow';
+import { entryKind, removeTree } from './no-follow';
 
 /** The journal file inside the model dir; its leading dot keeps it apart from every model name. */
 export const loadJournalFileName = '.modelsync-journal';
 
 // Past this size the file is rewritten with only the loads still unconfirmed.
 const compactAboveBytes = 1024 * 1024;
+const defaultIdleCloseMs = 1000;
 
 /**
  * The load journal of the model dir `root` (one agent per model dir). `starting` and `confirmed` append a record,
@@ -35,7 +36,13 @@ const compactAboveBytes = 1024 * 1024;
  * gone. Whatever sits at the journal's path that modelsync did not write (a link, a dir, a FIFO, a file with
  * other hard links) is logged and replaced, never followed; a journal swapped or deleted meanwhile is written anew.
  */
-export const loadJournal = (options: { readonly root: string; readonly log?: Logger }): LoadJournal => {
+export const loadJournal = (options: {
+  readonly root: string;
+  readonly log?: Logger;
+  /** How long the file stays open after the last change (default 1 s): a burst of loads opens it once. */
+  readonly idleCloseMs?: number;
+}): LoadJournal => {
+  const idleCloseMs = options.idleCloseMs ?? defaultIdleCloseMs;
   const root = resolve(options.root);
   const path = join(root, loadJournalFileName);
   const log = (options.log ?? pino({ level: 'silent' })).child({ component: 'load-journal' });
@@ -47,14 +54,24 @@ export const loadJournal = (options: { readonly root: string; readonly log?: Log
   let loaded: Promise<void> | undefined;
 
   // Changes run one at a time, in call order: a record is never interleaved with another or with a compaction.
-  // The file stays open while changes are queued (a burst of loads) and is closed when none is: no descriptor is
-  // held while idle, and the journal's path is checked again (O_NOFOLLOW, same file as left) at the next burst.
+  // The file stays open during a burst of loads and is closed `idleCloseMs` after the last change: no descriptor
+  // is held while idle, and the journal's path is checked again (O_NOFOLLOW, same file as left) at the next burst.
   let queue: Promise<unknown> = Promise.resolve();
   let queued = 0;
+  let idleTimer: NodeJS.Timeout | undefined;
+  const closeWhenIdle = (): void => {
+    idleTimer = setTimeout(() => {
+      idleTimer = undefined;
+      queue = queue.then(() => (queued === 0 ? closeFile() : undefined));
+    }, idleCloseMs);
+    idleTimer.unref();
+  };
   const inOrder = <T>(change: () => Promise<T>): Promise<T> => {
     queued++;
-    const result = queue.then(change).finally(async () => {
-      if (--queued === 0) await closeFile();
+    clearTimeout(idleTimer);
+    idleTimer = undefined;
+    const result = queue.then(change).finally(() => {
+      if (--queued === 0) closeWhenIdle();
     });
     queue = result.catch(() => undefined);
     return result;
@@ -103,9 +120,16 @@ export const loadJournal = (options: { readonly root: string; readonly log?: Log
   /** The journal file, open, checked to be the one this process left at the path; written anew when it is not. */
   const writable = async (): Promise<JournalFile> => {
     if (file !== undefined) {
-      if (await isSameEntry(path, file.stats)) return file;
+      const now = await lstat(path).catch(() => undefined);
+      const held = file;
+      if (now?.isFile() && now.dev === held.stats.dev && now.ino === held.stats.ino) {
+        // Our file, but linked elsewhere too or written by someone else meanwhile: not ours alone any more.
+        if (now.nlink === 1 && now.size === held.size) return held;
+        await closeFile();
+        return rewrite(now.nlink === 1 ? 'the file changed by someone else' : 'a file with other hard links');
+      }
       await closeFile();
-      return rewrite('another entry');
+      return rewrite(now === undefined ? 'nothing' : now.isFile() ? 'another file' : entryKind(now));
     }
     const info = await lstat(path).catch(() => undefined);
     if (info?.isFile() && info.nlink === 1 && asLeft(info)) {
@@ -126,7 +150,11 @@ export const loadJournal = (options: { readonly root: string; readonly log?: Log
     const text = (tornTail ? '\n' : '') + journalRecord(event, name);
     // Until the write completes, a failure may have left part of a line: the next record starts a new one.
     tornTail = true;
-    await target.handle.writeFile(text);
+    // A failed write may have left part of the line: the file is closed, and checked again when next opened.
+    await target.handle.writeFile(text).catch(async (cause: unknown) => {
+      await closeFile();
+      throw cause;
+    });
     tornTail = false;
     target.size += Buffer.byteLength(text);
     if (event === 'starting') pending.add(name);

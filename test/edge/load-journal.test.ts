@@ -23,6 +23,7 @@ import { writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
 import { LogSink } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
+import { waitFor } from '../../src/testing/wait';
 
 const specA = spec('s3://models/model1', '100Mi');
 const jsonA = '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}';
@@ -157,18 +158,23 @@ describe('loadJournal', () => {
     });
   });
 
-  it('holds no descriptor on the file between records, and opens it again for the next one', async () => {
+  it('holds the file open through a burst, closes it once idle, and opens it again for the next one', async () => {
     const fdsOnJournal = async (): Promise<number> => {
       const fds = await readdir('/proc/self/fd');
       const targets = await Promise.all(fds.map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
       return targets.filter((target) => target === journalPath).length;
     };
+    const idleCloseMs = 200;
+    journal = loadJournal({ root, log: pino({ level: 'debug' }, sink), idleCloseMs });
     await modelDirs('m1', 'm2');
     await journal.starting(name('m1'));
-    expect(await fdsOnJournal()).toBe(0);
+    await journal.confirmed(name('m1'));
+    expect(await fdsOnJournal()).toBe(1);
+    await waitFor(async () => (await fdsOnJournal()) === 0, 5000, 'the idle journal to be closed');
     await journal.starting(name('m2'));
-    expect(await fdsOnJournal()).toBe(0);
-    expect(await unconfirmedOnRestart()).toEqual(['m1', 'm2']);
+    expect(await fdsOnJournal()).toBe(1);
+    await waitFor(async () => (await fdsOnJournal()) === 0, 5000, 'the idle journal to be closed');
+    expect(await unconfirmedOnRestart()).toEqual(['m2']);
     expect(warnings()).toEqual([]);
   });
 });
