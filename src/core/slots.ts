@@ -1,8 +1,11 @@
 /** Slots: a counting semaphore whose waits can be aborted, bounding downloads and load calls across models. */
 
 export interface Slots {
-  /** Runs `task` once a slot is free; gives up waiting (rejecting with the abort reason) when `signal` aborts. */
-  readonly use: <T>(signal: AbortSignal, task: () => Promise<T>) => Promise<T>;
+  /**
+   * Runs `task` once a slot is free; gives up waiting (rejecting with the abort reason) when `signal` aborts.
+   * Without a signal it waits however long it takes, with no listener on anything.
+   */
+  readonly use: <T>(signal: AbortSignal | undefined, task: () => Promise<T>) => Promise<T>;
   /** Tasks running now. */
   readonly inUse: () => number;
   /** The most tasks that ever ran at once. */
@@ -14,8 +17,8 @@ export const createSlots = (capacity: number): Slots => {
   let highWater = 0;
   const waiting = new Set<() => void>();
 
-  const acquire = (signal: AbortSignal): Promise<void> => {
-    if (signal.aborted) return Promise.reject(signal.reason as Error);
+  const acquire = (signal: AbortSignal | undefined): Promise<void> => {
+    if (signal?.aborted === true) return Promise.reject(signal.reason as Error);
     if (running < capacity && waiting.size === 0) {
       running++;
       return Promise.resolve();
@@ -23,15 +26,15 @@ export const createSlots = (capacity: number): Slots => {
     return new Promise<void>((resolve, reject) => {
       const onAbort = (): void => {
         waiting.delete(grant);
-        reject(signal.reason as Error);
+        reject(signal?.reason as Error);
       };
       const grant = (): void => {
-        signal.removeEventListener('abort', onAbort);
+        signal?.removeEventListener('abort', onAbort);
         running++;
         resolve();
       };
       waiting.add(grant);
-      signal.addEventListener('abort', onAbort, { once: true });
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   };
 

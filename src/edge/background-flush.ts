@@ -1,5 +1,6 @@
 /** backgroundFlusher: flushes installed model dirs off the load's path, a few at a time. */
 import type { Stats } from 'node:fs';
+import { groupCommit } from '../core/group-commit';
 import { createSlots } from '../core/slots';
 import { syncPath } from './durable-fs';
 import type { Logger } from './logger';
@@ -20,13 +21,15 @@ export const backgroundFlusher = (
   log: Logger,
 ): ((target: string, installed: Stats) => Promise<void>) => {
   const slots = createSlots(flushConcurrency);
-  const never = new AbortController().signal; // a flush waits for its slot however long it takes
+  // Every flush ends with an fsync of the root: flushes finishing together share one.
+  const syncRoot = groupCommit(() => syncPath(root));
   return (target, installed) =>
-    slots.use(never, async () => {
+    // No signal: a flush waits for its slot however long it takes.
+    slots.use(undefined, async () => {
       try {
         if (!(await isSameEntry(target, installed))) return;
         await withDir(target, syncTree);
-        await syncPath(root);
+        await syncRoot();
       } catch (err) {
         log.warn(
           { err, dir: target },

@@ -47,6 +47,22 @@ describe('createSlots', () => {
     expect(slots.highWater()).toBe(2);
   });
 
+  it('lets any number of tasks wait without a signal, and runs them all, one at a time, in order', async () => {
+    const slots = createSlots(1);
+    const tasks = Array.from({ length: 50 }, (_, i) => task(i));
+    const withSignal = slots.use(live(), () => Promise.resolve('first'));
+    const results = tasks.map((t) => slots.use(undefined, t.run));
+    await settle();
+    expect(slots.inUse()).toBe(1);
+    await expect(withSignal).resolves.toBe('first');
+    for (const t of tasks) {
+      await settle();
+      t.finish();
+    }
+    await expect(Promise.all(results)).resolves.toEqual(tasks.map((_, i) => i));
+    expect(slots.inUse()).toBe(0);
+  });
+
   it('grants slots in the order they were asked for when tasks wait', async () => {
     const slots = createSlots(1);
     const order: string[] = [];
