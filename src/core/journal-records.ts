@@ -1,6 +1,4 @@
 /** The load journal's records: one JSON array a line, `["starting","<model>"]` before a load, `["confirmed","<model>"]` after. */
-import * as E from 'fp-ts/Either';
-import { parseJson } from './json';
 import { modelNameProblem, type ModelName } from './model-name';
 
 /** What a record says happened to a model's load. */
@@ -19,10 +17,23 @@ export interface JournalContent {
   readonly tornTail: boolean;
 }
 
+// A record is short (a model name is at most 253 characters, six times that escaped): a longer line is none, and a
+// line this short cannot nest deep enough to trouble JSON.parse, so it needs none of parseJson's structure checks.
+const maxRecordChars = 4096;
+
+const parsedLine = (line: string): unknown => {
+  if (line.length > maxRecordChars || !line.startsWith('[')) return undefined;
+  try {
+    return JSON.parse(line) as unknown;
+  } catch {
+    return undefined;
+  }
+};
+
 const decodeRecord = (line: string): [JournalEvent, ModelName] | undefined => {
-  const json = parseJson(line);
-  if (E.isLeft(json) || !Array.isArray(json.right) || json.right.length !== 2) return undefined;
-  const [event, name] = json.right as unknown[];
+  const json = parsedLine(line);
+  if (!Array.isArray(json) || json.length !== 2) return undefined;
+  const [event, name] = json as unknown[];
   if (event !== 'starting' && event !== 'confirmed') return undefined;
   if (typeof name !== 'string' || modelNameProblem(name) !== undefined) return undefined;
   return [event, name as ModelName];

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { EffectError, permanentError } from '../core/errors';
+import { EffectError, errorCode, permanentError } from '../core/errors';
 import { manifestMismatch, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
 import { modelNameProblem, type ModelName } from '../core/model-name';
@@ -67,6 +67,17 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     }
   };
 
+  /** Renames `from` to `target` if nothing but an empty dir holds `target`; false when something else does. */
+  const renamedInto = async (from: string, target: string): Promise<boolean> => {
+    try {
+      await rename(from, target);
+      return true;
+    } catch (cause) {
+      if (['EEXIST', 'ENOTEMPTY', 'ENOTDIR', 'EISDIR'].includes(errorCode(cause) ?? '')) return false;
+      throw fsError(`cannot rename ${from} to ${target}`, cause);
+    }
+  };
+
   // Rename first, then delete: a crash mid-delete must not leave a marker next to half the files.
   const discard = async (path: string, name: string): Promise<void> => {
     const aside = await moveAside(path, name);
@@ -102,18 +113,24 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     target: string,
     name: string,
     signal: AbortSignal,
+    claimed: Found,
   ): Promise<Installed> => {
     signal.throwIfAborted();
-    const replaced = await moveAside(target, name);
+    // Nothing was there at the claim: rename straight in. Something that appeared since makes the rename fail
+    // (only an empty dir would be replaced), and the install moves it aside as when it was there all along.
+    let replaced: string | undefined;
+    if (claimed._tag !== 'Missing' || !(await renamedInto(dir.path, target))) {
+      replaced = await moveAside(target, name);
+      try {
+        await rename(dir.path, target);
+      } catch (cause) {
+        if (replaced !== undefined) await restore(replaced, target);
+        throw fsError(`cannot rename ${dir.path} to ${target}`, cause);
+      }
+    }
     const putBack = async (): Promise<void> => {
       if (replaced !== undefined) await restore(replaced, target);
     };
-    try {
-      await rename(dir.path, target);
-    } catch (cause) {
-      await putBack();
-      throw fsError(`cannot rename ${dir.path} to ${target}`, cause);
-    }
     // rename() moves whatever holds the staging name now: make sure that is the dir we filled.
     if (!(await step(`cannot check ${target}`, () => isSameEntry(target, dir.stats)))) {
       await discard(target, name);
@@ -130,8 +147,11 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     };
   };
 
-  /** Makes room for `target`: refuses a dir that is not ours to replace, removes a non-dir squatting our name. */
-  const claim = async (target: string, name: ModelName): Promise<void> => {
+  /**
+   * Makes room for `target`: refuses a dir that is not ours to replace, removes a non-dir squatting our name.
+   * Returns what was found there.
+   */
+  const claim = async (target: string, name: ModelName): Promise<Found> => {
     const found = await inspect(target);
     if (found._tag === 'NotADir') await removeNonDir(found);
     if (found._tag === 'Dir' && found.foreign !== undefined && found.state._tag !== 'Valid') {
@@ -140,19 +160,40 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
         `cannot install model ${name}: ${target} is ${found.foreign}, not a model dir modelsync owns; choose another name`,
       );
     }
+    return found;
+  };
+
+  // Made once, then trusted: a root deleted later fails the staging dir's creation, which makes it again.
+  let rootMade = false;
+  const makeRoot = async (): Promise<void> => {
+    if (rootMade) return;
+    await step(`cannot create ${root}`, () => mkdir(root, { recursive: true }));
+    rootMade = true;
+  };
+
+  const createStaging = async (name: ModelName): Promise<OpenDir> => {
+    const prefix = join(root, `${stagingPrefix}${nameTag(name)}-`);
+    try {
+      return await createStagingDir(prefix);
+    } catch (cause) {
+      if (!(cause instanceof EffectError) || errorCode(cause.cause) !== 'ENOENT') throw cause;
+      rootMade = false;
+      await makeRoot();
+      return createStagingDir(prefix);
+    }
   };
 
   const install: ModelStore['install'] = async (name, spec, fill, signal) => {
     const target = modelDir(name);
     signal.throwIfAborted();
-    await step(`cannot create ${root}`, () => mkdir(root, { recursive: true }));
-    await claim(target, name);
+    await makeRoot();
+    const claimed = await claim(target, name);
     // The size is not known yet (the providers check a declared one): at least the reserve must be free.
     await options.spaceCheck?.(root, 0, `installing model ${name}`);
-    const dir = await createStagingDir(join(root, `${stagingPrefix}${nameTag(name)}-`));
+    const dir = await createStaging(name);
     try {
       await fillStagingDir(dir, { name, spec, fill, signal, log });
-      const installed = await commit(dir, target, name, signal);
+      const installed = await commit(dir, target, name, signal, claimed);
       log.debug({ model: name, dir: target, spec: specToJson(spec) }, 'model dir installed');
       return installed;
     } catch (cause) {

@@ -16,7 +16,8 @@ export const readNoFollow = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
 // Linux's /proc/self/fd/<n> reaches the dir an fd holds whatever is done to its path meanwhile: the openat() that
 // Node lacks. Without /proc (not Linux) the path itself is used, and a swap between check and use stays possible.
 let procFd: boolean | undefined;
-const handlePath = (handle: FileHandle, path: string): string => {
+/** `handle` as a path that reaches the very file or dir it holds (`/proc/self/fd/<n>`); `path` without /proc. */
+export const handlePath = (handle: FileHandle, path: string): string => {
   procFd ??= existsSync('/proc/self/fd');
   return procFd ? `/proc/self/fd/${handle.fd}` : path;
 };

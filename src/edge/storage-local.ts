@@ -1,6 +1,16 @@
 /** localFileStorage: the StorageProvider for local paths and file:// URLs (a mounted volume holding the model). */
 import { constants, type Dirent } from 'node:fs';
-import { lstat, mkdir, open, readdir, realpath, stat, symlink } from 'node:fs/promises';
+import {
+  copyFile as fsCopyFile,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  realpath,
+  stat,
+  symlink,
+  type FileHandle,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultAppConfig } from '../core/app-config';
@@ -11,6 +21,7 @@ import { archiveFormatOf, extractFile } from './archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from './download-limits';
 import { fsError, isMissing, writeNewFile } from './durable-fs';
 import { checkLocalSource, checkNotSystem, isInside } from './local-source';
+import { handlePath } from './no-follow';
 import { TransferGuard } from './transfer-guard';
 
 /** Settings of localFileStorage. */
@@ -49,17 +60,38 @@ interface Tree {
 // swapped in block the open. fstat on the opened file then says what was really opened.
 const openFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-// Streams rather than fs.copyFile: a multi-GiB copy must stop when the signal aborts, and count its bytes.
+// Up to this size a file is copied by the kernel in one call (copy_file_range), which cannot be aborted half-way
+// but takes milliseconds; a bigger one is streamed, so that it stops when the signal aborts.
+const kernelCopyMaxBytes = 8 * 1024 * 1024;
+
+/** Copies the small file `handle` holds to `to` (a new file) in one call, counting what was really copied. */
+const kernelCopy = async (tree: Tree, handle: FileHandle, from: string, to: string): Promise<void> => {
+  try {
+    // The handle's path copies the very file opened (and checked) above, whatever `from` holds now.
+    await fsCopyFile(handlePath(handle, from), to, constants.COPYFILE_EXCL);
+    // It may have grown since its size was admitted.
+    tree.guard.counted((await lstat(to)).size);
+  } catch (cause) {
+    throw fsError(tree.what, cause);
+  } finally {
+    await handle.close();
+  }
+};
+
+// Streams rather than fs.copyFile beyond kernelCopyMaxBytes: a multi-GiB copy must stop when the signal aborts.
 const copyFile = async (tree: Tree, from: string, to: string): Promise<void> => {
   const handle = await open(from, openFlags);
+  let size: number;
   try {
     const info = await handle.stat();
     if (!info.isFile()) throw permanentError('refused', `refusing ${from}: not a regular file`);
     await tree.guard.admit(info.size);
+    size = info.size;
   } catch (error) {
     await handle.close();
     throw error;
   }
+  if (size <= kernelCopyMaxBytes) return kernelCopy(tree, handle, from, to);
   const content = handle.createReadStream();
   try {
     await writeNewFile(tree.guard.count(content), to, tree.signal, tree.what);

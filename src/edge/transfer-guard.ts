@@ -65,6 +65,14 @@ export class TransferGuard {
     await space?.check?.(space.dir, size, this.options.what);
   }
 
+  /** Counts `size` bytes moved without a stream (a kernel copy); fails with `too-large` when they pass the cap. */
+  counted(size: number): void {
+    this.bytes += size;
+    if (this.bytes > this.options.maxBytes) {
+      throw this.overCap(`it passed the cap of ${showBytes(this.options.maxBytes)}`);
+    }
+  }
+
   /** `source`, counted: fails with `too-large` on the chunk that passes the cap, before handing it on. */
   async *count(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): AsyncGenerator<Uint8Array> {
     const stopTicking = this.watchRate();

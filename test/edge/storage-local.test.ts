@@ -33,6 +33,17 @@ describe('localFileStorage', () => {
     expect(await readFile(path.join(target, 'model.joblib'), 'utf8')).toBe('Temporary content\n');
   });
 
+  it('copies small files in one kernel call and big ones as a stream, byte for byte, never over an existing file', async () => {
+    const small = Buffer.alloc(64 * 1024, 7);
+    const big = Buffer.alloc(9 * 1024 * 1024 + 3, 9); // past the kernel-copy limit (8 MiB)
+    await writeFile(path.join(source, 'small.bin'), small);
+    await writeFile(path.join(source, 'big.bin'), big);
+    await local().download(source, target, signal);
+    expect(await readFile(path.join(target, 'small.bin'))).toEqual(small);
+    expect(await readFile(path.join(target, 'big.bin'))).toEqual(big);
+    await expect(local().download(source, target, signal)).rejects.toMatchObject({ kind: 'filesystem' });
+  });
+
   it('copies the contents of a directory tree when given a file:// URL', async () => {
     await mkdir(path.join(source, 'a', 'b'), { recursive: true });
     await writeFile(path.join(source, 'config.json'), '{}');

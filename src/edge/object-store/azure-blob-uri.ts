@@ -62,7 +62,17 @@ const underHost = (url: URL, endpoint: string): boolean => {
   );
 };
 
+const leadingScheme = /^([a-z][a-z0-9+.-]*):/i;
+
+/** True when `uri` is surely no http(s) URL, told without parsing it (a failed parse throws, which costs). */
+const surelyNotHttp = (uri: string): boolean => {
+  if (uri.startsWith('/')) return true; // a path: no URL without a base
+  const scheme = leadingScheme.exec(uri)?.[1]?.toLowerCase();
+  return scheme !== undefined && scheme !== 'http' && scheme !== 'https';
+};
+
 const addressingOf = (uri: string, endpoints: ReadonlyArray<string>): Addressing | undefined => {
+  if (surelyNotHttp(uri)) return undefined;
   const url = parseUrl(uri);
   if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) return undefined;
   const plain = `${url.origin}${url.pathname}`;

@@ -82,9 +82,13 @@ const injectedDisk = (dir: string): FaultyDisk => {
       const callbackFails = (...args: unknown[]): void => {
         (args[args.length - 1] as (error: Error) => void)(errno('ENOSPC', 'write'));
       };
+      // A kernel copy (copy_file_range) writes without write(2): on a full disk it fails alike.
+      const copyFails = (_from: unknown, to: unknown): Promise<never> =>
+        Promise.reject(errno('ENOSPC', 'copyfile', String(to)));
       full = [
         jest.spyOn(fs, 'write').mockImplementation(callbackFails),
         jest.spyOn(fs, 'writev').mockImplementation(callbackFails),
+        jest.spyOn(fsPromises, 'copyFile').mockImplementation(copyFails),
       ];
       return Promise.resolve();
     },
@@ -98,6 +102,7 @@ const injectedDisk = (dir: string): FaultyDisk => {
       // As the kernel: mkdir of an existing dir reports that it exists (recursive: success) before EROFS.
       spies.push(failing('mkdir', (args) => under(args[0]) && !existsSync(String(args[0]))));
       spies.push(failing('open', (args) => under(args[0]) && writes(args[1])));
+      spies.push(failing('copyFile', (args) => under(args[1])));
       return Promise.resolve();
     },
     writable: () => {
