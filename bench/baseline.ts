@@ -55,6 +55,8 @@ const worsening = (now: number, base: BaselineRatio): number => {
 export interface Comparison {
   readonly lines: ReadonlyArray<string>;
   readonly failed: boolean;
+  /** The suites with a ratio more than `allowedFactor` times worse. */
+  readonly worseSuites: ReadonlyArray<string>;
 }
 
 /**
@@ -67,7 +69,7 @@ export const compareWithBaseline = (file: string, measured: ReadonlyArray<Measur
   const now = ratiosOf(measured);
   const ranSuites = new Set(measured.map(({ suite }) => suite));
   const lines: string[] = [];
-  let failed = false;
+  const worseSuites = new Set<string>();
   for (const [key, base] of Object.entries(baseline.ratios)) {
     const current = now[key];
     if (current === undefined) {
@@ -76,7 +78,7 @@ export const compareWithBaseline = (file: string, measured: ReadonlyArray<Measur
     }
     const factor = worsening(current.ratio, base);
     const bad = factor > allowedFactor;
-    failed ||= bad;
+    if (bad) worseSuites.add(key.slice(0, key.indexOf(':')));
     lines.push(
       `${bad ? 'WORSE   ' : 'ok      '} ${key}: ${current.ratio} vs baseline ${base.ratio} ` +
         `(${base.better} is better; ${factor.toFixed(2)}x the baseline's, limit ${allowedFactor}x)`,
@@ -84,5 +86,5 @@ export const compareWithBaseline = (file: string, measured: ReadonlyArray<Measur
   }
   for (const key of Object.keys(now).filter((key) => !(key in baseline.ratios)))
     lines.push(`NEW      ${key}: ${now[key]!.ratio} (no baseline yet)`);
-  return { lines, failed };
+  return { lines, failed: worseSuites.size > 0, worseSuites: [...worseSuites] };
 };

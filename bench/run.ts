@@ -202,7 +202,8 @@ const modeFlags = ['--quick', '--full', '--check', '--write-baseline'];
 
 /**
  * `run.js [--quick|--full] [--check] [--write-baseline] [suite ...]`: quick mode unless `--full`; `--check` exits 1
- * when a ratio is more than 2x worse than bench/baseline.json; `--write-baseline` rewrites that file. Both compare
+ * when a ratio is more than 2x worse than bench/baseline.json in two runs of its suite (a second run is made only
+ * when the first shows it); `--write-baseline` rewrites that file. Both compare
  * quick-mode ratios, so they refuse `--full`.
  */
 const main = async (): Promise<void> => {
@@ -233,20 +234,24 @@ const main = async (): Promise<void> => {
     path.resolve(__dirname, '..', '..', 'package.json'),
     path.resolve(__dirname, '..', 'package.json'),
   );
-  const measured: Measured[] = [];
-  const started = performance.now();
-  for (const suite of suites.filter((s) => names.length === 0 || names.includes(s.name))) {
-    console.log(`\nrunning ${suite.name}${options.quick ? ' (quick)' : ''}: ${suite.description}`);
-    try {
-      const record = await runSuite(suite, options);
-      printResult(record);
-      writeFileSync(path.join(resultsDir, `${suite.name}.json`), `${JSON.stringify(record, null, 2)}\n`);
-      measured.push({ suite: suite.name, result: record });
-    } catch (error) {
-      console.error(`suite ${suite.name} failed:`, error);
-      process.exitCode = 1;
+  const measure = async (which: ReadonlyArray<string>): Promise<Measured[]> => {
+    const done: Measured[] = [];
+    for (const suite of suites.filter((s) => which.length === 0 || which.includes(s.name))) {
+      console.log(`\nrunning ${suite.name}${options.quick ? ' (quick)' : ''}: ${suite.description}`);
+      try {
+        const record = await runSuite(suite, options);
+        printResult(record);
+        writeFileSync(path.join(resultsDir, `${suite.name}.json`), `${JSON.stringify(record, null, 2)}\n`);
+        done.push({ suite: suite.name, result: record });
+      } catch (error) {
+        console.error(`suite ${suite.name} failed:`, error);
+        process.exitCode = 1;
+      }
     }
-  }
+    return done;
+  };
+  const started = performance.now();
+  let measured = await measure(names);
   const charts = writeCharts(resultsDir);
   writeReadme(resultsDir);
   console.log(`\nresults: ${resultsDir} (charts: ${charts.join(', ') || 'none'})`);
@@ -261,7 +266,14 @@ const main = async (): Promise<void> => {
     console.log(`baseline written: ${baselineFile}`);
   }
   if (check) {
-    const comparison = compareWithBaseline(baselineFile, measured);
+    let comparison = compareWithBaseline(baselineFile, measured);
+    if (comparison.failed) {
+      // A shared machine can make one run look twice as bad: a regression must show in a second run too.
+      console.log(`\nratios more than 2x worse in ${comparison.worseSuites.join(', ')}; measuring again`);
+      const again = await measure(comparison.worseSuites);
+      measured = [...measured.filter(({ suite }) => !comparison.worseSuites.includes(suite)), ...again];
+      comparison = compareWithBaseline(baselineFile, measured);
+    }
     console.log(`\nratios vs ${baselineFile}:`);
     for (const line of comparison.lines) console.log(`  ${line}`);
     if (comparison.failed) {
