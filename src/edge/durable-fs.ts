@@ -102,6 +102,13 @@ export const consume = async <T>(
 };
 
 /**
+ * How much a file being written buffers before the source waits. Node's default (16 KiB) is less than one socket
+ * read (64 KiB), so every chunk waited for its own write and the network and the disk took turns: a 1 GiB loopback
+ * download ran at 470 MB/s, at 700 MB/s with 1 MiB here (curl: 1,070). The extra memory is 1 MiB a download.
+ */
+export const fileWriteBufferBytes = 1024 * 1024;
+
+/**
  * Streams `source` into the file `to`, which must not exist yet (a second write of one name fails, never
  * replaces). Failures of writing are fsErrors naming `what`; see `consume` for those of the source and the signal.
  */
@@ -114,7 +121,10 @@ export const writeNewFile = (
   consume(
     source,
     signal,
-    (chunks) => pipeline(chunks, createWriteStream(to, { flags: 'wx' }), { signal }),
+    (chunks) =>
+      pipeline(chunks, createWriteStream(to, { flags: 'wx', highWaterMark: fileWriteBufferBytes }), {
+        signal,
+      }),
     (cause) => fsError(what, cause),
   );
 
