@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { agentNodeFlags } from '../src/node-flags';
 import { startV2ModelServer } from '../src/testing/v2-model-server';
 import { downloadConcurrency, loadConcurrency, type DriverReport } from './adds-driver';
 import type { FloorReport } from './copy-post-floor';
@@ -42,6 +43,8 @@ const runChild = (count: number, url: string, modelDir: string, sourceDir: strin
     [String(count), url, modelDir, sourceDir],
     childTimeoutMs,
     `${count} Adds: child`,
+    // The agent's Node.js flags, as its image runs it (src/node-flags.ts); the floor script runs with none.
+    { NODE_OPTIONS: agentNodeFlags.join(' ') },
   );
 
 interface Measured {

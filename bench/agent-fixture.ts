@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { startHttpServer, type RunningHttpServer } from '../src/testing/http-server';
 import type { V2Request } from '../src/testing/v2-model-server';
 import { sleep, waitFor, withTimeout } from '../src/testing/wait';
+import { agentNodeFlags } from '../src/node-flags';
 import { startCli, type CliProcess } from '../test/helpers/cli-process';
 
 // Built by `npm run bench` from the same sources as the suites (dist/ may be stale or missing).
@@ -92,7 +93,10 @@ export const startAgentProcess = (
   args: ReadonlyArray<string>,
   { probeFile, env = {} }: AgentProcessOptions = {},
 ): CliProcess =>
-  startCli([...args, '--http-port', '0'], { cliPath, env: { ...env, ...probeEnv(probeFile) } });
+  startCli([...args, '--http-port', '0'], {
+    cliPath,
+    env: { ...env, ...probeEnv(probeFile, agentNodeFlags) },
+  });
 
 /** Starts the floor watcher on `configDir`, `modelDir` and `serverUrl`, the probe preloaded when `probeFile` is given. */
 export const startFloorProcess = (
@@ -102,8 +106,17 @@ export const startFloorProcess = (
   probeFile?: string,
 ): CliProcess => startCli([configDir, modelDir, serverUrl], { cliPath: floorPath, env: probeEnv(probeFile) });
 
-const probeEnv = (probeFile: string | undefined): Record<string, string> =>
-  probeFile === undefined ? {} : { NODE_OPTIONS: `--require ${probePath}`, BENCH_PROBE_FILE: probeFile };
+/** NODE_OPTIONS with `nodeFlags` (the agent's, as its image runs it) and the probe preloaded when `probeFile` is given. */
+const probeEnv = (
+  probeFile: string | undefined,
+  nodeFlags: ReadonlyArray<string> = [],
+): Record<string, string> => {
+  const options = [...nodeFlags, ...(probeFile === undefined ? [] : [`--require ${probePath}`])].join(' ');
+  return {
+    ...(options === '' ? {} : { NODE_OPTIONS: options }),
+    ...(probeFile === undefined ? {} : { BENCH_PROBE_FILE: probeFile }),
+  };
+};
 
 /** What the memory probe writes: `process.memoryUsage()` and `process.cpuUsage()` of the probed process. */
 export interface ProbeReading {

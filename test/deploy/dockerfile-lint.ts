@@ -63,9 +63,15 @@ const entrypointProblems = (runtime: Stage): string[] => {
   const entrypoint = ofKind(runtime, 'ENTRYPOINT').at(-1);
   const json =
     entrypoint instanceof JSONInstruction ? entrypoint.getJSONStrings().map((s) => s.getJSONValue()) : [];
-  return json.join(' ') === 'node /app/dist/cli.js'
+  // Node.js flags may stand between node and the script (src/node-flags.ts).
+  const flags = json.slice(1, -1);
+  return json[0] === 'node' &&
+    json.at(-1) === '/app/dist/cli.js' &&
+    flags.every((flag) => flag.startsWith('--'))
     ? []
-    : ['ENTRYPOINT must be the exec form ["node", "/app/dist/cli.js"] (a shell would not pass on SIGTERM)'];
+    : [
+        'ENTRYPOINT must be the exec form ["node", <node flags>, "/app/dist/cli.js"] (a shell would not pass on SIGTERM)',
+      ];
 };
 
 const healthcheckProblems = (runtime: Stage): string[] => {

@@ -5,6 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { flagTable } from '../../src/core/app-config';
+import { agentNodeFlags } from '../../src/node-flags';
 import { lintDockerfile, lintDockerignore } from './dockerfile-lint';
 
 const repo = join(__dirname, '..', '..');
@@ -15,6 +16,11 @@ const httpPort = Number(flagTable.httpPort.default);
 describe('Dockerfile', () => {
   it('passes the lint', () => {
     expect(lintDockerfile(dockerfile, httpPort)).toEqual([]);
+  });
+
+  it('starts the agent with the Node.js flags it is measured with (src/node-flags.ts)', () => {
+    const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1];
+    expect(JSON.parse(entrypoint ?? 'null')).toEqual(['node', ...agentNodeFlags, '/app/dist/cli.js']);
   });
 
   it('keeps the build context to what the build reads', () => {
