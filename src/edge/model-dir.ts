@@ -1,19 +1,18 @@
 /** modelDirStore: the model directory M, filled through staging dirs and renames so no one sees half a model, and no neighbour's link is ever followed. */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rename } from 'node:fs/promises';
+import { mkdir, rename } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { EffectError, errorCode, permanentError } from '../core/errors';
-import { manifestMismatch, type FileManifest } from '../core/marker';
-import type { ModelSpec } from '../core/model-config';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import { specEquals, specToJson } from '../core/snapshot';
 import type { Installed, ModelStore } from '../ports';
 import type { SpaceCheck } from './download-limits';
-import { forEachLimited, fsError, isMissing, step } from './durable-fs';
+import { fsError, isMissing, step } from './durable-fs';
 import { backgroundFlusher } from './background-flush';
 import type { Logger } from './logger';
 import { describeFound, inspectEntry, type Found } from './model-dir-entry';
-import { fileSizes, isSameEntry, removeTree, withDir, type OpenDir } from './no-follow';
+import { modelDirRecovery } from './model-dir-recovery';
+import { isSameEntry, removeTree, type OpenDir } from './no-follow';
 import { createStagingDir, fillStagingDir, namingStaging, stagingTakenAway } from './staging-dir';
 
 /** Where the store lives and where it logs. */
@@ -27,7 +26,6 @@ export interface ModelDirOptions {
 // Reserved prefixes: model names cannot start with '.', so these never collide with a model dir.
 const stagingPrefix = '.tmp-';
 const asidePrefix = '.old-';
-const recoverConcurrency = 8;
 
 /** A short readable form of the name for temporary dir names, well inside NAME_MAX even for 255-byte names. */
 const nameTag = (name: string): string => Array.from(name).slice(0, 48).join('');
@@ -183,14 +181,29 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     }
   };
 
+  /**
+   * A fresh staging dir once the disk check passed. The size is not known yet (the providers check a declared one):
+   * at least the reserve must be free. The check runs while the dir is made; a dir made for nothing is removed.
+   */
+  const stagingWithSpace = async (name: ModelName): Promise<OpenDir> => {
+    const [space, staging] = await Promise.allSettled([
+      options.spaceCheck?.(root, 0, `installing model ${name}`),
+      createStaging(name),
+    ]);
+    if (space.status === 'fulfilled' && staging.status === 'fulfilled') return staging.value;
+    if (staging.status === 'fulfilled') {
+      await staging.value.handle.close();
+      await discardQuietly(staging.value.path);
+    }
+    throw space.status === 'rejected' ? space.reason : (staging as PromiseRejectedResult).reason;
+  };
+
   const install: ModelStore['install'] = async (name, spec, fill, signal) => {
     const target = modelDir(name);
     signal.throwIfAborted();
     await makeRoot();
     const claimed = await claim(target, name);
-    // The size is not known yet (the providers check a declared one): at least the reserve must be free.
-    await options.spaceCheck?.(root, 0, `installing model ${name}`);
-    const dir = await createStaging(name);
+    const dir = await stagingWithSpace(name);
     try {
       await fillStagingDir(dir, { name, spec, fill, signal, log });
       const installed = await commit(dir, target, name, signal, claimed);
@@ -229,102 +242,15 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     return false;
   };
 
-  const deleteModelDir = async (dir: string, name: string): Promise<void> => {
-    try {
-      await discard(dir, name);
-    } catch (err) {
-      log.error({ err, model: name, dir }, 'cannot delete a model dir; leaving it');
-    }
-  };
-
-  /** Why the files under `dir` are not those `files` lists, or undefined when they are (or cannot be read). */
-  const filesMismatch = async (dir: string, files: FileManifest): Promise<string | undefined> => {
-    try {
-      return manifestMismatch(files, await withDir(dir, fileSizes));
-    } catch (err) {
-      log.warn({ err, dir }, 'cannot check a model dir against its marker; keeping it');
-      return undefined;
-    }
-  };
-
-  /** The spec installed in `M/<name>`, or undefined after removing whatever there holds no usable model. */
-  const recoverModel = async (name: ModelName): Promise<ModelSpec | undefined> => {
-    const dir = join(root, name);
-    let found: Found;
-    try {
-      found = await inspect(dir);
-    } catch (err) {
-      log.error({ err, model: name, dir }, 'cannot read a model dir; leaving it');
-      return undefined;
-    }
-    if (found._tag === 'Missing') return undefined;
-    if (found._tag === 'NotADir') {
-      await removeNonDir(found).catch((err: unknown) =>
-        log.error({ err, model: name, dir }, 'cannot remove it; leaving it'),
-      );
-      return undefined;
-    }
-    const { state } = found;
-    if (state._tag === 'Valid') {
-      const mismatch = state.files === undefined ? undefined : await filesMismatch(dir, state.files);
-      if (mismatch === undefined) {
-        log.info({ model: name, spec: specToJson(state.spec) }, 'model recovered');
-        return state.spec;
-      }
-      log.warn(
-        { model: name, dir, mismatch },
-        'model files do not match their marker (cut short by a crash before they were flushed); deleting the model dir',
-      );
-      await deleteModelDir(dir, name);
-      return undefined;
-    }
-    if (found.foreign !== undefined) {
-      log.info({ model: name, dir, found: found.foreign }, 'not a model dir modelsync owns; leaving it');
-      return undefined;
-    }
-    switch (state._tag) {
-      case 'NoMarker':
-        log.info({ model: name, dir }, 'model dir without a marker (interrupted download); deleting it');
-        break;
-      case 'Ambiguous':
-        log.warn({ model: name, dir, files: state.files }, 'model dir with several markers; deleting it');
-        break;
-      case 'Corrupt':
-        log.warn(
-          { model: name, file: state.file, reason: state.reason },
-          'corrupt model marker; deleting the model dir',
-        );
-        break;
-    }
-    await deleteModelDir(dir, name);
-    return undefined;
-  };
-
-  const recoverEntry = async (entry: string, snapshot: Map<ModelName, ModelSpec>): Promise<void> => {
-    const path = join(root, entry);
-    if (entry.startsWith(stagingPrefix) || entry.startsWith(asidePrefix)) {
-      log.info({ dir: path }, 'leftover temporary dir; deleting it');
-      await discardQuietly(path);
-    } else if (entry.startsWith('.')) {
-      log.debug({ path }, 'not a model dir; leaving it');
-    } else if (modelNameProblem(entry) !== undefined) {
-      log.warn({ dir: path, problem: modelNameProblem(entry) }, 'dir name is not a model name; leaving it');
-    } else {
-      const spec = await recoverModel(entry as ModelName);
-      if (spec !== undefined) snapshot.set(entry as ModelName, spec);
-    }
-  };
-
-  const recover: ModelStore['recover'] = async () => {
-    // KServe panicked on a missing model dir; create it instead.
-    await step(`cannot create ${root}`, () => mkdir(root, { recursive: true }));
-    const entries = await step(`cannot list ${root}`, () => readdir(root));
-    const snapshot = new Map<ModelName, ModelSpec>();
-    await forEachLimited(entries, recoverConcurrency, (entry) => recoverEntry(entry, snapshot));
-    log.info({ dir: root, models: snapshot.size }, 'model dir recovered');
-    // Sorted, so the snapshot (and the ops derived from it) do not depend on readdir or completion order.
-    return new Map([...snapshot].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  };
+  const recover = modelDirRecovery({
+    root,
+    log,
+    inspect,
+    discard,
+    discardQuietly,
+    removeNonDir,
+    isTemporary: (entry) => entry.startsWith(stagingPrefix) || entry.startsWith(asidePrefix),
+  });
 
   return { recover, install, remove, isInstalled };
 };
