@@ -1,6 +1,6 @@
 /** durable-fs: the file-system steps every edge shares — one classification of fs errors, fsync, streaming into new files, bounded fan-out. */
 import { createWriteStream } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { EffectError, errorCode, errorMessage, isAbortError, retryableError } from '../core/errors';
 
@@ -108,23 +108,37 @@ export const consume = async <T>(
  */
 export const fileWriteBufferBytes = 1024 * 1024;
 
+// A body announced at most this big is gathered and written with one writeFile: for a few KiB, setting up a write
+// stream and its pipeline cost more than the write itself (measured: 0.56 ms for 1 KiB, on a load's path).
+const smallFileBytes = 64 * 1024;
+
+const writeGathered = async (chunks: AsyncIterable<Buffer>, to: string): Promise<void> => {
+  const parts: Buffer[] = [];
+  for await (const chunk of chunks) parts.push(chunk);
+  await writeFile(to, Buffer.concat(parts), { flag: 'wx' });
+};
+
 /**
  * Streams `source` into the file `to`, which must not exist yet (a second write of one name fails, never
- * replaces). Failures of writing are fsErrors naming `what`; see `consume` for those of the source and the signal.
+ * replaces); a source announced (`expectedBytes`) as small is gathered first and written in one call. Failures of
+ * writing are fsErrors naming `what`; see `consume` for those of the source and the signal.
  */
 export const writeNewFile = (
   source: AsyncIterable<Uint8Array>,
   to: string,
   signal: AbortSignal,
   what: string,
+  expectedBytes?: number,
 ): Promise<void> =>
   consume(
     source,
     signal,
     (chunks) =>
-      pipeline(chunks, createWriteStream(to, { flags: 'wx', highWaterMark: fileWriteBufferBytes }), {
-        signal,
-      }),
+      expectedBytes !== undefined && expectedBytes <= smallFileBytes
+        ? writeGathered(chunks, to)
+        : pipeline(chunks, createWriteStream(to, { flags: 'wx', highWaterMark: fileWriteBufferBytes }), {
+            signal,
+          }),
     (cause) => fsError(what, cause),
   );
 

@@ -1,5 +1,5 @@
 /** no-follow: file-system steps that never go through a link — dirs held open and reached by handle, files opened O_NOFOLLOW, trees deleted link by link. */
-import { constants, existsSync, type Stats } from 'node:fs';
+import { constants, existsSync, type Dirent, type Stats } from 'node:fs';
 import { lstat, open, readdir, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode } from '../core/errors';
@@ -134,9 +134,18 @@ interface TreeVisit {
   readonly dirDone?: (dir: OpenDir) => Promise<void>;
 }
 
-/** Visits every regular file under `dir` (`fanOut` at a time) and every dir bottom-up; links are not followed. */
-const walkTree = async (dir: OpenDir, visit: TreeVisit, prefix = ''): Promise<void> => {
-  const entries = await step(`cannot list ${dir.path}`, () => readdir(dir.ref, { withFileTypes: true }));
+/**
+ * Visits every regular file under `dir` (`fanOut` at a time) and every dir bottom-up; links are not followed.
+ * `listed`: the entries of `dir` itself when the caller has just read them.
+ */
+const walkTree = async (
+  dir: OpenDir,
+  visit: TreeVisit,
+  prefix = '',
+  listed?: ReadonlyArray<Dirent>,
+): Promise<void> => {
+  const entries =
+    listed ?? (await step(`cannot list ${dir.path}`, () => readdir(dir.ref, { withFileTypes: true })));
   await forEachLimited(
     entries.filter((entry) => entry.isFile()),
     fanOut,
@@ -163,14 +172,19 @@ export const syncTree = (dir: OpenDir): Promise<void> =>
     dirDone: (done) => step(`cannot flush ${done.path}`, () => done.handle.sync()),
   });
 
-/** The size of every regular file under `dir`, by path relative to it (`/`-separated); links are not followed. */
-export const fileSizes = async (dir: OpenDir): Promise<Map<string, number>> => {
+/**
+ * The size of every regular file under `dir`, by path relative to it (`/`-separated); links are not followed.
+ * `listed`: the entries of `dir` itself when the caller has just read them (one readdir fewer).
+ */
+export const fileSizes = async (
+  dir: OpenDir,
+  listed?: ReadonlyArray<Dirent>,
+): Promise<Map<string, number>> => {
   const sizes = new Map<string, number>();
-  await walkTree(dir, {
-    file: async (ref, relative, path) => {
-      const info = await step(`cannot read ${path}`, () => lstat(ref));
-      if (info.isFile()) sizes.set(relative, info.size);
-    },
-  });
+  const file = async (ref: string, relative: string, path: string): Promise<void> => {
+    const info = await step(`cannot read ${path}`, () => lstat(ref));
+    if (info.isFile()) sizes.set(relative, info.size);
+  };
+  await walkTree(dir, { file }, '', listed);
   return sizes;
 };

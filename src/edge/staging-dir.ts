@@ -1,4 +1,5 @@
 /** A staging dir: made fresh beside the model dir, held open, filled through its handle, marked last. */
+import type { Dirent } from 'node:fs';
 import { mkdtemp, readdir } from 'node:fs/promises';
 import { EffectError, retryableError } from '../core/errors';
 import type { ModelSpec } from '../core/model-config';
@@ -43,13 +44,20 @@ export const createStagingDir = async (prefix: string): Promise<OpenDir> => {
   return dir;
 };
 
-/** Drops top-level entries named like a marker that the model brought: two markers would make the dir ambiguous. */
-const dropBroughtMarkers = async (dir: OpenDir, name: ModelName, log: Logger): Promise<void> => {
-  const entries = await step(`cannot list ${dir.path}`, () => readdir(dir.ref));
-  const brought = entries.filter(isMarkerName).sort();
-  if (brought.length === 0) return;
-  log.warn({ model: name, entries: brought }, 'the model brings files named like our marker; dropping them');
+/**
+ * Drops top-level entries named like a marker that the model brought (two markers would make the dir ambiguous);
+ * returns the other top-level entries.
+ */
+const dropBroughtMarkers = async (dir: OpenDir, name: ModelName, log: Logger): Promise<Dirent[]> => {
+  const entries = await step(`cannot list ${dir.path}`, () => readdir(dir.ref, { withFileTypes: true }));
+  const brought = entries.filter((entry) => isMarkerName(entry.name)).map((entry) => entry.name);
+  if (brought.length === 0) return entries;
+  log.warn(
+    { model: name, entries: brought.sort() },
+    'the model brings files named like our marker; dropping them',
+  );
   for (const entry of brought) await removeTree(`${dir.ref}/${entry}`);
+  return entries.filter((entry) => !isMarkerName(entry.name));
 };
 
 /** What to put into a staging dir, and what for. */
@@ -77,8 +85,8 @@ export const fillStagingDir = async (
     throw signal.aborted ? cause : fsError(`cannot write the model into ${dir.path}`, cause);
   }
   signal.throwIfAborted();
-  await dropBroughtMarkers(dir, name, log);
-  const files = await fileSizes(dir);
+  const entries = await dropBroughtMarkers(dir, name, log);
+  const files = await fileSizes(dir, entries);
   signal.throwIfAborted();
   await writeMarker(dir, spec, files);
   await step(`cannot chmod ${dir.path}`, () => dir.handle.chmod(modelDirMode));

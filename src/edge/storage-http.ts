@@ -227,7 +227,7 @@ const download = async (
     const kind = bodyKind(headerOf(response.headers, 'content-type') ?? null, url.pathname);
     if (kind === 'file') {
       const to = path.join(targetDir, fileNameOf(url, what));
-      await writeNewFile(body, to, attempt.signal, `${what}: cannot save ${to}`);
+      await writeNewFile(body, to, attempt.signal, `${what}: cannot save ${to}`, announced);
     } else {
       await extractStream(body, kind, targetDir, { what, signal: attempt.signal, limits });
     }
