@@ -115,8 +115,16 @@ export const readJson = async <A>(
   codec: t.Decoder<unknown, A>,
   expected: string,
 ): Promise<A> => {
-  const { what } = call.init;
-  const text = await readText(call);
+  return decodeJsonText(await readText(call), codec, call.init.what, expected);
+};
+
+/** `text`, a body `what` returned, parsed and decoded with `codec`; a bad one is a retryable `invalid-response`. */
+export const decodeJsonText = <A>(
+  text: string,
+  codec: t.Decoder<unknown, A>,
+  what: string,
+  expected: string,
+): A => {
   const json = parseJson(text);
   if (isLeft(json)) {
     const shown = text.trim().slice(0, 200);

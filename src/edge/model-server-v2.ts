@@ -1,10 +1,19 @@
 /** v2ModelServer: the ModelServer port over the Open Inference Protocol model-repository extension. */
+import { createHash } from 'node:crypto';
 import * as t from 'io-ts';
 import type { ModelName } from '../core/model-name';
 import { redactUri } from '../core/redact';
 import type { ModelServer } from '../ports';
 import type { Dispatcher } from 'undici';
-import { discardBody, httpCall, isOk, readJson, statusError, type HttpCallResponse } from './http-call';
+import {
+  decodeJsonText,
+  discardBody,
+  httpCall,
+  isOk,
+  readText,
+  statusError,
+  type HttpCallResponse,
+} from './http-call';
 
 /** Where the server listens and how long calls may take. */
 export interface V2ModelServerOptions {
@@ -49,6 +58,8 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       signal,
       dispatcher: options.dispatcher,
     });
+  // The last index read: its checksum and the models it listed ready.
+  let lastIndex: { readonly checksum: string; readonly ready: ReadonlyArray<string> } | undefined;
 
   return {
     load: async (name, _replacing, signal) => {
@@ -70,9 +81,16 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       const what = `model server index (${shown})`;
       const call = await post(`${base}/v2/repository/index`, what, timeoutMs, signal);
       if (!isOk(call)) throw await statusError(call);
-      const index = await readJson(call, RepositoryIndex, 'a list of {name, state}');
-      // Triton lists one entry per version: a model is loaded when any of its versions is ready.
-      return new Set(index.filter((m) => m.state.toUpperCase() === 'READY').map((m) => m.name));
+      const text = await readText(call);
+      // The resync asks every minute and the answer seldom changes: the same text is not parsed and decoded again.
+      const checksum = createHash('sha256').update(text).digest('base64');
+      if (lastIndex?.checksum !== checksum) {
+        const index = decodeJsonText(text, RepositoryIndex, what, 'a list of {name, state}');
+        // Triton lists one entry per version: a model is loaded when any of its versions is ready.
+        const ready = index.filter((m) => m.state.toUpperCase() === 'READY').map((m) => m.name);
+        lastIndex = { checksum, ready };
+      }
+      return new Set(lastIndex.ready);
     },
   };
 };

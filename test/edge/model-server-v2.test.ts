@@ -94,6 +94,21 @@ describe('v2ModelServer', () => {
     expect([...loaded].sort()).toEqual(['m1', 'm3']);
   });
 
+  it('answers each index read as the index is now, when it repeats and when it changes', async () => {
+    await install('m1');
+    await install('m2');
+    const server = v2ModelServer({ baseUrl: standIn.url });
+    await server.load(name('m1'), false, live());
+    expect([...(await server.loadedModels(live()))]).toEqual(['m1']);
+    const first = await server.loadedModels(live());
+    first.add('changed by the caller');
+    expect([...(await server.loadedModels(live()))]).toEqual(['m1']);
+    await server.load(name('m2'), false, live());
+    expect([...(await server.loadedModels(live()))].sort()).toEqual(['m1', 'm2']);
+    await server.unload(name('m1'), live());
+    expect([...(await server.loadedModels(live()))]).toEqual(['m2']);
+  });
+
   it('reads Ready (KServe) and READY alike, tolerates extra fields and lists a multi-version model once', async () => {
     const raw = await startRaw(
       answer(
