@@ -1,5 +1,5 @@
 /** What holds a name in the model dir: nothing, something that is no dir (a link, a file, a FIFO), or a real dir and its markers. */
-import { lstat, stat } from 'node:fs/promises';
+import { lstat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { errorCode } from '../core/errors';
 import { isMissing } from './durable-fs';
@@ -27,10 +27,11 @@ const foreignReason = (path: string, dev: number, rootDev: number): string | und
 };
 
 /**
- * What is at `path`, an entry of the model dir `root`, read without following a link; throws the fs error when it
- * cannot be read. A dir is opened (O_NOFOLLOW) and its markers read through that handle.
+ * What is at `path`, an entry of the model dir, read without following a link; throws the fs error when it cannot
+ * be read. A dir is opened (O_NOFOLLOW) and its markers read through that handle. `rootDevice` gives the device of
+ * the model dir itself (a dir on another device is a mount, not ours).
  */
-export const inspectEntry = async (root: string, path: string): Promise<Found> => {
+export const inspectEntry = async (rootDevice: () => Promise<number>, path: string): Promise<Found> => {
   let info;
   try {
     info = await lstat(path);
@@ -39,7 +40,7 @@ export const inspectEntry = async (root: string, path: string): Promise<Found> =
     throw cause;
   }
   if (!info.isDirectory()) return { _tag: 'NotADir', path, kind: entryKind(info) };
-  const foreign = foreignReason(path, info.dev, (await stat(root)).dev);
+  const foreign = foreignReason(path, info.dev, await rootDevice());
   try {
     return { _tag: 'Dir', state: await withDir(path, readDirState), foreign };
   } catch (cause) {

@@ -1,6 +1,6 @@
 /** modelDirStore: the model directory M, filled through staging dirs and renames so no one sees half a model, and no neighbour's link is ever followed. */
 import { randomBytes } from 'node:crypto';
-import { mkdir, rename } from 'node:fs/promises';
+import { mkdir, rename, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { EffectError, errorCode, permanentError } from '../core/errors';
 import { modelNameProblem, type ModelName } from '../core/model-name';
@@ -50,8 +50,12 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     return dir;
   };
 
+  // The model dir's device, read once: what sits on another device is a mount point, not a model dir of ours.
+  let rootDev: number | undefined;
+  const rootDevice = async (): Promise<number> => (rootDev ??= (await stat(root)).dev);
+
   const inspect = (path: string): Promise<Found> =>
-    step(`cannot read ${path}`, () => inspectEntry(root, path));
+    step(`cannot read ${path}`, () => inspectEntry(rootDevice, path));
 
   /** Renames `path` to a fresh `.old-` sibling; undefined when there is nothing to move. */
   const moveAside = async (path: string, name: string): Promise<string | undefined> => {
