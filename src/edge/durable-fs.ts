@@ -119,6 +119,24 @@ const writeGathered = async (chunks: AsyncIterable<Buffer>, to: string): Promise
 };
 
 /**
+ * Streams `chunks` into the new file `to`. A failure settles only once the file is closed: the stream opens it
+ * asynchronously, and a caller deleting `to` after a failure must not race an open that creates it afterwards.
+ */
+const writeStreamed = async (
+  chunks: AsyncIterable<Buffer>,
+  to: string,
+  signal: AbortSignal,
+): Promise<void> => {
+  const file = createWriteStream(to, { flags: 'wx', highWaterMark: fileWriteBufferBytes });
+  try {
+    await pipeline(chunks, file, { signal });
+  } catch (cause) {
+    if (!file.closed) await new Promise<void>((resolve) => file.once('close', () => resolve()));
+    throw cause;
+  }
+};
+
+/**
  * Streams `source` into the file `to`, which must not exist yet (a second write of one name fails, never
  * replaces); a source announced (`expectedBytes`) as small is gathered first and written in one call. Failures of
  * writing are fsErrors naming `what`; see `consume` for those of the source and the signal.
@@ -136,9 +154,7 @@ export const writeNewFile = (
     (chunks) =>
       expectedBytes !== undefined && expectedBytes <= smallFileBytes
         ? writeGathered(chunks, to)
-        : pipeline(chunks, createWriteStream(to, { flags: 'wx', highWaterMark: fileWriteBufferBytes }), {
-            signal,
-          }),
+        : writeStreamed(chunks, to, signal),
     (cause) => fsError(what, cause),
   );
 
