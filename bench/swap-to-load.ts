@@ -272,7 +272,7 @@ export const swapToLoadSuite: Suite = {
         ...(result.reaction.length > 0
           ? [
               stats('swap → model downloading', result.reaction),
-              stats('downloading → loading (copy + fsyncs)', result.download),
+              stats('downloading → loading (download + install)', result.download),
               stats('loading → load request (journal + HTTP)', result.toRequest),
             ]
           : []),
