@@ -106,7 +106,7 @@ export const consume = async <T>(
  * read (64 KiB), so every chunk waited for its own write and the network and the disk took turns: a 1 GiB loopback
  * download ran at 470 MB/s, at 700 MB/s with 1 MiB here (curl: 1,070). The extra memory is 1 MiB a download.
  */
-export const fileWriteBufferBytes = 1024 * 1024;
+const fileWriteBufferBytes = 1024 * 1024;
 
 // A body announced at most this big is gathered and written with one writeFile: for a few KiB, setting up a write
 // stream and its pipeline cost more than the write itself (measured: 0.56 ms for 1 KiB, on a load's path).

@@ -1,5 +1,5 @@
 /** modelDirRecovery: what start-up finds in the model dir — each model's spec from its marker, checked against its files; the rest cleaned up. */
-import { mkdir, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { manifestMismatch, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
@@ -17,6 +17,8 @@ const recoverConcurrency = 8;
 export interface RecoveryDeps {
   readonly root: string;
   readonly log: Logger;
+  /** Creates the model dir if it is missing (KServe's agent panicked on a missing one). */
+  readonly makeRoot: () => Promise<void>;
   readonly inspect: (path: string) => Promise<Found>;
   /** Moves `path` aside, then deletes it. */
   readonly discard: (path: string, name: string) => Promise<void>;
@@ -31,6 +33,7 @@ export interface RecoveryDeps {
 export const modelDirRecovery = ({
   root,
   log,
+  makeRoot,
   inspect,
   discard,
   discardQuietly,
@@ -124,8 +127,7 @@ export const modelDirRecovery = ({
   };
 
   return async () => {
-    // KServe panicked on a missing model dir; create it instead.
-    await step(`cannot create ${root}`, () => mkdir(root, { recursive: true }));
+    await makeRoot();
     const entries = await step(`cannot list ${root}`, () => readdir(root));
     const snapshot = new Map<ModelName, ModelSpec>();
     await forEachLimited(entries, recoverConcurrency, (entry) => recoverEntry(entry, snapshot));

@@ -121,18 +121,18 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     // Nothing was there at the claim: rename straight in. Something that appeared since makes the rename fail
     // (only an empty dir would be replaced), and the install moves it aside as when it was there all along.
     let replaced: string | undefined;
+    const putBack = async (): Promise<void> => {
+      if (replaced !== undefined) await restore(replaced, target);
+    };
     if (claimed._tag !== 'Missing' || !(await renamedInto(dir.path, target))) {
       replaced = await moveAside(target, name);
       try {
         await rename(dir.path, target);
       } catch (cause) {
-        if (replaced !== undefined) await restore(replaced, target);
+        await putBack();
         throw fsError(`cannot rename ${dir.path} to ${target}`, cause);
       }
     }
-    const putBack = async (): Promise<void> => {
-      if (replaced !== undefined) await restore(replaced, target);
-    };
     // rename() moves whatever holds the staging name now: make sure that is the dir we filled.
     if (!(await step(`cannot check ${target}`, () => isSameEntry(target, dir.stats)))) {
       await discard(target, name);
@@ -249,6 +249,7 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
   const recover = modelDirRecovery({
     root,
     log,
+    makeRoot,
     inspect,
     discard,
     discardQuietly,

@@ -79,11 +79,8 @@ export class TransferGuard {
     try {
       for await (const chunk of source) {
         if (this.slow !== undefined) throw this.slow;
-        this.bytes += chunk.byteLength;
         this.sinceTick += chunk.byteLength;
-        if (this.bytes > this.options.maxBytes) {
-          throw this.overCap(`it passed the cap of ${showBytes(this.options.maxBytes)}`);
-        }
+        this.counted(chunk.byteLength);
         yield chunk;
       }
     } finally {
