@@ -39,9 +39,9 @@ const driver = async (): Promise<void> => {
   // Loaded here, not at the top, so the parent does not pay for them.
   const pino = (await import('pino')).default;
   const { firstValueFrom, ignoreElements, tap, defaultIfEmpty } = await import('rxjs');
-  const { defaultAppConfig } = await import('../src/core/app-config');
-  const { agentSettings, capabilities } = await import('../src/production');
-  const { startAgent } = await import('../src/start-agent');
+  const { defaultAppConfig } = await import('../src/core/flags/app-config');
+  const { agentSettings, capabilities } = await import('../src/wiring/capabilities');
+  const { startAgent } = await import('../src/agent/start-agent');
   const { fixedConfigSource } = await import('../src/testing/fixed-config-source');
   type Loader = import('../src/loader/loader').Loader;
 

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { agentNodeFlags } from '../src/node-flags';
+import { agentNodeFlags } from '../src/command/node-flags';
 import { startV2ModelServer } from '../src/testing/v2-model-server';
 import { downloadConcurrency, loadConcurrency, type DriverReport } from './adds-driver';
 import type { FloorReport } from './copy-post-floor';

@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { startHttpServer, type RunningHttpServer } from '../src/testing/http-server';
 import type { V2Request } from '../src/testing/v2-model-server';
 import { sleep, waitFor, withTimeout } from '../src/testing/wait';
-import { agentNodeFlags } from '../src/node-flags';
+import { agentNodeFlags } from '../src/command/node-flags';
 import { startCli, type CliProcess } from '../test/helpers/cli-process';
 
 // Built by `npm run bench` from the same sources as the suites (dist/ may be stale or missing).

@@ -5,7 +5,7 @@ import pino from 'pino';
 import type { ModelName } from '../src/core/model-name';
 import type { ModelStatus } from '../src/core/model-status';
 import { redactLogLine } from '../src/core/redact';
-import { redactingDestination } from '../src/edge/logger';
+import { redactingDestination } from '../src/log/logger';
 import { logStatus } from '../src/loader/status-log';
 import { seededRandom } from '../src/testing/seeded-random';
 import { round3, summarize, timeRuns, type Check, type Row, type RunOptions, type Suite } from './suite';

@@ -229,7 +229,7 @@ const main = async (): Promise<void> => {
   }
   const resultsDir = resultsDirOf(options.quick ? 'quick' : 'full');
   mkdirSync(resultsDir, { recursive: true });
-  // src/package-version.ts reads the package.json one level above src/: the bench build's src/ needs one too.
+  // src/command/package-version.ts reads the package.json two levels above it: the bench build needs one too.
   copyFileSync(
     path.resolve(__dirname, '..', '..', 'package.json'),
     path.resolve(__dirname, '..', 'package.json'),

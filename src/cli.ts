@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 /** modelsync's process entry: arguments to a mode, one subscription, signals, the exit code. */
 import { fromEvent, merge, skip, Subject, take, takeUntil, type Observable } from 'rxjs';
-import type { AppConfig } from './core/app-config';
+import type { AppConfig } from './core/flags/app-config';
 import { redact } from './core/redact';
-import { createLogger, logDestination, type Logger } from './edge/logger';
-import { logProcessWarnings } from './edge/process-warnings';
-import { dryRunMode, oneShotMode, syncMode, type Output } from './modes';
-import { parseArgs } from './parse-args';
+import { createLogger, logDestination, type Logger } from './log/logger';
+import { logProcessWarnings } from './log/process-warnings';
+import { dryRunMode, oneShotMode, syncMode, type Output } from './command/modes';
+import { parseArgs } from './command/parse-args';
 
 /** Exits once stdout has taken every line: a pipe is written asynchronously, and exit would drop the rest. */
 let exiting = false;

@@ -12,7 +12,7 @@ export {
   type FlagSpec,
   type LogLevel,
   type SettingField,
-} from './core/app-config';
+} from './core/flags/app-config';
 export { configFileName, dataLinkName } from './core/config-files';
 export { decodeConfig, formatValidationErrors } from './core/decode-config';
 export { applyOps, diff } from './core/diff';
@@ -55,16 +55,16 @@ export {
   syncModels,
   type ConfigPipelineDeps,
   type SyncDeps,
-} from './app';
-export { startAgent, type AgentCapabilities, type AgentSettings, type AgentStart } from './start-agent';
+} from './agent/sync-models';
+export { startAgent, type AgentCapabilities, type AgentSettings, type AgentStart } from './agent/start-agent';
 export {
   agentSettings,
   capabilities,
   configSourceFor,
   type ConfigSourceHooks,
   type ConfigSourceWithStatus,
-} from './production';
-export { parseArgs, type Env, type ParsedArgs } from './parse-args';
+} from './wiring/capabilities';
+export { parseArgs, type Env, type ParsedArgs } from './command/parse-args';
 export { backoffDelay } from './core/backoff';
 export {
   readyEvent,
@@ -77,41 +77,41 @@ export { inPlaceSnapshot, type InPlace } from './core/in-place';
 export { unknownSpec } from './core/snapshot';
 export { parseHostHeaders, parseStorageUri } from './core/storage-uri';
 export { redact, redactLogLine, redactUri, registerSecret, SecretRegistry, secrets } from './core/redact';
-export { abortable } from './loader/abortable';
+export { abortable } from './agent/abortable';
 export { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from './loader/loader';
 export { createSlots, type Slots } from './core/slots';
 export { createWorkQueue, type WorkQueue, type WorkQueueCounts } from './loader/work-queue';
-export { routeStorage } from './loader/storage-router';
+export { routeStorage } from './storage/router';
 export type * from './ports';
 export { noTelemetry } from './ports';
 
-export { configDirSource, type ConfigDirOptions } from './edge/config-dir';
+export { configDirSource, type ConfigDirOptions } from './config-source/config-dir';
 export {
   kubeApiSource,
   type KubeApiSource,
   type KubeApiSourceOptions,
   type KubeWatchStatus,
-} from './edge/kube-api-source';
-export { readConfigFile, type ConfigReadOptions } from './edge/config-file';
-export { createLogger, redactingDestination } from './edge/logger';
+} from './config-source/kube-api-source';
+export { readConfigFile, type ConfigReadOptions } from './config-source/config-file';
+export { createLogger, redactingDestination } from './log/logger';
 export {
   archiveFormatOf,
   extractFile,
   extractStream,
   type ArchiveFormat,
   type ExtractOptions,
-} from './edge/archive/extract';
-export type { ArchiveLimits } from './edge/archive/budget';
-export { loadJournal } from './edge/load-journal';
-export { modelDirStore } from './edge/model-dir';
-export { torchServeModelServer } from './edge/model-server-torchserve';
-export { v2ModelServer } from './edge/model-server-v2';
-export { httpStorage, type HttpStorageOptions } from './edge/storage-http';
-export { localFileStorage, type LocalStorageOptions } from './edge/storage-local';
+} from './storage/archive/extract';
+export type { ArchiveLimits } from './storage/archive/budget';
+export { loadJournal } from './model-dir/load-journal';
+export { modelDirStore } from './model-dir/store';
+export { torchServeModelServer } from './model-server/torchserve';
+export { v2ModelServer } from './model-server/v2';
+export { httpStorage, type HttpStorageOptions } from './storage/http/http-storage';
+export { localFileStorage, type LocalStorageOptions } from './storage/local/local-storage';
 export {
   defaultDownloadLimits,
   downloadLimitsOf,
   type DownloadLimits,
   type MinRate,
-} from './edge/download-limits';
-export { TransferGuard, type TransferGuardOptions } from './edge/transfer-guard';
+} from './storage/download-limits';
+export { TransferGuard, type TransferGuardOptions } from './storage/transfer-guard';

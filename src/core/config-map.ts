@@ -1,7 +1,7 @@
 /** The ConfigMap as a config source, purely: the request's path and selector, a version's key read as text, failures in words. */
 import * as E from 'fp-ts/Either';
 import { readFailed, tooLarge, invalidEncoding, type ConfigError } from './errors';
-import { jsonText } from './json-bytes';
+import { jsonText } from './json/json-bytes';
 
 /** Which key of which ConfigMap holds the model list. */
 export interface ConfigMapRef {

@@ -2,7 +2,7 @@
 import * as E from 'fp-ts/Either';
 import * as t from 'io-ts';
 import { errorMessage, invalidConfig, invalidJson, type ConfigError } from './errors';
-import { parseJson, previewJson, withCountOfMore } from './json';
+import { parseJson, previewJson, withCountOfMore } from './json/json';
 import { previewValue } from './preview';
 import { ModelConfig, ModelConfigs, type ModelSpec } from './model-config';
 import type { ModelName } from './model-name';

@@ -1,5 +1,5 @@
 /** Expected failures of reading and decoding the config, as values (never thrown); and EffectError. */
-import { flagTable } from './app-config';
+import { flagTable } from './flags/app-config';
 import { redact } from './redact';
 
 /**

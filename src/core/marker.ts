@@ -1,7 +1,7 @@
 /** The SUCCESS marker of an installed model: its KServe-compatible content and the identity its name hashes. */
 import * as E from 'fp-ts/Either';
 import { formatValidationErrors } from './decode-config';
-import { describeJsonProblem, parseJson } from './json';
+import { describeJsonProblem, parseJson } from './json/json';
 import { ModelSpec } from './model-config';
 import { zeroQuantity } from './quantity';
 import { specToJson } from './snapshot';

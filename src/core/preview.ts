@@ -1,5 +1,5 @@
 /** previewValue: a value from models.json as a reader of an error line should see it: short, and without secrets. */
-import { previewJson } from './json';
+import { previewJson } from './json/json';
 import { redactUri } from './storage-uri';
 
 /**

@@ -1,6 +1,6 @@
 /** Storage URIs and per-host HTTP headers: parsing with KServe's error messages, no I/O; header values are secrets. */
 import * as E from 'fp-ts/Either';
-import { parseJson } from './json';
+import { parseJson } from './json/json';
 import { redactUri, registerSecret } from './redact';
 
 // Shown from here too: whoever parses a storage URI also shows one.

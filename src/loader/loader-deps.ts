@@ -2,7 +2,7 @@
 import type { Logger } from 'pino';
 import type { SchedulerLike } from 'rxjs';
 import type { LoadJournal, ModelServer, ModelStore, Telemetry } from '../ports';
-import type { DownloadFunction } from './storage-router';
+import type { DownloadFunction } from '../storage/router';
 
 /** How transient failures are retried: capped exponential backoff with full jitter (core/backoff.ts). */
 export interface RetryPolicy {

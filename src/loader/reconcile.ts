@@ -5,7 +5,7 @@ import type { ModelName } from '../core/model-name';
 import type { ModelPhase } from '../core/model-status';
 import { specEquals } from '../core/snapshot';
 import type { DownloadProgress, Installed, LoadJournal, ModelServer, ModelStore } from '../ports';
-import type { DownloadFunction } from './storage-router';
+import type { DownloadFunction } from '../storage/router';
 import { linkedSignal } from './linked-signal';
 import type { Slots } from '../core/slots';
 

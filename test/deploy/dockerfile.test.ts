@@ -4,8 +4,8 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { flagTable } from '../../src/core/app-config';
-import { agentNodeFlags } from '../../src/node-flags';
+import { flagTable } from '../../src/core/flags/app-config';
+import { agentNodeFlags } from '../../src/command/node-flags';
 import { lintDockerfile, lintDockerignore } from './dockerfile-lint';
 
 const repo = join(__dirname, '..', '..');

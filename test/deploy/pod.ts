@@ -1,8 +1,8 @@
 /** Reading a rendered model-serving pod: its containers, modelsync's settings as the CLI parses them, its probes. */
 import type { IContainer, IPodSpec } from 'kubernetes-models/v1';
 import type { IDeployment } from 'kubernetes-models/apps/v1';
-import { flagList } from '../../src/core/app-config';
-import { parseArgs, type Env } from '../../src/parse-args';
+import { flagList } from '../../src/core/flags/app-config';
+import { parseArgs, type Env } from '../../src/command/parse-args';
 import type { KubeObject } from './kustomize';
 
 /** The one Deployment of a rendered variant. */

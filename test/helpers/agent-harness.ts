@@ -7,16 +7,16 @@ import { either as E } from 'fp-ts';
 import type { Logger } from 'pino';
 import type { Subscription } from 'rxjs';
 import { manifestKey } from '../../src/core/marker';
-import { defaultAppConfig, type AppConfig } from '../../src/core/app-config';
+import { defaultAppConfig, type AppConfig } from '../../src/core/flags/app-config';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import type { Snapshot } from '../../src/core/snapshot';
-import { configDirSource } from '../../src/edge/config-dir';
-import { loadJournalFileName } from '../../src/edge/load-journal';
-import { createLogger } from '../../src/edge/logger';
+import { configDirSource } from '../../src/config-source/config-dir';
+import { loadJournalFileName } from '../../src/model-dir/load-journal';
+import { createLogger } from '../../src/log/logger';
 import type { Loader, RetryPolicy } from '../../src/loader/loader';
 import type { ModelServer, ModelStore } from '../../src/ports';
-import { agentSettings, capabilities } from '../../src/production';
-import { startAgent } from '../../src/start-agent';
+import { agentSettings, capabilities } from '../../src/wiring/capabilities';
+import { startAgent } from '../../src/agent/start-agent';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import {
   startV2ModelServer,

@@ -5,18 +5,18 @@ import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import pino, { type Logger } from 'pino';
 import { defer, mergeWith, Subject, type Subscription } from 'rxjs';
-import { defaultAppConfig, type AppConfig } from '../../src/core/app-config';
+import { defaultAppConfig, type AppConfig } from '../../src/core/flags/app-config';
 import { specEquals, type Snapshot } from '../../src/core/snapshot';
 import type { ModelSpec } from '../../src/core/model-config';
 import type { ModelName } from '../../src/core/model-name';
 import type { ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import { inPlaceSnapshot, type InPlace } from '../../src/core/in-place';
-import { loadJournalFileName } from '../../src/edge/load-journal';
+import { loadJournalFileName } from '../../src/model-dir/load-journal';
 import type { Loader } from '../../src/loader/loader';
 import type { ModelServer, ModelStore } from '../../src/ports';
-import { capabilities } from '../../src/production';
-import { startAgent, type AgentCapabilities } from '../../src/start-agent';
+import { capabilities } from '../../src/wiring/capabilities';
+import { startAgent, type AgentCapabilities } from '../../src/agent/start-agent';
 import { fixedConfigSource } from '../../src/testing/fixed-config-source';
 import {
   startV2ModelServer,

@@ -2,11 +2,11 @@
 import { join } from 'node:path';
 import pino from 'pino';
 import { defer, tap, type Subscription } from 'rxjs';
-import { modelOps } from '../../src/app';
+import { modelOps } from '../../src/agent/sync-models';
 import { applyOps } from '../../src/core/diff';
 import type { ModelOp } from '../../src/core/model-op';
 import { emptySnapshot, type Snapshot } from '../../src/core/snapshot';
-import { configDirSource } from '../../src/edge/config-dir';
+import { configDirSource } from '../../src/config-source/config-dir';
 import { sleep, waitFor } from '../../src/testing/wait';
 import { LogSink } from './log-sink';
 import { removeTempDir, tempDir } from './temp-dir';

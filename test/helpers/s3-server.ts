@@ -9,7 +9,7 @@ import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { forEachLimited } from '../../src/edge/durable-fs';
+import { forEachLimited } from '../../src/fs/durable-fs';
 import { withTimeout } from '../../src/testing/wait';
 import type { FaultRule } from './fault-proxy';
 import { removeTempDir, tempDir } from './temp-dir';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { decodeConfig } from '../../src/core/decode-config';
 import { snapshotEquals, type Snapshot } from '../../src/core/snapshot';
-import { modelDirStore } from '../../src/edge/model-dir';
+import { modelDirStore } from '../../src/model-dir/store';
 import { sleep } from '../../src/testing/wait';
 import { useAgentHarness, type AgentHarness } from '../helpers/agent-harness';
 import { modelsJson } from '../helpers/fixtures';

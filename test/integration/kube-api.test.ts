@@ -15,7 +15,7 @@ import type { LogLine } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 import { freePort, get, getJson } from './surface-kit';
 import type { StatusDocumentJson } from '../../src/core/status-document';
-import { surfacePaths } from '../../src/edge/http-surface';
+import { surfacePaths } from '../../src/surface/http-surface';
 
 afterEach(killAllCli);
 const tmp = useTempDir('kube-api');

@@ -2,7 +2,7 @@
 import { mkdirSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { loadJournalFileName } from '../../src/edge/load-journal';
+import { loadJournalFileName } from '../../src/model-dir/load-journal';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { startHttpServer } from '../../src/testing/http-server';
 import { seededRandom } from '../../src/testing/seeded-random';

@@ -6,9 +6,9 @@
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
-import { defaultAppConfig } from '../../src/core/app-config';
-import { createNetwork } from '../../src/edge/net';
-import { storageProviders } from '../../src/production-storage';
+import { defaultAppConfig } from '../../src/core/flags/app-config';
+import { createNetwork } from '../../src/net/network';
+import { storageProviders } from '../../src/wiring/storage';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { startHttpServer } from '../../src/testing/http-server';
 import { rangedBody } from '../../src/testing/ranged-body';

@@ -4,7 +4,7 @@
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { surfacePaths } from '../../src/edge/http-surface';
+import { surfacePaths } from '../../src/surface/http-surface';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { sleep, waitFor } from '../../src/testing/wait';

@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StatusDocumentJson } from '../../src/core/status-document';
-import { surfacePaths } from '../../src/edge/http-surface';
+import { surfacePaths } from '../../src/surface/http-surface';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { sleep } from '../../src/testing/wait';

@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { create as createTar } from 'tar';
-import { loadJournalFileName } from '../../../src/edge/load-journal';
+import { loadJournalFileName } from '../../../src/model-dir/load-journal';
 import { atomicWrite } from '../../../src/testing/atomic-writer';
 import { startHttpServer } from '../../../src/testing/http-server';
 import { manifestOf, type ModelManifest } from '../../../src/testing/model-manifest';

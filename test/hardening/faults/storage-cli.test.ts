@@ -2,7 +2,7 @@
  * Storage limits on the real process (`dist/cli.js`, flags as an operator sets them): /proc refused whatever the
  * roots, an endless body capped for good, a trickle dropped; the process stays up and loads the healthy model.
  */
-import { loadJournalFileName } from '../../../src/edge/load-journal';
+import { loadJournalFileName } from '../../../src/model-dir/load-journal';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { atomicWrite } from '../../../src/testing/atomic-writer';

@@ -13,7 +13,7 @@ import type { LoaderHarness } from '../../helpers/loader-harness';
 import { rawReply, trickle } from '../../helpers/raw-http';
 import { startStorageServer, type StorageServer } from '../../helpers/storage-server';
 import { harnessesPerTest } from '../../loader/loader-checks';
-import { tarball } from '../../edge/archive/builders';
+import { tarball } from '../../storage/archive/builders';
 
 const MiB = 2 ** 20;
 const m = name('m');

@@ -5,8 +5,8 @@
 import { either as E } from 'fp-ts';
 import fc from 'fast-check';
 import { decodeConfig } from '../../../src/core/decode-config';
-import { maxJsonDepth, structureProblems } from '../../../src/core/json-structure';
-import { jsonSyntaxError } from '../../../src/core/json-syntax';
+import { maxJsonDepth, structureProblems } from '../../../src/core/json/json-structure';
+import { jsonSyntaxError } from '../../../src/core/json/json-syntax';
 import { snapshotEquals, specToJson, type Snapshot } from '../../../src/core/snapshot';
 
 const file = '/fuzz/models.json';

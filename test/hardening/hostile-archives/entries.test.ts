@@ -4,7 +4,14 @@
  */
 import path from 'node:path';
 import type { EffectErrorKind } from '../../../src/core/errors';
-import { tarball, tgz, zipArchive, zipLink, type TarEntry, type ZipEntry } from '../../edge/archive/builders';
+import {
+  tarball,
+  tgz,
+  zipArchive,
+  zipLink,
+  type TarEntry,
+  type ZipEntry,
+} from '../../storage/archive/builders';
 import { useArchiveBench, type Provider } from './archive-bench';
 
 interface Case {

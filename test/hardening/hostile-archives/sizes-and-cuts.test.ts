@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { EffectErrorKind } from '../../../src/core/errors';
-import { tarball, tgz, tgzBomb, zipArchive, zipBomb, type TarEntry } from '../../edge/archive/builders';
+import { tarball, tgz, tgzBomb, zipArchive, zipBomb, type TarEntry } from '../../storage/archive/builders';
 import { useArchiveBench, type Provider } from './archive-bench';
 
 const MiB = 2 ** 20;

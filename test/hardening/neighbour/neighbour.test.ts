@@ -6,7 +6,7 @@
 import { cp, lstat, mkdir, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { add, remove } from '../../../src/core/model-op';
-import { loadJournalFileName } from '../../../src/edge/load-journal';
+import { loadJournalFileName } from '../../../src/model-dir/load-journal';
 import { name } from '../../helpers/fixtures';
 import { expectPromiseKept, useNeighbourhoods, warnings } from './neighbourhood';
 import { runRandomNeighbour } from './random-neighbour';

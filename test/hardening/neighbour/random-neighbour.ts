@@ -3,7 +3,7 @@ import { lstat, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ModelSpec } from '../../../src/core/model-config';
 import { add, remove } from '../../../src/core/model-op';
-import { loadJournalFileName } from '../../../src/edge/load-journal';
+import { loadJournalFileName } from '../../../src/model-dir/load-journal';
 import { seededRandom } from '../../../src/testing/seeded-random';
 import { name } from '../../helpers/fixtures';
 import type { LoaderHarness, LoaderHarnessOptions } from '../../helpers/loader-harness';

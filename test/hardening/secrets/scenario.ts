@@ -4,7 +4,7 @@
  * URLs, signatures and headers back in its error bodies, so every kind of failure has a secret to repeat.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { tarball } from '../../edge/archive/builders';
+import { tarball } from '../../storage/archive/builders';
 import type { HttpHandler, RunningHttpServer } from '../../../src/testing/http-server';
 import { closedPort } from '../../helpers/http-servers';
 import { secretValues, type PlantedSecret } from '../../helpers/secrets';

@@ -1,0 +1,49 @@
+/**
+ * Resync and drift repair, composed: one trigger stream (a timer and SIGHUP) both re-reads the config and runs the
+ * repair step, whose ops join the config's ops on their way to the loader.
+ */
+import type { Logger } from 'pino';
+import { mergeWith, share, type MonoTypeOperatorFunction, type Observable, type SchedulerLike } from 'rxjs';
+import type { ModelOp } from '../core/model-op';
+import { abortable } from './abortable';
+import { repairDrift, type DriftRecords, type ResyncTrigger } from '../pipeline/repair-drift';
+import { resyncTriggers, type ResyncTriggerOptions } from '../pipeline/resync-triggers';
+import type { ModelServer, Telemetry } from '../ports';
+
+/** What a resync runs on. */
+export interface ResyncDeps {
+  readonly server: ModelServer;
+  readonly records: DriftRecords;
+  readonly log: Logger;
+  readonly telemetry: Telemetry;
+  readonly scheduler: SchedulerLike;
+}
+
+/** A resync's two halves: the triggers that re-read the config, and the operator that adds the repairs' ops. */
+export interface Resync {
+  /** Each resync, for the config pipeline to re-read models.json (a change no event reported is found). */
+  readonly rereads$: Observable<ResyncTrigger>;
+  /** Merges the ops of each resync's repairs into the config's ops. */
+  readonly withRepairs: MonoTypeOperatorFunction<ModelOp>;
+}
+
+/**
+ * The resync of `options` (every `intervalMs`, and on each `signal$`) over `deps`. The triggers are shared: one
+ * timer paces both halves, and it runs while either is subscribed.
+ */
+export const resyncOf = (options: ResyncTriggerOptions, deps: ResyncDeps): Resync => {
+  const triggers$ = resyncTriggers(options, deps.scheduler).pipe(share());
+  const repairs$ = triggers$.pipe(
+    repairDrift(
+      {
+        records: deps.records,
+        serverIndex: () => abortable((signal) => deps.server.loadedModels(signal)),
+        intervalMs: options.intervalMs,
+        log: deps.log,
+        telemetry: deps.telemetry,
+      },
+      deps.scheduler,
+    ),
+  );
+  return { rereads$: triggers$, withRepairs: mergeWith(repairs$) };
+};

@@ -1,0 +1,187 @@
+/**
+ * startAgent: modelsync's one start-up sequence — recover the model dir, wait for the model server's answer,
+ * create the loader, run the config pipeline — used alike by the CLI, the test harnesses, the bench and
+ * integrators. It takes its effects as capabilities, so it imports no edge.
+ */
+import type { Logger } from 'pino';
+import {
+  asyncScheduler,
+  concatMap,
+  defer,
+  map,
+  retry,
+  switchMap,
+  tap,
+  timer,
+  type MonoTypeOperatorFunction,
+  type Observable,
+  type SchedulerLike,
+} from 'rxjs';
+import { syncModels } from './sync-models';
+import { backoffDelay } from '../core/backoff';
+import { toEffectError } from '../core/errors';
+import { inPlaceSnapshot, type InPlace } from '../core/in-place';
+import type { ModelOp } from '../core/model-op';
+import type { AgentEvent } from '../core/model-status';
+import type { Snapshot } from '../core/snapshot';
+import { abortable } from './abortable';
+import { recoverModelDir } from '../loader/in-place';
+import { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from '../loader/loader';
+import type { ResyncTriggerOptions } from '../pipeline/resync-triggers';
+import {
+  noTelemetry,
+  type ConfigSource,
+  type LoadJournal,
+  type ModelServer,
+  type ModelStore,
+  type Telemetry,
+} from '../ports';
+import { resyncOf, type ResyncDeps } from './resync';
+
+/** The effects the agent runs on (`capabilities` in production.ts builds the real ones from an AppConfig). */
+export interface AgentCapabilities {
+  readonly configSource: ConfigSource;
+  readonly store: ModelStore;
+  readonly journal: LoadJournal;
+  readonly server: ModelServer;
+  /** Fills a directory with the model stored at a URI (`routeStorage` over the storage providers). */
+  readonly download: LoaderDeps['download'];
+  /** The schemes `download` serves (`routeStorage(...).schemes`): configs naming another are warned about. */
+  readonly servedSchemes?: ReadonlyArray<string>;
+}
+
+/** What the agent started from, and the loader it runs: the place to serve statuses and readiness from. */
+export interface AgentStart {
+  readonly inPlace: InPlace;
+  readonly loader: Loader;
+}
+
+/** How the agent runs: its logger, caps and timings, and the operators an integrator splices in. */
+export interface AgentSettings {
+  readonly log: Logger;
+  readonly downloadConcurrency: number;
+  readonly loadConcurrency: number;
+  /** Backoff of transient failures; `baseMs`/`maxMs` also pace the start-up wait for the model server. */
+  readonly retry: RetryPolicy;
+  /** Quiet time after a burst of config events before the confirming re-read. */
+  readonly settleMs: number;
+  /** Time for the config pacing and the start-up wait (a TestScheduler in tests); default asyncScheduler. */
+  readonly scheduler?: SchedulerLike;
+  /** Jitter source of the backoffs; default Math.random. */
+  readonly random?: () => number;
+  /** Operators on the accepted snapshots, between `keepValid` and `toModelOps` (e.g. `keepFrameworks`). */
+  readonly snapshotOperators?: ReadonlyArray<MonoTypeOperatorFunction<Snapshot>>;
+  /** Operators on the ops, between `toModelOps` and the loader (e.g. `mergeWith(resyncOps$)`). */
+  readonly opOperators?: ReadonlyArray<MonoTypeOperatorFunction<ModelOp>>;
+  /** Called on every subscription once the loader exists, before the first config is read. */
+  readonly onStart?: (start: AgentStart) => void;
+  /** Hears of config reads, retries, resyncs, repairs and watcher progress (metrics, /status); default none. */
+  readonly telemetry?: Telemetry;
+  /** Periodic resync and drift repair (every `intervalMs`, and on each `signal$`); absent: none. */
+  readonly resync?: ResyncTriggerOptions;
+}
+
+/** The server's loaded models; the server container starts beside us, so keep asking until it answers. */
+const serverAnswer = (
+  server: ModelServer,
+  settings: AgentSettings,
+  scheduler: SchedulerLike,
+  random: () => number,
+): Observable<ReadonlySet<string>> =>
+  abortable((signal) => server.loadedModels(signal)).pipe(
+    retry({
+      delay: (error: unknown, attempt) => {
+        const delayMs = backoffDelay(attempt, settings.retry.baseMs, settings.retry.maxMs, random);
+        settings.log.warn(
+          { err: toEffectError(error), attempt, delayMs },
+          'model server not answering yet; waiting for it',
+        );
+        return timer(delayMs, scheduler);
+      },
+    }),
+  );
+
+/** What the resync of a started agent runs on. */
+const resyncDeps = (
+  capabilities: AgentCapabilities,
+  loader: Loader,
+  settings: AgentSettings,
+): ResyncDeps => ({
+  server: capabilities.server,
+  records: loader,
+  log: settings.log.child({ component: 'resync' }),
+  telemetry: settings.telemetry ?? noTelemetry,
+  scheduler: settings.scheduler ?? asyncScheduler,
+});
+
+/**
+ * The whole agent, for as long as subscribed: recovers the model dir (first: it creates the dir, which some
+ * servers need before they start) and the load journal, asks the server what it has loaded (retrying with
+ * backoff until it answers), creates the loader from what is in place, then keeps both equal to the config.
+ * Emits every model's status changes and `Ready` once the first accepted config has been applied. Unsubscribing
+ * aborts downloads in progress and removes their staging dirs.
+ */
+export const startAgent = (
+  capabilities: AgentCapabilities,
+  settings: AgentSettings,
+): Observable<AgentEvent> =>
+  defer(() => {
+    const { log, scheduler = asyncScheduler, random = Math.random } = settings;
+    const started = scheduler.now();
+    return abortable(() => recoverModelDir(capabilities.store, capabilities.journal)).pipe(
+      concatMap((disk) =>
+        serverAnswer(capabilities.server, settings, scheduler, random).pipe(
+          map((loaded): InPlace => ({ ...disk, loaded })),
+        ),
+      ),
+      switchMap((inPlace) => {
+        log.info(
+          {
+            onDisk: inPlace.onDisk.size,
+            loaded: inPlace.loaded.size,
+            unconfirmed: inPlace.unconfirmed?.size ?? 0,
+          },
+          'recovered what is in place',
+        );
+        const loader = createLoader(
+          {
+            store: capabilities.store,
+            journal: capabilities.journal,
+            server: capabilities.server,
+            download: capabilities.download,
+            log: log.child({ component: 'loader' }),
+            downloadConcurrency: settings.downloadConcurrency,
+            loadConcurrency: settings.loadConcurrency,
+            retry: settings.retry,
+            random,
+            scheduler,
+            telemetry: settings.telemetry,
+          },
+          inPlace,
+        );
+        settings.onStart?.({ inPlace, loader });
+        const resync =
+          settings.resync && resyncOf(settings.resync, resyncDeps(capabilities, loader, settings));
+        return syncModels({
+          configSource: capabilities.configSource,
+          inPlace: inPlaceSnapshot(inPlace),
+          log,
+          settleMs: settings.settleMs,
+          servedSchemes: capabilities.servedSchemes,
+          scheduler,
+          loader,
+          snapshotOperators: settings.snapshotOperators,
+          opOperators: resync ? [...(settings.opOperators ?? []), resync.withRepairs] : settings.opOperators,
+          rereads$: resync?.rereads$,
+          telemetry: settings.telemetry,
+        });
+      }),
+      tap((event) => {
+        if (event._tag === 'Ready')
+          log.info(
+            { modelCount: event.modelCount, durationMs: scheduler.now() - started },
+            'start-up sync complete; ready',
+          );
+      }),
+    );
+  });

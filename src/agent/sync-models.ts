@@ -1,0 +1,168 @@
+/** The composition root: the pipeline from config-dir events to ModelOps (and, with a loader, to results). */
+import type { Either } from 'fp-ts/Either';
+import * as E from 'fp-ts/Either';
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import {
+  connect,
+  EMPTY,
+  first,
+  identity,
+  map,
+  merge,
+  mergeWith,
+  startWith,
+  switchMap,
+  take,
+  tap,
+  defer,
+  type MonoTypeOperatorFunction,
+  type Observable,
+  type OperatorFunction,
+  type SchedulerLike,
+} from 'rxjs';
+import { diff } from '../core/diff';
+import { describeConfigError, type ConfigError } from '../core/errors';
+import type { ModelOp } from '../core/model-op';
+import { readyEvent, type AgentEvent } from '../core/model-status';
+import { emptySnapshot, type Snapshot } from '../core/snapshot';
+import { applyModelOps, type OpRunner } from '../pipeline/apply-model-ops';
+import { coalesceBursts } from '../pipeline/coalesce-bursts';
+import { decodeSnapshot } from '../pipeline/decode-snapshot';
+import { keepValid } from '../pipeline/keep-valid';
+import { readConfig } from '../pipeline/read-config';
+import { announcesNewContent, selectConfigEvents } from '../pipeline/select-config-events';
+import { skipUnchangedReads } from '../pipeline/skip-unchanged-reads';
+import { toModelOps } from '../pipeline/to-model-ops';
+import { logUnservedModels, warnUnservedSchemes } from '../pipeline/warn-unserved-schemes';
+import { noTelemetry, type ConfigRead, type ConfigSource, type FsEvent, type Telemetry } from '../ports';
+
+/** What the config half of the pipeline runs on. */
+export interface ConfigPipelineDeps {
+  readonly configSource: ConfigSource;
+  /** What is in place already (`inPlaceSnapshot`, recovered at start-up); the first config is diffed against it. */
+  readonly inPlace: Snapshot;
+  readonly log: Logger;
+  /** Quiet time after a burst of events before the trailing read (must exceed chokidar's 50 ms throttle). */
+  readonly settleMs: number;
+  /** The schemes the storage providers serve; a model naming another one is warned about. Absent: no check. */
+  readonly servedSchemes?: ReadonlyArray<string> | undefined;
+  readonly scheduler?: SchedulerLike;
+  /**
+   * An integrator's operators on the accepted snapshots, applied in order between `keepValid` and `toModelOps`
+   * (see docs/extending.md for why there). The `config accepted` log line counts the models before them.
+   */
+  readonly snapshotOperators?: ReadonlyArray<MonoTypeOperatorFunction<Snapshot>>;
+  /** Hears of every config read (accepted with its checksum, rejected with its reason, or unchanged). */
+  readonly telemetry?: Telemetry;
+  /** Each emission re-reads models.json though no event came (a resync); absent: events only. */
+  readonly rereads$?: Observable<unknown>;
+}
+
+const startTrigger: FsEvent = { event: 'start', name: '' };
+const rereadTrigger: FsEvent = { event: 'resync', name: '' };
+
+/** The config-dir events that can mean models.json changed, and a trigger for each re-read asked for. */
+const configTriggers = (deps: Pick<ConfigPipelineDeps, 'configSource' | 'rereads$'>): Observable<FsEvent> =>
+  deps.configSource.events$.pipe(
+    selectConfigEvents(),
+    mergeWith(deps.rereads$?.pipe(map(() => rereadTrigger)) ?? EMPTY),
+  );
+
+/** Applies `operators` in order; no operators: the source as it is. */
+const throughAll =
+  <T>(operators: ReadonlyArray<MonoTypeOperatorFunction<T>> = []): MonoTypeOperatorFunction<T> =>
+  (source$) =>
+    operators.reduce((stream$, operator) => stream$.pipe(operator), source$);
+
+/** The sha256 of a config's text, in hex: which config is in force, without showing it. */
+const checksumOf = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+/** Decodes each read and tells `telemetry` whether it was accepted (with its checksum) or rejected (why). */
+const decodeAndReport =
+  (telemetry: Telemetry): OperatorFunction<ConfigRead, Either<ConfigError, Snapshot>> =>
+  (read$) =>
+    defer(() => {
+      let text = '';
+      return read$.pipe(
+        tap((read) => (text = E.isRight(read) ? read.right.text : '')),
+        decodeSnapshot(),
+        tap((result) =>
+          E.isRight(result)
+            ? telemetry.configRead('accepted', { checksum: checksumOf(text) })
+            : telemetry.configRead('rejected', { reason: describeConfigError(result.left) }),
+        ),
+      );
+    });
+
+/** The current config, then every accepted change of it, for as long as subscribed. */
+export const acceptedSnapshots = (
+  deps: Omit<ConfigPipelineDeps, 'inPlace' | 'snapshotOperators'>,
+): Observable<Snapshot> =>
+  configTriggers(deps).pipe(
+    startWith(startTrigger),
+    coalesceBursts({ quietMs: deps.settleMs, isDirect: announcesNewContent }, deps.scheduler),
+    readConfig(deps.configSource.read),
+    skipUnchangedReads(() => (deps.telemetry ?? noTelemetry).configRead('unchanged')),
+    decodeAndReport(deps.telemetry ?? noTelemetry),
+    keepValid(deps.log),
+    tap((snapshot) => deps.log.info({ modelCount: snapshot.size }, 'config accepted')),
+    deps.servedSchemes === undefined ? identity : warnUnservedSchemes(deps.servedSchemes, deps.log),
+  );
+
+/** The ops for the current config, then for every accepted change of it, for as long as subscribed. */
+export const modelOps = (deps: ConfigPipelineDeps): Observable<ModelOp> =>
+  acceptedSnapshots(deps).pipe(throughAll(deps.snapshotOperators), toModelOps(deps.inPlace));
+
+/** What `syncModels` runs on: the config pipeline's deps and the loader that applies the ops. */
+export interface SyncDeps extends ConfigPipelineDeps {
+  readonly loader: OpRunner & { readonly idle$: Observable<boolean> };
+  /** Operators on the ops, applied in order between `toModelOps` and the loader (e.g. `mergeWith(moreOps$)`). */
+  readonly opOperators?: ReadonlyArray<MonoTypeOperatorFunction<ModelOp>>;
+}
+
+/**
+ * Keeps the models in sync with the config: config changes become ops, the loader applies them, and `Ready` is
+ * emitted once the first accepted config has been applied (every model of it loaded or failed, every model not
+ * in it removed). Completes when the config source and the loader are done.
+ */
+export const syncModels = (deps: SyncDeps): Observable<AgentEvent> =>
+  acceptedSnapshots(deps).pipe(
+    throughAll(deps.snapshotOperators),
+    connect((snapshot$) =>
+      merge(
+        // Subscribed first, so the first snapshot's ops reach the loader before readiness looks at it.
+        snapshot$.pipe(toModelOps(deps.inPlace), throughAll(deps.opOperators), applyModelOps(deps.loader)),
+        snapshot$.pipe(
+          take(1),
+          switchMap((snapshot) =>
+            deps.loader.idle$.pipe(
+              first((idle) => idle),
+              map(() => readyEvent(snapshot.size)),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+
+/**
+ * The ops for the config as it is now, or why it cannot be used (`--dry-run --once`); with `servedSchemes`, a
+ * model naming another scheme is warned about on `log`.
+ */
+export const currentModelOps = (
+  deps: Pick<ConfigPipelineDeps, 'configSource' | 'inPlace' | 'servedSchemes'> & {
+    readonly log?: Pick<Logger, 'warn'>;
+  },
+): Observable<Either<ConfigError, ReadonlyArray<ModelOp>>> =>
+  deps.configSource.read().pipe(
+    decodeSnapshot(),
+    map(
+      E.map((snapshot) => {
+        if (deps.servedSchemes !== undefined && deps.log !== undefined) {
+          logUnservedModels(deps.log, deps.servedSchemes, emptySnapshot, snapshot);
+        }
+        return diff(deps.inPlace, snapshot, true);
+      }),
+    ),
+  );

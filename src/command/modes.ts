@@ -1,0 +1,216 @@
+/** The CLI's two modes as Observables of output: print the ops (`--dry-run`), or keep the models in sync. */
+import * as E from 'fp-ts/Either';
+import type { Logger } from 'pino';
+import {
+  catchError,
+  defer,
+  EMPTY,
+  endWith,
+  first,
+  from,
+  ignoreElements,
+  map,
+  merge,
+  mergeMap,
+  NEVER,
+  of,
+  takeUntil,
+  type Observable,
+} from 'rxjs';
+import { currentModelOps, modelOps } from '../agent/sync-models';
+import type { AppConfig } from '../core/flags/app-config';
+import { describeConfigError } from '../core/errors';
+import { modelOpToJson, type ModelOp } from '../core/model-op';
+import { redact, redactUri } from '../core/redact';
+import { emptySnapshot } from '../core/snapshot';
+import { packageVersion } from './package-version';
+import { agentSettings, capabilities, configSourceFor } from '../wiring/capabilities';
+import { servedSchemes } from '../wiring/storage';
+import type { ModelStatus } from '../core/model-status';
+import type { Loader } from '../loader/loader';
+import { gracefulStop } from './graceful-stop';
+import { startAgent, type AgentCapabilities, type AgentSettings } from '../agent/start-agent';
+import { surfaceFor, type Surface } from '../wiring/surface';
+
+/** What a mode emits: a line for stdout, or an exit code that ends the process. */
+export type Output =
+  { readonly _tag: 'Line'; readonly line: string } | { readonly _tag: 'Exit'; readonly code: number };
+
+const line = (text: string): Output => ({ _tag: 'Line', line: text });
+
+/** An op as the JSON line `--dry-run` prints: stdout is often kept in CI logs, so no secret goes there either. */
+const opLine = (op: ModelOp): Output => line(redact(JSON.stringify(modelOpToJson(op))));
+const exit = (code: number): Output => ({ _tag: 'Exit', code });
+
+/**
+ * `--dry-run`: one JSON line per ModelOp, live (or, with `--once`, for the current config, then exit: 1 when
+ * it is invalid). Nothing is in place for a dry run, so the first config is all Adds. A model whose storage
+ * scheme no provider serves gets a warn line on the log. `env` locates the API server for `--source kube-api`.
+ */
+export const dryRunMode = (
+  config: AppConfig,
+  log: Logger,
+  env: Readonly<Record<string, string | undefined>> = {},
+): Observable<Output> => {
+  const configSource = configSourceFor(config, log, env);
+  const inPlace = emptySnapshot;
+  const schemes = servedSchemes(config, log);
+  if (config.once) {
+    return currentModelOps({ configSource, inPlace, servedSchemes: schemes, log }).pipe(
+      mergeMap((result) => {
+        if (E.isLeft(result)) {
+          log.error({ file: result.left.file, configError: result.left }, describeConfigError(result.left));
+          return of(exit(1));
+        }
+        return from([...result.right.map(opLine), exit(0)]);
+      }),
+    );
+  }
+  return modelOps({
+    configSource,
+    inPlace,
+    log,
+    settleMs: config.settleMs,
+    servedSchemes: schemes,
+  }).pipe(map(opLine));
+};
+
+/** Serves `surface` while subscribed; a port that cannot be bound ends the process with exit code 1. */
+const serveSurface = (surface: Surface, port: number, log: Logger): Observable<Output> =>
+  surface.serve$.pipe(
+    ignoreElements(),
+    catchError((error: unknown) => {
+      log.error({ err: error, port }, 'cannot serve the HTTP surface (--http-port)');
+      return of(exit(1));
+    }),
+  );
+
+/** What the process tells a mode: stop (SIGTERM, SIGINT) and resync now (SIGHUP). */
+export interface ModeSignals {
+  readonly shutdown$: Observable<unknown>;
+  readonly resync$: Observable<unknown>;
+}
+
+const noSignals: ModeSignals = { shutdown$: NEVER, resync$: NEVER };
+
+/**
+ * The agent on the real edges: keeps the model dir and the model server equal to models.json, resyncing every
+ * `--resync-interval` and on `signals.resync$`. Prints nothing (statuses are logged); exits 2 at once when `env`
+ * holds malformed download headers. On `signals.shutdown$` it shuts down gracefully (`gracefulStop`), then exits 0.
+ */
+export const syncMode = (
+  config: AppConfig,
+  log: Logger,
+  env: Readonly<Record<string, string | undefined>>,
+  signals: ModeSignals = noSignals,
+): Observable<Output> => {
+  const surface = config.httpPort === 0 ? undefined : surfaceFor(config, log);
+  const edges = capabilities(
+    config,
+    log,
+    env,
+    surface === undefined ? {} : { onAlive: () => surface.telemetry.watcherAlive() },
+  );
+  if (E.isLeft(edges)) {
+    log.error({ reason: edges.left }, 'cannot start: the settings are invalid');
+    return of(exit(2));
+  }
+  const sourceStatus = edges.right.configSourceStatus;
+  if (surface !== undefined && sourceStatus !== undefined) surface.useSourceStatus(sourceStatus);
+  const { configDir, modelDir, serverUrl, protocol, source } = config;
+  const where =
+    source === 'kube-api' ? { configmap: config.configmap, namespace: config.namespace } : { configDir };
+  return defer(() => {
+    const shownServerUrl = redactUri(serverUrl);
+    log.info(
+      { version: packageVersion, source, ...where, modelDir, serverUrl: shownServerUrl, protocol },
+      'modelsync starting',
+    );
+    let loader: Loader | undefined;
+    const settings = agentSettings(config, log);
+    const agent$ = startAgent(watchUntil(edges.right, signals.shutdown$), {
+      ...settings,
+      ...resyncSettings(config, signals.resync$),
+      ...(surface !== undefined ? { telemetry: surface.settings.telemetry } : {}),
+      opOperators: [...(settings.opOperators ?? []), ...(surface?.settings.opOperators ?? [])],
+      onStart: (start) => {
+        loader = start.loader;
+        surface?.settings.onStart(start);
+      },
+    });
+    const synced$ = gracefulStop(surface === undefined ? agent$ : agent$.pipe(surface.observe), {
+      shutdown$: signals.shutdown$,
+      drain: () => loader?.drain() ?? Promise.resolve(),
+      timeoutMs: config.shutdownTimeout,
+      log,
+    }).pipe(
+      mergeMap(() => EMPTY),
+      endWith(exit(0)),
+    );
+    return surface === undefined ? synced$ : merge(serveSurface(surface, config.httpPort, log), synced$);
+  });
+};
+
+/** The resync settings of `config`: every `--resync-interval` (0: only on SIGHUP) and on `resync$`. */
+const resyncSettings = (config: AppConfig, resync$: Observable<unknown>): Pick<AgentSettings, 'resync'> => ({
+  resync: { intervalMs: config.resyncInterval, signal$: resync$ },
+});
+
+/** The capabilities with a config watcher that stops on `stop$` (shutdown: no config change is taken up). */
+const watchUntil = (edges: AgentCapabilities, stop$: Observable<unknown>): AgentCapabilities => ({
+  ...edges,
+  configSource: { ...edges.configSource, events$: edges.configSource.events$.pipe(takeUntil(stop$)) },
+});
+
+/** What a failure looks like on one-shot's stdout: one JSON line per model not Loaded (URIs never shown). */
+const failureLine = (status: ModelStatus): Output =>
+  line(
+    redact(
+      JSON.stringify({
+        model: status.modelName,
+        phase: status.phase,
+        errorKind: status.errorKind ?? null,
+        reason: status.reason ?? null,
+      }),
+    ),
+  );
+
+/**
+ * `--once` without `--dry-run`: syncs the config as it is now (no watching, no resync), then exits 0 when every
+ * model is Loaded, else 1 after one stdout line per model that is not (model, phase, errorKind, reason). A
+ * config that cannot be used exits 1 and changes nothing. Exits 2 on malformed download headers.
+ */
+export const oneShotMode = (
+  config: AppConfig,
+  log: Logger,
+  env: Readonly<Record<string, string | undefined>>,
+): Observable<Output> => {
+  const edges = capabilities(config, log, env);
+  if (E.isLeft(edges)) {
+    log.error({ reason: edges.left }, 'cannot start: the settings are invalid');
+    return of(exit(2));
+  }
+  return defer(() => {
+    log.info({ version: packageVersion, configDir: config.configDir }, 'modelsync one-shot sync starting');
+    let loader: Loader | undefined;
+    const once = { ...edges.right, configSource: { ...edges.right.configSource, events$: EMPTY } };
+    return startAgent(once, {
+      ...agentSettings(config, log),
+      onStart: (start) => (loader = start.loader),
+    }).pipe(
+      first((event) => event._tag === 'Ready', undefined),
+      mergeMap((ready): Observable<Output> => {
+        if (ready === undefined) {
+          log.error('one-shot sync: no usable config; nothing was changed');
+          return of(exit(1));
+        }
+        const statuses = [...(loader?.statuses().values() ?? [])];
+        const failed = statuses.filter((status) => status.phase !== 'Loaded');
+        const done = { modelCount: statuses.length, failed: failed.length };
+        if (failed.length === 0) log.info(done, 'one-shot sync done: every model is loaded');
+        else log.error(done, 'one-shot sync done: some models are not loaded');
+        return from([...failed.map(failureLine), exit(failed.length === 0 ? 0 : 1)]);
+      }),
+    );
+  });
+};

@@ -1,0 +1,156 @@
+/**
+ * parseArgs: the command line and the MODELSYNC_* env vars to an AppConfig — or the help, the version, or a
+ * usage error to print instead. Pure: it reads only its arguments (commander is told not to touch process.*).
+ */
+import { Command, CommanderError, Option } from 'commander';
+import * as E from 'fp-ts/Either';
+import type * as t from 'io-ts';
+import {
+  AppConfig,
+  conflictingSettings,
+  defaultSettingTexts,
+  flagList,
+  flagTable,
+  isSwitch,
+  switchWords,
+  type FlagSpec,
+  type SettingField,
+} from '../core/flags/app-config';
+import { packageVersion } from './package-version';
+
+/** What the command line asks for: run with a config, print the help or the version, or a usage error. */
+export type ParsedArgs =
+  | { readonly _tag: 'Run'; readonly config: AppConfig }
+  | { readonly _tag: 'Help'; readonly text: string }
+  | { readonly _tag: 'Version'; readonly text: string }
+  /** `message` is the whole text for stderr: one line per problem, then a pointer to `--help`. */
+  | { readonly _tag: 'UsageError'; readonly exitCode: 2; readonly message: string };
+
+/** Environment variables by name, as `process.env` holds them. */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+const description =
+  'Keeps the models loaded on a model server equal to the list in a mounted ConfigMap (models.json).';
+const helpWidth = 100;
+
+/** Help text without the docs' code marks. */
+const plain = (text: string): string => text.replaceAll('`', '');
+
+/** A flag's description in `--help`: its help, then its choices, default and env var, as commander words them. */
+export const helpDescription = (spec: FlagSpec): string => {
+  const details = [
+    ...(spec.choices !== undefined
+      ? [`choices: ${spec.choices.map((c) => JSON.stringify(c)).join(', ')}`]
+      : []),
+    ...(spec.default !== undefined ? [`default: ${JSON.stringify(spec.default)}`] : []),
+    `env: ${spec.env}`,
+  ];
+  return `${plain(spec.help)} (${details.join(', ')})`;
+};
+
+const specByLong = new Map<string, FlagSpec>(flagList.map(([, spec]) => [spec.flag, spec]));
+
+/** A commander program for one parse: options from the flag table, output captured, exits thrown. */
+const program = (printed: string[]): Command => {
+  const command = new Command('modelsync')
+    .description(description)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => void printed.push(text),
+      writeErr: () => undefined,
+      outputError: () => undefined,
+      getOutHelpWidth: () => helpWidth,
+      getErrHelpWidth: () => helpWidth,
+      getOutHasColors: () => false,
+      getErrHasColors: () => false,
+    })
+    .configureHelp({
+      optionDescription: (option) => {
+        const spec = option.long === undefined ? undefined : specByLong.get(option.long);
+        return spec === undefined ? option.description : helpDescription(spec);
+      },
+    });
+  for (const [, spec] of flagList) {
+    command.addOption(
+      new Option(isSwitch(spec) ? spec.flag : `${spec.flag} <${spec.arg}>`, plain(spec.help)),
+    );
+  }
+  return command
+    .version(packageVersion, '-V, --version', 'print the version and exit')
+    .helpOption('-h, --help', 'print this help and exit');
+};
+
+const usageError = (problems: ReadonlyArray<string>): ParsedArgs => ({
+  _tag: 'UsageError',
+  exitCode: 2,
+  message:
+    [...new Set(problems)].map((problem) => `modelsync: ${problem}\n`).join('') +
+    "Try 'modelsync --help' for the flags.\n",
+});
+
+/** The boolean a switch's env var means, or undefined when it means neither. */
+const switchValue = (text: string): boolean | undefined => {
+  const word = text.trim().toLowerCase();
+  if ((switchWords.on as ReadonlyArray<string>).includes(word)) return true;
+  if ((switchWords.off as ReadonlyArray<string>).includes(word)) return false;
+  return undefined;
+};
+
+/** The flag table's field an io-ts error is about, from the keys of its context (never from its text). */
+const fieldOf = (error: t.ValidationError): SettingField | undefined =>
+  error.context.map((entry) => entry.key).find((key): key is SettingField => Object.hasOwn(flagTable, key));
+
+/**
+ * `argv` as `process.argv` holds it (node, script, then the arguments) and `env` as `process.env`. A flag wins
+ * over its env var, which wins over the default. Bad values, unknown flags and conflicting settings are usage
+ * errors naming the flag or env var as the user spelled it.
+ */
+export const parseArgs = (argv: ReadonlyArray<string>, env: Env): ParsedArgs => {
+  const printed: string[] = [];
+  const command = program(printed);
+  try {
+    command.parse([...argv], { from: 'node' });
+  } catch (error) {
+    if (!(error instanceof CommanderError)) throw error;
+    if (error.code === 'commander.helpDisplayed') return { _tag: 'Help', text: printed.join('') };
+    if (error.code === 'commander.version') return { _tag: 'Version', text: printed.join('') };
+    return usageError([error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ')]);
+  }
+
+  const given = command.opts<Record<string, unknown>>();
+  const input = defaultSettingTexts();
+  const fromEnv = new Set<SettingField>();
+  const problems: string[] = [];
+  for (const [field, spec] of flagList) {
+    if (command.getOptionValueSource(field) === 'cli') {
+      input[field] = given[field];
+      continue;
+    }
+    const text = env[spec.env];
+    if (text === undefined) continue;
+    fromEnv.add(field);
+    if (!isSwitch(spec)) input[field] = text;
+    else if (switchValue(text) === undefined)
+      problems.push(
+        `invalid ${spec.env}: expected one of ${[...switchWords.on, ...switchWords.off.slice(0, -1)].join(', ')} ` +
+          `or nothing, got ${JSON.stringify(text)}`,
+      );
+    else input[field] = switchValue(text);
+  }
+  const spell = (field: SettingField): string =>
+    fromEnv.has(field) ? flagTable[field].env : flagTable[field].flag;
+
+  const decoded = AppConfig.decode(input);
+  if (E.isLeft(decoded) || problems.length > 0) {
+    const invalid = E.isLeft(decoded)
+      ? decoded.left.map((error) => {
+          const field = fieldOf(error);
+          const expected = error.message ?? `expected ${error.context.at(-1)?.type.name ?? 'a value'}`;
+          return `invalid ${field === undefined ? 'settings' : spell(field)}: ${expected}`;
+        })
+      : [];
+    return usageError([...problems, ...invalid]);
+  }
+  const conflicts = conflictingSettings(decoded.right, spell);
+  return conflicts.length > 0 ? usageError(conflicts) : { _tag: 'Run', config: decoded.right };
+};

@@ -1,0 +1,213 @@
+/** readConfigFile: models.json read safely (only a regular file, bounded in size and time), as UTF-8 text. */
+import * as E from 'fp-ts/Either';
+import { constants, type Stats } from 'node:fs';
+import { lstat, open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { flagTable } from '../core/flags/app-config';
+import { configFileName, dataLinkName } from '../core/config-files';
+import {
+  errorCode,
+  errorMessage,
+  invalidEncoding,
+  readFailed,
+  tooLarge,
+  type ConfigError,
+} from '../core/errors';
+import { jsonText } from '../core/json/json-bytes';
+import type { ConfigRead } from '../ports';
+
+/** How models.json is read. */
+export interface ConfigReadOptions {
+  /** A bigger file is refused without being read (`--max-config-bytes`). */
+  readonly maxBytes?: number;
+  /** Opens a file (default: fs `open`); tests inject one that hangs or is denied. */
+  readonly openFile?: (path: string, flags: number) => Promise<FileHandle>;
+}
+
+const defaultMaxBytes = Number(flagTable.maxConfigBytes.default);
+// Non-blocking: opening a FIFO that nobody writes would otherwise block a libuv thread (and the watcher) forever.
+const openFlags = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
+
+const kindOf = (stats: Stats): string => {
+  if (stats.isDirectory()) return 'a directory';
+  if (stats.isFIFO()) return 'a FIFO (named pipe)';
+  if (stats.isSocket()) return 'a socket';
+  if (stats.isCharacterDevice()) return 'a character device';
+  if (stats.isBlockDevice()) return 'a block device';
+  return 'not a regular file';
+};
+
+const notRegular = (file: string, stats: Stats): ConfigError =>
+  readFailed(
+    file,
+    'ENOTREG',
+    `it is ${kindOf(stats)}, not a regular file; modelsync reads only regular files`,
+  );
+
+// What an errno means to someone fixing the volume (node's messages repeat the path, which the line names already).
+const errnoWords: Readonly<Record<string, string>> = {
+  EACCES: 'permission denied (EACCES)',
+  EPERM: 'operation not permitted (EPERM)',
+  ELOOP: 'too many levels of symbolic links (ELOOP)',
+  ENOTDIR: 'a part of its path is not a directory (ENOTDIR)',
+  EIO: 'an I/O error (EIO)',
+};
+
+/** An fs failure as a ReadFailed, its reason in words; `what` names the entry when it is not models.json. */
+const fsFailure = (file: string, cause: unknown, what = ''): ConfigError => {
+  const code = errorCode(cause) ?? 'EUNKNOWN';
+  return readFailed(file, code, `${what}${errnoWords[code] ?? errorMessage(cause)}`);
+};
+
+/** Why `path` cannot be read, in words: a dangling link is told from a missing file. */
+const readError = async (file: string, path: string, cause: unknown): Promise<ConfigError> => {
+  const code = errorCode(cause) ?? 'EUNKNOWN';
+  if (code !== 'ENOENT') return fsFailure(file, cause);
+  const target = await readlink(path).catch(() => undefined);
+  const reason =
+    target === undefined ? 'it does not exist' : `it is a link to ${target}, which does not exist`;
+  return readFailed(file, code, reason);
+};
+
+/**
+ * The bytes of `path` if it is a regular file of at most `maxBytes`: checked with stat before opening (a FIFO,
+ * socket or device is never opened) and with fstat after (it may have been swapped in between), then read to
+ * the end, never past `maxBytes + 1` bytes (it may grow while being read).
+ */
+const readRegularFile = async (
+  file: string,
+  path: string,
+  maxBytes: number,
+  openFile: (path: string, flags: number) => Promise<FileHandle>,
+): Promise<E.Either<ConfigError, Uint8Array>> => {
+  const before = await stat(path);
+  if (!before.isFile()) return E.left(notRegular(file, before));
+  if (before.size > maxBytes) return E.left(tooLarge(file, before.size, maxBytes));
+  const handle = await openFile(path, openFlags);
+  try {
+    const opened = await handle.stat();
+    if (!opened.isFile()) return E.left(notRegular(file, opened));
+    let buffer = new Uint8Array(Math.min(opened.size, maxBytes) + 1);
+    let length = 0;
+    for (;;) {
+      if (length === buffer.length) {
+        if (length > maxBytes)
+          return E.left(tooLarge(file, Math.max(length, (await handle.stat()).size), maxBytes));
+        const grown = new Uint8Array(Math.min(Math.max(length * 2, 65_536), maxBytes + 1));
+        grown.set(buffer);
+        buffer = grown;
+      }
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      if (bytesRead === 0) return E.right(buffer.subarray(0, length));
+      length += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
+};
+
+/**
+ * The file a read should open: through the `..data` link when kubelet manages the dir, so one read sees one
+ * version. A `..data` that dangles or leads outside the config dir is refused: kubelet points it at a
+ * `..<timestamp>` dir beside it, and anything else is a broken or tampered volume.
+ */
+const configFile = async (dir: string, file: string): Promise<E.Either<ConfigError, string>> => {
+  const link = join(dir, dataLinkName);
+  let target: string;
+  try {
+    target = await realpath(link);
+  } catch (cause) {
+    if (errorCode(cause) !== 'ENOENT') return E.left(fsFailure(file, cause, `${dataLinkName}: `));
+    const linked = await readlink(link).catch(() => undefined);
+    if (linked === undefined) return E.right(join(dir, configFileName));
+    return E.left(readFailed(file, 'ENOENT', `${dataLinkName} is a link to ${linked}, which does not exist`));
+  }
+  if (dirname(target) !== (await realpath(dir))) {
+    return E.left(
+      readFailed(
+        file,
+        'EOUTSIDE',
+        `${dataLinkName} leads to ${target}, not to a version dir beside it in the config dir; it is not read`,
+      ),
+    );
+  }
+  return E.right(join(target, configFileName));
+};
+
+const readOnce = async (
+  dir: string,
+  file: string,
+  maxBytes: number,
+  openFile: (path: string, flags: number) => Promise<FileHandle>,
+): Promise<ConfigRead> => {
+  const path = await configFile(dir, file);
+  if (E.isLeft(path)) return path;
+  const bytes = await readRegularFile(file, path.right, maxBytes, openFile).catch(async (cause: unknown) =>
+    E.left(await readError(file, path.right, cause)),
+  );
+  if (E.isLeft(bytes)) return bytes;
+  const text = jsonText(bytes.right);
+  return E.isLeft(text) ? E.left(invalidEncoding(file, text.left)) : E.right({ file, text: text.right });
+};
+
+const exists = (path: string): Promise<boolean> =>
+  lstat(path).then(
+    () => true,
+    () => false,
+  );
+
+const isMissing = (read: ConfigRead): boolean =>
+  E.isLeft(read) && read.left._tag === 'ReadFailed' && read.left.code === 'ENOENT';
+
+/**
+ * Reads models.json as UTF-8 text (a byte-order mark dropped): only a regular file of at most `maxBytes`, never
+ * blocking on a FIFO. Retries when a `..data` target vanished between resolving and reading (a swap raced us).
+ * Never rejects: every failure is a ConfigError that names the file and says why.
+ */
+export const readConfigFile = async (dir: string, options: ConfigReadOptions = {}): Promise<ConfigRead> => {
+  const { maxBytes = defaultMaxBytes, openFile = open } = options;
+  const file = join(dir, configFileName);
+  for (let attempt = 1; ; attempt++) {
+    const read = await readOnce(dir, file, maxBytes, openFile).catch((cause: unknown) =>
+      E.left(fsFailure(file, cause)),
+    );
+    if (!(isMissing(read) && attempt < 3 && (await exists(join(dir, dataLinkName))))) return read;
+  }
+};
+
+/**
+ * `read` with a deadline of `timeoutMs` (a hung NFS or FUSE mount never answers). While a read that missed it is
+ * still pending, no new one starts: each would hold one of libuv's four threads for good. When it returns at
+ * last, `onLateReturn` is called so the caller can read again.
+ */
+export const withDeadline = (
+  read: () => Promise<ConfigRead>,
+  file: string,
+  timeoutMs: number,
+  onLateReturn: () => void,
+): (() => Promise<ConfigRead>) => {
+  const timedOut = readFailed(
+    file,
+    'ETIMEDOUT',
+    `reading it has not finished after ${timeoutMs} ms (a hung file system?); it is read again once that read returns`,
+  );
+  let pending: Promise<unknown> | undefined;
+  return async () => {
+    if (pending !== undefined) return E.left(timedOut);
+    const attempt = read().catch((cause: unknown) =>
+      E.left(readFailed(file, errorCode(cause) ?? 'EUNKNOWN', errorMessage(cause))),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>(
+      (resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)),
+    );
+    const result = await Promise.race([attempt, late]);
+    clearTimeout(timer);
+    if (result !== undefined) return result;
+    pending = attempt.finally(() => {
+      pending = undefined;
+      onLateReturn();
+    });
+    return E.left(timedOut);
+  };
+};

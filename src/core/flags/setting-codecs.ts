@@ -1,0 +1,156 @@
+/** The codecs of single settings (flag or env var text to a value); each failure message quotes the bad value. */
+import * as t from 'io-ts';
+import { parseQuantity } from '../quantity';
+
+/** A whole number from `min` to `max`, from a number or its decimal text. */
+export const integerIn = (name: string, min: number, max: number) =>
+  new t.Type<number, string, unknown>(
+    name,
+    (u): u is number => typeof u === 'number' && Number.isInteger(u) && u >= min && u <= max,
+    (u, context) => {
+      const n = typeof u === 'number' ? u : typeof u === 'string' && /^\s*\d+\s*$/.test(u) ? Number(u) : NaN;
+      return Number.isInteger(n) && n >= min && n <= max
+        ? t.success(n)
+        : t.failure(u, context, `expected a whole number from ${min} to ${max}, got ${JSON.stringify(u)}`);
+    },
+    String,
+  );
+
+/** One of `values`, spelled exactly. */
+export const oneOf = <T extends string>(name: string, values: ReadonlyArray<T>) =>
+  new t.Type<T, string, unknown>(
+    name,
+    (u): u is T => typeof u === 'string' && (values as ReadonlyArray<string>).includes(u),
+    (u, context) =>
+      typeof u === 'string' && (values as ReadonlyArray<string>).includes(u)
+        ? t.success(u as T)
+        : t.failure(u, context, `expected one of ${values.join(', ')}, got ${JSON.stringify(u)}`),
+    String,
+  );
+
+/** Any text but the empty one. */
+export const nonEmpty = new t.Type<string, string, unknown>(
+  'NonEmptyString',
+  (u): u is string => typeof u === 'string' && u.length > 0,
+  (u, context) =>
+    typeof u === 'string' && u.length > 0 ? t.success(u) : t.failure(u, context, 'must not be empty'),
+  String,
+);
+
+/**
+ * A Kubernetes object name of at most `maxLength` characters: lower-case letters, digits and `-` (and `.` unless
+ * `label`: a namespace is a DNS label), starting and ending with a letter or digit.
+ */
+export const kubeName = (name: string, maxLength: number, label = false) => {
+  const pattern = label ? /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/ : /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/;
+  return new t.Type<string, string, unknown>(
+    name,
+    (u): u is string => typeof u === 'string',
+    (u, context) =>
+      typeof u === 'string' && u.length <= maxLength && pattern.test(u)
+        ? t.success(u)
+        : t.failure(
+            u,
+            context,
+            `expected a Kubernetes name (lower-case letters, digits, '-'${label ? '' : " and '.'"}, at most ${maxLength}), got ${JSON.stringify(u)}`,
+          ),
+    String,
+  );
+};
+
+/** An http(s) URL with a host; trailing slashes are dropped so paths can be appended. */
+export const httpUrl = new t.Type<string, string, unknown>(
+  'HttpUrl',
+  (u): u is string => typeof u === 'string',
+  (u, context) => {
+    if (typeof u === 'string' && /^https?:\/\/[^/]+/.test(u) && URL.canParse(u))
+      return t.success(u.replace(/\/+$/, ''));
+    return t.failure(
+      u,
+      context,
+      `expected an http(s) URL such as http://127.0.0.1:8080, got ${JSON.stringify(u)}`,
+    );
+  },
+  String,
+);
+
+/**
+ * A number of bytes from `min` to `max`: a whole number, or a Kubernetes-style quantity with a binary or
+ * decimal suffix (`256Gi`, `64Ki`, `10M`) that comes out whole.
+ */
+export const byteCount = (name: string, min: number, max: number) =>
+  new t.Type<number, string, unknown>(
+    name,
+    (u): u is number => typeof u === 'number' && Number.isSafeInteger(u) && u >= min && u <= max,
+    (u, context) => {
+      const bytes = typeof u === 'number' ? u : typeof u === 'string' ? wholeBytesOf(u.trim()) : undefined;
+      return bytes !== undefined && Number.isSafeInteger(bytes) && bytes >= min && bytes <= max
+        ? t.success(bytes)
+        : t.failure(
+            u,
+            context,
+            `expected a number of bytes from ${min} to ${max} (suffixes Ki, Mi, Gi, Ti, k, M, G, T), ` +
+              `got ${JSON.stringify(u)}`,
+          );
+    },
+    String,
+  );
+
+const wholeBytesOf = (text: string): number | undefined => {
+  const [numerator, denominator] = (parseQuantity(text)?.value ?? '').split('/');
+  return denominator === '1' ? Number(numerator) : undefined;
+};
+
+/**
+ * A comma-separated list of absolute paths (spaces around commas ignored, trailing slashes dropped); the empty
+ * text is the empty list.
+ */
+export const absolutePaths = (name: string) =>
+  new t.Type<ReadonlyArray<string>, string, unknown>(
+    name,
+    (u): u is ReadonlyArray<string> => Array.isArray(u) && u.every((p) => typeof p === 'string'),
+    (u, context) => {
+      if (Array.isArray(u) && u.every((p) => typeof p === 'string' && p.startsWith('/'))) {
+        return t.success(u as ReadonlyArray<string>);
+      }
+      if (typeof u !== 'string') return t.failure(u, context, `expected comma-separated absolute paths`);
+      const paths = u
+        .split(',')
+        .map((p) => p.trim())
+        .filter((p) => p !== '');
+      const relative = paths.find((p) => !p.startsWith('/'));
+      return relative === undefined
+        ? t.success(paths.map((p) => (p === '/' ? p : p.replace(/\/+$/, ''))))
+        : t.failure(u, context, `expected comma-separated absolute paths, got ${JSON.stringify(relative)}`);
+    },
+    (paths) => paths.join(','),
+  );
+
+const durationUnits: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * A duration in milliseconds, from `min` to `max`: a whole number with a unit, `1500ms`, `20s`, `5m` or `1h`
+ * (a bare number is refused, since nothing says whether it means seconds or milliseconds), or `0`.
+ */
+export const duration = (name: string, min: number, max: number) =>
+  new t.Type<number, string, unknown>(
+    name,
+    (u): u is number => typeof u === 'number' && Number.isSafeInteger(u) && u >= min && u <= max,
+    (u, context) => {
+      const match = typeof u === 'string' ? /^\s*(\d+)(ms|s|m|h)?\s*$/.exec(u) : null;
+      const ms =
+        typeof u === 'number'
+          ? u
+          : match === null || (match[2] === undefined && match[1] !== '0')
+            ? NaN
+            : Number(match[1]) * durationUnits[match[2] ?? 'ms']!;
+      return Number.isSafeInteger(ms) && ms >= min && ms <= max
+        ? t.success(ms)
+        : t.failure(
+            u,
+            context,
+            `expected a duration from ${min} ms to ${max / 1000} s such as 1500ms, 20s, 5m or 1h, got ${JSON.stringify(u)}`,
+          );
+    },
+    (ms) => `${ms}ms`,
+  );

@@ -1,0 +1,33 @@
+/** The disk check: a download that would not fit on the model volume, with `--min-free-bytes` kept free, fails first. */
+import { statfs } from 'node:fs/promises';
+import { flagTable } from '../core/flags/app-config';
+import { permanentError } from '../core/errors';
+import { showBytes, type SpaceCheck } from '../storage/download-limits';
+
+/** Free bytes on the file system holding a path, as an unprivileged process may use them. */
+export type FreeBytesOf = (path: string) => Promise<number>;
+
+/** `statfs(path)`: the blocks available to unprivileged users (root's reserve does not count) times their size. */
+export const statfsFreeBytes: FreeBytesOf = async (path) => {
+  const { bavail, bsize } = await statfs(path);
+  return bavail * bsize;
+};
+
+/**
+ * The check of `--min-free-bytes`: `bytes` (a declared size; 0 when unknown) plus `minFreeBytes` must be free on
+ * the volume of `dir`. The failure is permanent: it is found before a byte is written, space seldom frees itself
+ * within a retry's backoff, and the resync retries a Failed model on its own, capped, schedule. A statfs that
+ * fails (a file system without it) lets the download go on: the write itself still fails on a full disk.
+ */
+export const spaceCheck =
+  (minFreeBytes: number, freeBytesOf: FreeBytesOf = statfsFreeBytes): SpaceCheck =>
+  async (dir, bytes, what) => {
+    const free = await freeBytesOf(dir).catch(() => undefined);
+    if (free === undefined || bytes + minFreeBytes <= free) return;
+    const needs = bytes > 0 ? `${showBytes(bytes)} + ` : '';
+    throw permanentError(
+      'no-space',
+      `${what}: does not fit on the model volume: needs ${needs}${showBytes(minFreeBytes)} kept free ` +
+        `(${flagTable.minFreeBytes.flag}), ${showBytes(free)} free`,
+    );
+  };

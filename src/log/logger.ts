@@ -1,0 +1,62 @@
+/** createLogger: the one root pino logger, JSON or pretty lines on stderr (stdout belongs to --dry-run output), redacted. */
+import pino, { type Logger } from 'pino';
+import pinoPretty from 'pino-pretty';
+import type { LogFormat, LogLevel } from '../core/flags/app-config';
+import { errorMessage } from '../core/errors';
+import { redactLogLine } from '../core/redact';
+
+export type { Logger } from 'pino';
+
+/**
+ * `destination` behind the redaction guard: every line pino writes — message, fields, child bindings, serialized
+ * errors with their stacks and causes — passes through `redactLogLine` (registered secrets, URL credentials,
+ * known secret shapes) on its way out. Guarding the finished line, not pino's hooks, leaves nothing a serializer,
+ * a binding made before a secret was registered, or a logger child could slip past.
+ */
+export const redactingDestination = (destination: pino.DestinationStream): pino.DestinationStream => ({
+  write: (line: string) => destination.write(redactLogLine(line)),
+});
+
+const field = (error: object, key: string): unknown => (error as Record<string, unknown>)[key];
+
+/** An error as its type, message, and kind, status and errno code when it has them; never its stack. */
+export const summarizeError = (error: unknown): unknown => {
+  if (typeof error !== 'object' || error === null) return error;
+  const summary: Record<string, unknown> = {
+    type: typeof field(error, 'name') === 'string' ? field(error, 'name') : 'Error',
+    message: errorMessage(error),
+  };
+  for (const key of ['kind', 'status', 'code'])
+    if (field(error, key) !== undefined) summary[key] = field(error, key);
+  return summary;
+};
+
+const verbose = (level: LogLevel): boolean => level === 'debug' || level === 'trace';
+
+/**
+ * The root logger at `level`, writing to `destination` (default: stderr) through `redactingDestination`. An
+ * error (`err`) is one line — type, message, kind, status — unless the level is debug or trace, where its stack
+ * and causes are kept.
+ */
+export const createLogger = (
+  level: LogLevel,
+  destination: pino.DestinationStream = pino.destination(2),
+): Logger =>
+  pino(
+    {
+      name: 'modelsync',
+      level,
+      base: { pid: process.pid },
+      serializers: { err: verbose(level) ? pino.stdSerializers.err : summarizeError },
+    },
+    redactingDestination(destination),
+  );
+
+/**
+ * Where log lines go for `format`: JSON lines on stderr, or pino-pretty's lines (coloured on a terminal); `auto`
+ * is pretty when stderr is a terminal. Both write synchronously, so nothing is lost when the process exits.
+ */
+export const logDestination = (format: LogFormat, stderrIsTty: boolean): pino.DestinationStream =>
+  format === 'pretty' || (format === 'auto' && stderrIsTty)
+    ? pinoPretty({ destination: 2, sync: true, colorize: stderrIsTty, translateTime: 'SYS:HH:MM:ss.l' })
+    : pino.destination(2);

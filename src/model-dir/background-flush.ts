@@ -1,0 +1,40 @@
+/** backgroundFlusher: flushes installed model dirs off the load's path, a few at a time. */
+import type { Stats } from 'node:fs';
+import { groupCommit } from '../core/group-commit';
+import { createSlots } from '../core/slots';
+import { syncPath } from '../fs/durable-fs';
+import type { Logger } from '../log/logger';
+import { isSameEntry, syncTree, withDir } from '../fs/no-follow';
+
+// Flushes at once: enough to overlap fsync latency, few enough to leave the disk to the downloads.
+const flushConcurrency = 4;
+
+/**
+ * A flusher for the model dir `root`: given an installed model dir (its path and the stats it was installed with),
+ * fsyncs its files and dirs, then `root`'s entry for it; never fails (a warn says what could not be flushed).
+ * Why it may wait: a killed process or restarted container loses nothing the page cache holds, and after a power
+ * loss start-up recovery checks every model's files against its marker's manifest (model-dir.ts). The dir is
+ * opened again by path, without following a link; one that is gone or replaced meanwhile is skipped.
+ */
+export const backgroundFlusher = (
+  root: string,
+  log: Logger,
+): ((target: string, installed: Stats) => Promise<void>) => {
+  const slots = createSlots(flushConcurrency);
+  // Every flush ends with an fsync of the root: flushes finishing together share one.
+  const syncRoot = groupCommit(() => syncPath(root));
+  return (target, installed) =>
+    // No signal: a flush waits for its slot however long it takes.
+    slots.use(undefined, async () => {
+      try {
+        if (!(await isSameEntry(target, installed))) return;
+        await withDir(target, syncTree);
+        await syncRoot();
+      } catch (err) {
+        log.warn(
+          { err, dir: target },
+          'cannot flush an installed model dir; recovery checks it after a crash',
+        );
+      }
+    });
+};

@@ -1,0 +1,121 @@
+/** The load journal's file: opened without following a link, replaced whole by a rename, read whole at start-up; and the 0.1 journal dir. */
+import { constants, type Stats } from 'node:fs';
+import { lstat, open, readdir, rename, type FileHandle } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { errorCode } from '../core/errors';
+import { modelNameProblem, type ModelName } from '../core/model-name';
+import { syncPath } from '../fs/durable-fs';
+import type { Logger } from '../log/logger';
+import { entryKind, readNoFollow, removeTree, withDir } from '../fs/no-follow';
+
+// The journal holds two short records per load and is compacted past 1 MiB, so a file past this size is not one
+// we wrote: its records are ignored rather than read into memory.
+const maxJournalBytes = 16 * 1024 * 1024;
+// A neighbour who keeps planting things at the journal's path wins after this many evictions, with an error.
+const openAttempts = 3;
+
+const { O_RDWR, O_WRONLY, O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants;
+// O_NOFOLLOW: a link at the path fails (ELOOP); O_NONBLOCK: a FIFO there cannot block the open.
+const openFlags = O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK;
+const createFlags = O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK;
+
+/** The journal file held open for appending, and its size as far as we wrote it. */
+export interface JournalFile {
+  readonly handle: FileHandle;
+  readonly stats: Stats;
+  size: number;
+}
+
+/** Removes whatever holds the journal's path (a link itself, never its target), with a warn saying what it was. */
+const evict = async (path: string, log: Logger): Promise<void> => {
+  const info = await lstat(path).catch(() => undefined);
+  if (info === undefined) return;
+  const found = info.isFile() ? 'a file with other hard links' : entryKind(info);
+  log.warn({ path, found }, 'the load journal is not a file modelsync wrote; replacing it');
+  await removeTree(path);
+};
+
+/** Opens (or creates, mode 0600) the journal file at `path`, evicting a link, dir, FIFO or socket found there. */
+export const openJournalFile = async (path: string, log: Logger): Promise<JournalFile> => {
+  for (let attempt = 1; ; attempt++) {
+    let handle: FileHandle;
+    try {
+      handle = await open(path, openFlags, 0o600);
+    } catch (cause) {
+      const planted = ['ELOOP', 'EISDIR', 'ENXIO'].includes(errorCode(cause) ?? '');
+      if (!planted || attempt >= openAttempts) throw cause;
+      await evict(path, log);
+      continue;
+    }
+    const stats = await handle.stat();
+    if (stats.isFile()) return { handle, stats, size: stats.size };
+    await handle.close();
+    if (attempt >= openAttempts) throw new Error(`${path} keeps being replaced by ${entryKind(stats)}`);
+    await evict(path, log);
+  }
+};
+
+/** The journal file at `path` opened read-only (a read-only volume), if it is a regular file. */
+export const openJournalReadOnly = async (path: string): Promise<JournalFile | undefined> => {
+  const handle = await open(path, readNoFollow).catch(() => undefined);
+  const stats = await handle?.stat();
+  if (handle !== undefined && stats?.isFile()) return { handle, stats, size: stats.size };
+  await handle?.close();
+  return undefined;
+};
+
+/** The text of an opened journal file, or undefined (with a warn) when it is too large to be one we wrote. */
+export const readJournalText = async (
+  found: JournalFile,
+  path: string,
+  log: Logger,
+): Promise<string | undefined> => {
+  if (found.size > maxJournalBytes) {
+    log.warn({ path, bytes: found.size }, 'the load journal is too large to be ours; ignoring its records');
+    return undefined;
+  }
+  const buffer = Buffer.alloc(found.size);
+  const { bytesRead } = await found.handle.read(buffer, 0, found.size, 0);
+  return buffer.subarray(0, bytesRead).toString('utf8');
+};
+
+/**
+ * Replaces the journal file at `path` by one holding `text`: written to `<path>.new` (O_EXCL, after removing a
+ * leftover or planted entry there), flushed, then renamed over whatever holds `path` (a dir there is evicted).
+ * Returns the new file, open for appending.
+ */
+export const writeJournalFile = async (path: string, text: string, log: Logger): Promise<JournalFile> => {
+  const next = `${path}.new`;
+  await removeTree(next);
+  const handle = await open(next, createFlags, 0o600);
+  try {
+    await handle.writeFile(text);
+    await handle.datasync();
+    if ((await lstat(path).catch(() => undefined))?.isDirectory()) await evict(path, log);
+    await rename(next, path);
+    const stats = await handle.stat();
+    await syncPath(dirname(path)).catch((err: unknown) =>
+      log.warn({ err, path }, 'cannot flush the model dir'),
+    );
+    return { handle, stats, size: stats.size };
+  } catch (cause) {
+    await handle.close();
+    throw cause;
+  }
+};
+
+/** Where modelsync up to 0.1 kept one empty file per unconfirmed load. */
+export const legacyJournalDirName = '.modelsync-loads';
+
+/** The model names in the 0.1 journal dir of `root`, read without following a link (a link there is not read). */
+export const readLegacyJournalDir = async (root: string, log: Logger): Promise<ModelName[]> => {
+  const dir = join(root, legacyJournalDirName);
+  const info = await lstat(dir).catch(() => undefined);
+  if (info === undefined) return [];
+  if (!info.isDirectory()) {
+    log.warn({ path: dir, found: entryKind(info) }, 'not the load journal dir modelsync wrote; removing it');
+    return [];
+  }
+  const names = await withDir(dir, (held) => readdir(held.ref));
+  return names.filter((name): name is ModelName => modelNameProblem(name) === undefined);
+};

@@ -1,0 +1,90 @@
+/** marker-file: the SUCCESS marker of a model dir on disk — written last into a staged dir, read back at recovery, never through a link. */
+import { createHash } from 'node:crypto';
+import { constants } from 'node:fs';
+import { open, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isLeft } from 'fp-ts/Either';
+import { errorMessage } from '../core/errors';
+import { decodeMarker, markerJson, markerPrefix, specIdentityJson, type FileManifest } from '../core/marker';
+import type { ModelSpec } from '../core/model-config';
+import { step } from '../fs/durable-fs';
+import { entryKind, readNoFollow, type OpenDir } from '../fs/no-follow';
+
+const maxMarkerBytes = 64 * 1024;
+// O_EXCL already refuses any existing entry, a dangling link included; O_NOFOLLOW says so once more.
+const createNew = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+const markerName = (spec: ModelSpec): string =>
+  markerPrefix + createHash('sha256').update(specIdentityJson(spec)).digest('hex');
+
+/** True for a top-level entry name that a reader of the dir would take for a marker (ours or KServe's). */
+export const isMarkerName = (name: string): boolean => name.startsWith(markerPrefix);
+
+/**
+ * Writes the marker of `spec`, with the manifest of the files beside it, into the held dir `dir`; it must not exist
+ * yet. Not flushed here: the install flushes the whole dir once it is in place (see model-dir.ts).
+ */
+export const writeMarker = (dir: OpenDir, spec: ModelSpec, files: FileManifest): Promise<void> => {
+  const name = markerName(spec);
+  return step(`cannot write the marker ${join(dir.path, name)}`, async () => {
+    const handle = await open(`${dir.ref}/${name}`, createNew, 0o644);
+    try {
+      await handle.writeFile(markerJson(spec, files));
+    } finally {
+      await handle.close();
+    }
+  });
+};
+
+/** A model dir as found on disk. */
+export type DirState =
+  | {
+      readonly _tag: 'Valid';
+      readonly file: string;
+      readonly spec: ModelSpec;
+      /** The files the marker says must be there (absent in a KServe or pre-0.3 marker). */
+      readonly files?: FileManifest;
+    }
+  | { readonly _tag: 'NoMarker' }
+  | { readonly _tag: 'Ambiguous'; readonly files: ReadonlyArray<string> }
+  | { readonly _tag: 'Corrupt'; readonly file: string; readonly reason: string };
+
+/** The text of the regular file at `ref` (not followed, never blocking), or why it is no marker. */
+const readMarkerText = async (ref: string): Promise<string> => {
+  const handle = await open(ref, readNoFollow);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new Error(`${entryKind(info)}, not a regular file`);
+    if (info.size > maxMarkerBytes) throw new Error(`larger than ${maxMarkerBytes} bytes`);
+    return await handle.readFile('utf8');
+  } finally {
+    await handle.close();
+  }
+};
+
+const readMarker = async (ref: string, file: string): Promise<DirState> => {
+  try {
+    const content = decodeMarker(await readMarkerText(ref));
+    return isLeft(content)
+      ? { _tag: 'Corrupt', file, reason: content.left }
+      : { _tag: 'Valid', file, ...content.right };
+  } catch (cause) {
+    return { _tag: 'Corrupt', file, reason: errorMessage(cause) };
+  }
+};
+
+/**
+ * What the markers directly inside the held dir `dir` say; throws the fs error when it cannot be listed. Only
+ * regular files count: a link or FIFO named like a marker is no marker. Nested markers do not count either (KServe
+ * attributed them to the nested dir's name).
+ */
+export const readDirState = async (dir: OpenDir): Promise<DirState> => {
+  const entries = await readdir(dir.ref, { withFileTypes: true });
+  const markers = entries
+    .filter((entry) => entry.isFile() && isMarkerName(entry.name))
+    .map((entry) => entry.name)
+    .sort();
+  if (markers.length === 0) return { _tag: 'NoMarker' };
+  if (markers.length > 1) return { _tag: 'Ambiguous', files: markers.map((name) => join(dir.path, name)) };
+  return readMarker(`${dir.ref}/${markers[0]!}`, join(dir.path, markers[0]!));
+};

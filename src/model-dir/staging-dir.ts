@@ -1,0 +1,93 @@
+/** A staging dir: made fresh beside the model dir, held open, filled through its handle, marked last. */
+import type { Dirent } from 'node:fs';
+import { mkdtemp, readdir } from 'node:fs/promises';
+import { EffectError, retryableError } from '../core/errors';
+import type { ModelSpec } from '../core/model-config';
+import type { ModelName } from '../core/model-name';
+import { fsError, step } from '../fs/durable-fs';
+import type { Logger } from '../log/logger';
+import { isMarkerName, writeMarker } from './marker-file';
+import { fileSizes, openDir, removeTree, type OpenDir } from '../fs/no-follow';
+
+// The model server usually runs as another user; mkdtemp creates 0700.
+const modelDirMode = 0o755;
+
+/** The failure of an install whose staging dir someone else deleted or swapped: a fresh one may well succeed. */
+export const stagingTakenAway = (staging: string, cause?: unknown): EffectError =>
+  retryableError(
+    'filesystem',
+    `the staging dir ${staging} was removed or replaced by someone else during the install; retrying with a fresh one`,
+    cause,
+  );
+
+/** `error` with the handle path a fill was given (`/proc/self/fd/<n>`) replaced by the staging dir's own path. */
+export const namingStaging = (error: unknown, dir: OpenDir): unknown =>
+  error instanceof EffectError && dir.ref !== dir.path && error.message.includes(dir.ref)
+    ? new EffectError(error.message.replaceAll(dir.ref, dir.path), error.retryable, {
+        kind: error.kind,
+        ...(error.status === undefined ? {} : { status: error.status }),
+        cause: error.cause,
+      })
+    : error;
+
+/** A fresh staging dir `<prefix>XXXXXX`, held open; it must still be the empty 0700 dir mkdtemp made when opened. */
+export const createStagingDir = async (prefix: string): Promise<OpenDir> => {
+  const staging = await step(`cannot create a staging dir ${prefix}*`, () => mkdtemp(prefix));
+  const dir = await openDir(staging).catch((cause: unknown) => {
+    throw stagingTakenAway(staging, cause);
+  });
+  const entries = await readdir(dir.ref).catch(() => ['?']);
+  if ((dir.stats.mode & 0o777) !== 0o700 || entries.length > 0) {
+    await dir.handle.close();
+    throw stagingTakenAway(staging);
+  }
+  return dir;
+};
+
+/**
+ * Drops top-level entries named like a marker that the model brought (two markers would make the dir ambiguous);
+ * returns the other top-level entries.
+ */
+const dropBroughtMarkers = async (dir: OpenDir, name: ModelName, log: Logger): Promise<Dirent[]> => {
+  const entries = await step(`cannot list ${dir.path}`, () => readdir(dir.ref, { withFileTypes: true }));
+  const brought = entries.filter((entry) => isMarkerName(entry.name)).map((entry) => entry.name);
+  if (brought.length === 0) return entries;
+  log.warn(
+    { model: name, entries: brought.sort() },
+    'the model brings files named like our marker; dropping them',
+  );
+  for (const entry of brought) await removeTree(`${dir.ref}/${entry}`);
+  return entries.filter((entry) => !isMarkerName(entry.name));
+};
+
+/** What to put into a staging dir, and what for. */
+export interface StagingFill {
+  readonly name: ModelName;
+  readonly spec: ModelSpec;
+  readonly fill: (dir: string, signal: AbortSignal) => Promise<void>;
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+}
+
+/**
+ * Lets `fill` write the model into the held dir through its handle (a neighbour who swaps the staging path cannot
+ * redirect the writes), drops marker look-alikes, then writes the marker with the manifest of the files (written
+ * last: a marker only ever sits beside complete files as far as a killed process is concerned) and opens the dir
+ * to the model server. Nothing is flushed here: the store flushes the dir once it is in place, off the load's path.
+ */
+export const fillStagingDir = async (
+  dir: OpenDir,
+  { name, spec, fill, signal, log }: StagingFill,
+): Promise<void> => {
+  try {
+    await fill(dir.ref, signal);
+  } catch (cause) {
+    throw signal.aborted ? cause : fsError(`cannot write the model into ${dir.path}`, cause);
+  }
+  signal.throwIfAborted();
+  const entries = await dropBroughtMarkers(dir, name, log);
+  const files = await fileSizes(dir, entries);
+  signal.throwIfAborted();
+  await writeMarker(dir, spec, files);
+  await step(`cannot chmod ${dir.path}`, () => dir.handle.chmod(modelDirMode));
+};

@@ -1,0 +1,202 @@
+/** torchServeModelServer: the ModelServer port over TorchServe's management API (register, unregister, list). */
+import { readFile } from 'node:fs/promises';
+import { isLeft } from 'fp-ts/Either';
+import * as t from 'io-ts';
+import type { Dispatcher } from 'undici';
+import { EffectError, httpStatusError, permanentError, retryableError } from '../core/errors';
+import { parseJson } from '../core/json/json';
+import type { ModelName } from '../core/model-name';
+import { redactUri, registerSecret } from '../core/redact';
+import type { ModelServer } from '../ports';
+import { fsError, isMissing } from '../fs/durable-fs';
+import {
+  discardBody,
+  errorText,
+  httpCall,
+  isOk,
+  readJson,
+  readText,
+  statusError,
+  type HttpCallResponse,
+} from '../net/http-call';
+
+/** Where the management API listens, how long calls may take, and where its key is. */
+export interface TorchServeModelServerOptions {
+  /** The management API root, e.g. `http://127.0.0.1:8081`. */
+  readonly baseUrl: string;
+  /** Timeout of list and unregister calls, and of registers unless `loadTimeoutMs` is given; default 30 s. */
+  readonly timeoutMs?: number;
+  /** Timeout of a register, which waits for the first worker to start; default 300 s. */
+  readonly loadTimeoutMs?: number;
+  /** The connection pool (a Network's `direct`: keep-alive, never through a proxy); default undici's global one. */
+  readonly dispatcher?: Dispatcher;
+  /**
+   * TorchServe's `key_file.json` (its `management.key` is used) or a file holding just the token. Read on every
+   * call, so a rotated key is picked up without a restart. Unset: no Authorization header (token auth disabled).
+   */
+  readonly tokenFile?: string;
+}
+
+const defaultTimeoutMs = 30_000;
+const defaultLoadTimeoutMs = 300_000;
+const pageSize = 100;
+// A server that keeps handing out page tokens would otherwise keep loadedModels going forever.
+const maxPages = 1000;
+
+const ListModelsResponse = t.intersection(
+  [
+    t.type({ models: t.array(t.type({ modelName: t.string }, 'ModelSummary')) }),
+    t.partial({ nextPageToken: t.union([t.string, t.number, t.null]) }),
+  ],
+  'ListModelsResponse',
+);
+
+/**
+ * The ModelServer of TorchServe. A model is registered from the model store, which must be modelsync's model
+ * directory (`--model-store <model dir>`): `url=<name>` names the directory `<model dir>/<name>/`, which holds
+ * an unpacked model archive (`MAR-INF/MANIFEST.json`, handler, weights), TorchServe's "no-archive" format.
+ * Registering starts one worker and waits for it (`synchronous=true`). "Loaded" means registered, as listed by
+ * `GET /models`. A replacement is unregistered first, because TorchServe will not re-register a name in place.
+ */
+export const torchServeModelServer = (options: TorchServeModelServerOptions): ModelServer => {
+  const base = options.baseUrl.replace(/\/+$/, '');
+  // Messages name the server without the user info or query its URL may carry.
+  const shown = redactUri(base);
+  const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
+  const loadTimeoutMs = options.loadTimeoutMs ?? options.timeoutMs ?? defaultLoadTimeoutMs;
+  const { tokenFile, dispatcher } = options;
+
+  const call = async (
+    method: 'GET' | 'POST' | 'DELETE',
+    url: string,
+    what: string,
+    ms: number,
+    signal: AbortSignal,
+  ): Promise<HttpCallResponse> => {
+    const headers: Record<string, string> =
+      tokenFile === undefined ? {} : { Authorization: `Bearer ${await readToken(tokenFile)}` };
+    const result = await httpCall(url, { method, headers, what, timeoutMs: ms, signal, dispatcher });
+    const { status } = result;
+    // Every caller fails on 400 and 401 anyway; with a token file they may mean the key was rotated.
+    if (tokenFile === undefined || (status !== 400 && status !== 401)) return result;
+    const text = errorText(await readText(result, maxErrorBodyBytes).catch(() => ''));
+    if (status === 401 || tokenRejected.test(text)) {
+      // TorchServe keys expire and get replaced in the key file: the next attempt re-reads it, so retry.
+      const message = `${what}: TorchServe rejected the token from ${tokenFile} (${text}); will re-read it`;
+      throw retryableAnyway(httpStatusError(what, status), message);
+    }
+    throw httpStatusError(what, status, text);
+  };
+
+  const unregister = async (name: ModelName, signal: AbortSignal): Promise<void> => {
+    const what = `TorchServe unregister of "${name}" (${shown})`;
+    const result = await call(
+      'DELETE',
+      `${base}/models/${encodeURIComponent(name)}`,
+      what,
+      timeoutMs,
+      signal,
+    );
+    const { status } = result;
+    if (isOk(result) || status === 404) return discardBody(result);
+    const error = await statusError(result);
+    // 409: an unregistration of this model is already in progress; it will be over by the next attempt.
+    throw status === 409 ? retryableAnyway(error) : error;
+  };
+
+  return {
+    load: async (name, replacing, signal) => {
+      if (replacing) await unregister(name, signal);
+      const what = `TorchServe register of "${name}" (${shown})`;
+      const query = new URLSearchParams({
+        url: name,
+        model_name: name,
+        initial_workers: '1',
+        synchronous: 'true',
+      });
+      const result = await call('POST', `${base}/models?${query.toString()}`, what, loadTimeoutMs, signal);
+      const { status } = result;
+      if (status === 200 || status === 201 || status === 202) return discardBody(result);
+      const error = await statusError(result);
+      if (status !== 409) throw error;
+      // Already registered: the wanted state, unless we just unregistered it and someone registered it again.
+      if (!replacing) return;
+      throw retryableAnyway(error, `${error.message} (right after unregistering it for the replacement)`);
+    },
+
+    unload: unregister,
+
+    loadedModels: async (signal) => {
+      const names = new Set<string>();
+      let pageToken: string | undefined;
+      for (let page = 0; page < maxPages; page++) {
+        const query = new URLSearchParams({ limit: String(pageSize) });
+        if (pageToken !== undefined) query.set('next_page_token', pageToken);
+        const what = `TorchServe model list (${shown})`;
+        const result = await call('GET', `${base}/models?${query.toString()}`, what, timeoutMs, signal);
+        if (!isOk(result)) throw await statusError(result);
+        const body = await readJson(result, ListModelsResponse, 'a model list');
+        for (const model of body.models) names.add(model.modelName);
+        const next = body.nextPageToken;
+        if (next === undefined || next === null || String(next) === '' || String(next) === pageToken) {
+          return names;
+        }
+        pageToken = String(next);
+      }
+      throw retryableError(
+        'invalid-response',
+        `TorchServe model list (${shown}) still had more pages after ${maxPages}`,
+      );
+    },
+  };
+};
+
+/** `error` with its kind and status, but retryable: for failures that here mean "not yet". */
+const retryableAnyway = (error: EffectError, message = error.message): EffectError =>
+  new EffectError(message, true, { kind: error.kind, status: error.status, cause: error.cause });
+
+/**
+ * The management token in `file`: `management.key` of TorchServe's key file, or the whole (trimmed) text.
+ * A missing, empty or half-written file is retryable: TorchServe writes the key file when it starts.
+ */
+const readToken = async (file: string): Promise<string> => {
+  const what = `cannot read the TorchServe token file ${file}`;
+  let text: string;
+  try {
+    text = (await readFile(file, 'utf8')).trim();
+  } catch (cause) {
+    // Missing is "not yet" here, whatever it means elsewhere: TorchServe writes the file when it starts.
+    throw isMissing(cause) ? retryableAnyway(fsError(what, cause)) : fsError(what, cause);
+  }
+  if (text === '') throw retryableError('filesystem', `the TorchServe token file ${file} is empty`);
+  if (!text.startsWith('{')) {
+    registerSecret(text);
+    return text;
+  }
+  // Never quote the file or JSON.parse's message: it holds the keys.
+  const json = parseJson(text);
+  if (isLeft(json)) {
+    throw retryableError(
+      'filesystem',
+      `the TorchServe token file ${file} is not valid JSON (being rewritten?)`,
+    );
+  }
+  registerKeys(json.right);
+  const key = (json.right as { management?: { key?: unknown } } | null)?.management?.key;
+  if (typeof key === 'string' && key !== '') return key;
+  throw permanentError('not-found', `the TorchServe key file ${file} has no management.key`);
+};
+
+/** Registers every key of a key file (`management`, `inference`, `API`): a server may echo any of them. */
+const registerKeys = (keyFile: unknown): void => {
+  if (typeof keyFile !== 'object' || keyFile === null) return;
+  for (const entry of Object.values(keyFile as Record<string, unknown>)) {
+    const key = (entry as { key?: unknown } | null)?.key;
+    if (typeof key === 'string') registerSecret(key);
+  }
+};
+
+// TorchServe answers a missing or wrong key with 400 "Token Authorization failed..." (TokenAuthorizationHandler);
+// a proxy in front would say 401. 403 is not one: TorchServe uses it for refused arguments.
+const tokenRejected = /token (authorization|authentication) failed/i;
+const maxErrorBodyBytes = 64 * 1024;

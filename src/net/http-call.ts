@@ -1,0 +1,211 @@
+/** httpCall: one undici request with timeouts and the caller's AbortSignal, whose failures come out as EffectErrors. */
+import type { IncomingHttpHeaders } from 'node:http';
+import { isLeft } from 'fp-ts/Either';
+import type * as t from 'io-ts';
+import { PathReporter } from 'io-ts/PathReporter';
+import { request, type Dispatcher } from 'undici';
+import { EffectError, httpStatusError, permanentError, retryableError } from '../core/errors';
+import { parseJson } from '../core/json/json';
+import { redactUri } from '../core/storage-uri';
+import { timeoutOf, transportError } from './transport-error';
+
+/** A request: method, headers, body, what the call is (for messages), its timeout, signal and connection pool. */
+export interface HttpCallInit {
+  readonly method: 'GET' | 'POST' | 'DELETE' | 'PUT' | 'HEAD';
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string;
+  /** Names the call in error messages: `model server load of "m" (http://127.0.0.1:8000)`. */
+  readonly what: string;
+  /**
+   * How long the server may take to answer (headers), and then to send each next part of the body. undici's own
+   * timers, cleared when the call ends: no timer or signal outlives it.
+   */
+  readonly timeoutMs: number;
+  /** The caller's signal: aborting it stops the request (and any body read) at once. */
+  readonly signal: AbortSignal;
+  /** The connection pool (a Network's `direct` or `dispatcherFor(url)`); default undici's global one. */
+  readonly dispatcher?: Dispatcher;
+}
+
+/** A response together with the call it answers, so body reads can name the call and tell a timeout apart. */
+export interface HttpCallResponse {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Dispatcher.ResponseData['body'];
+  readonly init: HttpCallInit;
+}
+
+/** True for a 2xx status. */
+export const isOk = ({ status }: { readonly status: number }): boolean => status >= 200 && status < 300;
+
+// Error bodies only need their first words; a server answering a huge HTML page must not be buffered whole.
+const maxErrorBodyBytes = 64 * 1024;
+const defaultMaxBodyBytes = 16 * 1024 * 1024;
+
+/**
+ * Sends one request and resolves with the response whatever its status; the caller decides which statuses
+ * succeed. Network failures, timeouts and aborts reject with a retryable EffectError, a URL that cannot be
+ * requested at all with a permanent one. The timeout and the signal also cover reading the body.
+ */
+export const httpCall = async (url: string, init: HttpCallInit): Promise<HttpCallResponse> => {
+  const { what, timeoutMs, signal, dispatcher, method, headers, body } = init;
+  if (signal.aborted) throw transportError(signal.reason, { what, aborted: true });
+  const parsed = httpUrl(url, what);
+  try {
+    const response = await request(parsed, {
+      method,
+      headers,
+      body,
+      signal,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      ...(dispatcher !== undefined ? { dispatcher } : {}),
+    });
+    return { status: response.statusCode, headers: response.headers, body: response.body, init };
+  } catch (cause) {
+    throw transportFailure(cause, init);
+  }
+};
+
+/**
+ * `url` (relative to `base`, if given) parsed, when it can be requested: an unparseable URL or one with
+ * user:password (say why: credentials go in headers) is a permanent `invalid-uri`, another protocol
+ * `unsupported-scheme`. Messages show the URL redacted.
+ */
+export const httpUrl = (url: string, what: string, base?: URL): URL => {
+  let parsed: URL;
+  try {
+    parsed = new URL(url, base);
+  } catch (cause) {
+    throw permanentError('invalid-uri', `${what}: invalid URL ${JSON.stringify(redactUri(url))}`, cause);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw permanentError('unsupported-scheme', `${what}: unsupported URL protocol ${parsed.protocol}`);
+  }
+  if (parsed.username !== '' || parsed.password !== '') {
+    throw permanentError(
+      'invalid-uri',
+      `${what}: URLs with user:password are not supported; send a header instead`,
+    );
+  }
+  return parsed;
+};
+
+/** Reads the body as text (at most `maxBytes`); a reset, timeout or abort half-way is a retryable EffectError. */
+export const readText = async (
+  { body, init }: HttpCallResponse,
+  maxBytes = defaultMaxBodyBytes,
+): Promise<string> => {
+  try {
+    return await readCapped(body, maxBytes);
+  } catch (cause) {
+    if (cause instanceof BodyTooLarge) {
+      throw retryableError('too-large', `${init.what}: response body is larger than ${maxBytes} bytes`);
+    }
+    throw transportFailure(cause, init);
+  }
+};
+
+/**
+ * Reads the body as JSON of type `codec`. A body that is not JSON, or not `expected`, is a retryable
+ * `invalid-response`: a server mid-restart, or a proxy in front of it, may answer with anything.
+ */
+export const readJson = async <A>(
+  call: HttpCallResponse,
+  codec: t.Decoder<unknown, A>,
+  expected: string,
+): Promise<A> => {
+  return decodeJsonText(await readText(call), codec, call.init.what, expected);
+};
+
+/** `text`, a body `what` returned, parsed and decoded with `codec`; a bad one is a retryable `invalid-response`. */
+export const decodeJsonText = <A>(
+  text: string,
+  codec: t.Decoder<unknown, A>,
+  what: string,
+  expected: string,
+): A => {
+  const json = parseJson(text);
+  if (isLeft(json)) {
+    const shown = text.trim().slice(0, 200);
+    throw retryableError('invalid-response', `${what} returned a body that is not JSON: ${shown}`);
+  }
+  const decoded = codec.decode(json.right);
+  if (isLeft(decoded)) {
+    const problems = PathReporter.report(decoded).slice(0, 3).join('; ');
+    throw retryableError('invalid-response', `${what} returned a body that is not ${expected}: ${problems}`);
+  }
+  return decoded.right;
+};
+
+/** Discards the body so the connection can be reused; a failure here cannot change the outcome. */
+export const discardBody = async ({ body }: Pick<HttpCallResponse, 'body'>): Promise<void> => {
+  await body.dump({ limit: maxErrorBodyBytes }).catch(() => undefined);
+};
+
+/**
+ * The EffectError for a status the caller does not accept: retryable or not by httpStatusError's rule, its
+ * message carrying the server's own reason (`{"error": ...}`, TorchServe's `{"message": ...}`, or the text).
+ */
+export const statusError = (call: HttpCallResponse): Promise<EffectError> =>
+  responseStatusError(call.init.what, call);
+
+/** statusError for any response, named `what`. */
+export const responseStatusError = async (
+  what: string,
+  response: Pick<HttpCallResponse, 'status' | 'body'>,
+): Promise<EffectError> => {
+  let body = '';
+  try {
+    body = await readCapped(response.body, maxErrorBodyBytes, true);
+  } catch {
+    // The status alone already says what went wrong; a body that cannot be read adds nothing.
+  }
+  return httpStatusError(what, response.status, errorText(body));
+};
+
+/** The server's reason in an error body: the `error`, `message` or `detail` string of a JSON object, else the text. */
+export const errorText = (body: string): string => {
+  const text = body.trim();
+  const json = text.startsWith('{') ? parseJson(text) : undefined;
+  if (json !== undefined && !isLeft(json) && typeof json.right === 'object' && json.right !== null) {
+    const fields = json.right as Record<string, unknown>;
+    for (const key of ['error', 'message', 'detail']) {
+      const value = fields[key];
+      if (typeof value === 'string' && value.trim() !== '') return value.trim();
+    }
+  }
+  return text.replace(/\s+/g, ' ');
+};
+
+const transportFailure = (cause: unknown, init: HttpCallInit): EffectError => {
+  const timeout = timeoutOf(cause);
+  return transportError(cause, {
+    what: init.what,
+    aborted: init.signal.aborted,
+    timeout: timeout === undefined ? undefined : `timed out after ${init.timeoutMs} ms`,
+  });
+};
+
+// Thrown inside readCapped only; readText turns it into a message that names the call.
+class BodyTooLarge extends Error {}
+
+/** Reads at most `maxBytes` of `body`; beyond that it fails, or with `truncate` returns what it has. */
+const readCapped = async (
+  body: AsyncIterable<Uint8Array> & { destroy(): unknown },
+  maxBytes: number,
+  truncate = false,
+): Promise<string> => {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.byteLength;
+    if (size > maxBytes) {
+      body.destroy();
+      if (truncate) break;
+      throw new BodyTooLarge();
+    }
+  }
+  return Buffer.concat(chunks).subarray(0, maxBytes).toString('utf8');
+};

@@ -1,0 +1,124 @@
+/** extract: tar (gzipped or not) and zip archives unpacked into a dir, from a stream or a file, every entry guarded. */
+import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { retryableError, type EffectError } from '../../core/errors';
+import { fsError, step, writeNewFile } from '../../fs/durable-fs';
+import { defaultDownloadLimits } from '../download-limits';
+import { ArchiveBudget, type ArchiveLimits } from './budget';
+import { checkLinksInside, EntryGuard } from './guard';
+import type { Job } from './unpack';
+import { untarInto } from './untar';
+import { unzipInto } from './unzip';
+
+/** The archive formats: `tar` covers gzipped tars too (the magic bytes decide, not the name). */
+export type ArchiveFormat = 'tar' | 'zip';
+
+/** The format a file name announces (`.tar`, `.tar.gz`, `.tgz`, `.zip`, any case), or undefined for any other. */
+export const archiveFormatOf = (fileName: string): ArchiveFormat | undefined => {
+  const lower = fileName.toLowerCase();
+  if (lower.endsWith('.zip')) return 'zip';
+  if (/\.(tar|tar\.gz|tgz)$/.test(lower)) return 'tar';
+  return undefined;
+};
+
+/** What an extraction is called in messages and what stops it. */
+export interface ExtractOptions {
+  /** Names the archive in messages: `GET https://host/m.tar.gz`, `extracting /data/m.zip`. */
+  readonly what: string;
+  /** Aborting stops the extraction promptly; it then rejects with an `aborted` EffectError. */
+  readonly signal: AbortSignal;
+  /** The caps on entries, expanded bytes and expansion ratio (default: the flags' defaults). */
+  readonly limits?: ArchiveLimits;
+}
+
+/**
+ * Extracts the archive read from `source` into the existing dir `targetDir`. A tar streams straight through; a
+ * zip (whose index is at its end) is first saved to a randomly named file inside `targetDir`, removed after.
+ * Fails with an EffectError: `refused` for an entry or link that would land or lead outside `targetDir` (or a
+ * device, FIFO, ...); `too-large` for an archive past a cap of `limits` (checked on declared sizes before an
+ * entry is written); `invalid-archive`, permanent for a corrupt one (duplicates and dangling hard links included,
+ * since the same bytes fail again) and retryable for one that ends before its format says it is whole (a tar
+ * without its end-of-archive blocks, a gzip stream without its trailer, a zip without its central directory);
+ * `filesystem` when writing fails, `aborted`. An error `source` throws passes unchanged: its owner knows it
+ * best (a lost connection).
+ */
+export const extractStream = (
+  source: AsyncIterable<Uint8Array>,
+  format: ArchiveFormat,
+  targetDir: string,
+  options: ExtractOptions,
+): Promise<void> =>
+  extraction(targetDir, options, async (job) => {
+    if (format === 'tar') return untarInto(source, job);
+    // Next to the extracted files, not elsewhere: if we crash, the model store deletes the whole unfinished
+    // target dir, this file included. The random name cannot collide with an entry of the archive.
+    const zipPath = path.join(job.root, `.modelsync-${randomBytes(8).toString('hex')}.zip`);
+    try {
+      await writeNewFile(source, zipPath, job.signal, `${options.what}: cannot save the zip`);
+      await unzipInto(zipPath, job);
+    } finally {
+      await rm(zipPath, { force: true });
+    }
+  });
+
+/** extractStream for the archive file `file`; failing to read it is a `filesystem` EffectError. */
+export const extractFile = async (
+  file: string,
+  format: ArchiveFormat,
+  targetDir: string,
+  options: ExtractOptions,
+): Promise<void> => {
+  try {
+    if (format === 'tar') await extractStream(createReadStream(file), 'tar', targetDir, options);
+    else await extraction(targetDir, options, (job) => unzipInto(file, job));
+  } catch (cause) {
+    throw fsError(`${options.what}: cannot read ${file}`, cause);
+  }
+};
+
+/**
+ * Runs one extraction into the real path of `targetDir`, then walks every symlink it made. A refusal raised
+ * inside tar's callbacks stops it through `job.refuse`; whatever error the stop then causes, the refusal is the
+ * outcome, and after the caller's abort the outcome is `aborted`.
+ */
+const extraction = async (
+  targetDir: string,
+  { what, signal, limits }: ExtractOptions,
+  run: (job: Job) => Promise<void>,
+): Promise<void> => {
+  const aborted = (): EffectError => retryableError('aborted', `${what} aborted`, signal.reason);
+  if (signal.aborted) throw aborted();
+  const stop = new AbortController();
+  let refused: EffectError | undefined;
+  const refuse = (error: EffectError): void => {
+    refused ??= error;
+    stop.abort(error);
+  };
+  try {
+    // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
+    const root = targetDir;
+    await step(`${what}: cannot use ${targetDir}`, async () => {
+      if (!(await stat(targetDir)).isDirectory())
+        throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
+    });
+    const job = {
+      what,
+      root,
+      guard: new EntryGuard(what),
+      budget: new ArchiveBudget(what, limits ?? defaultDownloadLimits),
+      signal: AbortSignal.any([signal, stop.signal]),
+      refuse,
+    };
+    await run(job);
+    signal.throwIfAborted();
+    await checkLinksInside(root, what).catch((cause: unknown) => {
+      throw fsError(`${what}: cannot check the links of ${root}`, cause);
+    });
+  } catch (cause) {
+    if (refused !== undefined) throw refused;
+    if (signal.aborted) throw aborted();
+    throw cause;
+  }
+};

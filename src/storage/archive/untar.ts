@@ -1,0 +1,208 @@
+/** untar: a tar, gzipped or not, streamed through tar's Unpack — every entry guarded and counted, its end required. */
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import { Header, extract as untar, type ReadEntry, type Unpack } from 'tar';
+import { EffectError, errorCode } from '../../core/errors';
+import { consume } from '../../fs/durable-fs';
+import type { ArchiveBudget } from './budget';
+import type { EntryKind } from './guard';
+import { archiveFailure, truncatedArchive, type Job } from './unpack';
+
+const tarKind = (entry: ReadEntry): EntryKind => {
+  switch (entry.type) {
+    case 'File':
+    case 'OldFile':
+    case 'ContiguousFile':
+      return 'file';
+    case 'Directory':
+    case 'GNUDumpDir':
+      return 'dir';
+    case 'SymbolicLink':
+      return 'symlink';
+    case 'Link':
+      return 'hardlink';
+    default:
+      return 'other';
+  }
+};
+
+/**
+ * Passes a plain tar through and gunzips a gzipped one (the magic bytes decide, not the Content-Type), holding
+ * the expansion to the budget's ratio. zlib fails a stream that ends before its trailer (`Z_BUF_ERROR`).
+ */
+async function* gunzipIfGzipped(
+  source: AsyncIterable<Buffer>,
+  budget: ArchiveBudget,
+): AsyncGenerator<Buffer> {
+  const iterator = source[Symbol.asyncIterator]();
+  let head = Buffer.alloc(0);
+  while (head.length < 2) {
+    const next = await iterator.next();
+    if (next.done === true) break;
+    head = Buffer.concat([head, next.value]);
+  }
+  let compressed = 0;
+  async function* all(): AsyncGenerator<Buffer> {
+    compressed += head.length;
+    if (head.length > 0) yield head;
+    for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) {
+      compressed += next.value.length;
+      yield next.value;
+    }
+  }
+  if (head[0] !== 0x1f || head[1] !== 0x8b) {
+    yield* all();
+    return;
+  }
+  const gunzip = createGunzip();
+  const feeding = pipeline(all(), gunzip);
+  // A feeding failure destroys gunzip, so it also surfaces from the loop below; this only avoids an
+  // unhandled rejection.
+  feeding.catch(() => undefined);
+  let expanded = 0;
+  for await (const chunk of gunzip) {
+    expanded += (chunk as Buffer).length;
+    budget.ratio(expanded, compressed);
+    yield chunk as Buffer;
+  }
+  await feeding;
+}
+
+/** What the tar stream (gunzipped) showed: its first block, whether it ended, whether tar saw its end blocks. */
+class TarStream {
+  private head = Buffer.alloc(0);
+  private ended = false;
+  /** Set by tar's `eof` event: the two zero blocks that end an archive came. */
+  sawEnd = false;
+
+  /** `source`, watched. */
+  async *watch(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+    for await (const chunk of source) {
+      if (this.head.length < 512) this.head = Buffer.concat([this.head, chunk]).subarray(0, 512);
+      yield chunk;
+    }
+    this.ended = true;
+  }
+
+  /**
+   * The truncation `cause` says, if any: the gzip stream ended early, or tar found the stream too short
+   * (`TAR_BAD_ARCHIVE`: it ended inside an entry, or before a first block that could be a tar header).
+   */
+  truncation(cause: unknown, what: string): EffectError | undefined {
+    if (cause instanceof EffectError) return undefined;
+    const code = errorCode(cause);
+    if (code === 'Z_BUF_ERROR') return truncatedArchive(what, 'the gzip stream ended before its trailer');
+    if (code !== 'TAR_BAD_ARCHIVE' || !this.ended || this.sawEnd || !this.beginsLikeTar()) return undefined;
+    return this.missingEnd(what);
+  }
+
+  /** The failure of a tar that ended without its end-of-archive blocks. */
+  missingEnd(what: string): EffectError {
+    return truncatedArchive(what, 'the tar ended before its end-of-archive blocks');
+  }
+
+  // A stream too short for one header may be any cut tar; a longer one must open with a header or a zero block.
+  private beginsLikeTar(): boolean {
+    if (this.head.length < 512) return true;
+    try {
+      const header = new Header(this.head);
+      return header.nullBlock || header.cksumValid;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/**
+ * tar's Unpack as a node Writable. Handed to pipeline directly, it is not seen to finish when its last
+ * writes (symlinks) complete after end(); here end waits for 'finish', which tar emits once every entry is
+ * on disk.
+ */
+const unpackSink = (unpack: Unpack): Writable => {
+  const sink = new Writable({
+    write: (chunk: Buffer, _encoding, callback) => {
+      if (unpack.write(chunk)) callback();
+      else unpack.once('drain', () => callback());
+    },
+    final: (callback) => {
+      unpack.once('finish', () => callback());
+      unpack.end();
+    },
+  });
+  unpack.on('error', (error: Error) => sink.destroy(error));
+  return sink;
+};
+
+// A write tar started ends in milliseconds; the cap only keeps a stuck filesystem from holding a download forever.
+const settleTimeoutMs = 30_000;
+
+/**
+ * Ends `unpack` after a failure and waits for the writes it has started: tar writes asynchronously, and a file
+ * landing in the dir after the failure is reported would race the model store removing that dir.
+ */
+const settle = (unpack: Unpack, finished: () => boolean): Promise<void> =>
+  finished()
+    ? Promise.resolve()
+    : new Promise((resolve) => {
+        const timer = setTimeout(resolve, settleTimeoutMs);
+        unpack.once('finish', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        unpack.end();
+      });
+
+/**
+ * Extracts the tar (maybe gzipped) read from `source` into `job.root`. Each entry passes the guard and the
+ * budget before tar writes it; a stream that ends before the archive's end-of-archive blocks fails retryably.
+ */
+export const untarInto = (
+  source: AsyncIterable<Uint8Array>,
+  { what, root, guard, budget, signal, refuse }: Job,
+): Promise<void> => {
+  const tar = new TarStream();
+  const unpack = untar({
+    cwd: root,
+    strict: true,
+    // As root, tar would chown entries to the archive's uids.
+    preserveOwner: false,
+    dmode: 0o755,
+    filter: (_path, entry) => {
+      const readEntry = entry as ReadEntry;
+      try {
+        guard.check(readEntry.path, tarKind(readEntry), readEntry.linkpath ?? '');
+        budget.entry(readEntry.size ?? 0);
+      } catch (error) {
+        refuse(error as EffectError);
+        return false;
+      }
+      // Directories 0755; files keep their rwx bits but lose setuid/setgid/sticky and group/other write.
+      readEntry.mode = tarKind(readEntry) === 'dir' ? 0o755 : (readEntry.mode ?? 0o644) & 0o755;
+      return true;
+    },
+  });
+  unpack.on('eof', () => (tar.sawEnd = true));
+  let finished = false;
+  unpack.once('finish', () => (finished = true));
+  return consume(
+    source,
+    signal,
+    async (chunks) => {
+      try {
+        await pipeline(
+          chunks,
+          (gzipped: AsyncIterable<Buffer>) => gunzipIfGzipped(gzipped, budget),
+          (plain: AsyncIterable<Buffer>) => tar.watch(plain),
+          unpackSink(unpack),
+          { signal },
+        );
+      } catch (cause) {
+        await settle(unpack, () => finished);
+        throw tar.truncation(cause, what) ?? cause;
+      }
+      if (!tar.sawEnd) throw tar.missingEnd(what);
+    },
+    archiveFailure(what),
+  );
+};

@@ -1,0 +1,166 @@
+/** unzip: a zip file read by yauzl — its end required, its central directory counted, every entry guarded. */
+import { createWriteStream } from 'node:fs';
+import { mkdir, open, symlink } from 'node:fs/promises';
+import path from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { crc32 } from 'node:zlib';
+import * as yauzl from 'yauzl';
+import { errorCode, permanentError } from '../../core/errors';
+import { fsError, step } from '../../fs/durable-fs';
+import { refusal, type EntryKind } from './guard';
+import { archiveFailure, truncatedArchive, type Job } from './unpack';
+
+const maxZipLinkBytes = 4096;
+const S_IFMT = 0o170000;
+const S_IFLNK = 0o120000;
+const S_IFREG = 0o100000;
+const S_IFDIR = 0o040000;
+// Hosts whose zips carry a Unix st_mode in the high half of the external attributes: Unix and macOS.
+const unixHosts = new Set([3, 19]);
+
+/** What a zip entry is, from its Unix mode when it has one: FIFOs, devices and sockets are `other`. */
+const zipKind = (entry: yauzl.Entry, name: string): EntryKind => {
+  const type = unixHosts.has(entry.versionMadeBy >> 8) ? (entry.externalFileAttributes >>> 16) & S_IFMT : 0;
+  if (type === S_IFLNK) return 'symlink';
+  if (type !== 0 && type !== S_IFREG && type !== S_IFDIR) return 'other';
+  return name.endsWith('/') ? 'dir' : 'file';
+};
+// The end of central directory record: its signature, its size without the comment, the longest comment.
+const endSignature = Buffer.from([0x50, 0x4b, 0x05, 0x06]);
+const endRecordBytes = 22;
+const maxCommentBytes = 0xffff;
+const localHeaderSignature = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
+
+const readSmall = async (stream: AsyncIterable<unknown>, limit: number): Promise<Buffer | undefined> => {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of stream) {
+    chunks.push(chunk as Buffer);
+    length += (chunk as Buffer).length;
+    if (length > limit) return undefined;
+  }
+  return Buffer.concat(chunks);
+};
+
+/** Passes an entry's bytes through, failing at their end unless they match the CRC-32 its directory records: yauzl checks sizes, not CRCs. */
+const crcChecked = (expected: number, what: string, name: string): Transform => {
+  let crc = 0;
+  return new Transform({
+    transform: (chunk: Buffer, _encoding, done) => {
+      crc = crc32(chunk, crc);
+      done(null, chunk);
+    },
+    flush: (done) =>
+      done(
+        crc === expected
+          ? null
+          : permanentError(
+              'invalid-archive',
+              `${what}: invalid archive: entry ${JSON.stringify(name)} fails its CRC-32 check`,
+            ),
+      ),
+  });
+};
+
+/**
+ * The size of the zip file, after checking that it has an end record: a zip's index is at its end, so one that
+ * begins like a zip (or is empty) and has none was cut short. Anything else is left for yauzl to judge.
+ */
+const sizeOfWholeZip = (zipPath: string, what: string): Promise<number> =>
+  step(`${what}: cannot read ${zipPath}`, async () => {
+    const handle = await open(zipPath, 'r');
+    try {
+      const { size } = await handle.stat();
+      const tailBytes = Math.min(size, endRecordBytes + maxCommentBytes);
+      const tail = Buffer.alloc(tailBytes);
+      await handle.read(tail, 0, tailBytes, size - tailBytes);
+      const end = tail.lastIndexOf(endSignature);
+      if (end >= 0 && end + endRecordBytes <= tail.length) return size;
+      const head = Buffer.alloc(Math.min(size, localHeaderSignature.length));
+      await handle.read(head, 0, head.length, 0);
+      if (localHeaderSignature.subarray(0, head.length).equals(head)) {
+        throw truncatedArchive(what, 'the zip ended before its central directory');
+      }
+      return size;
+    } finally {
+      await handle.close();
+    }
+  });
+
+/**
+ * Extracts the zip file `zipPath` into `job.root`: refuses it whole when its central directory lists more
+ * entries than the cap, and each entry that would pass the byte or ratio cap before writing it.
+ */
+export const unzipInto = async (zipPath: string, job: Job): Promise<void> => {
+  try {
+    await unzipEntries(zipPath, await sizeOfWholeZip(zipPath, job.what), job);
+  } catch (cause) {
+    throw archiveFailure(job.what)(cause);
+  }
+};
+
+const unzipEntries = async (
+  zipPath: string,
+  zipBytes: number,
+  { what, root, guard, budget, signal }: Job,
+): Promise<void> => {
+  // Symlinks are made last, so no file of the archive can be written through one.
+  const links: Array<{ at: string; target: string }> = [];
+  // decodeStrings off: yauzl would reject a bad name with a bare "invalid relative path"; we decode the
+  // same way it does and refuse with the message every archive gets.
+  const zip = await yauzl
+    .openPromise(zipPath, {
+      lazyEntries: true,
+      autoClose: true,
+      decodeStrings: false,
+      validateEntrySizes: true,
+    })
+    .catch((cause: unknown) => {
+      // A file that cannot be opened is no fault of the archive's; one whose index is broken is.
+      throw errorCode(cause) === undefined ? cause : fsError(`${what}: cannot open ${zipPath}`, cause);
+    });
+  try {
+    budget.announced(zip.entryCount);
+    for await (const entry of zip.eachEntry()) {
+      if (signal.aborted) break;
+      const name = yauzl.getFileNameLowLevel(
+        entry.generalPurposeBitFlag,
+        entry.fileNameRaw,
+        entry.extraFields,
+        false,
+      );
+      const problem = yauzl.validateFileName(name);
+      const kind = zipKind(entry, name);
+      // Our own check first: its message is the clearer; yauzl's catches whatever ours might miss.
+      const at = kind === 'symlink' ? '' : guard.check(name, kind);
+      if (problem !== null) throw refusal(what, name, problem);
+      budget.entry(entry.uncompressedSize);
+      budget.ratio(budget.expandedBytes, zipBytes);
+      if (kind === 'symlink') {
+        const target = await readSmall(await zip.openReadStreamPromise(entry), maxZipLinkBytes);
+        if (target === undefined) throw refusal(what, name, 'its link target is too long');
+        const text = target.toString('utf8');
+        links.push({ at: guard.check(name, 'symlink', text), target: text });
+      } else if (kind === 'dir') {
+        await mkdir(path.join(root, at), { recursive: true, mode: 0o755 });
+      } else {
+        const to = path.join(root, at);
+        await mkdir(path.dirname(to), { recursive: true, mode: 0o755 });
+        const content = await zip.openReadStreamPromise(entry);
+        // wx: a duplicate entry fails instead of silently replacing the first.
+        await pipeline(content, crcChecked(entry.crc32, what, name), createWriteStream(to, { flags: 'wx' }), {
+          signal,
+        });
+      }
+    }
+  } finally {
+    zip.close();
+  }
+  signal.throwIfAborted();
+  for (const { at, target } of links) {
+    const to = path.join(root, at);
+    await mkdir(path.dirname(to), { recursive: true, mode: 0o755 });
+    await symlink(target, to);
+  }
+};

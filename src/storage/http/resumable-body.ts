@@ -1,0 +1,145 @@
+/** resumableBody: an HTTP response body that picks up where a cut left it, with `Range` and `If-Range`, as one stream. */
+import type { IncomingHttpHeaders } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Dispatcher } from 'undici';
+import { EffectError, retryableError } from '../../core/errors';
+
+/** The part of a response a resume looks at. */
+export interface BodyResponse {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Dispatcher.ResponseData['body'];
+}
+
+/** How a cut body is resumed. */
+export interface ResumeOptions {
+  /** Names the transfer in messages. */
+  readonly what: string;
+  /** The transfer's own signal: once aborted, a failure is final, never resumed. */
+  readonly signal: AbortSignal;
+  /**
+   * Requests the resource again with these extra headers (`Range`, `If-Range`), redirects followed; fails as the
+   * first request would for a status other than 200, 206 and 416.
+   */
+  readonly reopen: (headers: Readonly<Record<string, string>>) => Promise<BodyResponse>;
+  /** Resumes in a row that may each bring less than `progressBytes` before the transfer fails; default 5. */
+  readonly maxResumes?: number;
+  /** Bytes a resumed body must bring for the count of resumes to start again; default 1 MiB. */
+  readonly progressBytes?: number;
+  /** Pause before a resume, times the number of resumes in a row (a server restarting gets time); default 100 ms. */
+  readonly pauseMs?: number;
+  /** Told of each resume, with the offset it starts from (for a log line). */
+  readonly onResume?: (offset: number) => void;
+}
+
+/** The first value of header `name`. */
+export const headerOf = (headers: IncomingHttpHeaders, name: string): string | undefined => {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+};
+
+/** The body size a response announces, when it has a usable Content-Length. */
+export const contentLengthOf = (headers: IncomingHttpHeaders): number | undefined => {
+  const text = headerOf(headers, 'content-length');
+  return text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined;
+};
+
+/**
+ * What `If-Range` can carry for this response: a strong ETag, else its Last-Modified date (RFC 9110 §13.1.5 allows
+ * no weak ETag there); undefined when it has neither, and then a cut body cannot be resumed safely.
+ */
+const validatorOf = (headers: IncomingHttpHeaders): string | undefined => {
+  const etag = headerOf(headers, 'etag');
+  if (etag !== undefined && !etag.startsWith('W/')) return etag;
+  return headerOf(headers, 'last-modified');
+};
+
+/** `Content-Range: bytes <first>-<last>/<total|*>`, parsed. */
+const contentRangeOf = (headers: IncomingHttpHeaders): { first: number; total?: number } | undefined => {
+  const match = /^bytes (\d+)-\d+\/(\d+|\*)$/.exec(headerOf(headers, 'content-range')?.trim() ?? '');
+  if (match === null) return undefined;
+  return { first: Number(match[1]), ...(match[2] !== '*' ? { total: Number(match[2]) } : {}) };
+};
+
+/** Failures of the body that a new ranged request may get past: not ours (an abort, a cap), the connection's. */
+const isResumable = (cause: unknown, signal: AbortSignal): boolean =>
+  !signal.aborted && !(cause instanceof EffectError);
+
+/**
+ * The bytes of `first` (a 200 response), and when the connection breaks off mid-body, the rest of them from ranged
+ * requests (`Range: bytes=<n>-` with `If-Range` on the ETag or Last-Modified), checked against the first response's
+ * size and validator: the consumer sees one stream, whole, and a reset at 39 GB of 40 costs 1 GB. A server that
+ * answers a resume with anything but the 206 of the same version (the resource changed, or it ignores ranges)
+ * fails the transfer with a retryable `changed` error: the next attempt starts from 0. Without a validator, or after
+ * `maxResumes` resumes in a row that brought little, the body's own failure is rethrown.
+ */
+export async function* resumableBody(
+  first: BodyResponse,
+  options: ResumeOptions,
+): AsyncGenerator<Uint8Array> {
+  const { signal } = options;
+  const maxResumes = options.maxResumes ?? 5;
+  const progressBytes = options.progressBytes ?? 2 ** 20;
+  const pauseMs = options.pauseMs ?? 100;
+  const validator = validatorOf(first.headers);
+  const total = contentLengthOf(first.headers);
+  let offset = 0;
+  let body: BodyResponse['body'] | undefined = first.body;
+  let resumesInARow = 0;
+  let sinceResume = 0;
+  for (;;) {
+    try {
+      if (body === undefined) {
+        await sleep(pauseMs * resumesInARow, undefined, { signal, ref: false });
+        options.onResume?.(offset);
+        sinceResume = 0;
+        body = await reopened(options, { offset, validator: validator!, total }, resumesInARow);
+      }
+      // undici's body is a byte stream; its typings leave the chunk type open.
+      for await (const chunk of body as AsyncIterable<Uint8Array>) {
+        offset += chunk.byteLength;
+        sinceResume += chunk.byteLength;
+        yield chunk;
+      }
+      return;
+    } catch (cause) {
+      if (sinceResume >= progressBytes) resumesInARow = 0;
+      if (validator === undefined || !isResumable(cause, signal) || resumesInARow >= maxResumes) throw cause;
+      resumesInARow += 1;
+      body = undefined;
+    }
+  }
+}
+
+const reopened = async (
+  options: ResumeOptions,
+  expected: { offset: number; validator: string; total: number | undefined },
+  resume: number,
+): Promise<BodyResponse['body']> => {
+  const { offset, validator, total } = expected;
+  const response = await options.reopen({ range: `bytes=${offset}-`, 'if-range': validator });
+  // Nothing was consumed yet: a whole body of the same version is as good as a range.
+  const range =
+    response.status === 206
+      ? contentRangeOf(response.headers)
+      : response.status === 200 && offset === 0
+        ? { first: 0, total: contentLengthOf(response.headers) }
+        : undefined;
+  const etag = headerOf(response.headers, 'etag');
+  const sameVersion = etag === undefined || validator.startsWith('"') === false || etag === validator;
+  if (
+    range !== undefined &&
+    range.first === offset &&
+    sameVersion &&
+    (total === undefined || range.total === total)
+  ) {
+    return response.body;
+  }
+  await response.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+  throw retryableError(
+    'changed',
+    `${options.what}: resume ${resume} from byte ${offset} was answered ${response.status}` +
+      `${range !== undefined ? ` for bytes from ${range.first} of ${range.total ?? 'unknown'}` : ''}: ` +
+      'the file changed on the server or it does not serve ranges; the download starts again',
+  );
+};

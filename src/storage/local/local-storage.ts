@@ -1,0 +1,235 @@
+/** localFileStorage: the StorageProvider for local paths and file:// URLs (a mounted volume holding the model). */
+import { constants, type Dirent } from 'node:fs';
+import {
+  copyFile as fsCopyFile,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  realpath,
+  stat,
+  symlink,
+  type FileHandle,
+} from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { defaultAppConfig } from '../../core/flags/app-config';
+import { errorCode, permanentError, retryableError } from '../../core/errors';
+import { redactUri } from '../../core/storage-uri';
+import type { StorageProvider } from '../../ports';
+import { archiveFormatOf, extractFile } from '../archive/extract';
+import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
+import { fsError, isMissing, writeNewFile } from '../../fs/durable-fs';
+import { checkLocalSource, checkNotSystem, isInside } from './local-roots';
+import { handlePath } from '../../fs/no-follow';
+import { TransferGuard } from '../transfer-guard';
+
+/** Settings of localFileStorage. */
+export interface LocalStorageOptions {
+  /**
+   * Dirs a source must lie in once its links are resolved (`--local-storage-roots`; default its default,
+   * `/mnt/pvc`); `['/']` allows any path, `[]` none. /proc, /sys, /dev and pseudo filesystems never.
+   */
+  readonly roots?: ReadonlyArray<string>;
+  /** The model cap and archive caps (default: the flags' defaults); local copies have no minimum rate. */
+  readonly limits?: DownloadLimits;
+}
+
+const sourcePathOf = (uri: string): string => {
+  if (uri.startsWith('/')) return path.resolve(uri);
+  try {
+    return fileURLToPath(uri);
+  } catch (cause) {
+    throw permanentError('invalid-uri', `${redactUri(uri)} is not a local path or file:// URL`, cause);
+  }
+};
+
+const throwIfAborted = (signal: AbortSignal, what: string): void => {
+  if (signal.aborted) throw retryableError('aborted', `${what} aborted`, signal.reason);
+};
+
+interface Tree {
+  readonly sourceRoot: string;
+  readonly targetRoot: string;
+  readonly signal: AbortSignal;
+  readonly what: string;
+  readonly guard: TransferGuard;
+}
+
+// O_NOFOLLOW: a file swapped for a link since it was listed is not followed; O_NONBLOCK: nor does a FIFO
+// swapped in block the open. fstat on the opened file then says what was really opened.
+const openFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+// Up to this size a file is copied by the kernel in one call (copy_file_range), which cannot be aborted half-way
+// but takes milliseconds; a bigger one is streamed, so that it stops when the signal aborts.
+const kernelCopyMaxBytes = 8 * 1024 * 1024;
+
+/** Copies the small file `handle` holds to `to` (a new file) in one call, counting what was really copied. */
+const kernelCopy = async (tree: Tree, handle: FileHandle, from: string, to: string): Promise<void> => {
+  try {
+    // The handle's path copies the very file opened (and checked) above, whatever `from` holds now.
+    await fsCopyFile(handlePath(handle, from), to, constants.COPYFILE_EXCL);
+    // It may have grown since its size was admitted.
+    tree.guard.counted((await lstat(to)).size);
+  } catch (cause) {
+    throw fsError(tree.what, cause);
+  } finally {
+    await handle.close();
+  }
+};
+
+// Streams rather than fs.copyFile beyond kernelCopyMaxBytes: a multi-GiB copy must stop when the signal aborts.
+const copyFile = async (tree: Tree, from: string, to: string): Promise<void> => {
+  const handle = await open(from, openFlags);
+  let size: number;
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw permanentError('refused', `refusing ${from}: not a regular file`);
+    await tree.guard.admit(info.size);
+    size = info.size;
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  if (size <= kernelCopyMaxBytes) return kernelCopy(tree, handle, from, to);
+  const content = handle.createReadStream();
+  try {
+    await writeNewFile(tree.guard.count(content), to, tree.signal, tree.what);
+  } finally {
+    // Closes the file also when the copy failed before reading it (the target could not be created).
+    content.destroy();
+  }
+};
+
+const copyLink = async (tree: Tree, from: string, to: string): Promise<void> => {
+  let resolved: string;
+  try {
+    resolved = await realpath(from);
+  } catch (cause) {
+    const why = `it cannot be resolved (${errorCode(cause) ?? 'error'})`;
+    throw permanentError('refused', `refusing symlink ${from}: ${why}`, cause);
+  }
+  if (!isInside(tree.sourceRoot, resolved)) {
+    const why = `it points to ${resolved}, outside ${tree.sourceRoot}`;
+    throw permanentError('refused', `refusing symlink ${from}: ${why}`);
+  }
+  // Relative, so the link survives the model store renaming the target dir into place.
+  const mirrored = path.join(tree.targetRoot, path.relative(tree.sourceRoot, resolved));
+  await symlink(path.relative(path.dirname(to), mirrored) || '.', to);
+};
+
+const copyEntry = async (tree: Tree, entry: Dirent, from: string, to: string): Promise<void> => {
+  if (entry.isDirectory()) {
+    // A mount point inside the tree may be a pseudo filesystem (a source of `/` would reach /proc).
+    await checkNotSystem(from, tree.what);
+    await mkdir(to, { mode: 0o755 });
+    await copyDir(tree, from, to);
+  } else if (entry.isFile()) {
+    await copyFile(tree, from, to);
+  } else if (entry.isSymbolicLink()) {
+    await copyLink(tree, from, to);
+  } else {
+    // Reading a FIFO would block forever; sockets and devices are not model files.
+    throw permanentError('refused', `refusing ${from}: not a regular file, directory or symlink`);
+  }
+};
+
+const copyDir = async (tree: Tree, from: string, to: string): Promise<void> => {
+  const entries = await readdir(from, { withFileTypes: true });
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const entry of entries) {
+    throwIfAborted(tree.signal, tree.what);
+    await copyEntry(tree, entry, path.join(from, entry.name), path.join(to, entry.name));
+  }
+};
+
+interface Copy {
+  readonly source: string;
+  readonly targetDir: string;
+  readonly signal: AbortSignal;
+  readonly what: string;
+}
+
+/**
+ * Copies the file or tree at `source` into `targetDir`, or extracts it when its name says it is an archive,
+ * once `source` (its links resolved) passes checkLocalSource.
+ */
+const copy = async (settings: Settings, { source, targetDir, signal, what }: Copy): Promise<void> => {
+  // The named path itself may be a symlink (a mounted volume's `..data`): the user chose it, so follow it.
+  const sourceRoot = await realpath(source);
+  await checkLocalSource(sourceRoot, settings.roots, what);
+  // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
+  const targetRoot = targetDir;
+  const { limits } = settings;
+  const guard = new TransferGuard({
+    what,
+    maxBytes: limits.maxModelBytes,
+    space: { dir: targetDir, check: limits.spaceCheck },
+  });
+  const tree = { sourceRoot, targetRoot, signal, what, guard };
+  const info = await stat(sourceRoot);
+  if (info.isFile()) {
+    // As KServe's storage initializer: a local .tar, .tar.gz, .tgz or .zip is unpacked, any other file copied.
+    const format = archiveFormatOf(path.basename(source));
+    if (format !== undefined) {
+      await extractFile(sourceRoot, format, targetRoot, { what: `extracting ${source}`, signal, limits });
+    } else {
+      await copyFile(tree, sourceRoot, path.join(targetRoot, path.basename(source)));
+    }
+    return;
+  }
+  if (!info.isDirectory()) {
+    throw permanentError('refused', `refusing ${source}: not a regular file or directory`);
+  }
+  if (isInside(sourceRoot, targetRoot)) {
+    throw permanentError('refused', `refusing to copy ${source} into ${targetDir}, which lies inside it`);
+  }
+  await copyDir(tree, sourceRoot, targetRoot);
+};
+
+type Settings = Required<LocalStorageOptions>;
+
+const download = async (
+  settings: Settings,
+  uri: string,
+  targetDir: string,
+  signal: AbortSignal,
+): Promise<void> => {
+  const source = sourcePathOf(uri);
+  const what = `copying ${source}`;
+  throwIfAborted(signal, what);
+  try {
+    await lstat(source);
+  } catch (cause) {
+    throw isMissing(cause)
+      ? permanentError('not-found', `local path ${source} does not exist`, cause)
+      : fsError(what, cause);
+  }
+  try {
+    await copy(settings, { source, targetDir, signal, what });
+  } catch (cause) {
+    throwIfAborted(signal, what);
+    throw fsError(what, cause);
+  }
+};
+
+/**
+ * Copies a model from an absolute path or file:// URL: a file into `targetDir/<basename>`, a `.tar`, `.tar.gz`,
+ * `.tgz` or `.zip` file extracted into `targetDir`, a directory's contents into `targetDir`. Symlinks that resolve
+ * inside the source tree are recreated as relative symlinks to the copied entry (no duplication, no loops);
+ * symlinks leading outside it, or nowhere, and special files fail the download permanently (`refused`), so a
+ * model cannot smuggle in files from elsewhere on the volume. So does a source outside `roots` once its links are
+ * resolved, or on the system's own files (/proc, /sys, /dev, pseudo filesystems). More than `maxModelBytes`
+ * (copied or expanded) is `too-large`, permanent. A missing path is `not-found`, an fs failure `filesystem`
+ * (retryable when transient).
+ */
+export const localFileStorage = (options: LocalStorageOptions = {}): StorageProvider => {
+  const settings: Settings = {
+    roots: options.roots ?? defaultAppConfig.localStorageRoots,
+    limits: options.limits ?? defaultDownloadLimits,
+  };
+  return {
+    schemes: ['file'],
+    download: (uri, targetDir, signal) => download(settings, uri, targetDir, signal),
+  };
+};

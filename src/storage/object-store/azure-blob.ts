@@ -1,0 +1,286 @@
+/** azureBlobStorage: Azure Blob Storage URLs as a storage provider (through the generic object downloader), over @azure/storage-blob. */
+import type { Agent } from 'node:http';
+import type {
+  AnonymousCredential,
+  newPipeline,
+  StorageSharedKeyCredential,
+  StoragePipelineOptions,
+} from '@azure/storage-blob';
+import * as E from 'fp-ts/Either';
+import { permanentError, type EffectError } from '../../core/errors';
+import { registerSecret } from '../../core/redact';
+import type { StorageProvider } from '../../ports';
+import { transportError } from '../../net/transport-error';
+import { isAzureBlobUri, parseAzureBlobUri, type AzureBlobUri } from './azure-blob-uri';
+import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
+import { objectStoreStorage, type ObjectDownloadOptions, type ResolvedLocation } from './download-objects';
+import { idleWatch } from './idle-watch';
+import { lazyModule } from './lazy-module';
+import { storeStatusError } from './store-error';
+
+/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first Azure Blob model (lazy-module.ts) */
+const blobSdk = lazyModule(() => require('@azure/storage-blob') as typeof import('@azure/storage-blob'));
+
+/** An Azure AD credential (`DefaultAzureCredential`: workload identity, a service principal, managed identity). */
+export type AzureTokenCredential = Exclude<
+  Parameters<typeof newPipeline>[0],
+  StorageSharedKeyCredential | AnonymousCredential | undefined
+>;
+
+/** The credentials Azure Blob URLs are read with; see `azureCredentialFor` for which one a URL gets. */
+export interface AzureCredentials {
+  /** `AZURE_STORAGE_CONNECTION_STRING`: its `AccountKey` or `SharedAccessSignature`, for its `AccountName` only. */
+  readonly connectionString?: string;
+  /** `AZURE_STORAGE_ACCESS_KEY` (KServe) or `AZURE_STORAGE_KEY` (az CLI): the key of the URL's account. */
+  readonly accountKey?: string;
+  /** `AZURE_STORAGE_SAS_TOKEN`: a SAS for URLs that carry none. */
+  readonly sasToken?: string;
+  /** Azure AD (https only). */
+  readonly tokenCredential?: AzureTokenCredential;
+}
+
+/** How Azure Blob is reached, and the downloader's settings. */
+export interface AzureBlobStorageOptions extends ObjectDownloadOptions {
+  /** Endpoints whose URLs are Azure Blob, path style `<endpoint>/<account>/<container>/<prefix>` (azurite). */
+  readonly endpoints?: ReadonlyArray<string>;
+  readonly credentials?: AzureCredentials;
+  /** The agent for a service URL (proxy, CA bundle); default the SDK's own (which reads `HTTPS_PROXY`). */
+  readonly agentFor?: (url: URL) => Agent | undefined;
+  /** Longest wait for an answer, and for the next bytes of a body, in ms (default 60 s). */
+  readonly timeoutMs?: number;
+  /** Tries of a failed request the SDK makes itself before the loader's backoff takes over (default 2). */
+  readonly sdkRetries?: number;
+  /** Blobs asked for per list page (Azure answers at most 5,000). */
+  readonly pageSize?: number;
+}
+
+/** A StorageProvider for the https URLs `claims` says are Azure Blob (the router asks it before the http one). */
+export interface AzureBlobStorage extends StorageProvider {
+  /** `azure`. */
+  readonly name: string;
+  readonly claims: (uri: string) => boolean;
+}
+
+/** The `Key=Value;…` pairs of a connection string; values may hold `=` (base64). */
+const connectionStringFields = (text: string): ReadonlyMap<string, string> =>
+  new Map(
+    text
+      .split(';')
+      .map((pair) => pair.trim())
+      .filter((pair) => pair.includes('='))
+      .map((pair) => [pair.slice(0, pair.indexOf('=')).toLowerCase(), pair.slice(pair.indexOf('=') + 1)]),
+  );
+
+/**
+ * The credentials in `env`, every secret in them registered (hidden in every line from now on). Azure AD
+ * (`makeTokenCredential`, i.e. DefaultAzureCredential) is used when `AZURE_CLIENT_ID` or
+ * `AZURE_FEDERATED_TOKEN_FILE` is set (a service principal, workload identity) or `AZURE_STORAGE_AUTH_MODE=login`
+ * (managed identity).
+ */
+export const azureCredentialsFromEnv = (
+  env: Readonly<Record<string, string | undefined>>,
+  makeTokenCredential: () => AzureTokenCredential,
+): AzureCredentials => {
+  const value = (name: string): string | undefined => {
+    const text = env[name]?.trim();
+    if (text === undefined || text === '') return undefined;
+    registerSecret(text);
+    return text;
+  };
+  const connectionString = value('AZURE_STORAGE_CONNECTION_STRING');
+  for (const field of connectionString === undefined
+    ? []
+    : connectionStringFields(connectionString).values()) {
+    registerSecret(field);
+  }
+  const accountKey = value('AZURE_STORAGE_ACCESS_KEY') ?? value('AZURE_STORAGE_KEY');
+  const sasToken = value('AZURE_STORAGE_SAS_TOKEN')?.replace(/^\?/, '');
+  value('AZURE_CLIENT_SECRET');
+  const useAzureAd =
+    env.AZURE_CLIENT_ID !== undefined ||
+    env.AZURE_FEDERATED_TOKEN_FILE !== undefined ||
+    env.AZURE_STORAGE_AUTH_MODE?.toLowerCase() === 'login';
+  return {
+    ...(connectionString !== undefined ? { connectionString } : {}),
+    ...(accountKey !== undefined ? { accountKey } : {}),
+    ...(sasToken !== undefined ? { sasToken } : {}),
+    ...(useAzureAd ? { tokenCredential: makeTokenCredential() } : {}),
+  };
+};
+
+/** What a URL is read with: a credential for the pipeline, a SAS for the URL, and its name for messages. */
+export interface ChosenCredential {
+  readonly credential: StorageSharedKeyCredential | AnonymousCredential | AzureTokenCredential;
+  readonly sas?: string;
+  readonly source: string;
+}
+
+/**
+ * The credential of `target`, first that applies: the SAS in its URL; the connection string when its
+ * `AccountName` is the URL's account (its key, else its SAS); the account key; the SAS token; Azure AD; none
+ * (anonymous: a public container).
+ */
+export const azureCredentialFor = (target: AzureBlobUri, credentials: AzureCredentials): ChosenCredential => {
+  const sdk = blobSdk();
+  const anonymous = new sdk.AnonymousCredential();
+  if (target.sas !== undefined)
+    return { credential: anonymous, sas: target.sas, source: 'the SAS in the URL' };
+  const fields = connectionStringFields(credentials.connectionString ?? '');
+  if (fields.get('accountname') === target.account) {
+    const key = fields.get('accountkey');
+    if (key !== undefined) {
+      const credential = new sdk.StorageSharedKeyCredential(target.account, key);
+      return { credential, source: 'the connection string' };
+    }
+    const sas = fields.get('sharedaccesssignature');
+    if (sas !== undefined) return { credential: anonymous, sas, source: 'the connection string' };
+  }
+  if (credentials.accountKey !== undefined) {
+    const credential = new sdk.StorageSharedKeyCredential(target.account, credentials.accountKey);
+    return { credential, source: 'the account key' };
+  }
+  if (credentials.sasToken !== undefined) {
+    return { credential: anonymous, sas: credentials.sasToken, source: 'AZURE_STORAGE_SAS_TOKEN' };
+  }
+  if (credentials.tokenCredential !== undefined) {
+    return { credential: credentials.tokenCredential, source: 'Azure AD' };
+  }
+  return { credential: anonymous, source: 'no credentials' };
+};
+
+const firstLine = (text: unknown): string => (typeof text === 'string' ? text.split('\n', 1)[0]!.trim() : '');
+
+/** Any failure of the SDK as an EffectError: a service answer by its status, an abort, a credential, else transport. */
+const azureError = (
+  cause: unknown,
+  what: string,
+  phase: 'list' | 'read',
+  signal: AbortSignal,
+): EffectError => {
+  // Only our signal makes an abort ours: the SDK reports a body whose connection dropped as an AbortError too.
+  if (signal.aborted) return transportError(signal.reason, { what, aborted: true });
+  const failure = (typeof cause === 'object' && cause !== null ? cause : {}) as Record<string, unknown>;
+  const { statusCode, code, name, message } = failure;
+  if (typeof statusCode === 'number' && statusCode >= 400) {
+    const detail = [code, firstLine(message)]
+      .filter((part) => typeof part === 'string' && part !== '')
+      .join(': ');
+    return storeStatusError({ what, status: statusCode, phase, detail });
+  }
+  if (name === 'CredentialUnavailableError' || name === 'AggregateAuthenticationError') {
+    return permanentError('refused', `${what}: no Azure AD credential: ${firstLine(message)}`, cause);
+  }
+  return transportError(cause, { what, aborted: false, connectionLost: phase === 'read' });
+};
+
+/** The client of one container, read with the credential chosen for its URL. */
+const containerStore = (
+  target: AzureBlobUri,
+  chosen: ChosenCredential,
+  options: AzureBlobStorageOptions,
+): ObjectStoreClient => {
+  const { timeoutMs = 60_000, sdkRetries = 2, pageSize = 5000 } = options;
+  const agent = options.agentFor?.(new URL(target.serviceUrl));
+  // `agent` is a pipeline option the SDK passes on (core-rest-pipeline's agentPolicy), not in its type.
+  const pipelineOptions: StoragePipelineOptions & { agent?: Agent } = {
+    retryOptions: { maxTries: sdkRetries + 1, tryTimeoutInMs: timeoutMs, retryDelayInMs: 500 },
+    ...(agent !== undefined ? { agent } : {}),
+  };
+  const query = chosen.sas === undefined ? '' : `?${chosen.sas}`;
+  const container = new (blobSdk().ContainerClient)(
+    `${target.serviceUrl}/${target.container}${query}`,
+    blobSdk().newPipeline(chosen.credential, pipelineOptions),
+  );
+  const blobUrl = (key: string): string => `${target.serviceUrl}/${target.container}/${key}`;
+
+  async function* list(location: ObjectLocation, signal: AbortSignal): AsyncGenerator<StoredObject> {
+    const what = `listing ${location.display} (${chosen.source})`;
+    const pages = container
+      .listBlobsFlat({ prefix: location.prefix, abortSignal: signal })
+      .byPage({ maxPageSize: pageSize });
+    try {
+      for await (const page of pages) {
+        for (const blob of page.segment.blobItems) {
+          const { contentLength, etag } = blob.properties;
+          yield { key: blob.name, size: contentLength ?? 0, version: etag ?? '' };
+        }
+      }
+    } catch (cause) {
+      throw azureError(cause, what, 'list', signal);
+    }
+  }
+
+  async function* read(
+    object: StoredObject,
+    offset: number,
+    signal: AbortSignal,
+  ): AsyncGenerator<Uint8Array> {
+    if (offset >= object.size) return;
+    const what = `reading ${blobUrl(object.key)} (${chosen.source})`;
+    let body: NodeJS.ReadableStream | undefined;
+    // The SDK ends a body's request timeout at the headers: a body that stops sending is failed here.
+    const idle = idleWatch(timeoutMs, () => (body as { destroy?: () => void } | undefined)?.destroy?.());
+    try {
+      const response = await container.getBlobClient(object.key).download(offset, undefined, {
+        abortSignal: signal,
+        conditions: { ifMatch: object.version },
+        // Resuming is the downloader's (one mechanism, logged and capped); the SDK's own would hide cuts.
+        maxRetryRequests: 0,
+      });
+      body = response.readableStreamBody;
+      if (body === undefined) return;
+      const chunks = body[Symbol.asyncIterator]();
+      for (
+        let next = await idle.wait(chunks.next());
+        next.done !== true;
+        next = await idle.wait(chunks.next())
+      ) {
+        yield next.value as Buffer;
+      }
+    } catch (cause) {
+      if (idle.fired && !signal.aborted) {
+        throw transportError(cause, {
+          what,
+          aborted: false,
+          timeout: `timed out: no data received for ${timeoutMs} ms`,
+        });
+      }
+      throw azureError(cause, what, 'read', signal);
+    } finally {
+      (body as { destroy?: () => void } | undefined)?.destroy?.();
+    }
+  }
+
+  return {
+    list,
+    read: (_location, object, offset, signal) => Promise.resolve(read(object, offset, signal)),
+  };
+};
+
+/**
+ * Azure Blob Storage through `@azure/storage-blob`, for the URLs `claims` (see isAzureBlobUri): lists the blobs
+ * under the prefix page by page, reads each from an offset (`x-ms-range`) only while its ETag is the listed one
+ * (`If-Match`: a changed blob fails with `changed`). A SAS in the URL or the environment is registered as a
+ * secret before any request. Everything else — planning, bounds, resume, archives — is downloadObjects'.
+ */
+export const azureBlobStorage = (options: AzureBlobStorageOptions = {}): AzureBlobStorage => {
+  const endpoints = options.endpoints ?? [];
+  const credentials = options.credentials ?? {};
+  const resolve = (uri: string): E.Either<string, ResolvedLocation> => {
+    const parsed = parseAzureBlobUri(uri, endpoints);
+    if (E.isLeft(parsed)) return parsed;
+    const target = parsed.right;
+    const chosen = azureCredentialFor(target, credentials);
+    if (chosen.sas !== undefined) {
+      registerSecret(chosen.sas);
+      for (const signature of new URLSearchParams(chosen.sas).getAll('sig')) registerSecret(signature);
+    }
+    if (chosen.source === 'Azure AD' && !target.serviceUrl.startsWith('https:')) {
+      return E.left(`${target.display}: Azure AD credentials are only sent over https`);
+    }
+    const location = { bucket: target.container, prefix: target.prefix, display: target.display };
+    return E.right({ client: containerStore(target, chosen, options), location });
+  };
+  const provider = objectStoreStorage({ ...options, schemes: [], resolve });
+  return { ...provider, name: 'azure', claims: (uri) => isAzureBlobUri(uri, endpoints) };
+};

@@ -1,0 +1,228 @@
+/** downloadObjects: every object a bucket prefix names into a model's staging dir — bounded, guarded, resumed after cuts; objectStoreStorage, the StorageProvider over it. */
+import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import * as E from 'fp-ts/Either';
+import { permanentError, retryableError, toEffectError, type EffectError } from '../../core/errors';
+import type { DownloadProgress, StorageProvider } from '../../ports';
+import { archiveFormatOf, extractFile } from '../archive/extract';
+import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
+import { consume, forEachLimited, fsError, step } from '../../fs/durable-fs';
+import { TransferGuard } from '../transfer-guard';
+import { trackProgress } from '../transfer-progress';
+import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
+import { planObjects, type PlannedObject } from './plan-objects';
+
+/** How one model's objects are fetched. */
+export interface ObjectDownloadOptions {
+  /** Objects in flight at once (`--storage-concurrency`; default 8). */
+  readonly concurrency?: number;
+  /** The model cap, the archive caps and the minimum rate (default: the flags' defaults). */
+  readonly limits?: DownloadLimits;
+  /** Resumes of one object in a row that bring no new bytes before its cut fails the attempt (default 3). */
+  readonly maxResumes?: number;
+}
+
+/** The defaults of ObjectDownloadOptions. */
+export const defaultObjectDownloadOptions: Required<ObjectDownloadOptions> = {
+  concurrency: 8,
+  limits: defaultDownloadLimits,
+  maxResumes: 3,
+};
+
+// The transient failures a ranged read can pick up from: the connection, the server, a stall. Not `changed` (the
+// listing is stale: the loader's retry lists again) and not what the attempt itself stopped for.
+const resumableKinds = new Set<string>(['network', 'timeout', 'http-status', 'invalid-response']);
+
+/** One model's download: where, what stops it, and the guard every byte passes. */
+interface Job {
+  readonly client: ObjectStoreClient;
+  readonly location: ObjectLocation;
+  readonly what: string;
+  readonly signal: AbortSignal;
+  readonly guard: TransferGuard;
+  readonly maxResumes: number;
+}
+
+/** How far one object's file is written; kept across the reads of one object. */
+interface Progress {
+  written: number;
+}
+
+/** Reads `object` from `progress.written` on into `file` at that position, counting every byte on the guard. */
+const readInto = async (job: Job, object: StoredObject, file: FileHandle, to: string, progress: Progress) => {
+  const body = await job.client.read(job.location, object, progress.written, job.signal);
+  await consume(
+    job.guard.count(body),
+    job.signal,
+    async (chunks) => {
+      for await (const chunk of chunks) {
+        await file.write(chunk, 0, chunk.byteLength, progress.written);
+        progress.written += chunk.byteLength;
+      }
+    },
+    (cause) => fsError(`${job.what}: cannot write ${to}`, cause),
+  );
+  if (progress.written < object.size) {
+    throw retryableError(
+      'network',
+      `${job.what}: ${object.key} ended after ${progress.written} of ${object.size} bytes`,
+    );
+  }
+  if (progress.written > object.size) {
+    throw retryableError(
+      'changed',
+      `${job.what}: ${object.key} is longer than the ${object.size} bytes listed`,
+    );
+  }
+};
+
+/**
+ * Saves `object` as the new file `to`. A read cut by a transient fault once some bytes are written resumes from
+ * them, with a ranged read the client checks against the object's version; after `maxResumes` failures in a row
+ * without a new byte, the fault fails the attempt. A failure with nothing written yet fails it at once: there is
+ * nothing to keep, and the loader's retry waits out its backoff (the SDKs have retried the request already).
+ */
+const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<void> => {
+  const file = await step(`${job.what}: cannot create ${to}`, async () => {
+    await mkdir(path.dirname(to), { recursive: true });
+    return open(to, 'wx');
+  });
+  try {
+    const progress: Progress = { written: 0 };
+    for (let idle = 0; ;) {
+      const before = progress.written;
+      try {
+        await readInto(job, object, file, to, progress);
+        return;
+      } catch (cause) {
+        const error = toEffectError(cause);
+        const resumable =
+          progress.written > 0 && error.retryable && resumableKinds.has(error.kind) && !job.signal.aborted;
+        idle = progress.written > before ? 0 : idle + 1;
+        if (!resumable || idle > job.maxResumes) throw error;
+      }
+    }
+  } finally {
+    await file.close();
+  }
+};
+
+/** Saves the one archive object to a scratch file beside the model's files, extracts it, deletes it. */
+const fetchArchive = async (job: Job, item: PlannedObject, targetDir: string, limits: DownloadLimits) => {
+  const format = archiveFormatOf(item.path)!;
+  // A file of the staging dir: if we crash, the store deletes it with the dir. The random name is no entry's.
+  const scratch = path.join(
+    targetDir,
+    `.modelsync-${randomBytes(8).toString('hex')}-${path.basename(item.path)}`,
+  );
+  try {
+    await fetchObject(job, item.object, scratch);
+    await extractFile(scratch, format, targetDir, {
+      what: `${job.what}: ${item.object.key}`,
+      signal: job.signal,
+      limits,
+    });
+  } finally {
+    await rm(scratch, { force: true });
+  }
+};
+
+/**
+ * Downloads the objects `location` names (see planObjects) into the existing, empty dir `targetDir`, at most
+ * `concurrency` at a time, every byte through one TransferGuard (the model cap on the listed sizes first, then on
+ * the bytes; the minimum rate over all objects in flight). A model that is one archive object (`.tar`, `.tar.gz`,
+ * `.tgz`, `.zip`) is extracted with the archive guards and caps, as KServe does; archives among other objects are
+ * saved as they are. The first failure stops the other objects; nothing is cleaned up here (the store deletes
+ * its staging dir). Once the listing is done, `progress` hears the bytes of all objects together against the sum
+ * of the listed sizes, every `limits.progressIntervalMs` and once at the end (trackProgress). Fails with the
+ * client's EffectErrors, the planner's (`not-found`, `refused`), `too-large`, `timeout` (too slow), `filesystem`
+ * and `aborted`.
+ */
+export const downloadObjects = async (
+  client: ObjectStoreClient,
+  location: ObjectLocation,
+  targetDir: string,
+  signal: AbortSignal,
+  options: ObjectDownloadOptions = {},
+  progress?: (progress: DownloadProgress) => void,
+): Promise<void> => {
+  const { concurrency, limits, maxResumes } = { ...defaultObjectDownloadOptions, ...options };
+  const what = `downloading ${location.display}`;
+  const stop = new AbortController();
+  let stoppedBy: EffectError | undefined;
+  const stopWith = (error: EffectError): void => {
+    stoppedBy ??= error;
+    stop.abort(error);
+  };
+  const guard = new TransferGuard({
+    what,
+    maxBytes: limits.maxModelBytes,
+    minRate: limits.minRate,
+    onTooSlow: stopWith,
+    space: { dir: targetDir, check: limits.spaceCheck },
+  });
+  const jobSignal = AbortSignal.any([signal, stop.signal]);
+  // Each object in flight listens on it (the read, the SDK's request, the write): more than Node's warning level.
+  setMaxListeners(8 + 4 * concurrency, jobSignal);
+  const job: Job = { client, location, what, signal: jobSignal, guard, maxResumes };
+  let tracker: { readonly stop: () => void } | undefined;
+  try {
+    const plan = await planObjects(client, location, job.signal);
+    const totalBytes = plan.reduce((sum, item) => sum + item.object.size, 0);
+    await guard.admit(totalBytes);
+    tracker = trackProgress({
+      bytes: () => guard.total,
+      totalBytes: () => totalBytes,
+      everyMs: limits.progressIntervalMs,
+      report: progress,
+    });
+    const only = plan.length === 1 ? plan[0]! : undefined;
+    if (only !== undefined && archiveFormatOf(only.path) !== undefined) {
+      await fetchArchive(job, only, targetDir, limits);
+      return;
+    }
+    await forEachLimited(plan, concurrency, async (item) => {
+      try {
+        await fetchObject(job, item.object, path.join(targetDir, item.path));
+      } catch (cause) {
+        stopWith(toEffectError(cause));
+        throw cause;
+      }
+    });
+  } catch (cause) {
+    if (signal.aborted) throw retryableError('aborted', `${what}: aborted`, signal.reason);
+    throw stoppedBy ?? toEffectError(cause);
+  } finally {
+    tracker?.stop();
+  }
+};
+
+/** Where a URI points in some store, and the client that reads there. */
+export interface ResolvedLocation {
+  readonly client: ObjectStoreClient;
+  readonly location: ObjectLocation;
+}
+
+/** What makes an object-store StorageProvider. */
+export interface ObjectStoreStorageOptions extends ObjectDownloadOptions {
+  /** The schemes it serves, without the colon (`['s3']`). */
+  readonly schemes: ReadonlyArray<string>;
+  /** The location `uri` names and its client; the Left says why it names none (never quoting a secret). */
+  readonly resolve: (uri: string) => E.Either<string, ResolvedLocation>;
+}
+
+/**
+ * A StorageProvider over an object store: `resolve` finds the bucket and prefix, downloadObjects does the rest.
+ * A URI `resolve` refuses is a permanent `invalid-uri`.
+ */
+export const objectStoreStorage = (options: ObjectStoreStorageOptions): StorageProvider => ({
+  schemes: options.schemes,
+  download: async (uri, targetDir, signal, progress) => {
+    const resolved = options.resolve(uri);
+    if (E.isLeft(resolved)) throw permanentError('invalid-uri', resolved.left);
+    const { client, location } = resolved.right;
+    await downloadObjects(client, location, targetDir, signal, options, progress);
+  },
+});

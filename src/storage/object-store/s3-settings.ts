@@ -1,0 +1,100 @@
+/** s3SettingsFrom: how S3 is reached, from our flags first and then the environment names KServe uses (no I/O). */
+import * as E from 'fp-ts/Either';
+import { switchWords, type AppConfig } from '../../core/flags/app-config';
+import type { S3Addressing } from './s3';
+
+/** Where S3 is and how requests to it are made, before credentials and agents. */
+export interface S3Settings {
+  /** A custom endpoint; absent: AWS. */
+  readonly endpoint?: string;
+  readonly region: string;
+  readonly addressing: S3Addressing;
+  readonly anonymous: boolean;
+  /** S3 Transfer Acceleration endpoints (KServe's `S3_USE_ACCELERATE`). */
+  readonly useAccelerate: boolean;
+  /** false: any server certificate is accepted (KServe's `S3_VERIFY_SSL=0`). */
+  readonly verifyTls: boolean;
+  /** A PEM file of CAs trusted for S3 on top of the others (`AWS_CA_BUNDLE`). */
+  readonly caBundle?: string;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The value of `name` in `env`, trimmed; undefined when unset or blank. */
+const read = (env: Env, name: string): string | undefined => {
+  const value = env[name]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+};
+
+/** true / false for the words a switch takes (`true`, `1`, `yes`, `on`; `false`, `0`, `no`, `off`), else undefined. */
+const truth = (env: Env, name: string): boolean | undefined => {
+  const value = read(env, name)?.toLowerCase();
+  if (value === undefined) return undefined;
+  if ((switchWords.on as ReadonlyArray<string>).includes(value)) return true;
+  if ((switchWords.off as ReadonlyArray<string>).includes(value)) return false;
+  return undefined;
+};
+
+/**
+ * The endpoint: `--s3-endpoint`, else `AWS_ENDPOINT_URL`, else KServe's `S3_ENDPOINT` (a host[:port], made https
+ * unless `S3_USE_HTTPS` is 0/false; a full URL is taken as it is). The Left names the variable, not its value.
+ */
+const endpointOf = (flag: string | undefined, env: Env): E.Either<string, string | undefined> => {
+  if (flag !== undefined) return E.right(flag);
+  const awsEndpoint = read(env, 'AWS_ENDPOINT_URL');
+  const s3Endpoint = read(env, 'S3_ENDPOINT');
+  const [name, value] =
+    awsEndpoint !== undefined
+      ? ['AWS_ENDPOINT_URL', awsEndpoint]
+      : s3Endpoint !== undefined
+        ? [
+            'S3_ENDPOINT',
+            /^[a-z][a-z\d+.-]*:\/\//i.test(s3Endpoint)
+              ? s3Endpoint
+              : `${truth(env, 'S3_USE_HTTPS') === false ? 'http' : 'https'}://${s3Endpoint}`,
+          ]
+        : [undefined, undefined];
+  if (name === undefined) return E.right(undefined);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return E.left(`${name} is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return E.left(`${name} must be an http:// or https:// URL`);
+  if (url.username !== '' || url.password !== '') return E.left(`${name} must not carry credentials`);
+  return E.right(value);
+};
+
+/**
+ * The S3 settings of `config` and `env`: each of our flags wins over KServe's name for the same thing, which wins
+ * over the default. Region: `--s3-region`, `AWS_REGION`, `AWS_DEFAULT_REGION`, `us-east-1`. Addressing:
+ * `--s3-addressing` unless `auto`, then `S3_USER_VIRTUAL_BUCKET` (true: virtual, false: path), else `auto`.
+ * Anonymous: `--s3-anonymous` or `awsAnonymousCredential=true`. TLS: `S3_VERIFY_SSL=0` turns verification off,
+ * `AWS_CA_BUNDLE` adds CAs. The Left says which setting is wrong.
+ */
+export const s3SettingsFrom = (
+  config: Pick<AppConfig, 's3Endpoint' | 's3Region' | 's3Addressing' | 's3Anonymous'>,
+  env: Env,
+): E.Either<string, S3Settings> => {
+  const endpoint = endpointOf(config.s3Endpoint, env);
+  if (E.isLeft(endpoint)) return endpoint;
+  const virtualBucket = truth(env, 'S3_USER_VIRTUAL_BUCKET');
+  const addressing: S3Addressing =
+    config.s3Addressing !== 'auto' || virtualBucket === undefined
+      ? config.s3Addressing
+      : virtualBucket
+        ? 'virtual'
+        : 'path';
+  const caBundle = read(env, 'AWS_CA_BUNDLE');
+  return E.right({
+    ...(endpoint.right !== undefined ? { endpoint: endpoint.right } : {}),
+    region: config.s3Region ?? read(env, 'AWS_REGION') ?? read(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1',
+    addressing,
+    anonymous: config.s3Anonymous || truth(env, 'awsAnonymousCredential') === true,
+    useAccelerate: truth(env, 'S3_USE_ACCELERATE') === true,
+    verifyTls: truth(env, 'S3_VERIFY_SSL') !== false,
+    ...(caBundle !== undefined ? { caBundle } : {}),
+  });
+};

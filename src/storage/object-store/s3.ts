@@ -1,0 +1,208 @@
+/** s3Storage: the StorageProvider for `s3://bucket/prefix`, an ObjectStoreClient over @aws-sdk/client-s3 (ListObjectsV2 paged, GetObject ranged and If-Match). */
+import type { Agent } from 'node:http';
+import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
+import * as E from 'fp-ts/Either';
+import type { s3AddressingStyles } from '../../core/flags/app-config';
+import { retryableError } from '../../core/errors';
+import { redactUri } from '../../core/storage-uri';
+import type { StorageProvider } from '../../ports';
+import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
+import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
+import { lazyModule } from './lazy-module';
+import { changedObject, s3Error, type S3Request } from './s3-errors';
+
+/* eslint-disable @typescript-eslint/no-require-imports -- loaded at the first s3:// model (lazy-module.ts) */
+const s3Sdk = lazyModule(() => require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3'));
+const smithyHttp = lazyModule(
+  () => require('@smithy/node-http-handler') as typeof import('@smithy/node-http-handler'),
+);
+/* eslint-enable @typescript-eslint/no-require-imports */
+import type { S3Credentials } from './s3-credentials';
+
+/** How buckets are addressed: `auto` is path-style for a custom endpoint (MinIO, Ceph), virtual-hosted for AWS. */
+export type S3Addressing = (typeof s3AddressingStyles)[number];
+
+/** How the S3 client reaches the store. */
+export interface S3ClientSettings {
+  /** A custom endpoint (`http://minio:9000`); absent: AWS, by region. */
+  readonly endpoint?: string;
+  readonly region: string;
+  readonly addressing: S3Addressing;
+  /** S3 Transfer Acceleration endpoints (KServe's `S3_USE_ACCELERATE`). */
+  readonly useAccelerate?: boolean;
+  readonly credentials: S3Credentials;
+  /** The agent for http and https requests (proxy, CA, keep-alive: `src/edge/net.ts`); absent: the SDK's own. */
+  readonly agent?: Agent;
+  /** Longest wait for a connection (default 30 s). */
+  readonly connectTimeoutMs?: number;
+  /** Longest wait for the next bytes of an answer (default 60 s). */
+  readonly idleTimeoutMs?: number;
+  /** The SDK's attempts per request before a transient failure is ours to handle (default 3). */
+  readonly maxAttempts?: number;
+}
+
+const noSignature: NonNullable<S3ClientConfig['httpAuthSchemes']>[number]['signer'] = {
+  sign: (request) => Promise.resolve(request),
+};
+
+/** The SDK settings that make every request unsigned (a public bucket): no identity, no signature. */
+const anonymousAuth = (): Pick<S3ClientConfig, 'httpAuthSchemes'> => ({
+  httpAuthSchemes: ['aws.auth#sigv4', 'aws.auth#sigv4a'].map((schemeId) => ({
+    schemeId,
+    identityProvider: () => () => Promise.resolve({}),
+    signer: noSignature,
+  })),
+});
+
+/** The SDK client for `settings`. */
+export const s3SdkClient = (settings: S3ClientSettings): S3Client =>
+  new (s3Sdk().S3Client)({
+    region: settings.region,
+    ...(settings.endpoint !== undefined ? { endpoint: settings.endpoint } : {}),
+    forcePathStyle:
+      settings.addressing === 'path' || (settings.addressing === 'auto' && settings.endpoint !== undefined),
+    useAccelerateEndpoint: settings.useAccelerate === true,
+    // A bucket in another region answers 301: follow it rather than fail on a region setting.
+    followRegionRedirects: true,
+    maxAttempts: settings.maxAttempts ?? 3,
+    // Checksums only where S3 requires them: a ranged read has no whole-object checksum to check, and
+    // S3-compatible stores (older MinIO, Ceph) mishandle the SDK's newer defaults.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    requestHandler: new (smithyHttp().NodeHttpHandler)({
+      connectionTimeout: settings.connectTimeoutMs ?? 30_000,
+      socketTimeout: settings.idleTimeoutMs ?? 60_000,
+      ...(settings.agent !== undefined ? { httpAgent: settings.agent, httpsAgent: settings.agent } : {}),
+    }),
+    ...(settings.credentials === 'anonymous' ? anonymousAuth() : { credentials: settings.credentials }),
+  });
+
+/** Every object under the location's prefix, page after page (S3 answers at most 1,000 per page). */
+async function* listObjects(client: S3Client, location: ObjectLocation, signal: AbortSignal) {
+  const request: S3Request = {
+    what: `${location.display}: listing bucket ${location.bucket} under ${JSON.stringify(location.prefix)}`,
+    signal,
+  };
+  let token: string | undefined;
+  do {
+    const input = { Bucket: location.bucket, Prefix: location.prefix, ContinuationToken: token };
+    const page = await client
+      .send(new (s3Sdk().ListObjectsV2Command)(input), { abortSignal: signal })
+      .catch((cause: unknown) => Promise.reject(s3Error(cause, request)));
+    for (const item of page.Contents ?? []) {
+      if (item.Key === undefined) continue;
+      yield { key: item.Key, size: item.Size ?? 0, version: item.ETag ?? '' } satisfies StoredObject;
+    }
+    token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
+    if (page.IsTruncated === true && token === undefined) {
+      throw retryableError(
+        'invalid-response',
+        `${request.what}: a truncated page without a continuation token`,
+      );
+    }
+  } while (token !== undefined);
+}
+
+/** A response body as the SDK gives it in Node: a Readable stream. */
+type Body = AsyncIterable<Uint8Array> & { destroy?: () => void };
+
+/** The body's chunks (none without a body); a failure is classified; the stream is destroyed however reading ends. */
+async function* classified(body: Body | undefined, request: S3Request): AsyncGenerator<Uint8Array> {
+  if (body === undefined) return;
+  try {
+    for await (const chunk of body) yield chunk;
+  } catch (cause) {
+    throw s3Error(cause, { ...request, inBody: true });
+  } finally {
+    body.destroy?.();
+  }
+}
+
+/** GetObject from `offset` on, If-Match on the listed ETag (and the answer's ETag checked too: not every store honours If-Match). */
+const readObject = async (
+  client: S3Client,
+  location: ObjectLocation,
+  object: StoredObject,
+  offset: number,
+  signal: AbortSignal,
+): Promise<AsyncIterable<Uint8Array>> => {
+  const request: S3Request = {
+    what: `${location.display}: reading ${object.key} from bucket ${location.bucket}`,
+    signal,
+    listed: true,
+  };
+  try {
+    const output = await client.send(
+      new (s3Sdk().GetObjectCommand)({
+        Bucket: location.bucket,
+        Key: object.key,
+        ...(object.version !== '' ? { IfMatch: object.version } : {}),
+        // No Range from 0: a range of an empty object is unsatisfiable.
+        ...(offset > 0 ? { Range: `bytes=${offset}-` } : {}),
+      }),
+      { abortSignal: signal },
+    );
+    const body = output.Body as Body | undefined;
+    const mismatch =
+      object.version !== '' && output.ETag !== undefined && output.ETag !== object.version
+        ? `its ETag is ${output.ETag}, not ${object.version}`
+        : offset > 0 && !(output.ContentRange ?? '').startsWith(`bytes ${offset}-`)
+          ? `the store answered bytes ${output.ContentRange ?? 'from 0'} to a read from byte ${offset}`
+          : undefined;
+    if (mismatch !== undefined) {
+      body?.destroy?.();
+      throw changedObject(request.what, mismatch);
+    }
+    return classified(body, request);
+  } catch (cause) {
+    throw s3Error(cause, request);
+  }
+};
+
+/** An ObjectStoreClient over one SDK client: every failure an EffectError naming the bucket and the key. */
+export const s3ObjectClient = (client: S3Client): ObjectStoreClient => ({
+  list: (location, signal) => listObjects(client, location, signal),
+  read: (location, object, offset, signal) => readObject(client, location, object, offset, signal),
+});
+
+// Bucket names as S3 (legacy ones included), MinIO and Ceph allow them; the store says whether one exists.
+const bucketPattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/;
+
+/**
+ * The bucket and prefix of `s3://bucket[/prefix]` (the scheme in any case), as KServe splits it: at the first `/`
+ * after the bucket, the prefix taken as written. The Left says why `uri` is no S3 location, never quoting what
+ * could be a credential.
+ */
+export const parseS3Uri = (uri: string): E.Either<string, ObjectLocation> => {
+  const display = redactUri(uri);
+  const match = /^s3:\/\/([^/]*)(?:\/(.*))?$/is.exec(uri);
+  if (match === null) return E.left(`${display} is not an s3://bucket/prefix URI`);
+  const bucket = match[1]!;
+  if (bucket.includes('@')) {
+    return E.left(`${display}: an s3:// URI carries no credentials; the AWS credential chain supplies them`);
+  }
+  if (!bucketPattern.test(bucket))
+    return E.left(`${display}: ${JSON.stringify(bucket)} is not a bucket name`);
+  return E.right({ bucket, prefix: match[2] ?? '', display });
+};
+
+/** What s3Storage needs: the client settings and how objects are downloaded. */
+export type S3StorageOptions = S3ClientSettings & ObjectDownloadOptions;
+
+/**
+ * Downloads `s3://bucket/prefix` models with one SDK client (see downloadObjects for the rules of prefixes, paths,
+ * archives and resumes, and s3Error for the failures).
+ */
+export const s3Storage = (options: S3StorageOptions): StorageProvider => {
+  // Made at the first s3:// model, not at start: the SDK's set-up (and its Node-version warning) only for S3 users.
+  let client: ObjectStoreClient | undefined;
+  return objectStoreStorage({
+    ...options,
+    schemes: ['s3'],
+    resolve: (uri) =>
+      E.map((location: ObjectLocation) => {
+        client ??= s3ObjectClient(s3SdkClient(options));
+        return { client, location };
+      })(parseS3Uri(uri)),
+  });
+};

@@ -1,0 +1,145 @@
+/** Storage wiring: every provider an AppConfig asks for (file, http(s), S3, GCS, Azure Blob) on one Network. */
+import * as E from 'fp-ts/Either';
+import type { Logger } from 'pino';
+import type { AppConfig } from '../core/flags/app-config';
+import { downloadLimitsOf, type DownloadLimits } from '../storage/download-limits';
+import { spaceCheck } from '../fs/free-space';
+import { createNetwork, readCaBundle, type Network } from '../net/network';
+import {
+  azureBlobStorage,
+  azureCredentialsFromEnv,
+  type AzureBlobStorage,
+  type AzureTokenCredential,
+} from '../storage/object-store/azure-blob';
+import { gcsStorage } from '../storage/object-store/gcs';
+import { s3Storage } from '../storage/object-store/s3';
+import { s3Credentials } from '../storage/object-store/s3-credentials';
+import { s3SettingsFrom } from '../storage/object-store/s3-settings';
+import { httpStorage } from '../storage/http/http-storage';
+import { localFileStorage } from '../storage/local/local-storage';
+import { routeStorage, type ClaimingProvider } from '../storage/router';
+import type { StorageProvider } from '../ports';
+
+/** DefaultAzureCredential, its library loaded when the first token is asked for (most processes never ask). */
+const defaultAzureCredential = (): AzureTokenCredential => {
+  let credential: Promise<AzureTokenCredential> | undefined;
+  return {
+    getToken: async (scopes, options) => {
+      credential ??= import('@azure/identity').then((identity) => new identity.DefaultAzureCredential());
+      return (await credential).getToken(scopes, options);
+    },
+  };
+};
+
+/**
+ * The Azure Blob and GCS providers (issue #8): credentials from KServe's and the SDKs' environment names, every
+ * secret among them registered before any request; connections through `network` (proxies, CAs).
+ */
+const azureAndGcsStorage = (
+  config: AppConfig,
+  env: Readonly<Record<string, string | undefined>>,
+  limits: DownloadLimits,
+  network: Network,
+): { readonly azure: AzureBlobStorage; readonly gcs: StorageProvider } => ({
+  azure: azureBlobStorage({
+    limits,
+    timeoutMs: config.requestTimeoutMs,
+    concurrency: config.storageConcurrency,
+    endpoints: config.azureBlobEndpoint === undefined ? [] : [config.azureBlobEndpoint],
+    credentials: azureCredentialsFromEnv(env, defaultAzureCredential),
+    agentFor: (url) => network.agentFor(url),
+  }),
+  gcs: gcsStorage({
+    limits,
+    timeoutMs: config.requestTimeoutMs,
+    concurrency: config.storageConcurrency,
+    ...(config.gcsEndpoint !== undefined ? { endpoint: config.gcsEndpoint } : {}),
+    ...(env.GOOGLE_APPLICATION_CREDENTIALS ? { credentialsFile: env.GOOGLE_APPLICATION_CREDENTIALS } : {}),
+    proxyFor: (url) => network.proxyFor(url),
+  }),
+});
+
+/**
+ * The S3 provider (issue #8): our `--s3-*` flags, else KServe's environment names; credentials from `env` or the
+ * AWS default chain; connections through `network` (proxies, CAs), with `AWS_CA_BUNDLE` added to `extraCa` (the
+ * `--ca-bundle` certificates) and `S3_VERIFY_SSL=0` honoured for S3 alone. The Left names the setting that is wrong.
+ */
+const s3StorageFor = (
+  config: AppConfig,
+  log: Logger,
+  env: Readonly<Record<string, string | undefined>>,
+  limits: DownloadLimits,
+  network: Network,
+): E.Either<string, StorageProvider> => {
+  const settings = s3SettingsFrom(config, env);
+  if (E.isLeft(settings)) return settings;
+  const { caBundle, verifyTls, endpoint } = settings.right;
+  const s3Ca = caBundle === undefined ? E.right([]) : readCaBundle(caBundle);
+  if (E.isLeft(s3Ca)) return E.left(`AWS_CA_BUNDLE: ${s3Ca.left}`);
+  if (!verifyTls)
+    log.warn({ component: 'storage' }, 'S3_VERIFY_SSL is off: S3 server certificates are not checked');
+  // withTls replaces the Network's CAs: the --ca-bundle ones (already read once, so readable) are kept.
+  const shared = config.caBundle === undefined ? E.right([]) : readCaBundle(config.caBundle);
+  if (E.isLeft(shared)) return shared;
+  const s3Network =
+    s3Ca.right.length > 0 || !verifyTls
+      ? network.withTls({ extraCa: [...shared.right, ...s3Ca.right], verify: verifyTls })
+      : network;
+  return E.right(
+    s3Storage({
+      ...settings.right,
+      credentials: s3Credentials(settings.right, env),
+      // At a custom endpoint, its own agent (direct or through its proxy); at AWS, one that decides per bucket host.
+      agent: endpoint === undefined ? s3Network.agent : s3Network.agentFor(new URL(endpoint)),
+      connectTimeoutMs: config.requestTimeoutMs,
+      idleTimeoutMs: config.requestTimeoutMs,
+      concurrency: config.storageConcurrency,
+      limits,
+    }),
+  );
+};
+
+/** Every storage provider `config` asks for: those that serve a scheme, and those that claim URIs of one. */
+export interface StorageProviders {
+  readonly providers: ReadonlyArray<StorageProvider>;
+  readonly claiming: ReadonlyArray<ClaimingProvider>;
+}
+
+/**
+ * Every storage provider `config` asks for, on `network`, with KServe's per-host download headers and the S3,
+ * Azure and GCS settings and credentials of `env`. The router built from them is also what says which schemes
+ * are served (`--dry-run`'s warnings). The Left names the setting that is wrong, never its value.
+ */
+export const storageProviders = (
+  config: AppConfig,
+  log: Logger,
+  env: Readonly<Record<string, string | undefined>>,
+  network: Network,
+  headersByHost: ReadonlyMap<string, Readonly<Record<string, string>>>,
+): E.Either<string, StorageProviders> => {
+  const limits = { ...downloadLimitsOf(config), spaceCheck: spaceCheck(config.minFreeBytes) };
+  const s3 = s3StorageFor(config, log, env, limits, network);
+  if (E.isLeft(s3)) return E.left(`invalid S3 settings: ${s3.left}`);
+  const cloud = azureAndGcsStorage(config, env, limits, network);
+  return E.right({
+    providers: [
+      localFileStorage({ roots: config.localStorageRoots, limits }),
+      httpStorage({
+        headersByHost,
+        network,
+        connectTimeoutMs: config.requestTimeoutMs,
+        idleTimeoutMs: config.requestTimeoutMs,
+        limits,
+      }),
+      s3.right,
+      cloud.gcs,
+    ],
+    claiming: [cloud.azure],
+  });
+};
+
+/** The URI schemes the storage providers of `config` serve (no connection is made, no credential read). */
+export const servedSchemes = (config: AppConfig, log: Logger): ReadonlyArray<string> => {
+  const providers = storageProviders(config, log, {}, createNetwork(), new Map());
+  return E.isLeft(providers) ? [] : routeStorage(providers.right.providers).schemes;
+};

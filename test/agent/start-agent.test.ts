@@ -1,0 +1,141 @@
+/** startAgent on the production edges: the start-up sequence, the wait for the server, and the integrator hooks. */
+import { join } from 'node:path';
+import { either as E } from 'fp-ts';
+import pino from 'pino';
+import { filter, lastValueFrom, map, mergeWith, of, toArray } from 'rxjs';
+import { defaultAppConfig, type AppConfig } from '../../src/core/flags/app-config';
+import { add } from '../../src/core/model-op';
+import type { AgentEvent } from '../../src/core/model-status';
+import { snapshotOf } from '../../src/core/snapshot';
+import type { ModelServer } from '../../src/ports';
+import { agentSettings, capabilities } from '../../src/wiring/capabilities';
+import {
+  startAgent,
+  type AgentCapabilities,
+  type AgentSettings,
+  type AgentStart,
+} from '../../src/agent/start-agent';
+import { fixedConfigSource } from '../../src/testing/fixed-config-source';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { modelsJson, name, spec } from '../helpers/fixtures';
+import { writeFiles } from '../helpers/file-tree';
+import { LogSink } from '../helpers/log-sink';
+import { useTempDir } from '../helpers/temp-dir';
+
+describe('startAgent', () => {
+  const tmp = useTempDir('start-agent');
+  let standIn: V2ModelServerStandIn;
+  let config: AppConfig;
+  let sink: LogSink;
+  const uri = (model: string): string => join(tmp.path, 'storage', model);
+
+  beforeEach(async () => {
+    standIn = await startV2ModelServer({ modelDir: join(tmp.path, 'models') });
+    config = {
+      ...defaultAppConfig,
+      modelDir: join(tmp.path, 'models'),
+      serverUrl: standIn.url,
+      localStorageRoots: [tmp.path],
+    };
+    sink = new LogSink();
+    for (const model of ['a', 'b', 'c']) {
+      await writeFiles(uri(model), { 'model.bin': model });
+    }
+  });
+  afterEach(() => standIn.close());
+
+  /** The production edges on `config`, reading models.json `text` that never changes. */
+  const edges = (text?: string): AgentCapabilities => {
+    const built = capabilities(config, pino(sink), {});
+    if (E.isLeft(built)) throw new Error(built.left);
+    return { ...built.right, configSource: fixedConfigSource(text) };
+  };
+  /** The CLI's defaults, with short retries and the log going to `sink`. */
+  const settings = (): AgentSettings => ({
+    ...agentSettings(defaultAppConfig, pino(sink)),
+    retry: { baseMs: 5, maxMs: 20, maxAttempts: 3 },
+  });
+  const ready = (events: ReadonlyArray<AgentEvent>) => events.filter((event) => event._tag === 'Ready');
+
+  it('recovers, loads the config, emits Ready and completes once a config that never changes is applied', async () => {
+    const events = await lastValueFrom(
+      startAgent(edges(modelsJson({ a: uri('a'), b: uri('b') })), settings()).pipe(toArray()),
+    );
+    expect(ready(events)).toEqual([{ _tag: 'Ready', modelCount: 2 }]);
+    expect([...standIn.loaded].sort()).toEqual(['a', 'b']);
+    expect(sink.withMessage('recovered what is in place')).toHaveLength(1);
+    expect(sink.withMessage('start-up sync complete; ready')[0]).toMatchObject({ modelCount: 2 });
+  });
+
+  it('asks a server that does not answer yet again with backoff, logging each wait', async () => {
+    const inner = edges(modelsJson({ a: uri('a') }));
+    let refusals = 2;
+    const server: ModelServer = {
+      ...inner.server,
+      loadedModels: (signal) =>
+        refusals-- > 0
+          ? Promise.reject(new Error('connect ECONNREFUSED'))
+          : inner.server.loadedModels(signal),
+    };
+    const events = await lastValueFrom(startAgent({ ...inner, server }, settings()).pipe(toArray()));
+    expect(
+      sink.withMessage('model server not answering yet; waiting for it').map((l) => l['attempt']),
+    ).toEqual([1, 2]);
+    expect(ready(events)).toHaveLength(1);
+    expect([...standIn.loaded]).toEqual(['a']);
+  });
+
+  it('applies snapshot operators between keepValid and toModelOps: Ready counts what they let through', async () => {
+    const events = await lastValueFrom(
+      startAgent(edges(modelsJson({ a: uri('a'), b: uri('b'), c: uri('c') })), {
+        ...settings(),
+        snapshotOperators: [
+          map((snapshot) => snapshotOf([...snapshot].filter(([model]) => model !== 'b'))),
+          map((snapshot) => snapshotOf([...snapshot].filter(([model]) => model !== 'c'))),
+        ],
+      }).pipe(toArray()),
+    );
+    expect(ready(events)).toEqual([{ _tag: 'Ready', modelCount: 1 }]);
+    expect([...standIn.loaded]).toEqual(['a']);
+    expect(sink.withMessage('config accepted')[0]).toMatchObject({ modelCount: 3 });
+  });
+
+  it('applies op operators between toModelOps and the loader', async () => {
+    const events = await lastValueFrom(
+      startAgent(edges(modelsJson({ a: uri('a'), b: uri('b') })), {
+        ...settings(),
+        opOperators: [filter((op) => op.modelName !== 'b')],
+      }).pipe(toArray()),
+    );
+    expect([...standIn.loaded]).toEqual(['a']);
+    expect(ready(events)).toHaveLength(1);
+  });
+
+  it('lets op operators feed ops of their own to an agent without a config', async () => {
+    const events = await lastValueFrom(
+      startAgent(edges(), {
+        ...settings(),
+        opOperators: [mergeWith(of(add(name('c'), spec(uri('c')))))],
+      }).pipe(toArray()),
+    );
+    expect([...standIn.loaded]).toEqual(['c']);
+    expect(ready(events)).toEqual([]);
+    expect(sink.withMessage('config rejected')).toHaveLength(1);
+  });
+
+  it('hands each subscription its own loader and what it found in place', async () => {
+    const starts: AgentStart[] = [];
+    const agent$ = startAgent(edges(modelsJson({ a: uri('a') })), {
+      ...settings(),
+      onStart: (s) => starts.push(s),
+    });
+    await lastValueFrom(agent$.pipe(toArray()));
+    await lastValueFrom(agent$.pipe(toArray()));
+    expect(starts).toHaveLength(2);
+    expect(starts[0]!.loader).not.toBe(starts[1]!.loader);
+    expect(starts[0]!.inPlace.onDisk.size).toBe(0);
+    expect([...starts[1]!.inPlace.onDisk.keys()]).toEqual(['a']);
+    expect(starts[1]!.inPlace.loaded).toEqual(new Set(['a']));
+    expect(starts[1]!.loader.statuses().get(name('a'))?.phase).toBe('Loaded');
+  });
+});

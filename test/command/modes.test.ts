@@ -1,0 +1,85 @@
+/** The CLI's sync mode in process: the production capabilities, the start-up log line, and refusing bad headers. */
+import { join } from 'node:path';
+import { either as E } from 'fp-ts';
+import pino from 'pino';
+import { firstValueFrom, toArray } from 'rxjs';
+import { defaultAppConfig, type AppConfig } from '../../src/core/flags/app-config';
+import { syncMode } from '../../src/command/modes';
+import { packageVersion } from '../../src/command/package-version';
+import { capabilities } from '../../src/wiring/capabilities';
+import { atomicWrite } from '../../src/testing/atomic-writer';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { waitFor } from '../../src/testing/wait';
+import { writeFiles } from '../helpers/file-tree';
+import { modelsJson } from '../helpers/fixtures';
+import { LogSink } from '../helpers/log-sink';
+import { useTempDir } from '../helpers/temp-dir';
+
+const secretHeaders = { 'models.example.com-headers': 'Bearer s3cr3t-token' };
+
+describe('syncMode', () => {
+  const tmp = useTempDir('modes');
+  let standIn: V2ModelServerStandIn;
+  let config: AppConfig;
+  beforeEach(async () => {
+    standIn = await startV2ModelServer({ modelDir: join(tmp.path, 'models') });
+    config = {
+      ...defaultAppConfig,
+      configDir: join(tmp.path, 'configs'),
+      modelDir: join(tmp.path, 'models'),
+      serverUrl: standIn.url,
+      localStorageRoots: [tmp.path],
+    };
+  });
+  afterEach(() => standIn.close());
+
+  it('logs the version when it starts, then syncs the models on the production edges', async () => {
+    await writeFiles(join(tmp.path, 'storage', 'm1'), { 'model.bin': 'm1' });
+    atomicWrite(config.configDir, { 'models.json': modelsJson({ m1: join(tmp.path, 'storage', 'm1') }) });
+    const sink = new LogSink();
+    const subscription = syncMode(config, pino({ level: 'info' }, sink), {}).subscribe();
+    try {
+      await waitFor(() => sink.withMessage('ready').length > 0, 10_000, 'the ready log line');
+    } finally {
+      subscription.unsubscribe();
+    }
+    expect(sink.lines[0]).toMatchObject({
+      msg: 'modelsync starting',
+      version: packageVersion,
+      serverUrl: standIn.url,
+      protocol: 'v2',
+    });
+    expect([...standIn.loaded]).toEqual(['m1']);
+  });
+
+  it('exits 2 on malformed download headers, naming the variable but never quoting its value', async () => {
+    const sink = new LogSink();
+    const outputs = await firstValueFrom(syncMode(config, pino(sink), secretHeaders).pipe(toArray()));
+    expect(outputs).toEqual([{ _tag: 'Exit', code: 2 }]);
+    const logged = JSON.stringify(sink.lines);
+    expect(logged).toContain('models.example.com-headers');
+    expect(logged).not.toContain('s3cr3t');
+  });
+});
+
+describe('capabilities', () => {
+  it('is a Left naming the malformed headers variable without its value', () => {
+    const built = capabilities(defaultAppConfig, pino({ level: 'silent' }), secretHeaders);
+    expect(E.isLeft(built) && built.left).toContain('models.example.com-headers is not valid JSON');
+    expect(JSON.stringify(built)).not.toContain('s3cr3t');
+  });
+
+  it('builds every edge the agent needs', () => {
+    const built = capabilities(defaultAppConfig, pino({ level: 'silent' }), {
+      'models.example.com-headers': '{"Authorization":"Bearer x"}',
+    });
+    expect(E.isRight(built) && Object.keys(built.right).sort()).toEqual([
+      'configSource',
+      'download',
+      'journal',
+      'servedSchemes',
+      'server',
+      'store',
+    ]);
+  });
+});

@@ -1,0 +1,323 @@
+/** parseArgs in process: flags, env vars and defaults to an AppConfig, and every way it says no. */
+import { defaultAppConfig, flagList, flagTable, switchWords } from '../../src/core/flags/app-config';
+import { packageVersion } from '../../src/command/package-version';
+import { parseArgs, type Env, type ParsedArgs } from '../../src/command/parse-args';
+
+const parse = (args: ReadonlyArray<string>, env: Env = {}): ParsedArgs =>
+  parseArgs(['/usr/bin/node', '/app/dist/cli.js', ...args], env);
+
+/** The config of a parse that must succeed. */
+const configOf = (args: ReadonlyArray<string>, env: Env = {}) => {
+  const parsed = parse(args, env);
+  if (parsed._tag !== 'Run') throw new Error(`expected a config, got ${JSON.stringify(parsed)}`);
+  return parsed.config;
+};
+
+/** The stderr lines of a parse that must be a usage error (exit code 2). */
+const usageLines = (args: ReadonlyArray<string>, env: Env = {}): string[] => {
+  const parsed = parse(args, env);
+  if (parsed._tag !== 'UsageError') throw new Error(`expected a usage error, got ${JSON.stringify(parsed)}`);
+  expect(parsed.exitCode).toBe(2);
+  expect(parsed.message.endsWith("Try 'modelsync --help' for the flags.\n")).toBe(true);
+  return parsed.message.trimEnd().split('\n').slice(0, -1);
+};
+
+describe('parseArgs', () => {
+  it('gives the defaults of the flag table when nothing is set', () => {
+    expect(configOf([])).toEqual(defaultAppConfig);
+    expect(defaultAppConfig).toEqual({
+      configDir: '/mnt/configs',
+      modelDir: '/mnt/models',
+      serverUrl: 'http://127.0.0.1:8080',
+      protocol: 'v2',
+      downloadConcurrency: 4,
+      loadConcurrency: 2,
+      logLevel: 'info',
+      logFormat: 'auto',
+      settleMs: 100,
+      watchPollMs: 0,
+      source: 'dir',
+      configmapKey: 'models.json',
+      watchTimeoutS: 300,
+      maxConfigBytes: 33_554_432,
+      requestTimeoutMs: 30_000,
+      maxModelBytes: 256 * 2 ** 30,
+      maxArchiveRatio: 200,
+      maxArchiveEntries: 10_000,
+      minDownloadRate: 1024,
+      minRateWindowMs: 60_000,
+      localStorageRoots: ['/mnt/pvc'],
+      storageConcurrency: 8,
+      s3Addressing: 'auto',
+      s3Anonymous: false,
+      progressIntervalMs: 10_000,
+      loadTimeoutMs: 300_000,
+      retryBaseMs: 500,
+      retryMaxMs: 30_000,
+      maxAttempts: 8,
+      resyncInterval: 60_000,
+      minFreeBytes: 0,
+      shutdownTimeout: 20_000,
+      httpPort: 9081,
+      watchStallMs: 60_000,
+      dryRun: false,
+      once: false,
+    });
+  });
+
+  it('decodes every flag given on the command line', () => {
+    const config = configOf([
+      ...[
+        '--config-dir',
+        '/c',
+        '--model-dir',
+        '/m',
+        '--server-url',
+        'http://ts:8081/',
+        '--protocol',
+        'torchserve',
+      ],
+      ...[
+        '--download-concurrency',
+        '8',
+        '--load-concurrency',
+        '3',
+        '--log-level',
+        'debug',
+        '--settle-ms',
+        '60',
+      ],
+      ...['--watch-poll-ms', '250', '--request-timeout-ms', '1000', '--load-timeout-ms', '2000'],
+      ...['--source', 'kube-api', '--configmap', 'models', '--namespace', 'serving'],
+      ...['--configmap-key', 'list.json', '--watch-timeout-s', '60'],
+      ...['--max-model-bytes', '40Gi', '--max-archive-ratio', '50', '--max-archive-entries', '500'],
+      ...['--min-download-rate', '64Ki', '--min-rate-window-ms', '5000'],
+      ...['--local-storage-roots', '/mnt/pvc, /data/models/'],
+      ...['--storage-concurrency', '16', '--s3-endpoint', 'http://minio:9000', '--s3-region', 'eu-west-1'],
+      ...['--s3-addressing', 'virtual', '--s3-anonymous'],
+      ...['--max-config-bytes', '4096'],
+      ...['--ca-bundle', '/ca.pem', '--progress-interval-ms', '5000'],
+      ...[
+        '--retry-base-ms',
+        '10',
+        '--retry-max-ms',
+        '10',
+        '--max-attempts',
+        '1',
+        '--torchserve-token-file',
+        '/k',
+      ],
+      ...['--log-format', 'json', '--resync-interval', '30s', '--min-free-bytes', '1Gi'],
+      ...['--shutdown-timeout', '5s'],
+      ...['--http-port', '0', '--watch-stall-ms', '5000'],
+      ...['--dry-run', '--once'],
+    ]);
+    expect(config).toEqual({
+      configDir: '/c',
+      modelDir: '/m',
+      serverUrl: 'http://ts:8081',
+      protocol: 'torchserve',
+      downloadConcurrency: 8,
+      loadConcurrency: 3,
+      logLevel: 'debug',
+      settleMs: 60,
+      watchPollMs: 250,
+      source: 'kube-api',
+      configmap: 'models',
+      namespace: 'serving',
+      configmapKey: 'list.json',
+      watchTimeoutS: 60,
+      maxConfigBytes: 4096,
+      requestTimeoutMs: 1000,
+      maxModelBytes: 40 * 2 ** 30,
+      maxArchiveRatio: 50,
+      maxArchiveEntries: 500,
+      minDownloadRate: 64 * 1024,
+      minRateWindowMs: 5000,
+      localStorageRoots: ['/mnt/pvc', '/data/models'],
+      storageConcurrency: 16,
+      s3Endpoint: 'http://minio:9000',
+      s3Region: 'eu-west-1',
+      s3Addressing: 'virtual',
+      s3Anonymous: true,
+      caBundle: '/ca.pem',
+      progressIntervalMs: 5000,
+      loadTimeoutMs: 2000,
+      retryBaseMs: 10,
+      retryMaxMs: 10,
+      maxAttempts: 1,
+      torchserveTokenFile: '/k',
+      logFormat: 'json',
+      resyncInterval: 30_000,
+      minFreeBytes: 2 ** 30,
+      shutdownTimeout: 5000,
+      httpPort: 0,
+      watchStallMs: 5000,
+      dryRun: true,
+      once: true,
+    });
+  });
+
+  it('takes a value from its env var, and a flag over its env var', () => {
+    const env = { MODELSYNC_CONFIG_DIR: '/from-env', MODELSYNC_SETTLE_MS: '200', MODELSYNC_DRY_RUN: 'yes' };
+    expect(configOf([], env)).toMatchObject({ configDir: '/from-env', settleMs: 200, dryRun: true });
+    expect(configOf(['--config-dir', '/from-flag'], env)).toMatchObject({
+      configDir: '/from-flag',
+      settleMs: 200,
+    });
+  });
+
+  it.each([
+    ...switchWords.on.map((word) => [word, true] as const),
+    ...switchWords.off.map((word) => [word, false] as const),
+    [' TRUE ', true] as const,
+    ['Off', false] as const,
+  ])('reads the switch env var value %j as %s', (word, on) => {
+    expect(configOf([], { MODELSYNC_DRY_RUN: word }).dryRun).toBe(on);
+  });
+
+  it('reads the env, never process.env', () => {
+    process.env['MODELSYNC_SETTLE_MS'] = 'not a number';
+    try {
+      expect(configOf([]).settleMs).toBe(100);
+    } finally {
+      delete process.env['MODELSYNC_SETTLE_MS'];
+    }
+  });
+
+  it('names the flag, quotes the value and gives the codec message for a bad value', () => {
+    expect(usageLines(['--settle-ms', '59'])).toEqual([
+      'modelsync: invalid --settle-ms: expected a whole number from 60 to 60000, got "59"',
+    ]);
+    expect(usageLines(['--server-url', 'ftp://host'])).toEqual([
+      'modelsync: invalid --server-url: expected an http(s) URL such as http://127.0.0.1:8080, got "ftp://host"',
+    ]);
+    expect(usageLines(['--protocol', 'grpc'])).toEqual([
+      'modelsync: invalid --protocol: expected one of v2, torchserve, got "grpc"',
+    ]);
+  });
+
+  it('reads byte counts with or without a suffix, and local roots as a list (empty: none)', () => {
+    expect(configOf(['--max-model-bytes', '1500']).maxModelBytes).toBe(1500);
+    expect(configOf(['--max-model-bytes', '1.5Ki']).maxModelBytes).toBe(1536);
+    expect(configOf(['--max-model-bytes', '2G']).maxModelBytes).toBe(2e9);
+    expect(configOf([], { MODELSYNC_MIN_DOWNLOAD_RATE: '0' }).minDownloadRate).toBe(0);
+    expect(configOf([], { MODELSYNC_LOCAL_STORAGE_ROOTS: '' }).localStorageRoots).toEqual([]);
+    expect(configOf(['--local-storage-roots', '/']).localStorageRoots).toEqual(['/']);
+    expect(usageLines(['--max-model-bytes', '0.5', '--local-storage-roots', '/mnt/pvc,models'])).toEqual([
+      'modelsync: invalid --max-model-bytes: expected a number of bytes from 1 to 9007199254740991 ' +
+        '(suffixes Ki, Mi, Gi, Ti, k, M, G, T), got "0.5"',
+      'modelsync: invalid --local-storage-roots: expected comma-separated absolute paths, got "models"',
+    ]);
+  });
+
+  it('names the env var when the bad value came from one, one line per bad setting', () => {
+    expect(
+      usageLines([], { MODELSYNC_LOG_LEVEL: 'loud', MODELSYNC_MODEL_DIR: '', MODELSYNC_ONCE: 'maybe' }),
+    ).toEqual([
+      'modelsync: invalid MODELSYNC_ONCE: expected one of true, 1, yes, on, false, 0, no, off or nothing, got "maybe"',
+      'modelsync: invalid MODELSYNC_MODEL_DIR: must not be empty',
+      'modelsync: invalid MODELSYNC_LOG_LEVEL: expected one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+    ]);
+  });
+
+  it('rejects an unknown flag with one line and a pointer to --help, not the help', () => {
+    const parsed = parse(['--no-such-flag']);
+    expect(parsed).toEqual({
+      _tag: 'UsageError',
+      exitCode: 2,
+      message: "modelsync: unknown option '--no-such-flag'\nTry 'modelsync --help' for the flags.\n",
+    });
+  });
+
+  it('rejects a missing value and a stray argument', () => {
+    expect(usageLines(['--settle-ms'])).toEqual(["modelsync: option '--settle-ms <ms>' argument missing"]);
+    expect(usageLines(['models.json'])).toHaveLength(1);
+  });
+
+  it('takes --once alone (the one-shot sync) and with --dry-run, however each was set', () => {
+    expect(configOf(['--once'])).toMatchObject({ once: true, dryRun: false });
+    expect(configOf([], { MODELSYNC_ONCE: '1' })).toMatchObject({ once: true, dryRun: false });
+    expect(configOf(['--once'], { MODELSYNC_DRY_RUN: 'true' })).toMatchObject({ once: true, dryRun: true });
+  });
+
+  it('takes --source kube-api with its ConfigMap, and refuses it without one or with a name Kubernetes refuses', () => {
+    expect(
+      configOf(['--source', 'kube-api', '--configmap', 'models', '--namespace', 'serving']),
+    ).toMatchObject({
+      source: 'kube-api',
+      configmap: 'models',
+      namespace: 'serving',
+      configmapKey: 'models.json',
+    });
+    expect(configOf([], { MODELSYNC_SOURCE: 'kube-api', MODELSYNC_CONFIGMAP: 'a.b-c' }).configmap).toBe(
+      'a.b-c',
+    );
+    expect(usageLines(['--source', 'kube-api'])).toEqual([
+      'modelsync: --source kube-api needs --configmap: the ConfigMap to watch',
+    ]);
+    expect(usageLines([], { MODELSYNC_SOURCE: 'kube-api' })[0]).toContain(
+      'MODELSYNC_SOURCE kube-api needs --configmap',
+    );
+    for (const bad of ['Models', 'models,other', '-models', 'a'.repeat(254), '']) {
+      expect(usageLines(['--source', 'kube-api', '--configmap', bad])[0]).toMatch(
+        /^modelsync: invalid --configmap: /,
+      );
+    }
+    expect(usageLines(['--namespace', 'a.b'])[0]).toMatch(
+      /^modelsync: invalid --namespace: expected a Kubernetes name/,
+    );
+    expect(usageLines(['--source', 'informer'])[0]).toContain('expected one of dir, kube-api');
+  });
+
+  it('reads durations with a unit (or 0) and refuses a bare number or an unknown unit', () => {
+    expect(configOf(['--resync-interval', '5m', '--shutdown-timeout', '1500ms'])).toMatchObject({
+      resyncInterval: 300_000,
+      shutdownTimeout: 1500,
+    });
+    expect(configOf(['--resync-interval', '0']).resyncInterval).toBe(0);
+    expect(configOf([], { MODELSYNC_SHUTDOWN_TIMEOUT: '1h' }).shutdownTimeout).toBe(3_600_000);
+    expect(usageLines(['--resync-interval', '60'])).toEqual([
+      'modelsync: invalid --resync-interval: expected a duration from 0 ms to 86400 s such as 1500ms, 20s, 5m or 1h, got "60"',
+    ]);
+    expect(usageLines([], { MODELSYNC_SHUTDOWN_TIMEOUT: '2d' })[0]).toContain(
+      'invalid MODELSYNC_SHUTDOWN_TIMEOUT',
+    );
+  });
+
+  it('takes a log format from the choices only', () => {
+    expect(configOf(['--log-format', 'pretty']).logFormat).toBe('pretty');
+    expect(usageLines(['--log-format', 'yaml'])[0]).toContain('expected one of auto, pretty, json');
+  });
+
+  it('refuses a retry base above the retry cap, and takes one equal to it', () => {
+    expect(usageLines(['--retry-base-ms', '40000'])).toEqual([
+      'modelsync: --retry-base-ms (40000) is above --retry-max-ms (30000); the first retry delay cannot exceed the cap',
+    ]);
+    expect(usageLines([], { MODELSYNC_RETRY_MAX_MS: '100' })[0]).toContain(
+      'above MODELSYNC_RETRY_MAX_MS (100)',
+    );
+    expect(configOf(['--retry-base-ms', '100', '--retry-max-ms', '100']).retryBaseMs).toBe(100);
+  });
+
+  it('prints the version of package.json for --version and -V', () => {
+    expect(packageVersion).toMatch(/^\d+\.\d+\.\d+/);
+    expect(parse(['--version'])).toEqual({ _tag: 'Version', text: `${packageVersion}\n` });
+    expect(parse(['-V'])).toEqual({ _tag: 'Version', text: `${packageVersion}\n` });
+  });
+
+  it('prints the help for --help and -h', () => {
+    const help = parse(['--help']);
+    expect(help._tag).toBe('Help');
+    expect(parse(['-h'])).toEqual(help);
+  });
+
+  it('maps each flag to the AppConfig field of the same name', () => {
+    for (const [field, spec] of flagList) {
+      const camel = spec.flag.slice(2).replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+      expect(camel).toBe(field);
+      expect(spec.env).toBe(`MODELSYNC_${spec.flag.slice(2).replaceAll('-', '_').toUpperCase()}`);
+    }
+    expect(Object.keys(flagTable)).toHaveLength(flagList.length);
+  });
+});

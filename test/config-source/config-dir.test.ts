@@ -1,0 +1,141 @@
+/** configDirSource on real dirs: re-arming a failed watch, and reading again after a read that hung. */
+import { mkdir, open, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import pino from 'pino';
+import { firstValueFrom, Observable, type Subscription } from 'rxjs';
+import { configDirSource } from '../../src/config-source/config-dir';
+import type { FsEvent } from '../../src/ports';
+import { waitFor } from '../../src/testing/wait';
+import { LogSink } from '../helpers/log-sink';
+import { useTempDir } from '../helpers/temp-dir';
+
+let subscription: Subscription | undefined;
+afterEach(() => subscription?.unsubscribe());
+const tmp = useTempDir('config-dir');
+
+describe('configDirSource', () => {
+  it('logs a failed watch and establishes a new one', async () => {
+    const dir = tmp.path;
+    const sink = new LogSink();
+    let watches = 0;
+    // The first watch fails as chokidar does on ENOSPC; the second one works.
+    const watchDir = (): Observable<FsEvent> =>
+      new Observable<FsEvent>((subscriber) => {
+        watches++;
+        if (watches === 1)
+          subscriber.error(Object.assign(new Error('inotify watch limit reached'), { code: 'ENOSPC' }));
+        else subscriber.next({ event: 'ready', name: '' });
+      });
+    const events: FsEvent[] = [];
+    subscription = configDirSource({
+      dir,
+      log: pino({ level: 'debug' }, sink),
+      recheckMs: 20,
+      watchDir,
+    }).events$.subscribe((event) => events.push(event));
+    await waitFor(() => events.length > 0, 5000, 'the second watch');
+    expect(watches).toBe(2);
+    expect(events).toEqual([{ event: 'ready', name: '' }]);
+    const failures = sink.withMessage('config watcher failed; re-establishing it');
+    expect(failures).toHaveLength(1);
+    expect(JSON.stringify(failures[0])).toContain('inotify watch limit reached');
+  });
+
+  it('notices its dir removed at the watch event itself, without waiting for the periodic check', async () => {
+    const dir = join(tmp.path, 'configs');
+    await mkdir(dir);
+    const sink = new LogSink();
+    const events: FsEvent[] = [];
+    // A minute between periodic checks: only the watch's own event can end the watch within the test.
+    subscription = configDirSource({
+      dir,
+      log: pino({ level: 'debug' }, sink),
+      recheckMs: 60_000,
+    }).events$.subscribe((event) => events.push(event));
+    await waitFor(() => events.some((event) => event.event === 'ready'), 5000, 'the watch to arm');
+    await rm(dir, { recursive: true });
+    await waitFor(() => sink.withMessage('config dir removed').length > 0, 5000, 'the removal to be noticed');
+    expect(sink.withMessage('config watcher failed')).toEqual([]);
+  });
+
+  describe('onAlive (the watch liveness /healthz reads)', () => {
+    const aliveCalls = async (
+      dir: string,
+      watchDir: () => Observable<FsEvent>,
+      periods = 8,
+    ): Promise<number> => {
+      let alive = 0;
+      subscription = configDirSource({
+        dir,
+        log: pino({ level: 'silent' }),
+        recheckMs: 20,
+        watchDir,
+        onAlive: () => alive++,
+      }).events$.subscribe();
+      await new Promise((resolve) => setTimeout(resolve, 20 * periods));
+      subscription.unsubscribe();
+      return alive;
+    };
+    const armedQuiet = (): Observable<FsEvent> =>
+      new Observable<FsEvent>((subscriber) => subscriber.next({ event: 'ready', name: '' }));
+    const neverArms = (): Observable<FsEvent> => new Observable<FsEvent>(() => undefined);
+    const armsThenFails = (): Observable<FsEvent> =>
+      new Observable<FsEvent>((subscriber) => {
+        subscriber.next({ event: 'ready', name: '' });
+        subscriber.error(Object.assign(new Error('inotify watch limit reached'), { code: 'ENOSPC' }));
+      });
+
+    it('is called again and again by an armed watch that sees no change', async () => {
+      expect(await aliveCalls(tmp.path, armedQuiet)).toBeGreaterThanOrEqual(3);
+    });
+
+    it('is called again and again while the dir is missing: there is nothing to watch', async () => {
+      expect(await aliveCalls(join(tmp.path, 'missing'), neverArms)).toBeGreaterThanOrEqual(3);
+    });
+
+    it('is called only when watching starts by a watch that never arms or keeps failing', async () => {
+      expect(await aliveCalls(tmp.path, neverArms)).toBe(1);
+      expect(await aliveCalls(tmp.path, armsThenFails)).toBe(1);
+    });
+  });
+
+  it('gives up a read that hangs, starts no second one meanwhile, and reads again once it returns', async () => {
+    const dir = tmp.path;
+    await writeFile(join(dir, 'models.json'), '[]');
+    let opens = 0;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    // The first open hangs, as on a dead NFS or FUSE mount, until the test releases it.
+    const openFile = async (path: string, flags: number): Promise<FileHandle> => {
+      if (++opens === 1) await released;
+      return open(path, flags);
+    };
+    const source = configDirSource({ dir, log: pino({ level: 'silent' }), readTimeoutMs: 100, openFile });
+    const events: FsEvent[] = [];
+    subscription = source.events$.subscribe((event) => events.push(event));
+    const timedOut = {
+      _tag: 'Left',
+      left: {
+        _tag: 'ReadFailed',
+        file: join(dir, 'models.json'),
+        code: 'ETIMEDOUT',
+        reason:
+          'reading it has not finished after 100 ms (a hung file system?); it is read again once that read returns',
+      },
+    };
+    expect(await firstValueFrom(source.read())).toEqual(timedOut);
+    expect(await firstValueFrom(source.read())).toEqual(timedOut);
+    expect(opens).toBe(1);
+    release();
+    await waitFor(
+      () => events.some((e) => e.event === 'change' && e.name === 'models.json'),
+      5000,
+      'a re-read',
+    );
+    expect(await firstValueFrom(source.read())).toEqual({
+      _tag: 'Right',
+      right: { file: join(dir, 'models.json'), text: '[]' },
+    });
+    expect(opens).toBe(2);
+  });
+});

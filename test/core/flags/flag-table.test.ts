@@ -1,0 +1,62 @@
+/** The flag table is the one source: docs/operating.md's table and `--help` must say what it says. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { flagList, isSwitch } from '../../../src/core/flags/app-config';
+import { flagDocs, flagDocsMarkers, flagDocsRow, withFlagDocs } from '../../../src/core/flags/flag-docs';
+import { helpDescription, parseArgs } from '../../../src/command/parse-args';
+
+const operatingMd = readFileSync(join(__dirname, '..', '..', 'docs', 'operating.md'), 'utf8');
+
+/** The cells of each row of the first markdown table in `text` (header and separator dropped). */
+const tableRows = (text: string): string[][] =>
+  text
+    .split('\n')
+    .filter((line) => line.startsWith('|'))
+    .slice(2)
+    .map((line) =>
+      line
+        .slice(1, -1)
+        .split('|')
+        .map((cell) => cell.trim()),
+    );
+
+const generatedPart = (markdown: string): string =>
+  markdown.slice(markdown.indexOf(flagDocsMarkers.begin), markdown.indexOf(flagDocsMarkers.end));
+
+const helpText = (): string => {
+  const parsed = parseArgs(['node', 'modelsync', '--help'], {});
+  if (parsed._tag !== 'Help') throw new Error(`expected the help, got ${parsed._tag}`);
+  return parsed.text;
+};
+
+describe('the flag table', () => {
+  it('is what docs/operating.md lists, row by row (run npm run docs:flags after changing it)', () => {
+    expect(operatingMd).toContain(flagDocsMarkers.begin);
+    expect(tableRows(generatedPart(operatingMd))).toEqual(flagList.map(([, spec]) => flagDocsRow(spec)));
+    expect(generatedPart(operatingMd)).toContain(flagDocs());
+    expect(withFlagDocs(operatingMd)).toBe(operatingMd);
+  });
+
+  it('is what --help lists: each flag with its help, choices, default and env var, and no other option', () => {
+    const help = helpText();
+    // One block per option: its first line starts with the flag, wrapped lines are indented further.
+    const blocks = help
+      .split(/\n(?= {2}-)/)
+      .slice(1)
+      .map((block) => block.replace(/\s+/g, ' ').trim());
+    const listed = blocks.map((block) => block.split(' ')[0]!.replace(/,$/, ''));
+    expect(listed).toEqual([...flagList.map(([, spec]) => spec.flag), '-V', '-h']);
+    for (const [, spec] of flagList) {
+      const block = blocks.find((b) => b.startsWith(`${spec.flag} `))!;
+      const usage = isSwitch(spec) ? spec.flag : `${spec.flag} <${spec.arg}>`;
+      expect(block).toBe(`${usage} ${helpDescription(spec)}`);
+      expect(block).toContain(`env: ${spec.env})`);
+      if (spec.default !== undefined) expect(block).toContain(`default: "${spec.default}"`);
+      expect(block).not.toContain('`');
+    }
+  });
+
+  it('leaves a document without the markers alone', () => {
+    expect(withFlagDocs('# no table here\n')).toBe('# no table here\n');
+  });
+});

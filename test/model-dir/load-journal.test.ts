@@ -1,0 +1,317 @@
+/** Tests of loadJournal against real temp dirs: records survive a restart, and nothing planted at its path is followed. */
+import {
+  link,
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  readlink,
+  rename,
+  stat,
+  symlink,
+  truncate,
+  writeFile,
+} from 'node:fs/promises';
+import { join } from 'node:path';
+import pino from 'pino';
+import { specToJson, type Snapshot } from '../../src/core/snapshot';
+import { loadJournal } from '../../src/model-dir/load-journal';
+import { modelDirStore } from '../../src/model-dir/store';
+import type { LoadJournal, ModelStore } from '../../src/ports';
+import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/sentinel';
+import { writeFiles } from '../helpers/file-tree';
+import { name, spec } from '../helpers/fixtures';
+import { LogSink } from '../helpers/log-sink';
+import { useTempDir } from '../helpers/temp-dir';
+import { waitFor } from '../../src/testing/wait';
+
+const specA = spec('s3://models/model1', '100Mi');
+const jsonA = '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}';
+const warnLevel = 40;
+
+const tmp = useTempDir('load-journal');
+let root: string;
+let journalPath: string;
+let sink: LogSink;
+
+/** A journal on `root` logging into `sink`. */
+const newJournal = (dir = root): LoadJournal =>
+  loadJournal({ root: dir, log: pino({ level: 'debug' }, sink) });
+let journal: LoadJournal;
+
+const newStore = (): ModelStore => modelDirStore({ root, log: pino({ level: 'silent' }) });
+const live = (): AbortSignal => new AbortController().signal;
+const entries = async (): Promise<string[]> => (await readdir(root)).sort();
+const asJson = (snapshot: Snapshot): Record<string, unknown> =>
+  Object.fromEntries([...snapshot].map(([model, modelSpec]) => [model, specToJson(modelSpec)]));
+/** A fill that writes `files` into the staging dir it is given. */
+const writeModel =
+  (files: Readonly<Record<string, string>>) =>
+  (dir: string): Promise<void> =>
+    writeFiles(dir, files);
+/** What a fresh journal on the same dir finds unconfirmed, sorted. */
+const unconfirmedOnRestart = async (): Promise<string[]> => [...(await newJournal().unconfirmed())].sort();
+const modelDirs = (...names: string[]): Promise<unknown> =>
+  Promise.all(names.map((model) => mkdir(join(root, model), { recursive: true })));
+const warnings = (): Array<[string, unknown]> =>
+  sink.lines.filter((line) => line.level === warnLevel).map((line) => [line.msg, line['found']]);
+const record = (event: string, model: string): string => `${JSON.stringify([event, model])}\n`;
+
+beforeEach(async () => {
+  root = join(tmp.path, 'models');
+  journalPath = join(root, '.modelsync-journal');
+  await mkdir(root);
+  sink = new LogSink();
+  journal = newJournal();
+});
+
+describe('loadJournal', () => {
+  it('remembers a started load until it is confirmed, across a new journal on the same dir', async () => {
+    await modelDirs('m1', 'm2');
+    await journal.starting(name('m1'));
+    await journal.starting(name('m2'));
+    expect(await unconfirmedOnRestart()).toEqual(['m1', 'm2']);
+    await journal.confirmed(name('m1'));
+    expect(await unconfirmedOnRestart()).toEqual(['m2']);
+  });
+
+  it('keeps one journal file beside the models, readable by modelsync alone', async () => {
+    await newStore().install(name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
+    await journal.starting(name('m1'));
+    await journal.confirmed(name('m1'));
+    expect(await entries()).toEqual(['.modelsync-journal', 'm1']);
+    expect((await stat(journalPath)).mode & 0o777).toBe(0o600);
+    expect(await readFile(journalPath, 'utf8')).toBe(record('starting', 'm1') + record('confirmed', 'm1'));
+    expect(await journal.unconfirmed()).toEqual(new Set());
+  });
+
+  it('writes nothing for the confirmation of a load it never saw start', async () => {
+    await journal.confirmed(name('m1'));
+    await journal.unconfirmed();
+    expect(await readFile(journalPath, 'utf8')).toBe('');
+  });
+
+  it('keeps the journal through recovery', async () => {
+    await newStore().install(name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
+    await journal.starting(name('m1'));
+    const recovered = await newStore().recover();
+    expect(asJson(recovered)).toEqual({ m1: JSON.parse(jsonA) as unknown });
+    expect(await unconfirmedOnRestart()).toEqual(['m1']);
+  });
+
+  it('records concurrent loads in call order', async () => {
+    const names = Array.from({ length: 20 }, (_, i) => name(`m${i}`));
+    await modelDirs(...names);
+    await Promise.all(
+      names.map(async (model, i) => {
+        await journal.starting(model);
+        if (i % 2 === 0) await journal.confirmed(model);
+      }),
+    );
+    const odd = names.filter((_, i) => i % 2 === 1).sort();
+    expect([...(await journal.unconfirmed())].sort()).toEqual(odd);
+    expect(await unconfirmedOnRestart()).toEqual(odd);
+  });
+
+  it('records loads of two models cycling at once', async () => {
+    const cycle = async (model: string): Promise<void> => {
+      for (let i = 0; i < 100; i++) {
+        await journal.starting(name(model));
+        await journal.confirmed(name(model));
+      }
+    };
+    await modelDirs('a', 'b');
+    await expect(Promise.all([cycle('a'), cycle('b')])).resolves.toEqual([undefined, undefined]);
+    expect(await unconfirmedOnRestart()).toEqual([]);
+  });
+
+  it('forgets a started load whose model dir is gone (a crash mid-remove), on the next start', async () => {
+    await journal.starting(name('gone'));
+    expect(await unconfirmedOnRestart()).toEqual([]);
+    expect(await unconfirmedOnRestart()).toEqual([]);
+  });
+
+  it.each(['..', '../outside', 'a/b', '.hidden', ''])(
+    'refuses the record for the name %j, writing nothing',
+    async (bad) => {
+      await expect(journal.starting(name(bad))).rejects.toMatchObject({ kind: 'refused', retryable: false });
+      await expect(journal.confirmed(name(bad))).rejects.toMatchObject({ kind: 'refused', retryable: false });
+      expect(await readdir(tmp.path)).toEqual(['models']);
+      expect(await entries()).toEqual([]);
+    },
+  );
+
+  it('round-trips model names with quotes, spaces and non-ASCII', async () => {
+    const odd = ['quote"d', 'new\nline', 'é 模型', 'back`tick'];
+    await modelDirs(...odd);
+    for (const model of odd) await journal.starting(name(model));
+    expect(await unconfirmedOnRestart()).toEqual([...odd].sort());
+  });
+
+  it('fails with a permanent filesystem error when the model dir is a file', async () => {
+    await writeFile(join(tmp.path, 'file'), '');
+    const blocked = newJournal(join(tmp.path, 'file'));
+    await expect(blocked.unconfirmed()).resolves.toEqual(new Set());
+    await expect(blocked.starting(name('m1'))).rejects.toMatchObject({
+      kind: 'filesystem',
+      retryable: false,
+    });
+  });
+
+  it('holds the file open through a burst, closes it once idle, and opens it again for the next one', async () => {
+    const fdsOnJournal = async (): Promise<number> => {
+      const fds = await readdir('/proc/self/fd');
+      const targets = await Promise.all(fds.map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+      return targets.filter((target) => target === journalPath).length;
+    };
+    const idleCloseMs = 200;
+    journal = loadJournal({ root, log: pino({ level: 'debug' }, sink), idleCloseMs });
+    await modelDirs('m1', 'm2');
+    await journal.starting(name('m1'));
+    await journal.confirmed(name('m1'));
+    expect(await fdsOnJournal()).toBe(1);
+    await waitFor(async () => (await fdsOnJournal()) === 0, 5000, 'the idle journal to be closed');
+    await journal.starting(name('m2'));
+    expect(await fdsOnJournal()).toBe(1);
+    await waitFor(async () => (await fdsOnJournal()) === 0, 5000, 'the idle journal to be closed');
+    expect(await unconfirmedOnRestart()).toEqual(['m2']);
+    expect(warnings()).toEqual([]);
+  });
+});
+
+describe('loadJournal reading what a crash or a neighbour left', () => {
+  it('skips a torn last line, and starts the next record on a line of its own', async () => {
+    await modelDirs('m1', 'm2');
+    await writeFile(journalPath, record('starting', 'm1') + '["starting","m');
+    const restarted = newJournal();
+    expect([...(await restarted.unconfirmed())]).toEqual(['m1']);
+    await restarted.starting(name('m2'));
+    expect(await unconfirmedOnRestart()).toEqual(['m1', 'm2']);
+    expect(warnings()).toEqual([]);
+  });
+
+  it('skips lines that are no record with one warn, and replays the records around them', async () => {
+    await modelDirs('m1', 'm2', 'm3');
+    const lines = [
+      record('starting', 'm1'),
+      'garbage\n',
+      '["starting","../escape"]\n',
+      '["loaded","m3"]\n',
+      record('starting', 'm2'),
+      '{"starting":"m3"}\n',
+      record('confirmed', 'm1'),
+    ];
+    await writeFile(journalPath, lines.join(''));
+    expect(await unconfirmedOnRestart()).toEqual(['m2']);
+    expect(sink.lines.filter((line) => line.level === warnLevel)).toEqual([
+      expect.objectContaining({ msg: 'skipping load journal lines that are no record', badLines: 4 }),
+    ]);
+  });
+
+  it('ignores a journal too large to be its own, and writes a fresh one', async () => {
+    await modelDirs('m1');
+    await writeFile(journalPath, record('starting', 'm1'));
+    await truncate(journalPath, 17 * 1024 * 1024);
+    expect(await unconfirmedOnRestart()).toEqual([]);
+    expect(warnings()).toEqual([
+      ['the load journal is too large to be ours; ignoring its records', undefined],
+    ]);
+    expect((await stat(journalPath)).size).toBe(0);
+  });
+
+  it('compacts a long journal at start-up to the loads still unconfirmed', async () => {
+    await modelDirs('m1', 'm2');
+    const cycles = record('starting', 'm1') + record('confirmed', 'm1');
+    await writeFile(
+      journalPath,
+      cycles.repeat(Math.ceil((1024 * 1024) / cycles.length) + 1) + record('starting', 'm2'),
+    );
+    expect(await unconfirmedOnRestart()).toEqual(['m2']);
+    expect(await readFile(journalPath, 'utf8')).toBe(record('starting', 'm2'));
+    expect(await entries()).toEqual(['.modelsync-journal', 'm1', 'm2']);
+  });
+
+  it('moves the loads of the 0.1 journal dir into the journal file and removes the dir', async () => {
+    await modelDirs('m1', 'm2');
+    await writeFiles(join(root, '.modelsync-loads'), { m1: '', 'gone-model': '', '.junk': '' });
+    expect([...(await journal.unconfirmed())]).toEqual(['m1']);
+    expect(await entries()).toEqual(['.modelsync-journal', 'm1', 'm2']);
+    expect(await unconfirmedOnRestart()).toEqual(['m1']);
+  });
+});
+
+describe('loadJournal against a neighbour planting things at its path', () => {
+  let outside: Sentinel;
+  beforeEach(async () => {
+    outside = await makeSentinel(join(tmp.path, 'outside'));
+    await modelDirs('victim', 'm2');
+  });
+
+  it('never truncates or deletes a file through a journal path planted as a symlink to a dir outside', async () => {
+    await symlink(outside.dir, join(root, '.modelsync-loads'));
+    await symlink(outside.dir, journalPath);
+    const planted = newJournal();
+    await planted.starting(name('victim'));
+    await planted.confirmed(name('victim'));
+    await outside.expectUntouched();
+    expect((await lstat(journalPath)).isFile()).toBe(true);
+    expect(await entries()).toEqual(['.modelsync-journal', 'm2', 'victim']);
+    expect(warnings()).toEqual([
+      ['not the load journal dir modelsync wrote; removing it', 'a symlink'],
+      ['the load journal is not a file modelsync wrote; replacing it', 'a symlink'],
+    ]);
+  });
+
+  it.each<[string, (path: string) => Promise<unknown>, string]>([
+    ['a symlink to a file outside', (path) => symlink(join(outside.dir, 'victim'), path), 'a symlink'],
+    ['a dangling symlink', (path) => symlink(join(outside.dir, 'nothing'), path), 'a symlink'],
+    ['a dir', (path) => writeFiles(path, { x: 'y' }), 'a directory'],
+    ['a FIFO', makeFifo, 'a FIFO'],
+    ['a hard link to a file outside', (path) => link(join(outside.dir, 'victim'), path), 'other hard links'],
+  ])('replaces a journal path that is %s, without writing through it', async (_, plant, found) => {
+    await plant(journalPath);
+    const planted = newJournal();
+    await planted.starting(name('victim'));
+    await planted.confirmed(name('victim'));
+    await planted.starting(name('m2'));
+    await outside.expectUntouched();
+    expect((await lstat(journalPath)).isFile()).toBe(true);
+    expect((await lstat(journalPath)).nlink).toBe(1);
+    expect(await unconfirmedOnRestart()).toEqual(['m2']);
+    expect(JSON.stringify(warnings())).toContain(found);
+  });
+
+  it.each<[string, (path: string) => Promise<unknown>, string]>([
+    ['a symlink to a file outside', (path) => symlink(join(outside.dir, 'victim'), path), 'a symlink'],
+    ['nothing (deleted)', () => Promise.resolve(), 'nothing'],
+    ['another file', (path) => writeFile(path, record('starting', 'planted')), 'another file'],
+  ])('writes the journal anew when it is replaced by %s between two records', async (_, plant, found) => {
+    await journal.starting(name('victim'));
+    await rename(journalPath, join(root, 'stolen'));
+    await plant(journalPath);
+    await journal.starting(name('m2'));
+    await outside.expectUntouched();
+    expect(await unconfirmedOnRestart()).toEqual(['m2', 'victim']);
+    expect(warnings()).toEqual([
+      ['the load journal was replaced or removed by someone else; writing it anew', found],
+    ]);
+  });
+
+  it('writes the journal anew when it is replaced in the middle of a burst of records', async () => {
+    const burst = [journal.starting(name('victim')), journal.starting(name('m2'))];
+    await rename(journalPath, join(root, 'stolen')).catch(() => undefined);
+    await symlink(join(outside.dir, 'victim'), journalPath).catch(() => undefined);
+    await Promise.all(burst);
+    await journal.confirmed(name('m2'));
+    await outside.expectUntouched();
+    expect(await unconfirmedOnRestart()).toEqual(['victim']);
+  });
+
+  it('never follows a link planted where it compacts into', async () => {
+    await writeFile(journalPath, record('starting', 'victim').repeat(60_000));
+    await symlink(join(outside.dir, 'victim'), `${journalPath}.new`);
+    expect(await unconfirmedOnRestart()).toEqual(['victim']);
+    await outside.expectUntouched();
+    expect(await entries()).toEqual(['.modelsync-journal', 'm2', 'victim']);
+  });
+});

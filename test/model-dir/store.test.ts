@@ -1,0 +1,620 @@
+/** Tests of modelDirStore against real temp dirs: staged installs, markers, removal and start-up recovery. */
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import {
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
+import { join } from 'node:path';
+import pino from 'pino';
+import { permanentError } from '../../src/core/errors';
+import type { ModelSpec } from '../../src/core/model-config';
+import { specEquals, specToJson, type Snapshot } from '../../src/core/snapshot';
+import { modelDirStore } from '../../src/model-dir/store';
+import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/sentinel';
+import { writeFiles } from '../helpers/file-tree';
+import { name, spec } from '../helpers/fixtures';
+import { useTempDir } from '../helpers/temp-dir';
+
+interface LogLine {
+  readonly level: number;
+  readonly msg: string;
+  readonly [field: string]: unknown;
+}
+
+const warnLevel = 40;
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+const specA = spec('s3://models/model1', '100Mi');
+const specB = spec('s3://models/model1-v2', '100Mi');
+// What the marker name hashes for specA: storageUri, framework ('' when unset) and memory as an exact value.
+const markerA = `SUCCESS.${sha256('["s3://models/model1","sklearn","104857600/1"]')}`;
+const jsonA = '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}';
+
+const tmp = useTempDir('model-dir');
+let root: string;
+let lines: LogLine[];
+let store: ReturnType<typeof modelDirStore>;
+
+const newStore = (dir = root): ReturnType<typeof modelDirStore> =>
+  modelDirStore({
+    root: dir,
+    log: pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) }),
+  });
+
+/** A fill that writes `files` into the staging dir it is given. */
+const writeModel =
+  (files: Readonly<Record<string, string>>) =>
+  (dir: string): Promise<void> =>
+    writeFiles(dir, files);
+
+const live = (): AbortSignal => new AbortController().signal;
+const entries = async (dir = root): Promise<string[]> => (await readdir(dir)).sort();
+const asJson = (snapshot: Snapshot): Record<string, unknown> =>
+  Object.fromEntries([...snapshot].map(([model, modelSpec]) => [model, specToJson(modelSpec)]));
+/** What a fresh store on `dir` finds installed: the store's one way of telling what is on disk. */
+const inPlace = (dir = root): Promise<Snapshot> => newStore(dir).recover();
+
+/** A model dir as KServe leaves it: files and a marker whose hash we cannot reproduce. */
+const kserveModel = async (model: string, marker: string | undefined, files: Record<string, string> = {}) => {
+  await mkdir(join(root, model), { recursive: true });
+  await writeModel(files)(join(root, model));
+  if (marker !== undefined) await writeFile(join(root, model, `SUCCESS.${sha256(model)}`), marker);
+};
+
+beforeEach(async () => {
+  root = join(tmp.path, 'models');
+  await mkdir(root);
+  lines = [];
+  store = newStore();
+});
+
+describe('modelDirStore install', () => {
+  it('makes the files and the marker visible only when it resolves', async () => {
+    const target = join(root, 'model1');
+    let seenDuringFill: boolean | undefined;
+    await store.install(
+      name('model1'),
+      specA,
+      async (dir, signal) => {
+        await writeModel({ 'model.pt': 'weights', 'sub/config.json': '{}' })(dir);
+        seenDuringFill = existsSync(target);
+        expect(signal.aborted).toBe(false);
+      },
+      live(),
+    );
+    expect(seenDuringFill).toBe(false);
+    expect(await readFile(join(target, 'model.pt'), 'utf8')).toBe('weights');
+    expect(await readFile(join(target, 'sub/config.json'), 'utf8')).toBe('{}');
+    expect(await entries(target)).toEqual([markerA, 'model.pt', 'sub'].sort());
+    expect(await entries()).toEqual(['model1']);
+  });
+
+  it('names the marker after the hash of the spec identity and writes the KServe JSON and the manifest into it', async () => {
+    await store.install(
+      name('model1'),
+      specA,
+      writeModel({ 'model.pt': 'weights', 'v1/config.json': '{}' }),
+      live(),
+    );
+    expect(await readFile(join(root, 'model1', markerA), 'utf8')).toBe(
+      `${jsonA.slice(0, -1)},"modelsyncFiles":{"model.pt":7,"v1/config.json":2}}`,
+    );
+  });
+
+  it('gives the model dir mode 0755 so a model server running as another user can read it', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    expect((await stat(join(root, 'model1'))).mode & 0o777).toBe(0o755);
+  });
+
+  it('passes the fill a handle path to an empty dir next to the model dir, with a name no model can have', async () => {
+    let staging = '';
+    await store.install(
+      name('model1'),
+      specA,
+      async (dir) => {
+        expect(dir).toMatch(/^\/proc\/self\/fd\/\d+$/);
+        staging = await realpath(dir);
+        expect(await readdir(dir)).toEqual([]);
+      },
+      live(),
+    );
+    expect(join(staging, '..')).toBe(root);
+    expect(staging.slice(root.length + 1)).toMatch(/^\.tmp-model1-/);
+  });
+
+  it('keeps the replaced version aside until dropReplaced', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'old.pt': 'old' }), live());
+    const installed = await store.install(name('model1'), specB, writeModel({ 'new.pt': 'new' }), live());
+    expect((await entries(join(root, 'model1'))).filter((f) => !f.startsWith('SUCCESS.'))).toEqual([
+      'new.pt',
+    ]);
+    const aside = (await entries()).filter((f) => f.startsWith('.old-model1-'));
+    expect(aside).toHaveLength(1);
+    expect(await readFile(join(root, aside[0]!, 'old.pt'), 'utf8')).toBe('old');
+    await installed.dropReplaced();
+    expect(await entries()).toEqual(['model1']);
+    await installed.dropReplaced(); // idempotent
+    expect(asJson(await inPlace())).toEqual({ model1: specToJson(specB) });
+  });
+
+  it('returns a dropReplaced that does nothing when there was no previous version', async () => {
+    const installed = await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await installed.dropReplaced();
+    expect(await entries()).toEqual(['model1']);
+  });
+
+  it('rejects with the EffectError of the fill and leaves no staging dir and no model dir', async () => {
+    const failure = permanentError('not-found', 's3 returned HTTP 404');
+    const install = store.install(
+      name('model1'),
+      specA,
+      async (dir) => {
+        await writeModel({ 'part.pt': 'half' })(dir);
+        throw failure;
+      },
+      live(),
+    );
+    await expect(install).rejects.toBe(failure);
+    expect(await entries()).toEqual([]);
+  });
+
+  it('leaves the installed version alone when the fill of a new one fails', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'v1' }), live());
+    const failing = store.install(name('model1'), specB, () => Promise.reject(new Error('boom')), live());
+    await expect(failing).rejects.toThrow('boom');
+    expect(await entries()).toEqual(['model1']);
+    expect(await readFile(join(root, 'model1', 'model.pt'), 'utf8')).toBe('v1');
+    expect(asJson(await inPlace())).toEqual({ model1: specToJson(specA) });
+  });
+
+  it('turns a full disk in the fill into a retryable EffectError naming the staging dir', async () => {
+    const enospc = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const install = store.install(name('model1'), specA, () => Promise.reject(enospc), live());
+    await expect(install).rejects.toMatchObject({
+      name: 'EffectError',
+      kind: 'filesystem',
+      retryable: true,
+      cause: enospc,
+    });
+    await expect(install).rejects.toThrow(join(root, '.tmp-model1-'));
+    expect(await entries()).toEqual([]);
+  });
+
+  it('rejects with a permanent EffectError naming the path when the model dir cannot be created', async () => {
+    await writeFile(join(tmp.path, 'file'), '');
+    const blocked = newStore(join(tmp.path, 'file', 'models'));
+    const install = blocked.install(name('model1'), specA, writeModel({}), live());
+    await expect(install).rejects.toMatchObject({
+      name: 'EffectError',
+      kind: 'filesystem',
+      retryable: false,
+    });
+    await expect(install).rejects.toThrow(join(tmp.path, 'file', 'models'));
+  });
+
+  it('rejects and cleans up when the signal aborts during the fill', async () => {
+    const controller = new AbortController();
+    const install = store.install(
+      name('model1'),
+      specA,
+      async (dir, signal) => {
+        await writeModel({ 'part.pt': 'half' })(dir);
+        controller.abort();
+        signal.throwIfAborted();
+      },
+      controller.signal,
+    );
+    await expect(install).rejects.toMatchObject({ name: 'AbortError' });
+    expect(await entries()).toEqual([]);
+  });
+
+  it('rejects and cleans up when the signal aborts after a fill that ignores it', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'v1' }), live());
+    const controller = new AbortController();
+    const install = store.install(
+      name('model1'),
+      specB,
+      async (dir) => {
+        await writeModel({ 'model.pt': 'v2' })(dir);
+        controller.abort();
+      },
+      controller.signal,
+    );
+    await expect(install).rejects.toMatchObject({ name: 'AbortError' });
+    expect(await entries()).toEqual(['model1']);
+    expect(await readFile(join(root, 'model1', 'model.pt'), 'utf8')).toBe('v1');
+  });
+
+  it('does not call the fill when the signal is already aborted', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const fill = jest.fn(() => Promise.resolve());
+    await expect(store.install(name('model1'), specA, fill, controller.signal)).rejects.toMatchObject({
+      name: 'AbortError',
+    });
+    expect(fill).not.toHaveBeenCalled();
+    expect(await entries()).toEqual([]);
+  });
+
+  it('installs a model whose name has the maximum 255 bytes', async () => {
+    const long = 'é'.repeat(127) + 'x';
+    await store.install(name(long), specA, writeModel({ 'model.pt': 'w' }), live());
+    expect(await entries()).toEqual([long]);
+  });
+
+  it('creates the model dir when it is missing', async () => {
+    const fresh = newStore(join(tmp.path, 'new', 'models'));
+    await fresh.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    expect(asJson(await inPlace(join(tmp.path, 'new', 'models')))).toEqual({ model1: specToJson(specA) });
+  });
+
+  it.each(['..', '../escape', 'a/b', '.hidden', ''])('refuses the model name %j', async (bad) => {
+    const fill = jest.fn(() => Promise.resolve());
+    await expect(store.install(name(bad), specA, fill, live())).rejects.toMatchObject({
+      kind: 'refused',
+      retryable: false,
+    });
+    expect(fill).not.toHaveBeenCalled();
+    expect(await entries()).toEqual([]);
+  });
+});
+
+describe('modelDirStore: what a fresh store recovers after an install', () => {
+  const installed = spec('s3://models/model1', '1Gi');
+  beforeEach(async () => {
+    await store.install(name('model1'), installed, writeModel({ 'm.pt': 'w' }), live());
+  });
+
+  const recoveredSpec = async (model: string, dir = root): Promise<ModelSpec | undefined> =>
+    (await inPlace(dir)).get(name(model));
+
+  it('is the installed spec', async () => {
+    expect(asJson(await inPlace())).toEqual({ model1: specToJson(installed) });
+  });
+
+  it('equals a spec written differently (1024Mi for 1Gi)', async () => {
+    const recovered = await recoveredSpec('model1');
+    expect(recovered !== undefined && specEquals(recovered, spec('s3://models/model1', '1024Mi'))).toBe(true);
+  });
+
+  it.each([
+    ['storageUri', spec('s3://models/other', '1Gi')],
+    ['framework', spec('s3://models/model1', '1Gi', 'onnx')],
+    ['memory', spec('s3://models/model1', '2Gi')],
+  ])('differs from a spec whose %s differs', async (_, other) => {
+    const recovered = await recoveredSpec('model1');
+    expect(recovered).toBeDefined();
+    expect(specEquals(recovered!, other)).toBe(false);
+  });
+
+  it('holds no model that is not installed', async () => {
+    expect(await recoveredSpec('model2')).toBeUndefined();
+  });
+
+  it('holds no dir without a marker', async () => {
+    await kserveModel('partial', undefined, { 'model.pt': 'half' });
+    expect(await recoveredSpec('partial')).toBeUndefined();
+  });
+
+  it('is empty when the model dir itself is missing', async () => {
+    expect((await inPlace(join(tmp.path, 'nowhere'))).size).toBe(0);
+  });
+
+  it('holds a KServe marker (another hash) with its spec, equal to ours and to no other', async () => {
+    await kserveModel(
+      'kserve1',
+      '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}',
+    );
+    const recovered = await recoveredSpec('kserve1');
+    expect(recovered !== undefined && specEquals(recovered, specA)).toBe(true);
+    expect(recovered !== undefined && specEquals(recovered, specB)).toBe(false);
+  });
+
+  it('holds no model whose marker name is a directory', async () => {
+    await mkdir(join(root, 'odd', markerA), { recursive: true });
+    expect(await recoveredSpec('odd')).toBeUndefined();
+  });
+});
+
+describe('modelDirStore remove', () => {
+  it('deletes the model dir and leaves nothing aside', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'sub/m.pt': 'w' }), live());
+    await store.install(name('model2'), specB, writeModel({ 'm.pt': 'w' }), live());
+    await store.remove(name('model1'));
+    expect(await entries()).toEqual(['model2']);
+  });
+
+  it('counts a missing model dir, or a missing root, as done', async () => {
+    await expect(store.remove(name('model1'))).resolves.toBeUndefined();
+    await expect(newStore(join(tmp.path, 'nowhere')).remove(name('model1'))).resolves.toBeUndefined();
+  });
+
+  it.each(['..', '../outside', 'a/../../outside', '.', ''])(
+    'refuses a name that is not a model dir inside M: %j',
+    async (bad) => {
+      await mkdir(join(tmp.path, 'outside'));
+      await expect(store.remove(name(bad))).rejects.toMatchObject({ kind: 'refused', retryable: false });
+      expect(existsSync(join(tmp.path, 'outside'))).toBe(true);
+      expect(existsSync(root)).toBe(true);
+    },
+  );
+});
+
+describe('modelDirStore recover', () => {
+  const warnings = (): LogLine[] => lines.filter((line) => line.level === warnLevel);
+
+  it('creates a missing model dir and reports no models', async () => {
+    const nested = join(tmp.path, 'a', 'b', 'models');
+    expect((await newStore(nested).recover()).size).toBe(0);
+    expect((await stat(nested)).isDirectory()).toBe(true);
+  });
+
+  it('recovers the models it installed, with their specs', async () => {
+    await store.install(name('model2'), specB, writeModel({ 'm.pt': 'w' }), live());
+    await store.install(
+      name('model1'),
+      spec('s3://models/model1', '1Gi'),
+      writeModel({ 'm.pt': 'w' }),
+      live(),
+    );
+    const recovered = await newStore().recover();
+    expect(asJson(recovered)).toEqual({
+      model1: { storageUri: 's3://models/model1', framework: 'sklearn', memory: '1Gi' },
+      model2: specToJson(specB),
+    });
+    expect([...recovered.keys()]).toEqual(['model1', 'model2']);
+    expect(await entries()).toEqual(['model1', 'model2']);
+  });
+
+  it('recovers a KServe model dir whose marker hash is not ours', async () => {
+    await kserveModel('model1', jsonA, { 'model.pt': 'w' });
+    expect(asJson(await store.recover())).toEqual({ model1: specToJson(specA) });
+    expect(await readFile(join(root, 'model1', 'model.pt'), 'utf8')).toBe('w');
+  });
+
+  it('deletes staging and aside leftovers', async () => {
+    await kserveModel('.tmp-model1-abc123', jsonA, { 'model.pt': 'w' });
+    await kserveModel('.old-model1-abc123', jsonA, { 'model.pt': 'w' });
+    await writeFile(join(root, '.tmp-x'), '');
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+  });
+
+  it('deletes a model dir without a marker (an interrupted download)', async () => {
+    await kserveModel('partial', undefined, { 'model.pt': 'half' });
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+  });
+
+  it('does not count a marker nested below the model dir, nor a directory named like a marker', async () => {
+    await kserveModel('nested', undefined, { [`sub/SUCCESS.${sha256('x')}`]: jsonA });
+    await mkdir(join(root, 'dirmarker', markerA), { recursive: true });
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+  });
+
+  it('deletes a model dir with a corrupt marker (W0), logs one warn naming it and recovers the others', async () => {
+    await kserveModel('bad-model', '{', { 'model.pt': 'w' });
+    await kserveModel('model1', jsonA);
+    await kserveModel('model2', '{"storageUri":"s3://models/model2","framework":"sklearn","memory":"100Mi"}');
+    const recovered = await store.recover();
+    expect([...recovered.keys()]).toEqual(['model1', 'model2']);
+    expect(await entries()).toEqual(['model1', 'model2']);
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0]).toMatchObject({
+      msg: 'corrupt model marker; deleting the model dir',
+      file: join(root, 'bad-model', `SUCCESS.${sha256('bad-model')}`),
+      reason: expect.stringContaining('not JSON') as unknown,
+    });
+  });
+
+  it('deletes a model dir with a marker that is JSON but not a spec', async () => {
+    await kserveModel('model1', '{"framework":"sklearn"}');
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+    expect(warnings()[0]?.['reason']).toContain('storageUri');
+  });
+
+  it('deletes a model dir with two markers, as ambiguous', async () => {
+    await kserveModel('model1', jsonA);
+    await writeFile(join(root, 'model1', markerA), jsonA);
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+    expect(warnings()).toEqual([
+      expect.objectContaining({ msg: 'model dir with several markers; deleting it' }),
+    ]);
+  });
+
+  it('leaves lost+found and dot entries alone, and removes files and symlinks squatting model names', async () => {
+    await writeFile(join(root, 'README'), 'hello');
+    await mkdir(join(root, 'lost+found', '#1234'), { recursive: true });
+    await mkdir(join(root, '.cache'));
+    await kserveModel('model1', jsonA);
+    await symlink(join(root, 'model1'), join(root, 'link'));
+    const recovered = await store.recover();
+    expect([...recovered.keys()]).toEqual(['model1']);
+    expect(await entries()).toEqual(['.cache', 'lost+found', 'model1']);
+    expect(await entries(join(root, 'lost+found'))).toEqual(['#1234']);
+    // Sorted: recovery reads entries concurrently.
+    expect(
+      warnings()
+        .map((line) => [line.msg, line['path'], line['found']])
+        .sort(),
+    ).toEqual([
+      ['not a model dir; removing it', join(root, 'README'), 'a regular file'],
+      ['not a model dir; removing it', join(root, 'link'), 'a symlink'],
+    ]);
+  });
+
+  it('leaves a dir whose name is not a model name alone and logs it', async () => {
+    await kserveModel('back\\slash', jsonA);
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual(['back\\slash']);
+    expect(warnings()).toEqual([
+      expect.objectContaining({ msg: 'dir name is not a model name; leaving it' }),
+    ]);
+  });
+
+  it('deletes a model dir whose marker is too large to be one', async () => {
+    await kserveModel('model1', `${jsonA}${' '.repeat(64 * 1024)}`);
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+    expect(warnings()[0]?.['reason']).toContain('larger than');
+  });
+
+  it('recovers the same snapshot again, deleting nothing more', async () => {
+    await kserveModel('model1', jsonA);
+    await kserveModel('partial', undefined, { 'model.pt': 'half' });
+    await store.install(name('model2'), specB, writeModel({}), live());
+    const first = asJson(await store.recover());
+    const after = await entries();
+    expect(asJson(await newStore().recover())).toEqual(first);
+    expect(await entries()).toEqual(after);
+    expect(after).toEqual(['model1', 'model2']);
+  });
+});
+
+describe('modelDirStore against a hostile neighbour on the volume', () => {
+  const warnings = (): LogLine[] => lines.filter((line) => line.level === warnLevel);
+  let outside: Sentinel;
+  beforeEach(async () => {
+    outside = await makeSentinel(join(tmp.path, 'outside'));
+  });
+
+  it.each([
+    ['a symlink to a dir outside', (path: string) => symlink(outside.dir, path)],
+    ['a symlink to a file outside', (path: string) => symlink(join(outside.dir, 'victim'), path)],
+    ['a regular file', (path: string) => writeFile(path, 'x')],
+    ['a FIFO', makeFifo],
+  ])('removes a model-name entry that is %s at recovery, with a warn naming it', async (_, plant) => {
+    await plant(join(root, 'model1'));
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+    expect(warnings()).toEqual([
+      expect.objectContaining({ msg: 'not a model dir; removing it', path: join(root, 'model1') }),
+    ]);
+    await outside.expectUntouched();
+  });
+
+  it('recovers a model named lost+found that a previous run installed', async () => {
+    await store.install(name('lost+found'), specA, writeModel({ 'model.pt': 'w' }), live());
+    expect(asJson(await newStore().recover())).toEqual({ 'lost+found': specToJson(specA) });
+  });
+
+  it("refuses, permanently, to install a model over the file system's lost+found, and leaves it as it was", async () => {
+    await writeFiles(join(root, 'lost+found'), { '#1234': 'orphan inode' });
+    const fill = jest.fn(() => Promise.resolve());
+    await expect(store.install(name('lost+found'), specA, fill, live())).rejects.toMatchObject({
+      kind: 'refused',
+      retryable: false,
+      message: expect.stringContaining('lost+found') as unknown,
+    });
+    expect(fill).not.toHaveBeenCalled();
+    await store.remove(name('lost+found'));
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual(['lost+found']);
+    expect(await readFile(join(root, 'lost+found', '#1234'), 'utf8')).toBe('orphan inode');
+  });
+
+  it('drops a top-level SUCCESS.* entry the model brought, with a warn, so a restart recovers the model', async () => {
+    await store.install(
+      name('model1'),
+      specA,
+      writeModel({ 'model.pt': 'w', 'SUCCESS.abc': '{}', 'SUCCESS.dir/x': 'y', 'sub/SUCCESS.ok': 'kept' }),
+      live(),
+    );
+    expect(await entries(join(root, 'model1'))).toEqual([markerA, 'model.pt', 'sub'].sort());
+    expect(await readFile(join(root, 'model1', 'sub', 'SUCCESS.ok'), 'utf8')).toBe('kept');
+    expect(warnings()).toEqual([
+      expect.objectContaining({ model: 'model1', entries: ['SUCCESS.abc', 'SUCCESS.dir'] }),
+    ]);
+    expect(asJson(await newStore().recover())).toEqual({ model1: specToJson(specA) });
+  });
+
+  it('fails with a retryable error, leaving nothing behind, when a neighbour deletes the staging dir mid-fill', async () => {
+    const install = store.install(
+      name('model1'),
+      specA,
+      async (dir) => {
+        await rm(await realpath(dir), { recursive: true });
+        await writeFile(join(dir, 'model.pt'), 'w');
+      },
+      live(),
+    );
+    await expect(install).rejects.toMatchObject({ kind: 'filesystem', retryable: true });
+    await expect(install).rejects.toThrow(/staging dir .* was removed or replaced/);
+    expect(await entries()).toEqual([]);
+  });
+
+  it('never writes through a staging dir a neighbour swapped for a symlink mid-fill, and installs nothing', async () => {
+    const install = store.install(
+      name('model1'),
+      specA,
+      async (dir) => {
+        const staging = await realpath(dir);
+        await rename(staging, join(root, 'stolen'));
+        await symlink(outside.dir, staging);
+        await writeFile(join(dir, 'model.bin'), 'written by modelsync');
+        await writeFile(join(dir, 'victim'), 'written by modelsync');
+      },
+      live(),
+    );
+    await expect(install).rejects.toMatchObject({ kind: 'filesystem', retryable: true });
+    await outside.expectUntouched();
+    expect(await entries()).toEqual(['stolen']);
+    expect((await lstat(join(root, 'stolen'))).isDirectory()).toBe(true);
+    expect(warnings()).toEqual([]);
+  });
+
+  it('says a model dir replaced by a symlink to a copy of it is not installed, with a warn', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    expect(await store.isInstalled(name('model1'), specA)).toBe(true);
+    expect(await store.isInstalled(name('model1'), specB)).toBe(false);
+    await rename(join(root, 'model1'), join(tmp.path, 'copy'));
+    await symlink(join(tmp.path, 'copy'), join(root, 'model1'));
+    expect(await store.isInstalled(name('model1'), specA)).toBe(false);
+    expect(warnings().map((line) => [line.msg, line['model'], line['found']])).toEqual([
+      ['model dir is not as installed; it will be installed again', 'model1', 'the marker of another spec'],
+      ['model dir is not as installed; it will be installed again', 'model1', 'a symlink'],
+    ]);
+  });
+
+  it('says a model whose marker became a symlink or a FIFO is not installed, without hanging', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await rm(join(root, 'model1', markerA));
+    await symlink(join(outside.dir, 'SUCCESS.0000'), join(root, 'model1', markerA));
+    expect(await store.isInstalled(name('model1'), specA)).toBe(false);
+    await rm(join(root, 'model1', markerA));
+    await makeFifo(join(root, 'model1', markerA));
+    expect(await store.isInstalled(name('model1'), specA)).toBe(false);
+    expect((await newStore().recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+    await outside.expectUntouched();
+  });
+
+  it('unlinks a model dir replaced by a symlink on remove, leaving its target untouched', async () => {
+    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await rm(join(root, 'model1'), { recursive: true });
+    await symlink(outside.dir, join(root, 'model1'));
+    await store.remove(name('model1'));
+    expect(await entries()).toEqual([]);
+    await outside.expectUntouched();
+  });
+
+  it('replaces a symlink found where the model dir goes, without following it', async () => {
+    await symlink(outside.dir, join(root, 'model1'));
+    const installed = await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await installed.dropReplaced();
+    expect((await lstat(join(root, 'model1'))).isDirectory()).toBe(true);
+    expect(await entries()).toEqual(['model1']);
+    await outside.expectUntouched();
+  });
+});

@@ -1,0 +1,218 @@
+/** Tests of torchServeModelServer against a TorchServe management API stand-in over real HTTP on 127.0.0.1. */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ModelName } from '../../src/core/model-name';
+import { torchServeModelServer } from '../../src/model-server/torchserve';
+import { startTorchServeStandIn, type TorchServeStandIn } from '../../src/testing/torchserve-stand-in';
+import { effectError } from '../helpers/effect-error';
+import { useTempDir } from '../helpers/temp-dir';
+
+const name = (s: string): ModelName => s as ModelName;
+const live = (): AbortSignal => new AbortController().signal;
+
+const keyFile = (management: string): string =>
+  JSON.stringify({
+    management: { key: management, 'expiration time': '2030-01-01T00:00:00Z' },
+    inference: { key: 'inference-key', 'expiration time': '2030-01-01T00:00:00Z' },
+    API: { key: 'api-key' },
+  });
+
+describe('torchServeModelServer', () => {
+  let standIn: TorchServeStandIn;
+  const tmp = useTempDir('torchserve');
+
+  beforeEach(async () => {
+    standIn = await startTorchServeStandIn();
+  });
+  afterEach(async () => {
+    await standIn.close();
+  });
+
+  it('registers a model from its model-store directory with one worker, synchronously', async () => {
+    await torchServeModelServer({ baseUrl: standIn.url }).load(name('resnet'), false, live());
+    expect(standIn.registered.has('resnet')).toBe(true);
+    const [request] = standIn.requests;
+    expect(request?.method).toBe('POST');
+    expect(request?.path).toBe('/models');
+    expect(Object.fromEntries(request?.query ?? [])).toEqual({
+      url: 'resnet',
+      model_name: 'resnet',
+      initial_workers: '1',
+      synchronous: 'true',
+    });
+    expect(request?.authorization).toBeUndefined();
+  });
+
+  it('counts 409 (already registered) as loaded when not replacing', async () => {
+    standIn.preload('resnet');
+    await torchServeModelServer({ baseUrl: standIn.url }).load(name('resnet'), false, live());
+    expect(standIn.requests.map((r) => r.method)).toEqual(['POST']);
+  });
+
+  it('unregisters, then registers, when replacing', async () => {
+    standIn.preload('resnet');
+    await torchServeModelServer({ baseUrl: standIn.url }).load(name('resnet'), true, live());
+    expect(standIn.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'DELETE /models/resnet',
+      'POST /models',
+    ]);
+    expect(standIn.registered.has('resnet')).toBe(true);
+  });
+
+  it('registers when replacing a model TorchServe does not have (DELETE 404)', async () => {
+    await torchServeModelServer({ baseUrl: standIn.url }).load(name('resnet'), true, live());
+    expect(standIn.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'DELETE /models/resnet',
+      'POST /models',
+    ]);
+  });
+
+  it('fails retryably when a register right after the unregister for a replacement is answered 409', async () => {
+    standIn.failNext('POST', 1, 409, 'Model version 1.0 is already registered for model resnet');
+    const error = await effectError(
+      torchServeModelServer({ baseUrl: standIn.url }).load(name('resnet'), true, live()),
+    );
+    expect(error).toMatchObject({ kind: 'http-status', status: 409, retryable: true });
+    expect(error.message).toContain('already registered');
+  });
+
+  it('fails permanently on 400 and retryably on 500, with TorchServe message text', async () => {
+    const server = torchServeModelServer({ baseUrl: standIn.url });
+    standIn.failNext('POST', 1, 400, 'Parameter url is invalid');
+    const bad = await effectError(server.load(name('resnet'), false, live()));
+    expect(bad).toMatchObject({ kind: 'http-status', status: 400, retryable: false });
+    expect(bad.message).toBe(
+      `TorchServe register of "resnet" (${standIn.url}) returned HTTP 400: Parameter url is invalid`,
+    );
+    standIn.failNext('POST', 1, 500, 'Error while creating workers');
+    const busy = await effectError(server.load(name('resnet'), false, live()));
+    expect(busy).toMatchObject({ kind: 'http-status', status: 500, retryable: true });
+    expect(busy.message).toContain('Error while creating workers');
+  });
+
+  it('unregisters a model with DELETE /models/{name}', async () => {
+    standIn.preload('a b');
+    await torchServeModelServer({ baseUrl: standIn.url }).unload(name('a b'), live());
+    expect(standIn.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['DELETE /models/a%20b']);
+    expect(standIn.registered.size).toBe(0);
+  });
+
+  it('counts an unregister answered 404 as done', async () => {
+    await expect(
+      torchServeModelServer({ baseUrl: standIn.url }).unload(name('ghost'), live()),
+    ).resolves.toBeUndefined();
+  });
+
+  it('fails retryably when an unregister is already in progress (409)', async () => {
+    standIn.failNext('DELETE', 1, 409, 'Unregistration already in progress');
+    const error = await effectError(
+      torchServeModelServer({ baseUrl: standIn.url }).unload(name('m'), live()),
+    );
+    expect(error).toMatchObject({ kind: 'http-status', status: 409, retryable: true });
+  });
+
+  it('lists registered models across pages, following nextPageToken', async () => {
+    const names = Array.from({ length: 250 }, (_, i) => `m${String(i).padStart(3, '0')}`);
+    standIn.preload(...names);
+    const loaded = await torchServeModelServer({ baseUrl: standIn.url }).loadedModels(live());
+    expect([...loaded].sort()).toEqual(names);
+    expect(standIn.requests.map((r) => r.query.toString())).toEqual([
+      'limit=100',
+      'limit=100&next_page_token=100',
+      'limit=100&next_page_token=200',
+    ]);
+  });
+
+  it('lists nothing when nothing is registered', async () => {
+    const loaded = await torchServeModelServer({ baseUrl: standIn.url }).loadedModels(live());
+    expect(loaded.size).toBe(0);
+  });
+
+  it('sends the management key of a TorchServe key file and re-reads it after rotation', async () => {
+    const tokenFile = join(tmp.path, 'key_file.json');
+    await writeFile(tokenFile, keyFile('key-1'));
+    standIn.token = 'key-1';
+    const server = torchServeModelServer({ baseUrl: standIn.url, tokenFile });
+    await server.load(name('m1'), false, live());
+
+    standIn.token = 'key-2';
+    const rejected = await effectError(server.load(name('m2'), false, live()));
+    expect(rejected).toMatchObject({ kind: 'http-status', status: 400, retryable: true });
+    expect(rejected.message).toContain(tokenFile);
+    expect(rejected.message).not.toContain('key-1');
+
+    await writeFile(tokenFile, keyFile('key-2'));
+    await server.load(name('m2'), false, live());
+    expect(standIn.requests.map((r) => r.authorization)).toEqual([
+      'Bearer key-1',
+      'Bearer key-1',
+      'Bearer key-2',
+    ]);
+    expect([...standIn.registered].sort()).toEqual(['m1', 'm2']);
+  });
+
+  it('keeps a 400 that is not about the token permanent when a token file is set', async () => {
+    const tokenFile = join(tmp.path, 'key_file.json');
+    await writeFile(tokenFile, keyFile('key-1'));
+    standIn.token = 'key-1';
+    standIn.failNext('POST', 1, 400, 'Parameter url is invalid');
+    const error = await effectError(
+      torchServeModelServer({ baseUrl: standIn.url, tokenFile }).load(name('m'), false, live()),
+    );
+    expect(error).toMatchObject({ kind: 'http-status', status: 400, retryable: false });
+    expect(error.message).toContain('HTTP 400: Parameter url is invalid');
+  });
+
+  it('sends a plain-text token file as it is, trimmed', async () => {
+    const tokenFile = join(tmp.path, 'token');
+    await writeFile(tokenFile, 'plain-token\n');
+    standIn.token = 'plain-token';
+    await torchServeModelServer({ baseUrl: standIn.url, tokenFile }).unload(name('m'), live());
+    expect(standIn.requests[0]?.authorization).toBe('Bearer plain-token');
+  });
+
+  it('fails retryably when the token file is missing, and permanently when the key file has no management key', async () => {
+    const missing = await effectError(
+      torchServeModelServer({ baseUrl: standIn.url, tokenFile: join(tmp.path, 'nope') }).loadedModels(live()),
+    );
+    expect(missing).toMatchObject({ kind: 'filesystem', retryable: true });
+    expect(missing.message).toContain('ENOENT');
+
+    const tokenFile = join(tmp.path, 'key_file.json');
+    await writeFile(tokenFile, JSON.stringify({ inference: { key: 'x' } }));
+    const wrong = await effectError(
+      torchServeModelServer({ baseUrl: standIn.url, tokenFile }).loadedModels(live()),
+    );
+    expect(wrong).toMatchObject({ kind: 'not-found', retryable: false });
+    expect(wrong.message).toContain('management.key');
+    expect(standIn.requests).toHaveLength(0);
+  });
+
+  it('fails retryably on a key file caught half-written, without quoting it', async () => {
+    const tokenFile = join(tmp.path, 'key_file.json');
+    await writeFile(tokenFile, '{"management": {"key": "s3cr3t-key"');
+    const error = await effectError(
+      torchServeModelServer({ baseUrl: standIn.url, tokenFile }).loadedModels(live()),
+    );
+    expect(error).toMatchObject({ kind: 'filesystem', retryable: true });
+    expect(error.message).toBe(`the TorchServe token file ${tokenFile} is not valid JSON (being rewritten?)`);
+    expect(standIn.requests).toHaveLength(0);
+  });
+
+  it('fails retryably when a register takes longer than the timeout', async () => {
+    standIn.registerDelayMs = 2_000;
+    const error = await effectError(
+      torchServeModelServer({ baseUrl: standIn.url, timeoutMs: 100 }).load(name('m'), false, live()),
+    );
+    expect(error).toMatchObject({ kind: 'timeout', retryable: true });
+    expect(error.message).toContain('timed out after 100 ms');
+  });
+
+  it('fails retryably when the connection is refused', async () => {
+    await standIn.close();
+    const error = await effectError(torchServeModelServer({ baseUrl: standIn.url }).loadedModels(live()));
+    expect(error).toMatchObject({ kind: 'network', retryable: true });
+    expect(error.message).toContain('ECONNREFUSED');
+    standIn = await startTorchServeStandIn(); // afterEach closes it
+  });
+});

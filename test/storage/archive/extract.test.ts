@@ -1,0 +1,301 @@
+/** Tests of archive extraction on real temp dirs: tar, tar.gz and zip from streams and files, and hostile archives. */
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import {
+  archiveFormatOf,
+  extractFile,
+  extractStream,
+  type ArchiveFormat,
+} from '../../../src/storage/archive/extract';
+import { defaultDownloadLimits } from '../../../src/storage/download-limits';
+import { effectError } from '../../helpers/effect-error';
+import { listTree } from '../../helpers/file-tree';
+import {
+  chunked,
+  tarball,
+  tarHeader,
+  tgz,
+  zipArchive,
+  zipLink,
+  type TarEntry,
+  type ZipEntry,
+} from './builders';
+import { useTempDir } from '../../helpers/temp-dir';
+
+const what = 'extracting m';
+const never = new AbortController().signal;
+const options = { what, signal: never, limits: defaultDownloadLimits };
+
+/** `bytes` as a stream of chunks of at most `size` bytes. */
+describe('archiveFormatOf', () => {
+  it.each([
+    ['m.tar', 'tar'],
+    ['m.tar.gz', 'tar'],
+    ['M.TGZ', 'tar'],
+    ['model.zip', 'zip'],
+    ['m.Zip', 'zip'],
+    ['model.joblib', undefined],
+    ['m.gz', undefined],
+    ['tar', undefined],
+    ['', undefined],
+  ])('reads %j as %s', (name, format) => {
+    expect(archiveFormatOf(name)).toBe(format);
+  });
+});
+
+describe('extractStream and extractFile', () => {
+  const tmp = useTempDir('extract');
+  let target: string;
+
+  beforeEach(async () => {
+    target = path.join(tmp.path, 'target');
+    await mkdir(target);
+  });
+
+  /** Extracts `bytes` both ways: streamed, and from a file next to the target. */
+  const extractBoth = async (bytes: Buffer, format: ArchiveFormat): Promise<ReadonlyArray<string[]>> => {
+    await extractStream(chunked(bytes), format, target, options);
+    const streamed = await listTree(target);
+    await rm(target, { recursive: true });
+    await mkdir(target);
+    const file = path.join(tmp.path, `archive.${format}`);
+    await writeFile(file, bytes);
+    await extractFile(file, format, target, options);
+    return [streamed, await listTree(target)];
+  };
+
+  const nestedTar: TarEntry[] = [
+    { name: 'model/', type: '5' },
+    { name: 'model/1/', type: '5' },
+    { name: 'model/1/model.pt', content: 'weights' },
+    { name: 'config/settings.json', content: '{"a":1}' },
+    { name: 'model/latest', type: '2', linkname: '1/model.pt' },
+    { name: 'model/copy.pt', type: '1', linkname: 'model/1/model.pt' },
+  ];
+  const nestedTree = [
+    'config/',
+    'config/settings.json',
+    'model/',
+    'model/1/',
+    'model/1/model.pt',
+    'model/copy.pt',
+    'model/latest -> 1/model.pt',
+  ];
+
+  it.each([
+    ['a tar', tarball(nestedTar)],
+    ['a tar.gz (by its magic bytes)', tgz(nestedTar)],
+  ])('extracts %s with nested dirs, a symlink and a hard link', async (_label, bytes) => {
+    expect(await extractBoth(bytes, 'tar')).toEqual([nestedTree, nestedTree]);
+    expect(await readFile(path.join(target, 'model', 'latest'), 'utf8')).toBe('weights');
+    expect(await readFile(path.join(target, 'model', 'copy.pt'), 'utf8')).toBe('weights');
+    expect((await stat(path.join(target, 'config'))).mode & 0o777).toBe(0o755);
+  });
+
+  it('extracts a zip with nested dirs and an inside symlink, leaving no temporary file', async () => {
+    const zip = zipArchive([
+      { name: 'model/' },
+      { name: 'model/1/model.pt', content: 'weights' },
+      { name: 'config.json', content: '{}' },
+      zipLink('model/latest', '1/model.pt'),
+    ]);
+    const tree = ['config.json', 'model/', 'model/1/', 'model/1/model.pt', 'model/latest -> 1/model.pt'];
+    expect(await extractBoth(zip, 'zip')).toEqual([tree, tree]);
+    expect(await readFile(path.join(target, 'model', 'latest'), 'utf8')).toBe('weights');
+    expect((await stat(path.join(target, 'model', '1'))).mode & 0o777).toBe(0o755);
+  });
+
+  it('strips setuid, setgid, sticky and group/other write bits, keeping the executable bits', async () => {
+    const bytes = tarball([
+      { name: 'run.sh', content: '#!/bin/sh', mode: 0o6777 },
+      { name: 'data', content: 'x', mode: 0o666 },
+      { name: 'open/', type: '5', mode: 0o1777 },
+    ]);
+    await extractStream(chunked(bytes), 'tar', target, options);
+    expect((await stat(path.join(target, 'run.sh'))).mode & 0o7777).toBe(0o755);
+    expect((await stat(path.join(target, 'data'))).mode & 0o7777).toBe(0o644);
+    expect((await stat(path.join(target, 'open'))).mode & 0o7777).toBe(0o755);
+  });
+
+  describe('hostile tars', () => {
+    it.each<[string, TarEntry[], string]>([
+      ['../evil', [{ name: '../evil', content: 'x' }], "its path contains '..'"],
+      ['a/../../evil', [{ name: 'a/../../evil', content: 'x' }], "its path contains '..'"],
+      ['/tmp/evil', [{ name: '/tmp/evil', content: 'x' }], 'its path is absolute'],
+      ['link', [{ name: 'link', type: '2', linkname: '../outside' }], 'outside the model dir'],
+      ['abs-link', [{ name: 'abs-link', type: '2', linkname: '/etc/passwd' }], 'absolute path /etc/passwd'],
+      ['hard', [{ name: 'hard', type: '1', linkname: '../outside' }], "contains '..'"],
+      ['hard', [{ name: 'hard', type: '1', linkname: '/etc/shadow' }], 'its path is absolute'],
+      ['dev', [{ name: 'dev', type: '3' }], 'not a file, directory or link'],
+      ['fifo', [{ name: 'fifo', type: '6' }], 'not a file, directory or link'],
+      [
+        'l/x',
+        [
+          { name: 'l', type: '2', linkname: '.' },
+          { name: 'l/x', content: 'x' },
+        ],
+        'through the symlink l',
+      ],
+      [
+        'h',
+        [
+          { name: 'up', type: '2', linkname: '.' },
+          { name: 'h', type: '1', linkname: 'up/x' },
+        ],
+        'hard-links through the symlink up/x',
+      ],
+    ])('refuses the entry %s, writing nothing outside', async (entryName, entries, why) => {
+      const error = await effectError(extractStream(chunked(tarball(entries)), 'tar', target, options));
+      expect(error).toMatchObject({ kind: 'refused', retryable: false });
+      expect(error.message).toContain(`${what}: refusing archive entry ${JSON.stringify(entryName)}: `);
+      expect(error.message).toContain(why);
+      expect(await readdir(tmp.path)).toEqual(['target']);
+    });
+
+    it('refuses symlinks that combine into a way out, each fine alone', async () => {
+      const entries: TarEntry[] = [
+        { name: 'a', type: '2', linkname: '.' },
+        { name: 'b', type: '2', linkname: 'a/..' },
+      ];
+      const error = await effectError(extractStream(chunked(tarball(entries)), 'tar', target, options));
+      expect(error).toMatchObject({ kind: 'refused', retryable: false });
+      expect(error.message).toBe(`${what}: refusing archive entry "b": it leads outside the model dir`);
+    });
+
+    it.each<[string, TarEntry[]]>([
+      ['a hard link to an entry it does not hold', [{ name: 'h', type: '1', linkname: 'missing' }]],
+      ['garbage after the gzip magic', []],
+    ])('fails as an invalid archive on %s', async (label, entries) => {
+      const bytes =
+        entries.length > 0
+          ? tarball(entries)
+          : Buffer.concat([Buffer.from([0x1f, 0x8b]), Buffer.from('garbage!')]);
+      const error = await effectError(extractStream(chunked(bytes), 'tar', target, options));
+      expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
+      expect(error.message).toContain(`${what}: invalid archive: `);
+    });
+  });
+
+  describe('hostile zips', () => {
+    it.each<[string, ZipEntry[], string]>([
+      ['../evil', [{ name: '../evil', content: 'x' }], `"../evil": its path contains '..'`],
+      ['/tmp/evil', [{ name: '/tmp/evil', content: 'x' }], '"/tmp/evil": its path is absolute'],
+      // Backslashes are separators in zips made on Windows; yauzl turns them into slashes.
+      ['a\\..\\evil', [{ name: 'a\\..\\evil', content: 'x' }], `"a/../evil": its path contains '..'`],
+      [
+        'leak',
+        [{ name: 'ok.txt', content: 'x' }, zipLink('leak', '../../etc/passwd')],
+        '"leak": it links to ../../etc/passwd',
+      ],
+      ['abs', [zipLink('abs', '/etc/passwd')], '"abs": it links to the absolute path /etc/passwd'],
+      [
+        'l/x',
+        [zipLink('l', '.'), { name: 'l/x', content: 'x' }],
+        '"l/x": it would be written through the symlink l',
+      ],
+      ['long', [zipLink('long', 'x'.repeat(5000))], '"long": its link target is too long'],
+      ['fifo', [{ name: 'fifo', mode: 0o010644 }], '"fifo": it is not a file, directory or link'],
+      ['dev', [{ name: 'dev', mode: 0o020644 }], '"dev": it is not a file, directory or link'],
+      ['sock', [{ name: 'sock', mode: 0o140644 }], '"sock": it is not a file, directory or link'],
+    ])('refuses the entry %s, writing nothing outside', async (_name, entries, why) => {
+      const error = await effectError(extractStream(chunked(zipArchive(entries)), 'zip', target, options));
+      expect(error).toMatchObject({ kind: 'refused', retryable: false });
+      expect(error.message).toContain(`${what}: refusing archive entry ${why}`);
+      expect(await readdir(tmp.path)).toEqual(['target']);
+      expect((await listTree(target)).filter((entry) => entry.startsWith('.modelsync-'))).toEqual([]);
+    });
+
+    it('refuses zip symlinks that combine into a way out', async () => {
+      const zip = zipArchive([zipLink('a', '.'), zipLink('b', 'a/..')]);
+      const error = await effectError(extractStream(chunked(zip), 'zip', target, options));
+      expect(error).toMatchObject({ kind: 'refused', retryable: false });
+      expect(error.message).toContain('refusing archive entry "b": it leads outside the model dir');
+    });
+
+    it('fails as an invalid archive when it holds the same file twice, keeping the first', async () => {
+      const zip = zipArchive([
+        { name: 'model.pt', content: 'first' },
+        { name: 'model.pt', content: 'second' },
+      ]);
+      const error = await effectError(extractStream(chunked(zip), 'zip', target, options));
+      expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
+      expect(await readFile(path.join(target, 'model.pt'), 'utf8')).toBe('first');
+    });
+
+    it.each([false, true])(
+      'fails as an invalid archive when an entry does not match its CRC-32 (deflated: %s)',
+      async (deflate) => {
+        const zip = zipArchive([{ name: 'model.pt', content: 'weights', deflate, crc: 12345 }]);
+        const error = await effectError(extractStream(chunked(zip), 'zip', target, options));
+        expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
+        expect(error.message).toBe(`${what}: invalid archive: entry "model.pt" fails its CRC-32 check`);
+      },
+    );
+
+    it('fails as an invalid archive when it is no zip at all, leaving no temporary file', async () => {
+      const bytes = Buffer.from('this is not a zip file at all, not even close to one');
+      const error = await effectError(extractStream(chunked(bytes), 'zip', target, options));
+      expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
+      expect(await readdir(target)).toEqual([]);
+    });
+  });
+
+  it('passes an error of the source through unchanged, leaving no temporary file', async () => {
+    const lost = new Error('the connection broke');
+    async function* breaking(): AsyncGenerator<Uint8Array> {
+      yield* chunked(tarball([{ name: 'a', content: 'a' }]).subarray(0, 700));
+      throw lost;
+    }
+    for (const format of ['tar', 'zip'] as const) {
+      await expect(extractStream(breaking(), format, target, options)).rejects.toBe(lost);
+    }
+    expect((await readdir(target)).filter((name) => name.startsWith('.modelsync-'))).toEqual([]);
+  });
+
+  it.each(['tar', 'zip'] as const)(
+    'stops a %s promptly when the signal aborts mid-stream',
+    async (format) => {
+      const controller = new AbortController();
+      const stalled = Readable.from(
+        (async function* () {
+          yield tarHeader({ name: 'big.bin' }, 1_000_000);
+          await new Promise(() => undefined);
+        })(),
+      );
+      setTimeout(() => controller.abort(), 50);
+      const error = await effectError(
+        extractStream(stalled, format, target, { ...options, signal: controller.signal }),
+      );
+      expect(error).toMatchObject({ kind: 'aborted', retryable: true, message: `${what} aborted` });
+    },
+  );
+
+  it('starts nothing when the signal is already aborted', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const bytes = tarball([{ name: 'a', content: 'a' }]);
+    const error = await effectError(
+      extractStream(chunked(bytes), 'tar', target, { ...options, signal: controller.signal }),
+    );
+    expect(error).toMatchObject({ kind: 'aborted', retryable: true });
+    expect(await readdir(target)).toEqual([]);
+  });
+
+  it.each(['tar', 'zip'] as const)(
+    'fails with a permanent filesystem error when the %s file is missing',
+    async (format) => {
+      const missing = path.join(tmp.path, `missing.${format}`);
+      const error = await effectError(extractFile(missing, format, target, options));
+      expect(error).toMatchObject({ kind: 'filesystem', retryable: false });
+      expect(error.message).toContain('ENOENT');
+    },
+  );
+
+  it('fails with a filesystem error when the target dir is missing', async () => {
+    const error = await effectError(
+      extractStream(chunked(tarball([])), 'tar', path.join(tmp.path, 'nowhere'), options),
+    );
+    expect(error).toMatchObject({ kind: 'filesystem', retryable: false });
+  });
+});

@@ -1,0 +1,138 @@
+/** Tests of httpStorage's resume: a body cut mid-stream continues with Range/If-Range, or starts again when it changed. */
+import { mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { httpStorage } from '../../../src/storage/http/http-storage';
+import {
+  patternBlock,
+  rangedBody,
+  repeatedSlice,
+  type RangedBodyOptions,
+} from '../../../src/testing/ranged-body';
+import { effectError } from '../../helpers/effect-error';
+import { listTree } from '../../helpers/file-tree';
+import { useHttpServers } from '../../helpers/http-servers';
+import { useTempDir } from '../../helpers/temp-dir';
+import { tgz } from '../archive/builders';
+
+const never = new AbortController().signal;
+const offsetOf = (range: string | undefined): number => Number(/^bytes=(\d+)-$/.exec(range ?? '')?.[1]);
+const size = 300_000;
+
+describe('httpStorage resume', () => {
+  const serve = useHttpServers();
+  const tmp = useTempDir('http-resume');
+  let target: string;
+
+  beforeEach(async () => {
+    target = path.join(tmp.path, 'target');
+    await mkdir(target);
+  });
+
+  const start = async (options: Partial<RangedBodyOptions> = {}) => {
+    const body = rangedBody({ size, ...options });
+    const { url } = await serve(body.handle);
+    return { body, url: `${url}/m.bin` };
+  };
+
+  const saved = (): Promise<Buffer> => readFile(path.join(target, 'm.bin'));
+  const whole = (): Buffer => repeatedSlice(patternBlock, 0, size);
+
+  it('resumes a body cut mid-stream from the bytes it has, with Range and If-Range on the ETag', async () => {
+    const { body, url } = await start();
+    body.cutAt(120_000);
+    await httpStorage().download(url, target, never);
+    expect((await saved()).equals(whole())).toBe(true);
+    // The resume starts from what reached the consumer: bytes buffered when the connection broke are dropped.
+    const [first, second] = body.requests;
+    expect(first).toEqual({ range: undefined, ifRange: undefined, status: 200 });
+    expect(second).toMatchObject({ ifRange: '"v1"', status: 206 });
+    expect(offsetOf(second?.range)).toBeLessThanOrEqual(120_000);
+    expect(body.requests).toHaveLength(2);
+  });
+
+  it('resumes again and again while each resume brings bytes', async () => {
+    const { body, url } = await start();
+    body.cutAt(50_000, 100_000, 150_000, 200_000);
+    await httpStorage().download(url, target, never);
+    expect((await saved()).equals(whole())).toBe(true);
+    expect(body.requests.map((r) => r.status)).toEqual([200, 206, 206, 206, 206]);
+    const offsets = body.requests.slice(1).map((r) => offsetOf(r.range));
+    expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
+  });
+
+  it('uses Last-Modified for If-Range when the ETag is weak', async () => {
+    const lastModified = 'Tue, 01 Dec 2026 10:00:00 GMT';
+    const { body, url } = await start({ etag: 'W/"weak"', lastModified });
+    body.cutAt(10_000);
+    await httpStorage().download(url, target, never);
+    expect((await saved()).equals(whole())).toBe(true);
+    expect(body.requests[1]).toMatchObject({ ifRange: lastModified, status: 206 });
+  });
+
+  it('fails retryably as changed, to start again from 0, when the file changed before the resume', async () => {
+    const { body, url } = await start();
+    body.cutAt(120_000);
+    const server = await serve((req, res) => {
+      if (body.requests.length === 1) body.change('"v2"');
+      body.handle(req, res);
+    });
+    const url2 = `${server.url}/m.bin`;
+    void url;
+    const error = await effectError(httpStorage().download(url2, target, never));
+    expect(error).toMatchObject({ kind: 'changed', retryable: true });
+    expect(error.message).toMatch(
+      new RegExp(
+        `^GET ${url2}: resume 1 from byte \\d+ was answered 200: the file changed on the server or it does ` +
+          'not serve ranges; the download starts again$',
+      ),
+    );
+  });
+
+  it('fails retryably as changed when the server ignores ranges', async () => {
+    const { body, url } = await start({ ranges: false });
+    body.cutAt(120_000);
+    const error = await effectError(httpStorage().download(url, target, never));
+    expect(error).toMatchObject({ kind: 'changed', retryable: true });
+  });
+
+  it('does not resume a body without a validator: the cut fails the download, as before', async () => {
+    const { body, url } = await start({ etag: null });
+    body.cutAt(120_000);
+    const error = await effectError(httpStorage().download(url, target, never));
+    expect(error).toMatchObject({ kind: 'network', retryable: true });
+    expect(body.requests).toHaveLength(1);
+  });
+
+  it('gives up after maxResumes resumes in a row that bring little, with the connection error', async () => {
+    const { body, url } = await start();
+    body.cutAt(1_000, 2_000, 3_000, 4_000);
+    const error = await effectError(httpStorage({ maxResumes: 2 }).download(url, target, never));
+    expect(error).toMatchObject({ kind: 'network', retryable: true });
+    expect(error.message).toContain('connection lost');
+    expect(body.requests).toHaveLength(3);
+  });
+
+  it('resumes an archive mid-stream: the extractor sees one whole stream', async () => {
+    // Bytes gzip cannot shrink much, so the archive is large enough to cut in the middle.
+    const payload = Buffer.from(
+      Array.from({ length: 400_000 }, (_, i) => 97 + (((i * 2654435761) >>> 24) % 26)),
+    );
+    const archive = tgz([{ name: 'weights.bin', content: payload.toString('latin1') }]);
+    const body = rangedBody({ size: archive.length, block: archive });
+    body.cutAt(Math.floor(archive.length / 2));
+    const { url } = await serve(body.handle);
+    await httpStorage().download(`${url}/m.tar.gz`, target, never);
+    expect(await listTree(target)).toEqual(['weights.bin']);
+    expect((await readFile(path.join(target, 'weights.bin'))).equals(payload)).toBe(true);
+    expect(body.requests.map((r) => r.status)).toEqual([200, 206]);
+  });
+
+  it('stops waiting to resume when the caller aborts', async () => {
+    const { body, url } = await start();
+    body.cutAt(10_000);
+    const controller = new AbortController();
+    const pending = effectError(httpStorage().download(url, target, controller.signal));
+    setTimeout(() => controller.abort(), 50);
+    expect(await pending).toMatchObject({ kind: 'aborted' });
+  });
+});

@@ -1,0 +1,188 @@
+/** Tests of localFileStorage on real temp dirs: files, trees, archives, links and failures by kind. */
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { localFileStorage } from '../../../src/storage/local/local-storage';
+import { effectError } from '../../helpers/effect-error';
+import { listTree } from '../../helpers/file-tree';
+import { tarball, tgz, zipArchive, zipLink, type TarEntry } from '../archive/builders';
+import { useTempDir } from '../../helpers/temp-dir';
+
+describe('localFileStorage', () => {
+  const tmp = useTempDir('local');
+  let source: string;
+  let target: string;
+  const signal = new AbortController().signal;
+  const local = () => localFileStorage({ roots: [tmp.path] });
+
+  beforeEach(async () => {
+    source = path.join(tmp.path, 'source');
+    target = path.join(tmp.path, 'target');
+    await mkdir(source);
+    await mkdir(target);
+  });
+
+  it('serves the file scheme', () => {
+    expect(localFileStorage().schemes).toEqual(['file']);
+  });
+
+  it('copies a single file into targetDir/<basename>', async () => {
+    await writeFile(path.join(source, 'model.joblib'), 'Temporary content\n');
+    await local().download(path.join(source, 'model.joblib'), target, signal);
+    expect(await listTree(target)).toEqual(['model.joblib']);
+    expect(await readFile(path.join(target, 'model.joblib'), 'utf8')).toBe('Temporary content\n');
+  });
+
+  it('copies small files in one kernel call and big ones as a stream, byte for byte, never over an existing file', async () => {
+    const small = Buffer.alloc(64 * 1024, 7);
+    const big = Buffer.alloc(9 * 1024 * 1024 + 3, 9); // past the kernel-copy limit (8 MiB)
+    await writeFile(path.join(source, 'small.bin'), small);
+    await writeFile(path.join(source, 'big.bin'), big);
+    await local().download(source, target, signal);
+    // Buffer.equals: jest's toEqual walks a 9 MiB buffer byte by byte (half a minute).
+    expect((await readFile(path.join(target, 'small.bin'))).equals(small)).toBe(true);
+    expect((await readFile(path.join(target, 'big.bin'))).equals(big)).toBe(true);
+    await expect(local().download(source, target, signal)).rejects.toMatchObject({ kind: 'filesystem' });
+  });
+
+  it('copies the contents of a directory tree when given a file:// URL', async () => {
+    await mkdir(path.join(source, 'a', 'b'), { recursive: true });
+    await writeFile(path.join(source, 'config.json'), '{}');
+    await writeFile(path.join(source, 'a', 'b', 'weights.bin'), Buffer.from([1, 2, 3]));
+    await mkdir(path.join(source, 'empty'));
+    await local().download(pathToFileURL(source).href, target, signal);
+    expect(await listTree(target)).toEqual(['a/', 'a/b/', 'a/b/weights.bin', 'config.json', 'empty/']);
+    expect(await readFile(path.join(target, 'a', 'b', 'weights.bin'))).toEqual(Buffer.from([1, 2, 3]));
+  });
+
+  it('recreates symlinks inside the source tree as relative symlinks', async () => {
+    await mkdir(path.join(source, 'blobs'));
+    await mkdir(path.join(source, 'snapshots'));
+    await writeFile(path.join(source, 'blobs', 'abc'), 'weights');
+    await symlink(path.join(source, 'blobs', 'abc'), path.join(source, 'snapshots', 'model.bin'));
+    await symlink('.', path.join(source, 'self'));
+    await local().download(source, target, signal);
+    expect(await listTree(target)).toEqual([
+      'blobs/',
+      'blobs/abc',
+      'self -> .',
+      'snapshots/',
+      'snapshots/model.bin -> ../blobs/abc',
+    ]);
+    expect(await readFile(path.join(target, 'snapshots', 'model.bin'), 'utf8')).toBe('weights');
+  });
+
+  it('follows the given path when it is itself a symlink', async () => {
+    await writeFile(path.join(source, 'model.pt'), 'pt');
+    await symlink(source, path.join(tmp.path, '..data'));
+    await local().download(path.join(tmp.path, '..data'), target, signal);
+    expect(await listTree(target)).toEqual(['model.pt']);
+  });
+
+  it('fails permanently when a symlink points outside the source tree', async () => {
+    await writeFile(path.join(tmp.path, 'secret'), 'secret');
+    await symlink(path.join(tmp.path, 'secret'), path.join(source, 'leak'));
+    const error = await effectError(local().download(source, target, signal));
+    expect(error).toMatchObject({ kind: 'refused', retryable: false });
+    expect(error.message).toContain(`refusing symlink ${path.join(source, 'leak')}`);
+    expect(error.message).toContain('outside');
+  });
+
+  it('fails permanently when a symlink leads nowhere', async () => {
+    await symlink('missing', path.join(source, 'dangling'));
+    const error = await effectError(local().download(source, target, signal));
+    expect(error).toMatchObject({ kind: 'refused', retryable: false });
+    expect(error.message).toContain('cannot be resolved');
+  });
+
+  it('fails permanently, naming the path, when the path does not exist', async () => {
+    const missing = path.join(tmp.path, 'nope');
+    const error = await effectError(local().download(missing, target, signal));
+    expect(error).toMatchObject({ kind: 'not-found', retryable: false });
+    expect(error.message).toBe(`local path ${missing} does not exist`);
+  });
+
+  it('fails permanently when the file URL names another host', async () => {
+    const error = await effectError(local().download('file://otherhost/data/m1', target, signal));
+    expect(error).toMatchObject({ kind: 'invalid-uri', retryable: false });
+  });
+
+  it('keeps user info and queries of a bad file URL out of its message', async () => {
+    const uri = 'file://user:secret@otherhost/data/m1?token=secret';
+    const error = await effectError(local().download(uri, target, signal));
+    expect(error).toMatchObject({ kind: 'invalid-uri', retryable: false });
+    expect(error.message).toBe('file://otherhost/data/m1 is not a local path or file:// URL');
+  });
+
+  it('refuses to copy a directory into a target inside it', async () => {
+    const inner = path.join(source, 'models', 'tmp');
+    await mkdir(inner, { recursive: true });
+    const error = await effectError(local().download(source, inner, signal));
+    expect(error).toMatchObject({ kind: 'refused', retryable: false });
+    expect(error.message).toContain('inside it');
+  });
+
+  it('rejects without copying when the signal is already aborted', async () => {
+    await writeFile(path.join(source, 'model.pt'), 'pt');
+    const controller = new AbortController();
+    controller.abort();
+    const error = await effectError(local().download(source, target, controller.signal));
+    expect(error).toMatchObject({ kind: 'aborted', retryable: true, message: `copying ${source} aborted` });
+    expect(await listTree(target)).toEqual([]);
+  });
+
+  it('fails permanently with a filesystem error when the target already holds the file', async () => {
+    await writeFile(path.join(source, 'model.pt'), 'pt');
+    await writeFile(path.join(target, 'model.pt'), 'older');
+    const error = await effectError(local().download(source, target, signal));
+    expect(error).toMatchObject({ kind: 'filesystem', retryable: false });
+    expect(error.message).toContain(`copying ${source}: EEXIST`);
+    expect(await readFile(path.join(target, 'model.pt'), 'utf8')).toBe('older');
+  });
+
+  const modelTar: TarEntry[] = [
+    { name: 'model/1/model.pt', content: 'weights' },
+    { name: 'model/latest', type: '2', linkname: '1/model.pt' },
+  ];
+  const modelTree = ['model/', 'model/1/', 'model/1/model.pt', 'model/latest -> 1/model.pt'];
+
+  it.each([
+    ['m.tar', tarball(modelTar)],
+    ['m.tar.gz', tgz(modelTar)],
+    ['M.TGZ', tgz(modelTar)],
+    [
+      'm.zip',
+      zipArchive([{ name: 'model/1/model.pt', content: 'weights' }, zipLink('model/latest', '1/model.pt')]),
+    ],
+  ])('extracts the archive %s into targetDir, as KServe does', async (file, bytes) => {
+    await writeFile(path.join(source, file), bytes);
+    await local().download(pathToFileURL(path.join(source, file)).href, target, signal);
+    expect(await listTree(target)).toEqual(modelTree);
+    expect(await readFile(path.join(target, 'model', 'latest'), 'utf8')).toBe('weights');
+  });
+
+  it('copies an archive as it is when it lies in a copied directory', async () => {
+    await writeFile(path.join(source, 'm.tar'), tarball(modelTar));
+    await local().download(source, target, signal);
+    expect(await listTree(target)).toEqual(['m.tar']);
+  });
+
+  it('fails permanently, naming the entry, on an archive entry that would escape', async () => {
+    const file = path.join(source, 'm.tar.gz');
+    await writeFile(file, tgz([{ name: '../evil', content: 'x' }]));
+    const error = await effectError(local().download(file, target, signal));
+    expect(error).toMatchObject({ kind: 'refused', retryable: false });
+    expect(error.message).toBe(
+      `extracting ${file}: refusing archive entry "../evil": its path contains '..'`,
+    );
+    expect(await listTree(tmp.path)).toEqual(['source/', 'source/m.tar.gz', 'target/']);
+  });
+
+  it('fails permanently on a corrupt archive', async () => {
+    const file = path.join(source, 'm.zip');
+    await writeFile(file, 'not a zip');
+    const error = await effectError(local().download(file, target, signal));
+    expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
+    expect(await listTree(target)).toEqual([]);
+  });
+});

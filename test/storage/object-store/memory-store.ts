@@ -1,0 +1,161 @@
+/** An in-memory ObjectStoreClient for tests of the generic downloader: sorted, paged listings, ranged reads, faults. */
+import { permanentError, retryableError, type EffectError } from '../../../src/core/errors';
+import type {
+  ObjectLocation,
+  ObjectStoreClient,
+  StoredObject,
+} from '../../../src/storage/object-store/client';
+import {
+  downloadObjects,
+  type ObjectDownloadOptions,
+} from '../../../src/storage/object-store/download-objects';
+import type { DownloadProgress } from '../../../src/ports';
+
+interface Entry {
+  data: Buffer;
+  version: string;
+}
+
+/** Rejects when `signal` aborts, as a real client's pending read does. */
+const aborted = (signal: AbortSignal): Promise<never> =>
+  new Promise((_, reject) => {
+    const fail = (): void => reject(signal.reason as Error);
+    if (signal.aborted) fail();
+    else signal.addEventListener('abort', fail, { once: true });
+  });
+
+/** One read the store answered: which key, from which offset. */
+export interface MemoryRead {
+  readonly key: string;
+  readonly offset: number;
+}
+
+/** An in-memory bucket with fault switches; `client` is what the downloader gets. */
+export class MemoryStore {
+  private readonly entries = new Map<string, Entry>();
+  private readonly cuts = new Map<string, number[]>();
+  private readonly failures = new Map<string, { error: EffectError; skip: number }>();
+  private gate: Promise<void> | undefined;
+  private versions = 0;
+  /** Every read, in order. */
+  readonly reads: MemoryRead[] = [];
+  /** Every listing's prefix, in order. */
+  readonly listings: string[] = [];
+  /** Reads whose body is being consumed now, and the most there ever were at once. */
+  inFlight = 0;
+  maxInFlight = 0;
+
+  constructor(
+    readonly bucket = 'models',
+    private readonly pageSize = 2,
+    private readonly chunkSize = 1024,
+  ) {}
+
+  /** Stores `data` at `key` with a new version. */
+  put(key: string, data: string | Buffer): this {
+    this.entries.set(key, { data: Buffer.from(data), version: `v${++this.versions}` });
+    return this;
+  }
+
+  /** Each following read of `key` that reaches one of `afterBytes` (object offsets) fails there, once each. */
+  cut(key: string, ...afterBytes: number[]): this {
+    this.cuts.set(key, afterBytes);
+    return this;
+  }
+
+  /** Reads of `key` after its first `skip` reads fail with `error` (before any byte). */
+  fail(key: string, error: EffectError, skip = 0): this {
+    this.failures.set(key, { error, skip });
+    return this;
+  }
+
+  /** Bodies send their first chunk only once the returned function is called. */
+  hold(): () => void {
+    let open: () => void = () => undefined;
+    this.gate = new Promise((resolve) => (open = resolve));
+    return () => {
+      this.gate = undefined;
+      open();
+    };
+  }
+
+  /** The location of `prefix` in this bucket. */
+  at(prefix: string): ObjectLocation {
+    return { bucket: this.bucket, prefix, display: `mem://${this.bucket}/${prefix}` };
+  }
+
+  /** downloadObjects of `prefix` in this bucket into `targetDir`. */
+  downloadInto(
+    targetDir: string,
+    prefix: string,
+    options: ObjectDownloadOptions = {},
+    signal: AbortSignal = new AbortController().signal,
+    progress?: (progress: DownloadProgress) => void,
+  ): Promise<void> {
+    return downloadObjects(this.client, this.at(prefix), targetDir, signal, options, progress);
+  }
+
+  readonly client: ObjectStoreClient = {
+    list: (location, signal) => this.list(location, signal),
+    read: (location, object, offset, signal) => this.read(object, offset, signal),
+  };
+
+  private async *list(location: ObjectLocation, signal: AbortSignal): AsyncGenerator<StoredObject> {
+    this.listings.push(location.prefix);
+    if (location.bucket !== this.bucket) {
+      throw permanentError('not-found', `no bucket ${location.bucket}`);
+    }
+    const keys = [...this.entries.keys()].filter((key) => key.startsWith(location.prefix)).sort();
+    for (let page = 0; page < keys.length; page += this.pageSize) {
+      await Promise.resolve();
+      signal.throwIfAborted();
+      for (const key of keys.slice(page, page + this.pageSize)) {
+        const entry = this.entries.get(key)!;
+        yield { key, size: entry.data.length, version: entry.version };
+      }
+    }
+  }
+
+  private read(
+    object: StoredObject,
+    offset: number,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<Uint8Array>> {
+    this.reads.push({ key: object.key, offset });
+    const failure = this.failures.get(object.key);
+    if (failure !== undefined && failure.skip-- <= 0) return Promise.reject(failure.error);
+    const entry = this.entries.get(object.key);
+    if (entry === undefined) return Promise.reject(permanentError('not-found', `no key ${object.key}`));
+    if (entry.version !== object.version) {
+      return Promise.reject(retryableError('changed', `${object.key} changed: ${entry.version}`));
+    }
+    const cuts = this.cuts.get(object.key) ?? [];
+    const cutAt = cuts.find((at) => at > offset);
+    if (cutAt !== undefined) cuts.splice(cuts.indexOf(cutAt), 1);
+    return Promise.resolve(this.body(entry.data, offset, cutAt, signal));
+  }
+
+  private async *body(
+    data: Buffer,
+    offset: number,
+    cutAt: number | undefined,
+    signal: AbortSignal,
+  ): AsyncGenerator<Uint8Array> {
+    this.inFlight += 1;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      if (this.gate !== undefined) await Promise.race([this.gate, aborted(signal)]);
+      for (let at = offset; at < data.length; at += this.chunkSize) {
+        signal.throwIfAborted();
+        const end = Math.min(at + this.chunkSize, data.length, cutAt ?? data.length);
+        if (end > at) yield data.subarray(at, end);
+        if (cutAt !== undefined && end >= cutAt) {
+          throw retryableError('network', `connection reset after ${end} bytes`);
+        }
+        await Promise.resolve();
+      }
+    } finally {
+      this.inFlight -= 1;
+    }
+  }
+}

@@ -1,0 +1,76 @@
+/** Tests of s3SettingsFrom: our flags first, then KServe's environment names, then the defaults. */
+import * as E from 'fp-ts/Either';
+import { defaultAppConfig, type AppConfig } from '../../../src/core/flags/app-config';
+import { s3SettingsFrom } from '../../../src/storage/object-store/s3-settings';
+
+const settings = (config: Partial<AppConfig>, env: Record<string, string> = {}) =>
+  s3SettingsFrom({ ...defaultAppConfig, ...config }, env);
+
+const right = (config: Partial<AppConfig>, env: Record<string, string> = {}) => {
+  const result = settings(config, env);
+  if (E.isLeft(result)) throw new Error(result.left);
+  return result.right;
+};
+
+describe('s3SettingsFrom', () => {
+  it('defaults to AWS in us-east-1, signed, auto addressing, certificates verified', () => {
+    expect(right({})).toEqual({
+      region: 'us-east-1',
+      addressing: 'auto',
+      anonymous: false,
+      useAccelerate: false,
+      verifyTls: true,
+    });
+  });
+
+  it('takes the endpoint from --s3-endpoint, else AWS_ENDPOINT_URL, else S3_ENDPOINT (https unless S3_USE_HTTPS=0)', () => {
+    const env = { AWS_ENDPOINT_URL: 'http://minio.kubeflow:9000', S3_ENDPOINT: 'ceph:7480' };
+    expect(right({ s3Endpoint: 'http://flag:9000' }, env).endpoint).toBe('http://flag:9000');
+    expect(right({}, env).endpoint).toBe('http://minio.kubeflow:9000');
+    expect(right({}, { S3_ENDPOINT: 'ceph:7480' }).endpoint).toBe('https://ceph:7480');
+    expect(right({}, { S3_ENDPOINT: 'ceph:7480', S3_USE_HTTPS: '0' }).endpoint).toBe('http://ceph:7480');
+    expect(right({}, { S3_ENDPOINT: 'http://ceph:7480', S3_USE_HTTPS: '1' }).endpoint).toBe(
+      'http://ceph:7480',
+    );
+  });
+
+  it('refuses an endpoint variable that is no http(s) URL or carries credentials, naming it but not its value', () => {
+    expect(settings({}, { AWS_ENDPOINT_URL: 'not a url' })).toEqual(E.left('AWS_ENDPOINT_URL is not a URL'));
+    expect(settings({}, { AWS_ENDPOINT_URL: 'ftp://x' })).toEqual(
+      E.left('AWS_ENDPOINT_URL must be an http:// or https:// URL'),
+    );
+    expect(settings({}, { S3_ENDPOINT: 'https://user:hunter22@minio:9000' })).toEqual(
+      E.left('S3_ENDPOINT must not carry credentials'),
+    );
+  });
+
+  it('takes the region from --s3-region, else AWS_REGION, else AWS_DEFAULT_REGION', () => {
+    const env = { AWS_REGION: 'eu-west-1', AWS_DEFAULT_REGION: 'ap-south-1' };
+    expect(right({ s3Region: 'us-west-2' }, env).region).toBe('us-west-2');
+    expect(right({}, env).region).toBe('eu-west-1');
+    expect(right({}, { AWS_DEFAULT_REGION: 'ap-south-1' }).region).toBe('ap-south-1');
+  });
+
+  it("lets --s3-addressing win, and KServe's S3_USER_VIRTUAL_BUCKET decide when it is auto", () => {
+    expect(right({ s3Addressing: 'path' }, { S3_USER_VIRTUAL_BUCKET: 'true' }).addressing).toBe('path');
+    expect(right({}, { S3_USER_VIRTUAL_BUCKET: 'true' }).addressing).toBe('virtual');
+    expect(right({}, { S3_USER_VIRTUAL_BUCKET: 'false' }).addressing).toBe('path');
+    expect(right({}, { S3_USER_VIRTUAL_BUCKET: 'maybe' }).addressing).toBe('auto');
+  });
+
+  it('goes anonymous on --s3-anonymous or awsAnonymousCredential=true', () => {
+    expect(right({ s3Anonymous: true }).anonymous).toBe(true);
+    expect(right({}, { awsAnonymousCredential: 'True' }).anonymous).toBe(true);
+    expect(right({}, { awsAnonymousCredential: 'false' }).anonymous).toBe(false);
+  });
+
+  it('reads S3_VERIFY_SSL, AWS_CA_BUNDLE and S3_USE_ACCELERATE', () => {
+    const env = { S3_VERIFY_SSL: '0', AWS_CA_BUNDLE: '/etc/ssl/s3.pem', S3_USE_ACCELERATE: 'true' };
+    expect(right({}, env)).toMatchObject({
+      verifyTls: false,
+      caBundle: '/etc/ssl/s3.pem',
+      useAccelerate: true,
+    });
+    expect(right({}, { S3_VERIFY_SSL: 'true' }).verifyTls).toBe(true);
+  });
+});

@@ -1,0 +1,153 @@
+/** httpSurface on 127.0.0.1 over a hand-made view, the surface state's liveness on a hand-moved clock, and the status document. */
+import pino from 'pino';
+import { firstValueFrom, type Subscription } from 'rxjs';
+import { registerSecret } from '../../src/core/redact';
+import type { ModelStatus } from '../../src/core/model-status';
+import { modelStatusJson, statusDocument, statusDocumentText } from '../../src/core/status-document';
+import { httpSurface, surfacePaths, type SurfaceView } from '../../src/surface/http-surface';
+import { createSurfaceState } from '../../src/surface/surface-state';
+import { name, spec } from '../helpers/fixtures';
+import { get } from '../integration/surface-kit';
+
+let subscription: Subscription | undefined;
+afterEach(() => subscription?.unsubscribe());
+
+const token = 'tok-surface-unit-0123456789';
+registerSecret(token);
+
+const failed: ModelStatus = {
+  modelName: name('ghost'),
+  phase: 'Failed',
+  spec: spec(`https://user:pw123456@host/models/ghost.tgz?X-Amz-Signature=abcdef0123456789`),
+  errorKind: 'http-status',
+  reason: `GET https://host/models/ghost.tgz answered 403 (${token})`,
+  attempt: 3,
+  since: Date.UTC(2026, 0, 2, 3, 4, 5),
+  durationMs: 12,
+};
+
+const view = (overrides: Partial<SurfaceView> = {}): SurfaceView => ({
+  liveness: () => ({ ok: true }),
+  ready: () => false,
+  statusDocument: () => statusDocumentText([failed], { source: 'config-dir' }, false),
+  modelStatus: (model) => (model === 'ghost' ? modelStatusJson(failed) : undefined),
+  metrics: () => Promise.resolve({ contentType: 'text/plain; version=0.0.4', text: `m{t="${token}"} 1\n` }),
+  ...overrides,
+});
+
+const silent = pino({ level: 'silent' });
+
+/** Serves `surfaceView` on a free port until the test ends; resolves with the port. */
+const serve = (surfaceView: SurfaceView): Promise<number> =>
+  new Promise((resolve, reject) => {
+    subscription = httpSurface({ port: 0, host: '127.0.0.1', view: surfaceView, log: silent }).subscribe({
+      next: (address) => resolve(address.port),
+      error: reject,
+    });
+  });
+
+describe('httpSurface', () => {
+  it('answers /healthz and /readyz from the view: 200 or 503 with a JSON body', async () => {
+    const port = await serve(view({ liveness: () => ({ ok: false, reason: 'stuck' }), ready: () => true }));
+    const healthz = await get(port, surfacePaths.healthz);
+    const readyz = await get(port, surfacePaths.readyz);
+    expect([healthz.status, JSON.parse(healthz.body)]).toEqual([
+      503,
+      { status: 'stalled', ok: false, reason: 'stuck' },
+    ]);
+    expect([readyz.status, JSON.parse(readyz.body)]).toEqual([200, { status: 'ready', ready: true }]);
+  });
+
+  it('serves /status and /status/<model> without credentials, and 404 for an unknown model or path', async () => {
+    const port = await serve(view());
+    const all = await get(port, surfacePaths.status);
+    const one = await get(port, '/status/ghost');
+    expect(JSON.parse(one.body)).toEqual({
+      model: 'ghost',
+      phase: 'Failed',
+      since: '2026-01-02T03:04:05.000Z',
+      spec: { storageUri: 'https://host/models/ghost.tgz', framework: 'sklearn' },
+      attempts: 3,
+      error: { kind: 'http-status', reason: 'GET https://host/models/ghost.tgz answered 403 ([REDACTED])' },
+      durationMs: 12,
+    });
+    expect(JSON.parse(all.body)).toEqual(statusDocument([failed], { source: 'config-dir' }, false));
+    expect(JSON.parse(all.body)).toMatchObject({ ready: false, models: [JSON.parse(one.body)] });
+    for (const body of [all.body, one.body])
+      expect(body).not.toMatch(/pw123456|abcdef0123456789|tok-surface/);
+    expect((await get(port, '/status/nobody')).status).toBe(404);
+    expect((await get(port, '/status/%E0%A4%A')).status).toBe(404);
+    expect((await get(port, '/nothing')).status).toBe(404);
+  });
+
+  it('serves /metrics with its content type, through the redaction too', async () => {
+    const port = await serve(view());
+    const response = await fetch(`http://127.0.0.1:${port}${surfacePaths.metrics}`);
+    expect(response.headers.get('content-type')).toBe('text/plain; version=0.0.4');
+    expect(await response.text()).toBe('m{t="[REDACTED]"} 1\n');
+  });
+
+  it('answers HEAD without a body, other methods with 405, and a failing view with 500', async () => {
+    const port = await serve(view({ metrics: () => Promise.reject(new Error('collect failed')) }));
+    const head = await fetch(`http://127.0.0.1:${port}${surfacePaths.readyz}`, { method: 'HEAD' });
+    expect([head.status, await head.text()]).toEqual([503, '']);
+    const post = await fetch(`http://127.0.0.1:${port}${surfacePaths.status}`, { method: 'POST' });
+    expect([post.status, post.headers.get('allow')]).toEqual([405, 'GET, HEAD']);
+    expect((await get(port, surfacePaths.metrics)).status).toBe(500);
+  });
+
+  it('errors when the port is taken, and frees it on unsubscribe', async () => {
+    const port = await serve(view());
+    const second = httpSurface({ port, host: '127.0.0.1', view: view(), log: silent });
+    await expect(firstValueFrom(second)).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    subscription?.unsubscribe();
+    await expect(firstValueFrom(second)).resolves.toMatchObject({ port });
+  });
+});
+
+describe('createSurfaceState', () => {
+  const stateAt = () => {
+    let now = 1_000_000;
+    const state = createSurfaceState({ stallMs: 1000, source: 'config-dir', now: () => now });
+    return { state, advance: (ms: number) => void (now += ms) };
+  };
+
+  it('judges the watch only once it started, and only by the time since its last progress', () => {
+    const { state, advance } = stateAt();
+    advance(5000);
+    expect(state.liveness()).toEqual({ ok: true }); // waiting for the model server: not watching yet
+    state.telemetry.watcherAlive();
+    advance(1000);
+    expect(state.liveness()).toEqual({ ok: true });
+    advance(1);
+    expect(state.liveness()).toEqual({
+      ok: false,
+      reason: 'the config watch has made no progress for 1001 ms while the config dir exists',
+    });
+    state.telemetry.watcherAlive();
+    expect(state.liveness()).toEqual({ ok: true });
+  });
+
+  it('reports an event loop that has not turned for the threshold', () => {
+    const { state, advance } = stateAt();
+    subscription = state.heartbeat$.subscribe(); // beats once at once, then on a real timer
+    advance(1500);
+    expect(state.liveness()).toEqual({ ok: false, reason: 'the event loop has not turned for 1500 ms' });
+  });
+
+  it('holds readiness once marked, and keeps the last accepted and rejected reads', () => {
+    const { state, advance } = stateAt();
+    expect(state.ready()).toBe(false);
+    state.markReady();
+    state.telemetry.configRead('accepted', { checksum: 'abc' });
+    advance(10);
+    state.telemetry.configRead('rejected', { reason: 'bad memory' });
+    state.telemetry.configRead('unchanged');
+    expect(state.ready()).toBe(true);
+    expect(state.config()).toEqual({
+      source: 'config-dir',
+      lastAccepted: { at: 1_000_000, checksum: 'abc' },
+      lastRejected: { at: 1_000_010, reason: 'bad memory' },
+    });
+  });
+});

@@ -1,0 +1,121 @@
+/** createMetrics: what status changes, ops and telemetry count, what a scrape reads from the view, and bounded labels. */
+import type { ModelPhase, ModelStatus } from '../../src/core/model-status';
+import { checksumValue, createMetrics, schemeLabel } from '../../src/surface/metrics';
+import { name, spec } from '../helpers/fixtures';
+import { sample } from '../integration/surface-kit';
+
+const statusOf = (model: string, phase: ModelPhase, extra: Partial<ModelStatus> = {}): ModelStatus => ({
+  modelName: name(model),
+  phase,
+  spec: spec(`s3://bucket/${model}`),
+  ...extra,
+});
+
+const setUp = (statuses: ModelStatus[] = []) => {
+  const metrics = createMetrics({
+    statuses: () => statuses,
+    inFlight: () => ({ downloads: 3, loads: 1 }),
+    ready: () => true,
+  });
+  return { metrics, page: () => metrics.registry.metrics() };
+};
+
+describe('createMetrics', () => {
+  it('counts downloads, loads and unloads by how they ended, with durations and bytes by scheme', async () => {
+    const { metrics, page } = setUp();
+    const steps: ModelStatus[] = [
+      statusOf('a', 'Downloading'),
+      statusOf('a', 'Loading', { durationMs: 2000, bytesDownloaded: 4096 }),
+      statusOf('a', 'Loaded', { durationMs: 500 }),
+      statusOf('b', 'Downloading'),
+      statusOf('b', 'Retrying', { errorKind: 'timeout' }),
+      statusOf('b', 'Downloading'),
+      statusOf('b', 'Failed', { errorKind: 'http-status' }),
+      statusOf('a', 'Unloading'),
+      statusOf('a', 'Removed', { durationMs: 100 }),
+      statusOf('c', 'Loading'),
+      statusOf('c', 'Retrying', { errorKind: 'http-status' }),
+    ];
+    steps.forEach(metrics.observeStatus);
+    const text = await page();
+    expect(
+      [
+        'modelsync_downloads_total{result="success"}',
+        'modelsync_downloads_total{result="failure",error_kind="timeout"}',
+        'modelsync_downloads_total{result="failure",error_kind="http-status"}',
+        'modelsync_loads_total{result="success"}',
+        'modelsync_loads_total{result="failure",error_kind="http-status"}',
+        'modelsync_unloads_total{result="success"}',
+        'modelsync_download_duration_seconds_sum{scheme="s3"}',
+        'modelsync_download_bytes_sum{scheme="s3"}',
+        'modelsync_load_duration_seconds_sum',
+        'modelsync_unload_duration_seconds_sum',
+      ].map((series) => sample(text, series)),
+    ).toEqual([1, 1, 1, 1, 1, 1, 2, 4096, 0.5, 0.1]);
+  });
+
+  it('reads models by phase, readiness and slots in use from the view when scraped', async () => {
+    const { page } = setUp([statusOf('a', 'Loaded'), statusOf('b', 'Loaded'), statusOf('c', 'Failed')]);
+    const text = await page();
+    expect(
+      [
+        'modelsync_models{phase="Loaded"}',
+        'modelsync_models{phase="Failed"}',
+        'modelsync_models{phase="Pending"}',
+        'modelsync_ready',
+        'modelsync_downloads_in_flight',
+        'modelsync_loads_in_flight',
+      ].map((series) => sample(text, series)),
+    ).toEqual([2, 1, 0, 1, 3, 1]);
+    expect(text).toContain('modelsync_models{phase="Pending"} 0');
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
+  });
+
+  it('counts ops, config reads, retries, resyncs and repairs; keeps one config info series', async () => {
+    const { metrics, page } = setUp();
+    metrics.observeOp('Add');
+    metrics.observeOp('Add');
+    metrics.observeOp('Remove');
+    const checksum = 'a'.repeat(12) + 'b'.repeat(52);
+    metrics.telemetry.configRead('accepted', { checksum: 'f'.repeat(64) });
+    metrics.telemetry.configRead('accepted', { checksum });
+    metrics.telemetry.configRead('rejected', { reason: 'bad' });
+    metrics.telemetry.configRead('unchanged');
+    metrics.telemetry.retry('load');
+    metrics.telemetry.resyncRun('timer');
+    metrics.telemetry.repair('reload-lost');
+    const text = await page();
+    expect(
+      [
+        'modelsync_model_ops_total{op="add"}',
+        'modelsync_model_ops_total{op="remove"}',
+        'modelsync_config_reads_total{outcome="accepted"}',
+        'modelsync_config_reads_total{outcome="rejected"}',
+        'modelsync_config_reads_total{outcome="unchanged"}',
+        'modelsync_retries_total{step="load"}',
+        'modelsync_resync_runs_total{trigger="timer"}',
+        'modelsync_repairs_total{kind="reload-lost"}',
+        'modelsync_config_checksum',
+      ].map((series) => sample(text, series)),
+    ).toEqual([2, 1, 2, 1, 1, 1, 1, 1, 0xaaaaaaaaaaaa]);
+    expect(text.match(/^modelsync_config_info\{.*$/gm)).toEqual([
+      'modelsync_config_info{checksum="aaaaaaaaaaaa"} 1',
+    ]);
+    expect(sample(text, 'modelsync_config_last_accepted_timestamp_seconds')).toBeCloseTo(
+      Date.now() / 1000,
+      -1,
+    );
+  });
+
+  it('labels a scheme only from a fixed list, whatever a config names', () => {
+    expect(['s3://b/k', '/pvc/m', 'HTTPS://h/x', 'made-up://x', 'no scheme', ''].map(schemeLabel)).toEqual([
+      's3',
+      'file',
+      'https',
+      'other',
+      'other',
+      'other',
+    ]);
+    expect(checksumValue('000000000010ffff')).toBe(16);
+  });
+});
