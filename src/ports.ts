@@ -1,5 +1,6 @@
 /**
- * The edges modelsync talks to, as small interfaces. `app.ts` depends on these; `edge/` implements them;
+ * The edges modelsync talks to, as small interfaces. The agent, the pipeline and the loader depend on these; the
+ * capability folders (config-source, storage, model-dir, model-server) implement them;
  * tests implement them with real files and servers, in memory, or (ConfigSource, the one Observable port) with marbles.
  *
  * Effects that take an AbortSignal must stop promptly when it aborts and leave nothing behind that the next
@@ -59,7 +60,7 @@ export interface StorageProvider {
   /**
    * Fills `targetDir` (it exists and is empty) with the model stored at `uri`. Throws an EffectError:
    * retryable for transient faults, permanent otherwise. Must not hold a whole model in memory. Reports to
-   * `progress`, if given, at its own pace (`trackProgress` in src/edge/transfer-progress.ts) and once at the end.
+   * `progress`, if given, at its own pace (`trackProgress` in src/storage/transfer-progress.ts) and once at the end.
    */
   download(
     uri: string,
@@ -68,6 +69,9 @@ export interface StorageProvider {
     progress?: (progress: DownloadProgress) => void,
   ): Promise<void>;
 }
+
+/** Fills a directory with the model stored at a URI, whatever its scheme (`routeStorage` over the providers). */
+export type DownloadFunction = StorageProvider['download'];
 
 /** The model server's load/unload API (V2 repository extension, TorchServe management API, ...). */
 export interface ModelServer {
@@ -85,21 +89,38 @@ export interface Installed {
   readonly dropReplaced: () => Promise<void>;
 }
 
+/**
+ * A model version being put together in a fresh staging dir beside `M/<name>`, until it is committed into place or
+ * abandoned. Exactly one of `commit` and `abandon` is called, once.
+ */
+export interface Staged {
+  /**
+   * Where the model's files go. It may be a path through the dir's open handle (`/proc/self/fd/<n>`), so that a
+   * neighbour who swaps the staging path for a link cannot redirect the writes.
+   */
+  readonly dir: string;
+  /**
+   * Writes the marker (with the manifest of the files) last and renames the dir into place as `M/<name>`; the dir is
+   * flushed in the background. A previous version is moved aside, not deleted, until `dropReplaced` (which waits
+   * for that flush). On failure the staging dir is removed.
+   */
+  commit(): Promise<Installed>;
+  /**
+   * Removes the staging dir after `cause` stopped its filling, and returns the error to report: `cause` naming the
+   * staging dir rather than the handle path, or a retryable one when someone else removed or swapped the dir.
+   */
+  abandon(cause: unknown): Promise<unknown>;
+}
+
 /** The local model directory `M`: `M/<name>/` holds a model's files and its `SUCCESS.<sha256>` marker. */
 export interface ModelStore {
   /** Creates `M` if missing, deletes temporary dirs and dirs without a valid marker, returns what is installed. */
   recover(): Promise<Snapshot>;
   /**
-   * Lets `fill` write the model into a temporary sibling dir, writes the marker (with the manifest of the files)
-   * last and renames it into place as `M/<name>`; the dir is flushed in the background. A previous version is
-   * moved aside, not deleted, until `dropReplaced` (which waits for that flush).
+   * A fresh staging dir for `spec` of `name`, once the disk check passed and nothing that is not ours to replace
+   * holds `M/<name>`. The caller fills it, then commits or abandons it.
    */
-  install(
-    name: ModelName,
-    spec: ModelSpec,
-    fill: (dir: string, signal: AbortSignal) => Promise<void>,
-    signal: AbortSignal,
-  ): Promise<Installed>;
+  stage(name: ModelName, spec: ModelSpec, signal: AbortSignal): Promise<Staged>;
   /** Deletes `M/<name>`; a missing dir counts as done. */
   remove(name: ModelName): Promise<void>;
   /**

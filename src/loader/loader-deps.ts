@@ -1,8 +1,7 @@
 /** What a loader runs on: its ports, its limits and how it retries. */
 import type { Logger } from 'pino';
 import type { SchedulerLike } from 'rxjs';
-import type { LoadJournal, ModelServer, ModelStore, Telemetry } from '../ports';
-import type { DownloadFunction } from '../storage/router';
+import type { DownloadFunction, LoadJournal, ModelServer, ModelStore, Telemetry } from '../ports';
 
 /** How transient failures are retried: capped exponential backoff with full jitter (core/backoff.ts). */
 export interface RetryPolicy {

@@ -4,8 +4,14 @@ import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
 import type { ModelPhase } from '../core/model-status';
 import { specEquals } from '../core/snapshot';
-import type { DownloadProgress, Installed, LoadJournal, ModelServer, ModelStore } from '../ports';
-import type { DownloadFunction } from '../storage/router';
+import type {
+  DownloadFunction,
+  DownloadProgress,
+  Installed,
+  LoadJournal,
+  ModelServer,
+  ModelStore,
+} from '../ports';
 import { linkedSignal } from './linked-signal';
 import type { Slots } from '../core/slots';
 
@@ -66,9 +72,9 @@ export const isInPlace = (model: ModelState, desired: ModelSpec | undefined): bo
     : isOnDisk(model, desired) && isLoaded(model, desired);
 
 /**
- * Downloads `target` into the store unless it is on disk, then has the server load it (`replacing` when a version
- * is loaded) unless it has it; the journal notes the load before the swap (or before the call when nothing was
- * downloaded) and confirms it after. The version the download replaced is deleted once the server was asked to
+ * Brings `target` in, as one straight line: stage a fresh dir → download into it → journal the load → commit it
+ * into place → load (`replacing` when a version is loaded) → confirm the load in the journal. Steps whose result
+ * is in place already are skipped (nothing downloaded: the load is journalled just before the call). The version the download replaced is deleted once the server was asked to
  * load the new one, whatever it answered.
  */
 export const bringIn = async (
@@ -86,20 +92,26 @@ export const bringIn = async (
       model.onDisk = undefined;
     if (!isOnDisk(model, target)) {
       report(model.name, 'Downloading', target);
-      // The load is journalled once the files are in, before the store swaps them into place, not at the load: a
-      // crash while the new version waits for a load slot must come back as a load, though the server reports
-      // the model loaded (the old version).
-      const fill = async (dir: string, signal: AbortSignal): Promise<void> => {
-        await download(target.storageUri, dir, signal, (progress) => {
-          onProgress?.(model.name, progress);
-          if (progress.done) downloaded = progress;
-          else logProgress(log, model.name, progress);
-        });
-        await journal.starting(model.name);
-        journalled = true;
-      };
       const signal = AbortSignal.any([stop, supersede]);
-      replaced = await slots.download.use(signal, () => store.install(model.name, target, fill, signal));
+      replaced = await slots.download.use(signal, async () => {
+        const staged = await store.stage(model.name, target, signal);
+        try {
+          await download(target.storageUri, staged.dir, signal, (progress) => {
+            onProgress?.(model.name, progress);
+            if (progress.done) downloaded = progress;
+            else logProgress(log, model.name, progress);
+          });
+        } catch (cause) {
+          throw await staged.abandon(cause);
+        }
+        // Journalled once the files are in, before the swap, not at the load: a crash while the new version waits
+        // for a load slot must come back as a load, though the server reports the model loaded (the old version).
+        await journal.starting(model.name).catch(async (cause: unknown) => {
+          throw await staged.abandon(cause);
+        });
+        journalled = true;
+        return staged.commit();
+      });
       model.onDisk = target;
     }
     let loadMs: number | undefined;

@@ -1,10 +1,10 @@
-/** A staging dir: made fresh beside the model dir, held open, filled through its handle, marked last. */
+/** A staging dir: made fresh beside the model dir, held open, filled through its handle (by the caller), marked last. */
 import type { Dirent } from 'node:fs';
 import { mkdtemp, readdir } from 'node:fs/promises';
 import { EffectError, retryableError } from '../core/errors';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
-import { fsError, step } from '../fs/durable-fs';
+import { step } from '../fs/durable-fs';
 import type { Logger } from '../log/logger';
 import { isMarkerName, writeMarker } from './marker-file';
 import { fileSizes, openDir, removeTree, type OpenDir } from '../fs/no-follow';
@@ -60,30 +60,20 @@ const dropBroughtMarkers = async (dir: OpenDir, name: ModelName, log: Logger): P
   return entries.filter((entry) => !isMarkerName(entry.name));
 };
 
-/** What to put into a staging dir, and what for. */
-export interface StagingFill {
+/** What a filled staging dir is marked as, and where its marking logs. */
+export interface StagingMark {
   readonly name: ModelName;
   readonly spec: ModelSpec;
-  readonly fill: (dir: string, signal: AbortSignal) => Promise<void>;
   readonly signal: AbortSignal;
   readonly log: Logger;
 }
 
 /**
- * Lets `fill` write the model into the held dir through its handle (a neighbour who swaps the staging path cannot
- * redirect the writes), drops marker look-alikes, then writes the marker with the manifest of the files (written
+ * Marks a filled staging dir: drops marker look-alikes, writes the marker with the manifest of the files (written
  * last: a marker only ever sits beside complete files as far as a killed process is concerned) and opens the dir
  * to the model server. Nothing is flushed here: the store flushes the dir once it is in place, off the load's path.
  */
-export const fillStagingDir = async (
-  dir: OpenDir,
-  { name, spec, fill, signal, log }: StagingFill,
-): Promise<void> => {
-  try {
-    await fill(dir.ref, signal);
-  } catch (cause) {
-    throw signal.aborted ? cause : fsError(`cannot write the model into ${dir.path}`, cause);
-  }
+export const markStagingDir = async (dir: OpenDir, { name, spec, signal, log }: StagingMark): Promise<void> => {
   signal.throwIfAborted();
   const entries = await dropBroughtMarkers(dir, name, log);
   const files = await fileSizes(dir, entries);

@@ -13,7 +13,7 @@ import type { Logger } from '../log/logger';
 import { describeFound, inspectEntry, type Found } from './entry';
 import { modelDirRecovery } from './recovery';
 import { isSameEntry, removeTree, type OpenDir } from '../fs/no-follow';
-import { createStagingDir, fillStagingDir, namingStaging, stagingTakenAway } from './staging-dir';
+import { createStagingDir, markStagingDir, namingStaging, stagingTakenAway } from './staging-dir';
 
 /** Where the store lives and where it logs. */
 export interface ModelDirOptions {
@@ -202,26 +202,49 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     throw space.status === 'rejected' ? space.reason : (staging as PromiseRejectedResult).reason;
   };
 
-  const install: ModelStore['install'] = async (name, spec, fill, signal) => {
+  /** The error to report for `cause`, once the staging dir it stopped is removed (see `Staged.abandon`). */
+  const failedStaging = async (dir: OpenDir, cause: unknown, signal: AbortSignal): Promise<unknown> => {
+    const intact = signal.aborted || (await isSameEntry(dir.path, dir.stats).catch(() => false));
+    await discardQuietly(dir.path);
+    if (!intact && !(cause instanceof EffectError && cause.retryable)) return stagingTakenAway(dir.path, cause);
+    return namingStaging(cause, dir);
+  };
+
+  const stage: ModelStore['stage'] = async (name, spec, signal) => {
     const target = modelDir(name);
     signal.throwIfAborted();
     await makeRoot();
     const claimed = await claim(target, name);
     const dir = await stagingWithSpace(name);
-    try {
-      await fillStagingDir(dir, { name, spec, fill, signal, log });
-      const installed = await commit(dir, target, name, signal, claimed);
-      log.debug({ model: name, dir: target, spec: specToJson(spec) }, 'model dir installed');
-      return installed;
-    } catch (cause) {
-      const intact = signal.aborted || (await isSameEntry(dir.path, dir.stats).catch(() => false));
-      await discardQuietly(dir.path);
-      if (!intact && !(cause instanceof EffectError && cause.retryable))
-        throw stagingTakenAway(dir.path, cause);
-      throw namingStaging(cause, dir);
-    } finally {
-      await dir.handle.close();
-    }
+    const settle = async <T>(run: () => Promise<T>): Promise<T> => {
+      try {
+        return await run();
+      } finally {
+        await dir.handle.close();
+      }
+    };
+    return {
+      dir: dir.ref,
+      commit: () =>
+        settle(async () => {
+          try {
+            await markStagingDir(dir, { name, spec, signal, log });
+            const installed = await commit(dir, target, name, signal, claimed);
+            log.debug({ model: name, dir: target, spec: specToJson(spec) }, 'model dir installed');
+            return installed;
+          } catch (cause) {
+            throw await failedStaging(dir, cause, signal);
+          }
+        }),
+      abandon: (cause) =>
+        settle(() =>
+          failedStaging(
+            dir,
+            signal.aborted ? cause : fsError(`cannot write the model into ${dir.path}`, cause),
+            signal,
+          ),
+        ),
+    };
   };
 
   const remove: ModelStore['remove'] = async (name) => {
@@ -257,5 +280,5 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     isTemporary: (entry) => entry.startsWith(stagingPrefix) || entry.startsWith(asidePrefix),
   });
 
-  return { recover, install, remove, isInstalled };
+  return { recover, stage, remove, isInstalled };
 };

@@ -2,10 +2,7 @@
 import { isLeft } from 'fp-ts/Either';
 import { permanentError } from '../core/errors';
 import { parseStorageUri, redactUri } from '../core/storage-uri';
-import type { StorageProvider } from '../ports';
-
-/** One download function over every provider (StorageProvider.download without the schemes). */
-export type DownloadFunction = StorageProvider['download'];
+import type { DownloadFunction, StorageProvider } from '../ports';
 
 /**
  * A provider of the URIs it claims among those of a scheme another provider serves: Azure Blob URLs are https

@@ -14,7 +14,7 @@ import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-s
 import { inPlaceSnapshot, type InPlace } from '../../src/core/in-place';
 import { loadJournalFileName } from '../../src/model-dir/load-journal';
 import type { Loader } from '../../src/loader/loader';
-import type { ModelServer, ModelStore } from '../../src/ports';
+import type { Installed, ModelServer, ModelStore, Staged } from '../../src/ports';
 import { capabilities } from '../../src/wiring/capabilities';
 import { startAgent, type AgentCapabilities } from '../../src/agent/start-agent';
 import { fixedConfigSource } from '../../src/testing/fixed-config-source';
@@ -27,6 +27,7 @@ import { waitFor } from '../../src/testing/wait';
 import { writeFiles } from './file-tree';
 import { LogSink } from './log-sink';
 import { removeTempDir, tempDir } from './temp-dir';
+import { install } from './install';
 
 /** The edge steps the loader takes for a model; `download` runs inside `install` (it fills the staging dir). */
 export type Step = 'install' | 'download' | 'remove' | 'load' | 'unload';
@@ -205,20 +206,40 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
     }
   };
 
+  // An install is recorded from its staging to its commit or abandon; its download, from the staging dir it fills.
+  const stagedFor = new Map<string, ModelName>();
   const recordedStore: ModelStore = {
     recover: () => store.recover(),
-    install: (name, spec, fill, signal) =>
-      recorded({ model: name, step: 'install', at: 'start', spec }, () =>
-        store.install(
-          name,
-          spec,
-          (dir, s) => recorded({ model: name, step: 'download', at: 'start' }, () => fill(dir, s)),
-          signal,
-        ),
-      ),
+    stage: (name, spec, signal) =>
+      new Promise<Staged>((staged, failed) => {
+        recorded(
+          { model: name, step: 'install', at: 'start', spec },
+          () =>
+            new Promise<Installed>((installed, notInstalled) => {
+              store.stage(name, spec, signal).then((real) => {
+                stagedFor.set(real.dir, name);
+                const settled = (): boolean => stagedFor.delete(real.dir);
+                staged({
+                  dir: real.dir,
+                  commit: () =>
+                    real.commit().then(
+                      (done) => (settled(), installed(done), done),
+                      (error: unknown) => (settled(), notInstalled(error), Promise.reject(error)),
+                    ),
+                  abandon: (cause) =>
+                    real.abandon(cause).then((error) => (settled(), notInstalled(error), error)),
+                });
+              }, notInstalled);
+            }),
+        ).catch(failed);
+      }),
     remove: (name) => recorded({ model: name, step: 'remove', at: 'start' }, () => store.remove(name)),
     isInstalled: (name, spec) => store.isInstalled(name, spec),
   };
+  const recordedDownload: typeof download = (uri, dir, signal, progress) =>
+    recorded({ model: stagedFor.get(dir) ?? '?', step: 'download', at: 'start' }, () =>
+      download(uri, dir, signal, progress),
+    );
   const recordedServer: ModelServer = {
     load: (name, replacing, signal) =>
       recorded({ model: name, step: 'load', at: 'start', replacing }, () =>
@@ -234,7 +255,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
     store: recordedStore,
     journal,
     server,
-    download,
+    download: recordedDownload,
   };
   /** The recorded capabilities, reporting `inPlace` as what the model dir, the journal and the server hold. */
   const claiming = (inPlace: InPlace): AgentCapabilities => ({
@@ -296,7 +317,8 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
       return dir;
     },
     installOnDisk: async (name, spec) => {
-      const installed = await store.install(
+      const installed = await install(
+        store,
         name as ModelName,
         spec,
         (dir, signal) => download(spec.storageUri, dir, signal),

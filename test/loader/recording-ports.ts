@@ -26,10 +26,13 @@ export const recordingPorts = (fail: RecordingFailures = {}): RecordingPorts => 
     ports: {
       store: {
         recover: () => Promise.resolve(new Map()),
-        install: async (model, spec, fill, signal) => {
+        stage: (model, spec) => {
           calls.push(`install ${model} ${spec.storageUri}`);
-          await fill('/staging', signal);
-          return { dropReplaced: () => record(`dropReplaced ${model}`) };
+          return Promise.resolve({
+            dir: '/staging',
+            commit: () => Promise.resolve({ dropReplaced: () => record(`dropReplaced ${model}`) }),
+            abandon: (cause) => Promise.resolve(cause),
+          });
         },
         remove: (model) => record(`remove ${model}`),
         // Nothing shares this store: what it installed stays installed.

@@ -24,6 +24,7 @@ import { name, spec } from '../helpers/fixtures';
 import { LogSink } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 import { waitFor } from '../../src/testing/wait';
+import { install } from '../helpers/install';
 
 const specA = spec('s3://models/model1', '100Mi');
 const jsonA = '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}';
@@ -76,7 +77,7 @@ describe('loadJournal', () => {
   });
 
   it('keeps one journal file beside the models, readable by modelsync alone', async () => {
-    await newStore().install(name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
+    await install(newStore(), name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
     await journal.starting(name('m1'));
     await journal.confirmed(name('m1'));
     expect(await entries()).toEqual(['.modelsync-journal', 'm1']);
@@ -92,7 +93,7 @@ describe('loadJournal', () => {
   });
 
   it('keeps the journal through recovery', async () => {
-    await newStore().install(name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
+    await install(newStore(), name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
     await journal.starting(name('m1'));
     const recovered = await newStore().recover();
     expect(asJson(recovered)).toEqual({ m1: JSON.parse(jsonA) as unknown });

@@ -7,6 +7,7 @@ import { modelDirStore } from '../../src/model-dir/store';
 import { writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
 import { useTempDir } from '../helpers/temp-dir';
+import { install } from '../helpers/install';
 
 interface LogLine {
   readonly level: number;
@@ -30,7 +31,8 @@ const newStore = () =>
   });
 
 const installA = async (): Promise<void> => {
-  const installed = await newStore().install(
+  const installed = await install(
+    newStore(),
     name('model1'),
     specA,
     (dir) => writeFiles(dir, files),

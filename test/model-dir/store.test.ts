@@ -23,6 +23,7 @@ import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/se
 import { writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
 import { useTempDir } from '../helpers/temp-dir';
+import { install } from '../helpers/install';
 
 interface LogLine {
   readonly level: number;
@@ -80,7 +81,8 @@ describe('modelDirStore install', () => {
   it('makes the files and the marker visible only when it resolves', async () => {
     const target = join(root, 'model1');
     let seenDuringFill: boolean | undefined;
-    await store.install(
+    await install(
+      store,
       name('model1'),
       specA,
       async (dir, signal) => {
@@ -98,7 +100,8 @@ describe('modelDirStore install', () => {
   });
 
   it('names the marker after the hash of the spec identity and writes the KServe JSON and the manifest into it', async () => {
-    await store.install(
+    await install(
+      store,
       name('model1'),
       specA,
       writeModel({ 'model.pt': 'weights', 'v1/config.json': '{}' }),
@@ -110,13 +113,14 @@ describe('modelDirStore install', () => {
   });
 
   it('gives the model dir mode 0755 so a model server running as another user can read it', async () => {
-    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
     expect((await stat(join(root, 'model1'))).mode & 0o777).toBe(0o755);
   });
 
   it('passes the fill a handle path to an empty dir next to the model dir, with a name no model can have', async () => {
     let staging = '';
-    await store.install(
+    await install(
+      store,
       name('model1'),
       specA,
       async (dir) => {
@@ -131,8 +135,8 @@ describe('modelDirStore install', () => {
   });
 
   it('keeps the replaced version aside until dropReplaced', async () => {
-    await store.install(name('model1'), specA, writeModel({ 'old.pt': 'old' }), live());
-    const installed = await store.install(name('model1'), specB, writeModel({ 'new.pt': 'new' }), live());
+    await install(store, name('model1'), specA, writeModel({ 'old.pt': 'old' }), live());
+    const installed = await install(store, name('model1'), specB, writeModel({ 'new.pt': 'new' }), live());
     expect((await entries(join(root, 'model1'))).filter((f) => !f.startsWith('SUCCESS.'))).toEqual([
       'new.pt',
     ]);
@@ -146,14 +150,15 @@ describe('modelDirStore install', () => {
   });
 
   it('returns a dropReplaced that does nothing when there was no previous version', async () => {
-    const installed = await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    const installed = await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
     await installed.dropReplaced();
     expect(await entries()).toEqual(['model1']);
   });
 
   it('rejects with the EffectError of the fill and leaves no staging dir and no model dir', async () => {
     const failure = permanentError('not-found', 's3 returned HTTP 404');
-    const install = store.install(
+    const installing = install(
+      store,
       name('model1'),
       specA,
       async (dir) => {
@@ -162,13 +167,13 @@ describe('modelDirStore install', () => {
       },
       live(),
     );
-    await expect(install).rejects.toBe(failure);
+    await expect(installing).rejects.toBe(failure);
     expect(await entries()).toEqual([]);
   });
 
   it('leaves the installed version alone when the fill of a new one fails', async () => {
-    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'v1' }), live());
-    const failing = store.install(name('model1'), specB, () => Promise.reject(new Error('boom')), live());
+    await install(store, name('model1'), specA, writeModel({ 'model.pt': 'v1' }), live());
+    const failing = install(store, name('model1'), specB, () => Promise.reject(new Error('boom')), live());
     await expect(failing).rejects.toThrow('boom');
     expect(await entries()).toEqual(['model1']);
     expect(await readFile(join(root, 'model1', 'model.pt'), 'utf8')).toBe('v1');
@@ -177,32 +182,33 @@ describe('modelDirStore install', () => {
 
   it('turns a full disk in the fill into a retryable EffectError naming the staging dir', async () => {
     const enospc = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-    const install = store.install(name('model1'), specA, () => Promise.reject(enospc), live());
-    await expect(install).rejects.toMatchObject({
+    const installing = install(store, name('model1'), specA, () => Promise.reject(enospc), live());
+    await expect(installing).rejects.toMatchObject({
       name: 'EffectError',
       kind: 'filesystem',
       retryable: true,
       cause: enospc,
     });
-    await expect(install).rejects.toThrow(join(root, '.tmp-model1-'));
+    await expect(installing).rejects.toThrow(join(root, '.tmp-model1-'));
     expect(await entries()).toEqual([]);
   });
 
   it('rejects with a permanent EffectError naming the path when the model dir cannot be created', async () => {
     await writeFile(join(tmp.path, 'file'), '');
     const blocked = newStore(join(tmp.path, 'file', 'models'));
-    const install = blocked.install(name('model1'), specA, writeModel({}), live());
-    await expect(install).rejects.toMatchObject({
+    const installing = install(blocked, name('model1'), specA, writeModel({}), live());
+    await expect(installing).rejects.toMatchObject({
       name: 'EffectError',
       kind: 'filesystem',
       retryable: false,
     });
-    await expect(install).rejects.toThrow(join(tmp.path, 'file', 'models'));
+    await expect(installing).rejects.toThrow(join(tmp.path, 'file', 'models'));
   });
 
   it('rejects and cleans up when the signal aborts during the fill', async () => {
     const controller = new AbortController();
-    const install = store.install(
+    const installing = install(
+      store,
       name('model1'),
       specA,
       async (dir, signal) => {
@@ -212,14 +218,15 @@ describe('modelDirStore install', () => {
       },
       controller.signal,
     );
-    await expect(install).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(installing).rejects.toMatchObject({ name: 'AbortError' });
     expect(await entries()).toEqual([]);
   });
 
   it('rejects and cleans up when the signal aborts after a fill that ignores it', async () => {
-    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'v1' }), live());
+    await install(store, name('model1'), specA, writeModel({ 'model.pt': 'v1' }), live());
     const controller = new AbortController();
-    const install = store.install(
+    const installing = install(
+      store,
       name('model1'),
       specB,
       async (dir) => {
@@ -228,7 +235,7 @@ describe('modelDirStore install', () => {
       },
       controller.signal,
     );
-    await expect(install).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(installing).rejects.toMatchObject({ name: 'AbortError' });
     expect(await entries()).toEqual(['model1']);
     expect(await readFile(join(root, 'model1', 'model.pt'), 'utf8')).toBe('v1');
   });
@@ -237,7 +244,7 @@ describe('modelDirStore install', () => {
     const controller = new AbortController();
     controller.abort();
     const fill = jest.fn(() => Promise.resolve());
-    await expect(store.install(name('model1'), specA, fill, controller.signal)).rejects.toMatchObject({
+    await expect(install(store, name('model1'), specA, fill, controller.signal)).rejects.toMatchObject({
       name: 'AbortError',
     });
     expect(fill).not.toHaveBeenCalled();
@@ -246,19 +253,19 @@ describe('modelDirStore install', () => {
 
   it('installs a model whose name has the maximum 255 bytes', async () => {
     const long = 'é'.repeat(127) + 'x';
-    await store.install(name(long), specA, writeModel({ 'model.pt': 'w' }), live());
+    await install(store, name(long), specA, writeModel({ 'model.pt': 'w' }), live());
     expect(await entries()).toEqual([long]);
   });
 
   it('creates the model dir when it is missing', async () => {
     const fresh = newStore(join(tmp.path, 'new', 'models'));
-    await fresh.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await install(fresh, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
     expect(asJson(await inPlace(join(tmp.path, 'new', 'models')))).toEqual({ model1: specToJson(specA) });
   });
 
   it.each(['..', '../escape', 'a/b', '.hidden', ''])('refuses the model name %j', async (bad) => {
     const fill = jest.fn(() => Promise.resolve());
-    await expect(store.install(name(bad), specA, fill, live())).rejects.toMatchObject({
+    await expect(install(store, name(bad), specA, fill, live())).rejects.toMatchObject({
       kind: 'refused',
       retryable: false,
     });
@@ -270,7 +277,7 @@ describe('modelDirStore install', () => {
 describe('modelDirStore: what a fresh store recovers after an install', () => {
   const installed = spec('s3://models/model1', '1Gi');
   beforeEach(async () => {
-    await store.install(name('model1'), installed, writeModel({ 'm.pt': 'w' }), live());
+    await install(store, name('model1'), installed, writeModel({ 'm.pt': 'w' }), live());
   });
 
   const recoveredSpec = async (model: string, dir = root): Promise<ModelSpec | undefined> =>
@@ -326,8 +333,8 @@ describe('modelDirStore: what a fresh store recovers after an install', () => {
 
 describe('modelDirStore remove', () => {
   it('deletes the model dir and leaves nothing aside', async () => {
-    await store.install(name('model1'), specA, writeModel({ 'sub/m.pt': 'w' }), live());
-    await store.install(name('model2'), specB, writeModel({ 'm.pt': 'w' }), live());
+    await install(store, name('model1'), specA, writeModel({ 'sub/m.pt': 'w' }), live());
+    await install(store, name('model2'), specB, writeModel({ 'm.pt': 'w' }), live());
     await store.remove(name('model1'));
     expect(await entries()).toEqual(['model2']);
   });
@@ -358,8 +365,9 @@ describe('modelDirStore recover', () => {
   });
 
   it('recovers the models it installed, with their specs', async () => {
-    await store.install(name('model2'), specB, writeModel({ 'm.pt': 'w' }), live());
-    await store.install(
+    await install(store, name('model2'), specB, writeModel({ 'm.pt': 'w' }), live());
+    await install(
+      store,
       name('model1'),
       spec('s3://models/model1', '1Gi'),
       writeModel({ 'm.pt': 'w' }),
@@ -473,7 +481,7 @@ describe('modelDirStore recover', () => {
   it('recovers the same snapshot again, deleting nothing more', async () => {
     await kserveModel('model1', jsonA);
     await kserveModel('partial', undefined, { 'model.pt': 'half' });
-    await store.install(name('model2'), specB, writeModel({}), live());
+    await install(store, name('model2'), specB, writeModel({}), live());
     const first = asJson(await store.recover());
     const after = await entries();
     expect(asJson(await newStore().recover())).toEqual(first);
@@ -505,14 +513,14 @@ describe('modelDirStore against a hostile neighbour on the volume', () => {
   });
 
   it('recovers a model named lost+found that a previous run installed', async () => {
-    await store.install(name('lost+found'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await install(store, name('lost+found'), specA, writeModel({ 'model.pt': 'w' }), live());
     expect(asJson(await newStore().recover())).toEqual({ 'lost+found': specToJson(specA) });
   });
 
   it("refuses, permanently, to install a model over the file system's lost+found, and leaves it as it was", async () => {
     await writeFiles(join(root, 'lost+found'), { '#1234': 'orphan inode' });
     const fill = jest.fn(() => Promise.resolve());
-    await expect(store.install(name('lost+found'), specA, fill, live())).rejects.toMatchObject({
+    await expect(install(store, name('lost+found'), specA, fill, live())).rejects.toMatchObject({
       kind: 'refused',
       retryable: false,
       message: expect.stringContaining('lost+found') as unknown,
@@ -525,7 +533,8 @@ describe('modelDirStore against a hostile neighbour on the volume', () => {
   });
 
   it('drops a top-level SUCCESS.* entry the model brought, with a warn, so a restart recovers the model', async () => {
-    await store.install(
+    await install(
+      store,
       name('model1'),
       specA,
       writeModel({ 'model.pt': 'w', 'SUCCESS.abc': '{}', 'SUCCESS.dir/x': 'y', 'sub/SUCCESS.ok': 'kept' }),
@@ -540,7 +549,8 @@ describe('modelDirStore against a hostile neighbour on the volume', () => {
   });
 
   it('fails with a retryable error, leaving nothing behind, when a neighbour deletes the staging dir mid-fill', async () => {
-    const install = store.install(
+    const installing = install(
+      store,
       name('model1'),
       specA,
       async (dir) => {
@@ -549,13 +559,14 @@ describe('modelDirStore against a hostile neighbour on the volume', () => {
       },
       live(),
     );
-    await expect(install).rejects.toMatchObject({ kind: 'filesystem', retryable: true });
-    await expect(install).rejects.toThrow(/staging dir .* was removed or replaced/);
+    await expect(installing).rejects.toMatchObject({ kind: 'filesystem', retryable: true });
+    await expect(installing).rejects.toThrow(/staging dir .* was removed or replaced/);
     expect(await entries()).toEqual([]);
   });
 
   it('never writes through a staging dir a neighbour swapped for a symlink mid-fill, and installs nothing', async () => {
-    const install = store.install(
+    const installing = install(
+      store,
       name('model1'),
       specA,
       async (dir) => {
@@ -567,7 +578,7 @@ describe('modelDirStore against a hostile neighbour on the volume', () => {
       },
       live(),
     );
-    await expect(install).rejects.toMatchObject({ kind: 'filesystem', retryable: true });
+    await expect(installing).rejects.toMatchObject({ kind: 'filesystem', retryable: true });
     await outside.expectUntouched();
     expect(await entries()).toEqual(['stolen']);
     expect((await lstat(join(root, 'stolen'))).isDirectory()).toBe(true);
@@ -575,7 +586,7 @@ describe('modelDirStore against a hostile neighbour on the volume', () => {
   });
 
   it('says a model dir replaced by a symlink to a copy of it is not installed, with a warn', async () => {
-    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
     expect(await store.isInstalled(name('model1'), specA)).toBe(true);
     expect(await store.isInstalled(name('model1'), specB)).toBe(false);
     await rename(join(root, 'model1'), join(tmp.path, 'copy'));
@@ -588,7 +599,7 @@ describe('modelDirStore against a hostile neighbour on the volume', () => {
   });
 
   it('says a model whose marker became a symlink or a FIFO is not installed, without hanging', async () => {
-    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
     await rm(join(root, 'model1', markerA));
     await symlink(join(outside.dir, 'SUCCESS.0000'), join(root, 'model1', markerA));
     expect(await store.isInstalled(name('model1'), specA)).toBe(false);
@@ -601,7 +612,7 @@ describe('modelDirStore against a hostile neighbour on the volume', () => {
   });
 
   it('unlinks a model dir replaced by a symlink on remove, leaving its target untouched', async () => {
-    await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
     await rm(join(root, 'model1'), { recursive: true });
     await symlink(outside.dir, join(root, 'model1'));
     await store.remove(name('model1'));
@@ -611,7 +622,7 @@ describe('modelDirStore against a hostile neighbour on the volume', () => {
 
   it('replaces a symlink found where the model dir goes, without following it', async () => {
     await symlink(outside.dir, join(root, 'model1'));
-    const installed = await store.install(name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    const installed = await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
     await installed.dropReplaced();
     expect((await lstat(join(root, 'model1'))).isDirectory()).toBe(true);
     expect(await entries()).toEqual(['model1']);

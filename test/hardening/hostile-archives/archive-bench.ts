@@ -11,6 +11,7 @@ import { startHttpServer, type RunningHttpServer } from '../../../src/testing/ht
 import { name, spec } from '../../helpers/fixtures';
 import { listTree } from '../../helpers/file-tree';
 import { removeTempDir, tempDir } from '../../helpers/temp-dir';
+import { install } from '../../helpers/install';
 
 /** Where an archive is read from: a file under the local storage root, or an HTTP server. */
 export type Provider = 'local' | 'http';
@@ -86,15 +87,13 @@ export const useArchiveBench = (config: Partial<AppConfig> = {}): ArchiveBench =
       return provider === 'local' ? path.join(root, 'pvc', file) : `${server!.url}/${file}`;
     },
     install: (uri) =>
-      store!
-        .install(model, spec(uri), (dir, signal) => download!(uri, dir, signal), never)
-        .then(
-          () => undefined,
-          (error: unknown) => {
-            if (error instanceof EffectError) return error;
-            throw error;
-          },
-        ),
+      install(store!, model, spec(uri), (dir, signal) => download!(uri, dir, signal), never).then(
+        () => undefined,
+        (error: unknown) => {
+          if (error instanceof EffectError) return error;
+          throw error;
+        },
+      ),
     leftovers: async () => (await listTree(root)).filter((entry) => !entry.startsWith('pvc/')),
     clear: () => store!.remove(model),
   };
