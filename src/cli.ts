@@ -3,11 +3,8 @@
 import { fromEvent, merge, skip, Subject, take, takeUntil, type Observable } from 'rxjs';
 import type { AppConfig } from './core/flags/app-config';
 import { redact } from './core/redact';
-import { createLogger, logDestination, type Logger } from './log/logger';
-import { logProcessWarnings } from './log/process-warnings';
-import { dryRunMode, oneShotMode, syncMode, type Output } from './command/modes';
-import { parseArgs } from './command/parse-args';
-
+import { createLogger, logDestination, type Logger, logProcessWarnings } from './log';
+import { dryRunMode, oneShotMode, syncMode, type Output, parseArgs } from './command';
 /** Exits once stdout has taken every line: a pipe is written asynchronously, and exit would drop the rest. */
 let exiting = false;
 const exitAfterStdout = (code: number): void => {

@@ -38,15 +38,15 @@ export {
   type Snapshot,
 } from './core/snapshot';
 
-export { coalesceBursts, type BurstPacing } from './pipeline/coalesce-bursts';
-export { decodeSnapshot } from './pipeline/decode-snapshot';
-export { keepValid } from './pipeline/keep-valid';
-export { readConfig } from './pipeline/read-config';
-export { selectConfigEvents } from './pipeline/select-config-events';
-export { skipUnchangedReads } from './pipeline/skip-unchanged-reads';
-export { toModelOps } from './pipeline/to-model-ops';
+export { coalesceBursts, type BurstPacing } from './pipeline';
+export { decodeSnapshot } from './pipeline';
+export { keepValid } from './pipeline';
+export { readConfig } from './pipeline';
+export { selectConfigEvents } from './pipeline';
+export { skipUnchangedReads } from './pipeline';
+export { toModelOps } from './pipeline';
 
-export { applyModelOps, type OpRunner } from './pipeline/apply-model-ops';
+export { applyModelOps, type OpRunner } from './pipeline';
 
 export {
   acceptedSnapshots,
@@ -55,16 +55,17 @@ export {
   syncModels,
   type ConfigPipelineDeps,
   type SyncDeps,
-} from './agent/sync-models';
-export { startAgent, type AgentCapabilities, type AgentSettings, type AgentStart } from './agent/start-agent';
+} from './agent';
+export { startAgent, type AgentCapabilities, type AgentSettings, type AgentStart } from './agent';
 export {
   agentSettings,
   capabilities,
   configSourceFor,
   type ConfigSourceHooks,
   type ConfigSourceWithStatus,
-} from './wiring/capabilities';
-export { parseArgs, type Env, type ParsedArgs } from './command/parse-args';
+} from './wiring';
+export { parseArgs, type ParsedArgs } from './command';
+export type { Env } from './core/env';
 export { backoffDelay } from './core/backoff';
 export {
   readyEvent,
@@ -77,41 +78,36 @@ export { inPlaceSnapshot, type InPlace } from './core/in-place';
 export { unknownSpec } from './core/snapshot';
 export { parseHostHeaders, parseStorageUri } from './core/storage-uri';
 export { redact, redactLogLine, redactUri, registerSecret, SecretRegistry, secrets } from './core/redact';
-export { abortable } from './agent/abortable';
-export { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from './loader/loader';
+export { abortable } from './agent';
+export { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from './loader';
 export { createSlots, type Slots } from './core/slots';
-export { createWorkQueue, type WorkQueue, type WorkQueueCounts } from './loader/work-queue';
-export { routeStorage } from './storage/router';
+export { createWorkQueue, type WorkQueue, type WorkQueueCounts } from './loader';
+export { routeStorage } from './storage';
 export type * from './ports';
 export { noTelemetry } from './ports';
 
-export { configDirSource, type ConfigDirOptions } from './config-source/config-dir';
+export { configDirSource, type ConfigDirOptions } from './config-source';
 export {
   kubeApiSource,
   type KubeApiSource,
   type KubeApiSourceOptions,
   type KubeWatchStatus,
-} from './config-source/kube-api-source';
-export { readConfigFile, type ConfigReadOptions } from './config-source/config-file';
-export { createLogger, redactingDestination } from './log/logger';
+} from './config-source';
+export { readConfigFile, type ConfigReadOptions } from './config-source';
+export { createLogger, redactingDestination } from './log';
 export {
   archiveFormatOf,
   extractFile,
   extractStream,
   type ArchiveFormat,
   type ExtractOptions,
-} from './storage/archive/extract';
-export type { ArchiveLimits } from './storage/archive/budget';
-export { loadJournal } from './model-dir/load-journal';
-export { modelDirStore } from './model-dir/store';
-export { torchServeModelServer } from './model-server/torchserve';
-export { v2ModelServer } from './model-server/v2';
-export { httpStorage, type HttpStorageOptions } from './storage/http/http-storage';
-export { localFileStorage, type LocalStorageOptions } from './storage/local/local-storage';
-export {
-  defaultDownloadLimits,
-  downloadLimitsOf,
-  type DownloadLimits,
-  type MinRate,
-} from './storage/download-limits';
-export { TransferGuard, type TransferGuardOptions } from './storage/transfer-guard';
+} from './storage';
+export type { ArchiveLimits } from './storage';
+export { loadJournal } from './model-dir';
+export { modelDirStore } from './model-dir';
+export { torchServeModelServer } from './model-server';
+export { v2ModelServer } from './model-server';
+export { httpStorage, type HttpStorageOptions } from './storage';
+export { localFileStorage, type LocalStorageOptions } from './storage';
+export { defaultDownloadLimits, downloadLimitsOf, type DownloadLimits, type MinRate } from './storage';
+export { TransferGuard, type TransferGuardOptions } from './storage';

@@ -6,8 +6,13 @@ import type { Logger } from 'pino';
 import { mergeWith, share, type MonoTypeOperatorFunction, type Observable, type SchedulerLike } from 'rxjs';
 import type { ModelOp } from '../core/model-op';
 import { abortable } from './abortable';
-import { repairDrift, type DriftRecords, type ResyncTrigger } from '../pipeline/repair-drift';
-import { resyncTriggers, type ResyncTriggerOptions } from '../pipeline/resync-triggers';
+import {
+  repairDrift,
+  type DriftRecords,
+  type ResyncTrigger,
+  resyncTriggers,
+  type ResyncTriggerOptions,
+} from '../pipeline';
 import type { ModelServer, Telemetry } from '../ports';
 
 /** What a resync runs on. */

@@ -25,9 +25,8 @@ import type { ModelOp } from '../core/model-op';
 import type { AgentEvent } from '../core/model-status';
 import type { Snapshot } from '../core/snapshot';
 import { abortable } from './abortable';
-import { recoverModelDir } from '../loader/in-place';
-import { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from '../loader/loader';
-import type { ResyncTriggerOptions } from '../pipeline/resync-triggers';
+import { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from '../loader';
+import type { ResyncTriggerOptions } from '../pipeline';
 import {
   noTelemetry,
   type ConfigSource,
@@ -80,6 +79,15 @@ export interface AgentSettings {
   /** Periodic resync and drift repair (every `intervalMs`, and on each `signal$`); absent: none. */
   readonly resync?: ResyncTriggerOptions;
 }
+
+/** What the model dir holds (by its markers), and the loads the journal never saw confirmed. */
+const recoverModelDir = async (
+  store: ModelStore,
+  journal: LoadJournal,
+): Promise<Omit<InPlace, 'loaded'>> => ({
+  onDisk: await store.recover(),
+  unconfirmed: await journal.unconfirmed(),
+});
 
 /** The server's loaded models; the server container starts beside us, so keep asking until it answers. */
 const serverAnswer = (

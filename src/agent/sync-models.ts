@@ -1,4 +1,4 @@
-/** The composition root: the pipeline from config-dir events to ModelOps (and, with a loader, to results). */
+/** The composed pipeline: config-source events to accepted snapshots to ModelOps (and, with a loader, to results). */
 import type { Either } from 'fp-ts/Either';
 import * as E from 'fp-ts/Either';
 import { createHash } from 'node:crypto';
@@ -15,27 +15,31 @@ import {
   switchMap,
   take,
   tap,
-  defer,
   type MonoTypeOperatorFunction,
   type Observable,
-  type OperatorFunction,
   type SchedulerLike,
 } from 'rxjs';
 import { diff } from '../core/diff';
-import { describeConfigError, type ConfigError } from '../core/errors';
+import type { ConfigError } from '../core/errors';
 import type { ModelOp } from '../core/model-op';
 import { readyEvent, type AgentEvent } from '../core/model-status';
 import { emptySnapshot, type Snapshot } from '../core/snapshot';
-import { applyModelOps, type OpRunner } from '../pipeline/apply-model-ops';
-import { coalesceBursts } from '../pipeline/coalesce-bursts';
-import { decodeSnapshot } from '../pipeline/decode-snapshot';
-import { keepValid } from '../pipeline/keep-valid';
-import { readConfig } from '../pipeline/read-config';
-import { announcesNewContent, selectConfigEvents } from '../pipeline/select-config-events';
-import { skipUnchangedReads } from '../pipeline/skip-unchanged-reads';
-import { toModelOps } from '../pipeline/to-model-ops';
-import { logUnservedModels, warnUnservedSchemes } from '../pipeline/warn-unserved-schemes';
-import { noTelemetry, type ConfigRead, type ConfigSource, type FsEvent, type Telemetry } from '../ports';
+import {
+  applyModelOps,
+  type OpRunner,
+  coalesceBursts,
+  decodeAndReport,
+  decodeSnapshot,
+  keepValid,
+  readConfig,
+  announcesNewContent,
+  selectConfigEvents,
+  skipUnchangedReads,
+  toModelOps,
+  logUnservedModels,
+  warnUnservedSchemes,
+} from '../pipeline';
+import { noTelemetry, type ConfigSource, type FsEvent, type Telemetry } from '../ports';
 
 /** What the config half of the pipeline runs on. */
 export interface ConfigPipelineDeps {
@@ -78,23 +82,6 @@ const throughAll =
 /** The sha256 of a config's text, in hex: which config is in force, without showing it. */
 const checksumOf = (text: string): string => createHash('sha256').update(text).digest('hex');
 
-/** Decodes each read and tells `telemetry` whether it was accepted (with its checksum) or rejected (why). */
-const decodeAndReport =
-  (telemetry: Telemetry): OperatorFunction<ConfigRead, Either<ConfigError, Snapshot>> =>
-  (read$) =>
-    defer(() => {
-      let text = '';
-      return read$.pipe(
-        tap((read) => (text = E.isRight(read) ? read.right.text : '')),
-        decodeSnapshot(),
-        tap((result) =>
-          E.isRight(result)
-            ? telemetry.configRead('accepted', { checksum: checksumOf(text) })
-            : telemetry.configRead('rejected', { reason: describeConfigError(result.left) }),
-        ),
-      );
-    });
-
 /** The current config, then every accepted change of it, for as long as subscribed. */
 export const acceptedSnapshots = (
   deps: Omit<ConfigPipelineDeps, 'inPlace' | 'snapshotOperators'>,
@@ -104,7 +91,7 @@ export const acceptedSnapshots = (
     coalesceBursts({ quietMs: deps.settleMs, isDirect: announcesNewContent }, deps.scheduler),
     readConfig(deps.configSource.read),
     skipUnchangedReads(() => (deps.telemetry ?? noTelemetry).configRead('unchanged')),
-    decodeAndReport(deps.telemetry ?? noTelemetry),
+    decodeAndReport(deps.telemetry ?? noTelemetry, checksumOf),
     keepValid(deps.log),
     tap((snapshot) => deps.log.info({ modelCount: snapshot.size }, 'config accepted')),
     deps.servedSchemes === undefined ? identity : warnUnservedSchemes(deps.servedSchemes, deps.log),

@@ -1,4 +1,4 @@
-/** The CLI's two modes as Observables of output: print the ops (`--dry-run`), or keep the models in sync. */
+/** The CLI's modes as Observables of output: print the ops (`--dry-run`), sync once (`--once`), or keep in sync. */
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import {
@@ -8,29 +8,34 @@ import {
   endWith,
   first,
   from,
-  ignoreElements,
   map,
-  merge,
   mergeMap,
   NEVER,
   of,
   takeUntil,
+  throwError,
   type Observable,
 } from 'rxjs';
-import { currentModelOps, modelOps } from '../agent/sync-models';
-import type { AppConfig } from '../core/flags/app-config';
+import { currentModelOps, modelOps, startAgent, type AgentCapabilities, type AgentSettings } from '../agent';
+import type { Env } from '../core/env';
 import { describeConfigError } from '../core/errors';
+import type { AppConfig } from '../core/flags/app-config';
 import { modelOpToJson, type ModelOp } from '../core/model-op';
+import type { ModelStatus } from '../core/model-status';
 import { redact, redactUri } from '../core/redact';
 import { emptySnapshot } from '../core/snapshot';
-import { packageVersion } from './package-version';
-import { agentSettings, capabilities, configSourceFor } from '../wiring/capabilities';
-import { servedSchemes } from '../wiring/storage';
-import type { ModelStatus } from '../core/model-status';
-import type { Loader } from '../loader/loader';
+import type { Loader } from '../loader';
+import {
+  agentSettings,
+  capabilities,
+  configSourceFor,
+  servedSchemes,
+  SurfaceBindFailed,
+  withSurface,
+  type AgentRun,
+} from '../wiring';
 import { gracefulStop } from './graceful-stop';
-import { startAgent, type AgentCapabilities, type AgentSettings } from '../agent/start-agent';
-import { surfaceFor, type Surface } from '../wiring/surface';
+import { packageVersion } from './package-version';
 
 /** What a mode emits: a line for stdout, or an exit code that ends the process. */
 export type Output =
@@ -47,11 +52,7 @@ const exit = (code: number): Output => ({ _tag: 'Exit', code });
  * it is invalid). Nothing is in place for a dry run, so the first config is all Adds. A model whose storage
  * scheme no provider serves gets a warn line on the log. `env` locates the API server for `--source kube-api`.
  */
-export const dryRunMode = (
-  config: AppConfig,
-  log: Logger,
-  env: Readonly<Record<string, string | undefined>> = {},
-): Observable<Output> => {
+export const dryRunMode = (config: AppConfig, log: Logger, env: Env = {}): Observable<Output> => {
   const configSource = configSourceFor(config, log, env);
   const inPlace = emptySnapshot;
   const schemes = servedSchemes(config, log);
@@ -75,16 +76,6 @@ export const dryRunMode = (
   }).pipe(map(opLine));
 };
 
-/** Serves `surface` while subscribed; a port that cannot be bound ends the process with exit code 1. */
-const serveSurface = (surface: Surface, port: number, log: Logger): Observable<Output> =>
-  surface.serve$.pipe(
-    ignoreElements(),
-    catchError((error: unknown) => {
-      log.error({ err: error, port }, 'cannot serve the HTTP surface (--http-port)');
-      return of(exit(1));
-    }),
-  );
-
 /** What the process tells a mode: stop (SIGTERM, SIGINT) and resync now (SIGHUP). */
 export interface ModeSignals {
   readonly shutdown$: Observable<unknown>;
@@ -101,22 +92,16 @@ const noSignals: ModeSignals = { shutdown$: NEVER, resync$: NEVER };
 export const syncMode = (
   config: AppConfig,
   log: Logger,
-  env: Readonly<Record<string, string | undefined>>,
+  env: Env,
   signals: ModeSignals = noSignals,
 ): Observable<Output> => {
-  const surface = config.httpPort === 0 ? undefined : surfaceFor(config, log);
-  const edges = capabilities(
-    config,
-    log,
-    env,
-    surface === undefined ? {} : { onAlive: () => surface.telemetry.watcherAlive() },
-  );
+  const edges = capabilities(config, log, env);
   if (E.isLeft(edges)) {
     log.error({ reason: edges.left }, 'cannot start: the settings are invalid');
     return of(exit(2));
   }
-  const sourceStatus = edges.right.configSourceStatus;
-  if (surface !== undefined && sourceStatus !== undefined) surface.useSourceStatus(sourceStatus);
+  // The HTTP surface's one seam: it wraps how the agent starts.
+  const run: AgentRun = config.httpPort === 0 ? startAgent : withSurface(config, log)(startAgent);
   const { configDir, modelDir, serverUrl, protocol, source } = config;
   const where =
     source === 'kube-api' ? { configmap: config.configmap, namespace: config.namespace } : { configDir };
@@ -127,18 +112,12 @@ export const syncMode = (
       'modelsync starting',
     );
     let loader: Loader | undefined;
-    const settings = agentSettings(config, log);
-    const agent$ = startAgent(watchUntil(edges.right, signals.shutdown$), {
-      ...settings,
+    const agent$ = run(watchUntil(edges.right, signals.shutdown$), {
+      ...agentSettings(config, log),
       ...resyncSettings(config, signals.resync$),
-      ...(surface !== undefined ? { telemetry: surface.settings.telemetry } : {}),
-      opOperators: [...(settings.opOperators ?? []), ...(surface?.settings.opOperators ?? [])],
-      onStart: (start) => {
-        loader = start.loader;
-        surface?.settings.onStart(start);
-      },
+      onStart: (start) => (loader = start.loader),
     });
-    const synced$ = gracefulStop(surface === undefined ? agent$ : agent$.pipe(surface.observe), {
+    return gracefulStop(agent$, {
       shutdown$: signals.shutdown$,
       drain: () => loader?.drain() ?? Promise.resolve(),
       timeoutMs: config.shutdownTimeout,
@@ -146,8 +125,11 @@ export const syncMode = (
     }).pipe(
       mergeMap(() => EMPTY),
       endWith(exit(0)),
+      // A surface port that cannot be bound was logged; the process ends with 1, as for bad settings.
+      catchError((error: unknown) =>
+        error instanceof SurfaceBindFailed ? of(exit(1)) : throwError(() => error),
+      ),
     );
-    return surface === undefined ? synced$ : merge(serveSurface(surface, config.httpPort, log), synced$);
   });
 };
 
@@ -157,7 +139,7 @@ const resyncSettings = (config: AppConfig, resync$: Observable<unknown>): Pick<A
 });
 
 /** The capabilities with a config watcher that stops on `stop$` (shutdown: no config change is taken up). */
-const watchUntil = (edges: AgentCapabilities, stop$: Observable<unknown>): AgentCapabilities => ({
+const watchUntil = <C extends AgentCapabilities>(edges: C, stop$: Observable<unknown>): C => ({
   ...edges,
   configSource: { ...edges.configSource, events$: edges.configSource.events$.pipe(takeUntil(stop$)) },
 });
@@ -180,11 +162,7 @@ const failureLine = (status: ModelStatus): Output =>
  * model is Loaded, else 1 after one stdout line per model that is not (model, phase, errorKind, reason). A
  * config that cannot be used exits 1 and changes nothing. Exits 2 on malformed download headers.
  */
-export const oneShotMode = (
-  config: AppConfig,
-  log: Logger,
-  env: Readonly<Record<string, string | undefined>>,
-): Observable<Output> => {
+export const oneShotMode = (config: AppConfig, log: Logger, env: Env): Observable<Output> => {
   const edges = capabilities(config, log, env);
   if (E.isLeft(edges)) {
     log.error({ reason: edges.left }, 'cannot start: the settings are invalid');

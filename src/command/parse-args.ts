@@ -2,6 +2,7 @@
  * parseArgs: the command line and the MODELSYNC_* env vars to an AppConfig — or the help, the version, or a
  * usage error to print instead. Pure: it reads only its arguments (commander is told not to touch process.*).
  */
+import type { Env } from '../core/env';
 import { Command, CommanderError, Option } from 'commander';
 import * as E from 'fp-ts/Either';
 import type * as t from 'io-ts';
@@ -27,7 +28,6 @@ export type ParsedArgs =
   | { readonly _tag: 'UsageError'; readonly exitCode: 2; readonly message: string };
 
 /** Environment variables by name, as `process.env` holds them. */
-export type Env = Readonly<Record<string, string | undefined>>;
 
 const description =
   'Keeps the models loaded on a model server equal to the list in a mounted ConfigMap (models.json).';

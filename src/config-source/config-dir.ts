@@ -170,13 +170,29 @@ const watchWhileDirExists = (
     }),
   );
 
+/** How the watch of the config dir is doing, for `/healthz`. */
+export interface ConfigDirStatus {
+  readonly source: 'config-dir';
+  /** `Date.now()` of the last sign of a working watch (see `onAlive`); absent before watching starts. */
+  readonly lastAliveAt?: number;
+}
+
+/** A ConfigSource over the config dir, with the state of its watch. */
+export interface ConfigDirSource extends ConfigSource {
+  status(): ConfigDirStatus;
+}
+
 /**
  * The config dir as a ConfigSource. Watch errors are logged and the watch re-armed; the stream never ends by
  * itself. Reads are bounded in size and time; a read that hung and finally returned triggers a new one.
  */
-export const configDirSource = (options: ConfigDirOptions): ConfigSource => {
+export const configDirSource = (options: ConfigDirOptions): ConfigDirSource => {
   const { dir, log, recheckMs = 1000, pollMs = 0, watchDir = defaultWatch, readTimeoutMs = 10_000 } = options;
-  const onAlive = options.onAlive ?? ((): void => undefined);
+  let lastAliveAt: number | undefined;
+  const onAlive = (): void => {
+    lastAliveAt = Date.now();
+    options.onAlive?.();
+  };
   const lateReturn$ = new Subject<FsEvent>();
   const read = withDeadline(
     () => readConfigFile(dir, options),
@@ -204,5 +220,9 @@ export const configDirSource = (options: ConfigDirOptions): ConfigSource => {
     onAlive();
     return watch$;
   });
-  return { events$: merge(started$, lateReturn$), read: () => defer(read) };
+  return {
+    events$: merge(started$, lateReturn$),
+    read: () => defer(read),
+    status: () => ({ source: 'config-dir', ...(lastAliveAt !== undefined ? { lastAliveAt } : {}) }),
+  };
 };

@@ -11,9 +11,11 @@ import {
   invalidEncoding,
   readFailed,
   tooLarge,
+  type ByteLimit,
   type ConfigError,
 } from '../core/errors';
 import { jsonText } from '../core/json/json-bytes';
+import { entryKind } from '../fs';
 import type { ConfigRead } from '../ports';
 
 /** How models.json is read. */
@@ -25,23 +27,16 @@ export interface ConfigReadOptions {
 }
 
 const defaultMaxBytes = Number(flagTable.maxConfigBytes.default);
+/** The cap of `maxBytes`, named as the user sets it. */
+const limitOf = (maxBytes: number): ByteLimit => ({ maxBytes, limit: flagTable.maxConfigBytes.flag });
 // Non-blocking: opening a FIFO that nobody writes would otherwise block a libuv thread (and the watcher) forever.
 const openFlags = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
-
-const kindOf = (stats: Stats): string => {
-  if (stats.isDirectory()) return 'a directory';
-  if (stats.isFIFO()) return 'a FIFO (named pipe)';
-  if (stats.isSocket()) return 'a socket';
-  if (stats.isCharacterDevice()) return 'a character device';
-  if (stats.isBlockDevice()) return 'a block device';
-  return 'not a regular file';
-};
 
 const notRegular = (file: string, stats: Stats): ConfigError =>
   readFailed(
     file,
     'ENOTREG',
-    `it is ${kindOf(stats)}, not a regular file; modelsync reads only regular files`,
+    `it is ${entryKind(stats)}, not a regular file; modelsync reads only regular files`,
   );
 
 // What an errno means to someone fixing the volume (node's messages repeat the path, which the line names already).
@@ -82,7 +77,7 @@ const readRegularFile = async (
 ): Promise<E.Either<ConfigError, Uint8Array>> => {
   const before = await stat(path);
   if (!before.isFile()) return E.left(notRegular(file, before));
-  if (before.size > maxBytes) return E.left(tooLarge(file, before.size, maxBytes));
+  if (before.size > maxBytes) return E.left(tooLarge(file, before.size, limitOf(maxBytes)));
   const handle = await openFile(path, openFlags);
   try {
     const opened = await handle.stat();
@@ -92,7 +87,7 @@ const readRegularFile = async (
     for (;;) {
       if (length === buffer.length) {
         if (length > maxBytes)
-          return E.left(tooLarge(file, Math.max(length, (await handle.stat()).size), maxBytes));
+          return E.left(tooLarge(file, Math.max(length, (await handle.stat()).size), limitOf(maxBytes)));
         const grown = new Uint8Array(Math.min(Math.max(length * 2, 65_536), maxBytes + 1));
         grown.set(buffer);
         buffer = grown;

@@ -10,6 +10,7 @@ import {
   type ConfigMapRef,
 } from '../core/config-map';
 import { readFailed } from '../core/errors';
+import { flagTable } from '../core/flags/app-config';
 import type { ConfigRead, ConfigSource, FsEvent } from '../ports';
 import { runListWatch, type ListWatchOptions } from './kube-list-watch';
 
@@ -110,7 +111,10 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
     if (state._tag === 'Failed') return E.left(readFailed(file, 'EKUBEAPI', state.reason));
     seen.read = state.configMap?.metadata?.resourceVersion;
     return E.map((text: string) => ({ file, text }))(
-      configMapText(refOf(), state.configMap, options.maxBytes),
+      configMapText(refOf(), state.configMap, {
+        maxBytes: options.maxBytes,
+        limit: flagTable.maxConfigBytes.flag,
+      }),
     );
   };
 

@@ -1,4 +1,5 @@
 /** The Kubernetes client, loaded as ESM, and the cluster settings it is given: in-cluster, or a kubeconfig. */
+import type { Env } from '../core/env';
 import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
@@ -7,8 +8,7 @@ import { errorCode, errorMessage } from '../core/errors';
 import type { KubeFailure } from '../core/config-map';
 import { importEsm } from './import-esm';
 
-/** Environment variables by name, as `process.env` holds them (the same shape as kube-list-watch's `KubeEnv`). */
-type Env = Readonly<Record<string, string | undefined>>;
+/** Environment variables by name, as `process.env` holds them (the same shape as kube-list-watch's `Env`). */
 
 /** The `@kubernetes/client-node` module (1.x is ESM-only: see importEsm). */
 export type KubeClientModule = typeof import('@kubernetes/client-node');

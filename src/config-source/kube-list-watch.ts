@@ -1,4 +1,5 @@
 /** runListWatch: the client's ListWatch of one ConfigMap, kept running: restarts with backoff, a stall timer. */
+import type { Env } from '../core/env';
 import type { KubeConfig, ListWatch, V1ConfigMap } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { backoffDelay } from '../core/backoff';
@@ -22,7 +23,6 @@ import { bookmarkingWatch } from './kube-watch';
  * Environment variables by name, as `process.env` holds them. Declared here, not in kube-client.ts, so the
  * declarations a consumer of the package compiles never reach the client's own (ESM) types.
  */
-export type KubeEnv = Readonly<Record<string, string | undefined>>;
 
 /** Which ConfigMap to list and watch, where the API server is, and how to retry. */
 export interface ListWatchOptions {
@@ -30,7 +30,7 @@ export interface ListWatchOptions {
   /** Default: the pod's namespace (see `defaultNamespace`). */
   readonly namespace?: string;
   /** `KUBECONFIG`, `KUBERNETES_SERVICE_HOST`, `KUBERNETES_SERVICE_PORT`. */
-  readonly env: KubeEnv;
+  readonly env: Env;
   readonly log: Logger;
   /** The server ends each watch after this long (`--watch-timeout-s`); see `stallMsFor`. */
   readonly watchTimeoutSeconds: number;

@@ -1,6 +1,6 @@
 /** The ConfigMap as a config source, purely: the request's path and selector, a version's key read as text, failures in words. */
 import * as E from 'fp-ts/Either';
-import { readFailed, tooLarge, invalidEncoding, type ConfigError } from './errors';
+import { readFailed, tooLarge, invalidEncoding, type ByteLimit, type ConfigError } from './errors';
 import { jsonText } from './json/json-bytes';
 
 /** Which key of which ConfigMap holds the model list. */
@@ -60,7 +60,7 @@ const base64Bytes = (text: string): Uint8Array => Uint8Array.from(atob(text), (c
 export const configMapText = (
   ref: ConfigMapRef,
   configMap: ConfigMapObject | undefined,
-  maxBytes: number,
+  limit: ByteLimit,
 ): E.Either<ConfigError, string> => {
   const label = configMapLabel(ref);
   if (configMap === undefined) return E.left(readFailed(label, 'ENOENT', 'the ConfigMap does not exist'));
@@ -69,7 +69,7 @@ export const configMapText = (
   if (text === undefined && binary === undefined)
     return E.left(readFailed(label, 'ENOENT', `the ConfigMap has no key ${ref.key}`));
   const bytes = text !== undefined ? new TextEncoder().encode(text) : base64Bytes(binary ?? '');
-  if (bytes.length > maxBytes) return E.left(tooLarge(label, bytes.length, maxBytes));
+  if (bytes.length > limit.maxBytes) return E.left(tooLarge(label, bytes.length, limit));
   if (text !== undefined) return E.right(text);
   return E.mapLeft((found: string) => invalidEncoding(label, found))(jsonText(bytes));
 };

@@ -1,5 +1,4 @@
 /** Expected failures of reading and decoding the config, as values (never thrown); and EffectError. */
-import { flagTable } from './flags/app-config';
 import { redact } from './redact';
 
 /**
@@ -14,12 +13,14 @@ export interface ReadFailed {
   readonly code: string;
   readonly reason: string;
 }
-/** models.json is bigger than `--max-config-bytes`: refused without being read. */
+/** models.json is bigger than the limit (`--max-config-bytes`): refused without being read. */
 export interface TooLarge {
   readonly _tag: 'TooLarge';
   readonly file: string;
   readonly bytes: number;
   readonly maxBytes: number;
+  /** The setting that sets `maxBytes`, as its user knows it (the flag's name): the way out of the refusal. */
+  readonly limit: string;
 }
 /** models.json is not UTF-8 text: `found` says what it is instead (`UTF-16 little-endian text`). */
 export interface InvalidEncoding {
@@ -47,11 +48,18 @@ export const readFailed = (file: string, code: string, reason: string): ConfigEr
   code,
   reason,
 });
-export const tooLarge = (file: string, bytes: number, maxBytes: number): ConfigError => ({
+/** A cap on the bytes of a config, and the setting that sets it. */
+export interface ByteLimit {
+  readonly maxBytes: number;
+  readonly limit: string;
+}
+
+export const tooLarge = (file: string, bytes: number, { maxBytes, limit }: ByteLimit): ConfigError => ({
   _tag: 'TooLarge',
   file,
   bytes,
   maxBytes,
+  limit,
 });
 export const invalidEncoding = (file: string, found: string): ConfigError => ({
   _tag: 'InvalidEncoding',
@@ -77,7 +85,7 @@ export const describeConfigError = (error: ConfigError): string => {
     case 'TooLarge':
       return (
         `${error.file} is ${error.bytes} bytes, over the limit of ${error.maxBytes} bytes ` +
-        `(${flagTable.maxConfigBytes.flag}); it was not read`
+        `(${error.limit}); it was not read`
       );
     case 'InvalidEncoding':
       return `${error.file} is ${error.found}; models.json must be UTF-8: save it as UTF-8`;

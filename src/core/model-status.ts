@@ -38,9 +38,6 @@ export interface ModelStatus {
   readonly bytesTotal?: number;
 }
 
-/** The fields that describe the download of the spec being worked towards. */
-export type DownloadFigures = Pick<ModelStatus, 'bytesDownloaded' | 'bytesTotal'>;
-
 const keepsDownloadFigures: ReadonlySet<ModelPhase> = new Set(['Loading', 'Loaded', 'Retrying', 'Failed']);
 
 /**

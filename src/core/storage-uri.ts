@@ -1,4 +1,5 @@
 /** Storage URIs and per-host HTTP headers: parsing with KServe's error messages, no I/O; header values are secrets. */
+import type { Env } from './env';
 import * as E from 'fp-ts/Either';
 import { parseJson } from './json/json';
 import { redactUri, registerSecret } from './redact';
@@ -71,7 +72,7 @@ const headersOf = (variable: string, text: string): E.Either<string, Readonly<Re
  * as `URL.hostname` gives them. The first malformed variable is the Left, named.
  */
 export const parseHostHeaders = (
-  env: Readonly<Record<string, string | undefined>>,
+  env: Env,
 ): E.Either<string, ReadonlyMap<string, Readonly<Record<string, string>>>> => {
   const byHost = new Map<string, Readonly<Record<string, string>>>();
   for (const [variable, text] of Object.entries(env)) {

@@ -11,10 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { surfaceView } from './demo-surface';
-import { atomicWrite } from '../testing/atomic-writer';
-import { startV2ModelServer } from '../testing/v2-model-server';
-import { sleep, waitFor } from '../testing/wait';
-
+import { atomicWrite, startV2ModelServer, sleep, waitFor } from '../testing';
 const models = (entries: Readonly<Record<string, string>>): string =>
   JSON.stringify(
     Object.entries(entries).map(([modelName, storageUri]) => ({

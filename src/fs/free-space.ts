@@ -2,7 +2,10 @@
 import { statfs } from 'node:fs/promises';
 import { flagTable } from '../core/flags/app-config';
 import { permanentError } from '../core/errors';
-import { showBytes, type SpaceCheck } from '../storage/download-limits';
+import { showBytes } from '../core/show-bytes';
+
+/** Fails (`no-space`) when `bytes` more would not fit on the volume of `dir`; settles otherwise. */
+export type SpaceCheck = (dir: string, bytes: number, what: string) => Promise<void>;
 
 /** Free bytes on the file system holding a path, as an unprivileged process may use them. */
 export type FreeBytesOf = (path: string) => Promise<number>;

@@ -65,14 +65,15 @@ export const isSameEntry = async (path: string, stats: Stats): Promise<boolean> 
   }
 };
 
-/** What a non-directory entry is, in words for a log line. */
+/** What an entry is, in words for a log line or an error (one vocabulary for every file type modelsync names). */
 export const entryKind = (stats: Stats): string => {
   if (stats.isSymbolicLink()) return 'a symlink';
   if (stats.isFile()) return 'a regular file';
-  if (stats.isFIFO()) return 'a FIFO';
-  if (stats.isSocket()) return 'a socket';
   if (stats.isDirectory()) return 'a directory';
-  return 'a device';
+  if (stats.isFIFO()) return 'a FIFO (named pipe)';
+  if (stats.isSocket()) return 'a socket';
+  if (stats.isCharacterDevice()) return 'a character device';
+  return 'a block device';
 };
 
 // Bounds the open descriptors of a delete or flush: entries of one dir at a time, dirs one by one.

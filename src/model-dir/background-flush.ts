@@ -2,10 +2,8 @@
 import type { Stats } from 'node:fs';
 import { groupCommit } from '../core/group-commit';
 import { createSlots } from '../core/slots';
-import { syncPath } from '../fs/durable-fs';
-import type { Logger } from '../log/logger';
-import { isSameEntry, syncTree, withDir } from '../fs/no-follow';
-
+import { syncPath, isSameEntry, syncTree, withDir } from '../fs';
+import type { Logger } from '../log';
 // Flushes at once: enough to overlap fsync latency, few enough to leave the disk to the downloads.
 const flushConcurrency = 4;
 

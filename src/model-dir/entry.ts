@@ -2,10 +2,8 @@
 import { lstat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { errorCode } from '../core/errors';
-import { isMissing } from '../fs/durable-fs';
+import { isMissing, entryKind, withDir } from '../fs';
 import { readDirState, type DirState } from './marker-file';
-import { entryKind, withDir } from '../fs/no-follow';
-
 /** The file system's own dir at the root of a volume: never ours, whatever its content. */
 export const lostAndFound = 'lost+found';
 

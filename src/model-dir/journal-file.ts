@@ -4,10 +4,8 @@ import { lstat, open, readdir, rename, type FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path';
 import { errorCode } from '../core/errors';
 import { modelNameProblem, type ModelName } from '../core/model-name';
-import { syncPath } from '../fs/durable-fs';
-import type { Logger } from '../log/logger';
-import { entryKind, readNoFollow, removeTree, withDir } from '../fs/no-follow';
-
+import { syncPath, entryKind, readNoFollow, removeTree, withDir } from '../fs';
+import type { Logger } from '../log';
 // The journal holds two short records per load and is compacted past 1 MiB, so a file past this size is not one
 // we wrote: its records are ignored rather than read into memory.
 const maxJournalBytes = 16 * 1024 * 1024;

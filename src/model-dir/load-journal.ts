@@ -7,7 +7,7 @@ import { permanentError } from '../core/errors';
 import { journalRecord, readJournalRecords, type JournalEvent } from '../core/journal-records';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import type { LoadJournal } from '../ports';
-import { step } from '../fs/durable-fs';
+import { step, entryKind, removeTree } from '../fs';
 import {
   legacyJournalDirName,
   openJournalFile,
@@ -17,9 +17,7 @@ import {
   writeJournalFile,
   type JournalFile,
 } from './journal-file';
-import type { Logger } from '../log/logger';
-import { entryKind, removeTree } from '../fs/no-follow';
-
+import type { Logger } from '../log';
 /** The journal file inside the model dir; its leading dot keeps it apart from every model name. */
 export const loadJournalFileName = '.modelsync-journal';
 

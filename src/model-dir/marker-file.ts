@@ -7,9 +7,7 @@ import { isLeft } from 'fp-ts/Either';
 import { errorMessage } from '../core/errors';
 import { decodeMarker, markerJson, markerPrefix, specIdentityJson, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
-import { step } from '../fs/durable-fs';
-import { entryKind, readNoFollow, type OpenDir } from '../fs/no-follow';
-
+import { step, entryKind, readNoFollow, type OpenDir } from '../fs';
 const maxMarkerBytes = 64 * 1024;
 // O_EXCL already refuses any existing entry, a dangling link included; O_NOFOLLOW says so once more.
 const createNew = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;

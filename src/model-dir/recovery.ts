@@ -6,11 +6,9 @@ import type { ModelSpec } from '../core/model-config';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import { specToJson } from '../core/snapshot';
 import type { ModelStore } from '../ports';
-import { forEachLimited, step } from '../fs/durable-fs';
-import type { Logger } from '../log/logger';
+import { forEachLimited, step, fileSizes, withDir } from '../fs';
+import type { Logger } from '../log';
 import type { Found } from './entry';
-import { fileSizes, withDir } from '../fs/no-follow';
-
 const recoverConcurrency = 8;
 
 /** What recovery does through the store (model-dir.ts): look at an entry, delete one, tell temporary dirs. */

@@ -4,11 +4,9 @@ import { mkdtemp, readdir } from 'node:fs/promises';
 import { EffectError, retryableError } from '../core/errors';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
-import { step } from '../fs/durable-fs';
-import type { Logger } from '../log/logger';
+import { step, fileSizes, openDir, removeTree, type OpenDir } from '../fs';
+import type { Logger } from '../log';
 import { isMarkerName, writeMarker } from './marker-file';
-import { fileSizes, openDir, removeTree, type OpenDir } from '../fs/no-follow';
-
 // The model server usually runs as another user; mkdtemp creates 0700.
 const modelDirMode = 0o755;
 
@@ -73,7 +71,10 @@ export interface StagingMark {
  * last: a marker only ever sits beside complete files as far as a killed process is concerned) and opens the dir
  * to the model server. Nothing is flushed here: the store flushes the dir once it is in place, off the load's path.
  */
-export const markStagingDir = async (dir: OpenDir, { name, spec, signal, log }: StagingMark): Promise<void> => {
+export const markStagingDir = async (
+  dir: OpenDir,
+  { name, spec, signal, log }: StagingMark,
+): Promise<void> => {
   signal.throwIfAborted();
   const entries = await dropBroughtMarkers(dir, name, log);
   const files = await fileSizes(dir, entries);

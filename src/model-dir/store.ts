@@ -6,13 +6,11 @@ import { EffectError, errorCode, permanentError } from '../core/errors';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import { specEquals, specToJson } from '../core/snapshot';
 import type { Installed, ModelStore } from '../ports';
-import type { SpaceCheck } from '../storage/download-limits';
-import { fsError, isMissing, step } from '../fs/durable-fs';
+import { fsError, isMissing, step, type SpaceCheck, isSameEntry, removeTree, type OpenDir } from '../fs';
 import { backgroundFlusher } from './background-flush';
-import type { Logger } from '../log/logger';
+import type { Logger } from '../log';
 import { describeFound, inspectEntry, type Found } from './entry';
 import { modelDirRecovery } from './recovery';
-import { isSameEntry, removeTree, type OpenDir } from '../fs/no-follow';
 import { createStagingDir, markStagingDir, namingStaging, stagingTakenAway } from './staging-dir';
 
 /** Where the store lives and where it logs. */
@@ -206,7 +204,8 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
   const failedStaging = async (dir: OpenDir, cause: unknown, signal: AbortSignal): Promise<unknown> => {
     const intact = signal.aborted || (await isSameEntry(dir.path, dir.stats).catch(() => false));
     await discardQuietly(dir.path);
-    if (!intact && !(cause instanceof EffectError && cause.retryable)) return stagingTakenAway(dir.path, cause);
+    if (!intact && !(cause instanceof EffectError && cause.retryable))
+      return stagingTakenAway(dir.path, cause);
     return namingStaging(cause, dir);
   };
 

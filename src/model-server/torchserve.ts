@@ -8,7 +8,7 @@ import { parseJson } from '../core/json/json';
 import type { ModelName } from '../core/model-name';
 import { redactUri, registerSecret } from '../core/redact';
 import type { ModelServer } from '../ports';
-import { fsError, isMissing } from '../fs/durable-fs';
+import { fsError, isMissing } from '../fs';
 import {
   discardBody,
   errorText,
@@ -18,7 +18,7 @@ import {
   readText,
   statusError,
   type HttpCallResponse,
-} from '../net/http-call';
+} from '../net';
 
 /** Where the management API listens, how long calls may take, and where its key is. */
 export interface TorchServeModelServerOptions {

@@ -13,7 +13,7 @@ import {
   readText,
   statusError,
   type HttpCallResponse,
-} from '../net/http-call';
+} from '../net';
 
 /** Where the server listens and how long calls may take. */
 export interface V2ModelServerOptions {

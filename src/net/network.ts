@@ -1,4 +1,5 @@
 /** Network: the one place that builds HTTP connections — undici dispatchers and node:http(s) agents with one proxy rule, one CA set, keep-alive. */
+import type { Env } from '../core/env';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
@@ -184,7 +185,7 @@ export const readCaBundle = (file: string): E.Either<string, ReadonlyArray<strin
  */
 export const networkFrom = (
   settings: { readonly caBundle?: string | undefined },
-  env: Readonly<Record<string, string | undefined>>,
+  env: Env,
 ): E.Either<string, Network> => {
   const extraCa = settings.caBundle === undefined ? E.right([]) : readCaBundle(settings.caBundle);
   if (E.isLeft(extraCa)) return extraCa;

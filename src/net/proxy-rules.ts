@@ -1,4 +1,5 @@
 /** proxyRules: which proxy, if any, a request to a URL goes through, by HTTP(S)_PROXY and NO_PROXY as curl reads them. */
+import type { Env } from '../core/env';
 import { BlockList, isIP } from 'node:net';
 import { registerSecret } from '../core/redact';
 
@@ -11,8 +12,6 @@ export interface ProxySettings {
   /** Hosts reached directly: `*`, or comma/space separated `host`, `.domain`, `*.domain`, `host:port`, IPs, CIDRs. */
   readonly noProxy?: string | undefined;
 }
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 // curl, undici and Python's requests: the lower-case name wins over the upper-case one.
 const variable = (env: Env, name: string): string | undefined => {

@@ -1,6 +1,8 @@
 /** downloadLimits: the caps every storage provider holds one model's download to, and the errors they fail with. */
 import { defaultAppConfig, flagTable, type AppConfig } from '../core/flags/app-config';
 import { permanentError, retryableError, type EffectError } from '../core/errors';
+import { showBytes } from '../core/show-bytes';
+import type { SpaceCheck } from '../fs';
 
 /** The slowest transfer worth keeping: at least `bytesPerSecond` on average over every `windowMs`. */
 export interface MinRate {
@@ -24,9 +26,6 @@ export interface DownloadLimits {
   /** The disk check of a declared size (`spaceCheck` in free-space.ts, `--min-free-bytes`); absent: none. */
   readonly spaceCheck?: SpaceCheck;
 }
-
-/** Fails (`no-space`) when `bytes` more would not fit on the volume of `dir`; settles otherwise. */
-export type SpaceCheck = (dir: string, bytes: number, what: string) => Promise<void>;
 
 /**
  * Expanded bytes no ratio applies to: below this no bomb can hurt a volume, and a small archive of a
@@ -55,21 +54,6 @@ export const downloadLimitsOf = (config: LimitSettings): DownloadLimits => ({
 
 /** The limits of the flags' defaults. */
 export const defaultDownloadLimits: DownloadLimits = downloadLimitsOf(defaultAppConfig);
-
-const units: ReadonlyArray<readonly [string, number]> = [
-  ['TiB', 2 ** 40],
-  ['GiB', 2 ** 30],
-  ['MiB', 2 ** 20],
-  ['KiB', 2 ** 10],
-];
-
-/** A byte count for people: `256 GiB`, `1.95 KiB`, `900 bytes`. */
-export const showBytes = (bytes: number): string => {
-  const unit = units.find(([, size]) => bytes >= size);
-  if (unit === undefined) return `${bytes} bytes`;
-  const amount = bytes / unit[1];
-  return `${Number(amount.toFixed(amount < 10 ? 2 : 1))} ${unit[0]}`;
-};
 
 /** The permanent `too-large` failure of `what`: `why`, naming the flag whose cap it passed. */
 export const tooLarge = (

@@ -1,6 +1,8 @@
 /** TransferGuard: any byte stream of a download held to the limits — a byte cap and a minimum rate over a sliding window. */
 import type { EffectError } from '../core/errors';
-import { showBytes, tooLarge, tooSlow, type MinRate, type SpaceCheck } from './download-limits';
+import { showBytes } from '../core/show-bytes';
+import type { SpaceCheck } from '../fs';
+import { tooLarge, tooSlow, type MinRate } from './download-limits';
 
 /** What one guard watches, and how it stops a transfer that is too slow. */
 export interface TransferGuardOptions {

@@ -28,6 +28,8 @@ export interface SurfaceStateOptions {
   readonly stallMs: number;
   /** The config source in force, as /status names it. */
   readonly source: string;
+  /** When the config source last showed its watch works (its own status); absent: only `watcherAlive` tells. */
+  readonly watchAliveAt?: () => number | undefined;
   /** The clock (ms since the epoch); Date.now by default. */
   readonly now?: () => number;
 }
@@ -42,10 +44,11 @@ export const heartbeatMs = (stallMs: number): number => Math.max(10, Math.min(10
 export const createSurfaceState = ({
   stallMs,
   source,
+  watchAliveAt = () => undefined,
   now = Date.now,
 }: SurfaceStateOptions): SurfaceState => {
   let ready = false;
-  let lastWatchProgress: number | undefined;
+  let pushed: number | undefined;
   let lastTurn: number | undefined;
   let config: ConfigState = { source };
   const heartbeat$ = new Observable<never>((subscriber) =>
@@ -63,7 +66,7 @@ export const createSurfaceState = ({
         if (outcome === 'accepted') config = { ...config, lastAccepted: { at: now(), ...detail } };
         if (outcome === 'rejected') config = { ...config, lastRejected: { at: now(), ...detail } };
       },
-      watcherAlive: () => void (lastWatchProgress = now()),
+      watcherAlive: () => void (pushed = now()),
     },
     markReady: () => void (ready = true),
     ready: () => ready,
@@ -71,6 +74,9 @@ export const createSurfaceState = ({
     heartbeat$,
     liveness: () => {
       const at = now();
+      const pulled = watchAliveAt();
+      const lastWatchProgress =
+        pulled === undefined || (pushed !== undefined && pushed > pulled) ? pushed : pulled;
       if (lastTurn !== undefined && at - lastTurn > stallMs)
         return { ok: false, reason: `the event loop has not turned for ${at - lastTurn} ms` };
       if (lastWatchProgress !== undefined && at - lastWatchProgress > stallMs)

@@ -1,29 +1,27 @@
-/** Production wiring: the real edges (capabilities) and the agent settings an AppConfig asks for. */
+/** The real edges (capabilities) and the agent settings an AppConfig asks for. */
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
+import type { AgentCapabilities, AgentSettings } from '../agent';
+import { configDirSource, kubeApiSource, type KubeWatchStatus, type SourceStatus } from '../config-source';
+import type { Env } from '../core/env';
 import type { AppConfig } from '../core/flags/app-config';
 import { parseHostHeaders } from '../core/storage-uri';
-import { configDirSource } from '../config-source/config-dir';
-import { spaceCheck } from '../fs/free-space';
-import { kubeApiSource, type KubeWatchStatus } from '../config-source/kube-api-source';
-import { loadJournal } from '../model-dir/load-journal';
-import { modelDirStore } from '../model-dir/store';
-import { torchServeModelServer } from '../model-server/torchserve';
-import { v2ModelServer } from '../model-server/v2';
-import { networkFrom, type Network } from '../net/network';
-import { heartbeatMs } from '../surface/surface-state';
-import { routeStorage } from '../storage/router';
-import { storageProviders } from './storage';
+import { spaceCheck } from '../fs';
+import { loadJournal, modelDirStore } from '../model-dir';
+import { torchServeModelServer, v2ModelServer } from '../model-server';
+import { networkFrom, type Network } from '../net';
 import type { ConfigSource, ModelServer } from '../ports';
-import type { AgentCapabilities, AgentSettings } from '../agent/start-agent';
+import { routeStorage } from '../storage';
+import { heartbeatMs } from '../surface';
+import { storageProviders } from './storage';
 
-/** What the lead's telemetry hears from the config source: each sign of a working API-server watch. */
+/** Who hears of each sign of a working watch (the config dir's or the API server's), beside its own status. */
 export interface ConfigSourceHooks {
   readonly onAlive?: () => void;
 }
 
-/** A ConfigSource; the kube-api one also tells how its watch is doing (`status`). */
-export type ConfigSourceWithStatus = ConfigSource & { readonly status?: () => KubeWatchStatus };
+/** A ConfigSource that also tells how its watch is doing (`status`). */
+export type ConfigSourceWithStatus = ConfigSource & { readonly status?: () => SourceStatus };
 
 /**
  * The config source `config` asks for (also what `--dry-run` reads): the config dir, or with `--source kube-api`
@@ -32,7 +30,7 @@ export type ConfigSourceWithStatus = ConfigSource & { readonly status?: () => Ku
 export const configSourceFor = (
   config: AppConfig,
   log: Logger,
-  env: Readonly<Record<string, string | undefined>> = {},
+  env: Env = {},
   hooks: ConfigSourceHooks = {},
 ): ConfigSourceWithStatus =>
   config.source === 'kube-api'
@@ -78,34 +76,40 @@ const modelServerFor = (config: AppConfig, network: Network): ModelServer =>
  * The real edges for `config`: the model dir and its load journal, the model server client, every storage
  * provider behind one download function, and the config dir. `env` supplies KServe's per-host download headers
  * (`<host>-headers`) and the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`) and the S3, Azure and GCS
- * settings and credentials (see production-storage.ts); a malformed one, or a
- * `--ca-bundle` that cannot be read, is the Left, named but never quoted (header values are secrets).
- * Building them starts nothing: the agent does, when subscribed. `sourceHooks.onAlive` hears each sign of a
- * working watch (dir or API server); with `--source kube-api` and `configSourceStatus` tells how the watch is doing (for /healthz, /status
- * and metrics).
+ * settings and credentials (see storage.ts); a malformed one, or a `--ca-bundle` that cannot be read, is the
+ * Left, named but never quoted (header values are secrets). Building them starts nothing: the agent does, when
+ * subscribed. `configSource.status` tells how the watch is doing (for /healthz, /status and metrics);
+ * `sourceHooks.onAlive` also hears each sign of a working watch.
  */
 export const capabilities = (
   config: AppConfig,
   log: Logger,
-  env: Readonly<Record<string, string | undefined>>,
+  env: Env,
   sourceHooks: ConfigSourceHooks = {},
-): E.Either<string, AgentCapabilities & { readonly configSourceStatus?: () => KubeWatchStatus }> => {
+): E.Either<
+  string,
+  AgentCapabilities & {
+    readonly configSource: ConfigSourceWithStatus;
+    readonly configSourceStatus?: () => KubeWatchStatus;
+  }
+> => {
   const headers = parseHostHeaders(env);
   if (E.isLeft(headers)) return E.left(`invalid download headers: ${headers.left}`);
   const network = networkFrom(config, env);
   if (E.isLeft(network)) return E.left(`invalid proxy or CA bundle settings: ${network.left}`);
-  const storage = storageProviders(config, log, env, network.right, headers.right);
+  // One disk check for the store (the reserve, before each install) and the providers (a declared size).
+  const space = spaceCheck(config.minFreeBytes);
+  const storage = storageProviders(config, log, env, network.right, headers.right, space);
   if (E.isLeft(storage)) return storage;
   const router = routeStorage(storage.right.providers, storage.right.claiming);
   const configSource = configSourceFor(config, log, env, sourceHooks);
   return E.right({
     configSource,
-    ...(configSource.status !== undefined ? { configSourceStatus: configSource.status } : {}),
-    store: modelDirStore({
-      root: config.modelDir,
-      log, // the store binds its own `component`
-      spaceCheck: spaceCheck(config.minFreeBytes),
-    }),
+    // The kube-api watch's state, as integrators had it before every source told its status.
+    ...(configSource.status !== undefined && config.source === 'kube-api'
+      ? { configSourceStatus: configSource.status as () => KubeWatchStatus }
+      : {}),
+    store: modelDirStore({ root: config.modelDir, log, spaceCheck: space }), // the store binds its own `component`
     journal: loadJournal({ root: config.modelDir, log }),
     server: modelServerFor(config, network.right),
     download: router,

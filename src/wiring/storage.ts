@@ -1,23 +1,26 @@
 /** Storage wiring: every provider an AppConfig asks for (file, http(s), S3, GCS, Azure Blob) on one Network. */
+import type { Env } from '../core/env';
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import type { AppConfig } from '../core/flags/app-config';
-import { downloadLimitsOf, type DownloadLimits } from '../storage/download-limits';
-import { spaceCheck } from '../fs/free-space';
-import { createNetwork, readCaBundle, type Network } from '../net/network';
 import {
+  downloadLimitsOf,
+  type DownloadLimits,
   azureBlobStorage,
   azureCredentialsFromEnv,
   type AzureBlobStorage,
   type AzureTokenCredential,
-} from '../storage/object-store/azure-blob';
-import { gcsStorage } from '../storage/object-store/gcs';
-import { s3Storage } from '../storage/object-store/s3';
-import { s3Credentials } from '../storage/object-store/s3-credentials';
-import { s3SettingsFrom } from '../storage/object-store/s3-settings';
-import { httpStorage } from '../storage/http/http-storage';
-import { localFileStorage } from '../storage/local/local-storage';
-import { routeStorage, type ClaimingProvider } from '../storage/router';
+  gcsStorage,
+  s3Storage,
+  s3Credentials,
+  s3SettingsFrom,
+  httpStorage,
+  localFileStorage,
+  routeStorage,
+  type ClaimingProvider,
+} from '../storage';
+import type { SpaceCheck } from '../fs';
+import { createNetwork, readCaBundle, type Network } from '../net';
 import type { StorageProvider } from '../ports';
 
 /** DefaultAzureCredential, its library loaded when the first token is asked for (most processes never ask). */
@@ -37,7 +40,7 @@ const defaultAzureCredential = (): AzureTokenCredential => {
  */
 const azureAndGcsStorage = (
   config: AppConfig,
-  env: Readonly<Record<string, string | undefined>>,
+  env: Env,
   limits: DownloadLimits,
   network: Network,
 ): { readonly azure: AzureBlobStorage; readonly gcs: StorageProvider } => ({
@@ -67,7 +70,7 @@ const azureAndGcsStorage = (
 const s3StorageFor = (
   config: AppConfig,
   log: Logger,
-  env: Readonly<Record<string, string | undefined>>,
+  env: Env,
   limits: DownloadLimits,
   network: Network,
 ): E.Either<string, StorageProvider> => {
@@ -107,17 +110,18 @@ export interface StorageProviders {
 
 /**
  * Every storage provider `config` asks for, on `network`, with KServe's per-host download headers and the S3,
- * Azure and GCS settings and credentials of `env`. The router built from them is also what says which schemes
+ * Azure and GCS settings and credentials of `env`; a declared size is held to `space` (the disk check). The router built from them is also what says which schemes
  * are served (`--dry-run`'s warnings). The Left names the setting that is wrong, never its value.
  */
 export const storageProviders = (
   config: AppConfig,
   log: Logger,
-  env: Readonly<Record<string, string | undefined>>,
+  env: Env,
   network: Network,
   headersByHost: ReadonlyMap<string, Readonly<Record<string, string>>>,
+  space?: SpaceCheck,
 ): E.Either<string, StorageProviders> => {
-  const limits = { ...downloadLimitsOf(config), spaceCheck: spaceCheck(config.minFreeBytes) };
+  const limits = { ...downloadLimitsOf(config), ...(space !== undefined ? { spaceCheck: space } : {}) };
   const s3 = s3StorageFor(config, log, env, limits, network);
   if (E.isLeft(s3)) return E.left(`invalid S3 settings: ${s3.left}`);
   const cloud = azureAndGcsStorage(config, env, limits, network);

@@ -1,7 +1,8 @@
 /** parseArgs in process: flags, env vars and defaults to an AppConfig, and every way it says no. */
 import { defaultAppConfig, flagList, flagTable, switchWords } from '../../src/core/flags/app-config';
 import { packageVersion } from '../../src/command/package-version';
-import { parseArgs, type Env, type ParsedArgs } from '../../src/command/parse-args';
+import { parseArgs, type ParsedArgs } from '../../src/command/parse-args';
+import type { Env } from '../../src/core/env';
 
 const parse = (args: ReadonlyArray<string>, env: Env = {}): ParsedArgs =>
   parseArgs(['/usr/bin/node', '/app/dist/cli.js', ...args], env);

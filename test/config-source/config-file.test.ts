@@ -137,6 +137,7 @@ describe('readConfigFile', () => {
     const failure = await failureOf(dir);
     expect(failure).toEqual({
       _tag: 'TooLarge',
+      limit: '--max-config-bytes',
       file: join(dir, 'models.json'),
       bytes: 10 * 1024 ** 3,
       maxBytes: 32 * 1024 ** 2,

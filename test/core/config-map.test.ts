@@ -12,7 +12,10 @@ import { describeConfigError } from '../../src/core/errors';
 
 const ref = { namespace: 'serving', name: 'models', key: 'models.json' };
 const text = (configMap: Parameters<typeof configMapText>[1], maxBytes = 1000): string =>
-  E.match(describeConfigError, (value: string) => `text: ${value}`)(configMapText(ref, configMap, maxBytes));
+  E.match(
+    describeConfigError,
+    (value: string) => `text: ${value}`,
+  )(configMapText(ref, configMap, { maxBytes, limit: '--max-config-bytes' }));
 
 describe('the ConfigMap as a config source', () => {
   it('asks for exactly one ConfigMap, with bookmarks and a server-side timeout', () => {

@@ -2,7 +2,8 @@
 import type { IContainer, IPodSpec } from 'kubernetes-models/v1';
 import type { IDeployment } from 'kubernetes-models/apps/v1';
 import { flagList } from '../../src/core/flags/app-config';
-import { parseArgs, type Env } from '../../src/command/parse-args';
+import { parseArgs } from '../../src/command/parse-args';
+import type { Env } from '../../src/core/env';
 import type { KubeObject } from './kustomize';
 
 /** The one Deployment of a rendered variant. */

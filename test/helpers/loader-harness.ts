@@ -212,26 +212,37 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
     recover: () => store.recover(),
     stage: (name, spec, signal) =>
       new Promise<Staged>((staged, failed) => {
-        recorded(
-          { model: name, step: 'install', at: 'start', spec },
-          () =>
-            new Promise<Installed>((installed, notInstalled) => {
-              store.stage(name, spec, signal).then((real) => {
-                stagedFor.set(real.dir, name);
-                const settled = (): boolean => stagedFor.delete(real.dir);
-                staged({
-                  dir: real.dir,
-                  commit: () =>
-                    real.commit().then(
-                      (done) => (settled(), installed(done), done),
-                      (error: unknown) => (settled(), notInstalled(error), Promise.reject(error)),
-                    ),
-                  abandon: (cause) =>
-                    real.abandon(cause).then((error) => (settled(), notInstalled(error), error)),
-                });
-              }, notInstalled);
-            }),
-        ).catch(failed);
+        let end!: {
+          readonly done: (installed: Installed) => void;
+          readonly failed: (error: unknown) => void;
+        };
+        const ended = new Promise<Installed>((done, notDone) => (end = { done, failed: notDone }));
+        recorded({ model: name, step: 'install', at: 'start', spec }, async () => {
+          const real = await store.stage(name, spec, signal);
+          stagedFor.set(real.dir, name);
+          staged({
+            dir: real.dir,
+            commit: async () => {
+              try {
+                const installed = await real.commit();
+                end.done(installed);
+                return installed;
+              } catch (error) {
+                end.failed(error);
+                throw error;
+              } finally {
+                stagedFor.delete(real.dir);
+              }
+            },
+            abandon: async (cause) => {
+              const error = await real.abandon(cause);
+              stagedFor.delete(real.dir);
+              end.failed(error);
+              return error;
+            },
+          });
+          return ended;
+        }).catch(failed);
       }),
     remove: (name) => recorded({ model: name, step: 'remove', at: 'start' }, () => store.remove(name)),
     isInstalled: (name, spec) => store.isInstalled(name, spec),

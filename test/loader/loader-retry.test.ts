@@ -2,8 +2,7 @@
 import pino from 'pino';
 import { Subject, VirtualTimeScheduler, type Subscription } from 'rxjs';
 import { retryableError } from '../../src/core/errors';
-import { add } from '../../src/core/model-op';
-import type { ModelOp } from '../../src/core/model-op';
+import { add, type ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase } from '../../src/core/model-status';
 import { createLoader, type Loader } from '../../src/loader/loader';
 import { name, phasesOfRetriedAdd, spec } from '../helpers/fixtures';

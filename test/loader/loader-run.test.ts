@@ -1,8 +1,7 @@
 /** Tests of Loader.run subscriptions on real edges: one at a time, and a new one after an unsubscribe or completion. */
 import { join } from 'node:path';
 import { Subject, type Subscription } from 'rxjs';
-import { add } from '../../src/core/model-op';
-import type { ModelOp } from '../../src/core/model-op';
+import { add, type ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import { waitFor } from '../../src/testing/wait';
 import { name, spec } from '../helpers/fixtures';

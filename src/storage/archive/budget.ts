@@ -1,5 +1,6 @@
 /** ArchiveBudget: the caps of one extraction — entries, expanded bytes, expansion ratio — counted as entries come. */
-import { ratioGraceBytes, showBytes, tooLarge, type DownloadLimits } from '../download-limits';
+import { showBytes } from '../../core/show-bytes';
+import { ratioGraceBytes, tooLarge, type DownloadLimits } from '../download-limits';
 
 /** The limits an extraction obeys: the model cap bounds what it expands to. */
 export type ArchiveLimits = Pick<DownloadLimits, 'maxModelBytes' | 'maxArchiveRatio' | 'maxArchiveEntries'>;

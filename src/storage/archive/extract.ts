@@ -4,7 +4,7 @@ import { createReadStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { retryableError, type EffectError } from '../../core/errors';
-import { fsError, step, writeNewFile } from '../../fs/durable-fs';
+import { fsError, step, writeNewFile } from '../../fs';
 import { defaultDownloadLimits } from '../download-limits';
 import { ArchiveBudget, type ArchiveLimits } from './budget';
 import { checkLinksInside, EntryGuard } from './guard';

@@ -1,6 +1,6 @@
 /** unpack: what extracting either format shares — one extraction's job, and how its failures are classified. */
 import { EffectError, errorCode, errorMessage, permanentError, retryableError } from '../../core/errors';
-import { fsError, isTransientFsError } from '../../fs/durable-fs';
+import { fsError, isTransientFsError } from '../../fs';
 import type { ArchiveBudget } from './budget';
 import type { EntryGuard } from './guard';
 

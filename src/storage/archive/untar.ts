@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { Header, extract as untar, type ReadEntry, type Unpack } from 'tar';
 import { EffectError, errorCode } from '../../core/errors';
-import { consume } from '../../fs/durable-fs';
+import { consume } from '../../fs';
 import type { ArchiveBudget } from './budget';
 import type { EntryKind } from './guard';
 import { archiveFailure, truncatedArchive, type Job } from './unpack';

@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { crc32 } from 'node:zlib';
 import * as yauzl from 'yauzl';
 import { errorCode, permanentError } from '../../core/errors';
-import { fsError, step } from '../../fs/durable-fs';
+import { fsError, step } from '../../fs';
 import { refusal, type EntryKind } from './guard';
 import { archiveFailure, truncatedArchive, type Job } from './unpack';
 

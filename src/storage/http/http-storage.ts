@@ -6,13 +6,19 @@ import { redactUri } from '../../core/storage-uri';
 import type { DownloadProgress, StorageProvider } from '../../ports';
 import { archiveFormatOf, extractStream, type ArchiveFormat } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
-import { writeNewFile } from '../../fs/durable-fs';
-import { discardBody, httpUrl, isOk, responseStatusError } from '../../net/http-call';
-import type { Network } from '../../net/network';
+import { writeNewFile } from '../../fs';
+import {
+  discardBody,
+  httpUrl,
+  isOk,
+  responseStatusError,
+  type Network,
+  timeoutOf,
+  transportError,
+} from '../../net';
 import { contentLengthOf, headerOf, resumableBody, type BodyResponse } from './resumable-body';
 import { TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
-import { timeoutOf, transportError } from '../../net/transport-error';
 
 /** Settings of httpStorage; timeouts in milliseconds. */
 export interface HttpStorageOptions {

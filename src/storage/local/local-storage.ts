@@ -19,9 +19,8 @@ import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
-import { fsError, isMissing, writeNewFile } from '../../fs/durable-fs';
+import { fsError, isMissing, writeNewFile, handlePath } from '../../fs';
 import { checkLocalSource, checkNotSystem, isInside } from './local-roots';
-import { handlePath } from '../../fs/no-follow';
 import { TransferGuard } from '../transfer-guard';
 
 /** Settings of localFileStorage. */

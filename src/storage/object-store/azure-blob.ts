@@ -1,4 +1,5 @@
 /** azureBlobStorage: Azure Blob Storage URLs as a storage provider (through the generic object downloader), over @azure/storage-blob. */
+import type { Env } from '../../core/env';
 import type { Agent } from 'node:http';
 import type {
   AnonymousCredential,
@@ -10,7 +11,7 @@ import * as E from 'fp-ts/Either';
 import { permanentError, type EffectError } from '../../core/errors';
 import { registerSecret } from '../../core/redact';
 import type { StorageProvider } from '../../ports';
-import { transportError } from '../../net/transport-error';
+import { transportError } from '../../net';
 import { isAzureBlobUri, parseAzureBlobUri, type AzureBlobUri } from './azure-blob-uri';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import { objectStoreStorage, type ObjectDownloadOptions, type ResolvedLocation } from './download-objects';
@@ -78,7 +79,7 @@ const connectionStringFields = (text: string): ReadonlyMap<string, string> =>
  * (managed identity).
  */
 export const azureCredentialsFromEnv = (
-  env: Readonly<Record<string, string | undefined>>,
+  env: Env,
   makeTokenCredential: () => AzureTokenCredential,
 ): AzureCredentials => {
   const value = (name: string): string | undefined => {

@@ -8,7 +8,7 @@ import { permanentError, retryableError, toEffectError, type EffectError } from 
 import type { DownloadProgress, StorageProvider } from '../../ports';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
-import { consume, forEachLimited, fsError, step } from '../../fs/durable-fs';
+import { consume, forEachLimited, fsError, step } from '../../fs';
 import { TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';

@@ -4,7 +4,7 @@ import type { File, Storage, StorageOptions } from '@google-cloud/storage';
 import * as E from 'fp-ts/Either';
 import { errorCode } from '../../core/errors';
 import { redactUri } from '../../core/storage-uri';
-import { transportError } from '../../net/transport-error';
+import { transportError } from '../../net';
 import { idleWatch } from './idle-watch';
 import { lazyModule } from './lazy-module';
 

@@ -1,4 +1,5 @@
 /** s3Credentials: where S3 requests get their credentials — none (anonymous), the environment, or the AWS default chain re-read when its files change; every value hidden as a secret. */
+import type { Env } from '../../core/env';
 import { stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
@@ -61,7 +62,7 @@ export interface DefaultChainOptions {
  * credentials or config file changes (a rotated Secret mounted there): the SDK alone would keep the first
  * credentials it read from a file until the process ends.
  */
-const defaultChain = (env: Readonly<Record<string, string | undefined>>, options: DefaultChainOptions) => {
+const defaultChain = (env: Env, options: DefaultChainOptions) => {
   const home = env.HOME ?? homedir();
   const filepath = env.AWS_SHARED_CREDENTIALS_FILE ?? path.join(home, '.aws', 'credentials');
   const configFilepath = env.AWS_CONFIG_FILE ?? path.join(home, '.aws', 'config');
@@ -100,7 +101,7 @@ const defaultChain = (env: Readonly<Record<string, string | undefined>>, options
  */
 export const s3Credentials = (
   settings: { readonly anonymous: boolean } & DefaultChainOptions,
-  env: Readonly<Record<string, string | undefined>>,
+  env: Env,
 ): S3Credentials => {
   if (settings.anonymous) return 'anonymous';
   const accessKeyId = env.AWS_ACCESS_KEY_ID;

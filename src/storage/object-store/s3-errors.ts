@@ -1,6 +1,6 @@
 /** s3Error: the one classification of what the AWS SDK throws at a listing or a read, as an EffectError naming bucket and key. */
 import { EffectError, isAbortError, isRetryableStatus, retryableError } from '../../core/errors';
-import { transportError } from '../../net/transport-error';
+import { transportError } from '../../net';
 
 /** The request that failed: its words for messages, and whether its caller aborted it. */
 export interface S3Request {

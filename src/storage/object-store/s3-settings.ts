@@ -1,4 +1,5 @@
 /** s3SettingsFrom: how S3 is reached, from our flags first and then the environment names KServe uses (no I/O). */
+import type { Env } from '../../core/env';
 import * as E from 'fp-ts/Either';
 import { switchWords, type AppConfig } from '../../core/flags/app-config';
 import type { S3Addressing } from './s3';
@@ -17,8 +18,6 @@ export interface S3Settings {
   /** A PEM file of CAs trusted for S3 on top of the others (`AWS_CA_BUNDLE`). */
   readonly caBundle?: string;
 }
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 /** The value of `name` in `env`, trimmed; undefined when unset or blank. */
 const read = (env: Env, name: string): string | undefined => {

@@ -5,7 +5,7 @@ import { flagList, isSwitch } from '../../../src/core/flags/app-config';
 import { flagDocs, flagDocsMarkers, flagDocsRow, withFlagDocs } from '../../../src/core/flags/flag-docs';
 import { helpDescription, parseArgs } from '../../../src/command/parse-args';
 
-const operatingMd = readFileSync(join(__dirname, '..', '..', 'docs', 'operating.md'), 'utf8');
+const operatingMd = readFileSync(join(__dirname, '..', '..', '..', 'docs', 'operating.md'), 'utf8');
 
 /** The cells of each row of the first markdown table in `text` (header and separator dropped). */
 const tableRows = (text: string): string[][] =>

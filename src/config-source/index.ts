@@ -1,0 +1,18 @@
+/**
+ * Config sources (`ConfigSource`): where models.json comes from, the watched config dir or one ConfigMap through
+ * the API server.
+ */
+export {
+  configDirSource,
+  type ConfigDirOptions,
+  type ConfigDirSource,
+  type ConfigDirStatus,
+} from './config-dir';
+export { type ConfigReadOptions, readConfigFile } from './config-file';
+export type { SourceStatus } from './source-status';
+export {
+  kubeApiSource,
+  type KubeApiSource,
+  type KubeApiSourceOptions,
+  type KubeWatchStatus,
+} from './kube-api-source';

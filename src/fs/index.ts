@@ -1,0 +1,24 @@
+/** The shared floor for the file system: durable steps, no-follow reads and deletes, the free-space check. */
+export {
+  consume,
+  forEachLimited,
+  fsError,
+  isMissing,
+  isTransientFsError,
+  step,
+  syncPath,
+  writeNewFile,
+} from './durable-fs';
+export { spaceCheck, type SpaceCheck } from './free-space';
+export {
+  entryKind,
+  fileSizes,
+  handlePath,
+  isSameEntry,
+  openDir,
+  type OpenDir,
+  readNoFollow,
+  removeTree,
+  syncTree,
+  withDir,
+} from './no-follow';

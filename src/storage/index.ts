@@ -1,0 +1,32 @@
+/**
+ * Storage (`StorageProvider`): a model fetched from its storage URI into a dir (local paths, http(s), S3, GCS,
+ * Azure Blob, archives), every provider under one model's limits.
+ */
+export { type ArchiveLimits } from './archive/budget';
+export {
+  type ArchiveFormat,
+  archiveFormatOf,
+  extractFile,
+  type ExtractOptions,
+  extractStream,
+} from './archive/extract';
+export {
+  defaultDownloadLimits,
+  type DownloadLimits,
+  downloadLimitsOf,
+  type MinRate,
+} from './download-limits';
+export { httpStorage, type HttpStorageOptions } from './http/http-storage';
+export { localFileStorage, type LocalStorageOptions } from './local/local-storage';
+export {
+  azureBlobStorage,
+  type AzureBlobStorage,
+  azureCredentialsFromEnv,
+  type AzureTokenCredential,
+} from './object-store/azure-blob';
+export { gcsStorage } from './object-store/gcs';
+export { s3Credentials } from './object-store/s3-credentials';
+export { s3SettingsFrom } from './object-store/s3-settings';
+export { s3Storage } from './object-store/s3';
+export { type ClaimingProvider, routeStorage } from './router';
+export { TransferGuard, type TransferGuardOptions } from './transfer-guard';
