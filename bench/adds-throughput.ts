@@ -43,8 +43,9 @@ const runChild = (count: number, url: string, modelDir: string, sourceDir: strin
     [String(count), url, modelDir, sourceDir],
     childTimeoutMs,
     `${count} Adds: child`,
-    // The agent's Node.js flags, as its image runs it (src/node-flags.ts); the floor script runs with none.
-    { NODE_OPTIONS: agentNodeFlags.join(' ') },
+    // The agent's Node.js flags, as its image runs it (src/command/node-flags.ts); the floor script runs with none.
+    {},
+    agentNodeFlags,
   );
 
 interface Measured {

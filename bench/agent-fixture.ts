@@ -83,19 +83,24 @@ export const stopProcess = async (agent: CliProcess): Promise<void> => {
 export interface AgentProcessOptions {
   readonly probeFile?: string;
   readonly env?: Readonly<Record<string, string>>;
+  /** Started as the npm bin starts it: the file itself, whose `#!` line carries the Node.js flags. */
+  readonly asBin?: boolean;
 }
 
 /**
- * Starts the agent (`node src/cli.js`) with `args` and `--http-port 0`: no HTTP surface, whose default port (9081)
- * would collide between the agents of one suite and with other runs on the machine.
+ * Starts the agent as its image does (`node <flags> src/cli.js`), or as the npm bin does (`src/cli.js`, `asBin`),
+ * with `args` and `--http-port 0`: no HTTP surface, whose default port (9081) would collide between the agents of
+ * one suite and with other runs on the machine.
  */
 export const startAgentProcess = (
   args: ReadonlyArray<string>,
-  { probeFile, env = {} }: AgentProcessOptions = {},
+  { probeFile, env = {}, asBin = false }: AgentProcessOptions = {},
 ): CliProcess =>
   startCli([...args, '--http-port', '0'], {
     cliPath,
-    env: { ...env, ...probeEnv(probeFile, agentNodeFlags) },
+    asBin,
+    nodeFlags: asBin ? [] : agentNodeFlags,
+    env: { ...env, ...probeEnv(probeFile) },
   });
 
 /** Starts the floor watcher on `configDir`, `modelDir` and `serverUrl`, the probe preloaded when `probeFile` is given. */
@@ -106,17 +111,9 @@ export const startFloorProcess = (
   probeFile?: string,
 ): CliProcess => startCli([configDir, modelDir, serverUrl], { cliPath: floorPath, env: probeEnv(probeFile) });
 
-/** NODE_OPTIONS with `nodeFlags` (the agent's, as its image runs it) and the probe preloaded when `probeFile` is given. */
-const probeEnv = (
-  probeFile: string | undefined,
-  nodeFlags: ReadonlyArray<string> = [],
-): Record<string, string> => {
-  const options = [...nodeFlags, ...(probeFile === undefined ? [] : [`--require ${probePath}`])].join(' ');
-  return {
-    ...(options === '' ? {} : { NODE_OPTIONS: options }),
-    ...(probeFile === undefined ? {} : { BENCH_PROBE_FILE: probeFile }),
-  };
-};
+/** NODE_OPTIONS with the probe preloaded when `probeFile` is given (the bin's own flags come from its `#!` line). */
+const probeEnv = (probeFile: string | undefined): Record<string, string> =>
+  probeFile === undefined ? {} : { NODE_OPTIONS: `--require ${probePath}`, BENCH_PROBE_FILE: probeFile };
 
 /** What the memory probe writes: `process.memoryUsage()` and `process.cpuUsage()` of the probed process. */
 export interface ProbeReading {

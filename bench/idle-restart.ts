@@ -44,10 +44,12 @@ const maxHeapUsedMiB = 20;
 const maxCpuMsPerMinute = 50;
 /** P6 target. */
 const maxReadyMs = 1000;
+/** The npm bin's idle RSS may exceed the image's way of starting the agent by at most this ratio. */
+const maxBinRssRatio = 1.1;
 
 /** One watcher idling: its process, probe file and what was read over the measured window. */
 interface Idler {
-  readonly name: 'modelsync' | 'floor';
+  readonly name: 'modelsync' | 'modelsync (npm bin)' | 'floor';
   readonly process: CliProcess;
   readonly probeFile: string;
 }
@@ -93,7 +95,7 @@ const bareNodeMs = async (): Promise<number> => {
 export const idleRestartSuite: Suite = {
   name: 'idle-restart',
   description:
-    `The real agent (node src/cli.js) after loading ${models} models over http, idle beside the floor watcher ` +
+    `The real agent (node src/cli.js, and src/cli.js as the npm bin) after loading ${models} models over http, idle beside the floor watcher ` +
     'after the same models (RSS, heapUsed, CPU over the same window), then restarted with them on disk and ' +
     'loaded: time to ready, downloads and loads (none expected), vs a bare `node -e 0`.',
   run: async ({ quick }: RunOptions): Promise<SuiteResult> => {
@@ -102,20 +104,23 @@ export const idleRestartSuite: Suite = {
     const { settleMs, measureMs, restarts } = quick ? timing.quick : timing.full;
     const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-idle-'));
     const store = await startModelStore(modelFileBytes);
-    const lanes = (['modelsync', 'floor'] as const).map((name) => {
+    const lanes = (['modelsync', 'bin', 'floor'] as const).map((name) => {
       const dir = path.join(root, name);
       mkdirSync(path.join(dir, 'models'), { recursive: true });
       atomicWrite(path.join(dir, 'config'), { 'models.json': modelsJson(models, store.url) });
       return { name, configDir: path.join(dir, 'config'), modelDir: path.join(dir, 'models') };
     });
-    const [mine, floorLane] = lanes as [(typeof lanes)[0], (typeof lanes)[0]];
+    const [mine, binLane, floorLane] = lanes as [(typeof lanes)[0], (typeof lanes)[0], (typeof lanes)[0]];
     const mineLoads = loadArrivals();
+    const binLoads = loadArrivals();
     const floorLoads = loadArrivals();
     const standIn = await startV2ModelServer({ modelDir: mine.modelDir, onRequest: mineLoads.observe });
+    const binStandIn = await startV2ModelServer({ modelDir: binLane.modelDir, onRequest: binLoads.observe });
     const floorStandIn = await startV2ModelServer({ onRequest: floorLoads.observe });
-    const agentArgs = [
-      ...['--config-dir', mine.configDir, '--model-dir', mine.modelDir, '--server-url', standIn.url],
+    const argsOf = (lane: (typeof lanes)[0], serverUrl: string): string[] => [
+      ...['--config-dir', lane.configDir, '--model-dir', lane.modelDir, '--server-url', serverUrl],
     ];
+    const agentArgs = argsOf(mine, standIn.url);
     const running: CliProcess[] = [];
     try {
       const idlers: Idler[] = [];
@@ -125,13 +130,19 @@ export const idleRestartSuite: Suite = {
       await mineLoads.distinct(models, startTimeoutMs);
       await agent.waitForLog('start-up sync complete; ready', startTimeoutMs);
       idlers.push({ name: 'modelsync', process: agent, probeFile: agentProbe });
+      const binProbe = path.join(root, 'bin.probe');
+      const bin = startAgentProcess(argsOf(binLane, binStandIn.url), { probeFile: binProbe, asBin: true });
+      running.push(bin);
+      await binLoads.distinct(models, startTimeoutMs);
+      await bin.waitForLog('start-up sync complete; ready', startTimeoutMs);
+      idlers.push({ name: 'modelsync (npm bin)', process: bin, probeFile: binProbe });
       const floorProbe = path.join(root, 'floor.probe');
       const floor = startFloorProcess(floorLane.configDir, floorLane.modelDir, floorStandIn.url, floorProbe);
       running.push(floor);
       await floorLoads.distinct(models, startTimeoutMs);
       idlers.push({ name: 'floor', process: floor, probeFile: floorProbe });
       console.log(
-        `  both loaded ${models} models; settling ${settleMs / 1000} s, measuring ${measureMs / 1000} s`,
+        `  all three loaded ${models} models; settling ${settleMs / 1000} s, measuring ${measureMs / 1000} s`,
       );
       await sleep(settleMs);
       const starts = await Promise.all(idlers.map((idler) => readProbe(idler.process, idler.probeFile)));
@@ -145,6 +156,7 @@ export const idleRestartSuite: Suite = {
         figuresOf(idler, rss[i]!, starts[i]!, ends[i]!, measureMs / 60_000),
       );
       await stopProcess(floor);
+      await stopProcess(bin);
 
       // P6: restarts with every model on disk and loaded, each paired with a bare node start-up.
       await stopProcess(agent);
@@ -167,7 +179,7 @@ export const idleRestartSuite: Suite = {
         loads += mineLoads.requests() - loadsBefore;
         await stopProcess(again);
       }
-      const [mineIdle, floorIdle] = idle as [IdleFigures, IdleFigures];
+      const [mineIdle, binIdle, floorIdle] = idle as [IdleFigures, IdleFigures, IdleFigures];
       const restart = summarize(restartsMs);
       const node = summarize(nodeMs);
       const rows: Row[] = [
@@ -200,6 +212,14 @@ export const idleRestartSuite: Suite = {
           floorRssMiB: floorIdle.rssMedianMiB,
         },
         {
+          name: "P5 idle RSS of the agent started as the npm bin within 10 % of the image's way of starting it",
+          withinBudget: binIdle.rssMedianMiB <= mineIdle.rssMedianMiB * maxBinRssRatio,
+          ratio: round3(binIdle.rssMedianMiB / mineIdle.rssMedianMiB),
+          better: 'lower',
+          rssMiB: binIdle.rssMedianMiB,
+          imageRssMiB: mineIdle.rssMedianMiB,
+        },
+        {
           name: `P5 idle heapUsed ≤ ${maxHeapUsedMiB} MiB`,
           withinBudget: mineIdle.heapUsedMiB <= maxHeapUsedMiB,
           // No ratio for CI: the floor's heapUsed swings 4-18 MiB with its GC's timing.
@@ -227,9 +247,11 @@ export const idleRestartSuite: Suite = {
         rows,
         checks,
         notes: [
-          `Both processes got the same models.json of ${models} models (${modelFileBytes / 1024} KiB each over ` +
-            'http from a server in the bench process), each against its own V2 stand-in; modelsync with its ' +
-            'defaults (info logs). Once both had every load request, they idled side by side: ' +
+          `Three processes got the same models.json of ${models} models (${modelFileBytes / 1024} KiB each over ` +
+            'http from a server in the bench process), each against its own V2 stand-in: modelsync started as ' +
+            'its image starts it (`node --max-semi-space-size=1 cli.js`), modelsync started as the npm bin ' +
+            '(the file itself: its `#!/usr/bin/env -S node …` line), both with their defaults (info logs), and ' +
+            'the floor watcher. Once each had every load request, they idled side by side: ' +
             `${settleMs / 1000} s to settle, then ${measureMs / 1000} s measured.`,
           'rss: VmRSS from /proc every second over the window (median, max); heapUsed, heapTotal and CPU from ' +
             'a preloaded probe (bench/memory-probe.ts: at SIGUSR2 it writes process.memoryUsage() and ' +
@@ -246,6 +268,7 @@ export const idleRestartSuite: Suite = {
       for (const process of running) await stopProcess(process);
       await standIn.close();
       await floorStandIn.close();
+      await binStandIn.close();
       await store.close();
       rmSync(root, { recursive: true, force: true });
     }

@@ -1,6 +1,14 @@
 /** Runs the benchmark suites, prints their tables and writes bench/results/<suite>.json and README.md. */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -234,6 +242,8 @@ const main = async (): Promise<void> => {
     path.resolve(__dirname, '..', '..', 'package.json'),
     path.resolve(__dirname, '..', 'package.json'),
   );
+  // The agent is also started as the npm bin starts it: the file itself, which must be executable, as in dist/.
+  chmodSync(path.resolve(__dirname, '..', 'src', 'cli.js'), 0o755);
   const measure = async (which: ReadonlyArray<string>): Promise<Measured[]> => {
     const done: Measured[] = [];
     for (const suite of suites.filter((s) => which.length === 0 || which.includes(s.name))) {

@@ -108,8 +108,8 @@ export const timeRuns = (fns: ReadonlyArray<() => unknown>, warmup: number, runs
 
 /**
  * Runs `modulePath` with `args` in a child process (stdout and stderr inherited, this process's environment plus
- * `env`) and resolves with the one report it sends over IPC; rejects, naming `label`, when it exits non-zero or
- * without a report, or is killed after `timeoutMs`.
+ * `env`, the Node.js flags `nodeFlags`) and resolves with the one report it sends over IPC; rejects, naming `label`, when it
+ * exits non-zero or without a report, or is killed after `timeoutMs`.
  */
 export const runChildForReport = <R>(
   modulePath: string,
@@ -117,11 +117,13 @@ export const runChildForReport = <R>(
   timeoutMs: number,
   label: string,
   env: Readonly<Record<string, string>> = {},
+  nodeFlags: ReadonlyArray<string> = [],
 ): Promise<R> =>
   new Promise((resolve, reject) => {
     const child = fork(modulePath, [...args], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       env: { ...process.env, ...env },
+      execArgv: [...nodeFlags],
     });
     let report: R | undefined;
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);

@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=1
 /** modelsync's process entry: arguments to a mode, one subscription, signals, the exit code. */
 import { fromEvent, merge, skip, Subject, take, takeUntil, type Observable } from 'rxjs';
 import type { AppConfig } from './core/flags/app-config';

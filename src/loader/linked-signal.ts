@@ -42,7 +42,7 @@ const unlink = (source: AbortSignal, links: Links, controller: AbortController):
 /**
  * A signal aborted (with the same reason) as soon as `source` is, unlinked by `dispose`. Effects get this, not a
  * long-lived signal itself: each `AbortSignal.any` they build over a signal leaves a WeakRef in that signal for
- * good on Node 20 (200,000 calls: 200,000 entries, 55 bytes each), so the loader's run-long signal, handed to
+ * good (Node 20 and 24 alike: 200,000 calls leave 200,000 entries), so the loader's run-long signal, handed to
  * every step, grew without bound in the soak. A per-step signal takes those entries with it when it goes. However
  * many signals are linked to `source`, it carries one listener, and none once they are all disposed.
  */

@@ -36,7 +36,7 @@ const stagesOf = (text: string): Stage[] => {
 
 const secretName = /TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY/i;
 
-const baseImageProblems = (stages: ReadonlyArray<Stage>): string[] =>
+const baseImageProblems = (stages: ReadonlyArray<Stage>, nodeVersion: string): string[] =>
   stages.flatMap((stage, index) => {
     if (stages.slice(0, index).some((earlier) => earlier.name === stage.image)) return [];
     const [, tag] = /^[^@]*?(?::([^:/@]+))?(?:@sha256:[0-9a-f]{64})?$/.exec(stage.image) ?? [];
@@ -45,9 +45,11 @@ const baseImageProblems = (stages: ReadonlyArray<Stage>): string[] =>
       return [
         `line ${lineOf(stage.from)}: base image ${stage.image} is not pinned to a tag or digest (nor latest)`,
       ];
-    return /^node:20\./.test(stage.image)
+    return stage.image.startsWith(`node:${nodeVersion}-`)
       ? []
-      : [`line ${lineOf(stage.from)}: base image ${stage.image} is not Node 20.x`];
+      : [
+          `line ${lineOf(stage.from)}: base image ${stage.image} is not Node ${nodeVersion}, which the tests run on`,
+        ];
   });
 
 const userProblems = (runtime: Stage): string[] => {
@@ -130,7 +132,7 @@ const secretProblems = (stages: ReadonlyArray<Stage>, text: string): string[] =>
 ];
 
 /** Every problem of a Dockerfile, one line each; empty when it passes. */
-export const lintDockerfile = (text: string, expectedPort: number): string[] => {
+export const lintDockerfile = (text: string, expectedPort: number, nodeVersion: string): string[] => {
   const generic = validate(text, {
     instructionCasing: ValidationSeverity.ERROR,
     instructionWorkdirRelative: ValidationSeverity.ERROR,
@@ -145,7 +147,7 @@ export const lintDockerfile = (text: string, expectedPort: number): string[] => 
   const exposed = ofKind(runtime, 'EXPOSE').flatMap(words);
   return [
     ...generic,
-    ...baseImageProblems(stages),
+    ...baseImageProblems(stages, nodeVersion),
     ...userProblems(runtime),
     ...entrypointProblems(runtime),
     ...healthcheckProblems(runtime),

@@ -36,6 +36,10 @@ export interface CliOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** The script to run instead of `dist/cli.js` (the bench runs its own build). */
   readonly cliPath?: string;
+  /** Runs the script itself, as the npm bin runs: its `#!` line picks node from PATH and the flags. */
+  readonly asBin?: boolean;
+  /** Node.js flags before the script (some, such as `--optimize-for-size`, are refused in NODE_OPTIONS). */
+  readonly nodeFlags?: ReadonlyArray<string>;
 }
 
 /** A running CLI process; its outputs fill up as they arrive. */
@@ -109,7 +113,7 @@ const collect = (stream: NodeJS.ReadableStream, onLine: (line: string) => void):
   return output;
 };
 
-/** Starts `node <cli> ...args`; `killAllCli` in `afterEach` ends it if the test does not. */
+/** Starts `node <cli> ...args` (or `<cli> ...args`, `asBin`); `killAllCli` in `afterEach` ends it if the test does not. */
 export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}): CliProcess => {
   const script = options.cliPath ?? cliPath;
   if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first`);
@@ -124,7 +128,9 @@ export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}):
     MODELSYNC_HTTP_PORT: '0',
     ...options.env,
   };
-  const child = spawn(process.execPath, [script, ...args], { env, stdio: 'pipe' });
+  const child = options.asBin
+    ? spawn(script, args, { env, stdio: 'pipe' })
+    : spawn(process.execPath, [...(options.nodeFlags ?? []), script, ...args], { env, stdio: 'pipe' });
   const logs: LogLine[] = [];
   const otherLines: string[] = [];
   let lastOutputAt = Date.now();

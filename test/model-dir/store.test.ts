@@ -44,11 +44,15 @@ let root: string;
 let lines: LogLine[];
 let store: ReturnType<typeof modelDirStore>;
 
-const newStore = (dir = root): ReturnType<typeof modelDirStore> =>
-  modelDirStore({
+// Each store logs into the lines of the test that made it: a background flush of an earlier test's store that
+// ends late (its temp dir already gone) must not show up in the next test's lines.
+const newStore = (dir = root): ReturnType<typeof modelDirStore> => {
+  const own = lines;
+  return modelDirStore({
     root: dir,
-    log: pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) }),
+    log: pino({ level: 'debug' }, { write: (line: string) => void own.push(JSON.parse(line) as LogLine) }),
   });
+};
 
 /** A fill that writes `files` into the staging dir it is given. */
 const writeModel =

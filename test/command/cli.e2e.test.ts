@@ -4,7 +4,15 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { waitFor, withTimeout } from '../../src/testing/wait';
-import { killAllCli, runCli, startCli, type CliProcess, type StreamOutput } from '../helpers/cli-process';
+import { agentNodeFlags } from '../../src/command/node-flags';
+import {
+  cliPath,
+  killAllCli,
+  runCli,
+  startCli,
+  type CliProcess,
+  type StreamOutput,
+} from '../helpers/cli-process';
 import { modelsJson } from '../helpers/fixtures';
 import { useTempDir } from '../helpers/temp-dir';
 
@@ -123,6 +131,14 @@ describe('modelsync --version', () => {
     const result = await runCli(['--version']);
     expect(result.code).toBe(0);
     expect(result.stdout.text).toBe(`${version}\n`);
+  });
+
+  it("runs as the npm bin runs it (the file itself, no node in front), with the image's Node.js flags", async () => {
+    const shebang = (await readFile(cliPath, 'utf8')).split('\n')[0];
+    expect(shebang).toBe(`#!/usr/bin/env -S node ${agentNodeFlags.join(' ')}`);
+    const cli = startCli(['--version'], { asBin: true });
+    expect(await cli.exited).toEqual({ code: 0, signal: null });
+    expect(cli.stdout.text).toMatch(/^\d+\.\d+\.\d+\n$/);
   });
 });
 
