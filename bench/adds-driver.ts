@@ -39,10 +39,10 @@ const driver = async (): Promise<void> => {
   // Loaded here, not at the top, so the parent does not pay for them.
   const pino = (await import('pino')).default;
   const { firstValueFrom, ignoreElements, tap, defaultIfEmpty } = await import('rxjs');
-  const { defaultAppConfig } = await import('../src/core/flags/app-config');
-  const { agentSettings, capabilities } = await import('../src/wiring/capabilities');
-  const { startAgent } = await import('../src/agent/start-agent');
-  const { fixedConfigSource } = await import('../src/testing/fixed-config-source');
+  const { defaultAppConfig } = await import('../src/core/flags/app-config.js');
+  const { agentSettings, capabilities } = await import('../src/wiring/capabilities.js');
+  const { startAgent } = await import('../src/agent/start-agent.js');
+  const { fixedConfigSource } = await import('../src/testing/fixed-config-source.js');
   type Loader = import('../src/loader/loader').Loader;
 
   // Retrying and Failed are counted from the status events below; only errors reach stderr.

@@ -28,15 +28,15 @@ const baseline = async (url: string, dir: string): Promise<void> => {
 
 // Loaded in the functions, not at the top, so the baseline child's memory does not include modelsync's modules.
 const viaHttpStorage = async (url: string, dir: string): Promise<void> => {
-  const { httpStorage } = await import('../src/storage/http/http-storage');
+  const { httpStorage } = await import('../src/storage/http/http-storage.js');
   await httpStorage().download(url, dir, new AbortController().signal);
 };
 
 /** `uri` from the S3 server at `endpoint` (path style), with the keys in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY. */
 const viaS3Storage = async (uri: string, dir: string, endpoint: string | undefined): Promise<void> => {
   if (endpoint === undefined) throw new Error('s3Storage needs an endpoint');
-  const { s3Storage } = await import('../src/storage/object-store/s3');
-  const { s3Credentials } = await import('../src/storage/object-store/s3-credentials');
+  const { s3Storage } = await import('../src/storage/object-store/s3.js');
+  const { s3Credentials } = await import('../src/storage/object-store/s3-credentials.js');
   const storage = s3Storage({
     endpoint,
     region: 'us-east-1',

@@ -1,23 +1,21 @@
-/** The Kubernetes client, loaded as ESM, and the cluster settings it is given: in-cluster, or a kubeconfig. */
-import type { Env } from '../core/env';
+/** The Kubernetes client, loaded at its first use, and the cluster settings it is given: in-cluster, or a kubeconfig. */
+import type { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
-import type { KubeConfig } from '@kubernetes/client-node';
-import { errorCode, errorMessage } from '../core/errors';
 import type { KubeFailure } from '../core/config-map';
-import { importEsm } from './import-esm';
+import type { Env } from '../core/env';
+import { errorCode, errorMessage } from '../core/errors';
+import { lazyModule } from '../core/lazy-module';
 
-/** Environment variables by name, as `process.env` holds them (the same shape as kube-list-watch's `Env`). */
-
-/** The `@kubernetes/client-node` module (1.x is ESM-only: see importEsm). */
+/** The `@kubernetes/client-node` module (ESM-only: Node 24 `require`s it). */
 export type KubeClientModule = typeof import('@kubernetes/client-node');
 
-let clientModule: Promise<KubeClientModule> | undefined;
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first kube-api read (lazy-module.ts)
+const clientModule = lazyModule(() => require('@kubernetes/client-node') as KubeClientModule);
 
-/** The client module, imported once. */
-export const kubeClient = (): Promise<KubeClientModule> =>
-  (clientModule ??= importEsm<KubeClientModule>('@kubernetes/client-node'));
+/** The client module, loaded once (only `--source kube-api` needs it); a Promise, as the callers await it. */
+export const kubeClient = (): Promise<KubeClientModule> => Promise.resolve().then(clientModule);
 
 /** Where a pod's service account is mounted: `token`, `ca.crt`, `namespace`. */
 export const serviceAccountDir = '/var/run/secrets/kubernetes.io/serviceaccount';

@@ -16,7 +16,7 @@ import { isAzureBlobUri, parseAzureBlobUri, type AzureBlobUri } from './azure-bl
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import { objectStoreStorage, type ObjectDownloadOptions, type ResolvedLocation } from './download-objects';
 import { idleWatch } from './idle-watch';
-import { lazyModule } from './lazy-module';
+import { lazyModule } from '../../core/lazy-module';
 import { storeStatusError } from './store-error';
 
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first Azure Blob model (lazy-module.ts) */

@@ -6,7 +6,7 @@ import { errorCode } from '../../core/errors';
 import { redactUri } from '../../core/storage-uri';
 import { transportError } from '../../net';
 import { idleWatch } from './idle-watch';
-import { lazyModule } from './lazy-module';
+import { lazyModule } from '../../core/lazy-module';
 
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first gs:// model (lazy-module.ts) */
 const gcsSdk = lazyModule(() => require('@google-cloud/storage') as typeof import('@google-cloud/storage'));

@@ -4,7 +4,7 @@ import { stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { registerSecret } from '../../core/redact';
-import { lazyModule } from './lazy-module';
+import { lazyModule } from '../../core/lazy-module';
 
 // Loaded at the first use of the AWS chain (lazy-module.ts).
 const awsCredentialChain = lazyModule(
