@@ -37,7 +37,7 @@ import {
 } from '../ports';
 import { resyncOf, type ResyncDeps } from './resync';
 
-/** The effects the agent runs on (`capabilities` in production.ts builds the real ones from an AppConfig). */
+/** The effects the agent runs on (`capabilities` in wiring/capabilities.ts builds the real ones from an AppConfig). */
 export interface AgentCapabilities {
   readonly configSource: ConfigSource;
   readonly store: ModelStore;

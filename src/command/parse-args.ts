@@ -17,6 +17,7 @@ import {
   type FlagSpec,
   type SettingField,
 } from '../core/flags/app-config';
+import { flagTopics } from '../core/flags/flag-topics';
 import { packageVersion } from './package-version';
 
 /** What the command line asks for: run with a config, print the help or the version, or a usage error. */
@@ -26,8 +27,6 @@ export type ParsedArgs =
   | { readonly _tag: 'Version'; readonly text: string }
   /** `message` is the whole text for stderr: one line per problem, then a pointer to `--help`. */
   | { readonly _tag: 'UsageError'; readonly exitCode: 2; readonly message: string };
-
-/** Environment variables by name, as `process.env` holds them. */
 
 const description =
   'Keeps the models loaded on a model server equal to the list in a mounted ConfigMap (models.json).';
@@ -70,12 +69,17 @@ const program = (printed: string[]): Command => {
         return spec === undefined ? option.description : helpDescription(spec);
       },
     });
-  for (const [, spec] of flagList) {
-    command.addOption(
-      new Option(isSwitch(spec) ? spec.flag : `${spec.flag} <${spec.arg}>`, plain(spec.help)),
-    );
+  for (const [topic, fields] of flagTopics) {
+    for (const spec of fields.map((field): FlagSpec => flagTable[field])) {
+      command.addOption(
+        new Option(isSwitch(spec) ? spec.flag : `${spec.flag} <${spec.arg}>`, plain(spec.help)).helpGroup(
+          `${topic}:`,
+        ),
+      );
+    }
   }
   return command
+    .optionsGroup('Other:')
     .version(packageVersion, '-V, --version', 'print the version and exit')
     .helpOption('-h, --help', 'print this help and exit');
 };

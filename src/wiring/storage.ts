@@ -35,7 +35,7 @@ const defaultAzureCredential = (): AzureTokenCredential => {
 };
 
 /**
- * The Azure Blob and GCS providers (issue #8): credentials from KServe's and the SDKs' environment names, every
+ * The Azure Blob and GCS providers: credentials from KServe's and the SDKs' environment names, every
  * secret among them registered before any request; connections through `network` (proxies, CAs).
  */
 const azureAndGcsStorage = (
@@ -63,7 +63,7 @@ const azureAndGcsStorage = (
 });
 
 /**
- * The S3 provider (issue #8): our `--s3-*` flags, else KServe's environment names; credentials from `env` or the
+ * The S3 provider: our `--s3-*` flags, else KServe's environment names; credentials from `env` or the
  * AWS default chain; connections through `network` (proxies, CAs), with `AWS_CA_BUNDLE` added to `extraCa` (the
  * `--ca-bundle` certificates) and `S3_VERIFY_SSL=0` honoured for S3 alone. The Left names the setting that is wrong.
  */

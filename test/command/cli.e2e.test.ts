@@ -16,52 +16,55 @@ import {
 import { modelsJson } from '../helpers/fixtures';
 import { useTempDir } from '../helpers/temp-dir';
 
-/** Every flag of the CLI with the env var that sets it: adding a flag without an env var fails the help test. */
+/**
+ * Every flag of the CLI with the env var that sets it, in the order `--help` lists them (by topic): adding a flag
+ * without an env var fails the help test.
+ */
 const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--config-dir', 'MODELSYNC_CONFIG_DIR'],
-  ['--model-dir', 'MODELSYNC_MODEL_DIR'],
-  ['--server-url', 'MODELSYNC_SERVER_URL'],
-  ['--protocol', 'MODELSYNC_PROTOCOL'],
-  ['--download-concurrency', 'MODELSYNC_DOWNLOAD_CONCURRENCY'],
-  ['--load-concurrency', 'MODELSYNC_LOAD_CONCURRENCY'],
-  ['--log-level', 'MODELSYNC_LOG_LEVEL'],
-  ['--log-format', 'MODELSYNC_LOG_FORMAT'],
-  ['--settle-ms', 'MODELSYNC_SETTLE_MS'],
-  ['--watch-poll-ms', 'MODELSYNC_WATCH_POLL_MS'],
   ['--source', 'MODELSYNC_SOURCE'],
   ['--configmap', 'MODELSYNC_CONFIGMAP'],
   ['--namespace', 'MODELSYNC_NAMESPACE'],
   ['--configmap-key', 'MODELSYNC_CONFIGMAP_KEY'],
   ['--watch-timeout-s', 'MODELSYNC_WATCH_TIMEOUT_S'],
   ['--max-config-bytes', 'MODELSYNC_MAX_CONFIG_BYTES'],
+  ['--settle-ms', 'MODELSYNC_SETTLE_MS'],
+  ['--watch-poll-ms', 'MODELSYNC_WATCH_POLL_MS'],
+  ['--model-dir', 'MODELSYNC_MODEL_DIR'],
+  ['--min-free-bytes', 'MODELSYNC_MIN_FREE_BYTES'],
+  ['--server-url', 'MODELSYNC_SERVER_URL'],
+  ['--protocol', 'MODELSYNC_PROTOCOL'],
+  ['--torchserve-token-file', 'MODELSYNC_TORCHSERVE_TOKEN_FILE'],
   ['--request-timeout-ms', 'MODELSYNC_REQUEST_TIMEOUT_MS'],
+  ['--load-timeout-ms', 'MODELSYNC_LOAD_TIMEOUT_MS'],
+  ['--download-concurrency', 'MODELSYNC_DOWNLOAD_CONCURRENCY'],
+  ['--load-concurrency', 'MODELSYNC_LOAD_CONCURRENCY'],
+  ['--retry-base-ms', 'MODELSYNC_RETRY_BASE_MS'],
+  ['--retry-max-ms', 'MODELSYNC_RETRY_MAX_MS'],
+  ['--max-attempts', 'MODELSYNC_MAX_ATTEMPTS'],
+  ['--resync-interval', 'MODELSYNC_RESYNC_INTERVAL'],
+  ['--shutdown-timeout', 'MODELSYNC_SHUTDOWN_TIMEOUT'],
+  ['--local-storage-roots', 'MODELSYNC_LOCAL_STORAGE_ROOTS'],
   ['--max-model-bytes', 'MODELSYNC_MAX_MODEL_BYTES'],
   ['--max-archive-ratio', 'MODELSYNC_MAX_ARCHIVE_RATIO'],
   ['--max-archive-entries', 'MODELSYNC_MAX_ARCHIVE_ENTRIES'],
   ['--min-download-rate', 'MODELSYNC_MIN_DOWNLOAD_RATE'],
   ['--min-rate-window-ms', 'MODELSYNC_MIN_RATE_WINDOW_MS'],
-  ['--local-storage-roots', 'MODELSYNC_LOCAL_STORAGE_ROOTS'],
   ['--storage-concurrency', 'MODELSYNC_STORAGE_CONCURRENCY'],
+  ['--progress-interval-ms', 'MODELSYNC_PROGRESS_INTERVAL_MS'],
+  ['--ca-bundle', 'MODELSYNC_CA_BUNDLE'],
   ['--s3-endpoint', 'MODELSYNC_S3_ENDPOINT'],
   ['--s3-region', 'MODELSYNC_S3_REGION'],
   ['--s3-addressing', 'MODELSYNC_S3_ADDRESSING'],
   ['--s3-anonymous', 'MODELSYNC_S3_ANONYMOUS'],
   ['--azure-blob-endpoint', 'MODELSYNC_AZURE_BLOB_ENDPOINT'],
   ['--gcs-endpoint', 'MODELSYNC_GCS_ENDPOINT'],
-  ['--ca-bundle', 'MODELSYNC_CA_BUNDLE'],
-  ['--progress-interval-ms', 'MODELSYNC_PROGRESS_INTERVAL_MS'],
-  ['--load-timeout-ms', 'MODELSYNC_LOAD_TIMEOUT_MS'],
-  ['--retry-base-ms', 'MODELSYNC_RETRY_BASE_MS'],
-  ['--retry-max-ms', 'MODELSYNC_RETRY_MAX_MS'],
-  ['--max-attempts', 'MODELSYNC_MAX_ATTEMPTS'],
-  ['--torchserve-token-file', 'MODELSYNC_TORCHSERVE_TOKEN_FILE'],
-  ['--resync-interval', 'MODELSYNC_RESYNC_INTERVAL'],
-  ['--min-free-bytes', 'MODELSYNC_MIN_FREE_BYTES'],
-  ['--shutdown-timeout', 'MODELSYNC_SHUTDOWN_TIMEOUT'],
   ['--http-port', 'MODELSYNC_HTTP_PORT'],
   ['--watch-stall-ms', 'MODELSYNC_WATCH_STALL_MS'],
   ['--dry-run', 'MODELSYNC_DRY_RUN'],
   ['--once', 'MODELSYNC_ONCE'],
+  ['--log-level', 'MODELSYNC_LOG_LEVEL'],
+  ['--log-format', 'MODELSYNC_LOG_FORMAT'],
 ];
 
 const m1 = { storageUri: 's3://b/m1', framework: 'sklearn', memory: '1Gi' };
@@ -107,11 +110,17 @@ describe('modelsync --help', () => {
   it('lists every flag together with its MODELSYNC_* env var and exits 0', async () => {
     const result = await runCli(['--help']);
     expect(result.code).toBe(0);
-    // One block per option: its first line starts with the flag, wrapped lines are indented further.
+    // One block per option: its first line starts with the flag, wrapped lines are indented further; a topic's
+    // heading (a line of its own, after a blank one) ends the block before it.
     const blocks = result.stdout.text
       .split(/\n(?= {2}-)/)
       .slice(1)
-      .map((block) => block.replace(/\s+/g, ' ').trim());
+      .map((block) =>
+        block
+          .replace(/\n\n\S[^\n]*:\n?$/, '')
+          .replace(/\s+/g, ' ')
+          .trim(),
+      );
     const listed = blocks.map((block) => block.split(' ')[0]!.replace(/,$/, ''));
     expect(listed.filter((flag) => flag !== '-h' && flag !== '-V')).toEqual(
       flagEnvVars.map(([flag]) => flag),

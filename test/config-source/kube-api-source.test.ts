@@ -1,7 +1,7 @@
 /**
  * kubeApiSource without the client (ESM, which jest's CommonJS cannot load): a fake list-watch runner plays the
  * hooks, and the source must turn them into reads and events. The real client runs in
- * test/integration/kube-api.test.ts, through the CLI.
+ * test/integration/kube-api.e2e.test.ts, through the CLI.
  */
 import { either as E } from 'fp-ts';
 import pino from 'pino';

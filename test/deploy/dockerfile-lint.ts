@@ -65,7 +65,7 @@ const entrypointProblems = (runtime: Stage): string[] => {
   const entrypoint = ofKind(runtime, 'ENTRYPOINT').at(-1);
   const json =
     entrypoint instanceof JSONInstruction ? entrypoint.getJSONStrings().map((s) => s.getJSONValue()) : [];
-  // Node.js flags may stand between node and the script (src/node-flags.ts).
+  // Node.js flags may stand between node and the script (src/command/node-flags.ts).
   const flags = json.slice(1, -1);
   return json[0] === 'node' &&
     json.at(-1) === '/app/dist/cli.js' &&

@@ -24,7 +24,7 @@ describe('Dockerfile', () => {
     expect(lintDockerfile(dockerfile, httpPort, nodeVersion)).toEqual([]);
   });
 
-  it('starts the agent with the Node.js flags it is measured with (src/node-flags.ts)', () => {
+  it('starts the agent with the Node.js flags it is measured with (src/command/node-flags.ts)', () => {
     const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1];
     expect(JSON.parse(entrypoint ?? 'null')).toEqual(['node', ...agentNodeFlags, '/app/dist/cli.js']);
   });

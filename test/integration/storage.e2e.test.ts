@@ -182,7 +182,7 @@ describe('storage end to end on the real process', () => {
   it('logs download progress for every networked scheme; a SIGTERM mid-download leaves no staging dir and exits 0', async () => {
     const size = 8 * 2 ** 20;
     // Each store behind a relay that sends 16 KiB every 50 ms (8 MiB take 25 s): the downloads run when the signal
-    // comes. Not `file`: a local copy has no connection to slow down (its abort: test/edge/storage-local.test.ts).
+    // comes. Not `file`: a local copy has no connection to slow down (its abort: test/storage/local/local-storage.test.ts).
     const reach = async (port: number): Promise<number> => {
       const relay = await startTcpRelay(port, { throttle: { bytesPerTick: 16 * 1024, tickMs: 50 } });
       closers.push(() => relay.close());

@@ -1,6 +1,6 @@
 /**
  * The flag table: each setting's flag, env var, default, help and codec, once. `app-config.ts` makes the
- * AppConfig codec, its defaults and the cross-setting checks from it; `src/parse-args.ts` the CLI's options;
+ * AppConfig codec, its defaults and the cross-setting checks from it; `src/command/parse-args.ts` the CLI's options;
  * `npm run docs:flags` the flags table of docs/operating.md.
  */
 import * as t from 'io-ts';
@@ -239,7 +239,7 @@ export const flagTable = {
     help: 'on SIGTERM or SIGINT, how long load and unload calls in flight may finish (downloads stop at once) before exit 0',
     codec: duration('ShutdownTimeout', 0, 3_600_000),
   },
-  // The HTTP surface (issue #9): probes, metrics, per-model status.
+  // The HTTP surface: probes, metrics, per-model status.
   httpPort: {
     flag: '--http-port',
     arg: 'port',

@@ -56,7 +56,7 @@ export const storageFlags = {
     help: 'comma-separated dirs a local storageUri must lie in once links are resolved (`/` = any; empty = none); /proc, /sys, /dev and pseudo filesystems are always refused',
     codec: absolutePaths('LocalStorageRoots'),
   },
-  // Object stores (issue #8): the generic downloader's bound, then S3. KServe's env names are read in production.ts.
+  // Object stores: the generic downloader's bound, then S3. KServe's env names are read in storage/object-store/.
   storageConcurrency: {
     flag: '--storage-concurrency',
     arg: 'n',

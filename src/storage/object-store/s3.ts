@@ -31,7 +31,7 @@ export interface S3ClientSettings {
   /** S3 Transfer Acceleration endpoints (KServe's `S3_USE_ACCELERATE`). */
   readonly useAccelerate?: boolean;
   readonly credentials: S3Credentials;
-  /** The agent for http and https requests (proxy, CA, keep-alive: `src/edge/net.ts`); absent: the SDK's own. */
+  /** The agent for http and https requests (proxy, CA, keep-alive: `src/net/network.ts`); absent: the SDK's own. */
   readonly agent?: Agent;
   /** Longest wait for a connection (default 30 s). */
   readonly connectTimeoutMs?: number;

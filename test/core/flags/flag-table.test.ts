@@ -1,8 +1,9 @@
 /** The flag table is the one source: docs/operating.md's table and `--help` must say what it says. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { flagList, isSwitch } from '../../../src/core/flags/app-config';
+import { flagList, flagTable, isSwitch } from '../../../src/core/flags/app-config';
 import { flagDocs, flagDocsMarkers, flagDocsRow, withFlagDocs } from '../../../src/core/flags/flag-docs';
+import { flagTopics } from '../../../src/core/flags/flag-topics';
 import { helpDescription, parseArgs } from '../../../src/command/parse-args';
 
 const operatingMd = readFileSync(join(__dirname, '..', '..', '..', 'docs', 'operating.md'), 'utf8');
@@ -39,13 +40,20 @@ describe('the flag table', () => {
 
   it('is what --help lists: each flag with its help, choices, default and env var, and no other option', () => {
     const help = helpText();
-    // One block per option: its first line starts with the flag, wrapped lines are indented further.
+    // One block per option: its first line starts with the flag, wrapped lines are indented further; a topic's
+    // heading (a line of its own, after a blank one) ends the block before it.
     const blocks = help
       .split(/\n(?= {2}-)/)
       .slice(1)
-      .map((block) => block.replace(/\s+/g, ' ').trim());
+      .map((block) =>
+        block
+          .replace(/\n\n\S[^\n]*:\n?$/, '')
+          .replace(/\s+/g, ' ')
+          .trim(),
+      );
     const listed = blocks.map((block) => block.split(' ')[0]!.replace(/,$/, ''));
-    expect(listed).toEqual([...flagList.map(([, spec]) => spec.flag), '-V', '-h']);
+    const byTopic = flagTopics.flatMap(([, fields]) => fields.map((field) => flagTable[field].flag));
+    expect(listed).toEqual([...byTopic, '-V', '-h']);
     for (const [, spec] of flagList) {
       const block = blocks.find((b) => b.startsWith(`${spec.flag} `))!;
       const usage = isSwitch(spec) ? spec.flag : `${spec.flag} <${spec.arg}>`;
@@ -54,6 +62,15 @@ describe('the flag table', () => {
       if (spec.default !== undefined) expect(block).toContain(`default: "${spec.default}"`);
       expect(block).not.toContain('`');
     }
+  });
+
+  it('puts every flag under exactly one --help topic, and --help lists the topics in order', () => {
+    const topicOf = flagTopics.flatMap(([topic, fields]) => fields.map((field) => [field, topic] as const));
+    expect(topicOf.map(([field]) => field).sort()).toEqual(flagList.map(([field]) => field).sort());
+    const help = parseArgs(['node', 'cli.js', '--help'], {});
+    const text = help._tag === 'Help' ? help.text : '';
+    const headings = text.split('\n').filter((line) => /^\S.*:$/.test(line) && !line.startsWith('Usage'));
+    expect(headings).toEqual([...flagTopics.map(([topic]) => `${topic}:`), 'Other:']);
   });
 
   it('leaves a document without the markers alone', () => {

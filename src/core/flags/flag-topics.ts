@@ -1,0 +1,64 @@
+/** flagTopics: the flags by topic, in the order `--help` lists them under one heading each. */
+import type { SettingField } from './app-config';
+
+/** A heading of `--help` and the flags under it; every flag of the table is under exactly one (flag-table.test.ts). */
+export const flagTopics: ReadonlyArray<readonly [string, ReadonlyArray<SettingField>]> = [
+  [
+    'Where the model list comes from',
+    [
+      'configDir',
+      'source',
+      'configmap',
+      'namespace',
+      'configmapKey',
+      'watchTimeoutS',
+      'maxConfigBytes',
+      'settleMs',
+      'watchPollMs',
+    ],
+  ],
+  [
+    'The model dir and the model server',
+    [
+      'modelDir',
+      'minFreeBytes',
+      'serverUrl',
+      'protocol',
+      'torchserveTokenFile',
+      'requestTimeoutMs',
+      'loadTimeoutMs',
+    ],
+  ],
+  [
+    'Work, retries and resync',
+    [
+      'downloadConcurrency',
+      'loadConcurrency',
+      'retryBaseMs',
+      'retryMaxMs',
+      'maxAttempts',
+      'resyncInterval',
+      'shutdownTimeout',
+    ],
+  ],
+  [
+    'Storage: downloads and their limits',
+    [
+      'localStorageRoots',
+      'maxModelBytes',
+      'maxArchiveRatio',
+      'maxArchiveEntries',
+      'minDownloadRate',
+      'minRateWindowMs',
+      'storageConcurrency',
+      'progressIntervalMs',
+      'caBundle',
+    ],
+  ],
+  [
+    'Storage: object stores',
+    ['s3Endpoint', 's3Region', 's3Addressing', 's3Anonymous', 'azureBlobEndpoint', 'gcsEndpoint'],
+  ],
+  ['The HTTP surface (probes, metrics, status)', ['httpPort', 'watchStallMs']],
+  ['Modes and logging', ['dryRun', 'once', 'logLevel', 'logFormat']],
+];
