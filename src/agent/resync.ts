@@ -15,7 +15,7 @@ import {
 } from '../pipeline';
 import type { ModelServer, Telemetry } from '../ports';
 
-/** What a resync runs on. */
+/** A resync reads the server's index and the loader's records, and reports to the log and the telemetry. */
 export interface ResyncDeps {
   readonly server: ModelServer;
   readonly records: DriftRecords;

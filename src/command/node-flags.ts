@@ -8,7 +8,8 @@
  * that big, idle, for the pod's life. Measured with 1,000 models loaded, then idle (npm run bench idle-restart):
  * RSS 126 -> 79-86 MiB (the floor watcher: 107), heapUsed 38 -> 18 MiB; 2,000 Adds ran no slower (within the
  * run-to-run spread). A flag of the process, not settable from inside it: V8 sizes its heap at start-up.
- * On Node 24 `--optimize-for-size` would take idle RSS 117 -> 103 MiB but slowed single changes at 20,000
- * models (P7) 72 -> 129 ms: not taken.
+ * On Node 24, `--optimize-for-size` as well took idle RSS 125 -> 101 MiB (the floor watcher's: 130) and
+ * heapUsed 38 -> 17 MiB, but 1,000 Adds ran 20 % slower (P3 0.34-0.40 -> 0.24-0.32 of the floor) and one
+ * change at 20,000 models took twice as long (P7 92 -> 161-182 ms), two runs each: not taken.
  */
 export const agentNodeFlags: ReadonlyArray<string> = ['--max-semi-space-size=1'];

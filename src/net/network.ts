@@ -23,7 +23,7 @@ export interface TlsSettings {
   readonly verify?: boolean;
 }
 
-/** What a Network is built from. */
+/** The two things that decide where a connection goes and whom it trusts: read once, from the environment. */
 export interface NetworkOptions {
   /** The proxy variables (`proxySettingsFrom(env)`); absent: every request goes direct. */
   readonly proxy?: ProxySettings;

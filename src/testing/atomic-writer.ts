@@ -30,7 +30,7 @@ export type AtomicWriteStep =
   | 'unlink' // 11, one per removed entry
   | 'rmdir-old-ts'; // 12
 
-/** Options of `atomicWrite`. */
+/** What kubelet's volume settings and a test's observation points change about one write. */
 export interface AtomicWriteOptions {
   /** Mode of items without their own mode: the volume's `defaultMode` (kubelet's default is 0644). */
   readonly defaultMode?: number;

@@ -20,7 +20,7 @@ import { contentLengthOf, headerOf, resumableBody, type BodyResponse } from './r
 import { TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 
-/** Settings of httpStorage; timeouts in milliseconds. */
+/** Every field has a default (the flags'), so a test or an integrator sets only what it is about; times in ms. */
 export interface HttpStorageOptions {
   /** Extra request headers by lower-case host name (see parseHostHeaders). */
   readonly headersByHost?: ReadonlyMap<string, Readonly<Record<string, string>>>;

@@ -23,7 +23,7 @@ import { fsError, isMissing, writeNewFile, handlePath } from '../../fs';
 import { checkLocalSource, checkNotSystem, isInside } from './local-roots';
 import { TransferGuard } from '../transfer-guard';
 
-/** Settings of localFileStorage. */
+/** Where a local copy may come from and what it may take: every field has the flags' default. */
 export interface LocalStorageOptions {
   /**
    * Dirs a source must lie in once its links are resolved (`--local-storage-roots`; default its default,
