@@ -15,6 +15,7 @@ import {
 } from '../helpers/cli-process';
 import { modelsJson } from '../helpers/fixtures';
 import { useTempDir } from '../helpers/temp-dir';
+import { helpBlocks, helpFlags } from '../helpers/help-blocks';
 
 /**
  * Every flag of the CLI with the env var that sets it, in the order `--help` lists them (by topic): adding a flag
@@ -110,18 +111,8 @@ describe('modelsync --help', () => {
   it('lists every flag together with its MODELSYNC_* env var and exits 0', async () => {
     const result = await runCli(['--help']);
     expect(result.code).toBe(0);
-    // One block per option: its first line starts with the flag, wrapped lines are indented further; a topic's
-    // heading (a line of its own, after a blank one) ends the block before it.
-    const blocks = result.stdout.text
-      .split(/\n(?= {2}-)/)
-      .slice(1)
-      .map((block) =>
-        block
-          .replace(/\n\n\S[^\n]*:\n?$/, '')
-          .replace(/\s+/g, ' ')
-          .trim(),
-      );
-    const listed = blocks.map((block) => block.split(' ')[0]!.replace(/,$/, ''));
+    const blocks = helpBlocks(result.stdout.text);
+    const listed = helpFlags(blocks);
     expect(listed.filter((flag) => flag !== '-h' && flag !== '-V')).toEqual(
       flagEnvVars.map(([flag]) => flag),
     );

@@ -5,6 +5,7 @@ import { flagList, flagTable, isSwitch } from '../../../src/core/flags/app-confi
 import { flagDocs, flagDocsMarkers, flagDocsRow, withFlagDocs } from '../../../src/core/flags/flag-docs';
 import { flagTopics } from '../../../src/core/flags/flag-topics';
 import { helpDescription, parseArgs } from '../../../src/command/parse-args';
+import { helpBlocks, helpFlags } from '../../helpers/help-blocks';
 
 const operatingMd = readFileSync(join(__dirname, '..', '..', '..', 'docs', 'operating.md'), 'utf8');
 
@@ -40,18 +41,8 @@ describe('the flag table', () => {
 
   it('is what --help lists: each flag with its help, choices, default and env var, and no other option', () => {
     const help = helpText();
-    // One block per option: its first line starts with the flag, wrapped lines are indented further; a topic's
-    // heading (a line of its own, after a blank one) ends the block before it.
-    const blocks = help
-      .split(/\n(?= {2}-)/)
-      .slice(1)
-      .map((block) =>
-        block
-          .replace(/\n\n\S[^\n]*:\n?$/, '')
-          .replace(/\s+/g, ' ')
-          .trim(),
-      );
-    const listed = blocks.map((block) => block.split(' ')[0]!.replace(/,$/, ''));
+    const blocks = helpBlocks(help);
+    const listed = helpFlags(blocks);
     const byTopic = flagTopics.flatMap(([, fields]) => fields.map((field) => flagTable[field].flag));
     expect(listed).toEqual([...byTopic, '-V', '-h']);
     for (const [, spec] of flagList) {
