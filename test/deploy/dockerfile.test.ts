@@ -89,7 +89,9 @@ const runtimeImports = (): Set<string> => {
   );
   const names = files.flatMap((file) =>
     [
-      ...readFileSync(join(source, file), 'utf8').matchAll(/(?:from|import\(|require\()\s*'([^'.][^']*)'/g),
+      ...readFileSync(join(source, file), 'utf8').matchAll(
+        /(?:\bfrom\s+|\bimport\(\s*|\brequire\(\s*)'([^'.][^']*)'/g,
+      ),
     ].map(([, specifier]) =>
       specifier!
         .split('/')
