@@ -1,7 +1,7 @@
-// Rewrites the flags table of docs/operating.md from the flag table (src/core/flag-table.ts); run after a build.
+// Rewrites the flags table of docs/operating.md from the flag table (src/core/flags/flag-table.ts); run after a build.
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
-const { flagDocsMarkers, withFlagDocs } = require('../dist/core/flag-docs');
+const { flagDocsMarkers, withFlagDocs } = require('../dist/core/flags/flag-docs');
 
 const file = join(__dirname, '..', 'docs', 'operating.md');
 const before = readFileSync(file, 'utf8');

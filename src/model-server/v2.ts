@@ -1,44 +1,66 @@
 /** v2ModelServer: the ModelServer port over the Open Inference Protocol model-repository extension. */
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as t from 'io-ts';
-import type { ModelName } from '../core/model-name';
-import { redactUri } from '../core/redact';
-import type { ModelServer } from '../ports';
 import type { Dispatcher } from 'undici';
+import { httpStatusError, permanentError, retryableError, type EffectError } from '../core/errors';
+import { modelNameProblem, type ModelName } from '../core/model-name';
+import { redactUri } from '../core/redact';
 import {
   decodeJsonText,
   discardBody,
+  errorText,
   httpCall,
   isOk,
   readText,
-  statusError,
   type HttpCallResponse,
 } from '../net';
+import type { ModelServer } from '../ports';
+import { finalError, kindOfServerName, v2Dialects, type V2Dialect, type V2ServerKind } from './v2-dialect';
 
-/** Where the server listens and how long calls may take. */
+/** Where the server listens, which server it is, and how long calls may take. */
 export interface V2ModelServerOptions {
   /** The server's HTTP root, e.g. `http://127.0.0.1:8000` (Triton) or `http://127.0.0.1:8080` (MLServer, KServe). */
   readonly baseUrl: string;
+  /**
+   * Which server it is (`--server-kind`, whose default is `auto`); `auto` asks it (`GET /v2`) before the first
+   * call. Default here `generic`: the protocol alone, as before the kinds were told apart.
+   */
+  readonly kind?: V2ServerKind | 'auto';
   /** Timeout of index and unload calls, and of loads unless `loadTimeoutMs` is given; default 30 s. */
   readonly timeoutMs?: number;
   /** Timeout of a load, which returns only once the model is loaded; default 300 s. */
   readonly loadTimeoutMs?: number;
   /** The connection pool (a Network's `direct`: keep-alive, never through a proxy); default undici's global one. */
   readonly dispatcher?: Dispatcher;
+  /** Between two looks at the index while Triton unloads a model; default 100 ms, doubling to 1 s. */
+  readonly unloadPollMs?: number;
 }
 
 const defaultTimeoutMs = 30_000;
 const defaultLoadTimeoutMs = 300_000;
+const errorBodyBytes = 64 * 1024;
 const json = { 'Content-Type': 'application/json' };
 
-/** One entry of `POST /v2/repository/index`; servers add fields (version, reason) that are not needed here. */
-const RepositoryIndexEntry = t.type({ name: t.string, state: t.string }, 'RepositoryIndexEntry');
+/**
+ * One entry of the repository index. Triton lists a dir it never loaded by name alone (hidden dirs and
+ * `lost+found` too), so `state` may be missing: such an entry is not loaded.
+ */
+const RepositoryIndexEntry = t.intersection(
+  [t.type({ name: t.string }), t.partial({ state: t.string })],
+  'RepositoryIndexEntry',
+);
 const RepositoryIndex = t.array(RepositoryIndexEntry, 'RepositoryIndex');
+/** KServe's `GET /v2/models`: the names of the models it holds (it has no repository index). */
+const ModelList = t.type({ models: t.array(t.string) }, 'ModelList');
+/** The server metadata of `GET /v2`. */
+const ServerMetadata = t.type({ name: t.unknown }, 'ServerMetadata');
 
 /**
  * The ModelServer of Triton (explicit model control mode), MLServer and the KServe Python model server, which
  * all load `<model dir>/<name>` on `POST /v2/repository/models/<name>/load`. `replacing` needs nothing special:
- * a load of a loaded model reloads it in place, and the old version serves until the new one is ready.
+ * a load of a loaded model reloads it in place, and the old version serves until the new one is ready. What the
+ * servers do differently (names in URLs, listing, final failures, unloads that return early) is their dialect.
  */
 export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   const base = options.baseUrl.replace(/\/+$/, '');
@@ -46,51 +68,145 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   const shown = redactUri(base);
   const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
   const loadTimeoutMs = options.loadTimeoutMs ?? options.timeoutMs ?? defaultLoadTimeoutMs;
-  const modelUrl = (name: ModelName, action: 'load' | 'unload'): string =>
-    `${base}/v2/repository/models/${encodeURIComponent(name)}/${action}`;
-  const post = (url: string, what: string, ms: number, signal: AbortSignal): Promise<HttpCallResponse> =>
-    httpCall(url, {
-      method: 'POST',
-      headers: json,
-      body: '{}',
+  const unloadPollMs = options.unloadPollMs ?? 100;
+  const call = (
+    method: 'GET' | 'POST',
+    path: string,
+    what: string,
+    ms: number,
+    signal: AbortSignal,
+  ): Promise<HttpCallResponse> =>
+    httpCall(`${base}${path}`, {
+      method,
+      ...(method === 'POST' ? { headers: json, body: '{}' } : {}),
       what,
       timeoutMs: ms,
       signal,
       dispatcher: options.dispatcher,
     });
-  // The last index read: its checksum and the models it listed ready.
-  let lastIndex: { readonly checksum: string; readonly ready: ReadonlyArray<string> } | undefined;
+  const failure = async (response: HttpCallResponse): Promise<{ error: EffectError; reason: string }> => {
+    const reason = errorText(await readText(response, errorBodyBytes).catch(() => ''));
+    return { error: httpStatusError(response.init.what, response.status, reason), reason };
+  };
+
+  // The dialect, asked for once (a failed ask is asked again at the next call: the server may be starting).
+  let asked: Promise<V2Dialect> | undefined;
+  const askKind = async (signal: AbortSignal): Promise<V2Dialect> => {
+    const response = await call('GET', '/v2', `model server metadata (${shown})`, timeoutMs, signal);
+    if (!isOk(response)) {
+      await discardBody(response);
+      // A server that answers but has no metadata route speaks the protocol and nothing more we know of.
+      return v2Dialects.generic;
+    }
+    const text = await readText(response, errorBodyBytes);
+    try {
+      const metadata = decodeJsonText(text, ServerMetadata, response.init.what, 'server metadata');
+      return v2Dialects[kindOfServerName(metadata.name)];
+    } catch {
+      return v2Dialects.generic;
+    }
+  };
+  const dialect = (signal: AbortSignal): Promise<V2Dialect> => {
+    if (options.kind !== 'auto') return Promise.resolve(v2Dialects[options.kind ?? 'generic']);
+    asked ??= askKind(signal).catch((error: unknown) => {
+      asked = undefined;
+      throw error;
+    });
+    return asked;
+  };
+
+  const modelPath = (speech: V2Dialect, name: ModelName, action: 'load' | 'unload'): string => {
+    const problem = speech.nameProblem(name);
+    if (problem !== undefined)
+      throw permanentError('refused', `cannot ${action} model "${name}" on ${shown}: ${problem}`);
+    return `/v2/repository/models/${speech.pathName(name)}/${action}`;
+  };
+
+  // The last listing read: its checksum and the models it said are loaded.
+  let lastListing: { readonly checksum: string; readonly loaded: ReadonlyArray<string> } | undefined;
+  /** The index's entries, or KServe's model list as entries of loaded models. */
+  const listing = async (
+    speech: V2Dialect,
+    signal: AbortSignal,
+  ): Promise<{ readonly text: string; readonly entries: () => t.TypeOf<typeof RepositoryIndex> }> => {
+    const byList = speech.listing === 'model-list';
+    const what = `model server ${byList ? 'model list' : 'index'} (${shown})`;
+    const response = byList
+      ? await call('GET', '/v2/models', what, timeoutMs, signal)
+      : await call('POST', '/v2/repository/index', what, timeoutMs, signal);
+    if (!isOk(response)) throw (await failure(response)).error;
+    const text = await readText(response);
+    return {
+      text,
+      entries: () =>
+        byList
+          ? decodeJsonText(text, ModelList, what, 'a {models: [name]} list').models.map((name) => ({
+              name,
+              state: 'READY',
+            }))
+          : decodeJsonText(text, RepositoryIndex, what, 'a list of {name, state?}'),
+    };
+  };
+
+  const loadedModels: ModelServer['loadedModels'] = async (signal) => {
+    const speech = await dialect(signal);
+    const { text, entries } = await listing(speech, signal);
+    // The resync asks every minute and the answer seldom changes: the same text is not decoded again.
+    const checksum = createHash('sha256').update(text).digest('base64');
+    if (lastListing?.checksum !== checksum) {
+      // Triton lists one entry per version (a model is loaded when any is READY) and every dir, ours included: a
+      // name that is no model name (`.tmp-…`, `lost+found` is one) is nobody's model to repair.
+      const loaded = entries()
+        .filter(
+          (entry) => entry.state?.toUpperCase() === 'READY' && modelNameProblem(entry.name) === undefined,
+        )
+        .map((entry) => entry.name);
+      lastListing = { checksum, loaded };
+    }
+    return new Set(lastListing.loaded);
+  };
+
+  /** Resolves once no version of `name` is READY, LOADING or UNLOADING any more (Triton's unload is async). */
+  const unloaded = async (speech: V2Dialect, name: ModelName, signal: AbortSignal): Promise<void> => {
+    const deadline = Date.now() + timeoutMs;
+    for (let pause = unloadPollMs; ; pause = Math.min(pause * 2, 1000)) {
+      const entries = (await listing(speech, signal)).entries();
+      const busy = entries.some(
+        (entry) => entry.name === name && ['READY', 'LOADING', 'UNLOADING'].includes(entry.state ?? ''),
+      );
+      if (!busy) return;
+      if (Date.now() + pause > deadline)
+        throw retryableError(
+          'timeout',
+          `model server unload of "${name}" (${shown}): still unloading after ${timeoutMs} ms`,
+        );
+      await sleep(pause, undefined, { signal });
+    }
+  };
 
   return {
     load: async (name, _replacing, signal) => {
+      const speech = await dialect(signal);
       const what = `model server load of "${name}" (${shown})`;
-      const call = await post(modelUrl(name, 'load'), what, loadTimeoutMs, signal);
-      if (!isOk(call)) throw await statusError(call);
-      await discardBody(call);
+      const response = await call('POST', modelPath(speech, name, 'load'), what, loadTimeoutMs, signal);
+      if (isOk(response)) return discardBody(response);
+      const { error, reason } = await failure(response);
+      throw error.retryable && speech.isFinalLoadFailure(response.status, reason) ? finalError(error) : error;
     },
 
     unload: async (name, signal) => {
+      const speech = await dialect(signal);
+      // A name this server cannot take was never loaded on it (its load was refused): nothing to unload.
+      if (speech.nameProblem(name) !== undefined) return;
       const what = `model server unload of "${name}" (${shown})`;
-      const call = await post(modelUrl(name, 'unload'), what, timeoutMs, signal);
+      const response = await call('POST', modelPath(speech, name, 'unload'), what, timeoutMs, signal);
       // MLServer and the KServe server answer 404 for a model they do not have loaded: that is the goal.
-      if (!isOk(call) && call.status !== 404) throw await statusError(call);
-      await discardBody(call);
+      if (!isOk(response) && response.status !== 404) throw (await failure(response)).error;
+      await discardBody(response);
+      // Triton answers before the model is unloaded, and its files must not change until it is.
+      if (speech.unloadReturnsEarly) await unloaded(speech, name, signal);
     },
 
-    loadedModels: async (signal) => {
-      const what = `model server index (${shown})`;
-      const call = await post(`${base}/v2/repository/index`, what, timeoutMs, signal);
-      if (!isOk(call)) throw await statusError(call);
-      const text = await readText(call);
-      // The resync asks every minute and the answer seldom changes: the same text is not parsed and decoded again.
-      const checksum = createHash('sha256').update(text).digest('base64');
-      if (lastIndex?.checksum !== checksum) {
-        const index = decodeJsonText(text, RepositoryIndex, what, 'a list of {name, state}');
-        // Triton lists one entry per version: a model is loaded when any of its versions is ready.
-        const ready = index.filter((m) => m.state.toUpperCase() === 'READY').map((m) => m.name);
-        lastIndex = { checksum, ready };
-      }
-      return new Set(lastIndex.ready);
-    },
+    loadedModels,
   };
 };

@@ -55,4 +55,5 @@ export {
   type V2Request,
   type V2Route,
 } from './v2-model-server';
+export { v2Profiles, type V2Answer, type V2Profile, type V2ProfileName } from './v2-profiles';
 export { sleep, waitFor, withTimeout, type WaitingFor } from './wait';

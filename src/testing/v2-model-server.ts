@@ -6,6 +6,8 @@ import { modelNameProblem } from '../core/model-name';
 import { startHttpServer } from './http-server';
 import { checkModelDir, type ModelDirCheck } from './model-manifest';
 import { endableDelays } from './wait';
+import { profiledRoutes } from './v2-profiled';
+import { v2Profiles } from './v2-profiles';
 import type {
   V2Fault,
   V2Load,
@@ -35,7 +37,7 @@ const readyRoute = /^\/v2\/models\/([^/]+)\/ready$/;
 export const startV2ModelServer = async (
   options: V2ModelServerStandInOptions = {},
 ): Promise<V2ModelServerStandIn> => {
-  const { modelDir, unknownUnloadStatus = 404 } = options;
+  const { modelDir, unknownUnloadStatus = 404, profile = 'generic' } = options;
   const loaded = new Set<string>();
   // Names the server has heard of (loaded, failed, unloaded): the index lists them like a repository would.
   const known = new Set<string>();
@@ -162,9 +164,23 @@ export const startV2ModelServer = async (
     );
   };
 
+  // A real server's answers, when the stand-in plays one (the generic routes below are its own reading).
+  const profiled =
+    profile === 'generic'
+      ? undefined
+      : profiledRoutes(v2Profiles[profile], {
+          modelDir,
+          loaded,
+          loads,
+          loadDelay: () => delays.delay(loadDelayMs),
+          hang: () => delays.delay(2 ** 31 - 1),
+          isClosed: () => closed,
+        });
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const method = req.method ?? 'GET';
-    const path = new URL(req.url ?? '/', 'http://stand-in').pathname;
+    // The raw path: Triton looks a name up as it was sent, the others decode it (the profile's nameOf).
+    const path = (req.url ?? '/').split('?')[0]!;
     const match = modelRoute.exec(path) ?? readyRoute.exec(path);
     let name: string | undefined;
     if (match) {
@@ -178,6 +194,9 @@ export const startV2ModelServer = async (
     requests.push(request);
     options.onRequest?.(request);
     const body = await readBody(req);
+    const route = path === '/v2/repository/index' ? 'index' : (match?.[2] as V2Route | undefined);
+    if (route !== undefined && method === 'POST' && (await playFault(route, req, res))) return;
+    if (profiled !== undefined) return void (await profiled(req, res, path, body));
     if (body.trim() !== '' && !isJson(body)) {
       return send(res, 400, { error: 'failed to parse the request JSON buffer' });
     }
@@ -186,9 +205,6 @@ export const startV2ModelServer = async (
       if (problem !== undefined) return send(res, 400, { error: `invalid model name: ${problem}` });
     }
 
-    // The model routes' second group is `load` or `unload`; the ready route has none.
-    const route = path === '/v2/repository/index' ? 'index' : (match?.[2] as V2Route | undefined);
-    if (route !== undefined && method === 'POST' && (await playFault(route, req, res))) return;
     if (method === 'POST' && path === '/v2/repository/index') return index(res);
     if (method === 'GET' && (path === '/v2/health/live' || path === '/v2/health/ready'))
       return send(res, 200);

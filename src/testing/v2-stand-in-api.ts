@@ -1,8 +1,15 @@
 /** What the V2 stand-in takes and what it reports: its options, the requests and loads it saw, its faults. */
 import type { ModelManifest } from './model-manifest';
+import type { V2ProfileName } from './v2-profiles';
 
 /** How to start the stand-in. */
 export interface V2ModelServerStandInOptions {
+  /**
+   * The real server it plays (src/testing/v2-profiles.ts: codes, bodies, index entries, unload timing as recorded
+   * from Triton 2.51, MLServer 1.7.1 and KServe 0.21); default `generic`, the stand-in's own reading of the protocol.
+   * A profiled stand-in reads each model dir's `stand-in.json` to know how the real server would take the model.
+   */
+  readonly profile?: V2ProfileName;
   /** Interface to listen on; default 127.0.0.1. */
   readonly host?: string;
   /** Port; default 0 (any free port, see `url`). */

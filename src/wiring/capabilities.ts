@@ -67,6 +67,7 @@ const modelServerFor = (config: AppConfig, network: Network): ModelServer =>
       })
     : v2ModelServer({
         baseUrl: config.serverUrl,
+        kind: config.serverKind,
         timeoutMs: config.requestTimeoutMs,
         loadTimeoutMs: config.loadTimeoutMs,
         dispatcher: network.direct,

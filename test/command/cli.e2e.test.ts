@@ -35,6 +35,7 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--min-free-bytes', 'MODELSYNC_MIN_FREE_BYTES'],
   ['--server-url', 'MODELSYNC_SERVER_URL'],
   ['--protocol', 'MODELSYNC_PROTOCOL'],
+  ['--server-kind', 'MODELSYNC_SERVER_KIND'],
   ['--torchserve-token-file', 'MODELSYNC_TORCHSERVE_TOKEN_FILE'],
   ['--request-timeout-ms', 'MODELSYNC_REQUEST_TIMEOUT_MS'],
   ['--load-timeout-ms', 'MODELSYNC_LOAD_TIMEOUT_MS'],

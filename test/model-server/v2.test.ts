@@ -124,10 +124,27 @@ describe('v2ModelServer', () => {
     expect([...loaded].sort()).toEqual(['kserve', 'triton']);
   });
 
+  it("treats an entry without a state as not loaded (Triton's dirs it never loaded), and skips names no model has", async () => {
+    const raw = await startRaw(
+      answer(
+        200,
+        JSON.stringify([
+          { name: '.tmp-m1-0a1b2c' },
+          { name: 'lost+found' },
+          { name: 'never-loaded' },
+          { name: '.old-m1-3d4e5f', version: '1', state: 'READY' },
+          { name: 'm1', version: '1', state: 'READY' },
+        ]),
+      ),
+    );
+    const loaded = await v2ModelServer({ baseUrl: raw.url }).loadedModels(live());
+    expect([...loaded]).toEqual(['m1']);
+  });
+
   it.each([
     ['not JSON', '<html>oops</html>', /not JSON/],
-    ['not a list', '{"models": []}', /not a list of \{name, state\}/],
-    ['entries without a state', '[{"name": "m1"}]', /not a list of \{name, state\}/],
+    ['not a list', '{"models": []}', /not a list of \{name, state\?\}/],
+    ['entries without a name', '[{"state": "READY"}]', /not a list of \{name, state\?\}/],
   ])('fails retryably when the index body is %s', async (_label, body, message) => {
     const raw = await startRaw(answer(200, body));
     const error = await effectError(v2ModelServer({ baseUrl: raw.url }).loadedModels(live()));

@@ -24,6 +24,8 @@ export type LogFormat = (typeof logFormats)[number];
 
 /** The load/unload dialects modelsync speaks. */
 export const protocols = ['v2', 'torchserve'] as const;
+/** Which V2 server `--server-url` is: `auto` asks it (`GET /v2`) at start. */
+export const serverKinds = ['auto', 'triton', 'mlserver', 'kserve', 'generic'] as const;
 
 /** Where the model list comes from: the mounted ConfigMap dir, or the ConfigMap watched through the API server. */
 export const configSources = ['dir', 'kube-api'] as const;
@@ -62,6 +64,18 @@ export const flagTable = {
     help: '`v2` (Triton, MLServer, KServe model server) or `torchserve`',
     codec: oneOf('Protocol', protocols),
     choices: protocols,
+  },
+  serverKind: {
+    flag: '--server-kind',
+    arg: 'kind',
+    env: 'MODELSYNC_SERVER_KIND',
+    default: 'auto',
+    help:
+      'with `--protocol v2`: which server it is, for what one client cannot hide (how a name goes into a URL, ' +
+      'which names it can take, how its loaded models are listed, which failed loads are final, when an unload ' +
+      'is done); `auto` asks the server (`GET /v2`) at start, `generic` assumes nothing beyond the protocol',
+    codec: oneOf('ServerKind', serverKinds),
+    choices: serverKinds,
   },
   downloadConcurrency: {
     flag: '--download-concurrency',

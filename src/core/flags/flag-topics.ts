@@ -24,6 +24,7 @@ export const flagTopics: ReadonlyArray<readonly [string, ReadonlyArray<SettingFi
       'minFreeBytes',
       'serverUrl',
       'protocol',
+      'serverKind',
       'torchserveTokenFile',
       'requestTimeoutMs',
       'loadTimeoutMs',

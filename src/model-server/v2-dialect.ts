@@ -1,0 +1,87 @@
+/**
+ * V2Dialect: what Triton, MLServer and the KServe model server do differently behind one protocol, as measured on
+ * the real servers (docs/model-servers.md), so the client does not guess.
+ */
+import { EffectError } from '../core/errors';
+import type { ModelName } from '../core/model-name';
+
+/** The V2 servers modelsync tells apart; `generic` assumes only what the protocol says. */
+export type V2ServerKind = 'triton' | 'mlserver' | 'kserve' | 'generic';
+
+/** How one server kind is spoken to. */
+export interface V2Dialect {
+  readonly kind: V2ServerKind;
+  /** The name as it goes into a URL path: Triton looks the path up without decoding it, the others decode it. */
+  readonly pathName: (name: ModelName) => string;
+  /** Why this server cannot be trusted with `name` (it would hang or misread it), or undefined. */
+  readonly nameProblem: (name: ModelName) => string | undefined;
+  /** How the loaded models are asked for: the repository index, or (KServe, which has no index) the model list. */
+  readonly listing: 'repository-index' | 'model-list';
+  /** True for a failed load whose answer says a retry with the same files cannot succeed. */
+  readonly isFinalLoadFailure: (status: number, reason: string) => boolean;
+  /** True when an unload's 200 comes before the model is gone (Triton): the index says when it is. */
+  readonly unloadReturnsEarly: boolean;
+}
+
+// Triton starts the python backend's stub through `bash -c` with the model's path unquoted: a name with a shell
+// character hangs the load for good and runs what it spells; a space gets no answer; non-ASCII fails in the stub.
+// These are the characters that were loaded, served and unloaded on the real server.
+const tritonName = /^[A-Za-z0-9_.+:-]+$/;
+
+const encoded = (name: ModelName): string => encodeURIComponent(name);
+
+const generic: V2Dialect = {
+  kind: 'generic',
+  pathName: encoded,
+  nameProblem: () => undefined,
+  listing: 'repository-index',
+  isFinalLoadFailure: () => false,
+  unloadReturnsEarly: false,
+};
+
+/** The dialect of each kind. */
+export const v2Dialects: Readonly<Record<V2ServerKind, V2Dialect>> = {
+  generic,
+  triton: {
+    kind: 'triton',
+    pathName: (name) => name,
+    nameProblem: (name) =>
+      tritonName.test(name)
+        ? undefined
+        : 'Triton takes only letters, digits and . _ + : - in a model name (it passes the name to a shell ' +
+          'unquoted and looks it up without decoding it)',
+    listing: 'repository-index',
+    // "failed to poll from model repository": no dir, or a config.pbtxt it cannot read or whose name differs.
+    isFinalLoadFailure: (status, reason) => status === 500 && reason.includes('failed to poll'),
+    unloadReturnsEarly: true,
+  },
+  mlserver: {
+    ...generic,
+    kind: 'mlserver',
+    // The model's own code raised (`builtins.RuntimeError: …`, or a traceback with MLSERVER_PARALLEL_WORKERS=0);
+    // a worker that died is another matter: the pool restarts it.
+    isFinalLoadFailure: (status, reason) =>
+      status === 500 &&
+      (/^\S+\.\w*(Error|Exception)\b/.test(reason) || reason.startsWith('Traceback')) &&
+      !reason.includes('Worker process stopped'),
+  },
+  kserve: {
+    ...generic,
+    kind: 'kserve',
+    listing: 'model-list',
+    // Every load failure is a 503 naming the exception; a 503 without it (a proxy, a restart) may pass.
+    isFinalLoadFailure: (status, reason) => status === 503 && reason.includes('is not ready. Error type:'),
+  },
+};
+
+/** The kind a server's metadata (`GET /v2`: `{ "name": … }`) names; anything else is `generic`. */
+export const kindOfServerName = (name: unknown): V2ServerKind =>
+  name === 'triton' || name === 'mlserver' || name === 'kserve' ? name : 'generic';
+
+/** `error` made final: the same message and kind, not retried (the model is Failed until its spec changes). */
+export const finalError = (error: EffectError): EffectError =>
+  new EffectError(error.message, false, {
+    kind: error.kind,
+    ...(error.status === undefined ? {} : { status: error.status }),
+    ...(error.cause === undefined ? {} : { cause: error.cause }),
+  });

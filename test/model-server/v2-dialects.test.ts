@@ -1,0 +1,194 @@
+/**
+ * v2ModelServer as each real server needs it, against the stand-in's profiles of Triton, MLServer and KServe
+ * (which the conformance suite holds to the real servers): which server it is, names in URLs, the listing of
+ * loaded models, which failed loads are final, and when an unload is done.
+ */
+import { join } from 'node:path';
+import type { ModelName } from '../../src/core/model-name';
+import { v2ModelServer } from '../../src/model-server/v2';
+import type { V2ProfileName } from '../../src/testing/v2-profiles';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { effectError } from '../helpers/effect-error';
+import { writeFiles } from '../helpers/file-tree';
+import { useTempDir } from '../helpers/temp-dir';
+
+const name = (s: string): ModelName => s as ModelName;
+const live = (): AbortSignal => new AbortController().signal;
+
+const modelDir = useTempDir('v2-dialects');
+let standIn: V2ModelServerStandIn | undefined;
+afterEach(async () => {
+  await standIn?.close();
+  standIn = undefined;
+});
+
+const start = async (profile: V2ProfileName): Promise<V2ModelServerStandIn> =>
+  (standIn = await startV2ModelServer({ modelDir: modelDir.path, profile }));
+
+/**
+ * A fixture model as the profiles read it: `stand-in.json` says what the real server would do with it, and an
+ * MLServer settings file names it (MLServer finds a model only by one; the others ignore it).
+ */
+const model = (
+  dir: string,
+  standInJson: object = { adds: 1 },
+  extra: Record<string, string> = {},
+): Promise<void> =>
+  writeFiles(join(modelDir.path, dir), {
+    'stand-in.json': JSON.stringify(standInJson),
+    'model-settings.json': JSON.stringify({ name: dir }),
+    ...extra,
+  });
+
+const paths = (server: V2ModelServerStandIn): string[] => server.requests.map((r) => `${r.method} ${r.path}`);
+
+describe('v2ModelServer with --server-kind auto', () => {
+  it.each<[V2ProfileName, string]>([
+    ['triton', 'triton'],
+    ['mlserver', 'mlserver'],
+    ['kserve', 'kserve'],
+  ])('asks the server which it is (GET /v2) once, before its first call: %s', async (profile) => {
+    const server = await start(profile);
+    await model('m1');
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'auto' });
+    await client.load(name('m1'), false, live());
+    await client.loadedModels(live());
+    expect(paths(server).filter((p) => p === 'GET /v2')).toHaveLength(1);
+    expect(paths(server)[0]).toBe('GET /v2');
+  });
+
+  it('speaks the protocol alone to a server without metadata', async () => {
+    const server = await startV2ModelServer({ modelDir: modelDir.path });
+    standIn = server;
+    await writeFiles(join(modelDir.path, 'a b'), { 'SUCCESS.x': '' });
+    await v2ModelServer({ baseUrl: server.url, kind: 'auto' }).load(name('a b'), false, live());
+    expect(paths(server)).toEqual(['GET /v2', 'POST /v2/repository/models/a%20b/load']);
+  });
+});
+
+describe('v2ModelServer against Triton', () => {
+  it('sends the name as it is: Triton looks the path up without decoding it', async () => {
+    const server = await start('triton');
+    await model('a+b:c');
+    await v2ModelServer({ baseUrl: server.url, kind: 'triton' }).load(name('a+b:c'), false, live());
+    expect(paths(server)).toEqual(['POST /v2/repository/models/a+b:c/load']);
+    expect(server.loaded.has('a+b:c')).toBe(true);
+  });
+
+  it.each(['semi;colon', 'my model', "quote'x", 'ü'])(
+    'refuses for good, without a request, a name Triton would hang on or misread: %s',
+    async (bad) => {
+      const server = await start('triton');
+      const client = v2ModelServer({ baseUrl: server.url, kind: 'triton' });
+      const error = await effectError(client.load(name(bad), false, live()));
+      expect(error).toMatchObject({ kind: 'refused', retryable: false });
+      expect(error.message).toContain('Triton takes only letters, digits');
+      await client.unload(name(bad), live()); // never loaded there: nothing to do
+      expect(server.requests).toEqual([]);
+    },
+  );
+
+  it('counts entries without a state (dirs Triton never loaded, ours included) as not loaded', async () => {
+    const server = await start('triton');
+    await model('m1');
+    await model('.tmp-m2-0a1b2c');
+    await model('never');
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'triton' });
+    await client.load(name('m1'), false, live());
+    expect([...(await client.loadedModels(live()))]).toEqual(['m1']);
+  });
+
+  it('fails a load for good when Triton cannot poll the model (no dir, a bad config), with its reason', async () => {
+    const server = await start('triton');
+    await model('broken', { fails: 'config' });
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'triton' });
+    for (const missing of ['broken', 'absent']) {
+      const error = await effectError(client.load(name(missing), false, live()));
+      expect(error).toMatchObject({ kind: 'http-status', status: 500, retryable: false });
+      expect(error.message).toContain('failed to poll from model repository');
+    }
+  });
+
+  it('fails a load for good when the model raises while loading (400), with the server reason', async () => {
+    const server = await start('triton');
+    await model('raises', { fails: 'raised' });
+    const error = await effectError(
+      v2ModelServer({ baseUrl: server.url, kind: 'triton' }).load(name('raises'), false, live()),
+    );
+    expect(error).toMatchObject({ status: 400, retryable: false });
+    expect(error.message).toContain('RuntimeError: raise-on-load: boom');
+  });
+
+  it('returns from an unload only once the index says the model is unloaded, not at its early 200', async () => {
+    const server = await start('triton');
+    await model('m1');
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'triton', unloadPollMs: 20 });
+    await client.load(name('m1'), false, live());
+    const started = Date.now();
+    await client.unload(name('m1'), live());
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000); // the profile's UNLOADING lasts 1.1 s
+    expect(paths(server).filter((p) => p === 'POST /v2/repository/index').length).toBeGreaterThan(1);
+  });
+
+  it('gives up waiting for an unload after the request timeout, retryably', async () => {
+    const server = await start('triton');
+    await model('m1');
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'triton', timeoutMs: 300, unloadPollMs: 20 });
+    await client.load(name('m1'), false, live());
+    const error = await effectError(client.unload(name('m1'), live()));
+    expect(error).toMatchObject({ kind: 'timeout', retryable: true });
+    expect(error.message).toContain('still unloading');
+  });
+});
+
+describe('v2ModelServer against MLServer', () => {
+  it('fails a load for good when the model raises (500 builtins.…), and retries a worker that died', async () => {
+    const server = await start('mlserver');
+    await model('raises', { fails: 'raised' });
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'mlserver' });
+    const final = await effectError(client.load(name('raises'), false, live()));
+    expect(final).toMatchObject({ status: 500, retryable: false });
+    expect(final.message).toContain('builtins.RuntimeError: raise-on-load: boom');
+    server.injectFault('load', {
+      status: 500,
+      body: '{"error":"Worker process stopped unexpectedly with exit code 256."}',
+      headers: { 'Content-Type': 'application/json' },
+    });
+    expect(await effectError(client.load(name('raises'), false, live()))).toMatchObject({ retryable: true });
+  });
+
+  it('lists the models of its index (which needs a body), by their settings name', async () => {
+    const server = await start('mlserver');
+    await model(
+      'iris',
+      { adds: 1 },
+      { 'model-settings.json': '{"name":"iris","parameters":{"version":"v1"}}' },
+    );
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'mlserver' });
+    await client.load(name('iris'), false, live());
+    expect([...(await client.loadedModels(live()))]).toEqual(['iris']);
+  });
+});
+
+describe('v2ModelServer against the KServe model server', () => {
+  it('lists the models it holds with GET /v2/models (it has no repository index)', async () => {
+    const server = await start('kserve');
+    await model('m1');
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'kserve' });
+    await client.load(name('m1'), false, live());
+    expect([...(await client.loadedModels(live()))]).toEqual(['m1']);
+    expect(paths(server)).toContain('GET /v2/models');
+    expect(paths(server)).not.toContain('POST /v2/repository/index');
+  });
+
+  it('fails a load for good on the 503 that names the exception, and retries another 503', async () => {
+    const server = await start('kserve');
+    await model('raises', { fails: 'raised' });
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'kserve' });
+    const final = await effectError(client.load(name('raises'), false, live()));
+    expect(final).toMatchObject({ status: 503, retryable: false });
+    expect(final.message).toContain("Error type: <class 'RuntimeError'>");
+    server.injectFault('load', { status: 503, body: 'upstream connect error' });
+    expect(await effectError(client.load(name('raises'), false, live()))).toMatchObject({ retryable: true });
+  });
+});
