@@ -82,8 +82,11 @@ describe('the packed package, consumed by name', () => {
     expect(packed).toContain('dist/testing/index.d.ts');
     expect(packed).toContain('dist/cli.js');
     expect(
-      packed.filter((path) => !/^(dist|src)\//.test(path) && !/^(package\.json|README\.md)$/.test(path)),
+      packed.filter(
+        (path) => !/^(dist|src)\//.test(path) && !/^(package\.json|README\.md|LICENSE)$/.test(path),
+      ),
     ).toEqual([]);
+    expect(packed).toContain('LICENSE');
     expect(packed.filter((path) => /\.test\.|^(test|bench|examples)\//.test(path))).toEqual([]);
   });
 
