@@ -10,6 +10,7 @@ export default tseslint.config(
       'scripts/**',
       '.bench-build/**',
       'coverage/**',
+      '.model-servers/**',
       'node_modules/**',
       '*.config.js',
       '*.config.mjs',

@@ -32,6 +32,10 @@ module.exports = {
       ...shared,
       displayName: 'e2e',
       testMatch: ['**/*.e2e.test.ts'],
+      // The real model servers (Triton, MLServer, KServe): installed by the project's own script the first time
+      // (about 2 minutes, into .model-servers/), a no-op after; the fixture models made beside them.
+      globalSetup: '<rootDir>/test/real-servers/global-setup.ts',
+      globalTeardown: '<rootDir>/test/real-servers/global-teardown.ts',
     },
   ],
   testTimeout: 30000,

@@ -8,7 +8,7 @@ import { stringify } from 'yaml';
 export const deployDir = join(__dirname, '..', '..', 'deploy');
 
 /** The model servers with an overlay of their own. */
-export const serverOverlays = ['triton', 'mlserver', 'torchserve'] as const;
+export const serverOverlays = ['triton', 'mlserver', 'kserve', 'torchserve'] as const;
 
 /** A way to deploy: an overlay dir of deploy/, or overlays and components composed as a user would. */
 export type Variant =
@@ -22,10 +22,12 @@ export type Variant =
 
 /** Every variant the tests render: the overlays as they are, and each optional component on each server. */
 export const variants: ReadonlyArray<Variant> = [
-  ...['triton', 'mlserver', 'torchserve', 'triton-native-sidecar', 'triton-kube-api'].map((overlay) => ({
-    name: overlay,
-    overlay,
-  })),
+  ...['triton', 'mlserver', 'kserve', 'torchserve', 'triton-native-sidecar', 'triton-kube-api'].map(
+    (overlay) => ({
+      name: overlay,
+      overlay,
+    }),
+  ),
   ...serverOverlays.map((server) => ({
     name: `${server} + native-sidecar + service-monitor`,
     resources: [`overlays/${server}`],
