@@ -12,6 +12,11 @@ export interface DesiredState {
   readonly phase: ModelPhase;
   /** Nothing is queued, running or waiting out a retry backoff for it: a repair cannot race its own work. */
   readonly settled: boolean;
+  /**
+   * Failed because the model server refused to load its files for good (a bad config, a model that raises): the
+   * same files would be refused again, so a resync does not retry it; a new spec does.
+   */
+  readonly rejected?: boolean;
 }
 
 /** Why a resync re-submits a model (the Telemetry port's `repair` kinds). */
@@ -71,7 +76,8 @@ const settledIn = (states: ReadonlyArray<DesiredState>, phase: ModelPhase): Read
  * - `reload-lost`: Loaded (before and after the index call) and settled, yet the server does not list it;
  * - `unload-unlisted`: the server lists it, and the loader knew nothing of it before and after the call (a model
  *   the config lists always has a record while it is wanted); a name no config could list is left alone;
- * - `retry-failed` / `retry-unload`: Failed and settled, and its retry is due (capped backoff, `failedRetryDelay`).
+ * - `retry-failed` / `retry-unload`: Failed and settled, and its retry is due (capped backoff, `failedRetryDelay`);
+ *   not a model the server `rejected` (its files would be refused again).
  * A model that is not settled is being worked on: its own retries and backoff stand.
  */
 export const findRepairs = (input: DriftInput): DriftRepairs => {
@@ -82,6 +88,7 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
   const retries = new Map<ModelName, FailedRetry>();
   for (const state of after) {
     const { name, desired } = state;
+    if (state.phase === 'Failed' && state.settled && state.rejected === true) continue;
     if (state.phase === 'Failed' && state.settled) {
       const retry = input.retries.get(name) ?? { retries: 0, dueAt: now };
       if (retry.dueAt > now) {

@@ -169,8 +169,11 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
           const error = toEffectError(cause);
           record.attempts++;
           const details = { reason: redact(error.message), errorKind: error.kind, attempt: record.attempts };
-          if (!error.retryable || record.attempts >= retry.maxAttempts)
+          if (!error.retryable || record.attempts >= retry.maxAttempts) {
+            // The server refused these files for good: retrying them (a resync) cannot change its answer.
+            record.rejected = !error.retryable && failedStep(record.status.phase) === 'load';
             return report(record, 'Failed', desired, details, statusOf(error));
+          }
           telemetry.retry(failedStep(record.status.phase));
           report(record, 'Retrying', desired, details, statusOf(error));
           queue.addAfter(record.name, backoffDelay(record.attempts, retry.baseMs, retry.maxMs, random));
@@ -236,6 +239,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         desired: record.desired,
         phase: record.status.phase,
         settled: isSettled(record.name),
+        ...(record.rejected && record.status.phase === 'Failed' ? { rejected: true } : {}),
       })),
     drain: () => drainRun?.() ?? Promise.resolve(),
     noteServerIndex: (name, loaded) => {

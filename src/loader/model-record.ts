@@ -14,6 +14,8 @@ export interface ModelRecord extends ModelState {
   reported: boolean;
   /** Consecutive failed attempts towards the current desired state. */
   attempts: number;
+  /** Its desired state Failed because the server refused to load its files for good (see DesiredState). */
+  rejected: boolean;
   /** One per desired state, aborted when a newer one supersedes it: its download stops, its failures do not count. */
   generation: AbortController;
   /** The last work begun on this model; a new subscription waits for work an old one is still aborting. */
@@ -43,6 +45,7 @@ export const newRecord = (
       : { modelName: name, phase: 'Pending' },
     reported: false,
     attempts: 0,
+    rejected: false,
     generation: new AbortController(),
     inFlight: Promise.resolve(),
   };
@@ -71,6 +74,7 @@ export const want = (record: ModelRecord, desired: ModelSpec | undefined, settle
     }
   }
   record.attempts = 0;
+  record.rejected = false;
   return true;
 };
 

@@ -1,7 +1,7 @@
 /** The V2 stand-in's routes as one real server answers them (a profile of v2-profiles.ts). */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { V2Load } from './v2-stand-in-api';
-import { v2NotFound, type V2Answer, type V2Lifecycle, type V2Profile } from './v2-profiles';
+import type { V2Answer, V2Lifecycle, V2Profile } from './v2-profiles';
 import { dirOfModel, repositoryDirs, standInModel } from './v2-repository';
 
 /** What the routes share with the stand-in around them. */
@@ -27,12 +27,14 @@ export const write = (res: ServerResponse, { status, body, contentType }: V2Answ
   res.writeHead(status, headers).end(body);
 };
 
-/** The numbers of a V2 inference request's first input, or undefined when it has none. */
-const inputData = (body: string): number[] | undefined => {
+/** A V2 inference request's first input: its numbers and its shape, or undefined when it has none. */
+const firstInput = (body: string): { readonly data: number[]; readonly rows: number } | undefined => {
   try {
-    const request = JSON.parse(body) as { inputs?: Array<{ data?: unknown }> };
-    const data = request.inputs?.[0]?.data;
-    return Array.isArray(data) && data.every((x) => typeof x === 'number') ? data : undefined;
+    const request = JSON.parse(body) as { inputs?: Array<{ data?: unknown; shape?: unknown }> };
+    const { data, shape } = request.inputs?.[0] ?? {};
+    if (!Array.isArray(data) || !data.every((x) => typeof x === 'number')) return undefined;
+    const rows = Array.isArray(shape) && typeof shape[0] === 'number' ? shape[0] : data.length;
+    return { data, rows };
   } catch {
     return undefined;
   }
@@ -52,7 +54,11 @@ export const profiledRoutes = (profile: V2Profile, state: ProfiledState) => {
     const failure = model === undefined ? 'missing' : model.fails;
     if (failure !== undefined) {
       // A failed reload leaves the version that was serving in place (all three servers).
-      if (!state.loaded.has(name)) lifecycle.set(name, { _tag: 'Failed', reason: failure });
+      if (!state.loaded.has(name)) {
+        const failed = profile.failedLifecycle(name, failure, repo);
+        if (failed === undefined) lifecycle.delete(name);
+        else lifecycle.set(name, failed);
+      }
       const answer = profile.loadFailed(name, failure, repo);
       state.loads.push({ name, complete: false, status: answer.status });
       return write(res, answer);
@@ -78,13 +84,17 @@ export const profiledRoutes = (profile: V2Profile, state: ProfiledState) => {
     write(res, profile.unloaded(name));
   };
 
+  // The fixtures' models: Triton's and KServe's add to their input, MLServer's sklearn one predicts its constant.
   const infer = (name: string, body: string, res: ServerResponse): void => {
-    const data = inputData(body);
-    if (!state.loaded.has(name) || data === undefined)
+    const input = firstInput(body);
+    if (!state.loaded.has(name) || input === undefined)
       return write(res, { status: 404, body: JSON.stringify({ error: `Model ${name} not found` }) });
-    const outputs = [
-      { name: 'OUTPUT0', datatype: 'FP32', shape: [data.length], data: data.map((x) => x + adds.get(name)!) },
-    ];
+    const value = adds.get(name)!;
+    const data =
+      profile.name === 'mlserver'
+        ? input.data.slice(0, input.rows).map(() => value)
+        : input.data.map((x) => x + value);
+    const outputs = [{ name: 'output', datatype: 'FP32', shape: [data.length], data }];
     write(res, {
       status: 200,
       body: JSON.stringify({ model_name: name, outputs }),
@@ -115,13 +125,13 @@ export const profiledRoutes = (profile: V2Profile, state: ProfiledState) => {
       return (write(res, profile.modelList([...state.loaded].sort())), true);
     if (method === 'GET' && (path === '/v2/health/live' || path === '/v2/health/ready'))
       return (write(res, profile.health(path.endsWith('live') ? 'live' : 'ready')), true);
-    if (name === undefined) return (write(res, v2NotFound), true);
+    if (name === undefined) return (write(res, profile.notFound), true);
     if (method === 'POST' && path.endsWith('/load')) return (await load(name, res), true);
     if (method === 'POST' && path.endsWith('/unload')) return (unload(name, res), true);
     if (method === 'GET' && path.endsWith('/ready'))
       return (write(res, profile.modelReady(name, state.loaded.has(name))), true);
     if (method === 'POST' && path.endsWith('/infer')) return (infer(name, body, res), true);
-    write(res, v2NotFound);
+    write(res, profile.notFound);
     return true;
   };
 };

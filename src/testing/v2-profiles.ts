@@ -42,6 +42,11 @@ export interface V2Profile {
   readonly hazard: (name: string) => 'hang' | 'drop' | undefined;
   readonly loaded: (name: string) => V2Answer;
   readonly loadFailed: (name: string, failure: V2LoadFailure, repo: string) => V2Answer;
+  /**
+   * What the index says of a model whose load failed and that was not loaded before: Triton keeps a backend's
+   * failure with its reason, but a dir it could not poll stays a bare name (undefined).
+   */
+  readonly failedLifecycle: (name: string, failure: V2LoadFailure, repo: string) => V2Lifecycle | undefined;
   readonly unloaded: (name: string) => V2Answer;
   /** An unload of a model it does not hold. */
   readonly unknownUnload: (name: string) => V2Answer;
@@ -57,13 +62,16 @@ export interface V2Profile {
   readonly modelList?: (loaded: ReadonlyArray<string>) => V2Answer;
   readonly health: (which: 'live' | 'ready') => V2Answer;
   readonly modelReady: (name: string, ready: boolean) => V2Answer;
+  /** A route it does not have. */
+  readonly notFound: V2Answer;
 }
 
 const jsonType = 'application/json';
-const answer = (status: number, value?: unknown, contentType: string | undefined = jsonType): V2Answer => ({
+/** `value` as JSON with `contentType`; `null` sends no content type at all (MLServer's empty successes). */
+const answer = (status: number, value?: unknown, contentType: string | null = jsonType): V2Answer => ({
   status,
   body: value === undefined ? '' : JSON.stringify(value),
-  ...(contentType === undefined ? {} : { contentType }),
+  ...(contentType === null ? {} : { contentType }),
 });
 const decoded = (segment: string): string => {
   try {
@@ -72,7 +80,6 @@ const decoded = (segment: string): string => {
     return segment;
   }
 };
-const notFound = answer(404, { error: 'Not Found' });
 const raisedMessage = 'raise-on-load: boom';
 
 const triton: V2Profile = {
@@ -93,6 +100,13 @@ const triton: V2Profile = {
             `${raisedMessage}\n\nAt:\n  ${name}/1/model.py(17): initialize\n;\n`,
         })
       : answer(500, { error: `failed to load '${name}', failed to poll from model repository` }),
+  failedLifecycle: (name, failure, repo) =>
+    failure === 'raised'
+      ? {
+          _tag: 'Failed',
+          reason: `Internal: RuntimeError: ${raisedMessage}\n\nAt:\n  ${repo}/${name}/1/model.py(17): initialize\n`,
+        }
+      : undefined,
   unloaded: () => answer(200, undefined),
   unknownUnload: () => answer(200, undefined),
   unloadingMs: 1100,
@@ -115,6 +129,7 @@ const triton: V2Profile = {
     ready
       ? answer(200, undefined, 'text/plain')
       : answer(400, { error: 'Model version not ready' }, 'text/plain'),
+  notFound: answer(404, { error: 'Not Found' }, 'text/plain'),
 };
 
 const mlserver: V2Profile = {
@@ -122,12 +137,13 @@ const mlserver: V2Profile = {
   metadata: answer(200, { name: 'mlserver', version: '1.7.1', extensions: [] }),
   nameOf: decoded,
   hazard: () => undefined,
-  loaded: () => answer(200, undefined, undefined),
+  loaded: () => answer(200, undefined, null),
   loadFailed: (name, failure) =>
     failure === 'raised'
       ? answer(500, { error: `builtins.RuntimeError: ${raisedMessage}` })
       : answer(404, { error: `Model ${name} not found` }),
-  unloaded: () => answer(200, undefined, undefined),
+  failedLifecycle: (_name, failure) => ({ _tag: 'Failed', reason: failure }),
+  unloaded: () => answer(200, undefined, null),
   unknownUnload: (name) => answer(404, { error: `Model ${name} not found` }),
   unloadingMs: 0,
   index: (dirs, lifecycle, body) =>
@@ -144,9 +160,10 @@ const mlserver: V2Profile = {
               reason: '',
             })),
         ),
-  health: () => answer(200, undefined, undefined),
+  health: () => answer(200, undefined, null),
   modelReady: (name, ready) =>
-    ready ? answer(200, undefined, undefined) : answer(404, { error: `Model ${name} not found` }),
+    ready ? answer(200, undefined, null) : answer(404, { error: `Model ${name} not found` }),
+  notFound: answer(404, { detail: 'Not Found' }),
 };
 
 const kserveMissing = (name: string): { error: string } => ({
@@ -164,10 +181,11 @@ const kserve: V2Profile = {
       failure === 'raised'
         ? `<class 'RuntimeError'> error msg: ${raisedMessage}`
         : failure === 'config'
-          ? "<class 'json.decoder.JSONDecodeError'> error msg: Expecting value: line 1 column 1 (char 0)"
+          ? "<class 'json.decoder.JSONDecodeError'> error msg: Expecting value: line 1 column 9 (char 8)"
           : `<class 'FileNotFoundError'> error msg: [Errno 2] No such file or directory: '${repo}/${name}/model.json'`;
     return answer(503, { error: `Model with name ${name} is not ready. Error type: ${cause}` });
   },
+  failedLifecycle: (_name, failure) => ({ _tag: 'Failed', reason: failure }),
   unloaded: (name) => answer(200, { name, unload: true }),
   unknownUnload: (name) => answer(404, kserveMissing(name)),
   unloadingMs: 0,
@@ -176,6 +194,7 @@ const kserve: V2Profile = {
   health: (which) => answer(200, which === 'live' ? { live: true } : { ready: true }),
   modelReady: (name, ready) =>
     ready ? answer(200, { name, ready: true }) : answer(404, kserveMissing(name)),
+  notFound: answer(404, { detail: 'Not Found' }),
 };
 
 /** The profiles by name; `generic` has none of its own answers (the stand-in's defaults). */
@@ -184,6 +203,3 @@ export const v2Profiles: Readonly<Record<Exclude<V2ProfileName, 'generic'>, V2Pr
   mlserver,
   kserve,
 };
-
-/** The answer for a route a profile does not serve. */
-export const v2NotFound = notFound;

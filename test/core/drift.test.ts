@@ -54,6 +54,13 @@ describe('findRepairs', () => {
     ]);
   });
 
+  it('does not retry a model the server refused for good: the same files would be refused again', () => {
+    const rejected: DesiredState = { ...state('a', 'Failed'), rejected: true };
+    expect(repairsOf([rejected, state('b', 'Failed')], [])).toEqual([
+      { kind: 'retry-failed', name: name('b'), op: add(name('b'), specA) },
+    ]);
+  });
+
   it('backs the retries of a model that keeps failing off, doubling from one interval up to the cap', () => {
     let retries = new Map();
     const retriedAt: number[] = [];

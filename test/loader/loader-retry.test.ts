@@ -1,7 +1,7 @@
 /** Tests of the loader's retries on virtual time (recording ports): backoff, freed workers, cancelled retries. */
 import pino from 'pino';
 import { Subject, VirtualTimeScheduler, type Subscription } from 'rxjs';
-import { retryableError } from '../../src/core/errors';
+import { permanentError, retryableError } from '../../src/core/errors';
 import { add, type ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase } from '../../src/core/model-status';
 import { createLoader, type Loader } from '../../src/loader/loader';
@@ -97,6 +97,29 @@ describe('loader retries (virtual time)', () => {
     expect(t.calls.filter((c) => c.startsWith('load'))).toEqual(['load m1', 'load m1']);
     expect(t.scheduler.actions).toEqual([]);
     expect(t.idle()).toBe(true);
+  });
+
+  it('marks a model the server refused for good as rejected (no resync retries it) until a new spec comes', async () => {
+    const refused = () => permanentError('http-status', 'model server load returned HTTP 400: bad config');
+    const t = start({
+      load: {
+        m1: [refused()],
+        m2: [unavailable(), unavailable(), unavailable(), unavailable(), unavailable()],
+      },
+    });
+    t.ops$.next(add(m1, v1));
+    t.ops$.next(add(m2, v1));
+    // Backoffs of 1, 2, 4 and 8 s: the fifth attempt of m2 fails at 15 s.
+    for (let second = 0; second < 20; second++) await advanceAndSettle(t.scheduler, 1000);
+    const stateOf = (model: string) => t.loader.desiredStates().find((state) => state.name === model);
+    expect(stateOf('m1')).toMatchObject({ phase: 'Failed', rejected: true });
+    // Failed after its retries ran out: the server may answer again, so a resync still retries it.
+    expect(stateOf('m2')).toMatchObject({ phase: 'Failed' });
+    expect(stateOf('m2')?.rejected).toBeUndefined();
+    t.ops$.next(add(m1, v2));
+    await advanceAndSettle(t.scheduler, 1);
+    expect(stateOf('m1')).toMatchObject({ phase: 'Loaded' });
+    expect(stateOf('m1')?.rejected).toBeUndefined();
   });
 
   it('cancels pending retries when unsubscribed', async () => {
