@@ -61,8 +61,8 @@ export const conformanceScenarios = (kind: RealServerKind, make: TargetFactory):
     await at.serving({ m1: 1 });
     at.configure({ m1: 'v2' });
     await at.serving({ m1: 2 });
-    await at.until('the replaced version deleted', async () =>
-      readdirSync(at.target.modelDir).every((entry) => !entry.startsWith('.old-')),
+    await at.until('the replaced version deleted', () =>
+      Promise.resolve(readdirSync(at.target.modelDir).every((entry) => !entry.startsWith('.old-'))),
     );
     expect(await at.target.loaded()).toEqual(['m1']);
   });
