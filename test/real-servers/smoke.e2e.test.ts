@@ -27,7 +27,9 @@ import {
   type RealServerKind,
 } from './servers';
 
-jest.setTimeout(60_000);
+// Longer than a start's own deadline (startRealServer: 60 s to ready), so a slow start fails with the server's
+// output rather than jest's bare hook timeout.
+jest.setTimeout(180_000);
 
 /** How each server answers a load of each broken fixture (FINDINGS.md §3–5). */
 const failedLoad: Record<RealServerKind, { 'bad-config': number; 'raise-on-load': number }> = {
