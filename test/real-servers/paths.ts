@@ -15,6 +15,12 @@ export const repoRoot = join(__dirname, '..', '..');
 export const scriptsDir = join(repoRoot, 'scripts', 'model-servers');
 
 /**
+ * The KServe launcher, always this checkout's: the install cache is shared by every clone on the machine, so it
+ * records nothing of the clone that filled it.
+ */
+export const kserveLauncher = join(scriptsDir, 'kserve-server.py');
+
+/**
  * `<repo>/.model-servers/` (git-ignored): one venv per server, the fixture models, the run records; or
  * `$MODEL_SERVERS_CACHE`, an absolute path (a CI job that runs in a fresh clone keeps its installs there).
  */
@@ -30,7 +36,7 @@ export const runDir = join(cacheDir, 'run');
 export interface InstalledServer {
   readonly venv: string;
   readonly python: string;
-  /** The server binary: tritonserver, mlserver, or (KServe) the venv's python that runs `launcher`. */
+  /** The server binary: tritonserver, mlserver, or (KServe) the venv's python that runs `kserveLauncher`. */
   readonly bin: string;
   /** Put first on PATH (the venv's bin: Triton's python stub imports numpy from it). */
   readonly path: ReadonlyArray<string>;
@@ -39,8 +45,6 @@ export interface InstalledServer {
   readonly version: string;
   /** Triton: the backends dir, with this python's stub in backends/python. */
   readonly backendDirectory?: string;
-  /** KServe: kserve-server.py. */
-  readonly launcher?: string;
 }
 
 /** The install of `kind`; throws, saying how to install it, when global setup has not run. */

@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderKustomization, type KubeObject } from '../deploy/kustomize';
 import { httpCall } from './http';
-import { installedServer, repoRoot, runDir, type InstalledServer, type RealServerKind } from './paths';
+import { installedServer, kserveLauncher, repoRoot, runDir, type InstalledServer, type RealServerKind } from './paths';
 
 export { realServerKinds, type RealServerKind } from './paths';
 
@@ -255,7 +255,7 @@ export const launchSpec = (overlay: OverlayServer, context: LaunchContext): Laun
       expectCommand(undefined);
       args = setFlag(kind, args, '--http_port', String(ports.http));
       args.push('--http_host', '127.0.0.1');
-      return { file: installed.bin, args: [installed.launcher ?? '', ...args], env, cwd: workDir };
+      return { file: installed.bin, args: [kserveLauncher, ...args], env, cwd: workDir };
     }
   }
 };
@@ -328,22 +328,44 @@ let startCounter = 0;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** `count` distinct free ports on 127.0.0.1 (held open together while they are picked). */
+/** The first port the kernel hands out for bind(0) and outgoing connections (Linux's default when unreadable). */
+const ephemeralLow = (): number => {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 11_000 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+};
+
+const holdPort = (port: number): Promise<ReturnType<typeof createServer> | undefined> =>
+  new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(undefined));
+    server.listen(port, '127.0.0.1', () => resolve(server));
+  });
+
+/**
+ * `count` distinct free ports on 127.0.0.1 (held open together while they are picked), from below the kernel's
+ * ephemeral range: no bind(0) of another test and no outgoing connection's source port can take one while its
+ * server is down for a restart, which must come back at the same URL.
+ */
 export const freePorts = async (count: number): Promise<number[]> => {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-          const server = createServer();
-          server.once('error', reject);
-          server.listen(0, '127.0.0.1', () => resolve(server));
-        }),
-    ),
-  );
-  const ports = servers.map((server) => (server.address() as AddressInfo).port);
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
+  const low = 10_000;
+  const high = ephemeralLow() - 1;
+  const held: Array<ReturnType<typeof createServer>> = [];
+  try {
+    for (let tries = 0; held.length < count; tries++) {
+      if (tries > 1_000) throw new Error(`no ${count} free ports in ${low}–${high} on 127.0.0.1`);
+      const port = low + Math.floor(Math.random() * (high - low + 1));
+      if (held.some((server) => (server.address() as AddressInfo).port === port)) continue;
+      const server = await holdPort(port);
+      if (server !== undefined) held.push(server);
+    }
+    return held.map((server) => (server.address() as AddressInfo).port);
+  } finally {
+    await Promise.all(held.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
 };
 
 /** Removes `/dev/shm/<prefix>*`. */
@@ -408,7 +430,7 @@ const addressInUse = /address already in use|errno 98|EADDRINUSE|Address in use|
  * Starts the real `kind` server of `deploy/overlays/<kind>` on free 127.0.0.1 ports over `options.modelDir` and
  * resolves once its readiness path answers 200 (explicit model control: nothing is loaded). Rejects, with the
  * server's output, when it exits first or is not ready within `readyTimeoutMs`. A start whose port was taken
- * between picking and binding is tried again on new ports (up to 3 times).
+ * between picking and binding is tried again on new ports (up to 3 times); a restart, on its own ports.
  */
 export const startRealServer = async (
   kind: RealServerKind,
@@ -581,7 +603,8 @@ export const startRealServer = async (
     return exit;
   };
 
-  const start = async (): Promise<void> => {
+  /** A first start takes new ports when one was taken meanwhile; a restart waits for its own (same URL). */
+  const start = async (samePorts: boolean): Promise<void> => {
     for (let attempt = 1; ; attempt++) {
       spawnOnce();
       try {
@@ -591,7 +614,8 @@ export const startRealServer = async (
         await terminate('SIGKILL');
         const output = log.slice(sinceStart);
         if (attempt < 3 && addressInUse.test(output)) {
-          [http, grpc, metrics] = (await freePorts(3)) as [number, number, number];
+          if (samePorts) await sleep(2_000);
+          else [http, grpc, metrics] = (await freePorts(3)) as [number, number, number];
           continue;
         }
         throw new Error(
@@ -602,7 +626,7 @@ export const startRealServer = async (
     }
   };
 
-  await start();
+  await start(false);
   const server: RealServer = {
     kind,
     get url() {
@@ -630,7 +654,7 @@ export const startRealServer = async (
     restart: async () => {
       await terminate('SIGTERM');
       append(`\n[harness] --- restart ---\n`);
-      await start();
+      await start(true);
     },
     logs: () => log,
     waitForLog: async (pattern, timeoutMs = 10_000) => {

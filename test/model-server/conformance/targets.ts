@@ -5,7 +5,7 @@
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../../src/testing/v2-model-server';
 import { httpCall } from '../../real-servers/http';
 import { infer, loadedModels } from '../../real-servers/models';
-import { startRealServer, type RealServer, type RealServerKind } from '../../real-servers/servers';
+import { freePorts, startRealServer, type RealServer, type RealServerKind } from '../../real-servers/servers';
 
 /** Where a model stands on a server, as its index (or KServe's model list) tells. */
 export type ServerState = 'loaded' | 'loading' | 'unloading' | 'gone';
@@ -61,9 +61,10 @@ export const realTarget = async (kind: RealServerKind, modelDir: string): Promis
 
 /** The stand-in playing `kind`'s profile on `modelDir`. */
 export const standInTarget = async (kind: RealServerKind, modelDir: string): Promise<Target> => {
-  let standIn: V2ModelServerStandIn = await startV2ModelServer({ modelDir, profile: kind });
+  // A port outside the ephemeral range, so nothing takes it while the stand-in is down for a restart.
+  const [port] = (await freePorts(1)) as [number];
+  let standIn: V2ModelServerStandIn = await startV2ModelServer({ modelDir, profile: kind, port });
   const url = standIn.url;
-  const port = Number(new URL(url).port);
   const address = { kind, url };
   return {
     kind,
