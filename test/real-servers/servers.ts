@@ -25,7 +25,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderKustomization, type KubeObject } from '../deploy/kustomize';
 import { httpCall } from './http';
-import { installedServer, kserveLauncher, repoRoot, runDir, type InstalledServer, type RealServerKind } from './paths';
+import {
+  installedServer,
+  kserveLauncher,
+  repoRoot,
+  runDir,
+  type InstalledServer,
+  type RealServerKind,
+} from './paths';
 
 export { realServerKinds, type RealServerKind } from './paths';
 
