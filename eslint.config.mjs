@@ -9,6 +9,7 @@ export default tseslint.config(
       'dist/**',
       'scripts/**',
       '.bench-build/**',
+      '.demo-build/**',
       'coverage/**',
       '.model-servers/**',
       'node_modules/**',

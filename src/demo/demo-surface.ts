@@ -57,8 +57,14 @@ export const changedMetrics = (
   return changed.length > limit ? [...lines, `… and ${changed.length - limit} more`] : lines;
 };
 
-/** The surface of one agent: each `show()` reads /status and /metrics and tells what moved since the last. */
-export const surfaceView = (baseUrl: string): { show(): Promise<string[]> } => {
+/** Phases a model rests in until the next change. */
+const resting = new Set(['Loaded', 'Failed']);
+
+/**
+ * The surface of one agent: each `show()` reads /status and /metrics and tells what moved since the last;
+ * `settled()` is true when /status has every model at rest (loaded or failed for good).
+ */
+export const surfaceView = (baseUrl: string): { show(): Promise<string[]>; settled(): Promise<boolean> } => {
   let last = new Map<string, number>();
   const get = async (path: string): Promise<string> => {
     const response = await fetch(`${baseUrl}${path}`, { signal: AbortSignal.timeout(5000) });
@@ -66,6 +72,10 @@ export const surfaceView = (baseUrl: string): { show(): Promise<string[]> } => {
     return response.text();
   };
   return {
+    settled: async () =>
+      modelsOf(JSON.parse(await get('/status'))).every(([, fields]) =>
+        resting.has(text(fields['phase']) ?? ''),
+      ),
     show: async () => {
       const [status, metrics] = await Promise.all([get('/status'), get('/metrics')]);
       const samples = metricSamples(metrics);

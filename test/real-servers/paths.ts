@@ -1,6 +1,6 @@
 /** Where the real model servers of the e2e tests live: the repo's scripts, and the cache global setup fills. */
-import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 
 /** The real model servers the tests run. */
 export type RealServerKind = 'triton' | 'mlserver' | 'kserve';
@@ -8,8 +8,15 @@ export type RealServerKind = 'triton' | 'mlserver' | 'kserve';
 /** Every real server kind, in the order global setup installs them. */
 export const realServerKinds: ReadonlyArray<RealServerKind> = ['triton', 'mlserver', 'kserve'];
 
-/** The repository's root. */
-export const repoRoot = join(__dirname, '..', '..');
+/** The repository's root: the first dir up from here with a package.json (this file also runs compiled, from
+ * `.demo-build/test/real-servers/`). */
+const findRepoRoot = (from: string): string => {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) return join(__dirname, '..', '..');
+  }
+};
+export const repoRoot = findRepoRoot(__dirname);
 
 /** scripts/model-servers/: the installer, the requirements, make-models.py, kserve-server.py. */
 export const scriptsDir = join(repoRoot, 'scripts', 'model-servers');
