@@ -1,6 +1,7 @@
 /** Storage URIs and per-host HTTP headers: parsing with KServe's error messages, no I/O; header values are secrets. */
 import type { Env } from './env';
 import * as E from 'fp-ts/Either';
+import { hostKey } from './endpoint';
 import { parseJson } from './json/json';
 import { redactUri, registerSecret } from './redact';
 
@@ -68,8 +69,9 @@ const headersOf = (variable: string, text: string): E.Either<string, Readonly<Re
 
 /**
  * KServe's extra HTTP headers per host: env var `<hostname>-headers` = JSON object of string values, e.g.
- * `models.example.com-headers={"Authorization":"Bearer x"}`. Keys of the result are lower-case host names,
- * as `URL.hostname` gives them. The first malformed variable is the Left, named.
+ * `models.example.com-headers={"Authorization":"Bearer x"}`. Keys of the result are host names as hostKey makes
+ * them (lower-case, no trailing dot). The headers go to that host at the scheme and port a storage URI names, and
+ * never through a redirect elsewhere (httpStorage). The first malformed variable is the Left, named.
  */
 export const parseHostHeaders = (
   env: Env,
@@ -77,7 +79,7 @@ export const parseHostHeaders = (
   const byHost = new Map<string, Readonly<Record<string, string>>>();
   for (const [variable, text] of Object.entries(env)) {
     if (text === undefined || !variable.endsWith(headersSuffix)) continue;
-    const host = variable.slice(0, -headersSuffix.length).toLowerCase();
+    const host = hostKey(variable.slice(0, -headersSuffix.length));
     if (host.length === 0) return E.left(`${variable} does not name a host: use <hostname>${headersSuffix}`);
     const headers = headersOf(variable, text);
     if (E.isLeft(headers)) return headers;

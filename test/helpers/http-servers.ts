@@ -1,14 +1,22 @@
 /** Test servers that cannot outlive their test: started with startHttpServer, all closed after each test. */
-import { startHttpServer, type HttpHandler, type RunningHttpServer } from '../../src/testing/http-server';
+import {
+  startHttpServer,
+  type HttpHandler,
+  type HttpServerOptions,
+  type RunningHttpServer,
+} from '../../src/testing/http-server';
 
-/** For a test file or describe block: returns `serve(handler)`, whose servers are closed after each test. */
-export const useHttpServers = (): ((handler: HttpHandler) => Promise<RunningHttpServer>) => {
+/** For a test file or describe block: returns `serve(handler, options?)`, whose servers are closed after each test. */
+export const useHttpServers = (): ((
+  handler: HttpHandler,
+  options?: HttpServerOptions,
+) => Promise<RunningHttpServer>) => {
   const open: RunningHttpServer[] = [];
   afterEach(async () => {
     await Promise.all(open.splice(0).map((server) => server.close()));
   });
-  return async (handler) => {
-    const server = await startHttpServer(handler);
+  return async (handler, options) => {
+    const server = await startHttpServer(handler, options);
     open.push(server);
     return server;
   };

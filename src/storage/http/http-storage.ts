@@ -1,6 +1,7 @@
 /** httpStorage: the StorageProvider for http:// and https:// URLs: one file saved, or a tar, tar.gz or zip extracted. */
 import path from 'node:path';
 import { request } from 'undici';
+import { hostKey, sameEndpoint } from '../../core/endpoint';
 import { permanentError, type EffectError } from '../../core/errors';
 import { redactUri } from '../../core/storage-uri';
 import type { DownloadProgress, StorageProvider } from '../../ports';
@@ -130,8 +131,17 @@ type Settings = Required<Omit<HttpStorageOptions, 'headersByHost' | 'network'>> 
   Pick<HttpStorageOptions, 'headersByHost' | 'network'>;
 
 /**
- * GET with redirects followed by hand, so each hop gets the headers of its own host: a token for the
- * model registry must not follow a redirect to a CDN or a presigned bucket URL. `extraHeaders` go to every hop.
+ * The configured headers a hop to `hop` gets, on a download of `origin` (the URI as models.json names it): its
+ * host's `<host>-headers` at the scheme and port the URI names, and nothing anywhere else. A redirect chose the
+ * hop, not the config: another host (its own headers neither), another port or https → http gets none.
+ */
+const credentialsFor = (settings: Settings, origin: URL, hop: URL): Readonly<Record<string, string>> =>
+  sameEndpoint(origin, hop) ? (settings.headersByHost?.get(hostKey(origin.hostname)) ?? {}) : {};
+
+/**
+ * GET with redirects followed by hand, so that the configured headers go only to the URI's own endpoint (see
+ * credentialsFor): a registry token must not follow a redirect to a CDN, a presigned bucket URL, another port or
+ * plain http. `extraHeaders` (ranges) go to every hop.
  */
 const get = async (
   url: URL,
@@ -146,7 +156,7 @@ const get = async (
       // identity: a Content-Encoding: gzip tarball is stored as it is, never gunzipped on the way.
       headers: {
         'accept-encoding': 'identity',
-        ...settings.headersByHost?.get(current.hostname),
+        ...credentialsFor(settings, url, current),
         ...extraHeaders,
       },
       signal: attempt.signal,
