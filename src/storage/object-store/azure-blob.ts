@@ -1,18 +1,13 @@
 /** azureBlobStorage: Azure Blob Storage URLs as a storage provider (through the generic object downloader), over @azure/storage-blob. */
-import type { Env } from '../../core/env';
 import type { Agent } from 'node:http';
-import type {
-  AnonymousCredential,
-  newPipeline,
-  StorageSharedKeyCredential,
-  StoragePipelineOptions,
-} from '@azure/storage-blob';
+import type { StoragePipelineOptions } from '@azure/storage-blob';
 import * as E from 'fp-ts/Either';
 import { permanentError, type EffectError } from '../../core/errors';
 import { registerSecret } from '../../core/redact';
 import type { StorageProvider } from '../../ports';
 import { transportError } from '../../net';
 import { isAzureBlobUri, parseAzureBlobUri, type AzureBlobUri } from './azure-blob-uri';
+import { azureCredentialFor, type AzureCredentials, type ChosenCredential } from './azure-credentials';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import { objectStoreStorage, type ObjectDownloadOptions, type ResolvedLocation } from './download-objects';
 import { idleWatch } from './idle-watch';
@@ -22,23 +17,13 @@ import { storeStatusError } from './store-error';
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first Azure Blob model (lazy-module.ts) */
 const blobSdk = lazyModule(() => require('@azure/storage-blob') as typeof import('@azure/storage-blob'));
 
-/** An Azure AD credential (`DefaultAzureCredential`: workload identity, a service principal, managed identity). */
-export type AzureTokenCredential = Exclude<
-  Parameters<typeof newPipeline>[0],
-  StorageSharedKeyCredential | AnonymousCredential | undefined
->;
-
-/** The credentials Azure Blob URLs are read with; see `azureCredentialFor` for which one a URL gets. */
-export interface AzureCredentials {
-  /** `AZURE_STORAGE_CONNECTION_STRING`: its `AccountKey` or `SharedAccessSignature`, for its `AccountName` only. */
-  readonly connectionString?: string;
-  /** `AZURE_STORAGE_ACCESS_KEY` (KServe) or `AZURE_STORAGE_KEY` (az CLI): the key of the URL's account. */
-  readonly accountKey?: string;
-  /** `AZURE_STORAGE_SAS_TOKEN`: a SAS for URLs that carry none. */
-  readonly sasToken?: string;
-  /** Azure AD (https only). */
-  readonly tokenCredential?: AzureTokenCredential;
-}
+export {
+  azureCredentialFor,
+  azureCredentialsFromEnv,
+  type AzureCredentials,
+  type AzureTokenCredential,
+  type ChosenCredential,
+} from './azure-credentials';
 
 /** How Azure Blob is reached, and the downloader's settings. */
 export interface AzureBlobStorageOptions extends ObjectDownloadOptions {
@@ -61,93 +46,6 @@ export interface AzureBlobStorage extends StorageProvider {
   readonly name: string;
   readonly claims: (uri: string) => boolean;
 }
-
-/** The `Key=Value;…` pairs of a connection string; values may hold `=` (base64). */
-const connectionStringFields = (text: string): ReadonlyMap<string, string> =>
-  new Map(
-    text
-      .split(';')
-      .map((pair) => pair.trim())
-      .filter((pair) => pair.includes('='))
-      .map((pair) => [pair.slice(0, pair.indexOf('=')).toLowerCase(), pair.slice(pair.indexOf('=') + 1)]),
-  );
-
-/**
- * The credentials in `env`, every secret in them registered (hidden in every line from now on). Azure AD
- * (`makeTokenCredential`, i.e. DefaultAzureCredential) is used when `AZURE_CLIENT_ID` or
- * `AZURE_FEDERATED_TOKEN_FILE` is set (a service principal, workload identity) or `AZURE_STORAGE_AUTH_MODE=login`
- * (managed identity).
- */
-export const azureCredentialsFromEnv = (
-  env: Env,
-  makeTokenCredential: () => AzureTokenCredential,
-): AzureCredentials => {
-  const value = (name: string): string | undefined => {
-    const text = env[name]?.trim();
-    if (text === undefined || text === '') return undefined;
-    registerSecret(text);
-    return text;
-  };
-  const connectionString = value('AZURE_STORAGE_CONNECTION_STRING');
-  for (const field of connectionString === undefined
-    ? []
-    : connectionStringFields(connectionString).values()) {
-    registerSecret(field);
-  }
-  const accountKey = value('AZURE_STORAGE_ACCESS_KEY') ?? value('AZURE_STORAGE_KEY');
-  const sasToken = value('AZURE_STORAGE_SAS_TOKEN')?.replace(/^\?/, '');
-  value('AZURE_CLIENT_SECRET');
-  const useAzureAd =
-    env.AZURE_CLIENT_ID !== undefined ||
-    env.AZURE_FEDERATED_TOKEN_FILE !== undefined ||
-    env.AZURE_STORAGE_AUTH_MODE?.toLowerCase() === 'login';
-  return {
-    ...(connectionString !== undefined ? { connectionString } : {}),
-    ...(accountKey !== undefined ? { accountKey } : {}),
-    ...(sasToken !== undefined ? { sasToken } : {}),
-    ...(useAzureAd ? { tokenCredential: makeTokenCredential() } : {}),
-  };
-};
-
-/** What a URL is read with: a credential for the pipeline, a SAS for the URL, and its name for messages. */
-export interface ChosenCredential {
-  readonly credential: StorageSharedKeyCredential | AnonymousCredential | AzureTokenCredential;
-  readonly sas?: string;
-  readonly source: string;
-}
-
-/**
- * The credential of `target`, first that applies: the SAS in its URL; the connection string when its
- * `AccountName` is the URL's account (its key, else its SAS); the account key; the SAS token; Azure AD; none
- * (anonymous: a public container).
- */
-export const azureCredentialFor = (target: AzureBlobUri, credentials: AzureCredentials): ChosenCredential => {
-  const sdk = blobSdk();
-  const anonymous = new sdk.AnonymousCredential();
-  if (target.sas !== undefined)
-    return { credential: anonymous, sas: target.sas, source: 'the SAS in the URL' };
-  const fields = connectionStringFields(credentials.connectionString ?? '');
-  if (fields.get('accountname') === target.account) {
-    const key = fields.get('accountkey');
-    if (key !== undefined) {
-      const credential = new sdk.StorageSharedKeyCredential(target.account, key);
-      return { credential, source: 'the connection string' };
-    }
-    const sas = fields.get('sharedaccesssignature');
-    if (sas !== undefined) return { credential: anonymous, sas, source: 'the connection string' };
-  }
-  if (credentials.accountKey !== undefined) {
-    const credential = new sdk.StorageSharedKeyCredential(target.account, credentials.accountKey);
-    return { credential, source: 'the account key' };
-  }
-  if (credentials.sasToken !== undefined) {
-    return { credential: anonymous, sas: credentials.sasToken, source: 'AZURE_STORAGE_SAS_TOKEN' };
-  }
-  if (credentials.tokenCredential !== undefined) {
-    return { credential: credentials.tokenCredential, source: 'Azure AD' };
-  }
-  return { credential: anonymous, source: 'no credentials' };
-};
 
 const firstLine = (text: unknown): string => (typeof text === 'string' ? text.split('\n', 1)[0]!.trim() : '');
 

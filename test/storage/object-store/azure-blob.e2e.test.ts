@@ -255,9 +255,14 @@ describe('azureBlobStorage against azurite', () => {
     expect(error.message).not.toContain('sig=');
   });
 
-  it('reads with AZURE_STORAGE_SAS_TOKEN when the URL has no SAS', async () => {
+  it("reads with AZURE_STORAGE_SAS_TOKEN when the URL has no SAS and is AZURE_STORAGE_ACCOUNT's", async () => {
     const sasToken = `?${azurite.current.sas('models')}`.replace(/^\?/, '');
-    await storage({ credentials: { sasToken } }).download(urlOf('models', 'single'), staging.path, never);
+    const { account } = azurite.current;
+    await storage({ credentials: { account, sasToken } }).download(
+      urlOf('models', 'single'),
+      staging.path,
+      never,
+    );
     expect(await listTree(staging.path)).toEqual(['weights.bin']);
   });
 

@@ -107,6 +107,23 @@ describe('azureCredentialFor', () => {
       connectionString,
     });
     expect(other.source).toBe('no credentials');
+    const elsewhere = parsed('http://127.0.0.1:10000/acct/models/m1', ['http://127.0.0.1:10000']);
+    expect(azureCredentialFor(elsewhere, { connectionString }).source).toBe('no credentials');
+  });
+
+  it('keeps the key, the SAS token and Azure AD for the account AZURE_STORAGE_ACCOUNT names', () => {
+    const other = parsed('https://other.blob.core.windows.net/models/m1');
+    for (const credentials of [{ accountKey: key }, { sasToken: 'sv=1' }, { tokenCredential: fakeToken }]) {
+      const chosen = azureCredentialFor(other, { account: 'acct', ...credentials });
+      expect(chosen.source).toBe('no credentials: those configured are for the account acct');
+      expect(chosen.credential).toBeInstanceOf(AnonymousCredential);
+      expect(chosen.sas).toBeUndefined();
+    }
+    const unbound = azureCredentialFor(target, { sasToken: 'sv=1' });
+    expect(unbound.source).toBe(
+      'no credentials: AZURE_STORAGE_SAS_TOKEN is sent only with AZURE_STORAGE_ACCOUNT',
+    );
+    expect(unbound.sas).toBeUndefined();
   });
 
   it("takes a connection string's SAS when it has no key", () => {
@@ -120,9 +137,9 @@ describe('azureCredentialFor', () => {
     expect(
       azureCredentialFor(target, { accountKey: key, sasToken: 'sv=1', tokenCredential: fakeToken }).source,
     ).toBe('the account key');
-    expect(azureCredentialFor(target, { sasToken: 'sv=1', tokenCredential: fakeToken }).source).toBe(
-      'AZURE_STORAGE_SAS_TOKEN',
-    );
+    expect(
+      azureCredentialFor(target, { account: 'acct', sasToken: 'sv=1', tokenCredential: fakeToken }).source,
+    ).toBe('AZURE_STORAGE_SAS_TOKEN');
     expect(azureCredentialFor(target, { tokenCredential: fakeToken })).toMatchObject({
       source: 'Azure AD',
       credential: fakeToken,
@@ -140,10 +157,14 @@ describe('azureCredentialsFromEnv', () => {
     const { accountKey, sasSignature } = secretValues();
     const sas = `sv=2024-01-01&sig=${encodeURIComponent(sasSignature)}`;
     const credentials = azureCredentialsFromEnv(
-      { AZURE_STORAGE_ACCESS_KEY: accountKey, AZURE_STORAGE_SAS_TOKEN: `?${sas}` },
+      {
+        AZURE_STORAGE_ACCOUNT: 'Acct',
+        AZURE_STORAGE_ACCESS_KEY: accountKey,
+        AZURE_STORAGE_SAS_TOKEN: `?${sas}`,
+      },
       noToken,
     );
-    expect(credentials).toEqual({ accountKey, sasToken: sas });
+    expect(credentials).toEqual({ account: 'acct', accountKey, sasToken: sas });
     expect(redact(`key ${accountKey} sas ${sas}`)).not.toContain(accountKey);
     expect(redact(`sas ${sas}`)).not.toContain(encodeURIComponent(sasSignature));
     expect(azureCredentialsFromEnv({ AZURE_STORAGE_KEY: accountKey }, noToken)).toEqual({ accountKey });
