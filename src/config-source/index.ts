@@ -16,3 +16,4 @@ export {
   type KubeApiSourceOptions,
   type KubeWatchStatus,
 } from './kube-api-source';
+export { kubeWatchProblem } from './kube-watch-health';

@@ -34,6 +34,15 @@ export interface KubeWatchStatus {
   /** `Date.now()` of the last sign of a working watch (see `onAlive`); absent before the first one. */
   readonly lastAliveAt?: number;
   /**
+   * `Date.now()` of the last thing the watch's machinery did: a sign of a working watch, a failure handled, a list
+   * or watch (re-)established. It moves on during an outage too (each retry); only a stuck process stops it.
+   */
+  readonly lastActivityAt?: number;
+  /** `Date.now()` of the first failure since the last sign of a working watch: the API server is unreachable. */
+  readonly unreachableSince?: number;
+  /** `Date.now()` since when a ConfigMap version the watch delivered waits for the pipeline to read it. */
+  readonly unreadSince?: number;
+  /**
    * How long a healthy watch may go without a sign (`stallMsFor(--watch-timeout-s)`): past it the source itself
    * re-establishes the watch; a liveness check should allow this much (and a restart) before failing.
    */
@@ -83,26 +92,43 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
     key: options.key,
   });
   const counters = { watchRestarts: 0, relists: 0, failures: 0 };
-  const seen: { lastAliveAt?: number; read?: string; latest?: string; failure?: string } = {};
+  const seen: {
+    lastAliveAt?: number;
+    activityAt?: number;
+    unreachableSince?: number;
+    unreadSince?: number;
+    read?: string;
+    latest?: string;
+    failure?: string;
+  } = {};
+  const acted = (): void => void (seen.activityAt = Date.now());
   let fetched: Fetched = { _tag: 'Pending' };
 
   const state$ = new Observable<Fetched>((subscriber) => {
     const publish = (next: Fetched): void => subscriber.next((fetched = next));
     return (options.runWatch ?? runListWatch)(options, ref, {
-      content: (configMap) => publish({ _tag: 'Fetched', configMap }),
+      content: (configMap) => {
+        seen.unreadSince ??= Date.now();
+        publish({ _tag: 'Fetched', configMap });
+      },
       failed: (reason) => {
+        acted();
+        seen.unreachableSince ??= Date.now();
         counters.failures += 1;
         seen.failure = reason;
         if (fetched._tag !== 'Fetched') publish({ _tag: 'Failed', reason });
       },
       alive: () => {
         seen.lastAliveAt = Date.now();
+        acted();
+        delete seen.unreachableSince;
         delete seen.failure;
         options.onAlive?.();
       },
       version: (resourceVersion) => (seen.latest = resourceVersion),
       relisted: () => (counters.relists += 1),
       rewatched: () => (counters.watchRestarts += 1),
+      attempting: acted,
     });
   }).pipe(share({ connector: () => new ReplaySubject<Fetched>(1), resetOnRefCountZero: true }));
 
@@ -110,6 +136,7 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
     const file = configMapLabel(refOf());
     if (state._tag === 'Failed') return E.left(readFailed(file, 'EKUBEAPI', state.reason));
     seen.read = state.configMap?.metadata?.resourceVersion;
+    delete seen.unreadSince;
     return E.map((text: string) => ({ file, text }))(
       configMapText(refOf(), state.configMap, {
         maxBytes: options.maxBytes,
@@ -133,6 +160,9 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
       configMap: `${ref.namespace ?? '?'}/${options.name}`,
       stallMs: stallMsFor(options.watchTimeoutSeconds),
       ...(seen.lastAliveAt !== undefined ? { lastAliveAt: seen.lastAliveAt } : {}),
+      ...(seen.activityAt !== undefined ? { lastActivityAt: seen.activityAt } : {}),
+      ...(seen.unreachableSince !== undefined ? { unreachableSince: seen.unreachableSince } : {}),
+      ...(seen.unreadSince !== undefined ? { unreadSince: seen.unreadSince } : {}),
       ...(seen.read !== undefined ? { lastReadResourceVersion: seen.read } : {}),
       ...(seen.latest !== undefined ? { lastSeenResourceVersion: seen.latest } : {}),
       ...counters,

@@ -48,6 +48,8 @@ export interface WatchHooks {
   version(resourceVersion: string): void;
   relisted(): void;
   rewatched(): void;
+  /** A list or watch is being (re-)established: the watch's machinery acts, even while the server does not answer. */
+  attempting(): void;
 }
 
 /**
@@ -107,6 +109,7 @@ export const runListWatch = (
   const begin = async (round: ListWatch<V1ConfigMap> | undefined): Promise<void> => {
     if (stopped) return;
     armStall();
+    hooks.attempting();
     let lw = round;
     try {
       const kube = await kubeClient();

@@ -30,6 +30,11 @@ export interface SurfaceStateOptions {
   readonly source: string;
   /** When the config source last showed its watch works (its own status); absent: only `watcherAlive` tells. */
   readonly watchAliveAt?: () => number | undefined;
+  /**
+   * Why the config watch is stuck, for a source that judges itself (kube-api: silence from the API server is no
+   * stall); when given, it replaces the progress check of `watchAliveAt` and `watcherAlive`.
+   */
+  readonly watchStuck?: () => string | undefined;
   /** The clock (ms since the epoch); Date.now by default. */
   readonly now?: () => number;
 }
@@ -45,6 +50,7 @@ export const createSurfaceState = ({
   stallMs,
   source,
   watchAliveAt = () => undefined,
+  watchStuck,
   now = Date.now,
 }: SurfaceStateOptions): SurfaceState => {
   let ready = false;
@@ -79,6 +85,10 @@ export const createSurfaceState = ({
         pulled === undefined || (pushed !== undefined && pushed > pulled) ? pushed : pulled;
       if (lastTurn !== undefined && at - lastTurn > stallMs)
         return { ok: false, reason: `the event loop has not turned for ${at - lastTurn} ms` };
+      if (watchStuck !== undefined) {
+        const stuck = watchStuck();
+        return stuck === undefined ? { ok: true } : { ok: false, reason: stuck };
+      }
       if (lastWatchProgress !== undefined && at - lastWatchProgress > stallMs)
         return {
           ok: false,

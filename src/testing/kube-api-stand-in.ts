@@ -56,6 +56,8 @@ export interface KubeApiStandIn {
   dropWatches(how: 'end' | 'reset'): void;
   /** From now on, watches are opened (200) and then say nothing, never ending: a half-open connection. */
   hangWatches(hang: boolean): void;
+  /** An outage: while down, open watches are reset and every request is answered 503 (the store stays as it is). */
+  setDown(down: boolean): void;
   /** The token requests must carry from now on. */
   setToken(token: string): void;
   close(): Promise<void>;
@@ -96,6 +98,7 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
   let current: object | undefined;
   let compactedBefore = 0;
   let hanging = false;
+  let down = false;
   const history: StoredEvent[] = [];
   const watches = new Set<OpenWatch>();
   const requests: KubeApiRequest[] = [];
@@ -142,6 +145,10 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
     const url = new URL(req.url ?? '/', 'https://stand-in');
     const query = Object.fromEntries(url.searchParams);
     const kind = url.pathname !== collection ? 'other' : query['watch'] === 'true' ? 'watch' : 'list';
+    if (down) {
+      record(kind, query, 503);
+      return json(res, 503, statusBody(503, 'ServiceUnavailable', 'the API server is unavailable'));
+    }
     if (req.headers.authorization !== `Bearer ${token}`) {
       record(kind, query, 401);
       return json(res, 401, statusBody(401, 'Unauthorized', 'Unauthorized'));
@@ -221,6 +228,12 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
       }
     },
     hangWatches: (hang) => void (hanging = hang),
+    setDown: (isDown) => {
+      down = isDown;
+      if (!isDown) return;
+      for (const watch of watches) watch.response.socket?.destroy();
+      watches.clear();
+    },
     setToken: (next) => void (token = next),
     close: () => server.close(),
   };

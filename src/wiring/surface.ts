@@ -7,7 +7,7 @@ import type { AgentEvent, ModelStatus } from '../core/model-status';
 import { redact } from '../core/redact';
 import { modelStatusJson, statusDocumentText } from '../core/status-document';
 import type { AgentCapabilities, AgentSettings } from '../agent';
-import type { KubeWatchStatus } from '../config-source';
+import { kubeWatchProblem, type KubeWatchStatus } from '../config-source';
 import type { ConfigSourceWithStatus } from './capabilities';
 import type { Loader } from '../loader';
 import type { Telemetry } from '../ports';
@@ -33,13 +33,22 @@ export class SurfaceBindFailed extends Error {
   }
 }
 
-/** The kube-api watch as /status shows it: times as ISO 8601, the failure redacted. */
+const times = ['lastAliveAt', 'lastActivityAt', 'unreachableSince', 'unreadSince'] as const;
+
+/**
+ * The kube-api watch as /status shows it: times as ISO 8601 (`unreachableSince` from the first failure until the
+ * next sign of a working watch: the API server is unreachable and the watch retries), the failure redacted.
+ */
 const watchJson = (watch: KubeWatchStatus): Readonly<Record<string, string | number>> => {
-  const { lastAliveAt, lastFailure, source: _source, ...rest } = watch;
+  const { lastFailure, source: _source, ...rest } = watch;
+  const iso = times.flatMap((key) => {
+    const at = watch[key];
+    return at === undefined ? [] : [[key, new Date(at).toISOString()] as const];
+  });
   return Object.fromEntries(
     Object.entries({
       ...rest,
-      ...(lastAliveAt !== undefined ? { lastAliveAt: new Date(lastAliveAt).toISOString() } : {}),
+      ...Object.fromEntries(iso),
       ...(lastFailure !== undefined ? { lastFailure: redact(lastFailure) } : {}),
     }).filter((entry): entry is [string, string | number] => entry[1] !== undefined),
   );
@@ -73,6 +82,15 @@ export const withSurface =
       stallMs: config.watchStallMs,
       source: config.source === 'kube-api' ? 'kube-api' : 'config-dir',
       ...(sourceStatus !== undefined ? { watchAliveAt: () => sourceStatus().lastAliveAt } : {}),
+      // The API server's silence (a quiet watch, an outage) is not the process's stall: only a stuck watch is.
+      ...(config.source === 'kube-api'
+        ? {
+            watchStuck: () => {
+              const watch = kubeWatch();
+              return watch && kubeWatchProblem(watch, Date.now(), config.watchStallMs);
+            },
+          }
+        : {}),
     });
     let loader: Loader | undefined;
     const statuses = (): ReadonlyMap<ModelName, ModelStatus> => loader?.statuses() ?? new Map();

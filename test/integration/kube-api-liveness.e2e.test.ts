@@ -1,0 +1,95 @@
+/**
+ * Liveness with `--source kube-api` on the real process: `/healthz` means "restarting me would help". A quiet
+ * watch and an API server that is down are no reason to restart (the watch retries by itself); `/status` says the
+ * source is unreachable meanwhile, and the change after the outage is applied.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { StatusDocumentJson } from '../../src/core/status-document';
+import { surfacePaths } from '../../src/surface/http-surface';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { sleep, waitFor } from '../../src/testing/wait';
+import { cliArgs, killAllCli, startCli, type CliProcess } from '../helpers/cli-process';
+import { writeFiles } from '../helpers/file-tree';
+import { modelsJson, startKubeApiCluster, type KubeApiCluster } from '../helpers/kube-api';
+import { useTempDir } from '../helpers/temp-dir';
+import { freePort, get, getJson } from './surface-kit';
+
+afterEach(killAllCli);
+const tmp = useTempDir('kube-api-liveness');
+
+const stallMs = 1000; // --watch-stall-ms
+
+describe('/healthz with --source kube-api', () => {
+  let cluster: KubeApiCluster | undefined;
+  let server: V2ModelServerStandIn | undefined;
+  afterEach(async () => {
+    await cluster?.api.close();
+    await server?.close();
+    cluster = server = undefined;
+  });
+
+  const storage = (): string => join(tmp.path, 'pvc');
+  const models = (...names: string[]) => ({ 'models.json': modelsJson(storage(), names) });
+
+  const startAgent = async (): Promise<{ agent: CliProcess; port: number; cluster: KubeApiCluster }> => {
+    await writeFiles(storage(), { 'alpha/model.bin': 'a', 'beta/model.bin': 'b' });
+    const modelDir = join(tmp.path, 'models');
+    mkdirSync(modelDir);
+    cluster = await startKubeApiCluster(tmp.path);
+    cluster.api.apply(models('alpha'));
+    server = await startV2ModelServer({ modelDir });
+    const port = await freePort();
+    const agent = startCli(
+      cliArgs({
+        ...cluster.flags,
+        'model-dir': modelDir,
+        'server-url': server.url,
+        'local-storage-roots': storage(),
+        'http-port': port,
+        'watch-stall-ms': stallMs,
+        'retry-base-ms': 50,
+        'retry-max-ms': 200,
+      }),
+      { env: cluster.env },
+    );
+    await agent.waitForLog('start-up sync complete; ready');
+    await waitFor(() => cluster!.api.openWatches() === 1, 5000, 'an open watch');
+    return { agent, port, cluster };
+  };
+
+  /** /healthz's status at every tenth of the stall window for `ms`. */
+  const healthOver = async (port: number, ms: number): Promise<ReadonlySet<number>> => {
+    const seen = new Set<number>();
+    for (const end = Date.now() + ms; Date.now() < end; await sleep(stallMs / 10))
+      seen.add((await get(port, surfacePaths.healthz)).status);
+    return seen;
+  };
+
+  it('stays 200 on a healthy watch that is quiet for twice the stall window', async () => {
+    const { port } = await startAgent();
+    expect([...(await healthOver(port, 2 * stallMs + 500))]).toEqual([200]);
+  });
+
+  it('stays 200 while the API server is down, /status says it is unreachable, and applies the change after', async () => {
+    const { port, cluster: down } = await startAgent();
+    down.api.setDown(true);
+    const healthDuringOutage = healthOver(port, 2 * stallMs + 500);
+    await waitFor(
+      async () => {
+        const { json } = await getJson<StatusDocumentJson>(port, surfacePaths.status);
+        return json.config.watch?.['unreachableSince'] !== undefined;
+      },
+      10_000,
+      '/status naming the API server unreachable',
+    );
+    const { json } = await getJson<StatusDocumentJson>(port, surfacePaths.status);
+    expect(json.config.watch?.['lastFailure']).toEqual(expect.any(String));
+    expect((await get(port, surfacePaths.readyz)).status).toBe(200);
+    expect([...(await healthDuringOutage)]).toEqual([200]);
+    down.api.setDown(false);
+    down.api.apply(models('alpha', 'beta'));
+    await waitFor(() => server!.loaded.has('beta'), 15_000, 'beta loaded after the outage');
+    expect((await get(port, surfacePaths.healthz)).status).toBe(200);
+  });
+});
