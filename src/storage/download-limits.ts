@@ -19,6 +19,8 @@ export interface DownloadLimits {
   readonly maxArchiveRatio: number;
   /** Most entries (files, dirs, links) one archive may hold. */
   readonly maxArchiveEntries: number;
+  /** Most objects one model's object-store listing may name. */
+  readonly maxModelFiles: number;
   /** The slowest transfer a network provider keeps going; slower ones fail retryably (`timeout`). */
   readonly minRate: MinRate;
   /** How often a running download reports its progress (`--progress-interval-ms`; 0: never). Not a limit. */
@@ -38,6 +40,7 @@ type LimitSettings = Pick<
   | 'maxModelBytes'
   | 'maxArchiveRatio'
   | 'maxArchiveEntries'
+  | 'maxModelFiles'
   | 'minDownloadRate'
   | 'minRateWindowMs'
   | 'progressIntervalMs'
@@ -48,6 +51,7 @@ export const downloadLimitsOf = (config: LimitSettings): DownloadLimits => ({
   maxModelBytes: config.maxModelBytes,
   maxArchiveRatio: config.maxArchiveRatio,
   maxArchiveEntries: config.maxArchiveEntries,
+  maxModelFiles: config.maxModelFiles,
   minRate: { bytesPerSecond: config.minDownloadRate, windowMs: config.minRateWindowMs },
   progressIntervalMs: config.progressIntervalMs,
 });
@@ -59,7 +63,7 @@ export const defaultDownloadLimits: DownloadLimits = downloadLimitsOf(defaultApp
 export const tooLarge = (
   what: string,
   why: string,
-  field: 'maxModelBytes' | 'maxArchiveRatio' | 'maxArchiveEntries',
+  field: 'maxModelBytes' | 'maxArchiveRatio' | 'maxArchiveEntries' | 'maxModelFiles',
 ): EffectError => permanentError('too-large', `${what}: too large: ${why} (${flagTable[field].flag})`);
 
 /** The retryable `timeout` failure of a transfer slower than `rate`, having moved `bytes` in its last window. */

@@ -49,6 +49,7 @@ export const flagTopics: ReadonlyArray<readonly [string, ReadonlyArray<SettingFi
       'maxModelBytes',
       'maxArchiveRatio',
       'maxArchiveEntries',
+      'maxModelFiles',
       'minDownloadRate',
       'minRateWindowMs',
       'storageConcurrency',

@@ -32,6 +32,14 @@ export const storageFlags = {
     help: 'most entries (files, dirs, links) one archive may hold',
     codec: integerIn('MaxArchiveEntries', 1, 100_000_000),
   },
+  maxModelFiles: {
+    flag: '--max-model-files',
+    arg: 'n',
+    env: 'MODELSYNC_MAX_MODEL_FILES',
+    default: '10000',
+    help: 'most objects one model may list in an object store (S3, GCS, Azure Blob); a listing past it fails for good',
+    codec: integerIn('MaxModelFiles', 1, 100_000_000),
+  },
   minDownloadRate: {
     flag: '--min-download-rate',
     arg: 'bytes',

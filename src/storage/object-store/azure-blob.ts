@@ -2,13 +2,14 @@
 import type { Agent } from 'node:http';
 import type { StoragePipelineOptions } from '@azure/storage-blob';
 import * as E from 'fp-ts/Either';
-import { permanentError, type EffectError } from '../../core/errors';
+import { EffectError, permanentError, retryableError } from '../../core/errors';
 import { registerSecret } from '../../core/redact';
 import type { StorageProvider } from '../../ports';
 import { transportError } from '../../net';
 import { isAzureBlobUri, parseAzureBlobUri, type AzureBlobUri } from './azure-blob-uri';
 import { azureCredentialFor, type AzureCredentials, type ChosenCredential } from './azure-credentials';
-import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
+import type { ObjectLocation, ObjectStoreClient, StoredObject, ListingBounds } from './client';
+import { fieldsOf, invalidListing, storedObject } from './listing-bounds';
 import { objectStoreStorage, type ObjectDownloadOptions, type ResolvedLocation } from './download-objects';
 import { idleWatch } from './idle-watch';
 import { lazyModule } from '../../core/lazy-module';
@@ -92,19 +93,43 @@ const containerStore = (
   );
   const blobUrl = (key: string): string => `${target.serviceUrl}/${target.container}/${key}`;
 
-  async function* list(location: ObjectLocation, signal: AbortSignal): AsyncGenerator<StoredObject> {
+  async function* list(
+    location: ObjectLocation,
+    signal: AbortSignal,
+    bounds: ListingBounds,
+  ): AsyncGenerator<StoredObject> {
     const what = `listing ${location.display} (${chosen.source})`;
     const pages = container
       .listBlobsFlat({ prefix: location.prefix, abortSignal: signal })
       .byPage({ maxPageSize: pageSize });
+    let index = 0;
     try {
       for await (const page of pages) {
-        for (const blob of page.segment.blobItems) {
-          const { contentLength, etag } = blob.properties;
-          yield { key: blob.name, size: contentLength ?? 0, version: etag ?? '' };
+        // The SDK follows the continuation token itself: `bounds` sees each one and stops a circle.
+        const items: unknown = fieldsOf(fieldsOf(page)?.['segment'])?.['blobItems'] ?? [];
+        if (!Array.isArray(items)) throw invalidListing(what, 'its blob items are not a list');
+        for (const blob of items) {
+          const fields = fieldsOf(blob);
+          const properties = fieldsOf(fields?.['properties']);
+          const object = storedObject(what, index++, {
+            key: fields?.['name'],
+            size: properties?.['contentLength'],
+            version: properties?.['etag'],
+          });
+          bounds.object();
+          yield object;
         }
+        const next: unknown = page.continuationToken;
+        bounds.page(typeof next === 'string' && next !== '' ? next : undefined);
       }
     } catch (cause) {
+      if (cause instanceof EffectError) throw cause;
+      // The SDK reading an answer no listing gives (an item without a name) fails with a TypeError of its own.
+      if (cause instanceof TypeError && !signal.aborted)
+        throw retryableError(
+          'invalid-response',
+          `${what}: the store's answer is not a listing: ${cause.message}`,
+        );
       throw azureError(cause, what, 'list', signal);
     }
   }

@@ -17,10 +17,21 @@ export interface StoredObject {
   readonly version: string;
 }
 
+/** Counts one listing's pages and objects and remembers its page tokens (`listingBounds` makes one). */
+export interface ListingBounds {
+  /** Call with each page's next token (undefined on the last page); throws on a token the listing gave before. */
+  page(nextToken: string | undefined): void;
+  /** Call for each object listed; throws past the cap. */
+  object(): void;
+}
+
 /** What a store client does; every failure is an EffectError with a kind (never a raw SDK error). */
 export interface ObjectStoreClient {
-  /** Every object whose key starts with `prefix` (paging through all pages). */
-  list(location: ObjectLocation, signal: AbortSignal): AsyncIterable<StoredObject>;
+  /**
+   * Every object whose key starts with `prefix` (paging through all pages), each item checked (`storedObject`)
+   * and each page and object told to `bounds`, which ends a listing that does not.
+   */
+  list(location: ObjectLocation, signal: AbortSignal, bounds: ListingBounds): AsyncIterable<StoredObject>;
   /** The object's bytes from `offset` to its end; fails with kind `changed` (retryable) if its version moved. */
   read(
     location: ObjectLocation,

@@ -169,7 +169,7 @@ export const downloadObjects = async (
   const job: Job = { client, location, what, signal: jobSignal, guard, maxResumes };
   let tracker: { readonly stop: () => void } | undefined;
   try {
-    const plan = await planObjects(client, location, job.signal);
+    const plan = await planObjects(client, location, job.signal, limits.maxModelFiles);
     const totalBytes = plan.reduce((sum, item) => sum + item.object.size, 0);
     await guard.admit(totalBytes);
     tracker = trackProgress({

@@ -1,6 +1,6 @@
 /** gcsClient: Google Cloud Storage (`gs://bucket/prefix`) as an ObjectStoreClient, over @google-cloud/storage. */
 import { stat } from 'node:fs/promises';
-import type { File, Storage, StorageOptions } from '@google-cloud/storage';
+import type { Storage, StorageOptions } from '@google-cloud/storage';
 import * as E from 'fp-ts/Either';
 import { errorCode } from '../../core/errors';
 import { redactUri } from '../../core/storage-uri';
@@ -11,7 +11,8 @@ import { lazyModule } from '../../core/lazy-module';
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first gs:// model (lazy-module.ts) */
 const gcsSdk = lazyModule(() => require('@google-cloud/storage') as typeof import('@google-cloud/storage'));
 import type { StorageProvider } from '../../ports';
-import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
+import type { ObjectLocation, ObjectStoreClient, StoredObject, ListingBounds } from './client';
+import { fieldsOf, invalidListing, storedObject } from './listing-bounds';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { storeStatusError } from './store-error';
 
@@ -171,24 +172,46 @@ async function* listObjects(
   pageSize: number,
   location: ObjectLocation,
   signal: AbortSignal,
+  bounds: ListingBounds,
 ): AsyncGenerator<StoredObject> {
   const what = `listing ${location.display}`;
   let pageToken: string | undefined;
+  let index = 0;
   do {
-    let files: File[];
+    let page: Readonly<Record<string, unknown>> | undefined;
     try {
       const storage = await holder.get();
-      const query = { prefix: location.prefix, autoPaginate: false, maxResults: pageSize, pageToken };
-      const [page, next] = await unlessAborted(storage.bucket(location.bucket).getFiles(query), signal);
-      files = page;
-      pageToken = (next as { pageToken?: string } | null)?.pageToken;
+      // The JSON API's answer as it came (the SDK's authenticated request, not getFiles): getFiles makes a File
+      // of each item inside its own callback, where an item that is null or no object throws out of reach.
+      const query = {
+        prefix: location.prefix,
+        maxResults: pageSize,
+        ...(pageToken === undefined ? {} : { pageToken }),
+      };
+      const [body] = (await unlessAborted(
+        storage.bucket(location.bucket).request({ uri: '/o', qs: query }),
+        signal,
+      )) as unknown as [unknown];
+      page = fieldsOf(body);
     } catch (cause) {
       throw gcsError(cause, what, 'list', signal);
     }
-    for (const file of files) {
-      const { size, generation } = file.metadata;
-      yield { key: file.name, size: Number(size ?? 0), version: String(generation ?? '') };
+    if (page === undefined) throw invalidListing(what, 'the body is no JSON object');
+    const items = page['items'] ?? [];
+    if (!Array.isArray(items)) throw invalidListing(what, 'its items are not a list');
+    for (const item of items) {
+      const fields = fieldsOf(item);
+      const object = storedObject(what, index++, {
+        key: fields?.['name'],
+        size: fields?.['size'],
+        version: fields?.['generation'],
+      });
+      bounds.object();
+      yield object;
     }
+    const next = page['nextPageToken'];
+    pageToken = typeof next === 'string' && next !== '' ? next : undefined;
+    bounds.page(pageToken);
   } while (pageToken !== undefined);
 }
 
@@ -246,7 +269,7 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
   const holder = new StorageHolder(options);
   const pageSize = options.pageSize ?? 1000;
   return {
-    list: (location, signal) => listObjects(holder, pageSize, location, signal),
+    list: (location, signal, bounds) => listObjects(holder, pageSize, location, signal, bounds),
     read: (location, object, offset, signal) =>
       Promise.resolve(readObject(holder, options.timeoutMs ?? 60_000, location, object, offset, signal)),
   };

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { permanentError, toEffectError, type EffectError } from '../../core/errors';
 import { entryPathOf } from '../archive/guard';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
+import { listingBounds } from './listing-bounds';
 
 /** One object to download and its path relative to the model dir (`/`-separated, checked). */
 export interface PlannedObject {
@@ -20,9 +21,11 @@ async function* listed(
   location: ObjectLocation,
   prefix: string,
   signal: AbortSignal,
+  maxObjects: number,
 ): AsyncGenerator<StoredObject> {
+  const bounds = listingBounds(`${location.display}: listing under ${JSON.stringify(prefix)}`, maxObjects);
   try {
-    for await (const object of client.list({ ...location, prefix }, signal)) {
+    for await (const object of client.list({ ...location, prefix }, signal, bounds)) {
       // `dir/` keys are the folders consoles create: no bytes to fetch, and saving one as a file breaks the tree.
       if (!object.key.endsWith('/')) yield object;
     }
@@ -68,24 +71,26 @@ const placed = (
  * objects under `<prefix>/` land at their paths below it (`m1` never takes `m10/...`; an empty prefix takes the
  * whole bucket). When nothing is under it, a prefix that is exactly one object's key names that object, which
  * lands as its base name. Keys ending in `/` are skipped. Nothing at all is a permanent `not-found` naming the
- * bucket and the prefix; a key that cannot be saved safely is `refused` (see `placed`). Listing failures pass
- * as the client classified them.
+ * bucket and the prefix; a key that cannot be saved safely is `refused` (see `placed`). A listing past
+ * `maxObjects` (`--max-model-files`), or one that pages in a circle, fails for good (`listingBounds`); other
+ * listing failures pass as the client classified them.
  */
 export const planObjects = async (
   client: ObjectStoreClient,
   location: ObjectLocation,
   signal: AbortSignal,
+  maxObjects: number,
 ): Promise<ReadonlyArray<PlannedObject>> => {
   const { prefix } = location;
   const dirPrefix = prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`;
   const underDir: Array<{ object: StoredObject; name: string }> = [];
-  for await (const object of listed(client, location, dirPrefix, signal)) {
+  for await (const object of listed(client, location, dirPrefix, signal, maxObjects)) {
     underDir.push({ object, name: object.key.slice(dirPrefix.length) });
   }
   if (underDir.length > 0) return placed(location, underDir);
   if (dirPrefix !== prefix) {
     // Stores list in key order, so the key equal to the prefix comes first: the loop ends at once.
-    for await (const object of listed(client, location, prefix, signal)) {
+    for await (const object of listed(client, location, prefix, signal, maxObjects)) {
       if (object.key === prefix) return placed(location, [{ object, name: path.posix.basename(prefix) }]);
     }
   }

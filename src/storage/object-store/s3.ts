@@ -6,10 +6,11 @@ import type { s3AddressingStyles } from '../../core/flags/app-config';
 import { retryableError } from '../../core/errors';
 import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
-import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
+import type { ObjectLocation, ObjectStoreClient, StoredObject, ListingBounds } from './client';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { lazyModule } from '../../core/lazy-module';
 import { changedObject, s3Error, type S3Request } from './s3-errors';
+import { fieldsOf, invalidListing, storedObject } from './listing-bounds';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- loaded at the first s3:// model (lazy-module.ts) */
 const s3Sdk = lazyModule(() => require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3'));
@@ -78,28 +79,50 @@ export const s3SdkClient = (settings: S3ClientSettings): S3Client =>
   });
 
 /** Every object under the location's prefix, page after page (S3 answers at most 1,000 per page). */
-async function* listObjects(client: S3Client, location: ObjectLocation, signal: AbortSignal) {
+async function* listObjects(
+  client: S3Client,
+  location: ObjectLocation,
+  signal: AbortSignal,
+  bounds: ListingBounds,
+) {
   const request: S3Request = {
     what: `${location.display}: listing bucket ${location.bucket} under ${JSON.stringify(location.prefix)}`,
     signal,
   };
   let token: string | undefined;
+  let index = 0;
   do {
     const input = { Bucket: location.bucket, Prefix: location.prefix, ContinuationToken: token };
     const page = await client
       .send(new (s3Sdk().ListObjectsV2Command)(input), { abortSignal: signal })
       .catch((cause: unknown) => Promise.reject(s3Error(cause, request)));
-    for (const item of page.Contents ?? []) {
-      if (item.Key === undefined) continue;
-      yield { key: item.Key, size: item.Size ?? 0, version: item.ETag ?? '' } satisfies StoredObject;
+    // Every ListBucketResult names its bucket; a 200 without one (an HTML page, a proxy's answer) is no listing,
+    // not an empty bucket.
+    if (typeof page.Name !== 'string')
+      throw invalidListing(
+        request.what,
+        `HTTP ${page.$metadata.httpStatusCode ?? '?'} with no ListBucketResult in it (no bucket name)`,
+      );
+    const contents: unknown = page.Contents ?? [];
+    if (!Array.isArray(contents)) throw invalidListing(request.what, 'its Contents are not a list');
+    for (const item of contents) {
+      const fields = fieldsOf(item);
+      const object = storedObject(request.what, index++, {
+        key: fields?.['Key'],
+        size: fields?.['Size'],
+        version: fields?.['ETag'],
+      });
+      bounds.object();
+      yield object;
     }
     token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
-    if (page.IsTruncated === true && token === undefined) {
+    if (page.IsTruncated === true && (typeof token !== 'string' || token === '')) {
       throw retryableError(
         'invalid-response',
         `${request.what}: a truncated page without a continuation token`,
       );
     }
+    bounds.page(token);
   } while (token !== undefined);
 }
 
@@ -161,7 +184,7 @@ const readObject = async (
 
 /** An ObjectStoreClient over one SDK client: every failure an EffectError naming the bucket and the key. */
 export const s3ObjectClient = (client: S3Client): ObjectStoreClient => ({
-  list: (location, signal) => listObjects(client, location, signal),
+  list: (location, signal, bounds) => listObjects(client, location, signal, bounds),
   read: (location, object, offset, signal) => readObject(client, location, object, offset, signal),
 });
 

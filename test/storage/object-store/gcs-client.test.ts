@@ -1,11 +1,13 @@
 /** Tests of gcsClient against the GCS JSON API stand-in: paging, ranged and generation-pinned reads, errors by kind. */
 import { isLeft, isRight } from 'fp-ts/Either';
-import type { ObjectLocation, StoredObject } from '../../../src/storage/object-store/client';
+import type { ListingBounds, ObjectLocation, StoredObject } from '../../../src/storage/object-store/client';
 import { gcsClient, gcsLocation } from '../../../src/storage/object-store/gcs';
+import { listingBounds } from '../../../src/storage/object-store/listing-bounds';
 import { startGcsStandIn, type GcsStandIn } from '../../../src/testing/gcs-stand-in';
 import { effectError } from '../../helpers/effect-error';
 
 const never = new AbortController().signal;
+const bounds = (): ListingBounds => listingBounds('the test listing', 10_000);
 
 const collect = async <T>(items: AsyncIterable<T>): Promise<T[]> => {
   const all: T[] = [];
@@ -53,7 +55,7 @@ describe('gcsClient.list', () => {
       gcs.put('paged', `m/${name}`, name.repeat(3)),
     );
     gcs.put('paged', 'other/x', 'x');
-    const listed = await collect(client().list(at('paged', 'm/'), never));
+    const listed = await collect(client().list(at('paged', 'm/'), never, bounds()));
     expect(listed.map((o) => o.key)).toEqual(['m/a', 'm/b', 'm/c', 'm/d', 'm/e', 'm/f', 'm/g']);
     expect(listed[0]).toEqual({ key: 'm/a', size: 3, version: versions[0]!.generation });
     const pages = gcs.requests.filter((r) => r.path === '/storage/v1/b/paged/o');
@@ -61,7 +63,7 @@ describe('gcsClient.list', () => {
   });
 
   it('fails permanently with not-found naming the bucket when it does not exist', async () => {
-    const error = await effectError(collect(client().list(at('no-such-bucket', 'm'), never)));
+    const error = await effectError(collect(client().list(at('no-such-bucket', 'm'), never, bounds())));
     expect(error).toMatchObject({ kind: 'not-found', retryable: false });
     expect(error.message).toContain('gs://no-such-bucket/m');
     expect(error.message).toContain('The specified bucket does not exist');
@@ -70,7 +72,7 @@ describe('gcsClient.list', () => {
   it('fails permanently with HTTP 403 when access is denied', async () => {
     gcs.put('locked', 'm/a', 'a');
     gcs.forbid('locked');
-    const error = await effectError(collect(client().list(at('locked', 'm'), never)));
+    const error = await effectError(collect(client().list(at('locked', 'm'), never, bounds())));
     expect(error).toMatchObject({ kind: 'http-status', status: 403, retryable: false });
     expect(error.message).toMatch(/access denied.*forbidden/);
   });
@@ -78,10 +80,10 @@ describe('gcsClient.list', () => {
   it('fails retryably on a 503 and on a refused connection', async () => {
     gcs.put('flaky', 'm/a', 'a');
     gcs.injectFault('list', { status: 503 });
-    const unavailable = await effectError(collect(client().list(at('flaky', 'm'), never)));
+    const unavailable = await effectError(collect(client().list(at('flaky', 'm'), never, bounds())));
     expect(unavailable).toMatchObject({ kind: 'http-status', status: 503, retryable: true });
     const closed = gcsClient({ endpoint: 'http://127.0.0.1:9' });
-    const refused = await effectError(collect(closed.list(at('flaky', 'm'), never)));
+    const refused = await effectError(collect(closed.list(at('flaky', 'm'), never, bounds())));
     expect(refused).toMatchObject({ kind: 'network', retryable: true });
   });
 
@@ -89,20 +91,22 @@ describe('gcsClient.list', () => {
     gcs.put('flaky', 'm/a', 'a');
     gcs.injectFault('list', { status: 503 });
     const retrying = gcsClient({ endpoint: gcs.url, sdkRetries: 1 });
-    expect((await collect(retrying.list(at('flaky', 'm'), never))).map((o) => o.key)).toEqual(['m/a']);
+    expect((await collect(retrying.list(at('flaky', 'm'), never, bounds()))).map((o) => o.key)).toEqual([
+      'm/a',
+    ]);
   });
 
   it('fails with aborted when the signal aborts', async () => {
     const controller = new AbortController();
     controller.abort();
-    const error = await effectError(collect(client().list(at('paged', 'm/'), controller.signal)));
+    const error = await effectError(collect(client().list(at('paged', 'm/'), controller.signal, bounds())));
     expect(error).toMatchObject({ kind: 'aborted' });
   });
 });
 
 describe('gcsClient.read', () => {
   const listedObject = async (bucket: string, key: string): Promise<StoredObject> => {
-    const [object] = await collect(client().list(at(bucket, key), never));
+    const [object] = await collect(client().list(at(bucket, key), never, bounds()));
     return object!;
   };
 

@@ -1,0 +1,90 @@
+/**
+ * What a store's listing may say before modelsync stops believing it: every item checked before use, a page
+ * token never seen twice, pages and objects counted against `--max-model-files`. The same for S3, GCS and Azure.
+ */
+import { createHash } from 'node:crypto';
+import { permanentError, type EffectError } from '../../core/errors';
+import { tooLarge } from '../download-limits';
+import type { ListingBounds, StoredObject } from './client';
+
+/** Longest object key any of the three stores allows (S3 and GCS 1,024 bytes, Azure 1,024 characters). */
+const maxKeyBytes = 1024;
+
+/** Longest page token believed (the stores' own are a few hundred characters). */
+const maxTokenChars = 8192;
+
+/** The permanent `invalid-response` failure of `what`: the store answered something no listing says. */
+export const invalidListing = (what: string, why: string): EffectError =>
+  permanentError('invalid-response', `${what}: the store's answer is not a listing: ${why}`);
+
+const sizeOf = (size: unknown): number | undefined => {
+  const value = typeof size === 'string' && /^\d{1,16}$/.test(size) ? Number(size) : size;
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+};
+
+/**
+ * The listed item `index` of `what` as a StoredObject, from what the store said of its key, size and version;
+ * a key that is no non-empty string of at most 1,024 bytes, or a size that is no whole number of bytes, is the
+ * store's error (`invalid-response`, permanent: it would say the same again), never a TypeError in a callback.
+ */
+export const storedObject = (
+  what: string,
+  index: number,
+  item: { readonly key: unknown; readonly size: unknown; readonly version: unknown },
+): StoredObject => {
+  const { key, size, version } = item;
+  if (typeof key !== 'string' || key === '' || Buffer.byteLength(key) > maxKeyBytes)
+    throw invalidListing(what, `item ${index} has no key of 1 to ${maxKeyBytes} bytes`);
+  const bytes = sizeOf(size ?? 0);
+  if (bytes === undefined)
+    throw invalidListing(what, `item ${index} (${JSON.stringify(key)}) has no size in bytes`);
+  const stamp = typeof version === 'number' ? String(version) : version;
+  return { key, size: bytes, version: typeof stamp === 'string' ? stamp : '' };
+};
+
+/** The fields of an item that is an object, or undefined (a `null`, a number, an array). */
+export const fieldsOf = (item: unknown): Readonly<Record<string, unknown>> | undefined =>
+  typeof item === 'object' && item !== null && !Array.isArray(item)
+    ? (item as Record<string, unknown>)
+    : undefined;
+
+/** Pages with nothing in them a listing may give (GCS may, past many deleted objects), before it is not believed. */
+export const maxEmptyPages = 100;
+
+/**
+ * The bounds of one listing of `what` at `maxObjects` (`--max-model-files`): more objects is `too-large`; a page
+ * token seen before (a store paging in a circle) or more than `maxEmptyPages` pages with nothing in them is
+ * `invalid-response`; all permanent. So a listing always ends, having held at most `maxObjects` entries and
+ * asked for at most `maxObjects + maxEmptyPages + 1` pages.
+ */
+export const listingBounds = (what: string, maxObjects: number): ListingBounds => {
+  // Digests, not the tokens: what a listing holds stays small however long the store's tokens are.
+  const tokens = new Set<string>();
+  let objects = 0;
+  let objectsAtLastPage = 0;
+  let pages = 0;
+  let emptyPages = 0;
+  return {
+    page: (nextToken) => {
+      pages++;
+      if (objects === objectsAtLastPage) emptyPages++;
+      objectsAtLastPage = objects;
+      if (nextToken === undefined) return;
+      if (emptyPages > maxEmptyPages)
+        throw invalidListing(what, `${emptyPages} pages with no objects in them, and still a next page`);
+      if (nextToken.length > maxTokenChars)
+        throw invalidListing(what, `page ${pages} gave a page token of ${nextToken.length} characters`);
+      const digest = createHash('sha256').update(nextToken).digest('base64');
+      if (tokens.has(digest))
+        throw invalidListing(
+          what,
+          `page ${pages} gave a page token it gave before (the listing goes in a circle)`,
+        );
+      tokens.add(digest);
+    },
+    object: () => {
+      if (++objects > maxObjects)
+        throw tooLarge(what, `it lists more than ${maxObjects} objects`, 'maxModelFiles');
+    },
+  };
+};
