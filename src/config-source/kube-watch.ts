@@ -23,11 +23,30 @@ const resourceVersionOf = (object: unknown): string | undefined => {
   return typeof version === 'string' ? version : undefined;
 };
 
+const watchTypes = new Set(['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR']);
+
+const errorText = (cause: unknown): string =>
+  (cause instanceof Error ? cause.message : String(cause)).slice(0, 200);
+
+/** Why a watch event is none the API server sends, or undefined: a known type, and an object with metadata. */
+const eventProblem = (phase: unknown, object: unknown): string | undefined => {
+  if (typeof phase !== 'string' || !watchTypes.has(phase))
+    return `an event of type ${JSON.stringify(phase)?.slice(0, 40) ?? 'none'}`;
+  if (typeof object !== 'object' || object === null || Array.isArray(object))
+    return `a ${phase} event without an object`;
+  if (phase === 'ERROR') return undefined;
+  const metadata = (object as Record<string, unknown>)['metadata'];
+  if (typeof metadata !== 'object' || metadata === null)
+    return `a ${phase} event whose object has no metadata`;
+  return undefined;
+};
+
 /**
  * A Watch for ListWatch: the client's own, on the KubeConfig `configNow()` gives at each request (rebuilt after
  * a failure, so a rotated token is used), with `allowWatchBookmarks` and `timeoutSeconds` added to the query
  * (ListWatch asks for neither). It never throws: a failure before the request (the settings, the token file) is
- * passed to `done`, as ListWatch expects, instead of rejecting a promise nobody awaits.
+ * passed to `done`, as ListWatch expects, instead of rejecting a promise nobody awaits; so is an event no API
+ * server sends (see `eventProblem`) and any failure of the handler on one.
  */
 export const bookmarkingWatch = (
   kube: KubeClientModule,
@@ -44,21 +63,42 @@ export const bookmarkingWatch = (
     ): Promise<AbortController> {
       if (!progress.wanted()) return new AbortController();
       let failed = false;
+      let ended = false;
+      let controller: AbortController | undefined;
       const finish = (err: unknown): void => {
+        if (ended) return; // once: a watch we end ourselves is ended again by the client when we abort it
+        ended = true;
         failed ||= err !== null && err !== undefined;
         done(err);
       };
+      // An event no API server sends (an object without metadata, a type it does not have) ends this watch as
+      // failed, so ListWatch starts again after its backoff; so does anything the handler rejects with: the
+      // client calls the handler without awaiting it, and a rejection there would end the process.
+      const broken = (why: string): void => {
+        finish(new Error(`the API server's watch sent ${why}`));
+        controller?.abort();
+      };
       try {
         this.config = configNow();
-        const controller = await super.watch(
+        controller = await super.watch(
           path,
           { ...queryParams, ...watchQuery(timeoutSeconds) },
           (phase, object, raw) => {
+            if (ended) return;
+            const problem = eventProblem(phase, object);
+            if (problem !== undefined) return broken(problem);
             progress.event(phase === 'ERROR' ? undefined : resourceVersionOf(object));
-            callback(phase, object, raw);
+            try {
+              void Promise.resolve(callback(phase, object, raw) as unknown).catch((cause: unknown) =>
+                broken(`an event its handler failed on (${errorText(cause)})`),
+              );
+            } catch (cause) {
+              broken(`an event its handler failed on (${errorText(cause)})`);
+            }
           },
           finish,
         );
+        if (ended) controller.abort();
         if (!failed) progress.opened();
         return controller;
       } catch (cause) {

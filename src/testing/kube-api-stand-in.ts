@@ -46,6 +46,8 @@ export interface KubeApiStandIn {
   remove(): KubeApiChange;
   /** Moves the store's version on (as other objects' changes do) and sends a BOOKMARK at it to watches that asked. */
   bookmark(): void;
+  /** Writes `text` as it is to every open watch (a hostile or broken API server: a line no real one sends). */
+  sendRaw(text: string): void;
   /**
    * Compacts the history: every version up to now is "too old". Open watches get an ERROR event with a 410
    * Status and are ended (`as: 'event'`), or just ended, so their reconnect from an old version is answered
@@ -206,6 +208,9 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
       version += 1; // other objects moved the store on: the bookmark carries its version
       const object = { kind: 'ConfigMap', apiVersion: 'v1', metadata: { resourceVersion: String(version) } };
       for (const watch of watches) if (watch.bookmarks) watch.response.write(line('BOOKMARK', object));
+    },
+    sendRaw: (text) => {
+      for (const watch of watches) watch.response.write(text);
     },
     expire: (as) => {
       // Other objects moved the store on meanwhile; every version before the current one is compacted away.
