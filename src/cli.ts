@@ -3,7 +3,7 @@
 import { fromEvent, merge, skip, Subject, take, takeUntil, type Observable } from 'rxjs';
 import type { AppConfig } from './core/flags/app-config';
 import { redact } from './core/redact';
-import { createLogger, logDestination, type Logger, logProcessWarnings } from './log';
+import { createLogger, guardProcess, logDestination, type Logger, logProcessWarnings } from './log';
 import { dryRunMode, oneShotMode, syncMode, type Output, parseArgs } from './command';
 /** Exits once stdout has taken every line: a pipe is written asynchronously, and exit would drop the rest. */
 let exiting = false;
@@ -31,6 +31,7 @@ const run = (config: AppConfig): void => {
   const log = createLogger(config.logLevel, logDestination(config.logFormat, process.stderr.isTTY === true));
   // Before any SDK client is made: the AWS SDK warns about the Node version then.
   logProcessWarnings(log);
+  guardProcess(log);
   const stopSignals$ = merge(fromEvent(process, 'SIGTERM'), fromEvent(process, 'SIGINT'));
   // The first signal stops gracefully; a second one (an impatient operator) stops at once.
   modeOf(config, log, stopSignals$.pipe(take(1)))

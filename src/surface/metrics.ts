@@ -5,6 +5,7 @@ import type { ModelName } from '../core/model-name';
 import type { ModelPhase, ModelStatus } from '../core/model-status';
 import { parseStorageUri } from '../core/storage-uri';
 import type { Telemetry } from '../ports';
+import { uncaughtErrorCount } from '../log';
 
 /** What the metrics read when scraped (the loader's statuses and slots, readiness). */
 export interface MetricsView {
@@ -177,6 +178,15 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
     help: 'Drift repairs by kind (reload-lost, unload-unlisted, retry-failed, retry-unload).',
     labelNames: ['kind'],
     registers,
+  });
+  new Counter({
+    name: 'modelsync_uncaught_errors_total',
+    help: 'Errors nothing handled (a library failing in its own callback), caught by the last-resort guard.',
+    registers,
+    collect() {
+      this.reset();
+      this.inc(uncaughtErrorCount());
+    },
   });
   // The kube-api watch keeps its own counts: each scrape sets the counters to them (they only grow).
   const watchCounter = (

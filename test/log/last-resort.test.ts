@@ -1,0 +1,46 @@
+/** guardProcess: an error nothing handled is one error line and a count, at most one line a second, never the exit. */
+import { EventEmitter } from 'node:events';
+import pino from 'pino';
+import { guardProcess, uncaughtErrorCount } from '../../src/log';
+
+const recordingLog = () => {
+  const lines: Array<Record<string, unknown>> = [];
+  const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  return { log, lines };
+};
+
+describe('guardProcess', () => {
+  it('logs an uncaught exception and an unhandled rejection once each, with where they came from, and counts them', () => {
+    const target = new EventEmitter();
+    const { log, lines } = recordingLog();
+    let clock = 0;
+    const stop = guardProcess(log, target, () => clock);
+    const before = uncaughtErrorCount();
+    target.emit('uncaughtException', new TypeError("Cannot read properties of null (reading 'name')"));
+    clock += 5000;
+    target.emit('unhandledRejection', new Error('a promise nobody awaited'));
+    expect(uncaughtErrorCount() - before).toBe(2);
+    expect(
+      lines.map((line) => [line['level'], line['origin'], (line['err'] as { message: string }).message]),
+    ).toEqual([
+      [50, 'uncaught exception', "Cannot read properties of null (reading 'name')"],
+      [50, 'unhandled rejection', 'a promise nobody awaited'],
+    ]);
+    stop();
+    expect(target.listenerCount('uncaughtException') + target.listenerCount('unhandledRejection')).toBe(0);
+  });
+
+  it('writes one line a second however many errors come, and says how many it did not log', () => {
+    const target = new EventEmitter();
+    const { log, lines } = recordingLog();
+    let clock = 0;
+    guardProcess(log, target, () => clock);
+    const before = uncaughtErrorCount();
+    for (let i = 0; i < 1000; i++) target.emit('uncaughtException', new Error(`loop ${i}`));
+    clock += 1000;
+    target.emit('uncaughtException', new Error('after the window'));
+    expect(uncaughtErrorCount() - before).toBe(1001);
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatchObject({ notLogged: 999 });
+  });
+});
