@@ -135,7 +135,9 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
   const toRead = (state: Exclude<Fetched, { _tag: 'Pending' }>): ConfigRead => {
     const file = configMapLabel(refOf());
     if (state._tag === 'Failed') return E.left(readFailed(file, 'EKUBEAPI', state.reason));
-    seen.read = state.configMap?.metadata?.resourceVersion;
+    // The object is checked, not trusted (configMapText): a resourceVersion of another type is no version.
+    const resourceVersion: unknown = state.configMap?.metadata?.resourceVersion;
+    seen.read = typeof resourceVersion === 'string' ? resourceVersion : undefined;
     delete seen.unreadSince;
     return E.map((text: string) => ({ file, text }))(
       configMapText(refOf(), state.configMap, {

@@ -50,25 +50,76 @@ export const watchQuery = (timeoutSeconds: number): Readonly<Record<string, stri
 export const stallMsFor = (timeoutSeconds: number): number =>
   timeoutSeconds * 1000 + Math.min(30_000, timeoutSeconds * 1000);
 
-const base64Bytes = (text: string): Uint8Array => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+/** A JSON value's kind in words, for a reason that says what came instead of what was expected. */
+const kindOf = (value: unknown): string => {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+};
+
+const isObject = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+// Standard base64 with padding, as the API server encodes binaryData; atob alone would also take spaces.
+const base64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * The field `field` (`data`, `binaryData`) of the object as a map of strings, or why it is not one. Absent and
+ * `null` are empty (Go's decoder, the API server's, reads `null` as an absent map); any other non-object, or
+ * a key whose value is not a string, is named: the object did not come from an API server as it should.
+ */
+const stringMap = (
+  configMap: Readonly<Record<string, unknown>>,
+  field: string,
+): E.Either<string, Readonly<Record<string, string>>> => {
+  const value = configMap[field];
+  if (value === undefined || value === null) return E.right({});
+  if (!isObject(value)) return E.left(`its ${field} is ${kindOf(value)}, not an object of strings`);
+  const bad = Object.entries(value).find(([, entry]) => typeof entry !== 'string');
+  if (bad !== undefined) return E.left(`its ${field} key ${bad[0]} holds ${kindOf(bad[1])}, not a string`);
+  return E.right(value as Readonly<Record<string, string>>);
+};
+
+/** The key's value as text (`data`) or bytes (`binaryData`), or why the ConfigMap holds no usable value. */
+const keyValue = (
+  label: string,
+  key: string,
+  configMap: unknown,
+): E.Either<ConfigError, string | Uint8Array> => {
+  const invalid = (reason: string): E.Either<ConfigError, never> =>
+    E.left(readFailed(label, 'EINVAL', reason));
+  if (!isObject(configMap)) return invalid(`the API server sent ${kindOf(configMap)} as the ConfigMap`);
+  const data = stringMap(configMap, 'data');
+  const binaryData = stringMap(configMap, 'binaryData');
+  if (E.isLeft(data)) return invalid(data.left);
+  if (E.isLeft(binaryData)) return invalid(binaryData.left);
+  const text = Object.hasOwn(data.right, key) ? data.right[key] : undefined;
+  const binary = Object.hasOwn(binaryData.right, key) ? binaryData.right[key] : undefined;
+  if (text !== undefined && binary !== undefined)
+    return invalid(`the key ${key} is in both data and binaryData (the API server allows it in one)`);
+  if (text !== undefined) return E.right(text);
+  if (binary === undefined) return E.left(readFailed(label, 'ENOENT', `the ConfigMap has no key ${key}`));
+  if (!base64.test(binary)) return invalid(`its binaryData key ${key} is not base64`);
+  return E.right(Uint8Array.from(atob(binary), (c) => c.charCodeAt(0)));
+};
 
 /**
  * One version of the ConfigMap (`undefined`: it does not exist) read the way models.json is read from a file:
  * a missing ConfigMap or key is a failed read (the last good config stays), a value over `maxBytes` is refused,
- * a `binaryData` value must be UTF-8 text.
+ * a `binaryData` value must be UTF-8 text. The object is checked, not trusted: a value of the wrong type (a
+ * `data` that is no map of strings, a key in both maps, binaryData that is no base64) is a failed read naming it.
  */
 export const configMapText = (
   ref: ConfigMapRef,
-  configMap: ConfigMapObject | undefined,
+  configMap: unknown,
   limit: ByteLimit,
 ): E.Either<ConfigError, string> => {
   const label = configMapLabel(ref);
   if (configMap === undefined) return E.left(readFailed(label, 'ENOENT', 'the ConfigMap does not exist'));
-  const text = configMap.data?.[ref.key];
-  const binary = configMap.binaryData?.[ref.key];
-  if (text === undefined && binary === undefined)
-    return E.left(readFailed(label, 'ENOENT', `the ConfigMap has no key ${ref.key}`));
-  const bytes = text !== undefined ? new TextEncoder().encode(text) : base64Bytes(binary ?? '');
+  const value = keyValue(label, ref.key, configMap);
+  if (E.isLeft(value)) return value;
+  const text = typeof value.right === 'string' ? value.right : undefined;
+  const bytes = text !== undefined ? new TextEncoder().encode(text) : (value.right as Uint8Array);
   if (bytes.length > limit.maxBytes) return E.left(tooLarge(label, bytes.length, limit));
   if (text !== undefined) return E.right(text);
   return E.mapLeft((found: string) => invalidEncoding(label, found))(jsonText(bytes));

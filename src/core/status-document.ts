@@ -34,10 +34,44 @@ export interface ModelStatusJson {
   readonly bytesTotal?: number;
 }
 
+/** Which models one /status answer lists: at most `limit`, those named after `after`, of `phase` if given. */
+export interface StatusQuery {
+  readonly limit: number;
+  readonly after?: string;
+  readonly phase?: ModelPhase;
+}
+
+/** Every model modelsync knows, counted by phase, whichever page is shown. */
+export interface StatusSummary {
+  readonly models: number;
+  readonly phases: Readonly<Partial<Record<ModelPhase, number>>>;
+}
+
+/** The page one /status answer is: its query, and `next`, the `after` of the next page, while more follow. */
+export interface StatusPageJson {
+  readonly limit: number;
+  readonly after?: string;
+  readonly phase?: ModelPhase;
+  readonly next?: string;
+}
+
+/** The phases a model shows in (Removed is not shown: the model is gone), in the order work moves through them. */
+export const shownPhases: ReadonlyArray<ModelPhase> = [
+  'Pending',
+  'Downloading',
+  'Loading',
+  'Loaded',
+  'Unloading',
+  'Retrying',
+  'Failed',
+];
+
 /** The whole /status document. */
 export interface StatusDocumentJson {
   /** Whether the start-up sync is done (what /readyz answers). */
   readonly ready: boolean;
+  readonly summary: StatusSummary;
+  readonly page: StatusPageJson;
   readonly config: {
     readonly source: string;
     readonly watch?: Readonly<Record<string, string | number>>;
@@ -82,30 +116,81 @@ export const configStateJson = (config: ConfigState): StatusDocumentJson['config
 const byName = (a: ModelStatus, b: ModelStatus): number =>
   a.modelName < b.modelName ? -1 : a.modelName > b.modelName ? 1 : 0;
 
-const shown = (statuses: Iterable<ModelStatus>): ModelStatus[] =>
+/** The statuses /status shows: sorted by name, a Removed one gone. */
+export const shownStatuses = (statuses: Iterable<ModelStatus>): ReadonlyArray<ModelStatus> =>
   [...statuses].filter((status) => status.phase !== 'Removed').sort(byName);
 
-/** The /status document: the models sorted by name (a Removed one is gone), then the config. */
+/** `shown` counted by phase. */
+export const statusSummary = (shown: ReadonlyArray<ModelStatus>): StatusSummary => {
+  const phases: Partial<Record<ModelPhase, number>> = {};
+  for (const { phase } of shown) phases[phase] = (phases[phase] ?? 0) + 1;
+  return { models: shown.length, phases };
+};
+
+/** The index of the first of `shown` (sorted by name) named after `after`: a binary search. */
+const firstAfter = (shown: ReadonlyArray<ModelStatus>, after: string): number => {
+  let low = 0;
+  let high = shown.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (shown[middle]!.modelName <= after) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+};
+
+/** The models of one page of `shown` (sorted by name), and the `after` of the next page when more follow. */
+export const statusPage = (
+  shown: ReadonlyArray<ModelStatus>,
+  query: StatusQuery,
+): { readonly models: ReadonlyArray<ModelStatus>; readonly page: StatusPageJson } => {
+  const models: ModelStatus[] = [];
+  let more = false;
+  for (let at = query.after === undefined ? 0 : firstAfter(shown, query.after); at < shown.length; at++) {
+    const status = shown[at]!;
+    if (query.phase !== undefined && status.phase !== query.phase) continue;
+    if (models.length === query.limit) {
+      more = true;
+      break;
+    }
+    models.push(status);
+  }
+  const next = more ? models.at(-1)?.modelName : undefined;
+  return { models, page: { ...query, ...(next !== undefined ? { next } : {}) } };
+};
+
+/** One page of the /status document: the models of `query` sorted by name (a Removed one is gone), the config. */
 export const statusDocument = (
   statuses: Iterable<ModelStatus>,
   config: ConfigState,
   ready: boolean,
-): StatusDocumentJson => ({
-  ready,
-  config: configStateJson(config),
-  models: shown(statuses).map(modelStatusJson),
-});
+  query: StatusQuery,
+): StatusDocumentJson => {
+  const shown = shownStatuses(statuses);
+  const { models, page } = statusPage(shown, query);
+  return {
+    ready,
+    summary: statusSummary(shown),
+    page,
+    config: configStateJson(config),
+    models: models.map(modelStatusJson),
+  };
+};
 
 /**
- * The /status document as JSON text, each model's text from `modelText` (by default its JSON): a caller that
- * keeps each status's text while the status is unchanged renders 10,000 models in a few ms.
+ * One page of the /status document as JSON text, from statuses already `shownStatuses` and their `summary`, each
+ * model's text from `modelText` (by default its JSON): a caller that keeps each status's text while the status is
+ * unchanged, and the sorted statuses while none changes, makes a page in time linear in the page, not the models.
  */
 export const statusDocumentText = (
-  statuses: Iterable<ModelStatus>,
+  shown: ReadonlyArray<ModelStatus>,
+  summary: StatusSummary,
   config: ConfigState,
   ready: boolean,
+  query: StatusQuery,
   modelText: (status: ModelStatus) => string = (status) => JSON.stringify(modelStatusJson(status)),
 ): string => {
-  const head = JSON.stringify({ ready, config: configStateJson(config) }).slice(0, -1);
-  return `${head},"models":[${shown(statuses).map(modelText).join(',')}]}`;
+  const { models, page } = statusPage(shown, query);
+  const head = JSON.stringify({ ready, summary, page, config: configStateJson(config) }).slice(0, -1);
+  return `${head},"models":[${models.map(modelText).join(',')}]}`;
 };

@@ -1,6 +1,6 @@
 /**
  * The shared floor for connections: the one Network (proxies, CAs, keep-alive), one request with a deadline,
- * transport failures classified.
+ * transport failures classified; the one way a port is served (boundedServer).
  */
 export {
   decodeJsonText,
@@ -15,5 +15,6 @@ export {
   responseStatusError,
   statusError,
 } from './http-call';
+export { boundedServer, defaultServerLimits, type ServerLimits } from './bounded-server';
 export { createNetwork, type Network, networkFrom, readCaBundle } from './network';
 export { timeoutOf, transportError } from './transport-error';

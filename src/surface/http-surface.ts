@@ -1,10 +1,15 @@
-/** The HTTP surface: /healthz, /readyz, /metrics, /status on one port, answered from memory, every body redacted. */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+/**
+ * The HTTP surface: /healthz, /readyz, /metrics, /status on one port, answered from memory, every body redacted,
+ * bounded so that no client, or crowd of them, keeps the probes from answering.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { Observable } from 'rxjs';
+import type { ModelPhase } from '../core/model-status';
 import { redact } from '../core/redact';
-import type { ModelStatusJson } from '../core/status-document';
+import { shownPhases, type ModelStatusJson, type StatusQuery } from '../core/status-document';
+import { boundedServer, defaultServerLimits, type ServerLimits } from '../net';
 import type { Liveness } from './surface-state';
 
 /** The paths the surface serves (`/status/<model>` for one model). */
@@ -19,18 +24,34 @@ export const surfacePaths = {
 export interface SurfaceView {
   readonly liveness: () => Liveness;
   readonly ready: () => boolean;
-  /** The /status document as JSON text (see `statusDocumentText`). */
-  readonly statusDocument: () => string;
+  /** One page of the /status document as JSON text (see `statusDocumentText`). */
+  readonly statusPage: (query: StatusQuery) => string;
   readonly modelStatus: (model: string) => ModelStatusJson | undefined;
   /** The Prometheus text page and its content type. */
   readonly metrics: () => Promise<{ readonly contentType: string; readonly text: string }>;
 }
+
+/** The surface's bounds: the server's, and what one request may cost. */
+export interface SurfaceLimits extends ServerLimits {
+  /** Models on one /status page: the default and the most `?limit=` may ask. */
+  readonly statusPageSize: number;
+  /** /status and /metrics answers in flight at once; more get 503 with Retry-After. The probes are never held. */
+  readonly maxHeavyRequests: number;
+}
+
+/** The surface's bounds unless flags say otherwise. */
+export const defaultSurfaceLimits: SurfaceLimits = {
+  ...defaultServerLimits,
+  statusPageSize: 500,
+  maxHeavyRequests: 4,
+};
 
 /** Where and how the surface listens. */
 export interface HttpSurfaceOptions {
   readonly port: number;
   /** The address to bind; default every interface (probes come to the pod IP). */
   readonly host?: string;
+  readonly limits?: SurfaceLimits;
   readonly view: SurfaceView;
   readonly log: Logger;
 }
@@ -39,17 +60,20 @@ interface Answer {
   readonly status: number;
   readonly contentType: string;
   readonly body: string;
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 const jsonType = 'application/json; charset=utf-8';
 
-const json = (status: number, value: unknown): Answer => ({
+const json = (status: number, value: unknown, headers?: Answer['headers']): Answer => ({
   status,
   contentType: jsonType,
   body: JSON.stringify(value),
+  ...(headers !== undefined ? { headers } : {}),
 });
 
 const statusPrefix = `${surfacePaths.status}/`;
+const phaseNames: ReadonlySet<string> = new Set(shownPhases);
 
 const modelFromPath = (path: string): string | undefined => {
   try {
@@ -59,9 +83,24 @@ const modelFromPath = (path: string): string | undefined => {
   }
 };
 
-/** The answer to `GET path`. */
-const answer = async (path: string, view: SurfaceView): Promise<Answer> => {
-  switch (path) {
+/** `?limit=&after=&phase=` of /status, the limit at most `pageSize`; a string saying what is wrong otherwise. */
+const statusQuery = (search: URLSearchParams, pageSize: number): StatusQuery | string => {
+  const limitText = search.get('limit');
+  const limit = limitText === null ? pageSize : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1) return `limit must be a whole number from 1 to ${pageSize}`;
+  const after = search.get('after');
+  const phase = search.get('phase');
+  if (phase !== null && !phaseNames.has(phase)) return `phase must be one of ${shownPhases.join(', ')}`;
+  return {
+    limit: Math.min(limit, pageSize),
+    ...(after !== null ? { after } : {}),
+    ...(phase !== null ? { phase: phase as ModelPhase } : {}),
+  };
+};
+
+/** The answer to `GET url`. */
+const answer = async (url: URL, view: SurfaceView, limits: SurfaceLimits): Promise<Answer> => {
+  switch (url.pathname) {
     case surfacePaths.healthz: {
       const liveness = view.liveness();
       return json(liveness.ok ? 200 : 503, { status: liveness.ok ? 'ok' : 'stalled', ...liveness });
@@ -74,55 +113,108 @@ const answer = async (path: string, view: SurfaceView): Promise<Answer> => {
       const { contentType, text } = await view.metrics();
       return { status: 200, contentType, body: text };
     }
-    case surfacePaths.status:
-      return { status: 200, contentType: jsonType, body: view.statusDocument() };
+    case surfacePaths.status: {
+      const query = statusQuery(url.searchParams, limits.statusPageSize);
+      if (typeof query === 'string') return json(400, { error: query });
+      return { status: 200, contentType: jsonType, body: view.statusPage(query) };
+    }
   }
-  const model = path.startsWith(statusPrefix) ? modelFromPath(path) : undefined;
+  const model = url.pathname.startsWith(statusPrefix) ? modelFromPath(url.pathname) : undefined;
   const status = model === undefined ? undefined : view.modelStatus(model);
   if (status !== undefined) return json(200, status);
   return json(404, { error: model === undefined ? 'no such path' : 'no such model' });
 };
 
-const respond = (request: IncomingMessage, response: ServerResponse, view: SurfaceView): Promise<void> => {
-  const path = (request.url ?? '/').split('?')[0]!;
-  const head = request.method === 'HEAD';
-  const reply = (result: Answer): void => {
-    const body = redact(result.body); // the one gate: nothing leaves without redaction
-    response.writeHead(result.status, {
-      'content-type': result.contentType,
-      'content-length': Buffer.byteLength(body),
-      'cache-control': 'no-store',
-    });
-    response.end(head ? undefined : body);
+/** The heavy answers: their cost grows with the models, so only a few are made at once. */
+const heavyPaths: ReadonlySet<string> = new Set([surfacePaths.status, surfacePaths.metrics]);
+
+/** A request carrying a body: the surface reads none, and will not wait for one to trickle in. */
+const hasBody = (request: IncomingMessage): boolean =>
+  request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+
+/** The same page text to many clients is redacted once (a /status page is hundreds of kB). */
+const redactedTexts = (size: number): ((text: string) => string) => {
+  const known = new Map<string, string>();
+  return (text) => {
+    const hit = known.get(text);
+    if (hit !== undefined) return hit;
+    const shown = redact(text);
+    if (known.size === size) known.delete(known.keys().next().value!);
+    known.set(text, shown);
+    return shown;
   };
-  if (request.method !== 'GET' && !head) {
-    response.setHeader('allow', 'GET, HEAD');
-    reply(json(405, { error: 'only GET and HEAD' }));
-    return Promise.resolve();
-  }
-  return answer(path, view).then(reply, (error: unknown) => {
-    reply(json(500, { error: 'the surface failed to answer', reason: String(error) }));
-  });
+};
+
+/** The surface's request handler: every answer through `redact`, heavy answers a few at a time. */
+const responder = (view: SurfaceView, limits: SurfaceLimits) => {
+  const redactBody = redactedTexts(8);
+  let heavyInFlight = 0;
+  return (request: IncomingMessage, response: ServerResponse): void => {
+    const head = request.method === 'HEAD';
+    const reply = (result: Answer, close = false): void => {
+      const body = redactBody(result.body); // the one gate: nothing leaves without redaction
+      response.writeHead(result.status, {
+        ...result.headers,
+        'content-type': result.contentType,
+        'content-length': Buffer.byteLength(body),
+        'cache-control': 'no-store',
+        ...(close ? { connection: 'close' } : {}),
+      });
+      response.end(head ? undefined : body);
+    };
+    // Neither a method with a body nor a GET with one is read: answered at once, and the connection closed.
+    if (request.method !== 'GET' && !head)
+      return reply(json(405, { error: 'only GET and HEAD' }, { allow: 'GET, HEAD' }), true);
+    if (hasBody(request)) return reply(json(413, { error: 'the surface takes no request body' }), true);
+    const url = new URL(request.url ?? '/', 'http://surface');
+    if (heavyPaths.has(url.pathname)) {
+      if (heavyInFlight >= limits.maxHeavyRequests)
+        return reply(
+          json(
+            503,
+            { error: 'busy: too many /status and /metrics answers in flight' },
+            { 'retry-after': '1' },
+          ),
+        );
+      heavyInFlight++;
+      response.once('close', () => heavyInFlight--);
+    }
+    answer(url, view, limits).then(reply, (error: unknown) => {
+      reply(json(500, { error: 'the surface failed to answer', reason: String(error) }));
+    });
+  };
 };
 
 /**
  * Serves the surface while subscribed: emits the address once listening, errors when the port cannot be bound,
- * and closes the server (and its idle keep-alive connections) on unsubscribe.
+ * and closes the server and every connection on unsubscribe. A failure to accept a connection once listening
+ * (EMFILE) is logged, at most once a second, and the surface goes on: liveness says what is wrong.
  */
-export const httpSurface = ({ port, host, view, log }: HttpSurfaceOptions): Observable<AddressInfo> =>
+export const httpSurface = ({
+  port,
+  host,
+  limits = defaultSurfaceLimits,
+  view,
+  log,
+}: HttpSurfaceOptions): Observable<AddressInfo> =>
   new Observable<AddressInfo>((subscriber) => {
-    const server = createServer((request, response) => void respond(request, response, view));
-    server.requestTimeout = 10_000;
-    server.headersTimeout = 5_000;
-    server.keepAliveTimeout = 5_000;
-    server.once('error', (error) => subscriber.error(error));
+    const server = boundedServer(limits, responder(view, limits));
+    let listening = false;
+    let loggedAt = 0;
+    server.on('error', (error: NodeJS.ErrnoException) => {
+      if (!listening) return subscriber.error(error);
+      if (Date.now() - loggedAt < 1000) return;
+      loggedAt = Date.now();
+      log.warn({ err: error, code: error.code }, 'HTTP surface cannot accept a connection');
+    });
     server.listen({ port, ...(host !== undefined ? { host } : {}) }, () => {
+      listening = true;
       const address = server.address() as AddressInfo;
-      log.info({ port: address.port }, 'HTTP surface listening');
+      log.info({ port: address.port, host: address.address }, 'HTTP surface listening');
       subscriber.next(address);
     });
     return () => {
       server.close();
-      server.closeIdleConnections();
+      server.closeAllConnections();
     };
   });

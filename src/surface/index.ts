@@ -1,4 +1,13 @@
 /** The HTTP surface: /healthz, /readyz, /metrics and /status, answered from memory. */
-export { httpSurface, surfacePaths, type HttpSurfaceOptions, type SurfaceView } from './http-surface';
+export { descriptorExhaustion, withDescriptors } from './descriptors';
+export {
+  defaultSurfaceLimits,
+  httpSurface,
+  surfacePaths,
+  type HttpSurfaceOptions,
+  type SurfaceLimits,
+  type SurfaceView,
+} from './http-surface';
 export { createMetrics, type AgentMetrics } from './metrics';
+export { statusPages, type StatusPages, type StatusSource } from './status-pages';
 export { createSurfaceState, heartbeatMs, type Liveness, type SurfaceState } from './surface-state';

@@ -3,6 +3,7 @@ import { isRight } from 'fp-ts/Either';
 import { collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Histogram, Registry } from 'prom-client';
 import type { ModelName } from '../core/model-name';
 import type { ModelPhase, ModelStatus } from '../core/model-status';
+import { shownPhases } from '../core/status-document';
 import { parseStorageUri } from '../core/storage-uri';
 import type { Telemetry } from '../ports';
 import { uncaughtErrorCount } from '../log';
@@ -27,15 +28,6 @@ export interface AgentMetrics {
   readonly observeOp: (op: 'Add' | 'Remove') => void;
 }
 
-const phases: ReadonlyArray<ModelPhase> = [
-  'Pending',
-  'Downloading',
-  'Loading',
-  'Loaded',
-  'Unloading',
-  'Retrying',
-  'Failed',
-];
 // The scheme label takes only these values: a config may name any scheme, and labels must stay few.
 const schemeLabels = new Set(['file', 'http', 'https', 's3', 'gs', 'azure', 'hdfs', 'webhdfs', 'pvc']);
 const endsWell: ReadonlySet<ModelPhase> = new Set(['Loading', 'Loaded', 'Removed']);
@@ -62,7 +54,7 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
     labelNames: ['phase'],
     registers,
     collect() {
-      const counts = new Map<ModelPhase, number>(phases.map((phase) => [phase, 0]));
+      const counts = new Map<ModelPhase, number>(shownPhases.map((phase) => [phase, 0]));
       for (const { phase } of view.statuses())
         if (counts.has(phase)) counts.set(phase, counts.get(phase)! + 1);
       for (const [phase, count] of counts) this.set({ phase }, count);

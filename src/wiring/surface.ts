@@ -5,13 +5,20 @@ import type { AppConfig } from '../core/flags/app-config';
 import type { ModelName } from '../core/model-name';
 import type { AgentEvent, ModelStatus } from '../core/model-status';
 import { redact } from '../core/redact';
-import { modelStatusJson, statusDocumentText } from '../core/status-document';
 import type { AgentCapabilities, AgentSettings } from '../agent';
 import { kubeWatchProblem, type KubeWatchStatus } from '../config-source';
 import type { ConfigSourceWithStatus } from './capabilities';
 import type { Loader } from '../loader';
 import type { Telemetry } from '../ports';
-import { createMetrics, createSurfaceState, httpSurface } from '../surface';
+import {
+  createMetrics,
+  createSurfaceState,
+  defaultSurfaceLimits,
+  httpSurface,
+  statusPages,
+  withDescriptors,
+  type SurfaceLimits,
+} from '../surface';
 
 /** The capabilities of an agent run, its config source telling how its watch is doing (as `capabilities` builds it). */
 export type SurfacedCapabilities = AgentCapabilities & { readonly configSource: ConfigSourceWithStatus };
@@ -53,6 +60,15 @@ const watchJson = (watch: KubeWatchStatus): Readonly<Record<string, string | num
     }).filter((entry): entry is [string, string | number] => entry[1] !== undefined),
   );
 };
+
+/** The surface's bounds from `--http-*` (the rest are the defaults of `defaultSurfaceLimits`). */
+const surfaceLimits = (config: AppConfig): SurfaceLimits => ({
+  ...defaultSurfaceLimits,
+  maxConnections: config.httpMaxConnections,
+  requestTimeoutMs: config.httpRequestTimeoutMs,
+  idleTimeoutMs: config.httpIdleTimeoutMs,
+  statusPageSize: config.httpStatusPageSize,
+});
 
 const both = (first: Telemetry, second: Pick<Telemetry, 'configRead' | 'watcherAlive'>): Telemetry => ({
   ...first,
@@ -104,34 +120,24 @@ export const withSurface =
       sourceWatch: kubeWatch,
     });
     const telemetry = both(metrics.telemetry, state.telemetry);
-    // Statuses are replaced, never changed: a model's text is made once per status, not at every request.
-    const texts = new WeakMap<ModelStatus, string>();
-    const modelText = (status: ModelStatus): string => {
-      const known = texts.get(status);
-      if (known !== undefined) return known;
-      const text = redact(JSON.stringify(modelStatusJson(status)));
-      texts.set(status, text);
-      return text;
-    };
+    const pages = statusPages({
+      statuses: () => statuses().values(),
+      config: () => {
+        const watch = kubeWatch();
+        return watch === undefined ? state.config() : { ...state.config(), watch: watchJson(watch) };
+      },
+      ready: state.ready,
+    });
     const server$ = httpSurface({
       port: config.httpPort,
+      ...(config.httpHost !== undefined ? { host: config.httpHost } : {}),
+      limits: surfaceLimits(config),
       log: log.child({ component: 'http' }),
       view: {
-        liveness: state.liveness,
+        liveness: withDescriptors(state.liveness),
         ready: state.ready,
-        statusDocument: () => {
-          const watch = kubeWatch();
-          return statusDocumentText(
-            statuses().values(),
-            watch === undefined ? state.config() : { ...state.config(), watch: watchJson(watch) },
-            state.ready(),
-            modelText,
-          );
-        },
-        modelStatus: (model) => {
-          const status = statuses().get(model as ModelName);
-          return status === undefined || status.phase === 'Removed' ? undefined : modelStatusJson(status);
-        },
+        statusPage: pages.page,
+        modelStatus: pages.model,
         metrics: async () => ({
           contentType: metrics.registry.contentType,
           text: await metrics.registry.metrics(),
@@ -155,8 +161,9 @@ export const withSurface =
       },
     }).pipe(
       tap((event) => {
-        if (event._tag === 'Ready') state.markReady();
-        else metrics.observeStatus(event.status);
+        if (event._tag === 'Ready') return state.markReady();
+        metrics.observeStatus(event.status);
+        pages.changed();
       }),
     );
     return merge(serving$, events$);

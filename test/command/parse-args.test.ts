@@ -62,6 +62,10 @@ describe('parseArgs', () => {
       shutdownTimeout: 20_000,
       httpPort: 9081,
       watchStallMs: 60_000,
+      httpMaxConnections: 64,
+      httpRequestTimeoutMs: 5000,
+      httpIdleTimeoutMs: 5000,
+      httpStatusPageSize: 500,
       dryRun: false,
       once: false,
     });
@@ -113,7 +117,16 @@ describe('parseArgs', () => {
       ],
       ...['--log-format', 'json', '--resync-interval', '30s', '--min-free-bytes', '1Gi'],
       ...['--shutdown-timeout', '5s'],
-      ...['--http-port', '0', '--watch-stall-ms', '5000'],
+      ...['--http-port', '0', '--http-host', '127.0.0.1', '--watch-stall-ms', '5000'],
+      ...[
+        '--http-max-connections',
+        '8',
+        '--http-request-timeout-ms',
+        '1000',
+        '--http-idle-timeout-ms',
+        '2000',
+      ],
+      ...['--http-status-page-size', '50'],
       ...['--dry-run', '--once'],
     ]);
     expect(config).toEqual({
@@ -157,7 +170,12 @@ describe('parseArgs', () => {
       minFreeBytes: 2 ** 30,
       shutdownTimeout: 5000,
       httpPort: 0,
+      httpHost: '127.0.0.1',
       watchStallMs: 5000,
+      httpMaxConnections: 8,
+      httpRequestTimeoutMs: 1000,
+      httpIdleTimeoutMs: 2000,
+      httpStatusPageSize: 50,
       dryRun: true,
       once: true,
     });
@@ -199,6 +217,14 @@ describe('parseArgs', () => {
     ]);
     expect(usageLines(['--protocol', 'grpc'])).toEqual([
       'modelsync: invalid --protocol: expected one of v2, torchserve, got "grpc"',
+    ]);
+  });
+
+  it('takes an IP address or a host name for --http-host, and refuses anything else', () => {
+    for (const host of ['0.0.0.0', '127.0.0.1', '::', '::1', 'fe80::1', 'localhost', 'pod-1.ns.svc'])
+      expect(configOf(['--http-host', host]).httpHost).toBe(host);
+    expect(usageLines(['--http-host', 'http://0.0.0.0'])).toEqual([
+      'modelsync: invalid --http-host: expected an IP address or a host name, got "http://0.0.0.0"',
     ]);
   });
 

@@ -110,4 +110,75 @@ describe('kubeApiSource', () => {
     expect(alive).toHaveLength(2);
     subscription.unsubscribe();
   });
+
+  const label = 'cannot read configmap serving/models key models.json';
+  it.each([
+    ['a ConfigMap that is a string', 'models', 'the API server sent a string as the ConfigMap'],
+    ['a ConfigMap that is null', null, 'the API server sent null as the ConfigMap'],
+    ['a ConfigMap that is an array', [], 'the API server sent an array as the ConfigMap'],
+    ['data that is a string', { data: '[]' }, 'its data is a string, not an object of strings'],
+    ['data that is an array', { data: ['[]'] }, 'its data is an array, not an object of strings'],
+    [
+      'the key holding a number',
+      { data: { 'models.json': 5 } },
+      'its data key models.json holds a number, not a string',
+    ],
+    [
+      'the key holding null',
+      { data: { 'models.json': null } },
+      'its data key models.json holds null, not a string',
+    ],
+    [
+      'the key holding an object',
+      { data: { 'models.json': { a: 1 } } },
+      'its data key models.json holds an object, not a string',
+    ],
+    [
+      'another key holding a number',
+      { data: { 'models.json': '[]', n: 1 } },
+      'its data key n holds a number, not a string',
+    ],
+    [
+      'binaryData that is a number',
+      { binaryData: 7 },
+      'its binaryData is a number, not an object of strings',
+    ],
+    [
+      'binaryData holding a boolean',
+      { binaryData: { 'models.json': true } },
+      'its binaryData key models.json holds a boolean, not a string',
+    ],
+    [
+      'binaryData that is no base64',
+      { binaryData: { 'models.json': '[] not base64' } },
+      'its binaryData key models.json is not base64',
+    ],
+    [
+      'the key in both data and binaryData',
+      { data: { 'models.json': '[]' }, binaryData: { 'models.json': btoa('[1]') } },
+      'the key models.json is in both data and binaryData (the API server allows it in one)',
+    ],
+  ])(
+    'rejects %s with a read naming the ConfigMap, the key and what was wrong',
+    async (_what, configMap, reason) => {
+      const { source, hooks } = fakeSource();
+      const subscription = source.events$.subscribe();
+      hooks().content(configMap as never);
+      const read = await firstValueFrom(source.read());
+      expect(read).toMatchObject(E.left({ _tag: 'ReadFailed', code: 'EINVAL' }));
+      expect(shown(read)).toBe(`${label}: ${reason}`);
+      subscription.unsubscribe();
+    },
+  );
+
+  it('reads the next good version after a version of the wrong type', async () => {
+    const { source, hooks } = fakeSource();
+    const subscription = source.events$.subscribe();
+    hooks().content({ metadata: { resourceVersion: 3 }, data: { 'models.json': 5 } } as never);
+    expect(shown(await firstValueFrom(source.read()))).toMatch(/holds a number/);
+    expect(source.status().lastReadResourceVersion).toBeUndefined();
+    hooks().content(version('4', '[]'));
+    expect(shown(await firstValueFrom(source.read()))).toBe('text []');
+    subscription.unsubscribe();
+  });
 });

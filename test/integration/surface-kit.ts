@@ -1,6 +1,7 @@
 /** What the HTTP surface's process tests share: a free port, timed GETs, and reading /metrics samples. */
 import { createServer, type AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import type { ModelStatusJson, StatusDocumentJson, StatusSummary } from '../../src/core/status-document';
 
 /** A port free on 127.0.0.1 right now. */
 export const freePort = (): Promise<number> =>
@@ -35,6 +36,22 @@ export const getJson = async <T = Record<string, unknown>>(
 ): Promise<{ readonly status: number; readonly json: T }> => {
   const answer = await get(port, path);
   return { status: answer.status, json: JSON.parse(answer.body) as T };
+};
+
+/** Every model of /status, page after page (`page.next`), and the first page's summary. */
+export const statusModels = async (
+  port: number,
+): Promise<{ readonly models: ReadonlyArray<ModelStatusJson>; readonly summary: StatusSummary }> => {
+  const models: ModelStatusJson[] = [];
+  let summary: StatusSummary | undefined;
+  for (let after: string | undefined = ''; after !== undefined;) {
+    const query: string = after === '' ? '' : `?after=${encodeURIComponent(after)}`;
+    const { json }: { json: StatusDocumentJson } = await getJson<StatusDocumentJson>(port, `/status${query}`);
+    summary ??= json.summary;
+    models.push(...json.models);
+    after = json.page.next;
+  }
+  return { models, summary: summary! };
 };
 
 /** The value of the sample `name{labels}` (labels as written, in the order prom-client writes them), or 0. */

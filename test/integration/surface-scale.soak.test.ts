@@ -4,14 +4,13 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { StatusDocumentJson } from '../../src/core/status-document';
 import { surfacePaths } from '../../src/surface/http-surface';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { sleep } from '../../src/testing/wait';
 import { cliArgs, killAllCli, startCli } from '../helpers/cli-process';
 import { useTempDir } from '../helpers/temp-dir';
-import { freePort, get, type Answer } from './surface-kit';
+import { freePort, get, statusModels, type Answer } from './surface-kit';
 
 let standIn: V2ModelServerStandIn | undefined;
 afterEach(async () => {
@@ -31,7 +30,7 @@ const worstAllowedMs = 5000;
 const p99AllowedMs = 250;
 
 describe('the HTTP surface during a 10,000-model start-up sync', () => {
-  it('answers every endpoint throughout, each within the bound, and /status lists every model', async () => {
+  it('answers every endpoint throughout, each within the bound, and /status, page by page, lists every model', async () => {
     const configDir = join(tmp.path, 'configs');
     const modelDir = join(tmp.path, 'models');
     const source = join(tmp.path, 'pvc', 'model');
@@ -76,7 +75,7 @@ describe('the HTTP surface during a 10,000-model start-up sync', () => {
       const key = path.startsWith(`${surfacePaths.status}/`) ? '/status/<model>' : path;
       worst.set(key, Math.max(worst.get(key) ?? 0, ms));
     }
-    const status = JSON.parse((await get(port, surfacePaths.status)).body) as StatusDocumentJson;
+    const status = await statusModels(port);
     process.stdout.write(
       `surface during a ${modelCount}-model sync: ${answers.length} answers, p99 ${Math.round(p99)} ms, median ${Math.round(
         times[Math.floor(times.length / 2)] ?? 0,
@@ -85,6 +84,7 @@ describe('the HTTP surface during a 10,000-model start-up sync', () => {
       )}\n`,
     );
     expect(status.models).toHaveLength(modelCount);
+    expect(status.summary).toEqual({ models: modelCount, phases: { Loaded: modelCount } });
     expect(status.models.every((model) => model.phase === 'Loaded')).toBe(true);
     expect(answers.filter((answer) => answer.status >= 500 && answer.path !== surfacePaths.readyz)).toEqual(
       [],

@@ -3,8 +3,18 @@ import pino from 'pino';
 import { firstValueFrom, type Subscription } from 'rxjs';
 import { registerSecret } from '../../src/core/redact';
 import type { ModelStatus } from '../../src/core/model-status';
-import { modelStatusJson, statusDocument, statusDocumentText } from '../../src/core/status-document';
-import { httpSurface, surfacePaths, type SurfaceView } from '../../src/surface/http-surface';
+import {
+  modelStatusJson,
+  statusDocument,
+  statusDocumentText,
+  statusSummary,
+} from '../../src/core/status-document';
+import {
+  defaultSurfaceLimits,
+  httpSurface,
+  surfacePaths,
+  type SurfaceView,
+} from '../../src/surface/http-surface';
 import { createSurfaceState } from '../../src/surface/surface-state';
 import { name, spec } from '../helpers/fixtures';
 import { get } from '../integration/surface-kit';
@@ -29,7 +39,8 @@ const failed: ModelStatus = {
 const view = (overrides: Partial<SurfaceView> = {}): SurfaceView => ({
   liveness: () => ({ ok: true }),
   ready: () => false,
-  statusDocument: () => statusDocumentText([failed], { source: 'config-dir' }, false),
+  statusPage: (query) =>
+    statusDocumentText([failed], statusSummary([failed]), { source: 'config-dir' }, false, query),
   modelStatus: (model) => (model === 'ghost' ? modelStatusJson(failed) : undefined),
   metrics: () => Promise.resolve({ contentType: 'text/plain; version=0.0.4', text: `m{t="${token}"} 1\n` }),
   ...overrides,
@@ -71,7 +82,11 @@ describe('httpSurface', () => {
       error: { kind: 'http-status', reason: 'GET https://host/models/ghost.tgz answered 403 ([REDACTED])' },
       durationMs: 12,
     });
-    expect(JSON.parse(all.body)).toEqual(statusDocument([failed], { source: 'config-dir' }, false));
+    expect(JSON.parse(all.body)).toEqual(
+      statusDocument([failed], { source: 'config-dir' }, false, {
+        limit: defaultSurfaceLimits.statusPageSize,
+      }),
+    );
     expect(JSON.parse(all.body)).toMatchObject({ ready: false, models: [JSON.parse(one.body)] });
     for (const body of [all.body, one.body])
       expect(body).not.toMatch(/pw123456|abcdef0123456789|tok-surface/);

@@ -61,6 +61,17 @@ export const flagTopics: ReadonlyArray<readonly [string, ReadonlyArray<SettingFi
     'Storage: object stores',
     ['s3Endpoint', 's3Region', 's3Addressing', 's3Anonymous', 'azureBlobEndpoint', 'gcsEndpoint'],
   ],
-  ['The HTTP surface (probes, metrics, status)', ['httpPort', 'watchStallMs']],
+  [
+    'The HTTP surface (probes, metrics, status)',
+    [
+      'httpPort',
+      'httpHost',
+      'watchStallMs',
+      'httpMaxConnections',
+      'httpRequestTimeoutMs',
+      'httpIdleTimeoutMs',
+      'httpStatusPageSize',
+    ],
+  ],
   ['Modes and logging', ['dryRun', 'once', 'logLevel', 'logFormat']],
 ];

@@ -37,6 +37,20 @@ export const nonEmpty = new t.Type<string, string, unknown>(
   String,
 );
 
+const hostPattern =
+  /^([0-9a-f]*:[0-9a-f:.]*|[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*)$/i;
+
+/** An address to bind: an IPv4 or IPv6 address (no brackets) or a host name. */
+export const hostAddress = new t.Type<string, string, unknown>(
+  'HostAddress',
+  (u): u is string => typeof u === 'string' && hostPattern.test(u),
+  (u, context) =>
+    typeof u === 'string' && hostPattern.test(u)
+      ? t.success(u)
+      : t.failure(u, context, `expected an IP address or a host name, got ${JSON.stringify(u)}`),
+  String,
+);
+
 /**
  * A Kubernetes object name of at most `maxLength` characters: lower-case letters, digits and `-` (and `.` unless
  * `label`: a namespace is a DNS label), starting and ending with a letter or digit.

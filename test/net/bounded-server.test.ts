@@ -1,0 +1,124 @@
+/** boundedServer on 127.0.0.1 with real sockets: each bound holds against a client that tries to outlast it. */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { boundedServer, defaultServerLimits, type ServerLimits } from '../../src/net/bounded-server';
+import { sleep } from '../../src/testing/wait';
+import { getHead, openDescriptors, rawSocket, type RawSocket } from '../helpers/raw-socket';
+
+let server: Server | undefined;
+const clients: RawSocket[] = [];
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.socket.destroy();
+  server?.closeAllConnections();
+  await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+  server = undefined;
+});
+
+const limits = (overrides: Partial<ServerLimits> = {}): ServerLimits => ({
+  ...defaultServerLimits,
+  requestTimeoutMs: 400,
+  idleTimeoutMs: 400,
+  ...overrides,
+});
+
+/** Serves `ok` (or holds every answer for `holdMs`) under `bounds`; resolves with the port. */
+const serve = (bounds: ServerLimits, holdMs = 0): Promise<number> =>
+  new Promise((resolve) => {
+    server = boundedServer(bounds, (_request, response) => {
+      const answer = () => response.end('ok');
+      if (holdMs === 0) answer();
+      else setTimeout(answer, holdMs).unref();
+    });
+    server.listen(0, '127.0.0.1', () => resolve((server!.address() as AddressInfo).port));
+  });
+
+const connect = async (port: number): Promise<RawSocket> => {
+  const client = await rawSocket(port);
+  clients.push(client);
+  return client;
+};
+
+describe('boundedServer', () => {
+  it('closes a kept-alive connection once it has been idle for idleTimeoutMs', async () => {
+    const client = await connect(await serve(limits()));
+    client.socket.write(getHead('/'));
+    const lived = await client.closed;
+    expect(client.received()).toMatch(/^HTTP\/1\.1 200/);
+    expect(lived).toBeGreaterThanOrEqual(350);
+    expect(lived).toBeLessThan(3000);
+  });
+
+  it('closes a connection that never sends a byte', async () => {
+    const client = await connect(await serve(limits()));
+    expect(await client.closed).toBeLessThan(3000);
+    expect(client.received()).toBe('');
+  });
+
+  it('cuts a head trickled a header at a time (slowloris) once requestTimeoutMs has passed', async () => {
+    const client = await connect(await serve(limits({ idleTimeoutMs: 60_000 })));
+    client.socket.write('GET / HTTP/1.1\r\nHost: test\r\n');
+    const trickle = setInterval(() => client.open() && client.socket.write(`X-${Date.now()}: a\r\n`), 50);
+    const lived = await client.closed.finally(() => clearInterval(trickle));
+    expect(client.received()).toMatch(/^(HTTP\/1\.1 408|$)/);
+    expect(lived).toBeGreaterThanOrEqual(350);
+    expect(lived).toBeLessThan(3000);
+  });
+
+  it('answers 431 and closes when the request line and headers pass maxHeaderBytes (a huge URL)', async () => {
+    const port = await serve(limits());
+    const url = await connect(port);
+    url.socket.write(getHead(`/${'a'.repeat(20_000)}`));
+    await url.closed;
+    const headers = await connect(port);
+    headers.socket.write(getHead('/', `Cookie: ${'c'.repeat(9000)}\r\n`));
+    await headers.closed;
+    expect([url.received(), headers.received()]).toEqual([
+      expect.stringMatching(/^HTTP\/1\.1 431/),
+      expect.stringMatching(/^HTTP\/1\.1 431/),
+    ]);
+  });
+
+  it('answers at most maxRequestsPerSocket of a pipelined flood on one connection, the rest 503, then closes it', async () => {
+    let answered = 0;
+    const port = await new Promise<number>((resolve) => {
+      server = boundedServer(limits({ maxRequestsPerSocket: 20 }), (_request, response) => {
+        answered++;
+        response.end('ok');
+      });
+      server.listen(0, '127.0.0.1', () => resolve((server!.address() as AddressInfo).port));
+    });
+    const client = await connect(port);
+    client.socket.write(getHead('/').repeat(2000));
+    expect(await client.closed).toBeLessThan(5000);
+    const statuses = client.received().match(/HTTP\/1\.1 \d+/g) ?? [];
+    expect(answered).toBe(20);
+    expect(statuses.slice(0, 20).every((line) => line.endsWith('200'))).toBe(true);
+    expect(statuses.slice(20).every((line) => line.endsWith('503'))).toBe(true);
+  });
+
+  it('holds at most maxConnections: 300 silent clients keep no more, and a new request is still answered', async () => {
+    const port = await serve(limits({ maxConnections: 16, requestTimeoutMs: 60_000, idleTimeoutMs: 60_000 }));
+    const before = openDescriptors();
+    for (let i = 0; i < 300; i++) await connect(port);
+    await sleep(200);
+    const stillOpen = clients.filter((client) => client.open());
+    // Each connection the server holds is two descriptors here (its end and the client's), each one it closed none.
+    expect(stillOpen.length).toBeLessThanOrEqual(16);
+    expect(openDescriptors() - before).toBeLessThanOrEqual(2 * 16 + 8);
+    const probe = await connect(port);
+    probe.socket.write(getHead('/', 'Connection: close\r\n'));
+    await probe.closed;
+    expect(probe.received()).toMatch(/^HTTP\/1\.1 200/);
+  });
+
+  it('closes a connection past maxConnections at once when every held one is being answered', async () => {
+    const port = await serve(limits({ maxConnections: 4, idleTimeoutMs: 60_000 }), 1500);
+    const busy = await Promise.all(Array.from({ length: 4 }, () => connect(port)));
+    for (const client of busy) client.socket.write(getHead('/'));
+    await sleep(100);
+    const late = await connect(port);
+    expect(await late.closed).toBeLessThan(1000);
+    expect(late.received()).toBe('');
+    expect(busy.every((client) => client.open())).toBe(true);
+  });
+});
