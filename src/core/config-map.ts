@@ -143,6 +143,8 @@ const statusWords: Readonly<Record<number, string>> = {
 
 /** A failed list or watch in words: the status and what to check, or the network error; never a header. */
 export const describeKubeFailure = (failure: KubeFailure): string => {
+  if (failure.status !== undefined && failure.status >= 300 && failure.status < 400)
+    return `the API server answered a redirect (HTTP ${failure.status}), not followed: the token goes to no other address`;
   if (failure.status !== undefined)
     return statusWords[failure.status] ?? `the API server answered HTTP ${failure.status}`;
   if (failure.code !== undefined) return `cannot reach the API server (${failure.code})`;

@@ -48,6 +48,8 @@ export interface KubeApiStandIn {
   bookmark(): void;
   /** Writes `text` as it is to every open watch (a hostile or broken API server: a line no real one sends). */
   sendRaw(text: string): void;
+  /** From now on, a watch request is answered with a 307 to `location` (undefined: opened again as usual). */
+  redirectWatches(location: string | undefined): void;
   /**
    * Compacts the history: every version up to now is "too old". Open watches get an ERROR event with a 410
    * Status and are ended (`as: 'event'`), or just ended, so their reconnect from an old version is answered
@@ -100,6 +102,7 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
   let current: object | undefined;
   let compactedBefore = 0;
   let hanging = false;
+  let redirectTo: string | undefined;
   let down = false;
   const history: StoredEvent[] = [];
   const watches = new Set<OpenWatch>();
@@ -123,6 +126,10 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
     if (from !== 0 && from < compactedBefore) {
       record('watch', query, 410);
       return json(res, 410, statusBody(410, 'Expired', `too old resource version: ${from} (${version})`));
+    }
+    if (redirectTo !== undefined) {
+      record('watch', query, 307);
+      return void res.writeHead(307, { Location: `${redirectTo}${req.url ?? ''}` }).end();
     }
     record('watch', query, 200);
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
@@ -233,6 +240,7 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
       }
     },
     hangWatches: (hang) => void (hanging = hang),
+    redirectWatches: (location) => void (redirectTo = location),
     setDown: (isDown) => {
       down = isDown;
       if (!isDown) return;
