@@ -50,6 +50,7 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--max-model-bytes', 'MODELSYNC_MAX_MODEL_BYTES'],
   ['--max-archive-ratio', 'MODELSYNC_MAX_ARCHIVE_RATIO'],
   ['--max-archive-entries', 'MODELSYNC_MAX_ARCHIVE_ENTRIES'],
+  ['--max-model-files', 'MODELSYNC_MAX_MODEL_FILES'],
   ['--min-download-rate', 'MODELSYNC_MIN_DOWNLOAD_RATE'],
   ['--min-rate-window-ms', 'MODELSYNC_MIN_RATE_WINDOW_MS'],
   ['--storage-concurrency', 'MODELSYNC_STORAGE_CONCURRENCY'],
