@@ -7,6 +7,7 @@ import type { KubeFailure } from '../core/config-map';
 import type { Env } from '../core/env';
 import { errorCode, errorMessage } from '../core/errors';
 import { lazyModule } from '../core/lazy-module';
+import { tokenFileAuthenticator, tokenFileProvider, trimUserTokens } from './kube-token';
 
 /** The `@kubernetes/client-node` module (ESM-only: Node 24 `require`s it). */
 export type KubeClientModule = typeof import('@kubernetes/client-node');
@@ -35,7 +36,7 @@ const usesKubeconfig = (env: Env): boolean =>
 /**
  * A fresh KubeConfig: with `KUBECONFIG` (or outside a pod), the kubeconfig files, as kubectl reads them (a
  * `token-file` is read now); in a pod, the API server from `KUBERNETES_SERVICE_HOST`/`_PORT`, the mount's CA and
- * its projected token (the client re-reads that file every minute). Built anew after each failure, so a rotated
+ * its projected token (read, trimmed, at every request: kube-token.ts). Built anew after each failure, so a rotated
  * token or an edited kubeconfig is picked up by the next attempt. Throws when the settings cannot be read.
  */
 export const loadKubeConfig = (kube: KubeClientModule, env: Env, saDir = serviceAccountDir): KubeConfig => {
@@ -51,6 +52,7 @@ export const loadKubeConfig = (kube: KubeClientModule, env: Env, saDir = service
         config.mergeConfig(more);
       }
     }
+    trimUserTokens(config);
     return config;
   }
   const host = env['KUBERNETES_SERVICE_HOST'] ?? '';
@@ -64,9 +66,10 @@ export const loadKubeConfig = (kube: KubeClientModule, env: Env, saDir = service
     },
     {
       name: 'service-account',
-      authProvider: { name: 'tokenFile', config: { tokenFile: join(saDir, 'token') } },
+      authProvider: { name: tokenFileProvider, config: { path: join(saDir, 'token') } },
     },
   );
+  config.addAuthenticator(tokenFileAuthenticator);
   return config;
 };
 

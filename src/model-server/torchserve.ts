@@ -3,11 +3,13 @@ import { readFile } from 'node:fs/promises';
 import { isLeft } from 'fp-ts/Either';
 import * as t from 'io-ts';
 import type { Dispatcher } from 'undici';
+import { bearerToken } from '../core/bearer-token';
 import { EffectError, httpStatusError, permanentError, retryableError } from '../core/errors';
 import { parseJson } from '../core/json/json';
 import type { ModelName } from '../core/model-name';
 import { redactUri, registerSecret } from '../core/redact';
 import type { ModelServer } from '../ports';
+import { loadedModelNames, serverIndexLimits } from './index-limits';
 import { fsError, isMissing } from '../fs';
 import {
   discardBody,
@@ -138,9 +140,8 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
         const body = await readJson(result, ListModelsResponse, 'a model list');
         for (const model of body.models) names.add(model.modelName);
         const next = body.nextPageToken;
-        if (next === undefined || next === null || String(next) === '' || String(next) === pageToken) {
-          return names;
-        }
+        const last = next === undefined || next === null || String(next) === '' || String(next) === pageToken;
+        if (last || names.size >= serverIndexLimits.maxModels) return loadedModelNames(names);
         pageToken = String(next);
       }
       throw retryableError(
@@ -156,8 +157,10 @@ const retryableAnyway = (error: EffectError, message = error.message): EffectErr
   new EffectError(message, true, { kind: error.kind, status: error.status, cause: error.cause });
 
 /**
- * The management token in `file`: `management.key` of TorchServe's key file, or the whole (trimmed) text.
- * A missing, empty or half-written file is retryable: TorchServe writes the key file when it starts.
+ * The management token in `file`: `management.key` of TorchServe's key file, or the whole text; either trimmed
+ * (`kubectl create secret --from-file`, `echo` and editors end a file in a newline). A missing, empty or
+ * half-written file is retryable: TorchServe writes the key file when it starts. A token with whitespace or a
+ * control character inside is refused, never sent: Node would throw on such a header, and no server issues one.
  */
 const readToken = async (file: string): Promise<string> => {
   const what = `cannot read the TorchServe token file ${file}`;
@@ -169,10 +172,7 @@ const readToken = async (file: string): Promise<string> => {
     throw isMissing(cause) ? retryableAnyway(fsError(what, cause)) : fsError(what, cause);
   }
   if (text === '') throw retryableError('filesystem', `the TorchServe token file ${file} is empty`);
-  if (!text.startsWith('{')) {
-    registerSecret(text);
-    return text;
-  }
+  if (!text.startsWith('{')) return checkedToken(text, `the TorchServe token file ${file}`);
   // Never quote the file or JSON.parse's message: it holds the keys.
   const json = parseJson(text);
   if (isLeft(json)) {
@@ -183,8 +183,19 @@ const readToken = async (file: string): Promise<string> => {
   }
   registerKeys(json.right);
   const key = (json.right as { management?: { key?: unknown } } | null)?.management?.key;
-  if (typeof key === 'string' && key !== '') return key;
+  if (typeof key === 'string' && key.trim() !== '') {
+    return checkedToken(key, `the management.key of the TorchServe key file ${file}`);
+  }
   throw permanentError('not-found', `the TorchServe key file ${file} has no management.key`);
+};
+
+/** `text` as a token (registered as a secret), or a permanent failure saying what in `where` is wrong with it. */
+const checkedToken = (text: string, where: string): string => {
+  registerSecret(text);
+  const token = bearerToken(text);
+  if (isLeft(token)) throw permanentError('refused', `${where} ${token.left}; it is not sent`);
+  registerSecret(token.right);
+  return token.right;
 };
 
 /** Registers every key of a key file (`management`, `inference`, `API`): a server may echo any of them. */
@@ -192,7 +203,7 @@ const registerKeys = (keyFile: unknown): void => {
   if (typeof keyFile !== 'object' || keyFile === null) return;
   for (const entry of Object.values(keyFile as Record<string, unknown>)) {
     const key = (entry as { key?: unknown } | null)?.key;
-    if (typeof key === 'string') registerSecret(key);
+    if (typeof key === 'string') [key, key.trim()].forEach(registerSecret);
   }
 };
 

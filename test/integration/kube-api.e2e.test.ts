@@ -227,6 +227,25 @@ describe('--source kube-api on the real process', () => {
     expect(everything).not.toContain(goodToken);
   });
 
+  it('authenticates with a token file ending in a newline, as kubectl create secret --from-file leaves it', async () => {
+    const { agent, server } = await startAgent(['alpha'], { token: `${goodToken}\n` });
+    await agent.waitForLog(loadedLine('alpha'), 10_000);
+    expect(server.loaded.has('alpha')).toBe(true);
+    expect(agent.logs.some((log) => log['msg'] === 'ConfigMap list or watch failed; retrying')).toBe(false);
+  });
+
+  it('refuses a token with whitespace inside clearly, never sending or logging it', async () => {
+    const split = 'split-token-3c9e71 second-half-a8d2';
+    const { agent } = await startAgent(['alpha'], { token: split });
+    const refused = await agent.waitForLog('ConfigMap list or watch failed; retrying');
+    expect(refused['reason']).toMatch(
+      /token of kubeconfig user modelsync holds whitespace \(U\+0020\) at character 19/,
+    );
+    const everything = agent.stderr.text + agent.stdout.text;
+    expect(everything).not.toContain('split-token-3c9e71');
+    expect(everything).not.toContain('second-half-a8d2');
+  });
+
   it('re-establishes a watch that stalls on a half-open connection', async () => {
     const { agent, cluster, server } = await startAgent(['alpha'], { flags: { 'watch-timeout-s': 1 } });
     await agent.waitForLog(loadedLine('alpha'));

@@ -171,6 +171,56 @@ describe('torchServeModelServer', () => {
     expect(standIn.requests[0]?.authorization).toBe('Bearer plain-token');
   });
 
+  it('sends the management key of a key file whose key and file end in a newline, trimmed', async () => {
+    const tokenFile = join(tmp.path, 'key_file.json');
+    await writeFile(tokenFile, `${keyFile('key-with-newline\r\n')}\n`);
+    standIn.token = 'key-with-newline';
+    await torchServeModelServer({ baseUrl: standIn.url, tokenFile }).unload(name('m'), live());
+    expect(standIn.requests[0]?.authorization).toBe('Bearer key-with-newline');
+  });
+
+  it.each([
+    [
+      'a plain token with a space inside',
+      'token',
+      'plain secret-token',
+      'whitespace (U+0020) at character 6',
+    ],
+    [
+      'a plain token with a newline inside',
+      'token',
+      'plain\nsecret-token\n',
+      'whitespace (U+000A) at character 6',
+    ],
+    [
+      'a management key with a NUL inside',
+      'key_file.json',
+      keyFile('secret\u0000token'),
+      'a control character (U+0000) at character 7',
+    ],
+    [
+      'a management key with a tab inside',
+      'key_file.json',
+      keyFile('secret\ttoken'),
+      'whitespace (U+0009) at character 7',
+    ],
+  ])(
+    'refuses %s permanently, sending nothing and quoting nothing of it',
+    async (_what, file, content, reason) => {
+      const tokenFile = join(tmp.path, file);
+      await writeFile(tokenFile, content);
+      standIn.token = 'anything';
+      const error = await effectError(
+        torchServeModelServer({ baseUrl: standIn.url, tokenFile }).loadedModels(live()),
+      );
+      expect(error).toMatchObject({ kind: 'refused', retryable: false });
+      expect(error.message).toContain(tokenFile);
+      expect(error.message).toContain(`holds ${reason} of the token; it is not sent`);
+      expect(error.message).not.toMatch(/secret/);
+      expect(standIn.requests).toHaveLength(0);
+    },
+  );
+
   it('fails retryably when the token file is missing, and permanently when the key file has no management key', async () => {
     const missing = await effectError(
       torchServeModelServer({ baseUrl: standIn.url, tokenFile: join(tmp.path, 'nope') }).loadedModels(live()),

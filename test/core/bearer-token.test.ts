@@ -1,0 +1,26 @@
+/** bearerToken: what a token file may hold around and inside its token. */
+import { either as E } from 'fp-ts';
+import { bearerToken } from '../../src/core/bearer-token';
+
+describe('bearerToken', () => {
+  it.each([
+    ['a trailing newline', 'abc.def-ghi\n'],
+    ['a trailing CR LF', 'abc.def-ghi\r\n'],
+    ['spaces and tabs around it', ' \tabc.def-ghi \t\n'],
+    ['nothing around it', 'abc.def-ghi'],
+  ])('takes the token with %s', (_what, text) => {
+    expect(bearerToken(text)).toEqual(E.right('abc.def-ghi'));
+  });
+
+  it.each([
+    ['an empty file', '', 'is empty'],
+    ['only a newline', '\n\n', 'is empty'],
+    ['a space inside', 'abc def', 'holds whitespace (U+0020) at character 4 of the token'],
+    ['a newline inside', 'abc\ndef', 'holds whitespace (U+000A) at character 4 of the token'],
+    ['a NUL inside', 'ab\u0000c', 'holds a control character (U+0000) at character 3 of the token'],
+    ['DEL inside', 'ab\u007fc', 'holds a control character (U+007F) at character 3 of the token'],
+    ['a non-ASCII letter', 'tokén', 'holds a non-ASCII character (U+00E9) at character 4 of the token'],
+  ])('refuses %s, naming the character but never the token', (_what, text, reason) => {
+    expect(bearerToken(text)).toEqual(E.left(reason));
+  });
+});
