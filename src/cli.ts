@@ -3,14 +3,21 @@
 import { fromEvent, merge, skip, Subject, take, takeUntil, type Observable } from 'rxjs';
 import type { AppConfig } from './core/flags/app-config';
 import { redact } from './core/redact';
-import { createLogger, guardProcess, logDestination, type Logger, logProcessWarnings } from './log';
+import { guardProcess, type Logger, logProcessWarnings, stderrLogger } from './log';
 import { dryRunMode, oneShotMode, syncMode, type Output, parseArgs } from './command';
-/** Exits once stdout has taken every line: a pipe is written asynchronously, and exit would drop the rest. */
+/** How long an exit waits for stderr to take the last log lines: a stderr nobody reads must not hold it. */
+const logFlushMs = 1000;
+let flushLog: (timeoutMs: number) => Promise<void> = () => Promise.resolve();
+
+/**
+ * Exits once stdout has taken every line (a pipe is written asynchronously, and exit would drop the rest) and
+ * stderr the log lines, or `logFlushMs` after that, whichever is first.
+ */
 let exiting = false;
 const exitAfterStdout = (code: number): void => {
   exiting = true;
   process.exitCode = code;
-  process.stdout.write('', () => process.exit(code));
+  process.stdout.write('', () => void flushLog(logFlushMs).then(() => process.exit(code)));
 };
 
 /** SIGHUP, listened to from the start: its default action would end the process while it waits for the server. */
@@ -28,7 +35,9 @@ const modeOf = (config: AppConfig, log: Logger, shutdown$: Observable<unknown>):
 };
 
 const run = (config: AppConfig): void => {
-  const log = createLogger(config.logLevel, logDestination(config.logFormat, process.stderr.isTTY === true));
+  const root = stderrLogger(config.logLevel, config.logFormat);
+  const log = root.log;
+  flushLog = (timeoutMs) => root.flushed(timeoutMs);
   // Before any SDK client is made: the AWS SDK warns about the Node version then.
   logProcessWarnings(log);
   guardProcess(log);
@@ -48,8 +57,12 @@ const run = (config: AppConfig): void => {
       complete: () => {
         if (exiting) return;
         log.info('modelsync stopped');
-        // Closing watchers and sockets is asynchronous; once stdout is drained, leave even if something lingers.
-        process.stdout.write('', () => setTimeout(() => process.exit(0), 2000).unref());
+        // Closing watchers and sockets is asynchronous; once stdout is drained, leave even if something lingers,
+        // and with the log lines written, or without them after logFlushMs (stderr may not be read).
+        process.stdout.write('', () => {
+          setTimeout(() => process.exit(0), 2000).unref();
+          void flushLog(logFlushMs);
+        });
       },
     });
 };

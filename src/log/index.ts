@@ -3,5 +3,6 @@
  * last-resort guard that turns an error nothing handled into a log line and a count.
  */
 export { createLogger, logDestination, type Logger, redactingDestination } from './logger';
+export { stderrLogger, type StderrLogger } from './stderr-logger';
 export { logProcessWarnings } from './process-warnings';
 export { guardProcess, uncaughtErrorCount } from './last-resort';

@@ -54,7 +54,8 @@ export const createLogger = (
 
 /**
  * Where log lines go for `format`: JSON lines on stderr, or pino-pretty's lines (coloured on a terminal); `auto`
- * is pretty when stderr is a terminal. Both write synchronously, so nothing is lost when the process exits.
+ * is pretty when stderr is a terminal. Both write synchronously, so nothing is lost when the process exits: for a
+ * file or a terminal; a pipe or socket, which a reader that stops can keep full, goes through `stderrLogger`.
  */
 export const logDestination = (format: LogFormat, stderrIsTty: boolean): pino.DestinationStream =>
   format === 'pretty' || (format === 'auto' && stderrIsTty)
