@@ -24,6 +24,9 @@ export interface ResyncDeps {
   readonly scheduler: SchedulerLike;
 }
 
+/** When a resync runs, and how much unlisted work it may leave in progress (`--max-unlisted-unloads`). */
+export type ResyncOptions = ResyncTriggerOptions & { readonly maxUnlistedUnloads?: number };
+
 /** A resync's two halves: the triggers that re-read the config, and the operator that adds the repairs' ops. */
 export interface Resync {
   /** Each resync, for the config pipeline to re-read models.json (a change no event reported is found). */
@@ -36,7 +39,7 @@ export interface Resync {
  * The resync of `options` (every `intervalMs`, and on each `signal$`) over `deps`. The triggers are shared: one
  * timer paces both halves, and it runs while either is subscribed.
  */
-export const resyncOf = (options: ResyncTriggerOptions, deps: ResyncDeps): Resync => {
+export const resyncOf = (options: ResyncOptions, deps: ResyncDeps): Resync => {
   const triggers$ = resyncTriggers(options, deps.scheduler).pipe(share());
   const repairs$ = triggers$.pipe(
     repairDrift(
@@ -44,6 +47,9 @@ export const resyncOf = (options: ResyncTriggerOptions, deps: ResyncDeps): Resyn
         records: deps.records,
         serverIndex: () => abortable((signal) => deps.server.loadedModels(signal)),
         intervalMs: options.intervalMs,
+        ...(options.maxUnlistedUnloads !== undefined
+          ? { maxUnlistedUnloads: options.maxUnlistedUnloads }
+          : {}),
         log: deps.log,
         telemetry: deps.telemetry,
       },

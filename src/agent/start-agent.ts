@@ -26,7 +26,6 @@ import type { AgentEvent } from '../core/model-status';
 import type { Snapshot } from '../core/snapshot';
 import { abortable } from './abortable';
 import { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from '../loader';
-import type { ResyncTriggerOptions } from '../pipeline';
 import {
   noTelemetry,
   type ConfigSource,
@@ -35,7 +34,7 @@ import {
   type ModelStore,
   type Telemetry,
 } from '../ports';
-import { resyncOf, type ResyncDeps } from './resync';
+import { resyncOf, type ResyncDeps, type ResyncOptions } from './resync';
 
 /** The effects the agent runs on (`capabilities` in wiring/capabilities.ts builds the real ones from an AppConfig). */
 export interface AgentCapabilities {
@@ -77,7 +76,7 @@ export interface AgentSettings {
   /** Hears of config reads, retries, resyncs, repairs and watcher progress (metrics, /status); default none. */
   readonly telemetry?: Telemetry;
   /** Periodic resync and drift repair (every `intervalMs`, and on each `signal$`); absent: none. */
-  readonly resync?: ResyncTriggerOptions;
+  readonly resync?: ResyncOptions;
 }
 
 /** What the model dir holds (by its markers), and the loads the journal never saw confirmed. */

@@ -60,12 +60,22 @@ export interface DriftInput {
   /** Scheduler time now. */
   readonly now: number;
   readonly intervalMs: number;
+  /** At most this many unloads in progress (`--max-unlisted-unloads`, default `defaultMaxUnlistedUnloads`). */
+  readonly maxUnlistedUnloads?: number;
 }
+
+/**
+ * The default cap of unloads of unlisted models one resync leaves in progress: a server whose index invents
+ * thousands of names gets a hundred unloads a resync, not thousands.
+ */
+export const defaultMaxUnlistedUnloads = 100;
 
 /** The repairs of one resync and the Failed models' retry schedules to carry to the next. */
 export interface DriftRepairs {
   readonly repairs: ReadonlyArray<Repair>;
   readonly retries: FailedRetries;
+  /** Unlisted models left for a later resync by the cap (`maxUnlistedUnloads`). */
+  readonly deferred: number;
 }
 
 const settledIn = (states: ReadonlyArray<DesiredState>, phase: ModelPhase): ReadonlySet<ModelName> =>
@@ -75,7 +85,8 @@ const settledIn = (states: ReadonlyArray<DesiredState>, phase: ModelPhase): Read
  * The repairs a resync makes, each re-submitting a desired state the loader already holds (never a stale one):
  * - `reload-lost`: Loaded (before and after the index call) and settled, yet the server does not list it;
  * - `unload-unlisted`: the server lists it, and the loader knew nothing of it before and after the call (a model
- *   the config lists always has a record while it is wanted); a name no config could list is left alone;
+ *   the config lists always has a record while it is wanted); a name no config could list is left alone; at most
+ *   `maxUnlistedUnloads` unloads are in progress after a resync (those still running count), the rest deferred;
  * - `retry-failed` / `retry-unload`: Failed and settled, and its retry is due (capped backoff, `failedRetryDelay`);
  *   not a model the server `rejected` (its files would be refused again).
  * A model that is not settled is being worked on: its own retries and backoff stand.
@@ -120,6 +131,9 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
   const unlisted = [...serverLoaded].filter(
     (name): name is ModelName => modelNameProblem(name) === undefined && !known.has(name as ModelName),
   );
-  for (const name of unlisted.sort()) repairs.push({ kind: 'unload-unlisted', name, op: remove(name) });
-  return { repairs, retries };
+  const unloading = after.filter((state) => state.desired === undefined && !state.settled).length;
+  const room = Math.max(0, (input.maxUnlistedUnloads ?? defaultMaxUnlistedUnloads) - unloading);
+  const taken = unlisted.sort().slice(0, room);
+  for (const name of taken) repairs.push({ kind: 'unload-unlisted', name, op: remove(name) });
+  return { repairs, retries, deferred: unlisted.length - taken.length };
 };

@@ -31,6 +31,17 @@ import { createWorkQueue, type WorkQueue } from './work-queue';
 /** Ops taken in one turn of the event loop; a bigger burst is taken over the next turns (op-intake.ts). */
 const opsPerTurn = 256;
 
+/**
+ * Workers (and unload calls) of the side lane: unloads of models with nothing of ours on disk, i.e. names the
+ * server listed that no config asked for. However many there are and however long their unloads hang, they never
+ * hold a worker or a load slot that a configured model's load needs.
+ */
+export const unlistedUnloadWorkers = 2;
+
+/** An unload of a model modelsync never installed: the side lane's work. */
+const isUnlistedUnload = (record: ModelRecord): boolean =>
+  record.desired === undefined && record.onDisk === undefined;
+
 export type { LoaderDeps, RetryPolicy } from './loader-deps';
 
 /** A loader: `run` applies ops; the rest lets health checks, status endpoints and tests look at it. */
@@ -77,10 +88,11 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
     records.set(name, newRecord(name, spec, inPlace.onDisk.get(name), inPlace.loaded.has(name)));
   const idle$ = new BehaviorSubject(true);
   let running = false;
-  /** The queue of the run subscribed now, if any, and how to drain that run. */
-  let active: WorkQueue<ModelName> | undefined;
+  /** The queues (main lane, side lane) of the run subscribed now, if any, and how to drain that run. */
+  let active: ReadonlyArray<WorkQueue<ModelName>> | undefined;
   let drainRun: (() => Promise<void>) | undefined;
-  const isSettled = (name: ModelName): boolean => active !== undefined && !active.has(name);
+  const isSettled = (name: ModelName): boolean =>
+    active !== undefined && !active.some((lane) => lane.has(name));
 
   /** The record of the model `op` is about, once it records the op's desired state and needs work for it. */
   const recordToWorkOn = (op: ModelOp): ModelRecord | undefined => {
@@ -97,7 +109,8 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       running = true;
       const stop = new AbortController();
       const queue = createWorkQueue<ModelName>(scheduler);
-      active = queue;
+      const side = createWorkQueue<ModelName>(scheduler);
+      active = [queue, side];
       let sourceDone = false;
 
       const report = (
@@ -129,6 +142,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         new Promise<void>((resolve) => {
           drained = resolve;
           queue.shutDown();
+          side.shutDown();
           for (const record of records.values()) {
             record.generation.abort(new Error('modelsync is shutting down')); // downloads stop; calls sent finish
             record.generation = new AbortController();
@@ -138,7 +152,12 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
 
       const updateIdle = (): void => {
         if (stop.signal.aborted) return;
-        const { queued, processing, delayed } = queue.counts();
+        const [main, lane] = [queue.counts(), side.counts()];
+        const [queued, processing, delayed] = [
+          main.queued + lane.queued,
+          main.processing + lane.processing,
+          main.delayed + lane.delayed,
+        ];
         // Draining: the work left undone is not "idle" (no Ready at shutdown); the owner unsubscribes once drained.
         if (drained !== undefined) return processing === 0 ? drained() : undefined;
         const idle = queued + processing + delayed + intake.waiting() === 0;
@@ -152,7 +171,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       };
 
       /** Works once towards the record's desired state; a transient failure comes back through `addAfter`. */
-      const work = async (record: ModelRecord): Promise<void> => {
+      const work = async (record: ModelRecord, laneEffects: ReconcileEffects): Promise<void> => {
         const { desired, generation } = record;
         if (desired === undefined && isInPlace(record, undefined)) {
           // Nothing was ever installed (added and removed before any work): close what was reported, if anything.
@@ -161,7 +180,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
           return;
         }
         try {
-          await reconcile(record, desired, effects, { stop: stop.signal, supersede: generation.signal });
+          await reconcile(record, desired, laneEffects, { stop: stop.signal, supersede: generation.signal });
           record.attempts = 0;
           if (record.desired === undefined && isInPlace(record, undefined)) records.delete(record.name);
         } catch (cause) {
@@ -180,19 +199,35 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         }
       };
 
-      const start = (name: ModelName): void => {
+      const sideEffects: ReconcileEffects = {
+        ...effects,
+        slots: { download: slots.download, load: createSlots(unlistedUnloadWorkers) },
+      };
+      const start = (name: ModelName, lane: WorkQueue<ModelName>, laneEffects: ReconcileEffects): void => {
         const record = records.get(name); // undefined once an Add then Remove was closed by an earlier pass
-        const task = record ? record.inFlight.then(() => work(record)) : Promise.resolve();
+        const task = record ? record.inFlight.then(() => work(record, laneEffects)) : Promise.resolve();
         if (record) record.inFlight = task;
         void task.then(() => {
-          queue.done(name);
+          lane.done(name);
           pump(); // a worker is free
         });
       };
 
       function pump(): void {
         let name: ModelName | undefined;
-        while (queue.counts().processing < workers && (name = queue.get()) !== undefined) start(name);
+        while (queue.counts().processing < workers && (name = queue.get()) !== undefined) {
+          const record = records.get(name);
+          if (record !== undefined && isUnlistedUnload(record)) {
+            side.add(name); // every change comes in through the main lane; this one goes to the side lane
+            queue.done(name);
+          } else start(name, queue, effects);
+        }
+        while (side.counts().processing < unlistedUnloadWorkers && (name = side.get()) !== undefined) {
+          const record = records.get(name);
+          // Wanted again since (an Add came in through the main lane): nothing for the side lane to do.
+          if (record !== undefined && !isUnlistedUnload(record)) side.done(name);
+          else start(name, side, sideEffects);
+        }
         updateIdle();
       }
       const take = (op: ModelOp): void => {
@@ -206,6 +241,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       );
       subscriber.add(intake.subscription);
       subscriber.add(queue.available$.subscribe(pump));
+      subscriber.add(side.available$.subscribe(pump));
       for (const record of records.values()) if (needsWork(record)) enqueue(record);
       subscriber.add(
         op$.subscribe({
@@ -222,6 +258,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       return () => {
         stop.abort(new Error('modelsync is shutting down'));
         queue.shutDown();
+        side.shutDown();
         active = undefined;
         drainRun = undefined;
         idle$.next(true); // nothing happens until the next subscription

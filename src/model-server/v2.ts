@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as t from 'io-ts';
 import type { Dispatcher } from 'undici';
 import { httpStatusError, permanentError, retryableError, type EffectError } from '../core/errors';
-import { modelNameProblem, type ModelName } from '../core/model-name';
+import type { ModelName } from '../core/model-name';
 import { redactUri } from '../core/redact';
 import {
   decodeJsonText,
@@ -16,6 +16,7 @@ import {
   type HttpCallResponse,
 } from '../net';
 import type { ModelServer } from '../ports';
+import { loadedModelNames, serverIndexLimits } from './index-limits';
 import { finalError, kindOfServerName, v2Dialects, type V2Dialect, type V2ServerKind } from './v2-dialect';
 
 /** Where the server listens, which server it is, and how long calls may take. */
@@ -135,7 +136,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       ? await call('GET', '/v2/models', what, timeoutMs, signal)
       : await call('POST', '/v2/repository/index', what, timeoutMs, signal);
     if (!isOk(response)) throw (await failure(response)).error;
-    const text = await readText(response);
+    const text = await readText(response, serverIndexLimits.maxBytes);
     return {
       text,
       entries: () =>
@@ -156,11 +157,8 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     if (lastListing?.checksum !== checksum) {
       // Triton lists one entry per version (a model is loaded when any is READY) and every dir, ours included: a
       // name that is no model name (`.tmp-…`, `lost+found` is one) is nobody's model to repair.
-      const loaded = entries()
-        .filter(
-          (entry) => entry.state?.toUpperCase() === 'READY' && modelNameProblem(entry.name) === undefined,
-        )
-        .map((entry) => entry.name);
+      const ready = entries().filter((entry) => entry.state?.toUpperCase() === 'READY');
+      const loaded = [...loadedModelNames(ready.map((entry) => entry.name))];
       lastListing = { checksum, loaded };
     }
     return new Set(lastListing.loaded);

@@ -37,7 +37,9 @@ export interface RepairDriftOptions {
   /** The resync interval: the first wait between two retries of a Failed model (capped backoff, core/drift.ts). */
   readonly intervalMs: number;
   readonly log: Logger;
-  readonly telemetry: Pick<Telemetry, 'resyncRun' | 'repair'>;
+  readonly telemetry: Pick<Telemetry, 'resyncRun' | 'repair' | 'repairsDeferred'>;
+  /** Unloads of unlisted models in progress at most after a resync (`--max-unlisted-unloads`). */
+  readonly maxUnlistedUnloads?: number;
 }
 
 const repairMessages: Readonly<Record<RepairKind, string>> = {
@@ -50,7 +52,8 @@ const repairMessages: Readonly<Record<RepairKind, string>> = {
 /**
  * Each trigger asks the server's index once (a trigger while it is asked is dropped) and emits the ops that
  * re-submit the desired state of every model that drifted (see `findRepairs`): the loader does the work, with
- * its own retries, so this is no second pipeline. Each repair is logged (with `model`) and counted. A server
+ * its own retries, so this is no second pipeline. Each repair is logged (with `model`) and counted; unloads of
+ * unlisted models beyond the cap are deferred (one warn line with their count, and a metric). A server
  * that does not answer is logged and skipped until the next trigger.
  */
 export const repairDrift =
@@ -76,8 +79,18 @@ export const repairDrift =
                 retries,
                 now: scheduler.now(),
                 intervalMs: options.intervalMs,
+                ...(options.maxUnlistedUnloads !== undefined
+                  ? { maxUnlistedUnloads: options.maxUnlistedUnloads }
+                  : {}),
               });
               retries = found.retries;
+              if (found.deferred > 0) {
+                log.warn(
+                  { deferred: found.deferred, trigger },
+                  'resync: the model server lists more unconfigured models than one resync unloads; the rest wait for the next resync',
+                );
+                telemetry.repairsDeferred?.(found.deferred);
+              }
               return found.repairs;
             }),
             catchError((error: unknown) => {

@@ -171,6 +171,11 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
     labelNames: ['kind'],
     registers,
   });
+  const repairsDeferred = new Counter({
+    name: 'modelsync_repairs_deferred_total',
+    help: 'Unloads of unlisted models a resync left to a later one (--max-unlisted-unloads).',
+    registers,
+  });
   new Counter({
     name: 'modelsync_uncaught_errors_total',
     help: 'Errors nothing handled (a library failing in its own callback), caught by the last-resort guard.',
@@ -239,6 +244,7 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
     },
     resyncRun: (trigger) => resyncs.inc({ trigger }),
     repair: (kind) => repairs.inc({ kind }),
+    repairsDeferred: (count) => repairsDeferred.inc(count),
     retry: (step) => retries.inc({ step }),
     watcherAlive: () => undefined,
   };

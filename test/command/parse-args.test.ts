@@ -59,6 +59,7 @@ describe('parseArgs', () => {
       retryMaxMs: 30_000,
       maxAttempts: 8,
       resyncInterval: 60_000,
+      maxUnlistedUnloads: 100,
       minFreeBytes: 0,
       shutdownTimeout: 20_000,
       httpPort: 9081,
@@ -118,6 +119,7 @@ describe('parseArgs', () => {
         '/k',
       ],
       ...['--log-format', 'json', '--resync-interval', '30s', '--min-free-bytes', '1Gi'],
+      ...['--max-unlisted-unloads', '7'],
       ...['--shutdown-timeout', '5s'],
       ...['--http-port', '0', '--http-host', '127.0.0.1', '--watch-stall-ms', '5000'],
       ...[
@@ -170,6 +172,7 @@ describe('parseArgs', () => {
       torchserveTokenFile: '/k',
       logFormat: 'json',
       resyncInterval: 30_000,
+      maxUnlistedUnloads: 7,
       minFreeBytes: 2 ** 30,
       shutdownTimeout: 5000,
       httpPort: 0,

@@ -246,6 +246,17 @@ export const flagTable = {
       'unload what the config does not list, retry failed models) this often, and on SIGHUP: `60s`, `5m`, `1500ms`; 0 = only on SIGHUP',
     codec: duration('ResyncInterval', 0, 86_400_000),
   },
+  maxUnlistedUnloads: {
+    flag: '--max-unlisted-unloads',
+    arg: 'n',
+    env: 'MODELSYNC_MAX_UNLISTED_UNLOADS',
+    default: '100',
+    help:
+      'unloads of models the model server lists but no config does, in progress at most after a resync; the rest ' +
+      'wait for the next resync (a warn line, `modelsync_repairs_deferred_total`). They run two at a time beside, ' +
+      'never instead of, the loads of configured models',
+    codec: integerIn('MaxUnlistedUnloads', 0, 100_000),
+  },
   minFreeBytes: {
     flag: '--min-free-bytes',
     arg: 'bytes',

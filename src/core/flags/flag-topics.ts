@@ -39,6 +39,7 @@ export const flagTopics: ReadonlyArray<readonly [string, ReadonlyArray<SettingFi
       'retryMaxMs',
       'maxAttempts',
       'resyncInterval',
+      'maxUnlistedUnloads',
       'shutdownTimeout',
     ],
   ],
