@@ -27,8 +27,15 @@ export interface GcsRequest {
   readonly authorized: boolean;
 }
 
-/** What the stand-in does instead of serving a request: answer `status` (GCS's JSON error), or send `bytes` and cut. */
-export type GcsFault = { readonly status: number } | { readonly cutAfterBytes: number };
+/**
+ * What the stand-in does instead of serving a request: answer `status` (GCS's JSON error), send some bytes and
+ * cut the connection, or send some bytes and then nothing, the connection left open (a stalled body).
+ */
+export type GcsFault =
+  { readonly status: number } | { readonly cutAfterBytes: number } | { readonly stallAfterBytes: number };
+
+/** Where a body stops, and whether its connection is cut there or left hanging. */
+type BodyStop = { readonly afterBytes: number; readonly stall: boolean };
 
 /** The stand-in's routes a fault can be injected on. */
 export type GcsRoute = 'list' | 'metadata' | 'media';
@@ -148,7 +155,7 @@ export const startGcsStandIn = async (options: GcsStandInOptions = {}): Promise<
     request: IncomingMessage,
     response: ServerResponse,
     object: StoredObject,
-    cutAfterBytes: number | undefined,
+    stop: BodyStop | undefined,
   ): void => {
     const size = object.data.length;
     const header = request.headers.range;
@@ -170,8 +177,8 @@ export const startGcsStandIn = async (options: GcsStandInOptions = {}): Promise<
       'x-goog-hash': `crc32c=${crc32c(object.data)},md5=${md5(object.data)}`,
       etag: `C${object.generation}`,
     });
-    if (cutAfterBytes !== undefined) {
-      response.write(body.subarray(0, cutAfterBytes), () => response.destroy());
+    if (stop !== undefined) {
+      response.write(body.subarray(0, stop.afterBytes), () => (stop.stall ? undefined : response.destroy()));
       return;
     }
     response.end(body);
@@ -183,7 +190,7 @@ export const startGcsStandIn = async (options: GcsStandInOptions = {}): Promise<
     bucket: string,
     name: string,
     query: URLSearchParams,
-    cutAfterBytes: number | undefined,
+    stop: BodyStop | undefined,
   ): void => {
     const stored = buckets.get(bucket)?.get(name);
     const generation = query.get('generation');
@@ -202,7 +209,7 @@ export const startGcsStandIn = async (options: GcsStandInOptions = {}): Promise<
       );
       return;
     }
-    if (query.get('alt') === 'media') media(request, response, stored, cutAfterBytes);
+    if (query.get('alt') === 'media') media(request, response, stored, stop);
     else json(response, 200, resource(bucket, name, stored));
   };
 
@@ -254,7 +261,12 @@ export const startGcsStandIn = async (options: GcsStandInOptions = {}): Promise<
       apiError(response, fault.status, 'backendError', `Injected failure ${fault.status}.`);
       return;
     }
-    const cut = fault !== undefined && 'cutAfterBytes' in fault ? fault.cutAfterBytes : undefined;
+    const cut =
+      fault === undefined || 'status' in fault
+        ? undefined
+        : 'cutAfterBytes' in fault
+          ? { afterBytes: fault.cutAfterBytes, stall: false }
+          : { afterBytes: fault.stallAfterBytes, stall: true };
     if (listed !== null) list(response, bucket, url.searchParams);
     else object(request, response, bucket, decodeURIComponent(named![2]!), url.searchParams, cut);
   });

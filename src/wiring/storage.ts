@@ -58,7 +58,7 @@ const azureAndGcsStorage = (
     concurrency: config.storageConcurrency,
     ...(config.gcsEndpoint !== undefined ? { endpoint: config.gcsEndpoint } : {}),
     ...(env.GOOGLE_APPLICATION_CREDENTIALS ? { credentialsFile: env.GOOGLE_APPLICATION_CREDENTIALS } : {}),
-    proxyFor: (url) => network.proxyFor(url),
+    network,
   }),
 });
 

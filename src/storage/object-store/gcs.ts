@@ -1,16 +1,20 @@
-/** gcsClient: Google Cloud Storage (`gs://bucket/prefix`) as an ObjectStoreClient, over @google-cloud/storage. */
-import { stat } from 'node:fs/promises';
-import type { Storage, StorageOptions } from '@google-cloud/storage';
+/** gcsClient: Google Cloud Storage (`gs://bucket/prefix`) as an ObjectStoreClient: our JSON API requests, the SDK's credentials. */
 import * as E from 'fp-ts/Either';
-import { errorCode } from '../../core/errors';
+import { isRight } from 'fp-ts/Either';
+import { EffectError, retryableError } from '../../core/errors';
+import { parseJson } from '../../core/json/json';
 import { redactUri } from '../../core/storage-uri';
-import { transportError } from '../../net';
-import { idleWatch } from './idle-watch';
-import { lazyModule } from '../../core/lazy-module';
-
-/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first gs:// model (lazy-module.ts) */
-const gcsSdk = lazyModule(() => require('@google-cloud/storage') as typeof import('@google-cloud/storage'));
+import {
+  discardBody,
+  readText,
+  timeoutOf,
+  transportError,
+  type HttpCallResponse,
+  type Network,
+} from '../../net';
 import type { StorageProvider } from '../../ports';
+import { idleWatch } from './idle-watch';
+import { defaultGcsEndpoint, gcsGet, GcsCredentials, type GcsGet } from './gcs-requests';
 import type { ObjectLocation, ObjectStoreClient, StoredObject, ListingBounds } from './client';
 import { fieldsOf, invalidListing, storedObject } from './listing-bounds';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
@@ -29,18 +33,12 @@ export interface GcsClientOptions {
   readonly credentialsFile?: string;
   /** Longest wait for an answer, and for the next bytes of a body, in ms (default 60 s). */
   readonly timeoutMs?: number;
-  /**
-   * Retries of a failed request the SDK makes itself (default 0: the loader's backoff retries). Its retries cannot
-   * be aborted: their timers outlive an aborted download.
-   */
-  readonly sdkRetries?: number;
+  /** Immediate retries of a list page that failed retryably (default 0: the loader's backoff retries). */
+  readonly requestRetries?: number;
   /** Objects asked for per list page (GCS answers at most 1,000). */
   readonly pageSize?: number;
-  /**
-   * The proxy for a request to a URL (the Network's rule: `HTTPS_PROXY`, `NO_PROXY`). The SDK takes no agent, only
-   * a proxy per request; where this says none, the SDK still applies its own reading of the proxy variables.
-   */
-  readonly proxyFor?: (url: URL) => URL | undefined;
+  /** The connections (proxies, CA bundle, keep-alive); default undici's global pool, direct. */
+  readonly network?: Network;
 }
 
 // GCS bucket names: 3–63 characters (222 with dots), lower-case letters, digits, `-`, `_` and `.`.
@@ -62,113 +60,63 @@ export const gcsLocation = (uri: string): E.Either<string, ObjectLocation> => {
   return E.right({ bucket, prefix, display });
 };
 
-type Interceptor = NonNullable<StorageOptions['interceptors_']>[number];
-type RequestOptions = Parameters<Interceptor['request']>[0];
-
-/** The Storage client for the current credentials file, made again when the file changes (a rotated key). */
-class StorageHolder {
-  private current: { readonly storage: Storage; readonly version: string } | undefined;
-
-  constructor(private readonly options: GcsClientOptions) {}
-
-  async get(): Promise<Storage> {
-    const version = await this.fileVersion();
-    if (this.current?.version !== version) this.current = { storage: this.make(), version };
-    return this.current.storage;
-  }
-
-  /** The storage client to read with: the one the listing used. */
-  now(): Storage {
-    return this.current?.storage ?? (this.current = { storage: this.make(), version: '' }).storage;
-  }
-
-  private async fileVersion(): Promise<string> {
-    const file = this.options.credentialsFile;
-    if (file === undefined) return '';
-    // A missing file is the SDK's to report (it names the file); a changed one is a new client.
-    const stats = await stat(file).catch(() => undefined);
-    return stats === undefined ? 'missing' : `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
-  }
-
-  private make(): Storage {
-    const { endpoint, credentialsFile, timeoutMs, sdkRetries = 0, proxyFor } = this.options;
-    // The request is already decorated here (its `uri` absolute): the type says less than the SDK gives.
-    const viaProxy = (request: RequestOptions): ReturnType<Interceptor['request']> => {
-      const decorated = request as ReturnType<Interceptor['request']>;
-      const proxy = proxyFor?.(new URL(decorated.uri));
-      return proxy === undefined ? decorated : { ...decorated, proxy: proxy.href };
-    };
-    return new (gcsSdk().Storage)({
-      ...(proxyFor !== undefined ? { interceptors_: [{ request: viaProxy }] } : {}),
-      ...(endpoint !== undefined ? { apiEndpoint: endpoint } : {}),
-      ...(credentialsFile !== undefined
-        ? { keyFilename: credentialsFile, useAuthWithCustomEndpoint: true }
-        : {}),
-      ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
-      // `maxRetries: 0` would mean the default (3): no retries is `autoRetry: false`.
-      retryOptions: sdkRetries > 0 ? { autoRetry: true, maxRetries: sdkRetries } : { autoRetry: false },
-    });
-  }
-}
-
-/** What a failed SDK call carries: the HTTP status as `code` (ApiError) or `status` (a token exchange). */
-interface SdkFailure {
+/** What a failed token request carries: the HTTP status as `status` or `code`, the server's words. */
+interface AuthFailure {
   readonly code?: unknown;
   readonly status?: unknown;
   readonly message?: unknown;
-  readonly errors?: ReadonlyArray<{ readonly reason?: unknown }>;
   readonly response?: { readonly status?: unknown };
 }
 
-/** The API's own words: a JSON error body's `error.message` (a failed media read has the body as its message). */
-const detailOf = (failure: SdkFailure): string => {
-  const message = typeof failure.message === 'string' ? failure.message : '';
-  let text = message;
-  try {
-    const body = JSON.parse(message) as {
-      error?: { message?: unknown } | string;
-      error_description?: unknown;
-    };
-    const inner =
-      typeof body.error === 'object' ? body.error.message : (body.error_description ?? body.error);
-    if (typeof inner === 'string') text = inner;
-  } catch {
-    // Not JSON: the message as it is.
-  }
-  const reason = failure.errors?.[0]?.reason;
-  return typeof reason === 'string' && !text.includes(reason) ? `${reason}: ${text}` : text;
-};
-
-const statusOf = (failure: SdkFailure): number | undefined => {
+const statusOf = (failure: AuthFailure): number | undefined => {
   for (const value of [failure.code, failure.status, failure.response?.status]) {
     if (typeof value === 'number' && value >= 400 && value < 600) return value;
   }
   return undefined;
 };
 
-/** Any failure of the SDK as an EffectError: an answer by its status, an abort, else the transport's. */
+/** A failure as an EffectError: ours as it is, an abort, a refused token request by its status, else the transport's. */
 const gcsError = (cause: unknown, what: string, phase: 'list' | 'read', signal: AbortSignal) => {
-  // Only our signal makes an abort ours: the SDK reports a body whose connection dropped as an AbortError too.
+  if (cause instanceof EffectError) return cause;
   if (signal.aborted) return transportError(signal.reason, { what, aborted: true });
-  const failure = (typeof cause === 'object' && cause !== null ? cause : {}) as SdkFailure;
+  const failure = (typeof cause === 'object' && cause !== null ? cause : {}) as AuthFailure;
   const status = statusOf(failure);
-  if (status !== undefined) return storeStatusError({ what, status, phase, detail: detailOf(failure) });
-  // node-fetch's body failures carry no status: a connection reset mid-body, a premature close.
-  const lost = errorCode(cause) === 'ERR_STREAM_PREMATURE_CLOSE' || phase === 'read';
-  return transportError(cause, { what, aborted: false, connectionLost: lost });
+  const detail = typeof failure.message === 'string' ? failure.message : '';
+  if (status !== undefined) return storeStatusError({ what, status, phase, detail });
+  return transportError(cause, { what, aborted: false, connectionLost: phase === 'read' });
 };
 
-/** Rejects as soon as `signal` aborts (the SDK's list calls take no signal). */
-const unlessAborted = <T>(promise: Promise<T>, signal: AbortSignal): Promise<T> =>
-  new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason as Error);
-    if (signal.aborted) onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
+/** How a client reaches its endpoint. */
+interface GcsReach {
+  readonly credentials: GcsCredentials;
+  readonly network: Network | undefined;
+  readonly base: string;
+  readonly timeoutMs: number;
+  readonly retries: number;
+}
+
+/** The JSON API URL of `path` under the endpoint (which may have a path of its own), with `query`. */
+const apiUrl = (reach: GcsReach, path: string, query: Readonly<Record<string, string>>): URL => {
+  const url = new URL(`${reach.base}/storage/v1/b/${path}`);
+  for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+  return url;
+};
+
+/** One list page's JSON, retried `reach.retries` times at once on a retryable failure (429, 5xx, a reset). */
+const listPage = async (reach: GcsReach, get: GcsGet): Promise<unknown> => {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const json = parseJson(await readText(await gcsGet(reach.credentials, reach.network, get)));
+      return isRight(json) ? json.right : undefined;
+    } catch (cause) {
+      const error = gcsError(cause, get.what, 'list', get.signal);
+      if (!error.retryable || get.signal.aborted || attempt >= reach.retries) throw error;
+    }
+  }
+};
 
 async function* listObjects(
-  holder: StorageHolder,
+  reach: GcsReach,
   pageSize: number,
   location: ObjectLocation,
   signal: AbortSignal,
@@ -178,24 +126,14 @@ async function* listObjects(
   let pageToken: string | undefined;
   let index = 0;
   do {
-    let page: Readonly<Record<string, unknown>> | undefined;
-    try {
-      const storage = await holder.get();
-      // The JSON API's answer as it came (the SDK's authenticated request, not getFiles): getFiles makes a File
-      // of each item inside its own callback, where an item that is null or no object throws out of reach.
-      const query = {
-        prefix: location.prefix,
-        maxResults: pageSize,
-        ...(pageToken === undefined ? {} : { pageToken }),
-      };
-      const [body] = (await unlessAborted(
-        storage.bucket(location.bucket).request({ uri: '/o', qs: query }),
-        signal,
-      )) as unknown as [unknown];
-      page = fieldsOf(body);
-    } catch (cause) {
-      throw gcsError(cause, what, 'list', signal);
-    }
+    const query = {
+      prefix: location.prefix,
+      maxResults: String(pageSize),
+      ...(pageToken === undefined ? {} : { pageToken }),
+    };
+    const url = apiUrl(reach, `${encodeURIComponent(location.bucket)}/o`, query);
+    const body = await listPage(reach, { url, what, phase: 'list', timeoutMs: reach.timeoutMs, signal });
+    const page = fieldsOf(body);
     if (page === undefined) throw invalidListing(what, 'the body is no JSON object');
     const items = page['items'] ?? [];
     if (!Array.isArray(items)) throw invalidListing(what, 'its items are not a list');
@@ -216,8 +154,7 @@ async function* listObjects(
 }
 
 async function* readObject(
-  holder: StorageHolder,
-  idleMs: number,
+  reach: GcsReach,
   location: ObjectLocation,
   object: StoredObject,
   offset: number,
@@ -225,22 +162,36 @@ async function* readObject(
 ): AsyncGenerator<Uint8Array> {
   if (offset >= object.size) return;
   const what = `reading gs://${location.bucket}/${object.key}`;
-  const file = holder.now().bucket(location.bucket).file(object.key, { generation: object.version });
-  // Pinned to the listed generation: a newer one answers 404, read as `changed`. Stored bytes, not transcoded:
-  // offsets and sizes are the stored object's.
-  const stream = file.createReadStream({
-    validation: false,
-    decompress: false,
-    ...(offset > 0 ? { start: offset } : {}),
+  const { timeoutMs } = reach;
+  // Pinned to the listed generation: a newer one answers 404, read as `changed`. Stored bytes, not transcoded
+  // (`Accept-Encoding: gzip` keeps GCS from decompressing, and undici decodes nothing): offsets and sizes are the
+  // stored object's.
+  const url = apiUrl(reach, `${encodeURIComponent(location.bucket)}/o/${encodeURIComponent(object.key)}`, {
+    alt: 'media',
+    generation: object.version,
   });
-  const onAbort = (): void => void stream.destroy(signal.reason as Error);
-  signal.addEventListener('abort', onAbort, { once: true });
-  // The SDK's fetch never ends a body whose connection closed early (node-fetch 2 with a Content-Length): a
-  // body that sends nothing for `idleMs` is failed here. Only the wait for bytes counts, not our writes.
-  const idle = idleWatch(idleMs, () => stream.destroy());
+  const headers = { 'accept-encoding': 'gzip', ...(offset > 0 ? { range: `bytes=${offset}-` } : {}) };
+  let call: HttpCallResponse;
   try {
-    if (signal.aborted) onAbort();
-    const chunks = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    call = await gcsGet(reach.credentials, reach.network, {
+      url,
+      what,
+      phase: 'read',
+      headers,
+      timeoutMs,
+      signal,
+    });
+  } catch (cause) {
+    throw gcsError(cause, what, 'read', signal);
+  }
+  if (offset > 0 && call.status !== 206) {
+    await discardBody(call);
+    throw retryableError('invalid-response', `${what}: HTTP ${call.status} to a ranged read, not 206`);
+  }
+  // The wait for bytes is timed here too, so a stalled body says so the same way whichever timer fires first.
+  const idle = idleWatch(timeoutMs, () => call.body.destroy());
+  const chunks = call.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  try {
     for (
       let next = await idle.wait(chunks.next());
       next.done !== true;
@@ -249,29 +200,43 @@ async function* readObject(
       yield next.value;
     }
   } catch (cause) {
-    const timeout = idle.fired ? `timed out: no data received for ${idleMs} ms` : undefined;
-    throw timeout === undefined
-      ? gcsError(cause, what, 'read', signal)
-      : transportError(cause, { what, aborted: false, timeout });
+    const stalled = idle.fired || timeoutOf(cause) !== undefined;
+    throw stalled && !signal.aborted
+      ? transportError(cause, {
+          what,
+          aborted: false,
+          timeout: `timed out: no data received for ${timeoutMs} ms`,
+        })
+      : gcsError(cause, what, 'read', signal);
   } finally {
-    signal.removeEventListener('abort', onAbort);
-    stream.destroy();
+    // Ends the body (and its connection) when the reader stops early; its errors were the iterator's to report.
+    await chunks.return?.().catch(() => undefined);
   }
 }
 
 /**
- * GCS through `@google-cloud/storage`: lists with `prefix` and `pageToken` page by page; reads the listed
- * generation (`generation=`), from an offset with a `Range` header, never transcoded. Statuses as
- * storeStatusError reads them; connection failures retryable; proxies from `HTTPS_PROXY`/`NO_PROXY` (the SDK's
- * own handling: it takes no agent).
+ * GCS's JSON API, requests of our own through the Network: lists with `prefix` and `pageToken` page by page; reads
+ * the listed generation (`generation=`), from an offset with a `Range` header, never transcoded. The SDK only
+ * supplies the credentials, sent to the configured endpoint alone; a redirect is refused. Statuses as
+ * storeStatusError reads them; connection failures retryable.
  */
 export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => {
-  const holder = new StorageHolder(options);
+  const endpoint = options.endpoint ?? defaultGcsEndpoint;
+  const reach: GcsReach = {
+    credentials: new GcsCredentials({
+      endpoint,
+      ...(options.credentialsFile !== undefined ? { credentialsFile: options.credentialsFile } : {}),
+    }),
+    network: options.network,
+    base: endpoint.replace(/\/+$/, ''),
+    timeoutMs: options.timeoutMs ?? 60_000,
+    retries: options.requestRetries ?? 0,
+  };
   const pageSize = options.pageSize ?? 1000;
   return {
-    list: (location, signal, bounds) => listObjects(holder, pageSize, location, signal, bounds),
+    list: (location, signal, bounds) => listObjects(reach, pageSize, location, signal, bounds),
     read: (location, object, offset, signal) =>
-      Promise.resolve(readObject(holder, options.timeoutMs ?? 60_000, location, object, offset, signal)),
+      Promise.resolve(readObject(reach, location, object, offset, signal)),
   };
 };
 

@@ -129,8 +129,8 @@ describe('Azure Blob and GCS models on the real process', () => {
 
   it('leaves no staging dir when SIGTERM arrives mid-download', async () => {
     gcs.put('models', 'stalled/weights.bin', Buffer.alloc(2_000_000, 3));
-    // The body stops after 1 MB and the connection drops: the download waits for bytes that never come.
-    gcs.injectFault('media', { cutAfterBytes: 1_000_000 });
+    // The body stops after 1 MB, its connection left open: the download waits for bytes that never come.
+    gcs.injectFault('media', { stallAfterBytes: 1_000_000 });
     const { modelDir, flags } = await setUp({ stalled: 'gs://models/stalled' });
     const agent = startCli(cliArgs(flags));
     await waitFor(

@@ -87,10 +87,10 @@ describe('gcsClient.list', () => {
     expect(refused).toMatchObject({ kind: 'network', retryable: true });
   });
 
-  it('lets the SDK retry a 503 itself when asked to (sdkRetries)', async () => {
+  it('retries a 503 list page at once when asked to (requestRetries)', async () => {
     gcs.put('flaky', 'm/a', 'a');
     gcs.injectFault('list', { status: 503 });
-    const retrying = gcsClient({ endpoint: gcs.url, sdkRetries: 1 });
+    const retrying = gcsClient({ endpoint: gcs.url, requestRetries: 1 });
     expect((await collect(retrying.list(at('flaky', 'm'), never, bounds()))).map((o) => o.key)).toEqual([
       'm/a',
     ]);
@@ -135,10 +135,22 @@ describe('gcsClient.read', () => {
     expect(deleted).toMatchObject({ kind: 'changed', retryable: true });
   });
 
-  it('fails retryably with timeout when a cut body sends nothing more, after handing on the bytes that came', async () => {
+  it('fails retryably with network when the connection drops mid-body, after handing on the bytes that came', async () => {
     gcs.put('reads', 'm/cut.bin', 'x'.repeat(100_000));
     const object = await listedObject('reads', 'm/cut.bin');
     gcs.injectFault('media', { cutAfterBytes: 40_000 });
+    const received: Uint8Array[] = [];
+    const reading = (async () => {
+      for await (const chunk of await client().read(at('reads', 'm'), object, 0, never)) received.push(chunk);
+    })();
+    expect(await effectError(reading)).toMatchObject({ kind: 'network', retryable: true });
+    expect(received.reduce((sum, c) => sum + c.byteLength, 0)).toBe(40_000);
+  });
+
+  it('fails retryably with timeout when a body sends nothing more, after handing on the bytes that came', async () => {
+    gcs.put('reads', 'm/stalled.bin', 'x'.repeat(100_000));
+    const object = await listedObject('reads', 'm/stalled.bin');
+    gcs.injectFault('media', { stallAfterBytes: 40_000 });
     const received: Uint8Array[] = [];
     const reader = gcsClient({ endpoint: gcs.url, timeoutMs: 300 });
     const reading = (async () => {

@@ -84,7 +84,7 @@ describe('gcsStorage against the GCS stand-in', () => {
     gcs.put('models', 'progress/b/c.bin', Buffer.alloc(150_000, 2));
     // One body (whichever is read first: both are past 100 kB) stalls after 100 kB until the request timeout
     // notices it: reports come meanwhile, then it resumes.
-    gcs.injectFault('media', { cutAfterBytes: 100_000 });
+    gcs.injectFault('media', { stallAfterBytes: 100_000 });
     const reports: DownloadProgress[] = [];
     const limits = { ...defaultDownloadLimits, progressIntervalMs: 20 };
     await storage({ timeoutMs: 300, limits }).download('gs://models/progress', staging.path, never, (p) =>
@@ -123,11 +123,7 @@ describe('gcsStorage against the GCS stand-in', () => {
     const proxy = await startFaultProxy(gcs.url);
     const network = createNetwork({ proxy: { httpProxy: proxy.url, noProxy } });
     try {
-      await storage({ proxyFor: (url) => network.proxyFor(url) }).download(
-        'gs://models/single',
-        staging.path,
-        never,
-      );
+      await storage({ network }).download('gs://models/single', staging.path, never);
       expect(await listTree(staging.path)).toEqual(['weights.bin']);
       const seen = proxy.requests.map((r) => r.path);
       expect(seen).toEqual(

@@ -77,7 +77,7 @@ const stores = {
       }),
     contentType: 'application/json',
     isListing: (url: URL) => url.pathname === '/storage/v1/b/bucket/o',
-    provider: (url: string): StorageProvider => gcsStorage({ endpoint: url, sdkRetries: 0 }),
+    provider: (url: string): StorageProvider => gcsStorage({ endpoint: url }),
   },
   azure: {
     uri: (url: string) => `${url}/account/container/m`,
