@@ -5,7 +5,10 @@ import { guardProcess, uncaughtErrorCount } from '../../src/log';
 
 const recordingLog = () => {
   const lines: Array<Record<string, unknown>> = [];
-  const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const log = pino(
+    { level: 'info' },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   return { log, lines };
 };
 

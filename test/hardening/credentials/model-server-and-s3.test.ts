@@ -5,6 +5,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { ModelName } from '../../../src/core/model-name';
 import { torchServeModelServer } from '../../../src/model-server/torchserve';
 import { s3Credentials } from '../../../src/storage/object-store/s3-credentials';
 import { s3Storage } from '../../../src/storage/object-store/s3';
@@ -38,7 +39,7 @@ describe.each([301, 302, 307, 308])('a %i from the model server or the store', (
       await writeFile(tokenFile, JSON.stringify({ management: { key: 'ts-management-key-3e9a' } }));
       const client = torchServeModelServer({ baseUrl: server.url, tokenFile, timeoutMs: 5000 });
 
-      const error = await effectError(client.load('m', false, never));
+      const error = await effectError(client.load('m' as ModelName, false, never));
       expect(error.message).toContain(String(status));
       // The management API itself got the token: the test would show a redirect that carried it.
       expect(authHeaders(management.heard[0]!)).toEqual({ authorization: 'Bearer ts-management-key-3e9a' });

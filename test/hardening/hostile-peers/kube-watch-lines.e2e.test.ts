@@ -147,7 +147,9 @@ it('does not follow a watch redirected elsewhere: the token never gets there, an
       'two redirected watches',
     );
     expect(elsewhere.heard).toEqual([]);
-    expect(agent.logs.some((log) => JSON.stringify(log).includes('a redirect (HTTP 307), not followed'))).toBe(true);
+    expect(
+      agent.logs.some((log) => JSON.stringify(log).includes('a redirect (HTTP 307), not followed')),
+    ).toBe(true);
     api.redirectWatches(undefined);
     await waitFor(() => watchesOf(api) > watches + 2 && api.openWatches() === 1, 20_000, 'the watch back');
     api.apply({ 'models.json': modelsJson(storage, ['alpha', 'beta']) });
