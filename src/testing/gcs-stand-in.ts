@@ -36,7 +36,6 @@ export type GcsFault =
 
 /** Where a body stops, and whether its connection is cut there or left hanging. */
 type BodyStop = { readonly afterBytes: number; readonly stall: boolean };
-
 /** The stand-in's routes a fault can be injected on. */
 export type GcsRoute = 'list' | 'metadata' | 'media';
 

@@ -45,6 +45,7 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--retry-max-ms', 'MODELSYNC_RETRY_MAX_MS'],
   ['--max-attempts', 'MODELSYNC_MAX_ATTEMPTS'],
   ['--resync-interval', 'MODELSYNC_RESYNC_INTERVAL'],
+  ['--max-unlisted-unloads', 'MODELSYNC_MAX_UNLISTED_UNLOADS'],
   ['--shutdown-timeout', 'MODELSYNC_SHUTDOWN_TIMEOUT'],
   ['--local-storage-roots', 'MODELSYNC_LOCAL_STORAGE_ROOTS'],
   ['--max-model-bytes', 'MODELSYNC_MAX_MODEL_BYTES'],

@@ -1,0 +1,63 @@
+/** The HTTP surface part of the flag table: where it listens, its bounds, the /status page, the stall window. */
+import type { FlagSpec } from './flag-spec';
+import { hostAddress, integerIn } from './setting-codecs';
+
+/** The surface's flags, in `--help` order (spread into `flagTable`). */
+export const surfaceFlags = {
+  httpPort: {
+    flag: '--http-port',
+    arg: 'port',
+    env: 'MODELSYNC_HTTP_PORT',
+    default: '9081',
+    help: 'port of the HTTP surface (on every interface unless `--http-host`): `/healthz`, `/readyz`, `/metrics`, `/status`; 0 = off',
+    codec: integerIn('HttpPort', 0, 65_535),
+  },
+  httpHost: {
+    flag: '--http-host',
+    arg: 'address',
+    env: 'MODELSYNC_HTTP_HOST',
+    help: 'address the HTTP surface binds (`127.0.0.1`, `::1`, the pod IP); default every interface, where the kubelet probes the pod IP',
+    codec: hostAddress,
+    optional: true,
+  },
+  httpMaxConnections: {
+    flag: '--http-max-connections',
+    arg: 'n',
+    env: 'MODELSYNC_HTTP_MAX_CONNECTIONS',
+    default: '64',
+    help: 'connections the HTTP surface holds at once; one more evicts the oldest not being answered (idle, or still sending its head), or is closed when every one is',
+    codec: integerIn('HttpMaxConnections', 4, 65_535),
+  },
+  httpRequestTimeoutMs: {
+    flag: '--http-request-timeout-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_HTTP_REQUEST_TIMEOUT_MS',
+    default: '5000',
+    help: 'a request to the HTTP surface must arrive whole (line and headers) within this; a slower one is cut (408)',
+    codec: integerIn('HttpRequestTimeoutMs', 100, 600_000),
+  },
+  httpIdleTimeoutMs: {
+    flag: '--http-idle-timeout-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_HTTP_IDLE_TIMEOUT_MS',
+    default: '5000',
+    help: 'the HTTP surface closes a kept-alive connection idle this long, and one with no bytes moving either way (a client that stops reading)',
+    codec: integerIn('HttpIdleTimeoutMs', 100, 600_000),
+  },
+  httpStatusPageSize: {
+    flag: '--http-status-page-size',
+    arg: 'n',
+    env: 'MODELSYNC_HTTP_STATUS_PAGE_SIZE',
+    default: '500',
+    help: 'models on one `/status` page, and the most `?limit=` may ask; `page.next` is the `?after=` of the next page',
+    codec: integerIn('HttpStatusPageSize', 1, 100_000),
+  },
+  watchStallMs: {
+    flag: '--watch-stall-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_WATCH_STALL_MS',
+    default: '60000',
+    help: '`/healthz` answers 503 once the config watch has made no progress for this long while the config dir exists, or the event loop has not turned for this long',
+    codec: integerIn('WatchStallMs', 500, 86_400_000),
+  },
+} as const satisfies Readonly<Record<string, FlagSpec>>;
