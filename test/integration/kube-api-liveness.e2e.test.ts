@@ -3,16 +3,14 @@
  * watch and an API server that is down are no reason to restart (the watch retries by itself); `/status` says the
  * source is unreachable meanwhile, and the change after the outage is applied.
  */
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { StatusDocumentJson } from '../../src/core/status-document';
 import { surfacePaths } from '../../src/surface/http-surface';
-import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import type { V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { sleep, waitFor } from '../../src/testing/wait';
-import { cliArgs, killAllCli, startCli, type CliProcess } from '../helpers/cli-process';
-import { writeFiles } from '../helpers/file-tree';
-import { modelsJson, startKubeApiCluster, type KubeApiCluster } from '../helpers/kube-api';
+import { killAllCli, type CliProcess } from '../helpers/cli-process';
+import type { KubeApiCluster } from '../helpers/kube-api';
 import { useTempDir } from '../helpers/temp-dir';
+import { useKubeAgent } from '../helpers/kube-agent';
 import { freePort, get, getJson } from './surface-kit';
 
 afterEach(killAllCli);
@@ -21,41 +19,24 @@ const tmp = useTempDir('kube-api-liveness');
 const stallMs = 1000; // --watch-stall-ms
 
 describe('/healthz with --source kube-api', () => {
-  let cluster: KubeApiCluster | undefined;
-  let server: V2ModelServerStandIn | undefined;
-  afterEach(async () => {
-    await cluster?.api.close();
-    await server?.close();
-    cluster = server = undefined;
-  });
+  const kube = useKubeAgent(tmp);
+  const { models } = kube;
 
-  const storage = (): string => join(tmp.path, 'pvc');
-  const models = (...names: string[]) => ({ 'models.json': modelsJson(storage(), names) });
-
-  const startAgent = async (): Promise<{ agent: CliProcess; port: number; cluster: KubeApiCluster }> => {
-    await writeFiles(storage(), { 'alpha/model.bin': 'a', 'beta/model.bin': 'b' });
-    const modelDir = join(tmp.path, 'models');
-    mkdirSync(modelDir);
-    cluster = await startKubeApiCluster(tmp.path);
-    cluster.api.apply(models('alpha'));
-    server = await startV2ModelServer({ modelDir });
+  const startAgent = async (): Promise<{
+    agent: CliProcess;
+    port: number;
+    cluster: KubeApiCluster;
+    server: V2ModelServerStandIn;
+  }> => {
     const port = await freePort();
-    const agent = startCli(
-      cliArgs({
-        ...cluster.flags,
-        'model-dir': modelDir,
-        'server-url': server.url,
-        'local-storage-roots': storage(),
-        'http-port': port,
-        'watch-stall-ms': stallMs,
-        'retry-base-ms': 50,
-        'retry-max-ms': 200,
-      }),
-      { env: cluster.env },
-    );
+    const { agent, cluster, server } = await kube.start({
+      names: ['alpha', 'beta'],
+      initial: ['alpha'],
+      flags: { 'http-port': port, 'watch-stall-ms': stallMs },
+    });
     await agent.waitForLog('start-up sync complete; ready');
-    await waitFor(() => cluster!.api.openWatches() === 1, 5000, 'an open watch');
-    return { agent, port, cluster };
+    await waitFor(() => cluster.api.openWatches() === 1, 5000, 'an open watch');
+    return { agent, port, cluster, server };
   };
 
   /** /healthz's status at every tenth of the stall window for `ms`. */
@@ -72,7 +53,7 @@ describe('/healthz with --source kube-api', () => {
   });
 
   it('stays 200 while the API server is down, /status says it is unreachable, and applies the change after', async () => {
-    const { port, cluster: down } = await startAgent();
+    const { port, cluster: down, server } = await startAgent();
     down.api.setDown(true);
     const healthDuringOutage = healthOver(port, 2 * stallMs + 500);
     await waitFor(
@@ -89,7 +70,7 @@ describe('/healthz with --source kube-api', () => {
     expect([...(await healthDuringOutage)]).toEqual([200]);
     down.api.setDown(false);
     down.api.apply(models('alpha', 'beta'));
-    await waitFor(() => server!.loaded.has('beta'), 15_000, 'beta loaded after the outage');
+    await waitFor(() => server.loaded.has('beta'), 15_000, 'beta loaded after the outage');
     expect((await get(port, surfacePaths.healthz)).status).toBe(200);
   });
 });

@@ -3,16 +3,14 @@
  * load, a change applied at once, a dropped watch resumed from its version, 410 re-lists, bad values and a deleted
  * ConfigMap that unload nothing, a refused token, a stalled watch, 200 rapid changes, and --dry-run.
  */
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import type { V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { sleep, waitFor } from '../../src/testing/wait';
-import { cliArgs, killAllCli, runCli, startCli, type CliProcess } from '../helpers/cli-process';
-import { writeFiles } from '../helpers/file-tree';
-import { goodToken, modelsJson, startKubeApiCluster, type KubeApiCluster } from '../helpers/kube-api';
+import { cliArgs, killAllCli, runCli, startCli } from '../helpers/cli-process';
+import { goodToken, startKubeApiCluster } from '../helpers/kube-api';
 import type { LogLine } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
+import { useKubeAgent, type KubeAgent } from '../helpers/kube-agent';
 import { freePort, get, getJson } from './surface-kit';
 import type { StatusDocumentJson } from '../../src/core/status-document';
 import { surfacePaths } from '../../src/surface/http-surface';
@@ -24,43 +22,25 @@ const loadedLine = (model: string) => (log: LogLine) =>
   log['msg'] === 'model loaded' && log['model'] === model;
 
 describe('--source kube-api on the real process', () => {
-  let cluster: KubeApiCluster | undefined;
-  let server: V2ModelServerStandIn | undefined;
-  afterEach(async () => {
-    await cluster?.api.close();
-    await server?.close();
-    cluster = server = undefined;
-  });
-
   const names = ['alpha', 'beta', 'gamma', 'delta'];
-  const storage = (): string => join(tmp.path, 'pvc');
-  const models = (...list: string[]) => ({ 'models.json': modelsJson(storage(), list) });
-
-  /** The stand-ins, model files for `names`, and an agent watching the ConfigMap (which holds `initial`). */
-  const startAgent = async (
+  const kube = useKubeAgent(tmp);
+  // The --dry-run test runs its own stand-in, without the agent's.
+  let afterDryRun: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await afterDryRun?.();
+    afterDryRun = undefined;
+  });
+  const { models } = kube;
+  /** The stand-ins and an agent watching the ConfigMap (which holds `initial`). */
+  const startAgent = (
     initial: ReadonlyArray<string> | undefined,
     options: { token?: string; flags?: Record<string, string | number | boolean> } = {},
-  ): Promise<{ agent: CliProcess; cluster: KubeApiCluster; server: V2ModelServerStandIn }> => {
-    await writeFiles(storage(), Object.fromEntries(names.map((name) => [`${name}/model.bin`, name])));
-    const modelDir = join(tmp.path, 'models');
-    mkdirSync(modelDir);
-    cluster = await startKubeApiCluster(tmp.path, options.token);
-    if (initial !== undefined) cluster.api.apply(models(...initial));
-    server = await startV2ModelServer({ modelDir });
-    const agent = startCli(
-      cliArgs({
-        ...cluster.flags,
-        'model-dir': modelDir,
-        'server-url': server.url,
-        'local-storage-roots': storage(),
-        'retry-base-ms': 50,
-        'retry-max-ms': 200,
-        ...options.flags,
-      }),
-      { env: cluster.env },
-    );
-    return { agent, cluster, server };
-  };
+  ): Promise<KubeAgent> =>
+    kube.start({
+      ...(initial === undefined ? {} : { initial }),
+      ...(options.token === undefined ? {} : { token: options.token }),
+      ...(options.flags === undefined ? {} : { flags: options.flags }),
+    });
   const loadsOf = (standIn: V2ModelServerStandIn, model: string): number =>
     standIn.loads.filter((load) => load.name === model).length;
   const unloads = (standIn: V2ModelServerStandIn): number =>
@@ -277,7 +257,8 @@ describe('--source kube-api on the real process', () => {
   });
 
   it('--dry-run prints the ops from the ConfigMap, live and with --once', async () => {
-    cluster = await startKubeApiCluster(tmp.path);
+    const cluster = await startKubeApiCluster(tmp.path);
+    afterDryRun = () => cluster.api.close();
     cluster.api.apply(models('alpha'));
     const once = await runCli(cliArgs({ ...cluster.flags, 'dry-run': true, once: true }), {
       env: cluster.env,
@@ -288,7 +269,7 @@ describe('--source kube-api on the real process', () => {
     ]);
     const live = startCli(cliArgs({ ...cluster.flags, 'dry-run': true }), { env: cluster.env });
     await live.waitForStdoutLines(1);
-    await waitFor(() => cluster!.api.openWatches() === 1, 5000, 'an open watch');
+    await waitFor(() => cluster.api.openWatches() === 1, 5000, 'an open watch');
     cluster.api.apply(models('beta'));
     const lines = await live.waitForStdoutLines(3);
     expect(lines.slice(1).map((line) => JSON.parse(line) as { op: string; modelName: string })).toMatchObject(

@@ -5,29 +5,20 @@
  * loaded, and takes the next good ConfigMap version through a new watch. A line that never ends is cut at its
  * bound; a watch answered with a redirect is not followed, so the token never reaches where it points.
  */
-import { mkdirSync } from 'node:fs';
-import { startHttpServer } from '../../../src/testing/http-server';
-import { join } from 'node:path';
 import fc from 'fast-check';
-import { startV2ModelServer, type V2ModelServerStandIn } from '../../../src/testing/v2-model-server';
+import { startHttpServer } from '../../../src/testing/http-server';
 import { waitFor } from '../../../src/testing/wait';
-import { cliArgs, killAllCli, startCli } from '../../helpers/cli-process';
-import { writeFiles } from '../../helpers/file-tree';
-import { goodToken, modelsJson, startKubeApiCluster, type KubeApiCluster } from '../../helpers/kube-api';
+import { killAllCli } from '../../helpers/cli-process';
 import { recording } from '../../helpers/elsewhere';
+import { useKubeAgent } from '../../helpers/kube-agent';
+import { goodToken, modelsJson, type KubeApiCluster } from '../../helpers/kube-api';
 import { useTempDir } from '../../helpers/temp-dir';
 
 jest.setTimeout(60_000);
 afterEach(killAllCli);
 const tmp = useTempDir('kube-watch-lines');
 
-let cluster: KubeApiCluster | undefined;
-let server: V2ModelServerStandIn | undefined;
-afterEach(async () => {
-  await cluster?.api.close();
-  await server?.close();
-  cluster = server = undefined;
-});
+const kube = useKubeAgent(tmp);
 
 /** Lines a broken or hostile API server may send on a watch. */
 const fixedLines = [
@@ -64,29 +55,11 @@ const drawnLines = fc.sample(
   { numRuns: 10, seed: 17 },
 );
 
-/** The stand-ins and an agent watching the ConfigMap, which lists alpha; `storage` holds alpha and beta. */
+/** The stand-ins and an agent watching the ConfigMap, which lists alpha; storage holds alpha and beta. */
 const startAgent = async () => {
-  const storage = join(tmp.path, 'pvc');
-  const names = ['alpha', 'beta'];
-  await writeFiles(storage, Object.fromEntries(names.map((name) => [`${name}/model.bin`, name])));
-  const modelDir = join(tmp.path, 'models');
-  mkdirSync(modelDir);
-  cluster = await startKubeApiCluster(tmp.path);
-  cluster.api.apply({ 'models.json': modelsJson(storage, ['alpha']) });
-  server = await startV2ModelServer({ modelDir });
-  const agent = startCli(
-    cliArgs({
-      ...cluster.flags,
-      'model-dir': modelDir,
-      'server-url': server.url,
-      'local-storage-roots': storage,
-      'retry-base-ms': 20,
-      'retry-max-ms': 100,
-    }),
-    { env: cluster.env },
-  );
+  const { agent, cluster, server } = await kube.start({ names: ['alpha', 'beta'], initial: ['alpha'] });
   await agent.waitForLog('start-up sync complete; ready');
-  return { agent, api: cluster.api, storage, server };
+  return { agent, api: cluster.api, storage: kube.storage(), server };
 };
 
 /** The number of watch requests the stand-in has had. */
