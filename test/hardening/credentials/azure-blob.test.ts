@@ -3,17 +3,15 @@
  * account AZURE_STORAGE_ACCOUNT names, a connection string's only to its account at its endpoint; a redirect
  * elsewhere gets nothing. Recording servers play the blob service at a configured endpoint (path style).
  */
-import { readFileSync } from 'node:fs';
 import { Agent } from 'node:https';
-import { join } from 'node:path';
 import { azureBlobStorage, type AzureCredentials } from '../../../src/storage/object-store/azure-blob';
 import type { HttpHandler } from '../../../src/testing/http-server';
 import { authHeaders, expectNoneHeard, recording, type Ear } from '../../helpers/elsewhere';
 import { useHttpServers } from '../../helpers/http-servers';
 import { useTempDir } from '../../helpers/temp-dir';
+import { serverTls, tlsFixture } from '../../helpers/tls';
 
-const tls = (name: string): string =>
-  readFileSync(join(__dirname, '..', '..', 'fixtures', 'tls', name), 'utf8');
+const tls = tlsFixture;
 const trusting = new Agent({ ca: tls('ca.pem') });
 afterAll(() => trusting.destroy());
 
@@ -44,10 +42,7 @@ describe('azureBlobStorage: each credential only for its own account', () => {
     options: { readonly secure?: boolean; readonly handler?: HttpHandler; readonly endpoint?: string } = {},
   ): Promise<Ear> => {
     const ear = recording(options.handler ?? noContainer);
-    const server = await serve(
-      ear.handler,
-      options.secure === true ? { tls: { key: tls('server-key.pem'), cert: tls('server.pem') } } : {},
-    );
+    const server = await serve(ear.handler, options.secure === true ? { tls: serverTls() } : {});
     const storage = azureBlobStorage({
       endpoints: [server.url],
       credentials,

@@ -5,7 +5,6 @@
  * elsewhere carries its subject token nowhere.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
@@ -16,10 +15,10 @@ import { effectError } from '../../helpers/effect-error';
 import { recording, type Ear } from '../../helpers/elsewhere';
 import { useHttpServers } from '../../helpers/http-servers';
 import { useTempDir } from '../../helpers/temp-dir';
+import { serverTls, tlsFixture } from '../../helpers/tls';
 
-const tls = (name: string): string =>
-  readFileSync(join(__dirname, '..', '..', 'fixtures', 'tls', name), 'utf8');
-const tlsOptions = { key: tls('server-key.pem'), cert: tls('server.pem') };
+const tls = tlsFixture;
+const tlsOptions = serverTls();
 const network = createNetwork({ tls: { extraCa: [tls('ca.pem')] } });
 afterAll(() => network.close());
 

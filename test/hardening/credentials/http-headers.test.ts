@@ -2,7 +2,6 @@
  * Credentials sent astray, `<host>-headers`: the headers go to the host at the scheme and port the storage URI
  * names, and a redirect anywhere else (another port, another name for the address, https → http, a chain) gets none.
  */
-import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isRight } from 'fp-ts/Either';
@@ -15,10 +14,10 @@ import { expectNoneHeard, recording } from '../../helpers/elsewhere';
 import { useHttpServers } from '../../helpers/http-servers';
 import { startProxy } from '../../helpers/proxy';
 import { useTempDir } from '../../helpers/temp-dir';
+import { serverTls, tlsFixture } from '../../helpers/tls';
 
-const tls = (name: string): string =>
-  readFileSync(join(__dirname, '..', '..', 'fixtures', 'tls', name), 'utf8');
-const tlsOptions = { key: tls('server-key.pem'), cert: tls('server.pem') };
+const tls = tlsFixture;
+const tlsOptions = serverTls();
 const network = createNetwork({ tls: { extraCa: [tls('ca.pem')] } });
 afterAll(() => network.close());
 
