@@ -3,6 +3,8 @@ import { STATUS_CODES } from 'node:http';
 import type { KubeConfig, Watch } from '@kubernetes/client-node';
 import { fetch } from 'undici';
 import { watchQuery } from '../core/config-map';
+import { errorMessage } from '../core/errors';
+import { jsonObject } from '../core/json/json-object';
 import type { KubeClientModule } from './kube-client';
 
 /** What a watch tells its owner: it was opened (HTTP 200), and each event's resourceVersion (ERROR: none). */
@@ -14,10 +16,7 @@ export interface WatchProgress {
 }
 
 const resourceVersionOf = (object: unknown): string | undefined => {
-  const metadata: unknown =
-    typeof object === 'object' && object !== null
-      ? (object as Record<string, unknown>)['metadata']
-      : undefined;
+  const metadata: unknown = jsonObject(object)?.['metadata'];
   const version: unknown =
     typeof metadata === 'object' && metadata !== null
       ? (metadata as Record<string, unknown>)['resourceVersion']
@@ -27,17 +26,14 @@ const resourceVersionOf = (object: unknown): string | undefined => {
 
 const watchTypes = new Set(['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR']);
 
-const errorText = (cause: unknown): string =>
-  (cause instanceof Error ? cause.message : String(cause)).slice(0, 200);
-
 /** Why a watch event is none the API server sends, or undefined: a known type, and an object with metadata. */
 const eventProblem = (phase: unknown, object: unknown): string | undefined => {
   if (typeof phase !== 'string' || !watchTypes.has(phase))
     return `an event of type ${JSON.stringify(phase)?.slice(0, 40) ?? 'none'}`;
-  if (typeof object !== 'object' || object === null || Array.isArray(object))
-    return `a ${phase} event without an object`;
+  const fields = jsonObject(object);
+  if (fields === undefined) return `a ${phase} event without an object`;
   if (phase === 'ERROR') return undefined;
-  const metadata = (object as Record<string, unknown>)['metadata'];
+  const metadata = fields['metadata'];
   if (typeof metadata !== 'object' || metadata === null)
     return `a ${phase} event whose object has no metadata`;
   return undefined;
@@ -134,17 +130,17 @@ export const bookmarkingWatch = (
         } catch {
           return finish(brokenWatch(`a line that is no JSON (${text.slice(0, 40)})`));
         }
-        const fields = typeof event === 'object' && event !== null ? (event as Record<string, unknown>) : {};
+        const fields = jsonObject(event) ?? {};
         const [phase, object] = [fields['type'], fields['object']];
         const problem = eventProblem(phase, object);
         if (problem !== undefined) return finish(brokenWatch(problem));
         progress.event(phase === 'ERROR' ? undefined : resourceVersionOf(object));
+        const handlerFailed = (cause: unknown): void =>
+          finish(brokenWatch(`an event its handler failed on (${errorMessage(cause).slice(0, 200)})`));
         try {
-          void Promise.resolve(callback(phase as string, object, event) as unknown).catch((cause: unknown) =>
-            finish(brokenWatch(`an event its handler failed on (${errorText(cause)})`)),
-          );
+          void Promise.resolve(callback(phase as string, object, event) as unknown).catch(handlerFailed);
         } catch (cause) {
-          finish(brokenWatch(`an event its handler failed on (${errorText(cause)})`));
+          handlerFailed(cause);
         }
       };
       try {

@@ -1,4 +1,5 @@
 /** The ConfigMap as a config source, purely: the request's path and selector, a version's key read as text, failures in words. */
+import { isJsonObject } from './json/json-object';
 import * as E from 'fp-ts/Either';
 import { readFailed, tooLarge, invalidEncoding, type ByteLimit, type ConfigError } from './errors';
 import { jsonText } from './json/json-bytes';
@@ -57,9 +58,6 @@ const kindOf = (value: unknown): string => {
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 };
 
-const isObject = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 // Standard base64 with padding, as the API server encodes binaryData; atob alone would also take spaces.
 const base64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
@@ -74,7 +72,7 @@ const stringMap = (
 ): E.Either<string, Readonly<Record<string, string>>> => {
   const value = configMap[field];
   if (value === undefined || value === null) return E.right({});
-  if (!isObject(value)) return E.left(`its ${field} is ${kindOf(value)}, not an object of strings`);
+  if (!isJsonObject(value)) return E.left(`its ${field} is ${kindOf(value)}, not an object of strings`);
   const bad = Object.entries(value).find(([, entry]) => typeof entry !== 'string');
   if (bad !== undefined) return E.left(`its ${field} key ${bad[0]} holds ${kindOf(bad[1])}, not a string`);
   return E.right(value as Readonly<Record<string, string>>);
@@ -88,7 +86,7 @@ const keyValue = (
 ): E.Either<ConfigError, string | Uint8Array> => {
   const invalid = (reason: string): E.Either<ConfigError, never> =>
     E.left(readFailed(label, 'EINVAL', reason));
-  if (!isObject(configMap)) return invalid(`the API server sent ${kindOf(configMap)} as the ConfigMap`);
+  if (!isJsonObject(configMap)) return invalid(`the API server sent ${kindOf(configMap)} as the ConfigMap`);
   const data = stringMap(configMap, 'data');
   const binaryData = stringMap(configMap, 'binaryData');
   if (E.isLeft(data)) return invalid(data.left);

@@ -1,4 +1,5 @@
 /** The models.json format (KServe's, unchanged): io-ts codecs named like their types, so errors read as paths. */
+import { isJsonObject } from './json/json-object';
 import * as t from 'io-ts';
 import { ModelName } from './model-name';
 import { Quantity } from './quantity';
@@ -15,9 +16,6 @@ export interface ModelSpecJson {
   readonly framework?: string;
   readonly memory?: string;
 }
-
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === 'object' && u !== null && !Array.isArray(u);
 
 /** `record[key]` through `codec`, its failures under the field's own context (so errors name the path). */
 const field = <A>(
@@ -57,9 +55,9 @@ const specOf = (
  */
 export const ModelSpec = new t.Type<ModelSpec, ModelSpecJson, unknown>(
   'ModelSpec',
-  (u): u is ModelSpec => isRecord(u) && typeof u['storageUri'] === 'string',
+  (u): u is ModelSpec => isJsonObject(u) && typeof u['storageUri'] === 'string',
   (u, context) => {
-    if (!isRecord(u)) return t.failure(u, context);
+    if (!isJsonObject(u)) return t.failure(u, context);
     const { storageUri, framework, memory } = u;
     if (t.string.is(storageUri) && (framework === undefined || t.string.is(framework))) {
       const quantity = memory === undefined ? undefined : Quantity.validate(memory, context);
@@ -94,9 +92,9 @@ export interface ModelConfigJson {
 /** io-ts codec for one entry of models.json; by hand, like ModelSpec, because it runs once per model. */
 export const ModelConfig = new t.Type<ModelConfig, ModelConfigJson, unknown>(
   'ModelConfig',
-  (u): u is ModelConfig => isRecord(u) && ModelName.is(u['modelName']) && ModelSpec.is(u['modelSpec']),
+  (u): u is ModelConfig => isJsonObject(u) && ModelName.is(u['modelName']) && ModelSpec.is(u['modelSpec']),
   (u, context) => {
-    if (!isRecord(u)) return t.failure(u, context);
+    if (!isJsonObject(u)) return t.failure(u, context);
     const { modelName } = u;
     // As in ModelSpec: contexts only for an entry that fails.
     const modelSpec = ModelSpec.validate(u['modelSpec'], context);

@@ -1,9 +1,9 @@
 /** What `npm run demo` shows of the agent's HTTP surface: /status as one line per model, and the metrics that moved. */
+import { isJsonObject } from '../core/json/json-object';
 
 type Fields = Readonly<Record<string, unknown>>;
 
-const isFields = (value: unknown): value is Fields =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isFields: (value: unknown) => value is Fields = isJsonObject;
 
 const text = (value: unknown): string | undefined =>
   typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;

@@ -9,7 +9,8 @@ import { transportError } from '../../net';
 import { isAzureBlobUri, parseAzureBlobUri, type AzureBlobUri } from './azure-blob-uri';
 import { azureCredentialFor, type AzureCredentials, type ChosenCredential } from './azure-credentials';
 import type { ObjectLocation, ObjectStoreClient, StoredObject, ListingBounds } from './client';
-import { fieldsOf, invalidListing, storedObject } from './listing-bounds';
+import { invalidListing, storedObject } from './listing-bounds';
+import { jsonObject } from '../../core/json/json-object';
 import { objectStoreStorage, type ObjectDownloadOptions, type ResolvedLocation } from './download-objects';
 import { idleWatch } from './idle-watch';
 import { lazyModule } from '../../core/lazy-module';
@@ -106,11 +107,11 @@ const containerStore = (
     try {
       for await (const page of pages) {
         // The SDK follows the continuation token itself: `bounds` sees each one and stops a circle.
-        const items: unknown = fieldsOf(fieldsOf(page)?.['segment'])?.['blobItems'] ?? [];
+        const items: unknown = jsonObject(jsonObject(page)?.['segment'])?.['blobItems'] ?? [];
         if (!Array.isArray(items)) throw invalidListing(what, 'its blob items are not a list');
         for (const blob of items) {
-          const fields = fieldsOf(blob);
-          const properties = fieldsOf(fields?.['properties']);
+          const fields = jsonObject(blob);
+          const properties = jsonObject(fields?.['properties']);
           const object = storedObject(what, index++, {
             key: fields?.['name'],
             size: properties?.['contentLength'],

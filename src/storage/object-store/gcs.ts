@@ -16,7 +16,8 @@ import type { StorageProvider } from '../../ports';
 import { idleWatch } from './idle-watch';
 import { defaultGcsEndpoint, gcsGet, GcsCredentials, type GcsGet } from './gcs-requests';
 import type { ObjectLocation, ObjectStoreClient, StoredObject, ListingBounds } from './client';
-import { fieldsOf, invalidListing, storedObject } from './listing-bounds';
+import { invalidListing, storedObject } from './listing-bounds';
+import { jsonObject } from '../../core/json/json-object';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { storeStatusError } from './store-error';
 
@@ -133,12 +134,12 @@ async function* listObjects(
     };
     const url = apiUrl(reach, `${encodeURIComponent(location.bucket)}/o`, query);
     const body = await listPage(reach, { url, what, phase: 'list', timeoutMs: reach.timeoutMs, signal });
-    const page = fieldsOf(body);
+    const page = jsonObject(body);
     if (page === undefined) throw invalidListing(what, 'the body is no JSON object');
     const items = page['items'] ?? [];
     if (!Array.isArray(items)) throw invalidListing(what, 'its items are not a list');
     for (const item of items) {
-      const fields = fieldsOf(item);
+      const fields = jsonObject(item);
       const object = storedObject(what, index++, {
         key: fields?.['name'],
         size: fields?.['size'],

@@ -42,12 +42,6 @@ export const storedObject = (
   return { key, size: bytes, version: typeof stamp === 'string' ? stamp : '' };
 };
 
-/** The fields of an item that is an object, or undefined (a `null`, a number, an array). */
-export const fieldsOf = (item: unknown): Readonly<Record<string, unknown>> | undefined =>
-  typeof item === 'object' && item !== null && !Array.isArray(item)
-    ? (item as Record<string, unknown>)
-    : undefined;
-
 /** Pages with nothing in them a listing may give (GCS may, past many deleted objects), before it is not believed. */
 export const maxEmptyPages = 100;
 

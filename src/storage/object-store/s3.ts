@@ -10,7 +10,8 @@ import type { ObjectLocation, ObjectStoreClient, StoredObject, ListingBounds } f
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { lazyModule } from '../../core/lazy-module';
 import { changedObject, s3Error, type S3Request } from './s3-errors';
-import { fieldsOf, invalidListing, storedObject } from './listing-bounds';
+import { invalidListing, storedObject } from './listing-bounds';
+import { jsonObject } from '../../core/json/json-object';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- loaded at the first s3:// model (lazy-module.ts) */
 const s3Sdk = lazyModule(() => require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3'));
@@ -106,7 +107,7 @@ async function* listObjects(
     const contents: unknown = page.Contents ?? [];
     if (!Array.isArray(contents)) throw invalidListing(request.what, 'its Contents are not a list');
     for (const item of contents) {
-      const fields = fieldsOf(item);
+      const fields = jsonObject(item);
       const object = storedObject(request.what, index++, {
         key: fields?.['Key'],
         size: fields?.['Size'],
