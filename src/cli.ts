@@ -1,10 +1,18 @@
 #!/usr/bin/env -S node --max-semi-space-size=1
 /** modelsync's process entry: arguments to a mode, one subscription, signals, the exit code. */
-import { fromEvent, merge, skip, Subject, take, takeUntil, type Observable } from 'rxjs';
+import { fromEvent, map, merge, skip, Subject, take, takeUntil, takeWhile, type Observable } from 'rxjs';
 import type { AppConfig } from './core/flags/app-config';
 import { redact } from './core/redact';
 import { guardProcess, type Logger, logProcessWarnings, stderrLogger } from './log';
-import { dryRunMode, oneShotMode, syncMode, type Output, parseArgs } from './command';
+import {
+  dryRunMode,
+  initializerMode,
+  oneShotMode,
+  syncMode,
+  type DownloadPair,
+  type Output,
+  parseArgs,
+} from './command';
 /** How long an exit waits for stderr to take the last log lines: a stderr nobody reads must not hold it. */
 const logFlushMs = 1000;
 let flushLog: (timeoutMs: number) => Promise<void> = () => Promise.resolve();
@@ -27,14 +35,29 @@ const hangups$ = (): Observable<unknown> => {
   return hangup$;
 };
 
-/** The mode `config` asks for; sync mode stops gracefully on `shutdown$` by itself, the others at once. */
-const modeOf = (config: AppConfig, log: Logger, shutdown$: Observable<unknown>): Observable<Output> => {
+/**
+ * The mode `config` asks for (the storage initializer when `pairs` are given); sync mode stops gracefully on
+ * `shutdown$` by itself, the others at once.
+ */
+const modeOf = (
+  config: AppConfig,
+  pairs: ReadonlyArray<DownloadPair>,
+  log: Logger,
+  shutdown$: Observable<unknown>,
+): Observable<Output> => {
+  if (pairs.length > 0) {
+    // A signal before the downloads are done is a failed initializer: the pod must not start on half a model.
+    const stopped$ = shutdown$.pipe(map((): Output => ({ _tag: 'Exit', code: 1 })));
+    return merge(initializerMode(pairs, config, log, process.env).pipe(takeUntil(shutdown$)), stopped$).pipe(
+      takeWhile((output) => output._tag !== 'Exit', true),
+    );
+  }
   if (config.dryRun) return dryRunMode(config, log, process.env).pipe(takeUntil(shutdown$));
   if (config.once) return oneShotMode(config, log, process.env).pipe(takeUntil(shutdown$));
   return syncMode(config, log, process.env, { shutdown$, resync$: hangups$() });
 };
 
-const run = (config: AppConfig): void => {
+const run = (config: AppConfig, pairs: ReadonlyArray<DownloadPair> = []): void => {
   const root = stderrLogger(config.logLevel, config.logFormat);
   const log = root.log;
   flushLog = (timeoutMs) => root.flushed(timeoutMs);
@@ -43,7 +66,7 @@ const run = (config: AppConfig): void => {
   guardProcess(log);
   const stopSignals$ = merge(fromEvent(process, 'SIGTERM'), fromEvent(process, 'SIGINT'));
   // The first signal stops gracefully; a second one (an impatient operator) stops at once.
-  modeOf(config, log, stopSignals$.pipe(take(1)))
+  modeOf(config, pairs, log, stopSignals$.pipe(take(1)))
     .pipe(takeUntil(stopSignals$.pipe(skip(1))))
     .subscribe({
       next: (output) => {
@@ -69,6 +92,7 @@ const run = (config: AppConfig): void => {
 
 const parsed = parseArgs(process.argv, process.env);
 if (parsed._tag === 'Run') run(parsed.config);
+else if (parsed._tag === 'Initialize') run(parsed.config, parsed.pairs);
 else if (parsed._tag === 'UsageError') {
   // 2 for usage errors; 1 is kept for "the config is invalid" (--dry-run --once).
   // Through the redaction like every log line: a bad value is quoted, and a URL may carry credentials.

@@ -1,3 +1,4 @@
 /** The command line: arguments to a mode (dry run, one-shot, sync), the graceful stop, the version. */
 export { dryRunMode, oneShotMode, type Output, syncMode } from './modes';
 export { parseArgs, type ParsedArgs } from './parse-args';
+export { initializerMode, type DownloadPair } from './initializer-mode';

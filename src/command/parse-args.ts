@@ -18,11 +18,15 @@ import {
   type SettingField,
 } from '../core/flags/app-config';
 import { flagTopics } from '../core/flags/flag-topics';
+import type { DownloadPair } from './initializer-mode';
+import { kserveArguments, withKServeSpellings } from './kserve-args';
 import { packageVersion } from './package-version';
 
 /** What the command line asks for: run with a config, print the help or the version, or a usage error. */
 export type ParsedArgs =
   | { readonly _tag: 'Run'; readonly config: AppConfig }
+  /** `modelsync <uri> <dest> [<uri> <dest> …]`: KServe's storage initializer. */
+  | { readonly _tag: 'Initialize'; readonly config: AppConfig; readonly pairs: ReadonlyArray<DownloadPair> }
   | { readonly _tag: 'Help'; readonly text: string }
   | { readonly _tag: 'Version'; readonly text: string }
   /** `message` is the whole text for stderr: one line per problem, then a pointer to `--help`. */
@@ -79,6 +83,10 @@ const program = (printed: string[]): Command => {
     }
   }
   return command
+    .argument(
+      '[uri-and-dest...]',
+      "as KServe's storage initializer: download each <uri> into its <dest> (pairs), then exit",
+    )
     .optionsGroup('Other:')
     .version(packageVersion, '-V, --version', 'print the version and exit')
     .helpOption('-h, --help', 'print this help and exit');
@@ -112,8 +120,10 @@ const fieldOf = (error: t.ValidationError): SettingField | undefined =>
 export const parseArgs = (argv: ReadonlyArray<string>, env: Env): ParsedArgs => {
   const printed: string[] = [];
   const command = program(printed);
+  const kserve = kserveArguments(argv.slice(2));
+  if (kserve.problems.length > 0) return usageError(kserve.problems);
   try {
-    command.parse([...argv], { from: 'node' });
+    command.parse([...argv.slice(0, 2), ...kserve.args], { from: 'node' });
   } catch (error) {
     if (!(error instanceof CommanderError)) throw error;
     if (error.code === 'commander.helpDisplayed') return { _tag: 'Help', text: printed.join('') };
@@ -143,6 +153,8 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: Env): ParsedArgs => 
   }
   const spell = (field: SettingField): string =>
     fromEnv.has(field) ? flagTable[field].env : flagTable[field].flag;
+  const set = (field: SettingField): boolean =>
+    fromEnv.has(field) || command.getOptionValueSource(field) === 'cli';
 
   const decoded = AppConfig.decode(input);
   if (E.isLeft(decoded) || problems.length > 0) {
@@ -155,6 +167,34 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: Env): ParsedArgs => 
       : [];
     return usageError([...problems, ...invalid]);
   }
-  const conflicts = conflictingSettings(decoded.right, spell);
-  return conflicts.length > 0 ? usageError(conflicts) : { _tag: 'Run', config: decoded.right };
+  const resolved = withKServeSpellings(decoded.right, { set, spell }, env);
+  const conflicts = [...resolved.problems, ...conflictingSettings(resolved.config, spell)];
+  if (conflicts.length > 0) return usageError(conflicts);
+  return command.args.length === 0
+    ? { _tag: 'Run', config: resolved.config }
+    : initialize(resolved.config, command.args, spell);
+};
+
+/** The storage initializer's pairs, or why the arguments are not pairs for it. */
+const initialize = (
+  config: AppConfig,
+  args: ReadonlyArray<string>,
+  spell: (field: SettingField) => string,
+): ParsedArgs => {
+  if (args.length % 2 === 1)
+    return usageError([
+      `the storage initializer takes <uri> <dest> pairs; got ${args.length} argument${args.length === 1 ? '' : 's'}`,
+    ]);
+  const modes = (['dryRun', 'once'] as const).filter((field) => config[field]);
+  if (modes.length > 0)
+    return usageError(
+      modes.map(
+        (field) => `${spell(field)} does not apply to the storage initializer (<uri> <dest> arguments)`,
+      ),
+    );
+  const pairs = Array.from({ length: args.length / 2 }, (_, i) => ({
+    uri: args[2 * i]!,
+    dest: args[2 * i + 1]!,
+  }));
+  return { _tag: 'Initialize', config, pairs };
 };

@@ -68,6 +68,9 @@ describe('parseArgs', () => {
       httpRequestTimeoutMs: 5000,
       httpIdleTimeoutMs: 5000,
       httpStatusPageSize: 500,
+      enablePuller: false,
+      proxyTimeout: 300_000,
+      proxyMaxConnections: 1024,
       dryRun: false,
       once: false,
     });
@@ -131,6 +134,7 @@ describe('parseArgs', () => {
         '2000',
       ],
       ...['--http-status-page-size', '50'],
+      ...['--enable-puller', '--probe-period', '1m30s', '--proxy-timeout', '2m', '--proxy-max-connections', '99'],
       ...['--dry-run', '--once'],
     ]);
     expect(config).toEqual({
@@ -182,6 +186,10 @@ describe('parseArgs', () => {
       httpRequestTimeoutMs: 1000,
       httpIdleTimeoutMs: 2000,
       httpStatusPageSize: 50,
+      enablePuller: true,
+      probePeriod: '1m30s',
+      proxyTimeout: 120_000,
+      proxyMaxConnections: 99,
       dryRun: true,
       once: true,
     });

@@ -7,6 +7,7 @@ import * as t from 'io-ts';
 import { byteCount, duration, httpUrl, integerIn, kubeName, nonEmpty, oneOf } from './setting-codecs';
 import type { FlagSpec } from './flag-spec';
 import { storageFlags } from './storage-flags';
+import { kserveFlags } from './kserve-flags';
 import { surfaceFlags } from './surface-flags';
 
 export type { FlagSpec } from './flag-spec';
@@ -267,6 +268,8 @@ export const flagTable = {
   },
   // The HTTP surface: probes, metrics, per-model status.
   ...surfaceFlags,
+  // KServe's agent spelling, and the agent port's proxy.
+  ...kserveFlags,
   dryRun: {
     flag: '--dry-run',
     env: 'MODELSYNC_DRY_RUN',

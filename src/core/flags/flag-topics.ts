@@ -74,5 +74,9 @@ export const flagTopics: ReadonlyArray<readonly [string, ReadonlyArray<SettingFi
       'httpStatusPageSize',
     ],
   ],
+  [
+    "KServe's agent: its flags, and the proxy on the agent port",
+    ['enablePuller', 'componentPort', 'port', 'workers', 'probePeriod', 'proxyTimeout', 'proxyMaxConnections'],
+  ],
   ['Modes and logging', ['dryRun', 'once', 'logLevel', 'logFormat']],
 ];

@@ -61,7 +61,7 @@ describe('the flag table', () => {
     const help = parseArgs(['node', 'cli.js', '--help'], {});
     const text = help._tag === 'Help' ? help.text : '';
     const headings = text.split('\n').filter((line) => /^\S.*:$/.test(line) && !line.startsWith('Usage'));
-    expect(headings).toEqual([...flagTopics.map(([topic]) => `${topic}:`), 'Other:']);
+    expect(headings).toEqual(['Arguments:', ...flagTopics.map(([topic]) => `${topic}:`), 'Other:']);
   });
 
   it('leaves a document without the markers alone', () => {

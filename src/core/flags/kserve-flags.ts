@@ -1,0 +1,115 @@
+/**
+ * KServe's agent spelling in the flag table: the flags KServe's pod webhook writes into the `agent` container
+ * (`cmd/agent/main.go`), each mapped onto ours, and the bounds of the agent port's reverse proxy.
+ */
+import * as t from 'io-ts';
+import type { FlagSpec } from './flag-spec';
+import { duration, integerIn } from './setting-codecs';
+
+/** Go's `time.ParseDuration` syntax (`10s`, `1m30s`, `-1ns`, `0`): what pflag accepts for `--probe-period`. */
+const goDurationPattern = /^[-+]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)$/;
+
+const goDuration = new t.Type<string, string, unknown>(
+  'GoDuration',
+  (u): u is string => typeof u === 'string' && goDurationPattern.test(u),
+  (u, context) =>
+    typeof u === 'string' && goDurationPattern.test(u)
+      ? t.success(u)
+      : t.failure(u, context, `expected a Go duration such as 10s, 1m30s or -1ns, got ${JSON.stringify(u)}`),
+  String,
+);
+
+/** KServe's agent flags (their names and meaning as in KServe) and the proxy's bounds, in `--help` order. */
+export const kserveFlags = {
+  enablePuller: {
+    flag: '--enable-puller',
+    env: 'MODELSYNC_ENABLE_PULLER',
+    help: "KServe's agent spelling, accepted as KServe writes it (also `--enable-puller=true`): modelsync always syncs the model list; `--enable-puller=false` is refused",
+    codec: t.boolean,
+  },
+  componentPort: {
+    flag: '--component-port',
+    arg: 'port',
+    env: 'MODELSYNC_COMPONENT_PORT',
+    help:
+      "KServe's agent spelling: the model server at `http://127.0.0.1:<port>` (instead of `--server-url`); the HTTP " +
+      "surface's port then also answers KServe's readiness check and reverse-proxies every other request to it " +
+      '(docs/kserve.md)',
+    codec: integerIn('ComponentPort', 1, 65_535),
+    optional: true,
+  },
+  port: {
+    flag: '--port',
+    arg: 'port',
+    env: 'MODELSYNC_PORT',
+    help: "KServe's agent spelling of `--http-port`",
+    codec: integerIn('Port', 0, 65_535),
+    optional: true,
+  },
+  workers: {
+    flag: '--workers',
+    arg: 'n',
+    env: 'MODELSYNC_WORKERS',
+    help: "KServe's agent spelling of `--download-concurrency`",
+    codec: integerIn('Workers', 1, 256),
+    optional: true,
+  },
+  probePeriod: {
+    flag: '--probe-period',
+    arg: 'duration',
+    env: 'MODELSYNC_PROBE_PERIOD',
+    help: "KServe's agent flag, accepted with no effect (KServe parses it and uses it nowhere); a Go duration",
+    codec: goDuration,
+    optional: true,
+  },
+  proxyTimeout: {
+    flag: '--proxy-timeout',
+    arg: 'duration',
+    env: 'MODELSYNC_PROXY_TIMEOUT',
+    default: '300s',
+    help:
+      'with `--component-port`: a proxied request whose bytes stop moving either way for this long gets 504 (before ' +
+      "the answer starts) or is cut; queue-proxy's `REVISION_TIMEOUT_SECONDS` sets it when this is not given",
+    codec: duration('ProxyTimeout', 1000, 86_400_000),
+  },
+  proxyMaxConnections: {
+    flag: '--proxy-max-connections',
+    arg: 'n',
+    env: 'MODELSYNC_PROXY_MAX_CONNECTIONS',
+    default: '1024',
+    help: 'with `--component-port`: connections the port holds at once (instead of `--http-max-connections`), and connections to the model server',
+    codec: integerIn('ProxyMaxConnections', 4, 65_535),
+  },
+} as const satisfies Readonly<Record<string, FlagSpec>>;
+
+/**
+ * The flags of KServe's agent that modelsync does not implement, by the feature they belong to, and what to change
+ * in the InferenceService. KServe writes them only when the feature is on, so any of them means the feature.
+ */
+export const refusedKServeFeatures = [
+  {
+    feature: 'the KServe batcher',
+    flags: ['--enable-batcher', '--max-batchsize', '--max-latency'],
+    change:
+      "remove spec.predictor.batcher from the InferenceService, or keep KServe's agent image in the `agent` key of inferenceservice-config",
+  },
+  {
+    feature: 'the KServe payload logger',
+    flags: [
+      '--log-url',
+      '--source-uri',
+      '--log-mode',
+      '--log-store-path',
+      '--log-store-format',
+      '--inference-service',
+      '--endpoint',
+      '--component',
+      '--metadata-headers',
+      '--metadata-annotations',
+      '--logger-ca-cert-file',
+      '--logger-tls-skip-verify',
+    ],
+    change:
+      "remove spec.predictor.logger from the InferenceService, or keep KServe's agent image in the `agent` key of inferenceservice-config",
+  },
+] as const;
