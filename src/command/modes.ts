@@ -26,6 +26,7 @@ import { redact, redactUri } from '../core/redact';
 import { emptySnapshot } from '../core/snapshot';
 import type { Loader } from '../loader';
 import {
+  agentPortSettings,
   agentSettings,
   capabilities,
   configSourceFor,
@@ -100,8 +101,19 @@ export const syncMode = (
     log.error({ reason: edges.left }, 'cannot start: the settings are invalid');
     return of(exit(2));
   }
+  const agentPort = agentPortSettings(config, env);
+  if (E.isLeft(agentPort)) {
+    log.error({ reason: agentPort.left }, 'cannot start: the settings are invalid');
+    return of(exit(2));
+  }
   // The HTTP surface's one seam: it wraps how the agent starts.
-  const run: AgentRun = config.httpPort === 0 ? startAgent : withSurface(config, log)(startAgent);
+  const drains: Array<() => Promise<void>> = [];
+  const surface = {
+    stopping$: signals.shutdown$,
+    drains,
+    ...(agentPort.right !== undefined ? { agentPort: agentPort.right } : {}),
+  };
+  const run: AgentRun = config.httpPort === 0 ? startAgent : withSurface(config, log, surface)(startAgent);
   const { configDir, modelDir, serverUrl, protocol, source } = config;
   const where =
     source === 'kube-api' ? { configmap: config.configmap, namespace: config.namespace } : { configDir };
@@ -119,7 +131,9 @@ export const syncMode = (
     });
     return gracefulStop(agent$, {
       shutdown$: signals.shutdown$,
-      drain: () => loader?.drain() ?? Promise.resolve(),
+      drain: async () => {
+        await Promise.all([loader?.drain(), ...drains.map((drained) => drained())]);
+      },
       timeoutMs: config.shutdownTimeout,
       log,
     }).pipe(

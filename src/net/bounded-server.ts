@@ -10,6 +10,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 
 /** What one client, or many, may hold of a server. */
 export interface ServerLimits {
@@ -18,8 +19,13 @@ export interface ServerLimits {
    * keep-alive, or still sending its head); when every one is being answered, the new one is closed at once.
    */
   readonly maxConnections: number;
-  /** A request's line and headers (and any body) must arrive within this; slower clients are cut (408). */
+  /** A request's line and headers must arrive within this; slower clients (slowloris) are cut (408). */
   readonly requestTimeoutMs: number;
+  /**
+   * The whole request, body included, must arrive within this (at least `requestTimeoutMs`, its default): a
+   * proxied upload of a multi-MiB inference body on a slow link needs far longer than a head does.
+   */
+  readonly bodyTimeoutMs?: number;
   /** An idle keep-alive connection, or one with no bytes either way (a client that stops reading), is closed. */
   readonly idleTimeoutMs: number;
   /** The request line and headers together, in bytes; more is answered 431 and the connection closed. */
@@ -67,12 +73,29 @@ const capConnections = (server: Server, maxConnections: number): void => {
   });
 };
 
+const tunnelText = 'CONNECT is not supported\n';
+const tunnelRefused =
+  'HTTP/1.1 501 Not Implemented\r\nContent-Type: text/plain\r\n' +
+  `Content-Length: ${tunnelText.length}\r\nConnection: close\r\n\r\n${tunnelText}`;
+
+/**
+ * CONNECT asks for a tunnel, which no port of modelsync opens. Without a 'connect' listener Node drops the socket
+ * without a word; this answers 501 and closes it once the answer is out.
+ */
+const refuseTunnels = (server: Server): void => {
+  server.on('connect', (_request: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => undefined); // a client gone before the answer is out is nothing to report
+    socket.end(tunnelRefused, () => socket.destroy());
+  });
+};
+
 /** An HTTP server answering with `listener`, held to `limits` (not yet listening). */
 export const boundedServer = (limits: ServerLimits, listener: RequestListener): Server => {
   const server = createServer(
     {
       maxHeaderSize: limits.maxHeaderBytes,
-      requestTimeout: limits.requestTimeoutMs,
+      // Node refuses a headersTimeout above requestTimeout, hence the floor.
+      requestTimeout: Math.max(limits.bodyTimeoutMs ?? limits.requestTimeoutMs, limits.requestTimeoutMs),
       headersTimeout: limits.requestTimeoutMs,
       keepAliveTimeout: limits.idleTimeoutMs,
       connectionsCheckingInterval: checkingIntervalMs(limits),
@@ -83,5 +106,6 @@ export const boundedServer = (limits: ServerLimits, listener: RequestListener): 
   server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
   server.setTimeout(limits.idleTimeoutMs); // no 'timeout' listener: Node destroys the silent socket
   capConnections(server, limits.maxConnections);
+  refuseTunnels(server);
   return server;
 };

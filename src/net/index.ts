@@ -1,6 +1,6 @@
 /**
  * The shared floor for connections: the one Network (proxies, CAs, keep-alive), one request with a deadline,
- * transport failures classified; the one way a port is served (boundedServer).
+ * transport failures classified; the one way a port is served (boundedServer); the reverse proxy to the model server.
  */
 export {
   decodeJsonText,
@@ -16,5 +16,7 @@ export {
   statusError,
 } from './http-call';
 export { boundedServer, defaultServerLimits, type ServerLimits } from './bounded-server';
+export { reverseProxy, type ReverseProxy, type ReverseProxyOptions } from './reverse-proxy';
 export { createNetwork, type Network, networkFrom, readCaBundle } from './network';
 export { timeoutOf, transportError } from './transport-error';
+export { aggressiveProbing, attemptProbe, containerProber, type ContainerProber } from './container-prober';

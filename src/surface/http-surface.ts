@@ -2,7 +2,7 @@
  * The HTTP surface: /healthz, /readyz, /metrics, /status on one port, answered from memory, every body redacted,
  * bounded so that no client, or crowd of them, keeps the probes from answering.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { Observable } from 'rxjs';
@@ -19,6 +19,8 @@ export const surfacePaths = {
   metrics: '/metrics',
   status: '/status',
 } as const;
+
+const statusPrefix = `${surfacePaths.status}/`;
 
 /** What the surface reads: all of it from memory, none of it from the model server. */
 export interface SurfaceView {
@@ -54,7 +56,20 @@ export interface HttpSurfaceOptions {
   readonly limits?: SurfaceLimits;
   readonly view: SurfaceView;
   readonly log: Logger;
+  /**
+   * KServe's agent port: every request to a path that is not the surface's own goes here (the readiness check,
+   * the reverse proxy); without it such a path is a 404.
+   */
+  readonly agentPort?: RequestListener;
 }
+
+/** The surface's own paths: the same with or without the agent port (docs/kserve.md). */
+export const isSurfacePath = (pathname: string): boolean =>
+  pathname === surfacePaths.healthz ||
+  pathname === surfacePaths.readyz ||
+  pathname === surfacePaths.metrics ||
+  pathname === surfacePaths.status ||
+  pathname.startsWith(statusPrefix);
 
 interface Answer {
   readonly status: number;
@@ -72,7 +87,6 @@ const json = (status: number, value: unknown, headers?: Answer['headers']): Answ
   ...(headers !== undefined ? { headers } : {}),
 });
 
-const statusPrefix = `${surfacePaths.status}/`;
 const phaseNames: ReadonlySet<string> = new Set(shownPhases);
 
 const modelFromPath = (path: string): string | undefined => {
@@ -132,6 +146,17 @@ const heavyPaths: ReadonlySet<string> = new Set([surfacePaths.status, surfacePat
 const hasBody = (request: IncomingMessage): boolean =>
   request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
 
+/** The path of a request target (`/a/b` of `/a/b?c`), as sent: no decoding, no dot segments resolved. */
+const pathOf = (target: string | undefined): string => {
+  const path = (target ?? '/').split('?', 1)[0]!;
+  if (path.startsWith('/')) return path;
+  try {
+    return new URL(path).pathname; // an absolute-form target (`GET http://host/path`)
+  } catch {
+    return path; // `*`, or nothing a URL can be made of: not one of the surface's paths
+  }
+};
+
 /** The same page text to many clients is redacted once (a /status page is hundreds of kB). */
 const redactedTexts = (size: number): ((text: string) => string) => {
   const known = new Map<string, string>();
@@ -146,10 +171,12 @@ const redactedTexts = (size: number): ((text: string) => string) => {
 };
 
 /** The surface's request handler: every answer through `redact`, heavy answers a few at a time. */
-const responder = (view: SurfaceView, limits: SurfaceLimits) => {
+const responder = (view: SurfaceView, limits: SurfaceLimits, agentPort?: RequestListener) => {
   const redactBody = redactedTexts(8);
   let heavyInFlight = 0;
   return (request: IncomingMessage, response: ServerResponse): void => {
+    if (agentPort !== undefined && !isSurfacePath(pathOf(request.url)))
+      return void agentPort(request, response);
     const head = request.method === 'HEAD';
     const reply = (result: Answer, close = false): void => {
       const body = redactBody(result.body); // the one gate: nothing leaves without redaction
@@ -196,9 +223,10 @@ export const httpSurface = ({
   limits = defaultSurfaceLimits,
   view,
   log,
+  agentPort,
 }: HttpSurfaceOptions): Observable<AddressInfo> =>
   new Observable<AddressInfo>((subscriber) => {
-    const server = boundedServer(limits, responder(view, limits));
+    const server = boundedServer(limits, responder(view, limits, agentPort));
     let listening = false;
     let loggedAt = 0;
     server.on('error', (error: NodeJS.ErrnoException) => {

@@ -1,8 +1,9 @@
-/** The HTTP surface: /healthz, /readyz, /metrics and /status, answered from memory. */
+/** The HTTP surface: /healthz, /readyz, /metrics and /status, answered from memory; KServe's agent port. */
 export { descriptorExhaustion, withDescriptors } from './descriptors';
 export {
   defaultSurfaceLimits,
   httpSurface,
+  isSurfacePath,
   surfacePaths,
   type HttpSurfaceOptions,
   type SurfaceLimits,
@@ -11,3 +12,10 @@ export {
 export { createMetrics, type AgentMetrics } from './metrics';
 export { statusPages, type StatusPages, type StatusSource } from './status-pages';
 export { createSurfaceState, heartbeatMs, type Liveness, type SurfaceState } from './surface-state';
+export {
+  agentPortHandler,
+  classifyAgentPortRequest,
+  queueProbeValue,
+  type AgentPortOptions,
+  type AgentPortRequest,
+} from './agent-port';

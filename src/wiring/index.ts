@@ -1,7 +1,8 @@
 /**
- * The wiring: the real edges an AppConfig asks for (capabilities, storage providers, the HTTP surface). The one
- * room that builds effects for the agent.
+ * The wiring: the real edges an AppConfig asks for (capabilities, the storage router, the storage initializer's
+ * dest dirs, the HTTP surface). The one room that builds effects for the agent and the storage initializer.
  */
+export { agentPortSettings, type AgentPortSettings } from './agent-port';
 export {
   agentSettings,
   capabilities,
@@ -9,5 +10,12 @@ export {
   type ConfigSourceHooks,
   type ConfigSourceWithStatus,
 } from './capabilities';
-export { servedSchemes } from './storage';
-export { SurfaceBindFailed, withSurface, type AgentRun, type SurfacedCapabilities } from './surface';
+export { initializerStorage, type InitializerStorage } from './initializer-storage';
+export { servedSchemes, storageRouter, type StorageRouter } from './storage';
+export {
+  SurfaceBindFailed,
+  withSurface,
+  type AgentRun,
+  type SurfacedCapabilities,
+  type SurfaceOptions,
+} from './surface';

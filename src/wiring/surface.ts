@@ -1,12 +1,23 @@
 /** The HTTP surface joined to the agent at one seam: `withSurface` wraps the start of an agent run. */
 import type { Logger } from 'pino';
-import { catchError, ignoreElements, merge, tap, throwError, type Observable } from 'rxjs';
+import {
+  catchError,
+  defer,
+  EMPTY,
+  finalize,
+  ignoreElements,
+  merge,
+  tap,
+  throwError,
+  type Observable,
+} from 'rxjs';
 import type { AppConfig } from '../core/flags/app-config';
 import type { ModelName } from '../core/model-name';
 import type { AgentEvent, ModelStatus } from '../core/model-status';
 import { redact } from '../core/redact';
 import type { AgentCapabilities, AgentSettings } from '../agent';
 import { kubeWatchProblem, type KubeWatchStatus } from '../config-source';
+import { agentPort, agentPortLimits, type AgentPortSettings } from './agent-port';
 import type { ConfigSourceWithStatus } from './capabilities';
 import type { Loader } from '../loader';
 import type { Telemetry } from '../ports';
@@ -79,6 +90,14 @@ const both = (first: Telemetry, second: Pick<Telemetry, 'configRead' | 'watcherA
   watcherAlive: () => second.watcherAlive(),
 });
 
+/** What else the surface's port does: KServe's agent port, and the shutdown it hears of (its checks then fail). */
+export interface SurfaceOptions {
+  readonly agentPort?: AgentPortSettings;
+  readonly stopping$?: Observable<unknown>;
+  /** Filled with what a graceful stop must wait for besides the loader (the agent port's proxy going quiet). */
+  readonly drains?: Array<() => Promise<void>>;
+}
+
 /**
  * `run` with the HTTP surface of `config` (`--http-port`, `--watch-stall-ms`) joined to it: the surface serves
  * while the run is subscribed (and ticks the event-loop heartbeat), reads the loader and the config source's
@@ -86,7 +105,7 @@ const both = (first: Telemetry, second: Pick<Telemetry, 'configRead' | 'watcherA
  * that cannot be bound ends the run with `SurfaceBindFailed`.
  */
 export const withSurface =
-  (config: AppConfig, log: Logger) =>
+  (config: AppConfig, log: Logger, options: SurfaceOptions = {}) =>
   (run: AgentRun): AgentRun =>
   (capabilities, settings) => {
     const sourceStatus = capabilities.configSource.status;
@@ -128,23 +147,40 @@ export const withSurface =
       },
       ready: state.ready,
     });
-    const server$ = httpSurface({
-      port: config.httpPort,
-      ...(config.httpHost !== undefined ? { host: config.httpHost } : {}),
-      limits: surfaceLimits(config),
-      log: log.child({ component: 'http' }),
-      view: {
-        liveness: withDescriptors(state.liveness),
-        ready: state.ready,
-        statusPage: pages.page,
-        modelStatus: pages.model,
-        metrics: async () => ({
-          contentType: metrics.registry.contentType,
-          text: await metrics.registry.metrics(),
-        }),
-      },
+    let draining = false;
+    const view = {
+      liveness: withDescriptors(state.liveness),
+      ready: state.ready,
+      statusPage: pages.page,
+      modelStatus: pages.model,
+      metrics: async () => ({
+        contentType: metrics.registry.contentType,
+        text: await metrics.registry.metrics(),
+      }),
+    };
+    const server$ = defer(() => {
+      const settings = options.agentPort;
+      const port =
+        settings === undefined
+          ? undefined
+          : agentPort(
+              settings,
+              { ready: state.ready, draining: () => draining },
+              log.child({ component: 'proxy' }),
+            );
+      if (port !== undefined) options.drains?.push(port.quiet);
+      const limits = surfaceLimits(config);
+      return httpSurface({
+        port: config.httpPort,
+        ...(config.httpHost !== undefined ? { host: config.httpHost } : {}),
+        limits: settings === undefined ? limits : agentPortLimits(limits, settings),
+        log: log.child({ component: 'http' }),
+        view,
+        ...(port !== undefined ? { agentPort: port.listener } : {}),
+      }).pipe(finalize(() => port?.close()));
     });
-    const serving$ = merge(server$, state.heartbeat$).pipe(
+    const stopping$ = (options.stopping$ ?? EMPTY).pipe(tap(() => (draining = true)));
+    const serving$ = merge(server$, state.heartbeat$, stopping$).pipe(
       ignoreElements(),
       catchError((error: unknown) => {
         log.error({ err: error, port: config.httpPort }, 'cannot serve the HTTP surface (--http-port)');

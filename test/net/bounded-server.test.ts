@@ -32,6 +32,16 @@ const serve = (bounds: ServerLimits, holdMs = 0): Promise<number> =>
     server.listen(0, '127.0.0.1', () => resolve((server!.address() as AddressInfo).port));
   });
 
+/** Serves `ok` once the whole request body has arrived, under `bounds`; resolves with the port. */
+const serveAfterBody = (bounds: ServerLimits): Promise<number> =>
+  new Promise((resolve) => {
+    server = boundedServer(bounds, (request, response) => {
+      request.resume();
+      request.on('end', () => response.end('ok'));
+    });
+    server.listen(0, '127.0.0.1', () => resolve((server!.address() as AddressInfo).port));
+  });
+
 const connect = async (port: number): Promise<RawSocket> => {
   const client = await rawSocket(port);
   clients.push(client);
@@ -54,14 +64,59 @@ describe('boundedServer', () => {
     expect(client.received()).toBe('');
   });
 
-  it('cuts a head trickled a header at a time (slowloris) once requestTimeoutMs has passed', async () => {
-    const client = await connect(await serve(limits({ idleTimeoutMs: 60_000 })));
-    client.socket.write('GET / HTTP/1.1\r\nHost: test\r\n');
-    const trickle = setInterval(() => client.open() && client.socket.write(`X-${Date.now()}: a\r\n`), 50);
+  it.each([
+    ['no bodyTimeoutMs', {}],
+    ['a long bodyTimeoutMs', { bodyTimeoutMs: 60_000 }],
+  ])(
+    'cuts a head trickled a header at a time (slowloris) once requestTimeoutMs has passed, with %s',
+    async (_what, body) => {
+      const client = await connect(await serve(limits({ idleTimeoutMs: 60_000, ...body })));
+      client.socket.write('GET / HTTP/1.1\r\nHost: test\r\n');
+      const trickle = setInterval(() => client.open() && client.socket.write(`X-${Date.now()}: a\r\n`), 50);
+      const lived = await client.closed.finally(() => clearInterval(trickle));
+      expect(client.received()).toMatch(/^(HTTP\/1\.1 408|$)/);
+      expect(lived).toBeGreaterThanOrEqual(350);
+      expect(lived).toBeLessThan(3000);
+    },
+  );
+
+  it('takes a body trickled past requestTimeoutMs when bodyTimeoutMs allows it, and cuts it past bodyTimeoutMs', async () => {
+    const port = await serveAfterBody(limits({ idleTimeoutMs: 60_000, bodyTimeoutMs: 1200 }));
+    const trickled = async (bytes: number): Promise<RawSocket> => {
+      const client = await connect(port);
+      client.socket.write(
+        `POST / HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Length: ${bytes}\r\n\r\n`,
+      );
+      for (let i = 0; i < bytes && client.open(); i++) {
+        await sleep(100);
+        client.socket.write('x');
+      }
+      return client;
+    };
+    const within = await trickled(8); // 0.8 s: twice requestTimeoutMs
+    await within.closed;
+    expect(within.received()).toMatch(/^HTTP\/1\.1 200/);
+    const past = await trickled(30); // 3 s
+    expect(await past.closed).toBeLessThan(3000);
+    expect(past.received()).toMatch(/^(HTTP\/1\.1 408|$)/);
+  });
+
+  it('cuts a body trickled past requestTimeoutMs when no bodyTimeoutMs is set', async () => {
+    const client = await connect(await serveAfterBody(limits({ idleTimeoutMs: 60_000 })));
+    client.socket.write('POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 100\r\n\r\n');
+    const trickle = setInterval(() => client.open() && client.socket.write('x'), 50);
     const lived = await client.closed.finally(() => clearInterval(trickle));
     expect(client.received()).toMatch(/^(HTTP\/1\.1 408|$)/);
-    expect(lived).toBeGreaterThanOrEqual(350);
     expect(lived).toBeLessThan(3000);
+  });
+
+  it('answers CONNECT with 501 and closes, instead of dropping the connection without a word', async () => {
+    const client = await connect(await serve(limits()));
+    client.socket.write('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    expect(await client.closed).toBeLessThan(1000);
+    expect(client.received()).toMatch(
+      /^HTTP\/1\.1 501 Not Implemented\r\n[^]*\r\n\r\nCONNECT is not supported\n$/,
+    );
   });
 
   it('answers 431 and closes when the request line and headers pass maxHeaderBytes (a huge URL)', async () => {

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ModelStatusJson } from '../../../src/core/status-document';
 import { atomicWrite } from '../../../src/testing/atomic-writer';
-import { sleep } from '../../../src/testing/wait';
 import { cliArgs, startCli, type CliFlags, type CliProcess } from '../../helpers/cli-process';
+import { eventually } from '../../helpers/eventually';
 import { modelsJson } from '../../helpers/fixtures';
 import { freePort, getJson } from '../../integration/surface-kit';
 import { fixtureModel, type FixtureVariant } from '../../real-servers/models';
@@ -52,22 +52,8 @@ export const world = async (
     if (last === undefined) throw new Error('the agent is not started');
     return last;
   };
-  const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> => {
-    const deadline = Date.now() + timeoutMs;
-    let last: unknown;
-    for (;;) {
-      try {
-        if (await check()) return;
-      } catch (error) {
-        last = error;
-      }
-      if (Date.now() > deadline)
-        throw new Error(
-          `${target.label}: ${what} not within ${timeoutMs} ms (last: ${String(last)})\n${agents.at(-1)?.transcript(30) ?? ''}`,
-        );
-      await sleep(100);
-    }
-  };
+  const until = (what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> =>
+    eventually(`${target.label}: ${what}`, check, timeoutMs, () => agents.at(-1)?.transcript(30) ?? '');
   return {
     target,
     configDir,

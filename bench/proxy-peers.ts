@@ -1,0 +1,105 @@
+/**
+ * The peers of the proxy suite: modelsync's proxy and the floor, each in a child process of its own (so that its
+ * RSS is the proxy's alone), and the model server stand-in they proxy to.
+ */
+import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { Agent, createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { agentNodeFlags } from '../src/command/node-flags';
+import { startHttpServer, writeRepeated } from '../src/testing/http-server';
+
+const MiB = 2 ** 20;
+
+/** What runs behind the agent port: modelsync's proxy, or the least a Node proxy can do. */
+export type ProxyKind = 'floor' | 'modelsync';
+
+/** The small request: a V2 inference call and its answer. */
+export const inferBody = Buffer.from(
+  '{"inputs":[{"name":"x","shape":[1,8],"datatype":"FP32","data":[1,2,3,4,5,6,7,8]}]}',
+);
+export const inferAnswer = Buffer.from(
+  '{"model_name":"m","outputs":[{"name":"y","shape":[1],"datatype":"FP32","data":[0.5]}]}',
+);
+
+// ---- the child: one proxy in a process of its own, so that its RSS is the proxy's alone
+
+/** modelsync's proxy as production mounts it: behind boundedServer with the agent port's kind of limits. */
+const modelsyncProxy = async (upstreamPort: number): Promise<Server> => {
+  // Loaded here, not at the top: the floor's child loads none of modelsync.
+  const { reverseProxy } = await import('../src/net/reverse-proxy.js');
+  const { boundedServer, defaultServerLimits } = await import('../src/net/bounded-server.js');
+  const { default: pino } = await import('pino');
+  const target = { host: '127.0.0.1', port: upstreamPort };
+  const proxy = reverseProxy({ target, maxSockets: 256, timeoutMs: 60_000, log: pino({ level: 'warn' }) });
+  const limits = {
+    maxConnections: 1024,
+    maxHeaderBytes: 64 * 1024,
+    maxHeadersCount: 256,
+    bodyTimeoutMs: 300_000,
+  };
+  return boundedServer({ ...defaultServerLimits, ...limits }, (req, res) => proxy.handle(req, res));
+};
+
+/** The floor: the least a Node proxy can do, a keep-alive agent and two pipes. */
+const floorProxy = (upstreamPort: number): Server => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  return createServer((req, res) => {
+    const { method, url: path, headers } = req;
+    const up = request({ host: '127.0.0.1', port: upstreamPort, method, path, headers, agent }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy()); // only so that a failure ends the run rather than the process
+    req.pipe(up);
+  });
+};
+
+const child = async (): Promise<void> => {
+  const [, kind, port] = process.argv.slice(2);
+  const server = kind === 'modelsync' ? await modelsyncProxy(Number(port)) : floorProxy(Number(port));
+  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
+  process.on('disconnect', () => process.exit(0));
+};
+
+// ---- the bench process: the upstream, the clients, the clock
+
+export interface ProxyProcess {
+  readonly port: number;
+  readonly pid: number;
+  readonly stop: () => void;
+}
+
+/** Forks a proxy child (modelsync with the agent's Node.js flags, as its image runs; the floor with none). */
+export const startProxyProcess = (kind: ProxyKind, upstreamPort: number): Promise<ProxyProcess> =>
+  new Promise((resolve, reject) => {
+    const proxy = fork(path.join(__dirname, 'proxy-peers.js'), ['--child', kind, String(upstreamPort)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      execArgv: kind === 'modelsync' ? [...agentNodeFlags] : [],
+    });
+    proxy.once('error', reject);
+    proxy.once('exit', (code) => reject(new Error(`the ${kind} proxy exited with code ${code}`)));
+    proxy.once('message', (message) =>
+      resolve({ port: (message as { port: number }).port, pid: proxy.pid!, stop: () => proxy.kill() }),
+    );
+  });
+
+/** The model server stand-in: small inference answers, 1 MiB answers and `/stream/<MiB>` of a random block. */
+export const startUpstream = () => {
+  const block = randomBytes(MiB);
+  return startHttpServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.url === '/mib') return void res.writeHead(200, { 'Content-Length': MiB }).end(block);
+      if (req.url?.startsWith('/stream/') === true) {
+        const bytes = Number(req.url.slice('/stream/'.length)) * MiB;
+        return writeRepeated(res.writeHead(200, { 'Content-Length': bytes }), block, bytes);
+      }
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': inferAnswer.length });
+      res.end(inferAnswer);
+    });
+  });
+};
+
+if (require.main === module && process.argv[2] === '--child') void child();

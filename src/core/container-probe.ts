@@ -1,0 +1,191 @@
+/**
+ * The user container's readiness probe as KServe hands it to its agent: `SERVING_READINESS_PROBE`, the JSON of a
+ * Kubernetes `corev1.Probe` (a JSON array of them under `ENABLE_MULTI_CONTAINER_PROBES=true`), decoded into what
+ * modelsync runs. Pure; every problem names the field as the JSON spells it.
+ */
+import * as E from 'fp-ts/Either';
+import { describeJsonProblem, parseJson } from './json/json';
+import { isJsonObject } from './json/json-object';
+
+/** An httpGet or a tcpSocket check of one port. */
+export type ProbeAction =
+  | {
+      readonly kind: 'http';
+      readonly scheme: 'http' | 'https';
+      readonly host: string;
+      readonly port: number;
+      /** Always starting with `/`, the query kept. */
+      readonly path: string;
+      readonly headers: ReadonlyArray<readonly [string, string]>;
+    }
+  | { readonly kind: 'tcp'; readonly host: string; readonly port: number };
+
+/** One probe: its action, the time one attempt may take, and how it is repeated. */
+export interface ContainerProbe {
+  readonly action: ProbeAction;
+  readonly timeoutMs: number;
+  /**
+   * 0 (absent): Knative's aggressive probing, attempts every 50 ms for up to 10 s until `successThreshold` pass
+   * in a row; else one attempt per readiness check.
+   */
+  readonly periodSeconds: number;
+  readonly successThreshold: number;
+  /** Kept for the record: the kubelet applies its own threshold to the agent's probe, as with KServe's agent. */
+  readonly failureThreshold: number;
+}
+
+/** Where an unset host points: the pod's own network namespace. */
+export const probeLocalHost = '127.0.0.1';
+
+/** The probe when KServe gives none: the model server's port accepts a connection. */
+export const componentPortProbe = (componentPort: number): ContainerProbe => ({
+  action: { kind: 'tcp', host: probeLocalHost, port: componentPort },
+  timeoutMs: 1000,
+  periodSeconds: 1,
+  successThreshold: 1,
+  failureThreshold: 3,
+});
+
+type Decoded<T> = E.Either<string, T>;
+
+const wholeIn = (value: unknown, field: string, min: number, max: number, absent: number): Decoded<number> =>
+  value === undefined || value === null
+    ? E.right(absent)
+    : typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max
+      ? E.right(value)
+      : E.left(`${field}: expected a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`);
+
+const textOr = (value: unknown, field: string, absent: string): Decoded<string> =>
+  value === undefined || value === null || value === ''
+    ? E.right(absent)
+    : typeof value === 'string'
+      ? E.right(value)
+      : E.left(`${field}: expected a string, got ${JSON.stringify(value)}`);
+
+/**
+ * An IntOrString port: a number, or a number's text, or a port's name, which names a port of the user container;
+ * KServe's agent would dial the name as a service, so the one port it can mean here is the component port.
+ */
+const portOf = (value: unknown, field: string, componentPort: number): Decoded<number> => {
+  if (typeof value === 'string' && /^\d+$/.test(value)) return portOf(Number(value), field, componentPort);
+  if (typeof value === 'string' && /^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$/.test(value))
+    return E.right(componentPort);
+  return typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 65_535
+    ? E.right(value)
+    : E.left(`${field}: expected a port number from 1 to 65535 or a port name, got ${JSON.stringify(value)}`);
+};
+
+/** HTTP header names and values a request may carry (no CR, LF or NUL: nothing can be smuggled into the head). */
+const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const headerValue = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+const headersOf = (value: unknown, field: string): Decoded<ReadonlyArray<readonly [string, string]>> => {
+  if (value === undefined || value === null) return E.right([]);
+  if (!Array.isArray(value)) return E.left(`${field}: expected a list of {name, value}`);
+  const headers: Array<readonly [string, string]> = [];
+  for (const [index, entry] of value.entries()) {
+    const name: unknown = isJsonObject(entry) ? entry.name : undefined;
+    const text: unknown = isJsonObject(entry) ? (entry.value ?? '') : undefined;
+    if (
+      typeof name !== 'string' ||
+      !headerName.test(name) ||
+      typeof text !== 'string' ||
+      !headerValue.test(text)
+    )
+      return E.left(`${field}[${index}]: expected {name, value}: a header name and a one-line value`);
+    headers.push([name, text]);
+  }
+  return E.right(headers);
+};
+
+const actionOf = (
+  probe: Readonly<Record<string, unknown>>,
+  at: string,
+  componentPort: number,
+): Decoded<ProbeAction> => {
+  const { httpGet, tcpSocket } = probe;
+  if (isJsonObject(httpGet)) {
+    const field = `${at}httpGet`;
+    const scheme = textOr(httpGet.scheme, `${field}.scheme`, 'HTTP');
+    if (E.isRight(scheme) && !['HTTP', 'HTTPS'].includes(scheme.right.toUpperCase()))
+      return E.left(`${field}.scheme: expected HTTP or HTTPS, got ${JSON.stringify(scheme.right)}`);
+    const path = textOr(httpGet.path, `${field}.path`, '/');
+    if (E.isRight(path) && /[\s\0]/.test(path.right))
+      return E.left(`${field}.path: expected a URL path with no spaces or control characters`);
+    const host = textOr(httpGet.host, `${field}.host`, probeLocalHost);
+    const port = portOf(httpGet.port, `${field}.port`, componentPort);
+    const headers = headersOf(httpGet.httpHeaders, `${field}.httpHeaders`);
+    for (const part of [scheme, path, host, port, headers]) if (E.isLeft(part)) return part;
+    return E.right({
+      kind: 'http',
+      scheme: (scheme as E.Right<string>).right.toUpperCase() === 'HTTPS' ? 'https' : 'http',
+      host: (host as E.Right<string>).right,
+      port: (port as E.Right<number>).right,
+      path: `/${(path as E.Right<string>).right.replace(/^\/+/, '')}`,
+      headers: (headers as E.Right<ReadonlyArray<readonly [string, string]>>).right,
+    });
+  }
+  if (isJsonObject(tcpSocket)) {
+    const field = `${at}tcpSocket`;
+    const host = textOr(tcpSocket.host, `${field}.host`, probeLocalHost);
+    const port = portOf(tcpSocket.port, `${field}.port`, componentPort);
+    if (E.isLeft(host)) return host;
+    if (E.isLeft(port)) return port;
+    return E.right({ kind: 'tcp', host: host.right, port: port.right });
+  }
+  const other = ['exec', 'grpc'].find((kind) => probe[kind] !== undefined && probe[kind] !== null);
+  return E.left(
+    other !== undefined
+      ? `${at}${other}: ${other} probes are not supported (KServe's agent takes httpGet and tcpSocket only)`
+      : `${at.replace(/\.$/, '') || 'the probe'}: expected httpGet or tcpSocket`,
+  );
+};
+
+const probeOf = (value: unknown, at: string, componentPort: number): Decoded<ContainerProbe> => {
+  if (!isJsonObject(value))
+    return E.left(`${at.replace(/\.$/, '') || 'the probe'}: expected an object (a corev1.Probe)`);
+  const action = actionOf(value, at, componentPort);
+  if (E.isLeft(action)) return action;
+  const timeout = wholeIn(value.timeoutSeconds, `${at}timeoutSeconds`, 0, 3600, 1);
+  const period = wholeIn(value.periodSeconds, `${at}periodSeconds`, 0, 3600, 0);
+  const success = wholeIn(value.successThreshold, `${at}successThreshold`, 0, 1000, 1);
+  const failure = wholeIn(value.failureThreshold, `${at}failureThreshold`, 0, 1000, 3);
+  for (const part of [timeout, period, success, failure]) if (E.isLeft(part)) return part;
+  const [timeoutS, periodS, successN, failureN] = [timeout, period, success, failure].map(
+    (part) => (part as E.Right<number>).right,
+  ) as [number, number, number, number];
+  return E.right({
+    action: action.right,
+    // 0 means "the Kubernetes default" wherever the API server did not fill it in.
+    timeoutMs: (timeoutS || 1) * 1000,
+    periodSeconds: periodS,
+    successThreshold: successN || 1,
+    failureThreshold: failureN || 3,
+  });
+};
+
+/** The most text taken from the env var: a Probe's JSON is a few hundred bytes; an env var can be a megabyte. */
+export const maxProbeJsonChars = 64 * 1024;
+
+/**
+ * The probes `text` describes (`[]` for an empty text: no user probe); the model server's port names a probe's
+ * named port. A JSON object is one probe, a JSON array several, which must all pass; the Left names the field.
+ */
+export const decodeReadinessProbes = (
+  text: string,
+  componentPort: number,
+): Decoded<ReadonlyArray<ContainerProbe>> => {
+  if (text.trim() === '') return E.right([]);
+  if (text.length > maxProbeJsonChars) return E.left(`longer than ${maxProbeJsonChars} characters`);
+  const json = parseJson(text);
+  if (E.isLeft(json)) return E.left(describeJsonProblem(json.left));
+  const list = Array.isArray(json.right) ? json.right : [json.right];
+  if (list.length === 0) return E.right([]);
+  const probes: ContainerProbe[] = [];
+  for (const [index, value] of list.entries()) {
+    const probe = probeOf(value, Array.isArray(json.right) ? `[${index}].` : '', componentPort);
+    if (E.isLeft(probe)) return probe;
+    probes.push(probe.right);
+  }
+  return E.right(probes);
+};

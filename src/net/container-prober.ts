@@ -1,0 +1,129 @@
+/**
+ * containerProber: runs the user container's readiness probes (httpGet, tcpSocket) the way KServe's agent runs
+ * them, with Knative's readiness prober: one attempt per check, or, for a probe with no period, Knative's
+ * aggressive polling; every probe must pass. Concurrent checks share the one in flight.
+ */
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { connect } from 'node:net';
+import type { ContainerProbe, ProbeAction } from '../core/container-probe';
+
+/** Knative's aggressive probing: an attempt every 50 ms, each at most 100 ms, for at most 10 s. */
+export const aggressiveProbing = { intervalMs: 50, attemptTimeoutMs: 100, windowMs: 10_000 } as const;
+
+/** The User-Agent of the probe requests: the kubelet's prefix, which servers exempt from auth and logging. */
+const probeUserAgent = 'kube-probe/modelsync';
+
+/** A body beyond this is not read: a probe's answer is its status. */
+const maxProbeBodyBytes = 64 * 1024;
+
+/** One attempt of `action` within `timeoutMs`: true when it passed. Never throws; leaves no timer or socket. */
+export const attemptProbe = (action: ProbeAction, timeoutMs: number): Promise<boolean> =>
+  new Promise<boolean>((resolve) => {
+    let settled = false;
+    const finish = (passed: boolean): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      cleanup();
+      resolve(passed);
+    };
+    const timer = setTimeout(() => finish(false), timeoutMs);
+    let cleanup: () => void = () => undefined;
+    if (action.kind === 'tcp') {
+      const socket = connect({ host: action.host, port: action.port });
+      cleanup = () => socket.destroy();
+      socket.once('connect', () => finish(true));
+      socket.once('error', () => finish(false));
+      return;
+    }
+    const headers: Record<string, string> = { 'user-agent': probeUserAgent, accept: '*/*' };
+    // The probe's own headers win, as the kubelet lets them (a Host or User-Agent of the user's choosing).
+    for (const [name, value] of action.headers) headers[name.toLowerCase()] = value;
+    const send = action.scheme === 'https' ? httpsRequest : httpRequest;
+    const call = send({
+      host: action.host,
+      port: action.port,
+      path: action.path,
+      method: 'GET',
+      headers,
+      agent: false,
+      // The kubelet does not check a probed container's certificate either.
+      ...(action.scheme === 'https' ? { rejectUnauthorized: false } : {}),
+    });
+    cleanup = () => call.destroy();
+    call.once('error', () => finish(false));
+    call.once('response', (response: IncomingMessage) => {
+      const status = response.statusCode ?? 0;
+      let read = 0;
+      response.on('data', (chunk: Buffer) => {
+        read += chunk.length;
+        if (read > maxProbeBodyBytes) finish(status >= 200 && status < 400);
+      });
+      response.once('end', () => finish(status >= 200 && status < 400));
+      response.once('error', () => finish(false));
+    });
+    call.end();
+  });
+
+const pause = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+/** Knative's aggressive probing of one probe: `successThreshold` passes in a row within the window. */
+const pollAggressively = async (probe: ContainerProbe, signal: AbortSignal): Promise<boolean> => {
+  const deadline = Date.now() + aggressiveProbing.windowMs;
+  let inARow = 0;
+  while (!signal.aborted) {
+    inARow = (await attemptProbe(probe.action, aggressiveProbing.attemptTimeoutMs)) ? inARow + 1 : 0;
+    if (inARow >= probe.successThreshold) return true;
+    if (Date.now() + aggressiveProbing.intervalMs > deadline) return false;
+    await pause(aggressiveProbing.intervalMs, signal);
+  }
+  return false;
+};
+
+/** The user container's readiness, checked on demand. */
+export interface ContainerProber {
+  /** Runs every probe once (or polls, for a probe with no period): true when all pass. Never throws. */
+  readonly check: () => Promise<boolean>;
+  /** Stops a poll in progress (shutdown). */
+  readonly close: () => void;
+}
+
+/**
+ * A prober of `probes`. A periodic probe counts its passes across checks and passes once `successThreshold`
+ * came in a row (a failure answers false at once: the kubelet's own threshold on the agent's probe decides
+ * when the pod leaves the endpoints, as with KServe's agent).
+ */
+export const containerProber = (probes: ReadonlyArray<ContainerProbe>): ContainerProber => {
+  const stop = new AbortController();
+  const inARow = probes.map(() => 0);
+  let inFlight: Promise<boolean> | undefined;
+  const runOnce = async (): Promise<boolean> => {
+    const results = await Promise.all(
+      probes.map(async (probe, index) => {
+        if (probe.periodSeconds === 0) return pollAggressively(probe, stop.signal);
+        const passes = (await attemptProbe(probe.action, probe.timeoutMs)) ? (inARow[index] ?? 0) + 1 : 0;
+        inARow[index] = passes;
+        return passes >= probe.successThreshold;
+      }),
+    );
+    return results.every(Boolean);
+  };
+  return {
+    check: () => {
+      inFlight ??= runOnce().finally(() => (inFlight = undefined));
+      return inFlight;
+    },
+    close: () => stop.abort(),
+  };
+};

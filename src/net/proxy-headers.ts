@@ -1,0 +1,107 @@
+/**
+ * The header rules of the reverse proxy: which headers of a message are end-to-end (passed on, the sender's case,
+ * order and duplicates kept) and which are about one hop (RFC 9110 §7.6.1, Go's list), and how a body is framed
+ * again for the next hop.
+ */
+import type { IncomingMessage } from 'node:http';
+
+/** Headers about one hop, not the message (RFC 9110 §7.6.1, Go's list): never passed on. */
+const hopByHop: ReadonlySet<string> = new Set(
+  (
+    'connection keep-alive proxy-connection proxy-authenticate proxy-authorization ' +
+    'te trailer transfer-encoding upgrade'
+  ).split(' '),
+);
+
+/** Methods Node sends bodiless without a length; any other without a body gets `Content-Length: 0` (Go's way). */
+const bodilessMethods: ReadonlySet<string> = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE']);
+
+/** One message's headers with the hop-by-hop ones taken out, and what those said that the next hop needs. */
+export interface Forwardable {
+  /** The end-to-end headers, raw (name, value, …): the sender's case, order and duplicates. */
+  readonly headers: string[];
+  /** Framing: Content-Length is kept whatever Connection lists, Transfer-Encoding (chunks) is redone per hop. */
+  length?: string;
+  chunked?: boolean;
+  hasHost?: boolean;
+  /** The Trailer names, joined: announced again only when the next hop is chunked too. */
+  trailer?: string;
+  upgrade?: string;
+  /** The name of a TE header asking for trailers: the one TE passed on (`TE: trailers`), as Go does. */
+  teTrailers?: string;
+  /** The X-Forwarded-For values it came with, joined, and the name they came under. */
+  forwardedFor?: string;
+  forwardedForName?: string;
+}
+
+export const joined = (before: string | undefined, value: string): string =>
+  before === undefined ? value : `${before}, ${value}`;
+
+/** The comma-separated tokens of `value`, trimmed and in lower case. */
+export const tokens = (value: string): string[] =>
+  value.split(',').map((token) => token.trim().toLowerCase());
+
+/** Connection values that name no header (nearly every message's): nothing to split. */
+const plainConnection = /^\s*(keep-alive|close)\s*$/i;
+
+/** The header names the Connection headers of `raw` list: hop-by-hop for this one message. */
+const connectionListed = (raw: ReadonlyArray<string>): ReadonlySet<string> | undefined => {
+  let listed: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2)
+    if (raw[i]!.length === 10 && raw[i]!.toLowerCase() === 'connection' && !plainConnection.test(raw[i + 1]!))
+      for (const name of tokens(raw[i + 1]!)) (listed ??= new Set()).add(name);
+  return listed;
+};
+
+/** The end-to-end part of `raw` (a request's headers or a response's). */
+export const forwardable = (raw: ReadonlyArray<string>, isRequest: boolean): Forwardable => {
+  const listed = connectionListed(raw);
+  const message: Forwardable = { headers: [] };
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    const value = raw[i + 1]!;
+    const lower = name.toLowerCase();
+    if (lower === 'content-length') message.length = value;
+    else if (lower === 'host') message.hasHost = true;
+    else if (lower === 'transfer-encoding') message.chunked = true;
+    else if (lower === 'trailer') message.trailer = joined(message.trailer, value);
+    else if (lower === 'upgrade') message.upgrade = joined(message.upgrade, value);
+    else if (lower === 'te') {
+      if (isRequest && tokens(value).includes('trailers')) message.teTrailers = name;
+    } else if (isRequest && lower === 'x-forwarded-for') {
+      message.forwardedForName ??= name;
+      if (listed?.has(lower) !== true) message.forwardedFor = joined(message.forwardedFor, value);
+      continue;
+    } else if (listed?.has(lower) === true) continue;
+    if (!hopByHop.has(lower)) message.headers.push(name, value);
+  }
+  return message;
+};
+
+/** The headers sent upstream: the client's end-to-end ones, its body framed again, and who the client is. */
+export const upstreamHeaders = (request: IncomingMessage, message: Forwardable, host: string): string[] => {
+  const { headers } = message;
+  if (message.hasHost !== true) headers.push('Host', host);
+  if (message.teTrailers !== undefined) headers.push(message.teTrailers, 'trailers');
+  if (message.chunked === true) {
+    headers.push('Transfer-Encoding', 'chunked');
+    if (message.trailer !== undefined) headers.push('Trailer', message.trailer);
+  } else if (message.length === undefined && !bodilessMethods.has(request.method ?? 'GET'))
+    headers.push('Content-Length', '0');
+  const client = request.socket.remoteAddress;
+  const forwardedFor = client === undefined ? message.forwardedFor : joined(message.forwardedFor, client);
+  if (forwardedFor !== undefined) headers.push(message.forwardedForName ?? 'X-Forwarded-For', forwardedFor);
+  return headers;
+};
+
+/** Node writes a body in chunks to an HTTP/1.1 client when it has no length, and only then can trailers follow. */
+export const chunkedToClient = (request: IncomingMessage, status: number, message: Forwardable): boolean =>
+  message.length === undefined &&
+  request.httpVersion === '1.1' &&
+  request.method !== 'HEAD' &&
+  status !== 204 &&
+  status !== 304;
+
+/** `[name, value]` pairs of a raw list, as `addTrailers` takes them. */
+export const pairs = (raw: ReadonlyArray<string>): Array<[string, string]> =>
+  raw.flatMap((name, i): Array<[string, string]> => (i % 2 === 0 ? [[name, raw[i + 1]!]] : []));

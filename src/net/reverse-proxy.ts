@@ -1,0 +1,245 @@
+/**
+ * reverseProxy: KServe's agent in Serverless mode, in Node — each request on the pod's port passed on to the model
+ * server on loopback (as Go's `httputil.NewSingleHostReverseProxy` does) and its answer passed back, both bodies
+ * streamed with backpressure over one pool of kept-alive upstream connections.
+ *
+ * Not proxied, by design: protocol upgrades (WebSocket and the like) and CONNECT are answered 501 — the model
+ * servers KServe runs answer plain requests, and a tunnel would hold two sockets past every bound of an exchange.
+ * An `Upgrade: h2c` offer alone is ignored (RFC 9110 §7.8 lets a server) and its request proxied as HTTP/1.1; the
+ * connection is closed after it, since Node's parser reads nothing more on a connection that offered an upgrade.
+ * HTTP/2 is not in scope.
+ */
+import {
+  Agent,
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { errorCode } from '../core/errors';
+import {
+  chunkedToClient,
+  forwardable,
+  pairs,
+  tokens,
+  upstreamHeaders,
+  type Forwardable,
+} from './proxy-headers';
+
+/** Where and how requests are proxied. */
+export interface ReverseProxyOptions {
+  /** The upstream: always plain http on the pod's loopback. */
+  readonly target: { readonly host: string; readonly port: number };
+  /** Connections to the upstream at once (kept alive, reused); requests past it wait in the agent's queue. */
+  readonly maxSockets: number;
+  /**
+   * No byte moving either way on one proxied exchange for this long (time in the agent's queue included): 504 if
+   * the upstream has not answered yet, else the connection is cut. While its request is proxied, the client's
+   * socket is bounded by this instead of the server's short idle timeout, which comes back once the exchange ends.
+   */
+  readonly timeoutMs: number;
+  readonly log: Logger;
+}
+
+/** A running proxy. */
+export interface ReverseProxy {
+  readonly handle: (request: IncomingMessage, response: ServerResponse) => void;
+  /** Requests being proxied now. */
+  readonly inFlight: () => number;
+  /** Destroys the upstream connections (on shutdown). */
+  readonly close: () => void;
+}
+
+/**
+ * Idle upstream connections are closed after this: under the 5 s keep-alive of uvicorn (KServe's Python model
+ * server), so that a request is never sent on a connection the server is closing at that moment.
+ */
+const upstreamIdleMs = 4000;
+
+/** What can go wrong with one exchange: each kind is logged at most once a second. */
+type FailureKind = 'unreachable' | 'timeout' | 'cut' | 'stalled' | 'invalid-head' | 'refused';
+
+// Short, and naming nothing of the pod: no address, port or error code reaches a client.
+const unreachableText = Buffer.from('the model server did not answer\n');
+const timeoutText = Buffer.from('the model server did not answer in time\n');
+const refusedText = Buffer.from('protocol upgrades and CONNECT are not proxied\n');
+
+/** A warn line per kind at most once a second, with how many of that kind went unlogged since. */
+const rateLimitedWarn = (log: Logger): ((kind: FailureKind, err?: unknown) => void) => {
+  const last = new Map<FailureKind, { at: number; suppressed: number }>();
+  return (kind, err) => {
+    const now = Date.now();
+    const previous = last.get(kind);
+    if (previous !== undefined && now - previous.at < 1000) return void previous.suppressed++;
+    last.set(kind, { at: now, suppressed: 0 });
+    const fields = { kind, suppressed: previous?.suppressed ?? 0, ...(err === undefined ? {} : { err }) };
+    log.warn(fields, 'proxy failure');
+  };
+};
+
+/** The server's own idle timeout of `socket` (`server.setTimeout`), put back once no exchange holds it. */
+const serverTimeoutOf = (socket: Socket): number =>
+  (socket as Socket & { server?: { timeout?: number } }).server?.timeout ?? 0;
+
+/** Answers `status` with `text` (closing the connection when asked to), or cuts it if a head went out already. */
+const answer = (response: ServerResponse, status: number, text: Buffer, close: boolean): void => {
+  if (response.headersSent || response.destroyed) return void response.destroy();
+  const headers = ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(text.length)];
+  response.writeHead(status, close ? [...headers, 'Connection', 'close'] : headers).end(text);
+};
+
+/** A reverse proxy to `options.target`; mount `handle` as (or inside) a server's request listener. */
+export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
+  const { target, timeoutMs, maxSockets } = options;
+  // lifo: the warmest connection first, so that the others idle out rather than all staying half used.
+  const agent = new Agent({ keepAlive: true, maxSockets, scheduling: 'lifo', timeout: upstreamIdleMs });
+  const hostHeader = `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
+  const warn = rateLimitedWarn(options.log);
+  /** Exchanges holding each client socket (more than one when requests are pipelined). */
+  const holds = new WeakMap<Socket, number>();
+  let inFlight = 0;
+
+  const hold = (socket: Socket): void => {
+    const count = holds.get(socket) ?? 0;
+    holds.set(socket, count + 1);
+    if (count === 0) socket.setTimeout(0); // the exchange's own idle timer bounds it now
+  };
+  const release = (socket: Socket): void => {
+    const count = (holds.get(socket) ?? 1) - 1;
+    holds.set(socket, count);
+    if (count === 0 && !socket.destroyed) socket.setTimeout(serverTimeoutOf(socket));
+  };
+
+  const proxy = (request: IncomingMessage, response: ServerResponse, message: Forwardable): void => {
+    // Node's parser reads nothing more on a connection after a request that offered an upgrade: close it after.
+    const closeAfter = message.upgrade !== undefined;
+    const bodiless = message.chunked !== true && Number(message.length ?? 0) === 0;
+    const headers = upstreamHeaders(request, message, hostHeader);
+    let phase: 'waiting' | 'streaming' | 'ended' | 'answered' = 'waiting';
+    let upstream: ClientRequest | undefined;
+    let upstreamResponse: IncomingMessage | undefined;
+    let retried = false;
+    let holding = true;
+    inFlight++;
+    hold(request.socket);
+
+    const letGo = (): void => {
+      if (!holding) return;
+      holding = false;
+      clearTimeout(idle);
+      release(request.socket);
+    };
+    const answerOurselves = (status: number, text: Buffer): void => {
+      phase = 'answered';
+      letGo();
+      if (upstream !== undefined) request.unpipe(upstream);
+      answer(response, status, text, closeAfter || !request.complete);
+    };
+    const cut = (kind: FailureKind): void => {
+      warn(kind);
+      response.destroy(); // the client sees a cut body, never a short one that looks complete
+    };
+    const idle = setTimeout(() => {
+      if (phase === 'streaming') return cut('stalled');
+      warn('timeout');
+      upstream?.destroy();
+      answerOurselves(504, timeoutText);
+    }, timeoutMs);
+    const moved = (): void => void idle.refresh();
+
+    const onHead = (head: IncomingMessage): void => {
+      if (phase !== 'waiting') return void head.destroy();
+      upstreamResponse = head;
+      const status = head.statusCode ?? 502;
+      const back = forwardable(head.rawHeaders, false);
+      if (back.trailer !== undefined && chunkedToClient(request, status, back))
+        back.headers.push('Trailer', back.trailer);
+      if (closeAfter) back.headers.push('Connection', 'close');
+      try {
+        response.writeHead(status, head.statusMessage, back.headers);
+      } catch (error) {
+        // A status below 100 gets past the parser, not past writeHead: a head that cannot be passed on.
+        head.destroy();
+        warn('invalid-head', error);
+        return answerOurselves(502, unreachableText);
+      }
+      phase = 'streaming';
+      idle.refresh();
+      head.on('data', moved);
+      head.on('end', () => {
+        if (phase !== 'streaming') return;
+        phase = 'ended';
+        letGo(); // before Node sets its own keep-alive timeout on the client's socket at 'finish'
+        if (head.rawTrailers.length > 0) response.addTrailers(pairs(head.rawTrailers));
+      });
+      head.on('close', () => {
+        if (!head.complete && phase === 'streaming') cut('cut');
+      });
+      head.pipe(response);
+    };
+    const onUpstreamError = (error: Error): void => {
+      if (phase !== 'waiting') return; // past the head, the answer's own 'close' says how it ended
+      // A kept-alive connection the upstream closed as it was reused: sent again once, as Go does, when there is
+      // no body (one with a body was read, and cannot be sent twice).
+      if (bodiless && !retried && upstream?.reusedSocket === true && errorCode(error) === 'ECONNRESET') {
+        retried = true;
+        options.log.debug({ err: error }, 'kept-alive connection closed by the model server; sending again');
+        return send();
+      }
+      warn('unreachable', error);
+      answerOurselves(502, unreachableText);
+    };
+    /** Closed with neither an answer nor an error: how Node drops a 101 nobody asked for. */
+    const onUpstreamClose = function (this: ClientRequest): void {
+      if (this !== upstream || phase !== 'waiting') return; // a retried attempt, or answered
+      warn('invalid-head');
+      answerOurselves(502, unreachableText);
+    };
+    const send = (): void => {
+      const { method, url: path } = request;
+      const sent = httpRequest({ agent, host: target.host, port: target.port, method, path, headers });
+      upstream = sent;
+      sent.on('response', onHead).on('error', onUpstreamError).on('close', onUpstreamClose);
+      if (bodiless) return void sent.end();
+      request.on('data', moved);
+      if (message.chunked === true)
+        request.once('end', () => {
+          if (request.rawTrailers.length > 0) sent.addTrailers(pairs(request.rawTrailers));
+        });
+      request.pipe(sent);
+    };
+
+    response.once('close', () => {
+      inFlight--;
+      letGo();
+      if (upstreamResponse?.complete === true && request.complete) return;
+      // The client went away, or was cut, before the exchange was over: the upstream is stopped at once. Or the
+      // upstream answered before it read the whole body: the rest is dropped, so that the next request is parsed.
+      upstream?.destroy();
+      request.unpipe();
+      request.resume();
+    });
+    try {
+      send();
+    } catch (error) {
+      // http.request refuses a path or header value the server's parser let through (characters beyond latin1).
+      warn('invalid-head', error);
+      answerOurselves(502, unreachableText);
+    }
+  };
+
+  const handle = (request: IncomingMessage, response: ServerResponse): void => {
+    if (response.destroyed || response.writableEnded) return;
+    const message = forwardable(request.rawHeaders, true);
+    const upgrade = message.upgrade === undefined ? [] : tokens(message.upgrade);
+    if (request.method === 'CONNECT' || upgrade.some((protocol) => protocol !== 'h2c')) {
+      warn('refused');
+      return answer(response, 501, refusedText, true);
+    }
+    proxy(request, response, message);
+  };
+
+  return { handle, inFlight: () => inFlight, close: () => agent.destroy() };
+};

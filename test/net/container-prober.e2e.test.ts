@@ -1,0 +1,127 @@
+/** The user container's readiness probes run against real servers on 127.0.0.1, as KServe's agent runs them. */
+import { createServer, type Server } from 'node:net';
+import type { ContainerProbe, ProbeAction } from '../../src/core/container-probe';
+import { attemptProbe, containerProber } from '../../src/net/container-prober';
+import { closedPort, useHttpServers } from '../helpers/http-servers';
+
+const startServer = useHttpServers();
+
+const http = (
+  port: number,
+  path = '/',
+  headers: ReadonlyArray<readonly [string, string]> = [],
+): ProbeAction => ({
+  kind: 'http',
+  scheme: 'http',
+  host: '127.0.0.1',
+  port,
+  path,
+  headers,
+});
+
+const probe = (action: ProbeAction, more: Partial<ContainerProbe> = {}): ContainerProbe => ({
+  action,
+  timeoutMs: 1000,
+  periodSeconds: 10,
+  successThreshold: 1,
+  failureThreshold: 3,
+  ...more,
+});
+
+describe('attemptProbe', () => {
+  it('passes on 200 to 399 and fails on 400 and up, sending the kubelet User-Agent and the probe headers', async () => {
+    const seen: Array<Record<string, unknown>> = [];
+    let status = 200;
+    const server = await startServer((request, response) => {
+      seen.push({ url: request.url, ...request.headers });
+      response.writeHead(status).end('body');
+    });
+    expect(
+      await attemptProbe(http(server.port, '/v2/health/ready?x=1', [['K-Kubelet-Probe', 'queue']]), 1000),
+    ).toBe(true);
+    status = 302;
+    expect(await attemptProbe(http(server.port), 1000)).toBe(true);
+    status = 503;
+    expect(await attemptProbe(http(server.port), 1000)).toBe(false);
+    status = 404;
+    expect(await attemptProbe(http(server.port), 1000)).toBe(false);
+    expect(seen[0]).toMatchObject({ url: '/v2/health/ready?x=1', 'k-kubelet-probe': 'queue' });
+    expect(String(seen[0]!['user-agent'])).toMatch(/^kube-probe\//);
+    expect(seen[0]).not.toHaveProperty('k-network-probe');
+  });
+
+  it('fails on a closed port and on a server that does not answer within the timeout', async () => {
+    expect(await attemptProbe(http(await closedPort()), 1000)).toBe(false);
+    const silent = await startServer(() => undefined);
+    const started = Date.now();
+    expect(await attemptProbe(http(silent.port), 200)).toBe(false);
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
+
+  it('checks a tcpSocket by connecting', async () => {
+    const listening: Server = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => listening.listen(0, '127.0.0.1', resolve));
+    const { port } = listening.address() as { port: number };
+    expect(await attemptProbe({ kind: 'tcp', host: '127.0.0.1', port }, 1000)).toBe(true);
+    await new Promise<void>((resolve) => listening.close(() => resolve()));
+    expect(await attemptProbe({ kind: 'tcp', host: '127.0.0.1', port }, 1000)).toBe(false);
+  });
+});
+
+describe('containerProber', () => {
+  it('needs every probe to pass', async () => {
+    const up = await startServer((_request, response) => response.end());
+    const down = await closedPort();
+    expect(await containerProber([probe(http(up.port)), probe(http(up.port))]).check()).toBe(true);
+    expect(await containerProber([probe(http(up.port)), probe(http(down))]).check()).toBe(false);
+  });
+
+  it('counts a periodic probe’s passes across checks up to successThreshold; a failure starts the count again', async () => {
+    let status = 200;
+    const server = await startServer((_request, response) => response.writeHead(status).end());
+    const prober = containerProber([probe(http(server.port), { successThreshold: 2 })]);
+    expect(await prober.check()).toBe(false);
+    expect(await prober.check()).toBe(true);
+    status = 500;
+    expect(await prober.check()).toBe(false);
+    status = 200;
+    expect(await prober.check()).toBe(false);
+    expect(await prober.check()).toBe(true);
+  });
+
+  it('polls a probe with no period (Knative aggressive) until it passes successThreshold times in a row', async () => {
+    const startedAt = Date.now();
+    let requests = 0;
+    const server = await startServer((_request, response) => {
+      requests++;
+      response.writeHead(Date.now() - startedAt > 300 ? 200 : 503).end();
+    });
+    const passed = await containerProber([
+      probe(http(server.port), { periodSeconds: 0, successThreshold: 3 }),
+    ]).check();
+    expect(passed).toBe(true);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(300);
+    expect(requests).toBeGreaterThanOrEqual(5);
+  });
+
+  it('shares one check among concurrent callers', async () => {
+    let requests = 0;
+    const server = await startServer((_request, response) => {
+      requests++;
+      setTimeout(() => response.end(), 50);
+    });
+    const prober = containerProber([probe(http(server.port))]);
+    expect(await Promise.all([prober.check(), prober.check(), prober.check()])).toEqual([true, true, true]);
+    expect(requests).toBe(1);
+  });
+
+  it('stops an aggressive poll on close, failing the check', async () => {
+    const down = await closedPort();
+    const prober = containerProber([probe(http(down), { periodSeconds: 0 })]);
+    const check = prober.check();
+    const started = Date.now();
+    setTimeout(() => prober.close(), 200);
+    expect(await check).toBe(false);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+});

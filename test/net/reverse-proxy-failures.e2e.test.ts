@@ -1,0 +1,198 @@
+/** reverseProxy when a peer misbehaves: the upstream down, silent or cutting; the client leaving; upgrades; log floods. */
+import type { IncomingMessage } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { sleep, waitFor } from '../../src/testing/wait';
+import { getHead, rawSocket } from '../helpers/raw-socket';
+import {
+  closedPort,
+  send,
+  startProxy,
+  startUpstream,
+  type ProxyBench,
+  type Upstream,
+} from './reverse-proxy-harness';
+
+let upstream: Upstream | undefined;
+let bench: ProxyBench | undefined;
+afterEach(async () => {
+  await bench?.close();
+  await upstream?.close();
+  bench = upstream = undefined;
+});
+
+/** Starts the upstream with `handler` and the proxy in front of it. */
+const start = async (handler: Upstream['handler'], options: Parameters<typeof startProxy>[1] = {}) => {
+  upstream = await startUpstream(handler);
+  bench = await startProxy(upstream.port, options);
+  return { upstream, bench };
+};
+
+/** Resolves once the connection of a request the upstream saw is closed: the request was torn down. */
+const tornDown = (request: IncomingMessage): Promise<void> =>
+  new Promise((resolve) =>
+    request.socket.destroyed ? resolve() : request.socket.once('close', () => resolve()),
+  );
+
+describe('reverseProxy, failures', () => {
+  it('answers 502 with a body naming nothing internal when the upstream is down', async () => {
+    const port = await closedPort();
+    bench = await startProxy(port);
+    const answers = [
+      await send(bench.port),
+      await send(bench.port, { method: 'POST', body: Buffer.from('{}') }),
+    ];
+    for (const answer of answers) {
+      expect(answer.status).toBe(502);
+      const body = answer.body.toString();
+      expect(body).toBe('the model server did not answer\n');
+      expect(body).not.toMatch(/127\.0\.0\.1|ECONNREFUSED|localhost/);
+      expect(body).not.toContain(String(port));
+    }
+    expect(bench.proxy.inFlight()).toBe(0);
+  });
+
+  it('answers 502 when the upstream closes the connection before its head', async () => {
+    await start((req) => req.socket.destroy());
+    expect((await send(bench!.port)).status).toBe(502);
+  });
+
+  it('answers 504 when the upstream is silent past timeoutMs, and tears its request down', async () => {
+    const { upstream } = await start(() => undefined, { timeoutMs: 300 });
+    const started = performance.now();
+    const answer = await send(bench!.port);
+    const took = performance.now() - started;
+    expect([answer.status, answer.body.toString()]).toEqual([
+      504,
+      'the model server did not answer in time\n',
+    ]);
+    expect(took).toBeGreaterThanOrEqual(250);
+    expect(took).toBeLessThan(2000);
+    await tornDown(upstream.seen[0]!.request);
+  });
+
+  it('answers a slow upstream (past the server idle timeout, within timeoutMs), then idles out as the server does', async () => {
+    await start((_req, res) => void setTimeout(() => res.end('thought about it'), 700), {
+      timeoutMs: 3000,
+      limits: { idleTimeoutMs: 250 },
+    });
+    const client = await rawSocket(bench!.port);
+    client.socket.write(getHead('/slow'));
+    await waitFor(() => client.received().includes('thought about it'), 5000, 'the slow answer');
+    const answered = performance.now();
+    await client.closed;
+    expect(client.received()).toMatch(/^HTTP\/1\.1 200 OK/);
+    // The server's own idle timeout is back once the exchange ended: the kept-alive connection goes after it.
+    expect(performance.now() - answered).toBeLessThan(2500);
+  });
+
+  it('tears the upstream request down at once when the client goes away', async () => {
+    const { upstream } = await start(() => undefined);
+    const client = await rawSocket(bench!.port);
+    client.socket.write(getHead('/abandoned'));
+    await waitFor(() => upstream.seen.length === 1, 5000, 'the request upstream');
+    client.socket.destroy();
+    const started = performance.now();
+    await tornDown(upstream.seen[0]!.request);
+    expect(performance.now() - started).toBeLessThan(500);
+    await waitFor(() => bench!.proxy.inFlight() === 0, 2000, 'no request in flight');
+  });
+
+  it('tears the upstream request down when the client aborts mid-upload', async () => {
+    const { upstream } = await start((req) => req.resume());
+    const client = await rawSocket(bench!.port);
+    client.socket.write('POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000\r\n\r\n' + 'x'.repeat(1000));
+    await waitFor(() => upstream.seen.length === 1, 5000, 'the request upstream');
+    client.socket.destroy();
+    await tornDown(upstream.seen[0]!.request);
+    await waitFor(() => bench!.proxy.inFlight() === 0, 2000, 'no request in flight');
+  });
+
+  it.each([
+    ['with a length', { 'Content-Length': 1_000_000 }],
+    ['chunked', {}],
+  ])(
+    'cuts the client at once when the upstream cuts mid-body (%s): never a body that looks complete',
+    async (_how, headers) => {
+      await start(
+        (_req, res) => {
+          res.writeHead(200, headers);
+          res.write(Buffer.alloc(64 * 1024));
+          setTimeout(() => res.socket?.destroy(), 50);
+        },
+        { timeoutMs: 10_000 },
+      );
+      const started = performance.now();
+      const answer = await send(bench!.port);
+      expect([answer.status, answer.complete]).toEqual([200, false]);
+      expect(answer.body.length).toBeLessThan(1_000_000);
+      expect(performance.now() - started).toBeLessThan(2000); // the cut itself, not the idle timer
+    },
+  );
+
+  it('cuts a chunked answer the upstream stops sending past timeoutMs', async () => {
+    await start(
+      (_req, res) => {
+        res.write('partial');
+      },
+      { timeoutMs: 300 },
+    );
+    const started = performance.now();
+    const answer = await send(bench!.port);
+    expect([answer.status, answer.complete, answer.body.toString()]).toEqual([200, false, 'partial']);
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
+
+  it('refuses WebSocket upgrades and CONNECT with 501, and sends neither upstream', async () => {
+    const { upstream } = await start((_req, res) => res.end('no'));
+    const websocket = await rawSocket(bench!.port);
+    websocket.socket.write(
+      getHead('/ws', 'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: a\r\n'),
+    );
+    const connect = await rawSocket(bench!.port);
+    connect.socket.write('CONNECT 10.0.0.1:443 HTTP/1.1\r\nHost: 10.0.0.1:443\r\n\r\n');
+    await Promise.all([websocket.closed, connect.closed]);
+    expect(websocket.received()).toMatch(/^HTTP\/1\.1 501 /);
+    expect(connect.received()).toMatch(/^HTTP\/1\.1 501 /);
+    expect(upstream.seen).toHaveLength(0);
+  });
+
+  it('proxies a request that offers h2c as HTTP/1.1, without the offer, and closes the connection after it', async () => {
+    const { upstream } = await start((_req, res) => res.end('plain'));
+    const client = await rawSocket(bench!.port);
+    client.socket.write(
+      getHead('/', 'Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMA\r\n'),
+    );
+    await client.closed;
+    expect(client.received()).toMatch(/^HTTP\/1\.1 200 OK[^]*plain$/);
+    expect(upstream.seen[0]!.rawHeaders.map((value) => value.toLowerCase())).not.toContain('upgrade');
+    expect(upstream.seen[0]!.rawHeaders.map((value) => value.toLowerCase())).not.toContain('http2-settings');
+  });
+
+  it('logs at most one warn line per failure kind a second, and never a header', async () => {
+    bench = await startProxy(await closedPort());
+    await Promise.all(
+      Array.from({ length: 100 }, () =>
+        send(bench!.port, { headers: { Authorization: 'Bearer sekrit-token' } }),
+      ),
+    );
+    await sleep(1100);
+    await send(bench.port);
+    const warnings = bench.log.lines.filter((line) => line.level === 40);
+    expect(warnings).toHaveLength(2);
+    expect(warnings[0]).toMatchObject({ kind: 'unreachable', suppressed: 0 });
+    expect(warnings[1]).toMatchObject({ kind: 'unreachable', suppressed: 99 });
+    expect(JSON.stringify(bench.log.lines)).not.toContain('sekrit-token');
+  });
+
+  it('leaves no request in flight and no upstream connection open after close()', async () => {
+    const { upstream } = await start((_req, res) => res.end('ok'));
+    await Promise.all(Array.from({ length: 20 }, () => send(bench!.port)));
+    expect(bench!.proxy.inFlight()).toBe(0);
+    bench!.proxy.close();
+    await waitFor(
+      () => upstream.seen.every(({ request }) => request.socket.destroyed),
+      2000,
+      'upstream sockets closed',
+    );
+  });
+});
