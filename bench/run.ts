@@ -19,8 +19,10 @@ import { decodeDiffSuite } from './decode-diff';
 import { httpDownloadSuite } from './http-download';
 import { httpResumeSuite } from './http-resume';
 import { idleRestartSuite } from './idle-restart';
+import { initializerSuite } from './initializer';
 import { logRedactionSuite } from './log-redaction';
 import { manyModelsSuite } from './many-models';
+import { proxySuite } from './proxy';
 import { s3DownloadSuite } from './s3-download';
 import { swapToLoadSuite } from './swap-to-load';
 import type { Cell, Check, Row, RunOptions, Suite, SuiteResult } from './suite';
@@ -34,12 +36,14 @@ const suites: ReadonlyArray<Suite> = [
   decodeDiffSuite,
   httpDownloadSuite,
   httpResumeSuite,
+  initializerSuite,
   s3DownloadSuite,
   swapToLoadSuite,
   addsThroughputSuite,
   logRedactionSuite,
   idleRestartSuite,
   manyModelsSuite,
+  proxySuite,
 ];
 
 /** A results file: the suite's result plus where and when it was measured. */

@@ -2,11 +2,33 @@
  * The storage initializer: `modelsync <uri> <dest> [<uri> <dest> …]`, as KServe's `storage-initializer` init
  * container is run. Downloads each URI into its dest with the agent's providers, guards and caps, then exits.
  */
+import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
-import { of, type Observable } from 'rxjs';
+import {
+  catchError,
+  concatMap,
+  defer,
+  every,
+  finalize,
+  from,
+  map,
+  of,
+  retry,
+  throwError,
+  timer,
+  type MonoTypeOperatorFunction,
+  type Observable,
+} from 'rxjs';
+import { abortable } from '../agent';
+import { backoffDelay } from '../core/backoff';
 import type { Env } from '../core/env';
+import { permanentError, toEffectError, type EffectError } from '../core/errors';
 import type { AppConfig } from '../core/flags/app-config';
+import { parseStorageUri, redactUri } from '../core/storage-uri';
+import type { DownloadProgress } from '../ports';
+import { initializerStorage, type InitializerStorage } from '../wiring';
 import type { Output } from './modes';
+import { packageVersion } from './package-version';
 
 /** One `<uri> <dest>` pair of the command line. */
 export interface DownloadPair {
@@ -14,13 +36,144 @@ export interface DownloadPair {
   readonly dest: string;
 }
 
-/** Downloads every pair, then exits 0; or exits 1 after one line naming the (redacted) URI and the reason. */
-export const initializerMode = (
-  _pairs: ReadonlyArray<DownloadPair>,
-  _config: AppConfig,
-  log: Logger,
-  _env: Env,
-): Observable<Output> => {
-  log.error('the storage initializer is not built yet');
-  return of({ _tag: 'Exit', code: 1 } as const);
+/** The loader's retry policy: `--max-attempts` in all, full-jitter backoff from `--retry-base-ms` to `--retry-max-ms`. */
+interface RetryPolicy {
+  readonly baseMs: number;
+  readonly maxMs: number;
+  readonly maxAttempts: number;
+}
+
+const exit = (code: number): Output => ({ _tag: 'Exit', code });
+
+/** A pair as every log line shows it: the URI without its user info, query and fragment (presigned, SAS). */
+const shown = (pair: DownloadPair): { readonly storageUri: string; readonly dest: string } => ({
+  storageUri: redactUri(pair.uri),
+  dest: pair.dest,
+});
+
+/** Why no provider can take `uri` (no scheme, or one the router does not serve), in the router's words. */
+const unserved = (uri: string, schemes: ReadonlyArray<string>): EffectError | undefined => {
+  const parsed = parseStorageUri(uri);
+  if (E.isLeft(parsed)) return permanentError('invalid-uri', parsed.left);
+  if (schemes.includes(parsed.right.scheme)) return undefined;
+  const message = `protocol not supported for storageUri ${redactUri(uri)}; supported: ${schemes.join(', ')}`;
+  return permanentError('unsupported-scheme', message);
 };
+
+/** The one error line of a failed run: the URI (redacted) and the dest, the failure's kind and message. */
+const logFailure = (log: Logger, pair: DownloadPair, cause: unknown): void => {
+  const error = toEffectError(cause);
+  const { storageUri, dest } = shown(pair);
+  log.error(
+    { storageUri, dest, errorKind: error.kind, reason: error.message },
+    `cannot download ${storageUri} to ${dest}: ${error.kind}: ${error.message}`,
+  );
+};
+
+/** The agent's `download progress` line (src/loader/reconcile.ts), the pair in place of the model. */
+const logProgress = (log: Logger, pair: DownloadPair, progress: DownloadProgress): void => {
+  const { bytes, totalBytes, bytesPerSecond, etaSeconds } = progress;
+  log.info({ ...shown(pair), bytes, totalBytes, bytesPerSecond, etaSeconds }, 'download progress');
+};
+
+/**
+ * Retries a transient failure (`EffectError.retryable`) as the loader does: up to `maxAttempts` attempts in all,
+ * each after `backoffDelay`; a permanent one, or the last, goes on as the error. Each attempt starts afresh.
+ */
+const retryTransient =
+  <T>(policy: RetryPolicy, log: Logger, pair: DownloadPair): MonoTypeOperatorFunction<T> =>
+  (attempt$) =>
+    attempt$.pipe(
+      retry({
+        count: policy.maxAttempts - 1,
+        delay: (cause: unknown, attempt: number) => {
+          const error = toEffectError(cause);
+          if (!error.retryable) return throwError(() => cause);
+          const retryInMs = backoffDelay(attempt, policy.baseMs, policy.maxMs, Math.random);
+          const failure = { errorKind: error.kind, reason: error.message, attempt, retryInMs };
+          log.warn({ ...shown(pair), ...failure }, 'download failed; retrying');
+          return timer(retryInMs);
+        },
+      }),
+    );
+
+/** Downloads one pair (retried), then logs its bytes and seconds; unsubscribing aborts the download. */
+const downloadPair = (
+  storage: InitializerStorage,
+  pair: DownloadPair,
+  policy: RetryPolicy,
+  log: Logger,
+): Observable<void> =>
+  defer(() => {
+    const startedAt = Date.now();
+    const attempt$ = abortable((signal) =>
+      storage.download(pair.uri, pair.dest, signal, (progress) => {
+        if (!progress.done) logProgress(log, pair, progress);
+      }),
+    );
+    return attempt$.pipe(
+      retryTransient(policy, log, pair),
+      map(({ bytes }) => {
+        const seconds = (Date.now() - startedAt) / 1000;
+        log.info({ ...shown(pair), bytes, seconds }, 'model downloaded');
+      }),
+    );
+  });
+
+/** Each pair in order, stopping at the first that fails (logged): true when every one was downloaded. */
+const downloadAll = (
+  storage: InitializerStorage,
+  pairs: ReadonlyArray<DownloadPair>,
+  policy: RetryPolicy,
+  log: Logger,
+): Observable<boolean> => {
+  // Checked before any pair is downloaded: a URI no provider serves writes nothing anywhere.
+  const refused = pairs
+    .map((pair) => ({ pair, error: unserved(pair.uri, storage.schemes) }))
+    .find(({ error }) => error !== undefined);
+  if (refused !== undefined) {
+    logFailure(log, refused.pair, refused.error);
+    return of(false);
+  }
+  return from(pairs).pipe(
+    concatMap((pair) =>
+      downloadPair(storage, pair, policy, log).pipe(
+        map(() => true),
+        catchError((cause: unknown) => {
+          logFailure(log, pair, cause);
+          return of(false);
+        }),
+      ),
+    ),
+    every((downloaded) => downloaded),
+  );
+};
+
+/**
+ * Downloads every pair in order into its dest, laid out as the agent lays a model into `<model-dir>/<name>/`
+ * (KServe's layout), with the agent's router, caps, credentials (`env`), progress lines and retries; then exits
+ * 0. Stops at the first pair that fails and exits 1 after one error line naming its URI (redacted) and the
+ * reason; a URI no provider serves fails before anything is downloaded. Settings that cannot be used (malformed
+ * `<host>-headers`, a bad CA bundle or S3 setting) exit 2. Unsubscribing aborts the download in progress, whose
+ * staging dir is then removed: dest stays as it was.
+ */
+export const initializerMode = (
+  pairs: ReadonlyArray<DownloadPair>,
+  config: AppConfig,
+  log: Logger,
+  env: Env,
+): Observable<Output> =>
+  defer(() => {
+    // Built per subscription: its connections are closed when the run ends.
+    const storage = initializerStorage(config, log, env);
+    if (E.isLeft(storage)) {
+      log.error({ reason: storage.left }, 'cannot start: the settings are invalid');
+      return of(exit(2));
+    }
+    log.info({ version: packageVersion, pairs: pairs.map(shown) }, 'storage initializer starting');
+    const policy = { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs, maxAttempts: config.maxAttempts };
+    return downloadAll(storage.right, pairs, policy, log).pipe(
+      map((downloaded) => exit(downloaded ? 0 : 1)),
+      finalize(() => void storage.right.close().catch(() => undefined)),
+    );
+  });

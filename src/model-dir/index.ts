@@ -4,3 +4,4 @@
  */
 export { loadJournal } from './load-journal';
 export { modelDirStore } from './store';
+export { openFreshStagingDir } from './staging-dir';

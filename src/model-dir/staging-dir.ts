@@ -28,19 +28,26 @@ export const namingStaging = (error: unknown, dir: OpenDir): unknown =>
       })
     : error;
 
-/** A fresh staging dir `<prefix>XXXXXX`, held open; it must still be the empty 0700 dir mkdtemp made when opened. */
-export const createStagingDir = async (prefix: string): Promise<OpenDir> => {
-  const staging = await step(`cannot create a staging dir ${prefix}*`, () => mkdtemp(prefix));
-  const dir = await openDir(staging).catch((cause: unknown) => {
-    throw stagingTakenAway(staging, cause);
+/**
+ * The staging dir mkdtemp made at `ref` (shown as `path`), held open: it must still be the empty 0700 dir it made,
+ * or someone swapped it in between.
+ */
+export const openFreshStagingDir = async (ref: string, path = ref): Promise<OpenDir> => {
+  const opened = await openDir(ref).catch((cause: unknown) => {
+    throw stagingTakenAway(path, cause);
   });
+  const dir = { ...opened, path };
   const entries = await readdir(dir.ref).catch(() => ['?']);
   if ((dir.stats.mode & 0o777) !== 0o700 || entries.length > 0) {
     await dir.handle.close();
-    throw stagingTakenAway(staging);
+    throw stagingTakenAway(path);
   }
   return dir;
 };
+
+/** A fresh staging dir `<prefix>XXXXXX`, held open (`openFreshStagingDir`). */
+export const createStagingDir = async (prefix: string): Promise<OpenDir> =>
+  openFreshStagingDir(await step(`cannot create a staging dir ${prefix}*`, () => mkdtemp(prefix)));
 
 /**
  * Drops top-level entries named like a marker that the model brought (two markers would make the dir ambiguous);

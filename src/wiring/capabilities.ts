@@ -5,15 +5,13 @@ import type { AgentCapabilities, AgentSettings } from '../agent';
 import { configDirSource, kubeApiSource, type KubeWatchStatus, type SourceStatus } from '../config-source';
 import type { Env } from '../core/env';
 import type { AppConfig } from '../core/flags/app-config';
-import { parseHostHeaders } from '../core/storage-uri';
 import { spaceCheck } from '../fs';
 import { loadJournal, modelDirStore } from '../model-dir';
 import { torchServeModelServer, v2ModelServer } from '../model-server';
-import { networkFrom, type Network } from '../net';
+import type { Network } from '../net';
 import type { ConfigSource, ModelServer } from '../ports';
-import { routeStorage } from '../storage';
 import { heartbeatMs } from '../surface';
-import { storageProviders } from './storage';
+import { storageRouter } from './storage';
 
 /** Who hears of each sign of a working watch (the config dir's or the API server's), beside its own status. */
 export interface ConfigSourceHooks {
@@ -94,15 +92,11 @@ export const capabilities = (
     readonly configSourceStatus?: () => KubeWatchStatus;
   }
 > => {
-  const headers = parseHostHeaders(env);
-  if (E.isLeft(headers)) return E.left(`invalid download headers: ${headers.left}`);
-  const network = networkFrom(config, env);
-  if (E.isLeft(network)) return E.left(`invalid proxy or CA bundle settings: ${network.left}`);
   // One disk check for the store (the reserve, before each install) and the providers (a declared size).
   const space = spaceCheck(config.minFreeBytes);
-  const storage = storageProviders(config, log, env, network.right, headers.right, space);
+  const storage = storageRouter(config, log, env, space);
   if (E.isLeft(storage)) return storage;
-  const router = routeStorage(storage.right.providers, storage.right.claiming);
+  const { download, network } = storage.right;
   const configSource = configSourceFor(config, log, env, sourceHooks);
   return E.right({
     configSource,
@@ -112,9 +106,9 @@ export const capabilities = (
       : {}),
     store: modelDirStore({ root: config.modelDir, log, spaceCheck: space }), // the store binds its own `component`
     journal: loadJournal({ root: config.modelDir, log }),
-    server: modelServerFor(config, network.right),
-    download: router,
-    servedSchemes: router.schemes,
+    server: modelServerFor(config, network),
+    download,
+    servedSchemes: download.schemes,
   });
 };
 

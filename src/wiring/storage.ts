@@ -1,8 +1,10 @@
 /** Storage wiring: every provider an AppConfig asks for (file, http(s), S3, GCS, Azure Blob) on one Network. */
 import type { Env } from '../core/env';
+import { kserveStorageEnv } from '../core/kserve-storage-env';
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import type { AppConfig } from '../core/flags/app-config';
+import { parseHostHeaders } from '../core/storage-uri';
 import {
   downloadLimitsOf,
   type DownloadLimits,
@@ -20,8 +22,8 @@ import {
   type ClaimingProvider,
 } from '../storage';
 import type { SpaceCheck } from '../fs';
-import { createNetwork, readCaBundle, type Network } from '../net';
-import type { StorageProvider } from '../ports';
+import { createNetwork, networkFrom, readCaBundle, type Network } from '../net';
+import type { DownloadFunction, StorageProvider } from '../ports';
 
 /** DefaultAzureCredential, its library loaded when the first token is asked for (most processes never ask). */
 const defaultAzureCredential = (): AzureTokenCredential => {
@@ -140,6 +142,39 @@ export const storageProviders = (
     ],
     claiming: [cloud.azure],
   });
+};
+
+/** The one download function of the agent and the storage initializer, and the Network its providers share. */
+export interface StorageRouter {
+  /** Every provider behind one function, picked per URI; `schemes` are the ones served. */
+  readonly download: DownloadFunction & { readonly schemes: ReadonlyArray<string> };
+  /** The connections (proxies, CAs, keep-alive) the providers use; the model server's client uses them too. */
+  readonly network: Network;
+}
+
+/**
+ * The storage router `config` asks for, built once for whoever downloads (the agent's capabilities, the storage
+ * initializer): KServe's per-host download headers (`<host>-headers`), the proxy variables and the S3, Azure and
+ * GCS settings and credentials of `env`, `--ca-bundle`, a declared size held to `space`. The Left names what is
+ * malformed, never its value (header values are secrets).
+ */
+export const storageRouter = (
+  config: AppConfig,
+  log: Logger,
+  env: Env,
+  space?: SpaceCheck,
+): E.Either<string, StorageRouter> => {
+  const headers = parseHostHeaders(env);
+  if (E.isLeft(headers)) return E.left(`invalid download headers: ${headers.left}`);
+  const network = networkFrom(config, env);
+  if (E.isLeft(network)) return E.left(`invalid proxy or CA bundle settings: ${network.left}`);
+  // KServe's storage spec (STORAGE_CONFIG) and CA bundle ConfigMap, in the names the providers read.
+  const storageEnv = kserveStorageEnv(env);
+  if (E.isLeft(storageEnv)) return E.left(`invalid KServe storage settings: ${storageEnv.left}`);
+  const storage = storageProviders(config, log, storageEnv.right, network.right, headers.right, space);
+  if (E.isLeft(storage)) return storage;
+  const download = routeStorage(storage.right.providers, storage.right.claiming);
+  return E.right({ download, network: network.right });
 };
 
 /** The URI schemes the storage providers of `config` serve (no connection is made, no credential read). */

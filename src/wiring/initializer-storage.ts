@@ -1,0 +1,232 @@
+/**
+ * The storage initializer's edge: the agent's storage router, filling a dest dir through a fresh staging dir
+ * inside it (one file system: entries are renamed in, never copied), every dir held open and never followed.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { lstat, mkdir, readdir, rename } from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
+import * as E from 'fp-ts/Either';
+import type { Logger } from 'pino';
+import type { Env } from '../core/env';
+import { EffectError, errorCode, permanentError, retryableError } from '../core/errors';
+import type { AppConfig } from '../core/flags/app-config';
+import {
+  entryKind,
+  fileSizes,
+  fsError,
+  openDir,
+  removeTree,
+  spaceCheck,
+  step,
+  type OpenDir,
+  type SpaceCheck,
+} from '../fs';
+import { openFreshStagingDir } from '../model-dir';
+import type { DownloadProgress } from '../ports';
+import { storageRouter } from './storage';
+
+// Reserved in a dest: an entry named so is a staging dir of ours, and once no run is filling it, a crashed one's.
+const stagingPrefix = '.modelsync-download-';
+
+/** What a dest fill is told: its abort, its log, and the disk check of `--min-free-bytes`. */
+interface FillOptions {
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+  readonly space: SpaceCheck;
+}
+
+const refusedDest = (dest: string, found: string): EffectError =>
+  permanentError(
+    'refused',
+    `refusing dest ${dest}: it is ${found}, not a directory (the storage initializer writes only into a real directory and follows no link)`,
+  );
+
+/** `error` with each dir's handle path (`/proc/self/fd/<n>`) replaced by the dir's own path, as the store does. */
+const naming = (error: unknown, dirs: ReadonlyArray<OpenDir>): unknown => {
+  if (!(error instanceof EffectError)) return error;
+  // Not followed by a digit: /proc/self/fd/2 must not rewrite the start of /proc/self/fd/23.
+  const handlePathOf = (dir: OpenDir): RegExp =>
+    new RegExp(`${dir.ref.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?!\\d)`, 'g');
+  const message = dirs.reduce((text, dir) => text.replace(handlePathOf(dir), dir.path), error.message);
+  if (message === error.message) return error;
+  const { kind, status, retryable, cause } = error;
+  return new EffectError(message, retryable, { kind, ...(status === undefined ? {} : { status }), cause });
+};
+
+/** Opens `dest` as a real dir, made with its parents when missing; a link or anything else there is refused. */
+const openDest = async (dest: string): Promise<OpenDir> => {
+  const found = await lstat(dest).catch((cause: unknown) => {
+    if (errorCode(cause) === 'ENOENT') return undefined;
+    throw fsError(`cannot read ${dest}`, cause);
+  });
+  if (found === undefined) await step(`cannot create ${dest}`, () => mkdir(dest, { recursive: true }));
+  else if (!found.isDirectory()) throw refusedDest(dest, entryKind(found));
+  try {
+    return await openDir(dest);
+  } catch (cause) {
+    // Swapped for a link or a file since the look: O_NOFOLLOW | O_DIRECTORY refuse it.
+    if (['ELOOP', 'ENOTDIR'].includes(errorCode(cause) ?? ''))
+      throw refusedDest(dest, 'no longer a directory');
+    throw fsError(`cannot open ${dest}`, cause);
+  }
+};
+
+/** Removes the staging dirs an earlier run left in `dest` (killed mid-download), link-safely. */
+const removeStaleStaging = async (dest: OpenDir, log: Logger): Promise<void> => {
+  const names = await step(`cannot list ${dest.path}`, () => readdir(dest.ref));
+  for (const name of names.filter((entry) => entry.startsWith(stagingPrefix))) {
+    log.warn({ dest: dest.path, dir: name }, 'removing a staging dir an earlier run left behind');
+    await removeTree(`${dest.ref}/${name}`);
+  }
+};
+
+/**
+ * Removes the staging dir at `path` the moment `signal` aborts; returns what stops that (once its entries are
+ * being moved into dest). Synchronously, on purpose: the process entry exits right after a stop signal
+ * unsubscribes us, before an async cleanup would have run; and nothing can be created in a removed dir, so a write
+ * still in flight cannot bring it back. rmSync unlinks a link, never follows one.
+ */
+const removeOnAbort = (signal: AbortSignal, path: string, shown: string, log: Logger): (() => void) => {
+  const remove = (): void => {
+    try {
+      rmSync(path, { recursive: true, force: true });
+    } catch (err) {
+      log.warn({ err, dir: shown }, 'cannot delete a staging dir; the next run will');
+    }
+  };
+  signal.addEventListener('abort', remove, { once: true });
+  return () => signal.removeEventListener('abort', remove);
+};
+
+/**
+ * Makes a fresh staging dir inside `dest` and arms its removal on abort (`removeOnAbort`) in the same turn, so no
+ * stop signal can come in between: hence mkdtempSync, one mkdir. Returns its name and what disarms the removal.
+ */
+const makeStaging = (
+  dest: OpenDir,
+  signal: AbortSignal,
+  log: Logger,
+): { readonly name: string; readonly stopRemovingOnAbort: () => void } => {
+  let made: string;
+  try {
+    made = mkdtempSync(`${dest.ref}/${stagingPrefix}`);
+  } catch (cause) {
+    throw fsError(`cannot create a staging dir in ${dest.path}`, cause);
+  }
+  const name = basename(made);
+  return { name, stopRemovingOnAbort: removeOnAbort(signal, made, join(dest.path, name), log) };
+};
+
+/** The staging dir `name` of `dest`, held open, as the model store holds its own. */
+const openStaging = (dest: OpenDir, name: string): Promise<OpenDir> =>
+  openFreshStagingDir(`${dest.ref}/${name}`, join(dest.path, name));
+
+/** Renames each top-level entry of `staging` into `dest`, replacing (link-safely deleting) one of the same name. */
+const moveEntries = async (staging: OpenDir, dest: OpenDir): Promise<void> => {
+  const names = await step(`cannot list ${staging.path}`, () => readdir(staging.ref));
+  for (const name of names) {
+    const target = `${dest.ref}/${name}`;
+    // An entry an earlier run left: a link is unlinked, never followed; a dir is deleted by handle.
+    await removeTree(target);
+    await step(`cannot move ${join(staging.path, name)} into ${dest.path}`, () =>
+      rename(`${staging.ref}/${name}`, target),
+    );
+  }
+};
+
+const abortedInto = (dest: OpenDir, signal: AbortSignal): EffectError =>
+  retryableError('aborted', `downloading into ${dest.path} aborted`, signal.reason);
+
+/**
+ * Fills `destPath` with what `fill` writes into the staging dir it is given: stale staging dirs are removed
+ * first, the reserve of `--min-free-bytes` checked, and only once `fill` succeeded (and no abort came) is each
+ * top-level entry renamed into dest. A failure or an abort leaves dest as it was, the staging dir removed.
+ * Resolves with the bytes `fill` resolved with, or when it knew none, those of the regular files that landed.
+ */
+const fillDest = async (
+  destPath: string,
+  fill: (dir: string) => Promise<number | undefined>,
+  { signal, log, space }: FillOptions,
+): Promise<number> => {
+  const dest = await openDest(resolve(destPath));
+  let made: ReturnType<typeof makeStaging> | undefined;
+  let staging: OpenDir | undefined;
+  try {
+    await removeStaleStaging(dest, log);
+    await space(dest.path, 0, `downloading into ${dest.path}`);
+    if (signal.aborted) throw abortedInto(dest, signal);
+    made = makeStaging(dest, signal, log);
+    staging = await openStaging(dest, made.name);
+    if (signal.aborted) throw abortedInto(dest, signal);
+    const reported = await fill(staging.ref);
+    if (signal.aborted) throw abortedInto(dest, signal);
+    const bytes = reported ?? [...(await fileSizes(staging)).values()].reduce((sum, size) => sum + size, 0);
+    // From here on a stop lets the renames finish: dest gets all the new entries, not some of them.
+    made.stopRemovingOnAbort();
+    await moveEntries(staging, dest);
+    return bytes;
+  } catch (cause) {
+    const error = signal.aborted ? cause : fsError(`cannot download into ${dest.path}`, cause);
+    throw naming(error, staging === undefined ? [dest] : [staging, dest]);
+  } finally {
+    await staging?.handle.close();
+    if (made !== undefined) {
+      made.stopRemovingOnAbort();
+      const shown = join(dest.path, made.name);
+      await removeTree(`${dest.ref}/${made.name}`).catch((err: unknown) =>
+        log.warn({ err, dir: shown }, 'cannot delete a staging dir; the next run will'),
+      );
+    }
+    await dest.handle.close();
+  }
+};
+
+/** Downloads for the storage initializer: into dest dirs, through the agent's storage router. */
+export interface InitializerStorage {
+  /** The schemes the router serves: a URI of another fails before anything is written. */
+  readonly schemes: ReadonlyArray<string>;
+  /**
+   * Fills `dest` with the model at `uri` as the agent lays it out in `<model-dir>/<name>/` (see fillDest),
+   * reporting to `progress` as the agent's download does. Resolves with the bytes moved (for a local copy, which
+   * reports none: the bytes of the files). Throws an EffectError.
+   */
+  readonly download: (
+    uri: string,
+    dest: string,
+    signal: AbortSignal,
+    progress?: (progress: DownloadProgress) => void,
+  ) => Promise<{ readonly bytes: number }>;
+  /** Closes the router's connections. */
+  readonly close: () => Promise<void>;
+}
+
+/**
+ * The storage initializer's downloads for `config`: the agent's router (`storageRouter`: the same providers,
+ * caps, guards and credentials from `env`) with the disk check of `--min-free-bytes`. The Left is what is wrong
+ * with the settings, as for the agent.
+ */
+export const initializerStorage = (
+  config: AppConfig,
+  log: Logger,
+  env: Env,
+): E.Either<string, InitializerStorage> => {
+  const space = spaceCheck(config.minFreeBytes);
+  const router = storageRouter(config, log, env, space);
+  if (E.isLeft(router)) return router;
+  const { download, network } = router.right;
+  return E.right({
+    schemes: download.schemes,
+    download: async (uri, dest, signal, progress) => {
+      const fill = async (dir: string): Promise<number | undefined> => {
+        let moved: number | undefined;
+        await download(uri, dir, signal, (report) => {
+          if (report.done) moved = report.bytes;
+          progress?.(report);
+        });
+        return moved;
+      };
+      return { bytes: await fillDest(dest, fill, { signal, log, space }) };
+    },
+    close: () => network.close(),
+  });
+};
