@@ -32,6 +32,9 @@ const minThroughputShare = 0.9;
 const maxRssGrowthMiB = 32;
 const maxBatchGrowthMiB = 32;
 
+/** Under the 5 s keep-alive of both proxies' servers. */
+const clientIdleMs = 4000;
+
 type Through = 'direct' | 'floor' | 'modelsync';
 
 const proxies: ReadonlyArray<ProxyKind> = ['floor', 'modelsync'];
@@ -110,7 +113,8 @@ const measureThroughput = async (ports: Record<Through, number>, rounds: number)
 /** `streams` answers of `streamMiB` at once through a fresh proxy, `batches` times: its idle RSS and each batch's peak. */
 const measureMemory = async (kind: ProxyKind, upstreamPort: number, size: Size) => {
   const proxy = await startProxyProcess(kind, upstreamPort);
-  const agent = new Agent({ keepAlive: true, maxSockets: size.streams });
+  // A socket idle between batches is dropped before the server's 5 s keep-alive can close it under a request.
+  const agent = new Agent({ keepAlive: true, maxSockets: size.streams, timeout: clientIdleMs });
   try {
     await crowd(agent, proxy.port, '/mib', 32, 8); // warm: code compiled, pools filled
     await sleep(500);

@@ -171,7 +171,9 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       head.on('end', () => {
         if (phase !== 'streaming') return;
         phase = 'ended';
-        letGo(); // before Node sets its own keep-alive timeout on the client's socket at 'finish'
+        // The client's socket stays held until the answer is written out (the response's 'close'): a client slow
+        // to read the last of a big answer must not meet the server's short idle timeout meanwhile.
+        clearTimeout(idle);
         if (head.rawTrailers.length > 0) response.addTrailers(pairs(head.rawTrailers));
       });
       head.on('close', () => {

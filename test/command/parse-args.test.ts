@@ -134,7 +134,15 @@ describe('parseArgs', () => {
         '2000',
       ],
       ...['--http-status-page-size', '50'],
-      ...['--enable-puller', '--probe-period', '1m30s', '--proxy-timeout', '2m', '--proxy-max-connections', '99'],
+      ...[
+        '--enable-puller',
+        '--probe-period',
+        '1m30s',
+        '--proxy-timeout',
+        '2m',
+        '--proxy-max-connections',
+        '99',
+      ],
       ...['--dry-run', '--once'],
     ]);
     expect(config).toEqual({

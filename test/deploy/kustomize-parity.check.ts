@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { renderKustomization, objectId, parseYamlDocuments, type KubeObject } from './kustomize';
-import { variants, withVariantDir } from './variants';
+import { podlessKustomizations, variants, withVariantDir } from './variants';
 
 /** Each way to run kustomize: the command, its render arguments, and the arguments that print its version. */
 const kustomizeCommands = [
@@ -37,5 +37,12 @@ describe('the test-only renderer agrees with kustomize', () => {
       const real = parseYamlDocuments(printed, `${command} ${dir}`) as KubeObject[];
       expect(byId(renderKustomization(dir))).toEqual(byId(real));
     });
+  });
+
+  it.each(podlessKustomizations.map(({ name, dir }) => [name, dir] as const))('on %s', (_name, dir) => {
+    const { command, render } = available!;
+    const printed = execFileSync(command, [...render, dir], { encoding: 'utf8' });
+    const real = parseYamlDocuments(printed, `${command} ${dir}`) as KubeObject[];
+    expect(byId(renderKustomization(dir))).toEqual(byId(real));
   });
 });

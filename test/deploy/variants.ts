@@ -36,6 +36,11 @@ export const variants: ReadonlyArray<Variant> = [
   })),
 ];
 
+/** Kustomizations of deploy/ that hold no model-serving pod, so not in `variants`: each has a test of its own. */
+export const podlessKustomizations: ReadonlyArray<{ readonly name: string; readonly dir: string }> = [
+  { name: 'kserve-dropin/example', dir: join(deployDir, 'kserve-dropin', 'example') },
+];
+
 /**
  * Runs `use` on a dir holding the variant's kustomization: its overlay, or a temp dir with a kustomization.yaml
  * that reaches deploy/ by relative paths (kustomize refuses absolute ones), removed afterwards.

@@ -76,7 +76,15 @@ export const flagTopics: ReadonlyArray<readonly [string, ReadonlyArray<SettingFi
   ],
   [
     "KServe's agent: its flags, and the proxy on the agent port",
-    ['enablePuller', 'componentPort', 'port', 'workers', 'probePeriod', 'proxyTimeout', 'proxyMaxConnections'],
+    [
+      'enablePuller',
+      'componentPort',
+      'port',
+      'workers',
+      'probePeriod',
+      'proxyTimeout',
+      'proxyMaxConnections',
+    ],
   ],
   ['Modes and logging', ['dryRun', 'once', 'logLevel', 'logFormat']],
 ];
