@@ -57,13 +57,18 @@ const modeOf = (
   return syncMode(config, log, process.env, { shutdown$, resync$: hangups$() });
 };
 
-const run = (config: AppConfig, pairs: ReadonlyArray<DownloadPair> = []): void => {
+const run = (
+  config: AppConfig,
+  pairs: ReadonlyArray<DownloadPair> = [],
+  notes: ReadonlyArray<string> = [],
+): void => {
   const root = stderrLogger(config.logLevel, config.logFormat);
   const log = root.log;
   flushLog = (timeoutMs) => root.flushed(timeoutMs);
   // Before any SDK client is made: the AWS SDK warns about the Node version then.
   logProcessWarnings(log);
   guardProcess(log);
+  for (const note of notes) log.warn(note);
   const stopSignals$ = merge(fromEvent(process, 'SIGTERM'), fromEvent(process, 'SIGINT'));
   // The first signal stops gracefully; a second one (an impatient operator) stops at once.
   modeOf(config, pairs, log, stopSignals$.pipe(take(1)))
@@ -91,7 +96,7 @@ const run = (config: AppConfig, pairs: ReadonlyArray<DownloadPair> = []): void =
 };
 
 const parsed = parseArgs(process.argv, process.env);
-if (parsed._tag === 'Run') run(parsed.config);
+if (parsed._tag === 'Run') run(parsed.config, [], parsed.notes);
 else if (parsed._tag === 'Initialize') run(parsed.config, parsed.pairs);
 else if (parsed._tag === 'UsageError') {
   // 2 for usage errors; 1 is kept for "the config is invalid" (--dry-run --once).

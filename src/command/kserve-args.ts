@@ -11,6 +11,9 @@ import { refusedKServeFeatures } from '../core/flags/kserve-flags';
 const goTrue: ReadonlySet<string> = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
 const goFalse: ReadonlySet<string> = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
 
+/** The port KServe's webhook gives the agent container (`agent-port`). */
+const kserveAgentPort = 9081;
+
 /** The refused features' switches (pflag bools), which `=false` leaves off. */
 const refusedSwitches: ReadonlySet<string> = new Set(['--enable-batcher', '--logger-tls-skip-verify']);
 
@@ -58,9 +61,9 @@ export const kserveArguments = (
   return { args: end === -1 ? rewritten : [...rewritten, ...args.slice(end)], problems };
 };
 
-/** How a setting was given: whether the user set it (flag or env var), and its name as they spelled it. */
+/** How a setting was given: on the command line, in its env var, or not at all; and its name as the user spelled it. */
 export interface Given {
-  readonly set: (field: SettingField) => boolean;
+  readonly from: (field: SettingField) => 'flag' | 'env' | undefined;
   readonly spell: (field: SettingField) => string;
 }
 
@@ -70,38 +73,65 @@ const aliases = [
   ['workers', 'downloadConcurrency'],
 ] as const satisfies ReadonlyArray<readonly [SettingField, SettingField]>;
 
+/** Which of two settings for one thing counts: a flag over an env var; given the same way, neither (a conflict). */
+const winner = (given: Given, kserve: SettingField, ours: SettingField): 'kserve' | 'ours' | 'both' => {
+  const [theirs, mine] = [given.from(kserve), given.from(ours)];
+  if (mine === undefined || (theirs === 'flag' && mine === 'env')) return 'kserve';
+  if (mine === 'flag' && theirs === 'env') return 'ours';
+  return 'both';
+};
+
 /**
  * `config` with KServe's spellings taken as ours: `--component-port` names the model server, `--port` the HTTP
  * port, `--workers` the downloads at once, and queue-proxy's `REVISION_TIMEOUT_SECONDS` the proxy's timeout
- * unless `--proxy-timeout` is given; or the settings that say two things at once.
+ * unless `--proxy-timeout` is given. As everywhere, a flag wins over an env var; the same setting given twice the
+ * same way, saying different things, is a problem. KServe's agent always serves its port: `--component-port`
+ * on the command line takes 9081 over an env var's 0 (saying so in `notes`).
  */
 export const withKServeSpellings = (
   config: AppConfig,
   given: Given,
   env: Env,
-): { readonly config: AppConfig; readonly problems: ReadonlyArray<string> } => {
+): {
+  readonly config: AppConfig;
+  readonly problems: ReadonlyArray<string>;
+  readonly notes: ReadonlyArray<string>;
+} => {
   const problems: string[] = [];
+  const notes: string[] = [];
   let resolved: AppConfig = config;
   for (const [kserve, ours] of aliases) {
     const value = config[kserve];
-    if (value === undefined) continue;
-    if (given.set(ours) && config[ours] !== value)
+    if (value === undefined || value === config[ours]) continue;
+    const wins = winner(given, kserve, ours);
+    if (wins === 'both')
       problems.push(`${given.spell(kserve)} and ${given.spell(ours)} say different things: give one`);
-    else resolved = { ...resolved, [ours]: value };
+    else if (wins === 'kserve') resolved = { ...resolved, [ours]: value };
   }
   if (config.componentPort !== undefined) {
-    if (given.set('serverUrl'))
+    const wins = winner(given, 'componentPort', 'serverUrl');
+    if (wins === 'both')
       problems.push(
         `${given.spell('componentPort')} and ${given.spell('serverUrl')} both name the model server: give one`,
       );
-    else resolved = { ...resolved, serverUrl: `http://127.0.0.1:${config.componentPort}` };
-    if (resolved.httpPort === 0)
-      problems.push(
-        `${given.spell('componentPort')} needs the agent port to proxy from: ${given.spell('httpPort')} 0 turns it off`,
-      );
+    else if (wins === 'kserve')
+      resolved = { ...resolved, serverUrl: `http://127.0.0.1:${config.componentPort}` };
+    if (resolved.httpPort === 0) {
+      const portFrom = given.from('port') ?? given.from('httpPort');
+      if (given.from('componentPort') === 'flag' && portFrom === 'env') {
+        resolved = { ...resolved, httpPort: kserveAgentPort };
+        notes.push(
+          `${given.spell('componentPort')} serves KServe's agent port: ${kserveAgentPort}, not the 0 of ` +
+            `${given.from('port') === 'env' ? given.spell('port') : given.spell('httpPort')}`,
+        );
+      } else
+        problems.push(
+          `${given.spell('componentPort')} needs the agent port to proxy from: ${given.spell(given.from('port') === undefined ? 'httpPort' : 'port')} 0 turns it off`,
+        );
+    }
   }
   const revisionTimeout = env.REVISION_TIMEOUT_SECONDS?.trim();
-  if (revisionTimeout !== undefined && revisionTimeout !== '' && !given.set('proxyTimeout')) {
+  if (revisionTimeout !== undefined && revisionTimeout !== '' && given.from('proxyTimeout') === undefined) {
     const seconds = /^\d+$/.test(revisionTimeout) ? Number(revisionTimeout) : NaN;
     if (!Number.isSafeInteger(seconds) || seconds < 1 || seconds > 86_400)
       problems.push(
@@ -109,5 +139,5 @@ export const withKServeSpellings = (
       );
     else resolved = { ...resolved, proxyTimeout: seconds * 1000 };
   }
-  return { config: resolved, problems };
+  return { config: resolved, problems, notes };
 };

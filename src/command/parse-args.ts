@@ -24,7 +24,8 @@ import { packageVersion } from './package-version';
 
 /** What the command line asks for: run with a config, print the help or the version, or a usage error. */
 export type ParsedArgs =
-  | { readonly _tag: 'Run'; readonly config: AppConfig }
+  /** `notes`: what the settings did that the user may not expect, for a warn line each once the log is up. */
+  | { readonly _tag: 'Run'; readonly config: AppConfig; readonly notes?: ReadonlyArray<string> }
   /** `modelsync <uri> <dest> [<uri> <dest> …]`: KServe's storage initializer. */
   | { readonly _tag: 'Initialize'; readonly config: AppConfig; readonly pairs: ReadonlyArray<DownloadPair> }
   | { readonly _tag: 'Help'; readonly text: string }
@@ -153,8 +154,8 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: Env): ParsedArgs => 
   }
   const spell = (field: SettingField): string =>
     fromEnv.has(field) ? flagTable[field].env : flagTable[field].flag;
-  const set = (field: SettingField): boolean =>
-    fromEnv.has(field) || command.getOptionValueSource(field) === 'cli';
+  const from = (field: SettingField): 'flag' | 'env' | undefined =>
+    command.getOptionValueSource(field) === 'cli' ? 'flag' : fromEnv.has(field) ? 'env' : undefined;
 
   const decoded = AppConfig.decode(input);
   if (E.isLeft(decoded) || problems.length > 0) {
@@ -167,11 +168,15 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: Env): ParsedArgs => 
       : [];
     return usageError([...problems, ...invalid]);
   }
-  const resolved = withKServeSpellings(decoded.right, { set, spell }, env);
+  const resolved = withKServeSpellings(decoded.right, { from, spell }, env);
   const conflicts = [...resolved.problems, ...conflictingSettings(resolved.config, spell)];
   if (conflicts.length > 0) return usageError(conflicts);
   return command.args.length === 0
-    ? { _tag: 'Run', config: resolved.config }
+    ? {
+        _tag: 'Run',
+        config: resolved.config,
+        ...(resolved.notes.length > 0 ? { notes: resolved.notes } : {}),
+      }
     : initialize(resolved.config, command.args, spell);
 };
 

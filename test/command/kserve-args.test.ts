@@ -117,13 +117,36 @@ describe("KServe's agent command line", () => {
       'modelsync: --port and --http-port say different things: give one',
     ]);
     expect(configOf(['--port', '9090', '--http-port', '9090']).httpPort).toBe(9090);
-    expect(usageLines(['--workers', '2'], { MODELSYNC_DOWNLOAD_CONCURRENCY: '5' })).toEqual([
-      'modelsync: --workers and MODELSYNC_DOWNLOAD_CONCURRENCY say different things: give one',
+    expect(usageLines(['--workers', '2', '--download-concurrency', '5'])).toEqual([
+      'modelsync: --workers and --download-concurrency say different things: give one',
+    ]);
+    expect(usageLines([], { MODELSYNC_WORKERS: '2', MODELSYNC_DOWNLOAD_CONCURRENCY: '5' })).toEqual([
+      'modelsync: MODELSYNC_WORKERS and MODELSYNC_DOWNLOAD_CONCURRENCY say different things: give one',
     ]);
     expect(usageLines(['--component-port', '8080', '--server-url', 'http://127.0.0.1:8080'])).toEqual([
       'modelsync: --component-port and --server-url both name the model server: give one',
     ]);
     expect(usageLines(['--component-port', '8080', '--port', '0'])).toEqual([
+      'modelsync: --component-port needs the agent port to proxy from: --port 0 turns it off',
+    ]);
+  });
+
+  it("lets KServe's flags win over our env vars, and ours over KServe's env vars, as every flag wins over an env var", () => {
+    expect(configOf(['--port', '9090'], { MODELSYNC_HTTP_PORT: '9091' }).httpPort).toBe(9090);
+    expect(configOf(['--http-port', '9091'], { MODELSYNC_PORT: '9090' }).httpPort).toBe(9091);
+    expect(configOf(['--component-port', '8085'], { MODELSYNC_SERVER_URL: 'http://ts:8080' }).serverUrl).toBe(
+      'http://127.0.0.1:8085',
+    );
+    expect(configOf(['--server-url', 'http://ts:8080'], { MODELSYNC_COMPONENT_PORT: '8085' }).serverUrl).toBe(
+      'http://ts:8080',
+    );
+    // KServe's agent always serves its port: an env var's 0 (a harness's default) gives way to KServe's 9081.
+    const parsed = parse(['--component-port', '8080'], { MODELSYNC_HTTP_PORT: '0' });
+    expect(parsed).toMatchObject({ _tag: 'Run', config: { httpPort: 9081 } });
+    expect(parsed._tag === 'Run' ? parsed.notes : []).toEqual([
+      "--component-port serves KServe's agent port: 9081, not the 0 of MODELSYNC_HTTP_PORT",
+    ]);
+    expect(usageLines(['--component-port', '8080', '--http-port', '0'])).toEqual([
       'modelsync: --component-port needs the agent port to proxy from: --http-port 0 turns it off',
     ]);
   });
