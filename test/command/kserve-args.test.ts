@@ -1,22 +1,5 @@
 /** KServe's agent and storage-initializer command lines, exactly as its pod webhook writes them, through parseArgs. */
-import { parseArgs, type ParsedArgs } from '../../src/command/parse-args';
-import type { Env } from '../../src/core/env';
-
-const parse = (args: ReadonlyArray<string>, env: Env = {}): ParsedArgs =>
-  parseArgs(['/usr/bin/node', '/app/dist/cli.js', ...args], env);
-
-const configOf = (args: ReadonlyArray<string>, env: Env = {}) => {
-  const parsed = parse(args, env);
-  if (parsed._tag !== 'Run') throw new Error(`expected a config, got ${JSON.stringify(parsed)}`);
-  return parsed.config;
-};
-
-const usageLines = (args: ReadonlyArray<string>, env: Env = {}): string[] => {
-  const parsed = parse(args, env);
-  if (parsed._tag !== 'UsageError') throw new Error(`expected a usage error, got ${JSON.stringify(parsed)}`);
-  expect(parsed.exitCode).toBe(2);
-  return parsed.message.trimEnd().split('\n').slice(0, -1);
-};
+import { configOf, parse, usageLines } from '../helpers/parse-args';
 
 /** agent_injector.go's args for a multi-model InferenceService: the puller, then always the component port last. */
 const pullerArgs = ['--enable-puller', '--config-dir', '/mnt/configs', '--model-dir', '/mnt/models'];

@@ -1,27 +1,7 @@
 /** parseArgs in process: flags, env vars and defaults to an AppConfig, and every way it says no. */
 import { defaultAppConfig, flagList, flagTable, switchWords } from '../../src/core/flags/app-config';
 import { packageVersion } from '../../src/command/package-version';
-import { parseArgs, type ParsedArgs } from '../../src/command/parse-args';
-import type { Env } from '../../src/core/env';
-
-const parse = (args: ReadonlyArray<string>, env: Env = {}): ParsedArgs =>
-  parseArgs(['/usr/bin/node', '/app/dist/cli.js', ...args], env);
-
-/** The config of a parse that must succeed. */
-const configOf = (args: ReadonlyArray<string>, env: Env = {}) => {
-  const parsed = parse(args, env);
-  if (parsed._tag !== 'Run') throw new Error(`expected a config, got ${JSON.stringify(parsed)}`);
-  return parsed.config;
-};
-
-/** The stderr lines of a parse that must be a usage error (exit code 2). */
-const usageLines = (args: ReadonlyArray<string>, env: Env = {}): string[] => {
-  const parsed = parse(args, env);
-  if (parsed._tag !== 'UsageError') throw new Error(`expected a usage error, got ${JSON.stringify(parsed)}`);
-  expect(parsed.exitCode).toBe(2);
-  expect(parsed.message.endsWith("Try 'modelsync --help' for the flags.\n")).toBe(true);
-  return parsed.message.trimEnd().split('\n').slice(0, -1);
-};
+import { configOf, parse, usageLines } from '../helpers/parse-args';
 
 describe('parseArgs', () => {
   it('gives the defaults of the flag table when nothing is set', () => {
