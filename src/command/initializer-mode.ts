@@ -2,6 +2,7 @@
  * The storage initializer: `modelsync <uri> <dest> [<uri> <dest> …]`, as KServe's `storage-initializer` init
  * container is run. Downloads each URI into its dest with the agent's providers, guards and caps, then exits.
  */
+import { downloadProgressFields, downloadProgressMessage } from '../core/download-progress';
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import {
@@ -72,8 +73,7 @@ const logFailure = (log: Logger, pair: DownloadPair, cause: unknown): void => {
 
 /** The agent's `download progress` line (src/loader/reconcile.ts), the pair in place of the model. */
 const logProgress = (log: Logger, pair: DownloadPair, progress: DownloadProgress): void => {
-  const { bytes, totalBytes, bytesPerSecond, etaSeconds } = progress;
-  log.info({ ...shown(pair), bytes, totalBytes, bytesPerSecond, etaSeconds }, 'download progress');
+  log.info({ ...shown(pair), ...downloadProgressFields(progress) }, downloadProgressMessage);
 };
 
 /**

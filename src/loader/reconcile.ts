@@ -1,4 +1,5 @@
 /** The steps that bring one model to the state it should be in: bring in (download, load) and take out (unload, delete). */
+import { downloadProgressFields, downloadProgressMessage } from '../core/download-progress';
 import type { Logger } from 'pino';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
@@ -46,8 +47,7 @@ export interface ReconcileEffects {
 
 /** A `download progress` line for a download still running. */
 const logProgress = (log: Logger, model: ModelName, progress: DownloadProgress): void => {
-  const { bytes, totalBytes, bytesPerSecond, etaSeconds } = progress;
-  log.info({ model, bytes, totalBytes, bytesPerSecond, etaSeconds }, 'download progress');
+  log.info({ model, ...downloadProgressFields(progress) }, downloadProgressMessage);
 };
 
 /**

@@ -117,7 +117,7 @@ describe("modelsync as KServe's agent (Serverless, queue-proxy's env, a real KSe
       'K-Network-Probe': 'probe',
       'K-Network-Hash': 'h-42',
     });
-    expect([answer.status, answer.headers['k-network-hash']]).toEqual([200, 'h-42']);
+    expect([answer.status, answer.header('k-network-hash')]).toEqual([200, 'h-42']);
   });
 
   it('does not answer the probe 200 while the user container is down, and does again once it is back', async () => {
