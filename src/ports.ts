@@ -9,6 +9,7 @@
 import type { Either } from 'fp-ts/Either';
 import type { Observable } from 'rxjs';
 import type { ConfigError } from './core/errors';
+import type { FileSelection } from './core/file-selection';
 import type { ModelSpec } from './core/model-config';
 import type { ModelName } from './core/model-name';
 import type { Snapshot } from './core/snapshot';
@@ -53,6 +54,19 @@ export interface DownloadProgress {
   readonly done: boolean;
 }
 
+/** What a download is asked beyond its URI: which files, and whether a copy already on disk can stand in. */
+export interface DownloadRequest {
+  /** Only the files these patterns select are fetched, decided from the listing before any byte is (absent: all). */
+  readonly select?: FileSelection;
+  /**
+   * Offered the content's identity as soon as the provider knows it (the URI, the selection and the validators the
+   * store gave: ETags, generations, a commit), before any byte of a file is fetched. It resolves true when it filled
+   * the target dir itself from files of the same identity already on disk; the provider then fetches nothing more
+   * and returns. A provider that cannot name a validator (no ETag, a local copy) never calls it.
+   */
+  readonly reuse?: (identity: string) => Promise<boolean>;
+}
+
 /** Downloads models stored under some URI schemes. One implementation per scheme family, one file each. */
 export interface StorageProvider {
   /** The schemes it serves, without the colon: `['http', 'https']`. Local paths are scheme `file`. */
@@ -67,6 +81,7 @@ export interface StorageProvider {
     targetDir: string,
     signal: AbortSignal,
     progress?: (progress: DownloadProgress) => void,
+    request?: DownloadRequest,
   ): Promise<void>;
 }
 

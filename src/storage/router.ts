@@ -34,7 +34,7 @@ export const routeStorage = (
   }
   const supported = [...byScheme.keys()].join(', ');
 
-  const download: DownloadFunction = async (uri, targetDir, signal, progress) => {
+  const download: DownloadFunction = async (uri, targetDir, signal, progress, request) => {
     const parsed = parseStorageUri(uri);
     if (isLeft(parsed)) throw permanentError('invalid-uri', parsed.left);
     const provider = claiming.find((candidate) => candidate.claims(uri)) ?? byScheme.get(parsed.right.scheme);
@@ -44,7 +44,7 @@ export const routeStorage = (
         `protocol not supported for storageUri ${redactUri(uri)}; supported: ${supported}`,
       );
     }
-    await provider.download(uri, targetDir, signal, progress);
+    await provider.download(uri, targetDir, signal, progress, request);
   };
   return Object.assign(download, { schemes: [...byScheme.keys()] });
 };
