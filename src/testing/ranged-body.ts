@@ -27,7 +27,12 @@ export interface RangedRequest {
 export interface RangedBody {
   readonly handle: (request: IncomingMessage, response: ServerResponse) => void;
   readonly requests: ReadonlyArray<RangedRequest>;
-  /** Closes the connection once the body has been sent up to each of these offsets of the whole body, in order. */
+  /** Body bytes written to clients so far, every request together. */
+  readonly sentBytes: () => number;
+  /**
+   * Closes the connection once the body has been sent up to each of these offsets of the whole body: each offset
+   * cuts the first answer whose bytes span it.
+   */
   cutAt(...offsets: number[]): void;
   /** From now on the body is another version (new ETag): a resume with the old one gets the whole body. */
   change(etag: string): void;
@@ -50,14 +55,18 @@ export const repeatedSlice = (block: Buffer, from: number, to: number): Buffer =
   return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 };
 
-const rangeStart = (header: string | undefined, size: number): number | undefined => {
-  const match = /^bytes=(\d+)-$/.exec(header ?? '');
-  const start = match === null ? undefined : Number(match[1]);
-  return start !== undefined && start < size ? start : undefined;
+/** The bytes `[start, end)` a `Range: bytes=<first>-[<last>]` header asks of a body of `size`, when satisfiable. */
+const rangeOf = (header: string | undefined, size: number): { start: number; end: number } | undefined => {
+  const match = /^bytes=(\d+)-(\d*)$/.exec(header ?? '');
+  if (match === null) return undefined;
+  const start = Number(match[1]);
+  const end = match[2] === '' ? size : Math.min(size, Number(match[2]) + 1);
+  return start < end ? { start, end } : undefined;
 };
 
 /**
- * Serves `options.size` bytes of a repeated block as fast as the client drains them, honouring `Range: bytes=n-`
+ * Serves `options.size` bytes of a repeated block as fast as the client drains them, honouring `Range: bytes=n-` and
+ * `bytes=n-m`
  * when `If-Range` (if sent) matches the current ETag or Last-Modified, and dropping the connection at the offsets
  * given to `cutAt`: a storage server whose transfers break and resume.
  */
@@ -67,30 +76,34 @@ export const rangedBody = (options: RangedBodyOptions): RangedBody => {
   let etag = options.etag === undefined ? '"v1"' : options.etag;
   const cuts: number[] = [];
   const requests: RangedRequest[] = [];
+  let sent = 0;
 
   const handle = (request: IncomingMessage, response: ServerResponse): void => {
     const range = request.headers.range;
     const ifRange = request.headers['if-range'] as string | undefined;
     const validatorMatches = ifRange === undefined || ifRange === etag || ifRange === lastModified;
-    const ranged = options.ranges !== false && validatorMatches ? rangeStart(range, size) : undefined;
-    const start = ranged ?? 0;
+    const ranged = options.ranges !== false && validatorMatches ? rangeOf(range, size) : undefined;
+    const start = ranged?.start ?? 0;
+    const stop = ranged?.end ?? size;
     const status = ranged !== undefined ? 206 : 200;
     requests.push({ range, ifRange, status });
     response.writeHead(status, {
       'content-type': options.contentType ?? 'application/octet-stream',
-      'content-length': size - start,
+      'content-length': stop - start,
       'accept-ranges': options.ranges === false ? 'none' : 'bytes',
       ...(etag !== null ? { etag } : {}),
       ...(lastModified !== undefined ? { 'last-modified': lastModified } : {}),
-      ...(status === 206 ? { 'content-range': `bytes ${start}-${size - 1}/${size}` } : {}),
+      ...(status === 206 ? { 'content-range': `bytes ${start}-${stop - 1}/${size}` } : {}),
     });
-    const cut = cuts.length > 0 && cuts[0]! > start ? cuts.shift() : undefined;
-    const end = cut ?? size;
+    const cutIndex = cuts.findIndex((offset) => offset > start && offset < stop);
+    const cut = cutIndex === -1 ? undefined : cuts.splice(cutIndex, 1)[0];
+    const end = cut ?? stop;
     let at = start;
     const pump = (): void => {
       while (at < end && !response.destroyed) {
         const next = Math.min(end, at + block.length);
         const chunk = repeatedSlice(block, at, next);
+        sent += chunk.byteLength;
         at = next;
         if (at === end && cut !== undefined) {
           response.write(chunk, () => response.socket?.end());
@@ -109,6 +122,7 @@ export const rangedBody = (options: RangedBodyOptions): RangedBody => {
   return {
     handle,
     requests,
+    sentBytes: () => sent,
     cutAt: (...offsets) => cuts.push(...offsets),
     change: (next) => {
       etag = next;

@@ -22,8 +22,15 @@ import {
   type ClaimingProvider,
 } from '../storage';
 import type { SpaceCheck } from '../fs';
+import { createSlots, type Slots } from '../core/slots';
 import { createNetwork, networkFrom, readCaBundle, type Network } from '../net';
 import type { DownloadFunction, StorageProvider } from '../ports';
+
+/** How big files are fetched in parts: connections per file, and the one pool all storage connections come from. */
+interface Streams {
+  readonly streams: number;
+  readonly pool: Slots;
+}
 
 /** DefaultAzureCredential, its library loaded when the first token is asked for (most processes never ask). */
 const defaultAzureCredential = (): AzureTokenCredential => {
@@ -45,11 +52,13 @@ const azureAndGcsStorage = (
   env: Env,
   limits: DownloadLimits,
   network: Network,
+  streams: Streams,
 ): { readonly azure: AzureBlobStorage; readonly gcs: StorageProvider } => ({
   azure: azureBlobStorage({
     limits,
     timeoutMs: config.requestTimeoutMs,
     concurrency: config.storageConcurrency,
+    ...streams,
     endpoints: config.azureBlobEndpoint === undefined ? [] : [config.azureBlobEndpoint],
     credentials: azureCredentialsFromEnv(env, defaultAzureCredential),
     agentFor: (url) => network.agentFor(url),
@@ -58,6 +67,7 @@ const azureAndGcsStorage = (
     limits,
     timeoutMs: config.requestTimeoutMs,
     concurrency: config.storageConcurrency,
+    ...streams,
     ...(config.gcsEndpoint !== undefined ? { endpoint: config.gcsEndpoint } : {}),
     ...(env.GOOGLE_APPLICATION_CREDENTIALS ? { credentialsFile: env.GOOGLE_APPLICATION_CREDENTIALS } : {}),
     network,
@@ -75,6 +85,7 @@ const s3StorageFor = (
   env: Env,
   limits: DownloadLimits,
   network: Network,
+  streams: Streams,
 ): E.Either<string, StorageProvider> => {
   const settings = s3SettingsFrom(config, env);
   if (E.isLeft(settings)) return settings;
@@ -99,6 +110,7 @@ const s3StorageFor = (
       connectTimeoutMs: config.requestTimeoutMs,
       idleTimeoutMs: config.requestTimeoutMs,
       concurrency: config.storageConcurrency,
+      ...streams,
       limits,
     }),
   );
@@ -124,9 +136,11 @@ export const storageProviders = (
   space?: SpaceCheck,
 ): E.Either<string, StorageProviders> => {
   const limits = { ...downloadLimitsOf(config), ...(space !== undefined ? { spaceCheck: space } : {}) };
-  const s3 = s3StorageFor(config, log, env, limits, network);
+  // One pool for every provider: the bound on storage connections is the process's, not each store's.
+  const streams: Streams = { streams: config.downloadStreams, pool: createSlots(config.maxDownloadStreams) };
+  const s3 = s3StorageFor(config, log, env, limits, network, streams);
   if (E.isLeft(s3)) return E.left(`invalid S3 settings: ${s3.left}`);
-  const cloud = azureAndGcsStorage(config, env, limits, network);
+  const cloud = azureAndGcsStorage(config, env, limits, network, streams);
   return E.right({
     providers: [
       localFileStorage({ roots: config.localStorageRoots, limits }),
@@ -136,6 +150,7 @@ export const storageProviders = (
         connectTimeoutMs: config.requestTimeoutMs,
         idleTimeoutMs: config.requestTimeoutMs,
         limits,
+        ...streams,
       }),
       s3.right,
       cloud.gcs,

@@ -54,6 +54,8 @@ export const flagTopics: ReadonlyArray<readonly [string, ReadonlyArray<SettingFi
       'minDownloadRate',
       'minRateWindowMs',
       'storageConcurrency',
+      'downloadStreams',
+      'maxDownloadStreams',
       'progressIntervalMs',
       'caBundle',
     ],

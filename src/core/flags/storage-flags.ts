@@ -73,6 +73,22 @@ export const storageFlags = {
     help: 'objects of one model downloaded at once from S3, GCS or Azure Blob',
     codec: integerIn('StorageConcurrency', 1, 256),
   },
+  downloadStreams: {
+    flag: '--download-streams',
+    arg: 'n',
+    env: 'MODELSYNC_DOWNLOAD_STREAMS',
+    default: '8',
+    help: 'connections one big file (32 MiB or more, from a store that serves ranges) is fetched over, as ranged parts written in place; 1 = one stream',
+    codec: integerIn('DownloadStreams', 1, 64),
+  },
+  maxDownloadStreams: {
+    flag: '--max-download-streams',
+    arg: 'n',
+    env: 'MODELSYNC_MAX_DOWNLOAD_STREAMS',
+    default: '32',
+    help: 'most storage connections carrying model bytes at once, across all files, parts and models (a file waits for one)',
+    codec: integerIn('MaxDownloadStreams', 1, 1024),
+  },
   s3Endpoint: {
     flag: '--s3-endpoint',
     arg: 'url',

@@ -1,23 +1,17 @@
 /** httpStorage: the StorageProvider for http:// and https:// URLs: one file saved, or a tar, tar.gz or zip extracted. */
 import path from 'node:path';
-import { request } from 'undici';
-import { hostKey, sameEndpoint } from '../../core/endpoint';
-import { permanentError, type EffectError } from '../../core/errors';
+import { hostKey } from '../../core/endpoint';
+import { permanentError } from '../../core/errors';
+import { fileFilter, selectionKey, selectsAll } from '../../core/file-selection';
+import type { Slots } from '../../core/slots';
 import { redactUri } from '../../core/storage-uri';
-import type { DownloadProgress, StorageProvider } from '../../ports';
+import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
 import { archiveFormatOf, extractStream, type ArchiveFormat } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
-import { writeNewFile } from '../../fs';
-import {
-  discardBody,
-  httpUrl,
-  isOk,
-  responseStatusError,
-  type Network,
-  timeoutOf,
-  transportError,
-} from '../../net';
-import { contentLengthOf, headerOf, resumableBody, type BodyResponse } from './resumable-body';
+import { discardBody, httpUrl, isOk, responseStatusError, type Network } from '../../net';
+import { saveBody } from './http-file';
+import { Attempt, httpGet } from './http-get';
+import { contentLengthOf, headerOf, resumableBody, validatorOf, type BodyResponse } from './resumable-body';
 import { TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 
@@ -35,6 +29,10 @@ export interface HttpStorageOptions {
   readonly network?: Network;
   /** Resumes of a cut body in a row that may each bring little before the download fails (default 5). */
   readonly maxResumes?: number;
+  /** Connections one big file is fetched over, as ranged parts (`--download-streams`; default 8, 1: one stream). */
+  readonly streams?: number;
+  /** The process-wide bound on storage connections (`--max-download-streams`); absent: none. */
+  readonly pool?: Slots;
 }
 
 const httpSchemes = ['http', 'https'];
@@ -63,117 +61,8 @@ export const bodyKind = (contentType: string | null, urlPath: string): BodyKind 
   return archiveFormatOf(urlPath) ?? 'file';
 };
 
-const maxRedirects = 10;
-const redirectStatuses = new Set([301, 302, 303, 307, 308]);
-
-/**
- * One download's cancellation. Its failures go through `failure`, which knows why the download stopped (caller
- * abort, a timeout, lost connection, too slow) better than the error that reaches the catch.
- */
-class Attempt {
-  private readonly controller = new AbortController();
-  private stopped: EffectError | undefined;
-  private connectionLost = false;
-  /** Aborts on the caller's abort and when the transfer guard stops the download. */
-  readonly signal = this.controller.signal;
-  private readonly onOuterAbort = (): void => this.controller.abort(this.outer.reason);
-
-  constructor(
-    readonly what: string,
-    private readonly outer: AbortSignal,
-    private readonly timeouts: { readonly connectTimeoutMs: number; readonly idleTimeoutMs: number },
-  ) {
-    outer.addEventListener('abort', this.onOuterAbort, { once: true });
-    if (outer.aborted) this.controller.abort(outer.reason);
-  }
-
-  /** Stops the download, to fail with `error` (the transfer guard found it too slow). */
-  stop(error: EffectError): void {
-    this.stopped ??= error;
-    this.controller.abort();
-  }
-
-  /** The body; a failure is marked as the connection's. */
-  async *watch(body: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
-    try {
-      yield* body;
-    } catch (cause) {
-      this.connectionLost = true;
-      throw cause;
-    }
-  }
-
-  /** The EffectError this download failed with, given what reached the catch. */
-  failure(cause: unknown): EffectError {
-    if (this.stopped !== undefined && !this.outer.aborted) return this.stopped;
-    const timeout = timeoutOf(cause);
-    const { idleTimeoutMs, connectTimeoutMs } = this.timeouts;
-    const state = {
-      what: this.what,
-      aborted: this.outer.aborted,
-      timeout:
-        timeout === undefined
-          ? undefined
-          : timeout === 'body'
-            ? `timed out: no data received for ${idleTimeoutMs} ms`
-            : `timed out: no response within ${connectTimeoutMs} ms`,
-      connectionLost: this.connectionLost,
-    };
-    return transportError(this.outer.aborted ? this.outer.reason : cause, state);
-  }
-
-  dispose(): void {
-    this.outer.removeEventListener('abort', this.onOuterAbort);
-  }
-}
-
-type Settings = Required<Omit<HttpStorageOptions, 'headersByHost' | 'network'>> &
-  Pick<HttpStorageOptions, 'headersByHost' | 'network'>;
-
-/**
- * The configured headers a hop to `hop` gets, on a download of `origin` (the URI as models.json names it): its
- * host's `<host>-headers` at the scheme and port the URI names, and nothing anywhere else. A redirect chose the
- * hop, not the config: another host (its own headers neither), another port or https → http gets none.
- */
-const credentialsFor = (settings: Settings, origin: URL, hop: URL): Readonly<Record<string, string>> =>
-  sameEndpoint(origin, hop) ? (settings.headersByHost?.get(hostKey(origin.hostname)) ?? {}) : {};
-
-/**
- * GET with redirects followed by hand, so that the configured headers go only to the URI's own endpoint (see
- * credentialsFor): a registry token must not follow a redirect to a CDN, a presigned bucket URL, another port or
- * plain http. `extraHeaders` (ranges) go to every hop.
- */
-const get = async (
-  url: URL,
-  settings: Settings,
-  attempt: Attempt,
-  extraHeaders: Readonly<Record<string, string>> = {},
-): Promise<BodyResponse> => {
-  let current = url;
-  for (let hop = 0; ; hop++) {
-    const response = await request(current, {
-      method: 'GET',
-      // identity: a Content-Encoding: gzip tarball is stored as it is, never gunzipped on the way.
-      headers: {
-        'accept-encoding': 'identity',
-        ...credentialsFor(settings, url, current),
-        ...extraHeaders,
-      },
-      signal: attempt.signal,
-      headersTimeout: settings.connectTimeoutMs,
-      bodyTimeout: settings.idleTimeoutMs,
-      ...(settings.network !== undefined ? { dispatcher: settings.network.dispatcherFor(current) } : {}),
-    });
-    const location = headerOf(response.headers, 'location');
-    const answer = { status: response.statusCode, headers: response.headers, body: response.body };
-    if (!redirectStatuses.has(answer.status) || location === undefined) return answer;
-    await discardBody(answer);
-    if (hop >= maxRedirects) {
-      throw permanentError('invalid-response', `${attempt.what}: more than ${maxRedirects} redirects`);
-    }
-    current = httpUrl(location, `${attempt.what}: redirect`, current);
-  }
-};
+type Settings = Required<Omit<HttpStorageOptions, 'headersByHost' | 'network' | 'pool'>> &
+  Pick<HttpStorageOptions, 'headersByHost' | 'network' | 'pool'>;
 
 const fileNameOf = (url: URL, what: string): string => {
   const segment = url.pathname.slice(url.pathname.lastIndexOf('/') + 1);
@@ -190,12 +79,25 @@ const fileNameOf = (url: URL, what: string): string => {
   return name;
 };
 
+/** The identity of a body for `request.reuse`: the URL with the validator the server gave, its size and the selection. */
+const identityOf = (
+  url: URL,
+  response: BodyResponse,
+  select: DownloadRequest['select'],
+): string | undefined => {
+  const validator = validatorOf(response.headers);
+  if (validator === undefined) return undefined;
+  const size = contentLengthOf(response.headers) ?? '?';
+  return `http ${url.href} ${validator} ${size} ${selectionKey(select)}`;
+};
+
 const download = async (
   settings: Settings,
   uri: string,
   targetDir: string,
   signal: AbortSignal,
   progress?: (progress: DownloadProgress) => void,
+  request?: DownloadRequest,
 ): Promise<void> => {
   const what = `GET ${redactUri(uri)}`;
   const url = httpUrl(uri, what);
@@ -208,10 +110,27 @@ const download = async (
     onTooSlow: (error) => attempt.stop(error),
     space: { dir: targetDir, check: limits.spaceCheck },
   });
+  const credentials = settings.headersByHost?.get(hostKey(url.hostname)) ?? {};
+  const get = (extra: Readonly<Record<string, string>>, on: AbortSignal): Promise<BodyResponse> =>
+    httpGet(url, settings, what, on, credentials, extra);
+  // One file's URL: the patterns decide before the GET (an archive's entries are the extractor's to select).
+  if (!selectsAll(request?.select) && archiveFormatOf(url.pathname) === undefined) {
+    const name = fileNameOf(url, what);
+    if (!fileFilter(request?.select)(name))
+      throw permanentError('not-found', `${what}: the model's patterns select none of its files (${name})`);
+  }
   let tracker: { readonly stop: () => void } | undefined;
-  try {
-    const response = await get(url, settings, attempt);
+  const fetch = async (): Promise<void> => {
+    const response = await get({}, attempt.signal);
     if (!isOk(response)) throw await responseStatusError(what, response);
+    // The URL as written names the model; a redirect target is often an opaque blob or presigned URL.
+    const kind = bodyKind(headerOf(response.headers, 'content-type') ?? null, url.pathname);
+    const to = kind === 'file' ? path.join(targetDir, fileNameOf(url, what)) : undefined;
+    const identity = request?.reuse === undefined ? undefined : identityOf(url, response, request.select);
+    if (identity !== undefined && (await request!.reuse!(identity))) {
+      await discardBody(response);
+      return;
+    }
     const announced = contentLengthOf(response.headers);
     if (announced !== undefined) {
       try {
@@ -227,8 +146,12 @@ const download = async (
       everyMs: limits.progressIntervalMs,
       report: progress,
     });
+    if (to !== undefined) {
+      await saveBody(response, { what, to, attempt, guard, reopen: get }, settings);
+      return;
+    }
     const reopen = async (headers: Readonly<Record<string, string>>): Promise<BodyResponse> => {
-      const again = await get(url, settings, attempt, headers);
+      const again = await get(headers, attempt.signal);
       if (isOk(again) || again.status === 416) return again;
       throw await responseStatusError(what, again);
     };
@@ -239,14 +162,10 @@ const download = async (
       maxResumes: settings.maxResumes,
     });
     const body = guard.count(attempt.watch(whole));
-    // The URL as written names the model; a redirect target is often an opaque blob or presigned URL.
-    const kind = bodyKind(headerOf(response.headers, 'content-type') ?? null, url.pathname);
-    if (kind === 'file') {
-      const to = path.join(targetDir, fileNameOf(url, what));
-      await writeNewFile(body, to, attempt.signal, `${what}: cannot save ${to}`, announced);
-    } else {
-      await extractStream(body, kind, targetDir, { what, signal: attempt.signal, limits });
-    }
+    await extractStream(body, kind as ArchiveFormat, targetDir, { what, signal: attempt.signal, limits });
+  };
+  try {
+    await (settings.pool === undefined ? fetch() : settings.pool.use(attempt.signal, fetch));
   } catch (cause) {
     throw attempt.failure(cause);
   } finally {
@@ -270,10 +189,13 @@ export const httpStorage = (options: HttpStorageOptions = {}): StorageProvider =
     connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
     idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
     maxResumes: options.maxResumes ?? 5,
+    streams: options.streams ?? 8,
+    pool: options.pool,
     limits: options.limits ?? defaultDownloadLimits,
   };
   return {
     schemes: httpSchemes,
-    download: (uri, targetDir, signal, progress) => download(settings, uri, targetDir, signal, progress),
+    download: (uri, targetDir, signal, progress, request) =>
+      download(settings, uri, targetDir, signal, progress, request),
   };
 };

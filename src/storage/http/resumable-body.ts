@@ -48,17 +48,23 @@ export const contentLengthOf = (headers: IncomingHttpHeaders): number | undefine
  * What `If-Range` can carry for this response: a strong ETag, else its Last-Modified date (RFC 9110 §13.1.5 allows
  * no weak ETag there); undefined when it has neither, and then a cut body cannot be resumed safely.
  */
-const validatorOf = (headers: IncomingHttpHeaders): string | undefined => {
+export const validatorOf = (headers: IncomingHttpHeaders): string | undefined => {
   const etag = headerOf(headers, 'etag');
   if (etag !== undefined && !etag.startsWith('W/')) return etag;
   return headerOf(headers, 'last-modified');
 };
 
 /** `Content-Range: bytes <first>-<last>/<total|*>`, parsed. */
-const contentRangeOf = (headers: IncomingHttpHeaders): { first: number; total?: number } | undefined => {
-  const match = /^bytes (\d+)-\d+\/(\d+|\*)$/.exec(headerOf(headers, 'content-range')?.trim() ?? '');
+export const contentRangeOf = (
+  headers: IncomingHttpHeaders,
+): { first: number; last: number; total?: number } | undefined => {
+  const match = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(headerOf(headers, 'content-range')?.trim() ?? '');
   if (match === null) return undefined;
-  return { first: Number(match[1]), ...(match[2] !== '*' ? { total: Number(match[2]) } : {}) };
+  return {
+    first: Number(match[1]),
+    last: Number(match[2]),
+    ...(match[3] !== '*' ? { total: Number(match[3]) } : {}),
+  };
 };
 
 /** Failures of the body that a new ranged request may get past: not ours (an abort, a cap), the connection's. */
@@ -123,7 +129,7 @@ const reopened = async (
     response.status === 206
       ? contentRangeOf(response.headers)
       : response.status === 200 && offset === 0
-        ? { first: 0, total: contentLengthOf(response.headers) }
+        ? { first: 0, last: -1, total: contentLengthOf(response.headers) }
         : undefined;
   const etag = headerOf(response.headers, 'etag');
   const sameVersion = etag === undefined || validator.startsWith('"') === false || etag === validator;

@@ -139,14 +139,16 @@ const containerStore = (
     object: StoredObject,
     offset: number,
     signal: AbortSignal,
+    end = object.size,
   ): AsyncGenerator<Uint8Array> {
-    if (offset >= object.size) return;
+    if (offset >= end) return;
     const what = `reading ${blobUrl(object.key)} (${chosen.source})`;
     let body: NodeJS.ReadableStream | undefined;
     // The SDK ends a body's request timeout at the headers: a body that stops sending is failed here.
     const idle = idleWatch(timeoutMs, () => (body as { destroy?: () => void } | undefined)?.destroy?.());
     try {
-      const response = await container.getBlobClient(object.key).download(offset, undefined, {
+      const count = end < object.size ? end - offset : undefined;
+      const response = await container.getBlobClient(object.key).download(offset, count, {
         abortSignal: signal,
         conditions: { ifMatch: object.version },
         // Resuming is the downloader's (one mechanism, logged and capped); the SDK's own would hide cuts.
@@ -178,7 +180,7 @@ const containerStore = (
 
   return {
     list,
-    read: (_location, object, offset, signal) => Promise.resolve(read(object, offset, signal)),
+    read: (_location, object, offset, signal, end) => Promise.resolve(read(object, offset, signal, end)),
   };
 };
 

@@ -32,11 +32,15 @@ export interface ObjectStoreClient {
    * and each page and object told to `bounds`, which ends a listing that does not.
    */
   list(location: ObjectLocation, signal: AbortSignal, bounds: ListingBounds): AsyncIterable<StoredObject>;
-  /** The object's bytes from `offset` to its end; fails with kind `changed` (retryable) if its version moved. */
+  /**
+   * The object's bytes from `offset` to `end` (exclusive; default its size); fails with kind `changed` (retryable)
+   * if its version moved.
+   */
   read(
     location: ObjectLocation,
     object: StoredObject,
     offset: number,
     signal: AbortSignal,
+    end?: number,
   ): Promise<AsyncIterable<Uint8Array>>;
 }

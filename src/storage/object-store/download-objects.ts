@@ -1,11 +1,15 @@
 /** downloadObjects: every object a bucket prefix names into a model's staging dir — bounded, guarded, resumed after cuts; objectStoreStorage, the StorageProvider over it. */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import * as E from 'fp-ts/Either';
 import { permanentError, retryableError, toEffectError, type EffectError } from '../../core/errors';
-import type { DownloadProgress, StorageProvider } from '../../ports';
+import { selectionKey, type FileSelection } from '../../core/file-selection';
+import type { Slots } from '../../core/slots';
+import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
+import { fetchInParts } from '../parts/fetch-parts';
+import { rangedThresholdBytes } from '../parts/part-plan';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { consume, forEachLimited, fsError, step } from '../../fs';
@@ -22,13 +26,18 @@ export interface ObjectDownloadOptions {
   readonly limits?: DownloadLimits;
   /** Resumes of one object in a row that bring no new bytes before its cut fails the attempt (default 3). */
   readonly maxResumes?: number;
+  /** Connections one big object is fetched over, as ranged parts (`--download-streams`; default 8, 1: one). */
+  readonly streams?: number;
+  /** The process-wide bound on storage connections (`--max-download-streams`): each object in flight holds one. */
+  readonly pool?: Slots;
 }
 
 /** The defaults of ObjectDownloadOptions. */
-export const defaultObjectDownloadOptions: Required<ObjectDownloadOptions> = {
+export const defaultObjectDownloadOptions: Required<Omit<ObjectDownloadOptions, 'pool'>> = {
   concurrency: 8,
   limits: defaultDownloadLimits,
   maxResumes: 3,
+  streams: 8,
 };
 
 // The transient failures a ranged read can pick up from: the connection, the server, a stall. Not `changed` (the
@@ -43,6 +52,8 @@ interface Job {
   readonly signal: AbortSignal;
   readonly guard: TransferGuard;
   readonly maxResumes: number;
+  readonly streams: number;
+  readonly pool: Slots | undefined;
 }
 
 /** How far one object's file is written; kept across the reads of one object. */
@@ -85,6 +96,25 @@ const readInto = async (job: Job, object: StoredObject, file: FileHandle, to: st
  * nothing to keep, and the loader's retry waits out its backoff (the SDKs have retried the request already).
  */
 const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<void> => {
+  if (job.streams > 1 && object.size >= rangedThresholdBytes) {
+    await step(`${job.what}: cannot create ${to}`, () => mkdir(path.dirname(to), { recursive: true }));
+    await fetchInParts(
+      {
+        what: `${job.what}: ${object.key}`,
+        size: object.size,
+        to,
+        read: (start, end, signal) => job.client.read(job.location, object, start, signal, end),
+        signal: job.signal,
+        guard: job.guard,
+        resumable: (cause) => {
+          const error = toEffectError(cause);
+          return error.retryable && resumableKinds.has(error.kind);
+        },
+      },
+      { streams: job.streams, pool: job.pool, maxResumes: job.maxResumes },
+    );
+    return;
+  }
   const file = await step(`${job.what}: cannot create ${to}`, async () => {
     await mkdir(path.dirname(to), { recursive: true });
     return open(to, 'wx');
@@ -107,6 +137,20 @@ const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<
   } finally {
     await file.close();
   }
+};
+
+/**
+ * The identity of a model's objects for `request.reuse`: the bucket and prefix with every planned object's path,
+ * size and version (ETag or generation), and the selection; the same identity is the same bytes.
+ */
+const identityOf = (
+  location: ObjectLocation,
+  plan: ReadonlyArray<PlannedObject>,
+  select: FileSelection | undefined,
+): string => {
+  const objects = plan.map((item) => `${item.path}\u0000${item.object.size}\u0000${item.object.version}`);
+  const digest = createHash('sha256').update(objects.join('\u0001')).digest('hex');
+  return `objects ${location.display} ${location.bucket} ${location.prefix} ${digest} ${selectionKey(select)}`;
 };
 
 /** Saves the one archive object to a scratch file beside the model's files, extracts it, deletes it. */
@@ -147,8 +191,9 @@ export const downloadObjects = async (
   signal: AbortSignal,
   options: ObjectDownloadOptions = {},
   progress?: (progress: DownloadProgress) => void,
+  request?: DownloadRequest,
 ): Promise<void> => {
-  const { concurrency, limits, maxResumes } = { ...defaultObjectDownloadOptions, ...options };
+  const { concurrency, limits, maxResumes, streams } = { ...defaultObjectDownloadOptions, ...options };
   const what = `downloading ${location.display}`;
   const stop = new AbortController();
   let stoppedBy: EffectError | undefined;
@@ -166,10 +211,21 @@ export const downloadObjects = async (
   const jobSignal = AbortSignal.any([signal, stop.signal]);
   // Each object in flight listens on it (the read, the SDK's request, the write): more than Node's warning level.
   setMaxListeners(8 + 4 * concurrency, jobSignal);
-  const job: Job = { client, location, what, signal: jobSignal, guard, maxResumes };
+  const job: Job = {
+    client,
+    location,
+    what,
+    signal: jobSignal,
+    guard,
+    maxResumes,
+    streams,
+    pool: options.pool,
+  };
   let tracker: { readonly stop: () => void } | undefined;
   try {
     const plan = await planObjects(client, location, job.signal, limits.maxModelFiles);
+    const reuse = request?.reuse;
+    if (reuse !== undefined && (await reuse(identityOf(location, plan, request?.select)))) return;
     const totalBytes = plan.reduce((sum, item) => sum + item.object.size, 0);
     await guard.admit(totalBytes);
     tracker = trackProgress({
@@ -185,7 +241,8 @@ export const downloadObjects = async (
     }
     await forEachLimited(plan, concurrency, async (item) => {
       try {
-        await fetchObject(job, item.object, path.join(targetDir, item.path));
+        const fetch = () => fetchObject(job, item.object, path.join(targetDir, item.path));
+        await (job.pool === undefined ? fetch() : job.pool.use(job.signal, fetch));
       } catch (cause) {
         stopWith(toEffectError(cause));
         throw cause;
@@ -219,10 +276,10 @@ export interface ObjectStoreStorageOptions extends ObjectDownloadOptions {
  */
 export const objectStoreStorage = (options: ObjectStoreStorageOptions): StorageProvider => ({
   schemes: options.schemes,
-  download: async (uri, targetDir, signal, progress) => {
+  download: async (uri, targetDir, signal, progress, request) => {
     const resolved = options.resolve(uri);
     if (E.isLeft(resolved)) throw permanentError('invalid-uri', resolved.left);
     const { client, location } = resolved.right;
-    await downloadObjects(client, location, targetDir, signal, options, progress);
+    await downloadObjects(client, location, targetDir, signal, options, progress, request);
   },
 });

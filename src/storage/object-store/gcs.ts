@@ -160,8 +160,10 @@ async function* readObject(
   object: StoredObject,
   offset: number,
   signal: AbortSignal,
+  end = object.size,
 ): AsyncGenerator<Uint8Array> {
-  if (offset >= object.size) return;
+  if (offset >= end) return;
+  const ranged = offset > 0 || end < object.size;
   const what = `reading gs://${location.bucket}/${object.key}`;
   const { timeoutMs } = reach;
   // Pinned to the listed generation: a newer one answers 404, read as `changed`. Stored bytes, not transcoded
@@ -171,7 +173,10 @@ async function* readObject(
     alt: 'media',
     generation: object.version,
   });
-  const headers = { 'accept-encoding': 'gzip', ...(offset > 0 ? { range: `bytes=${offset}-` } : {}) };
+  const headers = {
+    'accept-encoding': 'gzip',
+    ...(ranged ? { range: `bytes=${offset}-${end < object.size ? end - 1 : ''}` } : {}),
+  };
   let call: HttpCallResponse;
   try {
     call = await gcsGet(reach.credentials, reach.network, {
@@ -185,7 +190,7 @@ async function* readObject(
   } catch (cause) {
     throw gcsError(cause, what, 'read', signal);
   }
-  if (offset > 0 && call.status !== 206) {
+  if (ranged && call.status !== 206) {
     await discardBody(call);
     throw retryableError('invalid-response', `${what}: HTTP ${call.status} to a ranged read, not 206`);
   }
@@ -236,8 +241,8 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
   const pageSize = options.pageSize ?? 1000;
   return {
     list: (location, signal, bounds) => listObjects(reach, pageSize, location, signal, bounds),
-    read: (location, object, offset, signal) =>
-      Promise.resolve(readObject(reach, location, object, offset, signal)),
+    read: (location, object, offset, signal, end) =>
+      Promise.resolve(readObject(reach, location, object, offset, signal, end)),
   };
 };
 

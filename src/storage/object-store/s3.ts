@@ -149,6 +149,7 @@ const readObject = async (
   object: StoredObject,
   offset: number,
   signal: AbortSignal,
+  end = object.size,
 ): Promise<AsyncIterable<Uint8Array>> => {
   const request: S3Request = {
     what: `${location.display}: reading ${object.key} from bucket ${location.bucket}`,
@@ -161,8 +162,10 @@ const readObject = async (
         Bucket: location.bucket,
         Key: object.key,
         ...(object.version !== '' ? { IfMatch: object.version } : {}),
-        // No Range from 0: a range of an empty object is unsatisfiable.
-        ...(offset > 0 ? { Range: `bytes=${offset}-` } : {}),
+        // No Range for the whole object: a range of an empty object is unsatisfiable.
+        ...(offset > 0 || end < object.size
+          ? { Range: `bytes=${offset}-${end < object.size ? end - 1 : ''}` }
+          : {}),
       }),
       { abortSignal: signal },
     );
@@ -170,7 +173,8 @@ const readObject = async (
     const mismatch =
       object.version !== '' && output.ETag !== undefined && output.ETag !== object.version
         ? `its ETag is ${output.ETag}, not ${object.version}`
-        : offset > 0 && !(output.ContentRange ?? '').startsWith(`bytes ${offset}-`)
+        : (offset > 0 || end < object.size) &&
+            !(output.ContentRange ?? '').startsWith(`bytes ${offset}-${end - 1}/`)
           ? `the store answered bytes ${output.ContentRange ?? 'from 0'} to a read from byte ${offset}`
           : undefined;
     if (mismatch !== undefined) {
@@ -186,7 +190,7 @@ const readObject = async (
 /** An ObjectStoreClient over one SDK client: every failure an EffectError naming the bucket and the key. */
 export const s3ObjectClient = (client: S3Client): ObjectStoreClient => ({
   list: (location, signal, bounds) => listObjects(client, location, signal, bounds),
-  read: (location, object, offset, signal) => readObject(client, location, object, offset, signal),
+  read: (location, object, offset, signal, end) => readObject(client, location, object, offset, signal, end),
 });
 
 // Bucket names as S3 (legacy ones included), MinIO and Ceph allow them; the store says whether one exists.

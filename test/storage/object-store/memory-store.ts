@@ -9,7 +9,7 @@ import {
   downloadObjects,
   type ObjectDownloadOptions,
 } from '../../../src/storage/object-store/download-objects';
-import type { DownloadProgress } from '../../../src/ports';
+import type { DownloadProgress, DownloadRequest } from '../../../src/ports';
 
 interface Entry {
   data: Buffer;
@@ -28,6 +28,8 @@ const aborted = (signal: AbortSignal): Promise<never> =>
 export interface MemoryRead {
   readonly key: string;
   readonly offset: number;
+  /** Where a ranged part's read stops (exclusive); absent: the object's end. */
+  readonly end?: number;
 }
 
 /** An in-memory bucket with fault switches; `client` is what the downloader gets. */
@@ -91,13 +93,14 @@ export class MemoryStore {
     options: ObjectDownloadOptions = {},
     signal: AbortSignal = new AbortController().signal,
     progress?: (progress: DownloadProgress) => void,
+    request?: DownloadRequest,
   ): Promise<void> {
-    return downloadObjects(this.client, this.at(prefix), targetDir, signal, options, progress);
+    return downloadObjects(this.client, this.at(prefix), targetDir, signal, options, progress, request);
   }
 
   readonly client: ObjectStoreClient = {
     list: (location, signal) => this.list(location, signal),
-    read: (location, object, offset, signal) => this.read(object, offset, signal),
+    read: (location, object, offset, signal, end) => this.read(object, offset, signal, end),
   };
 
   private async *list(location: ObjectLocation, signal: AbortSignal): AsyncGenerator<StoredObject> {
@@ -120,8 +123,9 @@ export class MemoryStore {
     object: StoredObject,
     offset: number,
     signal: AbortSignal,
+    end?: number,
   ): Promise<AsyncIterable<Uint8Array>> {
-    this.reads.push({ key: object.key, offset });
+    this.reads.push({ key: object.key, offset, ...(end !== undefined ? { end } : {}) });
     const failure = this.failures.get(object.key);
     if (failure !== undefined && failure.skip-- <= 0) return Promise.reject(failure.error);
     const entry = this.entries.get(object.key);
@@ -130,9 +134,10 @@ export class MemoryStore {
       return Promise.reject(retryableError('changed', `${object.key} changed: ${entry.version}`));
     }
     const cuts = this.cuts.get(object.key) ?? [];
-    const cutAt = cuts.find((at) => at > offset);
+    const cutAt = cuts.find((at) => at > offset && at < (end ?? entry.data.length));
     if (cutAt !== undefined) cuts.splice(cuts.indexOf(cutAt), 1);
-    return Promise.resolve(this.body(entry.data, offset, cutAt, signal));
+    const data = end === undefined ? entry.data : entry.data.subarray(0, end);
+    return Promise.resolve(this.body(data, offset, cutAt, signal));
   }
 
   private async *body(

@@ -1,0 +1,201 @@
+/**
+ * saveBody and httpFileFetcher: one HTTP response body saved as a new file — in ranged parts over several
+ * connections when the server serves ranges of a big file, else as one resumable stream.
+ */
+import { EffectError, retryableError } from '../../core/errors';
+import type { Slots } from '../../core/slots';
+import { writeNewFile } from '../../fs';
+import { discardBody, isOk, responseStatusError } from '../../net';
+import { fetchInParts, type RangeReader } from '../parts/fetch-parts';
+import { rangedThresholdBytes } from '../parts/part-plan';
+import type { TransferGuard } from '../transfer-guard';
+import { Attempt, httpGet, type GetSettings } from './http-get';
+import {
+  contentLengthOf,
+  contentRangeOf,
+  headerOf,
+  resumableBody,
+  validatorOf,
+  type BodyResponse,
+} from './resumable-body';
+
+/** Requests the resource again with extra headers (`Range`, `If-Range`) on `signal`, redirects followed. */
+export type Reopen = (
+  headers: Readonly<Record<string, string>>,
+  signal: AbortSignal,
+) => Promise<BodyResponse>;
+
+/** How bodies are saved: connections per file, the process-wide pool, resumes. */
+export interface SaveSettings {
+  /** Connections one big file is fetched over (`--download-streams`; 1: one stream). */
+  readonly streams: number;
+  /** Storage connections across the process (`--max-download-streams`); absent: no bound. */
+  readonly pool?: Slots | undefined;
+  /** Resumes of a cut body (or of one range) in a row that bring little before the download fails. */
+  readonly maxResumes: number;
+}
+
+/** One body to save. */
+export interface SaveJob {
+  readonly what: string;
+  readonly to: string;
+  readonly attempt: Attempt;
+  readonly guard: TransferGuard;
+  readonly reopen: Reopen;
+}
+
+/**
+ * The size of a body worth fetching in ranges: a 200 of at least `rangedThresholdBytes` with a Content-Length, a
+ * server that says it serves byte ranges (`Accept-Ranges: bytes`) and a validator every range can be pinned to
+ * (a strong ETag or Last-Modified); undefined otherwise, and the body is read as one stream.
+ */
+export const rangedSizeOf = (response: BodyResponse, streams: number): number | undefined => {
+  if (streams < 2 || response.status !== 200) return undefined;
+  const size = contentLengthOf(response.headers);
+  if (size === undefined || size < rangedThresholdBytes) return undefined;
+  if (!/(^|,)\s*bytes\s*(,|$)/i.test(headerOf(response.headers, 'accept-ranges') ?? '')) return undefined;
+  const encoding = headerOf(response.headers, 'content-encoding')?.trim().toLowerCase();
+  if (encoding !== undefined && encoding !== '' && encoding !== 'identity') return undefined;
+  return validatorOf(response.headers) === undefined ? undefined : size;
+};
+
+// What a range can pick up from: the connection (undici's own errors), a stall, a server error. Never `changed`.
+const resumableKinds = new Set(['network', 'timeout', 'http-status']);
+const isResumable = (cause: unknown): boolean =>
+  !(cause instanceof EffectError) || (cause.retryable && resumableKinds.has(cause.kind));
+
+/**
+ * Reads `[start, end)` with `Range` and `If-Range` on the first response's validator, and accepts only the 206 of
+ * exactly those bytes of the same version and size; anything else (the file changed, a server that ignores ranges
+ * after all) fails as a retryable `changed`: the next attempt starts whole.
+ */
+const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeReader => {
+  const validator = validatorOf(first.headers)!;
+  const strongEtag = validator.startsWith('"') ? validator : undefined;
+  return async (start, end, signal) => {
+    const response = await job.reopen({ range: `bytes=${start}-${end - 1}`, 'if-range': validator }, signal);
+    if (response.status >= 500 || response.status === 429)
+      throw await responseStatusError(job.what, response);
+    const range = response.status === 206 ? contentRangeOf(response.headers) : undefined;
+    const etag = headerOf(response.headers, 'etag');
+    if (
+      range?.first === start &&
+      range.last === end - 1 &&
+      range.total === size &&
+      (strongEtag === undefined || etag === undefined || etag === strongEtag)
+    ) {
+      return job.attempt.watch(response.body);
+    }
+    await discardBody(response);
+    throw retryableError(
+      'changed',
+      `${job.what}: bytes ${start}-${end - 1} were answered ${response.status}` +
+        `${range !== undefined ? ` with bytes ${range.first}-${range.last} of ${range.total ?? 'unknown'}` : ''}` +
+        `${etag !== undefined && etag !== strongEtag ? ` of ETag ${etag}, not ${strongEtag}` : ''}: ` +
+        'the file changed on the server or it does not serve ranges; the download starts again',
+    );
+  };
+};
+
+/**
+ * Saves `response` (a 2xx) as the new file `job.to`: in ranged parts when rangedSizeOf says so, the response's own
+ * body serving the first range; else as one stream, resumed with `Range` after a cut (resumableBody). Every byte
+ * passes `job.guard`.
+ */
+export const saveBody = async (
+  response: BodyResponse,
+  job: SaveJob,
+  settings: SaveSettings,
+): Promise<void> => {
+  const size = rangedSizeOf(response, settings.streams);
+  const signal = job.attempt.signal;
+  if (size === undefined) {
+    const whole = resumableBody(response, {
+      what: job.what,
+      signal,
+      reopen: async (headers) => {
+        const again = await job.reopen(headers, signal);
+        if (isOk(again) || again.status === 416) return again;
+        throw await responseStatusError(job.what, again);
+      },
+      maxResumes: settings.maxResumes,
+    });
+    const body = job.guard.count(job.attempt.watch(whole));
+    const announced = contentLengthOf(response.headers);
+    await writeNewFile(body, job.to, signal, `${job.what}: cannot save ${job.to}`, announced);
+    return;
+  }
+  await fetchInParts(
+    {
+      what: job.what,
+      size,
+      to: job.to,
+      read: rangeReader(job, response, size),
+      signal,
+      guard: job.guard,
+      first: job.attempt.watch(response.body),
+      resumable: isResumable,
+    },
+    { streams: settings.streams, pool: settings.pool, maxResumes: settings.maxResumes },
+  );
+};
+
+/** One URL to save as one new file (the Hub's files, say). */
+export interface HttpFileRequest {
+  /** GET it; redirects are followed by hand. */
+  readonly url: URL;
+  /** Sent only to `url`'s own endpoint (scheme, host and port), never across a redirect elsewhere. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The new file to create (its parent dir exists). */
+  readonly to: string;
+  /** Names the transfer in messages (redacted). */
+  readonly what: string;
+  readonly signal: AbortSignal;
+  /** The model's one guard: every byte counted (cap, minimum rate). */
+  readonly guard: TransferGuard;
+  /** When a listing said so: a body of another size fails as a retryable `changed`. */
+  readonly expectedSize?: number;
+}
+
+/** Saves one URL as one new file; large files in ranged parts. Fails with EffectErrors. */
+export type FetchHttpFile = (request: HttpFileRequest) => Promise<void>;
+
+/**
+ * The FetchHttpFile of `settings`: each file holds one connection of the pool while it is fetched (its ranges take
+ * more, see fetchInParts), fails as the http provider's downloads do.
+ */
+export const httpFileFetcher =
+  (settings: GetSettings & SaveSettings): FetchHttpFile =>
+  async (request) => {
+    const attempt = new Attempt(request.what, request.signal, settings);
+    const fetch = async (): Promise<void> => {
+      const get = (extra: Readonly<Record<string, string>>, signal: AbortSignal) =>
+        httpGet(request.url, settings, request.what, signal, request.headers, extra);
+      const response = await get({}, attempt.signal);
+      if (!isOk(response)) throw await responseStatusError(request.what, response);
+      const announced = contentLengthOf(response.headers);
+      if (
+        request.expectedSize !== undefined &&
+        announced !== undefined &&
+        announced !== request.expectedSize
+      ) {
+        await discardBody(response);
+        throw retryableError(
+          'changed',
+          `${request.what}: the server sends ${announced} bytes, the listing said ${request.expectedSize}`,
+        );
+      }
+      await saveBody(
+        response,
+        { what: request.what, to: request.to, attempt, guard: request.guard, reopen: get },
+        settings,
+      );
+    };
+    try {
+      await (settings.pool === undefined ? fetch() : settings.pool.use(attempt.signal, fetch));
+    } catch (cause) {
+      throw attempt.failure(cause);
+    } finally {
+      attempt.dispose();
+    }
+  };

@@ -1,0 +1,120 @@
+/** httpGet: one GET with redirects followed by hand and credentials kept to their endpoint; Attempt, one download's cancellation and failure. */
+import { request } from 'undici';
+import { sameEndpoint } from '../../core/endpoint';
+import { permanentError, type EffectError } from '../../core/errors';
+import { discardBody, httpUrl, type Network, timeoutOf, transportError } from '../../net';
+import { headerOf, type BodyResponse } from './resumable-body';
+
+/** How a GET reaches its server; times in ms. */
+export interface GetSettings {
+  /** Longest wait for the response headers, connecting included. */
+  readonly connectTimeoutMs: number;
+  /** Longest wait for the next bytes of the body. */
+  readonly idleTimeoutMs: number;
+  /** Proxies, CAs and pooled connections (default: undici's global pool, direct). */
+  readonly network?: Network | undefined;
+}
+
+const maxRedirects = 10;
+const redirectStatuses = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * One download's cancellation. Its failures go through `failure`, which knows why the download stopped (caller
+ * abort, a timeout, lost connection, too slow) better than the error that reaches the catch.
+ */
+export class Attempt {
+  private readonly controller = new AbortController();
+  private stopped: EffectError | undefined;
+  private connectionLost = false;
+  /** Aborts on the caller's abort and when the transfer guard stops the download. */
+  readonly signal: AbortSignal = this.controller.signal;
+  private readonly onOuterAbort = (): void => this.controller.abort(this.outer.reason);
+
+  constructor(
+    readonly what: string,
+    private readonly outer: AbortSignal,
+    private readonly timeouts: { readonly connectTimeoutMs: number; readonly idleTimeoutMs: number },
+  ) {
+    outer.addEventListener('abort', this.onOuterAbort, { once: true });
+    if (outer.aborted) this.controller.abort(outer.reason);
+  }
+
+  /** Stops the download, to fail with `error` (the transfer guard found it too slow). */
+  stop(error: EffectError): void {
+    this.stopped ??= error;
+    this.controller.abort();
+  }
+
+  /** The body; a failure is marked as the connection's. */
+  async *watch(body: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+    try {
+      yield* body;
+    } catch (cause) {
+      this.connectionLost = true;
+      throw cause;
+    }
+  }
+
+  /** The EffectError this download failed with, given what reached the catch. */
+  failure(cause: unknown): EffectError {
+    if (this.stopped !== undefined && !this.outer.aborted) return this.stopped;
+    const timeout = timeoutOf(cause);
+    const { idleTimeoutMs, connectTimeoutMs } = this.timeouts;
+    const state = {
+      what: this.what,
+      aborted: this.outer.aborted,
+      timeout:
+        timeout === undefined
+          ? undefined
+          : timeout === 'body'
+            ? `timed out: no data received for ${idleTimeoutMs} ms`
+            : `timed out: no response within ${connectTimeoutMs} ms`,
+      connectionLost: this.connectionLost,
+    };
+    return transportError(this.outer.aborted ? this.outer.reason : cause, state);
+  }
+
+  dispose(): void {
+    this.outer.removeEventListener('abort', this.onOuterAbort);
+  }
+}
+
+/**
+ * GET `url` with redirects followed by hand, so that `credentials` (the URI's `<host>-headers`, a Hub token) go only
+ * to the endpoint `url` names (its scheme, host and port): a token must not follow a redirect to a CDN, a presigned
+ * bucket URL, another port or plain http. `extraHeaders` (ranges) go to every hop. `signal` is the attempt's or a
+ * part's (fetchInParts stops every part at the first failure).
+ */
+export const httpGet = async (
+  url: URL,
+  settings: GetSettings,
+  what: string,
+  signal: AbortSignal,
+  credentials: Readonly<Record<string, string>>,
+  extraHeaders: Readonly<Record<string, string>> = {},
+): Promise<BodyResponse> => {
+  let current = url;
+  for (let hop = 0; ; hop++) {
+    const response = await request(current, {
+      method: 'GET',
+      // identity: a Content-Encoding: gzip tarball is stored as it is, never gunzipped on the way.
+      headers: {
+        'accept-encoding': 'identity',
+        ...(sameEndpoint(url, current) ? credentials : {}),
+        ...extraHeaders,
+      },
+      signal,
+      headersTimeout: settings.connectTimeoutMs,
+      bodyTimeout: settings.idleTimeoutMs,
+      ...(settings.network !== undefined ? { dispatcher: settings.network.dispatcherFor(current) } : {}),
+    });
+    const location = headerOf(response.headers, 'location');
+    const answer = { status: response.statusCode, headers: response.headers, body: response.body };
+    if (!redirectStatuses.has(answer.status) || location === undefined) return answer;
+    await discardBody(answer);
+    if (hop >= maxRedirects) {
+      throw permanentError('invalid-response', `${what}: more than ${maxRedirects} redirects`);
+    }
+    current = httpUrl(location, `${what}: redirect`, current);
+  }
+};

@@ -1,0 +1,70 @@
+/**
+ * PartPlan: how one big file is cut into byte ranges fetched over several connections, and how an idle connection
+ * takes over half of the slowest range at the end (as aria2 splits), so no connection waits while one finishes.
+ */
+
+const mebibyte = 2 ** 20;
+
+/** Files smaller than this are fetched as one stream: a second connection costs more than it brings. */
+export const rangedThresholdBytes = 32 * mebibyte;
+
+/** A range is never split below this: the request that fetches it would cost more than it saves. */
+const minStealBytes = 4 * mebibyte;
+
+/**
+ * The size of the ranges a file of `size` bytes is cut into for `streams` connections: about four ranges per
+ * connection (so a slow one holds up little), between 8 and 64 MiB, in whole MiB.
+ */
+export const partBytesFor = (size: number, streams: number): number => {
+  const quarter = Math.ceil(size / (streams * 4) / mebibyte) * mebibyte;
+  return Math.min(64 * mebibyte, Math.max(8 * mebibyte, quarter));
+};
+
+/** One range of the file: `[start, end)`. `next` is how far it is written; `end` may shrink when it is split. */
+export interface Part {
+  readonly start: number;
+  next: number;
+  end: number;
+}
+
+/** The ranges of one file still to fetch, handed to connections one at a time. */
+export class PartPlan {
+  private readonly queued: Part[] = [];
+  private readonly active = new Set<Part>();
+
+  /** Cuts `[from, size)` into ranges of `partBytes`. */
+  constructor(size: number, partBytes: number, from = 0) {
+    for (let start = from; start < size; start += partBytes) {
+      this.queued.push({ start, next: start, end: Math.min(size, start + partBytes) });
+    }
+  }
+
+  /**
+   * The next range for an idle connection: a queued one, else the second half of the active range with the most
+   * bytes left (its owner stops at the new end), else none: every byte is fetched or being fetched.
+   */
+  take(): Part | undefined {
+    const queued = this.queued.shift();
+    if (queued !== undefined) return this.started(queued);
+    let widest: Part | undefined;
+    for (const part of this.active) {
+      if (widest === undefined || part.end - part.next > widest.end - widest.next) widest = part;
+    }
+    if (widest === undefined || widest.end - widest.next < 2 * minStealBytes) return undefined;
+    const middle = widest.next + Math.ceil((widest.end - widest.next) / 2 / mebibyte) * mebibyte;
+    if (middle >= widest.end) return undefined;
+    const stolen = { start: middle, next: middle, end: widest.end };
+    widest.end = middle;
+    return this.started(stolen);
+  }
+
+  /** `part` is written whole: it is no longer split. */
+  finished(part: Part): void {
+    this.active.delete(part);
+  }
+
+  private started(part: Part): Part {
+    this.active.add(part);
+    return part;
+  }
+}

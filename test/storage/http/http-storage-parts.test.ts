@@ -1,0 +1,114 @@
+/** Tests of httpStorage's ranged parts: a big file over several connections, cut ranges resumed alone, versions pinned. */
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { createSlots } from '../../../src/core/slots';
+import { httpStorage } from '../../../src/storage/http/http-storage';
+import {
+  patternBlock,
+  rangedBody,
+  repeatedSlice,
+  type RangedBodyOptions,
+} from '../../../src/testing/ranged-body';
+import { effectError } from '../../helpers/effect-error';
+import { useHttpServers } from '../../helpers/http-servers';
+import { useTempDir } from '../../helpers/temp-dir';
+
+const MiB = 2 ** 20;
+const never = new AbortController().signal;
+const size = 40 * MiB + 12_345;
+const digest = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
+const closedRange = (range: string | undefined) => {
+  const match = /^bytes=(\d+)-(\d+)$/.exec(range ?? '');
+  return match === null ? undefined : { start: Number(match[1]), end: Number(match[2]) + 1 };
+};
+
+describe('httpStorage in parts', () => {
+  const serve = useHttpServers();
+  const tmp = useTempDir('http-parts');
+  let target: string;
+  const expected = digest(repeatedSlice(patternBlock, 0, size));
+
+  beforeEach(async () => {
+    target = path.join(tmp.path, 'target');
+    await mkdir(target);
+  });
+
+  const start = async (options: Partial<RangedBodyOptions> = {}) => {
+    const body = rangedBody({ size, ...options });
+    const { url } = await serve(body.handle);
+    return { body, url: `${url}/m.bin` };
+  };
+  const saved = async (): Promise<string> => digest(await readFile(path.join(target, 'm.bin')));
+
+  it('fetches a big file as ranges over several connections into one file', async () => {
+    const { body, url } = await start();
+    await httpStorage({ streams: 4 }).download(url, target, never);
+    expect(await saved()).toBe(expected);
+    const [first, ...parts] = body.requests;
+    expect(first).toEqual({ range: undefined, ifRange: undefined, status: 200 });
+    expect(parts.length).toBeGreaterThanOrEqual(3);
+    for (const part of parts) expect(part).toMatchObject({ ifRange: '"v1"', status: 206 });
+    // Every byte once, but what the first answer had in flight when it was dropped at its range's end (sent into
+    // loopback's socket buffers, at most a range).
+    expect(body.sentBytes()).toBeLessThan(size + 8 * MiB);
+  });
+
+  it('resumes a cut range from its own last byte and fetches no other range again', async () => {
+    const body = rangedBody({ size });
+    const { url } = await serve((request, response) => {
+      // Cut the range that starts at 16 MiB (not the first answer, which spans the whole file) 100 kB into it.
+      if (request.headers.range?.startsWith(`bytes=${16 * MiB}-`) === true) body.cutAt(16 * MiB + 100_000);
+      body.handle(request, response);
+    });
+    await httpStorage({ streams: 4 }).download(`${url}/m.bin`, target, never);
+    expect(await saved()).toBe(expected);
+    const ranges = body.requests.map((request) => closedRange(request.range)).filter((r) => r !== undefined);
+    // The resume starts inside the cut range, not at its start: only the remainder is fetched again.
+    const resumed = ranges.filter((r) => r.start % MiB !== 0);
+    expect(resumed).toHaveLength(1);
+    expect(resumed[0]!.start).toBeGreaterThan(16 * MiB);
+    expect(resumed[0]!.start).toBeLessThanOrEqual(16 * MiB + 100_000);
+    expect(ranges.filter((r) => r.start === 16 * MiB)).toHaveLength(1);
+  });
+
+  it('fails the attempt as a retryable `changed` when the file changes between its ranges', async () => {
+    const body = rangedBody({ size });
+    const { url } = await serve((request, response) => {
+      // The first answer is of "v1"; by the time a range is asked for, the file is "v2".
+      if (request.headers.range !== undefined) body.change('"v2"');
+      body.handle(request, response);
+    });
+    const error = await effectError(httpStorage({ streams: 4 }).download(`${url}/m.bin`, target, never));
+    expect(error).toMatchObject({ kind: 'changed', retryable: true });
+    expect(error.message).toContain('the download starts again');
+  });
+
+  it('reads one stream from a server that does not serve ranges', async () => {
+    const { body, url } = await start({ ranges: false });
+    await httpStorage({ streams: 4 }).download(url, target, never);
+    expect(await saved()).toBe(expected);
+    expect(body.requests).toHaveLength(1);
+  });
+
+  it('reads one stream when nothing pins a version (no ETag, no Last-Modified), and with one stream asked', async () => {
+    const unpinned = await start({ etag: null });
+    await httpStorage({ streams: 4 }).download(unpinned.url, target, never);
+    expect(unpinned.body.requests).toHaveLength(1);
+    const other = path.join(tmp.path, 'other');
+    await mkdir(other);
+    const single = await start();
+    await httpStorage({ streams: 1 }).download(single.url, other, never);
+    expect(single.body.requests).toHaveLength(1);
+    expect((await stat(path.join(other, 'm.bin'))).size).toBe(size);
+  });
+
+  it('holds the connections of every file within the shared pool', async () => {
+    const { body, url } = await start();
+    const pool = createSlots(2);
+    await httpStorage({ streams: 8, pool }).download(url, target, never);
+    expect(await saved()).toBe(expected);
+    expect(pool.highWater()).toBe(2);
+    expect(body.requests.length).toBeGreaterThan(2);
+  });
+});

@@ -1,0 +1,64 @@
+/** Tests of the object downloader's ranged parts over an in-memory store: ranges, a cut range resumed alone, reuse. */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { effectError } from '../../helpers/effect-error';
+import { useTempDir } from '../../helpers/temp-dir';
+import { MemoryStore } from './memory-store';
+
+const MiB = 2 ** 20;
+const staging = useTempDir('object-parts');
+const size = 40 * MiB + 77;
+const data = Buffer.alloc(size, 0);
+for (let i = 0; i < size; i += 4096) data.writeUInt32LE(i, i);
+const digest = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex');
+
+describe('downloadObjects in parts', () => {
+  it('reads a big object as ranges, at most `streams` at once, into one file', async () => {
+    const store = new MemoryStore('models', 2, 64 * 1024).put('m/weights.bin', data);
+    await store.downloadInto(staging.path, 'm', { streams: 4 });
+    expect(digest(await readFile(path.join(staging.path, 'weights.bin')))).toBe(digest(data));
+    const ranges = store.reads.filter((read) => read.end !== undefined);
+    expect(ranges.length).toBeGreaterThanOrEqual(4);
+    expect(store.maxInFlight).toBeLessThanOrEqual(4);
+    expect(store.maxInFlight).toBeGreaterThan(1);
+  });
+
+  it('resumes a cut range from where it broke off; the other ranges are read once', async () => {
+    const cutAt = 9 * MiB + 3 * 64 * 1024;
+    const store = new MemoryStore('models', 2, 64 * 1024)
+      .put('m/weights.bin', data)
+      .cut('m/weights.bin', cutAt);
+    await store.downloadInto(staging.path, 'm', { streams: 4 });
+    expect(digest(await readFile(path.join(staging.path, 'weights.bin')))).toBe(digest(data));
+    const starts = store.reads.map((read) => read.offset);
+    expect(starts.filter((offset) => offset % MiB !== 0)).toEqual([cutAt]);
+    expect(new Set(starts).size).toBe(starts.length);
+  });
+
+  it('fails as a retryable `changed` when the object gets a new version mid-way', async () => {
+    const store = new MemoryStore('models', 2, 64 * 1024).put('m/weights.bin', data);
+    const release = store.hold();
+    const download = store.downloadInto(staging.path, 'm', { streams: 4 });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    store.put('m/weights.bin', data);
+    release();
+    expect(await effectError(download)).toMatchObject({ kind: 'changed', retryable: true });
+  });
+
+  it('offers the listing as an identity before any read, and reads nothing when the offer is taken', async () => {
+    const store = new MemoryStore('models', 2, 64 * 1024).put('m/weights.bin', data);
+    const offered: string[] = [];
+    const reuse = (identity: string) => {
+      offered.push(identity);
+      return Promise.resolve(true);
+    };
+    await store.downloadInto(staging.path, 'm', { streams: 4 }, undefined, undefined, { reuse });
+    expect(store.reads).toEqual([]);
+    expect(offered).toHaveLength(1);
+    // The identity names the version: a new upload of the same key is another identity.
+    store.put('m/weights.bin', data);
+    await store.downloadInto(staging.path, 'm', { streams: 4 }, undefined, undefined, { reuse });
+    expect(offered[1]).not.toBe(offered[0]);
+  });
+});

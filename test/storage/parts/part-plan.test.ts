@@ -1,0 +1,48 @@
+/** Tests of PartPlan: ranges cut to size, handed out in order, and the widest one split when none is queued. */
+import { partBytesFor, PartPlan, rangedThresholdBytes } from '../../../src/storage/parts/part-plan';
+
+const MiB = 2 ** 20;
+
+describe('partBytesFor', () => {
+  it('aims at four ranges per connection, in whole MiB, between 8 and 64 MiB', () => {
+    expect(partBytesFor(1024 * MiB, 8)).toBe(32 * MiB);
+    expect(partBytesFor(rangedThresholdBytes, 8)).toBe(8 * MiB);
+    expect(partBytesFor(100 * 1024 * MiB, 8)).toBe(64 * MiB);
+    expect(partBytesFor(1000 * MiB + 1, 8) % MiB).toBe(0);
+  });
+});
+
+describe('PartPlan', () => {
+  it('covers the file with ranges handed out from the start', () => {
+    const plan = new PartPlan(20 * MiB + 5, 8 * MiB);
+    const ranges = [plan.take(), plan.take(), plan.take()].map((part) => [part?.start, part?.end]);
+    expect(ranges).toEqual([
+      [0, 8 * MiB],
+      [8 * MiB, 16 * MiB],
+      [16 * MiB, 20 * MiB + 5],
+    ]);
+  });
+
+  it('splits the active range with the most bytes left once none is queued, and its owner stops at the split', () => {
+    const plan = new PartPlan(32 * MiB, 16 * MiB);
+    const first = plan.take()!;
+    const second = plan.take()!;
+    first.next = 12 * MiB;
+    const stolen = plan.take()!;
+    expect(stolen).toEqual({ start: 8 * MiB + 16 * MiB, next: 24 * MiB, end: 32 * MiB });
+    expect(second.end).toBe(24 * MiB);
+    expect(first.end).toBe(16 * MiB);
+  });
+
+  it('splits nothing below two minimum halves, and nothing once every range is done', () => {
+    const plan = new PartPlan(16 * MiB, 8 * MiB);
+    const first = plan.take()!;
+    const second = plan.take()!;
+    first.next = 1 * MiB;
+    second.next = 8 * MiB + 1 * MiB;
+    expect(plan.take()).toBeUndefined();
+    plan.finished(first);
+    plan.finished(second);
+    expect(plan.take()).toBeUndefined();
+  });
+});
