@@ -25,8 +25,9 @@ import { backoffDelay } from '../core/backoff';
 import type { Env } from '../core/env';
 import { permanentError, toEffectError, type EffectError } from '../core/errors';
 import type { AppConfig } from '../core/flags/app-config';
+import { selectionFromEnv } from '../core/selection-env';
 import { parseStorageUri, redactUri } from '../core/storage-uri';
-import type { DownloadProgress } from '../ports';
+import type { DownloadProgress, DownloadRequest } from '../ports';
 import { initializerStorage, type InitializerStorage } from '../wiring';
 import type { Output } from './modes';
 import { packageVersion } from './package-version';
@@ -42,6 +43,12 @@ interface RetryPolicy {
   readonly baseMs: number;
   readonly maxMs: number;
   readonly maxAttempts: number;
+}
+
+/** How every pair is downloaded: the retries, and what each download is asked (KServe's patterns). */
+interface PairOptions {
+  readonly policy: RetryPolicy;
+  readonly request: DownloadRequest;
 }
 
 const exit = (code: number): Output => ({ _tag: 'Exit', code });
@@ -101,16 +108,15 @@ const retryTransient =
 const downloadPair = (
   storage: InitializerStorage,
   pair: DownloadPair,
-  policy: RetryPolicy,
+  { policy, request }: PairOptions,
   log: Logger,
 ): Observable<void> =>
   defer(() => {
     const startedAt = Date.now();
-    const attempt$ = abortable((signal) =>
-      storage.download(pair.uri, pair.dest, signal, (progress) => {
-        if (!progress.done) logProgress(log, pair, progress);
-      }),
-    );
+    const progress = (report: DownloadProgress): void => {
+      if (!report.done) logProgress(log, pair, report);
+    };
+    const attempt$ = abortable((signal) => storage.download(pair.uri, pair.dest, signal, progress, request));
     return attempt$.pipe(
       retryTransient(policy, log, pair),
       map(({ bytes }) => {
@@ -124,7 +130,7 @@ const downloadPair = (
 const downloadAll = (
   storage: InitializerStorage,
   pairs: ReadonlyArray<DownloadPair>,
-  policy: RetryPolicy,
+  options: PairOptions,
   log: Logger,
 ): Observable<boolean> => {
   // Checked before any pair is downloaded: a URI no provider serves writes nothing anywhere.
@@ -137,7 +143,7 @@ const downloadAll = (
   }
   return from(pairs).pipe(
     concatMap((pair) =>
-      downloadPair(storage, pair, policy, log).pipe(
+      downloadPair(storage, pair, options, log).pipe(
         map(() => true),
         catchError((cause: unknown) => {
           logFailure(log, pair, cause);
@@ -152,10 +158,12 @@ const downloadAll = (
 /**
  * Downloads every pair in order into its dest, laid out as the agent lays a model into `<model-dir>/<name>/`
  * (KServe's layout), with the agent's router, caps, credentials (`env`), progress lines and retries; then exits
- * 0. Stops at the first pair that fails and exits 1 after one error line naming its URI (redacted) and the
- * reason; a URI no provider serves fails before anything is downloaded. Settings that cannot be used (malformed
- * `<host>-headers`, a bad CA bundle or S3 setting) exit 2. Unsubscribing aborts the download in progress, whose
- * staging dir is then removed: dest stays as it was.
+ * 0. Only the files KServe's patterns take are fetched, for every pair (`STORAGE_ALLOW_PATTERNS`,
+ * `STORAGE_IGNORE_PATTERNS`, as its initializer reads them). Stops at the first pair that fails and exits 1 after
+ * one error line naming its URI (redacted) and the reason; a URI no provider serves fails before anything is
+ * downloaded. Settings that cannot be used (malformed `<host>-headers` or patterns, a bad CA bundle or S3
+ * setting) exit 2. Unsubscribing aborts the download in progress, whose staging dir is then removed: dest stays
+ * as it was.
  */
 export const initializerMode = (
   pairs: ReadonlyArray<DownloadPair>,
@@ -164,15 +172,24 @@ export const initializerMode = (
   env: Env,
 ): Observable<Output> =>
   defer(() => {
+    const select = selectionFromEnv(env);
+    if (E.isLeft(select)) {
+      log.error({ reason: select.left }, 'cannot start: the settings are invalid');
+      return of(exit(2));
+    }
     // Built per subscription: its connections are closed when the run ends.
     const storage = initializerStorage(config, log, env);
     if (E.isLeft(storage)) {
       log.error({ reason: storage.left }, 'cannot start: the settings are invalid');
       return of(exit(2));
     }
-    log.info({ version: packageVersion, pairs: pairs.map(shown) }, 'storage initializer starting');
+    const request = select.right === undefined ? {} : { select: select.right };
+    log.info(
+      { version: packageVersion, pairs: pairs.map(shown), ...request },
+      'storage initializer starting',
+    );
     const policy = { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs, maxAttempts: config.maxAttempts };
-    return downloadAll(storage.right, pairs, policy, log).pipe(
+    return downloadAll(storage.right, pairs, { policy, request }, log).pipe(
       map((downloaded) => exit(downloaded ? 0 : 1)),
       finalize(() => void storage.right.close().catch(() => undefined)),
     );

@@ -1,6 +1,7 @@
 /** The SUCCESS marker of an installed model: its KServe-compatible content and the identity its name hashes. */
 import * as E from 'fp-ts/Either';
 import { formatValidationErrors } from './decode-config';
+import { selectsAll } from './file-selection';
 import { describeJsonProblem, parseJson } from './json/json';
 import { ModelSpec } from './model-config';
 import { zeroQuantity } from './quantity';
@@ -59,10 +60,18 @@ const decodeManifest = (json: unknown): E.Either<string, FileManifest | undefine
 
 /**
  * What a marker name hashes: the spec with an unset framework as `""` and memory as its exact value, so two
- * specs get the same marker exactly when `specEquals` holds ("1Gi" and "1024Mi" share one; see snapshot.ts).
+ * specs get the same marker exactly when `specEquals` holds ("1Gi" and "1024Mi" share one; see snapshot.ts). The
+ * patterns are added only when there are some: a spec without them keeps the name it had before they existed.
  */
-export const specIdentityJson = (spec: ModelSpec): string =>
-  JSON.stringify([spec.storageUri, spec.framework ?? '', (spec.memory ?? zeroQuantity).value]);
+export const specIdentityJson = (spec: ModelSpec): string => {
+  const identity = [spec.storageUri, spec.framework ?? '', (spec.memory ?? zeroQuantity).value];
+  const { selection } = spec;
+  return JSON.stringify(
+    selectsAll(selection)
+      ? identity
+      : [...identity, selection?.allowPatterns ?? [], selection?.ignorePatterns ?? []],
+  );
+};
 
 /** What a marker holds, or why it holds nothing usable (empty, not JSON, not a ModelSpec, a bad manifest). */
 export const decodeMarker = (text: string): E.Either<string, MarkerContent> => {

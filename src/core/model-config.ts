@@ -1,21 +1,39 @@
 /** The models.json format (KServe's, unchanged): io-ts codecs named like their types, so errors read as paths. */
 import { isJsonObject } from './json/json-object';
 import * as t from 'io-ts';
+import { maxPatternLength, maxPatterns, selectsAll, type FileSelection } from './file-selection';
 import { ModelName } from './model-name';
+import { previewValue } from './preview';
 import { Quantity } from './quantity';
 
-/** What to serve: where the model is stored, its framework and the memory it needs. */
+/** What to serve: where the model is stored, which of its files, its framework and the memory it needs. */
 export interface ModelSpec {
   readonly storageUri: string;
   readonly framework?: string;
   readonly memory?: Quantity;
+  /** Only these files of the model are fetched (absent: all of them). */
+  readonly selection?: FileSelection;
 }
 /** A ModelSpec as it appears in JSON. */
 export interface ModelSpecJson {
   readonly storageUri: string;
   readonly framework?: string;
   readonly memory?: string;
+  readonly allowPatterns?: ReadonlyArray<string>;
+  readonly ignorePatterns?: ReadonlyArray<string>;
 }
+
+/** The JSON fields of `selection`: each list that names a pattern. */
+export const patternsJson = (
+  selection: FileSelection | undefined,
+): Pick<ModelSpecJson, 'allowPatterns' | 'ignorePatterns'> => ({
+  ...(selection?.allowPatterns !== undefined && selection.allowPatterns.length > 0
+    ? { allowPatterns: selection.allowPatterns }
+    : {}),
+  ...(selection?.ignorePatterns !== undefined && selection.ignorePatterns.length > 0
+    ? { ignorePatterns: selection.ignorePatterns }
+    : {}),
+});
 
 /** `record[key]` through `codec`, its failures under the field's own context (so errors name the path). */
 const field = <A>(
@@ -40,11 +58,88 @@ const specOf = (
   storageUri: string,
   framework: string | undefined,
   memory: Quantity | undefined,
+  selection: FileSelection | undefined,
 ): ModelSpec => {
-  const spec: { storageUri: string; framework?: string; memory?: Quantity } = { storageUri };
+  const spec: { storageUri: string; framework?: string; memory?: Quantity; selection?: FileSelection } = {
+    storageUri,
+  };
   if (framework !== undefined) spec.framework = framework;
   if (memory !== undefined) spec.memory = memory;
+  if (selection !== undefined) spec.selection = selection;
   return spec;
+};
+
+const isPattern = (u: unknown): u is string =>
+  typeof u === 'string' && u.length > 0 && u.length <= maxPatternLength;
+
+const isPatternList = (u: unknown): u is ReadonlyArray<string> =>
+  Array.isArray(u) && u.length <= maxPatterns && u.every(isPattern);
+
+/** One allow or ignore pattern: a non-empty string of at most `maxPatternLength` characters. */
+const Pattern = new t.Type<string, string, unknown>(
+  'Pattern',
+  isPattern,
+  (u, context) =>
+    isPattern(u)
+      ? t.success(u)
+      : t.failure(
+          u,
+          context,
+          typeof u === 'string'
+            ? `expected a non-empty pattern of at most ${maxPatternLength} characters, got ${previewValue(u)}`
+            : `expected a pattern (a string such as "*.json"), got ${previewValue(u)}`,
+        ),
+  t.identity,
+);
+
+/**
+ * A list of patterns, at most `maxPatterns` of them. An array type, so that an element's error reads
+ * `allowPatterns[2]`; like ModelSpec, the elements get contexts only when the list fails.
+ */
+const Patterns = new t.ReadonlyArrayType<
+  typeof Pattern,
+  ReadonlyArray<string>,
+  ReadonlyArray<string>,
+  unknown
+>(
+  'Patterns',
+  isPatternList,
+  (u, context) => {
+    if (isPatternList(u)) return t.success(u);
+    if (!Array.isArray(u)) {
+      return t.failure(
+        u,
+        context,
+        `expected an array of patterns such as ["*.json"], got ${previewValue(u)}`,
+      );
+    }
+    if (u.length > maxPatterns)
+      return t.failure(u, context, `expected at most ${maxPatterns} patterns, got ${u.length}`);
+    return t.failures(
+      failuresOf(
+        u.map((pattern: unknown, i) =>
+          Pattern.validate(pattern, t.appendContext(context, String(i), Pattern, pattern)),
+        ),
+      ),
+    );
+  },
+  t.identity,
+  Pattern,
+);
+
+/**
+ * The selection of `allow` and `ignore` (both valid pattern lists or absent); undefined when neither names a
+ * pattern, so that `[]` and an absent list are the same spec (KServe reads an empty list as none).
+ */
+const selectionOf = (
+  allow: ReadonlyArray<string> | undefined,
+  ignore: ReadonlyArray<string> | undefined,
+): FileSelection | undefined => {
+  const selection = {
+    ...(allow !== undefined && allow.length > 0 ? { allowPatterns: allow } : {}),
+    ...(ignore !== undefined && ignore.length > 0 ? { ignorePatterns: ignore } : {}),
+  };
+  return selectsAll(selection) ? undefined : selection;
 };
 
 /**
@@ -52,22 +147,41 @@ const specOf = (
  * per model, and at 100k models the generic codecs' contexts, merging and intermediate results were most of the
  * decode time. A valid spec is checked with the fields' own `is` and nothing else; only an invalid one is
  * validated field by field, so that each error names its field. Unknown fields are dropped, as KServe ignores them.
+ *
+ * `allowPatterns` and `ignorePatterns` are ours: KServe's TrainedModel and models.json have no such fields (its
+ * patterns reach only its storage initializer, as the env vars `STORAGE_ALLOW_PATTERNS` and
+ * `STORAGE_IGNORE_PATTERNS`, read by `kserve_storage` into `allow_patterns` and `ignore_patterns`). They sit next to
+ * `storageUri`, in its JSON's camelCase, under the names those give them and huggingface_hub's
+ * `snapshot_download` uses; KServe's agent ignores both.
  */
 export const ModelSpec = new t.Type<ModelSpec, ModelSpecJson, unknown>(
   'ModelSpec',
   (u): u is ModelSpec => isJsonObject(u) && typeof u['storageUri'] === 'string',
   (u, context) => {
     if (!isJsonObject(u)) return t.failure(u, context);
-    const { storageUri, framework, memory } = u;
-    if (t.string.is(storageUri) && (framework === undefined || t.string.is(framework))) {
+    const { storageUri, framework, memory, allowPatterns, ignorePatterns } = u;
+    if (
+      t.string.is(storageUri) &&
+      (framework === undefined || t.string.is(framework)) &&
+      (allowPatterns === undefined || isPatternList(allowPatterns)) &&
+      (ignorePatterns === undefined || isPatternList(ignorePatterns))
+    ) {
       const quantity = memory === undefined ? undefined : Quantity.validate(memory, context);
-      if (quantity?._tag !== 'Left') return t.success(specOf(storageUri, framework, quantity?.right));
+      if (quantity?._tag !== 'Left') {
+        const selection =
+          allowPatterns === undefined && ignorePatterns === undefined
+            ? undefined
+            : selectionOf(allowPatterns, ignorePatterns);
+        return t.success(specOf(storageUri, framework, quantity?.right, selection));
+      }
     }
     return t.failures(
       failuresOf([
         field(t.string, u, 'storageUri', context),
         optional(t.string, u, 'framework', context),
         optional(Quantity, u, 'memory', context),
+        optional(Patterns, u, 'allowPatterns', context),
+        optional(Patterns, u, 'ignorePatterns', context),
       ]),
     );
   },
@@ -75,6 +189,7 @@ export const ModelSpec = new t.Type<ModelSpec, ModelSpecJson, unknown>(
     storageUri: spec.storageUri,
     ...(spec.framework !== undefined ? { framework: spec.framework } : {}),
     ...(spec.memory !== undefined ? { memory: Quantity.encode(spec.memory) } : {}),
+    ...patternsJson(spec.selection),
   }),
 );
 

@@ -1,6 +1,7 @@
 /** Snapshot: the models one accepted config lists, by name; compared semantically. */
+import { selectionKey } from './file-selection';
 import type { ModelName } from './model-name';
-import type { ModelSpec, ModelSpecJson } from './model-config';
+import { patternsJson, type ModelSpec, type ModelSpecJson } from './model-config';
 import { quantityEquals, zeroQuantity } from './quantity';
 
 export type Snapshot = ReadonlyMap<ModelName, ModelSpec>;
@@ -15,13 +16,17 @@ export const emptySnapshot: Snapshot = new Map();
  */
 export const unknownSpec: ModelSpec = Object.freeze({ storageUri: '' });
 
-/** True when both specs describe the same model ("1Gi" equals "1024Mi"; an unset memory equals "0"). */
+/**
+ * True when both specs describe the same model ("1Gi" equals "1024Mi"; an unset memory equals "0"; patterns
+ * compared as listed, so a changed pattern is a changed model, downloaded again).
+ */
 export const specEquals = (a: ModelSpec, b: ModelSpec): boolean =>
   a !== unknownSpec &&
   b !== unknownSpec &&
   a.storageUri === b.storageUri &&
   (a.framework ?? '') === (b.framework ?? '') &&
-  quantityEquals(a.memory ?? zeroQuantity, b.memory ?? zeroQuantity);
+  quantityEquals(a.memory ?? zeroQuantity, b.memory ?? zeroQuantity) &&
+  (a.selection === b.selection || selectionKey(a.selection) === selectionKey(b.selection));
 
 /** True when both snapshots list the same names with equal specs. */
 export const snapshotEquals = (a: Snapshot, b: Snapshot): boolean => {
@@ -33,11 +38,15 @@ export const snapshotEquals = (a: Snapshot, b: Snapshot): boolean => {
   return true;
 };
 
-/** The spec as JSON, keys in a fixed order and memory as written: the form printed, hashed and stored in markers. */
+/**
+ * The spec as JSON, keys in a fixed order, memory as written and patterns as listed: the form printed, hashed and
+ * stored in markers (KServe's agent ignores the pattern keys it does not know).
+ */
 export const specToJson = (spec: ModelSpec): ModelSpecJson => ({
   storageUri: spec.storageUri,
   ...(spec.framework !== undefined ? { framework: spec.framework } : {}),
   ...(spec.memory !== undefined ? { memory: spec.memory.text } : {}),
+  ...patternsJson(spec.selection),
 });
 
 /** A snapshot from name/spec pairs (test fixtures, recovered markers). */

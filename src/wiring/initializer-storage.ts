@@ -22,7 +22,7 @@ import {
   type SpaceCheck,
 } from '../fs';
 import { openFreshStagingDir } from '../model-dir';
-import type { DownloadProgress } from '../ports';
+import type { DownloadProgress, DownloadRequest } from '../ports';
 import { storageRouter } from './storage';
 
 // Reserved in a dest: an entry named so is a staging dir of ours, and once no run is filling it, a crashed one's.
@@ -188,13 +188,15 @@ export interface InitializerStorage {
   /**
    * Fills `dest` with the model at `uri` as the agent lays it out in `<model-dir>/<name>/` (see fillDest),
    * reporting to `progress` as the agent's download does. Resolves with the bytes moved (for a local copy, which
-   * reports none: the bytes of the files). Throws an EffectError.
+   * reports none: the bytes of the files). `request` goes to the provider as the agent's does (its `select`:
+   * only the files KServe's patterns take). Throws an EffectError.
    */
   readonly download: (
     uri: string,
     dest: string,
     signal: AbortSignal,
     progress?: (progress: DownloadProgress) => void,
+    request?: DownloadRequest,
   ) => Promise<{ readonly bytes: number }>;
   /** Closes the router's connections. */
   readonly close: () => Promise<void>;
@@ -216,13 +218,14 @@ export const initializerStorage = (
   const { download, network } = router.right;
   return E.right({
     schemes: download.schemes,
-    download: async (uri, dest, signal, progress) => {
+    download: async (uri, dest, signal, progress, request) => {
       const fill = async (dir: string): Promise<number | undefined> => {
         let moved: number | undefined;
-        await download(uri, dir, signal, (report) => {
-          if (report.done) moved = report.bytes;
-          progress?.(report);
-        });
+        const report = (reported: DownloadProgress): void => {
+          if (reported.done) moved = reported.bytes;
+          progress?.(reported);
+        };
+        await download(uri, dir, signal, report, request);
         return moved;
       };
       return { bytes: await fillDest(dest, fill, { signal, log, space }) };

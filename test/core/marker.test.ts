@@ -52,8 +52,20 @@ describe('specIdentityJson', () => {
     ['storageUri', spec('s3://b/m1', '1Gi'), spec('s3://b/m2', '1Gi')],
     ['framework', spec('s3://b/m', '1Gi', 'sklearn'), spec('s3://b/m', '1Gi', 'xgboost')],
     ['memory', spec('s3://b/m', '1Gi'), spec('s3://b/m', '1G')],
+    ['selection', spec('s3://b/m'), { ...spec('s3://b/m'), selection: { allowPatterns: ['*.json'] } }],
+    [
+      'kind of pattern',
+      { ...spec('s3://b/m'), selection: { allowPatterns: ['*.json'] } },
+      { ...spec('s3://b/m'), selection: { ignorePatterns: ['*.json'] } },
+    ],
   ])('differs when the %s differs', (_, a, b) => {
     expect(specIdentityJson(a)).not.toBe(specIdentityJson(b));
+  });
+
+  it('is what it was before patterns existed for a spec without any, so installed models keep their marker', () => {
+    expect(specIdentityJson({ ...spec('s3://b/m', '1Gi'), selection: { allowPatterns: [] } })).toBe(
+      '["s3://b/m","sklearn","1073741824/1"]',
+    );
   });
 
   it('is equal exactly when specEquals holds', () => {
@@ -62,12 +74,28 @@ describe('specIdentityJson', () => {
       storageUri: fc.constantFrom('s3://b/a', 's3://b/b', 'a","b'),
       framework: fc.option(fc.constantFrom('', 'sklearn', 'onnx'), { nil: undefined }),
       memory: fc.option(fc.constantFrom(...quantities), { nil: undefined }),
+      allow: fc.option(fc.constantFrom([], ['*.json'], ['*.json', 'a"b']), { nil: undefined }),
+      ignore: fc.option(fc.constantFrom([], ['*.json']), { nil: undefined }),
     });
-    const toSpec = (r: { storageUri: string; framework: string | undefined; memory: string | undefined }) =>
+    const toSpec = (r: {
+      storageUri: string;
+      framework: string | undefined;
+      memory: string | undefined;
+      allow: ReadonlyArray<string> | undefined;
+      ignore: ReadonlyArray<string> | undefined;
+    }) =>
       ({
         storageUri: r.storageUri,
         ...(r.framework !== undefined ? { framework: r.framework } : {}),
         ...(r.memory !== undefined ? { memory: parseQuantity(r.memory)! } : {}),
+        ...(r.allow !== undefined || r.ignore !== undefined
+          ? {
+              selection: {
+                ...(r.allow !== undefined ? { allowPatterns: r.allow } : {}),
+                ...(r.ignore !== undefined ? { ignorePatterns: r.ignore } : {}),
+              },
+            }
+          : {}),
       }) as ModelSpec;
     fc.assert(
       fc.property(arbSpec, arbSpec, (a, b) => {
@@ -96,6 +124,16 @@ describe('decodeMarker', () => {
       E.right(canonicalSpecJson(original)),
     );
     expect(E.isRight(decoded) && decoded.right.files).toBeUndefined();
+  });
+
+  it('decodes the patterns markerJson writes back into an equal spec', () => {
+    const original: ModelSpec = {
+      ...spec('s3://b/m', '1Gi'),
+      selection: { allowPatterns: ['*.json', 'tokenizer*'], ignorePatterns: ['config.json'] },
+    };
+    const decoded = decodeMarker(markerJson(original, new Map([['tokenizer.json', 3]])));
+    expect(E.isRight(decoded) && decoded.right.spec.selection).toEqual(original.selection);
+    expect(E.isRight(decoded) && specEquals(decoded.right.spec, original)).toBe(true);
   });
 
   it('decodes a KServe marker of a spec without memory ("0")', () => {

@@ -115,6 +115,18 @@ const wholeBytesOf = (text: string): number | undefined => {
   return denominator === '1' ? Number(numerator) : undefined;
 };
 
+/** One absolute path (trailing slashes dropped, `/` kept). */
+export const absolutePath = (name: string) =>
+  new t.Type<string, string, unknown>(
+    name,
+    (u): u is string => typeof u === 'string' && u.startsWith('/'),
+    (u, context) =>
+      typeof u === 'string' && u.trim().startsWith('/')
+        ? t.success(u.trim() === '/' ? '/' : u.trim().replace(/\/+$/, ''))
+        : t.failure(u, context, `expected an absolute path, got ${JSON.stringify(u)}`),
+    t.identity,
+  );
+
 /**
  * A comma-separated list of absolute paths (spaces around commas ignored, trailing slashes dropped); the empty
  * text is the empty list.

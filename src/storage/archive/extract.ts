@@ -4,9 +4,11 @@ import { createReadStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { retryableError, type EffectError } from '../../core/errors';
+import { selectsAll, type FileSelection } from '../../core/file-selection';
 import { fsError, step, writeNewFile } from '../../fs';
 import { defaultDownloadLimits } from '../download-limits';
 import { ArchiveBudget, type ArchiveLimits } from './budget';
+import { EntrySelection } from './entry-selection';
 import { checkLinksInside, EntryGuard } from './guard';
 import type { Job } from './unpack';
 import { untarInto } from './untar';
@@ -31,6 +33,8 @@ export interface ExtractOptions {
   readonly signal: AbortSignal;
   /** The caps on entries, expanded bytes and expansion ratio (default: the flags' defaults). */
   readonly limits?: ArchiveLimits;
+  /** Only the entries whose paths these patterns take are written (absent: all); see EntrySelection. */
+  readonly select?: FileSelection;
 }
 
 /**
@@ -41,8 +45,8 @@ export interface ExtractOptions {
  * entry is written); `invalid-archive`, permanent for a corrupt one (duplicates and dangling hard links included,
  * since the same bytes fail again) and retryable for one that ends before its format says it is whole (a tar
  * without its end-of-archive blocks, a gzip stream without its trailer, a zip without its central directory);
- * `filesystem` when writing fails, `aborted`. An error `source` throws passes unchanged: its owner knows it
- * best (a lost connection).
+ * `filesystem` when writing fails, `aborted`; `not-found` when `select` took none of its files. An error
+ * `source` throws passes unchanged: its owner knows it best (a lost connection).
  */
 export const extractStream = (
   source: AsyncIterable<Uint8Array>,
@@ -85,7 +89,7 @@ export const extractFile = async (
  */
 const extraction = async (
   targetDir: string,
-  { what, signal, limits }: ExtractOptions,
+  { what, signal, limits, select }: ExtractOptions,
   run: (job: Job) => Promise<void>,
 ): Promise<void> => {
   const aborted = (): EffectError => retryableError('aborted', `${what} aborted`, signal.reason);
@@ -103,16 +107,19 @@ const extraction = async (
       if (!(await stat(targetDir)).isDirectory())
         throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
     });
+    const selection = selectsAll(select) ? undefined : new EntrySelection(what, select!);
     const job = {
       what,
       root,
       guard: new EntryGuard(what),
       budget: new ArchiveBudget(what, limits ?? defaultDownloadLimits),
+      ...(selection !== undefined ? { selection } : {}),
       signal: AbortSignal.any([signal, stop.signal]),
       refuse,
     };
     await run(job);
     signal.throwIfAborted();
+    selection?.checkSomeTaken();
     await checkLinksInside(root, what).catch((cause: unknown) => {
       throw fsError(`${what}: cannot check the links of ${root}`, cause);
     });

@@ -2,14 +2,19 @@
 import { EffectError, errorCode, errorMessage, permanentError, retryableError } from '../../core/errors';
 import { fsError, isTransientFsError } from '../../fs';
 import type { ArchiveBudget } from './budget';
+import type { EntrySelection } from './entry-selection';
 import type { EntryGuard } from './guard';
 
-/** One extraction: where it writes, its guard and budget, its signal, and how a refusal inside a callback stops it. */
+/**
+ * One extraction: where it writes, its guard and budget, the entries it takes (absent: all), its signal, and how
+ * a refusal inside a callback stops it.
+ */
 export interface Job {
   readonly what: string;
   readonly root: string;
   readonly guard: EntryGuard;
   readonly budget: ArchiveBudget;
+  readonly selection?: EntrySelection;
   readonly signal: AbortSignal;
   readonly refuse: (error: EffectError) => void;
 }

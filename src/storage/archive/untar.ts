@@ -159,7 +159,7 @@ const settle = (unpack: Unpack, finished: () => boolean): Promise<void> =>
  */
 export const untarInto = (
   source: AsyncIterable<Uint8Array>,
-  { what, root, guard, budget, signal, refuse }: Job,
+  { what, root, guard, budget, selection, signal, refuse }: Job,
 ): Promise<void> => {
   const tar = new TarStream();
   const unpack = untar({
@@ -171,7 +171,13 @@ export const untarInto = (
     filter: (_path, entry) => {
       const readEntry = entry as ReadEntry;
       try {
-        guard.check(readEntry.path, tarKind(readEntry), readEntry.linkpath ?? '');
+        const kind = tarKind(readEntry);
+        const at = guard.check(readEntry.path, kind, readEntry.linkpath ?? '');
+        // An entry left out is read past, never written: it counts as an entry, not as bytes on disk.
+        if (selection !== undefined && !selection.takes(at, kind, readEntry.path, readEntry.linkpath ?? '')) {
+          budget.entry(0);
+          return false;
+        }
         budget.entry(readEntry.size ?? 0);
       } catch (error) {
         refuse(error as EffectError);

@@ -103,7 +103,7 @@ export const unzipInto = async (zipPath: string, job: Job): Promise<void> => {
 const unzipEntries = async (
   zipPath: string,
   zipBytes: number,
-  { what, root, guard, budget, signal }: Job,
+  { what, root, guard, budget, selection, signal }: Job,
 ): Promise<void> => {
   // Symlinks are made last, so no file of the archive can be written through one.
   const links: Array<{ at: string; target: string }> = [];
@@ -135,14 +135,23 @@ const unzipEntries = async (
       // Our own check first: its message is the clearer; yauzl's catches whatever ours might miss.
       const at = kind === 'symlink' ? '' : guard.check(name, kind);
       if (problem !== null) throw refusal(what, name, problem);
-      budget.entry(entry.uncompressedSize);
-      budget.ratio(budget.expandedBytes, zipBytes);
       if (kind === 'symlink') {
+        budget.entry(entry.uncompressedSize);
+        budget.ratio(budget.expandedBytes, zipBytes);
         const target = await readSmall(await zip.openReadStreamPromise(entry), maxZipLinkBytes);
         if (target === undefined) throw refusal(what, name, 'its link target is too long');
         const text = target.toString('utf8');
-        links.push({ at: guard.check(name, 'symlink', text), target: text });
-      } else if (kind === 'dir') {
+        const linkAt = guard.check(name, 'symlink', text);
+        if (selection === undefined || selection.takes(linkAt, 'symlink', name))
+          links.push({ at: linkAt, target: text });
+        continue;
+      }
+      // An entry left out is never read: it counts as an entry, not as bytes.
+      const taken = selection === undefined || selection.takes(at, kind, name);
+      budget.entry(taken ? entry.uncompressedSize : 0);
+      budget.ratio(budget.expandedBytes, zipBytes);
+      if (!taken) continue;
+      if (kind === 'dir') {
         await mkdir(path.join(root, at), { recursive: true, mode: 0o755 });
       } else {
         const to = path.join(root, at);

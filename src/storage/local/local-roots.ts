@@ -64,15 +64,16 @@ export const checkNotSystem = async (real: string, what: string): Promise<void> 
 
 /**
  * Refuses a local source `real` (its links resolved) that is the system's (checkNotSystem) or lies outside every
- * root of `roots` (each resolved too; a missing root allows nothing); no roots turn local storage off.
+ * root of `roots` (each resolved too; a missing root allows nothing); no roots turn local storage off. `flag` is
+ * the setting the roots come from, named in the refusal.
  */
 export const checkLocalSource = async (
   real: string,
   roots: ReadonlyArray<string>,
   what: string,
+  flag: string = flagTable.localStorageRoots.flag,
 ): Promise<void> => {
   await checkNotSystem(real, what);
-  const flag = flagTable.localStorageRoots.flag;
   if (roots.length === 0) throw refused(what, `local storage is off (${flag} is empty)`);
   const resolved = await Promise.all(roots.map((root) => realpath(root).catch(() => undefined)));
   if (!resolved.some((root) => root !== undefined && isInside(root, real))) {

@@ -13,8 +13,9 @@ import {
 } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defaultAppConfig } from '../../core/flags/app-config';
+import { defaultAppConfig, flagTable } from '../../core/flags/app-config';
 import { errorCode, permanentError, retryableError } from '../../core/errors';
+import { fileFilter, selectedNone, selectsAll, type FileSelection } from '../../core/file-selection';
 import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import { archiveFormatOf, extractFile } from '../archive/extract';
@@ -32,6 +33,8 @@ export interface LocalStorageOptions {
   readonly roots?: ReadonlyArray<string>;
   /** The model cap and archive caps (default: the flags' defaults); local copies have no minimum rate. */
   readonly limits?: DownloadLimits;
+  /** The setting `roots` come from, named when a source lies outside them (default `--local-storage-roots`). */
+  readonly rootsFlag?: string;
 }
 
 const sourcePathOf = (uri: string): string => {
@@ -47,13 +50,36 @@ const throwIfAborted = (signal: AbortSignal, what: string): void => {
   if (signal.aborted) throw retryableError('aborted', `${what} aborted`, signal.reason);
 };
 
+/** The files of a tree a model's patterns take (by path in the tree), and how many there were to take. */
+interface Selection {
+  readonly passes: (relative: string) => boolean;
+  files: number;
+  taken: number;
+}
+
 interface Tree {
   readonly sourceRoot: string;
   readonly targetRoot: string;
   readonly signal: AbortSignal;
   readonly what: string;
   readonly guard: TransferGuard;
+  /** Absent: every entry is copied. */
+  readonly selection?: Selection;
 }
+
+/**
+ * True when the file or link at `from` is to be copied to `to`: always without a selection; with one, when its path
+ * in the tree passes (its dir is then made here, since dirs are made only for the files that land).
+ */
+const takes = async (tree: Tree, from: string, to: string): Promise<boolean> => {
+  const { selection } = tree;
+  if (selection === undefined) return true;
+  selection.files += 1;
+  if (!selection.passes(path.relative(tree.sourceRoot, from))) return false;
+  selection.taken += 1;
+  await mkdir(path.dirname(to), { recursive: true, mode: 0o755 });
+  return true;
+};
 
 // O_NOFOLLOW: a file swapped for a link since it was listed is not followed; O_NONBLOCK: nor does a FIFO
 // swapped in block the open. fstat on the opened file then says what was really opened.
@@ -112,6 +138,11 @@ const copyLink = async (tree: Tree, from: string, to: string): Promise<void> => 
     const why = `it points to ${resolved}, outside ${tree.sourceRoot}`;
     throw permanentError('refused', `refusing symlink ${from}: ${why}`);
   }
+  // With patterns, a link they take to a file they leave out brings that file's bytes: its target is not copied.
+  const { selection } = tree;
+  if (selection !== undefined && !selection.passes(path.relative(tree.sourceRoot, resolved))) {
+    if ((await stat(resolved)).isFile()) return copyFile(tree, resolved, to);
+  }
   // Relative, so the link survives the model store renaming the target dir into place.
   const mirrored = path.join(tree.targetRoot, path.relative(tree.sourceRoot, resolved));
   await symlink(path.relative(path.dirname(to), mirrored) || '.', to);
@@ -121,12 +152,12 @@ const copyEntry = async (tree: Tree, entry: Dirent, from: string, to: string): P
   if (entry.isDirectory()) {
     // A mount point inside the tree may be a pseudo filesystem (a source of `/` would reach /proc).
     await checkNotSystem(from, tree.what);
-    await mkdir(to, { mode: 0o755 });
+    if (tree.selection === undefined) await mkdir(to, { mode: 0o755 });
     await copyDir(tree, from, to);
   } else if (entry.isFile()) {
-    await copyFile(tree, from, to);
+    if (await takes(tree, from, to)) await copyFile(tree, from, to);
   } else if (entry.isSymbolicLink()) {
-    await copyLink(tree, from, to);
+    if (await takes(tree, from, to)) await copyLink(tree, from, to);
   } else {
     // Reading a FIFO would block forever; sockets and devices are not model files.
     throw permanentError('refused', `refusing ${from}: not a regular file, directory or symlink`);
@@ -147,16 +178,21 @@ interface Copy {
   readonly targetDir: string;
   readonly signal: AbortSignal;
   readonly what: string;
+  readonly select: FileSelection | undefined;
 }
+
+const noneSelected = (what: string, select: FileSelection | undefined, files: number) =>
+  permanentError('not-found', `${what}: ${selectedNone(select, files, files === 1 ? 'file' : 'files')}`);
 
 /**
  * Copies the file or tree at `source` into `targetDir`, or extracts it when its name says it is an archive,
- * once `source` (its links resolved) passes checkLocalSource.
+ * once `source` (its links resolved) passes checkLocalSource; with `select`, only the files it takes (an
+ * archive's entries; a lone file by its name), and none is a permanent `not-found`.
  */
-const copy = async (settings: Settings, { source, targetDir, signal, what }: Copy): Promise<void> => {
+const copy = async (settings: Settings, { source, targetDir, signal, what, select }: Copy): Promise<void> => {
   // The named path itself may be a symlink (a mounted volume's `..data`): the user chose it, so follow it.
   const sourceRoot = await realpath(source);
-  await checkLocalSource(sourceRoot, settings.roots, what);
+  await checkLocalSource(sourceRoot, settings.roots, what, settings.rootsFlag);
   // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
   const targetRoot = targetDir;
   const { limits } = settings;
@@ -165,15 +201,20 @@ const copy = async (settings: Settings, { source, targetDir, signal, what }: Cop
     maxBytes: limits.maxModelBytes,
     space: { dir: targetDir, check: limits.spaceCheck },
   });
-  const tree = { sourceRoot, targetRoot, signal, what, guard };
+  const selection = selectsAll(select) ? undefined : { passes: fileFilter(select), files: 0, taken: 0 };
+  const tree = { sourceRoot, targetRoot, signal, what, guard, ...(selection ? { selection } : {}) };
   const info = await stat(sourceRoot);
   if (info.isFile()) {
     // As KServe's storage initializer: a local .tar, .tar.gz, .tgz or .zip is unpacked, any other file copied.
-    const format = archiveFormatOf(path.basename(source));
+    const name = path.basename(source);
+    const format = archiveFormatOf(name);
     if (format !== undefined) {
-      await extractFile(sourceRoot, format, targetRoot, { what: `extracting ${source}`, signal, limits });
+      const options = { what: `extracting ${source}`, signal, limits, ...(select ? { select } : {}) };
+      await extractFile(sourceRoot, format, targetRoot, options);
+    } else if (selection === undefined || selection.passes(name)) {
+      await copyFile(tree, sourceRoot, path.join(targetRoot, name));
     } else {
-      await copyFile(tree, sourceRoot, path.join(targetRoot, path.basename(source)));
+      throw noneSelected(what, select, 1);
     }
     return;
   }
@@ -184,17 +225,29 @@ const copy = async (settings: Settings, { source, targetDir, signal, what }: Cop
     throw permanentError('refused', `refusing to copy ${source} into ${targetDir}, which lies inside it`);
   }
   await copyDir(tree, sourceRoot, targetRoot);
+  if (selection !== undefined && selection.taken === 0) throw noneSelected(what, select, selection.files);
 };
 
 type Settings = Required<LocalStorageOptions>;
 
-const download = async (
+/** The settings of `options`, each field the flags' default when absent. */
+export const localSettings = (options: LocalStorageOptions): Settings => ({
+  roots: options.roots ?? defaultAppConfig.localStorageRoots,
+  limits: options.limits ?? defaultDownloadLimits,
+  rootsFlag: options.rootsFlag ?? flagTable.localStorageRoots.flag,
+});
+
+/**
+ * Copies the model at the absolute path `source` into `targetDir`, as localFileStorage does (its checks, its
+ * errors), with `select` choosing the files; what a `pvc://` URI names is copied through it too.
+ */
+export const copyLocalModel = async (
   settings: Settings,
-  uri: string,
+  source: string,
   targetDir: string,
   signal: AbortSignal,
+  select: FileSelection | undefined,
 ): Promise<void> => {
-  const source = sourcePathOf(uri);
   const what = `copying ${source}`;
   throwIfAborted(signal, what);
   try {
@@ -205,7 +258,7 @@ const download = async (
       : fsError(what, cause);
   }
   try {
-    await copy(settings, { source, targetDir, signal, what });
+    await copy(settings, { source, targetDir, signal, what, select });
   } catch (cause) {
     throwIfAborted(signal, what);
     throw fsError(what, cause);
@@ -220,15 +273,16 @@ const download = async (
  * model cannot smuggle in files from elsewhere on the volume. So does a source outside `roots` once its links are
  * resolved, or on the system's own files (/proc, /sys, /dev, pseudo filesystems). More than `maxModelBytes`
  * (copied or expanded) is `too-large`, permanent. A missing path is `not-found`, an fs failure `filesystem`
- * (retryable when transient).
+ * (retryable when transient). With a selection (`request.select`), only the files whose paths in the tree its
+ * patterns take are copied, each with its dirs and nothing else; a link they take to a file they leave out is
+ * copied as that file; none taken is a permanent `not-found`.
  */
 export const localFileStorage = (options: LocalStorageOptions = {}): StorageProvider => {
-  const settings: Settings = {
-    roots: options.roots ?? defaultAppConfig.localStorageRoots,
-    limits: options.limits ?? defaultDownloadLimits,
-  };
+  const settings = localSettings(options);
   return {
     schemes: ['file'],
-    download: (uri, targetDir, signal) => download(settings, uri, targetDir, signal),
+    // Async, so that a URI that is no path rejects rather than throws.
+    download: async (uri, targetDir, signal, _progress, request) =>
+      await copyLocalModel(settings, sourcePathOf(uri), targetDir, signal, request?.select),
   };
 };

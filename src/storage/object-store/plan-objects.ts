@@ -1,6 +1,8 @@
 /** planObjects: which objects a bucket prefix names and the path each one takes inside the model dir. */
 import path from 'node:path';
 import { permanentError, toEffectError, type EffectError } from '../../core/errors';
+import { fileFilter, selectedNone, selectsAll, type FileSelection } from '../../core/file-selection';
+import { archiveFormatOf } from '../archive/extract';
 import { entryPathOf } from '../archive/guard';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import { listingBounds } from './listing-bounds';
@@ -9,6 +11,8 @@ import { listingBounds } from './listing-bounds';
 export interface PlannedObject {
   readonly object: StoredObject;
   readonly path: string;
+  /** For a model that is this one archive: the selection its entries are to pass when it is extracted. */
+  readonly select?: FileSelection;
 }
 
 /** The `refused` EffectError for the object `key` of `location`. */
@@ -73,9 +77,40 @@ const placed = (
  * lands as its base name. Keys ending in `/` are skipped. Nothing at all is a permanent `not-found` naming the
  * bucket and the prefix; a key that cannot be saved safely is `refused` (see `placed`). A listing past
  * `maxObjects` (`--max-model-files`), or one that pages in a circle, fails for good (`listingBounds`); other
- * listing failures pass as the client classified them.
+ * listing failures pass as the client classified them. With `select` (a model's allow and ignore patterns), only
+ * the objects whose paths in the model dir it takes are planned (see `selected`).
  */
 export const planObjects = async (
+  client: ObjectStoreClient,
+  location: ObjectLocation,
+  signal: AbortSignal,
+  maxObjects: number,
+  select?: FileSelection,
+): Promise<ReadonlyArray<PlannedObject>> =>
+  selected(location, await everyObject(client, location, signal, maxObjects), select);
+
+/**
+ * The objects of `plan` whose paths `select` takes, decided from the listing before any byte is fetched. A model
+ * that is one archive is kept whole, its entries left to the extraction to select (as an http archive's are); a
+ * plan the patterns leave empty is a permanent `not-found` naming them and the count of objects.
+ */
+const selected = (
+  location: ObjectLocation,
+  plan: ReadonlyArray<PlannedObject>,
+  select: FileSelection | undefined,
+): ReadonlyArray<PlannedObject> => {
+  if (selectsAll(select)) return plan;
+  const only = plan.length === 1 ? plan[0]! : undefined;
+  if (only !== undefined && archiveFormatOf(only.path) !== undefined) return [{ ...only, select: select! }];
+  const passes = fileFilter(select);
+  const kept = plan.filter((item) => passes(item.path));
+  if (kept.length > 0) return kept;
+  const objects = plan.length === 1 ? 'object' : 'objects';
+  throw permanentError('not-found', `${location.display}: ${selectedNone(select, plan.length, objects)}`);
+};
+
+/** What `location` names, every object of it placed (see planObjects). */
+const everyObject = async (
   client: ObjectStoreClient,
   location: ObjectLocation,
   signal: AbortSignal,

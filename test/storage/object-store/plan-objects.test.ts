@@ -1,0 +1,85 @@
+import { planObjects } from '../../../src/storage/object-store/plan-objects';
+import type { FileSelection } from '../../../src/core/file-selection';
+import { MemoryStore } from './memory-store';
+
+const signal = new AbortController().signal;
+
+const plan = (store: MemoryStore, prefix: string, select?: FileSelection) =>
+  planObjects(store.client, store.at(prefix), signal, 10_000, select);
+
+const paths = async (store: MemoryStore, prefix: string, select?: FileSelection): Promise<string[]> =>
+  (await plan(store, prefix, select)).map((item) => item.path);
+
+const tokenizerModel = (): MemoryStore =>
+  new MemoryStore()
+    .put('m1/config.json', '{}')
+    .put('m1/tokenizer.json', '{}')
+    .put('m1/tokenizer_config.json', '{}')
+    .put('m1/model-00001.safetensors', 'weights')
+    .put('m1/sub/extra.json', '{}');
+
+describe('planObjects', () => {
+  it('plans every object when there is no selection', async () => {
+    expect(await paths(tokenizerModel(), 'm1')).toHaveLength(5);
+  });
+
+  it('plans only the objects whose paths in the model dir the allow patterns take', async () => {
+    expect(await paths(tokenizerModel(), 'm1', { allowPatterns: ['*.json', 'tokenizer*'] })).toEqual([
+      'config.json',
+      'sub/extra.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
+  });
+
+  it('matches the path below the prefix, never the key with the prefix', async () => {
+    await expect(plan(tokenizerModel(), 'm1', { allowPatterns: ['m1/*'] })).rejects.toMatchObject({
+      kind: 'not-found',
+    });
+    expect(await paths(tokenizerModel(), 'm1', { allowPatterns: ['sub/*'] })).toEqual(['sub/extra.json']);
+  });
+
+  it('leaves out what the ignore patterns take, even when allowed', async () => {
+    const select = { allowPatterns: ['*.json'], ignorePatterns: ['sub/', 'config.json'] };
+    expect(await paths(tokenizerModel(), 'm1', select)).toEqual(['tokenizer.json', 'tokenizer_config.json']);
+  });
+
+  it('fails for good, naming the patterns and the count, when the patterns select none of the objects', async () => {
+    await expect(plan(tokenizerModel(), 'm1', { allowPatterns: ['*.onnx'] })).rejects.toMatchObject({
+      kind: 'not-found',
+      retryable: false,
+      message: 'mem://models/m1: the patterns allow=["*.onnx"] ignore=[] select none of its 5 objects',
+    });
+  });
+
+  it('checks the one object a URI names against its base name', async () => {
+    const store = new MemoryStore().put('models/m1/model.pt', 'x');
+    expect(await paths(store, 'models/m1/model.pt', { allowPatterns: ['*.pt'] })).toEqual(['model.pt']);
+    await expect(plan(store, 'models/m1/model.pt', { allowPatterns: ['*.json'] })).rejects.toMatchObject({
+      kind: 'not-found',
+      message: expect.stringContaining('select none of its 1 object') as string,
+    });
+  });
+
+  it('keeps a model that is one archive whole, handing the selection on to its extraction', async () => {
+    const store = new MemoryStore().put('m1/model.tar.gz', 'x');
+    const select = { allowPatterns: ['*.json'] };
+    const planned = await plan(store, 'm1', select);
+    expect(planned.map(({ path, select: entries }) => ({ path, entries }))).toEqual([
+      { path: 'model.tar.gz', entries: select },
+    ]);
+  });
+
+  it('selects an archive among other objects by its name, like any object', async () => {
+    const store = new MemoryStore().put('m1/model.tar.gz', 'x').put('m1/config.json', '{}');
+    const planned = await plan(store, 'm1', { allowPatterns: ['*.tar.gz'] });
+    expect(planned.map(({ path, select }) => ({ path, select }))).toEqual([
+      { path: 'model.tar.gz', select: undefined },
+    ]);
+  });
+
+  it('still refuses a key that would leave the model dir, selected or not', async () => {
+    const store = new MemoryStore().put('m1/a.json', '{}').put('m1/../escape.bin', 'x');
+    await expect(plan(store, 'm1', { allowPatterns: ['*.json'] })).rejects.toMatchObject({ kind: 'refused' });
+  });
+});
