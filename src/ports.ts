@@ -127,6 +127,16 @@ export interface Staged {
   abandon(cause: unknown): Promise<unknown>;
 }
 
+/** What a fill from another model's dir put into a staging dir (`ModelStore.fillFrom`). */
+export interface Filled {
+  /** The regular files the source's marker lists, now in the staging dir. */
+  readonly files: number;
+  /** Bytes shared with the source through hard links: no disk space used, nothing read. */
+  readonly linkedBytes: number;
+  /** Bytes copied, where a hard link was refused (another file system, a link count at its limit). */
+  readonly copiedBytes: number;
+}
+
 /** The local model directory `M`: `M/<name>/` holds a model's files and its `SUCCESS.<sha256>` marker. */
 export interface ModelStore {
   /** Creates `M` if missing, deletes temporary dirs and dirs without a valid marker, returns what is installed. */
@@ -143,6 +153,14 @@ export interface ModelStore {
    * did not just install, since anyone sharing the volume may have replaced them (with a link, say) meanwhile.
    */
   isInstalled(name: ModelName, spec: ModelSpec): Promise<boolean>;
+  /**
+   * Fills `staged` (a staging dir of this store, still empty) with the files of the installed `M/<source>`, hard
+   * linked (copied where a link is refused), when its marker is of the same stored content (storage URI and
+   * selection) and every file it lists is there, a regular file of its size: models of one content are downloaded
+   * once. Undefined, with the staging dir left empty, when `source` is no such dir (gone, replaced, a link
+   * anywhere in it): the caller downloads instead. Throws an EffectError only when the file system fails.
+   */
+  fillFrom(source: ModelName, staged: Staged, signal: AbortSignal): Promise<Filled | undefined>;
 }
 
 /**

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { SchedulerLike } from 'rxjs';
 import type { DownloadFunction, LoadJournal, ModelServer, ModelStore, Telemetry } from '../ports';
+import type { ContentRegistry } from './content-registry';
 
 /** How transient failures are retried: capped exponential backoff with full jitter (core/backoff.ts). */
 export interface RetryPolicy {
@@ -28,4 +29,6 @@ export interface LoaderDeps {
   readonly scheduler?: SchedulerLike;
   /** Hears of every retry; noTelemetry by default. */
   readonly telemetry?: Telemetry;
+  /** Which installed models hold which stored content, to fill downloads from; a bounded one by default. */
+  readonly contentRegistry?: ContentRegistry;
 }

@@ -24,6 +24,7 @@ import type { LoaderDeps } from './loader-deps';
 import { failedStep, needsWork, newRecord, want, type ModelRecord } from './model-record';
 import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
 import { createSlots, type Slots } from '../core/slots';
+import { createContentSharing } from './content-sharing';
 import { logStatus } from './status-log';
 import { createOpIntake } from './op-intake';
 import { createWorkQueue, type WorkQueue } from './work-queue';
@@ -82,6 +83,12 @@ const statusOf = (error: EffectError): Readonly<Record<string, number>> =>
 export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
   const { log, retry, random = Math.random, scheduler = asyncScheduler, telemetry = noTelemetry } = deps;
   const slots = { download: createSlots(deps.downloadConcurrency), load: createSlots(deps.loadConcurrency) };
+  // Like the records, what the model dir holds outlives a run: a new one fills from what an earlier one installed.
+  const content = createContentSharing({
+    store: deps.store,
+    log,
+    ...(deps.contentRegistry !== undefined ? { registry: deps.contentRegistry } : {}),
+  });
   const workers = deps.downloadConcurrency + deps.loadConcurrency;
   const records = new Map<ModelName, ModelRecord>();
   for (const [name, spec] of inPlaceSnapshot(inPlace))
@@ -129,6 +136,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
       const effects: ReconcileEffects = {
         ...deps,
         slots,
+        content,
         report: (name, phase, spec, logFields) => report(records.get(name)!, phase, spec, {}, logFields),
         progress: (name, { bytes, totalBytes }) => {
           const record = records.get(name); // figures of the running download, without an event per report

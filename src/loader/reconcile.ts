@@ -12,7 +12,9 @@ import type {
   LoadJournal,
   ModelServer,
   ModelStore,
+  Staged,
 } from '../ports';
+import type { ContentOffer, ContentSharing } from './content-sharing';
 import { linkedSignal } from './linked-signal';
 import type { Slots } from '../core/slots';
 
@@ -43,6 +45,8 @@ export interface ReconcileEffects {
   ) => void;
   /** Hears of a running download's progress, and of its end. */
   readonly progress?: (name: ModelName, progress: DownloadProgress) => void;
+  /** Fills a download from a model of the same content on disk or being downloaded; absent: every model downloads. */
+  readonly content?: ContentSharing;
 }
 
 /** A `download progress` line for a download still running. */
@@ -75,42 +79,51 @@ export const isInPlace = (model: ModelState, desired: ModelSpec | undefined): bo
  * Brings `target` in, as one straight line: stage a fresh dir → download into it → journal the load → commit it
  * into place → load (`replacing` when a version is loaded) → confirm the load in the journal. Steps whose result
  * is in place already are skipped (nothing downloaded: the load is journalled just before the call). The version the download replaced is deleted once the server was asked to
- * load the new one, whatever it answered.
+ * load the new one, whatever it answered. The download is offered the files of the same content on disk (`content`):
+ * a model of a content another model holds, or is downloading now, is filled from that model's dir instead.
  */
 export const bringIn = async (
   model: ModelState,
   target: ModelSpec,
-  { store, journal, server, download, slots, log, report, progress: onProgress }: ReconcileEffects,
+  effects: ReconcileEffects,
   { stop, supersede }: StepSignals,
 ): Promise<void> => {
+  const { store, journal, server, slots, log, report, content } = effects;
   let replaced: Installed | undefined;
   let journalled = false;
-  let downloaded: DownloadProgress | undefined;
+  let fetched: Fetched | undefined;
   try {
     // Files installed before this step may have been swapped since (the volume is shared): re-install, not load them.
-    if (isOnDisk(model, target) && !isLoaded(model, target) && !(await store.isInstalled(model.name, target)))
+    if (
+      isOnDisk(model, target) &&
+      !isLoaded(model, target) &&
+      !(await store.isInstalled(model.name, target))
+    ) {
       model.onDisk = undefined;
+      content?.forget(model.name);
+    }
     if (!isOnDisk(model, target)) {
       report(model.name, 'Downloading', target);
       const signal = AbortSignal.any([stop, supersede]);
       replaced = await slots.download.use(signal, async () => {
         const staged = await store.stage(model.name, target, signal);
+        const offer = content?.offer(model.name, staged, signal);
+        let committed = false;
         try {
-          await download(target.storageUri, staged.dir, signal, (progress) => {
-            onProgress?.(model.name, progress);
-            if (progress.done) downloaded = progress;
-            else logProgress(log, model.name, progress);
+          fetched = await fetchInto(model.name, target, staged, signal, effects, offer);
+          // Journalled once the files are in, before the swap, not at the load: a crash while the new version waits
+          // for a load slot must come back as a load, though the server reports the model loaded (the old version).
+          await journal.starting(model.name).catch(async (cause: unknown) => {
+            throw await staged.abandon(cause);
           });
-        } catch (cause) {
-          throw await staged.abandon(cause);
+          journalled = true;
+          const installed = await staged.commit();
+          committed = true;
+          return installed;
+        } finally {
+          // Inside the download slot, before any wait for a load slot: models waiting for this download go on now.
+          offer?.settle(committed);
         }
-        // Journalled once the files are in, before the swap, not at the load: a crash while the new version waits
-        // for a load slot must come back as a load, though the server reports the model loaded (the old version).
-        await journal.starting(model.name).catch(async (cause: unknown) => {
-          throw await staged.abandon(cause);
-        });
-        journalled = true;
-        return staged.commit();
       });
       model.onDisk = target;
     }
@@ -128,7 +141,7 @@ export const bringIn = async (
       loadMs = Date.now() - loadStarted;
     }
     report(model.name, 'Loaded', target, {
-      ...(downloaded !== undefined ? { bytes: downloaded.bytes, downloadMs: downloaded.elapsedMs } : {}),
+      ...fetchedFields(fetched),
       ...(loadMs !== undefined ? { loadMs } : {}),
     });
   } finally {
@@ -140,10 +153,57 @@ export const bringIn = async (
   }
 };
 
+/** How a model's files came: downloaded (its final progress report, if the provider gave one) or filled from another model. */
+type Fetched =
+  | { readonly _tag: 'Downloaded'; readonly progress: DownloadProgress | undefined }
+  | { readonly _tag: 'Filled'; readonly bytes: number; readonly elapsedMs: number };
+
+/** The `model loaded` line's figures: bytes downloaded, or bytes filled from another model (none downloaded). */
+const fetchedFields = (fetched: Fetched | undefined): Readonly<Record<string, number>> => {
+  if (fetched?._tag === 'Filled') return { filledBytes: fetched.bytes, downloadMs: fetched.elapsedMs };
+  if (fetched?.progress === undefined) return {};
+  return { bytes: fetched.progress.bytes, downloadMs: fetched.progress.elapsedMs };
+};
+
+/** Downloads `target` into the staging dir, offering `offer` to fill it instead; abandons the dir on failure. */
+const fetchInto = async (
+  name: ModelName,
+  target: ModelSpec,
+  staged: Staged,
+  signal: AbortSignal,
+  { download, log, progress: onProgress }: ReconcileEffects,
+  offer: ContentOffer | undefined,
+): Promise<Fetched> => {
+  const started = Date.now();
+  let final: DownloadProgress | undefined;
+  try {
+    await download(
+      target.storageUri,
+      staged.dir,
+      signal,
+      (progress) => {
+        onProgress?.(name, progress);
+        if (progress.done) final = progress;
+        else logProgress(log, name, progress);
+      },
+      {
+        ...(target.selection !== undefined ? { select: target.selection } : {}),
+        ...(offer !== undefined ? { reuse: offer.reuse } : {}),
+      },
+    );
+  } catch (cause) {
+    throw await staged.abandon(cause);
+  }
+  const filled = offer?.filled();
+  return filled === undefined
+    ? { _tag: 'Downloaded', progress: final }
+    : { _tag: 'Filled', bytes: filled.linkedBytes + filled.copiedBytes, elapsedMs: Date.now() - started };
+};
+
 /** Unloads the model first (the server may hold it even when it is not known to be loaded), then deletes its files. */
 export const takeOut = async (
   model: ModelState,
-  { store, journal, server, slots, report }: ReconcileEffects,
+  { store, journal, server, slots, report, content }: ReconcileEffects,
   stop: AbortSignal,
 ): Promise<void> => {
   report(model.name, 'Unloading', undefined);
@@ -151,6 +211,7 @@ export const takeOut = async (
   model.loaded = false;
   model.loadedSpec = undefined;
   if (model.onDisk !== undefined) {
+    content?.forget(model.name);
     await store.remove(model.name);
     model.onDisk = undefined;
     await journal.confirmed(model.name); // a removed model has no load to redo

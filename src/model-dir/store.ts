@@ -5,11 +5,12 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { EffectError, errorCode, permanentError } from '../core/errors';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import { specEquals, specToJson } from '../core/snapshot';
-import type { Installed, ModelStore } from '../ports';
+import type { Installed, ModelStore, Staged } from '../ports';
 import { fsError, isMissing, step, type SpaceCheck, isSameEntry, removeTree, type OpenDir } from '../fs';
 import { backgroundFlusher } from './background-flush';
 import type { Logger } from '../log';
 import { describeFound, inspectEntry, type Found } from './entry';
+import { fillFromModelDir, type StagingOf } from './fill-from';
 import { modelDirRecovery } from './recovery';
 import { createStagingDir, markStagingDir, namingStaging, stagingTakenAway } from './staging-dir';
 
@@ -209,6 +210,9 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     return namingStaging(cause, dir);
   };
 
+  /** The staging dirs handed out and not yet committed or abandoned, for `fillFrom`. */
+  const openStagings = new WeakMap<Staged, StagingOf>();
+
   const stage: ModelStore['stage'] = async (name, spec, signal) => {
     const target = modelDir(name);
     signal.throwIfAborted();
@@ -216,13 +220,14 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     const claimed = await claim(target, name);
     const dir = await stagingWithSpace(name);
     const settle = async <T>(run: () => Promise<T>): Promise<T> => {
+      openStagings.delete(staged);
       try {
         return await run();
       } finally {
         await dir.handle.close();
       }
     };
-    return {
+    const staged: Staged = {
       dir: dir.ref,
       commit: () =>
         settle(async () => {
@@ -244,6 +249,14 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
           ),
         ),
     };
+    openStagings.set(staged, { name, spec, target: dir });
+    return staged;
+  };
+
+  const fillFrom: ModelStore['fillFrom'] = async (source, staged, signal) => {
+    const into = openStagings.get(staged);
+    if (into === undefined) throw new Error('fillFrom: not a staging dir of this store, or already settled');
+    return fillFromModelDir({ ...into, source, path: modelDir(source), signal, log });
   };
 
   const remove: ModelStore['remove'] = async (name) => {
@@ -279,5 +292,5 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     isTemporary: (entry) => entry.startsWith(stagingPrefix) || entry.startsWith(asidePrefix),
   });
 
-  return { recover, stage, remove, isInstalled };
+  return { recover, stage, remove, isInstalled, fillFrom };
 };

@@ -208,6 +208,8 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
 
   // An install is recorded from its staging to its commit or abandon; its download, from the staging dir it fills.
   const stagedFor = new Map<string, ModelName>();
+  // The store fills only staging dirs it made: each recorded one stands for the real one beneath it.
+  const realStaged = new WeakMap<Staged, Staged>();
   const recordedStore: ModelStore = {
     recover: () => store.recover(),
     stage: (name, spec, signal) =>
@@ -220,7 +222,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
         recorded({ model: name, step: 'install', at: 'start', spec }, async () => {
           const real = await store.stage(name, spec, signal);
           stagedFor.set(real.dir, name);
-          staged({
+          const recordedStaged: Staged = {
             dir: real.dir,
             commit: async () => {
               try {
@@ -240,16 +242,19 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
               end.failed(error);
               return error;
             },
-          });
+          };
+          realStaged.set(recordedStaged, real);
+          staged(recordedStaged);
           return ended;
         }).catch(failed);
       }),
     remove: (name) => recorded({ model: name, step: 'remove', at: 'start' }, () => store.remove(name)),
     isInstalled: (name, spec) => store.isInstalled(name, spec),
+    fillFrom: (source, staged, signal) => store.fillFrom(source, realStaged.get(staged) ?? staged, signal),
   };
-  const recordedDownload: typeof download = (uri, dir, signal, progress) =>
+  const recordedDownload: typeof download = (uri, dir, signal, progress, request) =>
     recorded({ model: stagedFor.get(dir) ?? '?', step: 'download', at: 'start' }, () =>
-      download(uri, dir, signal, progress),
+      download(uri, dir, signal, progress, request),
     );
   const recordedServer: ModelServer = {
     load: (name, replacing, signal) =>

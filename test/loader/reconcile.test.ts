@@ -10,6 +10,8 @@ import {
   type ReconcileEffects,
 } from '../../src/loader/reconcile';
 import { createSlots } from '../../src/core/slots';
+import { createContentSharing } from '../../src/loader/content-sharing';
+import type { DownloadRequest } from '../../src/ports';
 import { name, spec } from '../helpers/fixtures';
 import { recordingPorts, type RecordingFailures } from './recording-ports';
 
@@ -115,6 +117,34 @@ describe('bringIn', () => {
     const load = recording();
     await bringIn(model(v1), v1, load.effects, { stop: running(), supersede: aborted() });
     expect(load.calls).toContain('load m1');
+  });
+
+  it('asks the download for the spec’s files and offers it the files of the same content on disk', async () => {
+    const { effects } = recording();
+    const requests: Array<DownloadRequest | undefined> = [];
+    const fills: string[] = [];
+    const selected: ModelSpec = { ...v1, selection: { allowPatterns: ['*.json'] } };
+    const content = createContentSharing({
+      store: { fillFrom: (source) => Promise.resolve(void fills.push(source)) },
+      log: pino({ level: 'silent' }),
+    });
+    const offering: ReconcileEffects = {
+      ...effects,
+      content,
+      download: async (_uri, _dir, _signal, _progress, request) => {
+        requests.push(request);
+        await request?.reuse?.('etag-1');
+      },
+    };
+
+    await bringIn(model(), selected, offering, { stop: running(), supersede: running() });
+    await bringIn({ ...model(), name: name('m2') }, selected, offering, {
+      stop: running(),
+      supersede: running(),
+    });
+
+    expect(requests.map((request) => request?.select)).toEqual([selected.selection, selected.selection]);
+    expect(fills).toEqual(['m1']); // the second one was offered what the first installed
   });
 
   it('stops before a step when the stop signal is aborted', async () => {

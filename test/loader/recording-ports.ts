@@ -37,6 +37,8 @@ export const recordingPorts = (fail: RecordingFailures = {}): RecordingPorts => 
         remove: (model) => record(`remove ${model}`),
         // Nothing shares this store: what it installed stays installed.
         isInstalled: () => Promise.resolve(true),
+        // Its staging dirs hold no files to share.
+        fillFrom: () => Promise.resolve(undefined),
       },
       journal: {
         starting: (model) => record(`journal starting ${model}`),

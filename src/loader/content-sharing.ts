@@ -1,0 +1,123 @@
+/**
+ * Content sharing: models of one stored content are downloaded once. A download offered an identity that an
+ * installed model holds is filled from that model's dir; one offered an identity another model is downloading right
+ * now waits for that download, then fills from it.
+ */
+import type { Logger } from 'pino';
+import type { ModelName } from '../core/model-name';
+import type { Filled, ModelStore, Staged } from '../ports';
+import { createContentRegistry, type ContentRegistry } from './content-registry';
+
+/** Candidates tried by one offer before it downloads: each one that fails is forgotten, so the next offer goes on. */
+const triesPerOffer = 8;
+
+/** The reuse offer of one download, and how its end is told. */
+export interface ContentOffer {
+  /** `DownloadRequest.reuse`: true once the staging dir was filled from a model of `identity`. */
+  readonly reuse: (identity: string) => Promise<boolean>;
+  /**
+   * The download ended: `committed` when its dir is in place (the model is then a source of the identity it was
+   * offered). Models waiting for it go on. Call once, whatever happened.
+   */
+  readonly settle: (committed: boolean) => void;
+  /** What the fill brought and from where, when the dir was filled rather than downloaded. */
+  readonly filled: () => (Filled & { readonly source: ModelName }) | undefined;
+}
+
+/** Offers for the downloads of one loader; what it remembers outlives a run, as the model dir does. */
+export interface ContentSharing {
+  /** The offer for a download of `name` into `staged`; `signal` aborts a wait for another model's download. */
+  readonly offer: (name: ModelName, staged: Staged, signal: AbortSignal) => ContentOffer;
+  /** `name`'s dir is gone or no longer as installed: nothing is filled from it. */
+  readonly forget: (name: ModelName) => void;
+}
+
+/** What sharing works through. */
+export interface ContentSharingDeps {
+  readonly store: Pick<ModelStore, 'fillFrom'>;
+  readonly log: Logger;
+  readonly registry?: ContentRegistry;
+}
+
+/** Resolves once `done` has, or rejects with the abort reason once `signal` aborts, whichever comes first. */
+const untilDone = (done: Promise<void>, signal: AbortSignal): Promise<void> =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason as Error);
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    void done.then(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    });
+  });
+
+/**
+ * Sharing over `store.fillFrom`. Waiting cannot deadlock: only an offer that leads no download waits, and a
+ * leader's download ends (commit or failure) inside its own download slot, before it waits for anything else.
+ */
+export const createContentSharing = ({
+  store,
+  log,
+  registry = createContentRegistry(),
+}: ContentSharingDeps): ContentSharing => {
+  /** The download of each identity running now, and when it ends. */
+  const leads = new Map<string, { readonly done: Promise<void> }>();
+
+  const offer = (name: ModelName, staged: Staged, signal: AbortSignal): ContentOffer => {
+    let identity: string | undefined;
+    /** The identity this offer's download leads, once it found no source and nobody downloading it. */
+    let leading: string | undefined;
+    let offered = false;
+    let settled = false;
+    let filled: (Filled & { source: ModelName }) | undefined;
+    let ended!: () => void;
+    const lead = { done: new Promise<void>((resolve) => (ended = resolve)) };
+
+    const fillFromSources = async (wanted: string): Promise<boolean> => {
+      for (const source of registry.sources(wanted).slice(0, triesPerOffer)) {
+        const result = await store.fillFrom(source, staged, signal);
+        if (result === undefined) {
+          registry.forget(source); // the store said why; the next offer tries the next one
+          continue;
+        }
+        filled = { ...result, source };
+        log.info({ model: name, source, ...result }, 'model filled from another model');
+        return true;
+      }
+      return false;
+    };
+
+    const reuse = async (wanted: string): Promise<boolean> => {
+      // One offer, one identity: a second call (a provider's mistake) neither waits nor names what the dir holds.
+      if (offered || settled) {
+        identity = undefined;
+        return false;
+      }
+      offered = true;
+      identity = wanted;
+      for (;;) {
+        if (await fillFromSources(wanted)) return true;
+        const running = leads.get(wanted);
+        if (running === undefined) {
+          leads.set(wanted, lead); // checked and set in one turn: of the offers woken together, one leads
+          leading = wanted;
+          return false;
+        }
+        await untilDone(running.done, signal);
+      }
+    };
+
+    const settle = (committed: boolean): void => {
+      if (settled) return;
+      settled = true;
+      // Recorded before the waiters wake, so that they find the dir they were waiting for.
+      if (committed) registry.installed(name, identity);
+      if (leading !== undefined) leads.delete(leading);
+      ended();
+    };
+
+    return { reuse, settle, filled: () => filled };
+  };
+
+  return { offer, forget: (name) => registry.forget(name) };
+};

@@ -1,0 +1,216 @@
+/**
+ * fillFromModelDir: a staging dir filled from an installed model of the same stored content, each file its marker
+ * lists hard linked (copied where a link is refused) and checked; every step by held handle, no link followed.
+ */
+import { constants } from 'node:fs';
+import { copyFile, link, lstat, mkdir, open, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { errorCode } from '../core/errors';
+import { selectionKey } from '../core/file-selection';
+import type { FileManifest } from '../core/marker';
+import type { ModelSpec } from '../core/model-config';
+import type { ModelName } from '../core/model-name';
+import type { Filled } from '../ports';
+import {
+  entryKind,
+  forEachLimited,
+  fsError,
+  handlePath,
+  openDir,
+  readNoFollow,
+  removeTree,
+  step,
+  type OpenDir,
+} from '../fs';
+import type { Logger } from '../log';
+import { isMarkerName, readDirState } from './marker-file';
+
+/** Why a model dir cannot be filled from: the fill stops, the staging dir is emptied and the model downloaded. */
+class NotASource extends Error {}
+
+// A source entry that is gone, replaced by a link or a file, or not ours to read is no source: not a failure.
+const staleCodes = new Set(['ENOENT', 'ENOTDIR', 'ELOOP', 'EACCES']);
+// link() is refused across file systems (EXDEV), by protected_hardlinks or a file system without hard links
+// (EPERM, ENOTSUP) and past a file's most links (EMLINK): a copy does instead.
+const copyCodes = new Set(['EXDEV', 'EPERM', 'EMLINK', 'ENOTSUP', 'EOPNOTSUPP']);
+// As a provider makes them for the model server, which usually runs as another user.
+const subdirMode = 0o755;
+const fanOut = 16;
+
+/** Runs `run` on the source; a stale entry becomes NotASource, any other failure an fs EffectError. */
+const fromSource = async <T>(what: string, run: () => Promise<T>): Promise<T> => {
+  try {
+    return await run();
+  } catch (cause) {
+    const code = errorCode(cause);
+    if (code !== undefined && staleCodes.has(code)) throw new NotASource(`${what}: ${code}`);
+    throw fsError(`cannot read ${what}`, cause);
+  }
+};
+
+/** True when the two specs name the same stored content: the same URI and the same files of it. */
+const sameContent = (a: ModelSpec, b: ModelSpec): boolean =>
+  a.storageUri === b.storageUri && selectionKey(a.selection) === selectionKey(b.selection);
+
+type OpenChild = (parent: OpenDir, part: string) => Promise<OpenDir>;
+
+const openSourceChild: OpenChild = async (parent, part) => {
+  const path = join(parent.path, part);
+  return { ...(await fromSource(path, () => openDir(`${parent.ref}/${part}`))), path };
+};
+
+const makeTargetChild: OpenChild = (parent, part) => {
+  const path = join(parent.path, part);
+  return step(`cannot create ${path}`, async () => {
+    await mkdir(`${parent.ref}/${part}`, subdirMode).catch((cause: unknown) => {
+      if (errorCode(cause) !== 'EEXIST') throw cause; // made for an earlier file of this dir
+    });
+    return { ...(await openDir(`${parent.ref}/${part}`)), path };
+  });
+};
+
+/** Runs `use` on the dir `parts` below `root`, each level opened from the one above by handle. */
+const withSubdir = async <T>(
+  root: OpenDir,
+  parts: ReadonlyArray<string>,
+  openChild: OpenChild,
+  use: (dir: OpenDir) => Promise<T>,
+): Promise<T> => {
+  const [first, ...rest] = parts;
+  if (first === undefined) return use(root);
+  const child = await openChild(root, first);
+  try {
+    return await withSubdir(child, rest, openChild, use);
+  } finally {
+    await child.handle.close();
+  }
+};
+
+/** Puts the file `base` of `from` into `to`: the very file checked, of `size` bytes, linked or copied. */
+const placeFile = async (
+  from: OpenDir,
+  to: OpenDir,
+  base: string,
+  size: number,
+): Promise<'linked' | 'copied'> => {
+  const [path, placed, into] = [join(from.path, base), join(to.path, base), `${to.ref}/${base}`];
+  const handle = await fromSource(path, () => open(`${from.ref}/${base}`, readNoFollow));
+  try {
+    const info = await step(`cannot read ${path}`, () => handle.stat());
+    if (!info.isFile()) throw new NotASource(`${path} is ${entryKind(info)}`);
+    if (info.size !== size) throw new NotASource(`${path} has ${info.size} bytes, its marker says ${size}`);
+    try {
+      await link(`${from.ref}/${base}`, into);
+    } catch (cause) {
+      const code = errorCode(cause) ?? '';
+      if (staleCodes.has(code)) throw new NotASource(`${path}: ${code}`);
+      if (!copyCodes.has(code)) throw fsError(`cannot link ${path} to ${placed}`, cause);
+      // Read through the handle checked above, not through whatever holds the name now.
+      const flags = constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE;
+      await step(`cannot copy ${path} to ${placed}`, () => copyFile(handlePath(handle, path), into, flags));
+      const copied = await step(`cannot read ${placed}`, () => lstat(into));
+      if (!copied.isFile() || copied.size !== size)
+        throw new NotASource(`${path} changed while it was copied`);
+      return 'copied';
+    }
+    // link() takes whatever holds the name at that moment (a link is linked itself, not followed): it must be the
+    // file checked above.
+    const linked = await step(`cannot read ${placed}`, () => lstat(into));
+    if (linked.dev !== info.dev || linked.ino !== info.ino)
+      throw new NotASource(`${path} was replaced while it was linked`);
+    return 'linked';
+  } finally {
+    await handle.close();
+  }
+};
+
+/** The manifest's files by the dir that holds them (`''` for the top), sorted, each as [name, size]. */
+const byDir = (
+  files: FileManifest,
+): ReadonlyArray<readonly [string, ReadonlyArray<readonly [string, number]>]> => {
+  const dirs = new Map<string, Array<readonly [string, number]>>();
+  for (const [path, size] of files) {
+    const cut = path.lastIndexOf('/');
+    const [dir, base] = cut === -1 ? ['', path] : [path.slice(0, cut), path.slice(cut + 1)];
+    const entries = dirs.get(dir) ?? dirs.set(dir, []).get(dir)!;
+    entries.push([base, size]);
+  }
+  return [...dirs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+};
+
+/** Fills `target` from the held model dir `source` once its marker says it holds `spec`'s content. */
+const fillFromDir = async (
+  source: OpenDir,
+  target: OpenDir,
+  spec: ModelSpec,
+  signal: AbortSignal,
+): Promise<Filled> => {
+  const state = await fromSource(source.path, () => readDirState(source));
+  if (state._tag !== 'Valid') throw new NotASource(`${source.path} has no single valid marker`);
+  if (state.files === undefined) throw new NotASource(`the marker of ${source.path} lists no files`);
+  if (!sameContent(state.spec, spec)) throw new NotASource(`${source.path} holds other stored content`);
+  const filled = { files: 0, linkedBytes: 0, copiedBytes: 0 };
+  for (const [dir, entries] of byDir(state.files)) {
+    signal.throwIfAborted();
+    // A manifest never lists a marker look-alike at the top (dropped before it is written): refuse one that does.
+    if (dir === '' && entries.some(([base]) => isMarkerName(base)))
+      throw new NotASource(`the marker of ${source.path} lists a file named like a marker`);
+    const parts = dir === '' ? [] : dir.split('/');
+    await withSubdir(source, parts, openSourceChild, (from) =>
+      withSubdir(target, parts, makeTargetChild, (to) =>
+        forEachLimited(entries, fanOut, async ([base, size]) => {
+          signal.throwIfAborted();
+          const how = await placeFile(from, to, base, size);
+          filled.files++;
+          if (how === 'linked') filled.linkedBytes += size;
+          else filled.copiedBytes += size;
+        }),
+      ),
+    );
+  }
+  return filled;
+};
+
+/** A staging dir held open, and the model and spec it is for. */
+export interface StagingOf {
+  readonly name: ModelName;
+  readonly spec: ModelSpec;
+  readonly target: OpenDir;
+}
+
+/** A fill of a staging dir from the installed model `source` at `path`. */
+export interface FillFromModelDir extends StagingOf {
+  readonly source: ModelName;
+  readonly path: string;
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+}
+
+const entriesOf = (dir: OpenDir): Promise<string[]> =>
+  step(`cannot list ${dir.path}`, () => readdir(dir.ref));
+
+/** `ModelStore.fillFrom` on a staging dir held open: see ports.ts for the contract. */
+export const fillFromModelDir = async (fill: FillFromModelDir): Promise<Filled | undefined> => {
+  const { source, path, name, target, signal, log } = fill;
+  signal.throwIfAborted();
+  // A provider offers reuse before it writes anything: a dir with files in it is a provider's bug.
+  if ((await entriesOf(target)).length > 0)
+    throw new Error(`fillFrom: the staging dir ${target.path} is not empty`);
+  try {
+    const dir = await fromSource(path, () => openDir(path));
+    try {
+      return await fillFromDir(dir, target, fill.spec, signal);
+    } finally {
+      await dir.handle.close();
+    }
+  } catch (cause) {
+    if (!(cause instanceof NotASource)) throw cause;
+    // Everything in the staging dir is the fill's own: it was empty when the fill began.
+    for (const entry of await entriesOf(target)) await removeTree(`${target.ref}/${entry}`);
+    log.info(
+      { model: name, source, reason: cause.message },
+      'cannot fill from another model dir; downloading',
+    );
+    return undefined;
+  }
+};

@@ -1,0 +1,170 @@
+/** Tests of content sharing over an in-memory store: filling from sources, waiting for a running download, aborts. */
+import pino from 'pino';
+import type { ModelName } from '../../src/core/model-name';
+import { createContentRegistry } from '../../src/loader/content-registry';
+import { createContentSharing } from '../../src/loader/content-sharing';
+import type { Filled, Staged } from '../../src/ports';
+import { name } from '../helpers/fixtures';
+
+const [a, b, c, d] = [name('a'), name('b'), name('c'), name('d')];
+const filledOnce: Filled = { files: 1, linkedBytes: 100, copiedBytes: 0 };
+
+const staged = (model: string): Staged => ({
+  dir: `/staging/${model}`,
+  commit: () => Promise.reject(new Error('not used')),
+  abandon: (cause) => Promise.resolve(cause),
+});
+
+/** Sharing over a store whose installed models in `whole` can be filled from; every fill is recorded. */
+const sharingWith = (...whole: ModelName[]) => {
+  const registry = createContentRegistry();
+  const fills: string[] = [];
+  const valid = new Set(whole);
+  const sharing = createContentSharing({
+    registry,
+    log: pino({ level: 'silent' }),
+    store: {
+      fillFrom: (source, into) => {
+        fills.push(`${source} into ${into.dir}`);
+        return Promise.resolve(valid.has(source) ? filledOnce : undefined);
+      },
+    },
+  });
+  return { registry, fills, valid, sharing };
+};
+
+const running = (): AbortSignal => new AbortController().signal;
+
+/** True once `promise` has settled, after the turns it needs to (a few macrotasks are plenty here). */
+const hasSettled = async (promise: Promise<unknown>): Promise<boolean> => {
+  let settled = false;
+  promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+  return settled;
+};
+
+describe('createContentSharing', () => {
+  it('fills from the most recent model of the identity and makes the model a source once committed', async () => {
+    const { registry, fills, sharing } = sharingWith(a, b);
+    registry.installed(a, 'id');
+    registry.installed(b, 'id');
+
+    const offer = sharing.offer(c, staged('c'), running());
+    expect(await offer.reuse('id')).toBe(true);
+    offer.settle(true);
+
+    expect(fills).toEqual(['b into /staging/c']);
+    expect(offer.filled()).toEqual({ ...filledOnce, source: b });
+    expect(registry.sources('id')).toEqual([c, b, a]);
+  });
+
+  it('forgets a source the store refuses and fills from the next one', async () => {
+    const { registry, fills, sharing } = sharingWith(a);
+    registry.installed(a, 'id');
+    registry.installed(b, 'id');
+
+    expect(await sharing.offer(c, staged('c'), running()).reuse('id')).toBe(true);
+
+    expect(fills).toEqual(['b into /staging/c', 'a into /staging/c']);
+    expect(registry.sources('id')).toEqual([a]);
+  });
+
+  it('has the download go on when no model holds the identity and none is downloading it', async () => {
+    const { registry, sharing } = sharingWith();
+
+    const offer = sharing.offer(a, staged('a'), running());
+    expect(await offer.reuse('id')).toBe(false);
+    offer.settle(true);
+
+    expect(offer.filled()).toBeUndefined();
+    expect(registry.sources('id')).toEqual([a]);
+  });
+
+  it('records nothing for a download that was not committed', async () => {
+    const { registry, sharing } = sharingWith();
+
+    const offer = sharing.offer(a, staged('a'), running());
+    await offer.reuse('id');
+    offer.settle(false);
+
+    expect(registry.sources('id')).toEqual([]);
+  });
+
+  it('waits for the download of the same identity running now, then fills from it', async () => {
+    const { fills, valid, sharing } = sharingWith();
+    const leader = sharing.offer(a, staged('a'), running());
+    expect(await leader.reuse('id')).toBe(false);
+
+    const waiting = sharing.offer(b, staged('b'), running()).reuse('id');
+    expect(await hasSettled(waiting)).toBe(false);
+    valid.add(a);
+    leader.settle(true);
+
+    expect(await waiting).toBe(true);
+    expect(fills).toEqual(['a into /staging/b']);
+  });
+
+  it('has one waiter download when the download it waited for fails, the others waiting for that one', async () => {
+    const { valid, sharing } = sharingWith();
+    const leader = sharing.offer(a, staged('a'), running());
+    await leader.reuse('id');
+    const offers = [b, c, d].map((model) => sharing.offer(model, staged(model), running()));
+    const answers = offers.map((offer) => offer.reuse('id'));
+    const outcome = new Map<number, boolean>();
+    answers.forEach((answer, i) => void answer.then((reused) => outcome.set(i, reused)));
+
+    leader.settle(false);
+    await hasSettled(Promise.all(answers));
+    expect([...outcome.values()]).toEqual([false]);
+
+    const [next] = [...outcome.keys()];
+    valid.add([b, c, d][next!]!);
+    offers[next!]!.settle(true);
+    expect(await Promise.all(answers)).toEqual([0, 1, 2].map((i) => i !== next));
+  });
+
+  it('ends a wait with the abort reason when its signal aborts, the download it waited for still leading', async () => {
+    const { sharing } = sharingWith();
+    const leader = sharing.offer(a, staged('a'), running());
+    await leader.reuse('id');
+    const stop = new AbortController();
+
+    const waiting = sharing.offer(b, staged('b'), stop.signal).reuse('id');
+    stop.abort(new Error('superseded'));
+
+    await expect(waiting).rejects.toThrow('superseded');
+    expect(await hasSettled(sharing.offer(c, staged('c'), running()).reuse('id'))).toBe(false);
+    await expect(
+      sharing.offer(d, staged('d'), AbortSignal.abort(new Error('stopped'))).reuse('id'),
+    ).rejects.toThrow('stopped');
+  });
+
+  it('neither waits nor records an identity for an offer asked a second time', async () => {
+    const { registry, sharing } = sharingWith();
+    const other = sharing.offer(a, staged('a'), running());
+    await other.reuse('id-2');
+
+    const offer = sharing.offer(b, staged('b'), running());
+    expect(await offer.reuse('id-1')).toBe(false);
+    expect(await offer.reuse('id-2')).toBe(false);
+    offer.settle(true);
+
+    expect(registry.sources('id-1')).toEqual([]);
+    expect(registry.sources('id-2')).toEqual([]);
+    // It led id-1 all the same: the next offer of id-1 does not wait for it.
+    expect(await sharing.offer(c, staged('c'), running()).reuse('id-1')).toBe(false);
+  });
+
+  it('fills nothing from a model forgotten since it was installed', async () => {
+    const { registry, fills, sharing } = sharingWith(a);
+    registry.installed(a, 'id');
+
+    sharing.forget(a);
+
+    expect(await sharing.offer(b, staged('b'), running()).reuse('id')).toBe(false);
+    expect(fills).toEqual([]);
+  });
+});
