@@ -1,6 +1,6 @@
 /**
  * Storage (`StorageProvider`): a model fetched from its storage URI into a dir (local paths, http(s), S3, GCS,
- * Azure Blob, archives), every provider under one model's limits.
+ * Azure Blob, the Hugging Face Hub, archives), every provider under one model's limits.
  */
 export { type ArchiveLimits } from './archive/budget';
 export {
@@ -16,8 +16,12 @@ export {
   downloadLimitsOf,
   type MinRate,
 } from './download-limits';
+export { type FetchHttpFile, httpFileFetcher } from './http/http-file';
 export { httpStorage, type HttpStorageOptions } from './http/http-storage';
+export { hfSettingsFrom, type HfSettings } from './hub/hf-settings';
+export { hfStorage, type HfStorageOptions } from './hub/hf-storage';
 export { localFileStorage, type LocalStorageOptions } from './local/local-storage';
+export { pvcStorage, type PvcStorageOptions } from './local/pvc-storage';
 export {
   azureBlobStorage,
   type AzureBlobStorage,

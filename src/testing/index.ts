@@ -1,7 +1,7 @@
 /**
  * `modelsync/testing`: what an integrator's tests need to run modelsync for real — the kubelet AtomicWriter
  * emulator (ConfigMap updates as kubelet makes them), stand-ins for a V2 model server, TorchServe, the GCS
- * JSON API and the Kubernetes API server (one ConfigMap: list, watch, bookmarks, 410, tokens), the HTTP server they run on (for stand-ins of one's own), a config source that never changes, a
+ * JSON API, the Hugging Face Hub (API, resolve, its CDN) and the Kubernetes API server (one ConfigMap: list, watch, bookmarks, 410, tokens), the HTTP server they run on (for stand-ins of one's own), a config source that never changes, a
  * seeded random for replayable randomized tests, and waiting with a deadline (sleep, waitFor, withTimeout).
  */
 export {
@@ -26,6 +26,16 @@ export {
   type GcsStandIn,
   type GcsStandInOptions,
 } from './gcs-stand-in';
+export {
+  startHubStandIn,
+  type HubFault,
+  type HubFileSpec,
+  type HubRepoOptions,
+  type HubRequest,
+  type HubRoute,
+  type HubStandIn,
+  type HubStandInOptions,
+} from './hub-stand-in';
 export {
   startHttpServer,
   type HttpHandler,

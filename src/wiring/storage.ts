@@ -1,4 +1,4 @@
-/** Storage wiring: every provider an AppConfig asks for (file, http(s), S3, GCS, Azure Blob) on one Network. */
+/** Storage wiring: every provider an AppConfig asks for (file, http(s), S3, GCS, Azure Blob, hf://) on one Network. */
 import type { Env } from '../core/env';
 import { kserveStorageEnv } from '../core/kserve-storage-env';
 import * as E from 'fp-ts/Either';
@@ -13,11 +13,15 @@ import {
   type AzureBlobStorage,
   type AzureTokenCredential,
   gcsStorage,
+  hfSettingsFrom,
+  hfStorage,
+  httpFileFetcher,
   s3Storage,
   s3Credentials,
   s3SettingsFrom,
   httpStorage,
   localFileStorage,
+  pvcStorage,
   routeStorage,
   type ClaimingProvider,
 } from '../storage';
@@ -116,6 +120,34 @@ const s3StorageFor = (
   );
 };
 
+/**
+ * The Hugging Face Hub provider (`hf://`): `HF_ENDPOINT`, `HF_TOKEN` and `HF_HUB_OFFLINE` as huggingface_hub reads
+ * them (the token registered as a secret); the API on `network`, each file through the http fetcher (big ones in
+ * parts from the pool). The Left names the variable that is wrong, never its value.
+ */
+const hfStorageFor = (
+  config: AppConfig,
+  env: Env,
+  limits: DownloadLimits,
+  network: Network,
+  streams: Streams,
+): E.Either<string, StorageProvider> => {
+  const settings = hfSettingsFrom(env);
+  if (E.isLeft(settings)) return settings;
+  const timeouts = { connectTimeoutMs: config.requestTimeoutMs, idleTimeoutMs: config.requestTimeoutMs };
+  return E.right(
+    hfStorage({
+      ...settings.right,
+      limits,
+      timeoutMs: config.requestTimeoutMs,
+      concurrency: config.storageConcurrency,
+      network,
+      // The http provider's resumes (5 in a row that bring little).
+      fetchFile: httpFileFetcher({ ...timeouts, network, ...streams, maxResumes: 5 }),
+    }),
+  );
+};
+
 /** Every storage provider `config` asks for: those that serve a scheme, and those that claim URIs of one. */
 export interface StorageProviders {
   readonly providers: ReadonlyArray<StorageProvider>;
@@ -141,9 +173,12 @@ export const storageProviders = (
   const s3 = s3StorageFor(config, log, env, limits, network, streams);
   if (E.isLeft(s3)) return E.left(`invalid S3 settings: ${s3.left}`);
   const cloud = azureAndGcsStorage(config, env, limits, network, streams);
+  const hf = hfStorageFor(config, env, limits, network, streams);
+  if (E.isLeft(hf)) return E.left(`invalid Hugging Face Hub settings: ${hf.left}`);
   return E.right({
     providers: [
       localFileStorage({ roots: config.localStorageRoots, limits }),
+      pvcStorage({ root: config.pvcMountRoot, limits }),
       httpStorage({
         headersByHost,
         network,
@@ -154,6 +189,7 @@ export const storageProviders = (
       }),
       s3.right,
       cloud.gcs,
+      hf.right,
     ],
     claiming: [cloud.azure],
   });

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startGcsStandIn, type GcsStandIn } from '../../src/testing/gcs-stand-in';
 import { startHttpServer } from '../../src/testing/http-server';
+import { startHubStandIn } from '../../src/testing/hub-stand-in';
 import { useAzurite } from './azurite';
 import { writeFiles } from './file-tree';
 import { startS3Server, type S3Server } from './s3-server';
@@ -80,6 +81,12 @@ export const useSchemeCases = (): Readonly<Record<string, SchemeCase>> => {
       await writeFiles(join(root, 'pvc'), { [`${prefix}/model.bin`]: content });
       return { uri: join(root, 'pvc', prefix), flags: { 'local-storage-roots': join(root, 'pvc') } };
     },
+    // KServe's pvc://<claim>/<path>: <path> under where the claim is mounted (the claim's name is not part of it).
+    pvc: async ({ root, content }) => {
+      const prefix = freshPrefix();
+      await writeFiles(join(root, 'claim'), { [`models/${prefix}/model.bin`]: content });
+      return { uri: `pvc://model-claim/models/${prefix}`, flags: { 'pvc-mount-root': join(root, 'claim') } };
+    },
     http: (setup) => serveHttp(false, setup),
     https: (setup) => serveHttp(true, setup),
     s3: async ({ content, reach }) => {
@@ -101,6 +108,19 @@ export const useSchemeCases = (): Readonly<Record<string, SchemeCase>> => {
         uri: `gs://models/${prefix}`,
         endpoint: `127.0.0.1:${port}`,
         flags: { 'gcs-endpoint': `http://127.0.0.1:${port}` },
+      };
+    },
+    // A Hub stand-in of its own per case: `model.bin` is an LFS file, redirected to the CDN, which `reach` fronts too.
+    hf: async ({ content, reach, closers }) => {
+      const hub = await startHubStandIn();
+      closers.push(() => hub.close());
+      hub.commit('org/model', { 'model.bin': { data: Buffer.from(content), lfs: true } });
+      const port = await reach(Number(new URL(hub.url).port));
+      hub.serveCdnVia(`http://127.0.0.1:${await reach(Number(new URL(hub.cdnUrl).port))}`);
+      return {
+        uri: 'hf://org/model',
+        endpoint: `127.0.0.1:${port}`,
+        env: { HF_ENDPOINT: `http://127.0.0.1:${port}` },
       };
     },
     // Azure Blob URIs are http(s) URLs the Azure provider claims (here: under --azure-blob-endpoint).

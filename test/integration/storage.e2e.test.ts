@@ -130,7 +130,8 @@ describe('storage end to end on the real process', () => {
     for (const name of Object.keys(models)) {
       const line = await agent.waitForLog(loadedLine(name), 30_000);
       expect(typeof line['loadMs']).toBe('number');
-      if (name !== 'from-file') {
+      // Local copies (file, pvc) report no bytes.
+      if (name !== 'from-file' && name !== 'from-pvc') {
         expect(line['bytes']).toBe(weights.length);
         expect(typeof line['downloadMs']).toBe('number');
       }
@@ -182,7 +183,7 @@ describe('storage end to end on the real process', () => {
   it('logs download progress for every networked scheme; a SIGTERM mid-download leaves no staging dir and exits 0', async () => {
     const size = 8 * 2 ** 20;
     // Each store behind a relay that sends 16 KiB every 50 ms (8 MiB take 25 s): the downloads run when the signal
-    // comes. Not `file`: a local copy has no connection to slow down (its abort: test/storage/local/local-storage.test.ts).
+    // comes. Not `file` nor `pvc`: a local copy has no connection to slow down (its abort: test/storage/local/local-storage.test.ts).
     const reach = async (port: number): Promise<number> => {
       const relay = await startTcpRelay(port, { throttle: { bytesPerTick: 16 * 1024, tickMs: 50 } });
       closers.push(() => relay.close());
@@ -191,7 +192,7 @@ describe('storage end to end on the real process', () => {
     const models = await startCases(
       'slow',
       { content: Buffer.alloc(size, 1), reach },
-      (name) => name !== 'file',
+      (name) => name !== 'file' && name !== 'pvc',
     );
     const names = Object.keys(models);
     const { agent, modelDir, server } = await startAgentOn(

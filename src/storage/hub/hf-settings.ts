@@ -1,0 +1,64 @@
+/** hfSettingsFrom: the Hub's endpoint, token and offline switch, from the environment names huggingface_hub reads. */
+import * as E from 'fp-ts/Either';
+import { bearerToken } from '../../core/bearer-token';
+import type { Env } from '../../core/env';
+import { registerSecret } from '../../core/redact';
+
+/** huggingface_hub's `_HF_DEFAULT_ENDPOINT` (constants.py). */
+export const defaultHfEndpoint = 'https://huggingface.co';
+
+/** Where the Hub is and how modelsync may use it. */
+export interface HfSettings {
+  /** `HF_ENDPOINT` without its trailing `/` (a mirror may have a path of its own). */
+  readonly endpoint: string;
+  /** `HF_TOKEN` (else `HUGGING_FACE_HUB_TOKEN`), registered as a secret; absent: anonymous. */
+  readonly token?: string;
+  /** `HF_HUB_OFFLINE` (else `TRANSFORMERS_OFFLINE`) is true: no request may go to the Hub. */
+  readonly offline: boolean;
+}
+
+// constants.py's `_is_true`.
+const isTrue = (value: string | undefined): boolean =>
+  value !== undefined && ['1', 'ON', 'YES', 'TRUE'].includes(value.toUpperCase());
+
+/** The endpoint `text` names, or why it names none (never quoting it: a URL may carry user info). */
+const endpointOf = (text: string): E.Either<string, string> => {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return E.left('HF_ENDPOINT is not a URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return E.left('HF_ENDPOINT is not an http(s) URL');
+  if (url.username !== '' || url.password !== '') {
+    return E.left('HF_ENDPOINT must not carry user:password; put the token in HF_TOKEN');
+  }
+  if (url.search !== '' || url.hash !== '') return E.left('HF_ENDPOINT must not have a query or a fragment');
+  // As constants.py: `os.getenv("HF_ENDPOINT", ...).rstrip("/")`.
+  return E.right(url.href.replace(/\/+$/, ''));
+};
+
+/**
+ * The Hub settings of `env`, as huggingface_hub reads them: `HF_ENDPOINT` (default https://huggingface.co),
+ * `HF_TOKEN` or the older `HUGGING_FACE_HUB_TOKEN` (CR and LF dropped, trimmed, empty meaning none: `_clean_token`),
+ * `HF_HUB_OFFLINE` or `TRANSFORMERS_OFFLINE`. The token is registered as a secret here, before it can reach any
+ * message. The Left names the variable that is wrong, never its value.
+ */
+export const hfSettingsFrom = (env: Env): E.Either<string, HfSettings> => {
+  const endpoint =
+    env.HF_ENDPOINT === undefined || env.HF_ENDPOINT === ''
+      ? E.right(defaultHfEndpoint)
+      : endpointOf(env.HF_ENDPOINT);
+  if (E.isLeft(endpoint)) return endpoint;
+  const variable = env.HF_TOKEN ? 'HF_TOKEN' : 'HUGGING_FACE_HUB_TOKEN';
+  const raw = (env[variable] ?? '').replace(/[\r\n]/g, '');
+  if (raw.trim() !== '') registerSecret(raw.trim());
+  const token = raw.trim() === '' ? undefined : bearerToken(raw);
+  if (token !== undefined && E.isLeft(token)) return E.left(`${variable} ${token.left}`);
+  return E.right({
+    endpoint: endpoint.right,
+    ...(token !== undefined ? { token: token.right } : {}),
+    offline: isTrue(env.HF_HUB_OFFLINE || env.TRANSFORMERS_OFFLINE),
+  });
+};

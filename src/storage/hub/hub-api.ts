@@ -1,0 +1,225 @@
+/** The Hub's API as huggingface_hub's snapshot_download calls it: a revision resolved to its commit, then that commit's file tree, page by page. */
+import * as E from 'fp-ts/Either';
+import { sameEndpoint } from '../../core/endpoint';
+import { permanentError, retryableError, type EffectError } from '../../core/errors';
+import { parseJson } from '../../core/json/json';
+import { tooLarge } from '../download-limits';
+import {
+  discardBody,
+  errorText,
+  httpCall,
+  httpUrl,
+  readText,
+  type HttpCallResponse,
+  type Network,
+} from '../../net';
+import { hubStatusError, type HubFailure } from './hub-errors';
+import type { HfRepo } from './hf-uri';
+
+/** How the API is reached. */
+export interface HubReach {
+  /** `HF_ENDPOINT`, without a trailing `/`. */
+  readonly endpoint: string;
+  readonly token: string | undefined;
+  readonly network: Network | undefined;
+  /** Longest wait for an answer, and for the next bytes of its body. */
+  readonly timeoutMs: number;
+}
+
+/** A revision resolved: its commit, and whether the repo is gated (its files then need a granted token). */
+export interface HubCommit {
+  readonly sha: string;
+  readonly gated: boolean;
+}
+
+/** A file of the tree at a commit: its path in the repo and its size in bytes (the LFS object's for LFS files). */
+export interface HubFile {
+  readonly path: string;
+  readonly size: number;
+}
+
+// An answer of the revision endpoint lists every file's name (`siblings`): a few MB for the largest repos.
+const maxAnswerBytes = 16 * 2 ** 20;
+const maxRedirects = 10;
+const redirectStatuses = new Set([301, 302, 303, 307, 308]);
+// Pages with nothing in them and still a next one, before the paging is not believed.
+const maxEmptyPages = 10;
+// Git trees name each directory once and hold no empty ones: a tree has fewer directories than files.
+const entriesPerFile = 2;
+
+/** The `REGEX_COMMIT_HASH` of huggingface_hub's file_download.py. */
+export const commitPattern = /^[0-9a-f]{40}$/;
+
+/** Python's `urllib.parse.quote(text, safe)`: every byte but letters, digits, `_.-~` and `safe` percent-encoded. */
+export const pythonQuote = (text: string, safe = '/'): string =>
+  [...text]
+    .map((char) =>
+      /[A-Za-z0-9_.\-~]/.test(char) || safe.includes(char)
+        ? char
+        : encodeURIComponent(char).replace(
+            /[!'()*]/g,
+            (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+          ),
+    )
+    .join('');
+
+/** The `permanent` invalid-response failure of `what`: the Hub answered something the API never says. */
+const notTheApi = (what: string, why: string): EffectError =>
+  permanentError('invalid-response', `${what}: the Hub's answer is not what its API sends: ${why}`);
+
+const headerOf = (call: HttpCallResponse, name: string): string | undefined => {
+  const value = call.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+};
+
+/**
+ * GET `url` with HF_TOKEN, redirects followed by hand (a renamed repo answers a relative redirect): the token
+ * goes only to the endpoint's own scheme, host and port, never where a redirect elsewhere points. An error
+ * answer is thrown as hubStatusError reads it.
+ */
+const hubGet = async (reach: HubReach, failure: HubFailure, url: URL, signal: AbortSignal) => {
+  let current = url;
+  for (let hop = 0; ; hop++) {
+    const withToken = reach.token !== undefined && sameEndpoint(current, reach.endpoint);
+    const call = await httpCall(current.href, {
+      method: 'GET',
+      what: failure.what,
+      timeoutMs: reach.timeoutMs,
+      signal,
+      headers: {
+        accept: 'application/json',
+        ...(withToken ? { authorization: `Bearer ${reach.token}` } : {}),
+      },
+      ...(reach.network !== undefined ? { dispatcher: reach.network.dispatcherFor(current) } : {}),
+    });
+    const location = headerOf(call, 'location');
+    if (redirectStatuses.has(call.status) && location !== undefined) {
+      await discardBody(call);
+      if (hop >= maxRedirects) throw notTheApi(failure.what, `more than ${maxRedirects} redirects`);
+      current = httpUrl(location, `${failure.what}: redirect`, current);
+      continue;
+    }
+    if (call.status >= 200 && call.status < 300) return call;
+    const body = await readText(call, 64 * 1024).catch(() => '');
+    throw hubStatusError(
+      { ...failure, withToken },
+      {
+        status: call.status,
+        code: headerOf(call, 'x-error-code'),
+        message: headerOf(call, 'x-error-message') ?? errorText(body),
+      },
+    );
+  }
+};
+
+/** The JSON of an answer, read up to maxAnswerBytes; not JSON at all is retryable (a proxy's page), as for every API. */
+const jsonOf = async (call: HttpCallResponse, what: string): Promise<unknown> => {
+  const text = await readText(call, maxAnswerBytes);
+  const json = parseJson(text);
+  if (E.isLeft(json)) throw retryableError('invalid-response', `${what}: the Hub's answer is not JSON`);
+  return json.right;
+};
+
+/**
+ * `repo`'s revision resolved to its commit, as `repo_info` does it: `GET /api/models/{repo}/revision/{revision}`
+ * (the revision URL-quoted), whose `sha` must be a 40-hex commit (and the commit itself when one was asked for).
+ */
+export const resolveCommit = async (
+  reach: HubReach,
+  failure: HubFailure,
+  repo: HfRepo,
+  signal: AbortSignal,
+): Promise<HubCommit> => {
+  const url = new URL(
+    `${reach.endpoint}/api/models/${repo.repoId}/revision/${pythonQuote(repo.revision, '')}`,
+  );
+  const answer = await jsonOf(await hubGet(reach, failure, url, signal), failure.what);
+  const fields = typeof answer === 'object' && answer !== null ? (answer as Record<string, unknown>) : {};
+  const { sha, gated } = fields;
+  if (typeof sha !== 'string' || !commitPattern.test(sha))
+    throw notTheApi(failure.what, 'it names no 40-hex commit sha');
+  if (commitPattern.test(repo.revision) && sha !== repo.revision) {
+    throw notTheApi(failure.what, `commit ${repo.revision} resolved to another commit, ${sha}`);
+  }
+  return { sha, gated: gated !== undefined && gated !== false && gated !== null };
+};
+
+const sizeOf = (value: unknown): number | undefined =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+
+/** The file of tree entry `index`, undefined for a directory; anything else the API never sends is refused. */
+const fileOf = (what: string, index: number, entry: unknown): HubFile | undefined => {
+  const fields = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>) : {};
+  const { type, path, size, lfs } = fields;
+  if (typeof path !== 'string' || path === '') throw notTheApi(what, `tree entry ${index} has no path`);
+  // A lone surrogate is no text a file system or a URL can take (encodeURIComponent throws on it).
+  if (/\p{Cs}/u.test(path)) throw notTheApi(what, `tree entry ${index} has a path that is no valid text`);
+  if (type === 'directory') return undefined;
+  if (type !== 'file')
+    throw notTheApi(
+      what,
+      `tree entry ${index} (${JSON.stringify(path.slice(0, 200))}) is no file or directory`,
+    );
+  const lfsSize =
+    typeof lfs === 'object' && lfs !== null ? sizeOf((lfs as Record<string, unknown>).size) : undefined;
+  const bytes = lfsSize ?? sizeOf(size);
+  if (bytes === undefined)
+    throw notTheApi(what, `tree entry ${index} (${JSON.stringify(path.slice(0, 200))}) has no size in bytes`);
+  return { path, size: bytes };
+};
+
+/** The `rel="next"` URL of a `Link` header (GitHub's format, as requests' `response.links` reads it). */
+const nextLink = (link: string | undefined): string | undefined => {
+  for (const part of (link ?? '').split(/,\s*(?=<)/)) {
+    const match = /^\s*<([^>]*)>(.*)$/s.exec(part);
+    if (match !== null && /;\s*rel\s*=\s*"?next"?(?:[;\s]|$)/i.test(match[2]!)) return match[1];
+  }
+  return undefined;
+};
+
+/**
+ * The files of `repo` at `sha`, as `list_repo_tree(recursive=True)` lists them: `GET
+ * /api/models/{repo}/tree/{sha}?recursive=true&expand=false`, then each `Link: <...>; rel="next"` page. Bounded:
+ * more than `maxFiles` files is `too-large` (`--max-model-files`); a next page off the endpoint, one asked for
+ * before, too many empty pages or an entry without a path or a size is `invalid-response`; all permanent.
+ */
+export const listTree = async (
+  reach: HubReach,
+  failure: HubFailure,
+  repo: HfRepo,
+  sha: string,
+  signal: AbortSignal,
+  maxFiles: number,
+): Promise<ReadonlyArray<HubFile>> => {
+  const { what } = failure;
+  const files: HubFile[] = [];
+  const asked = new Set<string>();
+  let entries = 0;
+  let emptyPages = 0;
+  let next: URL | undefined = new URL(
+    `${reach.endpoint}/api/models/${repo.repoId}/tree/${sha}?recursive=true&expand=false`,
+  );
+  while (next !== undefined) {
+    asked.add(next.href);
+    const call = await hubGet(reach, failure, next, signal);
+    const link = nextLink(headerOf(call, 'link'));
+    const page = await jsonOf(call, what);
+    if (!Array.isArray(page)) throw notTheApi(what, 'a tree page is no JSON array');
+    for (const entry of page) {
+      const file = fileOf(what, entries++, entry);
+      if (file !== undefined) files.push(file);
+      if (files.length > maxFiles || entries > entriesPerFile * maxFiles + 1) {
+        throw tooLarge(what, `its tree lists more than ${maxFiles} files`, 'maxModelFiles');
+      }
+    }
+    emptyPages = page.length === 0 ? emptyPages + 1 : 0;
+    if (link === undefined) return files;
+    next = httpUrl(link, `${what}: next page`, next);
+    if (!sameEndpoint(next, reach.endpoint)) throw notTheApi(what, 'a next page is off the endpoint');
+    if (asked.has(next.href))
+      throw notTheApi(what, 'a next page was asked for before (the paging goes in a circle)');
+    if (emptyPages > maxEmptyPages)
+      throw notTheApi(what, `${emptyPages} empty pages in a row, and still a next one`);
+  }
+  return files;
+};

@@ -1,0 +1,63 @@
+/** planHubFiles: which files of a Hub tree are fetched and where each lands in the model dir — decided before any byte is fetched. */
+import { permanentError, type EffectError } from '../../core/errors';
+import { fileFilter, selectionKey, type FileSelection } from '../../core/file-selection';
+import { entryPathOf } from '../archive/guard';
+import type { HubFile } from './hub-api';
+
+/** A file to fetch: its path in the repo (for its URL), where it lands (checked, `/`-separated) and its size. */
+export interface PlannedHubFile {
+  readonly path: string;
+  readonly to: string;
+  readonly size: number;
+}
+
+const refusal = (what: string, path: string, why: string): EffectError =>
+  permanentError('refused', `${what}: refusing file ${JSON.stringify(path.slice(0, 300))}: ${why}`);
+
+/**
+ * The files of `files` that `select` selects (fnmatch patterns on the repo path, as snapshot_download's
+ * `filter_repo_objects`), each with the path it takes in the model dir. Every listed path goes through the
+ * archive guard's check first, selected or not: a tree naming a path that could leave the model dir (`..`, an
+ * absolute path, `\` used to the same effect, NUL, names the file system cannot take), two files for one path or a
+ * file where another needs a directory is not a tree the Hub sends, and is `refused` (permanent) whole. A
+ * selection that leaves nothing, or an empty repo, is a permanent `not-found`: an empty model dir serves nothing.
+ */
+export const planHubFiles = (
+  what: string,
+  files: ReadonlyArray<HubFile>,
+  select: FileSelection | undefined,
+): ReadonlyArray<PlannedHubFile> => {
+  const byPath = new Map<string, string>();
+  const dirs = new Map<string, string>();
+  const placed = files.map((file) => {
+    const refuse = (why: string): never => {
+      throw refusal(what, file.path, why);
+    };
+    const to = entryPathOf(file.path, refuse);
+    if (to === '') refuse('it names the model dir itself');
+    const other = byPath.get(to) ?? dirs.get(to);
+    if (other !== undefined) refuse(`${JSON.stringify(other)} needs the same path, ${to}`);
+    const parts = to.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join('/');
+      const clash = byPath.get(dir);
+      if (clash !== undefined)
+        refuse(`it would be saved under ${dir}, which is the file ${JSON.stringify(clash)}`);
+      dirs.set(dir, file.path);
+    }
+    byPath.set(to, file.path);
+    return { path: file.path, to, size: file.size };
+  });
+  const selected = fileFilter(select);
+  const plan = placed.filter((file) => selected(file.path));
+  if (plan.length === 0) {
+    const key = selectionKey(select);
+    throw permanentError(
+      'not-found',
+      placed.length === 0
+        ? `${what}: the repo has no files`
+        : `${what}: no file matches the selection ${key}`,
+    );
+  }
+  return plan;
+};

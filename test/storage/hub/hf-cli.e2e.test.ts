@@ -1,0 +1,105 @@
+/**
+ * `hf://` on the real process as KServe's storage initializer is run (`modelsync hf://owner/model[:revision]
+ * /mnt/models`), the Hub at `HF_ENDPOINT` (the stand-in and its CDN), the token in `HF_TOKEN`.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { startHubStandIn, type HubStandIn } from '../../../src/testing/hub-stand-in';
+import { killAllCli, runCli } from '../../helpers/cli-process';
+import { readFiles } from '../../helpers/file-tree';
+import { SecretScan } from '../../helpers/secrets';
+import { useTempDir } from '../../helpers/temp-dir';
+
+afterEach(killAllCli);
+// Declared after killAllCli: the dir goes once no process writes in it any more.
+const tmp = useTempDir('hf-cli');
+const token = `hf_${randomBytes(12).toString('hex')}`;
+const weights = randomBytes(200_000);
+
+let hub: HubStandIn;
+let v1: string;
+beforeAll(async () => {
+  hub = await startHubStandIn();
+  hub.createRepo('org/private-model', { private: true });
+  v1 = hub.commit('org/private-model', { 'config.json': '{"v":1}', 'model.safetensors': weights });
+  hub.tag('org/private-model', 'v1', v1);
+  hub.commit('org/private-model', { 'config.json': '{"v":2}', 'model.safetensors': 'newer' });
+  hub.addToken(token, ['org/private-model']);
+});
+afterAll(() => hub.close());
+
+const errorLines = (text: string): Array<Record<string, unknown>> =>
+  text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((line) => (line['level'] as number) >= 50);
+
+describe('modelsync hf://<owner>/<model>:<revision> <dest> (the storage initializer)', () => {
+  it('downloads the revision a tag names into dest with HF_ENDPOINT and HF_TOKEN, then exits 0', async () => {
+    const dest = join(tmp.path, 'mnt', 'models');
+    const before = hub.requests.length;
+
+    const result = await runCli(['hf://org/private-model:v1', dest], {
+      env: { HF_ENDPOINT: hub.url, HF_TOKEN: token },
+      timeoutMs: 20_000,
+    });
+
+    expect(result.code).toBe(0);
+    expect(await readFiles(dest)).toMatchObject({ 'config.json': '{"v":1}' });
+    expect((await readFile(join(dest, 'model.safetensors'))).equals(weights)).toBe(true);
+    expect(errorLines(result.stderr.text)).toEqual([]);
+    const seen = hub.requests.slice(before);
+    expect(seen[0]).toMatchObject({ server: 'hub', path: '/api/models/org/private-model/revision/v1' });
+    expect(
+      seen.filter((r) => r.path.includes('/resolve/')).every((r) => r.path.includes(`/resolve/${v1}/`)),
+    ).toBe(true);
+    expect(seen.filter((r) => r.server === 'cdn').every((r) => r.authorization === undefined)).toBe(true);
+    new SecretScan([{ label: 'HF_TOKEN', value: token }])
+      .add('stderr', result.stderr.text)
+      .add('stdout', result.stdout.text)
+      .expectNoLeaks();
+  });
+
+  it('exits 1 after one error line saying to set HF_TOKEN when the repo cannot be seen without one', async () => {
+    const dest = join(tmp.path, 'mnt', 'models');
+
+    const result = await runCli(['hf://org/private-model', dest], {
+      env: { HF_ENDPOINT: hub.url },
+      timeoutMs: 20_000,
+    });
+
+    expect(result.code).toBe(1);
+    expect(errorLines(result.stderr.text)).toEqual([
+      expect.objectContaining({
+        errorKind: 'http-status',
+        msg: expect.stringMatching(
+          `^cannot download hf://org/private-model to ${dest}: http-status: .*set HF_TOKEN`,
+        ) as unknown,
+      }),
+    ]);
+  });
+
+  it("exits 1 with KServe's message for a URI that is no hf://owner/model", async () => {
+    const dest = join(tmp.path, 'mnt', 'models');
+
+    const result = await runCli(['hf://just-a-name', dest], {
+      env: { HF_ENDPOINT: hub.url },
+      timeoutMs: 20_000,
+    });
+
+    expect(result.code).toBe(1);
+    expect(result.stderr.text).toContain("Expected 'hf://owner/model[:revision]'");
+  });
+
+  it('stops at start (exit 2) on an HF_ENDPOINT that is no http(s) URL, naming the variable', async () => {
+    const result = await runCli(['hf://org/private-model', join(tmp.path, 'mnt', 'models')], {
+      env: { HF_ENDPOINT: 'ftp://mirror' },
+      timeoutMs: 20_000,
+    });
+
+    expect(result.code).toBe(2);
+    expect(result.stderr.text).toContain('HF_ENDPOINT is not an http(s) URL');
+  });
+});

@@ -1,0 +1,64 @@
+/** hfSettingsFrom: HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE as huggingface_hub reads them; the token a secret. */
+import * as E from 'fp-ts/Either';
+import { redact } from '../../../src/core/redact';
+import { hfSettingsFrom } from '../../../src/storage/hub/hf-settings';
+
+describe('hfSettingsFrom', () => {
+  it('defaults to https://huggingface.co, anonymous, online', () => {
+    expect(hfSettingsFrom({})).toEqual(E.right({ endpoint: 'https://huggingface.co', offline: false }));
+  });
+
+  it('takes HF_ENDPOINT without its trailing slashes, a path of its own kept (a mirror)', () => {
+    expect(hfSettingsFrom({ HF_ENDPOINT: 'http://mirror.local:8080/hf//' })).toEqual(
+      E.right({ endpoint: 'http://mirror.local:8080/hf', offline: false }),
+    );
+  });
+
+  it.each([
+    ['not a url', 'HF_ENDPOINT is not a URL'],
+    ['ftp://mirror', 'HF_ENDPOINT is not an http(s) URL'],
+    ['https://user:pw@mirror', 'HF_ENDPOINT must not carry user:password; put the token in HF_TOKEN'],
+    ['https://mirror/?x=1', 'HF_ENDPOINT must not have a query or a fragment'],
+  ])('refuses HF_ENDPOINT=%s without quoting it', (value, message) => {
+    expect(hfSettingsFrom({ HF_ENDPOINT: value })).toEqual(E.left(message));
+  });
+
+  it('reads HF_TOKEN, trimmed and without CR/LF, and registers it as a secret', () => {
+    const settings = hfSettingsFrom({ HF_TOKEN: ' hf_settingsTestToken42\r\n' });
+    expect(settings).toEqual(
+      E.right({ endpoint: 'https://huggingface.co', token: 'hf_settingsTestToken42', offline: false }),
+    );
+    expect(redact('sent hf_settingsTestToken42')).not.toContain('hf_settingsTestToken42');
+  });
+
+  it('falls back to HUGGING_FACE_HUB_TOKEN, and an empty token means none', () => {
+    expect(hfSettingsFrom({ HUGGING_FACE_HUB_TOKEN: 'hf_olderName77' })).toEqual(
+      E.right({ endpoint: 'https://huggingface.co', token: 'hf_olderName77', offline: false }),
+    );
+    expect(hfSettingsFrom({ HF_TOKEN: '  ' })).toEqual(
+      E.right({ endpoint: 'https://huggingface.co', offline: false }),
+    );
+  });
+
+  it('refuses a token with a space inside, naming the variable and never the token', () => {
+    const settings = hfSettingsFrom({ HF_TOKEN: 'hf_two words' });
+    expect(E.isLeft(settings) && settings.left).toBe(
+      'HF_TOKEN holds whitespace (U+0020) at character 7 of the token',
+    );
+  });
+
+  it.each(['1', 'true', 'ON', 'yes'])('is offline with HF_HUB_OFFLINE=%s', (value) => {
+    expect(hfSettingsFrom({ HF_HUB_OFFLINE: value })).toEqual(
+      E.right({ endpoint: 'https://huggingface.co', offline: true }),
+    );
+  });
+
+  it('is offline with TRANSFORMERS_OFFLINE=1 when HF_HUB_OFFLINE is empty, online with HF_HUB_OFFLINE=0', () => {
+    expect(hfSettingsFrom({ HF_HUB_OFFLINE: '', TRANSFORMERS_OFFLINE: '1' })).toEqual(
+      E.right({ endpoint: 'https://huggingface.co', offline: true }),
+    );
+    expect(hfSettingsFrom({ HF_HUB_OFFLINE: '0' })).toEqual(
+      E.right({ endpoint: 'https://huggingface.co', offline: false }),
+    );
+  });
+});
