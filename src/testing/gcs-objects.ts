@@ -14,8 +14,21 @@ const crcTable = Array.from({ length: 256 }, (_, n) => {
   return c >>> 0;
 });
 
+// An object's bytes never change (a new upload is a new Buffer): each digest is computed once per Buffer, not per
+// request (a ranged download of 64 MiB asks for metadata and media dozens of times; CRC32C in JS costs ~50 ms/MiB).
+const digests = new WeakMap<Buffer, Map<string, string>>();
+const once = (data: Buffer, kind: string, compute: () => string): string => {
+  const known = digests.get(data) ?? new Map<string, string>();
+  digests.set(data, known);
+  const value = known.get(kind) ?? compute();
+  known.set(kind, value);
+  return value;
+};
+
 /** CRC32C (Castagnoli), big-endian, base64: the form of GCS's `crc32c` field and `x-goog-hash`. */
-export const crc32c = (data: Buffer): string => {
+export const crc32c = (data: Buffer): string => once(data, 'crc32c', () => crc32cOf(data));
+
+const crc32cOf = (data: Buffer): string => {
   let crc = 0xffffffff;
   for (const byte of data) crc = crcTable[(crc ^ byte) & 0xff]! ^ (crc >>> 8);
   const out = Buffer.alloc(4);
@@ -24,7 +37,8 @@ export const crc32c = (data: Buffer): string => {
 };
 
 /** MD5, base64: the form of GCS's `md5Hash` field and `x-goog-hash`. */
-export const md5 = (data: Buffer): string => createHash('md5').update(data).digest('base64');
+export const md5 = (data: Buffer): string =>
+  once(data, 'md5', () => createHash('md5').update(data).digest('base64'));
 
 /** The object resource GCS's JSON API answers for `object` (metadata, list items). */
 export const resource = (bucket: string, name: string, object: StoredObject): Record<string, string> => ({

@@ -30,7 +30,10 @@ describe('parseArgs', () => {
       minDownloadRate: 1024,
       minRateWindowMs: 60_000,
       localStorageRoots: ['/mnt/pvc'],
+      pvcMountRoot: '/mnt/pvc',
       storageConcurrency: 8,
+      downloadStreams: 8,
+      maxDownloadStreams: 32,
       s3Addressing: 'auto',
       s3Anonymous: false,
       progressIntervalMs: 10_000,
@@ -87,6 +90,7 @@ describe('parseArgs', () => {
       ...['--max-model-files', '2000'],
       ...['--min-download-rate', '64Ki', '--min-rate-window-ms', '5000'],
       ...['--local-storage-roots', '/mnt/pvc, /data/models/'],
+      ...['--pvc-mount-root', '/data/claim/'],
       ...['--storage-concurrency', '16', '--s3-endpoint', 'http://minio:9000', '--s3-region', 'eu-west-1'],
       ...['--s3-addressing', 'virtual', '--s3-anonymous'],
       ...['--max-config-bytes', '4096'],
@@ -103,6 +107,7 @@ describe('parseArgs', () => {
       ],
       ...['--log-format', 'json', '--resync-interval', '30s', '--min-free-bytes', '1Gi'],
       ...['--max-unlisted-unloads', '7'],
+      ...['--download-streams', '4', '--max-download-streams', '16'],
       ...['--shutdown-timeout', '5s'],
       ...['--http-port', '0', '--http-host', '127.0.0.1', '--watch-stall-ms', '5000'],
       ...[
@@ -150,7 +155,10 @@ describe('parseArgs', () => {
       minDownloadRate: 64 * 1024,
       minRateWindowMs: 5000,
       localStorageRoots: ['/mnt/pvc', '/data/models'],
+      pvcMountRoot: '/data/claim',
       storageConcurrency: 16,
+      downloadStreams: 4,
+      maxDownloadStreams: 16,
       s3Endpoint: 'http://minio:9000',
       s3Region: 'eu-west-1',
       s3Addressing: 'virtual',
@@ -241,6 +249,14 @@ describe('parseArgs', () => {
       'modelsync: invalid --max-model-bytes: expected a number of bytes from 1 to 9007199254740991 ' +
         '(suffixes Ki, Mi, Gi, Ti, k, M, G, T), got "0.5"',
       'modelsync: invalid --local-storage-roots: expected comma-separated absolute paths, got "models"',
+    ]);
+  });
+
+  it('reads the pvc mount root as one absolute path, its trailing slashes dropped', () => {
+    expect(configOf([], { MODELSYNC_PVC_MOUNT_ROOT: '/data/claim//' }).pvcMountRoot).toBe('/data/claim');
+    expect(configOf(['--pvc-mount-root', '/']).pvcMountRoot).toBe('/');
+    expect(usageLines(['--pvc-mount-root', 'mnt/pvc'])).toEqual([
+      'modelsync: invalid --pvc-mount-root: expected an absolute path, got "mnt/pvc"',
     ]);
   });
 

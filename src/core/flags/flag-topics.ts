@@ -47,6 +47,7 @@ export const flagTopics: ReadonlyArray<readonly [string, ReadonlyArray<SettingFi
     'Storage: downloads and their limits',
     [
       'localStorageRoots',
+      'pvcMountRoot',
       'maxModelBytes',
       'maxArchiveRatio',
       'maxArchiveEntries',

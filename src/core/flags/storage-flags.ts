@@ -1,7 +1,15 @@
 /** The storage flags of the flag table: download limits, object stores (S3, Azure Blob, GCS), CA bundle, progress. */
 import * as t from 'io-ts';
 import type { FlagSpec } from './flag-spec';
-import { absolutePaths, byteCount, httpUrl, integerIn, nonEmpty, oneOf } from './setting-codecs';
+import {
+  absolutePath,
+  absolutePaths,
+  byteCount,
+  httpUrl,
+  integerIn,
+  nonEmpty,
+  oneOf,
+} from './setting-codecs';
 
 /** How S3 buckets are addressed: `auto` decides by the endpoint (see `--s3-addressing`). */
 export const s3AddressingStyles = ['auto', 'path', 'virtual'] as const;
@@ -63,6 +71,14 @@ export const storageFlags = {
     default: '/mnt/pvc',
     help: 'comma-separated dirs a local storageUri must lie in once links are resolved (`/` = any; empty = none); /proc, /sys, /dev and pseudo filesystems are always refused',
     codec: absolutePaths('LocalStorageRoots'),
+  },
+  pvcMountRoot: {
+    flag: '--pvc-mount-root',
+    arg: 'dir',
+    env: 'MODELSYNC_PVC_MOUNT_ROOT',
+    default: '/mnt/pvc',
+    help: "where the claim of a `pvc://<claim>/<path>` storageUri is mounted (KServe's `/mnt/pvc`): `<path>` is copied from under it as a local path is, links kept inside it; allowed whatever `--local-storage-roots` says",
+    codec: absolutePath('PvcMountRoot'),
   },
   // Object stores: the generic downloader's bound, then S3. KServe's env names are read in storage/object-store/.
   storageConcurrency: {

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { hostKey } from '../../core/endpoint';
 import { permanentError } from '../../core/errors';
-import { fileFilter, selectionKey, selectsAll } from '../../core/file-selection';
+import { fileFilter, selectedNone, selectionKey, selectsAll } from '../../core/file-selection';
 import type { Slots } from '../../core/slots';
 import { redactUri } from '../../core/storage-uri';
 import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
@@ -117,19 +117,39 @@ const download = async (
   if (!selectsAll(request?.select) && archiveFormatOf(url.pathname) === undefined) {
     const name = fileNameOf(url, what);
     if (!fileFilter(request?.select)(name))
-      throw permanentError('not-found', `${what}: the model's patterns select none of its files (${name})`);
+      throw permanentError('not-found', `${what}: ${selectedNone(request?.select, 1, 'file')} (${name})`);
   }
   let tracker: { readonly stop: () => void } | undefined;
-  const fetch = async (): Promise<void> => {
+  const open = async (): Promise<BodyResponse> => {
     const response = await get({}, attempt.signal);
     if (!isOk(response)) throw await responseStatusError(what, response);
+    return response;
+  };
+  const fetch = async (): Promise<void> => {
+    let response = await open();
     // The URL as written names the model; a redirect target is often an opaque blob or presigned URL.
     const kind = bodyKind(headerOf(response.headers, 'content-type') ?? null, url.pathname);
     const to = kind === 'file' ? path.join(targetDir, fileNameOf(url, what)) : undefined;
     const identity = request?.reuse === undefined ? undefined : identityOf(url, response, request.select);
-    if (identity !== undefined && (await request!.reuse!(identity))) {
-      await discardBody(response);
-      return;
+    if (identity !== undefined) {
+      const offer = request!.reuse!(identity);
+      // An offer still open after this turn waits for another model's download of the same bytes: the body is
+      // dropped meanwhile, not held (its socket would fill with bytes nobody reads, and the server may time it out),
+      // and fetched again only if that download fails.
+      const waiting = Symbol('waiting');
+      const early = await Promise.race([
+        offer,
+        new Promise<symbol>((resolve) => setImmediate(resolve, waiting)),
+      ]);
+      if (early === true) {
+        response.body.destroy();
+        return;
+      }
+      if (early === waiting) {
+        response.body.destroy();
+        if (await offer) return;
+        response = await open();
+      }
     }
     const announced = contentLengthOf(response.headers);
     if (announced !== undefined) {
@@ -162,7 +182,12 @@ const download = async (
       maxResumes: settings.maxResumes,
     });
     const body = guard.count(attempt.watch(whole));
-    await extractStream(body, kind as ArchiveFormat, targetDir, { what, signal: attempt.signal, limits });
+    await extractStream(body, kind as ArchiveFormat, targetDir, {
+      what,
+      signal: attempt.signal,
+      limits,
+      select: request?.select,
+    });
   };
   try {
     await (settings.pool === undefined ? fetch() : settings.pool.use(attempt.signal, fetch));

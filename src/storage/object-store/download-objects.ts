@@ -167,6 +167,7 @@ const fetchArchive = async (job: Job, item: PlannedObject, targetDir: string, li
       what: `${job.what}: ${item.object.key}`,
       signal: job.signal,
       limits,
+      select: item.select,
     });
   } finally {
     await rm(scratch, { force: true });
@@ -223,7 +224,7 @@ export const downloadObjects = async (
   };
   let tracker: { readonly stop: () => void } | undefined;
   try {
-    const plan = await planObjects(client, location, job.signal, limits.maxModelFiles);
+    const plan = await planObjects(client, location, job.signal, limits.maxModelFiles, request?.select);
     const reuse = request?.reuse;
     if (reuse !== undefined && (await reuse(identityOf(location, plan, request?.select)))) return;
     const totalBytes = plan.reduce((sum, item) => sum + item.object.size, 0);

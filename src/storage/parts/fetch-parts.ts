@@ -67,9 +67,25 @@ const writeAt = async (file: FileHandle, buffers: Buffer[], position: number): P
 };
 
 /**
- * Writes `body` into `part` from `part.next` on, in batches, until the body ends or the part's end (which shrinks
- * when another connection takes its second half); `part.next` is moved only past bytes written, so a cut resumes
- * exactly there. Bytes already received when the body fails are still written.
+ * The bytes of `body` that belong to `part`: from `part.next` up to its end, which shrinks when another connection
+ * takes its second half; it stops there, and what the server sent past it is never counted or written.
+ */
+async function* withinPart(body: AsyncIterable<Uint8Array>, part: Part): AsyncGenerator<Uint8Array> {
+  let at = part.next;
+  for await (const chunk of body) {
+    const room = part.end - at;
+    if (room <= 0) return;
+    const piece = chunk.byteLength > room ? chunk.subarray(0, room) : chunk;
+    at += piece.byteLength;
+    yield piece;
+    if (at >= part.end) return;
+  }
+}
+
+/**
+ * Writes `body` into `part` from `part.next` on, in batches, until the body ends or the part's end; `part.next` is
+ * moved only past bytes written, so a cut resumes exactly there. Bytes already received when the body fails are
+ * still written. Only the bytes written pass the guard (the cap counts the model, not what a dropped answer sent).
  */
 const writePart = async (
   job: PartsJob,
@@ -90,23 +106,19 @@ const writePart = async (
     part.next = at + buffers.reduce((sum, buffer) => sum + buffer.byteLength, 0);
   };
   await consume(
-    job.guard.count(body),
+    job.guard.count(withinPart(body, part)),
     signal,
     async (chunks) => {
       let writeFailed = false;
       try {
         for await (const chunk of chunks) {
-          const room = part.end - (part.next + batched);
-          if (room <= 0) break;
-          const piece = chunk.byteLength > room ? chunk.subarray(0, room) : chunk;
-          batch.push(piece);
-          batched += piece.byteLength;
+          batch.push(chunk);
+          batched += chunk.byteLength;
           if (batched >= writeBatchBytes) {
             writeFailed = true;
             await flush();
             writeFailed = false;
           }
-          if (part.next + batched >= part.end) break;
         }
       } finally {
         if (!writeFailed) await flush();
