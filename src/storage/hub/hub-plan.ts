@@ -1,6 +1,6 @@
 /** planHubFiles: which files of a Hub tree are fetched and where each lands in the model dir — decided before any byte is fetched. */
 import { permanentError, type EffectError } from '../../core/errors';
-import { fileFilter, selectionKey, type FileSelection } from '../../core/file-selection';
+import { fileFilter, selectedNone, type FileSelection } from '../../core/file-selection';
 import { entryPathOf } from '../archive/guard';
 import type { HubFile } from './hub-api';
 
@@ -51,12 +51,11 @@ export const planHubFiles = (
   const selected = fileFilter(select);
   const plan = placed.filter((file) => selected(file.path));
   if (plan.length === 0) {
-    const key = selectionKey(select);
     throw permanentError(
       'not-found',
       placed.length === 0
         ? `${what}: the repo has no files`
-        : `${what}: no file matches the selection ${key}`,
+        : `${what}: ${selectedNone(select, placed.length, 'files')}`,
     );
   }
   return plan;

@@ -9,7 +9,7 @@ import { retryableError } from '../../core/errors';
 import type { Slots } from '../../core/slots';
 import { consume, fsError, step } from '../../fs';
 import type { TransferGuard } from '../transfer-guard';
-import { partBytesFor, PartPlan, type Part } from './part-plan';
+import { connectionsFor, partBytesFor, PartPlan, type Part } from './part-plan';
 
 /** The bytes `[start, end)` of the one version of the file the download is pinned to; fails `changed` otherwise. */
 export type RangeReader = (
@@ -174,7 +174,9 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
   const poolSignal = AbortSignal.any([signal, noMoreConnections.signal]);
   // Each connection listens on them (its read, its body, its writes): more than Node's warning level of 10.
   setMaxListeners(8 + 4 * settings.streams, signal, poolSignal);
-  const plan = new PartPlan(job.size, partBytesFor(job.size, settings.streams));
+  const partBytes = partBytesFor(job.size, settings.streams);
+  const plan = new PartPlan(job.size, partBytes);
+  const connections = connectionsFor(job.size, partBytes, settings.streams);
   let failure: { cause: unknown } | undefined;
   const connection = async (first?: AsyncIterable<Uint8Array>): Promise<void> => {
     try {
@@ -191,7 +193,7 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
   try {
     // Started first, so the response already open at byte 0 gets the range that starts there.
     const leader = connection(job.first);
-    const further = Array.from({ length: settings.streams - 1 }, () =>
+    const further = Array.from({ length: connections - 1 }, () =>
       settings.pool === undefined
         ? connection()
         : // A wait the file no longer needs (every range taken) or that the stop ended is no failure.

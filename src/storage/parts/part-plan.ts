@@ -8,17 +8,27 @@ const mebibyte = 2 ** 20;
 /** Files smaller than this are fetched as one stream: a second connection costs more than it brings. */
 export const rangedThresholdBytes = 32 * mebibyte;
 
+/** The smallest range cut up front. */
+const minPartBytes = 4 * mebibyte;
+
 /** A range is never split below this: the request that fetches it would cost more than it saves. */
 const minStealBytes = 4 * mebibyte;
 
 /**
  * The size of the ranges a file of `size` bytes is cut into for `streams` connections: about four ranges per
- * connection (so a slow one holds up little), between 8 and 64 MiB, in whole MiB.
+ * connection (so a slow one holds up little), between 4 and 64 MiB, in whole MiB, and never so big that a connection
+ * would start with no range of its own (it would split one just asked for, and what that one's server already sent
+ * past the split is wasted).
  */
 export const partBytesFor = (size: number, streams: number): number => {
-  const quarter = Math.ceil(size / (streams * 4) / mebibyte) * mebibyte;
-  return Math.min(64 * mebibyte, Math.max(8 * mebibyte, quarter));
+  const inMebibytes = (bytes: number): number => Math.ceil(bytes / mebibyte) * mebibyte;
+  const quarter = Math.min(64 * mebibyte, Math.max(minPartBytes, inMebibytes(size / (streams * 4))));
+  return Math.max(minPartBytes, Math.min(quarter, Math.floor(size / streams / mebibyte) * mebibyte));
 };
+
+/** The connections worth opening for a file of `size` in ranges of `partBytes`: no more than there are ranges. */
+export const connectionsFor = (size: number, partBytes: number, streams: number): number =>
+  Math.max(1, Math.min(streams, Math.ceil(size / partBytes)));
 
 /** One range of the file: `[start, end)`. `next` is how far it is written; `end` may shrink when it is split. */
 export interface Part {

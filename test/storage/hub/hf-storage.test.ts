@@ -205,7 +205,7 @@ describe('hfStorage against the Hub stand-in', () => {
       }),
     );
     expect(error).toMatchObject({ kind: 'not-found', retryable: false });
-    expect(error.message).toContain('no file matches the selection allow=["*.gguf"]');
+    expect(error.message).toContain('the patterns allow=["*.gguf"] ignore=[] select none of its');
   });
 
   it('makes no request with HF_HUB_OFFLINE set', async () => {

@@ -1,14 +1,27 @@
 /** Tests of PartPlan: ranges cut to size, handed out in order, and the widest one split when none is queued. */
-import { partBytesFor, PartPlan, rangedThresholdBytes } from '../../../src/storage/parts/part-plan';
+import {
+  connectionsFor,
+  partBytesFor,
+  PartPlan,
+  rangedThresholdBytes,
+} from '../../../src/storage/parts/part-plan';
 
 const MiB = 2 ** 20;
 
 describe('partBytesFor', () => {
-  it('aims at four ranges per connection, in whole MiB, between 8 and 64 MiB', () => {
+  it('aims at four ranges per connection, in whole MiB, between 4 and 64 MiB', () => {
     expect(partBytesFor(1024 * MiB, 8)).toBe(32 * MiB);
-    expect(partBytesFor(rangedThresholdBytes, 8)).toBe(8 * MiB);
+    expect(partBytesFor(256 * MiB, 8)).toBe(8 * MiB);
     expect(partBytesFor(100 * 1024 * MiB, 8)).toBe(64 * MiB);
     expect(partBytesFor(1000 * MiB + 1, 8) % MiB).toBe(0);
+  });
+
+  it('gives every connection a range of its own from the start, and opens none without one', () => {
+    // 40 MiB over 8 connections: 10 ranges of 4 MiB, not 5 of 8 (three connections would split ranges just asked for).
+    expect(partBytesFor(40 * MiB, 8)).toBe(4 * MiB);
+    expect(connectionsFor(40 * MiB, 4 * MiB, 8)).toBe(8);
+    expect(partBytesFor(rangedThresholdBytes, 16)).toBe(4 * MiB);
+    expect(connectionsFor(rangedThresholdBytes, 4 * MiB, 16)).toBe(8);
   });
 });
 
