@@ -44,7 +44,7 @@ export class TransferGuard {
   private sinceTick = 0;
   private readonly ticks: number[] = [];
   private slow: EffectError | undefined;
-  private reading = 0;
+  private streamsReading = 0;
   private stopTicking: () => void = () => undefined;
 
   constructor(private readonly options: TransferGuardOptions) {}
@@ -77,17 +77,31 @@ export class TransferGuard {
 
   /** `source`, counted: fails with `too-large` on the chunk that passes the cap, before handing it on. */
   async *count(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): AsyncGenerator<Uint8Array> {
-    const stopTicking = this.watchRate();
+    const stopReading = this.reading();
     try {
       for await (const chunk of source) {
-        if (this.slow !== undefined) throw this.slow;
-        this.sinceTick += chunk.byteLength;
-        this.counted(chunk.byteLength);
+        this.received(chunk.byteLength);
         yield chunk;
       }
     } finally {
-      stopTicking();
+      stopReading();
     }
+  }
+
+  /**
+   * `count` without a generator, for a reader that loops over its stream itself (ranged parts, where a layer per
+   * chunk costs more than the rest): call `reading()` when a stream starts (it returns the call for its end) and
+   * `received(n)` for each chunk, which throws as `count` would (too large, too slow).
+   */
+  reading(): () => void {
+    return this.watchRate();
+  }
+
+  /** See `reading`. */
+  received(bytes: number): void {
+    if (this.slow !== undefined) throw this.slow;
+    this.sinceTick += bytes;
+    this.counted(bytes);
   }
 
   private overCap(why: string): EffectError {
@@ -101,14 +115,14 @@ export class TransferGuard {
   private watchRate(): () => void {
     const rate = this.options.minRate;
     if (rate === undefined || rate.bytesPerSecond <= 0) return () => undefined;
-    if (this.reading++ === 0) {
+    if (this.streamsReading++ === 0) {
       this.ticks.length = 0;
       this.sinceTick = 0;
       const every = this.options.every ?? everyInterval;
       this.stopTicking = every(rate.windowMs / ticksPerWindow, () => this.tick(rate));
     }
     return () => {
-      if (--this.reading === 0) this.stopTicking();
+      if (--this.streamsReading === 0) this.stopTicking();
     };
   }
 

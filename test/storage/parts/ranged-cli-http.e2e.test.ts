@@ -72,7 +72,10 @@ describe('ranged http downloads on the real process', () => {
 
     await run.loaded('big');
 
-    expect(relay.peakActive).toBe(2);
+    // Two at once, and for a tick a third: the first GET's connection, dropped at its range's end, still drains what
+    // the relay had taken for it while its slot's next range starts on a new connection.
+    expect(relay.peakActive).toBeGreaterThanOrEqual(2);
+    expect(relay.peakActive).toBeLessThanOrEqual(3);
     expect(await compareFile(join(run.modelDir, 'big', 'weights.bin'), v1)).toBe('identical');
   });
 
