@@ -22,6 +22,7 @@ import { idleRestartSuite } from './idle-restart';
 import { initializerSuite } from './initializer';
 import { logRedactionSuite } from './log-redaction';
 import { manyModelsSuite } from './many-models';
+import { parallelDownloadSuite } from './parallel-download';
 import { proxySuite } from './proxy';
 import { s3DownloadSuite } from './s3-download';
 import { swapToLoadSuite } from './swap-to-load';
@@ -38,6 +39,7 @@ const suites: ReadonlyArray<Suite> = [
   httpResumeSuite,
   initializerSuite,
   s3DownloadSuite,
+  parallelDownloadSuite,
   swapToLoadSuite,
   addsThroughputSuite,
   logRedactionSuite,
