@@ -7,7 +7,7 @@ import type { Slots } from '../../core/slots';
 import { writeNewFile } from '../../fs';
 import { discardBody, isOk, responseStatusError } from '../../net';
 import { fetchInParts, type RangeReader } from '../parts/fetch-parts';
-import { rangedThresholdBytes } from '../parts/part-plan';
+import { partBytesFor, rangedThresholdBytes } from '../parts/part-plan';
 import type { TransferGuard } from '../transfer-guard';
 import { Attempt, httpGet, type GetSettings } from './http-get';
 import {
@@ -47,17 +47,36 @@ export interface SaveJob {
 /**
  * The size of a body worth fetching in ranges: a 200 of at least `rangedThresholdBytes` with a Content-Length, a
  * server that says it serves byte ranges (`Accept-Ranges: bytes`) and a validator every range can be pinned to
- * (a strong ETag or Last-Modified); undefined otherwise, and the body is read as one stream.
+ * (a strong ETag or Last-Modified), or the 206 of the first range asked for up front (`firstRangeOf`); undefined
+ * otherwise, and the body is read as one stream.
  */
 export const rangedSizeOf = (response: BodyResponse, streams: number): number | undefined => {
-  if (streams < 2 || response.status !== 200) return undefined;
-  const size = contentLengthOf(response.headers);
-  if (size === undefined || size < rangedThresholdBytes) return undefined;
-  if (!/(^|,)\s*bytes\s*(,|$)/i.test(headerOf(response.headers, 'accept-ranges') ?? '')) return undefined;
+  if (streams < 2 || validatorOf(response.headers) === undefined) return undefined;
   const encoding = headerOf(response.headers, 'content-encoding')?.trim().toLowerCase();
   if (encoding !== undefined && encoding !== '' && encoding !== 'identity') return undefined;
-  return validatorOf(response.headers) === undefined ? undefined : size;
+  if (response.status === 206) {
+    const range = contentRangeOf(response.headers);
+    const total = range?.total;
+    if (total === undefined || total < rangedThresholdBytes) return undefined;
+    return range?.first === 0 && range.last === Math.min(total, partBytesFor(total, streams)) - 1
+      ? total
+      : undefined;
+  }
+  if (response.status !== 200) return undefined;
+  const size = contentLengthOf(response.headers);
+  if (size === undefined || size < rangedThresholdBytes) return undefined;
+  return /(^|,)\s*bytes\s*(,|$)/i.test(headerOf(response.headers, 'accept-ranges') ?? '') ? size : undefined;
 };
+
+/**
+ * The `Range` to ask a file's first answer for, when its size is known before the GET (a listing said so) and it is
+ * worth parts: exactly the first range, so no byte of the answer is dropped at that range's end (a 200 of the
+ * whole file would be, with whatever the server had sent past it).
+ */
+const firstRangeOf = (size: number | undefined, streams: number): Readonly<Record<string, string>> =>
+  size === undefined || streams < 2 || size < rangedThresholdBytes
+    ? {}
+    : { range: `bytes=0-${Math.min(size, partBytesFor(size, streams)) - 1}` };
 
 // What a range can pick up from: the connection (undici's own errors), a stall, a server error. Never `changed`.
 const resumableKinds = new Set(['network', 'timeout', 'http-status']);
@@ -171,9 +190,16 @@ export const httpFileFetcher =
     const fetch = async (): Promise<void> => {
       const get = (extra: Readonly<Record<string, string>>, signal: AbortSignal) =>
         httpGet(request.url, settings, request.what, signal, request.headers, extra);
-      const response = await get({}, attempt.signal);
+      let response = await get(firstRangeOf(request.expectedSize, settings.streams), attempt.signal);
       if (!isOk(response)) throw await responseStatusError(request.what, response);
-      const announced = contentLengthOf(response.headers);
+      if (response.status === 206 && rangedSizeOf(response, settings.streams) === undefined) {
+        // A first range that cannot start parts (no validator to pin the rest to, another span): the whole file.
+        await discardBody(response);
+        response = await get({}, attempt.signal);
+        if (!isOk(response)) throw await responseStatusError(request.what, response);
+      }
+      const announced =
+        response.status === 206 ? contentRangeOf(response.headers)?.total : contentLengthOf(response.headers);
       if (
         request.expectedSize !== undefined &&
         announced !== undefined &&
