@@ -1,9 +1,8 @@
 /** hfStorage: the StorageProvider for `hf://<owner>/<model>[:<revision>]` — a Hugging Face Hub snapshot, every file from one commit. */
-import { setMaxListeners } from 'node:events';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import * as E from 'fp-ts/Either';
-import { permanentError, retryableError, toEffectError, type EffectError } from '../../core/errors';
+import { permanentError, retryableError, toEffectError } from '../../core/errors';
 import { selectionKey } from '../../core/file-selection';
 import { registerSecret } from '../../core/redact';
 import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
@@ -11,7 +10,7 @@ import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { forEachLimited, step } from '../../fs';
 import type { Network } from '../../net';
 import type { FetchHttpFile } from '../http/http-file';
-import { TransferGuard } from '../transfer-guard';
+import { modelTransfer } from '../model-transfer';
 import { trackProgress } from '../transfer-progress';
 import { listTree, pythonQuote, resolveCommit, type HubReach } from './hub-api';
 import { hubFileError, type HubFailure } from './hub-errors';
@@ -67,22 +66,8 @@ const download = async (
   }
   const { limits, endpoint, token } = settings;
   const failure: HubFailure = { repo, what, endpoint, withToken: token !== undefined };
-  const stop = new AbortController();
-  let stoppedBy: EffectError | undefined;
-  const stopWith = (error: EffectError): void => {
-    stoppedBy ??= error;
-    stop.abort(error);
-  };
-  const guard = new TransferGuard({
-    what,
-    maxBytes: limits.maxModelBytes,
-    minRate: limits.minRate,
-    onTooSlow: stopWith,
-    space: { dir: targetDir, check: limits.spaceCheck },
-  });
-  const jobSignal = AbortSignal.any([signal, stop.signal]);
-  // Each file in flight listens on it (its request, its parts, its write): more than Node's warning level.
-  setMaxListeners(8 + 8 * settings.concurrency, jobSignal);
+  const transfer = modelTransfer(what, targetDir, limits, signal, 8 * settings.concurrency);
+  const { guard, signal: jobSignal } = transfer;
   let tracker: { readonly stop: () => void } | undefined;
   try {
     // The revision first, then the tree at that commit and each file at it: a push meanwhile changes nothing.
@@ -121,13 +106,13 @@ const download = async (
         await fetchOne(file);
       } catch (cause) {
         const error = hubFileError(atCommit, commit.gated, file.path, toEffectError(cause));
-        stopWith(error);
+        transfer.stop(error);
         throw error;
       }
     });
   } catch (cause) {
     if (signal.aborted) throw retryableError('aborted', `${what}: aborted`, signal.reason);
-    throw stoppedBy ?? toEffectError(cause);
+    throw transfer.stoppedBy() ?? toEffectError(cause);
   } finally {
     tracker?.stop();
   }

@@ -1,10 +1,9 @@
 /** downloadObjects: every object a bucket prefix names into a model's staging dir — bounded, guarded, resumed after cuts; objectStoreStorage, the StorageProvider over it. */
 import { createHash, randomBytes } from 'node:crypto';
-import { setMaxListeners } from 'node:events';
 import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import * as E from 'fp-ts/Either';
-import { permanentError, retryableError, toEffectError, type EffectError } from '../../core/errors';
+import { permanentError, retryableError, toEffectError } from '../../core/errors';
 import { selectionKey, type FileSelection } from '../../core/file-selection';
 import type { Slots } from '../../core/slots';
 import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
@@ -13,7 +12,8 @@ import { rangedThresholdBytes } from '../parts/part-plan';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { consume, forEachLimited, fsError, step } from '../../fs';
-import { TransferGuard } from '../transfer-guard';
+import { modelTransfer } from '../model-transfer';
+import type { TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import { planObjects, type PlannedObject } from './plan-objects';
@@ -196,22 +196,8 @@ export const downloadObjects = async (
 ): Promise<void> => {
   const { concurrency, limits, maxResumes, streams } = { ...defaultObjectDownloadOptions, ...options };
   const what = `downloading ${location.display}`;
-  const stop = new AbortController();
-  let stoppedBy: EffectError | undefined;
-  const stopWith = (error: EffectError): void => {
-    stoppedBy ??= error;
-    stop.abort(error);
-  };
-  const guard = new TransferGuard({
-    what,
-    maxBytes: limits.maxModelBytes,
-    minRate: limits.minRate,
-    onTooSlow: stopWith,
-    space: { dir: targetDir, check: limits.spaceCheck },
-  });
-  const jobSignal = AbortSignal.any([signal, stop.signal]);
-  // Each object in flight listens on it (the read, the SDK's request, the write): more than Node's warning level.
-  setMaxListeners(8 + 4 * concurrency, jobSignal);
+  const transfer = modelTransfer(what, targetDir, limits, signal, 4 * concurrency);
+  const { guard, signal: jobSignal } = transfer;
   const job: Job = {
     client,
     location,
@@ -245,13 +231,13 @@ export const downloadObjects = async (
         const fetch = () => fetchObject(job, item.object, path.join(targetDir, item.path));
         await (job.pool === undefined ? fetch() : job.pool.use(job.signal, fetch));
       } catch (cause) {
-        stopWith(toEffectError(cause));
+        transfer.stop(toEffectError(cause));
         throw cause;
       }
     });
   } catch (cause) {
     if (signal.aborted) throw retryableError('aborted', `${what}: aborted`, signal.reason);
-    throw stoppedBy ?? toEffectError(cause);
+    throw transfer.stoppedBy() ?? toEffectError(cause);
   } finally {
     tracker?.stop();
   }

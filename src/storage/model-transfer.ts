@@ -1,0 +1,50 @@
+/**
+ * modelTransfer: one model's download over many streams at once (the objects of a bucket, the files of a Hub repo):
+ * one guard for all of them, one signal that the first failure or a rate below the minimum stops, and what stopped it.
+ */
+import { setMaxListeners } from 'node:events';
+import type { EffectError } from '../core/errors';
+import type { DownloadLimits } from './download-limits';
+import { TransferGuard } from './transfer-guard';
+
+/** The shared state of one model's streams. */
+export interface ModelTransfer {
+  /** Every byte of every stream passes it (the model cap, the minimum rate, the disk check). */
+  readonly guard: TransferGuard;
+  /** The caller's signal, aborted also by `stop`: every stream of the model runs on it. */
+  readonly signal: AbortSignal;
+  /** Stops every stream, to fail with `error` (the first failure wins). */
+  readonly stop: (error: EffectError) => void;
+  /** The error the transfer was stopped with, which says why better than what each stream then threw. */
+  readonly stoppedBy: () => EffectError | undefined;
+}
+
+/**
+ * The transfer of the model `what` into `targetDir` under `limits`, on `signal`; `listeners` is how many abort
+ * listeners its streams may add at once (each in flight listens with its request, its parts, its writes: more than
+ * Node's warning level of 10).
+ */
+export const modelTransfer = (
+  what: string,
+  targetDir: string,
+  limits: DownloadLimits,
+  signal: AbortSignal,
+  listeners: number,
+): ModelTransfer => {
+  const controller = new AbortController();
+  let stoppedBy: EffectError | undefined;
+  const stop = (error: EffectError): void => {
+    stoppedBy ??= error;
+    controller.abort(error);
+  };
+  const guard = new TransferGuard({
+    what,
+    maxBytes: limits.maxModelBytes,
+    minRate: limits.minRate,
+    onTooSlow: stop,
+    space: { dir: targetDir, check: limits.spaceCheck },
+  });
+  const combined = AbortSignal.any([signal, controller.signal]);
+  setMaxListeners(8 + listeners, combined);
+  return { guard, signal: combined, stop, stoppedBy: () => stoppedBy };
+};
