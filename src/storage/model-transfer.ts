@@ -3,7 +3,7 @@
  * one guard for all of them, one signal that the first failure or a rate below the minimum stops, and what stopped it.
  */
 import { setMaxListeners } from 'node:events';
-import type { EffectError } from '../core/errors';
+import { retryableError, toEffectError, type EffectError } from '../core/errors';
 import type { DownloadLimits } from './download-limits';
 import { TransferGuard } from './transfer-guard';
 
@@ -15,8 +15,11 @@ export interface ModelTransfer {
   readonly signal: AbortSignal;
   /** Stops every stream, to fail with `error` (the first failure wins). */
   readonly stop: (error: EffectError) => void;
-  /** The error the transfer was stopped with, which says why better than what each stream then threw. */
-  readonly stoppedBy: () => EffectError | undefined;
+  /**
+   * The EffectError the download fails with, given what reached its catch: `aborted` when the caller aborted, else
+   * the error the transfer was stopped with (it says why better than what each stream then threw), else `cause`.
+   */
+  readonly failure: (cause: unknown) => EffectError;
 }
 
 /**
@@ -46,5 +49,9 @@ export const modelTransfer = (
   });
   const combined = AbortSignal.any([signal, controller.signal]);
   setMaxListeners(8 + listeners, combined);
-  return { guard, signal: combined, stop, stoppedBy: () => stoppedBy };
+  const failure = (cause: unknown): EffectError => {
+    if (signal.aborted) return retryableError('aborted', `${what}: aborted`, signal.reason);
+    return stoppedBy ?? toEffectError(cause);
+  };
+  return { guard, signal: combined, stop, failure };
 };

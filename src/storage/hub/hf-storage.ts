@@ -2,7 +2,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import * as E from 'fp-ts/Either';
-import { permanentError, retryableError, toEffectError } from '../../core/errors';
+import { permanentError, toEffectError } from '../../core/errors';
 import { selectionKey } from '../../core/file-selection';
 import { registerSecret } from '../../core/redact';
 import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
@@ -111,8 +111,7 @@ const download = async (
       }
     });
   } catch (cause) {
-    if (signal.aborted) throw retryableError('aborted', `${what}: aborted`, signal.reason);
-    throw transfer.stoppedBy() ?? toEffectError(cause);
+    throw transfer.failure(cause);
   } finally {
     tracker?.stop();
   }

@@ -236,8 +236,7 @@ export const downloadObjects = async (
       }
     });
   } catch (cause) {
-    if (signal.aborted) throw retryableError('aborted', `${what}: aborted`, signal.reason);
-    throw transfer.stoppedBy() ?? toEffectError(cause);
+    throw transfer.failure(cause);
   } finally {
     tracker?.stop();
   }
