@@ -9,9 +9,10 @@ import {
 const MiB = 2 ** 20;
 
 describe('partBytesFor', () => {
-  it('aims at four ranges per connection, in whole MiB, between 4 and 64 MiB', () => {
-    expect(partBytesFor(1024 * MiB, 8)).toBe(32 * MiB);
-    expect(partBytesFor(256 * MiB, 8)).toBe(8 * MiB);
+  it('aims at two ranges per connection, in whole MiB, between 4 and 64 MiB', () => {
+    expect(partBytesFor(1024 * MiB, 8)).toBe(64 * MiB);
+    expect(partBytesFor(256 * MiB, 8)).toBe(16 * MiB);
+    expect(partBytesFor(64 * MiB, 8)).toBe(4 * MiB);
     expect(partBytesFor(100 * 1024 * MiB, 8)).toBe(64 * MiB);
     expect(partBytesFor(1000 * MiB + 1, 8) % MiB).toBe(0);
   });
