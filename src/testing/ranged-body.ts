@@ -14,6 +14,8 @@ export interface RangedBodyOptions {
   /** false: ignore Range headers and always send the whole body with 200 (a server without range support). */
   readonly ranges?: boolean;
   readonly contentType?: string;
+  /** Each answer is sent at most this fast, as a cloud store caps one connection (default: as fast as it drains). */
+  readonly bytesPerSecond?: number;
 }
 
 /** One request the handler answered. */
@@ -65,7 +67,7 @@ const rangeOf = (header: string | undefined, size: number): { start: number; end
 };
 
 /**
- * Serves `options.size` bytes of a repeated block as fast as the client drains them, honouring `Range: bytes=n-` and
+ * Serves `options.size` bytes of a repeated block as fast as the client drains them (or `bytesPerSecond`), honouring `Range: bytes=n-` and
  * `bytes=n-m`
  * when `If-Range` (if sent) matches the current ETag or Last-Modified, and dropping the connection at the offsets
  * given to `cutAt`: a storage server whose transfers break and resume.
@@ -99,8 +101,16 @@ export const rangedBody = (options: RangedBodyOptions): RangedBody => {
     const cut = cutIndex === -1 ? undefined : cuts.splice(cutIndex, 1)[0];
     const end = cut ?? stop;
     let at = start;
+    const answerStarted = performance.now();
     const pump = (): void => {
       while (at < end && !response.destroyed) {
+        const dueMs =
+          options.bytesPerSecond === undefined ? 0 : ((at - start) / options.bytesPerSecond) * 1000;
+        const aheadMs = dueMs - (performance.now() - answerStarted);
+        if (aheadMs > 0) {
+          setTimeout(pump, aheadMs);
+          return;
+        }
         const next = Math.min(end, at + block.length);
         const chunk = repeatedSlice(block, at, next);
         sent += chunk.byteLength;

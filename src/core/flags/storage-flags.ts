@@ -94,7 +94,7 @@ export const storageFlags = {
     arg: 'n',
     env: 'MODELSYNC_DOWNLOAD_STREAMS',
     default: '8',
-    help: 'connections one big file (32 MiB or more, from a store that serves ranges) is fetched over, as ranged parts written in place; 1 = one stream',
+    help: 'connections one big file (32 MiB or more, from a store that serves ranges) is fetched over, as ranged parts written in place (one, when the first alone brings 6 MiB in its first 60 ms); 1 = one stream',
     codec: integerIn('DownloadStreams', 1, 64),
   },
   maxDownloadStreams: {

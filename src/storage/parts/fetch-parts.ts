@@ -9,6 +9,7 @@ import { retryableError } from '../../core/errors';
 import type { Slots } from '../../core/slots';
 import { fsError, step } from '../../fs';
 import type { TransferGuard } from '../transfer-guard';
+import { BatchWriter } from './batch-writer';
 import { connectionsFor, partBytesFor, PartPlan, type Part } from './part-plan';
 
 /** The bytes `[start, end)` of the one version of the file the download is pinned to; fails `changed` otherwise. */
@@ -48,48 +49,39 @@ export interface PartsSettings {
   readonly maxResumes?: number;
   /** Told of each resume of a range, with the offset it starts from (for a log line). */
   readonly onResume?: (offset: number) => void;
+  /** When the first connection alone fetches the whole file (default `defaultOneStreamRule`; null: never). */
+  readonly oneStream?: OneStreamRule | null;
 }
 
-// Bytes gathered before one positional write: a write per socket read (64 KiB) costs a thread-pool round trip each.
-const writeBatchBytes = 2 ** 20;
-
-/** Writes `length` bytes of `buffer` whole at `position` (a positional write may write less than asked). */
-const writeAt = async (file: FileHandle, buffer: Buffer, length: number, position: number): Promise<void> => {
-  for (let done = 0; done < length;) {
-    const { bytesWritten } = await file.write(buffer, done, length - done, position + done);
-    done += bytesWritten;
-  }
-};
+// Each of a connection's two buffers: a write per socket read (64 KiB) would cost a thread-pool round trip each, and
+// two of these stay below the smallest range split off (4 MiB), so no byte buffered past a split is ever written.
+const batchBytes = 2 ** 19;
 
 /**
  * Writes `body` into `part` from `part.next` on until the body ends or the part's end (which shrinks when another
  * connection takes its second half: what the server sent past it is never counted or written); `part.next` is moved
  * only past bytes written, so a cut resumes exactly there, and bytes received before the body failed are still
- * written. Each chunk is copied into the connection's own `batch` buffer and written from there 1 MiB at a time:
- * the socket's chunk dies young (held for a batch, every chunk would outlive the young generation and wait for a
- * full collection), and one loop with no generator per chunk keeps the CPU for the bytes (measured: the GC took
- * 1.4 s of a 1 GiB download through generator layers and held chunks). Only the bytes written pass the guard.
+ * written. The chunks go through the connection's BatchWriter (two buffers, one written while the other fills), in
+ * one loop with no generator per chunk, which keeps the CPU for the bytes. Only the bytes written pass the guard.
  */
 const writePart = async (
   job: PartsJob,
   file: FileHandle,
   part: Part,
   body: AsyncIterable<Uint8Array>,
-  batch: Buffer,
+  buffers: readonly [Buffer, Buffer],
+  written: { bytes: number },
 ): Promise<void> => {
-  let filled = 0;
-  let writeFailed = false;
-  const flush = async (): Promise<void> => {
-    if (filled === 0) return;
-    const at = part.next;
-    writeFailed = true;
-    await writeAt(file, batch, filled, at).catch((cause: unknown) => {
-      throw fsError(`${job.what}: cannot write ${job.to}`, cause);
-    });
-    writeFailed = false;
-    part.next = at + filled;
-    filled = 0;
-  };
+  const writer = new BatchWriter(
+    file,
+    buffers,
+    part.next,
+    (end) => {
+      written.bytes += end - part.next;
+      part.next = end;
+    },
+    (cause) => fsError(`${job.what}: cannot write ${job.to}`, cause),
+  );
   const stopReading = job.guard.reading();
   try {
     let at = part.next;
@@ -98,19 +90,48 @@ const writePart = async (
       if (take <= 0) break;
       job.guard.received(take);
       at += take;
-      for (let copied = 0; copied < take;) {
-        const n = Math.min(take - copied, batch.byteLength - filled);
-        batch.set(chunk.subarray(copied, copied + n), filled);
-        filled += n;
-        copied += n;
-        if (filled === batch.byteLength) await flush();
-      }
+      await writer.add(take === chunk.byteLength ? chunk : chunk.subarray(0, take));
       // No break at the part's end: an answer of exactly these bytes ends by itself and keeps its connection alive
       // for the next range; only one that runs past it (the first GET's, a split range's) is dropped.
     }
   } finally {
     stopReading();
-    if (!writeFailed) await flush();
+    await writer.flush();
+  }
+};
+
+/** A first connection that writes `bytes` of its range within `withinMs` is enough on its own. */
+export interface OneStreamRule {
+  readonly bytes: number;
+  readonly withinMs: number;
+}
+
+/**
+ * 6 MiB in 60 ms (105 MB/s): one connection that brings this much this soon is not held back by a per-connection cap,
+ * and more connections would only cost the client's CPU and disk (measured over loopback, 1 GiB on 2 cores: 8
+ * connections 2.77-3.51 s, one 2.00-2.43 s; one loopback connection wrote 7.5-12.5 MiB in its first 60 ms, one
+ * through a relay of 40 MB/s a connection 2.5 MiB). A cloud store's connection carries tens of MB/s, slower still in
+ * TCP's slow start. The wait costs a capped download those 60 ms before its other connections open.
+ */
+export const defaultOneStreamRule: OneStreamRule = { bytes: 6 * 2 ** 20, withinMs: 60 };
+
+/** Resolves true when the leader wrote `rule.bytes` within `rule.withinMs` (and is still at work). */
+const leaderIsEnough = async (
+  leader: Promise<void>,
+  written: { readonly bytes: number },
+  rule: OneStreamRule,
+  signal: AbortSignal,
+): Promise<boolean> => {
+  const started = performance.now();
+  let done = false;
+  void leader.finally(() => (done = true));
+  // Polled: a few wake-ups at most, where a hook in every write would cost each byte of every file.
+  const pollMs = Math.max(1, Math.min(5, rule.withinMs / 10));
+  for (;;) {
+    if (done || signal.aborted) return false;
+    if (written.bytes >= rule.bytes) return true;
+    if (performance.now() - started >= rule.withinMs) return false;
+    await sleep(pollMs, undefined, { ref: false });
   }
 };
 
@@ -122,15 +143,30 @@ const fetchPart = async (
   part: Part,
   signal: AbortSignal,
   first: AsyncIterable<Uint8Array> | undefined,
-  batch: Buffer,
+  buffers: readonly [Buffer, Buffer],
+  written: { bytes: number },
 ): Promise<void> => {
   const maxResumes = settings.maxResumes ?? 3;
   let body = first;
   for (let idle = 0; ;) {
     const before = part.next;
+    // The first GET's body runs to the file's end; a ranged read to the part's end as it is now.
+    const askedEnd = body === undefined ? part.end : job.size;
     try {
-      await writePart(job, file, part, body ?? (await job.read(part.next, part.end, signal)), batch);
+      await writePart(
+        job,
+        file,
+        part,
+        body ?? (await job.read(part.next, part.end, signal)),
+        buffers,
+        written,
+      );
       if (part.next >= part.end) return;
+      // The part grew while it was read (extendToEnd): no failure, the next read asks for the rest.
+      if (part.next >= askedEnd) {
+        body = undefined;
+        continue;
+      }
       throw retryableError(
         'network',
         `${job.what}: bytes ${part.start}-${part.end - 1} ended after ${part.next - part.start} bytes`,
@@ -165,12 +201,14 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
   const plan = new PartPlan(job.size, partBytes);
   const connections = connectionsFor(job.size, partBytes, settings.streams);
   let failure: { cause: unknown } | undefined;
+  // Bytes written by every connection: while the first works alone, what it brought.
+  const written = { bytes: 0 };
   const connection = async (first?: AsyncIterable<Uint8Array>): Promise<void> => {
-    // One buffer per connection for all its ranges: allocated outside V8's heap pool, reused for every batch.
-    const batch = Buffer.allocUnsafeSlow(writeBatchBytes);
+    // Two buffers per connection for all its ranges: allocated outside V8's heap pool, reused for every batch.
+    const buffers = [Buffer.allocUnsafeSlow(batchBytes), Buffer.allocUnsafeSlow(batchBytes)] as const;
     try {
       for (let part = plan.take(); part !== undefined && failure === undefined; part = plan.take()) {
-        await fetchPart(job, settings, file, part, signal, first, batch);
+        await fetchPart(job, settings, file, part, signal, first, buffers, written);
         first = undefined;
         plan.finished(part);
       }
@@ -182,7 +220,11 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
   try {
     // Started first, so the response already open at byte 0 gets the range that starts there.
     const leader = connection(job.first);
-    const further = Array.from({ length: connections - 1 }, () =>
+    const rule = settings.oneStream === undefined ? defaultOneStreamRule : settings.oneStream;
+    const oneIsEnough =
+      connections > 1 && rule !== null && (await leaderIsEnough(leader, written, rule, signal));
+    if (oneIsEnough) plan.extendToEnd();
+    const further = Array.from({ length: oneIsEnough ? 0 : connections - 1 }, () =>
       settings.pool === undefined
         ? connection()
         : // A wait the file no longer needs (every range taken) or that the stop ended is no failure.

@@ -51,6 +51,8 @@ export class MemoryStore {
     readonly bucket = 'models',
     private readonly pageSize = 2,
     private readonly chunkSize = 1024,
+    /** Each read's body is served at most this fast, as a cloud store caps one connection (default: at once). */
+    private readonly bytesPerSecond?: number,
   ) {}
 
   /** Stores `data` at `key` with a new version. */
@@ -150,8 +152,14 @@ export class MemoryStore {
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     try {
       if (this.gate !== undefined) await Promise.race([this.gate, aborted(signal)]);
+      const started = performance.now();
       for (let at = offset; at < data.length; at += this.chunkSize) {
         signal.throwIfAborted();
+        const aheadMs =
+          this.bytesPerSecond === undefined
+            ? 0
+            : ((at - offset) / this.bytesPerSecond) * 1000 - (performance.now() - started);
+        if (aheadMs > 0) await new Promise((resolve) => setTimeout(resolve, aheadMs));
         const end = Math.min(at + this.chunkSize, data.length, cutAt ?? data.length);
         if (end > at) yield data.subarray(at, end);
         if (cutAt !== undefined && end >= cutAt) {

@@ -4,6 +4,7 @@
  * changed mid-way fetched again whole, and the one-stream path for servers without ranges or validators.
  */
 import { join } from 'node:path';
+import { partBytesFor } from '../../../src/storage/parts/part-plan';
 import { rangedBody, type RangedBody, type RangedBodyOptions } from '../../../src/testing/ranged-body';
 import { killAllCli } from '../../helpers/cli-process';
 import { listTree } from '../../helpers/file-tree';
@@ -27,9 +28,9 @@ const serve = useHttpServers();
 const relayTo = useMeteredRelays();
 const runs = useSyncRuns();
 
-// 64 MiB with 8 streams: 8 ranges of 8 MiB (partBytesFor), one per connection.
+// 64 MiB with 8 streams: 16 ranges of 4 MiB (partBytesFor), two per connection.
 const size = 64 * mebibyte;
-const rangeBytes = 8 * mebibyte;
+const rangeBytes = partBytesFor(size, 8);
 let v1: Buffer;
 let v2: Buffer;
 beforeAll(() => {
@@ -89,13 +90,13 @@ describe('ranged http downloads on the real process', () => {
     'resumes a range cut mid-way (%s) from its last written byte, the others untouched',
     async (_what, which) => {
       const { relay, uri } = await serveBodies([{ size, block: v1 }], 20e6);
-      const cut = relay.cut({ afterBytes: 4 * mebibyte, request: which });
+      const cut = relay.cut({ afterBytes: rangeBytes / 2, request: which });
       const run = await runs.start(tmp.path, { models: { big: uri }, flags: { 'download-streams': 8 } });
 
       const made = await cut;
       await run.loaded('big');
 
-      expect(made.bodyBytes).toBeGreaterThan(3 * mebibyte);
+      expect(made.bodyBytes).toBeGreaterThan(rangeBytes / 4);
       // One read picks up right after the bytes the cut response delivered; none asks for any of them again.
       const first = made.request?.range?.first ?? 0;
       expect(afterCut(relay.requests, made)).toEqual({
@@ -139,7 +140,8 @@ describe('ranged http downloads on the real process', () => {
     use(1);
 
     await run.cli.waitForLog((log) => log.msg === 'model step failed; retrying', 20_000);
-    relay.setRate(null);
+    // Faster, still held per connection as a store holds it: the retry is in ranges too.
+    relay.setRate(50e6);
     await run.loaded('big');
 
     const [retrying] = logsOf(run.cli, 'big', 'model step failed; retrying');
@@ -157,7 +159,8 @@ describe('ranged http downloads on the real process', () => {
     const retryAt = plainGets[1]!;
     expect(relay.requests.slice(requestsBeforeChange, retryAt).some((r) => r.range !== undefined)).toBe(true);
     const retried = relay.requests.slice(retryAt + 1).map((request) => request.range);
-    expect(coverage([{ first: 0, last: rangeBytes - 1 }, ...retried], size)).toEqual([[0, size - 1]]);
+    const firstRange = { first: 0, last: partBytesFor(size, 2) - 1 };
+    expect(coverage([firstRange, ...retried], size)).toEqual([[0, size - 1]]);
     expect(await compareFile(join(run.modelDir, 'big', 'weights.bin'), v2)).toBe('identical');
     expect((await listTree(run.modelDir)).filter((entry) => entry.includes('.tmp-'))).toEqual([]);
   });
@@ -182,7 +185,7 @@ describe('ranged http downloads on the real process', () => {
 
   it('fetches ranges pinned to Last-Modified when the server sends no ETag', async () => {
     const lastModified = 'Tue, 01 Dec 2026 10:00:00 GMT';
-    const { relay, uri, served } = await serveBodies([{ size, block: v1, etag: null, lastModified }], null);
+    const { relay, uri, served } = await serveBodies([{ size, block: v1, etag: null, lastModified }], 20e6);
     const run = await runs.start(tmp.path, { models: { big: uri }, flags: { 'download-streams': 8 } });
 
     await run.loaded('big');

@@ -4,6 +4,7 @@
  * alone, an object replaced mid-way fetched again whole, and one GET per object with `--download-streams 1`.
  */
 import { join } from 'node:path';
+import { partBytesFor } from '../../../src/storage/parts/part-plan';
 import { startGcsStandIn, type GcsStandIn } from '../../../src/testing/gcs-stand-in';
 import { useAzurite } from '../../helpers/azurite';
 import { killAllCli, type CliFlags } from '../../helpers/cli-process';
@@ -28,12 +29,12 @@ const relayTo = useMeteredRelays();
 const runs = useSyncRuns();
 const azurite = useAzurite();
 
-// 40 MiB: 5 ranges of 8 MiB with 2 streams (partBytesFor); the cut object, 64 MiB: 8 of 8 MiB with 8 streams, one
+// 40 MiB: 4 ranges of 10 MiB with 2 streams (partBytesFor); the cut object, 64 MiB: 16 of 4 MiB with 8 streams, two
 // per connection, so none is split at the start (a split range's owner reads a little past its new end). Azurite
 // keeps every version in memory.
 const size = 40 * mebibyte;
 const cutSize = 64 * mebibyte;
-const rangeBytes = 8 * mebibyte;
+const rangeBytes = partBytesFor(cutSize, 8);
 let v1: Buffer;
 let v2: Buffer;
 let cutV1: Buffer;
@@ -136,9 +137,9 @@ describe.each(stores)('ranged downloads from $name on the real process', (store)
   it('resumes a range cut mid-way from its last written byte, the other ranges untouched', async () => {
     await store.put('cut/weights.bin', cutV1);
     const relay = await relayTo(store.port(), { bytesPerSecond: 10e6 });
-    // The answer to a read of a range past the first is cut after 4 MiB.
+    // The answer to a read of a range past the first is cut half-way.
     const cut = relay.cut({
-      afterBytes: 4 * mebibyte,
+      afterBytes: rangeBytes / 2,
       request: (request) => (request.range?.first ?? 0) > 0,
     });
     const run = await startRun(relay, { cut: 'cut' }, 8);
@@ -146,7 +147,7 @@ describe.each(stores)('ranged downloads from $name on the real process', (store)
     const made = await cut;
     await run.loaded('cut');
 
-    expect(made.bodyBytes).toBeGreaterThan(3 * mebibyte);
+    expect(made.bodyBytes).toBeGreaterThan(rangeBytes / 4);
     // One read picks up right after the bytes the cut response delivered; none asks for any of them again.
     const { first } = made.request!.range!;
     expect(afterCut(readsOf(relay, 'cut/weights.bin'), made)).toEqual({
@@ -167,7 +168,7 @@ describe.each(stores)('ranged downloads from $name on the real process', (store)
 
   it('fails the attempt `changed` when the object is replaced mid-way and loads the new one, fetched whole', async () => {
     await store.put('moving/weights.bin', v1);
-    // Two streams at 5 MB/s each: the five ranges are asked for over about 3 s, the last well after the change.
+    // Two streams at 5 MB/s each: the four ranges are asked for over about 2 s, the last two after the change.
     const relay = await relayTo(store.port(), { bytesPerSecond: 5e6 });
     const run = await startRun(relay, { moving: 'moving' }, 2);
     await relay.whenRelayed(10 * mebibyte);

@@ -1,0 +1,111 @@
+/** Tests of BatchWriter: bytes land in place through two buffers, one written while the other fills, failures kept. */
+import { open, readFile, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { BatchWriter } from '../../../src/storage/parts/batch-writer';
+import { useTempDir } from '../../helpers/temp-dir';
+
+const buffers = (bytes: number) => [Buffer.alloc(bytes), Buffer.alloc(bytes)] as const;
+const asWriteError = (cause: unknown) => new Error(`cannot write: ${String(cause)}`);
+
+interface HeldWrite {
+  readonly position: number;
+  readonly bytes: Buffer;
+  finish(): void;
+  fail(cause: Error): void;
+}
+
+/** A FileHandle whose writes wait until the test finishes or fails them, one by one. */
+const heldFile = () => {
+  const writes: HeldWrite[] = [];
+  const file = {
+    write: (buffer: Buffer, offset: number, length: number, position: number) =>
+      new Promise<{ bytesWritten: number }>((resolve, reject) => {
+        writes.push({
+          position,
+          bytes: Buffer.from(buffer.subarray(offset, offset + length)),
+          finish: () => resolve({ bytesWritten: length }),
+          fail: reject,
+        });
+      }),
+  } as unknown as FileHandle;
+  return { file, writes };
+};
+
+/** Lets the writer's promise callbacks run. */
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('BatchWriter', () => {
+  const dir = useTempDir('batch-writer');
+
+  it('writes consecutive chunks in place from its offset, across buffers, telling each contiguous end', async () => {
+    const file = await open(path.join(dir.path, 'model.bin'), 'w+');
+    const ends: number[] = [];
+    const writer = new BatchWriter(file, buffers(4), 3, (end) => ends.push(end), asWriteError);
+    try {
+      for (const chunk of ['abc', 'defgh', 'i', 'jklmnopq']) await writer.add(Buffer.from(chunk));
+      await writer.flush();
+    } finally {
+      await file.close();
+    }
+    expect((await readFile(path.join(dir.path, 'model.bin'))).subarray(3).toString()).toBe(
+      'abcdefghijklmnopq',
+    );
+    expect(ends).toEqual([7, 11, 15, 19, 20]);
+  });
+
+  it('keeps filling the other buffer while a write runs, and waits only when both are taken', async () => {
+    const { file, writes } = heldFile();
+    const ends: number[] = [];
+    const writer = new BatchWriter(file, buffers(4), 0, (end) => ends.push(end), asWriteError);
+    await writer.add(Buffer.from('abcd'));
+    expect(writes).toHaveLength(1);
+    // The first buffer is being written: the second one takes these without waiting.
+    await writer.add(Buffer.from('efg'));
+    let third = false;
+    const adding = writer.add(Buffer.from('hij')).then(() => (third = true));
+    await settle();
+    expect(third).toBe(false);
+    expect(writes).toHaveLength(1);
+    writes[0]!.finish();
+    await adding;
+    expect(ends).toEqual([4]);
+    expect(writes.map((w) => [w.position, w.bytes.toString()])).toEqual([
+      [0, 'abcd'],
+      [4, 'efgh'],
+    ]);
+    writes[1]!.finish();
+    const flushing = writer.flush();
+    await settle();
+    writes[2]!.finish();
+    await flushing;
+    expect(writes[2]!.bytes.toString()).toBe('ij');
+    expect(ends).toEqual([4, 8, 10]);
+  });
+
+  it('throws the first failed write as its error, from the next add or the flush, and writes nothing after it', async () => {
+    const { file, writes } = heldFile();
+    const ends: number[] = [];
+    const writer = new BatchWriter(file, buffers(2), 0, (end) => ends.push(end), asWriteError);
+    await writer.add(Buffer.from('ab'));
+    writes[0]!.fail(new Error('ENOSPC'));
+    await writer.add(Buffer.from('c'));
+    await expect(writer.add(Buffer.from('d'))).rejects.toThrow('cannot write: Error: ENOSPC');
+    await expect(writer.flush()).rejects.toThrow('cannot write: Error: ENOSPC');
+    expect(writes).toHaveLength(1);
+    expect(ends).toEqual([]);
+  });
+
+  it('writes a partly filled buffer on flush, so a resume after a cut starts at the next unwritten byte', async () => {
+    const file = await open(path.join(dir.path, 'cut.bin'), 'w+');
+    let next = 0;
+    const writer = new BatchWriter(file, buffers(8), 0, (end) => (next = end), asWriteError);
+    try {
+      await writer.add(Buffer.from('0123456789'));
+      await writer.flush();
+    } finally {
+      await file.close();
+    }
+    expect(next).toBe(10);
+    expect((await readFile(path.join(dir.path, 'cut.bin'))).toString()).toBe('0123456789');
+  });
+});
