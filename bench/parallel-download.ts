@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { partBytesFor } from '../src/storage/parts/part-plan';
 import { startS3Server } from '../test/helpers/s3-server';
+import { notesOf } from './parallel-notes';
 import * as peers from './parallel-peers';
 import type { AgentRun, Download, FileSource, Timed } from './parallel-peers';
 import { curlSpeeds, forkRelay, type RelayProcess } from './relay';
@@ -127,6 +128,21 @@ const loopbackRow = async (bench: Bench): Promise<void> => {
   bench.checks.push(atLeast(name, ratio, minSingleStreamShare));
 };
 
+/** The relay's calibration: `curl -r` of the first `bytes` over one connection, then over 8 at once. */
+const calibrationRows = async (bench: Bench, url: string, bytes: number): Promise<void> => {
+  for (const streams of [1, 8]) {
+    const speeds = await curlSpeeds(url, streams, bytes);
+    const [medianMBps, totalMBps] = [summarize(speeds).median, round3(speeds.reduce((a, b) => a + b, 0))];
+    bench.rows.push({
+      row: 'relay calibration',
+      tool: `curl x${streams}`,
+      runs: streams,
+      medianMBps,
+      totalMBps,
+    });
+  }
+};
+
 /** The fixed cost in every modelsync figure: start → load request of a 1 MiB model over loopback. */
 const startUpRow = async (bench: Bench): Promise<void> => {
   const dir = path.join(bench.root, 'start-up');
@@ -223,6 +239,33 @@ const dedupRow = async ({ root, objectBytes, httpRelay, rows, checks }: Bench): 
   });
 };
 
+/**
+ * Row 2: the same over S3, s3rver holding the file behind a relay of its own. Started for this row and stopped after
+ * it, so that no other row runs beside an idle s3rver and the copy just written into it.
+ */
+const s3Row = async (bench: Bench): Promise<void> => {
+  const s3 = await startS3Server();
+  const s3Relay = await relayTo(s3.port);
+  try {
+    await s3.createBucket('bench');
+    await s3.put('bench', { 'model.bin': readFileSync(path.join(bench.root, 'model.bin')) });
+    const s3Endpoint = `http://127.0.0.1:${s3Relay.port}`;
+    const s3Args = ['--s3-endpoint', s3Endpoint, '--s3-addressing', 'path', '--s3-region', 'us-east-1'];
+    const s3Env = {
+      AWS_ACCESS_KEY_ID: s3.keys.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: s3.keys.secretAccessKey,
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    };
+    await peerRow(bench, 'S3 via relay', s3Relay, [
+      ['modelsync', agent('s3://bench/model.bin', { args: s3Args, env: s3Env })],
+      ['aria2c', (dir) => peers.aria2c(`${s3Endpoint}/bench/model.bin`, dir)],
+      ['rclone', (dir) => peers.rclone({ s3: { endpoint: s3Endpoint, ...s3.keys }, bucket: 'bench' }, dir)],
+    ]);
+  } finally {
+    await Promise.all([s3Relay.close(), s3.close()]);
+  }
+};
+
 /** The parallel-download suite. */
 export const parallelDownloadSuite: Suite = {
   name: 'parallel-download',
@@ -241,78 +284,27 @@ export const parallelDownloadSuite: Suite = {
     const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-parallel-'));
     peers.writeSource(path.join(root, 'model.bin'), objectBytes);
     const source = await peers.startFileSource(path.join(root, 'model.bin'));
-    const s3 = await startS3Server();
-    const [httpRelay, s3Relay] = await Promise.all([source.port, s3.port].map(relayTo));
-    const bench: Bench = {
-      root,
-      objectBytes,
-      source,
-      httpRelay: httpRelay!,
-      rows: [],
-      checks: [],
-      notes: notesOf(objectBytes),
-    };
+    const httpRelay = await relayTo(source.port);
+    const notes = notesOf(objectBytes, { runsPerTool, perConnectionBytesPerSecond, totalBytesPerSecond });
+    const bench: Bench = { root, objectBytes, source, httpRelay, rows: [], checks: [], notes };
     try {
-      await s3.createBucket('bench');
-      await s3.put('bench', { 'model.bin': readFileSync(path.join(root, 'model.bin')) });
-      const httpUrl = `http://127.0.0.1:${httpRelay!.port}/model.bin`;
-      const s3Endpoint = `http://127.0.0.1:${s3Relay!.port}`;
-      for (const streams of [1, 8]) {
-        const speeds = await curlSpeeds(httpUrl, streams, calibrationBytes);
-        const [medianMBps, totalMBps] = [summarize(speeds).median, round3(speeds.reduce((a, b) => a + b, 0))];
-        bench.rows.push({
-          row: 'relay calibration',
-          tool: `curl x${streams}`,
-          runs: streams,
-          medianMBps,
-          totalMBps,
-        });
-      }
+      const httpUrl = `http://127.0.0.1:${httpRelay.port}/model.bin`;
+      await calibrationRows(bench, httpUrl, calibrationBytes);
       await startUpRow(bench);
-      await peerRow(bench, 'http via relay', httpRelay!, [
+      await peerRow(bench, 'http via relay', httpRelay, [
         ['modelsync', agent(httpUrl)],
         ['aria2c', (dir) => peers.aria2c(httpUrl, dir)],
         ['rclone', (dir) => peers.rclone({ httpBase: path.dirname(httpUrl) }, dir)],
       ]);
-      const s3Args = ['--s3-endpoint', s3Endpoint, '--s3-addressing', 'path', '--s3-region', 'us-east-1'];
-      const s3Env = {
-        AWS_ACCESS_KEY_ID: s3.keys.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: s3.keys.secretAccessKey,
-        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-      };
-      await peerRow(bench, 'S3 via relay', s3Relay!, [
-        ['modelsync', agent('s3://bench/model.bin', { args: s3Args, env: s3Env })],
-        ['aria2c', (dir) => peers.aria2c(`${s3Endpoint}/bench/model.bin`, dir)],
-        ['rclone', (dir) => peers.rclone({ s3: { endpoint: s3Endpoint, ...s3.keys }, bucket: 'bench' }, dir)],
-      ]);
+      await s3Row(bench);
       await loopbackRow(bench);
       await peakRssRow(bench, rssBytes);
       await cutRow(bench);
       await dedupRow(bench);
     } finally {
-      await Promise.all([httpRelay!.close(), s3Relay!.close(), source.close(), s3.close()]);
+      await Promise.all([httpRelay.close(), source.close()]);
       rmSync(root, { recursive: true, force: true });
     }
     return { rows: bench.rows, checks: bench.checks, notes: bench.notes };
   },
 };
-
-const notesOf = (objectBytes: number): string[] => [
-  `Times: modelsync from its spawn (node src/cli.js with the image's Node.js flags, sync mode, --log-level warn) to ` +
-    "the V2 stand-in's load request, so its start-up (the start-up row) is in every figure; aria2c and rclone " +
-    `from spawn to exit. MB/s = ${objectBytes} bytes / 10^6 / median seconds over ${runsPerTool} interleaved runs; ` +
-    'each copy is checked (size, and every MiB stamped with its index in its place). No fsync for any tool.',
-  `The relay (bench/relay.ts, a child process of its own) holds what each connection gets to ` +
-    `${perConnectionBytesPerSecond / 1e6} MB/s and all of them to ${totalBytesPerSecond / 1e6} MB/s (token ` +
-    'buckets refilled every 4 ms, the upstream paused when one is empty); MiBRelayed counts what it sent to ' +
-    'clients, headers included; connections is how many it accepted. The calibration rows are curl -r over it.',
-  'Peers: aria2c -x 8 -s 8 -k 1M --file-allocation=none (its default, prealloc, writes the file with zeros ' +
-    'first), and rclone copy --multi-thread-streams 8 --multi-thread-cutoff 1M (:http: with --http-url, and :s3: ' +
-    "with flags; over S3 rclone also checks the copy's MD5 against the ETag, part of its time). The ratio takes " +
-    'the faster of the two (median seconds). S3 is s3rver (signatures not checked); aria2c fetches its object by ' +
-    'plain URL.',
-  "Row 5 cuts the agent's second connection (its first ranged one) half a part in (as the plan sizes parts for 8 streams) " +
-    'and counts the bytes relayed; partMiB is the longest range the source answered in that run (the object ' +
-    "when it was fetched in one stream). An uncut download relays a few MiB over the object: the agent's first " +
-    'GET is a plain one whose body serves the first part and is dropped at its end, with bytes in flight.',
-];
