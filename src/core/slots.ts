@@ -61,3 +61,10 @@ export const createSlots = (capacity: number): Slots => {
     highWater: () => highWater,
   };
 };
+
+/** Runs `task` in one of `pool`'s slots (see `Slots.use`), or at once when there is no pool to bound it. */
+export const inSlot = <T>(
+  pool: Slots | undefined,
+  signal: AbortSignal | undefined,
+  task: () => Promise<T>,
+): Promise<T> => (pool === undefined ? task() : pool.use(signal, task));

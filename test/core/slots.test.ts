@@ -1,5 +1,5 @@
 /** Tests of createSlots: the abortable counting semaphore that bounds downloads and load calls. */
-import { createSlots } from '../../src/core/slots';
+import { createSlots, inSlot } from '../../src/core/slots';
 
 /** A task that runs until `finish` is called; `started` tells whether it began. */
 const task = <T>(value: T) => {
@@ -165,5 +165,28 @@ describe('createSlots', () => {
     burst.forEach((t) => t.finish());
     await Promise.all(burstRuns);
     expect(slots.highWater()).toBe(3);
+  });
+});
+
+describe('inSlot', () => {
+  it('runs the task in one of the pool’s slots, waiting while they are all taken', async () => {
+    const pool = createSlots(1);
+    const [first, second] = [task('a'), task('b')];
+    const runs = [inSlot(pool, live(), first.run), inSlot(pool, live(), second.run)];
+    await settle();
+    expect([first.started, second.started, pool.inUse()]).toEqual([true, false, 1]);
+    first.finish();
+    await settle();
+    expect(second.started).toBe(true);
+    second.finish();
+    expect(await Promise.all(runs)).toEqual(['a', 'b']);
+  });
+
+  it('runs the task at once when there is no pool', async () => {
+    const only = task(42);
+    const run = inSlot(undefined, live(), only.run);
+    expect(only.started).toBe(true);
+    only.finish();
+    expect(await run).toBe(42);
   });
 });

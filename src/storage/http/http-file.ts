@@ -3,7 +3,7 @@
  * connections when the server serves ranges of a big file, else as one resumable stream.
  */
 import { EffectError, retryableError } from '../../core/errors';
-import type { Slots } from '../../core/slots';
+import { inSlot, type Slots } from '../../core/slots';
 import { writeNewFile } from '../../fs';
 import { discardBody, isOk, responseStatusError } from '../../net';
 import { fetchInParts, type RangeReader } from '../parts/fetch-parts';
@@ -218,7 +218,7 @@ export const httpFileFetcher =
       );
     };
     try {
-      await (settings.pool === undefined ? fetch() : settings.pool.use(attempt.signal, fetch));
+      await inSlot(settings.pool, attempt.signal, fetch);
     } catch (cause) {
       throw attempt.failure(cause);
     } finally {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { hostKey } from '../../core/endpoint';
 import { permanentError } from '../../core/errors';
 import { fileFilter, selectedNone, selectionKey, selectsAll } from '../../core/file-selection';
-import type { Slots } from '../../core/slots';
+import { inSlot, type Slots } from '../../core/slots';
 import { redactUri } from '../../core/storage-uri';
 import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
 import { archiveFormatOf, extractStream, type ArchiveFormat } from '../archive/extract';
@@ -190,7 +190,7 @@ const download = async (
     });
   };
   try {
-    await (settings.pool === undefined ? fetch() : settings.pool.use(attempt.signal, fetch));
+    await inSlot(settings.pool, attempt.signal, fetch);
   } catch (cause) {
     throw attempt.failure(cause);
   } finally {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import * as E from 'fp-ts/Either';
 import { permanentError, retryableError, toEffectError } from '../../core/errors';
 import { selectionKey, type FileSelection } from '../../core/file-selection';
-import type { Slots } from '../../core/slots';
+import { inSlot, type Slots } from '../../core/slots';
 import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
 import { fetchInParts } from '../parts/fetch-parts';
 import { rangedThresholdBytes } from '../parts/part-plan';
@@ -229,7 +229,7 @@ export const downloadObjects = async (
     await forEachLimited(plan, concurrency, async (item) => {
       try {
         const fetch = () => fetchObject(job, item.object, path.join(targetDir, item.path));
-        await (job.pool === undefined ? fetch() : job.pool.use(job.signal, fetch));
+        await inSlot(job.pool, job.signal, fetch);
       } catch (cause) {
         transfer.stop(toEffectError(cause));
         throw cause;

@@ -6,7 +6,7 @@ import { setMaxListeners } from 'node:events';
 import { open, type FileHandle } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { retryableError } from '../../core/errors';
-import type { Slots } from '../../core/slots';
+import { inSlot, type Slots } from '../../core/slots';
 import { fsError, step } from '../../fs';
 import type { TransferGuard } from '../transfer-guard';
 import { BatchWriter } from './batch-writer';
@@ -224,11 +224,9 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
     const oneIsEnough =
       connections > 1 && rule !== null && (await leaderIsEnough(leader, written, rule, signal));
     if (oneIsEnough) plan.extendToEnd();
+    // A wait for a slot the file no longer needs (every range taken) or that the stop ended is no failure.
     const further = Array.from({ length: oneIsEnough ? 0 : connections - 1 }, () =>
-      settings.pool === undefined
-        ? connection()
-        : // A wait the file no longer needs (every range taken) or that the stop ended is no failure.
-          settings.pool.use(poolSignal, () => connection()).catch(() => undefined),
+      inSlot(settings.pool, poolSignal, connection).catch(() => undefined),
     );
     await leader;
     noMoreConnections.abort();
