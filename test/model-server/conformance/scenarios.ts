@@ -51,7 +51,7 @@ export const conformanceScenarios = (kind: RealServerKind, make: TargetFactory):
     at.configure({ m1: 'v1' });
     await at.startAgent();
     await at.serving({ m1: 1 });
-    // The server may answer inference a moment before the agent has the load call's answer and says so.
+    // The server answers inference once it has loaded; the agent says Loaded once its journal holds the load too.
     await at.until('m1 Loaded', async () => (await at.status('m1'))?.phase === 'Loaded');
     expect((await at.status('m1'))?.phase).toBe('Loaded');
   });
