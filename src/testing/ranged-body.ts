@@ -67,10 +67,9 @@ const rangeOf = (header: string | undefined, size: number): { start: number; end
 };
 
 /**
- * Serves `options.size` bytes of a repeated block as fast as the client drains them (or `bytesPerSecond`), honouring `Range: bytes=n-` and
- * `bytes=n-m`
- * when `If-Range` (if sent) matches the current ETag or Last-Modified, and dropping the connection at the offsets
- * given to `cutAt`: a storage server whose transfers break and resume.
+ * Serves `options.size` bytes of a repeated block as fast as the client drains them (or at `bytesPerSecond`),
+ * honouring `Range: bytes=n-` and `bytes=n-m` when `If-Range` (if sent) matches the current ETag or Last-Modified, and
+ * dropping the connection at the offsets given to `cutAt`: a storage server whose transfers break and resume.
  */
 export const rangedBody = (options: RangedBodyOptions): RangedBody => {
   const { size, lastModified } = options;

@@ -65,7 +65,7 @@ export class BatchWriter {
 
   /** Writes what is gathered and waits for every write; rejects with the first write's failure. */
   async flush(): Promise<void> {
-    if (this.failure === undefined && this.filled > 0) await this.startWrite();
+    if (this.filled > 0) await this.startWrite();
     await this.settled();
   }
 

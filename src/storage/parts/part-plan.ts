@@ -73,16 +73,16 @@ export class PartPlan {
 
   /**
    * The one range being fetched takes every range still queued (they follow it while one connection works alone),
-   * so that connection fetches the rest of the file in one read; false when there is no such one range.
+   * so that connection fetches the rest of the file in one read. Nothing changes when there is no such one range (the
+   * connection is between two): it then goes on range by range.
    */
-  extendToEnd(): boolean {
+  extendToEnd(): void {
     const [part, ...others] = this.active;
     const last = this.queued[this.queued.length - 1];
     if (part === undefined || others.length > 0 || last === undefined || this.queued[0]!.start !== part.end)
-      return false;
+      return;
     part.end = last.end;
     this.queued.length = 0;
-    return true;
   }
 
   /** `part` is written whole: it is no longer split. */
