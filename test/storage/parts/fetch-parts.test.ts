@@ -74,4 +74,25 @@ describe('fetchInParts', () => {
     expect(store.bodies.most).toBeGreaterThan(1);
     expect(store.reads.every(([start, end]) => end - start <= 5 * MiB)).toBe(true);
   });
+
+  it('opens them once half the wait has passed with the first one at under half the pace asked for', async () => {
+    // 12 MiB/s against a rule of 80 MiB in 2 s (40 MiB/s): after 1 s it has not half that pace, and cannot make it.
+    const store = memoryReads(5);
+    // When each read began while another body was open: the reads of the further connections.
+    const alongside: number[] = [];
+    const started = performance.now();
+    const read: PartsJob['read'] = (start, end, signal) => {
+      if (store.bodies.open > 0) alongside.push(performance.now() - started);
+      return store.read(start, end, signal);
+    };
+    await fetchInParts(job(read, 'early.bin'), {
+      streams: 4,
+      oneStream: { bytes: 2 * size, withinMs: 2_000 },
+    });
+    expect((await readFile(path.join(tmp.path, 'early.bin'))).equals(data)).toBe(true);
+    expect(store.bodies.most).toBeGreaterThan(1);
+    // The second connection's first read: after half the window, well before its end.
+    expect(alongside[0]).toBeGreaterThanOrEqual(1_000);
+    expect(alongside[0]).toBeLessThan(1_800);
+  });
 });
