@@ -29,6 +29,11 @@ const sizes = {
   quick: { objectBytes: 192 * MiB, rssBytes: 192 * MiB, calibrationBytes: 64 * MiB },
 };
 const runsPerTool = 3;
+/**
+ * Over loopback the two figures differ by a few percent and a run by up to 20 % (1.61-1.94 s, this machine, one
+ * run of the suite): five each, so that a median is not one lucky or unlucky run.
+ */
+const loopbackRuns = 5;
 const agentTimeoutMs = 600_000;
 /** The targets of issue 19. */
 const minPeerShare = 0.9;
@@ -79,9 +84,10 @@ const compareRow = async (
   row: string,
   relay: RelayProcess | undefined,
   tools: ReadonlyArray<readonly [string, (dir: string) => Promise<Timed>]>,
+  rounds = runsPerTool,
 ): Promise<Map<string, number>> => {
   console.log(`  ${row}`);
-  const runs = await peers.compare(runsPerTool, bench.root, bench.objectBytes, relay, tools);
+  const runs = await peers.compare(rounds, bench.root, bench.objectBytes, relay, tools);
   const medians = new Map<string, number>();
   for (const [tool, downloads] of runs) {
     const figures = figuresOf(bench.objectBytes, downloads);
@@ -119,10 +125,16 @@ const loopbackRow = async (bench: Bench): Promise<void> => {
   const hasFlag = peers.agentHasFlag('--download-streams');
   if (!hasFlag)
     bench.notes.push('The agent has no --download-streams yet: row 3 compares its default with itself.');
-  const medians = await compareRow(bench, 'uncapped loopback', undefined, [
-    ['modelsync', agent(bench.source.url)],
-    ['modelsync, 1 stream', agent(bench.source.url, { args: hasFlag ? ['--download-streams', '1'] : [] })],
-  ]);
+  const medians = await compareRow(
+    bench,
+    'uncapped loopback',
+    undefined,
+    [
+      ['modelsync', agent(bench.source.url)],
+      ['modelsync, 1 stream', agent(bench.source.url, { args: hasFlag ? ['--download-streams', '1'] : [] })],
+    ],
+    loopbackRuns,
+  );
   const ratio = round3(medians.get('modelsync, 1 stream')! / medians.get('modelsync')!);
   const name = `P8 uncapped loopback: modelsync ≥ ${minSingleStreamShare}x its own single stream (--download-streams 1)`;
   bench.checks.push(atLeast(name, ratio, minSingleStreamShare));
