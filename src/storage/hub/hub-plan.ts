@@ -1,7 +1,7 @@
 /** planHubFiles: which files of a Hub tree are fetched and where each lands in the model dir — decided before any byte is fetched. */
 import { permanentError, type EffectError } from '../../core/errors';
 import { fileFilter, selectedNone, type FileSelection } from '../../core/file-selection';
-import { entryPathOf } from '../archive/guard';
+import { placedPaths } from '../placed-paths';
 import type { HubFile } from './hub-api';
 
 /** A file to fetch: its path in the repo (for its URL), where it lands (checked, `/`-separated) and its size. */
@@ -27,27 +27,14 @@ export const planHubFiles = (
   files: ReadonlyArray<HubFile>,
   select: FileSelection | undefined,
 ): ReadonlyArray<PlannedHubFile> => {
-  const byPath = new Map<string, string>();
-  const dirs = new Map<string, string>();
-  const placed = files.map((file) => {
-    const refuse = (why: string): never => {
-      throw refusal(what, file.path, why);
-    };
-    const to = entryPathOf(file.path, refuse);
-    if (to === '') refuse('it names the model dir itself');
-    const other = byPath.get(to) ?? dirs.get(to);
-    if (other !== undefined) refuse(`${JSON.stringify(other)} needs the same path, ${to}`);
-    const parts = to.split('/');
-    for (let i = 1; i < parts.length; i++) {
-      const dir = parts.slice(0, i).join('/');
-      const clash = byPath.get(dir);
-      if (clash !== undefined)
-        refuse(`it would be saved under ${dir}, which is the file ${JSON.stringify(clash)}`);
-      dirs.set(dir, file.path);
-    }
-    byPath.set(to, file.path);
-    return { path: file.path, to, size: file.size };
-  });
+  const paths = placedPaths(
+    files.map((file) => ({ name: file.path, shown: file.path })),
+    'file',
+    (index, why) => {
+      throw refusal(what, files[index]!.path, why);
+    },
+  );
+  const placed = files.map((file, index) => ({ path: file.path, to: paths[index]!, size: file.size }));
   const selected = fileFilter(select);
   const plan = placed.filter((file) => selected(file.path));
   if (plan.length === 0) {

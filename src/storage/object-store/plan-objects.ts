@@ -3,7 +3,7 @@ import path from 'node:path';
 import { permanentError, toEffectError, type EffectError } from '../../core/errors';
 import { fileFilter, selectedNone, selectsAll, type FileSelection } from '../../core/file-selection';
 import { archiveFormatOf } from '../archive/extract';
-import { entryPathOf } from '../archive/guard';
+import { placedPaths } from '../placed-paths';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import { listingBounds } from './listing-bounds';
 
@@ -38,36 +38,19 @@ async function* listed(
   }
 }
 
-/**
- * Maps each object to its relative path, refusing any name that could leave the model dir (the archive guard's
- * check), two objects for one path, and an object whose path another one needs as a directory (`a` and `a/b`).
- */
+/** Each object with its path in the model dir, checked (see placedPaths): any unsafe or clashing one is `refused`. */
 const placed = (
   location: ObjectLocation,
   named: ReadonlyArray<{ readonly object: StoredObject; readonly name: string }>,
 ): ReadonlyArray<PlannedObject> => {
-  const files = new Map<string, string>();
-  const dirs = new Map<string, string>();
-  const plan = named.map(({ object, name }) => {
-    const refuse = (why: string): never => {
-      throw refusal(location, object.key, why);
-    };
-    const relative = entryPathOf(name, refuse);
-    if (relative === '') refuse('it names the model dir itself');
-    const other = files.get(relative) ?? dirs.get(relative);
-    if (other !== undefined) refuse(`${JSON.stringify(other)} needs the same path, ${relative}`);
-    const parts = relative.split('/');
-    for (let i = 1; i < parts.length; i++) {
-      const dir = parts.slice(0, i).join('/');
-      const file = files.get(dir);
-      if (file !== undefined)
-        refuse(`it would be saved under ${dir}, which is the object ${JSON.stringify(file)}`);
-      dirs.set(dir, object.key);
-    }
-    files.set(relative, object.key);
-    return { object, path: relative };
-  });
-  return plan;
+  const paths = placedPaths(
+    named.map(({ object, name }) => ({ name, shown: object.key })),
+    'object',
+    (index, why) => {
+      throw refusal(location, named[index]!.object.key, why);
+    },
+  );
+  return named.map(({ object }, index) => ({ object, path: paths[index]! }));
 };
 
 /**
