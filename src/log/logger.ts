@@ -1,11 +1,14 @@
 /** createLogger: the one root pino logger, JSON or pretty lines on stderr (stdout belongs to --dry-run output), redacted. */
 import pino, { type Logger } from 'pino';
-import pinoPretty from 'pino-pretty';
 import type { LogFormat, LogLevel } from '../core/flags/app-config';
 import { errorMessage } from '../core/errors';
+import { lazyModule } from '../core/lazy-module';
 import { redactLogLine } from '../core/redact';
 
 export type { Logger } from 'pino';
+
+/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only for pretty lines (lazy-module.ts) */
+export const prettyLogs = lazyModule(() => require('pino-pretty') as typeof import('pino-pretty'));
 
 /**
  * `destination` behind the redaction guard: every line pino writes — message, fields, child bindings, serialized
@@ -59,5 +62,10 @@ export const createLogger = (
  */
 export const logDestination = (format: LogFormat, stderrIsTty: boolean): pino.DestinationStream =>
   format === 'pretty' || (format === 'auto' && stderrIsTty)
-    ? pinoPretty({ destination: 2, sync: true, colorize: stderrIsTty, translateTime: 'SYS:HH:MM:ss.l' })
+    ? prettyLogs().build({
+        destination: 2,
+        sync: true,
+        colorize: stderrIsTty,
+        translateTime: 'SYS:HH:MM:ss.l',
+      })
     : pino.destination(2);

@@ -1,9 +1,8 @@
 /** stderrLogger: the process's root logger on stderr, which never holds the process when stderr is not read. */
-import { prettyFactory } from 'pino-pretty';
 import { isatty } from 'node:tty';
 import type { LogFormat, LogLevel } from '../core/flags/app-config';
 import { boundedDestination, nonBlockingStderr } from './bounded-destination';
-import { createLogger, logDestination, type Logger } from './logger';
+import { createLogger, logDestination, prettyLogs, type Logger } from './logger';
 
 /** The root logger and how to wait, bounded, for its lines to be written before an exit. */
 export interface StderrLogger {
@@ -14,6 +13,12 @@ export interface StderrLogger {
 
 const pretty = (format: LogFormat, tty: boolean): boolean =>
   format === 'pretty' || (format === 'auto' && tty);
+
+/** `to` behind pino-pretty's line formatter alone: its stream would write to fd 2 by itself, blocking. */
+const prettyLines = (to: { write(line: string): void }): { write(line: string): void } => {
+  const prettify = prettyLogs().prettyFactory({ colorize: false, translateTime: 'SYS:HH:MM:ss.l' });
+  return { write: (line) => to.write(prettify(line)) };
+};
 
 /**
  * The root logger at `level` in `format` on fd 2. A pipe or socket (a container's stderr) is written without
@@ -30,11 +35,7 @@ export const stderrLogger = (level: LogLevel, format: LogFormat): StderrLogger =
   const bounded = boundedDestination(stream, (droppedLines) =>
     state.log?.warn({ droppedLines }, 'log lines dropped: stderr was not taking them'),
   );
-  // prettyFactory is pino-pretty's line formatter alone: its stream would write to fd 2 by itself, blocking.
-  const prettify = prettyFactory({ colorize: false, translateTime: 'SYS:HH:MM:ss.l' });
-  const destination = pretty(format, tty)
-    ? { write: (line: string) => bounded.write(prettify(line)) }
-    : bounded;
+  const destination = pretty(format, tty) ? prettyLines(bounded) : bounded;
   state.log = createLogger(level, destination);
   return { log: state.log, flushed: (timeoutMs) => bounded.flushed(timeoutMs) };
 };

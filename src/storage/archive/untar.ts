@@ -2,12 +2,17 @@
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
-import { Header, extract as untar, type ReadEntry, type Unpack } from 'tar';
+import type { ReadEntry, Unpack } from 'tar';
+import { lazyModule } from '../../core/lazy-module';
 import { EffectError, errorCode } from '../../core/errors';
 import { consume } from '../../fs';
 import type { ArchiveBudget } from './budget';
 import type { EntryKind } from './guard';
 import { archiveFailure, truncatedArchive, type Job } from './unpack';
+
+// Loaded at the first archive: most models are no tar, and tar and its dependencies cost ~10 ms of every start.
+/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first tar (lazy-module.ts) */
+const tarModule = lazyModule(() => require('tar') as typeof import('tar'));
 
 const tarKind = (entry: ReadEntry): EntryKind => {
   switch (entry.type) {
@@ -106,7 +111,7 @@ class TarStream {
   private beginsLikeTar(): boolean {
     if (this.head.length < 512) return true;
     try {
-      const header = new Header(this.head);
+      const header = new (tarModule().Header)(this.head);
       return header.nullBlock || header.cksumValid;
     } catch {
       return false;
@@ -162,7 +167,7 @@ export const untarInto = (
   { what, root, guard, budget, selection, signal, refuse }: Job,
 ): Promise<void> => {
   const tar = new TarStream();
-  const unpack = untar({
+  const unpack = tarModule().extract({
     cwd: root,
     strict: true,
     // As root, tar would chown entries to the archive's uids.
