@@ -26,3 +26,7 @@ export const recordWarnings = () => {
     log: { warn: (fields: Record<string, unknown>, message: string) => void lines.push({ fields, message }) },
   };
 };
+
+/** What the `reason` field of each line `sink` kept says, in order (lines without one left out). */
+export const reasonsIn = (sink: LogSink): string[] =>
+  sink.lines.flatMap((line) => (typeof line['reason'] === 'string' ? [line['reason']] : []));

@@ -7,6 +7,7 @@ import type { ModelStore } from '../../src/ports';
 import { writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
 import { install } from '../helpers/install';
+import { LogSink, reasonsIn } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 
 /** Runs just before each link() the store makes; what it throws, link() throws. */
@@ -30,18 +31,12 @@ const files = { 'model.bin': 'weights of the model', 'conf/config.json': '{}' };
 
 let root: string;
 let store: ModelStore;
-let reasons: string[];
+let log: LogSink;
 beforeEach(async () => {
   root = join(tmp.path, 'models');
   await mkdir(root);
-  reasons = [];
-  const own = reasons;
-  const write = (line: string): void => {
-    const { reason } = JSON.parse(line) as { reason?: string };
-    if (reason !== undefined) own.push(reason);
-  };
-  const log = pino({ level: 'info' }, { write });
-  store = modelDirStore({ root, log });
+  log = new LogSink();
+  store = modelDirStore({ root, log: pino({ level: 'info' }, log) });
   await install(store, src, shared, (dir) => writeFiles(dir, files), live());
 });
 afterEach(() => (beforeLink = undefined));
@@ -74,7 +69,7 @@ describe('modelDirStore.fillFrom at link()', () => {
     };
 
     expect(await store.fillFrom(src, staged, live())).toBeUndefined();
-    expect(reasons).toEqual([`${join(root, src, 'model.bin')} was replaced while it was linked`]);
+    expect(reasonsIn(log)).toEqual([`${join(root, src, 'model.bin')} was replaced while it was linked`]);
     await staged.abandon(new Error('not filled'));
     expect(await readFile(secret, 'utf8')).toBe('x'.repeat(20));
   });

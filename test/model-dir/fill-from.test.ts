@@ -9,6 +9,7 @@ import { makeFifo } from '../hardening/neighbour/sentinel';
 import { listTree, writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
 import { install } from '../helpers/install';
+import { LogSink, reasonsIn } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 
 const tmp = useTempDir('fill-from');
@@ -24,18 +25,13 @@ const totalBytes = Object.values(files).reduce((sum, text) => sum + text.length,
 
 let root: string;
 let store: ModelStore;
-/** Why each fill refused, from its log line. */
-let reasons: string[];
+/** The store's log: why each fill refused is its lines' `reason`. */
+let log: LogSink;
 beforeEach(async () => {
   root = join(tmp.path, 'models');
   await mkdir(root);
-  reasons = [];
-  const own = reasons;
-  const write = (line: string): void => {
-    const { reason } = JSON.parse(line) as { reason?: string };
-    if (reason !== undefined) own.push(reason);
-  };
-  store = modelDirStore({ root, log: pino({ level: 'info' }, { write }) });
+  log = new LogSink();
+  store = modelDirStore({ root, log: pino({ level: 'info' }, log) });
 });
 
 /** Installs `files` as model `model` of `modelSpec`, as a download would have. */
@@ -89,7 +85,7 @@ describe('modelDirStore.fillFrom', () => {
       const { staged, path } = await staging();
       expect(await store.fillFrom(src, staged, live())).toBeUndefined();
       expect(await readdir(path)).toEqual([]);
-      expect(reasons.at(-1)).toContain(reason);
+      expect(reasonsIn(log).at(-1)).toContain(reason);
       await staged.abandon(new Error('not filled'));
     };
     const at = (file: string): string => join(root, src, file);
