@@ -6,10 +6,7 @@
  */
 export {
   atomicWrite,
-  deleteAndRecreate,
   removeAllKeys,
-  writeInPlace,
-  writeThenRename,
   type AtomicWriteOptions,
   type AtomicWritePayload,
   type AtomicWriteResult,
@@ -17,6 +14,7 @@ export {
   type FileProjection,
 } from './atomic-writer';
 export { fixedConfigSource } from './fixed-config-source';
+export { deleteAndRecreate, writeInPlace, writeThenRename } from './plain-writers';
 export {
   startGcsStandIn,
   type GcsFault,

@@ -5,13 +5,8 @@ import { diff } from '../../src/core/diff';
 import { decodeConfig } from '../../src/core/decode-config';
 import { add, remove, type ModelOp } from '../../src/core/model-op';
 import { emptySnapshot, snapshotEquals, type Snapshot } from '../../src/core/snapshot';
-import {
-  atomicWrite,
-  deleteAndRecreate,
-  removeAllKeys,
-  writeInPlace,
-  writeThenRename,
-} from '../../src/testing/atomic-writer';
+import { atomicWrite, removeAllKeys } from '../../src/testing/atomic-writer';
+import { deleteAndRecreate, writeInPlace, writeThenRename } from '../../src/testing/plain-writers';
 import { sleep, waitFor } from '../../src/testing/wait';
 import { modelsJson, name, snap, spec } from '../helpers/fixtures';
 import { startPipeline, type Harness } from '../helpers/pipeline-harness';
