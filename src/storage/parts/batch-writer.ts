@@ -1,100 +1,88 @@
 /**
- * BatchWriter: one connection's chunks gathered into a batch and written at their place in the file, in one writev,
- * while the next batch gathers, so the connection keeps reading while the disk takes a batch.
+ * BatchWriter: one connection's bytes gathered into one of two buffers and written at their place in the file while
+ * the other fills, so the connection keeps reading while the disk takes a batch.
  */
 import type { FileHandle } from 'node:fs/promises';
 
-/** Writes `chunks` (`length` bytes in all) whole at `position`: a positional write may write less than asked. */
+/** Writes `length` bytes of `buffer` whole at `position` (a positional write may write less than asked). */
 const writeWhole = async (
   file: FileHandle,
-  chunks: ReadonlyArray<Uint8Array>,
+  buffer: Buffer,
   length: number,
   position: number,
 ): Promise<void> => {
-  let rest = chunks;
-  for (let done = 0; ;) {
-    const { bytesWritten } = await file.writev(rest, position + done);
+  for (let done = 0; done < length;) {
+    const { bytesWritten } = await file.write(buffer, done, length - done, position + done);
     done += bytesWritten;
-    if (done >= length) return;
-    rest = after(rest, bytesWritten);
   }
-};
-
-/** `chunks` without their first `bytes` (a chunk cut in two keeps its second part). */
-const after = (chunks: ReadonlyArray<Uint8Array>, bytes: number): Uint8Array[] => {
-  const left: Uint8Array[] = [];
-  let skip = bytes;
-  for (const chunk of chunks) {
-    if (skip >= chunk.byteLength) skip -= chunk.byteLength;
-    else {
-      left.push(skip > 0 ? chunk.subarray(skip) : chunk);
-      skip = 0;
-    }
-  }
-  return left;
 };
 
 /**
- * Writes consecutive chunks from `from` on: `add` keeps each chunk in the batch gathering and, once it holds
- * `batchBytes` or more, writes it with one writev and gathers the next; it waits only when the batch before is still
- * being written. Writes run one at a time and in order, so `written` (told after each one) is always the end of a
- * contiguous run from `from`: a cut resumes exactly there. A connection holds two batches at most, each under
- * `batchBytes` plus one chunk.
+ * Writes consecutive bytes from `from` on, through two buffers of `bufferBytes` owned by one connection: `add`
+ * copies a chunk into the one filling and, when it is full, starts its write and fills the other; it waits only when
+ * the other's write is still running. Writes run one at a time and in order, so `written` (told after each one) is
+ * always the end of a contiguous run from `from`: a cut resumes exactly there.
  *
- * Why two batches: with one, a connection stopped reading for every write; on this kind of machine a 1 MiB write
- * into the page cache took 18 ms on average while 16 connections wrote one file (a thread-pool queue and the inode's
+ * Why two: with one buffer, a connection stopped reading for every write; on this kind of machine a 1 MiB write into
+ * the page cache took 18 ms on average while 16 connections wrote one file (a thread-pool queue and the inode's
  * lock), a third of each connection's time, and the relay's per-connection rate was lost while it waited.
  *
- * Why the chunks themselves, not a copy: the copy into buffers of our own cost a memmove of every byte. Measured, 1
- * GiB, four runs each: over loopback 1.58 s and 1.70 CPU-s instead of 1.71 s and 1.84; through a relay of 8 x 40
- * MB/s, 2.02 CPU-s instead of 2.10; the collector's work the same (135 scavenges, one mark-compact, 72 ms against
- * 64). Each chunk is held until its write ends, so a body must not reuse a chunk's memory once it gave it: none here
- * does (every socket read, and every file read, is new memory).
+ * Why copy at all: a socket's chunk copied at once dies young; chunks held until their write outlive the young
+ * generation and wait for a full collection (measured: the GC took 1.4 s of a 1 GiB download). Writing the chunks
+ * themselves with one writev per batch saved 4-8 % of the CPU on a quiet host, but on a busy one the 4 GiB download
+ * peaked at 155 MiB of RSS (132-135 with the copy, in every run): tried and dropped.
  */
 export class BatchWriter {
-  private gathering: Uint8Array[] = [];
-  private gathered = 0;
-  /** Where the batch gathering starts in the file. */
+  private readonly buffers: readonly [Buffer, Buffer];
+  private filling = 0;
+  private filled = 0;
+  /** Where the buffer filling starts in the file. */
   private at: number;
   private running: Promise<void> | undefined;
   private failure: { readonly cause: unknown } | undefined;
 
   constructor(
     private readonly file: FileHandle,
-    private readonly batchBytes: number,
+    buffers: readonly [Buffer, Buffer],
     from: number,
     private readonly written: (end: number) => void,
     /** The error a failed write is thrown as. */
     private readonly writeError: (cause: unknown) => unknown,
   ) {
+    this.buffers = buffers;
     this.at = from;
   }
 
-  /** Adds `chunk` to the batch, writing the batch once it is full; rejects with the first write's failure. */
+  /** Copies `chunk` in, writing each buffer as it fills; rejects with the first write's failure. */
   async add(chunk: Uint8Array): Promise<void> {
-    this.gathering.push(chunk);
-    this.gathered += chunk.byteLength;
-    if (this.gathered >= this.batchBytes) await this.startWrite();
+    for (let copied = 0; copied < chunk.byteLength;) {
+      const buffer = this.buffers[this.filling]!;
+      const n = Math.min(chunk.byteLength - copied, buffer.byteLength - this.filled);
+      buffer.set(chunk.subarray(copied, copied + n), this.filled);
+      this.filled += n;
+      copied += n;
+      if (this.filled === buffer.byteLength) await this.startWrite();
+    }
   }
 
   /** Writes what is gathered and waits for every write; rejects with the first write's failure. */
   async flush(): Promise<void> {
-    if (this.gathered > 0) await this.startWrite();
+    if (this.filled > 0) await this.startWrite();
     await this.settled();
   }
 
-  /** Starts writing the batch gathered, once the write before it is done; the next add gathers a new one. */
+  /** Starts writing the buffer filling, once the write before it is done; the next add fills the other buffer. */
   private async startWrite(): Promise<void> {
     await this.settled();
-    const [chunks, length, position] = [this.gathering, this.gathered, this.at];
-    this.running = writeWhole(this.file, chunks, length, position).then(
+    const [buffer, length, position] = [this.buffers[this.filling]!, this.filled, this.at];
+    this.running = writeWhole(this.file, buffer, length, position).then(
       () => this.written(position + length),
       (cause: unknown) => {
         this.failure ??= { cause: this.writeError(cause) };
       },
     );
-    this.gathering = [];
-    this.gathered = 0;
+    this.filling = 1 - this.filling;
+    this.filled = 0;
     this.at = position + length;
   }
 

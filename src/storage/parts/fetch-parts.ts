@@ -53,28 +53,28 @@ export interface PartsSettings {
   readonly oneStream?: OneStreamRule | null;
 }
 
-// A connection's batches: a write per socket read (64 KiB) would cost a thread-pool round trip each, and its two
-// batches (each under this and one chunk) stay below the smallest range split off (4 MiB), so no byte gathered past a
-// split is ever written.
+// Each of a connection's two buffers: a write per socket read (64 KiB) would cost a thread-pool round trip each, and
+// two of these stay below the smallest range split off (4 MiB), so no byte buffered past a split is ever written.
 const batchBytes = 2 ** 19;
 
 /**
  * Writes `body` into `part` from `part.next` on until the body ends or the part's end (which shrinks when another
  * connection takes its second half: what the server sent past it is never counted or written); `part.next` is moved
  * only past bytes written, so a cut resumes exactly there, and bytes received before the body failed are still
- * written. The chunks go through a BatchWriter (one batch written while the next gathers), in one loop with no
- * generator per chunk, which keeps the CPU for the bytes. Only the bytes written pass the guard.
+ * written. The chunks go through the connection's BatchWriter (two buffers, one written while the other fills), in
+ * one loop with no generator per chunk, which keeps the CPU for the bytes. Only the bytes written pass the guard.
  */
 const writePart = async (
   job: PartsJob,
   file: FileHandle,
   part: Part,
   body: AsyncIterable<Uint8Array>,
+  buffers: readonly [Buffer, Buffer],
   written: { bytes: number },
 ): Promise<void> => {
   const writer = new BatchWriter(
     file,
-    batchBytes,
+    buffers,
     part.next,
     (end) => {
       written.bytes += end - part.next;
@@ -152,6 +152,7 @@ const fetchPart = async (
   part: Part,
   signal: AbortSignal,
   first: AsyncIterable<Uint8Array> | undefined,
+  buffers: readonly [Buffer, Buffer],
   written: { bytes: number },
 ): Promise<void> => {
   const maxResumes = settings.maxResumes ?? 3;
@@ -161,7 +162,14 @@ const fetchPart = async (
     // The first GET's body runs to the file's end; a ranged read to the part's end as it is now.
     const askedEnd = body === undefined ? part.end : job.size;
     try {
-      await writePart(job, file, part, body ?? (await job.read(part.next, part.end, signal)), written);
+      await writePart(
+        job,
+        file,
+        part,
+        body ?? (await job.read(part.next, part.end, signal)),
+        buffers,
+        written,
+      );
       if (part.next >= part.end) return;
       // The part grew while it was read (extendToEnd): no failure, the next read asks for the rest.
       if (part.next >= askedEnd) {
@@ -188,8 +196,7 @@ const fetchPart = async (
  * `streams` connections: the caller's, and each further one once the pool grants it. Idle connections take over
  * half of the widest range left (PartPlan), so all end together. The first failure that cannot be resumed stops
  * every range and is thrown (the file is left for the caller's staging dir to delete); `changed` (the version
- * moved) is never resumed, so the next attempt starts whole. Memory: two batches of about 512 KiB per connection,
- * whatever the size.
+ * moved) is never resumed, so the next attempt starts whole. Memory: about 1 MiB per connection, whatever the size.
  */
 export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Promise<void> => {
   const file = await step(`${job.what}: cannot create ${job.to}`, () => open(job.to, 'wx'));
@@ -206,9 +213,11 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
   // Bytes written by every connection: while the first works alone, what it brought.
   const written = { bytes: 0 };
   const connection = async (first?: AsyncIterable<Uint8Array>): Promise<void> => {
+    // Two buffers per connection for all its ranges: allocated outside V8's heap pool, reused for every batch.
+    const buffers = [Buffer.allocUnsafeSlow(batchBytes), Buffer.allocUnsafeSlow(batchBytes)] as const;
     try {
       for (let part = plan.take(); part !== undefined && failure === undefined; part = plan.take()) {
-        await fetchPart(job, settings, file, part, signal, first, written);
+        await fetchPart(job, settings, file, part, signal, first, buffers, written);
         first = undefined;
         plan.finished(part);
       }

@@ -1,16 +1,16 @@
-/** Tests of BatchWriter: chunks land in place in batches, one written while the next gathers, failures kept. */
+/** Tests of BatchWriter: bytes land in place through two buffers, one written while the other fills, failures kept. */
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { BatchWriter } from '../../../src/storage/parts/batch-writer';
 import { useTempDir } from '../../helpers/temp-dir';
 
+const buffers = (bytes: number) => [Buffer.alloc(bytes), Buffer.alloc(bytes)] as const;
 const asWriteError = (cause: unknown) => new Error(`cannot write: ${String(cause)}`);
 
 interface HeldWrite {
   readonly position: number;
   readonly bytes: Buffer;
-  /** Ends the write, having written `bytesWritten` of its bytes (default: all). */
-  finish(bytesWritten?: number): void;
+  finish(): void;
   fail(cause: Error): void;
 }
 
@@ -18,13 +18,12 @@ interface HeldWrite {
 const heldFile = () => {
   const writes: HeldWrite[] = [];
   const file = {
-    writev: (chunks: ReadonlyArray<Uint8Array>, position: number) =>
+    write: (buffer: Buffer, offset: number, length: number, position: number) =>
       new Promise<{ bytesWritten: number }>((resolve, reject) => {
-        const bytes = Buffer.concat(chunks);
         writes.push({
           position,
-          bytes,
-          finish: (bytesWritten = bytes.length) => resolve({ bytesWritten }),
+          bytes: Buffer.from(buffer.subarray(offset, offset + length)),
+          finish: () => resolve({ bytesWritten: length }),
           fail: reject,
         });
       }),
@@ -38,30 +37,29 @@ const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 describe('BatchWriter', () => {
   const dir = useTempDir('batch-writer');
 
-  it('writes consecutive chunks in place from its offset, a batch once it holds enough, telling each end', async () => {
+  it('writes consecutive chunks in place from its offset, across buffers, telling each contiguous end', async () => {
     const file = await open(path.join(dir.path, 'model.bin'), 'w+');
     const ends: number[] = [];
-    const writer = new BatchWriter(file, 4, 3, (end) => ends.push(end), asWriteError);
+    const writer = new BatchWriter(file, buffers(4), 3, (end) => ends.push(end), asWriteError);
     try {
-      for (const chunk of ['abc', 'defgh', 'i', 'jklmnopq', 'r']) await writer.add(Buffer.from(chunk));
+      for (const chunk of ['abc', 'defgh', 'i', 'jklmnopq']) await writer.add(Buffer.from(chunk));
       await writer.flush();
     } finally {
       await file.close();
     }
     expect((await readFile(path.join(dir.path, 'model.bin'))).subarray(3).toString()).toBe(
-      'abcdefghijklmnopqr',
+      'abcdefghijklmnopq',
     );
-    // 'abc' + 'defgh' is the first batch of 4 or more, 'i' + 'jklmnopq' the second, 'r' the flush's.
-    expect(ends).toEqual([11, 20, 21]);
+    expect(ends).toEqual([7, 11, 15, 19, 20]);
   });
 
-  it('keeps gathering while a write runs, and waits only when the next batch is full too', async () => {
+  it('keeps filling the other buffer while a write runs, and waits only when both are taken', async () => {
     const { file, writes } = heldFile();
     const ends: number[] = [];
-    const writer = new BatchWriter(file, 4, 0, (end) => ends.push(end), asWriteError);
+    const writer = new BatchWriter(file, buffers(4), 0, (end) => ends.push(end), asWriteError);
     await writer.add(Buffer.from('abcd'));
     expect(writes).toHaveLength(1);
-    // The first batch is being written: the next one takes this without waiting.
+    // The first buffer is being written: the second one takes these without waiting.
     await writer.add(Buffer.from('efg'));
     let third = false;
     const adding = writer.add(Buffer.from('hij')).then(() => (third = true));
@@ -73,39 +71,21 @@ describe('BatchWriter', () => {
     expect(ends).toEqual([4]);
     expect(writes.map((w) => [w.position, w.bytes.toString()])).toEqual([
       [0, 'abcd'],
-      [4, 'efghij'],
+      [4, 'efgh'],
     ]);
     writes[1]!.finish();
-    await writer.flush();
-    expect(writes).toHaveLength(2);
-    expect(ends).toEqual([4, 10]);
-  });
-
-  it('writes the rest of a batch a write took only part of, from where that one stopped', async () => {
-    const { file, writes } = heldFile();
-    const ends: number[] = [];
-    const writer = new BatchWriter(file, 6, 10, (end) => ends.push(end), asWriteError);
-    await writer.add(Buffer.from('abc'));
-    await writer.add(Buffer.from('defgh'));
     const flushing = writer.flush();
     await settle();
-    // 4 of 8 bytes: the second chunk is cut in two.
-    writes[0]!.finish(4);
-    await settle();
-    expect(writes.map((w) => [w.position, w.bytes.toString()])).toEqual([
-      [10, 'abcdefgh'],
-      [14, 'efgh'],
-    ]);
-    expect(ends).toEqual([]);
-    writes[1]!.finish();
+    writes[2]!.finish();
     await flushing;
-    expect(ends).toEqual([18]);
+    expect(writes[2]!.bytes.toString()).toBe('ij');
+    expect(ends).toEqual([4, 8, 10]);
   });
 
   it('throws the first failed write as its error, from the next add or the flush, and writes nothing after it', async () => {
     const { file, writes } = heldFile();
     const ends: number[] = [];
-    const writer = new BatchWriter(file, 2, 0, (end) => ends.push(end), asWriteError);
+    const writer = new BatchWriter(file, buffers(2), 0, (end) => ends.push(end), asWriteError);
     await writer.add(Buffer.from('ab'));
     writes[0]!.fail(new Error('ENOSPC'));
     await writer.add(Buffer.from('c'));
@@ -115,10 +95,10 @@ describe('BatchWriter', () => {
     expect(ends).toEqual([]);
   });
 
-  it('writes a batch not yet full on flush, so a resume after a cut starts at the next unwritten byte', async () => {
+  it('writes a partly filled buffer on flush, so a resume after a cut starts at the next unwritten byte', async () => {
     const file = await open(path.join(dir.path, 'cut.bin'), 'w+');
     let next = 0;
-    const writer = new BatchWriter(file, 16, 0, (end) => (next = end), asWriteError);
+    const writer = new BatchWriter(file, buffers(8), 0, (end) => (next = end), asWriteError);
     try {
       await writer.add(Buffer.from('0123456789'));
       await writer.flush();
