@@ -55,13 +55,17 @@ export const createLogger = (
     redactingDestination(destination),
   );
 
+/** Whether `format` asks for pretty lines: `pretty`, or `auto` with stderr a terminal. */
+export const prettyFor = (format: LogFormat, stderrIsTty: boolean): boolean =>
+  format === 'pretty' || (format === 'auto' && stderrIsTty);
+
 /**
  * Where log lines go for `format`: JSON lines on stderr, or pino-pretty's lines (coloured on a terminal); `auto`
  * is pretty when stderr is a terminal. Both write synchronously, so nothing is lost when the process exits: for a
  * file or a terminal; a pipe or socket, which a reader that stops can keep full, goes through `stderrLogger`.
  */
 export const logDestination = (format: LogFormat, stderrIsTty: boolean): pino.DestinationStream =>
-  format === 'pretty' || (format === 'auto' && stderrIsTty)
+  prettyFor(format, stderrIsTty)
     ? prettyLogs().build({
         destination: 2,
         sync: true,

@@ -2,7 +2,7 @@
 import { isatty } from 'node:tty';
 import type { LogFormat, LogLevel } from '../core/flags/app-config';
 import { boundedDestination, nonBlockingStderr } from './bounded-destination';
-import { createLogger, logDestination, prettyLogs, type Logger } from './logger';
+import { createLogger, logDestination, prettyFor, prettyLogs, type Logger } from './logger';
 
 /** The root logger and how to wait, bounded, for its lines to be written before an exit. */
 export interface StderrLogger {
@@ -10,9 +10,6 @@ export interface StderrLogger {
   /** Resolves once the lines logged are written, or after `timeoutMs` (stderr may never be read again). */
   flushed(timeoutMs: number): Promise<void>;
 }
-
-const pretty = (format: LogFormat, tty: boolean): boolean =>
-  format === 'pretty' || (format === 'auto' && tty);
 
 /** `to` behind pino-pretty's line formatter alone: its stream would write to fd 2 by itself, blocking. */
 const prettyLines = (to: { write(line: string): void }): { write(line: string): void } => {
@@ -35,7 +32,7 @@ export const stderrLogger = (level: LogLevel, format: LogFormat): StderrLogger =
   const bounded = boundedDestination(stream, (droppedLines) =>
     state.log?.warn({ droppedLines }, 'log lines dropped: stderr was not taking them'),
   );
-  const destination = pretty(format, tty) ? prettyLines(bounded) : bounded;
+  const destination = prettyFor(format, tty) ? prettyLines(bounded) : bounded;
   state.log = createLogger(level, destination);
   return { log: state.log, flushed: (timeoutMs) => bounded.flushed(timeoutMs) };
 };
