@@ -10,18 +10,18 @@ export interface Listed {
 /**
  * The `/`-separated path in the model dir of each of `listed`, in order. Every name passes the archive guard's check
  * (no `..`, absolute path, `\` to the same effect, NUL or name the file system cannot take); no two may take one
- * path, nor one a path another takes as a directory (`a` and `a/b`). `refuse(index, why)` throws the caller's
- * error for the file at `index`; `noun` says in its messages what the files are ("file", "object").
+ * path, nor one a path another takes as a directory (`a` and `a/b`). `refuse(shown, why)` throws the caller's
+ * error for the file messages call `shown`; `noun` says in its messages what the files are ("file", "object").
  */
 export const placedPaths = (
   listed: ReadonlyArray<Listed>,
   noun: string,
-  refuse: (index: number, why: string) => never,
+  refuse: (shown: string, why: string) => never,
 ): string[] => {
   const files = new Map<string, string>();
   const dirs = new Map<string, string>();
-  return listed.map(({ name, shown }, index) => {
-    const refuseThis = (why: string): never => refuse(index, why);
+  return listed.map(({ name, shown }) => {
+    const refuseThis = (why: string): never => refuse(shown, why);
     const to = entryPathOf(name, refuseThis);
     if (to === '') refuseThis('it names the model dir itself');
     const other = files.get(to) ?? dirs.get(to);

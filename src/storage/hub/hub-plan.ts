@@ -30,8 +30,8 @@ export const planHubFiles = (
   const paths = placedPaths(
     files.map((file) => ({ name: file.path, shown: file.path })),
     'file',
-    (index, why) => {
-      throw refusal(what, files[index]!.path, why);
+    (path, why) => {
+      throw refusal(what, path, why);
     },
   );
   const placed = files.map((file, index) => ({ path: file.path, to: paths[index]!, size: file.size }));

@@ -46,8 +46,8 @@ const placed = (
   const paths = placedPaths(
     named.map(({ object, name }) => ({ name, shown: object.key })),
     'object',
-    (index, why) => {
-      throw refusal(location, named[index]!.object.key, why);
+    (key, why) => {
+      throw refusal(location, key, why);
     },
   );
   return named.map(({ object }, index) => ({ object, path: paths[index]! }));
