@@ -86,9 +86,9 @@ const modelDirVersions = async (modelDir: string, names: Iterable<string>): Prom
 };
 
 /**
- * Runs the churn: `updates` swaps of models.json, 2 to 20 ms apart, about 1 in 50 of them invalid JSON and about
- * 1 in 40 followed by an injected 503 on the next load; then a last valid config, and waits until the stand-in's
- * loaded set and the model dir match it. Stops the agent with SIGTERM.
+ * Runs the churn: `updates` swaps of models.json, 2 to 20 ms apart, about 1 in 50 of them invalid JSON (each held
+ * until the agent rejects it) and about 1 in 40 followed by an injected 503 on the next load; then a last valid
+ * config, and waits until the stand-in's loaded set and the model dir match it. Stops the agent with SIGTERM.
  */
 export const runChurn = async (options: ChurnOptions): Promise<ChurnResult> => {
   const { root, updates, rssEvery } = options;
@@ -122,9 +122,16 @@ export const runChurn = async (options: ChurnOptions): Promise<ChurnResult> => {
   try {
     await waitFor(() => standIn.requests.length > 0, 20_000, 'the agent to ask the server');
     for (let update = 1; update <= updates; update++) {
-      const text =
-        random() < 0.02 ? '[{"modelName": "cut' : modelsJsonOf(root, randomConfig(random, options));
+      const invalid = random() < 0.02;
+      // Each cut edit its own bytes: two alike in a row would be one read (skipUnchangedReads).
+      const text = invalid
+        ? `[{"modelName": "cut-${update}`
+        : modelsJsonOf(root, randomConfig(random, options));
+      const logsBefore = cli.logs.length;
       atomicWrite(configDir, { 'models.json': text });
+      // A swap 2-20 ms later would coalesce with it (the agent settles swaps for 60 ms), and on a busy host every
+      // cut edit was coalesced away: wait until the agent has read and rejected this one.
+      if (invalid) await cli.waitForLog((log) => log.msg.startsWith('config rejected'), 10_000, logsBefore);
       if (random() < 0.025) {
         standIn.failNextLoads(1, 503);
         injectedFailures++;
