@@ -67,6 +67,14 @@ export const extractStream = (
     }
   });
 
+/**
+ * The bytes of `file`, its stream opened only once they are read: a stream opened before its reader listens may
+ * fail (ENOENT) with nobody listening for the error, which ends the process.
+ */
+async function* readWhenIterated(file: string): AsyncGenerator<Uint8Array> {
+  yield* createReadStream(file);
+}
+
 /** extractStream for the archive file `file`; failing to read it is a `filesystem` EffectError. */
 export const extractFile = async (
   file: string,
@@ -75,7 +83,7 @@ export const extractFile = async (
   options: ExtractOptions,
 ): Promise<void> => {
   try {
-    if (format === 'tar') await extractStream(createReadStream(file), 'tar', targetDir, options);
+    if (format === 'tar') await extractStream(readWhenIterated(file), 'tar', targetDir, options);
     else await extraction(targetDir, options, (job) => unzipInto(file, job));
   } catch (cause) {
     throw fsError(`${options.what}: cannot read ${file}`, cause);
