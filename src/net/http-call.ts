@@ -35,6 +35,12 @@ export interface HttpCallResponse {
   readonly init: HttpCallInit;
 }
 
+/** What callers do with any response body (undici's, a direct one): read it as chunks, drop it, destroy it. */
+export interface ResponseBody extends AsyncIterable<Uint8Array> {
+  dump(options?: { readonly limit?: number }): Promise<void>;
+  destroy(error?: Error): unknown;
+}
+
 /** True for a 2xx status. */
 export const isOk = ({ status }: { readonly status: number }): boolean => status >= 200 && status < 300;
 
@@ -139,7 +145,7 @@ export const decodeJsonText = <A>(
 };
 
 /** Discards the body so the connection can be reused; a failure here cannot change the outcome. */
-export const discardBody = async ({ body }: Pick<HttpCallResponse, 'body'>): Promise<void> => {
+export const discardBody = async ({ body }: { readonly body: ResponseBody }): Promise<void> => {
   await body.dump({ limit: maxErrorBodyBytes }).catch(() => undefined);
 };
 
@@ -153,7 +159,7 @@ export const statusError = (call: HttpCallResponse): Promise<EffectError> =>
 /** statusError for any response, named `what`. */
 export const responseStatusError = async (
   what: string,
-  response: Pick<HttpCallResponse, 'status' | 'body'>,
+  response: { readonly status: number; readonly body: ResponseBody },
 ): Promise<EffectError> => {
   let body = '';
   try {

@@ -8,6 +8,7 @@ export {
   errorText,
   httpCall,
   type HttpCallResponse,
+  type ResponseBody,
   httpUrl,
   isOk,
   readJson,
@@ -20,3 +21,12 @@ export { reverseProxy, type ReverseProxy, type ReverseProxyOptions } from './rev
 export { createNetwork, type Network, networkFrom, readCaBundle } from './network';
 export { timeoutOf, transportError } from './transport-error';
 export { aggressiveProbing, attemptProbe, containerProber, type ContainerProber } from './container-prober';
+export {
+  DirectBody,
+  DirectClient,
+  isSinkReadable,
+  withFailures,
+  type ByteSink,
+  type DirectResponse,
+  type SinkReadable,
+} from './direct';

@@ -19,15 +19,19 @@ const permanentCauseCodes = new Set([
   'ERR_INVALID_ARG_TYPE',
   'ERR_INVALID_PROTOCOL',
   'UND_ERR_INVALID_ARG',
+  'ERR_INVALID_CHAR',
 ]);
 
 const timeoutCodes: Readonly<Record<string, 'connect' | 'headers' | 'body'>> = {
   UND_ERR_CONNECT_TIMEOUT: 'connect',
   UND_ERR_HEADERS_TIMEOUT: 'headers',
   UND_ERR_BODY_TIMEOUT: 'body',
+  MODELSYNC_CONNECT_TIMEOUT: 'connect',
+  MODELSYNC_HEADERS_TIMEOUT: 'headers',
+  MODELSYNC_BODY_TIMEOUT: 'body',
 };
 
-/** Which of undici's timeouts `cause` is (connecting, waiting for headers, waiting for body bytes), if one. */
+/** Which of undici's timeouts (or a direct read's, `net/direct`) `cause` is (connecting, waiting for headers, waiting for body bytes), if one. */
 export const timeoutOf = (cause: unknown): 'connect' | 'headers' | 'body' | undefined => {
   for (const { code } of causeChain(cause)) {
     if (typeof code === 'string' && Object.hasOwn(timeoutCodes, code)) return timeoutCodes[code];

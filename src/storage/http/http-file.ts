@@ -9,7 +9,7 @@ import { discardBody, isOk, responseStatusError } from '../../net';
 import { fetchInParts, type RangeReader } from '../parts/fetch-parts';
 import { partBytesFor, rangedThresholdBytes } from '../parts/part-plan';
 import type { TransferGuard } from '../transfer-guard';
-import { Attempt, httpGet, type GetSettings } from './http-get';
+import { Attempt, httpGet, readsDirectly, type GetOptions, type GetSettings } from './http-get';
 import {
   contentLengthOf,
   contentRangeOf,
@@ -19,10 +19,14 @@ import {
   type BodyResponse,
 } from './resumable-body';
 
-/** Requests the resource again with extra headers (`Range`, `If-Range`) on `signal`, redirects followed. */
+/**
+ * Requests the resource again with extra headers (`Range`, `If-Range`) on `signal`, redirects followed; `options`
+ * may ask for a body read straight from the socket (ranged parts).
+ */
 export type Reopen = (
   headers: Readonly<Record<string, string>>,
   signal: AbortSignal,
+  options?: GetOptions,
 ) => Promise<BodyResponse>;
 
 /** How bodies are saved: connections per file, the process-wide pool, resumes. */
@@ -42,6 +46,8 @@ export interface SaveJob {
   readonly attempt: Attempt;
   readonly guard: TransferGuard;
   readonly reopen: Reopen;
+  /** Its ranged reads go straight into the parts' buffers (`readsDirectly`). */
+  readonly readsDirect: boolean;
 }
 
 /**
@@ -92,7 +98,9 @@ const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeRead
   const validator = validatorOf(first.headers)!;
   const strongEtag = validator.startsWith('"') ? validator : undefined;
   return async (start, end, signal) => {
-    const response = await job.reopen({ range: `bytes=${start}-${end - 1}`, 'if-range': validator }, signal);
+    const response = await job.reopen({ range: `bytes=${start}-${end - 1}`, 'if-range': validator }, signal, {
+      direct: true,
+    });
     if (response.status >= 500 || response.status === 429)
       throw await responseStatusError(job.what, response);
     const range = response.status === 206 ? contentRangeOf(response.headers) : undefined;
@@ -154,6 +162,7 @@ export const saveBody = async (
       guard: job.guard,
       first: job.attempt.watch(response.body),
       resumable: isResumable,
+      readsDirect: job.readsDirect,
     },
     { streams: settings.streams, pool: settings.pool, maxResumes: settings.maxResumes },
   );
@@ -188,8 +197,8 @@ export const httpFileFetcher =
   async (request) => {
     const attempt = new Attempt(request.what, request.signal, settings);
     const fetch = async (): Promise<void> => {
-      const get = (extra: Readonly<Record<string, string>>, signal: AbortSignal) =>
-        httpGet(request.url, settings, request.what, signal, request.headers, extra);
+      const get: Reopen = (extra, signal, options) =>
+        httpGet(request.url, settings, request.what, signal, request.headers, extra, options);
       let response = await get(firstRangeOf(request.expectedSize, settings.streams), attempt.signal);
       if (!isOk(response)) throw await responseStatusError(request.what, response);
       if (response.status === 206 && rangedSizeOf(response, settings.streams) === undefined) {
@@ -213,7 +222,14 @@ export const httpFileFetcher =
       }
       await saveBody(
         response,
-        { what: request.what, to: request.to, attempt, guard: request.guard, reopen: get },
+        {
+          what: request.what,
+          to: request.to,
+          attempt,
+          guard: request.guard,
+          reopen: get,
+          readsDirect: readsDirectly(request.url, settings),
+        },
         settings,
       );
     };

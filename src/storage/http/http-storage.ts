@@ -9,8 +9,8 @@ import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../p
 import { archiveFormatOf, extractStream, type ArchiveFormat } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { discardBody, httpUrl, isOk, responseStatusError, type Network } from '../../net';
-import { saveBody } from './http-file';
-import { Attempt, httpGet } from './http-get';
+import { saveBody, type Reopen } from './http-file';
+import { Attempt, httpGet, readsDirectly } from './http-get';
 import { contentLengthOf, headerOf, resumableBody, validatorOf, type BodyResponse } from './resumable-body';
 import { TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
@@ -111,8 +111,7 @@ const download = async (
     space: { dir: targetDir, check: limits.spaceCheck },
   });
   const credentials = settings.headersByHost?.get(hostKey(url.hostname)) ?? {};
-  const get = (extra: Readonly<Record<string, string>>, on: AbortSignal): Promise<BodyResponse> =>
-    httpGet(url, settings, what, on, credentials, extra);
+  const get: Reopen = (extra, on, options) => httpGet(url, settings, what, on, credentials, extra, options);
   // One file's URL: the patterns decide before the GET (an archive's entries are the extractor's to select).
   if (!selectsAll(request?.select) && archiveFormatOf(url.pathname) === undefined) {
     const name = fileNameOf(url, what);
@@ -167,7 +166,11 @@ const download = async (
       report: progress,
     });
     if (to !== undefined) {
-      await saveBody(response, { what, to, attempt, guard, reopen: get }, settings);
+      await saveBody(
+        response,
+        { what, to, attempt, guard, reopen: get, readsDirect: readsDirectly(url, settings) },
+        settings,
+      );
       return;
     }
     const reopen = async (headers: Readonly<Record<string, string>>): Promise<BodyResponse> => {

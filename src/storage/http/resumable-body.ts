@@ -1,14 +1,14 @@
 /** resumableBody: an HTTP response body that picks up where a cut left it, with `Range` and `If-Range`, as one stream. */
 import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Dispatcher } from 'undici';
 import { EffectError, retryableError } from '../../core/errors';
+import type { ResponseBody } from '../../net';
 
 /** The part of a response a resume looks at. */
 export interface BodyResponse {
   readonly status: number;
   readonly headers: IncomingHttpHeaders;
-  readonly body: Dispatcher.ResponseData['body'];
+  readonly body: ResponseBody;
 }
 
 /** How a cut body is resumed. */

@@ -27,6 +27,8 @@ export interface ListingBounds {
 
 /** What a store client does; every failure is an EffectError with a kind (never a raw SDK error). */
 export interface ObjectStoreClient {
+  /** Its ranged reads come straight from their sockets into a part's buffers (see `PartsJob.readsDirect`). */
+  readonly readsDirect?: boolean;
   /**
    * Every object whose key starts with `prefix` (paging through all pages), each item checked (`storedObject`)
    * and each page and object told to `bounds`, which ends a listing that does not.

@@ -1,6 +1,7 @@
 /** s3Storage: the StorageProvider for `s3://bucket/prefix`, an ObjectStoreClient over @aws-sdk/client-s3 (ListObjectsV2 paged, GetObject ranged and If-Match). */
 import type { Agent } from 'node:http';
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
+import type { NodeHttpHandler } from '@smithy/node-http-handler';
 import * as E from 'fp-ts/Either';
 import type { s3AddressingStyles } from '../../core/flags/app-config';
 import { retryableError } from '../../core/errors';
@@ -12,6 +13,8 @@ import { lazyModule } from '../../core/lazy-module';
 import { changedObject, s3Error, type S3Request } from './s3-errors';
 import { invalidListing, storedObject } from './listing-bounds';
 import { jsonObject } from '../../core/json/json-object';
+import { isSinkReadable, withFailures, type DirectClient } from '../../net';
+import { DirectRangeHandler } from './s3-direct-handler';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- loaded at the first s3:// model (lazy-module.ts) */
 const s3Sdk = lazyModule(() => require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3'));
@@ -41,6 +44,11 @@ export interface S3ClientSettings {
   readonly idleTimeoutMs?: number;
   /** The SDK's attempts per request before a transient failure is ours to handle (default 3). */
   readonly maxAttempts?: number;
+  /**
+   * The direct client for a request to `url` (`Network.directFor`): ranged GetObjects go on it, their bodies read
+   * straight into a part's buffers; absent, every request goes by the SDK's handler.
+   */
+  readonly directFor?: (url: URL) => DirectClient | undefined;
 }
 
 const noSignature: NonNullable<S3ClientConfig['httpAuthSchemes']>[number]['signer'] = {
@@ -55,6 +63,29 @@ const anonymousAuth = (): Pick<S3ClientConfig, 'httpAuthSchemes'> => ({
     signer: noSignature,
   })),
 });
+
+/** The SDK's node:http handler on the settings' agent, with ranged reads sent direct when `directFor` is given. */
+const requestHandlerOf = (settings: S3ClientSettings): NodeHttpHandler => {
+  const connectTimeoutMs = settings.connectTimeoutMs ?? 30_000;
+  const idleTimeoutMs = settings.idleTimeoutMs ?? 60_000;
+  const inner = new (smithyHttp().NodeHttpHandler)({
+    connectionTimeout: connectTimeoutMs,
+    socketTimeout: idleTimeoutMs,
+    ...(settings.agent !== undefined ? { httpAgent: settings.agent, httpsAgent: settings.agent } : {}),
+  });
+  if (settings.directFor === undefined) return inner;
+  return new DirectRangeHandler(inner, {
+    directFor: settings.directFor,
+    connectTimeoutMs,
+    idleTimeoutMs,
+  }) as unknown as NodeHttpHandler;
+};
+
+/** Whether ranged reads go direct: the store's endpoint (AWS's for the region, without one) has no proxy. */
+const readsDirectly = (settings: S3ClientSettings): boolean => {
+  const endpoint = settings.endpoint ?? `https://s3.${settings.region}.amazonaws.com`;
+  return URL.canParse(endpoint) && settings.directFor?.(new URL(endpoint)) !== undefined;
+};
 
 /** The SDK client for `settings`. */
 export const s3SdkClient = (settings: S3ClientSettings): S3Client =>
@@ -71,11 +102,7 @@ export const s3SdkClient = (settings: S3ClientSettings): S3Client =>
     // S3-compatible stores (older MinIO, Ceph) mishandle the SDK's newer defaults.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
-    requestHandler: new (smithyHttp().NodeHttpHandler)({
-      connectionTimeout: settings.connectTimeoutMs ?? 30_000,
-      socketTimeout: settings.idleTimeoutMs ?? 60_000,
-      ...(settings.agent !== undefined ? { httpAgent: settings.agent, httpsAgent: settings.agent } : {}),
-    }),
+    requestHandler: requestHandlerOf(settings),
     ...(settings.credentials === 'anonymous' ? anonymousAuth() : { credentials: settings.credentials }),
   });
 
@@ -130,8 +157,16 @@ async function* listObjects(
 /** A response body as the SDK gives it in Node: a Readable stream. */
 type Body = AsyncIterable<Uint8Array> & { destroy?: () => void };
 
-/** The body's chunks (none without a body); a failure is classified; the stream is destroyed however reading ends. */
-async function* classified(body: Body | undefined, request: S3Request): AsyncGenerator<Uint8Array> {
+/**
+ * The body, each failure classified (as a read's, in its body); one read straight from its socket stays one. The
+ * stream is destroyed however reading ends.
+ */
+const classified = (body: Body | undefined, request: S3Request): AsyncIterable<Uint8Array> =>
+  isSinkReadable(body)
+    ? withFailures(body, (cause) => s3Error(cause, { ...request, inBody: true }))
+    : chunksOf(body, request);
+
+async function* chunksOf(body: Body | undefined, request: S3Request): AsyncGenerator<Uint8Array> {
   if (body === undefined) return;
   try {
     for await (const chunk of body) yield chunk;
@@ -187,8 +222,12 @@ const readObject = async (
   }
 };
 
-/** An ObjectStoreClient over one SDK client: every failure an EffectError naming the bucket and the key. */
-export const s3ObjectClient = (client: S3Client): ObjectStoreClient => ({
+/**
+ * An ObjectStoreClient over one SDK client: every failure an EffectError naming the bucket and the key;
+ * `readsDirect` when the client's ranged reads go direct (`S3ClientSettings.directFor`).
+ */
+export const s3ObjectClient = (client: S3Client, readsDirect = false): ObjectStoreClient => ({
+  readsDirect,
   list: (location, signal, bounds) => listObjects(client, location, signal, bounds),
   read: (location, object, offset, signal, end) => readObject(client, location, object, offset, signal, end),
 });
@@ -229,7 +268,7 @@ export const s3Storage = (options: S3StorageOptions): StorageProvider => {
     schemes: ['s3'],
     resolve: (uri) =>
       E.map((location: ObjectLocation) => {
-        client ??= s3ObjectClient(s3SdkClient(options));
+        client ??= s3ObjectClient(s3SdkClient(options), readsDirectly(options));
         return { client, location };
       })(parseS3Uri(uri)),
   });

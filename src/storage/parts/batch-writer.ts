@@ -3,10 +3,32 @@
  * the other fills, so the connection keeps reading while the disk takes a batch.
  */
 import type { FileHandle } from 'node:fs/promises';
+import type { ByteSink } from '../../net';
+
+/** What a BatchWriter writes to: a file's positional writes (a FileHandle, or `oneWriteAtATime` of one). */
+export type PositionalFile = Pick<FileHandle, 'write'>;
+
+/**
+ * `file` with its positional writes run one at a time, in the order asked. Why: the connections of one big file
+ * each wrote their batches at once, and concurrent writes to one ext4 file take its inode lock in turn while the
+ * others spin on it (profiled through the relay: 11 % of the machine's CPU in `rwsem_spin_on_owner`, the agent's
+ * system time 1.3-4.3 CPU-seconds per GiB against 1.1-2.0 with writes in a row, 4 runs each); one 512 KiB write
+ * takes well under a millisecond, so one at a time keeps up with any link.
+ */
+export const oneWriteAtATime = (file: PositionalFile): PositionalFile => {
+  let last: Promise<unknown> = Promise.resolve();
+  return {
+    write: ((buffer: Buffer, offset: number, length: number, position: number) => {
+      const mine = last.then(() => file.write(buffer, offset, length, position));
+      last = mine.catch(() => undefined);
+      return mine;
+    }) as PositionalFile['write'],
+  };
+};
 
 /** Writes `length` bytes of `buffer` whole at `position` (a positional write may write less than asked). */
 const writeWhole = async (
-  file: FileHandle,
+  file: PositionalFile,
   buffer: Buffer,
   length: number,
   position: number,
@@ -32,17 +54,18 @@ const writeWhole = async (
  * themselves with one writev per batch saved 4-8 % of the CPU on a quiet host, but on a busy one the 4 GiB download
  * peaked at 155 MiB of RSS (132-135 with the copy, in every run): tried and dropped.
  */
-export class BatchWriter {
+export class BatchWriter implements ByteSink {
   private readonly buffers: readonly [Buffer, Buffer];
   private filling = 0;
   private filled = 0;
   /** Where the buffer filling starts in the file. */
   private at: number;
+  /** The write running, until it settles. */
   private running: Promise<void> | undefined;
   private failure: { readonly cause: unknown } | undefined;
 
   constructor(
-    private readonly file: FileHandle,
+    private readonly file: PositionalFile,
     buffers: readonly [Buffer, Buffer],
     from: number,
     private readonly written: (end: number) => void,
@@ -59,28 +82,55 @@ export class BatchWriter {
       const buffer = this.buffers[this.filling]!;
       const n = Math.min(chunk.byteLength - copied, buffer.byteLength - this.filled);
       buffer.set(chunk.subarray(copied, copied + n), this.filled);
-      this.filled += n;
       copied += n;
-      if (this.filled === buffer.byteLength) await this.startWrite();
+      await this.landed(n);
     }
+  }
+
+  /** The free end of the buffer filling, at most `max` bytes: where a socket reads straight in (ByteSink). */
+  space(max: number): Uint8Array {
+    const buffer = this.buffers[this.filling]!;
+    return buffer.subarray(
+      this.filled,
+      this.filled + Math.max(0, Math.min(max, buffer.byteLength - this.filled)),
+    );
+  }
+
+  /**
+   * `bytes` more of the buffer filling hold data. A full buffer starts its write at once when none is running, else
+   * the promise waits for the running one and then starts it (read nothing more until it settles); rejects with the
+   * first write's failure.
+   */
+  landed(bytes: number): Promise<void> | undefined {
+    this.filled += bytes;
+    if (this.filled < this.buffers[this.filling]!.byteLength) return undefined;
+    if (this.running === undefined && this.failure === undefined) {
+      this.beginWrite();
+      return undefined;
+    }
+    return this.settled().then(() => this.beginWrite());
   }
 
   /** Writes what is gathered and waits for every write; rejects with the first write's failure. */
   async flush(): Promise<void> {
-    if (this.filled > 0) await this.startWrite();
+    await this.settled();
+    if (this.filled > 0) this.beginWrite();
     await this.settled();
   }
 
-  /** Starts writing the buffer filling, once the write before it is done; the next add fills the other buffer. */
-  private async startWrite(): Promise<void> {
-    await this.settled();
+  /** Starts writing the buffer filling (no write runs); the next bytes fill the other buffer. */
+  private beginWrite(): void {
     const [buffer, length, position] = [this.buffers[this.filling]!, this.filled, this.at];
-    this.running = writeWhole(this.file, buffer, length, position).then(
+    const write = writeWhole(this.file, buffer, length, position).then(
       () => this.written(position + length),
       (cause: unknown) => {
         this.failure ??= { cause: this.writeError(cause) };
       },
     );
+    this.running = write;
+    void write.finally(() => {
+      if (this.running === write) this.running = undefined;
+    });
     this.filling = 1 - this.filling;
     this.filled = 0;
     this.at = position + length;
@@ -89,7 +139,6 @@ export class BatchWriter {
   /** Waits for the write running, if one is; throws the first failure. */
   private async settled(): Promise<void> {
     await this.running;
-    this.running = undefined;
     if (this.failure !== undefined) throw this.failure.cause;
   }
 }

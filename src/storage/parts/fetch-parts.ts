@@ -3,13 +3,14 @@
  * with positional writes into one new file and resumed on its own after a cut.
  */
 import { setMaxListeners } from 'node:events';
-import { open, type FileHandle } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { retryableError } from '../../core/errors';
 import { inSlot, type Slots } from '../../core/slots';
 import { fsError, step } from '../../fs';
+import { isSinkReadable } from '../../net';
 import type { TransferGuard } from '../transfer-guard';
-import { BatchWriter } from './batch-writer';
+import { BatchWriter, oneWriteAtATime, type PositionalFile } from './batch-writer';
 import { connectionsFor, partBytesFor, PartPlan, type Part } from './part-plan';
 
 /** The bytes `[start, end)` of the one version of the file the download is pinned to; fails `changed` otherwise. */
@@ -34,6 +35,11 @@ export interface PartsJob {
   readonly first?: AsyncIterable<Uint8Array>;
   /** True for a failure a new ranged read may get past (a cut connection, a stall), never for `changed`. */
   readonly resumable: (cause: unknown) => boolean;
+  /**
+   * The ranged reads come straight from their sockets into the connections' buffers (`isSinkReadable` bodies): a
+   * further connection then costs little CPU, and all open at once (no one-stream rule, unless the settings give one).
+   */
+  readonly readsDirect?: boolean;
 }
 
 /** How many connections, from where, and how hard a range is retried. */
@@ -58,15 +64,16 @@ export interface PartsSettings {
 const batchBytes = 2 ** 19;
 
 /**
- * Writes `body` into `part` from `part.next` on until the body ends or the part's end (which shrinks when another
+ * Reads `body` into `part` from `part.next` on until the body ends or the part's end (which shrinks when another
  * connection takes its second half: what the server sent past it is never counted or written); `part.next` is moved
  * only past bytes written, so a cut resumes exactly there, and bytes received before the body failed are still
- * written. The chunks go through the connection's BatchWriter (two buffers, one written while the other fills), in
- * one loop with no generator per chunk, which keeps the CPU for the bytes. Only the bytes written pass the guard.
+ * written. A body read straight from its socket (`isSinkReadable`) lands in the connection's two buffers with no
+ * copy; any other comes as chunks copied in, in one loop with no generator per chunk. Only the bytes written pass
+ * the guard.
  */
 const writePart = async (
   job: PartsJob,
-  file: FileHandle,
+  file: PositionalFile,
   part: Part,
   body: AsyncIterable<Uint8Array>,
   buffers: readonly [Buffer, Buffer],
@@ -83,8 +90,20 @@ const writePart = async (
     (cause) => fsError(`${job.what}: cannot write ${job.to}`, cause),
   );
   const stopReading = job.guard.reading();
+  let at = part.next;
   try {
-    let at = part.next;
+    if (isSinkReadable(body)) {
+      // The sink's space ends at the part's end: a read never brings a byte past it.
+      await body.readInto({
+        space: (max) => writer.space(Math.min(max, part.end - at)),
+        landed: (bytes) => {
+          job.guard.received(bytes);
+          at += bytes;
+          return writer.landed(bytes);
+        },
+      });
+      return;
+    }
     for await (const chunk of body) {
       const take = Math.min(chunk.byteLength, part.end - at);
       if (take <= 0) break;
@@ -148,7 +167,7 @@ const leaderIsEnough = async (
 const fetchPart = async (
   job: PartsJob,
   settings: PartsSettings,
-  file: FileHandle,
+  file: PositionalFile,
   part: Part,
   signal: AbortSignal,
   first: AsyncIterable<Uint8Array> | undefined,
@@ -200,6 +219,7 @@ const fetchPart = async (
  */
 export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Promise<void> => {
   const file = await step(`${job.what}: cannot create ${job.to}`, () => open(job.to, 'wx'));
+  const writes = oneWriteAtATime(file);
   const stop = new AbortController();
   const noMoreConnections = new AbortController();
   const signal = AbortSignal.any([job.signal, stop.signal]);
@@ -217,7 +237,7 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
     const buffers = [Buffer.allocUnsafeSlow(batchBytes), Buffer.allocUnsafeSlow(batchBytes)] as const;
     try {
       for (let part = plan.take(); part !== undefined && failure === undefined; part = plan.take()) {
-        await fetchPart(job, settings, file, part, signal, first, buffers, written);
+        await fetchPart(job, settings, writes, part, signal, first, buffers, written);
         first = undefined;
         plan.finished(part);
       }
@@ -229,7 +249,12 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
   try {
     // Started first, so the response already open at byte 0 gets the range that starts there.
     const leader = connection(job.first);
-    const rule = settings.oneStream === undefined ? defaultOneStreamRule : settings.oneStream;
+    const rule =
+      settings.oneStream !== undefined
+        ? settings.oneStream
+        : job.readsDirect === true
+          ? null
+          : defaultOneStreamRule;
     const oneIsEnough =
       connections > 1 && rule !== null && (await leaderIsEnough(leader, written, rule, signal));
     if (oneIsEnough) plan.extendToEnd();

@@ -1,0 +1,107 @@
+/**
+ * directRangeHandler: the AWS SDK's request handler with ranged GetObjects sent on the direct client, so their bodies
+ * can go from the socket straight into a part's buffers; every other request goes to the SDK's own handler.
+ */
+import type { NodeHttpHandler } from '@smithy/node-http-handler';
+import type { HttpResponse } from '@smithy/types';
+import type { DirectClient } from '../../net';
+
+/* eslint-disable @typescript-eslint/no-require-imports -- loaded with the SDK, at the first s3:// model */
+const smithyProtocols = (): typeof import('@smithy/core/protocols') =>
+  require('@smithy/core/protocols') as typeof import('@smithy/core/protocols');
+/* eslint-enable @typescript-eslint/no-require-imports */
+
+/** The handler's settings: where a request goes direct, and its timeouts. */
+export interface DirectRangeSettings {
+  /** The direct client for a request to `url`, or undefined (a proxy carries it: the SDK's handler then). */
+  readonly directFor: (url: URL) => DirectClient | undefined;
+  readonly connectTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+}
+
+type HttpRequest = Parameters<NodeHttpHandler['handle']>[0];
+type HandlerOptions = Parameters<NodeHttpHandler['handle']>[1];
+type Handled = Awaited<ReturnType<NodeHttpHandler['handle']>>;
+
+/** The URL a signed SDK request goes to (its query in the SDK's own encoding). */
+const urlOf = (request: HttpRequest): URL => {
+  const query = request.query !== undefined ? smithyProtocols().buildQueryString(request.query) : '';
+  const port = request.port !== undefined ? `:${request.port}` : '';
+  return new URL(
+    `${request.protocol}//${request.hostname}${port}${request.path}${query !== '' ? `?${query}` : ''}`,
+  );
+};
+
+/** Enough of the SDK's AbortSignal (a DOM one, or one only like it). */
+interface SignalLike {
+  readonly aborted: boolean;
+  addEventListener?: (type: 'abort', listener: () => void) => void;
+}
+
+/** A real AbortSignal for the SDK's. */
+const signalOf = (given: SignalLike | undefined): AbortSignal => {
+  if (given instanceof AbortSignal) return given;
+  const controller = new AbortController();
+  if (given?.aborted === true) controller.abort();
+  else given?.addEventListener?.('abort', () => controller.abort());
+  return controller.signal;
+};
+
+/** `headers` as the SDK reads them: one string per name. */
+const flat = (headers: Readonly<Record<string, string | string[] | undefined>>): Record<string, string> => {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(',') : value;
+  }
+  return out;
+};
+
+/**
+ * The SDK's handler `inner`, with a GET that has a `Range` and no body and whose URL goes direct sent on the direct
+ * client: its response's body is a DirectBody (a Readable, as the SDK wants; `readInto` for the part reader), and the
+ * SDK signs, retries and reads errors as it always does. Any other request is `inner`'s.
+ */
+export class DirectRangeHandler {
+  readonly metadata = { handlerProtocol: 'http/1.1' };
+
+  constructor(
+    private readonly inner: NodeHttpHandler,
+    private readonly settings: DirectRangeSettings,
+  ) {}
+
+  async handle(request: HttpRequest, options: HandlerOptions = {}): Promise<Handled> {
+    const ranged =
+      request.method === 'GET' &&
+      request.body === undefined &&
+      Object.keys(request.headers).some((name) => name.toLowerCase() === 'range');
+    const url = ranged ? urlOf(request) : undefined;
+    const client = url === undefined ? undefined : this.settings.directFor(url);
+    if (url === undefined || client === undefined) return this.inner.handle(request, options);
+    const response = await client.get({
+      url,
+      headers: request.headers,
+      signal: signalOf(options?.abortSignal),
+      headersTimeoutMs: this.settings.connectTimeoutMs,
+      idleTimeoutMs: this.settings.idleTimeoutMs,
+    });
+    const { HttpResponse: Response } = smithyProtocols();
+    const answer: HttpResponse = new Response({
+      statusCode: response.status,
+      headers: flat(response.headers),
+      body: response.body,
+    });
+    return { response: answer };
+  }
+
+  updateHttpClientConfig(...args: Parameters<NodeHttpHandler['updateHttpClientConfig']>): void {
+    this.inner.updateHttpClientConfig(...args);
+  }
+
+  httpHandlerConfigs(): ReturnType<NodeHttpHandler['httpHandlerConfigs']> {
+    return this.inner.httpHandlerConfigs();
+  }
+
+  destroy(): void {
+    this.inner.destroy();
+  }
+}
