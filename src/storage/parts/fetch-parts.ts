@@ -59,9 +59,15 @@ export interface PartsSettings {
   readonly oneStream?: OneStreamRule | null;
 }
 
-// Each of a connection's two buffers: a write per socket read (64 KiB) would cost a thread-pool round trip each, and
-// two of these stay below the smallest range split off (4 MiB), so no byte buffered past a split is ever written.
-const batchBytes = 2 ** 19;
+/**
+ * Each of a connection's two buffers. Chunks copied in (undici's, the SDKs' bodies): 512 KiB, since a write per socket
+ * read (64 KiB) would cost a thread-pool round trip each. Read straight from the socket: 128 KiB, a read never
+ * bringing more than its buffer holds; measured, 1 GiB through the relay from start to exit, five runs each, 3.59-3.63 s
+ * and 0.84-0.97 CPU-s of system time with 128 KiB against 3.65-3.77 s and 1.07-1.21 with 512 KiB (the page cache's
+ * copy of the smaller writes costs less here). Two of either stay below the smallest range split off (4 MiB), so no
+ * byte buffered past a split is ever written.
+ */
+const batchBytesFor = (job: PartsJob): number => (job.readsDirect === true ? 2 ** 17 : 2 ** 19);
 
 /**
  * Reads `body` into `part` from `part.next` on until the body ends or the part's end (which shrinks when another
@@ -127,8 +133,9 @@ export interface OneStreamRule {
 
 /**
  * 6 MiB in 60 ms (105 MB/s): one connection that brings this much this soon is not held back by a per-connection cap,
- * and more connections would only cost the client's CPU and disk (measured over loopback, 1 GiB on 2 cores: 8
- * connections 2.77-3.51 s, one 2.00-2.43 s; one loopback connection wrote 7.5-12.5 MiB in its first 60 ms, one
+ * and more connections would only cost the client's CPU and disk when their bodies come as chunks (measured over
+ * loopback through undici, 1 GiB on 2 cores: 8 connections 2.77-3.51 s, one 2.00-2.43 s; read straight from their
+ * sockets, 8 took 1.17-1.28 s, so no rule applies to those, `PartsJob.readsDirect`; one loopback connection wrote 7.5-12.5 MiB in its first 60 ms, one
  * through a relay of 40 MB/s a connection 2.5 MiB). A cloud store's connection carries tens of MB/s, slower still in
  * TCP's slow start. The wait costs a capped download about 30 ms (see leaderIsEnough) before its other connections
  * open.
@@ -215,7 +222,8 @@ const fetchPart = async (
  * `streams` connections: the caller's, and each further one once the pool grants it. Idle connections take over
  * half of the widest range left (PartPlan), so all end together. The first failure that cannot be resumed stops
  * every range and is thrown (the file is left for the caller's staging dir to delete); `changed` (the version
- * moved) is never resumed, so the next attempt starts whole. Memory: about 1 MiB per connection, whatever the size.
+ * moved) is never resumed, so the next attempt starts whole. Memory: two buffers per connection (batchBytesFor), and
+ * a direct connection's 64 KiB head buffer, whatever the size.
  */
 export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Promise<void> => {
   const file = await step(`${job.what}: cannot create ${job.to}`, () => open(job.to, 'wx'));
@@ -232,6 +240,7 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
   let failure: { cause: unknown } | undefined;
   // Bytes written by every connection: while the first works alone, what it brought.
   const written = { bytes: 0 };
+  const batchBytes = batchBytesFor(job);
   const connection = async (first?: AsyncIterable<Uint8Array>): Promise<void> => {
     // Two buffers per connection for all its ranges: allocated outside V8's heap pool, reused for every batch.
     const buffers = [Buffer.allocUnsafeSlow(batchBytes), Buffer.allocUnsafeSlow(batchBytes)] as const;

@@ -1,7 +1,7 @@
 /** Tests of BatchWriter: bytes land in place through two buffers, one written while the other fills, failures kept. */
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { BatchWriter } from '../../../src/storage/parts/batch-writer';
+import { BatchWriter, oneWriteAtATime } from '../../../src/storage/parts/batch-writer';
 import { useTempDir } from '../../helpers/temp-dir';
 
 const buffers = (bytes: number) => [Buffer.alloc(bytes), Buffer.alloc(bytes)] as const;
@@ -107,5 +107,72 @@ describe('BatchWriter', () => {
     }
     expect(next).toBe(10);
     expect((await readFile(path.join(dir.path, 'cut.bin'))).toString()).toBe('0123456789');
+  });
+
+  it('gives its free space to a reader that reads straight in, starting a full buffer’s write at once', async () => {
+    const { file, writes } = heldFile();
+    const ends: number[] = [];
+    const writer = new BatchWriter(file, buffers(4), 10, (end) => ends.push(end), asWriteError);
+    // The space never passes what the reader may take, nor the buffer's end.
+    expect(writer.space(2).byteLength).toBe(2);
+    const space = writer.space(100);
+    expect(space.byteLength).toBe(4);
+    space.set(Buffer.from('abc'));
+    expect(writer.landed(3)).toBeUndefined();
+    writer.space(100).set(Buffer.from('d'));
+    // Full, with no write running: it starts now, and the reader need not wait.
+    expect(writer.landed(1)).toBeUndefined();
+    expect(writes.map((w) => [w.position, w.bytes.toString()])).toEqual([[10, 'abcd']]);
+    writer.space(4).set(Buffer.from('efgh'));
+    // The other buffer is full too while the first write runs: the reader waits for it.
+    const waiting = writer.landed(4);
+    expect(waiting).toBeInstanceOf(Promise);
+    let waited = false;
+    void waiting!.then(() => (waited = true));
+    await settle();
+    expect(waited).toBe(false);
+    writes[0]!.finish();
+    await waiting;
+    expect(writes.map((w) => [w.position, w.bytes.toString()])).toEqual([
+      [10, 'abcd'],
+      [14, 'efgh'],
+    ]);
+    writes[1]!.finish();
+    await writer.flush();
+    expect(ends).toEqual([14, 18]);
+  });
+
+  it('rejects the reader’s wait with the first failed write', async () => {
+    const { file, writes } = heldFile();
+    const writer = new BatchWriter(file, buffers(2), 0, () => undefined, asWriteError);
+    writer.space(2).set(Buffer.from('ab'));
+    expect(writer.landed(2)).toBeUndefined();
+    writer.space(2).set(Buffer.from('cd'));
+    const waiting = writer.landed(2);
+    writes[0]!.fail(new Error('EIO'));
+    await expect(waiting).rejects.toThrow('cannot write: Error: EIO');
+    expect(writes).toHaveLength(1);
+  });
+});
+
+describe('oneWriteAtATime', () => {
+  it('starts each write once the one before it has settled, in the order asked, failed or not', async () => {
+    const { file, writes } = heldFile();
+    const serial = oneWriteAtATime(file);
+    const first = serial.write(Buffer.from('a'), 0, 1, 0);
+    const second = serial.write(Buffer.from('b'), 0, 1, 1);
+    const third = serial.write(Buffer.from('c'), 0, 1, 2);
+    await settle();
+    expect(writes.map((w) => w.bytes.toString())).toEqual(['a']);
+    writes[0]!.fail(new Error('EIO'));
+    await expect(first).rejects.toThrow('EIO');
+    await settle();
+    expect(writes.map((w) => w.bytes.toString())).toEqual(['a', 'b']);
+    writes[1]!.finish();
+    await expect(second).resolves.toEqual({ bytesWritten: 1 });
+    await settle();
+    writes[2]!.finish();
+    await expect(third).resolves.toEqual({ bytesWritten: 1 });
+    expect(writes.map((w) => w.position)).toEqual([0, 1, 2]);
   });
 });

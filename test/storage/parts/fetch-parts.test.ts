@@ -1,6 +1,7 @@
 /** Tests of fetchInParts' choice of connections: a first connection fast enough alone fetches the whole file. */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { ByteSink, SinkReadable } from '../../../src/net';
 import { fetchInParts, type PartsJob } from '../../../src/storage/parts/fetch-parts';
 import { TransferGuard } from '../../../src/storage/transfer-guard';
 import { useTempDir } from '../../helpers/temp-dir';
@@ -34,6 +35,47 @@ const memoryReads = (delayMs: number) => {
         }
       })(),
     );
+  };
+  return { read, reads, bodies };
+};
+
+/**
+ * A store whose bodies are read into the reader's sink, as the direct client's are: each read fills at most what the
+ * sink's space holds (and 48 KiB), one per turn of the event loop, and waits whenever `landed` says so.
+ */
+const sinkReads = () => {
+  const reads: Array<readonly [number, number]> = [];
+  const bodies = { open: 0, most: 0, ended: 0, stopped: 0 };
+  const read: PartsJob['read'] = (start, end) => {
+    reads.push([start, end]);
+    const body: SinkReadable = {
+      direct: true,
+      readInto: async (sink: ByteSink) => {
+        bodies.most = Math.max(bodies.most, ++bodies.open);
+        try {
+          for (let at = start; at < end;) {
+            await new Promise((resolve) => setImmediate(resolve));
+            const space = sink.space(end - at);
+            if (space.byteLength === 0) {
+              bodies.stopped++;
+              return false;
+            }
+            const bytes = Math.min(space.byteLength, 48 * 1024);
+            space.set(data.subarray(at, at + bytes));
+            at += bytes;
+            await sink.landed(bytes);
+          }
+          bodies.ended++;
+          return true;
+        } finally {
+          bodies.open--;
+        }
+      },
+      [Symbol.asyncIterator]: () => {
+        throw new Error('a body read into a sink is not iterated');
+      },
+    };
+    return Promise.resolve(body);
   };
   return { read, reads, bodies };
 };
@@ -94,5 +136,28 @@ describe('fetchInParts', () => {
     // The second connection's first read: after half the window, well before its end.
     expect(alongside[0]).toBeGreaterThanOrEqual(1_000);
     expect(alongside[0]).toBeLessThan(1_800);
+  });
+
+  it('reads bodies that go straight into its buffers byte-exact, each range to its end', async () => {
+    const store = sinkReads();
+    await fetchInParts({ ...job(store.read, 'direct.bin'), readsDirect: true }, { streams: 4 });
+    expect((await readFile(path.join(tmp.path, 'direct.bin'))).equals(data)).toBe(true);
+    expect(store.bodies.ended + store.bodies.stopped).toBe(store.reads.length);
+  });
+
+  it('opens every connection at once when its reads go straight into its buffers (no one-stream rule)', async () => {
+    // As fast as the store that stays on one connection under the rule (the first test).
+    const store = sinkReads();
+    const started = performance.now();
+    const began: number[] = [];
+    const read: PartsJob['read'] = (start, end, signal) => {
+      began.push(performance.now() - started);
+      return store.read(start, end, signal);
+    };
+    await fetchInParts({ ...job(read, 'all-at-once.bin'), readsDirect: true }, { streams: 4 });
+    expect((await readFile(path.join(tmp.path, 'all-at-once.bin'))).equals(data)).toBe(true);
+    expect(store.bodies.most).toBe(4);
+    // The four connections' first reads all began before the rule's wait (60 ms) could have ended.
+    expect(began.slice(0, 4).every((ms) => ms < 60)).toBe(true);
   });
 });
