@@ -1,6 +1,7 @@
 /** The agent's Prometheus metrics (prom-client): a registry of `modelsync_*` series, the Telemetry that counts into it, and what status changes count. */
 import { isRight } from 'fp-ts/Either';
-import { collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
+import { lazyModule } from '../core/lazy-module';
 import type { ModelName } from '../core/model-name';
 import type { ModelPhase, ModelStatus } from '../core/model-status';
 import { shownPhases } from '../core/status-document';
@@ -44,7 +45,14 @@ export const schemeLabel = (storageUri: string): string => {
 export const checksumValue = (checksum: string): number => Number.parseInt(checksum.slice(0, 12), 16) || 0;
 
 /** A fresh registry with every modelsync series and Node's default process metrics. */
+/* eslint-disable @typescript-eslint/no-require-imports -- loaded with the HTTP surface, not by every start */
+// prom-client (and the OpenTelemetry API it loads) took 26 ms of each start's module loading; a run without the
+// surface (`--http-port 0`, the storage initializer) never needs it.
+const promClient = lazyModule(() => require('prom-client') as typeof import('prom-client'));
+/* eslint-enable @typescript-eslint/no-require-imports */
+
 export const createMetrics = (view: MetricsView): AgentMetrics => {
+  const { collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Histogram, Registry } = promClient();
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
