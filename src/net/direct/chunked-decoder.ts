@@ -64,7 +64,9 @@ export class ChunkedDecoder {
   /** A line still without its LF, within its bound. */
   private partial(state: State & { readonly _tag: 'size' | 'trailers' }, line: string): State {
     if (state._tag === 'size') {
-      if (line.length > maxSizeLineBytes) throw new MalformedResponse('a chunk-size line too long');
+      // Bounded as a whole line is (`lineEnded`): without its CRLF, whose CR may have come already.
+      if (line.length - (line.endsWith('\r') ? 1 : 0) > maxSizeLineBytes)
+        throw new MalformedResponse('a chunk-size line too long');
       return { _tag: 'size', line };
     }
     if (state.total + line.length > maxTrailerBytes) throw new MalformedResponse('trailers too long');

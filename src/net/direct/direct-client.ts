@@ -94,7 +94,8 @@ export class DirectClient implements ConnectionOwner {
     const origin = originOf(request.url);
     const deadline = performance.now() + request.headersTimeoutMs;
     for (let attempt = 0; ; attempt++) {
-      const reused = this.takeIdle(origin);
+      // The retry goes on a new connection: another idle one may be as stale as the first.
+      const reused = attempt === 0 ? this.takeIdle(origin) : undefined;
       const connection = reused ?? (await this.connect(request, origin, deadline));
       try {
         const answer = await connection.send(

@@ -78,8 +78,12 @@ export interface ConnectionOwner {
  * whole on a reusable answer frees the connection for the next request; anything else closes it.
  */
 export class DirectConnection {
-  /** The head's bytes, and every read no sink takes (chunks, bytes after a pause): reads land here then. */
-  private readonly scratch = Buffer.allocUnsafeSlow(maxHeadBytes);
+  /**
+   * The head's bytes, and every read no sink takes (chunks, bytes after a pause): reads land here then, in its first
+   * half. The second is for reads that come after the bytes pending: a TLS socket asked to stop reading still hands
+   * on what it has decrypted already (the rest of one socket read, up to about 80 KiB; see nextBuffer).
+   */
+  private readonly scratch = Buffer.allocUnsafeSlow(2 * maxHeadBytes);
   private headBytes = 0;
   /** Body bytes read into `scratch` and not yet handed on: `scratch[pendingFrom, pendingTo)`. */
   private pendingFrom = 0;
@@ -166,7 +170,8 @@ export class DirectConnection {
         () => this.fail(new DirectTimeout('MODELSYNC_HEADERS_TIMEOUT', timeouts.headersTimeoutMs)),
         timeouts.headersTimeoutMs,
       );
-      this.socket.write(request);
+      // One byte a character, as node:http writes heads: requestHead allows obs-text (\x80-\xff) in values.
+      this.socket.write(request, 'latin1');
       this.resume();
     });
   }
@@ -234,14 +239,29 @@ export class DirectConnection {
   }
 
   private nextBuffer(): Uint8Array {
-    if (this.phase._tag === 'head') return this.scratch.subarray(this.headBytes);
     this.space = undefined;
+    if (this.phase._tag === 'head') return this.scratch.subarray(this.headBytes, maxHeadBytes);
     const reader = this.phase._tag === 'body' ? this.phase.reader : undefined;
-    if (reader?._tag === 'direct' && !this.parked && this.pendingTo === this.pendingFrom && this.left > 0) {
-      const space = reader.sink.space(this.left);
+    const pending = this.pendingTo > this.pendingFrom;
+    // Never the body's last byte: that one comes through `scratch`, where the read has room for bytes sent past the
+    // body's end too, so that they are seen (an answer nobody asked for) rather than read as the next request's.
+    if (reader?._tag === 'direct' && !this.parked && !pending && this.left > 1) {
+      const space = reader.sink.space(this.left - 1);
       if (space.byteLength > 0) return (this.space = space);
     }
-    return this.scratch;
+    if (!pending) return this.scratch.subarray(0, maxHeadBytes);
+    // After the bytes pending, never over them: a TLS socket's reads go on for a while after it is paused. Never
+    // an empty buffer either (TLS would hand on nothing, forever): `spill` when there is no room.
+    return this.pendingTo < this.scratch.byteLength ? this.scratch.subarray(this.pendingTo) : spill;
+  }
+
+  /**
+   * The socket should go on reading: a body is read and nothing is pending, or the connection is idle, so that
+   * bytes or a close that come while it waits for its next request are seen then (see `received`, `ended`).
+   */
+  private wantsReads(): boolean {
+    if (this.phase._tag === 'idle') return true;
+    return this.phase._tag === 'body' && !this.parked && this.pendingTo === this.pendingFrom;
   }
 
   /** The socket read `bytes` into `buffer`; false pauses it. */
@@ -249,20 +269,37 @@ export class DirectConnection {
     try {
       this.sawResponse = true;
       const phase = this.phase;
-      if (phase._tag === 'head') return this.headRead(bytes, phase.answer);
+      if (phase._tag === 'head') {
+        // A kept-alive connection's buffer was picked before its request, not always at `headBytes`.
+        const at = this.scratch.subarray(this.headBytes);
+        if (buffer.buffer !== at.buffer || buffer.byteOffset !== at.byteOffset)
+          at.set(buffer.subarray(0, bytes));
+        return this.headRead(bytes, phase.answer);
+      }
       if (phase._tag !== 'body') throw new MalformedResponse('bytes with no request in flight');
       if (buffer === this.space && phase.reader?._tag === 'direct') {
         this.space = undefined;
         this.left -= bytes;
         const wait = phase.reader.sink.landed(bytes);
-        if (this.left === 0) this.bodyEnded();
-        else if (wait !== undefined) this.park(wait);
-        return !this.parked && this.phase._tag === 'body';
+        if (this.left === 0) {
+          ignoreLastWait(wait);
+          this.bodyEnded();
+        } else if (wait !== undefined) this.park(wait);
+        return this.wantsReads();
       }
-      this.pendingFrom = 0;
-      this.pendingTo = bytes;
+      // In `scratch`: right after the bytes pending or, with none, anywhere (see nextBuffer). In `spill` when the
+      // buffer was picked with no room left after them: copied in after what is pending now, if that fits.
+      let at = buffer.byteOffset - this.scratch.byteOffset;
+      if (buffer.buffer !== this.scratch.buffer) {
+        at = this.pendingTo > this.pendingFrom ? this.pendingTo : 0;
+        if (at + bytes > this.scratch.byteLength)
+          throw new Error('no room for the bytes a paused socket read');
+        this.scratch.set(buffer.subarray(0, bytes), at);
+      }
+      if (this.pendingTo === this.pendingFrom) this.pendingFrom = at;
+      this.pendingTo = at + bytes;
       this.pump();
-      return !this.parked && this.pendingFrom === this.pendingTo && this.phase._tag === 'body';
+      return this.wantsReads();
     } catch (cause) {
       this.fail(cause as Error);
       return false;
@@ -284,8 +321,10 @@ export class DirectConnection {
         clearTimeout(this.headTimer);
         this.phase = { _tag: 'body', head, reader: undefined };
         this.begin(head.framing);
-        this.pendingFrom = bodyStart;
-        this.pendingTo = this.headBytes;
+        // The body bytes read with the head, moved to the start: reads that still come (TLS) land after them.
+        this.scratch.copyWithin(0, bodyStart, this.headBytes);
+        this.pendingFrom = 0;
+        this.pendingTo = this.headBytes - bodyStart;
         this.socket.setTimeout(this.idleTimeoutMs);
         answer.resolve(head);
         if (this.phase._tag === 'body' && this.bodyLeft() === 0) this.pump();
@@ -337,7 +376,10 @@ export class DirectConnection {
       this.pendingFrom += take;
       this.left -= take;
       const wait = sink.landed(take);
-      if (this.left === 0) break;
+      if (this.left === 0) {
+        ignoreLastWait(wait);
+        break;
+      }
       if (wait !== undefined) return this.park(wait);
     }
     if (this.left === 0) {
@@ -395,8 +437,11 @@ export class DirectConnection {
     const reusable =
       phase.head.reusable && this.pendingTo === this.pendingFrom && this.socketOf?.destroyed === false;
     this.phase = reusable ? { _tag: 'idle' } : { _tag: 'closed' };
-    if (reusable) this.owner.free(this);
-    else this.socketOf?.destroy();
+    if (reusable) {
+      // Idle, it goes on reading (see wantsReads): bytes that come now are no answer, and a close marks it gone.
+      this.resume();
+      this.owner.free(this);
+    } else this.socketOf?.destroy();
     if (reader._tag === 'direct') reader.done.resolve(true);
     else reader.push(null);
   }
@@ -456,6 +501,18 @@ export class DirectConnection {
     if (this.socketOf?.destroyed === false) this.socketOf.resume();
   }
 }
+
+/**
+ * The wait a sink asks for after the body's last byte: nothing is read after it, so it holds nothing back; a failure
+ * it carries (a write) is the sink's to report when its owner finishes with it (BatchWriter's flush), not a rejection
+ * nobody hears.
+ */
+const ignoreLastWait = (wait: Promise<void> | undefined): void => {
+  void wait?.catch(() => undefined);
+};
+
+/** Where a read lands when `scratch` has no room after the bytes pending; copied out at once (see `received`). */
+const spill = Buffer.allocUnsafeSlow(16 * 1024);
 
 const abortError = (signal: AbortSignal): Error => {
   const reason: unknown = signal.reason;
