@@ -2,33 +2,12 @@
  * BatchWriter: one connection's bytes gathered into one of two buffers and written at their place in the file while
  * the other fills, so the connection keeps reading while the disk takes a batch.
  */
-import type { FileHandle } from 'node:fs/promises';
 import type { ByteSink } from '../../net';
-
-/** What a BatchWriter writes to: a file's positional writes (a FileHandle, or `oneWriteAtATime` of one). */
-export type PositionalFile = Pick<FileHandle, 'write'>;
-
-/**
- * `file` with its positional writes run one at a time, in the order asked. Why: the connections of one big file
- * each wrote their batches at once, and concurrent writes to one ext4 file take its inode lock in turn while the
- * others spin on it (profiled through the relay: 11 % of the machine's CPU in `rwsem_spin_on_owner`, the agent's
- * system time 1.3-4.3 CPU-seconds per GiB against 1.1-2.0 with writes in a row, 4 runs each); one 512 KiB write
- * takes well under a millisecond, so one at a time keeps up with any link.
- */
-export const oneWriteAtATime = (file: PositionalFile): PositionalFile => {
-  let last: Promise<unknown> = Promise.resolve();
-  return {
-    write: ((buffer: Buffer, offset: number, length: number, position: number) => {
-      const mine = last.then(() => file.write(buffer, offset, length, position));
-      last = mine.catch(() => undefined);
-      return mine;
-    }) as PositionalFile['write'],
-  };
-};
+import type { FileWrites } from './file-writes';
 
 /** Writes `length` bytes of `buffer` whole at `position` (a positional write may write less than asked). */
 const writeWhole = async (
-  file: PositionalFile,
+  file: FileWrites,
   buffer: Buffer,
   length: number,
   position: number,
@@ -40,9 +19,11 @@ const writeWhole = async (
 };
 
 /**
- * Writes consecutive bytes from `from` on, through two buffers owned by one connection: a socket reads straight into
- * the one filling (`space`, `landed`: a ByteSink), or `add` copies a chunk in; when it is full its write starts and
- * the other fills; the reader waits only when the other's write is still running. Writes run one at a time and in order, so `written` (told after each one) is
+ * Writes consecutive bytes from `from` on, for one connection: a socket reads straight into the buffer filling
+ * (`space`, `landed`: a ByteSink), or `add` hands a chunk in. While the file's writes are inline (FileWrites), what
+ * lands is written at once and the buffer starts over; else it is gathered, and when the buffer is full its write
+ * starts on the thread pool and the other buffer fills; the reader waits only when the other's write is still
+ * running. Writes run one at a time and in order, so `written` (told after each one) is
  * always the end of a contiguous run from `from`: a cut resumes exactly there.
  *
  * Why two: with one buffer, a connection stopped reading for every write; on this kind of machine a 1 MiB write into
@@ -65,7 +46,7 @@ export class BatchWriter implements ByteSink {
   private failure: { readonly cause: unknown } | undefined;
 
   constructor(
-    private readonly file: PositionalFile,
+    private readonly file: FileWrites,
     buffers: readonly [Buffer, Buffer],
     from: number,
     private readonly written: (end: number) => void,
@@ -78,6 +59,8 @@ export class BatchWriter implements ByteSink {
 
   /** Copies `chunk` in, writing each buffer as it fills; rejects with the first write's failure. */
   async add(chunk: Uint8Array): Promise<void> {
+    if (this.failure !== undefined) throw this.failure.cause;
+    if (this.writesInline(chunk, chunk.byteLength)) return;
     for (let copied = 0; copied < chunk.byteLength;) {
       const buffer = this.buffers[this.filling]!;
       const n = Math.min(chunk.byteLength - copied, buffer.byteLength - this.filled);
@@ -102,6 +85,8 @@ export class BatchWriter implements ByteSink {
    * first write's failure.
    */
   landed(bytes: number): Promise<void> | undefined {
+    if (this.failure !== undefined) return this.settled();
+    if (this.writesInline(this.buffers[this.filling]!, bytes)) return undefined;
     this.filled += bytes;
     if (this.filled < this.buffers[this.filling]!.byteLength) return undefined;
     if (this.running === undefined && this.failure === undefined) {
@@ -109,6 +94,24 @@ export class BatchWriter implements ByteSink {
       return undefined;
     }
     return this.settled().then(() => this.beginWrite());
+  }
+
+  /**
+   * Writes the first `length` bytes of `from` (a chunk, or the buffer filling, which then holds nothing else) at once,
+   * on this thread, when the file's writes are inline and nothing of this writer is gathered or being written: true
+   * when it did. Throws a failed write as its error (and every later call rejects with it).
+   */
+  private writesInline(from: Uint8Array, length: number): boolean {
+    if (this.filled > 0 || this.running !== undefined || this.failure !== undefined) return false;
+    try {
+      if (!this.file.inline(from, 0, length, this.at)) return false;
+    } catch (cause) {
+      this.failure = { cause: this.writeError(cause) };
+      throw this.failure.cause;
+    }
+    this.at += length;
+    this.written(this.at);
+    return true;
   }
 
   /** Writes what is gathered and waits for every write; rejects with the first write's failure. */

@@ -10,7 +10,8 @@ import { inSlot, type Slots } from '../../core/slots';
 import { fsError, step } from '../../fs';
 import { isSinkReadable } from '../../net';
 import type { TransferGuard } from '../transfer-guard';
-import { BatchWriter, oneWriteAtATime, type PositionalFile } from './batch-writer';
+import { BatchWriter } from './batch-writer';
+import { fileWrites, type FileWrites } from './file-writes';
 import { connectionsFor, partBytesFor, PartPlan, type Part } from './part-plan';
 
 /** The bytes `[start, end)` of the one version of the file the download is pinned to; fails `changed` otherwise. */
@@ -79,7 +80,7 @@ const batchBytesFor = (job: PartsJob): number => (job.readsDirect === true ? 2 *
  */
 const writePart = async (
   job: PartsJob,
-  file: PositionalFile,
+  file: FileWrites,
   part: Part,
   body: AsyncIterable<Uint8Array>,
   buffers: readonly [Buffer, Buffer],
@@ -174,7 +175,7 @@ const leaderIsEnough = async (
 const fetchPart = async (
   job: PartsJob,
   settings: PartsSettings,
-  file: PositionalFile,
+  file: FileWrites,
   part: Part,
   signal: AbortSignal,
   first: AsyncIterable<Uint8Array> | undefined,
@@ -227,7 +228,7 @@ const fetchPart = async (
  */
 export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Promise<void> => {
   const file = await step(`${job.what}: cannot create ${job.to}`, () => open(job.to, 'wx'));
-  const writes = oneWriteAtATime(file);
+  const writes = fileWrites(file);
   const stop = new AbortController();
   const noMoreConnections = new AbortController();
   const signal = AbortSignal.any([job.signal, stop.signal]);

@@ -1,7 +1,8 @@
 /** Tests of BatchWriter: bytes land in place through two buffers, one written while the other fills, failures kept. */
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { BatchWriter, oneWriteAtATime } from '../../../src/storage/parts/batch-writer';
+import { BatchWriter } from '../../../src/storage/parts/batch-writer';
+import { fileWrites } from '../../../src/storage/parts/file-writes';
 import { useTempDir } from '../../helpers/temp-dir';
 
 const buffers = (bytes: number) => [Buffer.alloc(bytes), Buffer.alloc(bytes)] as const;
@@ -40,7 +41,7 @@ describe('BatchWriter', () => {
   it('writes consecutive chunks in place from its offset, across buffers, telling each contiguous end', async () => {
     const file = await open(path.join(dir.path, 'model.bin'), 'w+');
     const ends: number[] = [];
-    const writer = new BatchWriter(file, buffers(4), 3, (end) => ends.push(end), asWriteError);
+    const writer = new BatchWriter(fileWrites(file, 0), buffers(4), 3, (end) => ends.push(end), asWriteError);
     try {
       for (const chunk of ['abc', 'defgh', 'i', 'jklmnopq']) await writer.add(Buffer.from(chunk));
       await writer.flush();
@@ -56,7 +57,7 @@ describe('BatchWriter', () => {
   it('keeps filling the other buffer while a write runs, and waits only when both are taken', async () => {
     const { file, writes } = heldFile();
     const ends: number[] = [];
-    const writer = new BatchWriter(file, buffers(4), 0, (end) => ends.push(end), asWriteError);
+    const writer = new BatchWriter(fileWrites(file), buffers(4), 0, (end) => ends.push(end), asWriteError);
     await writer.add(Buffer.from('abcd'));
     expect(writes).toHaveLength(1);
     // The first buffer is being written: the second one takes these without waiting.
@@ -85,7 +86,7 @@ describe('BatchWriter', () => {
   it('throws the first failed write as its error, from the next add or the flush, and writes nothing after it', async () => {
     const { file, writes } = heldFile();
     const ends: number[] = [];
-    const writer = new BatchWriter(file, buffers(2), 0, (end) => ends.push(end), asWriteError);
+    const writer = new BatchWriter(fileWrites(file), buffers(2), 0, (end) => ends.push(end), asWriteError);
     await writer.add(Buffer.from('ab'));
     writes[0]!.fail(new Error('ENOSPC'));
     await writer.add(Buffer.from('c'));
@@ -98,7 +99,7 @@ describe('BatchWriter', () => {
   it('writes a partly filled buffer on flush, so a resume after a cut starts at the next unwritten byte', async () => {
     const file = await open(path.join(dir.path, 'cut.bin'), 'w+');
     let next = 0;
-    const writer = new BatchWriter(file, buffers(8), 0, (end) => (next = end), asWriteError);
+    const writer = new BatchWriter(fileWrites(file, 0), buffers(8), 0, (end) => (next = end), asWriteError);
     try {
       await writer.add(Buffer.from('0123456789'));
       await writer.flush();
@@ -112,7 +113,7 @@ describe('BatchWriter', () => {
   it('gives its free space to a reader that reads straight in, starting a full buffer’s write at once', async () => {
     const { file, writes } = heldFile();
     const ends: number[] = [];
-    const writer = new BatchWriter(file, buffers(4), 10, (end) => ends.push(end), asWriteError);
+    const writer = new BatchWriter(fileWrites(file), buffers(4), 10, (end) => ends.push(end), asWriteError);
     // The space never passes what the reader may take, nor the buffer's end.
     expect(writer.space(2).byteLength).toBe(2);
     const space = writer.space(100);
@@ -144,7 +145,7 @@ describe('BatchWriter', () => {
 
   it('rejects the reader’s wait with the first failed write', async () => {
     const { file, writes } = heldFile();
-    const writer = new BatchWriter(file, buffers(2), 0, () => undefined, asWriteError);
+    const writer = new BatchWriter(fileWrites(file), buffers(2), 0, () => undefined, asWriteError);
     writer.space(2).set(Buffer.from('ab'));
     expect(writer.landed(2)).toBeUndefined();
     writer.space(2).set(Buffer.from('cd'));
@@ -155,10 +156,10 @@ describe('BatchWriter', () => {
   });
 });
 
-describe('oneWriteAtATime', () => {
-  it('starts each write once the one before it has settled, in the order asked, failed or not', async () => {
+describe('fileWrites', () => {
+  it('starts each thread-pool write once the one before it has settled, in the order asked, failed or not', async () => {
     const { file, writes } = heldFile();
-    const serial = oneWriteAtATime(file);
+    const serial = fileWrites(file);
     const first = serial.write(Buffer.from('a'), 0, 1, 0);
     const second = serial.write(Buffer.from('b'), 0, 1, 1);
     const third = serial.write(Buffer.from('c'), 0, 1, 2);
@@ -174,5 +175,62 @@ describe('oneWriteAtATime', () => {
     writes[2]!.finish();
     await expect(third).resolves.toEqual({ bytesWritten: 1 });
     expect(writes.map((w) => w.position)).toEqual([0, 1, 2]);
+  });
+
+  it('writes inline while writes are quick, and a file without a descriptor never does', () => {
+    expect(fileWrites(heldFile().file).inline(Buffer.from('a'), 0, 1, 0)).toBe(false);
+  });
+});
+
+describe('BatchWriter with inline writes', () => {
+  const dir = useTempDir('batch-writer-inline');
+
+  it('writes what lands at once, from the start of its buffer, telling each end', async () => {
+    const file = await open(path.join(dir.path, 'inline.bin'), 'w+');
+    const ends: number[] = [];
+    try {
+      const writer = new BatchWriter(fileWrites(file), buffers(4), 2, (end) => ends.push(end), asWriteError);
+      for (const chunk of ['abc', 'de', 'f']) {
+        const space = writer.space(4);
+        // Nothing gathered: every read lands at the buffer's start.
+        expect(space.byteOffset).toBe(writer.space(4).byteOffset);
+        space.set(Buffer.from(chunk));
+        expect(writer.landed(chunk.length)).toBeUndefined();
+      }
+      await writer.add(Buffer.from('ghijk'));
+      await writer.flush();
+    } finally {
+      await file.close();
+    }
+    expect((await readFile(path.join(dir.path, 'inline.bin'))).subarray(2).toString()).toBe('abcdefghijk');
+    expect(ends).toEqual([5, 7, 8, 13]);
+  });
+
+  it('goes on through the thread pool once a write took longer than the limit', async () => {
+    const file = await open(path.join(dir.path, 'slow.bin'), 'w+');
+    const ends: number[] = [];
+    try {
+      // Every write takes longer than a nanosecond: the first is inline, then inline writes are off for the file.
+      const writes = fileWrites(file, 1e-6);
+      const writer = new BatchWriter(writes, buffers(4), 0, (end) => ends.push(end), asWriteError);
+      for (const chunk of ['ab', 'cdef', 'gh']) await writer.add(Buffer.from(chunk));
+      expect(writes.inline(Buffer.from('x'), 0, 1, 100)).toBe(false);
+      await writer.flush();
+    } finally {
+      await file.close();
+    }
+    expect((await readFile(path.join(dir.path, 'slow.bin'))).toString()).toBe('abcdefgh');
+    expect(ends).toEqual([2, 6, 8]);
+  });
+
+  it('throws a failed inline write as its error, and every later call with it', async () => {
+    const file = await open(path.join(dir.path, 'closed.bin'), 'w+');
+    const writes = fileWrites({ write: file.write.bind(file), fd: file.fd });
+    await file.close();
+    const writer = new BatchWriter(writes, buffers(4), 0, () => undefined, asWriteError);
+    writer.space(4).set(Buffer.from('ab'));
+    expect(() => writer.landed(2)).toThrow('cannot write: Error: EBADF');
+    await expect(writer.add(Buffer.from('c'))).rejects.toThrow('cannot write: Error: EBADF');
+    await expect(writer.flush()).rejects.toThrow('cannot write: Error: EBADF');
   });
 });
