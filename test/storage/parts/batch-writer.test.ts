@@ -41,7 +41,13 @@ describe('BatchWriter', () => {
   it('writes consecutive chunks in place from its offset, across buffers, telling each contiguous end', async () => {
     const file = await open(path.join(dir.path, 'model.bin'), 'w+');
     const ends: number[] = [];
-    const writer = new BatchWriter(fileWrites(file, 0), buffers(4), 3, (end) => ends.push(end), asWriteError);
+    const writer = new BatchWriter(
+      fileWrites(file, null),
+      buffers(4),
+      3,
+      (end) => ends.push(end),
+      asWriteError,
+    );
     try {
       for (const chunk of ['abc', 'defgh', 'i', 'jklmnopq']) await writer.add(Buffer.from(chunk));
       await writer.flush();
@@ -99,7 +105,13 @@ describe('BatchWriter', () => {
   it('writes a partly filled buffer on flush, so a resume after a cut starts at the next unwritten byte', async () => {
     const file = await open(path.join(dir.path, 'cut.bin'), 'w+');
     let next = 0;
-    const writer = new BatchWriter(fileWrites(file, 0), buffers(8), 0, (end) => (next = end), asWriteError);
+    const writer = new BatchWriter(
+      fileWrites(file, null),
+      buffers(8),
+      0,
+      (end) => (next = end),
+      asWriteError,
+    );
     try {
       await writer.add(Buffer.from('0123456789'));
       await writer.flush();
@@ -157,6 +169,8 @@ describe('BatchWriter', () => {
 });
 
 describe('fileWrites', () => {
+  const dir = useTempDir('file-writes');
+
   it('starts each thread-pool write once the one before it has settled, in the order asked, failed or not', async () => {
     const { file, writes } = heldFile();
     const serial = fileWrites(file);
@@ -179,6 +193,18 @@ describe('fileWrites', () => {
 
   it('writes inline while writes are quick, and a file without a descriptor never does', () => {
     expect(fileWrites(heldFile().file).inline(Buffer.from('a'), 0, 1, 0)).toBe(false);
+  });
+
+  it('keeps writing inline after slow writes that together stay within the limit', async () => {
+    const file = await open(path.join(dir.path, 'budget.bin'), 'w+');
+    try {
+      // Every write is slow (over a nanosecond); together they stay under a minute.
+      const writes = fileWrites(file, { slowMs: 1e-6, slowTotalMs: 60_000 });
+      for (let at = 0; at < 5; at++) expect(writes.inline(Buffer.from('x'), 0, 1, at)).toBe(true);
+    } finally {
+      await file.close();
+    }
+    expect((await readFile(path.join(dir.path, 'budget.bin'))).toString()).toBe('xxxxx');
   });
 });
 
@@ -206,12 +232,12 @@ describe('BatchWriter with inline writes', () => {
     expect(ends).toEqual([5, 7, 8, 13]);
   });
 
-  it('goes on through the thread pool once a write took longer than the limit', async () => {
+  it('goes on through the thread pool once its slow writes together took longer than the limit', async () => {
     const file = await open(path.join(dir.path, 'slow.bin'), 'w+');
     const ends: number[] = [];
     try {
       // Every write takes longer than a nanosecond: the first is inline, then inline writes are off for the file.
-      const writes = fileWrites(file, 1e-6);
+      const writes = fileWrites(file, { slowMs: 1e-6, slowTotalMs: 0 });
       const writer = new BatchWriter(writes, buffers(4), 0, (end) => ends.push(end), asWriteError);
       for (const chunk of ['ab', 'cdef', 'gh']) await writer.add(Buffer.from(chunk));
       expect(writes.inline(Buffer.from('x'), 0, 1, 100)).toBe(false);
