@@ -14,7 +14,8 @@ export const notesOf = (
   `Times: modelsync from its spawn (node src/cli.js with the image's Node.js flags, sync mode, --log-level warn) to ` +
     "the V2 stand-in's load request, so its start-up (the start-up row) is in every figure; aria2c and rclone " +
     `from spawn to exit. MB/s = ${objectBytes} bytes / 10^6 / median seconds over ${runsPerTool} interleaved runs; ` +
-    'each copy is checked (size, and every MiB stamped with its index in its place). No fsync for any tool.',
+    'each copy is checked (size, and every MiB stamped with its index in its place). No fsync for any tool; ' +
+    'every run starts with the disk settled (sync), so none pays for write-back another left.',
   `The relay (bench/relay.ts, a child process of its own) holds what each connection gets to ` +
     `${perConnectionBytesPerSecond / 1e6} MB/s and all of them to ${totalBytesPerSecond / 1e6} MB/s (token ` +
     'buckets refilled every 4 ms, the upstream paused when one is empty); MiBRelayed counts what it sent to ' +
