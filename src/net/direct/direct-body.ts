@@ -1,6 +1,7 @@
 /** DirectBody: a direct response's body, a Readable for any reader and `readInto` for one with buffers of its own. */
 import { Readable } from 'node:stream';
-import type { ByteSink, DirectConnection } from './direct-connection';
+import type { ByteSink } from './byte-sink';
+import type { DirectConnection } from './direct-connection';
 
 /** A body read by a stream of chunks past `maxBytes` (an error page, say) fails with this. */
 export class BodyTooLarge extends Error {

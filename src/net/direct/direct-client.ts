@@ -3,7 +3,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { connect as connectTcp, isIP, type Socket } from 'node:net';
 import { connect as connectTls, type ConnectionOptions } from 'node:tls';
 import { DirectBody } from './direct-body';
-import { DirectConnection, DirectTimeout, type ConnectionOwner } from './direct-connection';
+import { DirectConnection, type ConnectionOwner } from './direct-connection';
+import { DirectTimeout } from './direct-errors';
 
 /** Whom a TLS connection trusts (the Network's CAs). */
 export interface DirectTls {

@@ -10,42 +10,11 @@
  * it possible; no HTTP client offers it.
  */
 import type { Socket } from 'node:net';
-import { ChunkedDecoder } from './chunked-decoder';
-import {
-  MalformedResponse,
-  maxHeadBytes,
-  parseResponseHead,
-  type BodyFraming,
-  type ResponseHead,
-} from './response-head';
-
-/** Where a direct body's bytes go: the reader's own memory. */
-export interface ByteSink {
-  /** The memory the next socket read may fill, at most `max` bytes long; empty: the reader wants no more bytes. */
-  space(max: number): Uint8Array;
-  /** `bytes` bytes landed at the start of the last space; a promise: read nothing more until it settles. */
-  landed(bytes: number): Promise<void> | undefined;
-}
-
-/** A timeout of a direct request; `name` and `code` are what the SDKs' retry rules and transportError look for. */
-export class DirectTimeout extends Error {
-  override readonly name = 'TimeoutError';
-  constructor(
-    readonly code: 'MODELSYNC_HEADERS_TIMEOUT' | 'MODELSYNC_BODY_TIMEOUT' | 'MODELSYNC_CONNECT_TIMEOUT',
-    ms: number,
-  ) {
-    super(
-      code === 'MODELSYNC_BODY_TIMEOUT'
-        ? `no body bytes for ${ms} ms`
-        : code === 'MODELSYNC_HEADERS_TIMEOUT'
-          ? `no response head within ${ms} ms`
-          : `no connection within ${ms} ms`,
-    );
-  }
-}
-
-/** The connection closed before its answer was whole: `ECONNRESET`, as Node's own HTTP client says it. */
-const cutShort = (message: string): Error => Object.assign(new Error(message), { code: 'ECONNRESET' });
+import { ignoreLastWait, type ByteSink } from './byte-sink';
+import { BodyFrame } from './body-frame';
+import { abortError, cutShort, DirectTimeout } from './direct-errors';
+import { MalformedResponse, maxHeadBytes, parseResponseHead, type ResponseHead } from './response-head';
+import { ScratchBytes } from './scratch-bytes';
 
 /** How the reader of the body in flight takes its bytes. */
 type Reader =
@@ -64,7 +33,12 @@ interface Settle<T> {
 type Phase =
   | { readonly _tag: 'idle' }
   | { readonly _tag: 'head'; readonly answer: Settle<ResponseHead> }
-  | { readonly _tag: 'body'; readonly head: ResponseHead; reader: Reader | undefined }
+  | {
+      readonly _tag: 'body';
+      readonly head: ResponseHead;
+      readonly body: BodyFrame;
+      reader: Reader | undefined;
+    }
   | { readonly _tag: 'closed' };
 
 /** What a connection tells its owner: it is free for another request, or gone. */
@@ -78,20 +52,9 @@ export interface ConnectionOwner {
  * whole on a reusable answer frees the connection for the next request; anything else closes it.
  */
 export class DirectConnection {
-  /**
-   * The head's bytes, and every read no sink takes (chunks, bytes after a pause): reads land here then, in its first
-   * half. The second is for reads that come after the bytes pending: a TLS socket asked to stop reading still hands
-   * on what it has decrypted already (the rest of one socket read, up to about 80 KiB; see nextBuffer).
-   */
-  private readonly scratch = Buffer.allocUnsafeSlow(2 * maxHeadBytes);
-  private headBytes = 0;
-  /** Body bytes read into `scratch` and not yet handed on: `scratch[pendingFrom, pendingTo)`. */
-  private pendingFrom = 0;
-  private pendingTo = 0;
+  /** The head's bytes, and every read no sink takes (chunks, bytes after a pause). */
+  private readonly scratch = new ScratchBytes();
   private phase: Phase = { _tag: 'idle' };
-  /** Body bytes still to come (length framing). */
-  private left = 0;
-  private decoder: ChunkedDecoder | undefined;
   /** The space the next read fills when it is the sink's, else undefined (the read lands in `scratch`). */
   private space: Uint8Array | undefined;
   /** The reader asked us to wait: no read until it says so. */
@@ -158,7 +121,7 @@ export class DirectConnection {
       return Promise.reject(new Error('a direct connection carries one request at a time'));
     this.requests += 1;
     this.sawResponse = false;
-    this.headBytes = 0;
+    this.scratch.startHead();
     this.idleTimeoutMs = timeouts.idleTimeoutMs;
     const onAbort = (): void => this.fail(abortError(signal));
     signal.addEventListener('abort', onAbort, { once: true });
@@ -240,19 +203,16 @@ export class DirectConnection {
 
   private nextBuffer(): Uint8Array {
     this.space = undefined;
-    if (this.phase._tag === 'head') return this.scratch.subarray(this.headBytes, maxHeadBytes);
-    const reader = this.phase._tag === 'body' ? this.phase.reader : undefined;
-    const pending = this.pendingTo > this.pendingFrom;
-    // Never the body's last byte: that one comes through `scratch`, where the read has room for bytes sent past the
+    if (this.phase._tag === 'head') return this.scratch.headSpace();
+    const body = this.phase._tag === 'body' ? this.phase : undefined;
+    const reader = body?.reader;
+    // Never the body's last byte: that one comes through the scratch, where the read has room for bytes sent past the
     // body's end too, so that they are seen (an answer nobody asked for) rather than read as the next request's.
-    if (reader?._tag === 'direct' && !this.parked && !pending && this.left > 1) {
-      const space = reader.sink.space(this.left - 1);
+    if (reader?._tag === 'direct' && !this.parked && this.scratch.pending === 0 && body!.body.left > 1) {
+      const space = reader.sink.space(body!.body.left - 1);
       if (space.byteLength > 0) return (this.space = space);
     }
-    if (!pending) return this.scratch.subarray(0, maxHeadBytes);
-    // After the bytes pending, never over them: a TLS socket's reads go on for a while after it is paused. Never
-    // an empty buffer either (TLS would hand on nothing, forever): `spill` when there is no room.
-    return this.pendingTo < this.scratch.byteLength ? this.scratch.subarray(this.pendingTo) : spill;
+    return this.scratch.readSpace();
   }
 
   /**
@@ -261,7 +221,7 @@ export class DirectConnection {
    */
   private wantsReads(): boolean {
     if (this.phase._tag === 'idle') return true;
-    return this.phase._tag === 'body' && !this.parked && this.pendingTo === this.pendingFrom;
+    return this.phase._tag === 'body' && !this.parked && this.scratch.pending === 0;
   }
 
   /** The socket read `bytes` into `buffer`; false pauses it. */
@@ -269,35 +229,19 @@ export class DirectConnection {
     try {
       this.sawResponse = true;
       const phase = this.phase;
-      if (phase._tag === 'head') {
-        // A kept-alive connection's buffer was picked before its request, not always at `headBytes`.
-        const at = this.scratch.subarray(this.headBytes);
-        if (buffer.buffer !== at.buffer || buffer.byteOffset !== at.byteOffset)
-          at.set(buffer.subarray(0, bytes));
-        return this.headRead(bytes, phase.answer);
-      }
+      if (phase._tag === 'head') return this.headRead(this.scratch.headLanded(buffer, bytes), phase.answer);
       if (phase._tag !== 'body') throw new MalformedResponse('bytes with no request in flight');
       if (buffer === this.space && phase.reader?._tag === 'direct') {
         this.space = undefined;
-        this.left -= bytes;
+        phase.body.left -= bytes;
         const wait = phase.reader.sink.landed(bytes);
-        if (this.left === 0) {
+        if (phase.body.left === 0) {
           ignoreLastWait(wait);
           this.bodyEnded();
         } else if (wait !== undefined) this.park(wait);
         return this.wantsReads();
       }
-      // In `scratch`: right after the bytes pending or, with none, anywhere (see nextBuffer). In `spill` when the
-      // buffer was picked with no room left after them: copied in after what is pending now, if that fits.
-      let at = buffer.byteOffset - this.scratch.byteOffset;
-      if (buffer.buffer !== this.scratch.buffer) {
-        at = this.pendingTo > this.pendingFrom ? this.pendingTo : 0;
-        if (at + bytes > this.scratch.byteLength)
-          throw new Error('no room for the bytes a paused socket read');
-        this.scratch.set(buffer.subarray(0, bytes), at);
-      }
-      if (this.pendingTo === this.pendingFrom) this.pendingFrom = at;
-      this.pendingTo = at + bytes;
+      this.scratch.bodyLanded(buffer, bytes);
       this.pump();
       return this.wantsReads();
     } catch (cause) {
@@ -306,103 +250,60 @@ export class DirectConnection {
     }
   }
 
-  private headRead(bytes: number, answer: Settle<ResponseHead>): boolean {
-    this.headBytes += bytes;
+  private headRead(head: Uint8Array, answer: Settle<ResponseHead>): boolean {
     for (;;) {
-      const parsed = parseResponseHead(this.scratch.subarray(0, this.headBytes));
+      const parsed = parseResponseHead(head);
       if (parsed === undefined) {
-        if (this.headBytes >= maxHeadBytes)
+        if (head.byteLength >= maxHeadBytes)
           throw new MalformedResponse(`head longer than ${maxHeadBytes} bytes`);
         return true;
       }
-      const { head, bodyStart } = parsed;
-      if (head.status === 101) throw new MalformedResponse('101 Switching Protocols to a GET');
-      if (head.status >= 200) {
+      const { head: answered, bodyStart } = parsed;
+      if (answered.status === 101) throw new MalformedResponse('101 Switching Protocols to a GET');
+      if (answered.status >= 200) {
         clearTimeout(this.headTimer);
-        this.phase = { _tag: 'body', head, reader: undefined };
-        this.begin(head.framing);
+        this.phase = {
+          _tag: 'body',
+          head: answered,
+          body: new BodyFrame(answered.framing),
+          reader: undefined,
+        };
         // The body bytes read with the head, moved to the start: reads that still come (TLS) land after them.
-        this.scratch.copyWithin(0, bodyStart, this.headBytes);
-        this.pendingFrom = 0;
-        this.pendingTo = this.headBytes - bodyStart;
+        this.scratch.startBody(bodyStart);
         this.socket.setTimeout(this.idleTimeoutMs);
-        answer.resolve(head);
-        if (this.phase._tag === 'body' && this.bodyLeft() === 0) this.pump();
+        answer.resolve(answered);
+        if (this.phase._tag === 'body' && this.phase.body.done) this.pump();
         // Nothing more is read until the caller picks how to read the body.
         return false;
       }
       // An interim answer (100, 103 Early Hints): dropped, the real one follows.
-      this.scratch.copyWithin(0, bodyStart, this.headBytes);
-      this.headBytes -= bodyStart;
+      this.scratch.dropInterim(bodyStart);
+      head = head.subarray(0, head.byteLength - bodyStart);
     }
   }
 
-  private begin(framing: BodyFraming): void {
-    this.left = framing._tag === 'length' ? framing.bytes : 0;
-    this.decoder = framing._tag === 'chunked' ? new ChunkedDecoder() : undefined;
-  }
-
-  /** 0 once nothing of the body is left to read. */
-  private bodyLeft(): number {
-    if (this.phase._tag !== 'body') return 0;
-    const framing = this.phase.head.framing._tag;
-    if (framing === 'none') return 0;
-    if (framing === 'length') return this.left;
-    if (framing === 'chunked') return this.decoder?.done === true ? 0 : 1;
-    return 1;
-  }
-
-  /** Hands the bytes pending in `scratch` to the reader, until they are all taken or the reader waits. */
+  /** Hands the bytes pending in the scratch to the reader, until they are all taken or the reader waits. */
   private pump(): void {
     const phase = this.phase;
     if (phase._tag !== 'body' || this.parked) return;
-    const reader = phase.reader;
-    if (this.bodyLeft() === 0) {
-      if (this.pendingTo > this.pendingFrom) throw new MalformedResponse('bytes past the end of the body');
+    const { body, reader } = phase;
+    if (body.done) {
+      if (this.scratch.pending > 0) throw new MalformedResponse('bytes past the end of the body');
       return this.bodyEnded();
     }
     if (reader === undefined) return;
-    if (reader._tag === 'direct') this.pumpDirect(reader.sink);
-    else this.pumpChunks(reader.push, phase.head.framing);
-    if (this.phase._tag === 'body' && !this.parked && this.pendingTo === this.pendingFrom) this.resume();
-  }
-
-  private pumpDirect(sink: ByteSink): void {
-    while (this.pendingTo > this.pendingFrom && this.left > 0) {
-      const space = sink.space(this.left);
-      if (space.byteLength === 0) return this.sinkFull();
-      const take = Math.min(space.byteLength, this.pendingTo - this.pendingFrom, this.left);
-      space.set(this.scratch.subarray(this.pendingFrom, this.pendingFrom + take));
-      this.pendingFrom += take;
-      this.left -= take;
-      const wait = sink.landed(take);
-      if (this.left === 0) {
-        ignoreLastWait(wait);
-        break;
-      }
-      if (wait !== undefined) return this.park(wait);
+    if (reader._tag === 'direct') {
+      const step = body.toSink(this.scratch, reader.sink);
+      if (step._tag === 'full') return this.sinkFull();
+      if (step._tag === 'wait') return this.park(step.wait);
+      if (step._tag === 'ended') return this.bodyEnded();
+    } else {
+      const wantsMore = body.toChunks(this.scratch, reader.push);
+      if (body.done) return this.bodyEnded();
+      // The reader's stream is full: nothing more is read until it asks (`more`).
+      if (!wantsMore) return this.pause();
     }
-    if (this.left === 0) {
-      if (this.pendingTo > this.pendingFrom) throw new MalformedResponse('bytes past the end of the body');
-      this.bodyEnded();
-    }
-  }
-
-  private pumpChunks(push: (chunk: Buffer | null) => boolean, framing: BodyFraming): void {
-    const pending = this.scratch.subarray(this.pendingFrom, this.pendingTo);
-    this.pendingFrom = this.pendingTo;
-    let wantsMore = true;
-    if (framing._tag === 'chunked') {
-      const used = this.decoder!.push(pending, (data) => (wantsMore = push(Buffer.from(data)) && wantsMore));
-      if (used < pending.byteLength) throw new MalformedResponse('bytes past the end of the body');
-    } else if (pending.byteLength > 0) {
-      const take = framing._tag === 'length' ? Math.min(this.left, pending.byteLength) : pending.byteLength;
-      if (take < pending.byteLength) throw new MalformedResponse('bytes past the end of the body');
-      this.left -= take;
-      wantsMore = push(Buffer.from(pending));
-    }
-    if (this.bodyLeft() === 0) return this.bodyEnded();
-    if (!wantsMore) this.pause();
+    if (this.phase._tag === 'body' && !this.parked && this.scratch.pending === 0) this.resume();
   }
 
   /** The reader's sink has no room for the rest of the body: it stopped reading; the rest is never read. */
@@ -434,8 +335,7 @@ export class DirectConnection {
     const reader = phase.reader;
     if (reader === undefined) return;
     this.finish();
-    const reusable =
-      phase.head.reusable && this.pendingTo === this.pendingFrom && this.socketOf?.destroyed === false;
+    const reusable = phase.head.reusable && this.scratch.pending === 0 && this.socketOf?.destroyed === false;
     this.phase = reusable ? { _tag: 'idle' } : { _tag: 'closed' };
     if (reusable) {
       // Idle, it goes on reading (see wantsReads): bytes that come now are no answer, and a close marks it gone.
@@ -468,7 +368,7 @@ export class DirectConnection {
       cutShort(
         phase._tag === 'head'
           ? 'socket hang up: the connection closed before a response'
-          : `the connection closed with ${phase.head.framing._tag === 'length' ? `${this.left} bytes` : 'part'} of the body unread`,
+          : `the connection closed with ${phase.head.framing._tag === 'length' ? `${phase.body.left} bytes` : 'part'} of the body unread`,
       ),
     );
   }
@@ -501,20 +401,3 @@ export class DirectConnection {
     if (this.socketOf?.destroyed === false) this.socketOf.resume();
   }
 }
-
-/**
- * The wait a sink asks for after the body's last byte: nothing is read after it, so it holds nothing back; a failure
- * it carries (a write) is the sink's to report when its owner finishes with it (BatchWriter's flush), not a rejection
- * nobody hears.
- */
-const ignoreLastWait = (wait: Promise<void> | undefined): void => {
-  void wait?.catch(() => undefined);
-};
-
-/** Where a read lands when `scratch` has no room after the bytes pending; copied out at once (see `received`). */
-const spill = Buffer.allocUnsafeSlow(16 * 1024);
-
-const abortError = (signal: AbortSignal): Error => {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error ? reason : Object.assign(new Error('aborted'), { name: 'AbortError' });
-};

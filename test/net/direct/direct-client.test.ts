@@ -16,7 +16,8 @@ import {
 } from '../../../src/net/direct/direct-client';
 import type { DirectBody } from '../../../src/net/direct/direct-body';
 import { BodyTooLarge } from '../../../src/net/direct/direct-body';
-import { DirectTimeout, type ByteSink } from '../../../src/net/direct/direct-connection';
+import type { ByteSink } from '../../../src/net/direct/byte-sink';
+import { DirectTimeout } from '../../../src/net/direct/direct-errors';
 import { MalformedResponse } from '../../../src/net/direct/response-head';
 import { writeRepeated, type HttpHandler, type HttpServerOptions } from '../../../src/testing/http-server';
 import { sleep, withTimeout } from '../../../src/testing/wait';
