@@ -94,6 +94,11 @@ beforeAll(async () => {
     'the models load through the agent port',
     async () => (await serves('iris', 1)()) && (await serves('stable', 1)()),
   );
+  // The models serve as soon as the server loaded them; modelsync is ready once it has the server's answers too.
+  await until(
+    'modelsync reports its start-up sync done',
+    async () => (await exchange(agentUrl, 'GET', '/readyz')).status === 200,
+  );
 });
 
 afterAll(async () => {

@@ -66,6 +66,13 @@ beforeAll(async () => {
     90_000,
     () => agent.transcript(30),
   );
+  // The model serves as soon as the server loaded it; modelsync is ready once it has the server's answer too.
+  await eventually(
+    'modelsync reports its start-up sync done',
+    async () => (await exchange(agentUrl, 'GET', '/readyz')).status === 200,
+    30_000,
+    () => agent.transcript(30),
+  );
 });
 
 afterAll(async () => {
