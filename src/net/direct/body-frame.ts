@@ -15,13 +15,17 @@ const pastTheEnd = (): MalformedResponse => new MalformedResponse('bytes past th
 
 /** One body's progress: bytes left (length framing), the chunked decoder, or until the connection closes. */
 export class BodyFrame {
-  /** Body bytes still to come (length framing). */
-  left: number;
+  private remaining: number;
   private readonly decoder: ChunkedDecoder | undefined;
 
   constructor(readonly framing: BodyFraming) {
-    this.left = framing._tag === 'length' ? framing.bytes : 0;
+    this.remaining = framing._tag === 'length' ? framing.bytes : 0;
     this.decoder = framing._tag === 'chunked' ? new ChunkedDecoder() : undefined;
+  }
+
+  /** Body bytes still to come (length framing). */
+  get left(): number {
+    return this.remaining;
   }
 
   /** True once nothing of the body is left to read. */
@@ -30,7 +34,7 @@ export class BodyFrame {
       case 'none':
         return true;
       case 'length':
-        return this.left === 0;
+        return this.remaining === 0;
       case 'chunked':
         return this.decoder!.done;
       case 'until-close':
@@ -43,23 +47,32 @@ export class BodyFrame {
    * ends (`ended`; throws MalformedResponse when bytes follow it), the sink has no room (`full`) or asks to wait.
    */
   toSink(scratch: ScratchBytes, sink: ByteSink): SinkStep {
-    while (scratch.pending > 0 && this.left > 0) {
-      const space = sink.space(this.left);
+    while (scratch.pending > 0 && this.remaining > 0) {
+      const space = sink.space(this.remaining);
       if (space.byteLength === 0) return { _tag: 'full' };
-      const take = Math.min(space.byteLength, scratch.pending, this.left);
+      const take = Math.min(space.byteLength, scratch.pending, this.remaining);
       space.set(scratch.view().subarray(0, take));
       scratch.take(take);
-      this.left -= take;
-      const wait = sink.landed(take);
-      if (this.left === 0) {
-        ignoreLastWait(wait);
-        break;
-      }
-      if (wait !== undefined) return { _tag: 'wait', wait };
+      const step = this.landed(sink, take);
+      if (step._tag === 'wait') return step;
     }
-    if (this.left > 0) return { _tag: 'drained' };
+    if (this.remaining > 0) return { _tag: 'drained' };
     if (scratch.pending > 0) throw pastTheEnd();
     return { _tag: 'ended' };
+  }
+
+  /**
+   * `bytes` of the body landed in `sink`'s space (a socket read straight into it, or copied from the scratch):
+   * `ended` once the body is whole (the sink's last wait holds nothing back), else the sink's wait, if it asks one.
+   */
+  landed(sink: ByteSink, bytes: number): SinkStep {
+    this.remaining -= bytes;
+    const wait = sink.landed(bytes);
+    if (this.remaining === 0) {
+      ignoreLastWait(wait);
+      return { _tag: 'ended' };
+    }
+    return wait !== undefined ? { _tag: 'wait', wait } : { _tag: 'drained' };
   }
 
   /**
@@ -77,8 +90,8 @@ export class BodyFrame {
     }
     if (pending.byteLength === 0) return true;
     if (this.framing._tag === 'length') {
-      if (pending.byteLength > this.left) throw pastTheEnd();
-      this.left -= pending.byteLength;
+      if (pending.byteLength > this.remaining) throw pastTheEnd();
+      this.remaining -= pending.byteLength;
     }
     return push(Buffer.from(pending));
   }

@@ -10,7 +10,7 @@
  * it possible; no HTTP client offers it.
  */
 import type { Socket } from 'node:net';
-import { ignoreLastWait, type ByteSink } from './byte-sink';
+import type { ByteSink } from './byte-sink';
 import { BodyFrame } from './body-frame';
 import { abortError, cutShort, DirectTimeout } from './direct-errors';
 import { MalformedResponse, maxHeadBytes, parseResponseHead, type ResponseHead } from './response-head';
@@ -203,13 +203,18 @@ export class DirectConnection {
 
   private nextBuffer(): Uint8Array {
     this.space = undefined;
-    if (this.phase._tag === 'head') return this.scratch.headSpace();
-    const body = this.phase._tag === 'body' ? this.phase : undefined;
-    const reader = body?.reader;
+    const phase = this.phase;
+    if (phase._tag === 'head') return this.scratch.headSpace();
     // Never the body's last byte: that one comes through the scratch, where the read has room for bytes sent past the
     // body's end too, so that they are seen (an answer nobody asked for) rather than read as the next request's.
-    if (reader?._tag === 'direct' && !this.parked && this.scratch.pending === 0 && body!.body.left > 1) {
-      const space = reader.sink.space(body!.body.left - 1);
+    if (
+      phase._tag === 'body' &&
+      phase.reader?._tag === 'direct' &&
+      !this.parked &&
+      this.scratch.pending === 0 &&
+      phase.body.left > 1
+    ) {
+      const space = phase.reader.sink.space(phase.body.left - 1);
       if (space.byteLength > 0) return (this.space = space);
     }
     return this.scratch.readSpace();
@@ -233,12 +238,9 @@ export class DirectConnection {
       if (phase._tag !== 'body') throw new MalformedResponse('bytes with no request in flight');
       if (buffer === this.space && phase.reader?._tag === 'direct') {
         this.space = undefined;
-        phase.body.left -= bytes;
-        const wait = phase.reader.sink.landed(bytes);
-        if (phase.body.left === 0) {
-          ignoreLastWait(wait);
-          this.bodyEnded();
-        } else if (wait !== undefined) this.park(wait);
+        const step = phase.body.landed(phase.reader.sink, bytes);
+        if (step._tag === 'ended') this.bodyEnded();
+        else if (step._tag === 'wait') this.park(step.wait);
         return this.wantsReads();
       }
       this.scratch.bodyLanded(buffer, bytes);
