@@ -23,15 +23,16 @@ const writeWhole = async (
  * (`space`, `landed`: a ByteSink), or `add` hands a chunk in. While the file's writes are inline (FileWrites), what
  * lands is written at once and the buffer starts over; else it is gathered, and when the buffer is full its write
  * starts on the thread pool and the other buffer fills; the reader waits only when the other's write is still
- * running. Writes run one at a time and in order, so `written` (told after each one) is
- * always the end of a contiguous run from `from`: a cut resumes exactly there.
+ * running. Writes run one at a time and in order, so `written` (told after each one) is always the end of a
+ * contiguous run from `from`: a cut resumes exactly there.
  *
  * Why two: with one buffer, a connection stopped reading for every write; on this kind of machine a 1 MiB write into
  * the page cache took 18 ms on average while 16 connections wrote one file (a thread-pool queue and the inode's
  * lock), a third of each connection's time, and the relay's per-connection rate was lost while it waited.
  *
- * Why `add` copies (for bodies that come as chunks: undici's, the SDKs'): a socket's chunk copied at once dies young; chunks held until their write outlive the young
- * generation and wait for a full collection (measured: the GC took 1.4 s of a 1 GiB download). Writing the chunks
+ * Why `add` copies (for bodies that come as chunks: undici's, the SDKs'): a socket's chunk copied at once dies young;
+ * chunks held until their write outlive the young generation and wait for a full collection (measured: the GC took
+ * 1.4 s of a 1 GiB download). Writing the chunks
  * themselves with one writev per batch saved 4-8 % of the CPU on a quiet host, but on a busy one the 4 GiB download
  * peaked at 155 MiB of RSS (132-135 with the copy, in every run): tried and dropped.
  */

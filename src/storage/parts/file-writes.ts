@@ -36,11 +36,12 @@ export interface InlineLimits {
 export const defaultInlineLimits: InlineLimits = { slowMs: 10, slowTotalMs: 100 };
 
 /**
- * The writes of `file`. Inline, within `limits` (null: never; a file with no `fd` neither): a write of the bytes a socket read just brought, from the same thread, costs the least. Measured through
- * the relay, 1 GiB, three runs each on a busy host: inline 3.56-3.59 s and 1.2-1.4 CPU-s (rclone's 1.0-1.3), on the
- * thread pool 3.59-4.86 s and 1.7-4.1 CPU-s, nearly all of it the kernel's copy into the page cache of bytes another
- * core had read. On the thread pool, one write at a time: concurrent positional writes to one ext4 file take its inode
- * lock in turn while the others spin on it (profiled: 11 % of the machine's CPU in `rwsem_spin_on_owner`).
+ * The writes of `file`. Inline, within `limits` (null: never; a file with no `fd` neither): a write of the bytes a
+ * socket read just brought, from the same thread, costs the least. Measured through the relay, 1 GiB, three runs each
+ * on a busy host: inline 3.56-3.59 s and 1.2-1.4 CPU-s (rclone's 1.0-1.3), on the thread pool 3.59-4.86 s and 1.7-4.1
+ * CPU-s, nearly all of it the kernel's copy into the page cache of bytes another core had read. On the thread pool, one
+ * write at a time: concurrent positional writes to one ext4 file take its inode lock in turn while the others spin on
+ * it (profiled: 11 % of the machine's CPU in `rwsem_spin_on_owner`).
  */
 export const fileWrites = (
   file: PositionalFile,
