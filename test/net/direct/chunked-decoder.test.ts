@@ -36,6 +36,12 @@ const split = (bytes: Uint8Array, cuts: ReadonlyArray<number>): Uint8Array[] => 
   return at.slice(1).map((end, i) => bytes.subarray(at[i], end));
 };
 
+/** Trailer lines of `bytes` in all, each counted with its CRLF: fifteen of 1026 bytes, and one line for the rest. */
+const trailerLinesOf = (bytes: number): string[] => [
+  ...Array.from({ length: 15 }, () => `X: ${'t'.repeat(1021)}`),
+  `Y: ${'t'.repeat(bytes - 15 * 1026 - 5)}`,
+];
+
 const bytewise = (bytes: Uint8Array): Uint8Array[] => Array.from(bytes, (_, i) => bytes.subarray(i, i + 1));
 
 const refusal = (pieces: ReadonlyArray<Uint8Array>): unknown => {
@@ -151,11 +157,7 @@ describe('ChunkedDecoder', () => {
     });
 
     it('accepts trailers of exactly 16 KiB however they are split', () => {
-      const last = 16 * 1024 - 15 * 1026;
-      const trailers = [
-        ...Array.from({ length: 15 }, () => `X: ${'t'.repeat(1021)}`),
-        `Y: ${'t'.repeat(last - 5)}`,
-      ];
+      const trailers = trailerLinesOf(16 * 1024);
       const bytes = encode([latin1('x')], trailers);
       expect(trailers.reduce((sum, line) => sum + line.length + 2, 0)).toBe(16 * 1024);
       for (let cut = 0; cut <= bytes.byteLength; cut += 13)
@@ -255,11 +257,7 @@ describe('ChunkedDecoder', () => {
     });
 
     it('throws MalformedResponse when trailers are one byte over 16 KiB', () => {
-      const last = 16 * 1024 - 15 * 1026;
-      const trailers = [
-        ...Array.from({ length: 15 }, () => `X: ${'t'.repeat(1021)}`),
-        `Y: ${'t'.repeat(last - 4)}`,
-      ];
+      const trailers = trailerLinesOf(16 * 1024 + 1);
       const bytes = encode([latin1('x')], trailers);
       expect(refusal([bytes])).toBeInstanceOf(MalformedResponse);
       expect(refusal(bytewise(bytes))).toBeInstanceOf(MalformedResponse);

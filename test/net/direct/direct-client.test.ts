@@ -187,6 +187,9 @@ const crlf = (text: string): Buffer => Buffer.from(text.split('\n').join('\r\n')
 /** A head of `lines` (`\n`-separated; CRLF is written) and its empty line. */
 const rawHead = (lines: string): Buffer => crlf(`${lines}\n\n`);
 
+/** A head of `lines` and the bytes after it, `body` (`\n` written as CRLF too: a chunked body's lines). */
+const rawAnswer = (lines: string, body: string): Buffer => Buffer.concat([rawHead(lines), crlf(body)]);
+
 const lengthAnswer = (bytes: Buffer | string, status = '200 OK'): Buffer =>
   Buffer.concat([
     rawHead(`HTTP/1.1 ${status}\nContent-Length: ${Buffer.byteLength(bytes)}`),
@@ -665,7 +668,7 @@ describe('DirectClient', () => {
 
     it('fails a streamed body with ECONNRESET when the connection closes before Content-Length bytes came', async () => {
       const server = await rawServer(({ socket }) =>
-        socket.end(Buffer.concat([rawHead('HTTP/1.1 200 OK\nContent-Length: 10'), crlf('12345')])),
+        socket.end(rawAnswer('HTTP/1.1 200 OK\nContent-Length: 10', '12345')),
       );
       await expect(readAll((await get(newClient(), server.url())).body)).rejects.toMatchObject({
         code: 'ECONNRESET',
@@ -674,9 +677,7 @@ describe('DirectClient', () => {
 
     it('fails a streamed body with ECONNRESET when the connection closes before the last chunk', async () => {
       const server = await rawServer(({ socket }) =>
-        socket.end(
-          Buffer.concat([rawHead('HTTP/1.1 200 OK\nTransfer-Encoding: chunked'), crlf('5\nhello\n')]),
-        ),
+        socket.end(rawAnswer('HTTP/1.1 200 OK\nTransfer-Encoding: chunked', '5\nhello\n')),
       );
       await expect(readAll((await get(newClient(), server.url())).body)).rejects.toMatchObject({
         code: 'ECONNRESET',
@@ -685,9 +686,7 @@ describe('DirectClient', () => {
 
     it('fails a streamed body with MalformedResponse when a chunk is malformed', async () => {
       const server = await rawServer(({ socket }) =>
-        socket.write(
-          Buffer.concat([rawHead('HTTP/1.1 200 OK\nTransfer-Encoding: chunked'), crlf('5\nhelloX\n0\n\n')]),
-        ),
+        socket.write(rawAnswer('HTTP/1.1 200 OK\nTransfer-Encoding: chunked', '5\nhelloX\n0\n\n')),
       );
       await expect(readAll((await get(newClient(), server.url())).body)).rejects.toBeInstanceOf(
         MalformedResponse,
@@ -971,9 +970,7 @@ describe('DirectClient', () => {
 
     it('does not reuse a connection when the answer says Connection: close', async () => {
       const server = await rawServer(({ socket }) =>
-        socket.write(
-          Buffer.concat([rawHead('HTTP/1.1 200 OK\nContent-Length: 5\nConnection: close'), crlf('hello')]),
-        ),
+        socket.write(rawAnswer('HTTP/1.1 200 OK\nContent-Length: 5\nConnection: close', 'hello')),
       );
       const client = newClient();
       await readAll((await get(client, server.url())).body);
@@ -984,12 +981,7 @@ describe('DirectClient', () => {
 
     it('does not reuse a connection when the answer is HTTP/1.0', async () => {
       const server = await rawServer(({ socket }) =>
-        socket.write(
-          Buffer.concat([
-            rawHead('HTTP/1.0 200 OK\nContent-Length: 5\nConnection: keep-alive'),
-            crlf('hello'),
-          ]),
-        ),
+        socket.write(rawAnswer('HTTP/1.0 200 OK\nContent-Length: 5\nConnection: keep-alive', 'hello')),
       );
       const client = newClient();
       await (await get(client, server.url())).body.readInto(new TwoBufferSink());
@@ -999,10 +991,7 @@ describe('DirectClient', () => {
     it('does not reuse a connection when the answer had both Transfer-Encoding and Content-Length', async () => {
       const server = await rawServer(({ socket }) =>
         socket.write(
-          Buffer.concat([
-            rawHead('HTTP/1.1 200 OK\nTransfer-Encoding: chunked\nContent-Length: 5'),
-            crlf('5\nhello\n0\n\n'),
-          ]),
+          rawAnswer('HTTP/1.1 200 OK\nTransfer-Encoding: chunked\nContent-Length: 5', '5\nhello\n0\n\n'),
         ),
       );
       const client = newClient();
