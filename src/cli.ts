@@ -20,14 +20,39 @@ const logFlushMs = 1000;
 let flushLog: (timeoutMs: number) => Promise<void> = () => Promise.resolve();
 
 /**
+ * The exit code of a process whose event loop ran dry before its mode said how the work ended: a wait nobody kept
+ * alive (an unref'd timer) or a promise nothing will settle. Never 0: an init container that exits 0 has its pod
+ * started without the model.
+ */
+const unfinishedExitCode = 70;
+
+/** The mode's outcome once it has one: an exit code, or `stopped` when the agent ended by itself (a graceful stop). */
+let outcome: number | 'stopped' | undefined;
+
+/**
  * Exits once stdout has taken every line (a pipe is written asynchronously, and exit would drop the rest) and
  * stderr the log lines, or `logFlushMs` after that, whichever is first.
  */
-let exiting = false;
 const exitAfterStdout = (code: number): void => {
-  exiting = true;
+  outcome = code;
   process.exitCode = code;
   process.stdout.write('', () => void flushLog(logFlushMs).then(() => process.exit(code)));
+};
+
+/**
+ * Makes the exit code follow from the work's outcome, never from the event loop running dry: until the mode has
+ * one, the code is `unfinishedExitCode`, and an emptied loop is one fatal line and that exit.
+ */
+const exitOnlyWithAnOutcome = (log: Logger): void => {
+  process.exitCode = unfinishedExitCode;
+  process.on('beforeExit', () => {
+    if (outcome !== undefined) return;
+    log.fatal(
+      { exitCode: unfinishedExitCode },
+      'modelsync ran out of work before it finished (a bug: nothing was left to wait on); exiting as failed',
+    );
+    exitAfterStdout(unfinishedExitCode);
+  });
 };
 
 /** SIGHUP, listened to from the start: its default action would end the process while it waits for the server. */
@@ -70,6 +95,7 @@ const run = (
   // Before any SDK client is made: the AWS SDK warns about the Node version then.
   logProcessWarnings(log);
   guardProcess(log);
+  exitOnlyWithAnOutcome(log);
   for (const note of notes) log.warn(note);
   const stopSignals$ = merge(fromEvent(process, 'SIGTERM'), fromEvent(process, 'SIGINT'));
   // The first signal stops gracefully; a second one (an impatient operator) stops at once.
@@ -85,7 +111,9 @@ const run = (
         exitAfterStdout(1);
       },
       complete: () => {
-        if (exiting) return;
+        if (outcome !== undefined) return;
+        outcome = 'stopped';
+        process.exitCode = 0;
         log.info('modelsync stopped');
         // Closing watchers and sockets is asynchronous; once stdout is drained, leave even if something lingers,
         // and with the log lines written, or without them after logFlushMs (stderr may not be read).

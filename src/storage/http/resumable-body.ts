@@ -96,7 +96,7 @@ export async function* resumableBody(
   for (;;) {
     try {
       if (body === undefined) {
-        await sleep(pauseMs * resumesInARow, undefined, { signal, ref: false });
+        await sleep(pauseMs * resumesInARow, undefined, { signal });
         options.onResume?.(offset);
         sinceResume = 0;
         body = await reopened(options, { offset, validator: validator!, total }, resumesInARow);

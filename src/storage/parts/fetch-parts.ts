@@ -52,8 +52,13 @@ export interface PartsSettings {
    * connection waits for one of its own and gives it back when no range is left.
    */
   readonly pool?: Slots;
-  /** Resumes of one range in a row that bring no new byte before its failure fails the file (default 3). */
+  /** Resumes of one range in a row that bring less than `progressBytes` before their failure fail the file (default 3). */
   readonly maxResumes?: number;
+  /**
+   * What a read must bring before it fails to count as progress (default 1 MiB, as one stream's resumes): a peer that
+   * cuts every answer after a few bytes would otherwise be asked again a million times for a 1 GiB file.
+   */
+  readonly progressBytes?: number;
   /** Told of each resume of a range, with the offset it starts from (for a log line). */
   readonly onResume?: (offset: number) => void;
   /** When the first connection alone fetches the whole file (default `defaultOneStreamRule`; null: never). */
@@ -167,11 +172,14 @@ const leaderIsEnough = async (
     if (elapsedMs >= rule.withinMs) return false;
     if (elapsedMs >= rule.withinMs / 2 && written.bytes / elapsedMs < rule.bytes / rule.withinMs / 2)
       return false;
-    await sleep(pollMs, undefined, { ref: false });
+    await sleep(pollMs);
   }
 };
 
-/** Fetches `part` whole: reads resumed from `part.next` after resumable failures, up to `maxResumes` without progress. */
+/**
+ * Fetches `part` whole: reads resumed from `part.next` after resumable failures, up to `maxResumes` in a row that
+ * bring less than `progressBytes`.
+ */
 const fetchPart = async (
   job: PartsJob,
   settings: PartsSettings,
@@ -183,6 +191,7 @@ const fetchPart = async (
   written: { bytes: number },
 ): Promise<void> => {
   const maxResumes = settings.maxResumes ?? 3;
+  const progressBytes = settings.progressBytes ?? 2 ** 20;
   let body = first;
   for (let idle = 0; ;) {
     const before = part.next;
@@ -210,10 +219,11 @@ const fetchPart = async (
     } catch (cause) {
       body = undefined;
       if (signal.aborted || !job.resumable(cause)) throw cause;
-      idle = part.next > before ? 0 : idle + 1;
+      idle = part.next - before >= progressBytes ? 0 : idle + 1;
       if (idle > maxResumes) throw cause;
       settings.onResume?.(part.next);
-      if (idle > 0) await sleep(100 * idle, undefined, { signal, ref: false });
+      // A ref'd wait, as every wait of a download: it is the work (an unref'd one let the initializer exit 0 mid-way).
+      if (idle > 0) await sleep(100 * idle, undefined, { signal });
     }
   }
 };

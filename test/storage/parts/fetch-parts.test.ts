@@ -160,4 +160,28 @@ describe('fetchInParts', () => {
     // The four connections' first reads all began before the rule's wait (60 ms) could have ended.
     expect(began.slice(0, 4).every((ms) => ms < 60)).toBe(true);
   });
+
+  it('fails a range after 3 resumes in a row that each bring less than 1 MiB, not one read per few bytes', async () => {
+    const reads: number[] = [];
+    const cut = new Error('cut');
+    // Every read brings 10 KiB of its range, then breaks: a peer that cuts each answer early.
+    const read: PartsJob['read'] = (start) => {
+      reads.push(start);
+      return Promise.resolve(
+        (async function* () {
+          yield data.subarray(start, start + 10 * 1024);
+          await Promise.resolve();
+          throw cut;
+        })(),
+      );
+    };
+    const failing = fetchInParts(
+      { ...job(read, 'cut.bin'), resumable: (cause) => cause === cut },
+      { streams: 2 },
+    );
+
+    await expect(failing).rejects.toBe(cut);
+    // Each of the 2 connections reads a range, then resumes it 3 times at most: 8 reads, never one per 10 KiB.
+    expect(reads.length).toBeLessThanOrEqual(2 * (1 + 3));
+  });
 });
