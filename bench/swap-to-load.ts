@@ -13,6 +13,7 @@ import { seededRandom } from '../src/testing/seeded-random';
 import { startV2ModelServer } from '../src/testing/v2-model-server';
 import { sleep } from '../src/testing/wait';
 import type { CliProcess } from '../test/helpers/cli-process';
+import { atLeast } from '../test/helpers/log-sink';
 import { startKubeApiCluster } from '../test/helpers/kube-api';
 import {
   cliPath,
@@ -190,7 +191,7 @@ const runPhase = async (phase: Phase, swaps: number): Promise<PhaseResult[]> => 
     for (const result of results.values()) result.wallSeconds = wallSeconds;
     const agent = modelsync.process;
     const mine = results.get(modelsync)!;
-    mine.warnings = agent.logs.filter((log) => log.level >= 40).length;
+    mine.warnings = agent.logs.filter(atLeast('warn')).length;
     if (phase.logLevel === 'info') {
       // Agent log times are its Date.now() (whole ms); put the bench's instants on the same wall clock.
       const wall = (at: number): number => performance.timeOrigin + at;

@@ -17,9 +17,9 @@ stand-in's profiles read it; the real servers ignore it). Inference tells v1 fro
   slow-unload    as v1, finalize() sleeps 2 s     -                                 -
   (the raise is RuntimeError("raise-on-load: boom") everywhere)
 
-With --key, the run is idempotent and safe to run concurrently: under flock(<out-dir>.lock), nothing is done when
-<out-dir>/stamp already holds KEY; otherwise each server's dir is written aside and renamed into place, and the
-stamp is written last. Triton's and KServe's variants need only the stdlib; MLServer's need scikit-learn and
+With --key, the run is idempotent and safe to run concurrently: under flock(<out-dir>.lock), nothing is done for a
+server whose <out-dir>/<server>.stamp already holds KEY; otherwise its dir is written aside and renamed into place,
+and its stamp is written last. Triton's and KServe's variants need only the stdlib; MLServer's need scikit-learn and
 joblib (the mlserver venv), imported only for them.
 """
 import fcntl
@@ -174,12 +174,13 @@ def replace_dir(fresh: pathlib.Path, target: pathlib.Path):
 
 def make(which: str, out: pathlib.Path, key: str):
     out.mkdir(parents=True, exist_ok=True)
-    stamp = out / "stamp"
-    if key and stamp.is_file() and stamp.read_text().strip() == key:
-        print(f"[model-servers] models: up to date ({out})", file=sys.stderr)
-        return
-    stamp.unlink(missing_ok=True)
     for name in SERVERS if which == "all" else (which,):
+        # One stamp per server: the demo makes one server's models, the tests all three, into the same dir.
+        stamp = out / f"{name}.stamp"
+        if key and stamp.is_file() and stamp.read_text().strip() == key and (out / name).is_dir():
+            print(f"[model-servers] models: {name} up to date ({out / name})", file=sys.stderr)
+            continue
+        stamp.unlink(missing_ok=True)
         fresh = out / f".{name}.tmp-{os.getpid()}"
         shutil.rmtree(fresh, ignore_errors=True)
         fresh.mkdir()
@@ -188,9 +189,9 @@ def make(which: str, out: pathlib.Path, key: str):
         replace_dir(fresh, out / name)
         print(f"[model-servers] models: wrote {out / name}: {', '.join(sorted(os.listdir(out / name)))}",
               file=sys.stderr)
-    if key:
-        (out / "stamp.new").write_text(key + "\n")
-        (out / "stamp.new").rename(stamp)
+        if key:
+            (out / f"{name}.stamp.new").write_text(key + "\n")
+            (out / f"{name}.stamp.new").rename(stamp)
 
 
 def main():

@@ -7,7 +7,7 @@
  * after each step: that launcher lives beside the tests' real-server harness, compiled from a clone on demand.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runDemoStory } from './story';
@@ -22,17 +22,22 @@ const runWithRealServer = (kind: string): number => {
     process.stderr.write('demo: --server runs from a clone of modelsync (it needs its tests and scripts)\n');
     return 2;
   }
-  const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
-  const built = spawnSync(process.execPath, [tsc, '-p', project], { stdio: 'inherit' });
-  if (built.status !== 0) return built.status ?? 1;
-  const ran = spawnSync(
-    process.execPath,
-    [join(repoRoot, '.demo-build', 'test', 'real-servers', 'demo.js'), kind],
-    {
-      stdio: 'inherit',
-    },
-  );
-  return ran.status ?? 1;
+  // A dir of its own for each run, inside the clone (its node_modules resolve from there), removed after: two demos
+  // at once (the e2e tests run them side by side) never read each other's half-written files.
+  mkdirSync(join(repoRoot, '.demo-build'), { recursive: true });
+  const outDir = mkdtempSync(join(repoRoot, '.demo-build', 'run-'));
+  try {
+    process.stdout.write(
+      'demo: compiling the real-server launcher (test/real-servers/demo.ts) with tsc: about 15 s, more on a busy machine\n',
+    );
+    const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
+    const built = spawnSync(process.execPath, [tsc, '-p', project, '--outDir', outDir], { stdio: 'inherit' });
+    if (built.status !== 0) return built.status ?? 1;
+    const launcher = join(outDir, 'test', 'real-servers', 'demo.js');
+    return spawnSync(process.execPath, [launcher, kind], { stdio: 'inherit' }).status ?? 1;
+  } finally {
+    rmSync(outDir, { recursive: true, force: true });
+  }
 };
 
 const withStandIn = (): Promise<void> =>

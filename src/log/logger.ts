@@ -37,9 +37,15 @@ export const summarizeError = (error: unknown): unknown => {
 const verbose = (level: LogLevel): boolean => level === 'debug' || level === 'trace';
 
 /**
- * The root logger at `level`, writing to `destination` (default: stderr) through `redactingDestination`. An
- * error (`err`) is one line — type, message, kind, status — unless the level is debug or trace, where its stack
- * and causes are kept.
+ * `level` as its label (`"info"`, `"warn"`, `"error"`), not pino's number (30, 40, 50): what log pipelines read
+ * as a line's severity (Loki, Elastic, Datadog, GKE's Cloud Logging agent). pino-pretty reads labels as well.
+ */
+const levelLabel = (label: string): { level: string } => ({ level: label });
+
+/**
+ * The root logger at `level`, writing to `destination` (default: stderr) through `redactingDestination`, each
+ * line's level as its label (`levelLabel`). An error (`err`) is one line — type, message, kind, status — unless the
+ * level is debug or trace, where its stack and causes are kept.
  */
 export const createLogger = (
   level: LogLevel,
@@ -50,6 +56,7 @@ export const createLogger = (
       name: 'modelsync',
       level,
       base: { pid: process.pid },
+      formatters: { level: levelLabel },
       serializers: { err: verbose(level) ? pino.stdSerializers.err : summarizeError },
     },
     redactingDestination(destination),

@@ -84,6 +84,36 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
       this.set(view.inFlight().downloads);
     },
   });
+  // The one place a model name is a label: only downloads running now have a series (at most
+  // --download-concurrency), reset at each scrape, so a finished download's series is gone at the next.
+  const runningDownloadGauge = (
+    name: string,
+    help: string,
+    value: (status: ModelStatus) => number | undefined,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['model'],
+      registers,
+      collect() {
+        this.reset();
+        for (const status of view.statuses()) {
+          const figure = status.phase === 'Downloading' ? value(status) : undefined;
+          if (figure !== undefined) this.set({ model: status.modelName }, figure);
+        }
+      },
+    });
+  runningDownloadGauge(
+    'modelsync_download_progress_bytes',
+    'Bytes a running download has moved so far, by model, as of its last progress report (--progress-interval-ms).',
+    (status) => status.bytesDownloaded,
+  );
+  runningDownloadGauge(
+    'modelsync_download_size_bytes',
+    'Bytes a running download moves in all, by model, when its storage said so up front.',
+    (status) => (status.bytesDownloaded === undefined ? undefined : status.bytesTotal),
+  );
   new Gauge({
     name: 'modelsync_loads_in_flight',
     help: 'Load and unload calls running now (holding a load slot).',

@@ -14,6 +14,7 @@ import {
   type StreamOutput,
 } from '../helpers/cli-process';
 import { modelsJson } from '../helpers/fixtures';
+import { atLeast, atLevel } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 import { helpBlocks, helpFlags } from '../helpers/help-blocks';
 
@@ -111,9 +112,6 @@ const jsonLines = (output: StreamOutput): Array<Record<string, unknown>> =>
       return parsed as Record<string, unknown>;
     });
 
-/** pino's numeric levels: warn = 40, error = 50. */
-const levelOf = (line: Record<string, unknown>): number => line['level'] as number;
-
 afterEach(killAllCli);
 // Declared after killAllCli: the dir goes once no process writes in it any more.
 const tmp = useTempDir('cli');
@@ -171,7 +169,7 @@ describe('modelsync --dry-run --once', () => {
         .join(''),
     );
     // The only warnings: models whose scheme (s3) this build may not serve yet.
-    const warnings = jsonLines(result.stderr).filter((line) => levelOf(line) >= 40);
+    const warnings = jsonLines(result.stderr).filter(atLeast('warn'));
     expect(warnings.map((line) => line['msg'])).toEqual(
       warnings.map(() => 'no storage provider serves s3://; the model will fail'),
     );
@@ -182,7 +180,7 @@ describe('modelsync --dry-run --once', () => {
     const result = await runCli(['--config-dir', configMap(modelsJson({ m4: hdfs })), '--dry-run', '--once']);
     expect(result.code).toBe(0);
     expect(result.stdout.lines).toHaveLength(1);
-    const warnings = jsonLines(result.stderr).filter((line) => levelOf(line) === 40);
+    const warnings = jsonLines(result.stderr).filter(atLevel('warn'));
     expect(warnings).toEqual([
       expect.objectContaining({
         model: 'm4',
@@ -243,7 +241,7 @@ describe('modelsync --dry-run --once', () => {
   it('exits 1 with one JSON error line naming the file and the field when models.json is invalid', async () => {
     const dir = configMap(modelsJson({ m1, bad: { storageUri: 's3://b/bad', memory: 'lots' } }));
     const line = await oneErrorLine(dir);
-    expect(levelOf(line)).toBe(50);
+    expect(line['level']).toBe('error');
     expect(line['msg']).toContain(join(dir, 'models.json'));
     expect(line['msg']).toContain('[1].modelSpec.memory');
   });
@@ -430,7 +428,7 @@ describe('modelsync --dry-run (live)', () => {
       expect(cli.stdout.text).toBe(lines.map((line) => `${line}\n`).join(''));
       const logs = jsonLines(cli.stderr);
       expect(logs.length).toBeGreaterThan(0);
-      expect(logs.filter((line) => levelOf(line) >= 50)).toEqual([]);
+      expect(logs.filter(atLeast('error'))).toEqual([]);
     },
   );
 
@@ -441,7 +439,7 @@ describe('modelsync --dry-run (live)', () => {
 
     atomicWrite(dir, { 'models.json': modelsJson({ m2: { storageUri: 's3://b/m2', memory: 'lots' } }) });
     const warning = await cli.waitForLog((log) => JSON.stringify(log).includes('modelSpec.memory'));
-    expect(warning.level).toBe(40);
+    expect(warning.level).toBe('warn');
     expect(warning['file']).toBe(join(dir, 'models.json'));
 
     // Diffed against the last good config: m1 stays, only m2 is new.

@@ -8,6 +8,7 @@ import { waitFor } from '../../src/testing/wait';
 import { killAllCli, runCli, startCli } from '../helpers/cli-process';
 import { listTree, readFiles } from '../helpers/file-tree';
 import { useHttpServers } from '../helpers/http-servers';
+import { atLeast } from '../helpers/log-sink';
 import { startS3Server, type S3Server } from '../helpers/s3-server';
 import { SecretScan } from '../helpers/secrets';
 import { startStorageServer, type StorageServer } from '../helpers/storage-server';
@@ -45,8 +46,8 @@ const errorLines = (text: string): unknown[] =>
   text
     .split('\n')
     .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as { level: number })
-    .filter((line) => line.level >= 50);
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter(atLeast('error'));
 
 describe('modelsync <uri> <dest> (the storage initializer)', () => {
   it('downloads an http model into /mnt/models as KServe passes it, then exits 0', async () => {

@@ -196,28 +196,28 @@ describe('redact (values)', () => {
 
 describe('redactLogLine', () => {
   it('returns a line with nothing to hide as the same string', () => {
-    const line = '{"level":30,"model":"m1","storageUri":"https://h/m.bin","msg":"model loaded"}\n';
+    const line = '{"level":"info","model":"m1","storageUri":"https://h/m.bin","msg":"model loaded"}\n';
     expect(redactLogLine(line)).toBe(line);
   });
 
   it('hides secrets in any field, nested or escaped, and keeps one valid JSON line', () => {
     const fields = {
-      level: 50,
+      level: 'error',
       err: { message: 'GET https://u:pw@h/x?sig=1 "quoted"', stack: 'Error\n  at Bearer abc' },
       msg: 'say "Bearer xyz"\\',
     };
     const shown = redactLogLine(`${JSON.stringify(fields)}\n`);
     expect(shown.endsWith('\n')).toBe(true);
     expect(JSON.parse(shown)).toEqual({
-      level: 50,
+      level: 'error',
       err: { message: 'GET https://h/x "quoted"', stack: 'Error\n  at Bearer [REDACTED]' },
       msg: 'say "Bearer [REDACTED]"\\',
     });
   });
 
   it.each(hiddenCases)('finds and hides %s in a log line', (_, text, expected) => {
-    expect(redactLogLine(`${JSON.stringify({ level: 30, msg: text })}\n`)).toBe(
-      `${JSON.stringify({ level: 30, msg: expected })}\n`,
+    expect(redactLogLine(`${JSON.stringify({ level: 'info', msg: text })}\n`)).toBe(
+      `${JSON.stringify({ level: 'info', msg: expected })}\n`,
     );
   });
 

@@ -218,7 +218,7 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
         runEvents.push(event);
       },
       error: (error: unknown) => {
-        sink.lines.push({ level: 60, msg: `agent stream failed: ${String(error)}` });
+        sink.lines.push({ level: 'fatal', msg: `agent stream failed: ${String(error)}` });
         failed(error);
       },
     });

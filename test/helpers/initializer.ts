@@ -5,7 +5,7 @@ import { initializerMode, type DownloadPair } from '../../src/command/initialize
 import type { Output } from '../../src/command/modes';
 import type { Env } from '../../src/core/env';
 import { defaultAppConfig, type AppConfig } from '../../src/core/flags/app-config';
-import { LogSink, type LogLine } from './log-sink';
+import { atLeast, LogSink, type LogLine } from './log-sink';
 
 /** The flags' defaults with retries short enough for a test (1 ms base, 20 ms cap), overridden by `settings`. */
 export const initializerConfig = (settings: Partial<AppConfig> = {}): AppConfig => ({
@@ -33,7 +33,7 @@ const runOf = (outputs: ReadonlyArray<Output>, sink: LogSink): InitializerRun =>
     outputs,
     exitCode: last?._tag === 'Exit' ? last.code : undefined,
     logs: sink.lines,
-    errors: sink.lines.filter((line) => line.level >= 50),
+    errors: sink.lines.filter(atLeast('error')),
     logText: JSON.stringify(sink.lines),
   };
 };

@@ -1,7 +1,33 @@
 /** A pino destination that keeps the parsed JSON lines, for tests where the log is the behaviour. */
 import { Writable } from 'node:stream';
+import pino from 'pino';
 
-export type LogLine = Record<string, unknown> & { level: number; msg: string };
+/**
+ * One parsed log line. `level` is its label (`"info"`) on the lines of `createLogger` and the CLI, pino's number
+ * (30) on those of a bare `pino()`: compare levels through `levelValue`, `atLevel` and `atLeast`.
+ */
+export type LogLine = Record<string, unknown> & { level: number | string; msg: string };
+
+/** A line's level as pino's number, whichever form it carries; throws on a line without a level pino knows. */
+export const levelValue = (line: Readonly<Record<string, unknown>>): number => {
+  const level = line['level'];
+  const value = typeof level === 'string' ? pino.levels.values[level] : level;
+  if (typeof value !== 'number' || pino.levels.labels[value] === undefined)
+    throw new Error(`not a pino level: ${JSON.stringify(level)} in ${JSON.stringify(line)}`);
+  return value;
+};
+
+/** Matches the lines at `label` (`warn`: warn lines only). */
+export const atLevel =
+  (label: pino.Level) =>
+  (line: Readonly<Record<string, unknown>>): boolean =>
+    levelValue(line) === levelValue({ level: label });
+
+/** Matches the lines at `label` or above (`warn`: warn, error and fatal lines). */
+export const atLeast =
+  (label: pino.Level) =>
+  (line: Readonly<Record<string, unknown>>): boolean =>
+    levelValue(line) >= levelValue({ level: label });
 
 export class LogSink extends Writable {
   readonly lines: LogLine[] = [];

@@ -33,7 +33,7 @@ describe('the agent process restarted on model files cut short after their marke
     const second = startCli(cliArgs(env.flags()));
     await second.waitForLog('start-up sync complete; ready', 60_000);
     expect(second.logs.filter((log) => log.msg.startsWith('model files do not match their marker'))).toEqual([
-      expect.objectContaining({ model: 'b', level: 40 }),
+      expect.objectContaining({ model: 'b', level: 'warn' }),
     ]);
     expect(env.storage.gets.filter((get) => get.run === 1).map((get) => get.path)).toEqual([
       new URL(env.entry('b', 'v1').modelSpec.storageUri).pathname,

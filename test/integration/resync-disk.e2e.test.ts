@@ -55,7 +55,7 @@ describe('the disk check (real CLI)', () => {
     world.writeConfig(['a']);
     const cli = startCli(cliArgs(world.flags({ 'min-free-bytes': '8000Ti', 'resync-interval': '0' })));
     const failed = await cli.waitForLog(about('model failed', 'a'), 20_000);
-    expect(failed).toMatchObject({ errorKind: 'no-space', phase: 'Failed', level: 50 });
+    expect(failed).toMatchObject({ errorKind: 'no-space', phase: 'Failed', level: 'error' });
     expect(String(failed['reason'])).toMatch(
       /does not fit on the model volume: needs .* kept free \(--min-free-bytes\)/,
     );

@@ -53,7 +53,7 @@ describe('resync and drift repair (real CLI)', () => {
       const line = await cli.waitForLog(
         about('drift: the model server lost the model; loading it again', model),
       );
-      expect(line).toMatchObject({ repair: 'reload-lost', component: 'resync', level: 30 });
+      expect(line).toMatchObject({ repair: 'reload-lost', component: 'resync', level: 'info' });
     }
     expect(linesWithDuplicateKeys(cli.stderr.lines)).toEqual([]);
   }, 30_000);

@@ -15,7 +15,7 @@ import { rangedBody } from '../../src/testing/ranged-body';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { cliArgs, killAllCli, startCli, type CliProcess } from '../helpers/cli-process';
 import { listTree } from '../helpers/file-tree';
-import type { LogLine } from '../helpers/log-sink';
+import { atLeast, type LogLine } from '../helpers/log-sink';
 import { startProxy, type TestProxy } from '../helpers/proxy';
 import { useSchemeCases, type CaseSetup, type SchemeModel } from '../helpers/scheme-cases';
 import { useTempDir } from '../helpers/temp-dir';
@@ -142,7 +142,7 @@ describe('storage end to end on the real process', () => {
         'model.bin',
       ]);
     }
-    expect(agent.logs.filter((log) => log.level >= 50)).toEqual([]);
+    expect(agent.logs.filter(atLeast('error'))).toEqual([]);
     // Every stderr line is JSON: on Node < 22 the AWS SDK's NodeVersionSupportWarning, when the S3 client is made,
     // comes as a warn line of its own instead of Node's plain-text printout.
     expect(agent.otherLines).toEqual([]);
@@ -150,7 +150,7 @@ describe('storage end to end on the real process', () => {
     if (Number(process.versions.node.split('.')[0]) < 22) {
       expect(warnings).toEqual([
         expect.objectContaining({
-          level: 40,
+          level: 'warn',
           msg: 'process warning',
           warning: 'Warning',
           message: expect.stringContaining('NodeVersionSupportWarning') as unknown,

@@ -9,6 +9,7 @@ import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing
 import { sleep } from '../../src/testing/wait';
 import { runCli, startCli, type CliProcess } from '../helpers/cli-process';
 import { eventually } from '../helpers/eventually';
+import { atLevel } from '../helpers/log-sink';
 import { removeTempDir, tempDir } from '../helpers/temp-dir';
 import { freePort } from '../integration/surface-kit';
 import { exchange } from './exchange';
@@ -117,9 +118,9 @@ describe('the readiness check of the agent port', () => {
     });
     expect(result.code).toBe(2);
     const errors = result.stderr.lines
-      .map((line) => JSON.parse(line) as { level: number; reason?: string })
-      .filter((log) => log.level === 50);
-    expect(errors.map((log) => log.reason)).toEqual([
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter(atLevel('error'));
+    expect(errors.map((log) => log['reason'])).toEqual([
       "invalid SERVING_READINESS_PROBE: exec: exec probes are not supported (KServe's agent takes httpGet and tcpSocket only)",
     ]);
   });

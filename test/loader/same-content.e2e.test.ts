@@ -11,7 +11,7 @@ import { startHttpServer, type RunningHttpServer } from '../../src/testing/http-
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { sleep } from '../../src/testing/wait';
 import { cliArgs, killAllCli, startCli } from '../helpers/cli-process';
-import type { LogLine } from '../helpers/log-sink';
+import { atLeast, type LogLine } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 
 // The http provider asks `reuse` once a GET's headers are in: each model that fills instead still has what its
@@ -122,7 +122,7 @@ describe('models of one content on the real process', () => {
     const lines = agent.logs.filter((log) => log.msg === 'model loaded');
     expect(lines.filter((log) => log['bytes'] === size)).toHaveLength(1);
     expect(lines.filter((log) => log['filledBytes'] === size && !('bytes' in log))).toHaveLength(9);
-    expect(agent.logs.filter((log) => log.level >= 50)).toEqual([]);
+    expect(agent.logs.filter(atLeast('error'))).toEqual([]);
     expect(await agent.signalAndWait('SIGTERM', 10_000)).toMatchObject({ code: 0 });
   });
 
@@ -135,6 +135,6 @@ describe('models of one content on the real process', () => {
     expect(lines.filter((log) => 'bytes' in log)).toHaveLength(1);
     expect(counts.gets).toBe(names.length);
     expect(agent.logs.filter((log) => log.msg === 'model step failed; retrying')).toEqual([]);
-    expect(agent.logs.filter((log) => log.level >= 50)).toEqual([]);
+    expect(agent.logs.filter(atLeast('error'))).toEqual([]);
   });
 });

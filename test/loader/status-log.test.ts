@@ -1,8 +1,9 @@
 /** Tests of logStatus: one line per status, the model as `model`, the storage URI without its credentials. */
-import pino from 'pino';
+import type pino from 'pino';
 import { parseQuantity } from '../../src/core/quantity';
 import type { ModelName } from '../../src/core/model-name';
 import { logStatus } from '../../src/loader/status-log';
+import { createLogger } from '../../src/log/logger';
 import { LogSink } from '../helpers/log-sink';
 
 const model = 'm1' as ModelName;
@@ -10,7 +11,7 @@ const spec = { storageUri: 'https://u:pw@host/m.tgz?X-Amz-Signature=abc', memory
 
 const logged = (level: pino.Level, ...statuses: Parameters<typeof logStatus>[1][]): LogSink => {
   const sink = new LogSink();
-  const log = pino({ level }, sink);
+  const log = createLogger(level, sink);
   for (const status of statuses) logStatus(log, status);
   return sink;
 };
@@ -18,7 +19,12 @@ const logged = (level: pino.Level, ...statuses: Parameters<typeof logStatus>[1][
 describe('logStatus', () => {
   it('logs the model as `model` and the storage URI without user info or query', () => {
     const [line] = logged('info', { modelName: model, phase: 'Downloading', spec }).lines;
-    expect(line).toMatchObject({ level: 30, msg: 'model downloading', model: 'm1', phase: 'Downloading' });
+    expect(line).toMatchObject({
+      level: 'info',
+      msg: 'model downloading',
+      model: 'm1',
+      phase: 'Downloading',
+    });
     expect(line!['storageUri']).toBe('https://host/m.tgz');
     expect(line).not.toHaveProperty('modelName');
     expect(line).not.toHaveProperty('spec');
@@ -32,8 +38,8 @@ describe('logStatus', () => {
       { modelName: model, phase: 'Failed', spec, ...failure, attempt: 2 },
     );
     expect(sink.lines.map((l) => [l.level, l.msg, l['reason'], l['errorKind'], l['attempt']])).toEqual([
-      [40, 'model step failed; retrying', failure.reason, 'http-status', 1],
-      [50, 'model failed', failure.reason, 'http-status', 2],
+      ['warn', 'model step failed; retrying', failure.reason, 'http-status', 1],
+      ['error', 'model failed', failure.reason, 'http-status', 2],
     ]);
   });
 

@@ -1,14 +1,13 @@
 /** guardProcess: an error nothing handled is one error line and a count, at most one line a second, never the exit. */
 import { EventEmitter } from 'node:events';
-import pino from 'pino';
-import { guardProcess, uncaughtErrorCount } from '../../src/log';
+import { createLogger, guardProcess, uncaughtErrorCount } from '../../src/log';
 
+/** The process's logger (createLogger), its lines kept parsed. */
 const recordingLog = () => {
   const lines: Array<Record<string, unknown>> = [];
-  const log = pino(
-    { level: 'info' },
-    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
-  );
+  const log = createLogger('info', {
+    write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>),
+  });
   return { log, lines };
 };
 
@@ -26,8 +25,8 @@ describe('guardProcess', () => {
     expect(
       lines.map((line) => [line['level'], line['origin'], (line['err'] as { message: string }).message]),
     ).toEqual([
-      [50, 'uncaught exception', "Cannot read properties of null (reading 'name')"],
-      [50, 'unhandled rejection', 'a promise nobody awaited'],
+      ['error', 'uncaught exception', "Cannot read properties of null (reading 'name')"],
+      ['error', 'unhandled rejection', 'a promise nobody awaited'],
     ]);
     stop();
     expect(target.listenerCount('uncaughtException') + target.listenerCount('unhandledRejection')).toBe(0);

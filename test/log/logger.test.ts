@@ -43,6 +43,15 @@ describe('createLogger', () => {
     expect(sink.lines[0]).toMatchObject({ endpoint: 'key [REDACTED]', msg: 'calling' });
   });
 
+  it('writes each level as its label, trace to fatal, where log pipelines read the severity', () => {
+    const { sink, log } = logTo();
+    log.level = 'trace';
+    for (const level of ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const) log[level](level);
+    expect(sink.lines.map((line) => [line.level, line.msg])).toEqual(
+      ['trace', 'debug', 'info', 'warn', 'error', 'fatal'].map((level) => [level, level]),
+    );
+  });
+
   it('writes lines without secrets unchanged', () => {
     const { sink, log } = logTo();
     log.info({ model: 'm1', storageUri: 'https://h/m.bin', attempt: 2 }, 'model loaded');

@@ -20,7 +20,7 @@ describe('logProcessWarnings', () => {
     expect(printed).toEqual([]);
     expect(sink.lines).toEqual([
       expect.objectContaining({
-        level: 40,
+        level: 'warn',
         msg: 'process warning',
         component: 'process',
         warning: 'Warning',

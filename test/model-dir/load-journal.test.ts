@@ -21,14 +21,13 @@ import type { LoadJournal, ModelStore } from '../../src/ports';
 import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/sentinel';
 import { writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
-import { LogSink } from '../helpers/log-sink';
+import { atLevel, LogSink } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 import { waitFor } from '../../src/testing/wait';
 import { install } from '../helpers/install';
 
 const specA = spec('s3://models/model1', '100Mi');
 const jsonA = '{"storageUri":"s3://models/model1","framework":"sklearn","memory":"100Mi"}';
-const warnLevel = 40;
 
 const tmp = useTempDir('load-journal');
 let root: string;
@@ -55,7 +54,7 @@ const unconfirmedOnRestart = async (): Promise<string[]> => [...(await newJourna
 const modelDirs = (...names: string[]): Promise<unknown> =>
   Promise.all(names.map((model) => mkdir(join(root, model), { recursive: true })));
 const warnings = (): Array<[string, unknown]> =>
-  sink.lines.filter((line) => line.level === warnLevel).map((line) => [line.msg, line['found']]);
+  sink.lines.filter(atLevel('warn')).map((line) => [line.msg, line['found']]);
 const record = (event: string, model: string): string => `${JSON.stringify([event, model])}\n`;
 
 beforeEach(async () => {
@@ -204,7 +203,7 @@ describe('loadJournal reading what a crash or a neighbour left', () => {
     ];
     await writeFile(journalPath, lines.join(''));
     expect(await unconfirmedOnRestart()).toEqual(['m2']);
-    expect(sink.lines.filter((line) => line.level === warnLevel)).toEqual([
+    expect(sink.lines.filter(atLevel('warn'))).toEqual([
       expect.objectContaining({ msg: 'skipping load journal lines that are no record', badLines: 4 }),
     ]);
   });

@@ -22,6 +22,7 @@ import { modelDirStore } from '../../src/model-dir/store';
 import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/sentinel';
 import { writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
+import { atLevel } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 import { install } from '../helpers/install';
 
@@ -31,7 +32,6 @@ interface LogLine {
   readonly [field: string]: unknown;
 }
 
-const warnLevel = 40;
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 const specA = spec('s3://models/model1', '100Mi');
 const specB = spec('s3://models/model1-v2', '100Mi');
@@ -360,7 +360,7 @@ describe('modelDirStore remove', () => {
 });
 
 describe('modelDirStore recover', () => {
-  const warnings = (): LogLine[] => lines.filter((line) => line.level === warnLevel);
+  const warnings = (): LogLine[] => lines.filter(atLevel('warn'));
 
   it('creates a missing model dir and reports no models', async () => {
     const nested = join(tmp.path, 'a', 'b', 'models');
@@ -495,7 +495,7 @@ describe('modelDirStore recover', () => {
 });
 
 describe('modelDirStore against a hostile neighbour on the volume', () => {
-  const warnings = (): LogLine[] => lines.filter((line) => line.level === warnLevel);
+  const warnings = (): LogLine[] => lines.filter(atLevel('warn'));
   let outside: Sentinel;
   beforeEach(async () => {
     outside = await makeSentinel(join(tmp.path, 'outside'));

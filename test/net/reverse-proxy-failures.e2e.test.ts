@@ -2,6 +2,7 @@
 import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { sleep, waitFor } from '../../src/testing/wait';
+import { atLevel } from '../helpers/log-sink';
 import { getHead, rawSocket } from '../helpers/raw-socket';
 import {
   closedPort,
@@ -177,7 +178,7 @@ describe('reverseProxy, failures', () => {
     );
     await sleep(1100);
     await send(bench.port);
-    const warnings = bench.log.lines.filter((line) => line.level === 40);
+    const warnings = bench.log.lines.filter(atLevel('warn'));
     expect(warnings).toHaveLength(2);
     expect(warnings[0]).toMatchObject({ kind: 'unreachable', suppressed: 0 });
     expect(warnings[1]).toMatchObject({ kind: 'unreachable', suppressed: 99 });

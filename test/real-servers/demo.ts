@@ -1,6 +1,6 @@
 /**
  * `npm run demo -- --server <kind>`: the demo's story (src/demo/story.ts) against the real server `kind`, started
- * as the tests start it (from its deploy overlay, on free ports, installed first when it is not yet), with the
+ * as the tests start it (from its deploy overlay, on free ports; it alone installed first when it is not yet), with the
  * fixture models in storage (iris-v1, mnist: the v1 fixture; iris-v2, wine: v2), printing each loaded model's
  * inference answer (1 for v1, 2 for v2) after each step. Compiled from a clone by dist/demo/demo.js.
  */
@@ -19,7 +19,8 @@ const titles: Record<RealServerKind, string> = {
 };
 
 const main = async (kind: RealServerKind): Promise<void> => {
-  ensureRealServers();
+  // Only the server the story runs: all three would take minutes more and a GB of disk.
+  ensureRealServers([kind], (title) => void process.stdout.write(`demo: ${title}\n`));
   await runDemoStory(join(repoRoot, 'dist', 'cli.js'), async (modelDir) => {
     const server = await startRealServer(kind, { modelDir });
     return {

@@ -71,6 +71,26 @@ describe('createMetrics', () => {
     expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
   });
 
+  it('shows bytes and size only for the downloads running now, the size only when known, none once they end', async () => {
+    const statuses = [
+      statusOf('a', 'Downloading', { bytesDownloaded: 4096, bytesTotal: 10_000 }),
+      statusOf('b', 'Downloading', { bytesDownloaded: 512 }), // chunked: no size up front
+      statusOf('c', 'Downloading'), // waiting for a download slot: nothing reported yet
+      statusOf('d', 'Loading', { bytesDownloaded: 10_000, bytesTotal: 10_000 }),
+      statusOf('e', 'Retrying', { bytesDownloaded: 100, bytesTotal: 10_000 }),
+    ];
+    const { page } = setUp(statuses);
+    const downloadSeries = (text: string): string[] =>
+      text.split('\n').filter((line) => /^modelsync_download_(progress|size)_bytes\{/.test(line));
+    expect(downloadSeries(await page())).toEqual([
+      'modelsync_download_progress_bytes{model="a"} 4096',
+      'modelsync_download_progress_bytes{model="b"} 512',
+      'modelsync_download_size_bytes{model="a"} 10000',
+    ]);
+    statuses.splice(0, 2, statusOf('a', 'Loading', { bytesDownloaded: 10_000, bytesTotal: 10_000 }));
+    expect(downloadSeries(await page())).toEqual([]);
+  });
+
   it('counts ops, config reads, retries, resyncs and repairs; keeps one config info series', async () => {
     const { metrics, page } = setUp();
     metrics.observeOp('Add');

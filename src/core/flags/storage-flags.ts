@@ -167,7 +167,7 @@ export const storageFlags = {
     arg: 'ms',
     env: 'MODELSYNC_PROGRESS_INTERVAL_MS',
     default: '10000',
-    help: 'how often a running download logs its bytes, total, rate and ETA (`download progress`); 0 = never',
+    help: 'how often a running download reports its bytes, total, rate and ETA: the `download progress` log line, and the figures of /status and the download gauges of /metrics; 0 = never',
     codec: integerIn('ProgressIntervalMs', 0, 3_600_000),
   },
 } as const satisfies Readonly<Record<string, FlagSpec>>;

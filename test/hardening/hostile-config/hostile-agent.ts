@@ -7,11 +7,10 @@ import { join } from 'node:path';
 import { atomicWrite } from '../../../src/testing/atomic-writer';
 import { waitFor } from '../../../src/testing/wait';
 import { startAgentHarness, type AgentHarness } from '../../helpers/agent-harness';
-import type { LogLine } from '../../helpers/log-sink';
+import { atLeast, type LogLine } from '../../helpers/log-sink';
 
 /** The message of the line keepValid logs for a rejected config. */
 export const rejectedMessage = 'config rejected; keeping the previous models';
-const warnLevel = 40;
 
 /** One kind of bad config: how to make it, and what its one log line must say. */
 export interface BadConfig {
@@ -96,7 +95,7 @@ export const useHostileAgent = (): { readonly agent: HostileAgent } => {
         );
         await applyValid(JSON.stringify([entry('keep', keepUri), entry(probe, probeUri)]), probe);
         await bad.tidy?.(h.configDir);
-        const problems = (await untilAccepted(from)).filter((line) => line.level >= warnLevel);
+        const problems = (await untilAccepted(from)).filter(atLeast('warn'));
         expect(problems).toHaveLength(1);
         expect(problems[0]).toMatchObject({ msg: rejectedMessage, file: join(h.configDir, 'models.json') });
         expect(problems[0]!['reason']).toContain(bad.says);
@@ -106,7 +105,7 @@ export const useHostileAgent = (): { readonly agent: HostileAgent } => {
         const from = h.sink.lines.length;
         const probe = `probe-${++round}`;
         await applyValid(odd.payload(keepUri, probeUri, probe), probe);
-        expect((await untilAccepted(from)).filter((line) => line.level >= warnLevel)).toEqual([]);
+        expect((await untilAccepted(from)).filter(atLeast('warn'))).toEqual([]);
         keepStayed();
       },
     };

@@ -3,11 +3,10 @@ import { join } from 'node:path';
 import type { ModelSpec } from '../../../src/core/model-config';
 import { manifestOf, type ModelManifest } from '../../../src/testing/model-manifest';
 import { spec } from '../../helpers/fixtures';
+import { atLevel } from '../../helpers/log-sink';
 import type { EdgeCall, LoaderHarness, LoaderHarnessOptions } from '../../helpers/loader-harness';
 import { harnessesPerTest } from '../../loader/loader-checks';
 import { makeSentinel, type Sentinel } from './sentinel';
-
-const warnLevel = 40;
 
 /** The promise, checked at the end of every test: outside untouched, no load of anything incomplete or foreign. */
 export const expectPromiseKept = async (h: LoaderHarness, outside: Sentinel): Promise<void> => {
@@ -20,7 +19,7 @@ export const expectPromiseKept = async (h: LoaderHarness, outside: Sentinel): Pr
 export const warnings = (h: LoaderHarness): string[] =>
   h.sink.lines
     .filter(
-      (line) => line.level === warnLevel && ['model-dir', 'load-journal'].includes(String(line['component'])),
+      (line) => atLevel('warn')(line) && ['model-dir', 'load-journal'].includes(String(line['component'])),
     )
     .map((line) => line.msg);
 

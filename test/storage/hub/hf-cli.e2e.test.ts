@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { startHubStandIn, type HubStandIn } from '../../../src/testing/hub-stand-in';
 import { killAllCli, runCli } from '../../helpers/cli-process';
 import { readFiles } from '../../helpers/file-tree';
+import { atLeast } from '../../helpers/log-sink';
 import { SecretScan } from '../../helpers/secrets';
 import { useTempDir } from '../../helpers/temp-dir';
 
@@ -34,7 +35,7 @@ const errorLines = (text: string): Array<Record<string, unknown>> =>
     .split('\n')
     .filter((line) => line.trim() !== '')
     .map((line) => JSON.parse(line) as Record<string, unknown>)
-    .filter((line) => (line['level'] as number) >= 50);
+    .filter(atLeast('error'));
 
 describe('modelsync hf://<owner>/<model>:<revision> <dest> (the storage initializer)', () => {
   it('downloads the revision a tag names into dest with HF_ENDPOINT and HF_TOKEN, then exits 0', async () => {
