@@ -131,9 +131,11 @@ export interface Staged {
 export interface Filled {
   /** The regular files the source's marker lists, now in the staging dir. */
   readonly files: number;
-  /** Bytes shared with the source through hard links: no disk space used, nothing read. */
+  /** Bytes shared with the source through hard links (`--link-same-content`): no disk space used, nothing read. */
   readonly linkedBytes: number;
-  /** Bytes copied, where a hard link was refused (another file system, a link count at its limit). */
+  /** Bytes cloned copy-on-write (btrfs, XFS with reflink): no disk space used until either file is written. */
+  readonly clonedBytes: number;
+  /** Bytes copied, where neither a link nor a clone was to be had (ext4, tmpfs, another file system). */
   readonly copiedBytes: number;
 }
 
@@ -154,11 +156,13 @@ export interface ModelStore {
    */
   isInstalled(name: ModelName, spec: ModelSpec): Promise<boolean>;
   /**
-   * Fills `staged` (a staging dir of this store, still empty) with the files of the installed `M/<source>`, hard
-   * linked (copied where a link is refused), when its marker is of the same stored content (storage URI and
-   * selection) and every file it lists is there, a regular file of its size: models of one content are downloaded
-   * once. Undefined, with the staging dir left empty, when `source` is no such dir (gone, replaced, a link
-   * anywhere in it): the caller downloads instead. Throws an EffectError only when the file system fails.
+   * Fills `staged` (a staging dir of this store, still empty) with copies of the files of the installed
+   * `M/<source>` (clones where the file system has them; hard links only where the store was told the model server
+   * cannot write them), when its marker is of the same stored content (storage URI and selection) and every file it
+   * lists is there, a regular file of its size: models of one content are downloaded once, and a write to one
+   * model's files changes no other model. Undefined, with the staging dir left empty, when `source` is no such dir (gone, replaced, a link
+   * anywhere in it): the caller downloads instead. Throws an EffectError when the file system fails, or
+   * `no-space` when the copies would not fit.
    */
   fillFrom(source: ModelName, staged: Staged, signal: AbortSignal): Promise<Filled | undefined>;
 }

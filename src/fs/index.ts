@@ -10,6 +10,7 @@ export {
   writeNewFile,
 } from './durable-fs';
 export { spaceCheck, type SpaceCheck } from './free-space';
+export { fileCopier, type CopyCounter, type CopyHow, type FileCopier, type HeldFile } from './copy-held-file';
 export {
   entryKind,
   fileSizes,

@@ -197,7 +197,11 @@ const fetchInto = async (
   const filled = offer?.filled();
   return filled === undefined
     ? { _tag: 'Downloaded', progress: final }
-    : { _tag: 'Filled', bytes: filled.linkedBytes + filled.copiedBytes, elapsedMs: Date.now() - started };
+    : {
+        _tag: 'Filled',
+        bytes: filled.linkedBytes + filled.clonedBytes + filled.copiedBytes,
+        elapsedMs: Date.now() - started,
+      };
 };
 
 /** Unloads the model first (the server may hold it even when it is not known to be loaded), then deletes its files. */

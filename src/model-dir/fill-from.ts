@@ -1,9 +1,9 @@
 /**
  * fillFromModelDir: a staging dir filled from an installed model of the same stored content, each file its marker
- * lists hard linked (copied where a link is refused) and checked; every step by held handle, no link followed.
+ * lists copied (a clone where the file system has them), or hard linked when the model server cannot write the
+ * model dir, and checked; every step by held handle, no link followed.
  */
-import { constants } from 'node:fs';
-import { copyFile, link, lstat, mkdir, open, readdir } from 'node:fs/promises';
+import { link, lstat, mkdir, open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode } from '../core/errors';
 import { selectionKey } from '../core/file-selection';
@@ -13,14 +13,16 @@ import type { ModelName } from '../core/model-name';
 import type { Filled } from '../ports';
 import {
   entryKind,
+  fileCopier,
   forEachLimited,
   fsError,
-  handlePath,
   openDir,
   readNoFollow,
   removeTree,
   step,
+  type FileCopier,
   type OpenDir,
+  type SpaceCheck,
 } from '../fs';
 import type { Logger } from '../log';
 import { isMarkerName, readDirState } from './marker-file';
@@ -86,39 +88,63 @@ const withSubdir = async <T>(
   }
 };
 
-/** Puts the file `base` of `from` into `to`: the very file checked, of `size` bytes, linked or copied. */
-const placeFile = async (
+/** How a fill places each file: hard links when they are safe (see `FillFromModelDir.link`), else copies. */
+interface Placing {
+  readonly link: boolean;
+  readonly copy: FileCopier;
+  readonly signal: AbortSignal;
+}
+
+/** Links the checked file `base` of `from` into `to`; false when the file system refuses the link. */
+const linked = async (
   from: OpenDir,
   to: OpenDir,
   base: string,
-  size: number,
-): Promise<'linked' | 'copied'> => {
+  info: { dev: number; ino: number },
+): Promise<boolean> => {
   const [path, placed, into] = [join(from.path, base), join(to.path, base), `${to.ref}/${base}`];
+  try {
+    await link(`${from.ref}/${base}`, into);
+  } catch (cause) {
+    const code = errorCode(cause) ?? '';
+    if (staleCodes.has(code)) throw new NotASource(`${path}: ${code}`);
+    if (copyCodes.has(code)) return false;
+    throw fsError(`cannot link ${path} to ${placed}`, cause);
+  }
+  // link() takes whatever holds the name at that moment (a link is linked itself, not followed): it must be the
+  // file checked above.
+  const now = await step(`cannot read ${placed}`, () => lstat(into));
+  if (now.dev !== info.dev || now.ino !== info.ino)
+    throw new NotASource(`${path} was replaced while it was linked`);
+  return true;
+};
+
+/** Puts the file `base` of `from` into `to`: the very file checked, of `size` bytes, linked, cloned or copied. */
+const placeFile = async (
+  from: OpenDir,
+  to: OpenDir,
+  [base, size]: readonly [string, number],
+  placing: Placing,
+): Promise<'linked' | 'cloned' | 'copied'> => {
+  const [path, placed] = [join(from.path, base), join(to.path, base)];
   const handle = await fromSource(path, () => open(`${from.ref}/${base}`, readNoFollow));
   try {
     const info = await step(`cannot read ${path}`, () => handle.stat());
     if (!info.isFile()) throw new NotASource(`${path} is ${entryKind(info)}`);
     if (info.size !== size) throw new NotASource(`${path} has ${info.size} bytes, its marker says ${size}`);
-    try {
-      await link(`${from.ref}/${base}`, into);
-    } catch (cause) {
-      const code = errorCode(cause) ?? '';
-      if (staleCodes.has(code)) throw new NotASource(`${path}: ${code}`);
-      if (!copyCodes.has(code)) throw fsError(`cannot link ${path} to ${placed}`, cause);
-      // Read through the handle checked above, not through whatever holds the name now.
-      const flags = constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE;
-      await step(`cannot copy ${path} to ${placed}`, () => copyFile(handlePath(handle, path), into, flags));
-      const copied = await step(`cannot read ${placed}`, () => lstat(into));
-      if (!copied.isFile() || copied.size !== size)
-        throw new NotASource(`${path} changed while it was copied`);
-      return 'copied';
-    }
-    // link() takes whatever holds the name at that moment (a link is linked itself, not followed): it must be the
-    // file checked above.
-    const linked = await step(`cannot read ${placed}`, () => lstat(into));
-    if (linked.dev !== info.dev || linked.ino !== info.ino)
-      throw new NotASource(`${path} was replaced while it was linked`);
-    return 'linked';
+    if (placing.link && (await linked(from, to, base, info))) return 'linked';
+    // Read through the handle checked above, not through whatever holds the name now.
+    const what = `cannot copy ${path} to ${placed}`;
+    const copied = await placing.copy({
+      handle,
+      size,
+      path,
+      to: `${to.ref}/${base}`,
+      signal: placing.signal,
+      what,
+    });
+    if (copied.bytes !== size) throw new NotASource(`${path} changed while it was copied`);
+    return copied.how;
   } finally {
     await handle.close();
   }
@@ -143,13 +169,20 @@ const fillFromDir = async (
   source: OpenDir,
   target: OpenDir,
   spec: ModelSpec,
-  signal: AbortSignal,
+  { link, spaceCheck, signal }: Pick<FillFromModelDir, 'link' | 'spaceCheck' | 'signal'>,
 ): Promise<Filled> => {
   const state = await fromSource(source.path, () => readDirState(source));
   if (state._tag !== 'Valid') throw new NotASource(`${source.path} has no single valid marker`);
   if (state.files === undefined) throw new NotASource(`the marker of ${source.path} lists no files`);
   if (!sameContent(state.spec, spec)) throw new NotASource(`${source.path} holds other stored content`);
-  const filled = { files: 0, linkedBytes: 0, copiedBytes: 0 };
+  const filled = { files: 0, linkedBytes: 0, clonedBytes: 0, copiedBytes: 0 };
+  const totalBytes = [...state.files.values()].reduce((sum, size) => sum + size, 0);
+  // Links and clones take no room: the disk is checked for what is left once the first file must be copied.
+  const beforeCopying = async (): Promise<void> => {
+    const what = `filling ${target.path} from ${source.path}`;
+    await spaceCheck?.(target.path, totalBytes - filled.linkedBytes - filled.clonedBytes, what);
+  };
+  const placing: Placing = { link, copy: fileCopier({ beforeCopying }), signal };
   for (const [dir, entries] of byDir(state.files)) {
     signal.throwIfAborted();
     // A manifest never lists a marker look-alike at the top (dropped before it is written): refuse one that does.
@@ -158,12 +191,11 @@ const fillFromDir = async (
     const parts = dir === '' ? [] : dir.split('/');
     await withSubdir(source, parts, openSourceChild, (from) =>
       withSubdir(target, parts, makeTargetChild, (to) =>
-        forEachLimited(entries, fanOut, async ([base, size]) => {
+        forEachLimited(entries, fanOut, async (entry) => {
           signal.throwIfAborted();
-          const how = await placeFile(from, to, base, size);
+          const how = await placeFile(from, to, entry, placing);
           filled.files++;
-          if (how === 'linked') filled.linkedBytes += size;
-          else filled.copiedBytes += size;
+          filled[`${how}Bytes`] += entry[1];
         }),
       ),
     );
@@ -184,6 +216,14 @@ export interface FillFromModelDir extends StagingOf {
   readonly path: string;
   readonly signal: AbortSignal;
   readonly log: Logger;
+  /**
+   * Hard link the files (`--link-same-content`): only when the model server cannot write the model dir (it mounts
+   * it read-only). A linked file is one inode in every model of the content, and a model server that writes one
+   * (as the files' owner it can chmod a read-only one first; as root it ignores modes) changes them all.
+   */
+  readonly link: boolean;
+  /** The disk check (`--min-free-bytes`) copies must pass before the first is written; absent: none. */
+  readonly spaceCheck: SpaceCheck | undefined;
 }
 
 const entriesOf = (dir: OpenDir): Promise<string[]> =>
@@ -199,7 +239,7 @@ export const fillFromModelDir = async (fill: FillFromModelDir): Promise<Filled |
   try {
     const dir = await fromSource(path, () => openDir(path));
     try {
-      return await fillFromDir(dir, target, fill.spec, signal);
+      return await fillFromDir(dir, target, fill.spec, fill);
     } finally {
       await dir.handle.close();
     }

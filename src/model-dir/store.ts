@@ -20,6 +20,8 @@ export interface ModelDirOptions {
   readonly log: Logger;
   /** The disk check (`--min-free-bytes`) every install must pass before it starts; absent: none. */
   readonly spaceCheck?: SpaceCheck;
+  /** `--link-same-content`: fill models of one content with hard links, not copies (`FillFromModelDir.link`). */
+  readonly linkSameContent?: boolean;
 }
 
 // Reserved prefixes: model names cannot start with '.', so these never collide with a model dir.
@@ -256,7 +258,8 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
   const fillFrom: ModelStore['fillFrom'] = async (source, staged, signal) => {
     const into = openStagings.get(staged);
     if (into === undefined) throw new Error('fillFrom: not a staging dir of this store, or already settled');
-    return fillFromModelDir({ ...into, source, path: modelDir(source), signal, log });
+    const { spaceCheck, linkSameContent: link = false } = options;
+    return fillFromModelDir({ ...into, source, path: modelDir(source), signal, log, spaceCheck, link });
   };
 
   const remove: ModelStore['remove'] = async (name) => {

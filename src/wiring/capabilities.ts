@@ -104,7 +104,13 @@ export const capabilities = (
     ...(configSource.status !== undefined && config.source === 'kube-api'
       ? { configSourceStatus: configSource.status as () => KubeWatchStatus }
       : {}),
-    store: modelDirStore({ root: config.modelDir, log, spaceCheck: space }), // the store binds its own `component`
+    // The store binds its own `component`.
+    store: modelDirStore({
+      root: config.modelDir,
+      log,
+      spaceCheck: space,
+      linkSameContent: config.linkSameContent,
+    }),
     journal: loadJournal({ root: config.modelDir, log }),
     server: modelServerFor(config, network),
     download,

@@ -34,6 +34,7 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--watch-poll-ms', 'MODELSYNC_WATCH_POLL_MS'],
   ['--model-dir', 'MODELSYNC_MODEL_DIR'],
   ['--min-free-bytes', 'MODELSYNC_MIN_FREE_BYTES'],
+  ['--link-same-content', 'MODELSYNC_LINK_SAME_CONTENT'],
   ['--server-url', 'MODELSYNC_SERVER_URL'],
   ['--protocol', 'MODELSYNC_PROTOCOL'],
   ['--server-kind', 'MODELSYNC_SERVER_KIND'],

@@ -181,6 +181,19 @@ describe.each(rendered.map(({ variant, objects }) => [variant.name, objects] as 
       ).toBe(true);
     });
 
+    it('links models of one content (--link-same-content) only where no other container can write the model dir', () => {
+      const { volume } = volumeOf(modelsync, config.modelDir);
+      const writers = [...(pod.initContainers ?? []), ...pod.containers]
+        .filter((container) => container.name !== modelsync.name)
+        .filter((container) =>
+          container.volumeMounts?.some((mount) => mount.name === volume?.name && mount.readOnly !== true),
+        );
+      expect({ link: config.linkSameContent, writers: writers.map((container) => container.name) }).toEqual({
+        link: true,
+        writers: [],
+      });
+    });
+
     it('reaches the model server inside the pod at --server-url', () => {
       const url = new URL(config.serverUrl);
       expect(url.hostname).toBe('127.0.0.1');

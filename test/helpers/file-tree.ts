@@ -1,5 +1,5 @@
 /** File trees in tests: lay one out from a record of paths and contents, list what a directory holds, test a path. */
-import { lstat, mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /** Writes each `files` entry (a relative path, directories made as needed) under `dir`. */
@@ -43,3 +43,19 @@ export const exists = (path: string): Promise<boolean> =>
     () => true,
     () => false,
   );
+
+/**
+ * What a model server running as a file's owner can do to any model file it reaches, read-only or not: make it
+ * writable again (chmod), then write over its bytes in place, its size unchanged (no size check can see it).
+ */
+export const overwriteInPlace = async (file: string): Promise<void> => {
+  await chmod(file, 0o444);
+  await chmod(file, 0o644);
+  const handle = await open(file, 'r+');
+  try {
+    const { size } = await handle.stat();
+    await handle.write(Buffer.alloc(size, '!'), 0, size, 0);
+  } finally {
+    await handle.close();
+  }
+};

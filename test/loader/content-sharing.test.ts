@@ -7,7 +7,7 @@ import type { Filled, Staged } from '../../src/ports';
 import { name } from '../helpers/fixtures';
 
 const [a, b, c, d] = [name('a'), name('b'), name('c'), name('d')];
-const filledOnce: Filled = { files: 1, linkedBytes: 100, copiedBytes: 0 };
+const filledOnce: Filled = { files: 1, linkedBytes: 0, clonedBytes: 0, copiedBytes: 100 };
 
 const staged = (model: string): Staged => ({
   dir: `/staging/${model}`,

@@ -1,17 +1,22 @@
 /**
  * End to end on the real process (`dist/cli.js`, sync mode, beside the V2 stand-in): ten models of one storage URI
- * cost one download's worth of bytes; each is its own model dir with its own marker, its file a hard link of one.
+ * cost one download's worth of bytes; each is its own model dir with its own marker and its own copy of the file
+ * (no write to one reaches another), or a hard link of one with `--link-same-content`.
  */
-import { mkdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createReadStream, mkdirSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { startHttpServer, type RunningHttpServer } from '../../src/testing/http-server';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { sleep } from '../../src/testing/wait';
 import { cliArgs, killAllCli, startCli } from '../helpers/cli-process';
 import { atLeast, type LogLine } from '../helpers/log-sink';
+import { overwriteInPlace } from '../helpers/file-tree';
+import { sha256Of } from '../helpers/ranged-sync';
 import { useTempDir } from '../helpers/temp-dir';
 
 // The http provider asks `reuse` once a GET's headers are in: each model that fills instead still has what its
@@ -70,10 +75,21 @@ afterEach(async () => {
 // Declared after the process is killed: the dir goes once nothing writes in it.
 const tmp = useTempDir('same-content-e2e');
 
+/** The sha256 of the file at `path`, read as a stream. */
+const fileSha256 = async (path: string): Promise<string> => {
+  const hash = createHash('sha256');
+  await pipeline(createReadStream(path), hash);
+  return hash.digest('hex');
+};
+
 const loadedLine = (model: string) => (log: LogLine) => log.msg === 'model loaded' && log['model'] === model;
 
 /** Ten models of `storage`'s one URI in one models.json, synced by the real process beside the V2 stand-in. */
-const startTen = async (content: Buffer, serving: { firstChunkDelayMs?: number } = {}) => {
+const startTen = async (
+  content: Buffer,
+  serving: { firstChunkDelayMs?: number } = {},
+  flags: Readonly<Record<string, string | number | true>> = {},
+) => {
   const started = await startStorage(content, serving);
   storage = started.server;
   const [configDir, modelDir] = [join(tmp.path, 'configs'), join(tmp.path, 'models')];
@@ -93,6 +109,7 @@ const startTen = async (content: Buffer, serving: { firstChunkDelayMs?: number }
       'download-concurrency': 4,
       'retry-base-ms': 10,
       'retry-max-ms': 50,
+      ...flags,
     }),
   );
   for (const model of names) await agent.waitForLog(loadedLine(model), 60_000);
@@ -100,8 +117,9 @@ const startTen = async (content: Buffer, serving: { firstChunkDelayMs?: number }
 };
 
 describe('models of one content on the real process', () => {
-  it('downloads ten models of one storage URI once, each its own model dir with its own marker', async () => {
-    const { agent, counts, modelDir, loaded } = await startTen(Buffer.alloc(size, 'modelsync '));
+  it('downloads ten models of one storage URI once, each its own model dir with its own marker and file', async () => {
+    const content = Buffer.alloc(size, 'modelsync ');
+    const { agent, counts, modelDir, loaded } = await startTen(content);
 
     expect([...loaded].sort()).toEqual([...names].sort());
     const inodes = new Set<number>();
@@ -113,7 +131,7 @@ describe('models of one content on the real process', () => {
       expect(file.size).toBe(size);
       inodes.add(file.ino);
     }
-    expect(inodes.size).toBe(1);
+    expect(inodes.size).toBe(names.length);
     // One body, and of each other model's GET what the server had pushed into loopback's socket buffers (a few MB)
     // before the answer's headers told the model its bytes were on disk already and the body was dropped.
     expect(counts.served).toBeGreaterThanOrEqual(size);
@@ -124,6 +142,27 @@ describe('models of one content on the real process', () => {
     expect(lines.filter((log) => log['filledBytes'] === size && !('bytes' in log))).toHaveLength(9);
     expect(agent.logs.filter(atLeast('error'))).toEqual([]);
     expect(await agent.signalAndWait('SIGTERM', 10_000)).toMatchObject({ code: 0 });
+    // What a model server running as the files' owner may do to the model that was downloaded: the others keep theirs.
+    await overwriteInPlace(join(modelDir, names[0]!, 'model.bin'));
+    const sums = await Promise.all(names.map((model) => fileSha256(join(modelDir, model, 'model.bin'))));
+    expect(sums.slice(1)).toEqual(names.slice(1).map(() => sha256Of(content)));
+    expect(sums[0]).not.toBe(sha256Of(content));
+  }, 90_000);
+
+  it('fills the models with hard links of one file with --link-same-content', async () => {
+    const { agent, modelDir } = await startTen(
+      Buffer.alloc(2 ** 20, 'linked '),
+      {},
+      { 'link-same-content': true },
+    );
+
+    const inodes = await Promise.all(
+      names.map(async (model) => (await stat(join(modelDir, model, 'model.bin'))).ino),
+    );
+    expect(new Set(inodes).size).toBe(1);
+    const filled = agent.logs.filter((log) => log.msg === 'model filled from another model');
+    expect(filled.map((log) => log['linkedBytes'])).toEqual(filled.map(() => 2 ** 20));
+    expect(filled).toHaveLength(9);
   });
 
   it('has the models that started beside a slow download wait for it, then fill from it', async () => {

@@ -1,6 +1,6 @@
 /**
  * Tests of the loader with many models of one stored content, on a real model dir: the content is downloaded once
- * and every other model is filled from the first, each in a dir of its own with a marker of its own.
+ * and every other model is filled from the first, each in a dir of its own with files and a marker of its own.
  */
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -15,7 +15,8 @@ import { modelDirStore } from '../../src/model-dir/store';
 import type { DownloadFunction } from '../../src/ports';
 import { waitFor } from '../../src/testing/wait';
 import { name, spec } from '../helpers/fixtures';
-import { LogSink } from '../helpers/log-sink';
+import { overwriteInPlace } from '../helpers/file-tree';
+import { LogSink, type LogLine } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 import { recordingPorts } from './recording-ports';
 
@@ -98,21 +99,44 @@ describe('createLoader with models of one content', () => {
     expect(names.map((model) => phaseOf(loader, model))).toEqual(names.map(() => 'Loaded'));
     // The three that started beside the download waited for it in their slots, not past them.
     expect(loader.slots.download.highWater()).toBe(4);
-    const first = await inode(join(root, names[0]!, 'model.bin'));
+    const inodes = new Set<number>();
     for (const model of names) {
       expect(await readFile(join(root, model, 'model.bin'), 'utf8')).toBe(content);
-      expect(await inode(join(root, model, 'model.bin'))).toBe(first);
+      inodes.add(await inode(join(root, model, 'model.bin')));
       expect(await markersOf(join(root, model))).toHaveLength(1);
     }
+    // Each its own copy (a clone where the file system has them): no write to one reaches another.
+    expect(inodes.size).toBe(names.length);
     expect((await readdir(root)).filter((entry) => entry.startsWith('.'))).toEqual([]);
     const filled = sink.withMessage('model filled from another model');
     expect(filled).toHaveLength(9);
-    expect(filled.every((line) => line['linkedBytes'] === content.length)).toBe(true);
+    const placed = (line: LogLine): unknown => [
+      line['linkedBytes'],
+      Number(line['clonedBytes']) + Number(line['copiedBytes']),
+    ];
+    expect(filled.map(placed)).toEqual(filled.map(() => [0, content.length]));
     const loaded = sink.withMessage('model loaded');
     expect(loaded.filter((line) => line['bytes'] === content.length)).toHaveLength(1);
     expect(
       loaded.filter((line) => line['filledBytes'] === content.length && !('bytes' in line)),
     ).toHaveLength(9);
+  });
+
+  it('changes no other model of the content when one model file is made writable and written in place', async () => {
+    const store = storage();
+    const { loader, root } = await loaderOn(store.download);
+    await apply(
+      loader,
+      names.map((model) => add(model, shared)),
+    );
+
+    // The model that downloaded, and one that was filled: a write through either stays in its own dir.
+    await overwriteInPlace(join(root, names[0]!, 'model.bin'));
+    await overwriteInPlace(join(root, names[5]!, 'model.bin'));
+
+    const now = await Promise.all(names.map((model) => readFile(join(root, model, 'model.bin'), 'utf8')));
+    const overwritten = '!'.repeat(content.length);
+    expect(now).toEqual(names.map((_, i) => (i === 0 || i === 5 ? overwritten : content)));
   });
 
   it('lets the models waiting for a download fill while the downloaded one holds the only load slot', async () => {

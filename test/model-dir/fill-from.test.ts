@@ -1,4 +1,4 @@
-/** Tests of modelDirStore.fillFrom against real temp dirs: hard links checked against the marker, no link followed. */
+/** Tests of modelDirStore.fillFrom against real temp dirs: copies (or hard links) checked against the marker, no link followed. */
 import { mkdir, readdir, readFile, rename, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -6,7 +6,7 @@ import type { ModelSpec } from '../../src/core/model-config';
 import { modelDirStore } from '../../src/model-dir/store';
 import type { ModelStore, Staged } from '../../src/ports';
 import { makeFifo } from '../hardening/neighbour/sentinel';
-import { listTree, writeFiles } from '../helpers/file-tree';
+import { listTree, overwriteInPlace, readFiles, writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
 import { install } from '../helpers/install';
 import { LogSink, reasonsIn } from '../helpers/log-sink';
@@ -54,16 +54,17 @@ const staging = async (modelSpec: ModelSpec = shared): Promise<{ staged: Staged;
 const inode = async (path: string): Promise<number> => (await stat(path)).ino;
 
 describe('modelDirStore.fillFrom', () => {
-  it('hard links every file the marker lists, and the filled dir commits with a marker of its own', async () => {
+  it('copies every file the marker lists (clones where the file system has them), and the filled dir commits with a marker of its own', async () => {
     await installed();
     const { staged } = await staging(spec(shared.storageUri, '2Gi', 'onnx'));
 
     const filled = await store.fillFrom(src, staged, live());
     await (await staged.commit()).dropReplaced();
 
-    expect(filled).toEqual({ files: 3, linkedBytes: totalBytes, copiedBytes: 0 });
+    expect(filled).toMatchObject({ files: 3, linkedBytes: 0 });
+    expect(filled!.clonedBytes + filled!.copiedBytes).toBe(totalBytes);
     for (const file of Object.keys(files)) {
-      expect(await inode(join(root, dst, file))).toBe(await inode(join(root, src, file)));
+      expect(await inode(join(root, dst, file))).not.toBe(await inode(join(root, src, file)));
       expect(await readFile(join(root, dst, file), 'utf8')).toBe(files[file as keyof typeof files]);
     }
     const markers = (dir: string) =>
@@ -76,6 +77,33 @@ describe('modelDirStore.fillFrom', () => {
     expect(await modelDirStore({ root, log: pino({ level: 'silent' }) }).recover()).toEqual(
       new Map([[dst, spec(shared.storageUri, '2Gi', 'onnx')]]),
     );
+  });
+
+  it('hard links every file the marker lists when told the model server cannot write them (linkSameContent)', async () => {
+    store = modelDirStore({ root, log: pino({ level: 'silent' }), linkSameContent: true });
+    await installed();
+    const { staged } = await staging();
+
+    const filled = await store.fillFrom(src, staged, live());
+    await (await staged.commit()).dropReplaced();
+
+    expect(filled).toEqual({ files: 3, linkedBytes: totalBytes, clonedBytes: 0, copiedBytes: 0 });
+    for (const file of Object.keys(files)) {
+      expect(await inode(join(root, dst, file))).toBe(await inode(join(root, src, file)));
+    }
+    expect(await store.isInstalled(dst, shared)).toBe(true);
+  });
+
+  it('gives the filled model files of its own, which no write in place through the source reaches, even after a chmod', async () => {
+    await installed();
+    const { staged } = await staging();
+    await store.fillFrom(src, staged, live());
+    await (await staged.commit()).dropReplaced();
+
+    for (const file of Object.keys(files)) await overwriteInPlace(join(root, src, file));
+
+    expect(await readFiles(join(root, dst))).toEqual(expect.objectContaining(files));
+    expect(await readFile(join(root, src, 'model.bin'), 'utf8')).toBe('!'.repeat(files['model.bin'].length));
   });
 
   describe('refuses, leaving the staging dir empty, when', () => {

@@ -255,8 +255,19 @@ export const flagTable = {
     arg: 'bytes',
     env: 'MODELSYNC_MIN_FREE_BYTES',
     default: '0',
-    help: 'bytes to keep free on the model volume: a download whose size (when the storage declares it) would leave less fails (`no-space`) before it starts',
+    help:
+      'bytes to keep free on the model volume: a download whose size (when the storage declares it), or the copy of ' +
+      'a model of the same content, that would leave less fails (`no-space`) before it starts',
     codec: byteCount('MinFreeBytes', 0, Number.MAX_SAFE_INTEGER),
+  },
+  linkSameContent: {
+    flag: '--link-same-content',
+    env: 'MODELSYNC_LINK_SAME_CONTENT',
+    help:
+      'models of one stored content share its files as hard links rather than each holding a copy (a reflink clone ' +
+      'where the file system has them). Only when the model server mounts the model dir read-only (as `deploy/` ' +
+      'does): a server that can write a linked file changes every model sharing it',
+    codec: t.boolean,
   },
   shutdownTimeout: {
     flag: '--shutdown-timeout',

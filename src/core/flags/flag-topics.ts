@@ -22,6 +22,7 @@ export const flagTopics: ReadonlyArray<readonly [string, ReadonlyArray<SettingFi
     [
       'modelDir',
       'minFreeBytes',
+      'linkSameContent',
       'serverUrl',
       'protocol',
       'serverKind',

@@ -1,16 +1,6 @@
 /** localFileStorage: the StorageProvider for local paths and file:// URLs (a mounted volume holding the model). */
 import { constants, type Dirent } from 'node:fs';
-import {
-  copyFile as fsCopyFile,
-  lstat,
-  mkdir,
-  open,
-  readdir,
-  realpath,
-  stat,
-  symlink,
-  type FileHandle,
-} from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, realpath, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultAppConfig, flagTable } from '../../core/flags/app-config';
@@ -20,7 +10,7 @@ import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
-import { fsError, isMissing, writeNewFile, handlePath } from '../../fs';
+import { fileCopier, fsError, isMissing, type FileCopier } from '../../fs';
 import { checkLocalSource, checkNotSystem, isInside } from './local-roots';
 import { TransferGuard } from '../transfer-guard';
 
@@ -63,6 +53,8 @@ interface Tree {
   readonly signal: AbortSignal;
   readonly what: string;
   readonly guard: TransferGuard;
+  /** Copies each file, counted by the guard: a clone where the file system has them. */
+  readonly copy: FileCopier;
   /** Absent: every entry is copied. */
   readonly selection?: Selection;
 }
@@ -85,44 +77,16 @@ const takes = async (tree: Tree, from: string, to: string): Promise<boolean> => 
 // swapped in block the open. fstat on the opened file then says what was really opened.
 const openFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-// Up to this size a file is copied by the kernel in one call (copy_file_range), which cannot be aborted half-way
-// but takes milliseconds; a bigger one is streamed, so that it stops when the signal aborts.
-const kernelCopyMaxBytes = 8 * 1024 * 1024;
-
-/** Copies the small file `handle` holds to `to` (a new file) in one call, counting what was really copied. */
-const kernelCopy = async (tree: Tree, handle: FileHandle, from: string, to: string): Promise<void> => {
-  try {
-    // The handle's path copies the very file opened (and checked) above, whatever `from` holds now.
-    await fsCopyFile(handlePath(handle, from), to, constants.COPYFILE_EXCL);
-    // It may have grown since its size was admitted.
-    tree.guard.counted((await lstat(to)).size);
-  } catch (cause) {
-    throw fsError(tree.what, cause);
-  } finally {
-    await handle.close();
-  }
-};
-
-// Streams rather than fs.copyFile beyond kernelCopyMaxBytes: a multi-GiB copy must stop when the signal aborts.
+// Each file is opened once and its bytes read through that handle, so what was checked is what is copied.
 const copyFile = async (tree: Tree, from: string, to: string): Promise<void> => {
   const handle = await open(from, openFlags);
-  let size: number;
   try {
     const info = await handle.stat();
     if (!info.isFile()) throw permanentError('refused', `refusing ${from}: not a regular file`);
     await tree.guard.admit(info.size);
-    size = info.size;
-  } catch (error) {
-    await handle.close();
-    throw error;
-  }
-  if (size <= kernelCopyMaxBytes) return kernelCopy(tree, handle, from, to);
-  const content = handle.createReadStream();
-  try {
-    await writeNewFile(tree.guard.count(content), to, tree.signal, tree.what);
+    await tree.copy({ handle, size: info.size, path: from, to, signal: tree.signal, what: tree.what });
   } finally {
-    // Closes the file also when the copy failed before reading it (the target could not be created).
-    content.destroy();
+    await handle.close();
   }
 };
 
@@ -202,7 +166,8 @@ const copy = async (settings: Settings, { source, targetDir, signal, what, selec
     space: { dir: targetDir, check: limits.spaceCheck },
   });
   const selection = selectsAll(select) ? undefined : { passes: fileFilter(select), files: 0, taken: 0 };
-  const tree = { sourceRoot, targetRoot, signal, what, guard, ...(selection ? { selection } : {}) };
+  const copy = fileCopier({ counter: guard });
+  const tree = { sourceRoot, targetRoot, signal, what, guard, copy, ...(selection ? { selection } : {}) };
   const info = await stat(sourceRoot);
   if (info.isFile()) {
     // As KServe's storage initializer: a local .tar, .tar.gz, .tgz or .zip is unpacked, any other file copied.
