@@ -3,16 +3,18 @@ import * as E from 'fp-ts/Either';
 import { sameEndpoint } from '../../core/endpoint';
 import { permanentError, retryableError, type EffectError } from '../../core/errors';
 import { parseJson } from '../../core/json/json';
-import { tooLarge } from '../download-limits';
+import { tooLarge, type MinRate } from '../download-limits';
 import {
   discardBody,
   errorText,
   httpCall,
   httpUrl,
-  readText,
+  timeoutOf,
+  transportError,
   type HttpCallResponse,
   type Network,
 } from '../../net';
+import { answerTo, errorAnswerText, readAnswer } from '../store-answer';
 import { hubStatusError, type HubFailure } from './hub-errors';
 import type { HfRepo } from './hf-uri';
 
@@ -24,6 +26,8 @@ export interface HubReach {
   readonly network: Network | undefined;
   /** Longest wait for an answer, and for the next bytes of its body. */
   readonly timeoutMs: number;
+  /** The slowest an answer may come (`--min-download-rate` over its window); absent: no minimum. */
+  readonly minRate?: MinRate | undefined;
 }
 
 /** A revision resolved: its commit, and whether the repo is gated (its files then need a granted token). */
@@ -38,8 +42,6 @@ export interface HubFile {
   readonly size: number;
 }
 
-// An answer of the revision endpoint lists every file's name (`siblings`): a few MB for the largest repos.
-const maxAnswerBytes = 16 * 2 ** 20;
 const maxRedirects = 10;
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 // Pages with nothing in them and still a next one, before the paging is not believed.
@@ -99,8 +101,8 @@ const hubGet = async (reach: HubReach, failure: HubFailure, url: URL, signal: Ab
       current = httpUrl(location, `${failure.what}: redirect`, current);
       continue;
     }
-    if (call.status >= 200 && call.status < 300) return call;
-    const body = await readText(call, 64 * 1024).catch(() => '');
+    if (call.status >= 200 && call.status < 300) return { call, url: current };
+    const body = await errorAnswerText(call.body, answerOf(reach, call, current));
     throw hubStatusError(
       { ...failure, withToken },
       {
@@ -112,10 +114,32 @@ const hubGet = async (reach: HubReach, failure: HubFailure, url: URL, signal: Ab
   }
 };
 
-/** The JSON of an answer, read up to maxAnswerBytes; not JSON at all is retryable (a proxy's page), as for every API. */
-const jsonOf = async (call: HttpCallResponse, what: string): Promise<unknown> => {
-  const text = await readText(call, maxAnswerBytes);
-  const json = parseJson(text);
+/** How readAnswer reads the Hub's answer `call` to `url`. */
+const answerOf = (reach: HubReach, call: HttpCallResponse, url: URL) => ({
+  what: answerTo('the Hub', 'GET', url),
+  contentLength: headerOf(call, 'content-length'),
+  minRate: reach.minRate,
+});
+
+/**
+ * The JSON of an answer, read as readAnswer reads (the cap of one answer, the minimum rate); a body cut off or
+ * stalled is a transport failure, and one that is not JSON at all is retryable (a proxy's page), as for every API.
+ */
+const jsonOf = async (
+  reach: HubReach,
+  { call, url }: { readonly call: HttpCallResponse; readonly url: URL },
+  what: string,
+): Promise<unknown> => {
+  const bytes = await readAnswer(call.body, answerOf(reach, call, url)).catch((cause: unknown) => {
+    const stalled = timeoutOf(cause) !== undefined;
+    throw transportError(cause, {
+      what,
+      aborted: call.init.signal.aborted,
+      timeout: stalled ? `timed out: no data received for ${reach.timeoutMs} ms` : undefined,
+      connectionLost: true,
+    });
+  });
+  const json = parseJson(bytes.toString('utf8'));
   if (E.isLeft(json)) throw retryableError('invalid-response', `${what}: the Hub's answer is not JSON`);
   return json.right;
 };
@@ -133,7 +157,7 @@ export const resolveCommit = async (
   const url = new URL(
     `${reach.endpoint}/api/models/${repo.repoId}/revision/${pythonQuote(repo.revision, '')}`,
   );
-  const answer = await jsonOf(await hubGet(reach, failure, url, signal), failure.what);
+  const answer = await jsonOf(reach, await hubGet(reach, failure, url, signal), failure.what);
   const fields = typeof answer === 'object' && answer !== null ? (answer as Record<string, unknown>) : {};
   const { sha, gated } = fields;
   if (typeof sha !== 'string' || !commitPattern.test(sha))
@@ -201,9 +225,9 @@ export const listTree = async (
   );
   while (next !== undefined) {
     asked.add(next.href);
-    const call = await hubGet(reach, failure, next, signal);
-    const link = nextLink(headerOf(call, 'link'));
-    const page = await jsonOf(call, what);
+    const answer = await hubGet(reach, failure, next, signal);
+    const link = nextLink(headerOf(answer.call, 'link'));
+    const page = await jsonOf(reach, answer, what);
     if (!Array.isArray(page)) throw notTheApi(what, 'a tree page is no JSON array');
     for (const entry of page) {
       const file = fileOf(what, entries++, entry);
