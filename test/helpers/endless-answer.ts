@@ -6,9 +6,11 @@ import type { ServerResponse } from 'node:http';
 
 /** How the endless body looks and comes. */
 export interface EndlessBody {
-  /** Status and headers; without a Content-Length the body is chunked. */
+  /** Status and headers; without a Content-Length the body is chunked, unless `closes`. */
   readonly status?: number;
   readonly headers: Readonly<Record<string, string | number>>;
+  /** No length and no chunks: the body ends when the connection closes. */
+  readonly closes?: boolean;
   /** Sent first (the start of a page: `<ListBucketResult>`, `{"items":[`). */
   readonly head: string;
   /** Sent over and over after it (one listed item). */
@@ -24,6 +26,13 @@ export interface EndlessRun {
   readonly served: () => number;
   readonly closed: Promise<void>;
 }
+
+/**
+ * What a loopback connection can hold in flight beyond what its client read: the sender's and the receiver's socket
+ * buffers (Linux grows them to 4 and 6 MiB) and the client's own stream buffers. A client that stops reading in time
+ * has been sent at most what it read and this.
+ */
+export const socketsHold = 16 * 2 ** 20;
 
 const batchBytes = 64 * 1024;
 
@@ -42,6 +51,11 @@ export const sendEndless = (response: ServerResponse, body: EndlessBody): Endles
   let gone = false;
   const closed = new Promise<void>((resolve) => response.on('close', resolve));
   void closed.then(() => (gone = true));
+  if (body.closes === true) {
+    // Neither Content-Length nor chunks: node then writes the body as it is and closes the connection after it.
+    response.useChunkedEncodingByDefault = false;
+    response.shouldKeepAlive = false;
+  }
   response.writeHead(body.status ?? 200, body.headers);
   const write = (chunk: Buffer): Promise<boolean> =>
     new Promise((resolve) => {
