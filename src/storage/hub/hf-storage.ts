@@ -99,6 +99,7 @@ const download = async (
         signal: jobSignal,
         guard,
         expectedSize: file.size,
+        ...(file.digest !== undefined ? { expectedDigest: file.digest } : {}),
       });
     };
     await forEachLimited(plan, settings.concurrency, async (file) => {

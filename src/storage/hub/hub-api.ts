@@ -15,6 +15,7 @@ import {
   type Network,
 } from '../../net';
 import { answerTo, errorAnswerText, readAnswer } from '../store-answer';
+import type { ContentDigest } from '../listed-content';
 import { hubStatusError, type HubFailure } from './hub-errors';
 import type { HfRepo } from './hf-uri';
 
@@ -36,10 +37,14 @@ export interface HubCommit {
   readonly gated: boolean;
 }
 
-/** A file of the tree at a commit: its path in the repo and its size in bytes (the LFS object's for LFS files). */
+/**
+ * A file of the tree at a commit: its path in the repo, its size in bytes (the LFS object's for LFS files) and its
+ * digest when the tree gives one (the LFS `oid`, a sha256; else the entry's `oid`, the git blob id).
+ */
 export interface HubFile {
   readonly path: string;
   readonly size: number;
+  readonly digest?: ContentDigest;
 }
 
 const maxRedirects = 10;
@@ -171,10 +176,27 @@ export const resolveCommit = async (
 const sizeOf = (value: unknown): number | undefined =>
   typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 
+/**
+ * The digest a tree entry gives of its bytes: an LFS file's `lfs.oid` (sha256), a git file's `oid` (its blob id);
+ * none when the field is not of its shape (a mirror that leaves it out, or fills it otherwise, gets the size check
+ * alone).
+ */
+const digestOf = (oid: unknown, lfs: Record<string, unknown> | undefined): ContentDigest | undefined => {
+  if (lfs !== undefined) {
+    const sha256 = lfs['oid'];
+    return typeof sha256 === 'string' && /^[0-9a-f]{64}$/.test(sha256)
+      ? { algorithm: 'sha256', hex: sha256 }
+      : undefined;
+  }
+  return typeof oid === 'string' && /^[0-9a-f]{40}$/.test(oid)
+    ? { algorithm: 'git-blob-sha1', hex: oid }
+    : undefined;
+};
+
 /** The file of tree entry `index`, undefined for a directory; anything else the API never sends is refused. */
 const fileOf = (what: string, index: number, entry: unknown): HubFile | undefined => {
   const fields = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>) : {};
-  const { type, path, size, lfs } = fields;
+  const { type, path, size, lfs, oid } = fields;
   if (typeof path !== 'string' || path === '') throw notTheApi(what, `tree entry ${index} has no path`);
   // A lone surrogate is no text a file system or a URL can take (encodeURIComponent throws on it).
   if (/\p{Cs}/u.test(path)) throw notTheApi(what, `tree entry ${index} has a path that is no valid text`);
@@ -184,12 +206,12 @@ const fileOf = (what: string, index: number, entry: unknown): HubFile | undefine
       what,
       `tree entry ${index} (${JSON.stringify(path.slice(0, 200))}) is no file or directory`,
     );
-  const lfsSize =
-    typeof lfs === 'object' && lfs !== null ? sizeOf((lfs as Record<string, unknown>).size) : undefined;
-  const bytes = lfsSize ?? sizeOf(size);
+  const lfsFields = typeof lfs === 'object' && lfs !== null ? (lfs as Record<string, unknown>) : undefined;
+  const bytes = sizeOf(lfsFields?.['size']) ?? sizeOf(size);
   if (bytes === undefined)
     throw notTheApi(what, `tree entry ${index} (${JSON.stringify(path.slice(0, 200))}) has no size in bytes`);
-  return { path, size: bytes };
+  const digest = digestOf(oid, lfsFields);
+  return digest === undefined ? { path, size: bytes } : { path, size: bytes, digest };
 };
 
 /** The `rel="next"` URL of a `Link` header (GitHub's format, as requests' `response.links` reads it). */

@@ -176,6 +176,12 @@ const containerStore = (
           timeout: `timed out: no data received for ${timeoutMs} ms`,
         });
       }
+      // The SDK refuses an answer without a Content-Length before reading it: the store's answer, not the connection.
+      if (cause instanceof RangeError && !signal.aborted)
+        throw retryableError(
+          'invalid-response',
+          `${what}: the store's answer is no download: ${cause.message}`,
+        );
       throw azureError(cause, what, 'read', signal);
     } finally {
       (body as { destroy?: () => void } | undefined)?.destroy?.();
