@@ -16,7 +16,8 @@
  * - Access: an unknown token is 401 everywhere; a missing or private repo is 401 `RepoNotFound` without a token
  *   (as the Hub answers both) and 404 with one that cannot read it; a gated repo's metadata and tree are public,
  *   its files 401 `GatedRepo` without a token and 403 with one not granted. A renamed repo answers a relative 307.
- * - Every request recorded (which server, path, query, its Authorization and Range), and faults on demand.
+ * - Every request recorded (which server, path, query, its Authorization and Range), and faults on demand: an
+ *   error status, a body cut short, or a file's answer carrying other bytes, framed by length, chunks or a close.
  *
  * Not covered: xet storage (`X-Xet-*` headers, the CAS; the Hub also serves xet files over the CDN redirect used
  * here), datasets and spaces, `refs/pr/N` and short shas, `expand=true` tree entries (last commit, security
