@@ -74,14 +74,20 @@ export const treeListing = (
   return under !== '' && entries.length === 0 ? undefined : entries;
 };
 
-/** Sends `data` (or its range) with `headers`, cut after `cut` bytes when a fault says so. */
+/** How a body's end is told: by its Content-Length, by chunked encoding's last chunk, or by closing the connection. */
+export type BodyFraming = 'content-length' | 'chunked' | 'close';
+
+/**
+ * Sends `data` (or its range) with `headers`, framed as `how.framing` says (default with a Content-Length), cut after
+ * `how.cutAfterBytes` bytes when a fault says so.
+ */
 export const sendBytes = (
   request: IncomingMessage,
   response: ServerResponse,
   data: Buffer,
   etag: string,
   headers: Record<string, string | number>,
-  cut: number | undefined,
+  how: { readonly cutAfterBytes?: number; readonly framing?: BodyFraming } = {},
 ): void => {
   const ifRange = request.headers['if-range'];
   const ranged =
@@ -92,15 +98,35 @@ export const sendBytes = (
     return;
   }
   const body = data.subarray(span[0], span[1] + 1);
-  response.writeHead(ranged ? 206 : 200, {
+  const framing = how.framing ?? 'content-length';
+  const head: Record<string, string | number> = {
     'content-type': 'application/octet-stream',
-    'content-length': body.length,
+    ...(framing === 'content-length' ? { 'content-length': body.length } : {}),
     'accept-ranges': 'bytes',
     etag,
     ...(ranged ? { 'content-range': `bytes ${span[0]}-${span[1]}/${data.length}` } : {}),
     ...headers,
-  });
+  };
+  if (framing === 'close') return sendClosing(response, ranged ? 206 : 200, head, body, request.method);
+  response.writeHead(ranged ? 206 : 200, head);
   if (request.method === 'HEAD') response.end();
-  else if (cut !== undefined) response.write(body.subarray(0, cut), () => response.destroy());
+  else if (how.cutAfterBytes !== undefined)
+    response.write(body.subarray(0, how.cutAfterBytes), () => response.destroy());
   else response.end(body);
+};
+
+/** Writes the answer on the socket by hand, with no length and no chunks: the body ends when the connection does. */
+const sendClosing = (
+  response: ServerResponse,
+  status: number,
+  head: Record<string, string | number>,
+  body: Buffer,
+  method: string | undefined,
+): void => {
+  const lines = Object.entries({ ...head, connection: 'close' }).map(([name, value]) => `${name}: ${value}`);
+  const socket = response.socket!;
+  socket.write(
+    `HTTP/1.1 ${status} ${status === 206 ? 'Partial Content' : 'OK'}\r\n${lines.join('\r\n')}\r\n\r\n`,
+  );
+  socket.end(method === 'HEAD' ? '' : body);
 };

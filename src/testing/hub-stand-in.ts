@@ -16,7 +16,8 @@
  * - Access: an unknown token is 401 everywhere; a missing or private repo is 401 `RepoNotFound` without a token
  *   (as the Hub answers both) and 404 with one that cannot read it; a gated repo's metadata and tree are public,
  *   its files 401 `GatedRepo` without a token and 403 with one not granted. A renamed repo answers a relative 307.
- * - Every request recorded (which server, path, query, its Authorization and Range), and faults on demand.
+ * - Every request recorded (which server, path, query, its Authorization and Range), and faults on demand: an
+ *   error status, a body cut short, or a file's answer carrying other bytes, framed by length, chunks or a close.
  *
  * Not covered: xet storage (`X-Xet-*` headers, the CAS; the Hub also serves xet files over the CDN redirect used
  * here), datasets and spaces, `refs/pr/N` and short shas, `expand=true` tree entries (last commit, security
@@ -24,7 +25,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { revisionAnswer, sendBytes, treeListing } from './hub-answers';
+import { revisionAnswer, sendBytes, treeListing, type BodyFraming } from './hub-answers';
 import {
   commitOf,
   HubRepos,
@@ -36,6 +37,7 @@ import {
 import { startHttpServer } from './http-server';
 
 export { type HubFileSpec, type HubRepoOptions } from './hub-repos';
+export { type BodyFraming } from './hub-answers';
 
 /** How to start the stand-in. */
 export interface HubStandInOptions {
@@ -58,8 +60,15 @@ export interface HubRequest {
 /** The routes a fault can be injected on. */
 export type HubRoute = 'revision' | 'tree' | 'resolve' | 'cdn';
 
-/** What the stand-in does instead: answer `status` (a JSON error, no X-Error-Code), or cut a body after some bytes. */
-export type HubFault = { readonly status: number } | { readonly cutAfterBytes: number };
+/**
+ * What the stand-in does instead: answer `status` (a JSON error, no X-Error-Code), cut a body after some bytes, or
+ * (on `resolve` and `cdn`) answer with `serve` in place of the file's bytes, framed as `framing` says: with a
+ * Content-Length (the default; ranges answered from `serve`), chunked, or ended by closing the connection.
+ */
+export type HubFault =
+  | { readonly status: number }
+  | { readonly cutAfterBytes: number }
+  | { readonly serve: Uint8Array; readonly framing?: BodyFraming };
 
 /** The running stand-in. */
 export interface HubStandIn {
@@ -107,6 +116,10 @@ const refuse = (response: ServerResponse, refusal: HubRefusal): void =>
   );
 
 const isRefusal = (value: object): value is HubRefusal => 'status' in value;
+
+/** The bytes a file's answer carries: the file's, or what a fault serves in their place. */
+const servedData = (fault: HubFault | undefined, data: Buffer): Buffer =>
+  fault !== undefined && 'serve' in fault ? Buffer.from(fault.serve) : data;
 
 const apiRoutes = new Map<string, HubRoute>([
   ['revision', 'revision'],
@@ -156,7 +169,7 @@ export const startHubStandIn = async (options: HubStandInOptions = {}): Promise<
     }
     const fault = takeFault('cdn');
     if (fault !== undefined && 'status' in fault) return json(response, fault.status, { error: 'injected' });
-    sendBytes(request, response, data, `"${sha256}"`, {}, fault?.cutAfterBytes);
+    sendBytes(request, response, servedData(fault, data), `"${sha256}"`, {}, fault);
   });
 
   const resolved = (
@@ -172,10 +185,10 @@ export const startHubStandIn = async (options: HubStandInOptions = {}): Promise<
       sendBytes(
         request,
         response,
-        file.data,
+        servedData(fault, file.data),
         `"${file.oid}"`,
         { 'x-repo-commit': sha },
-        fault?.cutAfterBytes,
+        fault,
       );
       return;
     }

@@ -3,6 +3,7 @@
  * connections when the server serves ranges of a big file, else as one resumable stream.
  */
 import { EffectError, retryableError } from '../../core/errors';
+import { ContentCheck, type ContentDigest } from '../listed-content';
 import { inSlot, type Slots } from '../../core/slots';
 import { writeNewFile } from '../../fs';
 import { discardBody, isOk, responseStatusError } from '../../net';
@@ -48,6 +49,8 @@ export interface SaveJob {
   readonly reopen: Reopen;
   /** Its ranged reads go straight into the parts' buffers (`readsDirectly`). */
   readonly readsDirect: boolean;
+  /** What a listing says of its bytes: the body, or the file written in parts, must be exactly those. */
+  readonly check?: ContentCheck | undefined;
 }
 
 /**
@@ -127,7 +130,8 @@ const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeRead
 /**
  * Saves `response` (a 2xx) as the new file `job.to`: in ranged parts when rangedSizeOf says so, the response's own
  * body serving the first range; else as one stream, resumed with `Range` after a cut (resumableBody). Every byte
- * passes `job.guard`.
+ * passes `job.guard`; with `job.check`, the stream is cut at the listed size and checked whole at its end, and a
+ * file written in parts is read back for its digest.
  */
 export const saveBody = async (
   response: BodyResponse,
@@ -147,9 +151,11 @@ export const saveBody = async (
       },
       maxResumes: settings.maxResumes,
     });
-    const body = job.guard.count(job.attempt.watch(whole));
+    const watched = job.attempt.watch(whole);
+    const body = job.guard.count(job.check?.pass(watched) ?? watched);
     const announced = contentLengthOf(response.headers);
     await writeNewFile(body, job.to, signal, `${job.what}: cannot save ${job.to}`, announced);
+    job.check?.verify();
     return;
   }
   await fetchInParts(
@@ -166,6 +172,7 @@ export const saveBody = async (
     },
     { streams: settings.streams, pool: settings.pool, maxResumes: settings.maxResumes },
   );
+  await job.check?.verifyFile(job.to, signal);
 };
 
 /** One URL to save as one new file (the Hub's files, say). */
@@ -181,8 +188,13 @@ export interface HttpFileRequest {
   readonly signal: AbortSignal;
   /** The model's one guard: every byte counted (cap, minimum rate). */
   readonly guard: TransferGuard;
-  /** When a listing said so: a body of another size fails as a retryable `changed`. */
+  /**
+   * When a listing said so: a body of another size, however it is framed, fails as a retryable `invalid-response`
+   * (ContentCheck), cut at the first byte past the size.
+   */
   readonly expectedSize?: number;
+  /** With `expectedSize`, when the listing gives one: bytes of another digest fail the same way. */
+  readonly expectedDigest?: ContentDigest;
 }
 
 /** Saves one URL as one new file; large files in ranged parts. Fails with EffectErrors. */
@@ -196,6 +208,10 @@ export const httpFileFetcher =
   (settings: GetSettings & SaveSettings): FetchHttpFile =>
   async (request) => {
     const attempt = new Attempt(request.what, request.signal, settings);
+    const check =
+      request.expectedSize === undefined
+        ? undefined
+        : new ContentCheck(request.what, request.expectedSize, request.expectedDigest);
     const fetch = async (): Promise<void> => {
       const get: Reopen = (extra, signal, options) =>
         httpGet(request.url, settings, request.what, signal, request.headers, extra, options);
@@ -209,16 +225,11 @@ export const httpFileFetcher =
       }
       const announced =
         response.status === 206 ? contentRangeOf(response.headers)?.total : contentLengthOf(response.headers);
-      if (
-        request.expectedSize !== undefined &&
-        announced !== undefined &&
-        announced !== request.expectedSize
-      ) {
+      try {
+        check?.announced(announced);
+      } catch (error) {
         await discardBody(response);
-        throw retryableError(
-          'changed',
-          `${request.what}: the server sends ${announced} bytes, the listing said ${request.expectedSize}`,
-        );
+        throw error;
       }
       await saveBody(
         response,
@@ -229,6 +240,7 @@ export const httpFileFetcher =
           guard: request.guard,
           reopen: get,
           readsDirect: readsDirectly(request.url, settings),
+          check,
         },
         settings,
       );

@@ -99,6 +99,7 @@ const download = async (
         signal: jobSignal,
         guard,
         expectedSize: file.size,
+        ...(file.digest !== undefined ? { expectedDigest: file.digest } : {}),
       });
     };
     await forEachLimited(plan, settings.concurrency, async (file) => {
@@ -129,12 +130,14 @@ const download = async (
  */
 export const hfStorage = (options: HfStorageOptions): StorageProvider => {
   if (options.token !== undefined) registerSecret(options.token);
+  const limits = options.limits ?? defaultDownloadLimits;
   const settings: Settings = {
     endpoint: (options.endpoint ?? defaultHfEndpoint).replace(/\/+$/, ''),
     token: options.token,
     network: options.network,
     offline: options.offline ?? false,
-    limits: options.limits ?? defaultDownloadLimits,
+    limits,
+    minRate: limits.minRate,
     timeoutMs: options.timeoutMs ?? 30_000,
     concurrency: options.concurrency ?? 8,
     fetchFile: options.fetchFile,

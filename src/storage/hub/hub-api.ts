@@ -3,16 +3,19 @@ import * as E from 'fp-ts/Either';
 import { sameEndpoint } from '../../core/endpoint';
 import { permanentError, retryableError, type EffectError } from '../../core/errors';
 import { parseJson } from '../../core/json/json';
-import { tooLarge } from '../download-limits';
+import { tooLarge, type MinRate } from '../download-limits';
 import {
   discardBody,
   errorText,
   httpCall,
   httpUrl,
-  readText,
+  timeoutOf,
+  transportError,
   type HttpCallResponse,
   type Network,
 } from '../../net';
+import { answerTo, errorAnswerText, readAnswer } from '../store-answer';
+import type { ContentDigest } from '../listed-content';
 import { hubStatusError, type HubFailure } from './hub-errors';
 import type { HfRepo } from './hf-uri';
 
@@ -24,6 +27,8 @@ export interface HubReach {
   readonly network: Network | undefined;
   /** Longest wait for an answer, and for the next bytes of its body. */
   readonly timeoutMs: number;
+  /** The slowest an answer may come (`--min-download-rate` over its window); absent: no minimum. */
+  readonly minRate?: MinRate | undefined;
 }
 
 /** A revision resolved: its commit, and whether the repo is gated (its files then need a granted token). */
@@ -32,14 +37,16 @@ export interface HubCommit {
   readonly gated: boolean;
 }
 
-/** A file of the tree at a commit: its path in the repo and its size in bytes (the LFS object's for LFS files). */
+/**
+ * A file of the tree at a commit: its path in the repo, its size in bytes (the LFS object's for LFS files) and its
+ * digest when the tree gives one (the LFS `oid`, a sha256; else the entry's `oid`, the git blob id).
+ */
 export interface HubFile {
   readonly path: string;
   readonly size: number;
+  readonly digest?: ContentDigest;
 }
 
-// An answer of the revision endpoint lists every file's name (`siblings`): a few MB for the largest repos.
-const maxAnswerBytes = 16 * 2 ** 20;
 const maxRedirects = 10;
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 // Pages with nothing in them and still a next one, before the paging is not believed.
@@ -99,8 +106,8 @@ const hubGet = async (reach: HubReach, failure: HubFailure, url: URL, signal: Ab
       current = httpUrl(location, `${failure.what}: redirect`, current);
       continue;
     }
-    if (call.status >= 200 && call.status < 300) return call;
-    const body = await readText(call, 64 * 1024).catch(() => '');
+    if (call.status >= 200 && call.status < 300) return { call, url: current };
+    const body = await errorAnswerText(call.body, answerOf(reach, call, current));
     throw hubStatusError(
       { ...failure, withToken },
       {
@@ -112,10 +119,32 @@ const hubGet = async (reach: HubReach, failure: HubFailure, url: URL, signal: Ab
   }
 };
 
-/** The JSON of an answer, read up to maxAnswerBytes; not JSON at all is retryable (a proxy's page), as for every API. */
-const jsonOf = async (call: HttpCallResponse, what: string): Promise<unknown> => {
-  const text = await readText(call, maxAnswerBytes);
-  const json = parseJson(text);
+/** How readAnswer reads the Hub's answer `call` to `url`. */
+const answerOf = (reach: HubReach, call: HttpCallResponse, url: URL) => ({
+  what: answerTo('the Hub', 'GET', url),
+  contentLength: headerOf(call, 'content-length'),
+  minRate: reach.minRate,
+});
+
+/**
+ * The JSON of an answer, read as readAnswer reads (the cap of one answer, the minimum rate); a body cut off or
+ * stalled is a transport failure, and one that is not JSON at all is retryable (a proxy's page), as for every API.
+ */
+const jsonOf = async (
+  reach: HubReach,
+  { call, url }: { readonly call: HttpCallResponse; readonly url: URL },
+  what: string,
+): Promise<unknown> => {
+  const bytes = await readAnswer(call.body, answerOf(reach, call, url)).catch((cause: unknown) => {
+    const stalled = timeoutOf(cause) !== undefined;
+    throw transportError(cause, {
+      what,
+      aborted: call.init.signal.aborted,
+      timeout: stalled ? `timed out: no data received for ${reach.timeoutMs} ms` : undefined,
+      connectionLost: true,
+    });
+  });
+  const json = parseJson(bytes.toString('utf8'));
   if (E.isLeft(json)) throw retryableError('invalid-response', `${what}: the Hub's answer is not JSON`);
   return json.right;
 };
@@ -133,7 +162,7 @@ export const resolveCommit = async (
   const url = new URL(
     `${reach.endpoint}/api/models/${repo.repoId}/revision/${pythonQuote(repo.revision, '')}`,
   );
-  const answer = await jsonOf(await hubGet(reach, failure, url, signal), failure.what);
+  const answer = await jsonOf(reach, await hubGet(reach, failure, url, signal), failure.what);
   const fields = typeof answer === 'object' && answer !== null ? (answer as Record<string, unknown>) : {};
   const { sha, gated } = fields;
   if (typeof sha !== 'string' || !commitPattern.test(sha))
@@ -147,10 +176,27 @@ export const resolveCommit = async (
 const sizeOf = (value: unknown): number | undefined =>
   typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 
+/**
+ * The digest a tree entry gives of its bytes: an LFS file's `lfs.oid` (sha256), a git file's `oid` (its blob id);
+ * none when the field is not of its shape (a mirror that leaves it out, or fills it otherwise, gets the size check
+ * alone).
+ */
+const digestOf = (oid: unknown, lfs: Record<string, unknown> | undefined): ContentDigest | undefined => {
+  if (lfs !== undefined) {
+    const sha256 = lfs['oid'];
+    return typeof sha256 === 'string' && /^[0-9a-f]{64}$/.test(sha256)
+      ? { algorithm: 'sha256', hex: sha256 }
+      : undefined;
+  }
+  return typeof oid === 'string' && /^[0-9a-f]{40}$/.test(oid)
+    ? { algorithm: 'git-blob-sha1', hex: oid }
+    : undefined;
+};
+
 /** The file of tree entry `index`, undefined for a directory; anything else the API never sends is refused. */
 const fileOf = (what: string, index: number, entry: unknown): HubFile | undefined => {
   const fields = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>) : {};
-  const { type, path, size, lfs } = fields;
+  const { type, path, size, lfs, oid } = fields;
   if (typeof path !== 'string' || path === '') throw notTheApi(what, `tree entry ${index} has no path`);
   // A lone surrogate is no text a file system or a URL can take (encodeURIComponent throws on it).
   if (/\p{Cs}/u.test(path)) throw notTheApi(what, `tree entry ${index} has a path that is no valid text`);
@@ -160,12 +206,12 @@ const fileOf = (what: string, index: number, entry: unknown): HubFile | undefine
       what,
       `tree entry ${index} (${JSON.stringify(path.slice(0, 200))}) is no file or directory`,
     );
-  const lfsSize =
-    typeof lfs === 'object' && lfs !== null ? sizeOf((lfs as Record<string, unknown>).size) : undefined;
-  const bytes = lfsSize ?? sizeOf(size);
+  const lfsFields = typeof lfs === 'object' && lfs !== null ? (lfs as Record<string, unknown>) : undefined;
+  const bytes = sizeOf(lfsFields?.['size']) ?? sizeOf(size);
   if (bytes === undefined)
     throw notTheApi(what, `tree entry ${index} (${JSON.stringify(path.slice(0, 200))}) has no size in bytes`);
-  return { path, size: bytes };
+  const digest = digestOf(oid, lfsFields);
+  return digest === undefined ? { path, size: bytes } : { path, size: bytes, digest };
 };
 
 /** The `rel="next"` URL of a `Link` header (GitHub's format, as requests' `response.links` reads it). */
@@ -201,9 +247,9 @@ export const listTree = async (
   );
   while (next !== undefined) {
     asked.add(next.href);
-    const call = await hubGet(reach, failure, next, signal);
-    const link = nextLink(headerOf(call, 'link'));
-    const page = await jsonOf(call, what);
+    const answer = await hubGet(reach, failure, next, signal);
+    const link = nextLink(headerOf(answer.call, 'link'));
+    const page = await jsonOf(reach, answer, what);
     if (!Array.isArray(page)) throw notTheApi(what, 'a tree page is no JSON array');
     for (const entry of page) {
       const file = fileOf(what, entries++, entry);

@@ -3,12 +3,17 @@ import { permanentError, type EffectError } from '../../core/errors';
 import { fileFilter, selectedNone, type FileSelection } from '../../core/file-selection';
 import { placedPaths } from '../placed-paths';
 import type { HubFile } from './hub-api';
+import type { ContentDigest } from '../listed-content';
 
-/** A file to fetch: its path in the repo (for its URL), where it lands (checked, `/`-separated) and its size. */
+/**
+ * A file to fetch: its path in the repo (for its URL), where it lands (checked, `/`-separated), its size and the
+ * digest its bytes must have, when the tree gave one.
+ */
 export interface PlannedHubFile {
   readonly path: string;
   readonly to: string;
   readonly size: number;
+  readonly digest?: ContentDigest | undefined;
 }
 
 const refusal = (what: string, path: string, why: string): EffectError =>
@@ -34,7 +39,12 @@ export const planHubFiles = (
       throw refusal(what, path, why);
     },
   );
-  const placed = files.map((file, index) => ({ path: file.path, to: paths[index]!, size: file.size }));
+  const placed = files.map((file, index) => ({
+    path: file.path,
+    to: paths[index]!,
+    size: file.size,
+    digest: file.digest,
+  }));
   const selected = fileFilter(select);
   const plan = placed.filter((file) => selected(file.path));
   if (plan.length === 0) {

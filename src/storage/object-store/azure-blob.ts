@@ -15,6 +15,8 @@ import { objectStoreStorage, type ObjectDownloadOptions, type ResolvedLocation }
 import { idleWatch } from './idle-watch';
 import { lazyModule } from '../../core/lazy-module';
 import { storeStatusError } from './store-error';
+import { boundAzureAnswers } from './azure-answers';
+import { defaultDownloadLimits } from '../download-limits';
 
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first Azure Blob model (lazy-module.ts) */
 const blobSdk = lazyModule(() => require('@azure/storage-blob') as typeof import('@azure/storage-blob'));
@@ -88,10 +90,12 @@ const containerStore = (
     ...(agent !== undefined ? { agent } : {}),
   };
   const query = chosen.sas === undefined ? '' : `?${chosen.sas}`;
+  const pipeline = blobSdk().newPipeline(chosen.credential, pipelineOptions);
   const container = new (blobSdk().ContainerClient)(
     `${target.serviceUrl}/${target.container}${query}`,
-    blobSdk().newPipeline(chosen.credential, pipelineOptions),
+    pipeline,
   );
+  boundAzureAnswers(pipeline, (options.limits ?? defaultDownloadLimits).minRate);
   const blobUrl = (key: string): string => `${target.serviceUrl}/${target.container}/${key}`;
 
   async function* list(
@@ -172,6 +176,12 @@ const containerStore = (
           timeout: `timed out: no data received for ${timeoutMs} ms`,
         });
       }
+      // The SDK refuses an answer without a Content-Length before reading it: the store's answer, not the connection.
+      if (cause instanceof RangeError && !signal.aborted)
+        throw retryableError(
+          'invalid-response',
+          `${what}: the store's answer is no download: ${cause.message}`,
+        );
       throw azureError(cause, what, 'read', signal);
     } finally {
       (body as { destroy?: () => void } | undefined)?.destroy?.();

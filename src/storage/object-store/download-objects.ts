@@ -13,6 +13,7 @@ import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { consume, forEachLimited, fsError, step } from '../../fs';
 import { modelTransfer } from '../model-transfer';
+import { atMost } from '../listed-content';
 import type { TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
@@ -61,11 +62,18 @@ interface Progress {
   written: number;
 }
 
-/** Reads `object` from `progress.written` on into `file` at that position, counting every byte on the guard. */
+/**
+ * Reads `object` from `progress.written` on into `file` at that position, counting every byte on the guard; a body
+ * that goes on past the listed size fails at the first byte past it (`changed`: the listing is stale), however it
+ * is framed, with none of it written.
+ */
 const readInto = async (job: Job, object: StoredObject, file: FileHandle, to: string, progress: Progress) => {
   const body = await job.client.read(job.location, object, progress.written, job.signal);
+  const listed = atMost(body, object.size - progress.written, () =>
+    retryableError('changed', `${job.what}: ${object.key} is longer than the ${object.size} bytes listed`),
+  );
   await consume(
-    job.guard.count(body),
+    job.guard.count(listed),
     job.signal,
     async (chunks) => {
       for await (const chunk of chunks) {
@@ -79,12 +87,6 @@ const readInto = async (job: Job, object: StoredObject, file: FileHandle, to: st
     throw retryableError(
       'network',
       `${job.what}: ${object.key} ended after ${progress.written} of ${object.size} bytes`,
-    );
-  }
-  if (progress.written > object.size) {
-    throw retryableError(
-      'changed',
-      `${job.what}: ${object.key} is longer than the ${object.size} bytes listed`,
     );
   }
 };

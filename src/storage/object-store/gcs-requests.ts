@@ -6,11 +6,13 @@
 import { stat } from 'node:fs/promises';
 import type { Storage } from '@google-cloud/storage';
 import { sameEndpoint } from '../../core/endpoint';
-import { discardBody, httpCall, readText, type HttpCallResponse, type Network } from '../../net';
+import { discardBody, httpCall, type HttpCallResponse, type Network } from '../../net';
 import { lazyModule } from '../../core/lazy-module';
 import { parseJson } from '../../core/json/json';
 import { isRight } from 'fp-ts/Either';
 import { storeStatusError } from './store-error';
+import type { MinRate } from '../download-limits';
+import { answerTo, errorAnswerText } from '../store-answer';
 
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first gs:// model (lazy-module.ts) */
 const gcsSdk = lazyModule(() => require('@google-cloud/storage') as typeof import('@google-cloud/storage'));
@@ -104,6 +106,8 @@ export interface GcsGet {
   readonly headers?: Readonly<Record<string, string>>;
   readonly timeoutMs: number;
   readonly signal: AbortSignal;
+  /** The slowest an answer that is read whole (a page, an error) may come; absent: no minimum. */
+  readonly minRate?: MinRate | undefined;
 }
 
 /**
@@ -131,7 +135,11 @@ export const gcsGet = async (
     throw storeStatusError({ what, status: call.status, phase, detail });
   }
   if (call.status >= 400) {
-    const body = await readText(call, 64 * 1024).catch(() => '');
+    const body = await errorAnswerText(call.body, {
+      what: answerTo('GCS', 'GET', url),
+      contentLength: call.headers['content-length'],
+      minRate: get.minRate,
+    });
     throw storeStatusError({ what, status: call.status, phase, detail: apiErrorDetail(body) });
   }
   return call;

@@ -4,14 +4,7 @@ import { isRight } from 'fp-ts/Either';
 import { EffectError, retryableError } from '../../core/errors';
 import { parseJson } from '../../core/json/json';
 import { redactUri } from '../../core/storage-uri';
-import {
-  discardBody,
-  readText,
-  timeoutOf,
-  transportError,
-  type HttpCallResponse,
-  type Network,
-} from '../../net';
+import { discardBody, timeoutOf, transportError, type HttpCallResponse, type Network } from '../../net';
 import type { StorageProvider } from '../../ports';
 import { idleWatch } from './idle-watch';
 import { defaultGcsEndpoint, gcsGet, GcsCredentials, type GcsGet } from './gcs-requests';
@@ -20,6 +13,8 @@ import { invalidListing, storedObject } from './listing-bounds';
 import { jsonObject } from '../../core/json/json-object';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { storeStatusError } from './store-error';
+import { answerTo, readAnswer } from '../store-answer';
+import { defaultDownloadLimits, type MinRate } from '../download-limits';
 
 /** How to reach GCS. */
 export interface GcsClientOptions {
@@ -40,6 +35,8 @@ export interface GcsClientOptions {
   readonly pageSize?: number;
   /** The connections (proxies, CA bundle, keep-alive); default undici's global pool, direct. */
   readonly network?: Network;
+  /** The slowest a list page or an error answer may come; absent: no minimum (gcsStorage: `--min-download-rate`). */
+  readonly minRate?: MinRate;
 }
 
 // GCS bucket names: 3–63 characters (222 with dots), lower-case letters, digits, `-`, `_` and `.`.
@@ -94,6 +91,7 @@ interface GcsReach {
   readonly base: string;
   readonly timeoutMs: number;
   readonly retries: number;
+  readonly minRate: MinRate | undefined;
 }
 
 /** The JSON API URL of `path` under the endpoint (which may have a path of its own), with `query`. */
@@ -107,7 +105,13 @@ const apiUrl = (reach: GcsReach, path: string, query: Readonly<Record<string, st
 const listPage = async (reach: GcsReach, get: GcsGet): Promise<unknown> => {
   for (let attempt = 0; ; attempt++) {
     try {
-      const json = parseJson(await readText(await gcsGet(reach.credentials, reach.network, get)));
+      const call = await gcsGet(reach.credentials, reach.network, get);
+      const page = await readAnswer(call.body, {
+        what: answerTo('GCS', 'GET', get.url),
+        contentLength: call.headers['content-length'],
+        minRate: reach.minRate,
+      });
+      const json = parseJson(page.toString('utf8'));
       return isRight(json) ? json.right : undefined;
     } catch (cause) {
       const error = gcsError(cause, get.what, 'list', get.signal);
@@ -133,7 +137,14 @@ async function* listObjects(
       ...(pageToken === undefined ? {} : { pageToken }),
     };
     const url = apiUrl(reach, `${encodeURIComponent(location.bucket)}/o`, query);
-    const body = await listPage(reach, { url, what, phase: 'list', timeoutMs: reach.timeoutMs, signal });
+    const body = await listPage(reach, {
+      url,
+      what,
+      phase: 'list',
+      timeoutMs: reach.timeoutMs,
+      signal,
+      minRate: reach.minRate,
+    });
     const page = jsonObject(body);
     if (page === undefined) throw invalidListing(what, 'the body is no JSON object');
     const items = page['items'] ?? [];
@@ -186,6 +197,7 @@ async function* readObject(
       headers,
       timeoutMs,
       signal,
+      minRate: reach.minRate,
     });
   } catch (cause) {
     throw gcsError(cause, what, 'read', signal);
@@ -237,6 +249,7 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
     base: endpoint.replace(/\/+$/, ''),
     timeoutMs: options.timeoutMs ?? 60_000,
     retries: options.requestRetries ?? 0,
+    minRate: options.minRate,
   };
   const pageSize = options.pageSize ?? 1000;
   return {
@@ -251,7 +264,7 @@ export interface GcsStorageOptions extends GcsClientOptions, ObjectDownloadOptio
 
 /** The StorageProvider for `gs://bucket/prefix`: gcsClient under the generic object downloader. */
 export const gcsStorage = (options: GcsStorageOptions = {}): StorageProvider => {
-  const client = gcsClient(options);
+  const client = gcsClient({ minRate: (options.limits ?? defaultDownloadLimits).minRate, ...options });
   return objectStoreStorage({
     ...options,
     schemes: ['gs'],

@@ -15,6 +15,8 @@ import { invalidListing, storedObject } from './listing-bounds';
 import { jsonObject } from '../../core/json/json-object';
 import { isSinkReadable, withFailures, type DirectClient } from '../../net';
 import { DirectRangeHandler } from './s3-direct-handler';
+import { boundS3Answers } from './s3-answers';
+import { defaultDownloadLimits, type MinRate } from '../download-limits';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- loaded at the first s3:// model (lazy-module.ts) */
 const s3Sdk = lazyModule(() => require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3'));
@@ -49,6 +51,8 @@ export interface S3ClientSettings {
    * straight into a part's buffers; absent, every request goes by the SDK's handler.
    */
   readonly directFor?: (url: URL) => DirectClient | undefined;
+  /** The slowest a store's answer (a listing page, an error) may come; default `--min-download-rate`'s. */
+  readonly minRate?: MinRate;
 }
 
 const noSignature: NonNullable<S3ClientConfig['httpAuthSchemes']>[number]['signer'] = {
@@ -87,9 +91,9 @@ const readsDirectly = (settings: S3ClientSettings): boolean => {
   return URL.canParse(endpoint) && settings.directFor?.(new URL(endpoint)) !== undefined;
 };
 
-/** The SDK client for `settings`. */
-export const s3SdkClient = (settings: S3ClientSettings): S3Client =>
-  new (s3Sdk().S3Client)({
+/** The SDK client for `settings`, each answer it reads whole bounded while it streams (boundS3Answers). */
+export const s3SdkClient = (settings: S3ClientSettings): S3Client => {
+  const client = new (s3Sdk().S3Client)({
     region: settings.region,
     ...(settings.endpoint !== undefined ? { endpoint: settings.endpoint } : {}),
     forcePathStyle:
@@ -105,6 +109,9 @@ export const s3SdkClient = (settings: S3ClientSettings): S3Client =>
     requestHandler: requestHandlerOf(settings),
     ...(settings.credentials === 'anonymous' ? anonymousAuth() : { credentials: settings.credentials }),
   });
+  boundS3Answers(client, settings.minRate ?? defaultDownloadLimits.minRate);
+  return client;
+};
 
 /** Every object under the location's prefix, page after page (S3 answers at most 1,000 per page). */
 async function* listObjects(
@@ -268,7 +275,10 @@ export const s3Storage = (options: S3StorageOptions): StorageProvider => {
     schemes: ['s3'],
     resolve: (uri) =>
       E.map((location: ObjectLocation) => {
-        client ??= s3ObjectClient(s3SdkClient(options), readsDirectly(options));
+        client ??= s3ObjectClient(
+          s3SdkClient({ ...options, minRate: options.limits?.minRate }),
+          readsDirectly(options),
+        );
         return { client, location };
       })(parseS3Uri(uri)),
   });

@@ -1,14 +1,14 @@
 /**
  * A simple FetchHttpFile for the hf provider's tests, standing in for httpFileFetcher (src/storage/http/http-file.ts): one GET,
  * redirects followed by hand with the headers sent only to the URL's own endpoint, the body counted on the
- * guard and written to a new file, a size other than the listed one failing as `changed`. No parts, no resume.
+ * guard and written to a new file, held to the listed size and digest by the real ContentCheck. No parts, no resume.
  */
 import { request } from 'undici';
 import { sameEndpoint } from '../../../src/core/endpoint';
-import { retryableError } from '../../../src/core/errors';
 import { writeNewFile } from '../../../src/fs';
 import { responseStatusError, transportError } from '../../../src/net';
 import type { FetchHttpFile, HttpFileRequest } from '../../../src/storage/http/http-file';
+import { ContentCheck } from '../../../src/storage/listed-content';
 
 /** The fetcher, and every request it was given (in order). */
 export const fakeFetchFile = (): { readonly fetchFile: FetchHttpFile; readonly calls: HttpFileRequest[] } => {
@@ -35,17 +35,13 @@ export const fakeFetchFile = (): { readonly fetchFile: FetchHttpFile; readonly c
       if (response.statusCode !== 200) {
         throw await responseStatusError(file.what, { status: response.statusCode, body: response.body });
       }
-      let bytes = 0;
-      const counted = async function* () {
-        for await (const chunk of file.guard.count(response.body)) {
-          bytes += chunk.byteLength;
-          yield chunk;
-        }
-      };
-      await writeNewFile(counted(), file.to, file.signal, `${file.what}: cannot save ${file.to}`);
-      if (file.expectedSize !== undefined && bytes !== file.expectedSize) {
-        throw retryableError('changed', `${file.what}: ${bytes} bytes, not the ${file.expectedSize} listed`);
-      }
+      const check =
+        file.expectedSize === undefined
+          ? undefined
+          : new ContentCheck(file.what, file.expectedSize, file.expectedDigest);
+      const body = file.guard.count(check?.pass(response.body) ?? response.body);
+      await writeNewFile(body, file.to, file.signal, `${file.what}: cannot save ${file.to}`);
+      check?.verify();
       return;
     }
     throw new Error(`${file.what}: too many redirects`);

@@ -94,6 +94,29 @@ describe('modelsync hf://<owner>/<model>:<revision> <dest> (the storage initiali
     expect(result.stderr.text).toContain("Expected 'hf://owner/model[:revision]'");
   });
 
+  it('exits 1 with no model in dest when a file listed at 10 bytes is served as 10 MiB in chunks', async () => {
+    hub.commit('org/liar', { 'config.json': '{"n":1234}' });
+    hub.injectFault('resolve', { serve: Buffer.alloc(10 * 2 ** 20, 'x'), framing: 'chunked' }, Infinity);
+    const dest = join(tmp.path, 'mnt', 'models');
+
+    const result = await runCli(['hf://org/liar', dest], {
+      env: { HF_ENDPOINT: hub.url, MODELSYNC_MAX_ATTEMPTS: '2', MODELSYNC_RETRY_BASE_MS: '10' },
+      timeoutMs: 30_000,
+    }).finally(() => hub.injectFault('resolve', { status: 500 }, 0));
+
+    expect(result.code).toBe(1);
+    expect(await readFiles(dest).catch(() => ({}))).toEqual({});
+    // Told apart by their fields, not by the level's spelling (a number today, a label once item 10 lands).
+    const failures = result.stderr.text
+      .split('\n')
+      .filter((line) => line.includes('"errorKind"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(failures.at(-1)).toMatchObject({
+      errorKind: 'invalid-response',
+      msg: expect.stringContaining('it goes on past the 10 bytes listed') as unknown,
+    });
+  });
+
   it('stops at start (exit 2) on an HF_ENDPOINT that is no http(s) URL, naming the variable', async () => {
     const result = await runCli(['hf://org/private-model', join(tmp.path, 'mnt', 'models')], {
       env: { HF_ENDPOINT: 'ftp://mirror' },
