@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { killAllCli, runCli } from '../helpers/cli-process';
 import { useHttpServers } from '../helpers/http-servers';
+import { atLevel } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 
 afterEach(killAllCli);
@@ -42,7 +43,7 @@ describe('modelsync (the process)', () => {
 
     expect(result.code).toBe(70);
     const lines = result.stderr.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
-    const fatal = lines.filter((line) => Number(line['level']) >= 60 || line['level'] === 'fatal');
+    const fatal = lines.filter(atLevel('fatal'));
     expect(fatal).toHaveLength(1);
     expect(fatal[0]!['msg']).toContain('ran out of work before it finished');
   });

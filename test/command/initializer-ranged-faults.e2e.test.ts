@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { withTimeout } from '../../src/testing/wait';
 import { cliArgs, killAllCli, startCli } from '../helpers/cli-process';
 import { useHttpServers } from '../helpers/http-servers';
+import { atLeast } from '../helpers/log-sink';
 import { faultServer } from '../helpers/range-fault-server';
 import { rangeFaults, type RangeFault } from '../helpers/range-faults';
 import { compareFile, mebibyte, stampedBytes } from '../helpers/ranged-sync';
@@ -61,7 +62,7 @@ const initializeAgainst = async (
   );
   const entries = await readdir(dest).catch(() => []);
   const errorLines = cli.logs.filter(
-    (line) => line.msg.startsWith('cannot download') || Number(line.level) >= 50,
+    (line) => line.msg.startsWith('cannot download') || atLeast('error')(line),
   );
   const problems: string[] = [];
   if (server.log.faulted === 0) problems.push('no ranged read was made');
