@@ -1,6 +1,8 @@
 #!/usr/bin/env -S node --max-semi-space-size=1
 /** modelsync's process entry: arguments to a mode, one subscription, signals, the exit code. */
-// First: the compile cache serves only the modules loaded after it.
+// First: an older Node.js is told which it needs before anything it lacks is loaded.
+import './required-node';
+// Then the compile cache: it serves only the modules loaded after it.
 import './compile-cache';
 import { fromEvent, map, merge, skip, Subject, take, takeUntil, takeWhile, type Observable } from 'rxjs';
 import type { AppConfig } from './core/flags/app-config';

@@ -29,11 +29,11 @@ import {
   agentPortSettings,
   agentSettings,
   capabilities,
-  configSourceFor,
-  servedSchemes,
   SurfaceBindFailed,
   withSurface,
+  type AgentPortSettings,
   type AgentRun,
+  type Edges,
 } from '../wiring';
 import { gracefulStop } from './graceful-stop';
 import { packageVersion } from './package-version';
@@ -48,15 +48,40 @@ const line = (text: string): Output => ({ _tag: 'Line', line: text });
 const opLine = (op: ModelOp): Output => line(redact(JSON.stringify(modelOpToJson(op))));
 const exit = (code: number): Output => ({ _tag: 'Exit', code });
 
+/** The log line and exit 2 of settings a start cannot use (a malformed variable, an unreadable CA bundle …). */
+const settingsInvalid = (log: Logger, reason: string): Observable<Output> => {
+  log.error({ reason }, 'cannot start: the settings are invalid');
+  return of(exit(2));
+};
+
+/**
+ * What a real start builds from `config` and `env` before it does anything: the edges (storage with its proxies,
+ * CA bundle, headers and store settings; the model dir; the server client; the config source) and the agent port's
+ * settings; the Left says which setting cannot be used. Every mode checks the same, a dry run included.
+ */
+const startOf = (
+  config: AppConfig,
+  log: Logger,
+  env: Env,
+): E.Either<string, { readonly edges: Edges; readonly agentPort: AgentPortSettings | undefined }> => {
+  const edges = capabilities(config, log, env);
+  if (E.isLeft(edges)) return edges;
+  const agentPort = agentPortSettings(config, env);
+  if (E.isLeft(agentPort)) return agentPort;
+  return E.right({ edges: edges.right, agentPort: agentPort.right });
+};
+
 /**
  * `--dry-run`: one JSON line per ModelOp, live (or, with `--once`, for the current config, then exit: 1 when
  * it is invalid). Nothing is in place for a dry run, so the first config is all Adds. A model whose storage
  * scheme no provider serves gets a warn line on the log. `env` locates the API server for `--source kube-api`.
+ * Settings a real start refuses exit 2 here too: a dry run that passes is one a start would not refuse.
  */
 export const dryRunMode = (config: AppConfig, log: Logger, env: Env = {}): Observable<Output> => {
-  const configSource = configSourceFor(config, log, env);
+  const start = startOf(config, log, env);
+  if (E.isLeft(start)) return settingsInvalid(log, start.left);
+  const { configSource, servedSchemes: schemes } = start.right.edges;
   const inPlace = emptySnapshot;
-  const schemes = servedSchemes(config, log);
   if (config.once) {
     return currentModelOps({ configSource, inPlace, servedSchemes: schemes, log }).pipe(
       mergeMap((result) => {
@@ -96,22 +121,15 @@ export const syncMode = (
   env: Env,
   signals: ModeSignals = noSignals,
 ): Observable<Output> => {
-  const edges = capabilities(config, log, env);
-  if (E.isLeft(edges)) {
-    log.error({ reason: edges.left }, 'cannot start: the settings are invalid');
-    return of(exit(2));
-  }
-  const agentPort = agentPortSettings(config, env);
-  if (E.isLeft(agentPort)) {
-    log.error({ reason: agentPort.left }, 'cannot start: the settings are invalid');
-    return of(exit(2));
-  }
+  const start = startOf(config, log, env);
+  if (E.isLeft(start)) return settingsInvalid(log, start.left);
+  const { edges, agentPort } = start.right;
   // The HTTP surface's one seam: it wraps how the agent starts.
   const drains: Array<() => Promise<void>> = [];
   const surface = {
     stopping$: signals.shutdown$,
     drains,
-    ...(agentPort.right !== undefined ? { agentPort: agentPort.right } : {}),
+    ...(agentPort !== undefined ? { agentPort } : {}),
   };
   const run: AgentRun = config.httpPort === 0 ? startAgent : withSurface(config, log, surface)(startAgent);
   const { configDir, modelDir, serverUrl, protocol, source } = config;
@@ -124,7 +142,7 @@ export const syncMode = (
       'modelsync starting',
     );
     let loader: Loader | undefined;
-    const agent$ = run(watchUntil(edges.right, signals.shutdown$), {
+    const agent$ = run(watchUntil(edges, signals.shutdown$), {
       ...agentSettings(config, log),
       ...resyncSettings(config, signals.resync$),
       onStart: (start) => (loader = start.loader),
@@ -181,15 +199,13 @@ const failureLine = (status: ModelStatus): Output =>
  * config that cannot be used exits 1 and changes nothing. Exits 2 on malformed download headers.
  */
 export const oneShotMode = (config: AppConfig, log: Logger, env: Env): Observable<Output> => {
-  const edges = capabilities(config, log, env);
-  if (E.isLeft(edges)) {
-    log.error({ reason: edges.left }, 'cannot start: the settings are invalid');
-    return of(exit(2));
-  }
+  const start = startOf(config, log, env);
+  if (E.isLeft(start)) return settingsInvalid(log, start.left);
+  const { edges } = start.right;
   return defer(() => {
     log.info({ version: packageVersion, configDir: config.configDir }, 'modelsync one-shot sync starting');
     let loader: Loader | undefined;
-    const once = { ...edges.right, configSource: { ...edges.right.configSource, events$: EMPTY } };
+    const once = { ...edges, configSource: { ...edges.configSource, events$: EMPTY } };
     return startAgent(once, {
       ...agentSettings(config, log),
       onStart: (start) => (loader = start.loader),

@@ -71,6 +71,12 @@ const modelServerFor = (config: AppConfig, network: Network): ModelServer =>
         dispatcher: network.direct,
       });
 
+/** The real edges: what the agent runs on, with the config source's own status. */
+export type Edges = AgentCapabilities & {
+  readonly configSource: ConfigSourceWithStatus;
+  readonly configSourceStatus?: () => KubeWatchStatus;
+};
+
 /**
  * The real edges for `config`: the model dir and its load journal, the model server client, every storage
  * provider behind one download function, and the config dir. `env` supplies KServe's per-host download headers
@@ -85,13 +91,7 @@ export const capabilities = (
   log: Logger,
   env: Env,
   sourceHooks: ConfigSourceHooks = {},
-): E.Either<
-  string,
-  AgentCapabilities & {
-    readonly configSource: ConfigSourceWithStatus;
-    readonly configSourceStatus?: () => KubeWatchStatus;
-  }
-> => {
+): E.Either<string, Edges> => {
   // One disk check for the store (the reserve, before each install) and the providers (a declared size).
   const space = spaceCheck(config.minFreeBytes);
   const storage = storageRouter(config, log, env, space);

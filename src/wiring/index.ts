@@ -8,10 +8,11 @@ export {
   capabilities,
   configSourceFor,
   type ConfigSourceHooks,
+  type Edges,
   type ConfigSourceWithStatus,
 } from './capabilities';
 export { initializerStorage, type InitializerStorage } from './initializer-storage';
-export { servedSchemes, storageRouter, type StorageRouter } from './storage';
+export { storageRouter, type StorageRouter } from './storage';
 export {
   SurfaceBindFailed,
   withSurface,

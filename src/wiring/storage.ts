@@ -27,7 +27,7 @@ import {
 } from '../storage';
 import type { SpaceCheck } from '../fs';
 import { createSlots, type Slots } from '../core/slots';
-import { createNetwork, networkFrom, readCaBundle, type Network } from '../net';
+import { networkFrom, readCaBundle, type Network } from '../net';
 import type { DownloadFunction, StorageProvider } from '../ports';
 
 /** How big files are fetched in parts: connections per file, and the one pool all storage connections come from. */
@@ -228,10 +228,4 @@ export const storageRouter = (
   if (E.isLeft(storage)) return storage;
   const download = routeStorage(storage.right.providers, storage.right.claiming);
   return E.right({ download, network: network.right });
-};
-
-/** The URI schemes the storage providers of `config` serve (no connection is made, no credential read). */
-export const servedSchemes = (config: AppConfig, log: Logger): ReadonlyArray<string> => {
-  const providers = storageProviders(config, log, {}, createNetwork(), new Map());
-  return E.isLeft(providers) ? [] : routeStorage(providers.right.providers).schemes;
 };

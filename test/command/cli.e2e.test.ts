@@ -1,6 +1,6 @@
 /** The CLI as a contract: the built `dist/cli.js` run as a child process on real, kubelet-style config dirs. */
 import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { waitFor, withTimeout } from '../../src/testing/wait';
@@ -140,6 +140,28 @@ describe('modelsync --help', () => {
   });
 });
 
+describe('modelsync on an older Node.js', () => {
+  it('says in one line which Node.js it needs and exits 2 (not a TypeError and its stack)', async () => {
+    const { engines } = JSON.parse(await readFile(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+      engines: { node: string };
+    };
+    // Node 20, as the process sees it: the check must come before anything Node 20 lacks is loaded.
+    const olderNode = join(tmp.path, 'node-20.js');
+    await writeFile(
+      olderNode,
+      "Object.defineProperty(process, 'versions', { value: { ...process.versions, node: '20.20.2' } });\n",
+    );
+
+    const result = await runCli(['--help'], { nodeFlags: ['--require', olderNode] });
+
+    expect(result.code).toBe(2);
+    expect(result.stdout.text).toBe('');
+    expect(result.stderr.lines).toEqual([
+      `modelsync needs Node.js ${engines.node.replace('>=', '')} or later; this is Node.js 20.20.2 (${process.execPath})`,
+    ]);
+  });
+});
+
 describe('modelsync --version', () => {
   it("prints package.json's version and exits 0", async () => {
     const { version } = JSON.parse(await readFile(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
@@ -255,6 +277,35 @@ describe('modelsync --dry-run --once', () => {
   it('exits 1 with one JSON error line when the config dir does not exist', async () => {
     await oneErrorLine(join(tmp.path, 'missing'));
   });
+
+  it.each([
+    ['a CA bundle that does not exist', ['--ca-bundle', '/nonexistent/ca.pem'], {}, 'CA bundle'],
+    ['a proxy it cannot use (socks5)', [], { HTTPS_PROXY: 'socks5://proxy.example:1080' }, 'HTTPS_PROXY'],
+    ['malformed download headers', [], { 'models.example.com-headers': '{"Authorization":' }, '-headers'],
+    [
+      'a readiness probe it cannot read',
+      ['--component-port', '8080'],
+      { SERVING_READINESS_PROBE: '{' },
+      'SERVING_READINESS_PROBE',
+    ],
+  ])(
+    'exits 2, as a real start does, with %s',
+    async (_what, flags: string[], env: Record<string, string>, named: string) => {
+      const dir = configMap(modelsJson({ m1 }));
+
+      const result = await runCli(['--config-dir', dir, '--dry-run', '--once', ...flags], { env });
+
+      expect(result.code).toBe(2);
+      expect(result.stdout.text).toBe('');
+      const lines = jsonLines(result.stderr).filter(atLeast('error'));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({ level: 'error', msg: 'cannot start: the settings are invalid' });
+      expect(lines[0]!['reason']).toContain(named);
+      // The real start refuses the same.
+      const real = await runCli(['--config-dir', dir, '--once', ...flags], { env });
+      expect(real.code).toBe(2);
+    },
+  );
 });
 
 describe('modelsync flag validation', () => {
