@@ -112,7 +112,7 @@ describe('httpSurface under load', () => {
     const get = await rawSocket(port);
     get.socket.write('GET /healthz HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n');
     const answered = (client: typeof post): boolean => client.received().endsWith('}');
-    await waitFor(() => answered(post) && answered(get), 1000, 'both answers, before the bodies');
+    await waitFor(() => answered(post) && answered(get), 1500, 'both answers, before the bodies');
     expect(post.received()).toMatch(/^HTTP\/1\.1 405[^]*\r\nConnection: close\r\n/i);
     expect(get.received()).toMatch(/^HTTP\/1\.1 413[^]*\r\nConnection: close\r\n/i);
     // Neither client sends more: each connection closes after the linger's quiet spell (2 s), not the body's time.
