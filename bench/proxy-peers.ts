@@ -32,7 +32,14 @@ const modelsyncProxy = async (upstreamPort: number): Promise<Server> => {
   const { boundedServer, defaultServerLimits } = await import('../src/net/bounded-server.js');
   const { default: pino } = await import('pino');
   const target = { host: '127.0.0.1', port: upstreamPort };
-  const proxy = reverseProxy({ target, maxSockets: 256, timeoutMs: 60_000, log: pino({ level: 'warn' }) });
+  const body = { stallMs: 20_000, minRate: 1024 };
+  const proxy = reverseProxy({
+    target,
+    maxSockets: 256,
+    timeoutMs: 60_000,
+    body,
+    log: pino({ level: 'warn' }),
+  });
   const limits = {
     maxConnections: 1024,
     maxHeaderBytes: 64 * 1024,

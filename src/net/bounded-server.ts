@@ -1,6 +1,8 @@
 /**
- * boundedServer: an HTTP server whose clients cannot starve it. Every port modelsync opens (the HTTP surface, a
- * later proxy) is made here, so each gets the same bounds on connections, time and request size.
+ * boundedServer: an HTTP server whose clients cannot starve it. Every port modelsync opens (the HTTP surface, KServe's
+ * agent port) is made here, so each gets the same bounds on connections, time and request size; an answer given
+ * before a request is read reaches its client (`early-answer.ts`), and the probes always find a place
+ * (`connection-cap.ts`).
  */
 import {
   createServer,
@@ -11,14 +13,23 @@ import {
 } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { errorCode } from '../core/errors';
+import { answerStarted, capConnections } from './connection-cap';
+import { closeAfter, endAnswer } from './early-answer';
 
 /** What one client, or many, may hold of a server. */
 export interface ServerLimits {
   /**
-   * Connections open at once. A connection past it first evicts the oldest one not being answered (idle
-   * keep-alive, or still sending its head); when every one is being answered, the new one is closed at once.
+   * Connections open at once. A connection past it evicts the oldest one that holds its place without using it
+   * (idle, still sending its head, draining after its answer, or a request body that brought nothing for a second);
+   * when none does, it takes a place in the reserve, or is closed at once when that is full too.
    */
   readonly maxConnections: number;
+  /**
+   * Places past `maxConnections` for requests the server answers itself (the `reserveServes` of `boundedServer`:
+   * its probes): a crowd of uploads or slow readers holding every connection cannot lock the kubelet out.
+   */
+  readonly reservedConnections: number;
   /** A request's line and headers must arrive within this; slower clients (slowloris) are cut (408). */
   readonly requestTimeoutMs: number;
   /**
@@ -39,6 +50,7 @@ export interface ServerLimits {
 /** The bounds of the HTTP surface unless flags say otherwise. */
 export const defaultServerLimits: ServerLimits = {
   maxConnections: 64,
+  reservedConnections: 16,
   requestTimeoutMs: 5000,
   idleTimeoutMs: 5000,
   maxHeaderBytes: 8 * 1024,
@@ -53,23 +65,27 @@ export const defaultServerLimits: ServerLimits = {
 const checkingIntervalMs = (limits: ServerLimits): number =>
   Math.max(50, Math.min(1000, Math.floor(limits.requestTimeoutMs / 4)));
 
-/** Requests being answered on each connection: a connection with none can be evicted. */
-const capConnections = (server: Server, maxConnections: number): void => {
-  const answering = new Map<Socket, number>(); // in connection order: the first is the oldest
-  server.on('connection', (socket: Socket) => {
-    answering.set(socket, 0);
-    socket.once('close', () => answering.delete(socket));
-    if (answering.size <= maxConnections) return;
-    for (const [held, requests] of answering)
-      if (requests === 0 && held !== socket) return void held.destroy();
-    socket.destroy(); // every other connection is being answered: this one waits for none of them
-  });
-  server.on('request', ({ socket }: IncomingMessage, response: ServerResponse) => {
-    answering.set(socket, (answering.get(socket) ?? 0) + 1);
-    response.once('close', () => {
-      const requests = answering.get(socket);
-      if (requests !== undefined) answering.set(socket, requests - 1);
-    });
+/** Node's own answers to a request it could not take (its `socketOnError`), by the code of the error. */
+const clientErrorAnswers: Readonly<Record<string, string>> = {
+  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: '413 Payload Too Large',
+  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout',
+};
+
+/**
+ * A request Node cannot take (a head past its size, malformed, too slow) is answered as Node answers it, but the
+ * connection closes only once its client has stopped sending (Node destroys it at once: a client still sending
+ * its head or body then sees a reset instead of the 431).
+ */
+const answerClientErrors = (server: Server): void => {
+  server.on('clientError', (error: Error, socket: Socket) => {
+    if (socket.writableEnded) return; // answered already: the parser goes on failing on what still arrives
+    const code = errorCode(error) ?? '';
+    if (code === 'ECONNRESET' || !socket.writable || answerStarted(socket)) return void socket.destroy();
+    closeAfter(
+      socket,
+      `HTTP/1.1 ${clientErrorAnswers[code] ?? '400 Bad Request'}\r\nConnection: close\r\n\r\n`,
+    );
   });
 };
 
@@ -80,32 +96,53 @@ const tunnelRefused =
 
 /**
  * CONNECT asks for a tunnel, which no port of modelsync opens. Without a 'connect' listener Node drops the socket
- * without a word; this answers 501 and closes it once the answer is out.
+ * without a word; this answers 501 and closes it once the answer is out and the client stopped sending.
  */
 const refuseTunnels = (server: Server): void => {
-  server.on('connect', (_request: IncomingMessage, socket: Duplex) => {
-    socket.on('error', () => undefined); // a client gone before the answer is out is nothing to report
-    socket.end(tunnelRefused, () => socket.destroy());
-  });
+  server.on('connect', (_request: IncomingMessage, socket: Duplex) =>
+    closeAfter(socket as Socket, tunnelRefused),
+  );
 };
 
-/** An HTTP server answering with `listener`, held to `limits` (not yet listening). */
-export const boundedServer = (limits: ServerLimits, listener: RequestListener): Server => {
-  const server = createServer(
-    {
-      maxHeaderSize: limits.maxHeaderBytes,
-      // Node refuses a headersTimeout above requestTimeout, hence the floor.
-      requestTimeout: Math.max(limits.bodyTimeoutMs ?? limits.requestTimeoutMs, limits.requestTimeoutMs),
-      headersTimeout: limits.requestTimeoutMs,
-      keepAliveTimeout: limits.idleTimeoutMs,
-      connectionsCheckingInterval: checkingIntervalMs(limits),
-    },
-    listener,
-  );
+const busyText = 'busy: every connection is taken; try again\n';
+
+/** A request the reserve does not serve, on a connection in the reserve: 503, and the connection closed. */
+const refuseInReserve = (request: IncomingMessage, response: ServerResponse): void => {
+  response.writeHead(503, {
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': busyText.length,
+    'retry-after': '1',
+    connection: 'close',
+  });
+  endAnswer(request, response, busyText);
+};
+
+/**
+ * An HTTP server answering with `listener`, held to `limits` (not yet listening). `reserveServes` says which
+ * requests a connection in the reserve may carry: those the server answers itself, at once (default: all).
+ */
+export const boundedServer = (
+  limits: ServerLimits,
+  listener: RequestListener,
+  reserveServes: (request: IncomingMessage) => boolean = () => true,
+): Server => {
+  const server = createServer({
+    maxHeaderSize: limits.maxHeaderBytes,
+    // Node refuses a headersTimeout above requestTimeout, hence the floor.
+    requestTimeout: Math.max(limits.bodyTimeoutMs ?? limits.requestTimeoutMs, limits.requestTimeoutMs),
+    headersTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.idleTimeoutMs,
+    connectionsCheckingInterval: checkingIntervalMs(limits),
+  });
   server.maxHeadersCount = limits.maxHeadersCount;
   server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
   server.setTimeout(limits.idleTimeoutMs); // no 'timeout' listener: Node destroys the silent socket
-  capConnections(server, limits.maxConnections);
+  const inReserve = capConnections(server, limits);
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    if (inReserve(request.socket) && !reserveServes(request)) return refuseInReserve(request, response);
+    void listener(request, response);
+  });
+  answerClientErrors(server);
   refuseTunnels(server);
   return server;
 };

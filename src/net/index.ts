@@ -17,6 +17,8 @@ export {
   statusError,
 } from './http-call';
 export { boundedServer, defaultServerLimits, type ServerLimits } from './bounded-server';
+export { announcesBody, bodyUnread, endAnswer } from './early-answer';
+export { type BodyPace } from './body-pace';
 export { reverseProxy, type ReverseProxy, type ReverseProxyOptions } from './reverse-proxy';
 export { createNetwork, type Network, networkFrom, readCaBundle } from './network';
 export { timeoutOf, transportError } from './transport-error';

@@ -19,6 +19,8 @@ import {
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { errorCode } from '../core/errors';
+import { paceBody, type BodyPace } from './body-pace';
+import { endAnswer } from './early-answer';
 import {
   chunkedToClient,
   forwardable,
@@ -40,6 +42,11 @@ export interface ReverseProxyOptions {
    * socket is bounded by this instead of the server's short idle timeout, which comes back once the exchange ends.
    */
   readonly timeoutMs: number;
+  /**
+   * How fast a request body must come (whatever `timeoutMs`): one that falls behind gets 408 and the connection
+   * is closed, its request to the upstream aborted; cut, if the upstream has begun to answer.
+   */
+  readonly body: BodyPace;
   readonly log: Logger;
 }
 
@@ -59,12 +66,13 @@ export interface ReverseProxy {
 const upstreamIdleMs = 4000;
 
 /** What can go wrong with one exchange: each kind is logged at most once a second. */
-type FailureKind = 'unreachable' | 'timeout' | 'cut' | 'stalled' | 'invalid-head' | 'refused';
+type FailureKind = 'unreachable' | 'timeout' | 'cut' | 'stalled' | 'slow-body' | 'invalid-head' | 'refused';
 
 // Short, and naming nothing of the pod: no address, port or error code reaches a client.
 const unreachableText = Buffer.from('the model server did not answer\n');
 const timeoutText = Buffer.from('the model server did not answer in time\n');
 const refusedText = Buffer.from('protocol upgrades and CONNECT are not proxied\n');
+const slowBodyText = Buffer.from('the request body did not arrive in time\n');
 
 /** A warn line per kind at most once a second, with how many of that kind went unlogged since. */
 const rateLimitedWarn = (log: Logger): ((kind: FailureKind, err?: unknown) => void) => {
@@ -83,11 +91,21 @@ const rateLimitedWarn = (log: Logger): ((kind: FailureKind, err?: unknown) => vo
 const serverTimeoutOf = (socket: Socket): number =>
   (socket as Socket & { server?: { timeout?: number } }).server?.timeout ?? 0;
 
-/** Answers `status` with `text` (closing the connection when asked to), or cuts it if a head went out already. */
-const answer = (response: ServerResponse, status: number, text: Buffer, close: boolean): void => {
+/**
+ * Answers `status` with `text` (closing the connection when asked to, once an unread body stopped coming), or cuts
+ * it if a head went out already.
+ */
+const answer = (
+  request: IncomingMessage,
+  response: ServerResponse,
+  status: number,
+  text: Buffer,
+  close: boolean,
+): void => {
   if (response.headersSent || response.destroyed) return void response.destroy();
   const headers = ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(text.length)];
-  response.writeHead(status, close ? [...headers, 'Connection', 'close'] : headers).end(text);
+  response.writeHead(status, close ? [...headers, 'Connection', 'close'] : headers);
+  endAnswer(request, response, text);
 };
 
 /** A reverse proxy to `options.target`; mount `handle` as (or inside) a server's request listener. */
@@ -135,7 +153,7 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       phase = 'answered';
       letGo();
       if (upstream !== undefined) request.unpipe(upstream);
-      answer(response, status, text, closeAfter || !request.complete);
+      answer(request, response, status, text, closeAfter || !request.complete);
     };
     const cut = (kind: FailureKind): void => {
       warn(kind);
@@ -213,8 +231,18 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       request.pipe(sent);
     };
 
+    const stopPacing = bodiless
+      ? () => undefined
+      : paceBody(request, options.body, () => {
+          if (phase !== 'waiting') return phase === 'answered' ? undefined : cut('slow-body');
+          warn('slow-body');
+          upstream?.destroy();
+          answerOurselves(408, slowBodyText);
+        });
+
     response.once('close', () => {
       inFlight--;
+      stopPacing();
       letGo();
       if (upstreamResponse?.complete === true && request.complete) return;
       // The client went away, or was cut, before the exchange was over: the upstream is stopped at once. Or the
@@ -238,7 +266,7 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
     const upgrade = message.upgrade === undefined ? [] : tokens(message.upgrade);
     if (request.method === 'CONNECT' || upgrade.some((protocol) => protocol !== 'h2c')) {
       warn('refused');
-      return answer(response, 501, refusedText, true);
+      return answer(request, response, 501, refusedText, true);
     }
     proxy(request, response, message);
   };

@@ -5,6 +5,7 @@
  * surface's own paths are decided before any of this (`http-surface.ts`).
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { bodyUnread, endAnswer } from '../net';
 
 /** What a request to the agent port is, from its headers alone (Knative's `Drainer` and `ProbeHandler`). */
 export type AgentPortRequest =
@@ -55,7 +56,9 @@ export interface AgentPortOptions {
 /** A value echoed into a body: printable and short, whatever the client sent. */
 const shown = (value: string): string => value.replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
 
+/** Answers `status` with `body`; a request body is not read (a probe has none), and closes the connection after. */
 const text = (
+  request: IncomingMessage,
   response: ServerResponse,
   status: number,
   body: string,
@@ -67,8 +70,9 @@ const text = (
     'x-content-type-options': 'nosniff',
     'content-length': Buffer.byteLength(body),
     'cache-control': 'no-store',
+    ...(bodyUnread(request) ? { connection: 'close' } : {}),
   });
-  response.end(body);
+  endAnswer(request, response, body);
 };
 
 /** The handler of every request to the agent port that is not one of the surface's own paths. */
@@ -80,18 +84,20 @@ export const agentPortHandler =
       case 'proxy':
         return proxy(request, response);
       case 'bad-probe-header':
-        request.resume();
-        return text(response, 400, `unexpected probe header value: ${shown(kind.value)}\n`);
+        return text(request, response, 400, `unexpected probe header value: ${shown(kind.value)}\n`);
       case 'network-probe':
-        request.resume();
-        if (draining()) return text(response, 503, 'shutting down\n');
+        if (draining()) return text(request, response, 503, 'shutting down\n');
         if (kind.hash === undefined || kind.hash === '')
-          return text(response, 400, 'a probe request must contain a non-empty "K-Network-Hash" header\n');
-        return text(response, 200, '', { 'k-network-hash': shown(kind.hash) });
+          return text(
+            request,
+            response,
+            400,
+            'a probe request must contain a non-empty "K-Network-Hash" header\n',
+          );
+        return text(request, response, 200, '', { 'k-network-hash': shown(kind.hash) });
       case 'readiness': {
-        request.resume();
-        if (draining()) return text(response, 503, 'shutting down\n');
-        if (!ready()) return text(response, 503, '');
+        if (draining()) return text(request, response, 503, 'shutting down\n');
+        if (!ready()) return text(request, response, 503, '');
         // The server's idle timeout must not cut a check that waits for the probe; the probe's own bounds it.
         const { socket } = request;
         const idleMs = (socket as typeof socket & { server?: { timeout?: number } }).server?.timeout ?? 0;
@@ -99,8 +105,8 @@ export const agentPortHandler =
         void probe().then((passed) => {
           if (!socket.destroyed) socket.setTimeout(idleMs);
           if (response.destroyed) return;
-          if (draining()) return text(response, 503, 'shutting down\n');
-          text(response, passed ? 200 : 503, passed ? queueProbeValue : '');
+          if (draining()) return text(request, response, 503, 'shutting down\n');
+          text(request, response, passed ? 200 : 503, passed ? queueProbeValue : '');
         });
       }
     }

@@ -9,7 +9,8 @@ import { Observable } from 'rxjs';
 import type { ModelPhase } from '../core/model-status';
 import { redact } from '../core/redact';
 import { shownPhases, type ModelStatusJson, type StatusQuery } from '../core/status-document';
-import { boundedServer, defaultServerLimits, type ServerLimits } from '../net';
+import { announcesBody, boundedServer, defaultServerLimits, endAnswer, type ServerLimits } from '../net';
+import { classifyAgentPortRequest } from './agent-port';
 import type { Liveness } from './surface-state';
 
 /** The paths the surface serves (`/status/<model>` for one model). */
@@ -142,10 +143,6 @@ const answer = async (url: URL, view: SurfaceView, limits: SurfaceLimits): Promi
 /** The heavy answers: their cost grows with the models, so only a few are made at once. */
 const heavyPaths: ReadonlySet<string> = new Set([surfacePaths.status, surfacePaths.metrics]);
 
-/** A request carrying a body: the surface reads none, and will not wait for one to trickle in. */
-const hasBody = (request: IncomingMessage): boolean =>
-  request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
-
 /** The path of a request target (`/a/b` of `/a/b?c`), as sent: no decoding, no dot segments resolved. */
 const pathOf = (target: string | undefined): string => {
   const path = (target ?? '/').split('?', 1)[0]!;
@@ -156,6 +153,15 @@ const pathOf = (target: string | undefined): string => {
     return path; // `*`, or nothing a URL can be made of: not one of the surface's paths
   }
 };
+
+/**
+ * A request the surface answers itself, from memory: every one without the agent port; with it, the surface's
+ * paths and the probes the agent port answers, not what it proxies. Only these may use the reserved connections.
+ */
+const answeredHere = (request: IncomingMessage, agentPort: boolean): boolean =>
+  !agentPort ||
+  isSurfacePath(pathOf(request.url)) ||
+  classifyAgentPortRequest(request.headers).kind !== 'proxy';
 
 /** The same page text to many clients is redacted once (a /status page is hundreds of kB). */
 const redactedTexts = (size: number): ((text: string) => string) => {
@@ -187,12 +193,13 @@ const responder = (view: SurfaceView, limits: SurfaceLimits, agentPort?: Request
         'cache-control': 'no-store',
         ...(close ? { connection: 'close' } : {}),
       });
-      response.end(head ? undefined : body);
+      endAnswer(request, response, head ? undefined : body);
     };
-    // Neither a method with a body nor a GET with one is read: answered at once, and the connection closed.
+    // Neither a method with a body nor a GET with one is read: answered at once, the connection closed after it
+    // (once the body stopped coming, for a moment: a client still sending would see a reset, not the answer).
     if (request.method !== 'GET' && !head)
       return reply(json(405, { error: 'only GET and HEAD' }, { allow: 'GET, HEAD' }), true);
-    if (hasBody(request)) return reply(json(413, { error: 'the surface takes no request body' }), true);
+    if (announcesBody(request)) return reply(json(413, { error: 'the surface takes no request body' }), true);
     const url = new URL(request.url ?? '/', 'http://surface');
     if (heavyPaths.has(url.pathname)) {
       if (heavyInFlight >= limits.maxHeavyRequests)
@@ -226,7 +233,9 @@ export const httpSurface = ({
   agentPort,
 }: HttpSurfaceOptions): Observable<AddressInfo> =>
   new Observable<AddressInfo>((subscriber) => {
-    const server = boundedServer(limits, responder(view, limits, agentPort));
+    const server = boundedServer(limits, responder(view, limits, agentPort), (request) =>
+      answeredHere(request, agentPort !== undefined),
+    );
     let listening = false;
     let loggedAt = 0;
     server.on('error', (error: NodeJS.ErrnoException) => {

@@ -13,7 +13,7 @@ import {
 } from '../core/container-probe';
 import type { Env } from '../core/env';
 import type { AppConfig } from '../core/flags/app-config';
-import { aggressiveProbing, containerProber, reverseProxy, type ServerLimits } from '../net';
+import { aggressiveProbing, containerProber, reverseProxy, type BodyPace, type ServerLimits } from '../net';
 import { agentPortHandler } from '../surface';
 
 /** What the agent port is given at start: the model server's port, the user container's probes, the proxy's bounds. */
@@ -23,6 +23,8 @@ export interface AgentPortSettings {
   /** Where the probes come from, for the start-up line. */
   readonly probesFrom: 'SERVING_READINESS_PROBE' | 'the component port';
   readonly timeoutMs: number;
+  /** How fast a proxied request body must come (`--proxy-body-timeout`, `--proxy-body-min-rate`). */
+  readonly body: BodyPace;
   readonly maxConnections: number;
 }
 
@@ -46,6 +48,7 @@ export const agentPortSettings = (
     probes: given ? decoded.right : [componentPortProbe(componentPort)],
     probesFrom: given ? 'SERVING_READINESS_PROBE' : 'the component port',
     timeoutMs: config.proxyTimeout,
+    body: { stallMs: config.proxyBodyTimeout, minRate: config.proxyBodyMinRate },
     maxConnections: config.proxyMaxConnections,
   });
 };
@@ -87,6 +90,7 @@ export const agentPort = (
     target: { host: probeLocalHost, port: settings.componentPort },
     maxSockets: settings.maxConnections,
     timeoutMs: settings.timeoutMs,
+    body: settings.body,
     log,
   });
   log.info(

@@ -81,6 +81,8 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--workers', 'MODELSYNC_WORKERS'],
   ['--probe-period', 'MODELSYNC_PROBE_PERIOD'],
   ['--proxy-timeout', 'MODELSYNC_PROXY_TIMEOUT'],
+  ['--proxy-body-timeout', 'MODELSYNC_PROXY_BODY_TIMEOUT'],
+  ['--proxy-body-min-rate', 'MODELSYNC_PROXY_BODY_MIN_RATE'],
   ['--proxy-max-connections', 'MODELSYNC_PROXY_MAX_CONNECTIONS'],
   ['--dry-run', 'MODELSYNC_DRY_RUN'],
   ['--once', 'MODELSYNC_ONCE'],

@@ -42,3 +42,32 @@ export const getHead = (path: string, headers = ''): string =>
 
 /** The file descriptors this process holds now (`/proc/self/fd`). */
 export const openDescriptors = (): number => readdirSync('/proc/self/fd').length;
+
+/** What a client that sends its whole request before reading got: every byte of the answer, and how it failed. */
+export interface WholeExchange {
+  readonly received: string;
+  /** The socket's error (`EPIPE`, `ECONNRESET`: the server reset the connection), if any. */
+  readonly error?: string;
+}
+
+/**
+ * Writes `head` and `body` to 127.0.0.1:`port` as fast as the connection takes them, as a client does that reads
+ * the answer only once its request is out (Python's http.client), and resolves once the server closed the
+ * connection.
+ */
+export const sendWhole = (port: number, head: string, body: Buffer): Promise<WholeExchange> =>
+  new Promise((resolve) => {
+    const socket = connect({ port, host: '127.0.0.1' });
+    const chunks: Buffer[] = [];
+    let error: string | undefined;
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', (failure: NodeJS.ErrnoException) => (error ??= failure.code ?? failure.message));
+    socket.on('close', () =>
+      resolve({
+        received: Buffer.concat(chunks).toString('latin1'),
+        ...(error !== undefined ? { error } : {}),
+      }),
+    );
+    socket.write(head);
+    socket.write(body);
+  });

@@ -1,9 +1,10 @@
 /** boundedServer on 127.0.0.1 with real sockets: each bound holds against a client that tries to outlast it. */
-import type { Server } from 'node:http';
+import type { IncomingMessage, RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { boundedServer, defaultServerLimits, type ServerLimits } from '../../src/net/bounded-server';
-import { sleep } from '../../src/testing/wait';
-import { getHead, openDescriptors, rawSocket, type RawSocket } from '../helpers/raw-socket';
+import { endAnswer } from '../../src/net/early-answer';
+import { sleep, waitFor } from '../../src/testing/wait';
+import { getHead, openDescriptors, rawSocket, sendWhole, type RawSocket } from '../helpers/raw-socket';
 
 let server: Server | undefined;
 const clients: RawSocket[] = [];
@@ -21,25 +22,30 @@ const limits = (overrides: Partial<ServerLimits> = {}): ServerLimits => ({
   ...overrides,
 });
 
+/** Serves with `listener` under `bounds` (and `reserveServes`) on 127.0.0.1; resolves with the port. */
+const serveWith = (
+  bounds: ServerLimits,
+  listener: RequestListener,
+  reserveServes?: (request: IncomingMessage) => boolean,
+): Promise<number> =>
+  new Promise((resolve) => {
+    server = boundedServer(bounds, listener, reserveServes);
+    server.listen(0, '127.0.0.1', () => resolve((server!.address() as AddressInfo).port));
+  });
+
 /** Serves `ok` (or holds every answer for `holdMs`) under `bounds`; resolves with the port. */
 const serve = (bounds: ServerLimits, holdMs = 0): Promise<number> =>
-  new Promise((resolve) => {
-    server = boundedServer(bounds, (_request, response) => {
-      const answer = () => response.end('ok');
-      if (holdMs === 0) answer();
-      else setTimeout(answer, holdMs).unref();
-    });
-    server.listen(0, '127.0.0.1', () => resolve((server!.address() as AddressInfo).port));
+  serveWith(bounds, (_request, response) => {
+    const answer = () => response.end('ok');
+    if (holdMs === 0) answer();
+    else setTimeout(answer, holdMs).unref();
   });
 
 /** Serves `ok` once the whole request body has arrived, under `bounds`; resolves with the port. */
 const serveAfterBody = (bounds: ServerLimits): Promise<number> =>
-  new Promise((resolve) => {
-    server = boundedServer(bounds, (request, response) => {
-      request.resume();
-      request.on('end', () => response.end('ok'));
-    });
-    server.listen(0, '127.0.0.1', () => resolve((server!.address() as AddressInfo).port));
+  serveWith(bounds, (request, response) => {
+    request.resume();
+    request.on('end', () => response.end('ok'));
   });
 
 const connect = async (port: number): Promise<RawSocket> => {
@@ -135,12 +141,9 @@ describe('boundedServer', () => {
 
   it('answers at most maxRequestsPerSocket of a pipelined flood on one connection, the rest 503, then closes it', async () => {
     let answered = 0;
-    const port = await new Promise<number>((resolve) => {
-      server = boundedServer(limits({ maxRequestsPerSocket: 20 }), (_request, response) => {
-        answered++;
-        response.end('ok');
-      });
-      server.listen(0, '127.0.0.1', () => resolve((server!.address() as AddressInfo).port));
+    const port = await serveWith(limits({ maxRequestsPerSocket: 20 }), (_request, response) => {
+      answered++;
+      response.end('ok');
     });
     const client = await connect(port);
     client.socket.write(getHead('/').repeat(2000));
@@ -166,14 +169,87 @@ describe('boundedServer', () => {
     expect(probe.received()).toMatch(/^HTTP\/1\.1 200/);
   });
 
-  it('closes a connection past maxConnections at once when every held one is being answered', async () => {
-    const port = await serve(limits({ maxConnections: 4, idleTimeoutMs: 60_000 }), 1500);
-    const busy = await Promise.all(Array.from({ length: 4 }, () => connect(port)));
-    for (const client of busy) client.socket.write(getHead('/'));
-    await sleep(100);
+  it('closes a connection past maxConnections and the reserve at once when every held one is being answered', async () => {
+    const port = await serve(
+      limits({ maxConnections: 4, reservedConnections: 2, idleTimeoutMs: 60_000 }),
+      1500,
+    );
+    const busy: RawSocket[] = [];
+    for (let i = 0; i < 6; i++) {
+      const client = await connect(port); // one at a time: a connection yet to send its head gives way
+      client.socket.write(getHead('/'));
+      busy.push(client);
+      await sleep(50);
+    }
     const late = await connect(port);
     expect(await late.closed).toBeLessThan(1000);
     expect(late.received()).toBe('');
     expect(busy.every((client) => client.open())).toBe(true);
+  });
+
+  it('keeps reservedConnections past the cap for what reserveServes takes, answering the rest 503 there', async () => {
+    const port = await serveWith(
+      limits({ maxConnections: 4, reservedConnections: 2, idleTimeoutMs: 60_000 }),
+      (request, response) => {
+        if (request.url === '/probe') return void response.end('probed');
+        setTimeout(() => response.end('slow'), 3000).unref();
+      },
+      (request) => request.url === '/probe',
+    );
+    const busy = await Promise.all(Array.from({ length: 4 }, () => connect(port)));
+    for (const client of busy) client.socket.write(getHead('/slow'));
+    await sleep(100);
+    const probe = await connect(port);
+    probe.socket.write(getHead('/probe', 'Connection: close\r\n'));
+    const other = await connect(port);
+    other.socket.write(getHead('/slow'));
+    await Promise.all([probe.closed, other.closed]);
+    expect(probe.received()).toMatch(/^HTTP\/1\.1 200 OK[^]*\r\n\r\nprobed$/);
+    expect(other.received()).toMatch(
+      /^HTTP\/1\.1 503 [^]*Retry-After: 1\r\n[^]*busy: every connection is taken/i,
+    );
+    expect(busy.every((client) => client.open())).toBe(true);
+  });
+
+  it('gives the place of a connection draining the body of an early answer to a new connection', async () => {
+    const port = await serveWith(
+      limits({ maxConnections: 4, reservedConnections: 0, idleTimeoutMs: 60_000 }),
+      (request, response) => {
+        if (request.method === 'GET') return void response.end('ok');
+        response.writeHead(405, { 'content-length': 0, connection: 'close' });
+        endAnswer(request, response);
+      },
+    );
+    const draining = await Promise.all(Array.from({ length: 4 }, () => connect(port)));
+    for (const client of draining)
+      client.socket.write('POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\n\r\nab');
+    await waitFor(
+      () => draining.every((client) => client.received().startsWith('HTTP/1.1 405')),
+      2000,
+      'the 405s',
+    );
+    const next = await connect(port);
+    next.socket.write(getHead('/', 'Connection: close\r\n'));
+    await next.closed;
+    expect(next.received()).toMatch(/^HTTP\/1\.1 200 OK[^]*ok$/);
+    expect(draining.filter((client) => client.open()).length).toBe(3);
+  });
+
+  it('answers 431 to a client that sends a 1 MiB head whole before reading, and 501 to CONNECT followed by bytes, with no reset', async () => {
+    const port = await serve(limits());
+    const huge = await sendWhole(port, getHead('/', `Cookie: ${'c'.repeat(2 ** 20)}\r\n`), Buffer.alloc(0));
+    const tunnel = await sendWhole(
+      port,
+      'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+      Buffer.alloc(2 ** 20),
+    );
+    expect([huge.error, huge.received.split('\r\n')[0]]).toEqual([
+      undefined,
+      'HTTP/1.1 431 Request Header Fields Too Large',
+    ]);
+    expect([tunnel.error, tunnel.received.split('\r\n')[0]]).toEqual([
+      undefined,
+      'HTTP/1.1 501 Not Implemented',
+    ]);
   });
 });

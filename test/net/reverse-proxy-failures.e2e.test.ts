@@ -108,6 +108,38 @@ describe('reverseProxy, failures', () => {
     await waitFor(() => bench!.proxy.inFlight() === 0, 2000, 'no request in flight');
   });
 
+  it('answers 408 to a body that stalls past body.stallMs, closes the connection and tears its upstream request down', async () => {
+    const { upstream } = await start((req) => req.resume(), {
+      timeoutMs: 60_000,
+      body: { stallMs: 300, minRate: 0 },
+    });
+    const client = await rawSocket(bench!.port);
+    client.socket.write('POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n' + 'x'.repeat(10));
+    await waitFor(() => upstream.seen.length === 1, 5000, 'the request upstream');
+    await tornDown(upstream.seen[0]!.request);
+    await client.closed;
+    expect(client.received()).toMatch(
+      /^HTTP\/1\.1 408 [^]*\r\n\r\nthe request body did not arrive in time\n$/,
+    );
+    expect(bench!.log.lines.map(({ msg, kind }) => `${String(msg)} ${String(kind)}`)).toContain(
+      'proxy failure slow-body',
+    );
+  });
+
+  it('does not count the time the upstream holds a body back: 64 MiB the upstream reads only after 3 s', async () => {
+    let got = 0;
+    await start(
+      (req, res) =>
+        void setTimeout(() => {
+          req.on('data', (chunk: Buffer) => (got += chunk.length));
+          req.on('end', () => res.end(`got ${got}`));
+        }, 3000),
+      { timeoutMs: 60_000, body: { stallMs: 1000, minRate: 1024 } },
+    );
+    const answer = await send(bench!.port, { method: 'POST', body: Buffer.alloc(64 * 2 ** 20) });
+    expect([answer.status, answer.body.toString()]).toEqual([200, `got ${64 * 2 ** 20}`]);
+  });
+
   it.each([
     ['with a length', { 'Content-Length': 1_000_000 }],
     ['chunked', {}],

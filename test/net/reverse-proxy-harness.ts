@@ -8,6 +8,7 @@ import {
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import pino from 'pino';
+import type { BodyPace } from '../../src/net/body-pace';
 import { boundedServer, defaultServerLimits, type ServerLimits } from '../../src/net/bounded-server';
 import { reverseProxy, type ReverseProxy } from '../../src/net/reverse-proxy';
 import type { HttpHandler } from '../../src/testing/http-server';
@@ -84,14 +85,21 @@ export const startProxy = async (
   {
     timeoutMs = 2000,
     maxSockets = 8,
+    body = { stallMs: 2000, minRate: 1024 },
     limits = {},
-  }: { timeoutMs?: number; maxSockets?: number; limits?: Partial<ServerLimits> } = {},
+  }: {
+    timeoutMs?: number;
+    maxSockets?: number;
+    body?: BodyPace;
+    limits?: Partial<ServerLimits>;
+  } = {},
 ): Promise<ProxyBench> => {
   const log = new LogSink();
   const proxy = reverseProxy({
     target: { host: '127.0.0.1', port },
     maxSockets,
     timeoutMs,
+    body,
     log: pino({ level: 'debug' }, log),
   });
   const server = boundedServer(

@@ -87,6 +87,8 @@ export const flagTopics: ReadonlyArray<readonly [string, ReadonlyArray<SettingFi
       'workers',
       'probePeriod',
       'proxyTimeout',
+      'proxyBodyTimeout',
+      'proxyBodyMinRate',
       'proxyMaxConnections',
     ],
   ],

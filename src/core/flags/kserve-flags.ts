@@ -4,7 +4,7 @@
  */
 import * as t from 'io-ts';
 import type { FlagSpec } from './flag-spec';
-import { duration, integerIn } from './setting-codecs';
+import { byteCount, duration, integerIn } from './setting-codecs';
 
 /** Go's `time.ParseDuration` syntax (`10s`, `1m30s`, `-1ns`, `0`): what pflag accepts for `--probe-period`. */
 const goDurationPattern = /^[-+]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)$/;
@@ -72,12 +72,36 @@ export const kserveFlags = {
       "the answer starts) or is cut; queue-proxy's `REVISION_TIMEOUT_SECONDS` sets it when this is not given",
     codec: duration('ProxyTimeout', 1000, 86_400_000),
   },
+  proxyBodyTimeout: {
+    flag: '--proxy-body-timeout',
+    arg: 'duration',
+    env: 'MODELSYNC_PROXY_BODY_TIMEOUT',
+    default: '20s',
+    help:
+      'with `--component-port`: a request body must bring bytes within this of its head and of each other, and ' +
+      'past it come at `--proxy-body-min-rate`; one that does not gets 408 and its request to the model server is ' +
+      'aborted (time the model server holds the body back does not count)',
+    codec: duration('ProxyBodyTimeout', 1000, 3_600_000),
+  },
+  proxyBodyMinRate: {
+    flag: '--proxy-body-min-rate',
+    arg: 'bytes',
+    env: 'MODELSYNC_PROXY_BODY_MIN_RATE',
+    default: '1Ki',
+    help:
+      'with `--component-port`: the bytes a second a request body must average once `--proxy-body-timeout` has ' +
+      'passed (each such amount buys one more second); 0 = no minimum rate',
+    codec: byteCount('ProxyBodyMinRate', 0, 1024 ** 3),
+  },
   proxyMaxConnections: {
     flag: '--proxy-max-connections',
     arg: 'n',
     env: 'MODELSYNC_PROXY_MAX_CONNECTIONS',
     default: '1024',
-    help: 'with `--component-port`: connections the port holds at once (instead of `--http-max-connections`), and connections to the model server',
+    help:
+      'with `--component-port`: connections the port holds at once (instead of `--http-max-connections`) and to ' +
+      'the model server; one more evicts the oldest idle, sending its head, draining, or whose body was silent 1 s ' +
+      "(408), or takes one of 16 more kept for the probes and the surface's paths",
     codec: integerIn('ProxyMaxConnections', 4, 65_535),
   },
 } as const satisfies Readonly<Record<string, FlagSpec>>;

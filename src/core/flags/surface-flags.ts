@@ -25,7 +25,7 @@ export const surfaceFlags = {
     arg: 'n',
     env: 'MODELSYNC_HTTP_MAX_CONNECTIONS',
     default: '64',
-    help: 'connections the HTTP surface holds at once; one more evicts the oldest not being answered (idle, or still sending its head), or is closed when every one is',
+    help: 'connections the HTTP surface holds at once; one more evicts the oldest not being answered (idle, still sending its head, or draining after its answer), or else takes one of 16 more kept for what the surface answers itself, or is closed',
     codec: integerIn('HttpMaxConnections', 4, 65_535),
   },
   httpRequestTimeoutMs: {

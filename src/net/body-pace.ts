@@ -1,0 +1,80 @@
+/**
+ * paceBody: a request body read slower than its pace is cut, whatever the deadline of the whole exchange. It must
+ * bring bytes at least every `stallMs` (its first within `stallMs` of being read), and past the first `stallMs` at
+ * `minRate` bytes a second on average: each `minRate` bytes buy one more second (Apache's mod_reqtimeout,
+ * `body=20,MinRate=500`). Only the time the body is read counts: while its reader holds it back (the model server
+ * not taking it), the clock stops, so that a slow reader never cuts a client that sends.
+ */
+import type { IncomingMessage } from 'node:http';
+import { noteBody, type BodyWatch } from './connection-cap';
+import { announcesBody } from './early-answer';
+
+/** How fast a request body must arrive. */
+export interface BodyPace {
+  /** The longest a body may bring no byte while it is read; also the time it has before its rate counts. */
+  readonly stallMs: number;
+  /** Bytes a second, on average, past the first `stallMs`; 0: no minimum rate. */
+  readonly minRate: number;
+}
+
+/**
+ * Watches the body of `request` as its reader takes it: `breached` is called once, when it falls behind `pace`.
+ * The connection's cap sees the watch (a stalled body gives way to a new connection). Returns how to stop watching.
+ */
+export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () => void): (() => void) => {
+  if (!announcesBody(request)) return () => undefined;
+  let readBefore = 0; // ms the body was read before `flowingSince`
+  let flowingSince: number | undefined;
+  let bytes = 0;
+  let lastByteAt = 0; // in read time
+  let timer: NodeJS.Timeout | undefined;
+  let counting = false;
+  let over = false;
+  const readMs = (): number => readBefore + (flowingSince === undefined ? 0 : Date.now() - flowingSince);
+  const deadline = (): number =>
+    Math.min(lastByteAt, pace.minRate > 0 ? (bytes * 1000) / pace.minRate : Infinity) + pace.stallMs;
+  const check = (): void => {
+    timer = undefined;
+    if (over || flowingSince === undefined) return;
+    const left = deadline() - readMs();
+    if (left > 0) return void (timer = setTimeout(check, left).unref());
+    stop();
+    breached();
+  };
+  const count = (chunk: Buffer): void => {
+    bytes += chunk.length;
+    lastByteAt = readMs();
+  };
+  const resumed = (): void => {
+    if (flowingSince !== undefined) return;
+    if (!counting) request.on('data', count); // only once it flows: a 'data' listener would make it flow
+    counting = true;
+    flowingSince = Date.now();
+    check();
+  };
+  const paused = (): void => {
+    readBefore = readMs();
+    flowingSince = undefined;
+    clearTimeout(timer);
+    timer = undefined;
+  };
+  const watch: BodyWatch = {
+    stalledMs: () => (over || flowingSince === undefined ? 0 : readMs() - lastByteAt),
+  };
+  const stop = (): void => {
+    if (over) return;
+    over = true;
+    clearTimeout(timer);
+    request
+      .off('resume', resumed)
+      .off('pause', paused)
+      .off('data', count)
+      .off('end', stop)
+      .off('close', stop);
+    noteBody(request.socket, undefined);
+  };
+  request.on('resume', resumed).on('pause', paused).once('end', stop).once('close', stop);
+  noteBody(request.socket, watch);
+  if (request.readableFlowing === true) resumed();
+  return stop;
+};

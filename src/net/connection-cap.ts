@@ -1,0 +1,107 @@
+/**
+ * capConnections: the most connections a server holds, and which one gives way to a new one. Connections that hold
+ * a place without using it give way, oldest first: one not being answered (idle, or still sending its head), one
+ * whose answer is out (draining what its client still sends), one whose request body brought nothing for a second.
+ * Answers being written and bodies that progress never give way; for a crowd of those, a few places past the cap
+ * are kept for the requests the server answers itself (its probes), so that no crowd locks the kubelet out.
+ */
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** How many connections, and how many more past them for what the reserve serves. */
+export interface ConnectionCap {
+  readonly maxConnections: number;
+  readonly reservedConnections: number;
+}
+
+/** A request body being read on a connection: how long it has brought nothing while it was read (0 when paused). */
+export interface BodyWatch {
+  readonly stalledMs: () => number;
+}
+
+/** A body stalled this long gives its connection up to a new one when the cap is reached (it is not yet cut). */
+export const stalledBodyGivesWayMs = 1000;
+
+/** What the cap knows of one connection. */
+interface Held {
+  /** Answers not yet closed on it (more than one when requests are pipelined). */
+  readonly answers: Set<ServerResponse>;
+  /** Admitted past the cap: it carries only what the reserve serves. */
+  readonly reserved: boolean;
+  /** Its answer is out and it only waits for its client to stop sending before it closes. */
+  lettingGo: boolean;
+  body: BodyWatch | undefined;
+}
+
+/** Every connection of every capped server, by socket (a socket belongs to one server). */
+const held = new WeakMap<Socket, Held>();
+
+/** The connection's answer is out and what is left is a lingering close: it gives way to a new connection. */
+export const letGo = (socket: Socket): void => {
+  const state = held.get(socket);
+  if (state !== undefined) state.lettingGo = true;
+};
+
+/** Whether an answer on the connection has begun: an answer written raw on it now would land inside that one. */
+export const answerStarted = (socket: Socket): boolean =>
+  [...(held.get(socket)?.answers ?? [])].some((response) => response.headersSent);
+
+/** Tells the cap of the request body being read on `socket` (`undefined` once it is read or cut). */
+export const noteBody = (socket: Socket, body: BodyWatch | undefined): void => {
+  const state = held.get(socket);
+  if (state !== undefined) state.body = body;
+};
+
+const givesWay = (state: Held): boolean =>
+  state.answers.size === 0 || state.lettingGo || (state.body?.stalledMs() ?? 0) >= stalledBodyGivesWayMs;
+
+const timedOut = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n';
+
+/** Closes a connection that gives way: a body it was sending is told 408, as Node's own request timeout does. */
+const evict = (socket: Socket, state: Held): void => {
+  if (state.body !== undefined && !answerStarted(socket)) socket.write(timedOut);
+  socket.destroy(); // at once: an evicted connection must not outlive its place
+};
+
+/**
+ * Holds `server` to `cap`; resolves whether a connection is in the reserve (then its requests must be ones the
+ * server answers itself).
+ */
+export const capConnections = (server: Server, cap: ConnectionCap): ((socket: Socket) => boolean) => {
+  const open = new Map<Socket, Held>(); // in connection order: the first is the oldest
+  let reserved = 0;
+  /** Evicts the oldest connection of the kind asked for that gives way; false when none does. */
+  const evictOne = (inReserve: boolean): boolean => {
+    for (const [socket, state] of open)
+      if (state.reserved === inReserve && givesWay(state)) {
+        open.delete(socket);
+        if (inReserve) reserved--;
+        evict(socket, state);
+        return true;
+      }
+    return false;
+  };
+  /** Whether the new connection takes a place in the reserve; undefined when it has no place at all. */
+  const place = (): boolean | undefined => {
+    if (open.size - reserved < cap.maxConnections || evictOne(false)) return false;
+    if (reserved < cap.reservedConnections || evictOne(true)) return true;
+    return undefined;
+  };
+  server.on('connection', (socket: Socket) => {
+    const inReserve = place();
+    if (inReserve === undefined) return void socket.destroy(); // every place is being used: none waits
+    const state: Held = { answers: new Set(), reserved: inReserve, lettingGo: false, body: undefined };
+    open.set(socket, state);
+    held.set(socket, state);
+    if (inReserve) reserved++;
+    socket.once('close', () => {
+      if (open.delete(socket) && inReserve) reserved--;
+    });
+  });
+  server.on('request', ({ socket }: IncomingMessage, response: ServerResponse) => {
+    const answers = held.get(socket)?.answers;
+    answers?.add(response);
+    response.once('close', () => answers?.delete(response));
+  });
+  return (socket) => held.get(socket)?.reserved === true;
+};

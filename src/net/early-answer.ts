@@ -1,0 +1,77 @@
+/**
+ * Answers given before a request's body is read (405, 413, 408, 431, 502, 503 …), and the close after them. A
+ * connection closed while its client still sends is reset by the kernel (a socket closed with unread bytes), and
+ * a client that sends its whole request before it reads (Python's http.client) then sees the reset, not the answer.
+ * So the answer goes out at once and the connection closes once the client has stopped sending: what still comes
+ * is read and dropped, for a bounded moment (Apache's lingering close), the connection giving way to a new one
+ * meanwhile.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
+import { letGo } from './connection-cap';
+
+/**
+ * After an early answer, what the client still sends is read until it stops (`quietMs` without a byte, Apache's
+ * 2 s), up to `bytes` and `ms` in all; then the connection is closed anyway.
+ */
+export const lingerBounds = { bytes: 16 * 2 ** 20, ms: 5000, quietMs: 2000 } as const;
+
+/** The request announces a body: a length above 0, or chunks. */
+export const announcesBody = (request: IncomingMessage): boolean =>
+  request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+
+/** The request announced a body not read whole yet: an answer now must close the connection after it. */
+export const bodyUnread = (request: IncomingMessage): boolean => announcesBody(request) && !request.complete;
+
+/** Reads and drops what `stream` still brings until it ends, `lingerBounds` are reached or it closes; then `done`. */
+const drain = (stream: Readable, done: () => void): void => {
+  let bytes = 0;
+  const finish = (): void => {
+    clearTimeout(timer);
+    clearTimeout(quiet);
+    stream.off('data', count).off('end', finish).off('close', finish);
+    done();
+  };
+  const count = (chunk: Buffer): void => {
+    bytes += chunk.length;
+    if (bytes > lingerBounds.bytes) finish();
+    else quiet.refresh();
+  };
+  // Unref'd: a lingering close never holds a stopping process up.
+  const timer = setTimeout(finish, lingerBounds.ms).unref();
+  const quiet = setTimeout(finish, lingerBounds.quietMs).unref();
+  stream.on('data', count).once('end', finish).once('close', finish);
+  stream.resume();
+};
+
+/**
+ * Ends `response` (its head written, with `Connection: close` when `bodyUnread`) with `body`. When the request's
+ * body is unread, the answer is sent at once and ended (the connection closing after it) once the rest of the
+ * body is drained, within `lingerBounds`.
+ */
+export const endAnswer = (
+  request: IncomingMessage,
+  response: ServerResponse,
+  body?: string | Buffer,
+): void => {
+  if (!bodyUnread(request) || request.destroyed) return void response.end(body);
+  if (body === undefined) response.flushHeaders();
+  else response.write(body);
+  letGo(request.socket);
+  request.unpipe();
+  drain(request, () => {
+    if (!response.destroyed) response.end();
+  });
+};
+
+/**
+ * Writes `text` (a whole answer, `Connection: close`) on a connection no response object owns (a client error,
+ * CONNECT) and closes it once its client stopped sending, within `lingerBounds`.
+ */
+export const closeAfter = (socket: Socket, text: string): void => {
+  letGo(socket);
+  socket.on('error', () => undefined); // a client gone before the answer is out is nothing to report
+  socket.end(text);
+  drain(socket, () => socket.destroy());
+};
