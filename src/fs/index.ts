@@ -10,6 +10,7 @@ export {
   writeNewFile,
 } from './durable-fs';
 export { spaceCheck, type SpaceCheck } from './free-space';
+export { readSmallFile } from './small-file';
 export {
   entryKind,
   fileSizes,
