@@ -3,9 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
-import type { KubeFailure } from '../core/config-map';
 import type { Env } from '../core/env';
-import { errorCode, errorMessage } from '../core/errors';
 import { lazyModule } from '../core/lazy-module';
 import { tokenFileAuthenticator, tokenFileProvider, trimUserTokens } from './kube-token';
 
@@ -81,21 +79,3 @@ export const defaultNamespace = (config: KubeConfig, saDir = serviceAccountDir):
   readText(join(saDir, 'namespace')) ||
   config.getContextObject(config.getCurrentContext())?.namespace ||
   'default';
-
-const numberField = (cause: unknown, field: string): number | undefined => {
-  const value: unknown =
-    typeof cause === 'object' && cause !== null ? (cause as Record<string, unknown>)[field] : undefined;
-  return typeof value === 'number' ? value : undefined;
-};
-
-/**
- * What may be said about an error the client threw or passed to a callback: the watch's `statusCode`, the list's
- * `ApiException.code` (an HTTP status), or a network error's code. Never its text beyond the message, which for
- * these errors holds the status text or the response (not the request, whose headers carry the token).
- */
-export const kubeFailureOf = (cause: unknown): KubeFailure => {
-  const status = numberField(cause, 'statusCode') ?? numberField(cause, 'code');
-  if (status !== undefined) return { status };
-  const code = errorCode(cause);
-  return code !== undefined ? { code } : { message: errorMessage(cause) };
-};
