@@ -150,7 +150,7 @@ export const runListWatch = (
     let lw = round;
     try {
       const kube = await kubeClient();
-      config = loadKubeConfig(kube, options.env, options.serviceAccountDir);
+      config = await loadKubeConfig(kube, options.env, options.serviceAccountDir);
       ref.namespace ??= defaultNamespace(config, options.serviceAccountDir);
       if (stopped) return;
       if (lw === undefined || lw !== current?.lw) {
