@@ -53,7 +53,7 @@ export interface KubeWatchStatus {
   readonly lastSeenResourceVersion?: string;
   /** Watch requests after the first: reconnects after a clean end, an error or a stall. */
   readonly watchRestarts: number;
-  /** Lists after the first: after a `410 Gone` or a stall. */
+  /** Lists after the first: after a failure a resume would repeat (`410 Gone`, a broken event) or a stall. */
   readonly relists: number;
   /** Failed lists and watches so far. */
   readonly failures: number;
@@ -67,11 +67,15 @@ export interface KubeApiSource extends ConfigSource {
   status(): KubeWatchStatus;
 }
 
-/** What the watch has learnt: nothing yet, that it cannot list (before any success), or the ConfigMap's content. */
+/**
+ * What the watch has learnt: nothing yet, that it cannot list (before any success), the ConfigMap's content, or
+ * that its current version cannot be read (`reason`: its answer is over the cap).
+ */
 type Fetched =
   | { readonly _tag: 'Pending' }
   | { readonly _tag: 'Failed'; readonly reason: string }
-  | { readonly _tag: 'Fetched'; readonly configMap: ConfigMapObject | undefined };
+  | { readonly _tag: 'Fetched'; readonly configMap: ConfigMapObject | undefined }
+  | { readonly _tag: 'Refused'; readonly reason: string };
 
 const changed: FsEvent = { event: 'change', name: configFileName };
 
@@ -79,10 +83,11 @@ const changed: FsEvent = { event: 'change', name: configFileName };
  * The ConfigMap `name` as a ConfigSource. One ListWatch (a `metadata.name` field selector on list and watch,
  * bookmarks asked for) per subscription, shared by `events$` and `read`; `read` on its own (`--dry-run --once`)
  * lists once and stops. Each version is read as its key's text; the pipeline derives changes from that content,
- * never from event types. A missing key or ConfigMap reads as a missing file does. Failures are logged and the
- * watch re-established after a capped backoff (the client stops for good otherwise), from the last version; a
- * watch without progress for `stallMsFor(timeout)` is dropped and started over. Before the first list has
- * succeeded, a read waits for it, or reports why it failed.
+ * never from event types. A missing key or ConfigMap reads as a missing file does, a version too big to read as a
+ * failed read (`EFBIG`, once while it lasts). Failures are logged and the watch re-established after a capped
+ * backoff (the client stops for good otherwise), from the last version or with a re-list (runListWatch); a watch
+ * without progress for `stallMsFor(timeout)` is dropped and started over. Before the first list has succeeded, a
+ * read waits for it, or reports why it failed.
  */
 export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
   const ref: { namespace: string | undefined } = { namespace: options.namespace };
@@ -111,12 +116,18 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
         seen.unreadSince ??= Date.now();
         publish({ _tag: 'Fetched', configMap });
       },
+      // Retried with backoff while it lasts: published once, so the pipeline reads (and warns) once.
+      refused: (reason) => {
+        if (fetched._tag === 'Refused' && fetched.reason === reason) return;
+        seen.unreadSince ??= Date.now();
+        publish({ _tag: 'Refused', reason });
+      },
       failed: (reason) => {
         acted();
         seen.unreachableSince ??= Date.now();
         counters.failures += 1;
         seen.failure = reason;
-        if (fetched._tag !== 'Fetched') publish({ _tag: 'Failed', reason });
+        if (fetched._tag === 'Pending' || fetched._tag === 'Failed') publish({ _tag: 'Failed', reason });
       },
       alive: () => {
         seen.lastAliveAt = Date.now();
@@ -135,6 +146,10 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
   const toRead = (state: Exclude<Fetched, { _tag: 'Pending' }>): ConfigRead => {
     const file = configMapLabel(refOf());
     if (state._tag === 'Failed') return E.left(readFailed(file, 'EKUBEAPI', state.reason));
+    if (state._tag === 'Refused') {
+      delete seen.unreadSince;
+      return E.left(readFailed(file, 'EFBIG', state.reason));
+    }
     // The object is checked, not trusted (configMapText): a resourceVersion of another type is no version.
     const resourceVersion: unknown = state.configMap?.metadata?.resourceVersion;
     seen.read = typeof resourceVersion === 'string' ? resourceVersion : undefined;

@@ -1,12 +1,14 @@
 /** The Kubernetes client, loaded at its first use, and the cluster settings it is given: in-cluster, or a kubeconfig. */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { isIPv6 } from 'node:net';
-import { join } from 'node:path';
-import type { KubeFailure } from '../core/config-map';
+import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import type { Env } from '../core/env';
-import { errorCode, errorMessage } from '../core/errors';
+import { jsonObject } from '../core/json/json-object';
 import { lazyModule } from '../core/lazy-module';
+import { readSmallFile } from '../fs';
+import { tokenFileOf, userProblem } from './kubeconfig-user';
 import { tokenFileAuthenticator, tokenFileProvider, trimUserTokens } from './kube-token';
 
 /** The `@kubernetes/client-node` module (ESM-only: Node 24 `require`s it). */
@@ -33,43 +35,142 @@ const readText = (file: string): string | undefined => {
 const usesKubeconfig = (env: Env): boolean =>
   (env['KUBECONFIG'] ?? '') !== '' || (env['KUBERNETES_SERVICE_HOST'] ?? '') === '';
 
+/** The most read of a kubeconfig (hundreds of clusters with their CAs inline fit) and of a PEM file it names. */
+const maxKubeconfigBytes = 4 * 2 ** 20;
+const maxPemBytes = 2 ** 20;
+
+type Fields = Readonly<Record<string, unknown>>;
+
 /**
- * A fresh KubeConfig: with `KUBECONFIG` (or outside a pod), the kubeconfig files, as kubectl reads them (a
- * `token-file` is read now); in a pod, the API server from `KUBERNETES_SERVICE_HOST`/`_PORT`, the mount's CA and
- * its projected token (read, trimmed, at every request: kube-token.ts). Built anew after each failure, so a rotated
- * token or an edited kubeconfig is picked up by the next attempt. Throws when the settings cannot be read.
+ * A kubeconfig user as the client is given it: its token file (`tokenFile`, kubectl's key, or `token-file`,
+ * client-node's, which the client would read whole, once, at load) becomes the provider modelsync reads at each
+ * request (kube-token.ts), relative to `dir` as client-go resolves it.
  */
-export const loadKubeConfig = (kube: KubeClientModule, env: Env, saDir = serviceAccountDir): KubeConfig => {
+const clientUser = (name: string, user: Fields, dir: string): Fields => {
+  const tokenFile = tokenFileOf(user);
+  const { tokenFile: _kubectl, 'token-file': _client, ...rest } = user;
+  if (tokenFile === undefined) return rest;
+  const path = isAbsolute(tokenFile) ? tokenFile : join(dir, tokenFile);
+  const config = { path, label: `the token file of kubeconfig user ${name}` };
+  return { ...rest, 'auth-provider': { name: tokenFileProvider, config } };
+};
+
+const entriesOf = (value: unknown): Fields[] =>
+  Array.isArray(value) ? value.map((entry) => jsonObject(entry) ?? {}) : [];
+
+/**
+ * The kubeconfig `file`, read bounded and parsed by the client's own YAML loader, with each user through
+ * `clientUser` and relative paths made absolute; and its users as written (for `userProblem`).
+ */
+const readKubeconfig = async (
+  kube: KubeClientModule,
+  file: string,
+): Promise<{ readonly config: KubeConfig; readonly users: ReadonlyMap<string, Fields> }> => {
+  const dir = dirname(file);
+  const text = (await readSmallFile(file, maxKubeconfigBytes, 'the kubeconfig')).toString('utf8');
+  const parsed = jsonObject(kube.loadYaml(text));
+  if (parsed === undefined) throw new Error(`the kubeconfig ${file} is no YAML map`);
+  const users = new Map<string, Fields>();
+  const clientUsers = entriesOf(parsed['users']).map((entry) => {
+    const user = jsonObject(entry['user']) ?? {};
+    const name = typeof entry['name'] === 'string' ? entry['name'] : '';
+    users.set(name, user);
+    return { ...entry, user: clientUser(name, user, dir) };
+  });
   const config = new kube.KubeConfig();
-  if (usesKubeconfig(env)) {
-    const files = (env['KUBECONFIG'] ?? '').split(':').filter((file) => file !== '');
-    if (files.length === 0) config.loadFromDefault();
-    else {
-      config.loadFromFile(files[0]!);
-      for (const file of files.slice(1)) {
-        const more = new kube.KubeConfig();
-        more.loadFromFile(file);
-        config.mergeConfig(more);
-      }
-    }
-    trimUserTokens(config);
-    return config;
+  config.loadFromString(JSON.stringify({ ...parsed, users: clientUsers }));
+  config.makePathsAbsolute(dir);
+  return { config, users };
+};
+
+const base64Of = async (file: string, what: string): Promise<string> =>
+  (await readSmallFile(file, maxPemBytes, what)).toString('base64');
+
+/**
+ * The current user's client certificate and key files and the current cluster's CA file read into `config`
+ * (bounded, as inline data): the client would read them at every request, whole, without a bound.
+ */
+const inlineFiles = async (config: KubeConfig): Promise<void> => {
+  const user = config.getCurrentUser();
+  if (user !== null && (user.certFile !== undefined || user.keyFile !== undefined)) {
+    const { certFile, keyFile, ...rest } = user;
+    const read = {
+      ...rest,
+      ...(certFile === undefined ? {} : { certData: await base64Of(certFile, 'the client certificate') }),
+      ...(keyFile === undefined ? {} : { keyData: await base64Of(keyFile, 'the client key') }),
+    };
+    config.users = config.users.map((other) => (other === user ? read : other));
   }
-  const host = env['KUBERNETES_SERVICE_HOST'] ?? '';
-  const port = env['KUBERNETES_SERVICE_PORT'] ?? '443';
-  config.loadFromClusterAndUser(
-    {
-      name: 'in-cluster',
-      server: `https://${isIPv6(host) ? `[${host}]` : host}:${port}`,
-      caFile: join(saDir, 'ca.crt'),
-      skipTLSVerify: false,
-    },
-    {
-      name: 'service-account',
-      authProvider: { name: tokenFileProvider, config: { path: join(saDir, 'token') } },
-    },
+  const cluster = config.getCurrentCluster();
+  if (cluster?.caFile !== undefined) {
+    const { caFile, ...rest } = cluster;
+    const read = { ...rest, caData: await base64Of(caFile, "the cluster's certificate authority") };
+    config.clusters = config.clusters.map((other) => (other === cluster ? read : other));
+  }
+};
+
+/** The kubeconfig files kubectl would read: `KUBECONFIG`'s list, else `~/.kube/config`. */
+const kubeconfigFiles = (env: Env): string[] => {
+  const files = (env['KUBECONFIG'] ?? '').split(delimiter).filter((file) => file !== '');
+  if (files.length > 0) return files;
+  const home = join(env['HOME'] ?? homedir(), '.kube', 'config');
+  if (existsSync(home)) return [home];
+  throw new Error(
+    `no kubeconfig: KUBECONFIG is not set and ${home} does not exist (outside a pod one is needed)`,
   );
+};
+
+/** The kubeconfig files merged as kubectl merges them (the first file's current context, unless it has none). */
+const loadKubeconfigFiles = async (kube: KubeClientModule, env: Env): Promise<KubeConfig> => {
+  const written = new Map<string, { readonly file: string; readonly user: Fields }>();
+  let config: KubeConfig | undefined;
+  for (const file of kubeconfigFiles(env)) {
+    const read = await readKubeconfig(kube, file);
+    for (const [name, user] of read.users) if (!written.has(name)) written.set(name, { file, user });
+    if (config === undefined) config = read.config;
+    else config.mergeConfig(read.config, (config.getCurrentContext() ?? '') !== '');
+  }
+  const current = config!.getCurrentUser();
+  const user = current === null ? undefined : written.get(current.name);
+  const problem = user === undefined ? undefined : userProblem(current!.name, user.user);
+  if (problem !== undefined) throw new Error(`${problem} (in ${user!.file})`);
+  trimUserTokens(config!);
+  return config!;
+};
+
+/**
+ * A fresh KubeConfig: with `KUBECONFIG` (or outside a pod), the kubeconfig files (`loadKubeconfigFiles`; the current
+ * user checked by `userProblem`: what modelsync does not support is refused, naming it); in a pod, the API server
+ * from `KUBERNETES_SERVICE_HOST`/`_PORT`, the mount's CA and its projected token. Every file is read bounded: a
+ * token file at every request (kube-token.ts), the others now. Built anew after each failure, so a rotated token or
+ * certificate, or an edited kubeconfig, is picked up by the next attempt. Throws when the settings cannot be read.
+ */
+export const loadKubeConfig = async (
+  kube: KubeClientModule,
+  env: Env,
+  saDir = serviceAccountDir,
+): Promise<KubeConfig> => {
+  let config: KubeConfig;
+  if (usesKubeconfig(env)) config = await loadKubeconfigFiles(kube, env);
+  else {
+    const host = env['KUBERNETES_SERVICE_HOST'] ?? '';
+    const port = env['KUBERNETES_SERVICE_PORT'] ?? '443';
+    config = new kube.KubeConfig();
+    config.loadFromClusterAndUser(
+      {
+        name: 'in-cluster',
+        server: `https://${isIPv6(host) ? `[${host}]` : host}:${port}`,
+        caFile: join(saDir, 'ca.crt'),
+        skipTLSVerify: false,
+      },
+      {
+        name: 'service-account',
+        authProvider: { name: tokenFileProvider, config: { path: join(saDir, 'token') } },
+      },
+    );
+  }
   config.addAuthenticator(tokenFileAuthenticator);
+  await inlineFiles(config);
   return config;
 };
 
@@ -81,21 +182,3 @@ export const defaultNamespace = (config: KubeConfig, saDir = serviceAccountDir):
   readText(join(saDir, 'namespace')) ||
   config.getContextObject(config.getCurrentContext())?.namespace ||
   'default';
-
-const numberField = (cause: unknown, field: string): number | undefined => {
-  const value: unknown =
-    typeof cause === 'object' && cause !== null ? (cause as Record<string, unknown>)[field] : undefined;
-  return typeof value === 'number' ? value : undefined;
-};
-
-/**
- * What may be said about an error the client threw or passed to a callback: the watch's `statusCode`, the list's
- * `ApiException.code` (an HTTP status), or a network error's code. Never its text beyond the message, which for
- * these errors holds the status text or the response (not the request, whose headers carry the token).
- */
-export const kubeFailureOf = (cause: unknown): KubeFailure => {
-  const status = numberField(cause, 'statusCode') ?? numberField(cause, 'code');
-  if (status !== undefined) return { status };
-  const code = errorCode(cause);
-  return code !== undefined ? { code } : { message: errorMessage(cause) };
-};

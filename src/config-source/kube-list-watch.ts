@@ -10,13 +10,9 @@ import {
   stallMsFor,
   type ConfigMapObject,
 } from '../core/config-map';
-import {
-  defaultNamespace,
-  kubeClient,
-  kubeFailureOf,
-  loadKubeConfig,
-  type KubeClientModule,
-} from './kube-client';
+import { defaultNamespace, kubeClient, loadKubeConfig, type KubeClientModule } from './kube-client';
+import { ConfigMapLister } from './kube-list';
+import { KubeAnswerTooLarge, kubeFailureOf, KubeRelistNeeded, maxKubeAnswerBytes } from './kube-request';
 import { bookmarkingWatch } from './kube-watch';
 
 /**
@@ -43,6 +39,8 @@ export interface ListWatchOptions {
 /** What the running watch reports. */
 export interface WatchHooks {
   content(configMap: ConfigMapObject | undefined): void;
+  /** The ConfigMap's current version cannot be read, `why` (its answer is over the cap); the last content stays. */
+  refused(why: string): void;
   failed(reason: string): void;
   alive(): void;
   version(resourceVersion: string): void;
@@ -53,9 +51,22 @@ export interface WatchHooks {
 }
 
 /**
+ * Why a version too big to read is refused, after the ConfigMap's name and key; `version` when the server told it.
+ * The pipeline warns once per reason in a row: once per version, or once while it lasts without one.
+ */
+const tooLargeReason = (version: string | undefined): string =>
+  `${version === undefined ? 'its answer' : `its version ${version}`} from the API server is over ` +
+  `${maxKubeAnswerBytes} bytes (8 MiB, the most modelsync reads of one ConfigMap; the API server stores at most ` +
+  '1 MiB of data in one); it was not read';
+
+/**
  * Runs a ListWatch of the ConfigMap `options.name` until the returned teardown (the namespace, when not given, is
- * resolved into `ref` on the first start): re-establishes it after a failure (same ListWatch, so from its
- * saved version; a fresh KubeConfig, so a rotated token is read) and after a stall (a new ListWatch: re-list).
+ * resolved into `ref` on the first start). After a failure it starts again once the backoff has passed, with a
+ * fresh KubeConfig (a rotated token or an edited kubeconfig is read): the same ListWatch, so the watch resumes from
+ * its saved version, unless the failure is one a resume would only repeat (`KubeRelistNeeded`: an event no API
+ * server sends, a line over the cap, an ERROR event, `410 Gone`), which starts a new ListWatch (a list first), as
+ * does a stall. A list over the cap (`KubeAnswerTooLarge`) refuses that version (`hooks.refused`) and is tried
+ * again after the backoff, until the ConfigMap holds a version that can be read.
  */
 export const runListWatch = (
   options: ListWatchOptions,
@@ -65,13 +76,30 @@ export const runListWatch = (
   const { log } = options;
   const stallMs = stallMsFor(options.watchTimeoutSeconds);
   let stopped = false;
-  let current: ListWatch<V1ConfigMap> | undefined;
-  let attempt = 0;
+  let current: { readonly lw: ListWatch<V1ConfigMap>; readonly requests: AbortController } | undefined;
   let lists = 0;
   let watches = 0;
   let config: KubeConfig | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let stallTimer: NodeJS.Timeout | undefined;
+  const backoff = { attempt: 0, lastFailureAt: -Infinity };
+  // One for the whole run: it remembers, across ListWatches, the version it found too big to read.
+  let lister: ConfigMapLister | undefined;
+
+  /**
+   * The wait before the next attempt: at least `baseMs` (a server that fails at once is asked again no sooner),
+   * doubling up to `maxMs` with full jitter above that. The count starts over only after `2 × maxMs` without a
+   * failure (as client-go's backoff manager does), not at a list or a watch opened: a server that answers and then
+   * fails every time (the same broken event after each list) is not asked faster for answering.
+   */
+  const retryDelay = (): number => {
+    const { baseMs, maxMs } = options.retry;
+    const now = Date.now();
+    if (now - backoff.lastFailureAt > 2 * maxMs) backoff.attempt = 0;
+    backoff.lastFailureAt = now;
+    backoff.attempt += 1;
+    return Math.max(Math.min(baseMs, maxMs), backoffDelay(backoff.attempt, baseMs, maxMs, Math.random));
+  };
 
   const armStall = (): void => {
     clearTimeout(stallTimer);
@@ -83,26 +111,35 @@ export const runListWatch = (
     }, stallMs);
   };
   const alive = (): void => {
-    attempt = 0;
     armStall();
     hooks.alive();
   };
   const drop = (): void => {
     const old = current;
     current = undefined;
-    void old?.stop();
+    old?.requests.abort();
+    void old?.lw.stop();
   };
 
-  /** Logs `cause` and starts `again` (or, without it, a new ListWatch) after the backoff. */
+  /**
+   * Logs `cause` and, after the backoff, starts `again` (from its saved version) or, without it or when `cause`
+   * says a resume would repeat it, a new ListWatch. A version over the cap was refused to the pipeline already (one
+   * warn line there); its retries are logged at debug.
+   */
   const failed = (cause: unknown, again: ListWatch<V1ConfigMap> | undefined): void => {
     if (stopped) return;
     const reason = describeKubeFailure(kubeFailureOf(cause));
-    attempt += 1;
-    const retryInMs = backoffDelay(attempt, options.retry.baseMs, options.retry.maxMs, Math.random);
-    log.warn({ reason, attempt, retryInMs }, 'ConfigMap list or watch failed; retrying');
-    hooks.failed(reason);
+    const relist = again === undefined || cause instanceof KubeRelistNeeded;
+    const retryInMs = retryDelay();
+    const fields = { reason, attempt: backoff.attempt, retryInMs, then: relist ? 're-list' : 'resume' };
+    if (cause instanceof KubeAnswerTooLarge) log.debug(fields, 'ConfigMap too big to read; retrying');
+    else {
+      log.warn(fields, 'ConfigMap list or watch failed; retrying');
+      hooks.failed(reason);
+    }
     clearTimeout(retryTimer);
-    retryTimer = setTimeout(() => void begin(again), retryInMs);
+    if (relist) drop();
+    retryTimer = setTimeout(() => void begin(relist ? undefined : again), retryInMs);
   };
 
   /** Starts `round` again (after a failure: from its saved version), or a new ListWatch (a list first). */
@@ -113,25 +150,36 @@ export const runListWatch = (
     let lw = round;
     try {
       const kube = await kubeClient();
-      config = loadKubeConfig(kube, options.env, options.serviceAccountDir);
+      config = await loadKubeConfig(kube, options.env, options.serviceAccountDir);
       ref.namespace ??= defaultNamespace(config, options.serviceAccountDir);
       if (stopped) return;
-      lw ??= newListWatch(kube, ref.namespace);
-      current = lw;
+      if (lw === undefined || lw !== current?.lw) {
+        drop();
+        current = newListWatch(kube, ref.namespace);
+        lw = current.lw;
+      }
       await lw.start();
     } catch (cause) {
       // A ListWatch passes its failures to 'error'; what throws here is the client, the settings or a bug.
-      if (lw === undefined || lw === current) failed(cause, lw);
+      if (lw === undefined || lw === current?.lw) failed(cause, lw);
     }
   };
 
-  const newListWatch = (kube: KubeClientModule, namespace: string): ListWatch<V1ConfigMap> => {
+  const newListWatch = (
+    kube: KubeClientModule,
+    namespace: string,
+  ): { lw: ListWatch<V1ConfigMap>; requests: AbortController } => {
+    const requests = new AbortController();
     const selector = configMapSelector(options.name);
-    const isCurrent = (): boolean => !stopped && lw === current;
+    // The server answered, with a version too big to read: refuse it (the pipeline warns once per version).
+    const listing = (lister ??= new ConfigMapLister(kube, { namespace, name: options.name }, (version) => {
+      if (stopped) return;
+      alive();
+      hooks.refused(tooLargeReason(version));
+    }));
+    const isCurrent = (): boolean => !stopped && lw === current?.lw;
     const listFn = async () => {
-      const list = await config!
-        .makeApiClient(kube.CoreV1Api)
-        .listNamespacedConfigMap({ namespace, fieldSelector: selector });
+      const list = await listing.list(config!, requests.signal);
       if (!isCurrent()) return list;
       if (lists++ > 0) hooks.relisted();
       alive();
@@ -139,7 +187,8 @@ export const runListWatch = (
       hooks.content(list.items.find((item) => item.metadata?.name === options.name));
       return list;
     };
-    const watch = bookmarkingWatch(kube, () => config!, options.watchTimeoutSeconds, {
+    const watched = { name: options.name, timeoutSeconds: options.watchTimeoutSeconds };
+    const watch = bookmarkingWatch(kube, () => config!, watched, {
       wanted: isCurrent,
       opened: () => {
         if (!isCurrent()) return;
@@ -169,7 +218,7 @@ export const runListWatch = (
     lw.on('error', (cause: unknown) => {
       if (isCurrent()) failed(cause, lw);
     });
-    return lw;
+    return { lw, requests };
   };
 
   void begin(undefined);

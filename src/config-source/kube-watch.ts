@@ -1,13 +1,12 @@
 /** bookmarkingWatch: a Watch for ListWatch, asking for bookmarks and a server-side timeout, bounded, reporting progress. */
-import { STATUS_CODES } from 'node:http';
 import type { KubeConfig, Watch } from '@kubernetes/client-node';
-import { fetch } from 'undici';
 import { watchQuery } from '../core/config-map';
 import { errorMessage } from '../core/errors';
 import { jsonObject } from '../core/json/json-object';
 import type { KubeClientModule } from './kube-client';
+import { kubeGet, KubeRelistNeeded, maxKubeAnswerBytes } from './kube-request';
 
-/** What a watch tells its owner: it was opened (HTTP 200), and each event's resourceVersion (ERROR: none). */
+/** What a watch tells its owner: it was opened (HTTP 200), and each event's resourceVersion. */
 export interface WatchProgress {
   /** False once its ListWatch was replaced: a late list result must not open a watch nobody reads. */
   wanted(): boolean;
@@ -15,42 +14,49 @@ export interface WatchProgress {
   event(resourceVersion: string | undefined): void;
 }
 
+const metadataOf = (object: unknown): Readonly<Record<string, unknown>> | undefined =>
+  jsonObject(jsonObject(object)?.['metadata']);
+
 const resourceVersionOf = (object: unknown): string | undefined => {
-  const metadata: unknown = jsonObject(object)?.['metadata'];
-  const version: unknown =
-    typeof metadata === 'object' && metadata !== null
-      ? (metadata as Record<string, unknown>)['resourceVersion']
-      : undefined;
+  const version: unknown = metadataOf(object)?.['resourceVersion'];
   return typeof version === 'string' ? version : undefined;
 };
 
-const watchTypes = new Set(['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR']);
+const objectTypes = new Set(['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK']);
 
-/** Why a watch event is none the API server sends, or undefined: a known type, and an object with metadata. */
-const eventProblem = (phase: unknown, object: unknown): string | undefined => {
-  if (typeof phase !== 'string' || !watchTypes.has(phase))
-    return `an event of type ${JSON.stringify(phase)?.slice(0, 40) ?? 'none'}`;
+/** A watch line kept short for a log line (it may be megabytes). */
+const shortly = (value: unknown): string => JSON.stringify(value)?.slice(0, 80) ?? 'none';
+
+/**
+ * Why a watch event of the ConfigMap `name` is none the API server sends (a known type; an object with metadata;
+ * a ConfigMap if it says its kind; named `name` unless a bookmark), or why it ends the watch (an ERROR event: a
+ * real API server ends the watch after one), or undefined.
+ */
+const eventProblem = (phase: unknown, object: unknown, name: string): string | undefined => {
   const fields = jsonObject(object);
+  if (phase === 'ERROR')
+    return `an ERROR event (${fields === undefined ? 'without a Status' : `${shortly(fields['code'])} ${shortly(fields['reason'])}: ${shortly(fields['message'])}`})`;
+  if (typeof phase !== 'string' || !objectTypes.has(phase)) return `an event of type ${shortly(phase)}`;
   if (fields === undefined) return `a ${phase} event without an object`;
-  if (phase === 'ERROR') return undefined;
-  const metadata = fields['metadata'];
-  if (typeof metadata !== 'object' || metadata === null)
-    return `a ${phase} event whose object has no metadata`;
+  const metadata = metadataOf(object);
+  if (metadata === undefined) return `a ${phase} event whose object has no metadata`;
+  if (fields['kind'] !== undefined && fields['kind'] !== 'ConfigMap')
+    return `a ${phase} event of a ${shortly(fields['kind'])}, not a ConfigMap`;
+  if (phase !== 'BOOKMARK' && metadata['name'] !== name)
+    return `a ${phase} event of the ConfigMap ${shortly(metadata['name'])}, not ${name}`;
   return undefined;
 };
 
 /**
- * Longest watch line believed. A ConfigMap holds at most 1 MiB (etcd's limit); its event, JSON-escaped, a few
- * times that at worst. A line past it is a stream that never ends a line: the watch fails before it holds more.
+ * The error a watch ends with when the API server sent what a resume from the same version would only send again:
+ * ListWatch reports it, and the watch is started over with a list.
  */
-export const maxWatchLineBytes = 8 * 2 ** 20;
-
-/** The error a watch ends with when the API server sent what none sends (ListWatch logs it and starts again). */
-const brokenWatch = (why: string): Error => new Error(`the API server's watch sent ${why}`);
+const brokenWatch = (why: string): Error => new KubeRelistNeeded(`the API server's watch sent ${why}`);
 
 /**
- * The watch's lines from `body`, each passed to `line`, never holding more than `maxWatchLineBytes` of one; each
- * chunk calls `alive` (the client's idle timer). Resolves when the body ends.
+ * The watch's lines from `body`, each passed to `line`, never holding more than `maxKubeAnswerBytes` of one; each
+ * chunk calls `alive` (the client's idle timer). Resolves when the body ends. Linear in the bytes: a chunk is
+ * searched for a newline once (a byte 0x0A is never part of another UTF-8 character), a line decoded once.
  */
 const readLines = async (
   body: AsyncIterable<Uint8Array>,
@@ -58,39 +64,48 @@ const readLines = async (
   alive: () => void,
 ): Promise<void> => {
   const decoder = new TextDecoder();
-  let pending = '';
+  let parts: Uint8Array[] = [];
+  let pendingBytes = 0;
+  const add = (part: Uint8Array): void => {
+    pendingBytes += part.byteLength;
+    if (pendingBytes > maxKubeAnswerBytes)
+      throw brokenWatch(`a line of more than ${maxKubeAnswerBytes} bytes`);
+    parts.push(part);
+  };
+  const end = (): void => {
+    const text = decoder.decode(Buffer.concat(parts, pendingBytes)).trim();
+    [parts, pendingBytes] = [[], 0];
+    if (text !== '') line(text);
+  };
   for await (const chunk of body) {
     alive();
-    pending += decoder.decode(chunk, { stream: true });
-    let newline = pending.indexOf('\n');
-    while (newline >= 0) {
-      const text = pending.slice(0, newline).trim();
-      pending = pending.slice(newline + 1);
-      if (text !== '') line(text);
-      newline = pending.indexOf('\n');
+    let start = 0;
+    for (let newline = chunk.indexOf(0x0a); newline >= 0; newline = chunk.indexOf(0x0a, start)) {
+      add(chunk.subarray(start, newline));
+      end();
+      start = newline + 1;
     }
-    if (Buffer.byteLength(pending) > maxWatchLineBytes)
-      throw brokenWatch(`a line of more than ${maxWatchLineBytes} bytes`);
+    if (start < chunk.byteLength) add(chunk.subarray(start));
   }
-  const last = (pending + decoder.decode()).trim();
-  if (last !== '') line(last);
+  end();
 };
 
 /**
- * A Watch for ListWatch: the client's own request (the KubeConfig `configNow()` gives, its TLS and token; rebuilt
- * after a failure, so a rotated token is used), with `allowWatchBookmarks` and `timeoutSeconds` added to the query
- * (ListWatch asks for neither), read by modelsync rather than by the client, so that:
- * - a line is at most `maxWatchLineBytes` (the client's readline would buffer an endless one);
+ * A Watch for ListWatch of the ConfigMap `watched.name`: a `kubeGet` (the KubeConfig `configNow()` gives, its TLS
+ * and token; rebuilt after a failure, so a rotated token is used), with `allowWatchBookmarks` and `timeoutSeconds`
+ * added to the query (ListWatch asks for neither), read by modelsync rather than by the client, so that:
+ * - a line is at most `maxKubeAnswerBytes` (the client's readline would buffer an endless one);
  * - a redirect is refused, not followed: the token goes to the API server it was configured for and nowhere else;
- * - a line that is no event, or an event no API server sends (`eventProblem`), ends the watch as failed, and so
- *   does a failure of ListWatch's handler on an event (the client calls it without awaiting it: a rejection there
- *   would end the process).
+ * - a line that is no event, an event no API server sends or of another object (`eventProblem`), an ERROR event
+ *   and `410 Gone` end the watch with a `KubeRelistNeeded` (a resume from the same version would meet them again),
+ *   and so does a failure of ListWatch's handler on an event (the client calls it without awaiting it: a rejection
+ *   there would end the process).
  * It never throws: every failure, the settings and token file included, goes to `done` once, as ListWatch expects.
  */
 export const bookmarkingWatch = (
   kube: KubeClientModule,
   configNow: () => KubeConfig,
-  timeoutSeconds: number,
+  watched: { readonly name: string; readonly timeoutSeconds: number },
   progress: WatchProgress,
 ): Watch => {
   class BookmarkingWatch extends kube.Watch {
@@ -132,9 +147,9 @@ export const bookmarkingWatch = (
         }
         const fields = jsonObject(event) ?? {};
         const [phase, object] = [fields['type'], fields['object']];
-        const problem = eventProblem(phase, object);
+        const problem = eventProblem(phase, object, watched.name);
         if (problem !== undefined) return finish(brokenWatch(problem));
-        progress.event(phase === 'ERROR' ? undefined : resourceVersionOf(object));
+        progress.event(resourceVersionOf(object));
         const handlerFailed = (cause: unknown): void =>
           finish(brokenWatch(`an event its handler failed on (${errorMessage(cause).slice(0, 200)})`));
         try {
@@ -146,33 +161,9 @@ export const bookmarkingWatch = (
       try {
         const config = configNow();
         this.config = config;
-        const cluster = config.getCurrentCluster();
-        if (cluster === null) throw new Error('the kubeconfig has no current cluster');
-        const url = new URL(cluster.server + path);
-        url.searchParams.set('watch', 'true');
-        for (const [key, value] of Object.entries({ ...queryParams, ...watchQuery(timeoutSeconds) }))
-          if (value !== undefined) url.searchParams.set(key, String(value));
-        const request = new kube.RequestContext(url.toString(), kube.HttpMethod.GET);
-        await config.applySecurityAuthentication(request);
         alive();
-        const response = await fetch(url, {
-          method: 'GET',
-          headers: request.getHeaders(),
-          dispatcher: request.getDispatcher(),
-          signal: controller.signal,
-          redirect: 'manual',
-        });
-        if (response.status !== 200) {
-          await response.body?.cancel().catch(() => undefined);
-          const redirect = response.status >= 300 && response.status < 400;
-          const error = new Error(
-            redirect
-              ? `HTTP ${response.status}: a redirect, not followed (the token goes only to the API server itself)`
-              : response.statusText || STATUS_CODES[response.status] || `HTTP ${response.status}`,
-          ) as Error & { statusCode: number };
-          error.statusCode = response.status;
-          throw error;
-        }
+        const query = { ...queryParams, watch: true, ...watchQuery(watched.timeoutSeconds) };
+        const response = await kubeGet(kube, config, path, query, controller.signal);
         progress.opened();
         const body = response.body;
         if (body === null) throw brokenWatch('a 200 without a body');

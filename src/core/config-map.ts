@@ -127,10 +127,24 @@ export const configMapText = (
 export interface KubeFailure {
   /** The HTTP status, when the server answered. */
   readonly status?: number;
+  /** The server took the request as `system:anonymous` (its Status says so), or no credential was sent. */
+  readonly anonymous?: boolean;
   /** A network error's code (`ECONNREFUSED`), when there was no answer. */
   readonly code?: string;
   readonly message?: string;
 }
+
+/** The user a real API server names for a request without credentials (anonymous auth on, as by default). */
+const anonymousUser = 'system:anonymous';
+
+/**
+ * Whether an API server's refusal (a Status: `message`, `details`) names the anonymous user: it saw no
+ * credentials. A real one answers `configmaps is forbidden: User "system:anonymous" cannot list resource …`.
+ */
+export const namesAnonymousUser = (status: Readonly<Record<string, unknown>> | undefined): boolean =>
+  [status?.['message'], JSON.stringify(status?.['details'] ?? null)].some(
+    (text) => typeof text === 'string' && text.includes(anonymousUser),
+  );
 
 const statusWords: Readonly<Record<number, string>> = {
   401: 'the API server refused the credentials (401 Unauthorized): check the service account token or the kubeconfig user',
@@ -139,10 +153,18 @@ const statusWords: Readonly<Record<number, string>> = {
   429: 'the API server is throttling requests (429 Too Many Requests)',
 };
 
+/** A 401 or 403 for a request that reached the server without credentials: the Role is not to blame. */
+const noCredentials = (status: 401 | 403): string =>
+  `no credentials were sent (the API server answered ${status} ${status === 401 ? 'Unauthorized' : 'Forbidden'} ` +
+  "to an anonymous request): check the kubeconfig user's token, tokenFile or client certificate, or in a pod " +
+  'the service account token file; the Role is not what refused it';
+
 /** A failed list or watch in words: the status and what to check, or the network error; never a header. */
 export const describeKubeFailure = (failure: KubeFailure): string => {
   if (failure.status !== undefined && failure.status >= 300 && failure.status < 400)
     return `the API server answered a redirect (HTTP ${failure.status}), not followed: the token goes to no other address`;
+  if ((failure.status === 401 || failure.status === 403) && failure.anonymous === true)
+    return noCredentials(failure.status);
   if (failure.status !== undefined)
     return statusWords[failure.status] ?? `the API server answered HTTP ${failure.status}`;
   if (failure.code !== undefined) return `cannot reach the API server (${failure.code})`;

@@ -5,8 +5,8 @@ import { redact } from './redact';
  * models.json could not be read: missing, not a regular file (a FIFO, a socket, a dir), a dangling link, `..data`
  * dangling or pointing outside the config dir, no permission, a read that hung. `code` is the errno name
  * (`ENOENT`, `EACCES`) or one of modelsync's: `ENOTREG` (not a regular file), `EOUTSIDE` (`..data` leads out of
- * the config dir), `ETIMEDOUT` (the read hung), `EINVAL` (a ConfigMap holding a value of the wrong type);
- * `reason` says it in words.
+ * the config dir), `ETIMEDOUT` (the read hung), `EINVAL` (a ConfigMap holding a value of the wrong type), `EFBIG` (a
+ * ConfigMap version whose answer is over the cap), `EKUBEAPI` (no list has succeeded yet); `reason` says it in words.
  */
 export interface ReadFailed {
   readonly _tag: 'ReadFailed';

@@ -7,7 +7,7 @@ import { startHttpServer } from './http-server';
 export interface KubeApiStandInOptions {
   /** PEM key and certificate: the stand-in speaks https, as an API server does. */
   readonly tls: { readonly key: string | Buffer; readonly cert: string | Buffer };
-  /** The bearer token a request must carry; another gets 401. */
+  /** The bearer token a request must carry; another gets 401, none 403 as `system:anonymous` (a real API server's default). */
   readonly token: string;
   readonly namespace: string;
   /** The ConfigMap a Role restricted by `resourceNames` would allow: any other name or no field selector is 403. */
@@ -16,7 +16,8 @@ export interface KubeApiStandInOptions {
 
 /** A request the stand-in received. */
 export interface KubeApiRequest {
-  readonly kind: 'list' | 'watch' | 'other';
+  /** `metadata`: a list of the metadata alone (`Accept: …;as=PartialObjectMetadataList;…`). */
+  readonly kind: 'list' | 'metadata' | 'watch' | 'other';
   /** The query as sent (`resourceVersion`, `fieldSelector`, `allowWatchBookmarks`, `timeoutSeconds`, ...). */
   readonly query: Readonly<Record<string, string>>;
   /** The status answered (200 for a watch that was opened). */
@@ -48,6 +49,11 @@ export interface KubeApiStandIn {
   bookmark(): void;
   /** Writes `text` as it is to every open watch (a hostile or broken API server: a line no real one sends). */
   sendRaw(text: string): void;
+  /**
+   * Keeps `text` in the history as the next version's event (the ConfigMap itself does not change): written as it is
+   * to every open watch now and to every watch resuming from before it, as a server replays what it holds.
+   */
+  storeRaw(text: string): KubeApiChange;
   /** From now on, a watch request is answered with a 307 to `location` (undefined: opened again as usual). */
   redirectWatches(location: string | undefined): void;
   /**
@@ -68,8 +74,8 @@ export interface KubeApiStandIn {
 }
 
 interface StoredEvent {
-  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
-  readonly object: object;
+  /** The event's line, as written to a watch. */
+  readonly text: string;
   readonly version: number;
 }
 
@@ -78,22 +84,25 @@ interface OpenWatch {
   readonly bookmarks: boolean;
 }
 
-const statusBody = (code: number, reason: string, message: string): object => ({
+const statusBody = (code: number, reason: string, message: string, details?: object): object => ({
   kind: 'Status',
   apiVersion: 'v1',
   metadata: {},
   status: 'Failure',
   message,
   reason,
+  ...(details === undefined ? {} : { details }),
   code,
 });
 
 /**
  * Starts the stand-in on 127.0.0.1 (a free port). It speaks what `@kubernetes/client-node`'s ListWatch uses:
  * `GET /api/v1/namespaces/<ns>/configmaps?fieldSelector=metadata.name=<name>` (a ConfigMapList with the
- * collection's resourceVersion) and the same with `watch=true` (JSON lines of ADDED, MODIFIED, DELETED, BOOKMARK
- * and ERROR events from after `resourceVersion`, ended after `timeoutSeconds`), 410 Gone for a compacted version,
- * 401 for a wrong bearer token and 403 without the field selector (a Role restricted by `resourceNames`).
+ * collection's resourceVersion; with `Accept: …;as=PartialObjectMetadataList;…` the items' metadata alone; with
+ * `resourceVersionMatch=Exact` the current version only, 410 for an older one) and the same with `watch=true` (JSON
+ * lines of ADDED, MODIFIED, DELETED, BOOKMARK and ERROR events from after `resourceVersion`, ended after
+ * `timeoutSeconds`), 410 Gone for a compacted version, 401 for a wrong bearer token, 403 as `system:anonymous` for
+ * none, and 403 without the field selector (a Role restricted by `resourceNames`).
  */
 export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promise<KubeApiStandIn> => {
   const collection = `/api/v1/namespaces/${options.namespace}/configmaps`;
@@ -138,8 +147,7 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
     const watch: OpenWatch = { response: res, bookmarks: query['allowWatchBookmarks'] === 'true' };
     if (from === 0) {
       if (current !== undefined) res.write(line('ADDED', current));
-    } else
-      for (const event of history.filter((e) => e.version > from)) res.write(line(event.type, event.object));
+    } else for (const event of history.filter((e) => e.version > from)) res.write(event.text);
     watches.add(watch);
     const timeoutSeconds = Number(query['timeoutSeconds'] ?? '0');
     const timer = timeoutSeconds > 0 ? setTimeout(() => end(watch), timeoutSeconds * 1000) : undefined;
@@ -158,6 +166,22 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
       record(kind, query, 503);
       return json(res, 503, statusBody(503, 'ServiceUnavailable', 'the API server is unavailable'));
     }
+    if (req.headers.authorization === undefined) {
+      // No credentials: a real API server (anonymous auth on) takes the request as system:anonymous, which RBAC
+      // refuses, with this Status (responsewriters.forbiddenMessage).
+      record(kind, query, 403);
+      const verb = kind === 'watch' ? 'watch' : 'list';
+      return json(
+        res,
+        403,
+        statusBody(
+          403,
+          'Forbidden',
+          `configmaps is forbidden: User "system:anonymous" cannot ${verb} resource "configmaps" in API group "" in the namespace "${options.namespace}"`,
+          { kind: 'configmaps' },
+        ),
+      );
+    }
     if (req.headers.authorization !== `Bearer ${token}`) {
       record(kind, query, 401);
       return json(res, 401, statusBody(401, 'Unauthorized', 'Unauthorized'));
@@ -171,6 +195,33 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
       return json(res, 403, statusBody(403, 'Forbidden', 'configmaps is forbidden: not in resourceNames'));
     }
     if (kind === 'watch') return openWatch(req, res, query);
+    if (/;as=PartialObjectMetadataList;/.test(req.headers.accept ?? '')) {
+      record('metadata', query, 200);
+      return json(res, 200, {
+        kind: 'PartialObjectMetadataList',
+        apiVersion: 'meta.k8s.io/v1',
+        metadata: { resourceVersion: String(version) },
+        items:
+          current === undefined
+            ? []
+            : [
+                {
+                  kind: 'PartialObjectMetadata',
+                  apiVersion: 'meta.k8s.io/v1',
+                  metadata: (current as { metadata: object }).metadata,
+                },
+              ],
+      });
+    }
+    if (query['resourceVersionMatch'] === 'Exact' && query['resourceVersion'] !== String(version)) {
+      // A list of a past snapshot: the stand-in keeps none (a real server may still have it, or answer the same).
+      record('list', query, 410);
+      return json(
+        res,
+        410,
+        statusBody(410, 'Expired', `too old resource version: ${query['resourceVersion']}`),
+      );
+    }
     record('list', query, 200);
     json(res, 200, {
       kind: 'ConfigMapList',
@@ -187,12 +238,13 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
     watch.response.end();
   };
 
-  const emit = (type: StoredEvent['type'], object: object): KubeApiChange => {
-    history.push({ type, object, version });
-    const text = line(type, object);
+  const emitText = (text: string): KubeApiChange => {
+    history.push({ text, version });
     for (const watch of watches) if (!hanging) watch.response.write(text);
     return { resourceVersion: String(version), sentAt: performance.now(), watchers: watches.size };
   };
+  const emit = (type: 'ADDED' | 'MODIFIED' | 'DELETED', object: object): KubeApiChange =>
+    emitText(line(type, object));
 
   return {
     url: server.url,
@@ -218,6 +270,10 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
     },
     sendRaw: (text) => {
       for (const watch of watches) watch.response.write(text);
+    },
+    storeRaw: (text) => {
+      version += 1;
+      return emitText(text);
     },
     expire: (as) => {
       // Other objects moved the store on meanwhile; every version before the current one is compacted away.

@@ -171,6 +171,24 @@ describe('kubeApiSource', () => {
     },
   );
 
+  it('reports a version too big to read once while it lasts, keeps the watch, and reads the next good version', async () => {
+    const { source, hooks } = fakeSource();
+    const events: unknown[] = [];
+    const subscription = source.events$.subscribe((event) => events.push(event));
+    hooks().content(version('3', '[1]'));
+    const tooBig = 'its answer from the API server is over 8388608 bytes';
+    hooks().refused(tooBig);
+    hooks().refused(tooBig);
+    expect(events).toHaveLength(2);
+    const read = await firstValueFrom(source.read());
+    expect(read).toMatchObject(E.left({ _tag: 'ReadFailed', code: 'EFBIG' }));
+    expect(shown(read)).toBe(`${label}: ${tooBig}`);
+    expect(source.status().unreadSince).toBeUndefined();
+    hooks().content(version('5', '[2]'));
+    expect(shown(await firstValueFrom(source.read()))).toBe('text [2]');
+    subscription.unsubscribe();
+  });
+
   it('reads the next good version after a version of the wrong type', async () => {
     const { source, hooks } = fakeSource();
     const subscription = source.events$.subscribe();

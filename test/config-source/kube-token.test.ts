@@ -46,10 +46,27 @@ describe('tokenFileAuthenticator', () => {
     );
     expect(opts.headers).toBeUndefined();
   });
+
+  it('names the kubeconfig user whose token file it reads, and refuses one over 64 KiB unread', async () => {
+    const file = join(tmp.path, 'token');
+    await writeFile(file, 'x'.repeat(64 * 1024 + 1));
+    const user: User = {
+      name: 'ci',
+      authProvider: {
+        name: tokenFileProvider,
+        config: { path: file, label: 'the token file of kubeconfig user ci' },
+      },
+    };
+    const opts: { headers?: Record<string, string> } = {};
+    await expect(tokenFileAuthenticator.applyAuthentication(user, opts)).rejects.toThrow(
+      new Error(`the token file of kubeconfig user ci ${file} is 65537 bytes, over 65536; it is not read`),
+    );
+    expect(opts.headers).toBeUndefined();
+  });
 });
 
 describe('trimUserTokens', () => {
-  it('trims each kubeconfig user token (a token-file is read into it) and leaves other users alone', () => {
+  it('trims each kubeconfig user token and leaves other users alone', () => {
     const config = {
       users: [
         { name: 'a', token: 'tok-a\n' },

@@ -5,6 +5,7 @@ import {
   configMapsPath,
   configMapText,
   describeKubeFailure,
+  namesAnonymousUser,
   stallMsFor,
   watchQuery,
 } from '../../src/core/config-map';
@@ -62,11 +63,54 @@ describe('the ConfigMap as a config source', () => {
   it.each([
     [{ status: 401 }, /refused the credentials \(401 Unauthorized\): check the service account token/],
     [{ status: 403 }, /403 Forbidden\): the Role must allow get, list and watch/],
+    [
+      { status: 403, anonymous: true },
+      /^no credentials were sent \(the API server answered 403 Forbidden to an anonymous request\): check the kubeconfig user's token, tokenFile or client certificate, or in a pod the service account token file; the Role is not what refused it$/,
+    ],
+    [
+      { status: 401, anonymous: true },
+      /^no credentials were sent \(the API server answered 401 Unauthorized/,
+    ],
+    [{ status: 404, anonymous: true }, /no such namespace or resource \(404 Not Found\)$/],
     [{ status: 500 }, /^the API server answered HTTP 500$/],
     [{ code: 'ECONNREFUSED' }, /^cannot reach the API server \(ECONNREFUSED\)$/],
     [{ message: 'x'.repeat(500) }, /^the request failed: x{200}$/],
     [{}, /^the request failed: no reason given$/],
   ])('describes the failure %j without quoting a request', (failure, expected) => {
     expect(describeKubeFailure(failure)).toMatch(expected);
+  });
+
+  // A real API server's answer to a list without credentials (anonymous auth on, RBAC refusing it).
+  const anonymousForbidden = {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message:
+      'configmaps "models" is forbidden: User "system:anonymous" cannot list resource "configmaps" in API group "" in the namespace "serving"',
+    reason: 'Forbidden',
+    details: { name: 'models', kind: 'configmaps' },
+    code: 403,
+  };
+  it.each([
+    ['a 403 for system:anonymous', anonymousForbidden, true],
+    [
+      'a 403 naming the user only in its details',
+      { details: { causes: [{ message: 'user "system:anonymous"' }] } },
+      true,
+    ],
+    [
+      'a 403 for a service account',
+      {
+        ...anonymousForbidden,
+        message: 'User "system:serviceaccount:serving:modelsync" cannot list resource',
+      },
+      false,
+    ],
+    ['a 401 without a user', { kind: 'Status', message: 'Unauthorized', code: 401 }, false],
+    ['a message that is no string', { message: 42 }, false],
+    ['no Status', undefined, false],
+  ])('tells whether %s names the anonymous user', (_what, status, anonymous) => {
+    expect(namesAnonymousUser(status)).toBe(anonymous);
   });
 });

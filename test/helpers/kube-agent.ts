@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { cliArgs, startCli, type CliProcess } from './cli-process';
 import { writeFiles } from './file-tree';
-import { modelsJson, startKubeApiCluster, type KubeApiCluster } from './kube-api';
+import { modelsJson, startKubeApiCluster, type KubeApiCluster, type KubeconfigUser } from './kube-api';
 
-/** What `start` is given: the models with files, the ConfigMap's first list, the token, more CLI flags. */
+/** What `start` is given: the models with files, the ConfigMap's first list, the token and user, more CLI flags. */
 export interface KubeAgentOptions {
   /** Model names with files in storage (default alpha, beta, gamma, delta). */
   readonly names?: ReadonlyArray<string>;
@@ -18,6 +18,8 @@ export interface KubeAgentOptions {
   readonly initial?: ReadonlyArray<string>;
   /** The token the kubeconfig's token file holds (default the one the stand-in accepts). */
   readonly token?: string;
+  /** The kubeconfig's user (default: the token file as `token-file`). */
+  readonly user?: KubeconfigUser;
   readonly flags?: Readonly<Record<string, string | number | boolean>>;
 }
 
@@ -46,7 +48,7 @@ export const useKubeAgent = (tmp: { readonly path: string }) => {
     await writeFiles(storage(), Object.fromEntries(names.map((name) => [`${name}/model.bin`, name])));
     const modelDir = join(tmp.path, 'models');
     mkdirSync(modelDir);
-    cluster = await startKubeApiCluster(tmp.path, options.token);
+    cluster = await startKubeApiCluster(tmp.path, options.token, options.user);
     if (options.initial !== undefined) cluster.api.apply(models(...options.initial));
     server = await startV2ModelServer({ modelDir });
     const agent = startCli(

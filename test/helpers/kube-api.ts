@@ -24,11 +24,18 @@ export interface KubeApiCluster {
 /** The token the stand-in accepts. */
 export const goodToken = 'stand-in-token-7f3a9c2e51';
 
+/** The kubeconfig's user, given the path of the token file (default: `token-file`, client-node's spelling). */
+export type KubeconfigUser = (tokenFile: string) => Readonly<Record<string, unknown>>;
+
 /**
- * Starts the stand-in and writes, in `dir`, a kubeconfig whose user reads its token from `token` (initially
- * `token`, default the right one) and trusts the fixture CA.
+ * Starts the stand-in and writes, in `dir`, a kubeconfig whose user (`user`) reads its token from `token`
+ * (initially `token`, default the right one) and trusts the fixture CA.
  */
-export const startKubeApiCluster = async (dir: string, token = goodToken): Promise<KubeApiCluster> => {
+export const startKubeApiCluster = async (
+  dir: string,
+  token = goodToken,
+  user: KubeconfigUser = (tokenFile) => ({ 'token-file': tokenFile }),
+): Promise<KubeApiCluster> => {
   const api = await startKubeApiStandIn({
     tls: {
       key: readFileSync(join(tlsDir, 'server-key.pem')),
@@ -49,7 +56,7 @@ export const startKubeApiCluster = async (dir: string, token = goodToken): Promi
       clusters: [
         { name: 'stand-in', cluster: { server: api.url, 'certificate-authority': join(tlsDir, 'ca.pem') } },
       ],
-      users: [{ name: 'modelsync', user: { 'token-file': tokenFile } }],
+      users: [{ name: 'modelsync', user: user(tokenFile) }],
       contexts: [{ name: 'test', context: { cluster: 'stand-in', user: 'modelsync', namespace: 'serving' } }],
       'current-context': 'test',
     }),

@@ -219,7 +219,7 @@ describe('--source kube-api on the real process', () => {
     const { agent } = await startAgent(['alpha'], { token: split });
     const refused = await agent.waitForLog('ConfigMap list or watch failed; retrying');
     expect(refused['reason']).toMatch(
-      /token of kubeconfig user modelsync holds whitespace \(U\+0020\) at character 19/,
+      /token file of kubeconfig user modelsync \S+ holds whitespace \(U\+0020\) at character 19/,
     );
     const everything = agent.stderr.text + agent.stdout.text;
     expect(everything).not.toContain('split-token-3c9e71');

@@ -1,0 +1,147 @@
+/** kubeGet: one GET to the API server with the kubeconfig's TLS and credentials, bounded, never redirected. */
+import { STATUS_CODES } from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { fetch, type Response } from 'undici';
+import { namesAnonymousUser, type KubeFailure } from '../core/config-map';
+import { errorCode, errorMessage } from '../core/errors';
+import { jsonObject } from '../core/json/json-object';
+import type { KubeClientModule } from './kube-client';
+
+/**
+ * The most modelsync reads of one answer holding the ConfigMap (a list, or one watch line). The API server stores
+ * at most 1 MiB of data in a ConfigMap; its JSON, escaped, a few times that at worst. More is a server that never
+ * ends its answer, or not an API server: it is cut there.
+ */
+export const maxKubeAnswerBytes = 8 * 2 ** 20;
+
+/** The most read of a refusal's body (a Status): enough for its message, never the whole of a hostile one. */
+const maxStatusBytes = 64 * 2 ** 10;
+
+/**
+ * A failure that a watch resumed from the same resourceVersion would only meet again (an event no API server
+ * sends, a line over the cap, an ERROR event, `410 Gone`): its ListWatch is dropped and a new one lists first.
+ */
+export class KubeRelistNeeded extends Error {}
+
+/** The answer holding the ConfigMap is over `maxKubeAnswerBytes`: that version cannot be read. */
+export class KubeAnswerTooLarge extends KubeRelistNeeded {}
+
+/** The API server answered another status than 200. */
+export class KubeStatusError extends Error {
+  constructor(
+    message: string,
+    readonly httpStatus: number,
+    /** The answer's Status names `system:anonymous`, or no credential was sent: the server saw none. */
+    readonly anonymous: boolean,
+  ) {
+    super(message);
+  }
+}
+
+/** Reads `body` to its end, or throws `tooLarge()` as soon as it holds more than `maxBytes`. */
+export const readCapped = async (
+  body: AsyncIterable<Uint8Array>,
+  maxBytes: number,
+  tooLarge: () => Error,
+): Promise<Buffer> => {
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  for await (const chunk of body) {
+    length += chunk.byteLength;
+    if (length > maxBytes) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, length);
+};
+
+/** The refusal's Status, read bounded, or undefined when it is none. */
+const statusOf = async (response: Response): Promise<Record<string, unknown> | undefined> => {
+  if (response.body === null) return undefined;
+  try {
+    const bytes = await readCapped(response.body, maxStatusBytes, () => new Error('too large'));
+    return jsonObject(JSON.parse(bytes.toString('utf8')) as unknown);
+  } catch {
+    await response.body.cancel().catch(() => undefined);
+    return undefined;
+  }
+};
+
+/** Whether the request carried a credential: a bearer or basic header, or a client certificate (file, data, exec). */
+const sentCredentials = (config: KubeConfig, headers: Record<string, string>): boolean => {
+  const user = config.getCurrentUser();
+  return (
+    Object.keys(headers).some((name) => name.toLowerCase() === 'authorization') ||
+    Boolean(user?.certData ?? user?.certFile ?? user?.exec)
+  );
+};
+
+/**
+ * GETs `path` with `query` (and `accept`, when given) from the current cluster of `config`, with its TLS settings and credentials (the
+ * client's own `applySecurityAuthentication`), and resolves with a 200 answer. A redirect is refused, not followed:
+ * the credential goes to the API server it was configured for and nowhere else. Any other status throws a
+ * `KubeStatusError` (its Status read bounded, and whether it names the anonymous user); `410 Gone` a
+ * `KubeRelistNeeded` (the version asked for is compacted away).
+ */
+export const kubeGet = async (
+  kube: KubeClientModule,
+  config: KubeConfig,
+  path: string,
+  query: Readonly<Record<string, string | number | boolean | undefined>>,
+  signal: AbortSignal,
+  accept?: string,
+): Promise<Response> => {
+  const cluster = config.getCurrentCluster();
+  if (cluster === null) throw new Error('the kubeconfig has no current cluster');
+  const url = new URL(cluster.server + path);
+  for (const [key, value] of Object.entries(query))
+    if (value !== undefined) url.searchParams.set(key, String(value));
+  const request = new kube.RequestContext(url.toString(), kube.HttpMethod.GET);
+  await config.applySecurityAuthentication(request);
+  const headers = request.getHeaders();
+  const response = await fetch(url, {
+    method: 'GET',
+    headers: accept === undefined ? headers : { ...headers, Accept: accept },
+    dispatcher: request.getDispatcher(),
+    signal,
+    redirect: 'manual',
+  });
+  if (response.status === 200) return response;
+  const { status } = response;
+  if (status >= 300 && status < 400) {
+    await response.body?.cancel().catch(() => undefined);
+    throw new KubeStatusError(
+      `HTTP ${status}: a redirect, not followed (the token goes only to the API server itself)`,
+      status,
+      false,
+    );
+  }
+  const answer = await statusOf(response);
+  if (status === 410) throw new KubeRelistNeeded('the API server answered 410 Gone: the version is too old');
+  const anonymous = namesAnonymousUser(answer) || !sentCredentials(config, headers);
+  throw new KubeStatusError(
+    response.statusText || STATUS_CODES[status] || `HTTP ${status}`,
+    status,
+    anonymous,
+  );
+};
+
+const numberField = (cause: unknown, field: string): number | undefined => {
+  const value: unknown =
+    typeof cause === 'object' && cause !== null ? (cause as Record<string, unknown>)[field] : undefined;
+  return typeof value === 'number' ? value : undefined;
+};
+
+/**
+ * What may be said about an error a list or watch failed with: a `KubeStatusError`'s HTTP status (and whether the
+ * server saw no credentials), a `statusCode` or numeric `code` of the client's own errors, or a network error's
+ * code. Never its text beyond the message, which for these errors holds the status text or what the answer broke
+ * (not the request, whose headers carry the token).
+ */
+export const kubeFailureOf = (cause: unknown): KubeFailure => {
+  const status =
+    numberField(cause, 'httpStatus') ?? numberField(cause, 'statusCode') ?? numberField(cause, 'code');
+  if (status !== undefined)
+    return cause instanceof KubeStatusError && cause.anonymous ? { status, anonymous: true } : { status };
+  const code = errorCode(cause);
+  return code !== undefined ? { code } : { message: errorMessage(cause) };
+};

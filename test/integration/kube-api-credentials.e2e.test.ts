@@ -1,0 +1,82 @@
+/**
+ * The kubeconfig user on the real process (`dist/cli.js`) against the API-server stand-in, which checks the bearer
+ * token and answers a request without one as a real API server does (403 for `system:anonymous`): kubectl's
+ * `tokenFile` sends the token, read anew at each request; a user that sends nothing is told apart from a Role that
+ * refuses; what modelsync does not support is refused before anything is sent.
+ */
+import { waitFor } from '../../src/testing/wait';
+import { killAllCli } from '../helpers/cli-process';
+import { goodToken } from '../helpers/kube-api';
+import type { LogLine } from '../helpers/log-sink';
+import { useKubeAgent } from '../helpers/kube-agent';
+import { useTempDir } from '../helpers/temp-dir';
+
+jest.setTimeout(60_000);
+afterEach(killAllCli);
+const tmp = useTempDir('kube-api-credentials');
+const kube = useKubeAgent(tmp);
+
+const failure = 'ConfigMap list or watch failed; retrying';
+const loadedLine = (model: string) => (log: LogLine) =>
+  log['msg'] === 'model loaded' && log['model'] === model;
+
+describe('the kubeconfig user of --source kube-api', () => {
+  it("sends the token of kubectl's tokenFile (a path relative to the kubeconfig), read anew at each request", async () => {
+    const { agent, cluster, server } = await kube.start({
+      names: ['alpha', 'beta'],
+      initial: ['alpha'],
+      user: () => ({ tokenFile: 'token' }),
+    });
+    await agent.waitForLog(loadedLine('alpha'), 10_000);
+    await waitFor(() => cluster.api.openWatches() === 1, 5000, 'an open watch');
+    expect(cluster.api.requests.map((r) => r.status)).toEqual([200, 200]);
+    // A rotation: the next request (the watch re-opened) carries the new token.
+    const rotated = 'rotated-token-61c0d9a4';
+    await cluster.writeToken(rotated);
+    cluster.api.setToken(rotated);
+    const since = cluster.api.requests.length;
+    cluster.api.dropWatches('end');
+    await waitFor(() => cluster.api.openWatches() === 1, 10_000, 'the watch open again');
+    expect(cluster.api.requests.slice(since).at(-1)).toMatchObject({ kind: 'watch', status: 200 });
+    cluster.api.apply(kube.models('alpha', 'beta'));
+    await agent.waitForLog(loadedLine('beta'), 10_000);
+    expect(agent.logs.filter((log) => log['msg'] === failure)).toEqual([]);
+    expect(agent.stderr.text + agent.stdout.text).not.toContain(rotated);
+    expect(server.loaded.has('beta')).toBe(true);
+  });
+
+  it('says no credentials were sent when the API server answers 403 as system:anonymous, not that the Role refused', async () => {
+    const { agent, cluster } = await kube.start({ initial: ['alpha'], user: () => ({}) });
+    const refused = await agent.waitForLog(failure, 10_000);
+    expect(cluster.api.requests[0]).toMatchObject({ kind: 'list', status: 403 });
+    expect(refused['reason']).toMatch(
+      /^no credentials were sent \(the API server answered 403 Forbidden to an anonymous request\): check the kubeconfig user's token, tokenFile or client certificate/,
+    );
+    expect(refused['reason']).not.toMatch(/the Role must allow/);
+  });
+
+  it.each([
+    [
+      'a misspelt token file key',
+      { token_file: 'token' },
+      /kubeconfig user modelsync holds no credential modelsync reads \(it has "token_file"\)/,
+    ],
+    [
+      'an auth provider',
+      { 'auth-provider': { name: 'gcp', config: {} } },
+      /kubeconfig user modelsync: auth-provider: auth providers are not supported/,
+    ],
+    [
+      'basic authentication',
+      { username: 'admin', password: 'hunter2-secret' },
+      /kubeconfig user modelsync: username: basic authentication is not supported/,
+    ],
+  ])('refuses %s clearly, sending nothing', async (_what, user, reason) => {
+    const { agent, cluster } = await kube.start({ initial: ['alpha'], user: () => user });
+    const refused = await agent.waitForLog(failure, 10_000);
+    expect(refused['reason']).toMatch(reason);
+    expect(cluster.api.requests).toEqual([]);
+    expect(agent.stderr.text + agent.stdout.text).not.toContain('hunter2-secret');
+    expect(agent.stderr.text + agent.stdout.text).not.toContain(goodToken);
+  });
+});
