@@ -119,4 +119,5 @@ export const agentSettings = (config: AppConfig, log: Logger): AgentSettings => 
   loadConcurrency: config.loadConcurrency,
   retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs, maxAttempts: config.maxAttempts },
   settleMs: config.settleMs,
+  maxUnlistedUnloads: config.maxUnlistedUnloads,
 });
