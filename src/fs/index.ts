@@ -18,6 +18,7 @@ export {
   openDir,
   type OpenDir,
   readNoFollow,
+  readSmallFile,
   removeTree,
   syncTree,
   withDir,

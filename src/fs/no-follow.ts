@@ -76,6 +76,29 @@ export const entryKind = (stats: Stats): string => {
   return 'a block device';
 };
 
+/**
+ * The UTF-8 text of the regular file at `path` (not followed, never blocking); throws when it is anything else or
+ * holds more than `maxBytes`. At most `maxBytes + 1` bytes are read, however large the file grows meanwhile.
+ */
+export const readSmallFile = async (path: string, maxBytes: number): Promise<string> => {
+  const handle = await open(path, readNoFollow);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new Error(`${entryKind(info)}, not a regular file`);
+    const chunks: Buffer[] = [];
+    for (let length = 0; ;) {
+      const chunk = Buffer.alloc(Math.min(64 * 1024, maxBytes + 1 - length));
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, length);
+      if (bytesRead === 0) return Buffer.concat(chunks).toString('utf8');
+      chunks.push(chunk.subarray(0, bytesRead));
+      length += bytesRead;
+      if (length > maxBytes) throw new Error(`larger than ${maxBytes} bytes`);
+    }
+  } finally {
+    await handle.close();
+  }
+};
+
 // Bounds the open descriptors of a delete or flush: entries of one dir at a time, dirs one by one.
 const fanOut = 16;
 // A neighbour racing a delete can make an entry change type under us; after this many tries it wins, loudly.

@@ -1,7 +1,7 @@
 /** Tests of the link-safe fs steps: deletes that unlink links and never descend them, even when swapped mid-delete. */
 import { lstat, mkdir, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isSameEntry, openDir, removeTree, syncTree, withDir } from '../../src/fs/no-follow';
+import { isSameEntry, openDir, readSmallFile, removeTree, syncTree, withDir } from '../../src/fs/no-follow';
 import { seededRandom } from '../../src/testing/seeded-random';
 import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/sentinel';
 import { exists, listTree, writeFiles } from '../helpers/file-tree';
@@ -79,6 +79,25 @@ describe('removeTree', () => {
       await outside.expectUntouched();
     }
     expect(swaps).toBeGreaterThan(100);
+  });
+});
+
+describe('readSmallFile', () => {
+  it('reads a file of exactly maxBytes and refuses one byte more', async () => {
+    await writeFile(join(work, 'exact'), 'x'.repeat(100_000));
+    await writeFile(join(work, 'over'), 'x'.repeat(100_001));
+    expect(await readSmallFile(join(work, 'exact'), 100_000)).toHaveLength(100_000);
+    await expect(readSmallFile(join(work, 'over'), 100_000)).rejects.toThrow('larger than 100000 bytes');
+  });
+
+  it('refuses a link, a FIFO (without blocking) and a directory', async () => {
+    await symlink(join(outside.dir, 'file'), join(work, 'link'));
+    await makeFifo(join(work, 'fifo'));
+    await expect(readSmallFile(join(work, 'link'), 1024)).rejects.toMatchObject({ code: 'ELOOP' });
+    await expect(readSmallFile(join(work, 'fifo'), 1024)).rejects.toThrow(
+      'a FIFO (named pipe), not a regular file',
+    );
+    await expect(readSmallFile(work, 1024)).rejects.toThrow('a directory, not a regular file');
   });
 });
 
