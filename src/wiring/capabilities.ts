@@ -69,6 +69,7 @@ const modelServerFor = (config: AppConfig, network: Network): ModelServer =>
         timeoutMs: config.requestTimeoutMs,
         loadTimeoutMs: config.loadTimeoutMs,
         dispatcher: network.direct,
+        modelDir: config.modelDir,
       });
 
 /**
