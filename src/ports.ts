@@ -190,7 +190,7 @@ export interface Telemetry {
   resyncRun(trigger: 'timer' | 'signal' | 'start'): void;
   repair(kind: 'reload-lost' | 'unload-unlisted' | 'retry-failed' | 'retry-unload'): void;
   retry(step: 'download' | 'load' | 'unload'): void;
-  /** A resync left `count` unloads of unlisted models to a later one (its cap, `--max-unlisted-unloads`). */
+  /** A start or a resync left `count` unloads of unlisted models to a later resync (`--max-unlisted-unloads`). */
   repairsDeferred?(count: number): void;
   /** The config source made progress (an event, a successful re-arm or poll). */
   watcherAlive(): void;

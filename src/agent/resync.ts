@@ -24,7 +24,10 @@ export interface ResyncDeps {
   readonly scheduler: SchedulerLike;
 }
 
-/** When a resync runs, and how much unlisted work it may leave in progress (`--max-unlisted-unloads`). */
+/**
+ * When a resync runs, and how much unlisted work it may leave in progress (`--max-unlisted-unloads`; for
+ * `startAgent`, `AgentSettings.maxUnlistedUnloads` bounds the start too, and wins).
+ */
 export type ResyncOptions = ResyncTriggerOptions & { readonly maxUnlistedUnloads?: number };
 
 /** A resync's two halves: the triggers that re-read the config, and the operator that adds the repairs' ops. */

@@ -20,7 +20,8 @@ import {
 import { syncModels } from './sync-models';
 import { backoffDelay } from '../core/backoff';
 import { toEffectError } from '../core/errors';
-import { inPlaceSnapshot, type InPlace } from '../core/in-place';
+import { defaultMaxUnlistedUnloads } from '../core/drift';
+import { adoptServerIndex, inPlaceSnapshot, type InPlace } from '../core/in-place';
 import type { ModelOp } from '../core/model-op';
 import type { AgentEvent } from '../core/model-status';
 import type { Snapshot } from '../core/snapshot';
@@ -77,6 +78,12 @@ export interface AgentSettings {
   readonly telemetry?: Telemetry;
   /** Periodic resync and drift repair (every `intervalMs`, and on each `signal$`); absent: none. */
   readonly resync?: ResyncOptions;
+  /**
+   * Unloads of models only the server lists that a start sends at most, and that are in progress at most after a
+   * resync (`--max-unlisted-unloads`); the rest wait for the next resync. Default `resync.maxUnlistedUnloads`, else
+   * `defaultMaxUnlistedUnloads`.
+   */
+  readonly maxUnlistedUnloads?: number;
 }
 
 /** What the model dir holds (by its markers), and the loads the journal never saw confirmed. */
@@ -134,6 +141,8 @@ export const startAgent = (
 ): Observable<AgentEvent> =>
   defer(() => {
     const { log, scheduler = asyncScheduler, random = Math.random } = settings;
+    const maxUnlistedUnloads =
+      settings.maxUnlistedUnloads ?? settings.resync?.maxUnlistedUnloads ?? defaultMaxUnlistedUnloads;
     const started = scheduler.now();
     return abortable(() => recoverModelDir(capabilities.store, capabilities.journal)).pipe(
       concatMap((disk) =>
@@ -141,15 +150,23 @@ export const startAgent = (
           map((loaded): InPlace => ({ ...disk, loaded })),
         ),
       ),
-      switchMap((inPlace) => {
+      switchMap((found) => {
         log.info(
           {
-            onDisk: inPlace.onDisk.size,
-            loaded: inPlace.loaded.size,
-            unconfirmed: inPlace.unconfirmed?.size ?? 0,
+            onDisk: found.onDisk.size,
+            loaded: found.loaded.size,
+            unconfirmed: found.unconfirmed?.size ?? 0,
           },
           'recovered what is in place',
         );
+        const { inPlace, deferred } = adoptServerIndex(found, maxUnlistedUnloads);
+        if (deferred > 0) {
+          log.warn(
+            { deferred, maxUnlistedUnloads },
+            'start-up: the model server lists more models than modelsync installed and one resync unloads; the rest wait for the resyncs',
+          );
+          settings.telemetry?.repairsDeferred?.(deferred);
+        }
         const loader = createLoader(
           {
             store: capabilities.store,
@@ -168,7 +185,8 @@ export const startAgent = (
         );
         settings.onStart?.({ inPlace, loader });
         const resync =
-          settings.resync && resyncOf(settings.resync, resyncDeps(capabilities, loader, settings));
+          settings.resync &&
+          resyncOf({ ...settings.resync, maxUnlistedUnloads }, resyncDeps(capabilities, loader, settings));
         return syncModels({
           configSource: capabilities.configSource,
           inPlace: inPlaceSnapshot(inPlace),

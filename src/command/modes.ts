@@ -167,11 +167,7 @@ export const syncMode = (
 
 /** The resync settings of `config`: every `--resync-interval` (0: only on SIGHUP) and on `resync$`. */
 const resyncSettings = (config: AppConfig, resync$: Observable<unknown>): Pick<AgentSettings, 'resync'> => ({
-  resync: {
-    intervalMs: config.resyncInterval,
-    signal$: resync$,
-    maxUnlistedUnloads: config.maxUnlistedUnloads,
-  },
+  resync: { intervalMs: config.resyncInterval, signal$: resync$ },
 });
 
 /** The capabilities with a config watcher that stops on `stop$` (shutdown: no config change is taken up). */

@@ -67,7 +67,9 @@ const readKubeconfig = async (
   file: string,
 ): Promise<{ readonly config: KubeConfig; readonly users: ReadonlyMap<string, Fields> }> => {
   const dir = dirname(file);
-  const text = (await readSmallFile(file, maxKubeconfigBytes, 'the kubeconfig')).toString('utf8');
+  const text = (await readSmallFile(file, maxKubeconfigBytes, `the kubeconfig ${file}`, 'follow')).toString(
+    'utf8',
+  );
   const parsed = jsonObject(kube.loadYaml(text));
   if (parsed === undefined) throw new Error(`the kubeconfig ${file} is no YAML map`);
   const users = new Map<string, Fields>();
@@ -84,7 +86,7 @@ const readKubeconfig = async (
 };
 
 const base64Of = async (file: string, what: string): Promise<string> =>
-  (await readSmallFile(file, maxPemBytes, what)).toString('base64');
+  (await readSmallFile(file, maxPemBytes, `${what} ${file}`, 'follow')).toString('base64');
 
 /**
  * The current user's client certificate and key files and the current cluster's CA file read into `config`

@@ -49,7 +49,9 @@ export const tokenFileAuthenticator: Authenticator = {
     const config = providerOf(user)?.config;
     const file = String(config?.path);
     const label = typeof config?.label === 'string' ? config.label : 'the service account token file';
-    const text = (await readSmallFile(file, maxTokenFileBytes, label)).toString('utf8');
+    const text = (await readSmallFile(file, maxTokenFileBytes, `${label} ${file}`, 'follow')).toString(
+      'utf8',
+    );
     const token = checked(text, `${label} ${file}`);
     opts.headers = { ...(opts.headers as OutgoingHttpHeaders | undefined), Authorization: `Bearer ${token}` };
   },

@@ -48,6 +48,29 @@ export const failedRetryCapMs = 15 * 60_000;
 export const failedRetryDelay = (retries: number, intervalMs: number): number =>
   Math.min(intervalMs * 2 ** Math.min(retries - 1, 30), Math.max(intervalMs, failedRetryCapMs));
 
+/** The schedule after one more retry that is due now. */
+const nextRetry = (retry: FailedRetry, now: number, intervalMs: number): FailedRetry => ({
+  retries: retry.retries + 1,
+  dueAt: now + failedRetryDelay(retry.retries + 1, intervalMs),
+});
+
+/** The model names a start or a resync acts on now, out of many, and how many are left for later. */
+export interface TakenNames {
+  readonly taken: ReadonlyArray<ModelName>;
+  readonly deferred: number;
+}
+
+/**
+ * At most `room` of `names`, the first by name (so each start and resync picks the same ones, and a set of real
+ * names shrinks resync by resync); a name no config could list (not a valid model name) is not ours to act on:
+ * neither taken nor counted.
+ */
+export const takeByName = (names: Iterable<string>, room: number): TakenNames => {
+  const valid = [...names].filter((name): name is ModelName => modelNameProblem(name) === undefined);
+  const taken = valid.sort().slice(0, Math.max(0, room));
+  return { taken, deferred: valid.length - taken.length };
+};
+
 /** What the server's index and the loader's records say at one resync. */
 export interface DriftInput {
   /** The loader's records just before the server was asked (a model loaded meanwhile is not counted lost). */
@@ -74,7 +97,7 @@ export const defaultMaxUnlistedUnloads = 100;
 export interface DriftRepairs {
   readonly repairs: ReadonlyArray<Repair>;
   readonly retries: FailedRetries;
-  /** Unlisted models left for a later resync by the cap (`maxUnlistedUnloads`). */
+  /** Unloads (of unlisted models, and due retries of failed unloads) left for a later resync by the cap. */
   readonly deferred: number;
 }
 
@@ -85,10 +108,12 @@ const settledIn = (states: ReadonlyArray<DesiredState>, phase: ModelPhase): Read
  * The repairs a resync makes, each re-submitting a desired state the loader already holds (never a stale one):
  * - `reload-lost`: Loaded (before and after the index call) and settled, yet the server does not list it;
  * - `unload-unlisted`: the server lists it, and the loader knew nothing of it before and after the call (a model
- *   the config lists always has a record while it is wanted); a name no config could list is left alone; at most
- *   `maxUnlistedUnloads` unloads are in progress after a resync (those still running count), the rest deferred;
+ *   the config lists always has a record while it is wanted); a name no config could list is left alone;
  * - `retry-failed` / `retry-unload`: Failed and settled, and its retry is due (capped backoff, `failedRetryDelay`);
  *   not a model the server `rejected` (its files would be refused again).
+ * At most `maxUnlistedUnloads` unloads are in progress after a resync (those still running count): the due
+ * `retry-unload`s first, then `unload-unlisted`; the rest are deferred (a deferred retry stays due). A server that
+ * refuses every unload of thousands of names it invents gets no more unloads a resync than one that takes them.
  * A model that is not settled is being worked on: its own retries and backoff stand.
  */
 export const findRepairs = (input: DriftInput): DriftRepairs => {
@@ -97,6 +122,7 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
   const known = new Set([...input.before, ...after].map((state) => state.name));
   const repairs: Repair[] = [];
   const retries = new Map<ModelName, FailedRetry>();
+  const dueUnloads: Array<{ readonly name: ModelName; readonly retry: FailedRetry }> = [];
   for (const state of after) {
     const { name, desired } = state;
     if (state.phase === 'Failed' && state.settled && state.rejected === true) continue;
@@ -106,13 +132,12 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
         retries.set(name, retry);
         continue;
       }
-      const next = retry.retries + 1;
-      retries.set(name, { retries: next, dueAt: now + failedRetryDelay(next, intervalMs) });
-      repairs.push(
-        desired === undefined
-          ? { kind: 'retry-unload', name, op: remove(name) }
-          : { kind: 'retry-failed', name, op: add(name, desired) },
-      );
+      if (desired === undefined) {
+        dueUnloads.push({ name, retry }); // within the cap of unloads, below
+        continue;
+      }
+      retries.set(name, nextRetry(retry, now, intervalMs));
+      repairs.push({ kind: 'retry-failed', name, op: add(name, desired) });
       continue;
     }
     // A model still being worked on after a retry keeps its schedule, so failing again waits longer.
@@ -127,13 +152,21 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
     )
       repairs.push({ kind: 'reload-lost', name, op: add(name, desired) });
   }
-  // A name no config could list (not a valid model name) is not ours to unload.
-  const unlisted = [...serverLoaded].filter(
-    (name): name is ModelName => modelNameProblem(name) === undefined && !known.has(name as ModelName),
-  );
   const unloading = after.filter((state) => state.desired === undefined && !state.settled).length;
   const room = Math.max(0, (input.maxUnlistedUnloads ?? defaultMaxUnlistedUnloads) - unloading);
-  const taken = unlisted.sort().slice(0, room);
-  for (const name of taken) repairs.push({ kind: 'unload-unlisted', name, op: remove(name) });
-  return { repairs, retries, deferred: unlisted.length - taken.length };
+  const retried = takeByName(
+    dueUnloads.map(({ name }) => name),
+    room,
+  );
+  for (const { name, retry } of dueUnloads) retries.set(name, retry); // a deferred retry stays due
+  for (const name of retried.taken) {
+    retries.set(name, nextRetry(retries.get(name)!, now, intervalMs));
+    repairs.push({ kind: 'retry-unload', name, op: remove(name) });
+  }
+  const unlisted = takeByName(
+    [...serverLoaded].filter((name) => !known.has(name as ModelName)),
+    room - retried.taken.length,
+  );
+  for (const name of unlisted.taken) repairs.push({ kind: 'unload-unlisted', name, op: remove(name) });
+  return { repairs, retries, deferred: retried.deferred + unlisted.deferred };
 };

@@ -1,4 +1,5 @@
 /** What is in place when modelsync starts (the model dir, the server's index, the load journal), and the snapshot it means. */
+import { takeByName } from './drift';
 import type { ModelName } from './model-name';
 import type { ModelSpec } from './model-config';
 import { unknownSpec, type Snapshot } from './snapshot';
@@ -22,4 +23,28 @@ export const inPlaceSnapshot = ({ onDisk, loaded, unconfirmed = new Set() }: InP
     result.set(name, loaded.has(name) && !unconfirmed.has(name) ? spec : unknownSpec);
   for (const name of loaded) if (!onDisk.has(name as ModelName)) result.set(name as ModelName, unknownSpec);
   return result;
+};
+
+/** What a start takes up of what it found, and how many of the server's names it leaves to the resyncs. */
+export interface Adopted {
+  readonly inPlace: InPlace;
+  readonly deferred: number;
+}
+
+/**
+ * Bounds what a start takes up of the server's index as a resync is bounded (`--max-unlisted-unloads`): every
+ * loaded model with files on disk, and at most `maxServerOnly` of the names only the server lists (the first by
+ * name, as a resync takes them; a name no config could list is dropped). The first config unloads those it does
+ * not list and loads those it does; the ones left out are found by the resyncs' drift repair, a bounded number
+ * each time. So an index of 20,000 invented names costs a start at most `maxServerOnly` unloads.
+ */
+export const adoptServerIndex = (found: InPlace, maxServerOnly: number): Adopted => {
+  const onDisk = (name: string): boolean => found.onDisk.has(name as ModelName);
+  const serverOnly = takeByName(
+    [...found.loaded].filter((name) => !onDisk(name)),
+    maxServerOnly,
+  );
+  const loaded = new Set([...found.loaded].filter(onDisk));
+  for (const name of serverOnly.taken) loaded.add(name);
+  return { inPlace: { ...found, loaded }, deferred: serverOnly.deferred };
 };

@@ -1,23 +1,35 @@
-/** readSmallFile: a settings file (a token, a certificate, a kubeconfig) read whole, only if regular and small. */
+/**
+ * readSmallFile: a small file read whole only if regular and within its cap — a settings file (a token, a
+ * certificate, a kubeconfig: reached through the links a projected volume is made of) or a file in the model dir (a
+ * marker, a server's model settings: never through a link).
+ */
 import { constants } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { lstat, open, stat } from 'node:fs/promises';
 import { entryKind } from './no-follow';
 
-// Non-blocking: a FIFO put where a token file belongs would otherwise hold a libuv thread until someone writes it.
-const openFlags = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
+const { O_RDONLY, O_NONBLOCK, O_NOCTTY, O_NOFOLLOW } = constants;
+
+/** Whether a link at the path is followed (a mounted Secret or ConfigMap) or refused (the model dir's neighbours). */
+export type LinkRule = 'follow' | 'refuse';
 
 /**
- * The bytes of `path`, `what` (`the kubeconfig`, `the token file`) for the error: only a regular file (stat before
- * opening, fstat after: a FIFO, a socket or a device is never read), and never more than `maxBytes` (read to
- * `maxBytes + 1` at most: a file that grows meanwhile is refused, not followed). Throws an Error naming `what`,
- * the path and the reason, never the content.
+ * The bytes of `path`, named `what` in errors (`the kubeconfig /etc/kube/config`, the path a person knows it by): only a regular file (stat before
+ * opening, so a device is never opened; fstat after, non-blocking, so a FIFO swapped in never holds a thread), never
+ * more than `maxBytes` (read to `maxBytes + 1` at most: a file that grows meanwhile is refused, not followed), and
+ * with `links: 'refuse'` never through a link (the link itself is refused, `O_NOFOLLOW` in case one is swapped in).
+ * Throws an Error naming `what` and the reason, never the content.
  */
-export const readSmallFile = async (path: string, maxBytes: number, what: string): Promise<Buffer> => {
-  const refuse = (why: string): Error => new Error(`${what} ${path} ${why}; it is not read`);
-  const before = await stat(path);
+export const readSmallFile = async (
+  path: string,
+  maxBytes: number,
+  what: string,
+  links: LinkRule,
+): Promise<Buffer> => {
+  const refuse = (why: string): Error => new Error(`${what} ${why}; it is not read`);
+  const before = await (links === 'follow' ? stat(path) : lstat(path));
   if (!before.isFile()) throw refuse(`is ${entryKind(before)}, not a regular file`);
   if (before.size > maxBytes) throw refuse(`is ${before.size} bytes, over ${maxBytes}`);
-  const handle = await open(path, openFlags);
+  const handle = await open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (links === 'refuse' ? O_NOFOLLOW : 0));
   try {
     const opened = await handle.stat();
     if (!opened.isFile()) throw refuse(`is ${entryKind(opened)}, not a regular file`);

@@ -7,7 +7,7 @@ import { isLeft } from 'fp-ts/Either';
 import { errorMessage } from '../core/errors';
 import { decodeMarker, markerJson, markerPrefix, specIdentityJson, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
-import { step, entryKind, readNoFollow, type OpenDir } from '../fs';
+import { readSmallFile, step, type OpenDir } from '../fs';
 const maxMarkerBytes = 64 * 1024;
 // O_EXCL already refuses any existing entry, a dangling link included; O_NOFOLLOW says so once more.
 const createNew = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
@@ -47,22 +47,11 @@ export type DirState =
   | { readonly _tag: 'Ambiguous'; readonly files: ReadonlyArray<string> }
   | { readonly _tag: 'Corrupt'; readonly file: string; readonly reason: string };
 
-/** The text of the regular file at `ref` (not followed, never blocking), or why it is no marker. */
-const readMarkerText = async (ref: string): Promise<string> => {
-  const handle = await open(ref, readNoFollow);
-  try {
-    const info = await handle.stat();
-    if (!info.isFile()) throw new Error(`${entryKind(info)}, not a regular file`);
-    if (info.size > maxMarkerBytes) throw new Error(`larger than ${maxMarkerBytes} bytes`);
-    return await handle.readFile('utf8');
-  } finally {
-    await handle.close();
-  }
-};
-
 const readMarker = async (ref: string, file: string): Promise<DirState> => {
   try {
-    const content = decodeMarker(await readMarkerText(ref));
+    const content = decodeMarker(
+      (await readSmallFile(ref, maxMarkerBytes, `the marker ${file}`, 'refuse')).toString('utf8'),
+    );
     return isLeft(content)
       ? { _tag: 'Corrupt', file, reason: content.left }
       : { _tag: 'Valid', file, ...content.right };

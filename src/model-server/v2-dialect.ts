@@ -4,6 +4,7 @@
  */
 import { EffectError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
+import { mlserverNameFile, tritonNameFile, type NameFile } from './name-in-files';
 
 /** The V2 servers modelsync tells apart; `generic` assumes only what the protocol says. */
 export type V2ServerKind = 'triton' | 'mlserver' | 'kserve' | 'generic';
@@ -21,6 +22,8 @@ export interface V2Dialect {
   readonly isFinalLoadFailure: (status: number, reason: string) => boolean;
   /** True when an unload's 200 comes before the model is gone (Triton): the index says when it is. */
   readonly unloadReturnsEarly: boolean;
+  /** The file whose name for the model must be the config's, checked before a load (absent: none is read). */
+  readonly nameFile?: NameFile;
 }
 
 // Triton starts the python backend's stub through `bash -c` with the model's path unquoted: a name with a shell
@@ -54,6 +57,8 @@ export const v2Dialects: Readonly<Record<V2ServerKind, V2Dialect>> = {
     // "failed to poll from model repository": no dir, or a config.pbtxt it cannot read or whose name differs.
     isFinalLoadFailure: (status, reason) => status === 500 && reason.includes('failed to poll'),
     unloadReturnsEarly: true,
+    // A name there other than the dir's is one more "failed to poll", which would not say why.
+    nameFile: tritonNameFile,
   },
   mlserver: {
     ...generic,
@@ -64,6 +69,8 @@ export const v2Dialects: Readonly<Record<V2ServerKind, V2Dialect>> = {
       status === 500 &&
       (/^\S+\.\w*(Error|Exception)\b/.test(reason) || reason.startsWith('Traceback')) &&
       !reason.includes('Worker process stopped'),
+    // A name there other than the dir's is a 404 "Model <dir> not found": the file's name wins.
+    nameFile: mlserverNameFile,
   },
   kserve: {
     ...generic,

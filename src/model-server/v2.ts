@@ -17,6 +17,7 @@ import {
 } from '../net';
 import type { ModelServer } from '../ports';
 import { loadedModelNames, serverIndexLimits } from './index-limits';
+import { checkNameInFiles } from './name-in-files';
 import { finalError, kindOfServerName, v2Dialects, type V2Dialect, type V2ServerKind } from './v2-dialect';
 
 /** Where the server listens, which server it is, and how long calls may take. */
@@ -36,6 +37,12 @@ export interface V2ModelServerOptions {
   readonly dispatcher?: Dispatcher;
   /** Between two looks at the index while Triton unloads a model; default 100 ms, doubling to 1 s. */
   readonly unloadPollMs?: number;
+  /**
+   * The model dir as modelsync sees it (`--model-dir`): before a load, the name the model's own files give it is
+   * read there (`nameFile` of the dialect) and a model they name otherwise is refused, naming both names. Absent:
+   * nothing is read.
+   */
+  readonly modelDir?: string;
 }
 
 const defaultTimeoutMs = 30_000;
@@ -185,6 +192,8 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   return {
     load: async (name, _replacing, signal) => {
       const speech = await dialect(signal);
+      if (options.modelDir !== undefined && speech.nameFile !== undefined)
+        await checkNameInFiles(options.modelDir, name, speech.nameFile);
       const what = `model server load of "${name}" (${shown})`;
       const response = await call('POST', modelPath(speech, name, 'load'), what, loadTimeoutMs, signal);
       if (isOk(response)) return discardBody(response);

@@ -211,7 +211,7 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
   });
   const repairsDeferred = new Counter({
     name: 'modelsync_repairs_deferred_total',
-    help: 'Unloads of unlisted models a resync left to a later one (--max-unlisted-unloads).',
+    help: 'Unloads of unlisted models a start or a resync left to a later resync (--max-unlisted-unloads).',
     registers,
   });
   new Counter({

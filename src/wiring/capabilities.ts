@@ -69,6 +69,7 @@ const modelServerFor = (config: AppConfig, network: Network): ModelServer =>
         timeoutMs: config.requestTimeoutMs,
         loadTimeoutMs: config.loadTimeoutMs,
         dispatcher: network.direct,
+        modelDir: config.modelDir,
       });
 
 /** The real edges: what the agent runs on, with the config source's own status. */
@@ -125,4 +126,5 @@ export const agentSettings = (config: AppConfig, log: Logger): AgentSettings => 
   loadConcurrency: config.loadConcurrency,
   retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs, maxAttempts: config.maxAttempts },
   settleMs: config.settleMs,
+  maxUnlistedUnloads: config.maxUnlistedUnloads,
 });

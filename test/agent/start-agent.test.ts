@@ -123,6 +123,24 @@ describe('startAgent', () => {
     expect(sink.withMessage('config rejected')).toHaveLength(1);
   });
 
+  it('unloads at most maxUnlistedUnloads of the names only the server lists, and loads a configured one it left out', async () => {
+    const ghosts = Array.from({ length: 50 }, (_, i) => `ghost-${String(i).padStart(2, '0')}`);
+    standIn.preload(...ghosts, 'zz'); // configured, loaded, no files here; past the cap by name
+    const events = await lastValueFrom(
+      startAgent(edges(modelsJson({ a: uri('a'), zz: uri('c') })), {
+        ...settings(),
+        maxUnlistedUnloads: 5,
+      }).pipe(toArray()),
+    );
+    expect(ready(events)).toEqual([{ _tag: 'Ready', modelCount: 2 }]);
+    const unloaded = standIn.requests.filter((r) => r.path.endsWith('/unload')).map((r) => r.name);
+    expect(unloaded.sort()).toEqual(ghosts.slice(0, 5));
+    expect(standIn.loads.map((load) => load.name).sort()).toEqual(['a', 'zz']);
+    expect(sink.lines.filter((line) => line['deferred'] !== undefined)).toEqual([
+      expect.objectContaining({ deferred: 46, maxUnlistedUnloads: 5 }),
+    ]);
+  });
+
   it('hands each subscription its own loader and what it found in place', async () => {
     const starts: AgentStart[] = [];
     const agent$ = startAgent(edges(modelsJson({ a: uri('a') })), {

@@ -2,7 +2,7 @@
 import { diff } from '../../src/core/diff';
 import { add, remove } from '../../src/core/model-op';
 import { specEquals, unknownSpec } from '../../src/core/snapshot';
-import { inPlaceSnapshot } from '../../src/core/in-place';
+import { adoptServerIndex, inPlaceSnapshot } from '../../src/core/in-place';
 import { name, snap, spec } from '../helpers/fixtures';
 
 const s1 = spec('s3://models/m1', '100Mi');
@@ -85,5 +85,40 @@ describe('diff from the start-up snapshot', () => {
     expect(diff(initial, snap({}), true)).toEqual(
       ['diskOnly', 'ghost', 'gone', 'inPlace', 'loadedOnly', 'stale'].map((n) => remove(name(n))),
     );
+  });
+});
+
+describe('adoptServerIndex', () => {
+  const ghosts = Array.from({ length: 20_000 }, (_, i) => `ghost-${String(i).padStart(5, '0')}`);
+
+  it('takes at most the cap of 20,000 names only the server lists, the first by name, and counts the rest', () => {
+    const { inPlace, deferred } = adoptServerIndex(
+      { onDisk: snap({}), loaded: new Set([...ghosts].reverse()) },
+      3,
+    );
+    expect([...inPlace.loaded]).toEqual(['ghost-00000', 'ghost-00001', 'ghost-00002']);
+    expect(deferred).toBe(19_997);
+  });
+
+  it('keeps every loaded model with files on disk, whatever the cap', () => {
+    const found = { onDisk: snap({ m1: s1, m2: s2 }), loaded: new Set(['m2', 'ghost', 'm1']) };
+    const { inPlace, deferred } = adoptServerIndex(found, 0);
+    expect([...inPlace.loaded].sort()).toEqual(['m1', 'm2']);
+    expect(deferred).toBe(1);
+    expect(inPlaceSnapshot(inPlace)).toEqual(inPlaceSnapshot({ ...found, loaded: new Set(['m1', 'm2']) }));
+  });
+
+  it('drops a name no config could list, without counting it', () => {
+    const { inPlace, deferred } = adoptServerIndex(
+      { onDisk: snap({}), loaded: new Set(['.tmp-x', 'a/b', 'ghost']) },
+      5,
+    );
+    expect([...inPlace.loaded]).toEqual(['ghost']);
+    expect(deferred).toBe(0);
+  });
+
+  it('keeps what it found else: the model dir and the unconfirmed loads', () => {
+    const found = { onDisk: snap({ m1: s1 }), loaded: new Set(['m1']), unconfirmed: new Set(['m1']) };
+    expect(adoptServerIndex(found, 100)).toEqual({ inPlace: found, deferred: 0 });
   });
 });

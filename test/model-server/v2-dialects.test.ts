@@ -192,3 +192,33 @@ describe('v2ModelServer against the KServe model server', () => {
     expect(await effectError(client.load(name('raises'), false, live()))).toMatchObject({ retryable: true });
   });
 });
+
+describe('v2ModelServer with the model dir, before a load', () => {
+  it.each<[V2ProfileName, string, string]>([
+    ['triton', 'config.pbtxt', 'backend: "python"\nname: "iris-v1"\n'],
+    ['mlserver', 'model-settings.json', JSON.stringify({ name: 'iris-v1' })],
+  ])(
+    'refuses for good, without a request, a model its files name otherwise, naming both names: %s',
+    async (profile, file, text) => {
+      const server = await start(profile);
+      await model('mm', { adds: 1 }, { [file]: text });
+      const client = v2ModelServer({ baseUrl: server.url, kind: profile, modelDir: modelDir.path });
+      const error = await effectError(client.load(name('mm'), false, live()));
+      expect(error).toMatchObject({ kind: 'refused', retryable: false });
+      expect(error.message).toMatch(/the config names the model "mm" but its .* names it "iris-v1"/);
+      expect(paths(server)).toEqual([]);
+    },
+  );
+
+  it.each<V2ProfileName>(['kserve', 'generic'])(
+    'reads no name from the files of a server that takes none from them: %s',
+    async (profile) => {
+      const server = await start(profile);
+      // The generic stand-in loads a dir with a marker; the KServe one goes by stand-in.json.
+      await model('mm', { adds: 1 }, { 'config.pbtxt': 'name: "iris-v1"', 'SUCCESS.x': '' });
+      const client = v2ModelServer({ baseUrl: server.url, kind: profile, modelDir: modelDir.path });
+      await client.load(name('mm'), false, live());
+      expect(paths(server)).toEqual([`POST /v2/repository/models/mm/load`]);
+    },
+  );
+});

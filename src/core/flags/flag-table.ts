@@ -245,9 +245,10 @@ export const flagTable = {
     env: 'MODELSYNC_MAX_UNLISTED_UNLOADS',
     default: '100',
     help:
-      'unloads of models the model server lists but no config does, in progress at most after a resync; the rest ' +
-      'wait for the next resync (a warn line, `modelsync_repairs_deferred_total`). They run two at a time beside, ' +
-      'never instead of, the loads of configured models',
+      'unloads of models the model server lists but no config does: at most this many at start, in progress ' +
+      'after each resync (retried ones count); the rest wait for the next resync (a warn line, ' +
+      '`modelsync_repairs_deferred_total`). They run two at a time beside, never instead of, the loads of ' +
+      'configured models',
     codec: integerIn('MaxUnlistedUnloads', 0, 100_000),
   },
   minFreeBytes: {

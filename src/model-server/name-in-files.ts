@@ -1,0 +1,78 @@
+/**
+ * The name a model's own files give it, where a server reads it (Triton's config.pbtxt, MLServer's
+ * model-settings.json), and the check before a load that it is the name the config gives.
+ */
+import { join } from 'node:path';
+import { isRight } from 'fp-ts/Either';
+import { permanentError, type EffectError } from '../core/errors';
+import { parseJson } from '../core/json/json';
+import { jsonObject } from '../core/json/json-object';
+import type { ModelName } from '../core/model-name';
+import { readSmallFile, withDir } from '../fs';
+import { pbtxtName } from './pbtxt-name';
+
+/** Where one server reads a model's own name, and what it does when that name is not the one it was asked for. */
+export interface NameFile {
+  /** The file at the top of the model dir, e.g. `config.pbtxt`. */
+  readonly file: string;
+  /** The field, as the file spells it, for the message. */
+  readonly field: string;
+  /** The name the file's text gives, or undefined when it gives none clearly (the server then decides alone). */
+  readonly nameIn: (text: string) => string | undefined;
+  /** What the server does with such a model, for the message. */
+  readonly consequence: string;
+}
+
+/** Triton: `name:` at the top of config.pbtxt, optional; when given it must equal the dir's name. */
+export const tritonNameFile: NameFile = {
+  file: 'config.pbtxt',
+  field: 'name:',
+  nameIn: pbtxtName,
+  consequence: 'Triton refuses to load a model whose config.pbtxt names it otherwise',
+};
+
+/** MLServer: `"name"` at the top of model-settings.json; when given, MLServer knows the model by it alone. */
+export const mlserverNameFile: NameFile = {
+  file: 'model-settings.json',
+  field: '"name"',
+  nameIn: (text) => {
+    const parsed = parseJson(text);
+    const name = isRight(parsed) ? jsonObject(parsed.right)?.['name'] : undefined;
+    return typeof name === 'string' ? name : undefined;
+  },
+  consequence: 'MLServer finds a model only by the name its model-settings.json gives',
+};
+
+/** A config.pbtxt is a few KiB; one past this is read by the server alone. */
+const maxNameFileBytes = 1024 * 1024;
+
+/** `text` quoted for a message, at most 200 characters of it (a name read from files is anyone's). */
+const quoted = (text: string): string => JSON.stringify(text.length > 200 ? `${text.slice(0, 200)}…` : text);
+
+/** The refusal of model `name` whose files call it `found`: both names, and that they must match. */
+export const misnamedModel = (name: ModelName, found: string, nameFile: NameFile): EffectError =>
+  permanentError(
+    'refused',
+    `the config names the model ${quoted(name)} but its ${nameFile.file} names it ${quoted(found)} ` +
+      `(${nameFile.field}): the two names must match (or leave ${nameFile.field} out of ${nameFile.file}); ` +
+      nameFile.consequence,
+  );
+
+/**
+ * Rejects with `misnamedModel` when `<modelDir>/<name>/<file>` names the model otherwise. Any doubt lets the load
+ * go ahead and the server answer: no such file, a link, a file past 1 MiB, text that does not parse, no name, an
+ * empty one (the server then takes the dir's name).
+ */
+export const checkNameInFiles = async (
+  modelDir: string,
+  name: ModelName,
+  nameFile: NameFile,
+): Promise<void> => {
+  const text = await withDir(join(modelDir, name), (dir) =>
+    readSmallFile(`${dir.ref}/${nameFile.file}`, maxNameFileBytes, nameFile.file, 'refuse').then((bytes) =>
+      bytes.toString('utf8'),
+    ),
+  ).catch(() => undefined);
+  const found = text === undefined ? undefined : nameFile.nameIn(text);
+  if (found !== undefined && found !== '' && found !== name) throw misnamedModel(name, found, nameFile);
+};

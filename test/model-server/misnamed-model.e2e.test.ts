@@ -1,0 +1,86 @@
+/**
+ * On the real process beside the real Triton and MLServer: a model whose files give it another name (Triton's
+ * config.pbtxt `name:`, MLServer's model-settings.json `"name"`) fails with a reason that names both names and
+ * says they must match, instead of the server's bare "failed to poll" / "Model … not found"; the others load.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { atomicWrite } from '../../src/testing/atomic-writer';
+import { cliArgs, killAllCli, startCli } from '../helpers/cli-process';
+import { modelsJson } from '../helpers/fixtures';
+import type { LogLine } from '../helpers/log-sink';
+import { ensureRealServers } from '../real-servers/global-setup';
+import { copyFixture } from '../real-servers/models';
+import { startRealServer, type RealServer } from '../real-servers/servers';
+
+jest.setTimeout(180_000);
+beforeAll(ensureRealServers, 15 * 60_000);
+
+let root: string | undefined;
+let server: RealServer | undefined;
+afterEach(async () => {
+  await killAllCli();
+  await server?.stop();
+  server = undefined;
+  if (root !== undefined) await rm(root, { recursive: true, force: true });
+  root = undefined;
+});
+
+/** Gives the fixture at `dir` the name `other` inside its files, as each server reads it. */
+const nameInFiles: Record<'triton' | 'mlserver', (dir: string, other: string) => void> = {
+  triton: (dir, other) => {
+    const file = join(dir, 'config.pbtxt');
+    // A comment and the name after the nested blocks' own `name:` fields, as a hand-edited config has it.
+    writeFileSync(file, `${readFileSync(file, 'utf8')}# renamed by hand\nname : '${other}'\n`);
+  },
+  mlserver: (dir, other) => {
+    const file = join(dir, 'model-settings.json');
+    const settings = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    writeFileSync(file, JSON.stringify({ ...settings, name: other }, null, 2));
+  },
+};
+
+const isFailedLine =
+  (model: string) =>
+  (line: LogLine): boolean =>
+    line.msg === 'model failed' && line['model'] === model;
+
+describe.each<'triton' | 'mlserver'>(['triton', 'mlserver'])(
+  '%s, with a model its files name otherwise',
+  (kind) => {
+    it('fails the model with a reason naming both names, and loads the others', async () => {
+      root = await mkdtemp(join(tmpdir(), `modelsync-misnamed-${kind}-`));
+      const storage = join(root, 'storage');
+      const modelDir = join(root, 'models');
+      await mkdir(modelDir);
+      nameInFiles[kind](copyFixture(kind, 'v1', storage, 'mm'), 'iris-v1');
+      copyFixture(kind, 'v1', storage, 'good');
+      const configDir = join(root, 'configs');
+      atomicWrite(configDir, {
+        'models.json': modelsJson({
+          mm: { storageUri: join(storage, 'mm'), framework: kind },
+          good: { storageUri: join(storage, 'good'), framework: kind },
+        }),
+      });
+      server = await startRealServer(kind, { modelDir });
+      const agent = startCli(
+        cliArgs({
+          'config-dir': configDir,
+          'model-dir': modelDir,
+          'server-url': server.url,
+          'local-storage-roots': storage,
+          'retry-base-ms': 100,
+          'retry-max-ms': 500,
+        }),
+      );
+      const failed = await agent.waitForLog(isFailedLine('mm'), 60_000);
+      await agent.waitForLog((line) => line.msg === 'model loaded' && line['model'] === 'good', 60_000);
+      expect(failed['reason']).toEqual(expect.stringContaining('"mm"'));
+      expect(failed['reason']).toEqual(expect.stringContaining('"iris-v1"'));
+      expect(failed['reason']).toEqual(expect.stringContaining('must match'));
+      expect(failed['errorKind']).toBe('refused');
+    });
+  },
+);
