@@ -3,7 +3,13 @@
  * It imports no effect: only the pipeline, the loader, core and the ports.
  */
 export { abortable } from './abortable';
-export { type AgentCapabilities, type AgentSettings, type AgentStart, startAgent } from './start-agent';
+export {
+  type AgentCapabilities,
+  type AgentSettings,
+  type AgentStart,
+  ServerNotAnswering,
+  startAgent,
+} from './start-agent';
 export {
   acceptedSnapshots,
   type ConfigPipelineDeps,

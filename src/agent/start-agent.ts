@@ -12,6 +12,7 @@ import {
   retry,
   switchMap,
   tap,
+  throwError,
   timer,
   type MonoTypeOperatorFunction,
   type Observable,
@@ -19,7 +20,7 @@ import {
 } from 'rxjs';
 import { syncModels } from './sync-models';
 import { backoffDelay } from '../core/backoff';
-import { toEffectError } from '../core/errors';
+import { toEffectError, type EffectError } from '../core/errors';
 import { defaultMaxUnlistedUnloads } from '../core/drift';
 import { adoptServerIndex, inPlaceSnapshot, type InPlace } from '../core/in-place';
 import type { ModelOp } from '../core/model-op';
@@ -62,6 +63,11 @@ export interface AgentSettings {
   readonly loadConcurrency: number;
   /** Backoff of transient failures; `baseMs`/`maxMs` also pace the start-up wait for the model server. */
   readonly retry: RetryPolicy;
+  /**
+   * How long the start waits for the model server's first answer before it errors with `ServerNotAnswering`;
+   * absent: as long as it takes (the server starts beside us, and readiness says we are not ready meanwhile).
+   */
+  readonly serverWaitMs?: number;
   /** Quiet time after a burst of config events before the confirming re-read. */
   readonly settleMs: number;
   /** Time for the config pacing and the start-up wait (a TestScheduler in tests); default asyncScheduler. */
@@ -95,17 +101,38 @@ const recoverModelDir = async (
   unconfirmed: await journal.unconfirmed(),
 });
 
-/** The server's loaded models; the server container starts beside us, so keep asking until it answers. */
+/** The model server gave no answer within `AgentSettings.serverWaitMs`; `lastError` is why its last try failed. */
+export class ServerNotAnswering extends Error {
+  constructor(
+    readonly waitedMs: number,
+    readonly lastError: EffectError,
+  ) {
+    super(`the model server did not answer within ${waitedMs} ms: ${lastError.message}`);
+    this.name = 'ServerNotAnswering';
+  }
+}
+
+/**
+ * The server's loaded models; the server container starts beside us, so keep asking until it answers — or, with
+ * `serverWaitMs`, until that long after `startedAt` (one last try at the deadline), then `ServerNotAnswering`.
+ */
 const serverAnswer = (
   server: ModelServer,
   settings: AgentSettings,
   scheduler: SchedulerLike,
   random: () => number,
+  startedAt: number,
 ): Observable<ReadonlySet<string>> =>
   abortable((signal) => server.loadedModels(signal)).pipe(
     retry({
       delay: (error: unknown, attempt) => {
-        const delayMs = backoffDelay(attempt, settings.retry.baseMs, settings.retry.maxMs, random);
+        const waitedMs = scheduler.now() - startedAt;
+        const leftMs = (settings.serverWaitMs ?? Infinity) - waitedMs;
+        if (leftMs <= 0) return throwError(() => new ServerNotAnswering(waitedMs, toEffectError(error)));
+        const delayMs = Math.min(
+          leftMs,
+          backoffDelay(attempt, settings.retry.baseMs, settings.retry.maxMs, random),
+        );
         settings.log.warn(
           { err: toEffectError(error), attempt, delayMs },
           'model server not answering yet; waiting for it',
@@ -146,7 +173,7 @@ export const startAgent = (
     const started = scheduler.now();
     return abortable(() => recoverModelDir(capabilities.store, capabilities.journal)).pipe(
       concatMap((disk) =>
-        serverAnswer(capabilities.server, settings, scheduler, random).pipe(
+        serverAnswer(capabilities.server, settings, scheduler, random, started).pipe(
           map((loaded): InPlace => ({ ...disk, loaded })),
         ),
       ),

@@ -16,7 +16,14 @@ import {
   throwError,
   type Observable,
 } from 'rxjs';
-import { currentModelOps, modelOps, startAgent, type AgentCapabilities, type AgentSettings } from '../agent';
+import {
+  currentModelOps,
+  modelOps,
+  ServerNotAnswering,
+  startAgent,
+  type AgentCapabilities,
+  type AgentSettings,
+} from '../agent';
 import type { Env } from '../core/env';
 import { describeConfigError } from '../core/errors';
 import type { AppConfig } from '../core/flags/app-config';
@@ -189,10 +196,14 @@ const failureLine = (status: ModelStatus): Output =>
     ),
   );
 
+/** `--once`'s exit when the model server gave no answer within `--server-wait-timeout`. */
+export const serverNotAnsweringExitCode = 3;
+
 /**
  * `--once` without `--dry-run`: syncs the config as it is now (no watching, no resync), then exits 0 when every
  * model is Loaded, else 1 after one stdout line per model that is not (model, phase, errorKind, reason). A
- * config that cannot be used exits 1 and changes nothing. Exits 2 on malformed download headers.
+ * config that cannot be used exits 1 and changes nothing. Exits 2 on settings a start refuses, 3 when the model
+ * server has not answered within `--server-wait-timeout` (nothing is loaded then).
  */
 export const oneShotMode = (config: AppConfig, log: Logger, env: Env): Observable<Output> => {
   const start = startOf(config, log, env);
@@ -204,6 +215,7 @@ export const oneShotMode = (config: AppConfig, log: Logger, env: Env): Observabl
     const once = { ...edges, configSource: { ...edges.configSource, events$: EMPTY } };
     return startAgent(once, {
       ...agentSettings(config, log),
+      ...(config.serverWaitTimeout > 0 ? { serverWaitMs: config.serverWaitTimeout } : {}),
       onStart: (start) => (loader = start.loader),
     }).pipe(
       first((event) => event._tag === 'Ready', undefined),
@@ -218,6 +230,18 @@ export const oneShotMode = (config: AppConfig, log: Logger, env: Env): Observabl
         if (failed.length === 0) log.info(done, 'one-shot sync done: every model is loaded');
         else log.error(done, 'one-shot sync done: some models are not loaded');
         return from([...failed.map(failureLine), exit(failed.length === 0 ? 0 : 1)]);
+      }),
+      catchError((error: unknown) => {
+        if (!(error instanceof ServerNotAnswering)) return throwError(() => error);
+        log.error(
+          {
+            serverUrl: redactUri(config.serverUrl),
+            waitedMs: error.waitedMs,
+            reason: error.lastError.message,
+          },
+          'one-shot sync: the model server did not answer within --server-wait-timeout; nothing was loaded',
+        );
+        return of(exit(serverNotAnsweringExitCode));
       }),
     );
   });

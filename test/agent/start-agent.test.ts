@@ -10,6 +10,7 @@ import { snapshotOf } from '../../src/core/snapshot';
 import type { ModelServer } from '../../src/ports';
 import { agentSettings, capabilities } from '../../src/wiring/capabilities';
 import {
+  ServerNotAnswering,
   startAgent,
   type AgentCapabilities,
   type AgentSettings,
@@ -83,6 +84,27 @@ describe('startAgent', () => {
     ).toEqual([1, 2]);
     expect(ready(events)).toHaveLength(1);
     expect([...standIn.loaded]).toEqual(['a']);
+  });
+
+  it('gives up with ServerNotAnswering once serverWaitMs has passed without an answer, after one last try', async () => {
+    const inner = edges(modelsJson({ a: uri('a') }));
+    const asked: number[] = [];
+    const started = Date.now();
+    const server: ModelServer = {
+      ...inner.server,
+      loadedModels: () => {
+        asked.push(Date.now() - started);
+        return Promise.reject(new Error('connect ECONNREFUSED'));
+      },
+    };
+
+    const ending = lastValueFrom(startAgent({ ...inner, server }, { ...settings(), serverWaitMs: 300 }));
+
+    await expect(ending).rejects.toBeInstanceOf(ServerNotAnswering);
+    await expect(ending).rejects.toMatchObject({ lastError: { message: 'connect ECONNREFUSED' } });
+    // The last try is at the deadline (within a timer's rounding), never well before: the wait is not cut short.
+    expect(asked.at(-1)).toBeGreaterThanOrEqual(295);
+    expect(standIn.loaded.size).toBe(0);
   });
 
   it('applies snapshot operators between keepValid and toModelOps: Ready counts what they let through', async () => {

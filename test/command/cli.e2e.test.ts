@@ -41,6 +41,7 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--torchserve-token-file', 'MODELSYNC_TORCHSERVE_TOKEN_FILE'],
   ['--request-timeout-ms', 'MODELSYNC_REQUEST_TIMEOUT_MS'],
   ['--load-timeout-ms', 'MODELSYNC_LOAD_TIMEOUT_MS'],
+  ['--server-wait-timeout', 'MODELSYNC_SERVER_WAIT_TIMEOUT'],
   ['--download-concurrency', 'MODELSYNC_DOWNLOAD_CONCURRENCY'],
   ['--load-concurrency', 'MODELSYNC_LOAD_CONCURRENCY'],
   ['--retry-base-ms', 'MODELSYNC_RETRY_BASE_MS'],

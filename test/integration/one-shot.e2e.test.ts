@@ -2,11 +2,14 @@
 import { join } from 'node:path';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { cliArgs, killAllCli, runCli } from '../helpers/cli-process';
+import { closedPort, useHttpServers } from '../helpers/http-servers';
+import { atLeast, type LogLine } from '../helpers/log-sink';
 import { modelsJson } from '../helpers/fixtures';
 import { useTempDir } from '../helpers/temp-dir';
 import { resyncWorld, type ResyncWorld } from './resync-world';
 
 const tmp = useTempDir('one-shot');
+const serve = useHttpServers();
 let world: ResyncWorld;
 beforeEach(async () => {
   world = await resyncWorld(tmp.path);
@@ -72,4 +75,41 @@ describe('modelsync --once (one-shot sync, real CLI)', () => {
     expect(result.stderr.text).toContain('one-shot sync: no usable config; nothing was changed');
     expect([...world.server().loaded]).toEqual(['kept']);
   }, 30_000);
+
+  it.each([
+    ['refuses every connection', async (): Promise<string> => `http://127.0.0.1:${await closedPort()}`],
+    [
+      'accepts connections and never answers',
+      async (): Promise<string> => (await serve(() => undefined)).url,
+    ],
+  ])(
+    'exits 3 after --server-wait-timeout with one error line and nothing loaded when the model server %s',
+    async (_what, serverUrl) => {
+      world.writeConfig(['a']);
+
+      const result = await runCli(
+        cliArgs(
+          world.flags({
+            once: true,
+            'server-url': await serverUrl(),
+            'server-wait-timeout': '2s',
+            'request-timeout-ms': 500,
+          }),
+        ),
+        { timeoutMs: 30_000 },
+      );
+
+      expect(result.code).toBe(3);
+      expect(result.stdout.text).toBe('');
+      const errors = result.stderr.lines.map((line) => JSON.parse(line) as LogLine).filter(atLeast('error'));
+      expect(errors).toEqual([
+        expect.objectContaining({
+          msg: 'one-shot sync: the model server did not answer within --server-wait-timeout; nothing was loaded',
+          waitedMs: expect.any(Number) as unknown,
+        }),
+      ]);
+      expect(errors[0]!['waitedMs']).toBeGreaterThanOrEqual(1900);
+    },
+    40_000,
+  );
 });

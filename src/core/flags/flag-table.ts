@@ -189,6 +189,16 @@ export const flagTable = {
     codec: integerIn('RequestTimeoutMs', 100, 3_600_000),
   },
   ...storageFlags,
+  serverWaitTimeout: {
+    flag: '--server-wait-timeout',
+    arg: 'duration',
+    env: 'MODELSYNC_SERVER_WAIT_TIMEOUT',
+    default: '5m',
+    help:
+      'with `--once`: how long to wait for the model server to answer at start before giving up with exit 3 ' +
+      '(`0`: for ever). Sync mode always waits: the server starts beside it, and `/readyz` says it is not ready',
+    codec: duration('ServerWaitTimeout', 0, 86_400_000),
+  },
   loadTimeoutMs: {
     flag: '--load-timeout-ms',
     arg: 'ms',

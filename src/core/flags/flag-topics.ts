@@ -29,6 +29,7 @@ export const flagTopics: ReadonlyArray<readonly [string, ReadonlyArray<SettingFi
       'torchserveTokenFile',
       'requestTimeoutMs',
       'loadTimeoutMs',
+      'serverWaitTimeout',
     ],
   ],
   [
