@@ -4,7 +4,7 @@
  * the names the code of src/ uses, the metrics registry, a real /status answer, the tree. A failure lists each
  * name as `file:line: name`.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { Registry } from 'prom-client';
 import { parseArgs } from '../../src/command/parse-args';
@@ -183,6 +183,25 @@ describe('the /status fields the docs name', () => {
     );
     expect(named.length).toBeGreaterThan(15);
     expect(unknownMentions(named, (span) => isField(span.name))).toEqual([]);
+  });
+});
+
+describe('the npm scripts and benchmark suites the docs name', () => {
+  const scripts = Object.keys(
+    (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> })
+      .scripts,
+  );
+
+  it('are each a script of package.json, and each suite one the bench runs', () => {
+    const named = mentionsOf(/\bnpm run ([a-z][\w:-]*[\w])/);
+    expect(named.length).toBeGreaterThan(30);
+    expect(unknownMentions(named, (mention) => scripts.includes(mention.name))).toEqual([]);
+    const suites = mentionsOf(
+      /\bnpm run bench -- (?:\[?--[\w-]+\]? )*([a-z][a-z0-9-]*(?: [a-z][a-z0-9-]*)*)/,
+    ).flatMap((mention) => mention.name.split(' ').map((name) => ({ ...mention, name })));
+    expect(suites.length).toBeGreaterThan(8);
+    const bench = codeNames('bench');
+    expect(unknownMentions(suites, (mention) => bench.has(mention.name))).toEqual([]);
   });
 });
 
