@@ -247,7 +247,7 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
   );
   watchCounter(
     'modelsync_config_relists_total',
-    'With --source kube-api: lists after the first (a 410 Gone or a stall).',
+    'With --source kube-api: lists after the first (after a failure a resume would repeat, such as 410 Gone, or a stall).',
     (watch) => watch.relists,
   );
   for (const outcome of ['accepted', 'rejected', 'unchanged']) configReads.inc({ outcome }, 0);

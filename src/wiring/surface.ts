@@ -57,7 +57,7 @@ const times = ['lastAliveAt', 'lastActivityAt', 'unreachableSince', 'unreadSince
  * The kube-api watch as /status shows it: times as ISO 8601 (`unreachableSince` from the first failure until the
  * next sign of a working watch: the API server is unreachable and the watch retries), the failure redacted.
  */
-const watchJson = (watch: KubeWatchStatus): Readonly<Record<string, string | number>> => {
+export const kubeWatchJson = (watch: KubeWatchStatus): Readonly<Record<string, string | number>> => {
   const { lastFailure, source: _source, ...rest } = watch;
   const iso = times.flatMap((key) => {
     const at = watch[key];
@@ -143,7 +143,7 @@ export const withSurface =
       statuses: () => statuses().values(),
       config: () => {
         const watch = kubeWatch();
-        return watch === undefined ? state.config() : { ...state.config(), watch: watchJson(watch) };
+        return watch === undefined ? state.config() : { ...state.config(), watch: kubeWatchJson(watch) };
       },
       ready: state.ready,
     });

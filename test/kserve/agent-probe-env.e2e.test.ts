@@ -59,12 +59,13 @@ const startAgent = async (env: Record<string, string>): Promise<string> => {
   return `http://127.0.0.1:${port}`;
 };
 
-const probeStatus = async (url: string): Promise<number> =>
-  (await exchange(url, 'GET', '/', kubeletProbeHeaders)).status;
+/** The kubelet's probe of the agent: on `path`, which KServe's webhook sets to the user probe's httpGet path, else `/`. */
+const probeStatus = async (url: string, path = '/'): Promise<number> =>
+  (await exchange(url, 'GET', path, kubeletProbeHeaders)).status;
 
 /** Resolves once the kubelet's probe of `url` answers `status`. */
-const probeAnswers = (url: string, status: number): Promise<void> =>
-  eventually(`the probe to answer ${status}`, async () => (await probeStatus(url)) === status, 15_000);
+const probeAnswers = (url: string, status: number, path = '/'): Promise<void> =>
+  eventually(`the probe to answer ${status}`, async () => (await probeStatus(url, path)) === status, 15_000);
 
 describe('the readiness check of the agent port', () => {
   it('without SERVING_READINESS_PROBE, passes while the model server takes connections', async () => {
@@ -86,12 +87,14 @@ describe('the readiness check of the agent port', () => {
         periodSeconds: 10,
       }),
     });
-    await probeAnswers(url, 200);
+    // KServe's webhook probes the agent on the user probe's own path (agent_injector.go, as captured from 0.19).
+    const path = '/v2/health/ready';
+    await probeAnswers(url, 200, path);
     server.injectFault('index', { status: 500 }); // an unrelated route: the probe path still passes
-    expect(await probeStatus(url)).toBe(200);
+    expect(await probeStatus(url, path)).toBe(200);
     await server.close();
     servers.splice(0);
-    await probeAnswers(url, 503);
+    await probeAnswers(url, 503, path);
   });
 
   it('runs a tcpSocket probe and an array of probes (ENABLE_MULTI_CONTAINER_PROBES), all of which must pass', async () => {

@@ -149,5 +149,8 @@ export const s3CredentialEnv = (
   };
 };
 
-/** The kubelet's readiness probe of the agent container: `GET /` on 9081 with `K-Network-Probe: queue`. */
+/**
+ * The headers of the kubelet's readiness probe of the agent container: a GET on 9081 with `K-Network-Probe: queue`, on
+ * the path of the user container's httpGet readiness probe in RawDeployment, else `/` (agent_injector.go).
+ */
 export const kubeletProbeHeaders = { 'User-Agent': 'kube-probe/1.31', 'K-Network-Probe': 'queue' } as const;

@@ -1,4 +1,7 @@
-/** hfSettingsFrom: the Hub's endpoint, token and offline switch, from the environment names huggingface_hub reads. */
+/**
+ * hfSettingsFrom: the Hub's endpoint, token and offline switch, from the environment names huggingface_hub reads, and
+ * the bound on one file's connections KServe's webhook sets for hf-xet.
+ */
 import * as E from 'fp-ts/Either';
 import { bearerToken } from '../../core/bearer-token';
 import type { Env } from '../../core/env';
@@ -15,7 +18,16 @@ export interface HfSettings {
   readonly token?: string;
   /** `HF_HUB_OFFLINE` (else `TRANSFORMERS_OFFLINE`) is true: no request may go to the Hub. */
   readonly offline: boolean;
+  /**
+   * `HF_XET_NUM_CONCURRENT_RANGE_GETS`: the most connections one file is fetched over (absent: no bound of its own).
+   * hf-xet (1.1, what KServe 0.19's initializer runs) bounds one download's concurrent range GETs by it; KServe's
+   * webhook sets it (8) in every storage initializer. Its later releases drop it for adaptive concurrency.
+   */
+  readonly streamsPerFile?: number;
 }
+
+/** Above what hf-xet's own high-performance default was (512), and any connection count that makes sense. */
+const maxRangeGets = 4096;
 
 // constants.py's `_is_true`.
 const isTrue = (value: string | undefined): boolean =>
@@ -39,10 +51,23 @@ const endpointOf = (text: string): E.Either<string, string> => {
   return E.right(url.href.replace(/\/+$/, ''));
 };
 
+/** `HF_XET_NUM_CONCURRENT_RANGE_GETS` as a bound: blank or 0 is none (hf-xet: 0 lifts its limit). */
+const rangeGetsOf = (text: string | undefined): E.Either<string, number | undefined> => {
+  const value = text?.trim() ?? '';
+  const count = /^\d{1,4}$/.test(value) ? Number(value) : value === '' ? 0 : NaN;
+  if (!(count >= 0 && count <= maxRangeGets)) {
+    const shown = JSON.stringify(value.slice(0, 40)) + (value.length > 40 ? '…' : '');
+    return E.left(
+      `HF_XET_NUM_CONCURRENT_RANGE_GETS: expected a whole number from 0 to ${maxRangeGets}, got ${shown}`,
+    );
+  }
+  return E.right(count === 0 ? undefined : count);
+};
+
 /**
  * The Hub settings of `env`, as huggingface_hub reads them: `HF_ENDPOINT` (default https://huggingface.co),
  * `HF_TOKEN` or the older `HUGGING_FACE_HUB_TOKEN` (CR and LF dropped, trimmed, empty meaning none: `_clean_token`),
- * `HF_HUB_OFFLINE` or `TRANSFORMERS_OFFLINE`. The token is registered as a secret here, before it can reach any
+ * `HF_HUB_OFFLINE` or `TRANSFORMERS_OFFLINE`, `HF_XET_NUM_CONCURRENT_RANGE_GETS`. The token is registered as a secret here, before it can reach any
  * message. The Left names the variable that is wrong, never its value.
  */
 export const hfSettingsFrom = (env: Env): E.Either<string, HfSettings> => {
@@ -56,9 +81,12 @@ export const hfSettingsFrom = (env: Env): E.Either<string, HfSettings> => {
   if (raw.trim() !== '') registerSecret(raw.trim());
   const token = raw.trim() === '' ? undefined : bearerToken(raw);
   if (token !== undefined && E.isLeft(token)) return E.left(`${variable} ${token.left}`);
+  const streamsPerFile = rangeGetsOf(env.HF_XET_NUM_CONCURRENT_RANGE_GETS);
+  if (E.isLeft(streamsPerFile)) return streamsPerFile;
   return E.right({
     endpoint: endpoint.right,
     ...(token !== undefined ? { token: token.right } : {}),
     offline: isTrue(env.HF_HUB_OFFLINE || env.TRANSFORMERS_OFFLINE),
+    ...(streamsPerFile.right !== undefined ? { streamsPerFile: streamsPerFile.right } : {}),
   });
 };

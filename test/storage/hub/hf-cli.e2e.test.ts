@@ -17,6 +17,12 @@ afterEach(killAllCli);
 const tmp = useTempDir('hf-cli');
 const token = `hf_${randomBytes(12).toString('hex')}`;
 const weights = randomBytes(200_000);
+/** What KServe's webhook sets in every storage initializer (pkg/utils/storage.go, AddDefaultHuggingFaceEnvVars). */
+const kserveHfEnv = {
+  HF_HUB_ENABLE_HF_TRANSFER: '1',
+  HF_XET_HIGH_PERFORMANCE: '1',
+  HF_XET_NUM_CONCURRENT_RANGE_GETS: '8',
+};
 
 let hub: HubStandIn;
 let v1: string;
@@ -125,5 +131,46 @@ describe('modelsync hf://<owner>/<model>:<revision> <dest> (the storage initiali
 
     expect(result.code).toBe(2);
     expect(result.stderr.text).toContain('HF_ENDPOINT is not an http(s) URL');
+  });
+
+  it("downloads with the HF_* variables KServe's webhook sets in every storage initializer, then exits 0", async () => {
+    const dest = join(tmp.path, 'mnt', 'models');
+
+    const result = await runCli(['hf://org/private-model:v1', dest], {
+      env: { HF_ENDPOINT: hub.url, HF_TOKEN: token, ...kserveHfEnv },
+      timeoutMs: 20_000,
+    });
+
+    expect(result.code).toBe(0);
+    expect((await readFile(join(dest, 'model.safetensors'))).equals(weights)).toBe(true);
+  });
+
+  it('fetches a big file over one connection, no ranged parts, with HF_XET_NUM_CONCURRENT_RANGE_GETS=1', async () => {
+    const big = randomBytes(34 * 2 ** 20); // past the size from which files come in ranged parts (32 MiB)
+    hub.commit('org/big', { 'model.safetensors': big });
+    const dest = join(tmp.path, 'mnt', 'models');
+    const before = hub.requests.length;
+
+    const result = await runCli(['hf://org/big', dest], {
+      env: { HF_ENDPOINT: hub.url, ...kserveHfEnv, HF_XET_NUM_CONCURRENT_RANGE_GETS: '1' },
+      timeoutMs: 30_000,
+    });
+
+    expect(result.code).toBe(0);
+    expect((await readFile(join(dest, 'model.safetensors'))).equals(big)).toBe(true);
+    const cdn = hub.requests.slice(before).filter((request) => request.server === 'cdn');
+    expect(cdn.map((request) => request.range)).toEqual([undefined]);
+  });
+
+  it('stops at start (exit 2) on an HF_XET_NUM_CONCURRENT_RANGE_GETS that is no whole number, naming it', async () => {
+    const result = await runCli(['hf://org/private-model', join(tmp.path, 'mnt', 'models')], {
+      env: { HF_ENDPOINT: hub.url, HF_XET_NUM_CONCURRENT_RANGE_GETS: 'eight' },
+      timeoutMs: 20_000,
+    });
+
+    expect(result.code).toBe(2);
+    expect(result.stderr.text).toContain(
+      'HF_XET_NUM_CONCURRENT_RANGE_GETS: expected a whole number from 0 to 4096, got \\"eight\\"',
+    );
   });
 });

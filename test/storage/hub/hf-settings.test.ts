@@ -1,4 +1,7 @@
-/** hfSettingsFrom: HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE as huggingface_hub reads them; the token a secret. */
+/**
+ * hfSettingsFrom: HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE as huggingface_hub reads them, the token a secret; and
+ * HF_XET_NUM_CONCURRENT_RANGE_GETS, KServe's bound on one file's ranged requests, as hf-xet reads it.
+ */
 import * as E from 'fp-ts/Either';
 import { redact } from '../../../src/core/redact';
 import { hfSettingsFrom } from '../../../src/storage/hub/hf-settings';
@@ -61,4 +64,36 @@ describe('hfSettingsFrom', () => {
       E.right({ endpoint: 'https://huggingface.co', offline: false }),
     );
   });
+
+  it.each([
+    ['8', 8],
+    [' 2 ', 2],
+    ['1', 1],
+  ])(
+    'takes HF_XET_NUM_CONCURRENT_RANGE_GETS=%j as the most connections one file is fetched over',
+    (value, most) => {
+      expect(hfSettingsFrom({ HF_XET_NUM_CONCURRENT_RANGE_GETS: value })).toEqual(
+        E.right({ endpoint: 'https://huggingface.co', offline: false, streamsPerFile: most }),
+      );
+    },
+  );
+
+  it.each(['0', '', '  '])(
+    'sets no bound of its own with HF_XET_NUM_CONCURRENT_RANGE_GETS=%j (hf-xet: 0 is none)',
+    (value) => {
+      expect(hfSettingsFrom({ HF_XET_NUM_CONCURRENT_RANGE_GETS: value })).toEqual(
+        E.right({ endpoint: 'https://huggingface.co', offline: false }),
+      );
+    },
+  );
+
+  it.each(['eight', '-1', '1.5', '0x10', '4097', '1e3', '123456789012345678901234567890'])(
+    'refuses HF_XET_NUM_CONCURRENT_RANGE_GETS=%s, naming the variable and the bounds',
+    (value) => {
+      const settings = hfSettingsFrom({ HF_XET_NUM_CONCURRENT_RANGE_GETS: value });
+      expect(E.isLeft(settings) && settings.left).toMatch(
+        /^HF_XET_NUM_CONCURRENT_RANGE_GETS: expected a whole number from 0 to 4096, got "[^"]{0,40}"/,
+      );
+    },
+  );
 });
