@@ -30,7 +30,8 @@ export interface AgentMetrics {
 }
 
 // The scheme label takes only these values: a config may name any scheme, and labels must stay few.
-const schemeLabels = new Set(['file', 'http', 'https', 's3', 'gs', 'azure', 'hdfs', 'webhdfs', 'pvc', 'hf']);
+// An Azure Blob URL is an https one: it is labelled `https`.
+const schemeLabels = new Set(['file', 'http', 'https', 's3', 'gs', 'hdfs', 'webhdfs', 'pvc', 'hf']);
 const endsWell: ReadonlySet<ModelPhase> = new Set(['Loading', 'Loaded', 'Removed']);
 const endsBadly: ReadonlySet<ModelPhase> = new Set(['Retrying', 'Failed']);
 

@@ -24,7 +24,7 @@ const dataOf = (object: KubeObject | undefined): Record<string, string> =>
   (object?.['data'] ?? {}) as Record<string, string>;
 
 /** What KServe's Go structs read from each patched key (their json tags), and how each is checked. */
-type FieldKind = 'image' | 'quantity' | 'string' | 'boolean';
+type FieldKind = 'image' | 'quantity' | 'string' | 'boolean' | 'integer';
 const kserveFields: Readonly<Record<'agent' | 'storageInitializer', Readonly<Record<string, FieldKind>>>> = {
   // AgentConfig: every resource value goes through resource.MustParse, which panics on an empty one.
   agent: {
@@ -34,7 +34,7 @@ const kserveFields: Readonly<Record<'agent' | 'storageInitializer', Readonly<Rec
     memoryRequest: 'quantity',
     memoryLimit: 'quantity',
   },
-  // StorageInitializerConfig (uidModelcar, a *int64, is optional: absent leaves the UID alone).
+  // StorageInitializerConfig of KServe v0.19.0 (pkg/types/config.go).
   storageInitializer: {
     image: 'image',
     memoryRequest: 'quantity',
@@ -43,15 +43,16 @@ const kserveFields: Readonly<Record<'agent' | 'storageInitializer', Readonly<Rec
     cpuLimit: 'quantity',
     caBundleConfigMapName: 'string',
     caBundleVolumeMountPath: 'string',
-    enableDirectPvcVolumeMount: 'boolean',
     enableModelcar: 'boolean',
     cpuModelcar: 'quantity',
     memoryModelcar: 'quantity',
+    uidModelcar: 'integer',
   },
 };
 
 const fits = (kind: FieldKind, value: Json | undefined): boolean => {
   if (kind === 'boolean') return typeof value === 'boolean';
+  if (kind === 'integer') return Number.isSafeInteger(value);
   if (typeof value !== 'string') return false;
   if (kind === 'quantity') return parseQuantity(value) !== undefined;
   return kind === 'string' || value !== '';
