@@ -155,6 +155,14 @@ const pathOf = (target: string | undefined): string => {
 };
 
 /**
+ * A request the agent port takes before the surface's own paths: any that is not one of them, and the kubelet's
+ * readiness check of KServe on whatever path (the webhook probes the agent on the user container's own readiness
+ * path, which may be `/healthz`; modelsync's liveness there would say nothing of the model server).
+ */
+const forAgentPort = (request: IncomingMessage): boolean =>
+  !isSurfacePath(pathOf(request.url)) || classifyAgentPortRequest(request.headers).kind === 'readiness';
+
+/**
  * A request the surface answers itself, from memory: every one without the agent port; with it, the surface's
  * paths and the probes the agent port answers, not what it proxies. Only these may use the reserved connections.
  */
@@ -181,8 +189,7 @@ const responder = (view: SurfaceView, limits: SurfaceLimits, agentPort?: Request
   const redactBody = redactedTexts(8);
   let heavyInFlight = 0;
   return (request: IncomingMessage, response: ServerResponse): void => {
-    if (agentPort !== undefined && !isSurfacePath(pathOf(request.url)))
-      return void agentPort(request, response);
+    if (agentPort !== undefined && forAgentPort(request)) return void agentPort(request, response);
     const head = request.method === 'HEAD';
     const reply = (result: Answer, close = false): void => {
       const body = redactBody(result.body); // the one gate: nothing leaves without redaction

@@ -3,9 +3,11 @@
  * malformed), and the features it refuses, on the real CLI with KServe's args beside a V2 stand-in.
  */
 import { mkdir } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { startHttpServer } from '../../src/testing/http-server';
 import { sleep } from '../../src/testing/wait';
 import { runCli, startCli, type CliProcess } from '../helpers/cli-process';
 import { eventually } from '../helpers/eventually';
@@ -95,6 +97,44 @@ describe('the readiness check of the agent port', () => {
     await server.close();
     servers.splice(0);
     await probeAnswers(url, 503, path);
+  });
+
+  it("runs KServe's check on the user probe's path when that path is one of modelsync's own (/healthz)", async () => {
+    // The model server: a V2 stand-in, and a /healthz of its own that the test turns on.
+    let userHealthy = false;
+    const v2 = await startV2ModelServer({});
+    servers.push(v2);
+    const user = await startHttpServer(
+      (request, response) => {
+        if (request.url === '/healthz') return void response.writeHead(userHealthy ? 200 : 500).end();
+        const upstream = httpRequest(`${v2.url}${request.url}`, { method: request.method }, (answer) => {
+          response.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(response);
+        });
+        request.pipe(upstream);
+      },
+      { port: userPort },
+    );
+    try {
+      const url = await startAgent({
+        SERVING_READINESS_PROBE: goProbeJson({
+          httpGet: { path: '/healthz', port: userPort, scheme: 'HTTP' },
+          timeoutSeconds: 1,
+          periodSeconds: 10,
+        }),
+      });
+      // The kubelet's readiness check (K-Network-Probe: queue) follows the model server, not modelsync's liveness.
+      await probeAnswers(url, 503, '/healthz');
+      userHealthy = true;
+      await probeAnswers(url, 200, '/healthz');
+      // A probe without the header, and anyone else, still reach modelsync's own /healthz.
+      userHealthy = false;
+      const liveness = await exchange(url, 'GET', '/healthz', { 'User-Agent': 'kube-probe/1.31' });
+      expect(liveness.status).toBe(200);
+      expect((await exchange(url, 'GET', '/healthz', {})).status).toBe(200);
+    } finally {
+      await user.close();
+    }
   });
 
   it('runs a tcpSocket probe and an array of probes (ENABLE_MULTI_CONTAINER_PROBES), all of which must pass', async () => {
