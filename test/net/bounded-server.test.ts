@@ -166,10 +166,9 @@ describe('boundedServer', () => {
     const port = await serve(limits({ maxConnections: 16, requestTimeoutMs: 60_000, idleTimeoutMs: 60_000 }));
     const before = openDescriptors();
     for (let i = 0; i < 300; i++) await connect(port);
-    await sleep(200);
-    const stillOpen = clients.filter((client) => client.open());
+    const stillOpen = (): number => clients.filter((client) => client.open()).length;
+    await waitFor(() => stillOpen() <= 16, 10_000, 'the connections past the cap closed');
     // Each connection the server holds is two descriptors here (its end and the client's), each one it closed none.
-    expect(stillOpen.length).toBeLessThanOrEqual(16);
     expect(openDescriptors() - before).toBeLessThanOrEqual(2 * 16 + 8);
     const probe = await connect(port);
     probe.socket.write(getHead('/', 'Connection: close\r\n'));
@@ -178,17 +177,18 @@ describe('boundedServer', () => {
   });
 
   it('closes a connection past maxConnections and the reserve at once when every held one is being answered', async () => {
-    // Every timeout a minute away: only the cap closes a connection within the test.
-    const port = await serve(
+    // Every timeout a minute away, and no answer ever sent: only the cap closes a connection within the test.
+    let arrived = 0;
+    const port = await serveWith(
       limits({ maxConnections: 4, reservedConnections: 2, idleTimeoutMs: 60_000, requestTimeoutMs: 60_000 }),
-      1500,
+      () => void arrived++,
     );
     const busy: RawSocket[] = [];
     for (let i = 0; i < 6; i++) {
       const client = await connect(port); // one at a time: a connection yet to send its head gives way
       client.socket.write(getHead('/'));
       busy.push(client);
-      await sleep(50);
+      await waitFor(() => arrived === i + 1, 10_000, `request ${i + 1} in the server's hands`);
     }
     const late = await connect(port);
     await late.closed;
@@ -197,17 +197,19 @@ describe('boundedServer', () => {
   });
 
   it('keeps reservedConnections past the cap for what reserveServes takes, answering the rest 503 there', async () => {
+    // The slow requests are never answered within the test: their connections stay busy, however long it takes.
+    let slow = 0;
     const port = await serveWith(
       limits({ maxConnections: 4, reservedConnections: 2, idleTimeoutMs: 60_000 }),
       (request, response) => {
         if (request.url === '/probe') return void response.end('probed');
-        setTimeout(() => response.end('slow'), 3000).unref();
+        slow++;
       },
       (request) => request.url === '/probe',
     );
     const busy = await Promise.all(Array.from({ length: 4 }, () => connect(port)));
     for (const client of busy) client.socket.write(getHead('/slow'));
-    await sleep(100);
+    await waitFor(() => slow === 4, 10_000, "the four slow requests in the server's hands");
     const probe = await connect(port);
     probe.socket.write(getHead('/probe', 'Connection: close\r\n'));
     const other = await connect(port);
