@@ -11,16 +11,18 @@ import { useTempDir } from '../helpers/temp-dir';
 import { waitFor } from '../../src/testing/wait';
 import { about, linesWithDuplicateKeys, resyncWorld, type ResyncWorld } from './resync-world';
 
-const tmp = useTempDir('resync');
 let world: ResyncWorld;
+// Declared before the temp dir's: hooks after a test run in the order declared, so the dir goes once no process
+// writes in it any more (removed under a live CLI, it can fail ENOTEMPTY).
+afterEach(async () => {
+  await killAllCli();
+  await world.close();
+});
+const tmp = useTempDir('resync');
 beforeEach(async () => {
   world = await resyncWorld(tmp.path);
   await Promise.all(['a', 'b'].map((name) => world.addModel(name)));
   world.writeConfig(['a', 'b']);
-});
-afterEach(async () => {
-  await killAllCli();
-  await world.close();
 });
 
 const unloadAtServer = (url: string, name: string): Promise<number> =>

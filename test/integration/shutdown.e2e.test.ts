@@ -11,18 +11,20 @@ import { modelsJson } from '../helpers/fixtures';
 import { useTempDir } from '../helpers/temp-dir';
 import { about, resyncWorld, type ResyncWorld } from './resync-world';
 
-const tmp = useTempDir('shutdown');
 let world: ResyncWorld;
 let storage: RunningHttpServer | undefined;
-beforeEach(async () => {
-  world = await resyncWorld(tmp.path);
-  await world.addModel('a');
-});
+// Declared before the temp dir's: hooks after a test run in the order declared, so the dir goes once no process
+// writes in it any more (removed under a live CLI, it can fail ENOTEMPTY).
 afterEach(async () => {
   await killAllCli();
   await storage?.close();
   storage = undefined;
   await world.close();
+});
+const tmp = useTempDir('shutdown');
+beforeEach(async () => {
+  world = await resyncWorld(tmp.path);
+  await world.addModel('a');
 });
 
 /** A storage server that announces 64 MiB, sends 64 KiB of it, then nothing more (a download that hangs). */
