@@ -1,8 +1,8 @@
 /**
  * Two tiers, named by the test file: `*.test.ts` runs in process (`npm run test:unit`, the quick loop);
  * `*.e2e.test.ts` starts another process — the built CLI, a server, s3rver, azurite, `npm pack` (`npm run
- * test:e2e`, after a build). `npm test` runs both, the in-process tier first. The long `*.soak.test.ts` files run
- * with `npm run test:soak` (jest.soak.config.js).
+ * test:e2e`, after a build). `npm test` runs both, the in-process tier first and the other even when it failed.
+ * The long `*.soak.test.ts` files run with `npm run test:soak` (jest.soak.config.js).
  */
 /** What both tiers share. */
 const shared = {

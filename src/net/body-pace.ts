@@ -28,16 +28,21 @@ export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () 
   let bytes = 0;
   let lastByteAt = 0; // in read time
   let timer: NodeJS.Timeout | undefined;
+  let confirming: NodeJS.Immediate | undefined;
   let counting = false;
   let over = false;
   const readMs = (): number => readBefore + (flowingSince === undefined ? 0 : Date.now() - flowingSince);
   const deadline = (): number =>
     Math.min(lastByteAt, pace.minRate > 0 ? (bytes * 1000) / pace.minRate : Infinity) + pace.stallMs;
-  const check = (): void => {
+  const check = (afterIo = false): void => {
     timer = undefined;
+    confirming = undefined;
     if (over || flowingSince === undefined) return;
     const left = deadline() - readMs();
     if (left > 0) return void (timer = setTimeout(check, left).unref());
+    // Judged only after one turn through I/O: a timer late because this process did not run (a busy or paused
+    // host) fires before the bytes the client sent meanwhile are read, and would blame the client for our stall.
+    if (!afterIo) return void (confirming = setImmediate(check, true));
     stop();
     breached();
   };
@@ -56,7 +61,8 @@ export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () 
     readBefore = readMs();
     flowingSince = undefined;
     clearTimeout(timer);
-    timer = undefined;
+    clearImmediate(confirming);
+    timer = confirming = undefined;
   };
   const watch: BodyWatch = {
     stalledMs: () => (over || flowingSince === undefined ? 0 : readMs() - lastByteAt),
@@ -65,6 +71,7 @@ export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () 
     if (over) return;
     over = true;
     clearTimeout(timer);
+    clearImmediate(confirming);
     request
       .off('resume', resumed)
       .off('pause', paused)

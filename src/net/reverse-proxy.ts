@@ -48,6 +48,8 @@ export interface ReverseProxyOptions {
    */
   readonly body: BodyPace;
   readonly log: Logger;
+  /** The clock of the once-a-second warn lines, in ms (default `Date.now`): a test steps its own. */
+  readonly now?: () => number;
 }
 
 /** A running proxy. */
@@ -75,10 +77,10 @@ const refusedText = Buffer.from('protocol upgrades and CONNECT are not proxied\n
 const slowBodyText = Buffer.from('the request body did not arrive in time\n');
 
 /** A warn line per kind at most once a second, with how many of that kind went unlogged since. */
-const rateLimitedWarn = (log: Logger): ((kind: FailureKind, err?: unknown) => void) => {
+const rateLimitedWarn = (log: Logger, clock: () => number): ((kind: FailureKind, err?: unknown) => void) => {
   const last = new Map<FailureKind, { at: number; suppressed: number }>();
   return (kind, err) => {
-    const now = Date.now();
+    const now = clock();
     const previous = last.get(kind);
     if (previous !== undefined && now - previous.at < 1000) return void previous.suppressed++;
     last.set(kind, { at: now, suppressed: 0 });
@@ -114,7 +116,7 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
   // lifo: the warmest connection first, so that the others idle out rather than all staying half used.
   const agent = new Agent({ keepAlive: true, maxSockets, scheduling: 'lifo', timeout: upstreamIdleMs });
   const hostHeader = `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
-  const warn = rateLimitedWarn(options.log);
+  const warn = rateLimitedWarn(options.log, options.now ?? Date.now);
   /** Exchanges holding each client socket (more than one when requests are pipelined). */
   const holds = new WeakMap<Socket, number>();
   let inFlight = 0;
@@ -159,13 +161,24 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       warn(kind);
       response.destroy(); // the client sees a cut body, never a short one that looks complete
     };
+    // Whether a byte moved since the idle timer last fired.
+    let movedSince = false;
     const idle = setTimeout(() => {
-      if (phase === 'streaming') return cut('stalled');
-      warn('timeout');
-      upstream?.destroy();
-      answerOurselves(504, timeoutText);
+      movedSince = false;
+      // Judged after one turn through I/O: a timer late because this process did not run (a busy or paused host)
+      // fires before the bytes that moved meanwhile are read, and would blame a peer for our stall.
+      setImmediate(() => {
+        if (movedSince || !holding || phase === 'ended' || phase === 'answered') return;
+        if (phase === 'streaming') return cut('stalled');
+        warn('timeout');
+        upstream?.destroy();
+        answerOurselves(504, timeoutText);
+      });
     }, timeoutMs);
-    const moved = (): void => void idle.refresh();
+    const moved = (): void => {
+      movedSince = true;
+      idle.refresh();
+    };
 
     const onHead = (head: IncomingMessage): void => {
       if (phase !== 'waiting') return void head.destroy();

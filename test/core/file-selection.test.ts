@@ -76,9 +76,8 @@ describe('fileFilter', () => {
   });
 
   it('matches a pattern of hundreds of stars against a long path in linear steps, not backtracking', () => {
-    const started = Date.now();
+    // Backtracking tries the ways 500 stars can split 4,000 letters: it would not end within the test's timeout.
     expect(allows(`${'*a'.repeat(500)}b`, 'a'.repeat(4000))).toBe(false);
-    expect(Date.now() - started).toBeLessThan(1000);
   });
 });
 

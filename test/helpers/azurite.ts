@@ -207,6 +207,11 @@ export const startFaultProxy = async (target: string): Promise<FaultProxy> => {
       },
     );
     upstream.on('error', () => outgoing.destroy());
+    // A client gone before the answer ended: the upstream's answer is dropped (left piped to a closed response, it
+    // stays paused, its socket open and the jest worker alive after azurite is gone).
+    let answered = false;
+    upstream.once('response', (answer) => answer.once('end', () => (answered = true)));
+    outgoing.once('close', () => answered || upstream.destroy());
     incoming.pipe(upstream);
   });
   return {

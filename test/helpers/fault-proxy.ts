@@ -102,6 +102,11 @@ const forward = (
     },
   );
   upstream.on('error', () => response.socket?.destroy());
+  // A client gone before the answer ended: the upstream's answer is dropped. Left piped to a closed response it
+  // stays paused with its bytes unread, its socket open (and the jest worker alive) after the server is gone.
+  let answered = false;
+  upstream.once('response', (answer) => answer.once('end', () => (answered = true)));
+  response.once('close', () => answered || upstream.destroy());
   request.pipe(upstream);
 };
 

@@ -61,14 +61,18 @@ describe('config pipeline on a kubelet-managed dir', () => {
     const h = (harness = await startPipeline());
     atomicWrite(h.configDir, { 'models.json': payload(0) });
     await h.waitForOps(3);
+    const [readsBefore, started] = [h.reads(), performance.now()];
     for (let i = 1; i <= 200; i++) {
       atomicWrite(h.configDir, { 'models.json': payload(i) });
       await sleep(1);
     }
-    await waitFor(() => snapshotEquals(h.state(), decoded(payload(200))), 5000, 'the last payload');
+    await waitFor(() => snapshotEquals(h.state(), decoded(payload(200))), 10_000, 'the last payload');
     await sleep(400);
     expect(snapshotEquals(h.state(), decoded(payload(200)))).toBe(true);
-    expect(h.reads()).toBeLessThan(100);
+    // At most one read per 20 ms on each of the two paced paths while the events come, and one after them: on a
+    // fast host a few dozen for 200 swaps; a slow one spreads the swaps out and is owed more, never a faster pace.
+    const spanMs = performance.now() - started;
+    expect(h.reads() - readsBefore).toBeLessThanOrEqual(2 * Math.ceil(spanMs / 20) + 2);
   });
 
   it('gives no ops when a swap publishes identical content', async () => {
@@ -134,13 +138,14 @@ describe('config pipeline on a plain dir', () => {
 
   it('starts watching a config dir created after start-up', async () => {
     const h = (harness = await startPipeline());
-    await sleep(200);
-    expect(h.sink.withMessage('config dir does not exist')).toHaveLength(1);
+    const missing = (): number => h.sink.withMessage('config dir does not exist').length;
+    await waitFor(() => missing() > 0, 10_000, 'the missing dir noticed');
     await mkdir(h.configDir, { recursive: true });
     await sleep(200);
     await writeFile(join(h.configDir, 'models.json'), modelsJson({ m1: 's3://b/m1' }));
     await h.waitForOps(1);
     expect(h.ops).toEqual([add(name('m1'), spec('s3://b/m1', '100Mi'), true)]);
+    expect(missing()).toBe(1); // said once, not at every recheck
   });
 
   it('re-arms the watch when the config dir is deleted and created again', async () => {

@@ -3,7 +3,6 @@
  * load, a change applied at once, a dropped watch resumed from its version, 410 re-lists, bad values and a deleted
  * ConfigMap that unload nothing, a refused token, a stalled watch, 200 rapid changes, and --dry-run.
  */
-import { performance } from 'node:perf_hooks';
 import type { V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { sleep, waitFor } from '../../src/testing/wait';
 import { cliArgs, killAllCli, runCli, startCli } from '../helpers/cli-process';
@@ -91,20 +90,22 @@ describe('--source kube-api on the real process', () => {
     );
   });
 
-  it('applies a MODIFIED at once: the load request follows the event within milliseconds', async () => {
+  it('applies a MODIFIED from the watch itself: the load request follows the event, no re-list between', async () => {
     const { agent, cluster, server } = await startAgent(['alpha']);
     await agent.waitForLog('start-up sync complete; ready');
     await waitFor(() => cluster.api.openWatches() === 1, 5000, 'an open watch');
-    const change = cluster.api.apply(models('alpha', 'beta'));
+    const lists = (): number =>
+      cluster.api.requests.filter((r) => r.kind === 'list' || r.kind === 'metadata').length;
+    const listsBefore = lists();
+    cluster.api.apply(models('alpha', 'beta'));
+    // The watch is re-opened after 300 s and the config re-read no sooner: only the event brings the load here.
+    // How soon is a speed claim, measured by the bench (npm run bench).
     await waitFor(
       () => server.requests.some((r) => r.name === 'beta' && r.path.endsWith('/load')),
-      5000,
+      20_000,
       'beta',
     );
-    const loadAt = server.requests.find((r) => r.name === 'beta')!.at;
-    const elapsedMs = loadAt - (performance.timeOrigin + change.sentAt);
-    // The bench measures this (npm run bench); here only a bound no busy CI machine misses.
-    expect(elapsedMs).toBeLessThan(500);
+    expect(lists()).toBe(listsBefore);
   });
 
   it('resumes a watch dropped mid-stream from its last version, missing and repeating nothing', async () => {

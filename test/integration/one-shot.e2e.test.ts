@@ -8,16 +8,18 @@ import { modelsJson } from '../helpers/fixtures';
 import { useTempDir } from '../helpers/temp-dir';
 import { resyncWorld, type ResyncWorld } from './resync-world';
 
-const tmp = useTempDir('one-shot');
-const serve = useHttpServers();
 let world: ResyncWorld;
-beforeEach(async () => {
-  world = await resyncWorld(tmp.path);
-  await Promise.all(['a', 'b'].map((name) => world.addModel(name)));
-});
+// Declared before the temp dir's: hooks after a test run in the order declared, so the dir goes once no process
+// writes in it any more (removed under a live CLI, it can fail ENOTEMPTY).
 afterEach(async () => {
   await killAllCli();
   await world.close();
+});
+const tmp = useTempDir('one-shot');
+const serve = useHttpServers();
+beforeEach(async () => {
+  world = await resyncWorld(tmp.path);
+  await Promise.all(['a', 'b'].map((name) => world.addModel(name)));
 });
 
 const oneShot = (extra = {}) => runCli(cliArgs(world.flags({ once: true, ...extra })), { timeoutMs: 20_000 });

@@ -11,18 +11,20 @@ import { modelsJson } from '../helpers/fixtures';
 import { useTempDir } from '../helpers/temp-dir';
 import { about, resyncWorld, type ResyncWorld } from './resync-world';
 
-const tmp = useTempDir('shutdown');
 let world: ResyncWorld;
 let storage: RunningHttpServer | undefined;
-beforeEach(async () => {
-  world = await resyncWorld(tmp.path);
-  await world.addModel('a');
-});
+// Declared before the temp dir's: hooks after a test run in the order declared, so the dir goes once no process
+// writes in it any more (removed under a live CLI, it can fail ENOTEMPTY).
 afterEach(async () => {
   await killAllCli();
   await storage?.close();
   storage = undefined;
   await world.close();
+});
+const tmp = useTempDir('shutdown');
+beforeEach(async () => {
+  world = await resyncWorld(tmp.path);
+  await world.addModel('a');
 });
 
 /** A storage server that announces 64 MiB, sends 64 KiB of it, then nothing more (a download that hangs). */
@@ -38,14 +40,14 @@ describe('shutdown on SIGTERM/SIGINT (real CLI)', () => {
   it('aborts a download in progress, removes its staging dir and exits 0 at once', async () => {
     storage = await hangingStorage();
     atomicWrite(world.configDir, { 'models.json': modelsJson({ big: `${storage.url}/big.bin` }) });
-    const cli = startCli(cliArgs(world.flags({ 'shutdown-timeout': '10s' })));
+    // The shutdown timeout is a minute away: an exit within the wait, stopped with nothing left in flight, is a
+    // download that did not wait for it.
+    const cli = startCli(cliArgs(world.flags({ 'shutdown-timeout': '60s' })));
     await cli.waitForLog(about('model downloading', 'big'), 20_000);
     const staging = async () => (await modelDirEntries()).some((entry) => entry.startsWith('.tmp-'));
     await waitFor(staging, 5000, 'the staging dir of big');
-    const signalledAt = Date.now();
-    const exit = await cli.signalAndWait('SIGTERM', 10_000);
+    const exit = await cli.signalAndWait('SIGTERM', 20_000);
     expect(exit).toEqual({ code: 0, signal: null });
-    expect(Date.now() - signalledAt).toBeLessThan(3000); // a download does not wait for the timeout
     expect((await modelDirEntries()).filter((entry) => entry.startsWith('.tmp-'))).toEqual([]);
     await cli.waitForLog('modelsync stopped', 100);
   }, 30_000);
@@ -66,10 +68,9 @@ describe('shutdown on SIGTERM/SIGINT (real CLI)', () => {
     world.writeConfig(['a']);
     const cli = startCli(cliArgs(world.flags({ 'shutdown-timeout': '500ms' })));
     await cli.waitForLog(about('model loading', 'a'), 20_000);
-    const signalledAt = Date.now();
-    const exit = await cli.signalAndWait('SIGTERM', 10_000);
+    // The load takes 20 s: an exit within the wait is the shutdown timeout's, as its line says.
+    const exit = await cli.signalAndWait('SIGTERM', 15_000);
     expect(exit).toEqual({ code: 0, signal: null });
-    expect(Date.now() - signalledAt).toBeLessThan(2500);
     await cli.waitForLog(
       'modelsync stopped: calls still in flight at the shutdown timeout were aborted',
       100,

@@ -13,16 +13,18 @@ import { resyncWorld, type ResyncWorld } from '../integration/resync-world';
 import { cliArgs, cliPath, killAllCli, runCli } from '../helpers/cli-process';
 import { useTempDir } from '../helpers/temp-dir';
 
-const tmp = useTempDir('log-lines');
 let world: ResyncWorld;
+// Declared before the temp dir's: hooks after a test run in the order declared, so the dir goes once no process
+// writes in it any more (removed under a live CLI, it can fail ENOTEMPTY).
+afterEach(async () => {
+  await killAllCli();
+  await world.close();
+});
+const tmp = useTempDir('log-lines');
 beforeEach(async () => {
   world = await resyncWorld(tmp.path);
   await world.addModel('a');
   world.writeConfig(['a', 'missing']);
-});
-afterEach(async () => {
-  await killAllCli();
-  await world.close();
 });
 
 /**

@@ -198,13 +198,12 @@ describe('v2ModelServer', () => {
   it('fails retryably when a load takes longer than the timeout', async () => {
     await install('m1');
     standIn.setLoadDelay(2_000);
-    const started = Date.now();
+    // An error at all: the load itself would succeed after its delay.
     const error = await effectError(
       v2ModelServer({ baseUrl: standIn.url, timeoutMs: 100 }).load(name('m1'), false, live()),
     );
     expect(error).toMatchObject({ kind: 'timeout', retryable: true });
     expect(error.message).toBe(`model server load of "m1" (${standIn.url}) timed out after 100 ms`);
-    expect(Date.now() - started).toBeLessThan(1_500);
   });
 
   it('times out a response whose body never ends', async () => {
@@ -237,7 +236,7 @@ describe('v2ModelServer', () => {
     await install('m1');
     standIn.setLoadDelay(5_000);
     const controller = new AbortController();
-    const started = Date.now();
+    // An error at all: the load itself would succeed after its delay.
     const pending = effectError(
       v2ModelServer({ baseUrl: standIn.url }).load(name('m1'), false, controller.signal),
     );
@@ -245,7 +244,6 @@ describe('v2ModelServer', () => {
     const error = await pending;
     expect(error).toMatchObject({ kind: 'aborted', retryable: true });
     expect(error.message).toBe(`model server load of "m1" (${standIn.url}) aborted`);
-    expect(Date.now() - started).toBeLessThan(2_000);
   });
 
   it('does not send a request when the signal is already aborted', async () => {

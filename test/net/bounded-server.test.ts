@@ -58,15 +58,15 @@ describe('boundedServer', () => {
   it('closes a kept-alive connection once it has been idle for idleTimeoutMs', async () => {
     const client = await connect(await serve(limits()));
     client.socket.write(getHead('/'));
+    // Not before its time (nothing else closes it: that it closes is the rest of the claim).
     const lived = await client.closed;
     expect(client.received()).toMatch(/^HTTP\/1\.1 200/);
     expect(lived).toBeGreaterThanOrEqual(350);
-    expect(lived).toBeLessThan(3000);
   });
 
   it('closes a connection that never sends a byte', async () => {
     const client = await connect(await serve(limits()));
-    expect(await client.closed).toBeLessThan(3000);
+    await client.closed;
     expect(client.received()).toBe('');
   });
 
@@ -80,46 +80,54 @@ describe('boundedServer', () => {
       client.socket.write('GET / HTTP/1.1\r\nHost: test\r\n');
       const trickle = setInterval(() => client.open() && client.socket.write(`X-${Date.now()}: a\r\n`), 50);
       const lived = await client.closed.finally(() => clearInterval(trickle));
+      // Cut by requestTimeoutMs: the idle timeout is a minute away, and fields keep coming.
       expect(client.received()).toMatch(/^(HTTP\/1\.1 408|$)/);
       expect(lived).toBeGreaterThanOrEqual(350);
-      expect(lived).toBeLessThan(3000);
     },
   );
 
-  it('takes a body trickled past requestTimeoutMs when bodyTimeoutMs allows it, and cuts it past bodyTimeoutMs', async () => {
+  /** Sends a POST head for `bytes` and then its body a byte every 100 ms while the connection is open. */
+  const trickled = async (port: number, bytes: number): Promise<{ client: RawSocket; sent: number }> => {
+    const client = await connect(port);
+    client.socket.write(
+      `POST / HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Length: ${bytes}\r\n\r\n`,
+    );
+    let sent = 0;
+    for (; sent < bytes && client.open(); sent++) {
+      await sleep(100);
+      client.socket.write('x');
+    }
+    return { client, sent };
+  };
+
+  it('takes a body trickled past requestTimeoutMs when bodyTimeoutMs allows it', async () => {
+    const port = await serveAfterBody(limits({ idleTimeoutMs: 60_000, bodyTimeoutMs: 20_000 }));
+    const { client } = await trickled(port, 8); // 0.8 s at least: twice requestTimeoutMs
+    await client.closed;
+    expect(client.received()).toMatch(/^HTTP\/1\.1 200/);
+  });
+
+  it('cuts a body trickled past bodyTimeoutMs', async () => {
     const port = await serveAfterBody(limits({ idleTimeoutMs: 60_000, bodyTimeoutMs: 1200 }));
-    const trickled = async (bytes: number): Promise<RawSocket> => {
-      const client = await connect(port);
-      client.socket.write(
-        `POST / HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Length: ${bytes}\r\n\r\n`,
-      );
-      for (let i = 0; i < bytes && client.open(); i++) {
-        await sleep(100);
-        client.socket.write('x');
-      }
-      return client;
-    };
-    const within = await trickled(8); // 0.8 s: twice requestTimeoutMs
-    await within.closed;
-    expect(within.received()).toMatch(/^HTTP\/1\.1 200/);
-    const past = await trickled(30); // 3 s
-    expect(await past.closed).toBeLessThan(3000);
-    expect(past.received()).toMatch(/^(HTTP\/1\.1 408|$)/);
+    const { client, sent } = await trickled(port, 30); // 3 s at least
+    await client.closed;
+    expect(client.received()).toMatch(/^(HTTP\/1\.1 408|$)/);
+    expect(sent).toBeLessThan(30); // cut before the body was whole
   });
 
   it('cuts a body trickled past requestTimeoutMs when no bodyTimeoutMs is set', async () => {
     const client = await connect(await serveAfterBody(limits({ idleTimeoutMs: 60_000 })));
     client.socket.write('POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 100\r\n\r\n');
     const trickle = setInterval(() => client.open() && client.socket.write('x'), 50);
-    const lived = await client.closed.finally(() => clearInterval(trickle));
+    // Cut (no 200): the 100 bytes would be whole after 5 s.
+    await client.closed.finally(() => clearInterval(trickle));
     expect(client.received()).toMatch(/^(HTTP\/1\.1 408|$)/);
-    expect(lived).toBeLessThan(3000);
   });
 
   it('answers CONNECT with 501 and closes, instead of dropping the connection without a word', async () => {
     const client = await connect(await serve(limits()));
     client.socket.write('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
-    expect(await client.closed).toBeLessThan(1000);
+    await client.closed;
     expect(client.received()).toMatch(
       /^HTTP\/1\.1 501 Not Implemented\r\n[^]*\r\n\r\nCONNECT is not supported\n$/,
     );
@@ -147,7 +155,7 @@ describe('boundedServer', () => {
     });
     const client = await connect(port);
     client.socket.write(getHead('/').repeat(2000));
-    expect(await client.closed).toBeLessThan(5000);
+    await client.closed;
     const statuses = client.received().match(/HTTP\/1\.1 \d+/g) ?? [];
     expect(answered).toBe(20);
     expect(statuses.slice(0, 20).every((line) => line.endsWith('200'))).toBe(true);
@@ -158,10 +166,9 @@ describe('boundedServer', () => {
     const port = await serve(limits({ maxConnections: 16, requestTimeoutMs: 60_000, idleTimeoutMs: 60_000 }));
     const before = openDescriptors();
     for (let i = 0; i < 300; i++) await connect(port);
-    await sleep(200);
-    const stillOpen = clients.filter((client) => client.open());
+    const stillOpen = (): number => clients.filter((client) => client.open()).length;
+    await waitFor(() => stillOpen() <= 16, 10_000, 'the connections past the cap closed');
     // Each connection the server holds is two descriptors here (its end and the client's), each one it closed none.
-    expect(stillOpen.length).toBeLessThanOrEqual(16);
     expect(openDescriptors() - before).toBeLessThanOrEqual(2 * 16 + 8);
     const probe = await connect(port);
     probe.socket.write(getHead('/', 'Connection: close\r\n'));
@@ -170,35 +177,39 @@ describe('boundedServer', () => {
   });
 
   it('closes a connection past maxConnections and the reserve at once when every held one is being answered', async () => {
-    const port = await serve(
-      limits({ maxConnections: 4, reservedConnections: 2, idleTimeoutMs: 60_000 }),
-      1500,
+    // Every timeout a minute away, and no answer ever sent: only the cap closes a connection within the test.
+    let arrived = 0;
+    const port = await serveWith(
+      limits({ maxConnections: 4, reservedConnections: 2, idleTimeoutMs: 60_000, requestTimeoutMs: 60_000 }),
+      () => void arrived++,
     );
     const busy: RawSocket[] = [];
     for (let i = 0; i < 6; i++) {
       const client = await connect(port); // one at a time: a connection yet to send its head gives way
       client.socket.write(getHead('/'));
       busy.push(client);
-      await sleep(50);
+      await waitFor(() => arrived === i + 1, 10_000, `request ${i + 1} in the server's hands`);
     }
     const late = await connect(port);
-    expect(await late.closed).toBeLessThan(1000);
+    await late.closed;
     expect(late.received()).toBe('');
     expect(busy.every((client) => client.open())).toBe(true);
   });
 
   it('keeps reservedConnections past the cap for what reserveServes takes, answering the rest 503 there', async () => {
+    // The slow requests are never answered within the test: their connections stay busy, however long it takes.
+    let slow = 0;
     const port = await serveWith(
       limits({ maxConnections: 4, reservedConnections: 2, idleTimeoutMs: 60_000 }),
       (request, response) => {
         if (request.url === '/probe') return void response.end('probed');
-        setTimeout(() => response.end('slow'), 3000).unref();
+        slow++;
       },
       (request) => request.url === '/probe',
     );
     const busy = await Promise.all(Array.from({ length: 4 }, () => connect(port)));
     for (const client of busy) client.socket.write(getHead('/slow'));
-    await sleep(100);
+    await waitFor(() => slow === 4, 10_000, "the four slow requests in the server's hands");
     const probe = await connect(port);
     probe.socket.write(getHead('/probe', 'Connection: close\r\n'));
     const other = await connect(port);
@@ -225,7 +236,7 @@ describe('boundedServer', () => {
       client.socket.write('POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\n\r\nab');
     await waitFor(
       () => draining.every((client) => client.received().startsWith('HTTP/1.1 405')),
-      2000,
+      10_000,
       'the 405s',
     );
     const next = await connect(port);

@@ -1,11 +1,12 @@
 /** reverseProxy when a peer misbehaves: the upstream down, silent or cutting; the client leaving; upgrades; log floods. */
 import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { sleep, waitFor } from '../../src/testing/wait';
+import { waitFor } from '../../src/testing/wait';
 import { atLevel } from '../helpers/log-sink';
 import { getHead, rawSocket } from '../helpers/raw-socket';
 import {
   closedPort,
+  postFromAnotherProcess,
   send,
   startProxy,
   startUpstream,
@@ -66,8 +67,8 @@ describe('reverseProxy, failures', () => {
       504,
       'the model server did not answer in time\n',
     ]);
+    // Not before timeoutMs; and only the proxy's timer ends the wait for an upstream that never answers.
     expect(took).toBeGreaterThanOrEqual(250);
-    expect(took).toBeLessThan(2000);
     await tornDown(upstream.seen[0]!.request);
   });
 
@@ -79,23 +80,22 @@ describe('reverseProxy, failures', () => {
     const client = await rawSocket(bench!.port);
     client.socket.write(getHead('/slow'));
     await waitFor(() => client.received().includes('thought about it'), 5000, 'the slow answer');
-    const answered = performance.now();
+    // The server's own idle timeout is back once the exchange ended: the kept-alive connection goes after it
+    // (nothing else closes it).
     await client.closed;
     expect(client.received()).toMatch(/^HTTP\/1\.1 200 OK/);
-    // The server's own idle timeout is back once the exchange ended: the kept-alive connection goes after it.
-    expect(performance.now() - answered).toBeLessThan(2500);
   });
 
   it('tears the upstream request down at once when the client goes away', async () => {
-    const { upstream } = await start(() => undefined);
+    // The proxy's own timer is a minute away: only the client's going tears the request down within the test.
+    const { upstream } = await start(() => undefined, { timeoutMs: 60_000 });
     const client = await rawSocket(bench!.port);
     client.socket.write(getHead('/abandoned'));
     await waitFor(() => upstream.seen.length === 1, 5000, 'the request upstream');
     client.socket.destroy();
-    const started = performance.now();
     await tornDown(upstream.seen[0]!.request);
-    expect(performance.now() - started).toBeLessThan(500);
-    await waitFor(() => bench!.proxy.inFlight() === 0, 2000, 'no request in flight');
+    await waitFor(() => bench!.proxy.inFlight() === 0, 10_000, 'no request in flight');
+    expect(bench!.log.lines.filter(atLevel('warn'))).toEqual([]);
   });
 
   it('tears the upstream request down when the client aborts mid-upload', async () => {
@@ -140,6 +140,56 @@ describe('reverseProxy, failures', () => {
     expect([answer.status, answer.body.toString()]).toEqual([200, `got ${64 * 2 ** 20}`]);
   });
 
+  it('does not blame the client for a stall of its own: a body that came while the proxy did not run is read first', async () => {
+    let got = 0;
+    let stalled = false;
+    await start(
+      (req, res) => {
+        req.on('data', (chunk: Buffer) => {
+          got += chunk.length;
+          if (stalled || got < 8 * 2 ** 20) return;
+          stalled = true;
+          // The process does not run for 1.5 s (a busy or paused host) after its timers were due to look: the
+          // client's process goes on sending meanwhile, into the socket's buffers.
+          setImmediate(() => {
+            for (const until = Date.now() + 1500; Date.now() < until;);
+          });
+        });
+        req.on('end', () => res.end(`got ${got}`));
+      },
+      { timeoutMs: 60_000, body: { stallMs: 1000, minRate: 1024 } },
+    );
+    const answer = await postFromAnotherProcess(bench!.port, 64 * 2 ** 20);
+    expect(stalled).toBe(true);
+    expect(answer).toEqual({ status: 200, body: `got ${64 * 2 ** 20}` });
+  });
+
+  it('does not cut an answer for a stall of its own: bytes that came while the proxy did not run are read first', async () => {
+    let stalled = false;
+    await start(
+      (_req, res) => {
+        res.writeHead(200, { 'Content-Length': 10 });
+        let sent = 0;
+        const trickle = setInterval(() => {
+          res.write('x');
+          if (++sent === 10) return void (clearInterval(trickle), res.end());
+          if (sent !== 3) return;
+          stalled = true;
+          // The process does not run for 1.5 s, past timeoutMs; the upstream's next byte is due before the proxy's
+          // timer, and sent as the process runs again.
+          setImmediate(() => {
+            for (const until = Date.now() + 1500; Date.now() < until;);
+          });
+        }, 100);
+        res.on('close', () => clearInterval(trickle));
+      },
+      { timeoutMs: 1000 },
+    );
+    const answer = await send(bench!.port);
+    expect(stalled).toBe(true);
+    expect([answer.status, answer.complete, answer.body.toString()]).toEqual([200, true, 'x'.repeat(10)]);
+  });
+
   it.each([
     ['with a length', { 'Content-Length': 1_000_000 }],
     ['chunked', {}],
@@ -152,13 +202,13 @@ describe('reverseProxy, failures', () => {
           res.write(Buffer.alloc(64 * 1024));
           setTimeout(() => res.socket?.destroy(), 50);
         },
-        { timeoutMs: 10_000 },
+        // The idle timer is a minute away: what ends the answer within the test is the cut itself.
+        { timeoutMs: 60_000 },
       );
-      const started = performance.now();
       const answer = await send(bench!.port);
       expect([answer.status, answer.complete]).toEqual([200, false]);
       expect(answer.body.length).toBeLessThan(1_000_000);
-      expect(performance.now() - started).toBeLessThan(2000); // the cut itself, not the idle timer
+      expect(bench!.log.lines.filter(atLevel('warn'))).toMatchObject([{ kind: 'cut' }]);
     },
   );
 
@@ -169,10 +219,9 @@ describe('reverseProxy, failures', () => {
       },
       { timeoutMs: 300 },
     );
-    const started = performance.now();
     const answer = await send(bench!.port);
     expect([answer.status, answer.complete, answer.body.toString()]).toEqual([200, false, 'partial']);
-    expect(performance.now() - started).toBeLessThan(2000);
+    expect(bench!.log.lines.filter(atLevel('warn'))).toMatchObject([{ kind: 'stalled' }]);
   });
 
   it('refuses WebSocket upgrades and CONNECT with 501, and sends neither upstream', async () => {
@@ -202,18 +251,22 @@ describe('reverseProxy, failures', () => {
   });
 
   it('logs at most one warn line per failure kind a second, and never a header', async () => {
-    bench = await startProxy(await closedPort());
+    // The proxy's clock is the test's: the 100 failures fall within one second however long they take here.
+    let now = 0;
+    bench = await startProxy(await closedPort(), { now: () => now });
     await Promise.all(
       Array.from({ length: 100 }, () =>
         send(bench!.port, { headers: { Authorization: 'Bearer sekrit-token' } }),
       ),
     );
-    await sleep(1100);
+    now = 999;
+    await send(bench.port);
+    now = 1_000;
     await send(bench.port);
     const warnings = bench.log.lines.filter(atLevel('warn'));
     expect(warnings).toHaveLength(2);
     expect(warnings[0]).toMatchObject({ kind: 'unreachable', suppressed: 0 });
-    expect(warnings[1]).toMatchObject({ kind: 'unreachable', suppressed: 99 });
+    expect(warnings[1]).toMatchObject({ kind: 'unreachable', suppressed: 100 });
     expect(JSON.stringify(bench.log.lines)).not.toContain('sekrit-token');
   });
 
@@ -224,7 +277,7 @@ describe('reverseProxy, failures', () => {
     bench!.proxy.close();
     await waitFor(
       () => upstream.seen.every(({ request }) => request.socket.destroyed),
-      2000,
+      10_000,
       'upstream sockets closed',
     );
   });

@@ -1,4 +1,5 @@
 /** The reverse proxy's test bench: a real upstream (node:http) and the proxy behind boundedServer, both on 127.0.0.1. */
+import { execFile } from 'node:child_process';
 import {
   createServer,
   request,
@@ -7,6 +8,7 @@ import {
   type Server,
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { promisify } from 'node:util';
 import pino from 'pino';
 import type { BodyPace } from '../../src/net/body-pace';
 import { boundedServer, defaultServerLimits, type ServerLimits } from '../../src/net/bounded-server';
@@ -87,11 +89,14 @@ export const startProxy = async (
     maxSockets = 8,
     body = { stallMs: 2000, minRate: 1024 },
     limits = {},
+    now,
   }: {
     timeoutMs?: number;
     maxSockets?: number;
     body?: BodyPace;
     limits?: Partial<ServerLimits>;
+    /** The proxy's clock for its warn lines (default: the real one). */
+    now?: () => number;
   } = {},
 ): Promise<ProxyBench> => {
   const log = new LogSink();
@@ -101,6 +106,7 @@ export const startProxy = async (
     timeoutMs,
     body,
     log: pino({ level: 'debug' }, log),
+    ...(now !== undefined ? { now } : {}),
   });
   const server = boundedServer(
     { ...defaultServerLimits, maxHeaderBytes: 32 * 1024, maxHeadersCount: 256, ...limits },
@@ -181,3 +187,26 @@ export const valuesOf = (raw: ReadonlyArray<string>, name: string): string[] =>
 
 /** The names in a raw list, in order, as sent. */
 export const namesOf = (raw: ReadonlyArray<string>): string[] => raw.filter((_value, i) => i % 2 === 0);
+
+/**
+ * POSTs `bytes` zero bytes to 127.0.0.1:`port` from a node process of its own, which goes on sending while this one
+ * does not run; resolves with the status and body it got.
+ */
+export const postFromAnotherProcess = async (
+  port: number,
+  bytes: number,
+): Promise<{ readonly status: number; readonly body: string }> => {
+  const script = `
+    const request = require('node:http').request(
+      { host: '127.0.0.1', port: ${port}, method: 'POST', path: '/', agent: false },
+      (response) => {
+        let body = '';
+        response.setEncoding('utf8').on('data', (chunk) => (body += chunk));
+        response.on('end', () => process.stdout.write(JSON.stringify({ status: response.statusCode, body })));
+      },
+    );
+    request.on('error', (error) => process.stdout.write(JSON.stringify({ status: 0, body: error.message })));
+    request.end(Buffer.alloc(${bytes}));`;
+  const { stdout } = await promisify(execFile)(process.execPath, ['-e', script], { timeout: 60_000 });
+  return JSON.parse(stdout) as { status: number; body: string };
+};

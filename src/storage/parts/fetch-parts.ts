@@ -63,6 +63,8 @@ export interface PartsSettings {
   readonly onResume?: (offset: number) => void;
   /** When the first connection alone fetches the whole file (default `defaultOneStreamRule`; null: never). */
   readonly oneStream?: OneStreamRule | null;
+  /** The clock of the one-stream rule's window, in ms (default `performance.now`): a test steps its own. */
+  readonly now?: () => number;
 }
 
 /**
@@ -159,8 +161,9 @@ const leaderIsEnough = async (
   written: { readonly bytes: number },
   rule: OneStreamRule,
   signal: AbortSignal,
+  now: () => number,
 ): Promise<boolean> => {
-  const started = performance.now();
+  const started = now();
   let done = false;
   void leader.finally(() => (done = true));
   // Polled: a few wake-ups at most, where a hook in every write would cost each byte of every file.
@@ -168,7 +171,7 @@ const leaderIsEnough = async (
   for (;;) {
     if (done || signal.aborted) return false;
     if (written.bytes >= rule.bytes) return true;
-    const elapsedMs = performance.now() - started;
+    const elapsedMs = now() - started;
     if (elapsedMs >= rule.withinMs) return false;
     if (elapsedMs >= rule.withinMs / 2 && written.bytes / elapsedMs < rule.bytes / rule.withinMs / 2)
       return false;
@@ -276,7 +279,9 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
           ? null
           : defaultOneStreamRule;
     const oneIsEnough =
-      connections > 1 && rule !== null && (await leaderIsEnough(leader, written, rule, signal));
+      connections > 1 &&
+      rule !== null &&
+      (await leaderIsEnough(leader, written, rule, signal, settings.now ?? (() => performance.now())));
     if (oneIsEnough) plan.extendToEnd();
     // A wait for a slot the file no longer needs (every range taken) or that the stop ended is no failure.
     const further = Array.from({ length: oneIsEnough ? 0 : connections - 1 }, () =>

@@ -22,10 +22,11 @@ const kube = useKubeAgent(tmp);
 /** `--retry-base-ms` = `--retry-max-ms`: every retry of a failed list or watch waits this long, no less. */
 const retryMs = 250;
 /**
- * How long the next good version may take to be applied: a few retries and the 9 MiB answers read meanwhile on a
- * loaded machine. Without the re-list it never is before the stall timer (330 s with the default --watch-timeout-s).
+ * How long the test waits for the next good version to be applied: a few retries and the 9 MiB answers read
+ * meanwhile, on a machine as loaded as it may be. Without the re-list it never is before the stall timer (330 s with
+ * the default --watch-timeout-s): an apply within the wait is the re-list's.
  */
-const appliedWithinMs = 40 * retryMs;
+const appliedWithinMs = 60_000;
 
 /** The agent on the ConfigMap listing alpha (storage holds alpha and beta), its watch open. */
 const startAgent = async (flags: Record<string, number> = {}) => {
@@ -73,11 +74,9 @@ describe('a watch failure a resume would repeat', () => {
       appliedWithinMs,
       'three lists of the second version over the cap',
     );
-    const goodAt = performance.now();
     api.apply(good);
     await waitFor(() => server.loaded.has('beta'), appliedWithinMs, 'beta loaded from the next good version');
     const elapsedMs = performance.now() - startedAt;
-    expect(performance.now() - goodAt).toBeLessThan(appliedWithinMs);
     // No resume from before the big version: a resume would only be sent it again.
     const watches = requestsOf(api.requests, since, 'watch');
     expect(

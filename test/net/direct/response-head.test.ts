@@ -7,6 +7,7 @@ import {
   parseResponseHead,
   type BodyFraming,
 } from '../../../src/net/direct/response-head';
+import { relativeCost } from '../../helpers/relative-cost';
 
 /** A head of `lines` (the status line first), each ended by CRLF, then the empty line, then `body`. */
 const head = (lines: ReadonlyArray<string>, body = ''): Buffer =>
@@ -228,15 +229,22 @@ describe('parseResponseHead', () => {
       expect(parsed(bytes).head.headers['x-pad']).toBe(pad);
     });
 
-    it('parses a 60 KiB value of spaces between two letters in well under a second when a server sends one', () => {
+    it('parses a 60 KiB value of spaces between two letters about as fast as one of letters when a server sends one', () => {
       // A value trimmed by a backtracking regex takes seconds here: a hostile server could stall the event loop.
       const bytes = latin1(
         `HTTP/1.1 200 OK\r\nX-A: a${' '.repeat(60 * 1024)}b\r\nX-B: \t${' \t'.repeat(1024)}c\r\n\r\n`,
       );
-      const started = performance.now();
-      const result = parsed(bytes);
-      expect(performance.now() - started).toBeLessThan(500);
-      expect(result.head.headers['x-a']).toBe(`a${' '.repeat(60 * 1024)}b`);
+      const letters = latin1(
+        `HTTP/1.1 200 OK\r\nX-A: a${'x'.repeat(60 * 1024)}b\r\nX-B: \t${'xy'.repeat(1024)}c\r\n\r\n`,
+      );
+      expect(parsed(bytes).head.headers['x-a']).toBe(`a${' '.repeat(60 * 1024)}b`);
+      // Measured against the same head of letters on the same machine: a quadratic trim is thousands of times that.
+      expect(
+        relativeCost(
+          () => parsed(bytes),
+          () => parsed(letters),
+        ),
+      ).toBeLessThan(20);
     });
   });
 
@@ -400,18 +408,15 @@ describe('parseResponseHead', () => {
       .map(([start, pieces, end]) => latin1(`${start}${pieces.join('')}${end ? '\r\n\r\n' : ''}`));
     const bytes = fc.oneof(fc.uint8Array({ maxLength: 512 }), structured);
 
-    it('throws nothing but MalformedResponse, promptly, when given any bytes', () => {
+    it('throws nothing but MalformedResponse, and returns, when given any bytes', () => {
       fc.assert(
         fc.property(bytes, (input) => {
-          const started = performance.now();
           let result: ReturnType<typeof parseResponseHead>;
           try {
             result = parseResponseHead(input);
           } catch (cause) {
             expect(cause).toBeInstanceOf(MalformedResponse);
             return;
-          } finally {
-            expect(performance.now() - started).toBeLessThan(1000);
           }
           if (result === undefined) {
             expect(Buffer.from(input).indexOf('\r\n\r\n', 0, 'latin1')).toBe(-1);

@@ -70,8 +70,8 @@ describe('httpStorage limits', () => {
   describe('--min-download-rate', () => {
     it('fails retryably with a timeout when the body trickles below the rate', async () => {
       // 1,000 bytes/s against a minimum of 10 KiB/s over 300 ms: one window and the download is dropped.
+      // 500 s of trickle: only the rate check ends it within the test.
       const { url } = await serve(trickle(Buffer.alloc(50, 1), 50, 10_000));
-      const started = Date.now();
       const error = await effectError(
         limited({ minRate: { bytesPerSecond: 10 * 1024, windowMs: 300 } }).download(
           `${url}/m.bin`,
@@ -85,7 +85,6 @@ describe('httpStorage limits', () => {
           `^GET ${url}/m.bin too slow: \\d+ bytes in the last 300 ms, below 10 KiB/s \\(--min-download-rate\\)$`,
         ),
       );
-      expect(Date.now() - started).toBeLessThan(5000);
     });
 
     it('keeps a slow download that stays above the rate, however long it takes', async () => {

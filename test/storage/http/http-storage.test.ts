@@ -273,13 +273,11 @@ describe('httpStorage', () => {
         res.write('x'.repeat(10));
       },
     });
-    const started = Date.now();
     const error = await effectError(
       httpStorage({ idleTimeoutMs: 200 }).download(`${url}/m.bin`, target, never),
     );
     expect(error).toMatchObject({ kind: 'timeout', retryable: true });
     expect(error.message).toBe(`GET ${url}/m.bin timed out: no data received for 200 ms`);
-    expect(Date.now() - started).toBeLessThan(5000);
   });
 
   it('fails retryably when the headers do not come within connectTimeoutMs', async () => {
@@ -308,11 +306,10 @@ describe('httpStorage', () => {
       },
     });
     const controller = new AbortController();
-    const started = Date.now();
     setTimeout(() => controller.abort(), 100);
+    // The abort's own error: the answer would otherwise wait for its idle timeout.
     const error = await effectError(httpStorage().download(`${url}/m.tar`, target, controller.signal));
     expect(error).toMatchObject({ kind: 'aborted', retryable: true, message: `GET ${url}/m.tar aborted` });
-    expect(Date.now() - started).toBeLessThan(2000);
   });
 
   it('streams a 200 MiB download to disk without holding it in memory', async () => {

@@ -147,7 +147,7 @@ describe('downloadObjects', () => {
       for (let i = 0; i < 12; i++) store.put(`m1/part-${String(i).padStart(2, '0')}`, `part ${i}`);
       const release = store.hold();
       const done = download(store, 'm1', { concurrency: 3 });
-      await waitFor(() => store.inFlight === 3, 2000, 'three reads in flight');
+      await waitFor(() => store.inFlight === 3, 10_000, 'three reads in flight');
       release();
       await done;
       expect(store.maxInFlight).toBe(3);
@@ -160,7 +160,7 @@ describe('downloadObjects', () => {
       store.hold();
       const error = await effectError(download(store, 'm1', { concurrency: 3 }));
       expect(error).toMatchObject({ kind: 'refused', message: 'access denied to m1/b' });
-      await waitFor(() => store.inFlight === 0, 2000, 'no read in flight');
+      await waitFor(() => store.inFlight === 0, 10_000, 'no read in flight');
     });
 
     it('stops promptly when aborted, with an `aborted` failure', async () => {
@@ -168,10 +168,10 @@ describe('downloadObjects', () => {
       store.hold();
       const controller = new AbortController();
       const done = download(store, 'm1', {}, controller.signal);
-      await waitFor(() => store.inFlight === 2, 2000, 'both reads in flight');
+      await waitFor(() => store.inFlight === 2, 10_000, 'both reads in flight');
       controller.abort();
       expect(await effectError(done)).toMatchObject({ kind: 'aborted', retryable: true });
-      await waitFor(() => store.inFlight === 0, 2000, 'no read in flight');
+      await waitFor(() => store.inFlight === 0, 10_000, 'no read in flight');
     });
   });
 
@@ -214,7 +214,7 @@ describe('downloadObjects', () => {
       store.cut('m1/weights.bin', 4096);
       const release = store.hold();
       const done = download(store, 'm1');
-      await waitFor(() => store.reads.length === 1, 2000, 'the first read');
+      await waitFor(() => store.reads.length === 1, 10_000, 'the first read');
       store.put('m1/weights.bin', 'new contents');
       release();
       expect(await effectError(done)).toMatchObject({ kind: 'changed', retryable: true });
@@ -254,7 +254,7 @@ describe('downloadObjects', () => {
         new AbortController().signal,
         (progress) => reports.push(progress),
       );
-      await waitFor(() => reports.length > 0, 2000, 'a report while the bodies are held');
+      await waitFor(() => reports.length > 0, 10_000, 'a report while the bodies are held');
       expect(reports[0]).toMatchObject({ bytes: 0, totalBytes: 6000, done: false });
       release();
       await done;

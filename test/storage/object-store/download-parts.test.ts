@@ -17,14 +17,15 @@ const digest = (bytes: Buffer): string => createHash('sha256').update(bytes).dig
 const pacedStore = () => new MemoryStore('models', 2, 64 * 1024, 50e6);
 
 describe('downloadObjects in parts', () => {
-  it('reads a big object as ranges, at most `streams` at once, into one file', async () => {
-    const store = pacedStore().put('m/weights.bin', data);
+  it('reads a big object as ranges, `streams` at once, into one file', async () => {
+    // No body sends a byte before four are open: a first connection that brings nothing is never enough alone (the
+    // one-stream rule), and the others overlap it because the store waits for them, at any speed of the host.
+    const store = pacedStore().put('m/weights.bin', data).holdUntilInFlight(4);
     await store.downloadInto(staging.path, 'm', { streams: 4 });
     expect(digest(await readFile(path.join(staging.path, 'weights.bin')))).toBe(digest(data));
     const ranges = store.reads.filter((read) => read.end !== undefined);
     expect(ranges.length).toBeGreaterThanOrEqual(4);
-    expect(store.maxInFlight).toBeLessThanOrEqual(4);
-    expect(store.maxInFlight).toBeGreaterThan(1);
+    expect(store.maxInFlight).toBe(4);
   });
 
   it('resumes a cut range from where it broke off; the other ranges are read once', async () => {

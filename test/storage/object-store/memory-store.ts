@@ -38,6 +38,8 @@ export class MemoryStore {
   private readonly cuts = new Map<string, number[]>();
   private readonly failures = new Map<string, { error: EffectError; skip: number }>();
   private gate: Promise<void> | undefined;
+  /** Told each time a body opens (holdUntilInFlight). */
+  private opened: (() => void) | undefined;
   private versions = 0;
   /** Every read, in order. */
   readonly reads: MemoryRead[] = [];
@@ -70,6 +72,20 @@ export class MemoryStore {
   /** Reads of `key` after its first `skip` reads fail with `error` (before any byte). */
   fail(key: string, error: EffectError, skip = 0): this {
     this.failures.set(key, { error, skip });
+    return this;
+  }
+
+  /**
+   * Bodies send their first chunk only once `reads` bodies are open at once: a test of reads in parallel then
+   * waits for its condition instead of hoping that they overlap.
+   */
+  holdUntilInFlight(reads: number): this {
+    const release = this.hold();
+    this.opened = () => {
+      if (this.inFlight < reads) return;
+      this.opened = undefined;
+      release();
+    };
     return this;
   }
 
@@ -150,6 +166,7 @@ export class MemoryStore {
   ): AsyncGenerator<Uint8Array> {
     this.inFlight += 1;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    this.opened?.();
     try {
       if (this.gate !== undefined) await Promise.race([this.gate, aborted(signal)]);
       const started = performance.now();

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { ByteSink, SinkReadable } from '../../../src/net';
 import { fetchInParts, type PartsJob } from '../../../src/storage/parts/fetch-parts';
 import { TransferGuard } from '../../../src/storage/transfer-guard';
+import { waitFor } from '../../../src/testing/wait';
 import { useTempDir } from '../../helpers/temp-dir';
 
 const MiB = 2 ** 20;
@@ -13,9 +14,13 @@ for (let at = 0; at < size; at += 4096) data.writeUInt32LE(at, at);
 
 /**
  * A store in memory: every read it was asked for, and the most bodies read at once. Each body comes in 64 KiB
- * chunks, one per turn of the event loop, or `delayMs` apart.
+ * chunks, one per turn of the event loop, or `delayMs` apart; past `held.afterBytes` of the file, only once
+ * `held.until` has resolved.
  */
-const memoryReads = (delayMs: number) => {
+const memoryReads = (
+  delayMs: number,
+  held?: { readonly afterBytes: number; readonly until: Promise<void> },
+) => {
   const reads: Array<readonly [number, number]> = [];
   const bodies = { open: 0, most: 0 };
   const read: PartsJob['read'] = (start, end) => {
@@ -28,6 +33,7 @@ const memoryReads = (delayMs: number) => {
             await new Promise((resolve) =>
               delayMs > 0 ? setTimeout(resolve, delayMs) : setImmediate(resolve),
             );
+            if (held !== undefined && at >= held.afterBytes) await held.until;
             yield data.subarray(at, Math.min(end, at + 64 * 1024));
           }
         } finally {
@@ -40,12 +46,34 @@ const memoryReads = (delayMs: number) => {
 };
 
 /**
+ * The one-stream rule's clock, in the test's hands: it stands at `time` until the test moves it, and counts its
+ * reads (the rule reads it once each time it looks).
+ */
+const steppedClock = () => {
+  const clock = {
+    time: 0,
+    reads: 0,
+    now: (): number => {
+      clock.reads++;
+      return clock.time;
+    },
+    /** Moves the clock to `time`; resolves once the rule has read it twice (acted on it once, then looked again). */
+    moveTo: async (time: number): Promise<void> => {
+      clock.time = time;
+      const before = clock.reads;
+      await waitFor(() => clock.reads >= before + 2, 10_000, `the rule to read the clock at ${time} ms`);
+    },
+  };
+  return clock;
+};
+
+/**
  * A store whose bodies are read into the reader's sink, as the direct client's are: each read fills at most what the
  * sink's space holds (and 48 KiB), one per turn of the event loop, and waits whenever `landed` says so.
  */
 const sinkReads = () => {
   const reads: Array<readonly [number, number]> = [];
-  const bodies = { open: 0, most: 0, ended: 0, stopped: 0 };
+  const bodies = { open: 0, most: 0, ended: 0, stopped: 0, landed: 0 };
   const read: PartsJob['read'] = (start, end) => {
     reads.push([start, end]);
     const body: SinkReadable = {
@@ -63,6 +91,7 @@ const sinkReads = () => {
             const bytes = Math.min(space.byteLength, 48 * 1024);
             space.set(data.subarray(at, at + bytes));
             at += bytes;
+            bodies.landed += bytes;
             await sink.landed(bytes);
           }
           bodies.ended++;
@@ -94,9 +123,11 @@ describe('fetchInParts', () => {
 
   it('fetches the whole file over its first connection alone when that one brings enough soon enough', async () => {
     const store = memoryReads(0);
+    // The rule's clock stands still: the first connection brings its 1 MiB within the window, however slow the host.
     await fetchInParts(job(store.read, 'fast.bin'), {
       streams: 8,
-      oneStream: { bytes: MiB, withinMs: 60_000 },
+      oneStream: { bytes: MiB, withinMs: 60 },
+      now: () => 0,
     });
     expect((await readFile(path.join(tmp.path, 'fast.bin'))).equals(data)).toBe(true);
     // One connection: one body at a time, each read starting where the last ended. The range it was on when the
@@ -108,7 +139,7 @@ describe('fetchInParts', () => {
   });
 
   it('opens its other connections when the first one is slower than that', async () => {
-    // 64 KiB every 5 ms: 13 MB/s, far from 1 MiB in 20 ms.
+    // 64 KiB every 5 ms at most (a new timer each): 13 MB/s, far from 1 MiB in 20 ms; a slow host only slows it.
     const store = memoryReads(5);
     await fetchInParts(job(store.read, 'slow.bin'), { streams: 4, oneStream: { bytes: MiB, withinMs: 20 } });
     expect((await readFile(path.join(tmp.path, 'slow.bin'))).equals(data)).toBe(true);
@@ -118,24 +149,41 @@ describe('fetchInParts', () => {
   });
 
   it('opens them once half the wait has passed with the first one at under half the pace asked for', async () => {
-    // 12 MiB/s against a rule of 80 MiB in 2 s (40 MiB/s): after 1 s it has not half that pace, and cannot make it.
-    const store = memoryReads(5);
-    // When each read began while another body was open: the reads of the further connections.
+    // A rule of 80 MiB in 2 s (40 MiB/s) on the test's clock. The first connection brings 1 MiB, then nothing until
+    // the others are open: at 1 s it has not half that pace, and cannot make it.
+    const clock = steppedClock();
+    let release = (): void => undefined;
+    const store = memoryReads(0, { afterBytes: MiB, until: new Promise((resolve) => (release = resolve)) });
+    // The clock when each read began while another body was open: the reads of the further connections.
     const alongside: number[] = [];
-    const started = performance.now();
     const read: PartsJob['read'] = (start, end, signal) => {
-      if (store.bodies.open > 0) alongside.push(performance.now() - started);
+      if (store.bodies.open > 0) alongside.push(clock.time);
       return store.read(start, end, signal);
     };
-    await fetchInParts(job(read, 'early.bin'), {
-      streams: 4,
-      oneStream: { bytes: 2 * size, withinMs: 2_000 },
-    });
+    const stop = new AbortController();
+    const fetching = fetchInParts(
+      { ...job(read, 'early.bin'), signal: stop.signal },
+      { streams: 4, oneStream: { bytes: 2 * size, withinMs: 2_000 }, now: clock.now },
+    );
+    try {
+      await waitFor(() => clock.reads > 0, 10_000, 'the rule to start its window');
+      await clock.moveTo(999);
+      expect(alongside).toEqual([]);
+      clock.time = 1_000;
+      await waitFor(() => alongside.length > 0, 10_000, 'a second connection');
+    } catch (cause) {
+      // On a clock that stands still, the rule of a failed test would look for ever: the download is stopped.
+      stop.abort();
+      void fetching.catch(() => undefined);
+      throw cause;
+    } finally {
+      release();
+    }
+    await fetching;
     expect((await readFile(path.join(tmp.path, 'early.bin'))).equals(data)).toBe(true);
     expect(store.bodies.most).toBeGreaterThan(1);
-    // The second connection's first read: after half the window, well before its end.
-    expect(alongside[0]).toBeGreaterThanOrEqual(1_000);
-    expect(alongside[0]).toBeLessThan(1_800);
+    // The second connection's first read: at half the window, not at its end (2 s).
+    expect(alongside[0]).toBe(1_000);
   });
 
   it('reads bodies that go straight into its buffers byte-exact, each range to its end', async () => {
@@ -146,19 +194,20 @@ describe('fetchInParts', () => {
   });
 
   it('opens every connection at once when its reads go straight into its buffers (no one-stream rule)', async () => {
-    // As fast as the store that stays on one connection under the rule (the first test).
+    // As fast as the store that stays on one connection under the rule (the first test), on a clock that stands
+    // still as there: under a rule, the first connection would bring its 6 MiB and keep the file to itself.
     const store = sinkReads();
-    const started = performance.now();
-    const began: number[] = [];
+    // Bytes landed when each read began.
+    const landedAt: number[] = [];
     const read: PartsJob['read'] = (start, end, signal) => {
-      began.push(performance.now() - started);
+      landedAt.push(store.bodies.landed);
       return store.read(start, end, signal);
     };
-    await fetchInParts({ ...job(read, 'all-at-once.bin'), readsDirect: true }, { streams: 4 });
+    await fetchInParts({ ...job(read, 'all-at-once.bin'), readsDirect: true }, { streams: 4, now: () => 0 });
     expect((await readFile(path.join(tmp.path, 'all-at-once.bin'))).equals(data)).toBe(true);
     expect(store.bodies.most).toBe(4);
-    // The four connections' first reads all began before the rule's wait (60 ms) could have ended.
-    expect(began.slice(0, 4).every((ms) => ms < 60)).toBe(true);
+    // The four connections' first reads all began before any body brought a byte: nothing was waited for.
+    expect(landedAt.slice(0, 4)).toEqual([0, 0, 0, 0]);
   });
 
   it('fails a range after 3 resumes in a row that each bring less than 1 MiB, not one read per few bytes', async () => {
