@@ -78,6 +78,9 @@ export interface CliResult extends CliExit {
   readonly stderr: StreamOutput;
 }
 
+/** The shortest wait for a CLI's line: under the e2e tier's 30 s test timeout, over a busy machine's start-up. */
+const patientMs = 20_000;
+
 const running = new Set<CliProcess>();
 
 const parseLog = (line: string): LogLine | undefined => {
@@ -150,8 +153,13 @@ export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}):
 
   const transcript = (lastLines = 40): string =>
     [...logs.slice(-lastLines).map((log) => JSON.stringify(log)), ...otherLines.slice(-lastLines)].join('\n');
-  /** Polls `found` until it gives a value; fails at once, with the output so far, if the process has ended. */
-  const waitUntil = async <T>(found: () => T | undefined, timeoutMs: number, what: string): Promise<T> => {
+  /**
+   * Polls `found` until it gives a value; fails at once, with the output so far, if the process has ended. The
+   * timeout is a ceiling for a test that is failing anyway, never a claim about speed: it is at least
+   * `patientMs`, so a busy machine's slow start-up is not a failure.
+   */
+  const waitUntil = async <T>(found: () => T | undefined, asked: number, what: string): Promise<T> => {
+    const timeoutMs = Math.max(asked, patientMs);
     let value: T | undefined;
     await waitFor(
       () => {
