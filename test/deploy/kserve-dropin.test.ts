@@ -6,8 +6,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseQuantity } from '../../src/core/quantity';
-import { cloneJson, isJsonObject, type Json, type JsonObject } from './json-patch';
-import { objectId, parseYamlDocuments, renderKustomization, type KubeObject } from './kustomize';
+import {
+  isJsonObject,
+  objectId,
+  parseYamlDocuments,
+  renderKustomization,
+  type Json,
+  type JsonObject,
+  type KubeObject,
+} from './kustomize';
 import { schemaProblems } from './kubernetes-schemas';
 import { containerNamed, deploymentOf, podSpecOf } from './pod';
 import { deployDir, podlessKustomizations } from './variants';
@@ -106,7 +113,7 @@ describe('deploy/kserve-dropin', () => {
   );
 
   it('sets the image of the ClusterStorageContainer default and nothing else of it', () => {
-    const expected = cloneJson(vendoredStorageContainer);
+    const expected = structuredClone(vendoredStorageContainer);
     const spec = expected['spec'];
     if (!isJsonObject(spec) || !isJsonObject(spec['container'])) throw new Error('no spec.container');
     spec['container']['image'] = 'modelsync';

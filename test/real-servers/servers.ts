@@ -66,7 +66,7 @@ interface Container {
 
 const overlayDir = (kind: RealServerKind): string => join(repoRoot, 'deploy', 'overlays', kind);
 
-/** Reads the rendered overlay of `kind` (test/deploy's kustomize) and takes its `model-server` container. */
+/** Renders the overlay of `kind` (real kustomize: test/deploy/kustomize.ts) and takes its `model-server` container. */
 export const overlayServer = (kind: RealServerKind): OverlayServer => {
   const where = `deploy/overlays/${kind}`;
   const objects: KubeObject[] = renderKustomization(overlayDir(kind));
