@@ -12,10 +12,4 @@ export {
 export { createMetrics, type AgentMetrics } from './metrics';
 export { statusPages, type StatusPages, type StatusSource } from './status-pages';
 export { createSurfaceState, heartbeatMs, type Liveness, type SurfaceState } from './surface-state';
-export {
-  agentPortHandler,
-  classifyAgentPortRequest,
-  queueProbeValue,
-  type AgentPortOptions,
-  type AgentPortRequest,
-} from './agent-port';
+export { agentPortHandler } from './agent-port-handler';
