@@ -6,6 +6,7 @@ import type { Dispatcher } from 'undici';
 import { httpStatusError, permanentError, retryableError, type EffectError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import { redactUri } from '../core/redact';
+import { kindOfServerName, type V2ServerKind } from '../core/v2-server-kinds';
 import {
   decodeJsonText,
   discardBody,
@@ -18,7 +19,7 @@ import {
 import type { ModelServer } from '../ports';
 import { loadedModelNames, serverIndexLimits } from './index-limits';
 import { checkNameInFiles } from './name-in-files';
-import { finalError, kindOfServerName, v2Dialects, type V2Dialect, type V2ServerKind } from './v2-dialect';
+import { finalError, v2Dialects, type V2Dialect } from './v2-dialect';
 
 /** Where the server listens, which server it is, and how long calls may take. */
 export interface V2ModelServerOptions {
