@@ -2,12 +2,7 @@
  * Config sources (`ConfigSource`): where models.json comes from, the watched config dir or one ConfigMap through
  * the API server.
  */
-export {
-  configDirSource,
-  type ConfigDirOptions,
-  type ConfigDirSource,
-  type ConfigDirStatus,
-} from './config-dir';
+export { configDirSource, type ConfigDirOptions } from './config-dir';
 export { type ConfigReadOptions, readConfigFile } from './config-file';
 export type { SourceStatus } from './source-status';
 export {

@@ -10,9 +10,6 @@ import { specToJson } from './snapshot';
 /** Marker files are `SUCCESS.<hex>`, as in KServe, so either agent can recover the other's model dir. */
 export const markerPrefix = 'SUCCESS.';
 
-/** The spec as stored in a marker: KServe's JSON (keys storageUri, framework, memory; memory as written). */
-export const canonicalSpecJson = (spec: ModelSpec): string => JSON.stringify(specToJson(spec));
-
 /** The key of a marker's file manifest; KServe's agent ignores keys it does not know. */
 export const manifestKey = 'modelsyncFiles';
 

@@ -159,24 +159,6 @@ export const statusPage = (
   return { models, page: { ...query, ...(next !== undefined ? { next } : {}) } };
 };
 
-/** One page of the /status document: the models of `query` sorted by name (a Removed one is gone), the config. */
-export const statusDocument = (
-  statuses: Iterable<ModelStatus>,
-  config: ConfigState,
-  ready: boolean,
-  query: StatusQuery,
-): StatusDocumentJson => {
-  const shown = shownStatuses(statuses);
-  const { models, page } = statusPage(shown, query);
-  return {
-    ready,
-    summary: statusSummary(shown),
-    page,
-    config: configStateJson(config),
-    models: models.map(modelStatusJson),
-  };
-};
-
 /**
  * One page of the /status document as JSON text, from statuses already `shownStatuses` and their `summary`, each
  * model's text from `modelText` (by default its JSON): a caller that keeps each status's text while the status is

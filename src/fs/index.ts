@@ -10,12 +10,11 @@ export {
   writeNewFile,
 } from './durable-fs';
 export { spaceCheck, type SpaceCheck } from './free-space';
-export { fileCopier, type CopyCounter, type CopyHow, type FileCopier, type HeldFile } from './copy-held-file';
-export { readSmallFile, type LinkRule } from './small-file';
+export { fileCopier, type CopyCounter, type FileCopier, type HeldFile } from './copy-held-file';
+export { readSmallFile } from './small-file';
 export {
   entryKind,
   fileSizes,
-  handlePath,
   isSameEntry,
   openDir,
   type OpenDir,

@@ -3,5 +3,4 @@
  * TorchServe's management API.
  */
 export { torchServeModelServer } from './torchserve';
-export { v2ModelServer, type V2ModelServerOptions } from './v2';
-export { v2Dialects, type V2Dialect, type V2ServerKind } from './v2-dialect';
+export { v2ModelServer } from './v2';

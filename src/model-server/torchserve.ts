@@ -2,14 +2,14 @@
 import { readFile } from 'node:fs/promises';
 import { isLeft } from 'fp-ts/Either';
 import * as t from 'io-ts';
-import type { Dispatcher } from 'undici';
 import { bearerToken } from '../core/bearer-token';
 import { EffectError, httpStatusError, permanentError, retryableError } from '../core/errors';
 import { parseJson } from '../core/json/json';
 import type { ModelName } from '../core/model-name';
-import { redactUri, registerSecret } from '../core/redact';
+import { registerSecret } from '../core/redact';
 import type { ModelServer } from '../ports';
 import { loadedModelNames, serverIndexLimits } from './index-limits';
+import { serverEndpoint, type ServerOptions } from './server-options';
 import { fsError, isMissing } from '../fs';
 import {
   discardBody,
@@ -23,15 +23,7 @@ import {
 } from '../net';
 
 /** Where the management API listens, how long calls may take, and where its key is. */
-export interface TorchServeModelServerOptions {
-  /** The management API root, e.g. `http://127.0.0.1:8081`. */
-  readonly baseUrl: string;
-  /** Timeout of list and unregister calls, and of registers unless `loadTimeoutMs` is given; default 30 s. */
-  readonly timeoutMs?: number;
-  /** Timeout of a register, which waits for the first worker to start; default 300 s. */
-  readonly loadTimeoutMs?: number;
-  /** The connection pool (a Network's `direct`: keep-alive, never through a proxy); default undici's global one. */
-  readonly dispatcher?: Dispatcher;
+export interface TorchServeModelServerOptions extends ServerOptions {
   /**
    * TorchServe's `key_file.json` (its `management.key` is used) or a file holding just the token. Read on every
    * call, so a rotated key is picked up without a restart. Unset: no Authorization header (token auth disabled).
@@ -39,8 +31,6 @@ export interface TorchServeModelServerOptions {
   readonly tokenFile?: string;
 }
 
-const defaultTimeoutMs = 30_000;
-const defaultLoadTimeoutMs = 300_000;
 const pageSize = 100;
 // A server that keeps handing out page tokens would otherwise keep loadedModels going forever.
 const maxPages = 1000;
@@ -61,11 +51,7 @@ const ListModelsResponse = t.intersection(
  * `GET /models`. A replacement is unregistered first, because TorchServe will not re-register a name in place.
  */
 export const torchServeModelServer = (options: TorchServeModelServerOptions): ModelServer => {
-  const base = options.baseUrl.replace(/\/+$/, '');
-  // Messages name the server without the user info or query its URL may carry.
-  const shown = redactUri(base);
-  const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
-  const loadTimeoutMs = options.loadTimeoutMs ?? options.timeoutMs ?? defaultLoadTimeoutMs;
+  const { base, shown, timeoutMs, loadTimeoutMs } = serverEndpoint(options);
   const { tokenFile, dispatcher } = options;
 
   const call = async (

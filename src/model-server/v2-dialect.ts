@@ -4,10 +4,8 @@
  */
 import { EffectError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
+import type { V2ServerKind } from '../core/v2-server-kinds';
 import { mlserverNameFile, tritonNameFile, type NameFile } from './name-in-files';
-
-/** The V2 servers modelsync tells apart; `generic` assumes only what the protocol says. */
-export type V2ServerKind = 'triton' | 'mlserver' | 'kserve' | 'generic';
 
 /** How one server kind is spoken to. */
 export interface V2Dialect {
@@ -42,7 +40,7 @@ const generic: V2Dialect = {
   unloadReturnsEarly: false,
 };
 
-/** The dialect of each kind. */
+/** The dialect of each kind: a kind of `v2ServerKinds` without one does not compile. */
 export const v2Dialects: Readonly<Record<V2ServerKind, V2Dialect>> = {
   generic,
   triton: {
@@ -80,10 +78,6 @@ export const v2Dialects: Readonly<Record<V2ServerKind, V2Dialect>> = {
     isFinalLoadFailure: (status, reason) => status === 503 && reason.includes('is not ready. Error type:'),
   },
 };
-
-/** The kind a server's metadata (`GET /v2`: `{ "name": … }`) names; anything else is `generic`. */
-export const kindOfServerName = (name: unknown): V2ServerKind =>
-  name === 'triton' || name === 'mlserver' || name === 'kserve' ? name : 'generic';
 
 /** `error` made final: the same message and kind, not retried (the model is Failed until its spec changes). */
 export const finalError = (error: EffectError): EffectError =>

@@ -2,10 +2,9 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as t from 'io-ts';
-import type { Dispatcher } from 'undici';
 import { httpStatusError, permanentError, retryableError, type EffectError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
-import { redactUri } from '../core/redact';
+import { kindOfServerName, type V2ServerKind } from '../core/v2-server-kinds';
 import {
   decodeJsonText,
   discardBody,
@@ -18,23 +17,16 @@ import {
 import type { ModelServer } from '../ports';
 import { loadedModelNames, serverIndexLimits } from './index-limits';
 import { checkNameInFiles } from './name-in-files';
-import { finalError, kindOfServerName, v2Dialects, type V2Dialect, type V2ServerKind } from './v2-dialect';
+import { serverEndpoint, type ServerOptions } from './server-options';
+import { finalError, v2Dialects, type V2Dialect } from './v2-dialect';
 
 /** Where the server listens, which server it is, and how long calls may take. */
-export interface V2ModelServerOptions {
-  /** The server's HTTP root, e.g. `http://127.0.0.1:8000` (Triton) or `http://127.0.0.1:8080` (MLServer, KServe). */
-  readonly baseUrl: string;
+export interface V2ModelServerOptions extends ServerOptions {
   /**
    * Which server it is (`--server-kind`, whose default is `auto`); `auto` asks it (`GET /v2`) before the first
    * call. Default here `generic`: the protocol alone, as before the kinds were told apart.
    */
   readonly kind?: V2ServerKind | 'auto';
-  /** Timeout of index and unload calls, and of loads unless `loadTimeoutMs` is given; default 30 s. */
-  readonly timeoutMs?: number;
-  /** Timeout of a load, which returns only once the model is loaded; default 300 s. */
-  readonly loadTimeoutMs?: number;
-  /** The connection pool (a Network's `direct`: keep-alive, never through a proxy); default undici's global one. */
-  readonly dispatcher?: Dispatcher;
   /** Between two looks at the index while Triton unloads a model; default 100 ms, doubling to 1 s. */
   readonly unloadPollMs?: number;
   /**
@@ -45,8 +37,6 @@ export interface V2ModelServerOptions {
   readonly modelDir?: string;
 }
 
-const defaultTimeoutMs = 30_000;
-const defaultLoadTimeoutMs = 300_000;
 const errorBodyBytes = 64 * 1024;
 const json = { 'Content-Type': 'application/json' };
 
@@ -71,11 +61,7 @@ const ServerMetadata = t.type({ name: t.unknown }, 'ServerMetadata');
  * servers do differently (names in URLs, listing, final failures, unloads that return early) is their dialect.
  */
 export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
-  const base = options.baseUrl.replace(/\/+$/, '');
-  // Messages name the server without the user info or query its URL may carry.
-  const shown = redactUri(base);
-  const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
-  const loadTimeoutMs = options.loadTimeoutMs ?? options.timeoutMs ?? defaultLoadTimeoutMs;
+  const { base, shown, timeoutMs, loadTimeoutMs } = serverEndpoint(options);
   const unloadPollMs = options.unloadPollMs ?? 100;
   const call = (
     method: 'GET' | 'POST',

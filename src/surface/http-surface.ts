@@ -10,7 +10,7 @@ import type { ModelPhase } from '../core/model-status';
 import { redact } from '../core/redact';
 import { shownPhases, type ModelStatusJson, type StatusQuery } from '../core/status-document';
 import { announcesBody, boundedServer, defaultServerLimits, endAnswer, type ServerLimits } from '../net';
-import { classifyAgentPortRequest } from './agent-port';
+import { classifyAgentPortRequest } from './agent-port-handler';
 import type { Liveness } from './surface-state';
 
 /** The paths the surface serves (`/status/<model>` for one model). */

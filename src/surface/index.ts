@@ -1,21 +1,7 @@
 /** The HTTP surface: /healthz, /readyz, /metrics and /status, answered from memory; KServe's agent port. */
-export { descriptorExhaustion, withDescriptors } from './descriptors';
-export {
-  defaultSurfaceLimits,
-  httpSurface,
-  isSurfacePath,
-  surfacePaths,
-  type HttpSurfaceOptions,
-  type SurfaceLimits,
-  type SurfaceView,
-} from './http-surface';
-export { createMetrics, type AgentMetrics } from './metrics';
-export { statusPages, type StatusPages, type StatusSource } from './status-pages';
-export { createSurfaceState, heartbeatMs, type Liveness, type SurfaceState } from './surface-state';
-export {
-  agentPortHandler,
-  classifyAgentPortRequest,
-  queueProbeValue,
-  type AgentPortOptions,
-  type AgentPortRequest,
-} from './agent-port';
+export { withDescriptors } from './descriptors';
+export { defaultSurfaceLimits, httpSurface, type SurfaceLimits } from './http-surface';
+export { createMetrics } from './metrics';
+export { statusPages } from './status-pages';
+export { createSurfaceState, heartbeatMs } from './surface-state';
+export { agentPortHandler } from './agent-port-handler';

@@ -5,8 +5,10 @@
  * server disagree.
  */
 
-/** The servers a stand-in can play. */
-export type V2ProfileName = 'generic' | 'triton' | 'mlserver' | 'kserve';
+import type { V2ServerKind } from '../core/v2-server-kinds';
+
+/** The servers a stand-in can play: every kind modelsync tells apart (`v2Profiles` has one for each but generic). */
+export type V2ProfileName = V2ServerKind;
 
 /** One answer: the status, the body as it goes on the wire, and its content type (none: no header). */
 export interface V2Answer {

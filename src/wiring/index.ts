@@ -2,7 +2,7 @@
  * The wiring: the real edges an AppConfig asks for (capabilities, the storage router, the storage initializer's
  * dest dirs, the HTTP surface). The one room that builds effects for the agent and the storage initializer.
  */
-export { agentPortSettings, type AgentPortSettings } from './agent-port';
+export { agentPortSettings, type AgentPortSettings } from './agent-port-proxy';
 export {
   agentSettings,
   capabilities,

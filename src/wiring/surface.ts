@@ -17,7 +17,7 @@ import type { AgentEvent, ModelStatus } from '../core/model-status';
 import { redact } from '../core/redact';
 import type { AgentCapabilities, AgentSettings } from '../agent';
 import { kubeWatchProblem, type KubeWatchStatus } from '../config-source';
-import { agentPort, agentPortLimits, type AgentPortSettings } from './agent-port';
+import { agentPort, agentPortLimits, type AgentPortSettings } from './agent-port-proxy';
 import type { ConfigSourceWithStatus } from './capabilities';
 import type { Loader } from '../loader';
 import type { Telemetry } from '../ports';

@@ -2,7 +2,6 @@
 import { either as E } from 'fp-ts';
 import fc from 'fast-check';
 import {
-  canonicalSpecJson,
   decodeMarker,
   manifestMismatch,
   markerJson,
@@ -14,6 +13,9 @@ import type { ModelSpec } from '../../src/core/model-config';
 import { parseQuantity } from '../../src/core/quantity';
 import { specEquals, specToJson } from '../../src/core/snapshot';
 import { spec } from '../helpers/fixtures';
+
+/** The spec as a marker stores it: KServe's JSON (keys storageUri, framework, memory; memory as written). */
+const canonicalSpecJson = (content: ModelSpec): string => JSON.stringify(specToJson(content));
 
 describe('markerPrefix', () => {
   it('is the KServe marker prefix', () => {

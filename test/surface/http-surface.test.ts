@@ -5,7 +5,7 @@ import { registerSecret } from '../../src/core/redact';
 import type { ModelStatus } from '../../src/core/model-status';
 import {
   modelStatusJson,
-  statusDocument,
+  shownStatuses,
   statusDocumentText,
   statusSummary,
 } from '../../src/core/status-document';
@@ -83,9 +83,17 @@ describe('httpSurface', () => {
       durationMs: 12,
     });
     expect(JSON.parse(all.body)).toEqual(
-      statusDocument([failed], { source: 'config-dir' }, false, {
-        limit: defaultSurfaceLimits.statusPageSize,
-      }),
+      JSON.parse(
+        statusDocumentText(
+          shownStatuses([failed]),
+          statusSummary([failed]),
+          { source: 'config-dir' },
+          false,
+          {
+            limit: defaultSurfaceLimits.statusPageSize,
+          },
+        ),
+      ),
     );
     expect(JSON.parse(all.body)).toMatchObject({ ready: false, models: [JSON.parse(one.body)] });
     for (const body of [all.body, one.body])

@@ -4,6 +4,7 @@
  * `npm run docs:flags` the flags table of docs/operating.md.
  */
 import * as t from 'io-ts';
+import { v2ServerKinds } from '../v2-server-kinds';
 import { byteCount, duration, httpUrl, integerIn, kubeName, nonEmpty, oneOf } from './setting-codecs';
 import type { FlagSpec } from './flag-spec';
 import { storageFlags } from './storage-flags';
@@ -27,7 +28,7 @@ export type LogFormat = (typeof logFormats)[number];
 /** The load/unload dialects modelsync speaks. */
 export const protocols = ['v2', 'torchserve'] as const;
 /** Which V2 server `--server-url` is: `auto` asks it (`GET /v2`) at start. */
-export const serverKinds = ['auto', 'triton', 'mlserver', 'kserve', 'generic'] as const;
+export const serverKinds = ['auto', ...v2ServerKinds] as const;
 
 /** Where the model list comes from: the mounted ConfigMap dir, or the ConfigMap watched through the API server. */
 export const configSources = ['dir', 'kube-api'] as const;

@@ -1,5 +1,5 @@
 /** Which requests to KServe's agent port are readiness checks, network probes, or the model server's. */
-import { classifyAgentPortRequest } from '../../src/surface/agent-port';
+import { classifyAgentPortRequest } from '../../src/surface/agent-port-handler';
 import { isSurfacePath } from '../../src/surface/http-surface';
 
 describe('classifyAgentPortRequest', () => {
