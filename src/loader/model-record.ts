@@ -1,6 +1,7 @@
 /** ModelRecord: what the loader knows and wants of one model, and how an op changes what it wants (coalescing). */
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
+import type { ModelOp } from '../core/model-op';
 import type { ModelPhase, ModelStatus } from '../core/model-status';
 import { specEquals, unknownSpec } from '../core/snapshot';
 import { isInPlace, type ModelState } from './reconcile';
@@ -51,6 +52,28 @@ export const newRecord = (
   };
 };
 
+/** Aborts the work towards the record's desired state (its download stops, its failures do not count). */
+export const abortGeneration = (record: ModelRecord, reason: string): void => {
+  record.generation.abort(new Error(reason));
+  record.generation = new AbortController();
+};
+
+/**
+ * The record of the model `op` is about (made for an Add of a model never seen), once it records the op's desired
+ * state and needs work for it; `settled` as in `want`.
+ */
+export const recordToWorkOn = (
+  records: Map<ModelName, ModelRecord>,
+  op: ModelOp,
+  settled: (name: ModelName) => boolean,
+): ModelRecord | undefined => {
+  const desired = op._tag === 'Add' ? op.spec : undefined;
+  const known = records.get(op.modelName);
+  if (known === undefined && desired === undefined) return undefined; // a Remove of a model never seen
+  const record = known ?? records.set(op.modelName, newRecord(op.modelName)).get(op.modelName)!;
+  return want(record, desired, settled(op.modelName)) ? record : undefined;
+};
+
 const sameDesired = (a: ModelSpec | undefined, b: ModelSpec | undefined): boolean =>
   a === undefined || b === undefined ? a === b : specEquals(a, b);
 
@@ -68,10 +91,7 @@ export const want = (record: ModelRecord, desired: ModelSpec | undefined, settle
     // A record never worked on has no work to supersede (and 10k new models need no 10k aborts).
     const workedOn = record.reported || record.desired !== undefined;
     record.desired = desired;
-    if (workedOn) {
-      record.generation.abort(new Error('superseded by a newer desired state'));
-      record.generation = new AbortController();
-    }
+    if (workedOn) abortGeneration(record, 'superseded by a newer desired state');
   }
   record.attempts = 0;
   record.rejected = false;

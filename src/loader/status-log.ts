@@ -1,7 +1,16 @@
-/** logStatus: one log line per status change, at a level that suits its phase, with no secret in it. */
+/** How a status change is told: the record's new status, one log line at a level that suits its phase (no secret in it), one event. */
 import type { Logger } from 'pino';
-import type { ModelPhase, ModelStatus } from '../core/model-status';
+import type { SchedulerLike } from 'rxjs';
+import {
+  nextStatus,
+  statusEvent,
+  type AgentEvent,
+  type ModelPhase,
+  type ModelStatus,
+} from '../core/model-status';
 import { redactUri } from '../core/redact';
+import type { ModelSpec } from '../core/model-config';
+import type { ModelRecord } from './model-record';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 
@@ -41,3 +50,28 @@ export const logStatus = (
     msg,
   );
 };
+
+/** Sets a model's status, logs it and emits it; `logFields` go on the log line only. */
+export type ReportStatus = (
+  record: ModelRecord,
+  phase: ModelPhase,
+  spec: ModelSpec | undefined,
+  details?: Pick<ModelStatus, 'reason' | 'errorKind' | 'attempt'>,
+  logFields?: Readonly<Record<string, number>>,
+) => void;
+
+/** A reporter timed on `scheduler` that emits to `events`; silent once `stop` is aborted. */
+export const statusReporter =
+  (
+    log: Logger,
+    scheduler: SchedulerLike,
+    stop: AbortSignal,
+    events: { next: (event: AgentEvent) => void },
+  ): ReportStatus =>
+  (record, phase, spec, details = {}, logFields = {}) => {
+    if (stop.aborted) return; // aborted work winding down has nothing to tell
+    record.status = nextStatus(record.status, phase, spec, details, scheduler.now());
+    record.reported = true;
+    logStatus(log, record.status, logFields);
+    events.next(statusEvent(record.status));
+  };

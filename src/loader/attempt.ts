@@ -1,0 +1,61 @@
+/** attemptOnce: one attempt at a model's desired state, and where a failure leads: a retry later, or Failed. */
+import { backoffDelay } from '../core/backoff';
+import { toEffectError, type EffectError } from '../core/errors';
+import type { ModelName } from '../core/model-name';
+import { redact } from '../core/redact';
+import type { Telemetry } from '../ports';
+import type { RetryPolicy } from './loader-deps';
+import { failedStep, type ModelRecord } from './model-record';
+import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
+import type { ReportStatus } from './status-log';
+
+/** What an attempt reads and tells beyond the steps' effects. */
+export interface AttemptContext {
+  /** The loader's records: a model that ends with nothing in place and nothing wanted leaves them. */
+  readonly records: Map<ModelName, ModelRecord>;
+  readonly report: ReportStatus;
+  readonly retry: RetryPolicy;
+  readonly random: () => number;
+  readonly telemetry: Telemetry;
+  /** The run's stop: its abort is no failure of the model. */
+  readonly stop: AbortSignal;
+  /** Queues the model again after `delayMs`, holding no worker meanwhile. */
+  readonly retryAfter: (name: ModelName, delayMs: number) => void;
+}
+
+/** The HTTP status of a failure, for its log line (a failure is one line: kind, status, message). */
+const statusOf = (error: EffectError): Readonly<Record<string, number>> =>
+  error.status === undefined ? {} : { status: error.status };
+
+/** Works once towards the record's desired state; a transient failure comes back through `retryAfter`. */
+export const attemptOnce = async (
+  record: ModelRecord,
+  effects: ReconcileEffects,
+  { records, report, retry, random, telemetry, stop, retryAfter }: AttemptContext,
+): Promise<void> => {
+  const { desired, generation } = record;
+  if (desired === undefined && isInPlace(record, undefined)) {
+    // Nothing was ever installed (added and removed before any work): close what was reported, if anything.
+    if (record.reported) report(record, 'Removed', undefined);
+    records.delete(record.name);
+    return;
+  }
+  try {
+    await reconcile(record, desired, effects, { stop, supersede: generation.signal });
+    record.attempts = 0;
+    if (record.desired === undefined && isInPlace(record, undefined)) records.delete(record.name);
+  } catch (cause) {
+    if (stop.aborted || generation.signal.aborted) return; // our own abort, not the model's failure
+    const error = toEffectError(cause);
+    record.attempts++;
+    const details = { reason: redact(error.message), errorKind: error.kind, attempt: record.attempts };
+    if (!error.retryable || record.attempts >= retry.maxAttempts) {
+      // The server refused these files for good: retrying them (a resync) cannot change its answer.
+      record.rejected = !error.retryable && failedStep(record.status.phase) === 'load';
+      return report(record, 'Failed', desired, details, statusOf(error));
+    }
+    telemetry.retry(failedStep(record.status.phase));
+    report(record, 'Retrying', desired, details, statusOf(error));
+    retryAfter(record.name, backoffDelay(record.attempts, retry.baseMs, retry.maxMs, random));
+  }
+};

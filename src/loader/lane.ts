@@ -1,0 +1,60 @@
+/** Lane: a work queue with its own workers; the loader runs two, the main lane and the side lane of unlisted unloads. */
+import type { SchedulerLike } from 'rxjs';
+import type { ModelName } from '../core/model-name';
+import type { ModelRecord } from './model-record';
+import { createWorkQueue, type WorkQueue, type WorkQueueCounts } from './work-queue';
+
+/** What a lane works on, with how many workers, and what it does with a name that is not its own. */
+export interface LaneOptions {
+  readonly records: ReadonlyMap<ModelName, ModelRecord>;
+  readonly workers: number;
+  /** Whether the lane works on this model now. */
+  readonly takes: (record: ModelRecord) => boolean;
+  /** Where a queued name the lane does not take goes; absent: it is dropped (another lane has it already). */
+  readonly handOver?: (name: ModelName) => void;
+  /** Works once on a model; the lane runs it after any earlier work on that model has ended. */
+  readonly work: (record: ModelRecord) => Promise<void>;
+  /** A worker of the lane is free again. */
+  readonly freed: () => void;
+}
+
+export interface Lane {
+  readonly queue: WorkQueue<ModelName>;
+  /** Starts work on queued names while a worker is free; a name whose record is gone (closed meanwhile) just ends. */
+  readonly pump: () => void;
+}
+
+/** A lane with an empty queue, its retries timed on `scheduler`. */
+export const createLane = (scheduler: SchedulerLike, options: LaneOptions): Lane => {
+  const queue = createWorkQueue<ModelName>(scheduler);
+  const start = (name: ModelName, record: ModelRecord | undefined): void => {
+    const task = record ? record.inFlight.then(() => options.work(record)) : Promise.resolve();
+    if (record) record.inFlight = task;
+    void task.then(() => {
+      queue.done(name);
+      options.freed();
+    });
+  };
+  const pump = (): void => {
+    let name: ModelName | undefined;
+    while (queue.counts().processing < options.workers && (name = queue.get()) !== undefined) {
+      const record = options.records.get(name);
+      if (record === undefined || options.takes(record)) start(name, record);
+      else {
+        options.handOver?.(name);
+        queue.done(name);
+      }
+    }
+  };
+  return { queue, pump };
+};
+
+/** The counts of all `lanes` together. */
+export const laneCounts = (lanes: ReadonlyArray<Lane>): WorkQueueCounts =>
+  lanes
+    .map((lane) => lane.queue.counts())
+    .reduce((sum, count) => ({
+      queued: sum.queued + count.queued,
+      processing: sum.processing + count.processing,
+      delayed: sum.delayed + count.delayed,
+    }));

@@ -1,0 +1,116 @@
+/** stager (`ModelStore.stage`): a fresh staging dir for one model, settled once: marked and swapped in, or abandoned. */
+import { EffectError, errorCode, permanentError } from '../core/errors';
+import type { ModelName } from '../core/model-name';
+import { specToJson } from '../core/snapshot';
+import { fsError, isSameEntry, type OpenDir, type SpaceCheck } from '../fs';
+import type { Installed, ModelStore, Staged } from '../ports';
+import type { FlushInstalled } from './background-flush';
+import type { Found } from './entry';
+import type { StagingOf } from './fill-from';
+import type { ModelDirRoot } from './model-dir-root';
+import { createStagingDir, markStagingDir, namingStaging, stagingTakenAway } from './staging-dir';
+import { swapIn } from './swap';
+
+/** Where a store stages: its model dir, its flusher, its disk check, and the staging dirs not yet settled. */
+export interface StagingArea {
+  /** The model dir, M in the docs. */
+  readonly m: ModelDirRoot;
+  readonly flush: FlushInstalled;
+  /** The disk check every install must pass before it starts; absent: none. */
+  readonly spaceCheck?: SpaceCheck;
+  /** The staging dirs handed out and not yet committed or abandoned, for `fillFrom`. */
+  readonly open: WeakMap<Staged, StagingOf>;
+}
+
+/** Makes room for `target`: refuses a dir that is not ours to replace, removes a non-dir squatting our name. */
+const claim = async (m: ModelDirRoot, target: string, name: ModelName): Promise<Found> => {
+  const found = await m.inspect(target);
+  if (found._tag === 'NotADir') await m.removeNonDir(found);
+  if (found._tag === 'Dir' && found.foreign !== undefined && found.state._tag !== 'Valid') {
+    throw permanentError(
+      'refused',
+      `cannot install model ${name}: ${target} is ${found.foreign}, not a model dir modelsync owns; choose another name`,
+    );
+  }
+  return found;
+};
+
+const createStaging = async (m: ModelDirRoot, name: ModelName): Promise<OpenDir> => {
+  try {
+    return await createStagingDir(m.stagingPrefix(name));
+  } catch (cause) {
+    if (!(cause instanceof EffectError) || errorCode(cause.cause) !== 'ENOENT') throw cause;
+    await m.makeRoot(true);
+    return createStagingDir(m.stagingPrefix(name));
+  }
+};
+
+/**
+ * A fresh staging dir once the disk check passed. The size is not known yet (the providers check a declared one):
+ * at least the reserve must be free. The check runs while the dir is made; a dir made for nothing is removed.
+ */
+const stagingWithSpace = async ({ m, spaceCheck }: StagingArea, name: ModelName): Promise<OpenDir> => {
+  const [space, staging] = await Promise.allSettled([
+    spaceCheck?.(m.root, 0, `installing model ${name}`),
+    createStaging(m, name),
+  ]);
+  if (space.status === 'fulfilled' && staging.status === 'fulfilled') return staging.value;
+  if (staging.status === 'fulfilled') {
+    await staging.value.handle.close();
+    await m.discardQuietly(staging.value.path);
+  }
+  throw space.status === 'rejected' ? space.reason : (staging as PromiseRejectedResult).reason;
+};
+
+/** The error to report for a `cause` that stopped `dir`, once the dir is removed (see `Staged.abandon`). */
+const failedStaging =
+  (m: ModelDirRoot, dir: OpenDir, signal: AbortSignal) =>
+  async (cause: unknown): Promise<unknown> => {
+    const intact = signal.aborted || (await isSameEntry(dir.path, dir.stats).catch(() => false));
+    await m.discardQuietly(dir.path);
+    if (!intact && !(cause instanceof EffectError && cause.retryable))
+      return stagingTakenAway(dir.path, cause);
+    return namingStaging(cause, dir);
+  };
+
+/** `ModelStore.stage` in `area`: a staging dir once nothing that is not ours to replace holds `M/<name>`. */
+export const stager =
+  (area: StagingArea): ModelStore['stage'] =>
+  async (name, spec, signal) => {
+    const { m, open } = area;
+    const target = m.modelDir(name);
+    signal.throwIfAborted();
+    await m.makeRoot();
+    const claimed = await claim(m, target, name);
+    const dir = await stagingWithSpace(area, name);
+    const failed = failedStaging(m, dir, signal);
+    const settle = async <T>(run: () => Promise<T>): Promise<T> => {
+      open.delete(staged);
+      try {
+        return await run();
+      } finally {
+        await dir.handle.close();
+      }
+    };
+    const commit = async (): Promise<Installed> => {
+      try {
+        await markStagingDir(dir, { name, spec, signal, log: m.log });
+        signal.throwIfAborted();
+        const installed = await swapIn(m, area.flush, dir, { target, name, claimed });
+        m.log.debug({ model: name, dir: target, spec: specToJson(spec) }, 'model dir installed');
+        return installed;
+      } catch (cause) {
+        throw await failed(cause);
+      }
+    };
+    const staged: Staged = {
+      dir: dir.ref,
+      commit: () => settle(commit),
+      abandon: (cause) =>
+        settle(() =>
+          failed(signal.aborted ? cause : fsError(`cannot write the model into ${dir.path}`, cause)),
+        ),
+    };
+    open.set(staged, { name, spec, target: dir });
+    return staged;
+  };
