@@ -3,6 +3,7 @@ import type { ModelSpec } from './model-config';
 import { modelNameProblem, type ModelName } from './model-name';
 import { add, remove, type ModelOp } from './model-op';
 import type { ModelPhase } from './model-status';
+import { retryDelay, type RetryPolicy } from './retry-policy';
 
 /** One model as the loader holds it: what is wanted, where it stands, and whether it is left alone now. */
 export interface DesiredState {
@@ -42,11 +43,20 @@ export type FailedRetries = ReadonlyMap<ModelName, FailedRetry>;
 export const failedRetryCapMs = 15 * 60_000;
 
 /**
- * The wait after retry number `retries` of a Failed model: one resync interval, doubling with each retry that
- * failed again, capped at `failedRetryCapMs` (or the interval, if longer). No jitter: the resync timer paces them.
+ * How a resync retries a Failed model: for as long as it stays Failed (a storage or server outage may last hours),
+ * one resync interval first, doubling with each retry that failed again, capped at `failedRetryCapMs` (or the
+ * interval, if longer). No jitter: the resync timer paces them.
  */
+export const failedRetryPolicy = (intervalMs: number): RetryPolicy => ({
+  maxAttempts: Infinity,
+  baseMs: intervalMs,
+  maxMs: Math.max(intervalMs, failedRetryCapMs),
+  jitter: 'none',
+});
+
+/** The wait after retry number `retries` of a Failed model (`failedRetryPolicy`). */
 export const failedRetryDelay = (retries: number, intervalMs: number): number =>
-  Math.min(intervalMs * 2 ** Math.min(retries - 1, 30), Math.max(intervalMs, failedRetryCapMs));
+  retryDelay(failedRetryPolicy(intervalMs), retries);
 
 /** The schedule after one more retry that is due now. */
 const nextRetry = (retry: FailedRetry, now: number, intervalMs: number): FailedRetry => ({

@@ -4,7 +4,7 @@
  * fixed number of workers, and the per-model steps live in reconcile.ts.
  */
 import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable } from 'rxjs';
-import { backoffDelay } from '../core/backoff';
+import { retryDelay } from '../core/retry-policy';
 import { toEffectError, type EffectError } from '../core/errors';
 import { inPlaceSnapshot, type InPlace } from '../core/in-place';
 import type { ModelSpec } from '../core/model-config';
@@ -43,7 +43,7 @@ export const unlistedUnloadWorkers = 2;
 const isUnlistedUnload = (record: ModelRecord): boolean =>
   record.desired === undefined && record.onDisk === undefined;
 
-export type { LoaderDeps, RetryPolicy } from './loader-deps';
+export type { LoaderDeps } from './loader-deps';
 
 /** A loader: `run` applies ops; the rest lets health checks, status endpoints and tests look at it. */
 export interface Loader {
@@ -203,7 +203,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
           }
           telemetry.retry(failedStep(record.status.phase));
           report(record, 'Retrying', desired, details, statusOf(error));
-          queue.addAfter(record.name, backoffDelay(record.attempts, retry.baseMs, retry.maxMs, random));
+          queue.addAfter(record.name, retryDelay(retry, record.attempts, random));
         }
       };
 
