@@ -54,14 +54,10 @@ export const failedRetryPolicy = (intervalMs: number): RetryPolicy => ({
   jitter: 'none',
 });
 
-/** The wait after retry number `retries` of a Failed model (`failedRetryPolicy`). */
-export const failedRetryDelay = (retries: number, intervalMs: number): number =>
-  retryDelay(failedRetryPolicy(intervalMs), retries);
-
 /** The schedule after one more retry that is due now. */
 const nextRetry = (retry: FailedRetry, now: number, intervalMs: number): FailedRetry => ({
   retries: retry.retries + 1,
-  dueAt: now + failedRetryDelay(retry.retries + 1, intervalMs),
+  dueAt: now + retryDelay(failedRetryPolicy(intervalMs), retry.retries + 1),
 });
 
 /** The model names a start or a resync acts on now, out of many, and how many are left for later. */
@@ -119,7 +115,7 @@ const settledIn = (states: ReadonlyArray<DesiredState>, phase: ModelPhase): Read
  * - `reload-lost`: Loaded (before and after the index call) and settled, yet the server does not list it;
  * - `unload-unlisted`: the server lists it, and the loader knew nothing of it before and after the call (a model
  *   the config lists always has a record while it is wanted); a name no config could list is left alone;
- * - `retry-failed` / `retry-unload`: Failed and settled, and its retry is due (capped backoff, `failedRetryDelay`);
+ * - `retry-failed` / `retry-unload`: Failed and settled, and its retry is due (`failedRetryPolicy`);
  *   not a model the server `rejected` (its files would be refused again).
  * At most `maxUnlistedUnloads` unloads are in progress after a resync (those still running count): the due
  * `retry-unload`s first, then `unload-unlisted`; the rest are deferred (a deferred retry stays due). A server that
