@@ -86,6 +86,23 @@ describe('startAgent', () => {
     expect([...standIn.loaded]).toEqual(['a']);
   });
 
+  it('keeps asking past the retry policy maxAttempts: the start-up wait has no cap on attempts', async () => {
+    const inner = edges(modelsJson({ a: uri('a') }));
+    let refusals = 5; // maxAttempts is 3
+    const server: ModelServer = {
+      ...inner.server,
+      loadedModels: (signal) =>
+        refusals-- > 0
+          ? Promise.reject(new Error('connect ECONNREFUSED'))
+          : inner.server.loadedModels(signal),
+    };
+    const events = await lastValueFrom(startAgent({ ...inner, server }, settings()).pipe(toArray()));
+    expect(
+      sink.withMessage('model server not answering yet; waiting for it').map((l) => l['attempt']),
+    ).toEqual([1, 2, 3, 4, 5]);
+    expect(ready(events)).toHaveLength(1);
+  });
+
   it('gives up with ServerNotAnswering once serverWaitMs has passed without an answer, after one last try', async () => {
     const inner = edges(modelsJson({ a: uri('a') }));
     const asked: number[] = [];
