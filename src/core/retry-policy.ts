@@ -26,9 +26,9 @@ export interface RetryPolicy {
 
 /**
  * Tries of one storage request by its own client (the S3 SDK's `maxAttempts`, the Azure SDK's `maxTries`, a GCS list
- * page) before its failure fails the download attempt: a request that fails for a moment costs a sub-second wait of
- * the client's, not the whole download again after our backoff. A request failing for good is therefore sent at most
- * `storageRequestTries × maxAttempts` times.
+ * page) before its failure fails the download attempt: a request that fails for a moment costs a short wait of the
+ * client's, not the whole download again after our backoff. A request that keeps failing transiently is therefore
+ * sent at most `storageRequestTries × maxAttempts` times.
  */
 export const storageRequestTries = 3;
 
