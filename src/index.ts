@@ -66,7 +66,7 @@ export {
 } from './wiring';
 export { parseArgs, type ParsedArgs } from './command';
 export type { Env } from './core/env';
-export { backoffDelay } from './core/backoff';
+export { backoffDelay, retryDelay, type Jitter, type RetryPolicy } from './core/retry-policy';
 export {
   readyEvent,
   statusEvent,
@@ -79,7 +79,7 @@ export { unknownSpec } from './core/snapshot';
 export { parseHostHeaders, parseStorageUri } from './core/storage-uri';
 export { redact, redactLogLine, redactUri, registerSecret, SecretRegistry, secrets } from './core/redact';
 export { abortable } from './agent';
-export { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from './loader';
+export { createLoader, type Loader, type LoaderDeps } from './loader';
 export { createSlots, type Slots } from './core/slots';
 export { createWorkQueue, type WorkQueue, type WorkQueueCounts } from './loader';
 export { routeStorage } from './storage';

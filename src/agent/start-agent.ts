@@ -19,7 +19,7 @@ import {
   type SchedulerLike,
 } from 'rxjs';
 import { syncModels } from './sync-models';
-import { backoffDelay } from '../core/backoff';
+import { retryDelay, type RetryPolicy } from '../core/retry-policy';
 import { toEffectError, type EffectError } from '../core/errors';
 import { defaultMaxUnlistedUnloads } from '../core/drift';
 import { adoptServerIndex, inPlaceSnapshot, type InPlace } from '../core/in-place';
@@ -27,7 +27,7 @@ import type { ModelOp } from '../core/model-op';
 import type { AgentEvent } from '../core/model-status';
 import type { Snapshot } from '../core/snapshot';
 import { abortable } from './abortable';
-import { createLoader, type Loader, type LoaderDeps, type RetryPolicy } from '../loader';
+import { createLoader, type Loader, type LoaderDeps } from '../loader';
 import {
   noTelemetry,
   type ConfigSource,
@@ -61,7 +61,7 @@ export interface AgentSettings {
   readonly log: Logger;
   readonly downloadConcurrency: number;
   readonly loadConcurrency: number;
-  /** Backoff of transient failures; `baseMs`/`maxMs` also pace the start-up wait for the model server. */
+  /** How transient failures are retried; its backoff, without its cap, also paces the start-up wait for the server. */
   readonly retry: RetryPolicy;
   /**
    * How long the start waits for the model server's first answer before it errors with `ServerNotAnswering`;
@@ -113,8 +113,10 @@ export class ServerNotAnswering extends Error {
 }
 
 /**
- * The server's loaded models; the server container starts beside us, so keep asking until it answers — or, with
- * `serverWaitMs`, until that long after `startedAt` (one last try at the deadline), then `ServerNotAnswering`.
+ * The server's loaded models, asked with the agent's backoff and no cap on attempts: the server container starts
+ * beside us and may take minutes (big models loaded at its start); giving up would only restart the pod into the
+ * same wait, while `/readyz` says we are not ready. With `serverWaitMs` (`--once`), it stops that long after
+ * `startedAt` (one last try at the deadline) with `ServerNotAnswering`.
  */
 const serverAnswer = (
   server: ModelServer,
@@ -122,17 +124,16 @@ const serverAnswer = (
   scheduler: SchedulerLike,
   random: () => number,
   startedAt: number,
-): Observable<ReadonlySet<string>> =>
-  abortable((signal) => server.loadedModels(signal)).pipe(
+): Observable<ReadonlySet<string>> => {
+  const policy: RetryPolicy = { ...settings.retry, maxAttempts: Infinity };
+  return abortable((signal) => server.loadedModels(signal)).pipe(
     retry({
+      count: policy.maxAttempts - 1,
       delay: (error: unknown, attempt) => {
         const waitedMs = scheduler.now() - startedAt;
         const leftMs = (settings.serverWaitMs ?? Infinity) - waitedMs;
         if (leftMs <= 0) return throwError(() => new ServerNotAnswering(waitedMs, toEffectError(error)));
-        const delayMs = Math.min(
-          leftMs,
-          backoffDelay(attempt, settings.retry.baseMs, settings.retry.maxMs, random),
-        );
+        const delayMs = Math.min(leftMs, retryDelay(policy, attempt, random));
         settings.log.warn(
           { err: toEffectError(error), attempt, delayMs },
           'model server not answering yet; waiting for it',
@@ -141,6 +142,7 @@ const serverAnswer = (
       },
     }),
   );
+};
 
 /** What the resync of a started agent runs on. */
 const resyncDeps = (

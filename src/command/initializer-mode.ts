@@ -21,11 +21,11 @@ import {
   type Observable,
 } from 'rxjs';
 import { abortable } from '../agent';
-import { backoffDelay } from '../core/backoff';
 import type { Env } from '../core/env';
 import { permanentError, toEffectError, type EffectError } from '../core/errors';
-import type { AppConfig } from '../core/flags/app-config';
+import { retryPolicyOf, type AppConfig } from '../core/flags/app-config';
 import { selectionFromEnv } from '../core/selection-env';
+import { retryDelay, type RetryPolicy } from '../core/retry-policy';
 import { parseStorageUri, redactUri } from '../core/storage-uri';
 import type { DownloadProgress, DownloadRequest } from '../ports';
 import { initializerStorage, type InitializerStorage } from '../wiring';
@@ -38,14 +38,7 @@ export interface DownloadPair {
   readonly dest: string;
 }
 
-/** The loader's retry policy: `--max-attempts` in all, full-jitter backoff from `--retry-base-ms` to `--retry-max-ms`. */
-interface RetryPolicy {
-  readonly baseMs: number;
-  readonly maxMs: number;
-  readonly maxAttempts: number;
-}
-
-/** How every pair is downloaded: the retries, and what each download is asked (KServe's patterns). */
+/** How every pair is downloaded: the retries (the loader's), and what each download is asked (KServe's patterns). */
 interface PairOptions {
   readonly policy: RetryPolicy;
   readonly request: DownloadRequest;
@@ -85,7 +78,7 @@ const logProgress = (log: Logger, pair: DownloadPair, progress: DownloadProgress
 
 /**
  * Retries a transient failure (`EffectError.retryable`) as the loader does: up to `maxAttempts` attempts in all,
- * each after `backoffDelay`; a permanent one, or the last, goes on as the error. Each attempt starts afresh.
+ * each after `retryDelay`; a permanent one, or the last, goes on as the error. Each attempt starts afresh.
  */
 const retryTransient =
   <T>(policy: RetryPolicy, log: Logger, pair: DownloadPair): MonoTypeOperatorFunction<T> =>
@@ -96,7 +89,7 @@ const retryTransient =
         delay: (cause: unknown, attempt: number) => {
           const error = toEffectError(cause);
           if (!error.retryable) return throwError(() => cause);
-          const retryInMs = backoffDelay(attempt, policy.baseMs, policy.maxMs, Math.random);
+          const retryInMs = retryDelay(policy, attempt);
           const failure = { errorKind: error.kind, reason: error.message, attempt, retryInMs };
           log.warn({ ...shown(pair), ...failure }, 'download failed; retrying');
           return timer(retryInMs);
@@ -188,8 +181,7 @@ export const initializerMode = (
       { version: packageVersion, pairs: pairs.map(shown), ...request },
       'storage initializer starting',
     );
-    const policy = { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs, maxAttempts: config.maxAttempts };
-    return downloadAll(storage.right, pairs, { policy, request }, log).pipe(
+    return downloadAll(storage.right, pairs, { policy: retryPolicyOf(config), request }, log).pipe(
       map((downloaded) => exit(downloaded ? 0 : 1)),
       finalize(() => void storage.right.close().catch(() => undefined)),
     );

@@ -2,7 +2,7 @@
 import type { Env } from '../core/env';
 import type { KubeConfig, ListWatch, V1ConfigMap } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { backoffDelay } from '../core/backoff';
+import { retryDelay, type RetryPolicy } from '../core/retry-policy';
 import {
   configMapSelector,
   configMapsPath,
@@ -15,11 +15,6 @@ import { ConfigMapLister } from './kube-list';
 import { KubeAnswerTooLarge, kubeFailureOf, KubeRelistNeeded, maxKubeAnswerBytes } from './kube-request';
 import { bookmarkingWatch } from './kube-watch';
 
-/**
- * Environment variables by name, as `process.env` holds them. Declared here, not in kube-client.ts, so the
- * declarations a consumer of the package compiles never reach the client's own (ESM) types.
- */
-
 /** Which ConfigMap to list and watch, where the API server is, and how to retry. */
 export interface ListWatchOptions {
   readonly name: string;
@@ -30,8 +25,8 @@ export interface ListWatchOptions {
   readonly log: Logger;
   /** The server ends each watch after this long (`--watch-timeout-s`); see `stallMsFor`. */
   readonly watchTimeoutSeconds: number;
-  /** Backoff of re-establishing a failed list or watch: full jitter from `baseMs`, capped at `maxMs`. */
-  readonly retry: { readonly baseMs: number; readonly maxMs: number };
+  /** The backoff of re-establishing a failed list or watch (its attempts are not capped: the watch never gives up). */
+  readonly retry: Pick<RetryPolicy, 'baseMs' | 'maxMs'>;
   /** The service account mount (tests point it elsewhere). */
   readonly serviceAccountDir?: string;
 }
@@ -82,6 +77,7 @@ export const runListWatch = (
   let config: KubeConfig | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let stallTimer: NodeJS.Timeout | undefined;
+  const policy: RetryPolicy = { ...options.retry, maxAttempts: Infinity, jitter: 'at-least-base' };
   const backoff = { attempt: 0, lastFailureAt: -Infinity };
   // One for the whole run: it remembers, across ListWatches, the version it found too big to read.
   let lister: ConfigMapLister | undefined;
@@ -92,13 +88,12 @@ export const runListWatch = (
    * failure (as client-go's backoff manager does), not at a list or a watch opened: a server that answers and then
    * fails every time (the same broken event after each list) is not asked faster for answering.
    */
-  const retryDelay = (): number => {
-    const { baseMs, maxMs } = options.retry;
+  const nextDelay = (): number => {
     const now = Date.now();
-    if (now - backoff.lastFailureAt > 2 * maxMs) backoff.attempt = 0;
+    if (now - backoff.lastFailureAt > 2 * policy.maxMs) backoff.attempt = 0;
     backoff.lastFailureAt = now;
     backoff.attempt += 1;
-    return Math.max(Math.min(baseMs, maxMs), backoffDelay(backoff.attempt, baseMs, maxMs, Math.random));
+    return retryDelay(policy, backoff.attempt);
   };
 
   const armStall = (): void => {
@@ -130,7 +125,7 @@ export const runListWatch = (
     if (stopped) return;
     const reason = describeKubeFailure(kubeFailureOf(cause));
     const relist = again === undefined || cause instanceof KubeRelistNeeded;
-    const retryInMs = retryDelay();
+    const retryInMs = nextDelay();
     const fields = { reason, attempt: backoff.attempt, retryInMs, then: relist ? 're-list' : 'resume' };
     if (cause instanceof KubeAnswerTooLarge) log.debug(fields, 'ConfigMap too big to read; retrying');
     else {

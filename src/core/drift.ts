@@ -3,6 +3,7 @@ import type { ModelSpec } from './model-config';
 import { modelNameProblem, type ModelName } from './model-name';
 import { add, remove, type ModelOp } from './model-op';
 import type { ModelPhase } from './model-status';
+import { retryDelay, type RetryPolicy } from './retry-policy';
 
 /** One model as the loader holds it: what is wanted, where it stands, and whether it is left alone now. */
 export interface DesiredState {
@@ -42,16 +43,21 @@ export type FailedRetries = ReadonlyMap<ModelName, FailedRetry>;
 export const failedRetryCapMs = 15 * 60_000;
 
 /**
- * The wait after retry number `retries` of a Failed model: one resync interval, doubling with each retry that
- * failed again, capped at `failedRetryCapMs` (or the interval, if longer). No jitter: the resync timer paces them.
+ * How a resync retries a Failed model: for as long as it stays Failed (a storage or server outage may last hours),
+ * one resync interval first, doubling with each retry that failed again, capped at `failedRetryCapMs` (or the
+ * interval, if longer). No jitter: the resync timer paces them.
  */
-export const failedRetryDelay = (retries: number, intervalMs: number): number =>
-  Math.min(intervalMs * 2 ** Math.min(retries - 1, 30), Math.max(intervalMs, failedRetryCapMs));
+export const failedRetryPolicy = (intervalMs: number): RetryPolicy => ({
+  maxAttempts: Infinity,
+  baseMs: intervalMs,
+  maxMs: Math.max(intervalMs, failedRetryCapMs),
+  jitter: 'none',
+});
 
 /** The schedule after one more retry that is due now. */
 const nextRetry = (retry: FailedRetry, now: number, intervalMs: number): FailedRetry => ({
   retries: retry.retries + 1,
-  dueAt: now + failedRetryDelay(retry.retries + 1, intervalMs),
+  dueAt: now + retryDelay(failedRetryPolicy(intervalMs), retry.retries + 1),
 });
 
 /** The model names a start or a resync acts on now, out of many, and how many are left for later. */
@@ -109,7 +115,7 @@ const settledIn = (states: ReadonlyArray<DesiredState>, phase: ModelPhase): Read
  * - `reload-lost`: Loaded (before and after the index call) and settled, yet the server does not list it;
  * - `unload-unlisted`: the server lists it, and the loader knew nothing of it before and after the call (a model
  *   the config lists always has a record while it is wanted); a name no config could list is left alone;
- * - `retry-failed` / `retry-unload`: Failed and settled, and its retry is due (capped backoff, `failedRetryDelay`);
+ * - `retry-failed` / `retry-unload`: Failed and settled, and its retry is due (`failedRetryPolicy`);
  *   not a model the server `rejected` (its files would be refused again).
  * At most `maxUnlistedUnloads` unloads are in progress after a resync (those still running count): the due
  * `retry-unload`s first, then `unload-unlisted`; the rest are deferred (a deferred retry stays due). A server that

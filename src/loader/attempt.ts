@@ -1,10 +1,9 @@
 /** attemptOnce: one attempt at a model's desired state, and where a failure leads: a retry later, or Failed. */
-import { backoffDelay } from '../core/backoff';
+import { retryDelay, type RetryPolicy } from '../core/retry-policy';
 import { toEffectError, type EffectError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import { redact } from '../core/redact';
 import type { Telemetry } from '../ports';
-import type { RetryPolicy } from './loader-deps';
 import { failedStep, type ModelRecord } from './model-record';
 import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
 import type { ReportStatus } from './status-log';
@@ -56,6 +55,6 @@ export const attemptOnce = async (
     }
     telemetry.retry(failedStep(record.status.phase));
     report(record, 'Retrying', desired, details, statusOf(error));
-    retryAfter(record.name, backoffDelay(record.attempts, retry.baseMs, retry.maxMs, random));
+    retryAfter(record.name, retryDelay(retry, record.attempts, random));
   }
 };

@@ -2,15 +2,8 @@
 import type { Logger } from 'pino';
 import type { SchedulerLike } from 'rxjs';
 import type { DownloadFunction, LoadJournal, ModelServer, ModelStore, Telemetry } from '../ports';
+import type { RetryPolicy } from '../core/retry-policy';
 import type { ContentRegistry } from './content-registry';
-
-/** How transient failures are retried: capped exponential backoff with full jitter (core/backoff.ts). */
-export interface RetryPolicy {
-  readonly baseMs: number;
-  readonly maxMs: number;
-  /** Attempts of one step before the model is marked Failed (1 = no retry). */
-  readonly maxAttempts: number;
-}
 
 /** The loader's ports and limits. */
 export interface LoaderDeps {
@@ -22,6 +15,7 @@ export interface LoaderDeps {
   readonly log: Logger;
   readonly downloadConcurrency: number;
   readonly loadConcurrency: number;
+  /** How a step's transient failure is retried: `maxAttempts` of one step before the model is marked Failed. */
   readonly retry: RetryPolicy;
   /** The jitter source of retry delays; Math.random by default. */
   readonly random?: () => number;

@@ -16,7 +16,7 @@ import { newRecord, type ModelRecord } from './model-record';
 import { createSlots, type Slots } from '../core/slots';
 import { createContentSharing } from './content-sharing';
 
-export type { LoaderDeps, RetryPolicy } from './loader-deps';
+export type { LoaderDeps } from './loader-deps';
 export { unlistedUnloadWorkers } from './loader-run';
 
 /** A loader: `run` applies ops; the rest lets health checks, status endpoints and tests look at it. */

@@ -34,7 +34,7 @@ export interface RepairDriftOptions {
   readonly records: DriftRecords;
   /** The models the server reports loaded: one call per resync, aborted when unsubscribed. */
   readonly serverIndex: () => Observable<ReadonlySet<string>>;
-  /** The resync interval: the first wait between two retries of a Failed model (capped backoff, core/drift.ts). */
+  /** The resync interval: the first wait between two retries of a Failed model (`failedRetryPolicy`, core/drift.ts). */
   readonly intervalMs: number;
   readonly log: Logger;
   readonly telemetry: Pick<Telemetry, 'resyncRun' | 'repair' | 'repairsDeferred'>;

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { AgentCapabilities, AgentSettings } from '../agent';
 import { configDirSource, kubeApiSource, type KubeWatchStatus, type SourceStatus } from '../config-source';
 import type { Env } from '../core/env';
-import type { AppConfig } from '../core/flags/app-config';
+import { retryPolicyOf, type AppConfig } from '../core/flags/app-config';
 import { spaceCheck } from '../fs';
 import { loadJournal, modelDirStore } from '../model-dir';
 import { torchServeModelServer, v2ModelServer } from '../model-server';
@@ -40,7 +40,7 @@ export const configSourceFor = (
         log: log.child({ component: 'config' }),
         maxBytes: config.maxConfigBytes,
         watchTimeoutSeconds: config.watchTimeoutS,
-        retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
+        retry: retryPolicyOf(config),
         ...(hooks.onAlive !== undefined ? { onAlive: hooks.onAlive } : {}),
       })
     : configDirSource({
@@ -124,7 +124,7 @@ export const agentSettings = (config: AppConfig, log: Logger): AgentSettings => 
   log,
   downloadConcurrency: config.downloadConcurrency,
   loadConcurrency: config.loadConcurrency,
-  retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs, maxAttempts: config.maxAttempts },
+  retry: retryPolicyOf(config),
   settleMs: config.settleMs,
   maxUnlistedUnloads: config.maxUnlistedUnloads,
 });

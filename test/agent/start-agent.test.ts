@@ -68,23 +68,27 @@ describe('startAgent', () => {
     expect(sink.withMessage('start-up sync complete; ready')[0]).toMatchObject({ modelCount: 2 });
   });
 
-  it('asks a server that does not answer yet again with backoff, logging each wait', async () => {
-    const inner = edges(modelsJson({ a: uri('a') }));
-    let refusals = 2;
-    const server: ModelServer = {
-      ...inner.server,
-      loadedModels: (signal) =>
-        refusals-- > 0
-          ? Promise.reject(new Error('connect ECONNREFUSED'))
-          : inner.server.loadedModels(signal),
-    };
-    const events = await lastValueFrom(startAgent({ ...inner, server }, settings()).pipe(toArray()));
-    expect(
-      sink.withMessage('model server not answering yet; waiting for it').map((l) => l['attempt']),
-    ).toEqual([1, 2]);
-    expect(ready(events)).toHaveLength(1);
-    expect([...standIn.loaded]).toEqual(['a']);
-  });
+  // Past maxAttempts (3) too: the start-up wait has no cap on attempts.
+  it.each([2, 5])(
+    'asks a server that does not answer yet again with backoff, logging each wait (%d refusals)',
+    async (refusalCount) => {
+      const inner = edges(modelsJson({ a: uri('a') }));
+      let refusals = refusalCount;
+      const server: ModelServer = {
+        ...inner.server,
+        loadedModels: (signal) =>
+          refusals-- > 0
+            ? Promise.reject(new Error('connect ECONNREFUSED'))
+            : inner.server.loadedModels(signal),
+      };
+      const events = await lastValueFrom(startAgent({ ...inner, server }, settings()).pipe(toArray()));
+      expect(
+        sink.withMessage('model server not answering yet; waiting for it').map((l) => l['attempt']),
+      ).toEqual(Array.from({ length: refusalCount }, (_, index) => index + 1));
+      expect(ready(events)).toHaveLength(1);
+      expect([...standIn.loaded]).toEqual(['a']);
+    },
+  );
 
   it('gives up with ServerNotAnswering once serverWaitMs has passed without an answer, after one last try', async () => {
     const inner = edges(modelsJson({ a: uri('a') }));

@@ -1,4 +1,5 @@
-import { failedRetryCapMs, failedRetryDelay, findRepairs, type DesiredState } from '../../src/core/drift';
+import { failedRetryCapMs, failedRetryPolicy, findRepairs, type DesiredState } from '../../src/core/drift';
+import { retryDelay } from '../../src/core/retry-policy';
 import { add, remove } from '../../src/core/model-op';
 import type { ModelPhase } from '../../src/core/model-status';
 import type { ModelSpec } from '../../src/core/model-config';
@@ -109,7 +110,10 @@ describe('findRepairs', () => {
   });
 });
 
-describe('failedRetryDelay', () => {
+describe('failedRetryPolicy', () => {
+  const failedRetryDelay = (retries: number, intervalMs: number): number =>
+    retryDelay(failedRetryPolicy(intervalMs), retries);
+
   it('is the interval, doubling, capped at failedRetryCapMs or the interval when that is longer', () => {
     expect([1, 2, 3].map((n) => failedRetryDelay(n, 60_000))).toEqual([60_000, 120_000, 240_000]);
     expect(failedRetryDelay(10, 60_000)).toBe(failedRetryCapMs);

@@ -78,7 +78,7 @@ export const stores: Readonly<Record<string, Store>> = {
       filler: '{"name":"m/x","size":"1","generation":"1"},',
     },
     errorBody: { type: json, head: '{"error":{"message":"', filler: 'no access ' },
-    provider: (base, limits) => gcsStorage({ endpoint: base, limits }),
+    provider: (base, limits) => gcsStorage({ endpoint: base, requestRetries: 0, limits }),
   },
   azure: {
     uri: (base) => `${base}/account/container/m`,

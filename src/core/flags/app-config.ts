@@ -4,6 +4,7 @@
  */
 import * as E from 'fp-ts/Either';
 import * as t from 'io-ts';
+import type { RetryPolicy } from '../retry-policy';
 import { flagTable, type FlagSpec } from './flag-table';
 
 export {
@@ -86,3 +87,13 @@ export const conflictingSettings = (
       ]
     : []),
 ];
+
+/**
+ * The retry policy the flags set: the loader's and the storage initializer's, `--max-attempts` in all; the start-up
+ * wait and the API-server watch take its backoff without its cap (core/retry-policy.ts).
+ */
+export const retryPolicyOf = (config: AppConfig): RetryPolicy => ({
+  maxAttempts: config.maxAttempts,
+  baseMs: config.retryBaseMs,
+  maxMs: config.retryMaxMs,
+});

@@ -3,6 +3,7 @@ import type { Agent } from 'node:http';
 import type { StoragePipelineOptions } from '@azure/storage-blob';
 import * as E from 'fp-ts/Either';
 import { EffectError, permanentError, retryableError } from '../../core/errors';
+import { storageRequestTries } from '../../core/retry-policy';
 import { registerSecret } from '../../core/redact';
 import type { StorageProvider } from '../../ports';
 import { transportError } from '../../net';
@@ -38,7 +39,7 @@ export interface AzureBlobStorageOptions extends ObjectDownloadOptions {
   readonly agentFor?: (url: URL) => Agent | undefined;
   /** Longest wait for an answer, and for the next bytes of a body, in ms (default 60 s). */
   readonly timeoutMs?: number;
-  /** Tries of a failed request the SDK makes itself before the loader's backoff takes over (default 2). */
+  /** Retries of a failed request the SDK makes itself before it fails the attempt (default `storageRequestTries` - 1). */
   readonly sdkRetries?: number;
   /** Blobs asked for per list page (Azure answers at most 5,000). */
   readonly pageSize?: number;
@@ -82,7 +83,7 @@ const containerStore = (
   chosen: ChosenCredential,
   options: AzureBlobStorageOptions,
 ): ObjectStoreClient => {
-  const { timeoutMs = 60_000, sdkRetries = 2, pageSize = 5000 } = options;
+  const { timeoutMs = 60_000, sdkRetries = storageRequestTries - 1, pageSize = 5000 } = options;
   const agent = options.agentFor?.(new URL(target.serviceUrl));
   // `agent` is a pipeline option the SDK passes on (core-rest-pipeline's agentPolicy), not in its type.
   const pipelineOptions: StoragePipelineOptions & { agent?: Agent } = {

@@ -2,6 +2,7 @@
 import * as E from 'fp-ts/Either';
 import { isRight } from 'fp-ts/Either';
 import { EffectError, retryableError } from '../../core/errors';
+import { storageRequestTries } from '../../core/retry-policy';
 import { parseJson } from '../../core/json/json';
 import { redactUri } from '../../core/storage-uri';
 import { discardBody, timeoutOf, transportError, type HttpCallResponse, type Network } from '../../net';
@@ -29,7 +30,7 @@ export interface GcsClientOptions {
   readonly credentialsFile?: string;
   /** Longest wait for an answer, and for the next bytes of a body, in ms (default 60 s). */
   readonly timeoutMs?: number;
-  /** Immediate retries of a list page that failed retryably (default 0: the loader's backoff retries). */
+  /** Immediate retries of a list page that failed retryably (default `storageRequestTries` - 1). */
   readonly requestRetries?: number;
   /** Objects asked for per list page (GCS answers at most 1,000). */
   readonly pageSize?: number;
@@ -248,7 +249,7 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
     network: options.network,
     base: endpoint.replace(/\/+$/, ''),
     timeoutMs: options.timeoutMs ?? 60_000,
-    retries: options.requestRetries ?? 0,
+    retries: options.requestRetries ?? storageRequestTries - 1,
     minRate: options.minRate,
   };
   const pageSize = options.pageSize ?? 1000;

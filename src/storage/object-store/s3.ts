@@ -5,6 +5,7 @@ import type { NodeHttpHandler } from '@smithy/node-http-handler';
 import * as E from 'fp-ts/Either';
 import type { s3AddressingStyles } from '../../core/flags/app-config';
 import { retryableError } from '../../core/errors';
+import { storageRequestTries } from '../../core/retry-policy';
 import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import type { ObjectLocation, ObjectStoreClient, StoredObject, ListingBounds } from './client';
@@ -44,7 +45,7 @@ export interface S3ClientSettings {
   readonly connectTimeoutMs?: number;
   /** Longest wait for the next bytes of an answer (default 60 s). */
   readonly idleTimeoutMs?: number;
-  /** The SDK's attempts per request before a transient failure is ours to handle (default 3). */
+  /** The SDK's attempts per request before a transient failure fails the attempt (default `storageRequestTries`). */
   readonly maxAttempts?: number;
   /**
    * The direct client for a request to `url` (`Network.directFor`): ranged GetObjects go on it, their bodies read
@@ -101,7 +102,7 @@ export const s3SdkClient = (settings: S3ClientSettings): S3Client => {
     useAccelerateEndpoint: settings.useAccelerate === true,
     // A bucket in another region answers 301: follow it rather than fail on a region setting.
     followRegionRedirects: true,
-    maxAttempts: settings.maxAttempts ?? 3,
+    maxAttempts: settings.maxAttempts ?? storageRequestTries,
     // Checksums only where S3 requires them: a ranged read has no whole-object checksum to check, and
     // S3-compatible stores (older MinIO, Ceph) mishandle the SDK's newer defaults.
     requestChecksumCalculation: 'WHEN_REQUIRED',

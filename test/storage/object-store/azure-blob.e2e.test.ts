@@ -1,5 +1,6 @@
 /** Tests of the Azure Blob provider against azurite: what a URL names, archives, paging, resume, errors, credentials. */
 import { Agent } from 'node:http';
+import { storageRequestTries } from '../../../src/core/retry-policy';
 import { createNetwork } from '../../../src/net/network';
 import { azureBlobStorage, type AzureBlobStorageOptions } from '../../../src/storage/object-store/azure-blob';
 import { effectError } from '../../helpers/effect-error';
@@ -208,6 +209,20 @@ describe('azureBlobStorage against azurite', () => {
         staging.path,
         never,
       );
+      expect(await listTree(staging.path)).toEqual(['weights.bin']);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('tries a request storageRequestTries times by default: two 503s, then the listing', async () => {
+    const proxy = await startFaultProxy(azurite.current.url);
+    try {
+      proxy.fail(`/${azurite.current.account}/models`, 503, storageRequestTries - 1);
+      await azureBlobStorage({
+        endpoints: [proxy.url],
+        credentials: { accountKey: azurite.current.accountKey },
+      }).download(urlOf('models', 'single', proxy.url), staging.path, never);
       expect(await listTree(staging.path)).toEqual(['weights.bin']);
     } finally {
       await proxy.close();

@@ -1,6 +1,7 @@
 /** Tests of gcsClient against the GCS JSON API stand-in: paging, ranged and generation-pinned reads, errors by kind. */
 import { isLeft, isRight } from 'fp-ts/Either';
 import type { ListingBounds, ObjectLocation, StoredObject } from '../../../src/storage/object-store/client';
+import { storageRequestTries } from '../../../src/core/retry-policy';
 import { gcsClient, gcsLocation } from '../../../src/storage/object-store/gcs';
 import { listingBounds } from '../../../src/storage/object-store/listing-bounds';
 import { startGcsStandIn, type GcsStandIn } from '../../../src/testing/gcs-stand-in';
@@ -80,7 +81,8 @@ describe('gcsClient.list', () => {
   it('fails retryably on a 503 and on a refused connection', async () => {
     gcs.put('flaky', 'm/a', 'a');
     gcs.injectFault('list', { status: 503 });
-    const unavailable = await effectError(collect(client().list(at('flaky', 'm'), never, bounds())));
+    const once = gcsClient({ endpoint: gcs.url, requestRetries: 0 });
+    const unavailable = await effectError(collect(once.list(at('flaky', 'm'), never, bounds())));
     expect(unavailable).toMatchObject({ kind: 'http-status', status: 503, retryable: true });
     const closed = gcsClient({ endpoint: 'http://127.0.0.1:9' });
     const refused = await effectError(collect(closed.list(at('flaky', 'm'), never, bounds())));
@@ -94,6 +96,17 @@ describe('gcsClient.list', () => {
     expect((await collect(retrying.list(at('flaky', 'm'), never, bounds()))).map((o) => o.key)).toEqual([
       'm/a',
     ]);
+  });
+
+  it('tries a list page storageRequestTries times by default before it fails', async () => {
+    gcs.put('flaky', 'm/a', 'a');
+    gcs.injectFault('list', { status: 503 }, storageRequestTries - 1);
+    expect((await collect(client().list(at('flaky', 'm'), never, bounds()))).map((o) => o.key)).toEqual([
+      'm/a',
+    ]);
+    gcs.injectFault('list', { status: 503 }, storageRequestTries);
+    const error = await effectError(collect(client().list(at('flaky', 'm'), never, bounds())));
+    expect(error).toMatchObject({ kind: 'http-status', status: 503, retryable: true });
   });
 
   it('fails with aborted when the signal aborts', async () => {

@@ -1,6 +1,7 @@
 /** Tests of the gs:// provider against the GCS JSON API stand-in: what a URI names, archives, paging, resume, credentials. */
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { storageRequestTries } from '../../../src/core/retry-policy';
 import { defaultDownloadLimits } from '../../../src/storage/download-limits';
 import { createNetwork } from '../../../src/net/network';
 import { gcsStorage, type GcsStorageOptions } from '../../../src/storage/object-store/gcs';
@@ -136,7 +137,7 @@ describe('gcsStorage against the GCS stand-in', () => {
   });
 
   it('fails retryably on a 503 listing', async () => {
-    gcs.injectFault('list', { status: 503 });
+    gcs.injectFault('list', { status: 503 }, storageRequestTries);
     const error = await effectError(storage().download('gs://models/m1', staging.path, never));
     expect(error).toMatchObject({ kind: 'http-status', status: 503, retryable: true });
   });

@@ -77,7 +77,7 @@ const stores = {
       }),
     contentType: 'application/json',
     isListing: (url: URL) => url.pathname === '/storage/v1/b/bucket/o',
-    provider: (url: string): StorageProvider => gcsStorage({ endpoint: url }),
+    provider: (url: string): StorageProvider => gcsStorage({ endpoint: url, requestRetries: 0 }),
   },
   azure: {
     uri: (url: string) => `${url}/account/container/m`,

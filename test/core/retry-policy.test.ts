@@ -1,5 +1,5 @@
-/** Tests of backoffDelay: capped exponential ceilings with full jitter drawn from an injected random source. */
-import { backoffDelay } from '../../src/core/backoff';
+/** Tests of the retry policy: capped exponential ceilings, and the waits each kind of jitter draws below them. */
+import { backoffDelay, retryDelay, type RetryPolicy } from '../../src/core/retry-policy';
 
 const top = (): number => 1; // the upper end of the jitter range
 const bottom = (): number => 0;
@@ -56,5 +56,38 @@ describe('backoffDelay', () => {
     };
     backoffDelay(2, 100, 1_000, random);
     expect(draws).toHaveLength(1);
+  });
+});
+
+describe('retryDelay', () => {
+  const policy: RetryPolicy = { maxAttempts: 8, baseMs: 100, maxMs: 10_000 };
+
+  it('draws full jitter by default, as backoffDelay does', () => {
+    for (const [attempt, draw] of [
+      [1, 0],
+      [3, 0.5],
+      [4, 1],
+      [20, 0.3],
+    ] as const) {
+      expect(retryDelay(policy, attempt, () => draw)).toBe(backoffDelay(attempt, 100, 10_000, () => draw));
+    }
+  });
+
+  it('waits the ceiling itself, drawing nothing, without jitter', () => {
+    const random = jest.fn(() => 0);
+    const none: RetryPolicy = { ...policy, jitter: 'none' };
+    expect([1, 2, 3, 8, 40].map((attempt) => retryDelay(none, attempt, random))).toEqual([
+      100, 200, 400, 10_000, 10_000,
+    ]);
+    expect(random).not.toHaveBeenCalled();
+  });
+
+  it('never waits less than the base (or the cap, when lower) with at-least-base jitter', () => {
+    const atLeastBase: RetryPolicy = { ...policy, jitter: 'at-least-base' };
+    expect(retryDelay(atLeastBase, 1, bottom)).toBe(100);
+    expect(retryDelay(atLeastBase, 4, bottom)).toBe(100);
+    expect(retryDelay(atLeastBase, 4, () => 0.5)).toBe(400);
+    expect(retryDelay(atLeastBase, 4, top)).toBe(800);
+    expect(retryDelay({ ...atLeastBase, baseMs: 500, maxMs: 300 }, 1, bottom)).toBe(300);
   });
 });

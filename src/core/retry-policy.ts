@@ -1,0 +1,56 @@
+/**
+ * The one retry policy of modelsync: how many attempts, and the capped exponential backoff between them. Every
+ * retry loop (the loader, the storage initializer, the model server's start-up wait, the API-server watch, drift
+ * repair) draws its waits from `retryDelay`; storage clients' own request retries are `storageRequestTries`.
+ */
+
+/**
+ * How a wait is drawn below its ceiling: `full` anywhere in [0, ceiling] (AWS architecture blog, "Exponential
+ * Backoff And Jitter": the retries of many models that failed together, a restarting model server, do not come back
+ * in lockstep); `at-least-base` the same but never under `baseMs` (a peer that fails at once is asked no sooner);
+ * `none` the ceiling itself (a timer of its own already paces the retries).
+ */
+export type Jitter = 'full' | 'at-least-base' | 'none';
+
+/** How a transient failure is retried. */
+export interface RetryPolicy {
+  /** Attempts in all before the failure stands (1 = no retry); Infinity for a loop that must not give up. */
+  readonly maxAttempts: number;
+  /** The ceiling of the first retry's wait; it doubles with each retry. */
+  readonly baseMs: number;
+  /** The cap of the ceiling. */
+  readonly maxMs: number;
+  /** Default `full`. */
+  readonly jitter?: Jitter;
+}
+
+/**
+ * Tries of one storage request by its own client (the S3 SDK's `maxAttempts`, the Azure SDK's `maxTries`, a GCS list
+ * page) before its failure fails the download attempt: a request that fails for a moment costs a short wait of the
+ * client's, not the whole download again after our backoff. A request that keeps failing transiently is therefore
+ * sent at most `storageRequestTries × maxAttempts` times.
+ */
+export const storageRequestTries = 3;
+
+/** The ceiling of retry number `attempt`'s wait: `baseMs` doubled each retry, capped at `maxMs`. */
+const ceilingOf = (attempt: number, baseMs: number, maxMs: number): number =>
+  Math.min(maxMs, baseMs * 2 ** Math.min(attempt - 1, 30));
+
+/**
+ * The wait before retry number `attempt` (1 = the first retry): a random point in [0, min(max, base·2^(attempt-1))],
+ * whole milliseconds (full jitter).
+ */
+export const backoffDelay = (attempt: number, baseMs: number, maxMs: number, random: () => number): number =>
+  Math.round(random() * ceilingOf(attempt, baseMs, maxMs));
+
+/** The wait before retry number `attempt` (1 = the first retry) under `policy`; one random draw unless `none`. */
+export const retryDelay = (
+  policy: RetryPolicy,
+  attempt: number,
+  random: () => number = Math.random,
+): number => {
+  const { baseMs, maxMs, jitter = 'full' } = policy;
+  if (jitter === 'none') return ceilingOf(attempt, baseMs, maxMs);
+  const delay = backoffDelay(attempt, baseMs, maxMs, random);
+  return jitter === 'at-least-base' ? Math.max(Math.min(baseMs, maxMs), delay) : delay;
+};
