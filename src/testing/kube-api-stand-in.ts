@@ -84,16 +84,10 @@ interface OpenWatch {
   readonly bookmarks: boolean;
 }
 
-const statusBody = (code: number, reason: string, message: string, details?: object): object => ({
-  kind: 'Status',
-  apiVersion: 'v1',
-  metadata: {},
-  status: 'Failure',
-  message,
-  reason,
-  ...(details === undefined ? {} : { details }),
-  code,
-});
+const statusBody = (code: number, reason: string, message: string, details?: object): object => {
+  const failure = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason };
+  return { ...failure, ...(details === undefined ? {} : { details }), code };
+};
 
 /**
  * Starts the stand-in on 127.0.0.1 (a free port). It speaks what `@kubernetes/client-node`'s ListWatch uses:
@@ -129,13 +123,22 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
 
   const record = (kind: KubeApiRequest['kind'], query: Record<string, string>, status: number): void =>
     void requests.push({ kind, query, status });
+  /** Records the request and answers it with a failure Status. */
+  type Refusal = [code: number, reason: string, message: string, details?: object];
+  const refuse = (
+    res: ServerResponse,
+    kind: KubeApiRequest['kind'],
+    query: Record<string, string>,
+    ...[code, reason, message, details]: Refusal
+  ): void => {
+    record(kind, query, code);
+    json(res, code, statusBody(code, reason, message, details));
+  };
 
   const openWatch = (req: IncomingMessage, res: ServerResponse, query: Record<string, string>): void => {
     const from = Number(query['resourceVersion'] ?? '0');
-    if (from !== 0 && from < compactedBefore) {
-      record('watch', query, 410);
-      return json(res, 410, statusBody(410, 'Expired', `too old resource version: ${from} (${version})`));
-    }
+    if (from !== 0 && from < compactedBefore)
+      return refuse(res, 'watch', query, 410, 'Expired', `too old resource version: ${from} (${version})`);
     if (redirectTo !== undefined) {
       record('watch', query, 307);
       return void res.writeHead(307, { Location: `${redirectTo}${req.url ?? ''}` }).end();
@@ -162,38 +165,20 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
     const url = new URL(req.url ?? '/', 'https://stand-in');
     const query = Object.fromEntries(url.searchParams);
     const kind = url.pathname !== collection ? 'other' : query['watch'] === 'true' ? 'watch' : 'list';
-    if (down) {
-      record(kind, query, 503);
-      return json(res, 503, statusBody(503, 'ServiceUnavailable', 'the API server is unavailable'));
-    }
+    if (down) return refuse(res, kind, query, 503, 'ServiceUnavailable', 'the API server is unavailable');
     if (req.headers.authorization === undefined) {
       // No credentials: a real API server (anonymous auth on) takes the request as system:anonymous, which RBAC
       // refuses, with this Status (responsewriters.forbiddenMessage).
-      record(kind, query, 403);
       const verb = kind === 'watch' ? 'watch' : 'list';
-      return json(
-        res,
-        403,
-        statusBody(
-          403,
-          'Forbidden',
-          `configmaps is forbidden: User "system:anonymous" cannot ${verb} resource "configmaps" in API group "" in the namespace "${options.namespace}"`,
-          { kind: 'configmaps' },
-        ),
-      );
+      const message = `configmaps is forbidden: User "system:anonymous" cannot ${verb} resource "configmaps" in API group "" in the namespace "${options.namespace}"`;
+      return refuse(res, kind, query, 403, 'Forbidden', message, { kind: 'configmaps' });
     }
-    if (req.headers.authorization !== `Bearer ${token}`) {
-      record(kind, query, 401);
-      return json(res, 401, statusBody(401, 'Unauthorized', 'Unauthorized'));
-    }
-    if (kind === 'other' || req.method !== 'GET') {
-      record(kind, query, 404);
-      return json(res, 404, statusBody(404, 'NotFound', 'the server could not find the requested resource'));
-    }
-    if (query['fieldSelector'] !== `metadata.name=${options.name}`) {
-      record(kind, query, 403);
-      return json(res, 403, statusBody(403, 'Forbidden', 'configmaps is forbidden: not in resourceNames'));
-    }
+    if (req.headers.authorization !== `Bearer ${token}`)
+      return refuse(res, kind, query, 401, 'Unauthorized', 'Unauthorized');
+    if (kind === 'other' || req.method !== 'GET')
+      return refuse(res, kind, query, 404, 'NotFound', 'the server could not find the requested resource');
+    if (query['fieldSelector'] !== `metadata.name=${options.name}`)
+      return refuse(res, kind, query, 403, 'Forbidden', 'configmaps is forbidden: not in resourceNames');
     if (kind === 'watch') return openWatch(req, res, query);
     if (/;as=PartialObjectMetadataList;/.test(req.headers.accept ?? '')) {
       record('metadata', query, 200);
@@ -215,11 +200,13 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
     }
     if (query['resourceVersionMatch'] === 'Exact' && query['resourceVersion'] !== String(version)) {
       // A list of a past snapshot: the stand-in keeps none (a real server may still have it, or answer the same).
-      record('list', query, 410);
-      return json(
+      return refuse(
         res,
+        'list',
+        query,
         410,
-        statusBody(410, 'Expired', `too old resource version: ${query['resourceVersion']}`),
+        'Expired',
+        `too old resource version: ${query['resourceVersion']}`,
       );
     }
     record('list', query, 200);
