@@ -1,10 +1,10 @@
 /** hubRepoClient: one Hub repo at one commit as an ObjectStoreClient — its tree the listing, `/resolve/` the ranged read. */
 import { retryableError } from '../../core/errors';
 import { selectionKey } from '../../core/file-selection';
-import { discardBody, isOk, isSinkReadable, responseStatusError, withFailures } from '../../net';
+import { discardBody, isOk, responseStatusError } from '../../net';
 import { Attempt, httpGet, readsDirectly } from '../http/http-get';
 import { contentRangeOf, type BodyResponse } from '../http/resumable-body';
-import type { ObjectStoreClient, StoredObject } from '../object-store/client';
+import { classifiedBody, type ObjectStoreClient, type StoredObject } from '../object-store/client';
 import { listTree, pythonQuote, resolveCommit, type HubCommit, type HubReach } from './hub-api';
 import { hubFileError, type HubFailure } from './hub-errors';
 import type { HfRepo } from './hf-uri';
@@ -20,15 +20,6 @@ const getSettings = (reach: HubReach) => ({
   idleTimeoutMs: reach.timeoutMs,
   network: reach.network,
 });
-
-/** The chunks of `body`, its failure thrown as `failure(cause)`. */
-async function* failingAs(body: AsyncIterable<Uint8Array>, failure: (cause: unknown) => unknown) {
-  try {
-    yield* body;
-  } catch (cause) {
-    throw failure(cause);
-  }
-}
 
 /**
  * The bytes `[offset, end)` of a listed file, from `/resolve/<commit>/<path>` (huggingface_hub's hf_hub_url): a
@@ -79,9 +70,7 @@ const readFile = async (
         `${range !== undefined ? ` with bytes ${range.first}-${range.last} of ${range.total ?? 'unknown'}` : ''}`,
     );
   }
-  const body = attempt.watch(response.body);
-  const lost = (cause: unknown) => attempt.failure(cause);
-  return isSinkReadable(body) ? withFailures(body, lost) : failingAs(body, lost);
+  return classifiedBody(attempt.watch(response.body), (cause) => attempt.failure(cause));
 };
 
 /**

@@ -1,5 +1,6 @@
 /** The small interface each remote store (S3, GCS, Azure Blob, the Hub) implements for the one download engine. */
 import type { FileSelection } from '../../core/file-selection';
+import { isSinkReadable, withFailures } from '../../net';
 import type { ContentDigest } from '../listed-content';
 
 /** Where the objects of one model live: a bucket (or container) and a key prefix. */
@@ -61,4 +62,29 @@ export interface ObjectStoreClient {
     signal: AbortSignal,
     end?: number,
   ): Promise<AsyncIterable<Uint8Array>>;
+}
+
+/**
+ * `body` with each failure thrown as `failure(cause)` (the store's EffectError), for a client's `read`: a body read
+ * straight from its socket stays one; a chunked one runs `end` however its reading ends (an SDK stream destroyed).
+ */
+export const classifiedBody = (
+  body: AsyncIterable<Uint8Array>,
+  failure: (cause: unknown) => unknown,
+  end?: () => void,
+): AsyncIterable<Uint8Array> =>
+  isSinkReadable(body) ? withFailures(body, failure) : chunksOf(body, failure, end);
+
+async function* chunksOf(
+  body: AsyncIterable<Uint8Array>,
+  failure: (cause: unknown) => unknown,
+  end: (() => void) | undefined,
+): AsyncGenerator<Uint8Array> {
+  try {
+    yield* body;
+  } catch (cause) {
+    throw failure(cause);
+  } finally {
+    end?.();
+  }
 }
