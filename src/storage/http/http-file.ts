@@ -105,6 +105,29 @@ const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeRead
 };
 
 /**
+ * The body of `response` (a 2xx) as one stream, resumed with `Range` after a cut (resumableBody: a resume answered
+ * with another status than 200, 206 or 416 fails as the first request would), every byte counted on `job.guard`.
+ */
+export const wholeBody = (
+  response: BodyResponse,
+  job: Pick<SaveJob, 'what' | 'attempt' | 'guard' | 'reopen'>,
+  maxResumes: number,
+): AsyncIterable<Uint8Array> => {
+  const { signal } = job.attempt;
+  const whole = resumableBody(response, {
+    what: job.what,
+    signal,
+    reopen: async (headers) => {
+      const again = await job.reopen(headers, signal);
+      if (isOk(again) || again.status === 416) return again;
+      throw await responseStatusError(job.what, again);
+    },
+    maxResumes,
+  });
+  return job.guard.count(job.attempt.watch(whole));
+};
+
+/**
  * Saves `response` (a 2xx) as the new file `job.to`: in ranged parts when rangedSizeOf says so, the response's own
  * body serving the first range; else as one stream, resumed with `Range` after a cut (resumableBody). Every byte
  * passes `job.guard`.
@@ -117,17 +140,7 @@ export const saveBody = async (
   const size = rangedSizeOf(response, settings.streams);
   const signal = job.attempt.signal;
   if (size === undefined) {
-    const whole = resumableBody(response, {
-      what: job.what,
-      signal,
-      reopen: async (headers) => {
-        const again = await job.reopen(headers, signal);
-        if (isOk(again) || again.status === 416) return again;
-        throw await responseStatusError(job.what, again);
-      },
-      maxResumes: settings.maxResumes,
-    });
-    const body = job.guard.count(job.attempt.watch(whole));
+    const body = wholeBody(response, job, settings.maxResumes);
     const announced = contentLengthOf(response.headers);
     await writeNewFile(body, job.to, signal, `${job.what}: cannot save ${job.to}`, announced);
     return;
