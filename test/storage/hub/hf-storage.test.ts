@@ -143,6 +143,12 @@ describe('hfStorage against the Hub stand-in', () => {
     expect(moved.every((r) => r.authorization === 'Bearer hf_anyReader2')).toBe(true);
   });
 
+  it('saves a repo that is one archive file as it is, never extracting it (as snapshot_download)', async () => {
+    hub.commit('org/one-archive', { 'model.tar.gz': 'not extracted' });
+    await storage().provider.download('hf://org/one-archive', staging.path, never);
+    expect(await readFiles(staging.path)).toEqual({ 'model.tar.gz': 'not extracted' });
+  });
+
   it('offers the identity once the commit and the files are known, and fetches nothing when it is reused', async () => {
     const before = hub.requests.length;
     const offered: string[] = [];
