@@ -16,7 +16,6 @@ export {
   downloadLimitsOf,
   type MinRate,
 } from './download-limits';
-export { type FetchHttpFile, httpFileFetcher } from './http/http-file';
 export { httpStorage, type HttpStorageOptions } from './http/http-storage';
 export { hfSettingsFrom, type HfSettings } from './hub/hf-settings';
 export { hfStorage, type HfStorageOptions } from './hub/hf-storage';

@@ -19,53 +19,41 @@ export interface ContentDigest {
 const digestNames = { sha256: 'sha256', 'git-blob-sha1': 'git blob id' } as const;
 
 /**
- * The chunks of `source` up to `bytes` bytes in all; a chunk that would take them past it fails with `tooLong()`
- * instead, none of it handed on: a body longer than its listing is cut at the first byte past it, however it is
- * framed (a Content-Length that lies, chunks, a connection that closes whenever the server likes).
- */
-export async function* atMost(
-  source: AsyncIterable<Uint8Array>,
-  bytes: number,
-  tooLong: () => EffectError,
-): AsyncGenerator<Uint8Array> {
-  let left = bytes;
-  for await (const chunk of source) {
-    if (chunk.byteLength > left) throw tooLong();
-    left -= chunk.byteLength;
-    yield chunk;
-  }
-}
-
-/**
  * One file's bytes held to what its listing says: `size`, and `digest` when there is one. A body read as one stream
- * passes `pass` (cut at the listed size, counted, hashed as it goes) and then `verify`; a file written out of order
- * (ranged parts, each of exactly the bytes asked) is read back by `verifyFile`. Each failure is `invalid-response`,
- * retryable: the answer is not the file listed (a CDN or a proxy broke it, or a mirror lies), and a later attempt
- * may meet an honest one; the loader's attempts bound the retries.
+ * (maybe resumed: `bytes` is where it stands) passes `pass`, cut at the first byte past the listed size however it
+ * is framed, counted and hashed as it goes, then `verify`; a file written out of order (ranged parts, each of exactly
+ * the bytes asked) is read back by `verifyFile`. For a `pinned` listing (one commit of a repo, where nothing
+ * changes) each failure is `invalid-response`: the answer is not the file listed (a CDN or a proxy broke it, or a
+ * mirror lies), and a later attempt may meet an honest one. Otherwise (a bucket's listing of the moment) a longer
+ * body is `changed` (the listing is stale: list again) and a shorter one `network` (a cut: resume). `failed` is set
+ * by the failures no resume can mend.
  */
 export class ContentCheck {
   private readonly hash: Hash | undefined;
-  private bytes = 0;
+  /** The bytes passed so far. */
+  bytes = 0;
+  failed: EffectError | undefined;
 
   constructor(
     private readonly what: string,
     private readonly size: number,
     private readonly digest: ContentDigest | undefined,
+    private readonly pinned: boolean,
   ) {
     this.hash = digest === undefined ? undefined : newHash(digest, size);
   }
 
-  /** Fails now when a response announces a size other than the listed one (its body is not read). */
-  announced(bytes: number | undefined): void {
-    if (bytes !== undefined && bytes !== this.size)
-      throw this.notListed(`it announces ${bytes} bytes, not the ${this.size} bytes listed`);
-  }
-
   /** `source`, counted and hashed as it streams, cut with a failure at the first byte past the listed size. */
   async *pass(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
-    for await (const chunk of atMost(source, this.size - this.bytes, () =>
-      this.notListed(`it goes on past the ${this.size} bytes listed`),
-    )) {
+    for await (const chunk of source) {
+      if (chunk.byteLength > this.size - this.bytes) {
+        throw this.pinned
+          ? this.notListed(`it goes on past the ${this.size} bytes listed`)
+          : (this.failed = retryableError(
+              'changed',
+              `${this.what} is longer than the ${this.size} bytes listed`,
+            ));
+      }
       this.bytes += chunk.byteLength;
       this.hash?.update(chunk);
       yield chunk;
@@ -74,8 +62,11 @@ export class ContentCheck {
 
   /** After `pass` has seen the whole body: fails unless it brought the listed size and digest. */
   verify(): void {
-    if (this.bytes !== this.size)
+    if (this.bytes !== this.size) {
+      if (!this.pinned)
+        throw retryableError('network', `${this.what} ended after ${this.bytes} of ${this.size} bytes`);
       throw this.notListed(`it ended after ${this.bytes} of the ${this.size} bytes listed`);
+    }
     this.compare(this.hash);
   }
 
@@ -109,10 +100,10 @@ export class ContentCheck {
   }
 
   private notListed(why: string): EffectError {
-    return retryableError(
+    return (this.failed = retryableError(
       'invalid-response',
       `${this.what}: the server's answer is not the file its listing names: ${why}`,
-    );
+    ));
   }
 }
 

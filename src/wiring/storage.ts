@@ -15,7 +15,6 @@ import {
   gcsStorage,
   hfSettingsFrom,
   hfStorage,
-  httpFileFetcher,
   s3Storage,
   s3Credentials,
   s3SettingsFrom,
@@ -124,9 +123,9 @@ const s3StorageFor = (
 
 /**
  * The Hugging Face Hub provider (`hf://`): `HF_ENDPOINT`, `HF_TOKEN` and `HF_HUB_OFFLINE` as huggingface_hub reads
- * them (the token registered as a secret); the API on `network`, each file through the http fetcher (big ones in
- * parts from the pool, over at most `HF_XET_NUM_CONCURRENT_RANGE_GETS` connections when that is set). The Left
- * names the variable that is wrong, never its value.
+ * them (the token registered as a secret); the API and the files on `network` (big files in parts from the pool,
+ * over at most `HF_XET_NUM_CONCURRENT_RANGE_GETS` connections when that is set). The Left names the variable that
+ * is wrong, never its value.
  */
 const hfStorageFor = (
   config: AppConfig,
@@ -138,7 +137,6 @@ const hfStorageFor = (
   const settings = hfSettingsFrom(env);
   if (E.isLeft(settings)) return settings;
   const { streamsPerFile, ...hub } = settings.right;
-  const timeouts = { connectTimeoutMs: config.requestTimeoutMs, idleTimeoutMs: config.requestTimeoutMs };
   // Two bounds on one file's connections, --download-streams and KServe's HF_XET_NUM_CONCURRENT_RANGE_GETS: both hold.
   const fileStreams = Math.min(streams.streams, streamsPerFile ?? Infinity);
   return E.right(
@@ -148,8 +146,8 @@ const hfStorageFor = (
       timeoutMs: config.requestTimeoutMs,
       concurrency: config.storageConcurrency,
       network,
-      // The http provider's resumes (5 in a row that bring little).
-      fetchFile: httpFileFetcher({ ...timeouts, network, ...streams, streams: fileStreams, maxResumes: 5 }),
+      ...streams,
+      streams: fileStreams,
     }),
   );
 };

@@ -1,12 +1,11 @@
 /**
  * Four stores played by a raw server on 127.0.0.1 (S3 through the AWS SDK, GCS through our requests, Azure Blob
- * through the Azure SDK, the Hub through our API requests and the file fetcher): each store's URI, which of its
+ * through the Azure SDK, the Hub through our API requests and the download engine): each store's URI, which of its
  * requests lists and which reads, a good answer listing the one object `m/a` of `listedBytes`, the pieces of an
  * endless page and of an endless error body, and the provider pointed at the server.
  */
 import type { ServerResponse } from 'node:http';
 import { hfStorage } from '../../src/storage/hub/hf-storage';
-import { httpFileFetcher } from '../../src/storage/http/http-file';
 import type { DownloadLimits } from '../../src/storage/download-limits';
 import { azureBlobStorage } from '../../src/storage/object-store/azure-blob';
 import { gcsStorage } from '../../src/storage/object-store/gcs';
@@ -113,15 +112,6 @@ export const stores: Readonly<Record<string, Store>> = {
     listing: { type: json, head: '[', filler: '{"type":"file","oid":"x","size":1,"path":"x"},' },
     errorBody: { type: json, head: '{"error":"', filler: 'no access ' },
     provider: (base, limits) =>
-      hfStorage({
-        endpoint: base,
-        limits,
-        fetchFile: httpFileFetcher({
-          connectTimeoutMs: 10_000,
-          idleTimeoutMs: 10_000,
-          streams: 1,
-          maxResumes: 1,
-        }),
-      }),
+      hfStorage({ endpoint: base, limits, timeoutMs: 10_000, streams: 1, maxResumes: 1 }),
   },
 };

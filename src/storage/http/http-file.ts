@@ -1,16 +1,15 @@
 /**
- * saveBody and httpFileFetcher: one HTTP response body saved as a new file — in ranged parts over several
- * connections when the server serves ranges of a big file, else as one resumable stream.
+ * saveBody: one HTTP response body saved as a new file — in ranged parts over several connections when the server
+ * serves ranges of a big file, else as one resumable stream.
  */
 import { EffectError, retryableError } from '../../core/errors';
-import { ContentCheck, type ContentDigest } from '../listed-content';
-import { inSlot, type Slots } from '../../core/slots';
+import type { Slots } from '../../core/slots';
 import { writeNewFile } from '../../fs';
 import { discardBody, isOk, responseStatusError } from '../../net';
 import { fetchInParts, type RangeReader } from '../parts/fetch-parts';
-import { partBytesFor, rangedThresholdBytes } from '../parts/part-plan';
+import { rangedThresholdBytes } from '../parts/part-plan';
 import type { TransferGuard } from '../transfer-guard';
-import { Attempt, httpGet, readsDirectly, type GetOptions, type GetSettings } from './http-get';
+import type { Attempt, GetOptions } from './http-get';
 import {
   contentLengthOf,
   contentRangeOf,
@@ -49,43 +48,21 @@ export interface SaveJob {
   readonly reopen: Reopen;
   /** Its ranged reads go straight into the parts' buffers (`readsDirectly`). */
   readonly readsDirect: boolean;
-  /** What a listing says of its bytes: the body, or the file written in parts, must be exactly those. */
-  readonly check?: ContentCheck | undefined;
 }
 
 /**
  * The size of a body worth fetching in ranges: a 200 of at least `rangedThresholdBytes` with a Content-Length, a
  * server that says it serves byte ranges (`Accept-Ranges: bytes`) and a validator every range can be pinned to
- * (a strong ETag or Last-Modified), or the 206 of the first range asked for up front (`firstRangeOf`); undefined
- * otherwise, and the body is read as one stream.
+ * (a strong ETag or Last-Modified); undefined otherwise, and the body is read as one stream.
  */
 export const rangedSizeOf = (response: BodyResponse, streams: number): number | undefined => {
-  if (streams < 2 || validatorOf(response.headers) === undefined) return undefined;
+  if (streams < 2 || response.status !== 200 || validatorOf(response.headers) === undefined) return undefined;
   const encoding = headerOf(response.headers, 'content-encoding')?.trim().toLowerCase();
   if (encoding !== undefined && encoding !== '' && encoding !== 'identity') return undefined;
-  if (response.status === 206) {
-    const range = contentRangeOf(response.headers);
-    const total = range?.total;
-    if (total === undefined || total < rangedThresholdBytes) return undefined;
-    return range?.first === 0 && range.last === Math.min(total, partBytesFor(total, streams)) - 1
-      ? total
-      : undefined;
-  }
-  if (response.status !== 200) return undefined;
   const size = contentLengthOf(response.headers);
   if (size === undefined || size < rangedThresholdBytes) return undefined;
   return /(^|,)\s*bytes\s*(,|$)/i.test(headerOf(response.headers, 'accept-ranges') ?? '') ? size : undefined;
 };
-
-/**
- * The `Range` to ask a file's first answer for, when its size is known before the GET (a listing said so) and it is
- * worth parts: exactly the first range, so no byte of the answer is dropped at that range's end (a 200 of the
- * whole file would be, with whatever the server had sent past it).
- */
-const firstRangeOf = (size: number | undefined, streams: number): Readonly<Record<string, string>> =>
-  size === undefined || streams < 2 || size < rangedThresholdBytes
-    ? {}
-    : { range: `bytes=0-${Math.min(size, partBytesFor(size, streams)) - 1}` };
 
 // What a range can pick up from: the connection (undici's own errors), a stall, a server error. Never `changed`.
 const resumableKinds = new Set(['network', 'timeout', 'http-status']);
@@ -128,10 +105,32 @@ const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeRead
 };
 
 /**
+ * The body of `response` (a 2xx) as one stream, resumed with `Range` after a cut (resumableBody: a resume answered
+ * with another status than 200, 206 or 416 fails as the first request would), every byte counted on `job.guard`.
+ */
+export const wholeBody = (
+  response: BodyResponse,
+  job: Pick<SaveJob, 'what' | 'attempt' | 'guard' | 'reopen'>,
+  maxResumes: number,
+): AsyncIterable<Uint8Array> => {
+  const { signal } = job.attempt;
+  const whole = resumableBody(response, {
+    what: job.what,
+    signal,
+    reopen: async (headers) => {
+      const again = await job.reopen(headers, signal);
+      if (isOk(again) || again.status === 416) return again;
+      throw await responseStatusError(job.what, again);
+    },
+    maxResumes,
+  });
+  return job.guard.count(job.attempt.watch(whole));
+};
+
+/**
  * Saves `response` (a 2xx) as the new file `job.to`: in ranged parts when rangedSizeOf says so, the response's own
  * body serving the first range; else as one stream, resumed with `Range` after a cut (resumableBody). Every byte
- * passes `job.guard`; with `job.check`, the stream is cut at the listed size and checked whole at its end, and a
- * file written in parts is read back for its digest.
+ * passes `job.guard`.
  */
 export const saveBody = async (
   response: BodyResponse,
@@ -141,21 +140,9 @@ export const saveBody = async (
   const size = rangedSizeOf(response, settings.streams);
   const signal = job.attempt.signal;
   if (size === undefined) {
-    const whole = resumableBody(response, {
-      what: job.what,
-      signal,
-      reopen: async (headers) => {
-        const again = await job.reopen(headers, signal);
-        if (isOk(again) || again.status === 416) return again;
-        throw await responseStatusError(job.what, again);
-      },
-      maxResumes: settings.maxResumes,
-    });
-    const watched = job.attempt.watch(whole);
-    const body = job.guard.count(job.check?.pass(watched) ?? watched);
+    const body = wholeBody(response, job, settings.maxResumes);
     const announced = contentLengthOf(response.headers);
     await writeNewFile(body, job.to, signal, `${job.what}: cannot save ${job.to}`, announced);
-    job.check?.verify();
     return;
   }
   await fetchInParts(
@@ -172,84 +159,4 @@ export const saveBody = async (
     },
     { streams: settings.streams, pool: settings.pool, maxResumes: settings.maxResumes },
   );
-  await job.check?.verifyFile(job.to, signal);
 };
-
-/** One URL to save as one new file (the Hub's files, say). */
-export interface HttpFileRequest {
-  /** GET it; redirects are followed by hand. */
-  readonly url: URL;
-  /** Sent only to `url`'s own endpoint (scheme, host and port), never across a redirect elsewhere. */
-  readonly headers: Readonly<Record<string, string>>;
-  /** The new file to create (its parent dir exists). */
-  readonly to: string;
-  /** Names the transfer in messages (redacted). */
-  readonly what: string;
-  readonly signal: AbortSignal;
-  /** The model's one guard: every byte counted (cap, minimum rate). */
-  readonly guard: TransferGuard;
-  /**
-   * When a listing said so: a body of another size, however it is framed, fails as a retryable `invalid-response`
-   * (ContentCheck), cut at the first byte past the size.
-   */
-  readonly expectedSize?: number;
-  /** With `expectedSize`, when the listing gives one: bytes of another digest fail the same way. */
-  readonly expectedDigest?: ContentDigest;
-}
-
-/** Saves one URL as one new file; large files in ranged parts. Fails with EffectErrors. */
-export type FetchHttpFile = (request: HttpFileRequest) => Promise<void>;
-
-/**
- * The FetchHttpFile of `settings`: each file holds one connection of the pool while it is fetched (its ranges take
- * more, see fetchInParts), fails as the http provider's downloads do.
- */
-export const httpFileFetcher =
-  (settings: GetSettings & SaveSettings): FetchHttpFile =>
-  async (request) => {
-    const attempt = new Attempt(request.what, request.signal, settings);
-    const check =
-      request.expectedSize === undefined
-        ? undefined
-        : new ContentCheck(request.what, request.expectedSize, request.expectedDigest);
-    const fetch = async (): Promise<void> => {
-      const get: Reopen = (extra, signal, options) =>
-        httpGet(request.url, settings, request.what, signal, request.headers, extra, options);
-      let response = await get(firstRangeOf(request.expectedSize, settings.streams), attempt.signal);
-      if (!isOk(response)) throw await responseStatusError(request.what, response);
-      if (response.status === 206 && rangedSizeOf(response, settings.streams) === undefined) {
-        // A first range that cannot start parts (no validator to pin the rest to, another span): the whole file.
-        await discardBody(response);
-        response = await get({}, attempt.signal);
-        if (!isOk(response)) throw await responseStatusError(request.what, response);
-      }
-      const announced =
-        response.status === 206 ? contentRangeOf(response.headers)?.total : contentLengthOf(response.headers);
-      try {
-        check?.announced(announced);
-      } catch (error) {
-        await discardBody(response);
-        throw error;
-      }
-      await saveBody(
-        response,
-        {
-          what: request.what,
-          to: request.to,
-          attempt,
-          guard: request.guard,
-          reopen: get,
-          readsDirect: readsDirectly(request.url, settings),
-          check,
-        },
-        settings,
-      );
-    };
-    try {
-      await inSlot(settings.pool, attempt.signal, fetch);
-    } catch (cause) {
-      throw attempt.failure(cause);
-    } finally {
-      attempt.dispose();
-    }
-  };

@@ -9,9 +9,9 @@ import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../p
 import { archiveFormatOf, extractStream, type ArchiveFormat } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { discardBody, httpUrl, isOk, responseStatusError, type Network } from '../../net';
-import { saveBody, type Reopen } from './http-file';
+import { saveBody, wholeBody, type Reopen } from './http-file';
 import { Attempt, httpGet, readsDirectly } from './http-get';
-import { contentLengthOf, headerOf, resumableBody, validatorOf, type BodyResponse } from './resumable-body';
+import { contentLengthOf, headerOf, validatorOf, type BodyResponse } from './resumable-body';
 import { TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 
@@ -173,18 +173,7 @@ const download = async (
       );
       return;
     }
-    const reopen = async (headers: Readonly<Record<string, string>>): Promise<BodyResponse> => {
-      const again = await get(headers, attempt.signal);
-      if (isOk(again) || again.status === 416) return again;
-      throw await responseStatusError(what, again);
-    };
-    const whole = resumableBody(response, {
-      what,
-      signal: attempt.signal,
-      reopen,
-      maxResumes: settings.maxResumes,
-    });
-    const body = guard.count(attempt.watch(whole));
+    const body = wholeBody(response, { what, attempt, guard, reopen: get }, settings.maxResumes);
     await extractStream(body, kind as ArchiveFormat, targetDir, {
       what,
       signal: attempt.signal,

@@ -1,4 +1,7 @@
-/** The small interface each object store (S3, GCS, Azure Blob) implements for the generic object downloader. */
+/** The small interface each remote store (S3, GCS, Azure Blob, the Hub) implements for the one download engine. */
+import type { FileSelection } from '../../core/file-selection';
+import { isSinkReadable, withFailures } from '../../net';
+import type { ContentDigest } from '../listed-content';
 
 /** Where the objects of one model live: a bucket (or container) and a key prefix. */
 export interface ObjectLocation {
@@ -13,8 +16,20 @@ export interface StoredObject {
   /** The full key in the bucket (or container). */
   readonly key: string;
   readonly size: number;
-  /** S3 and Azure: the ETag; GCS: the generation. */
+  /** S3 and Azure: the ETag; GCS: the generation; the Hub: the commit. */
   readonly version: string;
+  /** What the listing says the bytes hash to (the Hub's sha256 or git blob id): a file of another digest fails. */
+  readonly digest?: ContentDigest | undefined;
+}
+
+/**
+ * A listing of one commit of a repository (the Hub), where a bucket's is of whatever is there now: it names files,
+ * not objects; an answer that is not the listed bytes is wrong (`invalid-response`), never a sign the listing went
+ * stale; a lone archive is a file like any other, saved as it is.
+ */
+export interface RepoListing {
+  /** The identity of the selected files at the commit listed, for content reuse; called after the listing. */
+  identity(select: FileSelection | undefined): string;
 }
 
 /** Counts one listing's pages and objects and remembers its page tokens (`listingBounds` makes one). */
@@ -29,6 +44,8 @@ export interface ListingBounds {
 export interface ObjectStoreClient {
   /** Its ranged reads come straight from their sockets into a part's buffers (see `PartsJob.readsDirect`). */
   readonly readsDirect?: boolean;
+  /** Set for a repository at a commit (see RepoListing); absent: a bucket. */
+  readonly repo?: RepoListing;
   /**
    * Every object whose key starts with `prefix` (paging through all pages), each item checked (`storedObject`)
    * and each page and object told to `bounds`, which ends a listing that does not.
@@ -45,4 +62,29 @@ export interface ObjectStoreClient {
     signal: AbortSignal,
     end?: number,
   ): Promise<AsyncIterable<Uint8Array>>;
+}
+
+/**
+ * `body` with each failure thrown as `failure(cause)` (the store's EffectError), for a client's `read`: a body read
+ * straight from its socket stays one; a chunked one runs `end` however its reading ends (an SDK stream destroyed).
+ */
+export const classifiedBody = (
+  body: AsyncIterable<Uint8Array>,
+  failure: (cause: unknown) => unknown,
+  end?: () => void,
+): AsyncIterable<Uint8Array> =>
+  isSinkReadable(body) ? withFailures(body, failure) : chunksOf(body, failure, end);
+
+async function* chunksOf(
+  body: AsyncIterable<Uint8Array>,
+  failure: (cause: unknown) => unknown,
+  end: (() => void) | undefined,
+): AsyncGenerator<Uint8Array> {
+  try {
+    yield* body;
+  } catch (cause) {
+    throw failure(cause);
+  } finally {
+    end?.();
+  }
 }

@@ -1,9 +1,13 @@
-/** downloadObjects: every object a bucket prefix names into a model's staging dir — bounded, guarded, resumed after cuts; objectStoreStorage, the StorageProvider over it. */
+/**
+ * downloadObjects, the one download engine: every object a bucket prefix (or every file a Hub commit) names into a
+ * model's staging dir — planned, reused, admitted, bounded, guarded, checked against the listing, resumed after cuts;
+ * objectStoreStorage, the StorageProvider over it.
+ */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import * as E from 'fp-ts/Either';
-import { permanentError, retryableError, toEffectError } from '../../core/errors';
+import { permanentError, toEffectError } from '../../core/errors';
 import { selectionKey, type FileSelection } from '../../core/file-selection';
 import { inSlot, type Slots } from '../../core/slots';
 import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
@@ -13,7 +17,7 @@ import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { consume, forEachLimited, fsError, step } from '../../fs';
 import { modelTransfer } from '../model-transfer';
-import { atMost } from '../listed-content';
+import { ContentCheck } from '../listed-content';
 import type { TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
@@ -57,52 +61,49 @@ interface Job {
   readonly pool: Slots | undefined;
 }
 
-/** How far one object's file is written; kept across the reads of one object. */
-interface Progress {
-  written: number;
-}
-
 /**
- * Reads `object` from `progress.written` on into `file` at that position, counting every byte on the guard; a body
- * that goes on past the listed size fails at the first byte past it (`changed`: the listing is stale), however it
- * is framed, with none of it written.
+ * Reads `object` from `check.bytes` on into the file `to.file()` opens (created at the first answer, so a refused read
+ * leaves nothing behind), every byte counted on the guard and passed through `check` (cut at the listed size, hashed
+ * when the listing gives a digest).
  */
-const readInto = async (job: Job, object: StoredObject, file: FileHandle, to: string, progress: Progress) => {
-  const body = await job.client.read(job.location, object, progress.written, job.signal);
-  const listed = atMost(body, object.size - progress.written, () =>
-    retryableError('changed', `${job.what}: ${object.key} is longer than the ${object.size} bytes listed`),
-  );
+const readInto = async (
+  job: Job,
+  object: StoredObject,
+  to: { readonly path: string; readonly file: () => Promise<FileHandle> },
+  check: ContentCheck,
+) => {
+  let at = check.bytes;
+  const body = await job.client.read(job.location, object, at, job.signal);
+  const file = await to.file();
   await consume(
-    job.guard.count(listed),
+    job.guard.count(check.pass(body)),
     job.signal,
     async (chunks) => {
       for await (const chunk of chunks) {
-        await file.write(chunk, 0, chunk.byteLength, progress.written);
-        progress.written += chunk.byteLength;
+        await file.write(chunk, 0, chunk.byteLength, at);
+        at += chunk.byteLength;
       }
     },
-    (cause) => fsError(`${job.what}: cannot write ${to}`, cause),
+    (cause) => fsError(`${job.what}: cannot write ${to.path}`, cause),
   );
-  if (progress.written < object.size) {
-    throw retryableError(
-      'network',
-      `${job.what}: ${object.key} ended after ${progress.written} of ${object.size} bytes`,
-    );
-  }
+  check.verify();
 };
 
 /**
- * Saves `object` as the new file `to`. A read cut by a transient fault once some bytes are written resumes from
- * them, with a ranged read the client checks against the object's version; after `maxResumes` failures in a row
- * without a new byte, the fault fails the attempt. A failure with nothing written yet fails it at once: there is
- * nothing to keep, and the loader's retry waits out its backoff (the SDKs have retried the request already).
+ * Saves `object` as the new file `to`, held to its listed size and digest (ContentCheck). A read cut by a transient
+ * fault once some bytes are written resumes from them, with a ranged read the client checks against the object's
+ * version; after `maxResumes` failures in a row without a new byte, the fault fails the attempt. A failure with
+ * nothing written yet fails it at once: there is nothing to keep, and the loader's retry waits out its backoff (the
+ * SDKs have retried the request already). A big object goes in ranged parts (fetchInParts), its digest read back.
  */
 const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<void> => {
+  const what = `${job.what}: ${object.key}`;
+  const check = new ContentCheck(what, object.size, object.digest, job.client.repo !== undefined);
+  await step(`${job.what}: cannot create ${to}`, () => mkdir(path.dirname(to), { recursive: true }));
   if (job.streams > 1 && object.size >= rangedThresholdBytes) {
-    await step(`${job.what}: cannot create ${to}`, () => mkdir(path.dirname(to), { recursive: true }));
     await fetchInParts(
       {
-        what: `${job.what}: ${object.key}`,
+        what,
         size: object.size,
         to,
         read: (start, end, signal) => job.client.read(job.location, object, start, signal, end),
@@ -116,29 +117,31 @@ const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<
       },
       { streams: job.streams, pool: job.pool, maxResumes: job.maxResumes },
     );
+    await check.verifyFile(to, job.signal);
     return;
   }
-  const file = await step(`${job.what}: cannot create ${to}`, async () => {
-    await mkdir(path.dirname(to), { recursive: true });
-    return open(to, 'wx');
-  });
+  let opened: Promise<FileHandle> | undefined;
+  const file = () => (opened ??= step(`${job.what}: cannot create ${to}`, () => open(to, 'wx')));
   try {
-    const progress: Progress = { written: 0 };
     for (let idle = 0; ;) {
-      const before = progress.written;
+      const before = check.bytes;
       try {
-        await readInto(job, object, file, to, progress);
+        await readInto(job, object, { path: to, file }, check);
         return;
       } catch (cause) {
         const error = toEffectError(cause);
         const resumable =
-          progress.written > 0 && error.retryable && resumableKinds.has(error.kind) && !job.signal.aborted;
-        idle = progress.written > before ? 0 : idle + 1;
+          check.failed === undefined &&
+          check.bytes > 0 &&
+          error.retryable &&
+          resumableKinds.has(error.kind) &&
+          !job.signal.aborted;
+        idle = check.bytes > before ? 0 : idle + 1;
         if (!resumable || idle > job.maxResumes) throw error;
       }
     }
   } finally {
-    await file.close();
+    await opened?.then((handle) => handle.close()).catch(() => undefined);
   }
 };
 
@@ -180,7 +183,7 @@ const fetchArchive = async (job: Job, item: PlannedObject, targetDir: string, li
 /**
  * Downloads the objects `location` names (see planObjects) into the existing, empty dir `targetDir`, at most
  * `concurrency` at a time, every byte through one TransferGuard (the model cap on the listed sizes first, then on
- * the bytes; the minimum rate over all objects in flight). A model that is one archive object (`.tar`, `.tar.gz`,
+ * the bytes; the minimum rate over all objects in flight). A bucket model that is one archive object (`.tar`, `.tar.gz`,
  * `.tgz`, `.zip`) is extracted with the archive guards and caps, as KServe does; archives among other objects are
  * saved as they are. The first failure stops the other objects; nothing is cleaned up here (the store deletes
  * its staging dir). Once the listing is done, `progress` hears the bytes of all objects together against the sum
@@ -215,7 +218,9 @@ export const downloadObjects = async (
   try {
     const plan = await planObjects(client, location, job.signal, limits.maxModelFiles, request?.select);
     const reuse = request?.reuse;
-    if (reuse !== undefined && (await reuse(identityOf(location, plan, request?.select)))) return;
+    const identity = () =>
+      client.repo?.identity(request?.select) ?? identityOf(location, plan, request?.select);
+    if (reuse !== undefined && (await reuse(identity()))) return;
     const totalBytes = plan.reduce((sum, item) => sum + item.object.size, 0);
     await guard.admit(totalBytes);
     tracker = trackProgress({
@@ -225,7 +230,7 @@ export const downloadObjects = async (
       report: progress,
     });
     const only = plan.length === 1 ? plan[0]! : undefined;
-    if (only !== undefined && archiveFormatOf(only.path) !== undefined) {
+    if (client.repo === undefined && only !== undefined && archiveFormatOf(only.path) !== undefined) {
       await fetchArchive(job, only, targetDir, limits);
       return;
     }

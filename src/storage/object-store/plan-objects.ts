@@ -15,9 +15,12 @@ export interface PlannedObject {
   readonly select?: FileSelection;
 }
 
+/** What the listing of `client` names: a repo's files or a bucket's objects. */
+const nounOf = (client: ObjectStoreClient): string => (client.repo === undefined ? 'object' : 'file');
+
 /** The `refused` EffectError for the object `key` of `location`. */
-const refusal = (location: ObjectLocation, key: string, why: string): EffectError =>
-  permanentError('refused', `${location.display}: refusing object ${JSON.stringify(key)}: ${why}`);
+const refusal = (location: ObjectLocation, noun: string, key: string, why: string): EffectError =>
+  permanentError('refused', `${location.display}: refusing ${noun} ${JSON.stringify(key)}: ${why}`);
 
 /** The objects of `location` (the listing with `prefix` in place of its own), folder markers left out. */
 async function* listed(
@@ -40,14 +43,16 @@ async function* listed(
 
 /** Each object with its path in the model dir, checked (see placedPaths): any unsafe or clashing one is `refused`. */
 const placed = (
+  client: ObjectStoreClient,
   location: ObjectLocation,
   named: ReadonlyArray<{ readonly object: StoredObject; readonly name: string }>,
 ): ReadonlyArray<PlannedObject> => {
+  const noun = nounOf(client);
   const paths = placedPaths(
     named.map(({ object, name }) => ({ name, shown: object.key })),
-    'object',
+    noun,
     (key, why) => {
-      throw refusal(location, key, why);
+      throw refusal(location, noun, key, why);
     },
   );
   return named.map(({ object }, index) => ({ object, path: paths[index]! }));
@@ -61,7 +66,8 @@ const placed = (
  * bucket and the prefix; a key that cannot be saved safely is `refused` (see `placed`). A listing past
  * `maxObjects` (`--max-model-files`), or one that pages in a circle, fails for good (`listingBounds`); other
  * listing failures pass as the client classified them. With `select` (a model's allow and ignore patterns), only
- * the objects whose paths in the model dir it takes are planned (see `selected`).
+ * the objects whose paths in the model dir it takes are planned (see `selected`). A repo's listing (the Hub's) has
+ * the empty prefix: every file lands at its path in the repo, and an empty repo is `not-found`.
  */
 export const planObjects = async (
   client: ObjectStoreClient,
@@ -70,25 +76,27 @@ export const planObjects = async (
   maxObjects: number,
   select?: FileSelection,
 ): Promise<ReadonlyArray<PlannedObject>> =>
-  selected(location, await everyObject(client, location, signal, maxObjects), select);
+  selected(client, location, await everyObject(client, location, signal, maxObjects), select);
 
 /**
- * The objects of `plan` whose paths `select` takes, decided from the listing before any byte is fetched. A model
- * that is one archive is kept whole, its entries left to the extraction to select (as an http archive's are); a
+ * The objects of `plan` whose paths `select` takes, decided from the listing before any byte is fetched. A bucket
+ * model that is one archive is kept whole, its entries left to the extraction to select (as an http archive's are); a
  * plan the patterns leave empty is a permanent `not-found` naming them and the count of objects.
  */
 const selected = (
+  client: ObjectStoreClient,
   location: ObjectLocation,
   plan: ReadonlyArray<PlannedObject>,
   select: FileSelection | undefined,
 ): ReadonlyArray<PlannedObject> => {
   if (selectsAll(select)) return plan;
   const only = plan.length === 1 ? plan[0]! : undefined;
-  if (only !== undefined && archiveFormatOf(only.path) !== undefined) return [{ ...only, select: select! }];
+  if (client.repo === undefined && only !== undefined && archiveFormatOf(only.path) !== undefined)
+    return [{ ...only, select: select! }];
   const passes = fileFilter(select);
   const kept = plan.filter((item) => passes(item.path));
   if (kept.length > 0) return kept;
-  const objects = plan.length === 1 ? 'object' : 'objects';
+  const objects = `${nounOf(client)}${plan.length === 1 ? '' : 's'}`;
   throw permanentError('not-found', `${location.display}: ${selectedNone(select, plan.length, objects)}`);
 };
 
@@ -105,11 +113,14 @@ const everyObject = async (
   for await (const object of listed(client, location, dirPrefix, signal, maxObjects)) {
     underDir.push({ object, name: object.key.slice(dirPrefix.length) });
   }
-  if (underDir.length > 0) return placed(location, underDir);
+  if (underDir.length > 0) return placed(client, location, underDir);
+  if (client.repo !== undefined)
+    throw permanentError('not-found', `${location.display}: the repo has no files`);
   if (dirPrefix !== prefix) {
     // Stores list in key order, so the key equal to the prefix comes first: the loop ends at once.
     for await (const object of listed(client, location, prefix, signal, maxObjects)) {
-      if (object.key === prefix) return placed(location, [{ object, name: path.posix.basename(prefix) }]);
+      if (object.key === prefix)
+        return placed(client, location, [{ object, name: path.posix.basename(prefix) }]);
     }
   }
   const where =

@@ -8,13 +8,19 @@ import { retryableError } from '../../core/errors';
 import { storageRequestTries } from '../../core/retry-policy';
 import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
-import type { ObjectLocation, ObjectStoreClient, StoredObject, ListingBounds } from './client';
+import {
+  classifiedBody,
+  type ObjectLocation,
+  type ObjectStoreClient,
+  type StoredObject,
+  type ListingBounds,
+} from './client';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { lazyModule } from '../../core/lazy-module';
 import { changedObject, s3Error, type S3Request } from './s3-errors';
 import { invalidListing, storedObject } from './listing-bounds';
 import { jsonObject } from '../../core/json/json-object';
-import { isSinkReadable, withFailures, type DirectClient } from '../../net';
+import type { DirectClient } from '../../net';
 import { DirectRangeHandler } from './s3-direct-handler';
 import { boundS3Answers } from './s3-answers';
 import { defaultDownloadLimits, type MinRate } from '../download-limits';
@@ -165,25 +171,13 @@ async function* listObjects(
 /** A response body as the SDK gives it in Node: a Readable stream. */
 type Body = AsyncIterable<Uint8Array> & { destroy?: () => void };
 
-/**
- * The body, each failure classified (as a read's, in its body); one read straight from its socket stays one. The
- * stream is destroyed however reading ends.
- */
+/** The body, each failure classified (as a read's, in its body); the stream is destroyed however reading ends. */
 const classified = (body: Body | undefined, request: S3Request): AsyncIterable<Uint8Array> =>
-  isSinkReadable(body)
-    ? withFailures(body, (cause) => s3Error(cause, { ...request, inBody: true }))
-    : chunksOf(body, request);
-
-async function* chunksOf(body: Body | undefined, request: S3Request): AsyncGenerator<Uint8Array> {
-  if (body === undefined) return;
-  try {
-    for await (const chunk of body) yield chunk;
-  } catch (cause) {
-    throw s3Error(cause, { ...request, inBody: true });
-  } finally {
-    body.destroy?.();
-  }
-}
+  classifiedBody(
+    body ?? (async function* () {})(),
+    (cause) => s3Error(cause, { ...request, inBody: true }),
+    () => body?.destroy?.(),
+  );
 
 /** GetObject from `offset` on, If-Match on the listed ETag (and the answer's ETag checked too: not every store honours If-Match). */
 const readObject = async (

@@ -3,10 +3,8 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createSlots } from '../../../src/core/slots';
-import { httpFileFetcher } from '../../../src/storage/http/http-file';
 import { httpStorage } from '../../../src/storage/http/http-storage';
 import { partBytesFor } from '../../../src/storage/parts/part-plan';
-import { TransferGuard } from '../../../src/storage/transfer-guard';
 import {
   patternBlock,
   rangedBody,
@@ -115,38 +113,5 @@ describe('httpStorage in parts', () => {
     expect(await saved()).toBe(expected);
     expect(pool.highWater()).toBe(2);
     expect(body.requests.length).toBeGreaterThan(2);
-  });
-});
-
-describe('httpFileFetcher in parts', () => {
-  const serve = useHttpServers();
-  const tmp = useTempDir('http-file-parts');
-
-  it('asks for exactly the first range up front when the size is known, so no answer is dropped part-way', async () => {
-    const body = rangedBody({ size, bytesPerSecond: 50e6 });
-    const { url } = await serve(body.handle);
-    const to = path.join(tmp.path, 'm.bin');
-    const fetchFile = httpFileFetcher({
-      connectTimeoutMs: 5_000,
-      idleTimeoutMs: 5_000,
-      streams: 4,
-      maxResumes: 3,
-    });
-    const guard = new TransferGuard({ what: 'test', maxBytes: 2 * size });
-    await fetchFile({
-      url: new URL(`${url}/m.bin`),
-      headers: {},
-      to,
-      what: 'test',
-      signal: never,
-      guard,
-      expectedSize: size,
-    });
-    expect(digest(await readFile(to))).toBe(digest(repeatedSlice(patternBlock, 0, size)));
-    expect(body.requests[0]?.range).toBe(`bytes=0-${partBytesFor(size, 4) - 1}`);
-    expect(body.requests.every((request) => request.status === 206)).toBe(true);
-    // Every answer was of exactly the bytes asked: nothing was sent that was not written.
-    expect(body.sentBytes()).toBe(size);
-    expect(guard.total).toBe(size);
   });
 });

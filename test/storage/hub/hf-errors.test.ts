@@ -5,7 +5,6 @@ import { startHubStandIn, type HubStandIn } from '../../../src/testing/hub-stand
 import { effectError } from '../../helpers/effect-error';
 import { SecretScan } from '../../helpers/secrets';
 import { useTempDir } from '../../helpers/temp-dir';
-import { fakeFetchFile } from './fake-fetch-file';
 
 const staging = useTempDir('hf-errors');
 const never = new AbortController().signal;
@@ -26,13 +25,7 @@ beforeAll(async () => {
 afterAll(() => hub.close());
 
 const download = (uri: string, options: Partial<HfStorageOptions> = {}) =>
-  effectError(
-    hfStorage({ endpoint: hub.url, fetchFile: fakeFetchFile().fetchFile, ...options }).download(
-      uri,
-      staging.path,
-      never,
-    ),
-  );
+  effectError(hfStorage({ endpoint: hub.url, ...options }).download(uri, staging.path, never));
 
 describe('hfStorage failures', () => {
   it('fails a missing repo for good without a token (the Hub answers 401), saying to set HF_TOKEN', async () => {
@@ -51,7 +44,7 @@ describe('hfStorage failures', () => {
 
   it('fails a private repo like a missing one for a token that cannot read it, and downloads it with one that can', async () => {
     expect(await download('hf://org/private', { token: stranger })).toMatchObject({ kind: 'not-found' });
-    const provider = hfStorage({ endpoint: hub.url, token: reader, fetchFile: fakeFetchFile().fetchFile });
+    const provider = hfStorage({ endpoint: hub.url, token: reader });
     await expect(provider.download('hf://org/private', staging.path, never)).resolves.toBeUndefined();
   });
 

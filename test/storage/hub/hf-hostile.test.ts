@@ -5,7 +5,6 @@ import { startHttpServer, type RunningHttpServer } from '../../../src/testing/ht
 import { effectError } from '../../helpers/effect-error';
 import { listTree } from '../../helpers/file-tree';
 import { useTempDir } from '../../helpers/temp-dir';
-import { fakeFetchFile } from './fake-fetch-file';
 
 const staging = useTempDir('hf-hostile');
 const never = new AbortController().signal;
@@ -44,13 +43,7 @@ const treeOf =
   () => ({ body: JSON.stringify(entries) });
 const file = (path: unknown, size: unknown = 1) => ({ type: 'file', oid: 'b'.repeat(40), size, path });
 const download = () =>
-  effectError(
-    hfStorage({ endpoint: server.url, fetchFile: fakeFetchFile().fetchFile }).download(
-      'hf://org/evil',
-      staging.path,
-      never,
-    ),
-  );
+  effectError(hfStorage({ endpoint: server.url }).download('hf://org/evil', staging.path, never));
 
 describe('hfStorage against a hostile Hub', () => {
   it.each([
@@ -143,11 +136,7 @@ describe('hfStorage against a hostile Hub', () => {
     });
     const limits = { ...defaultDownloadLimits, maxModelFiles: 10 };
     const error = await effectError(
-      hfStorage({ endpoint: server.url, limits, fetchFile: fakeFetchFile().fetchFile }).download(
-        'hf://org/evil',
-        staging.path,
-        never,
-      ),
+      hfStorage({ endpoint: server.url, limits }).download('hf://org/evil', staging.path, never),
     );
     expect(error).toMatchObject({ kind: 'too-large', retryable: false });
   });

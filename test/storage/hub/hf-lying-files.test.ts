@@ -1,5 +1,5 @@
 /**
- * hfStorage with the production file fetcher against a Hub whose files are not what its tree lists: longer, shorter
+ * hfStorage through the download engine against a Hub whose files are not what its tree lists: longer, shorter
  * or other bytes than the listed size and checksum (the LFS sha256, a small file's git blob id), under each framing
  * of a body (Content-Length, chunked, closed connection), one stream or ranged parts. Each fails `invalid-response`,
  * retryable (the commit is pinned: nothing changed, the answer is wrong), and no byte past the listed size is written.
@@ -8,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createSlots } from '../../../src/core/slots';
-import { httpFileFetcher } from '../../../src/storage/http/http-file';
 import { hfStorage } from '../../../src/storage/hub/hf-storage';
 import { startHubStandIn, type BodyFraming, type HubStandIn } from '../../../src/testing/hub-stand-in';
 import { effectError } from '../../helpers/effect-error';
@@ -39,13 +38,10 @@ afterEach(() => {
 const download = (repo: string) =>
   hfStorage({
     endpoint: hub.url,
-    fetchFile: httpFileFetcher({
-      connectTimeoutMs: 10_000,
-      idleTimeoutMs: 10_000,
-      streams: 4,
-      pool: createSlots(8),
-      maxResumes: 2,
-    }),
+    timeoutMs: 10_000,
+    streams: 4,
+    pool: createSlots(8),
+    maxResumes: 2,
   }).download(`hf://${repo}`, staging.path, never);
 
 /** The size of what landed at `name` in the staging dir (0 when nothing did). */
@@ -57,7 +53,7 @@ const landed = (name: string): Promise<number> =>
 
 const framings: ReadonlyArray<BodyFraming> = ['content-length', 'chunked', 'close'];
 
-describe('hfStorage with httpFileFetcher, a small file listed at 10 bytes', () => {
+describe('hfStorage through the download engine, a small file listed at 10 bytes', () => {
   it.each(framings)(
     'fails when it is served 10 MiB, framed by %s, writing no byte past the 10',
     async (framing) => {
@@ -90,7 +86,7 @@ describe('hfStorage with httpFileFetcher, a small file listed at 10 bytes', () =
   });
 });
 
-describe('hfStorage with httpFileFetcher, an LFS file', () => {
+describe('hfStorage through the download engine, an LFS file', () => {
   it.each(framings)('fails when the CDN serves other bytes of its size, framed by %s', async (framing) => {
     hub.injectFault('cdn', { serve: randomBytes(weights.length), framing });
     const error = await effectError(download('org/lfs'));

@@ -8,7 +8,6 @@ import { startHubStandIn, type HubStandIn } from '../../../src/testing/hub-stand
 import { effectError } from '../../helpers/effect-error';
 import { listTree, readFiles } from '../../helpers/file-tree';
 import { useTempDir } from '../../helpers/temp-dir';
-import { fakeFetchFile } from './fake-fetch-file';
 
 const staging = useTempDir('hf');
 const never = new AbortController().signal;
@@ -28,13 +27,15 @@ beforeAll(async () => {
 });
 afterAll(() => hub.close());
 
-const storage = (options: Partial<HfStorageOptions> = {}) => {
-  const fetcher = fakeFetchFile();
-  return { fetcher, provider: hfStorage({ endpoint: hub.url, fetchFile: fetcher.fetchFile, ...options }) };
-};
+const storage = (options: Partial<HfStorageOptions> = {}) => ({
+  provider: hfStorage({ endpoint: hub.url, ...options }),
+});
 
 /** The requests the stand-in saw from `before` on. */
 const since = (before: number) => hub.requests.slice(before);
+
+/** The file requests (`/resolve/`) the stand-in saw from `before` on. */
+const resolvesSince = (before: number) => since(before).filter((r) => r.path.includes('/resolve/'));
 
 describe('hfStorage against the Hub stand-in', () => {
   it('resolves the revision first, lists its commit, and fetches every file from /resolve/<commit>/', async () => {
@@ -65,20 +66,19 @@ describe('hfStorage against the Hub stand-in', () => {
 
   it('takes every file from the commit the revision named even when the branch moves mid-download', async () => {
     const first = hub.commit('org/moving', { 'a.txt': 'v1 a', 'b.txt': 'v1 b' });
-    const fetcher = fakeFetchFile();
-    let moved = false;
-    const provider = hfStorage({
-      endpoint: hub.url,
-      concurrency: 1,
-      fetchFile: async (file) => {
-        if (!moved) hub.commit('org/moving', { 'a.txt': 'v2 a', 'b.txt': 'v2 b', 'c.txt': 'v2 c' });
-        moved = true;
-        await fetcher.fetchFile(file);
+    const before = hub.requests.length;
+    const provider = hfStorage({ endpoint: hub.url, concurrency: 1 });
+    // The reuse offer comes after the listing and before the first file: the branch moves there.
+    await provider.download('hf://org/moving', staging.path, never, undefined, {
+      reuse: () => {
+        hub.commit('org/moving', { 'a.txt': 'v2 a', 'b.txt': 'v2 b', 'c.txt': 'v2 c' });
+        return Promise.resolve(false);
       },
     });
-    await provider.download('hf://org/moving', staging.path, never);
     expect(await readFiles(staging.path)).toEqual({ 'a.txt': 'v1 a', 'b.txt': 'v1 b' });
-    expect(fetcher.calls.every((call) => call.url.pathname.includes(`/resolve/${first}/`))).toBe(true);
+    const resolves = resolvesSince(before);
+    expect(resolves.length).toBeGreaterThan(0);
+    expect(resolves.every((r) => r.path.includes(`/resolve/${first}/`))).toBe(true);
   });
 
   it.each([
@@ -94,7 +94,7 @@ describe('hfStorage against the Hub stand-in', () => {
 
   it('selects files by the patterns before any file is requested', async () => {
     const before = hub.requests.length;
-    const { provider, fetcher } = storage();
+    const { provider } = storage();
     await provider.download('hf://org/m1', staging.path, never, undefined, {
       select: { allowPatterns: ['*.json', 'tokenizer/'], ignorePatterns: ['tokenizer/*.bin'] },
     });
@@ -108,7 +108,7 @@ describe('hfStorage against the Hub stand-in', () => {
       'tokenizer/vocab.txt',
     ]);
     expect(since(before).some((r) => r.server === 'cdn')).toBe(false);
-    expect(fetcher.calls).toHaveLength(2);
+    expect(resolves).toHaveLength(2);
   });
 
   it('sends the token to the Hub on every request and never to the CDN', async () => {
@@ -116,7 +116,7 @@ describe('hfStorage against the Hub stand-in', () => {
     hub.createRepo('org/private', { private: true });
     hub.addToken('hf_privateReader1', ['org/private']);
     const before = hub.requests.length;
-    const { provider, fetcher } = storage({ token: 'hf_privateReader1' });
+    const { provider } = storage({ token: 'hf_privateReader1' });
     await provider.download('hf://org/private', staging.path, never);
 
     expect(await listTree(staging.path)).toEqual(['config.json', 'model.bin']);
@@ -127,7 +127,8 @@ describe('hfStorage against the Hub stand-in', () => {
     const cdn = seen.filter((r) => r.server === 'cdn');
     expect(cdn).toHaveLength(1);
     expect(cdn[0]!.authorization).toBeUndefined();
-    expect(fetcher.calls.every((call) => call.url.origin === hub.url)).toBe(true);
+    // Every file was asked of the Hub itself (its /resolve/ URL), the CDN reached only by its redirect.
+    expect(resolvesSince(before).every((r) => r.server === 'hub')).toBe(true);
   });
 
   it('follows a renamed repo to its new name, the token still sent there', async () => {
@@ -142,10 +143,16 @@ describe('hfStorage against the Hub stand-in', () => {
     expect(moved.every((r) => r.authorization === 'Bearer hf_anyReader2')).toBe(true);
   });
 
+  it('saves a repo that is one archive file as it is, never extracting it (as snapshot_download)', async () => {
+    hub.commit('org/one-archive', { 'model.tar.gz': 'not extracted' });
+    await storage().provider.download('hf://org/one-archive', staging.path, never);
+    expect(await readFiles(staging.path)).toEqual({ 'model.tar.gz': 'not extracted' });
+  });
+
   it('offers the identity once the commit and the files are known, and fetches nothing when it is reused', async () => {
     const before = hub.requests.length;
     const offered: string[] = [];
-    const { provider, fetcher } = storage();
+    const { provider } = storage();
     await provider.download('hf://org/m1', staging.path, never, undefined, {
       select: { allowPatterns: ['*.json'] },
       reuse: (identity) => {
@@ -154,8 +161,8 @@ describe('hfStorage against the Hub stand-in', () => {
       },
     });
     expect(offered).toEqual([`hf:${hub.url}/org/m1@${sha} allow=["*.json"] ignore=[]`]);
-    expect(fetcher.calls).toEqual([]);
-    expect(since(before).some((r) => r.path.includes('/resolve/'))).toBe(false);
+    expect(resolvesSince(before)).toEqual([]);
+    expect(since(before).some((r) => r.server === 'cdn')).toBe(false);
     expect(await listTree(staging.path)).toEqual([]);
   });
 
@@ -220,13 +227,16 @@ describe('hfStorage against the Hub stand-in', () => {
 
   it('stops at once when aborted, as a retryable abort', async () => {
     const controller = new AbortController();
-    const { provider } = storage({
-      fetchFile: () => {
-        controller.abort();
-        return Promise.reject(new Error('aborted under it'));
-      },
-    });
-    const error = await effectError(provider.download('hf://org/m1', staging.path, controller.signal));
+    const { provider } = storage();
+    const error = await effectError(
+      provider.download('hf://org/m1', staging.path, controller.signal, undefined, {
+        // After the listing, before the files: the abort comes while the download is under way.
+        reuse: () => {
+          controller.abort();
+          return Promise.resolve(false);
+        },
+      }),
+    );
     expect(error).toMatchObject({ kind: 'aborted', retryable: true });
   });
 });
