@@ -209,5 +209,7 @@ describe('modelDirStore.fillFrom', () => {
     await expect(store.fillFrom(src, staged, AbortSignal.abort(new Error('superseded')))).rejects.toThrow(
       'superseded',
     );
+    // The caller abandons what it staged, as the loader does; its dir handle is closed with it.
+    await staged.abandon(new Error('superseded'));
   });
 });
