@@ -9,6 +9,9 @@ import type { IncomingMessage } from 'node:http';
 import { noteBody, type BodyWatch } from './connection-cap';
 import { announcesBody } from './early-answer';
 
+/** How late a timer may fire before the lateness is taken for a stall of this process (a busy or paused host). */
+const lateToleranceMs = 50;
+
 /** How fast a request body must arrive. */
 export interface BodyPace {
   /** The longest a body may bring no byte while it is read; also the time it has before its rate counts. */
@@ -28,6 +31,7 @@ export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () 
   let bytes = 0;
   let lastByteAt = 0; // in read time
   let timer: NodeJS.Timeout | undefined;
+  let dueAt: number | undefined; // when the timer should fire
   let confirming: NodeJS.Immediate | undefined;
   let counting = false;
   let over = false;
@@ -38,8 +42,19 @@ export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () 
     timer = undefined;
     confirming = undefined;
     if (over || flowingSince === undefined) return;
+    // A timer that fires late says this process did not run, for longer than it shows: a client beside it (or on a
+    // paused host) could not send either. The time past due is not counted, and the body gets a fresh stallMs.
+    const late = dueAt === undefined ? 0 : Date.now() - dueAt;
+    dueAt = undefined;
+    if (late > lateToleranceMs) {
+      readBefore -= late;
+      lastByteAt = readMs();
+    }
     const left = deadline() - readMs();
-    if (left > 0) return void (timer = setTimeout(check, left).unref());
+    if (left > 0) {
+      dueAt = Date.now() + left;
+      return void (timer = setTimeout(check, left).unref());
+    }
     // Judged only after one turn through I/O: a timer late because this process did not run (a busy or paused
     // host) fires before the bytes the client sent meanwhile are read, and would blame the client for our stall.
     if (!afterIo) return void (confirming = setImmediate(check, true));
@@ -62,7 +77,7 @@ export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () 
     flowingSince = undefined;
     clearTimeout(timer);
     clearImmediate(confirming);
-    timer = confirming = undefined;
+    timer = confirming = dueAt = undefined;
   };
   const watch: BodyWatch = {
     stalledMs: () => (over || flowingSince === undefined ? 0 : readMs() - lastByteAt),

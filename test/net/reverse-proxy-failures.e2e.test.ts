@@ -1,5 +1,5 @@
 /** reverseProxy when a peer misbehaves: the upstream down, silent or cutting; the client leaving; upgrades; log floods. */
-import type { IncomingMessage } from 'node:http';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { waitFor } from '../../src/testing/wait';
 import { atLevel } from '../helpers/log-sink';
@@ -162,6 +162,47 @@ describe('reverseProxy, failures', () => {
     const answer = await postFromAnotherProcess(bench!.port, 64 * 2 ** 20);
     expect(stalled).toBe(true);
     expect(answer).toEqual({ status: 200, body: `got ${64 * 2 ** 20}` });
+  });
+
+  /** Resumes in the next turn's check phase (after its timers and its I/O): `setImmediate`. */
+  const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+  it('does not blame the client for a stall of its own when the client could not send either: the time it did not run is not counted', async () => {
+    const chunk = 2 ** 20;
+    const total = 16 * chunk;
+    let got = 0;
+    await start(
+      (req, res) => {
+        req.on('data', (bytes: Buffer) => void (got += bytes.length));
+        req.on('end', () => res.end(`got ${got}`));
+      },
+      { timeoutMs: 60_000, body: { stallMs: 1000, minRate: 1024 } },
+    );
+    const request = httpRequest({
+      port: bench!.port,
+      method: 'POST',
+      path: '/up',
+      headers: { 'Content-Length': total },
+    });
+    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      request.on('error', reject).on('response', (res: IncomingMessage) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (text: string) => (body += text));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+    });
+    for (let sent = 0; sent < total; sent += chunk) {
+      request.write(Buffer.alloc(chunk));
+      await waitFor(() => got === sent + chunk, 20_000, `${sent + chunk} bytes upstream`);
+      if (sent !== 4 * chunk) continue;
+      // Every byte is through: the whole process (the client is in it) does not run for 1.5 s, past the proxy's
+      // timer, and sends again only after that timer has looked and found no byte waiting in the socket.
+      await nextTurn();
+      for (const until = Date.now() + 1500; Date.now() < until;);
+      await nextTurn();
+    }
+    request.end();
+    expect(await answer).toEqual({ status: 200, body: `got ${total}` });
   });
 
   it('does not cut an answer for a stall of its own: bytes that came while the proxy did not run are read first', async () => {
