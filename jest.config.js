@@ -38,7 +38,8 @@ module.exports = {
       globalTeardown: '<rootDir>/test/real-servers/global-teardown.ts',
     },
   ],
-  testTimeout: 30000,
+  // A ceiling for a test that hangs, not a claim about speed: a busy CI machine must not fail a sound test.
+  testTimeout: 120_000,
   // The tests wait on timers, sockets and child processes more than on the CPU: two workers on two cores.
   maxWorkers: 2,
   reporters: ['default', '<rootDir>/scripts/summary-reporter.js'],

@@ -78,8 +78,8 @@ export interface CliResult extends CliExit {
   readonly stderr: StreamOutput;
 }
 
-/** The shortest wait for a CLI's line: under the e2e tier's 30 s test timeout, over a busy machine's start-up. */
-const patientMs = 20_000;
+/** The shortest wait for a CLI's line: over a busy machine's start-up, under jest's test timeout (jest.config.js). */
+const patientMs = 60_000;
 
 const running = new Set<CliProcess>();
 
