@@ -3,7 +3,12 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { errorCode } from '../core/errors';
-import type { AtomicWritePayload } from './atomic-writer';
+
+/** One payload item: the bytes (a string is written as UTF-8) and optionally its own mode. */
+export type FileProjection = string | Buffer | { readonly data: string | Buffer; readonly mode?: number };
+
+/** What a ConfigMap volume projects: key (relative path inside the volume) to content. */
+export type AtomicWritePayload = Readonly<Record<string, FileProjection>>;
 
 export const DATA_DIR_NAME = '..data';
 export const NEW_DATA_DIR_NAME = '..data_tmp';

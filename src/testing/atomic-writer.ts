@@ -12,13 +12,10 @@ import {
   mkdirTimestamped,
   goRemove,
   ignoreErrors,
+  type AtomicWritePayload,
 } from './atomic-write-steps';
 
-/** One payload item: the bytes (a string is written as UTF-8) and optionally its own mode. */
-export type FileProjection = string | Buffer | { readonly data: string | Buffer; readonly mode?: number };
-
-/** What a ConfigMap volume projects: key (relative path inside the volume) to content. */
-export type AtomicWritePayload = Readonly<Record<string, FileProjection>>;
+export type { AtomicWritePayload, FileProjection } from './atomic-write-steps';
 
 /**
  * Names of the observable actions of `atomicWrite`, reported to `onStep` right after each one completed
