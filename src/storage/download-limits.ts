@@ -42,7 +42,6 @@ type LimitSettings = Pick<
   | 'maxArchiveEntries'
   | 'maxModelFiles'
   | 'minDownloadRate'
-  | 'minRateWindowMs'
   | 'progressIntervalMs'
 >;
 
@@ -52,7 +51,7 @@ export const downloadLimitsOf = (config: LimitSettings): DownloadLimits => ({
   maxArchiveRatio: config.maxArchiveRatio,
   maxArchiveEntries: config.maxArchiveEntries,
   maxModelFiles: config.maxModelFiles,
-  minRate: { bytesPerSecond: config.minDownloadRate, windowMs: config.minRateWindowMs },
+  minRate: { bytesPerSecond: config.minDownloadRate, windowMs: 60_000 },
   progressIntervalMs: config.progressIntervalMs,
 });
 

@@ -119,12 +119,15 @@ export const capabilities = (
   });
 };
 
-/** The agent settings `config` asks for (caps, retry policy, settle time), logging to `log`. */
+/** The quiet time after a burst of config events before the confirming re-read: no flag, none needed tuning. */
+export const settleMs = 100;
+
+/** The agent settings `config` asks for (caps, retry policy), logging to `log`. */
 export const agentSettings = (config: AppConfig, log: Logger): AgentSettings => ({
   log,
   downloadConcurrency: config.downloadConcurrency,
   loadConcurrency: config.loadConcurrency,
   retry: retryPolicyOf(config),
-  settleMs: config.settleMs,
+  settleMs,
   maxUnlistedUnloads: config.maxUnlistedUnloads,
 });

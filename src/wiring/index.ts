@@ -7,6 +7,7 @@ export {
   agentSettings,
   capabilities,
   configSourceFor,
+  settleMs,
   type ConfigSourceHooks,
   type Edges,
   type ConfigSourceWithStatus,

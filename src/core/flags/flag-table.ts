@@ -114,14 +114,6 @@ export const flagTable = {
     codec: oneOf('LogFormat', logFormats),
     choices: logFormats,
   },
-  settleMs: {
-    flag: '--settle-ms',
-    arg: 'ms',
-    env: 'MODELSYNC_SETTLE_MS',
-    default: '100',
-    help: 'quiet time after a burst of config events before the confirming re-read (≥ 60)',
-    codec: integerIn('SettleMs', 60, 60_000),
-  },
   watchPollMs: {
     flag: '--watch-poll-ms',
     arg: 'ms',
