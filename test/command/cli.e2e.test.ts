@@ -79,6 +79,7 @@ const advancedFlagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--max-archive-entries', 'MODELSYNC_MAX_ARCHIVE_ENTRIES'],
   ['--max-model-files', 'MODELSYNC_MAX_MODEL_FILES'],
   ['--min-download-rate', 'MODELSYNC_MIN_DOWNLOAD_RATE'],
+  ['--min-rate-window-ms', 'MODELSYNC_MIN_RATE_WINDOW_MS'],
   ['--storage-concurrency', 'MODELSYNC_STORAGE_CONCURRENCY'],
   ['--download-streams', 'MODELSYNC_DOWNLOAD_STREAMS'],
   ['--max-download-streams', 'MODELSYNC_MAX_DOWNLOAD_STREAMS'],

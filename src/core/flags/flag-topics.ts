@@ -61,6 +61,7 @@ export const advancedFlagTopics: ReadonlyArray<FlagTopic> = [
       'maxArchiveEntries',
       'maxModelFiles',
       'minDownloadRate',
+      'minRateWindowMs',
       'storageConcurrency',
       'downloadStreams',
       'maxDownloadStreams',

@@ -9,11 +9,6 @@ export const removedFlags = [
     instead: "fixed at 100 ms; the library's settleMs setting still takes any value",
   },
   {
-    flag: '--min-rate-window-ms',
-    env: 'MODELSYNC_MIN_RATE_WINDOW_MS',
-    instead: "fixed at one minute; the library's DownloadLimits.minRate.windowMs still takes any value",
-  },
-  {
     flag: '--http-request-timeout-ms',
     env: 'MODELSYNC_HTTP_REQUEST_TIMEOUT_MS',
     instead: "fixed at 5 s; the library's SurfaceLimits.requestTimeoutMs still takes any value",

@@ -53,8 +53,16 @@ export const storageFlags = {
     arg: 'bytes',
     env: 'MODELSYNC_MIN_DOWNLOAD_RATE',
     default: '1Ki',
-    help: 'bytes per second a download must average over every minute, or it is dropped and retried; 0 = no minimum',
+    help: 'bytes per second a download must average over every `--min-rate-window-ms`, or it is dropped and retried; 0 = no minimum',
     codec: byteCount('MinDownloadRate', 0, Number.MAX_SAFE_INTEGER),
+  },
+  minRateWindowMs: {
+    flag: '--min-rate-window-ms',
+    arg: 'ms',
+    env: 'MODELSYNC_MIN_RATE_WINDOW_MS',
+    default: '60000',
+    help: 'the sliding window `--min-download-rate` is measured over',
+    codec: integerIn('MinRateWindowMs', 100, 86_400_000),
   },
   localStorageRoots: {
     flag: '--local-storage-roots',
