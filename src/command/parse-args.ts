@@ -13,12 +13,12 @@ import {
   flagList,
   flagTable,
   isSwitch,
-  switchWords,
   type FlagSpec,
   type SettingField,
 } from '../core/flags/app-config';
 import { advancedFlagTopics, flagTopics, type FlagTopic } from '../core/flags/flag-topics';
 import { removedFlags } from '../core/flags/removed-flags';
+import { switchValue, switchWords } from '../core/switch-words';
 import type { DownloadPair } from './initializer-mode';
 import { kserveArguments, withKServeSpellings } from './kserve-args';
 import { packageVersion } from './package-version';
@@ -119,14 +119,6 @@ const removedFlagsGiven = (args: ReadonlyArray<string>, env: Env): ReadonlyArray
       ? [`${name} is no longer read: ${instead} (docs/operating.md, "Flags removed")`]
       : []),
   ]);
-
-/** The boolean a switch's env var means, or undefined when it means neither. */
-const switchValue = (text: string): boolean | undefined => {
-  const word = text.trim().toLowerCase();
-  if ((switchWords.on as ReadonlyArray<string>).includes(word)) return true;
-  if ((switchWords.off as ReadonlyArray<string>).includes(word)) return false;
-  return undefined;
-};
 
 /** The flag table's field an io-ts error is about, from the keys of its context (never from its text). */
 const fieldOf = (error: t.ValidationError): SettingField | undefined =>

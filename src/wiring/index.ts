@@ -13,7 +13,7 @@ export {
   type ConfigSourceWithStatus,
 } from './capabilities';
 export { initializerStorage, type InitializerStorage } from './initializer-storage';
-export { storageRouter, type StorageRouter } from './storage';
+export { downloadLimitsOf, storageRouter, type StorageRouter } from './storage';
 export {
   SurfaceBindFailed,
   withSurface,

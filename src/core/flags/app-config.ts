@@ -7,6 +7,8 @@ import * as t from 'io-ts';
 import type { RetryPolicy } from '../retry-policy';
 import { flagTable, type FlagSpec } from './flag-table';
 
+export { switchWords } from '../switch-words';
+
 export {
   configSources,
   flagTable,
@@ -15,8 +17,6 @@ export {
   protocols,
   s3AddressingStyles,
   type FlagSpec,
-  type LogFormat,
-  type LogLevel,
 } from './flag-table';
 
 type FlagTable = typeof flagTable;
@@ -51,9 +51,6 @@ export type AppConfig = t.TypeOf<typeof AppConfig>;
 
 /** A switch: a flag that takes no value (`--dry-run`). */
 export const isSwitch = (spec: FlagSpec): boolean => spec.arg === undefined;
-
-/** The words a switch's env var may hold (case and surrounding spaces ignored); anything else is an error. */
-export const switchWords = { on: ['true', '1', 'yes', 'on'], off: ['false', '0', 'no', 'off', ''] } as const;
 
 /** The text of each setting when nothing sets it: the table's defaults, switches off. */
 export const defaultSettingTexts = (): Record<string, unknown> =>

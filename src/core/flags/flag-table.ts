@@ -15,15 +15,11 @@ export type { FlagSpec } from './flag-spec';
 
 export { s3AddressingStyles } from './storage-flags';
 
-/** pino's levels, most to least severe, and `silent`. */
+/** pino's levels, most to least severe, and `silent` (the logger's `LogLevel`). */
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-/** One of `logLevels`. */
-export type LogLevel = (typeof logLevels)[number];
 
-/** How log lines are written: `pretty` (pino-pretty) for people, `json` for collectors, `auto` by stderr. */
+/** How log lines are written (the logger's `LogFormat`). */
 export const logFormats = ['auto', 'pretty', 'json'] as const;
-/** One of `logFormats`. */
-export type LogFormat = (typeof logFormats)[number];
 
 /** The load/unload dialects modelsync speaks. */
 export const protocols = ['v2', 'torchserve'] as const;
