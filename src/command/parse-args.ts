@@ -109,16 +109,14 @@ const usageError = (problems: ReadonlyArray<string>): ParsedArgs => ({
 const asksAdvancedHelp = (args: ReadonlyArray<string>): boolean =>
   args.some((arg, i) => arg === 'advanced' && (args[i - 1] === '--help' || args[i - 1] === '-h'));
 
-/** A flag modelsync no longer takes, given as a flag or its env var: one line naming it and what replaced it. */
+/** The flags modelsync no longer takes given as a flag or env var: one line each, naming it. */
 const removedFlagsGiven = (args: ReadonlyArray<string>, env: Env): ReadonlyArray<string> =>
-  removedFlags.flatMap(({ flag, env: name, instead }) => [
-    ...(args.some((arg) => arg === flag || arg.startsWith(`${flag}=`))
-      ? [`${flag} is no longer a flag: ${instead} (docs/operating.md, "Flags removed")`]
-      : []),
-    ...(env[name] !== undefined
-      ? [`${name} is no longer read: ${instead} (docs/operating.md, "Flags removed")`]
-      : []),
-  ]);
+  removedFlags
+    .flatMap(({ flag, env: name }) => [
+      ...(args.some((arg) => arg === flag || arg.startsWith(`${flag}=`)) ? [flag] : []),
+      ...(env[name] !== undefined ? [name] : []),
+    ])
+    .map((given) => `${given} was removed: its value is fixed (docs/operating.md, "Flags removed")`);
 
 /** The flag table's field an io-ts error is about, from the keys of its context (never from its text). */
 const fieldOf = (error: t.ValidationError): SettingField | undefined =>

@@ -149,7 +149,7 @@ describe('modelsync --help', () => {
   it('refuses a removed flag in one line naming it, and exits 2', async () => {
     const result = await runCli(['--dry-run', '--once', '--settle-ms', '100']);
     expect(result.code).toBe(2);
-    expect(result.stderr.lines[0]).toMatch(/^modelsync: --settle-ms is no longer a flag: /);
+    expect(result.stderr.lines[0]).toMatch(/^modelsync: --settle-ms was removed: /);
   });
 });
 

@@ -9,15 +9,7 @@ import { flagTable, type FlagSpec } from './flag-table';
 
 export { switchWords } from '../switch-words';
 
-export {
-  configSources,
-  flagTable,
-  logFormats,
-  logLevels,
-  protocols,
-  s3AddressingStyles,
-  type FlagSpec,
-} from './flag-table';
+export { flagTable, logLevels, protocols, type FlagSpec } from './flag-table';
 
 type FlagTable = typeof flagTable;
 /** A field of AppConfig: a key of the flag table. */

@@ -13,8 +13,6 @@ import { surfaceFlags } from './surface-flags';
 
 export type { FlagSpec } from './flag-spec';
 
-export { s3AddressingStyles } from './storage-flags';
-
 /** pino's levels, most to least severe, and `silent` (the logger's `LogLevel`). */
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 

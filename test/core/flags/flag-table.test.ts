@@ -95,7 +95,7 @@ describe('the flag table', () => {
         expect(parsed).toMatchObject({ _tag: 'UsageError', exitCode: 2 });
         const lines = parsed._tag === 'UsageError' ? parsed.message.trim().split('\n') : [];
         expect(lines).toHaveLength(2);
-        expect(lines[0]).toMatch(new RegExp(`^modelsync: ${named} is no longer (a flag|read): `));
+        expect(lines[0]).toMatch(new RegExp(`^modelsync: ${named} was removed: `));
       }
       expect(Object.values(flagTable).map((spec) => spec.flag)).not.toContain(flag);
     },
