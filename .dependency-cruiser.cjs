@@ -2,7 +2,7 @@
  * The rules between rooms (docs/architecture.md, "Rooms and the rules between them"), checked on every
  * `npm run lint`. From the bottom up:
  *
- *   core/ (pure; core/json/ and core/flags/ inside it)  <-  ports.ts
+ *   core/ (pure; core/json/ and core/flags/ inside it, the flags known to command/, wiring/ and the entries only)  <-  ports.ts
  *   <-  the floor: net/, fs/, log/ (effects every capability shares; none imports another)
  *   <-  the capabilities: config-source/, storage/, model-dir/, model-server/, surface/ (never a sibling)
  *   pipeline/, loader/ (core and ports only)  <-  agent/ (no effect folder)
@@ -46,12 +46,16 @@ module.exports = {
       to: { path: '^src/core/', pathNot: '^src/core/json/' },
     },
     {
-      name: 'domain-knows-no-flags',
+      name: 'only-the-command-line-knows-flags',
       comment:
-        'The domain (core/ outside core/flags/) never imports the flag table: an error that names a setting gets ' +
-        'the name from whoever builds it.',
+        'The flag table is known to command/, wiring/, cli.ts and index.ts alone: the domain and the capabilities ' +
+        'take plain settings of their own (wiring maps AppConfig onto them), and an error that names a setting ' +
+        'gets the name from whoever builds the capability.',
       severity: 'error',
-      from: { path: '^src/core/', pathNot: '^src/core/flags/' },
+      from: {
+        path: '^src/',
+        pathNot: ['^src/core/flags/', '^src/(command|wiring)/', '^src/(index|cli)\\.ts$'],
+      },
       to: { path: '^src/core/flags/' },
     },
     {

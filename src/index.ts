@@ -10,7 +10,6 @@ export {
   logLevels,
   protocols,
   type FlagSpec,
-  type LogLevel,
   type SettingField,
 } from './core/flags/app-config';
 export { configFileName, dataLinkName } from './core/config-files';
@@ -61,6 +60,7 @@ export {
   agentSettings,
   capabilities,
   configSourceFor,
+  downloadLimitsOf,
   type ConfigSourceHooks,
   type ConfigSourceWithStatus,
 } from './wiring';
@@ -94,7 +94,7 @@ export {
   type KubeWatchStatus,
 } from './config-source';
 export { readConfigFile, type ConfigReadOptions } from './config-source';
-export { createLogger, redactingDestination } from './log';
+export { createLogger, redactingDestination, type LogFormat, type LogLevel } from './log';
 export {
   archiveFormatOf,
   extractFile,
@@ -109,5 +109,5 @@ export { torchServeModelServer } from './model-server';
 export { v2ModelServer } from './model-server';
 export { httpStorage, type HttpStorageOptions } from './storage';
 export { localFileStorage, type LocalStorageOptions } from './storage';
-export { defaultDownloadLimits, downloadLimitsOf, type DownloadLimits, type MinRate } from './storage';
+export { defaultDownloadLimits, type CapNames, type DownloadLimits, type MinRate } from './storage';
 export { TransferGuard, type TransferGuardOptions } from './storage';

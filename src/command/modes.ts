@@ -36,6 +36,7 @@ import {
   agentPortSettings,
   agentSettings,
   capabilities,
+  settleMs,
   SurfaceBindFailed,
   withSurface,
   type AgentPortSettings,
@@ -104,7 +105,7 @@ export const dryRunMode = (config: AppConfig, log: Logger, env: Env = {}): Obser
     configSource,
     inPlace,
     log,
-    settleMs: config.settleMs,
+    settleMs,
     servedSchemes: schemes,
   }).pipe(map(opLine));
 };

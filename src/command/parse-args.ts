@@ -13,11 +13,12 @@ import {
   flagList,
   flagTable,
   isSwitch,
-  switchWords,
   type FlagSpec,
   type SettingField,
 } from '../core/flags/app-config';
-import { flagTopics } from '../core/flags/flag-topics';
+import { advancedFlagTopics, flagTopics, type FlagTopic } from '../core/flags/flag-topics';
+import { removedFlags } from '../core/flags/removed-flags';
+import { switchValue, switchWords } from '../core/switch-words';
 import type { DownloadPair } from './initializer-mode';
 import { kserveArguments, withKServeSpellings } from './kserve-args';
 import { packageVersion } from './package-version';
@@ -34,7 +35,8 @@ export type ParsedArgs =
   | { readonly _tag: 'UsageError'; readonly exitCode: 2; readonly message: string };
 
 const description =
-  'Keeps the models loaded on a model server equal to the list in a mounted ConfigMap (models.json).';
+  'Keeps the models loaded on a model server equal to the list in a mounted ConfigMap (models.json).\n' +
+  "The tuning knobs (timeouts, retries, caps, streams) are listed by 'modelsync --help advanced'.";
 const helpWidth = 100;
 
 /** Help text without the docs' code marks. */
@@ -54,8 +56,11 @@ export const helpDescription = (spec: FlagSpec): string => {
 
 const specByLong = new Map<string, FlagSpec>(flagList.map(([, spec]) => [spec.flag, spec]));
 
-/** A commander program for one parse: options from the flag table, output captured, exits thrown. */
-const program = (printed: string[]): Command => {
+/**
+ * A commander program for one parse: options from the flag table, output captured, exits thrown. Every flag
+ * parses; `--help` lists those under `shown`.
+ */
+const program = (printed: string[], shown: ReadonlyArray<FlagTopic>): Command => {
   const command = new Command('modelsync')
     .description(description)
     .exitOverride()
@@ -74,12 +79,11 @@ const program = (printed: string[]): Command => {
         return spec === undefined ? option.description : helpDescription(spec);
       },
     });
-  for (const [topic, fields] of flagTopics) {
+  for (const [topic, fields] of [...flagTopics, ...advancedFlagTopics]) {
     for (const spec of fields.map((field): FlagSpec => flagTable[field])) {
+      const option = new Option(isSwitch(spec) ? spec.flag : `${spec.flag} <${spec.arg}>`, plain(spec.help));
       command.addOption(
-        new Option(isSwitch(spec) ? spec.flag : `${spec.flag} <${spec.arg}>`, plain(spec.help)).helpGroup(
-          `${topic}:`,
-        ),
+        option.helpGroup(`${topic}:`).hideHelp(!shown.some(([shownTopic]) => shownTopic === topic)),
       );
     }
   }
@@ -90,7 +94,7 @@ const program = (printed: string[]): Command => {
     )
     .optionsGroup('Other:')
     .version(packageVersion, '-V, --version', 'print the version and exit')
-    .helpOption('-h, --help', 'print this help and exit');
+    .helpOption('-h, --help', "print this help and exit ('--help advanced': the tuning knobs)");
 };
 
 const usageError = (problems: ReadonlyArray<string>): ParsedArgs => ({
@@ -101,13 +105,18 @@ const usageError = (problems: ReadonlyArray<string>): ParsedArgs => ({
     "Try 'modelsync --help' for the flags.\n",
 });
 
-/** The boolean a switch's env var means, or undefined when it means neither. */
-const switchValue = (text: string): boolean | undefined => {
-  const word = text.trim().toLowerCase();
-  if ((switchWords.on as ReadonlyArray<string>).includes(word)) return true;
-  if ((switchWords.off as ReadonlyArray<string>).includes(word)) return false;
-  return undefined;
-};
+/** `--help advanced` (or `-h advanced`): the help of the tuning knobs. */
+const asksAdvancedHelp = (args: ReadonlyArray<string>): boolean =>
+  args.some((arg, i) => arg === 'advanced' && (args[i - 1] === '--help' || args[i - 1] === '-h'));
+
+/** The flags modelsync no longer takes given as a flag or env var: one line each, naming it. */
+const removedFlagsGiven = (args: ReadonlyArray<string>, env: Env): ReadonlyArray<string> =>
+  removedFlags
+    .flatMap(({ flag, env: name }) => [
+      ...(args.some((arg) => arg === flag || arg.startsWith(`${flag}=`)) ? [flag] : []),
+      ...(env[name] !== undefined ? [name] : []),
+    ])
+    .map((given) => `${given} was removed: its value is fixed (docs/operating.md, "Flags removed")`);
 
 /** The flag table's field an io-ts error is about, from the keys of its context (never from its text). */
 const fieldOf = (error: t.ValidationError): SettingField | undefined =>
@@ -120,9 +129,11 @@ const fieldOf = (error: t.ValidationError): SettingField | undefined =>
  */
 export const parseArgs = (argv: ReadonlyArray<string>, env: Env): ParsedArgs => {
   const printed: string[] = [];
-  const command = program(printed);
+  const command = program(printed, asksAdvancedHelp(argv.slice(2)) ? advancedFlagTopics : flagTopics);
   const kserve = kserveArguments(argv.slice(2));
   if (kserve.problems.length > 0) return usageError(kserve.problems);
+  const removed = removedFlagsGiven(kserve.args, env);
+  if (removed.length > 0) return usageError(removed);
   try {
     command.parse([...argv.slice(0, 2), ...kserve.args], { from: 'node' });
   } catch (error) {

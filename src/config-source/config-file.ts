@@ -3,7 +3,6 @@ import * as E from 'fp-ts/Either';
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { flagTable } from '../core/flags/app-config';
 import { configFileName, dataLinkName } from '../core/config-files';
 import {
   errorCode,
@@ -20,15 +19,16 @@ import type { ConfigRead } from '../ports';
 
 /** How models.json is read. */
 export interface ConfigReadOptions {
-  /** A bigger file is refused without being read (`--max-config-bytes`). */
+  /** A bigger file is refused without being read (default 32 MiB). */
   readonly maxBytes?: number;
+  /** What the user calls `maxBytes`, named in the refusal (the CLI's flag; default `maxBytes`). */
+  readonly maxBytesName?: string;
   /** Opens a file (default: fs `open`); tests inject one that hangs or is denied. */
   readonly openFile?: (path: string, flags: number) => Promise<FileHandle>;
 }
 
-const defaultMaxBytes = Number(flagTable.maxConfigBytes.default);
-/** The cap of `maxBytes`, named as the user sets it. */
-const limitOf = (maxBytes: number): ByteLimit => ({ maxBytes, limit: flagTable.maxConfigBytes.flag });
+// 32 MiB: a 100,000-model file, pretty-printed, is 18.6 MB.
+const defaultMaxBytes = 32 * 2 ** 20;
 // Non-blocking: opening a FIFO that nobody writes would otherwise block a libuv thread (and the watcher) forever.
 const openFlags = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
 
@@ -65,19 +65,20 @@ const readError = async (file: string, path: string, cause: unknown): Promise<Co
 };
 
 /**
- * The bytes of `path` if it is a regular file of at most `maxBytes`: checked with stat before opening (a FIFO,
- * socket or device is never opened) and with fstat after (it may have been swapped in between), then read to
- * the end, never past `maxBytes + 1` bytes (it may grow while being read).
+ * The bytes of `path` if it is a regular file of at most `limit.maxBytes`: checked with stat before opening (a
+ * FIFO, socket or device is never opened) and with fstat after (it may have been swapped in between), then read
+ * to the end, never past `maxBytes + 1` bytes (it may grow while being read).
  */
 const readRegularFile = async (
   file: string,
   path: string,
-  maxBytes: number,
+  limit: ByteLimit,
   openFile: (path: string, flags: number) => Promise<FileHandle>,
 ): Promise<E.Either<ConfigError, Uint8Array>> => {
+  const { maxBytes } = limit;
   const before = await stat(path);
   if (!before.isFile()) return E.left(notRegular(file, before));
-  if (before.size > maxBytes) return E.left(tooLarge(file, before.size, limitOf(maxBytes)));
+  if (before.size > maxBytes) return E.left(tooLarge(file, before.size, limit));
   const handle = await openFile(path, openFlags);
   try {
     const opened = await handle.stat();
@@ -87,7 +88,7 @@ const readRegularFile = async (
     for (;;) {
       if (length === buffer.length) {
         if (length > maxBytes)
-          return E.left(tooLarge(file, Math.max(length, (await handle.stat()).size), limitOf(maxBytes)));
+          return E.left(tooLarge(file, Math.max(length, (await handle.stat()).size), limit));
         const grown = new Uint8Array(Math.min(Math.max(length * 2, 65_536), maxBytes + 1));
         grown.set(buffer);
         buffer = grown;
@@ -132,12 +133,12 @@ const configFile = async (dir: string, file: string): Promise<E.Either<ConfigErr
 const readOnce = async (
   dir: string,
   file: string,
-  maxBytes: number,
+  limit: ByteLimit,
   openFile: (path: string, flags: number) => Promise<FileHandle>,
 ): Promise<ConfigRead> => {
   const path = await configFile(dir, file);
   if (E.isLeft(path)) return path;
-  const bytes = await readRegularFile(file, path.right, maxBytes, openFile).catch(async (cause: unknown) =>
+  const bytes = await readRegularFile(file, path.right, limit, openFile).catch(async (cause: unknown) =>
     E.left(await readError(file, path.right, cause)),
   );
   if (E.isLeft(bytes)) return bytes;
@@ -160,10 +161,11 @@ const isMissing = (read: ConfigRead): boolean =>
  * Never rejects: every failure is a ConfigError that names the file and says why.
  */
 export const readConfigFile = async (dir: string, options: ConfigReadOptions = {}): Promise<ConfigRead> => {
-  const { maxBytes = defaultMaxBytes, openFile = open } = options;
+  const { maxBytes = defaultMaxBytes, maxBytesName = 'maxBytes', openFile = open } = options;
+  const limit: ByteLimit = { maxBytes, limit: maxBytesName };
   const file = join(dir, configFileName);
   for (let attempt = 1; ; attempt++) {
-    const read = await readOnce(dir, file, maxBytes, openFile).catch((cause: unknown) =>
+    const read = await readOnce(dir, file, limit, openFile).catch((cause: unknown) =>
       E.left(fsFailure(file, cause)),
     );
     if (!(isMissing(read) && attempt < 3 && (await exists(join(dir, dataLinkName))))) return read;

@@ -10,16 +10,17 @@ import {
   type ConfigMapRef,
 } from '../core/config-map';
 import { readFailed } from '../core/errors';
-import { flagTable } from '../core/flags/app-config';
 import type { ConfigRead, ConfigSource, FsEvent } from '../ports';
 import { runListWatch, type ListWatchOptions } from './kube-list-watch';
 
 /** Which ConfigMap to watch, how, and whom to tell that the watch is alive. */
 export interface KubeApiSourceOptions extends ListWatchOptions {
-  /** The key holding the model list (`--configmap-key`). */
+  /** The key holding the model list. */
   readonly key: string;
-  /** A bigger value is refused (`--max-config-bytes`). */
+  /** A bigger value is refused. */
   readonly maxBytes: number;
+  /** What the user calls `maxBytes`, named in the refusal (the CLI's flag; default `maxBytes`). */
+  readonly maxBytesName?: string;
   /** Called on every sign of a working watch: a list answered, a watch opened, any event (bookmarks too). */
   readonly onAlive?: () => void;
   /** Runs the list and watch (default `runListWatch`); tests give a fake that calls the hooks. */
@@ -157,7 +158,7 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
     return E.map((text: string) => ({ file, text }))(
       configMapText(refOf(), state.configMap, {
         maxBytes: options.maxBytes,
-        limit: flagTable.maxConfigBytes.flag,
+        limit: options.maxBytesName ?? 'maxBytes',
       }),
     );
   };

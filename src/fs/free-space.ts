@@ -1,6 +1,5 @@
-/** The disk check: a download that would not fit on the model volume, with `--min-free-bytes` kept free, fails first. */
+/** The disk check: a download that would not fit on the model volume, with a reserve kept free, fails first. */
 import { statfs } from 'node:fs/promises';
-import { flagTable } from '../core/flags/app-config';
 import { permanentError } from '../core/errors';
 import { showBytes } from '../core/show-bytes';
 
@@ -16,14 +15,23 @@ export const statfsFreeBytes: FreeBytesOf = async (path) => {
   return bavail * bsize;
 };
 
+/** How the check is called: the reserve's name in its failure (the CLI's flag; default `minFreeBytes`), statfs. */
+export interface SpaceCheckOptions {
+  readonly reserveName?: string;
+  readonly freeBytesOf?: FreeBytesOf;
+}
+
 /**
- * The check of `--min-free-bytes`: `bytes` (a declared size; 0 when unknown) plus `minFreeBytes` must be free on
+ * The check of the reserve: `bytes` (a declared size; 0 when unknown) plus `minFreeBytes` must be free on
  * the volume of `dir`. The failure is permanent: it is found before a byte is written, space seldom frees itself
  * within a retry's backoff, and the resync retries a Failed model on its own, capped, schedule. A statfs that
  * fails (a file system without it) lets the download go on: the write itself still fails on a full disk.
  */
 export const spaceCheck =
-  (minFreeBytes: number, freeBytesOf: FreeBytesOf = statfsFreeBytes): SpaceCheck =>
+  (
+    minFreeBytes: number,
+    { reserveName = 'minFreeBytes', freeBytesOf = statfsFreeBytes }: SpaceCheckOptions = {},
+  ): SpaceCheck =>
   async (dir, bytes, what) => {
     const free = await freeBytesOf(dir).catch(() => undefined);
     if (free === undefined || bytes + minFreeBytes <= free) return;
@@ -31,6 +39,6 @@ export const spaceCheck =
     throw permanentError(
       'no-space',
       `${what}: does not fit on the model volume: needs ${needs}${showBytes(minFreeBytes)} kept free ` +
-        `(${flagTable.minFreeBytes.flag}), ${showBytes(free)} free`,
+        `(${reserveName}), ${showBytes(free)} free`,
     );
   };

@@ -1,11 +1,15 @@
 /** createLogger: the one root pino logger, JSON or pretty lines on stderr (stdout belongs to --dry-run output), redacted. */
 import pino, { type Logger } from 'pino';
-import type { LogFormat, LogLevel } from '../core/flags/app-config';
 import { errorMessage } from '../core/errors';
 import { lazyModule } from '../core/lazy-module';
 import { redactLogLine } from '../core/redact';
 
 export type { Logger } from 'pino';
+
+/** pino's levels and `silent`. */
+export type LogLevel = pino.LevelWithSilent;
+/** How lines are written: `pretty` (pino-pretty) for people, `json` for collectors, `auto` by stderr. */
+export type LogFormat = 'auto' | 'pretty' | 'json';
 
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only for pretty lines (lazy-module.ts) */
 export const prettyLogs = lazyModule(() => require('pino-pretty') as typeof import('pino-pretty'));

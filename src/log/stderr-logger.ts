@@ -1,8 +1,15 @@
 /** stderrLogger: the process's root logger on stderr, which never holds the process when stderr is not read. */
 import { isatty } from 'node:tty';
-import type { LogFormat, LogLevel } from '../core/flags/app-config';
 import { boundedDestination, nonBlockingStderr } from './bounded-destination';
-import { createLogger, logDestination, prettyFor, prettyLogs, type Logger } from './logger';
+import {
+  createLogger,
+  logDestination,
+  prettyFor,
+  prettyLogs,
+  type LogFormat,
+  type LogLevel,
+  type Logger,
+} from './logger';
 
 /** The root logger and how to wait, bounded, for its lines to be written before an exit. */
 export interface StderrLogger {

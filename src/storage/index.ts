@@ -11,9 +11,10 @@ export {
   extractStream,
 } from './archive/extract';
 export {
+  type CapField,
+  type CapNames,
   defaultDownloadLimits,
   type DownloadLimits,
-  downloadLimitsOf,
   type MinRate,
 } from './download-limits';
 export { httpStorage, type HttpStorageOptions } from './http/http-storage';

@@ -43,6 +43,7 @@ export const modelTransfer = (
   const guard = new TransferGuard({
     what,
     maxBytes: limits.maxModelBytes,
+    names: limits.names,
     minRate: limits.minRate,
     onTooSlow: stop,
     space: { dir: targetDir, check: limits.spaceCheck },

@@ -2,14 +2,16 @@
 import type { EffectError } from '../core/errors';
 import { showBytes } from '../core/show-bytes';
 import type { SpaceCheck } from '../fs';
-import { tooLarge, tooSlow, type MinRate } from './download-limits';
+import { tooLarge, tooSlow, type CapNames, type MinRate } from './download-limits';
 
 /** What one guard watches, and how it stops a transfer that is too slow. */
 export interface TransferGuardOptions {
   /** Names the transfer in messages: `GET https://host/m.bin`, `copying /mnt/pvc/m`. */
   readonly what: string;
-  /** Most bytes all the guarded streams together may carry (`--max-model-bytes`). */
+  /** Most bytes all the guarded streams together may carry (the model cap). */
   readonly maxBytes: number;
+  /** What the user calls the model cap (`names.maxModelBytes`), named when a transfer passes it. */
+  readonly names?: CapNames | undefined;
   /** The slowest acceptable stream; absent or 0 bytes/s: no minimum (local copies). */
   readonly minRate?: MinRate;
   /**
@@ -17,7 +19,7 @@ export interface TransferGuardOptions {
    * must abort the transfer, since a stream that sends nothing cannot be failed from inside the loop.
    */
   readonly onTooSlow?: (error: EffectError) => void;
-  /** Where the bytes go, and the disk check a declared size must pass there (`--min-free-bytes`); absent: none. */
+  /** Where the bytes go, and the disk check a declared size must pass there; absent: none. */
   readonly space?: { readonly dir: string; readonly check?: SpaceCheck | undefined };
   /** Runs `tick` every `ms` until the returned function is called; default setInterval (tests drive their own). */
   readonly every?: (ms: number, tick: () => void) => () => void;
@@ -105,7 +107,7 @@ export class TransferGuard {
   }
 
   private overCap(why: string): EffectError {
-    return tooLarge(this.options.what, why, 'maxModelBytes');
+    return tooLarge(this.options.what, why, 'maxModelBytes', this.options.names);
   }
 
   /**

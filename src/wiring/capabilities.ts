@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { AgentCapabilities, AgentSettings } from '../agent';
 import { configDirSource, kubeApiSource, type KubeWatchStatus, type SourceStatus } from '../config-source';
 import type { Env } from '../core/env';
-import { retryPolicyOf, type AppConfig } from '../core/flags/app-config';
+import { flagTable, retryPolicyOf, type AppConfig } from '../core/flags/app-config';
 import { spaceCheck } from '../fs';
 import { loadJournal, modelDirStore } from '../model-dir';
 import { torchServeModelServer, v2ModelServer } from '../model-server';
@@ -39,6 +39,7 @@ export const configSourceFor = (
         env,
         log: log.child({ component: 'config' }),
         maxBytes: config.maxConfigBytes,
+        maxBytesName: flagTable.maxConfigBytes.flag,
         watchTimeoutSeconds: config.watchTimeoutS,
         retry: retryPolicyOf(config),
         ...(hooks.onAlive !== undefined ? { onAlive: hooks.onAlive } : {}),
@@ -48,6 +49,7 @@ export const configSourceFor = (
         log: log.child({ component: 'config' }),
         pollMs: config.watchPollMs,
         maxBytes: config.maxConfigBytes,
+        maxBytesName: flagTable.maxConfigBytes.flag,
         // Often enough for `--watch-stall-ms` to judge the watch.
         recheckMs: heartbeatMs(config.watchStallMs),
         ...(hooks.onAlive !== undefined ? { onAlive: hooks.onAlive } : {}),
@@ -94,7 +96,7 @@ export const capabilities = (
   sourceHooks: ConfigSourceHooks = {},
 ): E.Either<string, Edges> => {
   // One disk check for the store (the reserve, before each install) and the providers (a declared size).
-  const space = spaceCheck(config.minFreeBytes);
+  const space = spaceCheck(config.minFreeBytes, { reserveName: flagTable.minFreeBytes.flag });
   const storage = storageRouter(config, log, env, space);
   if (E.isLeft(storage)) return storage;
   const { download, network } = storage.right;
@@ -119,12 +121,15 @@ export const capabilities = (
   });
 };
 
-/** The agent settings `config` asks for (caps, retry policy, settle time), logging to `log`. */
+/** The quiet time after a burst of config events before the confirming re-read: no flag, none needed tuning. */
+export const settleMs = 100;
+
+/** The agent settings `config` asks for (caps, retry policy), logging to `log`. */
 export const agentSettings = (config: AppConfig, log: Logger): AgentSettings => ({
   log,
   downloadConcurrency: config.downloadConcurrency,
   loadConcurrency: config.loadConcurrency,
   retry: retryPolicyOf(config),
-  settleMs: config.settleMs,
+  settleMs,
   maxUnlistedUnloads: config.maxUnlistedUnloads,
 });

@@ -7,12 +7,13 @@ export {
   agentSettings,
   capabilities,
   configSourceFor,
+  settleMs,
   type ConfigSourceHooks,
   type Edges,
   type ConfigSourceWithStatus,
 } from './capabilities';
 export { initializerStorage, type InitializerStorage } from './initializer-storage';
-export { storageRouter, type StorageRouter } from './storage';
+export { downloadLimitsOf, storageRouter, type StorageRouter } from './storage';
 export {
   SurfaceBindFailed,
   withSurface,

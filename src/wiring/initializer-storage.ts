@@ -9,7 +9,7 @@ import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import type { Env } from '../core/env';
 import { EffectError, errorCode, permanentError, retryableError } from '../core/errors';
-import type { AppConfig } from '../core/flags/app-config';
+import { flagTable, type AppConfig } from '../core/flags/app-config';
 import {
   entryKind,
   fileSizes,
@@ -212,7 +212,7 @@ export const initializerStorage = (
   log: Logger,
   env: Env,
 ): E.Either<string, InitializerStorage> => {
-  const space = spaceCheck(config.minFreeBytes);
+  const space = spaceCheck(config.minFreeBytes, { reserveName: flagTable.minFreeBytes.flag });
   const router = storageRouter(config, log, env, space);
   if (E.isLeft(router)) return router;
   const { download, network } = router.right;

@@ -3,10 +3,9 @@ import type { Env } from '../core/env';
 import { kserveStorageEnv } from '../core/kserve-storage-env';
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
-import type { AppConfig } from '../core/flags/app-config';
+import { flagTable, type AppConfig } from '../core/flags/app-config';
 import { parseHostHeaders } from '../core/storage-uri';
 import {
-  downloadLimitsOf,
   type DownloadLimits,
   azureBlobStorage,
   azureCredentialsFromEnv,
@@ -28,6 +27,26 @@ import type { SpaceCheck } from '../fs';
 import { createSlots, type Slots } from '../core/slots';
 import { networkFrom, readCaBundle, type Network } from '../net';
 import type { DownloadFunction, StorageProvider } from '../ports';
+
+/** The download limits `config` sets, each cap named by its flag in the failure of a download past it. */
+export const downloadLimitsOf = (config: AppConfig): DownloadLimits => ({
+  maxModelBytes: config.maxModelBytes,
+  maxArchiveRatio: config.maxArchiveRatio,
+  maxArchiveEntries: config.maxArchiveEntries,
+  maxModelFiles: config.maxModelFiles,
+  minRate: {
+    bytesPerSecond: config.minDownloadRate,
+    windowMs: config.minRateWindowMs,
+    name: flagTable.minDownloadRate.flag,
+  },
+  progressIntervalMs: config.progressIntervalMs,
+  names: {
+    maxModelBytes: flagTable.maxModelBytes.flag,
+    maxArchiveRatio: flagTable.maxArchiveRatio.flag,
+    maxArchiveEntries: flagTable.maxArchiveEntries.flag,
+    maxModelFiles: flagTable.maxModelFiles.flag,
+  },
+});
 
 /** How big files are fetched in parts: connections per file, and the one pool all storage connections come from. */
 interface Streams {
@@ -181,8 +200,12 @@ export const storageProviders = (
   if (E.isLeft(hf)) return E.left(`invalid Hugging Face Hub settings: ${hf.left}`);
   return E.right({
     providers: [
-      localFileStorage({ roots: config.localStorageRoots, limits }),
-      pvcStorage({ root: config.pvcMountRoot, limits }),
+      localFileStorage({
+        roots: config.localStorageRoots,
+        limits,
+        rootsName: flagTable.localStorageRoots.flag,
+      }),
+      pvcStorage({ root: config.pvcMountRoot, limits, rootName: flagTable.pvcMountRoot.flag }),
       httpStorage({
         headersByHost,
         network,

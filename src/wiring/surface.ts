@@ -72,13 +72,10 @@ export const kubeWatchJson = (watch: KubeWatchStatus): Readonly<Record<string, s
   );
 };
 
-/** The surface's bounds from `--http-*` (the rest are the defaults of `defaultSurfaceLimits`). */
+/** The surface's bounds: `--http-max-connections`, the rest the defaults of `defaultSurfaceLimits`. */
 const surfaceLimits = (config: AppConfig): SurfaceLimits => ({
   ...defaultSurfaceLimits,
   maxConnections: config.httpMaxConnections,
-  requestTimeoutMs: config.httpRequestTimeoutMs,
-  idleTimeoutMs: config.httpIdleTimeoutMs,
-  statusPageSize: config.httpStatusPageSize,
 });
 
 const both = (first: Telemetry, second: Pick<Telemetry, 'configRead' | 'watcherAlive'>): Telemetry => ({

@@ -28,10 +28,6 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--configmap', 'MODELSYNC_CONFIGMAP'],
   ['--namespace', 'MODELSYNC_NAMESPACE'],
   ['--configmap-key', 'MODELSYNC_CONFIGMAP_KEY'],
-  ['--watch-timeout-s', 'MODELSYNC_WATCH_TIMEOUT_S'],
-  ['--max-config-bytes', 'MODELSYNC_MAX_CONFIG_BYTES'],
-  ['--settle-ms', 'MODELSYNC_SETTLE_MS'],
-  ['--watch-poll-ms', 'MODELSYNC_WATCH_POLL_MS'],
   ['--model-dir', 'MODELSYNC_MODEL_DIR'],
   ['--min-free-bytes', 'MODELSYNC_MIN_FREE_BYTES'],
   ['--link-same-content', 'MODELSYNC_LINK_SAME_CONTENT'],
@@ -39,29 +35,14 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--protocol', 'MODELSYNC_PROTOCOL'],
   ['--server-kind', 'MODELSYNC_SERVER_KIND'],
   ['--torchserve-token-file', 'MODELSYNC_TORCHSERVE_TOKEN_FILE'],
-  ['--request-timeout-ms', 'MODELSYNC_REQUEST_TIMEOUT_MS'],
-  ['--load-timeout-ms', 'MODELSYNC_LOAD_TIMEOUT_MS'],
   ['--server-wait-timeout', 'MODELSYNC_SERVER_WAIT_TIMEOUT'],
   ['--download-concurrency', 'MODELSYNC_DOWNLOAD_CONCURRENCY'],
   ['--load-concurrency', 'MODELSYNC_LOAD_CONCURRENCY'],
-  ['--retry-base-ms', 'MODELSYNC_RETRY_BASE_MS'],
-  ['--retry-max-ms', 'MODELSYNC_RETRY_MAX_MS'],
-  ['--max-attempts', 'MODELSYNC_MAX_ATTEMPTS'],
   ['--resync-interval', 'MODELSYNC_RESYNC_INTERVAL'],
-  ['--max-unlisted-unloads', 'MODELSYNC_MAX_UNLISTED_UNLOADS'],
   ['--shutdown-timeout', 'MODELSYNC_SHUTDOWN_TIMEOUT'],
   ['--local-storage-roots', 'MODELSYNC_LOCAL_STORAGE_ROOTS'],
   ['--pvc-mount-root', 'MODELSYNC_PVC_MOUNT_ROOT'],
   ['--max-model-bytes', 'MODELSYNC_MAX_MODEL_BYTES'],
-  ['--max-archive-ratio', 'MODELSYNC_MAX_ARCHIVE_RATIO'],
-  ['--max-archive-entries', 'MODELSYNC_MAX_ARCHIVE_ENTRIES'],
-  ['--max-model-files', 'MODELSYNC_MAX_MODEL_FILES'],
-  ['--min-download-rate', 'MODELSYNC_MIN_DOWNLOAD_RATE'],
-  ['--min-rate-window-ms', 'MODELSYNC_MIN_RATE_WINDOW_MS'],
-  ['--storage-concurrency', 'MODELSYNC_STORAGE_CONCURRENCY'],
-  ['--download-streams', 'MODELSYNC_DOWNLOAD_STREAMS'],
-  ['--max-download-streams', 'MODELSYNC_MAX_DOWNLOAD_STREAMS'],
-  ['--progress-interval-ms', 'MODELSYNC_PROGRESS_INTERVAL_MS'],
   ['--ca-bundle', 'MODELSYNC_CA_BUNDLE'],
   ['--s3-endpoint', 'MODELSYNC_S3_ENDPOINT'],
   ['--s3-region', 'MODELSYNC_S3_REGION'],
@@ -71,24 +52,43 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--gcs-endpoint', 'MODELSYNC_GCS_ENDPOINT'],
   ['--http-port', 'MODELSYNC_HTTP_PORT'],
   ['--http-host', 'MODELSYNC_HTTP_HOST'],
-  ['--watch-stall-ms', 'MODELSYNC_WATCH_STALL_MS'],
-  ['--http-max-connections', 'MODELSYNC_HTTP_MAX_CONNECTIONS'],
-  ['--http-request-timeout-ms', 'MODELSYNC_HTTP_REQUEST_TIMEOUT_MS'],
-  ['--http-idle-timeout-ms', 'MODELSYNC_HTTP_IDLE_TIMEOUT_MS'],
-  ['--http-status-page-size', 'MODELSYNC_HTTP_STATUS_PAGE_SIZE'],
   ['--enable-puller', 'MODELSYNC_ENABLE_PULLER'],
   ['--component-port', 'MODELSYNC_COMPONENT_PORT'],
   ['--port', 'MODELSYNC_PORT'],
   ['--workers', 'MODELSYNC_WORKERS'],
   ['--probe-period', 'MODELSYNC_PROBE_PERIOD'],
   ['--proxy-timeout', 'MODELSYNC_PROXY_TIMEOUT'],
-  ['--proxy-body-timeout', 'MODELSYNC_PROXY_BODY_TIMEOUT'],
-  ['--proxy-body-min-rate', 'MODELSYNC_PROXY_BODY_MIN_RATE'],
-  ['--proxy-max-connections', 'MODELSYNC_PROXY_MAX_CONNECTIONS'],
   ['--dry-run', 'MODELSYNC_DRY_RUN'],
   ['--once', 'MODELSYNC_ONCE'],
   ['--log-level', 'MODELSYNC_LOG_LEVEL'],
   ['--log-format', 'MODELSYNC_LOG_FORMAT'],
+];
+
+/** The tuning knobs, in the order `--help advanced` lists them. */
+const advancedFlagEnvVars: ReadonlyArray<readonly [string, string]> = [
+  ['--watch-poll-ms', 'MODELSYNC_WATCH_POLL_MS'],
+  ['--watch-timeout-s', 'MODELSYNC_WATCH_TIMEOUT_S'],
+  ['--max-config-bytes', 'MODELSYNC_MAX_CONFIG_BYTES'],
+  ['--request-timeout-ms', 'MODELSYNC_REQUEST_TIMEOUT_MS'],
+  ['--load-timeout-ms', 'MODELSYNC_LOAD_TIMEOUT_MS'],
+  ['--retry-base-ms', 'MODELSYNC_RETRY_BASE_MS'],
+  ['--retry-max-ms', 'MODELSYNC_RETRY_MAX_MS'],
+  ['--max-attempts', 'MODELSYNC_MAX_ATTEMPTS'],
+  ['--max-unlisted-unloads', 'MODELSYNC_MAX_UNLISTED_UNLOADS'],
+  ['--max-archive-ratio', 'MODELSYNC_MAX_ARCHIVE_RATIO'],
+  ['--max-archive-entries', 'MODELSYNC_MAX_ARCHIVE_ENTRIES'],
+  ['--max-model-files', 'MODELSYNC_MAX_MODEL_FILES'],
+  ['--min-download-rate', 'MODELSYNC_MIN_DOWNLOAD_RATE'],
+  ['--min-rate-window-ms', 'MODELSYNC_MIN_RATE_WINDOW_MS'],
+  ['--storage-concurrency', 'MODELSYNC_STORAGE_CONCURRENCY'],
+  ['--download-streams', 'MODELSYNC_DOWNLOAD_STREAMS'],
+  ['--max-download-streams', 'MODELSYNC_MAX_DOWNLOAD_STREAMS'],
+  ['--progress-interval-ms', 'MODELSYNC_PROGRESS_INTERVAL_MS'],
+  ['--watch-stall-ms', 'MODELSYNC_WATCH_STALL_MS'],
+  ['--http-max-connections', 'MODELSYNC_HTTP_MAX_CONNECTIONS'],
+  ['--proxy-body-timeout', 'MODELSYNC_PROXY_BODY_TIMEOUT'],
+  ['--proxy-body-min-rate', 'MODELSYNC_PROXY_BODY_MIN_RATE'],
+  ['--proxy-max-connections', 'MODELSYNC_PROXY_MAX_CONNECTIONS'],
 ];
 
 const m1 = { storageUri: 's3://b/m1', framework: 'sklearn', memory: '1Gi' };
@@ -128,18 +128,28 @@ const configMap = (text: string, name = 'configs'): string => {
 };
 
 describe('modelsync --help', () => {
-  it('lists every flag together with its MODELSYNC_* env var and exits 0', async () => {
-    const result = await runCli(['--help']);
-    expect(result.code).toBe(0);
-    const blocks = helpBlocks(result.stdout.text);
-    const listed = helpFlags(blocks);
-    expect(listed.filter((flag) => flag !== '-h' && flag !== '-V')).toEqual(
-      flagEnvVars.map(([flag]) => flag),
-    );
-    for (const [flag, envVar] of flagEnvVars) {
-      const block = blocks.find((b) => b.startsWith(`${flag} `));
-      expect(block).toContain(`env: ${envVar})`);
-    }
+  it.each([
+    [[], flagEnvVars],
+    [['advanced'], advancedFlagEnvVars],
+  ] as const)(
+    '%j lists each flag of its topics with its MODELSYNC_* env var and exits 0',
+    async (topic, flags) => {
+      const result = await runCli(['--help', ...topic]);
+      expect(result.code).toBe(0);
+      const blocks = helpBlocks(result.stdout.text);
+      const listed = helpFlags(blocks);
+      expect(listed.filter((flag) => flag !== '-h' && flag !== '-V')).toEqual(flags.map(([flag]) => flag));
+      for (const [flag, envVar] of flags) {
+        const block = blocks.find((b) => b.startsWith(`${flag} `));
+        expect(block).toContain(`env: ${envVar})`);
+      }
+    },
+  );
+
+  it('refuses a removed flag in one line naming it, and exits 2', async () => {
+    const result = await runCli(['--dry-run', '--once', '--settle-ms', '100']);
+    expect(result.code).toBe(2);
+    expect(result.stderr.lines[0]).toMatch(/^modelsync: --settle-ms was removed: /);
   });
 });
 
@@ -313,8 +323,8 @@ describe('modelsync --dry-run --once', () => {
 
 describe('modelsync flag validation', () => {
   it.each([
-    [['--settle-ms', 'abc'], 'abc'],
-    [['--settle-ms', '59'], '59'],
+    [['--watch-timeout-s', 'abc'], 'abc'],
+    [['--watch-timeout-s', '0'], '0'],
     [['--max-attempts', '1.5'], '1.5'],
     [['--server-url', 'ftp://host'], 'ftp://host'],
     [['--protocol', 'grpc'], 'grpc'],
@@ -336,7 +346,7 @@ describe('modelsync flag validation', () => {
     },
   );
 
-  it.each([['--settle-ms', 'abc'] as const, ['--max-attempts', '1.5'] as const])(
+  it.each([['--watch-timeout-s', 'abc'] as const, ['--max-attempts', '1.5'] as const])(
     'names %s in the error for a value it cannot decode, and exits 2',
     async (flag, value) => {
       const result = await runCli(['--config-dir', configMap('[]'), '--dry-run', '--once', flag, value]);
@@ -347,10 +357,10 @@ describe('modelsync flag validation', () => {
 
   it('names the env var in the error when the bad value came from one', async () => {
     const result = await runCli(['--config-dir', configMap('[]'), '--dry-run', '--once'], {
-      env: { MODELSYNC_SETTLE_MS: 'soon' },
+      env: { MODELSYNC_WATCH_TIMEOUT_S: 'soon' },
     });
     expect(result.code).toBe(2);
-    expect(result.stderr.text).toContain('invalid MODELSYNC_SETTLE_MS');
+    expect(result.stderr.text).toContain('invalid MODELSYNC_WATCH_TIMEOUT_S');
   });
 
   it('exits 2 on a usage error, keeping 1 for an invalid models.json', async () => {

@@ -16,7 +16,6 @@ describe('parseArgs', () => {
       loadConcurrency: 2,
       logLevel: 'info',
       logFormat: 'auto',
-      settleMs: 100,
       watchPollMs: 0,
       source: 'dir',
       configmapKey: 'models.json',
@@ -50,9 +49,6 @@ describe('parseArgs', () => {
       httpPort: 9081,
       watchStallMs: 60_000,
       httpMaxConnections: 64,
-      httpRequestTimeoutMs: 5000,
-      httpIdleTimeoutMs: 5000,
-      httpStatusPageSize: 500,
       enablePuller: false,
       proxyTimeout: 300_000,
       proxyBodyTimeout: 20_000,
@@ -77,16 +73,7 @@ describe('parseArgs', () => {
         '--server-kind',
         'triton',
       ],
-      ...[
-        '--download-concurrency',
-        '8',
-        '--load-concurrency',
-        '3',
-        '--log-level',
-        'debug',
-        '--settle-ms',
-        '60',
-      ],
+      ...['--download-concurrency', '8', '--load-concurrency', '3', '--log-level', 'debug'],
       ...['--watch-poll-ms', '250', '--request-timeout-ms', '1000', '--load-timeout-ms', '2000'],
       ...['--server-wait-timeout', '90s'],
       ...['--source', 'kube-api', '--configmap', 'models', '--namespace', 'serving'],
@@ -123,15 +110,7 @@ describe('parseArgs', () => {
       ...['--download-streams', '4', '--max-download-streams', '16'],
       ...['--shutdown-timeout', '5s'],
       ...['--http-port', '0', '--http-host', '127.0.0.1', '--watch-stall-ms', '5000'],
-      ...[
-        '--http-max-connections',
-        '8',
-        '--http-request-timeout-ms',
-        '1000',
-        '--http-idle-timeout-ms',
-        '2000',
-      ],
-      ...['--http-status-page-size', '50'],
+      ...['--http-max-connections', '8'],
       ...[
         '--enable-puller',
         '--probe-period',
@@ -156,7 +135,6 @@ describe('parseArgs', () => {
       downloadConcurrency: 8,
       loadConcurrency: 3,
       logLevel: 'debug',
-      settleMs: 60,
       watchPollMs: 250,
       source: 'kube-api',
       configmap: 'models',
@@ -198,9 +176,6 @@ describe('parseArgs', () => {
       httpHost: '127.0.0.1',
       watchStallMs: 5000,
       httpMaxConnections: 8,
-      httpRequestTimeoutMs: 1000,
-      httpIdleTimeoutMs: 2000,
-      httpStatusPageSize: 50,
       enablePuller: true,
       probePeriod: '1m30s',
       proxyTimeout: 120_000,
@@ -213,11 +188,15 @@ describe('parseArgs', () => {
   });
 
   it('takes a value from its env var, and a flag over its env var', () => {
-    const env = { MODELSYNC_CONFIG_DIR: '/from-env', MODELSYNC_SETTLE_MS: '200', MODELSYNC_DRY_RUN: 'yes' };
-    expect(configOf([], env)).toMatchObject({ configDir: '/from-env', settleMs: 200, dryRun: true });
+    const env = {
+      MODELSYNC_CONFIG_DIR: '/from-env',
+      MODELSYNC_WATCH_TIMEOUT_S: '200',
+      MODELSYNC_DRY_RUN: 'yes',
+    };
+    expect(configOf([], env)).toMatchObject({ configDir: '/from-env', watchTimeoutS: 200, dryRun: true });
     expect(configOf(['--config-dir', '/from-flag'], env)).toMatchObject({
       configDir: '/from-flag',
-      settleMs: 200,
+      watchTimeoutS: 200,
     });
   });
 
@@ -231,17 +210,17 @@ describe('parseArgs', () => {
   });
 
   it('reads the env, never process.env', () => {
-    process.env['MODELSYNC_SETTLE_MS'] = 'not a number';
+    process.env['MODELSYNC_WATCH_TIMEOUT_S'] = 'not a number';
     try {
-      expect(configOf([]).settleMs).toBe(100);
+      expect(configOf([]).watchTimeoutS).toBe(300);
     } finally {
-      delete process.env['MODELSYNC_SETTLE_MS'];
+      delete process.env['MODELSYNC_WATCH_TIMEOUT_S'];
     }
   });
 
   it('names the flag, quotes the value and gives the codec message for a bad value', () => {
-    expect(usageLines(['--settle-ms', '59'])).toEqual([
-      'modelsync: invalid --settle-ms: expected a whole number from 60 to 60000, got "59"',
+    expect(usageLines(['--watch-timeout-s', '0'])).toEqual([
+      'modelsync: invalid --watch-timeout-s: expected a whole number from 1 to 3600, got "0"',
     ]);
     expect(usageLines(['--server-url', 'ftp://host'])).toEqual([
       'modelsync: invalid --server-url: expected an http(s) URL such as http://127.0.0.1:8080, got "ftp://host"',
@@ -301,7 +280,9 @@ describe('parseArgs', () => {
   });
 
   it('rejects a missing value and a stray argument', () => {
-    expect(usageLines(['--settle-ms'])).toEqual(["modelsync: option '--settle-ms <ms>' argument missing"]);
+    expect(usageLines(['--watch-timeout-s'])).toEqual([
+      "modelsync: option '--watch-timeout-s <s>' argument missing",
+    ]);
     expect(usageLines(['models.json'])).toHaveLength(1);
   });
 

@@ -134,7 +134,7 @@ describe('readConfigFile', () => {
     const dir = tmp.path;
     await writeFile(join(dir, 'models.json'), '');
     await truncate(join(dir, 'models.json'), 10 * 1024 ** 3); // sparse: reading it would take minutes
-    const failure = await failureOf(dir);
+    const failure = await failureOf(dir, { maxBytesName: '--max-config-bytes' });
     expect(failure).toEqual({
       _tag: 'TooLarge',
       limit: '--max-config-bytes',

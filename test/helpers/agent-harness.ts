@@ -7,7 +7,7 @@ import { either as E } from 'fp-ts';
 import type { Logger } from 'pino';
 import type { Subscription } from 'rxjs';
 import { manifestKey } from '../../src/core/marker';
-import { defaultAppConfig, type AppConfig } from '../../src/core/flags/app-config';
+import { defaultAppConfig, flagTable, type AppConfig } from '../../src/core/flags/app-config';
 import type { AgentEvent, ModelPhase, ModelStatus } from '../../src/core/model-status';
 import type { Snapshot } from '../../src/core/snapshot';
 import { configDirSource } from '../../src/config-source/config-dir';
@@ -197,6 +197,7 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
           dir: configDir,
           log: log.child({ component: 'config' }),
           recheckMs: 50,
+          maxBytesName: flagTable.maxConfigBytes.flag,
         }),
       },
       {

@@ -53,7 +53,6 @@ export const resyncWorld = async (root: string, modelDir = join(root, 'models'))
       'model-dir': modelDir,
       'server-url': server.url,
       'local-storage-roots': storageDir,
-      'settle-ms': 60,
       'retry-base-ms': 20,
       'retry-max-ms': 100,
       'log-format': 'json',

@@ -33,7 +33,7 @@ let root: string;
 let checked: number[];
 /** A store whose disk check records what it is asked, and finds `freeBytes` free. */
 const storeWith = (freeBytes = 2 ** 40): ModelStore => {
-  const check = spaceCheck(0, () => Promise.resolve(freeBytes));
+  const check = spaceCheck(0, { freeBytesOf: () => Promise.resolve(freeBytes) });
   return modelDirStore({
     root,
     log: pino({ level: 'silent' }),

@@ -4,6 +4,8 @@ import { TransferGuard, type TransferGuardOptions } from '../../src/storage/tran
 import { effectError } from '../helpers/effect-error';
 
 const what = 'GET http://storage/m.bin';
+/** What the CLI calls the cap, as the wiring names it. */
+const names = { maxModelBytes: '--max-model-bytes' };
 
 /** A source the test pushes chunks into (or ends), one pull at a time. */
 const feed = () => {
@@ -65,7 +67,7 @@ const flush = () => new Promise((resolve) => setImmediate(resolve));
 describe('TransferGuard', () => {
   describe('the byte cap', () => {
     it('admits a size up to the cap and refuses one above it, counting nothing', async () => {
-      const guard = new TransferGuard({ what, maxBytes: 100 });
+      const guard = new TransferGuard({ what, maxBytes: 100, names });
       await expect(guard.admit(100)).resolves.toBeUndefined();
       expect(guard.total).toBe(0);
       await expect(guard.admit(101)).rejects.toMatchObject({
@@ -76,7 +78,7 @@ describe('TransferGuard', () => {
     });
 
     it('counts every stream against one cap and fails on the chunk that passes it, before handing it on', async () => {
-      const guard = new TransferGuard({ what, maxBytes: 100 });
+      const guard = new TransferGuard({ what, maxBytes: 100, names });
       expect(await drain(guard.count([new Uint8Array(60)]))).toBe(60);
       await expect(guard.admit(50)).rejects.toThrow(/50 bytes more, over the cap of 100 bytes/);
       const handedOn: number[] = [];
@@ -105,7 +107,7 @@ describe('TransferGuard', () => {
   });
 
   describe('the minimum rate', () => {
-    const minRate = { bytesPerSecond: 1000, windowMs: 1000 };
+    const minRate = { bytesPerSecond: 1000, windowMs: 1000, name: '--min-download-rate' };
 
     it('checks every tenth of a window, and says nothing until a whole window has passed', async () => {
       const t = manualGuard({ maxBytes: 1e9, minRate });

@@ -7,17 +7,9 @@ import * as t from 'io-ts';
 import type { RetryPolicy } from '../retry-policy';
 import { flagTable, type FlagSpec } from './flag-table';
 
-export {
-  configSources,
-  flagTable,
-  logFormats,
-  logLevels,
-  protocols,
-  s3AddressingStyles,
-  type FlagSpec,
-  type LogFormat,
-  type LogLevel,
-} from './flag-table';
+export { switchWords } from '../switch-words';
+
+export { flagTable, logLevels, protocols, type FlagSpec } from './flag-table';
 
 type FlagTable = typeof flagTable;
 /** A field of AppConfig: a key of the flag table. */
@@ -51,9 +43,6 @@ export type AppConfig = t.TypeOf<typeof AppConfig>;
 
 /** A switch: a flag that takes no value (`--dry-run`). */
 export const isSwitch = (spec: FlagSpec): boolean => spec.arg === undefined;
-
-/** The words a switch's env var may hold (case and surrounding spaces ignored); anything else is an error. */
-export const switchWords = { on: ['true', '1', 'yes', 'on'], off: ['false', '0', 'no', 'off', ''] } as const;
 
 /** The text of each setting when nothing sets it: the table's defaults, switches off. */
 export const defaultSettingTexts = (): Record<string, unknown> =>

@@ -1,5 +1,6 @@
 /** The flags table of docs/operating.md, rendered from the flag table (`npm run docs:flags` writes it there). */
-import { flagList, isSwitch, switchWords, type FlagSpec } from './app-config';
+import { flagTable, isSwitch, switchWords, type FlagSpec } from './app-config';
+import { advancedFlagTopics, flagTopics, type FlagTopic } from './flag-topics';
 
 /** The header of the docs table, and the cells of a flag's row. */
 export const flagDocsHeader = ['flag', 'env', 'default', 'meaning'] as const;
@@ -21,9 +22,12 @@ const alignedTable = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
   return [line(header!), line(widths.map((width) => '-'.repeat(width))), ...body.map(line)].join('\n');
 };
 
-/** The whole table, one row per flag in `--help` order. */
-export const flagDocsTable = (): string =>
-  alignedTable([flagDocsHeader, ...flagList.map(([, spec]) => flagDocsRow(spec))]);
+/** The table of the flags under `topics`, one row per flag in `--help` order. */
+export const flagDocsTable = (topics: ReadonlyArray<FlagTopic>): string =>
+  alignedTable([
+    flagDocsHeader,
+    ...topics.flatMap(([, fields]) => fields.map((field) => flagDocsRow(flagTable[field]))),
+  ]);
 
 /** The sentence under the table: the words a switch's env var accepts. */
 export const switchWordsSentence = (): string => {
@@ -38,8 +42,14 @@ export const flagDocsMarkers = {
   end: '<!-- flags:end -->',
 } as const;
 
-/** The generated part: the table and the switch sentence. */
-export const flagDocs = (): string => `${flagDocsTable()}\n\n${switchWordsSentence()}`;
+/** The generated part: the table of `--help`, the table of `--help advanced`, and the switch sentence. */
+export const flagDocs = (): string =>
+  [
+    flagDocsTable(flagTopics),
+    'The tuning knobs, which `modelsync --help advanced` lists:',
+    flagDocsTable(advancedFlagTopics),
+    switchWordsSentence(),
+  ].join('\n\n');
 
 /** `markdown` with the text between the markers replaced by `flagDocs()`; unchanged when a marker is missing. */
 export const withFlagDocs = (markdown: string): string => {

@@ -13,17 +13,11 @@ import { surfaceFlags } from './surface-flags';
 
 export type { FlagSpec } from './flag-spec';
 
-export { s3AddressingStyles } from './storage-flags';
-
-/** pino's levels, most to least severe, and `silent`. */
+/** pino's levels, most to least severe, and `silent` (the logger's `LogLevel`). */
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-/** One of `logLevels`. */
-export type LogLevel = (typeof logLevels)[number];
 
-/** How log lines are written: `pretty` (pino-pretty) for people, `json` for collectors, `auto` by stderr. */
+/** How log lines are written (the logger's `LogFormat`). */
 export const logFormats = ['auto', 'pretty', 'json'] as const;
-/** One of `logFormats`. */
-export type LogFormat = (typeof logFormats)[number];
 
 /** The load/unload dialects modelsync speaks. */
 export const protocols = ['v2', 'torchserve'] as const;
@@ -113,14 +107,6 @@ export const flagTable = {
     help: '`json` (one JSON object a line), `pretty` (for people), or `auto`: pretty when stderr is a terminal, else JSON',
     codec: oneOf('LogFormat', logFormats),
     choices: logFormats,
-  },
-  settleMs: {
-    flag: '--settle-ms',
-    arg: 'ms',
-    env: 'MODELSYNC_SETTLE_MS',
-    default: '100',
-    help: 'quiet time after a burst of config events before the confirming re-read (≥ 60)',
-    codec: integerIn('SettleMs', 60, 60_000),
   },
   watchPollMs: {
     flag: '--watch-poll-ms',

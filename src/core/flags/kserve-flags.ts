@@ -4,19 +4,17 @@
  */
 import * as t from 'io-ts';
 import type { FlagSpec } from './flag-spec';
-import { byteCount, duration, integerIn } from './setting-codecs';
+import { byteCount, duration, integerIn, settingCodec } from './setting-codecs';
 
 /** Go's `time.ParseDuration` syntax (`10s`, `1m30s`, `-1ns`, `0`): what pflag accepts for `--probe-period`. */
 const goDurationPattern = /^[-+]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)$/;
 
-const goDuration = new t.Type<string, string, unknown>(
+const isGoDuration = (u: unknown): u is string => typeof u === 'string' && goDurationPattern.test(u);
+const goDuration = settingCodec(
   'GoDuration',
-  (u): u is string => typeof u === 'string' && goDurationPattern.test(u),
-  (u, context) =>
-    typeof u === 'string' && goDurationPattern.test(u)
-      ? t.success(u)
-      : t.failure(u, context, `expected a Go duration such as 10s, 1m30s or -1ns, got ${JSON.stringify(u)}`),
-  String,
+  isGoDuration,
+  (u) => (isGoDuration(u) ? u : undefined),
+  'expected a Go duration such as 10s, 1m30s or -1ns',
 );
 
 /** KServe's agent flags (their names and meaning as in KServe) and the proxy's bounds, in `--help` order. */

@@ -2,31 +2,51 @@
 import * as t from 'io-ts';
 import { parseQuantity } from '../quantity';
 
+/**
+ * A setting's codec: `is` tells a decoded value, `decode` reads one from the text (or passes a value through) or
+ * gives undefined, and the failure says `<expected>, got <the text>`.
+ */
+export const settingCodec = <A>(
+  name: string,
+  is: (u: unknown) => u is A,
+  decode: (u: unknown) => A | undefined,
+  expected: string,
+  encode: (a: A) => string = String,
+) =>
+  new t.Type<A, string, unknown>(
+    name,
+    is,
+    (u, context) => {
+      const value = decode(u);
+      return value !== undefined
+        ? t.success(value)
+        : t.failure(u, context, `${expected}, got ${JSON.stringify(u)}`);
+    },
+    encode,
+  );
+
+const isIntegerIn =
+  (min: number, max: number) =>
+  (u: unknown): u is number =>
+    typeof u === 'number' && Number.isSafeInteger(u) && u >= min && u <= max;
+
 /** A whole number from `min` to `max`, from a number or its decimal text. */
 export const integerIn = (name: string, min: number, max: number) =>
-  new t.Type<number, string, unknown>(
+  settingCodec(
     name,
-    (u): u is number => typeof u === 'number' && Number.isInteger(u) && u >= min && u <= max,
-    (u, context) => {
+    isIntegerIn(min, max),
+    (u) => {
       const n = typeof u === 'number' ? u : typeof u === 'string' && /^\s*\d+\s*$/.test(u) ? Number(u) : NaN;
-      return Number.isInteger(n) && n >= min && n <= max
-        ? t.success(n)
-        : t.failure(u, context, `expected a whole number from ${min} to ${max}, got ${JSON.stringify(u)}`);
+      return isIntegerIn(min, max)(n) ? n : undefined;
     },
-    String,
+    `expected a whole number from ${min} to ${max}`,
   );
 
 /** One of `values`, spelled exactly. */
-export const oneOf = <T extends string>(name: string, values: ReadonlyArray<T>) =>
-  new t.Type<T, string, unknown>(
-    name,
-    (u): u is T => typeof u === 'string' && (values as ReadonlyArray<string>).includes(u),
-    (u, context) =>
-      typeof u === 'string' && (values as ReadonlyArray<string>).includes(u)
-        ? t.success(u as T)
-        : t.failure(u, context, `expected one of ${values.join(', ')}, got ${JSON.stringify(u)}`),
-    String,
-  );
+export const oneOf = <T extends string>(name: string, values: ReadonlyArray<T>) => {
+  const is = (u: unknown): u is T => typeof u === 'string' && (values as ReadonlyArray<string>).includes(u);
+  return settingCodec(name, is, (u) => (is(u) ? u : undefined), `expected one of ${values.join(', ')}`);
+};
 
 /** Any text but the empty one. */
 export const nonEmpty = new t.Type<string, string, unknown>(
@@ -40,15 +60,14 @@ export const nonEmpty = new t.Type<string, string, unknown>(
 const hostPattern =
   /^([0-9a-f]*:[0-9a-f:.]*|[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*)$/i;
 
+const isHost = (u: unknown): u is string => typeof u === 'string' && hostPattern.test(u);
+
 /** An address to bind: an IPv4 or IPv6 address (no brackets) or a host name. */
-export const hostAddress = new t.Type<string, string, unknown>(
+export const hostAddress = settingCodec(
   'HostAddress',
-  (u): u is string => typeof u === 'string' && hostPattern.test(u),
-  (u, context) =>
-    typeof u === 'string' && hostPattern.test(u)
-      ? t.success(u)
-      : t.failure(u, context, `expected an IP address or a host name, got ${JSON.stringify(u)}`),
-  String,
+  isHost,
+  (u) => (isHost(u) ? u : undefined),
+  'expected an IP address or a host name',
 );
 
 /**
@@ -57,35 +76,23 @@ export const hostAddress = new t.Type<string, string, unknown>(
  */
 export const kubeName = (name: string, maxLength: number, label = false) => {
   const pattern = label ? /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/ : /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/;
-  return new t.Type<string, string, unknown>(
+  return settingCodec(
     name,
     (u): u is string => typeof u === 'string',
-    (u, context) =>
-      typeof u === 'string' && u.length <= maxLength && pattern.test(u)
-        ? t.success(u)
-        : t.failure(
-            u,
-            context,
-            `expected a Kubernetes name (lower-case letters, digits, '-'${label ? '' : " and '.'"}, at most ${maxLength}), got ${JSON.stringify(u)}`,
-          ),
-    String,
+    (u) => (typeof u === 'string' && u.length <= maxLength && pattern.test(u) ? u : undefined),
+    `expected a Kubernetes name (lower-case letters, digits, '-'${label ? '' : " and '.'"}, at most ${maxLength})`,
   );
 };
 
 /** An http(s) URL with a host; trailing slashes are dropped so paths can be appended. */
-export const httpUrl = new t.Type<string, string, unknown>(
+export const httpUrl = settingCodec(
   'HttpUrl',
   (u): u is string => typeof u === 'string',
-  (u, context) => {
-    if (typeof u === 'string' && /^https?:\/\/[^/]+/.test(u) && URL.canParse(u))
-      return t.success(u.replace(/\/+$/, ''));
-    return t.failure(
-      u,
-      context,
-      `expected an http(s) URL such as http://127.0.0.1:8080, got ${JSON.stringify(u)}`,
-    );
-  },
-  String,
+  (u) =>
+    typeof u === 'string' && /^https?:\/\/[^/]+/.test(u) && URL.canParse(u)
+      ? u.replace(/\/+$/, '')
+      : undefined,
+  'expected an http(s) URL such as http://127.0.0.1:8080',
 );
 
 /**
@@ -93,21 +100,14 @@ export const httpUrl = new t.Type<string, string, unknown>(
  * decimal suffix (`256Gi`, `64Ki`, `10M`) that comes out whole.
  */
 export const byteCount = (name: string, min: number, max: number) =>
-  new t.Type<number, string, unknown>(
+  settingCodec(
     name,
-    (u): u is number => typeof u === 'number' && Number.isSafeInteger(u) && u >= min && u <= max,
-    (u, context) => {
+    isIntegerIn(min, max),
+    (u) => {
       const bytes = typeof u === 'number' ? u : typeof u === 'string' ? wholeBytesOf(u.trim()) : undefined;
-      return bytes !== undefined && Number.isSafeInteger(bytes) && bytes >= min && bytes <= max
-        ? t.success(bytes)
-        : t.failure(
-            u,
-            context,
-            `expected a number of bytes from ${min} to ${max} (suffixes Ki, Mi, Gi, Ti, k, M, G, T), ` +
-              `got ${JSON.stringify(u)}`,
-          );
+      return isIntegerIn(min, max)(bytes) ? bytes : undefined;
     },
-    String,
+    `expected a number of bytes from ${min} to ${max} (suffixes Ki, Mi, Gi, Ti, k, M, G, T)`,
   );
 
 const wholeBytesOf = (text: string): number | undefined => {
@@ -117,13 +117,16 @@ const wholeBytesOf = (text: string): number | undefined => {
 
 /** One absolute path (trailing slashes dropped, `/` kept). */
 export const absolutePath = (name: string) =>
-  new t.Type<string, string, unknown>(
+  settingCodec(
     name,
     (u): u is string => typeof u === 'string' && u.startsWith('/'),
-    (u, context) =>
+    (u) =>
       typeof u === 'string' && u.trim().startsWith('/')
-        ? t.success(u.trim() === '/' ? '/' : u.trim().replace(/\/+$/, ''))
-        : t.failure(u, context, `expected an absolute path, got ${JSON.stringify(u)}`),
+        ? u.trim() === '/'
+          ? '/'
+          : u.trim().replace(/\/+$/, '')
+        : undefined,
+    'expected an absolute path',
     t.identity,
   );
 
@@ -159,10 +162,10 @@ const durationUnits: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_
  * (a bare number is refused, since nothing says whether it means seconds or milliseconds), or `0`.
  */
 export const duration = (name: string, min: number, max: number) =>
-  new t.Type<number, string, unknown>(
+  settingCodec(
     name,
-    (u): u is number => typeof u === 'number' && Number.isSafeInteger(u) && u >= min && u <= max,
-    (u, context) => {
+    isIntegerIn(min, max),
+    (u) => {
       const match = typeof u === 'string' ? /^\s*(\d+)(ms|s|m|h)?\s*$/.exec(u) : null;
       const ms =
         typeof u === 'number'
@@ -170,13 +173,8 @@ export const duration = (name: string, min: number, max: number) =>
           : match === null || (match[2] === undefined && match[1] !== '0')
             ? NaN
             : Number(match[1]) * durationUnits[match[2] ?? 'ms']!;
-      return Number.isSafeInteger(ms) && ms >= min && ms <= max
-        ? t.success(ms)
-        : t.failure(
-            u,
-            context,
-            `expected a duration from ${min} ms to ${max / 1000} s such as 1500ms, 20s, 5m or 1h, got ${JSON.stringify(u)}`,
-          );
+      return isIntegerIn(min, max)(ms) ? ms : undefined;
     },
+    `expected a duration from ${min} ms to ${max / 1000} s such as 1500ms, 20s, 5m or 1h`,
     (ms) => `${ms}ms`,
   );

@@ -1,4 +1,4 @@
-/** The HTTP surface part of the flag table: where it listens, its bounds, the /status page, the stall window. */
+/** The HTTP surface part of the flag table: where it listens, its connection bound, the stall window. */
 import type { FlagSpec } from './flag-spec';
 import { hostAddress, integerIn } from './setting-codecs';
 
@@ -27,30 +27,6 @@ export const surfaceFlags = {
     default: '64',
     help: 'connections the HTTP surface holds at once; one more evicts the oldest not being answered (idle, still sending its head, or draining after its answer), or else takes one of 16 more kept for what the surface answers itself, or is closed',
     codec: integerIn('HttpMaxConnections', 4, 65_535),
-  },
-  httpRequestTimeoutMs: {
-    flag: '--http-request-timeout-ms',
-    arg: 'ms',
-    env: 'MODELSYNC_HTTP_REQUEST_TIMEOUT_MS',
-    default: '5000',
-    help: 'a request to the HTTP surface must arrive whole (line and headers) within this; a slower one is cut (408)',
-    codec: integerIn('HttpRequestTimeoutMs', 100, 600_000),
-  },
-  httpIdleTimeoutMs: {
-    flag: '--http-idle-timeout-ms',
-    arg: 'ms',
-    env: 'MODELSYNC_HTTP_IDLE_TIMEOUT_MS',
-    default: '5000',
-    help: 'the HTTP surface closes a kept-alive connection idle this long, and one with no bytes moving either way (a client that stops reading)',
-    codec: integerIn('HttpIdleTimeoutMs', 100, 600_000),
-  },
-  httpStatusPageSize: {
-    flag: '--http-status-page-size',
-    arg: 'n',
-    env: 'MODELSYNC_HTTP_STATUS_PAGE_SIZE',
-    default: '500',
-    help: 'models on one `/status` page, and the most `?limit=` may ask; `page.next` is the `?after=` of the next page',
-    codec: integerIn('HttpStatusPageSize', 1, 100_000),
   },
   watchStallMs: {
     flag: '--watch-stall-ms',

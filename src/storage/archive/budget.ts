@@ -3,7 +3,10 @@ import { showBytes } from '../../core/show-bytes';
 import { ratioGraceBytes, tooLarge, type DownloadLimits } from '../download-limits';
 
 /** The limits an extraction obeys: the model cap bounds what it expands to. */
-export type ArchiveLimits = Pick<DownloadLimits, 'maxModelBytes' | 'maxArchiveRatio' | 'maxArchiveEntries'>;
+export type ArchiveLimits = Pick<
+  DownloadLimits,
+  'maxModelBytes' | 'maxArchiveRatio' | 'maxArchiveEntries' | 'names'
+>;
 
 /**
  * Counts one archive's entries and the bytes they declare, before anything is written: tar writes exactly the
@@ -43,6 +46,7 @@ export class ArchiveBudget {
         this.what,
         `it expands to more than ${showBytes(this.limits.maxModelBytes)}`,
         'maxModelBytes',
+        this.limits.names,
       );
     }
   }
@@ -58,10 +62,11 @@ export class ArchiveBudget {
       `it expands more than ${this.limits.maxArchiveRatio} times (${showBytes(expanded)} ` +
         `from ${showBytes(compressed)})`,
       'maxArchiveRatio',
+      this.limits.names,
     );
   }
 
   private tooManyEntries(why: string): never {
-    throw tooLarge(this.what, why, 'maxArchiveEntries');
+    throw tooLarge(this.what, why, 'maxArchiveEntries', this.limits.names);
   }
 }

@@ -106,6 +106,7 @@ const download = async (
   const guard = new TransferGuard({
     what,
     maxBytes: limits.maxModelBytes,
+    names: limits.names,
     minRate: limits.minRate,
     onTooSlow: (error) => attempt.stop(error),
     space: { dir: targetDir, check: limits.spaceCheck },

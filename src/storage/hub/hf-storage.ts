@@ -43,7 +43,7 @@ export const hfStorage = (options: HfStorageOptions = {}): StorageProvider => {
     network: options.network,
     minRate: limits.minRate,
     timeoutMs: options.timeoutMs ?? 30_000,
-    maxFiles: limits.maxModelFiles,
+    listing: limits,
   };
   const engine = { maxResumes: 5, ...options, limits };
   return {

@@ -3,7 +3,7 @@ import * as E from 'fp-ts/Either';
 import { sameEndpoint } from '../../core/endpoint';
 import { permanentError, retryableError, type EffectError } from '../../core/errors';
 import { parseJson } from '../../core/json/json';
-import { tooLarge, type MinRate } from '../download-limits';
+import { tooLarge, type ListingCap, type MinRate } from '../download-limits';
 import {
   discardBody,
   errorText,
@@ -226,7 +226,7 @@ const nextLink = (link: string | undefined): string | undefined => {
 /**
  * The files of `repo` at `sha`, as `list_repo_tree(recursive=True)` lists them: `GET
  * /api/models/{repo}/tree/{sha}?recursive=true&expand=false`, then each `Link: <...>; rel="next"` page. Bounded:
- * more than `maxFiles` files is `too-large` (`--max-model-files`); a next page off the endpoint, one asked for
+ * more than `cap.maxModelFiles` files is `too-large`; a next page off the endpoint, one asked for
  * before, too many empty pages or an entry without a path or a size is `invalid-response`; all permanent.
  */
 export const listTree = async (
@@ -235,9 +235,10 @@ export const listTree = async (
   repo: HfRepo,
   sha: string,
   signal: AbortSignal,
-  maxFiles: number,
+  cap: ListingCap,
 ): Promise<ReadonlyArray<HubFile>> => {
   const { what } = failure;
+  const maxFiles = cap.maxModelFiles;
   const files: HubFile[] = [];
   const asked = new Set<string>();
   let entries = 0;
@@ -255,7 +256,7 @@ export const listTree = async (
       const file = fileOf(what, entries++, entry);
       if (file !== undefined) files.push(file);
       if (files.length > maxFiles || entries > entriesPerFile * maxFiles + 1) {
-        throw tooLarge(what, `its tree lists more than ${maxFiles} files`, 'maxModelFiles');
+        throw tooLarge(what, `its tree lists more than ${maxFiles} files`, 'maxModelFiles', cap.names);
       }
     }
     emptyPages = page.length === 0 ? emptyPages + 1 : 0;

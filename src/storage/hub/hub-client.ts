@@ -1,4 +1,5 @@
 /** hubRepoClient: one Hub repo at one commit as an ObjectStoreClient — its tree the listing, `/resolve/` the ranged read. */
+import type { ListingCap } from '../download-limits';
 import { retryableError } from '../../core/errors';
 import { selectionKey } from '../../core/file-selection';
 import { discardBody, isOk, responseStatusError } from '../../net';
@@ -11,7 +12,7 @@ import type { HfRepo } from './hf-uri';
 
 /** How the Hub is reached, and the cap on what its tree may list. */
 export interface HubClientSettings extends HubReach {
-  readonly maxFiles: number;
+  readonly listing: ListingCap;
 }
 
 /** The GET settings of `reach`: one timeout for the answer and for each wait for bytes. */
@@ -76,7 +77,7 @@ const readFile = async (
 /**
  * The client of `repo` for one download, as huggingface_hub's `snapshot_download` reads it: the listing resolves the
  * revision to its commit first (`resolveCommit`), then lists the tree at that commit (`listTree`, at most
- * `maxFiles` files), and every file is read at that commit: a push meanwhile changes nothing. Each file carries
+ * `listing.maxModelFiles` files), and every file is read at that commit: a push meanwhile changes nothing. Each file carries
  * its size and the digest the tree gives (ContentCheck holds the bytes to both).
  */
 export const hubRepoClient = (reach: HubClientSettings, repo: HfRepo): ObjectStoreClient => {
@@ -98,7 +99,7 @@ export const hubRepoClient = (reach: HubClientSettings, repo: HfRepo): ObjectSto
     },
     async *list(_location, signal) {
       commit = await resolveCommit(reach, failure, repo, signal);
-      for (const file of await listTree(reach, atCommit(), repo, commit.sha, signal, reach.maxFiles)) {
+      for (const file of await listTree(reach, atCommit(), repo, commit.sha, signal, reach.listing)) {
         yield { key: file.path, size: file.size, version: commit.sha, digest: file.digest };
       }
     },

@@ -1,7 +1,6 @@
-/** localSource: where a local storageUri may be read from — inside `--local-storage-roots`, never the kernel's files. */
+/** localSource: where a local storageUri may be read from — inside the allowed roots, never the kernel's files. */
 import { realpath, statfs } from 'node:fs/promises';
 import path from 'node:path';
-import { flagTable } from '../../core/flags/app-config';
 import { permanentError, type EffectError } from '../../core/errors';
 
 // statfs f_type magic numbers (linux/magic.h) of the filesystems that expose the kernel and processes, not files.
@@ -64,19 +63,19 @@ export const checkNotSystem = async (real: string, what: string): Promise<void> 
 
 /**
  * Refuses a local source `real` (its links resolved) that is the system's (checkNotSystem) or lies outside every
- * root of `roots` (each resolved too; a missing root allows nothing); no roots turn local storage off. `flag` is
- * the setting the roots come from, named in the refusal.
+ * root of `roots` (each resolved too; a missing root allows nothing); no roots turn local storage off. `rootsName`
+ * is what the user calls the roots (the CLI's flag), named in the refusal.
  */
 export const checkLocalSource = async (
   real: string,
   roots: ReadonlyArray<string>,
   what: string,
-  flag: string = flagTable.localStorageRoots.flag,
+  rootsName: string,
 ): Promise<void> => {
   await checkNotSystem(real, what);
-  if (roots.length === 0) throw refused(what, `local storage is off (${flag} is empty)`);
+  if (roots.length === 0) throw refused(what, `local storage is off (${rootsName} is empty)`);
   const resolved = await Promise.all(roots.map((root) => realpath(root).catch(() => undefined)));
   if (!resolved.some((root) => root !== undefined && isInside(root, real))) {
-    throw refused(what, `it lies outside ${flag} (${roots.join(', ')})`);
+    throw refused(what, `it lies outside ${rootsName} (${roots.join(', ')})`);
   }
 };

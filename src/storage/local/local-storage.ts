@@ -3,7 +3,6 @@ import { constants, type Dirent } from 'node:fs';
 import { lstat, mkdir, open, readdir, realpath, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defaultAppConfig, flagTable } from '../../core/flags/app-config';
 import { errorCode, permanentError, retryableError } from '../../core/errors';
 import { fileFilter, selectedNone, selectsAll, type FileSelection } from '../../core/file-selection';
 import { redactUri } from '../../core/storage-uri';
@@ -14,17 +13,17 @@ import { fileCopier, fsError, isMissing, type FileCopier } from '../../fs';
 import { checkLocalSource, checkNotSystem, isInside } from './local-roots';
 import { TransferGuard } from '../transfer-guard';
 
-/** Where a local copy may come from and what it may take: every field has the flags' default. */
+/** Where a local copy may come from and what it may take: every field has a default. */
 export interface LocalStorageOptions {
   /**
-   * Dirs a source must lie in once its links are resolved (`--local-storage-roots`; default its default,
-   * `/mnt/pvc`); `['/']` allows any path, `[]` none. /proc, /sys, /dev and pseudo filesystems never.
+   * Dirs a source must lie in once its links are resolved (default `/mnt/pvc`, where KServe mounts a claim);
+   * `['/']` allows any path, `[]` none. /proc, /sys, /dev and pseudo filesystems never.
    */
   readonly roots?: ReadonlyArray<string>;
-  /** The model cap and archive caps (default: the flags' defaults); local copies have no minimum rate. */
+  /** The model cap and archive caps (default `defaultDownloadLimits`); local copies have no minimum rate. */
   readonly limits?: DownloadLimits;
-  /** The setting `roots` come from, named when a source lies outside them (default `--local-storage-roots`). */
-  readonly rootsFlag?: string;
+  /** What the user calls `roots`, named when a source lies outside them (the CLI's flag; default `roots`). */
+  readonly rootsName?: string;
 }
 
 const sourcePathOf = (uri: string): string => {
@@ -156,13 +155,14 @@ const noneSelected = (what: string, select: FileSelection | undefined, files: nu
 const copy = async (settings: Settings, { source, targetDir, signal, what, select }: Copy): Promise<void> => {
   // The named path itself may be a symlink (a mounted volume's `..data`): the user chose it, so follow it.
   const sourceRoot = await realpath(source);
-  await checkLocalSource(sourceRoot, settings.roots, what, settings.rootsFlag);
+  await checkLocalSource(sourceRoot, settings.roots, what, settings.rootsName);
   // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
   const targetRoot = targetDir;
   const { limits } = settings;
   const guard = new TransferGuard({
     what,
     maxBytes: limits.maxModelBytes,
+    names: limits.names,
     space: { dir: targetDir, check: limits.spaceCheck },
   });
   const selection = selectsAll(select) ? undefined : { passes: fileFilter(select), files: 0, taken: 0 };
@@ -195,11 +195,11 @@ const copy = async (settings: Settings, { source, targetDir, signal, what, selec
 
 type Settings = Required<LocalStorageOptions>;
 
-/** The settings of `options`, each field the flags' default when absent. */
+/** The settings of `options`, each field its default when absent. */
 export const localSettings = (options: LocalStorageOptions): Settings => ({
-  roots: options.roots ?? defaultAppConfig.localStorageRoots,
+  roots: options.roots ?? ['/mnt/pvc'],
   limits: options.limits ?? defaultDownloadLimits,
-  rootsFlag: options.rootsFlag ?? flagTable.localStorageRoots.flag,
+  rootsName: options.rootsName ?? 'roots',
 });
 
 /**

@@ -2,7 +2,6 @@
 import { lstat } from 'node:fs/promises';
 import * as E from 'fp-ts/Either';
 import { permanentError } from '../../core/errors';
-import { flagTable } from '../../core/flags/app-config';
 import { parsePvcUri, pvcLocalPath } from '../../core/pvc-uri';
 import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
@@ -12,22 +11,23 @@ import { copyLocalModel, localSettings } from './local-storage';
 
 /** Where the claim is mounted and what one model may take. */
 export interface PvcStorageOptions {
-  /** The claim's mount point (`--pvc-mount-root`, KServe's `/mnt/pvc`). */
+  /** The claim's mount point (KServe's `/mnt/pvc`). */
   readonly root: string;
-  /** The model cap and archive caps (default: the flags' defaults). */
+  /** The model cap and archive caps (default `defaultDownloadLimits`). */
   readonly limits?: DownloadLimits;
+  /** What the user calls `root`, named in a refusal (the CLI's flag; default `root`). */
+  readonly rootName?: string;
 }
 
 /**
  * Serves `pvc://<claim>/<path>` as KServe's webhook maps it for its storage initializer: `<root>/<path>`, the claim
  * being the one volume mounted at `root` (its name is not part of the path). What lies there is copied as a local
  * path is (`copyLocalModel`: its links kept inside, special files refused, archives extracted, the caps and the
- * patterns), with `root` its only allowed root, whatever `--local-storage-roots` says. A URI that is no pvc URI, or
- * whose path would leave the root, is `invalid-uri`; a root that is not there is `not-found`, naming the flag.
+ * patterns), with `root` its only allowed root, whatever the local roots say. A URI that is no pvc URI, or whose
+ * path would leave the root, is `invalid-uri`; a root that is not there is `not-found`, naming `rootName`.
  */
-export const pvcStorage = ({ root, limits }: PvcStorageOptions): StorageProvider => {
-  const flag = flagTable.pvcMountRoot.flag;
-  const settings = localSettings({ roots: [root], rootsFlag: flag, ...(limits ? { limits } : {}) });
+export const pvcStorage = ({ root, limits, rootName = 'root' }: PvcStorageOptions): StorageProvider => {
+  const settings = localSettings({ roots: [root], rootsName: rootName, ...(limits ? { limits } : {}) });
   return {
     schemes: ['pvc'],
     download: async (uri, targetDir, signal, _progress, request) => {
@@ -40,7 +40,7 @@ export const pvcStorage = ({ root, limits }: PvcStorageOptions): StorageProvider
         throw isMissing(cause)
           ? permanentError(
               'not-found',
-              `${shown}: no claim is mounted at ${root} (${flag}): it does not exist`,
+              `${shown}: no claim is mounted at ${root} (${rootName}): it does not exist`,
               cause,
             )
           : fsError(`reading ${root} for ${shown}`, cause);

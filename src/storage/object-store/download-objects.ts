@@ -216,7 +216,7 @@ export const downloadObjects = async (
   };
   let tracker: { readonly stop: () => void } | undefined;
   try {
-    const plan = await planObjects(client, location, job.signal, limits.maxModelFiles, request?.select);
+    const plan = await planObjects(client, location, job.signal, limits, request?.select);
     const reuse = request?.reuse;
     const identity = () =>
       client.repo?.identity(request?.select) ?? identityOf(location, plan, request?.select);

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { permanentError, type EffectError } from '../../core/errors';
-import { tooLarge } from '../download-limits';
+import { tooLarge, type ListingCap } from '../download-limits';
 import type { ListingBounds, StoredObject } from './client';
 
 /** Longest object key any of the three stores allows (S3 and GCS 1,024 bytes, Azure 1,024 characters). */
@@ -47,12 +47,13 @@ export const storedObject = (
 export const maxEmptyPages = 100;
 
 /**
- * The bounds of one listing of `what` at `maxObjects` (`--max-model-files`): more objects is `too-large`; a page
+ * The bounds of one listing of `what` at `cap.maxModelFiles` objects: more objects is `too-large`; a page
  * token seen before (a store paging in a circle) or more than `maxEmptyPages` pages with nothing in them is
- * `invalid-response`; all permanent. So a listing always ends, having held at most `maxObjects` entries and
- * asked for at most `maxObjects + maxEmptyPages + 1` pages.
+ * `invalid-response`; all permanent. So a listing always ends, having held at most `maxModelFiles` entries and
+ * asked for at most `maxModelFiles + maxEmptyPages + 1` pages.
  */
-export const listingBounds = (what: string, maxObjects: number): ListingBounds => {
+export const listingBounds = (what: string, cap: ListingCap): ListingBounds => {
+  const maxObjects = cap.maxModelFiles;
   // Digests, not the tokens: what a listing holds stays small however long the store's tokens are.
   const tokens = new Set<string>();
   let objects = 0;
@@ -79,7 +80,7 @@ export const listingBounds = (what: string, maxObjects: number): ListingBounds =
     },
     object: () => {
       if (++objects > maxObjects)
-        throw tooLarge(what, `it lists more than ${maxObjects} objects`, 'maxModelFiles');
+        throw tooLarge(what, `it lists more than ${maxObjects} objects`, 'maxModelFiles', cap.names);
     },
   };
 };

@@ -5,6 +5,7 @@ import { fileFilter, selectedNone, selectsAll, type FileSelection } from '../../
 import { archiveFormatOf } from '../archive/extract';
 import { placedPaths } from '../placed-paths';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
+import type { ListingCap } from '../download-limits';
 import { listingBounds } from './listing-bounds';
 
 /** One object to download and its path relative to the model dir (`/`-separated, checked). */
@@ -28,9 +29,9 @@ async function* listed(
   location: ObjectLocation,
   prefix: string,
   signal: AbortSignal,
-  maxObjects: number,
+  cap: ListingCap,
 ): AsyncGenerator<StoredObject> {
-  const bounds = listingBounds(`${location.display}: listing under ${JSON.stringify(prefix)}`, maxObjects);
+  const bounds = listingBounds(`${location.display}: listing under ${JSON.stringify(prefix)}`, cap);
   try {
     for await (const object of client.list({ ...location, prefix }, signal, bounds)) {
       // `dir/` keys are the folders consoles create: no bytes to fetch, and saving one as a file breaks the tree.
@@ -64,7 +65,7 @@ const placed = (
  * whole bucket). When nothing is under it, a prefix that is exactly one object's key names that object, which
  * lands as its base name. Keys ending in `/` are skipped. Nothing at all is a permanent `not-found` naming the
  * bucket and the prefix; a key that cannot be saved safely is `refused` (see `placed`). A listing past
- * `maxObjects` (`--max-model-files`), or one that pages in a circle, fails for good (`listingBounds`); other
+ * `cap.maxModelFiles`, or one that pages in a circle, fails for good (`listingBounds`); other
  * listing failures pass as the client classified them. With `select` (a model's allow and ignore patterns), only
  * the objects whose paths in the model dir it takes are planned (see `selected`). A repo's listing (the Hub's) has
  * the empty prefix: every file lands at its path in the repo, and an empty repo is `not-found`.
@@ -73,10 +74,10 @@ export const planObjects = async (
   client: ObjectStoreClient,
   location: ObjectLocation,
   signal: AbortSignal,
-  maxObjects: number,
+  cap: ListingCap,
   select?: FileSelection,
 ): Promise<ReadonlyArray<PlannedObject>> =>
-  selected(client, location, await everyObject(client, location, signal, maxObjects), select);
+  selected(client, location, await everyObject(client, location, signal, cap), select);
 
 /**
  * The objects of `plan` whose paths `select` takes, decided from the listing before any byte is fetched. A bucket
@@ -105,12 +106,12 @@ const everyObject = async (
   client: ObjectStoreClient,
   location: ObjectLocation,
   signal: AbortSignal,
-  maxObjects: number,
+  cap: ListingCap,
 ): Promise<ReadonlyArray<PlannedObject>> => {
   const { prefix } = location;
   const dirPrefix = prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`;
   const underDir: Array<{ object: StoredObject; name: string }> = [];
-  for await (const object of listed(client, location, dirPrefix, signal, maxObjects)) {
+  for await (const object of listed(client, location, dirPrefix, signal, cap)) {
     underDir.push({ object, name: object.key.slice(dirPrefix.length) });
   }
   if (underDir.length > 0) return placed(client, location, underDir);
@@ -118,7 +119,7 @@ const everyObject = async (
     throw permanentError('not-found', `${location.display}: the repo has no files`);
   if (dirPrefix !== prefix) {
     // Stores list in key order, so the key equal to the prefix comes first: the loop ends at once.
-    for await (const object of listed(client, location, prefix, signal, maxObjects)) {
+    for await (const object of listed(client, location, prefix, signal, cap)) {
       if (object.key === prefix)
         return placed(client, location, [{ object, name: path.posix.basename(prefix) }]);
     }

@@ -1,8 +1,16 @@
-/** s3SettingsFrom: how S3 is reached, from our flags first and then the environment names KServe uses (no I/O). */
+/** s3SettingsFrom: how S3 is reached, from our choices first and then the environment names KServe uses (no I/O). */
 import type { Env } from '../../core/env';
 import * as E from 'fp-ts/Either';
-import { switchWords, type AppConfig } from '../../core/flags/app-config';
+import { switchValue } from '../../core/switch-words';
 import type { S3Addressing } from './s3';
+
+/** What was chosen for S3 before KServe's names are read (in the CLI: the `--s3-*` flags). */
+export interface S3Choices {
+  readonly s3Endpoint?: string | undefined;
+  readonly s3Region?: string | undefined;
+  readonly s3Addressing: S3Addressing;
+  readonly s3Anonymous: boolean;
+}
 
 /** Where S3 is and how requests to it are made, before credentials and agents. */
 export interface S3Settings {
@@ -27,11 +35,8 @@ const read = (env: Env, name: string): string | undefined => {
 
 /** true / false for the words a switch takes (`true`, `1`, `yes`, `on`; `false`, `0`, `no`, `off`), else undefined. */
 const truth = (env: Env, name: string): boolean | undefined => {
-  const value = read(env, name)?.toLowerCase();
-  if (value === undefined) return undefined;
-  if ((switchWords.on as ReadonlyArray<string>).includes(value)) return true;
-  if ((switchWords.off as ReadonlyArray<string>).includes(value)) return false;
-  return undefined;
+  const value = read(env, name);
+  return value === undefined ? undefined : switchValue(value);
 };
 
 /**
@@ -73,10 +78,7 @@ const endpointOf = (flag: string | undefined, env: Env): E.Either<string, string
  * Anonymous: `--s3-anonymous` or `awsAnonymousCredential=true`. TLS: `S3_VERIFY_SSL=0` turns verification off,
  * `AWS_CA_BUNDLE` adds CAs. The Left says which setting is wrong.
  */
-export const s3SettingsFrom = (
-  config: Pick<AppConfig, 's3Endpoint' | 's3Region' | 's3Addressing' | 's3Anonymous'>,
-  env: Env,
-): E.Either<string, S3Settings> => {
+export const s3SettingsFrom = (config: S3Choices, env: Env): E.Either<string, S3Settings> => {
   const endpoint = endpointOf(config.s3Endpoint, env);
   if (E.isLeft(endpoint)) return endpoint;
   const virtualBucket = truth(env, 'S3_USER_VIRTUAL_BUCKET');

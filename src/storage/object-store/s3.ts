@@ -3,7 +3,6 @@ import type { Agent } from 'node:http';
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import type { NodeHttpHandler } from '@smithy/node-http-handler';
 import * as E from 'fp-ts/Either';
-import type { s3AddressingStyles } from '../../core/flags/app-config';
 import { retryableError } from '../../core/errors';
 import { storageRequestTries } from '../../core/retry-policy';
 import { redactUri } from '../../core/storage-uri';
@@ -34,7 +33,7 @@ const smithyHttp = lazyModule(
 import type { S3Credentials } from './s3-credentials';
 
 /** How buckets are addressed: `auto` is path-style for a custom endpoint (MinIO, Ceph), virtual-hosted for AWS. */
-export type S3Addressing = (typeof s3AddressingStyles)[number];
+export type S3Addressing = 'auto' | 'path' | 'virtual';
 
 /** How the S3 client reaches the store. */
 export interface S3ClientSettings {

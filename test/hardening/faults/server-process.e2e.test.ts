@@ -50,7 +50,6 @@ const startAgainst = (serverUrl: string, flags: Record<string, string | number> 
       'retry-base-ms': 20,
       'retry-max-ms': 100,
       'max-attempts': 100,
-      'settle-ms': 60,
       ...flags,
     }),
   );

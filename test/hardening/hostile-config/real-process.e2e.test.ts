@@ -45,7 +45,6 @@ const setUp = async (): Promise<Setup> => {
       'model-dir': modelDir,
       'local-storage-roots': storage,
       'server-url': standIn.url,
-      'settle-ms': 60,
     },
     config: (...names) =>
       JSON.stringify(

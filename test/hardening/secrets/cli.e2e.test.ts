@@ -27,7 +27,6 @@ const fastFailures = {
   'retry-base-ms': 10,
   'retry-max-ms': 20,
   'request-timeout-ms': 500,
-  'settle-ms': 60,
 };
 
 /** Starts the CLI on a kubelet-style config dir holding `models`; returns it and the config dir. */

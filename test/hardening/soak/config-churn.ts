@@ -112,7 +112,6 @@ export const runChurn = async (options: ChurnOptions): Promise<ChurnResult> => {
       'retry-base-ms': 10,
       'retry-max-ms': 200,
       'max-attempts': 1000,
-      'settle-ms': 60,
     }),
     { env: options.env ?? {} },
   );

@@ -78,7 +78,6 @@ export const world = async (
           'server-kind': 'auto',
           'local-storage-roots': modelsDir,
           'http-port': httpPort,
-          'settle-ms': 60,
           'retry-base-ms': 100,
           'retry-max-ms': 500,
           'resync-interval': '2s',

@@ -2,7 +2,8 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { extractFile, extractStream, type ArchiveFormat } from '../../../src/storage/archive/extract';
-import { defaultDownloadLimits, type DownloadLimits } from '../../../src/storage/download-limits';
+import type { DownloadLimits } from '../../../src/storage/download-limits';
+import { cliDownloadLimits } from '../../helpers/cli-limits';
 import { effectError } from '../../helpers/effect-error';
 import { listTree } from '../../helpers/file-tree';
 import { useTempDir } from '../../helpers/temp-dir';
@@ -28,7 +29,7 @@ describe('extraction limits', () => {
     extractStream(chunked(bytes, 64 * 1024), format, target, {
       what,
       signal: never,
-      limits: { ...defaultDownloadLimits, ...limits },
+      limits: { ...cliDownloadLimits, ...limits },
     });
 
   describe('bombs', () => {
@@ -190,7 +191,7 @@ describe('extraction limits', () => {
       const file = path.join(tmp.path, 'cut.zip');
       await writeFile(file, zip.subarray(0, zip.length - 30));
       const error = await effectError(
-        extractFile(file, 'zip', target, { what, signal: never, limits: defaultDownloadLimits }),
+        extractFile(file, 'zip', target, { what, signal: never, limits: cliDownloadLimits }),
       );
       expect(error).toMatchObject({ kind: 'invalid-archive', retryable: true });
     });

@@ -1,7 +1,8 @@
 /** Tests of httpStorage's limits on real servers: the model cap, the minimum rate, bodies cut short. */
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { defaultDownloadLimits, type DownloadLimits } from '../../../src/storage/download-limits';
+import type { DownloadLimits } from '../../../src/storage/download-limits';
+import { cliDownloadLimits } from '../../helpers/cli-limits';
 import { httpStorage } from '../../../src/storage/http/http-storage';
 import { writeRepeated } from '../../../src/testing/http-server';
 import { effectError } from '../../helpers/effect-error';
@@ -25,7 +26,7 @@ describe('httpStorage limits', () => {
   });
 
   const limited = (limits: Partial<DownloadLimits>) =>
-    httpStorage({ limits: { ...defaultDownloadLimits, ...limits } });
+    httpStorage({ limits: { ...cliDownloadLimits, ...limits } });
 
   describe('--max-model-bytes', () => {
     it('fails permanently before reading a body whose Content-Length is above the cap', async () => {
@@ -73,11 +74,9 @@ describe('httpStorage limits', () => {
       // 500 s of trickle: only the rate check ends it within the test.
       const { url } = await serve(trickle(Buffer.alloc(50, 1), 50, 10_000));
       const error = await effectError(
-        limited({ minRate: { bytesPerSecond: 10 * 1024, windowMs: 300 } }).download(
-          `${url}/m.bin`,
-          target,
-          never,
-        ),
+        limited({
+          minRate: { ...cliDownloadLimits.minRate, bytesPerSecond: 10 * 1024, windowMs: 300 },
+        }).download(`${url}/m.bin`, target, never),
       );
       expect(error).toMatchObject({ kind: 'timeout', retryable: true });
       expect(error.message).toMatch(
@@ -90,11 +89,9 @@ describe('httpStorage limits', () => {
     it('keeps a slow download that stays above the rate, however long it takes', async () => {
       // 2 KiB every 20 ms (~100 KiB/s) for 600 ms, two windows and more, against 10 KiB/s over 250 ms.
       const { url } = await serve(trickle(Buffer.alloc(2048, 1), 20, 30));
-      await limited({ minRate: { bytesPerSecond: 10 * 1024, windowMs: 250 } }).download(
-        `${url}/m.bin`,
-        target,
-        never,
-      );
+      await limited({
+        minRate: { ...cliDownloadLimits.minRate, bytesPerSecond: 10 * 1024, windowMs: 250 },
+      }).download(`${url}/m.bin`, target, never);
       expect((await readFile(path.join(target, 'm.bin'))).length).toBe(30 * 2048);
     });
   });

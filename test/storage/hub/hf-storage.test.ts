@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { DownloadProgress } from '../../../src/ports';
-import { defaultDownloadLimits } from '../../../src/storage/download-limits';
+import { cliDownloadLimits } from '../../helpers/cli-limits';
 import { hfStorage, type HfStorageOptions } from '../../../src/storage/hub/hf-storage';
 import { startHubStandIn, type HubStandIn } from '../../../src/testing/hub-stand-in';
 import { effectError } from '../../helpers/effect-error';
@@ -187,7 +187,7 @@ describe('hfStorage against the Hub stand-in', () => {
 
   it('fails for good before any file is fetched when the listed sizes pass --max-model-bytes', async () => {
     const before = hub.requests.length;
-    const limits = { ...defaultDownloadLimits, maxModelBytes: 1000 };
+    const limits = { ...cliDownloadLimits, maxModelBytes: 1000 };
     const error = await effectError(
       storage({ limits }).provider.download('hf://org/m1', staging.path, never),
     );
@@ -197,7 +197,7 @@ describe('hfStorage against the Hub stand-in', () => {
   });
 
   it('fails for good when the tree lists more files than --max-model-files', async () => {
-    const limits = { ...defaultDownloadLimits, maxModelFiles: 3 };
+    const limits = { ...cliDownloadLimits, maxModelFiles: 3 };
     const error = await effectError(
       storage({ limits }).provider.download('hf://org/m1', staging.path, never),
     );

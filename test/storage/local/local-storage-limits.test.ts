@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { defaultDownloadLimits } from '../../../src/storage/download-limits';
+import { cliDownloadLimits } from '../../helpers/cli-limits';
 import { pseudoFilesystemAt } from '../../../src/storage/local/local-roots';
 import { localFileStorage } from '../../../src/storage/local/local-storage';
 import { effectError } from '../../helpers/effect-error';
@@ -10,6 +10,8 @@ import { listTree } from '../../helpers/file-tree';
 import { useTempDir } from '../../helpers/temp-dir';
 
 const signal = new AbortController().signal;
+/** What the CLI calls the roots, as the wiring names them. */
+const rootsName = '--local-storage-roots';
 
 describe('localFileStorage: where it reads from', () => {
   const tmp = useTempDir('local-roots');
@@ -25,7 +27,7 @@ describe('localFileStorage: where it reads from', () => {
   });
 
   const refusedWith = async (uri: string, roots: ReadonlyArray<string>, why: string): Promise<void> => {
-    const error = await effectError(localFileStorage({ roots }).download(uri, target, signal));
+    const error = await effectError(localFileStorage({ roots, rootsName }).download(uri, target, signal));
     expect(error).toMatchObject({ kind: 'refused', retryable: false });
     expect(error.message).toBe(why);
     expect(await listTree(target)).toEqual([]);
@@ -64,7 +66,7 @@ describe('localFileStorage: where it reads from', () => {
       ['/nowhere', allowed],
       `copying ${outside}: refused: it lies outside --local-storage-roots (/nowhere, ${allowed})`,
     );
-    await localFileStorage({ roots: ['/nowhere', allowed] }).download(
+    await localFileStorage({ roots: ['/nowhere', allowed], rootsName }).download(
       path.join(allowed, 'm'),
       target,
       signal,
@@ -95,7 +97,7 @@ describe('localFileStorage: where it reads from', () => {
 
   it('resolves the roots too: a root that is a symlink allows what it points to', async () => {
     await symlink(allowed, path.join(tmp.path, 'pvc-link'));
-    await localFileStorage({ roots: [path.join(tmp.path, 'pvc-link')] }).download(
+    await localFileStorage({ roots: [path.join(tmp.path, 'pvc-link')], rootsName }).download(
       path.join(allowed, 'm', 'model.bin'),
       target,
       signal,
@@ -139,7 +141,7 @@ describe('localFileStorage: --max-model-bytes', () => {
   });
 
   const capped = (maxModelBytes: number) =>
-    localFileStorage({ roots: [tmp.path], limits: { ...defaultDownloadLimits, maxModelBytes } });
+    localFileStorage({ roots: [tmp.path], limits: { ...cliDownloadLimits, maxModelBytes } });
 
   it('refuses a file above the cap for good, before copying it', async () => {
     await writeFile(path.join(source, 'model.bin'), Buffer.alloc(2000));

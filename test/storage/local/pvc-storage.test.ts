@@ -41,7 +41,9 @@ describe('pvcStorage', () => {
     const outside = path.join(tmp.path, `outside-${Math.random().toString(36).slice(2)}`);
     await writeFiles(outside, { 'secret.json': 'x' });
     await symlink(outside, path.join(root, 'models', 'escape'));
-    const error = await effectError(pvcStorage({ root }).download('pvc://c/models/escape', target, signal));
+    const error = await effectError(
+      pvcStorage({ root, rootName: '--pvc-mount-root' }).download('pvc://c/models/escape', target, signal),
+    );
     expect(error).toMatchObject({ kind: 'refused', retryable: false });
     expect(error.message).toContain('--pvc-mount-root');
   });
@@ -61,7 +63,11 @@ describe('pvcStorage', () => {
 
   it('fails for good, naming the flag, when nothing is mounted at its root', async () => {
     const error = await effectError(
-      pvcStorage({ root: path.join(tmp.path, 'nothing-here') }).download('pvc://c/models/m1', target, signal),
+      pvcStorage({ root: path.join(tmp.path, 'nothing-here'), rootName: '--pvc-mount-root' }).download(
+        'pvc://c/models/m1',
+        target,
+        signal,
+      ),
     );
     expect(error).toMatchObject({ kind: 'not-found', retryable: false });
     expect(error.message).toContain('no claim is mounted at');

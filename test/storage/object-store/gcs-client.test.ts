@@ -8,7 +8,7 @@ import { startGcsStandIn, type GcsStandIn } from '../../../src/testing/gcs-stand
 import { effectError } from '../../helpers/effect-error';
 
 const never = new AbortController().signal;
-const bounds = (): ListingBounds => listingBounds('the test listing', 10_000);
+const bounds = (): ListingBounds => listingBounds('the test listing', { maxModelFiles: 10_000 });
 
 const collect = async <T>(items: AsyncIterable<T>): Promise<T[]> => {
   const all: T[] = [];

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { EffectError } from '../../../src/core/errors';
-import { defaultDownloadLimits } from '../../../src/storage/download-limits';
+import { cliDownloadLimits } from '../../helpers/cli-limits';
 import { azureBlobStorage } from '../../../src/storage/object-store/azure-blob';
 import { gcsStorage } from '../../../src/storage/object-store/gcs';
 import { maxEmptyPages } from '../../../src/storage/object-store/listing-bounds';
@@ -65,6 +65,7 @@ const stores = {
         addressing: 'path',
         credentials: s3Credentials({ anonymous: true }, {}),
         maxAttempts: 1,
+        limits: cliDownloadLimits,
       }),
   },
   gcs: {
@@ -77,7 +78,8 @@ const stores = {
       }),
     contentType: 'application/json',
     isListing: (url: URL) => url.pathname === '/storage/v1/b/bucket/o',
-    provider: (url: string): StorageProvider => gcsStorage({ endpoint: url, requestRetries: 0 }),
+    provider: (url: string): StorageProvider =>
+      gcsStorage({ endpoint: url, requestRetries: 0, limits: cliDownloadLimits }),
   },
   azure: {
     uri: (url: string) => `${url}/account/container/m`,
@@ -95,7 +97,8 @@ const stores = {
       `</Blobs><NextMarker>${next === undefined ? '' : xmlText(next)}</NextMarker></EnumerationResults>`,
     contentType: 'application/xml',
     isListing: (url: URL) => url.searchParams.get('comp') === 'list',
-    provider: (url: string): StorageProvider => azureBlobStorage({ endpoints: [url], sdkRetries: 0 }),
+    provider: (url: string): StorageProvider =>
+      azureBlobStorage({ endpoints: [url], sdkRetries: 0, limits: cliDownloadLimits }),
   },
 } as const;
 
@@ -187,7 +190,7 @@ describe.each(storeNames)('a %s listing', (store) => {
     const error = await outcome(store);
     expect(error).toMatchObject({ kind: 'too-large', retryable: false });
     expect(error?.message).toContain('--max-model-files');
-    expect(listings).toBeLessThanOrEqual(defaultDownloadLimits.maxModelFiles / 100 + 1);
+    expect(listings).toBeLessThanOrEqual(cliDownloadLimits.maxModelFiles / 100 + 1);
   });
 
   it('of empty pages with fresh tokens forever ends too', async () => {

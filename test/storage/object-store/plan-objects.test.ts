@@ -5,7 +5,7 @@ import { MemoryStore } from './memory-store';
 const signal = new AbortController().signal;
 
 const plan = (store: MemoryStore, prefix: string, select?: FileSelection) =>
-  planObjects(store.client, store.at(prefix), signal, 10_000, select);
+  planObjects(store.client, store.at(prefix), signal, { maxModelFiles: 10_000 }, select);
 
 const paths = async (store: MemoryStore, prefix: string, select?: FileSelection): Promise<string[]> =>
   (await plan(store, prefix, select)).map((item) => item.path);
