@@ -82,6 +82,9 @@ const answerClientErrors = (server: Server): void => {
     if (socket.writableEnded) return; // answered already: the parser goes on failing on what still arrives
     const code = errorCode(error) ?? '';
     if (code === 'ECONNRESET' || !socket.writable || answerStarted(socket)) return void socket.destroy();
+    // A connection that never sent a byte is closed without a word, whichever of the idle and head timers ends it
+    // (a 408 there reads as a failed request to a client that only opened a connection ahead of need).
+    if (code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket.bytesRead === 0) return void socket.destroy();
     closeAfter(
       socket,
       `HTTP/1.1 ${clientErrorAnswers[code] ?? '400 Bad Request'}\r\nConnection: close\r\n\r\n`,

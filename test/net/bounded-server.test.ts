@@ -64,8 +64,11 @@ describe('boundedServer', () => {
     expect(lived).toBeGreaterThanOrEqual(350);
   });
 
-  it('closes a connection that never sends a byte', async () => {
-    const client = await connect(await serve(limits()));
+  it.each([
+    ['both timers due at once', limits()],
+    ['the head timer due first', limits({ idleTimeoutMs: 2000 })],
+  ])('closes a connection that never sends a byte without a word (%s)', async (_, bounds) => {
+    const client = await connect(await serve(bounds));
     await client.closed;
     expect(client.received()).toBe('');
   });

@@ -73,10 +73,11 @@ describe('startV2ModelServer', () => {
   });
 
   it('records complete:false when the files disappear while the load runs', async () => {
-    const server = await start({ modelDir, loadDelayMs: 150 });
+    // The files go once the load has begun, with time to spare before it looks again (a busy machine's rm is slow).
+    const server = await start({ modelDir, loadDelayMs: 2000 });
     await install('m1');
     const pending = call(`${server.url}/v2/repository/models/m1/load`);
-    await sleep(50);
+    await waitFor(() => server.maxConcurrentLoads === 1, 10_000, 'the load to begin');
     await rm(join(modelDir, 'm1'), { recursive: true });
     expect((await pending).status).toBe(400);
     expect(server.loads).toEqual([{ name: 'm1', complete: false, status: 400 }]);
