@@ -66,36 +66,49 @@ const agent =
   (dir: string) =>
     peers.timeAgent(dir, { storageUri, models: 1, timeoutMs: agentTimeoutMs, ...more });
 
-/** The figures of some downloads of `bytes`: medians, and the most connections one of them took. */
+/**
+ * The figures of some downloads of `bytes`: medians (of the whole run, and of the download itself from the source's
+ * first GET when a source of ours serves it), CPU-seconds per GiB, and the most connections one of them took.
+ */
 const figuresOf = (bytes: number, downloads: ReadonlyArray<Download>): Row => {
   const seconds = summarize(downloads.map((d) => d.seconds)).median;
+  const downloadSeconds = downloads.every((d) => d.downloadSeconds !== undefined)
+    ? summarize(downloads.map((d) => d.downloadSeconds!)).median
+    : null;
   return {
     runs: downloads.length,
     medianSeconds: seconds,
     medianMBps: round3(bytes / 1e6 / seconds),
+    medianDownloadSeconds: downloadSeconds,
+    cpuSecondsPerGiB: round3(summarize(downloads.map((d) => (d.cpuSeconds * GiB) / bytes)).median),
     // Without a relay in front there is nothing to count: shown as -.
     connections: summarize(downloads.map((d) => d.connections)).max || null,
     MiBRelayed: round3(summarize(downloads.map((d) => d.relayedBytes)).median / MiB) || null,
   };
 };
 
-/** Times `tools` interleaved on `relay` (none: loopback), one row per tool; resolves with each one's median seconds. */
+/**
+ * Times `tools` interleaved on `relay` (none: loopback), one row per tool; resolves with each one's median seconds, and
+ * (`source` given: the file is the bench's own source) its median seconds of the download itself.
+ */
 const compareRow = async (
   bench: Bench,
   row: string,
   relay: RelayProcess | undefined,
   tools: ReadonlyArray<readonly [string, (dir: string) => Promise<Timed>]>,
-  rounds = runsPerTool,
-): Promise<Map<string, number>> => {
+  source?: FileSource,
+): Promise<{ whole: Map<string, number>; download: Map<string, number> }> => {
   console.log(`  ${row}`);
-  const runs = await peers.compare(rounds, bench.root, bench.objectBytes, relay, tools);
-  const medians = new Map<string, number>();
+  const runs = await peers.compare(runsPerTool, bench.root, bench.objectBytes, relay, tools, source);
+  const [whole, download] = [new Map<string, number>(), new Map<string, number>()];
   for (const [tool, downloads] of runs) {
     const figures = figuresOf(bench.objectBytes, downloads);
     bench.rows.push({ row, tool, ...figures });
-    medians.set(tool, figures['medianSeconds'] as number);
+    whole.set(tool, figures['medianSeconds'] as number);
+    if (figures['medianDownloadSeconds'] !== null)
+      download.set(tool, figures['medianDownloadSeconds'] as number);
   }
-  return medians;
+  return { whole, download };
 };
 
 /** A check of modelsync's ratio to a floor (higher is better). */
@@ -107,18 +120,28 @@ const atLeast = (name: string, ratio: number, target: number, more: Record<strin
   ...more,
 });
 
-/** Rows 1 and 2: modelsync vs aria2c and rclone through `relay`; the ratio is to the faster peer. */
+/** modelsync's ratio to the faster of aria2c and rclone, by `medians`, as a check named after `what`. */
+const peerCheck = (bench: Bench, what: string, medians: ReadonlyMap<string, number>): void => {
+  const peer = medians.get('aria2c')! <= medians.get('rclone')! ? 'aria2c' : 'rclone';
+  const ratio = round3(medians.get(peer)! / medians.get('modelsync')!);
+  const name = `P8 ${what}: modelsync ≥ ${minPeerShare}x the better of aria2c and rclone`;
+  bench.checks.push(atLeast(name, ratio, minPeerShare, { peer }));
+};
+
+/**
+ * Rows 1 and 2: modelsync vs aria2c and rclone (and any other tool) through `relay`; the ratio is to the faster peer,
+ * start to finish and, from a source of ours, on the download itself (its first GET to the file complete).
+ */
 const peerRow = async (
   bench: Bench,
   row: string,
   relay: RelayProcess,
   tools: Parameters<typeof compareRow>[3],
+  source?: FileSource,
 ) => {
-  const medians = await compareRow(bench, row, relay, tools);
-  const peer = medians.get('aria2c')! <= medians.get('rclone')! ? 'aria2c' : 'rclone';
-  const ratio = round3(medians.get(peer)! / medians.get('modelsync')!);
-  const name = `P8 ${row}: modelsync ≥ ${minPeerShare}x the better of aria2c and rclone`;
-  bench.checks.push(atLeast(name, ratio, minPeerShare, { peer }));
+  const medians = await compareRow(bench, row, relay, tools, source);
+  peerCheck(bench, row, medians.whole);
+  if (medians.download.size > 0) peerCheck(bench, `${row}, the download itself`, medians.download);
 };
 
 /** Row 3: modelsync's default vs `--download-streams 1` straight from the source (no relay). */
@@ -126,7 +149,7 @@ const loopbackRow = async (bench: Bench): Promise<void> => {
   const hasFlag = peers.agentHasFlag('--download-streams');
   if (!hasFlag)
     bench.notes.push('The agent has no --download-streams yet: row 3 compares its default with itself.');
-  const medians = await compareRow(bench, 'uncapped loopback', undefined, [
+  const { whole: medians } = await compareRow(bench, 'uncapped loopback', undefined, [
     ['modelsync', agent(bench.source.url)],
     ['modelsync, 1 stream', agent(bench.source.url, { args: hasFlag ? ['--download-streams', '1'] : [] })],
   ]);
@@ -280,7 +303,8 @@ export const parallelDownloadSuite: Suite = {
     'P8: the real agent (node src/cli.js, sync mode, V2 stand-in), from its start to the load request, fetching one ' +
     '1 GiB (quick: 192 MiB) file over http and from s3rver through a relay of 40 MB/s a connection and 320 MB/s in ' +
     'all, vs aria2c and rclone (8 connections each); over loopback vs --download-streams 1; peak RSS on 4 GiB; a cut ' +
-    'part; ten models of one storage URI.',
+    'part; ten models of one storage URI. Over http also an undici-only lane (bench/undici-ranges.ts), each tool timed ' +
+    "on the download itself too (the source's first GET to the file complete), and every tool's CPU-seconds per GiB.",
   run: async ({ quick }: RunOptions) => {
     const missing = peers.missingPeers();
     if (missing !== undefined) throw new Error(`parallel-download: ${missing}`);
@@ -298,11 +322,18 @@ export const parallelDownloadSuite: Suite = {
       const httpUrl = `http://127.0.0.1:${httpRelay.port}/model.bin`;
       await calibrationRows(bench, httpUrl, calibrationBytes);
       await startUpRow(bench);
-      await peerRow(bench, 'http via relay', httpRelay, [
-        ['modelsync', agent(httpUrl)],
-        ['aria2c', (dir) => peers.aria2c(httpUrl, dir)],
-        ['rclone', (dir) => peers.rclone({ httpBase: path.dirname(httpUrl) }, dir)],
-      ]);
+      await peerRow(
+        bench,
+        'http via relay',
+        httpRelay,
+        [
+          ['modelsync', agent(httpUrl)],
+          ['aria2c', (dir) => peers.aria2c(httpUrl, dir)],
+          ['rclone', (dir) => peers.rclone({ httpBase: path.dirname(httpUrl) }, dir)],
+          ['undici-only', (dir) => peers.undiciOnly(httpUrl, dir, objectBytes)],
+        ],
+        source,
+      );
       await s3Row(bench);
       await loopbackRow(bench);
       await peakRssRow(bench, rssBytes);

@@ -1,6 +1,7 @@
 /**
- * What the parallel-download suite times: the real agent (start → load request) and its peers aria2c and rclone
- * (spawn → exit), and the one-file http source they fetch with ranged requests.
+ * What the parallel-download suite times: the real agent (start → load request), its peers aria2c and rclone and the
+ * undici-only lane (spawn → exit), each one's CPU time, and the one-file http source they fetch with ranged requests
+ * (which notes its first request: the download itself is timed from there).
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -103,6 +104,8 @@ export interface FileSource {
   readonly port: number;
   /** The length of every ranged answer so far, in order (clear it to start counting). */
   readonly rangeBytes: number[];
+  /** When (performance.now) the first GET since it was last cleared came. */
+  firstGetAt: number | undefined;
   close(): Promise<void>;
 }
 
@@ -117,6 +120,7 @@ export const startFileSource = async (file: string): Promise<FileSource> => {
   const lastModified = mtime.toUTCString();
   const rangeBytes: number[] = [];
   const server = await startHttpServer((request, response) => {
+    if (request.method === 'GET') source.firstGetAt ??= performance.now();
     if (request.url !== `/${path.basename(file)}` || !['GET', 'HEAD'].includes(request.method ?? '')) {
       return void response.writeHead(404).end();
     }
@@ -144,27 +148,45 @@ export const startFileSource = async (file: string): Promise<FileSource> => {
     if (request.method === 'HEAD') return void response.end();
     createReadStream(file, { start, end, highWaterMark: MiB }).pipe(response);
   });
-  return {
+  const source: FileSource = {
     url: `${server.url}/${path.basename(file)}`,
     port: server.port,
     rangeBytes,
+    firstGetAt: undefined,
     close: () => server.close(),
   };
+  return source;
 };
 
-/** One timed download: how long it took, where the file is. */
+/** One timed download: how long it took, when it ended (performance.now), its CPU time, where the file is. */
 export interface Timed {
   readonly seconds: number;
+  readonly endedAt: number;
+  readonly cpuSeconds: number;
   readonly file: string;
 }
 
 // AWS_CA_BUNDLE (set on some machines for https) makes rclone's AWS SDK refuse its plain-http transport.
 const peerEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'AWS_CA_BUNDLE'));
 
+/** Runs `command` under /usr/bin/time, for its CPU time (user and system, its children's included). */
 const timed = async (file: string, command: string, args: ReadonlyArray<string>): Promise<Timed> => {
+  const times = path.join(path.dirname(file), '.times');
   const started = performance.now();
-  await run(command, args, { timeout: peerTimeoutMs, env: peerEnv });
-  return { seconds: (performance.now() - started) / 1000, file };
+  await run('/usr/bin/time', ['-f', '%U %S', '-o', times, command, ...args], {
+    timeout: peerTimeoutMs,
+    env: peerEnv,
+  });
+  const endedAt = performance.now();
+  const [user, system] = readFileSync(times, 'utf8').trim().split(/\s+/).slice(-2).map(Number);
+  return { seconds: (endedAt - started) / 1000, endedAt, cpuSeconds: user! + system!, file };
+};
+
+/** The undici-only lane (bench/undici-ranges.ts): one undici Pool of 8 connections, writes inline. */
+export const undiciOnly = (url: string, dir: string, bytes: number): Promise<Timed> => {
+  const file = path.join(dir, 'model.bin');
+  const lane = path.join(__dirname, 'undici-ranges.js');
+  return timed(file, process.execPath, [lane, url, file, String(bytes), '8']);
 };
 
 /**
@@ -218,6 +240,13 @@ export interface AgentTimed extends Timed {
   readonly peakRssBytes: number;
 }
 
+/** The CPU time (user and system) process `pid` has used so far. */
+const cpuSecondsOf = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+
 const vmHwmBytes = (pid: number): number => {
   const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(match?.[1] ?? NaN) * 1024;
@@ -247,8 +276,11 @@ export const timeAgent = async (
   try {
     const arrivals = await Promise.all(names.map((name) => loads.next(name, timeoutMs)));
     const peakRssBytes = vmHwmBytes(agent.child.pid!);
+    const cpuSeconds = cpuSecondsOf(agent.child.pid!);
     return {
       seconds: (Math.max(...arrivals) - started) / 1000,
+      endedAt: Math.max(...arrivals),
+      cpuSeconds,
       file: path.join(modelDir, names[0]!, 'model.bin'),
       peakRssBytes,
     };
@@ -260,28 +292,37 @@ export const timeAgent = async (
   }
 };
 
-/** One download as the suite records it: how long, and what went through the relay. */
+/** One download as the suite records it: how long, its CPU time, and what went through the relay. */
 export interface Download {
   readonly seconds: number;
+  /** From the source's first GET to the file complete (no source of ours: undefined). */
+  readonly downloadSeconds: number | undefined;
+  readonly cpuSeconds: number;
   /** What the relay counted for it (0 without a relay). */
   readonly relayedBytes: number;
   readonly connections: number;
   readonly peakRssBytes?: number;
 }
 
-/** Runs `fetch` into a fresh dir under `root`, checks the copy, and reads the relay's counts for it. */
+/**
+ * Runs `fetch` into a fresh dir under `root`, checks the copy, and reads the relay's counts for it (and `source`'s
+ * first GET, when the file comes from a source of ours).
+ */
 export const download = async (
   root: string,
   label: string,
   bytes: number,
   relay: RelayProcess | undefined,
   fetch: (dir: string) => Promise<Timed & { peakRssBytes?: number }>,
+  source?: FileSource,
 ): Promise<Download> => {
   const dir = mkdtempSync(path.join(root, 'run-'));
   try {
     settleDisk();
     await relay?.reset();
+    if (source !== undefined) source.firstGetAt = undefined;
     const timed = await fetch(dir);
+    const firstGetAt = source?.firstGetAt;
     checkCopy(timed.file, bytes);
     const stats = await relay?.stats();
     console.log(
@@ -289,6 +330,8 @@ export const download = async (
     );
     return {
       seconds: timed.seconds,
+      downloadSeconds: firstGetAt === undefined ? undefined : (timed.endedAt - firstGetAt) / 1000,
+      cpuSeconds: timed.cpuSeconds,
       relayedBytes: stats?.bytesToClients ?? 0,
       connections: stats?.connections ?? 0,
       ...(timed.peakRssBytes !== undefined ? { peakRssBytes: timed.peakRssBytes } : {}),
@@ -305,12 +348,13 @@ export const compare = async (
   bytes: number,
   relay: RelayProcess | undefined,
   tools: ReadonlyArray<readonly [string, (dir: string) => Promise<Timed>]>,
+  source?: FileSource,
 ): Promise<Map<string, Download[]>> => {
   const runs = new Map(tools.map(([tool]) => [tool, [] as Download[]]));
   for (let round = 0; round < rounds; round++) {
     for (let i = 0; i < tools.length; i++) {
       const [tool, fetch] = tools[(round + i) % tools.length]!;
-      runs.get(tool)!.push(await download(root, `${tool} run ${round + 1}`, bytes, relay, fetch));
+      runs.get(tool)!.push(await download(root, `${tool} run ${round + 1}`, bytes, relay, fetch, source));
     }
   }
   return runs;

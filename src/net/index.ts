@@ -23,12 +23,4 @@ export { reverseProxy, type ReverseProxy, type ReverseProxyOptions } from './rev
 export { createNetwork, type Network, networkFrom, readCaBundle } from './network';
 export { timeoutOf, transportError } from './transport-error';
 export { aggressiveProbing, attemptProbe, containerProber, type ContainerProber } from './container-prober';
-export {
-  DirectBody,
-  DirectClient,
-  isSinkReadable,
-  withFailures,
-  type ByteSink,
-  type DirectResponse,
-  type SinkReadable,
-} from './direct';
+export { readChunks, withFailures, type ChunkTaken, type FlowingBody } from './flowing-body';

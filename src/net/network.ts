@@ -11,7 +11,6 @@ import { HttpProxyAgent } from 'http-proxy-agent';
 import { HttpsProxyAgent } from 'https-proxy-agent';
 import { Agent, ProxyAgent, type Dispatcher } from 'undici';
 import { errorCode } from '../core/errors';
-import { DirectClient } from './direct';
 import { proxyRules, proxySettingsFrom, type ProxyRules, type ProxySettings } from './proxy-rules';
 
 export { proxySettingsFrom, type ProxySettings } from './proxy-rules';
@@ -38,13 +37,11 @@ export interface NetworkOptions {
  * absolute-URI requests, `https://` ones through a CONNECT tunnel (curl's way).
  */
 export interface Network {
-  /** The undici dispatcher for a request to `url`: direct, or through the proxy NO_PROXY does not exempt. */
-  dispatcherFor(url: URL): Dispatcher;
   /**
-   * The client that reads a response body straight from its socket into the reader's buffers (ranged parts of big
-   * files), for a request to `url` that goes direct; undefined when a proxy carries it (undici's way then).
+   * The undici dispatcher for a request to `url`: direct (one pool of keep-alive connections per origin), or through
+   * the proxy NO_PROXY does not exempt. Ranged reads of big files go by it too (`FlowingBody`).
    */
-  directFor(url: URL): DirectClient | undefined;
+  dispatcherFor(url: URL): Dispatcher;
   /** The undici dispatcher that never uses a proxy (the model server is the pod's neighbour). */
   readonly direct: Dispatcher;
   /** The proxy a request to `url` goes through, or undefined (for SDKs that only take a proxy setting). */
@@ -105,10 +102,6 @@ const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
     rejectUnauthorized: tlsSettings.verify !== false,
   };
   const direct = new Agent({ connect: tls });
-  const directClient = new DirectClient({
-    ...(ca !== undefined ? { ca } : {}),
-    rejectUnauthorized: tls.rejectUnauthorized,
-  });
   const undiciProxies = new Map<string, ProxyAgent>();
   const httpDirect = new http.Agent({ keepAlive: true });
   const httpsDirect = new https.Agent({ keepAlive: true, ...tls });
@@ -144,10 +137,6 @@ const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
 
   return {
     dispatcherFor,
-    directFor: (url) =>
-      (url.protocol === 'http:' || url.protocol === 'https:') && rules.proxyFor(url) === undefined
-        ? directClient
-        : undefined,
     direct,
     proxyFor: (url) => rules.proxyFor(url),
     agentFor,
@@ -155,7 +144,6 @@ const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
     withTls: (other) => buildNetwork(rules, other),
     close: async () => {
       for (const nodeAgent of [httpDirect, httpsDirect, agent, ...nodeProxies.values()]) nodeAgent.destroy();
-      directClient.close();
       await Promise.all([direct.close(), ...[...undiciProxies.values()].map((p) => p.close())]);
     },
   };

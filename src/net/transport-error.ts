@@ -26,12 +26,9 @@ const timeoutCodes: Readonly<Record<string, 'connect' | 'headers' | 'body'>> = {
   UND_ERR_CONNECT_TIMEOUT: 'connect',
   UND_ERR_HEADERS_TIMEOUT: 'headers',
   UND_ERR_BODY_TIMEOUT: 'body',
-  MODELSYNC_CONNECT_TIMEOUT: 'connect',
-  MODELSYNC_HEADERS_TIMEOUT: 'headers',
-  MODELSYNC_BODY_TIMEOUT: 'body',
 };
 
-/** Which of undici's timeouts (or a direct read's, `net/direct`) `cause` is (connecting, waiting for headers, waiting for body bytes), if one. */
+/** Which of undici's timeouts `cause` is (connecting, waiting for headers, waiting for body bytes), if one. */
 export const timeoutOf = (cause: unknown): 'connect' | 'headers' | 'body' | undefined => {
   for (const { code } of causeChain(cause)) {
     if (typeof code === 'string' && Object.hasOwn(timeoutCodes, code)) return timeoutCodes[code];

@@ -129,8 +129,8 @@ const s3StorageFor = (
       credentials: s3Credentials(settings.right, env),
       // At a custom endpoint, its own agent (direct or through its proxy); at AWS, one that decides per bucket host.
       agent: endpoint === undefined ? s3Network.agent : s3Network.agentFor(new URL(endpoint)),
-      // Ranged reads of big objects: straight from the socket into the parts' buffers, when no proxy is in the way.
-      directFor: (url) => s3Network.directFor(url),
+      // Ranged reads of big objects by undici, each chunk written as it comes off its socket.
+      dispatcherFor: (url) => s3Network.dispatcherFor(url),
       connectTimeoutMs: config.requestTimeoutMs,
       idleTimeoutMs: config.requestTimeoutMs,
       concurrency: config.storageConcurrency,

@@ -43,7 +43,7 @@ const rangeAfter =
     send(socket, crlf(lines(asked)), asked.bytes(asked.start, asked.end));
 
 /** The Content-Length of the range `asked`. */
-const lengthOf = (asked: AskedRange): string => lengthOf(asked);
+const lengthOf = (asked: AskedRange): string => `Content-Length: ${asked.end - asked.start}`;
 
 /** Writes `head` and `body`, then closes (or, with `close: false`, leaves the socket open: a server that stalls). */
 const send = (socket: Socket, head: string, body: Buffer | string = '', close = true): void => {

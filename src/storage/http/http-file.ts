@@ -5,11 +5,11 @@
 import { EffectError, retryableError } from '../../core/errors';
 import type { Slots } from '../../core/slots';
 import { writeNewFile } from '../../fs';
-import { discardBody, isOk, responseStatusError } from '../../net';
-import { fetchInParts, type RangeReader } from '../parts/fetch-parts';
+import { discardBody, isOk, responseStatusError, withFailures } from '../../net';
+import { fetchInParts, UntrustedBytes, type RangeReader } from '../parts/fetch-parts';
 import { rangedThresholdBytes } from '../parts/part-plan';
 import type { TransferGuard } from '../transfer-guard';
-import type { Attempt, GetOptions } from './http-get';
+import type { Attempt } from './http-get';
 import {
   contentLengthOf,
   contentRangeOf,
@@ -19,14 +19,10 @@ import {
   type BodyResponse,
 } from './resumable-body';
 
-/**
- * Requests the resource again with extra headers (`Range`, `If-Range`) on `signal`, redirects followed; `options`
- * may ask for a body read straight from the socket (ranged parts).
- */
+/** Requests the resource again with extra headers (`Range`, `If-Range`) on `signal`, redirects followed. */
 export type Reopen = (
   headers: Readonly<Record<string, string>>,
   signal: AbortSignal,
-  options?: GetOptions,
 ) => Promise<BodyResponse>;
 
 /** How bodies are saved: connections per file, the process-wide pool, resumes. */
@@ -46,8 +42,6 @@ export interface SaveJob {
   readonly attempt: Attempt;
   readonly guard: TransferGuard;
   readonly reopen: Reopen;
-  /** Its ranged reads go straight into the parts' buffers (`readsDirectly`). */
-  readonly readsDirect: boolean;
 }
 
 /**
@@ -78,9 +72,7 @@ const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeRead
   const validator = validatorOf(first.headers)!;
   const strongEtag = validator.startsWith('"') ? validator : undefined;
   return async (start, end, signal) => {
-    const response = await job.reopen({ range: `bytes=${start}-${end - 1}`, 'if-range': validator }, signal, {
-      direct: true,
-    });
+    const response = await job.reopen({ range: `bytes=${start}-${end - 1}`, 'if-range': validator }, signal);
     if (response.status >= 500 || response.status === 429)
       throw await responseStatusError(job.what, response);
     const range = response.status === 206 ? contentRangeOf(response.headers) : undefined;
@@ -91,7 +83,11 @@ const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeRead
       range.total === size &&
       (strongEtag === undefined || etag === undefined || etag === strongEtag)
     ) {
-      return job.attempt.watch(response.body);
+      const body = job.attempt.watch(response.body);
+      // Not framed by its length (chunked, say): a chunk size no server sends may have passed other bytes as data.
+      return contentLengthOf(response.headers) === undefined
+        ? withFailures(body, (cause) => new UntrustedBytes(cause))
+        : body;
     }
     await discardBody(response);
     throw retryableError(
@@ -155,7 +151,6 @@ export const saveBody = async (
       guard: job.guard,
       first: job.attempt.watch(response.body),
       resumable: isResumable,
-      readsDirect: job.readsDirect,
     },
     { streams: settings.streams, pool: settings.pool, maxResumes: settings.maxResumes },
   );

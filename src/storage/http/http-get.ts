@@ -2,16 +2,7 @@
 import { request } from 'undici';
 import { sameEndpoint } from '../../core/endpoint';
 import { permanentError, type EffectError } from '../../core/errors';
-import {
-  DirectClient,
-  discardBody,
-  httpUrl,
-  isSinkReadable,
-  type Network,
-  timeoutOf,
-  transportError,
-  withFailures,
-} from '../../net';
+import { discardBody, httpUrl, type Network, timeoutOf, transportError, withFailures } from '../../net';
 import { headerOf, type BodyResponse } from './resumable-body';
 
 /** How a GET reaches its server; times in ms. */
@@ -54,13 +45,12 @@ export class Attempt {
     this.controller.abort();
   }
 
-  /** The body; a failure is marked as the connection's (a body read into a sink stays one). */
+  /** The body; a failure is marked as the connection's (undici's body stays a FlowingBody). */
   watch(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
-    const lost = (cause: unknown): unknown => {
+    return withFailures(body, (cause) => {
       this.connectionLost = true;
       return cause;
-    };
-    return isSinkReadable(body) ? withFailures(body, lost) : watched(body, lost);
+    });
   }
 
   /** The EffectError this download failed with, given what reached the catch. */
@@ -87,58 +77,13 @@ export class Attempt {
   }
 }
 
-async function* watched(
-  body: AsyncIterable<Uint8Array>,
-  failure: (cause: unknown) => unknown,
-): AsyncGenerator<Uint8Array> {
-  try {
-    yield* body;
-  } catch (cause) {
-    throw failure(cause);
-  }
-}
-
-// Used without a Network (undici's global pool): direct reads with Node's own CAs.
-let defaultDirect: DirectClient | undefined;
-
-/** How one GET is sent. */
-export interface GetOptions {
-  /**
-   * Read the body straight from the socket into the reader's buffers when the request goes direct (no proxy): for
-   * ranged parts, whose reader takes a SinkReadable (see net/direct). A proxied request goes by undici.
-   */
-  readonly direct?: boolean;
-}
-
-/** The direct client a GET of `url` with `{ direct: true }` goes by, if it goes direct (no proxy). */
-const directClientFor = (url: URL, settings: GetSettings): DirectClient | undefined =>
-  settings.network !== undefined
-    ? settings.network.directFor(url)
-    : (defaultDirect ??= new DirectClient({ rejectUnauthorized: true }));
-
-/** True when ranged reads of `url` (GETs with `{ direct: true }`) go straight into the reader's buffers. */
-export const readsDirectly = (url: URL, settings: GetSettings): boolean =>
-  directClientFor(url, settings) !== undefined;
-
-/** One hop of a GET: undici's request, or the direct client's when `options.direct` and no proxy is in the way. */
+/** One hop of a GET, on undici's pool for `url` (the Network's: direct or through its proxy). */
 const getOnce = async (
   url: URL,
   settings: GetSettings,
   headers: Readonly<Record<string, string>>,
   signal: AbortSignal,
-  options: GetOptions,
 ): Promise<BodyResponse> => {
-  const client = options.direct === true ? directClientFor(url, settings) : undefined;
-  if (client !== undefined) {
-    const response = await client.get({
-      url,
-      headers,
-      signal,
-      headersTimeoutMs: settings.connectTimeoutMs,
-      idleTimeoutMs: settings.idleTimeoutMs,
-    });
-    return { status: response.status, headers: response.headers, body: response.body };
-  }
   const response = await request(url, {
     method: 'GET',
     headers,
@@ -163,7 +108,6 @@ export const httpGet = async (
   signal: AbortSignal,
   credentials: Readonly<Record<string, string>>,
   extraHeaders: Readonly<Record<string, string>> = {},
-  options: GetOptions = {},
 ): Promise<BodyResponse> => {
   let current = url;
   for (let hop = 0; ; hop++) {
@@ -177,7 +121,6 @@ export const httpGet = async (
         ...extraHeaders,
       },
       signal,
-      options,
     );
     const location = headerOf(answer.headers, 'location');
     if (!redirectStatuses.has(answer.status) || location === undefined) return answer;

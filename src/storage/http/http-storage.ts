@@ -10,7 +10,7 @@ import { archiveFormatOf, extractStream, type ArchiveFormat } from '../archive/e
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { discardBody, httpUrl, isOk, responseStatusError, type Network } from '../../net';
 import { saveBody, wholeBody, type Reopen } from './http-file';
-import { Attempt, httpGet, readsDirectly } from './http-get';
+import { Attempt, httpGet } from './http-get';
 import { contentLengthOf, headerOf, validatorOf, type BodyResponse } from './resumable-body';
 import { TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
@@ -112,7 +112,7 @@ const download = async (
     space: { dir: targetDir, check: limits.spaceCheck },
   });
   const credentials = settings.headersByHost?.get(hostKey(url.hostname)) ?? {};
-  const get: Reopen = (extra, on, options) => httpGet(url, settings, what, on, credentials, extra, options);
+  const get: Reopen = (extra, on) => httpGet(url, settings, what, on, credentials, extra);
   // One file's URL: the patterns decide before the GET (an archive's entries are the extractor's to select).
   if (!selectsAll(request?.select) && archiveFormatOf(url.pathname) === undefined) {
     const name = fileNameOf(url, what);
@@ -167,11 +167,7 @@ const download = async (
       report: progress,
     });
     if (to !== undefined) {
-      await saveBody(
-        response,
-        { what, to, attempt, guard, reopen: get, readsDirect: readsDirectly(url, settings) },
-        settings,
-      );
+      await saveBody(response, { what, to, attempt, guard, reopen: get }, settings);
       return;
     }
     const body = wholeBody(response, { what, attempt, guard, reopen: get }, settings.maxResumes);

@@ -3,7 +3,7 @@ import type { ListingCap } from '../download-limits';
 import { retryableError } from '../../core/errors';
 import { selectionKey } from '../../core/file-selection';
 import { discardBody, isOk, responseStatusError } from '../../net';
-import { Attempt, httpGet, readsDirectly } from '../http/http-get';
+import { Attempt, httpGet } from '../http/http-get';
 import { contentRangeOf, type BodyResponse } from '../http/resumable-body';
 import { classifiedBody, type ObjectStoreClient, type StoredObject } from '../object-store/client';
 import { listTree, pythonQuote, resolveCommit, type HubCommit, type HubReach } from './hub-api';
@@ -50,7 +50,7 @@ const readFile = async (
   let response: BodyResponse;
   try {
     const range: Record<string, string> = ranged ? { range: `bytes=${offset}-${end - 1}` } : {};
-    response = await httpGet(url, getSettings(reach), what, signal, credentials, range, { direct: ranged });
+    response = await httpGet(url, getSettings(reach), what, signal, credentials, range);
   } catch (cause) {
     throw attempt.failure(cause);
   }
@@ -90,7 +90,6 @@ export const hubRepoClient = (reach: HubClientSettings, repo: HfRepo): ObjectSto
   let commit: HubCommit = { sha: '', gated: false };
   const atCommit = (): HubFailure => ({ ...failure, what: `${failure.what} (commit ${commit.sha})` });
   return {
-    readsDirect: readsDirectly(new URL(reach.endpoint), getSettings(reach)),
     repo: {
       identity: (select) => {
         const key = selectionKey(select);

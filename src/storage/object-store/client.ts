@@ -1,6 +1,7 @@
 /** The small interface each remote store (S3, GCS, Azure Blob, the Hub) implements for the one download engine. */
 import type { FileSelection } from '../../core/file-selection';
-import { isSinkReadable, withFailures } from '../../net';
+import { Readable } from 'node:stream';
+import { withFailures } from '../../net';
 import type { ContentDigest } from '../listed-content';
 
 /** Where the objects of one model live: a bucket (or container) and a key prefix. */
@@ -42,8 +43,6 @@ export interface ListingBounds {
 
 /** What a store client does; every failure is an EffectError with a kind (never a raw SDK error). */
 export interface ObjectStoreClient {
-  /** Its ranged reads come straight from their sockets into a part's buffers (see `PartsJob.readsDirect`). */
-  readonly readsDirect?: boolean;
   /** Set for a repository at a commit (see RepoListing); absent: a bucket. */
   readonly repo?: RepoListing;
   /**
@@ -65,15 +64,15 @@ export interface ObjectStoreClient {
 }
 
 /**
- * `body` with each failure thrown as `failure(cause)` (the store's EffectError), for a client's `read`: a body read
- * straight from its socket stays one; a chunked one runs `end` however its reading ends (an SDK stream destroyed).
+ * `body` with each failure thrown as `failure(cause)` (the store's EffectError), for a client's `read`: a Readable
+ * (undici's, an SDK's) stays a FlowingBody; any other runs `end` however its reading ends.
  */
 export const classifiedBody = (
   body: AsyncIterable<Uint8Array>,
   failure: (cause: unknown) => unknown,
   end?: () => void,
 ): AsyncIterable<Uint8Array> =>
-  isSinkReadable(body) ? withFailures(body, failure) : chunksOf(body, failure, end);
+  body instanceof Readable || 'readable' in body ? withFailures(body, failure) : chunksOf(body, failure, end);
 
 async function* chunksOf(
   body: AsyncIterable<Uint8Array>,

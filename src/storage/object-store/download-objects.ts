@@ -113,7 +113,6 @@ const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<
           const error = toEffectError(cause);
           return error.retryable && resumableKinds.has(error.kind);
         },
-        readsDirect: job.client.readsDirect === true,
       },
       { streams: job.streams, pool: job.pool, maxResumes: job.maxResumes },
     );

@@ -19,8 +19,8 @@ import { lazyModule } from '../../core/lazy-module';
 import { changedObject, s3Error, type S3Request } from './s3-errors';
 import { invalidListing, storedObject } from './listing-bounds';
 import { jsonObject } from '../../core/json/json-object';
-import type { DirectClient } from '../../net';
-import { DirectRangeHandler } from './s3-direct-handler';
+import type { Dispatcher } from 'undici';
+import { RangeHandler } from './s3-range-handler';
 import { boundS3Answers } from './s3-answers';
 import { defaultDownloadLimits, type MinRate } from '../download-limits';
 
@@ -53,10 +53,10 @@ export interface S3ClientSettings {
   /** The SDK's attempts per request before a transient failure fails the attempt (default `storageRequestTries`). */
   readonly maxAttempts?: number;
   /**
-   * The direct client for a request to `url` (`Network.directFor`): ranged GetObjects go on it, their bodies read
-   * straight into a part's buffers; absent, every request goes by the SDK's handler.
+   * The undici dispatcher for a request to `url` (`Network.dispatcherFor`): ranged GetObjects go by it, a part taking
+   * their chunks as they come (FlowingBody); absent, every request goes by the SDK's handler.
    */
-  readonly directFor?: (url: URL) => DirectClient | undefined;
+  readonly dispatcherFor?: (url: URL) => Dispatcher | undefined;
   /** The slowest a store's answer (a listing page, an error) may come; default `--min-download-rate`'s. */
   readonly minRate?: MinRate;
 }
@@ -74,7 +74,7 @@ const anonymousAuth = (): Pick<S3ClientConfig, 'httpAuthSchemes'> => ({
   })),
 });
 
-/** The SDK's node:http handler on the settings' agent, with ranged reads sent direct when `directFor` is given. */
+/** The SDK's node:http handler on the settings' agent, with ranged reads sent by undici when `dispatcherFor` is given. */
 const requestHandlerOf = (settings: S3ClientSettings): NodeHttpHandler => {
   const connectTimeoutMs = settings.connectTimeoutMs ?? 30_000;
   const idleTimeoutMs = settings.idleTimeoutMs ?? 60_000;
@@ -83,18 +83,12 @@ const requestHandlerOf = (settings: S3ClientSettings): NodeHttpHandler => {
     socketTimeout: idleTimeoutMs,
     ...(settings.agent !== undefined ? { httpAgent: settings.agent, httpsAgent: settings.agent } : {}),
   });
-  if (settings.directFor === undefined) return inner;
-  return new DirectRangeHandler(inner, {
-    directFor: settings.directFor,
+  if (settings.dispatcherFor === undefined) return inner;
+  return new RangeHandler(inner, {
+    dispatcherFor: settings.dispatcherFor,
     connectTimeoutMs,
     idleTimeoutMs,
   }) as unknown as NodeHttpHandler;
-};
-
-/** Whether ranged reads go direct: the store's endpoint (AWS's for the region, without one) has no proxy. */
-const readsDirectly = (settings: S3ClientSettings): boolean => {
-  const endpoint = settings.endpoint ?? `https://s3.${settings.region}.amazonaws.com`;
-  return URL.canParse(endpoint) && settings.directFor?.(new URL(endpoint)) !== undefined;
 };
 
 /** The SDK client for `settings`, each answer it reads whole bounded while it streams (boundS3Answers). */
@@ -223,12 +217,8 @@ const readObject = async (
   }
 };
 
-/**
- * An ObjectStoreClient over one SDK client: every failure an EffectError naming the bucket and the key;
- * `readsDirect` when the client's ranged reads go direct (`S3ClientSettings.directFor`).
- */
-export const s3ObjectClient = (client: S3Client, readsDirect = false): ObjectStoreClient => ({
-  readsDirect,
+/** An ObjectStoreClient over one SDK client: every failure an EffectError naming the bucket and the key. */
+export const s3ObjectClient = (client: S3Client): ObjectStoreClient => ({
   list: (location, signal, bounds) => listObjects(client, location, signal, bounds),
   read: (location, object, offset, signal, end) => readObject(client, location, object, offset, signal, end),
 });
@@ -269,10 +259,7 @@ export const s3Storage = (options: S3StorageOptions): StorageProvider => {
     schemes: ['s3'],
     resolve: (uri) =>
       E.map((location: ObjectLocation) => {
-        client ??= s3ObjectClient(
-          s3SdkClient({ ...options, minRate: options.limits?.minRate }),
-          readsDirectly(options),
-        );
+        client ??= s3ObjectClient(s3SdkClient({ ...options, minRate: options.limits?.minRate }));
         return { client, location };
       })(parseS3Uri(uri)),
   });

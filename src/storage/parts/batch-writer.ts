@@ -2,7 +2,6 @@
  * BatchWriter: one connection's bytes gathered into one of two buffers and written at their place in the file while
  * the other fills, so the connection keeps reading while the disk takes a batch.
  */
-import type { ByteSink } from '../../net';
 import type { FileWrites } from './file-writes';
 
 /** Writes `length` bytes of `buffer` whole at `position` (a positional write may write less than asked). */
@@ -19,8 +18,7 @@ const writeWhole = async (
 };
 
 /**
- * Writes consecutive bytes from `from` on, for one connection: a socket reads straight into the buffer filling
- * (`space`, `landed`: a ByteSink), or `add` hands a chunk in. While the file's writes are inline (FileWrites), what
+ * Writes consecutive bytes from `from` on, for one connection: `add` hands each chunk in. While the file's writes are inline (FileWrites), what
  * lands is written at once and the buffer starts over; else it is gathered, and when the buffer is full its write
  * starts on the thread pool and the other buffer fills; the reader waits only when the other's write is still
  * running. Writes run one at a time and in order, so `written` (told after each one) is always the end of a
@@ -36,7 +34,7 @@ const writeWhole = async (
  * themselves with one writev per batch saved 4-8 % of the CPU on a quiet host, but on a busy one the 4 GiB download
  * peaked at 155 MiB of RSS (132-135 with the copy, in every run): tried and dropped.
  */
-export class BatchWriter implements ByteSink {
+export class BatchWriter {
   private readonly buffers: readonly [Buffer, Buffer];
   private filling = 0;
   private filled = 0;
@@ -58,52 +56,49 @@ export class BatchWriter implements ByteSink {
     this.at = from;
   }
 
-  /** Copies `chunk` in, writing each buffer as it fills; rejects with the first write's failure. */
-  async add(chunk: Uint8Array): Promise<void> {
-    if (this.failure !== undefined) throw this.failure.cause;
-    if (this.writesInline(chunk, chunk.byteLength)) return;
+  /**
+   * Writes `chunk` inline, or copies it in, writing each buffer as it fills: a promise when the caller must wait (read
+   * nothing more until it settles); throws or rejects with the first write's failure.
+   */
+  add(chunk: Uint8Array): Promise<void> | undefined {
+    if (this.failure !== undefined) return this.settled();
+    // A chunk of an eighth of a buffer or more goes as it is; smaller ones (a few KiB a read) are gathered first.
+    const big = chunk.byteLength * 8 >= this.buffers[0].byteLength;
+    if (big && this.filled === 0 && this.writesInline(chunk, chunk.byteLength)) return undefined;
     for (let copied = 0; copied < chunk.byteLength;) {
       const buffer = this.buffers[this.filling]!;
       const n = Math.min(chunk.byteLength - copied, buffer.byteLength - this.filled);
       buffer.set(chunk.subarray(copied, copied + n), this.filled);
       copied += n;
-      await this.landed(n);
+      const wait = this.landed(n);
+      if (wait !== undefined) {
+        return copied < chunk.byteLength ? wait.then(() => this.add(chunk.subarray(copied))) : wait;
+      }
     }
-  }
-
-  /** The free end of the buffer filling, at most `max` bytes: where a socket reads straight in (ByteSink). */
-  space(max: number): Uint8Array {
-    const buffer = this.buffers[this.filling]!;
-    return buffer.subarray(
-      this.filled,
-      this.filled + Math.max(0, Math.min(max, buffer.byteLength - this.filled)),
-    );
+    return undefined;
   }
 
   /**
    * `bytes` more of the buffer filling hold data. A full buffer starts its write at once when none is running, else
-   * the promise waits for the running one and then starts it (read nothing more until it settles); rejects with the
-   * first write's failure.
+   * the promise waits for the running one and then starts it; rejects with the first write's failure.
    */
-  landed(bytes: number): Promise<void> | undefined {
-    if (this.failure !== undefined) return this.settled();
-    if (this.writesInline(this.buffers[this.filling]!, bytes)) return undefined;
+  private landed(bytes: number): Promise<void> | undefined {
     this.filled += bytes;
     if (this.filled < this.buffers[this.filling]!.byteLength) return undefined;
     if (this.running === undefined && this.failure === undefined) {
-      this.beginWrite();
+      if (this.writesInline(this.buffers[this.filling]!, this.filled)) this.filled = 0;
+      else this.beginWrite();
       return undefined;
     }
     return this.settled().then(() => this.beginWrite());
   }
 
   /**
-   * Writes the first `length` bytes of `from` (a chunk, or the buffer filling, which then holds nothing else) at once,
-   * on this thread, when the file's writes are inline and nothing of this writer is gathered or being written: true
-   * when it did. Throws a failed write as its error (and every later call rejects with it).
+   * Writes the first `length` bytes of `from` (a chunk, or the full buffer) at once, on this thread, when the file's
+   * writes are inline and nothing of this writer is being written: true when it did. Throws a failed write as its error (and every later call rejects with it).
    */
   private writesInline(from: Uint8Array, length: number): boolean {
-    if (this.filled > 0 || this.running !== undefined || this.failure !== undefined) return false;
+    if (this.running !== undefined || this.failure !== undefined) return false;
     try {
       if (!this.file.inline(from, 0, length, this.at)) return false;
     } catch (cause) {

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { retryableError } from '../../core/errors';
 import { inSlot, type Slots } from '../../core/slots';
 import { fsError, step } from '../../fs';
-import { isSinkReadable } from '../../net';
+import { readChunks } from '../../net';
 import type { TransferGuard } from '../transfer-guard';
 import { BatchWriter } from './batch-writer';
 import { fileWrites, type FileWrites } from './file-writes';
@@ -20,6 +20,16 @@ export type RangeReader = (
   end: number,
   signal: AbortSignal,
 ) => Promise<AsyncIterable<Uint8Array>>;
+
+/**
+ * A ranged body's failure after which the bytes it brought are read again, not kept: the body was not framed by its
+ * length, and its framing (a chunk size no server sends) may have passed other bytes as data before it failed.
+ */
+export class UntrustedBytes extends Error {
+  constructor(cause: unknown) {
+    super('an answer not framed by its length broke off', { cause });
+  }
+}
 
 /** One file to fetch in parts. */
 export interface PartsJob {
@@ -36,11 +46,6 @@ export interface PartsJob {
   readonly first?: AsyncIterable<Uint8Array>;
   /** True for a failure a new ranged read may get past (a cut connection, a stall), never for `changed`. */
   readonly resumable: (cause: unknown) => boolean;
-  /**
-   * The ranged reads come straight from their sockets into the connections' buffers (`isSinkReadable` bodies): a
-   * further connection then costs little CPU, and all open at once (no one-stream rule, unless the settings give one).
-   */
-  readonly readsDirect?: boolean;
 }
 
 /** How many connections, from where, and how hard a range is retried. */
@@ -68,22 +73,20 @@ export interface PartsSettings {
 }
 
 /**
- * Each of a connection's two buffers. Chunks copied in (undici's, the SDKs' bodies): 512 KiB, since a write per socket
- * read (64 KiB) would cost a thread-pool round trip each. Read straight from the socket: 128 KiB, a read never
- * bringing more than its buffer holds; measured, 1 GiB through the relay from start to exit, five runs each, 3.59-3.63 s
- * and 0.84-0.97 CPU-s of system time with 128 KiB against 3.65-3.77 s and 1.07-1.21 with 512 KiB (the page cache's
- * copy of the smaller writes costs less here). Two of either stay below the smallest range split off (4 MiB), so no
- * byte buffered past a split is ever written.
+ * Each of a connection's two buffers: 128 KiB, where chunks under 16 KiB are gathered into one write, inline or on the
+ * thread pool (a thread-pool round trip per chunk would cost more). 512 KiB cost more system time in the page cache's
+ * copy (1 GiB through the relay, five runs each: 1.07-1.21 CPU-s against 0.84-0.97) and, with chunks gathered, 147 MiB
+ * of peak RSS for a 4 GiB file (issue 28). Two stay below the smallest range split off (4 MiB), so no byte buffered
+ * past a split is ever written.
  */
-const batchBytesFor = (job: PartsJob): number => (job.readsDirect === true ? 2 ** 17 : 2 ** 19);
+const batchBytes = 2 ** 17;
 
 /**
  * Reads `body` into `part` from `part.next` on until the body ends or the part's end (which shrinks when another
  * connection takes its second half: what the server sent past it is never counted or written); `part.next` is moved
  * only past bytes written, so a cut resumes exactly there, and bytes received before the body failed are still
- * written. A body read straight from its socket (`isSinkReadable`) lands in the connection's two buffers with no
- * copy; any other comes as chunks copied in, in one loop with no generator per chunk. Only the bytes written pass
- * the guard.
+ * written. Each chunk is handed to the writer as it comes (readChunks), with no generator per chunk. Only the bytes
+ * written pass the guard.
  */
 const writePart = async (
   job: PartsJob,
@@ -106,27 +109,15 @@ const writePart = async (
   const stopReading = job.guard.reading();
   let at = part.next;
   try {
-    if (isSinkReadable(body)) {
-      // The sink's space ends at the part's end: a read never brings a byte past it.
-      await body.readInto({
-        space: (max) => writer.space(Math.min(max, part.end - at)),
-        landed: (bytes) => {
-          job.guard.received(bytes);
-          at += bytes;
-          return writer.landed(bytes);
-        },
-      });
-      return;
-    }
-    for await (const chunk of body) {
+    // No stop at the part's end: an answer of exactly these bytes ends by itself and keeps its connection alive for
+    // the next range; only one that runs past it (the first GET's, a split range's) is dropped.
+    await readChunks(body, (chunk) => {
       const take = Math.min(chunk.byteLength, part.end - at);
-      if (take <= 0) break;
+      if (take <= 0) return false;
       job.guard.received(take);
       at += take;
-      await writer.add(take === chunk.byteLength ? chunk : chunk.subarray(0, take));
-      // No break at the part's end: an answer of exactly these bytes ends by itself and keeps its connection alive
-      // for the next range; only one that runs past it (the first GET's, a split range's) is dropped.
-    }
+      return writer.add(take === chunk.byteLength ? chunk : chunk.subarray(0, take));
+    });
   } finally {
     stopReading();
     await writer.flush();
@@ -143,7 +134,7 @@ export interface OneStreamRule {
  * 6 MiB in 60 ms (105 MB/s): one connection that brings this much this soon is not held back by a per-connection cap,
  * and more connections would only cost the client's CPU and disk when their bodies come as chunks (measured over
  * loopback through undici, 1 GiB on 2 cores: 8 connections 2.77-3.51 s, one 2.00-2.43 s; read straight from their
- * sockets, 8 took 1.17-1.28 s, so no rule applies to those, `PartsJob.readsDirect`; one loopback connection wrote 7.5-12.5 MiB in its first 60 ms, one
+ * sockets, 8 took 1.17-1.28 s, but that reader is gone: undici's 8 took 5.6 s where one took 3.2, issue 28); one loopback connection wrote 7.5-12.5 MiB in its first 60 ms, one
  * through a relay of 40 MB/s a connection 2.5 MiB). A cloud store's connection carries tens of MB/s, slower still in
  * TCP's slow start. The wait costs a capped download about 30 ms (see leaderIsEnough) before its other connections
  * open.
@@ -221,6 +212,7 @@ const fetchPart = async (
       );
     } catch (cause) {
       body = undefined;
+      if (cause instanceof UntrustedBytes) part.next = before;
       if (signal.aborted || !job.resumable(cause)) throw cause;
       idle = part.next - before >= progressBytes ? 0 : idle + 1;
       if (idle > maxResumes) throw cause;
@@ -236,8 +228,8 @@ const fetchPart = async (
  * `streams` connections: the caller's, and each further one once the pool grants it. Idle connections take over
  * half of the widest range left (PartPlan), so all end together. The first failure that cannot be resumed stops
  * every range and is thrown (the file is left for the caller's staging dir to delete); `changed` (the version
- * moved) is never resumed, so the next attempt starts whole. Memory: two buffers per connection (batchBytesFor), and
- * a direct connection's 64 KiB head buffer, whatever the size.
+ * moved) is never resumed, so the next attempt starts whole. Memory: two buffers per connection (batchBytes),
+ * whatever the size.
  */
 export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Promise<void> => {
   const file = await step(`${job.what}: cannot create ${job.to}`, () => open(job.to, 'wx'));
@@ -254,7 +246,6 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
   let failure: { cause: unknown } | undefined;
   // Bytes written by every connection: while the first works alone, what it brought.
   const written = { bytes: 0 };
-  const batchBytes = batchBytesFor(job);
   const connection = async (first?: AsyncIterable<Uint8Array>): Promise<void> => {
     // Two buffers per connection for all its ranges: allocated outside V8's heap pool, reused for every batch.
     const buffers = [Buffer.allocUnsafeSlow(batchBytes), Buffer.allocUnsafeSlow(batchBytes)] as const;
@@ -272,12 +263,7 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
   try {
     // Started first, so the response already open at byte 0 gets the range that starts there.
     const leader = connection(job.first);
-    const rule =
-      settings.oneStream !== undefined
-        ? settings.oneStream
-        : job.readsDirect === true
-          ? null
-          : defaultOneStreamRule;
+    const rule = settings.oneStream !== undefined ? settings.oneStream : defaultOneStreamRule;
     const oneIsEnough =
       connections > 1 &&
       rule !== null &&

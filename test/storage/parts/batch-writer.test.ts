@@ -69,7 +69,7 @@ describe('BatchWriter', () => {
     // The first buffer is being written: the second one takes these without waiting.
     await writer.add(Buffer.from('efg'));
     let third = false;
-    const adding = writer.add(Buffer.from('hij')).then(() => (third = true));
+    const adding = writer.add(Buffer.from('hij'))!.then(() => (third = true));
     await settle();
     expect(third).toBe(false);
     expect(writes).toHaveLength(1);
@@ -122,23 +122,16 @@ describe('BatchWriter', () => {
     expect((await readFile(path.join(dir.path, 'cut.bin'))).toString()).toBe('0123456789');
   });
 
-  it('gives its free space to a reader that reads straight in, starting a full buffer’s write at once', async () => {
+  it('starts a full buffer’s write at once, and asks the reader to wait only while both buffers are taken', async () => {
     const { file, writes } = heldFile();
     const ends: number[] = [];
     const writer = new BatchWriter(fileWrites(file), buffers(4), 10, (end) => ends.push(end), asWriteError);
-    // The space never passes what the reader may take, nor the buffer's end.
-    expect(writer.space(2).byteLength).toBe(2);
-    const space = writer.space(100);
-    expect(space.byteLength).toBe(4);
-    space.set(Buffer.from('abc'));
-    expect(writer.landed(3)).toBeUndefined();
-    writer.space(100).set(Buffer.from('d'));
+    expect(writer.add(Buffer.from('abc'))).toBeUndefined();
     // Full, with no write running: it starts now, and the reader need not wait.
-    expect(writer.landed(1)).toBeUndefined();
+    expect(writer.add(Buffer.from('d'))).toBeUndefined();
     expect(writes.map((w) => [w.position, w.bytes.toString()])).toEqual([[10, 'abcd']]);
-    writer.space(4).set(Buffer.from('efgh'));
     // The other buffer is full too while the first write runs: the reader waits for it.
-    const waiting = writer.landed(4);
+    const waiting = writer.add(Buffer.from('efgh'));
     expect(waiting).toBeInstanceOf(Promise);
     let waited = false;
     void waiting!.then(() => (waited = true));
@@ -158,10 +151,8 @@ describe('BatchWriter', () => {
   it('rejects the reader’s wait with the first failed write', async () => {
     const { file, writes } = heldFile();
     const writer = new BatchWriter(fileWrites(file), buffers(2), 0, () => undefined, asWriteError);
-    writer.space(2).set(Buffer.from('ab'));
-    expect(writer.landed(2)).toBeUndefined();
-    writer.space(2).set(Buffer.from('cd'));
-    const waiting = writer.landed(2);
+    expect(writer.add(Buffer.from('ab'))).toBeUndefined();
+    const waiting = writer.add(Buffer.from('cd'));
     writes[0]!.fail(new Error('EIO'));
     await expect(waiting).rejects.toThrow('cannot write: Error: EIO');
     expect(writes).toHaveLength(1);
@@ -211,18 +202,12 @@ describe('fileWrites', () => {
 describe('BatchWriter with inline writes', () => {
   const dir = useTempDir('batch-writer-inline');
 
-  it('writes what lands at once, from the start of its buffer, telling each end', async () => {
+  it('writes each chunk at once, gathering nothing, telling each end', async () => {
     const file = await open(path.join(dir.path, 'inline.bin'), 'w+');
     const ends: number[] = [];
     try {
       const writer = new BatchWriter(fileWrites(file), buffers(4), 2, (end) => ends.push(end), asWriteError);
-      for (const chunk of ['abc', 'de', 'f']) {
-        const space = writer.space(4);
-        // Nothing gathered: every read lands at the buffer's start.
-        expect(space.byteOffset).toBe(writer.space(4).byteOffset);
-        space.set(Buffer.from(chunk));
-        expect(writer.landed(chunk.length)).toBeUndefined();
-      }
+      for (const chunk of ['abc', 'de', 'f']) expect(writer.add(Buffer.from(chunk))).toBeUndefined();
       await writer.add(Buffer.from('ghijk'));
       await writer.flush();
     } finally {
@@ -254,8 +239,7 @@ describe('BatchWriter with inline writes', () => {
     const writes = fileWrites({ write: file.write.bind(file), fd: file.fd });
     await file.close();
     const writer = new BatchWriter(writes, buffers(4), 0, () => undefined, asWriteError);
-    writer.space(4).set(Buffer.from('ab'));
-    expect(() => writer.landed(2)).toThrow('cannot write: Error: EBADF');
+    expect(() => writer.add(Buffer.from('ab'))).toThrow('cannot write: Error: EBADF');
     await expect(writer.add(Buffer.from('c'))).rejects.toThrow('cannot write: Error: EBADF');
     await expect(writer.flush()).rejects.toThrow('cannot write: Error: EBADF');
   });

@@ -1,7 +1,8 @@
 /** Tests of fetchInParts' choice of connections: a first connection fast enough alone fetches the whole file. */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ByteSink, SinkReadable } from '../../../src/net';
+import { Readable } from 'node:stream';
+import type { FlowingBody } from '../../../src/net';
 import { fetchInParts, type PartsJob } from '../../../src/storage/parts/fetch-parts';
 import { TransferGuard } from '../../../src/storage/transfer-guard';
 import { waitFor } from '../../../src/testing/wait';
@@ -68,40 +69,36 @@ const steppedClock = () => {
 };
 
 /**
- * A store whose bodies are read into the reader's sink, as the direct client's are: each read fills at most what the
- * sink's space holds (and 48 KiB), one per turn of the event loop, and waits whenever `landed` says so.
+ * A store whose bodies flow as undici's do (FlowingBody): chunks of 48 KiB pushed one per turn of the event loop, each
+ * taken in the Readable's 'data' as it comes, never iterated.
  */
-const sinkReads = () => {
+const flowingReads = () => {
   const reads: Array<readonly [number, number]> = [];
   const bodies = { open: 0, most: 0, ended: 0, stopped: 0, landed: 0 };
   const read: PartsJob['read'] = (start, end) => {
     reads.push([start, end]);
-    const body: SinkReadable = {
-      direct: true,
-      readInto: async (sink: ByteSink) => {
-        bodies.most = Math.max(bodies.most, ++bodies.open);
-        try {
-          for (let at = start; at < end;) {
-            await new Promise((resolve) => setImmediate(resolve));
-            const space = sink.space(end - at);
-            if (space.byteLength === 0) {
-              bodies.stopped++;
-              return false;
-            }
-            const bytes = Math.min(space.byteLength, 48 * 1024);
-            space.set(data.subarray(at, at + bytes));
-            at += bytes;
-            bodies.landed += bytes;
-            await sink.landed(bytes);
-          }
-          bodies.ended++;
-          return true;
-        } finally {
-          bodies.open--;
-        }
+    bodies.most = Math.max(bodies.most, ++bodies.open);
+    let at = start;
+    const readable = new Readable({
+      read() {
+        setImmediate(() => {
+          if (at >= end) return void this.push(null);
+          const bytes = Math.min(end - at, 48 * 1024);
+          bodies.landed += bytes;
+          this.push(data.subarray(at, (at += bytes)));
+        });
       },
+    });
+    readable.once('close', () => {
+      bodies.open--;
+      if (readable.readableEnded) bodies.ended++;
+      else bodies.stopped++;
+    });
+    const body: FlowingBody = {
+      readable,
+      failure: (cause) => cause,
       [Symbol.asyncIterator]: () => {
-        throw new Error('a body read into a sink is not iterated');
+        throw new Error('a flowing body is not iterated');
       },
     };
     return Promise.resolve(body);
@@ -186,24 +183,24 @@ describe('fetchInParts', () => {
     expect(alongside[0]).toBe(1_000);
   });
 
-  it('reads bodies that go straight into its buffers byte-exact, each range to its end', async () => {
-    const store = sinkReads();
-    await fetchInParts({ ...job(store.read, 'direct.bin'), readsDirect: true }, { streams: 4 });
+  it('reads flowing bodies byte-exact, each range to its end', async () => {
+    const store = flowingReads();
+    await fetchInParts(job(store.read, 'direct.bin'), { streams: 4 });
     expect((await readFile(path.join(tmp.path, 'direct.bin'))).equals(data)).toBe(true);
     expect(store.bodies.ended + store.bodies.stopped).toBe(store.reads.length);
   });
 
-  it('opens every connection at once when its reads go straight into its buffers (no one-stream rule)', async () => {
+  it('opens every connection at once when the settings give no one-stream rule', async () => {
     // As fast as the store that stays on one connection under the rule (the first test), on a clock that stands
     // still as there: under a rule, the first connection would bring its 6 MiB and keep the file to itself.
-    const store = sinkReads();
+    const store = flowingReads();
     // Bytes landed when each read began.
     const landedAt: number[] = [];
     const read: PartsJob['read'] = (start, end, signal) => {
       landedAt.push(store.bodies.landed);
       return store.read(start, end, signal);
     };
-    await fetchInParts({ ...job(read, 'all-at-once.bin'), readsDirect: true }, { streams: 4, now: () => 0 });
+    await fetchInParts(job(read, 'all-at-once.bin'), { streams: 4, oneStream: null, now: () => 0 });
     expect((await readFile(path.join(tmp.path, 'all-at-once.bin'))).equals(data)).toBe(true);
     expect(store.bodies.most).toBe(4);
     // The four connections' first reads all began before any body brought a byte: nothing was waited for.

@@ -1,9 +1,10 @@
 /**
- * Tests of S3's ranged reads on the direct client (DirectRangeHandler): against s3rver behind a fault proxy that checks
- * every SigV4 signature, a ranged GetObject goes on the direct client, signed as the SDK signed it, and its body is
- * read straight into a sink; the store's refusals keep their meaning; every other request stays on the SDK's handler.
+ * Tests of S3's ranged reads by undici (RangeHandler): against s3rver behind a fault proxy that checks every SigV4
+ * signature, a ranged GetObject goes by undici, signed as the SDK signed it, and its body flows chunk by chunk
+ * (FlowingBody); the store's refusals keep their meaning; every other request stays on the SDK's handler.
  */
-import { DirectClient, isSinkReadable, type ByteSink } from '../../../src/net';
+import { Agent, type Dispatcher } from 'undici';
+import { readChunks, type FlowingBody } from '../../../src/net';
 import type { ObjectLocation, StoredObject } from '../../../src/storage/object-store/client';
 import { s3Credentials } from '../../../src/storage/object-store/s3-credentials';
 import { s3ObjectClient, s3SdkClient } from '../../../src/storage/object-store/s3';
@@ -13,11 +14,9 @@ import { checkSignatures, startS3Server, type S3Server } from '../../helpers/s3-
 
 let server: S3Server;
 let proxy: FaultProxy;
-const direct = new DirectClient({ rejectUnauthorized: true });
-const directGets: URL[] = [];
-const counted = {
-  get: (request: Parameters<DirectClient['get']>[0]) => (directGets.push(request.url), direct.get(request)),
-};
+const pool = new Agent();
+const rangedGets: URL[] = [];
+const counted = (url: URL): Dispatcher => (rangedGets.push(url), pool);
 
 // Each MiB stamped with its index: a range read from the wrong place shows.
 const weights = Buffer.concat(Array.from({ length: 3 }, (_, i) => Buffer.alloc(2 ** 20, `mib-${i}-`)));
@@ -33,18 +32,16 @@ beforeAll(async () => {
 beforeEach(() => {
   proxy.reset();
   proxy.inject(checkSignatures(server.keys));
-  directGets.length = 0;
+  rangedGets.length = 0;
 });
 
 afterAll(async () => {
-  direct.close();
+  await pool.close();
   await proxy?.close();
   await server?.close();
 });
 
-const client = (
-  directFor: (url: URL) => DirectClient | undefined = () => counted as unknown as DirectClient,
-) =>
+const client = (dispatcherFor: (url: URL) => Dispatcher | undefined = counted) =>
   s3ObjectClient(
     s3SdkClient({
       endpoint: proxy.url,
@@ -55,9 +52,8 @@ const client = (
         { AWS_ACCESS_KEY_ID: server.keys.accessKeyId, AWS_SECRET_ACCESS_KEY: server.keys.secretAccessKey },
       ),
       maxAttempts: 1,
-      directFor,
+      dispatcherFor,
     }),
-    true,
   );
 
 /** The listed object, as the downloader would have it. */
@@ -67,40 +63,28 @@ const listed = async (): Promise<StoredObject> => {
   throw new Error('nothing listed');
 };
 
-/** A sink of 64 KiB pieces gathering what lands, which makes the reader wait now and then. */
+/** A reader gathering each chunk as it comes, which makes the body wait now and then. */
 const gathering = () => {
-  const pieces: Buffer[] = [];
-  let current = Buffer.alloc(64 * 1024);
-  let filled = 0;
-  let landings = 0;
-  const sink: ByteSink = {
-    space: (max) => current.subarray(filled, filled + Math.min(max, current.byteLength - filled)),
-    landed: (bytes) => {
-      filled += bytes;
-      if (filled < current.byteLength) return undefined;
-      pieces.push(current);
-      current = Buffer.alloc(64 * 1024);
-      filled = 0;
-      return ++landings % 3 === 0 ? new Promise((resolve) => setTimeout(resolve, 2)) : undefined;
-    },
+  const chunks: Buffer[] = [];
+  const take = (chunk: Uint8Array) => {
+    chunks.push(Buffer.from(chunk));
+    return chunks.length % 3 === 0 ? new Promise<void>((resolve) => setTimeout(resolve, 2)) : undefined;
   };
-  return { sink, bytes: () => Buffer.concat([...pieces, current.subarray(0, filled)]) };
+  return { take, bytes: () => Buffer.concat(chunks) };
 };
 
-describe('DirectRangeHandler', () => {
-  it('sends a ranged GetObject on the direct client, signed, and its body reads straight into a sink', async () => {
+describe('RangeHandler', () => {
+  it('sends a ranged GetObject by undici, signed, and its body flows chunk by chunk', async () => {
     const object = await listed();
     const start = 2 ** 20 - 5;
     const end = 2 * 2 ** 20 + 7;
     const body = await client().read(location, object, start, new AbortController().signal, end);
-    expect(isSinkReadable(body)).toBe(true);
-    const { sink, bytes } = gathering();
-    await expect(
-      (body as unknown as { readInto(s: ByteSink): Promise<boolean> }).readInto(sink),
-    ).resolves.toBe(true);
+    expect((body as FlowingBody).readable).toBeDefined();
+    const { take, bytes } = gathering();
+    await readChunks(body, take);
     expect(bytes().equals(weights.subarray(start, end))).toBe(true);
-    expect(directGets.map((url) => url.pathname)).toEqual(['/models/big/weights.bin']);
-    // The proxy checked the signature (it answers 403 to a wrong one): the direct client sent the SDK's headers.
+    expect(rangedGets.map((url) => url.pathname)).toEqual(['/models/big/weights.bin']);
+    // The proxy checked the signature (it answers 403 to a wrong one): undici sent the SDK's headers.
     const [get] = proxy.requests.filter(
       (r) => r.method === 'GET' && r.url.startsWith('/models/big/weights.bin'),
     );
@@ -122,15 +106,15 @@ describe('DirectRangeHandler', () => {
     let size = 0;
     for await (const chunk of body) size += chunk.byteLength;
     expect(size).toBe(weights.byteLength);
-    expect(directGets).toEqual([]);
+    expect(rangedGets).toEqual([]);
   });
 
-  it('reads a changed object as `changed` through the direct client (If-Match refused)', async () => {
+  it('reads a changed object as `changed` by undici (If-Match refused)', async () => {
     const object = await listed();
     const stale = { ...object, version: '"0123456789abcdef0123456789abcdef"' };
     const error = await effectError(client().read(location, stale, 100, new AbortController().signal, 200));
     expect(error).toMatchObject({ kind: 'changed', retryable: true });
-    expect(directGets).toHaveLength(1);
+    expect(rangedGets).toHaveLength(1);
   });
 
   it('refuses for good what the store refuses for good, with the store’s words (a bad signature)', async () => {
@@ -149,10 +133,10 @@ describe('DirectRangeHandler', () => {
     expect(error.message).toContain('SignatureDoesNotMatch');
   });
 
-  it('goes by the SDK handler when no direct client serves the URL (a proxy in the way)', async () => {
+  it('goes by the SDK handler when no dispatcher serves the URL', async () => {
     const object = await listed();
     const body = await client(() => undefined).read(location, object, 100, new AbortController().signal, 200);
-    expect(isSinkReadable(body)).toBe(false);
+    expect(rangedGets).toEqual([]);
     let size = 0;
     for await (const chunk of body) size += chunk.byteLength;
     expect(size).toBe(100);

@@ -1,20 +1,20 @@
 /**
- * directRangeHandler: the AWS SDK's request handler with ranged GetObjects sent on the direct client, so their bodies
- * can go from the socket straight into a part's buffers; every other request goes to the SDK's own handler.
+ * RangeHandler: the AWS SDK's request handler with ranged GetObjects sent by undici, so a part takes their bodies'
+ * chunks as they come off the socket (FlowingBody); every other request goes to the SDK's own handler.
  */
 import type { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { HttpResponse } from '@smithy/types';
-import type { DirectClient } from '../../net';
+import { request as undiciRequest, type Dispatcher } from 'undici';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- loaded with the SDK, at the first s3:// model */
 const smithyProtocols = (): typeof import('@smithy/core/protocols') =>
   require('@smithy/core/protocols') as typeof import('@smithy/core/protocols');
 /* eslint-enable @typescript-eslint/no-require-imports */
 
-/** The handler's settings: where a request goes direct, and its timeouts. */
-export interface DirectRangeSettings {
-  /** The direct client for a request to `url`, or undefined (a proxy carries it: the SDK's handler then). */
-  readonly directFor: (url: URL) => DirectClient | undefined;
+/** The handler's settings: which undici pool a ranged read goes by, and its timeouts. */
+export interface RangeHandlerSettings {
+  /** The undici dispatcher for a request to `url` (the Network's), or undefined: the SDK's handler then. */
+  readonly dispatcherFor: (url: URL) => Dispatcher | undefined;
   readonly connectTimeoutMs: number;
   readonly idleTimeoutMs: number;
 }
@@ -57,16 +57,16 @@ const flat = (headers: Readonly<Record<string, string | string[] | undefined>>):
 };
 
 /**
- * The SDK's handler `inner`, with a GET that has a `Range` and no body and whose URL goes direct sent on the direct
- * client: its response's body is a DirectBody (a Readable, as the SDK wants; `readInto` for the part reader), and the
- * SDK signs, retries and reads errors as it always does. Any other request is `inner`'s.
+ * The SDK's handler `inner`, with a GET that has a `Range` and no body sent by undici when `dispatcherFor` has a
+ * dispatcher for its URL: its response's body is undici's (a Readable, as the SDK wants), and the SDK signs, retries
+ * and reads errors as it always does. Any other request is `inner`'s.
  */
-export class DirectRangeHandler {
+export class RangeHandler {
   readonly metadata = { handlerProtocol: 'http/1.1' };
 
   constructor(
     private readonly inner: NodeHttpHandler,
-    private readonly settings: DirectRangeSettings,
+    private readonly settings: RangeHandlerSettings,
   ) {}
 
   async handle(request: HttpRequest, options: HandlerOptions = {}): Promise<Handled> {
@@ -75,18 +75,22 @@ export class DirectRangeHandler {
       request.body === undefined &&
       Object.keys(request.headers).some((name) => name.toLowerCase() === 'range');
     const url = ranged ? urlOf(request) : undefined;
-    const client = url === undefined ? undefined : this.settings.directFor(url);
-    if (url === undefined || client === undefined) return this.inner.handle(request, options);
-    const response = await client.get({
-      url,
+    const dispatcher = url === undefined ? undefined : this.settings.dispatcherFor(url);
+    if (url === undefined || dispatcher === undefined) return this.inner.handle(request, options);
+    const response = await undiciRequest(url, {
+      method: 'GET',
       headers: request.headers,
       signal: signalOf(options?.abortSignal),
-      headersTimeoutMs: this.settings.connectTimeoutMs,
-      idleTimeoutMs: this.settings.idleTimeoutMs,
+      headersTimeout: this.settings.connectTimeoutMs,
+      bodyTimeout: this.settings.idleTimeoutMs,
+      dispatcher,
     });
+    // undici fails a body destroyed before its end (RequestAbortedError): as the SDK's own bodies, one dropped unread
+    // (a changed object's) must not take the process down; its readers hear its failures as ever.
+    response.body.on('error', () => undefined);
     const { HttpResponse: Response } = smithyProtocols();
     const answer: HttpResponse = new Response({
-      statusCode: response.status,
+      statusCode: response.statusCode,
       headers: flat(response.headers),
       body: response.body,
     });
