@@ -95,6 +95,7 @@ const writePart = async (
   body: AsyncIterable<Uint8Array>,
   buffers: readonly [Buffer, Buffer],
   written: { bytes: number },
+  askedEnd: number,
 ): Promise<void> => {
   const writer = new BatchWriter(
     file,
@@ -112,7 +113,9 @@ const writePart = async (
     // No stop at the part's end: an answer of exactly these bytes ends by itself and keeps its connection alive for
     // the next range; only one that runs past it (the first GET's, a split range's) is dropped.
     await readChunks(body, (chunk) => {
-      const take = Math.min(chunk.byteLength, part.end - at);
+      // Never past what was asked, though the part grew since (extendToEnd): what a server sends beyond it is
+      // not the file's (a close-delimited 206 that runs on), and the next read asks for the rest.
+      const take = Math.min(chunk.byteLength, Math.min(part.end, askedEnd) - at);
       if (take <= 0) return false;
       job.guard.received(take);
       at += take;
@@ -199,6 +202,7 @@ const fetchPart = async (
         body ?? (await job.read(part.next, part.end, signal)),
         buffers,
         written,
+        askedEnd,
       );
       if (part.next >= part.end) return;
       // The part grew while it was read (extendToEnd): no failure, the next read asks for the rest.

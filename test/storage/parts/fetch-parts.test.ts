@@ -135,6 +135,31 @@ describe('fetchInParts', () => {
     expect(store.reads.length).toBeLessThan(size / (4 * MiB));
   });
 
+  it('writes no byte past the range a read asked for, though its range took the rest of the file meanwhile', async () => {
+    // Each answer brings its range, then runs on with bytes that are not the file's (a close-delimited 206).
+    const reads: Array<readonly [number, number]> = [];
+    const read: PartsJob['read'] = (start, end) => {
+      reads.push([start, end]);
+      return Promise.resolve(
+        (async function* () {
+          for (let at = start; at < end; at += 64 * 1024) {
+            await new Promise((resolve) => setImmediate(resolve));
+            yield data.subarray(at, Math.min(end, at + 64 * 1024));
+          }
+          yield Buffer.alloc(MiB, 'p');
+        })(),
+      );
+    };
+    await fetchInParts(job(read, 'overrun.bin'), {
+      streams: 8,
+      oneStream: { bytes: MiB, withinMs: 60 },
+      now: () => 0,
+    });
+    expect((await readFile(path.join(tmp.path, 'overrun.bin'))).equals(data)).toBe(true);
+    // The range the rule held on took the rest of the file: its next read asked for that rest.
+    expect(reads.at(-1)![1]).toBe(size);
+  });
+
   it('opens its other connections when the first one is slower than that', async () => {
     // 64 KiB every 5 ms at most (a new timer each): 13 MB/s, far from 1 MiB in 20 ms; a slow host only slows it.
     const store = memoryReads(5);
