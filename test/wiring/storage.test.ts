@@ -9,7 +9,8 @@ import pino from 'pino';
 import type { Env } from '../../src/core/env';
 import { defaultAppConfig } from '../../src/core/flags/app-config';
 import { startHubStandIn, type HubStandIn } from '../../src/testing/hub-stand-in';
-import { storageRouter } from '../../src/wiring/storage';
+import { defaultDownloadLimits } from '../../src/storage/download-limits';
+import { downloadLimitsOf, storageRouter } from '../../src/wiring/storage';
 import { useTempDir } from '../helpers/temp-dir';
 
 const staging = useTempDir('wiring-storage');
@@ -54,5 +55,15 @@ describe('storageRouter', () => {
     expect(E.isLeft(router) && router.left).toMatch(
       /^invalid Hugging Face Hub settings: HF_XET_NUM_CONCURRENT_RANGE_GETS: expected a whole number/,
     );
+  });
+});
+
+describe('downloadLimitsOf', () => {
+  it('gives the library defaults for the flags’ defaults: the two tables of default caps agree', () => {
+    const { names, minRate, ...caps } = downloadLimitsOf(defaultAppConfig);
+    const { minRate: libraryMinRate, ...libraryCaps } = defaultDownloadLimits;
+    expect(caps).toEqual(libraryCaps);
+    expect({ ...minRate, name: undefined }).toEqual({ ...libraryMinRate, name: undefined });
+    expect(names?.maxModelBytes).toBe('--max-model-bytes');
   });
 });
