@@ -44,20 +44,7 @@ export interface Resync {
  */
 export const resyncOf = (options: ResyncOptions, deps: ResyncDeps): Resync => {
   const triggers$ = resyncTriggers(options, deps.scheduler).pipe(share());
-  const repairs$ = triggers$.pipe(
-    repairDrift(
-      {
-        records: deps.records,
-        serverIndex: () => abortable((signal) => deps.server.loadedModels(signal)),
-        intervalMs: options.intervalMs,
-        ...(options.maxUnlistedUnloads !== undefined
-          ? { maxUnlistedUnloads: options.maxUnlistedUnloads }
-          : {}),
-        log: deps.log,
-        telemetry: deps.telemetry,
-      },
-      deps.scheduler,
-    ),
-  );
+  const serverIndex = () => abortable((signal) => deps.server.loadedModels(signal));
+  const repairs$ = triggers$.pipe(repairDrift({ ...deps, ...options, serverIndex }, deps.scheduler));
   return { rereads$: triggers$, withRepairs: mergeWith(repairs$) };
 };

@@ -36,7 +36,7 @@ import {
   type ModelStore,
   type Telemetry,
 } from '../ports';
-import { resyncOf, type ResyncDeps, type ResyncOptions } from './resync';
+import { resyncOf, type ResyncOptions } from './resync';
 
 /** The effects the agent runs on (`capabilities` in wiring/capabilities.ts builds the real ones from an AppConfig). */
 export interface AgentCapabilities {
@@ -92,15 +92,6 @@ export interface AgentSettings {
   readonly maxUnlistedUnloads?: number;
 }
 
-/** What the model dir holds (by its markers), and the loads the journal never saw confirmed. */
-const recoverModelDir = async (
-  store: ModelStore,
-  journal: LoadJournal,
-): Promise<Omit<InPlace, 'loaded'>> => ({
-  onDisk: await store.recover(),
-  unconfirmed: await journal.unconfirmed(),
-});
-
 /** The model server gave no answer within `AgentSettings.serverWaitMs`; `lastError` is why its last try failed. */
 export class ServerNotAnswering extends Error {
   constructor(
@@ -144,19 +135,6 @@ const serverAnswer = (
   );
 };
 
-/** What the resync of a started agent runs on. */
-const resyncDeps = (
-  capabilities: AgentCapabilities,
-  loader: Loader,
-  settings: AgentSettings,
-): ResyncDeps => ({
-  server: capabilities.server,
-  records: loader,
-  log: settings.log.child({ component: 'resync' }),
-  telemetry: settings.telemetry ?? noTelemetry,
-  scheduler: settings.scheduler ?? asyncScheduler,
-});
-
 /**
  * The whole agent, for as long as subscribed: recovers the model dir (first: it creates the dir, which some
  * servers need before they start) and the load journal, asks the server what it has loaded (retrying with
@@ -169,13 +147,16 @@ export const startAgent = (
   settings: AgentSettings,
 ): Observable<AgentEvent> =>
   defer(() => {
-    const { log, scheduler = asyncScheduler, random = Math.random } = settings;
+    const { log, scheduler = asyncScheduler, random = Math.random, telemetry } = settings;
+    const { store, journal, server } = capabilities;
     const maxUnlistedUnloads =
       settings.maxUnlistedUnloads ?? settings.resync?.maxUnlistedUnloads ?? defaultMaxUnlistedUnloads;
     const started = scheduler.now();
-    return abortable(() => recoverModelDir(capabilities.store, capabilities.journal)).pipe(
+    // The model dir's markers, and the loads the journal never saw confirmed.
+    const recover = async () => ({ onDisk: await store.recover(), unconfirmed: await journal.unconfirmed() });
+    return abortable(recover).pipe(
       concatMap((disk) =>
-        serverAnswer(capabilities.server, settings, scheduler, random, started).pipe(
+        serverAnswer(server, settings, scheduler, random, started).pipe(
           map((loaded): InPlace => ({ ...disk, loaded })),
         ),
       ),
@@ -194,28 +175,27 @@ export const startAgent = (
             { deferred, maxUnlistedUnloads },
             'start-up: the model server lists more models than modelsync installed and one resync unloads; the rest wait for the resyncs',
           );
-          settings.telemetry?.repairsDeferred?.(deferred);
+          telemetry?.repairsDeferred?.(deferred);
         }
+        // The capabilities and settings the loader takes are named alike (LoaderDeps).
+        const loaderLog = log.child({ component: 'loader' });
         const loader = createLoader(
-          {
-            store: capabilities.store,
-            journal: capabilities.journal,
-            server: capabilities.server,
-            download: capabilities.download,
-            log: log.child({ component: 'loader' }),
-            downloadConcurrency: settings.downloadConcurrency,
-            loadConcurrency: settings.loadConcurrency,
-            retry: settings.retry,
-            random,
-            scheduler,
-            telemetry: settings.telemetry,
-          },
+          { ...capabilities, ...settings, random, scheduler, log: loaderLog },
           inPlace,
         );
         settings.onStart?.({ inPlace, loader });
         const resync =
           settings.resync &&
-          resyncOf({ ...settings.resync, maxUnlistedUnloads }, resyncDeps(capabilities, loader, settings));
+          resyncOf(
+            { ...settings.resync, maxUnlistedUnloads },
+            {
+              server,
+              records: loader,
+              log: log.child({ component: 'resync' }),
+              telemetry: telemetry ?? noTelemetry,
+              scheduler,
+            },
+          );
         return syncModels({
           configSource: capabilities.configSource,
           inPlace: inPlaceSnapshot(inPlace),
@@ -227,7 +207,7 @@ export const startAgent = (
           snapshotOperators: settings.snapshotOperators,
           opOperators: resync ? [...(settings.opOperators ?? []), resync.withRepairs] : settings.opOperators,
           rereads$: resync?.rereads$,
-          telemetry: settings.telemetry,
+          telemetry,
         });
       }),
       tap((event) => {

@@ -29,7 +29,7 @@ import { retryDelay, type RetryPolicy } from '../core/retry-policy';
 import { parseStorageUri, redactUri } from '../core/storage-uri';
 import type { DownloadProgress, DownloadRequest } from '../ports';
 import { initializerStorage, type InitializerStorage } from '../wiring';
-import type { Output } from './modes';
+import { exit, settingsInvalid, type Output } from './modes';
 import { packageVersion } from './package-version';
 
 /** One `<uri> <dest>` pair of the command line. */
@@ -43,8 +43,6 @@ interface PairOptions {
   readonly policy: RetryPolicy;
   readonly request: DownloadRequest;
 }
-
-const exit = (code: number): Output => ({ _tag: 'Exit', code });
 
 /** A pair as every log line shows it: the URI without its user info, query and fragment (presigned, SAS). */
 const shown = (pair: DownloadPair): { readonly storageUri: string; readonly dest: string } => ({
@@ -69,11 +67,6 @@ const logFailure = (log: Logger, pair: DownloadPair, cause: unknown): void => {
     { storageUri, dest, errorKind: error.kind, reason: error.message },
     `cannot download ${storageUri} to ${dest}: ${error.kind}: ${error.message}`,
   );
-};
-
-/** The agent's `download progress` line (src/loader/reconcile.ts), the pair in place of the model. */
-const logProgress = (log: Logger, pair: DownloadPair, progress: DownloadProgress): void => {
-  log.info({ ...shown(pair), ...downloadProgressFields(progress) }, downloadProgressMessage);
 };
 
 /**
@@ -106,8 +99,10 @@ const downloadPair = (
 ): Observable<void> =>
   defer(() => {
     const startedAt = Date.now();
+    // The agent's `download progress` line (src/loader/reconcile.ts), the pair in place of the model.
     const progress = (report: DownloadProgress): void => {
-      if (!report.done) logProgress(log, pair, report);
+      if (!report.done)
+        log.info({ ...shown(pair), ...downloadProgressFields(report) }, downloadProgressMessage);
     };
     const attempt$ = abortable((signal) => storage.download(pair.uri, pair.dest, signal, progress, request));
     return attempt$.pipe(
@@ -166,16 +161,10 @@ export const initializerMode = (
 ): Observable<Output> =>
   defer(() => {
     const select = selectionFromEnv(env);
-    if (E.isLeft(select)) {
-      log.error({ reason: select.left }, 'cannot start: the settings are invalid');
-      return of(exit(2));
-    }
+    if (E.isLeft(select)) return settingsInvalid(log, select.left);
     // Built per subscription: its connections are closed when the run ends.
     const storage = initializerStorage(config, log, env);
-    if (E.isLeft(storage)) {
-      log.error({ reason: storage.left }, 'cannot start: the settings are invalid');
-      return of(exit(2));
-    }
+    if (E.isLeft(storage)) return settingsInvalid(log, storage.left);
     const request = select.right === undefined ? {} : { select: select.right };
     log.info(
       { version: packageVersion, pairs: pairs.map(shown), ...request },

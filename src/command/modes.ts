@@ -1,5 +1,6 @@
 /** The CLI's modes as Observables of output: print the ops (`--dry-run`), sync once (`--once`), or keep in sync. */
 import * as E from 'fp-ts/Either';
+import { pipe } from 'fp-ts/function';
 import type { Logger } from 'pino';
 import {
   catchError,
@@ -16,18 +17,11 @@ import {
   throwError,
   type Observable,
 } from 'rxjs';
-import {
-  currentModelOps,
-  modelOps,
-  ServerNotAnswering,
-  startAgent,
-  type AgentCapabilities,
-  type AgentSettings,
-} from '../agent';
+import { currentModelOps, modelOps, ServerNotAnswering, startAgent, type AgentCapabilities } from '../agent';
 import type { Env } from '../core/env';
 import { describeConfigError } from '../core/errors';
 import type { AppConfig } from '../core/flags/app-config';
-import { modelOpToJson, type ModelOp } from '../core/model-op';
+import { modelOpToJson } from '../core/model-op';
 import type { ModelStatus } from '../core/model-status';
 import { redact, redactUri } from '../core/redact';
 import { emptySnapshot } from '../core/snapshot';
@@ -50,14 +44,12 @@ import { packageVersion } from './package-version';
 export type Output =
   { readonly _tag: 'Line'; readonly line: string } | { readonly _tag: 'Exit'; readonly code: number };
 
-const line = (text: string): Output => ({ _tag: 'Line', line: text });
-
-/** An op as the JSON line `--dry-run` prints: stdout is often kept in CI logs, so no secret goes there either. */
-const opLine = (op: ModelOp): Output => line(redact(JSON.stringify(modelOpToJson(op))));
-const exit = (code: number): Output => ({ _tag: 'Exit', code });
+/** A JSON line for stdout, through the redaction: stdout is often kept in CI logs, so no secret goes there either. */
+const jsonLine = (value: unknown): Output => ({ _tag: 'Line', line: redact(JSON.stringify(value)) });
+export const exit = (code: number): Output => ({ _tag: 'Exit', code });
 
 /** The log line and exit 2 of settings a start cannot use (a malformed variable, an unreadable CA bundle …). */
-const settingsInvalid = (log: Logger, reason: string): Observable<Output> => {
+export const settingsInvalid = (log: Logger, reason: string): Observable<Output> => {
   log.error({ reason }, 'cannot start: the settings are invalid');
   return of(exit(2));
 };
@@ -71,13 +63,12 @@ const startOf = (
   config: AppConfig,
   log: Logger,
   env: Env,
-): E.Either<string, { readonly edges: Edges; readonly agentPort: AgentPortSettings | undefined }> => {
-  const edges = capabilities(config, log, env);
-  if (E.isLeft(edges)) return edges;
-  const agentPort = agentPortSettings(config, env);
-  if (E.isLeft(agentPort)) return agentPort;
-  return E.right({ edges: edges.right, agentPort: agentPort.right });
-};
+): E.Either<string, { readonly edges: Edges; readonly agentPort: AgentPortSettings | undefined }> =>
+  pipe(
+    E.Do,
+    E.bind('edges', () => capabilities(config, log, env)),
+    E.bind('agentPort', () => agentPortSettings(config, env)),
+  );
 
 /**
  * `--dry-run`: one JSON line per ModelOp, live (or, with `--once`, for the current config, then exit: 1 when
@@ -88,26 +79,20 @@ const startOf = (
 export const dryRunMode = (config: AppConfig, log: Logger, env: Env = {}): Observable<Output> => {
   const start = startOf(config, log, env);
   if (E.isLeft(start)) return settingsInvalid(log, start.left);
-  const { configSource, servedSchemes: schemes } = start.right.edges;
-  const inPlace = emptySnapshot;
+  const { configSource, servedSchemes } = start.right.edges;
+  const deps = { configSource, inPlace: emptySnapshot, servedSchemes, log };
   if (config.once) {
-    return currentModelOps({ configSource, inPlace, servedSchemes: schemes, log }).pipe(
+    return currentModelOps(deps).pipe(
       mergeMap((result) => {
         if (E.isLeft(result)) {
           log.error({ file: result.left.file, configError: result.left }, describeConfigError(result.left));
           return of(exit(1));
         }
-        return from([...result.right.map(opLine), exit(0)]);
+        return from([...result.right.map((op) => jsonLine(modelOpToJson(op))), exit(0)]);
       }),
     );
   }
-  return modelOps({
-    configSource,
-    inPlace,
-    log,
-    settleMs,
-    servedSchemes: schemes,
-  }).pipe(map(opLine));
+  return modelOps({ ...deps, settleMs }).pipe(map((op) => jsonLine(modelOpToJson(op))));
 };
 
 /** What the process tells a mode: stop (SIGTERM, SIGINT) and resync now (SIGHUP). */
@@ -134,11 +119,7 @@ export const syncMode = (
   const { edges, agentPort } = start.right;
   // The HTTP surface's one seam: it wraps how the agent starts.
   const drains: Array<() => Promise<void>> = [];
-  const surface = {
-    stopping$: signals.shutdown$,
-    drains,
-    ...(agentPort !== undefined ? { agentPort } : {}),
-  };
+  const surface = { stopping$: signals.shutdown$, drains, agentPort };
   const run: AgentRun = config.httpPort === 0 ? startAgent : withSurface(config, log, surface)(startAgent);
   const { configDir, modelDir, serverUrl, protocol, source } = config;
   const where =
@@ -152,7 +133,8 @@ export const syncMode = (
     let loader: Loader | undefined;
     const agent$ = run(watchUntil(edges, signals.shutdown$), {
       ...agentSettings(config, log),
-      ...resyncSettings(config, signals.resync$),
+      // Every --resync-interval (0: only on SIGHUP) and on each resync signal.
+      resync: { intervalMs: config.resyncInterval, signal$: signals.resync$ },
       onStart: (start) => (loader = start.loader),
     });
     return gracefulStop(agent$, {
@@ -173,11 +155,6 @@ export const syncMode = (
   });
 };
 
-/** The resync settings of `config`: every `--resync-interval` (0: only on SIGHUP) and on `resync$`. */
-const resyncSettings = (config: AppConfig, resync$: Observable<unknown>): Pick<AgentSettings, 'resync'> => ({
-  resync: { intervalMs: config.resyncInterval, signal$: resync$ },
-});
-
 /** The capabilities with a config watcher that stops on `stop$` (shutdown: no config change is taken up). */
 const watchUntil = <C extends AgentCapabilities>(edges: C, stop$: Observable<unknown>): C => ({
   ...edges,
@@ -185,17 +162,8 @@ const watchUntil = <C extends AgentCapabilities>(edges: C, stop$: Observable<unk
 });
 
 /** What a failure looks like on one-shot's stdout: one JSON line per model not Loaded (URIs never shown). */
-const failureLine = (status: ModelStatus): Output =>
-  line(
-    redact(
-      JSON.stringify({
-        model: status.modelName,
-        phase: status.phase,
-        errorKind: status.errorKind ?? null,
-        reason: status.reason ?? null,
-      }),
-    ),
-  );
+const failureLine = ({ modelName, phase, errorKind, reason }: ModelStatus): Output =>
+  jsonLine({ model: modelName, phase, errorKind: errorKind ?? null, reason: reason ?? null });
 
 /** `--once`'s exit when the model server gave no answer within `--server-wait-timeout`. */
 export const serverNotAnsweringExitCode = 3;

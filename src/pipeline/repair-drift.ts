@@ -79,9 +79,7 @@ export const repairDrift =
                 retries,
                 now: scheduler.now(),
                 intervalMs: options.intervalMs,
-                ...(options.maxUnlistedUnloads !== undefined
-                  ? { maxUnlistedUnloads: options.maxUnlistedUnloads }
-                  : {}),
+                maxUnlistedUnloads: options.maxUnlistedUnloads,
               });
               retries = found.retries;
               if (found.deferred > 0) {
