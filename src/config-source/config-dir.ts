@@ -9,7 +9,6 @@ import {
   defer,
   filter,
   first,
-  from,
   merge,
   Observable,
   repeat,
@@ -59,10 +58,11 @@ const watchOptions = (pollMs: number): ChokidarOptions => ({
   ...(pollMs > 0 ? { interval: pollMs } : {}),
 });
 
-const isDirectory = (dir: string): Promise<boolean> =>
+/** The inode of `dir` while it is a directory, else undefined. */
+const inodeOf = (dir: string): Promise<number | undefined> =>
   stat(dir).then(
-    (stats) => stats.isDirectory(),
-    () => false,
+    (stats) => (stats.isDirectory() ? stats.ino : undefined),
+    () => undefined,
   );
 
 /** Emits once, when `dir` exists as a directory (chokidar never notices a dir that appears later). */
@@ -74,7 +74,7 @@ const directoryExists = (
 ): Observable<true> => {
   let waiting = false;
   return timer(0, recheckMs).pipe(
-    concatMap(() => from(isDirectory(dir))),
+    concatMap(async () => (await inodeOf(dir)) !== undefined),
     tap((exists) => {
       if (!exists && !waiting) log.warn({ configDir: dir }, 'config dir does not exist; waiting for it');
       if (!exists) onAlive();
@@ -125,12 +125,6 @@ const chokidarWatchOnce = (dir: string, pollMs: number): Observable<FsEvent> =>
 const defaultWatch = (dir: string, pollMs: number): Observable<FsEvent> =>
   pollMs > 0 ? chokidarWatchOnce(dir, pollMs) : fsWatchOnce(dir);
 
-const inodeOf = (dir: string): Promise<number | undefined> =>
-  stat(dir).then(
-    (stats) => (stats.isDirectory() ? stats.ino : undefined),
-    () => undefined,
-  );
-
 /**
  * Watches `dir` until it is removed or replaced. chokidar usually reports the removal as `unlinkDir` of the root,
  * but not always (measured: about one run in six), and neither watch notices a dir re-created under the same
@@ -152,7 +146,7 @@ const watchWhileDirExists = (
       // inotify reports the watched dir's own removal as a rename of its name: check at once, not at the next tick.
       const selfEvent$ = new Subject<void>();
       const replaced$ = merge(timer(recheckMs, recheckMs), selfEvent$).pipe(
-        concatMap(() => from(inodeOf(dir))),
+        concatMap(() => inodeOf(dir)),
         tap((current) => {
           if (armed && current === inode) onAlive();
         }),

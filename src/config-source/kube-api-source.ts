@@ -34,19 +34,13 @@ export interface KubeWatchStatus {
   readonly configMap: string;
   /** `Date.now()` of the last sign of a working watch (see `onAlive`); absent before the first one. */
   readonly lastAliveAt?: number;
-  /**
-   * `Date.now()` of the last thing the watch's machinery did: a sign of a working watch, a failure handled, a list
-   * or watch (re-)established. It moves on during an outage too (each retry); only a stuck process stops it.
-   */
+  /** `Date.now()` of the watch machinery's last act (sign of life, failure, retry): only a stuck process stops. */
   readonly lastActivityAt?: number;
   /** `Date.now()` of the first failure since the last sign of a working watch: the API server is unreachable. */
   readonly unreachableSince?: number;
   /** `Date.now()` since when a ConfigMap version the watch delivered waits for the pipeline to read it. */
   readonly unreadSince?: number;
-  /**
-   * How long a healthy watch may go without a sign (`stallMsFor(--watch-timeout-s)`): past it the source itself
-   * re-establishes the watch; a liveness check should allow this much (and a restart) before failing.
-   */
+  /** How long a healthy watch may go without a sign (`stallMsFor(--watch-timeout-s)`), then is re-established. */
   readonly stallMs: number;
   /** The resourceVersion of the ConfigMap whose content the pipeline last read (accepted or rejected after). */
   readonly lastReadResourceVersion?: string;
@@ -81,14 +75,11 @@ type Fetched =
 const changed: FsEvent = { event: 'change', name: configFileName };
 
 /**
- * The ConfigMap `name` as a ConfigSource. One ListWatch (a `metadata.name` field selector on list and watch,
- * bookmarks asked for) per subscription, shared by `events$` and `read`; `read` on its own (`--dry-run --once`)
- * lists once and stops. Each version is read as its key's text; the pipeline derives changes from that content,
- * never from event types. A missing key or ConfigMap reads as a missing file does, a version too big to read as a
- * failed read (`EFBIG`, once while it lasts). Failures are logged and the watch re-established after a capped
- * backoff (the client stops for good otherwise), from the last version or with a re-list (runListWatch); a watch
- * without progress for `stallMsFor(timeout)` is dropped and started over. Before the first list has succeeded, a
- * read waits for it, or reports why it failed.
+ * The ConfigMap `name` as a ConfigSource: one ListWatch (runListWatch) per subscription, shared by `events$` and
+ * `read`; `read` alone (`--dry-run --once`) lists once and stops. Each version is read as its key's text (the
+ * pipeline derives changes from content, never from event types); a missing key or ConfigMap reads as a missing
+ * file, a version too big to read as a failed read (`EFBIG`, once while it lasts). Before the first list has
+ * succeeded, a read waits for it, or reports why it failed.
  */
 export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
   const ref: { namespace: string | undefined } = { namespace: options.namespace };
@@ -98,16 +89,9 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
     key: options.key,
   });
   const counters = { watchRestarts: 0, relists: 0, failures: 0 };
-  const seen: {
-    lastAliveAt?: number;
-    activityAt?: number;
-    unreachableSince?: number;
-    unreadSince?: number;
-    read?: string;
-    latest?: string;
-    failure?: string;
-  } = {};
-  const acted = (): void => void (seen.activityAt = Date.now());
+  // The status's optional fields, each present only while it holds a value (deleted, never set to undefined).
+  const seen: { -readonly [K in keyof KubeWatchStatus]?: KubeWatchStatus[K] } = {};
+  const acted = (): void => void (seen.lastActivityAt = Date.now());
   let fetched: Fetched = { _tag: 'Pending' };
 
   const state$ = new Observable<Fetched>((subscriber) => {
@@ -127,17 +111,17 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
         acted();
         seen.unreachableSince ??= Date.now();
         counters.failures += 1;
-        seen.failure = reason;
+        seen.lastFailure = reason;
         if (fetched._tag === 'Pending' || fetched._tag === 'Failed') publish({ _tag: 'Failed', reason });
       },
       alive: () => {
         seen.lastAliveAt = Date.now();
         acted();
         delete seen.unreachableSince;
-        delete seen.failure;
+        delete seen.lastFailure;
         options.onAlive?.();
       },
-      version: (resourceVersion) => (seen.latest = resourceVersion),
+      version: (resourceVersion) => (seen.lastSeenResourceVersion = resourceVersion),
       relisted: () => (counters.relists += 1),
       rewatched: () => (counters.watchRestarts += 1),
       attempting: acted,
@@ -153,7 +137,8 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
     }
     // The object is checked, not trusted (configMapText): a resourceVersion of another type is no version.
     const resourceVersion: unknown = state.configMap?.metadata?.resourceVersion;
-    seen.read = typeof resourceVersion === 'string' ? resourceVersion : undefined;
+    if (typeof resourceVersion === 'string') seen.lastReadResourceVersion = resourceVersion;
+    else delete seen.lastReadResourceVersion;
     delete seen.unreadSince;
     return E.map((text: string) => ({ file, text }))(
       configMapText(refOf(), state.configMap, {
@@ -174,17 +159,11 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
           : of(fetched),
       ).pipe(map(toRead)),
     status: () => ({
+      ...seen,
       source: 'kube-api',
       configMap: `${ref.namespace ?? '?'}/${options.name}`,
       stallMs: stallMsFor(options.watchTimeoutSeconds),
-      ...(seen.lastAliveAt !== undefined ? { lastAliveAt: seen.lastAliveAt } : {}),
-      ...(seen.activityAt !== undefined ? { lastActivityAt: seen.activityAt } : {}),
-      ...(seen.unreachableSince !== undefined ? { unreachableSince: seen.unreachableSince } : {}),
-      ...(seen.unreadSince !== undefined ? { unreadSince: seen.unreadSince } : {}),
-      ...(seen.read !== undefined ? { lastReadResourceVersion: seen.read } : {}),
-      ...(seen.latest !== undefined ? { lastSeenResourceVersion: seen.latest } : {}),
       ...counters,
-      ...(seen.failure !== undefined ? { lastFailure: seen.failure } : {}),
     }),
   };
 };

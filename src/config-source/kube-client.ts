@@ -1,6 +1,6 @@
 /** The Kubernetes client, loaded at its first use, and the cluster settings it is given: in-cluster, or a kubeconfig. */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isIPv6 } from 'node:net';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
@@ -21,15 +21,7 @@ const clientModule = lazyModule(() => require('@kubernetes/client-node') as Kube
 export const kubeClient = (): Promise<KubeClientModule> => Promise.resolve().then(clientModule);
 
 /** Where a pod's service account is mounted: `token`, `ca.crt`, `namespace`. */
-export const serviceAccountDir = '/var/run/secrets/kubernetes.io/serviceaccount';
-
-const readText = (file: string): string | undefined => {
-  try {
-    return readFileSync(file, 'utf8').trim();
-  } catch {
-    return undefined;
-  }
-};
+const serviceAccountDir = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 /** True when the cluster settings come from a kubeconfig (`KUBECONFIG` set, or not in a pod). */
 const usesKubeconfig = (env: Env): boolean =>
@@ -180,7 +172,12 @@ export const loadKubeConfig = async (
  * The namespace to watch when `--namespace` is not given: the pod's (the service account mount's `namespace`
  * file), else the kubeconfig context's, else `default` (as kubectl).
  */
-export const defaultNamespace = (config: KubeConfig, saDir = serviceAccountDir): string =>
-  readText(join(saDir, 'namespace')) ||
-  config.getContextObject(config.getCurrentContext())?.namespace ||
-  'default';
+export const defaultNamespace = async (config: KubeConfig, saDir = serviceAccountDir): Promise<string> => {
+  const file = join(saDir, 'namespace');
+  const mounted = await readSmallFile(file, 2 ** 10, 'the namespace file', 'follow').catch(() => undefined);
+  return (
+    mounted?.toString('utf8').trim() ||
+    config.getContextObject(config.getCurrentContext())?.namespace ||
+    'default'
+  );
+};

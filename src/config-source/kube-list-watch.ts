@@ -45,6 +45,9 @@ export interface WatchHooks {
   attempting(): void;
 }
 
+/** One ListWatch, and the controller that aborts its list requests. */
+type Round = { readonly lw: ListWatch<V1ConfigMap>; readonly requests: AbortController };
+
 /**
  * Why a version too big to read is refused, after the ConfigMap's name and key; `version` when the server told it.
  * The pipeline warns once per reason in a row: once per version, or once while it lasts without one.
@@ -55,13 +58,11 @@ const tooLargeReason = (version: string | undefined): string =>
   '1 MiB of data in one); it was not read';
 
 /**
- * Runs a ListWatch of the ConfigMap `options.name` until the returned teardown (the namespace, when not given, is
- * resolved into `ref` on the first start). After a failure it starts again once the backoff has passed, with a
- * fresh KubeConfig (a rotated token or an edited kubeconfig is read): the same ListWatch, so the watch resumes from
- * its saved version, unless the failure is one a resume would only repeat (`KubeRelistNeeded`: an event no API
- * server sends, a line over the cap, an ERROR event, `410 Gone`), which starts a new ListWatch (a list first), as
- * does a stall. A list over the cap (`KubeAnswerTooLarge`) refuses that version (`hooks.refused`) and is tried
- * again after the backoff, until the ConfigMap holds a version that can be read.
+ * Runs a ListWatch of the ConfigMap `options.name` until the returned teardown (a namespace not given is resolved
+ * into `ref` at the first start). After a failure and the backoff it starts again with a fresh KubeConfig (a
+ * rotated token, an edited kubeconfig): the same ListWatch, resuming from its saved version, unless a resume would
+ * only repeat the failure (`KubeRelistNeeded`) or the watch stalled: then a new one, a list first. A list over the
+ * cap refuses that version (`hooks.refused`) and is retried until the ConfigMap holds one that can be read.
  */
 export const runListWatch = (
   options: ListWatchOptions,
@@ -71,7 +72,7 @@ export const runListWatch = (
   const { log } = options;
   const stallMs = stallMsFor(options.watchTimeoutSeconds);
   let stopped = false;
-  let current: { readonly lw: ListWatch<V1ConfigMap>; readonly requests: AbortController } | undefined;
+  let current: Round | undefined;
   let lists = 0;
   let watches = 0;
   let config: KubeConfig | undefined;
@@ -117,9 +118,8 @@ export const runListWatch = (
   };
 
   /**
-   * Logs `cause` and, after the backoff, starts `again` (from its saved version) or, without it or when `cause`
-   * says a resume would repeat it, a new ListWatch. A version over the cap was refused to the pipeline already (one
-   * warn line there); its retries are logged at debug.
+   * Logs `cause` and, after the backoff, resumes `again` or starts a new ListWatch. A version over the cap was
+   * refused to the pipeline already (one warn line there): its retries are logged at debug.
    */
   const failed = (cause: unknown, again: ListWatch<V1ConfigMap> | undefined): void => {
     if (stopped) return;
@@ -146,7 +146,7 @@ export const runListWatch = (
     try {
       const kube = await kubeClient();
       config = await loadKubeConfig(kube, options.env, options.serviceAccountDir);
-      ref.namespace ??= defaultNamespace(config, options.serviceAccountDir);
+      ref.namespace ??= await defaultNamespace(config, options.serviceAccountDir);
       if (stopped) return;
       if (lw === undefined || lw !== current?.lw) {
         drop();
@@ -160,12 +160,8 @@ export const runListWatch = (
     }
   };
 
-  const newListWatch = (
-    kube: KubeClientModule,
-    namespace: string,
-  ): { lw: ListWatch<V1ConfigMap>; requests: AbortController } => {
+  const newListWatch = (kube: KubeClientModule, namespace: string): Round => {
     const requests = new AbortController();
-    const selector = configMapSelector(options.name);
     // The server answered, with a version too big to read: refuse it (the pipeline warns once per version).
     const listing = (lister ??= new ConfigMapLister(kube, { namespace, name: options.name }, (version) => {
       if (stopped) return;
@@ -196,20 +192,12 @@ export const runListWatch = (
         if (resourceVersion !== undefined) hooks.version(resourceVersion);
       },
     });
-    const lw: ListWatch<V1ConfigMap> = new kube.ListWatch(
-      configMapsPath(namespace),
-      watch,
-      listFn,
-      false,
-      undefined,
-      selector,
-    );
-    const changedNow = (): void => {
-      if (isCurrent()) hooks.content(lw.get(options.name, namespace));
-    };
-    lw.on('add', changedNow);
-    lw.on('update', changedNow);
-    lw.on('delete', changedNow);
+    const [path, selector] = [configMapsPath(namespace), configMapSelector(options.name)];
+    const lw: ListWatch<V1ConfigMap> = new kube.ListWatch(path, watch, listFn, false, undefined, selector);
+    for (const change of ['add', 'update', 'delete'] as const)
+      lw.on(change, () => {
+        if (isCurrent()) hooks.content(lw.get(options.name, namespace));
+      });
     lw.on('error', (cause: unknown) => {
       if (isCurrent()) failed(cause, lw);
     });

@@ -1,6 +1,5 @@
-/** listConfigMap: the field-selected list of one ConfigMap, read bounded and checked before ListWatch believes it. */
+/** ConfigMapLister: the field-selected list of one ConfigMap, read bounded and checked before ListWatch believes it. */
 import type { KubeConfig, V1ConfigMap, V1ConfigMapList } from '@kubernetes/client-node';
-import type { Response } from 'undici';
 import { configMapSelector, configMapsPath } from '../core/config-map';
 import { jsonObject } from '../core/json/json-object';
 import type { KubeClientModule } from './kube-client';
@@ -14,17 +13,6 @@ import {
 
 const brokenList = (why: string): Error => new KubeRelistNeeded(`the API server's list was ${why}`);
 
-/** The body of a 200 answer, read to `maxKubeAnswerBytes` at most, as JSON (`KubeRelistNeeded` if it is none). */
-const boundedJson = async (response: Response, tooLarge: () => Error): Promise<unknown> => {
-  if (response.body === null) throw brokenList('a 200 without a body');
-  const bytes = await readCapped(response.body, maxKubeAnswerBytes, tooLarge);
-  try {
-    return JSON.parse(bytes.toString('utf8'));
-  } catch {
-    throw brokenList('no JSON');
-  }
-};
-
 /** Why `item` is not the ConfigMap `name` as a field-selected list holds it, or undefined. */
 const itemProblem = (item: unknown, name: string): string | undefined => {
   const metadata = jsonObject(jsonObject(item)?.['metadata']);
@@ -34,79 +22,12 @@ const itemProblem = (item: unknown, name: string): string | undefined => {
   return undefined;
 };
 
-type Where = { readonly namespace: string; readonly name: string };
-
 /** A resourceVersion as an API server writes it (opaque, but never long or odd): safe to show in a log line. */
 const versionOf = (value: unknown): string | undefined =>
   typeof value === 'string' && /^[\w.-]{1,64}$/.test(value) ? value : undefined;
 
-/**
- * The list of the ConfigMap `where.name` (the `metadata.name` field selector), as ListWatch takes it: its
- * resourceVersion and the item, if the ConfigMap exists; `at`, when given, pins it to that snapshot
- * (`resourceVersionMatch=Exact`). The answer is read to at most `maxKubeAnswerBytes` (`KubeAnswerTooLarge` past it:
- * the client's own list would read any length); an answer that is no list, has no resourceVersion or holds another
- * object throws a `KubeRelistNeeded` naming what was wrong. The item's content is not checked here: each version is
- * read as models.json is (configMapText).
- */
-const listConfigMap = async (
-  kube: KubeClientModule,
-  config: KubeConfig,
-  where: Where,
-  signal: AbortSignal,
-  at?: string,
-): Promise<V1ConfigMapList> => {
-  const query = {
-    fieldSelector: configMapSelector(where.name),
-    ...(at === undefined ? {} : { resourceVersion: at, resourceVersionMatch: 'Exact' }),
-  };
-  const response = await kubeGet(kube, config, configMapsPath(where.namespace), query, signal);
-  const list = jsonObject(
-    await boundedJson(
-      response,
-      () => new KubeAnswerTooLarge(`the API server's list is over ${maxKubeAnswerBytes} bytes`),
-    ),
-  );
-  if (list === undefined) throw brokenList('no object');
-  const items: unknown = list['items'] ?? [];
-  if (!Array.isArray(items)) throw brokenList('without an array of items');
-  const resourceVersion: unknown = jsonObject(list['metadata'])?.['resourceVersion'];
-  if (typeof resourceVersion !== 'string' || resourceVersion === '')
-    throw brokenList('without a resourceVersion');
-  const problem = items.map((item) => itemProblem(item, where.name)).find((p) => p !== undefined);
-  if (problem !== undefined) throw brokenList(`holding ${problem}`);
-  // Each item was checked as far as ListWatch reads it (metadata, name); its content is read as configMapText does.
-  return { metadata: { resourceVersion }, items: items as V1ConfigMap[] };
-};
-
 /** What a list answers with the metadata of the objects alone (the API server's `PartialObjectMetadataList`). */
 const metadataOnly = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
-
-/**
- * The versions of the list (`list`) and of the ConfigMap in it (`item`, absent when it does not exist) from a list
- * of the metadata alone, without the data; undefined when the server does not tell (no metadata-only lists, or a
- * hostile answer): never throws.
- */
-const metadataVersions = async (
-  kube: KubeClientModule,
-  config: KubeConfig,
-  where: Where,
-  signal: AbortSignal,
-): Promise<{ readonly list: string; readonly item?: string } | undefined> => {
-  try {
-    const query = { fieldSelector: configMapSelector(where.name) };
-    const path = configMapsPath(where.namespace);
-    const response = await kubeGet(kube, config, path, query, signal, metadataOnly);
-    const answer = jsonObject(await boundedJson(response, () => brokenList('too large')));
-    const list = versionOf(jsonObject(answer?.['metadata'])?.['resourceVersion']);
-    const items: unknown = answer?.['items'];
-    if (list === undefined || !Array.isArray(items) || items.length > 1) return undefined;
-    if (items.length === 0) return { list };
-    const item = versionOf(jsonObject(jsonObject(items[0])?.['metadata'])?.['resourceVersion']);
-    return itemProblem(items[0], where.name) === undefined && item !== undefined ? { list, item } : undefined;
-  } catch {
-    return undefined;
-  }
-};
 
 /**
  * Lists one ConfigMap for ListWatch, and tells which version it could not read (`refused`, with the version when
@@ -121,25 +42,24 @@ export class ConfigMapLister {
 
   constructor(
     private readonly kube: KubeClientModule,
-    private readonly where: Where,
+    private readonly where: { readonly namespace: string; readonly name: string },
     private readonly refused: (version: string | undefined) => void,
   ) {}
 
   /** The list (see `listConfigMap`), or a `KubeAnswerTooLarge` once `refused` has been told. */
   async list(config: KubeConfig, signal: AbortSignal): Promise<V1ConfigMapList> {
-    const { kube, where } = this;
     if (this.refusedVersion === undefined) {
       try {
-        return await listConfigMap(kube, config, where, signal);
+        return await this.listConfigMap(config, signal);
       } catch (cause) {
         if (!(cause instanceof KubeAnswerTooLarge)) throw cause;
       }
     }
-    const versions = await metadataVersions(kube, config, where, signal);
+    const versions = await this.metadataVersions(config, signal);
     if (versions?.item !== undefined && versions.item === this.refusedVersion)
       throw new KubeAnswerTooLarge(`the ConfigMap is still at version ${versions.item}, too big to read`);
     try {
-      const list = await listConfigMap(kube, config, where, signal, versions?.list);
+      const list = await this.listConfigMap(config, signal, versions?.list);
       this.refusedVersion = undefined;
       return list;
     } catch (cause) {
@@ -148,6 +68,77 @@ export class ConfigMapLister {
         this.refused(versions?.item);
       }
       throw cause;
+    }
+  }
+
+  /** The field-selected list's 200 answer, read to `maxKubeAnswerBytes` at most (`tooLarge()` past it), as JSON. */
+  private async get(
+    config: KubeConfig,
+    signal: AbortSignal,
+    tooLarge: () => Error,
+    query: Readonly<Record<string, string | undefined>> = {},
+    accept?: string,
+  ): Promise<Readonly<Record<string, unknown>> | undefined> {
+    const { kube, where } = this;
+    const selected = { fieldSelector: configMapSelector(where.name), ...query };
+    const response = await kubeGet(kube, config, configMapsPath(where.namespace), selected, signal, accept);
+    if (response.body === null) throw brokenList('a 200 without a body');
+    const bytes = await readCapped(response.body, maxKubeAnswerBytes, tooLarge);
+    try {
+      return jsonObject(JSON.parse(bytes.toString('utf8')));
+    } catch {
+      throw brokenList('no JSON');
+    }
+  }
+
+  /**
+   * The list as ListWatch takes it: its resourceVersion and the item, if the ConfigMap exists; `at`, when given,
+   * pins it to that snapshot (`resourceVersionMatch=Exact`). Past `maxKubeAnswerBytes` a `KubeAnswerTooLarge` (the
+   * client's own list would read any length); an answer that is no list, has no resourceVersion or holds another
+   * object throws a `KubeRelistNeeded` naming what was wrong. The item's content is read as models.json is
+   * (configMapText), not here.
+   */
+  private async listConfigMap(
+    config: KubeConfig,
+    signal: AbortSignal,
+    at?: string,
+  ): Promise<V1ConfigMapList> {
+    const tooLarge = () =>
+      new KubeAnswerTooLarge(`the API server's list is over ${maxKubeAnswerBytes} bytes`);
+    const pinned = at === undefined ? {} : { resourceVersion: at, resourceVersionMatch: 'Exact' };
+    const list = await this.get(config, signal, tooLarge, pinned);
+    if (list === undefined) throw brokenList('no object');
+    const items: unknown = list['items'] ?? [];
+    if (!Array.isArray(items)) throw brokenList('without an array of items');
+    const resourceVersion: unknown = jsonObject(list['metadata'])?.['resourceVersion'];
+    if (typeof resourceVersion !== 'string' || resourceVersion === '')
+      throw brokenList('without a resourceVersion');
+    const problem = items.map((item) => itemProblem(item, this.where.name)).find((p) => p !== undefined);
+    if (problem !== undefined) throw brokenList(`holding ${problem}`);
+    return { metadata: { resourceVersion }, items: items as V1ConfigMap[] };
+  }
+
+  /**
+   * The versions of the list (`list`) and of the ConfigMap in it (`item`, absent when it does not exist) from a
+   * list of the metadata alone, without the data; undefined when the server does not tell (no metadata-only
+   * lists, or a hostile answer): never throws.
+   */
+  private async metadataVersions(
+    config: KubeConfig,
+    signal: AbortSignal,
+  ): Promise<{ readonly list: string; readonly item?: string } | undefined> {
+    try {
+      const answer = await this.get(config, signal, () => brokenList('too large'), {}, metadataOnly);
+      const list = versionOf(jsonObject(answer?.['metadata'])?.['resourceVersion']);
+      const items: unknown = answer?.['items'];
+      if (list === undefined || !Array.isArray(items) || items.length > 1) return undefined;
+      if (items.length === 0) return { list };
+      const item = versionOf(jsonObject(jsonObject(items[0])?.['metadata'])?.['resourceVersion']);
+      return itemProblem(items[0], this.where.name) === undefined && item !== undefined
+        ? { list, item }
+        : undefined;
+    } catch {
+      return undefined;
     }
   }
 }

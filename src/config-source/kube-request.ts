@@ -8,9 +8,8 @@ import { jsonObject } from '../core/json/json-object';
 import type { KubeClientModule } from './kube-client';
 
 /**
- * The most modelsync reads of one answer holding the ConfigMap (a list, or one watch line). The API server stores
- * at most 1 MiB of data in a ConfigMap; its JSON, escaped, a few times that at worst. More is a server that never
- * ends its answer, or not an API server: it is cut there.
+ * The most read of one answer holding the ConfigMap (a list, or a watch line): its data is at most 1 MiB, its
+ * escaped JSON a few times that; more is a server that never ends its answer, or no API server.
  */
 export const maxKubeAnswerBytes = 8 * 2 ** 20;
 
@@ -76,11 +75,10 @@ const sentCredentials = (config: KubeConfig, headers: Record<string, string>): b
 };
 
 /**
- * GETs `path` with `query` (and `accept`, when given) from the current cluster of `config`, with its TLS settings and credentials (the
- * client's own `applySecurityAuthentication`), and resolves with a 200 answer. A redirect is refused, not followed:
- * the credential goes to the API server it was configured for and nowhere else. Any other status throws a
- * `KubeStatusError` (its Status read bounded, and whether it names the anonymous user); `410 Gone` a
- * `KubeRelistNeeded` (the version asked for is compacted away).
+ * GETs `path?query` from `config`'s current cluster with its TLS settings and credentials (the client's own
+ * `applySecurityAuthentication`); resolves with a 200 answer. A redirect is refused, not followed: the credential
+ * goes only to the API server it was configured for. `410 Gone` (the version is compacted away) throws a
+ * `KubeRelistNeeded`, any other status a `KubeStatusError` (its Status read bounded).
  */
 export const kubeGet = async (
   kube: KubeClientModule,
@@ -132,10 +130,9 @@ const numberField = (cause: unknown, field: string): number | undefined => {
 };
 
 /**
- * What may be said about an error a list or watch failed with: a `KubeStatusError`'s HTTP status (and whether the
- * server saw no credentials), a `statusCode` or numeric `code` of the client's own errors, or a network error's
- * code. Never its text beyond the message, which for these errors holds the status text or what the answer broke
- * (not the request, whose headers carry the token).
+ * What may be said of an error a list or watch failed with: its HTTP status (`KubeStatusError`'s, with whether
+ * the server saw no credentials, or the client's `statusCode` or numeric `code`), else a network error's code,
+ * else its message, which here holds the status text or what the answer broke, never the request and its token.
  */
 export const kubeFailureOf = (cause: unknown): KubeFailure => {
   const status =

@@ -47,16 +47,13 @@ const eventProblem = (phase: unknown, object: unknown, name: string): string | u
   return undefined;
 };
 
-/**
- * The error a watch ends with when the API server sent what a resume from the same version would only send again:
- * ListWatch reports it, and the watch is started over with a list.
- */
+/** What a resume from the same version would only meet again: the watch starts over with a list. */
 const brokenWatch = (why: string): Error => new KubeRelistNeeded(`the API server's watch sent ${why}`);
 
 /**
- * The watch's lines from `body`, each passed to `line`, never holding more than `maxKubeAnswerBytes` of one; each
- * chunk calls `alive` (the client's idle timer). Resolves when the body ends. Linear in the bytes: a chunk is
- * searched for a newline once (a byte 0x0A is never part of another UTF-8 character), a line decoded once.
+ * Passes each line of `body` to `line`, holding at most `maxKubeAnswerBytes` of one; each chunk calls `alive`.
+ * Linear in the bytes: a chunk is searched for a newline once (0x0A is never inside a UTF-8 character), a line
+ * decoded once.
  */
 const readLines = async (
   body: AsyncIterable<Uint8Array>,
@@ -91,16 +88,13 @@ const readLines = async (
 };
 
 /**
- * A Watch for ListWatch of the ConfigMap `watched.name`: a `kubeGet` (the KubeConfig `configNow()` gives, its TLS
- * and token; rebuilt after a failure, so a rotated token is used), with `allowWatchBookmarks` and `timeoutSeconds`
- * added to the query (ListWatch asks for neither), read by modelsync rather than by the client, so that:
- * - a line is at most `maxKubeAnswerBytes` (the client's readline would buffer an endless one);
- * - a redirect is refused, not followed: the token goes to the API server it was configured for and nowhere else;
- * - a line that is no event, an event no API server sends or of another object (`eventProblem`), an ERROR event
- *   and `410 Gone` end the watch with a `KubeRelistNeeded` (a resume from the same version would meet them again),
- *   and so does a failure of ListWatch's handler on an event (the client calls it without awaiting it: a rejection
- *   there would end the process).
- * It never throws: every failure, the settings and token file included, goes to `done` once, as ListWatch expects.
+ * A Watch for ListWatch of the ConfigMap `watched.name`: a `kubeGet` with the KubeConfig `configNow()` gives (so a
+ * rotated token is used), asking for bookmarks and `timeoutSeconds` (ListWatch asks for neither), read by
+ * modelsync rather than by the client, so that a line is at most `maxKubeAnswerBytes` (the client's readline would
+ * buffer an endless one) and a redirect is refused. What a resume would meet again ends the watch with a
+ * `KubeRelistNeeded`: a line that is no event, an event no API server sends or of another object (`eventProblem`),
+ * an ERROR event, `410 Gone`, and a failure of ListWatch's handler (called unawaited: a rejection there would end
+ * the process). It never throws: every failure goes to `done` once, as ListWatch expects.
  */
 export const bookmarkingWatch = (
   kube: KubeClientModule,
