@@ -1,10 +1,7 @@
 /**
- * The edges modelsync talks to, as small interfaces. The agent, the pipeline and the loader depend on these; the
- * capability folders (config-source, storage, model-dir, model-server) implement them;
- * tests implement them with real files and servers, in memory, or (ConfigSource, the one Observable port) with marbles.
- *
- * Effects that take an AbortSignal must stop promptly when it aborts and leave nothing behind that the next
- * start would mistake for finished work (the loader aborts them on shutdown and when a spec changes).
+ * The edges modelsync talks to, as small interfaces: the agent, the pipeline and the loader depend on these, the
+ * capability folders implement them, tests too (real files and servers, in memory, or marbles). Effects that take
+ * an AbortSignal must stop promptly when it aborts and leave nothing the next start would take for finished work.
  */
 import type { Either } from 'fp-ts/Either';
 import type { Observable } from 'rxjs';
@@ -15,9 +12,8 @@ import type { ModelName } from './core/model-name';
 import type { Snapshot } from './core/snapshot';
 
 /**
- * A file-system event in the config dir: `rename` or `change` (fs.watch), a chokidar event name when polling (`add`,
- * `change`, `unlink`, `addDir`, ...), or
- * `ready` (a watch was (re)established), and the entry's name inside the dir (`''` for the dir itself).
+ * A file-system event in the config dir: `rename` or `change` (fs.watch), a chokidar event name when polling, or
+ * `ready` (a watch was (re)established); and the entry's name inside the dir (`''` for the dir itself).
  */
 export interface FsEvent {
   readonly event: string;
@@ -156,13 +152,11 @@ export interface ModelStore {
    */
   isInstalled(name: ModelName, spec: ModelSpec): Promise<boolean>;
   /**
-   * Fills `staged` (a staging dir of this store, still empty) with copies of the files of the installed
-   * `M/<source>` (clones where the file system has them; hard links only where the store was told the model server
-   * cannot write them), when its marker is of the same stored content (storage URI and selection) and every file it
-   * lists is there, a regular file of its size: models of one content are downloaded once, and a write to one
-   * model's files changes no other model. Undefined, with the staging dir left empty, when `source` is no such dir (gone, replaced, a link
-   * anywhere in it): the caller downloads instead. Throws an EffectError when the file system fails, or
-   * `no-space` when the copies would not fit.
+   * Fills the still empty `staged` with copies of the installed `M/<source>` (clones where the file system has
+   * them; hard links only where the model server cannot write them) when its marker is of the same content (URI
+   * and selection) and every file it lists is there at its size: one content is downloaded once, and a write to one
+   * model's files changes no other. Undefined, `staged` left empty, when `source` is no such dir (gone, replaced, a
+   * link in it): the caller downloads. Throws an EffectError when the file system fails (`no-space`: no room).
    */
   fillFrom(source: ModelName, staged: Staged, signal: AbortSignal): Promise<Filled | undefined>;
 }

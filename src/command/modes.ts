@@ -33,9 +33,7 @@ import {
   settleMs,
   SurfaceBindFailed,
   withSurface,
-  type AgentPortSettings,
   type AgentRun,
-  type Edges,
 } from '../wiring';
 import { gracefulStop } from './graceful-stop';
 import { packageVersion } from './package-version';
@@ -59,11 +57,7 @@ export const settingsInvalid = (log: Logger, reason: string): Observable<Output>
  * CA bundle, headers and store settings; the model dir; the server client; the config source) and the agent port's
  * settings; the Left says which setting cannot be used. Every mode checks the same, a dry run included.
  */
-const startOf = (
-  config: AppConfig,
-  log: Logger,
-  env: Env,
-): E.Either<string, { readonly edges: Edges; readonly agentPort: AgentPortSettings | undefined }> =>
+const startOf = (config: AppConfig, log: Logger, env: Env) =>
   pipe(
     E.Do,
     E.bind('edges', () => capabilities(config, log, env)),
