@@ -59,10 +59,8 @@ const readKubeconfig = async (
   file: string,
 ): Promise<{ readonly config: KubeConfig; readonly users: ReadonlyMap<string, Fields> }> => {
   const dir = dirname(file);
-  const text = (await readSmallFile(file, maxKubeconfigBytes, `the kubeconfig ${file}`, 'follow')).toString(
-    'utf8',
-  );
-  const parsed = jsonObject(kube.loadYaml(text));
+  const bytes = await readSmallFile(file, maxKubeconfigBytes, `the kubeconfig ${file}`, 'follow');
+  const parsed = jsonObject(kube.loadYaml(bytes.toString('utf8')));
   if (parsed === undefined) throw new Error(`the kubeconfig ${file} is no YAML map`);
   const users = new Map<string, Fields>();
   const clientUsers = entriesOf(parsed['users']).map((entry) => {

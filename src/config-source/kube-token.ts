@@ -49,10 +49,8 @@ export const tokenFileAuthenticator: Authenticator = {
     const config = providerOf(user)?.config;
     const file = String(config?.path);
     const label = typeof config?.label === 'string' ? config.label : 'the service account token file';
-    const text = (await readSmallFile(file, maxTokenFileBytes, `${label} ${file}`, 'follow')).toString(
-      'utf8',
-    );
-    const token = checked(text, `${label} ${file}`);
+    const bytes = await readSmallFile(file, maxTokenFileBytes, `${label} ${file}`, 'follow');
+    const token = checked(bytes.toString('utf8'), `${label} ${file}`);
     opts.headers = { ...(opts.headers as OutgoingHttpHeaders | undefined), Authorization: `Bearer ${token}` };
   },
 };

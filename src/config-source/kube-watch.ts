@@ -165,11 +165,10 @@ export const bookmarkingWatch = (
           () => finish(null),
           (cause: unknown) => finish(cause),
         );
-        return controller;
       } catch (cause) {
         finish(cause);
-        return controller;
       }
+      return controller;
     }
   }
   return new BookmarkingWatch(configNow());
