@@ -115,16 +115,14 @@ const serverAnswer = (
   scheduler: SchedulerLike,
   random: () => number,
   startedAt: number,
-): Observable<ReadonlySet<string>> => {
-  const policy: RetryPolicy = { ...settings.retry, maxAttempts: Infinity };
-  return abortable((signal) => server.loadedModels(signal)).pipe(
+): Observable<ReadonlySet<string>> =>
+  abortable((signal) => server.loadedModels(signal)).pipe(
     retry({
-      count: policy.maxAttempts - 1,
       delay: (error: unknown, attempt) => {
         const waitedMs = scheduler.now() - startedAt;
         const leftMs = (settings.serverWaitMs ?? Infinity) - waitedMs;
         if (leftMs <= 0) return throwError(() => new ServerNotAnswering(waitedMs, toEffectError(error)));
-        const delayMs = Math.min(leftMs, retryDelay(policy, attempt, random));
+        const delayMs = Math.min(leftMs, retryDelay(settings.retry, attempt, random));
         settings.log.warn(
           { err: toEffectError(error), attempt, delayMs },
           'model server not answering yet; waiting for it',
@@ -133,7 +131,6 @@ const serverAnswer = (
       },
     }),
   );
-};
 
 /**
  * The whole agent, for as long as subscribed: recovers the model dir (first: it creates the dir, which some
