@@ -3,6 +3,7 @@ import * as E from 'fp-ts/Either';
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { configFileName, dataLinkName } from '../core/config-files';
 import {
   errorCode,
@@ -194,12 +195,10 @@ export const withDeadline = (
     const attempt = read().catch((cause: unknown) =>
       E.left(readFailed(file, errorCode(cause) ?? 'EUNKNOWN', errorMessage(cause))),
     );
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<undefined>(
-      (resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)),
-    );
+    const deadline = new AbortController();
+    const late = sleep(timeoutMs, undefined, { signal: deadline.signal }).catch(() => undefined);
     const result = await Promise.race([attempt, late]);
-    clearTimeout(timer);
+    deadline.abort();
     if (result !== undefined) return result;
     pending = attempt.finally(() => {
       pending = undefined;
