@@ -30,10 +30,7 @@ export interface ConfigDirOptions extends ConfigReadOptions {
   readonly recheckMs?: number;
   /** Poll with stat every this many ms instead of inotify (NFS, some bind mounts); 0 = inotify. */
   readonly pollMs?: number;
-  /**
-   * One watch of the dir (default: `fs.watch`, or chokidar polling every `pollMs` when it is set); tests inject
-   * failing watches to see them re-established.
-   */
+  /** One watch of the dir (default: `fs.watch`, or chokidar polling at `pollMs`); tests inject failing ones. */
   readonly watchDir?: (dir: string, pollMs: number) => Observable<FsEvent>;
   /** A read of models.json that takes longer is given up and logged (a hung mount); default 10 s. */
   readonly readTimeoutMs?: number;
@@ -126,11 +123,9 @@ const defaultWatch = (dir: string, pollMs: number): Observable<FsEvent> =>
   pollMs > 0 ? chokidarWatchOnce(dir, pollMs) : fsWatchOnce(dir);
 
 /**
- * Watches `dir` until it is removed or replaced. chokidar usually reports the removal as `unlinkDir` of the root,
- * but not always (measured: about one run in six), and neither watch notices a dir re-created under the same
- * name, so the dir's inode is checked when the watch reports an event of the dir's own name (`fs.watch` does at
- * its removal) and every `recheckMs`; the watch ends when the inode is gone or changed. The same stat, once
- * the watch is armed (`ready`), is the watch's sign of life while nothing changes.
+ * Watches `dir` until its inode is gone or changed: chokidar misses the root's removal about one run in six, and
+ * neither watch notices a dir re-created under the same name. The inode is checked every `recheckMs` and at an
+ * event of the dir's own name; once the watch is armed (`ready`), that stat is its sign of life while quiet.
  */
 const watchWhileDirExists = (
   dir: string,
