@@ -5,7 +5,7 @@
 import { setMaxListeners } from 'node:events';
 import { retryableError, toEffectError, type EffectError } from '../core/errors';
 import type { DownloadLimits } from './download-limits';
-import { TransferGuard } from './transfer-guard';
+import { modelGuard, type TransferGuard } from './transfer-guard';
 
 /** The shared state of one model's streams. */
 export interface ModelTransfer {
@@ -40,14 +40,7 @@ export const modelTransfer = (
     stoppedBy ??= error;
     controller.abort(error);
   };
-  const guard = new TransferGuard({
-    what,
-    maxBytes: limits.maxModelBytes,
-    names: limits.names,
-    minRate: limits.minRate,
-    onTooSlow: stop,
-    space: { dir: targetDir, check: limits.spaceCheck },
-  });
+  const guard = modelGuard(what, targetDir, limits, stop);
   const combined = AbortSignal.any([signal, controller.signal]);
   setMaxListeners(8 + listeners, combined);
   const failure = (cause: unknown): EffectError => {

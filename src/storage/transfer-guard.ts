@@ -2,7 +2,7 @@
 import type { EffectError } from '../core/errors';
 import { showBytes } from '../core/show-bytes';
 import type { SpaceCheck } from '../fs';
-import { tooLarge, tooSlow, type CapNames, type MinRate } from './download-limits';
+import { tooLarge, tooSlow, type CapNames, type DownloadLimits, type MinRate } from './download-limits';
 
 /** What one guard watches, and how it stops a transfer that is too slow. */
 export interface TransferGuardOptions {
@@ -28,7 +28,8 @@ export interface TransferGuardOptions {
 // A window is this many ticks: the rate is checked every tenth of a window, over the last whole window.
 const ticksPerWindow = 10;
 
-const everyInterval = (ms: number, tick: () => void): (() => void) => {
+/** Runs `tick` every `ms` on an unref'd timer until the returned function is called. */
+export const everyInterval = (ms: number, tick: () => void): (() => void) => {
   const timer = setInterval(tick, ms);
   timer.unref();
   return () => clearInterval(timer);
@@ -139,3 +140,21 @@ export class TransferGuard {
     this.options.onTooSlow?.(this.slow);
   }
 }
+
+/**
+ * The guard of one model's download into `targetDir` under `limits`: the model cap, the disk check and, with
+ * `onTooSlow`, the minimum rate (local copies have none).
+ */
+export const modelGuard = (
+  what: string,
+  targetDir: string,
+  limits: DownloadLimits,
+  onTooSlow?: (error: EffectError) => void,
+): TransferGuard =>
+  new TransferGuard({
+    what,
+    maxBytes: limits.maxModelBytes,
+    names: limits.names,
+    ...(onTooSlow !== undefined ? { minRate: limits.minRate, onTooSlow } : {}),
+    space: { dir: targetDir, check: limits.spaceCheck },
+  });

@@ -1,5 +1,6 @@
 /** trackProgress: a download's bytes, total, rate and ETA reported at a steady pace (not per chunk), and once at its end. */
 import type { DownloadProgress } from '../ports';
+import { everyInterval } from './transfer-guard';
 
 /** What is tracked, how often, and where reports go. */
 export interface ProgressOptions {
@@ -15,12 +16,6 @@ export interface ProgressOptions {
   /** Runs `tick` every `ms` until the returned function is called; default an unref'd setInterval. */
   readonly every?: (ms: number, tick: () => void) => () => void;
 }
-
-const everyInterval = (ms: number, tick: () => void): (() => void) => {
-  const timer = setInterval(tick, ms);
-  timer.unref();
-  return () => clearInterval(timer);
-};
 
 /**
  * Starts reporting `options.bytes()` every `everyMs`: bytes, total, the rate over the last interval and the time

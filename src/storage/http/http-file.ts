@@ -2,17 +2,17 @@
  * saveBody: one HTTP response body saved as a new file — in ranged parts over several connections when the server
  * serves ranges of a big file, else as one resumable stream.
  */
-import { EffectError, retryableError } from '../../core/errors';
-import type { Slots } from '../../core/slots';
+import { EffectError } from '../../core/errors';
 import { writeNewFile } from '../../fs';
-import { discardBody, isOk, responseStatusError, withFailures } from '../../net';
-import { fetchInParts, UntrustedBytes, type RangeReader } from '../parts/fetch-parts';
+import { isOk, responseStatusError, withFailures } from '../../net';
+import { fetchInParts, UntrustedBytes, type PartsSettings, type RangeReader } from '../parts/fetch-parts';
 import { rangedThresholdBytes } from '../parts/part-plan';
 import type { TransferGuard } from '../transfer-guard';
 import type { Attempt } from './http-get';
 import {
+  answeredRange,
+  changedFile,
   contentLengthOf,
-  contentRangeOf,
   headerOf,
   resumableBody,
   validatorOf,
@@ -25,15 +25,9 @@ export type Reopen = (
   signal: AbortSignal,
 ) => Promise<BodyResponse>;
 
-/** How bodies are saved: connections per file, the process-wide pool, resumes. */
-export interface SaveSettings {
-  /** Connections one big file is fetched over (`--download-streams`; 1: one stream). */
-  readonly streams: number;
-  /** Storage connections across the process (`--max-download-streams`); absent: no bound. */
-  readonly pool?: Slots | undefined;
-  /** Resumes of a cut body (or of one range) in a row that bring little before the download fails. */
-  readonly maxResumes: number;
-}
+/** How bodies are saved: connections per file, the process-wide pool, resumes of a cut body or range. */
+export type SaveSettings = Required<Pick<PartsSettings, 'streams' | 'maxResumes'>> &
+  Pick<PartsSettings, 'pool'>;
 
 /** One body to save. */
 export interface SaveJob {
@@ -70,32 +64,23 @@ const isResumable = (cause: unknown): boolean =>
  */
 const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeReader => {
   const validator = validatorOf(first.headers)!;
-  const strongEtag = validator.startsWith('"') ? validator : undefined;
   return async (start, end, signal) => {
     const response = await job.reopen({ range: `bytes=${start}-${end - 1}`, 'if-range': validator }, signal);
     if (response.status >= 500 || response.status === 429)
       throw await responseStatusError(job.what, response);
-    const range = response.status === 206 ? contentRangeOf(response.headers) : undefined;
-    const etag = headerOf(response.headers, 'etag');
-    if (
-      range?.first === start &&
-      range.last === end - 1 &&
-      range.total === size &&
-      (strongEtag === undefined || etag === undefined || etag === strongEtag)
-    ) {
+    const { range, etag, sameVersion } = answeredRange(response, validator);
+    if (range?.first === start && range.last === end - 1 && range.total === size && sameVersion) {
       const body = job.attempt.watch(response.body);
       // Not framed by its length (chunked, say): a chunk size no server sends may have passed other bytes as data.
       return contentLengthOf(response.headers) === undefined
         ? withFailures(body, (cause) => new UntrustedBytes(cause))
         : body;
     }
-    await discardBody(response);
-    throw retryableError(
-      'changed',
+    throw await changedFile(
+      response,
       `${job.what}: bytes ${start}-${end - 1} were answered ${response.status}` +
         `${range !== undefined ? ` with bytes ${range.first}-${range.last} of ${range.total ?? 'unknown'}` : ''}` +
-        `${etag !== undefined && etag !== strongEtag ? ` of ETag ${etag}, not ${strongEtag}` : ''}: ` +
-        'the file changed on the server or it does not serve ranges; the download starts again',
+        `${sameVersion ? '' : ` of ETag ${etag}, not ${validator}`}`,
     );
   };
 };
@@ -106,7 +91,7 @@ const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeRead
  */
 export const wholeBody = (
   response: BodyResponse,
-  job: Pick<SaveJob, 'what' | 'attempt' | 'guard' | 'reopen'>,
+  job: Omit<SaveJob, 'to'>,
   maxResumes: number,
 ): AsyncIterable<Uint8Array> => {
   const { signal } = job.attempt;
@@ -134,24 +119,18 @@ export const saveBody = async (
   settings: SaveSettings,
 ): Promise<void> => {
   const size = rangedSizeOf(response, settings.streams);
-  const signal = job.attempt.signal;
+  const { what, to, attempt, guard } = job;
   if (size === undefined) {
     const body = wholeBody(response, job, settings.maxResumes);
     const announced = contentLengthOf(response.headers);
-    await writeNewFile(body, job.to, signal, `${job.what}: cannot save ${job.to}`, announced);
+    await writeNewFile(body, to, attempt.signal, `${what}: cannot save ${to}`, announced);
     return;
   }
+  const read = rangeReader(job, response, size);
+  const first = attempt.watch(response.body);
+  const { streams, pool, maxResumes } = settings;
   await fetchInParts(
-    {
-      what: job.what,
-      size,
-      to: job.to,
-      read: rangeReader(job, response, size),
-      signal,
-      guard: job.guard,
-      first: job.attempt.watch(response.body),
-      resumable: isResumable,
-    },
-    { streams: settings.streams, pool: settings.pool, maxResumes: settings.maxResumes },
+    { what, size, to, read, signal: attempt.signal, guard, first, resumable: isResumable },
+    { streams, pool, maxResumes },
   );
 };

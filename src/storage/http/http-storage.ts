@@ -3,39 +3,28 @@ import path from 'node:path';
 import { hostKey } from '../../core/endpoint';
 import { permanentError } from '../../core/errors';
 import { fileFilter, selectedNone, selectionKey, selectsAll } from '../../core/file-selection';
-import { inSlot, type Slots } from '../../core/slots';
+import { inSlot } from '../../core/slots';
 import { redactUri } from '../../core/storage-uri';
 import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
 import { archiveFormatOf, extractStream, type ArchiveFormat } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
-import { discardBody, httpUrl, isOk, responseStatusError, type Network } from '../../net';
-import { saveBody, wholeBody, type Reopen } from './http-file';
-import { Attempt, httpGet } from './http-get';
+import { discardBody, httpUrl, isOk, responseStatusError } from '../../net';
+import { saveBody, wholeBody, type Reopen, type SaveSettings } from './http-file';
+import { Attempt, httpGet, type GetSettings } from './http-get';
 import { contentLengthOf, headerOf, validatorOf, type BodyResponse } from './resumable-body';
-import { TransferGuard } from '../transfer-guard';
+import { modelGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 
-/** Every field has a default (the flags'), so a test or an integrator sets only what it is about; times in ms. */
-export interface HttpStorageOptions {
+/**
+ * Every field has a default (the flags'), so a test or an integrator sets only what it is about: the GET's timeouts
+ * 30 s to the headers and 60 s between bytes, undici's global pool, the flags' limits, 5 resumes, 8 streams, no pool.
+ */
+export interface HttpStorageOptions extends Partial<GetSettings>, Partial<SaveSettings> {
   /** Extra request headers by lower-case host name (see parseHostHeaders). */
   readonly headersByHost?: ReadonlyMap<string, Readonly<Record<string, string>>>;
-  /** Longest wait for the response headers, connecting included (default 30 s). */
-  readonly connectTimeoutMs?: number;
-  /** Longest wait for the next bytes of the body (default 60 s). */
-  readonly idleTimeoutMs?: number;
-  /** The model cap, the archive caps and the minimum rate (default: the flags' defaults). */
+  /** The model cap, the archive caps and the minimum rate. */
   readonly limits?: DownloadLimits;
-  /** Proxies, CAs and pooled connections (default: undici's global pool, direct). */
-  readonly network?: Network;
-  /** Resumes of a cut body in a row that may each bring little before the download fails (default 5). */
-  readonly maxResumes?: number;
-  /** Connections one big file is fetched over, as ranged parts (`--download-streams`; default 8, 1: one stream). */
-  readonly streams?: number;
-  /** The process-wide bound on storage connections (`--max-download-streams`); absent: none. */
-  readonly pool?: Slots;
 }
-
-const httpSchemes = ['http', 'https'];
 
 /** How a response body is stored: saved as one file, or extracted as a tar (maybe gzipped) or zip archive. */
 export type BodyKind = 'file' | ArchiveFormat;
@@ -61,8 +50,7 @@ export const bodyKind = (contentType: string | null, urlPath: string): BodyKind 
   return archiveFormatOf(urlPath) ?? 'file';
 };
 
-type Settings = Required<Omit<HttpStorageOptions, 'headersByHost' | 'network' | 'pool'>> &
-  Pick<HttpStorageOptions, 'headersByHost' | 'network' | 'pool'>;
+type Settings = HttpStorageOptions & GetSettings & SaveSettings & { readonly limits: DownloadLimits };
 
 const fileNameOf = (url: URL, what: string): string => {
   const segment = url.pathname.slice(url.pathname.lastIndexOf('/') + 1);
@@ -103,14 +91,7 @@ const download = async (
   const url = httpUrl(uri, what);
   const { limits } = settings;
   const attempt = new Attempt(what, signal, settings);
-  const guard = new TransferGuard({
-    what,
-    maxBytes: limits.maxModelBytes,
-    names: limits.names,
-    minRate: limits.minRate,
-    onTooSlow: (error) => attempt.stop(error),
-    space: { dir: targetDir, check: limits.spaceCheck },
-  });
+  const guard = modelGuard(what, targetDir, limits, (error) => attempt.stop(error));
   const credentials = settings.headersByHost?.get(hostKey(url.hostname)) ?? {};
   const get: Reopen = (extra, on) => httpGet(url, settings, what, on, credentials, extra);
   // One file's URL: the patterns decide before the GET (an archive's entries are the extractor's to select).
@@ -198,17 +179,15 @@ const download = async (
  */
 export const httpStorage = (options: HttpStorageOptions = {}): StorageProvider => {
   const settings: Settings = {
-    headersByHost: options.headersByHost,
-    network: options.network,
+    ...options,
     connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
     idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
     maxResumes: options.maxResumes ?? 5,
     streams: options.streams ?? 8,
-    pool: options.pool,
     limits: options.limits ?? defaultDownloadLimits,
   };
   return {
-    schemes: httpSchemes,
+    schemes: ['http', 'https'],
     download: (uri, targetDir, signal, progress, request) =>
       download(settings, uri, targetDir, signal, progress, request),
   };

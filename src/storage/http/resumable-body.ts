@@ -2,7 +2,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EffectError, retryableError } from '../../core/errors';
-import type { ResponseBody } from '../../net';
+import { discardBody, type ResponseBody } from '../../net';
 
 /** The part of a response a resume looks at. */
 export interface BodyResponse {
@@ -124,28 +124,40 @@ const reopened = async (
 ): Promise<BodyResponse['body']> => {
   const { offset, validator, total } = expected;
   const response = await options.reopen({ range: `bytes=${offset}-`, 'if-range': validator });
+  const answer = answeredRange(response, validator);
   // Nothing was consumed yet: a whole body of the same version is as good as a range.
   const range =
-    response.status === 206
-      ? contentRangeOf(response.headers)
-      : response.status === 200 && offset === 0
-        ? { first: 0, last: -1, total: contentLengthOf(response.headers) }
-        : undefined;
-  const etag = headerOf(response.headers, 'etag');
-  const sameVersion = etag === undefined || validator.startsWith('"') === false || etag === validator;
-  if (
-    range !== undefined &&
-    range.first === offset &&
-    sameVersion &&
-    (total === undefined || range.total === total)
-  ) {
+    response.status === 200 && offset === 0
+      ? { first: 0, last: -1, total: contentLengthOf(response.headers) }
+      : answer.range;
+  if (range?.first === offset && answer.sameVersion && (total === undefined || range.total === total)) {
     return response.body;
   }
-  await response.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
-  throw retryableError(
-    'changed',
+  throw await changedFile(
+    response,
     `${options.what}: resume ${resume} from byte ${offset} was answered ${response.status}` +
-      `${range !== undefined ? ` for bytes from ${range.first} of ${range.total ?? 'unknown'}` : ''}: ` +
-      'the file changed on the server or it does not serve ranges; the download starts again',
+      `${range !== undefined ? ` for bytes from ${range.first} of ${range.total ?? 'unknown'}` : ''}`,
+  );
+};
+
+/**
+ * The range a resume's answer carries (a 206's Content-Range), and whether it is of the version `validator` (the
+ * first response's) names: its ETag, if it has one, must be that one when the validator is a strong ETag.
+ */
+export const answeredRange = (response: BodyResponse, validator: string) => {
+  const etag = headerOf(response.headers, 'etag');
+  return {
+    range: response.status === 206 ? contentRangeOf(response.headers) : undefined,
+    etag,
+    sameVersion: etag === undefined || !validator.startsWith('"') || etag === validator,
+  };
+};
+
+/** Drops `response`'s body and makes the retryable `changed` failure, `answered` saying what was asked and got. */
+export const changedFile = async (response: BodyResponse, answered: string): Promise<EffectError> => {
+  await discardBody(response);
+  return retryableError(
+    'changed',
+    `${answered}: the file changed on the server or it does not serve ranges; the download starts again`,
   );
 };

@@ -4,14 +4,16 @@ import { lstat, mkdir, open, readdir, realpath, stat, symlink } from 'node:fs/pr
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errorCode, permanentError, retryableError } from '../../core/errors';
-import { fileFilter, selectedNone, selectsAll, type FileSelection } from '../../core/file-selection';
+import { selectsAll, type FileSelection } from '../../core/file-selection';
+import { EntrySelection } from '../archive/entry-selection';
+import type { EntryKind } from '../archive/guard';
 import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { fileCopier, fsError, isMissing, type FileCopier } from '../../fs';
 import { checkLocalSource, checkNotSystem, isInside } from './local-roots';
-import { TransferGuard } from '../transfer-guard';
+import { modelGuard, type TransferGuard } from '../transfer-guard';
 
 /** Where a local copy may come from and what it may take: every field has a default. */
 export interface LocalStorageOptions {
@@ -39,13 +41,6 @@ const throwIfAborted = (signal: AbortSignal, what: string): void => {
   if (signal.aborted) throw retryableError('aborted', `${what} aborted`, signal.reason);
 };
 
-/** The files of a tree a model's patterns take (by path in the tree), and how many there were to take. */
-interface Selection {
-  readonly passes: (relative: string) => boolean;
-  files: number;
-  taken: number;
-}
-
 interface Tree {
   readonly sourceRoot: string;
   readonly targetRoot: string;
@@ -54,20 +49,17 @@ interface Tree {
   readonly guard: TransferGuard;
   /** Copies each file, counted by the guard: a clone where the file system has them. */
   readonly copy: FileCopier;
-  /** Absent: every entry is copied. */
-  readonly selection?: Selection;
+  /** The files the model's patterns take, by path in the tree; absent: every entry is copied. */
+  readonly selection?: EntrySelection;
 }
 
 /**
  * True when the file or link at `from` is to be copied to `to`: always without a selection; with one, when its path
  * in the tree passes (its dir is then made here, since dirs are made only for the files that land).
  */
-const takes = async (tree: Tree, from: string, to: string): Promise<boolean> => {
-  const { selection } = tree;
-  if (selection === undefined) return true;
-  selection.files += 1;
-  if (!selection.passes(path.relative(tree.sourceRoot, from))) return false;
-  selection.taken += 1;
+const takes = async (tree: Tree, from: string, to: string, kind: EntryKind): Promise<boolean> => {
+  if (tree.selection === undefined) return true;
+  if (!tree.selection.takes(path.relative(tree.sourceRoot, from), kind, from)) return false;
   await mkdir(path.dirname(to), { recursive: true, mode: 0o755 });
   return true;
 };
@@ -118,9 +110,9 @@ const copyEntry = async (tree: Tree, entry: Dirent, from: string, to: string): P
     if (tree.selection === undefined) await mkdir(to, { mode: 0o755 });
     await copyDir(tree, from, to);
   } else if (entry.isFile()) {
-    if (await takes(tree, from, to)) await copyFile(tree, from, to);
+    if (await takes(tree, from, to, 'file')) await copyFile(tree, from, to);
   } else if (entry.isSymbolicLink()) {
-    if (await takes(tree, from, to)) await copyLink(tree, from, to);
+    if (await takes(tree, from, to, 'symlink')) await copyLink(tree, from, to);
   } else {
     // Reading a FIFO would block forever; sockets and devices are not model files.
     throw permanentError('refused', `refusing ${from}: not a regular file, directory or symlink`);
@@ -144,9 +136,6 @@ interface Copy {
   readonly select: FileSelection | undefined;
 }
 
-const noneSelected = (what: string, select: FileSelection | undefined, files: number) =>
-  permanentError('not-found', `${what}: ${selectedNone(select, files, files === 1 ? 'file' : 'files')}`);
-
 /**
  * Copies the file or tree at `source` into `targetDir`, or extracts it when its name says it is an archive,
  * once `source` (its links resolved) passes checkLocalSource; with `select`, only the files it takes (an
@@ -159,13 +148,8 @@ const copy = async (settings: Settings, { source, targetDir, signal, what, selec
   // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
   const targetRoot = targetDir;
   const { limits } = settings;
-  const guard = new TransferGuard({
-    what,
-    maxBytes: limits.maxModelBytes,
-    names: limits.names,
-    space: { dir: targetDir, check: limits.spaceCheck },
-  });
-  const selection = selectsAll(select) ? undefined : { passes: fileFilter(select), files: 0, taken: 0 };
+  const guard = modelGuard(what, targetDir, limits);
+  const selection = selectsAll(select) ? undefined : new EntrySelection(what, select!);
   const copy = fileCopier({ counter: guard });
   const tree = { sourceRoot, targetRoot, signal, what, guard, copy, ...(selection ? { selection } : {}) };
   const info = await stat(sourceRoot);
@@ -176,10 +160,10 @@ const copy = async (settings: Settings, { source, targetDir, signal, what, selec
     if (format !== undefined) {
       const options = { what: `extracting ${source}`, signal, limits, ...(select ? { select } : {}) };
       await extractFile(sourceRoot, format, targetRoot, options);
-    } else if (selection === undefined || selection.passes(name)) {
+    } else if (selection === undefined || selection.takes(name, 'file', name)) {
       await copyFile(tree, sourceRoot, path.join(targetRoot, name));
     } else {
-      throw noneSelected(what, select, 1);
+      selection.checkSomeTaken();
     }
     return;
   }
@@ -190,7 +174,7 @@ const copy = async (settings: Settings, { source, targetDir, signal, what, selec
     throw permanentError('refused', `refusing to copy ${source} into ${targetDir}, which lies inside it`);
   }
   await copyDir(tree, sourceRoot, targetRoot);
-  if (selection !== undefined && selection.taken === 0) throw noneSelected(what, select, selection.files);
+  selection?.checkSomeTaken();
 };
 
 type Settings = Required<LocalStorageOptions>;
