@@ -97,25 +97,8 @@ export class TransferGuard {
    * `received(n)` for each chunk, which throws as `count` would (too large, too slow).
    */
   reading(): () => void {
-    return this.watchRate();
-  }
-
-  /** See `reading`. */
-  received(bytes: number): void {
-    if (this.slow !== undefined) throw this.slow;
-    this.sinceTick += bytes;
-    this.counted(bytes);
-  }
-
-  private overCap(why: string): EffectError {
-    return tooLarge(this.options.what, why, 'maxModelBytes', this.options.names);
-  }
-
-  /**
-   * Starts the rate check with the first stream being read and stops it after the last: streams read at once
-   * (the objects of a bucket in flight) are one transfer, measured on one timer over the sum of their bytes.
-   */
-  private watchRate(): () => void {
+    // The rate check runs from the first stream's start to the last one's end: streams read at once (the objects of
+    // a bucket in flight) are one transfer, measured on one timer over the sum of their bytes.
     const rate = this.options.minRate;
     if (rate === undefined || rate.bytesPerSecond <= 0) return () => undefined;
     if (this.streamsReading++ === 0) {
@@ -127,6 +110,17 @@ export class TransferGuard {
     return () => {
       if (--this.streamsReading === 0) this.stopTicking();
     };
+  }
+
+  /** See `reading`. */
+  received(bytes: number): void {
+    if (this.slow !== undefined) throw this.slow;
+    this.sinceTick += bytes;
+    this.counted(bytes);
+  }
+
+  private overCap(why: string): EffectError {
+    return tooLarge(this.options.what, why, 'maxModelBytes', this.options.names);
   }
 
   private tick(rate: MinRate): void {

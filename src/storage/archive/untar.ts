@@ -14,23 +14,17 @@ import { archiveFailure, truncatedArchive, type Job } from './unpack';
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first tar (lazy-module.ts) */
 const tarModule = lazyModule(() => require('tar') as typeof import('tar'));
 
-const tarKind = (entry: ReadEntry): EntryKind => {
-  switch (entry.type) {
-    case 'File':
-    case 'OldFile':
-    case 'ContiguousFile':
-      return 'file';
-    case 'Directory':
-    case 'GNUDumpDir':
-      return 'dir';
-    case 'SymbolicLink':
-      return 'symlink';
-    case 'Link':
-      return 'hardlink';
-    default:
-      return 'other';
-  }
+// Every other type (devices, FIFOs, ...) is `other`, and refused.
+const tarKinds: Readonly<Record<string, EntryKind>> = {
+  File: 'file',
+  OldFile: 'file',
+  ContiguousFile: 'file',
+  Directory: 'dir',
+  GNUDumpDir: 'dir',
+  SymbolicLink: 'symlink',
+  Link: 'hardlink',
 };
+const tarKind = (entry: ReadEntry): EntryKind => tarKinds[entry.type] ?? 'other';
 
 /**
  * Passes a plain tar through and gunzips a gzipped one (the magic bytes decide, not the Content-Type), holding
@@ -175,8 +169,8 @@ export const untarInto = (
     dmode: 0o755,
     filter: (_path, entry) => {
       const readEntry = entry as ReadEntry;
+      const kind = tarKind(readEntry);
       try {
-        const kind = tarKind(readEntry);
         const at = guard.check(readEntry.path, kind, readEntry.linkpath ?? '');
         // An entry left out is read past, never written: it counts as an entry, not as bytes on disk.
         if (selection !== undefined && !selection.takes(at, kind, readEntry.path, readEntry.linkpath ?? '')) {
@@ -189,7 +183,7 @@ export const untarInto = (
         return false;
       }
       // Directories 0755; files keep their rwx bits but lose setuid/setgid/sticky and group/other write.
-      readEntry.mode = tarKind(readEntry) === 'dir' ? 0o755 : (readEntry.mode ?? 0o644) & 0o755;
+      readEntry.mode = kind === 'dir' ? 0o755 : (readEntry.mode ?? 0o644) & 0o755;
       return true;
     },
   });

@@ -77,24 +77,6 @@ export class Attempt {
   }
 }
 
-/** One hop of a GET, on undici's pool for `url` (the Network's: direct or through its proxy). */
-const getOnce = async (
-  url: URL,
-  settings: GetSettings,
-  headers: Readonly<Record<string, string>>,
-  signal: AbortSignal,
-): Promise<BodyResponse> => {
-  const response = await request(url, {
-    method: 'GET',
-    headers,
-    signal,
-    headersTimeout: settings.connectTimeoutMs,
-    bodyTimeout: settings.idleTimeoutMs,
-    ...(settings.network !== undefined ? { dispatcher: settings.network.dispatcherFor(url) } : {}),
-  });
-  return { status: response.statusCode, headers: response.headers, body: response.body };
-};
-
 /**
  * GET `url` with redirects followed by hand, so that `credentials` (the URI's `<host>-headers`, a Hub token) go only
  * to the endpoint `url` names (its scheme, host and port): a token must not follow a redirect to a CDN, a presigned
@@ -111,17 +93,21 @@ export const httpGet = async (
 ): Promise<BodyResponse> => {
   let current = url;
   for (let hop = 0; ; hop++) {
-    const answer = await getOnce(
-      current,
-      settings,
-      {
+    const response = await request(current, {
+      method: 'GET',
+      headers: {
         // identity: a Content-Encoding: gzip tarball is stored as it is, never gunzipped on the way.
         'accept-encoding': 'identity',
         ...(sameEndpoint(url, current) ? credentials : {}),
         ...extraHeaders,
       },
       signal,
-    );
+      headersTimeout: settings.connectTimeoutMs,
+      bodyTimeout: settings.idleTimeoutMs,
+      // undici's pool for the hop's URL: the Network's, direct or through its proxy.
+      ...(settings.network !== undefined ? { dispatcher: settings.network.dispatcherFor(current) } : {}),
+    });
+    const answer = { status: response.statusCode, headers: response.headers, body: response.body };
     const location = headerOf(answer.headers, 'location');
     if (!redirectStatuses.has(answer.status) || location === undefined) return answer;
     await discardBody(answer);

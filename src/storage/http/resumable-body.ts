@@ -24,13 +24,12 @@ export interface ResumeOptions {
   readonly reopen: (headers: Readonly<Record<string, string>>) => Promise<BodyResponse>;
   /** Resumes in a row that may each bring less than `progressBytes` before the transfer fails; default 5. */
   readonly maxResumes?: number;
-  /** Bytes a resumed body must bring for the count of resumes to start again; default 1 MiB. */
-  readonly progressBytes?: number;
-  /** Pause before a resume, times the number of resumes in a row (a server restarting gets time); default 100 ms. */
-  readonly pauseMs?: number;
-  /** Told of each resume, with the offset it starts from (for a log line). */
-  readonly onResume?: (offset: number) => void;
 }
+
+// Bytes a resumed body must bring for the count of resumes to start again.
+const progressBytes = 2 ** 20;
+// Pause before a resume, times the number of resumes in a row: a server restarting gets time.
+const pauseMs = 100;
 
 /** The first value of header `name`. */
 export const headerOf = (headers: IncomingHttpHeaders, name: string): string | undefined => {
@@ -85,8 +84,6 @@ export async function* resumableBody(
 ): AsyncGenerator<Uint8Array> {
   const { signal } = options;
   const maxResumes = options.maxResumes ?? 5;
-  const progressBytes = options.progressBytes ?? 2 ** 20;
-  const pauseMs = options.pauseMs ?? 100;
   const validator = validatorOf(first.headers);
   const total = contentLengthOf(first.headers);
   let offset = 0;
@@ -97,7 +94,6 @@ export async function* resumableBody(
     try {
       if (body === undefined) {
         await sleep(pauseMs * resumesInARow, undefined, { signal });
-        options.onResume?.(offset);
         sinceResume = 0;
         body = await reopened(options, { offset, validator: validator!, total }, resumesInARow);
       }
