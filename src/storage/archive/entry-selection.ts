@@ -14,7 +14,6 @@ export class EntrySelection {
   private readonly taken = new Set<string>();
   private files = 0;
 
-  /** `what` names the archive in messages: `GET https://host/m.tar.gz`. */
   constructor(
     private readonly what: string,
     private readonly select: FileSelection,
