@@ -14,10 +14,7 @@ export interface TransferGuardOptions {
   readonly names?: CapNames | undefined;
   /** The slowest acceptable stream; absent or 0 bytes/s: no minimum (local copies). */
   readonly minRate?: MinRate;
-  /**
-   * Called once when a stream falls below the minimum rate, with the `timeout` EffectError to fail with: it
-   * must abort the transfer, since a stream that sends nothing cannot be failed from inside the loop.
-   */
+  /** Told once of a rate below the minimum, with the error to fail with: it must abort (a silent stream cannot). */
   readonly onTooSlow?: (error: EffectError) => void;
   /** Where the bytes go, and the disk check a declared size must pass there; absent: none. */
   readonly space?: { readonly dir: string; readonly check?: SpaceCheck | undefined };
@@ -36,11 +33,9 @@ export const everyInterval = (ms: number, tick: () => void): (() => void) => {
 };
 
 /**
- * Counts the bytes of one model's transfer across every stream it is made of. A size announced up front
- * (Content-Length, a file's size) is checked with `admit` before reading; a stream that passes the cap fails in
- * `count` with a permanent `too-large` EffectError. While `count` reads, the bytes of every window are checked
- * against the minimum rate; too few and `onTooSlow` gets a retryable `timeout` EffectError. Costs one addition
- * per chunk; the rate check runs on a timer, not per chunk.
+ * Counts the bytes of one model's transfer across all its streams: a size announced up front is checked by `admit`,
+ * a stream past the cap fails in `count` (`too-large`, permanent), and while streams are read a window with fewer
+ * bytes than the minimum rate calls `onTooSlow` (`timeout`, retryable). One addition per chunk; the rate on a timer.
  */
 export class TransferGuard {
   private bytes = 0;

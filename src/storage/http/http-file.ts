@@ -57,11 +57,7 @@ const resumableKinds = new Set(['network', 'timeout', 'http-status']);
 const isResumable = (cause: unknown): boolean =>
   !(cause instanceof EffectError) || (cause.retryable && resumableKinds.has(cause.kind));
 
-/**
- * Reads `[start, end)` with `Range` and `If-Range` on the first response's validator, and accepts only the 206 of
- * exactly those bytes of the same version and size; anything else (the file changed, a server that ignores ranges
- * after all) fails as a retryable `changed`: the next attempt starts whole.
- */
+/** Reads `[start, end)` pinned to the first response's validator: only the 206 of exactly those bytes passes. */
 const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeReader => {
   const validator = validatorOf(first.headers)!;
   return async (start, end, signal) => {
@@ -85,10 +81,7 @@ const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeRead
   };
 };
 
-/**
- * The body of `response` (a 2xx) as one stream, resumed with `Range` after a cut (resumableBody: a resume answered
- * with another status than 200, 206 or 416 fails as the first request would), every byte counted on `job.guard`.
- */
+/** The body of `response` (a 2xx) as one stream resumed after a cut (resumableBody), counted on `job.guard`. */
 export const wholeBody = (
   response: BodyResponse,
   job: Omit<SaveJob, 'to'>,
@@ -109,9 +102,8 @@ export const wholeBody = (
 };
 
 /**
- * Saves `response` (a 2xx) as the new file `job.to`: in ranged parts when rangedSizeOf says so, the response's own
- * body serving the first range; else as one stream, resumed with `Range` after a cut (resumableBody). Every byte
- * passes `job.guard`.
+ * Saves `response` (a 2xx) as the new file `job.to`: in ranged parts when rangedSizeOf says so, its own body serving
+ * the first range; else as wholeBody.
  */
 export const saveBody = async (
   response: BodyResponse,

@@ -1,4 +1,4 @@
-/** httpGet: one GET with redirects followed by hand and credentials kept to their endpoint; Attempt, one download's cancellation and failure. */
+/** httpGet: one GET, redirects followed by hand, credentials kept to their endpoint; Attempt: one download's end. */
 import { request } from 'undici';
 import { sameEndpoint } from '../../core/endpoint';
 import { permanentError, type EffectError } from '../../core/errors';
@@ -18,10 +18,7 @@ export interface GetSettings {
 const maxRedirects = 10;
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 
-/**
- * One download's cancellation. Its failures go through `failure`, which knows why the download stopped (caller
- * abort, a timeout, lost connection, too slow) better than the error that reaches the catch.
- */
+/** One download's cancellation; `failure` knows why it stopped better than the error that reaches the catch. */
 export class Attempt {
   private readonly controller = new AbortController();
   private stopped: EffectError | undefined;
@@ -78,10 +75,9 @@ export class Attempt {
 }
 
 /**
- * GET `url` with redirects followed by hand, so that `credentials` (the URI's `<host>-headers`, a Hub token) go only
- * to the endpoint `url` names (its scheme, host and port): a token must not follow a redirect to a CDN, a presigned
- * bucket URL, another port or plain http. `extraHeaders` (ranges) go to every hop. `signal` is the attempt's or a
- * part's (fetchInParts stops every part at the first failure).
+ * GET `url` with redirects followed by hand, so that `credentials` (`<host>-headers`, a Hub token) go only to the
+ * endpoint `url` names (scheme, host, port), never to a CDN, a presigned URL or plain http; `extraHeaders` (ranges)
+ * go to every hop.
  */
 export const httpGet = async (
   url: URL,

@@ -17,10 +17,7 @@ export interface ResumeOptions {
   readonly what: string;
   /** The transfer's own signal: once aborted, a failure is final, never resumed. */
   readonly signal: AbortSignal;
-  /**
-   * Requests the resource again with these extra headers (`Range`, `If-Range`), redirects followed; fails as the
-   * first request would for a status other than 200, 206 and 416.
-   */
+  /** Requests the resource again with these headers; fails as the first request would but for 200, 206, 416. */
   readonly reopen: (headers: Readonly<Record<string, string>>) => Promise<BodyResponse>;
   /** Resumes in a row that may each bring less than `progressBytes` before the transfer fails; default 5. */
   readonly maxResumes?: number;
@@ -71,12 +68,10 @@ const isResumable = (cause: unknown, signal: AbortSignal): boolean =>
   !signal.aborted && !(cause instanceof EffectError);
 
 /**
- * The bytes of `first` (a 200 response), and when the connection breaks off mid-body, the rest of them from ranged
- * requests (`Range: bytes=<n>-` with `If-Range` on the ETag or Last-Modified), checked against the first response's
- * size and validator: the consumer sees one stream, whole, and a reset at 39 GB of 40 costs 1 GB. A server that
- * answers a resume with anything but the 206 of the same version (the resource changed, or it ignores ranges)
- * fails the transfer with a retryable `changed` error: the next attempt starts from 0. Without a validator, or after
- * `maxResumes` resumes in a row that brought little, the body's own failure is rethrown.
+ * The bytes of `first` (a 200), and after a cut the rest from ranged requests (`Range: bytes=<n>-`, `If-Range` on
+ * its validator): one whole stream, and a reset at 39 GB of 40 costs 1 GB. A resume answered with anything but the
+ * 206 of the same version and size fails as a retryable `changed` (the next attempt starts from 0). Without a
+ * validator, or after `maxResumes` resumes in a row that brought little, the body's own failure is rethrown.
  */
 export async function* resumableBody(
   first: BodyResponse,
