@@ -69,18 +69,25 @@ const batchBytes = 2 ** 17;
 // What a read must bring to count as progress: a peer cutting every answer after a few bytes fails the file.
 const progressBytes = 2 ** 20;
 
+/** What the ranges one connection fetches share: its two buffers; the file, its writes and the bytes written. */
+interface Connection {
+  readonly job: PartsJob;
+  readonly maxResumes: number;
+  readonly file: FileWrites;
+  readonly signal: AbortSignal;
+  readonly buffers: readonly [Buffer, Buffer];
+  readonly written: { bytes: number };
+}
+
 /**
  * Reads `body` into `part` from `part.next` until the body or the part ends (the end shrinks when another connection
  * takes its second half). `part.next` moves only past bytes written, so a cut resumes exactly there; only those
  * bytes pass the guard. No generator per chunk (readChunks).
  */
 const writePart = async (
-  job: PartsJob,
-  file: FileWrites,
+  { job, file, buffers, written }: Connection,
   part: Part,
   body: AsyncIterable<Uint8Array>,
-  buffers: readonly [Buffer, Buffer],
-  written: { bytes: number },
   askedEnd: number,
 ): Promise<void> => {
   const writer = new BatchWriter(
@@ -154,31 +161,18 @@ const leaderIsEnough = async (
 
 /** Fetches `part` whole, resumed from `part.next` up to `maxResumes` times in a row that bring little. */
 const fetchPart = async (
-  job: PartsJob,
-  settings: PartsSettings,
-  file: FileWrites,
+  connection: Connection,
   part: Part,
-  signal: AbortSignal,
   first: AsyncIterable<Uint8Array> | undefined,
-  buffers: readonly [Buffer, Buffer],
-  written: { bytes: number },
 ): Promise<void> => {
-  const maxResumes = settings.maxResumes ?? 3;
+  const { job, signal, maxResumes } = connection;
   let body = first;
   for (let idle = 0; ;) {
     const before = part.next;
     // The first GET's body runs to the file's end; a ranged read to the part's end as it is now.
     const askedEnd = body === undefined ? part.end : job.size;
     try {
-      await writePart(
-        job,
-        file,
-        part,
-        body ?? (await job.read(part.next, part.end, signal)),
-        buffers,
-        written,
-        askedEnd,
-      );
+      await writePart(connection, part, body ?? (await job.read(part.next, part.end, signal)), askedEnd);
       if (part.next >= part.end) return;
       // The part grew while it was read (extendToEnd): no failure, the next read asks for the rest.
       if (part.next >= askedEnd) {
@@ -222,12 +216,14 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
   let failure: { cause: unknown } | undefined;
   // Bytes written by every connection: while the first works alone, what it brought.
   const written = { bytes: 0 };
+  const maxResumes = settings.maxResumes ?? 3;
   const connection = async (first?: AsyncIterable<Uint8Array>): Promise<void> => {
     // Two buffers per connection for all its ranges: allocated outside V8's heap pool, reused for every batch.
     const buffers = [Buffer.allocUnsafeSlow(batchBytes), Buffer.allocUnsafeSlow(batchBytes)] as const;
+    const shared = { job, maxResumes, file: writes, signal, buffers, written };
     try {
       for (let part = plan.take(); part !== undefined && failure === undefined; part = plan.take()) {
-        await fetchPart(job, settings, writes, part, signal, first, buffers, written);
+        await fetchPart(shared, part, first);
         first = undefined;
         plan.finished(part);
       }
