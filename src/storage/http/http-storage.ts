@@ -92,18 +92,9 @@ const wholeBody = (
   job: Omit<SaveJob, 'to'>,
   maxResumes: number,
 ): AsyncIterable<Uint8Array> => {
-  const { signal } = job.attempt;
-  const whole = resumableBody(response, {
-    what: job.what,
-    signal,
-    reopen: async (headers) => {
-      const again = await job.reopen(headers, signal);
-      if (isOk(again) || again.status === 416) return again;
-      throw await responseStatusError(job.what, again);
-    },
-    maxResumes,
-  });
-  return job.guard.count(job.attempt.watch(whole));
+  const { what, attempt, reopen } = job;
+  const whole = resumableBody(response, { what, signal: attempt.signal, reopen, maxResumes });
+  return job.guard.count(attempt.watch(whole));
 };
 
 /**

@@ -2,7 +2,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EffectError, retryableError } from '../../core/errors';
-import { discardBody, type ResponseBody } from '../../net';
+import { discardBody, isOk, responseStatusError, type ResponseBody } from '../../net';
 
 /** The part of a response a resume looks at. */
 export interface BodyResponse {
@@ -17,10 +17,10 @@ export interface ResumeOptions {
   readonly what: string;
   /** The transfer's own signal: once aborted, a failure is final, never resumed. */
   readonly signal: AbortSignal;
-  /** Requests the resource again with these headers; fails as the first request would but for 200, 206, 416. */
-  readonly reopen: (headers: Readonly<Record<string, string>>) => Promise<BodyResponse>;
-  /** Resumes in a row that may each bring less than `progressBytes` before the transfer fails; default 5. */
-  readonly maxResumes?: number;
+  /** Requests the resource again with these extra headers (`Range`, `If-Range`) on `signal`, redirects followed. */
+  readonly reopen: (headers: Readonly<Record<string, string>>, signal: AbortSignal) => Promise<BodyResponse>;
+  /** Resumes in a row that may each bring less than `progressBytes` before the transfer fails. */
+  readonly maxResumes: number;
 }
 
 // Bytes a resumed body must bring for the count of resumes to start again.
@@ -77,8 +77,7 @@ export async function* resumableBody(
   first: BodyResponse,
   options: ResumeOptions,
 ): AsyncGenerator<Uint8Array> {
-  const { signal } = options;
-  const maxResumes = options.maxResumes ?? 5;
+  const { signal, maxResumes } = options;
   const validator = validatorOf(first.headers);
   const total = contentLengthOf(first.headers);
   let offset = 0;
@@ -114,7 +113,9 @@ const reopened = async (
   resume: number,
 ): Promise<BodyResponse['body']> => {
   const { offset, validator, total } = expected;
-  const response = await options.reopen({ range: `bytes=${offset}-`, 'if-range': validator });
+  const response = await options.reopen({ range: `bytes=${offset}-`, 'if-range': validator }, options.signal);
+  // Another status than 200, 206 or 416 fails as the first request would.
+  if (!isOk(response) && response.status !== 416) throw await responseStatusError(options.what, response);
   const answer = answeredRange(response, validator);
   // Nothing was consumed yet: a whole body of the same version is as good as a range.
   const range =
