@@ -15,17 +15,13 @@ export interface ModelTransfer {
   readonly signal: AbortSignal;
   /** Stops every stream, to fail with `error` (the first failure wins). */
   readonly stop: (error: EffectError) => void;
-  /**
-   * The EffectError the download fails with, given what reached its catch: `aborted` when the caller aborted, else
-   * the error the transfer was stopped with (it says why better than what each stream then threw), else `cause`.
-   */
+  /** What the download fails with, given its catch's `cause`: `aborted`, else the error it was stopped with. */
   readonly failure: (cause: unknown) => EffectError;
 }
 
 /**
  * The transfer of the model `what` into `targetDir` under `limits`, on `signal`; `listeners` is how many abort
- * listeners its streams may add at once (each in flight listens with its request, its parts, its writes: more than
- * Node's warning level of 10).
+ * listeners its streams may add at once (more than Node's warning level of 10).
  */
 export const modelTransfer = (
   what: string,

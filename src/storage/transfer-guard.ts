@@ -18,7 +18,7 @@ export interface TransferGuardOptions {
   readonly onTooSlow?: (error: EffectError) => void;
   /** Where the bytes go, and the disk check a declared size must pass there; absent: none. */
   readonly space?: { readonly dir: string; readonly check?: SpaceCheck | undefined };
-  /** Runs `tick` every `ms` until the returned function is called; default setInterval (tests drive their own). */
+  /** Runs `tick` every `ms` until the returned function is called; default everyInterval (tests drive their own). */
   readonly every?: (ms: number, tick: () => void) => () => void;
 }
 

@@ -274,12 +274,9 @@ const download = async (
 };
 
 /**
- * Downloads models over HTTP(S), streaming the body to disk (never whole in memory). A non-2xx status is an
- * `http-status` EffectError; timeouts (`timeout`: no headers, no bytes, or fewer than the minimum rate over its
- * window) and lost connections (`network`) are retryable; a Content-Length above `maxModelBytes` fails before the
- * body is read and a body that passes it is dropped (`too-large`, permanent). Archives are extracted into
- * `targetDir` (see extractStream), and an entry that would land or link outside it fails the download permanently
- * (`refused`), naming the entry.
+ * Downloads models over HTTP(S), streamed to disk. A non-2xx status is `http-status`; timeouts (no headers, no bytes,
+ * under the minimum rate) and lost connections are retryable; a Content-Length above `maxModelBytes` fails unread,
+ * a body that passes it is dropped (`too-large`, permanent). Archives are extracted into `targetDir` (extractStream).
  */
 export const httpStorage = (options: HttpStorageOptions = {}): StorageProvider => {
   const settings: Settings = {
