@@ -19,14 +19,11 @@ export interface ContentDigest {
 const digestNames = { sha256: 'sha256', 'git-blob-sha1': 'git blob id' } as const;
 
 /**
- * One file's bytes held to what its listing says: `size`, and `digest` when there is one. A body read as one stream
- * (maybe resumed: `bytes` is where it stands) passes `pass`, cut at the first byte past the listed size however it
- * is framed, counted and hashed as it goes, then `verify`; a file written out of order (ranged parts, each of exactly
- * the bytes asked) is read back by `verifyFile`. For a `pinned` listing (one commit of a repo, where nothing
- * changes) each failure is `invalid-response`: the answer is not the file listed (a CDN or a proxy broke it, or a
- * mirror lies), and a later attempt may meet an honest one. Otherwise (a bucket's listing of the moment) a longer
- * body is `changed` (the listing is stale: list again) and a shorter one `network` (a cut: resume). `failed` is set
- * by the failures no resume can mend.
+ * One file's bytes held to its listing's `size` and `digest`: a body read as one stream (maybe resumed) passes `pass`
+ * then `verify`; a file written in ranged parts is read back by `verifyFile`. For a `pinned` listing (one commit of a
+ * repo) each failure is `invalid-response`: a CDN, a proxy or a mirror broke the file, and a later attempt may meet an
+ * honest one. Otherwise (a bucket's listing of the moment) a longer body is `changed` (list again), a shorter one
+ * `network` (resume). `failed` is set by the failures no resume can mend.
  */
 export class ContentCheck {
   private readonly hash: Hash | undefined;

@@ -5,7 +5,7 @@
 import { setMaxListeners } from 'node:events';
 import { retryableError, toEffectError, type EffectError } from '../core/errors';
 import type { DownloadLimits } from './download-limits';
-import { TransferGuard } from './transfer-guard';
+import { modelGuard, type TransferGuard } from './transfer-guard';
 
 /** The shared state of one model's streams. */
 export interface ModelTransfer {
@@ -15,17 +15,13 @@ export interface ModelTransfer {
   readonly signal: AbortSignal;
   /** Stops every stream, to fail with `error` (the first failure wins). */
   readonly stop: (error: EffectError) => void;
-  /**
-   * The EffectError the download fails with, given what reached its catch: `aborted` when the caller aborted, else
-   * the error the transfer was stopped with (it says why better than what each stream then threw), else `cause`.
-   */
+  /** What the download fails with, given its catch's `cause`: `aborted`, else the error it was stopped with. */
   readonly failure: (cause: unknown) => EffectError;
 }
 
 /**
  * The transfer of the model `what` into `targetDir` under `limits`, on `signal`; `listeners` is how many abort
- * listeners its streams may add at once (each in flight listens with its request, its parts, its writes: more than
- * Node's warning level of 10).
+ * listeners its streams may add at once (more than Node's warning level of 10).
  */
 export const modelTransfer = (
   what: string,
@@ -40,14 +36,7 @@ export const modelTransfer = (
     stoppedBy ??= error;
     controller.abort(error);
   };
-  const guard = new TransferGuard({
-    what,
-    maxBytes: limits.maxModelBytes,
-    names: limits.names,
-    minRate: limits.minRate,
-    onTooSlow: stop,
-    space: { dir: targetDir, check: limits.spaceCheck },
-  });
+  const guard = modelGuard(what, targetDir, limits, stop);
   const combined = AbortSignal.any([signal, controller.signal]);
   setMaxListeners(8 + listeners, combined);
   const failure = (cause: unknown): EffectError => {

@@ -8,10 +8,9 @@ export interface Listed {
 }
 
 /**
- * The `/`-separated path in the model dir of each of `listed`, in order. Every name passes the archive guard's check
- * (no `..`, absolute path, `\` to the same effect, NUL or name the file system cannot take); no two may take one
- * path, nor one a path another takes as a directory (`a` and `a/b`). `refuse(shown, why)` throws the caller's
- * error for the file messages call `shown`; `noun` says in its messages what the files are ("file", "object").
+ * The `/`-separated path in the model dir of each of `listed`, in order, every name passing entryPathOf; no two may
+ * take one path, nor one a path another takes as a dir (`a` and `a/b`). `refuse(shown, why)` throws the caller's
+ * error; `noun` says what the files are ("file", "object").
  */
 export const placedPaths = (
   listed: ReadonlyArray<Listed>,

@@ -42,11 +42,9 @@ const tooLargeAnswer = (what: string, why: string, maxBytes: number, end: string
   );
 
 /**
- * The bytes of `body`, read as they stream: a Content-Length over the cap is refused before reading (`too-large`,
- * permanent: the store would answer the same again); a body that passes the cap fails `too-large` on the chunk that
- * passes it, which is dropped with the connection, so at most the cap is ever held; a body slower than `minRate`
- * over its window fails `timeout` (retryable), the connection dropped, however it trickles. Any other failure of the
- * body is thrown as it came, for the caller to classify.
+ * The bytes of `body`, read as they stream: a Content-Length over the cap is refused unread, a body that passes it
+ * fails on that chunk, dropped with the connection (`too-large`, permanent: the store would answer the same again);
+ * one slower than `minRate` fails `timeout` (retryable), however it trickles. Other failures pass as they came.
  */
 export const readAnswer = async (body: AnswerBody, answer: StoreAnswer): Promise<Buffer> => {
   const { what } = answer;
@@ -68,10 +66,8 @@ export const readAnswer = async (body: AnswerBody, answer: StoreAnswer): Promise
   });
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const stopReading = guard.reading();
   try {
-    for await (const chunk of body) {
-      guard.received(chunk.byteLength);
+    for await (const chunk of guard.count(body)) {
       size += chunk.byteLength;
       if (size > maxBytes) {
         body.destroy();
@@ -81,8 +77,6 @@ export const readAnswer = async (body: AnswerBody, answer: StoreAnswer): Promise
     }
   } catch (cause) {
     throw slow ?? cause;
-  } finally {
-    stopReading();
   }
   return Buffer.concat(chunks, size);
 };

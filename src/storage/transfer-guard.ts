@@ -2,7 +2,7 @@
 import type { EffectError } from '../core/errors';
 import { showBytes } from '../core/show-bytes';
 import type { SpaceCheck } from '../fs';
-import { tooLarge, tooSlow, type CapNames, type MinRate } from './download-limits';
+import { tooLarge, tooSlow, type CapNames, type DownloadLimits, type MinRate } from './download-limits';
 
 /** What one guard watches, and how it stops a transfer that is too slow. */
 export interface TransferGuardOptions {
@@ -14,32 +14,28 @@ export interface TransferGuardOptions {
   readonly names?: CapNames | undefined;
   /** The slowest acceptable stream; absent or 0 bytes/s: no minimum (local copies). */
   readonly minRate?: MinRate;
-  /**
-   * Called once when a stream falls below the minimum rate, with the `timeout` EffectError to fail with: it
-   * must abort the transfer, since a stream that sends nothing cannot be failed from inside the loop.
-   */
+  /** Told once of a rate below the minimum, with the error to fail with: it must abort (a silent stream cannot). */
   readonly onTooSlow?: (error: EffectError) => void;
   /** Where the bytes go, and the disk check a declared size must pass there; absent: none. */
   readonly space?: { readonly dir: string; readonly check?: SpaceCheck | undefined };
-  /** Runs `tick` every `ms` until the returned function is called; default setInterval (tests drive their own). */
+  /** Runs `tick` every `ms` until the returned function is called; default everyInterval (tests drive their own). */
   readonly every?: (ms: number, tick: () => void) => () => void;
 }
 
 // A window is this many ticks: the rate is checked every tenth of a window, over the last whole window.
 const ticksPerWindow = 10;
 
-const everyInterval = (ms: number, tick: () => void): (() => void) => {
+/** Runs `tick` every `ms` on an unref'd timer until the returned function is called. */
+export const everyInterval = (ms: number, tick: () => void): (() => void) => {
   const timer = setInterval(tick, ms);
   timer.unref();
   return () => clearInterval(timer);
 };
 
 /**
- * Counts the bytes of one model's transfer across every stream it is made of. A size announced up front
- * (Content-Length, a file's size) is checked with `admit` before reading; a stream that passes the cap fails in
- * `count` with a permanent `too-large` EffectError. While `count` reads, the bytes of every window are checked
- * against the minimum rate; too few and `onTooSlow` gets a retryable `timeout` EffectError. Costs one addition
- * per chunk; the rate check runs on a timer, not per chunk.
+ * Counts the bytes of one model's transfer across all its streams: a size announced up front is checked by `admit`,
+ * a stream past the cap fails in `count` (`too-large`, permanent), and while streams are read a window with fewer
+ * bytes than the minimum rate calls `onTooSlow` (`timeout`, retryable). One addition per chunk; the rate on a timer.
  */
 export class TransferGuard {
   private bytes = 0;
@@ -96,25 +92,8 @@ export class TransferGuard {
    * `received(n)` for each chunk, which throws as `count` would (too large, too slow).
    */
   reading(): () => void {
-    return this.watchRate();
-  }
-
-  /** See `reading`. */
-  received(bytes: number): void {
-    if (this.slow !== undefined) throw this.slow;
-    this.sinceTick += bytes;
-    this.counted(bytes);
-  }
-
-  private overCap(why: string): EffectError {
-    return tooLarge(this.options.what, why, 'maxModelBytes', this.options.names);
-  }
-
-  /**
-   * Starts the rate check with the first stream being read and stops it after the last: streams read at once
-   * (the objects of a bucket in flight) are one transfer, measured on one timer over the sum of their bytes.
-   */
-  private watchRate(): () => void {
+    // The rate check runs from the first stream's start to the last one's end: streams read at once (the objects of
+    // a bucket in flight) are one transfer, measured on one timer over the sum of their bytes.
     const rate = this.options.minRate;
     if (rate === undefined || rate.bytesPerSecond <= 0) return () => undefined;
     if (this.streamsReading++ === 0) {
@@ -128,6 +107,17 @@ export class TransferGuard {
     };
   }
 
+  /** See `reading`. */
+  received(bytes: number): void {
+    if (this.slow !== undefined) throw this.slow;
+    this.sinceTick += bytes;
+    this.counted(bytes);
+  }
+
+  private overCap(why: string): EffectError {
+    return tooLarge(this.options.what, why, 'maxModelBytes', this.options.names);
+  }
+
   private tick(rate: MinRate): void {
     this.ticks.push(this.sinceTick);
     this.sinceTick = 0;
@@ -139,3 +129,21 @@ export class TransferGuard {
     this.options.onTooSlow?.(this.slow);
   }
 }
+
+/**
+ * The guard of one model's download into `targetDir` under `limits`: the model cap, the disk check and, with
+ * `onTooSlow`, the minimum rate (local copies have none).
+ */
+export const modelGuard = (
+  what: string,
+  targetDir: string,
+  limits: DownloadLimits,
+  onTooSlow?: (error: EffectError) => void,
+): TransferGuard =>
+  new TransferGuard({
+    what,
+    maxBytes: limits.maxModelBytes,
+    names: limits.names,
+    ...(onTooSlow !== undefined ? { minRate: limits.minRate, onTooSlow } : {}),
+    space: { dir: targetDir, check: limits.spaceCheck },
+  });

@@ -1,5 +1,6 @@
 /** trackProgress: a download's bytes, total, rate and ETA reported at a steady pace (not per chunk), and once at its end. */
 import type { DownloadProgress } from '../ports';
+import { everyInterval } from './transfer-guard';
 
 /** What is tracked, how often, and where reports go. */
 export interface ProgressOptions {
@@ -12,20 +13,13 @@ export interface ProgressOptions {
   readonly report: ((progress: DownloadProgress) => void) | undefined;
   /** Milliseconds since some fixed point; default `performance.now`. */
   readonly now?: () => number;
-  /** Runs `tick` every `ms` until the returned function is called; default an unref'd setInterval. */
+  /** Runs `tick` every `ms` until the returned function is called; default everyInterval. */
   readonly every?: (ms: number, tick: () => void) => () => void;
 }
 
-const everyInterval = (ms: number, tick: () => void): (() => void) => {
-  const timer = setInterval(tick, ms);
-  timer.unref();
-  return () => clearInterval(timer);
-};
-
 /**
- * Starts reporting `options.bytes()` every `everyMs`: bytes, total, the rate over the last interval and the time
- * left at that rate. `stop()` clears the timer and sends the final report (`done`, the average rate) once; a
- * provider calls it when its download ends, however it ends. Without `report` it does nothing.
+ * Reports `options.bytes()` every `everyMs`: bytes, total, the last interval's rate and the time left at it. `stop()`,
+ * called however the download ends, sends the final report (`done`, the average rate) once. No `report`: nothing.
  */
 export const trackProgress = (options: ProgressOptions): { readonly stop: () => void } => {
   const { report } = options;

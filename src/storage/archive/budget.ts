@@ -9,16 +9,14 @@ export type ArchiveLimits = Pick<
 >;
 
 /**
- * Counts one archive's entries and the bytes they declare, before anything is written: tar writes exactly the
- * size an entry's header declares (or fails as truncated) and yauzl checks each zip entry against its declared
- * size, so declared sizes bound what reaches the disk. Each check throws a permanent `too-large` EffectError
- * naming the flag whose cap was passed.
+ * Counts one archive's entries and the bytes they declare, before anything is written: tar and yauzl hold each entry
+ * to its declared size, so these bound what reaches the disk. Each check throws a permanent `too-large` naming the
+ * flag whose cap was passed.
  */
 export class ArchiveBudget {
   private entries = 0;
   private expanded = 0;
 
-  /** `what` names the archive in messages: `GET https://host/m.tar.gz`. */
   constructor(
     private readonly what: string,
     private readonly limits: ArchiveLimits,
@@ -51,10 +49,7 @@ export class ArchiveBudget {
     }
   }
 
-  /**
-   * Fails when `expanded` bytes came out of `compressed` ones at more than the ratio cap; the first
-   * `ratioGraceBytes` are exempt (small archives of zero-filled files compress beyond any ratio).
-   */
+  /** Fails when `expanded` bytes came out of `compressed` ones past the ratio cap, once past `ratioGraceBytes`. */
   ratio(expanded: number, compressed: number): void {
     if (expanded <= ratioGraceBytes || expanded <= this.limits.maxArchiveRatio * compressed) return;
     throw tooLarge(

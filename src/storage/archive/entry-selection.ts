@@ -1,4 +1,4 @@
-/** EntrySelection: which entries of an archive a model's allow and ignore patterns take, and that they take some. */
+/** EntrySelection: which entries of an archive (or files of a local tree) a model's patterns take, and that they take some. */
 import { permanentError } from '../../core/errors';
 import { fileFilter, selectedNone, type FileSelection } from '../../core/file-selection';
 import { entryPathOf, refusal, type EntryKind } from './guard';
@@ -9,11 +9,11 @@ import { entryPathOf, refusal, type EntryKind } from './guard';
  * that land are made (as huggingface_hub's snapshots hold only files).
  */
 export class EntrySelection {
-  private readonly passes: (path: string) => boolean;
+  /** True for a path the patterns take. */
+  readonly passes: (path: string) => boolean;
   private readonly taken = new Set<string>();
   private files = 0;
 
-  /** `what` names the archive in messages: `GET https://host/m.tar.gz`. */
   constructor(
     private readonly what: string,
     private readonly select: FileSelection,

@@ -38,15 +38,12 @@ export interface ExtractOptions {
 }
 
 /**
- * Extracts the archive read from `source` into the existing dir `targetDir`. A tar streams straight through; a
- * zip (whose index is at its end) is first saved to a randomly named file inside `targetDir`, removed after.
- * Fails with an EffectError: `refused` for an entry or link that would land or lead outside `targetDir` (or a
- * device, FIFO, ...); `too-large` for an archive past a cap of `limits` (checked on declared sizes before an
- * entry is written); `invalid-archive`, permanent for a corrupt one (duplicates and dangling hard links included,
- * since the same bytes fail again) and retryable for one that ends before its format says it is whole (a tar
- * without its end-of-archive blocks, a gzip stream without its trailer, a zip without its central directory);
- * `filesystem` when writing fails, `aborted`; `not-found` when `select` took none of its files. An error
- * `source` throws passes unchanged: its owner knows it best (a lost connection).
+ * Extracts the archive read from `source` into the existing dir `targetDir`: a tar streamed, a zip (its index is at
+ * its end) first saved inside `targetDir`. Fails with an EffectError: `refused` for an entry or link leading outside
+ * `targetDir` (or a device, FIFO, ...); `too-large` past a cap of `limits` (declared sizes, before writing);
+ * `invalid-archive`, permanent for a corrupt one (duplicates, dangling hard links) and retryable for one cut short
+ * (a tar without its end blocks, a gzip without its trailer, a zip without its central directory); `filesystem`,
+ * `aborted`; `not-found` when `select` took none of its files. An error of `source` passes unchanged.
  */
 export const extractStream = (
   source: AsyncIterable<Uint8Array>,
@@ -56,8 +53,7 @@ export const extractStream = (
 ): Promise<void> =>
   extraction(targetDir, options, async (job) => {
     if (format === 'tar') return untarInto(source, job);
-    // Next to the extracted files, not elsewhere: if we crash, the model store deletes the whole unfinished
-    // target dir, this file included. The random name cannot collide with an entry of the archive.
+    // In the target dir, which the model store deletes whole if we crash; no entry can take the random name.
     const zipPath = path.join(job.root, `.modelsync-${randomBytes(8).toString('hex')}.zip`);
     try {
       await writeNewFile(source, zipPath, job.signal, `${options.what}: cannot save the zip`);
@@ -67,10 +63,7 @@ export const extractStream = (
     }
   });
 
-/**
- * The bytes of `file`, its stream opened only once they are read: a stream opened before its reader listens may
- * fail (ENOENT) with nobody listening for the error, which ends the process.
- */
+/** The bytes of `file`, opened once read: a stream failing (ENOENT) before its reader listens ends the process. */
 async function* readWhenIterated(file: string): AsyncGenerator<Uint8Array> {
   yield* createReadStream(file);
 }
@@ -91,9 +84,8 @@ export const extractFile = async (
 };
 
 /**
- * Runs one extraction into the real path of `targetDir`, then walks every symlink it made. A refusal raised
- * inside tar's callbacks stops it through `job.refuse`; whatever error the stop then causes, the refusal is the
- * outcome, and after the caller's abort the outcome is `aborted`.
+ * Runs one extraction into `targetDir`, then walks every symlink it made. A refusal inside tar's callbacks stops it
+ * through `job.refuse` and is the outcome, whatever the stop then causes; after the caller's abort, `aborted`.
  */
 const extraction = async (
   targetDir: string,

@@ -43,16 +43,14 @@ const checkLinkTarget = (entryPath: string, target: string, refuse: (why: string
 };
 
 /**
- * Checks the entries of one archive in order, remembering its symlinks so that no later entry is written or
- * hard-linked through one (tar refuses that too; this says which entry and why), and its paths so that no entry
- * replaces an earlier one (tar would, silently; a zip fails on it). Each refusal is a permanent `refused`
- * EffectError naming the entry; a second entry at one path is a permanent `invalid-archive`.
+ * Checks the entries of one archive (`what` in messages) in order, remembering its symlinks, so that no later entry
+ * is written or hard-linked through one, and its paths, so that none replaces an earlier one (tar would, silently).
+ * A refusal is a permanent `refused` naming the entry; a second entry at one path, a permanent `invalid-archive`.
  */
 export class EntryGuard {
   private readonly links = new Set<string>();
   private readonly seen = new Map<string, EntryKind>();
 
-  /** `what` names the archive in messages: `GET https://host/m.tar`. */
   constructor(private readonly what: string) {}
 
   /** The entry's path relative to the target dir, or a throw when the entry must not be extracted. */
@@ -117,9 +115,8 @@ const resolveFrom = async (from: string, rest: string, hops: { left: number }): 
 };
 
 /**
- * Checks where every symlink under the real dir `root` really leads. Each entry's own target was checked on
- * the way in, but links can combine (`a -> .` then `b -> a/..`) into a way out; this catches any such chain
- * and any loop, as a `refused` EffectError naming the link.
+ * Checks where every symlink under `root` really leads: links checked one by one can combine (`a -> .` then
+ * `b -> a/..`) into a way out. Such a chain, or a loop, is `refused`, naming the link.
  */
 export const checkLinksInside = async (root: string, what: string, dir = root): Promise<void> => {
   for (const entry of await readdir(dir, { withFileTypes: true })) {

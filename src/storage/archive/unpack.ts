@@ -5,10 +5,7 @@ import type { ArchiveBudget } from './budget';
 import type { EntrySelection } from './entry-selection';
 import type { EntryGuard } from './guard';
 
-/**
- * One extraction: where it writes, its guard and budget, the entries it takes (absent: all), its signal, and how
- * a refusal inside a callback stops it.
- */
+/** One extraction: where it writes, its checks, the entries it takes (absent: all), and how a refusal stops it. */
 export interface Job {
   readonly what: string;
   readonly root: string;
@@ -36,9 +33,6 @@ export const archiveFailure =
     return permanentError('invalid-archive', `${what}: invalid archive: ${errorMessage(cause)}`, cause);
   };
 
-/**
- * The failure of an archive that ended before its format says it is complete: retryable, since a body whose end
- * is the end of the connection may have been cut (a whole one comes next time).
- */
+/** The failure of an archive cut short: retryable, since the connection may have cut it (a whole one comes next). */
 export const truncatedArchive = (what: string, why: string): EffectError =>
   retryableError('invalid-archive', `${what}: truncated archive: ${why}`);

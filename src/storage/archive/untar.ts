@@ -14,28 +14,19 @@ import { archiveFailure, truncatedArchive, type Job } from './unpack';
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first tar (lazy-module.ts) */
 const tarModule = lazyModule(() => require('tar') as typeof import('tar'));
 
-const tarKind = (entry: ReadEntry): EntryKind => {
-  switch (entry.type) {
-    case 'File':
-    case 'OldFile':
-    case 'ContiguousFile':
-      return 'file';
-    case 'Directory':
-    case 'GNUDumpDir':
-      return 'dir';
-    case 'SymbolicLink':
-      return 'symlink';
-    case 'Link':
-      return 'hardlink';
-    default:
-      return 'other';
-  }
+// Every other type (devices, FIFOs, ...) is `other`, and refused.
+const tarKinds: Readonly<Record<string, EntryKind>> = {
+  File: 'file',
+  OldFile: 'file',
+  ContiguousFile: 'file',
+  Directory: 'dir',
+  GNUDumpDir: 'dir',
+  SymbolicLink: 'symlink',
+  Link: 'hardlink',
 };
+const tarKind = (entry: ReadEntry): EntryKind => tarKinds[entry.type] ?? 'other';
 
-/**
- * Passes a plain tar through and gunzips a gzipped one (the magic bytes decide, not the Content-Type), holding
- * the expansion to the budget's ratio. zlib fails a stream that ends before its trailer (`Z_BUF_ERROR`).
- */
+/** A plain tar passed through, a gzipped one (by its magic bytes) gunzipped, held to the budget's ratio. */
 async function* gunzipIfGzipped(
   source: AsyncIterable<Buffer>,
   budget: ArchiveBudget,
@@ -62,8 +53,7 @@ async function* gunzipIfGzipped(
   }
   const gunzip = createGunzip();
   const feeding = pipeline(all(), gunzip);
-  // A feeding failure destroys gunzip, so it also surfaces from the loop below; this only avoids an
-  // unhandled rejection.
+  // A feeding failure destroys gunzip and surfaces from the loop below: no unhandled rejection here.
   feeding.catch(() => undefined);
   let expanded = 0;
   for await (const chunk of gunzip) {
@@ -81,7 +71,6 @@ class TarStream {
   /** Set by tar's `eof` event: the two zero blocks that end an archive came. */
   sawEnd = false;
 
-  /** `source`, watched. */
   async *watch(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
     for await (const chunk of source) {
       if (this.head.length < 512) this.head = Buffer.concat([this.head, chunk]).subarray(0, 512);
@@ -90,10 +79,7 @@ class TarStream {
     this.ended = true;
   }
 
-  /**
-   * The truncation `cause` says, if any: the gzip stream ended early, or tar found the stream too short
-   * (`TAR_BAD_ARCHIVE`: it ended inside an entry, or before a first block that could be a tar header).
-   */
+  /** The truncation `cause` says: a gzip stream without its trailer, a tar that ended inside an entry. */
   truncation(cause: unknown, what: string): EffectError | undefined {
     if (cause instanceof EffectError) return undefined;
     const code = errorCode(cause);
@@ -119,11 +105,7 @@ class TarStream {
   }
 }
 
-/**
- * tar's Unpack as a node Writable. Handed to pipeline directly, it is not seen to finish when its last
- * writes (symlinks) complete after end(); here end waits for 'finish', which tar emits once every entry is
- * on disk.
- */
+/** tar's Unpack as a Writable whose end waits for 'finish' (every entry on disk): pipeline alone would not. */
 const unpackSink = (unpack: Unpack): Writable => {
   const sink = new Writable({
     write: (chunk: Buffer, _encoding, callback) => {
@@ -142,10 +124,7 @@ const unpackSink = (unpack: Unpack): Writable => {
 // A write tar started ends in milliseconds; the cap only keeps a stuck filesystem from holding a download forever.
 const settleTimeoutMs = 30_000;
 
-/**
- * Ends `unpack` after a failure and waits for the writes it has started: tar writes asynchronously, and a file
- * landing in the dir after the failure is reported would race the model store removing that dir.
- */
+/** Ends `unpack` after a failure and waits for its writes, which would race the model store removing the dir. */
 const settle = (unpack: Unpack, finished: () => boolean): Promise<void> =>
   finished()
     ? Promise.resolve()
@@ -158,10 +137,7 @@ const settle = (unpack: Unpack, finished: () => boolean): Promise<void> =>
         unpack.end();
       });
 
-/**
- * Extracts the tar (maybe gzipped) read from `source` into `job.root`. Each entry passes the guard and the
- * budget before tar writes it; a stream that ends before the archive's end-of-archive blocks fails retryably.
- */
+/** Extracts the tar (maybe gzipped) read from `source` into `job.root`, each entry guarded and counted first. */
 export const untarInto = (
   source: AsyncIterable<Uint8Array>,
   { what, root, guard, budget, selection, signal, refuse }: Job,
@@ -175,8 +151,8 @@ export const untarInto = (
     dmode: 0o755,
     filter: (_path, entry) => {
       const readEntry = entry as ReadEntry;
+      const kind = tarKind(readEntry);
       try {
-        const kind = tarKind(readEntry);
         const at = guard.check(readEntry.path, kind, readEntry.linkpath ?? '');
         // An entry left out is read past, never written: it counts as an entry, not as bytes on disk.
         if (selection !== undefined && !selection.takes(at, kind, readEntry.path, readEntry.linkpath ?? '')) {
@@ -189,7 +165,7 @@ export const untarInto = (
         return false;
       }
       // Directories 0755; files keep their rwx bits but lose setuid/setgid/sticky and group/other write.
-      readEntry.mode = tarKind(readEntry) === 'dir' ? 0o755 : (readEntry.mode ?? 0o644) & 0o755;
+      readEntry.mode = kind === 'dir' ? 0o755 : (readEntry.mode ?? 0o644) & 0o755;
       return true;
     },
   });

@@ -43,7 +43,7 @@ const readSmall = async (stream: AsyncIterable<unknown>, limit: number): Promise
   return Buffer.concat(chunks);
 };
 
-/** Passes an entry's bytes through, failing at their end unless they match the CRC-32 its directory records: yauzl checks sizes, not CRCs. */
+/** An entry's bytes, failing at their end unless they match the CRC-32 its directory records (yauzl checks sizes). */
 const crcChecked = (expected: number, what: string, name: string): Transform => {
   let crc = 0;
   return new Transform({
@@ -63,10 +63,7 @@ const crcChecked = (expected: number, what: string, name: string): Transform => 
   });
 };
 
-/**
- * The size of the zip file, after checking that it has an end record: a zip's index is at its end, so one that
- * begins like a zip (or is empty) and has none was cut short. Anything else is left for yauzl to judge.
- */
+/** The size of the zip file; one that begins like a zip (or is empty) without an end record was cut short. */
 const sizeOfWholeZip = (zipPath: string, what: string): Promise<number> =>
   step(`${what}: cannot read ${zipPath}`, async () => {
     const handle = await open(zipPath, 'r');
@@ -88,10 +85,7 @@ const sizeOfWholeZip = (zipPath: string, what: string): Promise<number> =>
     }
   });
 
-/**
- * Extracts the zip file `zipPath` into `job.root`: refuses it whole when its central directory lists more
- * entries than the cap, and each entry that would pass the byte or ratio cap before writing it.
- */
+/** Extracts the zip file `zipPath` into `job.root`, its entries counted by its central directory, then one by one. */
 export const unzipInto = async (zipPath: string, job: Job): Promise<void> => {
   try {
     await unzipEntries(zipPath, await sizeOfWholeZip(zipPath, job.what), job);
@@ -107,8 +101,7 @@ const unzipEntries = async (
 ): Promise<void> => {
   // Symlinks are made last, so no file of the archive can be written through one.
   const links: Array<{ at: string; target: string }> = [];
-  // decodeStrings off: yauzl would reject a bad name with a bare "invalid relative path"; we decode the
-  // same way it does and refuse with the message every archive gets.
+  // decodeStrings off: yauzl would reject a bad name with a bare "invalid relative path"; ours names the entry.
   const zip = await yauzl
     .openPromise(zipPath, {
       lazyEntries: true,
@@ -151,17 +144,14 @@ const unzipEntries = async (
       budget.entry(taken ? entry.uncompressedSize : 0);
       budget.ratio(budget.expandedBytes, zipBytes);
       if (!taken) continue;
-      if (kind === 'dir') {
-        await mkdir(path.join(root, at), { recursive: true, mode: 0o755 });
-      } else {
-        const to = path.join(root, at);
-        await mkdir(path.dirname(to), { recursive: true, mode: 0o755 });
-        const content = await zip.openReadStreamPromise(entry);
-        // wx: a duplicate entry fails instead of silently replacing the first.
-        await pipeline(content, crcChecked(entry.crc32, what, name), createWriteStream(to, { flags: 'wx' }), {
-          signal,
-        });
-      }
+      const to = path.join(root, at);
+      await mkdir(kind === 'dir' ? to : path.dirname(to), { recursive: true, mode: 0o755 });
+      if (kind === 'dir') continue;
+      const content = await zip.openReadStreamPromise(entry);
+      // wx: a duplicate entry fails instead of silently replacing the first.
+      await pipeline(content, crcChecked(entry.crc32, what, name), createWriteStream(to, { flags: 'wx' }), {
+        signal,
+      });
     }
   } finally {
     zip.close();

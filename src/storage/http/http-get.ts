@@ -1,4 +1,4 @@
-/** httpGet: one GET with redirects followed by hand and credentials kept to their endpoint; Attempt, one download's cancellation and failure. */
+/** httpGet: one GET, redirects followed by hand, credentials kept to their endpoint; Attempt: one download's end. */
 import { request } from 'undici';
 import { sameEndpoint } from '../../core/endpoint';
 import { permanentError, type EffectError } from '../../core/errors';
@@ -18,10 +18,7 @@ export interface GetSettings {
 const maxRedirects = 10;
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 
-/**
- * One download's cancellation. Its failures go through `failure`, which knows why the download stopped (caller
- * abort, a timeout, lost connection, too slow) better than the error that reaches the catch.
- */
+/** One download's cancellation; `failure` knows why it stopped better than the error that reaches the catch. */
 export class Attempt {
   private readonly controller = new AbortController();
   private stopped: EffectError | undefined;
@@ -77,29 +74,10 @@ export class Attempt {
   }
 }
 
-/** One hop of a GET, on undici's pool for `url` (the Network's: direct or through its proxy). */
-const getOnce = async (
-  url: URL,
-  settings: GetSettings,
-  headers: Readonly<Record<string, string>>,
-  signal: AbortSignal,
-): Promise<BodyResponse> => {
-  const response = await request(url, {
-    method: 'GET',
-    headers,
-    signal,
-    headersTimeout: settings.connectTimeoutMs,
-    bodyTimeout: settings.idleTimeoutMs,
-    ...(settings.network !== undefined ? { dispatcher: settings.network.dispatcherFor(url) } : {}),
-  });
-  return { status: response.statusCode, headers: response.headers, body: response.body };
-};
-
 /**
- * GET `url` with redirects followed by hand, so that `credentials` (the URI's `<host>-headers`, a Hub token) go only
- * to the endpoint `url` names (its scheme, host and port): a token must not follow a redirect to a CDN, a presigned
- * bucket URL, another port or plain http. `extraHeaders` (ranges) go to every hop. `signal` is the attempt's or a
- * part's (fetchInParts stops every part at the first failure).
+ * GET `url` with redirects followed by hand, so that `credentials` (`<host>-headers`, a Hub token) go only to the
+ * endpoint `url` names (scheme, host, port), never to a CDN, a presigned URL or plain http; `extraHeaders` (ranges)
+ * go to every hop.
  */
 export const httpGet = async (
   url: URL,
@@ -111,17 +89,21 @@ export const httpGet = async (
 ): Promise<BodyResponse> => {
   let current = url;
   for (let hop = 0; ; hop++) {
-    const answer = await getOnce(
-      current,
-      settings,
-      {
+    const response = await request(current, {
+      method: 'GET',
+      headers: {
         // identity: a Content-Encoding: gzip tarball is stored as it is, never gunzipped on the way.
         'accept-encoding': 'identity',
         ...(sameEndpoint(url, current) ? credentials : {}),
         ...extraHeaders,
       },
       signal,
-    );
+      headersTimeout: settings.connectTimeoutMs,
+      bodyTimeout: settings.idleTimeoutMs,
+      // undici's pool for the hop's URL: the Network's, direct or through its proxy.
+      ...(settings.network !== undefined ? { dispatcher: settings.network.dispatcherFor(current) } : {}),
+    });
+    const answer = { status: response.statusCode, headers: response.headers, body: response.body };
     const location = headerOf(answer.headers, 'location');
     if (!redirectStatuses.has(answer.status) || location === undefined) return answer;
     await discardBody(answer);

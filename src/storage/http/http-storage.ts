@@ -1,41 +1,134 @@
-/** httpStorage: the StorageProvider for http:// and https:// URLs: one file saved, or a tar, tar.gz or zip extracted. */
+/**
+ * httpStorage: the StorageProvider for http:// and https:// URLs: one file saved (in ranged parts over several
+ * connections when the server serves ranges of a big file, else as one resumable stream), or an archive extracted.
+ */
 import path from 'node:path';
 import { hostKey } from '../../core/endpoint';
-import { permanentError } from '../../core/errors';
+import { EffectError, permanentError } from '../../core/errors';
 import { fileFilter, selectedNone, selectionKey, selectsAll } from '../../core/file-selection';
-import { inSlot, type Slots } from '../../core/slots';
+import { inSlot } from '../../core/slots';
 import { redactUri } from '../../core/storage-uri';
+import { writeNewFile } from '../../fs';
+import { discardBody, httpUrl, isOk, responseStatusError, withFailures } from '../../net';
 import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
 import { archiveFormatOf, extractStream, type ArchiveFormat } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
-import { discardBody, httpUrl, isOk, responseStatusError, type Network } from '../../net';
-import { saveBody, wholeBody, type Reopen } from './http-file';
-import { Attempt, httpGet } from './http-get';
-import { contentLengthOf, headerOf, validatorOf, type BodyResponse } from './resumable-body';
-import { TransferGuard } from '../transfer-guard';
+import { fetchInParts, UntrustedBytes, type PartsSettings, type RangeReader } from '../parts/fetch-parts';
+import { rangedThresholdBytes } from '../parts/part-plan';
+import { modelGuard, type TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
+import { Attempt, httpGet, type GetSettings } from './http-get';
+import {
+  answeredRange,
+  changedFile,
+  contentLengthOf,
+  headerOf,
+  resumableBody,
+  validatorOf,
+  type BodyResponse,
+} from './resumable-body';
 
-/** Every field has a default (the flags'), so a test or an integrator sets only what it is about; times in ms. */
-export interface HttpStorageOptions {
-  /** Extra request headers by lower-case host name (see parseHostHeaders). */
-  readonly headersByHost?: ReadonlyMap<string, Readonly<Record<string, string>>>;
-  /** Longest wait for the response headers, connecting included (default 30 s). */
-  readonly connectTimeoutMs?: number;
-  /** Longest wait for the next bytes of the body (default 60 s). */
-  readonly idleTimeoutMs?: number;
-  /** The model cap, the archive caps and the minimum rate (default: the flags' defaults). */
-  readonly limits?: DownloadLimits;
-  /** Proxies, CAs and pooled connections (default: undici's global pool, direct). */
-  readonly network?: Network;
-  /** Resumes of a cut body in a row that may each bring little before the download fails (default 5). */
-  readonly maxResumes?: number;
-  /** Connections one big file is fetched over, as ranged parts (`--download-streams`; default 8, 1: one stream). */
-  readonly streams?: number;
-  /** The process-wide bound on storage connections (`--max-download-streams`); absent: none. */
-  readonly pool?: Slots;
+/** Requests the resource again with extra headers (`Range`, `If-Range`) on `signal`, redirects followed. */
+type Reopen = (headers: Readonly<Record<string, string>>, signal: AbortSignal) => Promise<BodyResponse>;
+
+/** How bodies are saved: connections per file, the process-wide pool, resumes of a cut body or range. */
+type SaveSettings = Required<Pick<PartsSettings, 'streams' | 'maxResumes'>> & Pick<PartsSettings, 'pool'>;
+
+/** One body to save. */
+interface SaveJob {
+  readonly what: string;
+  readonly to: string;
+  readonly attempt: Attempt;
+  readonly guard: TransferGuard;
+  readonly reopen: Reopen;
 }
 
-const httpSchemes = ['http', 'https'];
+/**
+ * The size of a body worth fetching in ranges: a 200 of at least `rangedThresholdBytes` with a Content-Length, a
+ * server that says it serves byte ranges (`Accept-Ranges: bytes`) and a validator every range can be pinned to
+ * (a strong ETag or Last-Modified); undefined otherwise, and the body is read as one stream.
+ */
+const rangedSizeOf = (response: BodyResponse, streams: number): number | undefined => {
+  if (streams < 2 || response.status !== 200 || validatorOf(response.headers) === undefined) return undefined;
+  const encoding = headerOf(response.headers, 'content-encoding')?.trim().toLowerCase();
+  if (encoding !== undefined && encoding !== '' && encoding !== 'identity') return undefined;
+  const size = contentLengthOf(response.headers);
+  if (size === undefined || size < rangedThresholdBytes) return undefined;
+  return /(^|,)\s*bytes\s*(,|$)/i.test(headerOf(response.headers, 'accept-ranges') ?? '') ? size : undefined;
+};
+
+// What a range can pick up from: the connection (undici's own errors), a stall, a server error. Never `changed`.
+const resumableKinds = new Set(['network', 'timeout', 'http-status']);
+const isResumable = (cause: unknown): boolean =>
+  !(cause instanceof EffectError) || (cause.retryable && resumableKinds.has(cause.kind));
+
+/** Reads `[start, end)` pinned to the first response's validator: only the 206 of exactly those bytes passes. */
+const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeReader => {
+  const validator = validatorOf(first.headers)!;
+  return async (start, end, signal) => {
+    const response = await job.reopen({ range: `bytes=${start}-${end - 1}`, 'if-range': validator }, signal);
+    if (response.status >= 500 || response.status === 429)
+      throw await responseStatusError(job.what, response);
+    const { range, etag, sameVersion } = answeredRange(response, validator);
+    if (range?.first === start && range.last === end - 1 && range.total === size && sameVersion) {
+      const body = job.attempt.watch(response.body);
+      // Not framed by its length (chunked, say): a chunk size no server sends may have passed other bytes as data.
+      return contentLengthOf(response.headers) === undefined
+        ? withFailures(body, (cause) => new UntrustedBytes(cause))
+        : body;
+    }
+    throw await changedFile(
+      response,
+      `${job.what}: bytes ${start}-${end - 1} were answered ${response.status}` +
+        `${range !== undefined ? ` with bytes ${range.first}-${range.last} of ${range.total ?? 'unknown'}` : ''}` +
+        `${sameVersion ? '' : ` of ETag ${etag}, not ${validator}`}`,
+    );
+  };
+};
+
+/** The body of `response` (a 2xx) as one stream resumed after a cut (resumableBody), counted on `job.guard`. */
+const wholeBody = (
+  response: BodyResponse,
+  job: Omit<SaveJob, 'to'>,
+  maxResumes: number,
+): AsyncIterable<Uint8Array> => {
+  const { what, attempt, reopen } = job;
+  const whole = resumableBody(response, { what, signal: attempt.signal, reopen, maxResumes });
+  return job.guard.count(attempt.watch(whole));
+};
+
+/**
+ * Saves `response` (a 2xx) as the new file `job.to`: in ranged parts when rangedSizeOf says so, its own body serving
+ * the first range; else as wholeBody.
+ */
+const saveBody = async (response: BodyResponse, job: SaveJob, settings: SaveSettings): Promise<void> => {
+  const size = rangedSizeOf(response, settings.streams);
+  const { what, to, attempt, guard } = job;
+  if (size === undefined) {
+    const body = wholeBody(response, job, settings.maxResumes);
+    const announced = contentLengthOf(response.headers);
+    await writeNewFile(body, to, attempt.signal, `${what}: cannot save ${to}`, announced);
+    return;
+  }
+  const read = rangeReader(job, response, size);
+  const first = attempt.watch(response.body);
+  const { streams, pool, maxResumes } = settings;
+  await fetchInParts(
+    { what, size, to, read, signal: attempt.signal, guard, first, resumable: isResumable },
+    { streams, pool, maxResumes },
+  );
+};
+
+/**
+ * Every field has a default (the flags'), so a test or an integrator sets only what it is about: the GET's timeouts
+ * 30 s to the headers and 60 s between bytes, undici's global pool, the flags' limits, 5 resumes, 8 streams, no pool.
+ */
+export interface HttpStorageOptions extends Partial<GetSettings>, Partial<SaveSettings> {
+  /** Extra request headers by lower-case host name (see parseHostHeaders). */
+  readonly headersByHost?: ReadonlyMap<string, Readonly<Record<string, string>>>;
+  /** The model cap, the archive caps and the minimum rate. */
+  readonly limits?: DownloadLimits;
+}
 
 /** How a response body is stored: saved as one file, or extracted as a tar (maybe gzipped) or zip archive. */
 export type BodyKind = 'file' | ArchiveFormat;
@@ -61,8 +154,7 @@ export const bodyKind = (contentType: string | null, urlPath: string): BodyKind 
   return archiveFormatOf(urlPath) ?? 'file';
 };
 
-type Settings = Required<Omit<HttpStorageOptions, 'headersByHost' | 'network' | 'pool'>> &
-  Pick<HttpStorageOptions, 'headersByHost' | 'network' | 'pool'>;
+type Settings = HttpStorageOptions & GetSettings & SaveSettings & { readonly limits: DownloadLimits };
 
 const fileNameOf = (url: URL, what: string): string => {
   const segment = url.pathname.slice(url.pathname.lastIndexOf('/') + 1);
@@ -103,14 +195,7 @@ const download = async (
   const url = httpUrl(uri, what);
   const { limits } = settings;
   const attempt = new Attempt(what, signal, settings);
-  const guard = new TransferGuard({
-    what,
-    maxBytes: limits.maxModelBytes,
-    names: limits.names,
-    minRate: limits.minRate,
-    onTooSlow: (error) => attempt.stop(error),
-    space: { dir: targetDir, check: limits.spaceCheck },
-  });
+  const guard = modelGuard(what, targetDir, limits, (error) => attempt.stop(error));
   const credentials = settings.headersByHost?.get(hostKey(url.hostname)) ?? {};
   const get: Reopen = (extra, on) => httpGet(url, settings, what, on, credentials, extra);
   // One file's URL: the patterns decide before the GET (an archive's entries are the extractor's to select).
@@ -189,26 +274,21 @@ const download = async (
 };
 
 /**
- * Downloads models over HTTP(S), streaming the body to disk (never whole in memory). A non-2xx status is an
- * `http-status` EffectError; timeouts (`timeout`: no headers, no bytes, or fewer than the minimum rate over its
- * window) and lost connections (`network`) are retryable; a Content-Length above `maxModelBytes` fails before the
- * body is read and a body that passes it is dropped (`too-large`, permanent). Archives are extracted into
- * `targetDir` (see extractStream), and an entry that would land or link outside it fails the download permanently
- * (`refused`), naming the entry.
+ * Downloads models over HTTP(S), streamed to disk. A non-2xx status is `http-status`; timeouts (no headers, no bytes,
+ * under the minimum rate) and lost connections are retryable; a Content-Length above `maxModelBytes` fails unread,
+ * a body that passes it is dropped (`too-large`, permanent). Archives are extracted into `targetDir` (extractStream).
  */
 export const httpStorage = (options: HttpStorageOptions = {}): StorageProvider => {
   const settings: Settings = {
-    headersByHost: options.headersByHost,
-    network: options.network,
+    ...options,
     connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
     idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
     maxResumes: options.maxResumes ?? 5,
     streams: options.streams ?? 8,
-    pool: options.pool,
     limits: options.limits ?? defaultDownloadLimits,
   };
   return {
-    schemes: httpSchemes,
+    schemes: ['http', 'https'],
     download: (uri, targetDir, signal, progress, request) =>
       download(settings, uri, targetDir, signal, progress, request),
   };

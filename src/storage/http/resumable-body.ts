@@ -2,7 +2,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EffectError, retryableError } from '../../core/errors';
-import type { ResponseBody } from '../../net';
+import { discardBody, isOk, responseStatusError, type ResponseBody } from '../../net';
 
 /** The part of a response a resume looks at. */
 export interface BodyResponse {
@@ -17,20 +17,16 @@ export interface ResumeOptions {
   readonly what: string;
   /** The transfer's own signal: once aborted, a failure is final, never resumed. */
   readonly signal: AbortSignal;
-  /**
-   * Requests the resource again with these extra headers (`Range`, `If-Range`), redirects followed; fails as the
-   * first request would for a status other than 200, 206 and 416.
-   */
-  readonly reopen: (headers: Readonly<Record<string, string>>) => Promise<BodyResponse>;
-  /** Resumes in a row that may each bring less than `progressBytes` before the transfer fails; default 5. */
-  readonly maxResumes?: number;
-  /** Bytes a resumed body must bring for the count of resumes to start again; default 1 MiB. */
-  readonly progressBytes?: number;
-  /** Pause before a resume, times the number of resumes in a row (a server restarting gets time); default 100 ms. */
-  readonly pauseMs?: number;
-  /** Told of each resume, with the offset it starts from (for a log line). */
-  readonly onResume?: (offset: number) => void;
+  /** Requests the resource again with these extra headers (`Range`, `If-Range`) on `signal`, redirects followed. */
+  readonly reopen: (headers: Readonly<Record<string, string>>, signal: AbortSignal) => Promise<BodyResponse>;
+  /** Resumes in a row that may each bring less than `progressBytes` before the transfer fails. */
+  readonly maxResumes: number;
 }
+
+// Bytes a resumed body must bring for the count of resumes to start again.
+const progressBytes = 2 ** 20;
+// Pause before a resume, times the number of resumes in a row: a server restarting gets time.
+const pauseMs = 100;
 
 /** The first value of header `name`. */
 export const headerOf = (headers: IncomingHttpHeaders, name: string): string | undefined => {
@@ -72,21 +68,16 @@ const isResumable = (cause: unknown, signal: AbortSignal): boolean =>
   !signal.aborted && !(cause instanceof EffectError);
 
 /**
- * The bytes of `first` (a 200 response), and when the connection breaks off mid-body, the rest of them from ranged
- * requests (`Range: bytes=<n>-` with `If-Range` on the ETag or Last-Modified), checked against the first response's
- * size and validator: the consumer sees one stream, whole, and a reset at 39 GB of 40 costs 1 GB. A server that
- * answers a resume with anything but the 206 of the same version (the resource changed, or it ignores ranges)
- * fails the transfer with a retryable `changed` error: the next attempt starts from 0. Without a validator, or after
- * `maxResumes` resumes in a row that brought little, the body's own failure is rethrown.
+ * The bytes of `first` (a 200), and after a cut the rest from ranged requests (`Range: bytes=<n>-`, `If-Range` on
+ * its validator): one whole stream, and a reset at 39 GB of 40 costs 1 GB. A resume answered with anything but the
+ * 206 of the same version and size fails as a retryable `changed` (the next attempt starts from 0). Without a
+ * validator, or after `maxResumes` resumes in a row that brought little, the body's own failure is rethrown.
  */
 export async function* resumableBody(
   first: BodyResponse,
   options: ResumeOptions,
 ): AsyncGenerator<Uint8Array> {
-  const { signal } = options;
-  const maxResumes = options.maxResumes ?? 5;
-  const progressBytes = options.progressBytes ?? 2 ** 20;
-  const pauseMs = options.pauseMs ?? 100;
+  const { signal, maxResumes } = options;
   const validator = validatorOf(first.headers);
   const total = contentLengthOf(first.headers);
   let offset = 0;
@@ -97,7 +88,6 @@ export async function* resumableBody(
     try {
       if (body === undefined) {
         await sleep(pauseMs * resumesInARow, undefined, { signal });
-        options.onResume?.(offset);
         sinceResume = 0;
         body = await reopened(options, { offset, validator: validator!, total }, resumesInARow);
       }
@@ -123,29 +113,43 @@ const reopened = async (
   resume: number,
 ): Promise<BodyResponse['body']> => {
   const { offset, validator, total } = expected;
-  const response = await options.reopen({ range: `bytes=${offset}-`, 'if-range': validator });
+  const response = await options.reopen({ range: `bytes=${offset}-`, 'if-range': validator }, options.signal);
+  // Another status than 200, 206 or 416 fails as the first request would.
+  if (!isOk(response) && response.status !== 416) throw await responseStatusError(options.what, response);
+  const answer = answeredRange(response, validator);
   // Nothing was consumed yet: a whole body of the same version is as good as a range.
   const range =
-    response.status === 206
-      ? contentRangeOf(response.headers)
-      : response.status === 200 && offset === 0
-        ? { first: 0, last: -1, total: contentLengthOf(response.headers) }
-        : undefined;
-  const etag = headerOf(response.headers, 'etag');
-  const sameVersion = etag === undefined || validator.startsWith('"') === false || etag === validator;
-  if (
-    range !== undefined &&
-    range.first === offset &&
-    sameVersion &&
-    (total === undefined || range.total === total)
-  ) {
+    response.status === 200 && offset === 0
+      ? { first: 0, last: -1, total: contentLengthOf(response.headers) }
+      : answer.range;
+  if (range?.first === offset && answer.sameVersion && (total === undefined || range.total === total)) {
     return response.body;
   }
-  await response.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
-  throw retryableError(
-    'changed',
+  throw await changedFile(
+    response,
     `${options.what}: resume ${resume} from byte ${offset} was answered ${response.status}` +
-      `${range !== undefined ? ` for bytes from ${range.first} of ${range.total ?? 'unknown'}` : ''}: ` +
-      'the file changed on the server or it does not serve ranges; the download starts again',
+      `${range !== undefined ? ` for bytes from ${range.first} of ${range.total ?? 'unknown'}` : ''}`,
+  );
+};
+
+/**
+ * The range a resume's answer carries (a 206's Content-Range), and whether it is of the version `validator` (the
+ * first response's) names: its ETag, if it has one, must be that one when the validator is a strong ETag.
+ */
+export const answeredRange = (response: BodyResponse, validator: string) => {
+  const etag = headerOf(response.headers, 'etag');
+  return {
+    range: response.status === 206 ? contentRangeOf(response.headers) : undefined,
+    etag,
+    sameVersion: etag === undefined || !validator.startsWith('"') || etag === validator,
+  };
+};
+
+/** Drops `response`'s body and makes the retryable `changed` failure, `answered` saying what was asked and got. */
+export const changedFile = async (response: BodyResponse, answered: string): Promise<EffectError> => {
+  await discardBody(response);
+  return retryableError(
+    'changed',
+    `${answered}: the file changed on the server or it does not serve ranges; the download starts again`,
   );
 };

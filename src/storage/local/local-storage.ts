@@ -4,14 +4,16 @@ import { lstat, mkdir, open, readdir, realpath, stat, symlink } from 'node:fs/pr
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errorCode, permanentError, retryableError } from '../../core/errors';
-import { fileFilter, selectedNone, selectsAll, type FileSelection } from '../../core/file-selection';
+import { selectsAll, type FileSelection } from '../../core/file-selection';
+import { EntrySelection } from '../archive/entry-selection';
+import type { EntryKind } from '../archive/guard';
 import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { fileCopier, fsError, isMissing, type FileCopier } from '../../fs';
 import { checkLocalSource, checkNotSystem, isInside } from './local-roots';
-import { TransferGuard } from '../transfer-guard';
+import { modelGuard, type TransferGuard } from '../transfer-guard';
 
 /** Where a local copy may come from and what it may take: every field has a default. */
 export interface LocalStorageOptions {
@@ -39,13 +41,6 @@ const throwIfAborted = (signal: AbortSignal, what: string): void => {
   if (signal.aborted) throw retryableError('aborted', `${what} aborted`, signal.reason);
 };
 
-/** The files of a tree a model's patterns take (by path in the tree), and how many there were to take. */
-interface Selection {
-  readonly passes: (relative: string) => boolean;
-  files: number;
-  taken: number;
-}
-
 interface Tree {
   readonly sourceRoot: string;
   readonly targetRoot: string;
@@ -54,20 +49,14 @@ interface Tree {
   readonly guard: TransferGuard;
   /** Copies each file, counted by the guard: a clone where the file system has them. */
   readonly copy: FileCopier;
-  /** Absent: every entry is copied. */
-  readonly selection?: Selection;
+  /** The files the model's patterns take, by path in the tree; absent: every entry is copied. */
+  readonly selection?: EntrySelection;
 }
 
-/**
- * True when the file or link at `from` is to be copied to `to`: always without a selection; with one, when its path
- * in the tree passes (its dir is then made here, since dirs are made only for the files that land).
- */
-const takes = async (tree: Tree, from: string, to: string): Promise<boolean> => {
-  const { selection } = tree;
-  if (selection === undefined) return true;
-  selection.files += 1;
-  if (!selection.passes(path.relative(tree.sourceRoot, from))) return false;
-  selection.taken += 1;
+/** True when the file or link at `from` is to be copied to `to`; with a selection, its dir is made here. */
+const takes = async (tree: Tree, from: string, to: string, kind: EntryKind): Promise<boolean> => {
+  if (tree.selection === undefined) return true;
+  if (!tree.selection.takes(path.relative(tree.sourceRoot, from), kind, from)) return false;
   await mkdir(path.dirname(to), { recursive: true, mode: 0o755 });
   return true;
 };
@@ -90,17 +79,13 @@ const copyFile = async (tree: Tree, from: string, to: string): Promise<void> => 
 };
 
 const copyLink = async (tree: Tree, from: string, to: string): Promise<void> => {
-  let resolved: string;
-  try {
-    resolved = await realpath(from);
-  } catch (cause) {
-    const why = `it cannot be resolved (${errorCode(cause) ?? 'error'})`;
+  const refuse = (why: string, cause?: unknown): never => {
     throw permanentError('refused', `refusing symlink ${from}: ${why}`, cause);
-  }
-  if (!isInside(tree.sourceRoot, resolved)) {
-    const why = `it points to ${resolved}, outside ${tree.sourceRoot}`;
-    throw permanentError('refused', `refusing symlink ${from}: ${why}`);
-  }
+  };
+  const resolved = await realpath(from).catch((cause: unknown) =>
+    refuse(`it cannot be resolved (${errorCode(cause) ?? 'error'})`, cause),
+  );
+  if (!isInside(tree.sourceRoot, resolved)) refuse(`it points to ${resolved}, outside ${tree.sourceRoot}`);
   // With patterns, a link they take to a file they leave out brings that file's bytes: its target is not copied.
   const { selection } = tree;
   if (selection !== undefined && !selection.passes(path.relative(tree.sourceRoot, resolved))) {
@@ -118,9 +103,9 @@ const copyEntry = async (tree: Tree, entry: Dirent, from: string, to: string): P
     if (tree.selection === undefined) await mkdir(to, { mode: 0o755 });
     await copyDir(tree, from, to);
   } else if (entry.isFile()) {
-    if (await takes(tree, from, to)) await copyFile(tree, from, to);
+    if (await takes(tree, from, to, 'file')) await copyFile(tree, from, to);
   } else if (entry.isSymbolicLink()) {
-    if (await takes(tree, from, to)) await copyLink(tree, from, to);
+    if (await takes(tree, from, to, 'symlink')) await copyLink(tree, from, to);
   } else {
     // Reading a FIFO would block forever; sockets and devices are not model files.
     throw permanentError('refused', `refusing ${from}: not a regular file, directory or symlink`);
@@ -136,63 +121,6 @@ const copyDir = async (tree: Tree, from: string, to: string): Promise<void> => {
   }
 };
 
-interface Copy {
-  readonly source: string;
-  readonly targetDir: string;
-  readonly signal: AbortSignal;
-  readonly what: string;
-  readonly select: FileSelection | undefined;
-}
-
-const noneSelected = (what: string, select: FileSelection | undefined, files: number) =>
-  permanentError('not-found', `${what}: ${selectedNone(select, files, files === 1 ? 'file' : 'files')}`);
-
-/**
- * Copies the file or tree at `source` into `targetDir`, or extracts it when its name says it is an archive,
- * once `source` (its links resolved) passes checkLocalSource; with `select`, only the files it takes (an
- * archive's entries; a lone file by its name), and none is a permanent `not-found`.
- */
-const copy = async (settings: Settings, { source, targetDir, signal, what, select }: Copy): Promise<void> => {
-  // The named path itself may be a symlink (a mounted volume's `..data`): the user chose it, so follow it.
-  const sourceRoot = await realpath(source);
-  await checkLocalSource(sourceRoot, settings.roots, what, settings.rootsName);
-  // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
-  const targetRoot = targetDir;
-  const { limits } = settings;
-  const guard = new TransferGuard({
-    what,
-    maxBytes: limits.maxModelBytes,
-    names: limits.names,
-    space: { dir: targetDir, check: limits.spaceCheck },
-  });
-  const selection = selectsAll(select) ? undefined : { passes: fileFilter(select), files: 0, taken: 0 };
-  const copy = fileCopier({ counter: guard });
-  const tree = { sourceRoot, targetRoot, signal, what, guard, copy, ...(selection ? { selection } : {}) };
-  const info = await stat(sourceRoot);
-  if (info.isFile()) {
-    // As KServe's storage initializer: a local .tar, .tar.gz, .tgz or .zip is unpacked, any other file copied.
-    const name = path.basename(source);
-    const format = archiveFormatOf(name);
-    if (format !== undefined) {
-      const options = { what: `extracting ${source}`, signal, limits, ...(select ? { select } : {}) };
-      await extractFile(sourceRoot, format, targetRoot, options);
-    } else if (selection === undefined || selection.passes(name)) {
-      await copyFile(tree, sourceRoot, path.join(targetRoot, name));
-    } else {
-      throw noneSelected(what, select, 1);
-    }
-    return;
-  }
-  if (!info.isDirectory()) {
-    throw permanentError('refused', `refusing ${source}: not a regular file or directory`);
-  }
-  if (isInside(sourceRoot, targetRoot)) {
-    throw permanentError('refused', `refusing to copy ${source} into ${targetDir}, which lies inside it`);
-  }
-  await copyDir(tree, sourceRoot, targetRoot);
-  if (selection !== undefined && selection.taken === 0) throw noneSelected(what, select, selection.files);
-};
-
 type Settings = Required<LocalStorageOptions>;
 
 /** The settings of `options`, each field its default when absent. */
@@ -203,8 +131,10 @@ export const localSettings = (options: LocalStorageOptions): Settings => ({
 });
 
 /**
- * Copies the model at the absolute path `source` into `targetDir`, as localFileStorage does (its checks, its
- * errors), with `select` choosing the files; what a `pvc://` URI names is copied through it too.
+ * Copies the file or tree at the absolute path `source` into `targetDir`, or extracts it when its name says it is an
+ * archive, as localFileStorage does (its checks, its errors), once `source` (its links resolved) passes
+ * checkLocalSource; with `select`, only the files it takes (an archive's entries; a lone file by its name), and none
+ * is a permanent `not-found`. What a `pvc://` URI names is copied through it too.
  */
 export const copyLocalModel = async (
   settings: Settings,
@@ -223,7 +153,39 @@ export const copyLocalModel = async (
       : fsError(what, cause);
   }
   try {
-    await copy(settings, { source, targetDir, signal, what, select });
+    // The named path itself may be a symlink (a mounted volume's `..data`): the user chose it, so follow it.
+    const sourceRoot = await realpath(source);
+    await checkLocalSource(sourceRoot, settings.roots, what, settings.rootsName);
+    // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
+    const targetRoot = targetDir;
+    const { limits } = settings;
+    const guard = modelGuard(what, targetDir, limits);
+    const selection = selectsAll(select) ? undefined : new EntrySelection(what, select!);
+    const copy = fileCopier({ counter: guard });
+    const tree = { sourceRoot, targetRoot, signal, what, guard, copy, ...(selection ? { selection } : {}) };
+    const info = await stat(sourceRoot);
+    if (info.isFile()) {
+      // As KServe's storage initializer: a local .tar, .tar.gz, .tgz or .zip is unpacked, any other file copied.
+      const name = path.basename(source);
+      const format = archiveFormatOf(name);
+      if (format !== undefined) {
+        const options = { what: `extracting ${source}`, signal, limits, ...(select ? { select } : {}) };
+        await extractFile(sourceRoot, format, targetRoot, options);
+      } else if (selection === undefined || selection.takes(name, 'file', name)) {
+        await copyFile(tree, sourceRoot, path.join(targetRoot, name));
+      } else {
+        selection.checkSomeTaken();
+      }
+      return;
+    }
+    if (!info.isDirectory()) {
+      throw permanentError('refused', `refusing ${source}: not a regular file or directory`);
+    }
+    if (isInside(sourceRoot, targetRoot)) {
+      throw permanentError('refused', `refusing to copy ${source} into ${targetDir}, which lies inside it`);
+    }
+    await copyDir(tree, sourceRoot, targetRoot);
+    selection?.checkSomeTaken();
   } catch (cause) {
     throwIfAborted(signal, what);
     throw fsError(what, cause);
@@ -231,16 +193,12 @@ export const copyLocalModel = async (
 };
 
 /**
- * Copies a model from an absolute path or file:// URL: a file into `targetDir/<basename>`, a `.tar`, `.tar.gz`,
- * `.tgz` or `.zip` file extracted into `targetDir`, a directory's contents into `targetDir`. Symlinks that resolve
- * inside the source tree are recreated as relative symlinks to the copied entry (no duplication, no loops);
- * symlinks leading outside it, or nowhere, and special files fail the download permanently (`refused`), so a
- * model cannot smuggle in files from elsewhere on the volume. So does a source outside `roots` once its links are
- * resolved, or on the system's own files (/proc, /sys, /dev, pseudo filesystems). More than `maxModelBytes`
- * (copied or expanded) is `too-large`, permanent. A missing path is `not-found`, an fs failure `filesystem`
- * (retryable when transient). With a selection (`request.select`), only the files whose paths in the tree its
- * patterns take are copied, each with its dirs and nothing else; a link they take to a file they leave out is
- * copied as that file; none taken is a permanent `not-found`.
+ * Copies a model from an absolute path or file:// URL: a file into `targetDir/<basename>`, an archive extracted, a
+ * dir's contents. Symlinks inside the source tree become relative symlinks to the copied entry; symlinks leading
+ * outside it or nowhere, special files, and sources outside `roots` or on the system's own files are `refused`
+ * (permanent), so a model cannot smuggle in files from elsewhere. Past `maxModelBytes`: `too-large`; missing:
+ * `not-found`; an fs failure: `filesystem`. With `request.select`, only the files its patterns take land, with
+ * their dirs; a link they take to a file they leave out is copied as that file.
  */
 export const localFileStorage = (options: LocalStorageOptions = {}): StorageProvider => {
   const settings = localSettings(options);

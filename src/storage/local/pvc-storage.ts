@@ -20,11 +20,9 @@ export interface PvcStorageOptions {
 }
 
 /**
- * Serves `pvc://<claim>/<path>` as KServe's webhook maps it for its storage initializer: `<root>/<path>`, the claim
- * being the one volume mounted at `root` (its name is not part of the path). What lies there is copied as a local
- * path is (`copyLocalModel`: its links kept inside, special files refused, archives extracted, the caps and the
- * patterns), with `root` its only allowed root, whatever the local roots say. A URI that is no pvc URI, or whose
- * path would leave the root, is `invalid-uri`; a root that is not there is `not-found`, naming `rootName`.
+ * Serves `pvc://<claim>/<path>` as KServe's webhook maps it: `<root>/<path>`, the claim being the one volume mounted
+ * at `root`. It is copied as a local path is (`copyLocalModel`), `root` its only allowed root. A URI that is no pvc
+ * URI, or leaves the root, is `invalid-uri`; a root that is not there is `not-found`, naming `rootName`.
  */
 export const pvcStorage = ({ root, limits, rootName = 'root' }: PvcStorageOptions): StorageProvider => {
   const settings = localSettings({ roots: [root], rootsName: rootName, ...(limits ? { limits } : {}) });

@@ -18,21 +18,15 @@ const writeWhole = async (
 };
 
 /**
- * Writes consecutive bytes from `from` on, for one connection: `add` hands each chunk in. While the file's writes are inline (FileWrites), what
- * lands is written at once and the buffer starts over; else it is gathered, and when the buffer is full its write
- * starts on the thread pool and the other buffer fills; the reader waits only when the other's write is still
- * running. Writes run one at a time and in order, so `written` (told after each one) is always the end of a
- * contiguous run from `from`: a cut resumes exactly there.
+ * Writes one connection's consecutive bytes from `from` on, as `add` hands them in: at once while the file's writes
+ * are inline (FileWrites), else gathered, a full buffer written on the thread pool while the other fills (the reader
+ * waits only when that one's write still runs). Writes run in order, so `written` is always the end of a contiguous
+ * run from `from`: a cut resumes exactly there.
  *
- * Why two: with one buffer, a connection stopped reading for every write; on this kind of machine a 1 MiB write into
- * the page cache took 18 ms on average while 16 connections wrote one file (a thread-pool queue and the inode's
- * lock), a third of each connection's time, and the relay's per-connection rate was lost while it waited.
- *
- * Why `add` copies (for bodies that come as chunks: undici's, the SDKs'): a socket's chunk copied at once dies young;
- * chunks held until their write outlive the young generation and wait for a full collection (measured: the GC took
- * 1.4 s of a 1 GiB download). Writing the chunks
- * themselves with one writev per batch saved 4-8 % of the CPU on a quiet host, but on a busy one the 4 GiB download
- * peaked at 155 MiB of RSS (132-135 with the copy, in every run): tried and dropped.
+ * Why two: with one, a connection stopped reading for every write (18 ms per 1 MiB with 16 connections on one file,
+ * a third of each connection's time). Why `add` copies: a chunk copied at once dies young, chunks held until their
+ * write wait for a full collection (the GC took 1.4 s of a 1 GiB download); one writev of the chunks themselves
+ * peaked at 155 MiB of RSS for 4 GiB on a busy host (132-135 with the copy): tried and dropped.
  */
 export class BatchWriter {
   private readonly buffers: readonly [Buffer, Buffer];
@@ -56,10 +50,7 @@ export class BatchWriter {
     this.at = from;
   }
 
-  /**
-   * Writes `chunk` inline, or copies it in, writing each buffer as it fills: a promise when the caller must wait (read
-   * nothing more until it settles); throws or rejects with the first write's failure.
-   */
+  /** Writes `chunk` inline or copies it in: a promise when the caller must wait; fails with the first write's failure. */
   add(chunk: Uint8Array): Promise<void> | undefined {
     if (this.failure !== undefined) return this.settled();
     // A chunk of an eighth of a buffer or more goes as it is; smaller ones (a few KiB a read) are gathered first.
@@ -78,10 +69,7 @@ export class BatchWriter {
     return undefined;
   }
 
-  /**
-   * `bytes` more of the buffer filling hold data. A full buffer starts its write at once when none is running, else
-   * the promise waits for the running one and then starts it; rejects with the first write's failure.
-   */
+  /** `bytes` more of the buffer filling hold data; a full one is written now, or after the running write. */
   private landed(bytes: number): Promise<void> | undefined {
     this.filled += bytes;
     if (this.filled < this.buffers[this.filling]!.byteLength) return undefined;
@@ -94,8 +82,8 @@ export class BatchWriter {
   }
 
   /**
-   * Writes the first `length` bytes of `from` (a chunk, or the full buffer) at once, on this thread, when the file's
-   * writes are inline and nothing of this writer is being written: true when it did. Throws a failed write as its error (and every later call rejects with it).
+   * True when it wrote the first `length` bytes of `from` at once, on this thread (inline writes on, none of this
+   * writer's running); a failed write is thrown, and every later call rejects with it.
    */
   private writesInline(from: Uint8Array, length: number): boolean {
     if (this.running !== undefined || this.failure !== undefined) return false;

@@ -21,10 +21,7 @@ export type RangeReader = (
   signal: AbortSignal,
 ) => Promise<AsyncIterable<Uint8Array>>;
 
-/**
- * A ranged body's failure after which the bytes it brought are read again, not kept: the body was not framed by its
- * length, and its framing (a chunk size no server sends) may have passed other bytes as data before it failed.
- */
+/** A ranged body's failure whose bytes are read again, not kept: unframed by its length, they may not be data. */
 export class UntrustedBytes extends Error {
   constructor(cause: unknown) {
     super('an answer not framed by its length broke off', { cause });
@@ -52,20 +49,10 @@ export interface PartsJob {
 export interface PartsSettings {
   /** Most connections this file uses at once (`--download-streams`). */
   readonly streams: number;
-  /**
-   * The process-wide connections (`--max-download-streams`): the caller holds one for the file already; each further
-   * connection waits for one of its own and gives it back when no range is left.
-   */
+  /** The process-wide connections (`--max-download-streams`): the caller holds the file's first one. */
   readonly pool?: Slots;
-  /** Resumes of one range in a row that bring less than `progressBytes` before their failure fail the file (default 3). */
+  /** Resumes of one range in a row that bring less than 1 MiB (progressBytes) before the file fails (default 3). */
   readonly maxResumes?: number;
-  /**
-   * What a read must bring before it fails to count as progress (default 1 MiB, as one stream's resumes): a peer that
-   * cuts every answer after a few bytes would otherwise be asked again a million times for a 1 GiB file.
-   */
-  readonly progressBytes?: number;
-  /** Told of each resume of a range, with the offset it starts from (for a log line). */
-  readonly onResume?: (offset: number) => void;
   /** When the first connection alone fetches the whole file (default `defaultOneStreamRule`; null: never). */
   readonly oneStream?: OneStreamRule | null;
   /** The clock of the one-stream rule's window, in ms (default `performance.now`): a test steps its own. */
@@ -73,28 +60,34 @@ export interface PartsSettings {
 }
 
 /**
- * Each of a connection's two buffers: 128 KiB, where chunks under 16 KiB are gathered into one write, inline or on the
- * thread pool (a thread-pool round trip per chunk would cost more). 512 KiB cost more system time in the page cache's
- * copy (1 GiB through the relay, five runs each: 1.07-1.21 CPU-s against 0.84-0.97) and, with chunks gathered, 147 MiB
- * of peak RSS for a 4 GiB file (issue 28). Two stay below the smallest range split off (4 MiB), so no byte buffered
- * past a split is ever written.
+ * Each of a connection's two buffers, where small chunks are gathered into one write. 512 KiB cost more CPU in the
+ * page cache's copy (1.07-1.21 CPU-s per GiB against 0.84-0.97) and more RSS (issue 28). Two stay below the smallest
+ * range split off (4 MiB), so no byte buffered past a split is ever written.
  */
 const batchBytes = 2 ** 17;
 
+// What a read must bring to count as progress: a peer cutting every answer after a few bytes fails the file.
+const progressBytes = 2 ** 20;
+
+/** What the ranges one connection fetches share: its two buffers; the file, its writes and the bytes written. */
+interface Connection {
+  readonly job: PartsJob;
+  readonly maxResumes: number;
+  readonly file: FileWrites;
+  readonly signal: AbortSignal;
+  readonly buffers: readonly [Buffer, Buffer];
+  readonly written: { bytes: number };
+}
+
 /**
- * Reads `body` into `part` from `part.next` on until the body ends or the part's end (which shrinks when another
- * connection takes its second half: what the server sent past it is never counted or written); `part.next` is moved
- * only past bytes written, so a cut resumes exactly there, and bytes received before the body failed are still
- * written. Each chunk is handed to the writer as it comes (readChunks), with no generator per chunk. Only the bytes
- * written pass the guard.
+ * Reads `body` into `part` from `part.next` until the body or the part ends (the end shrinks when another connection
+ * takes its second half). `part.next` moves only past bytes written, so a cut resumes exactly there; only those
+ * bytes pass the guard. No generator per chunk (readChunks).
  */
 const writePart = async (
-  job: PartsJob,
-  file: FileWrites,
+  { job, file, buffers, written }: Connection,
   part: Part,
   body: AsyncIterable<Uint8Array>,
-  buffers: readonly [Buffer, Buffer],
-  written: { bytes: number },
   askedEnd: number,
 ): Promise<void> => {
   const writer = new BatchWriter(
@@ -110,11 +103,9 @@ const writePart = async (
   const stopReading = job.guard.reading();
   let at = part.next;
   try {
-    // No stop at the part's end: an answer of exactly these bytes ends by itself and keeps its connection alive for
-    // the next range; only one that runs past it (the first GET's, a split range's) is dropped.
+    // No stop at the part's end: an exact answer ends by itself and keeps its connection alive for the next range.
     await readChunks(body, (chunk) => {
-      // Never past what was asked, though the part grew since (extendToEnd): what a server sends beyond it is
-      // not the file's (a close-delimited 206 that runs on), and the next read asks for the rest.
+      // Never past what was asked, though the part grew since (extendToEnd): a 206 that runs on is not the file's.
       const take = Math.min(chunk.byteLength, Math.min(part.end, askedEnd) - at);
       if (take <= 0) return false;
       job.guard.received(take);
@@ -134,21 +125,16 @@ export interface OneStreamRule {
 }
 
 /**
- * 6 MiB in 60 ms (105 MB/s): one connection that brings this much this soon is not held back by a per-connection cap,
- * and more connections would only cost the client's CPU and disk when their bodies come as chunks (measured over
- * loopback through undici, 1 GiB on 2 cores: 8 connections 2.77-3.51 s, one 2.00-2.43 s; read straight from their
- * sockets, 8 took 1.17-1.28 s, but that reader is gone: undici's 8 took 5.6 s where one took 3.2, issue 28); one loopback connection wrote 7.5-12.5 MiB in its first 60 ms, one
- * through a relay of 40 MB/s a connection 2.5 MiB). A cloud store's connection carries tens of MB/s, slower still in
- * TCP's slow start. The wait costs a capped download about 30 ms (see leaderIsEnough) before its other connections
- * open.
+ * 6 MiB in 60 ms (105 MB/s): a connection this fast is not held back by a per-connection cap, and more connections
+ * would only cost CPU and disk (1 GiB over loopback through undici on 2 cores: 8 connections 2.77-3.51 s, one
+ * 2.00-2.43 s, issue 28). One loopback connection writes 7.5-12.5 MiB in its first 60 ms, one through a 40 MB/s relay
+ * 2.5 MiB, a cloud store's less. The wait costs a capped download about 30 ms (leaderIsEnough).
  */
 export const defaultOneStreamRule: OneStreamRule = { bytes: 6 * 2 ** 20, withinMs: 60 };
 
 /**
- * Resolves true when the leader wrote `rule.bytes` within `rule.withinMs` (and is still at work); false at the end of
- * the window, or as soon as half of it has passed with the leader at under half the rule's rate, when it could no
- * longer make it without tripling its pace (measured through a 40 MB/s relay: the other connections open at 30-33 ms,
- * not 63-65).
+ * True when the leader, still at work, wrote `rule.bytes` within `rule.withinMs`; false at the end of the window, or
+ * at its half with the leader under half the rule's rate (through a 40 MB/s relay the others then open at 30-33 ms).
  */
 const leaderIsEnough = async (
   leader: Promise<void>,
@@ -173,37 +159,20 @@ const leaderIsEnough = async (
   }
 };
 
-/**
- * Fetches `part` whole: reads resumed from `part.next` after resumable failures, up to `maxResumes` in a row that
- * bring less than `progressBytes`.
- */
+/** Fetches `part` whole, resumed from `part.next` up to `maxResumes` times in a row that bring little. */
 const fetchPart = async (
-  job: PartsJob,
-  settings: PartsSettings,
-  file: FileWrites,
+  connection: Connection,
   part: Part,
-  signal: AbortSignal,
   first: AsyncIterable<Uint8Array> | undefined,
-  buffers: readonly [Buffer, Buffer],
-  written: { bytes: number },
 ): Promise<void> => {
-  const maxResumes = settings.maxResumes ?? 3;
-  const progressBytes = settings.progressBytes ?? 2 ** 20;
+  const { job, signal, maxResumes } = connection;
   let body = first;
   for (let idle = 0; ;) {
     const before = part.next;
     // The first GET's body runs to the file's end; a ranged read to the part's end as it is now.
     const askedEnd = body === undefined ? part.end : job.size;
     try {
-      await writePart(
-        job,
-        file,
-        part,
-        body ?? (await job.read(part.next, part.end, signal)),
-        buffers,
-        written,
-        askedEnd,
-      );
+      await writePart(connection, part, body ?? (await job.read(part.next, part.end, signal)), askedEnd);
       if (part.next >= part.end) return;
       // The part grew while it was read (extendToEnd): no failure, the next read asks for the rest.
       if (part.next >= askedEnd) {
@@ -220,7 +189,6 @@ const fetchPart = async (
       if (signal.aborted || !job.resumable(cause)) throw cause;
       idle = part.next - before >= progressBytes ? 0 : idle + 1;
       if (idle > maxResumes) throw cause;
-      settings.onResume?.(part.next);
       // A ref'd wait, as every wait of a download: it is the work (an unref'd one let the initializer exit 0 mid-way).
       if (idle > 0) await sleep(100 * idle, undefined, { signal });
     }
@@ -228,12 +196,10 @@ const fetchPart = async (
 };
 
 /**
- * Fetches the `job.size` bytes of `job.read` into the new file `job.to` as ranges (partBytesFor) over up to
- * `streams` connections: the caller's, and each further one once the pool grants it. Idle connections take over
- * half of the widest range left (PartPlan), so all end together. The first failure that cannot be resumed stops
- * every range and is thrown (the file is left for the caller's staging dir to delete); `changed` (the version
- * moved) is never resumed, so the next attempt starts whole. Memory: two buffers per connection (batchBytes),
- * whatever the size.
+ * Fetches the `job.size` bytes of `job.read` into the new file `job.to` as ranges (partBytesFor) over up to `streams`
+ * connections: the caller's, and each further one once the pool grants it; idle ones take over half of the widest
+ * range left (PartPlan). The first failure that cannot be resumed stops every range and is thrown (the staging dir
+ * deletes the file); `changed` is never resumed. Memory: two buffers per connection, whatever the size.
  */
 export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Promise<void> => {
   const file = await step(`${job.what}: cannot create ${job.to}`, () => open(job.to, 'wx'));
@@ -250,12 +216,14 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
   let failure: { cause: unknown } | undefined;
   // Bytes written by every connection: while the first works alone, what it brought.
   const written = { bytes: 0 };
+  const maxResumes = settings.maxResumes ?? 3;
   const connection = async (first?: AsyncIterable<Uint8Array>): Promise<void> => {
     // Two buffers per connection for all its ranges: allocated outside V8's heap pool, reused for every batch.
     const buffers = [Buffer.allocUnsafeSlow(batchBytes), Buffer.allocUnsafeSlow(batchBytes)] as const;
+    const shared = { job, maxResumes, file: writes, signal, buffers, written };
     try {
       for (let part = plan.take(); part !== undefined && failure === undefined; part = plan.take()) {
-        await fetchPart(job, settings, writes, part, signal, first, buffers, written);
+        await fetchPart(shared, part, first);
         first = undefined;
         plan.finished(part);
       }

@@ -10,10 +10,7 @@ export type PositionalFile = Pick<FileHandle, 'write'> & { readonly fd?: number 
 
 /** One file's writes, shared by all its connections. */
 export interface FileWrites {
-  /**
-   * Writes `length` bytes of `buffer` from `offset` whole at `position`, at once, on this thread, and says true; says
-   * false (writing nothing) once inline writes are off for the file. Throws the write's failure.
-   */
+  /** Writes `length` bytes of `buffer` from `offset` at `position` on this thread: false once inline writes are off. */
   inline(buffer: Uint8Array, offset: number, length: number, position: number): boolean;
   /** A positional write on the thread pool; the file's writes run one at a time, in the order asked. */
   readonly write: PositionalFile['write'];
@@ -28,20 +25,16 @@ export interface InlineLimits {
 }
 
 /**
- * Slow writes (over 10 ms) that together take over 100 ms end inline writes for the rest of the file: the page cache
- * is holding writes back (dirty pages over the limit, a slow disk), and the event loop must not wait on the disk. Not
- * one slow write: on a busy host a write's 10 ms are often the thread's being descheduled, which says nothing of the
- * disk (seen in 1 of 8 downloads of 1 GiB, whose rest then went through the thread pool, 20 % slower).
+ * Slow writes (over 10 ms) that together take over 100 ms end inline writes for the file: the page cache holds writes
+ * back, and the event loop must not wait on the disk. Not one: on a busy host that is often the thread descheduled.
  */
 export const defaultInlineLimits: InlineLimits = { slowMs: 10, slowTotalMs: 100 };
 
 /**
- * The writes of `file`. Inline, within `limits` (null: never; a file with no `fd` neither): a write of the bytes a
- * socket read just brought, from the same thread, costs the least. Measured through the relay, 1 GiB, three runs each
- * on a busy host: inline 3.56-3.59 s and 1.2-1.4 CPU-s (rclone's 1.0-1.3), on the thread pool 3.59-4.86 s and 1.7-4.1
- * CPU-s, nearly all of it the kernel's copy into the page cache of bytes another core had read. On the thread pool, one
- * write at a time: concurrent positional writes to one ext4 file take its inode lock in turn while the others spin on
- * it (profiled: 11 % of the machine's CPU in `rwsem_spin_on_owner`).
+ * The writes of `file`. Inline within `limits` (null, or no `fd`: never): writing what a socket read just brought from
+ * the same thread costs the least (1 GiB: 1.2-1.4 CPU-s inline, 1.7-4.1 on the thread pool, whose core copies bytes
+ * another read). On the thread pool one at a time: concurrent writes to one ext4 file spin on its inode lock
+ * (11 % of the machine's CPU in `rwsem_spin_on_owner`).
  */
 export const fileWrites = (
   file: PositionalFile,

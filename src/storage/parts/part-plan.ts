@@ -15,13 +15,11 @@ const minPartBytes = 4 * mebibyte;
 const minStealBytes = 4 * mebibyte;
 
 /**
- * The size of the ranges a file of `size` bytes is cut into for `streams` connections: about two ranges per
- * connection, between 4 and 64 MiB, in whole MiB, and never so big that a connection would start with no range of its
- * own (it would split one just asked for, and what that one's server already sent past the split is wasted). Two,
- * not more: each further range is one more request whose first byte the connection waits for, a wait the others
- * cannot make up when the link is full (measured, 1 GiB over 8 connections of 40 MB/s on a 320 MB/s link: 4.14-4.89 s
- * with four ranges each, 3.72-4.09 s with two); a slow connection is made up for by the idle ones splitting its
- * range (`take`), not by small ranges.
+ * The size of the ranges a file of `size` bytes is cut into for `streams` connections: about two per connection,
+ * 4 to 64 MiB in whole MiB, never so big that a connection starts with no range of its own (it would split one just
+ * asked for, wasting what was sent past the split). Not more: each range waits for its first byte, a wait the others
+ * cannot make up on a full link (1 GiB over 8 connections: 4.14-4.89 s with four ranges each, 3.72-4.09 s with two);
+ * idle connections splitting a slow one's range (`take`) make up for it.
  */
 export const partBytesFor = (size: number, streams: number): number => {
   const inMebibytes = (bytes: number): number => Math.ceil(bytes / mebibyte) * mebibyte;
@@ -72,9 +70,8 @@ export class PartPlan {
   }
 
   /**
-   * The one range being fetched takes every range still queued (they follow it while one connection works alone),
-   * so that connection fetches the rest of the file in one read. Nothing changes when there is no such one range (the
-   * connection is between two): it then goes on range by range.
+   * The one range being fetched takes every range still queued, so its connection, working alone, fetches the rest
+   * in one read; with no such one range (it is between two), it goes on range by range.
    */
   extendToEnd(): void {
     const [part, ...others] = this.active;
