@@ -23,12 +23,6 @@ export interface ModelSpecJson {
   readonly ignorePatterns?: ReadonlyArray<string>;
 }
 
-/** The JSON fields of `selection`: each list that names a pattern. */
-export const patternsJson = (
-  selection: FileSelection | undefined,
-): Pick<ModelSpecJson, 'allowPatterns' | 'ignorePatterns'> =>
-  selectionOf(selection?.allowPatterns, selection?.ignorePatterns) ?? {};
-
 /** `record[key]` through `codec`, its failures under the field's own context (so errors name the path). */
 const field = <A>(
   codec: t.Decoder<unknown, A>,
@@ -165,7 +159,7 @@ export const ModelSpec = new t.Type<ModelSpec, ModelSpecJson, unknown>(
     storageUri: spec.storageUri,
     ...(spec.framework !== undefined ? { framework: spec.framework } : {}),
     ...(spec.memory !== undefined ? { memory: Quantity.encode(spec.memory) } : {}),
-    ...patternsJson(spec.selection),
+    ...selectionOf(spec.selection?.allowPatterns, spec.selection?.ignorePatterns),
   }),
 );
 

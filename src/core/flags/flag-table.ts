@@ -5,11 +5,19 @@
  */
 import * as t from 'io-ts';
 import { v2ServerKinds } from '../v2-server-kinds';
-import { byteCount, duration, httpUrl, integerIn, kubeName, nonEmpty, oneOf } from './setting-codecs';
+import {
+  byteCount,
+  duration,
+  hostAddress,
+  httpUrl,
+  integerIn,
+  kubeName,
+  nonEmpty,
+  oneOf,
+} from './setting-codecs';
 import { withNames, type FlagEntry } from './flag-spec';
 import { storageFlags } from './storage-flags';
 import { kserveFlags } from './kserve-flags';
-import { surfaceFlags } from './surface-flags';
 
 export type { FlagSpec } from './flag-spec';
 
@@ -223,7 +231,30 @@ export const flagTable = withNames({
     codec: duration('ShutdownTimeout', 0, 3_600_000),
   },
   // The HTTP surface: probes, metrics, per-model status.
-  ...surfaceFlags,
+  httpPort: {
+    arg: 'port',
+    default: '9081',
+    help: 'port of the HTTP surface (on every interface unless `--http-host`): `/healthz`, `/readyz`, `/metrics`, `/status`; 0 = off',
+    codec: integerIn('HttpPort', 0, 65_535),
+  },
+  httpHost: {
+    arg: 'address',
+    help: 'address the HTTP surface binds (`127.0.0.1`, `::1`, the pod IP); default every interface, where the kubelet probes the pod IP',
+    codec: hostAddress,
+    optional: true,
+  },
+  httpMaxConnections: {
+    arg: 'n',
+    default: '64',
+    help: 'connections the HTTP surface holds at once; one more evicts the oldest not being answered (idle, still sending its head, or draining after its answer), or else takes one of 16 more kept for what the surface answers itself, or is closed',
+    codec: integerIn('HttpMaxConnections', 4, 65_535),
+  },
+  watchStallMs: {
+    arg: 'ms',
+    default: '60000',
+    help: '`/healthz` answers 503 once the config watch has made no progress for this long while the config dir exists, or the event loop has not turned for this long',
+    codec: integerIn('WatchStallMs', 500, 86_400_000),
+  },
   // KServe's agent spelling, and the agent port's proxy.
   ...kserveFlags,
   dryRun: {
