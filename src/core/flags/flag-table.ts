@@ -68,10 +68,7 @@ export const flagTable = withNames({
   serverKind: {
     arg: 'kind',
     default: 'auto',
-    help:
-      'with `--protocol v2`: which server it is, for what one client cannot hide (how a name goes into a URL, ' +
-      'which names it can take, how its loaded models are listed, which failed loads are final, when an unload ' +
-      'is done); `auto` asks the server (`GET /v2`) at start, `generic` assumes nothing beyond the protocol',
+    help: 'with `--protocol v2`: which server it is, for what one client cannot hide (how a name goes into a URL, which names it can take, how its loaded models are listed, which failed loads are final, when an unload is done); `auto` asks the server (`GET /v2`) at start, `generic` assumes nothing beyond the protocol',
     codec: oneOf('ServerKind', serverKinds),
     choices: serverKinds,
   },
@@ -141,9 +138,7 @@ export const flagTable = withNames({
   maxConfigBytes: {
     arg: 'n',
     default: '33554432',
-    help:
-      'largest `models.json` read, in bytes (32 MiB; a 100,000-model file, pretty-printed, is 18.6 MB); ' +
-      'a bigger one is refused unread and the last good config stays',
+    help: 'largest `models.json` read, in bytes (32 MiB; a 100,000-model file, pretty-printed, is 18.6 MB); a bigger one is refused unread and the last good config stays',
     codec: integerIn('MaxConfigBytes', 2, 1_073_741_824),
   },
   requestTimeoutMs: {
@@ -156,9 +151,7 @@ export const flagTable = withNames({
   serverWaitTimeout: {
     arg: 'duration',
     default: '5m',
-    help:
-      'with `--once`: how long to wait for the model server to answer at start before giving up with exit 3 ' +
-      '(`0`: for ever). Sync mode always waits: the server starts beside it, and `/readyz` says it is not ready',
+    help: 'with `--once`: how long to wait for the model server to answer at start before giving up with exit 3 (`0`: for ever). Sync mode always waits: the server starts beside it, and `/readyz` says it is not ready',
     codec: duration('ServerWaitTimeout', 0, 86_400_000),
   },
   loadTimeoutMs: {
@@ -194,34 +187,23 @@ export const flagTable = withNames({
   resyncInterval: {
     arg: 'duration',
     default: '60s',
-    help:
-      're-read `models.json`, ask the model server what it has loaded and repair drift (reload what it lost, ' +
-      'unload what the config does not list, retry failed models) this often, and on SIGHUP: `60s`, `5m`, `1500ms`; 0 = only on SIGHUP',
+    help: 're-read `models.json`, ask the model server what it has loaded and repair drift (reload what it lost, unload what the config does not list, retry failed models) this often, and on SIGHUP: `60s`, `5m`, `1500ms`; 0 = only on SIGHUP',
     codec: duration('ResyncInterval', 0, 86_400_000),
   },
   maxUnlistedUnloads: {
     arg: 'n',
     default: '100',
-    help:
-      'unloads of models the model server lists but no config does: at most this many at start, in progress ' +
-      'after each resync (retried ones count); the rest wait for the next resync (a warn line, ' +
-      '`modelsync_repairs_deferred_total`). They run two at a time beside, never instead of, the loads of ' +
-      'configured models',
+    help: 'unloads of models the model server lists but no config does: at most this many at start, in progress after each resync (retried ones count); the rest wait for the next resync (a warn line, `modelsync_repairs_deferred_total`). They run two at a time beside, never instead of, the loads of configured models',
     codec: integerIn('MaxUnlistedUnloads', 0, 100_000),
   },
   minFreeBytes: {
     arg: 'bytes',
     default: '0',
-    help:
-      'bytes to keep free on the model volume: a download whose size (when the storage declares it), or the copy of ' +
-      'a model of the same content, that would leave less fails (`no-space`) before it starts',
+    help: 'bytes to keep free on the model volume: a download whose size (when the storage declares it), or the copy of a model of the same content, that would leave less fails (`no-space`) before it starts',
     codec: byteCount('MinFreeBytes', 0, Number.MAX_SAFE_INTEGER),
   },
   linkSameContent: {
-    help:
-      'models of one stored content share its files as hard links rather than each holding a copy (a reflink clone ' +
-      'where the file system has them). Only when the model server mounts the model dir read-only (as `deploy/` ' +
-      'does): a server that can write a linked file changes every model sharing it',
+    help: 'models of one stored content share its files as hard links rather than each holding a copy (a reflink clone where the file system has them). Only when the model server mounts the model dir read-only (as `deploy/` does): a server that can write a linked file changes every model sharing it',
     codec: t.boolean,
   },
   shutdownTimeout: {

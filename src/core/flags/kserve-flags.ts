@@ -25,10 +25,7 @@ export const kserveFlags = {
   },
   componentPort: {
     arg: 'port',
-    help:
-      "KServe's agent spelling: the model server at `http://127.0.0.1:<port>` (instead of `--server-url`); the HTTP " +
-      "surface's port then also answers KServe's readiness check and reverse-proxies every other request to it " +
-      '(docs/kserve.md)',
+    help: "KServe's agent spelling: the model server at `http://127.0.0.1:<port>` (instead of `--server-url`); the HTTP surface's port then also answers KServe's readiness check and reverse-proxies every other request to it (docs/kserve.md)",
     codec: integerIn('ComponentPort', 1, 65_535),
     optional: true,
   },
@@ -53,35 +50,25 @@ export const kserveFlags = {
   proxyTimeout: {
     arg: 'duration',
     default: '300s',
-    help:
-      'with `--component-port`: a proxied request whose bytes stop moving either way for this long gets 504 (before ' +
-      "the answer starts) or is cut; queue-proxy's `REVISION_TIMEOUT_SECONDS` sets it when this is not given",
+    help: "with `--component-port`: a proxied request whose bytes stop moving either way for this long gets 504 (before the answer starts) or is cut; queue-proxy's `REVISION_TIMEOUT_SECONDS` sets it when this is not given",
     codec: duration('ProxyTimeout', 1000, 86_400_000),
   },
   proxyBodyTimeout: {
     arg: 'duration',
     default: '20s',
-    help:
-      'with `--component-port`: a request body must bring bytes within this of its head and of each other, and ' +
-      'past it come at `--proxy-body-min-rate`; one that does not gets 408 and its request to the model server is ' +
-      'aborted (time the model server holds the body back does not count)',
+    help: 'with `--component-port`: a request body must bring bytes within this of its head and of each other, and past it come at `--proxy-body-min-rate`; one that does not gets 408 and its request to the model server is aborted (time the model server holds the body back does not count)',
     codec: duration('ProxyBodyTimeout', 1000, 3_600_000),
   },
   proxyBodyMinRate: {
     arg: 'bytes',
     default: '1Ki',
-    help:
-      'with `--component-port`: the bytes a second a request body must average once `--proxy-body-timeout` has ' +
-      'passed (each such amount buys one more second); 0 = no minimum rate',
+    help: 'with `--component-port`: the bytes a second a request body must average once `--proxy-body-timeout` has passed (each such amount buys one more second); 0 = no minimum rate',
     codec: byteCount('ProxyBodyMinRate', 0, 1024 ** 3),
   },
   proxyMaxConnections: {
     arg: 'n',
     default: '1024',
-    help:
-      'with `--component-port`: connections the port holds at once (instead of `--http-max-connections`) and to ' +
-      'the model server; one more evicts the oldest idle, sending its head, draining, or whose body was silent 1 s ' +
-      "(408), or takes one of 16 more kept for the probes and the surface's paths",
+    help: "with `--component-port`: connections the port holds at once (instead of `--http-max-connections`) and to the model server; one more evicts the oldest idle, sending its head, draining, or whose body was silent 1 s (408), or takes one of 16 more kept for the probes and the surface's paths",
     codec: integerIn('ProxyMaxConnections', 4, 65_535),
   },
 } as const satisfies Readonly<Record<string, FlagEntry>>;

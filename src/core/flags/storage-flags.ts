@@ -108,9 +108,7 @@ export const storageFlags = {
   },
   azureBlobEndpoint: {
     arg: 'url',
-    help:
-      'an endpoint whose URLs are Azure Blob Storage too: `<url>/<account>/<container>/<prefix>` (azurite) or ' +
-      '`<account>.<url host>/<container>/<prefix>` (Azure Stack Hub); `https://<account>.blob.core.windows.net/…` always is',
+    help: 'an endpoint whose URLs are Azure Blob Storage too: `<url>/<account>/<container>/<prefix>` (azurite) or `<account>.<url host>/<container>/<prefix>` (Azure Stack Hub); `https://<account>.blob.core.windows.net/…` always is',
     codec: httpUrl,
     optional: true,
   },
