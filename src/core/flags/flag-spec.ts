@@ -3,7 +3,6 @@ import type * as t from 'io-ts';
 
 /** One flag: how it is spelled, the env var that can set it instead, its default, its help and its codec. */
 export interface FlagSpec {
-  /** `--config-dir`. */
   readonly flag: `--${string}`;
   /** The value's placeholder in `--help` (`dir`); absent for a switch, which takes no value. */
   readonly arg?: string;
