@@ -10,24 +10,20 @@ import type { Snapshot } from './snapshot';
 
 const maxErrorsListed = 10;
 
-// Keys under intersections and unions are codec plumbing, not fields of the document.
-const isFieldContainer = (type: t.Decoder<unknown, unknown>): boolean => {
-  const tag = (type as { _tag?: string })._tag;
-  return tag !== 'IntersectionType' && tag !== 'UnionType' && tag !== 'RefinementType';
-};
-
-const isArrayType = (type: t.Decoder<unknown, unknown>): boolean => {
-  const tag = (type as { _tag?: string })._tag;
-  return tag === 'ArrayType' || tag === 'ReadonlyArrayType';
-};
+const tagOf = (type: t.Decoder<unknown, unknown>): string => (type as { _tag?: string })._tag ?? '';
+// Keys under intersections, unions and refinements are codec plumbing, not fields of the document.
+const plumbing = new Set(['IntersectionType', 'UnionType', 'RefinementType']);
+const arrays = new Set(['ArrayType', 'ReadonlyArrayType']);
 
 /** `[2].modelSpec.memory`: the path of a validation error, as a reader of models.json would write it. */
 const pathOf = (context: t.Context): string =>
   context
     .slice(1)
     .map((entry, i) => ({ entry, parent: context[i]! }))
-    .filter(({ parent }) => isFieldContainer(parent.type))
-    .map(({ entry, parent }) => (isArrayType(parent.type) ? `[${entry.key}]` : `.${previewKey(entry.key)}`))
+    .filter(({ parent }) => !plumbing.has(tagOf(parent.type)))
+    .map(({ entry, parent }) =>
+      arrays.has(tagOf(parent.type)) ? `[${entry.key}]` : `.${previewKey(entry.key)}`,
+    )
     .join('')
     .replace(/^\./, '') || '(document)';
 

@@ -21,6 +21,21 @@ export const selectsAll = (selection: FileSelection | undefined): boolean =>
   (selection?.allowPatterns === undefined || selection.allowPatterns.length === 0) &&
   (selection?.ignorePatterns === undefined || selection.ignorePatterns.length === 0);
 
+/**
+ * The selection of `allow` and `ignore`, each kept only when it names a pattern; undefined when neither does, so
+ * that `[]` and an absent list are the same selection.
+ */
+export const selectionOf = (
+  allow: ReadonlyArray<string> | undefined,
+  ignore: ReadonlyArray<string> | undefined,
+): FileSelection | undefined => {
+  const selection = {
+    ...(allow !== undefined && allow.length > 0 ? { allowPatterns: allow } : {}),
+    ...(ignore !== undefined && ignore.length > 0 ? { ignorePatterns: ignore } : {}),
+  };
+  return selectsAll(selection) ? undefined : selection;
+};
+
 /** One step of a compiled pattern: each but `star` takes exactly one code point. */
 type Token =
   | { readonly _tag: 'Star' }

@@ -1,7 +1,7 @@
 /** The models.json format (KServe's, unchanged): io-ts codecs named like their types, so errors read as paths. */
 import { isJsonObject } from './json/json-object';
 import * as t from 'io-ts';
-import { maxPatternLength, maxPatterns, selectsAll, type FileSelection } from './file-selection';
+import { maxPatternLength, maxPatterns, selectionOf, type FileSelection } from './file-selection';
 import { ModelName } from './model-name';
 import { previewValue } from './preview';
 import { Quantity } from './quantity';
@@ -22,18 +22,6 @@ export interface ModelSpecJson {
   readonly allowPatterns?: ReadonlyArray<string>;
   readonly ignorePatterns?: ReadonlyArray<string>;
 }
-
-/** The JSON fields of `selection`: each list that names a pattern. */
-export const patternsJson = (
-  selection: FileSelection | undefined,
-): Pick<ModelSpecJson, 'allowPatterns' | 'ignorePatterns'> => ({
-  ...(selection?.allowPatterns !== undefined && selection.allowPatterns.length > 0
-    ? { allowPatterns: selection.allowPatterns }
-    : {}),
-  ...(selection?.ignorePatterns !== undefined && selection.ignorePatterns.length > 0
-    ? { ignorePatterns: selection.ignorePatterns }
-    : {}),
-});
 
 /** `record[key]` through `codec`, its failures under the field's own context (so errors name the path). */
 const field = <A>(
@@ -128,21 +116,6 @@ const Patterns = new t.ReadonlyArrayType<
 );
 
 /**
- * The selection of `allow` and `ignore` (both valid pattern lists or absent); undefined when neither names a
- * pattern, so that `[]` and an absent list are the same spec (KServe reads an empty list as none).
- */
-const selectionOf = (
-  allow: ReadonlyArray<string> | undefined,
-  ignore: ReadonlyArray<string> | undefined,
-): FileSelection | undefined => {
-  const selection = {
-    ...(allow !== undefined && allow.length > 0 ? { allowPatterns: allow } : {}),
-    ...(ignore !== undefined && ignore.length > 0 ? { ignorePatterns: ignore } : {}),
-  };
-  return selectsAll(selection) ? undefined : selection;
-};
-
-/**
  * io-ts codec for ModelSpec. Written by hand rather than as `intersection([type, partial])`: it is decoded once
  * per model, and at 100k models the generic codecs' contexts, merging and intermediate results were most of the
  * decode time. A valid spec is checked with the fields' own `is` and nothing else; only an invalid one is
@@ -168,10 +141,7 @@ export const ModelSpec = new t.Type<ModelSpec, ModelSpecJson, unknown>(
     ) {
       const quantity = memory === undefined ? undefined : Quantity.validate(memory, context);
       if (quantity?._tag !== 'Left') {
-        const selection =
-          allowPatterns === undefined && ignorePatterns === undefined
-            ? undefined
-            : selectionOf(allowPatterns, ignorePatterns);
+        const selection = selectionOf(allowPatterns, ignorePatterns);
         return t.success(specOf(storageUri, framework, quantity?.right, selection));
       }
     }
@@ -189,7 +159,7 @@ export const ModelSpec = new t.Type<ModelSpec, ModelSpecJson, unknown>(
     storageUri: spec.storageUri,
     ...(spec.framework !== undefined ? { framework: spec.framework } : {}),
     ...(spec.memory !== undefined ? { memory: Quantity.encode(spec.memory) } : {}),
-    ...patternsJson(spec.selection),
+    ...selectionOf(spec.selection?.allowPatterns, spec.selection?.ignorePatterns),
   }),
 );
 

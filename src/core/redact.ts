@@ -47,30 +47,10 @@ const hideValue = (match: string): string =>
   match.replace(/^([^=:]*[=:]\s*["']?)[\s\S]*$/, `$1${redactedMark}`);
 
 // Query parameters and connection-string keys whose value is a credential (S3, GCS, Azure, OAuth, generic).
-const secretParameters = [
-  'x-amz-signature',
-  'x-amz-credential',
-  'x-amz-security-token',
-  'x-goog-signature',
-  'x-goog-credential',
-  'sig',
-  'signature',
-  'accountkey',
-  'sharedaccesskey',
-  'sharedaccesssignature',
-  'access_token',
-  'id_token',
-  'refresh_token',
-  'token',
-  'password',
-  'passwd',
-  'pwd',
-  'secret',
-  'client_secret',
-  'api_key',
-  'apikey',
-  'private_key',
-].join('|');
+const secretParameters =
+  'x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|' +
+  'sig|signature|accountkey|sharedaccesskey|sharedaccesssignature|access_token|id_token|' +
+  'refresh_token|token|password|passwd|pwd|secret|client_secret|api_key|apikey|private_key';
 const secretHeaders = 'authorization|proxy-authorization|x-api-key|api-key|x-auth-token|cookie|set-cookie';
 const awsKeyPrefixes = 'AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA';
 // Nothing that already is the mark: redacting twice must change nothing (the log guard relies on it).

@@ -1,8 +1,4 @@
-/**
- * The one retry policy of modelsync: how many attempts, and the capped exponential backoff between them. Every
- * retry loop (the loader, the storage initializer, the model server's start-up wait, the API-server watch, drift
- * repair) draws its waits from `retryDelay`; storage clients' own request retries are `storageRequestTries`.
- */
+/** The one retry policy: every retry loop of modelsync draws its waits from `retryDelay` (see docs/architecture.md). */
 
 /**
  * How a wait is drawn below its ceiling: `full` anywhere in [0, ceiling] (AWS architecture blog, "Exponential
@@ -16,9 +12,8 @@ export type Jitter = 'full' | 'at-least-base' | 'none';
 export interface RetryPolicy {
   /** Attempts in all before the failure stands (1 = no retry); Infinity for a loop that must not give up. */
   readonly maxAttempts: number;
-  /** The ceiling of the first retry's wait; it doubles with each retry. */
+  /** The ceiling of the first retry's wait; it doubles with each retry, up to `maxMs`. */
   readonly baseMs: number;
-  /** The cap of the ceiling. */
   readonly maxMs: number;
   /** Default `full`. */
   readonly jitter?: Jitter;
@@ -36,10 +31,7 @@ export const storageRequestTries = 3;
 const ceilingOf = (attempt: number, baseMs: number, maxMs: number): number =>
   Math.min(maxMs, baseMs * 2 ** Math.min(attempt - 1, 30));
 
-/**
- * The wait before retry number `attempt` (1 = the first retry): a random point in [0, min(max, base·2^(attempt-1))],
- * whole milliseconds (full jitter).
- */
+/** The wait before retry number `attempt` (1 = the first), in whole ms: full jitter below `ceilingOf`. */
 export const backoffDelay = (attempt: number, baseMs: number, maxMs: number, random: () => number): number =>
   Math.round(random() * ceilingOf(attempt, baseMs, maxMs));
 

@@ -5,7 +5,7 @@
  */
 import * as E from 'fp-ts/Either';
 import type { Env } from './env';
-import { patternListProblem, selectsAll, type FileSelection } from './file-selection';
+import { patternListProblem, selectionOf, type FileSelection } from './file-selection';
 import { parseJson } from './json/json';
 
 /** The variables, by the list each fills. */
@@ -40,9 +40,5 @@ export const selectionFromEnv = (env: Env): E.Either<string, FileSelection | und
   if (E.isLeft(allow)) return allow;
   const ignore = patternsOf(selectionVariables.ignorePatterns, env[selectionVariables.ignorePatterns]);
   if (E.isLeft(ignore)) return ignore;
-  const selection = {
-    ...(allow.right.length > 0 ? { allowPatterns: allow.right } : {}),
-    ...(ignore.right.length > 0 ? { ignorePatterns: ignore.right } : {}),
-  };
-  return E.right(selectsAll(selection) ? undefined : selection);
+  return E.right(selectionOf(allow.right, ignore.right));
 };

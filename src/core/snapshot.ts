@@ -1,7 +1,7 @@
 /** Snapshot: the models one accepted config lists, by name; compared semantically. */
 import { selectionKey } from './file-selection';
 import type { ModelName } from './model-name';
-import { patternsJson, type ModelSpec, type ModelSpecJson } from './model-config';
+import { ModelSpec, type ModelSpecJson } from './model-config';
 import { quantityEquals, zeroQuantity } from './quantity';
 
 export type Snapshot = ReadonlyMap<ModelName, ModelSpec>;
@@ -42,12 +42,7 @@ export const snapshotEquals = (a: Snapshot, b: Snapshot): boolean => {
  * The spec as JSON, keys in a fixed order, memory as written and patterns as listed: the form printed, hashed and
  * stored in markers (KServe's agent ignores the pattern keys it does not know).
  */
-export const specToJson = (spec: ModelSpec): ModelSpecJson => ({
-  storageUri: spec.storageUri,
-  ...(spec.framework !== undefined ? { framework: spec.framework } : {}),
-  ...(spec.memory !== undefined ? { memory: spec.memory.text } : {}),
-  ...patternsJson(spec.selection),
-});
+export const specToJson = (spec: ModelSpec): ModelSpecJson => ModelSpec.encode(spec);
 
 /** A snapshot from name/spec pairs (test fixtures, recovered markers). */
 export const snapshotOf = (entries: Iterable<readonly [ModelName, ModelSpec]>): Snapshot => new Map(entries);

@@ -48,10 +48,7 @@ export interface StatusSummary {
 }
 
 /** The page one /status answer is: its query, and `next`, the `after` of the next page, while more follow. */
-export interface StatusPageJson {
-  readonly limit: number;
-  readonly after?: string;
-  readonly phase?: ModelPhase;
+export interface StatusPageJson extends StatusQuery {
   readonly next?: string;
 }
 

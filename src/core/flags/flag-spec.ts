@@ -1,9 +1,8 @@
-/** FlagSpec: what the flag table says of one flag. */
+/** FlagSpec: what the flag table says of one flag; `withNames`: its flag and env var, spelled from its field. */
 import type * as t from 'io-ts';
 
 /** One flag: how it is spelled, the env var that can set it instead, its default, its help and its codec. */
 export interface FlagSpec {
-  /** `--config-dir`. */
   readonly flag: `--${string}`;
   /** The value's placeholder in `--help` (`dir`); absent for a switch, which takes no value. */
   readonly arg?: string;
@@ -19,3 +18,25 @@ export interface FlagSpec {
   /** The setting may stay unset (its AppConfig field is optional). */
   readonly optional?: true;
 }
+
+/** A flag as the table writes it: its flag and env var follow from its AppConfig field. */
+export type FlagEntry = Omit<FlagSpec, 'flag' | 'env'>;
+
+type Named<T> = {
+  readonly [K in keyof T]: T[K] & Pick<FlagSpec, 'flag' | 'env'>;
+};
+
+/**
+ * `entries` with the flag and env var of each spelled from its field: `configDir` is `--config-dir` and
+ * `MODELSYNC_CONFIG_DIR`. The docs' table (checked by test/core/flags) keeps a renamed field from passing unseen.
+ */
+export const withNames = <T extends Readonly<Record<string, FlagEntry>>>(entries: T): Named<T> =>
+  Object.fromEntries(
+    Object.entries(entries).map(([field, entry]) => {
+      const words = field.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+      return [
+        field,
+        { flag: `--${words}`, env: `MODELSYNC_${words.toUpperCase().replaceAll('-', '_')}`, ...entry },
+      ];
+    }),
+  ) as Named<T>;

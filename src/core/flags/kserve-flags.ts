@@ -3,7 +3,7 @@
  * (`cmd/agent/main.go`), each mapped onto ours, and the bounds of the agent port's reverse proxy.
  */
 import * as t from 'io-ts';
-import type { FlagSpec } from './flag-spec';
+import type { FlagEntry } from './flag-spec';
 import { byteCount, duration, integerIn, settingCodec } from './setting-codecs';
 
 /** Go's `time.ParseDuration` syntax (`10s`, `1m30s`, `-1ns`, `0`): what pflag accepts for `--probe-period`. */
@@ -20,89 +20,58 @@ const goDuration = settingCodec(
 /** KServe's agent flags (their names and meaning as in KServe) and the proxy's bounds, in `--help` order. */
 export const kserveFlags = {
   enablePuller: {
-    flag: '--enable-puller',
-    env: 'MODELSYNC_ENABLE_PULLER',
     help: "KServe's agent spelling, accepted as KServe writes it (also `--enable-puller=true`): modelsync always syncs the model list; `--enable-puller=false` is refused",
     codec: t.boolean,
   },
   componentPort: {
-    flag: '--component-port',
     arg: 'port',
-    env: 'MODELSYNC_COMPONENT_PORT',
-    help:
-      "KServe's agent spelling: the model server at `http://127.0.0.1:<port>` (instead of `--server-url`); the HTTP " +
-      "surface's port then also answers KServe's readiness check and reverse-proxies every other request to it " +
-      '(docs/kserve.md)',
+    help: "KServe's agent spelling: the model server at `http://127.0.0.1:<port>` (instead of `--server-url`); the HTTP surface's port then also answers KServe's readiness check and reverse-proxies every other request to it (docs/kserve.md)",
     codec: integerIn('ComponentPort', 1, 65_535),
     optional: true,
   },
   port: {
-    flag: '--port',
     arg: 'port',
-    env: 'MODELSYNC_PORT',
     help: "KServe's agent spelling of `--http-port`",
     codec: integerIn('Port', 0, 65_535),
     optional: true,
   },
   workers: {
-    flag: '--workers',
     arg: 'n',
-    env: 'MODELSYNC_WORKERS',
     help: "KServe's agent spelling of `--download-concurrency`",
     codec: integerIn('Workers', 1, 256),
     optional: true,
   },
   probePeriod: {
-    flag: '--probe-period',
     arg: 'duration',
-    env: 'MODELSYNC_PROBE_PERIOD',
     help: "KServe's agent flag, accepted with no effect (KServe parses it and uses it nowhere); a Go duration",
     codec: goDuration,
     optional: true,
   },
   proxyTimeout: {
-    flag: '--proxy-timeout',
     arg: 'duration',
-    env: 'MODELSYNC_PROXY_TIMEOUT',
     default: '300s',
-    help:
-      'with `--component-port`: a proxied request whose bytes stop moving either way for this long gets 504 (before ' +
-      "the answer starts) or is cut; queue-proxy's `REVISION_TIMEOUT_SECONDS` sets it when this is not given",
+    help: "with `--component-port`: a proxied request whose bytes stop moving either way for this long gets 504 (before the answer starts) or is cut; queue-proxy's `REVISION_TIMEOUT_SECONDS` sets it when this is not given",
     codec: duration('ProxyTimeout', 1000, 86_400_000),
   },
   proxyBodyTimeout: {
-    flag: '--proxy-body-timeout',
     arg: 'duration',
-    env: 'MODELSYNC_PROXY_BODY_TIMEOUT',
     default: '20s',
-    help:
-      'with `--component-port`: a request body must bring bytes within this of its head and of each other, and ' +
-      'past it come at `--proxy-body-min-rate`; one that does not gets 408 and its request to the model server is ' +
-      'aborted (time the model server holds the body back does not count)',
+    help: 'with `--component-port`: a request body must bring bytes within this of its head and of each other, and past it come at `--proxy-body-min-rate`; one that does not gets 408 and its request to the model server is aborted (time the model server holds the body back does not count)',
     codec: duration('ProxyBodyTimeout', 1000, 3_600_000),
   },
   proxyBodyMinRate: {
-    flag: '--proxy-body-min-rate',
     arg: 'bytes',
-    env: 'MODELSYNC_PROXY_BODY_MIN_RATE',
     default: '1Ki',
-    help:
-      'with `--component-port`: the bytes a second a request body must average once `--proxy-body-timeout` has ' +
-      'passed (each such amount buys one more second); 0 = no minimum rate',
+    help: 'with `--component-port`: the bytes a second a request body must average once `--proxy-body-timeout` has passed (each such amount buys one more second); 0 = no minimum rate',
     codec: byteCount('ProxyBodyMinRate', 0, 1024 ** 3),
   },
   proxyMaxConnections: {
-    flag: '--proxy-max-connections',
     arg: 'n',
-    env: 'MODELSYNC_PROXY_MAX_CONNECTIONS',
     default: '1024',
-    help:
-      'with `--component-port`: connections the port holds at once (instead of `--http-max-connections`) and to ' +
-      'the model server; one more evicts the oldest idle, sending its head, draining, or whose body was silent 1 s ' +
-      "(408), or takes one of 16 more kept for the probes and the surface's paths",
+    help: "with `--component-port`: connections the port holds at once (instead of `--http-max-connections`) and to the model server; one more evicts the oldest idle, sending its head, draining, or whose body was silent 1 s (408), or takes one of 16 more kept for the probes and the surface's paths",
     codec: integerIn('ProxyMaxConnections', 4, 65_535),
   },
-} as const satisfies Readonly<Record<string, FlagSpec>>;
+} as const satisfies Readonly<Record<string, FlagEntry>>;
 
 /**
  * The flags of KServe's agent that modelsync does not implement, by the feature they belong to, and what to change

@@ -14,14 +14,6 @@ export type JsonProblem =
   | { readonly _tag: 'Malformed'; readonly reason: string }
   | { readonly _tag: 'Structure'; readonly problems: ReadonlyArray<string>; readonly count: number };
 
-const isBlank = (text: string): boolean => {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return false;
-  }
-  return true;
-};
-
 const malformed = (text: string): JsonProblem => {
   const error = jsonSyntaxError(text);
   return {
@@ -31,25 +23,19 @@ const malformed = (text: string): JsonProblem => {
   };
 };
 
-/**
- * The JSON value of `text`, or why there is none. Duplicate keys are refused (JSON.parse keeps the last one
- * silently) and so is nesting deeper than `maxJsonDepth`, before JSON.parse spends memory on it.
- */
+/** The JSON value of `text`, or why there is none (JSON.parse would keep the last of duplicate keys silently). */
 export const parseJson = (text: string): E.Either<JsonProblem, unknown> => {
-  if (isBlank(text)) return E.left({ _tag: 'Blank' });
+  if (/^[ \t\n\r]*$/.test(text)) return E.left({ _tag: 'Blank' }); // JSON's whitespace only (not trim's)
   const structure = structureProblems(text);
+  const refused = E.left({ _tag: 'Structure', problems: structure.lines, count: structure.count } as const);
   // Refused before JSON.parse, whatever follows: parsing a million nested arrays takes seconds and a gigabyte.
-  if (structure.tooDeep)
-    return E.left({ _tag: 'Structure', problems: structure.lines, count: structure.count });
-  let value: unknown;
+  if (structure.tooDeep) return refused;
   try {
-    value = JSON.parse(text);
+    const value: unknown = JSON.parse(text);
+    return structure.count > 0 ? refused : E.right(value);
   } catch {
     return E.left(malformed(text));
   }
-  return structure.count > 0
-    ? E.left({ _tag: 'Structure', problems: structure.lines, count: structure.count })
-    : E.right(value);
 };
 
 /** The problem in words (the file name is the caller's to add). */
