@@ -1,6 +1,6 @@
 /** The agent's Prometheus metrics (prom-client): a registry of `modelsync_*` series, the Telemetry that counts into it, and what status changes count. */
 import { isRight } from 'fp-ts/Either';
-import type { Counter, Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { lazyModule } from '../core/lazy-module';
 import type { ModelName } from '../core/model-name';
 import type { ModelPhase, ModelStatus } from '../core/model-status';
@@ -57,34 +57,39 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
-  new Gauge({
-    name: 'modelsync_models',
-    help: 'Models by phase (Pending, Downloading, Loading, Loaded, Unloading, Retrying, Failed).',
-    labelNames: ['phase'],
-    registers,
-    collect() {
+  const counter = (name: string, help: string, ...labelNames: string[]): Counter =>
+    new Counter({ name, help, labelNames, registers });
+  const gauge = (name: string, help: string, ...labelNames: string[]): Gauge =>
+    new Gauge({ name, help, labelNames, registers });
+  const secondsBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+  const seconds = (name: string, help: string, ...labelNames: string[]): Histogram =>
+    new Histogram({ name, help, labelNames, buckets: secondsBuckets, registers });
+  /** A gauge `collect` fills at each scrape (from `view`). */
+  const scraped = (name: string, help: string, labelNames: string[], collect: (this: Gauge) => void): void =>
+    void new Gauge({ name, help, labelNames, registers, collect });
+  scraped(
+    'modelsync_models',
+    'Models by phase (Pending, Downloading, Loading, Loaded, Unloading, Retrying, Failed).',
+    ['phase'],
+    function () {
       const counts = new Map<ModelPhase, number>(shownPhases.map((phase) => [phase, 0]));
       for (const { phase } of view.statuses())
         if (counts.has(phase)) counts.set(phase, counts.get(phase)! + 1);
       for (const [phase, count] of counts) this.set({ phase }, count);
     },
-  });
-  new Gauge({
-    name: 'modelsync_ready',
-    help: '1 once the start-up sync is done (what /readyz answers), else 0.',
-    registers,
-    collect() {
-      this.set(view.ready() ? 1 : 0);
-    },
-  });
-  new Gauge({
-    name: 'modelsync_downloads_in_flight',
-    help: 'Downloads running now (holding a download slot).',
-    registers,
-    collect() {
-      this.set(view.inFlight().downloads);
-    },
-  });
+  );
+  const viewGauge = (name: string, help: string, value: () => number): void =>
+    scraped(name, help, [], function () {
+      this.set(value());
+    });
+  viewGauge('modelsync_ready', '1 once the start-up sync is done (what /readyz answers), else 0.', () =>
+    view.ready() ? 1 : 0,
+  );
+  viewGauge(
+    'modelsync_downloads_in_flight',
+    'Downloads running now (holding a download slot).',
+    () => view.inFlight().downloads,
+  );
   // The one place a model name is a label: only downloads running now have a series (at most
   // --download-concurrency), reset at each scrape, so a finished download's series is gone at the next.
   const runningDownloadGauge = (
@@ -92,18 +97,12 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
     help: string,
     value: (status: ModelStatus) => number | undefined,
   ) =>
-    new Gauge({
-      name,
-      help,
-      labelNames: ['model'],
-      registers,
-      collect() {
-        this.reset();
-        for (const status of view.statuses()) {
-          const figure = status.phase === 'Downloading' ? value(status) : undefined;
-          if (figure !== undefined) this.set({ model: status.modelName }, figure);
-        }
-      },
+    scraped(name, help, ['model'], function () {
+      this.reset();
+      for (const status of view.statuses()) {
+        const figure = status.phase === 'Downloading' ? value(status) : undefined;
+        if (figure !== undefined) this.set({ model: status.modelName }, figure);
+      }
     });
   runningDownloadGauge(
     'modelsync_download_progress_bytes',
@@ -115,33 +114,28 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
     'Bytes a running download moves in all, by model, when its storage said so up front.',
     (status) => (status.bytesDownloaded === undefined ? undefined : status.bytesTotal),
   );
-  new Gauge({
-    name: 'modelsync_loads_in_flight',
-    help: 'Load and unload calls running now (holding a load slot).',
-    registers,
-    collect() {
-      this.set(view.inFlight().loads);
-    },
-  });
-  const ops = new Counter({
-    name: 'modelsync_model_ops_total',
-    help: 'Ops the config diff sent to the loader, by op (add, remove).',
-    labelNames: ['op'],
-    registers,
-  });
+  viewGauge(
+    'modelsync_loads_in_flight',
+    'Load and unload calls running now (holding a load slot).',
+    () => view.inFlight().loads,
+  );
+  const ops = counter(
+    'modelsync_model_ops_total',
+    'Ops the config diff sent to the loader, by op (add, remove).',
+    'op',
+  );
   const stepCounter = (step: string, what: string): Counter =>
-    new Counter({
-      name: `modelsync_${step}s_total`,
-      help: `${what} that ended, by result (success, failure) and, on failure, error_kind.`,
-      labelNames: ['result', 'error_kind'],
-      registers,
-    });
+    counter(
+      `modelsync_${step}s_total`,
+      `${what} that ended, by result (success, failure) and, on failure, error_kind.`,
+      'result',
+      'error_kind',
+    );
   const stepCounters = {
     Downloading: stepCounter('download', 'Downloads'),
     Loading: stepCounter('load', 'Load calls'),
     Unloading: stepCounter('unload', 'Unload calls'),
   };
-  const secondsBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
   const downloadBytes = new Histogram({
     name: 'modelsync_download_bytes',
     help: 'Bytes of each finished download, by storage scheme (for the schemes whose providers count them).',
@@ -150,106 +144,85 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
     registers,
   });
   const stepSeconds = {
-    Downloading: new Histogram({
-      name: 'modelsync_download_duration_seconds',
-      help: 'Time of each finished download, by storage scheme (waiting for a download slot included).',
-      labelNames: ['scheme'],
-      buckets: secondsBuckets,
-      registers,
-    }),
-    Loading: new Histogram({
-      name: 'modelsync_load_duration_seconds',
-      help: 'Time of each successful load (waiting for a load slot included).',
-      buckets: secondsBuckets,
-      registers,
-    }),
-    Unloading: new Histogram({
-      name: 'modelsync_unload_duration_seconds',
-      help: 'Time of each successful unload and delete (waiting for a load slot included).',
-      buckets: secondsBuckets,
-      registers,
-    }),
+    Downloading: seconds(
+      'modelsync_download_duration_seconds',
+      'Time of each finished download, by storage scheme (waiting for a download slot included).',
+      'scheme',
+    ),
+    Loading: seconds(
+      'modelsync_load_duration_seconds',
+      'Time of each successful load (waiting for a load slot included).',
+    ),
+    Unloading: seconds(
+      'modelsync_unload_duration_seconds',
+      'Time of each successful unload and delete (waiting for a load slot included).',
+    ),
   };
-  const retries = new Counter({
-    name: 'modelsync_retries_total',
-    help: 'Transient failures retried after a backoff, by step (download, load, unload).',
-    labelNames: ['step'],
-    registers,
-  });
-  const configReads = new Counter({
-    name: 'modelsync_config_reads_total',
-    help: 'Reads of models.json by outcome: accepted, rejected (the last good config stays), unchanged.',
-    labelNames: ['outcome'],
-    registers,
-  });
-  const lastAccepted = new Gauge({
-    name: 'modelsync_config_last_accepted_timestamp_seconds',
-    help: 'When a models.json read was last accepted (Unix time).',
-    registers,
-  });
-  const checksumGauge = new Gauge({
-    name: 'modelsync_config_checksum',
-    help: 'The first 48 bits of the sha256 of the config in force, as a number (compare pods, spot changes).',
-    registers,
-  });
-  const configInfo = new Gauge({
-    name: 'modelsync_config_info',
-    help: 'Always 1; the checksum label is the first 12 hex digits of the sha256 of the config in force.',
-    labelNames: ['checksum'],
-    registers,
-  });
-  const resyncs = new Counter({
-    name: 'modelsync_resync_runs_total',
-    help: 'Resync runs by trigger (start, timer, signal).',
-    labelNames: ['trigger'],
-    registers,
-  });
-  const repairs = new Counter({
-    name: 'modelsync_repairs_total',
-    help: 'Drift repairs by kind (reload-lost, unload-unlisted, retry-failed, retry-unload).',
-    labelNames: ['kind'],
-    registers,
-  });
-  const repairsDeferred = new Counter({
-    name: 'modelsync_repairs_deferred_total',
-    help: 'Unloads of unlisted models a start or a resync left to a later resync (--max-unlisted-unloads).',
-    registers,
-  });
-  new Counter({
-    name: 'modelsync_uncaught_errors_total',
-    help: 'Errors nothing handled (a library failing in its own callback), caught by the last-resort guard.',
-    registers,
-    collect() {
-      this.reset();
-      this.inc(uncaughtErrorCount());
-    },
-  });
-  // The kube-api watch keeps its own counts: each scrape sets the counters to them (they only grow).
-  const watchCounter = (
-    name: string,
-    help: string,
-    of: (w: { watchRestarts: number; relists: number }) => number,
-  ) =>
-    new Counter({
+  const retries = counter(
+    'modelsync_retries_total',
+    'Transient failures retried after a backoff, by step (download, load, unload).',
+    'step',
+  );
+  const configReads = counter(
+    'modelsync_config_reads_total',
+    'Reads of models.json by outcome: accepted, rejected (the last good config stays), unchanged.',
+    'outcome',
+  );
+  const lastAccepted = gauge(
+    'modelsync_config_last_accepted_timestamp_seconds',
+    'When a models.json read was last accepted (Unix time).',
+  );
+  const checksumGauge = gauge(
+    'modelsync_config_checksum',
+    'The first 48 bits of the sha256 of the config in force, as a number (compare pods, spot changes).',
+  );
+  const configInfo = gauge(
+    'modelsync_config_info',
+    'Always 1; the checksum label is the first 12 hex digits of the sha256 of the config in force.',
+    'checksum',
+  );
+  const resyncs = counter(
+    'modelsync_resync_runs_total',
+    'Resync runs by trigger (start, timer, signal).',
+    'trigger',
+  );
+  const repairs = counter(
+    'modelsync_repairs_total',
+    'Drift repairs by kind (reload-lost, unload-unlisted, retry-failed, retry-unload).',
+    'kind',
+  );
+  const repairsDeferred = counter(
+    'modelsync_repairs_deferred_total',
+    'Unloads of unlisted models a start or a resync left to a later resync (--max-unlisted-unloads).',
+  );
+  // Counters set at each scrape to a count kept elsewhere (they only grow): undefined leaves them as they are.
+  const scrapedCounter = (name: string, help: string, count: () => number | undefined): void =>
+    void new Counter({
       name,
       help,
       registers,
       collect() {
-        const watch = view.sourceWatch?.();
-        if (watch === undefined) return;
+        const value = count();
+        if (value === undefined) return;
         this.reset();
-        this.inc(of(watch));
+        this.inc(value);
       },
     });
-  watchCounter(
+  scrapedCounter(
+    'modelsync_uncaught_errors_total',
+    'Errors nothing handled (a library failing in its own callback), caught by the last-resort guard.',
+    uncaughtErrorCount,
+  );
+  // The kube-api watch keeps its own counts.
+  scrapedCounter(
     'modelsync_config_watch_restarts_total',
     'With --source kube-api: watch requests after the first (a clean end, an error or a stall).',
-    (watch) => watch.watchRestarts,
+    () => view.sourceWatch?.()?.watchRestarts,
   );
-  watchCounter(
+  scrapedCounter(
     'modelsync_config_relists_total',
     'With --source kube-api: lists after the first (after a failure a resume would repeat, such as 410 Gone, or a stall).',
-    (watch) => watch.relists,
+    () => view.sourceWatch?.()?.relists,
   );
   for (const outcome of ['accepted', 'rejected', 'unchanged']) configReads.inc({ outcome }, 0);
 
