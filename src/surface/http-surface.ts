@@ -22,6 +22,7 @@ export const surfacePaths = {
 } as const;
 
 const statusPrefix = `${surfacePaths.status}/`;
+const ownPaths: ReadonlySet<string> = new Set(Object.values(surfacePaths));
 
 /** What the surface reads: all of it from memory, none of it from the model server. */
 export interface SurfaceView {
@@ -66,11 +67,7 @@ export interface HttpSurfaceOptions {
 
 /** The surface's own paths: the same with or without the agent port (docs/kserve.md). */
 export const isSurfacePath = (pathname: string): boolean =>
-  pathname === surfacePaths.healthz ||
-  pathname === surfacePaths.readyz ||
-  pathname === surfacePaths.metrics ||
-  pathname === surfacePaths.status ||
-  pathname.startsWith(statusPrefix);
+  ownPaths.has(pathname) || pathname.startsWith(statusPrefix);
 
 interface Answer {
   readonly status: number;
@@ -142,6 +139,11 @@ const answer = async (url: URL, view: SurfaceView, limits: SurfaceLimits): Promi
 
 /** The heavy answers: their cost grows with the models, so only a few are made at once. */
 const heavyPaths: ReadonlySet<string> = new Set([surfacePaths.status, surfacePaths.metrics]);
+const busy = json(
+  503,
+  { error: 'busy: too many /status and /metrics answers in flight' },
+  { 'retry-after': '1' },
+);
 
 /** The path of a request target (`/a/b` of `/a/b?c`), as sent: no decoding, no dot segments resolved. */
 const pathOf = (target: string | undefined): string => {
@@ -209,14 +211,7 @@ const responder = (view: SurfaceView, limits: SurfaceLimits, agentPort?: Request
     if (announcesBody(request)) return reply(json(413, { error: 'the surface takes no request body' }), true);
     const url = new URL(request.url ?? '/', 'http://surface');
     if (heavyPaths.has(url.pathname)) {
-      if (heavyInFlight >= limits.maxHeavyRequests)
-        return reply(
-          json(
-            503,
-            { error: 'busy: too many /status and /metrics answers in flight' },
-            { 'retry-after': '1' },
-          ),
-        );
+      if (heavyInFlight >= limits.maxHeavyRequests) return reply(busy);
       heavyInFlight++;
       response.once('close', () => heavyInFlight--);
     }

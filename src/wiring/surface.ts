@@ -28,7 +28,6 @@ import {
   httpSurface,
   statusPages,
   withDescriptors,
-  type SurfaceLimits,
 } from '../surface';
 
 /** The capabilities of an agent run, its config source telling how its watch is doing (as `capabilities` builds it). */
@@ -71,12 +70,6 @@ export const kubeWatchJson = (watch: KubeWatchStatus): Readonly<Record<string, s
     }).filter((entry): entry is [string, string | number] => entry[1] !== undefined),
   );
 };
-
-/** The surface's bounds: `--http-max-connections`, the rest the defaults of `defaultSurfaceLimits`. */
-const surfaceLimits = (config: AppConfig): SurfaceLimits => ({
-  ...defaultSurfaceLimits,
-  maxConnections: config.httpMaxConnections,
-});
 
 const both = (first: Telemetry, second: Pick<Telemetry, 'configRead' | 'watcherAlive'>): Telemetry => ({
   ...first,
@@ -166,7 +159,8 @@ export const withSurface =
               log.child({ component: 'proxy' }),
             );
       if (port !== undefined) options.drains?.push(port.quiet);
-      const limits = surfaceLimits(config);
+      // `--http-max-connections`, the rest the defaults.
+      const limits = { ...defaultSurfaceLimits, maxConnections: config.httpMaxConnections };
       return httpSurface({
         port: config.httpPort,
         ...(config.httpHost !== undefined ? { host: config.httpHost } : {}),
