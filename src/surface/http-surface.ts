@@ -58,10 +58,7 @@ export interface HttpSurfaceOptions {
   readonly limits?: SurfaceLimits;
   readonly view: SurfaceView;
   readonly log: Logger;
-  /**
-   * KServe's agent port: every request to a path that is not the surface's own goes here (the readiness check,
-   * the reverse proxy); without it such a path is a 404.
-   */
+  /** KServe's agent port: takes every request to a path not the surface's own (else a 404), and its readiness check. */
   readonly agentPort?: RequestListener;
 }
 
@@ -157,17 +154,14 @@ const pathOf = (target: string | undefined): string => {
 };
 
 /**
- * A request the agent port takes before the surface's own paths: any that is not one of them, and the kubelet's
- * readiness check of KServe on whatever path (the webhook probes the agent on the user container's own readiness
- * path, which may be `/healthz`; modelsync's liveness there would say nothing of the model server).
+ * A request the agent port takes: any not to the surface's own paths, and KServe's readiness check on whatever path
+ * (the webhook probes the agent on the user container's readiness path, maybe `/healthz`, where our liveness would
+ * say nothing of the model server).
  */
 const forAgentPort = (request: IncomingMessage): boolean =>
   !isSurfacePath(pathOf(request.url)) || classifyAgentPortRequest(request.headers).kind === 'readiness';
 
-/**
- * A request the surface answers itself, from memory: every one without the agent port; with it, the surface's
- * paths and the probes the agent port answers, not what it proxies. Only these may use the reserved connections.
- */
+/** A request answered here, from memory (not proxied): only these may use the reserved connections. */
 const answeredHere = (request: IncomingMessage, agentPort: boolean): boolean =>
   !agentPort ||
   isSurfacePath(pathOf(request.url)) ||
@@ -223,8 +217,8 @@ const responder = (view: SurfaceView, limits: SurfaceLimits, agentPort?: Request
 
 /**
  * Serves the surface while subscribed: emits the address once listening, errors when the port cannot be bound,
- * and closes the server and every connection on unsubscribe. A failure to accept a connection once listening
- * (EMFILE) is logged, at most once a second, and the surface goes on: liveness says what is wrong.
+ * closes the server and every connection on unsubscribe. A failed accept once listening (EMFILE) is logged at most
+ * once a second, and the surface goes on: liveness says what is wrong.
  */
 export const httpSurface = ({
   port,

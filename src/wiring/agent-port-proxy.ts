@@ -31,8 +31,7 @@ export interface AgentPortSettings {
 
 /**
  * The agent port `config` and `env` ask for: none without `--component-port`; the Left says what is wrong with
- * `SERVING_READINESS_PROBE`. KServe's agent exits when that env var is absent; modelsync then checks that the
- * model server's port takes a connection.
+ * `SERVING_READINESS_PROBE`, without which (KServe's agent exits) the model server's port must take a connection.
  */
 export const agentPortSettings = (
   config: AppConfig,
@@ -69,10 +68,7 @@ export const agentPortLimits = <L extends ServerLimits>(limits: L, settings: Age
 /** The agent port's handler and how to stop what it holds (the prober's poll, the upstream connections). */
 export interface AgentPort {
   readonly listener: RequestListener;
-  /**
-   * Resolves once no proxied request is in flight and none came for `proxyQuietMs`: on shutdown, queue-proxy goes
-   * on sending requests while it drains itself (Knative's drainer waits the same way before its server stops).
-   */
+  /** Resolves once no request was proxied for `proxyQuietMs`: queue-proxy sends on while it drains (as Knative). */
   readonly quiet: () => Promise<void>;
   readonly close: () => void;
 }

@@ -79,13 +79,10 @@ export type Edges = AgentCapabilities & {
 };
 
 /**
- * The real edges for `config`: the model dir and its load journal, the model server client, every storage
- * provider behind one download function, and the config dir. `env` supplies KServe's per-host download headers
- * (`<host>-headers`) and the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`) and the S3, Azure and GCS
- * settings and credentials (see storage.ts); a malformed one, or a `--ca-bundle` that cannot be read, is the
- * Left, named but never quoted (header values are secrets). Building them starts nothing: the agent does, when
- * subscribed. `configSource.status` tells how the watch is doing (for /healthz, /status and metrics);
- * `sourceHooks.onAlive` also hears each sign of a working watch.
+ * The real edges for `config`: the model dir and its load journal, the model server client, the storage router
+ * (`env` as storage.ts reads it: the Left names what is malformed, never quotes it), and the config source, whose
+ * `status` tells how the watch is doing (`sourceHooks.onAlive` hears each sign of it too). Building them starts
+ * nothing: the agent does, when subscribed.
  */
 export const capabilities = (
   config: AppConfig,

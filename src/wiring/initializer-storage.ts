@@ -169,10 +169,9 @@ export interface InitializerStorage {
   /** The schemes the router serves: a URI of another fails before anything is written. */
   readonly schemes: ReadonlyArray<string>;
   /**
-   * Fills `dest` with the model at `uri` as the agent lays it out in `<model-dir>/<name>/` (see fillDest),
-   * reporting to `progress` as the agent's download does. Resolves with the bytes moved (for a local copy, which
-   * reports none: the bytes of the files). `request` goes to the provider as the agent's does (its `select`:
-   * only the files KServe's patterns take). Throws an EffectError.
+   * Fills `dest` with the model at `uri` as the agent lays out `<model-dir>/<name>/` (see fillDest), `progress` and
+   * `request` (its `select`: KServe's patterns) as the agent's. Resolves with the bytes moved (a local copy reports
+   * none: the bytes of the files). Throws an EffectError.
    */
   readonly download: (
     uri: string,

@@ -59,9 +59,8 @@ const defaultAzureCredential = (): AzureTokenCredential => {
 };
 
 /**
- * The S3 provider: our `--s3-*` flags, else KServe's environment names; credentials from `env` or the
- * AWS default chain; connections through `network` (proxies, CAs), with `AWS_CA_BUNDLE` added to `extraCa` (the
- * `--ca-bundle` certificates) and `S3_VERIFY_SSL=0` honoured for S3 alone. The Left names the setting that is wrong.
+ * The S3 provider: our `--s3-*` flags, else KServe's environment names; credentials from `env` or the AWS default
+ * chain; `AWS_CA_BUNDLE` added to the `--ca-bundle` certificates and `S3_VERIFY_SSL=0` honoured for S3 alone.
  */
 const s3StorageFor = (
   config: AppConfig,
@@ -109,11 +108,9 @@ export interface StorageProviders {
 }
 
 /**
- * Every storage provider `config` asks for, on `network`, with KServe's per-host download headers and the S3,
- * Azure, GCS and Hugging Face Hub settings and credentials of `env` (every secret among them registered before any
- * request; `HF_ENDPOINT`, `HF_TOKEN`, `HF_HUB_OFFLINE` as huggingface_hub reads them); a declared size is held to
- * `space` (the disk check). The router built from them is also what says which schemes are served (`--dry-run`'s
- * warnings). The Left names the setting that is wrong, never its value.
+ * Every storage provider `config` asks for, on `network`, with the settings and credentials of `env` (every secret
+ * registered before any request; `HF_ENDPOINT`, `HF_TOKEN`, `HF_HUB_OFFLINE` as huggingface_hub reads them), a
+ * declared size held to `space`. The Left names the setting that is wrong, never its value.
  */
 export const storageProviders = (
   config: AppConfig,
@@ -162,8 +159,7 @@ export const storageProviders = (
           : {}),
         network,
       }),
-      // Big files in parts from the pool, bounded by --download-streams and KServe's
-      // HF_XET_NUM_CONCURRENT_RANGE_GETS both.
+      // Both bound a file's connections: --download-streams and KServe's HF_XET_NUM_CONCURRENT_RANGE_GETS.
       hfStorage({
         ...hub,
         ...sdkOptions,
@@ -191,10 +187,10 @@ export interface StorageRouter {
 }
 
 /**
- * The storage router `config` asks for, built once for whoever downloads (the agent's capabilities, the storage
- * initializer): KServe's per-host download headers (`<host>-headers`), the proxy variables and the S3, Azure and
- * GCS settings and credentials of `env`, `--ca-bundle`, a declared size held to `space`. The Left names what is
- * malformed, never its value (header values are secrets).
+ * The storage router `config` asks for, for whoever downloads (the agent, the storage initializer): KServe's
+ * per-host download headers (`<host>-headers`), the proxy variables, storage settings and credentials of `env`,
+ * `--ca-bundle`, a declared size held to `space`; it also says which schemes are served (`--dry-run`'s warnings).
+ * The Left names what is malformed, never its value (header values are secrets).
  */
 export const storageRouter = (
   config: AppConfig,
