@@ -50,12 +50,7 @@ export class SurfaceBindFailed extends Error {
   }
 }
 
-const times: ReadonlySet<string> = new Set([
-  'lastAliveAt',
-  'lastActivityAt',
-  'unreachableSince',
-  'unreadSince',
-]);
+const times = new Set<string>(['lastAliveAt', 'lastActivityAt', 'unreachableSince', 'unreadSince']);
 
 /**
  * The kube-api watch as /status shows it: times as ISO 8601 (`unreachableSince` from the first failure until the
