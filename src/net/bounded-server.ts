@@ -68,10 +68,7 @@ const tunnelRefused =
   `Content-Length: ${tunnelText.length}\r\nConnection: close\r\n\r\n${tunnelText}`;
 const busyText = 'busy: every connection is taken; try again\n';
 
-/**
- * An HTTP server answering with `listener`, held to `limits` (not yet listening). `reserveServes` says which
- * requests a connection in the reserve may carry: those the server answers itself, at once (default: all).
- */
+/** An HTTP server (not yet listening) held to `limits`; `reserveServes`: what a reserve connection may carry. */
 export const boundedServer = (
   limits: ServerLimits,
   listener: RequestListener,

@@ -1,7 +1,4 @@
-/**
- * containerProber: the user container's readiness probes (httpGet, tcpSocket) as KServe's agent runs them with
- * Knative's prober: one attempt per check, or Knative's aggressive polling for a probe with no period.
- */
+/** containerProber: the user container's readiness probes (httpGet, tcpSocket), run as KServe's agent runs them. */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';

@@ -59,10 +59,7 @@ export const endAnswer = (
   });
 };
 
-/**
- * Writes `text` (a whole answer, `Connection: close`) on a connection no response object owns (a client error,
- * CONNECT) and closes it once its client stopped sending, within `lingerBounds`.
- */
+/** Writes a whole answer `text` on a connection no response owns (client error, CONNECT), then closes it likewise. */
 export const closeAfter = (socket: Socket, text: string): void => {
   letGo(socket);
   socket.on('error', () => undefined); // a client gone before the answer is out is nothing to report

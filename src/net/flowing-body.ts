@@ -1,10 +1,7 @@
 /** FlowingBody: a response body whose chunks a reader takes as they come off the socket, in a flowing Readable's 'data'. */
 import { finished, Readable } from 'node:stream';
 
-/**
- * A body `readChunks` takes chunk by chunk as its socket brings them (undici's, an SDK's Readable), its failures
- * passed through `failure`; iterated, it is any other body.
- */
+/** A body `readChunks` takes chunk by chunk as its socket brings them, its failures passed through `failure`. */
 export interface FlowingBody extends AsyncIterable<Uint8Array> {
   readonly readable: Readable;
   readonly failure: (cause: unknown) => unknown;

@@ -105,10 +105,7 @@ export const readText = async (
   }
 };
 
-/**
- * Reads the body as JSON of type `codec`. A body that is not JSON, or not `expected`, is a retryable
- * `invalid-response`: a server mid-restart, or a proxy in front of it, may answer with anything.
- */
+/** Reads the body as JSON of type `codec`; anything else is a retryable `invalid-response` (a restarting server). */
 export const readJson = async <A>(
   call: HttpCallResponse,
   codec: t.Decoder<unknown, A>,
@@ -140,10 +137,7 @@ export const discardBody = async ({ body }: { readonly body: ResponseBody }): Pr
   await body.dump({ limit: maxErrorBodyBytes }).catch(() => undefined);
 };
 
-/**
- * The EffectError for a status the caller does not accept: retryable or not by httpStatusError's rule, its
- * message carrying the server's own reason (`{"error": ...}`, TorchServe's `{"message": ...}`, or the text).
- */
+/** The EffectError (httpStatusError's rule) for a status not accepted, with the server's own reason (`errorText`). */
 export const statusError = (call: HttpCallResponse): Promise<EffectError> =>
   responseStatusError(call.init.what, call);
 

@@ -1,7 +1,4 @@
-/**
- * The shared floor for connections: the one Network (proxies, CAs, keep-alive), one request with a deadline,
- * transport failures classified; the one way a port is served (boundedServer); the reverse proxy to the model server.
- */
+/** The shared floor for connections: the Network, one HTTP call, transport errors, boundedServer, the reverse proxy. */
 export {
   decodeJsonText,
   discardBody,

@@ -146,10 +146,7 @@ export const createNetwork = (options: NetworkOptions = {}): Network =>
 
 const pemBlock = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 
-/**
- * The PEM certificates in `file` (a CA bundle), each checked to parse; the Left says why not, naming the file
- * and, for a bad certificate, its place in the file.
- */
+/** The PEM certificates of the CA bundle `file`, each parsed; the Left names the file (and a bad certificate's place). */
 export const readCaBundle = (file: string): E.Either<string, ReadonlyArray<string>> => {
   let text: string;
   try {

@@ -1,7 +1,4 @@
-/**
- * The HTTP surface: /healthz, /readyz, /metrics, /status on one port, answered from memory, every body redacted,
- * bounded so that no client, or crowd of them, keeps the probes from answering.
- */
+/** The HTTP surface: /healthz, /readyz, /metrics, /status, answered from memory, redacted, bounded for the probes. */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
