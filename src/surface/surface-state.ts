@@ -1,6 +1,6 @@
 /** SurfaceState: what /healthz, /readyz and /status know beyond the loader: liveness, readiness, the config's reads. */
 import { closeSync, openSync } from 'node:fs';
-import { interval, map, Observable, startWith, tap } from 'rxjs';
+import { ignoreElements, interval, type Observable, startWith, tap } from 'rxjs';
 import type { ConfigState } from '../core/status-document';
 import type { Telemetry } from '../ports';
 
@@ -55,14 +55,10 @@ export const createSurfaceState = ({
   let pushed: number | undefined;
   let lastTurn: number | undefined;
   let config: ConfigState = { source };
-  const heartbeat$ = new Observable<never>((subscriber) =>
-    interval(heartbeatMs(stallMs))
-      .pipe(
-        startWith(0),
-        map(() => now()),
-        tap((at) => (lastTurn = at)),
-      )
-      .subscribe({ error: (error: unknown) => subscriber.error(error) }),
+  const heartbeat$ = interval(heartbeatMs(stallMs)).pipe(
+    startWith(0),
+    tap(() => (lastTurn = now())),
+    ignoreElements(),
   );
   return {
     telemetry: {
