@@ -1,8 +1,7 @@
 /**
- * boundedServer: an HTTP server whose clients cannot starve it. Every port modelsync opens (the HTTP surface, KServe's
- * agent port) is made here, so each gets the same bounds on connections, time and request size; an answer given
- * before a request is read reaches its client (`early-answer.ts`), and the probes always find a place
- * (`connection-cap.ts`).
+ * boundedServer: an HTTP server whose clients cannot starve it: every port modelsync opens gets the same bounds on
+ * connections, time and request size; an answer given before a request is read reaches its client
+ * (`early-answer.ts`), and the probes always find a place (`connection-cap.ts`).
  */
 import {
   createServer,

@@ -1,9 +1,7 @@
 /**
- * KServe's agent port: the HTTP surface with `--component-port`. A request from the kubelet is KServe's
- * readiness check (Knative's `health.ProbeHandler`: the user container's probe, and modelsync ready), a Knative
- * network probe is answered, and everything else is the model server's, handed to the reverse proxy. The
- * surface's own paths are decided before any of this (`http-surface.ts`), but for KServe's readiness check, which
- * comes here on whatever path the webhook gave it (`/healthz` included).
+ * KServe's agent port (the HTTP surface with `--component-port`): a kubelet's request, on whatever path, is KServe's
+ * readiness check (Knative's `health.ProbeHandler`: the user container's probe, and modelsync ready); a Knative
+ * network probe is answered; the rest, not to the surface's own paths (`http-surface.ts`), goes to the proxy.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { bodyUnread, endAnswer, serverTimeoutOf } from '../net';

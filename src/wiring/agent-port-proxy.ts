@@ -1,7 +1,6 @@
 /**
- * KServe's agent port, wired: with `--component-port`, the HTTP surface's port answers KServe's readiness check
- * from `SERVING_READINESS_PROBE` (the prober) and reverse-proxies every other request to the model server (the
- * proxy); which request is which is `surface/agent-port-handler.ts`.
+ * KServe's agent port, wired: with `--component-port`, the surface's port answers KServe's readiness check from
+ * `SERVING_READINESS_PROBE` and proxies the rest to the model server (which is which: `surface/agent-port-handler.ts`).
  */
 import type { RequestListener } from 'node:http';
 import * as E from 'fp-ts/Either';

@@ -185,9 +185,8 @@ export interface InitializerStorage {
 }
 
 /**
- * The storage initializer's downloads for `config`: the agent's router (`storageRouter`: the same providers,
- * caps, guards and credentials from `env`) with the disk check of `--min-free-bytes`. The Left is what is wrong
- * with the settings, as for the agent.
+ * The storage initializer's downloads for `config`: the agent's `storageRouter` (the same providers, caps, guards
+ * and credentials from `env`) with the disk check of `--min-free-bytes`; the Left as for the agent.
  */
 export const initializerStorage = (
   config: AppConfig,
