@@ -1,9 +1,8 @@
 /**
- * paceBody: a request body read slower than its pace is cut, whatever the deadline of the whole exchange. It must
- * bring bytes at least every `stallMs` (its first within `stallMs` of being read), and past the first `stallMs` at
- * `minRate` bytes a second on average: each `minRate` bytes buy one more second (Apache's mod_reqtimeout,
- * `body=20,MinRate=500`). Only the time the body is read counts: while its reader holds it back (the model server
- * not taking it), the clock stops, so that a slow reader never cuts a client that sends.
+ * paceBody: a request body must bring bytes at least every `stallMs`, and past the first `stallMs` at `minRate`
+ * bytes a second on average: each `minRate` bytes buy one more second (Apache's mod_reqtimeout,
+ * `body=20,MinRate=500`). Only the time the body is read counts: while its reader (the model server) holds it
+ * back, the clock stops, so that a slow reader never cuts a client that sends.
  */
 import type { IncomingMessage } from 'node:http';
 import { noteBody, type BodyWatch } from './connection-cap';
@@ -21,8 +20,8 @@ export interface BodyPace {
 }
 
 /**
- * Watches the body of `request` as its reader takes it: `breached` is called once, when it falls behind `pace`.
- * The connection's cap sees the watch (a stalled body gives way to a new connection). Returns how to stop watching.
+ * Watches the body of `request` as its reader takes it: `breached` is called once, when it falls behind `pace`;
+ * the connection cap sees the watch (a stalled body gives way). Returns how to stop watching.
  */
 export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () => void): (() => void) => {
   if (!announcesBody(request)) return () => undefined;
@@ -42,8 +41,8 @@ export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () 
     timer = undefined;
     confirming = undefined;
     if (over || flowingSince === undefined) return;
-    // A timer that fires late says this process did not run, for longer than it shows: a client beside it (or on a
-    // paused host) could not send either. The time past due is not counted, and the body gets a fresh stallMs.
+    // A late timer says this process did not run: a client beside it could not send either. The time past due is
+    // not counted, and the body gets a fresh stallMs.
     const late = dueAt === undefined ? 0 : Date.now() - dueAt;
     dueAt = undefined;
     if (late > lateToleranceMs) {

@@ -1,8 +1,7 @@
 /**
- * boundedServer: an HTTP server whose clients cannot starve it. Every port modelsync opens (the HTTP surface, KServe's
- * agent port) is made here, so each gets the same bounds on connections, time and request size; an answer given
- * before a request is read reaches its client (`early-answer.ts`), and the probes always find a place
- * (`connection-cap.ts`).
+ * boundedServer: an HTTP server whose clients cannot starve it: every port modelsync opens gets the same bounds on
+ * connections, time and request size; an answer given before a request is read reaches its client
+ * (`early-answer.ts`), and the probes always find a place (`connection-cap.ts`).
  */
 import {
   createServer,
@@ -20,22 +19,15 @@ import { closeAfter, endAnswer } from './early-answer';
 /** What one client, or many, may hold of a server. */
 export interface ServerLimits {
   /**
-   * Connections open at once. A connection past it evicts the oldest one that holds its place without using it
-   * (idle, still sending its head, draining after its answer, or a request body that brought nothing for a second);
+   * Connections open at once. One more evicts the oldest that holds its place without using it (`connection-cap.ts`);
    * when none does, it takes a place in the reserve, or is closed at once when that is full too.
    */
   readonly maxConnections: number;
-  /**
-   * Places past `maxConnections` for requests the server answers itself (the `reserveServes` of `boundedServer`:
-   * its probes): a crowd of uploads or slow readers holding every connection cannot lock the kubelet out.
-   */
+  /** Places past `maxConnections` for what `reserveServes` (the probes): no crowd can lock the kubelet out. */
   readonly reservedConnections: number;
   /** A request's line and headers must arrive within this; slower clients (slowloris) are cut (408). */
   readonly requestTimeoutMs: number;
-  /**
-   * The whole request, body included, must arrive within this (at least `requestTimeoutMs`, its default): a
-   * proxied upload of a multi-MiB inference body on a slow link needs far longer than a head does.
-   */
+  /** The whole request, body included, within this (default and floor `requestTimeoutMs`): a proxied upload. */
   readonly bodyTimeoutMs?: number;
   /** An idle keep-alive connection, or one with no bytes either way (a client that stops reading), is closed. */
   readonly idleTimeoutMs: number;
@@ -58,10 +50,7 @@ export const defaultServerLimits: ServerLimits = {
   maxRequestsPerSocket: 1000,
 };
 
-/**
- * Node checks the head and request timeouts only every `connectionsCheckingInterval` (30 s by default): check
- * often enough that a slow head is cut close to its timeout, not up to 30 s after it.
- */
+/** Node checks the head and request timeouts every `connectionsCheckingInterval` (30 s): a slow head is cut late. */
 const checkingIntervalMs = (limits: ServerLimits): number =>
   Math.max(50, Math.min(1000, Math.floor(limits.requestTimeoutMs / 4)));
 
@@ -72,58 +61,13 @@ const clientErrorAnswers: Readonly<Record<string, string>> = {
   ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout',
 };
 
-/**
- * A request Node cannot take (a head past its size, malformed, too slow) is answered as Node answers it, but the
- * connection closes only once its client has stopped sending (Node destroys it at once: a client still sending
- * its head or body then sees a reset instead of the 431).
- */
-const answerClientErrors = (server: Server): void => {
-  server.on('clientError', (error: Error, socket: Socket) => {
-    if (socket.writableEnded) return; // answered already: the parser goes on failing on what still arrives
-    const code = errorCode(error) ?? '';
-    if (code === 'ECONNRESET' || !socket.writable || answerStarted(socket)) return void socket.destroy();
-    // A connection that never sent a byte is closed without a word, whichever of the idle and head timers ends it
-    // (a 408 there reads as a failed request to a client that only opened a connection ahead of need).
-    if (code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket.bytesRead === 0) return void socket.destroy();
-    closeAfter(
-      socket,
-      `HTTP/1.1 ${clientErrorAnswers[code] ?? '400 Bad Request'}\r\nConnection: close\r\n\r\n`,
-    );
-  });
-};
-
 const tunnelText = 'CONNECT is not supported\n';
 const tunnelRefused =
   'HTTP/1.1 501 Not Implemented\r\nContent-Type: text/plain\r\n' +
   `Content-Length: ${tunnelText.length}\r\nConnection: close\r\n\r\n${tunnelText}`;
-
-/**
- * CONNECT asks for a tunnel, which no port of modelsync opens. Without a 'connect' listener Node drops the socket
- * without a word; this answers 501 and closes it once the answer is out and the client stopped sending.
- */
-const refuseTunnels = (server: Server): void => {
-  server.on('connect', (_request: IncomingMessage, socket: Duplex) =>
-    closeAfter(socket as Socket, tunnelRefused),
-  );
-};
-
 const busyText = 'busy: every connection is taken; try again\n';
 
-/** A request the reserve does not serve, on a connection in the reserve: 503, and the connection closed. */
-const refuseInReserve = (request: IncomingMessage, response: ServerResponse): void => {
-  response.writeHead(503, {
-    'content-type': 'text/plain; charset=utf-8',
-    'content-length': busyText.length,
-    'retry-after': '1',
-    connection: 'close',
-  });
-  endAnswer(request, response, busyText);
-};
-
-/**
- * An HTTP server answering with `listener`, held to `limits` (not yet listening). `reserveServes` says which
- * requests a connection in the reserve may carry: those the server answers itself, at once (default: all).
- */
+/** An HTTP server (not yet listening) held to `limits`; `reserveServes`: what a reserve connection may carry. */
 export const boundedServer = (
   limits: ServerLimits,
   listener: RequestListener,
@@ -142,10 +86,33 @@ export const boundedServer = (
   server.setTimeout(limits.idleTimeoutMs); // no 'timeout' listener: Node destroys the silent socket
   const inReserve = capConnections(server, limits);
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    if (inReserve(request.socket) && !reserveServes(request)) return refuseInReserve(request, response);
-    void listener(request, response);
+    if (!inReserve(request.socket) || reserveServes(request)) return void listener(request, response);
+    // A request the reserve does not serve, on a connection in the reserve: 503, and the connection closed.
+    response.writeHead(503, {
+      'content-type': 'text/plain; charset=utf-8',
+      'content-length': busyText.length,
+      'retry-after': '1',
+      connection: 'close',
+    });
+    endAnswer(request, response, busyText);
   });
-  answerClientErrors(server);
-  refuseTunnels(server);
+  // A request Node cannot take (a head past its size, malformed, too slow) is answered as Node answers it, but the
+  // connection closes only once its client has stopped sending (Node destroys it at once: a client still sending
+  // its head or body then sees a reset instead of the 431).
+  server.on('clientError', (error: Error, socket: Socket) => {
+    if (socket.writableEnded) return; // answered already: the parser goes on failing on what still arrives
+    const code = errorCode(error) ?? '';
+    if (code === 'ECONNRESET' || !socket.writable || answerStarted(socket)) return void socket.destroy();
+    // A connection that never sent a byte is closed without a word, whichever of the idle and head timers ends it
+    // (a 408 there reads as a failed request to a client that only opened a connection ahead of need).
+    if (code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket.bytesRead === 0) return void socket.destroy();
+    const answer = clientErrorAnswers[code] ?? '400 Bad Request';
+    closeAfter(socket, `HTTP/1.1 ${answer}\r\nConnection: close\r\n\r\n`);
+  });
+  // CONNECT asks for a tunnel, which no port of modelsync opens. Without a 'connect' listener Node drops the
+  // socket without a word; this answers 501 and closes it once the answer is out and the client stopped sending.
+  server.on('connect', (_request: IncomingMessage, socket: Duplex) =>
+    closeAfter(socket as Socket, tunnelRefused),
+  );
   return server;
 };

@@ -1,9 +1,8 @@
 /**
- * capConnections: the most connections a server holds, and which one gives way to a new one. Connections that hold
- * a place without using it give way, oldest first: one not being answered (idle, or still sending its head), one
- * whose answer is out (draining what its client still sends), one whose request body brought nothing for a second.
- * Answers being written and bodies that progress never give way; for a crowd of those, a few places past the cap
- * are kept for the requests the server answers itself (its probes), so that no crowd locks the kubelet out.
+ * capConnections: the most connections a server holds, and which one gives way to a new one: oldest first, one that
+ * holds a place without using it (idle or still sending its head, draining after its answer, or a request body that
+ * brought nothing for a second). Answers being written and bodies that progress never give way; for a crowd of
+ * those, a few places past the cap are kept for what the server answers itself (its probes).
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -63,10 +62,7 @@ const evict = (socket: Socket, state: Held): void => {
   socket.destroy(); // at once: an evicted connection must not outlive its place
 };
 
-/**
- * Holds `server` to `cap`; resolves whether a connection is in the reserve (then its requests must be ones the
- * server answers itself).
- */
+/** Holds `server` to `cap`; says whether a connection is in the reserve (then it carries only what that serves). */
 export const capConnections = (server: Server, cap: ConnectionCap): ((socket: Socket) => boolean) => {
   const open = new Map<Socket, Held>(); // in connection order: the first is the oldest
   let reserved = 0;

@@ -1,11 +1,8 @@
-/**
- * containerProber: runs the user container's readiness probes (httpGet, tcpSocket) the way KServe's agent runs
- * them, with Knative's readiness prober: one attempt per check, or, for a probe with no period, Knative's
- * aggressive polling; every probe must pass. Concurrent checks share the one in flight.
- */
+/** containerProber: the user container's readiness probes (httpGet, tcpSocket), run as KServe's agent runs them. */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ContainerProbe, ProbeAction } from '../core/container-probe';
 
 /** Knative's aggressive probing: an attempt every 50 ms, each at most 100 ms, for at most 10 s. */
@@ -66,18 +63,6 @@ export const attemptProbe = (action: ProbeAction, timeoutMs: number): Promise<bo
     call.end();
   });
 
-const pause = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
-
 /** Knative's aggressive probing of one probe: `successThreshold` passes in a row within the window. */
 const pollAggressively = async (probe: ContainerProbe, signal: AbortSignal): Promise<boolean> => {
   const deadline = Date.now() + aggressiveProbing.windowMs;
@@ -86,7 +71,7 @@ const pollAggressively = async (probe: ContainerProbe, signal: AbortSignal): Pro
     inARow = (await attemptProbe(probe.action, aggressiveProbing.attemptTimeoutMs)) ? inARow + 1 : 0;
     if (inARow >= probe.successThreshold) return true;
     if (Date.now() + aggressiveProbing.intervalMs > deadline) return false;
-    await pause(aggressiveProbing.intervalMs, signal);
+    await sleep(aggressiveProbing.intervalMs, undefined, { signal }).catch(() => undefined); // aborted: stop
   }
   return false;
 };
@@ -100,9 +85,9 @@ export interface ContainerProber {
 }
 
 /**
- * A prober of `probes`. A periodic probe counts its passes across checks and passes once `successThreshold`
- * came in a row (a failure answers false at once: the kubelet's own threshold on the agent's probe decides
- * when the pod leaves the endpoints, as with KServe's agent).
+ * A prober of `probes`, every one of which must pass; concurrent checks share the one in flight. A periodic probe
+ * passes once `successThreshold` came in a row across checks; a failure answers false at once (the kubelet's own
+ * threshold on the agent's probe decides when the pod leaves the endpoints, as with KServe's agent).
  */
 export const containerProber = (probes: ReadonlyArray<ContainerProbe>): ContainerProber => {
   const stop = new AbortController();

@@ -1,20 +1,15 @@
 /**
- * Answers given before a request's body is read (405, 413, 408, 431, 502, 503 …), and the close after them. A
- * connection closed while its client still sends is reset by the kernel (a socket closed with unread bytes), and
- * a client that sends its whole request before it reads (Python's http.client) then sees the reset, not the answer.
- * So the answer goes out at once and the connection closes once the client has stopped sending: what still comes
- * is read and dropped, for a bounded moment (Apache's lingering close), the connection giving way to a new one
- * meanwhile.
+ * Answers given before a request's body is read (405, 413, 408, 431, 502, 503 …), and the close after them. The
+ * kernel resets a connection closed with unread bytes, and a client that sends all before it reads (Python's
+ * http.client) sees the reset, not the answer. So the answer goes out at once and what still comes is read and
+ * dropped for a bounded moment before the close (Apache's lingering close), the connection giving way meanwhile.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { letGo } from './connection-cap';
 
-/**
- * After an early answer, what the client still sends is read until it stops (`quietMs` without a byte, Apache's
- * 2 s), up to `bytes` and `ms` in all; then the connection is closed anyway.
- */
+/** After an early answer the client's bytes are read until `quietMs` without one (Apache's 2 s), `bytes` or `ms`. */
 export const lingerBounds = { bytes: 16 * 2 ** 20, ms: 5000, quietMs: 2000 } as const;
 
 /** The request announces a body: a length above 0, or chunks. */
@@ -46,9 +41,8 @@ const drain = (stream: Readable, done: () => void): void => {
 };
 
 /**
- * Ends `response` (its head written, with `Connection: close` when `bodyUnread`) with `body`. When the request's
- * body is unread, the answer is sent at once and ended (the connection closing after it) once the rest of the
- * body is drained, within `lingerBounds`.
+ * Ends `response` (its head written, with `Connection: close` when `bodyUnread`) with `body`; with the request's
+ * body unread, the answer goes out at once and ends once the rest is drained, within `lingerBounds`.
  */
 export const endAnswer = (
   request: IncomingMessage,
@@ -65,10 +59,7 @@ export const endAnswer = (
   });
 };
 
-/**
- * Writes `text` (a whole answer, `Connection: close`) on a connection no response object owns (a client error,
- * CONNECT) and closes it once its client stopped sending, within `lingerBounds`.
- */
+/** Writes a whole answer `text` on a connection no response owns (client error, CONNECT), then closes it likewise. */
 export const closeAfter = (socket: Socket, text: string): void => {
   letGo(socket);
   socket.on('error', () => undefined); // a client gone before the answer is out is nothing to report

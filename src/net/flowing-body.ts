@@ -1,19 +1,15 @@
 /** FlowingBody: a response body whose chunks a reader takes as they come off the socket, in a flowing Readable's 'data'. */
 import { finished, Readable } from 'node:stream';
 
-/**
- * A body `readChunks` takes chunk by chunk as its socket brings them (undici's, an SDK's Readable), its failures
- * passed through `failure`; iterated, it is any other body.
- */
+/** A body `readChunks` takes chunk by chunk as its socket brings them, its failures passed through `failure`. */
 export interface FlowingBody extends AsyncIterable<Uint8Array> {
   readonly readable: Readable;
   readonly failure: (cause: unknown) => unknown;
 }
 
 /**
- * `body` with each of its failures passed through `failure` (which returns what to throw): a caller's own
- * classification of a body's failures (a lost connection, a store's error), kept whichever way it is read. A
- * Readable stays one for `readChunks`; the stream is destroyed however reading ends.
+ * `body` with each of its failures passed through `failure` (which returns what to throw), whichever way it is
+ * read; a Readable stays one for `readChunks`, and is destroyed however reading ends.
  */
 export const withFailures = (
   body: AsyncIterable<Uint8Array>,
@@ -46,9 +42,9 @@ const isFlowing = (body: unknown): body is FlowingBody =>
 export type ChunkTaken = Promise<void> | undefined | false;
 
 /**
- * Hands each chunk of `body` to `take` until the body ends or `take` says stop. A FlowingBody's chunks come in its
- * Readable's 'data', as the socket read brought them: no stream buffer, no promise per chunk (a write inline costs the
- * least right after its read, see fileWrites). Rejects with the body's failure (through its `failure`) or `take`'s.
+ * Hands each chunk of `body` to `take` until the body ends or `take` says stop; a FlowingBody's as its socket read
+ * brought them, in 'data' (no stream buffer, no promise per chunk: see fileWrites). Rejects with the body's failure
+ * (through its `failure`) or `take`'s.
  */
 export const readChunks = async (
   body: AsyncIterable<Uint8Array>,

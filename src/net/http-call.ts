@@ -16,10 +16,7 @@ export interface HttpCallInit {
   readonly body?: string;
   /** Names the call in error messages: `model server load of "m" (http://127.0.0.1:8000)`. */
   readonly what: string;
-  /**
-   * How long the server may take to answer (headers), and then to send each next part of the body. undici's own
-   * timers, cleared when the call ends: no timer or signal outlives it.
-   */
+  /** How long the server may take to answer (headers), then each next part of the body (undici's own timers). */
   readonly timeoutMs: number;
   /** The caller's signal: aborting it stops the request (and any body read) at once. */
   readonly signal: AbortSignal;
@@ -74,9 +71,8 @@ export const httpCall = async (url: string, init: HttpCallInit): Promise<HttpCal
 };
 
 /**
- * `url` (relative to `base`, if given) parsed, when it can be requested: an unparseable URL or one with
- * user:password (say why: credentials go in headers) is a permanent `invalid-uri`, another protocol
- * `unsupported-scheme`. Messages show the URL redacted.
+ * `url` (relative to `base`) parsed, when it can be requested: an unparseable URL or one with user:password is a
+ * permanent `invalid-uri`, another protocol `unsupported-scheme`. Messages show the URL redacted.
  */
 export const httpUrl = (url: string, what: string, base?: URL): URL => {
   let parsed: URL;
@@ -85,15 +81,13 @@ export const httpUrl = (url: string, what: string, base?: URL): URL => {
   } catch (cause) {
     throw permanentError('invalid-uri', `${what}: invalid URL ${JSON.stringify(redactUri(url))}`, cause);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
     throw permanentError('unsupported-scheme', `${what}: unsupported URL protocol ${parsed.protocol}`);
-  }
-  if (parsed.username !== '' || parsed.password !== '') {
+  if (parsed.username !== '' || parsed.password !== '')
     throw permanentError(
       'invalid-uri',
       `${what}: URLs with user:password are not supported; send a header instead`,
     );
-  }
   return parsed;
 };
 
@@ -105,24 +99,18 @@ export const readText = async (
   try {
     return await readCapped(body, maxBytes);
   } catch (cause) {
-    if (cause instanceof BodyTooLarge) {
+    if (cause instanceof BodyTooLarge)
       throw retryableError('too-large', `${init.what}: response body is larger than ${maxBytes} bytes`);
-    }
     throw transportFailure(cause, init);
   }
 };
 
-/**
- * Reads the body as JSON of type `codec`. A body that is not JSON, or not `expected`, is a retryable
- * `invalid-response`: a server mid-restart, or a proxy in front of it, may answer with anything.
- */
+/** Reads the body as JSON of type `codec`; anything else is a retryable `invalid-response` (a restarting server). */
 export const readJson = async <A>(
   call: HttpCallResponse,
   codec: t.Decoder<unknown, A>,
   expected: string,
-): Promise<A> => {
-  return decodeJsonText(await readText(call), codec, call.init.what, expected);
-};
+): Promise<A> => decodeJsonText(await readText(call), codec, call.init.what, expected);
 
 /** `text`, a body `what` returned, parsed and decoded with `codec`; a bad one is a retryable `invalid-response`. */
 export const decodeJsonText = <A>(
@@ -149,10 +137,7 @@ export const discardBody = async ({ body }: { readonly body: ResponseBody }): Pr
   await body.dump({ limit: maxErrorBodyBytes }).catch(() => undefined);
 };
 
-/**
- * The EffectError for a status the caller does not accept: retryable or not by httpStatusError's rule, its
- * message carrying the server's own reason (`{"error": ...}`, TorchServe's `{"message": ...}`, or the text).
- */
+/** The EffectError (httpStatusError's rule) for a status not accepted, with the server's own reason (`errorText`). */
 export const statusError = (call: HttpCallResponse): Promise<EffectError> =>
   responseStatusError(call.init.what, call);
 
@@ -161,12 +146,8 @@ export const responseStatusError = async (
   what: string,
   response: { readonly status: number; readonly body: ResponseBody },
 ): Promise<EffectError> => {
-  let body = '';
-  try {
-    body = await readCapped(response.body, maxErrorBodyBytes, true);
-  } catch {
-    // The status alone already says what went wrong; a body that cannot be read adds nothing.
-  }
+  // The status alone already says what went wrong; a body that cannot be read adds nothing.
+  const body = await readCapped(response.body, maxErrorBodyBytes, true).catch(() => '');
   return httpStatusError(what, response.status, errorText(body));
 };
 

@@ -1,7 +1,4 @@
-/**
- * The shared floor for connections: the one Network (proxies, CAs, keep-alive), one request with a deadline,
- * transport failures classified; the one way a port is served (boundedServer); the reverse proxy to the model server.
- */
+/** The shared floor for connections: the Network, one HTTP call, transport errors, boundedServer, the reverse proxy. */
 export {
   decodeJsonText,
   discardBody,
@@ -19,7 +16,7 @@ export {
 export { boundedServer, defaultServerLimits, type ServerLimits } from './bounded-server';
 export { announcesBody, bodyUnread, endAnswer } from './early-answer';
 export { type BodyPace } from './body-pace';
-export { reverseProxy, type ReverseProxy, type ReverseProxyOptions } from './reverse-proxy';
+export { reverseProxy, serverTimeoutOf, type ReverseProxy, type ReverseProxyOptions } from './reverse-proxy';
 export { createNetwork, type Network, networkFrom, readCaBundle } from './network';
 export { timeoutOf, transportError } from './transport-error';
 export { aggressiveProbing, attemptProbe, containerProber, type ContainerProber } from './container-prober';

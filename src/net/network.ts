@@ -13,8 +13,6 @@ import { Agent, ProxyAgent, type Dispatcher } from 'undici';
 import { errorCode } from '../core/errors';
 import { proxyRules, proxySettingsFrom, type ProxyRules, type ProxySettings } from './proxy-rules';
 
-export { proxySettingsFrom, type ProxySettings } from './proxy-rules';
-
 /** How servers' certificates are checked. */
 export interface TlsSettings {
   /** PEM certificates trusted on top of Node's bundled Mozilla roots (`--ca-bundle`, S3's `AWS_CA_BUNDLE`). */
@@ -31,16 +29,12 @@ export interface NetworkOptions {
 }
 
 /**
- * Every connection modelsync makes goes through one Network: the same proxy choice (HTTP(S)_PROXY, NO_PROXY),
- * the same trusted CAs and pooled keep-alive connections, whether the client is undici (http storage, the model
- * server) or an SDK that wants node:http agents (S3, Azure, GCS). Plain `http://` targets go to a proxy as
- * absolute-URI requests, `https://` ones through a CONNECT tunnel (curl's way).
+ * Every connection modelsync makes goes through one Network: one proxy choice (HTTP(S)_PROXY, NO_PROXY), one set
+ * of trusted CAs, pooled keep-alive connections, for undici clients and SDKs that want node:http agents alike.
+ * `http://` targets go to a proxy as absolute-URI requests, `https://` ones through a CONNECT tunnel (curl's way).
  */
 export interface Network {
-  /**
-   * The undici dispatcher for a request to `url`: direct (one pool of keep-alive connections per origin), or through
-   * the proxy NO_PROXY does not exempt. Ranged reads of big files go by it too (`FlowingBody`).
-   */
+  /** The undici dispatcher for a request to `url`: direct (a keep-alive pool per origin), or through its proxy. */
   dispatcherFor(url: URL): Dispatcher;
   /** The undici dispatcher that never uses a proxy (the model server is the pod's neighbour). */
   readonly direct: Dispatcher;
@@ -48,10 +42,7 @@ export interface Network {
   proxyFor(url: URL): URL | undefined;
   /** The node:http(s) agent for a request to `url` (for SDKs that pick an agent per request: Azure, GCS). */
   agentFor(url: URL): http.Agent;
-  /**
-   * One agent that picks direct or proxy per request, keep-alive and this Network's CAs: for SDKs that take one
-   * agent per protocol (AWS `NodeHttpHandler({ httpAgent: net.agent, httpsAgent: net.agent })`).
-   */
+  /** One agent that picks direct or proxy per request: for SDKs that take one agent per protocol (AWS). */
   readonly agent: https.Agent;
   /** The same proxy rules with other TLS settings (S3's `AWS_CA_BUNDLE`, `S3_VERIFY_SSL`); pools of its own. */
   withTls(tls: TlsSettings): Network;
@@ -149,20 +140,13 @@ const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
   };
 };
 
-/**
- * A Network with `options`' proxy variables and TLS settings. Throws an Error naming the variable (never its
- * value) when a proxy URL cannot be used.
- */
-export const createNetwork = (options: NetworkOptions = {}): Network => {
-  return buildNetwork(proxyRules(options.proxy ?? {}), options.tls ?? {});
-};
+/** A Network with `options`; throws an Error naming the variable (never its value) of a proxy URL it cannot use. */
+export const createNetwork = (options: NetworkOptions = {}): Network =>
+  buildNetwork(proxyRules(options.proxy ?? {}), options.tls ?? {});
 
 const pemBlock = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 
-/**
- * The PEM certificates in `file` (a CA bundle), each checked to parse; the Left says why not, naming the file
- * and, for a bad certificate, its place in the file.
- */
+/** The PEM certificates of the CA bundle `file`, each parsed; the Left names the file (and a bad certificate's place). */
 export const readCaBundle = (file: string): E.Either<string, ReadonlyArray<string>> => {
   let text: string;
   try {
@@ -182,10 +166,7 @@ export const readCaBundle = (file: string): E.Either<string, ReadonlyArray<strin
   return E.right(certificates);
 };
 
-/**
- * The process's Network: the proxy variables of `env` and the CA bundle `caBundle` (`--ca-bundle`), if any.
- * The Left says what is wrong, for a start-up error.
- */
+/** The process's Network: the proxy variables of `env` and `--ca-bundle`, if any; the Left says what is wrong. */
 export const networkFrom = (
   settings: { readonly caBundle?: string | undefined },
   env: Env,

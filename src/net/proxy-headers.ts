@@ -1,7 +1,6 @@
 /**
- * The header rules of the reverse proxy: which headers of a message are end-to-end (passed on, the sender's case,
- * order and duplicates kept) and which are about one hop (RFC 9110 §7.6.1, Go's list), and how a body is framed
- * again for the next hop.
+ * The header rules of the reverse proxy: which headers are end-to-end (passed on, the sender's case, order and
+ * duplicates kept), which are about one hop (RFC 9110 §7.6.1, Go's list), and how a body is framed again.
  */
 import type { IncomingMessage } from 'node:http';
 

@@ -91,17 +91,15 @@ const proxyUrl = (text: string | undefined, name: string): URL | undefined => {
     // Never quoted: a proxy URL may carry a password.
     throw new Error(`${name} is not a valid proxy URL`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new Error(`${name} must be an http:// or https:// proxy URL, not ${url.protocol}`);
-  }
   if (url.password !== '') registerSecret(decodeURIComponent(url.password));
   return url;
 };
 
 /**
- * The rules of `settings`; throws an Error (naming the variable, never quoting it) when a proxy URL cannot be
- * used. Unlike Go's http.ProxyFromEnvironment, loopback hosts are proxied unless NO_PROXY names them (curl's
- * and Python's rule, which KServe's storage initializer follows).
+ * The rules of `settings`; throws an Error naming (never quoting) a proxy variable it cannot use. Unlike Go,
+ * loopback hosts are proxied unless NO_PROXY names them (curl's and Python's rule, as KServe's initializer).
  */
 export const proxyRules = (settings: ProxySettings): ProxyRules => {
   const http = proxyUrl(settings.httpProxy, 'HTTP_PROXY');

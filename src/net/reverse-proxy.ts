@@ -1,13 +1,11 @@
 /**
- * reverseProxy: KServe's agent in Serverless mode, in Node — each request on the pod's port passed on to the model
- * server on loopback (as Go's `httputil.NewSingleHostReverseProxy` does) and its answer passed back, both bodies
- * streamed with backpressure over one pool of kept-alive upstream connections.
+ * reverseProxy: KServe's agent in Serverless mode, in Node — each request on the pod's port passed to the model
+ * server on loopback (as Go's `httputil.NewSingleHostReverseProxy`) and its answer back, both bodies streamed with
+ * backpressure over one pool of kept-alive upstream connections.
  *
- * Not proxied, by design: protocol upgrades (WebSocket and the like) and CONNECT are answered 501 — the model
- * servers KServe runs answer plain requests, and a tunnel would hold two sockets past every bound of an exchange.
- * An `Upgrade: h2c` offer alone is ignored (RFC 9110 §7.8 lets a server) and its request proxied as HTTP/1.1; the
- * connection is closed after it, since Node's parser reads nothing more on a connection that offered an upgrade.
- * HTTP/2 is not in scope.
+ * Protocol upgrades (WebSocket …) and CONNECT are answered 501, by design: the model servers answer plain requests,
+ * and a tunnel would hold two sockets past every bound. An `Upgrade: h2c` offer alone is ignored (RFC 9110 §7.8)
+ * and its request proxied as HTTP/1.1, the connection closed after it. HTTP/2 is not in scope.
  */
 import {
   Agent,
@@ -37,15 +35,11 @@ export interface ReverseProxyOptions {
   /** Connections to the upstream at once (kept alive, reused); requests past it wait in the agent's queue. */
   readonly maxSockets: number;
   /**
-   * No byte moving either way on one proxied exchange for this long (time in the agent's queue included): 504 if
-   * the upstream has not answered yet, else the connection is cut. While its request is proxied, the client's
-   * socket is bounded by this instead of the server's short idle timeout, which comes back once the exchange ends.
+   * No byte moving either way on one exchange for this long (queueing included): 504 before the upstream's head,
+   * else a cut. It replaces the server's short idle timeout on the client's socket while the exchange lasts.
    */
   readonly timeoutMs: number;
-  /**
-   * How fast a request body must come (whatever `timeoutMs`): one that falls behind gets 408 and the connection
-   * is closed, its request to the upstream aborted; cut, if the upstream has begun to answer.
-   */
+  /** How fast a request body must come: one behind gets 408 (cut, once the upstream answers), its request aborted. */
   readonly body: BodyPace;
   readonly log: Logger;
   /** The clock of the once-a-second warn lines, in ms (default `Date.now`): a test steps its own. */
@@ -61,10 +55,7 @@ export interface ReverseProxy {
   readonly close: () => void;
 }
 
-/**
- * Idle upstream connections are closed after this: under the 5 s keep-alive of uvicorn (KServe's Python model
- * server), so that a request is never sent on a connection the server is closing at that moment.
- */
+/** Under uvicorn's 5 s keep-alive (KServe's Python server): no request goes on a connection it is closing. */
 const upstreamIdleMs = 4000;
 
 /** What can go wrong with one exchange: each kind is logged at most once a second. */
@@ -90,13 +81,10 @@ const rateLimitedWarn = (log: Logger, clock: () => number): ((kind: FailureKind,
 };
 
 /** The server's own idle timeout of `socket` (`server.setTimeout`), put back once no exchange holds it. */
-const serverTimeoutOf = (socket: Socket): number =>
+export const serverTimeoutOf = (socket: Socket): number =>
   (socket as Socket & { server?: { timeout?: number } }).server?.timeout ?? 0;
 
-/**
- * Answers `status` with `text` (closing the connection when asked to, once an unread body stopped coming), or cuts
- * it if a head went out already.
- */
+/** Answers `status` with `text` (closing the connection when asked), or cuts it if a head went out already. */
 const answer = (
   request: IncomingMessage,
   response: ServerResponse,

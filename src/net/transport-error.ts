@@ -30,16 +30,15 @@ const timeoutCodes: Readonly<Record<string, 'connect' | 'headers' | 'body'>> = {
 
 /** Which of undici's timeouts `cause` is (connecting, waiting for headers, waiting for body bytes), if one. */
 export const timeoutOf = (cause: unknown): 'connect' | 'headers' | 'body' | undefined => {
-  for (const { code } of causeChain(cause)) {
+  for (const { code } of causeChain(cause))
     if (typeof code === 'string' && Object.hasOwn(timeoutCodes, code)) return timeoutCodes[code];
-  }
   return undefined;
 };
 
 /**
- * The EffectError for a request that failed in transport: `aborted`, `timeout` (a timeout the caller saw fire,
- * or one of undici's; both retryable), an EffectError thrown on the way as it is, a URL fetch can never use (`invalid-uri`, permanent), else `network` (retryable),
- * its message carrying the reason from the cause chain (`connect ECONNREFUSED 127.0.0.1:8000`).
+ * The EffectError for a request that failed in transport: `aborted`, `timeout` (the caller's or undici's), an
+ * EffectError thrown on the way as it is, `invalid-uri` for a URL that can never be used (permanent), else
+ * `network`, its message carrying the reason from the cause chain (`connect ECONNREFUSED 127.0.0.1:8000`).
  */
 export const transportError = (cause: unknown, state: TransportState): EffectError => {
   const { what } = state;
@@ -49,9 +48,8 @@ export const transportError = (cause: unknown, state: TransportState): EffectErr
   const chain = causeChain(cause);
   const detail = describe(chain) ?? String(cause);
   if (timeoutOf(cause) !== undefined) return retryableError('timeout', `${what} timed out: ${detail}`, cause);
-  if (chain.some(({ code }) => typeof code === 'string' && permanentCauseCodes.has(code))) {
+  if (chain.some(({ code }) => typeof code === 'string' && permanentCauseCodes.has(code)))
     return permanentError('invalid-uri', `${what} failed: ${detail}`, cause);
-  }
   const failed = state.connectionLost === true ? ': connection lost' : ' failed';
   return retryableError('network', `${what}${failed}: ${detail}`, cause);
 };

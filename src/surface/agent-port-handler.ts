@@ -1,12 +1,10 @@
 /**
- * KServe's agent port: the HTTP surface with `--component-port`. A request from the kubelet is KServe's
- * readiness check (Knative's `health.ProbeHandler`: the user container's probe, and modelsync ready), a Knative
- * network probe is answered, and everything else is the model server's, handed to the reverse proxy. The
- * surface's own paths are decided before any of this (`http-surface.ts`), but for KServe's readiness check, which
- * comes here on whatever path the webhook gave it (`/healthz` included).
+ * KServe's agent port (the HTTP surface with `--component-port`): a kubelet's request, on whatever path, is KServe's
+ * readiness check (Knative's `health.ProbeHandler`: the user container's probe, and modelsync ready); a Knative
+ * network probe is answered; the rest, not to the surface's own paths (`http-surface.ts`), goes to the proxy.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { bodyUnread, endAnswer } from '../net';
+import { bodyUnread, endAnswer, serverTimeoutOf } from '../net';
 
 /** What a request to the agent port is, from its headers alone (Knative's `Drainer` and `ProbeHandler`). */
 export type AgentPortRequest =
@@ -57,58 +55,41 @@ export interface AgentPortOptions {
 /** A value echoed into a body: printable and short, whatever the client sent. */
 const shown = (value: string): string => value.replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
 
-/** Answers `status` with `body`; a request body is not read (a probe has none), and closes the connection after. */
-const text = (
-  request: IncomingMessage,
-  response: ServerResponse,
-  status: number,
-  body: string,
-  headers: Record<string, string> = {},
-): void => {
-  response.writeHead(status, {
-    ...headers,
-    'content-type': 'text/plain; charset=utf-8',
-    'x-content-type-options': 'nosniff',
-    'content-length': Buffer.byteLength(body),
-    'cache-control': 'no-store',
-    ...(bodyUnread(request) ? { connection: 'close' } : {}),
-  });
-  endAnswer(request, response, body);
-};
-
 /** The handler of every request to the agent port that is not one of the surface's own paths. */
 export const agentPortHandler =
   ({ ready, draining, probe, probeWithinMs, proxy }: AgentPortOptions) =>
   (request: IncomingMessage, response: ServerResponse): void => {
     const kind = classifyAgentPortRequest(request.headers);
-    switch (kind.kind) {
-      case 'proxy':
-        return proxy(request, response);
-      case 'bad-probe-header':
-        return text(request, response, 400, `unexpected probe header value: ${shown(kind.value)}\n`);
-      case 'network-probe':
-        if (draining()) return text(request, response, 503, 'shutting down\n');
-        if (kind.hash === undefined || kind.hash === '')
-          return text(
-            request,
-            response,
-            400,
-            'a probe request must contain a non-empty "K-Network-Hash" header\n',
-          );
-        return text(request, response, 200, '', { 'k-network-hash': shown(kind.hash) });
-      case 'readiness': {
-        if (draining()) return text(request, response, 503, 'shutting down\n');
-        if (!ready()) return text(request, response, 503, '');
-        // The server's idle timeout must not cut a check that waits for the probe; the probe's own bounds it.
-        const { socket } = request;
-        const idleMs = (socket as typeof socket & { server?: { timeout?: number } }).server?.timeout ?? 0;
-        socket.setTimeout(probeWithinMs + 1000);
-        void probe().then((passed) => {
-          if (!socket.destroyed) socket.setTimeout(idleMs);
-          if (response.destroyed) return;
-          if (draining()) return text(request, response, 503, 'shutting down\n');
-          text(request, response, passed ? 200 : 503, passed ? queueProbeValue : '');
-        });
-      }
+    if (kind.kind === 'proxy') return proxy(request, response);
+    /** Answers `status` with `body`; a request body is not read (a probe has none): the connection closes after. */
+    const text = (status: number, body: string, headers: Record<string, string> = {}): void => {
+      response.writeHead(status, {
+        ...headers,
+        'content-type': 'text/plain; charset=utf-8',
+        'x-content-type-options': 'nosniff',
+        'content-length': Buffer.byteLength(body),
+        'cache-control': 'no-store',
+        ...(bodyUnread(request) ? { connection: 'close' } : {}),
+      });
+      endAnswer(request, response, body);
+    };
+    if (kind.kind === 'bad-probe-header')
+      return text(400, `unexpected probe header value: ${shown(kind.value)}\n`);
+    if (draining()) return text(503, 'shutting down\n');
+    if (kind.kind === 'network-probe') {
+      if (kind.hash === undefined || kind.hash === '')
+        return text(400, 'a probe request must contain a non-empty "K-Network-Hash" header\n');
+      return text(200, '', { 'k-network-hash': shown(kind.hash) });
     }
+    if (!ready()) return text(503, '');
+    // The server's idle timeout must not cut a check that waits for the probe; the probe's own bounds it.
+    const { socket } = request;
+    const idleMs = serverTimeoutOf(socket);
+    socket.setTimeout(probeWithinMs + 1000);
+    void probe().then((passed) => {
+      if (!socket.destroyed) socket.setTimeout(idleMs);
+      if (response.destroyed) return;
+      if (draining()) return text(503, 'shutting down\n');
+      text(passed ? 200 : 503, passed ? queueProbeValue : '');
+    });
   };

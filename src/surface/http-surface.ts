@@ -1,7 +1,4 @@
-/**
- * The HTTP surface: /healthz, /readyz, /metrics, /status on one port, answered from memory, every body redacted,
- * bounded so that no client, or crowd of them, keeps the probes from answering.
- */
+/** The HTTP surface: /healthz, /readyz, /metrics, /status, answered from memory, redacted, bounded for the probes. */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -22,6 +19,7 @@ export const surfacePaths = {
 } as const;
 
 const statusPrefix = `${surfacePaths.status}/`;
+const ownPaths: ReadonlySet<string> = new Set(Object.values(surfacePaths));
 
 /** What the surface reads: all of it from memory, none of it from the model server. */
 export interface SurfaceView {
@@ -57,20 +55,13 @@ export interface HttpSurfaceOptions {
   readonly limits?: SurfaceLimits;
   readonly view: SurfaceView;
   readonly log: Logger;
-  /**
-   * KServe's agent port: every request to a path that is not the surface's own goes here (the readiness check,
-   * the reverse proxy); without it such a path is a 404.
-   */
+  /** KServe's agent port: takes every request to a path not the surface's own (else a 404), and its readiness check. */
   readonly agentPort?: RequestListener;
 }
 
 /** The surface's own paths: the same with or without the agent port (docs/kserve.md). */
 export const isSurfacePath = (pathname: string): boolean =>
-  pathname === surfacePaths.healthz ||
-  pathname === surfacePaths.readyz ||
-  pathname === surfacePaths.metrics ||
-  pathname === surfacePaths.status ||
-  pathname.startsWith(statusPrefix);
+  ownPaths.has(pathname) || pathname.startsWith(statusPrefix);
 
 interface Answer {
   readonly status: number;
@@ -142,6 +133,11 @@ const answer = async (url: URL, view: SurfaceView, limits: SurfaceLimits): Promi
 
 /** The heavy answers: their cost grows with the models, so only a few are made at once. */
 const heavyPaths: ReadonlySet<string> = new Set([surfacePaths.status, surfacePaths.metrics]);
+const busy = json(
+  503,
+  { error: 'busy: too many /status and /metrics answers in flight' },
+  { 'retry-after': '1' },
+);
 
 /** The path of a request target (`/a/b` of `/a/b?c`), as sent: no decoding, no dot segments resolved. */
 const pathOf = (target: string | undefined): string => {
@@ -155,17 +151,14 @@ const pathOf = (target: string | undefined): string => {
 };
 
 /**
- * A request the agent port takes before the surface's own paths: any that is not one of them, and the kubelet's
- * readiness check of KServe on whatever path (the webhook probes the agent on the user container's own readiness
- * path, which may be `/healthz`; modelsync's liveness there would say nothing of the model server).
+ * A request the agent port takes: any not to the surface's own paths, and KServe's readiness check on whatever path
+ * (the webhook probes the agent on the user container's readiness path, maybe `/healthz`, where our liveness would
+ * say nothing of the model server).
  */
 const forAgentPort = (request: IncomingMessage): boolean =>
   !isSurfacePath(pathOf(request.url)) || classifyAgentPortRequest(request.headers).kind === 'readiness';
 
-/**
- * A request the surface answers itself, from memory: every one without the agent port; with it, the surface's
- * paths and the probes the agent port answers, not what it proxies. Only these may use the reserved connections.
- */
+/** A request answered here, from memory (not proxied): only these may use the reserved connections. */
 const answeredHere = (request: IncomingMessage, agentPort: boolean): boolean =>
   !agentPort ||
   isSurfacePath(pathOf(request.url)) ||
@@ -209,14 +202,7 @@ const responder = (view: SurfaceView, limits: SurfaceLimits, agentPort?: Request
     if (announcesBody(request)) return reply(json(413, { error: 'the surface takes no request body' }), true);
     const url = new URL(request.url ?? '/', 'http://surface');
     if (heavyPaths.has(url.pathname)) {
-      if (heavyInFlight >= limits.maxHeavyRequests)
-        return reply(
-          json(
-            503,
-            { error: 'busy: too many /status and /metrics answers in flight' },
-            { 'retry-after': '1' },
-          ),
-        );
+      if (heavyInFlight >= limits.maxHeavyRequests) return reply(busy);
       heavyInFlight++;
       response.once('close', () => heavyInFlight--);
     }
@@ -228,8 +214,8 @@ const responder = (view: SurfaceView, limits: SurfaceLimits, agentPort?: Request
 
 /**
  * Serves the surface while subscribed: emits the address once listening, errors when the port cannot be bound,
- * and closes the server and every connection on unsubscribe. A failure to accept a connection once listening
- * (EMFILE) is logged, at most once a second, and the surface goes on: liveness says what is wrong.
+ * closes the server and every connection on unsubscribe. A failed accept once listening (EMFILE) is logged at most
+ * once a second, and the surface goes on: liveness says what is wrong.
  */
 export const httpSurface = ({
   port,

@@ -1,7 +1,6 @@
 /** The HTTP surface: /healthz, /readyz, /metrics and /status, answered from memory; KServe's agent port. */
-export { withDescriptors } from './descriptors';
 export { defaultSurfaceLimits, httpSurface, type SurfaceLimits } from './http-surface';
 export { createMetrics } from './metrics';
 export { statusPages } from './status-pages';
-export { createSurfaceState, heartbeatMs } from './surface-state';
+export { createSurfaceState, heartbeatMs, withDescriptors } from './surface-state';
 export { agentPortHandler } from './agent-port-handler';

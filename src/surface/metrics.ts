@@ -1,6 +1,6 @@
 /** The agent's Prometheus metrics (prom-client): a registry of `modelsync_*` series, the Telemetry that counts into it, and what status changes count. */
 import { isRight } from 'fp-ts/Either';
-import type { Counter, Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { lazyModule } from '../core/lazy-module';
 import type { ModelName } from '../core/model-name';
 import type { ModelPhase, ModelStatus } from '../core/model-status';
@@ -45,212 +45,138 @@ export const schemeLabel = (storageUri: string): string => {
 /** The first 12 hex digits of a sha256 as a number (exact in a float64): a config's checksum as a plain gauge. */
 export const checksumValue = (checksum: string): number => Number.parseInt(checksum.slice(0, 12), 16) || 0;
 
-/** A fresh registry with every modelsync series and Node's default process metrics. */
+/** Every modelsync series and its help text, in the order the registry lists them. */
+const helps = {
+  modelsync_models: 'Models by phase (Pending, Downloading, Loading, Loaded, Unloading, Retrying, Failed).',
+  modelsync_ready: '1 once the start-up sync is done (what /readyz answers), else 0.',
+  modelsync_downloads_in_flight: 'Downloads running now (holding a download slot).',
+  modelsync_download_progress_bytes:
+    'Bytes a running download has moved so far, by model, as of its last progress report (--progress-interval-ms).',
+  modelsync_download_size_bytes:
+    'Bytes a running download moves in all, by model, when its storage said so up front.',
+  modelsync_loads_in_flight: 'Load and unload calls running now (holding a load slot).',
+  modelsync_model_ops_total: 'Ops the config diff sent to the loader, by op (add, remove).',
+  modelsync_downloads_total:
+    'Downloads that ended, by result (success, failure) and, on failure, error_kind.',
+  modelsync_loads_total: 'Load calls that ended, by result (success, failure) and, on failure, error_kind.',
+  modelsync_unloads_total:
+    'Unload calls that ended, by result (success, failure) and, on failure, error_kind.',
+  modelsync_download_bytes:
+    'Bytes of each finished download, by storage scheme (for the schemes whose providers count them).',
+  modelsync_download_duration_seconds:
+    'Time of each finished download, by storage scheme (waiting for a download slot included).',
+  modelsync_load_duration_seconds: 'Time of each successful load (waiting for a load slot included).',
+  modelsync_unload_duration_seconds:
+    'Time of each successful unload and delete (waiting for a load slot included).',
+  modelsync_retries_total: 'Transient failures retried after a backoff, by step (download, load, unload).',
+  modelsync_config_reads_total:
+    'Reads of models.json by outcome: accepted, rejected (the last good config stays), unchanged.',
+  modelsync_config_last_accepted_timestamp_seconds: 'When a models.json read was last accepted (Unix time).',
+  modelsync_config_checksum:
+    'The first 48 bits of the sha256 of the config in force, as a number (compare pods, spot changes).',
+  modelsync_config_info:
+    'Always 1; the checksum label is the first 12 hex digits of the sha256 of the config in force.',
+  modelsync_resync_runs_total: 'Resync runs by trigger (start, timer, signal).',
+  modelsync_repairs_total:
+    'Drift repairs by kind (reload-lost, unload-unlisted, retry-failed, retry-unload).',
+  modelsync_repairs_deferred_total:
+    'Unloads of unlisted models a start or a resync left to a later resync (--max-unlisted-unloads).',
+  modelsync_uncaught_errors_total:
+    'Errors nothing handled (a library failing in its own callback), caught by the last-resort guard.',
+  modelsync_config_watch_restarts_total:
+    'With --source kube-api: watch requests after the first (a clean end, an error or a stall).',
+  modelsync_config_relists_total:
+    'With --source kube-api: lists after the first (after a failure a resume would repeat, such as 410 Gone, or a stall).',
+} as const;
+type Series = keyof typeof helps;
+
 /* eslint-disable @typescript-eslint/no-require-imports -- loaded with the HTTP surface, not by every start */
 // prom-client (and the OpenTelemetry API it loads) took 26 ms of each start's module loading; a run without the
 // surface (`--http-port 0`, the storage initializer) never needs it.
 const promClient = lazyModule(() => require('prom-client') as typeof import('prom-client'));
 /* eslint-enable @typescript-eslint/no-require-imports */
 
+/** A fresh registry with every modelsync series and Node's default process metrics. */
 export const createMetrics = (view: MetricsView): AgentMetrics => {
   const { collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Histogram, Registry } = promClient();
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
-  new Gauge({
-    name: 'modelsync_models',
-    help: 'Models by phase (Pending, Downloading, Loading, Loaded, Unloading, Retrying, Failed).',
-    labelNames: ['phase'],
-    registers,
-    collect() {
-      const counts = new Map<ModelPhase, number>(shownPhases.map((phase) => [phase, 0]));
-      for (const { phase } of view.statuses())
-        if (counts.has(phase)) counts.set(phase, counts.get(phase)! + 1);
-      for (const [phase, count] of counts) this.set({ phase }, count);
-    },
-  });
-  new Gauge({
-    name: 'modelsync_ready',
-    help: '1 once the start-up sync is done (what /readyz answers), else 0.',
-    registers,
-    collect() {
-      this.set(view.ready() ? 1 : 0);
-    },
-  });
-  new Gauge({
-    name: 'modelsync_downloads_in_flight',
-    help: 'Downloads running now (holding a download slot).',
-    registers,
-    collect() {
-      this.set(view.inFlight().downloads);
-    },
-  });
+  const counter = (name: Series, ...labelNames: string[]): Counter =>
+    new Counter({ name, help: helps[name], labelNames, registers });
+  const gauge = (name: Series, ...labelNames: string[]): Gauge =>
+    new Gauge({ name, help: helps[name], labelNames, registers });
+  const secondsBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+  const histogram = (name: Series, buckets: number[], ...labelNames: string[]): Histogram =>
+    new Histogram({ name, help: helps[name], labelNames, buckets, registers });
+  /** A gauge `collect` fills at each scrape (from `view`). */
+  const scraped = (name: Series, labelNames: string[], collect: (this: Gauge) => void): void =>
+    void new Gauge({ name, help: helps[name], labelNames, registers, collect });
+  const viewGauge = (name: Series, value: () => number): void =>
+    scraped(name, [], function () {
+      this.set(value());
+    });
   // The one place a model name is a label: only downloads running now have a series (at most
   // --download-concurrency), reset at each scrape, so a finished download's series is gone at the next.
-  const runningDownloadGauge = (
-    name: string,
-    help: string,
-    value: (status: ModelStatus) => number | undefined,
-  ) =>
-    new Gauge({
-      name,
-      help,
-      labelNames: ['model'],
-      registers,
-      collect() {
-        this.reset();
-        for (const status of view.statuses()) {
-          const figure = status.phase === 'Downloading' ? value(status) : undefined;
-          if (figure !== undefined) this.set({ model: status.modelName }, figure);
-        }
-      },
-    });
-  runningDownloadGauge(
-    'modelsync_download_progress_bytes',
-    'Bytes a running download has moved so far, by model, as of its last progress report (--progress-interval-ms).',
-    (status) => status.bytesDownloaded,
-  );
-  runningDownloadGauge(
-    'modelsync_download_size_bytes',
-    'Bytes a running download moves in all, by model, when its storage said so up front.',
-    (status) => (status.bytesDownloaded === undefined ? undefined : status.bytesTotal),
-  );
-  new Gauge({
-    name: 'modelsync_loads_in_flight',
-    help: 'Load and unload calls running now (holding a load slot).',
-    registers,
-    collect() {
-      this.set(view.inFlight().loads);
-    },
-  });
-  const ops = new Counter({
-    name: 'modelsync_model_ops_total',
-    help: 'Ops the config diff sent to the loader, by op (add, remove).',
-    labelNames: ['op'],
-    registers,
-  });
-  const stepCounter = (step: string, what: string): Counter =>
-    new Counter({
-      name: `modelsync_${step}s_total`,
-      help: `${what} that ended, by result (success, failure) and, on failure, error_kind.`,
-      labelNames: ['result', 'error_kind'],
-      registers,
-    });
-  const stepCounters = {
-    Downloading: stepCounter('download', 'Downloads'),
-    Loading: stepCounter('load', 'Load calls'),
-    Unloading: stepCounter('unload', 'Unload calls'),
-  };
-  const secondsBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
-  const downloadBytes = new Histogram({
-    name: 'modelsync_download_bytes',
-    help: 'Bytes of each finished download, by storage scheme (for the schemes whose providers count them).',
-    labelNames: ['scheme'],
-    buckets: exponentialBuckets(1024, 4, 16), // 1 KiB … 1 TiB
-    registers,
-  });
-  const stepSeconds = {
-    Downloading: new Histogram({
-      name: 'modelsync_download_duration_seconds',
-      help: 'Time of each finished download, by storage scheme (waiting for a download slot included).',
-      labelNames: ['scheme'],
-      buckets: secondsBuckets,
-      registers,
-    }),
-    Loading: new Histogram({
-      name: 'modelsync_load_duration_seconds',
-      help: 'Time of each successful load (waiting for a load slot included).',
-      buckets: secondsBuckets,
-      registers,
-    }),
-    Unloading: new Histogram({
-      name: 'modelsync_unload_duration_seconds',
-      help: 'Time of each successful unload and delete (waiting for a load slot included).',
-      buckets: secondsBuckets,
-      registers,
-    }),
-  };
-  const retries = new Counter({
-    name: 'modelsync_retries_total',
-    help: 'Transient failures retried after a backoff, by step (download, load, unload).',
-    labelNames: ['step'],
-    registers,
-  });
-  const configReads = new Counter({
-    name: 'modelsync_config_reads_total',
-    help: 'Reads of models.json by outcome: accepted, rejected (the last good config stays), unchanged.',
-    labelNames: ['outcome'],
-    registers,
-  });
-  const lastAccepted = new Gauge({
-    name: 'modelsync_config_last_accepted_timestamp_seconds',
-    help: 'When a models.json read was last accepted (Unix time).',
-    registers,
-  });
-  const checksumGauge = new Gauge({
-    name: 'modelsync_config_checksum',
-    help: 'The first 48 bits of the sha256 of the config in force, as a number (compare pods, spot changes).',
-    registers,
-  });
-  const configInfo = new Gauge({
-    name: 'modelsync_config_info',
-    help: 'Always 1; the checksum label is the first 12 hex digits of the sha256 of the config in force.',
-    labelNames: ['checksum'],
-    registers,
-  });
-  const resyncs = new Counter({
-    name: 'modelsync_resync_runs_total',
-    help: 'Resync runs by trigger (start, timer, signal).',
-    labelNames: ['trigger'],
-    registers,
-  });
-  const repairs = new Counter({
-    name: 'modelsync_repairs_total',
-    help: 'Drift repairs by kind (reload-lost, unload-unlisted, retry-failed, retry-unload).',
-    labelNames: ['kind'],
-    registers,
-  });
-  const repairsDeferred = new Counter({
-    name: 'modelsync_repairs_deferred_total',
-    help: 'Unloads of unlisted models a start or a resync left to a later resync (--max-unlisted-unloads).',
-    registers,
-  });
-  new Counter({
-    name: 'modelsync_uncaught_errors_total',
-    help: 'Errors nothing handled (a library failing in its own callback), caught by the last-resort guard.',
-    registers,
-    collect() {
+  const runningDownloadGauge = (name: Series, value: (status: ModelStatus) => number | undefined): void =>
+    scraped(name, ['model'], function () {
       this.reset();
-      this.inc(uncaughtErrorCount());
-    },
-  });
-  // The kube-api watch keeps its own counts: each scrape sets the counters to them (they only grow).
-  const watchCounter = (
-    name: string,
-    help: string,
-    of: (w: { watchRestarts: number; relists: number }) => number,
-  ) =>
-    new Counter({
+      for (const status of view.statuses()) {
+        const figure = status.phase === 'Downloading' ? value(status) : undefined;
+        if (figure !== undefined) this.set({ model: status.modelName }, figure);
+      }
+    });
+  // Counters set at each scrape to a count kept elsewhere (they only grow): undefined leaves them as they are.
+  const scrapedCounter = (name: Series, count: () => number | undefined): void =>
+    void new Counter({
       name,
-      help,
+      help: helps[name],
       registers,
       collect() {
-        const watch = view.sourceWatch?.();
-        if (watch === undefined) return;
+        const value = count();
+        if (value === undefined) return;
         this.reset();
-        this.inc(of(watch));
+        this.inc(value);
       },
     });
-  watchCounter(
-    'modelsync_config_watch_restarts_total',
-    'With --source kube-api: watch requests after the first (a clean end, an error or a stall).',
-    (watch) => watch.watchRestarts,
+
+  scraped('modelsync_models', ['phase'], function () {
+    const counts = new Map<ModelPhase, number>(shownPhases.map((phase) => [phase, 0]));
+    for (const { phase } of view.statuses()) if (counts.has(phase)) counts.set(phase, counts.get(phase)! + 1);
+    for (const [phase, count] of counts) this.set({ phase }, count);
+  });
+  viewGauge('modelsync_ready', () => (view.ready() ? 1 : 0));
+  viewGauge('modelsync_downloads_in_flight', () => view.inFlight().downloads);
+  runningDownloadGauge('modelsync_download_progress_bytes', (status) => status.bytesDownloaded);
+  runningDownloadGauge('modelsync_download_size_bytes', (status) =>
+    status.bytesDownloaded === undefined ? undefined : status.bytesTotal,
   );
-  watchCounter(
-    'modelsync_config_relists_total',
-    'With --source kube-api: lists after the first (after a failure a resume would repeat, such as 410 Gone, or a stall).',
-    (watch) => watch.relists,
-  );
+  viewGauge('modelsync_loads_in_flight', () => view.inFlight().loads);
+  const ops = counter('modelsync_model_ops_total', 'op');
+  const stepCounters = {
+    Downloading: counter('modelsync_downloads_total', 'result', 'error_kind'),
+    Loading: counter('modelsync_loads_total', 'result', 'error_kind'),
+    Unloading: counter('modelsync_unloads_total', 'result', 'error_kind'),
+  };
+  // Buckets from 1 KiB to 1 TiB.
+  const downloadBytes = histogram('modelsync_download_bytes', exponentialBuckets(1024, 4, 16), 'scheme');
+  const stepSeconds = {
+    Downloading: histogram('modelsync_download_duration_seconds', secondsBuckets, 'scheme'),
+    Loading: histogram('modelsync_load_duration_seconds', secondsBuckets),
+    Unloading: histogram('modelsync_unload_duration_seconds', secondsBuckets),
+  };
+  const retries = counter('modelsync_retries_total', 'step');
+  const configReads = counter('modelsync_config_reads_total', 'outcome');
+  const lastAccepted = gauge('modelsync_config_last_accepted_timestamp_seconds');
+  const checksumGauge = gauge('modelsync_config_checksum');
+  const configInfo = gauge('modelsync_config_info', 'checksum');
+  const resyncs = counter('modelsync_resync_runs_total', 'trigger');
+  const repairs = counter('modelsync_repairs_total', 'kind');
+  const repairsDeferred = counter('modelsync_repairs_deferred_total');
+  scrapedCounter('modelsync_uncaught_errors_total', uncaughtErrorCount);
+  // The kube-api watch keeps its own counts.
+  scrapedCounter('modelsync_config_watch_restarts_total', () => view.sourceWatch?.()?.watchRestarts);
+  scrapedCounter('modelsync_config_relists_total', () => view.sourceWatch?.()?.relists);
   for (const outcome of ['accepted', 'rejected', 'unchanged']) configReads.inc({ outcome }, 0);
 
   const lastPhase = new Map<ModelName, ModelPhase>();

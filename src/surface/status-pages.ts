@@ -38,10 +38,7 @@ interface Sorted {
   readonly byName: ReadonlyMap<string, ModelStatus>;
 }
 
-/**
- * Sorted statuses older than this are sorted again even with no change heard: a safety net for a change that
- * told no one, not the way changes arrive.
- */
+/** Sorted statuses are sorted again after this even with no change heard: a safety net, not how changes arrive. */
 const maxAgeMs = 1000;
 
 /**

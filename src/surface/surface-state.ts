@@ -1,5 +1,6 @@
 /** SurfaceState: what /healthz, /readyz and /status know beyond the loader: liveness, readiness, the config's reads. */
-import { interval, map, Observable, startWith, tap } from 'rxjs';
+import { closeSync, openSync } from 'node:fs';
+import { ignoreElements, interval, type Observable, startWith, tap } from 'rxjs';
 import type { ConfigState } from '../core/status-document';
 import type { Telemetry } from '../ports';
 
@@ -30,10 +31,7 @@ export interface SurfaceStateOptions {
   readonly source: string;
   /** When the config source last showed its watch works (its own status); absent: only `watcherAlive` tells. */
   readonly watchAliveAt?: () => number | undefined;
-  /**
-   * Why the config watch is stuck, for a source that judges itself (kube-api: silence from the API server is no
-   * stall); when given, it replaces the progress check of `watchAliveAt` and `watcherAlive`.
-   */
+  /** Why the watch is stuck, for a source that judges itself (kube-api); replaces the progress check when given. */
   readonly watchStuck?: () => string | undefined;
   /** The clock (ms since the epoch); Date.now by default. */
   readonly now?: () => number;
@@ -57,14 +55,10 @@ export const createSurfaceState = ({
   let pushed: number | undefined;
   let lastTurn: number | undefined;
   let config: ConfigState = { source };
-  const heartbeat$ = new Observable<never>((subscriber) =>
-    interval(heartbeatMs(stallMs))
-      .pipe(
-        startWith(0),
-        map(() => now()),
-        tap((at) => (lastTurn = at)),
-      )
-      .subscribe({ error: (error: unknown) => subscriber.error(error) }),
+  const heartbeat$ = interval(heartbeatMs(stallMs)).pipe(
+    startWith(0),
+    tap(() => (lastTurn = now())),
+    ignoreElements(),
   );
   return {
     telemetry: {
@@ -98,3 +92,29 @@ export const createSurfaceState = ({
     },
   };
 };
+
+// Liveness that sees the process out of file descriptors: then no config read, download or connection works.
+const exhausted = new Set(['EMFILE', 'ENFILE']);
+
+/**
+ * Why this process cannot open a file now (EMFILE: its own limit; ENFILE: the system's), or undefined when it
+ * can. Opening /dev/null asks the kernel itself, whoever holds the descriptors (held connections, a leak, the
+ * watcher): the agent past its limit failed reading models.json while /healthz said 200.
+ */
+const descriptorExhaustion = (): string | undefined => {
+  try {
+    closeSync(openSync('/dev/null', 'r'));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? '';
+    if (exhausted.has(code)) return `the process cannot open a file: out of file descriptors (${code})`;
+  }
+  return undefined;
+};
+
+/** `liveness`, failing first while the process is out of file descriptors (the kubelet restarts it). */
+export const withDescriptors =
+  (liveness: () => Liveness, exhaustion: () => string | undefined = descriptorExhaustion) =>
+  (): Liveness => {
+    const reason = exhaustion();
+    return reason === undefined ? liveness() : { ok: false, reason };
+  };

@@ -1,7 +1,6 @@
 /**
- * KServe's agent port, wired: with `--component-port`, the HTTP surface's port answers KServe's readiness check
- * from `SERVING_READINESS_PROBE` (the prober) and reverse-proxies every other request to the model server (the
- * proxy); which request is which is `surface/agent-port-handler.ts`.
+ * KServe's agent port, wired: with `--component-port`, the surface's port answers KServe's readiness check from
+ * `SERVING_READINESS_PROBE` and proxies the rest to the model server (which is which: `surface/agent-port-handler.ts`).
  */
 import type { RequestListener } from 'node:http';
 import * as E from 'fp-ts/Either';
@@ -31,8 +30,7 @@ export interface AgentPortSettings {
 
 /**
  * The agent port `config` and `env` ask for: none without `--component-port`; the Left says what is wrong with
- * `SERVING_READINESS_PROBE`. KServe's agent exits when that env var is absent; modelsync then checks that the
- * model server's port takes a connection.
+ * `SERVING_READINESS_PROBE`, without which (KServe's agent exits) the model server's port must take a connection.
  */
 export const agentPortSettings = (
   config: AppConfig,
@@ -69,10 +67,7 @@ export const agentPortLimits = <L extends ServerLimits>(limits: L, settings: Age
 /** The agent port's handler and how to stop what it holds (the prober's poll, the upstream connections). */
 export interface AgentPort {
   readonly listener: RequestListener;
-  /**
-   * Resolves once no proxied request is in flight and none came for `proxyQuietMs`: on shutdown, queue-proxy goes
-   * on sending requests while it drains itself (Knative's drainer waits the same way before its server stops).
-   */
+  /** Resolves once no request was proxied for `proxyQuietMs`: queue-proxy sends on while it drains (as Knative). */
   readonly quiet: () => Promise<void>;
   readonly close: () => void;
 }

@@ -30,49 +30,47 @@ export const configSourceFor = (
   log: Logger,
   env: Env = {},
   hooks: ConfigSourceHooks = {},
-): ConfigSourceWithStatus =>
-  config.source === 'kube-api'
+): ConfigSourceWithStatus => {
+  const common = {
+    log: log.child({ component: 'config' }),
+    maxBytes: config.maxConfigBytes,
+    maxBytesName: flagTable.maxConfigBytes.flag,
+    ...(hooks.onAlive !== undefined ? { onAlive: hooks.onAlive } : {}),
+  };
+  return config.source === 'kube-api'
     ? kubeApiSource({
+        ...common,
         name: config.configmap ?? '',
         ...(config.namespace !== undefined ? { namespace: config.namespace } : {}),
         key: config.configmapKey,
         env,
-        log: log.child({ component: 'config' }),
-        maxBytes: config.maxConfigBytes,
-        maxBytesName: flagTable.maxConfigBytes.flag,
         watchTimeoutSeconds: config.watchTimeoutS,
         retry: retryPolicyOf(config),
-        ...(hooks.onAlive !== undefined ? { onAlive: hooks.onAlive } : {}),
       })
     : configDirSource({
+        ...common,
         dir: config.configDir,
-        log: log.child({ component: 'config' }),
         pollMs: config.watchPollMs,
-        maxBytes: config.maxConfigBytes,
-        maxBytesName: flagTable.maxConfigBytes.flag,
         // Often enough for `--watch-stall-ms` to judge the watch.
         recheckMs: heartbeatMs(config.watchStallMs),
-        ...(hooks.onAlive !== undefined ? { onAlive: hooks.onAlive } : {}),
       });
+};
 
 // The model server is the pod's neighbour: reached directly (never through a proxy), on kept-alive connections.
-const modelServerFor = (config: AppConfig, network: Network): ModelServer =>
-  config.protocol === 'torchserve'
+const modelServerFor = (config: AppConfig, network: Network): ModelServer => {
+  const common = {
+    baseUrl: config.serverUrl,
+    timeoutMs: config.requestTimeoutMs,
+    loadTimeoutMs: config.loadTimeoutMs,
+    dispatcher: network.direct,
+  };
+  return config.protocol === 'torchserve'
     ? torchServeModelServer({
-        baseUrl: config.serverUrl,
-        timeoutMs: config.requestTimeoutMs,
-        loadTimeoutMs: config.loadTimeoutMs,
-        dispatcher: network.direct,
+        ...common,
         ...(config.torchserveTokenFile !== undefined ? { tokenFile: config.torchserveTokenFile } : {}),
       })
-    : v2ModelServer({
-        baseUrl: config.serverUrl,
-        kind: config.serverKind,
-        timeoutMs: config.requestTimeoutMs,
-        loadTimeoutMs: config.loadTimeoutMs,
-        dispatcher: network.direct,
-        modelDir: config.modelDir,
-      });
+    : v2ModelServer({ ...common, kind: config.serverKind, modelDir: config.modelDir });
+};
 
 /** The real edges: what the agent runs on, with the config source's own status. */
 export type Edges = AgentCapabilities & {
@@ -81,13 +79,10 @@ export type Edges = AgentCapabilities & {
 };
 
 /**
- * The real edges for `config`: the model dir and its load journal, the model server client, every storage
- * provider behind one download function, and the config dir. `env` supplies KServe's per-host download headers
- * (`<host>-headers`) and the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`) and the S3, Azure and GCS
- * settings and credentials (see storage.ts); a malformed one, or a `--ca-bundle` that cannot be read, is the
- * Left, named but never quoted (header values are secrets). Building them starts nothing: the agent does, when
- * subscribed. `configSource.status` tells how the watch is doing (for /healthz, /status and metrics);
- * `sourceHooks.onAlive` also hears each sign of a working watch.
+ * The real edges for `config`: the model dir and its load journal, the model server client, the storage router
+ * (`env` as storage.ts reads it: the Left names what is malformed, never quotes it), and the config source, whose
+ * `status` tells how the watch is doing (`sourceHooks.onAlive` hears each sign of it too). Building them starts
+ * nothing: the agent does, when subscribed.
  */
 export const capabilities = (
   config: AppConfig,

@@ -28,13 +28,6 @@ import { storageRouter } from './storage';
 // Reserved in a dest: an entry named so is a staging dir of ours, and once no run is filling it, a crashed one's.
 const stagingPrefix = '.modelsync-download-';
 
-/** What a dest fill is told: its abort, its log, and the disk check of `--min-free-bytes`. */
-interface FillOptions {
-  readonly signal: AbortSignal;
-  readonly log: Logger;
-  readonly space: SpaceCheck;
-}
-
 const refusedDest = (dest: string, found: string): EffectError =>
   permanentError(
     'refused',
@@ -81,26 +74,11 @@ const removeStaleStaging = async (dest: OpenDir, log: Logger): Promise<void> => 
 };
 
 /**
- * Removes the staging dir at `path` the moment `signal` aborts; returns what stops that (once its entries are
- * being moved into dest). Synchronously, on purpose: the process entry exits right after a stop signal
- * unsubscribes us, before an async cleanup would have run; and nothing can be created in a removed dir, so a write
- * still in flight cannot bring it back. rmSync unlinks a link, never follows one.
- */
-const removeOnAbort = (signal: AbortSignal, path: string, shown: string, log: Logger): (() => void) => {
-  const remove = (): void => {
-    try {
-      rmSync(path, { recursive: true, force: true });
-    } catch (err) {
-      log.warn({ err, dir: shown }, 'cannot delete a staging dir; the next run will');
-    }
-  };
-  signal.addEventListener('abort', remove, { once: true });
-  return () => signal.removeEventListener('abort', remove);
-};
-
-/**
- * Makes a fresh staging dir inside `dest` and arms its removal on abort (`removeOnAbort`) in the same turn, so no
- * stop signal can come in between: hence mkdtempSync, one mkdir. Returns its name and what disarms the removal.
+ * Makes a fresh staging dir inside `dest` and, in the same turn (so no stop signal can come in between: hence
+ * mkdtempSync, one mkdir), arms its removal the moment `signal` aborts. Synchronously, on purpose: the process
+ * entry exits right after a stop signal unsubscribes us, before an async cleanup would have run; and nothing can
+ * be created in a removed dir, so a write still in flight cannot bring it back. rmSync unlinks a link, never
+ * follows one. Returns its name and what disarms the removal (once its entries are being moved into dest).
  */
 const makeStaging = (
   dest: OpenDir,
@@ -114,12 +92,16 @@ const makeStaging = (
     throw fsError(`cannot create a staging dir in ${dest.path}`, cause);
   }
   const name = basename(made);
-  return { name, stopRemovingOnAbort: removeOnAbort(signal, made, join(dest.path, name), log) };
+  const remove = (): void => {
+    try {
+      rmSync(made, { recursive: true, force: true });
+    } catch (err) {
+      log.warn({ err, dir: join(dest.path, name) }, 'cannot delete a staging dir; the next run will');
+    }
+  };
+  signal.addEventListener('abort', remove, { once: true });
+  return { name, stopRemovingOnAbort: () => signal.removeEventListener('abort', remove) };
 };
-
-/** The staging dir `name` of `dest`, held open, as the model store holds its own. */
-const openStaging = (dest: OpenDir, name: string): Promise<OpenDir> =>
-  openFreshStagingDir(`${dest.ref}/${name}`, join(dest.path, name));
 
 /** Renames each top-level entry of `staging` into `dest`, replacing (link-safely deleting) one of the same name. */
 const moveEntries = async (staging: OpenDir, dest: OpenDir): Promise<void> => {
@@ -146,7 +128,7 @@ const abortedInto = (dest: OpenDir, signal: AbortSignal): EffectError =>
 const fillDest = async (
   destPath: string,
   fill: (dir: string) => Promise<number | undefined>,
-  { signal, log, space }: FillOptions,
+  { signal, log, space }: { readonly signal: AbortSignal; readonly log: Logger; readonly space: SpaceCheck },
 ): Promise<number> => {
   const dest = await openDest(resolve(destPath));
   let made: ReturnType<typeof makeStaging> | undefined;
@@ -156,7 +138,8 @@ const fillDest = async (
     await space(dest.path, 0, `downloading into ${dest.path}`);
     if (signal.aborted) throw abortedInto(dest, signal);
     made = makeStaging(dest, signal, log);
-    staging = await openStaging(dest, made.name);
+    // Held open, as the model store holds its own.
+    staging = await openFreshStagingDir(`${dest.ref}/${made.name}`, join(dest.path, made.name));
     if (signal.aborted) throw abortedInto(dest, signal);
     const reported = await fill(staging.ref);
     if (signal.aborted) throw abortedInto(dest, signal);
@@ -186,10 +169,9 @@ export interface InitializerStorage {
   /** The schemes the router serves: a URI of another fails before anything is written. */
   readonly schemes: ReadonlyArray<string>;
   /**
-   * Fills `dest` with the model at `uri` as the agent lays it out in `<model-dir>/<name>/` (see fillDest),
-   * reporting to `progress` as the agent's download does. Resolves with the bytes moved (for a local copy, which
-   * reports none: the bytes of the files). `request` goes to the provider as the agent's does (its `select`:
-   * only the files KServe's patterns take). Throws an EffectError.
+   * Fills `dest` with the model at `uri` as the agent lays out `<model-dir>/<name>/` (see fillDest), `progress` and
+   * `request` (its `select`: KServe's patterns) as the agent's. Resolves with the bytes moved (a local copy reports
+   * none: the bytes of the files). Throws an EffectError.
    */
   readonly download: (
     uri: string,
@@ -203,9 +185,8 @@ export interface InitializerStorage {
 }
 
 /**
- * The storage initializer's downloads for `config`: the agent's router (`storageRouter`: the same providers,
- * caps, guards and credentials from `env`) with the disk check of `--min-free-bytes`. The Left is what is wrong
- * with the settings, as for the agent.
+ * The storage initializer's downloads for `config`: the agent's `storageRouter` (the same providers, caps, guards
+ * and credentials from `env`) with the disk check of `--min-free-bytes`; the Left as for the agent.
  */
 export const initializerStorage = (
   config: AppConfig,
@@ -219,15 +200,12 @@ export const initializerStorage = (
   return E.right({
     schemes: download.schemes,
     download: async (uri, dest, signal, progress, request) => {
-      const fill = async (dir: string): Promise<number | undefined> => {
-        let moved: number | undefined;
-        const report = (reported: DownloadProgress): void => {
-          if (reported.done) moved = reported.bytes;
-          progress?.(reported);
-        };
-        await download(uri, dir, signal, report, request);
-        return moved;
+      let moved: number | undefined;
+      const report = (reported: DownloadProgress): void => {
+        if (reported.done) moved = reported.bytes;
+        progress?.(reported);
       };
+      const fill = (dir: string) => download(uri, dir, signal, report, request).then(() => moved);
       return { bytes: await fillDest(dest, fill, { signal, log, space }) };
     },
     close: () => network.close(),

@@ -9,7 +9,6 @@ import {
   type DownloadLimits,
   azureBlobStorage,
   azureCredentialsFromEnv,
-  type AzureBlobStorage,
   type AzureTokenCredential,
   gcsStorage,
   hfSettingsFrom,
@@ -48,12 +47,6 @@ export const downloadLimitsOf = (config: AppConfig): DownloadLimits => ({
   },
 });
 
-/** How big files are fetched in parts: connections per file, and the one pool all storage connections come from. */
-interface Streams {
-  readonly streams: number;
-  readonly pool: Slots;
-}
-
 /** DefaultAzureCredential, its library loaded when the first token is asked for (most processes never ask). */
 const defaultAzureCredential = (): AzureTokenCredential => {
   let credential: Promise<AzureTokenCredential> | undefined;
@@ -66,40 +59,8 @@ const defaultAzureCredential = (): AzureTokenCredential => {
 };
 
 /**
- * The Azure Blob and GCS providers: credentials from KServe's and the SDKs' environment names, every
- * secret among them registered before any request; connections through `network` (proxies, CAs).
- */
-const azureAndGcsStorage = (
-  config: AppConfig,
-  env: Env,
-  limits: DownloadLimits,
-  network: Network,
-  streams: Streams,
-): { readonly azure: AzureBlobStorage; readonly gcs: StorageProvider } => ({
-  azure: azureBlobStorage({
-    limits,
-    timeoutMs: config.requestTimeoutMs,
-    concurrency: config.storageConcurrency,
-    ...streams,
-    endpoints: config.azureBlobEndpoint === undefined ? [] : [config.azureBlobEndpoint],
-    credentials: azureCredentialsFromEnv(env, defaultAzureCredential),
-    agentFor: (url) => network.agentFor(url),
-  }),
-  gcs: gcsStorage({
-    limits,
-    timeoutMs: config.requestTimeoutMs,
-    concurrency: config.storageConcurrency,
-    ...streams,
-    ...(config.gcsEndpoint !== undefined ? { endpoint: config.gcsEndpoint } : {}),
-    ...(env.GOOGLE_APPLICATION_CREDENTIALS ? { credentialsFile: env.GOOGLE_APPLICATION_CREDENTIALS } : {}),
-    network,
-  }),
-});
-
-/**
- * The S3 provider: our `--s3-*` flags, else KServe's environment names; credentials from `env` or the
- * AWS default chain; connections through `network` (proxies, CAs), with `AWS_CA_BUNDLE` added to `extraCa` (the
- * `--ca-bundle` certificates) and `S3_VERIFY_SSL=0` honoured for S3 alone. The Left names the setting that is wrong.
+ * The S3 provider: our `--s3-*` flags, else KServe's environment names; credentials from `env` or the AWS default
+ * chain; `AWS_CA_BUNDLE` added to the `--ca-bundle` certificates and `S3_VERIFY_SSL=0` honoured for S3 alone.
  */
 const s3StorageFor = (
   config: AppConfig,
@@ -107,7 +68,7 @@ const s3StorageFor = (
   env: Env,
   limits: DownloadLimits,
   network: Network,
-  streams: Streams,
+  streams: { readonly streams: number; readonly pool: Slots },
 ): E.Either<string, StorageProvider> => {
   const settings = s3SettingsFrom(config, env);
   if (E.isLeft(settings)) return settings;
@@ -140,37 +101,6 @@ const s3StorageFor = (
   );
 };
 
-/**
- * The Hugging Face Hub provider (`hf://`): `HF_ENDPOINT`, `HF_TOKEN` and `HF_HUB_OFFLINE` as huggingface_hub reads
- * them (the token registered as a secret); the API and the files on `network` (big files in parts from the pool,
- * over at most `HF_XET_NUM_CONCURRENT_RANGE_GETS` connections when that is set). The Left names the variable that
- * is wrong, never its value.
- */
-const hfStorageFor = (
-  config: AppConfig,
-  env: Env,
-  limits: DownloadLimits,
-  network: Network,
-  streams: Streams,
-): E.Either<string, StorageProvider> => {
-  const settings = hfSettingsFrom(env);
-  if (E.isLeft(settings)) return settings;
-  const { streamsPerFile, ...hub } = settings.right;
-  // Two bounds on one file's connections, --download-streams and KServe's HF_XET_NUM_CONCURRENT_RANGE_GETS: both hold.
-  const fileStreams = Math.min(streams.streams, streamsPerFile ?? Infinity);
-  return E.right(
-    hfStorage({
-      ...hub,
-      limits,
-      timeoutMs: config.requestTimeoutMs,
-      concurrency: config.storageConcurrency,
-      network,
-      ...streams,
-      streams: fileStreams,
-    }),
-  );
-};
-
 /** Every storage provider `config` asks for: those that serve a scheme, and those that claim URIs of one. */
 export interface StorageProviders {
   readonly providers: ReadonlyArray<StorageProvider>;
@@ -178,9 +108,9 @@ export interface StorageProviders {
 }
 
 /**
- * Every storage provider `config` asks for, on `network`, with KServe's per-host download headers and the S3,
- * Azure and GCS settings and credentials of `env`; a declared size is held to `space` (the disk check). The router built from them is also what says which schemes
- * are served (`--dry-run`'s warnings). The Left names the setting that is wrong, never its value.
+ * Every storage provider `config` asks for, on `network`, with the settings and credentials of `env` (every secret
+ * registered before any request; `HF_ENDPOINT`, `HF_TOKEN`, `HF_HUB_OFFLINE` as huggingface_hub reads them), a
+ * declared size held to `space`. The Left names the setting that is wrong, never its value.
  */
 export const storageProviders = (
   config: AppConfig,
@@ -191,13 +121,19 @@ export const storageProviders = (
   space?: SpaceCheck,
 ): E.Either<string, StorageProviders> => {
   const limits = { ...downloadLimitsOf(config), ...(space !== undefined ? { spaceCheck: space } : {}) };
-  // One pool for every provider: the bound on storage connections is the process's, not each store's.
-  const streams: Streams = { streams: config.downloadStreams, pool: createSlots(config.maxDownloadStreams) };
+  // Connections per big file, and one pool for every provider: the bound on storage connections is the process's.
+  const streams = { streams: config.downloadStreams, pool: createSlots(config.maxDownloadStreams) };
   const s3 = s3StorageFor(config, log, env, limits, network, streams);
   if (E.isLeft(s3)) return E.left(`invalid S3 settings: ${s3.left}`);
-  const cloud = azureAndGcsStorage(config, env, limits, network, streams);
-  const hf = hfStorageFor(config, env, limits, network, streams);
+  const hf = hfSettingsFrom(env);
   if (E.isLeft(hf)) return E.left(`invalid Hugging Face Hub settings: ${hf.left}`);
+  const { streamsPerFile, ...hub } = hf.right;
+  const sdkOptions = {
+    limits,
+    timeoutMs: config.requestTimeoutMs,
+    concurrency: config.storageConcurrency,
+    ...streams,
+  };
   return E.right({
     providers: [
       localFileStorage({
@@ -215,10 +151,30 @@ export const storageProviders = (
         ...streams,
       }),
       s3.right,
-      cloud.gcs,
-      hf.right,
+      gcsStorage({
+        ...sdkOptions,
+        ...(config.gcsEndpoint !== undefined ? { endpoint: config.gcsEndpoint } : {}),
+        ...(env.GOOGLE_APPLICATION_CREDENTIALS
+          ? { credentialsFile: env.GOOGLE_APPLICATION_CREDENTIALS }
+          : {}),
+        network,
+      }),
+      // Both bound a file's connections: --download-streams and KServe's HF_XET_NUM_CONCURRENT_RANGE_GETS.
+      hfStorage({
+        ...hub,
+        ...sdkOptions,
+        network,
+        streams: Math.min(streams.streams, streamsPerFile ?? Infinity),
+      }),
     ],
-    claiming: [cloud.azure],
+    claiming: [
+      azureBlobStorage({
+        ...sdkOptions,
+        endpoints: config.azureBlobEndpoint === undefined ? [] : [config.azureBlobEndpoint],
+        credentials: azureCredentialsFromEnv(env, defaultAzureCredential),
+        agentFor: (url) => network.agentFor(url),
+      }),
+    ],
   });
 };
 
@@ -231,10 +187,10 @@ export interface StorageRouter {
 }
 
 /**
- * The storage router `config` asks for, built once for whoever downloads (the agent's capabilities, the storage
- * initializer): KServe's per-host download headers (`<host>-headers`), the proxy variables and the S3, Azure and
- * GCS settings and credentials of `env`, `--ca-bundle`, a declared size held to `space`. The Left names what is
- * malformed, never its value (header values are secrets).
+ * The storage router `config` asks for, for whoever downloads (the agent, the storage initializer): KServe's
+ * per-host download headers (`<host>-headers`), the proxy variables, storage settings and credentials of `env`,
+ * `--ca-bundle`, a declared size held to `space`; it also says which schemes are served (`--dry-run`'s warnings).
+ * The Left names what is malformed, never its value (header values are secrets).
  */
 export const storageRouter = (
   config: AppConfig,

@@ -28,7 +28,6 @@ import {
   httpSurface,
   statusPages,
   withDescriptors,
-  type SurfaceLimits,
 } from '../surface';
 
 /** The capabilities of an agent run, its config source telling how its watch is doing (as `capabilities` builds it). */
@@ -51,7 +50,7 @@ export class SurfaceBindFailed extends Error {
   }
 }
 
-const times = ['lastAliveAt', 'lastActivityAt', 'unreachableSince', 'unreadSince'] as const;
+const times = new Set<string>(['lastAliveAt', 'lastActivityAt', 'unreachableSince', 'unreadSince']);
 
 /**
  * The kube-api watch as /status shows it: times as ISO 8601 (`unreachableSince` from the first failure until the
@@ -59,24 +58,13 @@ const times = ['lastAliveAt', 'lastActivityAt', 'unreachableSince', 'unreadSince
  */
 export const kubeWatchJson = (watch: KubeWatchStatus): Readonly<Record<string, string | number>> => {
   const { lastFailure, source: _source, ...rest } = watch;
-  const iso = times.flatMap((key) => {
-    const at = watch[key];
-    return at === undefined ? [] : [[key, new Date(at).toISOString()] as const];
-  });
+  const shown = { ...rest, ...(lastFailure !== undefined ? { lastFailure: redact(lastFailure) } : {}) };
   return Object.fromEntries(
-    Object.entries({
-      ...rest,
-      ...Object.fromEntries(iso),
-      ...(lastFailure !== undefined ? { lastFailure: redact(lastFailure) } : {}),
-    }).filter((entry): entry is [string, string | number] => entry[1] !== undefined),
+    Object.entries(shown)
+      .filter((entry): entry is [string, string | number] => entry[1] !== undefined)
+      .map(([key, value]) => [key, times.has(key) ? new Date(value).toISOString() : value]),
   );
 };
-
-/** The surface's bounds: `--http-max-connections`, the rest the defaults of `defaultSurfaceLimits`. */
-const surfaceLimits = (config: AppConfig): SurfaceLimits => ({
-  ...defaultSurfaceLimits,
-  maxConnections: config.httpMaxConnections,
-});
 
 const both = (first: Telemetry, second: Pick<Telemetry, 'configRead' | 'watcherAlive'>): Telemetry => ({
   ...first,
@@ -96,10 +84,9 @@ export interface SurfaceOptions {
 }
 
 /**
- * `run` with the HTTP surface of `config` (`--http-port`, `--watch-stall-ms`) joined to it: the surface serves
- * while the run is subscribed (and ticks the event-loop heartbeat), reads the loader and the config source's
- * status, hears the run's telemetry, counts its ops and takes each status and `Ready` from its events. A port
- * that cannot be bound ends the run with `SurfaceBindFailed`.
+ * `run` with the HTTP surface of `config` joined to it: served (the heartbeat ticking) while the run is subscribed,
+ * it reads the loader and the source's status, hears the run's telemetry, ops, statuses and `Ready`. A port that
+ * cannot be bound ends the run with `SurfaceBindFailed`.
  */
 export const withSurface =
   (config: AppConfig, log: Logger, options: SurfaceOptions = {}) =>
@@ -166,7 +153,8 @@ export const withSurface =
               log.child({ component: 'proxy' }),
             );
       if (port !== undefined) options.drains?.push(port.quiet);
-      const limits = surfaceLimits(config);
+      // `--http-max-connections`, the rest the defaults.
+      const limits = { ...defaultSurfaceLimits, maxConnections: config.httpMaxConnections };
       return httpSurface({
         port: config.httpPort,
         ...(config.httpHost !== undefined ? { host: config.httpHost } : {}),

@@ -11,7 +11,7 @@ import type { Subscription } from 'rxjs';
 import type { ModelName } from '../../src/core/model-name';
 import type { ModelStatus } from '../../src/core/model-status';
 import type { StatusDocumentJson } from '../../src/core/status-document';
-import { withDescriptors } from '../../src/surface/descriptors';
+import { withDescriptors } from '../../src/surface/surface-state';
 import { waitFor } from '../../src/testing/wait';
 import {
   defaultSurfaceLimits,
