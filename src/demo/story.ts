@@ -111,27 +111,18 @@ export const runDemoStory = async (
     const surfaceUrl = `http://127.0.0.1:${await freePort()}`;
     const surface = surfaceView(surfaceUrl);
 
-    const running = spawn(
-      process.execPath,
-      [
-        cliPath,
-        '--config-dir',
-        configDir,
-        '--model-dir',
-        modelDir,
-        '--server-url',
-        server.serverUrl,
-        '--server-kind',
-        server.serverKind,
-        '--log-level',
-        'info',
-        '--local-storage-roots',
-        storage,
-        '--http-port',
-        new URL(surfaceUrl).port,
-      ],
-      { stdio: ['ignore', 'inherit', 'pipe'] },
-    );
+    const flags = {
+      '--config-dir': configDir,
+      '--model-dir': modelDir,
+      '--server-url': server.serverUrl,
+      '--server-kind': server.serverKind,
+      '--log-level': 'info',
+      '--local-storage-roots': storage,
+      '--http-port': new URL(surfaceUrl).port,
+    };
+    const running = spawn(process.execPath, [cliPath, ...Object.entries(flags).flat()], {
+      stdio: ['ignore', 'inherit', 'pipe'],
+    });
     agent = running;
     const logLines: string[] = [];
     createInterface({ input: running.stderr }).on('line', (text) => {

@@ -180,10 +180,10 @@ export const forEachLimited = async <T>(
   if (failure !== undefined) throw failure.cause;
 };
 
-/** fsyncs a file or a directory. */
-export const syncPath = (path: string): Promise<void> =>
-  step(`cannot flush ${path}`, async () => {
-    const handle = await open(path, 'r');
+/** fsyncs a file or a directory (`flags`: how it is opened; `shown`: its path in a failure). */
+export const syncPath = (path: string, flags: string | number = 'r', shown = path): Promise<void> =>
+  step(`cannot flush ${shown}`, async () => {
+    const handle = await open(path, flags);
     try {
       await handle.sync();
     } finally {

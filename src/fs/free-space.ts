@@ -6,11 +6,8 @@ import { showBytes } from '../core/show-bytes';
 /** Fails (`no-space`) when `bytes` more would not fit on the volume of `dir`; settles otherwise. */
 export type SpaceCheck = (dir: string, bytes: number, what: string) => Promise<void>;
 
-/** Free bytes on the file system holding a path, as an unprivileged process may use them. */
-export type FreeBytesOf = (path: string) => Promise<number>;
-
 /** `statfs(path)`: the blocks available to unprivileged users (root's reserve does not count) times their size. */
-export const statfsFreeBytes: FreeBytesOf = async (path) => {
+export const statfsFreeBytes = async (path: string): Promise<number> => {
   const { bavail, bsize } = await statfs(path);
   return bavail * bsize;
 };
@@ -18,7 +15,7 @@ export const statfsFreeBytes: FreeBytesOf = async (path) => {
 /** How the check is called: the reserve's name in its failure (the CLI's flag; default `minFreeBytes`), statfs. */
 export interface SpaceCheckOptions {
   readonly reserveName?: string;
-  readonly freeBytesOf?: FreeBytesOf;
+  readonly freeBytesOf?: typeof statfsFreeBytes;
 }
 
 /**

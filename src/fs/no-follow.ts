@@ -3,7 +3,7 @@ import { constants, existsSync, type Dirent, type Stats } from 'node:fs';
 import { lstat, open, readdir, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode } from '../core/errors';
-import { forEachLimited, isMissing, step } from './durable-fs';
+import { forEachLimited, isMissing, step, syncPath } from './durable-fs';
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
 
@@ -119,16 +119,6 @@ const removeEntry = async (path: string): Promise<void> => {
 export const removeTree = (path: string): Promise<void> =>
   step(`cannot delete ${path}`, () => removeEntry(path));
 
-const syncFile = (ref: string, path: string): Promise<void> =>
-  step(`cannot flush ${path}`, async () => {
-    const handle = await open(ref, readNoFollow);
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  });
-
 /** What a tree walk does at each regular file and, once its entries are done, at each dir (the root last). */
 interface TreeVisit {
   readonly file: (ref: string, relative: string, path: string) => Promise<void>;
@@ -169,7 +159,7 @@ const walkTree = async (
  */
 export const syncTree = (dir: OpenDir): Promise<void> =>
   walkTree(dir, {
-    file: (ref, _relative, path) => syncFile(ref, path),
+    file: (ref, _relative, path) => syncPath(ref, readNoFollow, path),
     dirDone: (done) => step(`cannot flush ${done.path}`, () => done.handle.sync()),
   });
 

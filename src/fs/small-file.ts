@@ -9,9 +9,6 @@ import { entryKind } from './no-follow';
 
 const { O_RDONLY, O_NONBLOCK, O_NOCTTY, O_NOFOLLOW } = constants;
 
-/** Whether a link at the path is followed (a mounted Secret or ConfigMap) or refused (the model dir's neighbours). */
-export type LinkRule = 'follow' | 'refuse';
-
 /**
  * The bytes of `path`, named `what` in errors (`the kubeconfig /etc/kube/config`, the path a person knows it by): only a regular file (stat before
  * opening, so a device is never opened; fstat after, non-blocking, so a FIFO swapped in never holds a thread), never
@@ -23,7 +20,8 @@ export const readSmallFile = async (
   path: string,
   maxBytes: number,
   what: string,
-  links: LinkRule,
+  // Followed for a mounted Secret or ConfigMap, refused for the model dir's neighbours.
+  links: 'follow' | 'refuse',
 ): Promise<Buffer> => {
   const refuse = (why: string): Error => new Error(`${what} ${why}; it is not read`);
   const before = await (links === 'follow' ? stat(path) : lstat(path));

@@ -3,21 +3,45 @@
  * one record per model; ops only record what is wanted; each subscription of `run` (loader-run.ts) hands model
  * names to a fixed number of workers through two lanes (lane.ts), and the per-model steps live in reconcile.ts.
  */
-import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable } from 'rxjs';
+import type { Logger } from 'pino';
+import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable, type SchedulerLike } from 'rxjs';
 import { inPlaceSnapshot, type InPlace } from '../core/in-place';
 import type { ModelName } from '../core/model-name';
 import type { DesiredState } from '../core/drift';
 import type { ModelOp } from '../core/model-op';
 import type { AgentEvent, ModelStatus } from '../core/model-status';
 import { noTelemetry } from '../ports';
-import type { LoaderDeps } from './loader-deps';
+import type { DownloadFunction, LoadJournal, ModelServer, ModelStore, Telemetry } from '../ports';
+import type { RetryPolicy } from '../core/retry-policy';
 import { createRun, type Run, type RunContext } from './loader-run';
 import { newRecord, type ModelRecord } from './model-record';
 import { createSlots, type Slots } from '../core/slots';
 import { createContentSharing } from './content-sharing';
+import type { ContentRegistry } from './content-registry';
 
-export type { LoaderDeps } from './loader-deps';
 export { unlistedUnloadWorkers } from './loader-run';
+
+/** The loader's ports and limits. */
+export interface LoaderDeps {
+  readonly store: ModelStore;
+  readonly journal: LoadJournal;
+  readonly server: ModelServer;
+  /** Fills a directory with the model stored at a URI (storage providers, keyed by scheme). */
+  readonly download: DownloadFunction;
+  readonly log: Logger;
+  readonly downloadConcurrency: number;
+  readonly loadConcurrency: number;
+  /** How a step's transient failure is retried: `maxAttempts` of one step before the model is marked Failed. */
+  readonly retry: RetryPolicy;
+  /** The jitter source of retry delays; Math.random by default. */
+  readonly random?: () => number;
+  /** Where retry delays are timed; asyncScheduler by default. */
+  readonly scheduler?: SchedulerLike;
+  /** Hears of every retry; noTelemetry by default. */
+  readonly telemetry?: Telemetry;
+  /** Which installed models hold which stored content, to fill downloads from; a bounded one by default. */
+  readonly contentRegistry?: ContentRegistry;
+}
 
 /** A loader: `run` applies ops; the rest lets health checks, status endpoints and tests look at it. */
 export interface Loader {

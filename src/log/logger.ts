@@ -38,18 +38,10 @@ export const summarizeError = (error: unknown): unknown => {
   return summary;
 };
 
-const verbose = (level: LogLevel): boolean => level === 'debug' || level === 'trace';
-
 /**
- * `level` as its label (`"info"`, `"warn"`, `"error"`), not pino's number (30, 40, 50): what log pipelines read
- * as a line's severity (Loki, Elastic, Datadog, GKE's Cloud Logging agent). pino-pretty reads labels as well.
- */
-const levelLabel = (label: string): { level: string } => ({ level: label });
-
-/**
- * The root logger at `level`, writing to `destination` (default: stderr) through `redactingDestination`, each
- * line's level as its label (`levelLabel`). An error (`err`) is one line — type, message, kind, status — unless the
- * level is debug or trace, where its stack and causes are kept.
+ * The root logger at `level`, writing to `destination` (default: stderr) through `redactingDestination`. An error
+ * (`err`) is one line — type, message, kind, status — unless the level is debug or trace, where its stack and
+ * causes are kept.
  */
 export const createLogger = (
   level: LogLevel,
@@ -60,8 +52,10 @@ export const createLogger = (
       name: 'modelsync',
       level,
       base: { pid: process.pid },
-      formatters: { level: levelLabel },
-      serializers: { err: verbose(level) ? pino.stdSerializers.err : summarizeError },
+      // The level as its label ("info"), not pino's number (30): what log pipelines (Loki, Elastic, Datadog,
+      // GKE's Cloud Logging agent) and pino-pretty read as a line's severity.
+      formatters: { level: (label) => ({ level: label }) },
+      serializers: { err: level === 'debug' || level === 'trace' ? pino.stdSerializers.err : summarizeError },
     },
     redactingDestination(destination),
   );

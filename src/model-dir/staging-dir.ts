@@ -23,7 +23,7 @@ export const namingStaging = (error: unknown, dir: OpenDir): unknown =>
   error instanceof EffectError && dir.ref !== dir.path && error.message.includes(dir.ref)
     ? new EffectError(error.message.replaceAll(dir.ref, dir.path), error.retryable, {
         kind: error.kind,
-        ...(error.status === undefined ? {} : { status: error.status }),
+        status: error.status,
         cause: error.cause,
       })
     : error;

@@ -1,6 +1,11 @@
-/** What both model-server clients are given: where the server listens, how long calls may take. */
+/** What both model-server clients share: where the server listens, how long calls may take, the index bounds. */
 import type { Dispatcher } from 'undici';
+import { EffectError } from '../core/errors';
+import { modelNameProblem } from '../core/model-name';
 import { redactUri } from '../core/redact';
+import { httpCall, type HttpCallResponse } from '../net';
+
+type HttpCallInit = Parameters<typeof httpCall>[1];
 
 /** Where the server listens and how long calls may take. */
 export interface ServerOptions {
@@ -14,15 +19,57 @@ export interface ServerOptions {
   readonly dispatcher?: Dispatcher;
 }
 
-/** The root without trailing slashes, the server as messages name it (no user info or query), the timeouts. */
+/** One call to the server: `path` below its root, named `what` in errors, `ms` to answer. */
+export type ServerCall = (
+  method: HttpCallInit['method'],
+  path: string,
+  what: string,
+  ms: number,
+  signal: AbortSignal,
+  more?: Pick<HttpCallInit, 'headers' | 'body'>,
+) => Promise<HttpCallResponse>;
+
+/** The server as messages name it (no user info or query), the timeouts, and the call to its root. */
 export const serverEndpoint = (
   options: ServerOptions,
-): { base: string; shown: string; timeoutMs: number; loadTimeoutMs: number } => {
+): { shown: string; timeoutMs: number; loadTimeoutMs: number; call: ServerCall } => {
   const base = options.baseUrl.replace(/\/+$/, '');
   return {
-    base,
     shown: redactUri(base),
     timeoutMs: options.timeoutMs ?? 30_000,
     loadTimeoutMs: options.loadTimeoutMs ?? options.timeoutMs ?? 300_000,
+    call: (method, path, what, ms, signal, more = {}) =>
+      httpCall(`${base}${path}`, {
+        method,
+        ...more,
+        what,
+        timeoutMs: ms,
+        signal,
+        dispatcher: options.dispatcher,
+      }),
   };
+};
+
+/** `error` with its message, kind and status, retried or not as `retryable` says. */
+export const withRetryable = (error: EffectError, retryable: boolean, message = error.message): EffectError =>
+  new EffectError(message, retryable, { kind: error.kind, status: error.status, cause: error.cause });
+
+/**
+ * The bounds of one index or listing: its body (per page, for TorchServe) and the loaded names taken from it. A
+ * server inventing names cannot make a resync read, remember or act on more than this (the repairs themselves are
+ * capped by `--max-unlisted-unloads`); 100,000 is ten times the largest config measured (10,000 models).
+ */
+export const serverIndexLimits = { maxBytes: 16 * 1024 * 1024, maxModels: 100_000 } as const;
+
+/**
+ * The loaded names modelsync may act on: valid model names only (`.tmp-…`, a path are nobody's model
+ * to repair), at most `serverIndexLimits.maxModels` of them, in the server's order.
+ */
+export const loadedModelNames = (names: Iterable<string>): Set<string> => {
+  const taken = new Set<string>();
+  for (const name of names) {
+    if (taken.size >= serverIndexLimits.maxModels) break;
+    if (modelNameProblem(name) === undefined) taken.add(name);
+  }
+  return taken;
 };

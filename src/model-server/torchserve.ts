@@ -3,24 +3,20 @@ import { readFile } from 'node:fs/promises';
 import { isLeft } from 'fp-ts/Either';
 import * as t from 'io-ts';
 import { bearerToken } from '../core/bearer-token';
-import { EffectError, httpStatusError, permanentError, retryableError } from '../core/errors';
+import { httpStatusError, permanentError, retryableError } from '../core/errors';
 import { parseJson } from '../core/json/json';
 import type { ModelName } from '../core/model-name';
 import { registerSecret } from '../core/redact';
 import type { ModelServer } from '../ports';
-import { loadedModelNames, serverIndexLimits } from './index-limits';
-import { serverEndpoint, type ServerOptions } from './server-options';
-import { fsError, isMissing } from '../fs';
 import {
-  discardBody,
-  errorText,
-  httpCall,
-  isOk,
-  readJson,
-  readText,
-  statusError,
-  type HttpCallResponse,
-} from '../net';
+  loadedModelNames,
+  serverEndpoint,
+  serverIndexLimits,
+  withRetryable,
+  type ServerOptions,
+} from './server-options';
+import { fsError, isMissing } from '../fs';
+import { discardBody, errorText, isOk, readJson, readText, statusError, type HttpCallResponse } from '../net';
 
 /** Where the management API listens, how long calls may take, and where its key is. */
 export interface TorchServeModelServerOptions extends ServerOptions {
@@ -51,19 +47,19 @@ const ListModelsResponse = t.intersection(
  * `GET /models`. A replacement is unregistered first, because TorchServe will not re-register a name in place.
  */
 export const torchServeModelServer = (options: TorchServeModelServerOptions): ModelServer => {
-  const { base, shown, timeoutMs, loadTimeoutMs } = serverEndpoint(options);
-  const { tokenFile, dispatcher } = options;
+  const { shown, timeoutMs, loadTimeoutMs, call: callServer } = serverEndpoint(options);
+  const { tokenFile } = options;
 
   const call = async (
     method: 'GET' | 'POST' | 'DELETE',
-    url: string,
+    path: string,
     what: string,
     ms: number,
     signal: AbortSignal,
   ): Promise<HttpCallResponse> => {
     const headers: Record<string, string> =
       tokenFile === undefined ? {} : { Authorization: `Bearer ${await readToken(tokenFile)}` };
-    const result = await httpCall(url, { method, headers, what, timeoutMs: ms, signal, dispatcher });
+    const result = await callServer(method, path, what, ms, signal, { headers });
     const { status } = result;
     // Every caller fails on 400 and 401 anyway; with a token file they may mean the key was rotated.
     if (tokenFile === undefined || (status !== 400 && status !== 401)) return result;
@@ -71,25 +67,19 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
     if (status === 401 || tokenRejected.test(text)) {
       // TorchServe keys expire and get replaced in the key file: the next attempt re-reads it, so retry.
       const message = `${what}: TorchServe rejected the token from ${tokenFile} (${text}); will re-read it`;
-      throw retryableAnyway(httpStatusError(what, status), message);
+      throw withRetryable(httpStatusError(what, status), true, message);
     }
     throw httpStatusError(what, status, text);
   };
 
   const unregister = async (name: ModelName, signal: AbortSignal): Promise<void> => {
     const what = `TorchServe unregister of "${name}" (${shown})`;
-    const result = await call(
-      'DELETE',
-      `${base}/models/${encodeURIComponent(name)}`,
-      what,
-      timeoutMs,
-      signal,
-    );
+    const result = await call('DELETE', `/models/${encodeURIComponent(name)}`, what, timeoutMs, signal);
     const { status } = result;
     if (isOk(result) || status === 404) return discardBody(result);
     const error = await statusError(result);
     // 409: an unregistration of this model is already in progress; it will be over by the next attempt.
-    throw status === 409 ? retryableAnyway(error) : error;
+    throw status === 409 ? withRetryable(error, true) : error;
   };
 
   return {
@@ -102,14 +92,14 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
         initial_workers: '1',
         synchronous: 'true',
       });
-      const result = await call('POST', `${base}/models?${query.toString()}`, what, loadTimeoutMs, signal);
+      const result = await call('POST', `/models?${query.toString()}`, what, loadTimeoutMs, signal);
       const { status } = result;
       if (status === 200 || status === 201 || status === 202) return discardBody(result);
       const error = await statusError(result);
       if (status !== 409) throw error;
       // Already registered: the wanted state, unless we just unregistered it and someone registered it again.
       if (!replacing) return;
-      throw retryableAnyway(error, `${error.message} (right after unregistering it for the replacement)`);
+      throw withRetryable(error, true, `${error.message} (right after unregistering it for the replacement)`);
     },
 
     unload: unregister,
@@ -121,7 +111,7 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
         const query = new URLSearchParams({ limit: String(pageSize) });
         if (pageToken !== undefined) query.set('next_page_token', pageToken);
         const what = `TorchServe model list (${shown})`;
-        const result = await call('GET', `${base}/models?${query.toString()}`, what, timeoutMs, signal);
+        const result = await call('GET', `/models?${query.toString()}`, what, timeoutMs, signal);
         if (!isOk(result)) throw await statusError(result);
         const body = await readJson(result, ListModelsResponse, 'a model list');
         for (const model of body.models) names.add(model.modelName);
@@ -138,10 +128,6 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
   };
 };
 
-/** `error` with its kind and status, but retryable: for failures that here mean "not yet". */
-const retryableAnyway = (error: EffectError, message = error.message): EffectError =>
-  new EffectError(message, true, { kind: error.kind, status: error.status, cause: error.cause });
-
 /**
  * The management token in `file`: `management.key` of TorchServe's key file, or the whole text; either trimmed
  * (`kubectl create secret --from-file`, `echo` and editors end a file in a newline). A missing, empty or
@@ -155,7 +141,7 @@ const readToken = async (file: string): Promise<string> => {
     text = (await readFile(file, 'utf8')).trim();
   } catch (cause) {
     // Missing is "not yet" here, whatever it means elsewhere: TorchServe writes the file when it starts.
-    throw isMissing(cause) ? retryableAnyway(fsError(what, cause)) : fsError(what, cause);
+    throw isMissing(cause) ? withRetryable(fsError(what, cause), true) : fsError(what, cause);
   }
   if (text === '') throw retryableError('filesystem', `the TorchServe token file ${file} is empty`);
   if (!text.startsWith('{')) return checkedToken(text, `the TorchServe token file ${file}`);

@@ -2,7 +2,6 @@
  * V2Dialect: what Triton, MLServer and the KServe model server do differently behind one protocol, as measured on
  * the real servers (docs/model-servers.md), so the client does not guess.
  */
-import { EffectError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import type { V2ServerKind } from '../core/v2-server-kinds';
 import { mlserverNameFile, tritonNameFile, type NameFile } from './name-in-files';
@@ -78,11 +77,3 @@ export const v2Dialects: Readonly<Record<V2ServerKind, V2Dialect>> = {
     isFinalLoadFailure: (status, reason) => status === 503 && reason.includes('is not ready. Error type:'),
   },
 };
-
-/** `error` made final: the same message and kind, not retried (the model is Failed until its spec changes). */
-export const finalError = (error: EffectError): EffectError =>
-  new EffectError(error.message, false, {
-    kind: error.kind,
-    ...(error.status === undefined ? {} : { status: error.status }),
-    ...(error.cause === undefined ? {} : { cause: error.cause }),
-  });

@@ -5,20 +5,17 @@ import * as t from 'io-ts';
 import { httpStatusError, permanentError, retryableError, type EffectError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import { kindOfServerName, type V2ServerKind } from '../core/v2-server-kinds';
-import {
-  decodeJsonText,
-  discardBody,
-  errorText,
-  httpCall,
-  isOk,
-  readText,
-  type HttpCallResponse,
-} from '../net';
+import { decodeJsonText, discardBody, errorText, isOk, readText, type HttpCallResponse } from '../net';
 import type { ModelServer } from '../ports';
-import { loadedModelNames, serverIndexLimits } from './index-limits';
 import { checkNameInFiles } from './name-in-files';
-import { serverEndpoint, type ServerOptions } from './server-options';
-import { finalError, v2Dialects, type V2Dialect } from './v2-dialect';
+import {
+  loadedModelNames,
+  serverEndpoint,
+  serverIndexLimits,
+  withRetryable,
+  type ServerOptions,
+} from './server-options';
+import { v2Dialects, type V2Dialect } from './v2-dialect';
 
 /** Where the server listens, which server it is, and how long calls may take. */
 export interface V2ModelServerOptions extends ServerOptions {
@@ -61,23 +58,10 @@ const ServerMetadata = t.type({ name: t.unknown }, 'ServerMetadata');
  * servers do differently (names in URLs, listing, final failures, unloads that return early) is their dialect.
  */
 export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
-  const { base, shown, timeoutMs, loadTimeoutMs } = serverEndpoint(options);
+  const { shown, timeoutMs, loadTimeoutMs, call } = serverEndpoint(options);
   const unloadPollMs = options.unloadPollMs ?? 100;
-  const call = (
-    method: 'GET' | 'POST',
-    path: string,
-    what: string,
-    ms: number,
-    signal: AbortSignal,
-  ): Promise<HttpCallResponse> =>
-    httpCall(`${base}${path}`, {
-      method,
-      ...(method === 'POST' ? { headers: json, body: '{}' } : {}),
-      what,
-      timeoutMs: ms,
-      signal,
-      dispatcher: options.dispatcher,
-    });
+  const post = (path: string, what: string, ms: number, signal: AbortSignal): Promise<HttpCallResponse> =>
+    call('POST', path, what, ms, signal, { headers: json, body: '{}' });
   const failure = async (response: HttpCallResponse): Promise<{ error: EffectError; reason: string }> => {
     const reason = errorText(await readText(response, errorBodyBytes).catch(() => ''));
     return { error: httpStatusError(response.init.what, response.status, reason), reason };
@@ -127,7 +111,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     const what = `model server ${byList ? 'model list' : 'index'} (${shown})`;
     const response = byList
       ? await call('GET', '/v2/models', what, timeoutMs, signal)
-      : await call('POST', '/v2/repository/index', what, timeoutMs, signal);
+      : await post('/v2/repository/index', what, timeoutMs, signal);
     if (!isOk(response)) throw (await failure(response)).error;
     const text = await readText(response, serverIndexLimits.maxBytes);
     return {
@@ -181,10 +165,12 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       if (options.modelDir !== undefined && speech.nameFile !== undefined)
         await checkNameInFiles(options.modelDir, name, speech.nameFile);
       const what = `model server load of "${name}" (${shown})`;
-      const response = await call('POST', modelPath(speech, name, 'load'), what, loadTimeoutMs, signal);
+      const response = await post(modelPath(speech, name, 'load'), what, loadTimeoutMs, signal);
       if (isOk(response)) return discardBody(response);
       const { error, reason } = await failure(response);
-      throw error.retryable && speech.isFinalLoadFailure(response.status, reason) ? finalError(error) : error;
+      throw error.retryable && speech.isFinalLoadFailure(response.status, reason)
+        ? withRetryable(error, false)
+        : error;
     },
 
     unload: async (name, signal) => {
@@ -192,7 +178,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       // A name this server cannot take was never loaded on it (its load was refused): nothing to unload.
       if (speech.nameProblem(name) !== undefined) return;
       const what = `model server unload of "${name}" (${shown})`;
-      const response = await call('POST', modelPath(speech, name, 'unload'), what, timeoutMs, signal);
+      const response = await post(modelPath(speech, name, 'unload'), what, timeoutMs, signal);
       // MLServer and the KServe server answer 404 for a model they do not have loaded: that is the goal.
       if (!isOk(response) && response.status !== 404) throw (await failure(response)).error;
       await discardBody(response);

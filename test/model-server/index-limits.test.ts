@@ -1,5 +1,5 @@
 /** What the model servers' indexes yield: valid model names only, at most `serverIndexLimits.maxModels`. */
-import { loadedModelNames, serverIndexLimits } from '../../src/model-server/index-limits';
+import { loadedModelNames, serverIndexLimits } from '../../src/model-server/server-options';
 import { torchServeModelServer } from '../../src/model-server/torchserve';
 import { v2ModelServer } from '../../src/model-server/v2';
 import { startTorchServeStandIn } from '../../src/testing/torchserve-stand-in';
