@@ -1,10 +1,8 @@
 /**
- * `npm run demo`: the demo's story (story.ts) against the embedded default, a stand-in model server speaking the
- * V2 repository API over the story's model dir. No cluster and no model server needed.
- *
- * `npm run demo -- --server mlserver|triton|kserve` runs the same story against that real server, installed by
- * the project's own script (scripts/model-servers/, as the e2e tests install it), and prints an inference answer
- * after each step: that launcher lives beside the tests' real-server harness, compiled from a clone on demand.
+ * `npm run demo`: the story (story.ts) against a stand-in V2 model server over its model dir; no cluster needed.
+ * `npm run demo -- --server mlserver|triton|kserve` runs it against that real server, installed by
+ * scripts/model-servers/ (as for the e2e tests), with an inference answer after each step: that launcher lives
+ * beside the tests' real-server harness, compiled from a clone on demand.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';

@@ -1,9 +1,7 @@
 /**
- * The demo's story, whatever serves the models: the real agent (dist/cli.js, as a child process) on a kubelet-style
- * config dir and models in local storage, driven through a few scripted ConfigMap updates, so a newcomer watches
- * models download, load, change, unload and fail — and, on the agent's HTTP port, what /status and /metrics say of
- * each step. The world (`DemoWorld`) is the model server: the embedded stand-in (`npm run demo`) or a real one
- * (`npm run demo -- --server mlserver`), which also answers an inference request after each step.
+ * The demo's story: the real agent (dist/cli.js, a child process) on a kubelet-style config dir and models in
+ * local storage, driven through scripted ConfigMap updates, so a newcomer watches models download, load, change,
+ * unload and fail, and what /status and /metrics say of each step. The model server is the `DemoWorld`.
  */
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
@@ -87,13 +85,8 @@ export const runDemoStory = async (
   open: (modelDir: string) => Promise<DemoWorld>,
 ): Promise<void> => {
   const root = await mkdtemp(join(tmpdir(), 'modelsync-demo-'));
-  const [configDir, modelDir, storage] = ['configs', 'models', 'storage'].map((name) => join(root, name)) as [
-    string,
-    string,
-    string,
-  ];
-  await mkdir(modelDir, { recursive: true });
-  await mkdir(storage, { recursive: true });
+  const [configDir, modelDir, storage] = [join(root, 'configs'), join(root, 'models'), join(root, 'storage')];
+  await Promise.all([modelDir, storage].map((dir) => mkdir(dir, { recursive: true })));
   let world: DemoWorld | undefined;
   let agent: ReturnType<typeof spawn> | undefined;
   try {

@@ -18,33 +18,22 @@ export interface CopyCounter {
   readonly counted: (bytes: number) => void;
 }
 
-/** One file to copy. */
+/**
+ * One file to copy: `handle`, opened without following a link and checked by the caller (who closes it), is read
+ * through `/proc/self/fd/<n>` whatever holds `path` by then; `size` as checked says whether the copy is streamed;
+ * an entry already at `to` (a planted link) fails the copy and is not written through; `what` names a failure.
+ */
 export interface HeldFile {
-  /**
-   * The source, opened without following a link and checked by the caller, who closes it: the bytes are read
-   * through it (`/proc/self/fd/<n>`), whatever holds its path by then.
-   */
   readonly handle: FileHandle;
-  /** Its size as the caller checked it: it says whether the copy is streamed. */
   readonly size: number;
-  /** Its path, for messages (and the read itself where there is no /proc). */
   readonly path: string;
-  /** The new file: an entry already there (a link a neighbour planted, say) fails the copy, and is not written through. */
   readonly to: string;
   readonly signal: AbortSignal;
-  /** What a failure names. */
   readonly what: string;
 }
 
 /** Copies one file; says how, and how many bytes the new file holds. */
 export type FileCopier = (file: HeldFile) => Promise<{ readonly how: CopyHow; readonly bytes: number }>;
-
-/** What a copier is told beyond the files. */
-export interface FileCopierOptions {
-  readonly counter?: CopyCounter;
-  /** Runs once, before the first copy that is no clone (a disk check: a clone takes no space of its own). */
-  readonly beforeCopying?: () => Promise<void>;
-}
 
 // Up to this size a file is copied by the kernel in one call (copy_file_range), which cannot be aborted half-way
 // but takes milliseconds; a bigger one is streamed, so that it stops when the signal aborts.
@@ -63,7 +52,14 @@ const noCloneCodes = new Set(['ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EINVAL', 'ENOTT
  * clone as it did, or all copy once the file system refused (and so does every file after a refusal). The new file
  * shares no write with the source either way; created with `O_EXCL`, it is never an entry that was there before.
  */
-export const fileCopier = ({ counter, beforeCopying }: FileCopierOptions = {}): FileCopier => {
+export const fileCopier = ({
+  counter,
+  beforeCopying,
+}: {
+  readonly counter?: CopyCounter;
+  /** Runs once, before the first copy that is no clone (a disk check: a clone takes no space of its own). */
+  readonly beforeCopying?: () => Promise<void>;
+} = {}): FileCopier => {
   /** Whether this file system clones: settled by the first attempt. */
   let clones: Promise<boolean> | undefined;
   let ready: Promise<void> | undefined;

@@ -4,9 +4,8 @@ import { open, writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { EffectError, errorCode, errorMessage, isAbortError, retryableError } from '../core/errors';
 
-// The one table of transient errno codes: a full disk, a quota, an I/O error, too many open files, a busy or
-// stale (NFS) file may pass. Every other code (ENOENT, EACCES, EEXIST, ENOTDIR, EROFS, ...) recurs until
-// someone changes the files, so retrying it only delays the clear error.
+// The transient errno codes: a full disk, a quota, an I/O error, too many open files, a busy or stale (NFS) file
+// may pass. Every other code (ENOENT, EACCES, EROFS, ...) recurs until someone changes the files.
 const transientCodes = new Set([
   'ENOSPC',
   'EDQUOT',
@@ -21,13 +20,11 @@ const transientCodes = new Set([
   'ETIMEDOUT',
 ]);
 
-/** True for an fs error that may pass if tried again (ENOSPC, EIO, EMFILE, ...). */
 export const isTransientFsError = (cause: unknown): boolean => transientCodes.has(errorCode(cause) ?? '');
 
 /**
- * The one fs classifier: a failure of `what` as a `filesystem` EffectError, retryable exactly when its errno code
- * is transient. An EffectError passes unchanged; an abort is `aborted`; an error without an errno code is no fs
- * error (a bug, most likely) and comes out `unknown` and retryable.
+ * A failure of `what` as a `filesystem` EffectError, retryable when its errno code is transient. An EffectError
+ * passes unchanged; an abort is `aborted`; one without an errno code (a bug, most likely) is `unknown`, retryable.
  */
 export const fsError = (what: string, cause: unknown): EffectError => {
   if (cause instanceof EffectError) return cause;
@@ -101,11 +98,8 @@ export const consume = async <T>(
   }
 };
 
-/**
- * How much a file being written buffers before the source waits. Node's default (16 KiB) is less than one socket
- * read (64 KiB), so every chunk waited for its own write and the network and the disk took turns: a 1 GiB loopback
- * download ran at 470 MB/s, at 700 MB/s with 1 MiB here (curl: 1,070). The extra memory is 1 MiB a download.
- */
+// What a file being written buffers before the source waits. Node's 16 KiB is less than one socket read (64 KiB):
+// network and disk took turns, a 1 GiB loopback download ran at 470 MB/s, at 700 MB/s with 1 MiB a download.
 const fileWriteBufferBytes = 1024 * 1024;
 
 // A body announced at most this big is gathered and written with one writeFile: for a few KiB, setting up a write
@@ -137,9 +131,8 @@ const writeStreamed = async (
 };
 
 /**
- * Streams `source` into the file `to`, which must not exist yet (a second write of one name fails, never
- * replaces); a source announced (`expectedBytes`) as small is gathered first and written in one call. Failures of
- * writing are fsErrors naming `what`; see `consume` for those of the source and the signal.
+ * Streams `source` into the new file `to` (one already there fails, never is replaced); one announced
+ * (`expectedBytes`) as small is gathered and written in one call. Write failures are fsErrors naming `what`.
  */
 export const writeNewFile = (
   source: AsyncIterable<Uint8Array>,

@@ -7,10 +7,7 @@ import { forEachLimited, isMissing, step, syncPath } from './durable-fs';
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
 
-/**
- * Flags to read a file we expect to be regular: a link is refused (ELOOP) and a FIFO planted in its place opens at
- * once instead of blocking until someone writes to it.
- */
+/** Flags to read a file expected regular: a link is refused (ELOOP), a FIFO planted there does not block. */
 export const readNoFollow = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
 
 // Linux's /proc/self/fd/<n> reaches the dir an fd holds whatever is done to its path meanwhile: the openat() that
@@ -22,14 +19,14 @@ export const handlePath = (handle: FileHandle, path: string): string => {
   return procFd ? `/proc/self/fd/${handle.fd}` : path;
 };
 
-/** A real directory held open: `ref` reaches its entries (`${ref}/<name>`) even after its path is swapped. */
+/**
+ * A real directory held open at `path` (for messages and renames): `ref` (`/proc/self/fd/<n>`) reaches its entries
+ * even after its path is swapped; `stats` (fstat when opened) say whether a path still leads to it.
+ */
 export interface OpenDir {
   readonly handle: FileHandle;
-  /** Where it was opened, for messages and renames. */
   readonly path: string;
-  /** The handle as a path (`/proc/self/fd/<n>`); entries below it are resolved from the dir itself. */
   readonly ref: string;
-  /** Its fstat when opened: device and inode say whether a path still leads to it. */
   readonly stats: Stats;
 }
 
@@ -65,7 +62,7 @@ export const isSameEntry = async (path: string, stats: Stats): Promise<boolean> 
   }
 };
 
-/** What an entry is, in words for a log line or an error (one vocabulary for every file type modelsync names). */
+/** What an entry is, in words for a log line or an error. */
 export const entryKind = (stats: Stats): string => {
   if (stats.isSymbolicLink()) return 'a symlink';
   if (stats.isFile()) return 'a regular file';
@@ -119,19 +116,16 @@ const removeEntry = async (path: string): Promise<void> => {
 export const removeTree = (path: string): Promise<void> =>
   step(`cannot delete ${path}`, () => removeEntry(path));
 
-/** What a tree walk does at each regular file and, once its entries are done, at each dir (the root last). */
-interface TreeVisit {
-  readonly file: (ref: string, relative: string, path: string) => Promise<void>;
-  readonly dirDone?: (dir: OpenDir) => Promise<void>;
-}
-
 /**
- * Visits every regular file under `dir` (`fanOut` at a time) and every dir bottom-up; links are not followed.
- * `listed`: the entries of `dir` itself when the caller has just read them.
+ * Visits every regular file under `dir` (`fanOut` at a time) and, once its entries are done, every dir bottom-up;
+ * links are not followed. `listed`: the entries of `dir` itself when the caller has just read them.
  */
 const walkTree = async (
   dir: OpenDir,
-  visit: TreeVisit,
+  visit: {
+    readonly file: (ref: string, relative: string, path: string) => Promise<void>;
+    readonly dirDone?: (dir: OpenDir) => Promise<void>;
+  },
   prefix = '',
   listed?: ReadonlyArray<Dirent>,
 ): Promise<void> => {
@@ -153,20 +147,14 @@ const walkTree = async (
   await visit.dirDone?.(dir);
 };
 
-/**
- * fsyncs every regular file under `dir`, then each dir bottom-up, `dir` last. Links and special files are not
- * followed (their dir's fsync covers them).
- */
+/** fsyncs every regular file under `dir`, then each dir bottom-up; a link is covered by its dir's fsync. */
 export const syncTree = (dir: OpenDir): Promise<void> =>
   walkTree(dir, {
     file: (ref, _relative, path) => syncPath(ref, readNoFollow, path),
     dirDone: (done) => step(`cannot flush ${done.path}`, () => done.handle.sync()),
   });
 
-/**
- * The size of every regular file under `dir`, by path relative to it (`/`-separated); links are not followed.
- * `listed`: the entries of `dir` itself when the caller has just read them (one readdir fewer).
- */
+/** The size of every regular file under `dir` by `/`-separated relative path; `listed` as in `walkTree`. */
 export const fileSizes = async (
   dir: OpenDir,
   listed?: ReadonlyArray<Dirent>,

@@ -10,11 +10,10 @@ import { entryKind } from './no-follow';
 const { O_RDONLY, O_NONBLOCK, O_NOCTTY, O_NOFOLLOW } = constants;
 
 /**
- * The bytes of `path`, named `what` in errors (`the kubeconfig /etc/kube/config`, the path a person knows it by): only a regular file (stat before
- * opening, so a device is never opened; fstat after, non-blocking, so a FIFO swapped in never holds a thread), never
- * more than `maxBytes` (read to `maxBytes + 1` at most: a file that grows meanwhile is refused, not followed), and
- * with `links: 'refuse'` never through a link (the link itself is refused, `O_NOFOLLOW` in case one is swapped in).
- * Throws an Error naming `what` and the reason, never the content.
+ * The bytes of `path`, named `what` in errors (`the kubeconfig /etc/kube/config`): only a regular file (stat before
+ * opening, so a device is never opened; fstat after, non-blocking, so a swapped-in FIFO never holds a thread), never
+ * more than `maxBytes` (a file that grows meanwhile is refused), with `links: 'refuse'` never through a link
+ * (`O_NOFOLLOW` in case one is swapped in). The Error names `what` and the reason, never the content.
  */
 export const readSmallFile = async (
   path: string,

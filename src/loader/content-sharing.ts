@@ -32,13 +32,6 @@ export interface ContentSharing {
   readonly forget: (name: ModelName) => void;
 }
 
-/** What sharing works through. */
-export interface ContentSharingDeps {
-  readonly store: Pick<ModelStore, 'fillFrom'>;
-  readonly log: Logger;
-  readonly registry?: ContentRegistry;
-}
-
 /** Resolves once `done` has, or rejects with the abort reason once `signal` aborts, whichever comes first. */
 const untilDone = (done: Promise<void>, signal: AbortSignal): Promise<void> =>
   new Promise<void>((resolve, reject) => {
@@ -59,7 +52,11 @@ export const createContentSharing = ({
   store,
   log,
   registry = createContentRegistry(),
-}: ContentSharingDeps): ContentSharing => {
+}: {
+  readonly store: Pick<ModelStore, 'fillFrom'>;
+  readonly log: Logger;
+  readonly registry?: ContentRegistry | undefined;
+}): ContentSharing => {
   /** The download of each identity running now, and when it ends. */
   const leads = new Map<string, { readonly done: Promise<void> }>();
 

@@ -1,12 +1,5 @@
 /** linkedSignal: an AbortSignal that follows another one for the length of one piece of work, then lets go. */
 
-/** A signal that aborts when its source does, and the call that unlinks it from the source. */
-export interface LinkedSignal {
-  readonly signal: AbortSignal;
-  /** Unlinks from the source: call it when the work the signal guards is over. */
-  readonly dispose: () => void;
-}
-
 /** The controllers linked to one source now, and the one listener on the source that aborts them. */
 interface Links {
   readonly controllers: Set<AbortController>;
@@ -46,7 +39,7 @@ const unlink = (source: AbortSignal, links: Links, controller: AbortController):
  * every step, grew without bound in the soak. A per-step signal takes those entries with it when it goes. However
  * many signals are linked to `source`, it carries one listener, and none once they are all disposed.
  */
-export const linkedSignal = (source: AbortSignal): LinkedSignal => {
+export const linkedSignal = (source: AbortSignal): { signal: AbortSignal; dispose: () => void } => {
   const controller = new AbortController();
   if (source.aborted) {
     controller.abort(source.reason);

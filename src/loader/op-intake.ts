@@ -5,7 +5,6 @@
  */
 import { Subscription, type SchedulerLike } from 'rxjs';
 
-/** Where ops go in, and how many wait. */
 export interface OpIntake<T> {
   readonly offer: (op: T) => void;
   /** Ops offered and not yet taken. */
@@ -15,10 +14,8 @@ export interface OpIntake<T> {
 }
 
 /**
- * An intake that hands ops to `take`, at most `perTurn` per synchronous burst and for at most `budgetMs` of it
- * (on `scheduler`'s clock); the rest wait for `scheduler` to
- * run the next chunk (a new macrotask, so I/O is served in between). `changed` is called when ops start or stop
- * waiting.
+ * Hands ops to `take`, at most `perTurn` per synchronous burst and for at most `budgetMs` of it (`scheduler`'s
+ * clock); the rest wait for the next chunk (a new macrotask). `changed`: ops started or stopped waiting.
  */
 export const createOpIntake = <T>(
   take: (op: T) => void,

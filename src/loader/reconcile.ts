@@ -49,11 +49,6 @@ export interface ReconcileEffects {
   readonly content?: ContentSharing;
 }
 
-/** A `download progress` line for a download still running. */
-const logProgress = (log: Logger, model: ModelName, progress: DownloadProgress): void => {
-  log.info({ model, ...downloadProgressFields(progress) }, downloadProgressMessage);
-};
-
 /**
  * `stop` aborts whatever step is in progress (shutdown); `supersede` aborts only a download, which a newer spec
  * makes pointless. A load or unload already sent is left to finish: the server may act on it anyway.
@@ -78,9 +73,9 @@ export const isInPlace = (model: ModelState, desired: ModelSpec | undefined): bo
 /**
  * Brings `target` in, as one straight line: stage a fresh dir → download into it → journal the load → commit it
  * into place → load (`replacing` when a version is loaded) → confirm the load in the journal. Steps whose result
- * is in place already are skipped (nothing downloaded: the load is journalled just before the call). The version the download replaced is deleted once the server was asked to
- * load the new one, whatever it answered. The download is offered the files of the same content on disk (`content`):
- * a model of a content another model holds, or is downloading now, is filled from that model's dir instead.
+ * is in place are skipped (nothing downloaded: the load is journalled just before the call). The replaced version
+ * is deleted once the server was asked to load the new one, whatever it answered. A model of a content another
+ * model holds, or is downloading now, is filled from that model's dir instead (`content`).
  */
 export const bringIn = async (
   model: ModelState,
@@ -184,7 +179,7 @@ const fetchInto = async (
       (progress) => {
         onProgress?.(name, progress);
         if (progress.done) final = progress;
-        else logProgress(log, name, progress);
+        else log.info({ model: name, ...downloadProgressFields(progress) }, downloadProgressMessage);
       },
       {
         ...(target.selection !== undefined ? { select: target.selection } : {}),

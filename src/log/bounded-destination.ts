@@ -3,10 +3,9 @@ import { fstatSync } from 'node:fs';
 import { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 
-/** A log destination that drops lines instead of blocking, and can be waited on (bounded) before an exit. */
 export interface BoundedDestination {
   write(line: string): void;
-  /** Lines dropped so far because the stream had `maxBufferedBytes` waiting. */
+  /** Lines dropped so far. */
   dropped(): number;
   /** Resolves once every line taken is written, or after `timeoutMs` (a stream nobody reads never drains). */
   flushed(timeoutMs: number): Promise<void>;

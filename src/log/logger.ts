@@ -65,9 +65,8 @@ export const prettyFor = (format: LogFormat, stderrIsTty: boolean): boolean =>
   format === 'pretty' || (format === 'auto' && stderrIsTty);
 
 /**
- * Where log lines go for `format`: JSON lines on stderr, or pino-pretty's lines (coloured on a terminal); `auto`
- * is pretty when stderr is a terminal. Both write synchronously, so nothing is lost when the process exits: for a
- * file or a terminal; a pipe or socket, which a reader that stops can keep full, goes through `stderrLogger`.
+ * Where log lines go for `format` (see `prettyFor`): JSON lines on stderr, or pino-pretty's (coloured on a terminal).
+ * Both write synchronously, so nothing is lost at exit: for a file or a terminal, not a pipe (see `stderrLogger`).
  */
 export const logDestination = (format: LogFormat, stderrIsTty: boolean): pino.DestinationStream =>
   prettyFor(format, stderrIsTty)

@@ -5,9 +5,8 @@ import type { Logger } from 'pino';
 type WarningListener = (warning: Error & { readonly code?: unknown }) => void;
 
 /**
- * Takes Node's default `warning` printer off `target` (it writes plain text to stderr, and stderr carries only JSON
- * lines) and logs each warning as one warn line instead: `component: 'process'`, the warning's name (as `warning`), `code` (when
- * it has one) and `message`, and its `stack` only when `log` is at debug or below. Returns what puts the printer back.
+ * Takes Node's `warning` printer (plain text on stderr, which carries only JSON lines) off `target` and logs each
+ * warning as one warn line, its stack only at debug or below. Returns what puts the printer back.
  */
 export const logProcessWarnings = (log: Logger, target: EventEmitter = process): (() => void) => {
   const printers = target.listeners('warning') as WarningListener[];

@@ -11,7 +11,6 @@ import {
   type Logger,
 } from './logger';
 
-/** The root logger and how to wait, bounded, for its lines to be written before an exit. */
 export interface StderrLogger {
   readonly log: Logger;
   /** Resolves once the lines logged are written, or after `timeoutMs` (stderr may never be read again). */

@@ -7,15 +7,13 @@ import type { Logger } from '../log';
 // Flushes at once: enough to overlap fsync latency, few enough to leave the disk to the downloads.
 const flushConcurrency = 4;
 
-/** Flushes an installed model dir (its path and the stats it was installed with); never fails. */
 export type FlushInstalled = (target: string, installed: Stats) => Promise<void>;
 
 /**
- * A flusher for the model dir `root`: given an installed model dir (its path and the stats it was installed with),
- * fsyncs its files and dirs, then `root`'s entry for it; never fails (a warn says what could not be flushed).
- * Why it may wait: a killed process or restarted container loses nothing the page cache holds, and after a power
- * loss start-up recovery checks every model's files against its marker's manifest (recovery.ts). The dir is
- * opened again by path, without following a link; one that is gone or replaced meanwhile is skipped.
+ * Given an installed model dir (its path and the stats it was installed with), fsyncs its files and dirs, then
+ * `root`'s entry for it; never fails (a warn says what was not flushed). It may wait: a killed process loses
+ * nothing the page cache holds, and after a power loss recovery checks every model's files against its marker.
+ * The dir is opened again by path, no link followed; one gone or replaced meanwhile is skipped.
  */
 export const backgroundFlusher = (root: string, log: Logger): FlushInstalled => {
   const slots = createSlots(flushConcurrency);

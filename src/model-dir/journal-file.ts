@@ -78,9 +78,8 @@ export const readJournalText = async (
 };
 
 /**
- * Replaces the journal file at `path` by one holding `text`: written to `<path>.new` (O_EXCL, after removing a
- * leftover or planted entry there), flushed, then renamed over whatever holds `path` (a dir there is evicted).
- * Returns the new file, open for appending.
+ * Replaces the journal at `path` by one holding `text`, returned open for appending: written to `<path>.new`
+ * (O_EXCL, once what was there is removed), flushed, renamed over whatever holds `path` (a dir is evicted).
  */
 export const writeJournalFile = async (path: string, text: string, log: Logger): Promise<JournalFile> => {
   const next = `${path}.new`;

@@ -1,16 +1,15 @@
 /** modelDirStore: the model directory M, filled through staging dirs and renames so no one sees half a model, and no neighbour's link is ever followed. */
 import { specEquals } from '../core/snapshot';
-import type { ModelStore, Staged } from '../ports';
+import type { ModelStore } from '../ports';
 import type { SpaceCheck } from '../fs';
 import { backgroundFlusher } from './background-flush';
 import type { Logger } from '../log';
 import { describeFound } from './entry';
-import { fillFromModelDir, type StagingOf } from './fill-from';
+import { fillFromModelDir } from './fill-from';
 import { modelDirRoot } from './model-dir-root';
 import { modelDirRecovery } from './recovery';
 import { stager, type StagingArea } from './stage';
 
-/** Where the store lives and where it logs. */
 export interface ModelDirOptions {
   readonly root: string;
   readonly log: Logger;
@@ -25,12 +24,7 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
   const m = modelDirRoot(options.root, options.log.child({ component: 'model-dir' }));
   const { log, modelDir } = m;
   const { spaceCheck, linkSameContent: link = false } = options;
-  const area: StagingArea = {
-    m,
-    flush: backgroundFlusher(m.root, log),
-    spaceCheck,
-    open: new WeakMap<Staged, StagingOf>(),
-  };
+  const area: StagingArea = { m, flush: backgroundFlusher(m.root, log), spaceCheck, open: new WeakMap() };
   return {
     recover: modelDirRecovery(m),
     stage: stager(area),

@@ -46,7 +46,7 @@ export const mlserverNameFile: NameFile = {
 /** A config.pbtxt is a few KiB; one past this is read by the server alone. */
 const maxNameFileBytes = 1024 * 1024;
 
-/** `text` quoted for a message, at most 200 characters of it (a name read from files is anyone's). */
+/** `text` quoted for a message, at most 200 characters (a name read from files is anyone's). */
 const quoted = (text: string): string => JSON.stringify(text.length > 200 ? `${text.slice(0, 200)}…` : text);
 
 /** The refusal of model `name` whose files call it `found`: both names, and that they must match. */

@@ -26,19 +26,9 @@ const isSpace = (c: string): boolean =>
   c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\v' || c === '\f';
 const ends = (c: string): boolean => isSpace(c) || c in punctuation || c === '#' || c === '"' || c === "'";
 
-const simpleEscapes: Readonly<Record<string, number>> = {
-  a: 7,
-  b: 8,
-  f: 12,
-  n: 10,
-  r: 13,
-  t: 9,
-  v: 11,
-  '\\': 92,
-  "'": 39,
-  '"': 34,
-  '?': 63,
-};
+// C's one-character escapes (`\\n`, ...) and the characters they stand for, position by position.
+const simpleEscapes = 'abfnrtv\\\'"?';
+const escapedChars = '\x07\b\f\n\r\t\v\\\'"?';
 const utf8 = new TextEncoder();
 
 /** The string literal opening at `start` (its quote): its value and where it ends; throws when it is malformed. */
@@ -63,7 +53,8 @@ const stringAt = (text: string, start: number): { readonly value: string; readon
     }
     const e = text[++i];
     i++;
-    if (e !== undefined && e in simpleEscapes) bytes.push(simpleEscapes[e]!);
+    if (e !== undefined && simpleEscapes.includes(e))
+      bytes.push(escapedChars.charCodeAt(simpleEscapes.indexOf(e)));
     else if (e !== undefined && /[0-7]/.test(e)) {
       i--;
       bytes.push(parseInt(digits(/[0-7]/, 3), 8) & 0xff);

@@ -7,7 +7,6 @@ import { httpCall, type HttpCallResponse } from '../net';
 
 type HttpCallInit = Parameters<typeof httpCall>[1];
 
-/** Where the server listens and how long calls may take. */
 export interface ServerOptions {
   /** The HTTP root: `http://127.0.0.1:8000` (Triton), `http://127.0.0.1:8081` (TorchServe's management API). */
   readonly baseUrl: string;

@@ -18,7 +18,6 @@ import {
 import { fsError, isMissing } from '../fs';
 import { discardBody, errorText, isOk, readJson, readText, statusError, type HttpCallResponse } from '../net';
 
-/** Where the management API listens, how long calls may take, and where its key is. */
 export interface TorchServeModelServerOptions extends ServerOptions {
   /**
    * TorchServe's `key_file.json` (its `management.key` is used) or a file holding just the token. Read on every

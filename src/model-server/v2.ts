@@ -26,21 +26,14 @@ export interface V2ModelServerOptions extends ServerOptions {
   readonly kind?: V2ServerKind | 'auto';
   /** Between two looks at the index while Triton unloads a model; default 100 ms, doubling to 1 s. */
   readonly unloadPollMs?: number;
-  /**
-   * The model dir as modelsync sees it (`--model-dir`): before a load, the name the model's own files give it is
-   * read there (`nameFile` of the dialect) and a model they name otherwise is refused, naming both names. Absent:
-   * nothing is read.
-   */
+  /** `--model-dir`: where a load first reads the name the model's own files give it (the dialect's `nameFile`). */
   readonly modelDir?: string;
 }
 
 const errorBodyBytes = 64 * 1024;
 const json = { 'Content-Type': 'application/json' };
 
-/**
- * One entry of the repository index. Triton lists a dir it never loaded by name alone (hidden dirs and
- * `lost+found` too), so `state` may be missing: such an entry is not loaded.
- */
+// Triton lists a dir it never loaded (hidden dirs, `lost+found`) by name alone: no `state` means not loaded.
 const RepositoryIndexEntry = t.intersection(
   [t.type({ name: t.string }), t.partial({ state: t.string })],
   'RepositoryIndexEntry',
@@ -48,7 +41,6 @@ const RepositoryIndexEntry = t.intersection(
 const RepositoryIndex = t.array(RepositoryIndexEntry, 'RepositoryIndex');
 /** KServe's `GET /v2/models`: the names of the models it holds (it has no repository index). */
 const ModelList = t.type({ models: t.array(t.string) }, 'ModelList');
-/** The server metadata of `GET /v2`. */
 const ServerMetadata = t.type({ name: t.unknown }, 'ServerMetadata');
 
 /**
