@@ -41,9 +41,10 @@ export const logStatus = (
     {
       model: modelName,
       phase,
-      ...(reason !== undefined ? { reason } : {}),
-      ...(errorKind !== undefined ? { errorKind } : {}),
-      ...(attempt !== undefined ? { attempt } : {}),
+      // pino leaves out the fields that are undefined.
+      reason,
+      errorKind,
+      attempt,
       ...(spec ? { storageUri: redactUri(spec.storageUri) } : {}),
       ...logFields,
     },

@@ -1,15 +1,15 @@
 /** stager (`ModelStore.stage`): a fresh staging dir for one model, settled once: marked and swapped in, or abandoned. */
+import { rename } from 'node:fs/promises';
 import { EffectError, errorCode, permanentError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import { specToJson } from '../core/snapshot';
-import { fsError, isSameEntry, type OpenDir, type SpaceCheck } from '../fs';
+import { fsError, isSameEntry, removeTree, step, type OpenDir, type SpaceCheck } from '../fs';
 import type { Installed, ModelStore, Staged } from '../ports';
 import type { FlushInstalled } from './background-flush';
 import type { Found } from './entry';
 import type { StagingOf } from './fill-from';
 import type { ModelDirRoot } from './model-dir-root';
 import { createStagingDir, markStagingDir, namingStaging, stagingTakenAway } from './staging-dir';
-import { swapIn } from './swap';
 
 /** Where a store stages: its model dir, its flusher, its disk check, and the staging dirs not yet settled. */
 export interface StagingArea {
@@ -72,6 +72,67 @@ const failedStaging =
       return stagingTakenAway(dir.path, cause);
     return namingStaging(cause, dir);
   };
+
+/** Renames `from` to `target` if nothing but an empty dir holds `target`; false when something else does. */
+const renamedInto = async (from: string, target: string): Promise<boolean> => {
+  try {
+    await rename(from, target);
+    return true;
+  } catch (cause) {
+    if (['EEXIST', 'ENOTEMPTY', 'ENOTDIR', 'EISDIR'].includes(errorCode(cause) ?? '')) return false;
+    throw fsError(`cannot rename ${from} to ${target}`, cause);
+  }
+};
+
+/** Where the swap of one staging dir goes: `target` (`M/<name>`), and what held it when the install began. */
+interface SwapTarget {
+  readonly target: string;
+  readonly name: string;
+  readonly claimed: Found;
+}
+
+/**
+ * Swaps the staged `dir` in; the old version stays aside (and loaded files stay readable) until dropped, and is
+ * deleted only once the new one is flushed: a power loss in between leaves one of them whole.
+ */
+const swapIn = async (
+  m: ModelDirRoot,
+  flush: FlushInstalled,
+  dir: OpenDir,
+  { target, name, claimed }: SwapTarget,
+): Promise<Installed> => {
+  // Nothing was there at the claim: rename straight in. Something that appeared since makes the rename fail
+  // (only an empty dir would be replaced), and the install moves it aside as when it was there all along.
+  let replaced: string | undefined;
+  const putBack = async (): Promise<void> => {
+    if (replaced === undefined) return;
+    await rename(replaced, target).catch((err: unknown) =>
+      m.log.error({ err, dir: replaced }, 'cannot move the replaced model dir back; recovery will delete it'),
+    );
+  };
+  if (claimed._tag !== 'Missing' || !(await renamedInto(dir.path, target))) {
+    replaced = await m.moveAside(target, name);
+    try {
+      await rename(dir.path, target);
+    } catch (cause) {
+      await putBack();
+      throw fsError(`cannot rename ${dir.path} to ${target}`, cause);
+    }
+  }
+  // rename() moves whatever holds the staging name now: make sure that is the dir we filled.
+  if (!(await step(`cannot check ${target}`, () => isSameEntry(target, dir.stats)))) {
+    await m.discard(target, name);
+    await putBack();
+    throw stagingTakenAway(dir.path);
+  }
+  const flushed = flush(target, dir.stats);
+  return {
+    dropReplaced: async () => {
+      await flushed;
+      if (replaced !== undefined) await removeTree(replaced);
+    },
+  };
+};
 
 /** `ModelStore.stage` in `area`: a staging dir once nothing that is not ours to replace holds `M/<name>`. */
 export const stager =
