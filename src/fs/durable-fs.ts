@@ -34,7 +34,6 @@ export const fsError = (what: string, cause: unknown): EffectError => {
   return new EffectError(message, isTransientFsError(cause), { kind: 'filesystem', cause });
 };
 
-/** Runs `run`, turning an fs failure into an EffectError that names `what`. */
 export const step = async <T>(what: string, run: () => Promise<T>): Promise<T> => {
   try {
     return await run();

@@ -41,7 +41,6 @@ export const openDir = async (path: string): Promise<OpenDir> => {
   }
 };
 
-/** Runs `use` on the real dir at `path`, closing it after. */
 export const withDir = async <T>(path: string, use: (dir: OpenDir) => Promise<T>): Promise<T> => {
   const dir = await openDir(path);
   try {

@@ -8,7 +8,6 @@ import { failedStep, type ModelRecord } from './model-record';
 import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
 import type { ReportStatus } from './status-log';
 
-/** What an attempt reads and tells beyond the steps' effects. */
 export interface AttemptContext {
   /** The loader's records: a model that ends with nothing in place and nothing wanted leaves them. */
   readonly records: Map<ModelName, ModelRecord>;

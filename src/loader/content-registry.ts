@@ -23,11 +23,9 @@ export interface ContentRegistry {
   readonly installed: (name: ModelName, identity: string | undefined) => void;
   /** `name` holds no identity's files any more (removed, or found unfit to fill from). */
   readonly forget: (name: ModelName) => void;
-  /** The identities remembered now. */
   readonly size: () => number;
 }
 
-/** An empty registry within `bounds`. */
 export const createContentRegistry = (
   bounds: ContentRegistryBounds = defaultContentRegistryBounds,
 ): ContentRegistry => {

@@ -49,7 +49,6 @@ export const createLane = (scheduler: SchedulerLike, options: LaneOptions): Lane
   return { queue, pump };
 };
 
-/** The counts of all `lanes` together. */
 export const laneCounts = (lanes: ReadonlyArray<Lane>): WorkQueueCounts =>
   lanes
     .map((lane) => lane.queue.counts())

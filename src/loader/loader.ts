@@ -21,7 +21,6 @@ import type { ContentRegistry } from './content-registry';
 
 export { unlistedUnloadWorkers } from './loader-run';
 
-/** The loader's ports and limits. */
 export interface LoaderDeps {
   readonly store: ModelStore;
   readonly journal: LoadJournal;
@@ -53,7 +52,6 @@ export interface Loader {
   readonly run: (op$: Observable<ModelOp>) => Observable<AgentEvent>;
   /** True while nothing is queued, in progress or waiting to be retried (so also while no run is subscribed). */
   readonly idle$: Observable<boolean>;
-  /** The status of every model the loader knows. */
   readonly statuses: () => ReadonlyMap<ModelName, ModelStatus>;
   /** Every model's desired state and phase, and whether it is settled (what drift repair works from). */
   readonly desiredStates: () => ReadonlyArray<DesiredState>;

@@ -7,7 +7,6 @@ import { Subscription, type SchedulerLike } from 'rxjs';
 
 export interface OpIntake<T> {
   readonly offer: (op: T) => void;
-  /** Ops offered and not yet taken. */
   readonly waiting: () => number;
   /** Cancels the turns scheduled; the ops waiting are dropped. */
   readonly subscription: Subscription;

@@ -99,9 +99,9 @@ export class JournalWriter {
 
   /** The journal file, open, checked to be the one this process left at the path; written anew when it is not. */
   private async writable(): Promise<JournalFile> {
+    const now = await lstat(this.path).catch(() => undefined);
     const held = this.file;
     if (held !== undefined) {
-      const now = await lstat(this.path).catch(() => undefined);
       if (now?.isFile() && now.dev === held.stats.dev && now.ino === held.stats.ino) {
         // Our file, but linked elsewhere too or written by someone else meanwhile: not ours alone any more.
         if (now.nlink === 1 && now.size === held.size) return held;
@@ -111,18 +111,15 @@ export class JournalWriter {
         );
       }
       await this.close();
-      return this.rewrite(now === undefined ? 'nothing' : now.isFile() ? 'another file' : entryKind(now));
-    }
-    const info = await lstat(this.path).catch(() => undefined);
-    if (info?.isFile() && info.nlink === 1 && this.asLeft(info)) {
+    } else if (now?.isFile() && now.nlink === 1 && this.asLeft(now)) {
       const opened = await openJournalFile(this.path, this.log);
-      if (opened.stats.ino === info.ino && opened.stats.dev === info.dev) {
+      if (opened.stats.ino === now.ino && opened.stats.dev === now.dev) {
         this.adopt(opened);
         return opened;
       }
       await opened.handle.close();
     }
-    if (info === undefined) return this.known === undefined ? this.compact() : this.rewrite('nothing');
-    return this.rewrite(info.isFile() ? 'another file' : entryKind(info));
+    if (now === undefined) return this.known === undefined ? this.compact() : this.rewrite('nothing');
+    return this.rewrite(now.isFile() ? 'another file' : entryKind(now));
   }
 }

@@ -107,11 +107,7 @@ const recoverJournal = async (journal: JournalWriter, root: string): Promise<voi
   if (journal.isOpen) await removeTree(join(root, legacyJournalDirName));
   // A record without a model dir (a crash between deleting a model and confirming it) means nothing any more.
   for (const name of [...pending]) {
-    const hasModelDir = await lstat(join(root, name)).then(
-      (info) => info.isDirectory(),
-      () => false,
-    );
-    if (hasModelDir) continue;
+    if ((await lstat(join(root, name)).catch(() => undefined))?.isDirectory()) continue;
     if (!journal.isOpen) pending.delete(name);
     else await journal.append('confirmed', name);
   }

@@ -40,7 +40,6 @@ export interface ModelDirRoot {
   readonly removeNonDir: (found: Found & { _tag: 'NotADir' }) => Promise<void>;
 }
 
-/** The model dir at `path` (resolved), logging as `log`. */
 export const modelDirRoot = (path: string, log: Logger): ModelDirRoot => {
   const root = resolve(path);
   // M's device, read once: what sits on another device is a mount point, not a model dir of ours.

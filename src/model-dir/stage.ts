@@ -13,7 +13,6 @@ import { createStagingDir, markStagingDir, namingStaging, stagingTakenAway } fro
 
 /** Where a store stages: its model dir, its flusher, its disk check, and the staging dirs not yet settled. */
 export interface StagingArea {
-  /** The model dir, M in the docs. */
   readonly m: ModelDirRoot;
   readonly flush: FlushInstalled;
   /** The disk check every install must pass before it starts; absent: none. */

@@ -13,10 +13,11 @@ import {
   serverEndpoint,
   serverIndexLimits,
   withRetryable,
+  type ServerCall,
   type ServerOptions,
 } from './server-options';
 import { fsError, isMissing } from '../fs';
-import { discardBody, errorText, isOk, readJson, readText, statusError, type HttpCallResponse } from '../net';
+import { discardBody, errorText, isOk, readJson, readText, statusError } from '../net';
 
 export interface TorchServeModelServerOptions extends ServerOptions {
   /**
@@ -49,13 +50,7 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
   const { shown, timeoutMs, loadTimeoutMs, call: callServer } = serverEndpoint(options);
   const { tokenFile } = options;
 
-  const call = async (
-    method: 'GET' | 'POST' | 'DELETE',
-    path: string,
-    what: string,
-    ms: number,
-    signal: AbortSignal,
-  ): Promise<HttpCallResponse> => {
+  const call: ServerCall = async (method, path, what, ms, signal) => {
     const headers: Record<string, string> =
       tokenFile === undefined ? {} : { Authorization: `Bearer ${await readToken(tokenFile)}` };
     const result = await callServer(method, path, what, ms, signal, { headers });

@@ -31,7 +31,6 @@ export interface V2ModelServerOptions extends ServerOptions {
 }
 
 const errorBodyBytes = 64 * 1024;
-const json = { 'Content-Type': 'application/json' };
 
 // Triton lists a dir it never loaded (hidden dirs, `lost+found`) by name alone: no `state` means not loaded.
 const RepositoryIndexEntry = t.intersection(
@@ -53,7 +52,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   const { shown, timeoutMs, loadTimeoutMs, call } = serverEndpoint(options);
   const unloadPollMs = options.unloadPollMs ?? 100;
   const post = (path: string, what: string, ms: number, signal: AbortSignal): Promise<HttpCallResponse> =>
-    call('POST', path, what, ms, signal, { headers: json, body: '{}' });
+    call('POST', path, what, ms, signal, { headers: { 'Content-Type': 'application/json' }, body: '{}' });
   const failure = async (response: HttpCallResponse): Promise<{ error: EffectError; reason: string }> => {
     const reason = errorText(await readText(response, errorBodyBytes).catch(() => ''));
     return { error: httpStatusError(response.init.what, response.status, reason), reason };
