@@ -22,8 +22,7 @@ const punctuation: Readonly<Record<string, Token>> = {
   ';': { kind: 'separator' },
 };
 
-const isSpace = (c: string): boolean =>
-  c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\v' || c === '\f';
+const isSpace = (c: string): boolean => ' \t\n\r\v\f'.includes(c);
 const ends = (c: string): boolean => isSpace(c) || c in punctuation || c === '#' || c === '"' || c === "'";
 
 // C's one-character escapes (`\\n`, ...) and the characters they stand for, position by position.

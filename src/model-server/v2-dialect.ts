@@ -28,11 +28,9 @@ export interface V2Dialect {
 // These are the characters that were loaded, served and unloaded on the real server.
 const tritonName = /^[A-Za-z0-9_.+:-]+$/;
 
-const encoded = (name: ModelName): string => encodeURIComponent(name);
-
 const generic: V2Dialect = {
   kind: 'generic',
-  pathName: encoded,
+  pathName: encodeURIComponent,
   nameProblem: () => undefined,
   listing: 'repository-index',
   isFinalLoadFailure: () => false,
