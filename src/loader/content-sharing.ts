@@ -1,7 +1,6 @@
 /**
- * Content sharing: models of one stored content are downloaded once. A download offered an identity that an
- * installed model holds is filled from that model's dir; one offered an identity another model is downloading right
- * now waits for that download, then fills from it.
+ * Content sharing: models of one stored content are downloaded once. A download of an identity an installed model
+ * holds is filled from its dir; one another model is downloading now waits for it, then fills from it.
  */
 import type { Logger } from 'pino';
 import type { ModelName } from '../core/model-name';

@@ -34,10 +34,8 @@ const unlink = (source: AbortSignal, links: Links, controller: AbortController):
 
 /**
  * A signal aborted (with the same reason) as soon as `source` is, unlinked by `dispose`. Effects get this, not a
- * long-lived signal itself: each `AbortSignal.any` they build over a signal leaves a WeakRef in that signal for
- * good (Node 20 and 24 alike: 200,000 calls leave 200,000 entries), so the loader's run-long signal, handed to
- * every step, grew without bound in the soak. A per-step signal takes those entries with it when it goes. However
- * many signals are linked to `source`, it carries one listener, and none once they are all disposed.
+ * long-lived signal: each `AbortSignal.any` over a signal leaves a WeakRef in it for good, so the run-long signal
+ * grew without bound in the soak (docs/reliability.md). `source` carries one listener, none once all are disposed.
  */
 export const linkedSignal = (source: AbortSignal): { signal: AbortSignal; dispose: () => void } => {
   const controller = new AbortController();

@@ -1,8 +1,4 @@
-/**
- * The loader: makes the model dir and the model server match the latest desired state of every model. It owns
- * one record per model; ops only record what is wanted; each subscription of `run` (loader-run.ts) hands model
- * names to a fixed number of workers through two lanes (lane.ts), and the per-model steps live in reconcile.ts.
- */
+/** The loader: makes the model dir and the server match each model's latest desired state (see docs/architecture.md). */
 import type { Logger } from 'pino';
 import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable, type SchedulerLike } from 'rxjs';
 import { inPlaceSnapshot, type InPlace } from '../core/in-place';

@@ -1,8 +1,4 @@
-/**
- * opIntake: how the loader takes ops. Up to `perTurn` ops are taken at once in one turn of the event loop; the
- * rest of a bigger burst (a 10,000-model config) waits for the next turns, `perTurn` at a time, so the burst never
- * holds the process for long: probes, metrics and /status are answered between the chunks. Order is kept.
- */
+/** opIntake: a burst of ops (a 10,000-model config) taken in chunks, in order; probes are answered in between. */
 import { Subscription, type SchedulerLike } from 'rxjs';
 
 export interface OpIntake<T> {

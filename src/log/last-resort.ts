@@ -1,9 +1,7 @@
 /**
- * guardProcess: the last resort. An error nothing handled — a library throwing inside its own callback, a promise
- * it rejects that nobody awaits — would end the process, and with it every model beside the one whose peer sent
- * something odd. Here it is one error line and a count (`modelsync_uncaught_errors_total`), and the agent goes on:
- * the operation it broke fails on its own deadline and is retried like any other. The edges check what peers
- * send so that this never runs; when it does, the log line says where to look.
+ * guardProcess: the last resort. An error nothing handled (a library throwing in its own callback, a rejection
+ * nobody awaits) would end the process and every model with it. Here it is one error line and a count
+ * (`modelsync_uncaught_errors_total`), and the agent goes on: the operation it broke fails on its own deadline.
  */
 import type { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';

@@ -1,7 +1,6 @@
 /**
  * fillFromModelDir: a staging dir filled from an installed model of the same stored content, each file its marker
- * lists copied (a clone where the file system has them), or hard linked when the model server cannot write the
- * model dir, and checked; every step by held handle, no link followed.
+ * lists copied, cloned or hard linked (`link`), and checked; every step by held handle, no link followed.
  */
 import { link, lstat, mkdir, open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
