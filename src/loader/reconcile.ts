@@ -181,10 +181,7 @@ const fetchInto = async (
         if (progress.done) final = progress;
         else log.info({ model: name, ...downloadProgressFields(progress) }, downloadProgressMessage);
       },
-      {
-        ...(target.selection !== undefined ? { select: target.selection } : {}),
-        ...(offer !== undefined ? { reuse: offer.reuse } : {}),
-      },
+      { select: target.selection, reuse: offer?.reuse },
     );
   } catch (cause) {
     throw await staged.abandon(cause);
