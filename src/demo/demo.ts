@@ -46,14 +46,9 @@ const withStandIn = (): Promise<void> =>
       serverUrl: server.url,
       serverKind: 'generic',
       stock: async (storage) => {
-        for (const [model, content] of Object.entries({
-          'iris-v1': 'iris v1',
-          'iris-v2': 'iris v2',
-          mnist: 'mnist',
-          wine: 'wine',
-        })) {
+        for (const model of ['iris-v1', 'iris-v2', 'mnist', 'wine']) {
           await mkdir(join(storage, model), { recursive: true });
-          await writeFile(join(storage, model, 'model.joblib'), `${content} weights\n`);
+          await writeFile(join(storage, model, 'model.joblib'), `${model.replace('-', ' ')} weights\n`);
         }
       },
       loaded: () => Promise.resolve([...server.loaded]),
