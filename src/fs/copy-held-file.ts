@@ -12,7 +12,7 @@ import { handlePath } from './no-follow';
 /** How a file's bytes came into the new file: shared copy-on-write with the source, or written. */
 export type CopyHow = 'cloned' | 'copied';
 
-/** Sees the bytes a copy writes, as a transfer guard does: a streamed copy's as they pass, any other's once done. */
+/** Sees the bytes a copy writes (a transfer guard): a streamed copy's as they pass, any other's once done. */
 export interface CopyCounter {
   readonly count: (source: AsyncIterable<Uint8Array>) => AsyncIterable<Uint8Array>;
   readonly counted: (bytes: number) => void;

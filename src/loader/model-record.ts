@@ -58,10 +58,7 @@ export const abortGeneration = (record: ModelRecord, reason: string): void => {
   record.generation = new AbortController();
 };
 
-/**
- * The record of the model `op` is about (made for an Add of a model never seen), once it records the op's desired
- * state and needs work for it; `settled` as in `want`.
- */
+/** The record `op` is about (made for an Add of a model never seen) if it needs work once `want` recorded it. */
 export const recordToWorkOn = (
   records: Map<ModelName, ModelRecord>,
   op: ModelOp,

@@ -216,9 +216,8 @@ export const takeOut = async (
 };
 
 /**
- * Brings in `desired`, or takes the model out when `desired` is undefined. Rejects with the failed step's error.
- * The effects see `stop` through a signal of this step alone (see linkedSignal: the run-long one must not collect
- * a trace of every effect).
+ * Brings in `desired`, or takes the model out when it is undefined; rejects with the failed step's error. The
+ * effects see `stop` through a signal of this step alone (see linkedSignal).
  */
 export const reconcile = async (
   model: ModelState,

@@ -25,9 +25,8 @@ const foreignReason = (path: string, dev: number, rootDev: number): string | und
 };
 
 /**
- * What is at `path`, an entry of the model dir, read without following a link; throws the fs error when it cannot
- * be read. A dir is opened (O_NOFOLLOW) and its markers read through that handle. `rootDevice` gives the device of
- * the model dir itself (a dir on another device is a mount, not ours).
+ * What is at `path`, an entry of the model dir, read without following a link (a dir's markers through its handle);
+ * throws the fs error when it cannot be read. `rootDevice`: the model dir's device (another device is a mount).
  */
 export const inspectEntry = async (rootDevice: () => Promise<number>, path: string): Promise<Found> => {
   let info;

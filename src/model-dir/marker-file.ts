@@ -61,9 +61,8 @@ const readMarker = async (ref: string, file: string): Promise<DirState> => {
 };
 
 /**
- * What the markers directly inside the held dir `dir` say; throws the fs error when it cannot be listed. Only
- * regular files count: a link or FIFO named like a marker is no marker. Nested markers do not count either (KServe
- * attributed them to the nested dir's name).
+ * What the markers directly inside the held dir `dir` say; throws the fs error when it cannot be listed. A link or
+ * FIFO named like a marker is none, nor is a nested one (KServe took those for the nested dir's).
  */
 export const readDirState = async (dir: OpenDir): Promise<DirState> => {
   const entries = await readdir(dir.ref, { withFileTypes: true });

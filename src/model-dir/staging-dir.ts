@@ -65,7 +65,6 @@ const dropBroughtMarkers = async (dir: OpenDir, name: ModelName, log: Logger): P
   return entries.filter((entry) => !isMarkerName(entry.name));
 };
 
-/** What a filled staging dir is marked as, and where its marking logs. */
 export interface StagingMark {
   readonly name: ModelName;
   readonly spec: ModelSpec;
@@ -74,9 +73,9 @@ export interface StagingMark {
 }
 
 /**
- * Marks a filled staging dir: drops marker look-alikes, writes the marker with the manifest of the files (written
- * last: a marker only ever sits beside complete files as far as a killed process is concerned) and opens the dir
- * to the model server. Nothing is flushed here: the store flushes the dir once it is in place, off the load's path.
+ * Marks a filled staging dir: drops marker look-alikes, writes the marker with the files' manifest last (a killed
+ * process never leaves a marker beside incomplete files) and opens the dir to the model server. Nothing is flushed
+ * here: the store flushes the dir once it is in place, off the load's path.
  */
 export const markStagingDir = async (
   dir: OpenDir,
