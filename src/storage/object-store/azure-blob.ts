@@ -10,10 +10,10 @@ import { transportError } from '../../net';
 import { isAzureBlobUri, parseAzureBlobUri, type AzureBlobUri } from './azure-blob-uri';
 import { azureCredentialFor, type AzureCredentials, type ChosenCredential } from './azure-credentials';
 import type { ObjectLocation, ObjectStoreClient, StoredObject, ListingBounds } from './client';
-import { invalidListing, storedObject } from './listing-bounds';
+import { pageObjects } from './listing-bounds';
 import { jsonObject } from '../../core/json/json-object';
 import { objectStoreStorage, type ObjectDownloadOptions, type ResolvedLocation } from './download-objects';
-import { idleWatch } from './idle-watch';
+import { idleChunks } from './idle-watch';
 import { lazyModule } from '../../core/lazy-module';
 import { storeStatusError } from './store-error';
 import { boundAzureAnswers } from './azure-answers';
@@ -108,23 +108,18 @@ const containerStore = (
     const pages = container
       .listBlobsFlat({ prefix: location.prefix, abortSignal: signal })
       .byPage({ maxPageSize: pageSize });
-    let index = 0;
     try {
       for await (const page of pages) {
         // The SDK follows the continuation token itself: `bounds` sees each one and stops a circle.
-        const items: unknown = jsonObject(jsonObject(page)?.['segment'])?.['blobItems'] ?? [];
-        if (!Array.isArray(items)) throw invalidListing(what, 'its blob items are not a list');
-        for (const blob of items) {
-          const fields = jsonObject(blob);
+        const items = jsonObject(jsonObject(page)?.['segment'])?.['blobItems'] ?? [];
+        yield* pageObjects(what, 'blob items', items, bounds, (fields) => {
           const properties = jsonObject(fields?.['properties']);
-          const object = storedObject(what, index++, {
+          return {
             key: fields?.['name'],
             size: properties?.['contentLength'],
             version: properties?.['etag'],
-          });
-          bounds.object();
-          yield object;
-        }
+          };
+        });
         const next: unknown = page.continuationToken;
         bounds.page(typeof next === 'string' && next !== '' ? next : undefined);
       }
@@ -148,45 +143,24 @@ const containerStore = (
   ): AsyncGenerator<Uint8Array> {
     if (offset >= end) return;
     const what = `reading ${blobUrl(object.key)} (${chosen.source})`;
-    let body: NodeJS.ReadableStream | undefined;
-    // The SDK ends a body's request timeout at the headers: a body that stops sending is failed here.
-    const idle = idleWatch(timeoutMs, () => (body as { destroy?: () => void } | undefined)?.destroy?.());
-    try {
-      const count = end < object.size ? end - offset : undefined;
-      const response = await container.getBlobClient(object.key).download(offset, count, {
+    const failure = (cause: unknown): EffectError =>
+      // The SDK refuses an answer without a Content-Length before reading it: the store's answer, not the connection.
+      cause instanceof RangeError && !signal.aborted
+        ? retryableError('invalid-response', `${what}: the store's answer is no download: ${cause.message}`)
+        : azureError(cause, what, 'read', signal);
+    const count = end < object.size ? end - offset : undefined;
+    const response = await container
+      .getBlobClient(object.key)
+      .download(offset, count, {
         abortSignal: signal,
         conditions: { ifMatch: object.version },
         // Resuming is the downloader's (one mechanism, logged and capped); the SDK's own would hide cuts.
         maxRetryRequests: 0,
-      });
-      body = response.readableStreamBody;
-      if (body === undefined) return;
-      const chunks = body[Symbol.asyncIterator]();
-      for (
-        let next = await idle.wait(chunks.next());
-        next.done !== true;
-        next = await idle.wait(chunks.next())
-      ) {
-        yield next.value as Buffer;
-      }
-    } catch (cause) {
-      if (idle.fired && !signal.aborted) {
-        throw transportError(cause, {
-          what,
-          aborted: false,
-          timeout: `timed out: no data received for ${timeoutMs} ms`,
-        });
-      }
-      // The SDK refuses an answer without a Content-Length before reading it: the store's answer, not the connection.
-      if (cause instanceof RangeError && !signal.aborted)
-        throw retryableError(
-          'invalid-response',
-          `${what}: the store's answer is no download: ${cause.message}`,
-        );
-      throw azureError(cause, what, 'read', signal);
-    } finally {
-      (body as { destroy?: () => void } | undefined)?.destroy?.();
-    }
+      })
+      .catch((cause: unknown) => Promise.reject(failure(cause)));
+    // The SDK ends a body's request timeout at the headers: a body that stops sending is failed here.
+    const body = response.readableStreamBody;
+    if (body !== undefined) yield* idleChunks(body, timeoutMs, what, signal, failure);
   }
 
   return {

@@ -33,12 +33,19 @@ export interface RepoListing {
   identity(select: FileSelection | undefined): string;
 }
 
+/** What a store said of one listed item, before it is believed (`listingBounds` checks it). */
+export interface ListedItem {
+  readonly key: unknown;
+  readonly size: unknown;
+  readonly version: unknown;
+}
+
 /** Counts one listing's pages and objects and remembers its page tokens (`listingBounds` makes one). */
 export interface ListingBounds {
   /** Call with each page's next token (undefined on the last page); throws on a token the listing gave before. */
   page(nextToken: string | undefined): void;
-  /** Call for each object listed; throws past the cap. */
-  object(): void;
+  /** Call for each item `listing` lists: the item checked as a StoredObject; throws on a bad item or past the cap. */
+  object(listing: string, item: ListedItem): StoredObject;
 }
 
 /** What a store client does; every failure is an EffectError with a kind (never a raw SDK error). */

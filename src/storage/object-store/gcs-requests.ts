@@ -98,36 +98,50 @@ export class GcsCredentials {
   }
 }
 
-/** One GET of the JSON API, how and where it is sent. */
+/** How a client reaches its endpoint. */
+export interface GcsReach {
+  readonly credentials: GcsCredentials;
+  readonly network: Network | undefined;
+  /** The endpoint without its trailing `/`. */
+  readonly base: string;
+  /** Longest wait for an answer, and for the next bytes of a body. */
+  readonly timeoutMs: number;
+  /** Immediate retries of a list page that failed retryably. */
+  readonly retries: number;
+  /** The slowest an answer that is read whole (a page, an error) may come; absent: no minimum. */
+  readonly minRate: MinRate | undefined;
+}
+
+/** One GET of the JSON API. */
 export interface GcsGet {
   readonly url: URL;
   readonly what: string;
   readonly phase: 'list' | 'read';
   readonly headers?: Readonly<Record<string, string>>;
-  readonly timeoutMs: number;
   readonly signal: AbortSignal;
-  /** The slowest an answer that is read whole (a page, an error) may come; absent: no minimum. */
-  readonly minRate?: MinRate | undefined;
 }
 
+/** How readAnswer reads the answer `call` to `url`: the cap of one answer, the minimum rate. */
+export const answerOf = (reach: GcsReach, call: HttpCallResponse, url: URL) => ({
+  what: answerTo('GCS', 'GET', url),
+  contentLength: call.headers['content-length'],
+  minRate: reach.minRate,
+});
+
 /**
- * Sends `get` with the credentials its URL may have, through `network` (its proxy, CAs, keep-alive). A redirect
- * is refused, not followed: no GCS API answers one, and credentials must not go where it points.
+ * Sends `get` with the credentials its URL may have, through the reach's network (its proxy, CAs, keep-alive). A
+ * redirect is refused, not followed: no GCS API answers one, and credentials must not go where it points.
  */
-export const gcsGet = async (
-  credentials: GcsCredentials,
-  network: Network | undefined,
-  get: GcsGet,
-): Promise<HttpCallResponse> => {
-  const { url, what, phase, timeoutMs, signal } = get;
-  const authorization = await credentials.headersFor(url);
+export const gcsGet = async (reach: GcsReach, get: GcsGet): Promise<HttpCallResponse> => {
+  const { url, what, phase, signal } = get;
+  const authorization = await reach.credentials.headersFor(url);
   const call = await httpCall(url.href, {
     method: 'GET',
     what,
-    timeoutMs,
+    timeoutMs: reach.timeoutMs,
     signal,
     headers: { ...get.headers, ...authorization },
-    ...(network !== undefined ? { dispatcher: network.dispatcherFor(url) } : {}),
+    ...(reach.network !== undefined ? { dispatcher: reach.network.dispatcherFor(url) } : {}),
   });
   if (call.status >= 300 && call.status < 400) {
     await discardBody(call);
@@ -135,11 +149,7 @@ export const gcsGet = async (
     throw storeStatusError({ what, status: call.status, phase, detail });
   }
   if (call.status >= 400) {
-    const body = await errorAnswerText(call.body, {
-      what: answerTo('GCS', 'GET', url),
-      contentLength: call.headers['content-length'],
-      minRate: get.minRate,
-    });
+    const body = await errorAnswerText(call.body, answerOf(reach, call, url));
     throw storeStatusError({ what, status: call.status, phase, detail: apiErrorDetail(body) });
   }
   return call;

@@ -5,16 +5,23 @@ import { EffectError, retryableError } from '../../core/errors';
 import { storageRequestTries } from '../../core/retry-policy';
 import { parseJson } from '../../core/json/json';
 import { redactUri } from '../../core/storage-uri';
-import { discardBody, timeoutOf, transportError, type HttpCallResponse, type Network } from '../../net';
+import { discardBody, transportError, type HttpCallResponse, type Network } from '../../net';
 import type { StorageProvider } from '../../ports';
-import { idleWatch } from './idle-watch';
-import { defaultGcsEndpoint, gcsGet, GcsCredentials, type GcsGet } from './gcs-requests';
+import { idleChunks } from './idle-watch';
+import {
+  answerOf,
+  defaultGcsEndpoint,
+  gcsGet,
+  GcsCredentials,
+  type GcsGet,
+  type GcsReach,
+} from './gcs-requests';
 import type { ObjectLocation, ObjectStoreClient, StoredObject, ListingBounds } from './client';
-import { invalidListing, storedObject } from './listing-bounds';
+import { invalidListing, pageObjects } from './listing-bounds';
 import { jsonObject } from '../../core/json/json-object';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { storeStatusError } from './store-error';
-import { answerTo, readAnswer } from '../store-answer';
+import { readAnswer } from '../store-answer';
 import { defaultDownloadLimits, type MinRate } from '../download-limits';
 
 /** How to reach GCS. */
@@ -85,16 +92,6 @@ const gcsError = (cause: unknown, what: string, phase: 'list' | 'read', signal: 
   return transportError(cause, { what, aborted: false, connectionLost: phase === 'read' });
 };
 
-/** How a client reaches its endpoint. */
-interface GcsReach {
-  readonly credentials: GcsCredentials;
-  readonly network: Network | undefined;
-  readonly base: string;
-  readonly timeoutMs: number;
-  readonly retries: number;
-  readonly minRate: MinRate | undefined;
-}
-
 /** The JSON API URL of `path` under the endpoint (which may have a path of its own), with `query`. */
 const apiUrl = (reach: GcsReach, path: string, query: Readonly<Record<string, string>>): URL => {
   const url = new URL(`${reach.base}/storage/v1/b/${path}`);
@@ -106,12 +103,8 @@ const apiUrl = (reach: GcsReach, path: string, query: Readonly<Record<string, st
 const listPage = async (reach: GcsReach, get: GcsGet): Promise<unknown> => {
   for (let attempt = 0; ; attempt++) {
     try {
-      const call = await gcsGet(reach.credentials, reach.network, get);
-      const page = await readAnswer(call.body, {
-        what: answerTo('GCS', 'GET', get.url),
-        contentLength: call.headers['content-length'],
-        minRate: reach.minRate,
-      });
+      const call = await gcsGet(reach, get);
+      const page = await readAnswer(call.body, answerOf(reach, call, get.url));
       const json = parseJson(page.toString('utf8'));
       return isRight(json) ? json.right : undefined;
     } catch (cause) {
@@ -130,7 +123,6 @@ async function* listObjects(
 ): AsyncGenerator<StoredObject> {
   const what = `listing ${location.display}`;
   let pageToken: string | undefined;
-  let index = 0;
   do {
     const query = {
       prefix: location.prefix,
@@ -138,28 +130,14 @@ async function* listObjects(
       ...(pageToken === undefined ? {} : { pageToken }),
     };
     const url = apiUrl(reach, `${encodeURIComponent(location.bucket)}/o`, query);
-    const body = await listPage(reach, {
-      url,
-      what,
-      phase: 'list',
-      timeoutMs: reach.timeoutMs,
-      signal,
-      minRate: reach.minRate,
-    });
+    const body = await listPage(reach, { url, what, phase: 'list', signal });
     const page = jsonObject(body);
     if (page === undefined) throw invalidListing(what, 'the body is no JSON object');
-    const items = page['items'] ?? [];
-    if (!Array.isArray(items)) throw invalidListing(what, 'its items are not a list');
-    for (const item of items) {
-      const fields = jsonObject(item);
-      const object = storedObject(what, index++, {
-        key: fields?.['name'],
-        size: fields?.['size'],
-        version: fields?.['generation'],
-      });
-      bounds.object();
-      yield object;
-    }
+    yield* pageObjects(what, 'items', page['items'] ?? [], bounds, (fields) => ({
+      key: fields?.['name'],
+      size: fields?.['size'],
+      version: fields?.['generation'],
+    }));
     const next = page['nextPageToken'];
     pageToken = typeof next === 'string' && next !== '' ? next : undefined;
     bounds.page(pageToken);
@@ -177,7 +155,6 @@ async function* readObject(
   if (offset >= end) return;
   const ranged = offset > 0 || end < object.size;
   const what = `reading gs://${location.bucket}/${object.key}`;
-  const { timeoutMs } = reach;
   // Pinned to the listed generation: a newer one answers 404, read as `changed`. Stored bytes, not transcoded
   // (`Accept-Encoding: gzip` keeps GCS from decompressing, and undici decodes nothing): offsets and sizes are the
   // stored object's.
@@ -191,15 +168,7 @@ async function* readObject(
   };
   let call: HttpCallResponse;
   try {
-    call = await gcsGet(reach.credentials, reach.network, {
-      url,
-      what,
-      phase: 'read',
-      headers,
-      timeoutMs,
-      signal,
-      minRate: reach.minRate,
-    });
+    call = await gcsGet(reach, { url, what, phase: 'read', headers, signal });
   } catch (cause) {
     throw gcsError(cause, what, 'read', signal);
   }
@@ -208,29 +177,9 @@ async function* readObject(
     throw retryableError('invalid-response', `${what}: HTTP ${call.status} to a ranged read, not 206`);
   }
   // The wait for bytes is timed here too, so a stalled body says so the same way whichever timer fires first.
-  const idle = idleWatch(timeoutMs, () => call.body.destroy());
-  const chunks = call.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  try {
-    for (
-      let next = await idle.wait(chunks.next());
-      next.done !== true;
-      next = await idle.wait(chunks.next())
-    ) {
-      yield next.value;
-    }
-  } catch (cause) {
-    const stalled = idle.fired || timeoutOf(cause) !== undefined;
-    throw stalled && !signal.aborted
-      ? transportError(cause, {
-          what,
-          aborted: false,
-          timeout: `timed out: no data received for ${timeoutMs} ms`,
-        })
-      : gcsError(cause, what, 'read', signal);
-  } finally {
-    // Ends the body (and its connection) when the reader stops early; its errors were the iterator's to report.
-    await chunks.return?.().catch(() => undefined);
-  }
+  yield* idleChunks(call.body, reach.timeoutMs, what, signal, (cause) =>
+    gcsError(cause, what, 'read', signal),
+  );
 }
 
 /**

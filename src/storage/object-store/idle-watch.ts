@@ -1,33 +1,41 @@
-/** idleWatch: a deadline on each wait for the next bytes of a body, for clients whose SDK has none that works. */
-
-/** Waits timed by one idleWatch. */
-export interface IdleWatch {
-  /** `next`, with the deadline running until it settles; on expiry `onIdle` runs (it should end the body). */
-  wait<T>(next: Promise<T>): Promise<T>;
-  /** True once a wait expired. */
-  readonly fired: boolean;
-}
+/** idleChunks: a body's chunks with a deadline on each wait for the next, for clients whose SDK has none that works. */
+import { timeoutOf, transportError } from '../../net';
 
 /**
- * A deadline of `ms` on each wait for a body's next chunk; the time the consumer spends between chunks (writing
- * to disk) does not count. On expiry `onIdle` runs once: it must make the pending wait fail (destroy the stream).
+ * The chunks of `body` (a Node stream) with a deadline of `ms` on each wait for the next; the time the consumer
+ * spends between chunks (writing to disk) does not count. On expiry the body is destroyed and the read fails as
+ * a timeout of `what`, the same way whichever timer fired first; any other failure is `failure(cause)`. The body
+ * (and its connection) ends however the reading ends.
  */
-export const idleWatch = (ms: number, onIdle: () => void): IdleWatch => {
+export async function* idleChunks(
+  body: NodeJS.ReadableStream,
+  ms: number,
+  what: string,
+  signal: AbortSignal,
+  failure: (cause: unknown) => unknown,
+): AsyncGenerator<Uint8Array> {
   let fired = false;
-  return {
-    get fired() {
-      return fired;
-    },
-    wait: async (next) => {
-      const timer = setTimeout(() => {
-        fired = true;
-        onIdle();
-      }, ms);
-      try {
-        return await next;
-      } finally {
-        clearTimeout(timer);
-      }
-    },
+  const chunks = body[Symbol.asyncIterator]();
+  const next = async () => {
+    const timer = setTimeout(() => {
+      fired = true;
+      (body as { destroy?: () => void }).destroy?.();
+    }, ms);
+    try {
+      return await chunks.next();
+    } finally {
+      clearTimeout(timer);
+    }
   };
-};
+  try {
+    for (let chunk = await next(); chunk.done !== true; chunk = await next()) yield chunk.value as Buffer;
+  } catch (cause) {
+    const stalled = fired || timeoutOf(cause) !== undefined;
+    throw stalled && !signal.aborted
+      ? transportError(cause, { what, aborted: false, timeout: `timed out: no data received for ${ms} ms` })
+      : failure(cause);
+  } finally {
+    // Its errors were the iterator's to report.
+    await chunks.return?.().catch(() => undefined);
+  }
+}

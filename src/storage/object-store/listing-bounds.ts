@@ -6,7 +6,8 @@
 import { createHash } from 'node:crypto';
 import { permanentError, type EffectError } from '../../core/errors';
 import { tooLarge, type ListingCap } from '../download-limits';
-import type { ListingBounds, StoredObject } from './client';
+import { jsonObject } from '../../core/json/json-object';
+import type { ListedItem, ListingBounds, StoredObject } from './client';
 
 /** Longest object key any of the three stores allows (S3 and GCS 1,024 bytes, Azure 1,024 characters). */
 const maxKeyBytes = 1024;
@@ -24,16 +25,11 @@ const sizeOf = (size: unknown): number | undefined => {
 };
 
 /**
- * The listed item `index` of `what` as a StoredObject, from what the store said of its key, size and version;
- * a key that is no non-empty string of at most 1,024 bytes, or a size that is no whole number of bytes, is the
- * store's error (`invalid-response`, permanent: it would say the same again), never a TypeError in a callback.
+ * The listed item `index` of `what` as a StoredObject; a key that is no non-empty string of at most 1,024 bytes,
+ * or a size that is no whole number of bytes, is the store's error (`invalid-response`, permanent: it would say
+ * the same again), never a TypeError in a callback.
  */
-export const storedObject = (
-  what: string,
-  index: number,
-  item: { readonly key: unknown; readonly size: unknown; readonly version: unknown },
-): StoredObject => {
-  const { key, size, version } = item;
+const storedObject = (what: string, index: number, { key, size, version }: ListedItem): StoredObject => {
   if (typeof key !== 'string' || key === '' || Buffer.byteLength(key) > maxKeyBytes)
     throw invalidListing(what, `item ${index} has no key of 1 to ${maxKeyBytes} bytes`);
   const bytes = sizeOf(size ?? 0);
@@ -42,6 +38,21 @@ export const storedObject = (
   const stamp = typeof version === 'number' ? String(version) : version;
   return { key, size: bytes, version: typeof stamp === 'string' ? stamp : '' };
 };
+
+/**
+ * The objects of one listing page of `what`: `items` (the page's `noun`) must be a list, and each item, read by
+ * `fields`, is checked (storedObject) and counted on `bounds`.
+ */
+export function* pageObjects(
+  what: string,
+  noun: string,
+  items: unknown,
+  bounds: ListingBounds,
+  fields: (item: Readonly<Record<string, unknown>> | undefined) => ListedItem,
+): Generator<StoredObject> {
+  if (!Array.isArray(items)) throw invalidListing(what, `its ${noun} are not a list`);
+  for (const item of items) yield bounds.object(what, fields(jsonObject(item)));
+}
 
 /** Pages with nothing in them a listing may give (GCS may, past many deleted objects), before it is not believed. */
 export const maxEmptyPages = 100;
@@ -78,9 +89,11 @@ export const listingBounds = (what: string, cap: ListingCap): ListingBounds => {
         );
       tokens.add(digest);
     },
-    object: () => {
+    object: (listing, item) => {
+      const object = storedObject(listing, objects, item);
       if (++objects > maxObjects)
         throw tooLarge(what, `it lists more than ${maxObjects} objects`, 'maxModelFiles', cap.names);
+      return object;
     },
   };
 };

@@ -17,8 +17,7 @@ import {
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { lazyModule } from '../../core/lazy-module';
 import { changedObject, s3Error, type S3Request } from './s3-errors';
-import { invalidListing, storedObject } from './listing-bounds';
-import { jsonObject } from '../../core/json/json-object';
+import { invalidListing, pageObjects } from './listing-bounds';
 import type { Dispatcher } from 'undici';
 import { RangeHandler } from './s3-range-handler';
 import { boundS3Answers } from './s3-answers';
@@ -125,7 +124,6 @@ async function* listObjects(
     signal,
   };
   let token: string | undefined;
-  let index = 0;
   do {
     const input = { Bucket: location.bucket, Prefix: location.prefix, ContinuationToken: token };
     const page = await client
@@ -138,18 +136,11 @@ async function* listObjects(
         request.what,
         `HTTP ${page.$metadata.httpStatusCode ?? '?'} with no ListBucketResult in it (no bucket name)`,
       );
-    const contents: unknown = page.Contents ?? [];
-    if (!Array.isArray(contents)) throw invalidListing(request.what, 'its Contents are not a list');
-    for (const item of contents) {
-      const fields = jsonObject(item);
-      const object = storedObject(request.what, index++, {
-        key: fields?.['Key'],
-        size: fields?.['Size'],
-        version: fields?.['ETag'],
-      });
-      bounds.object();
-      yield object;
-    }
+    yield* pageObjects(request.what, 'Contents', page.Contents ?? [], bounds, (fields) => ({
+      key: fields?.['Key'],
+      size: fields?.['Size'],
+      version: fields?.['ETag'],
+    }));
     token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
     if (page.IsTruncated === true && (typeof token !== 'string' || token === '')) {
       throw retryableError(

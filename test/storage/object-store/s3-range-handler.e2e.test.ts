@@ -6,6 +6,7 @@
 import { Agent, type Dispatcher } from 'undici';
 import { readChunks, type FlowingBody } from '../../../src/net';
 import type { ObjectLocation, StoredObject } from '../../../src/storage/object-store/client';
+import { listingBounds } from '../../../src/storage/object-store/listing-bounds';
 import { s3Credentials } from '../../../src/storage/object-store/s3-credentials';
 import { s3ObjectClient, s3SdkClient } from '../../../src/storage/object-store/s3';
 import { effectError } from '../../helpers/effect-error';
@@ -58,7 +59,7 @@ const client = (dispatcherFor: (url: URL) => Dispatcher | undefined = counted) =
 
 /** The listed object, as the downloader would have it. */
 const listed = async (): Promise<StoredObject> => {
-  const bounds = { page: () => undefined, object: () => undefined };
+  const bounds = listingBounds('the test listing', { maxModelFiles: 10_000 });
   for await (const object of client().list(location, new AbortController().signal, bounds)) return object;
   throw new Error('nothing listed');
 };
