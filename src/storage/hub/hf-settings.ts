@@ -35,12 +35,8 @@ const isTrue = (value: string | undefined): boolean =>
 
 /** The endpoint `text` names, or why it names none (never quoting it: a URL may carry user info). */
 const endpointOf = (text: string): E.Either<string, string> => {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return E.left('HF_ENDPOINT is not a URL');
-  }
+  const url = URL.parse(text);
+  if (url === null) return E.left('HF_ENDPOINT is not a URL');
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     return E.left('HF_ENDPOINT is not an http(s) URL');
   if (url.username !== '' || url.password !== '') {

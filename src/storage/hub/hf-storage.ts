@@ -5,10 +5,14 @@ import { registerSecret } from '../../core/redact';
 import type { StorageProvider } from '../../ports';
 import { defaultDownloadLimits } from '../download-limits';
 import type { Network } from '../../net';
-import { downloadObjects, type ObjectDownloadOptions } from '../object-store/download-objects';
+import {
+  objectStoreStorage,
+  type ObjectDownloadOptions,
+  type ResolvedLocation,
+} from '../object-store/download-objects';
 import { hubRepoClient } from './hub-client';
 import { defaultHfEndpoint } from './hf-settings';
-import { parseHfUri } from './hf-uri';
+import { parseHfUri, type HfRepo } from './hf-uri';
 
 /** What the provider needs; every field has a default. */
 export interface HfStorageOptions extends ObjectDownloadOptions {
@@ -45,29 +49,21 @@ export const hfStorage = (options: HfStorageOptions = {}): StorageProvider => {
     timeoutMs: options.timeoutMs ?? 30_000,
     listing: limits,
   };
-  const engine = { maxResumes: 5, ...options, limits };
-  return {
-    schemes: ['hf'],
-    download: async (uri, targetDir, signal, progress, request) => {
-      const parsed = parseHfUri(uri);
-      if (E.isLeft(parsed)) throw permanentError('invalid-uri', parsed.left);
-      const repo = parsed.right;
-      if (options.offline === true) {
-        throw permanentError(
-          'refused',
-          `downloading ${repo.display}: HF_HUB_OFFLINE is set, and modelsync keeps no Hub cache to read from`,
-        );
-      }
-      const location = { bucket: repo.repoId, prefix: '', display: repo.display };
-      await downloadObjects(
-        hubRepoClient(reach, repo),
-        location,
-        targetDir,
-        signal,
-        engine,
-        progress,
-        request,
+  const resolve = (repo: HfRepo): ResolvedLocation => {
+    if (options.offline === true) {
+      throw permanentError(
+        'refused',
+        `downloading ${repo.display}: HF_HUB_OFFLINE is set, and modelsync keeps no Hub cache to read from`,
       );
-    },
+    }
+    const location = { bucket: repo.repoId, prefix: '', display: repo.display };
+    return { client: hubRepoClient(reach, repo), location };
   };
+  return objectStoreStorage({
+    maxResumes: 5,
+    ...options,
+    limits,
+    schemes: ['hf'],
+    resolve: (uri) => E.map(resolve)(parseHfUri(uri)),
+  });
 };

@@ -3,6 +3,7 @@ import * as E from 'fp-ts/Either';
 import { sameEndpoint } from '../../core/endpoint';
 import { permanentError, retryableError, type EffectError } from '../../core/errors';
 import { parseJson } from '../../core/json/json';
+import { jsonObject } from '../../core/json/json-object';
 import { tooLarge, type ListingCap, type MinRate } from '../download-limits';
 import {
   discardBody,
@@ -163,8 +164,7 @@ export const resolveCommit = async (
     `${reach.endpoint}/api/models/${repo.repoId}/revision/${pythonQuote(repo.revision, '')}`,
   );
   const answer = await jsonOf(reach, await hubGet(reach, failure, url, signal), failure.what);
-  const fields = typeof answer === 'object' && answer !== null ? (answer as Record<string, unknown>) : {};
-  const { sha, gated } = fields;
+  const { sha, gated } = jsonObject(answer) ?? {};
   if (typeof sha !== 'string' || !commitPattern.test(sha))
     throw notTheApi(failure.what, 'it names no 40-hex commit sha');
   if (commitPattern.test(repo.revision) && sha !== repo.revision) {
@@ -181,7 +181,10 @@ const sizeOf = (value: unknown): number | undefined =>
  * none when the field is not of its shape (a mirror that leaves it out, or fills it otherwise, gets the size check
  * alone).
  */
-const digestOf = (oid: unknown, lfs: Record<string, unknown> | undefined): ContentDigest | undefined => {
+const digestOf = (
+  oid: unknown,
+  lfs: Readonly<Record<string, unknown>> | undefined,
+): ContentDigest | undefined => {
   if (lfs !== undefined) {
     const sha256 = lfs['oid'];
     return typeof sha256 === 'string' && /^[0-9a-f]{64}$/.test(sha256)
@@ -195,8 +198,7 @@ const digestOf = (oid: unknown, lfs: Record<string, unknown> | undefined): Conte
 
 /** The file of tree entry `index`, undefined for a directory; anything else the API never sends is refused. */
 const fileOf = (what: string, index: number, entry: unknown): HubFile | undefined => {
-  const fields = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>) : {};
-  const { type, path, size, lfs, oid } = fields;
+  const { type, path, size, lfs, oid } = jsonObject(entry) ?? {};
   if (typeof path !== 'string' || path === '') throw notTheApi(what, `tree entry ${index} has no path`);
   // A lone surrogate is no text a file system or a URL can take (encodeURIComponent throws on it).
   if (/\p{Cs}/u.test(path)) throw notTheApi(what, `tree entry ${index} has a path that is no valid text`);

@@ -27,21 +27,13 @@ export interface AzureBlobUri {
 const containerPattern = /^(?:[a-z0-9](?:[a-z0-9]|-(?!-)){1,61}[a-z0-9]|\$root|\$web)$/;
 const accountPattern = /^[a-z0-9]{3,24}$/;
 
-const parseUrl = (uri: string): URL | undefined => {
-  try {
-    return new URL(uri);
-  } catch {
-    return undefined;
-  }
-};
-
 /**
  * `endpoint` normalized as URLs are (`HTTP://Host:80` → `http://host`), ending with `/` so that `http://h/a` does not
  * claim `http://h/ab/…`; an endpoint that is no URL is left as it is (it will match nothing).
  */
 const endpointBase = (endpoint: string): string => {
-  const url = parseUrl(endpoint);
-  const base = url === undefined ? endpoint : `${url.origin}${url.pathname}`;
+  const url = URL.parse(endpoint);
+  const base = url === null ? endpoint : `${url.origin}${url.pathname}`;
   return base.endsWith('/') ? base : `${base}/`;
 };
 
@@ -52,9 +44,9 @@ type Addressing =
 
 /** `url` under `endpoint` as `<account>.<endpoint host>` (same scheme and port, no path on the endpoint). */
 const underHost = (url: URL, endpoint: string): boolean => {
-  const base = parseUrl(endpoint);
+  const base = URL.parse(endpoint);
   return (
-    base !== undefined &&
+    base !== null &&
     base.pathname.replace(/\/+$/, '') === '' &&
     base.protocol === url.protocol &&
     base.port === url.port &&
@@ -73,8 +65,8 @@ const surelyNotHttp = (uri: string): boolean => {
 
 const addressingOf = (uri: string, endpoints: ReadonlyArray<string>): Addressing | undefined => {
   if (surelyNotHttp(uri)) return undefined;
-  const url = parseUrl(uri);
-  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) return undefined;
+  const url = URL.parse(uri);
+  if (url === null || (url.protocol !== 'https:' && url.protocol !== 'http:')) return undefined;
   const plain = `${url.origin}${url.pathname}`;
   const pathEndpoint = endpoints.find((endpoint) => plain.startsWith(endpointBase(endpoint)));
   if (pathEndpoint !== undefined) return { style: 'path', url, base: endpointBase(pathEndpoint) };

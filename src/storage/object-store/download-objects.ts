@@ -1,7 +1,6 @@
 /**
- * downloadObjects, the one download engine: every object a bucket prefix (or every file a Hub commit) names into a
- * model's staging dir — planned, reused, admitted, bounded, guarded, checked against the listing, resumed after cuts;
- * objectStoreStorage, the StorageProvider over it.
+ * downloadObjects, the one download engine: every object a bucket prefix (or file a Hub commit) names, into a
+ * model's staging dir; objectStoreStorage, the StorageProvider over it.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
@@ -37,8 +36,7 @@ export interface ObjectDownloadOptions {
   readonly pool?: Slots;
 }
 
-/** The defaults of ObjectDownloadOptions. */
-export const defaultObjectDownloadOptions: Required<Omit<ObjectDownloadOptions, 'pool'>> = {
+const defaultObjectDownloadOptions: Required<Omit<ObjectDownloadOptions, 'pool'>> = {
   concurrency: 8,
   limits: defaultDownloadLimits,
   maxResumes: 3,
@@ -48,6 +46,10 @@ export const defaultObjectDownloadOptions: Required<Omit<ObjectDownloadOptions, 
 // The transient failures a ranged read can pick up from: the connection, the server, a stall. Not `changed` (the
 // listing is stale: the loader's retry lists again) and not what the attempt itself stopped for.
 const resumableKinds = new Set<string>(['network', 'timeout', 'http-status', 'invalid-response']);
+const resumable = (cause: unknown): boolean => {
+  const error = toEffectError(cause);
+  return error.retryable && resumableKinds.has(error.kind);
+};
 
 /** One model's download: where, what stops it, and the guard every byte passes. */
 interface Job {
@@ -109,10 +111,7 @@ const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<
         read: (start, end, signal) => job.client.read(job.location, object, start, signal, end),
         signal: job.signal,
         guard: job.guard,
-        resumable: (cause) => {
-          const error = toEffectError(cause);
-          return error.retryable && resumableKinds.has(error.kind);
-        },
+        resumable,
       },
       { streams: job.streams, pool: job.pool, maxResumes: job.maxResumes },
     );
@@ -128,15 +127,10 @@ const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<
         await readInto(job, object, { path: to, file }, check);
         return;
       } catch (cause) {
-        const error = toEffectError(cause);
-        const resumable =
-          check.failed === undefined &&
-          check.bytes > 0 &&
-          error.retryable &&
-          resumableKinds.has(error.kind) &&
-          !job.signal.aborted;
+        const resumes =
+          check.failed === undefined && check.bytes > 0 && resumable(cause) && !job.signal.aborted;
         idle = check.bytes > before ? 0 : idle + 1;
-        if (!resumable || idle > job.maxResumes) throw error;
+        if (!resumes || idle > job.maxResumes) throw toEffectError(cause);
       }
     }
   } finally {
@@ -181,14 +175,12 @@ const fetchArchive = async (job: Job, item: PlannedObject, targetDir: string, li
 
 /**
  * Downloads the objects `location` names (see planObjects) into the existing, empty dir `targetDir`, at most
- * `concurrency` at a time, every byte through one TransferGuard (the model cap on the listed sizes first, then on
- * the bytes; the minimum rate over all objects in flight). A bucket model that is one archive object (`.tar`, `.tar.gz`,
- * `.tgz`, `.zip`) is extracted with the archive guards and caps, as KServe does; archives among other objects are
- * saved as they are. The first failure stops the other objects; nothing is cleaned up here (the store deletes
- * its staging dir). Once the listing is done, `progress` hears the bytes of all objects together against the sum
- * of the listed sizes, every `limits.progressIntervalMs` and once at the end (trackProgress). Fails with the
- * client's EffectErrors, the planner's (`not-found`, `refused`), `too-large`, `timeout` (too slow), `filesystem`
- * and `aborted`.
+ * `concurrency` at a time, every byte through one TransferGuard (the model cap on the listed sizes, then on the
+ * bytes; the minimum rate over all objects in flight). A bucket model that is one archive object (`.tar`,
+ * `.tar.gz`, `.tgz`, `.zip`) is extracted, as KServe does; archives among other objects are saved as they are.
+ * The first failure stops the others; the store deletes the staging dir. `progress` hears all objects' bytes
+ * against the listed total (trackProgress). Fails with the client's EffectErrors, the planner's, `too-large`,
+ * `timeout` (too slow), `filesystem` and `aborted`.
  */
 export const downloadObjects = async (
   client: ObjectStoreClient,
@@ -202,12 +194,12 @@ export const downloadObjects = async (
   const { concurrency, limits, maxResumes, streams } = { ...defaultObjectDownloadOptions, ...options };
   const what = `downloading ${location.display}`;
   const transfer = modelTransfer(what, targetDir, limits, signal, 4 * concurrency);
-  const { guard, signal: jobSignal } = transfer;
+  const { guard } = transfer;
   const job: Job = {
     client,
     location,
     what,
-    signal: jobSignal,
+    signal: transfer.signal,
     guard,
     maxResumes,
     streams,

@@ -59,12 +59,8 @@ const endpointOf = (flag: string | undefined, env: Env): E.Either<string, string
           ]
         : [undefined, undefined];
   if (name === undefined) return E.right(undefined);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return E.left(`${name} is not a URL`);
-  }
+  const url = URL.parse(value);
+  if (url === null) return E.left(`${name} is not a URL`);
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     return E.left(`${name} must be an http:// or https:// URL`);
   if (url.username !== '' || url.password !== '') return E.left(`${name} must not carry credentials`);

@@ -152,17 +152,6 @@ async function* listObjects(
   } while (token !== undefined);
 }
 
-/** A response body as the SDK gives it in Node: a Readable stream. */
-type Body = AsyncIterable<Uint8Array> & { destroy?: () => void };
-
-/** The body, each failure classified (as a read's, in its body); the stream is destroyed however reading ends. */
-const classified = (body: Body | undefined, request: S3Request): AsyncIterable<Uint8Array> =>
-  classifiedBody(
-    body ?? (async function* () {})(),
-    (cause) => s3Error(cause, { ...request, inBody: true }),
-    () => body?.destroy?.(),
-  );
-
 /** GetObject from `offset` on, If-Match on the listed ETag (and the answer's ETag checked too: not every store honours If-Match). */
 const readObject = async (
   client: S3Client,
@@ -190,7 +179,8 @@ const readObject = async (
       }),
       { abortSignal: signal },
     );
-    const body = output.Body as Body | undefined;
+    // In Node, a Readable stream: destroyed however reading ends, each failure classified as one in a body.
+    const body = output.Body as (AsyncIterable<Uint8Array> & { destroy?: () => void }) | undefined;
     const mismatch =
       object.version !== '' && output.ETag !== undefined && output.ETag !== object.version
         ? `its ETag is ${output.ETag}, not ${object.version}`
@@ -202,7 +192,11 @@ const readObject = async (
       body?.destroy?.();
       throw changedObject(request.what, mismatch);
     }
-    return classified(body, request);
+    return classifiedBody(
+      body ?? (async function* () {})(),
+      (cause) => s3Error(cause, { ...request, inBody: true }),
+      () => body?.destroy?.(),
+    );
   } catch (cause) {
     throw s3Error(cause, request);
   }
