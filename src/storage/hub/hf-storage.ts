@@ -30,13 +30,9 @@ export interface HfStorageOptions extends ObjectDownloadOptions {
 
 /**
  * Downloads Hugging Face Hub model repos as huggingface_hub's `snapshot_download` does (KServe's storage
- * initializer calls it for `hf://`): the revision (default `main`) resolved to its commit, the tree at that
- * commit listed with each file's size and digest, the `select` patterns applied, and every file fetched from
- * `/resolve/<commit>/<path>` into the model dir at its path in the repo (hubRepoClient), by the one download engine
- * (downloadObjects: `concurrency` files at a time, big ones in ranged parts, one TransferGuard, cuts resumed; a
- * resume that brings no byte counts against `maxResumes`, default 5). The token goes to the endpoint alone. Fails
- * with hubStatusError's kinds (`not-found`, `http-status`), the plan's (`refused`, `not-found`), `too-large`,
- * `invalid-response` (an answer that is not the file listed), the transport's and `aborted`.
+ * initializer calls it for `hf://`): every file of the revision's commit (hubRepoClient) through the one download
+ * engine (downloadObjects; `maxResumes` default 5). The token goes to the endpoint alone. Fails with
+ * hubStatusError's kinds, the engine's, and `invalid-response` (an answer that is not the file listed).
  */
 export const hfStorage = (options: HfStorageOptions = {}): StorageProvider => {
   if (options.token !== undefined) registerSecret(options.token);

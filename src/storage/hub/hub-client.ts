@@ -15,13 +15,6 @@ export interface HubClientSettings extends HubReach {
   readonly listing: ListingCap;
 }
 
-/** The GET settings of `reach`: one timeout for the answer and for each wait for bytes. */
-const getSettings = (reach: HubReach) => ({
-  connectTimeoutMs: reach.timeoutMs,
-  idleTimeoutMs: reach.timeoutMs,
-  network: reach.network,
-});
-
 /**
  * The bytes `[offset, end)` of a listed file, from `/resolve/<commit>/<path>` (huggingface_hub's hf_hub_url): a
  * plain GET for the whole file, a `Range` for less, which must come back as exactly that 206. The token goes to the
@@ -42,15 +35,21 @@ const readFile = async (
     `${reach.endpoint}/${failure.repo.repoId}/resolve/${object.version}/${pythonQuote(object.key)}`,
   );
   const ranged = offset > 0 || end < object.size;
+  // One timeout for the answer and for each wait for bytes.
+  const settings = {
+    connectTimeoutMs: reach.timeoutMs,
+    idleTimeoutMs: reach.timeoutMs,
+    network: reach.network,
+  };
   // Its failure() names a stall by its wait and a cut by the connection; the read runs on the caller's signal alone.
-  const attempt = new Attempt(what, signal, getSettings(reach));
+  const attempt = new Attempt(what, signal, settings);
   attempt.dispose();
   const credentials: Record<string, string> =
     reach.token === undefined ? {} : { authorization: `Bearer ${reach.token}` };
   let response: BodyResponse;
   try {
-    const range: Record<string, string> = ranged ? { range: `bytes=${offset}-${end - 1}` } : {};
-    response = await httpGet(url, getSettings(reach), what, signal, credentials, range);
+    const range = ranged ? { range: `bytes=${offset}-${end - 1}` } : undefined;
+    response = await httpGet(url, settings, what, signal, credentials, range);
   } catch (cause) {
     throw attempt.failure(cause);
   }

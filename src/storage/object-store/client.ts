@@ -12,9 +12,8 @@ export interface ObjectLocation {
   readonly display: string;
 }
 
-/** One object under the prefix: its key, size in bytes, and the version a ranged read must match. */
+/** One object under the prefix: its full key, size in bytes, and the version a ranged read must match. */
 export interface StoredObject {
-  /** The full key in the bucket (or container). */
   readonly key: string;
   readonly size: number;
   /** S3 and Azure: the ETag; GCS: the generation; the Hub: the commit. */
@@ -24,9 +23,8 @@ export interface StoredObject {
 }
 
 /**
- * A listing of one commit of a repository (the Hub), where a bucket's is of whatever is there now: it names files,
- * not objects; an answer that is not the listed bytes is wrong (`invalid-response`), never a sign the listing went
- * stale; a lone archive is a file like any other, saved as it is.
+ * A listing of one commit of a repository (the Hub), not of whatever a bucket holds now: an answer that is not the
+ * listed bytes is wrong (`invalid-response`), never a stale listing; a lone archive is saved as it is.
  */
 export interface RepoListing {
   /** The identity of the selected files at the commit listed, for content reuse; called after the listing. */
@@ -52,15 +50,9 @@ export interface ListingBounds {
 export interface ObjectStoreClient {
   /** Set for a repository at a commit (see RepoListing); absent: a bucket. */
   readonly repo?: RepoListing;
-  /**
-   * Every object whose key starts with `prefix` (paging through all pages), each item checked (`storedObject`)
-   * and each page and object told to `bounds`, which ends a listing that does not.
-   */
+  /** Every object whose key starts with `prefix`, through all pages, each page and item told to `bounds`. */
   list(location: ObjectLocation, signal: AbortSignal, bounds: ListingBounds): AsyncIterable<StoredObject>;
-  /**
-   * The object's bytes from `offset` to `end` (exclusive; default its size); fails with kind `changed` (retryable)
-   * if its version moved.
-   */
+  /** The object's bytes from `offset` to `end` (exclusive; default its size); `changed` if its version moved. */
   read(
     location: ObjectLocation,
     object: StoredObject,

@@ -1,6 +1,6 @@
 /** planObjects: which objects a bucket prefix names and the path each one takes inside the model dir. */
 import path from 'node:path';
-import { permanentError, toEffectError, type EffectError } from '../../core/errors';
+import { permanentError, toEffectError } from '../../core/errors';
 import { fileFilter, selectedNone, selectsAll, type FileSelection } from '../../core/file-selection';
 import { archiveFormatOf } from '../archive/extract';
 import { placedPaths } from '../placed-paths';
@@ -18,10 +18,6 @@ export interface PlannedObject {
 
 /** What the listing of `client` names: a repo's files or a bucket's objects. */
 const nounOf = (client: ObjectStoreClient): string => (client.repo === undefined ? 'object' : 'file');
-
-/** The `refused` EffectError for the object `key` of `location`. */
-const refusal = (location: ObjectLocation, noun: string, key: string, why: string): EffectError =>
-  permanentError('refused', `${location.display}: refusing ${noun} ${JSON.stringify(key)}: ${why}`);
 
 /** The objects of `location` (the listing with `prefix` in place of its own), folder markers left out. */
 async function* listed(
@@ -53,7 +49,7 @@ const placed = (
     named.map(({ object, name }) => ({ name, shown: object.key })),
     noun,
     (key, why) => {
-      throw refusal(location, noun, key, why);
+      throw permanentError('refused', `${location.display}: refusing ${noun} ${JSON.stringify(key)}: ${why}`);
     },
   );
   return named.map(({ object }, index) => ({ object, path: paths[index]! }));
@@ -61,14 +57,11 @@ const placed = (
 
 /**
  * What `location` names, as KServe reads a bucket prefix but without its traps. The prefix is a directory: the
- * objects under `<prefix>/` land at their paths below it (`m1` never takes `m10/...`; an empty prefix takes the
- * whole bucket). When nothing is under it, a prefix that is exactly one object's key names that object, which
- * lands as its base name. Keys ending in `/` are skipped. Nothing at all is a permanent `not-found` naming the
- * bucket and the prefix; a key that cannot be saved safely is `refused` (see `placed`). A listing past
- * `cap.maxModelFiles`, or one that pages in a circle, fails for good (`listingBounds`); other
- * listing failures pass as the client classified them. With `select` (a model's allow and ignore patterns), only
- * the objects whose paths in the model dir it takes are planned (see `selected`). A repo's listing (the Hub's) has
- * the empty prefix: every file lands at its path in the repo, and an empty repo is `not-found`.
+ * objects under `<prefix>/` land at their paths below it (`m1` never takes `m10/...`); when nothing is under it, a
+ * prefix that is exactly one object's key names that object, landing as its base name. Keys ending in `/` are
+ * skipped; nothing at all is a permanent `not-found`, an unsafe key `refused` (`placed`), a listing out of bounds
+ * fails for good (`listingBounds`). With `select`, only the objects whose paths it takes (`selected`). A repo's
+ * listing (the Hub's) has the empty prefix, and an empty repo is `not-found`.
  */
 export const planObjects = async (
   client: ObjectStoreClient,

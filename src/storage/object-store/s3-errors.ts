@@ -73,13 +73,10 @@ const serviceError = (failure: ServiceFailure, request: S3Request): EffectError 
 };
 
 /**
- * The EffectError for `cause`, thrown by the SDK (or a body stream) while serving `request`. S3's answers: no such
- * bucket is a permanent `not-found`; no such key too, except for a listed object (deleted meanwhile: `changed`,
- * retryable, as a failed If-Match and a range past its new end are); access denied, an unknown access key, a bad
- * signature are permanent `http-status` (403); throttling (SlowDown, 503, 429), 5xx, request timeouts and expired
- * session tokens are retryable. No answer at all: an abort, a timeout (the SDK's TimeoutError) or a lost
- * connection, through `transportError`. No credentials anywhere is a permanent `refused`. The message quotes the
- * service's code and message, never a header, a signature or a key.
+ * The EffectError for `cause`, thrown by the SDK (or a body stream) while serving `request`. A missing key of a
+ * listed object, a failed If-Match or a range past its new end mean it changed meanwhile: retryable `changed`;
+ * other answers by their code (serviceError). No answer at all goes through `transportError`; no credentials
+ * anywhere is a permanent `refused`. The message quotes the service's code and message, never a header or a key.
  */
 export const s3Error = (cause: unknown, request: S3Request): EffectError => {
   if (cause instanceof EffectError) return cause;
