@@ -5,16 +5,9 @@ import { permanentError, retryableError, type EffectError } from '../../core/err
 import { parseJson } from '../../core/json/json';
 import { jsonObject } from '../../core/json/json-object';
 import { tooLarge, type ListingCap, type MinRate } from '../download-limits';
-import {
-  discardBody,
-  errorText,
-  httpCall,
-  httpUrl,
-  timeoutOf,
-  transportError,
-  type HttpCallResponse,
-  type Network,
-} from '../../net';
+import { errorText, httpUrl, isOk, timeoutOf, transportError, type Network } from '../../net';
+import { Attempt, httpGet } from '../http/http-get';
+import { headerOf, type BodyResponse } from '../http/resumable-body';
 import { answerTo, errorAnswerText, readAnswer } from '../store-answer';
 import type { ContentDigest } from '../listed-content';
 import { hubStatusError, type HubFailure } from './hub-errors';
@@ -48,8 +41,6 @@ export interface HubFile {
   readonly digest?: ContentDigest;
 }
 
-const maxRedirects = 10;
-const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 // Pages with nothing in them and still a next one, before the paging is not believed.
 const maxEmptyPages = 10;
 // Git trees name each directory once and hold no empty ones: a tree has fewer directories than files.
@@ -75,79 +66,74 @@ export const pythonQuote = (text: string, safe = '/'): string =>
 const notTheApi = (what: string, why: string): EffectError =>
   permanentError('invalid-response', `${what}: the Hub's answer is not what its API sends: ${why}`);
 
-const headerOf = (call: HttpCallResponse, name: string): string | undefined => {
-  const value = call.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-};
-
 /**
- * GET `url` with HF_TOKEN, redirects followed by hand (a renamed repo answers a relative redirect): the token
- * goes only to the endpoint's own scheme, host and port, never where a redirect elsewhere points. An error
- * answer is thrown as hubStatusError reads it.
+ * GET `url` by httpGet: redirects followed by hand (a renamed repo answers a relative one), HF_TOKEN sent to the
+ * endpoint alone, one timeout for the answer and for each wait for bytes. A transport failure is said by the
+ * request's Attempt, returned for the body's reader; it runs on the caller's signal alone.
  */
-const hubGet = async (reach: HubReach, failure: HubFailure, url: URL, signal: AbortSignal) => {
-  let current = url;
-  for (let hop = 0; ; hop++) {
-    const withToken = reach.token !== undefined && sameEndpoint(current, reach.endpoint);
-    const call = await httpCall(current.href, {
-      method: 'GET',
-      what: failure.what,
-      timeoutMs: reach.timeoutMs,
-      signal,
-      headers: {
-        accept: 'application/json',
-        ...(withToken ? { authorization: `Bearer ${reach.token}` } : {}),
-      },
-      ...(reach.network !== undefined ? { dispatcher: reach.network.dispatcherFor(current) } : {}),
-    });
-    const location = headerOf(call, 'location');
-    if (redirectStatuses.has(call.status) && location !== undefined) {
-      await discardBody(call);
-      if (hop >= maxRedirects) throw notTheApi(failure.what, `more than ${maxRedirects} redirects`);
-      current = httpUrl(location, `${failure.what}: redirect`, current);
-      continue;
-    }
-    if (call.status >= 200 && call.status < 300) return { call, url: current };
-    const body = await errorAnswerText(call.body, answerOf(reach, call, current));
-    throw hubStatusError(
-      { ...failure, withToken },
-      {
-        status: call.status,
-        code: headerOf(call, 'x-error-code'),
-        message: headerOf(call, 'x-error-message') ?? errorText(body),
-      },
-    );
+export const hubRequest = async (
+  reach: HubReach,
+  what: string,
+  url: URL,
+  signal: AbortSignal,
+  headers?: Readonly<Record<string, string>>,
+): Promise<{ readonly response: BodyResponse; readonly attempt: Attempt }> => {
+  const settings = {
+    connectTimeoutMs: reach.timeoutMs,
+    idleTimeoutMs: reach.timeoutMs,
+    network: reach.network,
+  };
+  const attempt = new Attempt(what, signal, settings);
+  attempt.dispose();
+  const token: Record<string, string> =
+    reach.token === undefined ? {} : { authorization: `Bearer ${reach.token}` };
+  try {
+    return { response: await httpGet(url, settings, what, signal, token, headers), attempt };
+  } catch (cause) {
+    throw attempt.failure(cause);
   }
 };
 
-/** How readAnswer reads the Hub's answer `call` to `url`. */
-const answerOf = (reach: HubReach, call: HttpCallResponse, url: URL) => ({
+/** How readAnswer reads the Hub's answer `response` to `url`. */
+const answerOf = (reach: HubReach, response: BodyResponse, url: URL) => ({
   what: answerTo('the Hub', 'GET', url),
-  contentLength: headerOf(call, 'content-length'),
+  contentLength: headerOf(response.headers, 'content-length'),
   minRate: reach.minRate,
 });
 
 /**
- * The JSON of an answer, read as readAnswer reads (the cap of one answer, the minimum rate); a body cut off or
- * stalled is a transport failure, and one that is not JSON at all is retryable (a proxy's page), as for every API.
+ * The JSON of the API's answer to `url` (hubRequest), read as readAnswer reads (the cap of one answer, the minimum
+ * rate). An error answer is thrown as hubStatusError reads it; a body cut off or stalled is a transport failure, and
+ * one that is not JSON at all is retryable (a proxy's page), as for every API.
  */
-const jsonOf = async (
+const hubJson = async (
   reach: HubReach,
-  { call, url }: { readonly call: HttpCallResponse; readonly url: URL },
-  what: string,
-): Promise<unknown> => {
-  const bytes = await readAnswer(call.body, answerOf(reach, call, url)).catch((cause: unknown) => {
+  failure: HubFailure,
+  url: URL,
+  signal: AbortSignal,
+): Promise<{ readonly json: unknown; readonly response: BodyResponse }> => {
+  const { what } = failure;
+  const { response } = await hubRequest(reach, what, url, signal, { accept: 'application/json' });
+  if (!isOk(response)) {
+    const body = await errorAnswerText(response.body, answerOf(reach, response, url));
+    throw hubStatusError(failure, {
+      status: response.status,
+      code: headerOf(response.headers, 'x-error-code'),
+      message: headerOf(response.headers, 'x-error-message') ?? errorText(body),
+    });
+  }
+  const bytes = await readAnswer(response.body, answerOf(reach, response, url)).catch((cause: unknown) => {
     const stalled = timeoutOf(cause) !== undefined;
     throw transportError(cause, {
       what,
-      aborted: call.init.signal.aborted,
+      aborted: signal.aborted,
       timeout: stalled ? `timed out: no data received for ${reach.timeoutMs} ms` : undefined,
       connectionLost: true,
     });
   });
   const json = parseJson(bytes.toString('utf8'));
   if (E.isLeft(json)) throw retryableError('invalid-response', `${what}: the Hub's answer is not JSON`);
-  return json.right;
+  return { json: json.right, response };
 };
 
 /**
@@ -163,8 +149,8 @@ export const resolveCommit = async (
   const url = new URL(
     `${reach.endpoint}/api/models/${repo.repoId}/revision/${pythonQuote(repo.revision, '')}`,
   );
-  const answer = await jsonOf(reach, await hubGet(reach, failure, url, signal), failure.what);
-  const { sha, gated } = jsonObject(answer) ?? {};
+  const { json } = await hubJson(reach, failure, url, signal);
+  const { sha, gated } = jsonObject(json) ?? {};
   if (typeof sha !== 'string' || !commitPattern.test(sha))
     throw notTheApi(failure.what, 'it names no 40-hex commit sha');
   if (commitPattern.test(repo.revision) && sha !== repo.revision) {
@@ -250,9 +236,8 @@ export const listTree = async (
   );
   while (next !== undefined) {
     asked.add(next.href);
-    const answer = await hubGet(reach, failure, next, signal);
-    const link = nextLink(headerOf(answer.call, 'link'));
-    const page = await jsonOf(reach, answer, what);
+    const { json: page, response } = await hubJson(reach, failure, next, signal);
+    const link = nextLink(headerOf(response.headers, 'link'));
     if (!Array.isArray(page)) throw notTheApi(what, 'a tree page is no JSON array');
     for (const entry of page) {
       const file = fileOf(what, entries++, entry);

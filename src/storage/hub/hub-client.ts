@@ -3,10 +3,9 @@ import type { ListingCap } from '../download-limits';
 import { retryableError } from '../../core/errors';
 import { selectionKey } from '../../core/file-selection';
 import { discardBody, isOk, responseStatusError } from '../../net';
-import { Attempt, httpGet } from '../http/http-get';
-import { contentRangeOf, type BodyResponse } from '../http/resumable-body';
+import { contentRangeOf } from '../http/resumable-body';
 import { classifiedBody, type ObjectStoreClient, type StoredObject } from '../object-store/client';
-import { listTree, pythonQuote, resolveCommit, type HubCommit, type HubReach } from './hub-api';
+import { hubRequest, listTree, pythonQuote, resolveCommit, type HubCommit, type HubReach } from './hub-api';
 import { hubFileError, type HubFailure } from './hub-errors';
 import type { HfRepo } from './hf-uri';
 
@@ -35,39 +34,23 @@ const readFile = async (
     `${reach.endpoint}/${failure.repo.repoId}/resolve/${object.version}/${pythonQuote(object.key)}`,
   );
   const ranged = offset > 0 || end < object.size;
-  // One timeout for the answer and for each wait for bytes.
-  const settings = {
-    connectTimeoutMs: reach.timeoutMs,
-    idleTimeoutMs: reach.timeoutMs,
-    network: reach.network,
-  };
-  // Its failure() names a stall by its wait and a cut by the connection; the read runs on the caller's signal alone.
-  const attempt = new Attempt(what, signal, settings);
-  attempt.dispose();
-  const credentials: Record<string, string> =
-    reach.token === undefined ? {} : { authorization: `Bearer ${reach.token}` };
-  let response: BodyResponse;
-  try {
-    const range = ranged ? { range: `bytes=${offset}-${end - 1}` } : undefined;
-    response = await httpGet(url, settings, what, signal, credentials, range);
-  } catch (cause) {
-    throw attempt.failure(cause);
-  }
+  const range = ranged ? { range: `bytes=${offset}-${end - 1}` } : undefined;
+  const { response, attempt } = await hubRequest(reach, what, url, signal, range);
   if (!isOk(response))
     throw hubFileError(failure, gated, object.key, await responseStatusError(what, response));
-  const range = contentRangeOf(response.headers);
+  const answered = contentRangeOf(response.headers);
   const exact = ranged
     ? response.status === 206 &&
-      range?.first === offset &&
-      range.last === end - 1 &&
-      range.total === object.size
+      answered?.first === offset &&
+      answered.last === end - 1 &&
+      answered.total === object.size
     : response.status === 200;
   if (!exact) {
     await discardBody(response);
     throw retryableError(
       'invalid-response',
       `${what}: bytes ${offset}-${end - 1} were answered ${response.status}` +
-        `${range !== undefined ? ` with bytes ${range.first}-${range.last} of ${range.total ?? 'unknown'}` : ''}`,
+        `${answered !== undefined ? ` with bytes ${answered.first}-${answered.last} of ${answered.total ?? 'unknown'}` : ''}`,
     );
   }
   return classifiedBody(attempt.watch(response.body), (cause) => attempt.failure(cause));
