@@ -2,32 +2,10 @@
  * boundAzureAnswers: every answer the Azure SDK would read whole (a listing page, an error, a property read) read
  * first through readAnswer, bounded while it streams; only a download's bytes are left to the downloader.
  */
+import type { Pipeline as CorePipeline, PipelinePolicy, PipelineResponse } from '@azure/core-rest-pipeline';
 import type { Pipeline } from '@azure/storage-blob';
 import type { MinRate } from '../download-limits';
 import { answerTo, readAnswer, type AnswerBody } from '../store-answer';
-
-/** What the policy reads and sets of core-rest-pipeline's request and response (duck-typed). */
-interface PipelineRequest {
-  readonly url: string;
-  readonly method: string;
-  streamResponseStatusCodes?: Set<number>;
-}
-interface PipelineResponse {
-  readonly status: number;
-  readonly headers: { get(name: string): string | undefined };
-  bodyAsText?: string | null;
-  readableStreamBody?: NodeJS.ReadableStream;
-}
-interface PipelinePolicy {
-  readonly name: string;
-  sendRequest(
-    request: PipelineRequest,
-    next: (request: PipelineRequest) => Promise<PipelineResponse>,
-  ): Promise<PipelineResponse>;
-}
-interface CorePipeline {
-  addPolicy(policy: PipelinePolicy, options: { readonly afterPhase: 'Sign' }): void;
-}
 
 // core-rest-pipeline's way of saying "every status": its HTTP client then hands each body over as a stream.
 const everyStatus = Number.POSITIVE_INFINITY;

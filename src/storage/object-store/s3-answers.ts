@@ -4,22 +4,9 @@
  */
 import { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
+import type { HttpRequest, HttpResponse } from '@smithy/types';
 import type { MinRate } from '../download-limits';
 import { answerTo, readAnswer, type AnswerBody } from '../store-answer';
-
-/** What the middleware reads of the SDK's request and response (`@smithy/protocol-http`'s, duck-typed). */
-interface SentRequest {
-  readonly method: string;
-  readonly protocol: string;
-  readonly hostname: string;
-  readonly port?: number;
-  readonly path: string;
-}
-interface RawResponse {
-  readonly statusCode: number;
-  readonly headers: Readonly<Record<string, string | undefined>>;
-  body?: unknown;
-}
 
 const isBody = (body: unknown): body is AnswerBody =>
   typeof body === 'object' &&
@@ -27,7 +14,7 @@ const isBody = (body: unknown): body is AnswerBody =>
   Symbol.asyncIterator in body &&
   typeof (body as { destroy?: unknown }).destroy === 'function';
 
-const urlOf = (request: SentRequest): string =>
+const urlOf = (request: HttpRequest): string =>
   `${request.protocol}//${request.hostname}${request.port !== undefined ? `:${request.port}` : ''}${request.path}`;
 
 /**
@@ -42,12 +29,12 @@ export const boundS3Answers = (client: S3Client, minRate: MinRate): void => {
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const result = await next(args);
-      const response = result.response as RawResponse;
+      const response = result.response as HttpResponse;
       const status = response.statusCode;
       const data = context.commandName === 'GetObjectCommand' && status >= 200 && status < 300;
-      const { body } = response;
+      const body: unknown = response.body;
       if (data || !isBody(body)) return result;
-      const request = args.request as SentRequest;
+      const request = args.request as HttpRequest;
       const bytes = await readAnswer(body, {
         what: answerTo('S3', request.method, urlOf(request)),
         contentLength: response.headers['content-length'],
