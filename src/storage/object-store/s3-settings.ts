@@ -46,19 +46,12 @@ const truth = (env: Env, name: string): boolean | undefined => {
 const endpointOf = (flag: string | undefined, env: Env): E.Either<string, string | undefined> => {
   if (flag !== undefined) return E.right(flag);
   const awsEndpoint = read(env, 'AWS_ENDPOINT_URL');
-  const s3Endpoint = read(env, 'S3_ENDPOINT');
-  const [name, value] =
-    awsEndpoint !== undefined
-      ? ['AWS_ENDPOINT_URL', awsEndpoint]
-      : s3Endpoint !== undefined
-        ? [
-            'S3_ENDPOINT',
-            /^[a-z][a-z\d+.-]*:\/\//i.test(s3Endpoint)
-              ? s3Endpoint
-              : `${truth(env, 'S3_USE_HTTPS') === false ? 'http' : 'https'}://${s3Endpoint}`,
-          ]
-        : [undefined, undefined];
-  if (name === undefined) return E.right(undefined);
+  const name = awsEndpoint !== undefined ? 'AWS_ENDPOINT_URL' : 'S3_ENDPOINT';
+  const given = awsEndpoint ?? read(env, 'S3_ENDPOINT');
+  if (given === undefined) return E.right(undefined);
+  const scheme = truth(env, 'S3_USE_HTTPS') === false ? 'http' : 'https';
+  const value =
+    name === 'S3_ENDPOINT' && !/^[a-z][a-z\d+.-]*:\/\//i.test(given) ? `${scheme}://${given}` : given;
   const url = URL.parse(value);
   if (url === null) return E.left(`${name} is not a URL`);
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
