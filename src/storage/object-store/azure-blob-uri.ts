@@ -37,10 +37,16 @@ const endpointBase = (endpoint: string): string => {
   return base.endsWith('/') ? base : `${base}/`;
 };
 
-/** Where an Azure Blob URL puts the account: in the host (`<account>.<host>`) or in the path (`<endpoint>/<account>`). */
-type Addressing =
-  | { readonly style: 'host'; readonly url: URL }
-  | { readonly style: 'path'; readonly url: URL; readonly base: string };
+/**
+ * What an Azure Blob URL addresses: its account, in the host (`<account>.<host>`) or in the path
+ * (`<endpoint>/<account>`); the account's blob service; and the path after the account's part.
+ */
+interface Addressed {
+  readonly url: URL;
+  readonly account: string;
+  readonly serviceUrl: string;
+  readonly rest: string;
+}
 
 /** `url` under `endpoint` as `<account>.<endpoint host>` (same scheme and port, no path on the endpoint). */
 const underHost = (url: URL, endpoint: string): boolean => {
@@ -56,25 +62,33 @@ const underHost = (url: URL, endpoint: string): boolean => {
 
 const leadingScheme = /^([a-z][a-z0-9+.-]*):/i;
 
-/** True when `uri` is surely no http(s) URL, told without parsing it (a failed parse throws, which costs). */
+/** True when `uri` is surely no http(s) URL, told without parsing it: the router asks this of every URI. */
 const surelyNotHttp = (uri: string): boolean => {
   if (uri.startsWith('/')) return true; // a path: no URL without a base
   const scheme = leadingScheme.exec(uri)?.[1]?.toLowerCase();
   return scheme !== undefined && scheme !== 'http' && scheme !== 'https';
 };
 
-const addressingOf = (uri: string, endpoints: ReadonlyArray<string>): Addressing | undefined => {
+const addressingOf = (uri: string, endpoints: ReadonlyArray<string>): Addressed | undefined => {
   if (surelyNotHttp(uri)) return undefined;
   const url = URL.parse(uri);
   if (url === null || (url.protocol !== 'https:' && url.protocol !== 'http:')) return undefined;
   const plain = `${url.origin}${url.pathname}`;
-  const pathEndpoint = endpoints.find((endpoint) => plain.startsWith(endpointBase(endpoint)));
-  if (pathEndpoint !== undefined) return { style: 'path', url, base: endpointBase(pathEndpoint) };
+  const base = endpoints.map(endpointBase).find((endpoint) => plain.startsWith(endpoint));
+  if (base !== undefined) {
+    const path = plain.slice(base.length);
+    const account = path.split('/', 1)[0]!;
+    return { url, account, serviceUrl: `${base}${account}`, rest: path.slice(account.length + 1) };
+  }
   const azureHost =
     url.protocol === 'https:' && azureBlobHostSuffixes.some((suffix) => url.hostname.endsWith(suffix));
-  return azureHost || endpoints.some((endpoint) => underHost(url, endpoint))
-    ? { style: 'host', url }
-    : undefined;
+  if (!azureHost && !endpoints.some((endpoint) => underHost(url, endpoint))) return undefined;
+  return {
+    url,
+    account: url.hostname.split('.', 1)[0]!,
+    serviceUrl: url.origin,
+    rest: url.pathname.slice(1),
+  };
 };
 
 /**
@@ -107,22 +121,9 @@ export const parseAzureBlobUri = (
   const display = redactUri(uri);
   const addressing = addressingOf(uri, endpoints);
   if (addressing === undefined) return E.left(`${display} is not an Azure Blob URL`);
-  const { url } = addressing;
+  const { url, account, serviceUrl, rest } = addressing;
   if (url.username !== '' || url.password !== '') {
     return E.left(`${display}: user info is not how Azure Blob takes credentials (use a SAS or a key)`);
-  }
-  let account: string;
-  let serviceBase: string;
-  let rest: string;
-  if (addressing.style === 'path') {
-    const path = `${url.origin}${url.pathname}`.slice(addressing.base.length);
-    account = path.split('/', 1)[0]!;
-    serviceBase = `${addressing.base}${account}`;
-    rest = path.slice(account.length + 1);
-  } else {
-    account = url.hostname.split('.', 1)[0]!;
-    serviceBase = url.origin;
-    rest = url.pathname.slice(1);
   }
   if (!accountPattern.test(account)) {
     return E.left(
@@ -137,12 +138,5 @@ export const parseAzureBlobUri = (
   const prefix = decodeSegments(slash === -1 ? '' : rest.slice(slash + 1));
   if (prefix === undefined) return E.left(`${display}: the blob prefix is not valid percent-encoding`);
   const sas = url.search.length > 1 ? url.search.slice(1) : undefined;
-  return E.right({
-    serviceUrl: serviceBase,
-    account,
-    container,
-    prefix,
-    ...(sas !== undefined ? { sas } : {}),
-    display,
-  });
+  return E.right({ serviceUrl, account, container, prefix, ...(sas !== undefined ? { sas } : {}), display });
 };
