@@ -63,6 +63,13 @@ export interface ObjectStoreClient {
 }
 
 /**
+ * The `Range` of a read of `object`'s bytes `[offset, end)`, open-ended when it runs to the end; none for the whole
+ * object (a range of an empty object is unsatisfiable).
+ */
+export const rangeOf = (object: StoredObject, offset: number, end: number): string | undefined =>
+  offset > 0 || end < object.size ? `bytes=${offset}-${end < object.size ? end - 1 : ''}` : undefined;
+
+/**
  * `body` with each failure thrown as `failure(cause)` (the store's EffectError), for a client's `read`: a Readable
  * (undici's, an SDK's) stays a FlowingBody; any other runs `end` however its reading ends.
  */

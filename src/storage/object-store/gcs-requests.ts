@@ -20,12 +20,6 @@ const gcsSdk = lazyModule(() => require('@google-cloud/storage') as typeof impor
 /** GCS's public JSON API endpoint. */
 export const defaultGcsEndpoint = 'https://storage.googleapis.com';
 
-/** What GcsCredentials needs: where the credentials belong and where they come from. */
-export interface GcsCredentialSettings {
-  readonly endpoint: string;
-  readonly credentialsFile?: string;
-}
-
 type AuthClient = Storage['authClient'];
 type Transporter = { configure(options: Record<string, unknown>): Record<string, unknown> };
 
@@ -51,7 +45,8 @@ const refuseTokenRedirects = (client: unknown): void => {
 export class GcsCredentials {
   private current: { readonly auth: AuthClient; readonly version: string } | undefined;
 
-  constructor(private readonly settings: GcsCredentialSettings) {}
+  /** `endpoint`: where the credentials belong; `credentialsFile`: where they come from. */
+  constructor(private readonly settings: { readonly endpoint: string; readonly credentialsFile?: string }) {}
 
   /**
    * The Authorization header for a request to `url`: none when `url` is not at the configured endpoint, none for

@@ -16,7 +16,13 @@ import {
   type GcsGet,
   type GcsReach,
 } from './gcs-requests';
-import type { ObjectLocation, ObjectStoreClient, StoredObject, ListingBounds } from './client';
+import {
+  rangeOf,
+  type ObjectLocation,
+  type ObjectStoreClient,
+  type StoredObject,
+  type ListingBounds,
+} from './client';
 import { invalidListing, pageObjects } from './listing-bounds';
 import { jsonObject } from '../../core/json/json-object';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
@@ -99,14 +105,14 @@ const apiUrl = (reach: GcsReach, path: string, query: Readonly<Record<string, st
   return url;
 };
 
-/** One list page's JSON, retried `reach.retries` times at once on a retryable failure (429, 5xx, a reset). */
-const listPage = async (reach: GcsReach, get: GcsGet): Promise<unknown> => {
+/** One list page's JSON object, retried `reach.retries` times at once on a retryable failure (429, 5xx, a reset). */
+const listPage = async (reach: GcsReach, get: GcsGet) => {
   for (let attempt = 0; ; attempt++) {
     try {
       const call = await gcsGet(reach, get);
       const page = await readAnswer(call.body, answerOf(reach, call, get.url));
       const json = parseJson(page.toString('utf8'));
-      return isRight(json) ? json.right : undefined;
+      return isRight(json) ? jsonObject(json.right) : undefined;
     } catch (cause) {
       const error = gcsError(cause, get.what, 'list', get.signal);
       if (!error.retryable || get.signal.aborted || attempt >= reach.retries) throw error;
@@ -130,8 +136,7 @@ async function* listObjects(
       ...(pageToken === undefined ? {} : { pageToken }),
     };
     const url = apiUrl(reach, `${encodeURIComponent(location.bucket)}/o`, query);
-    const body = await listPage(reach, { url, what, phase: 'list', signal });
-    const page = jsonObject(body);
+    const page = await listPage(reach, { url, what, phase: 'list', signal });
     if (page === undefined) throw invalidListing(what, 'the body is no JSON object');
     yield* pageObjects(what, 'items', page['items'] ?? [], bounds, (fields) => ({
       key: fields?.['name'],
@@ -153,7 +158,7 @@ async function* readObject(
   end = object.size,
 ): AsyncGenerator<Uint8Array> {
   if (offset >= end) return;
-  const ranged = offset > 0 || end < object.size;
+  const range = rangeOf(object, offset, end);
   const what = `reading gs://${location.bucket}/${object.key}`;
   // Pinned to the listed generation: a newer one answers 404, read as `changed`. Stored bytes, not transcoded
   // (`Accept-Encoding: gzip` keeps GCS from decompressing, and undici decodes nothing): offsets and sizes are the
@@ -162,17 +167,14 @@ async function* readObject(
     alt: 'media',
     generation: object.version,
   });
-  const headers = {
-    'accept-encoding': 'gzip',
-    ...(ranged ? { range: `bytes=${offset}-${end < object.size ? end - 1 : ''}` } : {}),
-  };
+  const headers = { 'accept-encoding': 'gzip', ...(range !== undefined ? { range } : {}) };
   let call: HttpCallResponse;
   try {
     call = await gcsGet(reach, { url, what, phase: 'read', headers, signal });
   } catch (cause) {
     throw gcsError(cause, what, 'read', signal);
   }
-  if (ranged && call.status !== 206) {
+  if (range !== undefined && call.status !== 206) {
     await discardBody(call);
     throw retryableError('invalid-response', `${what}: HTTP ${call.status} to a ranged read, not 206`);
   }

@@ -9,6 +9,7 @@ import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import {
   classifiedBody,
+  rangeOf,
   type ObjectLocation,
   type ObjectStoreClient,
   type StoredObject,
@@ -166,16 +167,14 @@ const readObject = async (
     signal,
     listed: true,
   };
+  const range = rangeOf(object, offset, end);
   try {
     const output = await client.send(
       new (s3Sdk().GetObjectCommand)({
         Bucket: location.bucket,
         Key: object.key,
         ...(object.version !== '' ? { IfMatch: object.version } : {}),
-        // No Range for the whole object: a range of an empty object is unsatisfiable.
-        ...(offset > 0 || end < object.size
-          ? { Range: `bytes=${offset}-${end < object.size ? end - 1 : ''}` }
-          : {}),
+        ...(range !== undefined ? { Range: range } : {}),
       }),
       { abortSignal: signal },
     );
@@ -184,8 +183,7 @@ const readObject = async (
     const mismatch =
       object.version !== '' && output.ETag !== undefined && output.ETag !== object.version
         ? `its ETag is ${output.ETag}, not ${object.version}`
-        : (offset > 0 || end < object.size) &&
-            !(output.ContentRange ?? '').startsWith(`bytes ${offset}-${end - 1}/`)
+        : range !== undefined && !(output.ContentRange ?? '').startsWith(`bytes ${offset}-${end - 1}/`)
           ? `the store answered bytes ${output.ContentRange ?? 'from 0'} to a read from byte ${offset}`
           : undefined;
     if (mismatch !== undefined) {
