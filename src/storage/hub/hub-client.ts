@@ -2,9 +2,9 @@
 import type { ListingCap } from '../download-limits';
 import { retryableError } from '../../core/errors';
 import { selectionKey } from '../../core/file-selection';
-import { discardBody, isOk, responseStatusError } from '../../net';
+import { discardBody, isOk, responseStatusError, withFailures } from '../../net';
 import { contentRangeOf } from '../http/resumable-body';
-import { classifiedBody, type ObjectStoreClient, type StoredObject } from '../object-store/client';
+import type { ObjectStoreClient, StoredObject } from '../object-store/client';
 import { hubRequest, listTree, pythonQuote, resolveCommit, type HubCommit, type HubReach } from './hub-api';
 import { hubFileError, type HubFailure } from './hub-errors';
 import type { HfRepo } from './hf-uri';
@@ -53,7 +53,7 @@ const readFile = async (
         `${answered !== undefined ? ` with bytes ${answered.first}-${answered.last} of ${answered.total ?? 'unknown'}` : ''}`,
     );
   }
-  return classifiedBody(attempt.watch(response.body), (cause) => attempt.failure(cause));
+  return withFailures(attempt.watch(response.body), (cause) => attempt.failure(cause));
 };
 
 /**

@@ -1,7 +1,5 @@
 /** The small interface each remote store (S3, GCS, Azure Blob, the Hub) implements for the one download engine. */
 import type { FileSelection } from '../../core/file-selection';
-import { Readable } from 'node:stream';
-import { withFailures } from '../../net';
 import type { ContentDigest } from '../listed-content';
 
 /** Where the objects of one model live: a bucket (or container) and a key prefix. */
@@ -68,28 +66,3 @@ export interface ObjectStoreClient {
  */
 export const rangeOf = (object: StoredObject, offset: number, end: number): string | undefined =>
   offset > 0 || end < object.size ? `bytes=${offset}-${end < object.size ? end - 1 : ''}` : undefined;
-
-/**
- * `body` with each failure thrown as `failure(cause)` (the store's EffectError), for a client's `read`: a Readable
- * (undici's, an SDK's) stays a FlowingBody; any other runs `end` however its reading ends.
- */
-export const classifiedBody = (
-  body: AsyncIterable<Uint8Array>,
-  failure: (cause: unknown) => unknown,
-  end?: () => void,
-): AsyncIterable<Uint8Array> =>
-  body instanceof Readable || 'readable' in body ? withFailures(body, failure) : chunksOf(body, failure, end);
-
-async function* chunksOf(
-  body: AsyncIterable<Uint8Array>,
-  failure: (cause: unknown) => unknown,
-  end: (() => void) | undefined,
-): AsyncGenerator<Uint8Array> {
-  try {
-    yield* body;
-  } catch (cause) {
-    throw failure(cause);
-  } finally {
-    end?.();
-  }
-}

@@ -8,7 +8,6 @@ import { storageRequestTries } from '../../core/retry-policy';
 import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import {
-  classifiedBody,
   rangeOf,
   type ObjectLocation,
   type ObjectStoreClient,
@@ -17,6 +16,7 @@ import {
 } from './client';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { lazyModule } from '../../core/lazy-module';
+import { withFailures } from '../../net';
 import { changedObject, s3Error, type S3Request } from './s3-errors';
 import { invalidListing, pageObjects } from './listing-bounds';
 import type { Dispatcher } from 'undici';
@@ -178,7 +178,7 @@ const readObject = async (
       }),
       { abortSignal: signal },
     );
-    // In Node, a Readable stream: destroyed however reading ends, each failure classified as one in a body.
+    // In Node, a Readable stream (withFailures destroys it however reading ends).
     const body = output.Body as (AsyncIterable<Uint8Array> & { destroy?: () => void }) | undefined;
     const mismatch =
       object.version !== '' && output.ETag !== undefined && output.ETag !== object.version
@@ -190,10 +190,8 @@ const readObject = async (
       body?.destroy?.();
       throw changedObject(request.what, mismatch);
     }
-    return classifiedBody(
-      body ?? (async function* () {})(),
-      (cause) => s3Error(cause, { ...request, inBody: true }),
-      () => body?.destroy?.(),
+    return withFailures(body ?? (async function* () {})(), (cause) =>
+      s3Error(cause, { ...request, inBody: true }),
     );
   } catch (cause) {
     throw s3Error(cause, request);
