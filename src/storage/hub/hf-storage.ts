@@ -1,8 +1,4 @@
-/**
- * hfStorage: the StorageProvider for `hf://<owner>/<model>[:<revision>]` — a Hugging Face Hub snapshot, every file
- * from one commit; hubRepoClient, that repo at that commit as an ObjectStoreClient (its tree the listing, `/resolve/`
- * the ranged read).
- */
+/** hfStorage: the StorageProvider for `hf://<owner>/<model>[:<revision>]`, over hubRepoClient — one Hub repo at one commit, its tree the listing, `/resolve/` the ranged read. */
 import * as E from 'fp-ts/Either';
 import { permanentError, retryableError } from '../../core/errors';
 import { selectionKey } from '../../core/file-selection';
