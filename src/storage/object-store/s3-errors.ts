@@ -46,21 +46,12 @@ const transientCodes = new Set([
   'Throttling',
 ]);
 
-/** The status S3 answered with, when it answered. */
-const statusOf = (failure: ServiceFailure): number | undefined => failure.$metadata.httpStatusCode;
-
-/** The service's own words: `AccessDenied: Access Denied (HTTP 403)`. */
-const described = (failure: ServiceFailure): string => {
-  const status = statusOf(failure);
-  const message =
-    failure.message !== undefined && failure.message !== failure.name ? `: ${failure.message}` : '';
-  return `${failure.name}${message}${status !== undefined ? ` (HTTP ${status})` : ''}`;
-};
-
 const serviceError = (failure: ServiceFailure, request: S3Request): EffectError => {
-  const status = statusOf(failure);
+  const status = failure.$metadata.httpStatusCode;
   const code = failure.name;
-  const text = `${request.what}: ${described(failure)}`;
+  // The service's own words: `AccessDenied: Access Denied (HTTP 403)`.
+  const message = failure.message !== undefined && failure.message !== code ? `: ${failure.message}` : '';
+  const text = `${request.what}: ${code}${message}${status !== undefined ? ` (HTTP ${status})` : ''}`;
   if (code === 'NoSuchBucket') return new EffectError(text, false, { kind: 'not-found', status });
   if (request.listed === true && ['NoSuchKey', 'PreconditionFailed', 'InvalidRange'].includes(code)) {
     return new EffectError(`${text}; it changed since it was listed`, true, { kind: 'changed', status });
@@ -83,7 +74,8 @@ export const s3Error = (cause: unknown, request: S3Request): EffectError => {
   if (request.signal.aborted || isAbortError(cause)) {
     return transportError(cause, { what: request.what, aborted: true });
   }
-  if (isServiceFailure(cause) && statusOf(cause) !== undefined) return serviceError(cause, request);
+  if (isServiceFailure(cause) && cause.$metadata.httpStatusCode !== undefined)
+    return serviceError(cause, request);
   const name = (cause as { name?: unknown } | null)?.name;
   if (name === 'CredentialsProviderError') {
     return new EffectError(

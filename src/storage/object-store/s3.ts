@@ -61,18 +61,14 @@ export interface S3ClientSettings {
   readonly minRate?: MinRate;
 }
 
-const noSignature: NonNullable<S3ClientConfig['httpAuthSchemes']>[number]['signer'] = {
-  sign: (request) => Promise.resolve(request),
-};
-
 /** The SDK settings that make every request unsigned (a public bucket): no identity, no signature. */
-const anonymousAuth = (): Pick<S3ClientConfig, 'httpAuthSchemes'> => ({
+const anonymousAuth: Pick<S3ClientConfig, 'httpAuthSchemes'> = {
   httpAuthSchemes: ['aws.auth#sigv4', 'aws.auth#sigv4a'].map((schemeId) => ({
     schemeId,
     identityProvider: () => () => Promise.resolve({}),
-    signer: noSignature,
+    signer: { sign: <T>(request: T) => Promise.resolve(request) },
   })),
-});
+};
 
 /** The SDK's node:http handler on the settings' agent, with ranged reads sent by undici when `dispatcherFor` is given. */
 const requestHandlerOf = (settings: S3ClientSettings): NodeHttpHandler => {
@@ -107,7 +103,7 @@ export const s3SdkClient = (settings: S3ClientSettings): S3Client => {
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     requestHandler: requestHandlerOf(settings),
-    ...(settings.credentials === 'anonymous' ? anonymousAuth() : { credentials: settings.credentials }),
+    ...(settings.credentials === 'anonymous' ? anonymousAuth : { credentials: settings.credentials }),
   });
   boundS3Answers(client, settings.minRate ?? defaultDownloadLimits.minRate);
   return client;
