@@ -7,13 +7,7 @@ import { retryableError } from '../../core/errors';
 import { storageRequestTries } from '../../core/retry-policy';
 import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
-import {
-  rangeOf,
-  type ObjectLocation,
-  type ObjectStoreClient,
-  type StoredObject,
-  type ListingBounds,
-} from './client';
+import { rangeOf, type ObjectLocation, type ObjectStoreClient, type ListingBounds } from './client';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { lazyModule } from '../../core/lazy-module';
 import { withFailures } from '../../net';
@@ -150,54 +144,49 @@ async function* listObjects(
 }
 
 /** GetObject from `offset` on, If-Match on the listed ETag (and the answer's ETag checked too: not every store honours If-Match). */
-const readObject = async (
-  client: S3Client,
-  location: ObjectLocation,
-  object: StoredObject,
-  offset: number,
-  signal: AbortSignal,
-  end = object.size,
-): Promise<AsyncIterable<Uint8Array>> => {
-  const request: S3Request = {
-    what: `${location.display}: reading ${object.key} from bucket ${location.bucket}`,
-    signal,
-    listed: true,
-  };
-  const range = rangeOf(object, offset, end);
-  try {
-    const output = await client.send(
-      new (s3Sdk().GetObjectCommand)({
-        Bucket: location.bucket,
-        Key: object.key,
-        ...(object.version !== '' ? { IfMatch: object.version } : {}),
-        ...(range !== undefined ? { Range: range } : {}),
-      }),
-      { abortSignal: signal },
-    );
-    // In Node, a Readable stream (withFailures destroys it however reading ends).
-    const body = output.Body as (AsyncIterable<Uint8Array> & { destroy?: () => void }) | undefined;
-    const mismatch =
-      object.version !== '' && output.ETag !== undefined && output.ETag !== object.version
-        ? `its ETag is ${output.ETag}, not ${object.version}`
-        : range !== undefined && !(output.ContentRange ?? '').startsWith(`bytes ${offset}-${end - 1}/`)
-          ? `the store answered bytes ${output.ContentRange ?? 'from 0'} to a read from byte ${offset}`
-          : undefined;
-    if (mismatch !== undefined) {
-      body?.destroy?.();
-      throw changedObject(request.what, mismatch);
+const readObject =
+  (client: S3Client): ObjectStoreClient['read'] =>
+  async (location, object, offset, signal, end = object.size) => {
+    const request: S3Request = {
+      what: `${location.display}: reading ${object.key} from bucket ${location.bucket}`,
+      signal,
+      listed: true,
+    };
+    const range = rangeOf(object, offset, end);
+    try {
+      const output = await client.send(
+        new (s3Sdk().GetObjectCommand)({
+          Bucket: location.bucket,
+          Key: object.key,
+          ...(object.version !== '' ? { IfMatch: object.version } : {}),
+          ...(range !== undefined ? { Range: range } : {}),
+        }),
+        { abortSignal: signal },
+      );
+      // In Node, a Readable stream (withFailures destroys it however reading ends).
+      const body = output.Body as (AsyncIterable<Uint8Array> & { destroy?: () => void }) | undefined;
+      const mismatch =
+        object.version !== '' && output.ETag !== undefined && output.ETag !== object.version
+          ? `its ETag is ${output.ETag}, not ${object.version}`
+          : range !== undefined && !(output.ContentRange ?? '').startsWith(`bytes ${offset}-${end - 1}/`)
+            ? `the store answered bytes ${output.ContentRange ?? 'from 0'} to a read from byte ${offset}`
+            : undefined;
+      if (mismatch !== undefined) {
+        body?.destroy?.();
+        throw changedObject(request.what, mismatch);
+      }
+      return withFailures(body ?? (async function* () {})(), (cause) =>
+        s3Error(cause, { ...request, inBody: true }),
+      );
+    } catch (cause) {
+      throw s3Error(cause, request);
     }
-    return withFailures(body ?? (async function* () {})(), (cause) =>
-      s3Error(cause, { ...request, inBody: true }),
-    );
-  } catch (cause) {
-    throw s3Error(cause, request);
-  }
-};
+  };
 
 /** An ObjectStoreClient over one SDK client: every failure an EffectError naming the bucket and the key. */
 export const s3ObjectClient = (client: S3Client): ObjectStoreClient => ({
   list: (location, signal, bounds) => listObjects(client, location, signal, bounds),
-  read: (location, object, offset, signal, end) => readObject(client, location, object, offset, signal, end),
+  read: readObject(client),
 });
 
 // Bucket names as S3 (legacy ones included), MinIO and Ceph allow them; the store says whether one exists.
