@@ -103,7 +103,12 @@ export const httpGet = async (
       // undici's pool for the hop's URL: the Network's, direct or through its proxy.
       ...(settings.network !== undefined ? { dispatcher: settings.network.dispatcherFor(current) } : {}),
     });
-    const answer = { status: response.statusCode, headers: response.headers, body: response.body };
+    const answer = {
+      status: response.statusCode,
+      headers: response.headers,
+      body: response.body,
+      url: current,
+    };
     const location = headerOf(answer.headers, 'location');
     if (!redirectStatuses.has(answer.status) || location === undefined) return answer;
     await discardBody(answer);

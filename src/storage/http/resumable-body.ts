@@ -9,6 +9,8 @@ export interface BodyResponse {
   readonly status: number;
   readonly headers: IncomingHttpHeaders;
   readonly body: ResponseBody;
+  /** The URL that answered, after redirects (httpGet sets it): a credential went there only if it is the endpoint. */
+  readonly url?: URL;
 }
 
 /** How a cut body is resumed. */

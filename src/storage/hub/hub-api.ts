@@ -116,11 +116,16 @@ const hubJson = async (
   const { response } = await hubRequest(reach, what, url, signal, { accept: 'application/json' });
   if (!isOk(response)) {
     const body = await errorAnswerText(response.body, answerOf(reach, response, url));
-    throw hubStatusError(failure, {
-      status: response.status,
-      code: headerOf(response.headers, 'x-error-code'),
-      message: headerOf(response.headers, 'x-error-message') ?? errorText(body),
-    });
+    // A redirect off the endpoint took no token with it: the blame is said as for no token.
+    const withToken = failure.withToken && sameEndpoint(response.url ?? url, reach.endpoint);
+    throw hubStatusError(
+      { ...failure, withToken },
+      {
+        status: response.status,
+        code: headerOf(response.headers, 'x-error-code'),
+        message: headerOf(response.headers, 'x-error-message') ?? errorText(body),
+      },
+    );
   }
   const bytes = await readAnswer(response.body, answerOf(reach, response, url)).catch((cause: unknown) => {
     const stalled = timeoutOf(cause) !== undefined;

@@ -105,6 +105,29 @@ describe('hfStorage failures', () => {
     expect(error).toMatchObject({ kind: 'network', retryable: true });
   });
 
+  it('blames no token when the API redirected off the endpoint, where the token was not sent', async () => {
+    const authorizations: Array<string | undefined> = [];
+    const elsewhere = await startHttpServer((request, response) => {
+      authorizations.push(request.headers.authorization);
+      response.writeHead(401, { 'x-error-code': 'RepoNotFound' });
+      response.end('{"error":"Repository not found"}');
+    });
+    const redirecting = await startHttpServer((request, response) => {
+      response.writeHead(302, { location: `${elsewhere.url}${request.url ?? '/'}` });
+      response.end();
+    });
+    try {
+      const error = await download('hf://org/public', { endpoint: redirecting.url, token: reader });
+      expect(error).toMatchObject({ kind: 'http-status', status: 401, retryable: false });
+      expect(error.message).toContain('set HF_TOKEN to a token that can read it');
+      expect(error.message).not.toContain('HF_TOKEN cannot read it');
+      expect(authorizations).toEqual([undefined]);
+    } finally {
+      await redirecting.close();
+      await elsewhere.close();
+    }
+  });
+
   it('fails a bad URI for good as invalid-uri', async () => {
     expect(await download('hf://org')).toMatchObject({ kind: 'invalid-uri', retryable: false });
   });
