@@ -112,7 +112,7 @@ describe('ranged http downloads on the real process', () => {
     },
   );
 
-  it('resumes one stream (--download-streams 1) cut mid-way from its last byte, as before', async () => {
+  it('resumes one stream (--download-streams 1) cut mid-way from the last byte it took in, as before', async () => {
     const { relay, uri } = await serveBodies([{ size, block: v1 }], null);
     const cut = relay.cut({ afterBytes: 20 * mebibyte });
     const run = await runs.start(tmp.path, { models: { big: uri }, flags: { 'download-streams': 1 } });
@@ -120,7 +120,13 @@ describe('ranged http downloads on the real process', () => {
     const made = await cut;
     await run.loaded('big');
 
-    expect(relay.requests.map((request) => request.range)).toEqual([undefined, { first: made.bodyBytes }]);
+    // One resume, from the bytes the body handed over: what undici still held in the body's buffer when the
+    // connection closed is dropped with it (at most its 64 KiB highWaterMark and one socket read), so on a busy
+    // machine the resume may start a little before the relay's count.
+    const ranges = relay.requests.map((request) => request.range);
+    expect(ranges).toEqual([undefined, { first: expect.any(Number) }]);
+    expect(ranges[1]!.first).toBeLessThanOrEqual(made.bodyBytes);
+    expect(ranges[1]!.first).toBeGreaterThan(made.bodyBytes - 256 * 1024);
     expect(await compareFile(join(run.modelDir, 'big', 'weights.bin'), v1)).toBe('identical');
     expect(logsOf(run.cli, 'big', 'model step failed; retrying')).toEqual([]);
   });
