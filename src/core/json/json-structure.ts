@@ -11,6 +11,17 @@ export interface StructureProblems {
   readonly tooDeep: boolean;
 }
 
+const quote = 34;
+const backslash = 92;
+const openBrace = 123;
+const closeBrace = 125;
+const openBracket = 91;
+const closeBracket = 93;
+const comma = 44;
+const objectKind = 1;
+const arrayKind = 2;
+// Keys of an object are compared pairwise up to this many; past it (or once a key has escapes) a Set is used.
+const pairwiseKeys = 16;
 const maxKeyShown = 40;
 
 /** The index of the quote that closes the string opening at `open`, or `text.length` when it never closes. */
@@ -18,16 +29,28 @@ const stringEnd = (text: string, open: number): number => {
   let end = text.indexOf('"', open + 1);
   while (end !== -1) {
     let slashes = 0;
-    while (text.charCodeAt(end - 1 - slashes) === 0x5c) slashes++; // a backslash
+    while (text.charCodeAt(end - 1 - slashes) === backslash) slashes++;
     if (slashes % 2 === 0) return end;
     end = text.indexOf('"', end + 1);
   }
   return text.length;
 };
 
+const hasEscape = (text: string, start: number, end: number): boolean => {
+  for (let i = start; i < end; i++) if (text.charCodeAt(i) === backslash) return true;
+  return false;
+};
+
+const sameRange = (text: string, a: number, aEnd: number, b: number, bEnd: number): boolean => {
+  if (aEnd - a !== bEnd - b) return false;
+  for (let i = 0; a + i < aEnd; i++) if (text.charCodeAt(a + i) !== text.charCodeAt(b + i)) return false;
+  return true;
+};
+
 /** The key's value: its text, unescaped when it has escapes (`"\u0061"` is the key `a`). */
-const keyValue = (raw: string): string => {
-  if (!raw.includes('\\')) return raw;
+const keyValue = (text: string, start: number, end: number): string => {
+  const raw = text.slice(start, end);
+  if (!hasEscape(text, start, end)) return raw;
   try {
     return JSON.parse(`"${raw}"`) as string;
   } catch {
@@ -36,87 +59,152 @@ const keyValue = (raw: string): string => {
 };
 
 const shownKey = (raw: string): string =>
-  raw.length > maxKeyShown ? `${raw.slice(0, maxKeyShown - 3)}...` : raw;
+  `"${raw.length > maxKeyShown ? `${raw.slice(0, maxKeyShown - 3)}...` : raw}"`;
 
-/** An open array (its element index) or object (its keys so far, and the last one, for the path). */
-interface Frame {
-  keys: string[] | Set<string> | undefined;
-  lastKey: string;
-  index: number;
+const frames = maxJsonDepth + 1;
+
+/** The state of one scan: a stack of open arrays and objects, and the keys seen in each open object. */
+class Scan {
+  readonly kinds = new Uint8Array(frames);
+  readonly elementIndex = new Int32Array(frames);
+  readonly lastKeyStart = new Int32Array(frames);
+  readonly lastKeyEnd = new Int32Array(frames);
+  readonly keysFrom = new Int32Array(frames);
+  readonly keySets: Array<Set<string> | undefined> = new Array<Set<string> | undefined>(frames);
+  readonly keyStarts = new Int32Array(frames * pairwiseKeys);
+  readonly keyEnds = new Int32Array(frames * pairwiseKeys);
+  readonly lines: string[] = [];
+  keyCount = 0;
+  count = 0;
+  /** The first backslash at or after the last key checked (Infinity: none left); one forward search per text. */
+  private backslash = -1;
+
+  constructor(
+    readonly text: string,
+    readonly maxListed: number,
+  ) {}
+
+  open(frame: number, kind: number): void {
+    this.kinds[frame] = kind;
+    this.elementIndex[frame] = 0;
+    this.keysFrom[frame] = this.keyCount;
+    this.keySets[frame] = undefined;
+  }
+
+  close(frame: number): void {
+    this.keyCount = this.keysFrom[frame]!;
+    this.keySets[frame] = undefined;
+  }
+
+  /** A key of the object at `frame` (the innermost open one), at `start`..`end` of the text. */
+  addKey(frame: number, start: number, end: number): void {
+    const text = this.text;
+    this.lastKeyStart[frame] = start;
+    this.lastKeyEnd[frame] = end;
+    let set = this.keySets[frame];
+    if (set === undefined) {
+      const first = this.keysFrom[frame]!;
+      for (let k = first; k < this.keyCount; k++) {
+        if (sameRange(text, this.keyStarts[k]!, this.keyEnds[k]!, start, end))
+          return this.duplicate(frame, start, end);
+      }
+      if (this.keyCount - first < pairwiseKeys && !this.escapes(start, end)) {
+        this.keyStarts[this.keyCount] = start;
+        this.keyEnds[this.keyCount++] = end;
+        return;
+      }
+      set = new Set<string>();
+      for (let k = first; k < this.keyCount; k++)
+        set.add(keyValue(text, this.keyStarts[k]!, this.keyEnds[k]!));
+      this.keySets[frame] = set;
+      this.keyCount = first;
+    }
+    const key = keyValue(text, start, end);
+    if (set.has(key)) this.duplicate(frame, start, end);
+    else set.add(key);
+  }
+
+  /** True when the key at `start`..`end` has an escape (keys come in text order, so the search only moves on). */
+  escapes(start: number, end: number): boolean {
+    if (this.backslash < start) {
+      const at = this.text.indexOf('\\', start);
+      this.backslash = at === -1 ? Infinity : at;
+    }
+    return this.backslash < end;
+  }
+
+  duplicate(frame: number, start: number, end: number): void {
+    this.report(`${this.pathTo(frame)}: duplicate key ${shownKey(this.text.slice(start, end))}`);
+  }
+
+  report(line: string): void {
+    this.count++;
+    if (this.lines.length < this.maxListed) this.lines.push(line);
+  }
+
+  /** The path to the container at frame `upTo`, as the error lines of decodeConfig write it: `[3].modelSpec`. */
+  pathTo(upTo: number): string {
+    let path = '';
+    for (let f = 0; f < upTo; f++) {
+      path +=
+        this.kinds[f] === arrayKind
+          ? `[${this.elementIndex[f]}]`
+          : `.${shownKey(this.text.slice(this.lastKeyStart[f], this.lastKeyEnd[f])).slice(1, -1)}`;
+      if (path.length > 200) return `${path.slice(0, 197)}...`;
+    }
+    return path.replace(/^\./, '') || '(document)';
+  }
 }
 
-// An object's keys are kept in a list up to this many (cheaper than a Set for the few of a model), then a Set.
-const listedKeys = 16;
-
-/** Adds `key` to the keys of the object `frame`; true when it was there already. */
-const isDuplicate = (frame: Frame, key: string): boolean => {
-  if (frame.keys instanceof Set) {
-    if (frame.keys.has(key)) return true;
-    frame.keys.add(key);
-  } else if (frame.keys !== undefined) {
-    if (frame.keys.includes(key)) return true;
-    frame.keys.push(key);
-    if (frame.keys.length > listedKeys) frame.keys = new Set(frame.keys);
-  }
-  return false;
-};
-
-/** The path to the innermost open container, as the error lines of decodeConfig write it: `[3].modelSpec`. */
-const pathOf = (stack: ReadonlyArray<Frame>): string => {
-  let path = '';
-  for (const frame of stack) {
-    path += frame.keys === undefined ? `[${frame.index}]` : `.${shownKey(frame.lastKey)}`;
-    if (path.length > 200) return `${path.slice(0, 197)}...`;
-  }
-  return path.replace(/^\./, '') || '(document)';
-};
+// What each ASCII character means to the scan; everything else (values, whitespace) is skipped.
+const other = 0;
+const stringStart = 1;
+const opening = 2;
+const closing = 3;
+const separator = 4;
+const charClass = new Uint8Array(128);
+charClass[quote] = stringStart;
+charClass[openBrace] = opening;
+charClass[openBracket] = opening;
+charClass[closeBrace] = closing;
+charClass[closeBracket] = closing;
+charClass[comma] = separator;
 
 /**
- * One pass over `text` that finds every duplicate key, as `[3].modelSpec: duplicate key "storageUri"`, and stops
- * at the first array or object nested deeper than `maxJsonDepth`. JSON.parse silently keeps the last of duplicate
- * keys, and a deep document costs it memory and time before any check could run. Meant for text JSON.parse
- * accepts; on other text it ends without throwing, and what it reports about such text is only a hint. It runs on
- * every config read: keep the loop tight.
+ * One pass over `text` (no recursion, no allocation for ordinary objects) that finds every duplicate key, as
+ * `[3].modelSpec: duplicate key "storageUri"`, and stops at the first array or object nested deeper than
+ * `maxJsonDepth`. JSON.parse silently keeps the last of duplicate keys, and a deep document costs it memory and
+ * time before any check could run. Meant for text JSON.parse accepts; on other text it ends without throwing,
+ * and what it reports about such text is only a hint. It runs on every config read: keep the loop tight.
  */
 export const structureProblems = (text: string, maxListed = 10): StructureProblems => {
-  const lines: string[] = [];
-  let count = 0;
-  const report = (line: string): void => {
-    count++;
-    if (lines.length < maxListed) lines.push(line);
-  };
-  const stack: Frame[] = [];
+  const scan = new Scan(text, maxListed);
+  const length = text.length;
+  let depth = 0;
   let expectKey = false;
-  // Only quotes, brackets, braces and commas matter (0x22 ", 0x7b {, 0x5b [, 0x7d }, 0x5d ], 0x2c ,).
-  for (let i = 0; i < text.length; i++) {
+  for (let i = 0; i < length; i++) {
     const c = text.charCodeAt(i);
-    if (c === 0x22) {
+    const kind = c < 128 ? charClass[c]! : other;
+    if (kind === other) continue;
+    if (kind === stringStart) {
       const end = stringEnd(text, i);
-      const frame = stack.at(-1);
-      if (expectKey && frame?.keys !== undefined) {
-        const raw = text.slice(i + 1, end);
-        const key = keyValue(raw);
-        if (isDuplicate(frame, key))
-          report(`${pathOf(stack.slice(0, -1))}: duplicate key "${shownKey(raw)}"`);
-        frame.lastKey = raw;
-      }
+      if (expectKey) scan.addKey(depth - 1, i + 1, end);
       expectKey = false;
       i = end;
-    } else if (c === 0x7b || c === 0x5b) {
-      if (stack.length === maxJsonDepth) {
-        report(`${pathOf(stack)}: nested deeper than ${maxJsonDepth} levels of arrays and objects`);
-        return { lines, count, tooDeep: true };
+    } else if (kind === opening) {
+      if (depth === frames - 1) {
+        scan.report(`${scan.pathTo(depth)}: nested deeper than ${maxJsonDepth} levels of arrays and objects`);
+        return { lines: scan.lines, count: scan.count, tooDeep: true };
       }
-      stack.push({ keys: c === 0x7b ? [] : undefined, lastKey: '', index: 0 });
-      expectKey = c === 0x7b;
-    } else if (c === 0x7d || c === 0x5d) {
-      stack.pop();
+      scan.open(depth++, c === openBrace ? objectKind : arrayKind);
+      expectKey = c === openBrace;
+    } else if (kind === closing) {
+      if (depth > 0) scan.close(--depth);
       expectKey = false;
-    } else if (c === 0x2c && stack.length > 0) {
-      const frame = stack.at(-1)!;
-      if (frame.keys !== undefined) expectKey = true;
-      else frame.index++;
+    } else if (depth > 0) {
+      if (scan.kinds[depth - 1] === objectKind) expectKey = true;
+      else scan.elementIndex[depth - 1] = scan.elementIndex[depth - 1]! + 1;
     }
   }
-  return { lines, count, tooDeep: false };
+  return { lines: scan.lines, count: scan.count, tooDeep: false };
 };
