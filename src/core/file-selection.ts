@@ -29,11 +29,14 @@ export const selectionOf = (
   allow: ReadonlyArray<string> | undefined,
   ignore: ReadonlyArray<string> | undefined,
 ): FileSelection | undefined => {
-  const selection = {
-    ...(allow !== undefined && allow.length > 0 ? { allowPatterns: allow } : {}),
-    ...(ignore !== undefined && ignore.length > 0 ? { ignorePatterns: ignore } : {}),
+  // Decoded and encoded once per model: no object is made for the common spec that selects all.
+  const keepAllow = allow !== undefined && allow.length > 0;
+  const keepIgnore = ignore !== undefined && ignore.length > 0;
+  if (!keepAllow && !keepIgnore) return undefined;
+  return {
+    ...(keepAllow ? { allowPatterns: allow } : {}),
+    ...(keepIgnore ? { ignorePatterns: ignore } : {}),
   };
-  return selectsAll(selection) ? undefined : selection;
 };
 
 /** One step of a compiled pattern: each but `star` takes exactly one code point. */
