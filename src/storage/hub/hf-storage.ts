@@ -6,7 +6,8 @@ import { registerSecret } from '../../core/redact';
 import type { StorageProvider } from '../../ports';
 import { defaultDownloadLimits, type ListingCap } from '../download-limits';
 import { discardBody, isOk, responseStatusError, withFailures, type Network } from '../../net';
-import { contentRangeOf } from '../http/resumable-body';
+import { contentLengthOf, contentRangeOf } from '../http/resumable-body';
+import { rangedFailure } from '../parts/fetch-parts';
 import type { ObjectStoreClient, StoredObject } from '../object-store/client';
 import {
   objectStoreStorage,
@@ -62,7 +63,8 @@ const readFile = async (
         `${answered !== undefined ? ` with bytes ${answered.first}-${answered.last} of ${answered.total ?? 'unknown'}` : ''}`,
     );
   }
-  return withFailures(attempt.watch(response.body), (cause) => attempt.failure(cause));
+  const framed = !ranged || contentLengthOf(response.headers) !== undefined;
+  return withFailures(attempt.watch(response.body), (cause) => rangedFailure(framed, attempt.failure(cause)));
 };
 
 /**

@@ -10,7 +10,7 @@ import { permanentError, toEffectError } from '../../core/errors';
 import { selectionKey, type FileSelection } from '../../core/file-selection';
 import { inSlot, type Slots } from '../../core/slots';
 import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
-import { fetchInParts } from '../parts/fetch-parts';
+import { fetchInParts, trustedCause, UntrustedBytes } from '../parts/fetch-parts';
 import { rangedThresholdBytes } from '../parts/part-plan';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
@@ -127,10 +127,15 @@ const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<
         await readInto(job, object, { path: to, file }, check);
         return;
       } catch (cause) {
+        // An unframed answer's bytes may not be data: not resumed, the attempt fails and starts again whole.
         const resumes =
-          check.failed === undefined && check.bytes > 0 && resumable(cause) && !job.signal.aborted;
+          !(cause instanceof UntrustedBytes) &&
+          check.failed === undefined &&
+          check.bytes > 0 &&
+          resumable(cause) &&
+          !job.signal.aborted;
         idle = check.bytes > before ? 0 : idle + 1;
-        if (!resumes || idle > job.maxResumes) throw toEffectError(cause);
+        if (!resumes || idle > job.maxResumes) throw toEffectError(trustedCause(cause));
       }
     }
   } finally {

@@ -8,6 +8,7 @@ import { redactUri } from '../../core/storage-uri';
 import { discardBody, transportError, type HttpCallResponse, type Network } from '../../net';
 import type { StorageProvider } from '../../ports';
 import { idleChunks } from './idle-watch';
+import { rangedFailure } from '../parts/fetch-parts';
 import {
   answerOf,
   defaultGcsEndpoint,
@@ -179,8 +180,9 @@ async function* readObject(
     throw retryableError('invalid-response', `${what}: HTTP ${call.status} to a ranged read, not 206`);
   }
   // The wait for bytes is timed here too, so a stalled body says so the same way whichever timer fires first.
+  const framed = range === undefined || call.headers['content-length'] !== undefined;
   yield* idleChunks(call.body, reach.timeoutMs, what, signal, (cause) =>
-    gcsError(cause, what, 'read', signal),
+    rangedFailure(framed, gcsError(cause, what, 'read', signal)),
   );
 }
 

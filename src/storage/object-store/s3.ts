@@ -11,6 +11,7 @@ import { rangeOf, type ObjectLocation, type ObjectStoreClient, type ListingBound
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { lazyModule } from '../../core/lazy-module';
 import { withFailures } from '../../net';
+import { rangedFailure } from '../parts/fetch-parts';
 import { changedObject, s3Error, type S3Request } from './s3-errors';
 import { invalidListing, pageObjects } from './listing-bounds';
 import type { Dispatcher } from 'undici';
@@ -175,8 +176,9 @@ const readObject =
         body?.destroy?.();
         throw changedObject(request.what, mismatch);
       }
+      const framed = range === undefined || output.ContentLength !== undefined;
       return withFailures(body ?? (async function* () {})(), (cause) =>
-        s3Error(cause, { ...request, inBody: true }),
+        rangedFailure(framed, s3Error(cause, { ...request, inBody: true })),
       );
     } catch (cause) {
       throw s3Error(cause, request);

@@ -28,6 +28,17 @@ export class UntrustedBytes extends Error {
   }
 }
 
+/**
+ * `failure` as a ranged read's body failure: marked UntrustedBytes when the answer was not framed by its length
+ * (chunked, say), where a chunk size no server sends may have passed other bytes as data.
+ */
+export const rangedFailure = (framed: boolean, failure: unknown): unknown =>
+  framed ? failure : new UntrustedBytes(failure);
+
+/** The failure under an UntrustedBytes mark, or `cause` itself. */
+export const trustedCause = (cause: unknown): unknown =>
+  cause instanceof UntrustedBytes ? cause.cause : cause;
+
 /** One file to fetch in parts. */
 export interface PartsJob {
   /** Names the transfer in messages (redacted). */
@@ -183,9 +194,11 @@ const fetchPart = async (
         'network',
         `${job.what}: bytes ${part.start}-${part.end - 1} ended after ${part.next - part.start} bytes`,
       );
-    } catch (cause) {
+    } catch (caught) {
       body = undefined;
-      if (cause instanceof UntrustedBytes) part.next = before;
+      // An unframed answer's bytes are read again from where this read began; its own failure decides and is told.
+      if (caught instanceof UntrustedBytes) part.next = before;
+      const cause = trustedCause(caught);
       if (signal.aborted || !job.resumable(cause)) throw cause;
       idle = part.next - before >= progressBytes ? 0 : idle + 1;
       if (idle > maxResumes) throw cause;

@@ -38,6 +38,27 @@ describe('downloadObjects in parts', () => {
     expect(new Set(starts).size).toBe(starts.length);
   });
 
+  it('reads a cut range of an unframed answer again from where that read began, none of its bytes kept', async () => {
+    const cutAt = 9 * MiB + 3 * 64 * 1024;
+    const store = pacedStore().put('m/weights.bin', data).cutUnframed('m/weights.bin', cutAt);
+    await store.downloadInto(staging.path, 'm', { streams: 4 });
+    expect(digest(await readFile(path.join(staging.path, 'weights.bin')))).toBe(digest(data));
+    const starts = store.reads.map((read) => read.offset);
+    // The read that broke off is asked again from its own start; no read starts at the cut.
+    const cutRead = store.reads.find((read) => read.offset < cutAt && (read.end ?? size) > cutAt)!;
+    expect(starts.filter((offset) => offset === cutRead.offset)).toHaveLength(2);
+    expect(starts).not.toContain(cutAt);
+  });
+
+  it('fails one stream of an unframed answer that broke off with its own failure, resuming none of it', async () => {
+    const small = data.subarray(0, 3 * MiB);
+    const store = pacedStore().put('m/weights.bin', small).cutUnframed('m/weights.bin', MiB);
+    const error = await effectError(store.downloadInto(staging.path, 'm', { streams: 1 }));
+    expect(error).toMatchObject({ kind: 'network', retryable: true });
+    expect(error.message).toContain(`connection reset after ${MiB} bytes`);
+    expect(store.reads).toHaveLength(1);
+  });
+
   it('fails as a retryable `changed` when the object gets a new version mid-way', async () => {
     const store = pacedStore().put('m/weights.bin', data);
     const release = store.hold();

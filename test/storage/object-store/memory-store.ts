@@ -10,6 +10,8 @@ import {
   type ObjectDownloadOptions,
 } from '../../../src/storage/object-store/download-objects';
 import type { DownloadProgress, DownloadRequest } from '../../../src/ports';
+import { withFailures } from '../../../src/net';
+import { UntrustedBytes } from '../../../src/storage/parts/fetch-parts';
 
 interface Entry {
   data: Buffer;
@@ -36,6 +38,7 @@ export interface MemoryRead {
 export class MemoryStore {
   private readonly entries = new Map<string, Entry>();
   private readonly cuts = new Map<string, number[]>();
+  private readonly unframed = new Set<string>();
   private readonly failures = new Map<string, { error: EffectError; skip: number }>();
   private gate: Promise<void> | undefined;
   /** Told each time a body opens (holdUntilInFlight). */
@@ -67,6 +70,12 @@ export class MemoryStore {
   cut(key: string, ...afterBytes: number[]): this {
     this.cuts.set(key, afterBytes);
     return this;
+  }
+
+  /** As `cut`, the answers not framed by their length: the failure is marked UntrustedBytes, as a client marks it. */
+  cutUnframed(key: string, ...afterBytes: number[]): this {
+    this.unframed.add(key);
+    return this.cut(key, ...afterBytes);
   }
 
   /** Reads of `key` after its first `skip` reads fail with `error` (before any byte). */
@@ -155,7 +164,10 @@ export class MemoryStore {
     const cutAt = cuts.find((at) => at > offset && at < (end ?? entry.data.length));
     if (cutAt !== undefined) cuts.splice(cuts.indexOf(cutAt), 1);
     const data = end === undefined ? entry.data : entry.data.subarray(0, end);
-    return Promise.resolve(this.body(data, offset, cutAt, signal));
+    const body = this.body(data, offset, cutAt, signal);
+    return Promise.resolve(
+      this.unframed.has(object.key) ? withFailures(body, (cause) => new UntrustedBytes(cause)) : body,
+    );
   }
 
   private async *body(
