@@ -44,7 +44,7 @@ export interface Network {
   agentFor(url: URL): http.Agent;
   /** One agent that picks direct or proxy per request: for SDKs that take one agent per protocol (AWS). */
   readonly agent: https.Agent;
-  /** The same proxy rules with other TLS settings (S3's `AWS_CA_BUNDLE`, `S3_VERIFY_SSL`); pools of its own. */
+  /** The same proxy rules with `tls`'s CAs added and its `verify` (S3's `AWS_CA_BUNDLE`, `S3_VERIFY_SSL`); pools of its own. */
   withTls(tls: TlsSettings): Network;
   /** Closes every pooled connection of this Network (not of those made by withTls). */
   close(): Promise<void>;
@@ -132,7 +132,8 @@ const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
     proxyFor: (url) => rules.proxyFor(url),
     agentFor,
     agent,
-    withTls: (other) => buildNetwork(rules, other),
+    withTls: (other) =>
+      buildNetwork(rules, { ...other, extraCa: [...(tlsSettings.extraCa ?? []), ...(other.extraCa ?? [])] }),
     close: async () => {
       for (const nodeAgent of [httpDirect, httpsDirect, agent, ...nodeProxies.values()]) nodeAgent.destroy();
       await Promise.all([direct.close(), ...[...undiciProxies.values()].map((p) => p.close())]);

@@ -179,6 +179,17 @@ describe('Network traffic', () => {
     expect(await saved(httpStorage({ network: lax }), `${storage.url}/m.bin`)).toBe('model');
   });
 
+  it("withTls adds its CAs to the Network's own (S3's AWS_CA_BUNDLE beside --ca-bundle)", async () => {
+    const storage = await server(true);
+    const s3Network = track(network({}).withTls({ extraCa: [], verify: true }));
+    expect(await saved(httpStorage({ network: s3Network }), `${storage.url}/m.bin`)).toBe('model');
+    const untrusting = track(network({}, []).withTls({ extraCa: [], verify: true }));
+    const error = await effectError(
+      httpStorage({ network: untrusting }).download(`${storage.url}/m.bin`, await target(), never),
+    );
+    expect(error.message).toMatch(/certificate/);
+  });
+
   const nodeGet = (url: string, agent: http.Agent): Promise<string> =>
     new Promise((resolve, reject) => {
       const get = url.startsWith('https:') ? https.get : http.get;
