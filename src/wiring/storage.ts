@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { flagTable, type AppConfig } from '../core/flags/app-config';
 import { parseHostHeaders } from '../core/storage-uri';
 import {
+  type CapField,
   type DownloadLimits,
   azureBlobStorage,
   azureCredentialsFromEnv,
@@ -27,24 +28,20 @@ import { createSlots, type Slots } from '../core/slots';
 import { networkFrom, readCaBundle, type Network } from '../net';
 import type { DownloadFunction, StorageProvider } from '../ports';
 
+const capFields = ['maxModelBytes', 'maxArchiveRatio', 'maxArchiveEntries', 'maxModelFiles'] as const;
+const pickCaps = <V>(value: (field: CapField) => V): Record<CapField, V> =>
+  Object.fromEntries(capFields.map((field) => [field, value(field)])) as Record<CapField, V>;
+
 /** The download limits `config` sets, each cap named by its flag in the failure of a download past it. */
 export const downloadLimitsOf = (config: AppConfig): DownloadLimits => ({
-  maxModelBytes: config.maxModelBytes,
-  maxArchiveRatio: config.maxArchiveRatio,
-  maxArchiveEntries: config.maxArchiveEntries,
-  maxModelFiles: config.maxModelFiles,
+  ...pickCaps((field) => config[field]),
   minRate: {
     bytesPerSecond: config.minDownloadRate,
     windowMs: config.minRateWindowMs,
     name: flagTable.minDownloadRate.flag,
   },
   progressIntervalMs: config.progressIntervalMs,
-  names: {
-    maxModelBytes: flagTable.maxModelBytes.flag,
-    maxArchiveRatio: flagTable.maxArchiveRatio.flag,
-    maxArchiveEntries: flagTable.maxArchiveEntries.flag,
-    maxModelFiles: flagTable.maxModelFiles.flag,
-  },
+  names: pickCaps((field) => flagTable[field].flag),
 });
 
 /** DefaultAzureCredential, its library loaded when the first token is asked for (most processes never ask). */
@@ -77,12 +74,9 @@ const s3StorageFor = (
   if (E.isLeft(s3Ca)) return E.left(`AWS_CA_BUNDLE: ${s3Ca.left}`);
   if (!verifyTls)
     log.warn({ component: 'storage' }, 'S3_VERIFY_SSL is off: S3 server certificates are not checked');
-  // withTls replaces the Network's CAs: the --ca-bundle ones (already read once, so readable) are kept.
-  const shared = config.caBundle === undefined ? E.right([]) : readCaBundle(config.caBundle);
-  if (E.isLeft(shared)) return shared;
   const s3Network =
     s3Ca.right.length > 0 || !verifyTls
-      ? network.withTls({ extraCa: [...shared.right, ...s3Ca.right], verify: verifyTls })
+      ? network.withTls({ extraCa: s3Ca.right, verify: verifyTls })
       : network;
   return E.right(
     s3Storage({
