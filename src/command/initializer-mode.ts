@@ -144,14 +144,9 @@ const downloadAll = (
 };
 
 /**
- * Downloads every pair in order into its dest, laid out as the agent lays a model into `<model-dir>/<name>/`
- * (KServe's layout), with the agent's router, caps, credentials (`env`), progress lines and retries; then exits
- * 0. Only the files KServe's patterns take are fetched, for every pair (`STORAGE_ALLOW_PATTERNS`,
- * `STORAGE_IGNORE_PATTERNS`, as its initializer reads them). Stops at the first pair that fails and exits 1 after
- * one error line naming its URI (redacted) and the reason; a URI no provider serves fails before anything is
- * downloaded. Settings that cannot be used (malformed `<host>-headers` or patterns, a bad CA bundle or S3
- * setting) exit 2. Unsubscribing aborts the download in progress, whose staging dir is then removed: dest stays
- * as it was.
+ * Downloads every pair in order into its dest with the agent's router, caps, credentials (`env`) and retries, as
+ * docs/storage.md ("Storage initializer") says: KServe's patterns, the log lines, exit 0, 1 or 2. Unsubscribing
+ * aborts the download in progress, whose staging dir is then removed: dest stays as it was.
  */
 export const initializerMode = (
   pairs: ReadonlyArray<DownloadPair>,

@@ -120,10 +120,8 @@ const abortedInto = (dest: OpenDir, signal: AbortSignal): EffectError =>
   retryableError('aborted', `downloading into ${dest.path} aborted`, signal.reason);
 
 /**
- * Fills `destPath` with what `fill` writes into the staging dir it is given: stale staging dirs are removed
- * first, the reserve of `--min-free-bytes` checked, and only once `fill` succeeded (and no abort came) is each
- * top-level entry renamed into dest. A failure or an abort leaves dest as it was, the staging dir removed.
- * Resolves with the bytes `fill` resolved with, or when it knew none, those of the regular files that landed.
+ * Fills `destPath` through a staging dir `fill` writes into, as docs/storage.md ("Storage initializer", Into place)
+ * says. Resolves with the bytes `fill` resolved with, or when it knew none, those of the regular files that landed.
  */
 const fillDest = async (
   destPath: string,
