@@ -163,10 +163,8 @@ const failureLine = ({ modelName, phase, errorKind, reason }: ModelStatus): Outp
 export const serverNotAnsweringExitCode = 3;
 
 /**
- * `--once` without `--dry-run`: syncs the config as it is now (no watching, no resync), then exits 0 when every
- * model is Loaded, else 1 after one stdout line per model that is not (model, phase, errorKind, reason). A
- * config that cannot be used exits 1 and changes nothing. Exits 2 on settings a start refuses, 3 when the model
- * server has not answered within `--server-wait-timeout` (nothing is loaded then).
+ * `--once` without `--dry-run`: syncs the config as it is now (no watching, no resync), then exits 0, 1, 2 or 3 as
+ * docs/operating.md ("One-shot mode") says, after one stdout line per model that is not Loaded.
  */
 export const oneShotMode = (config: AppConfig, log: Logger, env: Env): Observable<Output> => {
   const start = startOf(config, log, env);
