@@ -160,14 +160,13 @@ const prettyLines = (to: { write(line: string): void }, colorize: boolean): { wr
 export const stderrLogger = (level: LogLevel, format: LogFormat): StderrLogger => {
   const tty = isatty(2);
   const stream = nonBlockingStderr();
-  let log: Logger | undefined;
   const bounded =
     stream &&
     boundedDestination(stream, (droppedLines) =>
-      log?.warn({ droppedLines }, 'log lines dropped: stderr was not taking them'),
+      log.warn({ droppedLines }, 'log lines dropped: stderr was not taking them'),
     );
   const destination = bounded ?? pino.destination(2);
-  log = createLogger(
+  const log = createLogger(
     level,
     format === 'pretty' || (format === 'auto' && tty) ? prettyLines(destination, tty) : destination,
   );
