@@ -8,6 +8,7 @@ import * as E from 'fp-ts/Either';
 import { pipe } from 'fp-ts/function';
 import { describeJsonProblem, parseJson } from './json/json';
 import { isJsonObject } from './json/json-object';
+import { headerNamePattern } from './storage-uri';
 
 /** An httpGet or a tcpSocket check of one port. */
 export type ProbeAction =
@@ -80,8 +81,7 @@ const portOf = (value: unknown, field: string, componentPort: number): Decoded<n
     : E.left(`${field}: expected a port number from 1 to 65535 or a port name, got ${JSON.stringify(value)}`);
 };
 
-/** HTTP header names and values a request may carry (no CR, LF or NUL: nothing can be smuggled into the head). */
-const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** HTTP header values a request may carry (no CR, LF or NUL: nothing can be smuggled into the head). */
 const headerValue = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 const headersOf = (value: unknown, field: string): Decoded<ReadonlyArray<readonly [string, string]>> => {
@@ -93,7 +93,7 @@ const headersOf = (value: unknown, field: string): Decoded<ReadonlyArray<readonl
     const text: unknown = isJsonObject(entry) ? (entry.value ?? '') : undefined;
     if (
       typeof name !== 'string' ||
-      !headerName.test(name) ||
+      !headerNamePattern.test(name) ||
       typeof text !== 'string' ||
       !headerValue.test(text)
     )

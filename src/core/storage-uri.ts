@@ -33,7 +33,7 @@ export const parseStorageUri = (uri: string): E.Either<string, StorageUri> => {
 
 const headersSuffix = '-headers';
 // RFC 9110 token characters; values must not smuggle a new header line.
-const headerNamePattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+export const headerNamePattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const tokenSymbols = "!#$%&'*+-.^_`|~";
 const badHeaderValuePattern = /[\r\n\0]/;
 

@@ -116,17 +116,15 @@ const wholeBytesOf = (text: string): number | undefined => {
   return denominator === '1' ? Number(numerator) : undefined;
 };
 
+/** A trimmed path without its trailing slashes (`/` kept). */
+const cleanPath = (path: string): string => (path.trim() === '/' ? '/' : path.trim().replace(/\/+$/, ''));
+
 /** One absolute path (trailing slashes dropped, `/` kept). */
 export const absolutePath = (name: string) =>
   settingCodec(
     name,
     (u): u is string => typeof u === 'string' && u.startsWith('/'),
-    (u) =>
-      typeof u === 'string' && u.trim().startsWith('/')
-        ? u.trim() === '/'
-          ? '/'
-          : u.trim().replace(/\/+$/, '')
-        : undefined,
+    (u) => (typeof u === 'string' && u.trim().startsWith('/') ? cleanPath(u) : undefined),
     'expected an absolute path',
     t.identity,
   );
@@ -150,7 +148,7 @@ export const absolutePaths = (name: string) =>
         .filter((p) => p !== '');
       const relative = paths.find((p) => !p.startsWith('/'));
       return relative === undefined
-        ? t.success(paths.map((p) => (p === '/' ? p : p.replace(/\/+$/, ''))))
+        ? t.success(paths.map(cleanPath))
         : t.failure(u, context, `expected comma-separated absolute paths, got ${JSON.stringify(relative)}`);
     },
     (paths) => paths.join(','),
