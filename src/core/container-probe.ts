@@ -3,9 +3,12 @@
  * Kubernetes `corev1.Probe` (a JSON array of them under `ENABLE_MULTI_CONTAINER_PROBES=true`), decoded into what
  * modelsync runs. Pure; every problem names the field as the JSON spells it.
  */
+import { sequenceS } from 'fp-ts/Apply';
 import * as E from 'fp-ts/Either';
+import { pipe } from 'fp-ts/function';
 import { describeJsonProblem, parseJson } from './json/json';
 import { isJsonObject } from './json/json-object';
+import { headerNamePattern } from './storage-uri';
 
 /** An httpGet or a tcpSocket check of one port. */
 export type ProbeAction =
@@ -48,6 +51,9 @@ export const componentPortProbe = (componentPort: number): ContainerProbe => ({
 
 type Decoded<T> = E.Either<string, T>;
 
+/** Decoded fields as one record, or the first Left in field order. */
+const allOf = sequenceS(E.Apply);
+
 const wholeIn = (value: unknown, field: string, min: number, max: number, absent: number): Decoded<number> =>
   value === undefined || value === null
     ? E.right(absent)
@@ -75,8 +81,7 @@ const portOf = (value: unknown, field: string, componentPort: number): Decoded<n
     : E.left(`${field}: expected a port number from 1 to 65535 or a port name, got ${JSON.stringify(value)}`);
 };
 
-/** HTTP header names and values a request may carry (no CR, LF or NUL: nothing can be smuggled into the head). */
-const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** HTTP header values a request may carry (no CR, LF or NUL: nothing can be smuggled into the head). */
 const headerValue = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 const headersOf = (value: unknown, field: string): Decoded<ReadonlyArray<readonly [string, string]>> => {
@@ -88,7 +93,7 @@ const headersOf = (value: unknown, field: string): Decoded<ReadonlyArray<readonl
     const text: unknown = isJsonObject(entry) ? (entry.value ?? '') : undefined;
     if (
       typeof name !== 'string' ||
-      !headerName.test(name) ||
+      !headerNamePattern.test(name) ||
       typeof text !== 'string' ||
       !headerValue.test(text)
     )
@@ -112,26 +117,31 @@ const actionOf = (
     const path = textOr(httpGet.path, `${field}.path`, '/');
     if (E.isRight(path) && /[\s\0]/.test(path.right))
       return E.left(`${field}.path: expected a URL path with no spaces or control characters`);
-    const host = textOr(httpGet.host, `${field}.host`, probeLocalHost);
-    const port = portOf(httpGet.port, `${field}.port`, componentPort);
-    const headers = headersOf(httpGet.httpHeaders, `${field}.httpHeaders`);
-    for (const part of [scheme, path, host, port, headers]) if (E.isLeft(part)) return part;
-    return E.right({
-      kind: 'http',
-      scheme: (scheme as E.Right<string>).right.toUpperCase() === 'HTTPS' ? 'https' : 'http',
-      host: (host as E.Right<string>).right,
-      port: (port as E.Right<number>).right,
-      path: `/${(path as E.Right<string>).right.replace(/^\/+/, '')}`,
-      headers: (headers as E.Right<ReadonlyArray<readonly [string, string]>>).right,
-    });
+    return pipe(
+      allOf({
+        scheme,
+        path,
+        host: textOr(httpGet.host, `${field}.host`, probeLocalHost),
+        port: portOf(httpGet.port, `${field}.port`, componentPort),
+        headers: headersOf(httpGet.httpHeaders, `${field}.httpHeaders`),
+      }),
+      E.map(({ scheme, path, ...rest }): ProbeAction => ({
+        kind: 'http',
+        scheme: scheme.toUpperCase() === 'HTTPS' ? 'https' : 'http',
+        path: `/${path.replace(/^\/+/, '')}`,
+        ...rest,
+      })),
+    );
   }
   if (isJsonObject(tcpSocket)) {
     const field = `${at}tcpSocket`;
-    const host = textOr(tcpSocket.host, `${field}.host`, probeLocalHost);
-    const port = portOf(tcpSocket.port, `${field}.port`, componentPort);
-    if (E.isLeft(host)) return host;
-    if (E.isLeft(port)) return port;
-    return E.right({ kind: 'tcp', host: host.right, port: port.right });
+    return pipe(
+      allOf({
+        host: textOr(tcpSocket.host, `${field}.host`, probeLocalHost),
+        port: portOf(tcpSocket.port, `${field}.port`, componentPort),
+      }),
+      E.map(({ host, port }): ProbeAction => ({ kind: 'tcp', host, port })),
+    );
   }
   const other = ['exec', 'grpc'].find((kind) => probe[kind] !== undefined && probe[kind] !== null);
   return E.left(
@@ -146,22 +156,22 @@ const probeOf = (value: unknown, at: string, componentPort: number): Decoded<Con
     return E.left(`${at.replace(/\.$/, '') || 'the probe'}: expected an object (a corev1.Probe)`);
   const action = actionOf(value, at, componentPort);
   if (E.isLeft(action)) return action;
-  const timeout = wholeIn(value.timeoutSeconds, `${at}timeoutSeconds`, 0, 3600, 1);
-  const period = wholeIn(value.periodSeconds, `${at}periodSeconds`, 0, 3600, 0);
-  const success = wholeIn(value.successThreshold, `${at}successThreshold`, 0, 1000, 1);
-  const failure = wholeIn(value.failureThreshold, `${at}failureThreshold`, 0, 1000, 3);
-  for (const part of [timeout, period, success, failure]) if (E.isLeft(part)) return part;
-  const [timeoutS, periodS, successN, failureN] = [timeout, period, success, failure].map(
-    (part) => (part as E.Right<number>).right,
-  ) as [number, number, number, number];
-  return E.right({
-    action: action.right,
-    // 0 means "the Kubernetes default" wherever the API server did not fill it in.
-    timeoutMs: (timeoutS || 1) * 1000,
-    periodSeconds: periodS,
-    successThreshold: successN || 1,
-    failureThreshold: failureN || 3,
-  });
+  return pipe(
+    allOf({
+      timeout: wholeIn(value.timeoutSeconds, `${at}timeoutSeconds`, 0, 3600, 1),
+      period: wholeIn(value.periodSeconds, `${at}periodSeconds`, 0, 3600, 0),
+      success: wholeIn(value.successThreshold, `${at}successThreshold`, 0, 1000, 1),
+      failure: wholeIn(value.failureThreshold, `${at}failureThreshold`, 0, 1000, 3),
+    }),
+    E.map(({ timeout, period, success, failure }) => ({
+      action: action.right,
+      // 0 means "the Kubernetes default" wherever the API server did not fill it in.
+      timeoutMs: (timeout || 1) * 1000,
+      periodSeconds: period,
+      successThreshold: success || 1,
+      failureThreshold: failure || 3,
+    })),
+  );
 };
 
 /** The most text taken from the env var: a Probe's JSON is a few hundred bytes; an env var can be a megabyte. */
@@ -180,12 +190,6 @@ export const decodeReadinessProbes = (
   const json = parseJson(text);
   if (E.isLeft(json)) return E.left(describeJsonProblem(json.left));
   const list = Array.isArray(json.right) ? json.right : [json.right];
-  if (list.length === 0) return E.right([]);
-  const probes: ContainerProbe[] = [];
-  for (const [index, value] of list.entries()) {
-    const probe = probeOf(value, Array.isArray(json.right) ? `[${index}].` : '', componentPort);
-    if (E.isLeft(probe)) return probe;
-    probes.push(probe.right);
-  }
-  return E.right(probes);
+  const at = (index: number): string => (Array.isArray(json.right) ? `[${index}].` : '');
+  return E.traverseReadonlyArrayWithIndex((index, value) => probeOf(value, at(index), componentPort))(list);
 };

@@ -3,12 +3,11 @@ import type { ModelName } from './model-name';
 import { add, remove, type ModelOp } from './model-op';
 import { specEquals, type Snapshot } from './snapshot';
 
-const byName = (a: ModelName, b: ModelName): number => (a < b ? -1 : a > b ? 1 : 0);
-
 /**
  * Removes of models no longer listed, then Adds of new models and of models whose spec changed, each group
- * sorted by name. A changed spec is a single Add carrying the new spec: the loader replaces the model without
- * unloading it first (KServe's Remove+Add forced downtime, and its tracker kept the old spec).
+ * sorted by name (`sort`'s default order). A changed spec is a single Add carrying the new spec: the loader
+ * replaces the model without unloading it first (KServe's Remove+Add forced downtime, and its tracker kept
+ * the old spec).
  */
 export const diff = (previous: Snapshot, next: Snapshot, onStartup = false): ReadonlyArray<ModelOp> => {
   const removed: ModelName[] = [];
@@ -19,8 +18,8 @@ export const diff = (previous: Snapshot, next: Snapshot, onStartup = false): Rea
     if (before === undefined || !specEquals(before, spec)) added.push(name);
   }
   return [
-    ...removed.sort(byName).map(remove),
-    ...added.sort(byName).map((name) => add(name, next.get(name)!, onStartup)),
+    ...removed.sort().map(remove),
+    ...added.sort().map((name) => add(name, next.get(name)!, onStartup)),
   ];
 };
 

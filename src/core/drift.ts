@@ -117,10 +117,9 @@ const settledIn = (states: ReadonlyArray<DesiredState>, phase: ModelPhase): Read
  *   the config lists always has a record while it is wanted); a name no config could list is left alone;
  * - `retry-failed` / `retry-unload`: Failed and settled, and its retry is due (`failedRetryPolicy`);
  *   not a model the server `rejected` (its files would be refused again).
- * At most `maxUnlistedUnloads` unloads are in progress after a resync (those still running count): the due
- * `retry-unload`s first, then `unload-unlisted`; the rest are deferred (a deferred retry stays due). A server that
- * refuses every unload of thousands of names it invents gets no more unloads a resync than one that takes them.
- * A model that is not settled is being worked on: its own retries and backoff stand.
+ * At most `maxUnlistedUnloads` unloads are in progress after a resync, the due `retry-unload`s first; the rest are
+ * deferred (docs/reliability.md, "Drift repair"). A model that is not settled is being worked on: its own retries
+ * and backoff stand.
  */
 export const findRepairs = (input: DriftInput): DriftRepairs => {
   const { after, serverLoaded, now, intervalMs } = input;

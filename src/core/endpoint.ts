@@ -21,12 +21,8 @@ export const hostKey = (hostname: string): string => hostname.toLowerCase().repl
 
 /** The endpoint of `url` (a URL or its text); undefined when it does not parse or names no host. */
 export const endpointOf = (url: URL | string): Endpoint | undefined => {
-  let parsed: URL;
-  try {
-    parsed = typeof url === 'string' ? new URL(url) : url;
-  } catch {
-    return undefined;
-  }
+  const parsed = typeof url === 'string' ? URL.parse(url) : url;
+  if (parsed === null) return undefined;
   const scheme = parsed.protocol.replace(/:$/, '').toLowerCase();
   const host = hostKey(parsed.hostname);
   if (host === '') return undefined;

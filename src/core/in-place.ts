@@ -32,11 +32,9 @@ export interface Adopted {
 }
 
 /**
- * Bounds what a start takes up of the server's index as a resync is bounded (`--max-unlisted-unloads`): every
- * loaded model with files on disk, and at most `maxServerOnly` of the names only the server lists (the first by
- * name, as a resync takes them; a name no config could list is dropped). The first config unloads those it does
- * not list and loads those it does; the ones left out are found by the resyncs' drift repair, a bounded number
- * each time. So an index of 20,000 invented names costs a start at most `maxServerOnly` unloads.
+ * Bounds what a start takes up of the server's index as a resync is bounded (docs/reliability.md, "Drift repair"):
+ * every loaded model with files on disk, and at most `maxServerOnly` of the names only the server lists, taken as
+ * `takeByName` takes them; the rest are left to the resyncs.
  */
 export const adoptServerIndex = (found: InPlace, maxServerOnly: number): Adopted => {
   const onDisk = (name: string): boolean => found.onDisk.has(name as ModelName);

@@ -3,6 +3,7 @@ import * as E from 'fp-ts/Either';
 import { formatValidationErrors } from './decode-config';
 import { selectsAll } from './file-selection';
 import { describeJsonProblem, parseJson } from './json/json';
+import { isJsonObject } from './json/json-object';
 import { ModelSpec } from './model-config';
 import { zeroQuantity } from './quantity';
 import { specToJson } from './snapshot';
@@ -41,10 +42,9 @@ const isManifestPath = (path: string): boolean =>
 
 /** The manifest a marker's JSON holds, absent when it holds none, or why it is no manifest. */
 const decodeManifest = (json: unknown): E.Either<string, FileManifest | undefined> => {
-  if (typeof json !== 'object' || json === null || !(manifestKey in json)) return E.right(undefined);
-  const value = (json as Record<string, unknown>)[manifestKey];
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    return E.left(`${manifestKey}: expected an object of file sizes`);
+  if (!isJsonObject(json) || !(manifestKey in json)) return E.right(undefined);
+  const value = json[manifestKey];
+  if (!isJsonObject(value)) return E.left(`${manifestKey}: expected an object of file sizes`);
   const files = new Map<string, number>();
   for (const [path, size] of Object.entries(value)) {
     if (!isManifestPath(path)) return E.left(`${manifestKey}: ${JSON.stringify(path)} is no relative path`);

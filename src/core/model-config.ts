@@ -120,12 +120,8 @@ const Patterns = new t.ReadonlyArrayType<
  * per model, and at 100k models the generic codecs' contexts, merging and intermediate results were most of the
  * decode time. A valid spec is checked with the fields' own `is` and nothing else; only an invalid one is
  * validated field by field, so that each error names its field. Unknown fields are dropped, as KServe ignores them.
- *
- * `allowPatterns` and `ignorePatterns` are ours: KServe's TrainedModel and models.json have no such fields (its
- * patterns reach only its storage initializer, as the env vars `STORAGE_ALLOW_PATTERNS` and
- * `STORAGE_IGNORE_PATTERNS`, read by `kserve_storage` into `allow_patterns` and `ignore_patterns`). They sit next to
- * `storageUri`, in its JSON's camelCase, under the names those give them and huggingface_hub's
- * `snapshot_download` uses; KServe's agent ignores both.
+ * `allowPatterns` and `ignorePatterns` are ours, named after KServe's initializer env vars (docs/storage.md,
+ * "Choosing files"); KServe's agent ignores both.
  */
 export const ModelSpec = new t.Type<ModelSpec, ModelSpecJson, unknown>(
   'ModelSpec',

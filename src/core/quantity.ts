@@ -9,14 +9,8 @@ export interface Quantity {
   readonly value: string;
 }
 
-const binarySuffixes: Readonly<Record<string, bigint>> = {
-  Ki: 1n << 10n,
-  Mi: 1n << 20n,
-  Gi: 1n << 30n,
-  Ti: 1n << 40n,
-  Pi: 1n << 50n,
-  Ei: 1n << 60n,
-};
+// The binary suffixes Ki, Mi, … Ei are 2^10, 2^20, … 2^60: ten more bits each, in this order.
+const binaryPrefixes = 'KMGTPE';
 const decimalSuffixExponents: Readonly<Record<string, number>> = {
   n: -9,
   u: -6,
@@ -62,7 +56,7 @@ const parseUncached = (text: string): Quantity | undefined => {
   let numerator = BigInt(`${whole}${fraction}` || '0') * (sign === '-' ? -1n : 1n);
   let denominator = pow10(fraction.length);
   if (binary !== undefined) {
-    numerator *= binarySuffixes[binary] ?? 1n;
+    numerator <<= 10n * BigInt(binaryPrefixes.indexOf(binary[0]!) + 1);
   } else {
     const power = exponent !== undefined ? Number(exponent) : (decimalSuffixExponents[decimal ?? ''] ?? 0);
     if (Math.abs(power) > 1000) return undefined; // refuse absurd exponents rather than allocate huge numbers

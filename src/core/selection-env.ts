@@ -3,24 +3,20 @@
  * read as `kserve_storage`'s `_parse_patterns_from_env` reads them (its LLMInferenceService controller sets the
  * first, a JSON array, on the tokenizer's init container).
  */
+import { sequenceS } from 'fp-ts/Apply';
 import * as E from 'fp-ts/Either';
+import { pipe } from 'fp-ts/function';
 import type { Env } from './env';
 import { patternListProblem, selectionOf, type FileSelection } from './file-selection';
 import { parseJson } from './json/json';
-
-/** The variables, by the list each fills. */
-export const selectionVariables = {
-  allowPatterns: 'STORAGE_ALLOW_PATTERNS',
-  ignorePatterns: 'STORAGE_IGNORE_PATTERNS',
-} as const;
 
 /**
  * One variable's patterns: unset or blank is none; a JSON array of strings or a JSON string is its patterns; any
  * other text is split at commas. Each is trimmed and the empty ones dropped, as KServe does. Where KServe would
  * turn a JSON number, `null` or object into a pattern's text, this refuses the variable.
  */
-const patternsOf = (name: string, text: string | undefined): E.Either<string, ReadonlyArray<string>> => {
-  const value = text?.trim() ?? '';
+const patternsOf = (env: Env, name: string): E.Either<string, ReadonlyArray<string>> => {
+  const value = env[name]?.trim() ?? '';
   if (value === '') return E.right([]);
   const json = parseJson(value);
   let listed: ReadonlyArray<unknown>;
@@ -35,10 +31,11 @@ const patternsOf = (name: string, text: string | undefined): E.Either<string, Re
 };
 
 /** The selection of `env`, undefined when neither variable names a pattern; the Left names the variable that is wrong. */
-export const selectionFromEnv = (env: Env): E.Either<string, FileSelection | undefined> => {
-  const allow = patternsOf(selectionVariables.allowPatterns, env[selectionVariables.allowPatterns]);
-  if (E.isLeft(allow)) return allow;
-  const ignore = patternsOf(selectionVariables.ignorePatterns, env[selectionVariables.ignorePatterns]);
-  if (E.isLeft(ignore)) return ignore;
-  return E.right(selectionOf(allow.right, ignore.right));
-};
+export const selectionFromEnv = (env: Env): E.Either<string, FileSelection | undefined> =>
+  pipe(
+    sequenceS(E.Apply)({
+      allow: patternsOf(env, 'STORAGE_ALLOW_PATTERNS'),
+      ignore: patternsOf(env, 'STORAGE_IGNORE_PATTERNS'),
+    }),
+    E.map(({ allow, ignore }) => selectionOf(allow, ignore)),
+  );

@@ -3,6 +3,7 @@ import type { Env } from './env';
 import * as E from 'fp-ts/Either';
 import { hostKey } from './endpoint';
 import { parseJson } from './json/json';
+import { isJsonObject } from './json/json-object';
 import { redactUri, registerSecret } from './redact';
 
 // Shown from here too: whoever parses a storage URI also shows one.
@@ -32,7 +33,7 @@ export const parseStorageUri = (uri: string): E.Either<string, StorageUri> => {
 
 const headersSuffix = '-headers';
 // RFC 9110 token characters; values must not smuggle a new header line.
-const headerNamePattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+export const headerNamePattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const tokenSymbols = "!#$%&'*+-.^_`|~";
 const badHeaderValuePattern = /[\r\n\0]/;
 
@@ -46,12 +47,10 @@ const headersOf = (variable: string, text: string): E.Either<string, Readonly<Re
         : `${variable} is not valid JSON: expected a JSON object of header names to string values`,
     );
   }
-  const value = json.right;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (!isJsonObject(json.right))
     return E.left(`${variable} must be a JSON object of header names to string values`);
-  }
   const headers: Record<string, string> = {};
-  for (const [name, headerValue] of Object.entries(value)) {
+  for (const [name, headerValue] of Object.entries(json.right)) {
     // A name is quoted only once it is known to be a header name, never a token pasted in the wrong place.
     if (!headerNamePattern.test(name))
       return E.left(`${variable}: a header name is not an HTTP token (letters, digits, ${tokenSymbols})`);

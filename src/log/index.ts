@@ -3,6 +3,6 @@
  * last-resort guard that turns an error nothing handled into a log line and a count.
  */
 export { createLogger, type LogFormat, type LogLevel, type Logger, redactingDestination } from './logger';
-export { stderrLogger } from './stderr-logger';
+export { stderrLogger } from './logger';
 export { logProcessWarnings } from './process-warnings';
 export { guardProcess, uncaughtErrorCount } from './last-resort';

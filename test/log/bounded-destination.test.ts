@@ -1,6 +1,6 @@
 /** boundedDestination: lines to a stream that stops taking them are dropped and counted, never queued without end. */
 import { Writable } from 'node:stream';
-import { boundedDestination } from '../../src/log/stderr-logger';
+import { boundedDestination } from '../../src/log/logger';
 
 /** A stream that takes writes only when `release` is called (a pipe whose reader stopped, then came back). */
 const stuckStream = () => {

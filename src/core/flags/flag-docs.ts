@@ -2,9 +2,6 @@
 import { flagTable, isSwitch, switchWords, type FlagSpec } from './app-config';
 import { advancedFlagTopics, flagTopics, type FlagTopic } from './flag-topics';
 
-/** The header of the docs table, and the cells of a flag's row. */
-export const flagDocsHeader = ['flag', 'env', 'default', 'meaning'] as const;
-
 /** A flag's row: flag, env var, default (`off` for a switch, `—` for none) and its help, as docs cells. */
 export const flagDocsRow = (spec: FlagSpec): ReadonlyArray<string> => [
   `\`${spec.flag}\``,
@@ -25,7 +22,7 @@ const alignedTable = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
 /** The table of the flags under `topics`, one row per flag in `--help` order. */
 export const flagDocsTable = (topics: ReadonlyArray<FlagTopic>): string =>
   alignedTable([
-    flagDocsHeader,
+    ['flag', 'env', 'default', 'meaning'],
     ...topics.flatMap(([, fields]) => fields.map((field) => flagDocsRow(flagTable[field]))),
   ]);
 

@@ -4,16 +4,14 @@
  */
 import * as t from 'io-ts';
 import type { FlagEntry } from './flag-spec';
-import { byteCount, duration, integerIn, settingCodec } from './setting-codecs';
+import { byteCount, checkedCodec, duration, integerIn } from './setting-codecs';
 
 /** Go's `time.ParseDuration` syntax (`10s`, `1m30s`, `-1ns`, `0`): what pflag accepts for `--probe-period`. */
 const goDurationPattern = /^[-+]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)$/;
 
-const isGoDuration = (u: unknown): u is string => typeof u === 'string' && goDurationPattern.test(u);
-const goDuration = settingCodec(
+const goDuration = checkedCodec(
   'GoDuration',
-  isGoDuration,
-  (u) => (isGoDuration(u) ? u : undefined),
+  (u): u is string => typeof u === 'string' && goDurationPattern.test(u),
   'expected a Go duration such as 10s, 1m30s or -1ns',
 );
 

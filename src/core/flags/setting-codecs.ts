@@ -25,6 +25,10 @@ export const settingCodec = <A>(
     encode,
   );
 
+/** A setting's codec that takes a value as it is when `is` holds. */
+export const checkedCodec = <A>(name: string, is: (u: unknown) => u is A, expected: string) =>
+  settingCodec(name, is, (u) => (is(u) ? u : undefined), expected);
+
 const isIntegerIn =
   (min: number, max: number) =>
   (u: unknown): u is number =>
@@ -45,7 +49,7 @@ export const integerIn = (name: string, min: number, max: number) =>
 /** One of `values`, spelled exactly. */
 export const oneOf = <T extends string>(name: string, values: ReadonlyArray<T>) => {
   const is = (u: unknown): u is T => typeof u === 'string' && (values as ReadonlyArray<string>).includes(u);
-  return settingCodec(name, is, (u) => (is(u) ? u : undefined), `expected one of ${values.join(', ')}`);
+  return checkedCodec(name, is, `expected one of ${values.join(', ')}`);
 };
 
 /** Any text but the empty one. */
@@ -60,13 +64,10 @@ export const nonEmpty = new t.Type<string, string, unknown>(
 const hostPattern =
   /^([0-9a-f]*:[0-9a-f:.]*|[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*)$/i;
 
-const isHost = (u: unknown): u is string => typeof u === 'string' && hostPattern.test(u);
-
 /** An address to bind: an IPv4 or IPv6 address (no brackets) or a host name. */
-export const hostAddress = settingCodec(
+export const hostAddress = checkedCodec(
   'HostAddress',
-  isHost,
-  (u) => (isHost(u) ? u : undefined),
+  (u): u is string => typeof u === 'string' && hostPattern.test(u),
   'expected an IP address or a host name',
 );
 
@@ -115,17 +116,15 @@ const wholeBytesOf = (text: string): number | undefined => {
   return denominator === '1' ? Number(numerator) : undefined;
 };
 
+/** A trimmed path without its trailing slashes (`/` kept). */
+const cleanPath = (path: string): string => (path.trim() === '/' ? '/' : path.trim().replace(/\/+$/, ''));
+
 /** One absolute path (trailing slashes dropped, `/` kept). */
 export const absolutePath = (name: string) =>
   settingCodec(
     name,
     (u): u is string => typeof u === 'string' && u.startsWith('/'),
-    (u) =>
-      typeof u === 'string' && u.trim().startsWith('/')
-        ? u.trim() === '/'
-          ? '/'
-          : u.trim().replace(/\/+$/, '')
-        : undefined,
+    (u) => (typeof u === 'string' && u.trim().startsWith('/') ? cleanPath(u) : undefined),
     'expected an absolute path',
     t.identity,
   );
@@ -149,7 +148,7 @@ export const absolutePaths = (name: string) =>
         .filter((p) => p !== '');
       const relative = paths.find((p) => !p.startsWith('/'));
       return relative === undefined
-        ? t.success(paths.map((p) => (p === '/' ? p : p.replace(/\/+$/, ''))))
+        ? t.success(paths.map(cleanPath))
         : t.failure(u, context, `expected comma-separated absolute paths, got ${JSON.stringify(relative)}`);
     },
     (paths) => paths.join(','),
