@@ -193,18 +193,15 @@ export const startAgent = (
               scheduler,
             },
           );
+        // The capabilities and settings the pipeline takes are named alike too (SyncDeps).
         return syncModels({
-          configSource: capabilities.configSource,
+          ...capabilities,
+          ...settings,
           inPlace: inPlaceSnapshot(inPlace),
-          log,
-          settleMs: settings.settleMs,
-          servedSchemes: capabilities.servedSchemes,
           scheduler,
           loader,
-          snapshotOperators: settings.snapshotOperators,
           opOperators: resync ? [...(settings.opOperators ?? []), resync.withRepairs] : settings.opOperators,
           rereads$: resync?.rereads$,
-          telemetry,
         });
       }),
       tap((event) => {

@@ -15,7 +15,7 @@ import {
   type ConfigError,
 } from '../core/errors';
 import { jsonText } from '../core/json/json-bytes';
-import { entryKind } from '../fs';
+import { entryKind, readToEnd } from '../fs';
 import type { ConfigRead } from '../ports';
 
 /** How models.json is read. */
@@ -68,7 +68,7 @@ const readError = async (file: string, path: string, cause: unknown): Promise<Co
 /**
  * The bytes of `path` if it is a regular file of at most `limit.maxBytes`: checked with stat before opening (a
  * FIFO, socket or device is never opened) and with fstat after (it may have been swapped in between), then read
- * to the end, never past `maxBytes + 1` bytes (it may grow while being read).
+ * to the end (`readToEnd`: never past `maxBytes + 1` bytes, it may grow while being read).
  */
 const readRegularFile = async (
   file: string,
@@ -84,20 +84,9 @@ const readRegularFile = async (
   try {
     const opened = await handle.stat();
     if (!opened.isFile()) return E.left(notRegular(file, opened));
-    let buffer = new Uint8Array(Math.min(opened.size, maxBytes) + 1);
-    let length = 0;
-    for (;;) {
-      if (length === buffer.length) {
-        if (length > maxBytes)
-          return E.left(tooLarge(file, Math.max(length, (await handle.stat()).size), limit));
-        const grown = new Uint8Array(Math.min(Math.max(length * 2, 65_536), maxBytes + 1));
-        grown.set(buffer);
-        buffer = grown;
-      }
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
-      if (bytesRead === 0) return E.right(buffer.subarray(0, length));
-      length += bytesRead;
-    }
+    const bytes = await readToEnd(handle, opened.size, maxBytes);
+    if (bytes !== undefined) return E.right(bytes);
+    return E.left(tooLarge(file, Math.max(maxBytes + 1, (await handle.stat()).size), limit));
   } finally {
     await handle.close();
   }

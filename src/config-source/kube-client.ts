@@ -131,11 +131,10 @@ const loadKubeconfigFiles = async (kube: KubeClientModule, env: Env): Promise<Ku
 };
 
 /**
- * A fresh KubeConfig: with `KUBECONFIG` (or outside a pod), the kubeconfig files (`loadKubeconfigFiles`; the current
- * user checked by `userProblem`: what modelsync does not support is refused, naming it); in a pod, the API server
- * from `KUBERNETES_SERVICE_HOST`/`_PORT`, the mount's CA and its projected token. Every file is read bounded: a
- * token file at every request (kube-token.ts), the others now. Built anew after each failure, so a rotated token or
- * certificate, or an edited kubeconfig, is picked up by the next attempt. Throws when the settings cannot be read.
+ * A fresh KubeConfig: with `KUBECONFIG` (or outside a pod), the kubeconfig files (`loadKubeconfigFiles`); in a pod,
+ * the API server from `KUBERNETES_SERVICE_HOST`/`_PORT`, the mount's CA and its projected token. Built anew after
+ * each failure, so rotated credentials or an edited kubeconfig are picked up (docs/operating.md, Config sources).
+ * Throws when the settings cannot be read.
  */
 export const loadKubeConfig = async (
   kube: KubeClientModule,

@@ -84,10 +84,8 @@ export const runListWatch = (
   let lister: ConfigMapLister | undefined;
 
   /**
-   * The wait before the next attempt: at least `baseMs` (a server that fails at once is asked again no sooner),
-   * doubling up to `maxMs` with full jitter above that. The count starts over only after `2 × maxMs` without a
-   * failure (as client-go's backoff manager does), not at a list or a watch opened: a server that answers and then
-   * fails every time (the same broken event after each list) is not asked faster for answering.
+   * The wait before the next attempt (docs/operating.md, Config sources): the count starts over only after
+   * `2 × maxMs` without a failure, as client-go's backoff manager does, not at a list or a watch opened.
    */
   const nextDelay = (): number => {
     const now = Date.now();

@@ -30,11 +30,10 @@ const versionOf = (value: unknown): string | undefined =>
 const metadataOnly = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
 /**
- * Lists one ConfigMap for ListWatch, and tells which version it could not read (`refused`, with the version when
- * the server tells it: at most once per version). Past the cap, which version was it? A list of the metadata alone
- * names it and the snapshot it is in, and the full list pinned to that snapshot says whether that very version is
- * too big (the ConfigMap may have changed between the two; it then reads it). While the ConfigMap stays at the
- * refused version, each list is that one small request: nothing is read again, nothing said again.
+ * Lists one ConfigMap for ListWatch, and tells which version it could not read (`refused`, at most once per
+ * version). Past the cap, a list of the metadata alone names the version and its snapshot, and the full list pinned
+ * to that snapshot says whether that very version is too big; while it stays, each list is that one small request
+ * (docs/operating.md, Config sources).
  */
 export class ConfigMapLister {
   /** The version found too big to read ('' when the server did not name it); undefined after a readable list. */

@@ -88,13 +88,11 @@ const readLines = async (
 };
 
 /**
- * A Watch for ListWatch of the ConfigMap `watched.name`: a `kubeGet` with the KubeConfig `configNow()` gives (so a
- * rotated token is used), asking for bookmarks and `timeoutSeconds` (ListWatch asks for neither), read by
- * modelsync rather than by the client, so that a line is at most `maxKubeAnswerBytes` (the client's readline would
- * buffer an endless one) and a redirect is refused. What a resume would meet again ends the watch with a
- * `KubeRelistNeeded`: a line that is no event, an event no API server sends or of another object (`eventProblem`),
- * an ERROR event, `410 Gone`, and a failure of ListWatch's handler (called unawaited: a rejection there would end
- * the process). It never throws: every failure goes to `done` once, as ListWatch expects.
+ * A Watch for ListWatch of the ConfigMap `watched.name`: a `kubeGet` with the KubeConfig `configNow()` gives (a
+ * rotated token is used), asking for bookmarks and `timeoutSeconds` (ListWatch asks for neither), read here rather
+ * than by the client, whose readline would buffer an endless line. What a resume would meet again ends the watch
+ * with a `KubeRelistNeeded` (docs/reliability.md, Peer answers), a failure of ListWatch's handler too (called
+ * unawaited: a rejection there would end the process). It never throws: every failure goes to `done` once.
  */
 export const bookmarkingWatch = (
   kube: KubeClientModule,

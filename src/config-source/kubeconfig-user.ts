@@ -33,11 +33,9 @@ const has = (user: Readonly<Record<string, unknown>>, key: string): boolean =>
   user[key] !== undefined && user[key] !== null && user[key] !== '';
 
 /**
- * Why modelsync will not use the kubeconfig user `name` (its `user` map), or undefined: a key it does not support
- * (`refusedKeys`); token files under both spellings naming different files; a client certificate without its key
- * or a key without its certificate; or no credential at all beside keys kubectl does not know (a misspelt
- * `token_file`, which would otherwise send nothing). A user with no keys at all is anonymous, as for kubectl.
- * Names keys, never values.
+ * Why modelsync will not use the kubeconfig user `name` (its `user` map), or undefined (the refusals are listed in
+ * docs/operating.md, Config sources). A user with no keys at all is anonymous, as for kubectl. Names keys, never
+ * values.
  */
 export const userProblem = (name: string, user: Readonly<Record<string, unknown>>): string | undefined => {
   const who = `kubeconfig user ${name}`;

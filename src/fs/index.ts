@@ -11,7 +11,7 @@ export {
 } from './durable-fs';
 export { spaceCheck, type SpaceCheck } from './free-space';
 export { fileCopier, type CopyCounter, type FileCopier, type HeldFile } from './copy-held-file';
-export { readSmallFile } from './small-file';
+export { readSmallFile, readToEnd } from './small-file';
 export {
   entryKind,
   fileSizes,

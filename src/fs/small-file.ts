@@ -4,7 +4,7 @@
  * marker, a server's model settings: never through a link).
  */
 import { constants } from 'node:fs';
-import { lstat, open, stat } from 'node:fs/promises';
+import { lstat, open, stat, type FileHandle } from 'node:fs/promises';
 import { entryKind } from './no-follow';
 
 const { O_RDONLY, O_NONBLOCK, O_NOCTTY, O_NOFOLLOW } = constants;
@@ -30,19 +30,34 @@ export const readSmallFile = async (
   try {
     const opened = await handle.stat();
     if (!opened.isFile()) throw refuse(`is ${entryKind(opened)}, not a regular file`);
-    // Sized by fstat (+1 to see the end); grown, to maxBytes + 1 at most, only if the file grows meanwhile.
-    let buffer = Buffer.alloc(Math.min(opened.size, maxBytes) + 1);
-    let length = 0;
-    for (;;) {
-      if (length === buffer.length) {
-        if (length > maxBytes) throw refuse(`is over ${maxBytes} bytes`);
-        buffer = Buffer.concat([buffer, Buffer.alloc(Math.min(length, maxBytes + 1 - length))]);
-      }
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
-      if (bytesRead === 0) return buffer.subarray(0, length);
-      length += bytesRead;
-    }
+    const bytes = await readToEnd(handle, opened.size, maxBytes);
+    if (bytes === undefined) throw refuse(`is over ${maxBytes} bytes`);
+    return bytes;
   } finally {
     await handle.close();
+  }
+};
+
+/**
+ * The bytes of the open `handle` to its end, or undefined once it holds more than `maxBytes` (it grew while being
+ * read). Sized by the fstat `size` (+1 to see the end); grown, to `maxBytes + 1` at most, only if the file grows.
+ */
+export const readToEnd = async (
+  handle: FileHandle,
+  size: number,
+  maxBytes: number,
+): Promise<Buffer | undefined> => {
+  let buffer = Buffer.alloc(Math.min(size, maxBytes) + 1);
+  let length = 0;
+  for (;;) {
+    if (length === buffer.length) {
+      if (length > maxBytes) return undefined;
+      const grown = Buffer.alloc(Math.min(Math.max(length * 2, 65_536), maxBytes + 1));
+      grown.set(buffer);
+      buffer = grown;
+    }
+    const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+    if (bytesRead === 0) return buffer.subarray(0, length);
+    length += bytesRead;
   }
 };

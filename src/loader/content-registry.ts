@@ -9,12 +9,6 @@ export interface ContentRegistryBounds {
   readonly sourcesPerIdentity: number;
 }
 
-/** Bounds for a config of thousands of models: at most 4096 × 4 names, a few hundred KiB. */
-export const defaultContentRegistryBounds: ContentRegistryBounds = {
-  identities: 4096,
-  sourcesPerIdentity: 4,
-};
-
 /** A model dir holds one version at a time, so a model is a source of one identity at most. */
 export interface ContentRegistry {
   /** The models installed from `identity`, most recent first; counts as a use of it. */
@@ -27,7 +21,8 @@ export interface ContentRegistry {
 }
 
 export const createContentRegistry = (
-  bounds: ContentRegistryBounds = defaultContentRegistryBounds,
+  // For a config of thousands of models: at most 4096 × 4 names, a few hundred KiB.
+  bounds: ContentRegistryBounds = { identities: 4096, sourcesPerIdentity: 4 },
 ): ContentRegistry => {
   // A Map iterates in insertion order: re-inserting an identity on each use keeps the least recently used first.
   // Each identity's set likewise holds its sources oldest first.

@@ -20,7 +20,7 @@ export const isMarkerName = (name: string): boolean => name.startsWith(markerPre
 
 /**
  * Writes the marker of `spec`, with the manifest of the files beside it, into the held dir `dir`; it must not exist
- * yet. Not flushed here: the install flushes the whole dir once it is in place (see swap.ts).
+ * yet. Not flushed here: the install flushes the whole dir once it is in place (see stage.ts).
  */
 export const writeMarker = (dir: OpenDir, spec: ModelSpec, files: FileManifest): Promise<void> => {
   const name = markerName(spec);

@@ -83,22 +83,17 @@ const renamedInto = async (from: string, target: string): Promise<boolean> => {
   }
 };
 
-/** Where the swap of one staging dir goes: `target` (`M/<name>`), and what held it when the install began. */
-interface SwapTarget {
-  readonly target: string;
-  readonly name: string;
-  readonly claimed: Found;
-}
-
 /**
- * Swaps the staged `dir` in; the old version stays aside (and loaded files stay readable) until dropped, and is
- * deleted only once the new one is flushed: a power loss in between leaves one of them whole.
+ * Swaps the staged `dir` in at `target` (`M/<name>`, `claimed` what held it when the install began); the old version
+ * stays aside (and loaded files stay readable) until dropped, and is deleted only once the new one is flushed: a
+ * power loss in between leaves one of them whole.
  */
 const swapIn = async (
-  m: ModelDirRoot,
-  flush: FlushInstalled,
+  { m, flush }: StagingArea,
   dir: OpenDir,
-  { target, name, claimed }: SwapTarget,
+  target: string,
+  name: ModelName,
+  claimed: Found,
 ): Promise<Installed> => {
   // Nothing was there at the claim: rename straight in. Something that appeared since makes the rename fail
   // (only an empty dir would be replaced), and the install moves it aside as when it was there all along.
@@ -156,7 +151,7 @@ export const stager =
       try {
         await markStagingDir(dir, { name, spec, signal, log: m.log });
         signal.throwIfAborted();
-        const installed = await swapIn(m, area.flush, dir, { target, name, claimed });
+        const installed = await swapIn(area, dir, target, name, claimed);
         m.log.debug({ model: name, dir: target, spec: specToJson(spec) }, 'model dir installed');
         return installed;
       } catch (cause) {

@@ -26,14 +26,10 @@ export interface BurstPacing<T> {
 const never = (): boolean => false;
 
 /**
- * Emits the first event of a burst at once (no fixed delay before the first read: reaction time matters), then
- * at most one event per `spacingMs` while the burst goes on (so a quick second swap is read within `spacingMs`,
- * not only when the burst ends), and the burst's last event once nothing has arrived for `quietMs`. Direct events
- * are paced on their own: a swap's first event is its `..<timestamp>` dir, read before the `..data` rename lands
- * (the old version); sharing its spacing, the `..data` event that follows would wait up to `spacingMs` for the read
- * that sees the new version. A storm of swaps is still read at most once per `spacingMs` on each path. Why the final one: chokidar drops a second `change` of a
- * path within 50 ms, and an in-place write is caught truncated at its first event, so only a read after the
- * burst is guaranteed to see the final bytes.
+ * Emits the first event of a burst at once (reaction time matters), then at most one per `spacingMs` while it goes
+ * on (a quick second swap is read within `spacingMs`), and the last once nothing has arrived for `quietMs`: only a
+ * read after the burst surely sees the final bytes (docs/background.md). Direct events are paced on their own: a
+ * swap starts with its `..<timestamp>` dir, read before `..data` lands, whose event must not wait out that spacing.
  */
 export const coalesceBursts =
   <T>(

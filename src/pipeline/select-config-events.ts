@@ -7,11 +7,9 @@ const matters = ({ event, name }: FsEvent): boolean =>
   event === 'ready' || name === '' || name.startsWith('..') || name === configFileName;
 
 /**
- * Keeps kubelet's `..data` swaps and the rest of its reserved `..` names, any change to a plain `models.json`
- * (written in place, renamed over, deleted, re-created), the dir itself appearing or going, and `ready` (a watch
- * was (re)armed: read what is there now). Why the `..<timestamp>` dirs: chokidar drops a second `change ..data`
- * within 50 ms, but every swap removes a differently named old version dir right after it, so a quick second
- * swap is still seen at once. Editors' temp files and other keys are noise.
+ * Keeps kubelet's `..data` swaps and its other reserved `..` names (a quick second swap is seen by its differently
+ * named `..<timestamp>` dir: docs/background.md), any change to a plain `models.json`, the dir itself appearing or
+ * going, and `ready` (a watch was (re)armed: read what is there now); not editors' temp files or other keys.
  */
 export const selectConfigEvents = (): MonoTypeOperatorFunction<FsEvent> => filter(matters);
 
