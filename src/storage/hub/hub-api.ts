@@ -102,9 +102,8 @@ const answerOf = (reach: HubReach, response: BodyResponse, url: URL) => ({
 });
 
 /**
- * The JSON of the API's answer to `url` (hubRequest), read as readAnswer reads (the cap of one answer, the minimum
- * rate). An error answer is thrown as hubStatusError reads it; a body cut off or stalled is a transport failure, and
- * one that is not JSON at all is retryable (a proxy's page), as for every API.
+ * The JSON of the API's answer to `url`, read bounded (readAnswer); an error answer is thrown as hubStatusError
+ * reads it, and one that is not JSON at all is retryable (a proxy's page), as for every API.
  */
 const hubJson = async (
   reach: HubReach,
@@ -217,10 +216,9 @@ const nextLink = (link: string | undefined): string | undefined => {
 };
 
 /**
- * The files of `repo` at `sha`, as `list_repo_tree(recursive=True)` lists them: `GET
- * /api/models/{repo}/tree/{sha}?recursive=true&expand=false`, then each `Link: <...>; rel="next"` page. Bounded:
- * more than `cap.maxModelFiles` files is `too-large`; a next page off the endpoint, one asked for
- * before, too many empty pages or an entry without a path or a size is `invalid-response`; all permanent.
+ * The files of `repo` at `sha`, as `list_repo_tree(recursive=True)` lists them, each `Link: <...>; rel="next"` page
+ * followed. Past `cap.maxModelFiles` files: `too-large`; paging off the endpoint or in a circle, too many empty
+ * pages, an entry without a path or a size: `invalid-response`; all permanent.
  */
 export const listTree = async (
   reach: HubReach,

@@ -131,10 +131,8 @@ export const localSettings = (options: LocalStorageOptions): Settings => ({
 });
 
 /**
- * Copies the file or tree at the absolute path `source` into `targetDir`, or extracts it when its name says it is an
- * archive, as localFileStorage does (its checks, its errors), once `source` (its links resolved) passes
- * checkLocalSource; with `select`, only the files it takes (an archive's entries; a lone file by its name), and none
- * is a permanent `not-found`. What a `pvc://` URI names is copied through it too.
+ * Copies the file or tree at the absolute path `source` into `targetDir` (or extracts an archive), as
+ * localFileStorage says, once `source` passes checkLocalSource; `pvc://` copies through it too.
  */
 export const copyLocalModel = async (
   settings: Settings,

@@ -170,10 +170,8 @@ const containerStore = (
 };
 
 /**
- * Azure Blob Storage through `@azure/storage-blob`, for the URLs `claims` (see isAzureBlobUri): lists the blobs
- * under the prefix page by page, reads each from an offset (`x-ms-range`) only while its ETag is the listed one
- * (`If-Match`: a changed blob fails with `changed`). A SAS in the URL or the environment is registered as a
- * secret before any request. Everything else — planning, bounds, resume, archives — is downloadObjects'.
+ * Azure Blob Storage through `@azure/storage-blob`, for the URLs `claims` (see isAzureBlobUri; docs/storage.md,
+ * "Azure Blob"). A SAS in the URL or the environment is registered as a secret before any request.
  */
 export const azureBlobStorage = (options: AzureBlobStorageOptions = {}): AzureBlobStorage => {
   const endpoints = options.endpoints ?? [];

@@ -187,10 +187,8 @@ async function* readObject(
 }
 
 /**
- * GCS's JSON API, requests of our own through the Network: lists with `prefix` and `pageToken` page by page; reads
- * the listed generation (`generation=`), from an offset with a `Range` header, never transcoded. The SDK only
- * supplies the credentials, sent to the configured endpoint alone; a redirect is refused. Statuses as
- * storeStatusError reads them; connection failures retryable.
+ * GCS's JSON API, requests of our own through the Network (docs/storage.md, "GCS"); the SDK only supplies the
+ * credentials, sent to the configured endpoint alone.
  */
 export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => {
   const endpoint = options.endpoint ?? defaultGcsEndpoint;
