@@ -88,9 +88,7 @@ const hubRepoClient = (reach: HubClientSettings, repo: HfRepo): ObjectStoreClien
     },
     async *list(_location, signal) {
       commit = await resolveCommit(reach, failure, repo, signal);
-      for (const file of await listTree(reach, atCommit(), repo, commit.sha, signal, reach.listing)) {
-        yield { key: file.path, size: file.size, version: commit.sha, digest: file.digest };
-      }
+      yield* await listTree(reach, atCommit(), repo, commit.sha, signal, reach.listing);
     },
     read: (_location, object, offset, signal, end) =>
       readFile(reach, atCommit(), commit.gated, object, offset, signal, end),

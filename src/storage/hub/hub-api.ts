@@ -10,6 +10,7 @@ import { Attempt, httpGet } from '../http/http-get';
 import { headerOf, type BodyResponse } from '../http/resumable-body';
 import { answerTo, errorAnswerText, readAnswer } from '../store-answer';
 import type { ContentDigest } from '../listed-content';
+import type { StoredObject } from '../object-store/client';
 import { hubStatusError, type HubFailure } from './hub-errors';
 import type { HfRepo } from './hf-uri';
 
@@ -29,16 +30,6 @@ export interface HubReach {
 export interface HubCommit {
   readonly sha: string;
   readonly gated: boolean;
-}
-
-/**
- * A file of the tree at a commit: its path in the repo, its size in bytes (the LFS object's for LFS files) and its
- * digest when the tree gives one (the LFS `oid`, a sha256; else the entry's `oid`, the git blob id).
- */
-export interface HubFile {
-  readonly path: string;
-  readonly size: number;
-  readonly digest?: ContentDigest;
 }
 
 // Pages with nothing in them and still a next one, before the paging is not believed.
@@ -186,8 +177,11 @@ const digestOf = (
     : undefined;
 };
 
-/** The file of tree entry `index`, undefined for a directory; anything else the API never sends is refused. */
-const fileOf = (what: string, index: number, entry: unknown): HubFile | undefined => {
+/**
+ * The file of tree entry `index` at commit `sha`: its path in the repo, its size (the LFS object's for LFS files) and
+ * its digest when the tree gives one; undefined for a directory; anything else the API never sends is refused.
+ */
+const fileOf = (what: string, index: number, entry: unknown, sha: string): StoredObject | undefined => {
   const { type, path, size, lfs, oid } = jsonObject(entry) ?? {};
   if (typeof path !== 'string' || path === '') throw notTheApi(what, `tree entry ${index} has no path`);
   // A lone surrogate is no text a file system or a URL can take (encodeURIComponent throws on it).
@@ -202,8 +196,7 @@ const fileOf = (what: string, index: number, entry: unknown): HubFile | undefine
   const bytes = sizeOf(lfsFields?.['size']) ?? sizeOf(size);
   if (bytes === undefined)
     throw notTheApi(what, `tree entry ${index} (${JSON.stringify(path.slice(0, 200))}) has no size in bytes`);
-  const digest = digestOf(oid, lfsFields);
-  return digest === undefined ? { path, size: bytes } : { path, size: bytes, digest };
+  return { key: path, size: bytes, version: sha, digest: digestOf(oid, lfsFields) };
 };
 
 /** The `rel="next"` URL of a `Link` header (GitHub's format, as requests' `response.links` reads it). */
@@ -227,10 +220,10 @@ export const listTree = async (
   sha: string,
   signal: AbortSignal,
   cap: ListingCap,
-): Promise<ReadonlyArray<HubFile>> => {
+): Promise<ReadonlyArray<StoredObject>> => {
   const { what } = failure;
   const maxFiles = cap.maxModelFiles;
-  const files: HubFile[] = [];
+  const files: StoredObject[] = [];
   const asked = new Set<string>();
   let entries = 0;
   let emptyPages = 0;
@@ -243,7 +236,7 @@ export const listTree = async (
     const link = nextLink(headerOf(response.headers, 'link'));
     if (!Array.isArray(page)) throw notTheApi(what, 'a tree page is no JSON array');
     for (const entry of page) {
-      const file = fileOf(what, entries++, entry);
+      const file = fileOf(what, entries++, entry, sha);
       if (file !== undefined) files.push(file);
       if (files.length > maxFiles || entries > entriesPerFile * maxFiles + 1) {
         throw tooLarge(what, `its tree lists more than ${maxFiles} files`, 'maxModelFiles', cap.names);
