@@ -24,7 +24,6 @@ export { localFileStorage, type LocalStorageOptions } from './local/local-storag
 export { pvcStorage, type PvcStorageOptions } from './local/pvc-storage';
 export {
   azureBlobStorage,
-  type AzureBlobStorage,
   azureCredentialsFromEnv,
   type AzureTokenCredential,
 } from './object-store/azure-blob';

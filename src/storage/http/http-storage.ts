@@ -274,9 +274,8 @@ const download = async (
 };
 
 /**
- * Downloads models over HTTP(S), streamed to disk. A non-2xx status is `http-status`; timeouts (no headers, no bytes,
- * under the minimum rate) and lost connections are retryable; a Content-Length above `maxModelBytes` fails unread,
- * a body that passes it is dropped (`too-large`, permanent). Archives are extracted into `targetDir` (extractStream).
+ * Downloads models over HTTP(S), streamed to disk or extracted (docs/storage.md, "http and https"); a Content-Length
+ * above `maxModelBytes` fails unread, a body that passes it is dropped (`too-large`, permanent).
  */
 export const httpStorage = (options: HttpStorageOptions = {}): StorageProvider => {
   const settings: Settings = {

@@ -70,10 +70,9 @@ const isResumable = (cause: unknown, signal: AbortSignal): boolean =>
   !signal.aborted && !(cause instanceof EffectError);
 
 /**
- * The bytes of `first` (a 200), and after a cut the rest from ranged requests (`Range: bytes=<n>-`, `If-Range` on
- * its validator): one whole stream, and a reset at 39 GB of 40 costs 1 GB. A resume answered with anything but the
- * 206 of the same version and size fails as a retryable `changed` (the next attempt starts from 0). Without a
- * validator, or after `maxResumes` resumes in a row that brought little, the body's own failure is rethrown.
+ * The bytes of `first` (a 200), and after a cut the rest from ranged requests pinned to its validator, as one stream
+ * (docs/storage.md, "Resume"). Without a validator, or after `maxResumes` resumes in a row that brought little, the
+ * body's own failure is rethrown.
  */
 export async function* resumableBody(
   first: BodyResponse,

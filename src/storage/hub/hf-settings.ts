@@ -61,10 +61,9 @@ const rangeGetsOf = (text: string | undefined): E.Either<string, number | undefi
 };
 
 /**
- * The Hub settings of `env`, as huggingface_hub reads them: `HF_ENDPOINT` (default https://huggingface.co),
- * `HF_TOKEN` or the older `HUGGING_FACE_HUB_TOKEN` (CR and LF dropped, trimmed, empty meaning none: `_clean_token`),
- * `HF_HUB_OFFLINE` or `TRANSFORMERS_OFFLINE`, `HF_XET_NUM_CONCURRENT_RANGE_GETS`. The token is registered as a secret here, before it can reach any
- * message. The Left names the variable that is wrong, never its value.
+ * The Hub settings of `env`, as huggingface_hub reads them (the table: docs/storage.md, "Hugging Face Hub"); the
+ * token as `_clean_token` cleans it (CR and LF dropped, trimmed, empty meaning none), registered as a secret before it
+ * can reach any message. The Left names the variable that is wrong, never its value.
  */
 export const hfSettingsFrom = (env: Env): E.Either<string, HfSettings> => {
   const endpoint =

@@ -26,9 +26,8 @@ interface HubClientSettings extends HubReach {
 
 /**
  * The bytes `[offset, end)` of a listed file, from `/resolve/<commit>/<path>` (huggingface_hub's hf_hub_url): a
- * plain GET for the whole file, a `Range` for less, which must come back as exactly that 206. The token goes to the
- * endpoint alone (httpGet): an LFS file's redirect to the CDN gets none. A 401, 403 or 404 is said for the Hub
- * (hubFileError); an answer of other bytes is a retryable `invalid-response` (the commit is pinned: nothing changed).
+ * `Range` for less than the whole, which must come back as exactly that 206. A 401, 403 or 404 is said for the Hub
+ * (hubFileError); other bytes are a retryable `invalid-response` (the commit is pinned: nothing changed).
  */
 const readFile = async (
   reach: HubReach,
@@ -68,10 +67,8 @@ const readFile = async (
 };
 
 /**
- * The client of `repo` for one download, as huggingface_hub's `snapshot_download` reads it: the listing resolves the
- * revision to its commit first (`resolveCommit`), then lists the tree at that commit (`listTree`, at most
- * `listing.maxModelFiles` files), and every file is read at that commit: a push meanwhile changes nothing. Each file carries
- * its size and the digest the tree gives (ContentCheck holds the bytes to both).
+ * The client of `repo` for one download, as `snapshot_download` reads it (docs/storage.md, "Hugging Face Hub"): the
+ * revision resolved to its commit, that commit's tree listed, and every file read at that commit.
  */
 const hubRepoClient = (reach: HubClientSettings, repo: HfRepo): ObjectStoreClient => {
   const failure: HubFailure = {
@@ -91,9 +88,7 @@ const hubRepoClient = (reach: HubClientSettings, repo: HfRepo): ObjectStoreClien
     },
     async *list(_location, signal) {
       commit = await resolveCommit(reach, failure, repo, signal);
-      for (const file of await listTree(reach, atCommit(), repo, commit.sha, signal, reach.listing)) {
-        yield { key: file.path, size: file.size, version: commit.sha, digest: file.digest };
-      }
+      yield* await listTree(reach, atCommit(), repo, commit.sha, signal, reach.listing);
     },
     read: (_location, object, offset, signal, end) =>
       readFile(reach, atCommit(), commit.gated, object, offset, signal, end),
@@ -115,10 +110,8 @@ export interface HfStorageOptions extends ObjectDownloadOptions {
 }
 
 /**
- * Downloads Hugging Face Hub model repos as huggingface_hub's `snapshot_download` does (KServe's storage
- * initializer calls it for `hf://`): every file of the revision's commit (hubRepoClient) through the one download
- * engine (downloadObjects; `maxResumes` default 5). The token goes to the endpoint alone. Fails with
- * hubStatusError's kinds, the engine's, and `invalid-response` (an answer that is not the file listed).
+ * Downloads Hugging Face Hub model repos as huggingface_hub's `snapshot_download` does (KServe's storage initializer
+ * calls it for `hf://`): hubRepoClient under the one download engine (`maxResumes` default 5).
  */
 export const hfStorage = (options: HfStorageOptions = {}): StorageProvider => {
   if (options.token !== undefined) registerSecret(options.token);

@@ -10,6 +10,7 @@ import { Attempt, httpGet } from '../http/http-get';
 import { headerOf, type BodyResponse } from '../http/resumable-body';
 import { answerTo, errorAnswerText, readAnswer } from '../store-answer';
 import type { ContentDigest } from '../listed-content';
+import type { StoredObject } from '../object-store/client';
 import { hubStatusError, type HubFailure } from './hub-errors';
 import type { HfRepo } from './hf-uri';
 
@@ -29,16 +30,6 @@ export interface HubReach {
 export interface HubCommit {
   readonly sha: string;
   readonly gated: boolean;
-}
-
-/**
- * A file of the tree at a commit: its path in the repo, its size in bytes (the LFS object's for LFS files) and its
- * digest when the tree gives one (the LFS `oid`, a sha256; else the entry's `oid`, the git blob id).
- */
-export interface HubFile {
-  readonly path: string;
-  readonly size: number;
-  readonly digest?: ContentDigest;
 }
 
 // Pages with nothing in them and still a next one, before the paging is not believed.
@@ -102,9 +93,8 @@ const answerOf = (reach: HubReach, response: BodyResponse, url: URL) => ({
 });
 
 /**
- * The JSON of the API's answer to `url` (hubRequest), read as readAnswer reads (the cap of one answer, the minimum
- * rate). An error answer is thrown as hubStatusError reads it; a body cut off or stalled is a transport failure, and
- * one that is not JSON at all is retryable (a proxy's page), as for every API.
+ * The JSON of the API's answer to `url`, read bounded (readAnswer); an error answer is thrown as hubStatusError
+ * reads it, and one that is not JSON at all is retryable (a proxy's page), as for every API.
  */
 const hubJson = async (
   reach: HubReach,
@@ -187,8 +177,11 @@ const digestOf = (
     : undefined;
 };
 
-/** The file of tree entry `index`, undefined for a directory; anything else the API never sends is refused. */
-const fileOf = (what: string, index: number, entry: unknown): HubFile | undefined => {
+/**
+ * The file of tree entry `index` at commit `sha`: its path in the repo, its size (the LFS object's for LFS files) and
+ * its digest when the tree gives one; undefined for a directory; anything else the API never sends is refused.
+ */
+const fileOf = (what: string, index: number, entry: unknown, sha: string): StoredObject | undefined => {
   const { type, path, size, lfs, oid } = jsonObject(entry) ?? {};
   if (typeof path !== 'string' || path === '') throw notTheApi(what, `tree entry ${index} has no path`);
   // A lone surrogate is no text a file system or a URL can take (encodeURIComponent throws on it).
@@ -203,8 +196,7 @@ const fileOf = (what: string, index: number, entry: unknown): HubFile | undefine
   const bytes = sizeOf(lfsFields?.['size']) ?? sizeOf(size);
   if (bytes === undefined)
     throw notTheApi(what, `tree entry ${index} (${JSON.stringify(path.slice(0, 200))}) has no size in bytes`);
-  const digest = digestOf(oid, lfsFields);
-  return digest === undefined ? { path, size: bytes } : { path, size: bytes, digest };
+  return { key: path, size: bytes, version: sha, digest: digestOf(oid, lfsFields) };
 };
 
 /** The `rel="next"` URL of a `Link` header (GitHub's format, as requests' `response.links` reads it). */
@@ -217,10 +209,9 @@ const nextLink = (link: string | undefined): string | undefined => {
 };
 
 /**
- * The files of `repo` at `sha`, as `list_repo_tree(recursive=True)` lists them: `GET
- * /api/models/{repo}/tree/{sha}?recursive=true&expand=false`, then each `Link: <...>; rel="next"` page. Bounded:
- * more than `cap.maxModelFiles` files is `too-large`; a next page off the endpoint, one asked for
- * before, too many empty pages or an entry without a path or a size is `invalid-response`; all permanent.
+ * The files of `repo` at `sha`, as `list_repo_tree(recursive=True)` lists them, each `Link: <...>; rel="next"` page
+ * followed. Past `cap.maxModelFiles` files: `too-large`; paging off the endpoint or in a circle, too many empty
+ * pages, an entry without a path or a size: `invalid-response`; all permanent.
  */
 export const listTree = async (
   reach: HubReach,
@@ -229,10 +220,10 @@ export const listTree = async (
   sha: string,
   signal: AbortSignal,
   cap: ListingCap,
-): Promise<ReadonlyArray<HubFile>> => {
+): Promise<ReadonlyArray<StoredObject>> => {
   const { what } = failure;
   const maxFiles = cap.maxModelFiles;
-  const files: HubFile[] = [];
+  const files: StoredObject[] = [];
   const asked = new Set<string>();
   let entries = 0;
   let emptyPages = 0;
@@ -245,7 +236,7 @@ export const listTree = async (
     const link = nextLink(headerOf(response.headers, 'link'));
     if (!Array.isArray(page)) throw notTheApi(what, 'a tree page is no JSON array');
     for (const entry of page) {
-      const file = fileOf(what, entries++, entry);
+      const file = fileOf(what, entries++, entry, sha);
       if (file !== undefined) files.push(file);
       if (files.length > maxFiles || entries > entriesPerFile * maxFiles + 1) {
         throw tooLarge(what, `its tree lists more than ${maxFiles} files`, 'maxModelFiles', cap.names);

@@ -40,11 +40,9 @@ const denied = (message: string, status: number): EffectError =>
 const invalidCredentials = 'Invalid credentials in Authorization header';
 
 /**
- * The EffectError for an error answer of the Hub's API, read as `hf_raise_for_status` reads it. Permanent
- * `not-found` for RevisionNotFound, EntryNotFound and a 404 RepoNotFound (naming the repo, the revision and the
- * endpoint); permanent `http-status` for 401 and 403 (the Hub answers 401 RepoNotFound for a missing repo as for
- * a private or gated one when no token is sent) and GatedRepo, each saying what to do with HF_TOKEN; other
- * statuses by the HTTP rule (408, 425, 429 and 5xx retried).
+ * The EffectError for an error answer of the Hub's API, read as `hf_raise_for_status` reads it (the kinds: the
+ * table of docs/storage.md, "Hugging Face Hub"). The Hub answers 401 RepoNotFound for a missing repo as for a
+ * private or gated one when no token is sent: a 401 says what to do with HF_TOKEN.
  */
 export const hubStatusError = (failure: HubFailure, answer: HubAnswer): EffectError => {
   const { repo, what, endpoint, withToken } = failure;

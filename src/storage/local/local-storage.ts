@@ -131,10 +131,8 @@ export const localSettings = (options: LocalStorageOptions): Settings => ({
 });
 
 /**
- * Copies the file or tree at the absolute path `source` into `targetDir`, or extracts it when its name says it is an
- * archive, as localFileStorage does (its checks, its errors), once `source` (its links resolved) passes
- * checkLocalSource; with `select`, only the files it takes (an archive's entries; a lone file by its name), and none
- * is a permanent `not-found`. What a `pvc://` URI names is copied through it too.
+ * Copies the file or tree at the absolute path `source` into `targetDir` (or extracts an archive), as
+ * localFileStorage says, once `source` passes checkLocalSource; `pvc://` copies through it too.
  */
 export const copyLocalModel = async (
   settings: Settings,
@@ -194,11 +192,9 @@ export const copyLocalModel = async (
 
 /**
  * Copies a model from an absolute path or file:// URL: a file into `targetDir/<basename>`, an archive extracted, a
- * dir's contents. Symlinks inside the source tree become relative symlinks to the copied entry; symlinks leading
- * outside it or nowhere, special files, and sources outside `roots` or on the system's own files are `refused`
- * (permanent), so a model cannot smuggle in files from elsewhere. Past `maxModelBytes`: `too-large`; missing:
- * `not-found`; an fs failure: `filesystem`. With `request.select`, only the files its patterns take land, with
- * their dirs; a link they take to a file they leave out is copied as that file.
+ * dir's contents, links inside the tree as relative links. What is refused, so that a model cannot smuggle in files
+ * from elsewhere: docs/reliability.md, "Downloads"; what patterns take: docs/storage.md, "Choosing files". Fails
+ * `refused`, `too-large`, `not-found` or `filesystem`.
  */
 export const localFileStorage = (options: LocalStorageOptions = {}): StorageProvider => {
   const settings = localSettings(options);

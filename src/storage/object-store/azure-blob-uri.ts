@@ -92,10 +92,8 @@ const addressingOf = (uri: string, endpoints: ReadonlyArray<string>): Addressed 
 };
 
 /**
- * The rule that makes an http(s) URL Azure Blob instead of a plain download: an https URL whose host ends with an
- * Azure Blob suffix (`<account>.blob.core.windows.net`, the sovereign clouds' too), or a URL of a configured
- * endpoint (`--azure-blob-endpoint`): path style under it (`<endpoint>/<account>/…`, azurite), or host style on a
- * subdomain of it (`<account>.<endpoint host>/…`, Azure Stack Hub).
+ * True when the http(s) URL `uri` is Azure Blob, not a plain download: the rule of docs/storage.md, "Which https
+ * URLs are Azure Blob".
  */
 export const isAzureBlobUri = (uri: string, endpoints: ReadonlyArray<string>): boolean =>
   addressingOf(uri, endpoints) !== undefined;
@@ -109,10 +107,8 @@ const decodeSegments = (text: string): string | undefined => {
 };
 
 /**
- * The account, container, prefix and SAS of an Azure Blob URL (see isAzureBlobUri):
- * `https://<account>.blob.core.windows.net/<container>/<prefix>[?<sas>]`, and at a configured endpoint
- * `<endpoint>/<account>/<container>/<prefix>[?<sas>]` or `<account>.<endpoint host>/<container>/<prefix>[?<sas>]`.
- * The Left says what is wrong, showing the URL redacted.
+ * The account, container, prefix and SAS of an Azure Blob URL (see isAzureBlobUri); the Left says what is wrong,
+ * showing the URL redacted.
  */
 export const parseAzureBlobUri = (
   uri: string,

@@ -6,6 +6,7 @@ import { EffectError, permanentError, retryableError } from '../../core/errors';
 import { storageRequestTries } from '../../core/retry-policy';
 import { registerSecret } from '../../core/redact';
 import type { StorageProvider } from '../../ports';
+import type { ClaimingProvider } from '../router';
 import { transportError } from '../../net';
 import { isAzureBlobUri, parseAzureBlobUri, type AzureBlobUri } from './azure-blob-uri';
 import { azureCredentialFor, type AzureCredentials, type ChosenCredential } from './azure-credentials';
@@ -43,13 +44,6 @@ export interface AzureBlobStorageOptions extends ObjectDownloadOptions {
   readonly sdkRetries?: number;
   /** Blobs asked for per list page (Azure answers at most 5,000). */
   readonly pageSize?: number;
-}
-
-/** A StorageProvider for the https URLs `claims` says are Azure Blob (the router asks it before the http one). */
-export interface AzureBlobStorage extends StorageProvider {
-  /** `azure`. */
-  readonly name: string;
-  readonly claims: (uri: string) => boolean;
 }
 
 const firstLine = (text: unknown): string => (typeof text === 'string' ? text.split('\n', 1)[0]!.trim() : '');
@@ -170,12 +164,12 @@ const containerStore = (
 };
 
 /**
- * Azure Blob Storage through `@azure/storage-blob`, for the URLs `claims` (see isAzureBlobUri): lists the blobs
- * under the prefix page by page, reads each from an offset (`x-ms-range`) only while its ETag is the listed one
- * (`If-Match`: a changed blob fails with `changed`). A SAS in the URL or the environment is registered as a
- * secret before any request. Everything else — planning, bounds, resume, archives — is downloadObjects'.
+ * Azure Blob Storage through `@azure/storage-blob`, for the URLs `claims` (see isAzureBlobUri; docs/storage.md,
+ * "Azure Blob"). A SAS in the URL or the environment is registered as a secret before any request.
  */
-export const azureBlobStorage = (options: AzureBlobStorageOptions = {}): AzureBlobStorage => {
+export const azureBlobStorage = (
+  options: AzureBlobStorageOptions = {},
+): StorageProvider & ClaimingProvider => {
   const endpoints = options.endpoints ?? [];
   const credentials = options.credentials ?? {};
   const resolve = (uri: string): E.Either<string, ResolvedLocation> => {

@@ -99,11 +99,9 @@ const connectionStringService = (fields: ReadonlyMap<string, string>): string =>
 };
 
 /**
- * The credential of `target`, first that applies: the SAS in its URL; the connection string when its account and
- * blob endpoint are the URL's (its key, else its SAS); then, for the URL of `AZURE_STORAGE_ACCOUNT` (any account
- * when it is unset, but the SAS token), the account key, the SAS token, Azure AD; none (anonymous: a public
- * container). A credential is never sent to another account: a bearer SAS would be spent there, and what another
- * account's owner sees of a request is theirs.
+ * The credential of `target`, the first that applies (the order: docs/storage.md, Azure Blob "Credentials"). A
+ * credential is never sent to another account: a bearer SAS would be spent there, and what another account's owner
+ * sees of a request is theirs.
  */
 export const azureCredentialFor = (target: AzureBlobUri, credentials: AzureCredentials): ChosenCredential => {
   const sdk = blobSdk();

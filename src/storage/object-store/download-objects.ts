@@ -3,10 +3,11 @@
  * model's staging dir; objectStoreStorage, the StorageProvider over it.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import * as E from 'fp-ts/Either';
-import { permanentError, toEffectError } from '../../core/errors';
+import { permanentError, retryableError, toEffectError, type EffectError } from '../../core/errors';
 import { selectionKey, type FileSelection } from '../../core/file-selection';
 import { inSlot, type Slots } from '../../core/slots';
 import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
@@ -15,9 +16,8 @@ import { rangedThresholdBytes } from '../parts/part-plan';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { consume, forEachLimited, fsError, step } from '../../fs';
-import { modelTransfer } from '../model-transfer';
 import { ContentCheck } from '../listed-content';
-import type { TransferGuard } from '../transfer-guard';
+import { modelGuard, type TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import { planObjects, type PlannedObject } from './plan-objects';
@@ -92,11 +92,9 @@ const readInto = async (
 };
 
 /**
- * Saves `object` as the new file `to`, held to its listed size and digest (ContentCheck). A read cut by a transient
- * fault once some bytes are written resumes from them, with a ranged read the client checks against the object's
- * version; after `maxResumes` failures in a row without a new byte, the fault fails the attempt. A failure with
- * nothing written yet fails it at once: there is nothing to keep, and the loader's retry waits out its backoff (the
- * SDKs have retried the request already). A big object goes in ranged parts (fetchInParts), its digest read back.
+ * Saves `object` as the new file `to`, held to its listed size and digest (ContentCheck); a cut read resumes from the
+ * bytes written, as docs/storage.md says ("Resume within an attempt"). A big object goes in ranged parts
+ * (fetchInParts), its digest read back.
  */
 const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<void> => {
   const what = `${job.what}: ${object.key}`;
@@ -179,13 +177,10 @@ const fetchArchive = async (job: Job, item: PlannedObject, targetDir: string, li
 };
 
 /**
- * Downloads the objects `location` names (see planObjects) into the existing, empty dir `targetDir`, at most
- * `concurrency` at a time, every byte through one TransferGuard (the model cap on the listed sizes, then on the
- * bytes; the minimum rate over all objects in flight). A bucket model that is one archive object (`.tar`,
- * `.tar.gz`, `.tgz`, `.zip`) is extracted, as KServe does; archives among other objects are saved as they are.
- * The first failure stops the others; the store deletes the staging dir. `progress` hears all objects' bytes
- * against the listed total (trackProgress). Fails with the client's EffectErrors, the planner's, `too-large`,
- * `timeout` (too slow), `filesystem` and `aborted`.
+ * Downloads the objects `location` names (see planObjects) into the existing, empty dir `targetDir`, as
+ * docs/storage.md says ("Object stores"): at most `concurrency` at a time, every byte through one TransferGuard, a
+ * lone archive extracted, the first failure stopping the others. Fails with the client's EffectErrors, the
+ * planner's, `too-large`, `timeout` (too slow), `filesystem` and `aborted`.
  */
 export const downloadObjects = async (
   client: ObjectStoreClient,
@@ -198,18 +193,26 @@ export const downloadObjects = async (
 ): Promise<void> => {
   const { concurrency, limits, maxResumes, streams } = { ...defaultObjectDownloadOptions, ...options };
   const what = `downloading ${location.display}`;
-  const transfer = modelTransfer(what, targetDir, limits, signal, 4 * concurrency);
-  const { guard } = transfer;
+  // One signal for every object of the model, which the first failure or a rate below the minimum stops.
+  const stopper = new AbortController();
+  let stoppedBy: EffectError | undefined;
+  const stop = (error: EffectError): void => {
+    stoppedBy ??= error;
+    stopper.abort(error);
+  };
+  const guard = modelGuard(what, targetDir, limits, stop);
   const job: Job = {
     client,
     location,
     what,
-    signal: transfer.signal,
+    signal: AbortSignal.any([signal, stopper.signal]),
     guard,
     maxResumes,
     streams,
     pool: options.pool,
   };
+  // Each object in flight adds a few abort listeners: more than Node's warning level of 10.
+  setMaxListeners(8 + 4 * concurrency, job.signal);
   let tracker: { readonly stop: () => void } | undefined;
   try {
     const plan = await planObjects(client, location, job.signal, limits, request?.select);
@@ -235,12 +238,13 @@ export const downloadObjects = async (
         const fetch = () => fetchObject(job, item.object, path.join(targetDir, item.path));
         await inSlot(job.pool, job.signal, fetch);
       } catch (cause) {
-        transfer.stop(toEffectError(cause));
+        stop(toEffectError(cause));
         throw cause;
       }
     });
   } catch (cause) {
-    throw transfer.failure(cause);
+    if (signal.aborted) throw retryableError('aborted', `${what}: aborted`, signal.reason);
+    throw stoppedBy ?? toEffectError(cause);
   } finally {
     tracker?.stop();
   }

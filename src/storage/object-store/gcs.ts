@@ -35,12 +35,7 @@ import { defaultDownloadLimits, type MinRate } from '../download-limits';
 export interface GcsClientOptions {
   /** The JSON API endpoint (an emulator, a private endpoint); default `https://storage.googleapis.com`. */
   readonly endpoint?: string;
-  /**
-   * A credentials file (`GOOGLE_APPLICATION_CREDENTIALS`: a service account key, an external account of workload
-   * identity federation): read again when it changes. Without one, application default credentials (the metadata
-   * server of GKE workload identity), and anonymous access when there are none; against a custom `endpoint`,
-   * anonymous unless a file is given.
-   */
+  /** `GOOGLE_APPLICATION_CREDENTIALS`, read again when it changes; absent: as docs/storage.md, GCS "Credentials". */
   readonly credentialsFile?: string;
   /** Longest wait for an answer, and for the next bytes of a body, in ms (default 60 s). */
   readonly timeoutMs?: number;
@@ -187,10 +182,8 @@ async function* readObject(
 }
 
 /**
- * GCS's JSON API, requests of our own through the Network: lists with `prefix` and `pageToken` page by page; reads
- * the listed generation (`generation=`), from an offset with a `Range` header, never transcoded. The SDK only
- * supplies the credentials, sent to the configured endpoint alone; a redirect is refused. Statuses as
- * storeStatusError reads them; connection failures retryable.
+ * GCS's JSON API, requests of our own through the Network (docs/storage.md, "GCS"); the SDK only supplies the
+ * credentials, sent to the configured endpoint alone.
  */
 export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => {
   const endpoint = options.endpoint ?? defaultGcsEndpoint;
@@ -214,7 +207,7 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
 };
 
 /** How GCS is reached, and the downloader's settings. */
-export interface GcsStorageOptions extends GcsClientOptions, ObjectDownloadOptions {}
+export type GcsStorageOptions = GcsClientOptions & ObjectDownloadOptions;
 
 /** The StorageProvider for `gs://bucket/prefix`: gcsClient under the generic object downloader. */
 export const gcsStorage = (options: GcsStorageOptions = {}): StorageProvider => {

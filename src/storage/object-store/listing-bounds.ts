@@ -1,8 +1,4 @@
-/**
- * What a store's listing may say before modelsync stops believing it: every item checked before use, a page
- * token never seen twice, pages and objects counted against `--max-model-files`. The same for S3, GCS and Azure.
- * The bytes of one page are bounded before it is parsed, while it streams (`../store-answer.ts`).
- */
+/** listingBounds: what a store's listing may say before modelsync stops believing it, the same for S3, GCS and Azure (docs/reliability.md, "Peer answers"). */
 import { createHash } from 'node:crypto';
 import { permanentError, type EffectError } from '../../core/errors';
 import { tooLarge, type ListingCap } from '../download-limits';

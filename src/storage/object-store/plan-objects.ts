@@ -3,7 +3,7 @@ import path from 'node:path';
 import { permanentError, toEffectError } from '../../core/errors';
 import { fileFilter, selectedNone, selectsAll, type FileSelection } from '../../core/file-selection';
 import { archiveFormatOf } from '../archive/extract';
-import { placedPaths } from '../placed-paths';
+import { entryPathOf } from '../archive/guard';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import type { ListingCap } from '../download-limits';
 import { listingBounds } from './listing-bounds';
@@ -38,30 +38,46 @@ async function* listed(
   }
 }
 
-/** Each object with its path in the model dir, checked (see placedPaths): any unsafe or clashing one is `refused`. */
+/**
+ * Each object with its path in the model dir (`/`-separated), every name passing entryPathOf, before any byte is
+ * fetched: an unsafe one, two for one path, or one a path another takes as a dir (`a` and `a/b`) is `refused`.
+ */
 const placed = (
   client: ObjectStoreClient,
   location: ObjectLocation,
   named: ReadonlyArray<{ readonly object: StoredObject; readonly name: string }>,
 ): ReadonlyArray<PlannedObject> => {
   const noun = nounOf(client);
-  const paths = placedPaths(
-    named.map(({ object, name }) => ({ name, shown: object.key })),
-    noun,
-    (key, why) => {
-      throw permanentError('refused', `${location.display}: refusing ${noun} ${JSON.stringify(key)}: ${why}`);
-    },
-  );
-  return named.map(({ object }, index) => ({ object, path: paths[index]! }));
+  // The key that took each path, as a file and as a dir.
+  const files = new Map<string, string>();
+  const dirs = new Map<string, string>();
+  return named.map(({ object, name }) => {
+    const refuse = (why: string): never => {
+      throw permanentError(
+        'refused',
+        `${location.display}: refusing ${noun} ${JSON.stringify(object.key)}: ${why}`,
+      );
+    };
+    const to = entryPathOf(name, refuse);
+    if (to === '') refuse('it names the model dir itself');
+    const other = files.get(to) ?? dirs.get(to);
+    if (other !== undefined) refuse(`${JSON.stringify(other)} needs the same path, ${to}`);
+    const parts = to.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join('/');
+      const file = files.get(dir);
+      if (file !== undefined)
+        refuse(`it would be saved under ${dir}, which is the ${noun} ${JSON.stringify(file)}`);
+      dirs.set(dir, object.key);
+    }
+    files.set(to, object.key);
+    return { object, path: to };
+  });
 };
 
 /**
- * What `location` names, as KServe reads a bucket prefix but without its traps. The prefix is a directory: the
- * objects under `<prefix>/` land at their paths below it (`m1` never takes `m10/...`); when nothing is under it, a
- * prefix that is exactly one object's key names that object, landing as its base name. Keys ending in `/` are
- * skipped; nothing at all is a permanent `not-found`, an unsafe key `refused` (`placed`), a listing out of bounds
- * fails for good (`listingBounds`). With `select`, only the objects whose paths it takes (`selected`). A repo's
- * listing (the Hub's) has the empty prefix, and an empty repo is `not-found`.
+ * What `location` names, as KServe reads a bucket prefix but without its traps (the rules: docs/storage.md, "Object
+ * stores"), placed and checked, and with `select` only the objects whose paths it takes.
  */
 export const planObjects = async (
   client: ObjectStoreClient,
@@ -73,9 +89,8 @@ export const planObjects = async (
   selected(client, location, await everyObject(client, location, signal, cap), select);
 
 /**
- * The objects of `plan` whose paths `select` takes, decided from the listing before any byte is fetched. A bucket
- * model that is one archive is kept whole, its entries left to the extraction to select (as an http archive's are); a
- * plan the patterns leave empty is a permanent `not-found` naming them and the count of objects.
+ * The objects of `plan` whose paths `select` takes; a bucket model that is one archive is kept whole, its entries the
+ * extraction's to select (as an http archive's). None taken: a permanent `not-found` naming the patterns.
  */
 const selected = (
   client: ObjectStoreClient,

@@ -62,10 +62,7 @@ const endpointOf = (flag: string | undefined, env: Env): E.Either<string, string
 
 /**
  * The S3 settings of `config` and `env`: each of our flags wins over KServe's name for the same thing, which wins
- * over the default. Region: `--s3-region`, `AWS_REGION`, `AWS_DEFAULT_REGION`, `us-east-1`. Addressing:
- * `--s3-addressing` unless `auto`, then `S3_USER_VIRTUAL_BUCKET` (true: virtual, false: path), else `auto`.
- * Anonymous: `--s3-anonymous` or `awsAnonymousCredential=true`. TLS: `S3_VERIFY_SSL=0` turns verification off,
- * `AWS_CA_BUNDLE` adds CAs. The Left says which setting is wrong.
+ * over the default (the table: docs/storage.md, S3 "Settings"). The Left says which setting is wrong.
  */
 export const s3SettingsFrom = (config: S3Choices, env: Env): E.Either<string, S3Settings> => {
   const endpoint = endpointOf(config.s3Endpoint, env);
