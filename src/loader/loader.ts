@@ -1,17 +1,6 @@
-/**
- * The loader: makes the model dir and the server match each model's latest desired state (see docs/architecture.md).
- * It owns the records, the statuses and `idle$`; one run (a subscription of `run`) at a time takes ops, hands model
- * names to its two lanes, says when all is idle, drains and ends.
- */
+/** The loader: makes the model dir and the server match each model's latest desired state (see docs/architecture.md). */
 import type { Logger } from 'pino';
-import {
-  asyncScheduler,
-  BehaviorSubject,
-  distinctUntilChanged,
-  Observable,
-  type SchedulerLike,
-  type Subscriber,
-} from 'rxjs';
+import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable, type SchedulerLike } from 'rxjs';
 import { inPlaceSnapshot, type InPlace } from '../core/in-place';
 import type { ModelName } from '../core/model-name';
 import type { DesiredState } from '../core/drift';
@@ -20,29 +9,13 @@ import type { AgentEvent, ModelStatus } from '../core/model-status';
 import { noTelemetry } from '../ports';
 import type { DownloadFunction, LoadJournal, ModelServer, ModelStore, Telemetry } from '../ports';
 import type { RetryPolicy } from '../core/retry-policy';
-import { attemptOnce, type AttemptContext } from './attempt';
-import { createLane, laneCounts } from './lane';
-import { abortGeneration, needsWork, newRecord, recordToWorkOn, type ModelRecord } from './model-record';
-import { createOpIntake } from './op-intake';
-import type { ReconcileEffects } from './reconcile';
-import { statusReporter } from './status-log';
+import { createRun, type Run, type RunContext } from './loader-run';
+import { newRecord, type ModelRecord } from './model-record';
 import { createSlots, type Slots } from '../core/slots';
 import { createContentSharing } from './content-sharing';
 import type { ContentRegistry } from './content-registry';
 
-/** Ops taken in one turn of the event loop; a bigger burst is taken over the next turns (op-intake.ts). */
-const opsPerTurn = 256;
-
-/**
- * Workers (and unload calls) of the side lane: unloads of models with nothing of ours on disk, i.e. names the
- * server listed that no config asked for. However many there are and however long their unloads hang, they never
- * hold a worker or a load slot that a configured model's load needs.
- */
-export const unlistedUnloadWorkers = 2;
-
-/** An unload of a model modelsync never installed: the side lane's work. */
-const isUnlistedUnload = (record: ModelRecord): boolean =>
-  record.desired === undefined && record.onDisk === undefined;
+export { unlistedUnloadWorkers } from './loader-run';
 
 export interface LoaderDeps {
   readonly store: ModelStore;
@@ -94,13 +67,6 @@ export interface Loader {
   readonly slots: { readonly download: Slots; readonly load: Slots };
 }
 
-/** One run: `isSettled` while neither lane holds the model; `drain` (see `Loader.drain`); `end`, the teardown. */
-interface Run {
-  readonly isSettled: (name: ModelName) => boolean;
-  readonly drain: () => Promise<void>;
-  readonly end: () => void;
-}
-
 /** A loader over `deps`, starting from what is `inPlace`. */
 export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
   const { log, random = Math.random, scheduler = asyncScheduler, telemetry = noTelemetry } = deps;
@@ -111,120 +77,27 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
   for (const [name, spec] of inPlaceSnapshot(inPlace))
     records.set(name, newRecord(name, spec, inPlace.onDisk.get(name), inPlace.loaded.has(name)));
   const idle$ = new BehaviorSubject(true);
-  const effects = { ...deps, slots, content };
   let current: Run | undefined;
-
-  /** A run that emits every status change to `subscriber` and completes it once its ops are done and all is idle. */
-  const startRun = (subscriber: Subscriber<AgentEvent>, op$: Observable<ModelOp>): Run => {
-    const stop = new AbortController();
-    let sourceDone = false;
-    let drained: (() => void) | undefined;
-    const report = statusReporter(log, scheduler, stop.signal, subscriber);
-    // The steps' effects, reporting each phase through `report` and each download's figures on its status.
-    const reporting: ReconcileEffects = {
-      ...effects,
-      report: (name, phase, spec, logFields) => report(records.get(name)!, phase, spec, {}, logFields),
-      progress: (name, { bytes, totalBytes }) => {
-        const record = records.get(name); // figures of the running download, without an event per report
-        if (record?.status.phase === 'Downloading')
-          record.status = { ...record.status, bytesDownloaded: bytes, bytesTotal: totalBytes };
-      },
-    };
-    const sideEffects = { ...reporting, slots: { ...slots, load: createSlots(unlistedUnloadWorkers) } };
-    const attempts: AttemptContext = {
-      records,
-      retry: deps.retry,
-      random,
-      telemetry,
-      report,
-      stop: stop.signal,
-      retryAfter: (name, delayMs) => main.queue.addAfter(name, delayMs),
-    };
-    const pump = (): void => {
-      main.pump();
-      side.pump();
-      updateIdle();
-    };
-    // Every change comes in through the main lane, which hands unlisted unloads to the side lane.
-    const side = createLane(scheduler, {
-      records,
-      workers: unlistedUnloadWorkers,
-      takes: isUnlistedUnload, // one wanted again since is the main lane's already
-      work: (record) => attemptOnce(record, sideEffects, attempts),
-      freed: pump,
-    });
-    const main = createLane(scheduler, {
-      records,
-      workers: deps.downloadConcurrency + deps.loadConcurrency,
-      takes: (record) => !isUnlistedUnload(record),
-      handOver: (name) => side.queue.add(name),
-      work: (record) => attemptOnce(record, reporting, attempts),
-      freed: pump,
-    });
-    const lanes = [main, side];
-    /** True while neither lane holds `name`: not queued, not worked on, no retry waiting. */
-    const isSettled = (name: ModelName): boolean => !lanes.some((lane) => lane.queue.has(name));
-
-    const updateIdle = (): void => {
-      if (stop.signal.aborted) return;
-      const { queued, processing, delayed } = laneCounts(lanes);
-      // Draining: the work left undone is not "idle" (no Ready at shutdown); the owner unsubscribes once drained.
-      if (drained !== undefined) return processing === 0 ? drained() : undefined;
-      const idle = queued + processing + delayed + intake.waiting() === 0;
-      idle$.next(idle);
-      if (idle && sourceDone) subscriber.complete();
-    };
-    const enqueue = (record: ModelRecord): void => {
-      main.queue.add(record.name);
-      if (main.queue.isQueued(record.name)) report(record, 'Pending', record.desired); // no worker took it at once
-    };
-    const take = (op: ModelOp): void => {
-      const record = recordToWorkOn(records, op, isSettled);
-      if (record === undefined) return;
-      main.queue.cancelAddAfter(record.name); // a new desired state supersedes a pending retry
-      enqueue(record);
-    };
-    const intake = createOpIntake(take, { perTurn: opsPerTurn, budgetMs: 10, scheduler }, updateIdle);
-
-    const thisRun: Run = {
-      isSettled,
-      drain: () =>
-        new Promise<void>((resolve) => {
-          drained = resolve;
-          for (const lane of lanes) lane.queue.shutDown();
-          // Downloads stop; calls sent finish.
-          for (const record of records.values()) abortGeneration(record, 'modelsync is shutting down');
-          updateIdle();
-        }),
-      end: () => {
-        stop.abort(new Error('modelsync is shutting down'));
-        for (const lane of lanes) lane.queue.shutDown();
-      },
-    };
-    current = thisRun; // known to the loader before the first op comes in
-    subscriber.add(intake.subscription);
-    for (const lane of lanes) subscriber.add(lane.queue.available$.subscribe(pump));
-    for (const record of records.values()) if (needsWork(record)) enqueue(record);
-    subscriber.add(
-      op$.subscribe({
-        next: intake.offer,
-        error: (error: unknown) => subscriber.error(error),
-        complete: () => {
-          sourceDone = true;
-          updateIdle();
-        },
-      }),
-    );
-    updateIdle();
-    return thisRun;
-  };
   const isSettled = (name: ModelName): boolean => current?.isSettled(name) ?? false;
+
+  const context: RunContext = {
+    records,
+    effects: { ...deps, slots, content },
+    workers: deps.downloadConcurrency + deps.loadConcurrency,
+    scheduler,
+    retry: deps.retry,
+    random,
+    telemetry,
+    idle$,
+  };
 
   const run = (op$: Observable<ModelOp>): Observable<AgentEvent> =>
     new Observable<AgentEvent>((subscriber) => {
       if (current !== undefined)
         return subscriber.error(new Error('loader.run is already subscribed; one run at a time'));
-      const thisRun = startRun(subscriber, op$);
+      const thisRun = createRun(context, subscriber);
+      current = thisRun;
+      thisRun.start(op$);
       return () => {
         thisRun.end();
         current = undefined;
