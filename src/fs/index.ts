@@ -16,6 +16,7 @@ export {
   entryKind,
   fileSizes,
   isSameEntry,
+  namingDirs,
   openDir,
   type OpenDir,
   readNoFollow,

@@ -2,7 +2,7 @@
 import { constants, existsSync, type Dirent, type Stats } from 'node:fs';
 import { lstat, open, readdir, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errorCode } from '../core/errors';
+import { EffectError, errorCode } from '../core/errors';
 import { forEachLimited, isMissing, step, syncPath } from './durable-fs';
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
@@ -29,6 +29,20 @@ export interface OpenDir {
   readonly ref: string;
   readonly stats: Stats;
 }
+
+/**
+ * `error` with each dir's handle path (`/proc/self/fd/<n>`) in its message replaced by the dir's own path, for a
+ * reader; not followed by a digit, so /proc/self/fd/2 never rewrites the start of /proc/self/fd/23.
+ */
+export const namingDirs = (error: unknown, dirs: ReadonlyArray<OpenDir>): unknown => {
+  if (!(error instanceof EffectError)) return error;
+  const handlePathOf = (dir: OpenDir): RegExp =>
+    new RegExp(`${dir.ref.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?!\\d)`, 'g');
+  const message = dirs.reduce((text, dir) => text.replace(handlePathOf(dir), dir.path), error.message);
+  if (message === error.message) return error;
+  const { kind, status, retryable, cause } = error;
+  return new EffectError(message, retryable, { kind, ...(status === undefined ? {} : { status }), cause });
+};
 
 /** Opens the real dir at `path`; fails (ELOOP, ENOTDIR) when it is a link or no dir. */
 export const openDir = async (path: string): Promise<OpenDir> => {

@@ -3,13 +3,13 @@ import { rename } from 'node:fs/promises';
 import { EffectError, errorCode, permanentError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import { specToJson } from '../core/snapshot';
-import { fsError, isSameEntry, removeTree, step, type OpenDir, type SpaceCheck } from '../fs';
+import { fsError, isSameEntry, namingDirs, removeTree, step, type OpenDir, type SpaceCheck } from '../fs';
 import type { Installed, ModelStore, Staged } from '../ports';
 import type { FlushInstalled } from './background-flush';
 import type { Found } from './entry';
 import type { StagingOf } from './fill-from';
 import type { ModelDirRoot } from './model-dir-root';
-import { createStagingDir, markStagingDir, namingStaging, stagingTakenAway } from './staging-dir';
+import { createStagingDir, markStagingDir, stagingTakenAway } from './staging-dir';
 
 /** Where a store stages: its model dir, its flusher, its disk check, and the staging dirs not yet settled. */
 export interface StagingArea {
@@ -69,7 +69,7 @@ const failedStaging =
     await m.discardQuietly(dir.path);
     if (!intact && !(cause instanceof EffectError && cause.retryable))
       return stagingTakenAway(dir.path, cause);
-    return namingStaging(cause, dir);
+    return namingDirs(cause, [dir]);
   };
 
 /** Renames `from` to `target` if nothing but an empty dir holds `target`; false when something else does. */

@@ -18,16 +18,6 @@ export const stagingTakenAway = (staging: string, cause?: unknown): EffectError 
     cause,
   );
 
-/** `error` with the handle path a fill was given (`/proc/self/fd/<n>`) replaced by the staging dir's own path. */
-export const namingStaging = (error: unknown, dir: OpenDir): unknown =>
-  error instanceof EffectError && dir.ref !== dir.path && error.message.includes(dir.ref)
-    ? new EffectError(error.message.replaceAll(dir.ref, dir.path), error.retryable, {
-        kind: error.kind,
-        status: error.status,
-        cause: error.cause,
-      })
-    : error;
-
 /**
  * The staging dir mkdtemp made at `ref` (shown as `path`), held open: it must still be the empty 0700 dir it made,
  * or someone swapped it in between.

@@ -14,6 +14,7 @@ import {
   entryKind,
   fileSizes,
   fsError,
+  namingDirs,
   openDir,
   removeTree,
   spaceCheck,
@@ -33,18 +34,6 @@ const refusedDest = (dest: string, found: string): EffectError =>
     'refused',
     `refusing dest ${dest}: it is ${found}, not a directory (the storage initializer writes only into a real directory and follows no link)`,
   );
-
-/** `error` with each dir's handle path (`/proc/self/fd/<n>`) replaced by the dir's own path, as the store does. */
-const naming = (error: unknown, dirs: ReadonlyArray<OpenDir>): unknown => {
-  if (!(error instanceof EffectError)) return error;
-  // Not followed by a digit: /proc/self/fd/2 must not rewrite the start of /proc/self/fd/23.
-  const handlePathOf = (dir: OpenDir): RegExp =>
-    new RegExp(`${dir.ref.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?!\\d)`, 'g');
-  const message = dirs.reduce((text, dir) => text.replace(handlePathOf(dir), dir.path), error.message);
-  if (message === error.message) return error;
-  const { kind, status, retryable, cause } = error;
-  return new EffectError(message, retryable, { kind, ...(status === undefined ? {} : { status }), cause });
-};
 
 /** Opens `dest` as a real dir, made with its parents when missing; a link or anything else there is refused. */
 const openDest = async (dest: string): Promise<OpenDir> => {
@@ -148,7 +137,7 @@ const fillDest = async (
     return bytes;
   } catch (cause) {
     const error = signal.aborted ? cause : fsError(`cannot download into ${dest.path}`, cause);
-    throw naming(error, staging === undefined ? [dest] : [staging, dest]);
+    throw namingDirs(error, staging === undefined ? [dest] : [staging, dest]);
   } finally {
     await staging?.handle.close();
     if (made !== undefined) {

@@ -1,7 +1,16 @@
 /** Tests of the link-safe fs steps: deletes that unlink links and never descend them, even when swapped mid-delete. */
 import { lstat, mkdir, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isSameEntry, openDir, removeTree, syncTree, withDir } from '../../src/fs/no-follow';
+import { permanentError } from '../../src/core/errors';
+import {
+  isSameEntry,
+  namingDirs,
+  openDir,
+  removeTree,
+  syncTree,
+  withDir,
+  type OpenDir,
+} from '../../src/fs/no-follow';
 import { seededRandom } from '../../src/testing/seeded-random';
 import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/sentinel';
 import { exists, listTree, writeFiles } from '../helpers/file-tree';
@@ -128,5 +137,29 @@ describe('syncTree', () => {
       expect(await exists(join(work, 'tree'))).toBe(false);
       expect((await lstat(work)).isDirectory()).toBe(true);
     });
+  });
+});
+
+describe('namingDirs', () => {
+  const dir = (ref: string, path: string) => ({ ref, path }) as OpenDir;
+
+  it('names each dir by its path where a message gives its handle path, and no longer handle path that starts alike', () => {
+    const error = permanentError('filesystem', 'cannot write /proc/self/fd/2/a, nor /proc/self/fd/23/b');
+    const named = namingDirs(error, [
+      dir('/proc/self/fd/2', '/mnt/models/.staging'),
+      dir('/proc/self/fd/23', '/mnt/models'),
+    ]);
+    expect(named).toMatchObject({
+      kind: 'filesystem',
+      retryable: false,
+      message: 'cannot write /mnt/models/.staging/a, nor /mnt/models/b',
+    });
+  });
+
+  it('gives back the very error when no handle path is in it, and anything not an EffectError as it is', () => {
+    const error = permanentError('filesystem', 'cannot write /mnt/models/a');
+    expect(namingDirs(error, [dir('/proc/self/fd/2', '/x')])).toBe(error);
+    const other = new Error('/proc/self/fd/2');
+    expect(namingDirs(other, [dir('/proc/self/fd/2', '/x')])).toBe(other);
   });
 });
