@@ -5,7 +5,12 @@
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Agent, createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import {
+  connect,
+  createServer as createNetServer,
+  type AddressInfo,
+  type Server as NetServer,
+} from 'node:net';
 import path from 'node:path';
 import { agentNodeFlags } from '../src/command/node-flags';
 import { startHttpServer, writeRepeated } from '../src/testing/http-server';
@@ -13,8 +18,11 @@ import { inOwnNetwork, kserveAgent, startKserveAgent } from './kserve-agent';
 
 const MiB = 2 ** 20;
 
-/** What runs behind the agent port: modelsync's proxy, the least a Node proxy can do, or KServe's Go agent. */
-export type ProxyKind = 'floor' | 'modelsync' | 'kserve-go';
+/**
+ * What runs behind the agent port: modelsync's proxy, the least a node:http proxy can do (the floor), Node's sockets
+ * alone (`node-tcp`: a byte relay, no HTTP; what any Node proxy costs at the least), or KServe's Go agent.
+ */
+export type ProxyKind = 'floor' | 'modelsync' | 'node-tcp' | 'kserve-go';
 
 /** The small request: a V2 inference call of about 1 KiB (128 FP32 values) and its answer. */
 export const inferBody = Buffer.from(
@@ -76,9 +84,24 @@ const floorProxy = (upstreamPort: number): Server => {
   });
 };
 
+/** Node's sockets alone: each connection relayed byte for byte to one of its own to the upstream, no HTTP parsed. */
+const tcpRelay = (upstreamPort: number): NetServer =>
+  createNetServer({ noDelay: true }, (client) => {
+    const upstream = connect({ host: '127.0.0.1', port: upstreamPort, noDelay: true });
+    const drop = (): void => void (client.destroy(), upstream.destroy());
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    client.pipe(upstream).pipe(client);
+  });
+
 const child = async (): Promise<void> => {
   const [, kind, port] = process.argv.slice(2);
-  const server = kind === 'modelsync' ? await modelsyncProxy(Number(port)) : floorProxy(Number(port));
+  const server =
+    kind === 'modelsync'
+      ? await modelsyncProxy(Number(port))
+      : kind === 'node-tcp'
+        ? tcpRelay(Number(port))
+        : floorProxy(Number(port));
   server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
   process.on('disconnect', () => process.exit(0));
 };
@@ -110,7 +133,7 @@ export const startProxyProcess = async (kind: ProxyKind, upstreamPort: number): 
   return { port: agent.port, pid: agent.pid, stop: agent.stop };
 };
 
-const forkProxy = (kind: 'floor' | 'modelsync', upstreamPort: number): Promise<ProxyProcess> =>
+const forkProxy = (kind: Exclude<ProxyKind, 'kserve-go'>, upstreamPort: number): Promise<ProxyProcess> =>
   new Promise((resolve, reject) => {
     const proxy = fork(path.join(__dirname, 'proxy-peers.js'), ['--child', kind, String(upstreamPort)], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

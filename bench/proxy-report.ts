@@ -189,9 +189,10 @@ export const proxyReport = (m: Measured, plan: Plan, goMissing: string | undefin
 
 const notes = (plan: Plan, goMissing: string | undefined, runs: number): string[] => [
   ...(goMissing === undefined ? [] : [`The KServe Go agent's lane is missing: ${goMissing}.`]),
-  'Each proxy runs in a process of its own: modelsync with the Node.js flags of its image, the floor (a bare ' +
-    "node:http pipe: what Node itself costs) with none, the Go agent (KServe v0.19.0 cmd/agent) as KServe's " +
-    'webhook starts it; the upstream (node:http) and the clients run in the bench process, all on 127.0.0.1.',
+  'Each proxy runs in a process of its own: modelsync with the Node.js flags of its image; the floor (a bare ' +
+    "node:http pipe: what node:http costs) and node-tcp (a byte relay of net sockets, no HTTP: what Node's " +
+    "sockets alone cost) with none; the Go agent (KServe v0.19.0 cmd/agent) as KServe's webhook starts it. The " +
+    'upstream (node:http) and the clients run in the bench process, all on 127.0.0.1.',
   `Small: POST /v2/models/m/infer (${inferBody.length} B in, ${inferAnswer.length} B out), one at a time on a ` +
     'kept-alive connection per target, round-robin over direct and the proxies with the order turning each round, ' +
     `after ${plan.warmupRounds} untimed rounds; ${runs} per target. added = through the proxy minus direct, same percentile.`,

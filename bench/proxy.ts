@@ -139,7 +139,9 @@ const run = async ({ quick }: RunOptions): Promise<SuiteResult> => {
   const plan = quick ? plans.quick : plans.full;
   const goMissing = kserveGoMissing();
   const kinds: ReadonlyArray<ProxyKind> =
-    goMissing === undefined ? ['floor', 'modelsync', 'kserve-go'] : ['floor', 'modelsync'];
+    goMissing === undefined
+      ? ['floor', 'node-tcp', 'modelsync', 'kserve-go']
+      : ['floor', 'node-tcp', 'modelsync'];
   const upstream = await startUpstream();
   const running = new Map<ProxyKind, ProxyProcess>();
   try {
