@@ -68,13 +68,13 @@ export const proxyReport = (m: Measured, plan: Plan, goMissing: string | undefin
     return all;
   };
   const cut = (kind: ProxyKind) => tally(kind).short + tally(kind).failed;
-  const withBodies =
+  const withBodies = (kind: ProxyKind) =>
     plan.warmupRounds +
     plan.smallRounds +
     plan.tensorRounds +
     20 +
     (plan.c32Rounds + 1) * plan.c32Requests +
-    plan.cutChecks;
+    (kind === 'node-tcp' ? 0 : plan.cutChecks);
   const rows: Row[] = [
     {
       through: 'direct',
@@ -99,7 +99,7 @@ export const proxyReport = (m: Measured, plan: Plan, goMissing: string | undefin
       loadedRssMiB: loaded(kind),
       shortAnswers: tally(kind).short,
       failedAnswers: tally(kind).failed,
-      ofAnswers: withBodies,
+      ofAnswers: withBodies(kind),
       streamsRssGrowthMiB: growth(kind),
       lastBatchOverEarlierMiB: batchGrowth(kind),
     })),
@@ -151,7 +151,7 @@ export const proxyReport = (m: Measured, plan: Plan, goMissing: string | undefin
       ...(goMissing === undefined
         ? { goShort: tally('kserve-go').short, goFailed: tally('kserve-go').failed }
         : {}),
-      of: withBodies,
+      of: withBodies('modelsync'),
     },
     {
       name: `vs floor: ~1 KiB calls, added median ≤ the floor's + ${floor.smallMedianMs} ms (ratio: median / floor's)`,
@@ -202,7 +202,7 @@ const notes = (plan: Plan, goMissing: string | undefined, runs: number): string[
     'MB/s = 10^6 answer bytes per second of wall time, median over the rounds. loadedRssMiB: VmRSS right after.',
   'shortAnswers: answers to requests with bodies that stopped before their length (a cut); failedAnswers: no ' +
     `answer (a reset) or not a 200; over every phase and ` +
-    `${plan.cutChecks} more tensors at c${plan.c32} per proxy.`,
+    `${plan.cutChecks} more tensors at c${plan.c32} per HTTP proxy (not node-tcp).`,
   `Streams: a fresh process per proxy, warmed, idle 0.5 s, then ${plan.batches} batches of ${plan.streams} ` +
     `concurrent ${plan.streamMiB} MiB answers, VmRSS every 50 ms: memory bounded by the streams in flight, not by ` +
     'the bytes (the floor grows about as much; a peak that rises batch after batch would be a leak).',

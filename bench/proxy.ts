@@ -92,14 +92,18 @@ const measureThroughput = async (running: ReadonlyMap<ProxyKind, ProxyProcess>, 
   return { speeds, cut };
 };
 
-/** `plan.cutChecks` tensors through each proxy, `plan.c32` at once, in slices taking turns: how many answers were cut. */
+/**
+ * `plan.cutChecks` tensors through each HTTP proxy (node-tcp, a byte relay, is no proxy to judge), `plan.c32` at once,
+ * in slices taking turns: how many answers were cut.
+ */
 const measureCuts = async (running: ReadonlyMap<ProxyKind, ProxyProcess>, plan: Plan) => {
   const total = plan.cutChecks;
   const agent = new Agent({ keepAlive: true, maxSockets: plan.c32, timeout: clientIdleMs });
+  const judged = [...running].filter(([kind]) => kind !== 'node-tcp');
   const cut = new Map<ProxyKind, Tally>([...running.keys()].map((kind) => [kind, noTally()]));
   const slice = 1000;
   for (let sent = 0; sent < total; sent += slice)
-    for (const [kind, proxy] of running)
+    for (const [kind, proxy] of judged)
       tallied(
         cut.get(kind)!,
         await crowd(agent, proxy.port, tensor, Math.min(slice, total - sent), plan.c32),
