@@ -112,8 +112,8 @@ export interface Staged {
   readonly dir: string;
   /**
    * Writes the marker (with the manifest of the files) last and renames the dir into place as `M/<name>`; the dir is
-   * flushed in the background. A previous version is moved aside, not deleted, until `dropReplaced` (which waits
-   * for that flush). `beforeSwap` (the load journal's record, written meanwhile) must resolve before the rename; its
+   * flushed in the background (in batches, once installs pause). A previous version is moved aside, not deleted,
+   * until `dropReplaced` (which waits for that flush, started at once when there is a version to drop). `beforeSwap` (the load journal's record, written meanwhile) must resolve before the rename; its
    * rejection fails the commit. On failure the staging dir is removed.
    */
   commit(beforeSwap?: Promise<unknown>): Promise<Installed>;

@@ -119,11 +119,13 @@ const swapIn = async (
     await putBack();
     throw stagingTakenAway(dir.path);
   }
-  const flushed = flush(target, dir.stats);
+  // Only a replaced version waits for the flush (it is deleted once the new one is on disk): its batch goes at once.
+  const flushed = flush(target, dir.stats, replaced !== undefined);
   return {
     dropReplaced: async () => {
+      if (replaced === undefined) return;
       await flushed;
-      if (replaced !== undefined) await removeTree(replaced);
+      await removeTree(replaced);
     },
   };
 };
