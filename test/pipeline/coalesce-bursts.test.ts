@@ -57,6 +57,27 @@ describe('coalesceBursts', () => {
     }));
 });
 
+describe('coalesceBursts with trailing-only events', () => {
+  // quietMs 5, spacingMs 4; upper-case events are direct, `s` (a step of a swap) only ends a burst.
+  const coalesceSteps = () =>
+    coalesceBursts<string>({
+      quietMs: 5,
+      spacingMs: 4,
+      isDirect: (event) => event === event.toUpperCase(),
+      isTrailingOnly: (event) => event === 's',
+    });
+
+  it('leads no read at a step of a swap: the direct event that ends it reads at once, the quiet read after', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      expectObservable(cold('sD 20ms |').pipe(coalesceSteps())).toBe('-D 4ms D 15ms |');
+    }));
+
+  it('holds the trailing read back while steps go on, and reads once after them', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      expectObservable(cold('s 2ms s 20ms |').pipe(coalesceSteps())).toBe('---- 4ms s 15ms |');
+    }));
+});
+
 describe('coalesceBursts with direct events', () => {
   // quietMs 5, spacingMs 4; upper-case events are direct (a `..data` swap), paced apart from the lower-case ones.
   const coalesceDirect = () =>
