@@ -8,6 +8,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { atomicWrite } from '../src/testing/atomic-writer';
 import { startV2ModelServer } from '../src/testing/v2-model-server';
+import { waitFor } from '../src/testing/wait';
 import { loadArrivals, modelName, modelsJson, startModelStore } from './agent-fixture';
 import {
   cpuSecondsOf,
@@ -52,6 +53,8 @@ const oneRound = async (puller: PullerName, count: number, storeUrl: string): Pr
     const cpuSeconds = cpuSecondsOf(running.pid) - cpuBefore;
     let last = 0;
     for (let i = 0; i < count; i++) last = Math.max(last, await loads.next(modelName(i), 0));
+    // The last requests may still be answered when the last one arrives: count once every one has been.
+    await waitFor(() => standIn.loads.length >= count, 30_000, 'every load answered');
     const completeLoads = standIn.loads.filter((load) => load.complete && load.status === 200).length;
     return { puller, seconds: (last - swapped) / 1000, cpuSeconds, completeLoads };
   } catch (error) {
