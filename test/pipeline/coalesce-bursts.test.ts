@@ -67,15 +67,22 @@ describe('coalesceBursts with trailing-only events', () => {
       isTrailingOnly: (event) => event === 's',
     });
 
-  it('leads no read at a step of a swap: the direct event that ends it reads at once, the quiet read after', () =>
+  it.each([
+    [
+      'leads no read at a step of a swap: the direct event that ends it reads at once',
+      'sD 20ms |',
+      '-D 4ms D 15ms |',
+    ],
+    [
+      'holds the trailing read back while steps go on, and reads once after them',
+      's 2ms s 20ms |',
+      '---- 4ms s 15ms |',
+    ],
+  ])('%s', (_, events, reads) =>
     runMarbles(({ cold, expectObservable }) => {
-      expectObservable(cold('sD 20ms |').pipe(coalesceSteps())).toBe('-D 4ms D 15ms |');
-    }));
-
-  it('holds the trailing read back while steps go on, and reads once after them', () =>
-    runMarbles(({ cold, expectObservable }) => {
-      expectObservable(cold('s 2ms s 20ms |').pipe(coalesceSteps())).toBe('---- 4ms s 15ms |');
-    }));
+      expectObservable(cold(events).pipe(coalesceSteps())).toBe(reads);
+    }),
+  );
 });
 
 describe('coalesceBursts with direct events', () => {
