@@ -8,6 +8,7 @@ import { startV2ModelServer } from '../src/testing/v2-model-server';
 import { downloadConcurrency, loadConcurrency, type DriverReport } from './adds-driver';
 import type { FloorReport } from './copy-post-floor';
 import { countListenerWarnings } from './listener-warnings';
+import { measureSwapAdds, swapAddsFileBytes, type SwapAddsRound } from './one-swap-adds';
 import { rssSampleEveryMs } from './rss';
 import {
   round3,
@@ -35,6 +36,12 @@ const warningCaps = 64;
 const warningModels = 1_000;
 const modelFileBytes = 4096;
 const childTimeoutMs = 300_000;
+/** Models added in one swap, modelsync beside the KServe Go agent's puller, and the rounds of each (quick: 3). */
+const swapAddsModels = 1_000;
+const swapAddsRounds = { full: 5, quick: 3 };
+/** The checks against the Go puller: wall time at most this share of its, CPU at most this. */
+const maxGoTimeShare = 1.0;
+const maxGoCpuShare = 1.5;
 
 /** Runs this module as the driver in a child process, so its memory figures are the loader's alone. */
 const runChild = (count: number, url: string, modelDir: string, sourceDir: string): Promise<DriverReport> =>
@@ -178,6 +185,12 @@ export const addsThroughputSuite: Suite = {
         serverMaxConcurrentLoads: Math.max(...runs.map((m) => m.floorMaxConcurrentLoads)),
       });
     }
+    console.log(`  ${swapAddsModels} models added in one swap, beside the KServe Go agent's puller`);
+    const swapAdds = await measureSwapAdds(
+      swapAddsModels,
+      quick ? swapAddsRounds.quick : swapAddsRounds.full,
+    );
+    rows.push(...swapAddsRows(swapAdds.rounds));
     const warningCount = quick ? warningModels / 2 : warningModels;
     console.log(`  ${warningCount} models at caps ${warningCaps}/${warningCaps}, counting listener warnings`);
     const listeners = await countListenerWarnings(warningCount, warningCaps);
@@ -207,7 +220,7 @@ export const addsThroughputSuite: Suite = {
         loadCap: loadConcurrency,
       };
     });
-    checks.push(...floorChecks, {
+    checks.push(...floorChecks, ...swapAddsChecks(swapAdds.rounds), {
       name: `P3 no MaxListenersExceededWarning at caps ${warningCaps}/${warningCaps} (agent process, through SIGTERM)`,
       withinBudget: listeners.warnings === 0 && listeners.loaded === warningCount,
       warnings: listeners.warnings,
@@ -220,6 +233,16 @@ export const addsThroughputSuite: Suite = {
       rows,
       checks,
       notes: [
+        `${swapAddsModels} models in one swap (bench/one-swap-adds.ts): the agent process (node src/cli.js, defaults) ` +
+          "and the KServe Go agent's puller (v0.19.0, `--enable-puller`) each on a config dir of `[]` and a fresh " +
+          `model dir, each round both (the order turning); one kubelet swap lists ${swapAddsModels} models, each one ` +
+          `${swapAddsFileBytes / 1024} KiB file on an http store in the bench process; seconds = swap to the last ` +
+          "model's load request at the same V2 stand-in on 127.0.0.1:8080 (checking each loaded dir holds a " +
+          'SUCCESS marker); cpuSeconds = utime + stime of the puller process (/proc/<pid>/stat) over that time. ' +
+          'Ratios: the medians over the rounds. ' +
+          (swapAdds.goMissing === undefined
+            ? ''
+            : `The Go lane is missing here (${swapAdds.goMissing}): no check.`),
         'The floor (bench/copy-post-floor.ts, its own child, its own stand-in without the model dir check): for ' +
           `each model mkdir + copyFile into the model dir and POST the V2 load over keep-alive node:http, at most ` +
           `${downloadConcurrency} copies and ${loadConcurrency} POSTs at once. Each agent run is paired with a ` +
@@ -256,4 +279,53 @@ export const addsThroughputSuite: Suite = {
       ],
     };
   },
+};
+
+/** The rows of the one-swap rounds: per puller, the median, min and max over its rounds. */
+const swapAddsRows = (rounds: ReadonlyArray<SwapAddsRound>): Row[] =>
+  (['modelsync', 'kserve-agent'] as const).flatMap((puller) => {
+    const mine = rounds.filter((round) => round.puller === puller);
+    if (mine.length === 0) return [];
+    const seconds = summarize(mine.map((round) => round.seconds));
+    const cpu = summarize(mine.map((round) => round.cpuSeconds));
+    return [
+      {
+        adds: swapAddsModels,
+        variant: `${puller === 'modelsync' ? 'modelsync' : 'KServe Go agent'}: one swap → all loaded`,
+        runs: mine.length,
+        seconds: seconds.median,
+        minSeconds: seconds.min,
+        maxSeconds: seconds.max,
+        cpuSeconds: cpu.median,
+        minCpuSeconds: cpu.min,
+        maxCpuSeconds: cpu.max,
+        completeLoads: Math.min(...mine.map((round) => round.completeLoads)),
+      },
+    ];
+  });
+
+/** The checks against the Go puller (none when it did not run): time and CPU, medians over the rounds. */
+const swapAddsChecks = (rounds: ReadonlyArray<SwapAddsRound>): Check[] => {
+  const of = (puller: SwapAddsRound['puller']) => rounds.filter((round) => round.puller === puller);
+  const mine = of('modelsync');
+  const go = of('kserve-agent');
+  if (go.length === 0) return [];
+  const median = (list: ReadonlyArray<SwapAddsRound>, figure: (round: SwapAddsRound) => number): number =>
+    summarize(list.map(figure)).median;
+  const complete = mine.every((round) => round.completeLoads === swapAddsModels);
+  const check = (what: string, figure: (round: SwapAddsRound) => number, share: number): Check => {
+    const ratio = round3(median(mine, figure) / median(go, figure));
+    return {
+      name: `${swapAddsModels} models in one swap → all loaded: ${what} ≤ ${share}x the KServe Go agent's`,
+      withinBudget: ratio <= share && complete,
+      ratio,
+      better: 'lower',
+      modelsync: median(mine, figure),
+      goAgent: median(go, figure),
+    };
+  };
+  return [
+    check('time', (round) => round.seconds, maxGoTimeShare),
+    check('CPU', (round) => round.cpuSeconds, maxGoCpuShare),
+  ];
 };

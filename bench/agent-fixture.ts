@@ -85,6 +85,8 @@ export interface AgentProcessOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Started as the npm bin starts it: the file itself, whose `#!` line carries the Node.js flags. */
   readonly asBin?: boolean;
+  /** `args` name the HTTP port themselves (KServe's `--port`): no `--http-port 0` is added. */
+  readonly portInArgs?: boolean;
 }
 
 /**
@@ -94,9 +96,9 @@ export interface AgentProcessOptions {
  */
 export const startAgentProcess = (
   args: ReadonlyArray<string>,
-  { probeFile, env = {}, asBin = false }: AgentProcessOptions = {},
+  { probeFile, env = {}, asBin = false, portInArgs = false }: AgentProcessOptions = {},
 ): CliProcess =>
-  startCli([...args, '--http-port', '0'], {
+  startCli(portInArgs ? args : [...args, '--http-port', '0'], {
     cliPath,
     asBin,
     nodeFlags: asBin ? [] : agentNodeFlags,

@@ -24,6 +24,8 @@ import {
   startFloorProcess,
   stopProcess,
 } from './agent-fixture';
+import { kserveAgentServerPort, startKserveAgent, type KserveAgentProcess } from './kserve-agent';
+import { goPullerMissing } from './puller-peers';
 import {
   round3,
   summarize,
@@ -40,6 +42,9 @@ const warmupSwaps = 10;
 const startTimeoutMs = 30_000;
 const swapTimeoutMs = 10_000;
 const modelFileBytes = 4096;
+/** Against the KServe Go agent in the same run: the median and the p99 at most this much slower. */
+const maxGoMedianGapMs = 0.5;
+const maxGoP99GapMs = 3;
 
 /**
  * How a phase runs: the agent's log level (info adds the per-model log lines the split is computed from) and the
@@ -69,7 +74,7 @@ interface PhaseResult {
 
 /** One watcher under test: its config dir, its model server stand-in and its process. */
 interface Lane {
-  readonly name: 'modelsync' | 'floor' | 'kube-api';
+  readonly name: 'modelsync' | 'floor' | 'kube-api' | 'kserve-agent';
   readonly configDir: string;
   /** Makes the change that lists `text`: a kubelet swap, or a MODIFIED; returns when it was made (performance.now()) and, for a swap, its rename. */
   readonly change: (text: string) => { readonly at: number; readonly renamed: number };
@@ -79,6 +84,8 @@ interface Lane {
   readonly loads: ReturnType<typeof loadArrivals>;
   readonly close: () => Promise<void>;
   process?: CliProcess;
+  /** The KServe Go agent, on the kserve-agent lane. */
+  goAgent?: KserveAgentProcess;
 }
 
 const startLane = async (name: Lane['name'], root: string, store: string): Promise<Lane> => {
@@ -88,6 +95,8 @@ const startLane = async (name: Lane['name'], root: string, store: string): Promi
   const loads = loadArrivals();
   const standIn = await startV2ModelServer({
     ...(name === 'modelsync' ? { modelDir } : {}),
+    // The Go puller always loads at localhost:8080.
+    ...(name === 'kserve-agent' ? { port: kserveAgentServerPort } : {}),
     onRequest: loads.observe,
   });
   const cluster = name === 'kube-api' ? await startKubeApiCluster(path.join(root, name)) : undefined;
@@ -147,11 +156,19 @@ const runPhase = async (phase: Phase, swaps: number): Promise<PhaseResult[]> => 
     await startLane('modelsync', root, store.url),
     await startLane('floor', root, store.url),
     await startLane('kube-api', root, store.url),
+    ...(goPullerMissing() === undefined ? [await startLane('kserve-agent', root, store.url)] : []),
   ];
-  const [modelsync, floor, kube] = lanes as [Lane, Lane, Lane];
+  const [modelsync, floor, kube, go] = lanes as [Lane, Lane, Lane, Lane | undefined];
   modelsync.process = startAgent(modelsync, phase);
   kube.process = startAgent(kube, phase);
   floor.process = startFloorProcess(floor.configDir, floor.modelDir, floor.serverUrl);
+  if (go !== undefined) {
+    go.goAgent = await startKserveAgent([
+      '--enable-puller',
+      ...['--config-dir', go.configDir, '--model-dir', go.modelDir],
+      ...['--component-port', String(kserveAgentServerPort)],
+    ]);
+  }
   const random = seededRandom(phase.seed); // the same gaps every run
   const results = new Map(
     lanes.map((lane): [Lane, PhaseResult] => [
@@ -216,6 +233,8 @@ const runPhase = async (phase: Phase, swaps: number): Promise<PhaseResult[]> => 
   } finally {
     for (const lane of lanes) {
       if (lane.process !== undefined) await stopProcess(lane.process);
+      lane.goAgent?.stop();
+      await lane.goAgent?.exited;
       await lane.close();
     }
     await store.close();
@@ -282,15 +301,36 @@ export const swapToLoadSuite: Suite = {
     const renameToReturn = summarize(results.flatMap((result) => result.renameToReturnMs));
     // P1 (issue #10): median ≤ floor + 1.5 ms and ≤ 1.3× the floor; p99 ≤ floor's p99 + 3 ms, judged on runs where
     // the floor's own p99 ≤ 10 ms (a floor slower than that says the machine was busy, not which watcher is).
-    const checks: Check[] = phases.map((phase) => {
+    const checks: Check[] = phases.flatMap((phase) => {
       const of = (lane: Lane['name']) =>
         summarize(results.find((r) => r.phase === phase && r.lane === lane)?.latencies ?? [0]);
+      const goRan = results.some((r) => r.phase === phase && r.lane === 'kserve-agent');
       const mine = of('modelsync');
       const floor = of('floor');
       const floorP99 = floor.p99 ?? floor.max;
       const p99 = mine.p99 ?? mine.max;
       const judged = floorP99 <= 10;
-      return {
+      const go = of('kserve-agent');
+      const goP99 = go.p99 ?? go.max;
+      const vsGo: Check[] = goRan
+        ? [
+            {
+              name: `swap → load request: median ≤ the KServe Go agent's + ${maxGoMedianGapMs} ms (${phase.label})`,
+              medianMs: mine.median,
+              goMedianMs: go.median,
+              ratio: round3(mine.median / go.median),
+              better: 'lower',
+              withinBudget: mine.median <= go.median + maxGoMedianGapMs,
+            },
+            {
+              name: `swap → load request: p99 ≤ the KServe Go agent's + ${maxGoP99GapMs} ms (${phase.label})`,
+              p99Ms: p99,
+              goP99Ms: goP99,
+              withinBudget: p99 <= goP99 + maxGoP99GapMs,
+            },
+          ]
+        : [];
+      const vsFloor: Check = {
         name: `P1 swap → load request vs floor (${phase.label})`,
         medianMs: mine.median,
         floorMedianMs: floor.median,
@@ -304,6 +344,7 @@ export const swapToLoadSuite: Suite = {
           mine.median <= 1.3 * floor.median &&
           (!judged || p99 <= floorP99 + 3),
       };
+      return [vsFloor, ...vsGo];
     });
     const series = Object.fromEntries(
       results.map((result) => [`${result.lane} (${result.phase.label})`, result.latencies.map(round3)]),
@@ -334,6 +375,11 @@ export const swapToLoadSuite: Suite = {
           'Date.now() (whole ms), so they are accurate to about 1 ms; per swap the three parts add up to its swap → load request. ' +
           'swap → model downloading can be negative: the agent may see the new `..data` before atomicWrite ' +
           `returns (rename to return: median ${round3(renameToReturn.median)} ms, max ${round3(renameToReturn.max)} ms).`,
+        "The kserve-agent lane: the KServe Go agent's puller (v0.19.0 cmd/agent `--enable-puller`, bench/kserve-agent.ts) " +
+          'on its own config dir, its swaps interleaved with the others, loading into its own V2 stand-in on ' +
+          "127.0.0.1:8080 (fixed in its code: only in the bench's own network namespace; elsewhere the lane is " +
+          `missing). Checks: modelsync's median ≤ its + ${maxGoMedianGapMs} ms, p99 ≤ its + ${maxGoP99GapMs} ms ` +
+          '(ratio: median over its median).',
         'over50Ms = swaps slower than 50 ms. The 20-50 ms gap puts swaps back to back (a burst); the ' +
           '150-200 ms gap keeps them apart and shows the reaction alone; kubelet itself swaps a ConfigMap ' +
           'volume about once per sync period (about a minute). The chart (swap-to-load.svg) is the CDF of every run.',

@@ -112,10 +112,11 @@ export interface Staged {
   readonly dir: string;
   /**
    * Writes the marker (with the manifest of the files) last and renames the dir into place as `M/<name>`; the dir is
-   * flushed in the background. A previous version is moved aside, not deleted, until `dropReplaced` (which waits
-   * for that flush). On failure the staging dir is removed.
+   * flushed in the background (in batches, once installs pause). A previous version is moved aside, not deleted,
+   * until `dropReplaced` (which waits for that flush, started at once when there is a version to drop). `beforeSwap` (the load journal's record, written meanwhile) must resolve before the rename; its
+   * rejection fails the commit. On failure the staging dir is removed.
    */
-  commit(): Promise<Installed>;
+  commit(beforeSwap?: Promise<unknown>): Promise<Installed>;
   /**
    * Removes the staging dir after `cause` stopped its filling, and returns the error to report: `cause` naming the
    * staging dir rather than the handle path, or a retryable one when someone else removed or swapped the dir.

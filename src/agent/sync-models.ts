@@ -33,6 +33,7 @@ import {
   keepValid,
   readConfig,
   announcesNewContent,
+  isSwapStep,
   selectConfigEvents,
   skipUnchangedReads,
   toModelOps,
@@ -88,7 +89,10 @@ export const acceptedSnapshots = (
 ): Observable<Snapshot> =>
   configTriggers(deps).pipe(
     startWith(startTrigger),
-    coalesceBursts({ quietMs: deps.settleMs, isDirect: announcesNewContent }, deps.scheduler),
+    coalesceBursts(
+      { quietMs: deps.settleMs, isDirect: announcesNewContent, isTrailingOnly: isSwapStep },
+      deps.scheduler,
+    ),
     readConfig(deps.configSource.read),
     skipUnchangedReads(() => (deps.telemetry ?? noTelemetry).configRead('unchanged')),
     decodeAndReport(deps.telemetry ?? noTelemetry, checksumOf),

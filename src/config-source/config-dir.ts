@@ -28,6 +28,11 @@ export interface ConfigDirOptions extends ConfigReadOptions {
   readonly log: Logger;
   /** How often to look for a missing config dir, and the pause before re-arming a failed watch. */
   readonly recheckMs?: number;
+  /**
+   * How often the dir of an armed watch is stat'ed (default `recheckMs`): the watch's sign of life while quiet, and
+   * the backstop for a replaced dir, which inotify reports at once. Each check wakes an idle process.
+   */
+  readonly armedRecheckMs?: number;
   /** Poll with stat every this many ms instead of inotify (NFS, some bind mounts); 0 = inotify. */
   readonly pollMs?: number;
   /** One watch of the dir (default: `fs.watch`, or chokidar polling at `pollMs`); tests inject failing ones. */
@@ -36,7 +41,7 @@ export interface ConfigDirOptions extends ConfigReadOptions {
   readonly readTimeoutMs?: number;
   /**
    * Called whenever the watch shows it works (Telemetry.watcherAlive): when watching starts, at every event, at
-   * every `recheckMs` stat that finds the dir unchanged under an armed watch (one that sent `ready`), and while
+   * every `armedRecheckMs` stat that finds the dir unchanged under an armed watch (one that sent `ready`), and while
    * the dir is missing (nothing to watch yet). A watch that never arms, keeps failing, or whose stat hangs, does not.
    */
   readonly onAlive?: () => void;
@@ -124,13 +129,13 @@ const defaultWatch = (dir: string, pollMs: number): Observable<FsEvent> =>
 
 /**
  * Watches `dir` until its inode is gone or changed: chokidar misses the root's removal about one run in six, and
- * neither watch notices a dir re-created under the same name. The inode is checked every `recheckMs` and at an
- * event of the dir's own name; once the watch is armed (`ready`), that stat is its sign of life while quiet.
+ * neither watch notices a dir re-created under the same name. The inode is checked every `armedRecheckMs` and at
+ * an event of the dir's own name; once the watch is armed (`ready`), that stat is its sign of life while quiet.
  */
 const watchWhileDirExists = (
   dir: string,
   pollMs: number,
-  recheckMs: number,
+  armedRecheckMs: number,
   watchDir: (dir: string, pollMs: number) => Observable<FsEvent>,
   onAlive: () => void,
 ): Observable<FsEvent> =>
@@ -140,7 +145,7 @@ const watchWhileDirExists = (
       const ownName = basename(dir);
       // inotify reports the watched dir's own removal as a rename of its name: check at once, not at the next tick.
       const selfEvent$ = new Subject<void>();
-      const replaced$ = merge(timer(recheckMs, recheckMs), selfEvent$).pipe(
+      const replaced$ = merge(timer(armedRecheckMs, armedRecheckMs), selfEvent$).pipe(
         concatMap(() => inodeOf(dir)),
         tap((current) => {
           if (armed && current === inode) onAlive();
@@ -177,6 +182,7 @@ export interface ConfigDirSource extends ConfigSource {
  */
 export const configDirSource = (options: ConfigDirOptions): ConfigDirSource => {
   const { dir, log, recheckMs = 1000, pollMs = 0, watchDir = defaultWatch, readTimeoutMs = 10_000 } = options;
+  const armedRecheckMs = options.armedRecheckMs ?? recheckMs;
   let lastAliveAt: number | undefined;
   const onAlive = (): void => {
     lastAliveAt = Date.now();
@@ -190,7 +196,7 @@ export const configDirSource = (options: ConfigDirOptions): ConfigDirSource => {
     () => lateReturn$.next({ event: 'change', name: configFileName }),
   );
   const watch$ = defer(() => directoryExists(dir, recheckMs, log, onAlive)).pipe(
-    concatMap(() => watchWhileDirExists(dir, pollMs, recheckMs, watchDir, onAlive)),
+    concatMap(() => watchWhileDirExists(dir, pollMs, armedRecheckMs, watchDir, onAlive)),
     retry({
       delay: (error: unknown) => {
         log.warn({ err: error, configDir: dir }, 'config watcher failed; re-establishing it');

@@ -88,7 +88,8 @@ const readRegularFile = async (
     if (bytes !== undefined) return E.right(bytes);
     return E.left(tooLarge(file, Math.max(maxBytes + 1, (await handle.stat()).size), limit));
   } finally {
-    await handle.close();
+    // Not waited for: the bytes are read, and the swap's load request should not wait for a close.
+    void handle.close().catch(() => undefined);
   }
 };
 
@@ -99,16 +100,18 @@ const readRegularFile = async (
  */
 const configFile = async (dir: string, file: string): Promise<E.Either<ConfigError, string>> => {
   const link = join(dir, dataLinkName);
-  let target: string;
-  try {
-    target = await realpath(link);
-  } catch (cause) {
+  // Both at once: each is a trip through libuv's pool on the way from a swap to its load request.
+  const [resolved, dirResolved] = await Promise.allSettled([realpath(link), realpath(dir)]);
+  if (resolved.status === 'rejected') {
+    const cause: unknown = resolved.reason;
     if (errorCode(cause) !== 'ENOENT') return E.left(fsFailure(file, cause, `${dataLinkName}: `));
     const linked = await readlink(link).catch(() => undefined);
     if (linked === undefined) return E.right(join(dir, configFileName));
     return E.left(readFailed(file, 'ENOENT', `${dataLinkName} is a link to ${linked}, which does not exist`));
   }
-  if (dirname(target) !== (await realpath(dir))) {
+  const target = resolved.value;
+  if (dirResolved.status === 'rejected') throw dirResolved.reason;
+  if (dirname(target) !== dirResolved.value) {
     return E.left(
       readFailed(
         file,

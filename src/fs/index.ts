@@ -18,6 +18,7 @@ export {
   isSameEntry,
   namingDirs,
   openDir,
+  openListedDir,
   type OpenDir,
   readNoFollow,
   removeTree,

@@ -55,6 +55,24 @@ export const openDir = async (path: string): Promise<OpenDir> => {
   }
 };
 
+/**
+ * `openDir`, with the names in the dir read through its handle while it is fstat'ed: one wait for both, not two
+ * (each is a trip through libuv's pool). A listing that fails is `['?']`.
+ */
+export const openListedDir = async (
+  path: string,
+): Promise<OpenDir & { readonly entries: ReadonlyArray<string> }> => {
+  const handle = await open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  try {
+    const ref = handlePath(handle, path);
+    const [stats, entries] = await Promise.all([handle.stat(), readdir(ref).catch(() => ['?'])]);
+    return { handle, path, ref, stats, entries };
+  } catch (cause) {
+    await handle.close();
+    throw cause;
+  }
+};
+
 export const withDir = async <T>(path: string, use: (dir: OpenDir) => Promise<T>): Promise<T> => {
   const dir = await openDir(path);
   try {

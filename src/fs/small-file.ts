@@ -56,8 +56,10 @@ export const readToEnd = async (
       grown.set(buffer);
       buffer = grown;
     }
-    const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
-    if (bytesRead === 0) return buffer.subarray(0, length);
+    const asked = buffer.length - length;
+    const { bytesRead } = await handle.read(buffer, length, asked, length);
     length += bytesRead;
+    // A regular file (both callers fstat it first) reads short only at its end: no second read to see the end.
+    if (bytesRead < asked) return buffer.subarray(0, length);
   }
 };

@@ -108,11 +108,9 @@ export const bringIn = async (
           fetched = await fetchInto(model.name, target, staged, signal, effects, offer);
           // Journalled once the files are in, before the swap, not at the load: a crash while the new version waits
           // for a load slot must come back as a load, though the server reports the model loaded (the old version).
-          await journal.starting(model.name).catch(async (cause: unknown) => {
-            throw await staged.abandon(cause);
-          });
+          // The record is written while the dir is marked; the commit swaps only once it is.
+          const installed = await staged.commit(journal.starting(model.name));
           journalled = true;
-          const installed = await staged.commit();
           committed = true;
           return installed;
         } finally {

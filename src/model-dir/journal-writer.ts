@@ -68,9 +68,28 @@ export class JournalWriter {
   }
 
   /** Appends one record, never flushed (see loadJournal), and compacts a file grown past its bound. */
-  async append(event: JournalEvent, name: ModelName): Promise<void> {
+  append(event: JournalEvent, name: ModelName): Promise<void> {
+    return this.appendAll([{ event, name }]);
+  }
+
+  /**
+   * Appends records in one write, in order (a group commit: one check of the file and one write for a burst of
+   * loads), leaving out a `confirmed` of a model with no load pending by then; compacts a file grown past its bound.
+   */
+  async appendAll(
+    records: ReadonlyArray<{ readonly event: JournalEvent; readonly name: ModelName }>,
+  ): Promise<void> {
+    const pending = new Set(this.pending);
+    const kept = records.filter(({ event, name }) => {
+      if (event === 'confirmed' && !pending.has(name)) return false;
+      if (event === 'starting') pending.add(name);
+      else pending.delete(name);
+      return true;
+    });
+    if (kept.length === 0) return;
     const target = await this.writable();
-    const text = (this.tornTail ? '\n' : '') + journalRecord(event, name);
+    const text =
+      (this.tornTail ? '\n' : '') + kept.map(({ event, name }) => journalRecord(event, name)).join('');
     // Until the write completes, a failure may have left part of a line: the next record starts a new one.
     this.tornTail = true;
     // A failed write may have left part of the line: the file is closed, and checked again when next opened.
@@ -80,8 +99,10 @@ export class JournalWriter {
     });
     this.tornTail = false;
     target.size += Buffer.byteLength(text);
-    if (event === 'starting') this.pending.add(name);
-    else this.pending.delete(name);
+    for (const { event, name } of kept) {
+      if (event === 'starting') this.pending.add(name);
+      else this.pending.delete(name);
+    }
     if (target.size > compactAboveBytes) await this.compact();
   }
 

@@ -3,7 +3,7 @@ import { lstat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { permanentError } from '../core/errors';
-import { readJournalRecords } from '../core/journal-records';
+import { readJournalRecords, type JournalEvent } from '../core/journal-records';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import type { LoadJournal } from '../ports';
 import { step, removeTree } from '../fs';
@@ -113,6 +113,14 @@ const recoverJournal = async (journal: JournalWriter, root: string): Promise<voi
   }
 };
 
+/** A record waiting for the write of its batch. */
+interface WaitingRecord {
+  readonly event: JournalEvent;
+  readonly name: ModelName;
+  readonly done: () => void;
+  readonly failed: (cause: unknown) => void;
+}
+
 export const loadJournal = (options: {
   readonly root: string;
   readonly log?: Logger;
@@ -131,24 +139,37 @@ export const loadJournal = (options: {
       log.warn({ err, path: journal.path }, 'cannot recover the load journal'),
     ));
 
-  const change = (name: ModelName, run: () => Promise<void>): Promise<void> => {
+  // Group commit: the records asked for while a write is under way go out together in the next one, each settled
+  // by the write that carried it.
+  let batch: WaitingRecord[] = [];
+  const writeBatch = async (): Promise<void> => {
+    const records = batch;
+    batch = [];
+    try {
+      await ready();
+      await journal.appendAll(records);
+      for (const record of records) record.done();
+    } catch (cause) {
+      for (const record of records) record.failed(cause);
+    }
+  };
+  const change = (event: JournalEvent, name: ModelName): Promise<void> => {
     const problem = modelNameProblem(name);
     if (problem !== undefined) {
       throw permanentError('refused', `refusing journal record for ${JSON.stringify(name)}: ${problem}`);
     }
-    return inOrder(() =>
-      step(`cannot record the load of ${name}`, async () => {
-        await ready();
-        await run();
-      }),
-    );
+    const written = new Promise<void>((done, failed) => {
+      if (batch.length === 0) void inOrder(writeBatch);
+      batch.push({ event, name, done, failed });
+    });
+    return step(`cannot record the load of ${name}`, () => written);
   };
 
   return {
     // async, so a refused name rejects like every other failure instead of throwing at the call.
-    starting: async (name) => change(name, () => journal.append('starting', name)),
-    confirmed: async (name) =>
-      change(name, () => (journal.pending.has(name) ? journal.append('confirmed', name) : Promise.resolve())),
+    starting: async (name) => change('starting', name),
+    // Left out when no load of it is pending by the time its batch is written (see appendAll).
+    confirmed: async (name) => change('confirmed', name),
     unconfirmed: () =>
       inOrder(async () => {
         await ready();

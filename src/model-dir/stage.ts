@@ -119,16 +119,22 @@ const swapIn = async (
     await putBack();
     throw stagingTakenAway(dir.path);
   }
-  const flushed = flush(target, dir.stats);
+  // Only a replaced version waits for the flush (it is deleted once the new one is on disk): its batch goes at once.
+  const flushed = flush(target, dir.stats, replaced !== undefined);
   return {
     dropReplaced: async () => {
+      if (replaced === undefined) return;
       await flushed;
-      if (replaced !== undefined) await removeTree(replaced);
+      await removeTree(replaced);
     },
   };
 };
 
-/** `ModelStore.stage` in `area`: a staging dir once nothing that is not ours to replace holds `M/<name>`. */
+/**
+ * `ModelStore.stage` in `area`: a staging dir once nothing that is not ours to replace holds `M/<name>`. The claim
+ * and the staging dir are made at once (each fs call is a round trip through libuv's pool, on a load's path); a
+ * staging dir made for a name that cannot be claimed is removed.
+ */
 export const stager =
   (area: StagingArea): ModelStore['stage'] =>
   async (name, spec, signal) => {
@@ -136,22 +142,31 @@ export const stager =
     const target = m.modelDir(name);
     signal.throwIfAborted();
     await m.makeRoot();
-    const claimed = await claim(m, target, name);
-    const dir = await stagingWithSpace(area, name);
+    const [claim$, staging$] = [claim(m, target, name), stagingWithSpace(area, name)];
+    const [claimed, staging] = await Promise.allSettled([claim$, staging$]);
+    if (claimed.status === 'rejected' || staging.status === 'rejected') {
+      if (staging.status === 'fulfilled') {
+        await staging.value.handle.close();
+        await m.discardQuietly(staging.value.path);
+      }
+      throw claimed.status === 'rejected' ? claimed.reason : (staging as PromiseRejectedResult).reason;
+    }
+    const dir = staging.value;
     const failed = failedStaging(m, dir, signal);
     const settle = async <T>(run: () => Promise<T>): Promise<T> => {
       open.delete(staged);
       try {
         return await run();
       } finally {
-        await dir.handle.close();
+        // Not waited for: nothing after the install needs the descriptor gone, and a close does not fail usefully.
+        void dir.handle.close().catch(() => undefined);
       }
     };
-    const commit = async (): Promise<Installed> => {
+    const commit = async (beforeSwap?: Promise<unknown>): Promise<Installed> => {
       try {
-        await markStagingDir(dir, { name, spec, signal, log: m.log });
+        await Promise.all([markStagingDir(dir, { name, spec, signal, log: m.log }), beforeSwap]);
         signal.throwIfAborted();
-        const installed = await swapIn(area, dir, target, name, claimed);
+        const installed = await swapIn(area, dir, target, name, claimed.value);
         m.log.debug({ model: name, dir: target, spec: specToJson(spec) }, 'model dir installed');
         return installed;
       } catch (cause) {
@@ -160,7 +175,7 @@ export const stager =
     };
     const staged: Staged = {
       dir: dir.ref,
-      commit: () => settle(commit),
+      commit: (beforeSwap) => settle(() => commit(beforeSwap)),
       abandon: (cause) =>
         settle(() =>
           failed(signal.aborted ? cause : fsError(`cannot write the model into ${dir.path}`, cause)),

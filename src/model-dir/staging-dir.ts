@@ -4,7 +4,7 @@ import { mkdtemp, readdir } from 'node:fs/promises';
 import { EffectError, retryableError } from '../core/errors';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
-import { step, fileSizes, openDir, removeTree, type OpenDir } from '../fs';
+import { step, fileSizes, openListedDir, removeTree, type OpenDir } from '../fs';
 import type { Logger } from '../log';
 import { isMarkerName, writeMarker } from './marker-file';
 // The model server usually runs as another user; mkdtemp creates 0700.
@@ -23,12 +23,11 @@ export const stagingTakenAway = (staging: string, cause?: unknown): EffectError 
  * or someone swapped it in between.
  */
 export const openFreshStagingDir = async (ref: string, path = ref): Promise<OpenDir> => {
-  const opened = await openDir(ref).catch((cause: unknown) => {
+  const opened = await openListedDir(ref).catch((cause: unknown) => {
     throw stagingTakenAway(path, cause);
   });
   const dir = { ...opened, path };
-  const entries = await readdir(dir.ref).catch(() => ['?']);
-  if ((dir.stats.mode & 0o777) !== 0o700 || entries.length > 0) {
+  if ((dir.stats.mode & 0o777) !== 0o700 || opened.entries.length > 0) {
     await dir.handle.close();
     throw stagingTakenAway(path);
   }
@@ -75,6 +74,9 @@ export const markStagingDir = async (
   const entries = await dropBroughtMarkers(dir, name, log);
   const files = await fileSizes(dir, entries);
   signal.throwIfAborted();
-  await writeMarker(dir, spec, files);
-  await step(`cannot chmod ${dir.path}`, () => dir.handle.chmod(modelDirMode));
+  // Both before the swap, neither needs the other: one wait, not two.
+  await Promise.all([
+    writeMarker(dir, spec, files),
+    step(`cannot chmod ${dir.path}`, () => dir.handle.chmod(modelDirMode)),
+  ]);
 };

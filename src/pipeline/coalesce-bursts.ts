@@ -21,6 +21,11 @@ export interface BurstPacing<T> {
    * from the others, so one is never held by the spacing another event started. Default: none.
    */
   readonly isDirect?: (event: T) => boolean;
+  /**
+   * Events that only end a burst, never lead a read of their own (a step of a swap whose last event is direct): they
+   * hold the trailing read back like any other event. Default: none.
+   */
+  readonly isTrailingOnly?: (event: T) => boolean;
 }
 
 const never = (): boolean => false;
@@ -33,7 +38,7 @@ const never = (): boolean => false;
  */
 export const coalesceBursts =
   <T>(
-    { quietMs, spacingMs = 20, isDirect = never }: BurstPacing<T>,
+    { quietMs, spacingMs = 20, isDirect = never, isTrailingOnly = never }: BurstPacing<T>,
     scheduler: SchedulerLike = asyncScheduler,
   ): MonoTypeOperatorFunction<T> =>
   (event$) =>
@@ -43,7 +48,7 @@ export const coalesceBursts =
           shared$.pipe(filter(which), throttleTime(spacingMs, scheduler, { leading: true, trailing: true }));
         return merge(
           paced(isDirect),
-          paced((event) => !isDirect(event)),
+          paced((event) => !isDirect(event) && !isTrailingOnly(event)),
           shared$.pipe(debounceTime(quietMs, scheduler)),
         );
       }),

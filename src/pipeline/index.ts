@@ -10,7 +10,7 @@ export { keepValid } from './keep-valid';
 export { readConfig } from './read-config';
 export { type DriftRecords, repairDrift, type ResyncTrigger } from './repair-drift';
 export { type ResyncTriggerOptions, resyncTriggers } from './resync-triggers';
-export { announcesNewContent, selectConfigEvents } from './select-config-events';
+export { announcesNewContent, isSwapStep, selectConfigEvents } from './select-config-events';
 export { skipUnchangedReads } from './skip-unchanged-reads';
 export { toModelOps } from './to-model-ops';
 export { logUnservedModels, warnUnservedSchemes } from './warn-unserved-schemes';

@@ -19,3 +19,12 @@ export const selectConfigEvents = (): MonoTypeOperatorFunction<FsEvent> => filte
  */
 export const announcesNewContent = ({ name }: FsEvent): boolean =>
   name === dataLinkName || name === configFileName;
+
+/**
+ * True for the steps of a kubelet swap as `fs.watch` reports them (`rename` of the `..<timestamp>` dir and the
+ * `..data_tmp` link): it reports every event, so the `..data` rename that ends the swap comes too, and a read at
+ * these would only see the old version and hold that read back (measured: swap → load request). chokidar's
+ * polling names its events otherwise (`addDir`, `change`), and may miss `..data`: its steps still lead a read.
+ */
+export const isSwapStep = ({ event, name }: FsEvent): boolean =>
+  event === 'rename' && name.startsWith('..') && name !== dataLinkName;

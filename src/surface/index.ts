@@ -2,5 +2,5 @@
 export { defaultSurfaceLimits, httpSurface, type SurfaceLimits } from './http-surface';
 export { createMetrics } from './metrics';
 export { statusPages } from './status-pages';
-export { createSurfaceState, heartbeatMs, withDescriptors } from './surface-state';
+export { createSurfaceState, heartbeatMs, recheckMs, withDescriptors } from './surface-state';
 export { agentPortHandler } from './agent-port-handler';

@@ -10,7 +10,7 @@ import { loadJournal, modelDirStore } from '../model-dir';
 import { torchServeModelServer, v2ModelServer } from '../model-server';
 import type { Network } from '../net';
 import type { ConfigSource, ModelServer } from '../ports';
-import { heartbeatMs } from '../surface';
+import { heartbeatMs, recheckMs } from '../surface';
 import { storageRouter } from './storage';
 
 /** Who hears of each sign of a working watch (the config dir's or the API server's), beside its own status. */
@@ -51,8 +51,11 @@ export const configSourceFor = (
         ...common,
         dir: config.configDir,
         pollMs: config.watchPollMs,
-        // Often enough for `--watch-stall-ms` to judge the watch.
-        recheckMs: heartbeatMs(config.watchStallMs),
+        recheckMs: recheckMs(config.watchStallMs),
+        // Often enough for `--watch-stall-ms` to judge the watch; chokidar's polling misses a removed dir about
+        // one run in six, so there the check stays as frequent as the search for a missing dir.
+        armedRecheckMs:
+          config.watchPollMs > 0 ? recheckMs(config.watchStallMs) : heartbeatMs(config.watchStallMs),
       });
 };
 

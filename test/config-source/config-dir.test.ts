@@ -103,6 +103,21 @@ describe('configDirSource', () => {
       await calledAgainAndAgain(join(tmp.path, 'missing'), neverArms);
     });
 
+    it('is called by an armed watch at its own pace (armedRecheckMs), not at the pace of the search for a missing dir', async () => {
+      let alive = 0;
+      subscription = configDirSource({
+        dir: tmp.path,
+        log: pino({ level: 'silent' }),
+        recheckMs: 20,
+        armedRecheckMs: 60_000, // an idle agent's watch is stat'ed a few times a stall, not every 20 ms
+        watchDir: armedQuiet,
+        onAlive: () => alive++,
+      }).events$.subscribe();
+      await waitFor(() => alive >= 1, 10_000, 'the call of onAlive as watching starts');
+      await new Promise((resolve) => setTimeout(resolve, 8 * 20));
+      expect(alive).toBe(1);
+    });
+
     it('is called only when watching starts by a watch that never arms or keeps failing', async () => {
       expect(await callsAfterStart(neverArms)).toBe(1);
       expect(await callsAfterStart(armsThenFails)).toBe(1);

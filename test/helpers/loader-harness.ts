@@ -224,9 +224,9 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
           stagedFor.set(real.dir, name);
           const recordedStaged: Staged = {
             dir: real.dir,
-            commit: async () => {
+            commit: async (beforeSwap) => {
               try {
-                const installed = await real.commit();
+                const installed = await real.commit(beforeSwap);
                 end.done(installed);
                 return installed;
               } catch (error) {

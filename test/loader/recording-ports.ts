@@ -30,7 +30,10 @@ export const recordingPorts = (fail: RecordingFailures = {}): RecordingPorts => 
           calls.push(`install ${model} ${spec.storageUri}`);
           return Promise.resolve({
             dir: '/staging',
-            commit: () => Promise.resolve({ dropReplaced: () => record(`dropReplaced ${model}`) }),
+            commit: async (beforeSwap) => {
+              await beforeSwap;
+              return { dropReplaced: () => record(`dropReplaced ${model}`) };
+            },
             abandon: (cause) => Promise.resolve(cause),
           });
         },

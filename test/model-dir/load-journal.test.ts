@@ -91,6 +91,33 @@ describe('loadJournal', () => {
     expect(await readFile(journalPath, 'utf8')).toBe('');
   });
 
+  it('writes records asked for together in the order asked, leaving out a confirmation with no load pending', async () => {
+    await modelDirs('m1', 'm2', 'm3');
+    await journal.starting(name('m1')); // the write under way when the others are asked for
+    await Promise.all([
+      journal.starting(name('m2')),
+      journal.confirmed(name('m1')),
+      journal.confirmed(name('m3')),
+      journal.starting(name('m3')),
+    ]);
+    expect(await readFile(journalPath, 'utf8')).toBe(
+      record('starting', 'm1') +
+        record('starting', 'm2') +
+        record('confirmed', 'm1') +
+        record('starting', 'm3'),
+    );
+    expect(await unconfirmedOnRestart()).toEqual(['m2', 'm3']);
+  });
+
+  it('fails every record of a batch whose write fails', async () => {
+    await writeFile(join(tmp.path, 'file'), '');
+    const blocked = newJournal(join(tmp.path, 'file'));
+    const batch = await Promise.allSettled([blocked.starting(name('m1')), blocked.starting(name('m2'))]);
+    expect(batch.map((result) => result.status)).toEqual(['rejected', 'rejected']);
+    for (const result of batch)
+      expect((result as PromiseRejectedResult).reason).toMatchObject({ kind: 'filesystem' });
+  });
+
   it('keeps the journal through recovery', async () => {
     await install(newStore(), name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
     await journal.starting(name('m1'));

@@ -103,6 +103,25 @@ describe('modelDirStore install', () => {
     expect(await entries()).toEqual(['model1']);
   });
 
+  it('swaps the dir in only once what the commit waits for resolved; its failure leaves nothing behind', async () => {
+    const target = join(root, 'model1');
+    const staged = await store.stage(name('model1'), specA, live());
+    await writeModel({ 'model.pt': 'weights' })(staged.dir);
+    let record!: () => void;
+    const committed = staged.commit(new Promise<void>((resolve) => (record = resolve)));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(existsSync(target)).toBe(false);
+    record();
+    await committed;
+    expect(await entries(target)).toEqual([markerA, 'model.pt'].sort());
+
+    const refused = await store.stage(name('model2'), specA, live());
+    await writeModel({ 'model.pt': 'weights' })(refused.dir);
+    const failure = new Error('the journal cannot be written');
+    await expect(refused.commit(Promise.reject(failure))).rejects.toThrow('the journal cannot be written');
+    expect(await entries()).toEqual(['model1']);
+  });
+
   it('names the marker after the hash of the spec identity and writes the KServe JSON and the manifest into it', async () => {
     await install(
       store,

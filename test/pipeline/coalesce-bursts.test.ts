@@ -57,6 +57,34 @@ describe('coalesceBursts', () => {
     }));
 });
 
+describe('coalesceBursts with trailing-only events', () => {
+  // quietMs 5, spacingMs 4; upper-case events are direct, `s` (a step of a swap) only ends a burst.
+  const coalesceSteps = () =>
+    coalesceBursts<string>({
+      quietMs: 5,
+      spacingMs: 4,
+      isDirect: (event) => event === event.toUpperCase(),
+      isTrailingOnly: (event) => event === 's',
+    });
+
+  it.each([
+    [
+      'leads no read at a step of a swap: the direct event that ends it reads at once',
+      'sD 20ms |',
+      '-D 4ms D 15ms |',
+    ],
+    [
+      'holds the trailing read back while steps go on, and reads once after them',
+      's 2ms s 20ms |',
+      '---- 4ms s 15ms |',
+    ],
+  ])('%s', (_, events, reads) =>
+    runMarbles(({ cold, expectObservable }) => {
+      expectObservable(cold(events).pipe(coalesceSteps())).toBe(reads);
+    }),
+  );
+});
+
 describe('coalesceBursts with direct events', () => {
   // quietMs 5, spacingMs 4; upper-case events are direct (a `..data` swap), paced apart from the lower-case ones.
   const coalesceDirect = () =>

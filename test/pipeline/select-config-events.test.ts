@@ -1,8 +1,19 @@
-import { announcesNewContent, selectConfigEvents } from '../../src/pipeline/select-config-events';
+import { announcesNewContent, isSwapStep, selectConfigEvents } from '../../src/pipeline/select-config-events';
 import type { FsEvent } from '../../src/ports';
 import { runMarbles } from '../helpers/marbles';
 
 const ev = (event: string, name: string): FsEvent => ({ event, name });
+
+describe('isSwapStep', () => {
+  it("is fs.watch's rename of a kubelet version dir or of the ..data_tmp link, not of ..data or models.json", () => {
+    expect(isSwapStep(ev('rename', '..2026_11_30_00_00_00.123'))).toBe(true);
+    expect(isSwapStep(ev('rename', '..data_tmp'))).toBe(true);
+    expect(isSwapStep(ev('rename', '..data'))).toBe(false);
+    expect(isSwapStep(ev('rename', 'models.json'))).toBe(false);
+    // chokidar's polling may miss `..data`: its version-dir events still lead a read.
+    expect(isSwapStep(ev('addDir', '..2026_11_30_00_00_00.123'))).toBe(false);
+  });
+});
 
 describe('selectConfigEvents', () => {
   it('keeps ..data swaps, kubelet version dirs, models.json changes, ready and events of the dir itself', () =>

@@ -1,4 +1,5 @@
 /** createMetrics: what status changes, ops and telemetry count, what a scrape reads from the view, and bounded labels. */
+import perfHooks from 'node:perf_hooks';
 import type { ModelPhase, ModelStatus } from '../../src/core/model-status';
 import { checksumValue, createMetrics, schemeLabel } from '../../src/surface/metrics';
 import { name, spec } from '../helpers/fixtures';
@@ -69,6 +70,16 @@ describe('createMetrics', () => {
     ).toEqual([2, 1, 0, 1, 3, 1]);
     expect(text).toContain('modelsync_models{phase="Pending"} 0');
     expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
+  });
+
+  it('samples the event loop for nodejs_eventloop_lag_* once a second, not every 10 ms: each sample wakes an idle agent', () => {
+    const monitor = jest.spyOn(perfHooks, 'monitorEventLoopDelay');
+    try {
+      setUp();
+      expect(monitor.mock.calls).toEqual([[{ resolution: 1000 }]]);
+    } finally {
+      monitor.mockRestore();
+    }
   });
 
   it('shows bytes and size only for the downloads running now, the size only when known, none once they end', async () => {

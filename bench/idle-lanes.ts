@@ -1,0 +1,114 @@
+/**
+ * The idle suite's lanes beyond the agent fixture: CPU time from /proc (any process, Go's too), the KServe
+ * drop-in's command line, and the KServe Go agent's puller idling after the same models.
+ */
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { atomicWrite } from '../src/testing/atomic-writer';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../src/testing/v2-model-server';
+import { loadArrivals, modelsJson } from './agent-fixture';
+import {
+  freePort,
+  inOwnNetwork,
+  kserveAgent,
+  kserveAgentServerPort,
+  startKserveAgent,
+  type KserveAgentProcess,
+} from './kserve-agent';
+
+/** Linux's USER_HZ: the unit of utime and stime in /proc/<pid>/stat (100 on every architecture Node runs on). */
+const clockTicksPerSecond = 100;
+
+/** utime + stime of `pid` from /proc/<pid>/stat, in ms (10 ms ticks; threads that ended included). */
+const statCpuMs = (pid: number): number => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command, which may hold spaces: state is field 3, utime 14 and stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicksPerSecond;
+};
+
+/**
+ * The CPU time of `pid` in ms: the sum of its threads' time on a CPU from /proc/<pid>/task/<tid>/schedstat (ns),
+ * else utime + stime from /proc/<pid>/stat (10 ms ticks: 20 ms/min steps over a 30 s window, too coarse for a
+ * 50 ms budget). Read from outside: the reading neither wakes the process nor needs a preload (Go has none).
+ */
+export const procCpuMs = (pid: number): number => {
+  try {
+    const ns = readdirSync(`/proc/${pid}/task`).reduce(
+      (sum, tid) => sum + Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]),
+      0,
+    );
+    if (Number.isFinite(ns)) return ns / 1e6;
+  } catch {
+    // no schedstat on this kernel, or a thread ended while read: the coarser figure
+  }
+  return statCpuMs(pid);
+};
+
+/**
+ * How KServe's webhook starts its agent with the puller (`--enable-puller`, `--config-dir`, `--model-dir`,
+ * `--component-port`, `--port`), which modelsync takes as the drop-in: the agent port (the reverse proxy and the
+ * probes) and the HTTP surface on `port`, the model server at 127.0.0.1:`componentPort`.
+ */
+export const kserveDropInArgs = (
+  configDir: string,
+  modelDir: string,
+  componentPort: number,
+  port: number,
+): string[] => [
+  ...['--enable-puller', '--config-dir', configDir, '--model-dir', modelDir],
+  ...['--component-port', String(componentPort), '--port', String(port)],
+];
+
+/** A free port for the drop-in's `--port` (0 is refused there, as KServe's agent always serves its port). */
+export const dropInPort = freePort;
+
+/** The Go agent's puller idling after `models` models, its stand-in and how to stop both. */
+export interface GoIdler {
+  readonly agent: KserveAgentProcess;
+  readonly close: () => Promise<void>;
+}
+
+/**
+ * The KServe Go agent with its puller on `dir`/config and `dir`/models after it loaded `models` models from
+ * `store`, or why it is not run: only in the bench's own network namespace (its puller loads at localhost:8080,
+ * where the stand-in listens) and once the binary is built. It reads models.json at start and then reacts only
+ * to a new `..data`: it starts on an empty list, which is then swapped for the full one.
+ */
+export const startGoIdler = async (
+  dir: string,
+  models: number,
+  store: string,
+  timeoutMs: number,
+): Promise<GoIdler | string> => {
+  if (!inOwnNetwork()) return 'not in the bench network namespace (run as root through `npm run bench`)';
+  const built = kserveAgent();
+  if (built.path === undefined) return built.why ?? 'the KServe agent is not built';
+  const configDir = path.join(dir, 'config');
+  mkdirSync(path.join(dir, 'models'), { recursive: true });
+  atomicWrite(configDir, { 'models.json': '[]' });
+  const loads = loadArrivals();
+  const standIn: V2ModelServerStandIn = await startV2ModelServer({
+    host: '127.0.0.1',
+    port: kserveAgentServerPort,
+    onRequest: loads.observe,
+  });
+  let agent: KserveAgentProcess | undefined;
+  const close = async (): Promise<void> => {
+    agent?.stop();
+    await agent?.exited;
+    await standIn.close();
+  };
+  try {
+    agent = await startKserveAgent([
+      ...['--enable-puller', '--config-dir', configDir, '--model-dir', path.join(dir, 'models')],
+      ...['--component-port', String(kserveAgentServerPort)],
+    ]);
+    atomicWrite(configDir, { 'models.json': modelsJson(models, store) });
+    await loads.distinct(models, timeoutMs);
+    return { agent, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+};
