@@ -241,7 +241,7 @@ export interface AgentTimed extends Timed {
 }
 
 /** The CPU time (user and system) process `pid` has used so far. */
-const cpuSecondsOf = (pid: number): number => {
+export const cpuSecondsOf = (pid: number): number => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
   return (Number(fields[11]) + Number(fields[12])) / 100;

@@ -1,24 +1,45 @@
 /**
- * The peers of the proxy suite: modelsync's proxy and the floor, each in a child process of its own (so that its
- * RSS is the proxy's alone), and the model server stand-in they proxy to.
+ * The peers of the proxy suite: modelsync's proxy, the floor and the KServe Go agent, each in a process of its own
+ * (so that its RSS and CPU time are the proxy's alone), and the model server stand-in they proxy to.
  */
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Agent, createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import {
+  connect,
+  createServer as createNetServer,
+  type AddressInfo,
+  type Server as NetServer,
+} from 'node:net';
 import path from 'node:path';
 import { agentNodeFlags } from '../src/command/node-flags';
 import { startHttpServer, writeRepeated } from '../src/testing/http-server';
+import { inOwnNetwork, kserveAgent, startKserveAgent } from './kserve-agent';
 
 const MiB = 2 ** 20;
 
-/** What runs behind the agent port: modelsync's proxy, or the least a Node proxy can do. */
-export type ProxyKind = 'floor' | 'modelsync';
+/**
+ * What runs behind the agent port: modelsync's proxy, the least a node:http proxy can do (the floor), Node's sockets
+ * alone (`node-tcp`: a byte relay, no HTTP; what any Node proxy costs at the least), or KServe's Go agent.
+ */
+export type ProxyKind = 'floor' | 'modelsync' | 'node-tcp' | 'kserve-go';
 
-/** The small request: a V2 inference call and its answer. */
+/** The small request: a V2 inference call of about 1 KiB (128 FP32 values) and its answer. */
 export const inferBody = Buffer.from(
-  '{"inputs":[{"name":"x","shape":[1,8],"datatype":"FP32","data":[1,2,3,4,5,6,7,8]}]}',
+  JSON.stringify({
+    inputs: [
+      {
+        name: 'x',
+        shape: [1, 128],
+        datatype: 'FP32',
+        data: Array.from({ length: 128 }, (_, i) => Math.round(Math.sin(i) * 1e4) / 1e4),
+      },
+    ],
+  }),
 );
+/** The path of a tensor each way: a POST of `tensorBytes`, answered with as many. */
+export const tensorPath = '/v2/models/m/tensor';
+export const tensorBytes = MiB;
 export const inferAnswer = Buffer.from(
   '{"model_name":"m","outputs":[{"name":"y","shape":[1],"datatype":"FP32","data":[0.5]}]}',
 );
@@ -63,9 +84,24 @@ const floorProxy = (upstreamPort: number): Server => {
   });
 };
 
+/** Node's sockets alone: each connection relayed byte for byte to one of its own to the upstream, no HTTP parsed. */
+const tcpRelay = (upstreamPort: number): NetServer =>
+  createNetServer({ noDelay: true }, (client) => {
+    const upstream = connect({ host: '127.0.0.1', port: upstreamPort, noDelay: true });
+    const drop = (): void => void (client.destroy(), upstream.destroy());
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    client.pipe(upstream).pipe(client);
+  });
+
 const child = async (): Promise<void> => {
   const [, kind, port] = process.argv.slice(2);
-  const server = kind === 'modelsync' ? await modelsyncProxy(Number(port)) : floorProxy(Number(port));
+  const server =
+    kind === 'modelsync'
+      ? await modelsyncProxy(Number(port))
+      : kind === 'node-tcp'
+        ? tcpRelay(Number(port))
+        : floorProxy(Number(port));
   server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
   process.on('disconnect', () => process.exit(0));
 };
@@ -78,8 +114,26 @@ export interface ProxyProcess {
   readonly stop: () => void;
 }
 
-/** Forks a proxy child (modelsync with the agent's Node.js flags, as its image runs; the floor with none). */
-export const startProxyProcess = (kind: ProxyKind, upstreamPort: number): Promise<ProxyProcess> =>
+/**
+ * Why the Go agent cannot run here, or undefined when it can: it needs its binary (scripts/install-kserve-agent.sh)
+ * and the bench's own network namespace (its fixed abstract socket `@/kserve/agent.sock` is per namespace).
+ */
+export const kserveGoMissing = (): string | undefined => {
+  if (!inOwnNetwork()) return "not in the bench's own network namespace (run as root: unshare -n)";
+  return kserveAgent().why;
+};
+
+/**
+ * Starts a proxy in a process of its own: the Go agent as KServe runs it (`--component-port`), or a Node child
+ * (modelsync with the agent's Node.js flags, as its image runs; the floor with none).
+ */
+export const startProxyProcess = async (kind: ProxyKind, upstreamPort: number): Promise<ProxyProcess> => {
+  if (kind !== 'kserve-go') return forkProxy(kind, upstreamPort);
+  const agent = await startKserveAgent(['--component-port', String(upstreamPort)]);
+  return { port: agent.port, pid: agent.pid, stop: agent.stop };
+};
+
+const forkProxy = (kind: Exclude<ProxyKind, 'kserve-go'>, upstreamPort: number): Promise<ProxyProcess> =>
   new Promise((resolve, reject) => {
     const proxy = fork(path.join(__dirname, 'proxy-peers.js'), ['--child', kind, String(upstreamPort)], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -92,13 +146,19 @@ export const startProxyProcess = (kind: ProxyKind, upstreamPort: number): Promis
     );
   });
 
-/** The model server stand-in: small inference answers, 1 MiB answers and `/stream/<MiB>` of a random block. */
-export const startUpstream = () => {
-  const block = randomBytes(MiB);
-  return startHttpServer((req, res) => {
+/** A random MiB: every tensor sent, and every answer of the stand-in. */
+export const block = randomBytes(MiB);
+
+/**
+ * The model server stand-in: small inference answers, a tensor answered to a tensor (`tensorPath`, once the body is
+ * read, as a model server does), 1 MiB answers and `/stream/<MiB>` of a random block.
+ */
+export const startUpstream = () =>
+  startHttpServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      if (req.url === '/mib') return void res.writeHead(200, { 'Content-Length': MiB }).end(block);
+      if (req.url === '/mib' || req.url === tensorPath)
+        return void res.writeHead(200, { 'Content-Length': MiB }).end(block);
       if (req.url?.startsWith('/stream/') === true) {
         const bytes = Number(req.url.slice('/stream/'.length)) * MiB;
         return writeRepeated(res.writeHead(200, { 'Content-Length': bytes }), block, bytes);
@@ -107,6 +167,5 @@ export const startUpstream = () => {
       res.end(inferAnswer);
     });
   });
-};
 
 if (require.main === module && process.argv[2] === '--child') void child();

@@ -1,133 +1,135 @@
-/** Suite proxy: reverseProxy behind boundedServer vs a bare node:http pipe proxy (the floor): latency, throughput, memory. */
-import { Agent, request } from 'node:http';
-import { performance } from 'node:perf_hooks';
+/**
+ * Suite proxy: reverseProxy behind boundedServer vs the KServe Go agent it replaces and a bare node:http pipe proxy
+ * (the floor: what Node itself costs), interleaved in one run: latency, CPU, throughput, memory, cut answers.
+ */
+import { Agent } from 'node:http';
 import { sleep } from '../src/testing/wait';
 import { procRssBytes } from './agent-fixture';
-import { inferAnswer, inferBody, startProxyProcess, startUpstream, type ProxyKind } from './proxy-peers';
+import { cpuSecondsOf } from './parallel-peers';
+import { crowd, exchange, noTally, tallied, type Exchange, type Tally } from './proxy-load';
 import {
-  round3,
-  summarize,
-  type Check,
-  type Row,
-  type RunOptions,
-  type Suite,
-  type SuiteResult,
-} from './suite';
+  block,
+  inferAnswer,
+  inferBody,
+  kserveGoMissing,
+  startProxyProcess,
+  startUpstream,
+  tensorBytes,
+  tensorPath,
+  type ProxyKind,
+  type ProxyProcess,
+} from './proxy-peers';
+import { proxyReport, type Measured, type Plan, type Through } from './proxy-report';
+import type { RunOptions, Suite, SuiteResult } from './suite';
 
 const MiB = 2 ** 20;
-const sizes = {
-  full: { latencyRounds: 5000, throughputRounds: 8, streams: 200, streamMiB: 16, batches: 4 },
-  quick: { latencyRounds: 1000, throughputRounds: 6, streams: 200, streamMiB: 4, batches: 4 },
+const common = { warmupRounds: 200, c32Requests: 128, c32: 32, streams: 200, batches: 4 };
+const plans: Readonly<Record<'full' | 'quick', Plan>> = {
+  full: { ...common, smallRounds: 5000, tensorRounds: 1000, c32Rounds: 8, cutChecks: 100_000, streamMiB: 16 },
+  quick: { ...common, smallRounds: 1000, tensorRounds: 200, c32Rounds: 5, cutChecks: 2000, streamMiB: 4 },
 };
-type Size = (typeof sizes)['quick'];
-const warmupRounds = 200;
-/** 1 MiB answers: this many per round and proxy, this many at once. */
-const throughputRequests = 64;
-const throughputConcurrency = 8;
-/** The issue's targets. */
-const maxAddedMedianMs = 0.2;
-const maxAddedP99Ms = 1;
-const minThroughputShare = 0.9;
-/** Over the bare pipe's own growth under the same streams (both are V8's external buffers awaiting a collection). */
-const maxRssGrowthMiB = 32;
-const maxBatchGrowthMiB = 32;
 
-/** Under the 5 s keep-alive of both proxies' servers. */
+/** Under the 5 s keep-alive of every proxy's server. */
 const clientIdleMs = 4000;
 
-type Through = 'direct' | 'floor' | 'modelsync';
+const small: Exchange = { path: '/v2/models/m/infer', body: inferBody, answerBytes: inferAnswer.length };
+const tensor: Exchange = { path: tensorPath, body: block, answerBytes: tensorBytes };
 
-const proxies: ReadonlyArray<ProxyKind> = ['floor', 'modelsync'];
-
-/** One request to `port` on `agent` (POST: the inference call); resolves with the ms to its last byte and its bytes. */
-const timed = (agent: Agent, port: number, urlPath: string): Promise<{ ms: number; bytes: number }> =>
-  new Promise((resolve, reject) => {
-    const started = performance.now();
-    const method = urlPath.startsWith('/v2/') ? 'POST' : 'GET';
-    const client = request({ host: '127.0.0.1', port, method, path: urlPath, agent }, (res) => {
-      let bytes = 0;
-      res.on('data', (chunk: Buffer) => (bytes += chunk.length));
-      res.on('error', reject);
-      res.on('end', () =>
-        res.statusCode === 200
-          ? resolve({ ms: performance.now() - started, bytes })
-          : reject(new Error(`${urlPath}: ${res.statusCode}`)),
-      );
-    });
-    client.on('error', reject);
-    if (method === 'POST') client.setHeader('Content-Type', 'application/json');
-    client.end(method === 'POST' ? inferBody : undefined);
-  });
-
-/** `total` requests of `urlPath`, `concurrency` at once; resolves with the bytes and ms they took. */
-const crowd = async (agent: Agent, port: number, urlPath: string, total: number, concurrency: number) => {
-  const started = performance.now();
-  let next = 0;
-  let bytes = 0;
-  const worker = async (): Promise<void> => {
-    while (next++ < total) {
-      const answer = await timed(agent, port, urlPath); // not `bytes += await …`: that adds to a stale sum
-      bytes += answer.bytes;
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  return { bytes, ms: performance.now() - started };
-};
-
-/** Small requests one at a time, round-robin over direct, floor and modelsync, the order turning each round. */
-const measureLatency = async (ports: Record<Through, number>, rounds: number) => {
-  const order: ReadonlyArray<Through> = ['direct', ...proxies];
+/** One exchange at a time to each target in turn, the order turning each round: each target's ms per exchange. */
+const roundRobin = async (
+  ports: ReadonlyMap<Through, number>,
+  what: Exchange,
+  rounds: number,
+  warmup: number,
+) => {
+  const order = [...ports.keys()];
   const agents = order.map(() => new Agent({ keepAlive: true, maxSockets: 1 }));
-  const samples: Record<Through, number[]> = { direct: [], floor: [], modelsync: [] };
-  for (let round = 0; round < warmupRounds + rounds; round++) {
+  const samples = new Map<Through, number[]>(order.map((through) => [through, []]));
+  const cut = new Map<Through, Tally>(order.map((through) => [through, noTally()]));
+  for (let round = 0; round < warmup + rounds; round++)
     for (let i = 0; i < order.length; i++) {
       const at = (round + i) % order.length;
-      const { ms } = await timed(agents[at]!, ports[order[at]!], '/v2/models/m/infer');
-      if (round >= warmupRounds) samples[order[at]!].push(ms);
+      const through = order[at]!;
+      const { ms, outcome } = await exchange(agents[at]!, ports.get(through)!, what);
+      tallied(cut.get(through)!, outcome);
+      if (outcome === 'whole' && round >= warmup) samples.get(through)!.push(ms);
     }
-  }
   for (const agent of agents) agent.destroy();
-  return samples;
+  return { samples, cut };
 };
 
-/** 1 MiB answers, `throughputConcurrency` at once, the two proxies alternating per round: MB/s per round. */
-const measureThroughput = async (ports: Record<Through, number>, rounds: number) => {
-  const agent = new Agent({ keepAlive: true, maxSockets: throughputConcurrency });
-  const speeds: Record<ProxyKind, number[]> = { floor: [], modelsync: [] };
-  for (let round = -1; round < rounds; round++) {
-    for (const kind of round % 2 === 0 ? proxies : [...proxies].reverse()) {
-      const { bytes, ms } = await crowd(
-        agent,
-        ports[kind],
-        '/mib',
-        throughputRequests,
-        throughputConcurrency,
-      );
-      if (round >= 0) speeds[kind].push(bytes / 1e6 / (ms / 1000)); // round -1 warms both up
+/** 1 MiB tensors one at a time, round-robin: latency, and each proxy's CPU seconds over the whole phase. */
+const measureTensors = async (
+  ports: ReadonlyMap<Through, number>,
+  running: ReadonlyMap<ProxyKind, ProxyProcess>,
+  rounds: number,
+) => {
+  const cpuBefore = new Map([...running].map(([kind, proxy]) => [kind, cpuSecondsOf(proxy.pid)]));
+  const measured = await roundRobin(ports, tensor, rounds, 20);
+  const cpuMsPerRequest = new Map(
+    [...running].map(([kind, proxy]) => [
+      kind,
+      ((cpuSecondsOf(proxy.pid) - cpuBefore.get(kind)!) * 1000) / (rounds + 20),
+    ]),
+  );
+  return { ...measured, cpuMsPerRequest };
+};
+
+/** `plan.c32Requests` tensors, `plan.c32` at once, per proxy and round, the order turning: MB/s of answers per round. */
+const measureThroughput = async (running: ReadonlyMap<ProxyKind, ProxyProcess>, plan: Plan) => {
+  const kinds = [...running.keys()];
+  const agent = new Agent({ keepAlive: true, maxSockets: plan.c32, timeout: clientIdleMs });
+  const speeds = new Map<ProxyKind, number[]>(kinds.map((kind) => [kind, []]));
+  const cut = new Map<ProxyKind, Tally>(kinds.map((kind) => [kind, noTally()]));
+  for (let round = -1; round < plan.c32Rounds; round++)
+    for (let i = 0; i < kinds.length; i++) {
+      const kind = kinds[(round + 1 + i) % kinds.length]!;
+      const done = await crowd(agent, running.get(kind)!.port, tensor, plan.c32Requests, plan.c32);
+      tallied(cut.get(kind)!, done);
+      if (round >= 0) speeds.get(kind)!.push(done.bytes / 1e6 / (done.ms / 1000)); // round -1 warms up
     }
-  }
   agent.destroy();
-  return speeds;
+  return { speeds, cut };
 };
 
-/** `streams` answers of `streamMiB` at once through a fresh proxy, `batches` times: its idle RSS and each batch's peak. */
-const measureMemory = async (kind: ProxyKind, upstreamPort: number, size: Size) => {
+/**
+ * `plan.cutChecks` tensors through each HTTP proxy (node-tcp, a byte relay, is no proxy to judge), `plan.c32` at once,
+ * in slices taking turns: how many answers were cut.
+ */
+const measureCuts = async (running: ReadonlyMap<ProxyKind, ProxyProcess>, plan: Plan) => {
+  const total = plan.cutChecks;
+  const agent = new Agent({ keepAlive: true, maxSockets: plan.c32, timeout: clientIdleMs });
+  const judged = [...running].filter(([kind]) => kind !== 'node-tcp');
+  const cut = new Map<ProxyKind, Tally>([...running.keys()].map((kind) => [kind, noTally()]));
+  const slice = 1000;
+  for (let sent = 0; sent < total; sent += slice)
+    for (const [kind, proxy] of judged)
+      tallied(
+        cut.get(kind)!,
+        await crowd(agent, proxy.port, tensor, Math.min(slice, total - sent), plan.c32),
+      );
+  agent.destroy();
+  return cut;
+};
+
+/** `plan.streams` answers of `plan.streamMiB` at once through a fresh proxy, `plan.batches` times: its idle RSS and each batch's peak. */
+const measureMemory = async (kind: ProxyKind, upstreamPort: number, plan: Plan) => {
   const proxy = await startProxyProcess(kind, upstreamPort);
   // A socket idle between batches is dropped before the server's 5 s keep-alive can close it under a request.
-  const agent = new Agent({ keepAlive: true, maxSockets: size.streams, timeout: clientIdleMs });
+  const agent = new Agent({ keepAlive: true, maxSockets: plan.streams, timeout: clientIdleMs });
   try {
-    await crowd(agent, proxy.port, '/mib', 32, 8); // warm: code compiled, pools filled
+    await crowd(agent, proxy.port, { path: '/mib', answerBytes: MiB }, 32, 8); // warm: code compiled, pools filled
     await sleep(500);
     const idleMiB = procRssBytes(proxy.pid) / MiB;
     const peaksMiB: number[] = [];
-    for (let batch = 0; batch < size.batches; batch++) {
+    const streamed: Exchange = { path: `/stream/${plan.streamMiB}`, answerBytes: plan.streamMiB * MiB };
+    for (let batch = 0; batch < plan.batches; batch++) {
       let peak = procRssBytes(proxy.pid);
       const sampler = setInterval(() => (peak = Math.max(peak, procRssBytes(proxy.pid))), 50);
-      const streamed = `/stream/${size.streamMiB}`;
-      const { bytes } = await crowd(agent, proxy.port, streamed, size.streams, size.streams).finally(() =>
+      const done = await crowd(agent, proxy.port, streamed, plan.streams, plan.streams).finally(() =>
         clearInterval(sampler),
       );
-      if (bytes !== size.streams * size.streamMiB * MiB) throw new Error(`${kind}: ${bytes} bytes streamed`);
+      if (done.short + done.failed > 0) throw new Error(`${kind}: ${done.short + done.failed} streams cut`);
       peaksMiB.push(Math.max(peak, procRssBytes(proxy.pid)) / MiB);
     }
     return { idleMiB, peaksMiB };
@@ -137,107 +139,37 @@ const measureMemory = async (kind: ProxyKind, upstreamPort: number, size: Size) 
   }
 };
 
-type Memory = Awaited<ReturnType<typeof measureMemory>>;
-
-/** The rows and checks of one run. */
-const report = (
-  latency: Record<Through, number[]>,
-  throughput: Record<ProxyKind, number[]>,
-  memory: Record<ProxyKind, Memory>,
-  size: Size,
-): SuiteResult => {
-  const lat = {
-    direct: summarize(latency.direct),
-    floor: summarize(latency.floor),
-    modelsync: summarize(latency.modelsync),
-  };
-  const added = (kind: ProxyKind, at: 'median' | 'p99') => round3(lat[kind][at]! - lat.direct[at]!);
-  const speed = (kind: ProxyKind) => summarize(throughput[kind]).median;
-  const growth = (kind: ProxyKind) => round3(Math.max(...memory[kind].peaksMiB) - memory[kind].idleMiB);
-  // A leak shows as a peak that keeps rising; GC timing alone moves a peak either way.
-  const batchGrowth = (kind: ProxyKind) =>
-    round3(memory[kind].peaksMiB.at(-1)! - Math.max(...memory[kind].peaksMiB.slice(0, -1)));
-  const rows: Row[] = [
-    { through: 'direct', medianMs: lat.direct.median, p90Ms: lat.direct.p90, p99Ms: lat.direct.p99 ?? null },
-    ...proxies.map((kind) => ({
-      through: kind,
-      medianMs: lat[kind].median,
-      p90Ms: lat[kind].p90,
-      p99Ms: lat[kind].p99 ?? null,
-      addedMedianMs: added(kind, 'median'),
-      addedP99Ms: added(kind, 'p99'),
-      mibAnswersMBps: round3(speed(kind)),
-      idleRssMiB: round3(memory[kind].idleMiB),
-      batchPeaksMiB: memory[kind].peaksMiB.map((peak) => peak.toFixed(0)).join(' / '),
-      rssGrowthMiB: growth(kind),
-      lastBatchOverEarlierMiB: batchGrowth(kind),
-    })),
-  ];
-  const checks: Check[] = [
-    {
-      name: `added latency at the median ≤ the floor's + ${maxAddedMedianMs} ms (ratio: median / floor's)`,
-      withinBudget: added('modelsync', 'median') <= added('floor', 'median') + maxAddedMedianMs,
-      ratio: round3(lat.modelsync.median / lat.floor.median),
-      better: 'lower',
-    },
-    {
-      name: `p99 ≤ the floor's p99 + ${maxAddedP99Ms} ms (ratio: p99 / floor's)`,
-      withinBudget: lat.modelsync.p99! <= lat.floor.p99! + maxAddedP99Ms,
-      ratio: round3(lat.modelsync.p99! / lat.floor.p99!),
-      better: 'lower',
-    },
-    {
-      name: `1 MiB answers: throughput ≥ ${minThroughputShare}x the floor's`,
-      withinBudget: speed('modelsync') >= minThroughputShare * speed('floor'),
-      ratio: round3(speed('modelsync') / speed('floor')),
-      better: 'higher',
-    },
-    {
-      name: `${size.streams} concurrent streamed answers: RSS growth ≤ the floor's + ${maxRssGrowthMiB} MiB`,
-      withinBudget: growth('modelsync') <= growth('floor') + maxRssGrowthMiB,
-      rssGrowthMiB: growth('modelsync'),
-      floorRssGrowthMiB: growth('floor'),
-    },
-    {
-      name: `no growth with the bytes: the last batch's peak RSS ≤ the earlier ones' + ${maxBatchGrowthMiB} MiB`,
-      withinBudget: batchGrowth('modelsync') <= maxBatchGrowthMiB,
-      lastBatchOverEarlierMiB: batchGrowth('modelsync'),
-    },
-  ];
-  const notes = [
-    "Each proxy runs in a child of its own (modelsync with the agent's Node.js flags, the floor with none); the " +
-      'upstream (node:http) and the clients run in the bench process, all on 127.0.0.1.',
-    `Latency: POST /v2/models/m/infer (${inferBody.length} B in, ${inferAnswer.length} B out), one at a time on a ` +
-      `kept-alive connection per target, round-robin with the order turning each round, after ${warmupRounds} ` +
-      `untimed rounds; ${lat.direct.runs} per target. added = through the proxy minus direct, same percentile.`,
-    `Throughput: ${throughputRequests} GETs of 1 MiB per round, ${throughputConcurrency} at once, the proxies ` +
-      'alternating; MB/s = 10^6 bytes per second of wall time, median over the rounds.',
-    `Memory: a fresh child per proxy, warmed, idle 0.5 s (idleRssMiB), then ${size.batches} batches of ` +
-      `${size.streams} concurrent ${size.streamMiB} MiB answers, VmRSS every 50 ms. Every socket read is a new ` +
-      'buffer of up to 64 KiB outside the heap, freed only once V8 collects its wrapper, and V8 lets such ' +
-      'external memory grow by tens of MiB before a full collection: the floor grows about as much ' +
-      '(floorRssGrowthMiB). A peak that rises batch after batch would be memory growing with the bytes.',
-  ];
-  return { rows, checks, notes };
-};
-
 const run = async ({ quick }: RunOptions): Promise<SuiteResult> => {
-  const size = quick ? sizes.quick : sizes.full;
+  const plan = quick ? plans.quick : plans.full;
+  const goMissing = kserveGoMissing();
+  const kinds: ReadonlyArray<ProxyKind> =
+    goMissing === undefined
+      ? ['floor', 'node-tcp', 'modelsync', 'kserve-go']
+      : ['floor', 'node-tcp', 'modelsync'];
   const upstream = await startUpstream();
-  const started = await Promise.all(proxies.map((kind) => startProxyProcess(kind, upstream.port)));
+  const running = new Map<ProxyKind, ProxyProcess>();
   try {
-    const [floor, modelsync] = started.map(({ port }) => port) as [number, number];
-    const ports = { direct: upstream.port, floor, modelsync };
-    const latency = await measureLatency(ports, size.latencyRounds);
-    const throughput = await measureThroughput(ports, size.throughputRounds);
-    for (const proxy of started) proxy.stop();
-    const memory = {
-      floor: await measureMemory('floor', upstream.port, size),
-      modelsync: await measureMemory('modelsync', upstream.port, size),
-    };
-    return report(latency, throughput, memory, size);
+    for (const kind of kinds) running.set(kind, await startProxyProcess(kind, upstream.port));
+    const ports = new Map<Through, number>([
+      ['direct', upstream.port],
+      ...[...running].map(([kind, p]) => [kind, p.port] as const),
+    ]);
+    const rss = (): Map<ProxyKind, number> =>
+      new Map([...running].map(([kind, p]) => [kind, procRssBytes(p.pid) / MiB]));
+    const smalls = await roundRobin(ports, small, plan.smallRounds, plan.warmupRounds);
+    await sleep(500);
+    const idleRssMiB = rss();
+    const tensors = await measureTensors(ports, running, plan.tensorRounds);
+    const throughput = await measureThroughput(running, plan);
+    const loadedRssMiB = rss();
+    const cuts = await measureCuts(running, plan);
+    for (const proxy of running.values()) proxy.stop();
+    const memory = new Map<ProxyKind, Awaited<ReturnType<typeof measureMemory>>>();
+    for (const kind of kinds) memory.set(kind, await measureMemory(kind, upstream.port, plan));
+    const measured: Measured = { kinds, smalls, tensors, throughput, idleRssMiB, loadedRssMiB, cuts, memory };
+    return proxyReport(measured, plan, goMissing);
   } finally {
-    for (const proxy of started) proxy.stop();
+    for (const proxy of running.values()) proxy.stop();
     await upstream.close();
   }
 };
@@ -246,8 +178,8 @@ const run = async ({ quick }: RunOptions): Promise<SuiteResult> => {
 export const proxySuite: Suite = {
   name: 'proxy',
   description:
-    "modelsync's reverse proxy (reverseProxy behind boundedServer, as the agent port mounts it) vs a bare " +
-    'node:http pipe proxy (the floor) and direct requests to the same upstream: added latency of small ' +
-    'inference requests, throughput of 1 MiB answers, RSS under 200 concurrent streamed answers.',
+    "modelsync's reverse proxy (reverseProxy behind boundedServer, as the agent port mounts it) vs the KServe Go " +
+    'agent it replaces, a bare node:http pipe proxy (the floor) and direct requests to the same upstream: added ' +
+    'latency of ~1 KiB inference calls and of 1 MiB tensors, CPU per tensor, throughput at c32, RSS, cut answers.',
   run,
 };

@@ -8,7 +8,6 @@
  * and its request proxied as HTTP/1.1, the connection closed after it. HTTP/2 is not in scope.
  */
 import {
-  Agent,
   request as httpRequest,
   type ClientRequest,
   type IncomingMessage,
@@ -18,6 +17,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { errorCode } from '../core/errors';
 import { paceBody, type BodyPace } from './body-pace';
+import { sharedReadAgent } from './shared-read-agent';
 import { endAnswer } from './early-answer';
 import {
   chunkedToClient,
@@ -102,7 +102,7 @@ const answer = (
 export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
   const { target, timeoutMs, maxSockets } = options;
   // lifo: the warmest connection first, so that the others idle out rather than all staying half used.
-  const agent = new Agent({ keepAlive: true, maxSockets, scheduling: 'lifo', timeout: upstreamIdleMs });
+  const agent = sharedReadAgent({ keepAlive: true, maxSockets, scheduling: 'lifo', timeout: upstreamIdleMs });
   const hostHeader = `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
   const warn = rateLimitedWarn(options.log, options.now ?? Date.now);
   /** Exchanges holding each client socket (more than one when requests are pipelined). */
