@@ -1,5 +1,5 @@
 /** The committed baseline of quick-mode ratios (bench/baseline.json) and the CI check against it: ratios only, never times. */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Better, SuiteResult } from './suite';
 
 /** How much worse than its baseline a ratio may get before `npm run bench:check` fails. */
@@ -35,13 +35,22 @@ export const ratiosOf = (measured: ReadonlyArray<Measured>): Record<string, Base
     ),
   );
 
-/** Writes `file` with the ratios of `measured`. */
+/**
+ * Writes `file` with the ratios of `measured`; the ratios of suites this run did not measure are kept as they were
+ * (`npm run bench -- --write-baseline <suite>` re-takes one suite's), those of a measured suite all replaced.
+ */
 export const writeBaseline = (
   file: string,
   measured: ReadonlyArray<Measured>,
   where: Baseline['measured'],
 ): void => {
-  const baseline: Baseline = { measured: where, ratios: ratiosOf(measured) };
+  const ran = new Set(measured.map(({ suite }) => suite));
+  const before = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Baseline).ratios : {};
+  const kept = Object.entries(before).filter(([key]) => !ran.has(key.slice(0, key.indexOf(': '))));
+  const baseline: Baseline = {
+    measured: where,
+    ratios: { ...Object.fromEntries(kept), ...ratiosOf(measured) },
+  };
   writeFileSync(file, `${JSON.stringify(baseline, null, 2)}\n`);
 };
 

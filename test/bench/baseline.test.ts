@@ -1,7 +1,7 @@
 /** The CI bench check: ratios compared with the committed baseline, failing only past 2x worse, by suite. */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compareWithBaseline, type Measured } from '../../bench/baseline';
+import { compareWithBaseline, writeBaseline, type Baseline, type Measured } from '../../bench/baseline';
 import { useTempDir } from '../helpers/temp-dir';
 
 const tmp = useTempDir('bench-baseline');
@@ -53,5 +53,18 @@ describe('compareWithBaseline', () => {
     ]);
     expect(comparison.failed).toBe(false);
     expect(comparison.lines).toHaveLength(1);
+  });
+});
+
+describe('writeBaseline', () => {
+  it("replaces the ratios of the suites that ran and keeps the others'", () => {
+    const file = baselineFile();
+    writeBaseline(file, [measured('swap', 'P1 median vs Go', 1.5, 'lower')], { commit: 'abc' });
+    const written = JSON.parse(readFileSync(file, 'utf8')) as Baseline;
+    expect(written.measured).toEqual({ commit: 'abc' });
+    expect(written.ratios).toEqual({
+      'adds: P3 ops vs floor': { ratio: 0.4, better: 'higher' },
+      'swap: P1 median vs Go': { ratio: 1.5, better: 'lower' },
+    });
   });
 });
