@@ -63,6 +63,12 @@ export interface DownloadRequest {
   readonly reuse?: (identity: string) => Promise<boolean>;
 }
 
+/**
+ * The regular files a download wrote into its target dir, by `/`-separated relative path, with their sizes: told
+ * by a provider that knows them all (one file saved), so the commit need not list and stat the dir again.
+ */
+export type WrittenFiles = ReadonlyMap<string, number>;
+
 /** Downloads models stored under some URI schemes. One implementation per scheme family, one file each. */
 export interface StorageProvider {
   /** The schemes it serves, without the colon: `['http', 'https']`. Local paths are scheme `file`. */
@@ -71,6 +77,7 @@ export interface StorageProvider {
    * Fills `targetDir` (it exists and is empty) with the model stored at `uri`. Throws an EffectError:
    * retryable for transient faults, permanent otherwise. Must not hold a whole model in memory. Reports to
    * `progress`, if given, at its own pace (`trackProgress` in src/storage/transfer-progress.ts) and once at the end.
+   * Resolves to the files it wrote when it knows them all (WrittenFiles), else to nothing: the commit lists the dir.
    */
   download(
     uri: string,
@@ -78,7 +85,7 @@ export interface StorageProvider {
     signal: AbortSignal,
     progress?: (progress: DownloadProgress) => void,
     request?: DownloadRequest,
-  ): Promise<void>;
+  ): Promise<WrittenFiles | void>;
 }
 
 /** Fills a directory with the model stored at a URI, whatever its scheme (`routeStorage` over the providers). */
@@ -114,9 +121,10 @@ export interface Staged {
    * Writes the marker (with the manifest of the files) last and renames the dir into place as `M/<name>`; the dir is
    * flushed in the background (in batches, once installs pause). A previous version is moved aside, not deleted,
    * until `dropReplaced` (which waits for that flush, started at once when there is a version to drop). `beforeSwap` (the load journal's record, written meanwhile) must resolve before the rename; its
-   * rejection fails the commit. On failure the staging dir is removed.
+   * rejection fails the commit. `written`: what the download says it wrote (WrittenFiles), the manifest then taken
+   * from it rather than from a listing of the dir. On failure the staging dir is removed.
    */
-  commit(beforeSwap?: Promise<unknown>): Promise<Installed>;
+  commit(beforeSwap?: Promise<unknown>, written?: WrittenFiles): Promise<Installed>;
   /**
    * Removes the staging dir after `cause` stopped its filling, and returns the error to report: `cause` naming the
    * staging dir rather than the handle path, or a retryable one when someone else removed or swapped the dir.

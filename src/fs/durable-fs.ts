@@ -105,10 +105,12 @@ const fileWriteBufferBytes = 1024 * 1024;
 // stream and its pipeline cost more than the write itself (measured: 0.56 ms for 1 KiB, on a load's path).
 const smallFileBytes = 64 * 1024;
 
-const writeGathered = async (chunks: AsyncIterable<Buffer>, to: string): Promise<void> => {
+const writeGathered = async (chunks: AsyncIterable<Buffer>, to: string): Promise<number> => {
   const parts: Buffer[] = [];
   for await (const chunk of chunks) parts.push(chunk);
-  await writeFile(to, Buffer.concat(parts), { flag: 'wx' });
+  const bytes = Buffer.concat(parts);
+  await writeFile(to, bytes, { flag: 'wx' });
+  return bytes.byteLength;
 };
 
 /**
@@ -119,10 +121,11 @@ const writeStreamed = async (
   chunks: AsyncIterable<Buffer>,
   to: string,
   signal: AbortSignal,
-): Promise<void> => {
+): Promise<number> => {
   const file = createWriteStream(to, { flags: 'wx', highWaterMark: fileWriteBufferBytes });
   try {
     await pipeline(chunks, file, { signal });
+    return file.bytesWritten;
   } catch (cause) {
     if (!file.closed) await new Promise<void>((resolve) => file.once('close', () => resolve()));
     throw cause;
@@ -131,7 +134,8 @@ const writeStreamed = async (
 
 /**
  * Streams `source` into the new file `to` (one already there fails, never is replaced); one announced
- * (`expectedBytes`) as small is gathered and written in one call. Write failures are fsErrors naming `what`.
+ * (`expectedBytes`) as small is gathered and written in one call. Resolves to the bytes written. Write failures
+ * are fsErrors naming `what`.
  */
 export const writeNewFile = (
   source: AsyncIterable<Uint8Array>,
@@ -139,7 +143,7 @@ export const writeNewFile = (
   signal: AbortSignal,
   what: string,
   expectedBytes?: number,
-): Promise<void> =>
+): Promise<number> =>
   consume(
     source,
     signal,

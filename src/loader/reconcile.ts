@@ -13,6 +13,7 @@ import type {
   ModelServer,
   ModelStore,
   Staged,
+  WrittenFiles,
 } from '../ports';
 import type { ContentOffer, ContentSharing } from './content-sharing';
 import { linkedSignal } from './linked-signal';
@@ -109,7 +110,7 @@ export const bringIn = async (
           // Journalled once the files are in, before the swap, not at the load: a crash while the new version waits
           // for a load slot must come back as a load, though the server reports the model loaded (the old version).
           // The record is written while the dir is marked; the commit swaps only once it is.
-          const installed = await staged.commit(journal.starting(model.name));
+          const installed = await staged.commit(journal.starting(model.name), fetched.written);
           journalled = true;
           committed = true;
           return installed;
@@ -146,10 +147,14 @@ export const bringIn = async (
   }
 };
 
-/** How a model's files came: downloaded (its final progress report, if the provider gave one) or filled from another model. */
-type Fetched =
+/**
+ * How a model's files came: downloaded (its final progress report, if the provider gave one) or filled from another
+ * model; `written`: the files the provider says it wrote, for the commit's manifest.
+ */
+type Fetched = { readonly written?: WrittenFiles | undefined } & (
   | { readonly _tag: 'Downloaded'; readonly progress: DownloadProgress | undefined }
-  | { readonly _tag: 'Filled'; readonly bytes: number; readonly elapsedMs: number };
+  | { readonly _tag: 'Filled'; readonly bytes: number; readonly elapsedMs: number }
+);
 
 /** The `model loaded` line's figures: bytes downloaded, or bytes filled from another model (none downloaded). */
 const fetchedFields = (fetched: Fetched | undefined): Readonly<Record<string, number>> => {
@@ -169,8 +174,9 @@ const fetchInto = async (
 ): Promise<Fetched> => {
   const started = Date.now();
   let final: DownloadProgress | undefined;
+  let written: WrittenFiles | void;
   try {
-    await download(
+    written = await download(
       target.storageUri,
       staged.dir,
       signal,
@@ -186,7 +192,7 @@ const fetchInto = async (
   }
   const filled = offer?.filled();
   return filled === undefined
-    ? { _tag: 'Downloaded', progress: final }
+    ? { _tag: 'Downloaded', progress: final, written: written ?? undefined }
     : {
         _tag: 'Filled',
         bytes: filled.linkedBytes + filled.clonedBytes + filled.copiedBytes,

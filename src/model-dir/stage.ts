@@ -4,7 +4,7 @@ import { EffectError, errorCode, permanentError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import { specToJson } from '../core/snapshot';
 import { fsError, isSameEntry, namingDirs, removeTree, step, type OpenDir, type SpaceCheck } from '../fs';
-import type { Installed, ModelStore, Staged } from '../ports';
+import type { Installed, ModelStore, Staged, WrittenFiles } from '../ports';
 import type { FlushInstalled } from './background-flush';
 import type { Found } from './entry';
 import type { StagingOf } from './fill-from';
@@ -162,9 +162,9 @@ export const stager =
         void dir.handle.close().catch(() => undefined);
       }
     };
-    const commit = async (beforeSwap?: Promise<unknown>): Promise<Installed> => {
+    const commit = async (beforeSwap?: Promise<unknown>, written?: WrittenFiles): Promise<Installed> => {
       try {
-        await Promise.all([markStagingDir(dir, { name, spec, signal, log: m.log }), beforeSwap]);
+        await Promise.all([markStagingDir(dir, { name, spec, signal, log: m.log, written }), beforeSwap]);
         signal.throwIfAborted();
         const installed = await swapIn(area, dir, target, name, claimed.value);
         m.log.debug({ model: name, dir: target, spec: specToJson(spec) }, 'model dir installed');
@@ -175,7 +175,7 @@ export const stager =
     };
     const staged: Staged = {
       dir: dir.ref,
-      commit: (beforeSwap) => settle(() => commit(beforeSwap)),
+      commit: (beforeSwap, written) => settle(() => commit(beforeSwap, written)),
       abandon: (cause) =>
         settle(() =>
           failed(signal.aborted ? cause : fsError(`cannot write the model into ${dir.path}`, cause)),

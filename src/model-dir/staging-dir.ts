@@ -6,6 +6,7 @@ import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
 import { step, fileSizes, openListedDir, removeTree, type OpenDir } from '../fs';
 import type { Logger } from '../log';
+import type { WrittenFiles } from '../ports';
 import { isMarkerName, writeMarker } from './marker-file';
 // The model server usually runs as another user; mkdtemp creates 0700.
 const modelDirMode = 0o755;
@@ -59,20 +60,31 @@ export interface StagingMark {
   readonly spec: ModelSpec;
   readonly signal: AbortSignal;
   readonly log: Logger;
+  /** What the download says it wrote (top-level files only: no listing needed); absent: the dir is listed. */
+  readonly written?: WrittenFiles | undefined;
 }
+
+/** True when `written` can stand for the dir's listing: top-level files, none named like a marker (to be dropped). */
+const takesTheListing = (written: WrittenFiles | undefined): written is WrittenFiles =>
+  written !== undefined &&
+  written.size > 0 &&
+  [...written.keys()].every((file) => !file.includes('/') && !isMarkerName(file));
 
 /**
  * Marks a filled staging dir: drops marker look-alikes, writes the marker with the files' manifest last (a killed
  * process never leaves a marker beside incomplete files) and opens the dir to the model server. Nothing is flushed
- * here: the store flushes the dir once it is in place, off the load's path.
+ * here: the store flushes the dir once it is in place, off the load's path. The files a download says it wrote
+ * are the manifest as they are: it wrote each with O_EXCL into this dir, held open, which only we can enter (0700);
+ * a listing and a stat of each (two trips through libuv's pool on a load's path) would say the same.
  */
 export const markStagingDir = async (
   dir: OpenDir,
-  { name, spec, signal, log }: StagingMark,
+  { name, spec, signal, log, written }: StagingMark,
 ): Promise<void> => {
   signal.throwIfAborted();
-  const entries = await dropBroughtMarkers(dir, name, log);
-  const files = await fileSizes(dir, entries);
+  const files = takesTheListing(written)
+    ? written
+    : await fileSizes(dir, await dropBroughtMarkers(dir, name, log));
   signal.throwIfAborted();
   // Both before the swap, neither needs the other: one wait, not two.
   await Promise.all([

@@ -44,7 +44,7 @@ export const routeStorage = (
         `protocol not supported for storageUri ${redactUri(uri)}; supported: ${supported}`,
       );
     }
-    await provider.download(uri, targetDir, signal, progress, request);
+    return provider.download(uri, targetDir, signal, progress, request);
   };
   return Object.assign(download, { schemes: [...byScheme.keys()] });
 };

@@ -224,9 +224,9 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
           stagedFor.set(real.dir, name);
           const recordedStaged: Staged = {
             dir: real.dir,
-            commit: async (beforeSwap) => {
+            commit: async (beforeSwap, written) => {
               try {
-                const installed = await real.commit(beforeSwap);
+                const installed = await real.commit(beforeSwap, written);
                 end.done(installed);
                 return installed;
               } catch (error) {

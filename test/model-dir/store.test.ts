@@ -135,6 +135,41 @@ describe('modelDirStore install', () => {
     );
   });
 
+  it('takes the manifest from the files the fill says it wrote, when it says', async () => {
+    // What the fill says is the manifest as it is: the commit does not list the dir (the extra file is left out).
+    await install(
+      store,
+      name('model1'),
+      specA,
+      async (dir) => {
+        await writeModel({ 'model.pt': 'weights', 'unsaid.txt': 'x' })(dir);
+        return new Map([['model.pt', 7]]);
+      },
+      live(),
+    );
+    expect(await readFile(join(root, 'model1', markerA), 'utf8')).toBe(
+      `${jsonA.slice(0, -1)},"modelsyncFiles":{"model.pt":7}}`,
+    );
+    expect(asJson(await newStore().recover())).toEqual({ model1: specToJson(specA) });
+  });
+
+  it('lists the dir when a file the fill says it wrote is named like a marker or lies below the top level', async () => {
+    // Each fill also writes a file it does not tell: only a listing puts it in the manifest.
+    const fill = (files: Readonly<Record<string, string>>) => async (dir: string) => {
+      await writeModel({ ...files, 'unsaid.txt': 'x' })(dir);
+      return new Map(Object.entries(files).map(([file, text]) => [file, text.length]));
+    };
+    await install(store, name('model1'), specA, fill({ 'model.pt': 'w', 'SUCCESS.abc': '{}' }), live());
+    expect(await entries(join(root, 'model1'))).toEqual([markerA, 'model.pt', 'unsaid.txt'].sort());
+    expect(lines.filter(atLevel('warn'))).toEqual([
+      expect.objectContaining({ model: 'model1', entries: ['SUCCESS.abc'] }),
+    ]);
+    await install(store, name('model2'), specA, fill({ 'sub/config.json': '{}' }), live());
+    expect(await readFile(join(root, 'model2', markerA), 'utf8')).toBe(
+      `${jsonA.slice(0, -1)},"modelsyncFiles":{"sub/config.json":2,"unsaid.txt":1}}`,
+    );
+  });
+
   it('gives the model dir mode 0755 so a model server running as another user can read it', async () => {
     await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
     expect((await stat(join(root, 'model1'))).mode & 0o777).toBe(0o755);

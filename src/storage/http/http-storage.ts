@@ -10,7 +10,7 @@ import { inSlot } from '../../core/slots';
 import { redactUri } from '../../core/storage-uri';
 import { writeNewFile } from '../../fs';
 import { discardBody, httpUrl, isOk, responseStatusError, withFailures } from '../../net';
-import type { DownloadProgress, DownloadRequest, StorageProvider } from '../../ports';
+import type { DownloadProgress, DownloadRequest, StorageProvider, WrittenFiles } from '../../ports';
 import { archiveFormatOf, extractStream, type ArchiveFormat } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { fetchInParts, UntrustedBytes, type PartsSettings, type RangeReader } from '../parts/fetch-parts';
@@ -99,16 +99,15 @@ const wholeBody = (
 
 /**
  * Saves `response` (a 2xx) as the new file `job.to`: in ranged parts when rangedSizeOf says so, its own body serving
- * the first range; else as wholeBody.
+ * the first range; else as wholeBody. Resolves to the file's size.
  */
-const saveBody = async (response: BodyResponse, job: SaveJob, settings: SaveSettings): Promise<void> => {
+const saveBody = async (response: BodyResponse, job: SaveJob, settings: SaveSettings): Promise<number> => {
   const size = rangedSizeOf(response, settings.streams);
   const { what, to, attempt, guard } = job;
   if (size === undefined) {
     const body = wholeBody(response, job, settings.maxResumes);
     const announced = contentLengthOf(response.headers);
-    await writeNewFile(body, to, attempt.signal, `${what}: cannot save ${to}`, announced);
-    return;
+    return writeNewFile(body, to, attempt.signal, `${what}: cannot save ${to}`, announced);
   }
   const read = rangeReader(job, response, size);
   const first = attempt.watch(response.body);
@@ -117,6 +116,7 @@ const saveBody = async (response: BodyResponse, job: SaveJob, settings: SaveSett
     { what, size, to, read, signal: attempt.signal, guard, first, resumable: isResumable },
     { streams, pool, maxResumes },
   );
+  return size;
 };
 
 /**
@@ -190,7 +190,7 @@ const download = async (
   signal: AbortSignal,
   progress?: (progress: DownloadProgress) => void,
   request?: DownloadRequest,
-): Promise<void> => {
+): Promise<WrittenFiles | undefined> => {
   const what = `GET ${redactUri(uri)}`;
   const url = httpUrl(uri, what);
   const { limits } = settings;
@@ -210,11 +210,13 @@ const download = async (
     if (!isOk(response)) throw await responseStatusError(what, response);
     return response;
   };
-  const fetch = async (): Promise<void> => {
+  // The one file saved, told to the commit (WrittenFiles); nothing when filled from another model or extracted.
+  const fetch = async (): Promise<WrittenFiles | undefined> => {
     let response = await open();
     // The URL as written names the model; a redirect target is often an opaque blob or presigned URL.
     const kind = bodyKind(headerOf(response.headers, 'content-type') ?? null, url.pathname);
-    const to = kind === 'file' ? path.join(targetDir, fileNameOf(url, what)) : undefined;
+    const name = kind === 'file' ? fileNameOf(url, what) : undefined;
+    const to = name === undefined ? undefined : path.join(targetDir, name);
     const identity = request?.reuse === undefined ? undefined : identityOf(url, response, request.select);
     if (identity !== undefined) {
       const offer = request!.reuse!(identity);
@@ -228,11 +230,11 @@ const download = async (
       ]);
       if (early === true) {
         response.body.destroy();
-        return;
+        return undefined;
       }
       if (early === waiting) {
         response.body.destroy();
-        if (await offer) return;
+        if (await offer) return undefined;
         response = await open();
       }
     }
@@ -251,9 +253,9 @@ const download = async (
       everyMs: limits.progressIntervalMs,
       report: progress,
     });
-    if (to !== undefined) {
-      await saveBody(response, { what, to, attempt, guard, reopen: get }, settings);
-      return;
+    if (name !== undefined && to !== undefined) {
+      const bytes = await saveBody(response, { what, to, attempt, guard, reopen: get }, settings);
+      return new Map([[name, bytes]]);
     }
     const body = wholeBody(response, { what, attempt, guard, reopen: get }, settings.maxResumes);
     await extractStream(body, kind as ArchiveFormat, targetDir, {
@@ -262,9 +264,10 @@ const download = async (
       limits,
       select: request?.select,
     });
+    return undefined;
   };
   try {
-    await inSlot(settings.pool, attempt.signal, fetch);
+    return await inSlot(settings.pool, attempt.signal, fetch);
   } catch (cause) {
     throw attempt.failure(cause);
   } finally {

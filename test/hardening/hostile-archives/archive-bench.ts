@@ -5,7 +5,7 @@ import { either as E } from 'fp-ts';
 import pino from 'pino';
 import { defaultAppConfig, type AppConfig } from '../../../src/core/flags/app-config';
 import { EffectError } from '../../../src/core/errors';
-import type { ModelStore } from '../../../src/ports';
+import type { ModelStore, WrittenFiles } from '../../../src/ports';
 import { capabilities } from '../../../src/wiring/capabilities';
 import { startHttpServer, type RunningHttpServer } from '../../../src/testing/http-server';
 import { name, spec } from '../../helpers/fixtures';
@@ -43,7 +43,7 @@ export const useArchiveBench = (config: Partial<AppConfig> = {}): ArchiveBench =
   let root = '';
   let server: RunningHttpServer | undefined;
   let store: ModelStore | undefined;
-  let download: ((uri: string, dir: string, signal: AbortSignal) => Promise<void>) | undefined;
+  let download: ((uri: string, dir: string, signal: AbortSignal) => Promise<WrittenFiles | void>) | undefined;
   const served = new Map<string, Buffer>();
   const never = new AbortController().signal;
   const model = name('m');

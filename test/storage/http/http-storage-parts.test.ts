@@ -45,8 +45,9 @@ describe('httpStorage in parts', () => {
 
   it('fetches a big file as ranges over several connections into one file', async () => {
     const { body, url } = await start();
-    await httpStorage({ streams: 4 }).download(url, target, never);
+    const written = await httpStorage({ streams: 4 }).download(url, target, never);
     expect(await saved()).toBe(expected);
+    expect(written).toEqual(new Map([['m.bin', size]]));
     const [first, ...parts] = body.requests;
     expect(first).toEqual({ range: undefined, ifRange: undefined, status: 200 });
     expect(parts.length).toBeGreaterThanOrEqual(3);

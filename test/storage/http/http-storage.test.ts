@@ -77,9 +77,11 @@ describe('httpStorage', () => {
     const url = await serve({
       '/model.joblib': send('Temporary content\n', { 'content-type': 'text/plain; charset=utf-8' }),
     });
-    await httpStorage().download(`${url}/model.joblib`, target, never);
+    const written = await httpStorage().download(`${url}/model.joblib`, target, never);
     expect(await listTree(target)).toEqual(['model.joblib']);
     expect(await readFile(path.join(target, 'model.joblib'), 'utf8')).toBe('Temporary content\n');
+    // Told to the commit, so it need not list the dir again.
+    expect(written).toEqual(new Map([['model.joblib', 18]]));
   });
 
   it('names the file "model" when the URL path ends in a slash', async () => {
@@ -130,7 +132,8 @@ describe('httpStorage', () => {
 
   it('extracts a plain tar, even when served as application/gzip', async () => {
     const url = await serve({ '/model': send(tarball(nestedTar), { 'content-type': 'application/gzip' }) });
-    await httpStorage().download(`${url}/model`, target, never);
+    // An archive's entries are not told: the commit lists what the extractor wrote.
+    expect(await httpStorage().download(`${url}/model`, target, never)).toBeUndefined();
     expect(await listTree(target)).toEqual(nestedTree);
     expect(await readFile(path.join(target, 'model', 'latest'), 'utf8')).toBe('weights');
   });
