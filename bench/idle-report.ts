@@ -23,14 +23,12 @@ export interface IdleFigures {
   readonly cpuMsPerMinute: number;
 }
 
-/** What P6 measured over the restarts: spawn to ready, the agent's own durations, bare node starts, work redone. */
-export interface RestartFigures {
-  readonly restartsMs: ReadonlyArray<number>;
-  readonly readyLogMs: ReadonlyArray<number>;
-  readonly nodeMs: ReadonlyArray<number>;
-  readonly downloads: number;
-  readonly loads: number;
-}
+/**
+ * What P6 measured over the restarts: spawn to ready (`restartsMs`), the agent's own durations (`readyLogMs`), the
+ * bare node starts paired with them (`nodeMs`), and the work redone (`downloads`, `loads`: 0 expected).
+ */
+export type RestartFigures = Readonly<Record<'restartsMs' | 'readyLogMs' | 'nodeMs', ReadonlyArray<number>>> &
+  Readonly<Record<'downloads' | 'loads', number>>;
 
 /** How the run was set up, for the names of the checks and the notes. */
 export interface IdleSetUp {

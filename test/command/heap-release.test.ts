@@ -63,16 +63,20 @@ const setUp = (heap: ReturnType<typeof fakeHeap>, quietMs = 1000) => {
     scheduler.flush();
     scheduler.frame = scheduler.maxFrames;
   };
-  return { agent, advance, sink, seen, started, subscription, completed: () => completed };
+  /** A burst of work that grows the heap by `bytes`, after which the loader is idle again. */
+  const burst = (bytes: number): void => {
+    agent.idle$.next(false);
+    heap.grow(bytes);
+    agent.idle$.next(true);
+  };
+  return { agent, advance, burst, sink, seen, started, subscription, completed: () => completed };
 };
 
 describe('releasingHeap', () => {
   it('collects once the loader has been idle quietMs after a burst that grew the heap by minGrowthBytes', () => {
     const heap = fakeHeap(20 * MiB, 20 * MiB);
-    const { agent, advance, sink } = setUp(heap);
-    agent.idle$.next(false);
-    heap.grow(23 * MiB);
-    agent.idle$.next(true);
+    const { advance, burst, sink } = setUp(heap);
+    burst(23 * MiB);
     advance(999);
     expect(heap.collections()).toBe(0);
     advance(1);
@@ -86,30 +90,22 @@ describe('releasingHeap', () => {
 
   it('leaves a heap that grew less than minGrowthBytes since the last release alone', () => {
     const heap = fakeHeap(20 * MiB, 21 * MiB);
-    const { agent, advance } = setUp(heap);
-    agent.idle$.next(false);
-    heap.grow(7 * MiB);
-    agent.idle$.next(true);
+    const { advance, burst } = setUp(heap);
+    burst(7 * MiB);
     advance(5000);
     expect(heap.collections()).toBe(0);
-    agent.idle$.next(false);
-    heap.grow(10 * MiB); // 37 MiB: 17 over the start
-    agent.idle$.next(true);
+    burst(10 * MiB); // 37 MiB: 17 over the start
     advance(1000);
     expect(heap.collections()).toBe(1);
-    agent.idle$.next(false);
-    heap.grow(7 * MiB); // 28 MiB: 7 over the 21 the release left
-    agent.idle$.next(true);
+    burst(7 * MiB); // 28 MiB: 7 over the 21 the release left
     advance(5000);
     expect(heap.collections()).toBe(1);
   });
 
   it('waits for a quiet loader: work that resumes within quietMs puts the collection off', () => {
     const heap = fakeHeap(20 * MiB, 20 * MiB);
-    const { agent, advance } = setUp(heap);
-    agent.idle$.next(false);
-    heap.grow(20 * MiB);
-    agent.idle$.next(true);
+    const { agent, advance, burst } = setUp(heap);
+    burst(20 * MiB);
     advance(500);
     agent.idle$.next(false);
     advance(5000);
@@ -133,10 +129,8 @@ describe('releasingHeap', () => {
 
   it('stops watching the loader when unsubscribed', () => {
     const heap = fakeHeap(20 * MiB, 20 * MiB);
-    const { agent, advance, subscription } = setUp(heap);
-    agent.idle$.next(false);
-    heap.grow(20 * MiB);
-    agent.idle$.next(true);
+    const { agent, advance, burst, subscription } = setUp(heap);
+    burst(20 * MiB);
     subscription.unsubscribe();
     advance(5000);
     expect(heap.collections()).toBe(0);
