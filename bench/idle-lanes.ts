@@ -1,12 +1,17 @@
 /**
  * The idle suite's lanes beyond the agent fixture: CPU time from /proc (any process, Go's too), the KServe
- * drop-in's command line, and the KServe Go agent's puller idling after the same models.
+ * drop-in's command line, the KServe Go agent's puller idling after the same models, and what is read of each lane
+ * at the ends of the window.
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { atomicWrite } from '../src/testing/atomic-writer';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../src/testing/v2-model-server';
-import { loadArrivals, modelsJson } from './agent-fixture';
+import { loadArrivals, modelsJson, readProbe, type ProbeReading } from './agent-fixture';
+import type { IdleFigures, IdlerName } from './idle-report';
+import { round3, summarize } from './suite';
+import type { CliProcess } from '../test/helpers/cli-process';
+import type { V2Request } from '../src/testing/v2-model-server';
 import {
   freePort,
   inOwnNetwork,
@@ -111,4 +116,57 @@ export const startGoIdler = async (
     await close();
     throw error;
   }
+};
+
+const MiB = 2 ** 20;
+
+/** One watcher idling: its pid, and its process and probe file when it is a Node.js one. */
+export interface Idler {
+  readonly name: IdlerName;
+  readonly pid: number;
+  readonly probed?: { readonly process: CliProcess; readonly probeFile: string };
+}
+
+/** What was read of one idler at the start and the end of the window. */
+export interface Reading {
+  readonly cpuMs: number;
+  readonly probe?: ProbeReading;
+}
+
+export const readingOf = async (idler: Idler): Promise<Reading> => ({
+  cpuMs: procCpuMs(idler.pid),
+  ...(idler.probed && { probe: await readProbe(idler.probed.process, idler.probed.probeFile) }),
+});
+
+export const figuresOf = (
+  idler: Idler,
+  rss: number[],
+  start: Reading,
+  end: Reading,
+  minutes: number,
+): IdleFigures => {
+  const rssSummary = summarize(rss.map((bytes) => bytes / MiB));
+  return {
+    name: idler.name,
+    rssMedianMiB: rssSummary.median,
+    rssMaxMiB: rssSummary.max,
+    // No GC is forced: the lower of the two readings is the closer to the live heap.
+    ...(start.probe &&
+      end.probe && {
+        heapUsedMiB: round3(Math.min(start.probe.heapUsed, end.probe.heapUsed) / MiB),
+        heapTotalMiB: round3(end.probe.heapTotal / MiB),
+      }),
+    cpuMsPerMinute: round3((end.cpuMs - start.cpuMs) / minutes),
+  };
+};
+
+/** The load requests and index requests (each resync asks the index once) a stand-in heard. */
+export const heard = () => {
+  const loads = loadArrivals();
+  let indexRequests = 0;
+  const onRequest = (request: V2Request): void => {
+    loads.observe(request);
+    if (request.path === '/v2/repository/index') indexRequests++;
+  };
+  return { loads, onRequest, indexRequests: () => indexRequests };
 };

@@ -6,33 +6,31 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { atomicWrite } from '../src/testing/atomic-writer';
-import { startV2ModelServer, type V2Request } from '../src/testing/v2-model-server';
+import { startV2ModelServer } from '../src/testing/v2-model-server';
 import { sleep, waitFor } from '../src/testing/wait';
 import type { CliProcess } from '../test/helpers/cli-process';
 import {
   cliPath,
-  loadArrivals,
   modelsJson,
-  readProbe,
   sampleRssOf,
   startAgentProcess,
   startFloorProcess,
   startModelStore,
   stopProcess,
-  type ProbeReading,
 } from './agent-fixture';
-import { dropInPort, kserveDropInArgs, procCpuMs, startGoIdler, type GoIdler } from './idle-lanes';
 import {
-  round3,
-  summarize,
-  type Check,
-  type Row,
-  type RunOptions,
-  type Suite,
-  type SuiteResult,
-} from './suite';
+  dropInPort,
+  figuresOf,
+  heard,
+  kserveDropInArgs,
+  readingOf,
+  startGoIdler,
+  type GoIdler,
+  type Idler,
+} from './idle-lanes';
+import { idleRestartReport } from './idle-report';
+import type { RunOptions, Suite, SuiteResult } from './suite';
 
-const MiB = 2 ** 20;
 const models = 1_000;
 const modelFileBytes = 4096;
 const startTimeoutMs = 120_000;
@@ -46,76 +44,6 @@ const timing = {
   quick: { settleMs: 2_000, measureMs: 30_000, restarts: 2, resyncArgs: ['--resync-interval', '30s'] },
 };
 const firstResyncTimeoutMs = 120_000;
-/** P5 targets. */
-const maxHeapUsedMiB = 20;
-const maxCpuMsPerMinute = 50;
-/** P6 target. */
-const maxReadyMs = 1000;
-/** The npm bin's idle RSS may exceed the image's way of starting the agent by at most this ratio. */
-const maxBinRssRatio = 1.1;
-
-/** One watcher idling: its pid, and its process and probe file when it is a Node.js one. */
-interface Idler {
-  readonly name:
-    'modelsync' | 'modelsync (npm bin)' | 'modelsync (KServe drop-in)' | 'floor' | 'KServe Go agent (puller)';
-  readonly pid: number;
-  readonly probed?: { readonly process: CliProcess; readonly probeFile: string };
-}
-
-/** The idle figures of one process over the window. */
-interface IdleFigures {
-  readonly name: Idler['name'];
-  readonly rssMedianMiB: number;
-  readonly rssMaxMiB: number;
-  readonly heapUsedMiB?: number;
-  readonly heapTotalMiB?: number;
-  readonly cpuMsPerMinute: number;
-}
-
-/** What was read of one idler at the start and the end of the window. */
-interface Reading {
-  readonly cpuMs: number;
-  readonly probe?: ProbeReading;
-}
-
-const readingOf = async (idler: Idler): Promise<Reading> => ({
-  cpuMs: procCpuMs(idler.pid),
-  ...(idler.probed && { probe: await readProbe(idler.probed.process, idler.probed.probeFile) }),
-});
-
-const figuresOf = (
-  idler: Idler,
-  rss: number[],
-  start: Reading,
-  end: Reading,
-  minutes: number,
-): IdleFigures => {
-  const rssSummary = summarize(rss.map((bytes) => bytes / MiB));
-  return {
-    name: idler.name,
-    rssMedianMiB: rssSummary.median,
-    rssMaxMiB: rssSummary.max,
-    // No GC is forced: the lower of the two readings is the closer to the live heap.
-    ...(start.probe &&
-      end.probe && {
-        heapUsedMiB: round3(Math.min(start.probe.heapUsed, end.probe.heapUsed) / MiB),
-        heapTotalMiB: round3(end.probe.heapTotal / MiB),
-      }),
-    cpuMsPerMinute: round3((end.cpuMs - start.cpuMs) / minutes),
-  };
-};
-
-/** The load requests and index requests (each resync asks the index once) a stand-in heard. */
-const heard = () => {
-  const loads = loadArrivals();
-  let indexRequests = 0;
-  const onRequest = (request: V2Request): void => {
-    loads.observe(request);
-    if (request.path === '/v2/repository/index') indexRequests++;
-  };
-  return { loads, onRequest, indexRequests: () => indexRequests };
-};
-
 /** Spawn to exit of `node -e 0`: the runtime's own start-up, the floor of a restart. */
 const bareNodeMs = async (): Promise<number> => {
   const started = performance.now();
@@ -257,108 +185,11 @@ export const idleRestartSuite: Suite = {
         loads += mineLoads.requests() - loadsBefore;
         await stopProcess(again);
       }
-      const [mineIdle, binIdle, dropInIdle, floorIdle] = idle as [
-        IdleFigures,
-        IdleFigures,
-        IdleFigures,
-        IdleFigures,
-      ];
-      const goIdle = idle.find((figures) => figures.name === 'KServe Go agent (puller)');
-      const restart = summarize(restartsMs);
-      const node = summarize(nodeMs);
-      const rows: Row[] = [
-        ...idle.map((figures): Row => ({ measure: 'P5 idle', ...figures })),
-        {
-          measure: 'P6 restart → ready',
-          name: 'modelsync',
-          runs: restart.runs,
-          medianMs: restart.median,
-          maxMs: restart.max,
-          readyLogDurationMs: summarize(readyLogMs).median,
-          downloads,
-          loads,
-        },
-        {
-          measure: 'P6 restart → ready',
-          name: 'node -e 0',
-          runs: node.runs,
-          medianMs: node.median,
-          maxMs: node.max,
-        },
-      ];
-      const checks: Check[] = [
-        {
-          name: `P5 idle RSS ≤ the floor watcher's (${models} models)`,
-          withinBudget: mineIdle.rssMedianMiB <= floorIdle.rssMedianMiB,
-          ratio: round3(mineIdle.rssMedianMiB / floorIdle.rssMedianMiB),
-          better: 'lower',
-          rssMiB: mineIdle.rssMedianMiB,
-          floorRssMiB: floorIdle.rssMedianMiB,
-        },
-        {
-          name: "P5 idle RSS of the agent started as the npm bin within 10 % of the image's way of starting it",
-          withinBudget: binIdle.rssMedianMiB <= mineIdle.rssMedianMiB * maxBinRssRatio,
-          ratio: round3(binIdle.rssMedianMiB / mineIdle.rssMedianMiB),
-          better: 'lower',
-          rssMiB: binIdle.rssMedianMiB,
-          imageRssMiB: mineIdle.rssMedianMiB,
-        },
-        {
-          name: `P5 idle heapUsed ≤ ${maxHeapUsedMiB} MiB`,
-          withinBudget: (mineIdle.heapUsedMiB ?? Infinity) <= maxHeapUsedMiB,
-          // No ratio for CI: the floor's heapUsed swings 4-18 MiB with its GC's timing.
-          heapUsedMiB: mineIdle.heapUsedMiB ?? null,
-          floorHeapUsedMiB: floorIdle.heapUsedMiB ?? null,
-        },
-        // The ratio is to the budget: the floor (no timers, no resync) and the Go agent (no resync) idle at ~0.
-        ...[mineIdle, dropInIdle].map((figures): Check => ({
-          name: `P5 idle CPU ≤ ${maxCpuMsPerMinute} ms/min, ${figures.name}`,
-          withinBudget: figures.cpuMsPerMinute <= maxCpuMsPerMinute,
-          ratio: round3(figures.cpuMsPerMinute / maxCpuMsPerMinute),
-          better: 'lower',
-          cpuMsPerMinute: figures.cpuMsPerMinute,
-          floorCpuMsPerMinute: floorIdle.cpuMsPerMinute,
-          ...(goIdle && { goAgentCpuMsPerMinute: goIdle.cpuMsPerMinute }),
-        })),
-        {
-          name: `P6 restart with ${models} models on disk and loaded → ready ≤ ${maxReadyMs} ms, 0 downloads, 0 loads`,
-          withinBudget: restart.max <= maxReadyMs && downloads === 0 && loads === 0,
-          ratio: round3(restart.median / node.median),
-          better: 'lower',
-          medianMs: restart.median,
-          maxMs: restart.max,
-          downloads,
-          loads,
-        },
-      ];
-      return {
-        rows,
-        checks,
-        notes: [
-          `Each process got the same models.json of ${models} models (${modelFileBytes / 1024} KiB each over ` +
-            'http from a server in the bench process), each against its own V2 stand-in: modelsync started as ' +
-            'its image starts it (`node --max-semi-space-size=1 cli.js`) as a plain sidecar (no HTTP surface), as ' +
-            "the npm bin (the file itself: its `#!/usr/bin/env -S node …` line), and as KServe's webhook starts " +
-            'its agent (`--enable-puller --config-dir --model-dir --component-port --port`: the agent port and ' +
-            "the HTTP surface on), all with their defaults (info logs); the floor watcher; and, in the bench's " +
-            'own network namespace, the KServe Go agent with its puller (its stand-in on 127.0.0.1:8080; it has ' +
-            `no resync)${goSkipped === undefined ? '' : ` — not run here: ${goSkipped}`}. Once every agent had ` +
-            'every load request and its first resync after the burst (the stand-in heard one more index request ' +
-            `than at ready: that resync repairs what the burst changed, once), they idled side by side: ` +
-            `${settleMs / 1000} s to settle, then ${measureMs / 1000} s measured` +
-            (quick ? ' with `--resync-interval 30s` (one resync in the window), scaled to a minute.' : '.'),
-          'rss: VmRSS from /proc every second over the window (median, max); CPU: the time on a CPU of every ' +
-            'thread (/proc/<pid>/task/*/schedstat, ns; else utime + stime of /proc/<pid>/stat) at the start and ' +
-            'the end of the window, ms/min = their difference over the window; heapUsed and heapTotal of the Node.js processes from a preloaded probe ' +
-            '(bench/memory-probe.ts: at SIGUSR2 it writes process.memoryUsage() to a file) at both ends, heapUsed ' +
-            "the lower of the two readings (no GC is forced). The CPU checks' ratio is to the 50 ms budget.",
-          'P6: the agent is stopped (SIGTERM) and started again on the same dirs and stand-in; the clock runs ' +
-            'from the spawn to the `start-up sync complete; ready` log line reaching the bench (readyLogDurationMs: ' +
-            "the agent's own durationMs from start-up to ready). downloads = `model downloading` logs, loads = " +
-            'load requests at the stand-in, both summed over the restarts and 0.5 s after each ready. ratio = ' +
-            "median restart / median spawn-to-exit of `node -e 0` (the runtime's own start-up), paired per restart.",
-        ],
-      };
+      return idleRestartReport(
+        idle,
+        { restartsMs, readyLogMs, nodeMs, downloads, loads },
+        { models, modelFileBytes, settleMs, measureMs, quick, goSkipped },
+      );
     } finally {
       await goIdler?.close();
       for (const process of running) await stopProcess(process);

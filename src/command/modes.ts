@@ -36,6 +36,7 @@ import {
   type AgentRun,
 } from '../wiring';
 import { gracefulStop } from './graceful-stop';
+import { releasingHeap, v8HeapRelease } from './heap-release';
 import { packageVersion } from './package-version';
 
 /** What a mode emits: a line for stdout, or an exit code that ends the process. */
@@ -114,7 +115,9 @@ export const syncMode = (
   // The HTTP surface's one seam: it wraps how the agent starts.
   const drains: Array<() => Promise<void>> = [];
   const surface = { stopping$: signals.shutdown$, drains, agentPort };
-  const run: AgentRun = config.httpPort === 0 ? startAgent : withSurface(config, log, surface)(startAgent);
+  const surfaced: AgentRun =
+    config.httpPort === 0 ? startAgent : withSurface(config, log, surface)(startAgent);
+  const run = releasingHeap(v8HeapRelease, log)(surfaced);
   const { configDir, modelDir, serverUrl, protocol, source } = config;
   const where =
     source === 'kube-api' ? { configmap: config.configmap, namespace: config.namespace } : { configDir };

@@ -31,13 +31,14 @@ export const attemptOnce = async (
   effects: ReconcileEffects,
   { records, report, retry, random, telemetry, stop, retryAfter }: AttemptContext,
 ): Promise<void> => {
-  const { desired, generation } = record;
+  const { desired } = record;
   if (desired === undefined && isInPlace(record, undefined)) {
     // Nothing was ever installed (added and removed before any work): close what was reported, if anything.
     if (record.reported) report(record, 'Removed', undefined);
     records.delete(record.name);
     return;
   }
+  const generation = (record.generation ??= new AbortController());
   try {
     await reconcile(record, desired, effects, { stop, supersede: generation.signal });
     record.attempts = 0;
@@ -55,5 +56,7 @@ export const attemptOnce = async (
     telemetry.retry(failedStep(record.status.phase));
     report(record, 'Retrying', desired, details, statusOf(error));
     retryAfter(record.name, retryDelay(retry, record.attempts, random));
+  } finally {
+    if (record.generation === generation) record.generation = undefined; // a newer one stays for its own work
   }
 };

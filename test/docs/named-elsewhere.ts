@@ -37,7 +37,13 @@ export const otherPrograms: ReadonlyArray<{
   },
   {
     program: /\bnode\b|Node|NODE_OPTIONS/,
-    names: ['--max-semi-space-size', '--max-old-space-size', '--require', '--openssl-legacy-provider'],
+    names: [
+      '--max-semi-space-size',
+      '--expose-gc',
+      '--max-old-space-size',
+      '--require',
+      '--openssl-legacy-provider',
+    ],
   },
   {
     program: /\bnode\b|Node|NODE_OPTIONS/,
