@@ -40,6 +40,7 @@ export const otherPrograms: ReadonlyArray<{
     names: [
       '--max-semi-space-size',
       '--expose-gc',
+      '--no-memory-reducer',
       '--max-old-space-size',
       '--require',
       '--openssl-legacy-provider',
