@@ -120,9 +120,10 @@ export interface Staged {
   /**
    * Writes the marker (with the manifest of the files) last and renames the dir into place as `M/<name>`; the dir is
    * flushed in the background (in batches, once installs pause). A previous version is moved aside, not deleted,
-   * until `dropReplaced` (which waits for that flush, started at once when there is a version to drop). `beforeSwap` (the load journal's record, written meanwhile) must resolve before the rename; its
-   * rejection fails the commit. `written`: what the download says it wrote (WrittenFiles), the manifest then taken
-   * from it rather than from a listing of the dir. On failure the staging dir is removed.
+   * until `dropReplaced` (which waits for that flush, started at once when there is a version to drop).
+   * `beforeSwap` (the load journal's record, written meanwhile) must resolve before the rename; its rejection fails
+   * the commit. `written`: what the download says it wrote (WrittenFiles), the manifest then taken from it rather
+   * than from a listing of the dir. On failure the staging dir is removed.
    */
   commit(beforeSwap?: Promise<unknown>, written?: WrittenFiles): Promise<Installed>;
   /**

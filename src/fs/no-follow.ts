@@ -44,33 +44,35 @@ export const namingDirs = (error: unknown, dirs: ReadonlyArray<OpenDir>): unknow
   return new EffectError(message, retryable, { kind, ...(status === undefined ? {} : { status }), cause });
 };
 
-/** Opens the real dir at `path`; fails (ELOOP, ENOTDIR) when it is a link or no dir. */
-export const openDir = async (path: string): Promise<OpenDir> => {
+/**
+ * Opens the real dir at `path` (fails, ELOOP or ENOTDIR, when it is a link or no dir), and runs `alongside` on its
+ * handle path while it is fstat'ed: one wait for both (each is a trip through libuv's pool).
+ */
+const openDirWith = async <T>(
+  path: string,
+  alongside: (ref: string) => Promise<T>,
+): Promise<{ readonly dir: OpenDir; readonly also: T }> => {
   const handle = await open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
   try {
-    return { handle, path, ref: handlePath(handle, path), stats: await handle.stat() };
+    const ref = handlePath(handle, path);
+    const [stats, also] = await Promise.all([handle.stat(), alongside(ref)]);
+    return { dir: { handle, path, ref, stats }, also };
   } catch (cause) {
     await handle.close();
     throw cause;
   }
 };
 
-/**
- * `openDir`, with the names in the dir read through its handle while it is fstat'ed: one wait for both, not two
- * (each is a trip through libuv's pool). A listing that fails is `['?']`.
- */
+/** Opens the real dir at `path`; fails (ELOOP, ENOTDIR) when it is a link or no dir. */
+export const openDir = async (path: string): Promise<OpenDir> =>
+  (await openDirWith(path, () => Promise.resolve())).dir;
+
+/** `openDir`, with the names in the dir read through its handle; a listing that fails is `['?']`. */
 export const openListedDir = async (
   path: string,
 ): Promise<OpenDir & { readonly entries: ReadonlyArray<string> }> => {
-  const handle = await open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-  try {
-    const ref = handlePath(handle, path);
-    const [stats, entries] = await Promise.all([handle.stat(), readdir(ref).catch(() => ['?'])]);
-    return { handle, path, ref, stats, entries };
-  } catch (cause) {
-    await handle.close();
-    throw cause;
-  }
+  const { dir, also } = await openDirWith(path, (ref) => readdir(ref).catch(() => ['?']));
+  return { ...dir, entries: also };
 };
 
 export const withDir = async <T>(path: string, use: (dir: OpenDir) => Promise<T>): Promise<T> => {
