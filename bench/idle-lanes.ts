@@ -14,8 +14,7 @@ import type { CliProcess } from '../test/helpers/cli-process';
 import type { V2Request } from '../src/testing/v2-model-server';
 import {
   freePort,
-  inOwnNetwork,
-  kserveAgent,
+  kserveAgentMissing,
   kserveAgentServerPort,
   startKserveAgent,
   type KserveAgentProcess,
@@ -86,9 +85,8 @@ export const startGoIdler = async (
   store: string,
   timeoutMs: number,
 ): Promise<GoIdler | string> => {
-  if (!inOwnNetwork()) return 'not in the bench network namespace (run as root through `npm run bench`)';
-  const built = kserveAgent();
-  if (built.path === undefined) return built.why ?? 'the KServe agent is not built';
+  const missing = kserveAgentMissing();
+  if (missing !== undefined) return missing;
   const configDir = path.join(dir, 'config');
   mkdirSync(path.join(dir, 'models'), { recursive: true });
   atomicWrite(configDir, { 'models.json': '[]' });

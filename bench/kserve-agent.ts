@@ -32,6 +32,16 @@ export const kserveAgent = (): { readonly path?: string; readonly why?: string }
 /** Whether this process runs in the bench's own network namespace (port 8080 is ours). */
 export const inOwnNetwork = (): boolean => process.env.MODELSYNC_BENCH_NETNS === '1';
 
+/**
+ * Why the Go agent cannot be a peer here, or undefined when it can: it needs its binary and the bench's own network
+ * namespace (its puller loads at localhost:8080, and its abstract socket `@/kserve/agent.sock` is per namespace).
+ */
+export const kserveAgentMissing = (): string | undefined => {
+  if (!inOwnNetwork())
+    return "not in the bench's own network namespace (run as root: npm run bench does unshare -n)";
+  return kserveAgent().why;
+};
+
 /** A port free on 127.0.0.1 now (the OS's pick), for a peer that cannot be told to listen on port 0. */
 export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {

@@ -10,14 +10,8 @@ import { atomicWrite } from '../src/testing/atomic-writer';
 import { startV2ModelServer } from '../src/testing/v2-model-server';
 import { waitFor } from '../src/testing/wait';
 import { loadArrivals, modelName, modelsJson, startModelStore } from './agent-fixture';
-import {
-  cpuSecondsOf,
-  goPullerMissing,
-  standInPort,
-  startPuller,
-  type PullerName,
-  type RunningPuller,
-} from './puller-peers';
+import { cpuSecondsOf, standInPort, startPuller, type PullerName, type RunningPuller } from './puller-peers';
+import { kserveAgentMissing } from './kserve-agent';
 
 /** One round of one puller. */
 export interface SwapAddsRound {
@@ -68,13 +62,13 @@ const oneRound = async (puller: PullerName, count: number, storeUrl: string): Pr
 
 /**
  * `rounds` rounds of `count` models added in one swap, each round every puller once (the order turning), each on
- * fresh dirs; the Go puller only where it can run (`goPullerMissing`).
+ * fresh dirs; the Go puller only where it can run (`kserveAgentMissing`).
  */
 export const measureSwapAdds = async (
   count: number,
   rounds: number,
 ): Promise<{ readonly rounds: SwapAddsRound[]; readonly goMissing?: string }> => {
-  const goMissing = goPullerMissing();
+  const goMissing = kserveAgentMissing();
   const pullers: PullerName[] = goMissing === undefined ? ['modelsync', 'kserve-agent'] : ['modelsync'];
   const store = await startModelStore(swapAddsFileBytes);
   const measured: SwapAddsRound[] = [];

@@ -14,7 +14,7 @@ import {
 import path from 'node:path';
 import { agentNodeFlags } from '../src/command/node-flags';
 import { startHttpServer, writeRepeated } from '../src/testing/http-server';
-import { inOwnNetwork, kserveAgent, startKserveAgent } from './kserve-agent';
+import { startKserveAgent } from './kserve-agent';
 
 const MiB = 2 ** 20;
 
@@ -113,15 +113,6 @@ export interface ProxyProcess {
   readonly pid: number;
   readonly stop: () => void;
 }
-
-/**
- * Why the Go agent cannot run here, or undefined when it can: it needs its binary (scripts/install-kserve-agent.sh)
- * and the bench's own network namespace (its fixed abstract socket `@/kserve/agent.sock` is per namespace).
- */
-export const kserveGoMissing = (): string | undefined => {
-  if (!inOwnNetwork()) return "not in the bench's own network namespace (run as root: unshare -n)";
-  return kserveAgent().why;
-};
 
 /**
  * Starts a proxy in a process of its own: the Go agent as KServe runs it (`--component-port`), or a Node child

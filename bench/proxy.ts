@@ -6,12 +6,12 @@ import { Agent } from 'node:http';
 import { sleep } from '../src/testing/wait';
 import { procRssBytes } from './agent-fixture';
 import { cpuSecondsOf } from './parallel-peers';
+import { kserveAgentMissing } from './kserve-agent';
 import { crowd, exchange, noTally, tallied, type Exchange, type Tally } from './proxy-load';
 import {
   block,
   inferAnswer,
   inferBody,
-  kserveGoMissing,
   startProxyProcess,
   startUpstream,
   tensorBytes,
@@ -141,7 +141,7 @@ const measureMemory = async (kind: ProxyKind, upstreamPort: number, plan: Plan) 
 
 const run = async ({ quick }: RunOptions): Promise<SuiteResult> => {
   const plan = quick ? plans.quick : plans.full;
-  const goMissing = kserveGoMissing();
+  const goMissing = kserveAgentMissing();
   const kinds: ReadonlyArray<ProxyKind> =
     goMissing === undefined
       ? ['floor', 'node-tcp', 'modelsync', 'kserve-go']

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { sleep } from '../src/testing/wait';
 import { startAgentProcess, stopProcess } from './agent-fixture';
-import { inOwnNetwork, kserveAgent, kserveAgentServerPort, startKserveAgent } from './kserve-agent';
+import { inOwnNetwork, kserveAgentServerPort, startKserveAgent } from './kserve-agent';
 
 /** Who pulls: modelsync (node src/cli.js, as its image runs it) or the KServe Go agent (`--enable-puller`). */
 export type PullerName = 'modelsync' | 'kserve-agent';
@@ -20,13 +20,6 @@ export interface RunningPuller {
   readonly transcript: () => string;
   readonly stop: () => Promise<void>;
 }
-
-/** Why the Go puller cannot be a peer here, or undefined when it can. */
-export const goPullerMissing = (): string | undefined => {
-  if (!inOwnNetwork())
-    return 'the KServe Go agent needs port 8080 of its own: the bench runs in no network namespace of its own (root and unshare -n)';
-  return kserveAgent().why;
-};
 
 /**
  * The port the stand-in model server of `name` listens on: the Go puller's fixed one for both (the same server

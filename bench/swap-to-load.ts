@@ -24,8 +24,12 @@ import {
   startFloorProcess,
   stopProcess,
 } from './agent-fixture';
-import { kserveAgentServerPort, startKserveAgent, type KserveAgentProcess } from './kserve-agent';
-import { goPullerMissing } from './puller-peers';
+import {
+  kserveAgentMissing,
+  kserveAgentServerPort,
+  startKserveAgent,
+  type KserveAgentProcess,
+} from './kserve-agent';
 import {
   round3,
   summarize,
@@ -156,7 +160,7 @@ const runPhase = async (phase: Phase, swaps: number): Promise<PhaseResult[]> => 
     await startLane('modelsync', root, store.url),
     await startLane('floor', root, store.url),
     await startLane('kube-api', root, store.url),
-    ...(goPullerMissing() === undefined ? [await startLane('kserve-agent', root, store.url)] : []),
+    ...(kserveAgentMissing() === undefined ? [await startLane('kserve-agent', root, store.url)] : []),
   ];
   const [modelsync, floor, kube, go] = lanes as [Lane, Lane, Lane, Lane | undefined];
   modelsync.process = startAgent(modelsync, phase);
