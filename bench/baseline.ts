@@ -64,7 +64,7 @@ const worsening = (now: number, base: BaselineRatio): number => {
 export interface Comparison {
   readonly lines: ReadonlyArray<string>;
   readonly failed: boolean;
-  /** The suites with a ratio more than `allowedFactor` times worse. */
+  /** The suites that threw, or with a ratio more than `allowedFactor` times worse. */
   readonly worseSuites: ReadonlyArray<string>;
 }
 
@@ -73,12 +73,17 @@ export interface Comparison {
  * `allowedFactor` times worse. A ratio the run did not measure (a suite skipped here) or the baseline lacks is
  * listed, not failed: only a measured regression fails CI.
  */
-export const compareWithBaseline = (file: string, measured: ReadonlyArray<Measured>): Comparison => {
+export const compareWithBaseline = (
+  file: string,
+  measured: ReadonlyArray<Measured>,
+  failures: ReadonlyMap<string, string> = new Map(),
+): Comparison => {
   const baseline = JSON.parse(readFileSync(file, 'utf8')) as Baseline;
   const now = ratiosOf(measured);
   const ranSuites = new Set(measured.map(({ suite }) => suite));
-  const lines: string[] = [];
-  const worseSuites = new Set<string>();
+  // A suite that threw measured nothing: its ratios would pass unseen, so it fails the check by name.
+  const lines = [...failures].map(([suite, why]) => `FAILED   ${suite}: ${why}`);
+  const worseSuites = new Set<string>(failures.keys());
   for (const [key, base] of Object.entries(baseline.ratios)) {
     const current = now[key];
     if (current === undefined) {

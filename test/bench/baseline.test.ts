@@ -54,6 +54,17 @@ describe('compareWithBaseline', () => {
     expect(comparison.failed).toBe(false);
     expect(comparison.lines).toHaveLength(1);
   });
+
+  it('fails a suite that threw by name, though its ratios are simply absent', () => {
+    const comparison = compareWithBaseline(
+      baselineFile(),
+      [measured('swap', 'P1 latency vs floor', 2, 'lower')],
+      new Map([['adds', 'Error: kserve-agent: every load answered: timed out']]),
+    );
+    expect(comparison.failed).toBe(true);
+    expect(comparison.worseSuites).toEqual(['adds']);
+    expect(comparison.lines).toContain('FAILED   adds: Error: kserve-agent: every load answered: timed out');
+  });
 });
 
 describe('writeBaseline', () => {
