@@ -2,7 +2,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { fetch, type Response } from 'undici';
-import { namesAnonymousUser, type KubeFailure } from '../core/config-map';
+import { namesAnonymousUser, refusedUser, type KubeFailure } from '../core/config-map';
 import { errorCode, errorMessage } from '../core/errors';
 import { jsonObject } from '../core/json/json-object';
 import type { KubeClientModule } from './kube-client';
@@ -32,6 +32,8 @@ export class KubeStatusError extends Error {
     readonly httpStatus: number,
     /** The answer's Status names `system:anonymous`, or no credential was sent: the server saw none. */
     readonly anonymous: boolean,
+    /** The user the answer's Status names, when it names one (`refusedUser`). */
+    readonly user?: string,
   ) {
     super(message);
   }
@@ -120,6 +122,7 @@ export const kubeGet = async (
     response.statusText || STATUS_CODES[status] || `HTTP ${status}`,
     status,
     anonymous,
+    refusedUser(answer),
   );
 };
 
@@ -137,8 +140,11 @@ const numberField = (cause: unknown, field: string): number | undefined => {
 export const kubeFailureOf = (cause: unknown): KubeFailure => {
   const status =
     numberField(cause, 'httpStatus') ?? numberField(cause, 'statusCode') ?? numberField(cause, 'code');
-  if (status !== undefined)
-    return cause instanceof KubeStatusError && cause.anonymous ? { status, anonymous: true } : { status };
-  const code = errorCode(cause);
-  return code !== undefined ? { code } : { message: errorMessage(cause) };
+  if (status === undefined) {
+    const code = errorCode(cause);
+    return code !== undefined ? { code } : { message: errorMessage(cause) };
+  }
+  if (!(cause instanceof KubeStatusError)) return { status };
+  if (cause.anonymous) return { status, anonymous: true };
+  return cause.user !== undefined ? { status, user: cause.user } : { status };
 };

@@ -129,6 +129,8 @@ export interface KubeFailure {
   readonly status?: number;
   /** The server took the request as `system:anonymous` (its Status says so), or no credential was sent. */
   readonly anonymous?: boolean;
+  /** The user a 403's Status names (`User "system:serviceaccount:ns:sa" cannot list …`): whom the Role refused. */
+  readonly user?: string;
   /** A network error's code (`ECONNREFUSED`), when there was no answer. */
   readonly code?: string;
   readonly message?: string;
@@ -145,6 +147,15 @@ export const namesAnonymousUser = (status: Readonly<Record<string, unknown>> | u
   [status?.['message'], JSON.stringify(status?.['details'] ?? null)].some(
     (text) => typeof text === 'string' && text.includes(anonymousUser),
   );
+
+/**
+ * The user a refusal's Status names, as a real API server words it (`… is forbidden: User "<name>" cannot list …`):
+ * printable, without spaces or quotes, at most 128 characters; undefined otherwise.
+ */
+export const refusedUser = (status: Readonly<Record<string, unknown>> | undefined): string | undefined => {
+  const message = status?.['message'];
+  return typeof message === 'string' ? /User "([!#-~]{1,128})" cannot/.exec(message)?.[1] : undefined;
+};
 
 const statusWords: Readonly<Record<number, string>> = {
   401: 'the API server refused the credentials (401 Unauthorized): check the service account token or the kubeconfig user',
@@ -165,6 +176,11 @@ export const describeKubeFailure = (failure: KubeFailure): string => {
     return `the API server answered a redirect (HTTP ${failure.status}), not followed: the token goes to no other address`;
   if ((failure.status === 401 || failure.status === 403) && failure.anonymous === true)
     return noCredentials(failure.status);
+  if (failure.status === 403 && failure.user !== undefined)
+    return (
+      `the API server forbade it to ${failure.user} (403 Forbidden): the Role bound to that user must allow get, ` +
+      'list and watch on this ConfigMap (resourceNames)'
+    );
   if (failure.status !== undefined)
     return statusWords[failure.status] ?? `the API server answered HTTP ${failure.status}`;
   if (failure.code !== undefined) return `cannot reach the API server (${failure.code})`;

@@ -6,6 +6,7 @@ import {
   configMapText,
   describeKubeFailure,
   namesAnonymousUser,
+  refusedUser,
   stallMsFor,
   watchQuery,
 } from '../../src/core/config-map';
@@ -71,6 +72,10 @@ describe('the ConfigMap as a config source', () => {
       { status: 401, anonymous: true },
       /^no credentials were sent \(the API server answered 401 Unauthorized/,
     ],
+    [
+      { status: 403, user: 'system:serviceaccount:serving:stranger' },
+      /^the API server forbade it to system:serviceaccount:serving:stranger \(403 Forbidden\): the Role bound to that user must allow get, list and watch on this ConfigMap \(resourceNames\)$/,
+    ],
     [{ status: 404, anonymous: true }, /no such namespace or resource \(404 Not Found\)$/],
     [{ status: 500 }, /^the API server answered HTTP 500$/],
     [{ code: 'ECONNREFUSED' }, /^cannot reach the API server \(ECONNREFUSED\)$/],
@@ -112,5 +117,26 @@ describe('the ConfigMap as a config source', () => {
     ['no Status', undefined, false],
   ])('tells whether %s names the anonymous user', (_what, status, anonymous) => {
     expect(namesAnonymousUser(status)).toBe(anonymous);
+  });
+
+  it.each([
+    [
+      'a real 403 for a service account',
+      {
+        ...anonymousForbidden,
+        message: anonymousForbidden.message.replace('anonymous', 'serviceaccount:serving:sa'),
+      },
+      'system:serviceaccount:serving:sa',
+    ],
+    [
+      'a name with a space or a quote in it',
+      { message: 'User "a b" cannot list; User "a\\"b" cannot' },
+      undefined,
+    ],
+    ['a name over 128 characters', { message: `User "${'u'.repeat(129)}" cannot list` }, undefined],
+    ['a message without a user', { message: 'Forbidden' }, undefined],
+    ['no Status', undefined, undefined],
+  ])('takes the refused user of %s only when it is a plain name', (_what, status, user) => {
+    expect(refusedUser(status)).toBe(user);
   });
 });
