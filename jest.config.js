@@ -32,9 +32,10 @@ module.exports = {
       ...shared,
       displayName: 'e2e',
       testMatch: ['**/*.e2e.test.ts'],
-      // The real model servers (Triton, MLServer, KServe): installed by the project's own script the first time
-      // (about 2 minutes, into .model-servers/), a no-op after; the fixture models made beside them.
-      globalSetup: '<rootDir>/test/real-servers/global-setup.ts',
+      // The real model servers (Triton, MLServer, KServe) and the real control plane (etcd, kube-apiserver,
+      // kubectl, KServe's manager): installed by the project's own scripts the first time (minutes, into caches
+      // outside the clone), a no-op after; the fixture models made beside the servers.
+      globalSetup: '<rootDir>/test/e2e-setup.ts',
       globalTeardown: '<rootDir>/test/real-servers/global-teardown.ts',
     },
   ],

@@ -12,6 +12,8 @@ export interface KubeApiStandInOptions {
   readonly namespace: string;
   /** The ConfigMap a Role restricted by `resourceNames` would allow: any other name or no field selector is 403. */
   readonly name: string;
+  /** The user the token is, named in a 403 as a real server names it (default `system:serviceaccount:<ns>:modelsync`). */
+  readonly user?: string;
 }
 
 /** A request the stand-in received. */
@@ -84,6 +86,9 @@ interface OpenWatch {
   readonly bookmarks: boolean;
 }
 
+/** A real API server's watch cache sends a BOOKMARK this long before a watch's `timeoutSeconds` end (cacher.go). */
+const bookmarkBeforeEndMs = 2000;
+
 const statusBody = (code: number, reason: string, message: string, details?: object): object => {
   const failure = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason };
   return { ...failure, ...(details === undefined ? {} : { details }), code };
@@ -94,13 +99,16 @@ const statusBody = (code: number, reason: string, message: string, details?: obj
  * `GET /api/v1/namespaces/<ns>/configmaps?fieldSelector=metadata.name=<name>` (a ConfigMapList with the
  * collection's resourceVersion; with `Accept: …;as=PartialObjectMetadataList;…` the items' metadata alone; with
  * `resourceVersionMatch=Exact` the current version only, 410 for an older one) and the same with `watch=true` (JSON
- * lines of ADDED, MODIFIED, DELETED, BOOKMARK and ERROR events from after `resourceVersion`, ended after
- * `timeoutSeconds`), 410 Gone for a compacted version, 401 for a wrong bearer token, 403 as `system:anonymous` for
- * none, and 403 without the field selector (a Role restricted by `resourceNames`).
+ * lines of ADDED, MODIFIED, DELETED, BOOKMARK and ERROR events from after `resourceVersion`, a BOOKMARK 2 s before
+ * `timeoutSeconds`, ended there), 410 Gone for a compacted version, 401 for a wrong bearer token, 403 as
+ * `system:anonymous` for none, and 403 naming the token's user without the field selector (a Role restricted by
+ * `resourceNames`). What it answers in these cases is checked against a real API server
+ * (test/control-plane/kube-api-stand-in-probe.e2e.test.ts).
  */
 export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promise<KubeApiStandIn> => {
   const collection = `/api/v1/namespaces/${options.namespace}/configmaps`;
   let token = options.token;
+  const user = options.user ?? `system:serviceaccount:${options.namespace}:modelsync`;
   let version = 1;
   let current: object | undefined;
   let compactedBefore = 0;
@@ -118,6 +126,8 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
     data,
   });
   const line = (type: string, object: object): string => `${JSON.stringify({ type, object })}\n`;
+  const bookmarkLine = (): string =>
+    line('BOOKMARK', { kind: 'ConfigMap', apiVersion: 'v1', metadata: { resourceVersion: String(version) } });
   const json = (res: ServerResponse, status: number, body: object): void =>
     void res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
 
@@ -152,10 +162,23 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
       if (current !== undefined) res.write(line('ADDED', current));
     } else for (const event of history.filter((e) => e.version > from)) res.write(event.text);
     watches.add(watch);
-    const timeoutSeconds = Number(query['timeoutSeconds'] ?? '0');
-    const timer = timeoutSeconds > 0 ? setTimeout(() => end(watch), timeoutSeconds * 1000) : undefined;
+    const timeoutMs = Number(query['timeoutSeconds'] ?? '0') * 1000;
+    // As a real server's watch cache: a BOOKMARK at the current version 2 s before the end (at once for a shorter
+    // watch). A real one may send another as it ends, or not, by its timer's tick: the stand-in does not.
+    const timers =
+      timeoutMs > 0
+        ? [
+            setTimeout(
+              () => {
+                if (watch.bookmarks && watches.has(watch)) res.write(bookmarkLine());
+              },
+              Math.max(0, timeoutMs - bookmarkBeforeEndMs),
+            ),
+            setTimeout(() => end(watch), timeoutMs),
+          ]
+        : [];
     res.on('close', () => {
-      clearTimeout(timer);
+      for (const timer of timers) clearTimeout(timer);
       watches.delete(watch);
     });
     req.on('close', () => watches.delete(watch));
@@ -177,8 +200,11 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
       return refuse(res, kind, query, 401, 'Unauthorized', 'Unauthorized');
     if (kind === 'other' || req.method !== 'GET')
       return refuse(res, kind, query, 404, 'NotFound', 'the server could not find the requested resource');
-    if (query['fieldSelector'] !== `metadata.name=${options.name}`)
-      return refuse(res, kind, query, 403, 'Forbidden', 'configmaps is forbidden: not in resourceNames');
+    if (query['fieldSelector'] !== `metadata.name=${options.name}`) {
+      const verb = kind === 'watch' ? 'watch' : 'list';
+      const message = `configmaps is forbidden: User "${user}" cannot ${verb} resource "configmaps" in API group "" in the namespace "${options.namespace}"`;
+      return refuse(res, kind, query, 403, 'Forbidden', message, { kind: 'configmaps' });
+    }
     if (kind === 'watch') return openWatch(req, res, query);
     if (/;as=PartialObjectMetadataList;/.test(req.headers.accept ?? '')) {
       record('metadata', query, 200);
@@ -214,7 +240,8 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
       kind: 'ConfigMapList',
       apiVersion: 'v1',
       metadata: { resourceVersion: String(version) },
-      items: current === undefined ? [] : [current],
+      // A real list's items carry no kind or apiVersion; a watch event's object does.
+      items: current === undefined ? [] : [{ ...current, kind: undefined, apiVersion: undefined }],
     });
   };
 
@@ -252,8 +279,7 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
     },
     bookmark: () => {
       version += 1; // other objects moved the store on: the bookmark carries its version
-      const object = { kind: 'ConfigMap', apiVersion: 'v1', metadata: { resourceVersion: String(version) } };
-      for (const watch of watches) if (watch.bookmarks) watch.response.write(line('BOOKMARK', object));
+      for (const watch of watches) if (watch.bookmarks) watch.response.write(bookmarkLine());
     },
     sendRaw: (text) => {
       for (const watch of watches) watch.response.write(text);

@@ -1,9 +1,10 @@
 /**
- * The e2e project's globalSetup: installs the real model servers into `<repo>/.model-servers/` (one venv each,
- * exact pins: scripts/model-servers/install.sh; about 2 minutes the first time, a no-op after) and makes the
- * fixture models into `.model-servers/models/` (make-models.py, again only when a server's key changed). The installer's
- * output goes straight to the run's stdout/stderr, so a CI log shows the progress and, on a failure, why; the run
- * then fails naming the server. When everything is in place it takes well under a second.
+ * Part of the e2e project's globalSetup (../e2e-setup.ts): installs the real model servers into
+ * `<repo>/.model-servers/` (one venv each, exact pins: scripts/model-servers/install.sh; about 2 minutes the first
+ * time, a no-op after) and makes the fixture models into `.model-servers/models/` (make-models.py, again only when a
+ * server's key changed). The installer's output goes straight to the run's stdout/stderr, so a CI log shows the
+ * progress and, on a failure, why; the run then fails naming the server. When everything is in place it takes well
+ * under a second.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -105,7 +106,3 @@ export const ensureRealServers = (
     );
   }
 };
-
-export default function globalSetup(): void {
-  ensureRealServers();
-}

@@ -37,9 +37,7 @@ export const fixtureModel = (kind: RealServerKind, variant: FixtureVariant): str
   if (!fixtureVariants[kind].includes(variant)) throw new Error(`there is no ${variant} fixture for ${kind}`);
   const dir = join(modelsDir, kind, variant);
   if (!existsSync(dir))
-    throw new Error(
-      `${dir} is missing: the e2e project's globalSetup (test/real-servers/global-setup.ts) makes it`,
-    );
+    throw new Error(`${dir} is missing: the e2e project's globalSetup (test/e2e-setup.ts) makes it`);
   return dir;
 };
 

@@ -62,7 +62,7 @@ export const installedServer = (kind: RealServerKind): InstalledServer => {
   } catch (error) {
     throw new Error(
       `${kind} is not installed (${file}: ${(error as Error).message}): the e2e project's globalSetup ` +
-        `(test/real-servers/global-setup.ts) installs it, or run scripts/model-servers/install.sh ${cacheDir} ${kind}`,
+        `(test/e2e-setup.ts) installs it, or run scripts/model-servers/install.sh ${cacheDir} ${kind}`,
       { cause: error },
     );
   }

@@ -1,0 +1,282 @@
+/**
+ * A real Kubernetes control plane for the e2e tests: etcd and kube-apiserver, built from the Go module proxy by
+ * scripts/install-control-plane.sh (the e2e globalSetup runs it: ~14 CPU-minutes the first time on a machine, a file
+ * test after), started per test file on free 127.0.0.1 ports in a temp dir of its own. Nothing else runs: no
+ * controller-manager, scheduler or kubelet, so namespaces never finish deleting (a test takes a new one) and no
+ * ServiceAccount appears by itself (a test creates what it uses). The API server serves the fixture certificate
+ * (test/fixtures/tls: SAN 127.0.0.1), signs ServiceAccount tokens with a key made here, authorizes with RBAC, and
+ * knows one static token, the admin's (`system:masters`), which `kubectl` is given. Every process dies with the
+ * test process (`setpriv --pdeathsig KILL`); its output is kept in `<dir>/<name>.log` and quoted when it fails to
+ * come up. What these tests cover: docs/operating.md, "Config sources".
+ */
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { request as plainRequest } from 'node:http';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { waitFor } from '../../src/testing/wait';
+import { repoRoot } from '../real-servers/paths';
+import { freePorts } from '../real-servers/servers';
+
+const tlsDir = join(repoRoot, 'test', 'fixtures', 'tls');
+
+/** Where the installer put each piece. */
+export interface ControlPlaneBinaries {
+  readonly etcd: string;
+  readonly kubeApiserver: string;
+  readonly kubectl: string;
+  readonly kserveManager: string;
+  /** KServe's config/ (CRDs, inferenceservice-config, webhooks) of the same version as the manager. */
+  readonly kserveConfig: string;
+}
+
+let installed: ControlPlaneBinaries | undefined;
+
+/**
+ * The pinned control plane, built first when this machine has none (the installer's lines go to stderr; the e2e
+ * globalSetup calls this once, so a test only reads the paths).
+ */
+export const controlPlaneBinaries = (): ControlPlaneBinaries => {
+  if (installed !== undefined) return installed;
+  const script = join(repoRoot, 'scripts', 'install-control-plane.sh');
+  let printed: string;
+  try {
+    printed = execFileSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  } catch (error) {
+    throw new Error(`no control plane to test against: ${script} failed (its output is above)`, {
+      cause: error,
+    });
+  }
+  // One `<piece> <path>` line each.
+  const paths = new Map(
+    printed
+      .trim()
+      .split('\n')
+      .map((line): [string, string] => [line.slice(0, line.indexOf(' ')), line.slice(line.indexOf(' ') + 1)]),
+  );
+  const at = (piece: string): string => {
+    const path = paths.get(piece);
+    if (path === undefined || !existsSync(path)) throw new Error(`${script} printed no ${piece}: ${printed}`);
+    return path;
+  };
+  const kserveManager = at('kserve-manager');
+  return (installed = {
+    etcd: at('etcd'),
+    kubeApiserver: at('kube-apiserver'),
+    kubectl: at('kubectl'),
+    kserveManager,
+    kserveConfig: join(kserveManager, '..', 'config'),
+  });
+};
+
+/** One process of the control plane, its output in a log file. */
+interface Piece {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly log: string;
+  readonly exited: Promise<void>;
+}
+
+const startPiece = (dir: string, name: string, file: string, args: ReadonlyArray<string>): Piece => {
+  const log = join(dir, `${name}.log`);
+  const out = openSync(log, 'a');
+  // The kernel kills the piece when the test process ends, however it ends.
+  const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', file, ...args], {
+    stdio: ['ignore', out, out],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.unref();
+  return { name, child, log, exited };
+};
+
+const stopPiece = async (piece: Piece | undefined, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
+  if (piece === undefined || piece.child.exitCode !== null || piece.child.signalCode !== null) return;
+  piece.child.kill(signal);
+  const killed = setTimeout(() => piece.child.kill('SIGKILL'), 10_000);
+  await piece.exited;
+  clearTimeout(killed);
+};
+
+/** The status of a GET, or undefined when nothing answers yet. */
+const statusOf = (url: string, headers: Record<string, string>, ca?: string): Promise<number | undefined> =>
+  new Promise((resolve) => {
+    const options = { headers, timeout: 2000, ...(ca === undefined ? {} : { ca }) };
+    const call = (url.startsWith('https:') ? request : plainRequest)(url, options, (answer) => {
+      answer.resume();
+      answer.once('end', () => resolve(answer.statusCode));
+    });
+    call.once('error', () => resolve(undefined));
+    call.once('timeout', () => call.destroy());
+    call.end();
+  });
+
+/** Waits until `url` answers 200, or throws quoting the end of the piece's log (or says it exited). */
+const waitReady = async (piece: Piece, url: string, headers: Record<string, string>, ca?: string) => {
+  try {
+    await waitFor(
+      async () => {
+        if (piece.child.exitCode !== null) throw new Error(`${piece.name} exited (${piece.child.exitCode})`);
+        return (await statusOf(url, headers, ca)) === 200;
+      },
+      60_000,
+      `${piece.name} ready at ${url}`,
+    );
+  } catch (error) {
+    const tail = readFileSync(piece.log, 'utf8').split('\n').slice(-30).join('\n');
+    throw new Error(`${String(error)}; the end of ${piece.log}:\n${tail}`, { cause: error });
+  }
+};
+
+/** A running control plane. */
+export interface ControlPlane {
+  /** The API server, `https://127.0.0.1:<port>`. */
+  readonly url: string;
+  /** The CA file that signed the API server's certificate. */
+  readonly caFile: string;
+  /** A kubeconfig of the admin (`system:masters`), for kubectl. */
+  readonly adminKubeconfig: string;
+  /** Runs kubectl as the admin; resolves with its stdout, rejects with its stderr. */
+  kubectl(args: ReadonlyArray<string>, input?: string): Promise<string>;
+  /** `kubectl apply` of `objects` (server-side, so a re-apply of an edited object replaces its fields). */
+  apply(...objects: ReadonlyArray<object>): Promise<void>;
+  /** A fresh namespace (none is ever deleted for good here: nothing finalizes them). */
+  namespace(prefix: string): Promise<string>;
+  /** Stops the API server (`SIGKILL`: as a crash; `SIGTERM`: as a rollout) and, unless told, starts it again. */
+  restartApiServer(signal: NodeJS.Signals, options?: { readonly downMs?: number }): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const kubeconfigFor = (
+  url: string,
+  caFile: string,
+  user: Readonly<Record<string, unknown>>,
+  namespace = 'default',
+): string =>
+  JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'real', cluster: { server: url, 'certificate-authority': caFile } }],
+    users: [{ name: 'user', user }],
+    contexts: [{ name: 'real', context: { cluster: 'real', user: 'user', namespace } }],
+    'current-context': 'real',
+  });
+
+/** Writes a kubeconfig for `user` (e.g. `{ tokenFile }` or `{ token }`) of `plane` to `file`, `namespace` its default. */
+export const writeKubeconfig = (
+  file: string,
+  plane: Pick<ControlPlane, 'url' | 'caFile'>,
+  user: Readonly<Record<string, unknown>>,
+  namespace?: string,
+): string => {
+  writeFileSync(file, kubeconfigFor(plane.url, plane.caFile, user, namespace));
+  return file;
+};
+
+/** Starts etcd and the API server in `dir`; resolves once `/readyz` answers 200 (~5 s here). */
+export const startControlPlane = async (dir: string): Promise<ControlPlane> => {
+  const binaries = controlPlaneBinaries();
+  mkdirSync(dir, { recursive: true });
+  const [etcdClient, etcdPeer, apiPort] = (await freePorts(3)) as [number, number, number];
+  const etcdUrl = `http://127.0.0.1:${etcdClient}`;
+  const peerUrl = `http://127.0.0.1:${etcdPeer}`;
+  const etcd = startPiece(dir, 'etcd', binaries.etcd, [
+    '--name=test',
+    `--data-dir=${join(dir, 'etcd')}`,
+    `--listen-client-urls=${etcdUrl}`,
+    `--advertise-client-urls=${etcdUrl}`,
+    `--listen-peer-urls=${peerUrl}`,
+    `--initial-advertise-peer-urls=${peerUrl}`,
+    `--initial-cluster=test=${peerUrl}`,
+    '--log-level=warn',
+  ]);
+  let apiServer: Piece | undefined;
+  try {
+    await waitReady(etcd, `${etcdUrl}/health`, {});
+    const { publicKey, privateKey } = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    });
+    writeFileSync(join(dir, 'sa.pub'), publicKey);
+    writeFileSync(join(dir, 'sa.key'), privateKey);
+    const adminToken = randomBytes(16).toString('hex');
+    writeFileSync(join(dir, 'tokens.csv'), `${adminToken},admin,admin-uid,"system:masters"\n`);
+    const caFile = join(tlsDir, 'ca.pem');
+    const url = `https://127.0.0.1:${apiPort}`;
+    const apiArgs = [
+      `--etcd-servers=${etcdUrl}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
+      // Its `kubernetes` Service's endpoint would be 127.0.0.1, which validation refuses.
+      '--endpoint-reconciler-type=none',
+      `--tls-cert-file=${join(tlsDir, 'server.pem')}`,
+      `--tls-private-key-file=${join(tlsDir, 'server-key.pem')}`,
+      `--client-ca-file=${caFile}`,
+      `--token-auth-file=${join(dir, 'tokens.csv')}`,
+      '--service-account-issuer=https://kubernetes.default.svc',
+      `--service-account-key-file=${join(dir, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--authorization-mode=RBAC',
+      `--cert-dir=${join(dir, 'certs')}`,
+    ];
+    const admin = { Authorization: `Bearer ${adminToken}` };
+    const ca = readFileSync(caFile, 'utf8');
+    const startApiServer = async (): Promise<void> => {
+      apiServer = startPiece(dir, 'kube-apiserver', binaries.kubeApiserver, apiArgs);
+      await waitReady(apiServer, `${url}/readyz`, admin, ca);
+    };
+    await startApiServer();
+    const adminKubeconfig = join(dir, 'admin.kubeconfig');
+    writeKubeconfig(adminKubeconfig, { url, caFile }, { token: adminToken });
+    const run = promisify(execFile);
+    const kubectl = async (args: ReadonlyArray<string>, input?: string): Promise<string> => {
+      const running = run(binaries.kubectl, ['--kubeconfig', adminKubeconfig, ...args], {
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      if (input !== undefined) running.child.stdin!.end(input);
+      try {
+        return (await running).stdout;
+      } catch (error) {
+        const stderr = (error as { stderr?: string }).stderr ?? '';
+        throw new Error(`kubectl ${args.join(' ')}: ${stderr.trim() || String(error)}`, { cause: error });
+      }
+    };
+    let namespaces = 0;
+    return {
+      url,
+      caFile,
+      adminKubeconfig,
+      kubectl,
+      apply: async (...objects) => {
+        const list = { apiVersion: 'v1', kind: 'List', items: objects };
+        await kubectl(
+          ['apply', '--server-side', '--force-conflicts', '--field-manager=test', '-f', '-'],
+          JSON.stringify(list),
+        );
+      },
+      namespace: async (prefix) => {
+        const name = `${prefix}-${++namespaces}`;
+        await kubectl(['create', 'namespace', name]);
+        return name;
+      },
+      restartApiServer: async (signal, options = {}) => {
+        await stopPiece(apiServer, signal);
+        if (options.downMs !== undefined) await new Promise((resolve) => setTimeout(resolve, options.downMs));
+        await startApiServer();
+      },
+      stop: async () => {
+        await stopPiece(apiServer);
+        await stopPiece(etcd);
+      },
+    };
+  } catch (error) {
+    await stopPiece(apiServer, 'SIGKILL');
+    await stopPiece(etcd, 'SIGKILL');
+    throw error;
+  }
+};

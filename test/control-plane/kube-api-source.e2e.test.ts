@@ -1,0 +1,196 @@
+/**
+ * `--source kube-api` on the real process against a real API server (etcd and kube-apiserver built from the Go
+ * module proxy: ./control-plane.ts), with exactly the RBAC of deploy/overlays/triton-kube-api rendered by the real
+ * kustomize: a Role limited by `resourceNames`, a ServiceAccount, a TokenRequest token. The model server is the V2
+ * stand-in (the subject here is the API server). Each test takes a namespace of its own.
+ */
+import { writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { waitFor } from '../../src/testing/wait';
+import { cliArgs, killAllCli, startCli, type CliProcess } from '../helpers/cli-process';
+import { renderKustomization, type KubeObject } from '../deploy/kustomize';
+import { writeFiles } from '../helpers/file-tree';
+import { modelsJson } from '../helpers/kube-api';
+import type { LogLine } from '../helpers/log-sink';
+import { removeTempDir, tempDir, useTempDir } from '../helpers/temp-dir';
+import { repoRoot } from '../real-servers/paths';
+import { startControlPlane, writeKubeconfig, type ControlPlane } from './control-plane';
+
+jest.setTimeout(120_000);
+const tmp = useTempDir('real-kube-api');
+let plane: ControlPlane;
+let planeDir: string;
+beforeAll(async () => {
+  planeDir = await tempDir('control-plane');
+  plane = await startControlPlane(planeDir);
+});
+afterAll(async () => {
+  await plane?.stop();
+  await removeTempDir(planeDir);
+});
+let server: V2ModelServerStandIn | undefined;
+afterEach(async () => {
+  await killAllCli();
+  await server?.close();
+  server = undefined;
+});
+
+const overlay = renderKustomization(join(repoRoot, 'deploy', 'overlays', 'triton-kube-api'));
+const ofKind = (kind: string): KubeObject[] => overlay.filter((object) => object.kind === kind);
+const [configMap] = ofKind('ConfigMap');
+const modelsyncEnv = Object.fromEntries(
+  (
+    ofKind('Deployment')[0] as unknown as {
+      spec: {
+        template: {
+          spec: { containers: Array<{ name: string; env?: Array<{ name: string; value?: string }> }> };
+        };
+      };
+    }
+  ).spec.template.spec.containers
+    .find((container) => container.name === 'modelsync')!
+    .env!.filter((env) => env.name === 'MODELSYNC_SOURCE' || env.name === 'MODELSYNC_CONFIGMAP')
+    .map((env) => [env.name, env.value!]),
+);
+
+/** `object` moved to `namespace`, a RoleBinding's ServiceAccount subjects with it. */
+const inNamespace = (object: KubeObject, namespace: string): KubeObject => {
+  const moved = { ...object, metadata: { ...object.metadata, namespace } } as KubeObject & {
+    subjects?: Array<{ kind: string; namespace?: string }>;
+  };
+  if (moved.subjects !== undefined)
+    moved.subjects = moved.subjects.map((subject) =>
+      subject.kind === 'ServiceAccount' ? { ...subject, namespace } : subject,
+    );
+  return moved;
+};
+
+const storage = (): string => join(tmp.path, 'pvc');
+const names = ['alpha', 'beta', 'gamma'];
+
+/** The overlay's ConfigMap in `namespace`, listing `models`. */
+const modelsConfigMap = (namespace: string, ...models: string[]): KubeObject =>
+  inNamespace({ ...configMap!, data: { 'models.json': modelsJson(storage(), models) } }, namespace);
+
+/** A namespace with the overlay's ServiceAccount, Role and RoleBinding, and its ConfigMap listing `models`. */
+const deployed = async (...models: string[]): Promise<string> => {
+  const namespace = await plane.namespace('models');
+  const rbac = [...ofKind('ServiceAccount'), ...ofKind('Role'), ...ofKind('RoleBinding')];
+  await plane.apply(
+    ...rbac.map((object) => inNamespace(object, namespace)),
+    modelsConfigMap(namespace, ...models),
+  );
+  return namespace;
+};
+
+/** A TokenRequest token of `serviceAccount` in `namespace`, as the kubelet's projected volume would hold it. */
+const tokenOf = async (namespace: string, serviceAccount = 'modelsync'): Promise<string> =>
+  (await plane.kubectl(['create', 'token', serviceAccount, '-n', namespace, '--duration=1h'])).trim();
+
+/** The real CLI watching the overlay's ConfigMap through `kubeconfig`, beside a fresh V2 stand-in. */
+const startAgent = async (
+  kubeconfig: string,
+): Promise<{ agent: CliProcess; server: V2ModelServerStandIn }> => {
+  await writeFiles(storage(), Object.fromEntries(names.map((name) => [`${name}/model.bin`, name])));
+  const modelDir = join(tmp.path, 'models');
+  await mkdir(modelDir);
+  server = await startV2ModelServer({ modelDir });
+  const agent = startCli(
+    cliArgs({
+      'model-dir': modelDir,
+      'server-url': server.url,
+      'local-storage-roots': storage(),
+      'retry-base-ms': 50,
+      'retry-max-ms': 500,
+    }),
+    { env: { ...modelsyncEnv, KUBECONFIG: kubeconfig } },
+  );
+  return { agent, server };
+};
+
+const loadedLine = (model: string) => (log: LogLine) =>
+  log['msg'] === 'model loaded' && log['model'] === model;
+const failure = 'ConfigMap list or watch failed; retrying';
+const unloads = (standIn: V2ModelServerStandIn): number =>
+  standIn.requests.filter((request) => request.path.endsWith('/unload')).length;
+
+describe('--source kube-api against a real API server, with the RBAC of deploy/', () => {
+  it("reads the ConfigMap through the overlay's Role (resourceNames) with a TokenRequest token in kubectl's tokenFile: loads, follows edits, keeps the models through a delete, takes the re-created one", async () => {
+    expect(modelsyncEnv).toEqual({
+      MODELSYNC_SOURCE: 'kube-api',
+      MODELSYNC_CONFIGMAP: configMap!.metadata.name,
+    });
+    const namespace = await deployed('alpha');
+    const tokenFile = join(tmp.path, 'token');
+    writeFileSync(tokenFile, await tokenOf(namespace));
+    const kubeconfig = writeKubeconfig(join(tmp.path, 'kubeconfig'), plane, { tokenFile }, namespace);
+    const { agent, server: standIn } = await startAgent(kubeconfig);
+    await agent.waitForLog('start-up sync complete; ready', 30_000);
+    expect([...standIn.loaded]).toEqual(['alpha']);
+
+    await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
+    await agent.waitForLog(loadedLine('beta'), 10_000);
+
+    await plane.kubectl(['delete', 'configmap', configMap!.metadata.name, '-n', namespace]);
+    await agent.waitForLog((log) => /ConfigMap does not exist/.test(String(log['reason'])), 10_000);
+    expect(unloads(standIn)).toBe(0);
+
+    await plane.apply(modelsConfigMap(namespace, 'beta', 'gamma'));
+    await agent.waitForLog(loadedLine('gamma'), 10_000);
+    await waitFor(() => !standIn.loaded.has('alpha'), 10_000, 'alpha unloaded');
+    expect([...standIn.loaded].sort()).toEqual(['beta', 'gamma']);
+    expect(agent.logs.filter((log) => log['msg'] === failure)).toEqual([]);
+  });
+
+  it('with `token` in the kubeconfig, carries on after the API server is killed mid-watch and after it is restarted: the edits made meanwhile are applied, nothing is unloaded', async () => {
+    const namespace = await deployed('alpha');
+    const kubeconfig = writeKubeconfig(
+      join(tmp.path, 'kubeconfig'),
+      plane,
+      { token: await tokenOf(namespace) },
+      namespace,
+    );
+    const { agent, server: standIn } = await startAgent(kubeconfig);
+    await agent.waitForLog('start-up sync complete; ready', 30_000);
+
+    await plane.restartApiServer('SIGKILL', { downMs: 1000 });
+    await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
+    await agent.waitForLog(loadedLine('beta'), 30_000);
+
+    await plane.restartApiServer('SIGTERM');
+    await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta', 'gamma'));
+    await agent.waitForLog(loadedLine('gamma'), 30_000);
+    expect(unloads(standIn)).toBe(0);
+    expect([...standIn.loaded].sort()).toEqual(['alpha', 'beta', 'gamma']);
+  });
+
+  it('tells a ServiceAccount the Role does not name apart from a request that carried no token (403 as system:anonymous)', async () => {
+    const namespace = await deployed('alpha');
+    await plane.kubectl(['create', 'serviceaccount', 'stranger', '-n', namespace]);
+    const stranger = writeKubeconfig(
+      join(tmp.path, 'stranger.kubeconfig'),
+      plane,
+      { token: await tokenOf(namespace, 'stranger') },
+      namespace,
+    );
+    const { agent } = await startAgent(stranger);
+    const refused = await agent.waitForLog(failure, 30_000);
+    expect(refused['reason']).toBe(
+      `the API server forbade it to system:serviceaccount:${namespace}:stranger (403 Forbidden): ` +
+        'the Role bound to that user must allow get, list and watch on this ConfigMap (resourceNames)',
+    );
+    await killAllCli();
+    await server?.close();
+    server = undefined;
+
+    const anonymous = writeKubeconfig(join(tmp.path, 'anonymous.kubeconfig'), plane, {}, namespace);
+    await removeTempDir(join(tmp.path, 'models'));
+    const { agent: second } = await startAgent(anonymous);
+    const noToken = await second.waitForLog(failure, 30_000);
+    expect(noToken['reason']).toMatch(
+      /^no credentials were sent \(the API server answered 403 Forbidden to an anonymous request\)/,
+    );
+  });
+});
