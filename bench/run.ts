@@ -337,6 +337,12 @@ const inOwnNetworkNamespace = (): number | undefined => {
 
 // Run as a script; imported (writeReadme alone), it runs nothing.
 if (require.main === module) {
+  // An error no suite caught (a peer's socket erroring after its suite ended, a rejection nobody awaited) would
+  // end the run with exit 1 and its stack on stderr alone, which a CI excerpt may not show: say it on stdout.
+  process.on('uncaughtException', (error) => {
+    console.log(`bench: an error no suite caught ended the run: ${error.stack ?? String(error)}`);
+    process.exit(1);
+  });
   const status = inOwnNetworkNamespace();
   if (status !== undefined) process.exit(status);
   main().catch((error: unknown) => {
