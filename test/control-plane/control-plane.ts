@@ -143,7 +143,12 @@ export interface ControlPlane {
   apply(...objects: ReadonlyArray<object>): Promise<void>;
   /** A fresh namespace (none is ever deleted for good here: nothing finalizes them). */
   namespace(prefix: string): Promise<string>;
-  /** Stops the API server (`SIGKILL`: as a crash; `SIGTERM`: as a rollout) and, unless told, starts it again. */
+  /**
+   * Compacts etcd's history up to its current revision (through etcd's JSON gateway, as `etcdctl compact` does):
+   * every resourceVersion before it is gone from storage; resolves with that revision.
+   */
+  compactEtcd(): Promise<number>;
+  /** Stops the API server (`SIGKILL`: as a crash; `SIGTERM`: as a rollout) and starts it again. */
   restartApiServer(signal: NodeJS.Signals, options?: { readonly downMs?: number }): Promise<void>;
   stop(): Promise<void>;
 }
@@ -263,6 +268,21 @@ export const startControlPlane = async (dir: string): Promise<ControlPlane> => {
         const name = `${prefix}-${++namespaces}`;
         await kubectl(['create', 'namespace', name]);
         return name;
+      },
+      compactEtcd: async () => {
+        const call = async (path: string, body: object): Promise<Record<string, unknown>> => {
+          const answer = await fetch(`${etcdUrl}${path}`, { method: 'POST', body: JSON.stringify(body) });
+          if (!answer.ok) throw new Error(`etcd ${path}: HTTP ${answer.status}: ${await answer.text()}`);
+          return (await answer.json()) as Record<string, unknown>;
+        };
+        const range = await call('/v3/kv/range', {
+          key: Buffer.from('/registry').toString('base64'),
+          limit: 1,
+        });
+        const revision = Number((range['header'] as { revision?: string } | undefined)?.revision);
+        if (!Number.isInteger(revision)) throw new Error(`etcd gave no revision: ${JSON.stringify(range)}`);
+        await call('/v3/kv/compaction', { revision: String(revision), physical: true });
+        return revision;
       },
       restartApiServer: async (signal, options = {}) => {
         await stopPiece(apiServer, signal);

@@ -17,6 +17,8 @@ import type { LogLine } from '../helpers/log-sink';
 import { removeTempDir, tempDir, useTempDir } from '../helpers/temp-dir';
 import { repoRoot } from '../real-servers/paths';
 import { startControlPlane, writeKubeconfig, type ControlPlane } from './control-plane';
+import { freePort, get } from '../integration/surface-kit';
+import { surfacePaths } from '../../src/surface/http-surface';
 
 jest.setTimeout(120_000);
 const tmp = useTempDir('real-kube-api');
@@ -92,6 +94,7 @@ const tokenOf = async (namespace: string, serviceAccount = 'modelsync'): Promise
 /** The real CLI watching the overlay's ConfigMap through `kubeconfig`, beside a fresh V2 stand-in. */
 const startAgent = async (
   kubeconfig: string,
+  flags: Readonly<Record<string, string | number>> = {},
 ): Promise<{ agent: CliProcess; server: V2ModelServerStandIn }> => {
   await writeFiles(storage(), Object.fromEntries(names.map((name) => [`${name}/model.bin`, name])));
   const modelDir = join(tmp.path, 'models');
@@ -104,10 +107,19 @@ const startAgent = async (
       'local-storage-roots': storage(),
       'retry-base-ms': 50,
       'retry-max-ms': 500,
+      ...flags,
     }),
     { env: { ...modelsyncEnv, KUBECONFIG: kubeconfig } },
   );
   return { agent, server };
+};
+
+/** What the agent's /metrics says of `modelsync_config_<name>_total`. */
+const counted = async (port: number, name: 'relists' | 'watch_restarts'): Promise<number> => {
+  const { body } = await get(port, surfacePaths.metrics);
+  const line = new RegExp(`^modelsync_config_${name}_total (\\d+)$`, 'm').exec(body);
+  if (line === null) throw new Error(`no modelsync_config_${name}_total in /metrics`);
+  return Number(line[1]);
 };
 
 const loadedLine = (model: string) => (log: LogLine) =>
@@ -152,12 +164,14 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
       { token: await tokenOf(namespace) },
       namespace,
     );
-    const { agent, server: standIn } = await startAgent(kubeconfig);
+    const port = await freePort();
+    const { agent, server: standIn } = await startAgent(kubeconfig, { 'http-port': port });
     await agent.waitForLog('start-up sync complete; ready', 30_000);
 
     await plane.restartApiServer('SIGKILL', { downMs: 1000 });
     await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
     await agent.waitForLog(loadedLine('beta'), 30_000);
+    expect(await counted(port, 'watch_restarts')).toBeGreaterThanOrEqual(1);
 
     await plane.restartApiServer('SIGTERM');
     await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta', 'gamma'));
@@ -192,5 +206,62 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
     expect(noToken['reason']).toMatch(
       /^no credentials were sent \(the API server answered 403 Forbidden to an anonymous request\)/,
     );
+  });
+
+  it('re-opens each watch the API server ends at --watch-timeout-s from the bookmark before its end, never re-listing', async () => {
+    const namespace = await deployed('alpha');
+    const kubeconfig = writeKubeconfig(
+      join(tmp.path, 'kubeconfig'),
+      plane,
+      { token: await tokenOf(namespace) },
+      namespace,
+    );
+    const port = await freePort();
+    const { agent } = await startAgent(kubeconfig, { 'http-port': port, 'watch-timeout-s': 3 });
+    await agent.waitForLog('start-up sync complete; ready', 30_000);
+    // Other objects move the store on, so each bookmark carries a newer version than the ConfigMap's.
+    for (let i = 0; i < 3; i++)
+      await plane.apply({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `other-${i}`, namespace },
+        data: {},
+      });
+    await waitFor(
+      async () => (await counted(port, 'watch_restarts')) >= 3,
+      30_000,
+      'three watches ended and re-opened',
+    );
+    expect(await counted(port, 'relists')).toBe(0);
+    await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
+    await agent.waitForLog(loadedLine('beta'), 10_000);
+    expect(agent.logs.filter((log) => log['msg'] === failure)).toEqual([]);
+  });
+
+  it("re-lists when etcd's history was compacted past its version while the API server was down (410 Gone), and applies the next edit", async () => {
+    const namespace = await deployed('alpha');
+    const kubeconfig = writeKubeconfig(
+      join(tmp.path, 'kubeconfig'),
+      plane,
+      { token: await tokenOf(namespace) },
+      namespace,
+    );
+    const port = await freePort();
+    const { agent, server: standIn } = await startAgent(kubeconfig, { 'http-port': port });
+    await agent.waitForLog('start-up sync complete; ready', 30_000);
+    for (let i = 0; i < 3; i++)
+      await plane.apply({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `other-${i}`, namespace },
+        data: { i: String(i) },
+      });
+    await plane.compactEtcd();
+    // The restarted API server's watch cache starts at the newest version: the watch's resume reaches etcd, compacted.
+    await plane.restartApiServer('SIGKILL');
+    await waitFor(async () => (await counted(port, 'relists')) >= 1, 30_000, 'a re-list after 410 Gone');
+    await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
+    await agent.waitForLog(loadedLine('beta'), 10_000);
+    expect(unloads(standIn)).toBe(0);
   });
 });
