@@ -4,7 +4,7 @@
  * kustomize: a Role limited by `resourceNames`, a ServiceAccount, a TokenRequest token. The model server is the V2
  * stand-in (the subject here is the API server). Each test takes a namespace of its own.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
@@ -95,6 +95,7 @@ const tokenOf = async (namespace: string, serviceAccount = 'modelsync'): Promise
 const startAgent = async (
   kubeconfig: string,
   flags: Readonly<Record<string, string | number>> = {},
+  options: { readonly env?: Readonly<Record<string, string>>; readonly within?: ReadonlyArray<string> } = {},
 ): Promise<{ agent: CliProcess; server: V2ModelServerStandIn }> => {
   await writeFiles(storage(), Object.fromEntries(names.map((name) => [`${name}/model.bin`, name])));
   const modelDir = join(tmp.path, 'models');
@@ -109,7 +110,10 @@ const startAgent = async (
       'retry-max-ms': 500,
       ...flags,
     }),
-    { env: { ...modelsyncEnv, KUBECONFIG: kubeconfig } },
+    {
+      env: { ...modelsyncEnv, KUBECONFIG: kubeconfig, ...options.env },
+      ...(options.within ? { within: options.within } : {}),
+    },
   );
   return { agent, server };
 };
@@ -263,5 +267,38 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
     await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
     await agent.waitForLog(loadedLine('beta'), 10_000);
     expect(unloads(standIn)).toBe(0);
+  });
+
+  it("in a pod: reads the service account mount at its fixed path (the overlay's projected token, ca.crt and namespace) and KUBERNETES_SERVICE_HOST/PORT", async () => {
+    const namespace = await deployed('alpha');
+    const mount = join(tmp.path, 'serviceaccount');
+    await writeFiles(mount, {
+      token: await tokenOf(namespace),
+      'ca.crt': readFileSync(plane.caFile, 'utf8'),
+      namespace,
+    });
+    // The kubelet's mount, in a mount namespace of the agent's own (a user namespace: no privilege needed).
+    const serviceAccountDir = '/run/secrets/kubernetes.io/serviceaccount';
+    const within = [
+      'unshare',
+      '-rm',
+      'sh',
+      '-c',
+      `mount -t tmpfs none /run && mkdir -p ${serviceAccountDir} && mount --bind "$0" ${serviceAccountDir} && exec "$@"`,
+      mount,
+    ];
+    const { port } = new URL(plane.url);
+    const { agent, server: standIn } = await startAgent(
+      '',
+      {},
+      {
+        env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port },
+        within,
+      },
+    );
+    await agent.waitForLog('start-up sync complete; ready', 30_000);
+    expect([...standIn.loaded]).toEqual(['alpha']);
+    await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
+    await agent.waitForLog(loadedLine('beta'), 10_000);
   });
 });

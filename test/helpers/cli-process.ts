@@ -40,6 +40,8 @@ export interface CliOptions {
   readonly asBin?: boolean;
   /** Node.js flags before the script (some, such as `--optimize-for-size`, are refused in NODE_OPTIONS). */
   readonly nodeFlags?: ReadonlyArray<string>;
+  /** A command that execs the rest of its arguments (node, the flags, the script), as `unshare -rm sh -c …`. */
+  readonly within?: ReadonlyArray<string>;
 }
 
 /** A running CLI process; its outputs fill up as they arrive. */
@@ -131,9 +133,11 @@ export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}):
     MODELSYNC_HTTP_PORT: '0',
     ...options.env,
   };
-  const child = options.asBin
-    ? spawn(script, args, { env, stdio: 'pipe' })
-    : spawn(process.execPath, [...(options.nodeFlags ?? []), script, ...args], { env, stdio: 'pipe' });
+  const command = options.asBin
+    ? [script, ...args]
+    : [process.execPath, ...(options.nodeFlags ?? []), script, ...args];
+  const [file, ...rest] = [...(options.within ?? []), ...command] as [string, ...string[]];
+  const child = spawn(file, rest, { env, stdio: 'pipe' });
   const logs: LogLine[] = [];
   const otherLines: string[] = [];
   let lastOutputAt = Date.now();
