@@ -32,6 +32,7 @@ import {
   capabilities,
   settleMs,
   SurfaceBindFailed,
+  withKubeEvents,
   withSurface,
   type AgentRun,
 } from '../wiring';
@@ -115,8 +116,9 @@ export const syncMode = (
   // The HTTP surface's one seam: it wraps how the agent starts.
   const drains: Array<() => Promise<void>> = [];
   const surface = { stopping$: signals.shutdown$, drains, agentPort };
-  const surfaced: AgentRun =
-    config.httpPort === 0 ? startAgent : withSurface(config, log, surface)(startAgent);
+  // Kubernetes Events inside the surface: they hear the telemetry the surface gives the run.
+  const reported = withKubeEvents(config, log, env)(startAgent);
+  const surfaced: AgentRun = config.httpPort === 0 ? reported : withSurface(config, log, surface)(reported);
   const run = releasingHeap(v8HeapRelease, log)(surfaced);
   const { configDir, modelDir, serverUrl, protocol, source } = config;
   const where =

@@ -12,3 +12,9 @@ export {
   type KubeWatchStatus,
 } from './kube-api-source';
 export { kubeWatchProblem } from './kube-watch-health';
+export {
+  eventWriteFailure,
+  kubeEventsTarget,
+  type KubeEventsApi,
+  type KubeEventsTarget,
+} from './kube-events-api';

@@ -5,7 +5,7 @@ import { jsonObject } from '../core/json/json-object';
 import type { KubeClientModule } from './kube-client';
 import {
   KubeAnswerTooLarge,
-  kubeGet,
+  kubeCall,
   KubeRelistNeeded,
   maxKubeAnswerBytes,
   readCapped,
@@ -80,7 +80,7 @@ export class ConfigMapLister {
   ): Promise<Readonly<Record<string, unknown>> | undefined> {
     const { kube, where } = this;
     const selected = { fieldSelector: configMapSelector(where.name), ...query };
-    const response = await kubeGet(kube, config, configMapsPath(where.namespace), selected, signal, accept);
+    const response = await kubeCall(kube, config, configMapsPath(where.namespace), selected, signal, accept);
     if (response.body === null) throw brokenList('a 200 without a body');
     const bytes = await readCapped(response.body, maxKubeAnswerBytes, tooLarge);
     try {

@@ -1,4 +1,4 @@
-/** kubeGet: one GET to the API server with the kubeconfig's TLS and credentials, bounded, never redirected. */
+/** kubeCall: one request to the API server with the kubeconfig's TLS and credentials, bounded, never redirected. */
 import { STATUS_CODES } from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { fetch, type Response } from 'undici';
@@ -76,36 +76,52 @@ const sentCredentials = (config: KubeConfig, headers: Record<string, string>): b
   );
 };
 
+/** A write to the API server: its method, and the JSON body with its content type (a merge patch for PATCH). */
+export interface KubeWrite {
+  readonly method: 'POST' | 'PATCH';
+  readonly body: object;
+  readonly contentType: 'application/json' | 'application/merge-patch+json';
+}
+
 /**
- * GETs `path?query` from `config`'s current cluster with its TLS settings and credentials (the client's own
- * `applySecurityAuthentication`); resolves with a 200 answer. A redirect is refused, not followed: the credential
- * goes only to the API server it was configured for. `410 Gone` (the version is compacted away) throws a
- * `KubeRelistNeeded`, any other status a `KubeStatusError` (its Status read bounded).
+ * Sends `path?query` to `config`'s current cluster with its TLS settings and credentials (the client's own
+ * `applySecurityAuthentication`): a GET, or `write`; resolves with a 2xx answer. A redirect is refused, not
+ * followed: the credential goes only to the API server it was configured for. `410 Gone` (the version is
+ * compacted away) throws a `KubeRelistNeeded`, any other status a `KubeStatusError` (its Status read bounded).
  */
-export const kubeGet = async (
+export const kubeCall = async (
   kube: KubeClientModule,
   config: KubeConfig,
   path: string,
   query: Readonly<Record<string, string | number | boolean | undefined>>,
   signal: AbortSignal,
   accept?: string,
+  write?: KubeWrite,
 ): Promise<Response> => {
   const cluster = config.getCurrentCluster();
   if (cluster === null) throw new Error('the kubeconfig has no current cluster');
   const url = new URL(cluster.server + path);
   for (const [key, value] of Object.entries(query))
     if (value !== undefined) url.searchParams.set(key, String(value));
-  const request = new kube.RequestContext(url.toString(), kube.HttpMethod.GET);
+  const request = new kube.RequestContext(
+    url.toString(),
+    write ? kube.HttpMethod[write.method] : kube.HttpMethod.GET,
+  );
   await config.applySecurityAuthentication(request);
   const headers = request.getHeaders();
   const response = await fetch(url, {
-    method: 'GET',
-    headers: accept === undefined ? headers : { ...headers, Accept: accept },
+    method: write?.method ?? 'GET',
+    headers: {
+      ...headers,
+      ...(accept === undefined ? {} : { Accept: accept }),
+      ...(write === undefined ? {} : { 'Content-Type': write.contentType }),
+    },
+    ...(write === undefined ? {} : { body: JSON.stringify(write.body) }),
     dispatcher: request.getDispatcher(),
     signal,
     redirect: 'manual',
   });
-  if (response.status === 200) return response;
+  if (response.status >= 200 && response.status < 300) return response;
   const { status } = response;
   if (status >= 300 && status < 400) {
     await response.body?.cancel().catch(() => undefined);

@@ -4,7 +4,7 @@ import { watchQuery } from '../core/config-map';
 import { errorMessage } from '../core/errors';
 import { jsonObject } from '../core/json/json-object';
 import type { KubeClientModule } from './kube-client';
-import { kubeGet, KubeRelistNeeded, maxKubeAnswerBytes } from './kube-request';
+import { kubeCall, KubeRelistNeeded, maxKubeAnswerBytes } from './kube-request';
 
 /** What a watch tells its owner: it was opened (HTTP 200), and each event's resourceVersion. */
 export interface WatchProgress {
@@ -88,7 +88,7 @@ const readLines = async (
 };
 
 /**
- * A Watch for ListWatch of the ConfigMap `watched.name`: a `kubeGet` with the KubeConfig `configNow()` gives (a
+ * A Watch for ListWatch of the ConfigMap `watched.name`: a `kubeCall` GET with the KubeConfig `configNow()` gives (a
  * rotated token is used), asking for bookmarks and `timeoutSeconds` (ListWatch asks for neither), read here rather
  * than by the client, whose readline would buffer an endless line. What a resume would meet again ends the watch
  * with a `KubeRelistNeeded` (docs/reliability.md, Peer answers), a failure of ListWatch's handler too (called
@@ -155,7 +155,7 @@ export const bookmarkingWatch = (
         this.config = config;
         alive();
         const query = { ...queryParams, watch: true, ...watchQuery(watched.timeoutSeconds) };
-        const response = await kubeGet(kube, config, path, query, controller.signal);
+        const response = await kubeCall(kube, config, path, query, controller.signal);
         progress.opened();
         const body = response.body;
         if (body === null) throw brokenWatch('a 200 without a body');

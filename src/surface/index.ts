@@ -4,3 +4,9 @@ export { createMetrics } from './metrics';
 export { statusPages } from './status-pages';
 export { createSurfaceState, heartbeatMs, recheckMs, withDescriptors } from './surface-state';
 export { agentPortHandler } from './agent-port-handler';
+export {
+  kubeEventRecorder,
+  type KubeEventRecorder,
+  type KubeEventsWriter,
+  type KubeEventsWriterOf,
+} from './kube-event-recorder';

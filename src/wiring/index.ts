@@ -12,3 +12,4 @@ export {
 export { initializerStorage, type InitializerStorage } from './initializer-storage';
 export { downloadLimitsOf } from './storage';
 export { SurfaceBindFailed, withSurface, type AgentRun } from './surface';
+export { withKubeEvents } from './kube-events';

@@ -17,6 +17,8 @@ import { request as plainRequest } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { waitFor } from '../../src/testing/wait';
+import { removeTempDir, tempDir } from '../helpers/temp-dir';
+import type { KubeObject } from '../deploy/kustomize';
 import { repoRoot } from '../real-servers/paths';
 import { freePorts } from '../real-servers/servers';
 
@@ -299,4 +301,31 @@ export const startControlPlane = async (dir: string): Promise<ControlPlane> => {
     await stopPiece(etcd, 'SIGKILL');
     throw error;
   }
+};
+
+/** A control plane for the test file: started before its first test, stopped (its dir removed) after its last. */
+export const useControlPlane = (): { readonly plane: ControlPlane } => {
+  const held = {} as { plane: ControlPlane };
+  let dir: string | undefined;
+  beforeAll(async () => {
+    dir = await tempDir('control-plane');
+    held.plane = await startControlPlane(dir);
+  });
+  afterAll(async () => {
+    await held.plane?.stop();
+    if (dir !== undefined) await removeTempDir(dir);
+  });
+  return held;
+};
+
+/** `object` moved to `namespace` (a test's own), a RoleBinding's ServiceAccount subjects with it. */
+export const inNamespace = (object: KubeObject, namespace: string): KubeObject => {
+  const moved = { ...object, metadata: { ...object.metadata, namespace } } as KubeObject & {
+    subjects?: Array<Record<string, string>>;
+  };
+  if (moved.subjects !== undefined)
+    moved.subjects = moved.subjects.map((subject) =>
+      subject['kind'] === 'ServiceAccount' ? { ...subject, namespace } : subject,
+    );
+  return moved;
 };

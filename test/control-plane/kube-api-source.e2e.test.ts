@@ -14,24 +14,15 @@ import { renderKustomization, type KubeObject } from '../deploy/kustomize';
 import { writeFiles } from '../helpers/file-tree';
 import { modelsJson } from '../helpers/kube-api';
 import type { LogLine } from '../helpers/log-sink';
-import { removeTempDir, tempDir, useTempDir } from '../helpers/temp-dir';
+import { removeTempDir, useTempDir } from '../helpers/temp-dir';
 import { repoRoot } from '../real-servers/paths';
-import { startControlPlane, writeKubeconfig, type ControlPlane } from './control-plane';
+import { inNamespace, useControlPlane, writeKubeconfig } from './control-plane';
 import { freePort, get } from '../integration/surface-kit';
 import { surfacePaths } from '../../src/surface/http-surface';
 
 jest.setTimeout(120_000);
 const tmp = useTempDir('real-kube-api');
-let plane: ControlPlane;
-let planeDir: string;
-beforeAll(async () => {
-  planeDir = await tempDir('control-plane');
-  plane = await startControlPlane(planeDir);
-});
-afterAll(async () => {
-  await plane?.stop();
-  await removeTempDir(planeDir);
-});
+const controlPlane = useControlPlane();
 let server: V2ModelServerStandIn | undefined;
 afterEach(async () => {
   await killAllCli();
@@ -57,18 +48,6 @@ const modelsyncEnv = Object.fromEntries(
     .map((env) => [env.name, env.value!]),
 );
 
-/** `object` moved to `namespace`, a RoleBinding's ServiceAccount subjects with it. */
-const inNamespace = (object: KubeObject, namespace: string): KubeObject => {
-  const moved = { ...object, metadata: { ...object.metadata, namespace } } as KubeObject & {
-    subjects?: Array<{ kind: string; namespace?: string }>;
-  };
-  if (moved.subjects !== undefined)
-    moved.subjects = moved.subjects.map((subject) =>
-      subject.kind === 'ServiceAccount' ? { ...subject, namespace } : subject,
-    );
-  return moved;
-};
-
 const storage = (): string => join(tmp.path, 'pvc');
 const names = ['alpha', 'beta', 'gamma'];
 
@@ -78,9 +57,9 @@ const modelsConfigMap = (namespace: string, ...models: string[]): KubeObject =>
 
 /** A namespace with the overlay's ServiceAccount, Role and RoleBinding, and its ConfigMap listing `models`. */
 const deployed = async (...models: string[]): Promise<string> => {
-  const namespace = await plane.namespace('models');
+  const namespace = await controlPlane.plane.namespace('models');
   const rbac = [...ofKind('ServiceAccount'), ...ofKind('Role'), ...ofKind('RoleBinding')];
-  await plane.apply(
+  await controlPlane.plane.apply(
     ...rbac.map((object) => inNamespace(object, namespace)),
     modelsConfigMap(namespace, ...models),
   );
@@ -89,7 +68,9 @@ const deployed = async (...models: string[]): Promise<string> => {
 
 /** A TokenRequest token of `serviceAccount` in `namespace`, as the kubelet's projected volume would hold it. */
 const tokenOf = async (namespace: string, serviceAccount = 'modelsync'): Promise<string> =>
-  (await plane.kubectl(['create', 'token', serviceAccount, '-n', namespace, '--duration=1h'])).trim();
+  (
+    await controlPlane.plane.kubectl(['create', 'token', serviceAccount, '-n', namespace, '--duration=1h'])
+  ).trim();
 
 /** The real CLI watching the overlay's ConfigMap through `kubeconfig`, beside a fresh V2 stand-in. */
 const startAgent = async (
@@ -141,19 +122,24 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
     const namespace = await deployed('alpha');
     const tokenFile = join(tmp.path, 'token');
     writeFileSync(tokenFile, await tokenOf(namespace));
-    const kubeconfig = writeKubeconfig(join(tmp.path, 'kubeconfig'), plane, { tokenFile }, namespace);
+    const kubeconfig = writeKubeconfig(
+      join(tmp.path, 'kubeconfig'),
+      controlPlane.plane,
+      { tokenFile },
+      namespace,
+    );
     const { agent, server: standIn } = await startAgent(kubeconfig);
     await agent.waitForLog('start-up sync complete; ready', 30_000);
     expect([...standIn.loaded]).toEqual(['alpha']);
 
-    await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
+    await controlPlane.plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
     await agent.waitForLog(loadedLine('beta'), 10_000);
 
-    await plane.kubectl(['delete', 'configmap', configMap!.metadata.name, '-n', namespace]);
+    await controlPlane.plane.kubectl(['delete', 'configmap', configMap!.metadata.name, '-n', namespace]);
     await agent.waitForLog((log) => /ConfigMap does not exist/.test(String(log['reason'])), 10_000);
     expect(unloads(standIn)).toBe(0);
 
-    await plane.apply(modelsConfigMap(namespace, 'beta', 'gamma'));
+    await controlPlane.plane.apply(modelsConfigMap(namespace, 'beta', 'gamma'));
     await agent.waitForLog(loadedLine('gamma'), 10_000);
     await waitFor(() => !standIn.loaded.has('alpha'), 10_000, 'alpha unloaded');
     expect([...standIn.loaded].sort()).toEqual(['beta', 'gamma']);
@@ -164,7 +150,7 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
     const namespace = await deployed('alpha');
     const kubeconfig = writeKubeconfig(
       join(tmp.path, 'kubeconfig'),
-      plane,
+      controlPlane.plane,
       { token: await tokenOf(namespace) },
       namespace,
     );
@@ -172,13 +158,13 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
     const { agent, server: standIn } = await startAgent(kubeconfig, { 'http-port': port });
     await agent.waitForLog('start-up sync complete; ready', 30_000);
 
-    await plane.restartApiServer('SIGKILL', { downMs: 1000 });
-    await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
+    await controlPlane.plane.restartApiServer('SIGKILL', { downMs: 1000 });
+    await controlPlane.plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
     await agent.waitForLog(loadedLine('beta'), 30_000);
     expect(await counted(port, 'watch_restarts')).toBeGreaterThanOrEqual(1);
 
-    await plane.restartApiServer('SIGTERM');
-    await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta', 'gamma'));
+    await controlPlane.plane.restartApiServer('SIGTERM');
+    await controlPlane.plane.apply(modelsConfigMap(namespace, 'alpha', 'beta', 'gamma'));
     await agent.waitForLog(loadedLine('gamma'), 30_000);
     expect(unloads(standIn)).toBe(0);
     expect([...standIn.loaded].sort()).toEqual(['alpha', 'beta', 'gamma']);
@@ -186,10 +172,10 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
 
   it('tells a ServiceAccount the Role does not name apart from a request that carried no token (403 as system:anonymous)', async () => {
     const namespace = await deployed('alpha');
-    await plane.kubectl(['create', 'serviceaccount', 'stranger', '-n', namespace]);
+    await controlPlane.plane.kubectl(['create', 'serviceaccount', 'stranger', '-n', namespace]);
     const stranger = writeKubeconfig(
       join(tmp.path, 'stranger.kubeconfig'),
-      plane,
+      controlPlane.plane,
       { token: await tokenOf(namespace, 'stranger') },
       namespace,
     );
@@ -203,7 +189,12 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
     await server?.close();
     server = undefined;
 
-    const anonymous = writeKubeconfig(join(tmp.path, 'anonymous.kubeconfig'), plane, {}, namespace);
+    const anonymous = writeKubeconfig(
+      join(tmp.path, 'anonymous.kubeconfig'),
+      controlPlane.plane,
+      {},
+      namespace,
+    );
     await removeTempDir(join(tmp.path, 'models'));
     const { agent: second } = await startAgent(anonymous);
     const noToken = await second.waitForLog(failure, 30_000);
@@ -216,7 +207,7 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
     const namespace = await deployed('alpha');
     const kubeconfig = writeKubeconfig(
       join(tmp.path, 'kubeconfig'),
-      plane,
+      controlPlane.plane,
       { token: await tokenOf(namespace) },
       namespace,
     );
@@ -225,7 +216,7 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
     await agent.waitForLog('start-up sync complete; ready', 30_000);
     // Other objects move the store on, so each bookmark carries a newer version than the ConfigMap's.
     for (let i = 0; i < 3; i++)
-      await plane.apply({
+      await controlPlane.plane.apply({
         apiVersion: 'v1',
         kind: 'ConfigMap',
         metadata: { name: `other-${i}`, namespace },
@@ -237,7 +228,7 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
       'three watches ended and re-opened',
     );
     expect(await counted(port, 'relists')).toBe(0);
-    await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
+    await controlPlane.plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
     await agent.waitForLog(loadedLine('beta'), 10_000);
     expect(agent.logs.filter((log) => log['msg'] === failure)).toEqual([]);
   });
@@ -246,7 +237,7 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
     const namespace = await deployed('alpha');
     const kubeconfig = writeKubeconfig(
       join(tmp.path, 'kubeconfig'),
-      plane,
+      controlPlane.plane,
       { token: await tokenOf(namespace) },
       namespace,
     );
@@ -254,17 +245,17 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
     const { agent, server: standIn } = await startAgent(kubeconfig, { 'http-port': port });
     await agent.waitForLog('start-up sync complete; ready', 30_000);
     for (let i = 0; i < 3; i++)
-      await plane.apply({
+      await controlPlane.plane.apply({
         apiVersion: 'v1',
         kind: 'ConfigMap',
         metadata: { name: `other-${i}`, namespace },
         data: { i: String(i) },
       });
-    await plane.compactEtcd();
+    await controlPlane.plane.compactEtcd();
     // The restarted API server's watch cache starts at the newest version: the watch's resume reaches etcd, compacted.
-    await plane.restartApiServer('SIGKILL');
+    await controlPlane.plane.restartApiServer('SIGKILL');
     await waitFor(async () => (await counted(port, 'relists')) >= 1, 30_000, 'a re-list after 410 Gone');
-    await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
+    await controlPlane.plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
     await agent.waitForLog(loadedLine('beta'), 10_000);
     expect(unloads(standIn)).toBe(0);
   });
@@ -274,7 +265,7 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
     const mount = join(tmp.path, 'serviceaccount');
     await writeFiles(mount, {
       token: await tokenOf(namespace),
-      'ca.crt': readFileSync(plane.caFile, 'utf8'),
+      'ca.crt': readFileSync(controlPlane.plane.caFile, 'utf8'),
       namespace,
     });
     // The kubelet's mount, in a mount namespace of the agent's own (a user namespace: no privilege needed).
@@ -287,7 +278,7 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
       `mount -t tmpfs none /run && mkdir -p ${serviceAccountDir} && mount --bind "$0" ${serviceAccountDir} && exec "$@"`,
       mount,
     ];
-    const { port } = new URL(plane.url);
+    const { port } = new URL(controlPlane.plane.url);
     const { agent, server: standIn } = await startAgent(
       '',
       {},
@@ -298,7 +289,7 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
     );
     await agent.waitForLog('start-up sync complete; ready', 30_000);
     expect([...standIn.loaded]).toEqual(['alpha']);
-    await plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
+    await controlPlane.plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
     await agent.waitForLog(loadedLine('beta'), 10_000);
   });
 });

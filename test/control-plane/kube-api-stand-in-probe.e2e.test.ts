@@ -10,11 +10,10 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { namesAnonymousUser, refusedUser } from '../../src/core/config-map';
 import { startKubeApiStandIn, type KubeApiStandIn } from '../../src/testing/kube-api-stand-in';
-import { renderKustomization, type KubeObject } from '../deploy/kustomize';
-import { removeTempDir, tempDir } from '../helpers/temp-dir';
+import { renderKustomization } from '../deploy/kustomize';
 import { serverTls, tlsFixture } from '../helpers/tls';
 import { repoRoot } from '../real-servers/paths';
-import { startControlPlane, type ControlPlane } from './control-plane';
+import { inNamespace, useControlPlane } from './control-plane';
 
 jest.setTimeout(120_000);
 
@@ -22,8 +21,7 @@ const overlay = renderKustomization(join(repoRoot, 'deploy', 'overlays', 'triton
 const rbac = overlay.filter((object) => ['ServiceAccount', 'Role', 'RoleBinding'].includes(object.kind));
 const name = overlay.find((object) => object.kind === 'ConfigMap')!.metadata.name;
 
-let plane: ControlPlane;
-let planeDir: string;
+const controlPlane = useControlPlane();
 let standIn: KubeApiStandIn;
 let namespace: string;
 let token: string;
@@ -31,31 +29,26 @@ let token: string;
 /** The ConfigMap's data, applied to both. */
 const applyBoth = async (models: string): Promise<void> => {
   const data = { 'models.json': models };
-  await plane.apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data });
+  await controlPlane.plane.apply({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace },
+    data,
+  });
   standIn.apply(data);
 };
 
 beforeAll(async () => {
-  planeDir = await tempDir('control-plane');
-  plane = await startControlPlane(planeDir);
-  namespace = await plane.namespace('probe');
-  await plane.apply(
-    ...rbac.map((object) => {
-      const moved = { ...object, metadata: { ...object.metadata, namespace } } as KubeObject & {
-        subjects?: Array<Record<string, string>>;
-      };
-      if (moved.subjects !== undefined) moved.subjects = moved.subjects.map((s) => ({ ...s, namespace }));
-      return moved;
-    }),
-  );
-  token = (await plane.kubectl(['create', 'token', 'modelsync', '-n', namespace, '--duration=1h'])).trim();
+  namespace = await controlPlane.plane.namespace('probe');
+  await controlPlane.plane.apply(...rbac.map((object) => inNamespace(object, namespace)));
+  token = (
+    await controlPlane.plane.kubectl(['create', 'token', 'modelsync', '-n', namespace, '--duration=1h'])
+  ).trim();
   standIn = await startKubeApiStandIn({ tls: serverTls(), token, namespace, name });
   await applyBoth('[]');
 });
 afterAll(async () => {
   await standIn?.close();
-  await plane?.stop();
-  await removeTempDir(planeDir);
 });
 
 interface Answer {
@@ -143,7 +136,7 @@ const both = async (
   path: string,
   headers: Readonly<Record<string, string>>,
 ): Promise<[real: unknown, standIn: unknown]> => [
-  shape(await get(plane.url, path, headers)),
+  shape(await get(controlPlane.plane.url, path, headers)),
   shape(await get(standIn.url, path, headers)),
 ];
 
@@ -177,10 +170,17 @@ describe('the API-server stand-in answers as a real API server does', () => {
       await change();
     };
     const real = await get(
-      plane.url,
+      controlPlane.plane.url,
       path,
       bearer(),
-      later(() => plane.apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data })),
+      later(() =>
+        controlPlane.plane.apply({
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name, namespace },
+          data,
+        }),
+      ),
     );
     const fromStandIn = await get(
       standIn.url,

@@ -13,7 +13,7 @@ import { surfacePaths } from '../../src/surface/http-surface';
 import { renderKustomization, type KubeObject } from './kustomize';
 import { schemaProblems, typeProblems } from './kubernetes-schemas';
 import { allContainers, containerNamed, deploymentOf, podSpecOf, probePort, settingsOf } from './pod';
-import { variants, withVariantDir } from './variants';
+import { variants, withVariantDir, writesEvents } from './variants';
 
 const surface = surfacePaths;
 
@@ -46,198 +46,206 @@ describe('deploy/ manifests', () => {
   });
 });
 
-describe.each(rendered.map(({ variant, objects }) => [variant.name, objects] as const))(
-  '%s',
-  (_name, objects) => {
-    const pod = podSpecOf(deploymentOf(objects));
-    const { container: modelsync, init } = containerNamed(pod, 'modelsync');
-    const { container: server } = containerNamed(pod, 'model-server');
-    const settings = settingsOf(modelsync);
-    // A parse failure fails its own test below; the other tests then read the defaults.
-    const config = settings.parsed._tag === 'Run' ? settings.parsed.config : defaultAppConfig;
-    const { httpPort } = config;
-    const volumeOf = (container: IContainer, mountPath: string) => {
-      const mount = container.volumeMounts?.find((candidate) => candidate.mountPath === mountPath);
-      return { mount, volume: pod.volumes?.find((volume) => volume.name === mount?.name) };
-    };
+describe.each(
+  rendered.map(({ variant, objects }) => [variant.name, objects, writesEvents(variant)] as const),
+)('%s', (_name, objects, events) => {
+  const pod = podSpecOf(deploymentOf(objects));
+  const { container: modelsync, init } = containerNamed(pod, 'modelsync');
+  const { container: server } = containerNamed(pod, 'model-server');
+  const settings = settingsOf(modelsync);
+  // A parse failure fails its own test below; the other tests then read the defaults.
+  const config = settings.parsed._tag === 'Run' ? settings.parsed.config : defaultAppConfig;
+  const { httpPort } = config;
+  const volumeOf = (container: IContainer, mountPath: string) => {
+    const mount = container.volumeMounts?.find((candidate) => candidate.mountPath === mountPath);
+    return { mount, volume: pod.volumes?.find((volume) => volume.name === mount?.name) };
+  };
 
-    it('is valid against the Kubernetes schema of each kind', () => {
-      expect(objects.flatMap((object: KubeObject) => schemaProblems(object))).toEqual([]);
+  it('is valid against the Kubernetes schema of each kind', () => {
+    expect(objects.flatMap((object: KubeObject) => schemaProblems(object))).toEqual([]);
+  });
+
+  it('runs modelsync with real flags and MODELSYNC_* env vars only, from the image entrypoint', () => {
+    expect(settings.parsed).toMatchObject({ _tag: 'Run' });
+    expect(settings.unknownEnv).toEqual([]);
+    expect(modelsync.command).toBeUndefined();
+    expect(Number.isInteger(httpPort) && httpPort > 0 && httpPort < 65536).toBe(true);
+    // --shutdown-timeout is in the flag table now: the parsed value, in ms, must end before the grace period.
+    const shutdownTimeoutMs =
+      settings.parsed._tag === 'Run' ? settings.parsed.config.shutdownTimeout : Infinity;
+    expect(shutdownTimeoutMs).toBe(20_000);
+    expect(shutdownTimeoutMs / 1000).toBeLessThan(pod.terminationGracePeriodSeconds ?? 30);
+  });
+
+  it('probes modelsync on its HTTP port: started and alive on /healthz, ready on /readyz', () => {
+    const { startupProbe, livenessProbe, readinessProbe } = modelsync;
+    expect([startupProbe, livenessProbe, readinessProbe].map((probe) => probe?.httpGet?.path)).toEqual([
+      surface.healthz,
+      surface.healthz,
+      surface.readyz,
+    ]);
+    for (const probe of [startupProbe, livenessProbe, readinessProbe])
+      expect(probePort(modelsync, probe?.httpGet?.port)).toBe(httpPort);
+  });
+
+  it('runs modelsync as a native sidecar only with restartPolicy Always, and the model server after it', () => {
+    expect(modelsync.restartPolicy).toBe(init ? 'Always' : undefined);
+    // The kubelet starts the model server only once this startupProbe passes: it must not wait for the server.
+    if (init) expect(modelsync.startupProbe?.httpGet?.path).toBe(surface.healthz);
+    if (init) expect(pod.initContainers?.[0]?.name).toBe('modelsync');
+  });
+
+  it('locks modelsync down: non-root numeric user, read-only root, no privilege escalation, no caps, seccomp', () => {
+    const security = modelsync.securityContext;
+    expect(security).toMatchObject({
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
     });
+    expect(security?.runAsUser).toBeGreaterThan(0);
+    expect(security?.capabilities?.drop).toContain('ALL');
+    expect(pod.securityContext?.seccompProfile?.type ?? security?.seccompProfile?.type).toBe(
+      'RuntimeDefault',
+    );
+    expect(pod.automountServiceAccountToken).toBe(false);
+  });
 
-    it('runs modelsync with real flags and MODELSYNC_* env vars only, from the image entrypoint', () => {
-      expect(settings.parsed).toMatchObject({ _tag: 'Run' });
-      expect(settings.unknownEnv).toEqual([]);
-      expect(modelsync.command).toBeUndefined();
-      expect(Number.isInteger(httpPort) && httpPort > 0 && httpPort < 65536).toBe(true);
-      // --shutdown-timeout is in the flag table now: the parsed value, in ms, must end before the grace period.
-      const shutdownTimeoutMs =
-        settings.parsed._tag === 'Run' ? settings.parsed.config.shutdownTimeout : Infinity;
-      expect(shutdownTimeoutMs).toBe(20_000);
-      expect(shutdownTimeoutMs / 1000).toBeLessThan(pod.terminationGracePeriodSeconds ?? 30);
-    });
+  it('reads the models ConfigMap: mounted whole at --config-dir, read-only, or through the API server (kube-api); no subPath', () => {
+    const { mount, volume } = volumeOf(modelsync, config.configDir);
+    if (config.source === 'dir') expect(mount?.readOnly).toBe(true);
+    else expect(mount).toBeUndefined();
+    const name = config.source === 'dir' ? volume?.configMap?.name : config.configmap;
+    const configMap = objects.find((object) => object.kind === 'ConfigMap' && object.metadata.name === name);
+    expect(configMap).toBeDefined();
+    const modelsJson = (configMap!['data'] as Record<string, string>)['models.json'];
+    expect(E.isRight(decodeConfig('models.json', modelsJson ?? ''))).toBe(true);
+    expect(
+      allContainers(pod)
+        .flatMap((container) => container.volumeMounts ?? [])
+        .filter((m) => m.subPath !== undefined),
+    ).toEqual([]);
+  });
 
-    it('probes modelsync on its HTTP port: started and alive on /healthz, ready on /readyz', () => {
-      const { startupProbe, livenessProbe, readinessProbe } = modelsync;
-      expect([startupProbe, livenessProbe, readinessProbe].map((probe) => probe?.httpGet?.path)).toEqual([
-        surface.healthz,
-        surface.healthz,
-        surface.readyz,
-      ]);
-      for (const probe of [startupProbe, livenessProbe, readinessProbe])
-        expect(probePort(modelsync, probe?.httpGet?.port)).toBe(httpPort);
-    });
-
-    it('runs modelsync as a native sidecar only with restartPolicy Always, and the model server after it', () => {
-      expect(modelsync.restartPolicy).toBe(init ? 'Always' : undefined);
-      // The kubelet starts the model server only once this startupProbe passes: it must not wait for the server.
-      if (init) expect(modelsync.startupProbe?.httpGet?.path).toBe(surface.healthz);
-      if (init) expect(pod.initContainers?.[0]?.name).toBe('modelsync');
-    });
-
-    it('locks modelsync down: non-root numeric user, read-only root, no privilege escalation, no caps, seccomp', () => {
-      const security = modelsync.securityContext;
-      expect(security).toMatchObject({
-        runAsNonRoot: true,
-        readOnlyRootFilesystem: true,
-        allowPrivilegeEscalation: false,
-      });
-      expect(security?.runAsUser).toBeGreaterThan(0);
-      expect(security?.capabilities?.drop).toContain('ALL');
-      expect(pod.securityContext?.seccompProfile?.type ?? security?.seccompProfile?.type).toBe(
-        'RuntimeDefault',
-      );
-      expect(pod.automountServiceAccountToken).toBe(false);
-    });
-
-    it('reads the models ConfigMap: mounted whole at --config-dir, read-only, or through the API server (kube-api); no subPath', () => {
-      const { mount, volume } = volumeOf(modelsync, config.configDir);
-      if (config.source === 'dir') expect(mount?.readOnly).toBe(true);
-      else expect(mount).toBeUndefined();
-      const name = config.source === 'dir' ? volume?.configMap?.name : config.configmap;
-      const configMap = objects.find(
-        (object) => object.kind === 'ConfigMap' && object.metadata.name === name,
-      );
-      expect(configMap).toBeDefined();
-      const modelsJson = (configMap!['data'] as Record<string, string>)['models.json'];
-      expect(E.isRight(decodeConfig('models.json', modelsJson ?? ''))).toBe(true);
-      expect(
-        allContainers(pod)
-          .flatMap((container) => container.volumeMounts ?? [])
-          .filter((m) => m.subPath !== undefined),
-      ).toEqual([]);
-    });
-
-    it('lets modelsync alone read its one ConfigMap through the API server, only with --source kube-api', () => {
-      const kinds = objects.map((object) => object.kind);
-      const tokenMounts = allContainers(pod).filter((container) =>
-        (container.volumeMounts ?? []).some(
-          (m) => m.mountPath === '/var/run/secrets/kubernetes.io/serviceaccount',
-        ),
-      );
-      if (config.source === 'dir') {
-        expect(kinds).not.toEqual(expect.arrayContaining(['Role']));
-        expect(pod.serviceAccountName).toBeUndefined();
-        expect(tokenMounts).toEqual([]);
-        return;
-      }
-      const account = objects.find(
-        (o) => o.kind === 'ServiceAccount' && o.metadata.name === pod.serviceAccountName,
-      );
-      expect(account?.['automountServiceAccountToken']).toBe(false);
-      const binding = objects.find((o) => o.kind === 'RoleBinding')!;
+  it("gives modelsync alone a token, for its one ConfigMap (--source kube-api) and its Pod's Events (kube-events)", () => {
+    const kinds = objects.map((object) => object.kind);
+    const tokenMounts = allContainers(pod).filter((container) =>
+      (container.volumeMounts ?? []).some(
+        (m) => m.mountPath === '/var/run/secrets/kubernetes.io/serviceaccount',
+      ),
+    );
+    if (config.source === 'dir' && !events) {
+      expect(kinds).not.toEqual(expect.arrayContaining(['Role']));
+      expect(pod.serviceAccountName).toBeUndefined();
+      expect(tokenMounts).toEqual([]);
+      return;
+    }
+    const account = objects.find(
+      (o) => o.kind === 'ServiceAccount' && o.metadata.name === pod.serviceAccountName,
+    );
+    expect(account?.['automountServiceAccountToken']).toBe(false);
+    const bindings = objects.filter((o) => o.kind === 'RoleBinding');
+    for (const binding of bindings)
       expect(binding['subjects']).toEqual([
         { kind: 'ServiceAccount', name: pod.serviceAccountName, namespace: account?.metadata.namespace },
       ]);
-      const role = objects.find(
-        (o) => o.kind === 'Role' && o.metadata.name === (binding['roleRef'] as { name: string }).name,
+    const bound = new Set(bindings.map((binding) => (binding['roleRef'] as { name: string }).name));
+    const rules = objects
+      .filter((o) => o.kind === 'Role' && bound.has(o.metadata.name))
+      .flatMap((role) => role['rules'] as unknown[]);
+    expect(rules).toEqual([
+      ...(config.source === 'kube-api'
+        ? [
+            {
+              apiGroups: [''],
+              resources: ['configmaps'],
+              resourceNames: [config.configmap],
+              verbs: ['get', 'list', 'watch'],
+            },
+          ]
+        : []),
+      ...(events ? [{ apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] }] : []),
+    ]);
+    expect(tokenMounts.map((container) => container.name)).toEqual(['modelsync']);
+    if (!events) return;
+    const fromDownwardApi = (name: string) =>
+      modelsync.env?.find((entry) => entry.name === name)?.valueFrom?.fieldRef?.fieldPath;
+    expect([fromDownwardApi('POD_NAME'), fromDownwardApi('POD_NAMESPACE')]).toEqual([
+      'metadata.name',
+      'metadata.namespace',
+    ]);
+  });
+
+  it('shares an emptyDir at --model-dir with the model server, whose model repository it is', () => {
+    const ours = volumeOf(modelsync, config.modelDir);
+    expect(ours.volume?.emptyDir).toBeDefined();
+    expect(ours.mount?.readOnly).not.toBe(true);
+    const serverMount = server.volumeMounts?.find((mount) => mount.name === ours.volume?.name);
+    expect(serverMount?.mountPath).toBe(config.modelDir);
+    // Its model repository is that dir: Triton's --model-repository, MLServer's env, TorchServe's --model-store.
+    const serverSettings = [...(server.args ?? []), ...(server.env ?? []).map((entry) => entry.value ?? '')];
+    expect(
+      serverSettings.some(
+        (setting) => setting.endsWith(`=${config.modelDir}`) || setting === config.modelDir,
+      ),
+    ).toBe(true);
+  });
+
+  it('links models of one content (--link-same-content) only where no other container can write the model dir', () => {
+    const { volume } = volumeOf(modelsync, config.modelDir);
+    const writers = [...(pod.initContainers ?? []), ...pod.containers]
+      .filter((container) => container.name !== modelsync.name)
+      .filter((container) =>
+        container.volumeMounts?.some((mount) => mount.name === volume?.name && mount.readOnly !== true),
       );
-      expect(role?.['rules']).toEqual([
-        {
-          apiGroups: [''],
-          resources: ['configmaps'],
-          resourceNames: [config.configmap],
-          verbs: ['get', 'list', 'watch'],
-        },
-      ]);
-      expect(tokenMounts.map((container) => container.name)).toEqual(['modelsync']);
+    expect({ link: config.linkSameContent, writers: writers.map((container) => container.name) }).toEqual({
+      link: true,
+      writers: [],
     });
+  });
 
-    it('shares an emptyDir at --model-dir with the model server, whose model repository it is', () => {
-      const ours = volumeOf(modelsync, config.modelDir);
-      expect(ours.volume?.emptyDir).toBeDefined();
-      expect(ours.mount?.readOnly).not.toBe(true);
-      const serverMount = server.volumeMounts?.find((mount) => mount.name === ours.volume?.name);
-      expect(serverMount?.mountPath).toBe(config.modelDir);
-      // Its model repository is that dir: Triton's --model-repository, MLServer's env, TorchServe's --model-store.
-      const serverSettings = [
-        ...(server.args ?? []),
-        ...(server.env ?? []).map((entry) => entry.value ?? ''),
-      ];
-      expect(
-        serverSettings.some(
-          (setting) => setting.endsWith(`=${config.modelDir}`) || setting === config.modelDir,
-        ),
-      ).toBe(true);
-    });
+  it('reaches the model server inside the pod at --server-url', () => {
+    const url = new URL(config.serverUrl);
+    expect(url.hostname).toBe('127.0.0.1');
+    const serverPorts = (server.ports ?? []).map((port) => port.containerPort);
+    const torchserveConfig = objects.find((object) => object.metadata.name === 'torchserve-config');
+    const managementAddress = /management_address=(\S+)/.exec(
+      String((torchserveConfig?.['data'] as Record<string, string> | undefined)?.['config.properties']),
+    )?.[1];
+    if (config.protocol === 'torchserve') expect(managementAddress).toBe(url.origin);
+    else expect(serverPorts).toContain(Number(url.port));
+  });
 
-    it('links models of one content (--link-same-content) only where no other container can write the model dir', () => {
-      const { volume } = volumeOf(modelsync, config.modelDir);
-      const writers = [...(pod.initContainers ?? []), ...pod.containers]
-        .filter((container) => container.name !== modelsync.name)
-        .filter((container) =>
-          container.volumeMounts?.some((mount) => mount.name === volume?.name && mount.readOnly !== true),
-        );
-      expect({ link: config.linkSameContent, writers: writers.map((container) => container.name) }).toEqual({
-        link: true,
-        writers: [],
+  it('gives every container requests and a memory limit, and every image a pinned tag', () => {
+    for (const container of allContainers(pod)) {
+      expect(Object.keys(container.resources?.requests ?? {}).sort()).toEqual(['cpu', 'memory']);
+      expect(container.resources?.limits?.memory).toBeDefined();
+      expect(container.image).toMatch(/:[\w.-]+$/);
+      expect(container.image).not.toMatch(/:latest$/);
+    }
+    expect(modelsync.image).toMatch(new RegExp(`:${packageVersion.replaceAll('.', '\\.')}$`));
+  });
+
+  it('is scraped once, on modelsync’s port and /metrics: by pod annotations or by a ServiceMonitor', () => {
+    const annotations = deploymentOf(objects).spec!.template.metadata?.annotations ?? {};
+    const monitor = objects.find((object) => object.kind === 'ServiceMonitor');
+    if (monitor === undefined) {
+      expect(annotations).toMatchObject({
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/path': surface.metrics,
       });
-    });
-
-    it('reaches the model server inside the pod at --server-url', () => {
-      const url = new URL(config.serverUrl);
-      expect(url.hostname).toBe('127.0.0.1');
-      const serverPorts = (server.ports ?? []).map((port) => port.containerPort);
-      const torchserveConfig = objects.find((object) => object.metadata.name === 'torchserve-config');
-      const managementAddress = /management_address=(\S+)/.exec(
-        String((torchserveConfig?.['data'] as Record<string, string> | undefined)?.['config.properties']),
-      )?.[1];
-      if (config.protocol === 'torchserve') expect(managementAddress).toBe(url.origin);
-      else expect(serverPorts).toContain(Number(url.port));
-    });
-
-    it('gives every container requests and a memory limit, and every image a pinned tag', () => {
-      for (const container of allContainers(pod)) {
-        expect(Object.keys(container.resources?.requests ?? {}).sort()).toEqual(['cpu', 'memory']);
-        expect(container.resources?.limits?.memory).toBeDefined();
-        expect(container.image).toMatch(/:[\w.-]+$/);
-        expect(container.image).not.toMatch(/:latest$/);
-      }
-      expect(modelsync.image).toMatch(new RegExp(`:${packageVersion.replaceAll('.', '\\.')}$`));
-    });
-
-    it('is scraped once, on modelsync’s port and /metrics: by pod annotations or by a ServiceMonitor', () => {
-      const annotations = deploymentOf(objects).spec!.template.metadata?.annotations ?? {};
-      const monitor = objects.find((object) => object.kind === 'ServiceMonitor');
-      if (monitor === undefined) {
-        expect(annotations).toMatchObject({
-          'prometheus.io/scrape': 'true',
-          'prometheus.io/path': surface.metrics,
-        });
-        expect(Number(annotations['prometheus.io/port'])).toBe(httpPort);
-        return;
-      }
-      expect(Object.keys(annotations).filter((key) => key.startsWith('prometheus.io/'))).toEqual([]);
-      const service = objects.find((object) => object.kind === 'Service')!;
-      const spec = service['spec'] as {
-        ports: Array<{ name: string; targetPort: string }>;
-        selector: Record<string, string>;
-      };
-      const [endpoint] = (monitor['spec'] as { endpoints: Array<{ port: string; path: string }> }).endpoints;
-      const servicePort = spec.ports.find((port) => port.name === endpoint?.port);
-      expect(endpoint?.path).toBe(surface.metrics);
-      expect(probePort(modelsync, servicePort?.targetPort)).toBe(httpPort);
-      expect(deploymentOf(objects).spec!.template.metadata?.labels).toMatchObject(spec.selector);
-    });
-  },
-);
+      expect(Number(annotations['prometheus.io/port'])).toBe(httpPort);
+      return;
+    }
+    expect(Object.keys(annotations).filter((key) => key.startsWith('prometheus.io/'))).toEqual([]);
+    const service = objects.find((object) => object.kind === 'Service')!;
+    const spec = service['spec'] as {
+      ports: Array<{ name: string; targetPort: string }>;
+      selector: Record<string, string>;
+    };
+    const [endpoint] = (monitor['spec'] as { endpoints: Array<{ port: string; path: string }> }).endpoints;
+    const servicePort = spec.ports.find((port) => port.name === endpoint?.port);
+    expect(endpoint?.path).toBe(surface.metrics);
+    expect(probePort(modelsync, servicePort?.targetPort)).toBe(httpPort);
+    expect(deploymentOf(objects).spec!.template.metadata?.labels).toMatchObject(spec.selector);
+  });
+});

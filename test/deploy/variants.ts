@@ -34,7 +34,19 @@ export const variants: ReadonlyArray<Variant> = [
     components: ['components/native-sidecar', 'components/service-monitor'],
     namespace: 'model-serving',
   })),
+  ...serverOverlays.map((server) => ({
+    name: `${server} + kube-events`,
+    resources: [`overlays/${server}`],
+    components: ['components/kube-events'],
+    namespace: 'model-serving',
+  })),
 ];
+
+/** Whether `variant` gives modelsync a token to write its Pod's Events with (the component, or the kube-api overlay). */
+export const writesEvents = (variant: Variant): boolean =>
+  'overlay' in variant
+    ? variant.overlay === 'triton-kube-api'
+    : variant.components.includes('components/kube-events');
 
 /** Kustomizations of deploy/ that hold no model-serving pod, so not in `variants`: each has a test of its own. */
 export const podlessKustomizations: ReadonlyArray<{ readonly name: string; readonly dir: string }> = [

@@ -35,6 +35,9 @@ export const serverKinds = ['auto', ...v2ServerKinds] as const;
 /** Where the model list comes from: the mounted ConfigMap dir, or the ConfigMap watched through the API server. */
 export const configSources = ['dir', 'kube-api'] as const;
 
+/** Whether the agent writes Kubernetes Events on its Pod (`--kube-events`). */
+export const kubeEventModes = ['auto', 'off'] as const;
+
 /**
  * Every flag, keyed by its AppConfig field (which spells its flag and env var), in `--help` order. Flags are a
  * contract: never rename one.
@@ -230,6 +233,13 @@ export const flagTable = withNames({
     default: '64',
     help: 'connections the HTTP surface holds at once; one more evicts the oldest not being answered (idle, still sending its head, or draining after its answer), or else takes one of 16 more kept for what the surface answers itself, or is closed',
     codec: integerIn('HttpMaxConnections', 4, 65_535),
+  },
+  kubeEvents: {
+    arg: 'mode',
+    default: 'auto',
+    help: "Kubernetes Events on the agent's own Pod for a model loaded, unloaded or failed and a config rejected (`kubectl describe pod`), rate-limited like client-go's recorder, never holding a load up. `auto`: when the Pod is known (`POD_NAME`/`POD_NAMESPACE` from the downward API; in a pod, else its hostname and the service account's namespace) and the API server reachable with the agent's credentials (RBAC: create and patch on events); `off`: none",
+    codec: oneOf('KubeEvents', kubeEventModes),
+    choices: kubeEventModes,
   },
   watchStallMs: {
     arg: 'ms',

@@ -36,7 +36,10 @@ export const flagTopics: ReadonlyArray<FlagTopic> = [
       'gcsEndpoint',
     ],
   ],
-  ['The HTTP surface (probes, metrics, status)', ['httpPort', 'httpHost']],
+  [
+    'The HTTP surface (probes, metrics, status) and Kubernetes Events',
+    ['httpPort', 'httpHost', 'kubeEvents'],
+  ],
   [
     "KServe's agent: its flags, and the proxy on the agent port",
     ['enablePuller', 'componentPort', 'port', 'workers', 'probePeriod', 'proxyTimeout'],

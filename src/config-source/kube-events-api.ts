@@ -1,0 +1,125 @@
+/**
+ * kubeEventsApi: where the agent's Kubernetes Events go — its own Pod (the downward API's `POD_NAME` and
+ * `POD_NAMESPACE`; in a pod without them, its hostname and the service account's namespace, as KServe's webhook
+ * injects the agent) — and the two writes its recorder makes, with the same credentials and TLS as the config
+ * watch (kube-client.ts): create an Event, count an identical one up (a merge patch).
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Env } from '../core/env';
+import type { PodRef } from '../core/kube-event';
+import { defaultNamespace, kubeClient, loadKubeConfig, type KubeClientModule } from './kube-client';
+import { describeKubeFailure } from '../core/config-map';
+import { kubeCall, kubeFailureOf, KubeStatusError, type KubeWrite } from './kube-request';
+
+/** A write waits this long at most: a recorder never holds anything up on a slow API server. */
+const writeTimeoutMs = 10_000;
+
+/** The Events of one Pod, written with the agent's credentials; each call throws as `kubeCall` does. */
+export interface KubeEventsApi {
+  readonly pod: PodRef;
+  create(event: object): Promise<void>;
+  /** Resolves false when the API server has no such Event any more (an Event lives an hour). */
+  repeat(name: string, patch: object): Promise<boolean>;
+}
+
+/** Where the agent would write its Events, or why it cannot: no Pod known, or no settings to reach the server. */
+export type KubeEventsTarget =
+  | { readonly _tag: 'Ready'; readonly api: KubeEventsApi }
+  | {
+      readonly _tag: 'Unavailable';
+      readonly why: string;
+      /** Outside a pod, with no Pod named: nothing to write Events about, as expected (a laptop, CI). */
+      readonly outsidePod?: boolean;
+    };
+
+const inPod = (env: Env): boolean => (env['KUBERNETES_SERVICE_HOST'] ?? '') !== '';
+
+/** The agent's Pod: the downward API's env, else (in a pod) its hostname and the service account's namespace. */
+const podOf = async (env: Env, config: KubeConfig, saDir?: string): Promise<PodRef | undefined> => {
+  const name = env['POD_NAME'] || (inPod(env) ? env['HOSTNAME'] : undefined);
+  if (name === undefined || name === '') return undefined;
+  const namespace = env['POD_NAMESPACE'] || (await defaultNamespace(config, saDir));
+  return { name, namespace };
+};
+
+/** One write; a failure throws a `KubeStatusError` for a status, or an Error saying it in words (never a header). */
+const write = async (
+  kube: KubeClientModule,
+  config: KubeConfig,
+  path: string,
+  request: KubeWrite,
+): Promise<void> => {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error('no answer within 10 s')), writeTimeoutMs);
+  try {
+    const response = await kubeCall(kube, config, path, {}, controller.signal, 'application/json', request);
+    await response.body?.cancel().catch(() => undefined);
+  } catch (error) {
+    if (error instanceof KubeStatusError) throw error;
+    throw new Error(describeKubeFailure(kubeFailureOf(error)), { cause: error });
+  } finally {
+    clearTimeout(timer);
+  }
+};
+
+/** What to say of a failed write (the status and what to check, or the network error), and whether it was refused. */
+export const eventWriteFailure = (error: unknown): { readonly reason: string; readonly refused: boolean } => {
+  if (!(error instanceof KubeStatusError))
+    return { reason: error instanceof Error ? error.message : String(error), refused: false };
+  const failure = kubeFailureOf(error);
+  const refused = failure.status === 401 || failure.status === 403;
+  if (failure.status !== 403 || failure.anonymous === true)
+    return { reason: describeKubeFailure(failure), refused };
+  return {
+    reason:
+      `the API server forbade it${failure.user !== undefined ? ` to ${failure.user}` : ''} (403 Forbidden): the ` +
+      "Role bound to the agent's service account must allow create and patch on events in the Pod's namespace " +
+      '(deploy/components/kube-events), or run with --kube-events off',
+    refused,
+  };
+};
+
+/**
+ * The Events API for the agent's Pod with the cluster settings of `env` (`KUBECONFIG`, or in a pod the service
+ * account mount at `saDir`), or why there is none.
+ */
+export const kubeEventsTarget = async (env: Env, saDir?: string): Promise<KubeEventsTarget> => {
+  if (!inPod(env) && (env['POD_NAME'] ?? '') === '')
+    return {
+      _tag: 'Unavailable',
+      why: 'not in a pod (no KUBERNETES_SERVICE_HOST) and no POD_NAME set',
+      outsidePod: true,
+    };
+  let kube: KubeClientModule;
+  let config: KubeConfig;
+  try {
+    kube = await kubeClient();
+    config = await loadKubeConfig(kube, env, saDir);
+  } catch (error) {
+    return { _tag: 'Unavailable', why: `no cluster settings: ${(error as Error).message}` };
+  }
+  const pod = await podOf(env, config, saDir);
+  if (pod === undefined)
+    return { _tag: 'Unavailable', why: 'the Pod name is unknown (set POD_NAME from the downward API)' };
+  const events = `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/events`;
+  return {
+    _tag: 'Ready',
+    api: {
+      pod,
+      create: (event) =>
+        write(kube, config, events, { method: 'POST', body: event, contentType: 'application/json' }),
+      repeat: (name, patch) =>
+        write(kube, config, `${events}/${encodeURIComponent(name)}`, {
+          method: 'PATCH',
+          body: patch,
+          contentType: 'application/merge-patch+json',
+        }).then(
+          () => true,
+          (error: unknown) => {
+            if (error instanceof KubeStatusError && error.httpStatus === 404) return false;
+            throw error;
+          },
+        ),
+    },
+  };
+};

@@ -1,0 +1,152 @@
+/**
+ * Kubernetes Events about the agent's own Pod, as a user sees them in `kubectl describe pod` and
+ * `kubectl get events`: which agent events become one (a model loaded, unloaded or failed, a config rejected), the
+ * v1 Event object, and the correlation client-go's event recorder does (an identical event within 10 minutes
+ * counts up the first one instead of making another; a token bucket per Pod, 25 at once and then one per 5
+ * minutes, so a burst of failures cannot flood the API server). Pure: time is passed in.
+ */
+import type { AgentEvent } from './model-status';
+import { redact } from './redact';
+
+/** The Pod the events are about (from the downward API). */
+export interface PodRef {
+  readonly name: string;
+  readonly namespace: string;
+}
+
+export type KubeEventReason = 'ModelLoaded' | 'ModelUnloaded' | 'ModelFailed' | 'ConfigRejected';
+
+/** One event to record: what happened, in a user's words. */
+export interface KubeEventNote {
+  readonly reason: KubeEventReason;
+  readonly type: 'Normal' | 'Warning';
+  readonly message: string;
+}
+
+/** The API server refuses a message over 1 MiB; a reader wants a line. Longer ones are cut here. */
+export const maxEventMessageChars = 1024;
+
+const note = (reason: KubeEventReason, type: KubeEventNote['type'], message: string): KubeEventNote => {
+  const shown = redact(message);
+  return {
+    reason,
+    type,
+    message: shown.length > maxEventMessageChars ? `${shown.slice(0, maxEventMessageChars - 1)}…` : shown,
+  };
+};
+
+/** The event an agent event makes, if any: a model's status Loaded, Removed or Failed. */
+export const kubeEventOf = (event: AgentEvent): KubeEventNote | undefined => {
+  if (event._tag !== 'Status') return undefined;
+  const { modelName, phase, reason, spec } = event.status;
+  if (phase === 'Loaded')
+    return note(
+      'ModelLoaded',
+      'Normal',
+      `model ${modelName} loaded from ${spec?.storageUri ?? 'its storage'}`,
+    );
+  // Removed also ends a model that failed before it ever loaded: the words hold for both.
+  if (phase === 'Removed')
+    return note(
+      'ModelUnloaded',
+      'Normal',
+      `model ${modelName} is no longer listed: unloaded, its files removed`,
+    );
+  if (phase === 'Failed')
+    return note('ModelFailed', 'Warning', `model ${modelName} failed: ${reason ?? 'no reason given'}`);
+  return undefined;
+};
+
+/** The event a rejected config makes: the last good models stay as they are. */
+export const configRejectedEvent = (reason: string): KubeEventNote =>
+  note('ConfigRejected', 'Warning', `config rejected; keeping the previous models: ${reason}`);
+
+/** What the events carry as their source: the `reportingComponent` and `source.component`. */
+export const eventComponent = 'modelsync';
+
+/** A new v1 Event `name` about `pod`, first seen at `at` (ms since the epoch). */
+export const eventObject = (pod: PodRef, name: string, event: KubeEventNote, at: number): object => {
+  const time = new Date(at).toISOString().replace(/\.\d+Z$/, 'Z');
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name, namespace: pod.namespace },
+    involvedObject: { apiVersion: 'v1', kind: 'Pod', name: pod.name, namespace: pod.namespace },
+    reason: event.reason,
+    message: event.message,
+    type: event.type,
+    source: { component: eventComponent },
+    reportingComponent: eventComponent,
+    reportingInstance: pod.name,
+    firstTimestamp: time,
+    lastTimestamp: time,
+    count: 1,
+  };
+};
+
+/** The merge patch that counts an identical event once more. */
+export const eventRepeat = (count: number, at: number): object => ({
+  count,
+  lastTimestamp: new Date(at).toISOString().replace(/\.\d+Z$/, 'Z'),
+});
+
+/** What to send for an event: a new Event, a count up of an earlier one, or nothing (the bucket is empty). */
+export type EventAction =
+  | { readonly _tag: 'Create'; readonly name: string }
+  | { readonly _tag: 'Repeat'; readonly name: string; readonly count: number }
+  | { readonly _tag: 'Drop' };
+
+/** client-go's: an identical event within this long counts up the first. */
+export const repeatWindowMs = 10 * 60_000;
+/** client-go's spam filter per Pod: this many at once, then one more per `refillMs`. */
+export const eventBurst = 25;
+export const refillMs = 5 * 60_000;
+/** The identical events remembered at most (the oldest forgotten first). */
+const maxRemembered = 4096;
+
+interface Seen {
+  readonly name: string;
+  readonly count: number;
+  readonly at: number;
+}
+
+/**
+ * The correlation of one Pod's events: `next(event, now, freshName)` says what to send. Mutable state, no effects:
+ * the recorder calls it in order, one event at a time.
+ */
+export class EventCorrelator {
+  private readonly seen = new Map<string, Seen>();
+  private tokens = eventBurst;
+  private refilledAt: number | undefined;
+
+  next(event: KubeEventNote, now: number, freshName: () => string): EventAction {
+    this.refill(now);
+    if (this.tokens < 1) return { _tag: 'Drop' };
+    this.tokens -= 1;
+    const key = `${event.type}\u0000${event.reason}\u0000${event.message}`;
+    const before = this.seen.get(key);
+    this.seen.delete(key); // re-inserted last: the Map's order is the order of use
+    if (before !== undefined && now - before.at < repeatWindowMs) {
+      const repeated = { name: before.name, count: before.count + 1, at: now };
+      this.seen.set(key, repeated);
+      return { _tag: 'Repeat', name: repeated.name, count: repeated.count };
+    }
+    const name = freshName();
+    this.seen.set(key, { name, count: 1, at: now });
+    if (this.seen.size > maxRemembered) this.seen.delete(this.seen.keys().next().value!);
+    return { _tag: 'Create', name };
+  }
+
+  /** An event the API server no longer has (expired: its TTL is an hour): the next identical one is created anew. */
+  forget(name: string): void {
+    for (const [key, seen] of this.seen) if (seen.name === name) this.seen.delete(key);
+  }
+
+  private refill(now: number): void {
+    this.refilledAt ??= now;
+    const earned = Math.floor((now - this.refilledAt) / refillMs);
+    if (earned <= 0) return;
+    this.tokens = Math.min(eventBurst, this.tokens + earned);
+    this.refilledAt += earned * refillMs;
+  }
+}

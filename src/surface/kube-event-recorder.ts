@@ -1,0 +1,156 @@
+/**
+ * kubeEventRecorder: the agent's events as Kubernetes Events on its Pod, written in order by one sender off the
+ * agent's path: `record` only queues (a bounded queue: past it, events are dropped and counted), so a slow or
+ * refusing API server never holds a load up. Correlated like client-go's recorder (core/kube-event.ts): an
+ * identical event within 10 minutes counts the first one up; 25 at once, then one per 5 minutes. A failed write is
+ * dropped, said once per 10 minutes at warn; a refusal (401, 403: no RBAC for events, as in a KServe predictor's
+ * default service account) is said once, naming the RBAC it needs, and ends the recording: retrying cannot help.
+ */
+import type { Logger } from 'pino';
+import {
+  EventCorrelator,
+  eventObject,
+  eventRepeat,
+  type KubeEventNote,
+  type PodRef,
+} from '../core/kube-event';
+
+/** Where the events go: the Pod, and the two writes (as config-source's `kubeEventsTarget` makes them). */
+export interface KubeEventsWriter {
+  readonly pod: PodRef;
+  create(event: object): Promise<void>;
+  /** Resolves false when the Event is gone (expired). */
+  repeat(name: string, patch: object): Promise<boolean>;
+}
+
+/** The writer, or why there is none (`quiet`: as expected, said at debug only); asked once, at the first event. */
+export type KubeEventsWriterOf = () => Promise<
+  KubeEventsWriter | { readonly unavailable: string; readonly quiet?: boolean }
+>;
+
+export interface KubeEventRecorder {
+  record(event: KubeEventNote): void;
+  /** Resolves once what was queued is written (or dropped). */
+  flushed(): Promise<void>;
+  /** Events dropped so far: the queue full, the rate limit, or a failed write. */
+  dropped(): number;
+  /** False once it is known that nothing will be written (no writer, or refused): an event need not be made. */
+  active(): boolean;
+}
+
+export interface KubeEventRecorderOptions {
+  /** Events queued at most while one is written. */
+  readonly maxQueued?: number;
+  readonly now?: () => number;
+  /** Why a write failed, in words, and whether it was refused (config-source's `eventWriteFailure`). */
+  readonly failure?: (error: unknown) => WriteFailure;
+}
+
+/** Why a write failed; `refused`: the credentials or the Role will not do, so no later write would succeed. */
+export interface WriteFailure {
+  readonly reason: string;
+  readonly refused: boolean;
+}
+
+const anyFailure = (error: unknown): WriteFailure => ({ reason: String(error), refused: false });
+
+/** A warning about failed writes at most this often. */
+const warnEveryMs = 10 * 60_000;
+
+export const kubeEventRecorder = (
+  writerOf: KubeEventsWriterOf,
+  log: Logger,
+  { maxQueued = 256, now = Date.now, failure = anyFailure }: KubeEventRecorderOptions = {},
+): KubeEventRecorder => {
+  const correlator = new EventCorrelator();
+  const queue: KubeEventNote[] = [];
+  let writer: Promise<KubeEventsWriter | undefined> | undefined;
+  let sending: Promise<void> | undefined;
+  let dropped = 0;
+  let warnedAt: number | undefined;
+  let refused = false;
+  let unavailable = false;
+  let sequence = 0;
+
+  const writerNow = (): Promise<KubeEventsWriter | undefined> =>
+    (writer ??= writerOf().then(
+      (found) => {
+        if ('unavailable' in found) {
+          unavailable = true;
+          log[found.quiet === true ? 'debug' : 'info'](
+            { why: found.unavailable },
+            'no Kubernetes Events (--kube-events auto)',
+          );
+          return undefined;
+        }
+        return found;
+      },
+      (error: unknown) => {
+        log.warn({ err: error }, 'no Kubernetes Events: the API server settings cannot be read');
+        return undefined;
+      },
+    ));
+
+  const failed = (error: unknown): void => {
+    dropped += 1;
+    const { reason, refused: byTheServer } = failure(error);
+    if (byTheServer) {
+      refused = true;
+      log.warn({ reason }, 'the API server refused a Kubernetes Event; no more are written until a restart');
+      return;
+    }
+    const at = now();
+    if (warnedAt !== undefined && at - warnedAt < warnEveryMs) return;
+    warnedAt = at;
+    log.warn({ reason, dropped }, 'cannot write a Kubernetes Event; dropped (said once per 10 minutes)');
+  };
+
+  const send = async (to: KubeEventsWriter, event: KubeEventNote): Promise<void> => {
+    const at = now();
+    // client-go's names: the object's, a dot, a number unique to this recorder.
+    const freshName = () => `${to.pod.name}.${(at * 1000 + (sequence++ % 1000)).toString(16)}`;
+    const action = correlator.next(event, at, freshName);
+    if (action._tag === 'Drop') {
+      dropped += 1;
+      return;
+    }
+    try {
+      if (action._tag === 'Repeat' && (await to.repeat(action.name, eventRepeat(action.count, at)))) return;
+      if (action._tag === 'Repeat') {
+        correlator.forget(action.name);
+        const again = correlator.next(event, at, freshName);
+        if (again._tag !== 'Create') return;
+        return await to.create(eventObject(to.pod, again.name, event, at));
+      }
+      await to.create(eventObject(to.pod, action.name, event, at));
+    } catch (error) {
+      failed(error);
+    }
+  };
+
+  const drain = async (): Promise<void> => {
+    const to = await writerNow();
+    while (queue.length > 0) {
+      const event = queue.shift()!;
+      if (to === undefined || refused) dropped += 1;
+      else await send(to, event);
+    }
+    sending = undefined;
+  };
+
+  return {
+    record: (event) => {
+      if (queue.length >= maxQueued) {
+        dropped += 1;
+        return;
+      }
+      queue.push(event);
+      sending ??= drain();
+    },
+    flushed: async () => {
+      while (sending !== undefined) await sending;
+    },
+    dropped: () => dropped,
+    active: () => !unavailable && !refused,
+  };
+};

@@ -1,0 +1,174 @@
+/**
+ * Kubernetes Events on the agent's own Pod against a real API server: the real CLI (watching a kubelet-style config
+ * dir) with exactly the RBAC of deploy/components/kube-events (create and patch on events, nothing else), its Pod
+ * named by POD_NAME/POD_NAMESPACE as the downward API sets them; what `kubectl get events` then shows. And a
+ * service account without that Role: one warning naming the RBAC, no more attempts, every model still loaded.
+ */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { atomicWrite } from '../../src/testing/atomic-writer';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { waitFor } from '../../src/testing/wait';
+import { cliArgs, killAllCli, startCli, type CliProcess } from '../helpers/cli-process';
+import { renderKustomization } from '../deploy/kustomize';
+import { variants, withVariantDir } from '../deploy/variants';
+import { writeFiles } from '../helpers/file-tree';
+import { modelsJson } from '../helpers/kube-api';
+import type { LogLine } from '../helpers/log-sink';
+import { useTempDir } from '../helpers/temp-dir';
+import { inNamespace, useControlPlane, writeKubeconfig } from './control-plane';
+
+jest.setTimeout(120_000);
+const tmp = useTempDir('real-kube-events');
+const controlPlane = useControlPlane();
+let server: V2ModelServerStandIn | undefined;
+afterEach(async () => {
+  await killAllCli();
+  await server?.close();
+  server = undefined;
+});
+
+const variant = variants.find((candidate) => candidate.name === 'mlserver + kube-events')!;
+const rbac = withVariantDir(variant, (dir) => renderKustomization(dir)).filter((object) =>
+  ['ServiceAccount', 'Role', 'RoleBinding'].includes(object.kind),
+);
+
+const storage = (): string => join(tmp.path, 'pvc');
+const configDir = (): string => join(tmp.path, 'configs');
+const pod = 'model-serving-7d9f8-abcde';
+
+/** The real CLI on a config dir listing `models`, writing Events as Pod `pod` of `namespace` with `token`. */
+const startAgent = async (namespace: string, token: string, ...models: string[]): Promise<CliProcess> => {
+  await writeFiles(storage(), { 'alpha/model.bin': 'a', 'beta/model.bin': 'b' });
+  await mkdir(join(tmp.path, 'models'));
+  atomicWrite(configDir(), { 'models.json': modelsJson(storage(), models) });
+  server = await startV2ModelServer({ modelDir: join(tmp.path, 'models') });
+  const kubeconfig = writeKubeconfig(join(tmp.path, 'kubeconfig'), controlPlane.plane, { token }, namespace);
+  return startCli(
+    cliArgs({
+      'config-dir': configDir(),
+      'model-dir': join(tmp.path, 'models'),
+      'server-url': server.url,
+      'local-storage-roots': storage(),
+      'retry-base-ms': 50,
+      'retry-max-ms': 200,
+      'max-attempts': 2,
+    }),
+    { env: { KUBECONFIG: kubeconfig, POD_NAME: pod, POD_NAMESPACE: namespace } },
+  );
+};
+
+interface ShownEvent {
+  readonly reason: string;
+  readonly type: string;
+  readonly message: string;
+  readonly count: number;
+  readonly involvedObject: { readonly kind: string; readonly name: string };
+  readonly source: { readonly component: string };
+}
+
+/** The events `kubectl get events` shows about the Pod. */
+const eventsOf = async (namespace: string): Promise<ShownEvent[]> =>
+  (
+    JSON.parse(
+      await controlPlane.plane.kubectl([
+        'get',
+        'events',
+        '-n',
+        namespace,
+        '--field-selector',
+        `involvedObject.name=${pod}`,
+        '-o',
+        'json',
+      ]),
+    ) as { items: ShownEvent[] }
+  ).items;
+
+const loadedLine = (model: string) => (log: LogLine) =>
+  log['msg'] === 'model loaded' && log['model'] === model;
+
+describe('Kubernetes Events on the agent’s Pod, against a real API server', () => {
+  it('shows a model loaded, failed and unloaded and a config rejected (counted up when it repeats), with the RBAC of deploy/components/kube-events', async () => {
+    const namespace = await controlPlane.plane.namespace('events');
+    await controlPlane.plane.apply(...rbac.map((object) => inNamespace(object, namespace)));
+    const token = (
+      await controlPlane.plane.kubectl(['create', 'token', 'modelsync', '-n', namespace])
+    ).trim();
+    const agent = await startAgent(namespace, token, 'alpha', 'missing');
+    await agent.waitForLog(loadedLine('alpha'), 30_000);
+    await waitFor(
+      async () => (await eventsOf(namespace)).some((event) => event.reason === 'ModelFailed'),
+      30_000,
+      'a ModelFailed event',
+    );
+    // Two bad edits, the first made twice: each read is rejected, the repeat counted up on its first event.
+    for (const bad of ['[{"modelName": ', '[{"modelName": "x", ', '[{"modelName": ']) {
+      const since = agent.logs.length;
+      atomicWrite(configDir(), { 'models.json': bad });
+      await agent.waitForLog('config rejected; keeping the previous models', 10_000, since);
+    }
+    atomicWrite(configDir(), { 'models.json': modelsJson(storage(), ['beta']) });
+    await agent.waitForLog(loadedLine('beta'), 30_000);
+    await waitFor(
+      async () =>
+        (await eventsOf(namespace)).filter((event) => event.reason === 'ModelUnloaded').length === 2,
+      30_000,
+      'two ModelUnloaded events',
+    );
+    const events = await eventsOf(namespace);
+    const byReason = (reason: string) => events.filter((event) => event.reason === reason);
+    expect(
+      byReason('ModelLoaded')
+        .map((event) => event.message)
+        .sort(),
+    ).toEqual([
+      `model alpha loaded from ${join(storage(), 'alpha')}`,
+      `model beta loaded from ${join(storage(), 'beta')}`,
+    ]);
+    expect(byReason('ModelFailed')).toEqual([
+      expect.objectContaining({
+        type: 'Warning',
+        message: expect.stringMatching(/^model missing failed: /) as unknown,
+      }),
+    ]);
+    expect(
+      byReason('ModelUnloaded')
+        .map((event) => event.message)
+        .sort(),
+    ).toEqual([
+      'model alpha is no longer listed: unloaded, its files removed',
+      'model missing is no longer listed: unloaded, its files removed',
+    ]);
+    const rejected = byReason('ConfigRejected');
+    expect(rejected.map((event) => event.type)).toEqual(['Warning', 'Warning']);
+    expect(rejected.map((event) => event.count).sort()).toEqual([1, 2]);
+    for (const event of events) {
+      expect(event.involvedObject).toMatchObject({ kind: 'Pod', name: pod });
+      expect(event.source.component).toBe('modelsync');
+    }
+    expect(agent.logs.filter((log) => /Kubernetes Event/.test(String(log.msg)))).toEqual([]);
+  });
+
+  it('without the Role: one warning naming the RBAC it needs, no more writes, and every model loads as before', async () => {
+    const namespace = await controlPlane.plane.namespace('no-events');
+    await controlPlane.plane.kubectl(['create', 'serviceaccount', 'modelsync', '-n', namespace]);
+    const token = (
+      await controlPlane.plane.kubectl(['create', 'token', 'modelsync', '-n', namespace])
+    ).trim();
+    const agent = await startAgent(namespace, token, 'alpha', 'beta');
+    await agent.waitForLog(loadedLine('beta'), 30_000);
+    await agent.waitForLog(loadedLine('alpha'), 30_000);
+    const refused = await agent.waitForLog(
+      'the API server refused a Kubernetes Event; no more are written until a restart',
+    );
+    expect(refused['reason']).toBe(
+      `the API server forbade it to system:serviceaccount:${namespace}:modelsync (403 Forbidden): the Role bound ` +
+        "to the agent's service account must allow create and patch on events in the Pod's namespace " +
+        '(deploy/components/kube-events), or run with --kube-events off',
+    );
+    atomicWrite(configDir(), { 'models.json': modelsJson(storage(), ['beta']) });
+    await waitFor(() => !server!.loaded.has('alpha'), 10_000, 'alpha unloaded');
+    expect(agent.logs.filter((log) => /Kubernetes Event/.test(String(log.msg)))).toHaveLength(1);
+    expect(await eventsOf(namespace)).toEqual([]);
+  });
+});

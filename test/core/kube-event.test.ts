@@ -1,0 +1,117 @@
+/** Kubernetes Events of the agent's Pod: which agent events make one, the Event object, client-go's correlation. */
+import {
+  configRejectedEvent,
+  EventCorrelator,
+  eventBurst,
+  eventObject,
+  kubeEventOf,
+  maxEventMessageChars,
+  refillMs,
+  repeatWindowMs,
+  type KubeEventNote,
+} from '../../src/core/kube-event';
+import { statusEvent, readyEvent, type ModelPhase } from '../../src/core/model-status';
+import { name } from '../helpers/fixtures';
+
+const status = (phase: ModelPhase, extra: object = {}) =>
+  statusEvent({ modelName: name('iris'), phase, ...extra });
+
+describe('kubeEventOf', () => {
+  it.each<[ModelPhase, object, KubeEventNote | undefined]>([
+    [
+      'Loaded',
+      { spec: { storageUri: 's3://models/iris' } },
+      { reason: 'ModelLoaded', type: 'Normal', message: 'model iris loaded from s3://models/iris' },
+    ],
+    [
+      'Removed',
+      {},
+      {
+        reason: 'ModelUnloaded',
+        type: 'Normal',
+        message: 'model iris is no longer listed: unloaded, its files removed',
+      },
+    ],
+    [
+      'Failed',
+      { reason: 'no such object' },
+      { reason: 'ModelFailed', type: 'Warning', message: 'model iris failed: no such object' },
+    ],
+    ['Downloading', {}, undefined],
+    ['Retrying', { reason: 'timeout' }, undefined],
+  ])('makes a %s status %j into %j', (phase, extra, expected) => {
+    expect(kubeEventOf(status(phase, extra))).toEqual(expected);
+  });
+
+  it('makes nothing of Ready', () => {
+    expect(kubeEventOf(readyEvent(3))).toBeUndefined();
+  });
+
+  it('never carries a credential, and cuts a long message to one line a reader takes in', () => {
+    const signed = kubeEventOf(
+      status('Loaded', { spec: { storageUri: 'https://user:secret@host/m?sig=abc' } }),
+    );
+    expect(signed?.message).toBe('model iris loaded from https://host/m');
+    const long = configRejectedEvent('x'.repeat(5000));
+    expect(long.message).toHaveLength(maxEventMessageChars);
+    expect(long.message.endsWith('…')).toBe(true);
+  });
+});
+
+describe('eventObject', () => {
+  it('is a v1 Event about the Pod, from modelsync, first and last seen at once', () => {
+    const event = eventObject(
+      { name: 'pod-1', namespace: 'ns' },
+      'pod-1.abc',
+      configRejectedEvent('bad JSON'),
+      0,
+    );
+    expect(event).toEqual({
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: 'pod-1.abc', namespace: 'ns' },
+      involvedObject: { apiVersion: 'v1', kind: 'Pod', name: 'pod-1', namespace: 'ns' },
+      reason: 'ConfigRejected',
+      message: 'config rejected; keeping the previous models: bad JSON',
+      type: 'Warning',
+      source: { component: 'modelsync' },
+      reportingComponent: 'modelsync',
+      reportingInstance: 'pod-1',
+      firstTimestamp: '1970-01-01T00:00:00Z',
+      lastTimestamp: '1970-01-01T00:00:00Z',
+      count: 1,
+    });
+  });
+});
+
+describe('EventCorrelator', () => {
+  const loaded = kubeEventOf(status('Loaded'))!;
+  const failed = kubeEventOf(status('Failed', { reason: 'gone' }))!;
+  let names = 0;
+  const fresh = () => `e${++names}`;
+  beforeEach(() => (names = 0));
+
+  it('counts an identical event within 10 minutes up, and creates another after', () => {
+    const correlator = new EventCorrelator();
+    expect(correlator.next(loaded, 0, fresh)).toEqual({ _tag: 'Create', name: 'e1' });
+    expect(correlator.next(failed, 1, fresh)).toEqual({ _tag: 'Create', name: 'e2' });
+    expect(correlator.next(loaded, 2, fresh)).toEqual({ _tag: 'Repeat', name: 'e1', count: 2 });
+    expect(correlator.next(loaded, 2 + repeatWindowMs, fresh)).toEqual({ _tag: 'Create', name: 'e3' });
+  });
+
+  it('creates anew an event the API server no longer has', () => {
+    const correlator = new EventCorrelator();
+    correlator.next(loaded, 0, fresh);
+    correlator.forget('e1');
+    expect(correlator.next(loaded, 1, fresh)).toEqual({ _tag: 'Create', name: 'e2' });
+  });
+
+  it('lets 25 through at once, then one more per 5 minutes', () => {
+    const correlator = new EventCorrelator();
+    const sent = Array.from({ length: eventBurst + 5 }, () => correlator.next(failed, 0, fresh)._tag);
+    expect(sent.filter((tag) => tag !== 'Drop')).toHaveLength(eventBurst);
+    expect(correlator.next(failed, refillMs - 1, fresh)._tag).toBe('Drop');
+    expect(correlator.next(failed, refillMs, fresh)._tag).not.toBe('Drop');
+    expect(correlator.next(failed, refillMs, fresh)._tag).toBe('Drop');
+  });
+});

@@ -1,0 +1,148 @@
+/**
+ * The recorder of Kubernetes Events: it never holds the agent up, keeps order, counts identical events up, bounds
+ * what it queues, and stops for good at a refusal, saying so once.
+ */
+import pino from 'pino';
+import { configRejectedEvent, type KubeEventNote } from '../../src/core/kube-event';
+import { kubeEventRecorder, type KubeEventsWriter } from '../../src/surface';
+import { LogSink } from '../helpers/log-sink';
+
+const pod = { name: 'pod-1', namespace: 'ns' };
+const note = (reason: string): KubeEventNote => configRejectedEvent(reason);
+
+/** A writer that keeps what it was asked to write, each write answered when `release` is called (or at once). */
+const writer = (
+  options: { readonly hold?: boolean; readonly fail?: Error; readonly gone?: boolean } = {},
+) => {
+  const writes: Array<{ readonly kind: 'create' | 'repeat'; readonly body: Record<string, unknown> }> = [];
+  const waiting: Array<() => void> = [];
+  const answer = async (): Promise<void> => {
+    if (options.hold) await new Promise<void>((resolve) => waiting.push(resolve));
+    if (options.fail !== undefined) throw options.fail;
+  };
+  const api: KubeEventsWriter = {
+    pod,
+    create: async (event) => {
+      writes.push({ kind: 'create', body: event as Record<string, unknown> });
+      await answer();
+    },
+    repeat: async (name, patch) => {
+      writes.push({ kind: 'repeat', body: { name, ...patch } });
+      await answer();
+      return options.gone !== true;
+    },
+  };
+  return { api, writes, release: () => waiting.splice(0).forEach((resolve) => resolve()) };
+};
+
+const logger = () => {
+  const sink = new LogSink();
+  return { sink, log: pino({ level: 'debug' }, sink) };
+};
+
+describe('kubeEventRecorder', () => {
+  it('queues without waiting for the API server, and writes in order, one at a time', async () => {
+    const { api, writes, release } = writer({ hold: true });
+    const recorder = kubeEventRecorder(() => Promise.resolve(api), logger().log);
+    recorder.record(note('a'));
+    recorder.record(note('b'));
+    expect(writes).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(writes.map((write) => write.body['message'])).toEqual([
+      'config rejected; keeping the previous models: a',
+    ]);
+    const flushed = recorder.flushed();
+    release();
+    await new Promise((resolve) => setImmediate(resolve));
+    release();
+    await flushed;
+    expect(writes.map((write) => write.body['message'])).toEqual([
+      'config rejected; keeping the previous models: a',
+      'config rejected; keeping the previous models: b',
+    ]);
+  });
+
+  it('counts an identical event up on the first one, and creates it anew once the API server lost it', async () => {
+    const { api, writes } = writer();
+    let now = 1000;
+    const recorder = kubeEventRecorder(() => Promise.resolve(api), logger().log, { now: () => now });
+    recorder.record(note('a'));
+    await recorder.flushed();
+    now += 1000;
+    recorder.record(note('a'));
+    await recorder.flushed();
+    const name = writes[0]!.body['metadata'] as { name: string };
+    expect(writes[1]).toEqual({
+      kind: 'repeat',
+      body: { name: name.name, count: 2, lastTimestamp: '1970-01-01T00:00:02Z' },
+    });
+
+    const gone = writer({ gone: true });
+    const again = kubeEventRecorder(() => Promise.resolve(gone.api), logger().log, { now: () => now });
+    again.record(note('a'));
+    again.record(note('a'));
+    await again.flushed();
+    expect(gone.writes.map((write) => write.kind)).toEqual(['create', 'repeat', 'create']);
+  });
+
+  it('drops what is over its queue while a write hangs, and counts it', async () => {
+    const { api, writes, release } = writer({ hold: true });
+    const recorder = kubeEventRecorder(() => Promise.resolve(api), logger().log, { maxQueued: 3 });
+    for (let i = 0; i < 10; i++) recorder.record(note(String(i)));
+    expect(recorder.dropped()).toBe(7);
+    const flushed = recorder.flushed();
+    for (let i = 0; i < 4; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      release();
+    }
+    await flushed;
+    expect(writes).toHaveLength(3);
+  });
+
+  it('stops at a refusal, saying once what RBAC it needs; other failures are said once per 10 minutes', async () => {
+    const refused = writer({ fail: new Error('403') });
+    const { sink, log } = logger();
+    const recorder = kubeEventRecorder(() => Promise.resolve(refused.api), log, {
+      failure: () => ({ reason: 'grant create and patch on events', refused: true }),
+    });
+    for (let i = 0; i < 5; i++) recorder.record(note(String(i)));
+    await recorder.flushed();
+    expect(refused.writes).toHaveLength(1);
+    expect(sink.withMessage('refused a Kubernetes Event')).toHaveLength(1);
+    expect(sink.lines[0]).toMatchObject({ reason: 'grant create and patch on events' });
+    expect(recorder.dropped()).toBe(5);
+    expect(recorder.active()).toBe(false);
+
+    const flaky = writer({ fail: new Error('ECONNRESET') });
+    const second = logger();
+    const retried = kubeEventRecorder(() => Promise.resolve(flaky.api), second.log);
+    for (let i = 0; i < 5; i++) retried.record(note(String(i)));
+    await retried.flushed();
+    expect(flaky.writes).toHaveLength(5);
+    expect(second.sink.withMessage('cannot write a Kubernetes Event')).toHaveLength(1);
+  });
+
+  it('says once why there are no Events when the Pod or the cluster is unknown, and writes nothing', async () => {
+    const { sink, log } = logger();
+    const recorder = kubeEventRecorder(() => Promise.resolve({ unavailable: 'no POD_NAME set' }), log);
+    recorder.record(note('a'));
+    recorder.record(note('b'));
+    await recorder.flushed();
+    expect(recorder.active()).toBe(false);
+    recorder.record(note('c'));
+    await recorder.flushed();
+    expect(sink.lines.map((line) => [line.msg, line['why'], line.level])).toEqual([
+      ['no Kubernetes Events (--kube-events auto)', 'no POD_NAME set', 30],
+    ]);
+    const outside = logger();
+    const quiet = kubeEventRecorder(
+      () => Promise.resolve({ unavailable: 'not in a pod', quiet: true }),
+      outside.log,
+    );
+    quiet.record(note('a'));
+    await quiet.flushed();
+    expect(outside.sink.lines.map((line) => [line.msg, line.level])).toEqual([
+      ['no Kubernetes Events (--kube-events auto)', 20],
+    ]);
+  });
+});
