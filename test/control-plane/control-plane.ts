@@ -74,26 +74,36 @@ export const controlPlaneBinaries = (): ControlPlaneBinaries => {
 };
 
 /** One process of the control plane, its output in a log file. */
-interface Piece {
+export interface Piece {
   readonly name: string;
   readonly child: ChildProcess;
   readonly log: string;
   readonly exited: Promise<void>;
 }
 
-const startPiece = (dir: string, name: string, file: string, args: ReadonlyArray<string>): Piece => {
+export const startPiece = (
+  dir: string,
+  name: string,
+  file: string,
+  args: ReadonlyArray<string>,
+  env: Readonly<Record<string, string>> = {},
+): Piece => {
   const log = join(dir, `${name}.log`);
   const out = openSync(log, 'a');
   // The kernel kills the piece when the test process ends, however it ends.
   const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', file, ...args], {
     stdio: ['ignore', out, out],
+    env: { ...process.env, ...env },
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.unref();
   return { name, child, log, exited };
 };
 
-const stopPiece = async (piece: Piece | undefined, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
+export const stopPiece = async (
+  piece: Piece | undefined,
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<void> => {
   if (piece === undefined || piece.child.exitCode !== null || piece.child.signalCode !== null) return;
   piece.child.kill(signal);
   const killed = setTimeout(() => piece.child.kill('SIGKILL'), 10_000);
@@ -115,7 +125,7 @@ const statusOf = (url: string, headers: Record<string, string>, ca?: string): Pr
   });
 
 /** Waits until `url` answers 200, or throws quoting the end of the piece's log (or says it exited). */
-const waitReady = async (piece: Piece, url: string, headers: Record<string, string>, ca?: string) => {
+export const waitReady = async (piece: Piece, url: string, headers: Record<string, string>, ca?: string) => {
   try {
     await waitFor(
       async () => {
@@ -133,6 +143,8 @@ const waitReady = async (piece: Piece, url: string, headers: Record<string, stri
 
 /** A running control plane. */
 export interface ControlPlane {
+  /** Its temp dir: etcd's data, the certificates, every piece's `<name>.log`. */
+  readonly dir: string;
   /** The API server, `https://127.0.0.1:<port>`. */
   readonly url: string;
   /** The CA file that signed the API server's certificate. */
@@ -255,6 +267,7 @@ export const startControlPlane = async (dir: string): Promise<ControlPlane> => {
     };
     let namespaces = 0;
     return {
+      dir,
       url,
       caFile,
       adminKubeconfig,
