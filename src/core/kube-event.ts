@@ -2,8 +2,9 @@
  * Kubernetes Events about the agent's own Pod, as a user sees them in `kubectl describe pod` and
  * `kubectl get events`: which agent events become one (a model loaded, unloaded or failed, a config rejected), the
  * v1 Event object, and the correlation client-go's event recorder does (an identical event within 10 minutes
- * counts up the first one instead of making another; a token bucket per Pod, 25 at once and then one per 5
- * minutes, so a burst of failures cannot flood the API server). Pure: time is passed in.
+ * counts up the first one instead of making another; past 10 similar ones — same type and reason, another message —
+ * within 10 minutes, the rest are combined into one that counts up; a token bucket per Pod, 25 at once and then one
+ * per 5 minutes, so a burst of failures cannot flood the API server). Pure: time is passed in.
  */
 import type { AgentEvent } from './model-status';
 import { redact } from './redact';
@@ -84,20 +85,24 @@ export const eventObject = (pod: PodRef, name: string, event: KubeEventNote, at:
   };
 };
 
-/** The merge patch that counts an identical event once more. */
-export const eventRepeat = (count: number, at: number): object => ({
+/** The merge patch that counts an event once more, with the latest message (a combined one's changes). */
+export const eventRepeat = (count: number, at: number, message: string): object => ({
   count,
+  message,
   lastTimestamp: new Date(at).toISOString().replace(/\.\d+Z$/, 'Z'),
 });
 
 /** What to send for an event: a new Event, a count up of an earlier one, or nothing (the bucket is empty). */
 export type EventAction =
-  | { readonly _tag: 'Create'; readonly name: string }
-  | { readonly _tag: 'Repeat'; readonly name: string; readonly count: number }
+  | { readonly _tag: 'Create'; readonly name: string; readonly event: KubeEventNote }
+  | { readonly _tag: 'Repeat'; readonly name: string; readonly count: number; readonly event: KubeEventNote }
   | { readonly _tag: 'Drop' };
 
 /** client-go's: an identical event within this long counts up the first. */
 export const repeatWindowMs = 10 * 60_000;
+/** client-go's: past this many similar events (same type and reason) within `repeatWindowMs`, combined. */
+export const maxSimilar = 10;
+const combinedPrefix = '(combined from similar events): ';
 /** client-go's spam filter per Pod: this many at once, then one more per `refillMs`. */
 export const eventBurst = 25;
 export const refillMs = 5 * 60_000;
@@ -116,6 +121,8 @@ interface Seen {
  */
 export class EventCorrelator {
   private readonly seen = new Map<string, Seen>();
+  /** Similar events (by type and reason) seen in the current window: how many, since when. */
+  private readonly similar = new Map<string, { count: number; since: number }>();
   private tokens = eventBurst;
   private refilledAt: number | undefined;
 
@@ -123,18 +130,26 @@ export class EventCorrelator {
     this.refill(now);
     if (this.tokens < 1) return { _tag: 'Drop' };
     this.tokens -= 1;
-    const key = `${event.type}\u0000${event.reason}\u0000${event.message}`;
+    const group = `${event.type}\u0000${event.reason}`;
+    const similar = this.similar.get(group);
+    const within = similar !== undefined && now - similar.since < repeatWindowMs;
+    const count = within ? similar.count + 1 : 1;
+    this.similar.set(group, { count, since: within ? similar.since : now });
+    // Past `maxSimilar`, one event for them all (its key without the message), counted up, its message the latest.
+    const combined = count > maxSimilar;
+    const shown = combined ? { ...event, message: `${combinedPrefix}${event.message}` } : event;
+    const key = combined ? group : `${group}\u0000${event.message}`;
     const before = this.seen.get(key);
     this.seen.delete(key); // re-inserted last: the Map's order is the order of use
     if (before !== undefined && now - before.at < repeatWindowMs) {
       const repeated = { name: before.name, count: before.count + 1, at: now };
       this.seen.set(key, repeated);
-      return { _tag: 'Repeat', name: repeated.name, count: repeated.count };
+      return { _tag: 'Repeat', name: repeated.name, count: repeated.count, event: shown };
     }
     const name = freshName();
     this.seen.set(key, { name, count: 1, at: now });
     if (this.seen.size > maxRemembered) this.seen.delete(this.seen.keys().next().value!);
-    return { _tag: 'Create', name };
+    return { _tag: 'Create', name, event: shown };
   }
 
   /** An event the API server no longer has (expired: its TTL is an hour): the next identical one is created anew. */

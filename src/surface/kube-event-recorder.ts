@@ -115,14 +115,14 @@ export const kubeEventRecorder = (
       return;
     }
     try {
-      if (action._tag === 'Repeat' && (await to.repeat(action.name, eventRepeat(action.count, at)))) return;
-      if (action._tag === 'Repeat') {
-        correlator.forget(action.name);
-        const again = correlator.next(event, at, freshName);
-        if (again._tag !== 'Create') return;
-        return await to.create(eventObject(to.pod, again.name, event, at));
-      }
-      await to.create(eventObject(to.pod, action.name, event, at));
+      if (action._tag === 'Create')
+        return await to.create(eventObject(to.pod, action.name, action.event, at));
+      const repeat = eventRepeat(action.count, at, action.event.message);
+      if (await to.repeat(action.name, repeat)) return;
+      // The API server lost it (an Event lives an hour): made anew.
+      correlator.forget(action.name);
+      const again = correlator.next(event, at, freshName);
+      if (again._tag === 'Create') await to.create(eventObject(to.pod, again.name, again.event, at));
     } catch (error) {
       failed(error);
     }

@@ -5,141 +5,23 @@
  * controller-manager, scheduler or kubelet, so namespaces never finish deleting (a test takes a new one) and no
  * ServiceAccount appears by itself (a test creates what it uses). The API server serves the fixture certificate
  * (test/fixtures/tls: SAN 127.0.0.1), signs ServiceAccount tokens with a key made here, authorizes with RBAC, and
- * knows one static token, the admin's (`system:masters`), which `kubectl` is given. Every process dies with the
- * test process (`setpriv --pdeathsig KILL`); its output is kept in `<dir>/<name>.log` and quoted when it fails to
- * come up. What these tests cover: docs/operating.md, "Config sources".
+ * knows one static token, the admin's (`system:masters`), which `kubectl` is given (the processes: ./pieces.ts).
+ * What these tests cover: docs/operating.md, "Config sources".
  */
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
-import { request as plainRequest } from 'node:http';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { waitFor } from '../../src/testing/wait';
 import { removeTempDir, tempDir } from '../helpers/temp-dir';
 import type { KubeObject } from '../deploy/kustomize';
 import { repoRoot } from '../real-servers/paths';
 import { freePorts } from '../real-servers/servers';
+import { controlPlaneBinaries, startPiece, stopPiece, waitReady, type Piece } from './pieces';
+
+export { controlPlaneBinaries, type ControlPlaneBinaries } from './pieces';
 
 const tlsDir = join(repoRoot, 'test', 'fixtures', 'tls');
-
-/** Where the installer put each piece. */
-export interface ControlPlaneBinaries {
-  readonly etcd: string;
-  readonly kubeApiserver: string;
-  readonly kubectl: string;
-  readonly kserveManager: string;
-  /** KServe's config/ (CRDs, inferenceservice-config, webhooks) of the same version as the manager. */
-  readonly kserveConfig: string;
-}
-
-let installed: ControlPlaneBinaries | undefined;
-
-/**
- * The pinned control plane, built first when this machine has none (the installer's lines go to stderr; the e2e
- * globalSetup calls this once, so a test only reads the paths).
- */
-export const controlPlaneBinaries = (): ControlPlaneBinaries => {
-  if (installed !== undefined) return installed;
-  const script = join(repoRoot, 'scripts', 'install-control-plane.sh');
-  let printed: string;
-  try {
-    printed = execFileSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  } catch (error) {
-    throw new Error(`no control plane to test against: ${script} failed (its output is above)`, {
-      cause: error,
-    });
-  }
-  // One `<piece> <path>` line each.
-  const paths = new Map(
-    printed
-      .trim()
-      .split('\n')
-      .map((line): [string, string] => [line.slice(0, line.indexOf(' ')), line.slice(line.indexOf(' ') + 1)]),
-  );
-  const at = (piece: string): string => {
-    const path = paths.get(piece);
-    if (path === undefined || !existsSync(path)) throw new Error(`${script} printed no ${piece}: ${printed}`);
-    return path;
-  };
-  const kserveManager = at('kserve-manager');
-  return (installed = {
-    etcd: at('etcd'),
-    kubeApiserver: at('kube-apiserver'),
-    kubectl: at('kubectl'),
-    kserveManager,
-    kserveConfig: join(kserveManager, '..', 'config'),
-  });
-};
-
-/** One process of the control plane, its output in a log file. */
-export interface Piece {
-  readonly name: string;
-  readonly child: ChildProcess;
-  readonly log: string;
-  readonly exited: Promise<void>;
-}
-
-export const startPiece = (
-  dir: string,
-  name: string,
-  file: string,
-  args: ReadonlyArray<string>,
-  env: Readonly<Record<string, string>> = {},
-): Piece => {
-  const log = join(dir, `${name}.log`);
-  const out = openSync(log, 'a');
-  // The kernel kills the piece when the test process ends, however it ends.
-  const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', file, ...args], {
-    stdio: ['ignore', out, out],
-    env: { ...process.env, ...env },
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.unref();
-  return { name, child, log, exited };
-};
-
-export const stopPiece = async (
-  piece: Piece | undefined,
-  signal: NodeJS.Signals = 'SIGTERM',
-): Promise<void> => {
-  if (piece === undefined || piece.child.exitCode !== null || piece.child.signalCode !== null) return;
-  piece.child.kill(signal);
-  const killed = setTimeout(() => piece.child.kill('SIGKILL'), 10_000);
-  await piece.exited;
-  clearTimeout(killed);
-};
-
-/** The status of a GET, or undefined when nothing answers yet. */
-const statusOf = (url: string, headers: Record<string, string>, ca?: string): Promise<number | undefined> =>
-  new Promise((resolve) => {
-    const options = { headers, timeout: 2000, ...(ca === undefined ? {} : { ca }) };
-    const call = (url.startsWith('https:') ? request : plainRequest)(url, options, (answer) => {
-      answer.resume();
-      answer.once('end', () => resolve(answer.statusCode));
-    });
-    call.once('error', () => resolve(undefined));
-    call.once('timeout', () => call.destroy());
-    call.end();
-  });
-
-/** Waits until `url` answers 200, or throws quoting the end of the piece's log (or says it exited). */
-export const waitReady = async (piece: Piece, url: string, headers: Record<string, string>, ca?: string) => {
-  try {
-    await waitFor(
-      async () => {
-        if (piece.child.exitCode !== null) throw new Error(`${piece.name} exited (${piece.child.exitCode})`);
-        return (await statusOf(url, headers, ca)) === 200;
-      },
-      60_000,
-      `${piece.name} ready at ${url}`,
-    );
-  } catch (error) {
-    const tail = readFileSync(piece.log, 'utf8').split('\n').slice(-30).join('\n');
-    throw new Error(`${String(error)}; the end of ${piece.log}:\n${tail}`, { cause: error });
-  }
-};
 
 /** A running control plane. */
 export interface ControlPlane {

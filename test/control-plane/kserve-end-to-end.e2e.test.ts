@@ -11,7 +11,6 @@
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { atomicWrite } from '../../src/testing/atomic-writer';
-import { waitFor } from '../../src/testing/wait';
 import { killAllCli, startCli, type CliProcess } from '../helpers/cli-process';
 import { eventually } from '../helpers/eventually';
 import { startS3Server, type S3Server } from '../helpers/s3-server';
@@ -22,6 +21,7 @@ import { fixtureModel, infer } from '../real-servers/models';
 import { startRealServer, type RealServer } from '../real-servers/servers';
 import { useControlPlane } from './control-plane';
 import { installKserve, type Kserve } from './kserve';
+import { admittedPod, availableDeployment, envOf, kubectlJson, withMounts } from './kubelet';
 
 jest.setTimeout(300_000);
 const controlPlane = useControlPlane();
@@ -65,27 +65,6 @@ afterAll(async () => {
   await removeTempDir(root);
 });
 
-interface Container {
-  readonly name: string;
-  readonly image: string;
-  readonly args?: string[];
-  readonly env?: Array<{
-    name: string;
-    value?: string;
-    valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } };
-  }>;
-  readonly volumeMounts?: Array<{ name: string; mountPath: string }>;
-}
-
-interface PodJson {
-  readonly metadata: { readonly name: string; readonly annotations?: Record<string, string> };
-  readonly spec: { readonly containers: Container[]; readonly initContainers?: Container[] };
-}
-
-/** `kubectl get <args> -o json`, parsed. */
-const kubectlJson = async <T>(...args: string[]): Promise<T> =>
-  JSON.parse(await controlPlane.plane.kubectl(['get', ...args, '-o', 'json'])) as T;
-
 /**
  * A namespace whose `default` ServiceAccount carries an S3 secret as KServe reads one (its annotations give the
  * endpoint), so that KServe's webhook injects the S3 credentials and endpoint into what it adds to a pod.
@@ -119,98 +98,6 @@ const namespaceWithS3 = async (prefix: string): Promise<string> => {
   );
   return namespace;
 };
-
-/** The predictor Deployment of `isvc` once KServe's controller made it, marked available (no kubelet runs it). */
-const availableDeployment = async (
-  namespace: string,
-  isvc: string,
-): Promise<{ spec: { template: object } }> => {
-  const { plane } = controlPlane;
-  const name = `${isvc}-predictor`;
-  await waitFor(
-    async () => (await plane.kubectl(['get', 'deployments', '-n', namespace, '-o', 'name'])).includes(name),
-    60_000,
-    `the Deployment ${name}`,
-  );
-  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  const condition = { status: 'True', lastUpdateTime: now, lastTransitionTime: now };
-  await plane.kubectl([
-    'patch',
-    'deployment',
-    name,
-    '-n',
-    namespace,
-    '--subresource=status',
-    '--type=merge',
-    '-p',
-    JSON.stringify({
-      status: {
-        observedGeneration: 1,
-        replicas: 1,
-        readyReplicas: 1,
-        availableReplicas: 1,
-        updatedReplicas: 1,
-        conditions: [
-          { type: 'Available', reason: 'MinimumReplicasAvailable', message: 'available', ...condition },
-          { type: 'Progressing', reason: 'NewReplicaSetAvailable', message: 'progressed', ...condition },
-        ],
-      },
-    }),
-  ]);
-  return kubectlJson(`deployment/${name}`, '-n', namespace);
-};
-
-/** A Pod made from the Deployment's template, as its ReplicaSet would: what KServe's webhook made of it. */
-const admittedPod = async (
-  namespace: string,
-  deployment: { spec: { template: object } },
-  name: string,
-): Promise<PodJson> => {
-  const template = deployment.spec.template as { metadata: object; spec: object };
-  await controlPlane.plane.apply({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { ...template.metadata, name, namespace },
-    spec: template.spec,
-  });
-  return kubectlJson<PodJson>(`pod/${name}`, '-n', namespace);
-};
-
-/** A container's env as the kubelet gives it: values, secret keys read from the Secret, the Pod's own fields. */
-const envOf = async (
-  namespace: string,
-  pod: PodJson,
-  container: Container,
-): Promise<Record<string, string>> => {
-  const env: Record<string, string> = {};
-  for (const entry of container.env ?? []) {
-    if (entry.value !== undefined) env[entry.name] = entry.value;
-    else if (entry.valueFrom?.secretKeyRef !== undefined) {
-      const { name, key } = entry.valueFrom.secretKeyRef;
-      const secret = await kubectlJson<{ data: Record<string, string> }>(`secret/${name}`, '-n', namespace);
-      env[entry.name] = Buffer.from(secret.data[key]!, 'base64').toString('utf8');
-    } else if (entry.valueFrom?.fieldRef?.fieldPath === 'metadata.name') env[entry.name] = pod.metadata.name;
-    else if (entry.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') env[entry.name] = namespace;
-    else
-      throw new Error(`env ${entry.name} of ${container.name}: no way to resolve ${JSON.stringify(entry)}`);
-  }
-  return env;
-};
-
-/** `unshare -rm` with each `[dir, mountPath]` bind-mounted, as the kubelet mounts a pod's volumes, then exec. */
-const withMounts = (mounts: ReadonlyArray<readonly [string, string]>): string[] => [
-  'unshare',
-  '-rm',
-  'sh',
-  '-c',
-  [
-    'mount -t tmpfs none /mnt',
-    ...mounts.map((_, i) => `mkdir -p "$${2 * i + 1}" && mount --bind "$${2 * i}" "$${2 * i + 1}"`),
-    `shift ${2 * mounts.length}`,
-    'exec "$@"',
-  ].join(' && '),
-  ...mounts.flat(),
-];
 
 describe('KServe end to end with its real controller and webhooks, modelsync dropped in', () => {
   it('serves every TrainedModel through the injected agent beside a real MLServer, and unloads one deleted', async () => {
@@ -256,7 +143,7 @@ describe('KServe end to end with its real controller and webhooks, modelsync dro
         },
       },
     );
-    const deployment = await availableDeployment(namespace, 'mms');
+    const deployment = await availableDeployment(plane, namespace, 'mms');
     const trainedModel = (name: string, variant: string) => ({
       apiVersion: 'serving.kserve.io/v1alpha1',
       kind: 'TrainedModel',
@@ -270,6 +157,7 @@ describe('KServe end to end with its real controller and webhooks, modelsync dro
     const configMap = 'modelconfig-mms-0';
     const listed = async (): Promise<string[]> => {
       const found = await kubectlJson<{ data?: Record<string, string> }>(
+        plane,
         `configmap/${configMap}`,
         '-n',
         namespace,
@@ -282,7 +170,7 @@ describe('KServe end to end with its real controller and webhooks, modelsync dro
       async () => JSON.stringify(await listed()) === '["iris-a","iris-b"]',
     );
 
-    const pod = await admittedPod(namespace, deployment, 'mms-predictor-0');
+    const pod = await admittedPod(plane, namespace, deployment, 'mms-predictor-0');
     const agentContainer = pod.spec.containers.find((container) => container.name === 'agent');
     // The drop-in component's image, which KServe's webhook took from inferenceservice-config.
     expect(agentContainer?.image).toBe('modelsync');
@@ -294,6 +182,7 @@ describe('KServe end to end with its real controller and webhooks, modelsync dro
     // The kubelet's projection of the ConfigMap volume, re-done whenever the ConfigMap changes.
     const project = async (): Promise<void> => {
       const { data } = await kubectlJson<{ data: Record<string, string> }>(
+        plane,
         `configmap/${configMap}`,
         '-n',
         namespace,
@@ -301,7 +190,7 @@ describe('KServe end to end with its real controller and webhooks, modelsync dro
       atomicWrite(configDir, data);
     };
     await project();
-    const env = await envOf(namespace, pod, agentContainer!);
+    const env = await envOf(plane, namespace, pod, agentContainer!);
     expect(Object.keys(env)).toEqual(expect.arrayContaining(['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']));
     const port = await freePort();
     const agentUrl = `http://127.0.0.1:${port}`;
@@ -365,15 +254,15 @@ describe('KServe end to end with its real controller and webhooks, modelsync dro
         },
       },
     );
-    const deployment = await availableDeployment(namespace, 'iris');
-    const pod = await admittedPod(namespace, deployment, 'iris-predictor-0');
+    const deployment = await availableDeployment(plane, namespace, 'iris');
+    const pod = await admittedPod(plane, namespace, deployment, 'iris-predictor-0');
     const initializer = pod.spec.initContainers?.find(
       (container) => container.name === 'storage-initializer',
     );
     // The drop-in's ClusterStorageContainer image, merged over the init container for an s3:// URI.
     expect(initializer?.image).toBe('modelsync');
     expect(initializer?.args).toEqual(['s3://models/mlserver/v2', '/mnt/models']);
-    const env = await envOf(namespace, pod, initializer!);
+    const env = await envOf(plane, namespace, pod, initializer!);
     const dest = join(root, 'single-models');
     await mkdir(dest);
     const run = startCli(initializer!.args!, { env, within: withMounts([[dest, '/mnt/models']]) });

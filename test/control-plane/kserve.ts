@@ -22,7 +22,8 @@ import { waitFor } from '../../src/testing/wait';
 import { repoRoot } from '../real-servers/paths';
 import { freePorts } from '../real-servers/servers';
 import { renderKustomization, type KubeObject } from '../deploy/kustomize';
-import { controlPlaneBinaries, startPiece, stopPiece, waitReady, type ControlPlane } from './control-plane';
+import type { ControlPlane } from './control-plane';
+import { controlPlaneBinaries, startPiece, stopPiece, waitReady } from './pieces';
 
 const tlsDir = join(repoRoot, 'test', 'fixtures', 'tls');
 export const kserveNamespace = 'kserve';

@@ -6,6 +6,7 @@ import {
   eventObject,
   kubeEventOf,
   maxEventMessageChars,
+  maxSimilar,
   refillMs,
   repeatWindowMs,
   type KubeEventNote,
@@ -93,17 +94,60 @@ describe('EventCorrelator', () => {
 
   it('counts an identical event within 10 minutes up, and creates another after', () => {
     const correlator = new EventCorrelator();
-    expect(correlator.next(loaded, 0, fresh)).toEqual({ _tag: 'Create', name: 'e1' });
-    expect(correlator.next(failed, 1, fresh)).toEqual({ _tag: 'Create', name: 'e2' });
-    expect(correlator.next(loaded, 2, fresh)).toEqual({ _tag: 'Repeat', name: 'e1', count: 2 });
-    expect(correlator.next(loaded, 2 + repeatWindowMs, fresh)).toEqual({ _tag: 'Create', name: 'e3' });
+    expect(correlator.next(loaded, 0, fresh)).toEqual({ _tag: 'Create', name: 'e1', event: loaded });
+    expect(correlator.next(failed, 1, fresh)).toEqual({ _tag: 'Create', name: 'e2', event: failed });
+    expect(correlator.next(loaded, 2, fresh)).toEqual({
+      _tag: 'Repeat',
+      name: 'e1',
+      count: 2,
+      event: loaded,
+    });
+    expect(correlator.next(loaded, 2 + repeatWindowMs, fresh)).toEqual({
+      _tag: 'Create',
+      name: 'e3',
+      event: loaded,
+    });
   });
 
   it('creates anew an event the API server no longer has', () => {
     const correlator = new EventCorrelator();
     correlator.next(loaded, 0, fresh);
     correlator.forget('e1');
-    expect(correlator.next(loaded, 1, fresh)).toEqual({ _tag: 'Create', name: 'e2' });
+    expect(correlator.next(loaded, 1, fresh)).toEqual({ _tag: 'Create', name: 'e2', event: loaded });
+  });
+
+  it('combines similar events past 10 within 10 minutes into one that counts up, with the latest message', () => {
+    const correlator = new EventCorrelator();
+    const failure = (model: number) => kubeEventOf(status('Failed', { reason: `gone ${model}` }))!;
+    const actions = Array.from({ length: maxSimilar + 3 }, (_, i) => correlator.next(failure(i), i, fresh));
+    expect(actions.slice(0, maxSimilar).map((action) => action._tag)).toEqual(
+      Array(maxSimilar).fill('Create'),
+    );
+    expect(actions.slice(maxSimilar)).toEqual([
+      {
+        _tag: 'Create',
+        name: 'e11',
+        event: { ...failure(10), message: '(combined from similar events): model iris failed: gone 10' },
+      },
+      {
+        _tag: 'Repeat',
+        name: 'e11',
+        count: 2,
+        event: { ...failure(11), message: '(combined from similar events): model iris failed: gone 11' },
+      },
+      {
+        _tag: 'Repeat',
+        name: 'e11',
+        count: 3,
+        event: { ...failure(12), message: '(combined from similar events): model iris failed: gone 12' },
+      },
+    ]);
+    // Another reason is not similar; nor is the same one once the window has passed.
+    expect(correlator.next(loaded, 20, fresh)._tag).toBe('Create');
+    expect(correlator.next(failure(13), 20 + repeatWindowMs, fresh)).toMatchObject({
+      _tag: 'Create',
+      event: failure(13),
+    });
   });
 
   it('lets 25 through at once, then one more per 5 minutes', () => {

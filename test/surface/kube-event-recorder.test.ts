@@ -74,7 +74,12 @@ describe('kubeEventRecorder', () => {
     const name = writes[0]!.body['metadata'] as { name: string };
     expect(writes[1]).toEqual({
       kind: 'repeat',
-      body: { name: name.name, count: 2, lastTimestamp: '1970-01-01T00:00:02Z' },
+      body: {
+        name: name.name,
+        count: 2,
+        message: 'config rejected; keeping the previous models: a',
+        lastTimestamp: '1970-01-01T00:00:02Z',
+      },
     });
 
     const gone = writer({ gone: true });
