@@ -59,9 +59,9 @@ export interface KubeApiStandIn {
   /** From now on, a watch request is answered with a 307 to `location` (undefined: opened again as usual). */
   redirectWatches(location: string | undefined): void;
   /**
-   * Compacts the history: every version up to now is "too old". Open watches get an ERROR event with a 410
-   * Status and are ended (`as: 'event'`), or just ended, so their reconnect from an old version is answered
-   * HTTP 410 (`as: 'status'`).
+   * Compacts the history: every version up to now is "too old". `as: 'event'`: open watches get an ERROR event with
+   * a 410 Status and are ended, and a watch from an old version opens to the same event, as a real API server
+   * answers; `as: 'status'`: open watches are just ended, and a watch from an old version is answered HTTP 410.
    */
   expire(as: 'event' | 'status'): void;
   /** Ends every open watch: cleanly (`end`), or by resetting its connection mid-stream (`reset`). */
@@ -112,6 +112,7 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
   let version = 1;
   let current: object | undefined;
   let compactedBefore = 0;
+  let expiredAs: 'event' | 'status' = 'event';
   let hanging = false;
   let redirectTo: string | undefined;
   let down = false;
@@ -147,8 +148,14 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
 
   const openWatch = (req: IncomingMessage, res: ServerResponse, query: Record<string, string>): void => {
     const from = Number(query['resourceVersion'] ?? '0');
-    if (from !== 0 && from < compactedBefore)
-      return refuse(res, 'watch', query, 410, 'Expired', `too old resource version: ${from} (${version})`);
+    if (from !== 0 && from < compactedBefore) {
+      const message = `too old resource version: ${from} (${version})`;
+      if (expiredAs === 'status') return refuse(res, 'watch', query, 410, 'Expired', message);
+      // As a real API server: the watch opens, says 410 in an ERROR event, and ends.
+      record('watch', query, 200);
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+      return void res.end(line('ERROR', statusBody(410, 'Expired', message)));
+    }
     if (redirectTo !== undefined) {
       record('watch', query, 307);
       return void res.writeHead(307, { Location: `${redirectTo}${req.url ?? ''}` }).end();
@@ -292,6 +299,7 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
       // Other objects moved the store on meanwhile; every version before the current one is compacted away.
       version += 1;
       compactedBefore = version;
+      expiredAs = as;
       for (const watch of watches) {
         if (as === 'event') {
           watch.response.write(line('ERROR', statusBody(410, 'Expired', 'too old resource version')));
