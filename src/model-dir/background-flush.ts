@@ -1,6 +1,7 @@
 /** backgroundFlusher: flushes installed model dirs off the load's path, in batches once the installs pause. */
 import type { Stats } from 'node:fs';
 import { forEachLimited, syncPath, isSameEntry, syncTree, withDir } from '../fs';
+import { EffectError, errorCode } from '../core/errors';
 import type { Logger } from '../log';
 // Dirs flushed at once: enough to overlap fsync latency, few enough to leave libuv's pool (4 threads) to the installs.
 const flushConcurrency = 2;
@@ -53,9 +54,12 @@ export const backgroundFlusher = (
   };
   const flushBatch = async (batch: ReadonlyArray<Waiting>): Promise<void> => {
     await forEachLimited(batch, flushConcurrency, flushOne);
-    await syncPath(root).catch((err: unknown) =>
-      log.warn({ err, dir: root }, 'cannot flush the model dir; recovery checks it after a crash'),
-    );
+    await syncPath(root).catch((err: unknown) => {
+      // The model dir itself is gone (an agent stopped and its dir removed, as tests and integrators do): there
+      // is nothing left whose durability matters.
+      if (err instanceof EffectError && errorCode(err.cause) === 'ENOENT') return;
+      log.warn({ err, dir: root }, 'cannot flush the model dir; recovery checks it after a crash');
+    });
     for (const dir of batch) dir.done();
   };
   const flushWaiting = (): void => {
