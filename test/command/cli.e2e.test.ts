@@ -52,6 +52,7 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--gcs-endpoint', 'MODELSYNC_GCS_ENDPOINT'],
   ['--http-port', 'MODELSYNC_HTTP_PORT'],
   ['--http-host', 'MODELSYNC_HTTP_HOST'],
+  ['--kube-events', 'MODELSYNC_KUBE_EVENTS'],
   ['--enable-puller', 'MODELSYNC_ENABLE_PULLER'],
   ['--component-port', 'MODELSYNC_COMPONENT_PORT'],
   ['--port', 'MODELSYNC_PORT'],
