@@ -219,6 +219,8 @@ describe('KServe end to end with its real controller and webhooks, modelsync dro
     await project();
     await until('iris-b unloaded from MLServer', async () => !(await serves('iris-b', 2)()));
     expect(await serves('iris-a', 1)()).toBe(true);
+    // The server stops serving it at the unload; the files go after, and then the log says so.
+    await agent.waitForLog((log) => log['msg'] === 'model removed' && log['model'] === 'iris-b', 30_000);
     expect(agent.logs.filter((log) => log['msg'] === 'model removed').map((log) => log['model'])).toEqual([
       'iris-b',
     ]);

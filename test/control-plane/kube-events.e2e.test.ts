@@ -109,12 +109,13 @@ describe('Kubernetes Events on the agent’s Pod, against a real API server', ()
     }
     atomicWrite(configDir(), { 'models.json': modelsJson(storage(), ['beta']) });
     await agent.waitForLog(loadedLine('beta'), 30_000);
-    await waitFor(
-      async () =>
-        (await eventsOf(namespace)).filter((event) => event.reason === 'ModelUnloaded').length === 2,
-      30_000,
-      'two ModelUnloaded events',
-    );
+    // The recorder writes in the agent's order, which the loads and unloads of one edit do not fix: wait for all.
+    const counts = async (): Promise<string> => {
+      const all = await eventsOf(namespace);
+      const count = (reason: string) => all.filter((event) => event.reason === reason).length;
+      return ['ModelLoaded', 'ModelFailed', 'ModelUnloaded', 'ConfigRejected'].map(count).join(',');
+    };
+    await waitFor(async () => (await counts()) === '2,1,2,2', 30_000, 'every event written');
     const events = await eventsOf(namespace);
     const byReason = (reason: string) => events.filter((event) => event.reason === reason);
     expect(
