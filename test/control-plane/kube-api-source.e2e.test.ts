@@ -99,6 +99,24 @@ const startAgent = async (
   return { agent, server };
 };
 
+/**
+ * The overlay's RBAC in a fresh namespace listing alpha, and the real CLI on it with a TokenRequest token as
+ * `token` in its kubeconfig, its surface on a free port; resolves once its start-up sync is done.
+ */
+const readyWithToken = async (flags: Readonly<Record<string, string | number>> = {}) => {
+  const namespace = await deployed('alpha');
+  const kubeconfig = writeKubeconfig(
+    join(tmp.path, 'kubeconfig'),
+    controlPlane.plane,
+    { token: await tokenOf(namespace) },
+    namespace,
+  );
+  const port = await freePort();
+  const started = await startAgent(kubeconfig, { 'http-port': port, ...flags });
+  await started.agent.waitForLog('start-up sync complete; ready', 30_000);
+  return { ...started, namespace, port };
+};
+
 /** What the agent's /metrics says of `modelsync_config_<name>_total`. */
 const counted = async (port: number, name: 'relists' | 'watch_restarts'): Promise<number> => {
   const { body } = await get(port, surfacePaths.metrics);
@@ -147,16 +165,7 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
   });
 
   it('with `token` in the kubeconfig, carries on after the API server is killed mid-watch and after it is restarted: the edits made meanwhile are applied, nothing is unloaded', async () => {
-    const namespace = await deployed('alpha');
-    const kubeconfig = writeKubeconfig(
-      join(tmp.path, 'kubeconfig'),
-      controlPlane.plane,
-      { token: await tokenOf(namespace) },
-      namespace,
-    );
-    const port = await freePort();
-    const { agent, server: standIn } = await startAgent(kubeconfig, { 'http-port': port });
-    await agent.waitForLog('start-up sync complete; ready', 30_000);
+    const { agent, server: standIn, namespace, port } = await readyWithToken();
 
     await controlPlane.plane.restartApiServer('SIGKILL', { downMs: 1000 });
     await controlPlane.plane.apply(modelsConfigMap(namespace, 'alpha', 'beta'));
@@ -204,16 +213,7 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
   });
 
   it('re-opens each watch the API server ends at --watch-timeout-s from the bookmark before its end, never re-listing', async () => {
-    const namespace = await deployed('alpha');
-    const kubeconfig = writeKubeconfig(
-      join(tmp.path, 'kubeconfig'),
-      controlPlane.plane,
-      { token: await tokenOf(namespace) },
-      namespace,
-    );
-    const port = await freePort();
-    const { agent } = await startAgent(kubeconfig, { 'http-port': port, 'watch-timeout-s': 3 });
-    await agent.waitForLog('start-up sync complete; ready', 30_000);
+    const { agent, namespace, port } = await readyWithToken({ 'watch-timeout-s': 3 });
     // Other objects move the store on, so each bookmark carries a newer version than the ConfigMap's.
     for (let i = 0; i < 3; i++)
       await controlPlane.plane.apply({
@@ -234,16 +234,7 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
   });
 
   it("re-lists when etcd's history was compacted past its version while the API server was down (410 Gone), and applies the next edit", async () => {
-    const namespace = await deployed('alpha');
-    const kubeconfig = writeKubeconfig(
-      join(tmp.path, 'kubeconfig'),
-      controlPlane.plane,
-      { token: await tokenOf(namespace) },
-      namespace,
-    );
-    const port = await freePort();
-    const { agent, server: standIn } = await startAgent(kubeconfig, { 'http-port': port });
-    await agent.waitForLog('start-up sync complete; ready', 30_000);
+    const { agent, server: standIn, namespace, port } = await readyWithToken();
     for (let i = 0; i < 3; i++)
       await controlPlane.plane.apply({
         apiVersion: 'v1',
