@@ -105,13 +105,20 @@ export const startAgentProcess = (
     env: { ...env, ...probeEnv(probeFile) },
   });
 
-/** Starts the floor watcher on `configDir`, `modelDir` and `serverUrl`, the probe preloaded when `probeFile` is given. */
+/**
+ * Starts the floor watcher on `configDir`, `modelDir` and `serverUrl`, the probe preloaded when `probeFile` is given,
+ * with a resync every `resyncMs` when given.
+ */
 export const startFloorProcess = (
   configDir: string,
   modelDir: string,
   serverUrl: string,
-  probeFile?: string,
-): CliProcess => startCli([configDir, modelDir, serverUrl], { cliPath: floorPath, env: probeEnv(probeFile) });
+  { probeFile, resyncMs }: { probeFile?: string; resyncMs?: number } = {},
+): CliProcess =>
+  startCli([configDir, modelDir, serverUrl, ...(resyncMs === undefined ? [] : [String(resyncMs)])], {
+    cliPath: floorPath,
+    env: probeEnv(probeFile),
+  });
 
 /** NODE_OPTIONS with the probe preloaded when `probeFile` is given (the bin's own flags come from its `#!` line). */
 const probeEnv = (probeFile: string | undefined): Record<string, string> =>

@@ -2,18 +2,21 @@
  * The floor the swap-to-load suite compares modelsync with: the least a sidecar can do. A bare `fs.watch` of the
  * config dir; at each `..data` event, read models.json, and for every model not seen before GET its file over
  * keep-alive http, write it into the model dir and POST the V2 load. No validation, no durability, no retries.
- * Run as `node floor-watcher.js <config-dir> <model-dir> <server-url>`.
+ * With a resync interval, also the least a resync is: every interval, ask the server's index and load again each
+ * model it lacks (the idle suite measures the agent's resync against it, on a machine that charges for memory
+ * touched after a while idle as much as for the work).
+ * Run as `node floor-watcher.js <config-dir> <model-dir> <server-url> [<resync-interval-ms>]`.
  */
 import { watch } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 
-const [configDir, modelDir, serverUrl] = process.argv.slice(2) as [string, string, string];
+const [configDir, modelDir, serverUrl, resyncMs] = process.argv.slice(2) as [string, string, string, string?];
 const agent = new http.Agent({ keepAlive: true });
 const seen = new Set<string>();
 
-const request = (url: string, method: 'GET' | 'POST'): Promise<Buffer> =>
+const request = (url: string, method: 'GET' | 'POST', body?: string): Promise<Buffer> =>
   new Promise((resolve, reject) => {
     const req = http.request(url, { method, agent }, (res) => {
       const chunks: Buffer[] = [];
@@ -22,7 +25,7 @@ const request = (url: string, method: 'GET' | 'POST'): Promise<Buffer> =>
       res.on('error', reject);
     });
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 
 const bringIn = async (name: string, storageUri: string): Promise<void> => {
@@ -46,6 +49,22 @@ const sync = async (): Promise<void> => {
       }),
   );
 };
+
+const resync = async (): Promise<void> => {
+  const index = JSON.parse(
+    (await request(`${serverUrl}/v2/repository/index`, 'POST', '{}')).toString(),
+  ) as Array<{
+    name: string;
+    state?: string;
+  }>;
+  const loaded = new Set(index.filter((model) => model.state === 'READY').map((model) => model.name));
+  for (const name of seen)
+    if (!loaded.has(name)) await request(`${serverUrl}/v2/repository/models/${name}/load`, 'POST');
+};
+if (resyncMs !== undefined)
+  setInterval(() => {
+    resync().catch((error: unknown) => console.error(String(error)));
+  }, Number(resyncMs));
 
 watch(configDir, (_event, name) => {
   if (name === '..data') sync().catch((error: unknown) => console.error(String(error)));

@@ -5,6 +5,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { atomicWrite } from '../src/testing/atomic-writer';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../src/testing/v2-model-server';
 import { loadArrivals, modelsJson, readProbe, type ProbeReading } from './agent-fixture';
@@ -167,4 +168,33 @@ export const heard = () => {
     if (request.path === '/v2/repository/index') indexRequests++;
   };
   return { loads, onRequest, indexRequests: () => indexRequests };
+};
+
+/** What touching memory again costs here, a page at a time: right after it was touched, and after a while idle. */
+export interface PageTouchCost {
+  readonly hotUsPerPage: number;
+  readonly idleUsPerPage: number;
+}
+
+const pageBytes = 4096;
+
+/**
+ * A probe of what this machine charges for memory a process touches again after idling: 16 MiB touched page by
+ * page now (twice: the second is the hot figure), and again at `idleCost()`. Some machines (this VM since December
+ * 2026) take idle memory away and charge the next touch, ~7 us a page after 30 s, as the process's own CPU: a
+ * resync that reads 1,000 records after a minute idle then costs several times what it costs on a machine that
+ * does not, for the agent and the floor alike.
+ */
+export const pageTouchProbe = (): { readonly idleCost: () => PageTouchCost } => {
+  const pages = 4096;
+  const memory = Buffer.alloc(pages * pageBytes, 1);
+  const touchUsPerPage = (): number => {
+    const started = performance.now();
+    for (let offset = 0; offset < memory.length; offset += pageBytes)
+      memory[offset] = (memory[offset] ?? 0) ^ 1;
+    return round3(((performance.now() - started) * 1000) / pages);
+  };
+  touchUsPerPage();
+  const hotUsPerPage = touchUsPerPage();
+  return { idleCost: () => ({ hotUsPerPage, idleUsPerPage: touchUsPerPage() }) };
 };

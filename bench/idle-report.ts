@@ -1,9 +1,12 @@
 /** The idle-restart suite's report: its targets, and the rows, checks and notes made of what the lanes measured. */
+import type { PageTouchCost } from './idle-lanes';
 import { round3, summarize, type Check, type Row, type SuiteResult } from './suite';
 
 /** P5 targets. */
 const maxHeapUsedMiB = 20;
 const maxCpuMsPerMinute = 50;
+/** An idle agent may burn at most this many times the floor watcher's CPU, the floor resyncing as often. */
+const maxFloorCpuRatio = 4;
 /** P6 target. */
 const maxReadyMs = 1000;
 /** The npm bin's idle RSS may exceed the image's way of starting the agent by at most this ratio. */
@@ -39,13 +42,15 @@ export interface IdleSetUp {
   readonly quick: boolean;
   /** Why the Go agent's lane was not run, when it was not. */
   readonly goSkipped: string | undefined;
+  /** What this machine charged for memory touched again after the window idle (`pageTouchProbe`). */
+  readonly pageTouch: PageTouchCost;
 }
 
 /** The suite's result from the idle figures (modelsync, the npm bin, the drop-in, the floor, then Go's) and P6's. */
 export const idleRestartReport = (
   idle: ReadonlyArray<IdleFigures>,
   { restartsMs, readyLogMs, nodeMs, downloads, loads }: RestartFigures,
-  { models, modelFileBytes, settleMs, measureMs, quick, goSkipped }: IdleSetUp,
+  { models, modelFileBytes, settleMs, measureMs, quick, goSkipped, pageTouch }: IdleSetUp,
 ): Required<Pick<SuiteResult, 'rows' | 'checks' | 'notes'>> => {
   const [mineIdle, binIdle, dropInIdle, floorIdle] = idle as [
     IdleFigures,
@@ -100,16 +105,25 @@ export const idleRestartReport = (
       heapUsedMiB: mineIdle.heapUsedMiB ?? null,
       floorHeapUsedMiB: floorIdle.heapUsedMiB ?? null,
     },
-    // The ratio is to the budget: the floor (no timers, no resync) and the Go agent (no resync) idle at ~0.
-    ...[mineIdle, dropInIdle].map((figures): Check => ({
-      name: `P5 idle CPU ≤ ${maxCpuMsPerMinute} ms/min, ${figures.name}`,
-      withinBudget: figures.cpuMsPerMinute <= maxCpuMsPerMinute,
-      ratio: round3(figures.cpuMsPerMinute / maxCpuMsPerMinute),
-      better: 'lower',
-      cpuMsPerMinute: figures.cpuMsPerMinute,
-      floorCpuMsPerMinute: floorIdle.cpuMsPerMinute,
-      ...(goIdle && { goAgentCpuMsPerMinute: goIdle.cpuMsPerMinute }),
-    })),
+    ...[mineIdle, dropInIdle].flatMap((figures): Check[] => [
+      {
+        // No ratio for CI: what an idle process burns follows what the machine charges for memory touched after a
+        // while idle (pageTouch): one commit measured 31 and 211 ms/min here on one day (docs/benchmarks.md).
+        name: `P5 idle CPU ≤ ${maxCpuMsPerMinute} ms/min, ${figures.name}`,
+        withinBudget: figures.cpuMsPerMinute <= maxCpuMsPerMinute,
+        cpuMsPerMinute: figures.cpuMsPerMinute,
+        ...pageTouch,
+      },
+      {
+        name: `P5 idle CPU ≤ ${maxFloorCpuRatio}x the floor's, resyncing as often, ${figures.name}`,
+        withinBudget: figures.cpuMsPerMinute <= floorIdle.cpuMsPerMinute * maxFloorCpuRatio,
+        ratio: round3(figures.cpuMsPerMinute / floorIdle.cpuMsPerMinute),
+        better: 'lower',
+        cpuMsPerMinute: figures.cpuMsPerMinute,
+        floorCpuMsPerMinute: floorIdle.cpuMsPerMinute,
+        ...(goIdle && { goAgentCpuMsPerMinute: goIdle.cpuMsPerMinute }),
+      },
+    ]),
     {
       name: `P6 restart with ${models} models on disk and loaded → ready ≤ ${maxReadyMs} ms, 0 downloads, 0 loads`,
       withinBudget: restart.max <= maxReadyMs && downloads === 0 && loads === 0,
@@ -130,7 +144,7 @@ export const idleRestartReport = (
         'its image starts it (`node --max-semi-space-size=1 cli.js`) as a plain sidecar (no HTTP surface), as ' +
         "the npm bin (the file itself: its `#!/usr/bin/env -S node …` line), and as KServe's webhook starts " +
         'its agent (`--enable-puller --config-dir --model-dir --component-port --port`: the agent port and ' +
-        "the HTTP surface on), all with their defaults (info logs); the floor watcher; and, in the bench's " +
+        "the HTTP surface on), all with their defaults (info logs); the floor watcher, resyncing as often as the agents; and, in the bench's " +
         'own network namespace, the KServe Go agent with its puller (its stand-in on 127.0.0.1:8080; it has ' +
         `no resync)${goSkipped === undefined ? '' : ` — not run here: ${goSkipped}`}. Once every agent had ` +
         'every load request and its first resync after the burst (the stand-in heard one more index request ' +
@@ -141,7 +155,9 @@ export const idleRestartReport = (
         'thread (/proc/<pid>/task/*/schedstat, ns; else utime + stime of /proc/<pid>/stat) at the start and ' +
         'the end of the window, ms/min = their difference over the window; heapUsed and heapTotal of the Node.js processes from a preloaded probe ' +
         '(bench/memory-probe.ts: at SIGUSR2 it writes process.memoryUsage() to a file) at both ends, heapUsed ' +
-        "the lower of the two readings (no GC is forced). The CPU checks' ratio is to the 50 ms budget.",
+        "the lower of the two readings (no GC is forced). The CPU checks' ratio is to the floor's CPU, the floor resyncing " +
+        'as often as the agents; the 50 ms/min budget is reported beside what touching 16 MiB again cost a page, ' +
+        'right away and after the window idle (hotUsPerPage, idleUsPerPage).',
       'P6: the agent is stopped (SIGTERM) and started again on the same dirs and stand-in; the clock runs ' +
         'from the spawn to the `start-up sync complete; ready` log line reaching the bench (readyLogDurationMs: ' +
         "the agent's own durationMs from start-up to ready). downloads = `model downloading` logs, loads = " +

@@ -23,6 +23,7 @@ import {
   figuresOf,
   heard,
   kserveDropInArgs,
+  pageTouchProbe,
   readingOf,
   startGoIdler,
   type GoIdler,
@@ -40,8 +41,14 @@ const startTimeoutMs = 120_000;
  * `settleMs` after each agent's first resync after the burst (which repairs what the burst changed, once).
  */
 const timing = {
-  full: { settleMs: 5_000, measureMs: 60_000, restarts: 3, resyncArgs: [] as string[] },
-  quick: { settleMs: 2_000, measureMs: 30_000, restarts: 2, resyncArgs: ['--resync-interval', '30s'] },
+  full: { settleMs: 5_000, measureMs: 60_000, restarts: 3, resyncMs: 60_000, resyncArgs: [] as string[] },
+  quick: {
+    settleMs: 2_000,
+    measureMs: 30_000,
+    restarts: 2,
+    resyncMs: 30_000,
+    resyncArgs: ['--resync-interval', '30s'],
+  },
 };
 const firstResyncTimeoutMs = 120_000;
 /** Spawn to exit of `node -e 0`: the runtime's own start-up, the floor of a restart. */
@@ -61,7 +68,7 @@ export const idleRestartSuite: Suite = {
   run: async ({ quick }: RunOptions): Promise<SuiteResult> => {
     if (!existsSync(cliPath))
       return { skipped: `${cliPath} is missing: run through \`npm run bench\``, rows: [] };
-    const { settleMs, measureMs, restarts, resyncArgs } = quick ? timing.quick : timing.full;
+    const { settleMs, measureMs, restarts, resyncMs, resyncArgs } = quick ? timing.quick : timing.full;
     const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-idle-'));
     const store = await startModelStore(modelFileBytes);
     const laneOf = (name: string) => {
@@ -128,7 +135,10 @@ export const idleRestartSuite: Suite = {
         portInArgs: true,
       });
       const floorProbe = path.join(root, 'floor.probe');
-      const floor = startFloorProcess(floorLane.configDir, floorLane.modelDir, floorStandIn.url, floorProbe);
+      const floor = startFloorProcess(floorLane.configDir, floorLane.modelDir, floorStandIn.url, {
+        probeFile: floorProbe,
+        resyncMs,
+      });
       running.push(floor);
       await floorHeard.loads.distinct(models, startTimeoutMs);
       idlers.push({
@@ -150,12 +160,14 @@ export const idleRestartSuite: Suite = {
       );
       console.log(`  settling ${settleMs / 1000} s, measuring ${measureMs / 1000} s`);
       await sleep(settleMs);
+      const pageTouch = pageTouchProbe();
       const starts = await Promise.all(idlers.map(readingOf));
       const rss = await sampleRssOf(
         idlers.map((idler) => idler.pid),
         measureMs,
         1000,
       );
+      const pageTouchCost = pageTouch.idleCost();
       const ends = await Promise.all(idlers.map(readingOf));
       const idle = idlers.map((idler, i) =>
         figuresOf(idler, rss[i]!, starts[i]!, ends[i]!, measureMs / 60_000),
@@ -188,7 +200,7 @@ export const idleRestartSuite: Suite = {
       return idleRestartReport(
         idle,
         { restartsMs, readyLogMs, nodeMs, downloads, loads },
-        { models, modelFileBytes, settleMs, measureMs, quick, goSkipped },
+        { models, modelFileBytes, settleMs, measureMs, quick, goSkipped, pageTouch: pageTouchCost },
       );
     } finally {
       await goIdler?.close();
