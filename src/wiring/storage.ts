@@ -134,8 +134,14 @@ export const storageProviders = (
         roots: config.localStorageRoots,
         limits,
         rootsName: flagTable.localStorageRoots.flag,
+        files: config.localModelFiles,
       }),
-      pvcStorage({ root: config.pvcMountRoot, limits, rootName: flagTable.pvcMountRoot.flag }),
+      pvcStorage({
+        root: config.pvcMountRoot,
+        limits,
+        rootName: flagTable.pvcMountRoot.flag,
+        files: config.localModelFiles,
+      }),
       httpStorage({
         headersByHost,
         network,

@@ -48,7 +48,7 @@ describe('deploy/ manifests', () => {
 
 describe.each(
   rendered.map(({ variant, objects }) => [variant.name, objects, writesEvents(variant)] as const),
-)('%s', (_name, objects, events) => {
+)('%s', (variantName, objects, events) => {
   const pod = podSpecOf(deploymentOf(objects));
   const { container: modelsync, init } = containerNamed(pod, 'modelsync');
   const { container: server } = containerNamed(pod, 'model-server');
@@ -201,6 +201,23 @@ describe.each(
       link: true,
       writers: [],
     });
+  });
+
+  it('mounts a models claim, if any, at the same path in modelsync and the model server, read-only, where --pvc-mount-root looks', () => {
+    const claims = (pod.volumes ?? []).filter((volume) => volume.persistentVolumeClaim !== undefined);
+    for (const claim of claims) {
+      const mountsOf = (container: IContainer) =>
+        (container.volumeMounts ?? []).filter((mount) => mount.name === claim.name);
+      // Linked files (--local-model-files link) resolve in the model server's container only at the same path.
+      expect(mountsOf(modelsync)).toEqual([
+        { name: claim.name, mountPath: config.pvcMountRoot, readOnly: true },
+      ]);
+      expect(mountsOf(server)).toEqual([
+        { name: claim.name, mountPath: config.pvcMountRoot, readOnly: true },
+      ]);
+      expect(config.localModelFiles).toBe('link');
+    }
+    expect(claims.length).toBe(variantName.includes('model-claim') ? 1 : 0);
   });
 
   it('reaches the model server inside the pod at --server-url', () => {

@@ -35,6 +35,12 @@ export const variants: ReadonlyArray<Variant> = [
     namespace: 'model-serving',
   })),
   ...serverOverlays.map((server) => ({
+    name: `${server} + model-claim + native-sidecar`,
+    resources: [`overlays/${server}`],
+    components: ['components/model-claim', 'components/native-sidecar'],
+    namespace: 'model-serving',
+  })),
+  ...serverOverlays.map((server) => ({
     name: `${server} + kube-events`,
     resources: [`overlays/${server}`],
     components: ['components/kube-events'],

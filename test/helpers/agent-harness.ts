@@ -177,6 +177,9 @@ export const startAgentHarness = async (options: AgentHarnessOptions = {}): Prom
       loadTimeoutMs: 10_000,
       // Tests keep their local model sources in temp dirs.
       localStorageRoots: [tmpdir()],
+      // They stand in for a remote store: copied as a download would be, so that a source changed later changes no
+      // installed model (linking: test/storage/local/local-storage-links.test.ts, pvc-links.e2e).
+      localModelFiles: 'copy',
     };
     const edges = capabilities(config, log, options.env ?? {});
     if (E.isLeft(edges)) throw new Error(edges.left);

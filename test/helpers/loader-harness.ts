@@ -162,6 +162,9 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
     requestTimeoutMs: 10_000,
     // Tests keep their local model sources in temp dirs.
     localStorageRoots: [tmpdir()],
+    // They stand in for a remote store: copied as a download would be, so that a source changed later changes no
+    // installed model (linking: test/storage/local/local-storage-links.test.ts, pvc-links.e2e).
+    localModelFiles: 'copy' as const,
     ...options.config,
   };
   const edges = capabilities(config, log, {});

@@ -30,9 +30,9 @@ const llm = {
 const loadedLine = (model: string) => (log: LogLine) =>
   log['msg'] === 'model loaded' && log['model'] === model;
 
-/** The files of `dir` but the marker. */
+/** The files of `dir` but the marker, by name (a local or pvc:// model's are links: `name -> where it lies`). */
 const modelFiles = async (dir: string): Promise<string[]> =>
-  (await listTree(dir)).filter((file) => !file.startsWith('SUCCESS.'));
+  (await listTree(dir)).filter((file) => !file.startsWith('SUCCESS.')).map((file) => file.split(' -> ')[0]!);
 
 describe('patterns and pvc:// on the real process', () => {
   let server: V2ModelServerStandIn | undefined;

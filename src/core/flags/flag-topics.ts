@@ -26,6 +26,7 @@ export const flagTopics: ReadonlyArray<FlagTopic> = [
     [
       'localStorageRoots',
       'pvcMountRoot',
+      'localModelFiles',
       'maxModelBytes',
       'caBundle',
       's3Endpoint',

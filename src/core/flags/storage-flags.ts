@@ -14,6 +14,9 @@ import {
 /** How S3 buckets are addressed: `auto` decides by the endpoint (see `--s3-addressing`). */
 export const s3AddressingStyles = ['auto', 'path', 'virtual'] as const;
 
+/** How a local or `pvc://` model's files reach the model dir (see `--local-model-files`). */
+export const localModelFileModes = ['link', 'copy'] as const;
+
 /** The storage part of the flag table, in `--help` order (spread into `flagTable`). */
 export const storageFlags = {
   maxModelBytes: {
@@ -61,8 +64,15 @@ export const storageFlags = {
   pvcMountRoot: {
     arg: 'dir',
     default: '/mnt/pvc',
-    help: "where the claim of a `pvc://<claim>/<path>` storageUri is mounted (KServe's `/mnt/pvc`): `<path>` is copied from under it as a local path is, links kept inside it; allowed whatever `--local-storage-roots` says",
+    help: "where the claim of a `pvc://<claim>/<path>` storageUri is mounted (KServe's `/mnt/pvc`): `<path>` is read from under it as a local path is, links kept inside it; allowed whatever `--local-storage-roots` says",
     codec: absolutePath('PvcMountRoot'),
+  },
+  localModelFiles: {
+    arg: 'how',
+    default: 'link',
+    help: "how a local path's or `pvc://` model's files reach the model dir: `link` = a symlink to each file where it lies, no byte copied (the model server must mount the volume at the same path, as KServe's own storage initializer expects); `copy` = a copy (a clone where the file system makes one); archives are always extracted",
+    codec: oneOf('LocalModelFiles', localModelFileModes),
+    choices: localModelFileModes,
   },
   // Object stores: the generic downloader's bound, then S3. KServe's env names are read in storage/object-store/.
   storageConcurrency: {

@@ -26,7 +26,16 @@ export interface LocalStorageOptions {
   readonly limits?: DownloadLimits;
   /** What the user calls `roots`, named when a source lies outside them (the CLI's flag; default `roots`). */
   readonly rootsName?: string;
+  /**
+   * How each file reaches the model dir: `copy` (a clone where the file system makes one; the default here, as an
+   * embedding process's server may not see the source's volume), or `link`: a symlink to the file where it lies,
+   * no byte copied, for a model server that mounts the volume at the same path (`--local-model-files`).
+   */
+  readonly files?: LocalModelFiles;
 }
+
+/** How a local or `pvc://` model's files reach the model dir (`LocalStorageOptions.files`). */
+export type LocalModelFiles = 'link' | 'copy';
 
 const sourcePathOf = (uri: string): string => {
   if (uri.startsWith('/')) return path.resolve(uri);
@@ -49,6 +58,8 @@ interface Tree {
   readonly guard: TransferGuard;
   /** Copies each file, counted by the guard: a clone where the file system has them. */
   readonly copy: FileCopier;
+  /** Each file a symlink to its canonical path instead of a copy (`files: 'link'`). */
+  readonly link: boolean;
   /** The files the model's patterns take, by path in the tree; absent: every entry is copied. */
   readonly selection?: EntrySelection;
 }
@@ -65,12 +76,16 @@ const takes = async (tree: Tree, from: string, to: string, kind: EntryKind): Pro
 // swapped in block the open. fstat on the opened file then says what was really opened.
 const openFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-// Each file is opened once and its bytes read through that handle, so what was checked is what is copied.
+// Each file is opened once and its bytes read through that handle, so what was checked is what is copied. A linked
+// file is checked the same way; `from` is its canonical path (the root resolved, every dir below it listed as a
+// dir), which the link names absolutely: the model server resolves it in its own mount of the volume. It takes no
+// room, so the guard's caps, which keep the model dir's disk, do not count it.
 const copyFile = async (tree: Tree, from: string, to: string): Promise<void> => {
   const handle = await open(from, openFlags);
   try {
     const info = await handle.stat();
     if (!info.isFile()) throw permanentError('refused', `refusing ${from}: not a regular file`);
+    if (tree.link) return await symlink(from, to);
     await tree.guard.admit(info.size);
     await tree.copy({ handle, size: info.size, path: from, to, signal: tree.signal, what: tree.what });
   } finally {
@@ -128,6 +143,7 @@ export const localSettings = (options: LocalStorageOptions): Settings => ({
   roots: options.roots ?? ['/mnt/pvc'],
   limits: options.limits ?? defaultDownloadLimits,
   rootsName: options.rootsName ?? 'roots',
+  files: options.files ?? 'copy',
 });
 
 /**
@@ -160,7 +176,17 @@ export const copyLocalModel = async (
     const guard = modelGuard(what, targetDir, limits);
     const selection = selectsAll(select) ? undefined : new EntrySelection(what, select!);
     const copy = fileCopier({ counter: guard });
-    const tree = { sourceRoot, targetRoot, signal, what, guard, copy, ...(selection ? { selection } : {}) };
+    const link = settings.files === 'link';
+    const tree = {
+      sourceRoot,
+      targetRoot,
+      signal,
+      what,
+      guard,
+      copy,
+      link,
+      ...(selection ? { selection } : {}),
+    };
     const info = await stat(sourceRoot);
     if (info.isFile()) {
       // As KServe's storage initializer: a local .tar, .tar.gz, .tgz or .zip is unpacked, any other file copied.
@@ -191,8 +217,8 @@ export const copyLocalModel = async (
 };
 
 /**
- * Copies a model from an absolute path or file:// URL: a file into `targetDir/<basename>`, an archive extracted, a
- * dir's contents, links inside the tree as relative links. What is refused, so that a model cannot smuggle in files
+ * Copies (or links, `files: 'link'`) a model from an absolute path or file:// URL: a file into
+ * `targetDir/<basename>`, an archive extracted, a dir's contents, links inside the tree as relative links. What is refused, so that a model cannot smuggle in files
  * from elsewhere: docs/reliability.md, "Downloads"; what patterns take: docs/storage.md, "Choosing files". Fails
  * `refused`, `too-large`, `not-found` or `filesystem`.
  */

@@ -7,7 +7,7 @@ import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import type { DownloadLimits } from '../download-limits';
 import { fsError, isMissing } from '../../fs';
-import { copyLocalModel, localSettings } from './local-storage';
+import { copyLocalModel, localSettings, type LocalModelFiles } from './local-storage';
 
 /** Where the claim is mounted and what one model may take. */
 export interface PvcStorageOptions {
@@ -17,15 +17,27 @@ export interface PvcStorageOptions {
   readonly limits?: DownloadLimits;
   /** What the user calls `root`, named in a refusal (the CLI's flag; default `root`). */
   readonly rootName?: string;
+  /** Copied (the default) or linked: `LocalStorageOptions.files`. */
+  readonly files?: LocalModelFiles;
 }
 
 /**
  * Serves `pvc://<claim>/<path>` as KServe's webhook maps it: `<root>/<path>`, the claim being the one volume mounted
- * at `root`. It is copied as a local path is (`copyLocalModel`), `root` its only allowed root. A URI that is no pvc
+ * at `root`. It is copied or linked as a local path is (`copyLocalModel`), `root` its only allowed root. A URI that is no pvc
  * URI, or leaves the root, is `invalid-uri`; a root that is not there is `not-found`, naming `rootName`.
  */
-export const pvcStorage = ({ root, limits, rootName = 'root' }: PvcStorageOptions): StorageProvider => {
-  const settings = localSettings({ roots: [root], rootsName: rootName, ...(limits ? { limits } : {}) });
+export const pvcStorage = ({
+  root,
+  limits,
+  rootName = 'root',
+  files,
+}: PvcStorageOptions): StorageProvider => {
+  const settings = localSettings({
+    roots: [root],
+    rootsName: rootName,
+    ...(limits ? { limits } : {}),
+    ...(files ? { files } : {}),
+  });
   return {
     schemes: ['pvc'],
     download: async (uri, targetDir, signal, _progress, request) => {
