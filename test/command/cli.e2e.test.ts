@@ -42,6 +42,7 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--shutdown-timeout', 'MODELSYNC_SHUTDOWN_TIMEOUT'],
   ['--local-storage-roots', 'MODELSYNC_LOCAL_STORAGE_ROOTS'],
   ['--pvc-mount-root', 'MODELSYNC_PVC_MOUNT_ROOT'],
+  ['--local-model-files', 'MODELSYNC_LOCAL_MODEL_FILES'],
   ['--max-model-bytes', 'MODELSYNC_MAX_MODEL_BYTES'],
   ['--ca-bundle', 'MODELSYNC_CA_BUNDLE'],
   ['--s3-endpoint', 'MODELSYNC_S3_ENDPOINT'],

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { listTree, writeFiles } from '../helpers/file-tree';
 
-/** The names under `dest`: a pvc:// or local model's files land as links to where they lie, as KServe's do. */
+/** The names under `dest` (with `--local-model-files link`, a file lands as `name -> where it lies`). */
 const landed = async (dest: string): Promise<string[]> =>
   (await listTree(dest)).map((entry) => entry.split(' -> ')[0]!);
 import { initializerConfig, runInitializer } from '../helpers/initializer';

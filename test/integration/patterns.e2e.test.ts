@@ -30,7 +30,7 @@ const llm = {
 const loadedLine = (model: string) => (log: LogLine) =>
   log['msg'] === 'model loaded' && log['model'] === model;
 
-/** The files of `dir` but the marker, by name (a local or pvc:// model's are links: `name -> where it lies`). */
+/** The files of `dir` but the marker, by name (with `--local-model-files link`, `name -> where it lies`). */
 const modelFiles = async (dir: string): Promise<string[]> =>
   (await listTree(dir)).filter((file) => !file.startsWith('SUCCESS.')).map((file) => file.split(' -> ')[0]!);
 

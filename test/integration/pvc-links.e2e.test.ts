@@ -1,7 +1,7 @@
 /**
  * End to end on the real process (`dist/cli.js`) with a V2 stand-in: a 1 GiB `pvc://` model is linked, not copied
- * (`--local-model-files link`, the default): ready with no byte of it in the model dir, and a restart reads nothing
- * again; `--local-model-files copy` still copies.
+ * (`--local-model-files link`): ready with no byte of it in the model dir, and a restart reads nothing again;
+ * `--local-model-files copy` (the default) copies.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -53,7 +53,7 @@ describe('a pvc:// model on the real process', () => {
 
   it('links a 1 GiB model: ready with ~0 bytes in the model dir, and a restart reads nothing again', async () => {
     const { source, modelDir, server, start } = await world('link');
-    const first = start();
+    const first = start({ 'local-model-files': 'link' });
     await first.waitForLog('start-up sync complete; ready', 30_000);
     expect(server.loaded).toEqual(new Set(['llm']));
     const files = (await listTree(join(modelDir, 'llm'))).filter((file) => !file.startsWith('SUCCESS.'));
@@ -66,7 +66,7 @@ describe('a pvc:// model on the real process', () => {
     await first.signalAndWait('SIGTERM');
 
     const loadsBefore = server.loads.length;
-    const second = start();
+    const second = start({ 'local-model-files': 'link' });
     await second.waitForLog('start-up sync complete; ready', 30_000);
     expect(second.logs.filter((log) => log.msg === 'model downloading')).toEqual([]);
     expect(server.loads.length).toBe(loadsBefore);
@@ -74,9 +74,9 @@ describe('a pvc:// model on the real process', () => {
     await second.signalAndWait('SIGTERM');
   });
 
-  it('copies with --local-model-files copy', async () => {
+  it('copies by default', async () => {
     const { modelDir, server, start } = await world('copy');
-    const agent = start({ 'local-model-files': 'copy' });
+    const agent = start();
     await agent.waitForLog('start-up sync complete; ready', 60_000);
     expect(server.loaded).toEqual(new Set(['llm']));
     expect((await listTree(join(modelDir, 'llm'))).filter((file) => !file.startsWith('SUCCESS.'))).toEqual([

@@ -15,7 +15,7 @@ import {
 export const s3AddressingStyles = ['auto', 'path', 'virtual'] as const;
 
 /** How a local or `pvc://` model's files reach the model dir (see `--local-model-files`). */
-export const localModelFileModes = ['link', 'copy'] as const;
+export const localModelFileModes = ['copy', 'link'] as const;
 
 /** The storage part of the flag table, in `--help` order (spread into `flagTable`). */
 export const storageFlags = {
@@ -69,8 +69,8 @@ export const storageFlags = {
   },
   localModelFiles: {
     arg: 'how',
-    default: 'link',
-    help: "how a local path's or `pvc://` model's files reach the model dir: `link` = a symlink to each file where it lies, no byte copied (the model server must mount the volume at the same path, as KServe's own storage initializer expects); `copy` = a copy (a clone where the file system makes one); archives are always extracted",
+    default: 'copy',
+    help: "how a local path's or `pvc://` model's files reach the model dir: `copy` = a copy (a clone where the file system makes one); `link` = a symlink to each file where it lies, no byte copied (the model server must mount the volume at the same path, as KServe's own storage initializer expects; the model server's own config files are then not read before a load); archives are always extracted",
     codec: oneOf('LocalModelFiles', localModelFileModes),
     choices: localModelFileModes,
   },
