@@ -145,6 +145,28 @@ export interface Filled {
   readonly copiedBytes: number;
 }
 
+/** What the node cache gave for one identity (`NodeCache.take`). */
+export type CacheTake =
+  | { readonly _tag: 'Filled'; readonly filled: Filled }
+  | {
+      /** The identity is not cached and this process now downloads it: nobody else on the node does meanwhile. */
+      readonly _tag: 'Claimed';
+      /** After the commit: puts the installed model into the cache, then lets the others go on. Never throws. */
+      readonly publish: () => Promise<void>;
+      /** The download failed: lets the others go on (one of them downloads it). */
+      readonly release: () => Promise<void>;
+    };
+
+/** The node cache (`--node-cache-dir`): every modelsync on the node downloads each content once. */
+export interface NodeCache {
+  /**
+   * Fills the still empty `staged` from the node's entry of `identity` (what a provider named after asking the store
+   * with this process's own credentials, so only a process that may read the content finds its entry), waiting while
+   * another process on the node downloads it; or claims the identity for this process to download.
+   */
+  take(identity: string, staged: Staged, signal: AbortSignal): Promise<CacheTake>;
+}
+
 /** The local model directory `M`: `M/<name>/` holds a model's files and its `SUCCESS.<sha256>` marker. */
 export interface ModelStore {
   /** Creates `M` if missing, deletes temporary dirs and dirs without a valid marker, returns what is installed. */
@@ -169,6 +191,8 @@ export interface ModelStore {
    * link in it): the caller downloads. Throws an EffectError when the file system fails (`no-space`: no room).
    */
   fillFrom(source: ModelName, staged: Staged, signal: AbortSignal): Promise<Filled | undefined>;
+  /** The node cache, when there is one (`--node-cache-dir`). */
+  readonly nodeCache?: NodeCache;
 }
 
 /**

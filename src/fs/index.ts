@@ -12,6 +12,7 @@ export {
 export { spaceCheck, type SpaceCheck } from './free-space';
 export { fileCopier, type CopyCounter, type FileCopier, type HeldFile } from './copy-held-file';
 export { readSmallFile, readToEnd } from './small-file';
+export { lockFile, type HeldLock } from './file-lock';
 export {
   entryKind,
   fileSizes,

@@ -1,11 +1,15 @@
 /**
  * Content sharing: models of one stored content are downloaded once. A download of an identity an installed model
- * holds is filled from its dir; one another model is downloading now waits for it, then fills from it.
+ * holds is filled from its dir; one another model is downloading now waits for it, then fills from it. With a node
+ * cache, the one download of an identity on the node fills the others, in every modelsync there.
  */
 import type { Logger } from 'pino';
 import type { ModelName } from '../core/model-name';
-import type { Filled, ModelStore, Staged } from '../ports';
+import type { CacheTake, Filled, ModelStore, Staged } from '../ports';
 import { createContentRegistry, type ContentRegistry } from './content-registry';
+
+/** The `source` of a fill from the node cache. */
+export const nodeCacheSource = 'node cache';
 
 /** Candidates tried by one offer before it downloads: each one that fails is forgotten, so the next offer goes on. */
 const triesPerOffer = 8;
@@ -20,7 +24,7 @@ export interface ContentOffer {
    */
   readonly settle: (committed: boolean) => void;
   /** What the fill brought and from where, when the dir was filled rather than downloaded. */
-  readonly filled: () => (Filled & { readonly source: ModelName }) | undefined;
+  readonly filled: () => (Filled & { readonly source: ModelName | typeof nodeCacheSource }) | undefined;
 }
 
 /** Offers for the downloads of one loader; what it remembers outlives a run, as the model dir does. */
@@ -52,7 +56,7 @@ export const createContentSharing = ({
   log,
   registry = createContentRegistry(),
 }: {
-  readonly store: Pick<ModelStore, 'fillFrom'>;
+  readonly store: Pick<ModelStore, 'fillFrom' | 'nodeCache'>;
   readonly log: Logger;
   readonly registry?: ContentRegistry | undefined;
 }): ContentSharing => {
@@ -65,7 +69,9 @@ export const createContentSharing = ({
     let leading: string | undefined;
     let offered = false;
     let settled = false;
-    let filled: (Filled & { source: ModelName }) | undefined;
+    let filled: (Filled & { source: ModelName | typeof nodeCacheSource }) | undefined;
+    /** The node cache's claim on the identity this offer downloads: published or released at the settle. */
+    let claim: Extract<CacheTake, { _tag: 'Claimed' }> | undefined;
     let ended!: () => void;
     const lead = { done: new Promise<void>((resolve) => (ended = resolve)) };
 
@@ -83,6 +89,28 @@ export const createContentSharing = ({
       return false;
     };
 
+    // The node cache only speeds a download up: a failure of its own (not an abort) is logged and the model downloaded.
+    const fromNodeCache = async (wanted: string): Promise<boolean> => {
+      if (store.nodeCache === undefined) return false;
+      try {
+        const taken = await store.nodeCache.take(wanted, staged, signal);
+        if (taken._tag === 'Claimed') {
+          claim = taken;
+          return false;
+        }
+        filled = { ...taken.filled, source: nodeCacheSource };
+        log.info(
+          { model: name, source: nodeCacheSource, ...taken.filled },
+          'model filled from the node cache',
+        );
+        return true;
+      } catch (err) {
+        if (signal.aborted) throw err;
+        log.warn({ err, model: name }, 'the node cache failed; downloading');
+        return false;
+      }
+    };
+
     const reuse = async (wanted: string): Promise<boolean> => {
       // One offer, one identity: a second call (a provider's mistake) neither waits nor names what the dir holds.
       if (offered || settled) {
@@ -97,7 +125,7 @@ export const createContentSharing = ({
         if (running === undefined) {
           leads.set(wanted, lead); // checked and set in one turn: of the offers woken together, one leads
           leading = wanted;
-          return false;
+          return await fromNodeCache(wanted);
         }
         await untilDone(running.done, signal);
       }
@@ -109,6 +137,8 @@ export const createContentSharing = ({
       // Recorded before the waiters wake, so that they find the dir they were waiting for.
       if (committed) registry.installed(name, identity);
       if (leading !== undefined) leads.delete(leading);
+      // Published from the installed dir, which the commit just put in place; the node's others wait till then.
+      if (claim !== undefined) void (committed ? claim.publish() : claim.release());
       ended();
     };
 

@@ -1,11 +1,12 @@
 /** modelDirStore: the model directory M, filled through staging dirs and renames so no one sees half a model, and no neighbour's link is ever followed. */
 import { specEquals } from '../core/snapshot';
-import type { ModelStore } from '../ports';
+import type { ModelStore, Staged } from '../ports';
 import type { SpaceCheck } from '../fs';
 import { backgroundFlusher } from './background-flush';
 import type { Logger } from '../log';
 import { describeFound } from './entry';
 import { fillFromModelDir } from './fill-from';
+import { nodeCacheStore } from './node-cache';
 import { modelDirRoot } from './model-dir-root';
 import { modelDirRecovery } from './recovery';
 import { stager, type StagingArea } from './stage';
@@ -17,6 +18,8 @@ export interface ModelDirOptions {
   readonly spaceCheck?: SpaceCheck;
   /** `--link-same-content`: fill models of one content with hard links, not copies (`FillFromModelDir.link`). */
   readonly linkSameContent?: boolean;
+  /** `--node-cache-dir`: the dir every modelsync on the node shares (`nodeCacheStore`); absent: no node cache. */
+  readonly nodeCacheDir?: string;
 }
 
 /** The local model directory `M` as a ModelStore; see ports.ts for the contract. */
@@ -25,13 +28,25 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
   const { log, modelDir } = m;
   const { spaceCheck, linkSameContent: link = false } = options;
   const area: StagingArea = { m, flush: backgroundFlusher(m.root, log), spaceCheck, open: new WeakMap() };
+  const staging = (staged: Staged, what: string) => {
+    const into = area.open.get(staged);
+    if (into === undefined) throw new Error(`${what}: not a staging dir of this store, or already settled`);
+    return into;
+  };
+  const cache =
+    options.nodeCacheDir === undefined
+      ? undefined
+      : nodeCacheStore(options.nodeCacheDir, modelDir, log.child({ component: 'node-cache' }));
   return {
+    ...(cache && {
+      nodeCache: {
+        take: (identity, staged, signal) => cache.take(identity, staging(staged, 'nodeCache'), signal),
+      },
+    }),
     recover: modelDirRecovery(m),
     stage: stager(area),
     fillFrom: async (source, staged, signal) => {
-      const into = area.open.get(staged);
-      if (into === undefined)
-        throw new Error('fillFrom: not a staging dir of this store, or already settled');
+      const into = staging(staged, 'fillFrom');
       return fillFromModelDir({ ...into, source, path: modelDir(source), signal, log, spaceCheck, link });
     },
     remove: async (name) => {

@@ -111,6 +111,7 @@ export const capabilities = (
       log,
       spaceCheck: space,
       linkSameContent: config.linkSameContent,
+      ...(config.nodeCacheDir !== undefined && { nodeCacheDir: config.nodeCacheDir }),
     }),
     journal: loadJournal({ root: config.modelDir, log }),
     server: modelServerFor(config, network),

@@ -31,6 +31,7 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--model-dir', 'MODELSYNC_MODEL_DIR'],
   ['--min-free-bytes', 'MODELSYNC_MIN_FREE_BYTES'],
   ['--link-same-content', 'MODELSYNC_LINK_SAME_CONTENT'],
+  ['--node-cache-dir', 'MODELSYNC_NODE_CACHE_DIR'],
   ['--server-url', 'MODELSYNC_SERVER_URL'],
   ['--protocol', 'MODELSYNC_PROTOCOL'],
   ['--server-kind', 'MODELSYNC_SERVER_KIND'],

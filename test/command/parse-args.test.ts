@@ -90,6 +90,7 @@ describe('parseArgs', () => {
       ...['--s3-addressing', 'virtual', '--s3-anonymous'],
       ...['--max-config-bytes', '4096'],
       ...['--ca-bundle', '/ca.pem', '--progress-interval-ms', '5000'],
+      ...['--node-cache-dir', '/var/cache/modelsync/'],
       ...[
         '--retry-base-ms',
         '10',
@@ -163,6 +164,7 @@ describe('parseArgs', () => {
       s3Addressing: 'virtual',
       s3Anonymous: true,
       caBundle: '/ca.pem',
+      nodeCacheDir: '/var/cache/modelsync',
       progressIntervalMs: 5000,
       loadTimeoutMs: 2000,
       serverWaitTimeout: 90_000,

@@ -220,6 +220,26 @@ describe.each(
     expect(claims.length).toBe(variantName.includes('model-claim') ? 1 : 0);
   });
 
+  it('mounts a node cache, if any, at --node-cache-dir into modelsync alone, owned by its user', () => {
+    const caches = (pod.volumes ?? []).filter((volume) => volume.hostPath !== undefined);
+    expect(caches.length).toBe(variantName.includes('node-cache') ? 1 : 0);
+    for (const cache of caches) {
+      const mounting = allContainers(pod).filter((container) =>
+        container.volumeMounts?.some((mount) => mount.name === cache.name),
+      );
+      const owner = mounting.find((container) => container !== modelsync);
+      // modelsync and the init container that gives it the dir: never the model server.
+      expect(mounting.map((container) => container.name).sort()).toEqual(['modelsync', 'node-cache-owner']);
+      expect(modelsync.volumeMounts?.find((mount) => mount.name === cache.name)?.mountPath).toBe(
+        config.nodeCacheDir,
+      );
+      expect(owner?.command?.join(' ')).toContain(
+        `chownSync('${config.nodeCacheDir}', ${modelsync.securityContext?.runAsUser}, ${modelsync.securityContext?.runAsGroup})`,
+      );
+      expect(owner?.securityContext?.capabilities).toEqual({ drop: ['ALL'], add: ['CHOWN'] });
+    }
+  });
+
   it('reaches the model server inside the pod at --server-url', () => {
     const url = new URL(config.serverUrl);
     expect(url.hostname).toBe('127.0.0.1');

@@ -41,6 +41,12 @@ export const variants: ReadonlyArray<Variant> = [
     namespace: 'model-serving',
   })),
   ...serverOverlays.map((server) => ({
+    name: `${server} + node-cache + native-sidecar`,
+    resources: [`overlays/${server}`],
+    components: ['components/node-cache', 'components/native-sidecar'],
+    namespace: 'model-serving',
+  })),
+  ...serverOverlays.map((server) => ({
     name: `${server} + kube-events`,
     resources: [`overlays/${server}`],
     components: ['components/kube-events'],

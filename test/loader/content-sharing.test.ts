@@ -168,3 +168,89 @@ describe('createContentSharing', () => {
     expect(fills).toEqual([]);
   });
 });
+
+describe('createContentSharing with a node cache', () => {
+  /** Sharing over a store with no installed source and a node cache that answers `take` with `answer`. */
+  const withNodeCache = (
+    answer: (identity: string, signal: AbortSignal) => Promise<'filled' | 'claimed'>,
+  ) => {
+    const calls: string[] = [];
+    const sharing = createContentSharing({
+      log: pino({ level: 'silent' }),
+      store: {
+        fillFrom: () => Promise.resolve(undefined),
+        nodeCache: {
+          take: async (identity, into, signal) => {
+            calls.push(`take ${identity} into ${into.dir}`);
+            if ((await answer(identity, signal)) === 'filled') return { _tag: 'Filled', filled: filledOnce };
+            return {
+              _tag: 'Claimed',
+              publish: () => Promise.resolve(void calls.push(`publish ${identity}`)),
+              release: () => Promise.resolve(void calls.push(`release ${identity}`)),
+            };
+          },
+        },
+      },
+    });
+    return { sharing, calls };
+  };
+
+  it('fills from the cache entry when there is one, naming the node cache as the source', async () => {
+    const { sharing, calls } = withNodeCache(() => Promise.resolve('filled'));
+    const offer = sharing.offer(a, staged('a'), running());
+    expect(await offer.reuse('id')).toBe(true);
+    offer.settle(true);
+    expect(offer.filled()).toEqual({ ...filledOnce, source: 'node cache' });
+    expect(calls).toEqual(['take id into /staging/a']);
+  });
+
+  it('downloads what it claimed, then publishes it once committed, or releases it when the download failed', async () => {
+    const { sharing, calls } = withNodeCache(() => Promise.resolve('claimed'));
+    const committed = sharing.offer(a, staged('a'), running());
+    expect(await committed.reuse('one')).toBe(false);
+    committed.settle(true);
+    const failed = sharing.offer(b, staged('b'), running());
+    expect(await failed.reuse('two')).toBe(false);
+    failed.settle(false);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toEqual([
+      'take one into /staging/a',
+      'publish one',
+      'take two into /staging/b',
+      'release two',
+    ]);
+  });
+
+  it('asks the cache once per identity in a process: a model of one another model is downloading waits for it', async () => {
+    const { sharing, calls } = withNodeCache(() => Promise.resolve('claimed'));
+    const leader = sharing.offer(a, staged('a'), running());
+    expect(await leader.reuse('id')).toBe(false);
+    const follower = sharing.offer(b, staged('b'), running());
+    const waiting = follower.reuse('id');
+    expect(await hasSettled(waiting)).toBe(false);
+    leader.settle(false);
+    expect(await waiting).toBe(false);
+    expect(calls.filter((call) => call.startsWith('take'))).toEqual([
+      'take id into /staging/a',
+      'take id into /staging/b',
+    ]);
+  });
+
+  it('downloads when the cache fails, and stops when the download is aborted while it waits', async () => {
+    const { sharing } = withNodeCache(() => Promise.reject(new Error('the cache dir is read-only')));
+    expect(await sharing.offer(a, staged('a'), running()).reuse('id')).toBe(false);
+    const abort = new AbortController();
+    // A cache whose lock never frees: only the abort ends the wait, as lockFile's does.
+    const stuck = withNodeCache(
+      (_identity, signal) =>
+        new Promise((_resolve, reject) => {
+          if (signal.aborted) return reject(signal.reason as Error);
+          signal.addEventListener('abort', () => reject(signal.reason as Error));
+        }),
+    );
+    const offer = stuck.sharing.offer(b, staged('b'), abort.signal);
+    const waiting = offer.reuse('id');
+    abort.abort(new Error('superseded'));
+    await expect(waiting).rejects.toThrow('superseded');
+  });
+});

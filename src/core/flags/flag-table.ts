@@ -6,6 +6,7 @@
 import * as t from 'io-ts';
 import { v2ServerKinds } from '../v2-server-kinds';
 import {
+  absolutePath,
   byteCount,
   duration,
   hostAddress,
@@ -208,6 +209,12 @@ export const flagTable = withNames({
   linkSameContent: {
     help: 'models of one stored content share its files as hard links rather than each holding a copy (a reflink clone where the file system has them). Only when the model server mounts the model dir read-only (as `deploy/` does): a server that can write a linked file changes every model sharing it',
     codec: t.boolean,
+  },
+  nodeCacheDir: {
+    arg: 'dir',
+    help: "a dir every modelsync on the node shares (a hostPath): a model whose storage names its content (ETags, generations, a commit) is downloaded once per node and each model dir filled from there with read-only hard links (copies across file systems), after this pod read the content's listing with its own credentials; unset: no node cache",
+    codec: absolutePath('NodeCacheDir'),
+    optional: true,
   },
   shutdownTimeout: {
     arg: 'duration',

@@ -13,6 +13,7 @@ export const flagTopics: ReadonlyArray<FlagTopic> = [
       'modelDir',
       'minFreeBytes',
       'linkSameContent',
+      'nodeCacheDir',
       'serverUrl',
       'protocol',
       'serverKind',

@@ -1,0 +1,140 @@
+/**
+ * The node cache (`--node-cache-dir`): a dir every modelsync on the node shares, holding each stored content once,
+ * as a model dir of its own (files, and a marker written last) named by a hash of the content's identity. A model
+ * dir is filled from an entry by hard links (copies across file systems), and an entry from a model dir just
+ * installed; one process on the node downloads an identity while the others wait on its lock.
+ */
+import { createHash } from 'node:crypto';
+import { chmod, lstat, mkdir, mkdtemp, readdir, rename } from 'node:fs/promises';
+import { join } from 'node:path';
+import { errorCode } from '../core/errors';
+import type { ModelName } from '../core/model-name';
+import type { CacheTake, Filled } from '../ports';
+import { fileSizes, lockFile, openDir, removeTree, step, syncTree, type HeldLock, type OpenDir } from '../fs';
+import type { Logger } from '../log';
+import { fillFromModelDir, type StagingOf } from './fill-from';
+import { markStagingDir } from './staging-dir';
+
+/** Entries and the files in them are read-only: a model server that does not own them cannot change them. */
+const entryFileMode = 0o444;
+/**
+ * How long a process waits for the one downloading an identity before it downloads the model itself: a lock held
+ * longer (a stuck process, a hostile one) costs the node a second download, never a model that does not come.
+ */
+const lockWaitMs = 10 * 60_000;
+
+/** Where an identity's entry and its lock live under `root`: named by a hash, so no identity names a path. */
+const entryPaths = (root: string, identity: string): { entry: string; lock: string; tmpPrefix: string } => {
+  const key = createHash('sha256').update(identity).digest('hex');
+  return { entry: join(root, key), lock: join(root, `${key}.lock`), tmpPrefix: `.tmp-${key}-` };
+};
+
+/** The node cache of a model dir store. */
+export interface NodeCacheStore {
+  /** See `NodeCache.take` (ports.ts). */
+  readonly take: (identity: string, into: StagingOf, signal: AbortSignal) => Promise<CacheTake>;
+}
+
+/**
+ * The node cache at `root` for a store whose installed models are at `modelDir(name)`. Each fill is checked as a
+ * fill from another model dir is (`fillFromModelDir`: the marker, the content's URI and selection, each file's size,
+ * no link followed): an entry planted or cut short is not used, and the model is downloaded.
+ */
+export const nodeCacheStore = (
+  root: string,
+  modelDir: (name: ModelName) => string,
+  log: Logger,
+): NodeCacheStore => {
+  const fillFromEntry = async (
+    entry: string,
+    into: StagingOf,
+    signal: AbortSignal,
+  ): Promise<Filled | undefined> => {
+    const found = await lstat(entry).catch((cause: unknown) => {
+      if (errorCode(cause) === 'ENOENT') return undefined;
+      throw cause;
+    });
+    if (found === undefined) return undefined;
+    // A fill from the entry by hard links: its files are read-only, so the model server cannot write through one.
+    return fillFromModelDir({
+      ...into,
+      source: into.name,
+      path: entry,
+      signal,
+      log,
+      link: true,
+      spaceCheck: undefined,
+    });
+  };
+
+  /** Puts the installed `M/<name>` into the cache as `entry`, then releases `lock`. Failures are logged, not thrown. */
+  const publish = async (
+    entry: string,
+    tmpPrefix: string,
+    into: StagingOf,
+    lock: HeldLock,
+  ): Promise<void> => {
+    let tmp: OpenDir | undefined;
+    try {
+      const made = await step(`cannot create a dir in ${root}`, () => mkdtemp(join(root, tmpPrefix)));
+      tmp = { ...(await openDir(made)), path: made };
+      const never = new AbortController().signal;
+      const filled = await fillFromModelDir({
+        ...into,
+        target: tmp,
+        source: into.name,
+        path: modelDir(into.name),
+        signal: never,
+        log,
+        link: true,
+        spaceCheck: undefined,
+      });
+      if (filled === undefined) {
+        await removeTree(made);
+        return;
+      }
+      const files = await fileSizes(tmp);
+      for (const file of files.keys()) await chmod(join(made, file), entryFileMode);
+      await markStagingDir(tmp, { name: into.name, spec: into.spec, signal: never, log, written: files });
+      await syncTree(tmp);
+      // Whatever holds the entry's name failed the check this process made under the lock (planted, cut short):
+      // it goes, unfollowed (removeTree unlinks a link).
+      await removeTree(entry).catch(() => undefined);
+      await step(`cannot rename ${made} to ${entry}`, () => rename(made, entry));
+      log.info({ model: into.name, entry, files: files.size }, 'model put into the node cache');
+    } catch (err) {
+      log.warn({ err, model: into.name, entry }, 'could not put the model into the node cache');
+      if (tmp !== undefined) await removeTree(tmp.path).catch(() => undefined);
+    } finally {
+      await tmp?.handle.close().catch(() => undefined);
+      await lock.release();
+    }
+  };
+
+  const take = async (identity: string, into: StagingOf, signal: AbortSignal): Promise<CacheTake> => {
+    const { entry, lock, tmpPrefix } = entryPaths(root, identity);
+    await step(`cannot create the node cache dir ${root}`, () =>
+      mkdir(root, { recursive: true, mode: 0o755 }),
+    );
+    const hit = await fillFromEntry(entry, into, signal);
+    if (hit !== undefined) return { _tag: 'Filled', filled: hit };
+    // Another process on the node may be downloading it: wait for its lock, then look again.
+    const held = await lockFile(lock, lockWaitMs, signal);
+    try {
+      const after = await fillFromEntry(entry, into, signal);
+      if (after !== undefined) {
+        await held.release();
+        return { _tag: 'Filled', filled: after };
+      }
+      // What a publisher of this identity killed mid-way left: only a holder of its lock ever writes one.
+      for (const name of await readdir(root))
+        if (name.startsWith(tmpPrefix)) await removeTree(join(root, name));
+    } catch (error) {
+      await held.release();
+      throw error;
+    }
+    return { _tag: 'Claimed', publish: () => publish(entry, tmpPrefix, into, held), release: held.release };
+  };
+
+  return { take };
+};
