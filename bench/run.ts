@@ -23,6 +23,7 @@ import { idleRestartSuite } from './idle-restart';
 import { initializerSuite } from './initializer';
 import { logRedactionSuite } from './log-redaction';
 import { manyModelsSuite } from './many-models';
+import { nodeCacheSuite } from './node-cache';
 import { parallelDownloadSuite } from './parallel-download';
 import { proxySuite } from './proxy';
 import { s3DownloadSuite } from './s3-download';
@@ -47,6 +48,7 @@ const suites: ReadonlyArray<Suite> = [
   idleRestartSuite,
   manyModelsSuite,
   proxySuite,
+  nodeCacheSuite,
 ];
 
 /** A results file: the suite's result plus where and when it was measured. */

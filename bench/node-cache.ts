@@ -1,0 +1,178 @@
+/**
+ * Suite node-cache: a fleet on one machine. Real agents, each with its own model dir and V2 stand-in, spread over
+ * "nodes" (a cache dir each), all listing one big model at once from a store that caps each connection. Without a
+ * cache every agent fetches it; with the node cache (`--node-cache-dir`) each node fetches it once, and a second wave
+ * of fresh agents takes it from the cache. Bytes the store served and time to all ready, per lane.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { atomicWrite } from '../src/testing/atomic-writer';
+import { startHttpServer } from '../src/testing/http-server';
+import { rangedBody } from '../src/testing/ranged-body';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../src/testing/v2-model-server';
+import type { CliProcess } from '../test/helpers/cli-process';
+import { startAgentProcess, stopProcess } from './agent-fixture';
+import {
+  round3,
+  summarize,
+  type Check,
+  type Row,
+  type RunOptions,
+  type Suite,
+  type SuiteResult,
+} from './suite';
+
+const MiB = 2 ** 20;
+const settings = {
+  quick: { modelBytes: 256 * MiB, nodes: 2, agentsPerNode: 3 },
+  full: { modelBytes: 1024 * MiB, nodes: 2, agentsPerNode: 3 },
+};
+/** What one connection to the store may carry, as a cloud store caps it. */
+const bytesPerSecondPerAnswer = 128 * MiB;
+const readyTimeoutMs = 300_000;
+
+/** One wave: agents started at once; what the store served meanwhile, and each agent's spawn → ready. */
+interface Wave {
+  readonly storeBytes: number;
+  readonly allReadyMs: number;
+  readonly readyMs: ReadonlyArray<number>;
+  /** Each agent's own start-up → ready (`durationMs` of its ready line): the sync, without the process start. */
+  readonly syncMs: ReadonlyArray<number>;
+}
+
+export const nodeCacheSuite: Suite = {
+  name: 'node-cache',
+  description:
+    'A fleet on one machine: real agents, each with its own model dir and V2 stand-in, on 2 "nodes" (a cache dir each), 6 in all, listing one 1 GiB (quick: 256 MiB) model at once from a store capping each connection at 128 MiB/s. Bytes the store served and time to all ready: without a cache, with the node cache, and a second wave of 6 fresh agents with it.',
+  run: async ({ quick }: RunOptions): Promise<SuiteResult> => {
+    const { modelBytes, nodes, agentsPerNode } = quick ? settings.quick : settings.full;
+    const root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-bench-node-cache-'));
+    const body = rangedBody({ size: modelBytes, bytesPerSecond: bytesPerSecondPerAnswer });
+    const store = await startHttpServer(body.handle);
+    const servers: V2ModelServerStandIn[] = [];
+    const agents: CliProcess[] = [];
+    let started = 0;
+    /** Starts every agent of one wave at once (`cacheOf(node)`: its cache dir, or none) and waits for all ready. */
+    const wave = async (cacheOf: (node: number) => string | undefined): Promise<Wave> => {
+      const sentBefore = body.sentBytes();
+      const begun = performance.now();
+      const ready = await Promise.all(
+        Array.from({ length: nodes * agentsPerNode }, async (_, i) => {
+          const dir = path.join(root, `agent-${started++}`);
+          mkdirSync(path.join(dir, 'models'), { recursive: true });
+          const storageUri = `${store.url}/llm/model.bin`;
+          atomicWrite(path.join(dir, 'config'), {
+            'models.json': JSON.stringify([
+              { modelName: 'llm', modelSpec: { storageUri, framework: 'onnx' } },
+            ]),
+          });
+          const server = await startV2ModelServer({ modelDir: path.join(dir, 'models') });
+          servers.push(server);
+          const cache = cacheOf(Math.floor(i / agentsPerNode));
+          const spawned = performance.now();
+          const agent = startAgentProcess([
+            ...['--config-dir', path.join(dir, 'config'), '--model-dir', path.join(dir, 'models')],
+            ...['--server-url', server.url],
+            ...(cache === undefined ? [] : ['--node-cache-dir', cache]),
+          ]);
+          agents.push(agent);
+          const line = await agent.waitForLog('start-up sync complete; ready', readyTimeoutMs);
+          if (!server.loaded.has('llm')) throw new Error(`agent ${dir} is ready without the model loaded`);
+          return { readyMs: performance.now() - spawned, syncMs: Number(line['durationMs']) };
+        }),
+      );
+      const result = {
+        storeBytes: body.sentBytes() - sentBefore,
+        allReadyMs: performance.now() - begun,
+        readyMs: ready.map((agent) => agent.readyMs),
+        syncMs: ready.map((agent) => agent.syncMs),
+      };
+      for (const agent of agents.splice(0)) await stopProcess(agent);
+      await Promise.all(servers.splice(0).map((server) => server.close()));
+      return result;
+    };
+    try {
+      const cacheDirs = Array.from({ length: nodes }, (_, node) => path.join(root, `node-${node}-cache`));
+      const none = await wave(() => undefined);
+      const cold = await wave((node) => cacheDirs[node]);
+      const warm = await wave((node) => cacheDirs[node]);
+      const lanes: ReadonlyArray<readonly [string, Wave]> = [
+        ['no cache', none],
+        ['node cache, first wave', cold],
+        ['node cache, second wave', warm],
+      ];
+      const rows: Row[] = lanes.map(([lane, figures]) => {
+        const ready = summarize(figures.readyMs);
+        return {
+          lane,
+          agents: figures.readyMs.length,
+          nodes,
+          modelMiB: modelBytes / MiB,
+          storeMiB: round3(figures.storeBytes / MiB),
+          storeBytesPerNodeModel: round3(figures.storeBytes / (nodes * modelBytes)),
+          allReadyMs: round3(figures.allReadyMs),
+          readyMedianMs: ready.median,
+          readyMaxMs: ready.max,
+          syncMaxMs: round3(Math.max(...figures.syncMs)),
+        };
+      });
+      const checks: Check[] = [
+        {
+          name: 'the node cache: the store serves each node the model once (≤ 1.1x the model a node)',
+          withinBudget: cold.storeBytes <= 1.1 * nodes * modelBytes,
+          ratio: round3(cold.storeBytes / (nodes * modelBytes)),
+          better: 'lower',
+          storeMiB: round3(cold.storeBytes / MiB),
+          withoutCacheMiB: round3(none.storeBytes / MiB),
+        },
+        {
+          name: 'the node cache, second wave: nothing of the model from the store (≤ 0.1x the model a node)',
+          withinBudget: warm.storeBytes <= 0.1 * nodes * modelBytes,
+          storeMiB: round3(warm.storeBytes / MiB),
+        },
+        {
+          // The store here caps each connection, not the whole store: the first wave can then be no faster than
+          // fetching it all (one download per node waits as long as six side by side). A store that caps the fleet
+          // is where the bytes above turn into time; what this checks is that the waiting costs nothing.
+          name: 'the node cache: all ready, first wave, within 1.2x of without a cache',
+          withinBudget: cold.allReadyMs <= 1.2 * none.allReadyMs,
+          ratio: round3(cold.allReadyMs / none.allReadyMs),
+          better: 'lower',
+          allReadyMs: round3(cold.allReadyMs),
+          withoutCacheMs: round3(none.allReadyMs),
+        },
+        {
+          name: `the node cache, second wave: each agent's start-up sync ≤ 1 s (${modelBytes / MiB} MiB model)`,
+          withinBudget: Math.max(...warm.syncMs) <= 1000,
+          syncMaxMs: round3(Math.max(...warm.syncMs)),
+          readyMaxMs: round3(Math.max(...warm.readyMs)),
+        },
+      ];
+      return {
+        rows,
+        checks,
+        notes: [
+          `${nodes} nodes (a cache dir each) x ${agentsPerNode} agents, each agent its own model dir and V2 stand-in, ` +
+            'started at once per wave (the agents as their image starts them, default flags but --node-cache-dir); ' +
+            `the store a node:http server in the bench process serving one ${modelBytes / MiB} MiB body with an ETag ` +
+            `and ranges, each answer capped at ${bytesPerSecondPerAnswer / MiB} MiB/s (src/testing/ranged-body.ts). ` +
+            'storeMiB: body bytes the store wrote in the wave (a second-wave agent still asks the store for the ' +
+            "content's ETag with its own request, stopped once it is known: what was in flight then counts). " +
+            'readyMs: spawn to the `start-up sync complete; ready` line, each agent; syncMs: the durationMs that line ' +
+            "carries, the agent's own start-up to ready (the process's start aside: six Node.js processes starting " +
+            'at once on two cores take 0.4-0.6 s before their first line); allReadyMs: the wave start to ' +
+            'the last ready. Every agent of a wave has the model loaded at its stand-in before the wave counts.',
+          'Where hard links work (cache and model dirs on one file system, as here) every model dir of a node ' +
+            "shares the cache entry's read-only inode: the second wave moves no byte of the model on disk either.",
+        ],
+      };
+    } finally {
+      for (const agent of agents) await stopProcess(agent);
+      await Promise.all(servers.map((server) => server.close()));
+      await store.close();
+      rmSync(root, { recursive: true, force: true });
+    }
+  },
+};
