@@ -9,7 +9,7 @@ export {
   syncPath,
   writeNewFile,
 } from './durable-fs';
-export { spaceCheck, type SpaceCheck } from './free-space';
+export { spaceCheck, statfsFreeBytes, type SpaceCheck } from './free-space';
 export { fileCopier, type CopyCounter, type FileCopier, type HeldFile } from './copy-held-file';
 export { readSmallFile, readToEnd } from './small-file';
 export { lockFile, type HeldLock } from './file-lock';

@@ -5,7 +5,7 @@
  * installed; one process on the node downloads an identity while the others wait on its lock.
  */
 import { createHash } from 'node:crypto';
-import { chmod, lstat, mkdir, mkdtemp, readdir, rename } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readdir, rename, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode } from '../core/errors';
 import type { ModelName } from '../core/model-name';
@@ -14,6 +14,7 @@ import { fileSizes, lockFile, openDir, removeTree, step, syncTree, type HeldLock
 import type { Logger } from '../log';
 import { fillFromModelDir, type StagingOf } from './fill-from';
 import { markStagingDir } from './staging-dir';
+import { evictNodeCache, type EvictionBudget } from './node-cache-eviction';
 
 /** Entries and the files in them are read-only: a model server that does not own them cannot change them. */
 const entryFileMode = 0o444;
@@ -42,6 +43,7 @@ export interface NodeCacheStore {
  */
 export const nodeCacheStore = (
   root: string,
+  budget: EvictionBudget,
   modelDir: (name: ModelName) => string,
   log: Logger,
 ): NodeCacheStore => {
@@ -56,7 +58,7 @@ export const nodeCacheStore = (
     });
     if (found === undefined) return undefined;
     // A fill from the entry by hard links: its files are read-only, so the model server cannot write through one.
-    return fillFromModelDir({
+    const filled = await fillFromModelDir({
       ...into,
       source: into.name,
       path: entry,
@@ -65,6 +67,9 @@ export const nodeCacheStore = (
       link: true,
       spaceCheck: undefined,
     });
+    // Its last use, for eviction (the entry's own mtime: no file of it changes).
+    if (filled !== undefined) await utimes(entry, new Date(), new Date()).catch(() => undefined);
+    return filled;
   };
 
   /** Puts the installed `M/<name>` into the cache as `entry`, then releases `lock`. Failures are logged, not thrown. */
@@ -109,6 +114,10 @@ export const nodeCacheStore = (
       await tmp?.handle.close().catch(() => undefined);
       await lock.release();
     }
+    // The new entry is linked from this model dir, so no sweep takes it; older ones may go now.
+    await evictNodeCache(root, budget, log).catch((err: unknown) =>
+      log.warn({ err }, 'could not evict from the node cache'),
+    );
   };
 
   const take = async (identity: string, into: StagingOf, signal: AbortSignal): Promise<CacheTake> => {

@@ -7,6 +7,7 @@ import type { Logger } from '../log';
 import { describeFound } from './entry';
 import { fillFromModelDir } from './fill-from';
 import { nodeCacheStore } from './node-cache';
+import type { EvictionBudget } from './node-cache-eviction';
 import { modelDirRoot } from './model-dir-root';
 import { modelDirRecovery } from './recovery';
 import { stager, type StagingArea } from './stage';
@@ -18,8 +19,8 @@ export interface ModelDirOptions {
   readonly spaceCheck?: SpaceCheck;
   /** `--link-same-content`: fill models of one content with hard links, not copies (`FillFromModelDir.link`). */
   readonly linkSameContent?: boolean;
-  /** `--node-cache-dir`: the dir every modelsync on the node shares (`nodeCacheStore`); absent: no node cache. */
-  readonly nodeCacheDir?: string;
+  /** `--node-cache-dir` and its budgets: the dir every modelsync on the node shares; absent: no node cache. */
+  readonly nodeCache?: { readonly dir: string } & EvictionBudget;
 }
 
 /** The local model directory `M` as a ModelStore; see ports.ts for the contract. */
@@ -34,9 +35,14 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     return into;
   };
   const cache =
-    options.nodeCacheDir === undefined
+    options.nodeCache === undefined
       ? undefined
-      : nodeCacheStore(options.nodeCacheDir, modelDir, log.child({ component: 'node-cache' }));
+      : nodeCacheStore(
+          options.nodeCache.dir,
+          options.nodeCache,
+          modelDir,
+          log.child({ component: 'node-cache' }),
+        );
   return {
     ...(cache && {
       nodeCache: {

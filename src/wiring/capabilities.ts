@@ -111,7 +111,13 @@ export const capabilities = (
       log,
       spaceCheck: space,
       linkSameContent: config.linkSameContent,
-      ...(config.nodeCacheDir !== undefined && { nodeCacheDir: config.nodeCacheDir }),
+      ...(config.nodeCacheDir !== undefined && {
+        nodeCache: {
+          dir: config.nodeCacheDir,
+          maxBytes: config.nodeCacheMaxBytes,
+          minFreeBytes: config.nodeCacheMinFreeBytes,
+        },
+      }),
     }),
     journal: loadJournal({ root: config.modelDir, log }),
     server: modelServerFor(config, network),

@@ -32,6 +32,8 @@ const flagEnvVars: ReadonlyArray<readonly [string, string]> = [
   ['--min-free-bytes', 'MODELSYNC_MIN_FREE_BYTES'],
   ['--link-same-content', 'MODELSYNC_LINK_SAME_CONTENT'],
   ['--node-cache-dir', 'MODELSYNC_NODE_CACHE_DIR'],
+  ['--node-cache-max-bytes', 'MODELSYNC_NODE_CACHE_MAX_BYTES'],
+  ['--node-cache-min-free-bytes', 'MODELSYNC_NODE_CACHE_MIN_FREE_BYTES'],
   ['--server-url', 'MODELSYNC_SERVER_URL'],
   ['--protocol', 'MODELSYNC_PROTOCOL'],
   ['--server-kind', 'MODELSYNC_SERVER_KIND'],

@@ -44,7 +44,9 @@ describe('the node cache shared by the modelsyncs of one node', () => {
   let body: RangedBody;
   const servers: V2ModelServerStandIn[] = [];
   beforeEach(async () => {
-    body = rangedBody({ size: modelBytes, block });
+    // Each answer capped as a store caps a connection: on loopback an uncapped server writes megabytes into a
+    // socket in the moment a busy agent takes to drop a body it does not need (the identity probe, below).
+    body = rangedBody({ size: modelBytes, block, bytesPerSecond: 128 * MiB });
     store = await startHttpServer(body.handle);
   });
   afterEach(async () => {
@@ -53,7 +55,12 @@ describe('the node cache shared by the modelsyncs of one node', () => {
   });
 
   /** One pod: its own config and model dirs and stand-in, the node's cache dir; the model `llm` listed. */
-  const pod = async (name: string, cacheDir: string, env: Readonly<Record<string, string>> = {}) => {
+  const pod = async (
+    name: string,
+    cacheDir: string,
+    env: Readonly<Record<string, string>> = {},
+    flags: Readonly<Record<string, string | number>> = {},
+  ) => {
     const configDir = join(tmp.path, name, 'config');
     const modelDir = join(tmp.path, name, 'models');
     mkdirSync(modelDir, { recursive: true });
@@ -71,10 +78,20 @@ describe('the node cache shared by the modelsyncs of one node', () => {
         'node-cache-dir': cacheDir,
         'retry-base-ms': 50,
         'retry-max-ms': 200,
+        ...flags,
       }),
       { env },
     );
-    return { agent, server, file: join(modelDir, 'llm', 'model.bin') };
+    const list = (models: Readonly<Record<string, string>>): unknown =>
+      atomicWrite(configDir, {
+        'models.json': JSON.stringify(
+          Object.entries(models).map(([modelName, path]) => ({
+            modelName,
+            modelSpec: { storageUri: `${store!.url}${path}`, framework: 'onnx' },
+          })),
+        ),
+      });
+    return { agent, server, file: join(modelDir, 'llm', 'model.bin'), list };
   };
   type Pod = Awaited<ReturnType<typeof pod>>;
 
@@ -186,5 +203,23 @@ describe('the node cache shared by the modelsyncs of one node', () => {
     expect(stranger.server.loaded).toEqual(new Set());
     expect(stranger.agent.logs.some((log) => log.msg === 'model filled from the node cache')).toBe(false);
     await expect(stat(stranger.file)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('evicts, past --node-cache-max-bytes, the entry no model dir links any more, never the ones in use', async () => {
+    const cacheDir = join(tmp.path, 'node-e-cache');
+    const entries = async (): Promise<string[]> =>
+      (await readdir(cacheDir)).filter((name) => !name.endsWith('.lock') && !name.startsWith('.')).sort();
+    const only = await pod('e1', cacheDir, {}, { 'node-cache-max-bytes': modelBytes + MiB });
+    await only.agent.waitForLog('model put into the node cache', 120_000);
+    const [first] = await entries();
+    // The pod now lists another model instead: its first one leaves the model dir, and with it the link.
+    const logsBefore = only.agent.logs.length;
+    only.list({ other: '/other/model.bin' });
+    await only.agent.waitForLog('model put into the node cache', 120_000, logsBefore);
+    await only.agent.waitForLog('node cache entry evicted', 30_000, logsBefore);
+    const now = await entries();
+    expect(now).toHaveLength(1);
+    expect(now).not.toContain(first);
+    expect(only.server.loaded).toEqual(new Set(['other']));
   });
 });

@@ -216,6 +216,18 @@ export const flagTable = withNames({
     codec: absolutePath('NodeCacheDir'),
     optional: true,
   },
+  nodeCacheMaxBytes: {
+    arg: 'bytes',
+    default: '0',
+    help: 'the most the node cache may hold: after each model it puts in, the entries used least recently go until it fits, never one a model dir on the node still links; 0 = no cap',
+    codec: byteCount('NodeCacheMaxBytes', 0, Number.MAX_SAFE_INTEGER),
+  },
+  nodeCacheMinFreeBytes: {
+    arg: 'bytes',
+    default: '0',
+    help: "bytes to keep free on the node cache's file system, evicting as `--node-cache-max-bytes` does; 0 = no floor",
+    codec: byteCount('NodeCacheMinFreeBytes', 0, Number.MAX_SAFE_INTEGER),
+  },
   shutdownTimeout: {
     arg: 'duration',
     default: '20s',

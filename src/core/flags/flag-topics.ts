@@ -14,6 +14,8 @@ export const flagTopics: ReadonlyArray<FlagTopic> = [
       'minFreeBytes',
       'linkSameContent',
       'nodeCacheDir',
+      'nodeCacheMaxBytes',
+      'nodeCacheMinFreeBytes',
       'serverUrl',
       'protocol',
       'serverKind',

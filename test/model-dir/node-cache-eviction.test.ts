@@ -1,0 +1,90 @@
+/** Tests of evictNodeCache on a real temp dir: least recently used first, never an entry in use or locked. */
+import { link, mkdir, readdir, symlink, utimes, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import pino from 'pino';
+import { lockFile } from '../../src/fs/file-lock';
+import { evictNodeCache } from '../../src/model-dir/node-cache-eviction';
+import { useTempDir } from '../helpers/temp-dir';
+
+const log = pino({ level: 'silent' });
+const KiB = 1024;
+/** An entry name: what the cache names an identity's entry (a sha256 in hex). */
+const key = (n: number): string => String(n).repeat(64).slice(0, 64);
+
+describe('evictNodeCache', () => {
+  const tmp = useTempDir('node-cache-eviction');
+
+  /** Entry `n` holding one file of `bytes`, last used `minutesAgo`. */
+  const entry = async (n: number, bytes: number, minutesAgo: number): Promise<string> => {
+    const dir = join(tmp.path, 'cache', key(n));
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'model.bin'), Buffer.alloc(bytes));
+    const at = new Date(Date.now() - minutesAgo * 60_000);
+    await utimes(dir, at, at);
+    return dir;
+  };
+  const left = async (): Promise<string[]> =>
+    (await readdir(join(tmp.path, 'cache'))).filter((name) => !name.endsWith('.lock')).sort();
+
+  it('removes the least recently used entries until the cache fits its size budget', async () => {
+    await entry(1, 40 * KiB, 30);
+    await entry(2, 40 * KiB, 10);
+    await entry(3, 40 * KiB, 20);
+    const evicted = await evictNodeCache(
+      join(tmp.path, 'cache'),
+      { maxBytes: 50 * KiB, minFreeBytes: 0 },
+      log,
+    );
+    expect(evicted).toEqual([key(1), key(3)]);
+    expect(await left()).toEqual([key(2)]);
+  });
+
+  it('keeps an entry a model dir still links, and one whose lock another holds, over the budget if it must', async () => {
+    const linked = await entry(1, 40 * KiB, 30);
+    await entry(2, 40 * KiB, 20);
+    await mkdir(join(tmp.path, 'model'), { recursive: true });
+    await link(join(linked, 'model.bin'), join(tmp.path, 'model', 'model.bin'));
+    const held = await lockFile(
+      join(tmp.path, 'cache', `${key(2)}.lock`),
+      1000,
+      new AbortController().signal,
+    );
+    try {
+      expect(await evictNodeCache(join(tmp.path, 'cache'), { maxBytes: 1, minFreeBytes: 0 }, log)).toEqual(
+        [],
+      );
+    } finally {
+      await held.release();
+    }
+    expect(await left()).toEqual([key(1), key(2)]);
+    expect(await evictNodeCache(join(tmp.path, 'cache'), { maxBytes: 1, minFreeBytes: 0 }, log)).toEqual([
+      key(2),
+    ]);
+  });
+
+  it('frees space down to the floor, by the free space the file system reports', async () => {
+    await entry(1, 40 * KiB, 30);
+    await entry(2, 40 * KiB, 20);
+    // 50 KiB free, 100 KiB wanted: the oldest goes (50 + 40 = 90), then the next (130).
+    const free = (): Promise<number> => Promise.resolve(50 * KiB);
+    const floor = { maxBytes: 0, minFreeBytes: 100 * KiB };
+    expect(await evictNodeCache(join(tmp.path, 'cache'), floor, log, free)).toEqual([key(1), key(2)]);
+  });
+
+  it('leaves alone what is not an entry: lock files, temp dirs, a link planted under an entry name', async () => {
+    const cache = join(tmp.path, 'cache');
+    await entry(1, 40 * KiB, 30);
+    await mkdir(join(cache, `.tmp-${key(1)}-abc`));
+    await mkdir(join(tmp.path, 'victim'));
+    await writeFile(join(tmp.path, 'victim', 'kept'), 'kept');
+    await symlink(join(tmp.path, 'victim'), join(cache, key(2)));
+    expect(await evictNodeCache(cache, { maxBytes: 1, minFreeBytes: 0 }, log)).toEqual([key(1)]);
+    expect((await readdir(cache)).sort()).toEqual([`${key(1)}.lock`, `.tmp-${key(1)}-abc`, key(2)].sort());
+    expect(await readdir(join(tmp.path, 'victim'))).toEqual(['kept']);
+  });
+
+  it('does nothing without a budget', async () => {
+    await entry(1, 40 * KiB, 30);
+    expect(await evictNodeCache(join(tmp.path, 'cache'), { maxBytes: 0, minFreeBytes: 0 }, log)).toEqual([]);
+  });
+});
