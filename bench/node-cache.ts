@@ -133,13 +133,12 @@ export const nodeCacheSuite: Suite = {
           storeMiB: round3(warm.storeBytes / MiB),
         },
         {
-          // The store here caps each connection, not the whole store: the first wave can then be no faster than
-          // fetching it all (one download per node waits as long as six side by side). A store that caps the fleet
-          // is where the bytes above turn into time; what this checks is that the waiting costs nothing.
+          // No ratio for CI: six agents on two cores make it swing 1.0-2.1 between runs. The store here caps each
+          // connection, not the whole store, so the first wave cannot beat fetching it all (one download a node
+          // waits as long as six side by side); a store that caps the fleet is where the bytes above become time.
           name: 'the node cache: all ready, first wave, within 1.2x of without a cache',
           withinBudget: cold.allReadyMs <= 1.2 * none.allReadyMs,
-          ratio: round3(cold.allReadyMs / none.allReadyMs),
-          better: 'lower',
+          firstWaveOverNoCache: round3(cold.allReadyMs / none.allReadyMs),
           allReadyMs: round3(cold.allReadyMs),
           withoutCacheMs: round3(none.allReadyMs),
         },

@@ -101,12 +101,18 @@ export const nodeCacheStore = (
       const files = await fileSizes(tmp);
       for (const file of files.keys()) await chmod(join(made, file), entryFileMode);
       await markStagingDir(tmp, { name: into.name, spec: into.spec, signal: never, log, written: files });
-      await syncTree(tmp);
       // Whatever holds the entry's name failed the check this process made under the lock (planted, cut short):
       // it goes, unfollowed (removeTree unlinks a link).
       await removeTree(entry).catch(() => undefined);
       await step(`cannot rename ${made} to ${entry}`, () => rename(made, entry));
       log.info({ model: into.name, entry, files: files.size }, 'model put into the node cache');
+      // The others on the node go on now, and the entry is flushed meanwhile (through the handle, wherever the dir
+      // is now): a crash before the flush leaves, at worst, files short of their marker's sizes, which no fill
+      // takes. Flushed first, it held them up by the time to write the whole model out (256 MiB: seconds here).
+      await lock.release();
+      await syncTree(tmp).catch((err: unknown) =>
+        log.warn({ err, entry }, 'could not flush a node cache entry; a fill checks its sizes'),
+      );
     } catch (err) {
       log.warn({ err, model: into.name, entry }, 'could not put the model into the node cache');
       if (tmp !== undefined) await removeTree(tmp.path).catch(() => undefined);
