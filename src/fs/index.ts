@@ -16,6 +16,7 @@ export { lockFile, type HeldLock } from './file-lock';
 export {
   entryKind,
   fileSizes,
+  fileStats,
   isSameEntry,
   namingDirs,
   openDir,

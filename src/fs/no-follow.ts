@@ -187,16 +187,20 @@ export const syncTree = (dir: OpenDir): Promise<void> =>
     dirDone: (done) => step(`cannot flush ${done.path}`, () => done.handle.sync()),
   });
 
-/** The size of every regular file under `dir` by `/`-separated relative path; `listed` as in `walkTree`. */
-export const fileSizes = async (
+/** The lstat of every regular file under `dir` by `/`-separated relative path; `listed` as in `walkTree`. */
+export const fileStats = async (
   dir: OpenDir,
   listed?: ReadonlyArray<Dirent>,
-): Promise<Map<string, number>> => {
-  const sizes = new Map<string, number>();
+): Promise<Map<string, Stats>> => {
+  const stats = new Map<string, Stats>();
   const file = async (ref: string, relative: string, path: string): Promise<void> => {
     const info = await step(`cannot read ${path}`, () => lstat(ref));
-    if (info.isFile()) sizes.set(relative, info.size);
+    if (info.isFile()) stats.set(relative, info);
   };
   await walkTree(dir, { file }, '', listed);
-  return sizes;
+  return stats;
 };
+
+/** The size of every regular file under `dir` by `/`-separated relative path; `listed` as in `walkTree`. */
+export const fileSizes = async (dir: OpenDir, listed?: ReadonlyArray<Dirent>): Promise<Map<string, number>> =>
+  new Map([...(await fileStats(dir, listed))].map(([relative, info]) => [relative, info.size]));

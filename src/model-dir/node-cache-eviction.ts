@@ -6,7 +6,7 @@
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode } from '../core/errors';
-import { lockFile, openDir, removeTree, statfsFreeBytes, type OpenDir } from '../fs';
+import { fileStats, lockFile, openDir, removeTree, statfsFreeBytes, type OpenDir } from '../fs';
 import type { Logger } from '../log';
 
 /** The budgets of a node cache: 0 turns one off. */
@@ -29,23 +29,13 @@ interface EntryUse {
   readonly linked: boolean;
 }
 
-/** Sizes and link counts of the regular files under `dir`, read without following a link. */
+/** What the regular files under `dir` take, and whether one is linked from elsewhere too (no link followed). */
 const filesOf = async (dir: OpenDir): Promise<{ bytes: number; linked: boolean }> => {
-  let bytes = 0;
-  let linked = false;
-  const visit = async (ref: string): Promise<void> => {
-    for (const entry of await readdir(ref, { withFileTypes: true })) {
-      const at = `${ref}/${entry.name}`;
-      if (entry.isDirectory()) await visit(at);
-      else if (entry.isFile()) {
-        const info = await lstat(at);
-        bytes += info.size;
-        linked ||= info.nlink > 1;
-      }
-    }
+  const files = [...(await fileStats(dir)).values()];
+  return {
+    bytes: files.reduce((sum, info) => sum + info.size, 0),
+    linked: files.some((info) => info.nlink > 1),
   };
-  await visit(dir.ref);
-  return { bytes, linked };
 };
 
 const useOf = async (root: string, name: string): Promise<EntryUse | undefined> => {
