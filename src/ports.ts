@@ -61,6 +61,11 @@ export interface DownloadRequest {
    * and returns. A provider that cannot name a validator (no ETag, a local copy) never calls it.
    */
   readonly reuse?: (identity: string) => Promise<boolean>;
+  /**
+   * `reuse` is likely to fill (a node cache is on): a provider that learns the identity only from a body's answer
+   * asks for the headers alone first (http: a HEAD), so that a hit moves no byte of the body.
+   */
+  readonly identifyFirst?: boolean;
 }
 
 /**

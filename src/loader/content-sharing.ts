@@ -23,6 +23,8 @@ export interface ContentOffer {
    * offered). Models waiting for it go on. Call once, whatever happened.
    */
   readonly settle: (committed: boolean) => void;
+  /** `DownloadRequest.identifyFirst`: a node cache is on, so `reuse` is likely to fill. */
+  readonly identifyFirst: boolean;
   /** What the fill brought and from where, when the dir was filled rather than downloaded. */
   readonly filled: () => (Filled & { readonly source: ModelName | typeof nodeCacheSource }) | undefined;
 }
@@ -142,7 +144,7 @@ export const createContentSharing = ({
       ended();
     };
 
-    return { reuse, settle, filled: () => filled };
+    return { reuse, settle, identifyFirst: store.nodeCache !== undefined, filled: () => filled };
   };
 
   return { offer, forget: (name) => registry.forget(name) };

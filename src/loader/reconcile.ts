@@ -185,7 +185,7 @@ const fetchInto = async (
         if (progress.done) final = progress;
         else log.info({ model: name, ...downloadProgressFields(progress) }, downloadProgressMessage);
       },
-      { select: target.selection, reuse: offer?.reuse },
+      { select: target.selection, reuse: offer?.reuse, identifyFirst: offer?.identifyFirst },
     );
   } catch (cause) {
     throw await staged.abandon(cause);

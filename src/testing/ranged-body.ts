@@ -20,6 +20,7 @@ export interface RangedBodyOptions {
 
 /** One request the handler answered. */
 export interface RangedRequest {
+  readonly method: string | undefined;
   readonly range: string | undefined;
   readonly ifRange: string | undefined;
   readonly status: number;
@@ -87,7 +88,7 @@ export const rangedBody = (options: RangedBodyOptions): RangedBody => {
     const start = ranged?.start ?? 0;
     const stop = ranged?.end ?? size;
     const status = ranged !== undefined ? 206 : 200;
-    requests.push({ range, ifRange, status });
+    requests.push({ method: request.method, range, ifRange, status });
     response.writeHead(status, {
       'content-type': options.contentType ?? 'application/octet-stream',
       'content-length': stop - start,
@@ -96,6 +97,11 @@ export const rangedBody = (options: RangedBodyOptions): RangedBody => {
       ...(lastModified !== undefined ? { 'last-modified': lastModified } : {}),
       ...(status === 206 ? { 'content-range': `bytes ${start}-${stop - 1}/${size}` } : {}),
     });
+    // A HEAD is answered the GET's headers and no body, as servers do.
+    if (request.method === 'HEAD') {
+      response.end();
+      return;
+    }
     const cutIndex = cuts.findIndex((offset) => offset > start && offset < stop);
     const cut = cutIndex === -1 ? undefined : cuts.splice(cutIndex, 1)[0];
     const end = cut ?? stop;

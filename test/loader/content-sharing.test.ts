@@ -202,6 +202,9 @@ describe('createContentSharing with a node cache', () => {
     offer.settle(true);
     expect(offer.filled()).toEqual({ ...filledOnce, source: 'node cache' });
     expect(calls).toEqual(['take id into /staging/a']);
+    // A fill is likely: the download asks the identity without a body first (an http HEAD).
+    expect(offer.identifyFirst).toBe(true);
+    expect(sharingWith(a).sharing.offer(b, staged('b'), running()).identifyFirst).toBe(false);
   });
 
   it('downloads what it claimed, then publishes it once committed, or releases it when the download failed', async () => {

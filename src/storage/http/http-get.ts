@@ -77,7 +77,7 @@ export class Attempt {
 /**
  * GET `url` with redirects followed by hand, so that `credentials` (`<host>-headers`, a Hub token) go only to the
  * endpoint `url` names (scheme, host, port), never to a CDN, a presigned URL or plain http; `extraHeaders` (ranges)
- * go to every hop.
+ * go to every hop. `method` HEAD asks the same for the headers alone.
  */
 export const httpGet = async (
   url: URL,
@@ -86,11 +86,12 @@ export const httpGet = async (
   signal: AbortSignal,
   credentials: Readonly<Record<string, string>>,
   extraHeaders: Readonly<Record<string, string>> = {},
+  method: 'GET' | 'HEAD' = 'GET',
 ): Promise<BodyResponse> => {
   let current = url;
   for (let hop = 0; ; hop++) {
     const response = await request(current, {
-      method: 'GET',
+      method,
       headers: {
         // identity: a Content-Encoding: gzip tarball is stored as it is, never gunzipped on the way.
         'accept-encoding': 'identity',

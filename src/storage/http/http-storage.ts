@@ -171,6 +171,15 @@ const fileNameOf = (url: URL, what: string): string => {
   return name;
 };
 
+/** Whether two answers of one URL are of one version: the same validator, and the same size where both say it. */
+const sameVersion = (a: BodyResponse, b: BodyResponse): boolean => {
+  const [sizeA, sizeB] = [contentLengthOf(a.headers), contentLengthOf(b.headers)];
+  return (
+    validatorOf(a.headers) === validatorOf(b.headers) &&
+    (sizeA === undefined || sizeB === undefined || sizeA === sizeB)
+  );
+};
+
 /** The identity of a body for `request.reuse`: the URL with the validator the server gave, its size and the selection. */
 const identityOf = (
   url: URL,
@@ -210,16 +219,39 @@ const download = async (
     if (!isOk(response)) throw await responseStatusError(what, response);
     return response;
   };
+  /**
+   * The identity from a HEAD, and whether the offer filled the dir from it, for an offer likely to (a node cache):
+   * a hit then moves no byte of the body, where a GET's in-flight bytes would, and the HEAD, sent with this pod's
+   * own credentials, shows that it may read the object. Undefined when the server answers no HEAD (a presigned
+   * GET URL, say) or names no validator: the GET then tells.
+   */
+  const identifyByHead = async (
+    reuse: NonNullable<DownloadRequest['reuse']>,
+  ): Promise<{ readonly head: BodyResponse; readonly filled: boolean } | undefined> => {
+    const head = await httpGet(url, settings, what, attempt.signal, credentials, {}, 'HEAD');
+    await discardBody(head);
+    const identity = isOk(head) ? identityOf(url, head, request?.select) : undefined;
+    return identity === undefined ? undefined : { head, filled: await reuse(identity) };
+  };
   // The one file saved, told to the commit (WrittenFiles); nothing when filled from another model or extracted.
   const fetch = async (): Promise<WrittenFiles | undefined> => {
+    const reuse = request?.reuse;
+    const probed =
+      reuse !== undefined && request?.identifyFirst === true ? await identifyByHead(reuse) : undefined;
+    if (probed?.filled === true) return undefined;
     let response = await open();
     // The URL as written names the model; a redirect target is often an opaque blob or presigned URL.
     const kind = bodyKind(headerOf(response.headers, 'content-type') ?? null, url.pathname);
     const name = kind === 'file' ? fileNameOf(url, what) : undefined;
     const to = name === undefined ? undefined : path.join(targetDir, name);
-    const identity = request?.reuse === undefined ? undefined : identityOf(url, response, request.select);
+    // The bytes are published under the HEAD's identity (a node cache): they must be the bytes it named.
+    if (probed !== undefined && !sameVersion(probed.head, response)) {
+      throw await changedFile(response, `${what}: answered another version than its HEAD`);
+    }
+    const identity =
+      reuse === undefined || probed !== undefined ? undefined : identityOf(url, response, request?.select);
     if (identity !== undefined) {
-      const offer = request!.reuse!(identity);
+      const offer = reuse!(identity);
       // An offer still open after this turn waits for another model's download of the same bytes: the body is
       // dropped meanwhile, not held (its socket would fill with bytes nobody reads, and the server may time it out),
       // and fetched again only if that download fails.
