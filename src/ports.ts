@@ -156,8 +156,11 @@ export type CacheTake =
   | {
       /** The identity is not cached and this process now downloads it: nobody else on the node does meanwhile. */
       readonly _tag: 'Claimed';
-      /** After the commit: puts the installed model into the cache, then lets the others go on. Never throws. */
-      readonly publish: () => Promise<void>;
+      /**
+       * After the commit: puts the installed model into the cache, lets the others go on, then evicts what the
+       * budget asks; resolves to the entries evicted. Never throws.
+       */
+      readonly publish: () => Promise<{ readonly evicted: number }>;
       /** The download failed: lets the others go on (one of them downloads it). */
       readonly release: () => Promise<void>;
     };
@@ -227,7 +230,18 @@ export interface Telemetry {
   repairsDeferred?(count: number): void;
   /** The config source made progress (an event, a successful re-arm or poll). */
   watcherAlive(): void;
+  /**
+   * The node cache: a model filled from an entry (`Hit`, the bytes it did not download), one this pod downloads for
+   * the node (`Miss`), entries this pod evicted after putting one in (`Evicted`).
+   */
+  nodeCache?(event: NodeCacheEvent): void;
 }
+
+/** What `Telemetry.nodeCache` hears. */
+export type NodeCacheEvent =
+  | { readonly _tag: 'Hit'; readonly bytes: number }
+  | { readonly _tag: 'Miss' }
+  | { readonly _tag: 'Evicted'; readonly entries: number };
 
 const ignore = (): void => undefined;
 

@@ -17,6 +17,12 @@ import type { ModelSpec } from './model-config';
 export type ModelPhase =
   'Pending' | 'Downloading' | 'Loading' | 'Loaded' | 'Unloading' | 'Removed' | 'Retrying' | 'Failed';
 
+/**
+ * Where a model's files came from: downloaded from its storage, filled from the node cache (`--node-cache-dir`), or
+ * filled from the dir of another model of the same content in this pod.
+ */
+export type FilesOrigin = 'storage' | 'node-cache' | 'model';
+
 export interface ModelStatus {
   readonly modelName: ModelName;
   readonly phase: ModelPhase;
@@ -36,6 +42,8 @@ export interface ModelStatus {
   readonly bytesDownloaded?: number;
   /** The bytes the download moves in all, when the storage said so up front. */
   readonly bytesTotal?: number;
+  /** Where the current spec's files came from, once they are in (Loading on); absent for files already on disk. */
+  readonly filesFrom?: FilesOrigin;
 }
 
 const keepsDownloadFigures: ReadonlySet<ModelPhase> = new Set(['Loading', 'Loaded', 'Retrying', 'Failed']);
@@ -48,7 +56,7 @@ export const nextStatus = (
   previous: ModelStatus,
   phase: ModelPhase,
   spec: ModelSpec | undefined,
-  details: Pick<ModelStatus, 'reason' | 'errorKind' | 'attempt'>,
+  details: Pick<ModelStatus, 'reason' | 'errorKind' | 'attempt' | 'filesFrom'>,
   now: number,
 ): ModelStatus => ({
   modelName: previous.modelName,
@@ -59,6 +67,9 @@ export const nextStatus = (
   ...(previous.since !== undefined ? { durationMs: now - previous.since } : {}),
   ...(keepsDownloadFigures.has(phase) && previous.bytesDownloaded !== undefined
     ? { bytesDownloaded: previous.bytesDownloaded, bytesTotal: previous.bytesTotal }
+    : {}),
+  ...(keepsDownloadFigures.has(phase) && details.filesFrom === undefined && previous.filesFrom !== undefined
+    ? { filesFrom: previous.filesFrom }
     : {}),
 });
 

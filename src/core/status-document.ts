@@ -1,7 +1,7 @@
 /** The /status document: every model's status and the config's last accepted and rejected reads, with no secret in it. */
 import type { EffectErrorKind } from './errors';
 import type { ModelSpecJson } from './model-config';
-import type { ModelPhase, ModelStatus } from './model-status';
+import type { FilesOrigin, ModelPhase, ModelStatus } from './model-status';
 import { redact, redactUri } from './redact';
 import { specToJson, unknownSpec } from './snapshot';
 
@@ -32,6 +32,8 @@ export interface ModelStatusJson {
   readonly durationMs?: number;
   readonly bytesDownloaded?: number;
   readonly bytesTotal?: number;
+  /** Where the spec's files came from: `storage`, `node-cache` or another `model` of the same content. */
+  readonly filesFrom?: FilesOrigin;
 }
 
 /** Which models one /status answer lists: at most `limit`, those named after `after`, of `phase` if given. */
@@ -94,6 +96,7 @@ export const modelStatusJson = (status: ModelStatus): ModelStatusJson => {
     ...(status.durationMs !== undefined ? { durationMs: status.durationMs } : {}),
     ...(status.bytesDownloaded !== undefined ? { bytesDownloaded: status.bytesDownloaded } : {}),
     ...(status.bytesTotal !== undefined ? { bytesTotal: status.bytesTotal } : {}),
+    ...(status.filesFrom !== undefined ? { filesFrom: status.filesFrom } : {}),
   };
 };
 

@@ -5,7 +5,14 @@
  */
 import type { Logger } from 'pino';
 import type { ModelName } from '../core/model-name';
-import type { CacheTake, Filled, ModelStore, Staged } from '../ports';
+import {
+  noTelemetry,
+  type CacheTake,
+  type Filled,
+  type ModelStore,
+  type Staged,
+  type Telemetry,
+} from '../ports';
 import { createContentRegistry, type ContentRegistry } from './content-registry';
 
 /** The `source` of a fill from the node cache. */
@@ -57,13 +64,21 @@ export const createContentSharing = ({
   store,
   log,
   registry = createContentRegistry(),
+  telemetry = noTelemetry,
 }: {
   readonly store: Pick<ModelStore, 'fillFrom' | 'nodeCache'>;
   readonly log: Logger;
   readonly registry?: ContentRegistry | undefined;
+  /** Hears the node cache's hits, misses and evictions. */
+  readonly telemetry?: Telemetry | undefined;
 }): ContentSharing => {
   /** The download of each identity running now, and when it ends. */
   const leads = new Map<string, { readonly done: Promise<void> }>();
+
+  const publish = async (claim: Extract<CacheTake, { _tag: 'Claimed' }>): Promise<void> => {
+    const { evicted } = await claim.publish();
+    if (evicted > 0) telemetry.nodeCache?.({ _tag: 'Evicted', entries: evicted });
+  };
 
   const offer = (name: ModelName, staged: Staged, signal: AbortSignal): ContentOffer => {
     let identity: string | undefined;
@@ -98,9 +113,12 @@ export const createContentSharing = ({
         const taken = await store.nodeCache.take(wanted, staged, signal);
         if (taken._tag === 'Claimed') {
           claim = taken;
+          telemetry.nodeCache?.({ _tag: 'Miss' });
           return false;
         }
         filled = { ...taken.filled, source: nodeCacheSource };
+        const { linkedBytes, clonedBytes, copiedBytes } = taken.filled;
+        telemetry.nodeCache?.({ _tag: 'Hit', bytes: linkedBytes + clonedBytes + copiedBytes });
         log.info(
           { model: name, source: nodeCacheSource, ...taken.filled },
           'model filled from the node cache',
@@ -140,7 +158,7 @@ export const createContentSharing = ({
       if (committed) registry.installed(name, identity);
       if (leading !== undefined) leads.delete(leading);
       // Published from the installed dir, which the commit just put in place; the node's others wait till then.
-      if (claim !== undefined) void (committed ? claim.publish() : claim.release());
+      if (claim !== undefined) void (committed ? publish(claim) : claim.release());
       ended();
     };
 

@@ -50,7 +50,8 @@ export interface Run {
 /** The steps' effects, reporting each phase through `report` and each download's figures on its status. */
 const reportingEffects = ({ effects, records }: RunContext, report: ReportStatus): ReconcileEffects => ({
   ...effects,
-  report: (name, phase, spec, logFields) => report(records.get(name)!, phase, spec, {}, logFields),
+  report: (name, phase, spec, logFields, details = {}) =>
+    report(records.get(name)!, phase, spec, details, logFields),
   progress: (name, { bytes, totalBytes }) => {
     const record = records.get(name); // figures of the running download, without an event per report
     if (record?.status.phase === 'Downloading')

@@ -72,7 +72,12 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
   const { log, random = Math.random, scheduler = asyncScheduler, telemetry = noTelemetry } = deps;
   const slots = { download: createSlots(deps.downloadConcurrency), load: createSlots(deps.loadConcurrency) };
   // Like the records, what the model dir holds outlives a run: a new one fills from what an earlier one installed.
-  const content = createContentSharing({ store: deps.store, log, registry: deps.contentRegistry });
+  const content = createContentSharing({
+    store: deps.store,
+    log,
+    registry: deps.contentRegistry,
+    telemetry,
+  });
   const records = new Map<ModelName, ModelRecord>();
   for (const [name, spec] of inPlaceSnapshot(inPlace))
     records.set(name, newRecord(name, spec, inPlace.onDisk.get(name), inPlace.loaded.has(name)));

@@ -3,7 +3,7 @@ import { downloadProgressFields, downloadProgressMessage } from '../core/downloa
 import type { Logger } from 'pino';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
-import type { ModelPhase } from '../core/model-status';
+import type { FilesOrigin, ModelPhase, ModelStatus } from '../core/model-status';
 import { specEquals } from '../core/snapshot';
 import type {
   DownloadFunction,
@@ -15,7 +15,7 @@ import type {
   Staged,
   WrittenFiles,
 } from '../ports';
-import type { ContentOffer, ContentSharing } from './content-sharing';
+import { nodeCacheSource, type ContentOffer, type ContentSharing } from './content-sharing';
 import { linkedSignal } from './linked-signal';
 import type { Slots } from '../core/slots';
 
@@ -37,12 +37,16 @@ export interface ReconcileEffects {
   readonly download: DownloadFunction;
   readonly slots: { readonly download: Slots; readonly load: Slots };
   readonly log: Logger;
-  /** `logFields` go on the phase's log line only (the `model loaded` line's bytes and durations). */
+  /**
+   * `logFields` go on the phase's log line only (the `model loaded` line's bytes and durations); `details` on the
+   * status (where the files came from).
+   */
   readonly report: (
     name: ModelName,
     phase: ModelPhase,
     spec: ModelSpec | undefined,
     logFields?: Readonly<Record<string, number>>,
+    details?: Pick<ModelStatus, 'filesFrom'>,
   ) => void;
   /** Hears of a running download's progress, and of its end. */
   readonly progress?: (name: ModelName, progress: DownloadProgress) => void;
@@ -123,7 +127,7 @@ export const bringIn = async (
     }
     let loadMs: number | undefined;
     if (!isLoaded(model, target)) {
-      report(model.name, 'Loading', target);
+      report(model.name, 'Loading', target, undefined, filesFromOf(fetched));
       const loadStarted = Date.now();
       await slots.load.use(stop, async () => {
         if (!journalled) await journal.starting(model.name);
@@ -153,8 +157,17 @@ export const bringIn = async (
  */
 type Fetched = { readonly written?: WrittenFiles | undefined } & (
   | { readonly _tag: 'Downloaded'; readonly progress: DownloadProgress | undefined }
-  | { readonly _tag: 'Filled'; readonly bytes: number; readonly elapsedMs: number }
+  | {
+      readonly _tag: 'Filled';
+      readonly from: Exclude<FilesOrigin, 'storage'>;
+      readonly bytes: number;
+      readonly elapsedMs: number;
+    }
 );
+
+/** Where the files of this step came from, for the status: none when they were on disk already. */
+const filesFromOf = (fetched: Fetched | undefined): Pick<ModelStatus, 'filesFrom'> =>
+  fetched === undefined ? {} : { filesFrom: fetched._tag === 'Filled' ? fetched.from : 'storage' };
 
 /** The `model loaded` line's figures: bytes downloaded, or bytes filled from another model (none downloaded). */
 const fetchedFields = (fetched: Fetched | undefined): Readonly<Record<string, number>> => {
@@ -195,6 +208,7 @@ const fetchInto = async (
     ? { _tag: 'Downloaded', progress: final, written: written ?? undefined }
     : {
         _tag: 'Filled',
+        from: filled.source === nodeCacheSource ? 'node-cache' : 'model',
         bytes: filled.linkedBytes + filled.clonedBytes + filled.copiedBytes,
         elapsedMs: Date.now() - started,
       };

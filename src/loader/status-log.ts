@@ -57,7 +57,7 @@ export type ReportStatus = (
   record: ModelRecord,
   phase: ModelPhase,
   spec: ModelSpec | undefined,
-  details?: Pick<ModelStatus, 'reason' | 'errorKind' | 'attempt'>,
+  details?: Pick<ModelStatus, 'reason' | 'errorKind' | 'attempt' | 'filesFrom'>,
   logFields?: Readonly<Record<string, number>>,
 ) => void;
 

@@ -72,13 +72,16 @@ export const nodeCacheStore = (
     return filled;
   };
 
-  /** Puts the installed `M/<name>` into the cache as `entry`, then releases `lock`. Failures are logged, not thrown. */
+  /**
+   * Puts the installed `M/<name>` into the cache as `entry`, releases `lock`, then evicts; resolves to the entries
+   * evicted. Failures are logged, not thrown.
+   */
   const publish = async (
     entry: string,
     tmpPrefix: string,
     into: StagingOf,
     lock: HeldLock,
-  ): Promise<void> => {
+  ): Promise<{ evicted: number }> => {
     let tmp: OpenDir | undefined;
     try {
       const made = await step(`cannot create a dir in ${root}`, () => mkdtemp(join(root, tmpPrefix)));
@@ -96,7 +99,7 @@ export const nodeCacheStore = (
       });
       if (filled === undefined) {
         await removeTree(made);
-        return;
+        return { evicted: 0 };
       }
       const files = await fileSizes(tmp);
       for (const file of files.keys()) await chmod(join(made, file), entryFileMode);
@@ -121,9 +124,11 @@ export const nodeCacheStore = (
       await lock.release();
     }
     // The new entry is linked from this model dir, so no sweep takes it; older ones may go now.
-    await evictNodeCache(root, budget, log).catch((err: unknown) =>
-      log.warn({ err }, 'could not evict from the node cache'),
-    );
+    const evicted = await evictNodeCache(root, budget, log).catch((err: unknown) => {
+      log.warn({ err }, 'could not evict from the node cache');
+      return [];
+    });
+    return { evicted: evicted.length };
   };
 
   const take = async (identity: string, into: StagingOf, signal: AbortSignal): Promise<CacheTake> => {

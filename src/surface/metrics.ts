@@ -87,6 +87,14 @@ const helps = {
     'With --source kube-api: watch requests after the first (a clean end, an error or a stall).',
   modelsync_config_relists_total:
     'With --source kube-api: lists after the first (after a failure a resume would repeat, such as 410 Gone, or a stall).',
+  modelsync_node_cache_hits_total:
+    'With --node-cache-dir: models filled from the node cache instead of downloaded.',
+  modelsync_node_cache_misses_total:
+    'With --node-cache-dir: models this pod downloaded and put into the node cache (no usable entry yet).',
+  modelsync_node_cache_saved_bytes_total:
+    'With --node-cache-dir: bytes of the models filled from the node cache, which the store did not send.',
+  modelsync_node_cache_evictions_total:
+    'With --node-cache-dir: node cache entries this pod evicted to keep its size budget and free-space floor.',
 } as const;
 type Series = keyof typeof helps;
 
@@ -186,6 +194,12 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
   scrapedCounter('modelsync_config_watch_restarts_total', () => view.sourceWatch?.()?.watchRestarts);
   scrapedCounter('modelsync_config_relists_total', () => view.sourceWatch?.()?.relists);
   for (const outcome of ['accepted', 'rejected', 'unchanged']) configReads.inc({ outcome }, 0);
+  const nodeCache = {
+    hits: counter('modelsync_node_cache_hits_total'),
+    misses: counter('modelsync_node_cache_misses_total'),
+    savedBytes: counter('modelsync_node_cache_saved_bytes_total'),
+    evictions: counter('modelsync_node_cache_evictions_total'),
+  };
 
   const lastPhase = new Map<ModelName, ModelPhase>();
   const observeStatus = (status: ModelStatus): void => {
@@ -220,6 +234,12 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
     repairsDeferred: (count) => repairsDeferred.inc(count),
     retry: (step) => retries.inc({ step }),
     watcherAlive: () => undefined,
+    nodeCache: (event) => {
+      if (event._tag === 'Miss') return nodeCache.misses.inc();
+      if (event._tag === 'Evicted') return nodeCache.evictions.inc(event.entries);
+      nodeCache.hits.inc();
+      nodeCache.savedBytes.inc(event.bytes);
+    },
   };
 
   return { registry, telemetry, observeStatus, observeOp: (op) => ops.inc({ op: op.toLowerCase() }) };

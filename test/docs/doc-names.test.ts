@@ -126,6 +126,7 @@ describe('the /status fields the docs name', () => {
       durationMs: 3,
       bytesDownloaded: 4,
       bytesTotal: 5,
+      filesFrom: 'node-cache',
     }) satisfies Required<ModelStatus>;
   const watch = {
     source: 'kube-api',

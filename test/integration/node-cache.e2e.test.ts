@@ -15,6 +15,7 @@ import { rangedBody, type RangedBody } from '../../src/testing/ranged-body';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { cliArgs, killAllCli, startCli } from '../helpers/cli-process';
 import { useTempDir } from '../helpers/temp-dir';
+import { freePort, get, getJson, sample } from './surface-kit';
 
 afterEach(killAllCli);
 // Declared after killAllCli: the dir goes once no process writes in it any more.
@@ -70,12 +71,14 @@ describe('the node cache shared by the modelsyncs of one node', () => {
     });
     const server = await startV2ModelServer({ modelDir });
     servers.push(server);
+    const port = await freePort();
     const agent = startCli(
       cliArgs({
         'config-dir': configDir,
         'model-dir': modelDir,
         'server-url': server.url,
         'node-cache-dir': cacheDir,
+        'http-port': port,
         'retry-base-ms': 50,
         'retry-max-ms': 200,
         ...flags,
@@ -91,7 +94,18 @@ describe('the node cache shared by the modelsyncs of one node', () => {
           })),
         ),
       });
-    return { agent, server, file: join(modelDir, 'llm', 'model.bin'), list };
+    /** Where `llm`'s files came from (/status), and the node cache's counters (/metrics). */
+    const told = async () => {
+      const metrics = (await get(port, '/metrics')).body;
+      const count = (what: string): number => sample(metrics, `modelsync_node_cache_${what}_total`);
+      return {
+        filesFrom: (await getJson(port, '/status/llm')).json['filesFrom'],
+        hits: count('hits'),
+        misses: count('misses'),
+        savedBytes: count('saved_bytes'),
+      };
+    };
+    return { agent, server, port, file: join(modelDir, 'llm', 'model.bin'), list, told };
   };
   type Pod = Awaited<ReturnType<typeof pod>>;
 
@@ -116,6 +130,14 @@ describe('the node cache shared by the modelsyncs of one node', () => {
     // One set of bytes on the node: every model dir and the cache entry hold the same read-only inode.
     expect(inodes.size).toBe(1);
     expect(await sha256Of(first[0]!.file)).toBe(expectedSha);
+    // Told: one pod downloaded it for the node, five filled it from the cache.
+    const firstTold = await Promise.all(first.map(({ told }) => told()));
+    expect(firstTold.filter((t) => t.filesFrom === 'storage' && t.misses === 1 && t.hits === 0)).toHaveLength(
+      1,
+    );
+    expect(
+      firstTold.filter((t) => t.filesFrom === 'node-cache' && t.hits === 1 && t.savedBytes === modelBytes),
+    ).toHaveLength(5);
     const sentAfterFirst = body.sentBytes();
 
     const second = await Promise.all([1, 2, 3, 4, 5, 6].map((i) => pod(`b${i}`, cacheDir)));
@@ -125,6 +147,9 @@ describe('the node cache shared by the modelsyncs of one node', () => {
       expect((await stat(file)).ino).toBe([...inodes][0]);
       expect(agent.logs.some((log) => log.msg === 'model filled from the node cache')).toBe(true);
     }
+    expect(await Promise.all(second.map(({ told }) => told()))).toEqual(
+      second.map(() => ({ filesFrom: 'node-cache', hits: 1, misses: 0, savedBytes: modelBytes })),
+    );
     // Each pod still asked the store for the content's ETag with its own credentials, by a HEAD: no byte of the body.
     expect(body.sentBytes() - sentAfterFirst).toBe(0);
   });
@@ -222,5 +247,7 @@ describe('the node cache shared by the modelsyncs of one node', () => {
     expect(now).toHaveLength(1);
     expect(now).not.toContain(first);
     expect(only.server.loaded).toEqual(new Set(['other']));
+    expect(await only.told()).toMatchObject({ misses: 2, hits: 0 });
+    expect(sample((await get(only.port, '/metrics')).body, 'modelsync_node_cache_evictions_total')).toBe(1);
   });
 });

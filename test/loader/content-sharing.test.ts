@@ -3,7 +3,7 @@ import pino from 'pino';
 import type { ModelName } from '../../src/core/model-name';
 import { createContentRegistry } from '../../src/loader/content-registry';
 import { createContentSharing } from '../../src/loader/content-sharing';
-import type { Filled, Staged } from '../../src/ports';
+import { noTelemetry, type Filled, type NodeCacheEvent, type Staged } from '../../src/ports';
 import { name } from '../helpers/fixtures';
 
 const [a, b, c, d] = [name('a'), name('b'), name('c'), name('d')];
@@ -175,8 +175,10 @@ describe('createContentSharing with a node cache', () => {
     answer: (identity: string, signal: AbortSignal) => Promise<'filled' | 'claimed'>,
   ) => {
     const calls: string[] = [];
+    const heard: NodeCacheEvent[] = [];
     const sharing = createContentSharing({
       log: pino({ level: 'silent' }),
+      telemetry: { ...noTelemetry, nodeCache: (event) => heard.push(event) },
       store: {
         fillFrom: () => Promise.resolve(undefined),
         nodeCache: {
@@ -185,30 +187,34 @@ describe('createContentSharing with a node cache', () => {
             if ((await answer(identity, signal)) === 'filled') return { _tag: 'Filled', filled: filledOnce };
             return {
               _tag: 'Claimed',
-              publish: () => Promise.resolve(void calls.push(`publish ${identity}`)),
+              publish: () => {
+                calls.push(`publish ${identity}`);
+                return Promise.resolve({ evicted: 2 });
+              },
               release: () => Promise.resolve(void calls.push(`release ${identity}`)),
             };
           },
         },
       },
     });
-    return { sharing, calls };
+    return { sharing, calls, heard };
   };
 
   it('fills from the cache entry when there is one, naming the node cache as the source', async () => {
-    const { sharing, calls } = withNodeCache(() => Promise.resolve('filled'));
+    const { sharing, calls, heard } = withNodeCache(() => Promise.resolve('filled'));
     const offer = sharing.offer(a, staged('a'), running());
     expect(await offer.reuse('id')).toBe(true);
     offer.settle(true);
     expect(offer.filled()).toEqual({ ...filledOnce, source: 'node cache' });
     expect(calls).toEqual(['take id into /staging/a']);
+    expect(heard).toEqual([{ _tag: 'Hit', bytes: 100 }]);
     // A fill is likely: the download asks the identity without a body first (an http HEAD).
     expect(offer.identifyFirst).toBe(true);
     expect(sharingWith(a).sharing.offer(b, staged('b'), running()).identifyFirst).toBe(false);
   });
 
   it('downloads what it claimed, then publishes it once committed, or releases it when the download failed', async () => {
-    const { sharing, calls } = withNodeCache(() => Promise.resolve('claimed'));
+    const { sharing, calls, heard } = withNodeCache(() => Promise.resolve('claimed'));
     const committed = sharing.offer(a, staged('a'), running());
     expect(await committed.reuse('one')).toBe(false);
     committed.settle(true);
@@ -222,6 +228,8 @@ describe('createContentSharing with a node cache', () => {
       'take two into /staging/b',
       'release two',
     ]);
+    // Two misses, and what the publish evicted.
+    expect(heard).toEqual([{ _tag: 'Miss' }, { _tag: 'Evicted', entries: 2 }, { _tag: 'Miss' }]);
   });
 
   it('asks the cache once per identity in a process: a model of one another model is downloading waits for it', async () => {

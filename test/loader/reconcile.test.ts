@@ -27,7 +27,11 @@ const recording = (fail: RecordingFailures = {}): { effects: ReconcileEffects; c
     ...ports,
     slots: { download: createSlots(1), load: createSlots(1) },
     log: pino({ level: 'silent' }),
-    report: (model, phase, s) => calls.push(`report ${model} ${phase}${s ? ` ${s.storageUri}` : ''}`),
+    report: (model, phase, s, _logFields, details) =>
+      calls.push(
+        `report ${model} ${phase}${s ? ` ${s.storageUri}` : ''}` +
+          `${details?.filesFrom !== undefined ? ` (files from ${details.filesFrom})` : ''}`,
+      ),
   };
   return { effects, calls };
 };
@@ -51,7 +55,7 @@ describe('bringIn', () => {
       'install m1 /models/v1',
       'download /models/v1 into /staging',
       'journal starting m1',
-      'report m1 Loading /models/v1',
+      'report m1 Loading /models/v1 (files from storage)',
       'load m1',
       'journal confirmed m1',
       'report m1 Loaded /models/v1',
@@ -120,12 +124,17 @@ describe('bringIn', () => {
   });
 
   it('asks the download for the spec’s files and offers it the files of the same content on disk', async () => {
-    const { effects } = recording();
+    const { effects, calls } = recording();
     const requests: Array<DownloadRequest | undefined> = [];
     const fills: string[] = [];
     const selected: ModelSpec = { ...v1, selection: { allowPatterns: ['*.json'] } };
     const content = createContentSharing({
-      store: { fillFrom: (source) => Promise.resolve(void fills.push(source)) },
+      store: {
+        fillFrom: (source) => {
+          fills.push(source);
+          return Promise.resolve({ files: 1, linkedBytes: 0, clonedBytes: 0, copiedBytes: 1 });
+        },
+      },
       log: pino({ level: 'silent' }),
     });
     const offering: ReconcileEffects = {
@@ -145,6 +154,10 @@ describe('bringIn', () => {
 
     expect(requests.map((request) => request?.select)).toEqual([selected.selection, selected.selection]);
     expect(fills).toEqual(['m1']); // the second one was offered what the first installed
+    expect(calls.filter((call) => call.includes('Loading'))).toEqual([
+      'report m1 Loading /models/v1 (files from storage)',
+      'report m2 Loading /models/v1 (files from model)',
+    ]);
   });
 
   it('stops before a step when the stop signal is aborted', async () => {

@@ -138,6 +138,23 @@ describe('createMetrics', () => {
     );
   });
 
+  it("counts the node cache's hits with the bytes they saved, its misses and the entries evicted", async () => {
+    const { metrics, page } = setUp();
+    metrics.telemetry.nodeCache?.({ _tag: 'Miss' });
+    metrics.telemetry.nodeCache?.({ _tag: 'Hit', bytes: 1000 });
+    metrics.telemetry.nodeCache?.({ _tag: 'Hit', bytes: 24 });
+    metrics.telemetry.nodeCache?.({ _tag: 'Evicted', entries: 3 });
+    const text = await page();
+    expect(
+      [
+        'modelsync_node_cache_hits_total',
+        'modelsync_node_cache_misses_total',
+        'modelsync_node_cache_saved_bytes_total',
+        'modelsync_node_cache_evictions_total',
+      ].map((series) => sample(text, series)),
+    ).toEqual([2, 1, 1024, 3]);
+  });
+
   it('labels a scheme only from a fixed list, whatever a config names', () => {
     expect(['s3://b/k', '/pvc/m', 'HTTPS://h/x', 'made-up://x', 'no scheme', ''].map(schemeLabel)).toEqual([
       's3',
