@@ -130,14 +130,22 @@ export class EffectError extends Error {
   override readonly name = 'EffectError';
   readonly kind: EffectErrorKind;
   readonly status: number | undefined;
+  /** How long the server asked us to wait before asking again (its Retry-After), in ms. */
+  readonly retryAfterMs: number | undefined;
   constructor(
     message: string,
     readonly retryable: boolean,
-    options: { readonly kind: EffectErrorKind; readonly status?: number; readonly cause?: unknown },
+    options: {
+      readonly kind: EffectErrorKind;
+      readonly status?: number | undefined;
+      readonly cause?: unknown;
+      readonly retryAfterMs?: number | undefined;
+    },
   ) {
     super(redact(message), options.cause === undefined ? undefined : { cause: options.cause });
     this.kind = options.kind;
     this.status = options.status;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 
@@ -152,11 +160,31 @@ export const retryableError = (kind: EffectErrorKind, message: string, cause?: u
 export const isRetryableStatus = (status: number): boolean =>
   status >= 500 || status === 408 || status === 425 || status === 429;
 
-/** An HTTP status as an `http-status` EffectError, retryable by isRetryableStatus, its message ending in `body`. */
-export const httpStatusError = (what: string, status: number, body = ''): EffectError => {
+/**
+ * An HTTP status as an `http-status` EffectError, retryable by isRetryableStatus, its message ending in `body`;
+ * `retryAfterMs`: the wait its Retry-After asked for (retryAfterOf).
+ */
+export const httpStatusError = (
+  what: string,
+  status: number,
+  body = '',
+  retryAfterMs?: number,
+): EffectError => {
   const detail = body.trim().slice(0, 300);
   const message = `${what} returned HTTP ${status}${detail ? `: ${detail}` : ''}`;
-  return new EffectError(message, isRetryableStatus(status), { kind: 'http-status', status });
+  return new EffectError(message, isRetryableStatus(status), { kind: 'http-status', status, retryAfterMs });
+};
+
+/**
+ * A Retry-After header's wait in ms: delay-seconds or an HTTP date (RFC 9110, 10.2.3); undefined for none, or one
+ * that is not either. A date in the past is 0.
+ */
+export const retryAfterOf = (header: string | undefined, now = Date.now()): number | undefined => {
+  const text = header?.trim();
+  if (text === undefined || text === '') return undefined;
+  if (/^\d{1,9}$/.test(text)) return Number(text) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) || !/[a-z]/i.test(text) ? undefined : Math.max(0, at - now);
 };
 
 // Duck-typed, not `instanceof Error`: errors from node built-ins can come from another realm (jest's vm).

@@ -55,7 +55,9 @@ export const attemptOnce = async (
     }
     telemetry.retry(failedStep(record.status.phase));
     report(record, 'Retrying', desired, details, statusOf(error));
-    retryAfter(record.name, retryDelay(retry, record.attempts, random));
+    // Never sooner than a server's Retry-After asked (a store pushing back), within the policy's longest wait.
+    const asked = Math.min(error.retryAfterMs ?? 0, retry.maxMs);
+    retryAfter(record.name, Math.max(asked, retryDelay(retry, record.attempts, random)));
   } finally {
     if (record.generation === generation) record.generation = undefined; // a newer one stays for its own work
   }

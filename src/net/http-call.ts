@@ -4,7 +4,7 @@ import { isLeft } from 'fp-ts/Either';
 import type * as t from 'io-ts';
 import { PathReporter } from 'io-ts/PathReporter';
 import { request, type Dispatcher } from 'undici';
-import { EffectError, httpStatusError, permanentError, retryableError } from '../core/errors';
+import { EffectError, httpStatusError, permanentError, retryableError, retryAfterOf } from '../core/errors';
 import { parseJson } from '../core/json/json';
 import { redactUri } from '../core/storage-uri';
 import { timeoutOf, transportError } from './transport-error';
@@ -141,14 +141,20 @@ export const discardBody = async ({ body }: { readonly body: ResponseBody }): Pr
 export const statusError = (call: HttpCallResponse): Promise<EffectError> =>
   responseStatusError(call.init.what, call);
 
-/** statusError for any response, named `what`. */
+/** statusError for any response, named `what`, with the wait its Retry-After asks for. */
 export const responseStatusError = async (
   what: string,
-  response: { readonly status: number; readonly body: ResponseBody },
+  response: {
+    readonly status: number;
+    readonly body: ResponseBody;
+    readonly headers?: Readonly<Record<string, string | string[] | undefined>>;
+  },
 ): Promise<EffectError> => {
   // The status alone already says what went wrong; a body that cannot be read adds nothing.
   const body = await readCapped(response.body, maxErrorBodyBytes, true).catch(() => '');
-  return httpStatusError(what, response.status, errorText(body));
+  const retryAfter = response.headers?.['retry-after'];
+  const retryAfterMs = retryAfterOf(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
+  return httpStatusError(what, response.status, errorText(body), retryAfterMs);
 };
 
 /** The server's reason in an error body: the `error`, `message` or `detail` string of a JSON object, else the text. */

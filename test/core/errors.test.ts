@@ -4,6 +4,7 @@ import {
   httpStatusError,
   isRetryableStatus,
   permanentError,
+  retryAfterOf,
   toEffectError,
 } from '../../src/core/errors';
 
@@ -55,5 +56,30 @@ describe('toEffectError', () => {
     const error = toEffectError(cause);
     expect(error).toBeInstanceOf(EffectError);
     expect(error).toMatchObject({ kind: 'unknown', retryable: true, message: 'boom' });
+  });
+});
+
+describe('retryAfterOf', () => {
+  const now = Date.parse('2026-12-05T12:00:00Z');
+  it.each([
+    ['120', 120_000],
+    [' 0 ', 0],
+    ['Sat, 05 Dec 2026 12:00:30 GMT', 30_000],
+    ['Sat, 05 Dec 2026 11:00:00 GMT', 0],
+    ['', undefined],
+    ['-5', undefined],
+    ['1.5', undefined],
+    ['soon', undefined],
+    ['99999999999', undefined],
+  ])('reads %j as %j ms', (header, ms) => {
+    expect(retryAfterOf(header, now)).toBe(ms);
+  });
+
+  it('is read from a status answer into httpStatusError', () => {
+    expect(httpStatusError('GET x', 429, '', 5000)).toMatchObject({
+      status: 429,
+      retryAfterMs: 5000,
+      retryable: true,
+    });
   });
 });

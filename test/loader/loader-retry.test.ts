@@ -1,7 +1,7 @@
 /** Tests of the loader's retries on virtual time (recording ports): backoff, freed workers, cancelled retries. */
 import pino from 'pino';
 import { Subject, VirtualTimeScheduler, type Subscription } from 'rxjs';
-import { permanentError, retryableError } from '../../src/core/errors';
+import { httpStatusError, permanentError, retryableError } from '../../src/core/errors';
 import { add, type ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase } from '../../src/core/model-status';
 import { createLoader, type Loader } from '../../src/loader/loader';
@@ -67,6 +67,23 @@ describe('loader retries (virtual time)', () => {
     expect(t.phases(m1)).toEqual(phasesOfRetriedAdd(2, 'Loaded'));
     expect(t.calls.filter((c) => c.startsWith('install'))).toEqual(['install m1 /models/v1']);
     expect(t.idle()).toBe(true);
+  });
+
+  it("waits at least a failure's Retry-After, within the policy's longest wait", async () => {
+    const busy = (retryAfterMs: number) => httpStatusError('load m1', 503, 'busy', retryAfterMs);
+    const t = start({ load: { m1: [busy(10_000), busy(3_600_000)] } });
+    t.ops$.next(add(m1, v1));
+    await settle();
+    await advanceAndSettle(t.scheduler, 9_999);
+    expect(t.loads(m1)).toBe(1);
+    await advanceAndSettle(t.scheduler, 1);
+    expect(t.loads(m1)).toBe(2);
+    // An hour asked: the policy's 60 s.
+    await advanceAndSettle(t.scheduler, 59_999);
+    expect(t.loads(m1)).toBe(2);
+    await advanceAndSettle(t.scheduler, 1);
+    expect(t.loads(m1)).toBe(3);
+    expect(t.phases(m1).at(-1)).toBe('Loaded');
   });
 
   it('holds no worker while models wait out their backoff', async () => {

@@ -10,6 +10,7 @@ import { inSlot } from '../../core/slots';
 import { redactUri } from '../../core/storage-uri';
 import { writeNewFile } from '../../fs';
 import { discardBody, httpUrl, isOk, responseStatusError, withFailures } from '../../net';
+import { storePressures, type StorePressure } from '../store-pressure';
 import type { DownloadProgress, DownloadRequest, StorageProvider, WrittenFiles } from '../../ports';
 import { archiveFormatOf, extractStream, type ArchiveFormat } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
@@ -39,6 +40,8 @@ interface SaveJob {
   readonly what: string;
   readonly to: string;
   readonly attempt: Attempt;
+  /** The push-back state of the URL's origin. */
+  readonly pressure: StorePressure;
   readonly guard: TransferGuard;
   readonly reopen: Reopen;
 }
@@ -114,7 +117,7 @@ const saveBody = async (response: BodyResponse, job: SaveJob, settings: SaveSett
   const { streams, pool, maxResumes } = settings;
   await fetchInParts(
     { what, size, to, read, signal: attempt.signal, guard, first, resumable: isResumable },
-    { streams, pool, maxResumes },
+    { streams, pool, maxResumes, pressure: job.pressure },
   );
   return size;
 };
@@ -154,7 +157,13 @@ export const bodyKind = (contentType: string | null, urlPath: string): BodyKind 
   return archiveFormatOf(urlPath) ?? 'file';
 };
 
-type Settings = HttpStorageOptions & GetSettings & SaveSettings & { readonly limits: DownloadLimits };
+type Settings = HttpStorageOptions &
+  GetSettings &
+  SaveSettings & {
+    readonly limits: DownloadLimits;
+    /** Each origin's push-back state, shared by this provider's downloads. */
+    readonly pressures: (origin: string) => StorePressure;
+  };
 
 const fileNameOf = (url: URL, what: string): string => {
   const segment = url.pathname.slice(url.pathname.lastIndexOf('/') + 1);
@@ -207,6 +216,7 @@ const download = async (
   const guard = modelGuard(what, targetDir, limits, (error) => attempt.stop(error));
   const credentials = settings.headersByHost?.get(hostKey(url.hostname)) ?? {};
   const get: Reopen = (extra, on) => httpGet(url, settings, what, on, credentials, extra);
+  const pressure = settings.pressures(url.origin);
   // One file's URL: the patterns decide before the GET (an archive's entries are the extractor's to select).
   if (!selectsAll(request?.select) && archiveFormatOf(url.pathname) === undefined) {
     const name = fileNameOf(url, what);
@@ -214,11 +224,14 @@ const download = async (
       throw permanentError('not-found', `${what}: ${selectedNone(request?.select, 1, 'file')} (${name})`);
   }
   let tracker: { readonly stop: () => void } | undefined;
-  const open = async (): Promise<BodyResponse> => {
-    const response = await get({}, attempt.signal);
-    if (!isOk(response)) throw await responseStatusError(what, response);
-    return response;
-  };
+  // A push-back fails this attempt (the loader's backoff retries it, at least as long as Retry-After said) and pauses
+  // every request to the origin meanwhile.
+  const open = (): Promise<BodyResponse> =>
+    pressure.askThroughPushbacks(attempt.signal, async () => {
+      const response = await get({}, attempt.signal);
+      if (!isOk(response)) throw await responseStatusError(what, response);
+      return response;
+    });
   /**
    * The identity from a HEAD, and whether the offer filled the dir from it, for an offer likely to (a node cache):
    * a hit then moves no byte of the body, where a GET's in-flight bytes would, and the HEAD, sent with this pod's
@@ -228,7 +241,11 @@ const download = async (
   const identifyByHead = async (
     reuse: NonNullable<DownloadRequest['reuse']>,
   ): Promise<{ readonly head: BodyResponse; readonly filled: boolean } | undefined> => {
+    await pressure.admit(attempt.signal);
     const head = await httpGet(url, settings, what, attempt.signal, credentials, {}, 'HEAD');
+    // A push-back pauses the origin: the GET below waits it out.
+    if (head.status === 429 || head.status === 503)
+      pressure.pushedBack(await responseStatusError(what, head));
     await discardBody(head);
     const identity = isOk(head) ? identityOf(url, head, request?.select) : undefined;
     return identity === undefined ? undefined : { head, filled: await reuse(identity) };
@@ -286,10 +303,10 @@ const download = async (
       report: progress,
     });
     if (name !== undefined && to !== undefined) {
-      const bytes = await saveBody(response, { what, to, attempt, guard, reopen: get }, settings);
+      const bytes = await saveBody(response, { what, to, attempt, guard, reopen: get, pressure }, settings);
       return new Map([[name, bytes]]);
     }
-    const body = wholeBody(response, { what, attempt, guard, reopen: get }, settings.maxResumes);
+    const body = wholeBody(response, { what, attempt, guard, reopen: get, pressure }, settings.maxResumes);
     await extractStream(body, kind as ArchiveFormat, targetDir, {
       what,
       signal: attempt.signal,
@@ -320,6 +337,7 @@ export const httpStorage = (options: HttpStorageOptions = {}): StorageProvider =
     maxResumes: options.maxResumes ?? 5,
     streams: options.streams ?? 8,
     limits: options.limits ?? defaultDownloadLimits,
+    pressures: storePressures(),
   };
   return {
     schemes: ['http', 'https'],

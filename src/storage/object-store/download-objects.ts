@@ -21,6 +21,7 @@ import { modelGuard, type TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import { planObjects, type PlannedObject } from './plan-objects';
+import { storePressures, type StorePressure } from '../store-pressure';
 
 /** How one model's objects are fetched. */
 export interface ObjectDownloadOptions {
@@ -34,9 +35,11 @@ export interface ObjectDownloadOptions {
   readonly streams?: number;
   /** The process-wide bound on storage connections (`--max-download-streams`): each object in flight holds one. */
   readonly pool?: Slots;
+  /** The store's push-back state: every read asks through it (objectStoreStorage keeps one per bucket). */
+  readonly pressure?: StorePressure;
 }
 
-const defaultObjectDownloadOptions: Required<Omit<ObjectDownloadOptions, 'pool'>> = {
+const defaultObjectDownloadOptions: Required<Omit<ObjectDownloadOptions, 'pool' | 'pressure'>> = {
   concurrency: 8,
   limits: defaultDownloadLimits,
   maxResumes: 3,
@@ -61,6 +64,7 @@ interface Job {
   readonly maxResumes: number;
   readonly streams: number;
   readonly pool: Slots | undefined;
+  readonly pressure: StorePressure | undefined;
 }
 
 /**
@@ -75,7 +79,10 @@ const readInto = async (
   check: ContentCheck,
 ) => {
   let at = check.bytes;
-  const body = await job.client.read(job.location, object, at, job.signal);
+  const read = () => job.client.read(job.location, object, at, job.signal);
+  const body = await (job.pressure === undefined
+    ? read()
+    : job.pressure.askThroughPushbacks(job.signal, read));
   const file = await to.file();
   await consume(
     job.guard.count(check.pass(body)),
@@ -111,7 +118,7 @@ const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<
         guard: job.guard,
         resumable,
       },
-      { streams: job.streams, pool: job.pool, maxResumes: job.maxResumes },
+      { streams: job.streams, pool: job.pool, maxResumes: job.maxResumes, pressure: job.pressure },
     );
     await check.verifyFile(to, job.signal);
     return;
@@ -210,6 +217,7 @@ export const downloadObjects = async (
     maxResumes,
     streams,
     pool: options.pool,
+    pressure: options.pressure,
   };
   // Each object in flight adds a few abort listeners: more than Node's warning level of 10.
   setMaxListeners(8 + 4 * concurrency, job.signal);
@@ -268,12 +276,16 @@ export interface ObjectStoreStorageOptions extends ObjectDownloadOptions {
  * A StorageProvider over an object store: `resolve` finds the bucket and prefix, downloadObjects does the rest.
  * A URI `resolve` refuses is a permanent `invalid-uri`.
  */
-export const objectStoreStorage = (options: ObjectStoreStorageOptions): StorageProvider => ({
-  schemes: options.schemes,
-  download: async (uri, targetDir, signal, progress, request) => {
-    const resolved = options.resolve(uri);
-    if (E.isLeft(resolved)) throw permanentError('invalid-uri', resolved.left);
-    const { client, location } = resolved.right;
-    await downloadObjects(client, location, targetDir, signal, options, progress, request);
-  },
-});
+export const objectStoreStorage = (options: ObjectStoreStorageOptions): StorageProvider => {
+  const pressures = storePressures();
+  return {
+    schemes: options.schemes,
+    download: async (uri, targetDir, signal, progress, request) => {
+      const resolved = options.resolve(uri);
+      if (E.isLeft(resolved)) throw permanentError('invalid-uri', resolved.left);
+      const { client, location } = resolved.right;
+      const pressure = pressures(location.bucket);
+      await downloadObjects(client, location, targetDir, signal, { ...options, pressure }, progress, request);
+    },
+  };
+};

@@ -13,6 +13,7 @@ import type { TransferGuard } from '../transfer-guard';
 import { BatchWriter } from './batch-writer';
 import { fileWrites, type FileWrites } from './file-writes';
 import { connectionsFor, partBytesFor, PartPlan, type Part } from './part-plan';
+import { isPushback, maxPushbacks, type StorePressure } from '../store-pressure';
 
 /** The bytes `[start, end)` of the one version of the file the download is pinned to; fails `changed` otherwise. */
 export type RangeReader = (
@@ -68,6 +69,8 @@ export interface PartsSettings {
   readonly oneStream?: OneStreamRule | null;
   /** The clock of the one-stream rule's window, in ms (default `performance.now`): a test steps its own. */
   readonly now?: () => number;
+  /** The store's push-back state: each ranged read asks through it, and a connection it crowds out closes. */
+  readonly pressure?: StorePressure | undefined;
 }
 
 /**
@@ -88,6 +91,12 @@ interface Connection {
   readonly signal: AbortSignal;
   readonly buffers: readonly [Buffer, Buffer];
   readonly written: { bytes: number };
+  readonly pressure: StorePressure | undefined;
+  /**
+   * After a push-back: true when the connection closes to ease the store, `part` given back to the plan at once (the
+   * store is crowded and another connection of the file goes on).
+   */
+  readonly leaves: (part: Part) => boolean;
 }
 
 /**
@@ -170,21 +179,31 @@ const leaderIsEnough = async (
   }
 };
 
-/** Fetches `part` whole, resumed from `part.next` up to `maxResumes` times in a row that bring little. */
+/** A ranged read of `part` as it is now, through the store's push-back state when there is one. */
+const readPart = ({ job, signal, pressure }: Connection, part: Part): Promise<AsyncIterable<Uint8Array>> => {
+  const read = (): Promise<AsyncIterable<Uint8Array>> => job.read(part.next, part.end, signal);
+  return pressure === undefined ? read() : pressure.ask(signal, read);
+};
+
+/**
+ * Fetches `part` whole, resumed from `part.next` up to `maxResumes` times in a row that bring little; a push-back
+ * waits out the store's pause instead (up to `maxPushbacks` in a row), or closes the connection (`leaves`).
+ * Resolves to `left` when it did, `done` when the part is written whole.
+ */
 const fetchPart = async (
   connection: Connection,
   part: Part,
   first: AsyncIterable<Uint8Array> | undefined,
-): Promise<void> => {
+): Promise<'done' | 'left'> => {
   const { job, signal, maxResumes } = connection;
   let body = first;
-  for (let idle = 0; ;) {
+  for (let idle = 0, pushbacks = 0; ;) {
     const before = part.next;
     // The first GET's body runs to the file's end; a ranged read to the part's end as it is now.
     const askedEnd = body === undefined ? part.end : job.size;
     try {
-      await writePart(connection, part, body ?? (await job.read(part.next, part.end, signal)), askedEnd);
-      if (part.next >= part.end) return;
+      await writePart(connection, part, body ?? (await readPart(connection, part)), askedEnd);
+      if (part.next >= part.end) return 'done';
       // The part grew while it was read (extendToEnd): no failure, the next read asks for the rest.
       if (part.next >= askedEnd) {
         body = undefined;
@@ -200,6 +219,13 @@ const fetchPart = async (
       if (caught instanceof UntrustedBytes) part.next = before;
       const cause = trustedCause(caught);
       if (signal.aborted || !job.resumable(cause)) throw cause;
+      // The store pushed back: its pause is waited out at the next read (StorePressure.ask), never a tight retry.
+      if (connection.pressure !== undefined && isPushback(cause)) {
+        if (++pushbacks > maxPushbacks) throw cause;
+        if (connection.leaves(part)) return 'left';
+        continue;
+      }
+      pushbacks = 0;
       idle = part.next - before >= progressBytes ? 0 : idle + 1;
       if (idle > maxResumes) throw cause;
       // A ref'd wait, as every wait of a download: it is the work (an unref'd one let the initializer exit 0 mid-way).
@@ -230,19 +256,33 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
   // Bytes written by every connection: while the first works alone, what it brought.
   const written = { bytes: 0 };
   const maxResumes = settings.maxResumes ?? 3;
+  const { pressure } = settings;
+  // The file's connections at work now: one that a push-back crowds out closes only while another goes on.
+  let live = 0;
+  const leaves = (part: Part): boolean => {
+    if (pressure?.crowded !== true || live < 2) return false;
+    plan.giveBack(part); // at once, in the turn that decided: the others take it at their next range
+    return true;
+  };
   const connection = async (first?: AsyncIterable<Uint8Array>): Promise<void> => {
     // Two buffers per connection for all its ranges: allocated outside V8's heap pool, reused for every batch.
     const buffers = [Buffer.allocUnsafeSlow(batchBytes), Buffer.allocUnsafeSlow(batchBytes)] as const;
-    const shared = { job, maxResumes, file: writes, signal, buffers, written };
+    const shared = { job, maxResumes, file: writes, signal, buffers, written, pressure, leaves };
+    live++;
+    const closed = pressure?.open();
     try {
       for (let part = plan.take(); part !== undefined && failure === undefined; part = plan.take()) {
-        await fetchPart(shared, part, first);
+        const outcome = await fetchPart(shared, part, first);
         first = undefined;
+        if (outcome === 'left') return;
         plan.finished(part);
       }
     } catch (cause) {
       failure ??= { cause };
       stop.abort();
+    } finally {
+      live--;
+      closed?.();
     }
   };
   try {
@@ -255,8 +295,11 @@ export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Prom
       (await leaderIsEnough(leader, written, rule, signal, settings.now ?? (() => performance.now())));
     if (oneIsEnough) plan.extendToEnd();
     // A wait for a slot the file no longer needs (every range taken) or that the stop ended is no failure.
+    // Nor is one the store has no room for (it pushed back): it is not opened.
     const further = Array.from({ length: oneIsEnough ? 0 : connections - 1 }, () =>
-      inSlot(settings.pool, poolSignal, connection).catch(() => undefined),
+      inSlot(settings.pool, poolSignal, () =>
+        pressure?.roomy === false ? Promise.resolve() : connection(),
+      ).catch(() => undefined),
     );
     await leader;
     noMoreConnections.abort();

@@ -87,6 +87,12 @@ export class PartPlan {
     this.active.delete(part);
   }
 
+  /** Its connection closes before `part` is written whole: what is left of it is queued first, for another. */
+  giveBack(part: Part): void {
+    this.active.delete(part);
+    if (part.next < part.end) this.queued.unshift({ start: part.next, next: part.next, end: part.end });
+  }
+
   private started(part: Part): Part {
     this.active.add(part);
     return part;

@@ -49,7 +49,7 @@ describe('httpStorage in parts', () => {
     expect(await saved()).toBe(expected);
     expect(written).toEqual(new Map([['m.bin', size]]));
     const [first, ...parts] = body.requests;
-    expect(first).toEqual({ range: undefined, ifRange: undefined, status: 200 });
+    expect(first).toEqual({ method: 'GET', range: undefined, ifRange: undefined, status: 200 });
     expect(parts.length).toBeGreaterThanOrEqual(3);
     for (const part of parts) expect(part).toMatchObject({ ifRange: '"v1"', status: 206 });
     // Every byte once, but what the first answer had in flight when it was dropped at its range's end (sent into

@@ -44,7 +44,7 @@ describe('httpStorage resume', () => {
     expect((await saved()).equals(whole())).toBe(true);
     // The resume starts from what reached the consumer: bytes buffered when the connection broke are dropped.
     const [first, second] = body.requests;
-    expect(first).toEqual({ range: undefined, ifRange: undefined, status: 200 });
+    expect(first).toEqual({ method: 'GET', range: undefined, ifRange: undefined, status: 200 });
     expect(second).toMatchObject({ ifRange: '"v1"', status: 206 });
     expect(offsetOf(second?.range)).toBeLessThanOrEqual(120_000);
     expect(body.requests).toHaveLength(2);

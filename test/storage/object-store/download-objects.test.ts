@@ -1,5 +1,6 @@
 /** Tests of the generic object-store downloader over an in-memory store: prefix rules, paths, bound, abort, resume, caps. */
-import { permanentError, retryableError } from '../../../src/core/errors';
+import { httpStatusError, permanentError, retryableError } from '../../../src/core/errors';
+import { StorePressure } from '../../../src/storage/store-pressure';
 import { defaultDownloadLimits } from '../../../src/storage/download-limits';
 import {
   downloadObjects,
@@ -207,6 +208,26 @@ describe('downloadObjects', () => {
       const error = await effectError(download(store, 'm1'));
       expect(error).toMatchObject({ kind: 'http-status', retryable: true });
       expect(store.reads).toHaveLength(1);
+    });
+
+    it("waits out a store's push-back (503 SlowDown, its Retry-After) before reading again, then finishes", async () => {
+      const store = new MemoryStore().put('m1/weights.bin', big);
+      const readAt: number[] = [];
+      const pushingBack = {
+        ...store.client,
+        read: (...args: Parameters<typeof store.client.read>) => {
+          readAt.push(performance.now());
+          if (readAt.length <= 2) return Promise.reject(httpStatusError('GetObject', 503, 'SlowDown', 80));
+          return store.client.read(...args);
+        },
+      };
+      await downloadObjects(pushingBack, store.at('m1'), staging.path, new AbortController().signal, {
+        pressure: new StorePressure(),
+      });
+      expect((await readFiles(staging.path))['weights.bin']).toBe(big.toString());
+      expect(readAt).toHaveLength(3);
+      expect(readAt[1]! - readAt[0]!).toBeGreaterThanOrEqual(75);
+      expect(readAt[2]! - readAt[1]!).toBeGreaterThanOrEqual(75);
     });
 
     it('does not resume an object that changed since it was listed: the attempt fails `changed`, to list again', async () => {

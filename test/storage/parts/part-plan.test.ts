@@ -48,6 +48,18 @@ describe('PartPlan', () => {
     expect(first.end).toBe(16 * MiB);
   });
 
+  it('hands what is left of a range given back to the next connection first, and nothing of one written whole', () => {
+    const plan = new PartPlan(24 * MiB, 8 * MiB);
+    const first = plan.take()!;
+    first.next = 3 * MiB;
+    plan.giveBack(first);
+    expect(plan.take()).toEqual({ start: 3 * MiB, next: 3 * MiB, end: 8 * MiB });
+    const second = plan.take()!;
+    second.next = second.end;
+    plan.giveBack(second);
+    expect(plan.take()).toEqual({ start: 16 * MiB, next: 16 * MiB, end: 24 * MiB });
+  });
+
   it('splits nothing below two minimum halves, and nothing once every range is done', () => {
     const plan = new PartPlan(16 * MiB, 8 * MiB);
     const first = plan.take()!;

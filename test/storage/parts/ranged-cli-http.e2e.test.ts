@@ -217,7 +217,9 @@ describe('ranged http downloads on the real process', () => {
     await run.loaded('big');
 
     expect(relay.requests).toEqual([{ connection: 1, method: 'GET', target: '/weights.bin' }]);
-    expect(served[0]!.requests).toEqual([{ range: undefined, ifRange: undefined, status: 200 }]);
+    expect(served[0]!.requests).toEqual([
+      { method: 'GET', range: undefined, ifRange: undefined, status: 200 },
+    ]);
     expect(await compareFile(join(run.modelDir, 'big', 'weights.bin'), v1)).toBe('identical');
   });
 });

@@ -1,0 +1,154 @@
+/**
+ * StorePressure: what a store's push-back (HTTP 429 and 503, which is how S3 says SlowDown) does to this process's
+ * requests to it. Each push-back halves the connections the store gets (never under one) and pauses every new
+ * request to it for its Retry-After, or else a wait that doubles from 1 s to 30 s; each answer that is not a
+ * push-back gives one connection back and ends the doubling (additive increase, multiplicative decrease, as TCP and
+ * the AWS SDK's adaptive retry mode do). Never a tight retry: a push-back is waited out before anything is asked again.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EffectError } from '../core/errors';
+import { retryDelay, type RetryPolicy } from '../core/retry-policy';
+
+/** The wait after push-backs in a row when the store names none: 1 s doubling to 30 s, never under 1 s. */
+const pushbackWait: RetryPolicy = {
+  maxAttempts: Infinity,
+  baseMs: 1000,
+  maxMs: 30_000,
+  jitter: 'at-least-base',
+};
+
+/** Push-backs in a row one read takes before its download fails (the loader's backoff then retries the model). */
+export const maxPushbacks = 8;
+
+/** The longest pause one push-back makes, whatever its Retry-After says: a store cannot stop a download for ever. */
+export const maxPauseMs = 60_000;
+
+/** True for a store's push-back: an answer of HTTP 429 (Too Many Requests) or 503 (S3's SlowDown, a busy server). */
+export const isPushback = (cause: unknown): cause is EffectError =>
+  cause instanceof EffectError && (cause.status === 429 || cause.status === 503);
+
+/** One store's push-back state in this process. */
+export class StorePressure {
+  private pausedUntil = 0;
+  private inARow = 0;
+  private allowed = Infinity;
+  private connections = 0;
+  private answersSinceGrown = 0;
+
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly random: () => number = Math.random,
+  ) {}
+
+  /** Connections the store may have now (Infinity until it first pushes back). */
+  get limit(): number {
+    return this.allowed;
+  }
+
+  /** True while more connections are open than the store is allowed: one of them should close. */
+  get crowded(): boolean {
+    return this.connections > this.allowed;
+  }
+
+  /** True when one more connection may open: under the limit, and no pause running. */
+  get roomy(): boolean {
+    return this.connections < this.allowed && this.now() >= this.pausedUntil;
+  }
+
+  /** Counts a connection to the store from now until the returned function is called (once). */
+  open(): () => void {
+    this.connections++;
+    let closed = false;
+    return () => {
+      if (closed) return;
+      closed = true;
+      this.connections--;
+    };
+  }
+
+  /** Resolves once no pause the store asked for is running (at once when none is); rejects when `signal` aborts. */
+  async admit(signal: AbortSignal): Promise<void> {
+    // A ref'd wait, as every wait of a download: it is the work.
+    for (let waitMs = this.pausedUntil - this.now(); waitMs > 0; waitMs = this.pausedUntil - this.now())
+      await sleep(waitMs, undefined, { signal });
+  }
+
+  /**
+   * The store pushed back (`error`, whose Retry-After is `error.retryAfterMs` when it named one). One that comes
+   * while the pause of another runs answers a request sent before it (they come in bursts): it neither halves nor
+   * doubles again, and only a longer Retry-After lengthens the pause.
+   */
+  pushedBack(error: EffectError): void {
+    const burst = this.now() < this.pausedUntil;
+    if (!burst) {
+      this.inARow++;
+      this.answersSinceGrown = 0;
+      this.allowed = Math.max(1, Math.floor(Math.min(this.allowed, Math.max(1, this.connections)) / 2));
+    }
+    const waitMs = Math.min(
+      maxPauseMs,
+      error.retryAfterMs ?? (burst ? 0 : retryDelay(pushbackWait, this.inARow, this.random)),
+    );
+    this.pausedUntil = Math.max(this.pausedUntil, this.now() + waitMs);
+  }
+
+  /**
+   * The store answered a request without pushing back: the doubling ends, and after as many answers as connections
+   * allowed (a round), one more is.
+   */
+  answered(): void {
+    this.inARow = 0;
+    if (this.allowed === Infinity || ++this.answersSinceGrown < this.allowed) return;
+    this.answersSinceGrown = 0;
+    this.allowed++;
+  }
+
+  /**
+   * `request` once any pause has passed, its push-back (thrown on) or answer told: every request to a store that
+   * pushes back goes through here.
+   */
+  async ask<T>(signal: AbortSignal, request: () => Promise<T>): Promise<T> {
+    await this.admit(signal);
+    try {
+      const answer = await request();
+      this.answered();
+      return answer;
+    } catch (cause) {
+      if (isPushback(cause)) this.pushedBack(cause);
+      throw cause;
+    }
+  }
+  /**
+   * `request` through `ask`, asked again after each push-back (its pause waited out) up to `maxPushbacks` in a row;
+   * the last push-back is thrown.
+   */
+  async askThroughPushbacks<T>(signal: AbortSignal, request: () => Promise<T>): Promise<T> {
+    for (let pushbacks = 0; ; pushbacks++) {
+      try {
+        return await this.ask(signal, request);
+      } catch (cause) {
+        if (!isPushback(cause) || pushbacks >= maxPushbacks || signal.aborted) throw cause;
+      }
+    }
+  }
+}
+
+/** How many stores a process keeps push-back state for: one more forgets the one asked least recently. */
+const maxStores = 256;
+
+/** Each store's StorePressure by key (an origin, a bucket), made at the first ask; the least recently asked forgotten past 256. */
+export const storePressures = (): ((key: string) => StorePressure) => {
+  const byKey = new Map<string, StorePressure>();
+  return (key) => {
+    const found = byKey.get(key);
+    if (found !== undefined) {
+      byKey.delete(key);
+      byKey.set(key, found);
+      return found;
+    }
+    const made = new StorePressure();
+    byKey.set(key, made);
+    if (byKey.size > maxStores) byKey.delete(byKey.keys().next().value!);
+    return made;
+  };
+};

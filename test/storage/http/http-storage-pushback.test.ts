@@ -1,0 +1,47 @@
+/**
+ * httpStorage against a store that pushes back (HTTP 503 or 429 past two answers at once): the download slows to what
+ * the store allows, waits out each push-back before asking again, and still ends byte-exact.
+ */
+import { mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { httpStorage } from '../../../src/storage/http/http-storage';
+import { rangedBody } from '../../../src/testing/ranged-body';
+import { useHttpServers } from '../../helpers/http-servers';
+import { useTempDir } from '../../helpers/temp-dir';
+import { pushingBack } from '../../../src/testing/pushing-back-store';
+
+const never = new AbortController().signal;
+const size = 64 * 1024 * 1024;
+/** Requests sent before the client heard the push-back arrive within this of it (one process, loopback). */
+const burstMs = 100;
+
+describe('httpStorage against a store that pushes back', () => {
+  const startServer = useHttpServers();
+  const tmp = useTempDir('http-pushback');
+
+  it.each([
+    [503, '1', 950],
+    [429, undefined, 950],
+  ] as const)(
+    'fetches the file whole through a store answering %s (Retry-After %s) past two at once, never asking again within its pause',
+    async (status, retryAfter, pauseMs) => {
+      const body = rangedBody({ size, etag: '"v1"', bytesPerSecond: 64 * 1024 * 1024 });
+      const store = pushingBack(body.handle, { allowed: 2, status, ...(retryAfter && { retryAfter }) });
+      const { url } = await startServer(store.handle);
+      const target = path.join(tmp.path, `t${status}`);
+      await mkdir(target);
+      await httpStorage({ streams: 8 }).download(`${url}/m.bin`, target, never);
+      const saved = await readFile(path.join(target, 'm.bin'));
+      expect(saved.length).toBe(size);
+      const pushbacks = store.requests.filter((entry) => entry.pushedBack);
+      // It was pushed back, and each time waited: past the requests already sent with it (a burst), none came
+      // within the pause.
+      expect(pushbacks.length).toBeGreaterThan(0);
+      expect(pushbacks.length).toBeLessThanOrEqual(16);
+      for (const { at } of pushbacks) {
+        const soon = store.requests.filter((entry) => entry.at > at + burstMs && entry.at < at + pauseMs);
+        expect(soon).toEqual([]);
+      }
+    },
+  );
+});
