@@ -224,10 +224,10 @@ const download = async (
       throw permanentError('not-found', `${what}: ${selectedNone(request?.select, 1, 'file')} (${name})`);
   }
   let tracker: { readonly stop: () => void } | undefined;
-  // A push-back fails this attempt (the loader's backoff retries it, at least as long as Retry-After said) and pauses
-  // every request to the origin meanwhile.
+  // A push-back of the first request fails this attempt, nothing fetched yet (the loader's backoff retries it, at
+  // least as long as Retry-After said, and shows it Retrying), and pauses every request to the origin meanwhile.
   const open = (): Promise<BodyResponse> =>
-    pressure.askThroughPushbacks(attempt.signal, async () => {
+    pressure.ask(attempt.signal, async () => {
       const response = await get({}, attempt.signal);
       if (!isOk(response)) throw await responseStatusError(what, response);
       return response;
