@@ -131,11 +131,16 @@ export const nodeCacheStore = (
     return { evicted: evicted.length };
   };
 
-  const take = async (identity: string, into: StagingOf, signal: AbortSignal): Promise<CacheTake> => {
-    const { entry, lock, tmpPrefix } = entryPaths(root, identity);
-    await step(`cannot create the node cache dir ${root}`, () =>
+  // Made at the first take that needs it, and again only after a take failed (the dir removed under us, say).
+  let rootMade: Promise<unknown> | undefined;
+  const makeRoot = (): Promise<unknown> =>
+    (rootMade ??= step(`cannot create the node cache dir ${root}`, () =>
       mkdir(root, { recursive: true, mode: 0o755 }),
-    );
+    ));
+
+  const takeEntry = async (identity: string, into: StagingOf, signal: AbortSignal): Promise<CacheTake> => {
+    const { entry, lock, tmpPrefix } = entryPaths(root, identity);
+    await makeRoot();
     const hit = await fillFromEntry(entry, into, signal);
     if (hit !== undefined) return { _tag: 'Filled', filled: hit };
     // Another process on the node may be downloading it: wait for its lock, then look again.
@@ -154,6 +159,15 @@ export const nodeCacheStore = (
       throw error;
     }
     return { _tag: 'Claimed', publish: () => publish(entry, tmpPrefix, into, held), release: held.release };
+  };
+
+  const take = async (identity: string, into: StagingOf, signal: AbortSignal): Promise<CacheTake> => {
+    try {
+      return await takeEntry(identity, into, signal);
+    } catch (error) {
+      rootMade = undefined;
+      throw error;
+    }
   };
 
   return { take };

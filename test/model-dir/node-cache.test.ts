@@ -1,0 +1,67 @@
+/**
+ * Tests of the node cache through two model dir stores on one cache dir (two pods of a node): a claim, its publish
+ * and the other's fill by read-only hard links; the cache dir made again once it is gone.
+ */
+import { mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import pino from 'pino';
+import { modelDirStore } from '../../src/model-dir/store';
+import type { CacheTake, ModelStore } from '../../src/ports';
+import { writeFiles } from '../helpers/file-tree';
+import { name, spec } from '../helpers/fixtures';
+import { useTempDir } from '../helpers/temp-dir';
+
+const tmp = useTempDir('node-cache');
+const live = (): AbortSignal => new AbortController().signal;
+const model = name('llm');
+const shared = spec('https://models.example/llm.bin');
+const identity = 'http https://models.example/llm.bin "v1" 7 ';
+
+/** One pod's store on the node's cache dir. */
+const pod = async (which: string): Promise<ModelStore> => {
+  const root = join(tmp.path, which);
+  await mkdir(root);
+  return modelDirStore({
+    root,
+    log: pino({ level: 'silent' }),
+    nodeCache: { dir: join(tmp.path, 'cache'), maxBytes: 0, minFreeBytes: 0 },
+  });
+};
+
+/** Takes the identity for `store`'s model: Claimed is downloaded (written), committed and published. */
+const takeAndSettle = async (store: ModelStore): Promise<CacheTake['_tag']> => {
+  const staged = await store.stage(model, shared, live());
+  const taken = await store.nodeCache!.take(identity, staged, live());
+  if (taken._tag === 'Claimed') await writeFiles(staged.dir, { 'llm.bin': 'weights' });
+  await staged.commit(undefined, taken._tag === 'Claimed' ? new Map([['llm.bin', 7]]) : undefined);
+  if (taken._tag === 'Claimed') expect(await taken.publish()).toEqual({ evicted: 0 });
+  return taken._tag;
+};
+
+describe('the node cache of two model dir stores', () => {
+  it('has the first pod download and publish, the second fill from it with the same read-only inode', async () => {
+    const [a, b] = [await pod('a'), await pod('b')];
+    expect(await takeAndSettle(a)).toBe('Claimed');
+    expect(await takeAndSettle(b)).toBe('Filled');
+    const [fromA, fromB] = [join(tmp.path, 'a', 'llm', 'llm.bin'), join(tmp.path, 'b', 'llm', 'llm.bin')];
+    expect(await readFile(fromB, 'utf8')).toBe('weights');
+    expect((await stat(fromB)).ino).toBe((await stat(fromA)).ino);
+    expect((await stat(fromB)).mode & 0o777).toBe(0o444);
+  });
+
+  it('makes the cache dir again when it was removed after a take', async () => {
+    const a = await pod('a');
+    expect(await takeAndSettle(a)).toBe('Claimed');
+    await rm(join(tmp.path, 'cache'), { recursive: true });
+    await a.remove(model);
+    // The first take after finds no dir where it made one: it fails (the pod downloads), and the next makes it.
+    const staged = await a.stage(model, shared, live());
+    await a.nodeCache!.take(identity, staged, live()).then(
+      (taken) => (taken._tag === 'Claimed' ? taken.release() : undefined),
+      () => undefined,
+    );
+    await staged.abandon(new Error('not downloaded'));
+    expect(await takeAndSettle(a)).toBe('Claimed');
+    expect((await stat(join(tmp.path, 'cache'))).isDirectory()).toBe(true);
+  });
+});
