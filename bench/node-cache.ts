@@ -182,7 +182,7 @@ export const nodeCacheSuite: Suite = {
           withoutCacheMs: round3(none.allReadyMs),
         },
         {
-          // Each agent halves its connections at a push-back and waits 1 s (doubling) before asking again; a tight
+          // Each agent halves its connections at a push-back and waits 0.5 s (doubling) before asking again; a tight
           // retry (the ranged parts' old 100-300 ms, each connection on its own) would show as tens an agent.
           name: `a store pushing back past ${storeAnswersAtOnce} answers at once: every agent ready, the push-backs waited out (≤ ${pushbacksPerAgent} an agent)`,
           withinBudget:

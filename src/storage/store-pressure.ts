@@ -1,27 +1,16 @@
 /**
  * StorePressure: what a store's push-back (HTTP 429 and 503, which is how S3 says SlowDown) does to this process's
  * requests to it. Each push-back halves the connections the store gets (never under one) and pauses every new
- * request to it for its Retry-After, or else a wait that doubles from 1 s to 30 s; each answer that is not a
- * push-back gives one connection back and ends the doubling (additive increase, multiplicative decrease, as TCP and
+ * request to it for its Retry-After, or else the retry policy's wait (`--retry-base-ms` doubling to `--retry-max-ms`,
+ * never under the base); each answer that is not a push-back gives one connection back and ends the doubling (additive increase, multiplicative decrease, as TCP and
  * the AWS SDK's adaptive retry mode do). Never a tight retry: a push-back is waited out before anything is asked again.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EffectError } from '../core/errors';
 import { retryDelay, type RetryPolicy } from '../core/retry-policy';
 
-/** The wait after push-backs in a row when the store names none: 1 s doubling to 30 s, never under 1 s. */
-const pushbackWait: RetryPolicy = {
-  maxAttempts: Infinity,
-  baseMs: 1000,
-  maxMs: 30_000,
-  jitter: 'at-least-base',
-};
-
-/** Push-backs in a row one read takes before its download fails (the loader's backoff then retries the model). */
-export const maxPushbacks = 8;
-
-/** The longest pause one push-back makes, whatever its Retry-After says: a store cannot stop a download for ever. */
-export const maxPauseMs = 60_000;
+/** The flags' retry policy by default (`--retry-base-ms`, `--retry-max-ms`, `--max-attempts`). */
+export const defaultPushbackPolicy: RetryPolicy = { maxAttempts: 8, baseMs: 500, maxMs: 30_000 };
 
 /** True for a store's push-back: an answer of HTTP 429 (Too Many Requests) or 503 (S3's SlowDown, a busy server). */
 export const isPushback = (cause: unknown): cause is EffectError =>
@@ -34,11 +23,21 @@ export class StorePressure {
   private allowed = Infinity;
   private connections = 0;
   private answersSinceGrown = 0;
+  /** The waits after push-backs in a row, never under the base, at most its longest wait, Retry-After included. */
+  private readonly waits: RetryPolicy;
+  /** Push-backs in a row one request takes before it fails (the policy's attempts). */
+  readonly maxPushbacks: number;
 
   constructor(
+    policy: RetryPolicy = defaultPushbackPolicy,
     private readonly now: () => number = Date.now,
     private readonly random: () => number = Math.random,
-  ) {}
+  ) {
+    this.waits = { ...policy, jitter: 'at-least-base' };
+    this.maxPushbacks = Number.isFinite(policy.maxAttempts)
+      ? policy.maxAttempts
+      : defaultPushbackPolicy.maxAttempts;
+  }
 
   /** Connections the store may have now (Infinity until it first pushes back). */
   get limit(): number {
@@ -86,8 +85,8 @@ export class StorePressure {
       this.allowed = Math.max(1, Math.floor(Math.min(this.allowed, Math.max(1, this.connections)) / 2));
     }
     const waitMs = Math.min(
-      maxPauseMs,
-      error.retryAfterMs ?? (burst ? 0 : retryDelay(pushbackWait, this.inARow, this.random)),
+      this.waits.maxMs,
+      error.retryAfterMs ?? (burst ? 0 : retryDelay(this.waits, this.inARow, this.random)),
     );
     this.pausedUntil = Math.max(this.pausedUntil, this.now() + waitMs);
   }
@@ -127,7 +126,7 @@ export class StorePressure {
       try {
         return await this.ask(signal, request);
       } catch (cause) {
-        if (!isPushback(cause) || pushbacks >= maxPushbacks || signal.aborted) throw cause;
+        if (!isPushback(cause) || pushbacks >= this.maxPushbacks || signal.aborted) throw cause;
       }
     }
   }
@@ -136,8 +135,11 @@ export class StorePressure {
 /** How many stores a process keeps push-back state for: one more forgets the one asked least recently. */
 const maxStores = 256;
 
-/** Each store's StorePressure by key (an origin, a bucket), made at the first ask; the least recently asked forgotten past 256. */
-export const storePressures = (): ((key: string) => StorePressure) => {
+/**
+ * Each store's StorePressure by key (an origin, a bucket) under `policy`, made at the first ask; the least recently
+ * asked forgotten past 256.
+ */
+export const storePressures = (policy?: RetryPolicy): ((key: string) => StorePressure) => {
   const byKey = new Map<string, StorePressure>();
   return (key) => {
     const found = byKey.get(key);
@@ -146,7 +148,7 @@ export const storePressures = (): ((key: string) => StorePressure) => {
       byKey.set(key, found);
       return found;
     }
-    const made = new StorePressure();
+    const made = new StorePressure(policy);
     byKey.set(key, made);
     if (byKey.size > maxStores) byKey.delete(byKey.keys().next().value!);
     return made;

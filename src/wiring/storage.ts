@@ -3,7 +3,8 @@ import type { Env } from '../core/env';
 import { kserveStorageEnv } from '../core/kserve-storage-env';
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
-import { flagTable, type AppConfig } from '../core/flags/app-config';
+import { flagTable, retryPolicyOf, type AppConfig } from '../core/flags/app-config';
+import type { RetryPolicy } from '../core/retry-policy';
 import { parseHostHeaders } from '../core/storage-uri';
 import {
   type CapField,
@@ -65,7 +66,7 @@ const s3StorageFor = (
   env: Env,
   limits: DownloadLimits,
   network: Network,
-  streams: { readonly streams: number; readonly pool: Slots },
+  streams: { readonly streams: number; readonly pool: Slots; readonly retry: RetryPolicy },
 ): E.Either<string, StorageProvider> => {
   const settings = s3SettingsFrom(config, env);
   if (E.isLeft(settings)) return settings;
@@ -116,7 +117,12 @@ export const storageProviders = (
 ): E.Either<string, StorageProviders> => {
   const limits = { ...downloadLimitsOf(config), ...(space !== undefined ? { spaceCheck: space } : {}) };
   // Connections per big file, and one pool for every provider: the bound on storage connections is the process's.
-  const streams = { streams: config.downloadStreams, pool: createSlots(config.maxDownloadStreams) };
+  // With the retry policy, which a store's push-backs follow too.
+  const streams = {
+    streams: config.downloadStreams,
+    pool: createSlots(config.maxDownloadStreams),
+    retry: retryPolicyOf(config),
+  };
   const s3 = s3StorageFor(config, log, env, limits, network, streams);
   if (E.isLeft(s3)) return E.left(`invalid S3 settings: ${s3.left}`);
   const hf = hfSettingsFrom(env);

@@ -1,14 +1,18 @@
 /** Tests of StorePressure on a stepped clock: a push-back halves the connections and pauses every request. */
 import { EffectError, httpStatusError, retryableError } from '../../src/core/errors';
-import { isPushback, maxPauseMs, StorePressure, storePressures } from '../../src/storage/store-pressure';
+import { isPushback, StorePressure, storePressures } from '../../src/storage/store-pressure';
 
 const slowDown = (retryAfterMs?: number): EffectError =>
   httpStatusError('GET s3://b/k', 503, 'SlowDown', retryAfterMs);
+
+/** The longest wait of the policy the tests give: 1 s doubling to 30 s, 8 push-backs in a row. */
+const maxPauseMs = 30_000;
 
 /** A pressure on a clock the test moves; `random` 0.5 (the waits' jitter). */
 const stepped = () => {
   const clock = { ms: 0 };
   const pressure = new StorePressure(
+    { baseMs: 1000, maxMs: maxPauseMs, maxAttempts: 8 },
     () => clock.ms,
     () => 0.5,
   );
@@ -55,7 +59,7 @@ describe('StorePressure', () => {
     expect(pressure.limit).toBe(3);
   });
 
-  it("pauses for the store's Retry-After, else 1 s doubling to 30 s, and at most a minute whatever it says", () => {
+  it("pauses for the store's Retry-After, else the policy's wait, never under its base nor over its longest", () => {
     const { clock, pressure } = stepped();
     const pausedFor = (): number => {
       let ms = 0;
@@ -76,6 +80,19 @@ describe('StorePressure', () => {
     expect(pausedFor()).toBe(2500);
     pressure.pushedBack(slowDown(3600_000));
     expect(pausedFor()).toBe(maxPauseMs);
+  });
+
+  it("asks again after each push-back up to the policy's attempts, then throws the last", async () => {
+    const pressure = new StorePressure({ baseMs: 5, maxMs: 10, maxAttempts: 3 });
+    let asked = 0;
+    const pushBack = () => Promise.reject(slowDown(5)).finally(() => asked++);
+    await expect(pressure.askThroughPushbacks(new AbortController().signal, pushBack)).rejects.toMatchObject({
+      status: 503,
+    });
+    expect(asked).toBe(4);
+    let answered = 0;
+    const twiceThenAnswer = () => (++answered <= 2 ? Promise.reject(slowDown(5)) : Promise.resolve('bytes'));
+    expect(await pressure.askThroughPushbacks(new AbortController().signal, twiceThenAnswer)).toBe('bytes');
   });
 
   it('holds a request until the pause has passed, and tells its answer or its push-back', async () => {

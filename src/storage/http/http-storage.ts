@@ -11,6 +11,7 @@ import { redactUri } from '../../core/storage-uri';
 import { writeNewFile } from '../../fs';
 import { discardBody, httpUrl, isOk, responseStatusError, withFailures } from '../../net';
 import { storePressures, type StorePressure } from '../store-pressure';
+import type { RetryPolicy } from '../../core/retry-policy';
 import type { DownloadProgress, DownloadRequest, StorageProvider, WrittenFiles } from '../../ports';
 import { archiveFormatOf, extractStream, type ArchiveFormat } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
@@ -131,6 +132,8 @@ export interface HttpStorageOptions extends Partial<GetSettings>, Partial<SaveSe
   readonly headersByHost?: ReadonlyMap<string, Readonly<Record<string, string>>>;
   /** The model cap, the archive caps and the minimum rate. */
   readonly limits?: DownloadLimits;
+  /** The waits and tries after a store's push-back (the flags' retry policy; default `defaultPushbackPolicy`). */
+  readonly retry?: RetryPolicy;
 }
 
 /** How a response body is stored: saved as one file, or extracted as a tar (maybe gzipped) or zip archive. */
@@ -337,7 +340,7 @@ export const httpStorage = (options: HttpStorageOptions = {}): StorageProvider =
     maxResumes: options.maxResumes ?? 5,
     streams: options.streams ?? 8,
     limits: options.limits ?? defaultDownloadLimits,
-    pressures: storePressures(),
+    pressures: storePressures(options.retry),
   };
   return {
     schemes: ['http', 'https'],

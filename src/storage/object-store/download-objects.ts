@@ -22,6 +22,7 @@ import { trackProgress } from '../transfer-progress';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import { planObjects, type PlannedObject } from './plan-objects';
 import { storePressures, type StorePressure } from '../store-pressure';
+import type { RetryPolicy } from '../../core/retry-policy';
 
 /** How one model's objects are fetched. */
 export interface ObjectDownloadOptions {
@@ -37,9 +38,11 @@ export interface ObjectDownloadOptions {
   readonly pool?: Slots;
   /** The store's push-back state: every read asks through it (objectStoreStorage keeps one per bucket). */
   readonly pressure?: StorePressure;
+  /** The waits and tries after a push-back, for objectStoreStorage's (the flags' retry policy). */
+  readonly retry?: RetryPolicy;
 }
 
-const defaultObjectDownloadOptions: Required<Omit<ObjectDownloadOptions, 'pool' | 'pressure'>> = {
+const defaultObjectDownloadOptions: Required<Omit<ObjectDownloadOptions, 'pool' | 'pressure' | 'retry'>> = {
   concurrency: 8,
   limits: defaultDownloadLimits,
   maxResumes: 3,
@@ -277,7 +280,7 @@ export interface ObjectStoreStorageOptions extends ObjectDownloadOptions {
  * A URI `resolve` refuses is a permanent `invalid-uri`.
  */
 export const objectStoreStorage = (options: ObjectStoreStorageOptions): StorageProvider => {
-  const pressures = storePressures();
+  const pressures = storePressures(options.retry);
   return {
     schemes: options.schemes,
     download: async (uri, targetDir, signal, progress, request) => {

@@ -13,7 +13,7 @@ import type { TransferGuard } from '../transfer-guard';
 import { BatchWriter } from './batch-writer';
 import { fileWrites, type FileWrites } from './file-writes';
 import { connectionsFor, partBytesFor, PartPlan, type Part } from './part-plan';
-import { isPushback, maxPushbacks, type StorePressure } from '../store-pressure';
+import { isPushback, type StorePressure } from '../store-pressure';
 
 /** The bytes `[start, end)` of the one version of the file the download is pinned to; fails `changed` otherwise. */
 export type RangeReader = (
@@ -221,7 +221,7 @@ const fetchPart = async (
       if (signal.aborted || !job.resumable(cause)) throw cause;
       // The store pushed back: its pause is waited out at the next read (StorePressure.ask), never a tight retry.
       if (connection.pressure !== undefined && isPushback(cause)) {
-        if (++pushbacks > maxPushbacks) throw cause;
+        if (++pushbacks > connection.pressure.maxPushbacks) throw cause;
         if (connection.leaves(part)) return 'left';
         continue;
       }

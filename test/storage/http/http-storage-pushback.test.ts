@@ -21,7 +21,7 @@ describe('httpStorage against a store that pushes back', () => {
 
   it.each([
     [503, '1', 950],
-    [429, undefined, 950],
+    [429, undefined, 450], // no Retry-After: the retry policy's base, 500 ms by default
   ] as const)(
     'fetches the file whole through a store answering %s (Retry-After %s) past two at once, never asking again within its pause',
     async (status, retryAfter, pauseMs) => {
