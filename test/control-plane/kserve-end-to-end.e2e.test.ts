@@ -8,11 +8,12 @@
  * service account. And the storage initializer KServe injects for a single-model InferenceService, run with
  * exactly its args and env.
  */
-import { mkdir, readdir, readFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { killAllCli, startCli, type CliProcess } from '../helpers/cli-process';
 import { eventually } from '../helpers/eventually';
+import { readFileBytes } from '../helpers/file-tree';
 import { startS3Server, type S3Server } from '../helpers/s3-server';
 import { removeTempDir, tempDir } from '../helpers/temp-dir';
 import { freePort } from '../integration/surface-kit';
@@ -31,23 +32,13 @@ let root: string;
 let mlserver: RealServer | undefined;
 
 /** Every file of a dir, by its path below it. */
-const filesOf = async (dir: string): Promise<Record<string, Buffer>> => {
-  const files: Record<string, Buffer> = {};
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true }))
-    if (entry.isFile()) {
-      const full = join(entry.parentPath, entry.name);
-      files[relative(dir, full)] = await readFile(full);
-    }
-  return files;
-};
-
 beforeAll(() => ensureRealServers(['mlserver']), 15 * 60_000);
 beforeAll(async () => {
   root = await tempDir('kserve-e2e');
   s3 = await startS3Server();
   await s3.createBucket('models');
   for (const variant of ['v1', 'v2'] as const) {
-    const files = await filesOf(fixtureModel('mlserver', variant));
+    const files = await readFileBytes(fixtureModel('mlserver', variant));
     await s3.put(
       'models',
       Object.fromEntries(
@@ -270,6 +261,6 @@ describe('KServe end to end with its real controller and webhooks, modelsync dro
     const run = startCli(initializer!.args!, { env, within: withMounts([[dest, '/mnt/models']]) });
     const exit = await run.exited;
     expect(exit.code).toBe(0);
-    expect(await filesOf(dest)).toEqual(await filesOf(fixtureModel('mlserver', 'v2')));
+    expect(await readFileBytes(dest)).toEqual(await readFileBytes(fixtureModel('mlserver', 'v2')));
   });
 });

@@ -26,16 +26,22 @@ export const listTree = async (dir: string): Promise<string[]> => {
   return out.sort();
 };
 
-/** The text of every regular file under `dir`, by relative path (what writeFiles would lay out again). */
-export const readFiles = async (dir: string): Promise<Record<string, string>> => {
-  const files: Record<string, string> = {};
+/** The bytes of every regular file under `dir`, by relative path. */
+export const readFileBytes = async (dir: string): Promise<Record<string, Buffer>> => {
+  const files: Record<string, Buffer> = {};
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
     if (!entry.isFile()) continue;
     const full = path.join(entry.parentPath, entry.name);
-    files[path.relative(dir, full)] = await readFile(full, 'utf8');
+    files[path.relative(dir, full)] = await readFile(full);
   }
   return files;
 };
+
+/** The text of every regular file under `dir`, by relative path (what writeFiles would lay out again). */
+export const readFiles = async (dir: string): Promise<Record<string, string>> =>
+  Object.fromEntries(
+    Object.entries(await readFileBytes(dir)).map(([file, bytes]) => [file, bytes.toString('utf8')]),
+  );
 
 /** Whether something is at `path` (a link counts as it is, even one pointing nowhere). */
 export const exists = (path: string): Promise<boolean> =>

@@ -4,12 +4,13 @@
  * models.json lists, answers the kubelet's probe as the user container comes and goes, and proxies inference
  * on its port byte for byte while the model list changes.
  */
-import { mkdir, readdir, readFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { sleep } from '../../src/testing/wait';
 import { startCli, type CliProcess } from '../helpers/cli-process';
 import { eventually } from '../helpers/eventually';
+import { readFileBytes } from '../helpers/file-tree';
 import { modelsJson } from '../helpers/fixtures';
 import { startS3Server, type S3Server } from '../helpers/s3-server';
 import { removeTempDir, tempDir } from '../helpers/temp-dir';
@@ -30,16 +31,6 @@ let agentUrl: string;
 let configDir: string;
 
 /** Every file of a fixture dir, by its path below it. */
-const filesOf = async (dir: string): Promise<Record<string, Buffer>> => {
-  const files: Record<string, Buffer> = {};
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true }))
-    if (entry.isFile()) {
-      const full = join(entry.parentPath, entry.name);
-      files[relative(dir, full)] = await readFile(full);
-    }
-  return files;
-};
-
 const prefixed = (prefix: string, files: Record<string, Buffer>): Record<string, Buffer> =>
   Object.fromEntries(Object.entries(files).map(([path, bytes]) => [`${prefix}/${path}`, bytes]));
 
@@ -72,8 +63,8 @@ beforeAll(async () => {
   s3 = await startS3Server();
   await s3.createBucket('models');
   await s3.put('models', {
-    ...prefixed('mlserver/v1', await filesOf(fixtureModel('mlserver', 'v1'))),
-    ...prefixed('mlserver/v2', await filesOf(fixtureModel('mlserver', 'v2'))),
+    ...prefixed('mlserver/v1', await readFileBytes(fixtureModel('mlserver', 'v1'))),
+    ...prefixed('mlserver/v2', await readFileBytes(fixtureModel('mlserver', 'v2'))),
   });
   await mkdir(modelDir);
   server = await startRealServer('mlserver', { modelDir });

@@ -11,11 +11,7 @@ import {
   oneOf,
 } from './setting-codecs';
 
-/** How S3 buckets are addressed: `auto` decides by the endpoint (see `--s3-addressing`). */
-export const s3AddressingStyles = ['auto', 'path', 'virtual'] as const;
-
-/** How a local or `pvc://` model's files reach the model dir (see `--local-model-files`). */
-export const localModelFileModes = ['copy', 'link'] as const;
+import { localModelFileModes, s3AddressingStyles } from '../storage-choices';
 
 /** The storage part of the flag table, in `--help` order (spread into `flagTable`). */
 export const storageFlags = {

@@ -1,4 +1,5 @@
 /** localFileStorage: the StorageProvider for local paths and file:// URLs (a mounted volume holding the model). */
+import type { LocalModelFiles } from '../../core/storage-choices';
 import { constants, type Dirent } from 'node:fs';
 import { lstat, mkdir, open, readdir, realpath, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -33,9 +34,6 @@ export interface LocalStorageOptions {
    */
   readonly files?: LocalModelFiles;
 }
-
-/** How a local or `pvc://` model's files reach the model dir (`LocalStorageOptions.files`). */
-export type LocalModelFiles = 'link' | 'copy';
 
 const sourcePathOf = (uri: string): string => {
   if (uri.startsWith('/')) return path.resolve(uri);

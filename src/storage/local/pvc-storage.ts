@@ -7,7 +7,8 @@ import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import type { DownloadLimits } from '../download-limits';
 import { fsError, isMissing } from '../../fs';
-import { copyLocalModel, localSettings, type LocalModelFiles } from './local-storage';
+import type { LocalModelFiles } from '../../core/storage-choices';
+import { copyLocalModel, localSettings } from './local-storage';
 
 /** Where the claim is mounted and what one model may take. */
 export interface PvcStorageOptions {

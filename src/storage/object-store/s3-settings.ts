@@ -2,7 +2,7 @@
 import type { Env } from '../../core/env';
 import * as E from 'fp-ts/Either';
 import { switchValue } from '../../core/switch-words';
-import type { S3Addressing } from './s3';
+import type { S3Addressing } from '../../core/storage-choices';
 
 /** What was chosen for S3 before KServe's names are read (in the CLI: the `--s3-*` flags). */
 export interface S3Choices {

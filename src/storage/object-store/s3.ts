@@ -15,6 +15,7 @@ import { rangedFailure } from '../parts/fetch-parts';
 import { changedObject, s3Error, type S3Request } from './s3-errors';
 import { invalidListing, pageObjects } from './listing-bounds';
 import type { Dispatcher } from 'undici';
+import type { S3Addressing } from '../../core/storage-choices';
 import { RangeHandler } from './s3-range-handler';
 import { boundS3Answers } from './s3-answers';
 import { defaultDownloadLimits, type MinRate } from '../download-limits';
@@ -27,14 +28,12 @@ const smithyHttp = lazyModule(
 /* eslint-enable @typescript-eslint/no-require-imports */
 import type { S3Credentials } from './s3-credentials';
 
-/** How buckets are addressed: `auto` is path-style for a custom endpoint (MinIO, Ceph), virtual-hosted for AWS. */
-export type S3Addressing = 'auto' | 'path' | 'virtual';
-
 /** How the S3 client reaches the store. */
 export interface S3ClientSettings {
   /** A custom endpoint (`http://minio:9000`); absent: AWS, by region. */
   readonly endpoint?: string;
   readonly region: string;
+  /** How buckets are addressed: `auto` is path-style for a custom endpoint (MinIO, Ceph), virtual-hosted for AWS. */
   readonly addressing: S3Addressing;
   /** S3 Transfer Acceleration endpoints (KServe's `S3_USE_ACCELERATE`). */
   readonly useAccelerate?: boolean;
