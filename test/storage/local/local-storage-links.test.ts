@@ -1,5 +1,5 @@
 /**
- * Tests of localFileStorage and pvcStorage with `files: 'link'` (`--local-model-files link`, the CLI's default): each
+ * Tests of localFileStorage and pvcStorage with `files: 'link'` (`--local-model-files link`; the default is copy): each
  * file a symlink to its canonical path, no byte copied, every check of a copy kept.
  */
 import { execFileSync } from 'node:child_process';
