@@ -5,6 +5,8 @@ import { Readable } from 'node:stream';
 import type { FlowingBody } from '../../../src/net';
 import { fetchInParts, type PartsJob } from '../../../src/storage/parts/fetch-parts';
 import { TransferGuard } from '../../../src/storage/transfer-guard';
+import { httpStatusError } from '../../../src/core/errors';
+import { isPushback, StorePressure } from '../../../src/storage/store-pressure';
 import { waitFor } from '../../../src/testing/wait';
 import { useTempDir } from '../../helpers/temp-dir';
 
@@ -158,6 +160,38 @@ describe('fetchInParts', () => {
     expect((await readFile(path.join(tmp.path, 'overrun.bin'))).equals(data)).toBe(true);
     // The range the rule held on took the rest of the file: its next read asked for that rest.
     expect(reads.at(-1)![1]).toBe(size);
+  });
+
+  it('closes the connections a push-back crowds out, their ranges fetched whole by the others', async () => {
+    // A store of two answers at once: a read past them is pushed back (503, Retry-After 30 ms).
+    const store = memoryReads(1);
+    const pushedAt: number[] = [];
+    let answering = 0;
+    const read: PartsJob['read'] = async (start, end, signal) => {
+      if (answering >= 2) {
+        pushedAt.push(performance.now());
+        throw httpStatusError('GET test', 503, 'SlowDown', 30);
+      }
+      answering++;
+      const body = await store.read(start, end, signal);
+      return (async function* () {
+        try {
+          yield* body;
+        } finally {
+          answering--;
+        }
+      })();
+    };
+    const pressure = new StorePressure({ baseMs: 30, maxMs: 100, maxAttempts: 8 });
+    await fetchInParts(
+      { ...job(read, 'pushed.bin'), resumable: isPushback },
+      { streams: 4, oneStream: null, pressure },
+    );
+    expect((await readFile(path.join(tmp.path, 'pushed.bin'))).equals(data)).toBe(true);
+    // The connections past the store's two closed at their push-back: 2 here; left open, each retried after every
+    // pause, 13.
+    expect(pushedAt.length).toBeGreaterThan(0);
+    expect(pushedAt.length).toBeLessThanOrEqual(4);
   });
 
   it('opens its other connections when the first one is slower than that', async () => {
