@@ -1,7 +1,8 @@
 /**
  * On the real process beside the real Triton and MLServer: a model whose files give it another name (Triton's
  * config.pbtxt `name:`, MLServer's model-settings.json `"name"`) fails with a reason that names both names and
- * says they must match, instead of the server's bare "failed to poll" / "Model … not found"; the others load.
+ * says they must match, instead of the server's bare "failed to poll" / "Model … not found"; the others load. The
+ * same with `--local-model-files link`, whose small files (a model's config files) are copied for this check.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -50,37 +51,41 @@ const isFailedLine =
 describe.each<'triton' | 'mlserver'>(['triton', 'mlserver'])(
   '%s, with a model its files name otherwise',
   (kind) => {
-    it('fails the model with a reason naming both names, and loads the others', async () => {
-      root = await mkdtemp(join(tmpdir(), `modelsync-misnamed-${kind}-`));
-      const storage = join(root, 'storage');
-      const modelDir = join(root, 'models');
-      await mkdir(modelDir);
-      nameInFiles[kind](copyFixture(kind, 'v1', storage, 'mm'), 'iris-v1');
-      copyFixture(kind, 'v1', storage, 'good');
-      const configDir = join(root, 'configs');
-      atomicWrite(configDir, {
-        'models.json': modelsJson({
-          mm: { storageUri: join(storage, 'mm'), framework: kind },
-          good: { storageUri: join(storage, 'good'), framework: kind },
-        }),
-      });
-      server = await startRealServer(kind, { modelDir });
-      const agent = startCli(
-        cliArgs({
-          'config-dir': configDir,
-          'model-dir': modelDir,
-          'server-url': server.url,
-          'local-storage-roots': storage,
-          'retry-base-ms': 100,
-          'retry-max-ms': 500,
-        }),
-      );
-      const failed = await agent.waitForLog(isFailedLine('mm'), 60_000);
-      await agent.waitForLog((line) => line.msg === 'model loaded' && line['model'] === 'good', 60_000);
-      expect(failed['reason']).toEqual(expect.stringContaining('"mm"'));
-      expect(failed['reason']).toEqual(expect.stringContaining('"iris-v1"'));
-      expect(failed['reason']).toEqual(expect.stringContaining('must match'));
-      expect(failed['errorKind']).toBe('refused');
-    });
+    it.each(['copy', 'link'])(
+      'fails the model with a reason naming both names, and loads the others (%s)',
+      async (files) => {
+        root = await mkdtemp(join(tmpdir(), `modelsync-misnamed-${kind}-`));
+        const storage = join(root, 'storage');
+        const modelDir = join(root, 'models');
+        await mkdir(modelDir);
+        nameInFiles[kind](copyFixture(kind, 'v1', storage, 'mm'), 'iris-v1');
+        copyFixture(kind, 'v1', storage, 'good');
+        const configDir = join(root, 'configs');
+        atomicWrite(configDir, {
+          'models.json': modelsJson({
+            mm: { storageUri: join(storage, 'mm'), framework: kind },
+            good: { storageUri: join(storage, 'good'), framework: kind },
+          }),
+        });
+        server = await startRealServer(kind, { modelDir });
+        const agent = startCli(
+          cliArgs({
+            'config-dir': configDir,
+            'model-dir': modelDir,
+            'server-url': server.url,
+            'local-storage-roots': storage,
+            'local-model-files': files,
+            'retry-base-ms': 100,
+            'retry-max-ms': 500,
+          }),
+        );
+        const failed = await agent.waitForLog(isFailedLine('mm'), 60_000);
+        await agent.waitForLog((line) => line.msg === 'model loaded' && line['model'] === 'good', 60_000);
+        expect(failed['reason']).toEqual(expect.stringContaining('"mm"'));
+        expect(failed['reason']).toEqual(expect.stringContaining('"iris-v1"'));
+        expect(failed['reason']).toEqual(expect.stringContaining('must match'));
+        expect(failed['errorKind']).toBe('refused');
+      },
+    );
   },
 );

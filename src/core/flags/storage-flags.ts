@@ -66,7 +66,7 @@ export const storageFlags = {
   localModelFiles: {
     arg: 'how',
     default: 'copy',
-    help: "how a local path's or `pvc://` model's files reach the model dir: `copy` = a copy (a clone where the file system makes one); `link` = a symlink to each file where it lies, no byte copied (the model server must mount the volume at the same path, as KServe's own storage initializer expects; the model server's own config files are then not read before a load); archives are always extracted",
+    help: "how a local path's or `pvc://` model's files reach the model dir: `copy` = a copy (a clone where the file system makes one); `link` = a symlink to each file past 1 MiB where it lies, no byte copied, the smaller ones (a model's config files) copied (the model server must mount the volume at the same path, as KServe's own storage initializer expects); archives are always extracted",
     codec: oneOf('LocalModelFiles', localModelFileModes),
     choices: localModelFileModes,
   },

@@ -29,8 +29,9 @@ export interface LocalStorageOptions {
   readonly rootsName?: string;
   /**
    * How each file reaches the model dir: `copy` (a clone where the file system makes one; the default here, as an
-   * embedding process's server may not see the source's volume), or `link`: a symlink to the file where it lies,
-   * no byte copied, for a model server that mounts the volume at the same path (`--local-model-files`).
+   * embedding process's server may not see the source's volume), or `link`: a symlink to each file past 1 MiB where
+   * it lies, no byte copied (smaller ones copied: `copiedUpToBytes`), for a model server that mounts the volume at
+   * the same path (`--local-model-files`).
    */
   readonly files?: LocalModelFiles;
 }
@@ -74,6 +75,13 @@ const takes = async (tree: Tree, from: string, to: string, kind: EntryKind): Pro
 // swapped in block the open. fstat on the opened file then says what was really opened.
 const openFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
+/**
+ * With `files: 'link'`, a file up to this size is copied even so: a model's own config files (config.pbtxt,
+ * model-settings.json), which the checks before a load read and never through a link, are then files of the model
+ * dir as with a copy; and so small a file costs no room worth saving.
+ */
+export const copiedUpToBytes = 2 ** 20;
+
 // Each file is opened once and its bytes read through that handle, so what was checked is what is copied. A linked
 // file is checked the same way; `from` is its canonical path (the root resolved, every dir below it listed as a
 // dir), which the link names absolutely: the model server resolves it in its own mount of the volume. It takes no
@@ -83,7 +91,7 @@ const copyFile = async (tree: Tree, from: string, to: string): Promise<void> => 
   try {
     const info = await handle.stat();
     if (!info.isFile()) throw permanentError('refused', `refusing ${from}: not a regular file`);
-    if (tree.link) return await symlink(from, to);
+    if (tree.link && info.size > copiedUpToBytes) return await symlink(from, to);
     await tree.guard.admit(info.size);
     await tree.copy({ handle, size: info.size, path: from, to, signal: tree.signal, what: tree.what });
   } finally {

@@ -1,11 +1,11 @@
 /**
  * Tests of localFileStorage and pvcStorage with `files: 'link'` (`--local-model-files link`; the default is copy): each
- * file a symlink to its canonical path, no byte copied, every check of a copy kept.
+ * file past 1 MiB a symlink to its canonical path, no byte copied, smaller ones copied, every check of a copy kept.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdir, readFile, readlink, realpath, symlink, truncate, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, readlink, realpath, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { localFileStorage } from '../../../src/storage/local/local-storage';
+import { copiedUpToBytes, localFileStorage } from '../../../src/storage/local/local-storage';
 import { pvcStorage } from '../../../src/storage/local/pvc-storage';
 import { cliDownloadLimits } from '../../helpers/cli-limits';
 import { effectError } from '../../helpers/effect-error';
@@ -29,21 +29,32 @@ describe('localFileStorage linking the files', () => {
     await mkdir(target);
   });
 
+  /** Writes `text` at `file`, then grows it (sparse) past what is copied even so: a file that is linked. */
+  const linkedSize = async (file: string, text: string): Promise<void> => {
+    await writeFile(file, text);
+    await truncate(file, copiedUpToBytes + 1);
+  };
+
   /** `target` as listTree shows it: `dir/`, `file`, `link -> its target`. */
   const placed = (): Promise<string[]> => listTree(target);
   const linkTo = (entry: string, file: string): string => `${entry} -> ${file}`;
 
-  it('makes the dirs and links each file to where it lies, by absolute path, readable through the link', async () => {
+  it('makes the dirs, links each file past 1 MiB to where it lies by absolute path, and copies the smaller ones', async () => {
     await writeFile(path.join(source, 'config.json'), '{}');
-    await writeFile(path.join(source, 'a', 'b', 'weights.bin'), Buffer.from([1, 2, 3]));
+    await linkedSize(path.join(source, 'a', 'b', 'weights.bin'), 'wts');
+    await writeFile(path.join(source, 'a', 'b', 'model-settings.json'), Buffer.alloc(copiedUpToBytes, ' '));
     await linking().download(source, target, signal);
     expect(await placed()).toEqual([
       'a/',
       'a/b/',
+      'a/b/model-settings.json',
       linkTo('a/b/weights.bin', path.join(source, 'a', 'b', 'weights.bin')),
-      linkTo('config.json', path.join(source, 'config.json')),
+      'config.json',
     ]);
-    expect(await readFile(path.join(target, 'a', 'b', 'weights.bin'))).toEqual(Buffer.from([1, 2, 3]));
+    expect((await readFile(path.join(target, 'a', 'b', 'weights.bin'))).subarray(0, 3).toString()).toBe(
+      'wts',
+    );
+    expect(await readFile(path.join(target, 'config.json'), 'utf8')).toBe('{}');
   });
 
   it('takes no room: a 1 GiB file is linked past a 1 KiB --max-model-bytes, the target holding no block', async () => {
@@ -57,7 +68,7 @@ describe('localFileStorage linking the files', () => {
   });
 
   it("names the resolved path when the source is named through a link (a volume mount's ..data)", async () => {
-    await writeFile(path.join(source, 'model.bin'), 'w');
+    await linkedSize(path.join(source, 'model.bin'), 'w');
     await symlink(source, path.join(tmp.path, 'current'));
     await linking().download(path.join(tmp.path, 'current'), target, signal);
     expect(await placed()).toEqual(['a/', 'a/b/', linkTo('model.bin', path.join(source, 'model.bin'))]);
@@ -88,8 +99,8 @@ describe('localFileStorage linking the files', () => {
   });
 
   it('links only the files the patterns take', async () => {
-    await writeFile(path.join(source, 'model.onnx'), 'm');
-    await writeFile(path.join(source, 'notes.txt'), 'n');
+    await linkedSize(path.join(source, 'model.onnx'), 'm');
+    await linkedSize(path.join(source, 'notes.txt'), 'n');
     await linking().download(source, target, signal, undefined, { select: { allowPatterns: ['*.onnx'] } });
     expect(await placed()).toEqual([linkTo('model.onnx', path.join(source, 'model.onnx'))]);
   });
@@ -110,8 +121,11 @@ describe('pvcStorage linking the files', () => {
     await mkdir(path.join(root, 'models', 'm1'), { recursive: true });
     await mkdir(target);
     await writeFile(path.join(root, 'models', 'm1', 'model.bin'), 'weights');
+    await truncate(path.join(root, 'models', 'm1', 'model.bin'), copiedUpToBytes + 1);
+    await writeFile(path.join(root, 'models', 'm1', 'config.pbtxt'), 'name: "m1"');
     await pvcStorage({ root, files: 'link' }).download('pvc://claim/models/m1', target, signal);
     expect(await readlink(path.join(target, 'model.bin'))).toBe(path.join(root, 'models', 'm1', 'model.bin'));
-    expect(await readFile(path.join(target, 'model.bin'), 'utf8')).toBe('weights');
+    expect((await readFile(path.join(target, 'model.bin'))).subarray(0, 7).toString()).toBe('weights');
+    expect((await lstat(path.join(target, 'config.pbtxt'))).isFile()).toBe(true);
   });
 });
