@@ -150,6 +150,10 @@ export interface Filled {
   readonly copiedBytes: number;
 }
 
+/** The bytes a fill brought, however each came (linked, cloned or copied). */
+export const filledBytes = ({ linkedBytes, clonedBytes, copiedBytes }: Filled): number =>
+  linkedBytes + clonedBytes + copiedBytes;
+
 /** What the node cache gave for one identity (`NodeCache.take`). */
 export type CacheTake =
   | { readonly _tag: 'Filled'; readonly filled: Filled }

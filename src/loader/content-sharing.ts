@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { ModelName } from '../core/model-name';
 import {
+  filledBytes,
   noTelemetry,
   type CacheTake,
   type Filled,
@@ -117,8 +118,7 @@ export const createContentSharing = ({
           return false;
         }
         filled = { ...taken.filled, source: nodeCacheSource };
-        const { linkedBytes, clonedBytes, copiedBytes } = taken.filled;
-        telemetry.nodeCache?.({ _tag: 'Hit', bytes: linkedBytes + clonedBytes + copiedBytes });
+        telemetry.nodeCache?.({ _tag: 'Hit', bytes: filledBytes(taken.filled) });
         log.info(
           { model: name, source: nodeCacheSource, ...taken.filled },
           'model filled from the node cache',

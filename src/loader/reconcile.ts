@@ -5,15 +5,16 @@ import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
 import type { FilesOrigin, ModelPhase, ModelStatus } from '../core/model-status';
 import { specEquals } from '../core/snapshot';
-import type {
-  DownloadFunction,
-  DownloadProgress,
-  Installed,
-  LoadJournal,
-  ModelServer,
-  ModelStore,
-  Staged,
-  WrittenFiles,
+import {
+  filledBytes,
+  type DownloadFunction,
+  type DownloadProgress,
+  type Installed,
+  type LoadJournal,
+  type ModelServer,
+  type ModelStore,
+  type Staged,
+  type WrittenFiles,
 } from '../ports';
 import { nodeCacheSource, type ContentOffer, type ContentSharing } from './content-sharing';
 import { linkedSignal } from './linked-signal';
@@ -209,7 +210,7 @@ const fetchInto = async (
     : {
         _tag: 'Filled',
         from: filled.source === nodeCacheSource ? 'node-cache' : 'model',
-        bytes: filled.linkedBytes + filled.clonedBytes + filled.copiedBytes,
+        bytes: filledBytes(filled),
         elapsedMs: Date.now() - started,
       };
 };

@@ -9,7 +9,7 @@ import { fileFilter, selectedNone, selectionKey, selectsAll } from '../../core/f
 import { inSlot } from '../../core/slots';
 import { redactUri } from '../../core/storage-uri';
 import { discardBody, httpUrl, isOk, responseStatusError } from '../../net';
-import { storePressures, type StorePressure } from '../store-pressure';
+import { isPushback, storePressures, type StorePressure } from '../store-pressure';
 import type { RetryPolicy } from '../../core/retry-policy';
 import type { DownloadProgress, DownloadRequest, StorageProvider, WrittenFiles } from '../../ports';
 import { archiveFormatOf, extractStream, type ArchiveFormat } from '../archive/extract';
@@ -144,8 +144,8 @@ const download = async (
     await pressure.admit(attempt.signal);
     const head = await httpGet(url, settings, what, attempt.signal, credentials, {}, 'HEAD');
     // A push-back pauses the origin: the GET below waits it out.
-    if (head.status === 429 || head.status === 503)
-      pressure.pushedBack(await responseStatusError(what, head));
+    const refused = isOk(head) ? undefined : await responseStatusError(what, head);
+    if (isPushback(refused)) pressure.pushedBack(refused);
     await discardBody(head);
     const identity = isOk(head) ? identityOf(url, head, request?.select) : undefined;
     return identity === undefined ? undefined : { head, filled: await reuse(identity) };
