@@ -13,7 +13,9 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { killAllCli } from '../helpers/cli-process';
 import { removeTempDir, tempDir } from '../helpers/temp-dir';
+import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import type { KubeObject } from '../deploy/kustomize';
 import { repoRoot } from '../real-servers/paths';
 import { freePorts } from '../real-servers/servers';
@@ -211,6 +213,28 @@ export const useControlPlane = (): { readonly plane: ControlPlane } => {
     if (dir !== undefined) await removeTempDir(dir);
   });
   return held;
+};
+
+/** A V2 stand-in per test (`start`, then `server`), closed after each test with every CLI it started (`stopAll`). */
+export const useV2StandIn = (): {
+  start(modelDir: string): Promise<V2ModelServerStandIn>;
+  stopAll(): Promise<void>;
+  readonly server: V2ModelServerStandIn | undefined;
+} => {
+  let server: V2ModelServerStandIn | undefined;
+  const stopAll = async (): Promise<void> => {
+    await killAllCli();
+    await server?.close();
+    server = undefined;
+  };
+  afterEach(stopAll);
+  return {
+    start: async (modelDir) => (server = await startV2ModelServer({ modelDir })),
+    stopAll,
+    get server() {
+      return server;
+    },
+  };
 };
 
 /** `object` moved to `namespace` (a test's own), a RoleBinding's ServiceAccount subjects with it. */

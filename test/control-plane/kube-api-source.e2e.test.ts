@@ -7,28 +7,23 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import type { V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { waitFor } from '../../src/testing/wait';
-import { cliArgs, killAllCli, startCli, type CliProcess } from '../helpers/cli-process';
+import { cliArgs, startCli, type CliProcess } from '../helpers/cli-process';
 import { renderKustomization, type KubeObject } from '../deploy/kustomize';
 import { writeFiles } from '../helpers/file-tree';
 import { modelsJson } from '../helpers/kube-api';
 import type { LogLine } from '../helpers/log-sink';
 import { removeTempDir, useTempDir } from '../helpers/temp-dir';
 import { repoRoot } from '../real-servers/paths';
-import { inNamespace, useControlPlane, writeKubeconfig } from './control-plane';
+import { inNamespace, useControlPlane, useV2StandIn, writeKubeconfig } from './control-plane';
 import { freePort, get } from '../integration/surface-kit';
 import { surfacePaths } from '../../src/surface/http-surface';
 
 jest.setTimeout(120_000);
 const tmp = useTempDir('real-kube-api');
 const controlPlane = useControlPlane();
-let server: V2ModelServerStandIn | undefined;
-afterEach(async () => {
-  await killAllCli();
-  await server?.close();
-  server = undefined;
-});
+const v2StandIn = useV2StandIn();
 
 const overlay = renderKustomization(join(repoRoot, 'deploy', 'overlays', 'triton-kube-api'));
 const ofKind = (kind: string): KubeObject[] => overlay.filter((object) => object.kind === kind);
@@ -81,7 +76,7 @@ const startAgent = async (
   await writeFiles(storage(), Object.fromEntries(names.map((name) => [`${name}/model.bin`, name])));
   const modelDir = join(tmp.path, 'models');
   await mkdir(modelDir);
-  server = await startV2ModelServer({ modelDir });
+  const server = await v2StandIn.start(modelDir);
   const agent = startCli(
     cliArgs({
       'model-dir': modelDir,
@@ -194,9 +189,7 @@ describe('--source kube-api against a real API server, with the RBAC of deploy/'
       `the API server forbade it to system:serviceaccount:${namespace}:stranger (403 Forbidden): ` +
         'the Role bound to that user must allow get, list and watch on this ConfigMap (resourceNames)',
     );
-    await killAllCli();
-    await server?.close();
-    server = undefined;
+    await v2StandIn.stopAll();
 
     const anonymous = writeKubeconfig(
       join(tmp.path, 'anonymous.kubeconfig'),

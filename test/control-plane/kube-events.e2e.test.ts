@@ -7,26 +7,20 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { atomicWrite } from '../../src/testing/atomic-writer';
-import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { waitFor } from '../../src/testing/wait';
-import { cliArgs, killAllCli, startCli, type CliProcess } from '../helpers/cli-process';
+import { cliArgs, startCli, type CliProcess } from '../helpers/cli-process';
 import { renderKustomization } from '../deploy/kustomize';
 import { variants, withVariantDir } from '../deploy/variants';
 import { writeFiles } from '../helpers/file-tree';
 import { modelsJson } from '../helpers/kube-api';
 import type { LogLine } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
-import { inNamespace, useControlPlane, writeKubeconfig } from './control-plane';
+import { inNamespace, useControlPlane, useV2StandIn, writeKubeconfig } from './control-plane';
 
 jest.setTimeout(120_000);
 const tmp = useTempDir('real-kube-events');
 const controlPlane = useControlPlane();
-let server: V2ModelServerStandIn | undefined;
-afterEach(async () => {
-  await killAllCli();
-  await server?.close();
-  server = undefined;
-});
+const v2StandIn = useV2StandIn();
 
 const variant = variants.find((candidate) => candidate.name === 'mlserver + kube-events')!;
 const rbac = withVariantDir(variant, (dir) => renderKustomization(dir)).filter((object) =>
@@ -42,7 +36,7 @@ const startAgent = async (namespace: string, token: string, ...models: string[])
   await writeFiles(storage(), { 'alpha/model.bin': 'a', 'beta/model.bin': 'b' });
   await mkdir(join(tmp.path, 'models'));
   atomicWrite(configDir(), { 'models.json': modelsJson(storage(), models) });
-  server = await startV2ModelServer({ modelDir: join(tmp.path, 'models') });
+  const server = await v2StandIn.start(join(tmp.path, 'models'));
   const kubeconfig = writeKubeconfig(join(tmp.path, 'kubeconfig'), controlPlane.plane, { token }, namespace);
   return startCli(
     cliArgs({
@@ -168,7 +162,7 @@ describe('Kubernetes Events on the agent’s Pod, against a real API server', ()
         '(deploy/components/kube-events), or run with --kube-events off',
     );
     atomicWrite(configDir(), { 'models.json': modelsJson(storage(), ['beta']) });
-    await waitFor(() => !server!.loaded.has('alpha'), 10_000, 'alpha unloaded');
+    await waitFor(() => !v2StandIn.server!.loaded.has('alpha'), 10_000, 'alpha unloaded');
     expect(agent.logs.filter((log) => /Kubernetes Event/.test(String(log.msg)))).toHaveLength(1);
     expect(await eventsOf(namespace)).toEqual([]);
   });
