@@ -20,8 +20,12 @@ export {
 export { httpStorage, type HttpStorageOptions } from './http/http-storage';
 export { hfSettingsFrom, type HfSettings } from './hub/hf-settings';
 export { hfStorage, type HfStorageOptions } from './hub/hf-storage';
-export { localFileStorage, type LocalStorageOptions } from './local/local-storage';
-export { pvcStorage, type PvcStorageOptions } from './local/pvc-storage';
+export {
+  localFileStorage,
+  type LocalStorageOptions,
+  pvcStorage,
+  type PvcStorageOptions,
+} from './local/local-storage';
 export {
   azureBlobStorage,
   azureCredentialsFromEnv,

@@ -1,11 +1,16 @@
-/** localFileStorage: the StorageProvider for local paths and file:// URLs (a mounted volume holding the model). */
+/**
+ * localFileStorage and pvcStorage: the StorageProviders for local paths and file:// URLs, and for `pvc://<claim>/<path>`
+ * (a mounted volume holding the model).
+ */
 import type { LocalModelFiles } from '../../core/storage-choices';
 import { constants, type Dirent } from 'node:fs';
 import { lstat, mkdir, open, readdir, realpath, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import * as E from 'fp-ts/Either';
 import { errorCode, permanentError, retryableError } from '../../core/errors';
 import { selectsAll, type FileSelection } from '../../core/file-selection';
+import { parsePvcUri, pvcLocalPath } from '../../core/pvc-uri';
 import { EntrySelection } from '../archive/entry-selection';
 import type { EntryKind } from '../archive/guard';
 import { redactUri } from '../../core/storage-uri';
@@ -145,7 +150,7 @@ const copyDir = async (tree: Tree, from: string, to: string): Promise<void> => {
 type Settings = Required<LocalStorageOptions>;
 
 /** The settings of `options`, each field its default when absent. */
-export const localSettings = (options: LocalStorageOptions): Settings => ({
+const localSettings = (options: LocalStorageOptions): Settings => ({
   roots: options.roots ?? ['/mnt/pvc'],
   limits: options.limits ?? defaultDownloadLimits,
   rootsName: options.rootsName ?? 'roots',
@@ -156,7 +161,7 @@ export const localSettings = (options: LocalStorageOptions): Settings => ({
  * Copies the file or tree at the absolute path `source` into `targetDir` (or extracts an archive), as
  * localFileStorage says, once `source` passes checkLocalSource; `pvc://` copies through it too.
  */
-export const copyLocalModel = async (
+const copyLocalModel = async (
   settings: Settings,
   source: string,
   targetDir: string,
@@ -176,22 +181,19 @@ export const copyLocalModel = async (
     // The named path itself may be a symlink (a mounted volume's `..data`): the user chose it, so follow it.
     const sourceRoot = await realpath(source);
     await checkLocalSource(sourceRoot, settings.roots, what, settings.rootsName);
-    // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
-    const targetRoot = targetDir;
     const { limits } = settings;
     const guard = modelGuard(what, targetDir, limits);
     const selection = selectsAll(select) ? undefined : new EntrySelection(what, select!);
-    const copy = fileCopier({ counter: guard });
-    const link = settings.files === 'link';
-    const tree = {
+    const tree: Tree = {
       sourceRoot,
-      targetRoot,
+      // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
+      targetRoot: targetDir,
       signal,
       what,
       guard,
-      copy,
-      link,
-      ...(selection ? { selection } : {}),
+      copy: fileCopier({ counter: guard }),
+      link: settings.files === 'link',
+      selection,
     };
     const info = await stat(sourceRoot);
     if (info.isFile()) {
@@ -199,10 +201,14 @@ export const copyLocalModel = async (
       const name = path.basename(source);
       const format = archiveFormatOf(name);
       if (format !== undefined) {
-        const options = { what: `extracting ${source}`, signal, limits, ...(select ? { select } : {}) };
-        await extractFile(sourceRoot, format, targetRoot, options);
+        await extractFile(sourceRoot, format, targetDir, {
+          what: `extracting ${source}`,
+          signal,
+          limits,
+          select,
+        });
       } else if (selection === undefined || selection.takes(name, 'file', name)) {
-        await copyFile(tree, sourceRoot, path.join(targetRoot, name));
+        await copyFile(tree, sourceRoot, path.join(targetDir, name));
       } else {
         selection.checkSomeTaken();
       }
@@ -211,10 +217,10 @@ export const copyLocalModel = async (
     if (!info.isDirectory()) {
       throw permanentError('refused', `refusing ${source}: not a regular file or directory`);
     }
-    if (isInside(sourceRoot, targetRoot)) {
+    if (isInside(sourceRoot, targetDir)) {
       throw permanentError('refused', `refusing to copy ${source} into ${targetDir}, which lies inside it`);
     }
-    await copyDir(tree, sourceRoot, targetRoot);
+    await copyDir(tree, sourceRoot, targetDir);
     selection?.checkSomeTaken();
   } catch (cause) {
     throwIfAborted(signal, what);
@@ -235,5 +241,42 @@ export const localFileStorage = (options: LocalStorageOptions = {}): StorageProv
     // Async, so that a URI that is no path rejects rather than throws.
     download: async (uri, targetDir, signal, _progress, request) =>
       await copyLocalModel(settings, sourcePathOf(uri), targetDir, signal, request?.select),
+  };
+};
+
+/** Where the claim is mounted and what the user calls it; the rest as for a local path. */
+export interface PvcStorageOptions extends Pick<LocalStorageOptions, 'limits' | 'files'> {
+  /** The claim's mount point (KServe's `/mnt/pvc`). */
+  readonly root: string;
+  /** What the user calls `root`, named in a refusal (the CLI's flag; default `root`). */
+  readonly rootName?: string;
+}
+
+/**
+ * Serves `pvc://<claim>/<path>` as KServe's webhook maps it: `<root>/<path>`, the claim being the one volume mounted
+ * at `root`. It is copied or linked as a local path is (`copyLocalModel`), `root` its only allowed root. A URI that is no pvc
+ * URI, or leaves the root, is `invalid-uri`; a root that is not there is `not-found`, naming `rootName`.
+ */
+export const pvcStorage = ({ root, rootName = 'root', ...options }: PvcStorageOptions): StorageProvider => {
+  const settings = localSettings({ ...options, roots: [root], rootsName: rootName });
+  return {
+    schemes: ['pvc'],
+    download: async (uri, targetDir, signal, _progress, request) => {
+      const pvc = parsePvcUri(uri);
+      if (E.isLeft(pvc)) throw permanentError('invalid-uri', pvc.left);
+      try {
+        await lstat(root);
+      } catch (cause) {
+        const shown = redactUri(uri);
+        throw isMissing(cause)
+          ? permanentError(
+              'not-found',
+              `${shown}: no claim is mounted at ${root} (${rootName}): it does not exist`,
+              cause,
+            )
+          : fsError(`reading ${root} for ${shown}`, cause);
+      }
+      await copyLocalModel(settings, pvcLocalPath(root, pvc.right), targetDir, signal, request?.select);
+    },
   };
 };

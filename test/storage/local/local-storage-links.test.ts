@@ -5,8 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { lstat, mkdir, readFile, readlink, realpath, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { copiedUpToBytes, localFileStorage } from '../../../src/storage/local/local-storage';
-import { pvcStorage } from '../../../src/storage/local/pvc-storage';
+import { copiedUpToBytes, localFileStorage, pvcStorage } from '../../../src/storage/local/local-storage';
 import { cliDownloadLimits } from '../../helpers/cli-limits';
 import { effectError } from '../../helpers/effect-error';
 import { listTree } from '../../helpers/file-tree';

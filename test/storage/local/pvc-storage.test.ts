@@ -1,7 +1,7 @@
 /** Tests of pvcStorage on real temp dirs: pvc://<claim>/<path> read from under the claim's mount root. */
 import { mkdir, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { pvcStorage } from '../../../src/storage/local/pvc-storage';
+import { pvcStorage } from '../../../src/storage/local/local-storage';
 import { effectError } from '../../helpers/effect-error';
 import { listTree, writeFiles } from '../../helpers/file-tree';
 import { useTempDir } from '../../helpers/temp-dir';
