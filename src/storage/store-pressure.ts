@@ -57,12 +57,7 @@ export class StorePressure {
   /** Counts a connection to the store from now until the returned function is called (once). */
   open(): () => void {
     this.connections++;
-    let closed = false;
-    return () => {
-      if (closed) return;
-      closed = true;
-      this.connections--;
-    };
+    return () => void this.connections--;
   }
 
   /** Resolves once no pause the store asked for is running (at once when none is); rejects when `signal` aborts. */
