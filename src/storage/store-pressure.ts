@@ -1,9 +1,6 @@
 /**
  * StorePressure: what a store's push-back (HTTP 429 and 503, which is how S3 says SlowDown) does to this process's
- * requests to it. Each push-back halves the connections the store gets (never under one) and pauses every new
- * request to it for its Retry-After, or else the retry policy's wait (`--retry-base-ms` doubling to `--retry-max-ms`,
- * never under the base); each answer that is not a push-back gives one connection back and ends the doubling (additive increase, multiplicative decrease, as TCP and
- * the AWS SDK's adaptive retry mode do). Never a tight retry: a push-back is waited out before anything is asked again.
+ * requests to it: a pause and fewer connections, never a tight retry (docs/storage.md, "When a store pushes back").
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EffectError } from '../core/errors';
