@@ -11,5 +11,4 @@ export {
 } from './capabilities';
 export { initializerStorage, type InitializerStorage } from './initializer-storage';
 export { downloadLimitsOf } from './storage';
-export { SurfaceBindFailed, withSurface, type AgentRun } from './surface';
-export { withKubeEvents } from './kube-events';
+export { SurfaceBindFailed, withKubeEvents, withSurface, type AgentRun } from './surface';
