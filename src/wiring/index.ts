@@ -1,12 +1,11 @@
 /** The wiring: the real edges an AppConfig asks for, the one room that builds effects (agent, storage initializer). */
-export { agentPortSettings, type AgentPortSettings } from './agent-port-proxy';
+export { agentPortSettings } from './agent-port-proxy';
 export {
   agentSettings,
   capabilities,
   configSourceFor,
   settleMs,
   type ConfigSourceHooks,
-  type Edges,
   type ConfigSourceWithStatus,
 } from './capabilities';
 export { initializerStorage, type InitializerStorage } from './initializer-storage';
