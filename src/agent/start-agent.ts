@@ -9,7 +9,9 @@ import {
   concatMap,
   defer,
   map,
+  mergeWith,
   retry,
+  share,
   switchMap,
   tap,
   throwError,
@@ -28,6 +30,7 @@ import type { AgentEvent } from '../core/model-status';
 import type { Snapshot } from '../core/snapshot';
 import { abortable } from './abortable';
 import { createLoader, type Loader, type LoaderDeps } from '../loader';
+import { repairDrift, resyncTriggers, type ResyncTriggerOptions } from '../pipeline';
 import {
   noTelemetry,
   type ConfigSource,
@@ -36,7 +39,6 @@ import {
   type ModelStore,
   type Telemetry,
 } from '../ports';
-import { resyncOf, type ResyncOptions } from './resync';
 
 /** The effects the agent runs on (`capabilities` in wiring/capabilities.ts builds the real ones from an AppConfig). */
 export interface AgentCapabilities {
@@ -83,7 +85,7 @@ export interface AgentSettings {
   /** Hears of config reads, retries, resyncs, repairs and watcher progress (metrics, /status); default none. */
   readonly telemetry?: Telemetry;
   /** Periodic resync and drift repair (every `intervalMs`, and on each `signal$`); absent: none. */
-  readonly resync?: ResyncOptions;
+  readonly resync?: ResyncTriggerOptions & { readonly maxUnlistedUnloads?: number };
   /**
    * Unloads of models only the server lists that a start sends at most, and that are in progress at most after a
    * resync (`--max-unlisted-unloads`); the rest wait for the next resync. Default `resync.maxUnlistedUnloads`, else
@@ -181,17 +183,24 @@ export const startAgent = (
           inPlace,
         );
         settings.onStart?.({ inPlace, loader });
-        const resync =
-          settings.resync &&
-          resyncOf(
-            { ...settings.resync, maxUnlistedUnloads },
-            {
-              server,
-              records: loader,
-              log: log.child({ component: 'resync' }),
-              telemetry: telemetry ?? noTelemetry,
+        // Resync and drift repair: one trigger stream (shared: one timer paces both) re-reads the config and runs
+        // the repair step, whose ops join the config's ops on their way to the loader.
+        const { resync } = settings;
+        const triggers$ = resync && resyncTriggers(resync, scheduler).pipe(share());
+        const repairs$ =
+          resync &&
+          triggers$?.pipe(
+            repairDrift(
+              {
+                ...resync,
+                maxUnlistedUnloads,
+                records: loader,
+                serverIndex: () => abortable((signal) => server.loadedModels(signal)),
+                log: log.child({ component: 'resync' }),
+                telemetry: telemetry ?? noTelemetry,
+              },
               scheduler,
-            },
+            ),
           );
         // The capabilities and settings the pipeline takes are named alike too (SyncDeps).
         return syncModels({
@@ -200,8 +209,10 @@ export const startAgent = (
           inPlace: inPlaceSnapshot(inPlace),
           scheduler,
           loader,
-          opOperators: resync ? [...(settings.opOperators ?? []), resync.withRepairs] : settings.opOperators,
-          rereads$: resync?.rereads$,
+          opOperators: repairs$
+            ? [...(settings.opOperators ?? []), mergeWith(repairs$)]
+            : settings.opOperators,
+          rereads$: triggers$,
         });
       }),
       tap((event) => {

@@ -7,14 +7,18 @@ import {
   defer,
   EMPTY,
   endWith,
+  exhaustMap,
   first,
   from,
   map,
   mergeMap,
   NEVER,
   of,
+  race,
+  take,
   takeUntil,
   throwError,
+  timer,
   type Observable,
 } from 'rxjs';
 import { currentModelOps, modelOps, ServerNotAnswering, startAgent, type AgentCapabilities } from '../agent';
@@ -36,7 +40,6 @@ import {
   withSurface,
   type AgentRun,
 } from '../wiring';
-import { gracefulStop } from './graceful-stop';
 import { releasingHeap, v8HeapRelease } from './heap-release';
 import { packageVersion } from './package-version';
 
@@ -102,7 +105,7 @@ const noSignals: ModeSignals = { shutdown$: NEVER, resync$: NEVER };
 /**
  * The agent on the real edges: keeps the model dir and the model server equal to models.json, resyncing every
  * `--resync-interval` and on `signals.resync$`. Prints nothing (statuses are logged); exits 2 at once when `env`
- * holds malformed download headers. On `signals.shutdown$` it shuts down gracefully (`gracefulStop`), then exits 0.
+ * holds malformed download headers. On `signals.shutdown$` it shuts down gracefully, then exits 0.
  */
 export const syncMode = (
   config: AppConfig,
@@ -136,14 +139,34 @@ export const syncMode = (
       resync: { intervalMs: config.resyncInterval, signal$: signals.resync$ },
       onStart: (start) => (loader = start.loader),
     });
-    return gracefulStop(agent$, {
-      shutdown$: signals.shutdown$,
-      drain: async () => {
-        await Promise.all([loader?.drain(), ...drains.map((drained) => drained())]);
-      },
-      timeoutMs: config.shutdownTimeout,
-      log,
-    }).pipe(
+    // The first shutdown signal drains: downloads stop (their staging dirs removed), calls to the model server
+    // already sent may finish; the agent is then unsubscribed, at once or after --shutdown-timeout, which aborts
+    // what still runs. It then completes, and the process exits 0.
+    const timeoutMs = config.shutdownTimeout;
+    const stopped$ = signals.shutdown$.pipe(
+      take(1),
+      exhaustMap(() => {
+        const started = Date.now();
+        log.info(
+          { timeoutMs },
+          'shutting down: downloads stop; calls to the model server in flight may finish',
+        );
+        const drained = Promise.all([loader?.drain(), ...drains.map((drain) => drain())]).then(() => true);
+        return race(from(drained), timer(timeoutMs).pipe(map(() => false))).pipe(
+          map((done) => {
+            const durationMs = Date.now() - started;
+            if (done) log.info({ durationMs }, 'modelsync stopped');
+            else
+              log.warn(
+                { durationMs, timeoutMs },
+                'modelsync stopped: calls still in flight at the shutdown timeout were aborted',
+              );
+          }),
+        );
+      }),
+    );
+    const untilStopped$ = agent$.pipe(takeUntil(stopped$));
+    return untilStopped$.pipe(
       mergeMap(() => EMPTY),
       endWith(exit(0)),
       // A surface port that cannot be bound was logged; the process ends with 1, as for bad settings.

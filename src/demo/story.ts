@@ -55,17 +55,8 @@ const show = (text: string): void => {
   try {
     const entry = JSON.parse(text) as Record<string, unknown>;
     const time = new Date(Number(entry['time'])).toISOString().slice(11, 23);
-    const fields = [
-      'model',
-      'phase',
-      'errorKind',
-      'storageUri',
-      'reason',
-      'modelCount',
-      'models',
-      'durationMs',
-      'file',
-    ]
+    const fields = 'model phase errorKind storageUri reason modelCount models durationMs file'
+      .split(' ')
       .filter((key) => entry[key] !== undefined)
       .map(
         (key) => `${key}=${typeof entry[key] === 'string' ? String(entry[key]) : JSON.stringify(entry[key])}`,

@@ -4,5 +4,4 @@
  */
 export { createLogger, type LogFormat, type LogLevel, type Logger, redactingDestination } from './logger';
 export { stderrLogger } from './logger';
-export { logProcessWarnings } from './process-warnings';
-export { guardProcess, uncaughtErrorCount } from './last-resort';
+export { guardProcess, logProcessWarnings, uncaughtErrorCount } from './last-resort';

@@ -1,7 +1,8 @@
 /**
- * guardProcess: the last resort. An error nothing handled (a library throwing in its own callback, a rejection
- * nobody awaits) would end the process and every model with it. Here it is one error line and a count
- * (`modelsync_uncaught_errors_total`), and the agent goes on: the operation it broke fails on its own deadline.
+ * The process's own events as log lines: its warnings (logProcessWarnings), and guardProcess, the last resort. An
+ * error nothing handled (a library throwing in its own callback, a rejection nobody awaits) would end the process
+ * and every model with it. Here it is one error line and a count (`modelsync_uncaught_errors_total`), and the
+ * agent goes on: the operation it broke fails on its own deadline.
  */
 import type { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
@@ -41,5 +42,35 @@ export const guardProcess = (log: Logger, target: EventEmitter = process, now = 
   return () => {
     target.off('uncaughtException', onException);
     target.off('unhandledRejection', onRejection);
+  };
+};
+
+type WarningListener = (warning: Error & { readonly code?: unknown }) => void;
+
+/**
+ * Takes Node's `warning` printer (plain text on stderr, which carries only JSON lines) off `target` and logs each
+ * warning as one warn line, its stack only at debug or below. Returns what puts the printer back.
+ */
+export const logProcessWarnings = (log: Logger, target: EventEmitter = process): (() => void) => {
+  const printers = target.listeners('warning') as WarningListener[];
+  for (const printer of printers) target.off('warning', printer);
+  const onWarning: WarningListener = (warning) => {
+    const { name, message, code, stack } = warning;
+    log.warn(
+      {
+        component: 'process',
+        // Not `name`: every line already has the logger's.
+        warning: name,
+        ...(typeof code === 'string' ? { code } : {}),
+        message,
+        ...(log.isLevelEnabled('debug') ? { stack } : {}),
+      },
+      'process warning',
+    );
+  };
+  target.on('warning', onWarning);
+  return () => {
+    target.off('warning', onWarning);
+    for (const printer of printers) target.on('warning', printer);
   };
 };

@@ -1,10 +1,7 @@
 /**
  * kubeEventRecorder: the agent's events as Kubernetes Events on its Pod, written in order by one sender off the
- * agent's path: `record` only queues (a bounded queue: past it, events are dropped and counted), so a slow or
- * refusing API server never holds a load up. Correlated like client-go's recorder (core/kube-event.ts): an
- * identical event within 10 minutes counts the first one up; 25 at once, then one per 5 minutes. A failed write is
- * dropped, said once per 10 minutes at warn; a refusal (401, 403: no RBAC for events, as in a KServe predictor's
- * default service account) is said once, naming the RBAC it needs, and ends the recording: retrying cannot help.
+ * agent's path, so a slow or refusing API server never holds a load up; correlated as client-go's recorder
+ * (core/kube-event.ts). Its bounds, and what it says of failures and refusals: docs/operating.md (Kubernetes Events).
  */
 import type { Logger } from 'pino';
 import {

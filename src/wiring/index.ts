@@ -1,15 +1,13 @@
 /** The wiring: the real edges an AppConfig asks for, the one room that builds effects (agent, storage initializer). */
-export { agentPortSettings, type AgentPortSettings } from './agent-port-proxy';
+export { agentPortSettings } from './agent-port-proxy';
 export {
   agentSettings,
   capabilities,
   configSourceFor,
   settleMs,
   type ConfigSourceHooks,
-  type Edges,
   type ConfigSourceWithStatus,
 } from './capabilities';
 export { initializerStorage, type InitializerStorage } from './initializer-storage';
 export { downloadLimitsOf } from './storage';
-export { SurfaceBindFailed, withSurface, type AgentRun } from './surface';
-export { withKubeEvents } from './kube-events';
+export { SurfaceBindFailed, withKubeEvents, withSurface, type AgentRun } from './surface';

@@ -23,7 +23,7 @@ import {
   type SpaceCheck,
 } from '../fs';
 import { openFreshStagingDir } from '../model-dir';
-import type { DownloadProgress, DownloadRequest } from '../ports';
+import type { DownloadFunction, DownloadProgress } from '../ports';
 import { storageRouter } from './storage';
 
 // Reserved in a dest: an entry named so is a staging dir of ours, and once no run is filling it, a crashed one's.
@@ -156,17 +156,11 @@ export interface InitializerStorage {
   /** The schemes the router serves: a URI of another fails before anything is written. */
   readonly schemes: ReadonlyArray<string>;
   /**
-   * Fills `dest` with the model at `uri` as the agent lays out `<model-dir>/<name>/` (see fillDest), `progress` and
-   * `request` (its `select`: KServe's patterns) as the agent's. Resolves with the bytes moved (a local copy reports
-   * none: the bytes of the files). Throws an EffectError.
+   * As the agent's download, into a dest dir (`targetDir`) laid out as `<model-dir>/<name>/` (see fillDest); the
+   * request's `select`: KServe's patterns. Resolves with the bytes moved (a local copy reports none: the bytes of
+   * the files). Throws an EffectError.
    */
-  readonly download: (
-    uri: string,
-    dest: string,
-    signal: AbortSignal,
-    progress?: (progress: DownloadProgress) => void,
-    request?: DownloadRequest,
-  ) => Promise<{ readonly bytes: number }>;
+  readonly download: (...args: Parameters<DownloadFunction>) => Promise<{ readonly bytes: number }>;
   /** Closes the router's connections. */
   readonly close: () => Promise<void>;
 }

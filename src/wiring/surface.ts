@@ -1,4 +1,9 @@
-/** The HTTP surface joined to the agent at one seam: `withSurface` wraps the start of an agent run. */
+/**
+ * What joins an agent run at one seam, wrapping its start: the HTTP surface (`withSurface`), and Kubernetes Events
+ * (`withKubeEvents`): its statuses and the config reads it rejects, handed to the recorder
+ * (surface/kube-event-recorder.ts), which writes them off the agent's path to the Pod config-source's
+ * `kubeEventsTarget` finds.
+ */
 import type { Logger } from 'pino';
 import {
   catchError,
@@ -11,22 +16,31 @@ import {
   throwError,
   type Observable,
 } from 'rxjs';
+import type { Env } from '../core/env';
 import type { AppConfig } from '../core/flags/app-config';
+import { configRejectedEvent, kubeEventOf } from '../core/kube-event';
 import type { ModelName } from '../core/model-name';
 import type { AgentEvent, ModelStatus } from '../core/model-status';
 import { redact } from '../core/redact';
 import type { AgentCapabilities, AgentSettings } from '../agent';
-import { kubeWatchProblem, type KubeWatchStatus } from '../config-source';
+import {
+  eventWriteFailure,
+  kubeEventsTarget,
+  kubeWatchProblem,
+  type KubeWatchStatus,
+} from '../config-source';
 import { agentPort, agentPortLimits, type AgentPortSettings } from './agent-port-proxy';
 import type { ConfigSourceWithStatus } from './capabilities';
 import type { Loader } from '../loader';
-import type { Telemetry } from '../ports';
+import { noTelemetry, type Telemetry } from '../ports';
 import {
   createMetrics,
   createSurfaceState,
   defaultSurfaceLimits,
   httpSurface,
+  kubeEventRecorder,
   statusPages,
+  type KubeEventsWriterOf,
   withDescriptors,
 } from '../surface';
 
@@ -66,13 +80,13 @@ export const kubeWatchJson = (watch: KubeWatchStatus): Readonly<Record<string, s
   );
 };
 
-const both = (first: Telemetry, second: Pick<Telemetry, 'configRead' | 'watcherAlive'>): Telemetry => ({
-  ...first,
+/** `telemetry`, with `hear` told of each config read too. */
+const hearingConfigReads = (telemetry: Telemetry, hear: Telemetry['configRead']): Telemetry => ({
+  ...telemetry,
   configRead: (outcome, detail) => {
-    first.configRead(outcome, detail);
-    second.configRead(outcome, detail);
+    telemetry.configRead(outcome, detail);
+    hear(outcome, detail);
   },
-  watcherAlive: () => second.watcherAlive(),
 });
 
 /** What else the surface's port does: KServe's agent port, and the shutdown it hears of (its checks then fail). */
@@ -122,7 +136,10 @@ export const withSurface =
       ready: state.ready,
       sourceWatch: kubeWatch,
     });
-    const telemetry = both(metrics.telemetry, state.telemetry);
+    const telemetry = {
+      ...hearingConfigReads(metrics.telemetry, state.telemetry.configRead),
+      watcherAlive: state.telemetry.watcherAlive,
+    };
     const pages = statusPages({
       statuses: () => statuses().values(),
       config: () => {
@@ -188,4 +205,35 @@ export const withSurface =
       }),
     );
     return merge(serving$, events$);
+  };
+
+/** `run` with its events written as Kubernetes Events on its Pod; with `--kube-events off`, the run as it was. */
+export const withKubeEvents =
+  (config: Pick<AppConfig, 'kubeEvents'>, log: Logger, env: Env) =>
+  (run: AgentRun): AgentRun =>
+  (capabilities, settings) => {
+    if (config.kubeEvents === 'off') return run(capabilities, settings);
+    const writerOf: KubeEventsWriterOf = async () => {
+      const target = await kubeEventsTarget(env);
+      if (target._tag === 'Ready') return target.api;
+      return { unavailable: target.why, quiet: target.outsidePod === true };
+    };
+    const recorder = kubeEventRecorder(writerOf, log.child({ component: 'events' }), {
+      failure: eventWriteFailure,
+    });
+    return run(capabilities, {
+      ...settings,
+      telemetry: hearingConfigReads(settings.telemetry ?? noTelemetry, (outcome, detail) => {
+        if (outcome === 'rejected' && recorder.active())
+          recorder.record(configRejectedEvent(detail?.reason ?? 'no reason given'));
+      }),
+    }).pipe(
+      tap((event) => {
+        // Once nothing is written (outside a pod, or refused), an event is not even made: a burst pays nothing.
+        if (!recorder.active()) return;
+        const note = kubeEventOf(event);
+        if (note !== undefined) recorder.record(note);
+      }),
+      finalize(() => void recorder.flushed()),
+    );
   };

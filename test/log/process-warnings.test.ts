@@ -1,7 +1,7 @@
 /** Tests of logProcessWarnings: Node's warnings become JSON log lines, and Node's plain-text printer is taken off. */
 import { EventEmitter } from 'node:events';
 import { createLogger } from '../../src/log/logger';
-import { logProcessWarnings } from '../../src/log/process-warnings';
+import { logProcessWarnings } from '../../src/log/last-resort';
 import { LogSink } from '../helpers/log-sink';
 
 /** A warning as `process.emitWarning` makes it. */
