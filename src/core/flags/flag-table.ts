@@ -119,13 +119,11 @@ export const flagTable = withNames({
     arg: 'name',
     help: 'with `--source kube-api`: the ConfigMap holding the model list (required)',
     codec: kubeName('ConfigMapName', 253),
-    optional: true,
   },
   namespace: {
     arg: 'name',
     help: "with `--source kube-api`: the ConfigMap's namespace; default the pod's (the service account mount's `namespace` file), else the kubeconfig context's, else `default`",
     codec: kubeName('Namespace', 63, true),
-    optional: true,
   },
   configmapKey: {
     arg: 'key',
@@ -186,7 +184,6 @@ export const flagTable = withNames({
     arg: 'file',
     help: 'TorchServe `key_file.json` (its `management.key`) or a plain token; re-read on every call',
     codec: nonEmpty,
-    optional: true,
   },
   resyncInterval: {
     arg: 'duration',
@@ -214,7 +211,6 @@ export const flagTable = withNames({
     arg: 'dir',
     help: "a dir every modelsync on the node shares (a hostPath): a model whose storage names its content (ETags, generations, a commit) is downloaded once per node and each model dir filled from there with read-only hard links (copies across file systems), after this pod read the content's listing with its own credentials; unset: no node cache",
     codec: absolutePath('NodeCacheDir'),
-    optional: true,
   },
   nodeCacheMaxBytes: {
     arg: 'bytes',
@@ -245,7 +241,6 @@ export const flagTable = withNames({
     arg: 'address',
     help: 'address the HTTP surface binds (`127.0.0.1`, `::1`, the pod IP); default every interface, where the kubelet probes the pod IP',
     codec: hostAddress,
-    optional: true,
   },
   httpMaxConnections: {
     arg: 'n',

@@ -25,25 +25,21 @@ export const kserveFlags = {
     arg: 'port',
     help: "KServe's agent spelling: the model server at `http://127.0.0.1:<port>` (instead of `--server-url`); the HTTP surface's port then also answers KServe's readiness check and reverse-proxies every other request to it (docs/kserve.md)",
     codec: integerIn('ComponentPort', 1, 65_535),
-    optional: true,
   },
   port: {
     arg: 'port',
     help: "KServe's agent spelling of `--http-port`",
     codec: integerIn('Port', 0, 65_535),
-    optional: true,
   },
   workers: {
     arg: 'n',
     help: "KServe's agent spelling of `--download-concurrency`",
     codec: integerIn('Workers', 1, 256),
-    optional: true,
   },
   probePeriod: {
     arg: 'duration',
     help: "KServe's agent flag, accepted with no effect (KServe parses it and uses it nowhere); a Go duration",
     codec: goDuration,
-    optional: true,
   },
   proxyTimeout: {
     arg: 'duration',

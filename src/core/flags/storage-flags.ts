@@ -93,13 +93,11 @@ export const storageFlags = {
     arg: 'url',
     help: "S3-compatible endpoint (MinIO, Ceph): `http://minio:9000`; default KServe's `AWS_ENDPOINT_URL`, or `S3_ENDPOINT` with `S3_USE_HTTPS`, else AWS",
     codec: httpUrl,
-    optional: true,
   },
   s3Region: {
     arg: 'name',
     help: "region S3 requests are signed for; default `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1` (AWS redirects to the bucket's region are followed)",
     codec: nonEmpty,
-    optional: true,
   },
   s3Addressing: {
     arg: 'style',
@@ -116,19 +114,16 @@ export const storageFlags = {
     arg: 'url',
     help: 'an endpoint whose URLs are Azure Blob Storage too: `<url>/<account>/<container>/<prefix>` (azurite) or `<account>.<url host>/<container>/<prefix>` (Azure Stack Hub); `https://<account>.blob.core.windows.net/…` always is',
     codec: httpUrl,
-    optional: true,
   },
   gcsEndpoint: {
     arg: 'url',
     help: 'the GCS JSON API endpoint `gs://` URIs are read from (an emulator, a private endpoint); default https://storage.googleapis.com',
     codec: httpUrl,
-    optional: true,
   },
   caBundle: {
     arg: 'file',
     help: 'PEM file of CA certificates trusted on top of the system roots by every storage client (https, S3, GCS, Azure) and the model server client',
     codec: nonEmpty,
-    optional: true,
   },
   progressIntervalMs: {
     arg: 'ms',
