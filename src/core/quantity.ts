@@ -29,7 +29,6 @@ const pow10 = (exponent: number): bigint => 10n ** BigInt(exponent);
 const parsed = new Map<string, Quantity | undefined>();
 const maxCached = 4096;
 
-/** Parses a quantity string; undefined when it is not one. */
 export const parseQuantity = (text: string): Quantity | undefined => {
   if (parsed.has(text)) return parsed.get(text);
   const quantity = parseUncached(text);

@@ -8,7 +8,7 @@ import {
   httpUrl,
   integerIn,
   nonEmpty,
-  oneOf,
+  choiceOf,
 } from './setting-codecs';
 
 import { localModelFileModes, s3AddressingStyles } from '../storage-choices';
@@ -67,8 +67,7 @@ export const storageFlags = {
     arg: 'how',
     default: 'copy',
     help: "how a local path's or `pvc://` model's files reach the model dir: `copy` = a copy (a clone where the file system makes one); `link` = a symlink to each file past 1 MiB where it lies, no byte copied, the smaller ones (a model's config files) copied (the model server must mount the volume at the same path, as KServe's own storage initializer expects); archives are always extracted",
-    codec: oneOf('LocalModelFiles', localModelFileModes),
-    choices: localModelFileModes,
+    ...choiceOf('LocalModelFiles', localModelFileModes),
   },
   // Object stores: the generic downloader's bound, then S3. KServe's env names are read in storage/object-store/.
   storageConcurrency: {
@@ -103,8 +102,7 @@ export const storageFlags = {
     arg: 'style',
     default: 'auto',
     help: "`path` (`endpoint/bucket/key`) or `virtual` (`bucket.endpoint/key`); `auto`: KServe's `S3_USER_VIRTUAL_BUCKET` if set, else path-style at a custom endpoint and virtual at AWS",
-    codec: oneOf('S3Addressing', s3AddressingStyles),
-    choices: s3AddressingStyles,
+    ...choiceOf('S3Addressing', s3AddressingStyles),
   },
   s3Anonymous: {
     help: "send S3 requests unsigned (a public bucket); KServe's `awsAnonymousCredential=true` does too",
