@@ -67,6 +67,8 @@ export const kserveFlags = {
   },
 } as const satisfies Readonly<Record<string, FlagEntry>>;
 
+const orKServeAgent = "or keep KServe's agent image in the `agent` key of inferenceservice-config";
+
 /**
  * The flags of KServe's agent that modelsync does not implement, by the feature they belong to, and what to change
  * in the InferenceService. KServe writes them only when the feature is on, so any of them means the feature.
@@ -75,8 +77,7 @@ export const refusedKServeFeatures = [
   {
     feature: 'the KServe batcher',
     flags: ['--enable-batcher', '--max-batchsize', '--max-latency'],
-    change:
-      "remove spec.predictor.batcher from the InferenceService, or keep KServe's agent image in the `agent` key of inferenceservice-config",
+    change: `remove spec.predictor.batcher from the InferenceService, ${orKServeAgent}`,
   },
   {
     feature: 'the KServe payload logger',
@@ -94,7 +95,6 @@ export const refusedKServeFeatures = [
       '--logger-ca-cert-file',
       '--logger-tls-skip-verify',
     ],
-    change:
-      "remove spec.predictor.logger from the InferenceService, or keep KServe's agent image in the `agent` key of inferenceservice-config",
+    change: `remove spec.predictor.logger from the InferenceService, ${orKServeAgent}`,
   },
 ] as const;
