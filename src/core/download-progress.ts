@@ -1,6 +1,5 @@
 /** The `download progress` log line, the same for the agent's downloads and the storage initializer's. */
 
-/** The message of the line. */
 export const downloadProgressMessage = 'download progress';
 
 /** What a running download's line says of it (from a `DownloadProgress`, src/ports.ts). */

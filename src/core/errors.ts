@@ -8,75 +8,34 @@ import { redact } from './redact';
  * the config dir), `ETIMEDOUT` (the read hung), `EINVAL` (a ConfigMap holding a value of the wrong type), `EFBIG` (a
  * ConfigMap version whose answer is over the cap), `EKUBEAPI` (no list has succeeded yet); `reason` says it in words.
  */
-export interface ReadFailed {
-  readonly _tag: 'ReadFailed';
-  readonly file: string;
-  readonly code: string;
-  readonly reason: string;
-}
-/** models.json is bigger than the limit (`--max-config-bytes`): refused without being read. */
-export interface TooLarge {
-  readonly _tag: 'TooLarge';
-  readonly file: string;
-  readonly bytes: number;
-  readonly maxBytes: number;
-  /** The setting that sets `maxBytes`, as its user knows it (the flag's name): the way out of the refusal. */
-  readonly limit: string;
-}
-/** models.json is not UTF-8 text: `found` says what it is instead (`UTF-16 little-endian text`). */
-export interface InvalidEncoding {
-  readonly _tag: 'InvalidEncoding';
-  readonly file: string;
-  readonly found: string;
-}
-/** models.json is empty or not JSON (often an in-place write caught half-way). */
-export interface InvalidJson {
-  readonly _tag: 'InvalidJson';
-  readonly file: string;
-  readonly reason: string;
-}
-/** models.json is JSON but not a valid model list; each error names the field path. */
-export interface InvalidConfig {
-  readonly _tag: 'InvalidConfig';
-  readonly file: string;
-  readonly errors: ReadonlyArray<string>;
-}
-export type ConfigError = ReadFailed | TooLarge | InvalidEncoding | InvalidJson | InvalidConfig;
+export const readFailed = (file: string, code: string, reason: string) =>
+  ({ _tag: 'ReadFailed', file, code, reason }) as const;
 
-export const readFailed = (file: string, code: string, reason: string): ConfigError => ({
-  _tag: 'ReadFailed',
-  file,
-  code,
-  reason,
-});
-/** A cap on the bytes of a config, and the setting that sets it. */
+/** A cap on the bytes of a config, and the setting that sets it, as its user knows it (the flag's name). */
 export interface ByteLimit {
   readonly maxBytes: number;
   readonly limit: string;
 }
 
-export const tooLarge = (file: string, bytes: number, { maxBytes, limit }: ByteLimit): ConfigError => ({
-  _tag: 'TooLarge',
-  file,
-  bytes,
-  maxBytes,
-  limit,
-});
-export const invalidEncoding = (file: string, found: string): ConfigError => ({
-  _tag: 'InvalidEncoding',
-  file,
-  found,
-});
-export const invalidJson = (file: string, reason: string): ConfigError => ({
-  _tag: 'InvalidJson',
-  file,
-  reason,
-});
-export const invalidConfig = (file: string, errors: ReadonlyArray<string>): ConfigError => ({
-  _tag: 'InvalidConfig',
-  file,
-  errors,
-});
+/** models.json is over `maxBytes` (`--max-config-bytes`): refused unread; `limit` says what lifts the cap. */
+export const tooLarge = (file: string, bytes: number, { maxBytes, limit }: ByteLimit) =>
+  ({ _tag: 'TooLarge', file, bytes, maxBytes, limit }) as const;
+
+/** models.json is not UTF-8 text: `found` says what it is instead (`UTF-16 little-endian text`). */
+export const invalidEncoding = (file: string, found: string) =>
+  ({ _tag: 'InvalidEncoding', file, found }) as const;
+
+/** models.json is empty or not JSON (often an in-place write caught half-way). */
+export const invalidJson = (file: string, reason: string) => ({ _tag: 'InvalidJson', file, reason }) as const;
+
+/** models.json is JSON but not a valid model list; each error names the field path. */
+export const invalidConfig = (file: string, errors: ReadonlyArray<string>) =>
+  ({ _tag: 'InvalidConfig', file, errors }) as const;
+
+/** Why a config was not taken: what the constructors above make. */
+export type ConfigError = ReturnType<
+  typeof readFailed | typeof tooLarge | typeof invalidEncoding | typeof invalidJson | typeof invalidConfig
+>;
 
 /** One human sentence for a config error, naming the file and the fields. */
 export const describeConfigError = (error: ConfigError): string => {

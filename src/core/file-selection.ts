@@ -108,9 +108,8 @@ const setToken = (pat: ReadonlyArray<string>, from: number, to: number): Token =
 };
 
 /**
- * A pattern as Python's `fnmatch.fnmatchcase` reads it (case-sensitive; `\` is no escape): `*` any run of
- * characters, `/` included; `?` any one; `[abc]`, `[a-z]`, `[!abc]` a set; a `[` without its `]` a plain `[`; a
- * pattern ending in `/` everything under that dir (huggingface_hub adds the `*`; KServe's other stores do not).
+ * A pattern as Python's `fnmatch.fnmatchcase` reads it (docs/storage.md, "Choosing files"); a `[` without
+ * its `]` is a plain `[`; a pattern ending in `/` takes all under that dir (huggingface_hub adds the `*`).
  */
 const compile = (pattern: string): ReadonlyArray<Token> => {
   const pat = Array.from(pattern.endsWith('/') ? `${pattern}*` : pattern);

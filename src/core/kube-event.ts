@@ -1,15 +1,11 @@
 /**
- * Kubernetes Events about the agent's own Pod, as a user sees them in `kubectl describe pod` and
- * `kubectl get events`: which agent events become one (a model loaded, unloaded or failed, a config rejected), the
- * v1 Event object, and the correlation client-go's event recorder does (an identical event within 10 minutes
- * counts up the first one instead of making another; past 10 similar ones — same type and reason, another message —
- * within 10 minutes, the rest are combined into one that counts up; a token bucket per Pod, 25 at once and then one
- * per 5 minutes, so a burst of failures cannot flood the API server). Pure: time is passed in.
+ * Events about the agent's own Pod (docs/operating.md, "Kubernetes Events"): which agent events make one, the
+ * v1 Event object, and client-go's correlation, which also combines what follows 10 similar events (same type
+ * and reason) within 10 minutes into one that counts up. Pure: time is passed in.
  */
 import type { AgentEvent } from './model-status';
 import { redact } from './redact';
 
-/** The Pod the events are about (from the downward API). */
 export interface PodRef {
   readonly name: string;
   readonly namespace: string;
@@ -17,7 +13,6 @@ export interface PodRef {
 
 export type KubeEventReason = 'ModelLoaded' | 'ModelUnloaded' | 'ModelFailed' | 'ConfigRejected';
 
-/** One event to record: what happened, in a user's words. */
 export interface KubeEventNote {
   readonly reason: KubeEventReason;
   readonly type: 'Normal' | 'Warning';
@@ -40,21 +35,14 @@ const note = (reason: KubeEventReason, type: KubeEventNote['type'], message: str
 export const kubeEventOf = (event: AgentEvent): KubeEventNote | undefined => {
   if (event._tag !== 'Status') return undefined;
   const { modelName, phase, reason, spec } = event.status;
+  const model = `model ${modelName}`;
   if (phase === 'Loaded')
-    return note(
-      'ModelLoaded',
-      'Normal',
-      `model ${modelName} loaded from ${spec?.storageUri ?? 'its storage'}`,
-    );
+    return note('ModelLoaded', 'Normal', `${model} loaded from ${spec?.storageUri ?? 'its storage'}`);
   // Removed also ends a model that failed before it ever loaded: the words hold for both.
   if (phase === 'Removed')
-    return note(
-      'ModelUnloaded',
-      'Normal',
-      `model ${modelName} is no longer listed: unloaded, its files removed`,
-    );
+    return note('ModelUnloaded', 'Normal', `${model} is no longer listed: unloaded, its files removed`);
   if (phase === 'Failed')
-    return note('ModelFailed', 'Warning', `model ${modelName} failed: ${reason ?? 'no reason given'}`);
+    return note('ModelFailed', 'Warning', `${model} failed: ${reason ?? 'no reason given'}`);
   return undefined;
 };
 
@@ -62,12 +50,12 @@ export const kubeEventOf = (event: AgentEvent): KubeEventNote | undefined => {
 export const configRejectedEvent = (reason: string): KubeEventNote =>
   note('ConfigRejected', 'Warning', `config rejected; keeping the previous models: ${reason}`);
 
-/** What the events carry as their source: the `reportingComponent` and `source.component`. */
-export const eventComponent = 'modelsync';
+/** An event's time: RFC 3339 in whole seconds, as the v1 Event's timestamps are. */
+const eventTime = (at: number): string => new Date(at).toISOString().replace(/\.\d+Z$/, 'Z');
 
 /** A new v1 Event `name` about `pod`, first seen at `at` (ms since the epoch). */
 export const eventObject = (pod: PodRef, name: string, event: KubeEventNote, at: number): object => {
-  const time = new Date(at).toISOString().replace(/\.\d+Z$/, 'Z');
+  const time = eventTime(at);
   return {
     apiVersion: 'v1',
     kind: 'Event',
@@ -76,8 +64,8 @@ export const eventObject = (pod: PodRef, name: string, event: KubeEventNote, at:
     reason: event.reason,
     message: event.message,
     type: event.type,
-    source: { component: eventComponent },
-    reportingComponent: eventComponent,
+    source: { component: 'modelsync' },
+    reportingComponent: 'modelsync',
     reportingInstance: pod.name,
     firstTimestamp: time,
     lastTimestamp: time,
@@ -89,7 +77,7 @@ export const eventObject = (pod: PodRef, name: string, event: KubeEventNote, at:
 export const eventRepeat = (count: number, at: number, message: string): object => ({
   count,
   message,
-  lastTimestamp: new Date(at).toISOString().replace(/\.\d+Z$/, 'Z'),
+  lastTimestamp: eventTime(at),
 });
 
 /** What to send for an event: a new Event, a count up of an earlier one, or nothing (the bucket is empty). */

@@ -9,20 +9,10 @@ export interface Quantity {
   readonly value: string;
 }
 
-// The binary suffixes Ki, Mi, … Ei are 2^10, 2^20, … 2^60: ten more bits each, in this order.
+// The binary suffixes Ki, Mi, … Ei are 2^10, 2^20, … 2^60: ten more bits each, in this order; the decimal ones
+// n, u, m, (none), k, M, … E are 10^-9 … 10^18: three more digits each.
 const binaryPrefixes = 'KMGTPE';
-const decimalSuffixExponents: Readonly<Record<string, number>> = {
-  n: -9,
-  u: -6,
-  m: -3,
-  '': 0,
-  k: 3,
-  M: 6,
-  G: 9,
-  T: 12,
-  P: 15,
-  E: 18,
-};
+const decimalSuffixes = ['n', 'u', 'm', '', 'k', 'M', 'G', 'T', 'P', 'E'];
 
 // The grammar of k8s.io/apimachinery resource.Quantity: sign, digits with an optional fraction, then a
 // binary suffix, a decimal suffix, or a decimal exponent.
@@ -39,7 +29,6 @@ const pow10 = (exponent: number): bigint => 10n ** BigInt(exponent);
 const parsed = new Map<string, Quantity | undefined>();
 const maxCached = 4096;
 
-/** Parses a quantity string; undefined when it is not one. */
 export const parseQuantity = (text: string): Quantity | undefined => {
   if (parsed.has(text)) return parsed.get(text);
   const quantity = parseUncached(text);
@@ -58,7 +47,8 @@ const parseUncached = (text: string): Quantity | undefined => {
   if (binary !== undefined) {
     numerator <<= 10n * BigInt(binaryPrefixes.indexOf(binary[0]!) + 1);
   } else {
-    const power = exponent !== undefined ? Number(exponent) : (decimalSuffixExponents[decimal ?? ''] ?? 0);
+    const power =
+      exponent !== undefined ? Number(exponent) : 3 * (decimalSuffixes.indexOf(decimal ?? '') - 3);
     if (Math.abs(power) > 1000) return undefined; // refuse absurd exponents rather than allocate huge numbers
     if (power >= 0) numerator *= pow10(power);
     else denominator *= pow10(-power);

@@ -4,7 +4,6 @@
  * the credentials of URLs and the known shapes of secrets.
  */
 
-/** What a hidden secret becomes. */
 export const redactedMark = '[REDACTED]';
 
 /**
@@ -106,7 +105,6 @@ export const minSecretLength = 6;
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** How deep `redact` goes into a value. */
 const maxDepth = 64;
 
 /** Every shape and registered value as one pattern (group `s<i>` = shape i), their triggers, their hides. */
@@ -209,11 +207,7 @@ export const secrets = new SecretRegistry();
 /** Hides `secret` (a header value, a token, a key) in every log line, status and error from now on. */
 export const registerSecret = (secret: string): void => secrets.register(secret);
 
-/**
- * `value` (a text, or a JSON-like value: arrays, plain objects, Errors) with registered secrets, URL user info,
- * queries and fragments, and known secret shapes (`Bearer …`, `X-Amz-Signature=…`, `sig=…`, `AccountKey=…`,
- * AWS access key ids, JWTs, private keys) hidden. Use it on anything shown: messages, status documents, labels.
- */
+/** `value` (a text, or arrays, plain objects, Errors) with every secret hidden: for anything shown. */
 export const redact = <T>(value: T): T => secrets.redact(value);
 
 /**

@@ -20,10 +20,8 @@ export interface RetryPolicy {
 }
 
 /**
- * Tries of one storage request by its own client (the S3 SDK's `maxAttempts`, the Azure SDK's `maxTries`, a GCS list
- * page) before its failure fails the download attempt: a request that fails for a moment costs a short wait of the
- * client's, not the whole download again after our backoff. A request that keeps failing transiently is therefore
- * sent at most `storageRequestTries × maxAttempts` times.
+ * Tries of one storage request by its own client (S3 SDK, Azure SDK, a GCS list page) before its failure fails
+ * the download attempt; why both layers retry: docs/reliability.md, "Retries: where is the retry policy".
  */
 export const storageRequestTries = 3;
 

@@ -41,11 +41,8 @@ const headersOf = (variable: string, text: string): E.Either<string, Readonly<Re
   // Never quote the value or JSON.parse's message (which quotes it): it usually holds a token.
   const json = parseJson(text);
   if (E.isLeft(json)) {
-    return E.left(
-      json.left._tag === 'Blank'
-        ? `${variable} is empty: expected a JSON object of header names to string values`
-        : `${variable} is not valid JSON: expected a JSON object of header names to string values`,
-    );
+    const what = json.left._tag === 'Blank' ? 'empty' : 'not valid JSON';
+    return E.left(`${variable} is ${what}: expected a JSON object of header names to string values`);
   }
   if (!isJsonObject(json.right))
     return E.left(`${variable} must be a JSON object of header names to string values`);

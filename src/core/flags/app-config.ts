@@ -14,8 +14,9 @@ export { flagTable, logLevels, protocols, type FlagSpec } from './flag-table';
 type FlagTable = typeof flagTable;
 /** A field of AppConfig: a key of the flag table. */
 export type SettingField = keyof FlagTable;
+/** A flag that takes a value and has no default: its setting may stay unset. */
 type OptionalField = {
-  [K in SettingField]: FlagTable[K] extends { optional: true } ? K : never;
+  [K in SettingField]: FlagTable[K] extends { arg: string; default?: undefined } ? K : never;
 }[SettingField];
 type Codecs<K extends SettingField> = { [F in K]: FlagTable[F]['codec'] };
 
@@ -24,10 +25,13 @@ export const flagList: ReadonlyArray<readonly [SettingField, FlagSpec]> = Object
   [SettingField, FlagSpec]
 >;
 
+/** A switch: a flag that takes no value (`--dry-run`). */
+export const isSwitch = (spec: FlagSpec): boolean => spec.arg === undefined;
+
 const codecsWhere = <K extends SettingField>(optional: boolean): Codecs<K> =>
   Object.fromEntries(
     flagList
-      .filter(([, spec]) => (spec.optional === true) === optional)
+      .filter(([, spec]) => (!isSwitch(spec) && spec.default === undefined) === optional)
       .map(([field, spec]) => [field, spec.codec]),
   ) as Codecs<K>;
 
@@ -40,9 +44,6 @@ export const AppConfig = t.intersection(
   'AppConfig',
 );
 export type AppConfig = t.TypeOf<typeof AppConfig>;
-
-/** A switch: a flag that takes no value (`--dry-run`). */
-export const isSwitch = (spec: FlagSpec): boolean => spec.arg === undefined;
 
 /** The text of each setting when nothing sets it: the table's defaults, switches off. */
 export const defaultSettingTexts = (): Record<string, unknown> =>

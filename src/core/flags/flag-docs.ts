@@ -26,27 +26,23 @@ export const flagDocsTable = (topics: ReadonlyArray<FlagTopic>): string =>
     ...topics.flatMap(([, fields]) => fields.map((field) => flagDocsRow(flagTable[field]))),
   ]);
 
-/** The sentence under the table: the words a switch's env var accepts. */
-export const switchWordsSentence = (): string => {
-  const words = (list: ReadonlyArray<string>): string =>
-    list.map((word) => (word === '' ? 'empty' : `\`${word}\``)).join('/');
-  return `Switches (flags without a value) read their env var as on for ${words(switchWords.on)} and as off for ${words(switchWords.off)} (any case); any other value is an error.`;
-};
-
 /** Where the generated part of docs/operating.md begins and ends. */
 export const flagDocsMarkers = {
   begin: '<!-- flags:begin (npm run docs:flags) -->',
   end: '<!-- flags:end -->',
 } as const;
 
-/** The generated part: the table of `--help`, the table of `--help advanced`, and the switch sentence. */
-export const flagDocs = (): string =>
-  [
+/** The generated part: the tables of `--help` and `--help advanced`, and what a switch's env var takes. */
+export const flagDocs = (): string => {
+  const words = (list: ReadonlyArray<string>): string =>
+    list.map((word) => (word === '' ? 'empty' : `\`${word}\``)).join('/');
+  return [
     flagDocsTable(flagTopics),
     'The tuning knobs, which `modelsync --help advanced` lists:',
     flagDocsTable(advancedFlagTopics),
-    switchWordsSentence(),
+    `Switches (flags without a value) read their env var as on for ${words(switchWords.on)} and as off for ${words(switchWords.off)} (any case); any other value is an error.`,
   ].join('\n\n');
+};
 
 /** `markdown` with the text between the markers replaced by `flagDocs()`; unchanged when a marker is missing. */
 export const withFlagDocs = (markdown: string): string => {

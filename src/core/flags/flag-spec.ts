@@ -7,7 +7,7 @@ export interface FlagSpec {
   /** The value's placeholder in `--help` (`dir`); absent for a switch, which takes no value. */
   readonly arg?: string;
   readonly env: `MODELSYNC_${string}`;
-  /** The value as it would be typed; absent for a switch (off) and for a setting that may stay unset. */
+  /** As typed; absent for a switch (off) and for a setting that may stay unset (optional in AppConfig). */
   readonly default?: string;
   /** One line for `--help` and docs/operating.md; backticks mark code in the docs and are dropped in `--help`. */
   readonly help: string;
@@ -15,8 +15,6 @@ export interface FlagSpec {
   readonly codec: t.Mixed;
   /** The values `--help` lists. */
   readonly choices?: ReadonlyArray<string>;
-  /** The setting may stay unset (its AppConfig field is optional). */
-  readonly optional?: true;
 }
 
 /** A flag as the table writes it: its flag and env var follow from its AppConfig field. */

@@ -14,7 +14,7 @@ import {
   integerIn,
   kubeName,
   nonEmpty,
-  oneOf,
+  choiceOf,
 } from './setting-codecs';
 import { withNames, type FlagEntry } from './flag-spec';
 import { storageFlags } from './storage-flags';
@@ -66,15 +66,13 @@ export const flagTable = withNames({
     arg: 'name',
     default: 'v2',
     help: '`v2` (Triton, MLServer, KServe model server) or `torchserve`',
-    codec: oneOf('Protocol', protocols),
-    choices: protocols,
+    ...choiceOf('Protocol', protocols),
   },
   serverKind: {
     arg: 'kind',
     default: 'auto',
     help: 'with `--protocol v2`: which server it is, for what one client cannot hide (how a name goes into a URL, which names it can take, how its loaded models are listed, which failed loads are final, when an unload is done); `auto` asks the server (`GET /v2`) at start, `generic` assumes nothing beyond the protocol',
-    codec: oneOf('ServerKind', serverKinds),
-    choices: serverKinds,
+    ...choiceOf('ServerKind', serverKinds),
   },
   downloadConcurrency: {
     arg: 'n',
@@ -92,15 +90,13 @@ export const flagTable = withNames({
     arg: 'level',
     default: 'info',
     help: 'level of the JSON log lines on stderr: `fatal` … `trace`, or `silent`',
-    codec: oneOf('LogLevel', logLevels),
-    choices: logLevels,
+    ...choiceOf('LogLevel', logLevels),
   },
   logFormat: {
     arg: 'format',
     default: 'auto',
     help: '`json` (one JSON object a line), `pretty` (for people), or `auto`: pretty when stderr is a terminal, else JSON',
-    codec: oneOf('LogFormat', logFormats),
-    choices: logFormats,
+    ...choiceOf('LogFormat', logFormats),
   },
   watchPollMs: {
     arg: 'ms',
@@ -112,20 +108,17 @@ export const flagTable = withNames({
     arg: 'name',
     default: 'dir',
     help: '`dir`: `models.json` in `--config-dir` (kubelet syncs it, within about a minute); `kube-api`: the ConfigMap `--configmap`, watched through the API server (milliseconds; needs RBAC)',
-    codec: oneOf('ConfigSource', configSources),
-    choices: configSources,
+    ...choiceOf('ConfigSource', configSources),
   },
   configmap: {
     arg: 'name',
     help: 'with `--source kube-api`: the ConfigMap holding the model list (required)',
     codec: kubeName('ConfigMapName', 253),
-    optional: true,
   },
   namespace: {
     arg: 'name',
     help: "with `--source kube-api`: the ConfigMap's namespace; default the pod's (the service account mount's `namespace` file), else the kubeconfig context's, else `default`",
     codec: kubeName('Namespace', 63, true),
-    optional: true,
   },
   configmapKey: {
     arg: 'key',
@@ -186,7 +179,6 @@ export const flagTable = withNames({
     arg: 'file',
     help: 'TorchServe `key_file.json` (its `management.key`) or a plain token; re-read on every call',
     codec: nonEmpty,
-    optional: true,
   },
   resyncInterval: {
     arg: 'duration',
@@ -214,7 +206,6 @@ export const flagTable = withNames({
     arg: 'dir',
     help: "a dir every modelsync on the node shares (a hostPath): a model whose storage names its content (ETags, generations, a commit) is downloaded once per node and each model dir filled from there with read-only hard links (copies across file systems), after this pod read the content's listing with its own credentials; unset: no node cache",
     codec: absolutePath('NodeCacheDir'),
-    optional: true,
   },
   nodeCacheMaxBytes: {
     arg: 'bytes',
@@ -245,7 +236,6 @@ export const flagTable = withNames({
     arg: 'address',
     help: 'address the HTTP surface binds (`127.0.0.1`, `::1`, the pod IP); default every interface, where the kubelet probes the pod IP',
     codec: hostAddress,
-    optional: true,
   },
   httpMaxConnections: {
     arg: 'n',
@@ -257,8 +247,7 @@ export const flagTable = withNames({
     arg: 'mode',
     default: 'auto',
     help: "Kubernetes Events on the agent's own Pod for a model loaded, unloaded or failed and a config rejected (`kubectl describe pod`), rate-limited like client-go's recorder, never holding a load up. `auto`: when the Pod is known (`POD_NAME`/`POD_NAMESPACE` from the downward API; in a pod, else its hostname and the service account's namespace) and the API server reachable with the agent's credentials (RBAC: create and patch on events); `off`: none",
-    codec: oneOf('KubeEvents', kubeEventModes),
-    choices: kubeEventModes,
+    ...choiceOf('KubeEvents', kubeEventModes),
   },
   watchStallMs: {
     arg: 'ms',

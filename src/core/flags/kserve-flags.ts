@@ -25,25 +25,21 @@ export const kserveFlags = {
     arg: 'port',
     help: "KServe's agent spelling: the model server at `http://127.0.0.1:<port>` (instead of `--server-url`); the HTTP surface's port then also answers KServe's readiness check and reverse-proxies every other request to it (docs/kserve.md)",
     codec: integerIn('ComponentPort', 1, 65_535),
-    optional: true,
   },
   port: {
     arg: 'port',
     help: "KServe's agent spelling of `--http-port`",
     codec: integerIn('Port', 0, 65_535),
-    optional: true,
   },
   workers: {
     arg: 'n',
     help: "KServe's agent spelling of `--download-concurrency`",
     codec: integerIn('Workers', 1, 256),
-    optional: true,
   },
   probePeriod: {
     arg: 'duration',
     help: "KServe's agent flag, accepted with no effect (KServe parses it and uses it nowhere); a Go duration",
     codec: goDuration,
-    optional: true,
   },
   proxyTimeout: {
     arg: 'duration',
@@ -71,6 +67,8 @@ export const kserveFlags = {
   },
 } as const satisfies Readonly<Record<string, FlagEntry>>;
 
+const orKServeAgent = "or keep KServe's agent image in the `agent` key of inferenceservice-config";
+
 /**
  * The flags of KServe's agent that modelsync does not implement, by the feature they belong to, and what to change
  * in the InferenceService. KServe writes them only when the feature is on, so any of them means the feature.
@@ -79,8 +77,7 @@ export const refusedKServeFeatures = [
   {
     feature: 'the KServe batcher',
     flags: ['--enable-batcher', '--max-batchsize', '--max-latency'],
-    change:
-      "remove spec.predictor.batcher from the InferenceService, or keep KServe's agent image in the `agent` key of inferenceservice-config",
+    change: `remove spec.predictor.batcher from the InferenceService, ${orKServeAgent}`,
   },
   {
     feature: 'the KServe payload logger',
@@ -98,7 +95,6 @@ export const refusedKServeFeatures = [
       '--logger-ca-cert-file',
       '--logger-tls-skip-verify',
     ],
-    change:
-      "remove spec.predictor.logger from the InferenceService, or keep KServe's agent image in the `agent` key of inferenceservice-config",
+    change: `remove spec.predictor.logger from the InferenceService, ${orKServeAgent}`,
   },
 ] as const;

@@ -46,10 +46,10 @@ export const integerIn = (name: string, min: number, max: number) =>
     `expected a whole number from ${min} to ${max}`,
   );
 
-/** One of `values`, spelled exactly. */
-export const oneOf = <T extends string>(name: string, values: ReadonlyArray<T>) => {
+/** A choice of `values`, spelled exactly: a flag entry's codec and the choices `--help` lists. */
+export const choiceOf = <T extends string>(name: string, values: ReadonlyArray<T>) => {
   const is = (u: unknown): u is T => typeof u === 'string' && (values as ReadonlyArray<string>).includes(u);
-  return checkedCodec(name, is, `expected one of ${values.join(', ')}`);
+  return { codec: checkedCodec(name, is, `expected one of ${values.join(', ')}`), choices: values };
 };
 
 /** Any text but the empty one. */
@@ -126,7 +126,6 @@ export const absolutePath = (name: string) =>
     (u): u is string => typeof u === 'string' && u.startsWith('/'),
     (u) => (typeof u === 'string' && u.trim().startsWith('/') ? cleanPath(u) : undefined),
     'expected an absolute path',
-    t.identity,
   );
 
 /**

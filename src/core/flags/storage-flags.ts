@@ -8,7 +8,7 @@ import {
   httpUrl,
   integerIn,
   nonEmpty,
-  oneOf,
+  choiceOf,
 } from './setting-codecs';
 
 import { localModelFileModes, s3AddressingStyles } from '../storage-choices';
@@ -67,8 +67,7 @@ export const storageFlags = {
     arg: 'how',
     default: 'copy',
     help: "how a local path's or `pvc://` model's files reach the model dir: `copy` = a copy (a clone where the file system makes one); `link` = a symlink to each file past 1 MiB where it lies, no byte copied, the smaller ones (a model's config files) copied (the model server must mount the volume at the same path, as KServe's own storage initializer expects); archives are always extracted",
-    codec: oneOf('LocalModelFiles', localModelFileModes),
-    choices: localModelFileModes,
+    ...choiceOf('LocalModelFiles', localModelFileModes),
   },
   // Object stores: the generic downloader's bound, then S3. KServe's env names are read in storage/object-store/.
   storageConcurrency: {
@@ -93,20 +92,17 @@ export const storageFlags = {
     arg: 'url',
     help: "S3-compatible endpoint (MinIO, Ceph): `http://minio:9000`; default KServe's `AWS_ENDPOINT_URL`, or `S3_ENDPOINT` with `S3_USE_HTTPS`, else AWS",
     codec: httpUrl,
-    optional: true,
   },
   s3Region: {
     arg: 'name',
     help: "region S3 requests are signed for; default `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1` (AWS redirects to the bucket's region are followed)",
     codec: nonEmpty,
-    optional: true,
   },
   s3Addressing: {
     arg: 'style',
     default: 'auto',
     help: "`path` (`endpoint/bucket/key`) or `virtual` (`bucket.endpoint/key`); `auto`: KServe's `S3_USER_VIRTUAL_BUCKET` if set, else path-style at a custom endpoint and virtual at AWS",
-    codec: oneOf('S3Addressing', s3AddressingStyles),
-    choices: s3AddressingStyles,
+    ...choiceOf('S3Addressing', s3AddressingStyles),
   },
   s3Anonymous: {
     help: "send S3 requests unsigned (a public bucket); KServe's `awsAnonymousCredential=true` does too",
@@ -116,19 +112,16 @@ export const storageFlags = {
     arg: 'url',
     help: 'an endpoint whose URLs are Azure Blob Storage too: `<url>/<account>/<container>/<prefix>` (azurite) or `<account>.<url host>/<container>/<prefix>` (Azure Stack Hub); `https://<account>.blob.core.windows.net/…` always is',
     codec: httpUrl,
-    optional: true,
   },
   gcsEndpoint: {
     arg: 'url',
     help: 'the GCS JSON API endpoint `gs://` URIs are read from (an emulator, a private endpoint); default https://storage.googleapis.com',
     codec: httpUrl,
-    optional: true,
   },
   caBundle: {
     arg: 'file',
     help: 'PEM file of CA certificates trusted on top of the system roots by every storage client (https, S3, GCS, Azure) and the model server client',
     codec: nonEmpty,
-    optional: true,
   },
   progressIntervalMs: {
     arg: 'ms',

@@ -14,15 +14,6 @@ export type JsonProblem =
   | { readonly _tag: 'Malformed'; readonly reason: string }
   | { readonly _tag: 'Structure'; readonly problems: ReadonlyArray<string>; readonly count: number };
 
-const malformed = (text: string): JsonProblem => {
-  const error = jsonSyntaxError(text);
-  return {
-    _tag: 'Malformed',
-    reason:
-      error === undefined ? 'it is not JSON' : `line ${error.line}, column ${error.column}: ${error.problem}`,
-  };
-};
-
 /** The JSON value of `text`, or why there is none (JSON.parse would keep the last of duplicate keys silently). */
 export const parseJson = (text: string): E.Either<JsonProblem, unknown> => {
   if (/^[ \t\n\r]*$/.test(text)) return E.left({ _tag: 'Blank' }); // JSON's whitespace only (not trim's)
@@ -34,7 +25,10 @@ export const parseJson = (text: string): E.Either<JsonProblem, unknown> => {
     const value: unknown = JSON.parse(text);
     return structure.count > 0 ? refused : E.right(value);
   } catch {
-    return E.left(malformed(text));
+    const error = jsonSyntaxError(text);
+    const reason =
+      error === undefined ? 'it is not JSON' : `line ${error.line}, column ${error.column}: ${error.problem}`;
+    return E.left({ _tag: 'Malformed', reason });
   }
 };
 
