@@ -3,7 +3,7 @@
  * chunks as they come off the socket (FlowingBody); every other request goes to the SDK's own handler.
  */
 import type { NodeHttpHandler } from '@smithy/node-http-handler';
-import type { HttpResponse } from '@smithy/types';
+import type { HttpRequest as SdkRequest, HttpResponse } from '@smithy/types';
 import { request as undiciRequest, type Dispatcher } from 'undici';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- loaded with the SDK, at the first s3:// model */
@@ -24,7 +24,7 @@ type HandlerOptions = Parameters<NodeHttpHandler['handle']>[1];
 type Handled = Awaited<ReturnType<NodeHttpHandler['handle']>>;
 
 /** The URL a signed SDK request goes to (its query in the SDK's own encoding). */
-const urlOf = (request: HttpRequest): URL => {
+export const urlOf = (request: SdkRequest): URL => {
   const query = request.query !== undefined ? smithyProtocols().buildQueryString(request.query) : '';
   const port = request.port !== undefined ? `:${request.port}` : '';
   return new URL(

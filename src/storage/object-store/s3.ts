@@ -15,9 +15,9 @@ import { rangedFailure } from '../parts/fetch-parts';
 import { changedObject, s3Error, type S3Request } from './s3-errors';
 import { invalidListing, pageObjects } from './listing-bounds';
 import type { Dispatcher } from 'undici';
-import type { S3Addressing } from '../../core/storage-choices';
+import type { S3Settings } from './s3-settings';
 import { RangeHandler } from './s3-range-handler';
-import { boundS3Answers } from './s3-answers';
+import { boundS3Answers } from './sdk-answers';
 import { defaultDownloadLimits, type MinRate } from '../download-limits';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- loaded at the first s3:// model (lazy-module.ts) */
@@ -29,14 +29,8 @@ const smithyHttp = lazyModule(
 import type { S3Credentials } from './s3-credentials';
 
 /** How the S3 client reaches the store. */
-export interface S3ClientSettings {
-  /** A custom endpoint (`http://minio:9000`); absent: AWS, by region. */
-  readonly endpoint?: string;
-  readonly region: string;
-  /** How buckets are addressed: `auto` is path-style for a custom endpoint (MinIO, Ceph), virtual-hosted for AWS. */
-  readonly addressing: S3Addressing;
-  /** S3 Transfer Acceleration endpoints (KServe's `S3_USE_ACCELERATE`). */
-  readonly useAccelerate?: boolean;
+export interface S3ClientSettings
+  extends Pick<S3Settings, 'endpoint' | 'region' | 'addressing'>, Partial<Pick<S3Settings, 'useAccelerate'>> {
   readonly credentials: S3Credentials;
   /** The agent for http and https requests (proxy, CA, keep-alive: `src/net/network.ts`); absent: the SDK's own. */
   readonly agent?: Agent;
