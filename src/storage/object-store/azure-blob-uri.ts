@@ -98,14 +98,6 @@ const addressingOf = (uri: string, endpoints: ReadonlyArray<string>): Addressed 
 export const isAzureBlobUri = (uri: string, endpoints: ReadonlyArray<string>): boolean =>
   addressingOf(uri, endpoints) !== undefined;
 
-const decodeSegments = (text: string): string | undefined => {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return undefined;
-  }
-};
-
 /**
  * The account, container, prefix and SAS of an Azure Blob URL (see isAzureBlobUri); the Left says what is wrong,
  * showing the URL redacted.
@@ -131,8 +123,12 @@ export const parseAzureBlobUri = (
   if (!containerPattern.test(container)) {
     return E.left(`${display}: no container named (expected …/<container>/<prefix>)`);
   }
-  const prefix = decodeSegments(slash === -1 ? '' : rest.slice(slash + 1));
-  if (prefix === undefined) return E.left(`${display}: the blob prefix is not valid percent-encoding`);
+  let prefix: string;
+  try {
+    prefix = decodeURIComponent(slash === -1 ? '' : rest.slice(slash + 1));
+  } catch {
+    return E.left(`${display}: the blob prefix is not valid percent-encoding`);
+  }
   const sas = url.search.length > 1 ? url.search.slice(1) : undefined;
   return E.right({ serviceUrl, account, container, prefix, ...(sas !== undefined ? { sas } : {}), display });
 };

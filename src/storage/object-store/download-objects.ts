@@ -20,7 +20,7 @@ import { ContentCheck } from '../listed-content';
 import { modelGuard, type TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
-import { planObjects, type PlannedObject } from './plan-objects';
+import { loneArchive, planObjects, type PlannedObject } from './plan-objects';
 import { storePressures, type StorePressure } from '../store-pressure';
 import type { RetryPolicy } from '../../core/retry-policy';
 
@@ -83,9 +83,7 @@ const readInto = async (
 ) => {
   let at = check.bytes;
   const read = () => job.client.read(job.location, object, at, job.signal);
-  const body = await (job.pressure === undefined
-    ? read()
-    : job.pressure.askThroughPushbacks(job.signal, read));
+  const body = await (job.pressure?.askThroughPushbacks(job.signal, read) ?? read());
   const file = await to.file();
   await consume(
     job.guard.count(check.pass(body)),
@@ -239,9 +237,9 @@ export const downloadObjects = async (
       everyMs: limits.progressIntervalMs,
       report: progress,
     });
-    const only = plan.length === 1 ? plan[0]! : undefined;
-    if (client.repo === undefined && only !== undefined && archiveFormatOf(only.path) !== undefined) {
-      await fetchArchive(job, only, targetDir, limits);
+    const archive = loneArchive(client, plan);
+    if (archive !== undefined) {
+      await fetchArchive(job, archive, targetDir, limits);
       return;
     }
     await forEachLimited(plan, concurrency, async (item) => {
