@@ -1,5 +1,5 @@
 /**
- * RangeHandler: the AWS SDK's request handler with ranged GetObjects sent by undici, so a part takes their bodies'
+ * withRangedReads: the AWS SDK's request handler with ranged GetObjects sent by undici, so a part takes their bodies'
  * chunks as they come off the socket (FlowingBody); every other request goes to the SDK's own handler.
  */
 import type { NodeHttpHandler } from '@smithy/node-http-handler';
@@ -12,7 +12,7 @@ const smithyProtocols = (): typeof import('@smithy/core/protocols') =>
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 /** The handler's settings: which undici pool a ranged read goes by, and its timeouts. */
-export interface RangeHandlerSettings {
+interface RangeHandlerSettings {
   /** The undici dispatcher for a request to `url` (the Network's), or undefined: the SDK's handler then. */
   readonly dispatcherFor: (url: URL) => Dispatcher | undefined;
   readonly connectTimeoutMs: number;
@@ -59,30 +59,24 @@ const flat = (headers: Readonly<Record<string, string | string[] | undefined>>):
 /**
  * The SDK's handler `inner`, with a GET that has a `Range` and no body sent by undici when `dispatcherFor` has a
  * dispatcher for its URL: its response's body is undici's (a Readable, as the SDK wants), and the SDK signs, retries
- * and reads errors as it always does. Any other request is `inner`'s.
+ * and reads errors as it always does. Any other request is `inner`'s own.
  */
-export class RangeHandler {
-  readonly metadata = { handlerProtocol: 'http/1.1' };
-
-  constructor(
-    private readonly inner: NodeHttpHandler,
-    private readonly settings: RangeHandlerSettings,
-  ) {}
-
-  async handle(request: HttpRequest, options: HandlerOptions = {}): Promise<Handled> {
+export const withRangedReads = (inner: NodeHttpHandler, settings: RangeHandlerSettings): NodeHttpHandler => {
+  const handle = inner.handle.bind(inner);
+  inner.handle = async (request: HttpRequest, options: HandlerOptions = {}): Promise<Handled> => {
     const ranged =
       request.method === 'GET' &&
       request.body === undefined &&
       Object.keys(request.headers).some((name) => name.toLowerCase() === 'range');
     const url = ranged ? urlOf(request) : undefined;
-    const dispatcher = url === undefined ? undefined : this.settings.dispatcherFor(url);
-    if (url === undefined || dispatcher === undefined) return this.inner.handle(request, options);
+    const dispatcher = url === undefined ? undefined : settings.dispatcherFor(url);
+    if (url === undefined || dispatcher === undefined) return handle(request, options);
     const response = await undiciRequest(url, {
       method: 'GET',
       headers: request.headers,
       signal: signalOf(options?.abortSignal),
-      headersTimeout: this.settings.connectTimeoutMs,
-      bodyTimeout: this.settings.idleTimeoutMs,
+      headersTimeout: settings.connectTimeoutMs,
+      bodyTimeout: settings.idleTimeoutMs,
       dispatcher,
     });
     // undici fails a body destroyed before its end (RequestAbortedError): as the SDK's own bodies, one dropped unread
@@ -95,17 +89,6 @@ export class RangeHandler {
       body: response.body,
     });
     return { response: answer };
-  }
-
-  updateHttpClientConfig(...args: Parameters<NodeHttpHandler['updateHttpClientConfig']>): void {
-    this.inner.updateHttpClientConfig(...args);
-  }
-
-  httpHandlerConfigs(): ReturnType<NodeHttpHandler['httpHandlerConfigs']> {
-    return this.inner.httpHandlerConfigs();
-  }
-
-  destroy(): void {
-    this.inner.destroy();
-  }
-}
+  };
+  return inner;
+};

@@ -16,7 +16,7 @@ import { changedObject, s3Error, type S3Request } from './s3-errors';
 import { invalidListing, pageObjects } from './listing-bounds';
 import type { Dispatcher } from 'undici';
 import type { S3Settings } from './s3-settings';
-import { RangeHandler } from './s3-range-handler';
+import { withRangedReads } from './s3-range-handler';
 import { boundS3Answers } from './sdk-answers';
 import { defaultDownloadLimits, type MinRate } from '../download-limits';
 
@@ -68,11 +68,7 @@ const requestHandlerOf = (settings: S3ClientSettings): NodeHttpHandler => {
     ...(settings.agent !== undefined ? { httpAgent: settings.agent, httpsAgent: settings.agent } : {}),
   });
   if (settings.dispatcherFor === undefined) return inner;
-  return new RangeHandler(inner, {
-    dispatcherFor: settings.dispatcherFor,
-    connectTimeoutMs,
-    idleTimeoutMs,
-  }) as unknown as NodeHttpHandler;
+  return withRangedReads(inner, { dispatcherFor: settings.dispatcherFor, connectTimeoutMs, idleTimeoutMs });
 };
 
 /** The SDK client for `settings`, each answer it reads whole bounded while it streams (boundS3Answers). */
