@@ -37,17 +37,6 @@ const endpointBase = (endpoint: string): string => {
   return base.endsWith('/') ? base : `${base}/`;
 };
 
-/**
- * What an Azure Blob URL addresses: its account, in the host (`<account>.<host>`) or in the path
- * (`<endpoint>/<account>`); the account's blob service; and the path after the account's part.
- */
-interface Addressed {
-  readonly url: URL;
-  readonly account: string;
-  readonly serviceUrl: string;
-  readonly rest: string;
-}
-
 /** `url` under `endpoint` as `<account>.<endpoint host>` (same scheme and port, no path on the endpoint). */
 const underHost = (url: URL, endpoint: string): boolean => {
   const base = URL.parse(endpoint);
@@ -69,7 +58,11 @@ const surelyNotHttp = (uri: string): boolean => {
   return scheme !== undefined && scheme !== 'http' && scheme !== 'https';
 };
 
-const addressingOf = (uri: string, endpoints: ReadonlyArray<string>): Addressed | undefined => {
+/**
+ * What an Azure Blob URL addresses: its account, in the host (`<account>.<host>`) or in the path
+ * (`<endpoint>/<account>`); the account's blob service; and the path after the account's part.
+ */
+const addressingOf = (uri: string, endpoints: ReadonlyArray<string>) => {
   if (surelyNotHttp(uri)) return undefined;
   const url = URL.parse(uri);
   if (url === null || (url.protocol !== 'https:' && url.protocol !== 'http:')) return undefined;
