@@ -57,18 +57,15 @@ const resumable = (cause: unknown): boolean => {
   return error.retryable && resumableKinds.has(error.kind);
 };
 
-/** One model's download: where, what stops it, and the guard every byte passes. */
-interface Job {
-  readonly client: ObjectStoreClient;
-  readonly location: ObjectLocation;
-  readonly what: string;
-  readonly signal: AbortSignal;
-  readonly guard: TransferGuard;
-  readonly maxResumes: number;
-  readonly streams: number;
-  readonly pool: Slots | undefined;
-  readonly pressure: StorePressure | undefined;
-}
+/** One model's download: its settings, where, what stops it, and the guard every byte passes. */
+type Job = typeof defaultObjectDownloadOptions &
+  ObjectDownloadOptions & {
+    readonly client: ObjectStoreClient;
+    readonly location: ObjectLocation;
+    readonly what: string;
+    readonly signal: AbortSignal;
+    readonly guard: TransferGuard;
+  };
 
 /**
  * Reads `object` from `check.bytes` on into the file `to.file()` opens (created at the first answer, so a refused read
@@ -199,7 +196,8 @@ export const downloadObjects = async (
   progress?: (progress: DownloadProgress) => void,
   request?: DownloadRequest,
 ): Promise<void> => {
-  const { concurrency, limits, maxResumes, streams } = { ...defaultObjectDownloadOptions, ...options };
+  const settings = { ...defaultObjectDownloadOptions, ...options };
+  const { concurrency, limits } = settings;
   const what = `downloading ${location.display}`;
   // One signal for every object of the model, which the first failure or a rate below the minimum stops.
   const stopper = new AbortController();
@@ -210,15 +208,12 @@ export const downloadObjects = async (
   };
   const guard = modelGuard(what, targetDir, limits, stop);
   const job: Job = {
+    ...settings,
     client,
     location,
     what,
     signal: AbortSignal.any([signal, stopper.signal]),
     guard,
-    maxResumes,
-    streams,
-    pool: options.pool,
-    pressure: options.pressure,
   };
   // Each object in flight adds a few abort listeners: more than Node's warning level of 10.
   setMaxListeners(8 + 4 * concurrency, job.signal);

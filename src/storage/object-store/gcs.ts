@@ -186,10 +186,7 @@ interface GcsGet {
   readonly signal: AbortSignal;
 }
 
-/**
- * GCS's JSON API, requests of our own through the Network (docs/storage.md, "GCS"); the SDK only supplies the
- * credentials, sent to the configured endpoint alone.
- */
+/** The ObjectStoreClient of GCS's JSON API (docs/storage.md, "GCS"). */
 export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => {
   const endpoint = options.endpoint ?? defaultGcsEndpoint;
   const { network, minRate, timeoutMs = 60_000, pageSize = 1000 } = options;
