@@ -28,7 +28,6 @@ export {
   azureCredentialsFromEnv,
   type AzureCredentials,
   type AzureTokenCredential,
-  type ChosenCredential,
 } from './azure-credentials';
 
 /** How Azure Blob is reached, and the downloader's settings. */
