@@ -37,17 +37,6 @@ const endpointBase = (endpoint: string): string => {
   return base.endsWith('/') ? base : `${base}/`;
 };
 
-/**
- * What an Azure Blob URL addresses: its account, in the host (`<account>.<host>`) or in the path
- * (`<endpoint>/<account>`); the account's blob service; and the path after the account's part.
- */
-interface Addressed {
-  readonly url: URL;
-  readonly account: string;
-  readonly serviceUrl: string;
-  readonly rest: string;
-}
-
 /** `url` under `endpoint` as `<account>.<endpoint host>` (same scheme and port, no path on the endpoint). */
 const underHost = (url: URL, endpoint: string): boolean => {
   const base = URL.parse(endpoint);
@@ -69,7 +58,11 @@ const surelyNotHttp = (uri: string): boolean => {
   return scheme !== undefined && scheme !== 'http' && scheme !== 'https';
 };
 
-const addressingOf = (uri: string, endpoints: ReadonlyArray<string>): Addressed | undefined => {
+/**
+ * What an Azure Blob URL addresses: its account, in the host (`<account>.<host>`) or in the path
+ * (`<endpoint>/<account>`); the account's blob service; and the path after the account's part.
+ */
+const addressingOf = (uri: string, endpoints: ReadonlyArray<string>) => {
   if (surelyNotHttp(uri)) return undefined;
   const url = URL.parse(uri);
   if (url === null || (url.protocol !== 'https:' && url.protocol !== 'http:')) return undefined;
@@ -98,14 +91,6 @@ const addressingOf = (uri: string, endpoints: ReadonlyArray<string>): Addressed 
 export const isAzureBlobUri = (uri: string, endpoints: ReadonlyArray<string>): boolean =>
   addressingOf(uri, endpoints) !== undefined;
 
-const decodeSegments = (text: string): string | undefined => {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return undefined;
-  }
-};
-
 /**
  * The account, container, prefix and SAS of an Azure Blob URL (see isAzureBlobUri); the Left says what is wrong,
  * showing the URL redacted.
@@ -131,8 +116,12 @@ export const parseAzureBlobUri = (
   if (!containerPattern.test(container)) {
     return E.left(`${display}: no container named (expected …/<container>/<prefix>)`);
   }
-  const prefix = decodeSegments(slash === -1 ? '' : rest.slice(slash + 1));
-  if (prefix === undefined) return E.left(`${display}: the blob prefix is not valid percent-encoding`);
+  let prefix: string;
+  try {
+    prefix = decodeURIComponent(slash === -1 ? '' : rest.slice(slash + 1));
+  } catch {
+    return E.left(`${display}: the blob prefix is not valid percent-encoding`);
+  }
   const sas = url.search.length > 1 ? url.search.slice(1) : undefined;
   return E.right({ serviceUrl, account, container, prefix, ...(sas !== undefined ? { sas } : {}), display });
 };

@@ -17,7 +17,7 @@ import { objectStoreStorage, type ObjectDownloadOptions, type ResolvedLocation }
 import { idleChunks } from './idle-watch';
 import { lazyModule } from '../../core/lazy-module';
 import { storeStatusError } from './store-error';
-import { boundAzureAnswers } from './azure-answers';
+import { boundAzureAnswers } from './sdk-answers';
 import { defaultDownloadLimits } from '../download-limits';
 
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first Azure Blob model (lazy-module.ts) */
@@ -28,7 +28,6 @@ export {
   azureCredentialsFromEnv,
   type AzureCredentials,
   type AzureTokenCredential,
-  type ChosenCredential,
 } from './azure-credentials';
 
 /** How Azure Blob is reached, and the downloader's settings. */

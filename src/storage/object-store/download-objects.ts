@@ -20,7 +20,7 @@ import { ContentCheck } from '../listed-content';
 import { modelGuard, type TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
-import { planObjects, type PlannedObject } from './plan-objects';
+import { loneArchive, planObjects, type PlannedObject } from './plan-objects';
 import { storePressures, type StorePressure } from '../store-pressure';
 import type { RetryPolicy } from '../../core/retry-policy';
 
@@ -57,18 +57,15 @@ const resumable = (cause: unknown): boolean => {
   return error.retryable && resumableKinds.has(error.kind);
 };
 
-/** One model's download: where, what stops it, and the guard every byte passes. */
-interface Job {
-  readonly client: ObjectStoreClient;
-  readonly location: ObjectLocation;
-  readonly what: string;
-  readonly signal: AbortSignal;
-  readonly guard: TransferGuard;
-  readonly maxResumes: number;
-  readonly streams: number;
-  readonly pool: Slots | undefined;
-  readonly pressure: StorePressure | undefined;
-}
+/** One model's download: its settings, where, what stops it, and the guard every byte passes. */
+type Job = typeof defaultObjectDownloadOptions &
+  ObjectDownloadOptions & {
+    readonly client: ObjectStoreClient;
+    readonly location: ObjectLocation;
+    readonly what: string;
+    readonly signal: AbortSignal;
+    readonly guard: TransferGuard;
+  };
 
 /**
  * Reads `object` from `check.bytes` on into the file `to.file()` opens (created at the first answer, so a refused read
@@ -83,9 +80,7 @@ const readInto = async (
 ) => {
   let at = check.bytes;
   const read = () => job.client.read(job.location, object, at, job.signal);
-  const body = await (job.pressure === undefined
-    ? read()
-    : job.pressure.askThroughPushbacks(job.signal, read));
+  const body = await (job.pressure?.askThroughPushbacks(job.signal, read) ?? read());
   const file = await to.file();
   await consume(
     job.guard.count(check.pass(body)),
@@ -201,7 +196,8 @@ export const downloadObjects = async (
   progress?: (progress: DownloadProgress) => void,
   request?: DownloadRequest,
 ): Promise<void> => {
-  const { concurrency, limits, maxResumes, streams } = { ...defaultObjectDownloadOptions, ...options };
+  const settings = { ...defaultObjectDownloadOptions, ...options };
+  const { concurrency, limits } = settings;
   const what = `downloading ${location.display}`;
   // One signal for every object of the model, which the first failure or a rate below the minimum stops.
   const stopper = new AbortController();
@@ -212,15 +208,12 @@ export const downloadObjects = async (
   };
   const guard = modelGuard(what, targetDir, limits, stop);
   const job: Job = {
+    ...settings,
     client,
     location,
     what,
     signal: AbortSignal.any([signal, stopper.signal]),
     guard,
-    maxResumes,
-    streams,
-    pool: options.pool,
-    pressure: options.pressure,
   };
   // Each object in flight adds a few abort listeners: more than Node's warning level of 10.
   setMaxListeners(8 + 4 * concurrency, job.signal);
@@ -239,9 +232,9 @@ export const downloadObjects = async (
       everyMs: limits.progressIntervalMs,
       report: progress,
     });
-    const only = plan.length === 1 ? plan[0]! : undefined;
-    if (client.repo === undefined && only !== undefined && archiveFormatOf(only.path) !== undefined) {
-      await fetchArchive(job, only, targetDir, limits);
+    const archive = loneArchive(client, plan);
+    if (archive !== undefined) {
+      await fetchArchive(job, archive, targetDir, limits);
       return;
     }
     await forEachLimited(plan, concurrency, async (item) => {

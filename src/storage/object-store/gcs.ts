@@ -1,22 +1,23 @@
-/** gcsClient: Google Cloud Storage (`gs://bucket/prefix`) as an ObjectStoreClient: our JSON API requests, the SDK's credentials. */
+/**
+ * gcsClient: Google Cloud Storage (`gs://bucket/prefix`) as an ObjectStoreClient, by JSON API requests of modelsync's
+ * own through the Network. The SDK supplies only the credentials (google-auth-library: ADC, a key file, workload
+ * identity), sent to the configured endpoint alone: its own transport follows redirects keeping the token when only
+ * the port or scheme changes.
+ */
+import { stat } from 'node:fs/promises';
+import type { Storage } from '@google-cloud/storage';
 import * as E from 'fp-ts/Either';
-import { isRight } from 'fp-ts/Either';
 import { EffectError, retryableError } from '../../core/errors';
+import { sameEndpoint } from '../../core/endpoint';
 import { storageRequestTries } from '../../core/retry-policy';
 import { parseJson } from '../../core/json/json';
+import { jsonObject } from '../../core/json/json-object';
+import { lazyModule } from '../../core/lazy-module';
 import { redactUri } from '../../core/storage-uri';
-import { discardBody, transportError, type HttpCallResponse, type Network } from '../../net';
+import { discardBody, httpCall, transportError, type HttpCallResponse, type Network } from '../../net';
 import type { StorageProvider } from '../../ports';
 import { idleChunks } from './idle-watch';
 import { rangedFailure } from '../parts/fetch-parts';
-import {
-  answerOf,
-  defaultGcsEndpoint,
-  gcsGet,
-  GcsCredentials,
-  type GcsGet,
-  type GcsReach,
-} from './gcs-requests';
 import {
   rangeOf,
   type ObjectLocation,
@@ -25,11 +26,16 @@ import {
   type ListingBounds,
 } from './client';
 import { invalidListing, pageObjects } from './listing-bounds';
-import { jsonObject } from '../../core/json/json-object';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { storeStatusError } from './store-error';
-import { readAnswer } from '../store-answer';
+import { answerTo, errorAnswerText, readAnswer } from '../store-answer';
 import { defaultDownloadLimits, type MinRate } from '../download-limits';
+
+/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first gs:// model (lazy-module.ts) */
+const gcsSdk = lazyModule(() => require('@google-cloud/storage') as typeof import('@google-cloud/storage'));
+
+/** GCS's public JSON API endpoint. */
+const defaultGcsEndpoint = 'https://storage.googleapis.com';
 
 /** How to reach GCS. */
 export interface GcsClientOptions {
@@ -68,6 +74,65 @@ export const gcsLocation = (uri: string): E.Either<string, ObjectLocation> => {
   return E.right({ bucket, prefix, display });
 };
 
+type AuthClient = Storage['authClient'];
+type Transporter = { configure(options: Record<string, unknown>): Record<string, unknown> };
+
+/**
+ * Stops an auth client's token requests from following redirects (google-auth-library's transporters follow
+ * them and re-send a POST body, the subject token or assertion, wherever a 307 points). Its STS exchange has a
+ * transporter of its own, not reachable through any option: both are set here.
+ */
+const patched = new WeakSet<object>();
+const refuseTokenRedirects = (client: unknown): void => {
+  const holders = [client, (client as { stsCredential?: unknown } | undefined)?.stsCredential];
+  for (const holder of holders) {
+    const transporter = (holder as { transporter?: Transporter } | undefined)?.transporter;
+    if (transporter === undefined || typeof transporter.configure !== 'function') continue;
+    if (patched.has(transporter)) continue;
+    patched.add(transporter);
+    const configure = transporter.configure.bind(transporter);
+    transporter.configure = (options) => ({ ...configure(options), maxRedirects: 0 });
+  }
+};
+
+/**
+ * The Authorization header for a request to a URL, from the credentials of `credentialsFile` (made again when the
+ * file changes: a rotated key): none when the URL is not at `endpoint`, none for a custom endpoint without a
+ * credentials file, none without application default credentials (public buckets). A token exchange that fails
+ * rejects with the library's error.
+ */
+const gcsAuthorization = (endpoint: string, credentialsFile: string | undefined) => {
+  let current: { readonly auth: AuthClient; readonly version: string } | undefined;
+  const fileVersion = async (): Promise<string> => {
+    if (credentialsFile === undefined) return '';
+    // A missing file is the library's to report (it names the file); a changed one is a new client.
+    const stats = await stat(credentialsFile).catch(() => undefined);
+    return stats === undefined ? 'missing' : `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
+  };
+  return async (url: URL): Promise<Readonly<Record<string, string>>> => {
+    if (!sameEndpoint(url, endpoint)) return {};
+    if (credentialsFile === undefined && endpoint !== defaultGcsEndpoint) return {};
+    const version = await fileVersion();
+    if (current?.version !== version) {
+      const settings = credentialsFile === undefined ? {} : { keyFilename: credentialsFile };
+      current = { auth: new (gcsSdk().Storage)(settings).authClient, version };
+    }
+    const { auth } = current;
+    try {
+      refuseTokenRedirects(await auth.getClient());
+      const headers = (await auth.getRequestHeaders(url.href)) as Record<string, string>;
+      const authorization = headers['Authorization'] ?? headers['authorization'];
+      return authorization === undefined ? {} : { authorization };
+    } catch (cause) {
+      // No credentials at all: anonymous, as the SDK does it (public buckets).
+      if (credentialsFile === undefined && /Could not load the default credentials/.test(String(cause))) {
+        return {};
+      }
+      throw cause;
+    }
+  };
+};
+
 /** What a failed token request carries: the HTTP status as `status` or `code`, the server's words. */
 interface AuthFailure {
   readonly code?: unknown;
@@ -94,116 +159,158 @@ const gcsError = (cause: unknown, what: string, phase: 'list' | 'read', signal: 
   return transportError(cause, { what, aborted: false, connectionLost: phase === 'read' });
 };
 
-/** The JSON API URL of `path` under the endpoint (which may have a path of its own), with `query`. */
-const apiUrl = (reach: GcsReach, path: string, query: Readonly<Record<string, string>>): URL => {
-  const url = new URL(`${reach.base}/storage/v1/b/${path}`);
-  for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
-  return url;
+/** The API's own words in a JSON error body: `reason: message` (`notFound: The specified bucket does not exist.`). */
+const apiErrorDetail = (body: string): string => {
+  const parsed = parseJson(body);
+  if (!E.isRight(parsed) || typeof parsed.right !== 'object' || parsed.right === null) return body.trim();
+  const fields = parsed.right as {
+    error?: { message?: unknown; errors?: ReadonlyArray<{ reason?: unknown }> } | string;
+    error_description?: unknown;
+  };
+  const error = fields.error;
+  if (typeof error !== 'object') {
+    const text = fields.error_description ?? error;
+    return typeof text === 'string' ? text : body.trim();
+  }
+  const message = typeof error.message === 'string' ? error.message : '';
+  const reason = error.errors?.[0]?.reason;
+  return typeof reason === 'string' && !message.includes(reason) ? `${reason}: ${message}` : message;
 };
 
-/** One list page's JSON object, retried `reach.retries` times at once on a retryable failure (429, 5xx, a reset). */
-const listPage = async (reach: GcsReach, get: GcsGet) => {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const call = await gcsGet(reach, get);
-      const page = await readAnswer(call.body, answerOf(reach, call, get.url));
-      const json = parseJson(page.toString('utf8'));
-      return isRight(json) ? jsonObject(json.right) : undefined;
-    } catch (cause) {
-      const error = gcsError(cause, get.what, 'list', get.signal);
-      if (!error.retryable || get.signal.aborted || attempt >= reach.retries) throw error;
-    }
-  }
-};
-
-async function* listObjects(
-  reach: GcsReach,
-  pageSize: number,
-  location: ObjectLocation,
-  signal: AbortSignal,
-  bounds: ListingBounds,
-): AsyncGenerator<StoredObject> {
-  const what = `listing ${location.display}`;
-  let pageToken: string | undefined;
-  do {
-    const query = {
-      prefix: location.prefix,
-      maxResults: String(pageSize),
-      ...(pageToken === undefined ? {} : { pageToken }),
-    };
-    const url = apiUrl(reach, `${encodeURIComponent(location.bucket)}/o`, query);
-    const page = await listPage(reach, { url, what, phase: 'list', signal });
-    if (page === undefined) throw invalidListing(what, 'the body is no JSON object');
-    yield* pageObjects(what, 'items', page['items'] ?? [], bounds, (fields) => ({
-      key: fields?.['name'],
-      size: fields?.['size'],
-      version: fields?.['generation'],
-    }));
-    const next = page['nextPageToken'];
-    pageToken = typeof next === 'string' && next !== '' ? next : undefined;
-    bounds.page(pageToken);
-  } while (pageToken !== undefined);
+/** One GET of the JSON API. */
+interface GcsGet {
+  readonly url: URL;
+  readonly what: string;
+  readonly phase: 'list' | 'read';
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly signal: AbortSignal;
 }
 
-async function* readObject(
-  reach: GcsReach,
-  location: ObjectLocation,
-  object: StoredObject,
-  offset: number,
-  signal: AbortSignal,
-  end = object.size,
-): AsyncGenerator<Uint8Array> {
-  if (offset >= end) return;
-  const range = rangeOf(object, offset, end);
-  const what = `reading gs://${location.bucket}/${object.key}`;
-  // Pinned to the listed generation: a newer one answers 404, read as `changed`. Stored bytes, not transcoded
-  // (`Accept-Encoding: gzip` keeps GCS from decompressing, and undici decodes nothing): offsets and sizes are the
-  // stored object's.
-  const url = apiUrl(reach, `${encodeURIComponent(location.bucket)}/o/${encodeURIComponent(object.key)}`, {
-    alt: 'media',
-    generation: object.version,
-  });
-  const headers = { 'accept-encoding': 'gzip', ...(range !== undefined ? { range } : {}) };
-  let call: HttpCallResponse;
-  try {
-    call = await gcsGet(reach, { url, what, phase: 'read', headers, signal });
-  } catch (cause) {
-    throw gcsError(cause, what, 'read', signal);
-  }
-  if (range !== undefined && call.status !== 206) {
-    await discardBody(call);
-    throw retryableError('invalid-response', `${what}: HTTP ${call.status} to a ranged read, not 206`);
-  }
-  // The wait for bytes is timed here too, so a stalled body says so the same way whichever timer fires first.
-  const framed = range === undefined || call.headers['content-length'] !== undefined;
-  yield* idleChunks(call.body, reach.timeoutMs, what, signal, (cause) =>
-    rangedFailure(framed, gcsError(cause, what, 'read', signal)),
-  );
-}
-
-/**
- * GCS's JSON API, requests of our own through the Network (docs/storage.md, "GCS"); the SDK only supplies the
- * credentials, sent to the configured endpoint alone.
- */
+/** The ObjectStoreClient of GCS's JSON API (docs/storage.md, "GCS"). */
 export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => {
   const endpoint = options.endpoint ?? defaultGcsEndpoint;
-  const reach: GcsReach = {
-    credentials: new GcsCredentials({
-      endpoint,
-      ...(options.credentialsFile !== undefined ? { credentialsFile: options.credentialsFile } : {}),
-    }),
-    network: options.network,
-    base: endpoint.replace(/\/+$/, ''),
-    timeoutMs: options.timeoutMs ?? 60_000,
-    retries: options.requestRetries ?? storageRequestTries - 1,
-    minRate: options.minRate,
+  const { network, minRate, timeoutMs = 60_000, pageSize = 1000 } = options;
+  const retries = options.requestRetries ?? storageRequestTries - 1;
+  const authorizationFor = gcsAuthorization(endpoint, options.credentialsFile);
+
+  /** The JSON API URL of `path` under the endpoint (which may have a path of its own), with `query`. */
+  const apiUrl = (path: string, query: Readonly<Record<string, string>>): URL => {
+    const url = new URL(`${endpoint.replace(/\/+$/, '')}/storage/v1/b/${path}`);
+    for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+    return url;
   };
-  const pageSize = options.pageSize ?? 1000;
-  return {
-    list: (location, signal, bounds) => listObjects(reach, pageSize, location, signal, bounds),
-    read: (location, object, offset, signal, end) =>
-      Promise.resolve(readObject(reach, location, object, offset, signal, end)),
+
+  /** How readAnswer reads the answer `call` to `url`: the cap of one answer, the minimum rate. */
+  const answerOf = (call: HttpCallResponse, url: URL) => ({
+    what: answerTo('GCS', 'GET', url),
+    contentLength: call.headers['content-length'],
+    minRate,
+  });
+
+  /**
+   * Sends `get` with the credentials its URL may have, through the network (its proxy, CAs, keep-alive). A
+   * redirect is refused, not followed: no GCS API answers one, and credentials must not go where it points.
+   */
+  const send = async ({ url, what, phase, headers, signal }: GcsGet): Promise<HttpCallResponse> => {
+    const authorization = await authorizationFor(url);
+    const call = await httpCall(url.href, {
+      method: 'GET',
+      what,
+      timeoutMs,
+      signal,
+      headers: { ...headers, ...authorization },
+      ...(network !== undefined ? { dispatcher: network.dispatcherFor(url) } : {}),
+    });
+    if (call.status >= 300 && call.status < 400) {
+      await discardBody(call);
+      const detail = 'a redirect, not followed (the credentials go only to the GCS endpoint)';
+      throw storeStatusError({ what, status: call.status, phase, detail });
+    }
+    if (call.status >= 400) {
+      const body = await errorAnswerText(call.body, answerOf(call, url));
+      throw storeStatusError({ what, status: call.status, phase, detail: apiErrorDetail(body) });
+    }
+    return call;
   };
+
+  /** One list page's JSON object, retried `retries` times at once on a retryable failure (429, 5xx, a reset). */
+  const listPage = async (get: GcsGet) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const call = await send(get);
+        const page = await readAnswer(call.body, answerOf(call, get.url));
+        const json = parseJson(page.toString('utf8'));
+        return E.isRight(json) ? jsonObject(json.right) : undefined;
+      } catch (cause) {
+        const error = gcsError(cause, get.what, 'list', get.signal);
+        if (!error.retryable || get.signal.aborted || attempt >= retries) throw error;
+      }
+    }
+  };
+
+  async function* list(
+    location: ObjectLocation,
+    signal: AbortSignal,
+    bounds: ListingBounds,
+  ): AsyncGenerator<StoredObject> {
+    const what = `listing ${location.display}`;
+    let pageToken: string | undefined;
+    do {
+      const query = {
+        prefix: location.prefix,
+        maxResults: String(pageSize),
+        ...(pageToken === undefined ? {} : { pageToken }),
+      };
+      const url = apiUrl(`${encodeURIComponent(location.bucket)}/o`, query);
+      const page = await listPage({ url, what, phase: 'list', signal });
+      if (page === undefined) throw invalidListing(what, 'the body is no JSON object');
+      yield* pageObjects(what, 'items', page['items'] ?? [], bounds, (fields) => ({
+        key: fields?.['name'],
+        size: fields?.['size'],
+        version: fields?.['generation'],
+      }));
+      const next = page['nextPageToken'];
+      pageToken = typeof next === 'string' && next !== '' ? next : undefined;
+      bounds.page(pageToken);
+    } while (pageToken !== undefined);
+  }
+
+  async function* read(
+    location: ObjectLocation,
+    object: StoredObject,
+    offset: number,
+    signal: AbortSignal,
+    end = object.size,
+  ): AsyncGenerator<Uint8Array> {
+    if (offset >= end) return;
+    const range = rangeOf(object, offset, end);
+    const what = `reading gs://${location.bucket}/${object.key}`;
+    // Pinned to the listed generation: a newer one answers 404, read as `changed`. Stored bytes, not transcoded
+    // (`Accept-Encoding: gzip` keeps GCS from decompressing, and undici decodes nothing): offsets and sizes are the
+    // stored object's.
+    const url = apiUrl(`${encodeURIComponent(location.bucket)}/o/${encodeURIComponent(object.key)}`, {
+      alt: 'media',
+      generation: object.version,
+    });
+    const headers = { 'accept-encoding': 'gzip', ...(range !== undefined ? { range } : {}) };
+    let call: HttpCallResponse;
+    try {
+      call = await send({ url, what, phase: 'read', headers, signal });
+    } catch (cause) {
+      throw gcsError(cause, what, 'read', signal);
+    }
+    if (range !== undefined && call.status !== 206) {
+      await discardBody(call);
+      throw retryableError('invalid-response', `${what}: HTTP ${call.status} to a ranged read, not 206`);
+    }
+    // The wait for bytes is timed here too, so a stalled body says so the same way whichever timer fires first.
+    const framed = range === undefined || call.headers['content-length'] !== undefined;
+    yield* idleChunks(call.body, timeoutMs, what, signal, (cause) =>
+      rangedFailure(framed, gcsError(cause, what, 'read', signal)),
+    );
+  }
+
+  return { list, read: (...args) => Promise.resolve(read(...args)) };
 };
 
 /** How GCS is reached, and the downloader's settings. */

@@ -75,9 +75,21 @@ const placed = (
   });
 };
 
+/** The one archive a bucket model is, if it is one: saved and extracted whole (a repo's lone archive is a file). */
+export const loneArchive = (
+  client: ObjectStoreClient,
+  plan: ReadonlyArray<PlannedObject>,
+): PlannedObject | undefined => {
+  const only = plan.length === 1 ? plan[0]! : undefined;
+  return client.repo === undefined && only !== undefined && archiveFormatOf(only.path) !== undefined
+    ? only
+    : undefined;
+};
+
 /**
  * What `location` names, as KServe reads a bucket prefix but without its traps (the rules: docs/storage.md, "Object
- * stores"), placed and checked, and with `select` only the objects whose paths it takes.
+ * stores"), placed and checked. With `select`, only the objects whose paths it takes, but a lone archive whole, its
+ * entries the extraction's to select (as an http archive's); none taken: a permanent `not-found` naming the patterns.
  */
 export const planObjects = async (
   client: ObjectStoreClient,
@@ -85,23 +97,11 @@ export const planObjects = async (
   signal: AbortSignal,
   cap: ListingCap,
   select?: FileSelection,
-): Promise<ReadonlyArray<PlannedObject>> =>
-  selected(client, location, await everyObject(client, location, signal, cap), select);
-
-/**
- * The objects of `plan` whose paths `select` takes; a bucket model that is one archive is kept whole, its entries the
- * extraction's to select (as an http archive's). None taken: a permanent `not-found` naming the patterns.
- */
-const selected = (
-  client: ObjectStoreClient,
-  location: ObjectLocation,
-  plan: ReadonlyArray<PlannedObject>,
-  select: FileSelection | undefined,
-): ReadonlyArray<PlannedObject> => {
+): Promise<ReadonlyArray<PlannedObject>> => {
+  const plan = await everyObject(client, location, signal, cap);
   if (selectsAll(select)) return plan;
-  const only = plan.length === 1 ? plan[0]! : undefined;
-  if (client.repo === undefined && only !== undefined && archiveFormatOf(only.path) !== undefined)
-    return [{ ...only, select: select! }];
+  const archive = loneArchive(client, plan);
+  if (archive !== undefined) return [{ ...archive, select: select! }];
   const passes = fileFilter(select);
   const kept = plan.filter((item) => passes(item.path));
   if (kept.length > 0) return kept;

@@ -3,6 +3,7 @@ import type { Env } from '../../core/env';
 import { stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
+import type { AwsCredentialIdentity as AwsCredentials } from '@smithy/types';
 import { registerSecret } from '../../core/redact';
 import { lazyModule } from '../../core/lazy-module';
 
@@ -11,14 +12,6 @@ const awsCredentialChain = lazyModule(
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   () => require('@aws-sdk/credential-provider-node') as typeof import('@aws-sdk/credential-provider-node'),
 );
-
-/** One set of AWS credentials. */
-export interface AwsCredentials {
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-  readonly sessionToken?: string;
-  readonly expiration?: Date;
-}
 
 /** Credentials for each request; `memoized` tells the SDK not to cache them itself (we re-read their files). */
 export type CredentialSource = (() => Promise<AwsCredentials>) & { readonly memoized: true };
@@ -50,19 +43,13 @@ const fingerprint = async (files: ReadonlyArray<string>): Promise<string> => {
   return parts.join('|');
 };
 
-/** How the default chain is found and how often its files are checked for a change. */
-export interface DefaultChainOptions {
-  /** Checks the shared files at most this often (default 1 s): a request costs no more than one look. */
-  readonly recheckMs?: number;
-}
-
 /**
  * The AWS default credential chain (environment, SSO, web identity / IRSA, shared credentials and config files,
  * container and instance roles) with the file names, profile and role of `env`, made anew whenever the shared
  * credentials or config file changes (a rotated Secret mounted there): the SDK alone would keep the first
  * credentials it read from a file until the process ends.
  */
-const defaultChain = (env: Env, options: DefaultChainOptions) => {
+const defaultChain = (env: Env, recheckMs: number) => {
   const home = env.HOME ?? homedir();
   const filepath = env.AWS_SHARED_CREDENTIALS_FILE ?? path.join(home, '.aws', 'credentials');
   const configFilepath = env.AWS_CONFIG_FILE ?? path.join(home, '.aws', 'config');
@@ -77,7 +64,6 @@ const defaultChain = (env: Env, options: DefaultChainOptions) => {
     ...(env.AWS_ROLE_ARN !== undefined ? { roleArn: env.AWS_ROLE_ARN } : {}),
     ...(env.AWS_ROLE_SESSION_NAME !== undefined ? { roleSessionName: env.AWS_ROLE_SESSION_NAME } : {}),
   };
-  const recheckMs = options.recheckMs ?? 1000;
   let chain: (() => Promise<AwsCredentials>) | undefined;
   let seen: string | undefined;
   let checkedAt = 0;
@@ -97,10 +83,11 @@ const defaultChain = (env: Env, options: DefaultChainOptions) => {
 /**
  * The credentials S3 requests use. `anonymous` (`--s3-anonymous`, KServe's `awsAnonymousCredential=true`): none.
  * `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (with `AWS_SESSION_TOKEN`) in `env`: those. Otherwise the
- * AWS default chain, re-read when its files change. Every value is registered as a secret when read.
+ * AWS default chain, re-read when its files change, checked at most every `recheckMs` (default 1 s: a request costs
+ * no more than one look). Every value is registered as a secret when read.
  */
 export const s3Credentials = (
-  settings: { readonly anonymous: boolean } & DefaultChainOptions,
+  settings: { readonly anonymous: boolean; readonly recheckMs?: number },
   env: Env,
 ): S3Credentials => {
   if (settings.anonymous) return 'anonymous';
@@ -115,5 +102,5 @@ export const s3Credentials = (
     });
     return asSource(() => Promise.resolve(fixed));
   }
-  return defaultChain(env, settings);
+  return defaultChain(env, settings.recheckMs ?? 1000);
 };

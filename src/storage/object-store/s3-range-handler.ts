@@ -1,22 +1,34 @@
 /**
- * RangeHandler: the AWS SDK's request handler with ranged GetObjects sent by undici, so a part takes their bodies'
- * chunks as they come off the socket (FlowingBody); every other request goes to the SDK's own handler.
+ * s3RequestHandler: the AWS SDK's request handler with ranged GetObjects sent by undici, so a part takes their bodies'
+ * chunks as they come off the socket (FlowingBody); every other request goes by the SDK's own node:http handler.
  */
+import type { Agent } from 'node:http';
 import type { NodeHttpHandler } from '@smithy/node-http-handler';
-import type { HttpResponse } from '@smithy/types';
+import type { HttpRequest as SdkRequest, HttpResponse } from '@smithy/types';
 import { request as undiciRequest, type Dispatcher } from 'undici';
+import { lazyModule } from '../../core/lazy-module';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- loaded with the SDK, at the first s3:// model */
+const smithyHttp = lazyModule(
+  () => require('@smithy/node-http-handler') as typeof import('@smithy/node-http-handler'),
+);
 const smithyProtocols = (): typeof import('@smithy/core/protocols') =>
   require('@smithy/core/protocols') as typeof import('@smithy/core/protocols');
 /* eslint-enable @typescript-eslint/no-require-imports */
 
-/** The handler's settings: which undici pool a ranged read goes by, and its timeouts. */
-export interface RangeHandlerSettings {
-  /** The undici dispatcher for a request to `url` (the Network's), or undefined: the SDK's handler then. */
-  readonly dispatcherFor: (url: URL) => Dispatcher | undefined;
-  readonly connectTimeoutMs: number;
-  readonly idleTimeoutMs: number;
+/** How the SDK's requests are sent. */
+export interface S3HandlerSettings {
+  /** The agent for http and https requests (proxy, CA, keep-alive: `src/net/network.ts`); absent: the SDK's own. */
+  readonly agent?: Agent;
+  /** Longest wait for a connection (default 30 s). */
+  readonly connectTimeoutMs?: number;
+  /** Longest wait for the next bytes of an answer (default 60 s). */
+  readonly idleTimeoutMs?: number;
+  /**
+   * The undici dispatcher for a request to `url` (`Network.dispatcherFor`): ranged GetObjects go by it, a part taking
+   * their chunks as they come (FlowingBody); absent (or undefined for a URL), requests go by the SDK's handler.
+   */
+  readonly dispatcherFor?: (url: URL) => Dispatcher | undefined;
 }
 
 type HttpRequest = Parameters<NodeHttpHandler['handle']>[0];
@@ -24,7 +36,7 @@ type HandlerOptions = Parameters<NodeHttpHandler['handle']>[1];
 type Handled = Awaited<ReturnType<NodeHttpHandler['handle']>>;
 
 /** The URL a signed SDK request goes to (its query in the SDK's own encoding). */
-const urlOf = (request: HttpRequest): URL => {
+export const urlOf = (request: SdkRequest): URL => {
   const query = request.query !== undefined ? smithyProtocols().buildQueryString(request.query) : '';
   const port = request.port !== undefined ? `:${request.port}` : '';
   return new URL(
@@ -57,32 +69,33 @@ const flat = (headers: Readonly<Record<string, string | string[] | undefined>>):
 };
 
 /**
- * The SDK's handler `inner`, with a GET that has a `Range` and no body sent by undici when `dispatcherFor` has a
- * dispatcher for its URL: its response's body is undici's (a Readable, as the SDK wants), and the SDK signs, retries
- * and reads errors as it always does. Any other request is `inner`'s.
+ * The SDK's node:http handler on the settings' agent, with a GET that has a `Range` and no body sent by undici when
+ * `dispatcherFor` has a dispatcher for its URL: its response's body is undici's (a Readable, as the SDK wants), and
+ * the SDK signs, retries and reads errors as it always does.
  */
-export class RangeHandler {
-  readonly metadata = { handlerProtocol: 'http/1.1' };
-
-  constructor(
-    private readonly inner: NodeHttpHandler,
-    private readonly settings: RangeHandlerSettings,
-  ) {}
-
-  async handle(request: HttpRequest, options: HandlerOptions = {}): Promise<Handled> {
+export const s3RequestHandler = (settings: S3HandlerSettings): NodeHttpHandler => {
+  const { agent, connectTimeoutMs = 30_000, idleTimeoutMs = 60_000, dispatcherFor } = settings;
+  const inner = new (smithyHttp().NodeHttpHandler)({
+    connectionTimeout: connectTimeoutMs,
+    socketTimeout: idleTimeoutMs,
+    ...(agent !== undefined ? { httpAgent: agent, httpsAgent: agent } : {}),
+  });
+  if (dispatcherFor === undefined) return inner;
+  const handle = inner.handle.bind(inner);
+  inner.handle = async (request: HttpRequest, options: HandlerOptions = {}): Promise<Handled> => {
     const ranged =
       request.method === 'GET' &&
       request.body === undefined &&
       Object.keys(request.headers).some((name) => name.toLowerCase() === 'range');
     const url = ranged ? urlOf(request) : undefined;
-    const dispatcher = url === undefined ? undefined : this.settings.dispatcherFor(url);
-    if (url === undefined || dispatcher === undefined) return this.inner.handle(request, options);
+    const dispatcher = url === undefined ? undefined : dispatcherFor(url);
+    if (url === undefined || dispatcher === undefined) return handle(request, options);
     const response = await undiciRequest(url, {
       method: 'GET',
       headers: request.headers,
       signal: signalOf(options?.abortSignal),
-      headersTimeout: this.settings.connectTimeoutMs,
-      bodyTimeout: this.settings.idleTimeoutMs,
+      headersTimeout: connectTimeoutMs,
+      bodyTimeout: idleTimeoutMs,
       dispatcher,
     });
     // undici fails a body destroyed before its end (RequestAbortedError): as the SDK's own bodies, one dropped unread
@@ -95,17 +108,6 @@ export class RangeHandler {
       body: response.body,
     });
     return { response: answer };
-  }
-
-  updateHttpClientConfig(...args: Parameters<NodeHttpHandler['updateHttpClientConfig']>): void {
-    this.inner.updateHttpClientConfig(...args);
-  }
-
-  httpHandlerConfigs(): ReturnType<NodeHttpHandler['httpHandlerConfigs']> {
-    return this.inner.httpHandlerConfigs();
-  }
-
-  destroy(): void {
-    this.inner.destroy();
-  }
-}
+  };
+  return inner;
+};

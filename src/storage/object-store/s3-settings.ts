@@ -14,9 +14,10 @@ export interface S3Choices {
 
 /** Where S3 is and how requests to it are made, before credentials and agents. */
 export interface S3Settings {
-  /** A custom endpoint; absent: AWS. */
+  /** A custom endpoint (`http://minio:9000`); absent: AWS, by region. */
   readonly endpoint?: string;
   readonly region: string;
+  /** How buckets are addressed: `auto` is path-style for a custom endpoint (MinIO, Ceph), virtual-hosted for AWS. */
   readonly addressing: S3Addressing;
   readonly anonymous: boolean;
   /** S3 Transfer Acceleration endpoints (KServe's `S3_USE_ACCELERATE`). */

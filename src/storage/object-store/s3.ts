@@ -1,7 +1,5 @@
 /** s3Storage: the StorageProvider for `s3://bucket/prefix`, an ObjectStoreClient over @aws-sdk/client-s3 (ListObjectsV2 paged, GetObject ranged and If-Match). */
-import type { Agent } from 'node:http';
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
-import type { NodeHttpHandler } from '@smithy/node-http-handler';
 import * as E from 'fp-ts/Either';
 import { retryableError } from '../../core/errors';
 import { storageRequestTries } from '../../core/retry-policy';
@@ -14,43 +12,24 @@ import { withFailures } from '../../net';
 import { rangedFailure } from '../parts/fetch-parts';
 import { changedObject, s3Error, type S3Request } from './s3-errors';
 import { invalidListing, pageObjects } from './listing-bounds';
-import type { Dispatcher } from 'undici';
-import type { S3Addressing } from '../../core/storage-choices';
-import { RangeHandler } from './s3-range-handler';
-import { boundS3Answers } from './s3-answers';
+import type { S3Settings } from './s3-settings';
+import { s3RequestHandler, type S3HandlerSettings } from './s3-range-handler';
+import { boundS3Answers } from './sdk-answers';
 import { defaultDownloadLimits, type MinRate } from '../download-limits';
-
-/* eslint-disable @typescript-eslint/no-require-imports -- loaded at the first s3:// model (lazy-module.ts) */
-const s3Sdk = lazyModule(() => require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3'));
-const smithyHttp = lazyModule(
-  () => require('@smithy/node-http-handler') as typeof import('@smithy/node-http-handler'),
-);
-/* eslint-enable @typescript-eslint/no-require-imports */
 import type { S3Credentials } from './s3-credentials';
 
+/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first s3:// model (lazy-module.ts) */
+const s3Sdk = lazyModule(() => require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3'));
+
 /** How the S3 client reaches the store. */
-export interface S3ClientSettings {
-  /** A custom endpoint (`http://minio:9000`); absent: AWS, by region. */
-  readonly endpoint?: string;
-  readonly region: string;
-  /** How buckets are addressed: `auto` is path-style for a custom endpoint (MinIO, Ceph), virtual-hosted for AWS. */
-  readonly addressing: S3Addressing;
-  /** S3 Transfer Acceleration endpoints (KServe's `S3_USE_ACCELERATE`). */
-  readonly useAccelerate?: boolean;
+export interface S3ClientSettings
+  extends
+    Pick<S3Settings, 'endpoint' | 'region' | 'addressing'>,
+    Partial<Pick<S3Settings, 'useAccelerate'>>,
+    S3HandlerSettings {
   readonly credentials: S3Credentials;
-  /** The agent for http and https requests (proxy, CA, keep-alive: `src/net/network.ts`); absent: the SDK's own. */
-  readonly agent?: Agent;
-  /** Longest wait for a connection (default 30 s). */
-  readonly connectTimeoutMs?: number;
-  /** Longest wait for the next bytes of an answer (default 60 s). */
-  readonly idleTimeoutMs?: number;
   /** The SDK's attempts per request before a transient failure fails the attempt (default `storageRequestTries`). */
   readonly maxAttempts?: number;
-  /**
-   * The undici dispatcher for a request to `url` (`Network.dispatcherFor`): ranged GetObjects go by it, a part taking
-   * their chunks as they come (FlowingBody); absent, every request goes by the SDK's handler.
-   */
-  readonly dispatcherFor?: (url: URL) => Dispatcher | undefined;
   /** The slowest a store's answer (a listing page, an error) may come; default `--min-download-rate`'s. */
   readonly minRate?: MinRate;
 }
@@ -62,23 +41,6 @@ const anonymousAuth: Pick<S3ClientConfig, 'httpAuthSchemes'> = {
     identityProvider: () => () => Promise.resolve({}),
     signer: { sign: <T>(request: T) => Promise.resolve(request) },
   })),
-};
-
-/** The SDK's node:http handler on the settings' agent, with ranged reads sent by undici when `dispatcherFor` is given. */
-const requestHandlerOf = (settings: S3ClientSettings): NodeHttpHandler => {
-  const connectTimeoutMs = settings.connectTimeoutMs ?? 30_000;
-  const idleTimeoutMs = settings.idleTimeoutMs ?? 60_000;
-  const inner = new (smithyHttp().NodeHttpHandler)({
-    connectionTimeout: connectTimeoutMs,
-    socketTimeout: idleTimeoutMs,
-    ...(settings.agent !== undefined ? { httpAgent: settings.agent, httpsAgent: settings.agent } : {}),
-  });
-  if (settings.dispatcherFor === undefined) return inner;
-  return new RangeHandler(inner, {
-    dispatcherFor: settings.dispatcherFor,
-    connectTimeoutMs,
-    idleTimeoutMs,
-  }) as unknown as NodeHttpHandler;
 };
 
 /** The SDK client for `settings`, each answer it reads whole bounded while it streams (boundS3Answers). */
@@ -96,7 +58,7 @@ export const s3SdkClient = (settings: S3ClientSettings): S3Client => {
     // S3-compatible stores (older MinIO, Ceph) mishandle the SDK's newer defaults.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
-    requestHandler: requestHandlerOf(settings),
+    requestHandler: s3RequestHandler(settings),
     ...(settings.credentials === 'anonymous' ? anonymousAuth : { credentials: settings.credentials }),
   });
   boundS3Answers(client, settings.minRate ?? defaultDownloadLimits.minRate);

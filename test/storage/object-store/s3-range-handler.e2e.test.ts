@@ -1,5 +1,5 @@
 /**
- * Tests of S3's ranged reads by undici (RangeHandler): against s3rver behind a fault proxy that checks every SigV4
+ * Tests of S3's ranged reads by undici (s3RequestHandler): against s3rver behind a fault proxy that checks every SigV4
  * signature, a ranged GetObject goes by undici, signed as the SDK signed it, and its body flows chunk by chunk
  * (FlowingBody); the store's refusals keep their meaning; every other request stays on the SDK's handler.
  */
@@ -74,7 +74,7 @@ const gathering = () => {
   return { take, bytes: () => Buffer.concat(chunks) };
 };
 
-describe('RangeHandler', () => {
+describe('s3RequestHandler', () => {
   it('sends a ranged GetObject by undici, signed, and its body flows chunk by chunk', async () => {
     const object = await listed();
     const start = 2 ** 20 - 5;
