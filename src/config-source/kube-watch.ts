@@ -112,7 +112,6 @@ export const bookmarkingWatch = (
       // The client's own setting (private in its types, 30 s by default).
       const idleMs = (this as unknown as { requestTimeoutMs?: number }).requestTimeoutMs ?? 30_000;
       let ended = false;
-      let idle: NodeJS.Timeout | undefined;
       const finish = (err: unknown): void => {
         if (ended) return;
         ended = true;
@@ -121,14 +120,11 @@ export const bookmarkingWatch = (
         done(err ?? null);
       };
       // As the client does: no byte for requestTimeoutMs ends the watch (bookmarks keep a quiet one talking).
-      const alive = (): void => {
-        clearTimeout(idle);
-        idle = setTimeout(
-          () => finish(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
-          idleMs,
-        );
-        idle.unref();
-      };
+      const idle = setTimeout(
+        () => finish(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+        idleMs,
+      ).unref();
+      const alive = (): void => void idle.refresh();
       const onLine = (text: string): void => {
         if (ended) return;
         let event: unknown;
