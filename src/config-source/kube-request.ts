@@ -5,6 +5,7 @@ import { fetch, type Response } from 'undici';
 import { namesAnonymousUser, refusedUser, type KubeFailure } from '../core/config-map';
 import { errorCode, errorMessage } from '../core/errors';
 import { jsonObject } from '../core/json/json-object';
+import { readCapped } from '../net';
 import type { KubeClientModule } from './kube-client';
 
 /**
@@ -34,22 +35,6 @@ export class KubeStatusError extends Error {
     super(message);
   }
 }
-
-/** Reads `body` to its end, or throws `tooLarge()` as soon as it holds more than `maxBytes`. */
-export const readCapped = async (
-  body: AsyncIterable<Uint8Array>,
-  maxBytes: number,
-  tooLarge: () => Error,
-): Promise<Buffer> => {
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  for await (const chunk of body) {
-    length += chunk.byteLength;
-    if (length > maxBytes) throw tooLarge();
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, length);
-};
 
 /** The refusal's Status, read bounded, or undefined when it is none. */
 const statusOf = async (response: Response): Promise<Record<string, unknown> | undefined> => {
