@@ -36,14 +36,13 @@ export class KubeStatusError extends Error {
   }
 }
 
-/** The refusal's Status, read bounded, or undefined when it is none. */
+/** The refusal's Status, read bounded (a longer one is cut, so no JSON), or undefined when it is none. */
 const statusOf = async (response: Response): Promise<Record<string, unknown> | undefined> => {
   if (response.body === null) return undefined;
   try {
-    const bytes = await readCapped(response.body, maxStatusBytes, () => new Error('too large'));
+    const bytes = await readCapped(response.body, maxStatusBytes);
     return jsonObject(JSON.parse(bytes.toString('utf8')) as unknown);
   } catch {
-    await response.body.cancel().catch(() => undefined);
     return undefined;
   }
 };
