@@ -1,5 +1,5 @@
 /** configDirSource: the config dir as a ConfigSource: watch events that outlive errors and dir removal, and reads. */
-import { watch, type ChokidarOptions } from 'chokidar';
+import { watch } from 'chokidar';
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, join, relative } from 'node:path';
@@ -46,19 +46,6 @@ export interface ConfigDirOptions extends ConfigReadOptions {
    */
   readonly onAlive?: () => void;
 }
-
-/**
- * The measured-safe chokidar settings (docs/background.md): watch the DIRECTORY (a file watch dies after
- * the first swap), do not follow links (the swap is then reported at the rename itself, with no recursion
- * into `..<timestamp>` dirs and no ELOOP storms), and only direct children.
- */
-const watchOptions = (pollMs: number): ChokidarOptions => ({
-  ignoreInitial: true,
-  followSymlinks: false,
-  depth: 0,
-  usePolling: pollMs > 0,
-  ...(pollMs > 0 ? { interval: pollMs } : {}),
-});
 
 /** The inode of `dir` while it is a directory, else undefined. */
 const inodeOf = (dir: string): Promise<number | undefined> =>
@@ -108,10 +95,21 @@ const fsWatchOnce = (dir: string): Observable<FsEvent> =>
     return () => watcher.close();
   });
 
-/** One chokidar watch of `dir` (polling); completes when the dir itself is removed, errors when chokidar reports one. */
+/**
+ * One chokidar watch of `dir`, polling every `pollMs`; completes when the dir itself is removed, errors when chokidar
+ * reports one. The measured-safe settings (docs/background.md): watch the DIRECTORY (a file watch dies after the
+ * first swap), do not follow links (the swap is then reported at the rename itself, with no recursion into
+ * `..<timestamp>` dirs and no ELOOP storms), and only direct children.
+ */
 const chokidarWatchOnce = (dir: string, pollMs: number): Observable<FsEvent> =>
   new Observable<FsEvent>((subscriber) => {
-    const watcher = watch(dir, watchOptions(pollMs));
+    const watcher = watch(dir, {
+      ignoreInitial: true,
+      followSymlinks: false,
+      depth: 0,
+      usePolling: true,
+      interval: pollMs,
+    });
     watcher.on('all', (event, path) => {
       const name = relative(dir, path);
       subscriber.next({ event, name });

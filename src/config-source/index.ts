@@ -4,14 +4,14 @@
  */
 export { configDirSource, type ConfigDirOptions } from './config-dir';
 export { type ConfigReadOptions, readConfigFile } from './config-file';
-export type { SourceStatus } from './source-status';
 export {
   kubeApiSource,
   type KubeApiSource,
   type KubeApiSourceOptions,
+  kubeWatchProblem,
   type KubeWatchStatus,
+  type SourceStatus,
 } from './kube-api-source';
-export { kubeWatchProblem } from './kube-watch-health';
 export {
   eventWriteFailure,
   kubeEventsTarget,

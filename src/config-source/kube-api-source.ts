@@ -1,4 +1,7 @@
-/** kubeApiSource: one ConfigMap watched through the API server (list + watch) as a ConfigSource. */
+/**
+ * kubeApiSource: one ConfigMap watched through the API server (list + watch) as a ConfigSource; kubeWatchProblem:
+ * whether that watch is stuck (liveness), as opposed to quiet or cut off from the server.
+ */
 import * as E from 'fp-ts/Either';
 import { defer, first, map, Observable, of, ReplaySubject, share } from 'rxjs';
 import { configFileName } from '../core/config-files';
@@ -11,6 +14,7 @@ import {
 } from '../core/config-map';
 import { readFailed } from '../core/errors';
 import type { ConfigRead, ConfigSource, FsEvent } from '../ports';
+import type { ConfigDirStatus } from './config-dir';
 import { runListWatch, type ListWatchOptions } from './kube-list-watch';
 
 /** Which ConfigMap to watch, how, and whom to tell that the watch is alive. */
@@ -61,6 +65,28 @@ export interface KubeApiSource extends ConfigSource {
   /** A snapshot of the watch's state. */
   status(): KubeWatchStatus;
 }
+
+/** What /healthz, /status and the metrics read of the config source in force (`source` tells which it is). */
+export type SourceStatus = ConfigDirStatus | KubeWatchStatus;
+
+/**
+ * Why the process's watch of the ConfigMap is stuck, or undefined while it works. Silence from the API server is
+ * not stuck: a quiet watch gets no event between bookmarks, and during an outage the watch keeps retrying (which
+ * `/status` and readiness report). Stuck is what restarting the process would cure: a version the watch delivered
+ * that the pipeline never reads within `graceMs`, or the watch's own machinery idle for longer than its
+ * re-establishing deadline (`status.stallMs`: past it the source re-lists by itself) plus `graceMs`.
+ */
+export const kubeWatchProblem = (
+  status: KubeWatchStatus,
+  now: number,
+  graceMs: number,
+): string | undefined => {
+  if (status.unreadSince !== undefined && now - status.unreadSince > graceMs)
+    return `the ConfigMap version the watch delivered ${now - status.unreadSince} ms ago has not been read`;
+  if (status.lastActivityAt !== undefined && now - status.lastActivityAt > status.stallMs + graceMs)
+    return `the ConfigMap watch has done nothing for ${now - status.lastActivityAt} ms (it re-establishes itself after ${status.stallMs} ms without progress)`;
+  return undefined;
+};
 
 /**
  * What the watch has learnt: nothing yet, that it cannot list (before any success), the ConfigMap's content, or

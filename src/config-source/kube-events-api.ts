@@ -1,8 +1,6 @@
 /**
- * kubeEventsApi: where the agent's Kubernetes Events go — its own Pod (the downward API's `POD_NAME` and
- * `POD_NAMESPACE`; in a pod without them, its hostname and the service account's namespace, as KServe's webhook
- * injects the agent) — and the two writes its recorder makes, with the same credentials and TLS as the config
- * watch (kube-client.ts): create an Event, count an identical one up (a merge patch).
+ * kubeEventsTarget: the agent's own Pod, whose Kubernetes Events its recorder writes with the config watch's
+ * credentials and TLS (kube-client.ts): create an Event, count an identical one up (a merge patch).
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Env } from '../core/env';
@@ -42,7 +40,7 @@ const podOf = async (env: Env, config: KubeConfig, saDir?: string): Promise<PodR
   return { name, namespace };
 };
 
-/** One write; a failure throws a `KubeStatusError` for a status, or an Error saying it in words (never a header). */
+/** One write; it throws as `kubeCall` does, or with the deadline's reason (`eventWriteFailure` says it). */
 const write = async (
   kube: KubeClientModule,
   config: KubeConfig,
@@ -54,9 +52,6 @@ const write = async (
   try {
     const response = await kubeCall(kube, config, path, {}, controller.signal, 'application/json', request);
     await response.body?.cancel().catch(() => undefined);
-  } catch (error) {
-    if (error instanceof KubeStatusError) throw error;
-    throw new Error(describeKubeFailure(kubeFailureOf(error)), { cause: error });
   } finally {
     clearTimeout(timer);
   }
@@ -64,8 +59,6 @@ const write = async (
 
 /** What to say of a failed write (the status and what to check, or the network error), and whether it was refused. */
 export const eventWriteFailure = (error: unknown): { readonly reason: string; readonly refused: boolean } => {
-  if (!(error instanceof KubeStatusError))
-    return { reason: error instanceof Error ? error.message : String(error), refused: false };
   const failure = kubeFailureOf(error);
   const refused = failure.status === 401 || failure.status === 403;
   if (failure.status !== 403 || failure.anonymous === true)
@@ -116,7 +109,7 @@ export const kubeEventsTarget = async (env: Env, saDir?: string): Promise<KubeEv
         }).then(
           () => true,
           (error: unknown) => {
-            if (error instanceof KubeStatusError && error.httpStatus === 404) return false;
+            if (error instanceof KubeStatusError && error.failure.status === 404) return false;
             throw error;
           },
         ),

@@ -77,7 +77,6 @@ export const runListWatch = (
   let watches = 0;
   let config: KubeConfig | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
-  let stallTimer: NodeJS.Timeout | undefined;
   const policy: RetryPolicy = { ...options.retry, maxAttempts: Infinity, jitter: 'at-least-base' };
   const backoff = { attempt: 0, lastFailureAt: -Infinity };
   // One for the whole run: it remembers, across ListWatches, the version it found too big to read.
@@ -95,15 +94,13 @@ export const runListWatch = (
     return retryDelay(policy, backoff.attempt);
   };
 
-  const armStall = (): void => {
-    clearTimeout(stallTimer);
-    stallTimer = setTimeout(() => {
-      log.warn({ stallMs }, 'ConfigMap watch made no progress; re-establishing it');
-      clearTimeout(retryTimer);
-      drop();
-      void begin(undefined);
-    }, stallMs);
-  };
+  const stallTimer = setTimeout(() => {
+    log.warn({ stallMs }, 'ConfigMap watch made no progress; re-establishing it');
+    clearTimeout(retryTimer);
+    drop();
+    void begin(undefined);
+  }, stallMs);
+  const armStall = (): void => void stallTimer.refresh();
   const alive = (): void => {
     armStall();
     hooks.alive();

@@ -3,13 +3,8 @@ import type { KubeConfig, V1ConfigMap, V1ConfigMapList } from '@kubernetes/clien
 import { configMapSelector, configMapsPath } from '../core/config-map';
 import { jsonObject } from '../core/json/json-object';
 import type { KubeClientModule } from './kube-client';
-import {
-  KubeAnswerTooLarge,
-  kubeCall,
-  KubeRelistNeeded,
-  maxKubeAnswerBytes,
-  readCapped,
-} from './kube-request';
+import { readCapped } from '../net';
+import { KubeAnswerTooLarge, kubeCall, KubeRelistNeeded, maxKubeAnswerBytes } from './kube-request';
 
 const brokenList = (why: string): Error => new KubeRelistNeeded(`the API server's list was ${why}`);
 

@@ -5,6 +5,7 @@ import { fetch, type Response } from 'undici';
 import { namesAnonymousUser, refusedUser, type KubeFailure } from '../core/config-map';
 import { errorCode, errorMessage } from '../core/errors';
 import { jsonObject } from '../core/json/json-object';
+import { readCapped } from '../net';
 import type { KubeClientModule } from './kube-client';
 
 /**
@@ -25,44 +26,23 @@ export class KubeRelistNeeded extends Error {}
 /** The answer holding the ConfigMap is over `maxKubeAnswerBytes`: that version cannot be read. */
 export class KubeAnswerTooLarge extends KubeRelistNeeded {}
 
-/** The API server answered another status than 200. */
+/** The API server answered another status than 2xx: `failure` is what may be said of it (`kubeFailureOf`). */
 export class KubeStatusError extends Error {
   constructor(
     message: string,
-    readonly httpStatus: number,
-    /** The answer's Status names `system:anonymous`, or no credential was sent: the server saw none. */
-    readonly anonymous: boolean,
-    /** The user the answer's Status names, when it names one (`refusedUser`). */
-    readonly user?: string,
+    readonly failure: KubeFailure & { readonly status: number },
   ) {
     super(message);
   }
 }
 
-/** Reads `body` to its end, or throws `tooLarge()` as soon as it holds more than `maxBytes`. */
-export const readCapped = async (
-  body: AsyncIterable<Uint8Array>,
-  maxBytes: number,
-  tooLarge: () => Error,
-): Promise<Buffer> => {
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  for await (const chunk of body) {
-    length += chunk.byteLength;
-    if (length > maxBytes) throw tooLarge();
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, length);
-};
-
-/** The refusal's Status, read bounded, or undefined when it is none. */
+/** The refusal's Status, read bounded (a longer one is cut, so no JSON), or undefined when it is none. */
 const statusOf = async (response: Response): Promise<Record<string, unknown> | undefined> => {
   if (response.body === null) return undefined;
   try {
-    const bytes = await readCapped(response.body, maxStatusBytes, () => new Error('too large'));
+    const bytes = await readCapped(response.body, maxStatusBytes);
     return jsonObject(JSON.parse(bytes.toString('utf8')) as unknown);
   } catch {
-    await response.body.cancel().catch(() => undefined);
     return undefined;
   }
 };
@@ -127,40 +107,25 @@ export const kubeCall = async (
     await response.body?.cancel().catch(() => undefined);
     throw new KubeStatusError(
       `HTTP ${status}: a redirect, not followed (the token goes only to the API server itself)`,
-      status,
-      false,
+      { status },
     );
   }
   const answer = await statusOf(response);
   if (status === 410) throw new KubeRelistNeeded('the API server answered 410 Gone: the version is too old');
-  const anonymous = namesAnonymousUser(answer) || !sentCredentials(config, headers);
-  throw new KubeStatusError(
-    response.statusText || STATUS_CODES[status] || `HTTP ${status}`,
+  throw new KubeStatusError(response.statusText || STATUS_CODES[status] || `HTTP ${status}`, {
     status,
-    anonymous,
-    refusedUser(answer),
-  );
-};
-
-const numberField = (cause: unknown, field: string): number | undefined => {
-  const value: unknown =
-    typeof cause === 'object' && cause !== null ? (cause as Record<string, unknown>)[field] : undefined;
-  return typeof value === 'number' ? value : undefined;
+    anonymous: namesAnonymousUser(answer) || !sentCredentials(config, headers),
+    user: refusedUser(answer),
+  });
 };
 
 /**
- * What may be said of an error a list or watch failed with: its HTTP status (`KubeStatusError`'s, with whether
- * the server saw no credentials, or the client's `statusCode` or numeric `code`), else a network error's code,
- * else its message, which here holds the status text or what the answer broke, never the request and its token.
+ * What may be said of an error a list, watch or write failed with: a `KubeStatusError`'s status (with whether the
+ * server saw no credentials, or whom it refused), else a network error's code, else its message, which here holds
+ * what the answer broke or a timeout, never the request and its token.
  */
 export const kubeFailureOf = (cause: unknown): KubeFailure => {
-  const status =
-    numberField(cause, 'httpStatus') ?? numberField(cause, 'statusCode') ?? numberField(cause, 'code');
-  if (status === undefined) {
-    const code = errorCode(cause);
-    return code !== undefined ? { code } : { message: errorMessage(cause) };
-  }
-  if (!(cause instanceof KubeStatusError)) return { status };
-  if (cause.anonymous) return { status, anonymous: true };
-  return cause.user !== undefined ? { status, user: cause.user } : { status };
+  if (cause instanceof KubeStatusError) return cause.failure;
+  const code = errorCode(cause);
+  return code !== undefined ? { code } : { message: errorMessage(cause) };
 };

@@ -109,10 +109,7 @@ export const bookmarkingWatch = (
     ): Promise<AbortController> {
       const controller = new AbortController();
       if (!progress.wanted()) return controller;
-      // The client's own setting (private in its types, 30 s by default).
-      const idleMs = (this as unknown as { requestTimeoutMs?: number }).requestTimeoutMs ?? 30_000;
       let ended = false;
-      let idle: NodeJS.Timeout | undefined;
       const finish = (err: unknown): void => {
         if (ended) return;
         ended = true;
@@ -120,15 +117,12 @@ export const bookmarkingWatch = (
         controller.abort();
         done(err ?? null);
       };
-      // As the client does: no byte for requestTimeoutMs ends the watch (bookmarks keep a quiet one talking).
-      const alive = (): void => {
-        clearTimeout(idle);
-        idle = setTimeout(
-          () => finish(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
-          idleMs,
-        );
-        idle.unref();
-      };
+      // 30 s without a byte ends it, the client's requestTimeoutMs (bookmarks keep a quiet watch talking).
+      const idle = setTimeout(
+        () => finish(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+        30_000,
+      ).unref();
+      const alive = (): void => void idle.refresh();
       const onLine = (text: string): void => {
         if (ended) return;
         let event: unknown;
@@ -151,11 +145,8 @@ export const bookmarkingWatch = (
         }
       };
       try {
-        const config = configNow();
-        this.config = config;
-        alive();
         const query = { ...queryParams, watch: true, ...watchQuery(watched.timeoutSeconds) };
-        const response = await kubeCall(kube, config, path, query, controller.signal);
+        const response = await kubeCall(kube, configNow(), path, query, controller.signal);
         progress.opened();
         const body = response.body;
         if (body === null) throw brokenWatch('a 200 without a body');

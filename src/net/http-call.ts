@@ -97,7 +97,7 @@ export const readText = async (
   maxBytes = defaultMaxBodyBytes,
 ): Promise<string> => {
   try {
-    return await readCapped(body, maxBytes);
+    return (await readCapped(body, maxBytes, () => new BodyTooLarge())).toString('utf8');
   } catch (cause) {
     if (cause instanceof BodyTooLarge)
       throw retryableError('too-large', `${init.what}: response body is larger than ${maxBytes} bytes`);
@@ -151,7 +151,10 @@ export const responseStatusError = async (
   },
 ): Promise<EffectError> => {
   // The status alone already says what went wrong; a body that cannot be read adds nothing.
-  const body = await readCapped(response.body, maxErrorBodyBytes, true).catch(() => '');
+  const body = await readCapped(response.body, maxErrorBodyBytes).then(
+    (bytes) => bytes.toString('utf8'),
+    () => '',
+  );
   const retryAfter = response.headers?.['retry-after'];
   const retryAfterMs = retryAfterOf(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
   return httpStatusError(what, response.status, errorText(body), retryAfterMs);
@@ -183,22 +186,24 @@ const transportFailure = (cause: unknown, init: HttpCallInit): EffectError => {
 // Thrown inside readCapped only; readText turns it into a message that names the call.
 class BodyTooLarge extends Error {}
 
-/** Reads at most `maxBytes` of `body`; beyond that it fails, or with `truncate` returns what it has. */
-const readCapped = async (
-  body: AsyncIterable<Uint8Array> & { destroy(): unknown },
+/**
+ * Reads at most `maxBytes` of `body`: past them it throws `tooLarge()`, or without it returns the first `maxBytes`.
+ * Leaving the loop early destroys a Readable body, cancels a web stream.
+ */
+export const readCapped = async (
+  body: AsyncIterable<Uint8Array>,
   maxBytes: number,
-  truncate = false,
-): Promise<string> => {
+  tooLarge?: () => Error,
+): Promise<Buffer> => {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of body) {
     chunks.push(chunk);
     size += chunk.byteLength;
     if (size > maxBytes) {
-      body.destroy();
-      if (truncate) break;
-      throw new BodyTooLarge();
+      if (tooLarge !== undefined) throw tooLarge();
+      break;
     }
   }
-  return Buffer.concat(chunks).subarray(0, maxBytes).toString('utf8');
+  return Buffer.concat(chunks).subarray(0, maxBytes);
 };

@@ -8,6 +8,7 @@ export {
   type ResponseBody,
   httpUrl,
   isOk,
+  readCapped,
   readJson,
   readText,
   responseStatusError,

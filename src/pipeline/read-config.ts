@@ -1,6 +1,16 @@
 /** readConfig: reads models.json at each trigger, one read at a time; a read that errors is a failed read. */
 import * as E from 'fp-ts/Either';
-import { catchError, Observable, of, type OperatorFunction } from 'rxjs';
+import {
+  catchError,
+  defer,
+  EMPTY,
+  exhaustMap,
+  of,
+  repeat,
+  tap,
+  type Observable,
+  type OperatorFunction,
+} from 'rxjs';
 import { configFileName } from '../core/config-files';
 import { errorCode, errorMessage, readFailed } from '../core/errors';
 import type { ConfigRead } from '../ports';
@@ -16,42 +26,18 @@ import type { ConfigRead } from '../ports';
 export const readConfig =
   <T>(read: () => Observable<ConfigRead>): OperatorFunction<T, ConfigRead> =>
   (trigger$) =>
-    new Observable<ConfigRead>((subscriber) => {
-      let reading = false;
+    defer(() => {
+      // A trigger came since the last read started: one more read is due.
       let pending = false;
-      let triggersDone = false;
-      const safeRead = (): Observable<ConfigRead> =>
-        read().pipe(
-          catchError((cause: unknown) =>
-            of(E.left(readFailed(configFileName, errorCode(cause) ?? 'EUNKNOWN', errorMessage(cause)))),
-          ),
-        );
-      const start = (): void => {
-        reading = true;
-        pending = false;
-        subscriber.add(
-          safeRead().subscribe({
-            next: (result) => subscriber.next(result),
-            error: (cause: unknown) => subscriber.error(cause),
-            complete: () => {
-              reading = false;
-              if (pending) start();
-              else if (triggersDone) subscriber.complete();
-            },
-          }),
-        );
-      };
-      subscriber.add(
-        trigger$.subscribe({
-          next: () => {
-            if (reading) pending = true;
-            else start();
-          },
-          error: (cause: unknown) => subscriber.error(cause),
-          complete: () => {
-            triggersDone = true;
-            if (!reading) subscriber.complete();
-          },
-        }),
+      const readWhilePending = defer(read).pipe(
+        catchError((cause: unknown) =>
+          of(E.left(readFailed(configFileName, errorCode(cause) ?? 'EUNKNOWN', errorMessage(cause)))),
+        ),
+        tap({ subscribe: () => (pending = false) }),
+        repeat({ delay: () => (pending ? of(true) : EMPTY) }),
+      );
+      return trigger$.pipe(
+        tap(() => (pending = true)),
+        exhaustMap(() => readWhilePending),
       );
     });

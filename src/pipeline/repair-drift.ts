@@ -5,7 +5,6 @@ import {
   catchError,
   defer,
   exhaustMap,
-  from,
   map,
   mergeMap,
   of,
@@ -101,16 +100,13 @@ export const repairDrift =
           );
         }),
         // Each op is emitted right after its facts are noted, in the same turn as the records were read.
-        mergeMap((repairs) =>
-          from(repairs).pipe(
-            map(({ kind, name, op }) => {
-              if (kind === 'reload-lost') records.noteServerIndex(name, false);
-              if (kind === 'unload-unlisted') records.noteServerIndex(name, true);
-              log.info({ model: name, repair: kind }, repairMessages[kind]);
-              telemetry.repair(kind);
-              return op;
-            }),
-          ),
-        ),
+        mergeMap((repairs) => repairs),
+        map(({ kind, name, op }) => {
+          if (kind === 'reload-lost') records.noteServerIndex(name, false);
+          if (kind === 'unload-unlisted') records.noteServerIndex(name, true);
+          log.info({ model: name, repair: kind }, repairMessages[kind]);
+          telemetry.repair(kind);
+          return op;
+        }),
       );
     });

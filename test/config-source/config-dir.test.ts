@@ -41,6 +41,21 @@ describe('configDirSource', () => {
     expect(JSON.stringify(failures[0])).toContain('inotify watch limit reached');
   });
 
+  it('sees a models.json written when it polls (--watch-poll-ms), as chokidar reports it', async () => {
+    const dir = tmp.path;
+    const events: FsEvent[] = [];
+    subscription = configDirSource({ dir, log: pino({ level: 'silent' }), pollMs: 20 }).events$.subscribe(
+      (event) => events.push(event),
+    );
+    await waitFor(() => events.some((event) => event.event === 'ready'), 5000, 'the polling watch to arm');
+    await writeFile(join(dir, 'models.json'), '[]');
+    await waitFor(() => events.some((event) => event.name === 'models.json'), 5000, 'the write to be polled');
+    expect(events.find((event) => event.name === 'models.json')).toEqual({
+      event: 'add',
+      name: 'models.json',
+    });
+  });
+
   it('notices its dir removed at the watch event itself, without waiting for the periodic check', async () => {
     const dir = join(tmp.path, 'configs');
     await mkdir(dir);

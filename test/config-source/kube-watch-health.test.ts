@@ -5,9 +5,8 @@
  */
 import pino from 'pino';
 import { firstValueFrom } from 'rxjs';
-import { kubeApiSource } from '../../src/config-source/kube-api-source';
+import { kubeApiSource, kubeWatchProblem } from '../../src/config-source/kube-api-source';
 import type { WatchHooks } from '../../src/config-source/kube-list-watch';
-import { kubeWatchProblem } from '../../src/config-source/kube-watch-health';
 import { createSurfaceState } from '../../src/surface/surface-state';
 
 const graceMs = 1000; // --watch-stall-ms

@@ -31,6 +31,16 @@ describe('readConfig', () => {
       });
     }));
 
+  it('turns a read that throws before it returns an Observable into a failed read', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      const read = (): never => {
+        throw Object.assign(new Error('EIO: i/o error'), { code: 'EIO' });
+      };
+      expectObservable(cold('x|').pipe(readConfig(read))).toBe('e|', {
+        e: E.left(readFailed('models.json', 'EIO', 'EIO: i/o error')),
+      });
+    }));
+
   it('collapses every trigger that arrives during a read into one read after it', () => {
     let call = 0;
     runMarbles(({ cold, expectObservable }) => {
