@@ -10,7 +10,13 @@ import type { ClaimingProvider } from '../router';
 import { transportError } from '../../net';
 import { isAzureBlobUri, parseAzureBlobUri, type AzureBlobUri } from './azure-blob-uri';
 import { azureCredentialFor, type AzureCredentials, type ChosenCredential } from './azure-credentials';
-import type { ObjectLocation, ObjectStoreClient, StoredObject, ListingBounds } from './client';
+import {
+  noBytes,
+  type ObjectLocation,
+  type ObjectStoreClient,
+  type StoredObject,
+  type ListingBounds,
+} from './client';
 import { pageObjects } from './listing-bounds';
 import { jsonObject } from '../../core/json/json-object';
 import { objectStoreStorage, type ObjectDownloadOptions, type ResolvedLocation } from './download-objects';
@@ -128,13 +134,8 @@ const containerStore = (
     }
   }
 
-  async function* read(
-    object: StoredObject,
-    offset: number,
-    signal: AbortSignal,
-    end = object.size,
-  ): AsyncGenerator<Uint8Array> {
-    if (offset >= end) return;
+  const read: ObjectStoreClient['read'] = async (_location, object, offset, signal, end = object.size) => {
+    if (offset >= end) return noBytes();
     const what = `reading ${blobUrl(object.key)} (${chosen.source})`;
     const failure = (cause: unknown): EffectError =>
       // The SDK refuses an answer without a Content-Length before reading it: the store's answer, not the connection.
@@ -153,13 +154,10 @@ const containerStore = (
       .catch((cause: unknown) => Promise.reject(failure(cause)));
     // The SDK ends a body's request timeout at the headers: a body that stops sending is failed here.
     const body = response.readableStreamBody;
-    if (body !== undefined) yield* idleChunks(body, timeoutMs, what, signal, failure);
-  }
-
-  return {
-    list,
-    read: (_location, object, offset, signal, end) => Promise.resolve(read(object, offset, signal, end)),
+    return body === undefined ? noBytes() : idleChunks(body, timeoutMs, what, signal, failure);
   };
+
+  return { list, read };
 };
 
 /**

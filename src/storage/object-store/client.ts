@@ -50,7 +50,11 @@ export interface ObjectStoreClient {
   readonly repo?: RepoListing;
   /** Every object whose key starts with `prefix`, through all pages, each page and item told to `bounds`. */
   list(location: ObjectLocation, signal: AbortSignal, bounds: ListingBounds): AsyncIterable<StoredObject>;
-  /** The object's bytes from `offset` to `end` (exclusive; default its size); `changed` if its version moved. */
+  /**
+   * The object's bytes from `offset` to `end` (exclusive; default its size); `changed` if its version moved. The
+   * request is sent and its answer's status read before the promise settles, so a refusal or a push-back rejects it
+   * (where the store's pressure sees it), not the first chunk.
+   */
   read(
     location: ObjectLocation,
     object: StoredObject,
@@ -59,6 +63,9 @@ export interface ObjectStoreClient {
     end?: number,
   ): Promise<AsyncIterable<Uint8Array>>;
 }
+
+/** A read of no bytes (an empty range, an answer without a body). */
+export const noBytes = (): AsyncIterable<Uint8Array> => (async function* () {})();
 
 /**
  * The `Range` of a read of `object`'s bytes `[offset, end)`, open-ended when it runs to the end; none for the whole

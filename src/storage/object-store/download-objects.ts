@@ -79,9 +79,10 @@ const readInto = async (
   check: ContentCheck,
 ) => {
   let at = check.bytes;
+  // The file first: a body is read from the moment it is handed out, so that no byte before a cut is lost.
+  const file = await to.file();
   const read = () => job.client.read(job.location, object, at, job.signal);
   const body = await (job.pressure?.askThroughPushbacks(job.signal, read) ?? read());
-  const file = await to.file();
   await consume(
     job.guard.count(check.pass(body)),
     job.signal,

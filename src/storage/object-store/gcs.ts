@@ -19,6 +19,7 @@ import type { StorageProvider } from '../../ports';
 import { idleChunks } from './idle-watch';
 import { rangedFailure } from '../parts/fetch-parts';
 import {
+  noBytes,
   rangeOf,
   type ObjectLocation,
   type ObjectStoreClient,
@@ -275,14 +276,8 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
     } while (pageToken !== undefined);
   }
 
-  async function* read(
-    location: ObjectLocation,
-    object: StoredObject,
-    offset: number,
-    signal: AbortSignal,
-    end = object.size,
-  ): AsyncGenerator<Uint8Array> {
-    if (offset >= end) return;
+  const read: ObjectStoreClient['read'] = async (location, object, offset, signal, end = object.size) => {
+    if (offset >= end) return noBytes();
     const range = rangeOf(object, offset, end);
     const what = `reading gs://${location.bucket}/${object.key}`;
     // Pinned to the listed generation: a newer one answers 404, read as `changed`. Stored bytes, not transcoded
@@ -305,12 +300,12 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
     }
     // The wait for bytes is timed here too, so a stalled body says so the same way whichever timer fires first.
     const framed = range === undefined || call.headers['content-length'] !== undefined;
-    yield* idleChunks(call.body, timeoutMs, what, signal, (cause) =>
+    return idleChunks(call.body, timeoutMs, what, signal, (cause) =>
       rangedFailure(framed, gcsError(cause, what, 'read', signal)),
     );
-  }
+  };
 
-  return { list, read: (...args) => Promise.resolve(read(...args)) };
+  return { list, read };
 };
 
 /** How GCS is reached, and the downloader's settings. */

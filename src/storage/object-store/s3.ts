@@ -5,7 +5,7 @@ import { retryableError } from '../../core/errors';
 import { storageRequestTries } from '../../core/retry-policy';
 import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
-import { rangeOf, type ObjectLocation, type ObjectStoreClient, type ListingBounds } from './client';
+import { noBytes, rangeOf, type ObjectLocation, type ObjectStoreClient, type ListingBounds } from './client';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { lazyModule } from '../../core/lazy-module';
 import { withFailures } from '../../net';
@@ -138,7 +138,7 @@ const readObject =
         throw changedObject(request.what, mismatch);
       }
       const framed = range === undefined || output.ContentLength !== undefined;
-      return withFailures(body ?? (async function* () {})(), (cause) =>
+      return withFailures(body ?? noBytes(), (cause) =>
         rangedFailure(framed, s3Error(cause, { ...request, inBody: true })),
       );
     } catch (cause) {

@@ -1,4 +1,6 @@
 /** hfStorage's failures against the Hub stand-in: each by its kind, permanent or retried, saying what to do, never showing the token. */
+import { mkdtemp } from 'node:fs/promises';
+import { join } from 'node:path';
 import { hfStorage, type HfStorageOptions } from '../../../src/storage/hub/hf-storage';
 import { startHttpServer } from '../../../src/testing/http-server';
 import { startHubStandIn, type HubStandIn } from '../../../src/testing/hub-stand-in';
@@ -24,8 +26,15 @@ beforeAll(async () => {
 });
 afterAll(() => hub.close());
 
-const download = (uri: string, options: Partial<HfStorageOptions> = {}) =>
-  effectError(hfStorage({ endpoint: hub.url, ...options }).download(uri, staging.path, never));
+/** A download into a staging dir of its own, as each attempt of the loader's has (a failed one leaves its files). */
+const download = async (uri: string, options: Partial<HfStorageOptions> = {}) =>
+  effectError(
+    hfStorage({ endpoint: hub.url, ...options }).download(
+      uri,
+      await mkdtemp(join(staging.path, 'attempt-')),
+      never,
+    ),
+  );
 
 describe('hfStorage failures', () => {
   it('fails a missing repo for good without a token (the Hub answers 401), saying to set HF_TOKEN', async () => {

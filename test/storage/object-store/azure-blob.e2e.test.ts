@@ -200,6 +200,23 @@ describe('azureBlobStorage against azurite', () => {
     }
   });
 
+  it("waits out a store's push-back on a read (two 503s) and reads again: the download ends in one attempt", async () => {
+    const proxy = await startFaultProxy(azurite.current.url);
+    try {
+      proxy.fail(`/${azurite.current.account}/models/single/weights.bin`, 503, 2);
+      await storage({ endpoints: [proxy.url], retry: { maxAttempts: 4, baseMs: 1, maxMs: 5 } }).download(
+        urlOf('models', 'single', proxy.url),
+        staging.path,
+        never,
+      );
+      expect(await listTree(staging.path)).toEqual(['weights.bin']);
+      const reads = proxy.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/single/weights.bin'));
+      expect(reads).toHaveLength(3);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('retries within the SDK first: one 503 then the listing, and the download succeeds', async () => {
     const proxy = await startFaultProxy(azurite.current.url);
     try {

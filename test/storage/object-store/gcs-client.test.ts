@@ -140,11 +140,11 @@ describe('gcsClient.read', () => {
     gcs.put('reads', 'm/moving.bin', 'old bytes');
     const object = await listedObject('reads', 'm/moving.bin');
     gcs.put('reads', 'm/moving.bin', 'new bytes');
-    const replaced = await effectError(bytes(await client().read(at('reads', 'm'), object, 4, never)));
+    const replaced = await effectError(client().read(at('reads', 'm'), object, 4, never).then(bytes));
     expect(replaced).toMatchObject({ kind: 'changed', retryable: true });
     expect(replaced.message).toContain('gs://reads/m/moving.bin');
     gcs.remove('reads', 'm/moving.bin');
-    const deleted = await effectError(bytes(await client().read(at('reads', 'm'), object, 0, never)));
+    const deleted = await effectError(client().read(at('reads', 'm'), object, 0, never).then(bytes));
     expect(deleted).toMatchObject({ kind: 'changed', retryable: true });
   });
 

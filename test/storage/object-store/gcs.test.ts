@@ -136,6 +136,18 @@ describe('gcsStorage against the GCS stand-in', () => {
     }
   });
 
+  it("waits out a store's push-back on a read (two 503s) and reads again: the download ends in one attempt", async () => {
+    gcs.injectFault('media', { status: 503 }, 2);
+    const before = gcs.requests.length;
+    await storage({ retry: { maxAttempts: 4, baseMs: 1, maxMs: 5 } }).download(
+      'gs://models/single/weights.bin',
+      staging.path,
+      never,
+    );
+    expect(await readFiles(staging.path)).toEqual({ 'weights.bin': 'one object' });
+    expect(gcs.requests.slice(before).filter((r) => r.path.endsWith('/o/single/weights.bin'))).toHaveLength(3);
+  });
+
   it('fails retryably on a 503 listing', async () => {
     gcs.injectFault('list', { status: 503 }, storageRequestTries);
     const error = await effectError(storage().download('gs://models/m1', staging.path, never));
