@@ -4,8 +4,6 @@ import { basename } from 'node:path';
 import { errorCode } from '../core/errors';
 import { isMissing, entryKind, withDir } from '../fs';
 import { readDirState, type DirState } from './marker-file';
-/** The file system's own dir at the root of a volume: never ours, whatever its content. */
-export const lostAndFound = 'lost+found';
 
 /** What an entry of the model dir is, read without following a link. */
 export type Found =
@@ -20,7 +18,7 @@ export type Found =
 
 /** Why the dir at `path` is not modelsync's: the file system's lost+found, or another mounted file system. */
 const foreignReason = (path: string, dev: number, rootDev: number): string | undefined => {
-  if (basename(path) === lostAndFound) return "the file system's lost+found";
+  if (basename(path) === 'lost+found') return "the file system's lost+found";
   return dev === rootDev ? undefined : 'another file system mounted there';
 };
 

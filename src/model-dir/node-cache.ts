@@ -30,12 +30,6 @@ const entryPaths = (root: string, identity: string): { entry: string; lock: stri
   return { entry: join(root, key), lock: join(root, `${key}.lock`), tmpPrefix: `.tmp-${key}-` };
 };
 
-/** The node cache of a model dir store. */
-export interface NodeCacheStore {
-  /** See `NodeCache.take` (ports.ts). */
-  readonly take: (identity: string, into: StagingOf, signal: AbortSignal) => Promise<CacheTake>;
-}
-
 /**
  * The node cache at `root` for a store whose installed models are at `modelDir(name)`. Each fill is checked as a
  * fill from another model dir is (`fillFromModelDir`: the marker, the content's URI and selection, each file's size,
@@ -46,7 +40,20 @@ export const nodeCacheStore = (
   budget: EvictionBudget,
   modelDir: (name: ModelName) => string,
   log: Logger,
-): NodeCacheStore => {
+): { readonly take: (identity: string, into: StagingOf, signal: AbortSignal) => Promise<CacheTake> } => {
+  // By hard links, either way: an entry's files are read-only, so the model server cannot write through one.
+  const fill = (into: StagingOf, path: string, signal: AbortSignal, target = into.target) =>
+    fillFromModelDir({
+      ...into,
+      target,
+      source: into.name,
+      path,
+      signal,
+      log,
+      link: true,
+      spaceCheck: undefined,
+    });
+
   const fillFromEntry = async (
     entry: string,
     into: StagingOf,
@@ -57,16 +64,7 @@ export const nodeCacheStore = (
       throw cause;
     });
     if (found === undefined) return undefined;
-    // A fill from the entry by hard links: its files are read-only, so the model server cannot write through one.
-    const filled = await fillFromModelDir({
-      ...into,
-      source: into.name,
-      path: entry,
-      signal,
-      log,
-      link: true,
-      spaceCheck: undefined,
-    });
+    const filled = await fill(into, entry, signal);
     // Its last use, for eviction (the entry's own mtime: no file of it changes).
     if (filled !== undefined) await utimes(entry, new Date(), new Date()).catch(() => undefined);
     return filled;
@@ -87,16 +85,7 @@ export const nodeCacheStore = (
       const made = await step(`cannot create a dir in ${root}`, () => mkdtemp(join(root, tmpPrefix)));
       tmp = { ...(await openDir(made)), path: made };
       const never = new AbortController().signal;
-      const filled = await fillFromModelDir({
-        ...into,
-        target: tmp,
-        source: into.name,
-        path: modelDir(into.name),
-        signal: never,
-        log,
-        link: true,
-        spaceCheck: undefined,
-      });
+      const filled = await fill(into, modelDir(into.name), never, tmp);
       if (filled === undefined) {
         await removeTree(made);
         return { evicted: 0 };
@@ -161,14 +150,11 @@ export const nodeCacheStore = (
     return { _tag: 'Claimed', publish: () => publish(entry, tmpPrefix, into, held), release: held.release };
   };
 
-  const take = async (identity: string, into: StagingOf, signal: AbortSignal): Promise<CacheTake> => {
-    try {
-      return await takeEntry(identity, into, signal);
-    } catch (error) {
-      rootMade = undefined;
-      throw error;
-    }
+  return {
+    take: (identity, into, signal) =>
+      takeEntry(identity, into, signal).catch((error: unknown) => {
+        rootMade = undefined;
+        throw error;
+      }),
   };
-
-  return { take };
 };
