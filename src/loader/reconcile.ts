@@ -77,11 +77,9 @@ export const isInPlace = (model: ModelState, desired: ModelSpec | undefined): bo
     : isOnDisk(model, desired) && isLoaded(model, desired);
 
 /**
- * Brings `target` in, as one straight line: stage a fresh dir → download into it → journal the load → commit it
- * into place → load (`replacing` when a version is loaded) → confirm the load in the journal. Steps whose result
- * is in place are skipped (nothing downloaded: the load is journalled just before the call). The replaced version
- * is deleted once the server was asked to load the new one, whatever it answered. A model of a content another
- * model holds, or is downloading now, is filled from that model's dir instead (`content`).
+ * Brings `target` in as one straight line (docs/architecture.md, One model), each step skipped when its result is in
+ * place (nothing downloaded: the load is journalled just before the call). The replaced version is deleted once the
+ * server was asked to load the new one, whatever it answered.
  */
 export const bringIn = async (
   model: ModelState,

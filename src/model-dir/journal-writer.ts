@@ -67,14 +67,10 @@ export class JournalWriter {
     return this.compact();
   }
 
-  /** Appends one record, never flushed (see loadJournal), and compacts a file grown past its bound. */
-  append(event: JournalEvent, name: ModelName): Promise<void> {
-    return this.appendAll([{ event, name }]);
-  }
-
   /**
-   * Appends records in one write, in order (a group commit: one check of the file and one write for a burst of
-   * loads), leaving out a `confirmed` of a model with no load pending by then; compacts a file grown past its bound.
+   * Appends records in one write, in order, never flushed (see loadJournal): a group commit, one check of the file
+   * and one write for a burst of loads. Leaves out a `confirmed` of a model with no load pending by then; compacts
+   * a file grown past its bound.
    */
   async appendAll(
     records: ReadonlyArray<{ readonly event: JournalEvent; readonly name: ModelName }>,

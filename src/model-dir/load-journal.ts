@@ -101,7 +101,7 @@ const recoverJournal = async (journal: JournalWriter, root: string): Promise<voi
   for (const name of legacy) {
     if (pending.has(name)) continue;
     if (!journal.isOpen) pending.add(name);
-    else await journal.append('starting', name);
+    else await journal.appendAll([{ event: 'starting', name }]);
   }
   // Only once its loads are in the journal file: a crash before this reads the dir again.
   if (journal.isOpen) await removeTree(join(root, legacyJournalDirName));
@@ -109,7 +109,7 @@ const recoverJournal = async (journal: JournalWriter, root: string): Promise<voi
   for (const name of [...pending]) {
     if ((await lstat(join(root, name)).catch(() => undefined))?.isDirectory()) continue;
     if (!journal.isOpen) pending.delete(name);
-    else await journal.append('confirmed', name);
+    else await journal.appendAll([{ event: 'confirmed', name }]);
   }
 };
 

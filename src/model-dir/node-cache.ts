@@ -1,8 +1,6 @@
 /**
- * The node cache (`--node-cache-dir`): a dir every modelsync on the node shares, holding each stored content once,
- * as a model dir of its own (files, and a marker written last) named by a hash of the content's identity. A model
- * dir is filled from an entry by hard links (copies across file systems), and an entry from a model dir just
- * installed; one process on the node downloads an identity while the others wait on its lock.
+ * The node cache (`--node-cache-dir`): each stored content once per node, as a model dir of its own named by a hash
+ * of its identity, filled from and into by hard links; see docs/operating.md, The node cache.
  */
 import { createHash } from 'node:crypto';
 import { chmod, lstat, mkdir, mkdtemp, readdir, rename, utimes } from 'node:fs/promises';
@@ -18,10 +16,8 @@ import { evictNodeCache, type EvictionBudget } from './node-cache-eviction';
 
 /** Entries and the files in them are read-only: a model server that does not own them cannot change them. */
 const entryFileMode = 0o444;
-/**
- * How long a process waits for the one downloading an identity before it downloads the model itself: a lock held
- * longer (a stuck process, a hostile one) costs the node a second download, never a model that does not come.
- */
+// How long a pod waits for another's download before downloading itself: a lock held longer (stuck, hostile) costs
+// the node a second download, never a model that does not come.
 const lockWaitMs = 10 * 60_000;
 
 /** Where an identity's entry and its lock live under `root`: named by a hash, so no identity names a path. */
@@ -31,9 +27,8 @@ const entryPaths = (root: string, identity: string): { entry: string; lock: stri
 };
 
 /**
- * The node cache at `root` for a store whose installed models are at `modelDir(name)`. Each fill is checked as a
- * fill from another model dir is (`fillFromModelDir`: the marker, the content's URI and selection, each file's size,
- * no link followed): an entry planted or cut short is not used, and the model is downloaded.
+ * The node cache at `root` for a store whose installed models are at `modelDir(name)`. Each fill is checked as one
+ * from another model dir is (`fillFromModelDir`): an entry planted or cut short is not used.
  */
 export const nodeCacheStore = (
   root: string,
@@ -98,9 +93,8 @@ export const nodeCacheStore = (
       await removeTree(entry).catch(() => undefined);
       await step(`cannot rename ${made} to ${entry}`, () => rename(made, entry));
       log.info({ model: into.name, entry, files: files.size }, 'model put into the node cache');
-      // The others on the node go on now, and the entry is flushed meanwhile (through the handle, wherever the dir
-      // is now): a crash before the flush leaves, at worst, files short of their marker's sizes, which no fill
-      // takes. Flushed first, it held them up by the time to write the whole model out (256 MiB: seconds here).
+      // The others go on now, and the entry is flushed meanwhile (through the handle): flushed first, it held them up
+      // by the time to write the whole model out (256 MiB: seconds here).
       await lock.release();
       await syncTree(tmp).catch((err: unknown) =>
         log.warn({ err, entry }, 'could not flush a node cache entry; a fill checks its sizes'),
