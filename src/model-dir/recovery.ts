@@ -8,8 +8,7 @@ import { specToJson } from '../core/snapshot';
 import type { ModelStore } from '../ports';
 import { forEachLimited, step, fileSizes, withDir } from '../fs';
 import type { Logger } from '../log';
-import type { Found } from './entry';
-import { isTemporary, type ModelDirRoot } from './model-dir-root';
+import { isTemporary, type Found, type ModelDirRoot } from './model-dir-root';
 const recoverConcurrency = 8;
 
 const deleteModelDir = async (m: ModelDirRoot, dir: string, name: string): Promise<void> => {

@@ -6,9 +6,8 @@ import { specToJson } from '../core/snapshot';
 import { fsError, isSameEntry, namingDirs, removeTree, step, type OpenDir, type SpaceCheck } from '../fs';
 import type { Installed, ModelStore, Staged, WrittenFiles } from '../ports';
 import type { FlushInstalled } from './background-flush';
-import type { Found } from './entry';
 import type { StagingOf } from './fill-from';
-import type { ModelDirRoot } from './model-dir-root';
+import type { Found, ModelDirRoot } from './model-dir-root';
 import { createStagingDir, markStagingDir, stagingTakenAway } from './staging-dir';
 
 /** Where a store stages: its model dir, its flusher, its disk check, and the staging dirs not yet settled. */

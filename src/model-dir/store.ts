@@ -4,11 +4,10 @@ import type { ModelStore, Staged } from '../ports';
 import type { SpaceCheck } from '../fs';
 import { backgroundFlusher } from './background-flush';
 import type { Logger } from '../log';
-import { describeFound } from './entry';
 import { fillFromModelDir } from './fill-from';
 import { nodeCacheStore } from './node-cache';
 import type { EvictionBudget } from './node-cache-eviction';
-import { modelDirRoot } from './model-dir-root';
+import { describeFound, modelDirRoot } from './model-dir-root';
 import { modelDirRecovery } from './recovery';
 import { stager, type StagingArea } from './stage';
 
