@@ -9,14 +9,11 @@ const flushConcurrency = 2;
 /** Flushes `target`; `soon`: someone waits for it (a replaced version is deleted only then), so its batch goes now. */
 export type FlushInstalled = (target: string, installed: Stats, soon?: boolean) => Promise<void>;
 
-/** When a batch is flushed: once no install came for `quietMs`, and at the latest `maxDelayMs` after its first. */
-export interface FlushPacing {
-  readonly quietMs: number;
-  readonly maxDelayMs: number;
-}
-
-/** A burst is flushed once it pauses: each dir flushed as installed cost CPU and pool threads (architecture.md). */
-const defaultPacing: FlushPacing = { quietMs: 250, maxDelayMs: 2000 };
+/**
+ * A batch is flushed once no install came for `quietMs`, at the latest `maxDelayMs` after its first: each dir
+ * flushed as installed cost CPU and pool threads (docs/architecture.md, Durability).
+ */
+const defaultPacing = { quietMs: 250, maxDelayMs: 2000 };
 
 interface Waiting {
   readonly target: string;
@@ -32,7 +29,7 @@ interface Waiting {
 export const backgroundFlusher = (
   root: string,
   log: Logger,
-  { quietMs, maxDelayMs }: FlushPacing = defaultPacing,
+  { quietMs, maxDelayMs }: typeof defaultPacing = defaultPacing,
 ): FlushInstalled => {
   let waiting: Waiting[] = [];
   let firstAt = 0;

@@ -7,7 +7,7 @@ import { chmod, lstat, mkdir, mkdtemp, readdir, rename, utimes } from 'node:fs/p
 import { join } from 'node:path';
 import { errorCode } from '../core/errors';
 import type { ModelName } from '../core/model-name';
-import type { CacheTake, Filled } from '../ports';
+import type { CacheTake, Filled, NodeCache, Staged } from '../ports';
 import { fileSizes, lockFile, openDir, removeTree, step, syncTree, type HeldLock, type OpenDir } from '../fs';
 import type { Logger } from '../log';
 import { fillFromModelDir, type StagingOf } from './fill-from';
@@ -27,15 +27,17 @@ const entryPaths = (root: string, identity: string): { entry: string; lock: stri
 };
 
 /**
- * The node cache at `root` for a store whose installed models are at `modelDir(name)`. Each fill is checked as one
- * from another model dir is (`fillFromModelDir`): an entry planted or cut short is not used.
+ * The node cache at `root` for a store whose installed models are at `modelDir(name)` and whose staging dirs are
+ * `stagingOf(staged)`. Each fill is checked as one from another model dir is (`fillFromModelDir`): an entry planted
+ * or cut short is not used.
  */
 export const nodeCacheStore = (
-  root: string,
-  budget: EvictionBudget,
+  { dir: root, ...budget }: { readonly dir: string } & EvictionBudget,
   modelDir: (name: ModelName) => string,
-  log: Logger,
-): { readonly take: (identity: string, into: StagingOf, signal: AbortSignal) => Promise<CacheTake> } => {
+  stagingOf: (staged: Staged) => StagingOf,
+  storeLog: Logger,
+): NodeCache => {
+  const log = storeLog.child({ component: 'node-cache' });
   // By hard links, either way: an entry's files are read-only, so the model server cannot write through one.
   const fill = (into: StagingOf, path: string, signal: AbortSignal, target = into.target) =>
     fillFromModelDir({
@@ -145,8 +147,8 @@ export const nodeCacheStore = (
   };
 
   return {
-    take: (identity, into, signal) =>
-      takeEntry(identity, into, signal).catch((error: unknown) => {
+    take: (identity, staged, signal) =>
+      takeEntry(identity, stagingOf(staged), signal).catch((error: unknown) => {
         rootMade = undefined;
         throw error;
       }),
