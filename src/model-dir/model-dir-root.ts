@@ -133,13 +133,10 @@ export const modelDirRoot = (path: string, log: Logger) => {
       if (aside !== undefined) await removeTree(aside);
     },
     /** Deletes `path`, logging (not throwing) a failure. */
-    discardQuietly: async (path: string): Promise<void> => {
-      try {
-        await removeTree(path);
-      } catch (err) {
+    discardQuietly: (path: string): Promise<void> =>
+      removeTree(path).catch((err: unknown) => {
         log.warn({ err, dir: path }, 'cannot delete a staging dir; recovery will');
-      }
-    },
+      }),
     removeNonDir: async (found: Found & { _tag: 'NotADir' }): Promise<void> => {
       log.warn({ path: found.path, found: found.kind }, 'not a model dir; removing it');
       await removeTree(found.path);
