@@ -1,5 +1,4 @@
 /** The loader: makes the model dir and the server match each model's latest desired state (see docs/architecture.md). */
-import type { Logger } from 'pino';
 import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable, type SchedulerLike } from 'rxjs';
 import { inPlaceSnapshot, type InPlace } from '../core/in-place';
 import type { ModelName } from '../core/model-name';
@@ -7,23 +6,22 @@ import type { DesiredState } from '../core/drift';
 import type { ModelOp } from '../core/model-op';
 import type { AgentEvent, ModelStatus } from '../core/model-status';
 import { noTelemetry } from '../ports';
-import type { DownloadFunction, LoadJournal, ModelServer, ModelStore, Telemetry } from '../ports';
+import type { Telemetry } from '../ports';
 import type { RetryPolicy } from '../core/retry-policy';
 import { createRun, type Run, type RunContext } from './loader-run';
 import { newRecord, type ModelRecord } from './model-record';
 import { createSlots, type Slots } from '../core/slots';
 import { createContentSharing } from './content-sharing';
 import type { ContentRegistry } from './content-registry';
+import type { ReconcileEffects } from './reconcile';
 
 export { unlistedUnloadWorkers } from './loader-run';
 
-export interface LoaderDeps {
-  readonly store: ModelStore;
-  readonly journal: LoadJournal;
-  readonly server: ModelServer;
-  /** Fills a directory with the model stored at a URI (storage providers, keyed by scheme). */
-  readonly download: DownloadFunction;
-  readonly log: Logger;
+/** The ports and the log the steps act through (`ReconcileEffects`), and how the loader runs them. */
+export interface LoaderDeps extends Pick<
+  ReconcileEffects,
+  'store' | 'journal' | 'server' | 'download' | 'log'
+> {
   readonly downloadConcurrency: number;
   readonly loadConcurrency: number;
   /** How a step's transient failure is retried: `maxAttempts` of one step before the model is marked Failed. */

@@ -56,10 +56,7 @@ export const newRecord = (
   };
 };
 
-/**
- * Aborts the work towards the record's desired state, if any is under way (its download stops, its failures do not
- * count).
- */
+/** Aborts the record's `generation`, if an attempt is under way. */
 export const abortGeneration = (record: ModelRecord, reason: string): void => {
   record.generation?.abort(new Error(reason));
   record.generation = undefined;

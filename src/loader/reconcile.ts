@@ -77,11 +77,9 @@ export const isInPlace = (model: ModelState, desired: ModelSpec | undefined): bo
     : isOnDisk(model, desired) && isLoaded(model, desired);
 
 /**
- * Brings `target` in, as one straight line: stage a fresh dir → download into it → journal the load → commit it
- * into place → load (`replacing` when a version is loaded) → confirm the load in the journal. Steps whose result
- * is in place are skipped (nothing downloaded: the load is journalled just before the call). The replaced version
- * is deleted once the server was asked to load the new one, whatever it answered. A model of a content another
- * model holds, or is downloading now, is filled from that model's dir instead (`content`).
+ * Brings `target` in as one straight line (docs/architecture.md, One model), each step skipped when its result is in
+ * place (nothing downloaded: the load is journalled just before the call). The replaced version is deleted once the
+ * server was asked to load the new one, whatever it answered.
  */
 export const bringIn = async (
   model: ModelState,
@@ -128,7 +126,7 @@ export const bringIn = async (
     }
     let loadMs: number | undefined;
     if (!isLoaded(model, target)) {
-      report(model.name, 'Loading', target, undefined, filesFromOf(fetched));
+      report(model.name, 'Loading', target, undefined, fetched && { filesFrom: fetched.filesFrom });
       const loadStarted = Date.now();
       await slots.load.use(stop, async () => {
         if (!journalled) await journal.starting(model.name);
@@ -140,7 +138,7 @@ export const bringIn = async (
       loadMs = Date.now() - loadStarted;
     }
     report(model.name, 'Loaded', target, {
-      ...fetchedFields(fetched),
+      ...fetched?.logFields,
       ...(loadMs !== undefined ? { loadMs } : {}),
     });
   } finally {
@@ -153,29 +151,14 @@ export const bringIn = async (
 };
 
 /**
- * How a model's files came: downloaded (its final progress report, if the provider gave one) or filled from another
- * model; `written`: the files the provider says it wrote, for the commit's manifest.
+ * How a model's files came, for the status (`filesFrom`) and the `model loaded` line (bytes downloaded, or bytes
+ * filled from another model: none downloaded); `written`: the files the provider says it wrote, for the manifest.
  */
-type Fetched = { readonly written?: WrittenFiles | undefined } & (
-  | { readonly _tag: 'Downloaded'; readonly progress: DownloadProgress | undefined }
-  | {
-      readonly _tag: 'Filled';
-      readonly from: Exclude<FilesOrigin, 'storage'>;
-      readonly bytes: number;
-      readonly elapsedMs: number;
-    }
-);
-
-/** Where the files of this step came from, for the status: none when they were on disk already. */
-const filesFromOf = (fetched: Fetched | undefined): Pick<ModelStatus, 'filesFrom'> =>
-  fetched === undefined ? {} : { filesFrom: fetched._tag === 'Filled' ? fetched.from : 'storage' };
-
-/** The `model loaded` line's figures: bytes downloaded, or bytes filled from another model (none downloaded). */
-const fetchedFields = (fetched: Fetched | undefined): Readonly<Record<string, number>> => {
-  if (fetched?._tag === 'Filled') return { filledBytes: fetched.bytes, downloadMs: fetched.elapsedMs };
-  if (fetched?.progress === undefined) return {};
-  return { bytes: fetched.progress.bytes, downloadMs: fetched.progress.elapsedMs };
-};
+interface Fetched {
+  readonly filesFrom: FilesOrigin;
+  readonly logFields: Readonly<Record<string, number>>;
+  readonly written?: WrittenFiles | undefined;
+}
 
 /** Downloads `target` into the staging dir, offering `offer` to fill it instead; abandons the dir on failure. */
 const fetchInto = async (
@@ -205,14 +188,12 @@ const fetchInto = async (
     throw await staged.abandon(cause);
   }
   const filled = offer?.filled();
-  return filled === undefined
-    ? { _tag: 'Downloaded', progress: final, written: written ?? undefined }
-    : {
-        _tag: 'Filled',
-        from: filled.source === nodeCacheSource ? 'node-cache' : 'model',
-        bytes: filledBytes(filled),
-        elapsedMs: Date.now() - started,
-      };
+  if (filled !== undefined) {
+    const filledFields = { filledBytes: filledBytes(filled), downloadMs: Date.now() - started };
+    return { filesFrom: filled.source === nodeCacheSource ? 'node-cache' : 'model', logFields: filledFields };
+  }
+  const logFields = final && { bytes: final.bytes, downloadMs: final.elapsedMs };
+  return { filesFrom: 'storage', logFields: logFields ?? {}, written: written ?? undefined };
 };
 
 /** Unloads the model first (the server may hold it even when it is not known to be loaded), then deletes its files. */

@@ -9,17 +9,11 @@ const flushConcurrency = 2;
 /** Flushes `target`; `soon`: someone waits for it (a replaced version is deleted only then), so its batch goes now. */
 export type FlushInstalled = (target: string, installed: Stats, soon?: boolean) => Promise<void>;
 
-/** When a batch is flushed: once no install came for `quietMs`, and at the latest `maxDelayMs` after its first. */
-export interface FlushPacing {
-  readonly quietMs: number;
-  readonly maxDelayMs: number;
-}
-
 /**
- * Measured (npm run bench adds-throughput, 1,000 models in one swap): flushing each dir as it was installed cost
- * 0.6-0.7 of 3.3 CPU-seconds and held pool threads the next installs waited for. A burst is flushed once it pauses.
+ * A batch is flushed once no install came for `quietMs`, at the latest `maxDelayMs` after its first: each dir
+ * flushed as installed cost CPU and pool threads (docs/architecture.md, Durability).
  */
-const defaultPacing: FlushPacing = { quietMs: 250, maxDelayMs: 2000 };
+const defaultPacing = { quietMs: 250, maxDelayMs: 2000 };
 
 interface Waiting {
   readonly target: string;
@@ -28,16 +22,14 @@ interface Waiting {
 }
 
 /**
- * Given an installed model dir (its path and the stats it was installed with), fsyncs its files and dirs, then
- * `root`'s entry for it; never fails (a warn says what was not flushed). It waits for the installs to pause, and
- * flushes every dir installed meanwhile in one batch ending with one fsync of `root`: a killed process loses
- * nothing the page cache holds, and after a power loss recovery checks every model's files against its marker.
- * The dir is opened again by path, no link followed; one gone or replaced meanwhile is skipped.
+ * fsyncs an installed model dir's files and dirs in one batch with every dir installed until the installs pause,
+ * then `root` once (docs/architecture.md, Durability); never fails (a warn says what was not flushed). The dir is
+ * opened again by path, no link followed; one gone or replaced since its install (`installed`: its stats) is skipped.
  */
 export const backgroundFlusher = (
   root: string,
   log: Logger,
-  { quietMs, maxDelayMs }: FlushPacing = defaultPacing,
+  { quietMs, maxDelayMs }: typeof defaultPacing = defaultPacing,
 ): FlushInstalled => {
   let waiting: Waiting[] = [];
   let firstAt = 0;

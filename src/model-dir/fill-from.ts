@@ -216,9 +216,8 @@ export interface FillFromModelDir extends StagingOf {
   readonly signal: AbortSignal;
   readonly log: Logger;
   /**
-   * Hard link the files (`--link-same-content`): only when the model server cannot write the model dir (it mounts
-   * it read-only). A linked file is one inode in every model of the content, and a model server that writes one
-   * (as the files' owner it can chmod a read-only one first; as root it ignores modes) changes them all.
+   * Hard link the files (`--link-same-content`): only when the model server cannot write the model dir, since a
+   * write through one link changes every model of the content (docs/reliability.md says why modes do not help).
    */
   readonly link: boolean;
   /** The disk check (`--min-free-bytes`) copies must pass before the first is written; absent: none. */

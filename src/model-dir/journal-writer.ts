@@ -1,19 +1,28 @@
-/** JournalWriter: the load journal's file as this process writes it, checked at each use, and the loads it holds. */
+/** JournalWriter: the load journal's file as this process reads and writes it, and the loads it holds. */
 import type { Stats } from 'node:fs';
 import { lstat } from 'node:fs/promises';
-import { journalRecord, type JournalEvent } from '../core/journal-records';
+import { join } from 'node:path';
+import { journalRecord, readJournalRecords, type JournalEvent } from '../core/journal-records';
 import type { ModelName } from '../core/model-name';
-import { entryKind } from '../fs';
+import { entryKind, removeTree } from '../fs';
 import type { Logger } from '../log';
-import { openJournalFile, writeJournalFile, type JournalFile } from './journal-file';
+import {
+  legacyJournalDirName,
+  openJournalFile,
+  openJournalReadOnly,
+  readJournalText,
+  readLegacyJournalDir,
+  writeJournalFile,
+  type JournalFile,
+} from './journal-file';
 
 // Past this size the file is rewritten with only the loads still unconfirmed.
-export const compactAboveBytes = 1024 * 1024;
+const compactAboveBytes = 1024 * 1024;
 
 /**
- * Appends records to the journal at `path`. Whatever sits there that this process did not leave (a link, a dir, a
- * FIFO, a file with other hard links, a file changed by someone else) is logged and replaced, never followed; a
- * journal swapped or deleted meanwhile is written anew from `pending`.
+ * Reads the journal at `path` at start-up and appends records to it. Whatever sits there that this process did not
+ * leave (a link, a dir, a FIFO, a file with other hard links, a file changed by someone else) is logged and
+ * replaced, never followed; a journal swapped or deleted meanwhile is written anew from `pending`.
  */
 export class JournalWriter {
   /** The loads started and not yet confirmed. */
@@ -28,13 +37,71 @@ export class JournalWriter {
     readonly log: Logger,
   ) {}
 
-  /** True while the journal is writable: open now, or fit to be opened (a read-only one at start-up is not). */
-  get isOpen(): boolean {
-    return this.file !== undefined;
+  /** Reads the journal at start-up: its file, the 0.1 journal dir, and no record of a model whose dir is gone. */
+  async recover(root: string): Promise<void> {
+    const { log, pending } = this;
+    const legacy = await readLegacyJournalDir(root, log).catch((err: unknown) => {
+      log.warn({ err }, 'cannot read the 0.1 load journal dir; ignoring it');
+      return [];
+    });
+    await this.readFound();
+    // Below, a journal not open (not writable: a read-only one at start-up) is changed in memory only.
+    for (const name of legacy) {
+      if (pending.has(name)) continue;
+      if (this.file === undefined) pending.add(name);
+      else await this.appendAll([{ event: 'starting', name }]);
+    }
+    // Only once its loads are in the journal file: a crash before this reads the dir again.
+    if (this.file !== undefined) await removeTree(join(root, legacyJournalDirName));
+    // A record without a model dir (a crash between deleting a model and confirming it) means nothing any more.
+    for (const name of [...pending]) {
+      if ((await lstat(join(root, name)).catch(() => undefined))?.isDirectory()) continue;
+      if (this.file === undefined) pending.delete(name);
+      else await this.appendAll([{ event: 'confirmed', name }]);
+    }
+  }
+
+  /** Adds the records of `found` to the pending loads; true when they were all read cleanly. */
+  private async readRecords(found: JournalFile): Promise<boolean> {
+    const text = await readJournalText(found, this.path, this.log);
+    if (text === undefined) return false;
+    const content = readJournalRecords(text);
+    for (const name of content.unconfirmed) this.pending.add(name);
+    if (content.badLines > 0) {
+      this.log.warn(
+        { path: this.path, badLines: content.badLines },
+        'skipping load journal lines that are no record',
+      );
+    }
+    return !content.tornTail;
+  }
+
+  /** Reads the journal file as found, keeping it open for appending, or rewrites it when it is not fit to be. */
+  private async readFound(): Promise<void> {
+    const { path, log } = this;
+    let found: JournalFile;
+    try {
+      found = await openJournalFile(path, log);
+    } catch (err) {
+      log.warn({ err, path }, 'cannot open the load journal for writing; loads fail until it can be');
+      // Still read it: a read-only model dir must not lose the loads its journal holds.
+      const readOnly = await openJournalReadOnly(path);
+      if (readOnly !== undefined) await this.readRecords(readOnly).finally(() => readOnly.handle.close());
+      return;
+    }
+    // A torn last line (a crash mid-append) is dropped by a rewrite rather than left to become a bad line.
+    const clean = await this.readRecords(found).catch(async (cause: unknown) => {
+      await found.handle.close();
+      throw cause;
+    });
+    this.adopt(found);
+    if (found.stats.nlink > 1) {
+      await this.rewrite('a file with other hard links');
+    } else if (!clean || found.size > compactAboveBytes) await this.compact();
   }
 
   /** Appends to `found`, the file read at start-up, from now on. */
-  adopt(found: JournalFile): void {
+  private adopt(found: JournalFile): void {
     this.file = found;
     this.known = found.stats;
   }
@@ -48,7 +115,7 @@ export class JournalWriter {
   }
 
   /** Rewrites the journal with only the pending loads. */
-  async compact(): Promise<JournalFile> {
+  private async compact(): Promise<JournalFile> {
     const text = [...this.pending].map((name) => journalRecord('starting', name)).join('');
     const written = await writeJournalFile(this.path, text, this.log);
     await this.close();
@@ -59,7 +126,7 @@ export class JournalWriter {
   }
 
   /** Rewrites the journal because what is at its path (`found`, in words) is not the file this process left there. */
-  rewrite(found: string): Promise<JournalFile> {
+  private rewrite(found: string): Promise<JournalFile> {
     this.log.warn(
       { path: this.path, found },
       'the load journal was replaced or removed by someone else; writing it anew',
@@ -67,14 +134,10 @@ export class JournalWriter {
     return this.compact();
   }
 
-  /** Appends one record, never flushed (see loadJournal), and compacts a file grown past its bound. */
-  append(event: JournalEvent, name: ModelName): Promise<void> {
-    return this.appendAll([{ event, name }]);
-  }
-
   /**
-   * Appends records in one write, in order (a group commit: one check of the file and one write for a burst of
-   * loads), leaving out a `confirmed` of a model with no load pending by then; compacts a file grown past its bound.
+   * Appends records in one write, in order, never flushed (see loadJournal): a group commit, one check of the file
+   * and one write for a burst of loads. Leaves out a `confirmed` of a model with no load pending by then; compacts
+   * a file grown past its bound.
    */
   async appendAll(
     records: ReadonlyArray<{ readonly event: JournalEvent; readonly name: ModelName }>,

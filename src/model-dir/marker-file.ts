@@ -1,7 +1,7 @@
 /** marker-file: the SUCCESS marker of a model dir on disk — written last into a staged dir, read back at recovery, never through a link. */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { open, readdir } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isLeft } from 'fp-ts/Either';
 import { errorMessage } from '../core/errors';
@@ -24,14 +24,9 @@ export const isMarkerName = (name: string): boolean => name.startsWith(markerPre
  */
 export const writeMarker = (dir: OpenDir, spec: ModelSpec, files: FileManifest): Promise<void> => {
   const name = markerName(spec);
-  return step(`cannot write the marker ${join(dir.path, name)}`, async () => {
-    const handle = await open(`${dir.ref}/${name}`, createNew, 0o644);
-    try {
-      await handle.writeFile(markerJson(spec, files));
-    } finally {
-      await handle.close();
-    }
-  });
+  return step(`cannot write the marker ${join(dir.path, name)}`, () =>
+    writeFile(`${dir.ref}/${name}`, markerJson(spec, files), { flag: createNew, mode: 0o644 }),
+  );
 };
 
 /** A model dir as found on disk. */

@@ -1,12 +1,8 @@
-/**
- * Eviction from the node cache: least recently used entries go first, while the cache is over its size budget or
- * its file system under its free-space floor; never an entry a model dir on the node still links (a file of it with
- * more than one link), nor one whose lock another process holds (being published or filled).
- */
+/** Eviction from the node cache, least recently used entries first (docs/operating.md, The node cache, Eviction). */
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode } from '../core/errors';
-import { fileStats, lockFile, openDir, removeTree, statfsFreeBytes, type OpenDir } from '../fs';
+import { fileStats, lockFile, removeTree, statfsFreeBytes, withDir } from '../fs';
 import type { Logger } from '../log';
 
 /** The budgets of a node cache: 0 turns one off. */
@@ -29,25 +25,17 @@ interface EntryUse {
   readonly linked: boolean;
 }
 
-/** What the regular files under `dir` take, and whether one is linked from elsewhere too (no link followed). */
-const filesOf = async (dir: OpenDir): Promise<{ bytes: number; linked: boolean }> => {
-  const files = [...(await fileStats(dir)).values()];
-  return {
-    bytes: files.reduce((sum, info) => sum + info.size, 0),
-    linked: files.some((info) => info.nlink > 1),
-  };
-};
-
 const useOf = async (root: string, name: string): Promise<EntryUse | undefined> => {
   const path = join(root, name);
   const info = await lstat(path);
   if (!info.isDirectory()) return undefined; // not an entry we made: left to the fill's checks
-  const dir = await openDir(path);
-  try {
-    return { name, usedAt: info.mtimeMs, ...(await filesOf(dir)) };
-  } finally {
-    await dir.handle.close();
-  }
+  const files = [...(await withDir(path, fileStats)).values()];
+  return {
+    name,
+    usedAt: info.mtimeMs,
+    bytes: files.reduce((sum, file) => sum + file.size, 0),
+    linked: files.some((file) => file.nlink > 1),
+  };
 };
 
 /** Evicts from the node cache at `root` until `budget` holds or nothing more may go; returns the names evicted. */

@@ -1,15 +1,13 @@
 /**
- * The node cache (`--node-cache-dir`): a dir every modelsync on the node shares, holding each stored content once,
- * as a model dir of its own (files, and a marker written last) named by a hash of the content's identity. A model
- * dir is filled from an entry by hard links (copies across file systems), and an entry from a model dir just
- * installed; one process on the node downloads an identity while the others wait on its lock.
+ * The node cache (`--node-cache-dir`): each stored content once per node, as a model dir of its own named by a hash
+ * of its identity, filled from and into by hard links; see docs/operating.md, The node cache.
  */
 import { createHash } from 'node:crypto';
 import { chmod, lstat, mkdir, mkdtemp, readdir, rename, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode } from '../core/errors';
 import type { ModelName } from '../core/model-name';
-import type { CacheTake, Filled } from '../ports';
+import type { CacheTake, Filled, NodeCache, Staged } from '../ports';
 import { fileSizes, lockFile, openDir, removeTree, step, syncTree, type HeldLock, type OpenDir } from '../fs';
 import type { Logger } from '../log';
 import { fillFromModelDir, type StagingOf } from './fill-from';
@@ -18,10 +16,8 @@ import { evictNodeCache, type EvictionBudget } from './node-cache-eviction';
 
 /** Entries and the files in them are read-only: a model server that does not own them cannot change them. */
 const entryFileMode = 0o444;
-/**
- * How long a process waits for the one downloading an identity before it downloads the model itself: a lock held
- * longer (a stuck process, a hostile one) costs the node a second download, never a model that does not come.
- */
+// How long a pod waits for another's download before downloading itself: a lock held longer (stuck, hostile) costs
+// the node a second download, never a model that does not come.
 const lockWaitMs = 10 * 60_000;
 
 /** Where an identity's entry and its lock live under `root`: named by a hash, so no identity names a path. */
@@ -30,23 +26,31 @@ const entryPaths = (root: string, identity: string): { entry: string; lock: stri
   return { entry: join(root, key), lock: join(root, `${key}.lock`), tmpPrefix: `.tmp-${key}-` };
 };
 
-/** The node cache of a model dir store. */
-export interface NodeCacheStore {
-  /** See `NodeCache.take` (ports.ts). */
-  readonly take: (identity: string, into: StagingOf, signal: AbortSignal) => Promise<CacheTake>;
-}
-
 /**
- * The node cache at `root` for a store whose installed models are at `modelDir(name)`. Each fill is checked as a
- * fill from another model dir is (`fillFromModelDir`: the marker, the content's URI and selection, each file's size,
- * no link followed): an entry planted or cut short is not used, and the model is downloaded.
+ * The node cache at `root` for a store whose installed models are at `modelDir(name)` and whose staging dirs are
+ * `stagingOf(staged)`. Each fill is checked as one from another model dir is (`fillFromModelDir`): an entry planted
+ * or cut short is not used.
  */
 export const nodeCacheStore = (
-  root: string,
-  budget: EvictionBudget,
+  { dir: root, ...budget }: { readonly dir: string } & EvictionBudget,
   modelDir: (name: ModelName) => string,
-  log: Logger,
-): NodeCacheStore => {
+  stagingOf: (staged: Staged) => StagingOf,
+  storeLog: Logger,
+): NodeCache => {
+  const log = storeLog.child({ component: 'node-cache' });
+  // By hard links, either way: an entry's files are read-only, so the model server cannot write through one.
+  const fill = (into: StagingOf, path: string, signal: AbortSignal, target = into.target) =>
+    fillFromModelDir({
+      ...into,
+      target,
+      source: into.name,
+      path,
+      signal,
+      log,
+      link: true,
+      spaceCheck: undefined,
+    });
+
   const fillFromEntry = async (
     entry: string,
     into: StagingOf,
@@ -57,16 +61,7 @@ export const nodeCacheStore = (
       throw cause;
     });
     if (found === undefined) return undefined;
-    // A fill from the entry by hard links: its files are read-only, so the model server cannot write through one.
-    const filled = await fillFromModelDir({
-      ...into,
-      source: into.name,
-      path: entry,
-      signal,
-      log,
-      link: true,
-      spaceCheck: undefined,
-    });
+    const filled = await fill(into, entry, signal);
     // Its last use, for eviction (the entry's own mtime: no file of it changes).
     if (filled !== undefined) await utimes(entry, new Date(), new Date()).catch(() => undefined);
     return filled;
@@ -87,16 +82,7 @@ export const nodeCacheStore = (
       const made = await step(`cannot create a dir in ${root}`, () => mkdtemp(join(root, tmpPrefix)));
       tmp = { ...(await openDir(made)), path: made };
       const never = new AbortController().signal;
-      const filled = await fillFromModelDir({
-        ...into,
-        target: tmp,
-        source: into.name,
-        path: modelDir(into.name),
-        signal: never,
-        log,
-        link: true,
-        spaceCheck: undefined,
-      });
+      const filled = await fill(into, modelDir(into.name), never, tmp);
       if (filled === undefined) {
         await removeTree(made);
         return { evicted: 0 };
@@ -109,9 +95,8 @@ export const nodeCacheStore = (
       await removeTree(entry).catch(() => undefined);
       await step(`cannot rename ${made} to ${entry}`, () => rename(made, entry));
       log.info({ model: into.name, entry, files: files.size }, 'model put into the node cache');
-      // The others on the node go on now, and the entry is flushed meanwhile (through the handle, wherever the dir
-      // is now): a crash before the flush leaves, at worst, files short of their marker's sizes, which no fill
-      // takes. Flushed first, it held them up by the time to write the whole model out (256 MiB: seconds here).
+      // The others go on now, and the entry is flushed meanwhile (through the handle): flushed first, it held them up
+      // by the time to write the whole model out (256 MiB: seconds here).
       await lock.release();
       await syncTree(tmp).catch((err: unknown) =>
         log.warn({ err, entry }, 'could not flush a node cache entry; a fill checks its sizes'),
@@ -161,14 +146,11 @@ export const nodeCacheStore = (
     return { _tag: 'Claimed', publish: () => publish(entry, tmpPrefix, into, held), release: held.release };
   };
 
-  const take = async (identity: string, into: StagingOf, signal: AbortSignal): Promise<CacheTake> => {
-    try {
-      return await takeEntry(identity, into, signal);
-    } catch (error) {
-      rootMade = undefined;
-      throw error;
-    }
+  return {
+    take: (identity, staged, signal) =>
+      takeEntry(identity, stagingOf(staged), signal).catch((error: unknown) => {
+        rootMade = undefined;
+        throw error;
+      }),
   };
-
-  return { take };
 };

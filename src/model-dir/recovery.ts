@@ -8,17 +8,13 @@ import { specToJson } from '../core/snapshot';
 import type { ModelStore } from '../ports';
 import { forEachLimited, step, fileSizes, withDir } from '../fs';
 import type { Logger } from '../log';
-import type { Found } from './entry';
 import { isTemporary, type ModelDirRoot } from './model-dir-root';
 const recoverConcurrency = 8;
 
-const deleteModelDir = async (m: ModelDirRoot, dir: string, name: string): Promise<void> => {
-  try {
-    await m.discard(dir, name);
-  } catch (err) {
+const deleteModelDir = (m: ModelDirRoot, dir: string, name: string): Promise<void> =>
+  m.discard(dir, name).catch((err: unknown) => {
     m.log.error({ err, model: name, dir }, 'cannot delete a model dir; leaving it');
-  }
-};
+  });
 
 /** Why the files under `dir` are not those `files` lists, or undefined when they are (or cannot be read). */
 const filesMismatch = async (log: Logger, dir: string, files: FileManifest): Promise<string | undefined> => {
@@ -34,14 +30,11 @@ const filesMismatch = async (log: Logger, dir: string, files: FileManifest): Pro
 const recoverModel = async (m: ModelDirRoot, name: ModelName): Promise<ModelSpec | undefined> => {
   const { log } = m;
   const dir = join(m.root, name);
-  let found: Found;
-  try {
-    found = await m.inspect(dir);
-  } catch (err) {
+  const found = await m.inspect(dir).catch((err: unknown) => {
     log.error({ err, model: name, dir }, 'cannot read a model dir; leaving it');
     return undefined;
-  }
-  if (found._tag === 'Missing') return undefined;
+  });
+  if (found === undefined || found._tag === 'Missing') return undefined;
   if (found._tag === 'NotADir') {
     await m
       .removeNonDir(found)

@@ -6,9 +6,8 @@ import { specToJson } from '../core/snapshot';
 import { fsError, isSameEntry, namingDirs, removeTree, step, type OpenDir, type SpaceCheck } from '../fs';
 import type { Installed, ModelStore, Staged, WrittenFiles } from '../ports';
 import type { FlushInstalled } from './background-flush';
-import type { Found } from './entry';
 import type { StagingOf } from './fill-from';
-import type { ModelDirRoot } from './model-dir-root';
+import type { Found, ModelDirRoot } from './model-dir-root';
 import { createStagingDir, markStagingDir, stagingTakenAway } from './staging-dir';
 
 /** Where a store stages: its model dir, its flusher, its disk check, and the staging dirs not yet settled. */
@@ -42,23 +41,6 @@ const createStaging = async (m: ModelDirRoot, name: ModelName): Promise<OpenDir>
     await m.makeRoot(true);
     return createStagingDir(m.stagingPrefix(name));
   }
-};
-
-/**
- * A fresh staging dir once the disk check passed. The size is not known yet (the providers check a declared one):
- * at least the reserve must be free. The check runs while the dir is made; a dir made for nothing is removed.
- */
-const stagingWithSpace = async ({ m, spaceCheck }: StagingArea, name: ModelName): Promise<OpenDir> => {
-  const [space, staging] = await Promise.allSettled([
-    spaceCheck?.(m.root, 0, `installing model ${name}`),
-    createStaging(m, name),
-  ]);
-  if (space.status === 'fulfilled' && staging.status === 'fulfilled') return staging.value;
-  if (staging.status === 'fulfilled') {
-    await staging.value.handle.close();
-    await m.discardQuietly(staging.value.path);
-  }
-  throw space.status === 'rejected' ? space.reason : (staging as PromiseRejectedResult).reason;
 };
 
 /** The error to report for a `cause` that stopped `dir`, once the dir is removed (see `Staged.abandon`). */
@@ -131,25 +113,31 @@ const swapIn = async (
 };
 
 /**
- * `ModelStore.stage` in `area`: a staging dir once nothing that is not ours to replace holds `M/<name>`. The claim
- * and the staging dir are made at once (each fs call is a round trip through libuv's pool, on a load's path); a
- * staging dir made for a name that cannot be claimed is removed.
+ * `ModelStore.stage` in `area`: a staging dir once nothing that is not ours to replace holds `M/<name>` and the disk
+ * check passed (the size is not known yet, the providers check a declared one: at least the reserve must be free).
+ * The claim, the check and the staging dir run at once (each fs call is a round trip through libuv's pool, on a
+ * load's path); a staging dir made for nothing is removed.
  */
 export const stager =
   (area: StagingArea): ModelStore['stage'] =>
   async (name, spec, signal) => {
-    const { m, open } = area;
+    const { m, open, spaceCheck } = area;
     const target = m.modelDir(name);
     signal.throwIfAborted();
     await m.makeRoot();
-    const [claim$, staging$] = [claim(m, target, name), stagingWithSpace(area, name)];
-    const [claimed, staging] = await Promise.allSettled([claim$, staging$]);
-    if (claimed.status === 'rejected' || staging.status === 'rejected') {
+    const [claimed, space, staging] = await Promise.allSettled([
+      claim(m, target, name),
+      spaceCheck?.(m.root, 0, `installing model ${name}`),
+      createStaging(m, name),
+    ]);
+    if (claimed.status === 'rejected' || space.status === 'rejected' || staging.status === 'rejected') {
       if (staging.status === 'fulfilled') {
         await staging.value.handle.close();
         await m.discardQuietly(staging.value.path);
       }
-      throw claimed.status === 'rejected' ? claimed.reason : (staging as PromiseRejectedResult).reason;
+      throw [claimed, space, staging].find(
+        (result): result is PromiseRejectedResult => result.status === 'rejected',
+      )?.reason;
     }
     const dir = staging.value;
     const failed = failedStaging(m, dir, signal);

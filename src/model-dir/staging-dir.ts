@@ -71,11 +71,9 @@ const takesTheListing = (written: WrittenFiles | undefined): written is WrittenF
   [...written.keys()].every((file) => !file.includes('/') && !isMarkerName(file));
 
 /**
- * Marks a filled staging dir: drops marker look-alikes, writes the marker with the files' manifest last (a killed
- * process never leaves a marker beside incomplete files) and opens the dir to the model server. Nothing is flushed
- * here: the store flushes the dir once it is in place, off the load's path. The files a download says it wrote
- * are the manifest as they are: it wrote each with O_EXCL into this dir, held open, which only we can enter (0700);
- * a listing and a stat of each (two trips through libuv's pool on a load's path) would say the same.
+ * Marks a filled staging dir (see `Staged.commit`): drops marker look-alikes, writes the marker last and opens the
+ * dir to the model server; nothing is flushed here. The files a download says it wrote are the manifest as they are:
+ * it wrote each with O_EXCL into this dir, held open, which only we can enter (0700): a listing would say the same.
  */
 export const markStagingDir = async (
   dir: OpenDir,

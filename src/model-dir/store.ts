@@ -4,11 +4,10 @@ import type { ModelStore, Staged } from '../ports';
 import type { SpaceCheck } from '../fs';
 import { backgroundFlusher } from './background-flush';
 import type { Logger } from '../log';
-import { describeFound } from './entry';
 import { fillFromModelDir } from './fill-from';
 import { nodeCacheStore } from './node-cache';
 import type { EvictionBudget } from './node-cache-eviction';
-import { modelDirRoot } from './model-dir-root';
+import { describeFound, modelDirRoot } from './model-dir-root';
 import { modelDirRecovery } from './recovery';
 import { stager, type StagingArea } from './stage';
 
@@ -34,20 +33,10 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
     if (into === undefined) throw new Error(`${what}: not a staging dir of this store, or already settled`);
     return into;
   };
-  const cache =
-    options.nodeCache === undefined
-      ? undefined
-      : nodeCacheStore(
-          options.nodeCache.dir,
-          options.nodeCache,
-          modelDir,
-          log.child({ component: 'node-cache' }),
-        );
+  const { nodeCache } = options;
   return {
-    ...(cache && {
-      nodeCache: {
-        take: (identity, staged, signal) => cache.take(identity, staging(staged, 'nodeCache'), signal),
-      },
+    ...(nodeCache && {
+      nodeCache: nodeCacheStore(nodeCache, modelDir, (staged) => staging(staged, 'nodeCache'), log),
     }),
     recover: modelDirRecovery(m),
     stage: stager(area),
