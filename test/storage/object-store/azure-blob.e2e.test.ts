@@ -210,7 +210,9 @@ describe('azureBlobStorage against azurite', () => {
         never,
       );
       expect(await listTree(staging.path)).toEqual(['weights.bin']);
-      const reads = proxy.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/single/weights.bin'));
+      const reads = proxy.requests.filter(
+        (r) => r.method === 'GET' && r.path.endsWith('/single/weights.bin'),
+      );
       expect(reads).toHaveLength(3);
     } finally {
       await proxy.close();

@@ -145,7 +145,9 @@ describe('gcsStorage against the GCS stand-in', () => {
       never,
     );
     expect(await readFiles(staging.path)).toEqual({ 'weights.bin': 'one object' });
-    expect(gcs.requests.slice(before).filter((r) => r.path.endsWith('/o/single/weights.bin'))).toHaveLength(3);
+    expect(gcs.requests.slice(before).filter((r) => r.path.endsWith('/o/single/weights.bin'))).toHaveLength(
+      3,
+    );
   });
 
   it('fails retryably on a 503 listing', async () => {
