@@ -51,15 +51,11 @@ const eventProblem = (phase: unknown, object: unknown, name: string): string | u
 const brokenWatch = (why: string): Error => new KubeRelistNeeded(`the API server's watch sent ${why}`);
 
 /**
- * Passes each line of `body` to `line`, holding at most `maxKubeAnswerBytes` of one; each chunk calls `alive`.
+ * Passes each line of `body` to `line`, holding at most `maxKubeAnswerBytes` of one.
  * Linear in the bytes: a chunk is searched for a newline once (0x0A is never inside a UTF-8 character), a line
  * decoded once.
  */
-const readLines = async (
-  body: AsyncIterable<Uint8Array>,
-  line: (text: string) => void,
-  alive: () => void,
-): Promise<void> => {
+const readLines = async (body: AsyncIterable<Uint8Array>, line: (text: string) => void): Promise<void> => {
   const decoder = new TextDecoder();
   let parts: Uint8Array[] = [];
   let pendingBytes = 0;
@@ -75,7 +71,6 @@ const readLines = async (
     if (text !== '') line(text);
   };
   for await (const chunk of body) {
-    alive();
     let start = 0;
     for (let newline = chunk.indexOf(0x0a); newline >= 0; newline = chunk.indexOf(0x0a, start)) {
       add(chunk.subarray(start, newline));
@@ -113,16 +108,11 @@ export const bookmarkingWatch = (
       const finish = (err: unknown): void => {
         if (ended) return;
         ended = true;
-        clearTimeout(idle);
         controller.abort();
         done(err ?? null);
       };
-      // 30 s without a byte ends it, the client's requestTimeoutMs (bookmarks keep a quiet watch talking).
-      const idle = setTimeout(
-        () => finish(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
-        30_000,
-      ).unref();
-      const alive = (): void => void idle.refresh();
+      // No deadline of its own: a quiet watch is healthy (the API server bookmarks about once a minute and 2 s
+      // before `timeoutSeconds`); one silent past that is runListWatch's stall timer's (`stallMsFor`).
       const onLine = (text: string): void => {
         if (ended) return;
         let event: unknown;
@@ -150,7 +140,7 @@ export const bookmarkingWatch = (
         progress.opened();
         const body = response.body;
         if (body === null) throw brokenWatch('a 200 without a body');
-        readLines(body, onLine, alive).then(
+        readLines(body, onLine).then(
           () => finish(null),
           (cause: unknown) => finish(cause),
         );

@@ -52,6 +52,17 @@ describe('/healthz with --source kube-api', () => {
     expect([...(await healthOver(port, 2 * stallMs + 500))]).toEqual([200]);
   });
 
+  it('keeps a watch quiet for longer than 30 s (the API server bookmarks once a minute): no failure said, no second watch, the next edit applied', async () => {
+    const { agent, port, cluster, server } = await startAgent();
+    await sleep(35_000);
+    expect(cluster.api.requests.filter((request) => request.kind === 'watch')).toHaveLength(1);
+    expect(agent.logs.filter((log) => log.msg === 'ConfigMap list or watch failed; retrying')).toEqual([]);
+    const { json } = await getJson<StatusDocumentJson>(port, surfacePaths.status);
+    expect(json.config.watch?.['lastFailure']).toBeUndefined();
+    cluster.api.apply(models('alpha', 'beta'));
+    await waitFor(() => server.loaded.has('beta'), 10_000, 'beta loaded');
+  });
+
   it('stays 200 while the API server is down, /status says it is unreachable, and applies the change after', async () => {
     const { port, cluster: down, server } = await startAgent();
     down.api.setDown(true);
