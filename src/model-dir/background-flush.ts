@@ -21,6 +21,9 @@ interface Waiting {
   readonly done: () => void;
 }
 
+/** What removing a model dir meanwhile makes a flush fail with: no failure, nothing is left to flush. */
+const isGone = (err: unknown): boolean => err instanceof EffectError && errorCode(err.cause) === 'ENOENT';
+
 /**
  * fsyncs an installed model dir's files and dirs in one batch with every dir installed until the installs pause,
  * then `root` once (docs/architecture.md, Durability); never fails (a warn says what was not flushed). The dir is
@@ -41,6 +44,8 @@ export const backgroundFlusher = (
       if (!(await isSameEntry(target, installed))) return;
       await withDir(target, syncTree);
     } catch (err) {
+      // Removed while it was flushed (its agent stopped, its dir removed), as the root below: nothing left to keep.
+      if (isGone(err)) return;
       log.warn({ err, dir: target }, 'cannot flush an installed model dir; recovery checks it after a crash');
     }
   };
@@ -49,7 +54,7 @@ export const backgroundFlusher = (
     await syncPath(root).catch((err: unknown) => {
       // The model dir itself is gone (an agent stopped and its dir removed, as tests and integrators do): there
       // is nothing left whose durability matters.
-      if (err instanceof EffectError && errorCode(err.cause) === 'ENOENT') return;
+      if (isGone(err)) return;
       log.warn({ err, dir: root }, 'cannot flush the model dir; recovery checks it after a crash');
     });
     for (const dir of batch) dir.done();

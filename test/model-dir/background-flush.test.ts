@@ -9,10 +9,11 @@ import { useTempDir } from '../helpers/temp-dir';
 const tmp = useTempDir('background-flush');
 const pacing = { quietMs: 10, maxDelayMs: 50 };
 
-const installed = async (root: string, name: string) => {
+const installed = async (root: string, name: string, files = 1) => {
   const dir = join(root, name);
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'model.bin'), name);
+  for (let i = 1; i < files; i++) await writeFile(join(dir, `shard-${i}.bin`), name);
   return { dir, stats: await lstat(dir) };
 };
 
@@ -35,6 +36,20 @@ describe('backgroundFlusher', () => {
     await rm(root, { recursive: true });
     await flushed;
     expect(sink.lines).toEqual([]);
+  });
+
+  it('says nothing when the model dir is removed while its dirs are flushed, at any moment of the flush', async () => {
+    for (const delayMs of [0, 1, 2, 3, 5, 8]) {
+      const sink = new LogSink();
+      const root = join(tmp.path, `models-${delayMs}`);
+      const flush = backgroundFlusher(root, pino(sink), pacing);
+      const dirs = await Promise.all(['a', 'b', 'c', 'd'].map((name) => installed(root, name, 100)));
+      const flushed = Promise.all(dirs.map(({ dir, stats }) => flush(dir, stats, true)));
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      await rm(root, { recursive: true });
+      await flushed;
+      expect(sink.lines).toEqual([]);
+    }
   });
 
   it('warns when the model dir cannot be flushed for another reason', async () => {
