@@ -12,16 +12,21 @@ import { pushingBack } from '../../../src/testing/pushing-back-store';
 
 const never = new AbortController().signal;
 const size = 64 * 1024 * 1024;
-/** Requests sent before the client heard the push-back arrive within this of it (one process, loopback). */
-const burstMs = 100;
+/**
+ * Requests sent before the client heard the push-back arrive within this of it (one process, loopback; generous: a
+ * busy machine delays a send it made before by hundreds of milliseconds).
+ */
+const burstMs = 500;
+/** The retry policy's wait after a push-back without Retry-After: at least the base (jitter 'at-least-base'). */
+const retry = { maxAttempts: 8, baseMs: 2000, maxMs: 4000 };
 
 describe('httpStorage against a store that pushes back', () => {
   const startServer = useHttpServers();
   const tmp = useTempDir('http-pushback');
 
   it.each([
-    [503, '1', 950],
-    [429, undefined, 450], // no Retry-After: the retry policy's base, 500 ms by default
+    [503, '2', 1950],
+    [429, undefined, 1950], // no Retry-After: the retry policy's base
   ] as const)(
     'fetches the file whole through a store answering %s (Retry-After %s) past two at once, never asking again within its pause',
     async (status, retryAfter, pauseMs) => {
@@ -30,7 +35,7 @@ describe('httpStorage against a store that pushes back', () => {
       const { url } = await startServer(store.handle);
       const target = path.join(tmp.path, `t${status}`);
       await mkdir(target);
-      await httpStorage({ streams: 8 }).download(`${url}/m.bin`, target, never);
+      await httpStorage({ streams: 8, retry }).download(`${url}/m.bin`, target, never);
       const saved = await readFile(path.join(target, 'm.bin'));
       expect(saved.length).toBe(size);
       const pushbacks = store.requests.filter((entry) => entry.pushedBack);
