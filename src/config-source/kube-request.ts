@@ -121,11 +121,13 @@ export const kubeCall = async (
 
 /**
  * What may be said of an error a list, watch or write failed with: a `KubeStatusError`'s status (with whether the
- * server saw no credentials, or whom it refused), else a network error's code, else its message, which here holds
- * what the answer broke or a timeout, never the request and its token.
+ * server saw no credentials, or whom it refused), else a network error's code (fetch's `fetch failed` holds that
+ * error as its cause), else its message, which here holds what the answer broke or a timeout, never the request
+ * and its token.
  */
 export const kubeFailureOf = (cause: unknown): KubeFailure => {
   if (cause instanceof KubeStatusError) return cause.failure;
-  const code = errorCode(cause);
+  const fetchFailed = cause instanceof TypeError && cause.message === 'fetch failed';
+  const code = errorCode(cause) ?? (fetchFailed ? errorCode(cause.cause) : undefined);
   return code !== undefined ? { code } : { message: errorMessage(cause) };
 };

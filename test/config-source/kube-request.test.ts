@@ -24,6 +24,13 @@ describe('kubeFailureOf', () => {
     expect(said(refused)).toBe('cannot reach the API server (ECONNREFUSED)');
   });
 
+  it('says a network error by its code when fetch wraps it in "fetch failed", as it does every one', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
+    expect(said(new TypeError('fetch failed', { cause: refused }))).toBe(
+      'cannot reach the API server (ECONNREFUSED)',
+    );
+  });
+
   it("says a silent watch's timeout in words, not as the DOMException's numeric code taken for a status", () => {
     const timeout = new DOMException('The operation was aborted due to timeout', 'TimeoutError');
     expect(said(timeout)).toBe('the request failed: The operation was aborted due to timeout');

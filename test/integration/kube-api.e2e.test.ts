@@ -208,6 +208,18 @@ describe('--source kube-api on the real process', () => {
     expect(everything).not.toContain(goodToken);
   });
 
+  it('says an API server that refuses connections by the network error, not by fetch\'s bare "fetch failed"', async () => {
+    const { agent, cluster } = await startAgent(['alpha']);
+    await agent.waitForLog(loadedLine('alpha'));
+    await cluster.api.close();
+    const refused = await agent.waitForLog(
+      (log) =>
+        log['msg'] === 'ConfigMap list or watch failed; retrying' &&
+        !String(log['reason']).includes('terminated'),
+    );
+    expect(refused['reason']).toBe('cannot reach the API server (ECONNREFUSED)');
+  });
+
   it('authenticates with a token file ending in a newline, as kubectl create secret --from-file leaves it', async () => {
     const { agent, server } = await startAgent(['alpha'], { token: `${goodToken}\n` });
     await agent.waitForLog(loadedLine('alpha'), 10_000);
