@@ -121,11 +121,13 @@ export const kubeCall = async (
 
 /**
  * What may be said of an error a list, watch or write failed with: a `KubeStatusError`'s status (with whether the
- * server saw no credentials, or whom it refused), else a network error's code, else its message, which here holds
- * what the answer broke or a timeout, never the request and its token.
+ * server saw no credentials, or whom it refused), else a network error's code (fetch wraps each in a `fetch failed`
+ * whose cause it is), else its message, which here holds what the answer broke, a timeout, or a file read before
+ * anything was sent (a token file gone: ENOENT is no network error), never the request and its token.
  */
 export const kubeFailureOf = (cause: unknown): KubeFailure => {
   if (cause instanceof KubeStatusError) return cause.failure;
-  const code = errorCode(cause);
+  const fetchFailed = cause instanceof TypeError && cause.message === 'fetch failed';
+  const code = fetchFailed ? errorCode(cause.cause) : undefined;
   return code !== undefined ? { code } : { message: errorMessage(cause) };
 };

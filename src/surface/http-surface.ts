@@ -200,7 +200,9 @@ const responder = (view: SurfaceView, limits: SurfaceLimits, agentPort?: Request
     if (request.method !== 'GET' && !head)
       return reply(json(405, { error: 'only GET and HEAD' }, { allow: 'GET, HEAD' }), true);
     if (announcesBody(request)) return reply(json(413, { error: 'the surface takes no request body' }), true);
-    const url = new URL(request.url ?? '/', 'http://surface');
+    // A target no URL can be made of (`//`, `//[`) names none of the surface's paths.
+    const url = URL.parse(request.url ?? '/', 'http://surface');
+    if (url === null) return reply(json(404, { error: 'no such path' }));
     if (heavyPaths.has(url.pathname)) {
       if (heavyInFlight >= limits.maxHeavyRequests) return reply(busy);
       heavyInFlight++;

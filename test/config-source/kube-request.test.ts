@@ -19,9 +19,18 @@ describe('kubeFailureOf', () => {
     expect(said(new KubeStatusError('Unauthorized', { status: 401, anonymous: true }))).toMatch(/credential/);
   });
 
-  it('says a network error by its code', () => {
+  it('says a file read before the request (a token file gone) by its message, not as a network error', () => {
+    const gone = Object.assign(new Error("ENOENT: no such file or directory, stat '/sa/token'"), {
+      code: 'ENOENT',
+    });
+    expect(said(gone)).toBe("the request failed: ENOENT: no such file or directory, stat '/sa/token'");
+  });
+
+  it('says a network error by its code when fetch wraps it in "fetch failed", as it does every one', () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
-    expect(said(refused)).toBe('cannot reach the API server (ECONNREFUSED)');
+    expect(said(new TypeError('fetch failed', { cause: refused }))).toBe(
+      'cannot reach the API server (ECONNREFUSED)',
+    );
   });
 
   it("says a silent watch's timeout in words, not as the DOMException's numeric code taken for a status", () => {

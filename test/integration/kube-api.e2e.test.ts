@@ -3,6 +3,8 @@
  * load, a change applied at once, a dropped watch resumed from its version, 410 re-lists, bad values and a deleted
  * ConfigMap that unload nothing, a refused token, a stalled watch, 200 rapid changes, and --dry-run.
  */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { sleep, waitFor } from '../../src/testing/wait';
 import { cliArgs, killAllCli, runCli, startCli } from '../helpers/cli-process';
@@ -206,6 +208,28 @@ describe('--source kube-api on the real process', () => {
     const everything = agent.stderr.text + agent.stdout.text;
     expect(everything).not.toContain(wrong);
     expect(everything).not.toContain(goodToken);
+  });
+
+  it('says an API server that refuses connections by the network error, not by fetch\'s bare "fetch failed"', async () => {
+    const { agent, cluster } = await startAgent(['alpha']);
+    await agent.waitForLog(loadedLine('alpha'));
+    await cluster.api.close();
+    const refused = await agent.waitForLog(
+      (log) =>
+        log['msg'] === 'ConfigMap list or watch failed; retrying' &&
+        !String(log['reason']).includes('terminated'),
+    );
+    expect(refused['reason']).toBe('cannot reach the API server (ECONNREFUSED)');
+  });
+
+  it('says a token file that is gone as the file, not as an API server it cannot reach', async () => {
+    const { agent, cluster } = await startAgent(['alpha']);
+    await agent.waitForLog(loadedLine('alpha'));
+    await rm(join(tmp.path, 'token'));
+    cluster.api.dropWatches('end');
+    const failed = await agent.waitForLog('ConfigMap list or watch failed; retrying');
+    expect(failed['reason']).not.toMatch(/cannot reach the API server/);
+    expect(failed['reason']).toMatch(/ENOENT.*token/);
   });
 
   it('authenticates with a token file ending in a newline, as kubectl create secret --from-file leaves it', async () => {

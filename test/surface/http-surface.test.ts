@@ -18,6 +18,7 @@ import {
 import { createSurfaceState } from '../../src/surface/surface-state';
 import { name, spec } from '../helpers/fixtures';
 import { get } from '../integration/surface-kit';
+import { getHead, rawSocket } from '../helpers/raw-socket';
 
 let subscription: Subscription | undefined;
 afterEach(() => subscription?.unsubscribe());
@@ -101,6 +102,16 @@ describe('httpSurface', () => {
     expect((await get(port, '/status/nobody')).status).toBe(404);
     expect((await get(port, '/status/%E0%A4%A')).status).toBe(404);
     expect((await get(port, '/nothing')).status).toBe(404);
+  });
+
+  it('answers a request target no URL can be made of (`GET //`) with a 404, not a throw in its handler', async () => {
+    const port = await serve(view());
+    for (const target of ['//', '///x', '//[']) {
+      const client = await rawSocket(port);
+      client.socket.write(getHead(target, 'Connection: close\r\n'));
+      await client.closed;
+      expect(client.received()).toMatch(/^HTTP\/1\.1 404 .*"error":"no such path"/s);
+    }
   });
 
   it('serves /metrics with its content type, through the redaction too', async () => {
