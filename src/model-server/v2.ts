@@ -2,7 +2,13 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as t from 'io-ts';
-import { httpStatusError, permanentError, retryableError, type EffectError } from '../core/errors';
+import {
+  httpStatusError,
+  permanentError,
+  retryableError,
+  retryAfterOf,
+  type EffectError,
+} from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import { kindOfServerName, type V2ServerKind } from '../core/v2-server-kinds';
 import { decodeJsonText, discardBody, errorText, isOk, readText, type HttpCallResponse } from '../net';
@@ -55,7 +61,9 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     call('POST', path, what, ms, signal, { headers: { 'Content-Type': 'application/json' }, body: '{}' });
   const failure = async (response: HttpCallResponse): Promise<{ error: EffectError; reason: string }> => {
     const reason = errorText(await readText(response, errorBodyBytes).catch(() => ''));
-    return { error: httpStatusError(response.init.what, response.status, reason), reason };
+    // A 429 or 503 may say how long to wait (docs/reliability.md, Model server faults): the retry waits that long.
+    const retryAfterMs = retryAfterOf([response.headers['retry-after']].flat()[0]);
+    return { error: httpStatusError(response.init.what, response.status, reason, retryAfterMs), reason };
   };
 
   // The dialect, asked for once (a failed ask is asked again at the next call: the server may be starting).
