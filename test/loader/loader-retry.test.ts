@@ -158,6 +158,16 @@ describe('loader retries (virtual time)', () => {
     expect(stateOf('m1')?.rejected).toBeUndefined();
   });
 
+  it('counts a model loaded when only the journal record of its confirmed load cannot be written (a full disk)', async () => {
+    const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const t = start({ confirmed: { m1: [fsError('cannot record the load of m1', full)] } });
+    t.ops$.next(add(m1, v1));
+    await advanceAndSettle(t.scheduler, 10_000);
+    // The server loaded it: the unwritten record costs one reload after a restart (docs/reliability.md, Crashes).
+    expect(t.phases(m1)).toEqual(['Downloading', 'Loading', 'Loaded']);
+    expect(t.loads(m1)).toBe(1);
+  });
+
   it('cancels pending retries when unsubscribed', async () => {
     const t = start({ load: { m1: [unavailable()] } });
     t.ops$.next(add(m1, v1));
