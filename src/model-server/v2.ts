@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as t from 'io-ts';
 import {
   httpStatusError,
+  isRetryableStatus,
   permanentError,
   retryableError,
   retryAfterOf,
@@ -71,6 +72,8 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   const askKind = async (signal: AbortSignal): Promise<V2Dialect> => {
     const response = await call('GET', '/v2', `model server metadata (${shown})`, timeoutMs, signal);
     if (!isOk(response)) {
+      // A server starting (or a proxy before it) answers 5xx or 429: no answer yet, so it is asked again.
+      if (isRetryableStatus(response.status)) throw (await failure(response)).error;
       await discardBody(response);
       // A server that answers but has no metadata route speaks the protocol and nothing more we know of.
       return v2Dialects.generic;
