@@ -3,12 +3,12 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as t from 'io-ts';
 import {
+  EffectError,
   httpStatusError,
   isRetryableStatus,
   permanentError,
   retryableError,
   retryAfterOf,
-  type EffectError,
 } from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import { kindOfServerName, type V2ServerKind } from '../core/v2-server-kinds';
@@ -78,7 +78,11 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       // A server that answers but has no metadata route speaks the protocol and nothing more we know of.
       return v2Dialects.generic;
     }
-    const text = await readText(response, errorBodyBytes);
+    // Past the cap it is junk as any other that is no metadata (a cut or a timeout is asked again).
+    const text = await readText(response, errorBodyBytes).catch((error: unknown) => {
+      if (error instanceof EffectError && error.kind === 'too-large') return '';
+      throw error;
+    });
     try {
       const metadata = decodeJsonText(text, ServerMetadata, response.init.what, 'server metadata');
       return v2Dialects[kindOfServerName(metadata.name)];

@@ -80,6 +80,23 @@ describe('v2ModelServer with --server-kind auto', () => {
     expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
   });
 
+  it('speaks the protocol alone to a server whose metadata answer is junk past 64 KiB, as to one of junk below it', async () => {
+    const server = await serve((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.method === 'GET' && req.url === '/v2')
+          return res
+            .writeHead(200, { 'Content-Type': 'text/html' })
+            .end(`<html>${'x'.repeat(100 * 1024)}</html>`);
+        if (req.method === 'POST' && req.url === '/v2/repository/index')
+          return res.writeHead(200).end('[{"name": "m1", "state": "READY"}]');
+        res.writeHead(404).end();
+      });
+    });
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'auto' });
+    expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
+  });
+
   it('speaks the protocol alone to a server without metadata', async () => {
     const server = await startV2ModelServer({ modelDir: modelDir.path });
     standIn = server;
