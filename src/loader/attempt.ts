@@ -49,8 +49,10 @@ export const attemptOnce = async (
     record.attempts++;
     const details = { reason: redact(error.message), errorKind: error.kind, attempt: record.attempts };
     if (!error.retryable || record.attempts >= retry.maxAttempts) {
-      // The server refused these files for good: retrying them (a resync) cannot change its answer.
-      record.rejected = !error.retryable && failedStep(record.status.phase) === 'load';
+      // The server refused these files for good: retrying them (a resync) cannot change its answer. A load step's
+      // own disk (the journal on a read-only or full model dir) is no answer of the server: the resync retries it.
+      record.rejected =
+        !error.retryable && error.kind !== 'filesystem' && failedStep(record.status.phase) === 'load';
       return report(record, 'Failed', desired, details, statusOf(error));
     }
     telemetry.retry(failedStep(record.status.phase));

@@ -131,7 +131,15 @@ export const bringIn = async (
       await slots.load.use(stop, async () => {
         if (!journalled) await journal.starting(model.name);
         await server.load(model.name, model.loaded, stop);
-        await journal.confirmed(model.name);
+        // The server has loaded it: a record not written (a full disk) costs one reload after a restart, no failure.
+        await journal
+          .confirmed(model.name)
+          .catch((err: unknown) =>
+            log.warn(
+              { err, model: model.name },
+              'could not record a confirmed load; a restart loads it again',
+            ),
+          );
       });
       model.loaded = true;
       model.loadedSpec = target;

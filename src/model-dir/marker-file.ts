@@ -8,7 +8,9 @@ import { errorMessage } from '../core/errors';
 import { decodeMarker, markerJson, markerPrefix, specIdentityJson, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
 import { readSmallFile, step, type OpenDir } from '../fs';
-const maxMarkerBytes = 64 * 1024;
+// Ours lists every file with its size: a model of 10,000 files (`--max-model-files`, `--max-archive-entries`) with
+// 1 KiB keys writes ~10 MiB. At 64 KiB, one of ~1,000 files was read back as corrupt and deleted at every restart.
+const maxMarkerBytes = 16 * 1024 * 1024;
 // O_EXCL already refuses any existing entry, a dangling link included; O_NOFOLLOW says so once more.
 const createNew = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 

@@ -1,9 +1,8 @@
 /** torchServeModelServer: the ModelServer port over TorchServe's management API (register, unregister, list). */
-import { readFile } from 'node:fs/promises';
 import { isLeft } from 'fp-ts/Either';
 import * as t from 'io-ts';
 import { bearerToken } from '../core/bearer-token';
-import { httpStatusError, permanentError, retryableError } from '../core/errors';
+import { errorCode, errorMessage, httpStatusError, permanentError, retryableError } from '../core/errors';
 import { parseJson } from '../core/json/json';
 import type { ModelName } from '../core/model-name';
 import { registerSecret } from '../core/redact';
@@ -16,7 +15,7 @@ import {
   type ServerCall,
   type ServerOptions,
 } from './server-options';
-import { fsError, isMissing } from '../fs';
+import { fsError, isMissing, readSmallFile } from '../fs';
 import { discardBody, errorText, isOk, readJson, readText, statusError } from '../net';
 
 export interface TorchServeModelServerOptions extends ServerOptions {
@@ -132,8 +131,12 @@ const readToken = async (file: string): Promise<string> => {
   const what = `cannot read the TorchServe token file ${file}`;
   let text: string;
   try {
-    text = (await readFile(file, 'utf8')).trim();
+    // Bounded and a regular file only, as every token file: a FIFO there held a load (and a thread) for good.
+    const shown = `the TorchServe token file ${file}`;
+    text = (await readSmallFile(file, maxTokenFileBytes, shown, 'follow')).toString('utf8').trim();
   } catch (cause) {
+    // Refused unread (not a regular file, too big): TorchServe may yet write its key file there.
+    if (errorCode(cause) === undefined) throw retryableError('filesystem', errorMessage(cause), cause);
     // Missing is "not yet" here, whatever it means elsewhere: TorchServe writes the file when it starts.
     throw isMissing(cause) ? withRetryable(fsError(what, cause), true) : fsError(what, cause);
   }
@@ -177,3 +180,5 @@ const registerKeys = (keyFile: unknown): void => {
 // a proxy in front would say 401. 403 is not one: TorchServe uses it for refused arguments.
 const tokenRejected = /token (authorization|authentication) failed/i;
 const maxErrorBodyBytes = 64 * 1024;
+// A key file is a few hundred bytes; the cap of every token file modelsync reads.
+const maxTokenFileBytes = 64 * 1024;

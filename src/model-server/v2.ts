@@ -2,7 +2,14 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as t from 'io-ts';
-import { httpStatusError, permanentError, retryableError, type EffectError } from '../core/errors';
+import {
+  EffectError,
+  httpStatusError,
+  isRetryableStatus,
+  permanentError,
+  retryableError,
+  retryAfterOf,
+} from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import { kindOfServerName, type V2ServerKind } from '../core/v2-server-kinds';
 import { decodeJsonText, discardBody, errorText, isOk, readText, type HttpCallResponse } from '../net';
@@ -55,7 +62,9 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     call('POST', path, what, ms, signal, { headers: { 'Content-Type': 'application/json' }, body: '{}' });
   const failure = async (response: HttpCallResponse): Promise<{ error: EffectError; reason: string }> => {
     const reason = errorText(await readText(response, errorBodyBytes).catch(() => ''));
-    return { error: httpStatusError(response.init.what, response.status, reason), reason };
+    // A 429 or 503 may say how long to wait (docs/reliability.md, Model server faults): the retry waits that long.
+    const retryAfterMs = retryAfterOf([response.headers['retry-after']].flat()[0]);
+    return { error: httpStatusError(response.init.what, response.status, reason, retryAfterMs), reason };
   };
 
   // The dialect, asked for once (a failed ask is asked again at the next call: the server may be starting).
@@ -63,11 +72,17 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   const askKind = async (signal: AbortSignal): Promise<V2Dialect> => {
     const response = await call('GET', '/v2', `model server metadata (${shown})`, timeoutMs, signal);
     if (!isOk(response)) {
+      // A server starting (or a proxy before it) answers 5xx or 429: no answer yet, so it is asked again.
+      if (isRetryableStatus(response.status)) throw (await failure(response)).error;
       await discardBody(response);
       // A server that answers but has no metadata route speaks the protocol and nothing more we know of.
       return v2Dialects.generic;
     }
-    const text = await readText(response, errorBodyBytes);
+    // Past the cap it is junk as any other that is no metadata (a cut or a timeout is asked again).
+    const text = await readText(response, errorBodyBytes).catch((error: unknown) => {
+      if (error instanceof EffectError && error.kind === 'too-large') return '';
+      throw error;
+    });
     try {
       const metadata = decodeJsonText(text, ServerMetadata, response.init.what, 'server metadata');
       return v2Dialects[kindOfServerName(metadata.name)];

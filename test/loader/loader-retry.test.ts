@@ -2,8 +2,10 @@
 import pino from 'pino';
 import { Subject, VirtualTimeScheduler, type Subscription } from 'rxjs';
 import { httpStatusError, permanentError, retryableError } from '../../src/core/errors';
+import type { InPlace } from '../../src/core/in-place';
 import { add, type ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase } from '../../src/core/model-status';
+import { fsError } from '../../src/fs';
 import { createLoader, type Loader } from '../../src/loader/loader';
 import { name, phasesOfRetriedAdd, spec } from '../helpers/fixtures';
 import { recordingPorts, type RecordingFailures } from './recording-ports';
@@ -23,7 +25,7 @@ const advanceAndSettle = async (scheduler: VirtualTimeScheduler, ms: number): Pr
 };
 
 /** A loader on recording ports with one download and one load worker; retries wait 1 s, 2 s, 4 s (no jitter). */
-const start = (fail: RecordingFailures) => {
+const start = (fail: RecordingFailures, inPlace: InPlace = { onDisk: new Map(), loaded: new Set() }) => {
   const scheduler = new VirtualTimeScheduler();
   const { ports, calls } = recordingPorts(fail);
   const loader: Loader = createLoader(
@@ -36,7 +38,7 @@ const start = (fail: RecordingFailures) => {
       random: () => 1,
       scheduler,
     },
-    { onDisk: new Map(), loaded: new Set() },
+    inPlace,
   );
   const ops$ = new Subject<ModelOp>();
   const events: AgentEvent[] = [];
@@ -137,6 +139,33 @@ describe('loader retries (virtual time)', () => {
     await advanceAndSettle(t.scheduler, 1);
     expect(stateOf('m1')).toMatchObject({ phase: 'Loaded' });
     expect(stateOf('m1')?.rejected).toBeUndefined();
+  });
+
+  it('leaves a model failed by a read-only model dir at its load to the resync, not as refused by the server', async () => {
+    // The journal's failure on a read-only model dir, as loadJournal gives it: the disk's, not the server's answer.
+    const readOnly = Object.assign(new Error('EROFS: read-only file system'), { code: 'EROFS' });
+    // On disk, not loaded (the server restarted): the load's own journal record comes first.
+    const t = start(
+      { starting: { m1: [fsError('cannot record the load of m1', readOnly)] } },
+      { onDisk: new Map([[m1, v1]]), loaded: new Set() },
+    );
+    t.ops$.next(add(m1, v1));
+    await advanceAndSettle(t.scheduler, 1);
+    const stateOf = (model: string) => t.loader.desiredStates().find((state) => state.name === model);
+    expect(t.phases(m1)).toEqual(['Loading', 'Failed']);
+    expect(t.loader.statuses().get(m1)).toMatchObject({ errorKind: 'filesystem' });
+    // A full or read-only dir is retried by the resync with the same spec (docs/operating.md, retry-failed).
+    expect(stateOf('m1')?.rejected).toBeUndefined();
+  });
+
+  it('counts a model loaded when only the journal record of its confirmed load cannot be written (a full disk)', async () => {
+    const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const t = start({ confirmed: { m1: [fsError('cannot record the load of m1', full)] } });
+    t.ops$.next(add(m1, v1));
+    await advanceAndSettle(t.scheduler, 10_000);
+    // The server loaded it: the unwritten record costs one reload after a restart (docs/reliability.md, Crashes).
+    expect(t.phases(m1)).toEqual(['Downloading', 'Loading', 'Loaded']);
+    expect(t.loads(m1)).toBe(1);
   });
 
   it('cancels pending retries when unsubscribed', async () => {

@@ -5,6 +5,10 @@ import type { LoadJournal, ModelServer, ModelStore } from '../../src/ports';
 /** The errors loads of each model fail with, in order (once they are used up, its loads succeed). */
 export interface RecordingFailures {
   readonly load?: Readonly<Record<string, EffectError[]>>;
+  /** The errors the journal's records of each model's loads starting fail with, in order. */
+  readonly starting?: Readonly<Record<string, EffectError[]>>;
+  /** The errors the journal's records of each model's loads confirmed fail with, in order. */
+  readonly confirmed?: Readonly<Record<string, EffectError[]>>;
 }
 
 /** The loader's ports; `calls` lists every call as e.g. `install m1 /models/v1` or `load m1 replacing`. */
@@ -44,8 +48,14 @@ export const recordingPorts = (fail: RecordingFailures = {}): RecordingPorts => 
         fillFrom: () => Promise.resolve(undefined),
       },
       journal: {
-        starting: (model) => record(`journal starting ${model}`),
-        confirmed: (model) => record(`journal confirmed ${model}`),
+        starting: (model) => {
+          const failure = fail.starting?.[model]?.shift();
+          return failure ? Promise.reject(failure) : record(`journal starting ${model}`);
+        },
+        confirmed: (model) => {
+          const failure = fail.confirmed?.[model]?.shift();
+          return failure ? Promise.reject(failure) : record(`journal confirmed ${model}`);
+        },
         unconfirmed: () => Promise.resolve(new Set()),
       },
       server: {

@@ -440,6 +440,21 @@ describe('modelDirStore recover', () => {
     expect(await entries()).toEqual(['model1', 'model2']);
   });
 
+  it('recovers a model of 1,200 files (a manifest past 64 KiB in its marker) and deletes none of it', async () => {
+    // A TF SavedModel sharded 1,200 ways: well within --max-model-files (10,000).
+    const shards = Object.fromEntries(
+      Array.from({ length: 1200 }, (_, i) => [
+        `1/model.savedmodel/variables/variables.data-${String(i).padStart(5, '0')}-of-01200`,
+        '',
+      ]),
+    );
+    await install(store, name('model1'), specA, writeModel(shards), live());
+    // Before a load of files it did not just install (a retry), the loader asks the store.
+    expect(await store.isInstalled(name('model1'), specA)).toBe(true);
+    expect(asJson(await newStore().recover())).toEqual({ model1: specToJson(specA) });
+    expect(await readdir(join(root, 'model1', '1', 'model.savedmodel', 'variables'))).toHaveLength(1200);
+  });
+
   it('recovers a KServe model dir whose marker hash is not ours', async () => {
     await kserveModel('model1', jsonA, { 'model.pt': 'w' });
     expect(asJson(await store.recover())).toEqual({ model1: specToJson(specA) });
@@ -530,11 +545,11 @@ describe('modelDirStore recover', () => {
   });
 
   it('deletes a model dir whose marker is too large to be one', async () => {
-    await kserveModel('model1', `${jsonA}${' '.repeat(64 * 1024)}`);
+    await kserveModel('model1', `${jsonA}${' '.repeat(16 * 1024 * 1024)}`);
     expect((await store.recover()).size).toBe(0);
     expect(await entries()).toEqual([]);
     expect(warnings()[0]?.['reason']).toMatch(
-      /^the marker \/\S+\/model1\/SUCCESS\.[0-9a-f]+ is \d+ bytes, over 65536; it is not read$/,
+      /^the marker \/\S+\/model1\/SUCCESS\.[0-9a-f]+ is \d+ bytes, over 16777216; it is not read$/,
     );
   });
 

@@ -1,5 +1,8 @@
 /** Tests of torchServeModelServer against a TorchServe management API stand-in over real HTTP on 127.0.0.1. */
-import { writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { constants } from 'node:fs';
+import { open, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { ModelName } from '../../src/core/model-name';
 import { torchServeModelServer } from '../../src/model-server/torchserve';
@@ -235,6 +238,34 @@ describe('torchServeModelServer', () => {
     );
     expect(wrong).toMatchObject({ kind: 'not-found', retryable: false });
     expect(wrong.message).toContain('management.key');
+    expect(standIn.requests).toHaveLength(0);
+  });
+
+  it('fails, rather than hangs, on a FIFO or a huge file where the token file should be, sending nothing', async () => {
+    const fifo = join(tmp.path, 'key_file.json');
+    execFileSync('mkfifo', [fifo]);
+    const call = effectError(
+      torchServeModelServer({ baseUrl: standIn.url, tokenFile: fifo }).loadedModels(live()),
+    );
+    const giveUp = new AbortController();
+    const waited = sleep(10_000, 'still reading the FIFO', { signal: giveUp.signal });
+    const settled = await Promise.race([call, waited]);
+    giveUp.abort(); // the race has settled: its timer goes
+    // A reader still blocked on the FIFO (a thread of libuv's pool) gets its end of file.
+    await open(fifo, constants.O_WRONLY | constants.O_NONBLOCK).then(
+      (writer) => writer.close(),
+      () => undefined,
+    );
+    expect(settled).toMatchObject({ kind: 'filesystem', retryable: true });
+    expect((settled as Error).message).toContain('not a regular file');
+
+    const huge = join(tmp.path, 'huge');
+    await writeFile(huge, Buffer.alloc(2 * 1024 * 1024, 'a'));
+    const error = await effectError(
+      torchServeModelServer({ baseUrl: standIn.url, tokenFile: huge }).loadedModels(live()),
+    );
+    expect(error).toMatchObject({ kind: 'filesystem', retryable: true });
+    expect(error.message).toContain('it is not read');
     expect(standIn.requests).toHaveLength(0);
   });
 

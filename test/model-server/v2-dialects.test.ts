@@ -10,12 +10,14 @@ import type { V2ProfileName } from '../../src/testing/v2-profiles';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { effectError } from '../helpers/effect-error';
 import { writeFiles } from '../helpers/file-tree';
+import { useHttpServers } from '../helpers/http-servers';
 import { useTempDir } from '../helpers/temp-dir';
 
 const name = (s: string): ModelName => s as ModelName;
 const live = (): AbortSignal => new AbortController().signal;
 
 const modelDir = useTempDir('v2-dialects');
+const serve = useHttpServers();
 let standIn: V2ModelServerStandIn | undefined;
 afterEach(async () => {
   await standIn?.close();
@@ -55,6 +57,44 @@ describe('v2ModelServer with --server-kind auto', () => {
     await client.loadedModels(live());
     expect(paths(server).filter((p) => p === 'GET /v2')).toHaveLength(1);
     expect(paths(server)[0]).toBe('GET /v2');
+  });
+
+  it('asks again after a metadata answer of 503 (a server starting), rather than speak to it as generic for good', async () => {
+    let asks = 0;
+    // KServe behind something that answers 503 until the server is up: it has a model list, no repository index.
+    const server = await serve((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const json = { 'Content-Type': 'application/json' };
+        if (req.method === 'GET' && req.url === '/v2' && ++asks === 1)
+          return res.writeHead(503).end('upstream connect error');
+        if (req.method === 'GET' && req.url === '/v2')
+          return res.writeHead(200, json).end('{"name": "kserve", "version": "0.21"}');
+        if (req.method === 'GET' && req.url === '/v2/models')
+          return res.writeHead(200, json).end('{"models": ["m1"]}');
+        res.writeHead(404, json).end('{"error": "Not Found"}');
+      });
+    });
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'auto' });
+    expect(await effectError(client.loadedModels(live()))).toMatchObject({ status: 503, retryable: true });
+    expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
+  });
+
+  it('speaks the protocol alone to a server whose metadata answer is junk past 64 KiB, as to one of junk below it', async () => {
+    const server = await serve((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.method === 'GET' && req.url === '/v2')
+          return res
+            .writeHead(200, { 'Content-Type': 'text/html' })
+            .end(`<html>${'x'.repeat(100 * 1024)}</html>`);
+        if (req.method === 'POST' && req.url === '/v2/repository/index')
+          return res.writeHead(200).end('[{"name": "m1", "state": "READY"}]');
+        res.writeHead(404).end();
+      });
+    });
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'auto' });
+    expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
   });
 
   it('speaks the protocol alone to a server without metadata', async () => {

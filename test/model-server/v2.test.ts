@@ -174,6 +174,28 @@ describe('v2ModelServer', () => {
     }
   });
 
+  it('carries the wait a 429 or 503 asks for in its Retry-After, on a load, an unload and the index', async () => {
+    await install('m1');
+    standIn.preload('m2');
+    const server = v2ModelServer({ baseUrl: standIn.url });
+    for (const [route, retryAfter, call] of [
+      ['load', '7', () => server.load(name('m1'), false, live())],
+      ['unload', '3', () => server.unload(name('m2'), live())],
+      ['index', '5', () => server.loadedModels(live())],
+    ] as const) {
+      standIn.injectFault(route, {
+        status: route === 'load' ? 429 : 503,
+        headers: { 'Retry-After': retryAfter },
+      });
+      const error = await effectError(call());
+      expect(error).toMatchObject({
+        kind: 'http-status',
+        retryable: true,
+        retryAfterMs: Number(retryAfter) * 1000,
+      });
+    }
+  });
+
   it('fails permanently when a load is answered 400, with the server error text', async () => {
     // No files in the model dir: the stand-in refuses the load like Triton would.
     const error = await effectError(v2ModelServer({ baseUrl: standIn.url }).load(name('m1'), false, live()));
