@@ -1,5 +1,5 @@
 /** Tests of StorePressure on a stepped clock: a push-back halves the connections and pauses every request. */
-import { EffectError, httpStatusError, retryableError } from '../../src/core/errors';
+import { EffectError, httpStatusError, retryableError, retryAfterOf } from '../../src/core/errors';
 import { isPushback, StorePressure, storePressures } from '../../src/storage/store-pressure';
 
 const slowDown = (retryAfterMs?: number): EffectError =>
@@ -80,6 +80,20 @@ describe('StorePressure', () => {
     expect(pausedFor()).toBe(2500);
     pressure.pushedBack(slowDown(3600_000));
     expect(pausedFor()).toBe(maxPauseMs);
+  });
+
+  it('pauses at least its base for a Retry-After of 0 or a date in the past: never a tight retry', () => {
+    const { clock, pressure } = stepped();
+    const pausedFor = (): number => {
+      let ms = 0;
+      for (; !pressure.roomy && ms < 10 * maxPauseMs; ms += 10) clock.ms += 10;
+      return ms;
+    };
+    pressure.pushedBack(slowDown(retryAfterOf('0')));
+    expect(pausedFor()).toBe(1000);
+    pressure.answered();
+    pressure.pushedBack(slowDown(retryAfterOf('Wed, 21 Oct 2015 07:28:00 GMT')));
+    expect(pausedFor()).toBe(1000);
   });
 
   it("asks again after each push-back up to the policy's attempts, then throws the last", async () => {
