@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EffectError, retryableError } from '../../core/errors';
 import { discardBody, isOk, responseStatusError, type ResponseBody } from '../../net';
+import type { StorePressure } from '../store-pressure';
 
 /** The part of a response a resume looks at. */
 export interface BodyResponse {
@@ -23,6 +24,8 @@ export interface ResumeOptions {
   readonly reopen: (headers: Readonly<Record<string, string>>, signal: AbortSignal) => Promise<BodyResponse>;
   /** Resumes in a row that may each bring less than `progressBytes` before the transfer fails. */
   readonly maxResumes: number;
+  /** The push-back state of the URL's origin: a resume asks through it, a push-back waited out and asked again. */
+  readonly pressure: StorePressure;
 }
 
 // Bytes a resumed body must bring for the count of resumes to start again.
@@ -78,7 +81,7 @@ export async function* resumableBody(
   first: BodyResponse,
   options: ResumeOptions,
 ): AsyncGenerator<Uint8Array> {
-  const { signal, maxResumes } = options;
+  const { signal, maxResumes, pressure } = options;
   const validator = validatorOf(first.headers);
   const total = contentLengthOf(first.headers);
   let offset = 0;
@@ -90,7 +93,8 @@ export async function* resumableBody(
       if (body === undefined) {
         await sleep(pauseMs * resumesInARow, undefined, { signal });
         sinceResume = 0;
-        body = await reopened(options, { offset, validator: validator!, total }, resumesInARow);
+        const expected = { offset, validator: validator!, total };
+        body = await pressure.askThroughPushbacks(signal, () => reopened(options, expected, resumesInARow));
       }
       // undici's body is a byte stream; its typings leave the chunk type open.
       for await (const chunk of body as AsyncIterable<Uint8Array>) {

@@ -90,8 +90,8 @@ export const wholeBody = (
   job: Omit<SaveJob, 'to'>,
   maxResumes: number,
 ): AsyncIterable<Uint8Array> => {
-  const { what, attempt, reopen } = job;
-  const whole = resumableBody(response, { what, signal: attempt.signal, reopen, maxResumes });
+  const { what, attempt, reopen, pressure } = job;
+  const whole = resumableBody(response, { what, signal: attempt.signal, reopen, maxResumes, pressure });
   return job.guard.count(attempt.watch(whole));
 };
 

@@ -50,6 +50,37 @@ describe('httpStorage resume', () => {
     expect(body.requests).toHaveLength(2);
   });
 
+  it.each([
+    ['503 with no Retry-After', 503, undefined],
+    ['429 with Retry-After 1', 429, '1'],
+  ] as const)(
+    'waits out a push-back (%s) to a resume and asks again, keeping the bytes it has',
+    async (_name, status, retryAfter) => {
+      const { body, url } = await start();
+      body.cutAt(120_000);
+      let pushedBack = false;
+      const server = await serve((req, res) => {
+        // The first resume pushed back, as a store out of connections answers it.
+        if (req.headers.range !== undefined && !pushedBack) {
+          pushedBack = true;
+          res.writeHead(status, retryAfter === undefined ? {} : { 'retry-after': retryAfter }).end('busy');
+          return;
+        }
+        body.handle(req, res);
+      });
+      void url;
+      await httpStorage({ retry: { maxAttempts: 8, baseMs: 20, maxMs: 2000 } }).download(
+        `${server.url}/m.bin`,
+        target,
+        never,
+      );
+      expect(pushedBack).toBe(true);
+      expect((await saved()).equals(whole())).toBe(true);
+      // Asked again from the bytes it had, not from 0.
+      expect(body.requests.map((r) => r.status)).toEqual([200, 206]);
+    },
+  );
+
   it('resumes again and again while each resume brings bytes', async () => {
     const { body, url } = await start();
     body.cutAt(50_000, 100_000, 150_000, 200_000);
