@@ -38,16 +38,22 @@ export const attemptProbe = (action: ProbeAction, timeoutMs: number): Promise<bo
     // The probe's own headers win, as the kubelet lets them (a Host or User-Agent of the user's choosing).
     for (const [name, value] of action.headers) headers[name.toLowerCase()] = value;
     const send = action.scheme === 'https' ? httpsRequest : httpRequest;
-    const call = send({
-      host: action.host,
-      port: action.port,
-      path: action.path,
-      method: 'GET',
-      headers,
-      agent: false,
-      // The kubelet does not check a probed container's certificate either.
-      ...(action.scheme === 'https' ? { rejectUnauthorized: false } : {}),
-    });
+    let call: ReturnType<typeof send>;
+    try {
+      call = send({
+        host: action.host,
+        port: action.port,
+        path: action.path,
+        method: 'GET',
+        headers,
+        agent: false,
+        // The kubelet does not check a probed container's certificate either.
+        ...(action.scheme === 'https' ? { rejectUnauthorized: false } : {}),
+      });
+    } catch {
+      // A probe node:http refuses at once (a path past Latin-1, a host no Host header can carry) fails, never throws.
+      return finish(false);
+    }
     cleanup = () => call.destroy();
     call.once('error', () => finish(false));
     call.once('response', (response: IncomingMessage) => {

@@ -1,6 +1,7 @@
 /** The user container's readiness probes run against real servers on 127.0.0.1, as KServe's agent runs them. */
 import { createServer, type Server } from 'node:net';
-import type { ContainerProbe, ProbeAction } from '../../src/core/container-probe';
+import * as E from 'fp-ts/Either';
+import { decodeReadinessProbes, type ContainerProbe, type ProbeAction } from '../../src/core/container-probe';
 import { attemptProbe, containerProber } from '../../src/net/container-prober';
 import { waitFor } from '../../src/testing/wait';
 import { closedPort, useHttpServers } from '../helpers/http-servers';
@@ -56,6 +57,22 @@ describe('attemptProbe', () => {
     // Only the timeout ends an attempt on a server that never answers.
     const silent = await startServer(() => undefined);
     expect(await attemptProbe(http(silent.port), 200)).toBe(false);
+  });
+
+  it('fails, never throws, a probe Node cannot send: a path past Latin-1, a host that is no header value', async () => {
+    const server = await startServer((_request, response) => response.writeHead(200).end());
+    // Both pass the probe's decoding; node:http throws on them at once, which rejected the check: the agent port's
+    // handler never answered the kubelet, and its rejection reached the process's last resort as unhandled.
+    const decoded = decodeReadinessProbes(
+      JSON.stringify([
+        { httpGet: { path: '/健康', port: server.port }, periodSeconds: 10 },
+        { httpGet: { host: '健康', path: '/', port: server.port }, periodSeconds: 10 },
+      ]),
+      server.port,
+    );
+    if (E.isLeft(decoded)) throw new Error(decoded.left);
+    for (const { action } of decoded.right) expect(await attemptProbe(action, 1000)).toBe(false);
+    expect(await containerProber(decoded.right).check()).toBe(false);
   });
 
   it('checks a tcpSocket by connecting', async () => {
