@@ -7,7 +7,7 @@
 import { stat } from 'node:fs/promises';
 import type { Storage } from '@google-cloud/storage';
 import * as E from 'fp-ts/Either';
-import { EffectError, retryableError } from '../../core/errors';
+import { EffectError, retryableError, retryAfterOf } from '../../core/errors';
 import { sameEndpoint } from '../../core/endpoint';
 import { storageRequestTries } from '../../core/retry-policy';
 import { parseJson } from '../../core/json/json';
@@ -29,6 +29,7 @@ import {
 import { invalidListing, pageObjects } from './listing-bounds';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { storeStatusError } from './store-error';
+import { headerOf } from '../http/resumable-body';
 import { answerTo, errorAnswerText, readAnswer } from '../store-answer';
 import { defaultDownloadLimits, type MinRate } from '../download-limits';
 
@@ -229,7 +230,9 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
     }
     if (call.status >= 400) {
       const body = await errorAnswerText(call.body, answerOf(call, url));
-      throw storeStatusError({ what, status: call.status, phase, detail: apiErrorDetail(body) });
+      const detail = apiErrorDetail(body);
+      const retryAfterMs = retryAfterOf(headerOf(call.headers, 'retry-after'));
+      throw storeStatusError({ what, status: call.status, phase, detail, retryAfterMs });
     }
     return call;
   };

@@ -10,6 +10,8 @@ export interface StoreAnswer {
   readonly phase: 'list' | 'read';
   /** The store's own words: its error code (`BlobNotFound`, `notFound`) and message. */
   readonly detail?: string;
+  /** The wait its Retry-After asked for (retryAfterOf), if it named one. */
+  readonly retryAfterMs?: number | undefined;
 }
 
 /**
@@ -32,5 +34,5 @@ export const storeStatusError = (answer: StoreAnswer): EffectError => {
   if (status === 401 || status === 403) {
     return new EffectError(`${what}: access denied (${said})`, false, { kind: 'http-status', status });
   }
-  return httpStatusError(what, status, detail);
+  return httpStatusError(what, status, detail, answer.retryAfterMs);
 };

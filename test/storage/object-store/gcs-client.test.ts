@@ -6,6 +6,7 @@ import { gcsClient, gcsLocation } from '../../../src/storage/object-store/gcs';
 import { listingBounds } from '../../../src/storage/object-store/listing-bounds';
 import { startGcsStandIn, type GcsStandIn } from '../../../src/testing/gcs-stand-in';
 import { effectError } from '../../helpers/effect-error';
+import { useHttpServers } from '../../helpers/http-servers';
 
 const never = new AbortController().signal;
 const bounds = (): ListingBounds => listingBounds('the test listing', { maxModelFiles: 10_000 });
@@ -32,6 +33,7 @@ beforeAll(async () => {
 afterAll(() => gcs.close());
 
 const client = () => gcsClient({ endpoint: gcs.url });
+const serve = useHttpServers();
 
 describe('gcsLocation', () => {
   it('takes the bucket and the prefix as written, percent signs and all', () => {
@@ -87,6 +89,19 @@ describe('gcsClient.list', () => {
     const closed = gcsClient({ endpoint: 'http://127.0.0.1:9' });
     const refused = await effectError(collect(closed.list(at('flaky', 'm'), never, bounds())));
     expect(refused).toMatchObject({ kind: 'network', retryable: true });
+  });
+
+  it("carries a push-back's Retry-After, to a list page and to a read, for the store's pause and the loader", async () => {
+    const busy = await serve((_request, response) => {
+      response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' });
+      response.end(JSON.stringify({ error: { code: 429, message: 'The rate of requests is too high.' } }));
+    });
+    const pushedBack = gcsClient({ endpoint: busy.url, requestRetries: 0 });
+    const listing = await effectError(collect(pushedBack.list(at('busy', 'm'), never, bounds())));
+    expect(listing).toMatchObject({ kind: 'http-status', status: 429, retryAfterMs: 7000 });
+    const object = { key: 'm/a', size: 1, version: '1' };
+    const read = await effectError(pushedBack.read(at('busy', 'm'), object, 0, never));
+    expect(read).toMatchObject({ kind: 'http-status', status: 429, retryAfterMs: 7000 });
   });
 
   it('retries a 503 list page at once when asked to (requestRetries)', async () => {
