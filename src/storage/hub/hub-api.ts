@@ -1,7 +1,7 @@
 /** The Hub's API as huggingface_hub's snapshot_download calls it: a revision resolved to its commit, then that commit's file tree, page by page. */
 import * as E from 'fp-ts/Either';
 import { sameEndpoint } from '../../core/endpoint';
-import { permanentError, retryableError, type EffectError } from '../../core/errors';
+import { permanentError, retryableError, retryAfterOf, type EffectError } from '../../core/errors';
 import { parseJson } from '../../core/json/json';
 import { jsonObject } from '../../core/json/json-object';
 import { tooLarge, type ListingCap, type MinRate } from '../download-limits';
@@ -114,6 +114,7 @@ const hubJson = async (
         status: response.status,
         code: headerOf(response.headers, 'x-error-code'),
         message: headerOf(response.headers, 'x-error-message') ?? errorText(body),
+        retryAfterMs: retryAfterOf(headerOf(response.headers, 'retry-after')),
       },
     );
   }

@@ -19,6 +19,8 @@ export interface HubAnswer {
   readonly code?: string | undefined;
   /** `X-Error-Message`, or the body's error text. */
   readonly message?: string | undefined;
+  /** The wait its Retry-After asked for (retryAfterOf), if it named one. */
+  readonly retryAfterMs?: number | undefined;
 }
 
 // The Hub's words are quoted, bounded and on one line: a header may be anything a proxy put there.
@@ -80,7 +82,7 @@ export const hubStatusError = (failure: HubFailure, answer: HubAnswer): EffectEr
     );
   }
   if (status === 404) return permanentError('not-found', `${what}: not found in ${at} (${said})`);
-  return httpStatusError(what, status, shown(answer.message));
+  return httpStatusError(what, status, shown(answer.message), answer.retryAfterMs);
 };
 
 /**

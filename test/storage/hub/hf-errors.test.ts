@@ -100,6 +100,19 @@ describe('hfStorage failures', () => {
     });
   });
 
+  it("carries the API's Retry-After on a 429, for the loader's retry", async () => {
+    const busy = await startHttpServer((_request, response) => {
+      response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' });
+      response.end('{"error":"Too Many Requests"}');
+    });
+    try {
+      const error = await download('hf://org/public', { endpoint: busy.url });
+      expect(error).toMatchObject({ kind: 'http-status', status: 429, retryable: true, retryAfterMs: 7000 });
+    } finally {
+      await busy.close();
+    }
+  });
+
   it('fails a listed file the Hub cannot find at the commit as not-found', async () => {
     hub.injectFault('resolve', { status: 404 });
     const error = await download('hf://org/public');
