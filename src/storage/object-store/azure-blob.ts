@@ -2,7 +2,7 @@
 import type { Agent } from 'node:http';
 import type { StoragePipelineOptions } from '@azure/storage-blob';
 import * as E from 'fp-ts/Either';
-import { EffectError, permanentError, retryableError } from '../../core/errors';
+import { EffectError, permanentError, retryableError, retryAfterOf } from '../../core/errors';
 import { storageRequestTries } from '../../core/retry-policy';
 import { registerSecret } from '../../core/redact';
 import type { StorageProvider } from '../../ports';
@@ -68,7 +68,12 @@ const azureError = (
     const detail = [code, firstLine(message)]
       .filter((part) => typeof part === 'string' && part !== '')
       .join(': ');
-    return storeStatusError({ what, status: statusCode, phase, detail });
+    // RestError keeps the answer: its Retry-After is the store's pause (core-rest-pipeline's HttpHeaders).
+    const headers = (failure['response'] as { headers?: { get?: (name: string) => unknown } } | undefined)
+      ?.headers;
+    const retryAfter = headers?.get?.('retry-after');
+    const retryAfterMs = retryAfterOf(typeof retryAfter === 'string' ? retryAfter : undefined);
+    return storeStatusError({ what, status: statusCode, phase, detail, retryAfterMs });
   }
   if (name === 'CredentialUnavailableError' || name === 'AggregateAuthenticationError') {
     return permanentError('refused', `${what}: no Azure AD credential: ${firstLine(message)}`, cause);
