@@ -1,5 +1,11 @@
 /** s3Error: the one classification of what the AWS SDK throws at a listing or a read, as an EffectError naming bucket and key. */
-import { EffectError, isAbortError, isRetryableStatus, retryableError } from '../../core/errors';
+import {
+  EffectError,
+  isAbortError,
+  isRetryableStatus,
+  retryableError,
+  retryAfterOf,
+} from '../../core/errors';
 import { transportError } from '../../net';
 
 /** The request that failed: its words for messages, and whether its caller aborted it. */
@@ -18,6 +24,8 @@ interface ServiceFailure {
   readonly name: string;
   readonly message?: string;
   readonly $metadata: { readonly httpStatusCode?: number };
+  /** The answer, as the SDK keeps it: its Retry-After is the store's pause. */
+  readonly $response?: { readonly headers?: Readonly<Record<string, string | undefined>> };
 }
 
 const isServiceFailure = (cause: unknown): cause is ServiceFailure =>
@@ -60,7 +68,8 @@ const serviceError = (failure: ServiceFailure, request: S3Request): EffectError 
   if (deniedCodes.has(code))
     return new EffectError(text, false, { kind: 'http-status', status: status ?? 403 });
   const retryable = transientCodes.has(code) || (status !== undefined && isRetryableStatus(status));
-  return new EffectError(text, retryable, { kind: 'http-status', status });
+  const retryAfterMs = retryAfterOf(failure.$response?.headers?.['retry-after']);
+  return new EffectError(text, retryable, { kind: 'http-status', status, retryAfterMs });
 };
 
 /**
