@@ -141,7 +141,10 @@ export const discardBody = async ({ body }: { readonly body: ResponseBody }): Pr
 export const statusError = (call: HttpCallResponse): Promise<EffectError> =>
   responseStatusError(call.init.what, call);
 
-/** statusError for any response, named `what`, with the wait its Retry-After asks for. */
+/**
+ * statusError for any response, named `what`, with the wait its Retry-After asks for; `readText` reads its body's
+ * text (default: at most 64 KiB, '' when it cannot be read).
+ */
 export const responseStatusError = async (
   what: string,
   response: {
@@ -149,16 +152,20 @@ export const responseStatusError = async (
     readonly body: ResponseBody;
     readonly headers?: Readonly<Record<string, string | string[] | undefined>>;
   },
+  readText: (body: ResponseBody) => Promise<string> = readErrorText,
 ): Promise<EffectError> => {
-  // The status alone already says what went wrong; a body that cannot be read adds nothing.
-  const body = await readCapped(response.body, maxErrorBodyBytes).then(
-    (bytes) => bytes.toString('utf8'),
-    () => '',
-  );
+  const body = await readText(response.body);
   const retryAfter = response.headers?.['retry-after'];
   const retryAfterMs = retryAfterOf(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
   return httpStatusError(what, response.status, errorText(body), retryAfterMs);
 };
+
+// The status alone already says what went wrong; a body that cannot be read adds nothing.
+const readErrorText = (body: ResponseBody): Promise<string> =>
+  readCapped(body, maxErrorBodyBytes).then(
+    (bytes) => bytes.toString('utf8'),
+    () => '',
+  );
 
 /** The server's reason in an error body: the `error`, `message` or `detail` string of a JSON object, else the text. */
 export const errorText = (body: string): string => {

@@ -3,6 +3,7 @@
  * error body: any JSON or XML a store answers (never an object's bytes, which pass the model's TransferGuard).
  */
 import { permanentError, type EffectError } from '../core/errors';
+import { responseStatusError, type ResponseBody } from '../net';
 import { redactUri } from '../core/redact';
 import { showBytes } from '../core/show-bytes';
 import type { MinRate } from './download-limits';
@@ -93,3 +94,23 @@ export const errorAnswerText = (body: AnswerBody, answer: StoreAnswer): Promise<
     (bytes) => bytes.toString('utf8'),
     () => '',
   );
+
+/**
+ * The error a store's error answer `response` (to a request `what`) is, as responseStatusError makes it, its body read
+ * as errorAnswerText reads it: held to `minRate`, so a trickle cannot hold the request.
+ */
+export const answerStatusError = (
+  what: string,
+  response: {
+    readonly status: number;
+    readonly body: ResponseBody;
+    readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  },
+  minRate: MinRate | undefined,
+): Promise<EffectError> => {
+  const length = response.headers['content-length'];
+  const contentLength = Array.isArray(length) ? length[0] : length;
+  return responseStatusError(what, response, (body) =>
+    errorAnswerText(body, { what, contentLength, minRate }),
+  );
+};

@@ -91,4 +91,14 @@ describe.each(Object.keys(stores))('a %s answer', (name) => {
     // The client hung up: the trickle is not left running.
     await Promise.all(runs.map((run) => run.closed));
   });
+
+  it('to a read whose error answer trickles forever ends, the trickle dropped below the minimum rate', async () => {
+    const { server, runs } = await start(store, 'read', 'trickle');
+    const error = await effectError(
+      store.provider(server.url, slowLimits).download(store.uri(server.url), staging.path, never),
+    );
+    // The store's 403 with its words left unread, or the trickle's timeout: an end, within the rate's window.
+    expect(error.kind).not.toBe('unknown');
+    await Promise.all(runs.map((run) => run.closed));
+  });
 });

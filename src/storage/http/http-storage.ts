@@ -8,7 +8,8 @@ import { permanentError } from '../../core/errors';
 import { fileFilter, selectedNone, selectionKey, selectsAll } from '../../core/file-selection';
 import { inSlot } from '../../core/slots';
 import { redactUri } from '../../core/storage-uri';
-import { discardBody, httpUrl, isOk, responseStatusError } from '../../net';
+import { discardBody, httpUrl, isOk } from '../../net';
+import { answerStatusError } from '../store-answer';
 import { isPushback, storePressures, type StorePressure } from '../store-pressure';
 import type { RetryPolicy } from '../../core/retry-policy';
 import type { DownloadProgress, DownloadRequest, StorageProvider, WrittenFiles } from '../../ports';
@@ -129,7 +130,7 @@ const download = async (
   const open = (): Promise<BodyResponse> =>
     pressure.ask(attempt.signal, async () => {
       const response = await get({}, attempt.signal);
-      if (!isOk(response)) throw await responseStatusError(what, response);
+      if (!isOk(response)) throw await answerStatusError(what, response, limits.minRate);
       return response;
     });
   /**
@@ -144,7 +145,7 @@ const download = async (
     await pressure.admit(attempt.signal);
     const head = await httpGet(url, settings, what, attempt.signal, credentials, {}, 'HEAD');
     // A push-back pauses the origin: the GET below waits it out.
-    const refused = isOk(head) ? undefined : await responseStatusError(what, head);
+    const refused = isOk(head) ? undefined : await answerStatusError(what, head, limits.minRate);
     if (isPushback(refused)) pressure.pushedBack(refused);
     await discardBody(head);
     const identity = isOk(head) ? identityOf(url, head, request?.select) : undefined;

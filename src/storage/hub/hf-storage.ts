@@ -5,7 +5,8 @@ import { selectionKey } from '../../core/file-selection';
 import { registerSecret } from '../../core/redact';
 import type { StorageProvider } from '../../ports';
 import { defaultDownloadLimits, type ListingCap } from '../download-limits';
-import { discardBody, isOk, responseStatusError, withFailures, type Network } from '../../net';
+import { discardBody, isOk, withFailures, type Network } from '../../net';
+import { answerStatusError } from '../store-answer';
 import { contentLengthOf, contentRangeOf } from '../http/resumable-body';
 import { rangedFailure } from '../parts/fetch-parts';
 import type { ObjectStoreClient, StoredObject } from '../object-store/client';
@@ -46,7 +47,7 @@ const readFile = async (
   const range = ranged ? { range: `bytes=${offset}-${end - 1}` } : undefined;
   const { response, attempt } = await hubRequest(reach, what, url, signal, range);
   if (!isOk(response))
-    throw hubFileError(failure, gated, object.key, await responseStatusError(what, response));
+    throw hubFileError(failure, gated, object.key, await answerStatusError(what, response, reach.minRate));
   const answered = contentRangeOf(response.headers);
   const exact = ranged
     ? response.status === 206 &&

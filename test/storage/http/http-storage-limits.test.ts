@@ -86,6 +86,24 @@ describe('httpStorage limits', () => {
       );
     });
 
+    it('ends a request whose error answer trickles below the rate, its status said, the trickle dropped', async () => {
+      // 10 bytes every 20 ms of an error page: 64 KiB of it would take 2 minutes, against 10 KiB/s over 300 ms.
+      let closed: Promise<void> = Promise.resolve();
+      const { url } = await serve((_req, res) => {
+        res.writeHead(403, { 'content-type': 'text/html' });
+        const timer = setInterval(() => res.write('no access '), 20);
+        closed = new Promise((resolve) => res.on('close', resolve));
+        void closed.then(() => clearInterval(timer));
+      });
+      const error = await effectError(
+        limited({
+          minRate: { ...cliDownloadLimits.minRate, bytesPerSecond: 10 * 1024, windowMs: 300 },
+        }).download(`${url}/m.bin`, target, never),
+      );
+      expect(error).toMatchObject({ kind: 'http-status', status: 403, retryable: false });
+      await closed;
+    });
+
     it('keeps a slow download that stays above the rate, however long it takes', async () => {
       // 2 KiB every 20 ms (~100 KiB/s) for 600 ms, two windows and more, against 10 KiB/s over 250 ms.
       const { url } = await serve(trickle(Buffer.alloc(2048, 1), 20, 30));
