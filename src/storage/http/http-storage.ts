@@ -204,10 +204,18 @@ const download = async (
       report: progress,
     });
     if (name !== undefined && to !== undefined) {
-      const bytes = await saveBody(response, { what, to, attempt, guard, reopen: get, pressure }, settings);
+      const bytes = await saveBody(
+        response,
+        { what, to, attempt, guard, reopen: get, pressure, minRate: limits.minRate },
+        settings,
+      );
       return new Map([[name, bytes]]);
     }
-    const body = wholeBody(response, { what, attempt, guard, reopen: get, pressure }, settings.maxResumes);
+    const body = wholeBody(
+      response,
+      { what, attempt, guard, reopen: get, pressure, minRate: limits.minRate },
+      settings.maxResumes,
+    );
     await extractStream(body, kind as ArchiveFormat, targetDir, {
       what,
       signal: attempt.signal,

@@ -4,7 +4,9 @@
  */
 import { EffectError } from '../../core/errors';
 import { writeNewFile } from '../../fs';
-import { responseStatusError, withFailures } from '../../net';
+import { withFailures } from '../../net';
+import type { MinRate } from '../download-limits';
+import { answerStatusError } from '../store-answer';
 import type { StorePressure } from '../store-pressure';
 import { fetchInParts, UntrustedBytes, type PartsSettings, type RangeReader } from '../parts/fetch-parts';
 import { rangedThresholdBytes } from '../parts/part-plan';
@@ -39,6 +41,8 @@ export interface SaveJob {
   readonly pressure: StorePressure;
   readonly guard: TransferGuard;
   readonly reopen: Reopen;
+  /** The slowest an error answer to a range may come (no guard counts it: no byte of the file is read then). */
+  readonly minRate: MinRate | undefined;
 }
 
 /**
@@ -66,7 +70,7 @@ const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeRead
   return async (start, end, signal) => {
     const response = await job.reopen({ range: `bytes=${start}-${end - 1}`, 'if-range': validator }, signal);
     if (response.status >= 500 || response.status === 429)
-      throw await responseStatusError(job.what, response);
+      throw await answerStatusError(job.what, response, job.minRate);
     const { range, etag, sameVersion } = answeredRange(response, validator);
     if (range?.first === start && range.last === end - 1 && range.total === size && sameVersion) {
       const body = job.attempt.watch(response.body);

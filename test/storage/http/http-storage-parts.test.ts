@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createSlots } from '../../../src/core/slots';
+import { defaultDownloadLimits } from '../../../src/storage/download-limits';
 import { httpStorage } from '../../../src/storage/http/http-storage';
 import { partBytesFor } from '../../../src/storage/parts/part-plan';
 import {
@@ -86,6 +87,26 @@ describe('httpStorage in parts', () => {
     const error = await effectError(httpStorage({ streams: 4 }).download(`${url}/m.bin`, target, never));
     expect(error).toMatchObject({ kind: 'changed', retryable: true });
     expect(error.message).toContain('the download starts again');
+  });
+
+  it('ends the download when every range is answered with an error that trickles below the minimum rate', async () => {
+    const body = rangedBody({ size, bytesPerSecond: 50e6 });
+    const trickles: Array<Promise<void>> = [];
+    const { url } = await serve((request, response) => {
+      if (request.headers.range === undefined) return body.handle(request, response);
+      // 10 bytes every 20 ms of an error page: 64 KiB of it would take 2 minutes.
+      response.writeHead(500, { 'content-type': 'text/html' });
+      const timer = setInterval(() => response.write('try later '), 20);
+      const closed = new Promise<void>((resolve) => response.on('close', resolve));
+      trickles.push(closed.then(() => clearInterval(timer)));
+    });
+    const limits = { ...defaultDownloadLimits, minRate: { bytesPerSecond: 10 * 1024, windowMs: 300 } };
+    const error = await effectError(
+      httpStorage({ streams: 4, limits }).download(`${url}/m.bin`, target, never),
+    );
+    expect(error.retryable).toBe(true);
+    expect(trickles.length).toBeGreaterThan(0);
+    await Promise.all(trickles);
   });
 
   it('reads one stream from a server that does not serve ranges', async () => {
