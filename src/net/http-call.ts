@@ -34,7 +34,7 @@ export interface HttpCallResponse {
 
 /** What callers do with any response body (undici's, a direct one): read it as chunks, drop it, destroy it. */
 export interface ResponseBody extends AsyncIterable<Uint8Array> {
-  dump(options?: { readonly limit?: number }): Promise<void>;
+  dump(options?: { readonly limit?: number; readonly signal?: AbortSignal }): Promise<void>;
   destroy(error?: Error): unknown;
 }
 
@@ -132,9 +132,16 @@ export const decodeJsonText = <A>(
   return decoded.right;
 };
 
-/** Discards the body so the connection can be reused; a failure here cannot change the outcome. */
+// What an unread body may take to end before its connection is dropped instead of kept for the next request.
+const discardWithinMs = 1000;
+
+/**
+ * Discards the body so the connection can be reused; one longer than 64 KiB, or that takes more than a second (a
+ * trickle), is dropped with its connection. A failure here cannot change the outcome.
+ */
 export const discardBody = async ({ body }: { readonly body: ResponseBody }): Promise<void> => {
-  await body.dump({ limit: maxErrorBodyBytes }).catch(() => undefined);
+  const signal = AbortSignal.timeout(discardWithinMs);
+  await body.dump({ limit: maxErrorBodyBytes, signal }).catch(() => undefined);
 };
 
 /** The EffectError (httpStatusError's rule) for a status not accepted, with the server's own reason (`errorText`). */

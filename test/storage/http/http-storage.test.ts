@@ -211,6 +211,23 @@ describe('httpStorage', () => {
     expect(await listTree(target)).toEqual(['model.joblib']);
   });
 
+  it('follows a redirect whose page trickles without waiting for it', async () => {
+    let closed: Promise<void> = Promise.resolve();
+    const url = await serve({
+      // A redirect page that comes 10 bytes every 20 ms and never ends: 64 KiB of it would take 2 minutes.
+      '/model.joblib': (_req, res) => {
+        res.writeHead(302, { location: '/blobs/abc123', 'content-type': 'text/html' });
+        const timer = setInterval(() => res.write('moved ... '), 20);
+        closed = new Promise((resolve) => res.on('close', resolve));
+        void closed.then(() => clearInterval(timer));
+      },
+      '/blobs/abc123': send('content'),
+    });
+    await httpStorage().download(`${url}/model.joblib`, target, never);
+    expect(await listTree(target)).toEqual(['model.joblib']);
+    await closed;
+  });
+
   it('keeps the query of a redirect target out of its messages', async () => {
     const url = await serve({
       '/model.joblib': (_req, res) => res.writeHead(302, { location: '/blobs/abc123?sig=secret' }).end(),
