@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { isLeft } from 'fp-ts/Either';
 import type * as t from 'io-ts';
 import { PathReporter } from 'io-ts/PathReporter';
-import { request, type Dispatcher } from 'undici';
+import { errors, request, type Dispatcher } from 'undici';
 import { EffectError, httpStatusError, permanentError, retryableError, retryAfterOf } from '../core/errors';
 import { parseJson } from '../core/json/json';
 import { redactUri } from '../core/storage-uri';
@@ -44,6 +44,8 @@ export const isOk = ({ status }: { readonly status: number }): boolean => status
 // Error bodies only need their first words; a server answering a huge HTML page must not be buffered whole.
 const maxErrorBodyBytes = 64 * 1024;
 const defaultMaxBodyBytes = 16 * 1024 * 1024;
+// An error body's words come at once or not at all: a server trickling them holds the failure no longer than this.
+const errorBodyTimeoutMs = 10_000;
 
 /**
  * Sends one request and resolves with the response whatever its status; the caller decides which statuses
@@ -91,13 +93,32 @@ export const httpUrl = (url: string, what: string, base?: URL): URL => {
   return parsed;
 };
 
-/** Reads the body as text (at most `maxBytes`); a reset, timeout or abort half-way is a retryable EffectError. */
+/**
+ * `read` of `body` within `timeoutMs` in all: undici's body timeout is per wait between bytes, and a body that
+ * trickles a byte within each would hold the call (and its slot) for as long as the server likes.
+ */
+const readWithin = async <T>(body: ResponseBody, timeoutMs: number, read: () => Promise<T>): Promise<T> => {
+  const deadline = setTimeout(() => body.destroy(new errors.BodyTimeoutError()), timeoutMs);
+  try {
+    return await read();
+  } finally {
+    clearTimeout(deadline);
+  }
+};
+
+/**
+ * Reads the body as text (at most `maxBytes`, within the call's timeout in all); a reset, timeout or abort half-way
+ * is a retryable EffectError.
+ */
 export const readText = async (
   { body, init }: HttpCallResponse,
   maxBytes = defaultMaxBodyBytes,
 ): Promise<string> => {
   try {
-    return (await readCapped(body, maxBytes, () => new BodyTooLarge())).toString('utf8');
+    const bytes = await readWithin(body, init.timeoutMs, () =>
+      readCapped(body, maxBytes, () => new BodyTooLarge()),
+    );
+    return bytes.toString('utf8');
   } catch (cause) {
     if (cause instanceof BodyTooLarge)
       throw retryableError('too-large', `${init.what}: response body is larger than ${maxBytes} bytes`);
@@ -140,8 +161,8 @@ const discardWithinMs = 1000;
  * trickle), is dropped with its connection. A failure here cannot change the outcome.
  */
 export const discardBody = async ({ body }: { readonly body: ResponseBody }): Promise<void> => {
-  const signal = AbortSignal.timeout(discardWithinMs);
-  await body.dump({ limit: maxErrorBodyBytes, signal }).catch(() => undefined);
+  const dump = () => body.dump({ limit: maxErrorBodyBytes });
+  await readWithin(body, discardWithinMs, dump).catch(() => undefined);
 };
 
 /** The EffectError (httpStatusError's rule) for a status not accepted, with the server's own reason (`errorText`). */
@@ -167,9 +188,9 @@ export const responseStatusError = async (
   return httpStatusError(what, response.status, errorText(body), retryAfterMs);
 };
 
-// The status alone already says what went wrong; a body that cannot be read adds nothing.
+// The status alone already says what went wrong; a body that cannot be read (in time) adds nothing.
 const readErrorText = (body: ResponseBody): Promise<string> =>
-  readCapped(body, maxErrorBodyBytes).then(
+  readWithin(body, errorBodyTimeoutMs, () => readCapped(body, maxErrorBodyBytes)).then(
     (bytes) => bytes.toString('utf8'),
     () => '',
   );

@@ -7,7 +7,9 @@ import type { HttpHandler } from '../../src/testing/http-server';
 import { effectError } from '../helpers/effect-error';
 import { writeFiles } from '../helpers/file-tree';
 import { useHttpServers } from '../helpers/http-servers';
+import { trickle } from '../helpers/raw-http';
 import { useTempDir } from '../helpers/temp-dir';
+import { sleep } from '../../src/testing/wait';
 
 const name = (s: string): ModelName => s as ModelName;
 const live = (): AbortSignal => new AbortController().signal;
@@ -122,6 +124,30 @@ describe('v2ModelServer', () => {
     );
     const loaded = await v2ModelServer({ baseUrl: raw.url }).loadedModels(live());
     expect([...loaded].sort()).toEqual(['kserve', 'triton']);
+  });
+
+  it('bounds the reading of an answer that trickles by the call timeout: a load answered 200 is done, an index read fails', async () => {
+    await install('m1');
+    // A byte every 100 ms for a minute, each under the timeout between two bytes.
+    const raw = await startRaw(trickle(Buffer.from(' '), 100, 600));
+    const server = v2ModelServer({ baseUrl: raw.url, timeoutMs: 500 });
+    const settled = (call: Promise<unknown>): Promise<unknown> =>
+      Promise.race([
+        call.then(
+          () => 'resolved',
+          (error: unknown) => error,
+        ),
+        sleep(20_000).then(() => 'still reading after 20 s'),
+      ]);
+    expect(await settled(server.load(name('m1'), false, live()))).toBe('resolved');
+    expect(await settled(server.loadedModels(live()))).toMatchObject({ retryable: true, kind: 'timeout' });
+    const refusing = await startRaw((req, res) => {
+      res.writeHead(503, { 'content-type': 'text/plain' }).write('busy');
+      const timer = setInterval(() => res.write(' '), 100);
+      res.on('close', () => clearInterval(timer));
+    });
+    const refused = v2ModelServer({ baseUrl: refusing.url, timeoutMs: 500 }).load(name('m1'), false, live());
+    expect(await settled(refused)).toMatchObject({ retryable: true, kind: 'http-status', status: 503 });
   });
 
   it("treats an entry without a state as not loaded (Triton's dirs it never loaded), and skips names no model has", async () => {
