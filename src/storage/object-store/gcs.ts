@@ -4,19 +4,16 @@
  * identity), sent to the configured endpoint alone: its own transport follows redirects keeping the token when only
  * the port or scheme changes.
  */
-import { stat } from 'node:fs/promises';
-import type { Storage } from '@google-cloud/storage';
 import * as E from 'fp-ts/Either';
 import { EffectError, retryableError, retryAfterOf } from '../../core/errors';
-import { sameEndpoint } from '../../core/endpoint';
 import { storageRequestTries } from '../../core/retry-policy';
 import { parseJson } from '../../core/json/json';
 import { jsonObject } from '../../core/json/json-object';
-import { lazyModule } from '../../core/lazy-module';
 import { redactUri } from '../../core/storage-uri';
 import { discardBody, httpCall, transportError, type HttpCallResponse, type Network } from '../../net';
 import type { StorageProvider } from '../../ports';
 import { idleChunks } from './idle-watch';
+import { defaultGcsEndpoint, gcsAuthorization, statusOf, type AuthFailure } from './gcs-credentials';
 import { rangedFailure } from '../parts/fetch-parts';
 import {
   noBytes,
@@ -32,12 +29,6 @@ import { storeStatusError } from './store-error';
 import { headerOf } from '../http/resumable-body';
 import { answerTo, errorAnswerText, readAnswer } from '../store-answer';
 import { defaultDownloadLimits, type MinRate } from '../download-limits';
-
-/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first gs:// model (lazy-module.ts) */
-const gcsSdk = lazyModule(() => require('@google-cloud/storage') as typeof import('@google-cloud/storage'));
-
-/** GCS's public JSON API endpoint. */
-const defaultGcsEndpoint = 'https://storage.googleapis.com';
 
 /** How to reach GCS. */
 export interface GcsClientOptions {
@@ -74,80 +65,6 @@ export const gcsLocation = (uri: string): E.Either<string, ObjectLocation> => {
     return E.left(`${display}: the bucket is not a GCS bucket name (3–222 characters of a-z, 0-9, -, _, .)`);
   }
   return E.right({ bucket, prefix, display });
-};
-
-type AuthClient = Storage['authClient'];
-type Transporter = { configure(options: Record<string, unknown>): Record<string, unknown> };
-
-/**
- * Stops an auth client's token requests from following redirects (google-auth-library's transporters follow
- * them and re-send a POST body, the subject token or assertion, wherever a 307 points). Its STS exchange has a
- * transporter of its own, not reachable through any option: both are set here.
- */
-const patched = new WeakSet<object>();
-const refuseTokenRedirects = (client: unknown): void => {
-  const holders = [client, (client as { stsCredential?: unknown } | undefined)?.stsCredential];
-  for (const holder of holders) {
-    const transporter = (holder as { transporter?: Transporter } | undefined)?.transporter;
-    if (transporter === undefined || typeof transporter.configure !== 'function') continue;
-    if (patched.has(transporter)) continue;
-    patched.add(transporter);
-    const configure = transporter.configure.bind(transporter);
-    transporter.configure = (options) => ({ ...configure(options), maxRedirects: 0 });
-  }
-};
-
-/**
- * The Authorization header for a request to a URL, from the credentials of `credentialsFile` (made again when the
- * file changes: a rotated key): none when the URL is not at `endpoint`, none for a custom endpoint without a
- * credentials file, none without application default credentials (public buckets). A token exchange that fails
- * rejects with the library's error.
- */
-const gcsAuthorization = (endpoint: string, credentialsFile: string | undefined) => {
-  let current: { readonly auth: AuthClient; readonly version: string } | undefined;
-  const fileVersion = async (): Promise<string> => {
-    if (credentialsFile === undefined) return '';
-    // A missing file is the library's to report (it names the file); a changed one is a new client.
-    const stats = await stat(credentialsFile).catch(() => undefined);
-    return stats === undefined ? 'missing' : `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
-  };
-  return async (url: URL): Promise<Readonly<Record<string, string>>> => {
-    if (!sameEndpoint(url, endpoint)) return {};
-    if (credentialsFile === undefined && endpoint !== defaultGcsEndpoint) return {};
-    const version = await fileVersion();
-    if (current?.version !== version) {
-      const settings = credentialsFile === undefined ? {} : { keyFilename: credentialsFile };
-      current = { auth: new (gcsSdk().Storage)(settings).authClient, version };
-    }
-    const { auth } = current;
-    try {
-      refuseTokenRedirects(await auth.getClient());
-      const headers = (await auth.getRequestHeaders(url.href)) as Record<string, string>;
-      const authorization = headers['Authorization'] ?? headers['authorization'];
-      return authorization === undefined ? {} : { authorization };
-    } catch (cause) {
-      // No credentials at all: anonymous, as the SDK does it (public buckets).
-      if (credentialsFile === undefined && /Could not load the default credentials/.test(String(cause))) {
-        return {};
-      }
-      throw cause;
-    }
-  };
-};
-
-/** What a failed token request carries: the HTTP status as `status` or `code`, the server's words. */
-interface AuthFailure {
-  readonly code?: unknown;
-  readonly status?: unknown;
-  readonly message?: unknown;
-  readonly response?: { readonly status?: unknown };
-}
-
-const statusOf = (failure: AuthFailure): number | undefined => {
-  for (const value of [failure.code, failure.status, failure.response?.status]) {
-    if (typeof value === 'number' && value >= 400 && value < 600) return value;
-  }
-  return undefined;
 };
 
 /** A failure as an EffectError: ours as it is, an abort, a refused token request by its status, else the transport's. */

@@ -1,0 +1,89 @@
+/**
+ * The credentials of GCS requests: the SDK's auth client (google-auth-library: ADC, a key file, workload identity),
+ * made again when the key file changes, its token sent to the configured endpoint alone and its token requests
+ * never redirected; and what a refused token request says.
+ */
+import { stat } from 'node:fs/promises';
+import type { Storage } from '@google-cloud/storage';
+import { sameEndpoint } from '../../core/endpoint';
+import { lazyModule } from '../../core/lazy-module';
+
+/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first gs:// model (lazy-module.ts) */
+const gcsSdk = lazyModule(() => require('@google-cloud/storage') as typeof import('@google-cloud/storage'));
+
+/** GCS's public JSON API endpoint. */
+export const defaultGcsEndpoint = 'https://storage.googleapis.com';
+
+type AuthClient = Storage['authClient'];
+type Transporter = { configure(options: Record<string, unknown>): Record<string, unknown> };
+
+/**
+ * Stops an auth client's token requests from following redirects (google-auth-library's transporters follow
+ * them and re-send a POST body, the subject token or assertion, wherever a 307 points). Its STS exchange has a
+ * transporter of its own, not reachable through any option: both are set here.
+ */
+const patched = new WeakSet<object>();
+const refuseTokenRedirects = (client: unknown): void => {
+  const holders = [client, (client as { stsCredential?: unknown } | undefined)?.stsCredential];
+  for (const holder of holders) {
+    const transporter = (holder as { transporter?: Transporter } | undefined)?.transporter;
+    if (transporter === undefined || typeof transporter.configure !== 'function') continue;
+    if (patched.has(transporter)) continue;
+    patched.add(transporter);
+    const configure = transporter.configure.bind(transporter);
+    transporter.configure = (options) => ({ ...configure(options), maxRedirects: 0 });
+  }
+};
+
+/**
+ * The Authorization header for a request to a URL, from the credentials of `credentialsFile` (made again when the
+ * file changes: a rotated key): none when the URL is not at `endpoint`, none for a custom endpoint without a
+ * credentials file, none without application default credentials (public buckets). A token exchange that fails
+ * rejects with the library's error.
+ */
+export const gcsAuthorization = (endpoint: string, credentialsFile: string | undefined) => {
+  let current: { readonly auth: AuthClient; readonly version: string } | undefined;
+  const fileVersion = async (): Promise<string> => {
+    if (credentialsFile === undefined) return '';
+    // A missing file is the library's to report (it names the file); a changed one is a new client.
+    const stats = await stat(credentialsFile).catch(() => undefined);
+    return stats === undefined ? 'missing' : `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
+  };
+  return async (url: URL): Promise<Readonly<Record<string, string>>> => {
+    if (!sameEndpoint(url, endpoint)) return {};
+    if (credentialsFile === undefined && endpoint !== defaultGcsEndpoint) return {};
+    const version = await fileVersion();
+    if (current?.version !== version) {
+      const settings = credentialsFile === undefined ? {} : { keyFilename: credentialsFile };
+      current = { auth: new (gcsSdk().Storage)(settings).authClient, version };
+    }
+    const { auth } = current;
+    try {
+      refuseTokenRedirects(await auth.getClient());
+      const headers = (await auth.getRequestHeaders(url.href)) as Record<string, string>;
+      const authorization = headers['Authorization'] ?? headers['authorization'];
+      return authorization === undefined ? {} : { authorization };
+    } catch (cause) {
+      // No credentials at all: anonymous, as the SDK does it (public buckets).
+      if (credentialsFile === undefined && /Could not load the default credentials/.test(String(cause))) {
+        return {};
+      }
+      throw cause;
+    }
+  };
+};
+
+/** What a failed token request carries: the HTTP status as `status` or `code`, the server's words. */
+export interface AuthFailure {
+  readonly code?: unknown;
+  readonly status?: unknown;
+  readonly message?: unknown;
+  readonly response?: { readonly status?: unknown };
+}
+
+export const statusOf = (failure: AuthFailure): number | undefined => {
+  for (const value of [failure.code, failure.status, failure.response?.status]) {
+    if (typeof value === 'number' && value >= 400 && value < 600) return value;
+  }
+  return undefined;
+};
