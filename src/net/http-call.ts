@@ -34,7 +34,7 @@ export interface HttpCallResponse {
 
 /** What callers do with any response body (undici's, a direct one): read it as chunks, drop it, destroy it. */
 export interface ResponseBody extends AsyncIterable<Uint8Array> {
-  dump(options?: { readonly limit?: number; readonly signal?: AbortSignal }): Promise<void>;
+  dump(options?: { readonly limit?: number }): Promise<void>;
   destroy(error?: Error): unknown;
 }
 

@@ -76,16 +76,9 @@ export class StorePressure {
       this.answersSinceGrown = 0;
       this.allowed = Math.max(1, Math.floor(Math.min(this.allowed, Math.max(1, this.connections)) / 2));
     }
-    // A Retry-After of 0 or a date past (retryAfterOf's 0) would be a tight retry: never under the base.
-    const asked = error.retryAfterMs;
-    const waitMs = Math.min(
-      this.waits.maxMs,
-      asked === undefined
-        ? burst
-          ? 0
-          : retryDelay(this.waits, this.inARow, this.random)
-        : Math.max(asked, burst ? 0 : this.waits.baseMs),
-    );
+    const asked = error.retryAfterMs ?? (burst ? 0 : retryDelay(this.waits, this.inARow, this.random));
+    // A Retry-After of 0 or a date past (retryAfterOf's 0) would be a tight retry: never under the base, but in a burst.
+    const waitMs = Math.min(this.waits.maxMs, burst ? asked : Math.max(asked, this.waits.baseMs));
     this.pausedUntil = Math.max(this.pausedUntil, this.now() + waitMs);
   }
 
