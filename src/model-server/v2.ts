@@ -12,7 +12,15 @@ import {
 } from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import { kindOfServerName, type V2ServerKind } from '../core/v2-server-kinds';
-import { decodeJsonText, discardBody, errorText, isOk, readText, type HttpCallResponse } from '../net';
+import {
+  decodeJsonText,
+  discardBody,
+  errorText,
+  headerOf,
+  isOk,
+  readText,
+  type HttpCallResponse,
+} from '../net';
 import type { ModelServer } from '../ports';
 import { checkNameInFiles } from './name-in-files';
 import {
@@ -63,7 +71,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   const failure = async (response: HttpCallResponse): Promise<{ error: EffectError; reason: string }> => {
     const reason = errorText(await readText(response, errorBodyBytes).catch(() => ''));
     // A 429 or 503 may say how long to wait (docs/reliability.md, Model server faults): the retry waits that long.
-    const retryAfterMs = retryAfterOf([response.headers['retry-after']].flat()[0]);
+    const retryAfterMs = retryAfterOf(headerOf(response.headers, 'retry-after'));
     return { error: httpStatusError(response.init.what, response.status, reason, retryAfterMs), reason };
   };
 

@@ -38,6 +38,15 @@ export interface ResponseBody extends AsyncIterable<Uint8Array> {
   destroy(error?: Error): unknown;
 }
 
+/** The first value of header `name`. */
+export const headerOf = (
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  name: string,
+): string | undefined => {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+};
+
 /** True for a 2xx status. */
 export const isOk = ({ status }: { readonly status: number }): boolean => status >= 200 && status < 300;
 
@@ -183,8 +192,7 @@ export const responseStatusError = async (
   readText: (body: ResponseBody) => Promise<string> = readErrorText,
 ): Promise<EffectError> => {
   const body = await readText(response.body);
-  const retryAfter = response.headers?.['retry-after'];
-  const retryAfterMs = retryAfterOf(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
+  const retryAfterMs = retryAfterOf(response.headers && headerOf(response.headers, 'retry-after'));
   return httpStatusError(what, response.status, errorText(body), retryAfterMs);
 };
 

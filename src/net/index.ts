@@ -3,6 +3,7 @@ export {
   decodeJsonText,
   discardBody,
   errorText,
+  headerOf,
   httpCall,
   type HttpCallResponse,
   type ResponseBody,

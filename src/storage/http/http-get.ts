@@ -3,7 +3,8 @@ import { request } from 'undici';
 import { sameEndpoint } from '../../core/endpoint';
 import { permanentError, type EffectError } from '../../core/errors';
 import { discardBody, httpUrl, type Network, timeoutOf, transportError, withFailures } from '../../net';
-import { headerOf, type BodyResponse } from './resumable-body';
+import { headerOf } from '../../net';
+import type { BodyResponse } from './resumable-body';
 
 /** How a GET reaches its server; times in ms. */
 export interface GetSettings {

@@ -19,7 +19,8 @@ import { modelGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 import { Attempt, httpGet, type GetSettings } from './http-get';
 import { saveBody, wholeBody, type Reopen, type SaveSettings } from './save-body';
-import { changedFile, contentLengthOf, headerOf, validatorOf, type BodyResponse } from './resumable-body';
+import { headerOf } from '../../net';
+import { changedFile, contentLengthOf, validatorOf, type BodyResponse } from './resumable-body';
 
 /**
  * Every field has a default (the flags'), so a test or an integrator sets only what it is about: the GET's timeouts

@@ -2,7 +2,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EffectError, retryableError } from '../../core/errors';
-import { discardBody, isOk, responseStatusError, type ResponseBody } from '../../net';
+import { discardBody, headerOf, isOk, responseStatusError, type ResponseBody } from '../../net';
 import type { StorePressure } from '../store-pressure';
 
 /** The part of a response a resume looks at. */
@@ -32,12 +32,6 @@ export interface ResumeOptions {
 const progressBytes = 2 ** 20;
 // Pause before a resume, times the number of resumes in a row: a server restarting gets time.
 const pauseMs = 100;
-
-/** The first value of header `name`. */
-export const headerOf = (headers: IncomingHttpHeaders, name: string): string | undefined => {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
-};
 
 /** The body size a response announces, when it has a usable Content-Length. */
 export const contentLengthOf = (headers: IncomingHttpHeaders): number | undefined => {

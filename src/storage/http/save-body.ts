@@ -4,7 +4,7 @@
  */
 import { EffectError } from '../../core/errors';
 import { writeNewFile } from '../../fs';
-import { withFailures } from '../../net';
+import { headerOf, withFailures } from '../../net';
 import type { MinRate } from '../download-limits';
 import { answerStatusError } from '../store-answer';
 import type { StorePressure } from '../store-pressure';
@@ -16,7 +16,6 @@ import {
   answeredRange,
   changedFile,
   contentLengthOf,
-  headerOf,
   resumableBody,
   validatorOf,
   type BodyResponse,

@@ -10,7 +10,14 @@ import { storageRequestTries } from '../../core/retry-policy';
 import { parseJson } from '../../core/json/json';
 import { jsonObject } from '../../core/json/json-object';
 import { redactUri } from '../../core/storage-uri';
-import { discardBody, httpCall, transportError, type HttpCallResponse, type Network } from '../../net';
+import {
+  discardBody,
+  headerOf,
+  httpCall,
+  transportError,
+  type HttpCallResponse,
+  type Network,
+} from '../../net';
 import type { StorageProvider } from '../../ports';
 import { idleChunks } from './idle-watch';
 import { defaultGcsEndpoint, gcsAuthorization, statusOf, type AuthFailure } from './gcs-credentials';
@@ -26,7 +33,6 @@ import {
 import { invalidListing, pageObjects } from './listing-bounds';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { storeStatusError } from './store-error';
-import { headerOf } from '../http/resumable-body';
 import { answerTo, errorAnswerText, readAnswer } from '../store-answer';
 import { defaultDownloadLimits, type MinRate } from '../download-limits';
 
