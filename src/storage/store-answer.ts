@@ -3,7 +3,7 @@
  * error body: any JSON or XML a store answers (never an object's bytes, which pass the model's TransferGuard).
  */
 import { permanentError, type EffectError } from '../core/errors';
-import { responseStatusError, type ResponseBody } from '../net';
+import { headerOf, responseStatusError, type ResponseBody } from '../net';
 import { redactUri } from '../core/redact';
 import { showBytes } from '../core/show-bytes';
 import type { MinRate } from './download-limits';
@@ -108,8 +108,7 @@ export const answerStatusError = (
   },
   minRate: MinRate | undefined,
 ): Promise<EffectError> => {
-  const length = response.headers['content-length'];
-  const contentLength = Array.isArray(length) ? length[0] : length;
+  const contentLength = headerOf(response.headers, 'content-length');
   return responseStatusError(what, response, (body) =>
     errorAnswerText(body, { what, contentLength, minRate }),
   );

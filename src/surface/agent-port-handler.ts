@@ -4,7 +4,7 @@
  * network probe is answered; the rest, not to the surface's own paths (`http-surface.ts`), goes to the proxy.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { bodyUnread, endAnswer, serverTimeoutOf } from '../net';
+import { bodyUnread, endAnswer, headerOf, serverTimeoutOf } from '../net';
 
 /** What a request to the agent port is, from its headers alone (Knative's `Drainer` and `ProbeHandler`). */
 export type AgentPortRequest =
@@ -16,25 +16,22 @@ export type AgentPortRequest =
 /** The header value of a probe, and the one Knative's queue and KServe's agent answer. */
 export const queueProbeValue = 'queue';
 
-const first = (value: string | string[] | undefined): string | undefined =>
-  Array.isArray(value) ? value[0] : value;
-
 /**
  * The kubelet's probes (`kube-probe/<version>`, or Knative's `K-Kubelet-Probe` header) and the activator's are
  * health checks on any path; `K-Network-Probe: probe` is Knative's network probe; the rest is proxied.
  */
 export const classifyAgentPortRequest = (headers: IncomingHttpHeaders): AgentPortRequest => {
-  const userAgent = first(headers['user-agent']) ?? '';
-  const networkProbe = first(headers['k-network-probe']) ?? '';
+  const userAgent = headerOf(headers, 'user-agent') ?? '';
+  const networkProbe = headerOf(headers, 'k-network-probe') ?? '';
   const kubelet =
     userAgent.startsWith('kube-probe/') ||
-    (first(headers['k-kubelet-probe']) ?? '') !== '' ||
+    (headerOf(headers, 'k-kubelet-probe') ?? '') !== '' ||
     userAgent.startsWith('Knative-Activator-Probe');
   if (kubelet)
     return networkProbe === queueProbeValue
       ? { kind: 'readiness' }
       : { kind: 'bad-probe-header', value: networkProbe };
-  if (networkProbe === 'probe') return { kind: 'network-probe', hash: first(headers['k-network-hash']) };
+  if (networkProbe === 'probe') return { kind: 'network-probe', hash: headerOf(headers, 'k-network-hash') };
   return { kind: 'proxy' };
 };
 
