@@ -22,7 +22,8 @@ interface Waiting {
 }
 
 /** What removing a model dir meanwhile makes a flush fail with: no failure, nothing is left to flush. */
-const isGone = (err: unknown): boolean => err instanceof EffectError && errorCode(err.cause) === 'ENOENT';
+const isGone = (err: unknown): boolean =>
+  errorCode(err instanceof EffectError ? err.cause : err) === 'ENOENT';
 
 /**
  * fsyncs an installed model dir's files and dirs in one batch with every dir installed until the installs pause,
