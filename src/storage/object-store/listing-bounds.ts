@@ -54,6 +54,26 @@ export function* pageObjects(
 export const maxEmptyPages = 100;
 
 /**
+ * The check of each next-page token (or URL) of a listing of `what`: one longer than `maxTokenChars`, or one given
+ * before (a store paging in a circle), is `invalid-response`, permanent. It keeps digests, not the tokens: what a
+ * listing holds stays small however long a store's tokens are (the S3, GCS and Azure listings and the Hub's tree).
+ */
+export const pageTokenCheck = (what: string) => {
+  const seen = new Set<string>();
+  return (page: number, token: string): void => {
+    if (token.length > maxTokenChars)
+      throw invalidListing(what, `page ${page} gave a next page of ${token.length} characters`);
+    const digest = createHash('sha256').update(token).digest('base64');
+    if (seen.has(digest))
+      throw invalidListing(
+        what,
+        `page ${page} gave a next page it gave before (the listing goes in a circle)`,
+      );
+    seen.add(digest);
+  };
+};
+
+/**
  * The bounds of one listing of `what` at `cap.maxModelFiles` objects: more objects is `too-large`; a page
  * token seen before (a store paging in a circle) or more than `maxEmptyPages` pages with nothing in them is
  * `invalid-response`; all permanent. So a listing always ends, having held at most `maxModelFiles` entries and
@@ -61,8 +81,7 @@ export const maxEmptyPages = 100;
  */
 export const listingBounds = (what: string, cap: ListingCap): ListingBounds => {
   const maxObjects = cap.maxModelFiles;
-  // Digests, not the tokens: what a listing holds stays small however long the store's tokens are.
-  const tokens = new Set<string>();
+  const checkToken = pageTokenCheck(what);
   let objects = 0;
   let objectsAtLastPage = 0;
   let pages = 0;
@@ -75,15 +94,7 @@ export const listingBounds = (what: string, cap: ListingCap): ListingBounds => {
       if (nextToken === undefined) return;
       if (emptyPages > maxEmptyPages)
         throw invalidListing(what, `${emptyPages} pages with no objects in them, and still a next page`);
-      if (nextToken.length > maxTokenChars)
-        throw invalidListing(what, `page ${pages} gave a page token of ${nextToken.length} characters`);
-      const digest = createHash('sha256').update(nextToken).digest('base64');
-      if (tokens.has(digest))
-        throw invalidListing(
-          what,
-          `page ${pages} gave a page token it gave before (the listing goes in a circle)`,
-        );
-      tokens.add(digest);
+      checkToken(pages, nextToken);
     },
     object: (listing, item) => {
       const object = storedObject(listing, objects, item);

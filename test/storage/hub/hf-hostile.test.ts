@@ -125,7 +125,23 @@ describe('hfStorage against a hostile Hub', () => {
       body: JSON.stringify([file('a')]),
       headers: { link: `<${base}/api/models/org/evil/tree/${sha}?recursive=true&expand=false>; rel="next"` },
     });
-    expect((await download()).message).toContain('the paging goes in a circle');
+    expect((await download()).message).toContain('goes in a circle');
+  });
+
+  it("refuses a next page too long to be the Hub's, and keeps no next page it was given, only its digest", async () => {
+    let pages = 0;
+    answers.tree = (base) => {
+      pages++;
+      const cursor = pages < 50 ? `${pages}-${'c'.repeat(8000)}` : 'x'.repeat(9000);
+      return {
+        body: JSON.stringify([{ type: 'directory', path: `d${pages}`, size: 0 }]),
+        headers: { link: `<${base}/api/models/org/evil/tree/${sha}?cursor=${cursor}>; rel="next"` },
+      };
+    };
+    const error = await download();
+    expect(error).toMatchObject({ kind: 'invalid-response', retryable: false });
+    expect(error.message).toMatch(/page 50 gave a next page of \d+ characters/);
+    expect(pages).toBe(50);
   });
 
   it('refuses a tree listing more entries than the file cap allows, before fetching', async () => {
