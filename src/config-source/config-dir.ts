@@ -165,7 +165,7 @@ const watchWhileDirExists = (
 /** How the watch of the config dir is doing, for `/healthz`. */
 export interface ConfigDirStatus {
   readonly source: 'config-dir';
-  /** `Date.now()` of the last sign of a working watch (see `onAlive`); absent before watching starts. */
+  /** `performance.now()` of the last sign of a working watch (see `onAlive`); absent before watching starts. */
   readonly lastAliveAt?: number;
 }
 
@@ -183,7 +183,7 @@ export const configDirSource = (options: ConfigDirOptions): ConfigDirSource => {
   const armedRecheckMs = options.armedRecheckMs ?? recheckMs;
   let lastAliveAt: number | undefined;
   const onAlive = (): void => {
-    lastAliveAt = Date.now();
+    lastAliveAt = performance.now();
     options.onAlive?.();
   };
   const lateReturn$ = new Subject<FsEvent>();

@@ -36,13 +36,16 @@ export interface KubeWatchStatus {
   readonly source: 'kube-api';
   /** `<namespace>/<name>` once the namespace is known. */
   readonly configMap: string;
-  /** `Date.now()` of the last sign of a working watch (see `onAlive`); absent before the first one. */
+  /**
+   * `performance.now()` (as every time here: a clock that never steps, so a wall clock set forward is no stuck watch)
+   * of the last sign of a working watch (see `onAlive`); absent before the first one.
+   */
   readonly lastAliveAt?: number;
-  /** `Date.now()` of the watch machinery's last act (sign of life, failure, retry): only a stuck process stops. */
+  /** `performance.now()` of the watch machinery's last act (sign of life, failure, retry): only a stuck process stops. */
   readonly lastActivityAt?: number;
-  /** `Date.now()` of the first failure since the last sign of a working watch: the API server is unreachable. */
+  /** `performance.now()` of the first failure since the last sign of a working watch: the API server is unreachable. */
   readonly unreachableSince?: number;
-  /** `Date.now()` since when a ConfigMap version the watch delivered waits for the pipeline to read it. */
+  /** `performance.now()` since when a ConfigMap version the watch delivered waits for the pipeline to read it. */
   readonly unreadSince?: number;
   /** How long a healthy watch may go without a sign (`stallMsFor(--watch-timeout-s)`), then is re-established. */
   readonly stallMs: number;
@@ -82,9 +85,9 @@ export const kubeWatchProblem = (
   graceMs: number,
 ): string | undefined => {
   if (status.unreadSince !== undefined && now - status.unreadSince > graceMs)
-    return `the ConfigMap version the watch delivered ${now - status.unreadSince} ms ago has not been read`;
+    return `the ConfigMap version the watch delivered ${Math.round(now - status.unreadSince)} ms ago has not been read`;
   if (status.lastActivityAt !== undefined && now - status.lastActivityAt > status.stallMs + graceMs)
-    return `the ConfigMap watch has done nothing for ${now - status.lastActivityAt} ms (it re-establishes itself after ${status.stallMs} ms without progress)`;
+    return `the ConfigMap watch has done nothing for ${Math.round(now - status.lastActivityAt)} ms (it re-establishes itself after ${status.stallMs} ms without progress)`;
   return undefined;
 };
 
@@ -117,31 +120,31 @@ export const kubeApiSource = (options: KubeApiSourceOptions): KubeApiSource => {
   const counters = { watchRestarts: 0, relists: 0, failures: 0 };
   // The status's optional fields, each present only while it holds a value (deleted, never set to undefined).
   const seen: { -readonly [K in keyof KubeWatchStatus]?: KubeWatchStatus[K] } = {};
-  const acted = (): void => void (seen.lastActivityAt = Date.now());
+  const acted = (): void => void (seen.lastActivityAt = performance.now());
   let fetched: Fetched = { _tag: 'Pending' };
 
   const state$ = new Observable<Fetched>((subscriber) => {
     const publish = (next: Fetched): void => subscriber.next((fetched = next));
     return (options.runWatch ?? runListWatch)(options, ref, {
       content: (configMap) => {
-        seen.unreadSince ??= Date.now();
+        seen.unreadSince ??= performance.now();
         publish({ _tag: 'Fetched', configMap });
       },
       // Retried with backoff while it lasts: published once, so the pipeline reads (and warns) once.
       refused: (reason) => {
         if (fetched._tag === 'Refused' && fetched.reason === reason) return;
-        seen.unreadSince ??= Date.now();
+        seen.unreadSince ??= performance.now();
         publish({ _tag: 'Refused', reason });
       },
       failed: (reason) => {
         acted();
-        seen.unreachableSince ??= Date.now();
+        seen.unreachableSince ??= performance.now();
         counters.failures += 1;
         seen.lastFailure = reason;
         if (fetched._tag === 'Pending' || fetched._tag === 'Failed') publish({ _tag: 'Failed', reason });
       },
       alive: () => {
-        seen.lastAliveAt = Date.now();
+        seen.lastAliveAt = performance.now();
         acted();
         delete seen.unreachableSince;
         delete seen.lastFailure;

@@ -87,7 +87,7 @@ export const runListWatch = (
    * `2 × maxMs` without a failure, as client-go's backoff manager does, not at a list or a watch opened.
    */
   const nextDelay = (): number => {
-    const now = Date.now();
+    const now = performance.now();
     if (now - backoff.lastFailureAt > 2 * policy.maxMs) backoff.attempt = 0;
     backoff.lastFailureAt = now;
     backoff.attempt += 1;

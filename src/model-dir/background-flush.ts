@@ -69,13 +69,13 @@ export const backgroundFlusher = (
   };
   const schedule = (soon: boolean): void => {
     clearTimeout(timer);
-    const delay = soon ? 0 : Math.min(quietMs, Math.max(0, firstAt + maxDelayMs - Date.now()));
+    const delay = soon ? 0 : Math.min(quietMs, Math.max(0, firstAt + maxDelayMs - performance.now()));
     // Not holding the process: what is not flushed at exit is in the page cache, and recovery checks it.
     timer = setTimeout(flushWaiting, delay).unref();
   };
   return (target, installed, soon = false) =>
     new Promise<void>((done) => {
-      if (waiting.length === 0) firstAt = Date.now();
+      if (waiting.length === 0) firstAt = performance.now();
       waiting.push({ target, installed, done });
       schedule(soon);
     });

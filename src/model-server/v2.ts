@@ -157,14 +157,14 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
 
   /** Resolves once no version of `name` is READY, LOADING or UNLOADING any more (Triton's unload is async). */
   const unloaded = async (speech: V2Dialect, name: ModelName, signal: AbortSignal): Promise<void> => {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     for (let pause = unloadPollMs; ; pause = Math.min(pause * 2, 1000)) {
       const entries = (await listing(speech, signal)).entries();
       const busy = entries.some(
         (entry) => entry.name === name && ['READY', 'LOADING', 'UNLOADING'].includes(entry.state ?? ''),
       );
       if (!busy) return;
-      if (Date.now() + pause > deadline)
+      if (performance.now() + pause > deadline)
         throw retryableError(
           'timeout',
           `model server unload of "${name}" (${shown}): still unloading after ${timeoutMs} ms`,

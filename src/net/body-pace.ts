@@ -34,7 +34,8 @@ export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () 
   let confirming: NodeJS.Immediate | undefined;
   let counting = false;
   let over = false;
-  const readMs = (): number => readBefore + (flowingSince === undefined ? 0 : Date.now() - flowingSince);
+  const readMs = (): number =>
+    readBefore + (flowingSince === undefined ? 0 : performance.now() - flowingSince);
   const deadline = (): number =>
     Math.min(lastByteAt, pace.minRate > 0 ? (bytes * 1000) / pace.minRate : Infinity) + pace.stallMs;
   const check = (afterIo = false): void => {
@@ -43,7 +44,7 @@ export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () 
     if (over || flowingSince === undefined) return;
     // A late timer says this process did not run: a client beside it could not send either. The time past due is
     // not counted, and the body gets a fresh stallMs.
-    const late = dueAt === undefined ? 0 : Date.now() - dueAt;
+    const late = dueAt === undefined ? 0 : performance.now() - dueAt;
     dueAt = undefined;
     if (late > lateToleranceMs) {
       readBefore -= late;
@@ -51,7 +52,7 @@ export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () 
     }
     const left = deadline() - readMs();
     if (left > 0) {
-      dueAt = Date.now() + left;
+      dueAt = performance.now() + left;
       return void (timer = setTimeout(check, left).unref());
     }
     // Judged only after one turn through I/O: a timer late because this process did not run (a busy or paused
@@ -68,7 +69,7 @@ export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () 
     if (flowingSince !== undefined) return;
     if (!counting) request.on('data', count); // only once it flows: a 'data' listener would make it flow
     counting = true;
-    flowingSince = Date.now();
+    flowingSince = performance.now();
     check();
   };
   const paused = (): void => {

@@ -71,12 +71,12 @@ export const attemptProbe = (action: ProbeAction, timeoutMs: number): Promise<bo
 
 /** Knative's aggressive probing of one probe: `successThreshold` passes in a row within the window. */
 const pollAggressively = async (probe: ContainerProbe, signal: AbortSignal): Promise<boolean> => {
-  const deadline = Date.now() + aggressiveProbing.windowMs;
+  const deadline = performance.now() + aggressiveProbing.windowMs;
   let inARow = 0;
   while (!signal.aborted) {
     inARow = (await attemptProbe(probe.action, aggressiveProbing.attemptTimeoutMs)) ? inARow + 1 : 0;
     if (inARow >= probe.successThreshold) return true;
-    if (Date.now() + aggressiveProbing.intervalMs > deadline) return false;
+    if (performance.now() + aggressiveProbing.intervalMs > deadline) return false;
     await sleep(aggressiveProbing.intervalMs, undefined, { signal }).catch(() => undefined); // aborted: stop
   }
   return false;

@@ -27,7 +27,8 @@ export class StorePressure {
 
   constructor(
     policy: RetryPolicy = defaultPushbackPolicy,
-    private readonly now: () => number = Date.now,
+    // A clock that never steps: a wall clock set back an hour mid-pause would make the pause an hour longer.
+    private readonly now: () => number = () => performance.now(),
     private readonly random: () => number = Math.random,
   ) {
     this.waits = { ...policy, jitter: 'at-least-base' };

@@ -29,12 +29,20 @@ export interface SurfaceStateOptions {
   readonly stallMs: number;
   /** The config source in force, as /status names it. */
   readonly source: string;
-  /** When the config source last showed its watch works (its own status); absent: only `watcherAlive` tells. */
+  /**
+   * When the config source last showed its watch works (its own status, on `performance.now()`'s clock); absent:
+   * only `watcherAlive` tells.
+   */
   readonly watchAliveAt?: () => number | undefined;
   /** Why the watch is stuck, for a source that judges itself (kube-api); replaces the progress check when given. */
   readonly watchStuck?: () => string | undefined;
-  /** The clock (ms since the epoch); Date.now by default. */
+  /**
+   * The clock the liveness checks read; `performance.now` by default: it never steps, so a wall clock set forward by
+   * NTP is no stalled loop or watch (the times /status shows are the wall clock's).
+   */
   readonly now?: () => number;
+  /** The wall clock (ms since the epoch) of the times /status shows; Date.now by default. */
+  readonly wallNow?: () => number;
 }
 
 /**
@@ -56,7 +64,8 @@ export const createSurfaceState = ({
   source,
   watchAliveAt = () => undefined,
   watchStuck,
-  now = Date.now,
+  now = () => performance.now(),
+  wallNow = () => Date.now(),
 }: SurfaceStateOptions): SurfaceState => {
   let ready = false;
   let pushed: number | undefined;
@@ -70,8 +79,8 @@ export const createSurfaceState = ({
   return {
     telemetry: {
       configRead: (outcome, detail) => {
-        if (outcome === 'accepted') config = { ...config, lastAccepted: { at: now(), ...detail } };
-        if (outcome === 'rejected') config = { ...config, lastRejected: { at: now(), ...detail } };
+        if (outcome === 'accepted') config = { ...config, lastAccepted: { at: wallNow(), ...detail } };
+        if (outcome === 'rejected') config = { ...config, lastRejected: { at: wallNow(), ...detail } };
       },
       watcherAlive: () => void (pushed = now()),
     },
@@ -85,7 +94,7 @@ export const createSurfaceState = ({
       const lastWatchProgress =
         pulled === undefined || (pushed !== undefined && pushed > pulled) ? pushed : pulled;
       if (lastTurn !== undefined && at - lastTurn > stallMs)
-        return { ok: false, reason: `the event loop has not turned for ${at - lastTurn} ms` };
+        return { ok: false, reason: `the event loop has not turned for ${Math.round(at - lastTurn)} ms` };
       if (watchStuck !== undefined) {
         const stuck = watchStuck();
         return stuck === undefined ? { ok: true } : { ok: false, reason: stuck };
@@ -93,7 +102,7 @@ export const createSurfaceState = ({
       if (lastWatchProgress !== undefined && at - lastWatchProgress > stallMs)
         return {
           ok: false,
-          reason: `the config watch has made no progress for ${at - lastWatchProgress} ms while the config dir exists`,
+          reason: `the config watch has made no progress for ${Math.round(at - lastWatchProgress)} ms while the config dir exists`,
         };
       return { ok: true };
     },

@@ -101,8 +101,8 @@ export const agentPort = (
     },
     "KServe's agent port: readiness checks and a reverse proxy to the model server",
   );
-  let lastProxiedAt = 0;
-  const quietFor = (): number => (proxy.inFlight() > 0 ? 0 : Date.now() - lastProxiedAt);
+  let lastProxiedAt = -Infinity; // never proxied: quiet
+  const quietFor = (): number => (proxy.inFlight() > 0 ? 0 : performance.now() - lastProxiedAt);
   return {
     listener: agentPortHandler({
       ...state,
@@ -115,7 +115,7 @@ export const agentPort = (
         ),
       ),
       proxy: (request, response) => {
-        lastProxiedAt = Date.now();
+        lastProxiedAt = performance.now();
         proxy.handle(request, response);
       },
     }),

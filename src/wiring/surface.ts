@@ -66,6 +66,9 @@ export class SurfaceBindFailed extends Error {
 
 const times = new Set<string>(['lastAliveAt', 'lastActivityAt', 'unreachableSince', 'unreadSince']);
 
+/** The wall-clock time of a `performance.now()` reading (the watch keeps those: a clock that never steps). */
+const wallTimeOf = (monotonicMs: number): number => Date.now() - (performance.now() - monotonicMs);
+
 /**
  * The kube-api watch as /status shows it: times as ISO 8601 (`unreachableSince` from the first failure until the
  * next sign of a working watch: the API server is unreachable and the watch retries), the failure redacted.
@@ -76,7 +79,10 @@ export const kubeWatchJson = (watch: KubeWatchStatus): Readonly<Record<string, s
   return Object.fromEntries(
     Object.entries(shown)
       .filter((entry): entry is [string, string | number] => entry[1] !== undefined)
-      .map(([key, value]) => [key, times.has(key) ? new Date(value).toISOString() : value]),
+      .map(([key, value]) => [
+        key,
+        times.has(key) ? new Date(wallTimeOf(value as number)).toISOString() : value,
+      ]),
   );
 };
 
@@ -120,7 +126,7 @@ export const withSurface =
         ? {
             watchStuck: () => {
               const watch = kubeWatch();
-              return watch && kubeWatchProblem(watch, Date.now(), config.watchStallMs);
+              return watch && kubeWatchProblem(watch, performance.now(), config.watchStallMs);
             },
           }
         : {}),

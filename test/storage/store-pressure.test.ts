@@ -28,6 +28,20 @@ describe('StorePressure', () => {
     expect(isPushback(new Error('503'))).toBe(false);
   });
 
+  it('times its pause on a clock that never steps: the wall clock set back an hour mid-pause adds nothing', () => {
+    jest.useFakeTimers();
+    try {
+      const pressure = new StorePressure({ baseMs: 20, maxMs: 20, maxAttempts: 8 });
+      pressure.pushedBack(slowDown());
+      expect(pressure.roomy).toBe(false);
+      jest.setSystemTime(Date.now() - 3_600_000); // NTP steps the wall clock; performance.now() does not move
+      jest.advanceTimersByTime(25);
+      expect(pressure.roomy).toBe(true);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('halves the connections open at a push-back, never under one, and adds one back a round of answers later', () => {
     const { clock, pressure } = stepped();
     /** A push-back once the last one's pause has passed. */

@@ -142,7 +142,8 @@ describe('httpSurface', () => {
 describe('createSurfaceState', () => {
   const stateAt = () => {
     let now = 1_000_000;
-    const state = createSurfaceState({ stallMs: 1000, source: 'config-dir', now: () => now });
+    const clock = () => now;
+    const state = createSurfaceState({ stallMs: 1000, source: 'config-dir', now: clock, wallNow: clock });
     return { state, advance: (ms: number) => void (now += ms) };
   };
 
@@ -160,6 +161,23 @@ describe('createSurfaceState', () => {
     });
     state.telemetry.watcherAlive();
     expect(state.liveness()).toEqual({ ok: true });
+  });
+
+  it('judges liveness on a clock that never steps: the wall clock set forward an hour is no stall', () => {
+    jest.useFakeTimers();
+    try {
+      const state = createSurfaceState({ stallMs: 1000, source: 'config-dir' });
+      const beating = state.heartbeat$.subscribe();
+      state.telemetry.watcherAlive();
+      const hourAhead = Date.now() + 3_600_000;
+      jest.setSystemTime(hourAhead); // NTP steps the wall clock; performance.now() does not move
+      expect(state.liveness()).toEqual({ ok: true });
+      state.telemetry.configRead('accepted', { checksum: 'abc' });
+      expect(state.config().lastAccepted?.at).toBe(hourAhead); // /status shows the wall clock's time
+      beating.unsubscribe();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('reports an event loop that has not turned for the threshold', () => {
