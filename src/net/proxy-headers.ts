@@ -22,6 +22,8 @@ export interface Forwardable {
   /** Framing: Content-Length is kept whatever Connection lists, Transfer-Encoding (chunks) is redone per hop. */
   length?: string;
   chunked?: boolean;
+  /** The Transfer-Encoding values, joined: only `chunked` alone can be framed again without changing the body. */
+  codings?: string;
   hasHost?: boolean;
   /** The Trailer names, joined: announced again only when the next hop is chunked too. */
   trailer?: string;
@@ -62,8 +64,10 @@ export const forwardable = (raw: ReadonlyArray<string>, isRequest: boolean): For
     const lower = name.toLowerCase();
     if (lower === 'content-length') message.length = value;
     else if (lower === 'host') message.hasHost = true;
-    else if (lower === 'transfer-encoding') message.chunked = true;
-    else if (lower === 'trailer') message.trailer = joined(message.trailer, value);
+    else if (lower === 'transfer-encoding') {
+      message.chunked = true;
+      message.codings = joined(message.codings, value);
+    } else if (lower === 'trailer') message.trailer = joined(message.trailer, value);
     else if (lower === 'upgrade') message.upgrade = joined(message.upgrade, value);
     else if (lower === 'te') {
       if (isRequest && tokens(value).includes('trailers')) message.teTrailers = name;
@@ -100,6 +104,14 @@ export const chunkedToClient = (request: IncomingMessage, status: number, messag
   request.method !== 'HEAD' &&
   status !== 204 &&
   status !== 304;
+
+/**
+ * True when the message's body is coded other than in chunks alone (`gzip, chunked`): taking the chunks off and
+ * framing it again would pass the gzip bytes on as the body itself. Go refuses such a request (501) and such an
+ * answer (502), as nginx does.
+ */
+export const otherCodings = (message: Forwardable): boolean =>
+  message.codings !== undefined && tokens(message.codings).join() !== 'chunked';
 
 /** `[name, value]` pairs of a raw list, as `addTrailers` takes them. */
 export const pairs = (raw: ReadonlyArray<string>): Array<[string, string]> =>

@@ -5,7 +5,8 @@
  *
  * Protocol upgrades (WebSocket …) and CONNECT are answered 501, by design: the model servers answer plain requests,
  * and a tunnel would hold two sockets past every bound. An `Upgrade: h2c` offer alone is ignored (RFC 9110 §7.8)
- * and its request proxied as HTTP/1.1, the connection closed after it. HTTP/2 is not in scope.
+ * and its request proxied as HTTP/1.1, the connection closed after it. HTTP/2 is not in scope. A body in a transfer
+ * coding other than chunked alone is refused both ways (501 to the client, 502 for the upstream's answer), as Go does.
  */
 import {
   request as httpRequest,
@@ -22,6 +23,7 @@ import { endAnswer } from './early-answer';
 import {
   chunkedToClient,
   forwardable,
+  otherCodings,
   pairs,
   tokens,
   upstreamHeaders,
@@ -66,6 +68,7 @@ const unreachableText = Buffer.from('the model server did not answer\n');
 const timeoutText = Buffer.from('the model server did not answer in time\n');
 const refusedText = Buffer.from('protocol upgrades and CONNECT are not proxied\n');
 const slowBodyText = Buffer.from('the request body did not arrive in time\n');
+const codingText = Buffer.from('transfer codings other than chunked are not proxied\n');
 
 /** A warn line per kind at most once a second, with how many of that kind went unlogged since. */
 const rateLimitedWarn = (log: Logger, clock: () => number): ((kind: FailureKind, err?: unknown) => void) => {
@@ -173,6 +176,11 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       upstreamResponse = head;
       const status = head.statusCode ?? 502;
       const back = forwardable(head.rawHeaders, false);
+      if (otherCodings(back)) {
+        head.destroy();
+        warn('invalid-head');
+        return answerOurselves(502, unreachableText);
+      }
       if (back.trailer !== undefined && chunkedToClient(request, status, back))
         back.headers.push('Trailer', back.trailer);
       if (closeAfter) back.headers.push('Connection', 'close');
@@ -268,6 +276,10 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
     if (request.method === 'CONNECT' || upgrade.some((protocol) => protocol !== 'h2c')) {
       warn('refused');
       return answer(request, response, 501, refusedText, true);
+    }
+    if (otherCodings(message)) {
+      warn('refused');
+      return answer(request, response, 501, codingText, true);
     }
     proxy(request, response, message);
   };
