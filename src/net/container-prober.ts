@@ -14,6 +14,15 @@ const probeUserAgent = 'kube-probe/modelsync';
 /** A body beyond this is not read: a probe's answer is its status. */
 const maxProbeBodyBytes = 64 * 1024;
 
+/**
+ * `path` as Go's url.URL sends it (the kubelet, Knative's prober in KServe's agent): every character past ASCII as its
+ * UTF-8 bytes, percent-encoded. node:http refuses one past Latin-1 and sends one within it as a single byte.
+ */
+const wirePath = (path: string): string =>
+  path.replace(/[^\p{ASCII}]+/gu, (text) =>
+    [...Buffer.from(text)].map((byte) => `%${byte.toString(16).toUpperCase()}`).join(''),
+  );
+
 /** One attempt of `action` within `timeoutMs`: true when it passed. Never throws; leaves no timer or socket. */
 export const attemptProbe = (action: ProbeAction, timeoutMs: number): Promise<boolean> =>
   new Promise<boolean>((resolve) => {
@@ -43,7 +52,7 @@ export const attemptProbe = (action: ProbeAction, timeoutMs: number): Promise<bo
       call = send({
         host: action.host,
         port: action.port,
-        path: action.path,
+        path: wirePath(action.path),
         method: 'GET',
         headers,
         agent: false,
@@ -51,7 +60,7 @@ export const attemptProbe = (action: ProbeAction, timeoutMs: number): Promise<bo
         ...(action.scheme === 'https' ? { rejectUnauthorized: false } : {}),
       });
     } catch {
-      // A probe node:http refuses at once (a path past Latin-1, a host no Host header can carry) fails, never throws.
+      // A probe node:http refuses at once (a host no Host header can carry) fails, never throws.
       return finish(false);
     }
     cleanup = () => call.destroy();

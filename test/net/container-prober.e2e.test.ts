@@ -59,20 +59,37 @@ describe('attemptProbe', () => {
     expect(await attemptProbe(http(silent.port), 200)).toBe(false);
   });
 
-  it('fails, never throws, a probe Node cannot send: a path past Latin-1, a host that is no header value', async () => {
+  it('fails, never throws, a probe Node cannot send: a host that is no header value', async () => {
     const server = await startServer((_request, response) => response.writeHead(200).end());
-    // Both pass the probe's decoding; node:http throws on them at once, which rejected the check: the agent port's
+    // It passes the probe's decoding; node:http throws on it at once, which rejected the check: the agent port's
     // handler never answered the kubelet, and its rejection reached the process's last resort as unhandled.
     const decoded = decodeReadinessProbes(
-      JSON.stringify([
-        { httpGet: { path: '/健康', port: server.port }, periodSeconds: 10 },
-        { httpGet: { host: '健康', path: '/', port: server.port }, periodSeconds: 10 },
-      ]),
+      JSON.stringify([{ httpGet: { host: '健康', path: '/', port: server.port }, periodSeconds: 10 }]),
       server.port,
     );
     if (E.isLeft(decoded)) throw new Error(decoded.left);
     for (const { action } of decoded.right) expect(await attemptProbe(action, 1000)).toBe(false);
     expect(await containerProber(decoded.right).check()).toBe(false);
+  });
+
+  it("sends a path past ASCII as Go's url.URL does (the kubelet, Knative's prober): its UTF-8 bytes percent-encoded", async () => {
+    const seen: string[] = [];
+    const server = await startServer((request, response) => {
+      seen.push(request.url ?? '');
+      response.writeHead(200).end();
+    });
+    // Node refused the first (past Latin-1) and sent the second's é as the one byte 0xE9: both failed the probe
+    // where KServe's agent passes it.
+    const decoded = decodeReadinessProbes(
+      JSON.stringify([
+        { httpGet: { path: '/健康', port: server.port }, periodSeconds: 10 },
+        { httpGet: { path: '/café/ready?q=été', port: server.port }, periodSeconds: 10 },
+      ]),
+      server.port,
+    );
+    if (E.isLeft(decoded)) throw new Error(decoded.left);
+    for (const { action } of decoded.right) expect(await attemptProbe(action, 1000)).toBe(true);
+    expect(seen).toEqual(['/%E5%81%A5%E5%BA%B7', '/caf%C3%A9/ready?q=%C3%A9t%C3%A9']);
   });
 
   it('checks a tcpSocket by connecting', async () => {
