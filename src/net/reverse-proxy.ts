@@ -60,6 +60,12 @@ export interface ReverseProxy {
 /** Under uvicorn's 5 s keep-alive (KServe's Python server): no request goes on a connection it is closing. */
 const upstreamIdleMs = 4000;
 
+/**
+ * The most an answer's head may take: node:http's default is 16 KiB, Go's transport (KServe's agent) takes 10 MiB;
+ * 64 KiB, as a request's head on the agent port (`agentPortLimits`), passes what a model server sends.
+ */
+const maxAnswerHeadBytes = 64 * 1024;
+
 /** What can go wrong with one exchange: each kind is logged at most once a second. */
 type FailureKind = 'unreachable' | 'timeout' | 'cut' | 'stalled' | 'slow-body' | 'invalid-head' | 'refused';
 
@@ -228,7 +234,15 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
     };
     const send = (): void => {
       const { method, url: path } = request;
-      const sent = httpRequest({ agent, host: target.host, port: target.port, method, path, headers });
+      const sent = httpRequest({
+        agent,
+        host: target.host,
+        port: target.port,
+        method,
+        path,
+        headers,
+        maxHeaderSize: maxAnswerHeadBytes,
+      });
       upstream = sent;
       sent.on('response', onHead).on('error', onUpstreamError).on('close', onUpstreamClose);
       if (bodiless) return void sent.end();
