@@ -91,7 +91,8 @@ export const upstreamHeaders = (request: IncomingMessage, message: Forwardable, 
     if (message.trailer !== undefined) headers.push('Trailer', message.trailer);
   } else if (message.length === undefined && !bodilessMethods.has(request.method ?? 'GET'))
     headers.push('Content-Length', '0');
-  const client = request.socket.remoteAddress;
+  // An IPv4 client on a dual-stack port as Go writes it (`10.1.2.3`), not by its IPv4-mapped address.
+  const client = request.socket.remoteAddress?.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '');
   const forwardedFor = client === undefined ? message.forwardedFor : joined(message.forwardedFor, client);
   if (forwardedFor !== undefined) headers.push(message.forwardedForName ?? 'X-Forwarded-For', forwardedFor);
   return headers;

@@ -1,4 +1,8 @@
-/** reverseProxy and the model server's answer heads: as large as a client's may be, passed on whole. */
+/** reverseProxy and heads: the model server's answer heads as large as a client's may be; X-Forwarded-For as Go's. */
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pino from 'pino';
+import { reverseProxy } from '../../src/net/reverse-proxy';
 import { rawSocket } from '../helpers/raw-socket';
 import { send, startProxy, startUpstream, type ProxyBench, type Upstream } from './reverse-proxy-harness';
 
@@ -29,5 +33,36 @@ describe('reverseProxy, answer heads', () => {
     bench = await startProxy(upstream.port);
     const answer = await send(bench.port);
     expect([answer.status, answer.body.toString()]).toEqual([502, 'the model server did not answer\n']);
+  });
+
+  it('sends an IPv4 client on a dual-stack port as Go does: 10.1.2.3, not ::ffff:10.1.2.3', async () => {
+    upstream = await startUpstream((req, res) => res.end(req.headers['x-forwarded-for']));
+    const proxy = reverseProxy({
+      target: { host: '127.0.0.1', port: upstream.port },
+      maxSockets: 2,
+      timeoutMs: 2000,
+      body: { stallMs: 2000, minRate: 1024 },
+      log: pino({ level: 'silent' }),
+    });
+    // Every interface, as the surface binds by default: node:http names an IPv4 client by its IPv4-mapped address.
+    const server: Server = createServer(proxy.handle);
+    await new Promise<void>((resolve) => server.listen(0, '::', resolve));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const forwardedFor = await new Promise<string>((resolve, reject) =>
+        request({ host: '127.0.0.1', port, agent: false }, (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => resolve(text));
+        })
+          .on('error', reject)
+          .end(),
+      );
+      expect(forwardedFor).toBe('127.0.0.1');
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      proxy.close();
+    }
   });
 });
