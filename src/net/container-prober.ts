@@ -1,5 +1,5 @@
 /** containerProber: the user container's readiness probes (httpGet, tcpSocket), run as KServe's agent runs them. */
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,6 +21,51 @@ const maxProbeBodyBytes = 64 * 1024;
 const wirePath = (path: string): string =>
   path.replace(/[^\p{ASCII}]+/gu, (text) =>
     [...Buffer.from(text)].map((byte) => `%${byte.toString(16).toUpperCase()}`).join(''),
+  );
+
+/** Where one request of a probe goes. */
+interface Target {
+  readonly https: boolean;
+  readonly host: string;
+  readonly port: number;
+  readonly path: string;
+}
+
+/**
+ * Redirects are followed as Go's http.Client follows them for a GET (Knative's prober in KServe's agent): at most 10,
+ * the last answer decides; a 3xx with nothing to follow passes.
+ */
+const redirectStatuses: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
+const maxRedirects = 10;
+/** Headers Go's client does not send on to another host. */
+const sensitiveHeaders: ReadonlySet<string> = new Set([
+  'authorization',
+  'www-authenticate',
+  'cookie',
+  'cookie2',
+]);
+
+/** Where `location`, answered to a request to `from`, leads; undefined when it is no http(s) URL. */
+const redirectTarget = (from: Target, location: string): Target | undefined => {
+  const host = from.host.includes(':') ? `[${from.host}]` : from.host;
+  const base = URL.parse(`${from.https ? 'https' : 'http'}://${host}:${from.port}${from.path}`);
+  const next = base === null ? null : URL.parse(location, base.href);
+  if (next === null || (next.protocol !== 'http:' && next.protocol !== 'https:')) return undefined;
+  const https = next.protocol === 'https:';
+  const port = next.port === '' ? (https ? 443 : 80) : Number(next.port);
+  return { https, host: next.hostname.replace(/^\[|\]$/g, ''), port, path: `${next.pathname}${next.search}` };
+};
+
+/** The headers of a redirected request: the Host given goes (the URL names the host), credentials stay behind. */
+const redirectHeaders = (
+  sent: Readonly<Record<string, string>>,
+  from: Target,
+  to: Target,
+): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(sent).filter(
+      ([name]) => name !== 'host' && (to.host === from.host || !sensitiveHeaders.has(name)),
+    ),
   );
 
 /** One attempt of `action` within `timeoutMs`: true when it passed. Never throws; leaves no timer or socket. */
@@ -46,36 +91,52 @@ export const attemptProbe = (action: ProbeAction, timeoutMs: number): Promise<bo
     const headers: Record<string, string> = { 'user-agent': probeUserAgent, accept: '*/*' };
     // The probe's own headers win, as the kubelet lets them (a Host or User-Agent of the user's choosing).
     for (const [name, value] of action.headers) headers[name.toLowerCase()] = value;
-    const send = action.scheme === 'https' ? httpsRequest : httpRequest;
-    let call: ReturnType<typeof send>;
-    try {
-      call = send({
-        host: action.host,
-        port: action.port,
-        path: wirePath(action.path),
-        method: 'GET',
-        headers,
-        agent: false,
-        // The kubelet does not check a probed container's certificate either.
-        ...(action.scheme === 'https' ? { rejectUnauthorized: false } : {}),
+    let current: ClientRequest | undefined;
+    const get = (target: Target, sent: Readonly<Record<string, string>>, redirectsLeft: number): void => {
+      const send = target.https ? httpsRequest : httpRequest;
+      let call: ClientRequest;
+      try {
+        call = send({
+          host: target.host,
+          port: target.port,
+          path: target.path,
+          method: 'GET',
+          headers: sent,
+          agent: false,
+          // The kubelet does not check a probed container's certificate either.
+          ...(target.https ? { rejectUnauthorized: false } : {}),
+        });
+      } catch {
+        // A probe node:http refuses at once (a host no Host header can carry) fails, never throws.
+        return finish(false);
+      }
+      current = call;
+      call.once('error', () => call === current && finish(false));
+      call.once('response', (response: IncomingMessage) => {
+        const status = response.statusCode ?? 0;
+        const { location } = response.headers;
+        if (redirectStatuses.has(status) && location !== undefined) {
+          response.on('error', () => undefined).resume();
+          call.destroy();
+          // Past 10 redirects, or to a URL Go's client cannot follow, the probe fails as it does there.
+          const next = redirectsLeft > 0 ? redirectTarget(target, location) : undefined;
+          return next === undefined
+            ? finish(false)
+            : get(next, redirectHeaders(sent, target, next), redirectsLeft - 1);
+        }
+        let read = 0;
+        response.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > maxProbeBodyBytes) finish(status >= 200 && status < 400);
+        });
+        response.once('end', () => finish(status >= 200 && status < 400));
+        response.once('error', () => finish(false));
       });
-    } catch {
-      // A probe node:http refuses at once (a host no Host header can carry) fails, never throws.
-      return finish(false);
-    }
-    cleanup = () => call.destroy();
-    call.once('error', () => finish(false));
-    call.once('response', (response: IncomingMessage) => {
-      const status = response.statusCode ?? 0;
-      let read = 0;
-      response.on('data', (chunk: Buffer) => {
-        read += chunk.length;
-        if (read > maxProbeBodyBytes) finish(status >= 200 && status < 400);
-      });
-      response.once('end', () => finish(status >= 200 && status < 400));
-      response.once('error', () => finish(false));
-    });
-    call.end();
+      call.end();
+    };
+    cleanup = () => current?.destroy();
+    const first = { https: action.scheme === 'https', host: action.host, port: action.port };
+    get({ ...first, path: wirePath(action.path) }, headers, maxRedirects);
   });
 
 /** Knative's aggressive probing of one probe: `successThreshold` passes in a row within the window. */

@@ -52,6 +52,30 @@ describe('attemptProbe', () => {
     expect(seen[0]).not.toHaveProperty('k-network-probe');
   });
 
+  it("follows a redirect as Go's client does (Knative's prober in KServe's agent): the last answer decides", async () => {
+    const seen: string[] = [];
+    const server = await startServer((request, response) => {
+      const url = request.url ?? '';
+      seen.push(url);
+      // FastAPI's trailing-slash redirect in front of a server not ready yet; a move to a page that answers; a loop.
+      if (url === '/ready/') return response.writeHead(307, { location: '/ready' }).end();
+      if (url === '/ready') return response.writeHead(503).end();
+      if (url === '/moved')
+        return response.writeHead(302, { location: `http://127.0.0.1:${server.port}/ok` }).end();
+      if (url === '/loop') return response.writeHead(302, { location: '/loop' }).end();
+      if (url === '/unmodified') return response.writeHead(304).end();
+      response.writeHead(200).end();
+    });
+    expect(await attemptProbe(http(server.port, '/ready/'), 1000)).toBe(false);
+    expect(await attemptProbe(http(server.port, '/moved'), 1000)).toBe(true);
+    expect(await attemptProbe(http(server.port, '/loop'), 1000)).toBe(false);
+    // A 3xx that is no redirect (no Location to follow) passes, as any 3xx did.
+    expect(await attemptProbe(http(server.port, '/unmodified'), 1000)).toBe(true);
+    expect(seen.slice(0, 4)).toEqual(['/ready/', '/ready', '/moved', '/ok']);
+    // Go's client gives up after 10 redirects: the first request and 10 more.
+    expect(seen.filter((url) => url === '/loop')).toHaveLength(11);
+  });
+
   it('fails on a closed port and on a server that does not answer within the timeout', async () => {
     expect(await attemptProbe(http(await closedPort()), 1000)).toBe(false);
     // Only the timeout ends an attempt on a server that never answers.
