@@ -93,7 +93,15 @@ const proxyUrl = (text: string | undefined, name: string): URL | undefined => {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new Error(`${name} must be an http:// or https:// proxy URL, not ${url.protocol}`);
-  if (url.password !== '') registerSecret(decodeURIComponent(url.password));
+  let password: string;
+  try {
+    // The proxy agents decode both to send them (Basic auth): a stray % threw there, naming nothing.
+    decodeURIComponent(url.username);
+    password = decodeURIComponent(url.password);
+  } catch {
+    throw new Error(`${name}: its user and password must be percent-encoded (a % as %25)`);
+  }
+  if (password !== '') registerSecret(password);
   return url;
 };
 

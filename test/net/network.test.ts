@@ -64,6 +64,21 @@ describe('proxyRules', () => {
     );
   });
 
+  it('refuses a proxy URL whose user or password has a % that escapes nothing, naming the variable only', () => {
+    // The proxy agents decode both to send them: a stray % threw 'URI malformed', naming nothing, at start (the
+    // password) or at the first download through the proxy (the user).
+    for (const httpsProxy of ['http://user:pa%zz@proxy:3128', 'http://us%er:pw@proxy:3128']) {
+      let message = '';
+      try {
+        proxyRules({ httpsProxy });
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message).toBe('HTTPS_PROXY: its user and password must be percent-encoded (a % as %25)');
+    }
+    expect(() => proxyRules({ httpsProxy: 'http://us%25er:p%40ss@proxy:3128' })).not.toThrow();
+  });
+
   it('hides a proxy password in every log line from then on', () => {
     proxyRules({ httpsProxy: 'http://me:pr0xy-s3cret@proxy:3128' });
     expect(redact('connecting with pr0xy-s3cret')).not.toContain('pr0xy-s3cret');
