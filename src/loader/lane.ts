@@ -14,6 +14,12 @@ export interface LaneOptions {
   readonly handOver?: (name: ModelName) => void;
   /** Works once on a model; the lane runs it after any earlier work on that model has ended. */
   readonly work: (record: ModelRecord) => Promise<void>;
+  /**
+   * The work on `record` rejected: a defect, since work ends its own failures (a throwing port, say an
+   * integrator's telemetry). Told so the log and the model's status say it; the worker is freed and later work on
+   * the model runs all the same.
+   */
+  readonly threw: (record: ModelRecord, error: unknown) => void;
   /** A worker of the lane is free again. */
   readonly freed: () => void;
 }
@@ -24,13 +30,21 @@ export interface Lane {
   readonly pump: () => void;
 }
 
+const ignore = (): void => undefined;
+
 /** A lane with an empty queue, its retries timed on `scheduler`. */
 export const createLane = (scheduler: SchedulerLike, options: LaneOptions): Lane => {
   const queue = createWorkQueue<ModelName>(scheduler);
   const start = (name: ModelName, record: ModelRecord | undefined): void => {
-    const task = record ? record.inFlight.then(() => options.work(record)) : Promise.resolve();
-    if (record) record.inFlight = task;
-    void task.then(() => {
+    // Work that rejects must not hold its worker (no `done`) nor, as the model's `inFlight`, skip its later work.
+    const task = record
+      ? record.inFlight
+          .then(() => options.work(record))
+          .catch((error: unknown) => options.threw(record, error))
+      : Promise.resolve();
+    if (record) record.inFlight = task.catch(ignore);
+    // A `threw` that throws as well goes on to the process's last resort (one error line), the worker freed.
+    void task.finally(() => {
       queue.done(name);
       options.freed();
     });

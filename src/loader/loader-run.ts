@@ -3,6 +3,8 @@ import type { BehaviorSubject, Observable, SchedulerLike, Subscriber } from 'rxj
 import type { ModelName } from '../core/model-name';
 import type { ModelOp } from '../core/model-op';
 import type { AgentEvent } from '../core/model-status';
+import { toEffectError } from '../core/errors';
+import { redact } from '../core/redact';
 import { createSlots } from '../core/slots';
 import { attemptOnce, type AttemptContext } from './attempt';
 import { createLane, laneCounts } from './lane';
@@ -74,6 +76,15 @@ export const createRun = (context: RunContext, subscriber: Subscriber<AgentEvent
     stop: stop.signal,
     retryAfter: (name, delayMs) => main.queue.addAfter(name, delayMs),
   };
+  // The model's state after a defect is not known: Failed, so /status says so and a resync tries it again.
+  const threw = (record: ModelRecord, cause: unknown): void => {
+    const error = toEffectError(cause);
+    context.effects.log.error(
+      { model: record.name, err: error, errorKind: error.kind },
+      'work on a model threw: a defect; the model is marked Failed',
+    );
+    report(record, 'Failed', record.desired, { reason: redact(error.message), errorKind: error.kind });
+  };
   const pump = (): void => {
     main.pump();
     side.pump();
@@ -85,6 +96,7 @@ export const createRun = (context: RunContext, subscriber: Subscriber<AgentEvent
     workers: unlistedUnloadWorkers,
     takes: isUnlistedUnload, // one wanted again since is the main lane's already
     work: (record) => attemptOnce(record, sideEffects, attempts),
+    threw,
     freed: pump,
   });
   const main = createLane(scheduler, {
@@ -93,6 +105,7 @@ export const createRun = (context: RunContext, subscriber: Subscriber<AgentEvent
     takes: (record) => !isUnlistedUnload(record),
     handOver: (name) => side.queue.add(name),
     work: (record) => attemptOnce(record, effects, attempts),
+    threw,
     freed: pump,
   });
   const lanes = [main, side];

@@ -27,6 +27,7 @@ const laneOver = (records: Map<ModelName, ModelRecord>, options: Partial<LaneOpt
           resolve();
         });
       }),
+    threw: (record, error) => log.push(`threw ${record.name}: ${(error as Error).message}`),
     freed: () => lane.pump(),
     ...options,
   });
@@ -90,5 +91,27 @@ describe('createLane', () => {
     expect([...first.log, ...second.log]).toEqual(['start a']);
     await first.end('a');
     expect(second.log).toEqual(['start a']);
+  });
+
+  it('frees the worker and runs later work on a model whose work rejected, and tells it', async () => {
+    let fails = 1;
+    const { lane, log } = laneOver(recordsOf('a'), {
+      workers: 1,
+      work: (record) => {
+        log.push(`start ${record.name}`);
+        return fails-- > 0 ? Promise.reject(new Error('a defect')) : Promise.resolve();
+      },
+    });
+    lane.queue.add(name('a'));
+    lane.pump();
+    await settle();
+    expect(log).toEqual(['start a', 'threw a: a defect']);
+    expect(laneCounts([lane])).toEqual({ queued: 0, processing: 0, delayed: 0 });
+
+    lane.queue.add(name('a'));
+    lane.pump();
+    await settle();
+    expect(log).toEqual(['start a', 'threw a: a defect', 'start a']);
+    expect(lane.queue.has(name('a'))).toBe(false);
   });
 });

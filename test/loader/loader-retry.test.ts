@@ -6,6 +6,7 @@ import type { InPlace } from '../../src/core/in-place';
 import { add, type ModelOp } from '../../src/core/model-op';
 import type { AgentEvent, ModelPhase } from '../../src/core/model-status';
 import { fsError } from '../../src/fs';
+import { noTelemetry, type Telemetry } from '../../src/ports';
 import { createLoader, type Loader } from '../../src/loader/loader';
 import { name, phasesOfRetriedAdd, spec } from '../helpers/fixtures';
 import { recordingPorts, type RecordingFailures } from './recording-ports';
@@ -25,7 +26,11 @@ const advanceAndSettle = async (scheduler: VirtualTimeScheduler, ms: number): Pr
 };
 
 /** A loader on recording ports with one download and one load worker; retries wait 1 s, 2 s, 4 s (no jitter). */
-const start = (fail: RecordingFailures, inPlace: InPlace = { onDisk: new Map(), loaded: new Set() }) => {
+const start = (
+  fail: RecordingFailures,
+  inPlace: InPlace = { onDisk: new Map(), loaded: new Set() },
+  telemetry?: Telemetry,
+) => {
   const scheduler = new VirtualTimeScheduler();
   const { ports, calls } = recordingPorts(fail);
   const loader: Loader = createLoader(
@@ -37,6 +42,7 @@ const start = (fail: RecordingFailures, inPlace: InPlace = { onDisk: new Map(), 
       retry: { baseMs: 1000, maxMs: 60_000, maxAttempts: 5 },
       random: () => 1,
       scheduler,
+      telemetry,
     },
     inPlace,
   );
@@ -166,6 +172,30 @@ describe('loader retries (virtual time)', () => {
     // The server loaded it: the unwritten record costs one reload after a restart (docs/reliability.md, Crashes).
     expect(t.phases(m1)).toEqual(['Downloading', 'Loading', 'Loaded']);
     expect(t.loads(m1)).toBe(1);
+  });
+
+  it('fails a model whose attempt threw (a defect) and keeps its worker and its later work', async () => {
+    // An integrator's telemetry that throws: attemptOnce rejects outside the failures it handles.
+    let throws = 1;
+    const telemetry: Telemetry = {
+      ...noTelemetry,
+      retry: () => {
+        if (throws-- > 0) throw new Error('telemetry broke');
+      },
+    };
+    const t = start({ load: { m1: [unavailable()] } }, undefined, telemetry);
+    t.ops$.next(add(m1, v1));
+    await advanceAndSettle(t.scheduler, 1);
+    expect(t.phases(m1)).toEqual(['Downloading', 'Loading', 'Failed']);
+    expect(t.loader.statuses().get(m1)).toMatchObject({ errorKind: 'unknown' });
+    expect(t.idle()).toBe(true);
+
+    // Both workers are free and the model's chain goes on: a new spec of m1 and another model load.
+    t.ops$.next(add(m1, v2));
+    t.ops$.next(add(m2, v2));
+    await advanceAndSettle(t.scheduler, 1);
+    expect([t.phases(m1).at(-1), t.phases(m2).at(-1)]).toEqual(['Loaded', 'Loaded']);
+    expect(t.idle()).toBe(true);
   });
 
   it('cancels pending retries when unsubscribed', async () => {
