@@ -95,9 +95,11 @@ export class JournalWriter {
       throw cause;
     });
     this.adopt(found);
+    // Until a compaction drops it, the next record must not be appended to the torn line.
+    this.tornTail = !clean;
     if (found.stats.nlink > 1) {
       await this.rewrite('a file with other hard links');
-    } else if (!clean || found.size > compactAboveBytes) await this.compact();
+    } else if (!clean || found.size > compactAboveBytes) await this.compactIfPossible();
   }
 
   /** Appends to `found`, the file read at start-up, from now on. */
@@ -123,6 +125,16 @@ export class JournalWriter {
     this.tornTail = false;
     this.file = written;
     return written;
+  }
+
+  /**
+   * Compacts the journal, or leaves it as it is when it cannot be rewritten (a full or read-only disk): its records
+   * are all there and appends may still fit, so a compaction is no reason to fail a load. Tried again past the bound.
+   */
+  private async compactIfPossible(): Promise<void> {
+    await this.compact().catch((err: unknown) =>
+      this.log.warn({ err, path: this.path }, 'cannot compact the load journal; appending to it as it is'),
+    );
   }
 
   /** Rewrites the journal because what is at its path (`found`, in words) is not the file this process left there. */
@@ -166,7 +178,7 @@ export class JournalWriter {
       if (event === 'starting') this.pending.add(name);
       else this.pending.delete(name);
     }
-    if (target.size > compactAboveBytes) await this.compact();
+    if (target.size > compactAboveBytes) await this.compactIfPossible();
   }
 
   /** True when `found` is the journal file as we left it (inode numbers alone are reused once a file is deleted). */

@@ -12,6 +12,7 @@ import {
   truncate,
   writeFile,
 } from 'node:fs/promises';
+import fsPromises from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { specToJson, type Snapshot } from '../../src/core/snapshot';
@@ -206,6 +207,17 @@ describe('loadJournal', () => {
   });
 });
 
+/** Fails the create of the compacted journal (`<path>.new`) with ENOSPC, as a full disk would; restore it after. */
+const noRoomToCompact = (): jest.SpyInstance => {
+  const open = fsPromises.open as (...args: unknown[]) => unknown;
+  return jest
+    .spyOn(fsPromises, 'open')
+    .mockImplementation(((path: string, ...rest: unknown[]) =>
+      path.endsWith('.new')
+        ? Promise.reject(Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' }))
+        : open(path, ...rest)) as never);
+};
+
 describe('loadJournal reading what a crash or a neighbour left', () => {
   it('skips a torn last line, and starts the next record on a line of its own', async () => {
     await modelDirs('m1', 'm2');
@@ -215,6 +227,20 @@ describe('loadJournal reading what a crash or a neighbour left', () => {
     await restarted.starting(name('m2'));
     expect(await unconfirmedOnRestart()).toEqual(['m1', 'm2']);
     expect(warnings()).toEqual([]);
+  });
+
+  it('starts the next record on a line of its own after a torn last line it could not compact away', async () => {
+    await modelDirs('m1', 'm2');
+    await writeFile(journalPath, record('starting', 'm1') + '["starting","m');
+    const restarted = newJournal();
+    const full = noRoomToCompact();
+    try {
+      expect([...(await restarted.unconfirmed())]).toEqual(['m1']);
+      await restarted.starting(name('m2'));
+    } finally {
+      full.mockRestore();
+    }
+    expect(await unconfirmedOnRestart()).toEqual(['m1', 'm2']);
   });
 
   it('skips lines that are no record with one warn, and replays the records around them', async () => {
@@ -256,6 +282,27 @@ describe('loadJournal reading what a crash or a neighbour left', () => {
     expect(await unconfirmedOnRestart()).toEqual(['m2']);
     expect(await readFile(journalPath, 'utf8')).toBe(record('starting', 'm2'));
     expect(await entries()).toEqual(['.modelsync-journal', 'm1', 'm2']);
+  });
+
+  it('keeps a record it wrote when the compaction after it fails (a full disk), and compacts at a later record', async () => {
+    await modelDirs('m1', 'm2', 'm3');
+    const cycles = record('starting', 'm1') + record('confirmed', 'm1');
+    // Just under the bound: the next record takes it past and the compaction after that write fails.
+    await writeFile(journalPath, cycles.repeat(Math.floor((1024 * 1024) / cycles.length)));
+    const full = noRoomToCompact();
+    try {
+      await expect(journal.starting(name('m2'))).resolves.toBeUndefined();
+      await expect(journal.starting(name('m3'))).resolves.toBeUndefined();
+    } finally {
+      full.mockRestore();
+    }
+    expect(sink.lines.filter(atLevel('warn')).map((line) => line.msg)).toContain(
+      'cannot compact the load journal; appending to it as it is',
+    );
+    expect(await entries()).toEqual(['.modelsync-journal', 'm1', 'm2', 'm3']);
+    await journal.confirmed(name('m3')); // past the bound still: compacted now that it can be
+    expect(await readFile(journalPath, 'utf8')).toBe(record('starting', 'm2'));
+    expect(await unconfirmedOnRestart()).toEqual(['m2']);
   });
 
   it('moves the loads of the 0.1 journal dir into the journal file and removes the dir', async () => {
