@@ -17,6 +17,8 @@ export interface AttemptContext {
   readonly telemetry: Telemetry;
   /** The run's stop: its abort is no failure of the model. */
   readonly stop: AbortSignal;
+  /** The run's drain (a graceful shutdown): loads and unloads not sent yet are dropped. */
+  readonly drain: AbortSignal;
   /** Queues the model again after `delayMs`, holding no worker meanwhile. */
   readonly retryAfter: (name: ModelName, delayMs: number) => void;
 }
@@ -29,8 +31,9 @@ const statusOf = (error: EffectError): Readonly<Record<string, number>> =>
 export const attemptOnce = async (
   record: ModelRecord,
   effects: ReconcileEffects,
-  { records, report, retry, random, telemetry, stop, retryAfter }: AttemptContext,
+  { records, report, retry, random, telemetry, stop, drain, retryAfter }: AttemptContext,
 ): Promise<void> => {
+  if (drain.aborted) return; // queued before the drain, behind earlier work on the model: no more work is taken up
   const { desired } = record;
   if (desired === undefined && isInPlace(record, undefined)) {
     // Nothing was ever installed (added and removed before any work): close what was reported, if anything.
@@ -40,7 +43,7 @@ export const attemptOnce = async (
   }
   const generation = (record.generation ??= new AbortController());
   try {
-    await reconcile(record, desired, effects, { stop, supersede: generation.signal });
+    await reconcile(record, desired, effects, { stop, supersede: generation.signal, drain });
     record.attempts = 0;
     if (record.desired === undefined && isInPlace(record, undefined)) records.delete(record.name);
   } catch (cause) {

@@ -65,6 +65,7 @@ const reportingEffects = ({ effects, records }: RunContext, report: ReportStatus
 export const createRun = (context: RunContext, subscriber: Subscriber<AgentEvent>): Run => {
   const { records, scheduler } = context;
   const stop = new AbortController();
+  const draining = new AbortController();
   let sourceDone = false;
   let drained: (() => void) | undefined;
   const report = statusReporter(context.effects.log, scheduler, stop.signal, subscriber);
@@ -74,6 +75,7 @@ export const createRun = (context: RunContext, subscriber: Subscriber<AgentEvent
     ...context,
     report,
     stop: stop.signal,
+    drain: draining.signal,
     retryAfter: (name, delayMs) => main.queue.addAfter(name, delayMs),
   };
   // The model's state after a defect is not known: Failed, so /status says so and a resync tries it again.
@@ -152,8 +154,9 @@ export const createRun = (context: RunContext, subscriber: Subscriber<AgentEvent
     new Promise<void>((resolve) => {
       drained = resolve;
       for (const lane of lanes) lane.queue.shutDown();
-      // Downloads stop; calls sent finish.
+      // Downloads stop, and calls waiting for a slot; calls sent finish.
       for (const record of records.values()) abortGeneration(record, 'modelsync is shutting down');
+      draining.abort(new Error('modelsync is shutting down'));
       updateIdle();
     });
   const end = (): void => {

@@ -57,12 +57,18 @@ export interface ReconcileEffects {
 
 /**
  * `stop` aborts whatever step is in progress (shutdown); `supersede` aborts only a download, which a newer spec
- * makes pointless. A load or unload already sent is left to finish: the server may act on it anyway.
+ * makes pointless. A load or unload already sent is left to finish: the server may act on it anyway. `drain` (a
+ * graceful shutdown; absent: none) aborts a load or unload still waiting for its slot: not sent, it is dropped.
  */
 export interface StepSignals {
   readonly stop: AbortSignal;
   readonly supersede: AbortSignal;
+  readonly drain?: AbortSignal | undefined;
 }
+
+/** What a load or unload waits for its slot with: the step's stop, and the drain if there is one. */
+const slotWait = ({ stop, drain }: Pick<StepSignals, 'stop' | 'drain'>): AbortSignal =>
+  drain === undefined ? stop : AbortSignal.any([stop, drain]);
 
 const isOnDisk = (model: ModelState, spec: ModelSpec): boolean =>
   model.onDisk !== undefined && specEquals(model.onDisk, spec);
@@ -85,7 +91,7 @@ export const bringIn = async (
   model: ModelState,
   target: ModelSpec,
   effects: ReconcileEffects,
-  { stop, supersede }: StepSignals,
+  { stop, supersede, drain }: StepSignals,
 ): Promise<void> => {
   const { store, journal, server, slots, log, report, content } = effects;
   let replaced: Installed | undefined;
@@ -128,7 +134,7 @@ export const bringIn = async (
     if (!isLoaded(model, target)) {
       report(model.name, 'Loading', target, undefined, fetched && { filesFrom: fetched.filesFrom });
       const loadStarted = Date.now();
-      await slots.load.use(stop, async () => {
+      await slots.load.use(slotWait({ stop, drain }), async () => {
         if (!journalled) await journal.starting(model.name);
         await server.load(model.name, model.loaded, stop);
         // The server has loaded it: a record not written (a full disk) costs one reload after a restart, no failure.
@@ -209,9 +215,10 @@ export const takeOut = async (
   model: ModelState,
   { store, journal, server, slots, report, content }: ReconcileEffects,
   stop: AbortSignal,
+  drain?: AbortSignal,
 ): Promise<void> => {
   report(model.name, 'Unloading', undefined);
-  await slots.load.use(stop, () => server.unload(model.name, stop));
+  await slots.load.use(slotWait({ stop, drain }), () => server.unload(model.name, stop));
   model.loaded = false;
   model.loadedSpec = undefined;
   if (model.onDisk !== undefined) {
@@ -225,20 +232,22 @@ export const takeOut = async (
 
 /**
  * Brings in `desired`, or takes the model out when it is undefined; rejects with the failed step's error. The
- * effects see `stop` through a signal of this step alone (see linkedSignal).
+ * effects see `stop` and `drain`, both run-long, through signals of this step alone (see linkedSignal).
  */
 export const reconcile = async (
   model: ModelState,
   desired: ModelSpec | undefined,
   effects: ReconcileEffects,
-  { stop, supersede }: StepSignals,
+  { stop, supersede, drain }: StepSignals,
 ): Promise<void> => {
   const step = linkedSignal(stop);
+  const draining = drain && linkedSignal(drain);
   try {
     await (desired === undefined
-      ? takeOut(model, effects, step.signal)
-      : bringIn(model, desired, effects, { stop: step.signal, supersede }));
+      ? takeOut(model, effects, step.signal, draining?.signal)
+      : bringIn(model, desired, effects, { stop: step.signal, supersede, drain: draining?.signal }));
   } finally {
     step.dispose();
+    draining?.dispose();
   }
 };

@@ -109,6 +109,39 @@ describe('Loader.drain', () => {
     r.subscription.unsubscribe();
   });
 
+  it('sends no load call waiting for a load slot, only lets the one in flight finish', async () => {
+    const recording = recordingPorts();
+    let finishLoad: () => void = () => undefined;
+    let loadCalled: () => void = () => undefined;
+    const loadStarted = new Promise<void>((resolve) => (loadCalled = resolve));
+    const { server } = recording.ports;
+    const r = running({
+      ...recording,
+      ports: {
+        ...recording.ports,
+        server: {
+          ...server,
+          // a's load hangs until the test ends it; b's would be sent once a's slot is free.
+          load: (model, replacing, signal) =>
+            model === a
+              ? (recording.calls.push(`load ${model}`),
+                loadCalled(),
+                new Promise<void>((resolve) => (finishLoad = resolve)))
+              : server.load(model, replacing, signal),
+        },
+      },
+    });
+    r.ops$.next(add(a, specA));
+    r.ops$.next(add(name('b'), spec('s3://b/b')));
+    await loadStarted;
+    await waitFor(() => r.phaseOf('b') === 'Loading', 5000, 'b waiting for the load slot');
+    const drain = r.loader.drain();
+    finishLoad();
+    await drain;
+    expect(r.calls.filter((call) => call.startsWith('load'))).toEqual(['load a']);
+    r.subscription.unsubscribe();
+  });
+
   it('resolves at once when no run is subscribed', async () => {
     const r = running();
     r.subscription.unsubscribe();
