@@ -2,9 +2,12 @@ import { either as E } from 'fp-ts';
 import { ModelName, modelNameProblem } from '../../src/core/model-name';
 
 describe('ModelName', () => {
-  it.each(['m1', 'my-model_2', 'Model.v1', 'a'.repeat(255), 'é'.repeat(127)])('accepts %j', (text) => {
-    expect(E.isRight(ModelName.decode(text))).toBe(true);
-  });
+  it.each(['m1', 'my-model_2', 'Model.v1', 'a'.repeat(255), 'é'.repeat(127), 'robot-🤖'])(
+    'accepts %j',
+    (text) => {
+      expect(E.isRight(ModelName.decode(text))).toBe(true);
+    },
+  );
 
   it.each([
     ['', 'must not be empty'],
@@ -16,6 +19,9 @@ describe('ModelName', () => {
     ['a\0b', 'must not contain'],
     ['a'.repeat(256), 'at most 255 bytes'],
     ['é'.repeat(128), 'at most 255 bytes'],
+    // Written to disk as U+FFFD, as every other lone surrogate is: two such names would share one dir.
+    ['a\uD800', 'must be valid Unicode'],
+    ['\uDC00b', 'must be valid Unicode'],
   ])('refuses %j: %s', (text, problem) => {
     expect(modelNameProblem(text)).toContain(problem);
     const result = ModelName.decode(text);

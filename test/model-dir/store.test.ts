@@ -315,6 +315,17 @@ describe('modelDirStore install', () => {
     expect(await entries()).toEqual([long]);
   });
 
+  it('never puts two model names in one dir: a name with a lone surrogate (U+FFFD on disk) is refused', async () => {
+    await install(store, name('a\uFFFD'), specA, writeModel({ 'model.pt': 'a' }), live());
+    const fill = jest.fn(() => Promise.resolve());
+    await expect(install(store, name('a\uD800'), specB, fill, live())).rejects.toMatchObject({
+      kind: 'refused',
+      retryable: false,
+    });
+    expect(fill).not.toHaveBeenCalled();
+    expect(asJson(await inPlace())).toEqual({ 'a\uFFFD': specToJson(specA) });
+  });
+
   it('creates the model dir when it is missing', async () => {
     const fresh = newStore(join(tmp.path, 'new', 'models'));
     await install(fresh, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
