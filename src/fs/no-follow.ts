@@ -1,6 +1,7 @@
 /** no-follow: file-system steps that never go through a link — dirs held open and reached by handle, files opened O_NOFOLLOW, trees deleted link by link. */
 import { constants, existsSync, type Dirent, type Stats } from 'node:fs';
-import { lstat, open, readdir, rmdir, unlink, type FileHandle } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { lstat, open, readdir, rename, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EffectError, errorCode } from '../core/errors';
 import { forEachLimited, isMissing, step, syncPath } from './durable-fs';
@@ -110,13 +111,41 @@ export const entryKind = (stats: Stats): string => {
 const fanOut = 16;
 // A neighbour racing a delete can make an entry change type under us; after this many tries it wins, loudly.
 const removeAttempts = 5;
+// What a dir moved up inside a tree being deleted is named; it is deleted with the tree.
+const hoistedPrefix = '.deleting-';
 
-const emptyDir = async (dir: OpenDir): Promise<void> => {
+const unlessGone = (cause: unknown): void => {
+  if (errorCode(cause) !== 'ENOENT') throw cause;
+};
+
+/** Removes the entries of the held `dir` that are no dir; returns the names of those that are. */
+const removeNonDirs = async (dir: OpenDir): Promise<string[]> => {
   const entries = await readdir(dir.ref, { withFileTypes: true });
-  const subdirs = entries.filter((entry) => entry.isDirectory());
   const others = entries.filter((entry) => !entry.isDirectory());
   await forEachLimited(others, fanOut, (entry) => removeEntry(`${dir.ref}/${entry.name}`));
-  for (const entry of subdirs) await removeEntry(`${dir.ref}/${entry.name}`);
+  return entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+};
+
+/**
+ * Empties the held `dir` holding at most one more dir open, however deep its tree: one descriptor a level let a
+ * tree deeper than the descriptor limit (a neighbour can nest dirs at will) fail with EMFILE, every other open of
+ * the process with it. Each subdir's own subdirs are moved up into `dir` (a rename moves a link itself, never its
+ * target), its other entries removed and it deleted; what was moved up is taken in the next round.
+ */
+const emptyDir = async (dir: OpenDir): Promise<void> => {
+  for (let subdirs = await removeNonDirs(dir); subdirs.length > 0; subdirs = await removeNonDirs(dir)) {
+    for (const name of subdirs) {
+      const path = `${dir.ref}/${name}`;
+      // Gone meanwhile is done (a neighbour deleted it); anything else goes up to removeEntry's look again.
+      await withDir(path, async (sub) => {
+        for (const inner of await removeNonDirs(sub)) {
+          const hoisted = `${dir.ref}/${hoistedPrefix}${randomBytes(8).toString('hex')}`;
+          await rename(`${sub.ref}/${inner}`, hoisted).catch(unlessGone);
+        }
+      }).catch(unlessGone);
+      await rmdir(path).catch(unlessGone);
+    }
+  }
 };
 
 /** Removes the entry at `path`: a dir with all it holds (entered by handle), anything else by unlink (a link itself). */

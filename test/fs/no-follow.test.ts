@@ -1,5 +1,6 @@
 /** Tests of the link-safe fs steps: deletes that unlink links and never descend them, even when swapped mid-delete. */
 import { lstat, mkdir, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import fsPromises from 'node:fs/promises';
 import { join } from 'node:path';
 import { permanentError } from '../../src/core/errors';
 import {
@@ -44,6 +45,32 @@ describe('removeTree', () => {
     await removeTree(join(work, 'link'));
     expect(await readdir(work)).toEqual([]);
     await outside.expectUntouched();
+  });
+
+  it('holds a few dirs open however deep the tree (a tree deeper than the descriptor limit is deleted)', async () => {
+    // A neighbour can nest dirs as deep as it likes: one descriptor a level ran into EMFILE (and took the others').
+    const depth = 200;
+    let path = join(work, 'deep');
+    for (let level = 0; level < depth; level++) path = join(path, 'd');
+    await writeFiles(path, { 'file.bin': 'x' });
+    const open = fsPromises.open as (...args: unknown[]) => Promise<fsPromises.FileHandle>;
+    let held = 0;
+    let mostHeld = 0;
+    const counting = jest.spyOn(fsPromises, 'open').mockImplementation(async (...args: unknown[]) => {
+      const handle = await open(...args);
+      mostHeld = Math.max(mostHeld, ++held);
+      const close = handle.close.bind(handle);
+      handle.close = () => (held--, close());
+      return handle;
+    });
+    try {
+      await removeTree(join(work, 'deep'));
+    } finally {
+      counting.mockRestore();
+    }
+    expect(await exists(join(work, 'deep'))).toBe(false);
+    expect(await readdir(work)).toEqual([]);
+    expect(mostHeld).toBeLessThanOrEqual(4);
   });
 
   it('fails with a filesystem error naming the path when it cannot delete', async () => {
