@@ -71,6 +71,11 @@ const shapes: BadConfig[] = [
   },
   { kind: 'a hidden name', payload: one('".modelsync-loads"'), says: 'must not start with "."' },
   { kind: 'a name with a NUL', payload: one('"a\\u0000b"'), says: 'must not contain "/", "\\" or NUL' },
+  {
+    kind: 'a name with a lone surrogate (no text a directory or a URL can hold)',
+    payload: one('"a\\ud800"'),
+    says: '[0].modelName: model name "a\\ud800" must be valid Unicode text',
+  },
   { kind: 'a name of 300 bytes', payload: one(`"${'n'.repeat(300)}"`), says: 'must be at most 255 bytes' },
 ];
 
