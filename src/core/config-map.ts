@@ -104,8 +104,9 @@ const keyValue = (
 /**
  * One version of the ConfigMap (`undefined`: it does not exist) read the way models.json is read from a file:
  * a missing ConfigMap or key is a failed read (the last good config stays), a value over `maxBytes` is refused,
- * a `binaryData` value must be UTF-8 text. The object is checked, not trusted: a value of the wrong type (a
- * `data` that is no map of strings, a key in both maps, binaryData that is no base64) is a failed read naming it.
+ * a `binaryData` value must be UTF-8 text, a leading byte-order mark is dropped. The object is checked, not
+ * trusted: a value of the wrong type (a `data` that is no map of strings, a key in both maps, binaryData that is
+ * no base64) is a failed read naming it.
  */
 export const configMapText = (
   ref: ConfigMapRef,
@@ -119,7 +120,9 @@ export const configMapText = (
   const text = typeof value.right === 'string' ? value.right : undefined;
   const bytes = text !== undefined ? new TextEncoder().encode(text) : (value.right as Uint8Array);
   if (bytes.length > limit.maxBytes) return E.left(tooLarge(label, bytes.length, limit));
-  if (text !== undefined) return E.right(text);
+  // A byte-order mark is dropped as from the mounted file (jsonText): `kubectl create configmap --from-file` keeps
+  // a Windows editor's in `data`, and kubelet writes it to the file the dir source reads.
+  if (text !== undefined) return E.right(text.startsWith('\ufeff') ? text.slice(1) : text);
   return E.mapLeft((found: string) => invalidEncoding(label, found))(jsonText(bytes));
 };
 

@@ -37,6 +37,13 @@ describe('the ConfigMap as a config source', () => {
   it.each([
     ['the key', { data: { 'models.json': '[]' } }, 'text: []'],
     ['the key, as UTF-8 binaryData', { binaryData: { 'models.json': btoa('[1]') } }, 'text: [1]'],
+    // kubectl create configmap --from-file keeps a Windows editor's BOM in data; the mounted file drops it too.
+    ['the key with a byte-order mark, which is dropped', { data: { 'models.json': '\ufeff[]' } }, 'text: []'],
+    [
+      'binaryData with a byte-order mark, which is dropped',
+      { binaryData: { 'models.json': btoa('\xef\xbb\xbf[1]') } },
+      'text: [1]',
+    ],
     [
       'a ConfigMap that does not exist',
       undefined,
