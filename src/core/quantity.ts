@@ -29,7 +29,15 @@ const pow10 = (exponent: number): bigint => 10n ** BigInt(exponent);
 const parsed = new Map<string, Quantity | undefined>();
 const maxCached = 4096;
 
+/**
+ * The longest quantity text read. Like the exponent's bound below: reading a million digits into a BigInt took over
+ * a second of CPU (4 million, 6 s: the whole process stalled, probes too), and the cache kept each text whole.
+ */
+export const maxQuantityChars = 1000;
+
+/** The exact amount `text` stands for, or undefined when it is no Kubernetes quantity (or over `maxQuantityChars`). */
 export const parseQuantity = (text: string): Quantity | undefined => {
+  if (text.length > maxQuantityChars) return undefined;
   if (parsed.has(text)) return parsed.get(text);
   const quantity = parseUncached(text);
   if (parsed.size >= maxCached) parsed.clear();
@@ -81,7 +89,9 @@ export const Quantity = new t.Type<Quantity, string, unknown>(
       : t.failure(
           u,
           context,
-          `expected a Kubernetes quantity such as "100Mi", "1Gi" or "0.5", got ${previewValue(u)}`,
+          typeof text === 'string' && text.length > maxQuantityChars
+            ? `expected a Kubernetes quantity of at most ${maxQuantityChars} characters, got ${previewValue(u)}`
+            : `expected a Kubernetes quantity such as "100Mi", "1Gi" or "0.5", got ${previewValue(u)}`,
         );
   },
   (quantity) => quantity.text,

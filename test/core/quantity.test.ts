@@ -29,6 +29,12 @@ describe('parseQuantity', () => {
     expect(parseQuantity(text)).toBeUndefined();
   });
 
+  it('refuses a quantity of more than 1000 characters before reading its digits (millions took seconds of CPU)', () => {
+    expect(value(`${'1'.repeat(1000)}`)).toBe(`${'1'.repeat(1000)}/1`);
+    expect(parseQuantity('1'.repeat(1001))).toBeUndefined();
+    expect(parseQuantity(`0.${'3'.repeat(4_000_000)}`)).toBeUndefined();
+  });
+
   it('compares semantically: 1Gi equals 1024Mi, 1G does not equal 1Gi', () => {
     expect(quantityEquals(parseQuantity('1Gi')!, parseQuantity('1024Mi')!)).toBe(true);
     expect(quantityEquals(parseQuantity('1G')!, parseQuantity('1000M')!)).toBe(true);
@@ -49,5 +55,12 @@ describe('Quantity', () => {
     expect(E.isLeft(result) && result.left[0]?.message).toContain('"100Mi"');
     expect(E.isLeft(Quantity.decode(true))).toBe(true);
     expect(E.isLeft(Quantity.decode(Number.NaN))).toBe(true);
+  });
+
+  it('says that a quantity is too long, without quoting all of it', () => {
+    const result = Quantity.decode('9'.repeat(1_000_000));
+    const message = E.isLeft(result) ? (result.left[0]?.message ?? '') : '';
+    expect(message).toContain('at most 1000 characters');
+    expect(message.length).toBeLessThan(200);
   });
 });

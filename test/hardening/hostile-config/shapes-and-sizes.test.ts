@@ -96,6 +96,11 @@ const sizes: BadConfig[] = [
     says: '[0].modelSpec.memory: expected a Kubernetes quantity',
   },
   {
+    kind: 'a memory of 4 million digits (seconds of CPU to read)',
+    payload: spec(`"memory":"0.${'3'.repeat(4_000_000)}"`),
+    says: '[0].modelSpec.memory: expected a Kubernetes quantity of at most 1000 characters',
+  },
+  {
     kind: '100,000 entries, the last one bad',
     payload: `[${[
       ...Array.from(
