@@ -31,13 +31,19 @@ const field = <A>(
   context: t.Context,
 ): t.Validation<A> => codec.validate(record[key], t.appendContext(context, key, codec, record[key]));
 
+/**
+ * A JSON `null` is an absent field, as Go's decoder (KServe's agent) reads one into a string or a Quantity: it
+ * leaves the field unset. A tool that writes `"framework": null` writes a config KServe accepts.
+ */
+const absentIfNull = (value: unknown): unknown => (value === null ? undefined : value);
+
 const optional = <A>(
   codec: t.Decoder<unknown, A>,
   record: Readonly<Record<string, unknown>>,
   key: string,
   context: t.Context,
 ): t.Validation<A | undefined> =>
-  record[key] === undefined ? t.success(undefined) : field(codec, record, key, context);
+  absentIfNull(record[key]) === undefined ? t.success(undefined) : field(codec, record, key, context);
 
 const failuresOf = (validations: ReadonlyArray<t.Validation<unknown>>): t.Errors =>
   validations.flatMap((v) => (v._tag === 'Left' ? v.left : []));
@@ -128,7 +134,11 @@ export const ModelSpec = new t.Type<ModelSpec, ModelSpecJson, unknown>(
   (u): u is ModelSpec => isJsonObject(u) && typeof u['storageUri'] === 'string',
   (u, context) => {
     if (!isJsonObject(u)) return t.failure(u, context);
-    const { storageUri, framework, memory, allowPatterns, ignorePatterns } = u;
+    const { storageUri } = u;
+    const framework = absentIfNull(u['framework']);
+    const memory = absentIfNull(u['memory']);
+    const allowPatterns = absentIfNull(u['allowPatterns']);
+    const ignorePatterns = absentIfNull(u['ignorePatterns']);
     if (
       t.string.is(storageUri) &&
       (framework === undefined || t.string.is(framework)) &&

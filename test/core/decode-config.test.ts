@@ -43,6 +43,15 @@ describe('decodeConfig', () => {
     expect(E.isRight(result)).toBe(true);
   });
 
+  it('reads a null framework, memory or pattern list as absent, as KServe does (Go leaves the field unset)', () => {
+    const result = decodeConfig(
+      file,
+      '[{"modelName":"m","modelSpec":{"storageUri":"s3://b/m","framework":null,"memory":null,' +
+        '"allowPatterns":null,"ignorePatterns":null}}]',
+    );
+    expect(result).toEqual(E.right(new Map([['m', { storageUri: 's3://b/m' }]])));
+  });
+
   it.each([
     ['', 'is not valid JSON: the file is empty'],
     ['  \n', 'is not valid JSON: the file is empty'],

@@ -59,7 +59,10 @@ export const configValueArb: fc.Arbitrary<unknown> = fc.oneof(
 const encode = (snapshot: Snapshot): unknown[] =>
   [...snapshot].map(([modelName, spec]) => ({ modelName, modelSpec: specToJson(spec) }));
 
-/** What of a decoded entry the snapshot keeps: name, URI, framework, memory as text; other fields dropped. */
+/**
+ * What of a decoded entry the snapshot keeps: name, URI, framework, memory as text; other fields dropped, and a
+ * `null` framework or memory too (read as absent, as KServe's Go decoder reads it).
+ */
 const kept = (entry: unknown): unknown => {
   const { modelName, modelSpec } = entry as { modelName: string; modelSpec: Record<string, unknown> };
   const { storageUri, framework, memory } = modelSpec;
@@ -67,8 +70,8 @@ const kept = (entry: unknown): unknown => {
     modelName,
     modelSpec: {
       storageUri,
-      ...(framework !== undefined ? { framework } : {}),
-      ...(memory !== undefined
+      ...(framework !== undefined && framework !== null ? { framework } : {}),
+      ...(memory !== undefined && memory !== null
         ? { memory: typeof memory === 'string' ? memory : JSON.stringify(memory) }
         : {}),
     },

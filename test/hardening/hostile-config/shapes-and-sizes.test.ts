@@ -138,6 +138,14 @@ const odd: OddConfig[] = [
       `\t{"modelSpec":{"framework":"sklearn","storageUri":${JSON.stringify(probe)}},"modelName":"${name}"}\r\n]\r\n`,
   },
   {
+    kind: 'a null framework and memory (Go, KServe, leaves such a field unset)',
+    payload: (keep, probe, name) =>
+      JSON.stringify([
+        { modelName: 'keep', modelSpec: { storageUri: keep, framework: 'sklearn' } },
+        { modelName: name, modelSpec: { storageUri: probe, framework: null, memory: null } },
+      ]),
+  },
+  {
     kind: 'a memory given as a JSON number',
     payload: (keep, probe, name) =>
       JSON.stringify([
