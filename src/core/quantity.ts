@@ -73,7 +73,22 @@ export const quantityEquals = (a: Quantity, b: Quantity): boolean => a.value ===
 /** The zero quantity: what Kubernetes serialises for an unset `memory`. */
 export const zeroQuantity: Quantity = { text: '0', value: '0/1' };
 
-/** io-ts codec: a quantity written as a string or a JSON number; encodes back to the text as written. */
+// Go's unicode.IsSpace (JavaScript's \s, less U+FEFF, plus U+0085): what KServe's Quantity.UnmarshalJSON trims.
+const goSpace = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+
+/** `text` without the Go spaces around it; one pass over them (a regex `\s+$` is quadratic on spaces then a letter). */
+const trimGoSpaces = (text: string): string => {
+  let start = 0;
+  let end = text.length;
+  while (start < end && goSpace.test(text[start]!)) start++;
+  while (end > start && goSpace.test(text[end - 1]!)) end--;
+  return text.slice(start, end);
+};
+
+/**
+ * io-ts codec: a quantity written as a string (the spaces around it trimmed, as KServe's agent trims them) or a
+ * JSON number; encodes back to the text as written.
+ */
 export const Quantity = new t.Type<Quantity, string, unknown>(
   'Quantity',
   (u): u is Quantity =>
@@ -82,7 +97,8 @@ export const Quantity = new t.Type<Quantity, string, unknown>(
     typeof (u as Quantity).text === 'string' &&
     typeof (u as Quantity).value === 'string',
   (u, context) => {
-    const text = typeof u === 'number' && Number.isFinite(u) ? String(u) : u;
+    const text =
+      typeof u === 'number' && Number.isFinite(u) ? String(u) : typeof u === 'string' ? trimGoSpaces(u) : u;
     const quantity = typeof text === 'string' ? parseQuantity(text) : undefined;
     return quantity !== undefined
       ? t.success(quantity)

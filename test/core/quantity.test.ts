@@ -57,6 +57,20 @@ describe('Quantity', () => {
     expect(E.isLeft(Quantity.decode(Number.NaN))).toBe(true);
   });
 
+  it.each([' 1Gi', '1Gi ', '\u00a01Gi\u3000'])(
+    'reads %j as 1Gi: KServe (its Quantity.UnmarshalJSON) trims the spaces around a quantity',
+    (text) => {
+      const result = Quantity.decode(text);
+      expect(E.isRight(result) && result.right).toEqual({ text: '1Gi', value: `${2 ** 30}/1` });
+    },
+  );
+
+  it('keeps refusing a space inside a quantity, and a byte-order mark, as KServe does', () => {
+    expect(E.isLeft(Quantity.decode('1 Gi'))).toBe(true);
+    expect(E.isLeft(Quantity.decode('\ufeff1Gi'))).toBe(true);
+    expect(E.isLeft(Quantity.decode(`${' '.repeat(1_000_000)}x`))).toBe(true);
+  });
+
   it('says that a quantity is too long, without quoting all of it', () => {
     const result = Quantity.decode('9'.repeat(1_000_000));
     const message = E.isLeft(result) ? (result.left[0]?.message ?? '') : '';

@@ -146,6 +146,14 @@ const odd: OddConfig[] = [
       ]),
   },
   {
+    kind: 'a memory with spaces around it (KServe trims them)',
+    payload: (keep, probe, name) =>
+      JSON.stringify([
+        { modelName: 'keep', modelSpec: { storageUri: keep, framework: 'sklearn' } },
+        { modelName: name, modelSpec: { storageUri: probe, framework: 'sklearn', memory: ' 1Gi ' } },
+      ]),
+  },
+  {
     kind: 'a memory given as a JSON number',
     payload: (keep, probe, name) =>
       JSON.stringify([
