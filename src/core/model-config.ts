@@ -69,6 +69,32 @@ const isPattern = (u: unknown): u is string =>
 const isPatternList = (u: unknown): u is ReadonlyArray<string> =>
   Array.isArray(u) && u.length <= maxPatterns && u.every(isPattern);
 
+/**
+ * The longest storageUri or framework: more than any store takes in a URL or a path (object keys are at most 1,024
+ * bytes, request lines about 8 KiB), while every log line of the model repeats its URI (a 10 MB one made 20 MB
+ * lines, at each attempt) and its marker keeps both.
+ */
+export const maxSpecTextChars = 16_384;
+
+const isSpecText = (u: unknown): u is string => typeof u === 'string' && u.length <= maxSpecTextChars;
+
+/** A storageUri or a framework: a string of at most `maxSpecTextChars` characters. */
+const SpecText = new t.Type<string, string, unknown>(
+  'string',
+  isSpecText,
+  (u, context) =>
+    isSpecText(u)
+      ? t.success(u)
+      : typeof u === 'string'
+        ? t.failure(
+            u,
+            context,
+            `expected a string of at most ${maxSpecTextChars} characters, got ${previewValue(u)}`,
+          )
+        : t.failure(u, context),
+  t.identity,
+);
+
 /** One allow or ignore pattern: a non-empty string of at most `maxPatternLength` characters. */
 const Pattern = new t.Type<string, string, unknown>(
   'Pattern',
@@ -140,8 +166,8 @@ export const ModelSpec = new t.Type<ModelSpec, ModelSpecJson, unknown>(
     const allowPatterns = absentIfNull(u['allowPatterns']);
     const ignorePatterns = absentIfNull(u['ignorePatterns']);
     if (
-      t.string.is(storageUri) &&
-      (framework === undefined || t.string.is(framework)) &&
+      isSpecText(storageUri) &&
+      (framework === undefined || isSpecText(framework)) &&
       (allowPatterns === undefined || isPatternList(allowPatterns)) &&
       (ignorePatterns === undefined || isPatternList(ignorePatterns))
     ) {
@@ -153,8 +179,8 @@ export const ModelSpec = new t.Type<ModelSpec, ModelSpecJson, unknown>(
     }
     return t.failures(
       failuresOf([
-        field(t.string, u, 'storageUri', context),
-        optional(t.string, u, 'framework', context),
+        field(SpecText, u, 'storageUri', context),
+        optional(SpecText, u, 'framework', context),
         optional(Quantity, u, 'memory', context),
         optional(Patterns, u, 'allowPatterns', context),
         optional(Patterns, u, 'ignorePatterns', context),

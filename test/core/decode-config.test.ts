@@ -43,6 +43,19 @@ describe('decodeConfig', () => {
     expect(E.isRight(result)).toBe(true);
   });
 
+  it('refuses a storageUri or framework over 16384 characters, which no store takes and every log line would repeat', () => {
+    const entry = (storageUri: string, framework = 'onnx'): string =>
+      JSON.stringify([{ modelName: 'm', modelSpec: { storageUri, framework } }]);
+    const longest = `s3://b/${'k'.repeat(16384 - 7)}`;
+    expect(E.isRight(decodeConfig(file, entry(longest, 'f'.repeat(16384))))).toBe(true);
+    expect(errorOf(entry(`${longest}k`))).toContain(
+      '[0].modelSpec.storageUri: expected a string of at most 16384 characters, got "s3://b/kkk',
+    );
+    expect(errorOf(entry('s3://b/m', 'f'.repeat(10_000_000)))).toContain(
+      '[0].modelSpec.framework: expected a string of at most 16384 characters',
+    );
+  });
+
   it('reads a null framework, memory or pattern list as absent, as KServe does (Go leaves the field unset)', () => {
     const result = decodeConfig(
       file,

@@ -96,6 +96,14 @@ const sizes: BadConfig[] = [
     says: '[0].modelSpec.memory: expected a Kubernetes quantity',
   },
   {
+    kind: 'a 10 MB storageUri (each log line of the model would hold it)',
+    payload: spec(`"framework":"onnx","memory":"1Gi"`).replace(
+      's3://b/m',
+      `s3://b/${'k'.repeat(10_000_000)}`,
+    ),
+    says: '[0].modelSpec.storageUri: expected a string of at most 16384 characters',
+  },
+  {
     kind: 'a memory of 4 million digits (seconds of CPU to read)',
     payload: spec(`"memory":"0.${'3'.repeat(4_000_000)}"`),
     says: '[0].modelSpec.memory: expected a Kubernetes quantity of at most 1000 characters',
