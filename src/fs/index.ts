@@ -18,6 +18,7 @@ export {
   fileSizes,
   fileStats,
   isSameEntry,
+  listedFileSizes,
   namingDirs,
   openDir,
   openListedDir,

@@ -233,3 +233,70 @@ export const fileStats = async (
 /** The size of every regular file under `dir` by `/`-separated relative path; `listed` as in `walkTree`. */
 export const fileSizes = async (dir: OpenDir, listed?: ReadonlyArray<Dirent>): Promise<Map<string, number>> =>
   new Map([...(await fileStats(dir, listed))].map(([relative, info]) => [relative, info.size]));
+
+/** Undefined for the errors of a path that leads to no real dir or file: missing, a link (ELOOP), a file on the way. */
+const unlessNotThere = (cause: unknown): undefined => {
+  if (['ENOENT', 'ENOTDIR', 'ELOOP'].includes(errorCode(cause) ?? '')) return undefined;
+  throw cause;
+};
+
+const isPathPart = (part: string): boolean => part !== '' && part !== '.' && part !== '..';
+
+/**
+ * Runs `use` on the handle path of the real dir `relative` (`/`-separated, '' for `dir` itself) under the held
+ * `dir`, entered a level at a time by handle, never through a link, at most two of its dirs open however deep;
+ * undefined when a level is missing, a link or no dir.
+ */
+const inSubdir = async <T>(
+  dir: OpenDir,
+  relative: string,
+  use: (ref: string) => Promise<T>,
+): Promise<T | undefined> => {
+  if (relative === '') return use(dir.ref);
+  let held: OpenDir | undefined;
+  try {
+    for (const part of relative.split('/')) {
+      const next = isPathPart(part)
+        ? await openDir(`${held?.ref ?? dir.ref}/${part}`).catch(unlessNotThere)
+        : undefined;
+      await held?.handle.close();
+      held = next;
+      if (held === undefined) return undefined;
+    }
+    return await use(held!.ref);
+  } finally {
+    await held?.handle.close();
+  }
+};
+
+/**
+ * The size of each of `paths` (relative, `/`-separated: a marker's manifest) that is a regular file under `dir`,
+ * reached through real dirs only; the others are left out. Its cost is that of `paths`, whatever else the tree
+ * holds (a neighbour's millions of files, or dirs nested past the descriptor limit): each dir named is entered
+ * from `dir` by handle, at most two held at a time, and only the names listed are looked up.
+ */
+export const listedFileSizes = async (
+  dir: OpenDir,
+  paths: Iterable<string>,
+): Promise<Map<string, number>> => {
+  const byDir = new Map<string, string[]>();
+  for (const path of paths) {
+    const cut = path.lastIndexOf('/');
+    const parent = cut < 0 ? '' : path.slice(0, cut);
+    const names = byDir.get(parent) ?? [];
+    names.push(path.slice(cut + 1));
+    byDir.set(parent, names);
+  }
+  const sizes = new Map<string, number>();
+  for (const [parent, names] of byDir) {
+    await step(`cannot read ${join(dir.path, parent)}`, () =>
+      inSubdir(dir, parent, (ref) =>
+        forEachLimited(names.filter(isPathPart), fanOut, async (name) => {
+          const info = await lstat(`${ref}/${name}`).catch(unlessNotThere);
+          if (info?.isFile()) sizes.set(parent === '' ? name : `${parent}/${name}`, info.size);
+        }),
+      ),
+    );
+  }
+  return sizes;
+};

@@ -6,7 +6,7 @@ import type { ModelSpec } from '../core/model-config';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import { specToJson } from '../core/snapshot';
 import type { ModelStore } from '../ports';
-import { forEachLimited, step, fileSizes, withDir } from '../fs';
+import { forEachLimited, listedFileSizes, step, withDir } from '../fs';
 import type { Logger } from '../log';
 import { isTemporary, type ModelDirRoot } from './model-dir-root';
 const recoverConcurrency = 8;
@@ -16,10 +16,13 @@ const deleteModelDir = (m: ModelDirRoot, dir: string, name: string): Promise<voi
     m.log.error({ err, model: name, dir }, 'cannot delete a model dir; leaving it');
   });
 
-/** Why the files under `dir` are not those `files` lists, or undefined when they are (or cannot be read). */
+/**
+ * Why the files under `dir` are not those `files` lists, or undefined when they are (or cannot be read). Only the
+ * listed files are looked up: what the model server added (any number of files, dirs nested at will) costs nothing.
+ */
 const filesMismatch = async (log: Logger, dir: string, files: FileManifest): Promise<string | undefined> => {
   try {
-    return manifestMismatch(files, await withDir(dir, fileSizes));
+    return manifestMismatch(files, await withDir(dir, (held) => listedFileSizes(held, files.keys())));
   } catch (err) {
     log.warn({ err, dir }, 'cannot check a model dir against its marker; keeping it');
     return undefined;

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { permanentError } from '../../src/core/errors';
 import {
   isSameEntry,
+  listedFileSizes,
   namingDirs,
   openDir,
   removeTree,
@@ -164,6 +165,48 @@ describe('syncTree', () => {
       expect(await exists(join(work, 'tree'))).toBe(false);
       expect((await lstat(work)).isDirectory()).toBe(true);
     });
+  });
+});
+
+describe('listedFileSizes', () => {
+  it('sizes the listed regular files reached through real dirs, never through a link, and leaves the rest out', async () => {
+    await writeFiles(join(work, 'tree'), { a: '1', 'b/c': '22', 'file/x': '' });
+    await writeFile(join(work, 'tree', 'not-dir'), 'x');
+    await symlink(join(outside.dir, 'sub'), join(work, 'tree', 'via-link'));
+    await symlink(join(outside.dir, 'victim'), join(work, 'tree', 'to-file'));
+    await makeFifo(join(work, 'tree', 'b', 'fifo'));
+    const listed = ['a', 'b/c', 'b/fifo', 'b/gone', 'not-dir/x', 'via-link/deep.txt', 'to-file', 'gone/x'];
+    const sizes = await withDir(join(work, 'tree'), (dir) => listedFileSizes(dir, listed));
+    expect(Object.fromEntries(sizes)).toEqual({ a: 1, 'b/c': 2 });
+    await outside.expectUntouched();
+  });
+
+  it('holds a few dirs open for a listed file however deep, and never lists a dir', async () => {
+    const depth = 200;
+    const deep = Array.from({ length: depth }, () => 'd').join('/');
+    await writeFiles(join(work, 'tree'), { [`${deep}/file.bin`]: 'xyz', top: '' });
+    const open = fsPromises.open as (...args: unknown[]) => Promise<fsPromises.FileHandle>;
+    let held = 0;
+    let mostHeld = 0;
+    const counting = jest.spyOn(fsPromises, 'open').mockImplementation(async (...args: unknown[]) => {
+      const handle = await open(...args);
+      mostHeld = Math.max(mostHeld, ++held);
+      const close = handle.close.bind(handle);
+      handle.close = () => (held--, close());
+      return handle;
+    });
+    const listing = jest.spyOn(fsPromises, 'readdir');
+    try {
+      const sizes = await withDir(join(work, 'tree'), (dir) =>
+        listedFileSizes(dir, [`${deep}/file.bin`, 'top']),
+      );
+      expect(Object.fromEntries(sizes)).toEqual({ [`${deep}/file.bin`]: 3, top: 0 });
+    } finally {
+      counting.mockRestore();
+      listing.mockRestore();
+    }
+    expect(mostHeld).toBeLessThanOrEqual(3);
+    expect(listing).not.toHaveBeenCalled();
   });
 });
 

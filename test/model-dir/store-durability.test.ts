@@ -1,5 +1,6 @@
 /** Tests of the model store's crash-safety without awaited fsyncs: the marker's manifest, checked at start-up recovery. */
-import { readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, symlink, truncate, writeFile } from 'node:fs/promises';
+import fsPromises from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { specToJson } from '../../src/core/snapshot';
@@ -75,6 +76,48 @@ describe('modelDirStore: files checked against the marker at start-up', () => {
     await installA();
     await writeFile(join(tmp.path, 'model1', 'compiled.cache'), 'cache');
     expect([...(await newStore().recover()).keys()]).toEqual(['model1']);
+  });
+
+  it('checks only the files the marker lists, holding a few dirs open however deep a neighbour nested its own', async () => {
+    // The model server may nest dirs at will in its model dir: one descriptor a level ran into EMFILE at start-up.
+    // Installed twice: the second install's dropReplaced waits for the flush in the background (the first's does not).
+    await installA();
+    await installA();
+    let path = join(tmp.path, 'model1', 'planted');
+    for (let level = 0; level < 200; level++) path = join(path, 'd');
+    await writeFiles(path, { 'file.bin': 'x' });
+    const open = fsPromises.open as (...args: unknown[]) => Promise<fsPromises.FileHandle>;
+    let held = 0;
+    let mostHeld = 0;
+    const counting = jest.spyOn(fsPromises, 'open').mockImplementation(async (...args: unknown[]) => {
+      const handle = await open(...args);
+      mostHeld = Math.max(mostHeld, ++held);
+      const close = handle.close.bind(handle);
+      handle.close = () => (held--, close());
+      return handle;
+    });
+    try {
+      expect([...(await newStore().recover()).keys()]).toEqual(['model1']);
+    } finally {
+      counting.mockRestore();
+    }
+    expect(mismatchWarnings()).toEqual([]);
+    expect(mostHeld).toBeLessThanOrEqual(4);
+  });
+
+  it('deletes a model dir whose listed file sits behind a link, which it never follows', async () => {
+    await installA();
+    const dir = join(tmp.path, 'model1');
+    const copy = join(tmp.path, '.copy');
+    await mkdir(copy);
+    await writeFile(join(copy, 'config.json'), files['v1/config.json']);
+    await rm(join(dir, 'v1'), { recursive: true });
+    await symlink(copy, join(dir, 'v1'));
+    expect((await newStore().recover()).size).toBe(0);
+    expect(mismatchWarnings()).toEqual([
+      expect.objectContaining({ model: 'model1', mismatch: 'v1/config.json is missing' }),
+    ]);
+    expect(await readFile(join(copy, 'config.json'), 'utf8')).toBe(files['v1/config.json']);
   });
 
   it('recovers a marker without a manifest (KServe, modelsync before 0.3) as before: nothing to check', async () => {
