@@ -79,17 +79,21 @@ export const readJournalText = async (
 
 /**
  * Replaces the journal at `path` by one holding `text`, returned open for appending: written to `<path>.new`
- * (O_EXCL, once what was there is removed), flushed, renamed over whatever holds `path` (a dir is evicted).
+ * (O_EXCL, once what was there is removed), flushed, renamed over whatever holds `path` (a dir is evicted). On a
+ * failure before the rename `<path>.new` is removed (unfollowed): kept, a write cut short by a full disk held its
+ * space until the next compaction.
  */
 export const writeJournalFile = async (path: string, text: string, log: Logger): Promise<JournalFile> => {
   const next = `${path}.new`;
   await removeTree(next);
   const handle = await open(next, createFlags, 0o600);
+  let renamed = false;
   try {
     await handle.writeFile(text);
     await handle.datasync();
     if ((await lstat(path).catch(() => undefined))?.isDirectory()) await evict(path, log);
     await rename(next, path);
+    renamed = true;
     const stats = await handle.stat();
     await syncPath(dirname(path)).catch((err: unknown) =>
       log.warn({ err, path }, 'cannot flush the model dir'),
@@ -97,6 +101,10 @@ export const writeJournalFile = async (path: string, text: string, log: Logger):
     return { handle, stats, size: stats.size };
   } catch (cause) {
     await handle.close();
+    if (!renamed)
+      await removeTree(next).catch((err: unknown) =>
+        log.warn({ err, path: next }, 'cannot remove the unfinished load journal'),
+      );
     throw cause;
   }
 };

@@ -218,6 +218,20 @@ const noRoomToCompact = (): jest.SpyInstance => {
         : open(path, ...rest)) as never);
 };
 
+/** Lets the create of the compacted journal succeed, then fails its write half-way with ENOSPC, as a full disk would. */
+const fullWhileCompacting = (): jest.SpyInstance => {
+  const open = fsPromises.open as (...args: unknown[]) => Promise<fsPromises.FileHandle>;
+  return jest.spyOn(fsPromises, 'open').mockImplementation((async (path: string, ...rest: unknown[]) => {
+    const handle = await open(path, ...rest);
+    if (!path.endsWith('.new')) return handle;
+    handle.writeFile = async (data: string | Uint8Array) => {
+      await handle.write(Buffer.from(data).subarray(0, 1024));
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    };
+    return handle;
+  }) as never);
+};
+
 describe('loadJournal reading what a crash or a neighbour left', () => {
   it('skips a torn last line, and starts the next record on a line of its own', async () => {
     await modelDirs('m1', 'm2');
@@ -303,6 +317,25 @@ describe('loadJournal reading what a crash or a neighbour left', () => {
     await journal.confirmed(name('m3')); // past the bound still: compacted now that it can be
     expect(await readFile(journalPath, 'utf8')).toBe(record('starting', 'm2'));
     expect(await unconfirmedOnRestart()).toEqual(['m2']);
+  });
+
+  it('leaves no half-written compacted journal taking space on a full disk when its write fails', async () => {
+    await modelDirs('m1', 'm2', 'm3');
+    const cycles = record('starting', 'm1') + record('confirmed', 'm1');
+    // Just under the bound: the record of m3 takes it past and the compaction after that write fails.
+    await writeFile(journalPath, cycles.repeat(Math.floor((1024 * 1024) / cycles.length)));
+    const full = fullWhileCompacting();
+    try {
+      await expect(journal.starting(name('m2'))).resolves.toBeUndefined();
+      await expect(journal.starting(name('m3'))).resolves.toBeUndefined();
+    } finally {
+      full.mockRestore();
+    }
+    expect(sink.lines.filter(atLevel('warn')).map((line) => line.msg)).toContain(
+      'cannot compact the load journal; appending to it as it is',
+    );
+    expect(await entries()).toEqual(['.modelsync-journal', 'm1', 'm2', 'm3']);
+    expect(await unconfirmedOnRestart()).toEqual(['m2', 'm3']);
   });
 
   it('moves the loads of the 0.1 journal dir into the journal file and removes the dir', async () => {
