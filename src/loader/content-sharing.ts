@@ -11,6 +11,7 @@ import {
   type CacheTake,
   type Filled,
   type ModelStore,
+  type NodeCacheEvent,
   type Staged,
   type Telemetry,
 } from '../ports';
@@ -76,9 +77,37 @@ export const createContentSharing = ({
   /** The download of each identity running now, and when it ends. */
   const leads = new Map<string, { readonly done: Promise<void> }>();
 
-  const publish = async (claim: Extract<CacheTake, { _tag: 'Claimed' }>): Promise<void> => {
-    const { evicted } = await claim.publish();
-    if (evicted > 0) telemetry.nodeCache?.({ _tag: 'Evicted', entries: evicted });
+  /**
+   * Tells `event` to the telemetry (an integrator's): a throw from it is a defect, logged, and changes nothing here (it
+   * was taken for a failure of the cache, and a dir the cache had filled was downloaded into again).
+   */
+  const tell = (model: ModelName, event: NodeCacheEvent): void => {
+    try {
+      telemetry.nodeCache?.(event);
+    } catch (err) {
+      log.error({ err, model }, 'the node cache telemetry threw: a defect; going on');
+    }
+  };
+
+  /** Publishes or releases `claim` in the background; neither fails (the cache logs its own failures): a throw is a defect. */
+  const endClaim = (
+    model: ModelName,
+    claim: Extract<CacheTake, { _tag: 'Claimed' }>,
+    committed: boolean,
+  ): void => {
+    const ending = committed
+      ? claim.publish().then(({ evicted }) => {
+          if (evicted > 0) tell(model, { _tag: 'Evicted', entries: evicted });
+        })
+      : claim.release();
+    ending.catch((err: unknown) =>
+      log.error(
+        { err, model },
+        committed
+          ? 'publishing to the node cache threw: a defect'
+          : 'releasing a node cache claim threw: a defect',
+      ),
+    );
   };
 
   const offer = (name: ModelName, staged: Staged, signal: AbortSignal): ContentOffer => {
@@ -114,11 +143,11 @@ export const createContentSharing = ({
         const taken = await store.nodeCache.take(wanted, staged, signal);
         if (taken._tag === 'Claimed') {
           claim = taken;
-          telemetry.nodeCache?.({ _tag: 'Miss' });
+          tell(name, { _tag: 'Miss' });
           return false;
         }
         filled = { ...taken.filled, source: nodeCacheSource };
-        telemetry.nodeCache?.({ _tag: 'Hit', bytes: filledBytes(taken.filled) });
+        tell(name, { _tag: 'Hit', bytes: filledBytes(taken.filled) });
         log.info(
           { model: name, source: nodeCacheSource, ...taken.filled },
           'model filled from the node cache',
@@ -158,7 +187,7 @@ export const createContentSharing = ({
       if (committed) registry.installed(name, identity);
       if (leading !== undefined) leads.delete(leading);
       // Published from the installed dir, which the commit just put in place; the node's others wait till then.
-      if (claim !== undefined) void (committed ? publish(claim) : claim.release());
+      if (claim !== undefined) endClaim(name, claim, committed);
       ended();
     };
 

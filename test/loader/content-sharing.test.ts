@@ -5,6 +5,7 @@ import { createContentRegistry } from '../../src/loader/content-registry';
 import { createContentSharing } from '../../src/loader/content-sharing';
 import { noTelemetry, type Filled, type NodeCacheEvent, type Staged } from '../../src/ports';
 import { name } from '../helpers/fixtures';
+import { atLevel, LogSink } from '../helpers/log-sink';
 
 const [a, b, c, d] = [name('a'), name('b'), name('c'), name('d')];
 const filledOnce: Filled = { files: 1, linkedBytes: 0, clonedBytes: 0, copiedBytes: 100 };
@@ -173,12 +174,27 @@ describe('createContentSharing with a node cache', () => {
   /** Sharing over a store with no installed source and a node cache that answers `take` with `answer`. */
   const withNodeCache = (
     answer: (identity: string, signal: AbortSignal) => Promise<'filled' | 'claimed'>,
+    {
+      hear = () => undefined,
+      published = () => Promise.resolve({ evicted: 2 }),
+      sink = new LogSink(),
+    }: {
+      readonly hear?: (event: NodeCacheEvent) => void;
+      readonly published?: () => Promise<{ evicted: number }>;
+      readonly sink?: LogSink;
+    } = {},
   ) => {
     const calls: string[] = [];
     const heard: NodeCacheEvent[] = [];
     const sharing = createContentSharing({
-      log: pino({ level: 'silent' }),
-      telemetry: { ...noTelemetry, nodeCache: (event) => heard.push(event) },
+      log: pino({ level: 'debug' }, sink),
+      telemetry: {
+        ...noTelemetry,
+        nodeCache: (event) => {
+          heard.push(event);
+          hear(event);
+        },
+      },
       store: {
         fillFrom: () => Promise.resolve(undefined),
         nodeCache: {
@@ -189,7 +205,7 @@ describe('createContentSharing with a node cache', () => {
               _tag: 'Claimed',
               publish: () => {
                 calls.push(`publish ${identity}`);
-                return Promise.resolve({ evicted: 2 });
+                return published();
               },
               release: () => Promise.resolve(void calls.push(`release ${identity}`)),
             };
@@ -230,6 +246,43 @@ describe('createContentSharing with a node cache', () => {
     ]);
     // Two misses, and what the publish evicted.
     expect(heard).toEqual([{ _tag: 'Miss' }, { _tag: 'Evicted', entries: 2 }, { _tag: 'Miss' }]);
+  });
+
+  it('fills from the cache and publishes as before when the telemetry throws, and tells each throw as a defect', async () => {
+    // An integrator's telemetry: a throw from it was taken for a cache failure (a filled dir downloaded into
+    // again), and from the publish in the background it was an unhandled rejection, which ends the process.
+    // (Jest fails a test in which a rejection goes unhandled.)
+    const sink = new LogSink();
+    const hear = (): void => {
+      throw new Error('telemetry broke');
+    };
+    const hit = withNodeCache(() => Promise.resolve('filled'), { hear, sink });
+    const filled = hit.sharing.offer(a, staged('a'), running());
+    expect(await filled.reuse('one')).toBe(true);
+    expect(filled.filled()).toEqual({ ...filledOnce, source: 'node cache' });
+    filled.settle(true);
+
+    const claimed = withNodeCache(() => Promise.resolve('claimed'), { hear, sink });
+    const committed = claimed.sharing.offer(b, staged('b'), running());
+    expect(await committed.reuse('two')).toBe(false);
+    committed.settle(true);
+    const failing = withNodeCache(() => Promise.resolve('claimed'), {
+      sink,
+      published: () => Promise.reject(new Error('the lock file is gone')),
+    });
+    const other = failing.sharing.offer(c, staged('c'), running());
+    expect(await other.reuse('three')).toBe(false);
+    other.settle(true);
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+
+    expect(claimed.calls).toEqual(['take two into /staging/b', 'publish two']);
+    expect(sink.lines.filter(atLevel('warn'))).toEqual([]);
+    expect(sink.lines.filter(atLevel('error')).map((line) => [line.msg, line['model']])).toEqual([
+      ['the node cache telemetry threw: a defect; going on', 'a'],
+      ['the node cache telemetry threw: a defect; going on', 'b'],
+      ['the node cache telemetry threw: a defect; going on', 'b'],
+      ['publishing to the node cache threw: a defect', 'c'],
+    ]);
   });
 
   it('asks the cache once per identity in a process: a model of one another model is downloading waits for it', async () => {
