@@ -1,7 +1,7 @@
 /** marker-file: the SUCCESS marker of a model dir on disk — written last into a staged dir, read back at recovery, never through a link. */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { readdir, writeFile } from 'node:fs/promises';
+import { opendir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isLeft } from 'fp-ts/Either';
 import { errorMessage } from '../core/errors';
@@ -11,6 +11,8 @@ import { readSmallFile, step, type OpenDir } from '../fs';
 // Ours lists every file with its size: a model of 10,000 files (`--max-model-files`, `--max-archive-entries`) with
 // 1 KiB keys writes ~10 MiB. At 64 KiB, one of ~1,000 files was read back as corrupt and deleted at every restart.
 const maxMarkerBytes = 16 * 1024 * 1024;
+// Of a dir with several markers, the ones named (a neighbour may plant millions beside ours); the rest are counted.
+const markersNamed = 10;
 // O_EXCL already refuses any existing entry, a dangling link included; O_NOFOLLOW says so once more.
 const createNew = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
@@ -41,7 +43,12 @@ export type DirState =
       readonly files?: FileManifest;
     }
   | { readonly _tag: 'NoMarker' }
-  | { readonly _tag: 'Ambiguous'; readonly files: ReadonlyArray<string> }
+  | {
+      readonly _tag: 'Ambiguous';
+      /** The paths of a few of them (`markersNamed`), sorted. */
+      readonly files: ReadonlyArray<string>;
+      readonly count: number;
+    }
   | { readonly _tag: 'Corrupt'; readonly file: string; readonly reason: string };
 
 const readMarker = async (ref: string, file: string): Promise<DirState> => {
@@ -59,15 +66,19 @@ const readMarker = async (ref: string, file: string): Promise<DirState> => {
 
 /**
  * What the markers directly inside the held dir `dir` say; throws the fs error when it cannot be listed. A link or
- * FIFO named like a marker is none, nor is a nested one (KServe took those for the nested dir's).
+ * FIFO named like a marker is none, nor is a nested one (KServe took those for the nested dir's). The dir is read as
+ * a stream, keeping a few marker names: whatever else the model server put there (millions of files) costs no memory.
  */
 export const readDirState = async (dir: OpenDir): Promise<DirState> => {
-  const entries = await readdir(dir.ref, { withFileTypes: true });
-  const markers = entries
-    .filter((entry) => entry.isFile() && isMarkerName(entry.name))
-    .map((entry) => entry.name)
-    .sort();
-  if (markers.length === 0) return { _tag: 'NoMarker' };
-  if (markers.length > 1) return { _tag: 'Ambiguous', files: markers.map((name) => join(dir.path, name)) };
+  const markers: string[] = [];
+  let count = 0;
+  for await (const entry of await opendir(dir.ref)) {
+    if (!entry.isFile() || !isMarkerName(entry.name)) continue;
+    count++;
+    if (markers.length < markersNamed) markers.push(entry.name);
+  }
+  if (count === 0) return { _tag: 'NoMarker' };
+  if (count > 1)
+    return { _tag: 'Ambiguous', files: markers.sort().map((name) => join(dir.path, name)), count };
   return readMarker(`${dir.ref}/${markers[0]!}`, join(dir.path, markers[0]!));
 };

@@ -67,7 +67,10 @@ const recoverModel = async (m: ModelDirRoot, name: ModelName): Promise<ModelSpec
       log.info({ model: name, dir }, 'model dir without a marker (interrupted download); deleting it');
       break;
     case 'Ambiguous':
-      log.warn({ model: name, dir, files: state.files }, 'model dir with several markers; deleting it');
+      log.warn(
+        { model: name, dir, files: state.files, markers: state.count },
+        'model dir with several markers; deleting it',
+      );
       break;
     case 'Corrupt':
       log.warn(

@@ -525,6 +525,20 @@ describe('modelDirStore recover', () => {
     ]);
   });
 
+  it('names a few of the markers of a dir a neighbour filled with them, and counts them all', async () => {
+    // One line naming every one of a million planted markers was some 100 MB, all held in memory first.
+    await kserveModel('model1', jsonA);
+    await Promise.all(
+      Array.from({ length: 1000 }, (_, i) => writeFile(join(root, 'model1', `SUCCESS.${i}`), '')),
+    );
+    expect((await store.recover()).size).toBe(0);
+    expect(await entries()).toEqual([]);
+    expect(warnings()).toEqual([
+      expect.objectContaining({ msg: 'model dir with several markers; deleting it', markers: 1001 }),
+    ]);
+    expect(warnings()[0]?.['files']).toHaveLength(10);
+  });
+
   it('leaves lost+found and dot entries alone, and removes files and symlinks squatting model names', async () => {
     await writeFile(join(root, 'README'), 'hello');
     await mkdir(join(root, 'lost+found', '#1234'), { recursive: true });
