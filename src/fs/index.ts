@@ -25,6 +25,7 @@ export {
   type OpenDir,
   readNoFollow,
   removeTree,
+  syncListed,
   syncTree,
   withDir,
 } from './no-follow';

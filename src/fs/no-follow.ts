@@ -235,8 +235,10 @@ export const fileSizes = async (dir: OpenDir, listed?: ReadonlyArray<Dirent>): P
   new Map([...(await fileStats(dir, listed))].map(([relative, info]) => [relative, info.size]));
 
 /** Undefined for the errors of a path that leads to no real dir or file: missing, a link (ELOOP), a file on the way. */
+const isNotThere = (cause: unknown): boolean =>
+  ['ENOENT', 'ENOTDIR', 'ELOOP'].includes(errorCode(cause) ?? '');
 const unlessNotThere = (cause: unknown): undefined => {
-  if (['ENOENT', 'ENOTDIR', 'ELOOP'].includes(errorCode(cause) ?? '')) return undefined;
+  if (isNotThere(cause)) return undefined;
   throw cause;
 };
 
@@ -279,19 +281,11 @@ export const listedFileSizes = async (
   dir: OpenDir,
   paths: Iterable<string>,
 ): Promise<Map<string, number>> => {
-  const byDir = new Map<string, string[]>();
-  for (const path of paths) {
-    const cut = path.lastIndexOf('/');
-    const parent = cut < 0 ? '' : path.slice(0, cut);
-    const names = byDir.get(parent) ?? [];
-    names.push(path.slice(cut + 1));
-    byDir.set(parent, names);
-  }
   const sizes = new Map<string, number>();
-  for (const [parent, names] of byDir) {
+  for (const [parent, names] of byParent(paths)) {
     await step(`cannot read ${join(dir.path, parent)}`, () =>
       inSubdir(dir, parent, (ref) =>
-        forEachLimited(names.filter(isPathPart), fanOut, async (name) => {
+        forEachLimited(names, fanOut, async (name) => {
           const info = await lstat(`${ref}/${name}`).catch(unlessNotThere);
           if (info?.isFile()) sizes.set(parent === '' ? name : `${parent}/${name}`, info.size);
         }),
@@ -299,4 +293,48 @@ export const listedFileSizes = async (
     );
   }
   return sizes;
+};
+
+/**
+ * fsyncs each of `paths` (relative, `/`-separated: what an install wrote) that is a regular file under `dir`, then
+ * every dir on their way bottom-up, `dir` last. Its cost is that of `paths`, as `listedFileSizes`'s: a tree a
+ * neighbour planted meanwhile is neither walked nor held open. A listed file gone or behind a link is skipped.
+ */
+export const syncListed = async (dir: OpenDir, paths: Iterable<string>): Promise<void> => {
+  const parents = byParent(paths);
+  for (const [parent, names] of parents) {
+    await step(`cannot flush ${join(dir.path, parent)}`, () =>
+      inSubdir(dir, parent, (ref) =>
+        forEachLimited(names, fanOut, (name) =>
+          syncPath(`${ref}/${name}`, readNoFollow, join(dir.path, parent, name)).catch((err: unknown) => {
+            if (!isNotThere(err instanceof EffectError ? err.cause : err)) throw err;
+          }),
+        ),
+      ),
+    );
+  }
+  const dirs = new Set<string>(['']);
+  for (const parent of parents.keys())
+    for (let cut = parent.length; cut > 0; cut = parent.lastIndexOf('/', cut - 1))
+      dirs.add(parent.slice(0, cut));
+  const depth = (relative: string): number => (relative === '' ? 0 : relative.split('/').length);
+  for (const relative of [...dirs].sort((a, b) => depth(b) - depth(a)))
+    await step(`cannot flush ${join(dir.path, relative)}`, () =>
+      inSubdir(dir, relative, (ref) => syncPath(ref)),
+    );
+};
+
+/** `paths` (relative, `/`-separated) by their parent dir ('' for the top), names that are no path part left out. */
+const byParent = (paths: Iterable<string>): Map<string, string[]> => {
+  const byDir = new Map<string, string[]>();
+  for (const path of paths) {
+    const cut = path.lastIndexOf('/');
+    const parent = cut < 0 ? '' : path.slice(0, cut);
+    const name = path.slice(cut + 1);
+    if (!isPathPart(name)) continue;
+    const names = byDir.get(parent);
+    if (names === undefined) byDir.set(parent, [name]);
+    else names.push(name);
+  }
+  return byDir;
 };

@@ -1,13 +1,21 @@
 /** backgroundFlusher: flushes installed model dirs off the load's path, in batches once the installs pause. */
 import type { Stats } from 'node:fs';
-import { forEachLimited, syncPath, isSameEntry, syncTree, withDir } from '../fs';
+import { forEachLimited, syncPath, isSameEntry, syncListed, withDir } from '../fs';
 import { EffectError, errorCode } from '../core/errors';
 import type { Logger } from '../log';
 // Dirs flushed at once: enough to overlap fsync latency, few enough to leave libuv's pool (4 threads) to the installs.
 const flushConcurrency = 2;
 
-/** Flushes `target`; `soon`: someone waits for it (a replaced version is deleted only then), so its batch goes now. */
-export type FlushInstalled = (target: string, installed: Stats, soon?: boolean) => Promise<void>;
+/**
+ * Flushes the `files` the install wrote in `target` (relative paths: its manifest and marker) and their dirs; `soon`:
+ * someone waits for it (a replaced version is deleted only then), so its batch goes now.
+ */
+export type FlushInstalled = (
+  target: string,
+  installed: Stats,
+  files: ReadonlyArray<string>,
+  soon?: boolean,
+) => Promise<void>;
 
 /**
  * A batch is flushed once no install came for `quietMs`, at the latest `maxDelayMs` after its first: each dir
@@ -18,6 +26,7 @@ const defaultPacing = { quietMs: 250, maxDelayMs: 2000 };
 interface Waiting {
   readonly target: string;
   readonly installed: Stats;
+  readonly files: ReadonlyArray<string>;
   readonly done: () => void;
 }
 
@@ -40,10 +49,12 @@ export const backgroundFlusher = (
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
 
-  const flushOne = async ({ target, installed }: Waiting): Promise<void> => {
+  const flushOne = async ({ target, installed, files }: Waiting): Promise<void> => {
     try {
       if (!(await isSameEntry(target, installed))) return;
-      await withDir(target, syncTree);
+      // Only what the install wrote: the model server may have planted a tree since (deeper than the descriptor
+      // limit, millions of files) that a walk would hold open or take minutes over.
+      await withDir(target, (dir) => syncListed(dir, files));
     } catch (err) {
       // Removed while it was flushed (its agent stopped, its dir removed), as the root below: nothing left to keep.
       if (isGone(err)) return;
@@ -73,10 +84,10 @@ export const backgroundFlusher = (
     // Not holding the process: what is not flushed at exit is in the page cache, and recovery checks it.
     timer = setTimeout(flushWaiting, delay).unref();
   };
-  return (target, installed, soon = false) =>
+  return (target, installed, files, soon = false) =>
     new Promise<void>((done) => {
       if (waiting.length === 0) firstAt = performance.now();
-      waiting.push({ target, installed, done });
+      waiting.push({ target, installed, files, done });
       schedule(soon);
     });
 };

@@ -24,13 +24,14 @@ export const isMarkerName = (name: string): boolean => name.startsWith(markerPre
 
 /**
  * Writes the marker of `spec`, with the manifest of the files beside it, into the held dir `dir`; it must not exist
- * yet. Not flushed here: the install flushes the whole dir once it is in place (see stage.ts).
+ * yet; returns its name. Not flushed here: the install flushes what it wrote once it is in place (see stage.ts).
  */
-export const writeMarker = (dir: OpenDir, spec: ModelSpec, files: FileManifest): Promise<void> => {
+export const writeMarker = async (dir: OpenDir, spec: ModelSpec, files: FileManifest): Promise<string> => {
   const name = markerName(spec);
-  return step(`cannot write the marker ${join(dir.path, name)}`, () =>
+  await step(`cannot write the marker ${join(dir.path, name)}`, () =>
     writeFile(`${dir.ref}/${name}`, markerJson(spec, files), { flag: createNew, mode: 0o644 }),
   );
+  return name;
 };
 
 /** A model dir as found on disk. */

@@ -76,6 +76,7 @@ const swapIn = async (
   target: string,
   name: ModelName,
   claimed: Found,
+  files: ReadonlyArray<string>,
 ): Promise<Installed> => {
   // Nothing was there at the claim: rename straight in. Something that appeared since makes the rename fail
   // (only an empty dir would be replaced), and the install moves it aside as when it was there all along.
@@ -102,7 +103,7 @@ const swapIn = async (
     throw stagingTakenAway(dir.path);
   }
   // Only a replaced version waits for the flush (it is deleted once the new one is on disk): its batch goes at once.
-  const flushed = flush(target, dir.stats, replaced !== undefined);
+  const flushed = flush(target, dir.stats, files, replaced !== undefined);
   return {
     dropReplaced: async () => {
       if (replaced === undefined) return;
@@ -152,9 +153,12 @@ export const stager =
     };
     const commit = async (beforeSwap?: Promise<unknown>, written?: WrittenFiles): Promise<Installed> => {
       try {
-        await Promise.all([markStagingDir(dir, { name, spec, signal, log: m.log, written }), beforeSwap]);
+        const [files] = await Promise.all([
+          markStagingDir(dir, { name, spec, signal, log: m.log, written }),
+          beforeSwap,
+        ]);
         signal.throwIfAborted();
-        const installed = await swapIn(area, dir, target, name, claimed.value);
+        const installed = await swapIn(area, dir, target, name, claimed.value, files);
         m.log.debug({ model: name, dir: target, spec: specToJson(spec) }, 'model dir installed');
         return installed;
       } catch (cause) {

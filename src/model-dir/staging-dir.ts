@@ -72,21 +72,23 @@ const takesTheListing = (written: WrittenFiles | undefined): written is WrittenF
 
 /**
  * Marks a filled staging dir (see `Staged.commit`): drops marker look-alikes, writes the marker last and opens the
- * dir to the model server; nothing is flushed here. The files a download says it wrote are the manifest as they are:
+ * dir to the model server; nothing is flushed here. Returns what the install wrote (the manifest's files and the
+ * marker), the paths the flush covers. The files a download says it wrote are the manifest as they are:
  * it wrote each with O_EXCL into this dir, held open, which only we can enter (0700): a listing would say the same.
  */
 export const markStagingDir = async (
   dir: OpenDir,
   { name, spec, signal, log, written }: StagingMark,
-): Promise<void> => {
+): Promise<ReadonlyArray<string>> => {
   signal.throwIfAborted();
   const files = takesTheListing(written)
     ? written
     : await fileSizes(dir, await dropBroughtMarkers(dir, name, log));
   signal.throwIfAborted();
   // Both before the swap, neither needs the other: one wait, not two.
-  await Promise.all([
+  const [marker] = await Promise.all([
     writeMarker(dir, spec, files),
     step(`cannot chmod ${dir.path}`, () => dir.handle.chmod(modelDirMode)),
   ]);
+  return [...files.keys(), marker];
 };

@@ -1,5 +1,5 @@
 /** The background flusher: a burst of installs flushed once it pauses; a model dir gone meanwhile is no failure. */
-import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
+import fsPromises, { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { backgroundFlusher } from '../../src/model-dir/background-flush';
@@ -14,7 +14,8 @@ const installed = async (root: string, name: string, files = 1) => {
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'model.bin'), name);
   for (let i = 1; i < files; i++) await writeFile(join(dir, `shard-${i}.bin`), name);
-  return { dir, stats: await lstat(dir) };
+  const written = ['model.bin', ...Array.from({ length: files - 1 }, (_, i) => `shard-${i + 1}.bin`)];
+  return { dir, stats: await lstat(dir), files: written };
 };
 
 describe('backgroundFlusher', () => {
@@ -23,7 +24,7 @@ describe('backgroundFlusher', () => {
     const root = join(tmp.path, 'models');
     const flush = backgroundFlusher(root, pino(sink));
     const [a, b] = [await installed(root, 'a'), await installed(root, 'b')];
-    await Promise.all([flush(a.dir, a.stats, true), flush(b.dir, b.stats, true)]);
+    await Promise.all([flush(a.dir, a.stats, a.files, true), flush(b.dir, b.stats, b.files, true)]);
     expect(sink.lines).toEqual([]);
   });
 
@@ -32,7 +33,7 @@ describe('backgroundFlusher', () => {
     const root = join(tmp.path, 'models');
     const flush = backgroundFlusher(root, pino(sink), pacing);
     const a = await installed(root, 'a');
-    const flushed = flush(a.dir, a.stats);
+    const flushed = flush(a.dir, a.stats, a.files);
     await rm(root, { recursive: true });
     await flushed;
     expect(sink.lines).toEqual([]);
@@ -44,7 +45,7 @@ describe('backgroundFlusher', () => {
       const root = join(tmp.path, `models-${delayMs}`);
       const flush = backgroundFlusher(root, pino(sink), pacing);
       const dirs = await Promise.all(['a', 'b', 'c', 'd'].map((name) => installed(root, name, 100)));
-      const flushed = Promise.all(dirs.map(({ dir, stats }) => flush(dir, stats, true)));
+      const flushed = Promise.all(dirs.map(({ dir, stats, files }) => flush(dir, stats, files, true)));
       await new Promise((resolve) => setTimeout(resolve, delayMs));
       await rm(root, { recursive: true });
       await flushed;
@@ -52,12 +53,45 @@ describe('backgroundFlusher', () => {
     }
   });
 
+  it('flushes what the install wrote and its dirs alone, not a tree a neighbour planted meanwhile', async () => {
+    // The model server may nest dirs at will in its model dir between the install and its flush: a walk held one
+    // descriptor a level (EMFILE past the limit, for every open of the process) and fsynced all it found.
+    const sink = new LogSink();
+    const root = join(tmp.path, 'models');
+    const flush = backgroundFlusher(root, pino(sink), pacing);
+    const a = await installed(root, 'a');
+    await mkdir(join(a.dir, 'v1'));
+    await writeFile(join(a.dir, 'v1', 'config.json'), '{}');
+    let planted = join(a.dir, 'planted');
+    for (let level = 0; level < 200; level++) planted = join(planted, 'd');
+    await mkdir(planted, { recursive: true });
+    await writeFile(join(planted, 'file.bin'), 'x');
+    const open = fsPromises.open as (...args: unknown[]) => Promise<fsPromises.FileHandle>;
+    let [held, mostHeld, syncs] = [0, 0, 0];
+    const counting = jest.spyOn(fsPromises, 'open').mockImplementation(async (...args: unknown[]) => {
+      const handle = await open(...args);
+      mostHeld = Math.max(mostHeld, ++held);
+      const [close, sync] = [handle.close.bind(handle), handle.sync.bind(handle)];
+      handle.close = () => (held--, close());
+      handle.sync = () => (syncs++, sync());
+      return handle;
+    });
+    try {
+      await flush(a.dir, a.stats, ['model.bin', 'v1/config.json'], true);
+    } finally {
+      counting.mockRestore();
+    }
+    expect(sink.lines).toEqual([]);
+    expect(syncs).toBe(5); // model.bin, v1/config.json, v1, the model dir, the root
+    expect(mostHeld).toBeLessThanOrEqual(4);
+  });
+
   it('warns when the model dir cannot be flushed for another reason', async () => {
     const sink = new LogSink();
     const root = join(tmp.path, 'not-a-dir');
     await writeFile(root, 'x');
     const flush = backgroundFlusher(join(root, 'below'), pino(sink), pacing);
-    await flush(join(root, 'below', 'a'), await lstat(root), true);
+    await flush(join(root, 'below', 'a'), await lstat(root), ['model.bin'], true);
     expect(sink.withMessage('cannot flush the model dir')).toHaveLength(1);
   });
 });
