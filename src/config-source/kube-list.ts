@@ -5,7 +5,13 @@ import { jsonObject } from '../core/json/json-object';
 import { maxJsonDepth, structureProblems } from '../core/json/json-structure';
 import type { KubeClientModule } from './kube-client';
 import { readCapped } from '../net';
-import { KubeAnswerTooLarge, kubeCall, KubeRelistNeeded, maxKubeAnswerBytes } from './kube-request';
+import {
+  KubeAnswerTooLarge,
+  kubeCall,
+  KubeRelistNeeded,
+  kubeVersionOf,
+  maxKubeAnswerBytes,
+} from './kube-request';
 
 const brokenList = (why: string): Error => new KubeRelistNeeded(`the API server's list was ${why}`);
 
@@ -15,12 +21,11 @@ const itemProblem = (item: unknown, name: string): string | undefined => {
   if (metadata === undefined) return 'an item without metadata';
   if (metadata['name'] !== name)
     return `the ConfigMap ${JSON.stringify(metadata['name'])?.slice(0, 80) ?? 'without a name'}, not ${name}`;
+  const version = metadata['resourceVersion'];
+  if (version !== undefined && kubeVersionOf(version) === undefined)
+    return 'an item with a resourceVersion no API server writes';
   return undefined;
 };
-
-/** A resourceVersion as an API server writes it (opaque, but never long or odd): safe to show in a log line. */
-const versionOf = (value: unknown): string | undefined =>
-  typeof value === 'string' && /^[\w.-]{1,64}$/.test(value) ? value : undefined;
 
 /** What a list answers with the metadata of the objects alone (the API server's `PartialObjectMetadataList`). */
 const metadataOnly = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
@@ -108,9 +113,10 @@ export class ConfigMapLister {
     if (list === undefined) throw brokenList('no object');
     const items: unknown = list['items'] ?? [];
     if (!Array.isArray(items)) throw brokenList('without an array of items');
-    const resourceVersion: unknown = jsonObject(list['metadata'])?.['resourceVersion'];
-    if (typeof resourceVersion !== 'string' || resourceVersion === '')
-      throw brokenList('without a resourceVersion');
+    const listed: unknown = jsonObject(list['metadata'])?.['resourceVersion'];
+    if (typeof listed !== 'string' || listed === '') throw brokenList('without a resourceVersion');
+    const resourceVersion = kubeVersionOf(listed);
+    if (resourceVersion === undefined) throw brokenList('with a resourceVersion no API server writes');
     const problem = items.map((item) => itemProblem(item, this.where.name)).find((p) => p !== undefined);
     if (problem !== undefined) throw brokenList(`holding ${problem}`);
     return { metadata: { resourceVersion }, items: items as V1ConfigMap[] };
@@ -127,11 +133,11 @@ export class ConfigMapLister {
   ): Promise<{ readonly list: string; readonly item?: string } | undefined> {
     try {
       const answer = await this.get(config, signal, () => brokenList('too large'), {}, metadataOnly);
-      const list = versionOf(jsonObject(answer?.['metadata'])?.['resourceVersion']);
+      const list = kubeVersionOf(jsonObject(answer?.['metadata'])?.['resourceVersion']);
       const items: unknown = answer?.['items'];
       if (list === undefined || !Array.isArray(items) || items.length > 1) return undefined;
       if (items.length === 0) return { list };
-      const item = versionOf(jsonObject(jsonObject(items[0])?.['metadata'])?.['resourceVersion']);
+      const item = kubeVersionOf(jsonObject(jsonObject(items[0])?.['metadata'])?.['resourceVersion']);
       return itemProblem(items[0], this.where.name) === undefined && item !== undefined
         ? { list, item }
         : undefined;

@@ -23,6 +23,13 @@ const maxStatusBytes = 64 * 2 ** 10;
  */
 export class KubeRelistNeeded extends Error {}
 
+/**
+ * A resourceVersion as an API server writes it (opaque, but never long or odd), or undefined: one that is not is
+ * shown at /status and sent back as a query parameter, so it is not believed.
+ */
+export const kubeVersionOf = (value: unknown): string | undefined =>
+  typeof value === 'string' && /^[\w.-]{1,64}$/.test(value) ? value : undefined;
+
 /** The answer holding the ConfigMap is over `maxKubeAnswerBytes`: that version cannot be read. */
 export class KubeAnswerTooLarge extends KubeRelistNeeded {}
 

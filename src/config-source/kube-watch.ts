@@ -5,7 +5,7 @@ import { errorMessage } from '../core/errors';
 import { jsonObject } from '../core/json/json-object';
 import { maxJsonDepth, structureProblems } from '../core/json/json-structure';
 import type { KubeClientModule } from './kube-client';
-import { kubeCall, KubeRelistNeeded, maxKubeAnswerBytes } from './kube-request';
+import { kubeCall, KubeRelistNeeded, kubeVersionOf, maxKubeAnswerBytes } from './kube-request';
 
 /** What a watch tells its owner: it was opened (HTTP 200), and each event's resourceVersion. */
 export interface WatchProgress {
@@ -17,11 +17,6 @@ export interface WatchProgress {
 
 const metadataOf = (object: unknown): Readonly<Record<string, unknown>> | undefined =>
   jsonObject(jsonObject(object)?.['metadata']);
-
-const resourceVersionOf = (object: unknown): string | undefined => {
-  const version: unknown = metadataOf(object)?.['resourceVersion'];
-  return typeof version === 'string' ? version : undefined;
-};
 
 const objectTypes = new Set(['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK']);
 
@@ -45,6 +40,10 @@ const eventProblem = (phase: unknown, object: unknown, name: string): string | u
     return `a ${phase} event of a ${shortly(fields['kind'])}, not a ConfigMap`;
   if (phase !== 'BOOKMARK' && metadata['name'] !== name)
     return `a ${phase} event of the ConfigMap ${shortly(metadata['name'])}, not ${name}`;
+  // ListWatch would send it back as the next watch's query parameter, and /status would show it.
+  const version = metadata['resourceVersion'];
+  if (version !== undefined && kubeVersionOf(version) === undefined)
+    return `a ${phase} event with a resourceVersion no API server writes`;
   return undefined;
 };
 
@@ -129,7 +128,7 @@ export const bookmarkingWatch = (
         const [phase, object] = [fields['type'], fields['object']];
         const problem = eventProblem(phase, object, watched.name);
         if (problem !== undefined) return finish(brokenWatch(problem));
-        progress.event(resourceVersionOf(object));
+        progress.event(kubeVersionOf(metadataOf(object)?.['resourceVersion']));
         const handlerFailed = (cause: unknown): void =>
           finish(brokenWatch(`an event its handler failed on (${errorMessage(cause).slice(0, 200)})`));
         try {

@@ -72,6 +72,28 @@ describe('bookmarkingWatch', () => {
     expect(events).toEqual([]);
     expect(String(ended)).toContain('a line nested deeper than 64 levels');
   });
+
+  it('ends the watch at a resourceVersion no API server writes (8 MiB would be shown at /status and sent back)', async () => {
+    const versions: unknown[] = [];
+    const running = await serving(
+      `${JSON.stringify({ type: 'MODIFIED', object: { metadata: { name: 'models', resourceVersion: '7'.repeat(100_000) } } })}\n`,
+    );
+    const progress = { wanted: () => true, opened: () => undefined, event: (v: unknown) => versions.push(v) };
+    const watch = bookmarkingWatch(
+      fakeClient,
+      () => configFor(running),
+      { name: 'models', timeoutSeconds: 10 },
+      progress,
+    );
+    const events: string[] = [];
+    const ended = await new Promise<unknown>((resolve) => {
+      void watch.watch('/api/v1/namespaces/serving/configmaps', {}, (phase) => events.push(phase), resolve);
+    });
+    expect(events).toEqual([]);
+    expect(versions).toEqual([]);
+    expect(String(ended)).toContain('a MODIFIED event with a resourceVersion no API server writes');
+    expect(String(ended).length).toBeLessThan(300);
+  });
 });
 
 describe('ConfigMapLister', () => {
@@ -81,5 +103,19 @@ describe('ConfigMapLister', () => {
     await expect(lister.list(configFor(running), new AbortController().signal)).rejects.toThrow(
       'nested deeper than 64 levels',
     );
+  });
+
+  it.each([
+    ['the list', `{"metadata":{"resourceVersion":"${'5'.repeat(100_000)}"},"items":[]}`],
+    [
+      'its item',
+      `{"metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"models","resourceVersion":"5 6"}}]}`,
+    ],
+  ])('refuses a list when %s has a resourceVersion no API server writes', async (_, body) => {
+    const running = await serving(body);
+    const lister = new ConfigMapLister(fakeClient, { namespace: 'serving', name: 'models' }, () => undefined);
+    const listed = lister.list(configFor(running), new AbortController().signal);
+    await expect(listed).rejects.toThrow('a resourceVersion no API server writes');
+    await expect(listed).rejects.toThrow(/^.{0,300}$/s);
   });
 });
