@@ -87,9 +87,11 @@ const hubRepoClient = (reach: HubClientSettings, repo: HfRepo): ObjectStoreClien
         return `hf:${reach.endpoint}/${repo.repoId}@${commit.sha}${key === '' ? '' : ` ${key}`}`;
       },
     },
-    async *list(_location, signal) {
-      commit = await resolveCommit(reach, failure, repo, signal);
-      yield* await listTree(reach, atCommit(), repo, commit.sha, signal, reach.listing);
+    async *list(_location, signal, bounds) {
+      commit = await bounds.ask(() => resolveCommit(reach, failure, repo, signal));
+      const ask = <T>(request: () => Promise<T>): Promise<T> => bounds.ask(request);
+      // Each request through the store's pressure, as the objects of a bucket (ListingBounds.ask).
+      yield* await listTree(reach, atCommit(), repo, commit.sha, signal, reach.listing, ask);
     },
     read: (_location, object, offset, signal, end) =>
       readFile(reach, atCommit(), commit.gated, object, offset, signal, end),

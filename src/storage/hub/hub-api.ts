@@ -214,7 +214,8 @@ const nextLink = (link: string | undefined): string | undefined => {
 /**
  * The files of `repo` at `sha`, as `list_repo_tree(recursive=True)` lists them, each `Link: <...>; rel="next"` page
  * followed. Past `cap.maxModelFiles` files: `too-large`; paging off the endpoint or in a circle, too many empty
- * pages, an entry without a path or a size: `invalid-response`; all permanent.
+ * pages, an entry without a path or a size: `invalid-response`; all permanent. Each page is asked through `ask`
+ * (the store's pressure).
  */
 export const listTree = async (
   reach: HubReach,
@@ -223,6 +224,7 @@ export const listTree = async (
   sha: string,
   signal: AbortSignal,
   cap: ListingCap,
+  ask: <T>(request: () => Promise<T>) => Promise<T> = (request) => request(),
 ): Promise<ReadonlyArray<StoredObject>> => {
   const { what } = failure;
   const maxFiles = cap.maxModelFiles;
@@ -237,7 +239,8 @@ export const listTree = async (
   checkNext(pages, next.href);
   while (next !== undefined) {
     pages++;
-    const { json: page, response } = await hubJson(reach, failure, next, signal);
+    const url = next;
+    const { json: page, response } = await ask(() => hubJson(reach, failure, url, signal));
     const link = nextLink(headerOf(response.headers, 'link'));
     if (!Array.isArray(page)) throw notTheApi(what, 'a tree page is no JSON array');
     for (const entry of page) {

@@ -1,6 +1,6 @@
 /** azureBlobStorage: Azure Blob Storage URLs as a storage provider (through the generic object downloader), over @azure/storage-blob. */
 import type { Agent } from 'node:http';
-import type { StoragePipelineOptions } from '@azure/storage-blob';
+import type { ContainerListBlobFlatSegmentResponse, StoragePipelineOptions } from '@azure/storage-blob';
 import * as E from 'fp-ts/Either';
 import { EffectError, permanentError, retryableError, retryAfterOf } from '../../core/errors';
 import { storageRequestTries } from '../../core/retry-policy';
@@ -109,12 +109,29 @@ const containerStore = (
     bounds: ListingBounds,
   ): AsyncGenerator<StoredObject> {
     const what = `listing ${location.display} (${chosen.source})`;
-    const pages = container
-      .listBlobsFlat({ prefix: location.prefix, abortSignal: signal })
-      .byPage({ maxPageSize: pageSize });
+    // A page of its own for each token, so a page the store pushed back on can be asked again (ListingBounds.ask):
+    // the SDK's own pager ends at its first failure.
+    const pageAt = async (
+      continuationToken: string | undefined,
+    ): Promise<ContainerListBlobFlatSegmentResponse | undefined> => {
+      const pages = container
+        .listBlobsFlat({ prefix: location.prefix, abortSignal: signal })
+        .byPage({ maxPageSize: pageSize, ...(continuationToken === undefined ? {} : { continuationToken }) });
+      try {
+        const next: IteratorResult<ContainerListBlobFlatSegmentResponse> = await pages.next();
+        return next.done === true ? undefined : next.value;
+      } catch (cause) {
+        throw cause instanceof EffectError || cause instanceof TypeError
+          ? cause
+          : azureError(cause, what, 'list', signal);
+      }
+    };
     try {
-      for await (const page of pages) {
-        // The SDK follows the continuation token itself: `bounds` sees each one and stops a circle.
+      let token: string | undefined;
+      do {
+        const page = await bounds.ask(() => pageAt(token));
+        if (page === undefined) return;
+        // `bounds` sees each continuation token and stops a circle.
         const items = jsonObject(jsonObject(page)?.['segment'])?.['blobItems'] ?? [];
         yield* pageObjects(what, 'blob items', items, bounds, (fields) => {
           const properties = jsonObject(fields?.['properties']);
@@ -125,8 +142,9 @@ const containerStore = (
           };
         });
         const next: unknown = page.continuationToken;
-        bounds.page(typeof next === 'string' && next !== '' ? next : undefined);
-      }
+        token = typeof next === 'string' && next !== '' ? next : undefined;
+        bounds.page(token);
+      } while (token !== undefined);
     } catch (cause) {
       if (cause instanceof EffectError) throw cause;
       // The SDK reading an answer no listing gives (an item without a name) fails with a TypeError of its own.

@@ -42,6 +42,13 @@ export interface ListingBounds {
   page(nextToken: string | undefined): void;
   /** Call for each item `listing` lists: the item checked as a StoredObject; throws on a bad item or past the cap. */
   object(listing: string, item: ListedItem): StoredObject;
+  /**
+   * Sends a request of the listing (a page, the Hub's commit) through the store's pressure, if any (docs/storage.md, "When a store pushes
+   * back"): until the store answers one, a request waits out a pause and tells a push-back, as a model's first
+   * request; after, one is asked again after each pause, as a read in the middle of a download. None is asked
+   * again at once.
+   */
+  ask<T>(request: () => Promise<T>): Promise<T>;
 }
 
 /** What a store client does; every failure is an EffectError with a kind (never a raw SDK error). */

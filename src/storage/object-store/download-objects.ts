@@ -220,7 +220,7 @@ export const downloadObjects = async (
   setMaxListeners(8 + 4 * concurrency, job.signal);
   let tracker: { readonly stop: () => void } | undefined;
   try {
-    const plan = await planObjects(client, location, job.signal, limits, request?.select);
+    const plan = await planObjects(client, location, job.signal, limits, request?.select, job.pressure);
     const reuse = request?.reuse;
     const identity = () =>
       client.repo?.identity(request?.select) ?? identityOf(location, plan, request?.select);

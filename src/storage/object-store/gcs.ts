@@ -34,6 +34,7 @@ import { invalidListing, pageObjects } from './listing-bounds';
 import { objectStoreStorage, type ObjectDownloadOptions } from './download-objects';
 import { storeStatusError } from './store-error';
 import { answerTo, errorAnswerText, readAnswer } from '../store-answer';
+import { isPushback } from '../store-pressure';
 import { defaultDownloadLimits, type MinRate } from '../download-limits';
 
 /** How to reach GCS. */
@@ -160,7 +161,10 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
     return call;
   };
 
-  /** One list page's JSON object, retried `retries` times at once on a retryable failure (429, 5xx, a reset). */
+  /**
+   * One list page's JSON object, retried `retries` times at once on a retryable failure (a 5xx, a reset) but a
+   * push-back (429, 503): that one is the store's pressure's to wait out (ListingBounds.ask), never asked at once.
+   */
   const listPage = async (get: GcsGet) => {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -170,7 +174,7 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
         return E.isRight(json) ? jsonObject(json.right) : undefined;
       } catch (cause) {
         const error = gcsError(cause, get.what, 'list', get.signal);
-        if (!error.retryable || get.signal.aborted || attempt >= retries) throw error;
+        if (!error.retryable || isPushback(error) || get.signal.aborted || attempt >= retries) throw error;
       }
     }
   };
@@ -189,7 +193,7 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
         ...(pageToken === undefined ? {} : { pageToken }),
       };
       const url = apiUrl(`${encodeURIComponent(location.bucket)}/o`, query);
-      const page = await listPage({ url, what, phase: 'list', signal });
+      const page = await bounds.ask(() => listPage({ url, what, phase: 'list', signal }));
       if (page === undefined) throw invalidListing(what, 'the body is no JSON object');
       yield* pageObjects(what, 'items', page['items'] ?? [], bounds, (fields) => ({
         key: fields?.['name'],

@@ -4,6 +4,7 @@ import { permanentError, type EffectError } from '../../core/errors';
 import { tooLarge, type ListingCap } from '../download-limits';
 import { jsonObject } from '../../core/json/json-object';
 import type { ListedItem, ListingBounds, StoredObject } from './client';
+import type { StorePressure } from '../store-pressure';
 
 /** Longest object key any of the three stores allows (S3 and GCS 1,024 bytes, Azure 1,024 characters). */
 const maxKeyBytes = 1024;
@@ -77,15 +78,22 @@ export const pageTokenCheck = (what: string) => {
  * The bounds of one listing of `what` at `cap.maxModelFiles` objects: more objects is `too-large`; a page
  * token seen before (a store paging in a circle) or more than `maxEmptyPages` pages with nothing in them is
  * `invalid-response`; all permanent. So a listing always ends, having held at most `maxModelFiles` entries and
- * asked for at most `maxModelFiles + maxEmptyPages + 1` pages.
+ * asked for at most `maxModelFiles + maxEmptyPages + 1` pages. Each page is asked through `store`'s pressure, when
+ * given (ListingBounds.ask).
  */
-export const listingBounds = (what: string, cap: ListingCap): ListingBounds => {
+export const listingBounds = (
+  what: string,
+  cap: ListingCap,
+  store?: { readonly pressure: StorePressure; readonly signal: AbortSignal },
+): ListingBounds => {
   const maxObjects = cap.maxModelFiles;
   const checkToken = pageTokenCheck(what);
   let objects = 0;
   let objectsAtLastPage = 0;
   let pages = 0;
   let emptyPages = 0;
+  // Once the store answered this listing, a push-back is to a request in the middle of it.
+  let answered = false;
   return {
     page: (nextToken) => {
       pages++;
@@ -101,6 +109,15 @@ export const listingBounds = (what: string, cap: ListingCap): ListingBounds => {
       if (++objects > maxObjects)
         throw tooLarge(what, `it lists more than ${maxObjects} objects`, 'maxModelFiles', cap.names);
       return object;
+    },
+    ask: async (request) => {
+      if (store === undefined) return request();
+      const { pressure, signal } = store;
+      const answer = await (answered
+        ? pressure.askThroughPushbacks(signal, request)
+        : pressure.ask(signal, request));
+      answered = true;
+      return answer;
     },
   };
 };

@@ -7,6 +7,7 @@ import { entryPathOf } from '../archive/guard';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import type { ListingCap } from '../download-limits';
 import { listingBounds } from './listing-bounds';
+import type { StorePressure } from '../store-pressure';
 
 /** One object to download and its path relative to the model dir (`/`-separated, checked). */
 export interface PlannedObject {
@@ -26,8 +27,10 @@ async function* listed(
   prefix: string,
   signal: AbortSignal,
   cap: ListingCap,
+  pressure: StorePressure | undefined,
 ): AsyncGenerator<StoredObject> {
-  const bounds = listingBounds(`${location.display}: listing under ${JSON.stringify(prefix)}`, cap);
+  const what = `${location.display}: listing under ${JSON.stringify(prefix)}`;
+  const bounds = listingBounds(what, cap, pressure === undefined ? undefined : { pressure, signal });
   try {
     for await (const object of client.list({ ...location, prefix }, signal, bounds)) {
       // `dir/` keys are the folders consoles create: no bytes to fetch, and saving one as a file breaks the tree.
@@ -90,6 +93,7 @@ export const loneArchive = (
  * What `location` names, as KServe reads a bucket prefix but without its traps (the rules: docs/storage.md, "Object
  * stores"), placed and checked. With `select`, only the objects whose paths it takes, but a lone archive whole, its
  * entries the extraction's to select (as an http archive's); none taken: a permanent `not-found` naming the patterns.
+ * Each list page is asked through `pressure`, the store's, when given (ListingBounds.ask).
  */
 export const planObjects = async (
   client: ObjectStoreClient,
@@ -97,8 +101,9 @@ export const planObjects = async (
   signal: AbortSignal,
   cap: ListingCap,
   select?: FileSelection,
+  pressure?: StorePressure,
 ): Promise<ReadonlyArray<PlannedObject>> => {
-  const plan = await everyObject(client, location, signal, cap);
+  const plan = await everyObject(client, location, signal, cap, pressure);
   if (selectsAll(select)) return plan;
   const archive = loneArchive(client, plan);
   if (archive !== undefined) return [{ ...archive, select: select! }];
@@ -115,11 +120,12 @@ const everyObject = async (
   location: ObjectLocation,
   signal: AbortSignal,
   cap: ListingCap,
+  pressure: StorePressure | undefined,
 ): Promise<ReadonlyArray<PlannedObject>> => {
   const { prefix } = location;
   const dirPrefix = prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`;
   const underDir: Array<{ object: StoredObject; name: string }> = [];
-  for await (const object of listed(client, location, dirPrefix, signal, cap)) {
+  for await (const object of listed(client, location, dirPrefix, signal, cap, pressure)) {
     underDir.push({ object, name: object.key.slice(dirPrefix.length) });
   }
   if (underDir.length > 0) return placed(client, location, underDir);
@@ -127,7 +133,7 @@ const everyObject = async (
     throw permanentError('not-found', `${location.display}: the repo has no files`);
   if (dirPrefix !== prefix) {
     // Stores list in key order, so the key equal to the prefix comes first: the loop ends at once.
-    for await (const object of listed(client, location, prefix, signal, cap)) {
+    for await (const object of listed(client, location, prefix, signal, cap, pressure)) {
       if (object.key === prefix)
         return placed(client, location, [{ object, name: path.posix.basename(prefix) }]);
     }

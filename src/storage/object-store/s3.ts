@@ -79,9 +79,11 @@ async function* listObjects(
   let token: string | undefined;
   do {
     const input = { Bucket: location.bucket, Prefix: location.prefix, ContinuationToken: token };
-    const page = await client
-      .send(new (s3Sdk().ListObjectsV2Command)(input), { abortSignal: signal })
-      .catch((cause: unknown) => Promise.reject(s3Error(cause, request)));
+    const page = await bounds.ask(() =>
+      client
+        .send(new (s3Sdk().ListObjectsV2Command)(input), { abortSignal: signal })
+        .catch((cause: unknown) => Promise.reject(s3Error(cause, request))),
+    );
     // Every ListBucketResult names its bucket; a 200 without one (an HTML page, a proxy's answer) is no listing,
     // not an empty bucket.
     if (typeof page.Name !== 'string')
