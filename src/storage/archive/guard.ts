@@ -12,9 +12,21 @@ const maxLinkHops = 40;
 const maxNameBytes = 4096;
 const maxPartBytes = 255;
 
+/** Characters of a name a message quotes: the rest is counted, not shown. */
+const maxQuotedChars = 200;
+
+/**
+ * `name` quoted for a message, cut after 200 characters: a name a store or an archive gives may be megabytes (a Hub
+ * path, a pax header), and a refusal is logged at every attempt.
+ */
+export const quotedName = (name: string): string =>
+  name.length > maxQuotedChars
+    ? `${JSON.stringify(name.slice(0, maxQuotedChars))}… (${name.length} characters)`
+    : JSON.stringify(name);
+
 /** The `refused` EffectError for the entry `name` of the archive `what`. */
 export const refusal = (what: string, name: string, why: string, cause?: unknown): EffectError =>
-  permanentError('refused', `${what}: refusing archive entry ${JSON.stringify(name)}: ${why}`, cause);
+  permanentError('refused', `${what}: refusing archive entry ${quotedName(name)}: ${why}`, cause);
 
 /**
  * The entry's path relative to the target dir ('' for the dir itself); refuses anything that could escape. The one
@@ -70,7 +82,7 @@ export class EntryGuard {
     if (before !== undefined && !(before === 'dir' && kind === 'dir')) {
       throw permanentError(
         'invalid-archive',
-        `${this.what}: invalid archive: entry ${JSON.stringify(name)} appears twice`,
+        `${this.what}: invalid archive: entry ${quotedName(name)} appears twice`,
       );
     }
     this.seen.set(entryPath, kind);

@@ -8,7 +8,7 @@ import { crc32 } from 'node:zlib';
 import * as yauzl from 'yauzl';
 import { errorCode, permanentError } from '../../core/errors';
 import { fsError, step } from '../../fs';
-import { refusal, type EntryKind } from './guard';
+import { quotedName, refusal, type EntryKind } from './guard';
 import { archiveFailure, truncatedArchive, type Job } from './unpack';
 
 const maxZipLinkBytes = 4096;
@@ -57,7 +57,7 @@ const crcChecked = (expected: number, what: string, name: string): Transform => 
           ? null
           : permanentError(
               'invalid-archive',
-              `${what}: invalid archive: entry ${JSON.stringify(name)} fails its CRC-32 check`,
+              `${what}: invalid archive: entry ${quotedName(name)} fails its CRC-32 check`,
             ),
       ),
   });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { permanentError, toEffectError } from '../../core/errors';
 import { fileFilter, selectedNone, selectsAll, type FileSelection } from '../../core/file-selection';
 import { archiveFormatOf } from '../archive/extract';
-import { entryPathOf } from '../archive/guard';
+import { entryPathOf, quotedName } from '../archive/guard';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import type { ListingCap } from '../download-limits';
 import { listingBounds } from './listing-bounds';
@@ -58,19 +58,19 @@ const placed = (
     const refuse = (why: string): never => {
       throw permanentError(
         'refused',
-        `${location.display}: refusing ${noun} ${JSON.stringify(object.key)}: ${why}`,
+        `${location.display}: refusing ${noun} ${quotedName(object.key)}: ${why}`,
       );
     };
     const to = entryPathOf(name, refuse);
     if (to === '') refuse('it names the model dir itself');
     const other = files.get(to) ?? dirs.get(to);
-    if (other !== undefined) refuse(`${JSON.stringify(other)} needs the same path, ${to}`);
+    if (other !== undefined) refuse(`${quotedName(other)} needs the same path, ${to}`);
     const parts = to.split('/');
     for (let i = 1; i < parts.length; i++) {
       const dir = parts.slice(0, i).join('/');
       const file = files.get(dir);
       if (file !== undefined)
-        refuse(`it would be saved under ${dir}, which is the ${noun} ${JSON.stringify(file)}`);
+        refuse(`it would be saved under ${dir}, which is the ${noun} ${quotedName(file)}`);
       dirs.set(dir, object.key);
     }
     files.set(to, object.key);

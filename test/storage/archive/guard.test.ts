@@ -35,6 +35,14 @@ describe('EntryGuard', () => {
     expect(new EntryGuard(what).check(name, kind, target)).toBe(entryPath);
   });
 
+  it('refuses a name of a million characters quoting its first 200 only (a pax path may be megabytes)', () => {
+    const name = `dir/${'n'.repeat(1_000_000)}`;
+    const error = refusalOf(() => new EntryGuard(what).check(name, 'file', ''));
+    expect(error.message).toBe(
+      `${what}: refusing archive entry ${JSON.stringify(name.slice(0, 200))}… (1000004 characters): its name is longer than 4096 bytes`,
+    );
+  });
+
   it.each<[string, EntryKind, string, string]>([
     ['../evil', 'file', '', "its path contains '..'"],
     ['a/../../evil', 'file', '', "its path contains '..'"],

@@ -62,6 +62,15 @@ describe('hfStorage against a hostile Hub', () => {
     expect(await listTree(staging.path)).toEqual([]);
   });
 
+  it('refuses a path of a million characters in a short message (it was quoted whole at each attempt)', async () => {
+    answers.tree = treeOf(file(`dir/${'n'.repeat(1_000_000)}`));
+    const error = await download();
+    expect(error).toMatchObject({ kind: 'refused', retryable: false });
+    expect(error.message).toContain('longer than 4096 bytes');
+    expect(error.message).toContain('(1000004 characters)');
+    expect(error.message.length).toBeLessThan(500);
+  });
+
   it('refuses two files for one path and a file where another needs a directory', async () => {
     answers.tree = treeOf(file('a/b'), file('a//b'));
     expect((await download()).message).toContain('needs the same path, a/b');
