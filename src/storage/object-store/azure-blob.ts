@@ -205,7 +205,9 @@ export const azureBlobStorage = (
       return E.left(`${target.display}: Azure AD credentials are only sent over https`);
     }
     const location = { bucket: target.container, prefix: target.prefix, display: target.display };
-    return E.right({ client: containerStore(target, chosen, options), location });
+    // Two accounts may each have a container of that name: a push-back of one pauses only its own.
+    const store = `${target.serviceUrl}/${target.container}`;
+    return E.right({ client: containerStore(target, chosen, options), location, store });
   };
   const provider = objectStoreStorage({ ...options, schemes: [], resolve });
   return { ...provider, name: 'azure', claims: (uri) => isAzureBlobUri(uri, endpoints) };

@@ -259,6 +259,8 @@ export const downloadObjects = async (
 export interface ResolvedLocation {
   readonly client: ObjectStoreClient;
   readonly location: ObjectLocation;
+  /** Which store's pressure its requests go through, when the bucket does not say (an Azure account's container). */
+  readonly store?: string;
 }
 
 /** What makes an object-store StorageProvider. */
@@ -280,8 +282,8 @@ export const objectStoreStorage = (options: ObjectStoreStorageOptions): StorageP
     download: async (uri, targetDir, signal, progress, request) => {
       const resolved = options.resolve(uri);
       if (E.isLeft(resolved)) throw permanentError('invalid-uri', resolved.left);
-      const { client, location } = resolved.right;
-      const pressure = pressures(location.bucket);
+      const { client, location, store } = resolved.right;
+      const pressure = pressures(store ?? location.bucket);
       await downloadObjects(client, location, targetDir, signal, { ...options, pressure }, progress, request);
     },
   };
