@@ -5,7 +5,7 @@
  * back, the clock stops, so that a slow reader never cuts a client that sends.
  */
 import type { IncomingMessage } from 'node:http';
-import { noteBody, type BodyWatch } from './connection-cap';
+import { forgetBody, noteBody, type BodyWatch } from './connection-cap';
 import { announcesBody } from './early-answer';
 
 /** How late a timer may fire before the lateness is taken for a stall of this process (a busy or paused host). */
@@ -93,7 +93,7 @@ export const paceBody = (request: IncomingMessage, pace: BodyPace, breached: () 
       .off('data', count)
       .off('end', stop)
       .off('close', stop);
-    noteBody(request.socket, undefined);
+    forgetBody(request.socket, watch);
   };
   request.on('resume', resumed).on('pause', paused).once('end', stop).once('close', stop);
   noteBody(request.socket, watch);

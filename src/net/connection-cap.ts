@@ -45,10 +45,17 @@ export const letGo = (socket: Socket): void => {
 export const answerStarted = (socket: Socket): boolean =>
   [...(held.get(socket)?.answers ?? [])].some((response) => response.headersSent);
 
-/** Tells the cap of the request body being read on `socket` (`undefined` once it is read or cut). */
-export const noteBody = (socket: Socket, body: BodyWatch | undefined): void => {
+/** Tells the cap of the request body being read on `socket`. */
+export const noteBody = (socket: Socket, body: BodyWatch): void => {
   const state = held.get(socket);
   if (state !== undefined) state.body = body;
+};
+
+/** Tells the cap that `body` is read or cut: its watch is dropped unless a later request's body has taken its place. */
+export const forgetBody = (socket: Socket, body: BodyWatch): void => {
+  const state = held.get(socket);
+  // With pipelined requests, the first one's end comes after the second's body is noted: it must not clear that.
+  if (state?.body === body) state.body = undefined;
 };
 
 const givesWay = (state: Held): boolean =>
