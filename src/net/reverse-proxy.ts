@@ -76,6 +76,16 @@ const refusedText = Buffer.from('protocol upgrades and CONNECT are not proxied\n
 const slowBodyText = Buffer.from('the request body did not arrive in time\n');
 const codingText = Buffer.from('transfer codings other than chunked are not proxied\n');
 
+/**
+ * `err` without `rawPacket`: Node puts the bytes its parser failed on (up to the whole head, 64 KiB, or a body's
+ * chunk: headers with credentials, tensor data) on a parse error, and at debug the whole error is logged.
+ */
+const withoutRawPacket = (err: unknown): unknown => {
+  if (typeof err !== 'object' || err === null || !('rawPacket' in err)) return err;
+  delete (err as { rawPacket?: unknown }).rawPacket; // the error is only logged; the bytes are nobody's to keep
+  return err;
+};
+
 /** A warn line per kind at most once a second, with how many of that kind went unlogged since. */
 const rateLimitedWarn = (log: Logger, clock: () => number): ((kind: FailureKind, err?: unknown) => void) => {
   const last = new Map<FailureKind, { at: number; suppressed: number }>();
@@ -84,7 +94,11 @@ const rateLimitedWarn = (log: Logger, clock: () => number): ((kind: FailureKind,
     const previous = last.get(kind);
     if (previous !== undefined && now - previous.at < 1000) return void previous.suppressed++;
     last.set(kind, { at: now, suppressed: 0 });
-    const fields = { kind, suppressed: previous?.suppressed ?? 0, ...(err === undefined ? {} : { err }) };
+    const fields = {
+      kind,
+      suppressed: previous?.suppressed ?? 0,
+      ...(err === undefined ? {} : { err: withoutRawPacket(err) }),
+    };
     log.warn(fields, 'proxy failure');
   };
 };

@@ -35,6 +35,19 @@ describe('reverseProxy, answer heads', () => {
     expect([answer.status, answer.body.toString()]).toEqual([502, 'the model server did not answer\n']);
   });
 
+  it("logs a bad answer head's error without the upstream's raw bytes (Node's rawPacket), even at debug", async () => {
+    upstream = await startUpstream((_req, res) =>
+      res.setHeader('X-Token', `secret-${'a'.repeat(80 * 1024)}`).end(),
+    );
+    bench = await startProxy(upstream.port); // its logger at debug, errors serialized whole
+    expect((await send(bench.port)).status).toBe(502);
+    const failures = bench.log.withMessage('proxy failure');
+    expect(failures.map((line) => (line as { err?: { code?: string } }).err?.code)).toEqual([
+      'HPE_HEADER_OVERFLOW',
+    ]);
+    expect(JSON.stringify(failures)).not.toMatch(/rawPacket|secret-/);
+  });
+
   it('sends an IPv4 client on a dual-stack port as Go does: 10.1.2.3, not ::ffff:10.1.2.3', async () => {
     upstream = await startUpstream((req, res) => res.end(req.headers['x-forwarded-for']));
     const proxy = reverseProxy({
