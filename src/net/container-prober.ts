@@ -15,6 +15,13 @@ const probeUserAgent = 'kube-probe/modelsync';
 const maxProbeBodyBytes = 64 * 1024;
 
 /**
+ * The most an answer's head may take: node:http's default, 16 KiB, failed a container whose readiness answer carries
+ * a big cookie or trace header, which Knative's prober (Go's transport, 10 MiB) passes. 1 MiB takes any real head
+ * and still bounds what one attempt holds.
+ */
+const maxProbeHeadBytes = 1024 * 1024;
+
+/**
  * `path` as Go's url.URL sends it (the kubelet, Knative's prober in KServe's agent): every character past ASCII as its
  * UTF-8 bytes, percent-encoded. node:http refuses one past Latin-1 and sends one within it as a single byte.
  */
@@ -103,6 +110,7 @@ export const attemptProbe = (action: ProbeAction, timeoutMs: number): Promise<bo
           method: 'GET',
           headers: sent,
           agent: false,
+          maxHeaderSize: maxProbeHeadBytes,
           // The kubelet does not check a probed container's certificate either.
           ...(target.https ? { rejectUnauthorized: false } : {}),
         });

@@ -76,6 +76,14 @@ describe('attemptProbe', () => {
     expect(seen.filter((url) => url === '/loop')).toHaveLength(11);
   });
 
+  it("takes an answer head past node:http's 16 KiB (a big cookie or trace header), failing only one past 1 MiB", async () => {
+    let header = 'a'.repeat(40 * 1024);
+    const server = await startServer((_request, response) => response.setHeader('X-Big', header).end('ok'));
+    expect(await attemptProbe(http(server.port), 1000)).toBe(true);
+    header = 'a'.repeat(2 * 1024 * 1024);
+    expect(await attemptProbe(http(server.port), 5000)).toBe(false);
+  });
+
   it('fails on a closed port and on a server that does not answer within the timeout', async () => {
     expect(await attemptProbe(http(await closedPort()), 1000)).toBe(false);
     // Only the timeout ends an attempt on a server that never answers.
