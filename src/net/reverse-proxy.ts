@@ -14,11 +14,11 @@ import {
   type IncomingMessage,
   type ServerResponse,
 } from 'node:http';
-import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { errorCode } from '../core/errors';
 import { paceBody, type BodyPace } from './body-pace';
 import { sharedReadAgent } from './shared-read-agent';
+import { holdSocket } from './socket-hold';
 import { endAnswer } from './early-answer';
 import {
   chunkedToClient,
@@ -103,10 +103,6 @@ const rateLimitedWarn = (log: Logger, clock: () => number): ((kind: FailureKind,
   };
 };
 
-/** The server's own idle timeout of `socket` (`server.setTimeout`), put back once no exchange holds it. */
-export const serverTimeoutOf = (socket: Socket): number =>
-  (socket as Socket & { server?: { timeout?: number } }).server?.timeout ?? 0;
-
 /** Answers `status` with `text` (closing the connection when asked), or cuts it if a head went out already. */
 const answer = (
   request: IncomingMessage,
@@ -128,20 +124,7 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
   const agent = sharedReadAgent({ keepAlive: true, maxSockets, scheduling: 'lifo', timeout: upstreamIdleMs });
   const hostHeader = `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
   const warn = rateLimitedWarn(options.log, options.now ?? Date.now);
-  /** Exchanges holding each client socket (more than one when requests are pipelined). */
-  const holds = new WeakMap<Socket, number>();
   let inFlight = 0;
-
-  const hold = (socket: Socket): void => {
-    const count = holds.get(socket) ?? 0;
-    holds.set(socket, count + 1);
-    if (count === 0) socket.setTimeout(0); // the exchange's own idle timer bounds it now
-  };
-  const release = (socket: Socket): void => {
-    const count = (holds.get(socket) ?? 1) - 1;
-    holds.set(socket, count);
-    if (count === 0 && !socket.destroyed) socket.setTimeout(serverTimeoutOf(socket));
-  };
 
   const proxy = (request: IncomingMessage, response: ServerResponse, message: Forwardable): void => {
     // Node's parser reads nothing more on a connection after a request that offered an upgrade: close it after.
@@ -154,13 +137,13 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
     let retried = false;
     let holding = true;
     inFlight++;
-    hold(request.socket);
+    const release = holdSocket(request.socket);
 
     const letGo = (): void => {
       if (!holding) return;
       holding = false;
       clearTimeout(idle);
-      release(request.socket);
+      release();
     };
     const answerOurselves = (status: number, text: Buffer): void => {
       phase = 'answered';

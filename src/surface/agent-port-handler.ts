@@ -4,7 +4,7 @@
  * network probe is answered; the rest, not to the surface's own paths (`http-surface.ts`), goes to the proxy.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { bodyUnread, endAnswer, headerOf, serverTimeoutOf } from '../net';
+import { bodyUnread, endAnswer, headerOf, holdSocket } from '../net';
 
 /** What a request to the agent port is, from its headers alone (Knative's `Drainer` and `ProbeHandler`). */
 export type AgentPortRequest =
@@ -79,12 +79,13 @@ export const agentPortHandler =
       return text(200, '', { 'k-network-hash': shown(kind.hash) });
     }
     if (!ready()) return text(503, '');
-    // The server's idle timeout must not cut a check that waits for the probe; the probe's own bounds it.
-    const { socket } = request;
-    const idleMs = serverTimeoutOf(socket);
-    socket.setTimeout(probeWithinMs + 1000);
+    // The server's idle timeout must not cut a check that waits for the probe; the probe's own window bounds it. The
+    // socket is held, not its timeout set and put back: a proxied request pipelined beside the check may be waiting.
+    const release = holdSocket(request.socket);
+    const bound = setTimeout(() => response.destroy(), probeWithinMs + 1000).unref();
     void probe().then((passed) => {
-      if (!socket.destroyed) socket.setTimeout(idleMs);
+      clearTimeout(bound);
+      release();
       if (response.destroyed) return;
       if (draining()) return text(503, 'shutting down\n');
       text(passed ? 200 : 503, passed ? queueProbeValue : '');
