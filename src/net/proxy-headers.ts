@@ -81,10 +81,34 @@ export const forwardable = (raw: ReadonlyArray<string>, isRequest: boolean): For
   return message;
 };
 
+/**
+ * A request target in absolute form (`http://host:8080/x?q`) as Go's server reads it (`url.ParseRequestURI`) and its
+ * ReverseProxy sends it on: the path in origin form (`/x?q`, `/` when it has none) and the host (no user info),
+ * which stands for the Host header (RFC 9112 §3.2.2). Undefined for a target in origin form.
+ */
+export const originForm = (target: string): { readonly path: string; readonly host: string } | undefined => {
+  const match = /^[a-z][a-z\d+.-]*:\/\/([^/?]*)(.*)$/is.exec(target);
+  if (match === null) return undefined;
+  const [, authority = '', rest = ''] = match;
+  return {
+    host: authority.slice(authority.lastIndexOf('@') + 1),
+    path: rest.startsWith('/') ? rest : `/${rest}`,
+  };
+};
+
 /** The headers sent upstream: the client's end-to-end ones, its body framed again, and who the client is. */
 export const upstreamHeaders = (request: IncomingMessage, message: Forwardable, host: string): string[] => {
-  const { headers } = message;
-  if (message.hasHost !== true) headers.push('Host', host);
+  const absoluteHost = originForm(request.url ?? '')?.host ?? '';
+  // A target's host stands for any Host the request came with, as in Go's server (an empty one does not).
+  const headers =
+    absoluteHost === ''
+      ? message.headers
+      : [
+          ...message.headers.filter((_, i, all) => all[i - (i % 2)]!.toLowerCase() !== 'host'),
+          'Host',
+          absoluteHost,
+        ];
+  if (message.hasHost !== true && absoluteHost === '') headers.push('Host', host);
   if (message.teTrailers !== undefined) headers.push(message.teTrailers, 'trailers');
   if (message.chunked === true) {
     headers.push('Transfer-Encoding', 'chunked');

@@ -23,6 +23,7 @@ import { endAnswer } from './early-answer';
 import {
   chunkedToClient,
   forwardable,
+  originForm,
   otherCodings,
   pairs,
   tokens,
@@ -230,7 +231,10 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       answerOurselves(502, unreachableText);
     };
     const send = (): void => {
-      const { method, url: path } = request;
+      const { method, url = '/' } = request;
+      // Go's server takes a target in absolute form apart, and its proxy sends the path on (origin form): a model
+      // server that reads the target whole (uvicorn's path) would not find `http://host/v2/...`.
+      const path = originForm(url)?.path ?? url;
       const sent = httpRequest({
         agent,
         host: target.host,

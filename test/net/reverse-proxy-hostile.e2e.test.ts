@@ -225,12 +225,18 @@ describe('reverseProxy, hostile peers', () => {
     expect(client.received()).toMatch(/^HTTP\/1\.1 200 OK[^]*got 10$/);
   });
 
-  it('passes an absolute-form request target on verbatim', async () => {
+  it("sends an absolute-form request target on in origin form, its host as the Host, as Go's server and proxy do", async () => {
     const { upstream } = await start((_req, res) => res.end());
     await exchangeRaw(
       'GET http://model.example/v2/health/ready HTTP/1.1\r\nHost: model.example\r\nConnection: close\r\n\r\n',
     );
-    expect(upstream.seen.map(({ url }) => url)).toEqual(['http://model.example/v2/health/ready']);
+    await exchangeRaw(
+      'GET HTTP://user@model.example:8080?x=1 HTTP/1.1\r\nHost: elsewhere\r\nConnection: close\r\n\r\n',
+    );
+    expect(upstream.seen.map(({ url, request }) => [url, request.headers.host])).toEqual([
+      ['/v2/health/ready', 'model.example'],
+      ['/?x=1', 'model.example:8080'],
+    ]);
     await waitFor(() => bench!.proxy.inFlight() === 0, 10_000, 'no request in flight');
   });
 });
