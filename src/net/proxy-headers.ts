@@ -141,3 +141,16 @@ export const otherCodings = (message: Forwardable): boolean =>
 /** `[name, value]` pairs of a raw list, as `addTrailers` takes them. */
 export const pairs = (raw: ReadonlyArray<string>): Array<[string, string]> =>
   raw.flatMap((name, i): Array<[string, string]> => (i % 2 === 0 ? [[name, raw[i + 1]!]] : []));
+
+/**
+ * Requests sent again when their kept-alive connection fails: Go's transport takes GET, HEAD, OPTIONS and TRACE, or
+ * any with an Idempotency-Key; PUT and DELETE too here (idempotent, RFC 9110 §9.2.2). A bodiless POST (KServe's model
+ * load) may have been taken before the connection closed, and is never made twice.
+ */
+const idempotentMethods: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+
+/** Whether a bodiless `request` may be sent again when its kept-alive connection fails. */
+export const sentTwiceSafely = ({ method = '', headers }: IncomingMessage): boolean =>
+  idempotentMethods.has(method) ||
+  headers['idempotency-key'] !== undefined ||
+  headers['x-idempotency-key'] !== undefined;

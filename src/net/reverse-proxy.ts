@@ -26,6 +26,7 @@ import {
   originForm,
   otherCodings,
   pairs,
+  sentTwiceSafely,
   tokens,
   upstreamHeaders,
   type Forwardable,
@@ -132,6 +133,7 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
     const closeAfter = message.upgrade !== undefined;
     const bodiless = message.chunked !== true && Number(message.length ?? 0) === 0;
     const headers = upstreamHeaders(request, message, hostHeader);
+    const replayable = bodiless && sentTwiceSafely(request);
     let phase: 'waiting' | 'streaming' | 'ended' | 'answered' = 'waiting';
     let upstream: ClientRequest | undefined;
     let upstreamResponse: IncomingMessage | undefined;
@@ -215,8 +217,8 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
     const onUpstreamError = (error: Error): void => {
       if (phase !== 'waiting') return; // past the head, the answer's own 'close' says how it ended
       // A kept-alive connection the upstream closed as it was reused: sent again once, as Go does, when there is
-      // no body (one with a body was read, and cannot be sent twice).
-      if (bodiless && !retried && upstream?.reusedSocket === true && errorCode(error) === 'ECONNRESET') {
+      // no body (one with a body was read, and cannot be sent twice) and sending it twice does no harm.
+      if (replayable && !retried && upstream?.reusedSocket === true && errorCode(error) === 'ECONNRESET') {
         retried = true;
         options.log.debug({ err: error }, 'kept-alive connection closed by the model server; sending again');
         return send();

@@ -165,6 +165,17 @@ describe('reverseProxy, hostile peers', () => {
     expect(connections()).toBe(3);
   });
 
+  it('answers 502, not twice sent, when a bodiless POST meets a kept-alive connection closed as it is reused, as Go does', async () => {
+    const connections = await startClosingOnReuse();
+    expect((await send(bench!.port)).status).toBe(200);
+    // KServe's load call has no body, and is not to be made twice; an Idempotency-Key says a request may be.
+    const load = { method: 'POST', path: '/v2/repository/models/m/load', headers: { 'content-length': '0' } };
+    expect((await send(bench!.port, load)).status).toBe(502);
+    expect(connections()).toBe(1);
+    const keyed = await send(bench!.port, { ...load, headers: { ...load.headers, 'idempotency-key': 'k1' } });
+    expect(keyed.status).toBe(200);
+  });
+
   it('answers 502, not twice sent, when a request with a body meets a kept-alive connection closed as it is reused', async () => {
     const connections = await startClosingOnReuse();
     expect((await send(bench!.port)).status).toBe(200);
