@@ -15,6 +15,7 @@ import {
 } from '../../src/fs/no-follow';
 import { seededRandom } from '../../src/testing/seeded-random';
 import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/sentinel';
+import { countingHandles } from '../helpers/held-handles';
 import { exists, listTree, writeFiles } from '../helpers/file-tree';
 import { useTempDir } from '../helpers/temp-dir';
 
@@ -54,21 +55,7 @@ describe('removeTree', () => {
     let path = join(work, 'deep');
     for (let level = 0; level < depth; level++) path = join(path, 'd');
     await writeFiles(path, { 'file.bin': 'x' });
-    const open = fsPromises.open as (...args: unknown[]) => Promise<fsPromises.FileHandle>;
-    let held = 0;
-    let mostHeld = 0;
-    const counting = jest.spyOn(fsPromises, 'open').mockImplementation(async (...args: unknown[]) => {
-      const handle = await open(...args);
-      mostHeld = Math.max(mostHeld, ++held);
-      const close = handle.close.bind(handle);
-      handle.close = () => (held--, close());
-      return handle;
-    });
-    try {
-      await removeTree(join(work, 'deep'));
-    } finally {
-      counting.mockRestore();
-    }
+    const { mostHeld } = await countingHandles(() => removeTree(join(work, 'deep')));
     expect(await exists(join(work, 'deep'))).toBe(false);
     expect(await readdir(work)).toEqual([]);
     expect(mostHeld).toBeLessThanOrEqual(4);
@@ -185,27 +172,16 @@ describe('listedFileSizes', () => {
     const depth = 200;
     const deep = Array.from({ length: depth }, () => 'd').join('/');
     await writeFiles(join(work, 'tree'), { [`${deep}/file.bin`]: 'xyz', top: '' });
-    const open = fsPromises.open as (...args: unknown[]) => Promise<fsPromises.FileHandle>;
-    let held = 0;
-    let mostHeld = 0;
-    const counting = jest.spyOn(fsPromises, 'open').mockImplementation(async (...args: unknown[]) => {
-      const handle = await open(...args);
-      mostHeld = Math.max(mostHeld, ++held);
-      const close = handle.close.bind(handle);
-      handle.close = () => (held--, close());
-      return handle;
-    });
     const listing = jest.spyOn(fsPromises, 'readdir');
     try {
-      const sizes = await withDir(join(work, 'tree'), (dir) =>
-        listedFileSizes(dir, [`${deep}/file.bin`, 'top']),
+      const { result: sizes, mostHeld } = await countingHandles(() =>
+        withDir(join(work, 'tree'), (dir) => listedFileSizes(dir, [`${deep}/file.bin`, 'top'])),
       );
       expect(Object.fromEntries(sizes)).toEqual({ [`${deep}/file.bin`]: 3, top: 0 });
+      expect(mostHeld).toBeLessThanOrEqual(3);
     } finally {
-      counting.mockRestore();
       listing.mockRestore();
     }
-    expect(mostHeld).toBeLessThanOrEqual(3);
     expect(listing).not.toHaveBeenCalled();
   });
 });

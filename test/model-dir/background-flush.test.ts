@@ -1,8 +1,9 @@
 /** The background flusher: a burst of installs flushed once it pauses; a model dir gone meanwhile is no failure. */
-import fsPromises, { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { backgroundFlusher } from '../../src/model-dir/background-flush';
+import { countingHandles } from '../helpers/held-handles';
 import { LogSink } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 
@@ -66,21 +67,9 @@ describe('backgroundFlusher', () => {
     for (let level = 0; level < 200; level++) planted = join(planted, 'd');
     await mkdir(planted, { recursive: true });
     await writeFile(join(planted, 'file.bin'), 'x');
-    const open = fsPromises.open as (...args: unknown[]) => Promise<fsPromises.FileHandle>;
-    let [held, mostHeld, syncs] = [0, 0, 0];
-    const counting = jest.spyOn(fsPromises, 'open').mockImplementation(async (...args: unknown[]) => {
-      const handle = await open(...args);
-      mostHeld = Math.max(mostHeld, ++held);
-      const [close, sync] = [handle.close.bind(handle), handle.sync.bind(handle)];
-      handle.close = () => (held--, close());
-      handle.sync = () => (syncs++, sync());
-      return handle;
-    });
-    try {
-      await flush(a.dir, a.stats, ['model.bin', 'v1/config.json'], true);
-    } finally {
-      counting.mockRestore();
-    }
+    const { mostHeld, syncs } = await countingHandles(() =>
+      flush(a.dir, a.stats, ['model.bin', 'v1/config.json'], true),
+    );
     expect(sink.lines).toEqual([]);
     expect(syncs).toBe(5); // model.bin, v1/config.json, v1, the model dir, the root
     expect(mostHeld).toBeLessThanOrEqual(4);

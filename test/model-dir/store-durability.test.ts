@@ -1,10 +1,10 @@
 /** Tests of the model store's crash-safety without awaited fsyncs: the marker's manifest, checked at start-up recovery. */
 import { mkdir, readdir, readFile, rm, symlink, truncate, writeFile } from 'node:fs/promises';
-import fsPromises from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { specToJson } from '../../src/core/snapshot';
 import { modelDirStore } from '../../src/model-dir/store';
+import { countingHandles } from '../helpers/held-handles';
 import { writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
 import { atLevel } from '../helpers/log-sink';
@@ -86,21 +86,8 @@ describe('modelDirStore: files checked against the marker at start-up', () => {
     let path = join(tmp.path, 'model1', 'planted');
     for (let level = 0; level < 200; level++) path = join(path, 'd');
     await writeFiles(path, { 'file.bin': 'x' });
-    const open = fsPromises.open as (...args: unknown[]) => Promise<fsPromises.FileHandle>;
-    let held = 0;
-    let mostHeld = 0;
-    const counting = jest.spyOn(fsPromises, 'open').mockImplementation(async (...args: unknown[]) => {
-      const handle = await open(...args);
-      mostHeld = Math.max(mostHeld, ++held);
-      const close = handle.close.bind(handle);
-      handle.close = () => (held--, close());
-      return handle;
-    });
-    try {
-      expect([...(await newStore().recover()).keys()]).toEqual(['model1']);
-    } finally {
-      counting.mockRestore();
-    }
+    const { result: recovered, mostHeld } = await countingHandles(() => newStore().recover());
+    expect([...recovered.keys()]).toEqual(['model1']);
     expect(mismatchWarnings()).toEqual([]);
     expect(mostHeld).toBeLessThanOrEqual(4);
   });
