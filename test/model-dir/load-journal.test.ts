@@ -298,43 +298,36 @@ describe('loadJournal reading what a crash or a neighbour left', () => {
     expect(await entries()).toEqual(['.modelsync-journal', 'm1', 'm2']);
   });
 
-  it('keeps a record it wrote when the compaction after it fails (a full disk), and compacts at a later record', async () => {
+  /**
+   * With the journal just under its compaction bound, m2 and m3 start while `full` fails the compaction their records
+   * bring on: both records are kept, one warn says the journal is appended to as it is.
+   */
+  const startingPastTheBoundWhile = async (full: () => { mockRestore: () => void }): Promise<void> => {
     await modelDirs('m1', 'm2', 'm3');
     const cycles = record('starting', 'm1') + record('confirmed', 'm1');
-    // Just under the bound: the next record takes it past and the compaction after that write fails.
     await writeFile(journalPath, cycles.repeat(Math.floor((1024 * 1024) / cycles.length)));
-    const full = noRoomToCompact();
+    const filling = full();
     try {
       await expect(journal.starting(name('m2'))).resolves.toBeUndefined();
       await expect(journal.starting(name('m3'))).resolves.toBeUndefined();
     } finally {
-      full.mockRestore();
+      filling.mockRestore();
     }
     expect(sink.lines.filter(atLevel('warn')).map((line) => line.msg)).toContain(
       'cannot compact the load journal; appending to it as it is',
     );
     expect(await entries()).toEqual(['.modelsync-journal', 'm1', 'm2', 'm3']);
+  };
+
+  it('keeps a record it wrote when the compaction after it fails (a full disk), and compacts at a later record', async () => {
+    await startingPastTheBoundWhile(noRoomToCompact);
     await journal.confirmed(name('m3')); // past the bound still: compacted now that it can be
     expect(await readFile(journalPath, 'utf8')).toBe(record('starting', 'm2'));
     expect(await unconfirmedOnRestart()).toEqual(['m2']);
   });
 
   it('leaves no half-written compacted journal taking space on a full disk when its write fails', async () => {
-    await modelDirs('m1', 'm2', 'm3');
-    const cycles = record('starting', 'm1') + record('confirmed', 'm1');
-    // Just under the bound: the record of m3 takes it past and the compaction after that write fails.
-    await writeFile(journalPath, cycles.repeat(Math.floor((1024 * 1024) / cycles.length)));
-    const full = fullWhileCompacting();
-    try {
-      await expect(journal.starting(name('m2'))).resolves.toBeUndefined();
-      await expect(journal.starting(name('m3'))).resolves.toBeUndefined();
-    } finally {
-      full.mockRestore();
-    }
-    expect(sink.lines.filter(atLevel('warn')).map((line) => line.msg)).toContain(
-      'cannot compact the load journal; appending to it as it is',
-    );
-    expect(await entries()).toEqual(['.modelsync-journal', 'm1', 'm2', 'm3']);
+    await startingPastTheBoundWhile(fullWhileCompacting);
     expect(await unconfirmedOnRestart()).toEqual(['m2', 'm3']);
   });
 
