@@ -320,7 +320,8 @@ export const syncListed = async (dir: OpenDir, paths: Iterable<string>): Promise
   const depth = (relative: string): number => (relative === '' ? 0 : relative.split('/').length);
   for (const relative of [...dirs].sort((a, b) => depth(b) - depth(a)))
     await step(`cannot flush ${join(dir.path, relative)}`, () =>
-      inSubdir(dir, relative, (ref) => syncPath(ref)),
+      // `dir` itself through the handle it is held by: no open more per install.
+      relative === '' ? dir.handle.sync() : inSubdir(dir, relative, (ref) => syncPath(ref)),
     );
 };
 
