@@ -18,14 +18,13 @@ export {
   fileSizes,
   fileStats,
   isSameEntry,
-  listedFileSizes,
   namingDirs,
   openDir,
   openListedDir,
   type OpenDir,
   readNoFollow,
   removeTree,
-  syncListed,
   syncTree,
   withDir,
 } from './no-follow';
+export { listedFileSizes, syncListed } from './listed-files';

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { permanentError } from '../../src/core/errors';
 import {
   isSameEntry,
-  listedFileSizes,
   namingDirs,
   openDir,
   removeTree,
@@ -13,6 +12,7 @@ import {
   withDir,
   type OpenDir,
 } from '../../src/fs/no-follow';
+import { listedFileSizes } from '../../src/fs/listed-files';
 import { seededRandom } from '../../src/testing/seeded-random';
 import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/sentinel';
 import { countingHandles } from '../helpers/held-handles';
