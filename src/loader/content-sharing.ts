@@ -170,6 +170,8 @@ export const createContentSharing = ({
       identity = wanted;
       for (;;) {
         if (await fillFromSources(wanted)) return true;
+        // Stopped while it looked (the lead it waited for ended by the same stop): it leads no download.
+        signal.throwIfAborted();
         const running = leads.get(wanted);
         if (running === undefined) {
           leads.set(wanted, lead); // checked and set in one turn: of the offers woken together, one leads

@@ -198,6 +198,7 @@ describe('createLoader with models of one content', () => {
     const subscription = loader.run(ops$).subscribe();
     names.forEach((model) => ops$.next(add(model, shared)));
     await waitFor(async () => (await readdir(root)).length === 4);
+    await waitFor(() => store.fetches() === 1); // the first download runs: the others wait for it
 
     subscription.unsubscribe();
 
