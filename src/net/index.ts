@@ -19,7 +19,7 @@ export { boundedServer, defaultServerLimits, type ServerLimits } from './bounded
 export { announcesBody, bodyUnread, endAnswer } from './early-answer';
 export { type BodyPace } from './body-pace';
 export { reverseProxy, type ReverseProxy, type ReverseProxyOptions } from './reverse-proxy';
-export { holdSocket, serverTimeoutOf } from './socket-hold';
+export { holdSocket } from './socket-hold';
 export { createNetwork, type Network, networkFrom, readCaBundle } from './network';
 export { timeoutOf, transportError } from './transport-error';
 export { aggressiveProbing, attemptProbe, containerProber, type ContainerProber } from './container-prober';

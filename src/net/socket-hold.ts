@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 const holds = new WeakMap<Socket, number>();
 
 /** The server's own idle timeout of `socket` (`server.setTimeout`), put back once no exchange holds it. */
-export const serverTimeoutOf = (socket: Socket): number =>
+const serverTimeoutOf = (socket: Socket): number =>
   (socket as Socket & { server?: { timeout?: number } }).server?.timeout ?? 0;
 
 /** Holds `socket` (its idle timeout off; the holder bounds its own wait); returns the release, which runs once. */
