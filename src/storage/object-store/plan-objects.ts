@@ -142,7 +142,7 @@ const everyObject = async (
     prefix === ''
       ? 'at all'
       : dirPrefix === prefix
-        ? `under ${JSON.stringify(prefix)}`
-        : `named ${JSON.stringify(prefix)} or under ${JSON.stringify(dirPrefix)}`;
+        ? `under ${quotedName(prefix)}`
+        : `named ${quotedName(prefix)} or under ${quotedName(dirPrefix)}`;
   throw permanentError('not-found', `${location.display}: no objects ${where} in bucket ${location.bucket}`);
 };

@@ -100,6 +100,14 @@ describe('downloadObjects', () => {
       expect(empty.message).toBe('mem://models/: no objects at all in bucket models');
     });
 
+    it('quotes a long missing prefix cut, once the URI has named it whole', async () => {
+      const prefix = 'p'.repeat(10_000);
+      const error = await effectError(download(new MemoryStore(), prefix));
+      expect(error.kind).toBe('not-found');
+      expect(error.message).toContain(`no objects named "${'p'.repeat(200)}"… (10000 characters) or under`);
+      expect(error.message.length).toBeLessThan(prefix.length + 1_000);
+    });
+
     it('passes a listing failure on as the client classified it', async () => {
       const store = new MemoryStore('models');
       const error = await effectError(
