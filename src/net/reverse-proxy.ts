@@ -17,9 +17,20 @@ import {
 import type { Logger } from 'pino';
 import { errorCode } from '../core/errors';
 import { paceBody, type BodyPace } from './body-pace';
+import {
+  answer,
+  answerGlobalOptions,
+  codingText,
+  passInterim,
+  rateLimitedWarn,
+  refusedText,
+  slowBodyText,
+  timeoutText,
+  unreachableText,
+  type FailureKind,
+} from './proxy-answers';
 import { sharedReadAgent } from './shared-read-agent';
 import { holdSocket } from './socket-hold';
-import { endAnswer } from './early-answer';
 import {
   chunkedToClient,
   forwardable,
@@ -67,57 +78,6 @@ const upstreamIdleMs = 4000;
  * 64 KiB, as a request's head on the agent port (`agentPortLimits`), passes what a model server sends.
  */
 const maxAnswerHeadBytes = 64 * 1024;
-
-/** What can go wrong with one exchange: each kind is logged at most once a second. */
-type FailureKind = 'unreachable' | 'timeout' | 'cut' | 'stalled' | 'slow-body' | 'invalid-head' | 'refused';
-
-// Short, and naming nothing of the pod: no address, port or error code reaches a client.
-const unreachableText = Buffer.from('the model server did not answer\n');
-const timeoutText = Buffer.from('the model server did not answer in time\n');
-const refusedText = Buffer.from('protocol upgrades and CONNECT are not proxied\n');
-const slowBodyText = Buffer.from('the request body did not arrive in time\n');
-const codingText = Buffer.from('transfer codings other than chunked are not proxied\n');
-
-/**
- * `err` without `rawPacket`: Node puts the bytes its parser failed on (up to the whole head, 64 KiB, or a body's
- * chunk: headers with credentials, tensor data) on a parse error, and at debug the whole error is logged.
- */
-const withoutRawPacket = (err: unknown): unknown => {
-  if (typeof err !== 'object' || err === null || !('rawPacket' in err)) return err;
-  delete (err as { rawPacket?: unknown }).rawPacket; // the error is only logged; the bytes are nobody's to keep
-  return err;
-};
-
-/** A warn line per kind at most once a second, with how many of that kind went unlogged since. */
-const rateLimitedWarn = (log: Logger, clock: () => number): ((kind: FailureKind, err?: unknown) => void) => {
-  const last = new Map<FailureKind, { at: number; suppressed: number }>();
-  return (kind, err) => {
-    const now = clock();
-    const previous = last.get(kind);
-    if (previous !== undefined && now - previous.at < 1000) return void previous.suppressed++;
-    last.set(kind, { at: now, suppressed: 0 });
-    const fields = {
-      kind,
-      suppressed: previous?.suppressed ?? 0,
-      ...(err === undefined ? {} : { err: withoutRawPacket(err) }),
-    };
-    log.warn(fields, 'proxy failure');
-  };
-};
-
-/** Answers `status` with `text` (closing the connection when asked), or cuts it if a head went out already. */
-const answer = (
-  request: IncomingMessage,
-  response: ServerResponse,
-  status: number,
-  text: Buffer,
-  close: boolean,
-): void => {
-  if (response.headersSent || response.destroyed) return void response.destroy();
-  const headers = ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(text.length)];
-  response.writeHead(status, close ? [...headers, 'Connection', 'close'] : headers);
-  endAnswer(request, response, text);
-};
 
 /** A reverse proxy to `options.target`; mount `handle` as (or inside) a server's request listener. */
 export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
@@ -248,6 +208,11 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       });
       upstream = sent;
       sent.on('response', onHead).on('error', onUpstreamError).on('close', onUpstreamClose);
+      sent.on('information', (interim) => {
+        if (phase !== 'waiting') return;
+        moved(); // a 102 is how a server says it still works on a long request
+        passInterim(request, response, interim);
+      });
       if (bodiless) return void sent.end();
       request.on('data', moved);
       if (message.chunked === true)
@@ -288,6 +253,7 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
 
   const handle = (request: IncomingMessage, response: ServerResponse): void => {
     if (response.destroyed || response.writableEnded) return;
+    if (request.method === 'OPTIONS' && request.url === '*') return answerGlobalOptions(request, response);
     const message = forwardable(request.rawHeaders, true);
     const upgrade = message.upgrade === undefined ? [] : tokens(message.upgrade);
     if (request.method === 'CONNECT' || upgrade.some((protocol) => protocol !== 'h2c')) {

@@ -130,7 +130,7 @@ describe('reverseProxy, hostile peers', () => {
     expect((await send(bench!.port)).status).toBe(413);
   });
 
-  it('drops the Early Hints (1xx) and passes the final answer on', async () => {
+  it('passes the final answer on after Early Hints (1xx)', async () => {
     await start((_req, res) => {
       res.writeEarlyHints({ link: '</style.css>; rel=preload' });
       res.end('final');
