@@ -1,5 +1,6 @@
 /** The steps that bring one model to the state it should be in: bring in (download, load) and take out (unload, delete). */
 import { downloadProgressFields, downloadProgressMessage } from '../core/download-progress';
+import { toEffectError } from '../core/errors';
 import type { Logger } from 'pino';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
@@ -27,6 +28,8 @@ export interface ModelState {
   loaded: boolean;
   /** The spec of the version the server loaded, when known. */
   loadedSpec: ModelSpec | undefined;
+  /** The spec of the last load, when it got no answer (a timeout, a reset): the server may hold it all the same. */
+  unanswered?: ModelSpec | undefined;
 }
 
 /** The ports the steps act through, the slots bounding them, and where they report each phase they enter. */
@@ -83,6 +86,22 @@ export const isInPlace = (model: ModelState, desired: ModelSpec | undefined): bo
     : isOnDisk(model, desired) && isLoaded(model, desired);
 
 /**
+ * After a failed load the server's version is not known: a failed reload may have dropped the old one (TorchServe
+ * unregisters it before registering the new one), so a rollback to it must load it again, not take it as loaded.
+ * A load that got no answer (a timeout, a reset, our own abort) may have gone through: `unanswered` keeps its
+ * spec until a load succeeds (a later failure with an answer does not say it did not), so that the load of another
+ * spec replaces it (TorchServe would otherwise take its 409 for the new files while it holds the old ones), while
+ * the same spec is asked again as it was (a slow load still under way there converges).
+ */
+const forgetLoadedVersion = (model: ModelState, target: ModelSpec, error: unknown): void => {
+  model.loadedSpec = undefined;
+  if (!['timeout', 'network', 'aborted'].includes(toEffectError(error).kind)) return;
+  // Two specs in doubt: whichever of them the server holds, each next load replaces it.
+  if (model.unanswered !== undefined && !specEquals(model.unanswered, target)) model.loaded = true;
+  model.unanswered = target;
+};
+
+/**
  * Brings `target` in as one straight line (docs/architecture.md, One model), each step skipped when its result is in
  * place (nothing downloaded: the load is journalled just before the call). The replaced version is deleted once the
  * server was asked to load the new one, whatever it answered.
@@ -136,7 +155,14 @@ export const bringIn = async (
       const loadStarted = Date.now();
       await slots.load.use(slotWait({ stop, drain }), async () => {
         if (!journalled) await journal.starting(model.name);
-        await server.load(model.name, model.loaded, stop);
+        // A load that got no answer may have loaded the spec it was for: another spec replaces it.
+        const { unanswered } = model;
+        const replacing = model.loaded || (unanswered !== undefined && !specEquals(unanswered, target));
+        await server.load(model.name, replacing, stop).catch((error: unknown) => {
+          forgetLoadedVersion(model, target, error);
+          throw error;
+        });
+        model.unanswered = undefined;
         // The server has loaded it: a record not written (a full disk) costs one reload after a restart, no failure.
         await journal
           .confirmed(model.name)
@@ -221,6 +247,7 @@ export const takeOut = async (
   await slots.load.use(slotWait({ stop, drain }), () => server.unload(model.name, stop));
   model.loaded = false;
   model.loadedSpec = undefined;
+  model.unanswered = undefined;
   if (model.onDisk !== undefined) {
     content?.forget(model.name);
     await store.remove(model.name);

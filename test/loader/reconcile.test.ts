@@ -109,6 +109,52 @@ describe('bringIn', () => {
     expect(state).toEqual(model(v1));
   });
 
+  it('loads the version it replaced again after a failed reload (TorchServe unregistered it), not taking it as loaded', async () => {
+    const { effects, calls } = recording({ load: { m1: [retryableError('http-status', 'HTTP 500')] } });
+    const state = model(v1, v1);
+    await expect(bringIn(state, v2, effects, { stop: running(), supersede: running() })).rejects.toThrow(
+      'HTTP 500',
+    );
+
+    // The rollback: what the server holds after a failed reload is not known, so it is loaded again.
+    await bringIn(state, v1, effects, { stop: running(), supersede: running() });
+    expect(calls.filter((c) => c.startsWith('load'))).toEqual(['load m1 replacing', 'load m1 replacing']);
+    expect(state).toEqual(model(v1, v1));
+  });
+
+  it('loads the version before again after a reload that timed out (the server may have loaded the new one)', async () => {
+    const timedOut = retryableError('timeout', 'model server load of "m1": timed out after 300000 ms');
+    const { effects, calls } = recording({ load: { m1: [timedOut] } });
+    const state = model(v1, v1);
+    await expect(bringIn(state, v2, effects, { stop: running(), supersede: running() })).rejects.toBe(
+      timedOut,
+    );
+    await bringIn(state, v1, effects, { stop: running(), supersede: running() });
+    expect(calls.filter((c) => c.startsWith('load'))).toEqual(['load m1 replacing', 'load m1 replacing']);
+    expect(state).toEqual(model(v1, v1));
+  });
+
+  it('loads another spec replacing after a load that got no answer (a timeout), the same spec not', async () => {
+    const timedOut = () => retryableError('timeout', 'model server load of "m1": timed out after 300000 ms');
+    const answered = retryableError('http-status', 'HTTP 500');
+    const { effects, calls } = recording({ load: { m1: [timedOut(), answered] } });
+    const state = model();
+    const attempt = (target: ModelSpec) =>
+      bringIn(state, target, effects, { stop: running(), supersede: running() });
+    await expect(attempt(v1)).rejects.toThrow('timed out');
+    expect(state).toEqual({ ...model(v1), unanswered: v1 });
+
+    // The same spec again: the server may still be loading it (TorchServe answers 409, taken as loaded). A failure
+    // with an answer says nothing of the load that got none.
+    await expect(attempt(v1)).rejects.toBe(answered);
+    expect(state.unanswered).toBe(v1);
+    // A new spec meanwhile: TorchServe may have registered the old files; a replacing load re-registers them.
+    await attempt(v2);
+    expect(calls.filter((c) => c.startsWith('load'))).toEqual(['load m1', 'load m1', 'load m1 replacing']);
+    expect(state).toEqual(model(v2, v2));
+    expect(state.unanswered).toBeUndefined();
+  });
+
   it('lets a newer spec abort a download but not a load', async () => {
     const download = recording();
     const downloading = model();
