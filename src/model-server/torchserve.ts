@@ -100,11 +100,20 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
     loadedModels: async (signal) => {
       const names = new Set<string>();
       let pageToken: string | undefined;
+      const what = `TorchServe model list (${shown})`;
+      // The whole listing within the request timeout, as one call is: a server handing out page after slow page
+      // would otherwise hold a start or a resync for up to 1,000 pages of it.
+      const deadline = performance.now() + timeoutMs;
       for (let page = 0; page < maxPages; page++) {
+        const leftMs = Math.floor(deadline - performance.now());
+        if (leftMs <= 0)
+          throw retryableError(
+            'timeout',
+            `${what} still had more pages after ${timeoutMs} ms (${page} pages)`,
+          );
         const query = new URLSearchParams({ limit: String(pageSize) });
         if (pageToken !== undefined) query.set('next_page_token', pageToken);
-        const what = `TorchServe model list (${shown})`;
-        const result = await call('GET', `/models?${query.toString()}`, what, timeoutMs, signal);
+        const result = await call('GET', `/models?${query.toString()}`, what, leftMs, signal);
         if (!isOk(result)) throw await statusError(result);
         const body = await readJson(result, ListModelsResponse, 'a model list');
         for (const model of body.models) names.add(model.modelName);
@@ -113,10 +122,7 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
         if (last || names.size >= serverIndexLimits.maxModels) return loadedModelNames(names);
         pageToken = String(next);
       }
-      throw retryableError(
-        'invalid-response',
-        `TorchServe model list (${shown}) still had more pages after ${maxPages}`,
-      );
+      throw retryableError('invalid-response', `${what} still had more pages after ${maxPages}`);
     },
   };
 };

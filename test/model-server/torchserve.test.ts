@@ -8,6 +8,7 @@ import type { ModelName } from '../../src/core/model-name';
 import { torchServeModelServer } from '../../src/model-server/torchserve';
 import { startTorchServeStandIn, type TorchServeStandIn } from '../../src/testing/torchserve-stand-in';
 import { effectError } from '../helpers/effect-error';
+import { useHttpServers } from '../helpers/http-servers';
 import { useTempDir } from '../helpers/temp-dir';
 
 const name = (s: string): ModelName => s as ModelName;
@@ -23,6 +24,8 @@ const keyFile = (management: string): string =>
 describe('torchServeModelServer', () => {
   let standIn: TorchServeStandIn;
   const tmp = useTempDir('torchserve');
+  /** A one-off server for answers the stand-in never gives. */
+  const startRaw = useHttpServers();
 
   beforeEach(async () => {
     standIn = await startTorchServeStandIn();
@@ -124,6 +127,23 @@ describe('torchServeModelServer', () => {
       'limit=100&next_page_token=100',
       'limit=100&next_page_token=200',
     ]);
+  });
+
+  it('gives up a listing that keeps handing out pages within the request timeout, not after 1,000 slow pages', async () => {
+    // Each page a new token, 20 ms apart: 1,000 of them would hold a start or a resync for 20 s (hours at 30 s each).
+    let pages = 0;
+    const endless = await startRaw((req, res) => {
+      req.resume();
+      pages++;
+      const body = JSON.stringify({ models: [{ modelName: `m${pages}` }], nextPageToken: String(pages) });
+      setTimeout(() => res.writeHead(200, { 'Content-Type': 'application/json' }).end(body), 20);
+    });
+    const error = await effectError(
+      torchServeModelServer({ baseUrl: endless.url, timeoutMs: 300 }).loadedModels(live()),
+    );
+    expect(error).toMatchObject({ kind: 'timeout', retryable: true });
+    expect(error.message).toContain('TorchServe model list');
+    expect(pages).toBeLessThan(1000);
   });
 
   it('lists nothing when nothing is registered', async () => {
