@@ -27,6 +27,9 @@ export interface AttemptContext {
 const statusOf = (error: EffectError): Readonly<Record<string, number>> =>
   error.status === undefined ? {} : { status: error.status };
 
+const isRedirect = ({ status }: EffectError): boolean =>
+  status !== undefined && status >= 300 && status < 400;
+
 /** Works once towards the record's desired state; a transient failure comes back through `retryAfter`. */
 export const attemptOnce = async (
   record: ModelRecord,
@@ -53,9 +56,13 @@ export const attemptOnce = async (
     const details = { reason: redact(error.message), errorKind: error.kind, attempt: record.attempts };
     if (!error.retryable || record.attempts >= retry.maxAttempts) {
       // The server refused these files for good: retrying them (a resync) cannot change its answer. A load step's
-      // own disk (the journal on a read-only or full model dir) is no answer of the server: the resync retries it.
+      // own disk (the journal on a read-only or full model dir) is no answer of the server, nor is a redirect (of
+      // a proxy before it, not followed): the resync retries them.
       record.rejected =
-        !error.retryable && error.kind !== 'filesystem' && failedStep(record.status.phase) === 'load';
+        !error.retryable &&
+        error.kind !== 'filesystem' &&
+        !isRedirect(error) &&
+        failedStep(record.status.phase) === 'load';
       return report(record, 'Failed', desired, details, statusOf(error));
     }
     telemetry.retry(failedStep(record.status.phase));

@@ -147,6 +147,17 @@ describe('loader retries (virtual time)', () => {
     expect(stateOf('m1')?.rejected).toBeUndefined();
   });
 
+  it('leaves a model whose load was redirected to the resync: a redirect (not followed) says nothing of its files', async () => {
+    // A proxy before the server sending loads elsewhere (to https, to a login page): fixed, the load may pass.
+    const redirected = () => httpStatusError('model server load of "m1" (http://127.0.0.1:8000)', 307);
+    const t = start({ load: { m1: [redirected()] } });
+    t.ops$.next(add(m1, v1));
+    await advanceAndSettle(t.scheduler, 1);
+    const stateOf = (model: string) => t.loader.desiredStates().find((state) => state.name === model);
+    expect(t.loader.statuses().get(m1)).toMatchObject({ phase: 'Failed', errorKind: 'http-status' });
+    expect(stateOf('m1')?.rejected).toBeUndefined();
+  });
+
   it('leaves a model failed by a read-only model dir at its load to the resync, not as refused by the server', async () => {
     // The journal's failure on a read-only model dir, as loadJournal gives it: the disk's, not the server's answer.
     const readOnly = Object.assign(new Error('EROFS: read-only file system'), { code: 'EROFS' });
