@@ -89,9 +89,8 @@ const hubRepoClient = (reach: HubClientSettings, repo: HfRepo): ObjectStoreClien
     },
     async *list(_location, signal, bounds) {
       commit = await bounds.ask(() => resolveCommit(reach, failure, repo, signal));
-      const ask = <T>(request: () => Promise<T>): Promise<T> => bounds.ask(request);
       // Each request through the store's pressure, as the objects of a bucket (ListingBounds.ask).
-      yield* await listTree(reach, atCommit(), repo, commit.sha, signal, reach.listing, ask);
+      yield* await listTree(reach, atCommit(), repo, commit.sha, signal, reach.listing, bounds.ask);
     },
     read: (_location, object, offset, signal, end) =>
       readFile(reach, atCommit(), commit.gated, object, offset, signal, end),

@@ -48,7 +48,7 @@ export interface ListingBounds {
    * request; after, one is asked again after each pause, as a read in the middle of a download. None is asked
    * again at once.
    */
-  ask<T>(request: () => Promise<T>): Promise<T>;
+  readonly ask: <T>(request: () => Promise<T>) => Promise<T>;
 }
 
 /** What a store client does; every failure is an EffectError with a kind (never a raw SDK error). */
