@@ -16,6 +16,13 @@ const unlessNotThere = (cause: unknown): undefined => {
   throw cause;
 };
 
+/**
+ * What stands at a listed path is no file an install wrote: gone, behind a link, or put there by a neighbour as a
+ * FIFO (fsync says EINVAL) or a socket (open says ENXIO). Skipped, so that the rest of the install is still flushed.
+ */
+const isNoFileOfOurs = (cause: unknown): boolean =>
+  isNotThere(cause) || ['EINVAL', 'ENXIO'].includes(errorCode(cause) ?? '');
+
 const isPathPart = (part: string): boolean => part !== '' && part !== '.' && part !== '..';
 
 /**
@@ -72,7 +79,8 @@ export const listedFileSizes = async (
 /**
  * fsyncs each of `paths` (relative, `/`-separated: what an install wrote) that is a regular file under `dir`, then
  * every dir on their way bottom-up, `dir` last. Its cost is that of `paths`, as `listedFileSizes`'s: a tree a
- * neighbour planted meanwhile is neither walked nor held open. A listed file gone or behind a link is skipped.
+ * neighbour planted meanwhile is neither walked nor held open. A listed file gone, behind a link or replaced by a
+ * FIFO or a socket is skipped.
  */
 export const syncListed = async (dir: OpenDir, paths: Iterable<string>): Promise<void> => {
   const parents = byParent(paths);
@@ -81,7 +89,7 @@ export const syncListed = async (dir: OpenDir, paths: Iterable<string>): Promise
       inSubdir(dir, parent, (ref) =>
         forEachLimited(names, fanOut, (name) =>
           syncPath(`${ref}/${name}`, readNoFollow, join(dir.path, parent, name)).catch((err: unknown) => {
-            if (!isNotThere(err instanceof EffectError ? err.cause : err)) throw err;
+            if (!isNoFileOfOurs(err instanceof EffectError ? err.cause : err)) throw err;
           }),
         ),
       ),

@@ -3,6 +3,7 @@ import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { backgroundFlusher } from '../../src/model-dir/background-flush';
+import { makeFifo } from '../hardening/neighbour/sentinel';
 import { countingHandles } from '../helpers/held-handles';
 import { LogSink } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
@@ -73,6 +74,19 @@ describe('backgroundFlusher', () => {
     expect(sink.lines).toEqual([]);
     expect(syncs).toBe(5); // model.bin, v1/config.json, v1, the model dir, the root
     expect(mostHeld).toBeLessThanOrEqual(4);
+  });
+
+  it('flushes the rest of an install whose file a neighbour replaced by a FIFO, and says nothing', async () => {
+    // fsync on a FIFO fails (EINVAL): the failure ended the model's flush before its marker and dirs.
+    const sink = new LogSink();
+    const root = join(tmp.path, 'models');
+    const flush = backgroundFlusher(root, pino(sink), pacing);
+    const a = await installed(root, 'a', 3);
+    await rm(join(a.dir, 'model.bin'));
+    await makeFifo(join(a.dir, 'model.bin'));
+    const { syncs } = await countingHandles(() => flush(a.dir, a.stats, a.files, true));
+    expect(sink.lines).toEqual([]);
+    expect(syncs).toBe(5); // the FIFO tried, both shards, the model dir, the root
   });
 
   it('warns when the model dir cannot be flushed for another reason', async () => {
