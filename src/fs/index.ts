@@ -24,7 +24,6 @@ export {
   type OpenDir,
   readNoFollow,
   removeTree,
-  syncTree,
   withDir,
 } from './no-follow';
 export { listedFileSizes, syncListed } from './listed-files';

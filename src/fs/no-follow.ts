@@ -209,13 +209,6 @@ const walkTree = async (
   await visit.dirDone?.(dir);
 };
 
-/** fsyncs every regular file under `dir`, then each dir bottom-up; a link is covered by its dir's fsync. */
-export const syncTree = (dir: OpenDir): Promise<void> =>
-  walkTree(dir, {
-    file: (ref, _relative, path) => syncPath(ref, readNoFollow, path),
-    dirDone: (done) => step(`cannot flush ${done.path}`, () => done.handle.sync()),
-  });
-
 /** The lstat of every regular file under `dir` by `/`-separated relative path; `listed` as in `walkTree`. */
 export const fileStats = async (
   dir: OpenDir,

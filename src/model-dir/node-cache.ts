@@ -8,7 +8,16 @@ import { join } from 'node:path';
 import { errorCode } from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import type { CacheTake, Filled, NodeCache, Staged } from '../ports';
-import { fileSizes, lockFile, openDir, removeTree, step, syncTree, type HeldLock, type OpenDir } from '../fs';
+import {
+  fileSizes,
+  lockFile,
+  openDir,
+  removeTree,
+  step,
+  syncListed,
+  type HeldLock,
+  type OpenDir,
+} from '../fs';
 import type { Logger } from '../log';
 import { fillFromModelDir, type StagingOf } from './fill-from';
 import { markStagingDir } from './staging-dir';
@@ -89,7 +98,13 @@ export const nodeCacheStore = (
       }
       const files = await fileSizes(tmp);
       for (const file of files.keys()) await chmod(join(made, file), entryFileMode);
-      await markStagingDir(tmp, { name: into.name, spec: into.spec, signal: never, log, written: files });
+      const written = await markStagingDir(tmp, {
+        name: into.name,
+        spec: into.spec,
+        signal: never,
+        log,
+        written: files,
+      });
       // Whatever holds the entry's name failed the check this process made under the lock (planted, cut short):
       // it goes, unfollowed (removeTree unlinks a link).
       await removeTree(entry).catch(() => undefined);
@@ -98,7 +113,8 @@ export const nodeCacheStore = (
       // The others go on now, and the entry is flushed meanwhile (through the handle): flushed first, it held them up
       // by the time to write the whole model out (256 MiB: seconds here).
       await lock.release();
-      await syncTree(tmp).catch((err: unknown) =>
+      // What this publish wrote (its files, the marker, their dirs), not a walk of whatever the entry holds by then.
+      await syncListed(tmp, written).catch((err: unknown) =>
         log.warn({ err, entry }, 'could not flush a node cache entry; a fill checks its sizes'),
       );
     } catch (err) {

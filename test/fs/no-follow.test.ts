@@ -3,16 +3,8 @@ import { lstat, mkdir, readdir, rename, rm, symlink, writeFile } from 'node:fs/p
 import fsPromises from 'node:fs/promises';
 import { join } from 'node:path';
 import { permanentError } from '../../src/core/errors';
-import {
-  isSameEntry,
-  namingDirs,
-  openDir,
-  removeTree,
-  syncTree,
-  withDir,
-  type OpenDir,
-} from '../../src/fs/no-follow';
-import { listedFileSizes } from '../../src/fs/listed-files';
+import { isSameEntry, namingDirs, openDir, removeTree, withDir, type OpenDir } from '../../src/fs/no-follow';
+import { listedFileSizes, syncListed } from '../../src/fs/listed-files';
 import { seededRandom } from '../../src/testing/seeded-random';
 import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/sentinel';
 import { countingHandles } from '../helpers/held-handles';
@@ -128,12 +120,12 @@ describe('openDir', () => {
   });
 });
 
-describe('syncTree', () => {
-  it('flushes a tree without following its links or blocking on a FIFO', async () => {
+describe('syncListed', () => {
+  it('flushes the listed files and their dirs without following a link or blocking on a FIFO listed', async () => {
     await writeFiles(join(work, 'tree'), { a: '1', 'b/c': '2' });
     await symlink(outside.dir, join(work, 'tree', 'to-dir'));
     await makeFifo(join(work, 'tree', 'b', 'fifo'));
-    await withDir(join(work, 'tree'), syncTree);
+    await withDir(join(work, 'tree'), (dir) => syncListed(dir, ['a', 'b/c', 'b/fifo', 'to-dir', 'gone']));
     expect(await listTree(join(work, 'tree'))).toEqual([
       'a',
       'b/',
@@ -148,7 +140,7 @@ describe('syncTree', () => {
     await mkdir(join(work, 'tree'));
     await withDir(join(work, 'tree'), async (dir) => {
       await rm(join(work, 'tree'), { recursive: true });
-      await expect(syncTree(dir)).resolves.toBeUndefined();
+      await expect(syncListed(dir, [])).resolves.toBeUndefined();
       expect(await exists(join(work, 'tree'))).toBe(false);
       expect((await lstat(work)).isDirectory()).toBe(true);
     });
