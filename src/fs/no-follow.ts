@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { lstat, open, readdir, rename, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EffectError, errorCode } from '../core/errors';
-import { forEachLimited, isMissing, step, syncPath } from './durable-fs';
+import { forEachLimited, isMissing, step } from './durable-fs';
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
 
