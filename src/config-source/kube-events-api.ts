@@ -32,12 +32,16 @@ export type KubeEventsTarget =
 
 const inPod = (env: Env): boolean => (env['KUBERNETES_SERVICE_HOST'] ?? '') !== '';
 
-/** The agent's Pod: the downward API's env, else (in a pod) its hostname and the service account's namespace. */
+/**
+ * The agent's Pod: the downward API's env, else (in a pod) its hostname and the service account's namespace; its uid
+ * only from `POD_UID` (without it `kubectl describe pod`, which selects events by the uid too, shows none of them).
+ */
 const podOf = async (env: Env, config: KubeConfig, saDir?: string): Promise<PodRef | undefined> => {
   const name = env['POD_NAME'] || (inPod(env) ? env['HOSTNAME'] : undefined);
   if (name === undefined || name === '') return undefined;
   const namespace = env['POD_NAMESPACE'] || (await defaultNamespace(config, saDir));
-  return { name, namespace };
+  const uid = env['POD_UID'] ?? '';
+  return { name, namespace, ...(uid === '' ? {} : { uid }) };
 };
 
 /** One write; it throws as `kubeCall` does, or with the deadline's reason (`eventWriteFailure` says it). */

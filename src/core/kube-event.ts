@@ -9,6 +9,8 @@ import { redact } from './redact';
 export interface PodRef {
   readonly name: string;
   readonly namespace: string;
+  /** The Pod's uid (the downward API's `metadata.uid`), when known: `kubectl describe pod` selects events by it. */
+  readonly uid?: string;
 }
 
 export type KubeEventReason = 'ModelLoaded' | 'ModelUnloaded' | 'ModelFailed' | 'ConfigRejected';
@@ -60,7 +62,13 @@ export const eventObject = (pod: PodRef, name: string, event: KubeEventNote, at:
     apiVersion: 'v1',
     kind: 'Event',
     metadata: { name, namespace: pod.namespace },
-    involvedObject: { apiVersion: 'v1', kind: 'Pod', name: pod.name, namespace: pod.namespace },
+    involvedObject: {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      name: pod.name,
+      namespace: pod.namespace,
+      ...(pod.uid === undefined ? {} : { uid: pod.uid }),
+    },
     reason: event.reason,
     message: event.message,
     type: event.type,

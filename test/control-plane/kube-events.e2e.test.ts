@@ -1,8 +1,9 @@
 /**
  * Kubernetes Events on the agent's own Pod against a real API server: the real CLI (watching a kubelet-style config
  * dir) with exactly the RBAC of deploy/components/kube-events (create and patch on events, nothing else), its Pod
- * named by POD_NAME/POD_NAMESPACE as the downward API sets them; what `kubectl get events` then shows. And a
- * service account without that Role: one warning naming the RBAC, no more attempts, every model still loaded.
+ * named by POD_NAME/POD_NAMESPACE/POD_UID as the downward API sets them; what `kubectl get events` and `kubectl
+ * describe pod` then show. And a service account without that Role: one warning naming the RBAC, no more attempts,
+ * every model still loaded.
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -31,8 +32,33 @@ const storage = (): string => join(tmp.path, 'pvc');
 const configDir = (): string => join(tmp.path, 'configs');
 const pod = 'model-serving-7d9f8-abcde';
 
-/** The real CLI on a config dir listing `models`, writing Events as Pod `pod` of `namespace` with `token`. */
-const startAgent = async (namespace: string, token: string, ...models: string[]): Promise<CliProcess> => {
+/**
+ * The Pod `pod` in `namespace`, as its ReplicaSet would make it (no kubelet runs it): resolves with its uid, which
+ * the downward API gives as POD_UID.
+ */
+const createPod = async (namespace: string): Promise<string> => {
+  await controlPlane.plane.apply({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: pod, namespace },
+    spec: {
+      serviceAccountName: 'modelsync',
+      automountServiceAccountToken: false,
+      containers: [{ name: 'modelsync', image: 'modelsync' }],
+    },
+  });
+  return (
+    await controlPlane.plane.kubectl(['get', 'pod', pod, '-n', namespace, '-o', 'jsonpath={.metadata.uid}'])
+  ).trim();
+};
+
+/** The real CLI on a config dir listing `models`, writing Events as Pod `pod` (uid `uid`) of `namespace` with `token`. */
+const startAgent = async (
+  namespace: string,
+  token: string,
+  uid: string,
+  ...models: string[]
+): Promise<CliProcess> => {
   await writeFiles(storage(), { 'alpha/model.bin': 'a', 'beta/model.bin': 'b' });
   await mkdir(join(tmp.path, 'models'));
   atomicWrite(configDir(), { 'models.json': modelsJson(storage(), models) });
@@ -48,7 +74,7 @@ const startAgent = async (namespace: string, token: string, ...models: string[])
       'retry-max-ms': 200,
       'max-attempts': 2,
     }),
-    { env: { KUBECONFIG: kubeconfig, POD_NAME: pod, POD_NAMESPACE: namespace } },
+    { env: { KUBECONFIG: kubeconfig, POD_NAME: pod, POD_NAMESPACE: namespace, POD_UID: uid } },
   );
 };
 
@@ -88,7 +114,7 @@ describe('Kubernetes Events on the agent’s Pod, against a real API server', ()
     const token = (
       await controlPlane.plane.kubectl(['create', 'token', 'modelsync', '-n', namespace])
     ).trim();
-    const agent = await startAgent(namespace, token, 'alpha', 'missing');
+    const agent = await startAgent(namespace, token, await createPod(namespace), 'alpha', 'missing');
     await agent.waitForLog(loadedLine('alpha'), 30_000);
     await waitFor(
       async () => (await eventsOf(namespace)).some((event) => event.reason === 'ModelFailed'),
@@ -142,6 +168,10 @@ describe('Kubernetes Events on the agent’s Pod, against a real API server', ()
       expect(event.source.component).toBe('modelsync');
     }
     expect(agent.logs.filter((log) => /Kubernetes Event/.test(String(log.msg)))).toEqual([]);
+    // `kubectl describe pod` selects the Pod's events by its uid too: an Event naming none is not shown there.
+    const described = await controlPlane.plane.kubectl(['describe', 'pod', pod, '-n', namespace]);
+    for (const reason of ['ModelLoaded', 'ModelFailed', 'ModelUnloaded', 'ConfigRejected'])
+      expect(described).toMatch(new RegExp(`${reason}\\s.*\\smodelsync\\s`));
   });
 
   it('without the Role: one warning naming the RBAC it needs, no more writes, and every model loads as before', async () => {
@@ -150,7 +180,7 @@ describe('Kubernetes Events on the agent’s Pod, against a real API server', ()
     const token = (
       await controlPlane.plane.kubectl(['create', 'token', 'modelsync', '-n', namespace])
     ).trim();
-    const agent = await startAgent(namespace, token, 'alpha', 'beta');
+    const agent = await startAgent(namespace, token, await createPod(namespace), 'alpha', 'beta');
     await agent.waitForLog(loadedLine('beta'), 30_000);
     await agent.waitForLog(loadedLine('alpha'), 30_000);
     const refused = await agent.waitForLog(

@@ -83,6 +83,14 @@ describe('eventObject', () => {
       count: 1,
     });
   });
+
+  it("names the Pod's uid when known: `kubectl describe pod` selects its events by it", () => {
+    const pod = { name: 'pod-1', namespace: 'ns', uid: '6f1c2d3e-0000-4000-8000-000000000001' };
+    const event = eventObject(pod, 'pod-1.abc', configRejectedEvent('bad JSON'), 0);
+    expect(event).toMatchObject({
+      involvedObject: { apiVersion: 'v1', kind: 'Pod', name: 'pod-1', namespace: 'ns', uid: pod.uid },
+    });
+  });
 });
 
 describe('EventCorrelator', () => {

@@ -169,10 +169,11 @@ describe.each(
     if (!events) return;
     const fromDownwardApi = (name: string) =>
       modelsync.env?.find((entry) => entry.name === name)?.valueFrom?.fieldRef?.fieldPath;
-    expect([fromDownwardApi('POD_NAME'), fromDownwardApi('POD_NAMESPACE')]).toEqual([
-      'metadata.name',
-      'metadata.namespace',
-    ]);
+    expect([
+      fromDownwardApi('POD_NAME'),
+      fromDownwardApi('POD_NAMESPACE'),
+      fromDownwardApi('POD_UID'),
+    ]).toEqual(['metadata.name', 'metadata.namespace', 'metadata.uid']);
   });
 
   it('shares an emptyDir at --model-dir with the model server, whose model repository it is', () => {

@@ -51,7 +51,7 @@ export const otherPrograms: ReadonlyArray<{
     names: ['NODE_OPTIONS', 'NODE_EXTRA_CA_CERTS', 'NODE_COMPILE_CACHE'],
   },
   { program: /\bnpm\b/, names: ['--omit'] },
-  { program: /\bkubectl\b/, names: ['--type'] },
+  { program: /\bkubectl\b/, names: ['--type', '--field-selector'] },
   { program: /\btar\b/, names: ['--append'] },
   { program: /azurite/, names: ['--oauth', '--loose', '--skipApiVersionCheck', 'AZURITE_ACCOUNTS'] },
   { program: /aria2c/, names: ['--file-allocation'] },
