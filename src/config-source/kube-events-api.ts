@@ -99,14 +99,24 @@ export const kubeEventsTarget = async (env: Env, saDir?: string): Promise<KubeEv
   if (pod === undefined)
     return { _tag: 'Unavailable', why: 'the Pod name is unknown (set POD_NAME from the downward API)' };
   const events = `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/events`;
+  // Built anew after a failed write, as the watch's after each failure (kube-client.ts): a CA, a client certificate
+  // or a kubeconfig changed since is used. Kept otherwise: an exec plugin's credential is cached with it.
+  let settings: Promise<KubeConfig> | undefined = Promise.resolve(config);
+  const writing = async (path: string, request: KubeWrite): Promise<void> => {
+    try {
+      await write(kube, await (settings ??= loadKubeConfig(kube, env, saDir)), path, request);
+    } catch (error) {
+      settings = undefined;
+      throw error;
+    }
+  };
   return {
     _tag: 'Ready',
     api: {
       pod,
-      create: (event) =>
-        write(kube, config, events, { method: 'POST', body: event, contentType: 'application/json' }),
+      create: (event) => writing(events, { method: 'POST', body: event, contentType: 'application/json' }),
       repeat: (name, patch) =>
-        write(kube, config, `${events}/${encodeURIComponent(name)}`, {
+        writing(`${events}/${encodeURIComponent(name)}`, {
           method: 'PATCH',
           body: patch,
           contentType: 'application/merge-patch+json',

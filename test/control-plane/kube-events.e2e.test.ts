@@ -3,10 +3,10 @@
  * dir) with exactly the RBAC of deploy/components/kube-events (create and patch on events, nothing else), its Pod
  * named by POD_NAME/POD_NAMESPACE/POD_UID as the downward API sets them; what `kubectl get events` and `kubectl
  * describe pod` then show. And a service account without that Role: one warning naming the RBAC, no more attempts,
- * every model still loaded.
+ * every model still loaded. And a CA file put right after a write failed on it: the next event is written.
  */
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { copyFile, mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { waitFor } from '../../src/testing/wait';
 import { cliArgs, startCli, type CliProcess } from '../helpers/cli-process';
@@ -52,18 +52,23 @@ const createPod = async (namespace: string): Promise<string> => {
   ).trim();
 };
 
-/** The real CLI on a config dir listing `models`, writing Events as Pod `pod` (uid `uid`) of `namespace` with `token`. */
+/**
+ * The real CLI on a config dir listing `models`, writing Events as Pod `pod` (uid `uid`) of `namespace` with `token`,
+ * trusting the CA in `caFile` (the kubeconfig's `certificate-authority`).
+ */
 const startAgent = async (
   namespace: string,
   token: string,
   uid: string,
-  ...models: string[]
+  models: ReadonlyArray<string>,
+  caFile = controlPlane.plane.caFile,
 ): Promise<CliProcess> => {
   await writeFiles(storage(), { 'alpha/model.bin': 'a', 'beta/model.bin': 'b' });
   await mkdir(join(tmp.path, 'models'));
   atomicWrite(configDir(), { 'models.json': modelsJson(storage(), models) });
   const server = await v2StandIn.start(join(tmp.path, 'models'));
-  const kubeconfig = writeKubeconfig(join(tmp.path, 'kubeconfig'), controlPlane.plane, { token }, namespace);
+  const plane = { url: controlPlane.plane.url, caFile };
+  const kubeconfig = writeKubeconfig(join(tmp.path, 'kubeconfig'), plane, { token }, namespace);
   return startCli(
     cliArgs({
       'config-dir': configDir(),
@@ -114,7 +119,7 @@ describe('Kubernetes Events on the agent’s Pod, against a real API server', ()
     const token = (
       await controlPlane.plane.kubectl(['create', 'token', 'modelsync', '-n', namespace])
     ).trim();
-    const agent = await startAgent(namespace, token, await createPod(namespace), 'alpha', 'missing');
+    const agent = await startAgent(namespace, token, await createPod(namespace), ['alpha', 'missing']);
     await agent.waitForLog(loadedLine('alpha'), 30_000);
     await waitFor(
       async () => (await eventsOf(namespace)).some((event) => event.reason === 'ModelFailed'),
@@ -180,7 +185,7 @@ describe('Kubernetes Events on the agent’s Pod, against a real API server', ()
     const token = (
       await controlPlane.plane.kubectl(['create', 'token', 'modelsync', '-n', namespace])
     ).trim();
-    const agent = await startAgent(namespace, token, await createPod(namespace), 'alpha', 'beta');
+    const agent = await startAgent(namespace, token, await createPod(namespace), ['alpha', 'beta']);
     await agent.waitForLog(loadedLine('beta'), 30_000);
     await agent.waitForLog(loadedLine('alpha'), 30_000);
     const refused = await agent.waitForLog(
@@ -195,5 +200,26 @@ describe('Kubernetes Events on the agent’s Pod, against a real API server', ()
     await waitFor(() => !v2StandIn.server!.loaded.has('alpha'), 10_000, 'alpha unloaded');
     expect(agent.logs.filter((log) => /Kubernetes Event/.test(String(log.msg)))).toHaveLength(1);
     expect(await eventsOf(namespace)).toEqual([]);
+  });
+
+  it('reads the cluster settings anew after a failed write: a CA file put right makes the next event written', async () => {
+    const namespace = await controlPlane.plane.namespace('events-ca');
+    await controlPlane.plane.apply(...rbac.map((object) => inNamespace(object, namespace)));
+    const token = (
+      await controlPlane.plane.kubectl(['create', 'token', 'modelsync', '-n', namespace])
+    ).trim();
+    // At first the CA file holds the server's own certificate, no CA: the write fails on TLS.
+    const caFile = join(tmp.path, 'ca.crt');
+    await copyFile(join(dirname(controlPlane.plane.caFile), 'server.pem'), caFile);
+    const agent = await startAgent(namespace, token, await createPod(namespace), ['alpha'], caFile);
+    await agent.waitForLog('cannot write a Kubernetes Event; dropped (said once per 10 minutes)', 30_000);
+    await copyFile(controlPlane.plane.caFile, caFile);
+    atomicWrite(configDir(), { 'models.json': modelsJson(storage(), ['alpha', 'beta']) });
+    await agent.waitForLog(loadedLine('beta'), 30_000);
+    await waitFor(
+      async () => (await eventsOf(namespace)).some((event) => event.message.startsWith('model beta loaded')),
+      30_000,
+      'the ModelLoaded event of beta',
+    );
   });
 });
