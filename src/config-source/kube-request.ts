@@ -63,6 +63,16 @@ const sentCredentials = (config: KubeConfig, headers: Record<string, string>): b
   );
 };
 
+/**
+ * A server URL without the slashes it ends in: client-go joins it to the path as paths, so a kubeconfig's `server:
+ * https://host:6443/` works with kubectl, and the API server answers `//api/…` with 404.
+ */
+const withoutTrailingSlashes = (server: string): string => {
+  let end = server.length;
+  while (end > 0 && server[end - 1] === '/') end -= 1;
+  return server.slice(0, end);
+};
+
 /** A write to the API server: its method, and the JSON body with its content type (a merge patch for PATCH). */
 export interface KubeWrite {
   readonly method: 'POST' | 'PATCH';
@@ -87,7 +97,7 @@ export const kubeCall = async (
 ): Promise<Response> => {
   const cluster = config.getCurrentCluster();
   if (cluster === null) throw new Error('the kubeconfig has no current cluster');
-  const url = new URL(cluster.server + path);
+  const url = new URL(withoutTrailingSlashes(cluster.server) + path);
   for (const [key, value] of Object.entries(query))
     if (value !== undefined) url.searchParams.set(key, String(value));
   const request = new kube.RequestContext(

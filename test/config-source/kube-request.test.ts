@@ -1,6 +1,54 @@
-/** kubeFailureOf: what a failed list, watch or Event write says, whichever error it failed with. */
+/**
+ * kubeCall: where a request goes; kubeFailureOf: what a failed list, watch or Event write says, whichever error it
+ * failed with.
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeClientModule } from '../../src/config-source/kube-client';
 import { describeKubeFailure } from '../../src/core/config-map';
-import { kubeFailureOf, KubeStatusError } from '../../src/config-source/kube-request';
+import { kubeCall, kubeFailureOf, KubeStatusError } from '../../src/config-source/kube-request';
+import { startHttpServer } from '../../src/testing/http-server';
+
+/** The client's classes kubeCall uses, doing nothing but carry the URL (the real client is ESM: jest cannot load it). */
+const fakeClient = {
+  HttpMethod: { GET: 'GET' },
+  RequestContext: class {
+    getHeaders = (): Record<string, string> => ({});
+    getDispatcher = (): undefined => undefined;
+  },
+} as unknown as KubeClientModule;
+
+describe('kubeCall', () => {
+  it.each([
+    ['a trailing slash', '/', ''],
+    [
+      'a path prefix (a proxy such as Rancher) and a trailing slash',
+      '/k8s/clusters/c-1/',
+      '/k8s/clusters/c-1',
+    ],
+  ])(
+    'joins a server URL with %s to the path as kubectl does (the API server answers 404 to //api)',
+    async (_what, suffix, prefix) => {
+      const paths: string[] = [];
+      const server = await startHttpServer((request, response) => {
+        paths.push(request.url ?? '');
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+      try {
+        const config = {
+          getCurrentCluster: () => ({ server: server.url + suffix }),
+          applySecurityAuthentication: () => Promise.resolve(),
+          getCurrentUser: () => null,
+        } as unknown as KubeConfig;
+        const path = '/api/v1/namespaces/serving/configmaps';
+        const answer = await kubeCall(fakeClient, config, path, { limit: 1 }, new AbortController().signal);
+        await answer.body?.cancel();
+        expect(paths).toEqual([`${prefix}${path}?limit=1`]);
+      } finally {
+        await server.close();
+      }
+    },
+  );
+});
 
 const said = (cause: unknown): string => describeKubeFailure(kubeFailureOf(cause));
 
