@@ -112,6 +112,19 @@ const kubeconfigFiles = (env: Env): string[] => {
   );
 };
 
+/**
+ * `next` without the clusters, users and contexts whose names `merged` has: kubectl takes each name from the first
+ * file that has it (the client's `mergeConfig` throws `Duplicate cluster` instead).
+ */
+const unseen = (merged: KubeConfig, next: KubeConfig): KubeConfig => {
+  const without = <T extends { readonly name: string }>(ours: readonly T[], theirs: T[]): T[] =>
+    theirs.filter((entry) => !ours.some((known) => known.name === entry.name));
+  next.clusters = without(merged.clusters, next.clusters);
+  next.users = without(merged.users, next.users);
+  next.contexts = without(merged.contexts, next.contexts);
+  return next;
+};
+
 /** The kubeconfig files merged as kubectl merges them (the first file's current context, unless it has none). */
 const loadKubeconfigFiles = async (kube: KubeClientModule, env: Env): Promise<KubeConfig> => {
   const written = new Map<string, { readonly file: string; readonly user: Fields }>();
@@ -120,7 +133,7 @@ const loadKubeconfigFiles = async (kube: KubeClientModule, env: Env): Promise<Ku
     const read = await readKubeconfig(kube, file);
     for (const [name, user] of read.users) if (!written.has(name)) written.set(name, { file, user });
     if (config === undefined) config = read.config;
-    else config.mergeConfig(read.config, (config.getCurrentContext() ?? '') !== '');
+    else config.mergeConfig(unseen(config, read.config), (config.getCurrentContext() ?? '') !== '');
   }
   const current = config!.getCurrentUser();
   const user = current === null ? undefined : written.get(current.name);

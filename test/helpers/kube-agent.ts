@@ -4,7 +4,7 @@
  * test (the CLI by `killAllCli`).
  */
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { cliArgs, startCli, type CliProcess } from './cli-process';
 import { writeFiles } from './file-tree';
@@ -21,6 +21,8 @@ export interface KubeAgentOptions {
   /** The kubeconfig's user (default: the token file as `token-file`). */
   readonly user?: KubeconfigUser;
   readonly flags?: Readonly<Record<string, string | number | boolean>>;
+  /** More kubeconfig files, listed in `KUBECONFIG` after the stand-in's (kubectl merges them, the first one winning). */
+  readonly moreKubeconfigs?: ReadonlyArray<string>;
 }
 
 /** What runs for one test. */
@@ -61,7 +63,9 @@ export const useKubeAgent = (tmp: { readonly path: string }) => {
         'retry-max-ms': 200,
         ...options.flags,
       }),
-      { env: cluster.env },
+      {
+        env: { KUBECONFIG: [cluster.env['KUBECONFIG']!, ...(options.moreKubeconfigs ?? [])].join(delimiter) },
+      },
     );
     return { agent, cluster, server };
   };

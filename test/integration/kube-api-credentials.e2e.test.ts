@@ -4,6 +4,8 @@
  * `tokenFile` sends the token, read anew at each request; a user that sends nothing is told apart from a Role that
  * refuses; what modelsync does not support is refused before anything is sent.
  */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { waitFor } from '../../src/testing/wait';
 import { killAllCli } from '../helpers/cli-process';
 import { goodToken } from '../helpers/kube-api';
@@ -78,5 +80,27 @@ describe('the kubeconfig user of --source kube-api', () => {
     expect(cluster.api.requests).toEqual([]);
     expect(agent.stderr.text + agent.stdout.text).not.toContain('hunter2-secret');
     expect(agent.stderr.text + agent.stdout.text).not.toContain(goodToken);
+  });
+
+  it('merges KUBECONFIG files as kubectl does: a name the first file has is taken from it, not refused as a duplicate', async () => {
+    // A second file with the same cluster, user and context names, pointing elsewhere with another token.
+    const second = join(tmp.path, 'second-kubeconfig');
+    await writeFile(
+      second,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'stand-in', cluster: { server: 'https://127.0.0.1:1' } }],
+        users: [{ name: 'modelsync', user: { token: 'stale-token-of-another-cluster' } }],
+        contexts: [
+          { name: 'test', context: { cluster: 'stand-in', user: 'modelsync', namespace: 'elsewhere' } },
+        ],
+        'current-context': 'test',
+      }),
+    );
+    const { agent, cluster } = await kube.start({ initial: ['alpha'], moreKubeconfigs: [second] });
+    await agent.waitForLog(loadedLine('alpha'), 10_000);
+    expect(cluster.api.requests[0]).toMatchObject({ kind: 'list', status: 200 });
+    expect(agent.logs.filter((log) => log['msg'] === failure)).toEqual([]);
   });
 });
