@@ -5,6 +5,7 @@ import { homedir } from 'node:os';
 import { isIPv6 } from 'node:net';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import type { Env } from '../core/env';
+import { errorCode } from '../core/errors';
 import { jsonObject } from '../core/json/json-object';
 import { lazyModule } from '../core/lazy-module';
 import { readSmallFile } from '../fs';
@@ -125,22 +126,32 @@ const unseen = (merged: KubeConfig, next: KubeConfig): KubeConfig => {
   return next;
 };
 
-/** The kubeconfig files merged as kubectl merges them (the first file's current context, unless it has none). */
+/**
+ * The kubeconfig files merged as kubectl merges them (the first file's current context, unless it has none), a file
+ * that does not exist skipped unless none does.
+ */
 const loadKubeconfigFiles = async (kube: KubeClientModule, env: Env): Promise<KubeConfig> => {
   const written = new Map<string, { readonly file: string; readonly user: Fields }>();
   let config: KubeConfig | undefined;
-  for (const file of kubeconfigFiles(env)) {
-    const read = await readKubeconfig(kube, file);
+  const files = kubeconfigFiles(env);
+  for (const file of files) {
+    const read = await readKubeconfig(kube, file).catch((error: unknown) => {
+      if (errorCode(error) === 'ENOENT') return undefined;
+      throw error;
+    });
+    if (read === undefined) continue;
     for (const [name, user] of read.users) if (!written.has(name)) written.set(name, { file, user });
     if (config === undefined) config = read.config;
     else config.mergeConfig(unseen(config, read.config), (config.getCurrentContext() ?? '') !== '');
   }
-  const current = config!.getCurrentUser();
+  if (config === undefined)
+    throw new Error(`no kubeconfig: none of KUBECONFIG's files exists (${files.join(', ')})`);
+  const current = config.getCurrentUser();
   const user = current === null ? undefined : written.get(current.name);
   const problem = user === undefined ? undefined : userProblem(current!.name, user.user);
   if (problem !== undefined) throw new Error(`${problem} (in ${user!.file})`);
-  trimUserTokens(config!);
-  return config!;
+  trimUserTokens(config);
+  return config;
 };
 
 /**

@@ -103,4 +103,11 @@ describe('the kubeconfig user of --source kube-api', () => {
     expect(cluster.api.requests[0]).toMatchObject({ kind: 'list', status: 200 });
     expect(agent.logs.filter((log) => log['msg'] === failure)).toEqual([]);
   });
+
+  it('skips a KUBECONFIG file that does not exist, as kubectl does', async () => {
+    const missing = join(tmp.path, 'no-such-kubeconfig');
+    const { agent } = await kube.start({ initial: ['alpha'], moreKubeconfigs: [missing] });
+    await agent.waitForLog(loadedLine('alpha'), 10_000);
+    expect(agent.logs.filter((log) => log['msg'] === failure)).toEqual([]);
+  });
 });
