@@ -3,7 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isIPv6 } from 'node:net';
-import { delimiter, dirname, isAbsolute, join } from 'node:path';
+import { delimiter, dirname, isAbsolute, join, sep } from 'node:path';
 import type { Env } from '../core/env';
 import { errorCode } from '../core/errors';
 import { jsonObject } from '../core/json/json-object';
@@ -35,13 +35,25 @@ const maxPemBytes = 2 ** 20;
 type Fields = Readonly<Record<string, unknown>>;
 
 /**
+ * An exec plugin's settings with its command as client-go runs it: a relative path (one with a `/`) is taken from the
+ * kubeconfig's `dir` (a bare name is looked up in PATH); the client would run it from the process's working dir.
+ */
+const execFrom = (exec: unknown, dir: string): unknown => {
+  const fields = jsonObject(exec);
+  const command = fields?.['command'];
+  if (typeof command !== 'string' || !command.includes(sep) || isAbsolute(command)) return exec;
+  return { ...fields, command: join(dir, command) };
+};
+
+/**
  * A kubeconfig user as the client is given it: its token file (`tokenFile`, kubectl's key, or `token-file`,
  * client-node's, which the client would read whole, once, at load) becomes the provider modelsync reads at each
- * request (kube-token.ts), relative to `dir` as client-go resolves it.
+ * request (kube-token.ts), relative to `dir` as client-go resolves it; so does an exec plugin's command (`execFrom`).
  */
 const clientUser = (name: string, user: Fields, dir: string): Fields => {
   const tokenFile = tokenFileOf(user);
-  const { tokenFile: _kubectl, 'token-file': _client, ...rest } = user;
+  const { tokenFile: _kubectl, 'token-file': _client, ...others } = user;
+  const rest = others['exec'] === undefined ? others : { ...others, exec: execFrom(others['exec'], dir) };
   if (tokenFile === undefined) return rest;
   const path = isAbsolute(tokenFile) ? tokenFile : join(dir, tokenFile);
   const config = { path, label: `the token file of kubeconfig user ${name}` };

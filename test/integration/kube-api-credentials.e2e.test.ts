@@ -4,7 +4,7 @@
  * `tokenFile` sends the token, read anew at each request; a user that sends nothing is told apart from a Role that
  * refuses; what modelsync does not support is refused before anything is sent.
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { waitFor } from '../../src/testing/wait';
 import { killAllCli } from '../helpers/cli-process';
@@ -108,6 +108,26 @@ describe('the kubeconfig user of --source kube-api', () => {
     const missing = join(tmp.path, 'no-such-kubeconfig');
     const { agent } = await kube.start({ initial: ['alpha'], moreKubeconfigs: [missing] });
     await agent.waitForLog(loadedLine('alpha'), 10_000);
+    expect(agent.logs.filter((log) => log['msg'] === failure)).toEqual([]);
+  });
+
+  it("runs an exec plugin named by a relative path from the kubeconfig's dir, as kubectl does", async () => {
+    const credential = { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential' };
+    const plugin = join(tmp.path, 'bin', 'exec-plugin');
+    await mkdir(join(tmp.path, 'bin'));
+    await writeFile(
+      plugin,
+      `#!/bin/sh\necho '${JSON.stringify({ ...credential, status: { token: goodToken } })}'\n`,
+      { mode: 0o755 },
+    );
+    const exec = {
+      apiVersion: credential.apiVersion,
+      command: './bin/exec-plugin',
+      interactiveMode: 'Never',
+    };
+    const { agent, cluster } = await kube.start({ initial: ['alpha'], user: () => ({ exec }) });
+    await agent.waitForLog(loadedLine('alpha'), 10_000);
+    expect(cluster.api.requests[0]).toMatchObject({ kind: 'list', status: 200 });
     expect(agent.logs.filter((log) => log['msg'] === failure)).toEqual([]);
   });
 });
