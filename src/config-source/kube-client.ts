@@ -7,7 +7,9 @@ import { delimiter, dirname, isAbsolute, join, sep } from 'node:path';
 import type { Env } from '../core/env';
 import { errorCode } from '../core/errors';
 import { jsonObject } from '../core/json/json-object';
+import type { PodRef } from '../core/kube-event';
 import { lazyModule } from '../core/lazy-module';
+import { serviceAccountPod } from '../core/service-account-pod';
 import { readSmallFile } from '../fs';
 import { tokenFileOf, userProblem } from './kubeconfig-user';
 import { tokenFileAuthenticator, tokenFileProvider, trimUserTokens } from './kube-token';
@@ -199,6 +201,18 @@ export const loadKubeConfig = async (
   config.addAuthenticator(tokenFileAuthenticator);
   await inlineFiles(config);
   return config;
+};
+
+/**
+ * The Pod the service account mount's token was issued for (its claims: `serviceAccountPod`), or undefined (no
+ * mount, a legacy token). The token is read bounded and never kept.
+ */
+export const serviceAccountTokenPod = async (saDir = serviceAccountDir): Promise<PodRef | undefined> => {
+  const file = join(saDir, 'token');
+  const bytes = await readSmallFile(file, 2 ** 16, 'the service account token file', 'follow').catch(
+    () => undefined,
+  );
+  return bytes === undefined ? undefined : serviceAccountPod(bytes.toString('utf8').trim());
 };
 
 /**

@@ -5,7 +5,13 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Env } from '../core/env';
 import type { PodRef } from '../core/kube-event';
-import { defaultNamespace, kubeClient, loadKubeConfig, type KubeClientModule } from './kube-client';
+import {
+  defaultNamespace,
+  kubeClient,
+  loadKubeConfig,
+  serviceAccountTokenPod,
+  type KubeClientModule,
+} from './kube-client';
 import { describeKubeFailure } from '../core/config-map';
 import { kubeCall, kubeFailureOf, KubeStatusError, type KubeWrite } from './kube-request';
 
@@ -33,14 +39,18 @@ export type KubeEventsTarget =
 const inPod = (env: Env): boolean => (env['KUBERNETES_SERVICE_HOST'] ?? '') !== '';
 
 /**
- * The agent's Pod: the downward API's env, else (in a pod) its hostname and the service account's namespace; its uid
- * only from `POD_UID` (without it `kubectl describe pod`, which selects events by the uid too, shows none of them).
+ * The agent's Pod: the downward API's env (`POD_NAME`, `POD_NAMESPACE`, `POD_UID`), else (in a pod) the one its
+ * service account token was issued for (a bound token names it, uid included: KServe's webhook sets no env), else
+ * its hostname (cut to 63 characters by the kubelet) and the service account's namespace. `kubectl describe pod`
+ * selects events by the uid too: without one they are shown by `kubectl get events` only.
  */
 const podOf = async (env: Env, config: KubeConfig, saDir?: string): Promise<PodRef | undefined> => {
-  const name = env['POD_NAME'] || (inPod(env) ? env['HOSTNAME'] : undefined);
+  const token =
+    (env['POD_NAME'] ?? '') === '' && inPod(env) ? await serviceAccountTokenPod(saDir) : undefined;
+  const name = env['POD_NAME'] || token?.name || (inPod(env) ? env['HOSTNAME'] : undefined);
   if (name === undefined || name === '') return undefined;
-  const namespace = env['POD_NAMESPACE'] || (await defaultNamespace(config, saDir));
-  const uid = env['POD_UID'] ?? '';
+  const namespace = env['POD_NAMESPACE'] || token?.namespace || (await defaultNamespace(config, saDir));
+  const uid = env['POD_UID'] || token?.uid || '';
   return { name, namespace, ...(uid === '' ? {} : { uid }) };
 };
 

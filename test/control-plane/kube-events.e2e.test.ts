@@ -5,6 +5,7 @@
  * describe pod` then show. And a service account without that Role: one warning naming the RBAC, no more attempts,
  * every model still loaded. And a CA file put right after a write failed on it: the next event is written.
  */
+import { readFileSync } from 'node:fs';
 import { copyFile, mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { atomicWrite } from '../../src/testing/atomic-writer';
@@ -36,11 +37,11 @@ const pod = 'model-serving-7d9f8-abcde';
  * The Pod `pod` in `namespace`, as its ReplicaSet would make it (no kubelet runs it): resolves with its uid, which
  * the downward API gives as POD_UID.
  */
-const createPod = async (namespace: string): Promise<string> => {
+const createPod = async (namespace: string, name = pod): Promise<string> => {
   await controlPlane.plane.apply({
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: pod, namespace },
+    metadata: { name, namespace },
     spec: {
       serviceAccountName: 'modelsync',
       automountServiceAccountToken: false,
@@ -48,8 +49,31 @@ const createPod = async (namespace: string): Promise<string> => {
     },
   });
   return (
-    await controlPlane.plane.kubectl(['get', 'pod', pod, '-n', namespace, '-o', 'jsonpath={.metadata.uid}'])
+    await controlPlane.plane.kubectl(['get', 'pod', name, '-n', namespace, '-o', 'jsonpath={.metadata.uid}'])
   ).trim();
+};
+
+/** The real CLI on a config dir listing `models`, with `options` (its env, and what it runs within). */
+const startCliOn = async (
+  models: ReadonlyArray<string>,
+  options: { readonly env: Readonly<Record<string, string>>; readonly within?: string[] },
+): Promise<CliProcess> => {
+  await writeFiles(storage(), { 'alpha/model.bin': 'a', 'beta/model.bin': 'b' });
+  await mkdir(join(tmp.path, 'models'));
+  atomicWrite(configDir(), { 'models.json': modelsJson(storage(), models) });
+  const server = await v2StandIn.start(join(tmp.path, 'models'));
+  return startCli(
+    cliArgs({
+      'config-dir': configDir(),
+      'model-dir': join(tmp.path, 'models'),
+      'server-url': server.url,
+      'local-storage-roots': storage(),
+      'retry-base-ms': 50,
+      'retry-max-ms': 200,
+      'max-attempts': 2,
+    }),
+    options,
+  );
 };
 
 /**
@@ -63,24 +87,11 @@ const startAgent = async (
   models: ReadonlyArray<string>,
   caFile = controlPlane.plane.caFile,
 ): Promise<CliProcess> => {
-  await writeFiles(storage(), { 'alpha/model.bin': 'a', 'beta/model.bin': 'b' });
-  await mkdir(join(tmp.path, 'models'));
-  atomicWrite(configDir(), { 'models.json': modelsJson(storage(), models) });
-  const server = await v2StandIn.start(join(tmp.path, 'models'));
   const plane = { url: controlPlane.plane.url, caFile };
   const kubeconfig = writeKubeconfig(join(tmp.path, 'kubeconfig'), plane, { token }, namespace);
-  return startCli(
-    cliArgs({
-      'config-dir': configDir(),
-      'model-dir': join(tmp.path, 'models'),
-      'server-url': server.url,
-      'local-storage-roots': storage(),
-      'retry-base-ms': 50,
-      'retry-max-ms': 200,
-      'max-attempts': 2,
-    }),
-    { env: { KUBECONFIG: kubeconfig, POD_NAME: pod, POD_NAMESPACE: namespace, POD_UID: uid } },
-  );
+  return startCliOn(models, {
+    env: { KUBECONFIG: kubeconfig, POD_NAME: pod, POD_NAMESPACE: namespace, POD_UID: uid },
+  });
 };
 
 interface ShownEvent {
@@ -220,6 +231,54 @@ describe('Kubernetes Events on the agent’s Pod, against a real API server', ()
       async () => (await eventsOf(namespace)).some((event) => event.message.startsWith('model beta loaded')),
       30_000,
       'the ModelLoaded event of beta',
+    );
+  });
+
+  it("in a pod without POD_NAME (KServe's webhook sets none): names the Pod its token was issued for, not its hostname the kubelet cut to 63 characters", async () => {
+    const namespace = await controlPlane.plane.namespace('events-token');
+    await controlPlane.plane.apply(...rbac.map((object) => inNamespace(object, namespace)));
+    // As KServe's serverless predictor pods are named: over 63 characters.
+    const name = 'sklearn-iris-classifier-predictor-00001-deployment-7d9f8b6c4d-abcde';
+    await createPod(namespace, name);
+    // The kubelet's projected token is bound to the Pod, as `kubectl create token --bound-object-kind Pod` makes it.
+    const bound = ['--bound-object-kind', 'Pod', '--bound-object-name', name];
+    const token = await controlPlane.plane.kubectl([
+      'create',
+      'token',
+      'modelsync',
+      '-n',
+      namespace,
+      ...bound,
+    ]);
+    const mount = join(tmp.path, 'serviceaccount');
+    await writeFiles(mount, {
+      token: token.trim(),
+      'ca.crt': readFileSync(controlPlane.plane.caFile, 'utf8'),
+      namespace,
+    });
+    // The kubelet's mount, in a mount namespace of the agent's own (a user namespace: no privilege needed).
+    const serviceAccountDir = '/run/secrets/kubernetes.io/serviceaccount';
+    const within = [
+      'unshare',
+      '-rm',
+      'sh',
+      '-c',
+      `mount -t tmpfs none /run && mkdir -p ${serviceAccountDir} && mount --bind "$0" ${serviceAccountDir} && exec "$@"`,
+      mount,
+    ];
+    const { port } = new URL(controlPlane.plane.url);
+    const hostname = name.slice(0, 63).replace(/[-.]+$/, '');
+    const agent = await startCliOn(['alpha'], {
+      env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port, HOSTNAME: hostname },
+      within,
+    });
+    await agent.waitForLog(loadedLine('alpha'), 30_000);
+    const described = async (): Promise<string> =>
+      controlPlane.plane.kubectl(['describe', 'pod', name, '-n', namespace]);
+    await waitFor(
+      async () => /ModelLoaded\s.*\smodelsync\s/.test(await described()),
+      30_000,
+      'the event in kubectl describe pod',
     );
   });
 });

@@ -246,7 +246,7 @@ export const flagTable = withNames({
   kubeEvents: {
     arg: 'mode',
     default: 'auto',
-    help: "Kubernetes Events on the agent's own Pod for a model loaded, unloaded or failed and a config rejected (`kubectl describe pod`), rate-limited like client-go's recorder, never holding a load up. `auto`: when the Pod is known (`POD_NAME`/`POD_NAMESPACE` from the downward API; in a pod, else its hostname and the service account's namespace; `kubectl describe pod` shows them only with its uid, `POD_UID`) and the API server reachable with the agent's credentials (RBAC: create and patch on events); `off`: none",
+    help: "Kubernetes Events on the agent's own Pod for a model loaded, unloaded or failed and a config rejected (`kubectl describe pod`), rate-limited like client-go's recorder, never holding a load up. `auto`: when the Pod is known (`POD_NAME`/`POD_NAMESPACE`/`POD_UID` from the downward API; in a pod, else the Pod its service account token was issued for, else its hostname; `kubectl describe pod` shows them only with the Pod's uid) and the API server reachable with the agent's credentials (RBAC: create and patch on events); `off`: none",
     ...choiceOf('KubeEvents', kubeEventModes),
   },
   watchStallMs: {
