@@ -27,8 +27,13 @@ export interface AttemptContext {
 const statusOf = (error: EffectError): Readonly<Record<string, number>> =>
   error.status === undefined ? {} : { status: error.status };
 
-const isRedirect = ({ status }: EffectError): boolean =>
-  status !== undefined && status >= 300 && status < 400;
+/**
+ * An answer of whatever stands before the server, not of the server about the model's files: a redirect (not
+ * followed: a proxy sending loads to https, to a login page), a 401 (an auth proxy) or a 407 (a forward proxy
+ * wanting its own credentials). Set right, the same files may load.
+ */
+const isGatekeeperAnswer = ({ status }: EffectError): boolean =>
+  status !== undefined && ((status >= 300 && status < 400) || status === 401 || status === 407);
 
 /** Works once towards the record's desired state; a transient failure comes back through `retryAfter`. */
 export const attemptOnce = async (
@@ -56,12 +61,12 @@ export const attemptOnce = async (
     const details = { reason: redact(error.message), errorKind: error.kind, attempt: record.attempts };
     if (!error.retryable || record.attempts >= retry.maxAttempts) {
       // The server refused these files for good: retrying them (a resync) cannot change its answer. A load step's
-      // own disk (the journal on a read-only or full model dir) is no answer of the server, nor is a redirect (of
-      // a proxy before it, not followed): the resync retries them.
+      // own disk (the journal on a read-only or full model dir) is no answer of the server, nor is a redirect or
+      // a demand for credentials (of a proxy before it): the resync retries them.
       record.rejected =
         !error.retryable &&
         error.kind !== 'filesystem' &&
-        !isRedirect(error) &&
+        !isGatekeeperAnswer(error) &&
         failedStep(record.status.phase) === 'load';
       return report(record, 'Failed', desired, details, statusOf(error));
     }

@@ -54,9 +54,19 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
       tokenFile === undefined ? {} : { Authorization: `Bearer ${await readToken(tokenFile)}` };
     const result = await callServer(method, path, what, ms, signal, { headers });
     const { status } = result;
-    // Every caller fails on 400 and 401 anyway; with a token file they may mean the key was rotated.
-    if (tokenFile === undefined || (status !== 400 && status !== 401)) return result;
+    // Every caller fails on 400 and 401 anyway; with a token file they may mean the key was rotated, without one
+    // that TorchServe wants a key.
+    if (status !== 400 && (tokenFile === undefined || status !== 401)) return result;
     const text = errorText(await readText(result, maxErrorBodyBytes).catch(() => ''));
+    if (tokenFile === undefined) {
+      if (!tokenRejected.test(text)) throw httpStatusError(what, status, text);
+      // TorchServe's token authorization is on (its default since 0.11) and no key was sent: nothing of the model,
+      // and no refusal for good (a TorchServe restarted with it off loads the same files), so ask again.
+      const message =
+        `${what}: TorchServe asks for a token (${text}) and no --torchserve-token-file is set; set it to ` +
+        'its key_file.json, or turn its token authorization off';
+      throw withRetryable(httpStatusError(what, status), true, message);
+    }
     if (status === 401 || tokenRejected.test(text)) {
       // TorchServe keys expire and get replaced in the key file: the next attempt re-reads it, so retry.
       const message = `${what}: TorchServe rejected the token from ${tokenFile} (${text}); will re-read it`;

@@ -158,6 +158,20 @@ describe('loader retries (virtual time)', () => {
     expect(stateOf('m1')?.rejected).toBeUndefined();
   });
 
+  it.each([
+    [401, 'an auth proxy before the server wanting credentials'],
+    [407, 'a proxy before the server wanting its own credentials'],
+  ])('leaves a model whose load met a %i to the resync: %s says nothing of its files', async (status) => {
+    // Fixed (the credentials given, the proxy set right), the same files may load: no new spec is needed.
+    const unauthorized = () => httpStatusError('model server load of "m1" (http://127.0.0.1:8000)', status);
+    const t = start({ load: { m1: [unauthorized()] } });
+    t.ops$.next(add(m1, v1));
+    await advanceAndSettle(t.scheduler, 1);
+    const stateOf = (model: string) => t.loader.desiredStates().find((state) => state.name === model);
+    expect(t.loader.statuses().get(m1)).toMatchObject({ phase: 'Failed', errorKind: 'http-status' });
+    expect(stateOf('m1')?.rejected).toBeUndefined();
+  });
+
   it('leaves a model failed by a read-only model dir at its load to the resync, not as refused by the server', async () => {
     // The journal's failure on a read-only model dir, as loadJournal gives it: the disk's, not the server's answer.
     const readOnly = Object.assign(new Error('EROFS: read-only file system'), { code: 'EROFS' });

@@ -174,6 +174,29 @@ describe('torchServeModelServer', () => {
     expect([...standIn.registered].sort()).toEqual(['m1', 'm2']);
   });
 
+  it('tells a token TorchServe asks for when no token file is set apart from a refusal of the model, and asks again', async () => {
+    // TorchServe's token authorization on (its default since 0.11), modelsync given no key: nothing of the model's
+    // files; a TorchServe restarted with it off, or modelsync given --torchserve-token-file, loads the same files.
+    standIn.token = 'key-1';
+    const server = torchServeModelServer({ baseUrl: standIn.url });
+    const error = await effectError(server.load(name('m'), false, live()));
+    expect(error).toMatchObject({ kind: 'http-status', status: 400, retryable: true });
+    expect(error.message).toContain('--torchserve-token-file');
+    expect(error.message).toContain('Token Authorization failed');
+    standIn.token = undefined;
+    await server.load(name('m'), false, live());
+    expect([...standIn.registered]).toEqual(['m']);
+  });
+
+  it('keeps a 400 that is not about the token permanent when no token file is set', async () => {
+    standIn.failNext('POST', 1, 400, 'Parameter url is invalid');
+    const error = await effectError(
+      torchServeModelServer({ baseUrl: standIn.url }).load(name('m'), false, live()),
+    );
+    expect(error).toMatchObject({ kind: 'http-status', status: 400, retryable: false });
+    expect(error.message).toContain('HTTP 400: Parameter url is invalid');
+  });
+
   it('keeps a 400 that is not about the token permanent when a token file is set', async () => {
     const tokenFile = join(tmp.path, 'key_file.json');
     await writeFile(tokenFile, keyFile('key-1'));
