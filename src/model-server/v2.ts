@@ -15,6 +15,7 @@ import { kindOfServerName, type V2ServerKind } from '../core/v2-server-kinds';
 import {
   decodeJsonText,
   discardBody,
+  errorBodyText,
   errorText,
   headerOf,
   isOk,
@@ -69,7 +70,9 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   const post = (path: string, what: string, ms: number, signal: AbortSignal): Promise<HttpCallResponse> =>
     call('POST', path, what, ms, signal, { headers: { 'Content-Type': 'application/json' }, body: '{}' });
   const failure = async (response: HttpCallResponse): Promise<{ error: EffectError; reason: string }> => {
-    const reason = errorText(await readText(response, errorBodyBytes).catch(() => ''));
+    // Within the network's bound for error bodies, not the call's (a load's is minutes): a proxy trickling a 503
+    // would hold a load slot that long for each attempt.
+    const reason = errorText(await errorBodyText(response.body, response.init.timeoutMs));
     // A 429 or 503 may say how long to wait (docs/reliability.md, Model server faults): the retry waits that long.
     const retryAfterMs = retryAfterOf(headerOf(response.headers, 'retry-after'));
     return { error: httpStatusError(response.init.what, response.status, reason, retryAfterMs), reason };

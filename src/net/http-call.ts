@@ -189,16 +189,20 @@ export const responseStatusError = async (
     readonly body: ResponseBody;
     readonly headers?: Readonly<Record<string, string | string[] | undefined>>;
   },
-  readText: (body: ResponseBody) => Promise<string> = readErrorText,
+  readText: (body: ResponseBody) => Promise<string> = errorBodyText,
 ): Promise<EffectError> => {
   const body = await readText(response.body);
   const retryAfterMs = retryAfterOf(response.headers && headerOf(response.headers, 'retry-after'));
   return httpStatusError(what, response.status, errorText(body), retryAfterMs);
 };
 
-// The status alone already says what went wrong; a body that cannot be read (in time) adds nothing.
-const readErrorText = (body: ResponseBody): Promise<string> =>
-  readWithin(body, errorBodyTimeoutMs, () => readCapped(body, maxErrorBodyBytes)).then(
+/**
+ * An error body's text as every failure reads it: its first 64 KiB, within 10 s in all (or `withinMs`, if
+ * shorter), '' when it cannot be read: the status alone already says what went wrong. A call's own timeout may be
+ * minutes (a load), too long to wait for words.
+ */
+export const errorBodyText = (body: ResponseBody, withinMs = errorBodyTimeoutMs): Promise<string> =>
+  readWithin(body, Math.min(withinMs, errorBodyTimeoutMs), () => readCapped(body, maxErrorBodyBytes)).then(
     (bytes) => bytes.toString('utf8'),
     () => '',
   );

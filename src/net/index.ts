@@ -2,6 +2,7 @@
 export {
   decodeJsonText,
   discardBody,
+  errorBodyText,
   errorText,
   headerOf,
   httpCall,

@@ -150,6 +150,24 @@ describe('v2ModelServer', () => {
     expect(await settled(refused)).toMatchObject({ retryable: true, kind: 'http-status', status: 503 });
   });
 
+  it("bounds the reading of a load's error body by the network's rule for error bodies, not by the load timeout", async () => {
+    await install('m1');
+    // A proxy before the server trickling a 503's body: each byte well within the timeout between two bytes.
+    const refusing = await startRaw((req, res) => {
+      res.writeHead(503, { 'content-type': 'text/plain' }).write('busy');
+      const timer = setInterval(() => res.write(' '), 100);
+      res.on('close', () => clearInterval(timer));
+    });
+    // A load may take 5 minutes to be answered; its failure's words are not worth waiting that long for.
+    const server = v2ModelServer({ baseUrl: refusing.url, timeoutMs: 500, loadTimeoutMs: 300_000 });
+    const refused = server.load(name('m1'), false, live()).then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
+    const settled = await Promise.race([refused, sleep(60_000).then(() => 'still reading after 60 s')]);
+    expect(settled).toMatchObject({ retryable: true, kind: 'http-status', status: 503 });
+  });
+
   it("treats an entry without a state as not loaded (Triton's dirs it never loaded), and skips names no model has", async () => {
     const raw = await startRaw(
       answer(
