@@ -16,7 +16,7 @@ import {
   type ServerOptions,
 } from './server-options';
 import { fsError, isMissing, readSmallFile } from '../fs';
-import { discardBody, errorText, isOk, readJson, readText, statusError } from '../net';
+import { discardBody, errorBodyText, errorText, isOk, readJson, statusError } from '../net';
 
 export interface TorchServeModelServerOptions extends ServerOptions {
   /**
@@ -57,7 +57,8 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
     // Every caller fails on 400 and 401 anyway; with a token file they may mean the key was rotated, without one
     // that TorchServe wants a key.
     if (status !== 400 && (tokenFile === undefined || status !== 401)) return result;
-    const text = errorText(await readText(result, maxErrorBodyBytes).catch(() => ''));
+    // Within the network's bound for error bodies, not the call's (a register's is minutes).
+    const text = errorText(await errorBodyText(result.body, ms));
     if (tokenFile === undefined) {
       if (!tokenRejected.test(text)) throw httpStatusError(what, status, text);
       // TorchServe's token authorization is on (its default since 0.11) and no key was sent: nothing of the model,
@@ -195,6 +196,5 @@ const registerKeys = (keyFile: unknown): void => {
 // TorchServe answers a missing or wrong key with 400 "Token Authorization failed..." (TokenAuthorizationHandler);
 // a proxy in front would say 401. 403 is not one: TorchServe uses it for refused arguments.
 const tokenRejected = /token (authorization|authentication) failed/i;
-const maxErrorBodyBytes = 64 * 1024;
 // A key file is a few hundred bytes; the cap of every token file modelsync reads.
 const maxTokenFileBytes = 64 * 1024;

@@ -188,6 +188,22 @@ describe('torchServeModelServer', () => {
     expect([...standIn.registered]).toEqual(['m']);
   });
 
+  it("bounds the reading of a register's 400 body by the network's rule for error bodies, not by the load timeout", async () => {
+    // A proxy before TorchServe trickling a 400's body: each byte well within the timeout between two bytes.
+    const trickling = await startRaw((req, res) => {
+      res.writeHead(400, { 'content-type': 'text/plain' }).write('Token');
+      const timer = setInterval(() => res.write(' '), 100);
+      res.on('close', () => clearInterval(timer));
+    });
+    const server = torchServeModelServer({ baseUrl: trickling.url, timeoutMs: 500, loadTimeoutMs: 300_000 });
+    const refused = server.load(name('m'), false, live()).then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
+    const settled = await Promise.race([refused, sleep(60_000, 'still reading after 60 s')]);
+    expect(settled).toMatchObject({ kind: 'http-status', status: 400 });
+  });
+
   it('keeps a 400 that is not about the token permanent when no token file is set', async () => {
     standIn.failNext('POST', 1, 400, 'Parameter url is invalid');
     const error = await effectError(
