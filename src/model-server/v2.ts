@@ -48,6 +48,10 @@ export interface V2ModelServerOptions extends ServerOptions {
 
 const errorBodyBytes = 64 * 1024;
 
+/** A status of whatever stands before the server: a redirect (not followed), 401, 403 or 407. */
+const isGatekeeperAnswer = (status: number): boolean =>
+  (status >= 300 && status < 400) || status === 401 || status === 403 || status === 407;
+
 // Triton lists a dir it never loaded (hidden dirs, `lost+found`) by name alone: no `state` means not loaded.
 const RepositoryIndexEntry = t.intersection(
   [t.type({ name: t.string }), t.partial({ state: t.string })],
@@ -80,14 +84,17 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
 
   // The dialect, asked for once (a failed ask is asked again at the next call: the server may be starting).
   let asked: Promise<V2Dialect> | undefined;
-  const askKind = async (signal: AbortSignal): Promise<V2Dialect> => {
+  /** The dialect, and whether the server said it (else it is asked again at the next call). */
+  const askKind = async (signal: AbortSignal): Promise<{ speech: V2Dialect; settled: boolean }> => {
     const response = await call('GET', '/v2', `model server metadata (${shown})`, timeoutMs, signal);
     if (!isOk(response)) {
       // A server starting (or a proxy before it) answers 5xx or 429: no answer yet, so it is asked again.
       if (isRetryableStatus(response.status)) throw (await failure(response)).error;
       await discardBody(response);
-      // A server that answers but has no metadata route speaks the protocol and nothing more we know of.
-      return v2Dialects.generic;
+      // A server that answers but has no metadata route speaks the protocol and nothing more we know of. A
+      // redirect, 401, 403 or 407 is a proxy's before it (an auth proxy, a login page): the protocol alone for
+      // now, but asked again, or Triton would be spoken to as generic for good (no wait for its unloads).
+      return { speech: v2Dialects.generic, settled: !isGatekeeperAnswer(response.status) };
     }
     // Past the cap it is junk as any other that is no metadata (a cut or a timeout is asked again).
     const text = await readText(response, errorBodyBytes).catch((error: unknown) => {
@@ -96,17 +103,23 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     });
     try {
       const metadata = decodeJsonText(text, ServerMetadata, response.init.what, 'server metadata');
-      return v2Dialects[kindOfServerName(metadata.name)];
+      return { speech: v2Dialects[kindOfServerName(metadata.name)], settled: true };
     } catch {
-      return v2Dialects.generic;
+      return { speech: v2Dialects.generic, settled: true };
     }
   };
   const dialect = (signal: AbortSignal): Promise<V2Dialect> => {
     if (options.kind !== 'auto') return Promise.resolve(v2Dialects[options.kind ?? 'generic']);
-    asked ??= askKind(signal).catch((error: unknown) => {
-      asked = undefined;
-      throw error;
-    });
+    asked ??= askKind(signal).then(
+      ({ speech, settled }) => {
+        if (!settled) asked = undefined;
+        return speech;
+      },
+      (error: unknown) => {
+        asked = undefined;
+        throw error;
+      },
+    );
     return asked;
   };
 

@@ -80,6 +80,35 @@ describe('v2ModelServer with --server-kind auto', () => {
     expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
   });
 
+  it.each([401, 403, 407, 302])(
+    'asks again after a metadata answer of %i (a proxy before the server), rather than speak to it as generic for good',
+    async (status) => {
+      let asks = 0;
+      // KServe behind an auth proxy that refuses the first metadata call: the answer is the proxy's, not KServe's.
+      const server = await serve((req, res) => {
+        req.resume();
+        req.on('end', () => {
+          const json = { 'Content-Type': 'application/json' };
+          if (req.method === 'GET' && req.url === '/v2' && ++asks === 1)
+            return res.writeHead(status, { Location: 'https://login.example/' }).end('no');
+          if (req.method === 'GET' && req.url === '/v2')
+            return res.writeHead(200, json).end('{"name": "kserve", "version": "0.21"}');
+          if (req.method === 'GET' && req.url === '/v2/models')
+            return res.writeHead(200, json).end('{"models": ["m1"]}');
+          if (req.method === 'POST' && req.url === '/v2/repository/index')
+            return res.writeHead(200, json).end('[]');
+          res.writeHead(404, json).end('{"error": "Not Found"}');
+        });
+      });
+      const client = v2ModelServer({ baseUrl: server.url, kind: 'auto' });
+      // Meanwhile the protocol alone, as to a server without metadata; then the server's own answer settles it.
+      expect(await client.loadedModels(live())).toEqual(new Set());
+      expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
+      expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
+      expect(asks).toBe(2);
+    },
+  );
+
   it('speaks the protocol alone to a server whose metadata answer is junk past 64 KiB, as to one of junk below it', async () => {
     const server = await serve((req, res) => {
       req.resume();
