@@ -39,6 +39,13 @@ export interface FailedRetry {
 /** Failed models' retry schedules by name: what the repair step carries from one resync to the next. */
 export type FailedRetries = ReadonlyMap<ModelName, FailedRetry>;
 
+/**
+ * The reloads of models the server lost, by name, on the schedule of a Failed model's retries: a server that keeps
+ * losing one (or a repository that registers it under another name) gets a load per backoff, not per resync.
+ * Forgotten once the server lists the model.
+ */
+export type LostReloads = ReadonlyMap<ModelName, FailedRetry>;
+
 /** The cap of the wait between two retries of a Failed model, unless the resync interval is longer. */
 export const failedRetryCapMs = 15 * 60_000;
 
@@ -86,6 +93,8 @@ export interface DriftInput {
   /** The models the server reports loaded. */
   readonly serverLoaded: ReadonlySet<string>;
   readonly retries: FailedRetries;
+  /** The reloads of lost models so far (`findRepairs`' last `lost`); default none. */
+  readonly lost?: LostReloads;
   /** Scheduler time now. */
   readonly now: number;
   readonly intervalMs: number;
@@ -103,6 +112,8 @@ export const defaultMaxUnlistedUnloads = 100;
 export interface DriftRepairs {
   readonly repairs: ReadonlyArray<Repair>;
   readonly retries: FailedRetries;
+  /** The lost models' reload schedules to carry to the next resync; a schedule's `retries` counts this one's. */
+  readonly lost: LostReloads;
   /** Unloads (of unlisted models, and due retries of failed unloads) left for a later resync by the cap. */
   readonly deferred: number;
 }
@@ -112,7 +123,8 @@ const settledIn = (states: ReadonlyArray<DesiredState>, phase: ModelPhase): Read
 
 /**
  * The repairs a resync makes, each re-submitting a desired state the loader already holds (never a stale one):
- * - `reload-lost`: Loaded (before and after the index call) and settled, yet the server does not list it;
+ * - `reload-lost`: Loaded (before and after the index call) and settled, yet the server does not list it, and its
+ *   reload is due: lost again after a reload, it waits as a Failed model does (`failedRetryPolicy`);
  * - `unload-unlisted`: the server lists it, and the loader knew nothing of it before and after the call (a model
  *   the config lists always has a record while it is wanted); a name no config could list is left alone;
  * - `retry-failed` / `retry-unload`: Failed and settled, and its retry is due (`failedRetryPolicy`);
@@ -127,9 +139,14 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
   const known = new Set([...input.before, ...after].map((state) => state.name));
   const repairs: Repair[] = [];
   const retries = new Map<ModelName, FailedRetry>();
+  const lost = new Map<ModelName, FailedRetry>();
   const dueUnloads: Array<{ readonly name: ModelName; readonly retry: FailedRetry }> = [];
   for (const state of after) {
     const { name, desired } = state;
+    // Kept until the server lists the model: a reload that fails (Failed, retried) and loads is not yet kept.
+    const reload = input.lost?.get(name);
+    const listed = state.phase === 'Loaded' && state.settled && serverLoaded.has(name);
+    if (reload !== undefined && !listed) lost.set(name, reload);
     if (state.phase === 'Failed' && state.settled && state.rejected === true) continue;
     if (state.phase === 'Failed' && state.settled) {
       const retry = input.retries.get(name) ?? { retries: 0, dueAt: now };
@@ -154,8 +171,12 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
       desired !== undefined &&
       loadedBefore.has(name) &&
       !serverLoaded.has(name)
-    )
+    ) {
+      const due = reload ?? { retries: 0, dueAt: now };
+      if (due.dueAt > now) continue;
+      lost.set(name, nextRetry(due, now, intervalMs));
       repairs.push({ kind: 'reload-lost', name, op: add(name, desired) });
+    }
   }
   const unloading = after.filter((state) => state.desired === undefined && !state.settled).length;
   const room = Math.max(0, (input.maxUnlistedUnloads ?? defaultMaxUnlistedUnloads) - unloading);
@@ -173,5 +194,5 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
     room - retried.taken.length,
   );
   for (const name of unlisted.taken) repairs.push({ kind: 'unload-unlisted', name, op: remove(name) });
-  return { repairs, retries, deferred: retried.deferred + unlisted.deferred };
+  return { repairs, retries, lost, deferred: retried.deferred + unlisted.deferred };
 };

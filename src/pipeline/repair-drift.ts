@@ -13,7 +13,13 @@ import {
   type OperatorFunction,
   type SchedulerLike,
 } from 'rxjs';
-import { findRepairs, type DesiredState, type FailedRetries, type RepairKind } from '../core/drift';
+import {
+  findRepairs,
+  type DesiredState,
+  type FailedRetries,
+  type LostReloads,
+  type RepairKind,
+} from '../core/drift';
 import { toEffectError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import type { ModelOp } from '../core/model-op';
@@ -48,6 +54,23 @@ const repairMessages: Readonly<Record<RepairKind, string>> = {
   'retry-unload': 'drift: retrying a failed unload',
 };
 
+/** One warn line for each model lost again after its reload: reloaded, but after a longer wait each time. */
+const warnLostAgain = (
+  repairs: ReadonlyArray<{ readonly kind: RepairKind; readonly name: ModelName }>,
+  lost: LostReloads,
+  now: number,
+  log: Logger,
+): void => {
+  for (const { kind, name } of repairs) {
+    const reload = lost.get(name);
+    if (kind !== 'reload-lost' || reload === undefined || reload.retries < 2) continue;
+    log.warn(
+      { model: name, reloads: reload.retries, nextReloadInMs: reload.dueAt - now },
+      'drift: the model server keeps losing the model after loading it (is it registered under another name?); loading it again, each time after a longer wait',
+    );
+  }
+};
+
 /**
  * Each trigger asks the server's index once (a trigger while it is asked is dropped) and emits the ops that
  * re-submit the desired state of every model that drifted (see `findRepairs`): the loader does the work, with
@@ -64,6 +87,7 @@ export const repairDrift =
     defer(() => {
       const { records, log, telemetry } = options;
       let retries: FailedRetries = new Map();
+      let lost: LostReloads = new Map();
       return trigger$.pipe(
         exhaustMap((trigger) => {
           telemetry.resyncRun(trigger);
@@ -76,11 +100,14 @@ export const repairDrift =
                 after: records.desiredStates(),
                 serverLoaded,
                 retries,
+                lost,
                 now: scheduler.now(),
                 intervalMs: options.intervalMs,
                 maxUnlistedUnloads: options.maxUnlistedUnloads,
               });
               retries = found.retries;
+              lost = found.lost;
+              warnLostAgain(found.repairs, lost, scheduler.now(), log);
               if (found.deferred > 0) {
                 log.warn(
                   { deferred: found.deferred, trigger },

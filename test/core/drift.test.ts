@@ -108,6 +108,34 @@ describe('findRepairs', () => {
     });
     expect(healed.retries.size).toBe(0);
   });
+
+  it("backs the reloads of a model the server keeps losing off, as a Failed model's retries, until it lists it", () => {
+    // A server that loses it after each load, or a repository that registers it under another name: each resync
+    // finds it Loaded and settled again (the reload succeeded) yet not listed.
+    let lost = new Map();
+    const reloadedAt: number[] = [];
+    const resync = (now: number, serverLoaded: ReadonlyArray<string>) => {
+      const found = findRepairs({
+        before: [state('a', 'Loaded')],
+        after: [state('a', 'Loaded')],
+        serverLoaded: new Set(serverLoaded),
+        retries: new Map(),
+        lost,
+        now,
+        intervalMs: 1000,
+      });
+      if (found.repairs.some((repair) => repair.kind === 'reload-lost')) reloadedAt.push(now);
+      lost = new Map(found.lost);
+    };
+    for (let now = 0; now <= 16_000; now += 1000) resync(now, ['a-under-another-name']);
+    expect(reloadedAt).toEqual([0, 1000, 3000, 7000, 15_000]);
+    expect(lost.get(name('a'))).toEqual({ retries: 5, dueAt: 31_000 });
+    // Listed once: the server holds it, and a later loss (a server restarted empty) is reloaded at once.
+    resync(17_000, ['a']);
+    expect(lost.size).toBe(0);
+    resync(18_000, []);
+    expect(reloadedAt.at(-1)).toBe(18_000);
+  });
 });
 
 describe('failedRetryPolicy', () => {

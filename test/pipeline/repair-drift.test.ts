@@ -49,9 +49,10 @@ describe('repairDrift', () => {
     const w = world([state('a', 'Loaded'), state('b', 'Loaded')]);
     runMarbles(({ cold, expectObservable }) => {
       const index = () => cold('--i|', { i: new Set(['b', 'stray']) });
+      // One interval (10) apart: a model lost again after its reload is reloaded no sooner (its backoff).
       expectObservable(
-        cold<ResyncTrigger>('t-----s', { t: 'timer', s: 'signal' }).pipe(repairDrift(w.options(index))),
-      ).toBe('--(ax)--(ax)', { a: add(name('a'), specA), x: remove(name('stray')) });
+        cold<ResyncTrigger>('t---------s', { t: 'timer', s: 'signal' }).pipe(repairDrift(w.options(index))),
+      ).toBe('--(ax)------(ax)', { a: add(name('a'), specA), x: remove(name('stray')) });
     });
     expect(w.runs).toEqual(['timer', 'signal']);
     expect(w.repairs).toEqual(['reload-lost', 'unload-unlisted', 'reload-lost', 'unload-unlisted']);
@@ -64,6 +65,27 @@ describe('repairDrift', () => {
       repair: 'reload-lost',
       msg: expect.stringContaining('lost the model') as unknown,
     });
+  });
+
+  it('reloads a model the server keeps losing on a backoff, with a warn line that says so, unloading strays each resync', () => {
+    // A repository that registers "a" under another name: each reload brings the stray back, never "a".
+    const w = world([state('a', 'Loaded')]);
+    runMarbles(({ cold, expectObservable }) => {
+      const index = () => cold('-i|', { i: new Set(['a-elsewhere']) });
+      // Resyncs at 0, 10, 20, 30, 40 (the interval is 10): reloads at 0 and 10, then after 2 intervals, at 30.
+      expectObservable(
+        cold<ResyncTrigger>('t---------t---------t---------t---------t', { t: 'timer' }).pipe(
+          repairDrift(w.options(index)),
+        ),
+      ).toBe('-(ax)------(ax)------x---------(ax)------x', {
+        a: add(name('a'), specA),
+        x: remove(name('a-elsewhere')),
+      });
+    });
+    expect(w.repairs.filter((kind) => kind === 'reload-lost')).toHaveLength(3);
+    const warned = w.sink.withMessage('keeps losing the model');
+    expect(warned.map((line) => line.reloads)).toEqual([2, 3]);
+    expect(warned[0]).toMatchObject({ model: 'a', level: 40, nextReloadInMs: 20 });
   });
 
   it('drops a trigger that comes while the server is being asked', () =>
