@@ -98,7 +98,9 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
       });
       const result = await call('POST', `/models?${query.toString()}`, what, loadTimeoutMs, signal);
       const { status } = result;
-      if (status === 200 || status === 201 || status === 202) return discardBody(result);
+      // 206 "Workers scaling in progress...": registered, fewer workers running than asked yet; TorchServe keeps it
+      // (it unregisters a model only when its workers fail to start, with a 500) and restarts the workers.
+      if (status === 200 || status === 201 || status === 202 || status === 206) return discardBody(result);
       const error = await statusError(result);
       if (status !== 409) throw error;
       // Already registered: the wanted state, unless we just unregistered it and someone registered it again.

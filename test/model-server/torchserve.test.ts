@@ -204,6 +204,14 @@ describe('torchServeModelServer', () => {
     expect(settled).toMatchObject({ kind: 'http-status', status: 400 });
   });
 
+  it('takes a register answered 206 "Workers scaling in progress..." as registered, as TorchServe keeps it', async () => {
+    // TorchServe's synchronous register when its worker came up but fewer run than asked: registered (it unregisters
+    // only on a 500), its workers restarted by TorchServe. Taken for a refusal, the model was Failed for good, and
+    // a new spec's plain register then met 409 and took the old files for the new.
+    standIn.failNext('POST', 1, 206, 'Workers scaling in progress...');
+    await torchServeModelServer({ baseUrl: standIn.url }).load(name('m'), false, live());
+  });
+
   it('keeps a 400 that is not about the token permanent when no token file is set', async () => {
     standIn.failNext('POST', 1, 400, 'Parameter url is invalid');
     const error = await effectError(
