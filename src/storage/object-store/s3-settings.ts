@@ -62,23 +62,46 @@ const endpointOf = (flag: string | undefined, env: Env): E.Either<string, string
 };
 
 /**
+ * Whether `endpoint` is AWS's legacy global endpoint (`https://s3.amazonaws.com`, as KServe's docs set
+ * `serving.kserve.io/s3-endpoint: s3.amazonaws.com`) and `region` is not the one it serves: there a path-style
+ * request for the bucket answers 301 PermanentRedirect, which no region redirect follows (the host stays), while
+ * the bucket's own host name (`bucket.s3.amazonaws.com`) reaches its region. KServe's initializer turns to virtual
+ * addressing then (kserve_storage.py `get_S3_config`).
+ */
+const globalEndpointElsewhere = (endpoint: string | undefined, region: string): boolean => {
+  const url = endpoint === undefined ? null : URL.parse(endpoint);
+  return (
+    url !== null &&
+    url.protocol === 'https:' &&
+    url.host === 's3.amazonaws.com' &&
+    url.pathname === '/' &&
+    region !== 'us-east-1'
+  );
+};
+
+/**
  * The S3 settings of `config` and `env`: each of our flags wins over KServe's name for the same thing, which wins
  * over the default (the table: docs/storage.md, S3 "Settings"). The Left says which setting is wrong.
  */
 export const s3SettingsFrom = (config: S3Choices, env: Env): E.Either<string, S3Settings> => {
   const endpoint = endpointOf(config.s3Endpoint, env);
   if (E.isLeft(endpoint)) return endpoint;
+  const region = config.s3Region ?? read(env, 'AWS_REGION') ?? read(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1';
   const virtualBucket = truth(env, 'S3_USER_VIRTUAL_BUCKET');
   const addressing: S3Addressing =
-    config.s3Addressing !== 'auto' || virtualBucket === undefined
+    config.s3Addressing !== 'auto'
       ? config.s3Addressing
-      : virtualBucket
+      : globalEndpointElsewhere(endpoint.right, region)
         ? 'virtual'
-        : 'path';
+        : virtualBucket === undefined
+          ? 'auto'
+          : virtualBucket
+            ? 'virtual'
+            : 'path';
   const caBundle = read(env, 'AWS_CA_BUNDLE');
   return E.right({
     ...(endpoint.right !== undefined ? { endpoint: endpoint.right } : {}),
-    region: config.s3Region ?? read(env, 'AWS_REGION') ?? read(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1',
+    region,
     addressing,
     anonymous: config.s3Anonymous || truth(env, 'awsAnonymousCredential') === true,
     useAccelerate: truth(env, 'S3_USE_ACCELERATE') === true,

@@ -1,6 +1,8 @@
 /** Tests of s3SettingsFrom: our flags first, then KServe's environment names, then the defaults. */
 import * as E from 'fp-ts/Either';
 import { defaultAppConfig, type AppConfig } from '../../../src/core/flags/app-config';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { s3SdkClient } from '../../../src/storage/object-store/s3';
 import { s3SettingsFrom } from '../../../src/storage/object-store/s3-settings';
 
 const settings = (config: Partial<AppConfig>, env: Record<string, string> = {}) =>
@@ -56,6 +58,42 @@ describe('s3SettingsFrom', () => {
     expect(right({}, { S3_USER_VIRTUAL_BUCKET: 'true' }).addressing).toBe('virtual');
     expect(right({}, { S3_USER_VIRTUAL_BUCKET: 'false' }).addressing).toBe('path');
     expect(right({}, { S3_USER_VIRTUAL_BUCKET: 'maybe' }).addressing).toBe('auto');
+  });
+
+  // KServe's docs set `serving.kserve.io/s3-endpoint: s3.amazonaws.com` with `s3-region: us-east-2`; path-style at that
+  // global endpoint answers 301 PermanentRedirect for a bucket outside us-east-1 (kserve_storage.py get_S3_config).
+  it("addresses buckets virtual-hosted at AWS's global endpoint for a region other than us-east-1, as KServe does", () => {
+    const global = { AWS_ENDPOINT_URL: 'https://s3.amazonaws.com', AWS_DEFAULT_REGION: 'us-east-2' };
+    expect(right({}, global).addressing).toBe('virtual');
+    expect(right({}, { ...global, S3_USER_VIRTUAL_BUCKET: 'false' }).addressing).toBe('virtual');
+    expect(right({}, { S3_ENDPOINT: 's3.amazonaws.com', AWS_REGION: 'eu-west-1' }).addressing).toBe(
+      'virtual',
+    );
+    expect(right({ s3Endpoint: 'https://s3.amazonaws.com/', s3Region: 'ap-south-1' }).addressing).toBe(
+      'virtual',
+    );
+    // us-east-1 is where that endpoint is: path-style works there. Our flag still wins.
+    expect(right({}, { ...global, AWS_DEFAULT_REGION: 'us-east-1' }).addressing).toBe('auto');
+    expect(right({}, { AWS_ENDPOINT_URL: 'https://s3.amazonaws.com' }).addressing).toBe('auto');
+    expect(right({ s3Addressing: 'path' }, global).addressing).toBe('path');
+    expect(right({}, { ...global, AWS_ENDPOINT_URL: 'http://minio.kubeflow:9000' }).addressing).toBe('auto');
+  });
+
+  it("sends those requests to the bucket's own host name at the global endpoint", async () => {
+    const env = { AWS_ENDPOINT_URL: 'https://s3.amazonaws.com', AWS_DEFAULT_REGION: 'us-east-2' };
+    const client = s3SdkClient({ ...right({}, env), credentials: 'anonymous', maxAttempts: 1 });
+    let sentTo: { hostname?: string; path?: string } | undefined;
+    client.middlewareStack.add(
+      () => (args) => {
+        sentTo = args.request as { hostname?: string; path?: string };
+        return Promise.reject(new Error('not sent'));
+      },
+      { step: 'finalizeRequest', priority: 'low' },
+    );
+    await expect(client.send(new ListObjectsV2Command({ Bucket: 'models', Prefix: 'm1/' }))).rejects.toThrow(
+      'not sent',
+    );
+    expect(sentTo).toMatchObject({ hostname: 'models.s3.amazonaws.com', path: '/' });
   });
 
   it('goes anonymous on --s3-anonymous or awsAnonymousCredential=true', () => {
