@@ -9,6 +9,13 @@ export const azureBlobHostSuffixes: ReadonlyArray<string> = [
   '.blob.core.usgovcloudapi.net',
 ];
 
+/**
+ * Azure DNS zone endpoints (`<account>.z<NN>.blob.storage.azure.net`, one or two digits), which an account created
+ * with `--dns-endpoint-type AzureDnsZone` has instead of `<account>.blob.core.windows.net`; KServe's initializer
+ * takes them as Azure Blob too (`_AZURE_BLOB_RE`).
+ */
+const azureDnsZoneHost = /^[^.]+\.z\d{1,2}\.blob\.storage\.azure\.net$/;
+
 /** What an Azure Blob URL names. */
 export interface AzureBlobUri {
   /** The account's blob service: `https://acct.blob.core.windows.net`, or `<endpoint>/<account>` (path style). */
@@ -74,7 +81,9 @@ const addressingOf = (uri: string, endpoints: ReadonlyArray<string>) => {
     return { url, account, serviceUrl: `${base}${account}`, rest: path.slice(account.length + 1) };
   }
   const azureHost =
-    url.protocol === 'https:' && azureBlobHostSuffixes.some((suffix) => url.hostname.endsWith(suffix));
+    url.protocol === 'https:' &&
+    (azureBlobHostSuffixes.some((suffix) => url.hostname.endsWith(suffix)) ||
+      azureDnsZoneHost.test(url.hostname));
   if (!azureHost && !endpoints.some((endpoint) => underHost(url, endpoint))) return undefined;
   return {
     url,

@@ -3,6 +3,7 @@ import { AnonymousCredential, StorageSharedKeyCredential } from '@azure/storage-
 import { isLeft } from 'fp-ts/Either';
 import { redact } from '../../../src/core/redact';
 import {
+  azureBlobStorage,
   azureCredentialFor,
   azureCredentialsFromEnv,
   type AzureTokenCredential,
@@ -36,6 +37,26 @@ describe('parseAzureBlobUri', () => {
       sas: 'sv=2024&sig=abc%3D',
       display: 'https://acct.blob.core.windows.net/models/m1/v%202',
     });
+  });
+
+  // Azure DNS zone endpoints, which KServe's initializer takes as Azure Blob (`_AZURE_BLOB_RE`) since 0.14.
+  it('reads account, container and prefix from an Azure DNS zone endpoint (<account>.z<NN>.blob.storage.azure.net)', () => {
+    expect(parsed('https://acct.z13.blob.storage.azure.net/models/m1')).toMatchObject({
+      serviceUrl: 'https://acct.z13.blob.storage.azure.net',
+      account: 'acct',
+      container: 'models',
+      prefix: 'm1',
+    });
+    expect(parsed('https://acct.z1.blob.storage.azure.net/models/m1').account).toBe('acct');
+    expect(azureBlobStorage().claims('https://acct.z07.blob.storage.azure.net/models/m1')).toBe(true);
+    for (const other of [
+      'https://acct.z123.blob.storage.azure.net/models/m1',
+      'https://acct.blob.storage.azure.net/models/m1',
+      'https://acct.zz.blob.storage.azure.net/models/m1',
+      'http://acct.z13.blob.storage.azure.net/models/m1',
+      'https://acct.z13.blob.storage.azure.net.example.com/models/m1',
+    ])
+      expect(azureBlobStorage().claims(other)).toBe(false);
   });
 
   it('reads the account from the path under a configured endpoint (azurite)', () => {
