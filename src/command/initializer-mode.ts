@@ -50,10 +50,20 @@ const shown = (pair: DownloadPair): { readonly storageUri: string; readonly dest
   dest: pair.dest,
 });
 
-/** Why no provider can take `uri` (no scheme, or one the router does not serve), in the router's words. */
+/**
+ * A git repository's URL (`https://host/org/repo.git`): KServe's initializer clones it (kserve_storage.py
+ * `_download_git_repo`). As a plain GET a forge answers the repo's HTML page, which would land as the model.
+ */
+const gitRepository = /^https?:\/\/[^/?#]+\/[^?#]*\.git\/?(?:[?#].*)?$/is;
+
+/** Why no provider can take `uri` (no scheme, one the router does not serve, a git repository), in the router's words. */
 const unserved = (uri: string, schemes: ReadonlyArray<string>): EffectError | undefined => {
   const parsed = parseStorageUri(uri);
   if (E.isLeft(parsed)) return permanentError('invalid-uri', parsed.left);
+  if (gitRepository.test(uri)) {
+    const message = `${redactUri(uri)} is a git repository, which KServe's initializer clones and modelsync does not serve`;
+    return permanentError('unsupported-scheme', message);
+  }
   if (schemes.includes(parsed.right.scheme)) return undefined;
   const message = `protocol not supported for storageUri ${redactUri(uri)}; supported: ${schemes.join(', ')}`;
   return permanentError('unsupported-scheme', message);
