@@ -131,7 +131,8 @@ const download = async (
   const open = (): Promise<BodyResponse> =>
     pressure.ask(attempt.signal, async () => {
       const response = await get({}, attempt.signal);
-      if (!isOk(response)) throw await answerStatusError(what, response, limits.minRate);
+      // The whole file comes with a 200 alone: a 204 has none of it, a 206 to a GET without Range a part.
+      if (response.status !== 200) throw await answerStatusError(what, response, limits.minRate);
       return response;
     });
   /**

@@ -104,6 +104,25 @@ describe('httpStorage', () => {
     expect(error).toMatchObject({ kind: 'http-status', status: 403, retryable: false });
   });
 
+  // A GET without Range answered 206 (a broken cache) carries part of the file, a 204 none of it: saved, they
+  // installed a truncated or empty model as a success. KServe's initializer and agent take only a 200.
+  it.each([
+    [204, {}, ''],
+    [206, { 'content-range': 'bytes 0-3/10', etag: '"v1"' }, 'abcd'],
+    [202, { 'content-type': 'application/json' }, '{"status":"preparing"}'],
+  ])(
+    'fails permanently when the first answer is %i, not 200, writing nothing',
+    async (status, headers, body) => {
+      const url = await serve({
+        '/model.bin': (_req, res) => res.writeHead(status, headers).end(body),
+      });
+      const error = await effectError(httpStorage().download(`${url}/model.bin`, target, never));
+      expect(error).toMatchObject({ kind: 'http-status', status, retryable: false });
+      expect(error.message).toMatch(new RegExp(`^GET ${url}/model.bin returned HTTP ${status}`));
+      expect(await listTree(target)).toEqual([]);
+    },
+  );
+
   it.each([503, 429])('fails retryably on %i, with the server text', async (status) => {
     const url = await serve({ '/m': (_req, res) => res.writeHead(status).end('busy') });
     const error = await effectError(httpStorage().download(`${url}/m`, target, never));
