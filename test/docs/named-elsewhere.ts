@@ -97,6 +97,8 @@ export const notRead: Readonly<Record<string, string>> = {
     "Knative's switch for a list of probes; modelsync takes a list whatever it says",
   HF_HUB_ENABLE_HF_TRANSFER: "injected by KServe's webhook; docs/kserve.md says why it is ignored",
   HF_XET_HIGH_PERFORMANCE: "injected by KServe's webhook; docs/kserve.md says why it is ignored",
+  AZURE_ACCESS_EXPIRES_ON_SECONDS:
+    "KServe's agent's expiry of AZURE_ACCESS_TOKEN; docs/storage.md says why modelsync needs none",
 };
 
 function lazily<T>(make: () => T): () => T {

@@ -9,7 +9,12 @@ import type { StorageProvider } from '../../ports';
 import type { ClaimingProvider } from '../router';
 import { transportError } from '../../net';
 import { isAzureBlobUri, parseAzureBlobUri, type AzureBlobUri } from './azure-blob-uri';
-import { azureCredentialFor, type AzureCredentials, type ChosenCredential } from './azure-credentials';
+import {
+  accessTokenSource,
+  azureCredentialFor,
+  type AzureCredentials,
+  type ChosenCredential,
+} from './azure-credentials';
 import {
   noBytes,
   type ObjectLocation,
@@ -203,6 +208,9 @@ export const azureBlobStorage = (
     }
     if (chosen.source === 'Azure AD' && !target.serviceUrl.startsWith('https:')) {
       return E.left(`${target.display}: Azure AD credentials are only sent over https`);
+    }
+    if (chosen.source === accessTokenSource && !target.serviceUrl.startsWith('https:')) {
+      return E.left(`${target.display}: AZURE_ACCESS_TOKEN is only sent over https`);
     }
     const location = { bucket: target.container, prefix: target.prefix, display: target.display };
     // Two accounts may each have a container of that name: a push-back of one pauses only its own.

@@ -33,7 +33,23 @@ export interface AzureCredentials {
   readonly sasToken?: string;
   /** Azure AD (https only). */
   readonly tokenCredential?: AzureTokenCredential;
+  /**
+   * `AZURE_ACCESS_TOKEN` (KServe 0.19's agent): a bearer token, for the one blob service `AZURE_SERVICE_URL` names,
+   * else `https://<AZURE_ACCOUNT_NAME>.blob.core.windows.net`; without either it is for none (https only).
+   */
+  readonly accessToken?: { readonly token: string; readonly serviceUrl?: string };
 }
+
+/** The bearer token of `AZURE_ACCESS_TOKEN` as a credential: the store, not a clock here, says when it expired. */
+const staticToken = (token: string): AzureTokenCredential => ({
+  getToken: () => Promise.resolve({ token, expiresOnTimestamp: Date.now() + 5 * 60_000 }),
+});
+
+/** A blob service URL as services are compared: normalized as URLs are, no trailing `/`, no query. */
+const serviceOf = (url: string): string => {
+  const parsed = URL.parse(url);
+  return (parsed === null ? url : `${parsed.origin}${parsed.pathname}`).replace(/\/+$/, '');
+};
 
 /** The `Key=Value;…` pairs of a connection string; values may hold `=` (base64). */
 const connectionStringFields = (text: string): ReadonlyMap<string, string> =>
@@ -71,6 +87,14 @@ export const azureCredentialsFromEnv = (
   const accountKey = value('AZURE_STORAGE_ACCESS_KEY') ?? value('AZURE_STORAGE_KEY');
   const sasToken = value('AZURE_STORAGE_SAS_TOKEN')?.replace(/^\?/, '');
   value('AZURE_CLIENT_SECRET');
+  const accessToken = value('AZURE_ACCESS_TOKEN');
+  const serviceUrl = env['AZURE_SERVICE_URL']?.trim();
+  const accountName = env['AZURE_ACCOUNT_NAME']?.trim().toLowerCase();
+  const tokenService = serviceUrl
+    ? serviceOf(serviceUrl)
+    : accountName
+      ? `https://${accountName}.blob.core.windows.net`
+      : undefined;
   const useAzureAd =
     env.AZURE_CLIENT_ID !== undefined ||
     env.AZURE_FEDERATED_TOKEN_FILE !== undefined ||
@@ -81,6 +105,14 @@ export const azureCredentialsFromEnv = (
     ...(accountKey !== undefined ? { accountKey } : {}),
     ...(sasToken !== undefined ? { sasToken } : {}),
     ...(useAzureAd ? { tokenCredential: makeTokenCredential() } : {}),
+    ...(accessToken !== undefined
+      ? {
+          accessToken: {
+            token: accessToken,
+            ...(tokenService !== undefined ? { serviceUrl: tokenService } : {}),
+          },
+        }
+      : {}),
   };
 };
 
@@ -134,15 +166,32 @@ export const azureCredentialFor = (target: AzureBlobUri, credentials: AzureCrede
       return { credential: credentials.tokenCredential, source: 'Azure AD' };
     }
   }
+  const { accessToken } = credentials;
+  if (accessToken?.serviceUrl !== undefined && serviceOf(target.serviceUrl) === accessToken.serviceUrl) {
+    return { credential: staticToken(accessToken.token), source: accessTokenSource };
+  }
   return { credential: anonymous, source: withheldReason(credentials) };
 };
 
+/** The source of `AZURE_ACCESS_TOKEN`'s credential: a bearer token, sent over https only (as Azure AD's). */
+export const accessTokenSource = 'AZURE_ACCESS_TOKEN';
+
 /** Why a URL goes anonymous although credentials are configured (for its messages), or just that there are none. */
-const withheldReason = ({ account, accountKey, sasToken, tokenCredential }: AzureCredentials): string => {
+const withheldReason = ({
+  account,
+  accountKey,
+  sasToken,
+  tokenCredential,
+  accessToken,
+}: AzureCredentials): string => {
   if (account !== undefined && (accountKey ?? sasToken ?? tokenCredential) !== undefined) {
     return `no credentials: those configured are for the account ${account}`;
   }
   if (sasToken !== undefined)
     return 'no credentials: AZURE_STORAGE_SAS_TOKEN is sent only with AZURE_STORAGE_ACCOUNT';
+  if (accessToken !== undefined)
+    return accessToken.serviceUrl === undefined
+      ? 'no credentials: AZURE_ACCESS_TOKEN is sent only with AZURE_ACCOUNT_NAME or AZURE_SERVICE_URL'
+      : `no credentials: AZURE_ACCESS_TOKEN is for ${accessToken.serviceUrl}`;
   return 'no credentials';
 };

@@ -169,6 +169,53 @@ describe('azureCredentialFor', () => {
   });
 });
 
+describe('azureCredentialFor with a static access token (AZURE_ACCESS_TOKEN, as KServe 0.19 agent reads it)', () => {
+  const accessToken = { token: 'static-bearer-token', serviceUrl: 'https://acct.blob.core.windows.net' };
+  const target = (): AzureBlobUri => parsed('https://acct.blob.core.windows.net/models/m1');
+
+  it('sends the token to the blob service it is for, as a bearer token that does not expire on its own', async () => {
+    const chosen = azureCredentialFor(target(), { accessToken });
+    expect(chosen.source).toBe('AZURE_ACCESS_TOKEN');
+    const token = await (chosen.credential as AzureTokenCredential).getToken(
+      'https://storage.azure.com/.default',
+    );
+    expect(token?.token).toBe('static-bearer-token');
+    expect(token?.expiresOnTimestamp).toBeGreaterThan(Date.now());
+  });
+
+  it('sends it to no other account or endpoint, and after the account key', () => {
+    for (const other of [
+      'https://other.blob.core.windows.net/models/m1',
+      'https://acct.blob.core.chinacloudapi.cn/models/m1',
+    ]) {
+      const chosen = azureCredentialFor(parsed(other), { accessToken });
+      expect(chosen.credential).toBeInstanceOf(AnonymousCredential);
+      expect(chosen.source).toBe(
+        'no credentials: AZURE_ACCESS_TOKEN is for https://acct.blob.core.windows.net',
+      );
+    }
+    const key = Buffer.alloc(64, 1).toString('base64');
+    expect(azureCredentialFor(target(), { accessToken, accountKey: key }).source).toBe('the account key');
+    const unbound = azureCredentialFor(target(), { accessToken: { token: 't' } });
+    expect(unbound.source).toBe(
+      'no credentials: AZURE_ACCESS_TOKEN is sent only with AZURE_ACCOUNT_NAME or AZURE_SERVICE_URL',
+    );
+  });
+
+  it('refuses to send it over plain http', async () => {
+    const plain = azureBlobStorage({
+      endpoints: ['http://127.0.0.1:10000'],
+      credentials: { accessToken: { token: 't', serviceUrl: 'http://127.0.0.1:10000/acct' } },
+    });
+    await expect(
+      plain.download('http://127.0.0.1:10000/acct/models/m1', '/nonexistent', new AbortController().signal),
+    ).rejects.toMatchObject({
+      kind: 'invalid-uri',
+      message: expect.stringContaining('only sent over https') as unknown,
+    });
+  });
+});
+
 describe('azureCredentialsFromEnv', () => {
   const noToken = (): AzureTokenCredential => {
     throw new Error('Azure AD was not asked for');
@@ -212,6 +259,25 @@ describe('azureCredentialsFromEnv', () => {
     ['AZURE_STORAGE_AUTH_MODE=login', { AZURE_STORAGE_AUTH_MODE: 'login' }],
   ])('uses Azure AD (DefaultAzureCredential) when %s is set', (_label, env) => {
     expect(azureCredentialsFromEnv(env, () => fakeToken)).toEqual({ tokenCredential: fakeToken });
+  });
+
+  it("reads KServe's AZURE_ACCESS_TOKEN for AZURE_SERVICE_URL, else AZURE_ACCOUNT_NAME's blob service, hiding it", () => {
+    const { token } = secretValues();
+    expect(
+      azureCredentialsFromEnv(
+        { AZURE_ACCESS_TOKEN: token, AZURE_SERVICE_URL: 'https://acct.blob.core.windows.net/' },
+        noToken,
+      ),
+    ).toEqual({ accessToken: { token, serviceUrl: 'https://acct.blob.core.windows.net' } });
+    expect(
+      azureCredentialsFromEnv({ AZURE_ACCESS_TOKEN: token, AZURE_ACCOUNT_NAME: 'acct' }, noToken),
+    ).toEqual({
+      accessToken: { token, serviceUrl: 'https://acct.blob.core.windows.net' },
+    });
+    expect(azureCredentialsFromEnv({ AZURE_ACCESS_TOKEN: token }, noToken)).toEqual({
+      accessToken: { token },
+    });
+    expect(redact(`token ${token}`)).toBe('token [REDACTED]');
   });
 
   it('uses nothing when nothing is set (anonymous: a public container)', () => {
