@@ -18,6 +18,7 @@ import {
 } from '../core/flags/app-config';
 import { advancedFlagTopics, flagTopics, type FlagTopic } from '../core/flags/flag-topics';
 import { removedFlags } from '../core/flags/removed-flags';
+import { redactUri } from '../core/redact';
 import { switchValue, switchWords } from '../core/switch-words';
 import type { DownloadPair } from './initializer-mode';
 import { kserveArguments, withKServeSpellings } from './kserve-args';
@@ -212,5 +213,14 @@ const initialize = (
     uri: args[2 * i]!,
     dest: args[2 * i + 1]!,
   }));
+  // An empty dest would resolve to the working dir (the image's /app), whose entries the download replaces.
+  const destless = pairs.flatMap(({ uri, dest }, i) =>
+    dest.trim() === ''
+      ? [
+          `the storage initializer needs a dest dir for each <uri>; pair ${i + 1} (${redactUri(uri)}) has none`,
+        ]
+      : [],
+  );
+  if (destless.length > 0) return usageError(destless);
   return { _tag: 'Initialize', config, pairs };
 };

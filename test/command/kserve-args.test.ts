@@ -180,4 +180,14 @@ describe("KServe's storage-initializer command line", () => {
       'modelsync: --once does not apply to the storage initializer (<uri> <dest> arguments)',
     ]);
   });
+
+  // An empty dest resolved to the working dir (/app in the image): the model's entries replaced modelsync's own there.
+  it('refuses an empty dest, naming the pair, with exit 2', () => {
+    expect(usageLines(['s3://models/iris', ''])).toEqual([
+      'modelsync: the storage initializer needs a dest dir for each <uri>; pair 1 (s3://models/iris) has none',
+    ]);
+    expect(usageLines(['gs://a/b', '/mnt/models/a', 'https://u:pw@h/m.tgz?sig=x', ' '])).toEqual([
+      'modelsync: the storage initializer needs a dest dir for each <uri>; pair 2 (https://h/m.tgz) has none',
+    ]);
+  });
 });
