@@ -95,9 +95,10 @@ export const azureCredentialsFromEnv = (
     : accountName
       ? `https://${accountName}.blob.core.windows.net`
       : undefined;
+  // A blank variable is none, as KServe's initializer reads AZURE_CLIENT_ID (a Secret's key left empty).
   const useAzureAd =
-    env.AZURE_CLIENT_ID !== undefined ||
-    env.AZURE_FEDERATED_TOKEN_FILE !== undefined ||
+    Boolean(env.AZURE_CLIENT_ID?.trim()) ||
+    Boolean(env.AZURE_FEDERATED_TOKEN_FILE?.trim()) ||
     env.AZURE_STORAGE_AUTH_MODE?.toLowerCase() === 'login';
   return {
     ...(account !== undefined && account !== '' ? { account } : {}),

@@ -280,6 +280,14 @@ describe('azureCredentialsFromEnv', () => {
     expect(redact(`token ${token}`)).toBe('token [REDACTED]');
   });
 
+  // KServe's initializer asks Azure AD only for a non-empty AZURE_CLIENT_ID (`if not client_id: return None`); a
+  // Secret's blank key made DefaultAzureCredential fail a public container's model for good.
+  it('takes a blank AZURE_CLIENT_ID or AZURE_FEDERATED_TOKEN_FILE as unset', () => {
+    expect(
+      azureCredentialsFromEnv({ AZURE_CLIENT_ID: '', AZURE_FEDERATED_TOKEN_FILE: ' ' }, noToken),
+    ).toEqual({});
+  });
+
   it('uses nothing when nothing is set (anonymous: a public container)', () => {
     expect(azureCredentialsFromEnv({ HOME: '/root' }, noToken)).toEqual({});
   });
