@@ -63,19 +63,22 @@ const endpointOf = (flag: string | undefined, env: Env): E.Either<string, string
 
 /**
  * Whether `endpoint` is AWS's legacy global endpoint (`https://s3.amazonaws.com`, as KServe's docs set
- * `serving.kserve.io/s3-endpoint: s3.amazonaws.com`) and `region` is not the one it serves: there a path-style
- * request for the bucket answers 301 PermanentRedirect, which no region redirect follows (the host stays), while
- * the bucket's own host name (`bucket.s3.amazonaws.com`) reaches its region. KServe's initializer turns to virtual
- * addressing then (kserve_storage.py `get_S3_config`).
+ * `serving.kserve.io/s3-endpoint: s3.amazonaws.com`) and one of `regions` is not the one it serves: there a
+ * path-style request for the bucket answers 301 PermanentRedirect, which no region redirect follows (the host
+ * stays), while the bucket's own host name (`bucket.s3.amazonaws.com`) reaches its region. KServe's initializer
+ * turns to virtual addressing then (kserve_storage.py `get_S3_config`, on its AWS_DEFAULT_REGION).
  */
-const globalEndpointElsewhere = (endpoint: string | undefined, region: string): boolean => {
+const globalEndpointElsewhere = (
+  endpoint: string | undefined,
+  regions: ReadonlyArray<string | undefined>,
+): boolean => {
   const url = endpoint === undefined ? null : URL.parse(endpoint);
   return (
     url !== null &&
     url.protocol === 'https:' &&
     url.host === 's3.amazonaws.com' &&
     url.pathname === '/' &&
-    region !== 'us-east-1'
+    regions.some((region) => region !== undefined && region !== 'us-east-1')
   );
 };
 
@@ -88,10 +91,12 @@ export const s3SettingsFrom = (config: S3Choices, env: Env): E.Either<string, S3
   if (E.isLeft(endpoint)) return endpoint;
   const region = config.s3Region ?? read(env, 'AWS_REGION') ?? read(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1';
   const virtualBucket = truth(env, 'S3_USER_VIRTUAL_BUCKET');
+  // KServe's webhook names the bucket's region AWS_DEFAULT_REGION; IRSA may add the cluster's as AWS_REGION.
+  const elsewhere = globalEndpointElsewhere(endpoint.right, [region, read(env, 'AWS_DEFAULT_REGION')]);
   const addressing: S3Addressing =
     config.s3Addressing !== 'auto'
       ? config.s3Addressing
-      : globalEndpointElsewhere(endpoint.right, region)
+      : elsewhere
         ? 'virtual'
         : virtualBucket === undefined
           ? 'auto'

@@ -76,6 +76,8 @@ describe('s3SettingsFrom', () => {
     expect(right({}, { ...global, AWS_DEFAULT_REGION: 'us-east-1' }).addressing).toBe('auto');
     expect(right({}, { AWS_ENDPOINT_URL: 'https://s3.amazonaws.com' }).addressing).toBe('auto');
     expect(right({ s3Addressing: 'path' }, global).addressing).toBe('path');
+    // KServe names the bucket's region AWS_DEFAULT_REGION; IRSA's webhook adds the cluster's as AWS_REGION beside it.
+    expect(right({}, { ...global, AWS_REGION: 'us-east-1' }).addressing).toBe('virtual');
     expect(right({}, { ...global, AWS_ENDPOINT_URL: 'http://minio.kubeflow:9000' }).addressing).toBe('auto');
   });
 
