@@ -24,6 +24,14 @@ const s3SpecKeys = [
 const defaultCaBundleMount = '/etc/ssl/custom-certs';
 const caBundleKey = 'cabundle.crt';
 
+/** An http(s) URL without user info: what an S3 endpoint must be. */
+const isPlainHttpUrl = (text: string): boolean => {
+  const url = URL.parse(text.trim());
+  return (
+    url !== null && ['http:', 'https:'].includes(url.protocol) && url.username === '' && url.password === ''
+  );
+};
+
 /** The JSON object in env var `name` (absent or empty: none); the Left names the var, never its value (a secret). */
 const objectIn = (env: Env, name: string): E.Either<string, Readonly<Record<string, unknown>>> => {
   const text = env[name];
@@ -52,6 +60,9 @@ export const kserveStorageEnv = (env: Env): E.Either<string, Env> => {
       if (value === undefined || value === null) continue;
       if (typeof value !== 'string' && typeof value !== 'boolean' && typeof value !== 'number')
         return E.left(`STORAGE_CONFIG: ${key} is not a string`);
+      // Checked here, so that the message names the key the user wrote, not the AWS_ENDPOINT_URL it becomes.
+      if (key === 'endpoint_url' && String(value).trim() !== '' && !isPlainHttpUrl(String(value)))
+        return E.left(`STORAGE_CONFIG: ${key} must be an http:// or https:// URL without credentials`);
       taken[name] = String(value);
     }
   const caBundleConfigMap = env.CA_BUNDLE_CONFIGMAP_NAME?.trim();

@@ -69,5 +69,18 @@ describe('kserveStorageEnv', () => {
     expect(kserveStorageEnv({ STORAGE_CONFIG: '{"type":"s3","region":{"a":1}}' })).toEqual(
       E.left('STORAGE_CONFIG: region is not a string'),
     );
+    // Named as the user wrote it: AWS_ENDPOINT_URL, which the spec sets, is not in their pod spec.
+    for (const endpoint of [
+      'minio-service.kubeflow:9000',
+      'http://[bad',
+      'http://minio:pw-secret@minio:9000',
+    ])
+      expect(
+        kserveStorageEnv({ STORAGE_CONFIG: JSON.stringify({ type: 's3', endpoint_url: endpoint }) }),
+      ).toEqual(
+        E.left('STORAGE_CONFIG: endpoint_url must be an http:// or https:// URL without credentials'),
+      );
+    // Blank, as KServe leaves it to boto: no endpoint (AWS).
+    expect(mapped({ STORAGE_CONFIG: '{"type":"s3","endpoint_url":""}' }).AWS_ENDPOINT_URL).toBe('');
   });
 });
