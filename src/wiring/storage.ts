@@ -71,7 +71,8 @@ const s3StorageFor = (
   const settings = s3SettingsFrom(config, env);
   if (E.isLeft(settings)) return settings;
   const { caBundle, verifyTls, endpoint } = settings.right;
-  const s3Ca = caBundle === undefined ? E.right([]) : readCaBundle(caBundle);
+  // As KServe's initializer: the bundle is looked for only while certificates are checked.
+  const s3Ca = caBundle === undefined || !verifyTls ? E.right([]) : readCaBundle(caBundle);
   if (E.isLeft(s3Ca)) return E.left(`AWS_CA_BUNDLE: ${s3Ca.left}`);
   if (!verifyTls)
     log.warn({ component: 'storage' }, 'S3_VERIFY_SSL is off: S3 server certificates are not checked');

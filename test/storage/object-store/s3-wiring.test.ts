@@ -36,6 +36,13 @@ describe('production S3 settings', () => {
     );
   });
 
+  // kserve_storage.py looks for the bundle only while certificates are checked: with S3_VERIFY_SSL=0 an absent
+  // AWS_CA_BUNDLE (a global s3CABundle whose ConfigMap is not mounted) stopped every model, hf:// and gs:// too.
+  it('reads no AWS_CA_BUNDLE when S3_VERIFY_SSL turns certificate checks off', () => {
+    const missing = path.join(dir.path, 'missing.pem');
+    expect(E.isRight(build({ AWS_CA_BUNDLE: missing, S3_VERIFY_SSL: '0' }).built)).toBe(true);
+  });
+
   it('warns once at start when S3_VERIFY_SSL turns certificate checks off', () => {
     const { built, sink } = build({ S3_VERIFY_SSL: '0' });
     expect(E.isRight(built)).toBe(true);
