@@ -88,6 +88,8 @@ export const ownTools: ReadonlyArray<{ readonly tool: RegExp; readonly names: ()
   },
 ];
 
+const kserveTuning = "KServe's initializer's tuning; docs/kserve.md names modelsync's own settings for it";
+
 /** What modelsync does not read, or leaves to a library it calls, and why the docs name it. */
 export const notRead: Readonly<Record<string, string>> = {
   STORAGE_EMULATOR_HOST:
@@ -97,6 +99,12 @@ export const notRead: Readonly<Record<string, string>> = {
     "Knative's switch for a list of probes; modelsync takes a list whatever it says",
   HF_HUB_ENABLE_HF_TRANSFER: "injected by KServe's webhook; docs/kserve.md says why it is ignored",
   HF_XET_HIGH_PERFORMANCE: "injected by KServe's webhook; docs/kserve.md says why it is ignored",
+  S3_CONNECT_TIMEOUT: kserveTuning,
+  S3_READ_TIMEOUT: kserveTuning,
+  S3_MAX_ATTEMPTS: kserveTuning,
+  S3_MAX_FILE_CONCURRENCY: kserveTuning,
+  AZURE_MAX_FILE_CONCURRENCY: kserveTuning,
+  AZURE_MAX_CHUNK_CONCURRENCY: kserveTuning,
   AZURE_ACCESS_EXPIRES_ON_SECONDS:
     "KServe's agent's expiry of AZURE_ACCESS_TOKEN; docs/storage.md says why modelsync needs none",
 };
