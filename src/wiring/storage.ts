@@ -83,7 +83,8 @@ const s3StorageFor = (
   return E.right(
     s3Storage({
       ...settings.right,
-      credentials: s3Credentials(settings.right, env),
+      // The chain's STS requests (IRSA) on the Network's proxy rules and CAs, not S3's TLS settings.
+      credentials: s3Credentials({ ...settings.right, agent: network.agent }, env),
       // At a custom endpoint, its own agent (direct or through its proxy); at AWS, one that decides per bucket host.
       agent: endpoint === undefined ? s3Network.agent : s3Network.agentFor(new URL(endpoint)),
       // Ranged reads of big objects by undici, each chunk written as it comes off its socket.

@@ -1,11 +1,13 @@
 /** s3Credentials: where S3 requests get their credentials — none (anonymous), the environment, or the AWS default chain re-read when its files change; every value hidden as a secret. */
 import type { Env } from '../../core/env';
 import { stat } from 'node:fs/promises';
+import type { Agent } from 'node:https';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import type { AwsCredentialIdentity as AwsCredentials } from '@smithy/types';
 import { registerSecret } from '../../core/redact';
 import { lazyModule } from '../../core/lazy-module';
+import { s3RequestHandler } from './s3-range-handler';
 
 // Loaded at the first use of the AWS chain (lazy-module.ts).
 const awsCredentialChain = lazyModule(
@@ -49,7 +51,7 @@ const fingerprint = async (files: ReadonlyArray<string>): Promise<string> => {
  * credentials or config file changes (a rotated Secret mounted there): the SDK alone would keep the first
  * credentials it read from a file until the process ends.
  */
-const defaultChain = (env: Env, recheckMs: number) => {
+const defaultChain = (env: Env, recheckMs: number, agent: Agent | undefined) => {
   const home = env.HOME ?? homedir();
   const filepath = env.AWS_SHARED_CREDENTIALS_FILE ?? path.join(home, '.aws', 'credentials');
   const configFilepath = env.AWS_CONFIG_FILE ?? path.join(home, '.aws', 'config');
@@ -63,6 +65,8 @@ const defaultChain = (env: Env, recheckMs: number) => {
       : {}),
     ...(env.AWS_ROLE_ARN !== undefined ? { roleArn: env.AWS_ROLE_ARN } : {}),
     ...(env.AWS_ROLE_SESSION_NAME !== undefined ? { roleSessionName: env.AWS_ROLE_SESSION_NAME } : {}),
+    // The chain's STS and SSO clients (web identity, a profile's role) on the Network's connections: its proxy.
+    ...(agent !== undefined ? { clientConfig: { requestHandler: s3RequestHandler({ agent }) } } : {}),
   };
   let chain: (() => Promise<AwsCredentials>) | undefined;
   let seen: string | undefined;
@@ -84,10 +88,11 @@ const defaultChain = (env: Env, recheckMs: number) => {
  * The credentials S3 requests use. `anonymous` (`--s3-anonymous`, KServe's `awsAnonymousCredential=true`): none.
  * `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (with `AWS_SESSION_TOKEN`) in `env`: those. Otherwise the
  * AWS default chain, re-read when its files change, checked at most every `recheckMs` (default 1 s: a request costs
- * no more than one look). Every value is registered as a secret when read.
+ * no more than one look), its own requests (STS) through `agent` when given. Every value is registered as a secret
+ * when read.
  */
 export const s3Credentials = (
-  settings: { readonly anonymous: boolean; readonly recheckMs?: number },
+  settings: { readonly anonymous: boolean; readonly recheckMs?: number; readonly agent?: Agent },
   env: Env,
 ): S3Credentials => {
   if (settings.anonymous) return 'anonymous';
@@ -102,5 +107,5 @@ export const s3Credentials = (
     });
     return asSource(() => Promise.resolve(fixed));
   }
-  return defaultChain(env, settings.recheckMs ?? 1000);
+  return defaultChain(env, settings.recheckMs ?? 1000, settings.agent);
 };
