@@ -4,12 +4,14 @@ import { pipe } from 'fp-ts/function';
 import type { Logger } from 'pino';
 import {
   catchError,
+  concatWith,
   defer,
   EMPTY,
   endWith,
   exhaustMap,
   first,
   from,
+  ignoreElements,
   map,
   mergeMap,
   NEVER,
@@ -120,7 +122,8 @@ export const syncMode = (
   const drains: Array<() => Promise<void>> = [];
   const surface = { stopping$: signals.shutdown$, drains, agentPort };
   // Kubernetes Events inside the surface: they hear the telemetry the surface gives the run.
-  const reported = withKubeEvents(config, log, env)(startAgent);
+  const flushes: Array<() => Promise<void>> = [];
+  const reported = withKubeEvents(config, log, env, flushes)(startAgent);
   const surfaced: AgentRun = config.httpPort === 0 ? reported : withSurface(config, log, surface)(reported);
   const run = releasingHeap(v8HeapRelease, log)(surfaced);
   const { configDir, modelDir, serverUrl, protocol, source } = config;
@@ -143,10 +146,12 @@ export const syncMode = (
     // already sent may finish; the agent is then unsubscribed, at once or after --shutdown-timeout, which aborts
     // what still runs. It then completes, and the process exits 0.
     const timeoutMs = config.shutdownTimeout;
+    let deadline: number | undefined;
     const stopped$ = signals.shutdown$.pipe(
       take(1),
       exhaustMap(() => {
         const started = Date.now();
+        deadline = started + timeoutMs;
         log.info(
           { timeoutMs },
           'shutting down: downloads stop; calls to the model server in flight may finish',
@@ -165,9 +170,22 @@ export const syncMode = (
         );
       }),
     );
+    // The Kubernetes Events of the last statuses (a load that ended while draining) are written off the agent's
+    // path, after it ended: the exit waits for them, never past the shutdown timeout.
+    const flushed$ = defer(() => {
+      const leftMs = Math.max(0, (deadline ?? Date.now()) - Date.now());
+      const flushed = Promise.all(flushes.map((flush) => flush())).then(() => true);
+      return race(from(flushed), timer(leftMs).pipe(map(() => false))).pipe(
+        map((done) => {
+          if (!done)
+            log.warn({ timeoutMs }, 'Kubernetes Events not written by the shutdown timeout were dropped');
+        }),
+      );
+    });
     const untilStopped$ = agent$.pipe(takeUntil(stopped$));
     return untilStopped$.pipe(
-      mergeMap(() => EMPTY),
+      concatWith(flushed$),
+      ignoreElements(),
       endWith(exit(0)),
       // A surface port that cannot be bound was logged; the process ends with 1, as for bad settings.
       catchError((error: unknown) =>

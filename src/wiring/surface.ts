@@ -213,9 +213,13 @@ export const withSurface =
     return merge(serving$, events$);
   };
 
-/** `run` with its events written as Kubernetes Events on its Pod; with `--kube-events off`, the run as it was. */
+/**
+ * `run` with its events written as Kubernetes Events on its Pod; with `--kube-events off`, the run as it was. The
+ * writes are off the run's path, so the run ends before its last events are written: `flushes` is filled with what
+ * a graceful stop waits for (within its deadline) once the run has ended.
+ */
 export const withKubeEvents =
-  (config: Pick<AppConfig, 'kubeEvents'>, log: Logger, env: Env) =>
+  (config: Pick<AppConfig, 'kubeEvents'>, log: Logger, env: Env, flushes?: Array<() => Promise<void>>) =>
   (run: AgentRun): AgentRun =>
   (capabilities, settings) => {
     if (config.kubeEvents === 'off') return run(capabilities, settings);
@@ -227,6 +231,7 @@ export const withKubeEvents =
     const recorder = kubeEventRecorder(writerOf, log.child({ component: 'events' }), {
       failure: eventWriteFailure,
     });
+    flushes?.push(() => recorder.flushed());
     return run(capabilities, {
       ...settings,
       telemetry: hearingConfigReads(settings.telemetry ?? noTelemetry, (outcome, detail) => {
@@ -240,6 +245,5 @@ export const withKubeEvents =
         const note = kubeEventOf(event);
         if (note !== undefined) recorder.record(note);
       }),
-      finalize(() => void recorder.flushed()),
     );
   };

@@ -2,10 +2,11 @@
  * Acceptance (issue #9): SIGTERM/SIGINT on the real CLI — downloads stop and leave no staging dir, load calls in
  * flight finish up to --shutdown-timeout, and the process exits 0.
  */
-import { readdir } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { startHttpServer, type RunningHttpServer } from '../../src/testing/http-server';
 import { atomicWrite } from '../../src/testing/atomic-writer';
-import { waitFor } from '../../src/testing/wait';
+import { sleep, waitFor } from '../../src/testing/wait';
 import { cliArgs, killAllCli, startCli } from '../helpers/cli-process';
 import { modelsJson } from '../helpers/fixtures';
 import { useTempDir } from '../helpers/temp-dir';
@@ -61,6 +62,41 @@ describe('shutdown on SIGTERM/SIGINT (real CLI)', () => {
     expect(exit).toEqual({ code: 0, signal: null });
     expect([...world.server().loaded]).toEqual(['a']);
     expect(cli.logs.some(about('model loaded', 'a'))).toBe(true);
+  }, 30_000);
+
+  it('writes the Kubernetes Event of a load that ended during the stop before exiting 0', async () => {
+    // An API server slow to take each Event: the one of the load that ends during the stop is still being written.
+    const posted: string[] = [];
+    storage = await startHttpServer(async (request, response) => {
+      const body: Buffer[] = [];
+      for await (const chunk of request) body.push(chunk as Buffer);
+      await sleep(500);
+      // Written only if the agent is still there to hear the answer.
+      if (request.socket.destroyed) return;
+      const { reason } = JSON.parse(Buffer.concat(body).toString()) as { reason: string };
+      posted.push(`${request.method} ${request.url} ${reason}`);
+      response.writeHead(201, { 'Content-Type': 'application/json' }).end('{}');
+    });
+    const kubeconfig = join(tmp.path, 'kubeconfig');
+    await writeFile(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'events', cluster: { server: storage.url, 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'modelsync', user: {} }],
+        contexts: [{ name: 'test', context: { cluster: 'events', user: 'modelsync' } }],
+        'current-context': 'test',
+      }),
+    );
+    world.server().setLoadDelay(1500);
+    world.writeConfig(['a']);
+    const env = { KUBECONFIG: kubeconfig, POD_NAME: 'serving-0', POD_NAMESPACE: 'serving' };
+    const cli = startCli(cliArgs(world.flags({ 'shutdown-timeout': '10s' })), { env });
+    await cli.waitForLog(about('model loading', 'a'), 20_000);
+    const exit = await cli.signalAndWait('SIGTERM', 10_000);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(posted).toEqual(['POST /api/v1/namespaces/serving/events ModelLoaded']);
   }, 30_000);
 
   it('aborts a load call still running at --shutdown-timeout and exits 0 then', async () => {
