@@ -52,6 +52,19 @@ export const kubeEventOf = (event: AgentEvent): KubeEventNote | undefined => {
 export const configRejectedEvent = (reason: string): KubeEventNote =>
   note('ConfigRejected', 'Warning', `config rejected; keeping the previous models: ${reason}`);
 
+/** An object's name is a DNS subdomain (RFC 1123), as the API server validates it: this long at most. */
+const maxNameChars = 253;
+
+/**
+ * A new Event's name, as client-go's recorder makes it (the Pod's name, a dot, `unique` in hex), with the Pod's part
+ * cut so that it stays a name the API server takes (a Pod named with 240 characters or more gave every write 422).
+ * The part cut ends in a letter or a digit, as a subdomain's label must; the Event names the Pod in full elsewhere.
+ */
+export const eventName = (podName: string, unique: number): string => {
+  const suffix = unique.toString(16);
+  return `${podName.slice(0, maxNameChars - 1 - suffix.length).replace(/[-.]+$/, '')}.${suffix}`;
+};
+
 /** An event's time: RFC 3339 in whole seconds, as the v1 Event's timestamps are. */
 const eventTime = (at: number): string => new Date(at).toISOString().replace(/\.\d+Z$/, 'Z');
 

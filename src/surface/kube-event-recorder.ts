@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import {
   EventCorrelator,
+  eventName,
   eventObject,
   eventRepeat,
   type KubeEventNote,
@@ -105,7 +106,7 @@ export const kubeEventRecorder = (
   const send = async (to: KubeEventsWriter, event: KubeEventNote): Promise<void> => {
     const at = now();
     // client-go's names: the object's, a dot, a number unique to this recorder.
-    const freshName = () => `${to.pod.name}.${(at * 1000 + (sequence++ % 1000)).toString(16)}`;
+    const freshName = () => eventName(to.pod.name, at * 1000 + (sequence++ % 1000));
     const action = correlator.next(event, at, freshName);
     if (action._tag === 'Drop') {
       dropped += 1;

@@ -12,7 +12,12 @@ const note = (reason: string): KubeEventNote => configRejectedEvent(reason);
 
 /** A writer that keeps what it was asked to write, each write answered when `release` is called (or at once). */
 const writer = (
-  options: { readonly hold?: boolean; readonly fail?: Error; readonly gone?: boolean } = {},
+  options: {
+    readonly hold?: boolean;
+    readonly fail?: Error;
+    readonly gone?: boolean;
+    readonly pod?: typeof pod;
+  } = {},
 ) => {
   const writes: Array<{ readonly kind: 'create' | 'repeat'; readonly body: Record<string, unknown> }> = [];
   const waiting: Array<() => void> = [];
@@ -21,7 +26,7 @@ const writer = (
     if (options.fail !== undefined) throw options.fail;
   };
   const api: KubeEventsWriter = {
-    pod,
+    pod: options.pod ?? pod,
     create: async (event) => {
       writes.push({ kind: 'create', body: event as Record<string, unknown> });
       await answer();
@@ -89,6 +94,36 @@ describe('kubeEventRecorder', () => {
     await again.flushed();
     expect(gone.writes.map((write) => write.kind)).toEqual(['create', 'repeat', 'create']);
   });
+
+  it.each([
+    ['253 characters', `${'a'.repeat(120)}.${'b'.repeat(132)}`],
+    // The name is cut to 239 characters, leaving room for a dot and the 13 hex digits of a time in microseconds.
+    ['a dash where the name is cut', `${'a'.repeat(238)}-b.${'c'.repeat(12)}`],
+    ['a dot where the name is cut', `${'a'.repeat(238)}.${'b'.repeat(14)}`],
+  ])(
+    'names the Event of a Pod named with %s as the API server takes it, naming the Pod in full',
+    async (_, name) => {
+      const long = { name, namespace: 'ns' };
+      const { api, writes } = writer({ pod: long });
+      const recorder = kubeEventRecorder(() => Promise.resolve(api), logger().log);
+      recorder.record(note('a'));
+      recorder.record(note('b'));
+      await recorder.flushed();
+      const names = writes.map((write) => (write.body['metadata'] as { name: string }).name);
+      expect(names).toHaveLength(2);
+      expect(new Set(names).size).toBe(2);
+      for (const eventName of names) {
+        // A DNS subdomain (RFC 1123), as the API server validates an object's name.
+        expect(eventName.length).toBeLessThanOrEqual(253);
+        expect(eventName).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/);
+        expect(eventName.startsWith('a'.repeat(120))).toBe(true);
+      }
+      expect(writes.map((write) => write.body['involvedObject'])).toEqual([
+        expect.objectContaining({ kind: 'Pod', name }),
+        expect.objectContaining({ kind: 'Pod', name }),
+      ]);
+    },
+  );
 
   it('drops what is over its queue while a write hangs, and counts it', async () => {
     const { api, writes, release } = writer({ hold: true });
