@@ -47,6 +47,17 @@ const eventProblem = (phase: unknown, object: unknown, name: string): string | u
   return undefined;
 };
 
+/**
+ * A watch the API server ended at its `timeoutSeconds`, as ListWatch is told of it: it re-opens one that ended
+ * without an event after a wait doubling from 1 s to 30 s, which only an event or a bookmark resets, so against an
+ * API server that sends no bookmarks every quiet watch from the seventh on waited 30 s (a stall at the default 300 s,
+ * edits 30 s late). Its `TimeoutError` is the end of a watch that throttled itself by lasting its timeout: ListWatch
+ * resets that wait and re-opens it at once, from its version. One that ends sooner still gets the wait.
+ */
+class WatchTimedOut extends Error {
+  override readonly name = 'TimeoutError';
+}
+
 /** What a resume from the same version would only meet again: the watch starts over with a list. */
 const brokenWatch = (why: string): Error => new KubeRelistNeeded(`the API server's watch sent ${why}`);
 
@@ -139,12 +150,15 @@ export const bookmarkingWatch = (
       };
       try {
         const query = { ...queryParams, watch: true, ...watchQuery(watched.timeoutSeconds) };
+        const sentAt = performance.now();
         const response = await kubeCall(kube, configNow(), path, query, controller.signal);
         progress.opened();
         const body = response.body;
         if (body === null) throw brokenWatch('a 200 without a body');
+        // The server starts its timer once the request came: a watch ended sooner was not ended by it.
+        const timedOut = (): boolean => performance.now() - sentAt >= watched.timeoutSeconds * 1000;
         readLines(body, onLine).then(
-          () => finish(null),
+          () => finish(timedOut() ? new WatchTimedOut('the watch reached its timeoutSeconds') : null),
           (cause: unknown) => finish(cause),
         );
       } catch (cause) {

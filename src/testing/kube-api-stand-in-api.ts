@@ -46,6 +46,11 @@ export interface KubeApiStandIn {
   remove(): KubeApiChange;
   /** Moves the store's version on (as other objects' changes do) and sends a BOOKMARK at it to watches that asked. */
   bookmark(): void;
+  /**
+   * From now on, watches opened get no BOOKMARK, though they ask for them (an API server whose watch cache is off,
+   * or an aggregated or proxied one that ignores `allowWatchBookmarks`); they still end at `timeoutSeconds`.
+   */
+  withholdBookmarks(withhold: boolean): void;
   /** Writes `text` as it is to every open watch (a hostile or broken API server: a line no real one sends). */
   sendRaw(text: string): void;
   /**

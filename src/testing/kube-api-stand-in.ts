@@ -36,7 +36,7 @@ const statusBody = (code: number, reason: string, message: string, details?: obj
  * collection's resourceVersion; with `Accept: …;as=PartialObjectMetadataList;…` the items' metadata alone; with
  * `resourceVersionMatch=Exact` the current version only, 410 for an older one) and the same with `watch=true` (JSON
  * lines of ADDED, MODIFIED, DELETED, BOOKMARK and ERROR events from after `resourceVersion`, a BOOKMARK 2 s before
- * `timeoutSeconds`, ended there), 410 Gone for a compacted version, 401 for a wrong bearer token, 403 as
+ * `timeoutSeconds` unless withheld, ended there), 410 Gone for a compacted version, 401 for a wrong bearer token, 403 as
  * `system:anonymous` for none, and 403 naming the token's user without the field selector (a Role restricted by
  * `resourceNames`). What it answers in these cases is checked against a real API server
  * (test/control-plane/kube-api-stand-in-probe.e2e.test.ts).
@@ -50,6 +50,7 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
   let compactedBefore = 0;
   let expiredAs: 'event' | 'status' = 'event';
   let hanging = false;
+  let withholding = false;
   let redirectTo: string | undefined;
   let down = false;
   const history: StoredEvent[] = [];
@@ -100,7 +101,8 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();
     if (hanging) return void watches.add({ response: res, bookmarks: false });
-    const watch: OpenWatch = { response: res, bookmarks: query['allowWatchBookmarks'] === 'true' };
+    const bookmarks = !withholding && query['allowWatchBookmarks'] === 'true';
+    const watch: OpenWatch = { response: res, bookmarks };
     if (from === 0) {
       if (current !== undefined) res.write(line('ADDED', current));
     } else for (const event of history.filter((e) => e.version > from)) res.write(event.text);
@@ -220,6 +222,7 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
       current = undefined;
       return emit('DELETED', gone);
     },
+    withholdBookmarks: (withhold) => void (withholding = withhold),
     bookmark: () => {
       version += 1; // other objects moved the store on: the bookmark carries its version
       for (const watch of watches) if (watch.bookmarks) watch.response.write(bookmarkLine());

@@ -263,6 +263,24 @@ describe('--source kube-api on the real process', () => {
     await waitFor(() => server.loaded.has('beta'), 10_000, 'beta loaded after the stall');
   });
 
+  it('re-opens at once each watch that reached its timeout on an API server that sends no bookmarks: no stall said, no re-list', async () => {
+    const { agent, cluster, server } = await startAgent(['alpha'], { flags: { 'watch-timeout-s': 1 } });
+    cluster.api.withholdBookmarks(true);
+    await agent.waitForLog(loadedLine('alpha'));
+    // The client's ListWatch waits 1, 2, 4 … 30 s before re-opening a watch that ended without an event: by the
+    // fourth, longer than a 1 s watch's stall window (2 s).
+    await sleep(10_000);
+    expect(
+      agent.logs.filter((log) => log.msg === 'ConfigMap watch made no progress; re-establishing it'),
+    ).toEqual([]);
+    expect(cluster.api.requests.filter((request) => request.kind === 'list')).toHaveLength(1);
+    expect(cluster.api.requests.filter((request) => request.kind === 'watch').length).toBeGreaterThanOrEqual(
+      6,
+    );
+    cluster.api.apply(models('alpha', 'beta'));
+    await waitFor(() => server.loaded.has('beta'), 10_000, 'beta loaded');
+  });
+
   it('converges on the last of 200 rapid MODIFIEDs', async () => {
     const { agent, cluster, server } = await startAgent(['alpha']);
     await agent.waitForLog(loadedLine('alpha'));
