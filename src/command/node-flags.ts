@@ -7,6 +7,11 @@
  * that big, idle, for the pod's life; a flag of the process, since V8 sizes its heap at start-up. `--expose-gc`:
  * the heap a burst grew is given back once the loader is idle (heap-release.ts). `--no-memory-reducer`: with that,
  * V8's memory reducer only added full collections to an idle agent, on its own timers after a burst.
+ * `--no-concurrent-recompilation`: V8 optimizes hot code on the main thread, not on its helper threads, whose
+ * compiler allocations stayed in the process's memory once freed (malloc keeps a thread's arena): the agent port's
+ * proxy idled at 83 MiB with them, 69 without (the Go agent: 65), twice each in `npm run bench -- proxy`; a burst of
+ * 1,000 models took the same time and CPU (4.31 vs 4.38 s, 5.61 vs 5.63 CPU-s, same run conditions), idle RSS with
+ * 1,000 models 0.82 of the floor's (0.85-0.87 before).
  *
  * Not taken: `--optimize-for-size` (Node 24) took idle RSS 125 -> 101 MiB and heapUsed 38 -> 17 MiB, but 1,000 Adds
  * ran 20 % slower and one change at 20,000 models took twice as long (P7 92 -> 161-182 ms), two runs each.
@@ -15,4 +20,5 @@ export const agentNodeFlags: ReadonlyArray<string> = [
   '--max-semi-space-size=1',
   '--expose-gc',
   '--no-memory-reducer',
+  '--no-concurrent-recompilation',
 ];

@@ -41,6 +41,7 @@ export const otherPrograms: ReadonlyArray<{
       '--max-semi-space-size',
       '--expose-gc',
       '--no-memory-reducer',
+      '--no-concurrent-recompilation',
       '--max-old-space-size',
       '--require',
       '--openssl-legacy-provider',
