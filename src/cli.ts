@@ -4,7 +4,7 @@
 import './required-node';
 // Then the compile cache: it serves only the modules loaded after it.
 import './compile-cache';
-import { fromEvent, map, merge, skip, Subject, take, takeUntil, takeWhile, type Observable } from 'rxjs';
+import { fromEvent, map, merge, skip, Subject, take, takeUntil, takeWhile, tap, type Observable } from 'rxjs';
 import type { AppConfig } from './core/flags/app-config';
 import { redact } from './core/redact';
 import { guardProcess, type Logger, logProcessWarnings, stderrLogger } from './log';
@@ -74,16 +74,34 @@ const modeOf = (
   log: Logger,
   shutdown$: Observable<unknown>,
 ): Observable<Output> => {
-  if (pairs.length > 0) {
-    // A signal before the downloads are done is a failed initializer: the pod must not start on half a model.
-    const stopped$ = shutdown$.pipe(map((): Output => ({ _tag: 'Exit', code: 1 })));
-    return merge(initializerMode(pairs, config, log, process.env).pipe(takeUntil(shutdown$)), stopped$).pipe(
-      takeWhile((output) => output._tag !== 'Exit', true),
+  // A signal before the downloads are done is a failed initializer: the pod must not start on half a model.
+  if (pairs.length > 0) return failedOnSignal(initializerMode(pairs, config, log, process.env), shutdown$);
+  // Nor is a one-shot sync (or its dry run) a success once a signal stopped it: CI would pass on what was not done.
+  if (config.once) {
+    const mode$ = config.dryRun
+      ? dryRunMode(config, log, process.env)
+      : oneShotMode(config, log, process.env);
+    return failedOnSignal(mode$, shutdown$, () =>
+      log.error('one-shot sync: stopped by a signal before it finished; exiting as failed'),
     );
   }
   if (config.dryRun) return dryRunMode(config, log, process.env).pipe(takeUntil(shutdown$));
-  if (config.once) return oneShotMode(config, log, process.env).pipe(takeUntil(shutdown$));
   return syncMode(config, log, process.env, { shutdown$, resync$: hangups$() });
+};
+
+/** `mode$` until its exit, or exit 1 on `shutdown$` if that comes first (after `onSignal`, to say why). */
+const failedOnSignal = (
+  mode$: Observable<Output>,
+  shutdown$: Observable<unknown>,
+  onSignal: () => void = () => undefined,
+): Observable<Output> => {
+  const stopped$ = shutdown$.pipe(
+    tap(onSignal),
+    map((): Output => ({ _tag: 'Exit', code: 1 })),
+  );
+  return merge(mode$.pipe(takeUntil(shutdown$)), stopped$).pipe(
+    takeWhile((output) => output._tag !== 'Exit', true),
+  );
 };
 
 const run = (

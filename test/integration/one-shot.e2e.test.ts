@@ -1,7 +1,7 @@
 /** Acceptance (issue #9): `--once` without `--dry-run` on the real CLI — sync the config as it is, then exit 0 or 1. */
 import { join } from 'node:path';
 import { atomicWrite } from '../../src/testing/atomic-writer';
-import { cliArgs, killAllCli, runCli } from '../helpers/cli-process';
+import { cliArgs, killAllCli, runCli, startCli } from '../helpers/cli-process';
 import { closedPort, useHttpServers } from '../helpers/http-servers';
 import { atLeast, type LogLine } from '../helpers/log-sink';
 import { modelsJson } from '../helpers/fixtures';
@@ -111,6 +111,27 @@ describe('modelsync --once (one-shot sync, real CLI)', () => {
         }),
       ]);
       expect(errors[0]!['waitedMs']).toBeGreaterThanOrEqual(1900);
+    },
+    40_000,
+  );
+
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    'exits 1, never 0, when %s stops it before every model is loaded',
+    async (signal) => {
+      world.writeConfig(['a']);
+      const cli = startCli(
+        cliArgs(world.flags({ once: true, 'server-url': `http://127.0.0.1:${await closedPort()}` })),
+      );
+      await cli.waitForLog('model server not answering yet; waiting for it', 20_000);
+
+      const exit = await cli.signalAndWait(signal);
+
+      expect(exit).toEqual({ code: 1, signal: null });
+      expect(world.server().loaded.size).toBe(0);
+      const errors = cli.stderr.lines.map((line) => JSON.parse(line) as LogLine).filter(atLeast('error'));
+      expect(errors).toEqual([
+        expect.objectContaining({ msg: expect.stringContaining('stopped by a signal') as unknown }),
+      ]);
     },
     40_000,
   );
