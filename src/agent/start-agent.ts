@@ -56,6 +56,8 @@ export interface AgentCapabilities {
 export interface AgentStart {
   readonly inPlace: InPlace;
   readonly loader: Loader;
+  /** Models only the server lists that this start left loaded for the resyncs (past `maxUnlistedUnloads`). */
+  readonly deferred: number;
 }
 
 /** How the agent runs: its logger, caps and timings, and the operators an integrator splices in. */
@@ -182,7 +184,7 @@ export const startAgent = (
           { ...capabilities, ...settings, random, scheduler, log: loaderLog },
           inPlace,
         );
-        settings.onStart?.({ inPlace, loader });
+        settings.onStart?.({ inPlace, loader, deferred });
         // Resync and drift repair: one trigger stream (shared: one timer paces both) re-reads the config and runs
         // the repair step, whose ops join the config's ops on their way to the loader.
         const { resync } = settings;

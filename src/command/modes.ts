@@ -219,11 +219,15 @@ export const oneShotMode = (config: AppConfig, log: Logger, env: Env): Observabl
   return defer(() => {
     log.info({ version: packageVersion, configDir: config.configDir }, 'modelsync one-shot sync starting');
     let loader: Loader | undefined;
+    let deferred = 0;
     const once = { ...edges, configSource: { ...edges.configSource, events$: EMPTY } };
     return startAgent(once, {
       ...agentSettings(config, log),
       ...(config.serverWaitTimeout > 0 ? { serverWaitMs: config.serverWaitTimeout } : {}),
-      onStart: (start) => (loader = start.loader),
+      onStart: (start) => {
+        loader = start.loader;
+        deferred = start.deferred;
+      },
     }).pipe(
       first((event) => event._tag === 'Ready', undefined),
       mergeMap((ready): Observable<Output> => {
@@ -236,7 +240,14 @@ export const oneShotMode = (config: AppConfig, log: Logger, env: Env): Observabl
         const done = { modelCount: statuses.length, failed: failed.length };
         if (failed.length === 0) log.info(done, 'one-shot sync done: every model is loaded');
         else log.error(done, 'one-shot sync done: some models are not loaded');
-        return from([...failed.map(failureLine), exit(failed.length === 0 ? 0 : 1)]);
+        // No resync follows to unload the rest: the server still has models no config lists.
+        if (deferred > 0)
+          log.error(
+            { left: deferred, maxUnlistedUnloads: config.maxUnlistedUnloads },
+            'one-shot sync done: models no config lists were left loaded (more than --max-unlisted-unloads)',
+          );
+        const code = failed.length === 0 && deferred === 0 ? 0 : 1;
+        return from([...failed.map(failureLine), exit(code)]);
       }),
       catchError((error: unknown) => {
         if (!(error instanceof ServerNotAnswering)) return throwError(() => error);

@@ -34,7 +34,7 @@ const fakeRun = () => {
   const idle$ = new BehaviorSubject(true);
   const events$ = new Subject<AgentEvent>();
   const run: AgentRun = (_capabilities, settings) => {
-    settings.onStart?.({ inPlace: undefined as never, loader: { idle$ } as unknown as Loader });
+    settings.onStart?.({ inPlace: undefined as never, loader: { idle$ } as unknown as Loader, deferred: 0 });
     return events$;
   };
   return { run, idle$, events$ };

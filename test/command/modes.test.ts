@@ -1,10 +1,10 @@
-/** The CLI's sync mode in process: the production capabilities, the start-up log line, and refusing bad headers. */
+/** The CLI's sync and one-shot modes in process: the production capabilities, the start-up log line, and refusing bad headers. */
 import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import pino from 'pino';
 import { firstValueFrom, toArray } from 'rxjs';
 import { defaultAppConfig, type AppConfig } from '../../src/core/flags/app-config';
-import { syncMode } from '../../src/command/modes';
+import { oneShotMode, syncMode } from '../../src/command/modes';
 import { packageVersion } from '../../src/command/package-version';
 import { capabilities } from '../../src/wiring/capabilities';
 import { atomicWrite } from '../../src/testing/atomic-writer';
@@ -59,6 +59,48 @@ describe('syncMode', () => {
     const logged = JSON.stringify(sink.lines);
     expect(logged).toContain('models.example.com-headers');
     expect(logged).not.toContain('s3cr3t');
+  });
+});
+
+describe('oneShotMode', () => {
+  const tmp = useTempDir('one-shot-mode');
+  let standIn: V2ModelServerStandIn;
+  let config: AppConfig;
+  beforeEach(async () => {
+    standIn = await startV2ModelServer({ modelDir: join(tmp.path, 'models') });
+    config = {
+      ...defaultAppConfig,
+      once: true,
+      configDir: join(tmp.path, 'configs'),
+      modelDir: join(tmp.path, 'models'),
+      serverUrl: standIn.url,
+      localStorageRoots: [tmp.path],
+    };
+    await writeFiles(join(tmp.path, 'storage', 'm1'), { 'model.bin': 'm1' });
+    atomicWrite(config.configDir, { 'models.json': modelsJson({ m1: join(tmp.path, 'storage', 'm1') }) });
+  });
+  afterEach(() => standIn.close());
+
+  it('exits 0 once every listed model is loaded and every unlisted one unloaded', async () => {
+    standIn.preload('stray-1', 'stray-2');
+    const outputs = await firstValueFrom(oneShotMode(config, pino({ level: 'silent' }), {}).pipe(toArray()));
+    expect(outputs).toEqual([{ _tag: 'Exit', code: 0 }]);
+    expect([...standIn.loaded]).toEqual(['m1']);
+  });
+
+  it('exits 1, never 0, when the server lists more unlisted models than --max-unlisted-unloads lets it unload', async () => {
+    standIn.preload('stray-1', 'stray-2', 'stray-3');
+    const sink = new LogSink();
+    const outputs = await firstValueFrom(
+      oneShotMode({ ...config, maxUnlistedUnloads: 1 }, pino(sink), {}).pipe(toArray()),
+    );
+    expect(outputs.at(-1)).toEqual({ _tag: 'Exit', code: 1 });
+    expect(standIn.loaded.has('m1')).toBe(true);
+    expect(standIn.loaded.size).toBe(3);
+    expect(sink.withMessage('one-shot sync done: some models are not loaded')).toHaveLength(0);
+    expect(sink.lines.filter((line) => line['level'] === 50)).toEqual([
+      expect.objectContaining({ left: 2, maxUnlistedUnloads: 1 }),
+    ]);
   });
 });
 
