@@ -13,6 +13,7 @@ import { waitFor } from '../../src/testing/wait';
 import { writeFiles } from '../helpers/file-tree';
 import { modelsJson } from '../helpers/fixtures';
 import { LogSink } from '../helpers/log-sink';
+import { freePort } from '../integration/surface-kit';
 import { useTempDir } from '../helpers/temp-dir';
 
 const secretHeaders = { 'models.example.com-headers': 'Bearer s3cr3t-token' };
@@ -29,6 +30,8 @@ describe('syncMode', () => {
       modelDir: join(tmp.path, 'models'),
       serverUrl: standIn.url,
       localStorageRoots: [tmp.path],
+      // The surface on, on a port of its own: 9081 may be another agent's on this machine (EADDRINUSE).
+      httpPort: await freePort(),
     };
   });
   afterEach(() => standIn.close());
