@@ -77,7 +77,8 @@ export async function* resumableBody(
 ): AsyncGenerator<Uint8Array> {
   const { signal, maxResumes, pressure } = options;
   const validator = validatorOf(first.headers);
-  const total = contentLengthOf(first.headers);
+  // The file's size: the first answer's Content-Length, else the total a resume's Content-Range names.
+  let total = contentLengthOf(first.headers);
   let offset = 0;
   let body: BodyResponse['body'] | undefined = first.body;
   let resumesInARow = 0;
@@ -88,13 +89,25 @@ export async function* resumableBody(
         await sleep(pauseMs * resumesInARow, undefined, { signal });
         sinceResume = 0;
         const expected = { offset, validator: validator!, total };
-        body = await pressure.askThroughPushbacks(signal, () => reopened(options, expected, resumesInARow));
+        const resumed = await pressure.askThroughPushbacks(signal, () =>
+          reopened(options, expected, resumesInARow),
+        );
+        ({ body } = resumed);
+        total ??= resumed.total;
       }
       // undici's body is a byte stream; its typings leave the chunk type open.
       for await (const chunk of body as AsyncIterable<Uint8Array>) {
         offset += chunk.byteLength;
         sinceResume += chunk.byteLength;
         yield chunk;
+      }
+      // A resume that ended short of (or ran past) the size the answers named would save a cut file as whole.
+      if (total !== undefined && offset !== total) {
+        throw retryableError(
+          'changed',
+          `${options.what}: the body ended at byte ${offset} of ${total}: the file changed on the server or it ` +
+            'does not serve ranges; the download starts again',
+        );
       }
       return;
     } catch (cause) {
@@ -110,19 +123,27 @@ const reopened = async (
   options: ResumeOptions,
   expected: { offset: number; validator: string; total: number | undefined },
   resume: number,
-): Promise<BodyResponse['body']> => {
+): Promise<{ readonly body: BodyResponse['body']; readonly total: number | undefined }> => {
   const { offset, validator, total } = expected;
   const response = await options.reopen({ range: `bytes=${offset}-`, 'if-range': validator }, options.signal);
   // Another status than 200, 206 or 416 fails as the first request would.
   if (!isOk(response) && response.status !== 416) throw await responseStatusError(options.what, response);
   const answer = answeredRange(response, validator);
   // Nothing was consumed yet: a whole body of the same version is as good as a range.
+  const length = contentLengthOf(response.headers);
   const range =
     response.status === 200 && offset === 0
-      ? { first: 0, last: -1, total: contentLengthOf(response.headers) }
+      ? { first: 0, last: length === undefined ? undefined : length - 1, total: length }
       : answer.range;
-  if (range?.first === offset && answer.sameVersion && (total === undefined || range.total === total)) {
-    return response.body;
+  if (
+    range?.first === offset &&
+    answer.sameVersion &&
+    (total === undefined || range.total === total) &&
+    // `bytes=<offset>-` asks for the rest: an answer of less (a server capping its ranges) would cut the file.
+    (range.total === undefined || range.last === range.total - 1) &&
+    (length === undefined || range.last === undefined || length === range.last - range.first + 1)
+  ) {
+    return { body: response.body, total: range.total };
   }
   throw await changedFile(
     response,

@@ -119,6 +119,36 @@ describe('httpStorage resume', () => {
     );
   });
 
+  it.each([
+    ['with a Content-Length', true],
+    ['chunked', false],
+  ] as const)(
+    'fails retryably as changed when a resume is answered with fewer bytes than the rest (%s), never saving a cut file',
+    async (_name, framed) => {
+      const server = await serve((req, res) => {
+        const asked = req.headers.range;
+        if (asked === undefined) {
+          // The first answer cut at 120,000 bytes.
+          const headers = { etag: '"v1"', 'accept-ranges': 'bytes' };
+          res.writeHead(200, framed ? { ...headers, 'content-length': String(size) } : headers);
+          res.write(whole().subarray(0, 120_000), () => res.destroy());
+          return;
+        }
+        // The resume answered with 1,000 bytes of the rest only, as a server capping its ranges may.
+        const from = offsetOf(asked);
+        res.writeHead(206, {
+          etag: '"v1"',
+          'content-range': `bytes ${from}-${from + 999}/${size}`,
+          'content-length': '1000',
+        });
+        res.end(whole().subarray(from, from + 1000));
+      });
+      const error = await effectError(httpStorage().download(`${server.url}/m.bin`, target, never));
+      expect(error).toMatchObject({ kind: 'changed', retryable: true });
+      expect(error.message).toContain('the download starts again');
+    },
+  );
+
   it('fails retryably as changed when the server ignores ranges', async () => {
     const { body, url } = await start({ ranges: false });
     body.cutAt(120_000);
