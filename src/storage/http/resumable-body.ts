@@ -88,7 +88,7 @@ export async function* resumableBody(
       if (body === undefined) {
         await sleep(pauseMs * resumesInARow, undefined, { signal });
         sinceResume = 0;
-        const expected = { offset, validator: validator!, total };
+        const expected = { offset, first: first.headers, total };
         const resumed = await pressure.askThroughPushbacks(signal, () =>
           reopened(options, expected, resumesInARow),
         );
@@ -121,14 +121,15 @@ export async function* resumableBody(
 
 const reopened = async (
   options: ResumeOptions,
-  expected: { offset: number; validator: string; total: number | undefined },
+  expected: { offset: number; first: IncomingHttpHeaders; total: number | undefined },
   resume: number,
 ): Promise<{ readonly body: BodyResponse['body']; readonly total: number | undefined }> => {
-  const { offset, validator, total } = expected;
+  const { offset, first, total } = expected;
+  const validator = validatorOf(first)!;
   const response = await options.reopen({ range: `bytes=${offset}-`, 'if-range': validator }, options.signal);
   // Another status than 200, 206 or 416 fails as the first request would.
   if (!isOk(response) && response.status !== 416) throw await responseStatusError(options.what, response);
-  const answer = answeredRange(response, validator);
+  const answer = answeredRange(response, first);
   // Nothing was consumed yet: a whole body of the same version is as good as a range.
   const length = contentLengthOf(response.headers);
   const range =
@@ -152,16 +153,35 @@ const reopened = async (
   );
 };
 
+/** A response's Content-Encoding, `identity` when it names none. */
+const encodingOf = (headers: IncomingHttpHeaders): string => {
+  const encoding = headerOf(headers, 'content-encoding')?.trim().toLowerCase();
+  return encoding === undefined || encoding === '' ? 'identity' : encoding;
+};
+
 /**
- * The range a resume's answer carries (a 206's Content-Range), and whether it is of the version `validator` (the
- * first response's) names: its ETag, if it has one, must be that one when the validator is a strong ETag.
+ * The range a ranged answer carries (a 206's Content-Range), and how it is not of the representation the first
+ * answer (`first`, its headers) began, if it is not: the validator If-Range carried (the strong ETag, or the
+ * Last-Modified date) must be the answer's where it names one, as a server that ignores If-Range still tells its
+ * version; and its Content-Encoding must be the first's (a range of a gzipped body is no range of the file).
  */
-export const answeredRange = (response: BodyResponse, validator: string) => {
-  const etag = headerOf(response.headers, 'etag');
+export const answeredRange = (response: BodyResponse, first: IncomingHttpHeaders) => {
+  const validator = validatorOf(first);
+  const byEtag = validator === headerOf(first, 'etag');
+  const name = byEtag ? 'ETag' : 'Last-Modified';
+  const version = headerOf(response.headers, byEtag ? 'etag' : 'last-modified');
+  const [encoding, firstEncoding] = [encodingOf(response.headers), encodingOf(first)];
+  const mismatch =
+    version !== undefined && version !== validator
+      ? `of ${name} ${version}, not ${validator}`
+      : encoding !== firstEncoding
+        ? `with Content-Encoding ${encoding}, not ${firstEncoding}`
+        : undefined;
   return {
     range: response.status === 206 ? contentRangeOf(response.headers) : undefined,
-    etag,
-    sameVersion: etag === undefined || !validator.startsWith('"') || etag === validator,
+    /** How the answer is of another representation, for the message; undefined when it is the same. */
+    mismatch,
+    sameVersion: mismatch === undefined,
   };
 };
 

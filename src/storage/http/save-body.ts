@@ -70,7 +70,7 @@ const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeRead
     const response = await job.reopen({ range: `bytes=${start}-${end - 1}`, 'if-range': validator }, signal);
     if (response.status >= 500 || response.status === 429)
       throw await answerStatusError(job.what, response, job.minRate);
-    const { range, etag, sameVersion } = answeredRange(response, validator);
+    const { range, mismatch, sameVersion } = answeredRange(response, first.headers);
     if (range?.first === start && range.last === end - 1 && range.total === size && sameVersion) {
       const body = job.attempt.watch(response.body);
       // Not framed by its length (chunked, say): a chunk size no server sends may have passed other bytes as data.
@@ -82,7 +82,7 @@ const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeRead
       response,
       `${job.what}: bytes ${start}-${end - 1} were answered ${response.status}` +
         `${range !== undefined ? ` with bytes ${range.first}-${range.last} of ${range.total ?? 'unknown'}` : ''}` +
-        `${sameVersion ? '' : ` of ETag ${etag}, not ${validator}`}`,
+        `${mismatch !== undefined ? ` ${mismatch}` : ''}`,
     );
   };
 };

@@ -1,7 +1,8 @@
 /** Tests of httpStorage's ranged parts: a big file over several connections, cut ranges resumed alone, versions pinned. */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { createSlots } from '../../../src/core/slots';
 import { defaultDownloadLimits } from '../../../src/storage/download-limits';
 import { httpStorage } from '../../../src/storage/http/http-storage';
@@ -87,6 +88,46 @@ describe('httpStorage in parts', () => {
     const error = await effectError(httpStorage({ streams: 4 }).download(`${url}/m.bin`, target, never));
     expect(error).toMatchObject({ kind: 'changed', retryable: true });
     expect(error.message).toContain('the download starts again');
+  });
+
+  it('fails as a retryable `changed` when a server that ignores If-Range answers a range of another Last-Modified', async () => {
+    const v1 = 'Tue, 01 Dec 2026 10:00:00 GMT';
+    const body = rangedBody({ size, bytesPerSecond: 50e6, etag: null, lastModified: v1 });
+    // The file replaced after the first answer, by a server that serves any range asked, whatever its If-Range.
+    const v2 = rangedBody({
+      size,
+      etag: null,
+      lastModified: 'Wed, 02 Dec 2026 10:00:00 GMT',
+      block: Buffer.alloc(64 * 1024, 'z'),
+    });
+    const { url } = await serve((request, response) => {
+      if (request.headers.range === undefined) return body.handle(request, response);
+      delete request.headers['if-range'];
+      v2.handle(request, response);
+    });
+    const error = await effectError(httpStorage({ streams: 4 }).download(`${url}/m.bin`, target, never));
+    expect(error).toMatchObject({ kind: 'changed', retryable: true });
+    expect(v2.requests.length).toBeGreaterThan(0);
+  });
+
+  it('fails as a retryable `changed` when a range is answered gzipped, never writing its encoded bytes as the file', async () => {
+    // Bytes gzip cannot shrink: each encoded range is a little longer than the range itself.
+    const block = randomBytes(MiB);
+    const body = rangedBody({ size, bytesPerSecond: 50e6, block });
+    const { url } = await serve((request, response) => {
+      const asked = closedRange(request.headers.range);
+      if (asked === undefined) return body.handle(request, response);
+      const encoded = gzipSync(repeatedSlice(block, asked.start, asked.end));
+      response.writeHead(206, {
+        etag: '"v1"',
+        'content-encoding': 'gzip',
+        'content-range': `bytes ${asked.start}-${asked.end - 1}/${size}`,
+        'content-length': encoded.length,
+      });
+      response.end(encoded);
+    });
+    const error = await effectError(httpStorage({ streams: 4 }).download(`${url}/m.bin`, target, never));
+    expect(error).toMatchObject({ kind: 'changed', retryable: true });
   });
 
   it('ends the download when every range is answered with an error that trickles below the minimum rate', async () => {

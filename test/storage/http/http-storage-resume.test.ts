@@ -149,6 +149,21 @@ describe('httpStorage resume', () => {
     },
   );
 
+  it('fails retryably as changed when a server that ignores If-Range resumes with another Last-Modified', async () => {
+    const { body } = await start({ etag: null, lastModified: 'Tue, 01 Dec 2026 10:00:00 GMT' });
+    body.cutAt(120_000);
+    // The file replaced after the first answer, by a server that serves any range asked, whatever its If-Range.
+    const v2 = rangedBody({ size, etag: null, lastModified: 'Wed, 02 Dec 2026 10:00:00 GMT' });
+    const server = await serve((req, res) => {
+      if (req.headers.range === undefined) return body.handle(req, res);
+      delete req.headers['if-range'];
+      v2.handle(req, res);
+    });
+    const error = await effectError(httpStorage().download(`${server.url}/m.bin`, target, never));
+    expect(error).toMatchObject({ kind: 'changed', retryable: true });
+    expect(v2.requests).toHaveLength(1);
+  });
+
   it('fails retryably as changed when the server ignores ranges', async () => {
     const { body, url } = await start({ ranges: false });
     body.cutAt(120_000);
