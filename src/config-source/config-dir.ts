@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import {
   concatMap,
   defer,
+  exhaustMap,
   filter,
   first,
   merge,
@@ -62,8 +63,9 @@ const directoryExists = (
   onAlive: () => void,
 ): Observable<true> => {
   let waiting = false;
+  // exhaustMap: a tick while a stat hangs (a dead mount) is dropped, not queued (one per tick, without end).
   return timer(0, recheckMs).pipe(
-    concatMap(async () => (await inodeOf(dir)) !== undefined),
+    exhaustMap(async () => (await inodeOf(dir)) !== undefined),
     tap((exists) => {
       if (!exists && !waiting) log.warn({ configDir: dir }, 'config dir does not exist; waiting for it');
       if (!exists) onAlive();
@@ -143,8 +145,13 @@ const watchWhileDirExists = (
       const ownName = basename(dir);
       // inotify reports the watched dir's own removal as a rename of its name: check at once, not at the next tick.
       const selfEvent$ = new Subject<void>();
-      const replaced$ = merge(timer(armedRecheckMs, armedRecheckMs), selfEvent$).pipe(
-        concatMap(() => inodeOf(dir)),
+      // One stat at a time for each, the rest dropped: behind a stat that hangs (a dead mount) nothing queues up.
+      // Apart, so an event's stat never waits for (or is dropped behind) a periodic one that started before it.
+      const stat = () => inodeOf(dir);
+      const replaced$ = merge(
+        timer(armedRecheckMs, armedRecheckMs).pipe(exhaustMap(stat)),
+        selfEvent$.pipe(exhaustMap(stat)),
+      ).pipe(
         tap((current) => {
           if (armed && current === inode) onAlive();
         }),

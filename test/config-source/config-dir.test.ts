@@ -1,5 +1,6 @@
 /** configDirSource on real dirs: re-arming a failed watch, and reading again after a read that hung. */
-import { mkdir, open, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import fsPromises, { mkdir, open, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { firstValueFrom, Observable, type Subscription } from 'rxjs';
@@ -136,6 +137,59 @@ describe('configDirSource', () => {
     it('is called only when watching starts by a watch that never arms or keeps failing', async () => {
       expect(await callsAfterStart(neverArms)).toBe(1);
       expect(await callsAfterStart(armsThenFails)).toBe(1);
+    });
+  });
+
+  describe('a stat of the dir that hangs (a dead NFS or FUSE mount)', () => {
+    afterEach(() => {
+      subscription?.unsubscribe();
+      jest.restoreAllMocks();
+      jest.useRealTimers();
+    });
+
+    /**
+     * Watches `dir` (missing or not) with a watch that arms and stays quiet, while its stat hangs for 1,000 recheck
+     * ticks; then the stat returns: how many more stats ran at once, with no more time passing.
+     */
+    const statsQueuedBehindHungStat = async (dirExists: boolean): Promise<number> => {
+      jest.useFakeTimers();
+      const dir = join(tmp.path, 'configs');
+      let stats = 0;
+      let hang = false;
+      let release: (() => void) | undefined;
+      const found = { isDirectory: () => dirExists, ino: 7 } as Stats;
+      const missing = Object.assign(new Error('ENOENT'), { code: 'ENOENT' });
+      const stat = async (): Promise<Stats> => {
+        stats++;
+        if (hang) await new Promise<void>((resolve) => (release = resolve));
+        if (!dirExists) throw missing;
+        return found;
+      };
+      jest.spyOn(fsPromises, 'stat').mockImplementation(stat);
+      const watchDir = (): Observable<FsEvent> =>
+        new Observable<FsEvent>((subscriber) => subscriber.next({ event: 'ready', name: '' }));
+      subscription = configDirSource({
+        dir,
+        log: pino({ level: 'silent' }),
+        recheckMs: 10,
+        watchDir,
+      }).events$.subscribe();
+      await jest.advanceTimersByTimeAsync(50);
+      hang = true;
+      await jest.advanceTimersByTimeAsync(10_000);
+      expect(release).toBeDefined();
+      hang = false;
+      const before = stats;
+      release!();
+      for (let i = 0; i < 50; i++) await Promise.resolve();
+      await jest.advanceTimersByTimeAsync(0);
+      return stats - before;
+    };
+
+    it('queues no stat per tick behind it while the dir is watched, nor while it is awaited', async () => {
+      expect(await statsQueuedBehindHungStat(true)).toBeLessThanOrEqual(1);
+      subscription?.unsubscribe();
+      expect(await statsQueuedBehindHungStat(false)).toBeLessThanOrEqual(1);
     });
   });
 
