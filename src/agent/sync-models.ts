@@ -83,23 +83,40 @@ const throughAll =
 /** The sha256 of a config's text, in hex: which config is in force, without showing it. */
 const checksumOf = (text: string): string => createHash('sha256').update(text).digest('hex');
 
+/**
+ * `telemetry` whose `configRead` never throws into the config pipeline: a throw (an integrator's telemetry) is a
+ * defect, logged, and the read goes on; thrown inside an operator it errored the pipeline, and the agent with it.
+ */
+const guardedConfigReads = (telemetry: Telemetry, log: Logger): Telemetry => ({
+  ...telemetry,
+  configRead: (outcome, detail) => {
+    try {
+      telemetry.configRead(outcome, detail);
+    } catch (err) {
+      log.error({ err, outcome }, 'the config read telemetry threw: a defect; going on');
+    }
+  },
+});
+
 /** The current config, then every accepted change of it, for as long as subscribed. */
 export const acceptedSnapshots = (
   deps: Omit<ConfigPipelineDeps, 'inPlace' | 'snapshotOperators'>,
-): Observable<Snapshot> =>
-  configTriggers(deps).pipe(
+): Observable<Snapshot> => {
+  const telemetry = guardedConfigReads(deps.telemetry ?? noTelemetry, deps.log);
+  return configTriggers(deps).pipe(
     startWith(startTrigger),
     coalesceBursts(
       { quietMs: deps.settleMs, isDirect: announcesNewContent, isTrailingOnly: isSwapStep },
       deps.scheduler,
     ),
     readConfig(deps.configSource.read),
-    skipUnchangedReads(() => (deps.telemetry ?? noTelemetry).configRead('unchanged')),
-    decodeAndReport(deps.telemetry ?? noTelemetry, checksumOf),
+    skipUnchangedReads(() => telemetry.configRead('unchanged')),
+    decodeAndReport(telemetry, checksumOf),
     keepValid(deps.log),
     tap((snapshot) => deps.log.info({ modelCount: snapshot.size }, 'config accepted')),
     deps.servedSchemes === undefined ? identity : warnUnservedSchemes(deps.servedSchemes, deps.log),
   );
+};
 
 /** The ops for the current config, then for every accepted change of it, for as long as subscribed. */
 export const modelOps = (deps: ConfigPipelineDeps): Observable<ModelOp> =>

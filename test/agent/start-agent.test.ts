@@ -7,7 +7,7 @@ import { defaultAppConfig, type AppConfig } from '../../src/core/flags/app-confi
 import { add } from '../../src/core/model-op';
 import type { AgentEvent } from '../../src/core/model-status';
 import { snapshotOf } from '../../src/core/snapshot';
-import type { ModelServer } from '../../src/ports';
+import { noTelemetry, type ModelServer } from '../../src/ports';
 import { agentSettings, capabilities } from '../../src/wiring/capabilities';
 import {
   ServerNotAnswering,
@@ -66,6 +66,24 @@ describe('startAgent', () => {
     expect([...standIn.loaded].sort()).toEqual(['a', 'b']);
     expect(sink.withMessage('recovered what is in place')).toHaveLength(1);
     expect(sink.withMessage('start-up sync complete; ready')[0]).toMatchObject({ modelCount: 2 });
+  });
+
+  it('applies the config when the telemetry of config reads throws (an integrator’s), telling each throw as a defect', async () => {
+    const throwing = {
+      ...noTelemetry,
+      configRead: () => {
+        throw new Error('telemetry bug');
+      },
+    };
+    const events = await lastValueFrom(
+      startAgent(edges(modelsJson({ a: uri('a'), b: uri('b') })), {
+        ...settings(),
+        telemetry: throwing,
+      }).pipe(toArray()),
+    );
+    expect(ready(events)).toEqual([{ _tag: 'Ready', modelCount: 2 }]);
+    expect([...standIn.loaded].sort()).toEqual(['a', 'b']);
+    expect(sink.withMessage('the config read telemetry threw: a defect; going on').length).toBeGreaterThan(0);
   });
 
   // Past maxAttempts (3) too: the start-up wait has no cap on attempts.
