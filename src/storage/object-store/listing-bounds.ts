@@ -29,6 +29,8 @@ const sizeOf = (size: unknown): number | undefined => {
 const storedObject = (what: string, index: number, { key, size, version }: ListedItem): StoredObject => {
   if (typeof key !== 'string' || key === '' || Buffer.byteLength(key) > maxKeyBytes)
     throw invalidListing(what, `item ${index} has no key of 1 to ${maxKeyBytes} bytes`);
+  // A lone surrogate (JSON's "\ud800", a GCS name) is no text a file system or a URL takes: encodeURIComponent throws.
+  if (/\p{Cs}/u.test(key)) throw invalidListing(what, `item ${index} has a key that is no valid text`);
   const bytes = sizeOf(size ?? 0);
   if (bytes === undefined)
     throw invalidListing(what, `item ${index} (${JSON.stringify(key)}) has no size in bytes`);

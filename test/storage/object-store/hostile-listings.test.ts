@@ -208,3 +208,11 @@ it('an S3 endpoint answering 200 with an HTML page is no listing, not an empty b
   expect(error).toMatchObject({ kind: 'invalid-response', retryable: false });
   expect(error?.message).toContain('no ListBucketResult');
 });
+
+it('a GCS listing of a name that is no valid text (a lone surrogate) fails for good, naming the item', async () => {
+  // JSON carries "\ud800" as it is: no file system or URL takes it (encodeURIComponent threw a URIError on it).
+  pageFor = () => ({ items: [{ name: 'm/a\ud800', size: 1, version: 'v' }] });
+  const error = await outcome('gcs');
+  expect(error).toMatchObject({ kind: 'invalid-response', retryable: false });
+  expect(error?.message).toContain('item 0 has a key that is no valid text');
+});
