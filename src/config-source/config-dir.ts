@@ -203,8 +203,12 @@ export const configDirSource = (options: ConfigDirOptions): ConfigDirSource => {
   const watch$ = defer(() => directoryExists(dir, recheckMs, log, onAlive)).pipe(
     concatMap(() => watchWhileDirExists(dir, pollMs, armedRecheckMs, watchDir, onAlive)),
     retry({
-      delay: (error: unknown) => {
-        log.warn({ err: error, configDir: dir }, 'config watcher failed; re-establishing it');
+      // A failure that stays (the inotify limit reached) is retried each recheckMs as before, but told at its 1st,
+      // 2nd, 4th, 8th … attempt: a line a second filled the log for as long. A watch that emits starts the count anew.
+      resetOnSuccess: true,
+      delay: (error: unknown, attempt: number) => {
+        if ((attempt & (attempt - 1)) === 0)
+          log.warn({ err: error, configDir: dir, attempt }, 'config watcher failed; re-establishing it');
         return timer(recheckMs);
       },
     }),

@@ -42,6 +42,29 @@ describe('configDirSource', () => {
     expect(JSON.stringify(failures[0])).toContain('inotify watch limit reached');
   });
 
+  it('logs a watch that keeps failing at its 1st, 2nd, 4th, 8th … failure, not at every retry', async () => {
+    // The inotify limit reached stays reached: a warn line a second (recheckMs) filled the log for as long.
+    const sink = new LogSink();
+    let watches = 0;
+    const watchDir = (): Observable<FsEvent> =>
+      new Observable<FsEvent>((subscriber) => {
+        watches++;
+        subscriber.error(Object.assign(new Error('inotify watch limit reached'), { code: 'ENOSPC' }));
+      });
+    subscription = configDirSource({
+      dir: tmp.path,
+      log: pino({ level: 'debug' }, sink),
+      recheckMs: 5,
+      watchDir,
+    }).events$.subscribe();
+    await waitFor(() => watches >= 40, 10_000, '40 failed watches');
+    subscription.unsubscribe();
+    const failures = sink.withMessage('config watcher failed; re-establishing it');
+    const attempts = failures.map((line) => line['attempt'] as number);
+    expect(attempts.slice(0, 6)).toEqual([1, 2, 4, 8, 16, 32]);
+    expect(failures.length).toBeLessThanOrEqual(Math.log2(watches) + 1);
+  });
+
   it('sees a models.json written when it polls (--watch-poll-ms), as chokidar reports it', async () => {
     const dir = tmp.path;
     const events: FsEvent[] = [];
