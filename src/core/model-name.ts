@@ -1,5 +1,6 @@
 /** ModelName: a model's name, which becomes a directory name, so anything that could escape or hide it is refused. */
 import * as t from 'io-ts';
+import { hasLoneSurrogate } from './json/json';
 import { previewValue } from './preview';
 
 export interface ModelNameBrand {
@@ -16,9 +17,8 @@ export const modelNameProblem = (name: string): string | undefined => {
   if (name === '.' || name === '..') return `must not be "${name}"`;
   if (name.startsWith('.')) return 'must not start with "."';
   if (/[/\\\0]/.test(name)) return 'must not contain "/", "\\" or NUL';
-  // A lone UTF-16 surrogate (JSON's "\ud800") is written to disk as U+FFFD, so "a\ud800" and "a\udc00" would
-  // share a dir, and encodeURIComponent throws on it: no name a dir or a model server's URL can hold.
-  if (/\p{Cs}/u.test(name)) return 'must be valid Unicode text (it has a lone UTF-16 surrogate)';
+  // "a\ud800" and "a\udc00" would share a dir: no name a dir or a model server's URL can hold.
+  if (hasLoneSurrogate(name)) return 'must be valid Unicode text (it has a lone UTF-16 surrogate)';
   // A UTF-16 unit is at most 3 UTF-8 bytes: only long names need encoding to be measured.
   if (name.length * 3 > maxNameBytes && utf8.encode(name).length > maxNameBytes) {
     return `must be at most ${maxNameBytes} bytes`;

@@ -113,3 +113,9 @@ export const previewJson = (
   }
   return out.length > maxChars ? `${out.slice(0, maxChars - 3)}...` : out;
 };
+
+/**
+ * Whether `text` holds a lone UTF-16 surrogate, which a JSON string may carry (`"\ud800"`): no text a file system or a
+ * URL takes (it is written to disk as U+FFFD, so two such names share one; encodeURIComponent throws on it).
+ */
+export const hasLoneSurrogate = (text: string): boolean => /\p{Cs}/u.test(text);

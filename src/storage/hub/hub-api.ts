@@ -2,7 +2,7 @@
 import * as E from 'fp-ts/Either';
 import { sameEndpoint } from '../../core/endpoint';
 import { permanentError, retryableError, retryAfterOf, type EffectError } from '../../core/errors';
-import { parseJson } from '../../core/json/json';
+import { hasLoneSurrogate, parseJson } from '../../core/json/json';
 import { jsonObject } from '../../core/json/json-object';
 import { tooLarge, type ListingCap, type MinRate } from '../download-limits';
 import { errorText, httpUrl, isOk, timeoutOf, transportError, type Network } from '../../net';
@@ -187,8 +187,7 @@ const digestOf = (
 const fileOf = (what: string, index: number, entry: unknown, sha: string): StoredObject | undefined => {
   const { type, path, size, lfs, oid } = jsonObject(entry) ?? {};
   if (typeof path !== 'string' || path === '') throw notTheApi(what, `tree entry ${index} has no path`);
-  // A lone surrogate is no text a file system or a URL can take (encodeURIComponent throws on it).
-  if (/\p{Cs}/u.test(path)) throw notTheApi(what, `tree entry ${index} has a path that is no valid text`);
+  if (hasLoneSurrogate(path)) throw notTheApi(what, `tree entry ${index} has a path that is no valid text`);
   if (type === 'directory') return undefined;
   if (type !== 'file')
     throw notTheApi(

@@ -1,6 +1,7 @@
 /** listingBounds: what a store's listing may say before modelsync stops believing it, the same for S3, GCS and Azure (docs/reliability.md, "Peer answers"). */
 import { createHash } from 'node:crypto';
 import { permanentError, type EffectError } from '../../core/errors';
+import { hasLoneSurrogate } from '../../core/json/json';
 import { tooLarge, type ListingCap } from '../download-limits';
 import { jsonObject } from '../../core/json/json-object';
 import type { ListedItem, ListingBounds, StoredObject } from './client';
@@ -29,8 +30,7 @@ const sizeOf = (size: unknown): number | undefined => {
 const storedObject = (what: string, index: number, { key, size, version }: ListedItem): StoredObject => {
   if (typeof key !== 'string' || key === '' || Buffer.byteLength(key) > maxKeyBytes)
     throw invalidListing(what, `item ${index} has no key of 1 to ${maxKeyBytes} bytes`);
-  // A lone surrogate (JSON's "\ud800", a GCS name) is no text a file system or a URL takes: encodeURIComponent throws.
-  if (/\p{Cs}/u.test(key)) throw invalidListing(what, `item ${index} has a key that is no valid text`);
+  if (hasLoneSurrogate(key)) throw invalidListing(what, `item ${index} has a key that is no valid text`);
   const bytes = sizeOf(size ?? 0);
   if (bytes === undefined)
     throw invalidListing(what, `item ${index} (${JSON.stringify(key)}) has no size in bytes`);
