@@ -219,7 +219,7 @@ export const withSurface =
  * a graceful stop waits for (within its deadline) once the run has ended.
  */
 export const withKubeEvents =
-  (config: Pick<AppConfig, 'kubeEvents'>, log: Logger, env: Env, flushes?: Array<() => Promise<void>>) =>
+  (config: Pick<AppConfig, 'kubeEvents'>, log: Logger, env: Env, flushes: Array<() => Promise<void>>) =>
   (run: AgentRun): AgentRun =>
   (capabilities, settings) => {
     if (config.kubeEvents === 'off') return run(capabilities, settings);
@@ -231,7 +231,7 @@ export const withKubeEvents =
     const recorder = kubeEventRecorder(writerOf, log.child({ component: 'events' }), {
       failure: eventWriteFailure,
     });
-    flushes?.push(() => recorder.flushed());
+    flushes.push(() => recorder.flushed());
     return run(capabilities, {
       ...settings,
       telemetry: hearingConfigReads(settings.telemetry ?? noTelemetry, (outcome, detail) => {
