@@ -25,6 +25,8 @@ export interface Forwardable {
   /** The Transfer-Encoding values, joined: only `chunked` alone can be framed again without changing the body. */
   codings?: string;
   hasHost?: boolean;
+  /** Why the request's Host header(s) are refused, as Go's server refuses them (400 before any handler). */
+  hostProblem?: 'too many Host headers' | 'malformed Host header';
   /** The Trailer names, joined: announced again only when the next hop is chunked too. */
   trailer?: string;
   upgrade?: string;
@@ -54,6 +56,12 @@ const connectionListed = (raw: ReadonlyArray<string>): ReadonlySet<string> | und
   return listed;
 };
 
+/**
+ * The bytes Go's server takes in a Host (`httpguts.ValidHostHeader`): a request with another (a space, `@`, `/`) or
+ * with two Hosts is answered 400 there; passed on, a model server could read it otherwise than we did.
+ */
+const validHost = /^[0-9A-Za-z!$%&'()*+,\-.:;=[\]_~]*$/;
+
 /** The end-to-end part of `raw` (a request's headers or a response's). */
 export const forwardable = (raw: ReadonlyArray<string>, isRequest: boolean): Forwardable => {
   const listed = connectionListed(raw);
@@ -63,8 +71,11 @@ export const forwardable = (raw: ReadonlyArray<string>, isRequest: boolean): For
     const value = raw[i + 1]!;
     const lower = name.toLowerCase();
     if (lower === 'content-length') message.length = value;
-    else if (lower === 'host') message.hasHost = true;
-    else if (lower === 'transfer-encoding') {
+    else if (lower === 'host') {
+      if (isRequest && message.hasHost === true) message.hostProblem = 'too many Host headers';
+      else if (isRequest && !validHost.test(value)) message.hostProblem ??= 'malformed Host header';
+      message.hasHost = true;
+    } else if (lower === 'transfer-encoding') {
       message.chunked = true;
       message.codings = joined(message.codings, value);
     } else if (lower === 'trailer') message.trailer = joined(message.trailer, value);

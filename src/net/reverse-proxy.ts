@@ -264,6 +264,10 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       warn('refused');
       return answer(request, response, 501, codingText, true);
     }
+    if (message.hostProblem !== undefined) {
+      warn('refused');
+      return answer(request, response, 400, Buffer.from(`400 Bad Request: ${message.hostProblem}`), true);
+    }
     proxy(request, response, message);
   };
 

@@ -78,4 +78,35 @@ describe('reverseProxy, answer heads', () => {
       proxy.close();
     }
   });
+  it.each([
+    ['two Host headers', 'Host: a\r\nHost: b\r\n', 'too many Host headers'],
+    ['a Host with a space', 'Host: a b\r\n', 'malformed Host header'],
+    ['a Host with user info', 'Host: user@a\r\n', 'malformed Host header'],
+    ['a Host with a path', 'Host: a/admin\r\n', 'malformed Host header'],
+  ])(
+    'answers 400 to %s, sending nothing upstream, as Go’s server does (no request a model server reads another way)',
+    async (_case, hostLines, reason) => {
+      upstream = await startUpstream((_req, res) => res.end('ok'));
+      bench = await startProxy(upstream.port);
+      const client = await rawSocket(bench.port);
+      client.socket.write(`GET /v2/models/m HTTP/1.1\r\n${hostLines}\r\n`);
+      await client.closed;
+      expect(client.received()).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+      expect(client.received()).toContain('\r\nConnection: close\r\n');
+      expect(client.received().endsWith(`\r\n\r\n400 Bad Request: ${reason}`)).toBe(true);
+      expect(upstream.seen).toEqual([]);
+    },
+  );
+
+  it('passes on a Host that Go takes: an IPv6 literal with a port, sub-delims, and an empty one', async () => {
+    upstream = await startUpstream((req, res) => res.end(JSON.stringify(req.headers.host)));
+    bench = await startProxy(upstream.port);
+    for (const host of ['[::1]:8080', "a-b_c~d.e!$&'()*+,;=%41:1", '']) {
+      const client = await rawSocket(bench.port);
+      client.socket.write(`GET / HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+      await client.closed;
+      expect(client.received()).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(client.received().endsWith(`\r\n\r\n${JSON.stringify(host)}`)).toBe(true);
+    }
+  });
 });
