@@ -102,7 +102,13 @@ export const boundedServer = (
   server.on('clientError', (error: Error, socket: Socket) => {
     if (socket.writableEnded) return; // answered already: the parser goes on failing on what still arrives
     const code = errorCode(error) ?? '';
-    if (code === 'ECONNRESET' || !socket.writable || answerStarted(socket)) return void socket.destroy();
+    if (code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+    if (answerStarted(socket)) {
+      // What is written of the answer goes out before the close: Node corks the socket while a request is handled,
+      // and its parser fails on the body in that same turn (a coding it cannot frame): the 501 to it was lost.
+      while (socket.writableCorked > 0) socket.uncork();
+      return void socket.destroy();
+    }
     // A connection that never sent a byte is closed without a word, whichever of the idle and head timers ends it
     // (a 408 there reads as a failed request to a client that only opened a connection ahead of need).
     if (code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket.bytesRead === 0) return void socket.destroy();

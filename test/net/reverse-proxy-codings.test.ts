@@ -33,6 +33,26 @@ describe('reverseProxy, transfer codings', () => {
     expect(upstream.seen).toEqual([]);
   });
 
+  it.each(['gzip', 'xchunked'])(
+    'answers 501 to a request body coded %s alone (no chunks to end it), as Go does, and sends nothing upstream',
+    async (coding) => {
+      upstream = await startUpstream((req, res) => {
+        req.resume();
+        req.on('end', () => res.end('proxied'));
+      });
+      bench = await startProxy(upstream.port);
+      const client = await rawSocket(bench.port);
+      client.socket.write(
+        `POST /v2/models/m/infer HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ${coding}\r\n\r\n\x1f\x8b\x08`,
+        'latin1',
+      );
+      await client.closed;
+      expect(client.received()).toMatch(/^HTTP\/1\.1 501 /);
+      expect(client.received()).toContain('transfer codings other than chunked are not proxied\n');
+      expect(upstream.seen).toEqual([]);
+    },
+  );
+
   it('still proxies a chunked request body', async () => {
     upstream = await startUpstream((req, res) => {
       const chunks: Buffer[] = [];
