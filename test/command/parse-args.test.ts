@@ -1,6 +1,7 @@
 /** parseArgs in process: flags, env vars and defaults to an AppConfig, and every way it says no. */
 import { defaultAppConfig, flagList, flagTable, switchWords } from '../../src/core/flags/app-config';
 import { packageVersion } from '../../src/command/package-version';
+import { redact } from '../../src/core/redact';
 import { configOf, parse, usageLines } from '../helpers/parse-args';
 
 describe('parseArgs', () => {
@@ -235,11 +236,26 @@ describe('parseArgs', () => {
       'modelsync: invalid --watch-timeout-s: expected a whole number from 1 to 3600, got "0"',
     ]);
     expect(usageLines(['--server-url', 'ftp://host'])).toEqual([
-      'modelsync: invalid --server-url: expected an http(s) URL such as http://127.0.0.1:8080, got "ftp://host"',
+      'modelsync: invalid --server-url: expected an http(s) URL such as http://127.0.0.1:8080, with no user:password in it, got "ftp://host"',
     ]);
     expect(usageLines(['--protocol', 'grpc'])).toEqual([
       'modelsync: invalid --protocol: expected one of v2, torchserve, got "grpc"',
     ]);
+  });
+
+  it('refuses a URL flag holding user:password at start (every call would refuse it, retried for ever), never showing it', () => {
+    for (const url of ['http://user:secret@127.0.0.1:8080', 'https://secret@minio:9000']) {
+      for (const flag of ['--server-url', '--s3-endpoint']) {
+        const lines = usageLines([flag, url]);
+        expect(lines).toEqual([
+          expect.stringContaining(`modelsync: invalid ${flag}: expected an http(s) URL`),
+        ]);
+        expect(lines[0]).toContain('user:password');
+        // As the CLI writes it: through the redaction of every line on stderr.
+        expect(redact(lines.join('\n'))).not.toContain('secret');
+      }
+    }
+    expect(configOf(['--server-url', 'http://127.0.0.1:8080/']).serverUrl).toBe('http://127.0.0.1:8080');
   });
 
   it('takes an IP address or a host name for --http-host, and refuses anything else', () => {

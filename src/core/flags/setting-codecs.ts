@@ -86,14 +86,20 @@ export const kubeName = (name: string, maxLength: number, label = false) => {
 };
 
 /** An http(s) URL with a host; trailing slashes are dropped so paths can be appended. */
+const hasUserInfo = (u: string): boolean => {
+  const { username, password } = new URL(u);
+  return username !== '' || password !== '';
+};
+
 export const httpUrl = settingCodec(
   'HttpUrl',
   (u): u is string => typeof u === 'string',
   (u) =>
-    typeof u === 'string' && /^https?:\/\/[^/]+/.test(u) && URL.canParse(u)
+    typeof u === 'string' && /^https?:\/\/[^/]+/.test(u) && URL.canParse(u) && !hasUserInfo(u)
       ? u.replace(/\/+$/, '')
       : undefined,
-  'expected an http(s) URL such as http://127.0.0.1:8080',
+  // A user:password in it is refused at every call (and would end in logs): refused here, not retried for ever.
+  'expected an http(s) URL such as http://127.0.0.1:8080, with no user:password in it',
 );
 
 /**
