@@ -14,28 +14,15 @@ afterEach(async () => {
 });
 
 describe('reverseProxy, transfer codings', () => {
-  it('answers 501 to a request body coded other than in chunks alone, and sends nothing upstream', async () => {
-    upstream = await startUpstream((req, res) => {
-      req.resume();
-      req.on('end', () => res.end('proxied'));
-    });
-    bench = await startProxy(upstream.port);
-    const client = await rawSocket(bench.port);
-    // The body is the gzip coding of nothing; taking the chunks off would hand its bytes on as the body.
-    client.socket.write(
-      'POST /v2/models/m/infer HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n' +
-        '3\r\n\x1f\x8b\x08\r\n0\r\n\r\n',
-      'latin1',
-    );
-    await client.closed;
-    expect(client.received()).toMatch(/^HTTP\/1\.1 501 /);
-    expect(client.received()).toContain('transfer codings other than chunked are not proxied\n');
-    expect(upstream.seen).toEqual([]);
-  });
-
-  it.each(['gzip', 'xchunked'])(
-    'answers 501 to a request body coded %s alone (no chunks to end it), as Go does, and sends nothing upstream',
-    async (coding) => {
+  // Each body is the gzip coding of nothing: taking the chunks off (or reading it as the body) would hand its bytes on.
+  it.each([
+    ['gzip, chunked', '3\r\n\x1f\x8b\x08\r\n0\r\n\r\n'],
+    // A coding alone leaves no chunks to end the body: Node's parser fails on it in the turn the 501 is written.
+    ['gzip', '\x1f\x8b\x08'],
+    ['xchunked', '\x1f\x8b\x08'],
+  ])(
+    'answers 501 to a request body coded %j, as Go does, and sends nothing upstream',
+    async (coding, body) => {
       upstream = await startUpstream((req, res) => {
         req.resume();
         req.on('end', () => res.end('proxied'));
@@ -43,7 +30,7 @@ describe('reverseProxy, transfer codings', () => {
       bench = await startProxy(upstream.port);
       const client = await rawSocket(bench.port);
       client.socket.write(
-        `POST /v2/models/m/infer HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ${coding}\r\n\r\n\x1f\x8b\x08`,
+        `POST /v2/models/m/infer HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ${coding}\r\n\r\n${body}`,
         'latin1',
       );
       await client.closed;
