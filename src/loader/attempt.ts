@@ -29,11 +29,13 @@ const statusOf = (error: EffectError): Readonly<Record<string, number>> =>
 
 /**
  * An answer of whatever stands before the server, not of the server about the model's files: a redirect (not
- * followed: a proxy sending loads to https, to a login page), a 401 (an auth proxy) or a 407 (a forward proxy
- * wanting its own credentials). Set right, the same files may load.
+ * followed: a proxy sending loads to https, to a login page), a 401 or 403 (an auth proxy: kube-rbac-proxy and
+ * oauth2-proxy refuse with 403, as Triton's restricted API does; none of the four servers refuses a model's files
+ * with it) or a 407 (a forward proxy wanting its own credentials). Set right, the same files may load.
  */
 const isGatekeeperAnswer = ({ status }: EffectError): boolean =>
-  status !== undefined && ((status >= 300 && status < 400) || status === 401 || status === 407);
+  status !== undefined &&
+  ((status >= 300 && status < 400) || status === 401 || status === 403 || status === 407);
 
 /** Works once towards the record's desired state; a transient failure comes back through `retryAfter`. */
 export const attemptOnce = async (

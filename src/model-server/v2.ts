@@ -52,6 +52,10 @@ const errorBodyBytes = 64 * 1024;
 const isGatekeeperAnswer = (status: number): boolean =>
   (status >= 300 && status < 400) || status === 401 || status === 403 || status === 407;
 
+const gatekeeperNote =
+  'what stands before the server, or its restricted API, refused the call itself: check the credentials and ' +
+  "the route modelsync's calls take; not the model's files: the resync loads them again";
+
 // Triton lists a dir it never loaded (hidden dirs, `lost+found`) by name alone: no `state` means not loaded.
 const RepositoryIndexEntry = t.intersection(
   [t.type({ name: t.string }), t.partial({ state: t.string })],
@@ -198,6 +202,10 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       const response = await post(modelPath(speech, name, 'load'), what, loadTimeoutMs, signal);
       if (isOk(response)) return discardBody(response);
       const { error, reason } = await failure(response);
+      // An auth proxy before the server (kube-rbac-proxy, oauth2-proxy) or the server's own restricted API: the
+      // loader leaves it to the resync (src/loader/attempt.ts), and the reason says where to look.
+      if (isGatekeeperAnswer(response.status))
+        throw withRetryable(error, false, `${error.message} (${gatekeeperNote})`);
       throw error.retryable && speech.isFinalLoadFailure(response.status, reason)
         ? withRetryable(error, false)
         : error;

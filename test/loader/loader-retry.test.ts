@@ -160,6 +160,7 @@ describe('loader retries (virtual time)', () => {
 
   it.each([
     [401, 'an auth proxy before the server wanting credentials'],
+    [403, 'an auth proxy before the server (kube-rbac-proxy, oauth2-proxy) refusing the call'],
     [407, 'a proxy before the server wanting its own credentials'],
   ])('leaves a model whose load met a %i to the resync: %s says nothing of its files', async (status) => {
     // Fixed (the credentials given, the proxy set right), the same files may load: no new spec is needed.

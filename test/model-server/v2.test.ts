@@ -247,6 +247,18 @@ describe('v2ModelServer', () => {
     expect(error.message).toContain("HTTP 400: failed to load 'm1': no model files");
   });
 
+  it("says a load answered 403 was refused by whatever checks the call's credentials, not for the model's files", async () => {
+    // oauth2-proxy's page before the server: nothing of the model; set right, the same files load.
+    const raw = await startRaw((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(403, { 'Content-Type': 'text/html' }).end('<html>Forbidden</html>'));
+    });
+    const error = await effectError(v2ModelServer({ baseUrl: raw.url }).load(name('m1'), false, live()));
+    expect(error).toMatchObject({ kind: 'http-status', status: 403, retryable: false });
+    expect(error.message).toContain('HTTP 403: <html>Forbidden</html>');
+    expect(error.message).toMatch(/refused the call itself: check the credentials.*not the model's files/);
+  });
+
   it('fails permanently when a load is answered 404 (MLServer: no such model)', async () => {
     standIn.failNextLoads(1, 404);
     await install('m1');
