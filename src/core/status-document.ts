@@ -17,6 +17,38 @@ export interface ConfigState {
   readonly lastRejected?: { readonly at: number; readonly reason?: string };
 }
 
+/**
+ * The most of one reason /status shows, in UTF-8 bytes. A reason may quote a server's error page (up to 64 KiB):
+ * 500 failed models made a 32 MB document each client fetched. The log line of the failure has the whole text.
+ */
+export const maxShownReasonBytes = 2048;
+
+const utf8Length = (codePoint: number): number =>
+  codePoint < 0x80 ? 1 : codePoint < 0x800 ? 2 : codePoint < 0x10000 ? 3 : 4;
+
+/**
+ * `reason` redacted (first: a secret across the cut is not shown in part), then, past `maxShownReasonBytes`, cut
+ * after its last whole character within them, with a mark saying so.
+ */
+const shownReason = (reason: string): string => {
+  const text = redact(reason);
+  if (text.length * 3 <= maxShownReasonBytes) return text; // no UTF-16 unit is more than 3 bytes of UTF-8
+  let total = 0;
+  for (const char of text) total += utf8Length(char.codePointAt(0)!);
+  if (total <= maxShownReasonBytes) return text;
+  const mark = `… (cut: ${total} bytes in all, the log line has more)`;
+  const room = maxShownReasonBytes - 3 * mark.length; // the mark's bytes, generously
+  let kept = 0;
+  let end = 0;
+  for (const char of text) {
+    const bytes = utf8Length(char.codePointAt(0)!);
+    if (kept + bytes > room) break;
+    kept += bytes;
+    end += char.length;
+  }
+  return `${text.slice(0, end)}${mark}`;
+};
+
 /** One model in /status. */
 export interface ModelStatusJson {
   readonly model: string;
@@ -92,7 +124,7 @@ export const modelStatusJson = (status: ModelStatus): ModelStatusJson => {
     ...(since !== undefined ? { since: isoTime(since) } : {}),
     ...(shownSpec ? { spec: { ...shownSpec, storageUri: redactUri(shownSpec.storageUri) } } : {}),
     attempts: attempt ?? 0,
-    ...(errorKind !== undefined ? { error: { kind: errorKind, reason: redact(reason ?? '') } } : {}),
+    ...(errorKind !== undefined ? { error: { kind: errorKind, reason: shownReason(reason ?? '') } } : {}),
     ...(status.durationMs !== undefined ? { durationMs: status.durationMs } : {}),
     ...(status.bytesDownloaded !== undefined ? { bytesDownloaded: status.bytesDownloaded } : {}),
     ...(status.bytesTotal !== undefined ? { bytesTotal: status.bytesTotal } : {}),
@@ -108,7 +140,9 @@ export const configStateJson = (config: ConfigState): StatusDocumentJson['config
   lastRejected: config.lastRejected
     ? {
         at: isoTime(config.lastRejected.at),
-        ...(config.lastRejected.reason !== undefined ? { reason: redact(config.lastRejected.reason) } : {}),
+        ...(config.lastRejected.reason !== undefined
+          ? { reason: shownReason(config.lastRejected.reason) }
+          : {}),
       }
     : null,
 });
