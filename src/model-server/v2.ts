@@ -44,7 +44,15 @@ export interface V2ModelServerOptions extends ServerOptions {
   readonly unloadPollMs?: number;
   /** `--model-dir`: where a load first reads the name the model's own files give it (the dialect's `nameFile`). */
   readonly modelDir?: string;
+  /**
+   * With `auto`: after an answer that is not the server's (a proxy's refusal, a login page), the wait before it is
+   * asked again; default 1 s, doubling to `maxKindAskAgainMs` with each such answer.
+   */
+  readonly kindAskAgainMs?: number;
 }
+
+/** The longest wait between two asks of a server whose metadata call is never answered by the server. */
+const maxKindAskAgainMs = 60_000;
 
 const errorBodyBytes = 64 * 1024;
 
@@ -86,9 +94,12 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     return { error: httpStatusError(response.init.what, response.status, reason, retryAfterMs), reason };
   };
 
-  // The dialect, asked for once (a failed ask is asked again at the next call: the server may be starting).
+  // The dialect, asked for once the server said it; until then the protocol alone, asked again on a schedule.
   let asked: Promise<V2Dialect> | undefined;
-  /** The dialect, and whether the server said it (else it is asked again at the next call). */
+  /** When to ask again, while the last answer was not the server's (a failed ask is asked again at the next call). */
+  let askAgainAt: number | undefined;
+  let askWaitMs = options.kindAskAgainMs ?? 1000;
+  /** The dialect, and whether the server said it. */
   const askKind = async (signal: AbortSignal): Promise<{ speech: V2Dialect; settled: boolean }> => {
     const response = await call('GET', '/v2', `model server metadata (${shown})`, timeoutMs, signal);
     if (!isOk(response)) {
@@ -109,14 +120,21 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       const metadata = decodeJsonText(text, ServerMetadata, response.init.what, 'server metadata');
       return { speech: v2Dialects[kindOfServerName(metadata.name)], settled: true };
     } catch {
-      return { speech: v2Dialects.generic, settled: true };
+      // A 200 that is no JSON object (a login page, a proxy's own page) is not the server's answer either.
+      return { speech: v2Dialects.generic, settled: false };
     }
   };
   const dialect = (signal: AbortSignal): Promise<V2Dialect> => {
     if (options.kind !== 'auto') return Promise.resolve(v2Dialects[options.kind ?? 'generic']);
-    asked ??= askKind(signal).then(
+    // A server behind something that always refuses the call would otherwise be asked before each call.
+    if (asked !== undefined && (askAgainAt === undefined || performance.now() < askAgainAt)) return asked;
+    askAgainAt = undefined;
+    asked = askKind(signal).then(
       ({ speech, settled }) => {
-        if (!settled) asked = undefined;
+        if (!settled) {
+          askAgainAt = performance.now() + askWaitMs;
+          askWaitMs = Math.min(askWaitMs * 2, maxKindAskAgainMs);
+        }
         return speech;
       },
       (error: unknown) => {

@@ -12,6 +12,7 @@ import { effectError } from '../helpers/effect-error';
 import { writeFiles } from '../helpers/file-tree';
 import { useHttpServers } from '../helpers/http-servers';
 import { useTempDir } from '../helpers/temp-dir';
+import { sleep } from '../../src/testing/wait';
 
 const name = (s: string): ModelName => s as ModelName;
 const live = (): AbortSignal => new AbortController().signal;
@@ -100,7 +101,8 @@ describe('v2ModelServer with --server-kind auto', () => {
           res.writeHead(404, json).end('{"error": "Not Found"}');
         });
       });
-      const client = v2ModelServer({ baseUrl: server.url, kind: 'auto' });
+      // Asked again at the next call (no wait between the asks here; see below for the schedule).
+      const client = v2ModelServer({ baseUrl: server.url, kind: 'auto', kindAskAgainMs: 0 });
       // Meanwhile the protocol alone, as to a server without metadata; then the server's own answer settles it.
       expect(await client.loadedModels(live())).toEqual(new Set());
       expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
@@ -108,6 +110,57 @@ describe('v2ModelServer with --server-kind auto', () => {
       expect(asks).toBe(2);
     },
   );
+
+  it('asks again after a 200 that is no metadata (a login page before the server), rather than settle on generic', async () => {
+    let asks = 0;
+    const server = await serve((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const json = { 'Content-Type': 'application/json' };
+        if (req.method === 'GET' && req.url === '/v2' && ++asks === 1)
+          return res.writeHead(200, { 'Content-Type': 'text/html' }).end('<html><form>Sign in</form></html>');
+        if (req.method === 'GET' && req.url === '/v2')
+          return res.writeHead(200, json).end('{"name": "kserve", "version": "0.21"}');
+        if (req.method === 'GET' && req.url === '/v2/models')
+          return res.writeHead(200, json).end('{"models": ["m1"]}');
+        if (req.method === 'POST' && req.url === '/v2/repository/index')
+          return res.writeHead(200, json).end('[]');
+        res.writeHead(404, json).end('{"error": "Not Found"}');
+      });
+    });
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'auto', kindAskAgainMs: 0 });
+    expect(await client.loadedModels(live())).toEqual(new Set());
+    expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
+    expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
+    expect(asks).toBe(2);
+  });
+
+  it('asks a server that always refuses the metadata call again on a schedule, not at every call', async () => {
+    let asks = 0;
+    const server = await serve((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.method === 'GET' && req.url === '/v2') {
+          asks++;
+          return res
+            .writeHead(403)
+            .end('Forbidden (user=system:serviceaccount:ns:sa, verb=get, resource=, subresource=)');
+        }
+        if (req.method === 'POST' && req.url === '/v2/repository/index') return res.writeHead(200).end('[]');
+        res.writeHead(404).end();
+      });
+    });
+    // An hour before the next ask: whatever this machine's pace, the calls below fall within it.
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'auto', kindAskAgainMs: 3_600_000 });
+    for (let call = 0; call < 5; call++) expect(await client.loadedModels(live())).toEqual(new Set());
+    expect(asks).toBe(1);
+    // Once the wait is over, it is asked again.
+    const soon = v2ModelServer({ baseUrl: server.url, kind: 'auto', kindAskAgainMs: 1 });
+    await soon.loadedModels(live());
+    await sleep(20);
+    await soon.loadedModels(live());
+    expect(asks).toBe(3);
+  });
 
   it('speaks the protocol alone to a server whose metadata answer is junk past 64 KiB, as to one of junk below it', async () => {
     const server = await serve((req, res) => {
