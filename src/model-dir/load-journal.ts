@@ -1,7 +1,7 @@
 /** loadJournal: the LoadJournal port as one append-only file, `<model dir>/.modelsync-journal`, never opened through a link. */
 import { join, resolve } from 'node:path';
 import pino from 'pino';
-import { permanentError } from '../core/errors';
+import { permanentError, retryableError } from '../core/errors';
 import type { JournalEvent } from '../core/journal-records';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import type { LoadJournal } from '../ports';
@@ -12,6 +12,8 @@ import type { Logger } from '../log';
 export const loadJournalFileName = '.modelsync-journal';
 
 const defaultIdleCloseMs = 1000;
+// A record is one short line; a write that has not returned in this long is on a file system that hangs.
+const defaultWriteTimeoutMs = 30_000;
 
 /**
  * Changes run one at a time, in call order: a record is never interleaved with another or with a compaction.
@@ -57,7 +59,10 @@ export const loadJournal = (options: {
   readonly log?: Logger;
   /** How long the file stays open after the last change (default 1 s): a burst of loads opens it once. */
   readonly idleCloseMs?: number;
+  /** How long a record may wait for its write (default 30 s): past it, it fails retryably (a hung mount). */
+  readonly writeTimeoutMs?: number;
 }): LoadJournal => {
+  const writeTimeoutMs = options.writeTimeoutMs ?? defaultWriteTimeoutMs;
   const root = resolve(options.root);
   const log = (options.log ?? pino({ level: 'silent' })).child({ component: 'load-journal' });
   const journal = new JournalWriter(join(root, loadJournalFileName), log);
@@ -89,11 +94,30 @@ export const loadJournal = (options: {
     if (problem !== undefined) {
       throw permanentError('refused', `refusing journal record for ${JSON.stringify(name)}: ${problem}`);
     }
+    let waiting: WaitingRecord | undefined;
     const written = new Promise<void>((done, failed) => {
       if (batch.length === 0) void inOrder(writeBatch);
-      batch.push({ event, name, done, failed });
+      batch.push((waiting = { event, name, done, failed }));
     });
-    return step(`cannot record the load of ${name}`, () => written);
+    let timer: NodeJS.Timeout | undefined;
+    // A write on a hung mount never returns, and the caller holds a load or download slot meanwhile: it gives up
+    // at the deadline and the slot is freed. The write under way stays the only one (the next waits behind it), and
+    // a record not taken by a write yet leaves the batch: nothing piles up while the mount hangs.
+    const deadline = new Promise<never>((_, failed) => {
+      timer = setTimeout(() => {
+        batch = batch.filter((record) => record !== waiting);
+        failed(
+          retryableError(
+            'timeout',
+            `cannot record the load of ${name} in the load journal ${journal.path}: no answer from the file ` +
+              `system within ${writeTimeoutMs} ms (a hung model dir mount?); tried again`,
+          ),
+        );
+      }, writeTimeoutMs);
+    });
+    return Promise.race([step(`cannot record the load of ${name}`, () => written), deadline]).finally(() =>
+      clearTimeout(timer),
+    );
   };
 
   return {

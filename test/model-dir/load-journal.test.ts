@@ -119,6 +119,40 @@ describe('loadJournal', () => {
       expect((result as PromiseRejectedResult).reason).toMatchObject({ kind: 'filesystem' });
   });
 
+  it('gives up a record whose write hangs (a hung model dir mount) at its deadline, retryably, and drops the records waiting behind it', async () => {
+    await modelDirs('m1', 'm2', 'm3', 'm4');
+    const lstat = fsPromises.lstat as (...args: unknown[]) => Promise<unknown>;
+    let release = (): void => undefined;
+    const hung = new Promise<void>((resolve) => (release = resolve));
+    // The journal's check of its path hangs, as every call on a hung NFS mount does; the rest of the fs works.
+    const spy = jest.spyOn(fsPromises, 'lstat').mockImplementation((async (
+      path: string,
+      ...rest: unknown[]
+    ) => {
+      if (path === journalPath) await hung;
+      return lstat(path, ...rest);
+    }) as never);
+    try {
+      const bounded = loadJournal({ root, log: pino({ level: 'silent' }), writeTimeoutMs: 100 });
+      await bounded.unconfirmed(); // read at start-up, before the mount hangs
+      const given = await Promise.allSettled([bounded.starting(name('m1')), bounded.starting(name('m2'))]);
+      const later = await Promise.allSettled([bounded.starting(name('m3'))]);
+      for (const result of [...given, ...later]) {
+        expect(result.status).toBe('rejected');
+        expect((result as PromiseRejectedResult).reason).toMatchObject({ kind: 'timeout', retryable: true });
+        expect(String((result as PromiseRejectedResult).reason)).toContain('the load journal');
+      }
+      release();
+      await bounded.starting(name('m4'));
+      // The write under way when it hung (m1 and m2, asked together) goes out once the mount answers; m3, which gave
+      // up waiting behind it, does not.
+      expect(await unconfirmedOnRestart()).toEqual(['m1', 'm2', 'm4']);
+    } finally {
+      release();
+      spy.mockRestore();
+    }
+  });
+
   it('keeps the journal through recovery', async () => {
     await install(newStore(), name('m1'), specA, writeModel({ 'model.pt': 'a' }), live());
     await journal.starting(name('m1'));
