@@ -18,6 +18,11 @@ export interface DesiredState {
    * same files would be refused again, so a resync does not retry it; a new spec does.
    */
   readonly rejected?: boolean;
+  /**
+   * Loaded, but the server lost it and its reload waits out the backoff of `LostReloads`: shown `Retrying`, still the
+   * loaded model whose reload the resync makes.
+   */
+  readonly lost?: boolean;
 }
 
 /** Why a resync re-submits a model (the Telemetry port's `repair` kinds). */
@@ -45,6 +50,12 @@ export type FailedRetries = ReadonlyMap<ModelName, FailedRetry>;
  * Forgotten once the server lists the model.
  */
 export type LostReloads = ReadonlyMap<ModelName, FailedRetry>;
+
+/** A lost model's reload as the loader shows it: reloads so far, and the wait before the next. */
+export interface LostWait {
+  readonly reloads: number;
+  readonly nextReloadInMs: number;
+}
 
 /** The cap of the wait between two retries of a Failed model, unless the resync interval is longer. */
 export const failedRetryCapMs = 15 * 60_000;
@@ -116,15 +127,21 @@ export interface DriftRepairs {
   readonly lost: LostReloads;
   /** Unloads (of unlisted models, and due retries of failed unloads) left for a later resync by the cap. */
   readonly deferred: number;
+  /** Lost models whose reload is not due yet, with its schedule: the loader shows them lost, not Loaded. */
+  readonly waiting: ReadonlyArray<{ readonly name: ModelName; readonly reload: FailedRetry }>;
+  /** Models shown lost that the server lists again: Loaded once more. */
+  readonly relisted: ReadonlyArray<ModelName>;
 }
 
-const settledIn = (states: ReadonlyArray<DesiredState>, phase: ModelPhase): ReadonlySet<ModelName> =>
-  new Set(states.filter((state) => state.settled && state.phase === phase).map((state) => state.name));
+/** Settled and loaded as far as the loader knows: Loaded, or shown lost while its reload waits. */
+const isSettledLoaded = (state: DesiredState): boolean =>
+  state.settled && (state.phase === 'Loaded' || state.lost === true);
 
 /**
  * The repairs a resync makes, each re-submitting a desired state the loader already holds (never a stale one):
- * - `reload-lost`: Loaded (before and after the index call) and settled, yet the server does not list it, and its
- *   reload is due: lost again after a reload, it waits as a Failed model does (`failedRetryPolicy`);
+ * - `reload-lost`: Loaded (before and after the index call; or shown lost) and settled, yet the server does not
+ *   list it, and its reload is due: lost again after a reload, it waits as a Failed model does
+ *   (`failedRetryPolicy`), and is told `waiting` meanwhile;
  * - `unload-unlisted`: the server lists it, and the loader knew nothing of it before and after the call (a model
  *   the config lists always has a record while it is wanted); a name no config could list is left alone;
  * - `retry-failed` / `retry-unload`: Failed and settled, and its retry is due (`failedRetryPolicy`);
@@ -135,18 +152,21 @@ const settledIn = (states: ReadonlyArray<DesiredState>, phase: ModelPhase): Read
  */
 export const findRepairs = (input: DriftInput): DriftRepairs => {
   const { after, serverLoaded, now, intervalMs } = input;
-  const loadedBefore = settledIn(input.before, 'Loaded');
+  const loadedBefore = new Set(input.before.filter(isSettledLoaded).map((state) => state.name));
   const known = new Set([...input.before, ...after].map((state) => state.name));
   const repairs: Repair[] = [];
   const retries = new Map<ModelName, FailedRetry>();
   const lost = new Map<ModelName, FailedRetry>();
   const dueUnloads: Array<{ readonly name: ModelName; readonly retry: FailedRetry }> = [];
+  const waiting: Array<{ readonly name: ModelName; readonly reload: FailedRetry }> = [];
+  const relisted: ModelName[] = [];
   for (const state of after) {
     const { name, desired } = state;
     // Kept until the server lists the model: a reload that fails (Failed, retried) and loads is not yet kept.
     const reload = input.lost?.get(name);
-    const listed = state.phase === 'Loaded' && state.settled && serverLoaded.has(name);
+    const listed = isSettledLoaded(state) && serverLoaded.has(name);
     if (reload !== undefined && !listed) lost.set(name, reload);
+    if (listed && state.lost === true) relisted.push(name);
     if (state.phase === 'Failed' && state.settled && state.rejected === true) continue;
     if (state.phase === 'Failed' && state.settled) {
       const retry = input.retries.get(name) ?? { retries: 0, dueAt: now };
@@ -166,14 +186,16 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
     const schedule = input.retries.get(name);
     if (schedule !== undefined && !state.settled) retries.set(name, schedule);
     if (
-      state.phase === 'Loaded' &&
-      state.settled &&
+      isSettledLoaded(state) &&
       desired !== undefined &&
       loadedBefore.has(name) &&
       !serverLoaded.has(name)
     ) {
       const due = reload ?? { retries: 0, dueAt: now };
-      if (due.dueAt > now) continue;
+      if (due.dueAt > now) {
+        waiting.push({ name, reload: due });
+        continue;
+      }
       lost.set(name, nextRetry(due, now, intervalMs));
       repairs.push({ kind: 'reload-lost', name, op: add(name, desired) });
     }
@@ -194,5 +216,5 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
     room - retried.taken.length,
   );
   for (const name of unlisted.taken) repairs.push({ kind: 'unload-unlisted', name, op: remove(name) });
-  return { repairs, retries, lost, deferred: retried.deferred + unlisted.deferred };
+  return { repairs, retries, lost, deferred: retried.deferred + unlisted.deferred, waiting, relisted };
 };

@@ -1,5 +1,6 @@
 /** One run of the loader: a subscription of `loader.run`, its two lanes, its op intake, when it is idle, how it ends. */
 import type { BehaviorSubject, Observable, SchedulerLike, Subscriber } from 'rxjs';
+import type { LostWait } from '../core/drift';
 import type { ModelName } from '../core/model-name';
 import type { ModelOp } from '../core/model-op';
 import type { AgentEvent } from '../core/model-status';
@@ -43,6 +44,8 @@ export interface Run {
   readonly start: (op$: Observable<ModelOp>) => void;
   /** True while neither lane holds `name`: not queued, not worked on, no retry waiting. */
   readonly isSettled: (name: ModelName) => boolean;
+  /** See `Loader.noteLost`: a settled model's status says it is lost while its reload waits, or Loaded again. */
+  readonly showLost: (record: ModelRecord, wait: LostWait | undefined) => void;
   /** See `Loader.drain`. */
   readonly drain: () => Promise<void>;
   /** The teardown: aborts all work; nothing is reported after it. */
@@ -159,9 +162,26 @@ export const createRun = (context: RunContext, subscriber: Subscriber<AgentEvent
       draining.abort(new Error('modelsync is shutting down'));
       updateIdle();
     });
+  const showLost = (record: ModelRecord, wait: LostWait | undefined): void => {
+    if (wait === undefined) {
+      if (record.lost === true) report(record, 'Loaded', record.desired);
+      return;
+    }
+    // Told once per loss: the next resync finds it still waiting, and its status already says so.
+    if (record.status.phase !== 'Loaded' || record.lost === true) return;
+    const seconds = Math.ceil(wait.nextReloadInMs / 1000);
+    report(record, 'Retrying', record.desired, {
+      reason:
+        `the model server no longer lists the model (lost again after ${wait.reloads} reloads); it is loaded again ` +
+        `at the first resync in ${seconds} s`,
+      errorKind: 'not-found',
+      attempt: wait.reloads,
+    });
+    record.lost = true;
+  };
   const end = (): void => {
     stop.abort(new Error('modelsync is shutting down'));
     for (const lane of lanes) lane.queue.shutDown();
   };
-  return { start, isSettled, drain, end };
+  return { start, isSettled, showLost, drain, end };
 };

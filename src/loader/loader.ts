@@ -2,7 +2,7 @@
 import { asyncScheduler, BehaviorSubject, distinctUntilChanged, Observable, type SchedulerLike } from 'rxjs';
 import { inPlaceSnapshot, type InPlace } from '../core/in-place';
 import type { ModelName } from '../core/model-name';
-import type { DesiredState } from '../core/drift';
+import type { DesiredState, LostWait } from '../core/drift';
 import type { ModelOp } from '../core/model-op';
 import type { AgentEvent, ModelStatus } from '../core/model-status';
 import { noTelemetry } from '../ports';
@@ -55,6 +55,12 @@ export interface Loader {
    * it). Only while a run is subscribed; a model being worked on is left alone.
    */
   readonly noteServerIndex: (name: ModelName, loaded: boolean) => void;
+  /**
+   * The server lost `name`, which is Loaded and settled, and drift repair reloads it only after `wait`: its status
+   * says so (`Retrying`, kind `not-found`, the reason saying when) rather than Loaded; `undefined`: the server
+   * lists it again (Loaded). Only while a run is subscribed.
+   */
+  readonly noteLost: (name: ModelName, wait: LostWait | undefined) => void;
   /**
    * Graceful shutdown: takes up no more work, drops queued work and pending retries, aborts downloads (their
    * staging dirs are removed) and resolves once the load and unload calls in flight have ended. Unsubscribe
@@ -119,6 +125,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         phase: record.status.phase,
         settled: isSettled(record.name),
         ...(record.rejected && record.status.phase === 'Failed' ? { rejected: true } : {}),
+        ...(record.lost === true ? { lost: true } : {}),
       })),
     drain: () => current?.drain() ?? Promise.resolve(),
     noteServerIndex: (name, loaded) => {
@@ -130,6 +137,10 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         record.loaded = loaded;
         if (!loaded) record.loadedSpec = undefined;
       }
+    },
+    noteLost: (name, wait) => {
+      const record = records.get(name);
+      if (current !== undefined && record !== undefined && isSettled(name)) current.showLost(record, wait);
     },
     slots,
   };

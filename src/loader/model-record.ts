@@ -25,6 +25,8 @@ export interface ModelRecord extends ModelState {
   generation: AbortController | undefined;
   /** The last work begun on this model; a new subscription waits for work an old one is still aborting. */
   inFlight: Promise<void>;
+  /** Loaded, but the server lost it and drift repair's reload waits (shown Retrying); ended by the next status. */
+  lost?: boolean;
 }
 
 /**

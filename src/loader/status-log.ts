@@ -73,6 +73,7 @@ export const statusReporter =
     if (stop.aborted) return; // aborted work winding down has nothing to tell
     record.status = nextStatus(record.status, phase, spec, details, scheduler.now());
     record.reported = true;
+    record.lost = undefined; // a new status of the model is no longer the loss (showLost sets it after)
     logStatus(log, record.status, logFields);
     events.next(statusEvent(record.status));
   };

@@ -18,6 +18,7 @@ import {
   type DesiredState,
   type FailedRetries,
   type LostReloads,
+  type LostWait,
   type RepairKind,
 } from '../core/drift';
 import { toEffectError } from '../core/errors';
@@ -32,6 +33,8 @@ export type ResyncTrigger = Parameters<Telemetry['resyncRun']>[0];
 export interface DriftRecords {
   readonly desiredStates: () => ReadonlyArray<DesiredState>;
   readonly noteServerIndex: (name: ModelName, loaded: boolean) => void;
+  /** The server lost `name` and its reload waits (`wait`), or (undefined) it lists it again. */
+  readonly noteLost: (name: ModelName, wait: LostWait | undefined) => void;
 }
 
 /** What `repairDrift` asks and tells. */
@@ -107,7 +110,12 @@ export const repairDrift =
               });
               retries = found.retries;
               lost = found.lost;
-              warnLostAgain(found.repairs, lost, scheduler.now(), log);
+              const now = scheduler.now();
+              warnLostAgain(found.repairs, lost, now, log);
+              // While a reload waits out its backoff, /status says the model is lost, not Loaded.
+              for (const { name, reload } of found.waiting)
+                records.noteLost(name, { reloads: reload.retries, nextReloadInMs: reload.dueAt - now });
+              for (const name of found.relisted) records.noteLost(name, undefined);
               if (found.deferred > 0) {
                 log.warn(
                   { deferred: found.deferred, trigger },

@@ -136,6 +136,30 @@ describe('findRepairs', () => {
     resync(18_000, []);
     expect(reloadedAt.at(-1)).toBe(18_000);
   });
+
+  it('says which lost models wait out their reload, counts one shown lost as loaded, and says when the server lists it again', () => {
+    const lost = new Map([[name('a'), { retries: 2, dueAt: 5000 }]]);
+    const shownLost: DesiredState = { ...state('a', 'Retrying'), lost: true };
+    const resync = (now: number, serverLoaded: ReadonlyArray<string>) =>
+      findRepairs({
+        before: [shownLost],
+        after: [shownLost],
+        serverLoaded: new Set(serverLoaded),
+        retries: new Map(),
+        lost,
+        now,
+        intervalMs: 1000,
+      });
+    const waiting = resync(2000, []);
+    expect(waiting.repairs).toEqual([]);
+    expect(waiting.waiting).toEqual([{ name: name('a'), reload: { retries: 2, dueAt: 5000 } }]);
+    expect(waiting.relisted).toEqual([]);
+    // Its reload due: shown lost (Retrying), it is still the loaded model the server lost.
+    expect(resync(5000, []).repairs.map((repair) => repair.kind)).toEqual(['reload-lost']);
+    const listed = resync(3000, ['a']);
+    expect(listed.relisted).toEqual([name('a')]);
+    expect(listed.lost.size).toBe(0);
+  });
 });
 
 describe('failedRetryPolicy', () => {

@@ -49,6 +49,34 @@ describe('the loader under drift repair', () => {
     expect(r.calls.slice(before)).toEqual(['journal starting a', 'load a', 'journal confirmed a']);
   });
 
+  it('shows a loaded model the server lost as Retrying while its reload waits, and Loaded again once the server lists it or it is reloaded', async () => {
+    const r = running();
+    subscriptions.push(r.subscription);
+    r.ops$.next(add(a, specA));
+    await waitFor(() => r.phaseOf('a') === 'Loaded', 5000, 'a loaded');
+    r.loader.noteLost(a, { reloads: 2, nextReloadInMs: 90_000 });
+    expect(r.loader.statuses().get(a)).toMatchObject({
+      phase: 'Retrying',
+      errorKind: 'not-found',
+      attempt: 2,
+    });
+    expect(r.loader.statuses().get(a)?.reason).toMatch(/no longer lists the model.*in 90 s/);
+    // Still the loaded model the server lost, for the next resync.
+    expect(r.loader.desiredStates()).toEqual([
+      { name: a, desired: specA, phase: 'Retrying', settled: true, lost: true },
+    ]);
+    r.loader.noteLost(a, undefined); // listed again
+    expect(r.loader.statuses().get(a)?.phase).toBe('Loaded');
+    expect(r.loader.desiredStates()).toEqual([{ name: a, desired: specA, phase: 'Loaded', settled: true }]);
+    // Lost again, then reloaded by the resync: Loaded, no longer shown lost.
+    r.loader.noteLost(a, { reloads: 3, nextReloadInMs: 1000 });
+    const before = r.calls.length;
+    r.loader.noteServerIndex(a, false);
+    r.ops$.next(add(a, specA));
+    await waitFor(() => r.calls.length > before && r.phaseOf('a') === 'Loaded', 5000, 'a loaded again');
+    expect(r.loader.desiredStates()).toEqual([{ name: a, desired: specA, phase: 'Loaded', settled: true }]);
+  });
+
   it('unloads a model it never knew once the server is noted to have it loaded', async () => {
     const r = running();
     subscriptions.push(r.subscription);

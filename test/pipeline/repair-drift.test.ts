@@ -20,11 +20,13 @@ const state = (model: string, phase: ModelPhase, desired = specA, settled = true
 /** The loader's side, fixed, recording what the operator notes; the log and telemetry, recorded. */
 const world = (states: ReadonlyArray<DesiredState>) => {
   const noted: Array<[ModelName, boolean]> = [];
+  const lostNoted: Array<[ModelName, unknown]> = [];
   const runs: ResyncTrigger[] = [];
   const repairs: RepairKind[] = [];
   const sink = new LogSink();
   return {
     noted,
+    lostNoted,
     runs,
     repairs,
     sink,
@@ -32,6 +34,7 @@ const world = (states: ReadonlyArray<DesiredState>) => {
       records: {
         desiredStates: () => states,
         noteServerIndex: (model: ModelName, loaded: boolean) => void noted.push([model, loaded]),
+        noteLost: (model: ModelName, wait: unknown) => void lostNoted.push([model, wait]),
       },
       serverIndex,
       intervalMs: 10,
@@ -86,6 +89,11 @@ describe('repairDrift', () => {
     const warned = w.sink.withMessage('keeps losing the model');
     expect(warned.map((line) => line.reloads)).toEqual([2, 3]);
     expect(warned[0]).toMatchObject({ model: 'a', level: 40, nextReloadInMs: 20 });
+    // While it waits out the backoff, the loader hears it is lost (so /status does not say Loaded) and until when.
+    expect(w.lostNoted).toEqual([
+      [name('a'), { reloads: 2, nextReloadInMs: 10 }],
+      [name('a'), { reloads: 3, nextReloadInMs: 30 }],
+    ]);
   });
 
   it('drops a trigger that comes while the server is being asked', () =>
