@@ -54,6 +54,15 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
       tokenFile === undefined ? {} : { Authorization: `Bearer ${await readToken(tokenFile)}` };
     const result = await callServer(method, path, what, ms, signal, { headers });
     const { status } = result;
+    if (status === 405 && method !== 'GET') {
+      // TorchServe's model API off (`enable_model_api`, false by default): POST and DELETE /models are refused
+      // with 405. Its config, not the model's files: a TorchServe restarted with it on takes the same files.
+      const text = errorText(await errorBodyText(result.body, ms));
+      const message =
+        `${what}: TorchServe's model API is off (${text}); set enable_model_api=true in its config.properties ` +
+        '(or start it with --model-api-enabled): modelsync registers and unregisters models through it';
+      throw withRetryable(httpStatusError(what, status), true, message);
+    }
     // Every caller fails on 400 and 401 anyway; with a token file they may mean the key was rotated, without one
     // that TorchServe wants a key.
     if (status !== 400 && (tokenFile === undefined || status !== 401)) return result;

@@ -188,6 +188,27 @@ describe('torchServeModelServer', () => {
     expect([...standIn.registered]).toEqual(['m']);
   });
 
+  it("says TorchServe's model API is off when it answers a register or an unregister 405, and asks again", async () => {
+    // enable_model_api=false (TorchServe's default): POST and DELETE /models are 405 MethodNotAllowedException, about
+    // the server's config, not the model's files; a TorchServe restarted with the API on registers the same files.
+    const off = await startRaw((req, res) => {
+      req.resume();
+      req.on('end', () =>
+        res
+          .writeHead(405, { 'Content-Type': 'application/json' })
+          .end(
+            '{"code": 405, "type": "MethodNotAllowedException", "message": "Requested method is not allowed, please refer to API document."}',
+          ),
+      );
+    });
+    const server = torchServeModelServer({ baseUrl: off.url });
+    for (const failure of [server.load(name('m'), false, live()), server.unload(name('m'), live())]) {
+      const error = await effectError(failure);
+      expect(error).toMatchObject({ kind: 'http-status', status: 405, retryable: true });
+      expect(error.message).toContain('enable_model_api=true');
+    }
+  });
+
   it("bounds the reading of a register's 400 body by the network's rule for error bodies, not by the load timeout", async () => {
     // A proxy before TorchServe trickling a 400's body: each byte well within the timeout between two bytes.
     const trickling = await startRaw((req, res) => {
