@@ -61,18 +61,23 @@ export const misnamedModel = (name: ModelName, found: string, nameFile: NameFile
 /**
  * Rejects with `misnamedModel` when `<modelDir>/<name>/<file>` names the model otherwise. Any doubt lets the load
  * go ahead and the server answer: no such file, a link, a file past 1 MiB, text that does not parse, no name, an
- * empty one (the server then takes the dir's name).
+ * empty one (the server then takes the dir's name), a read that has not ended within `withinMs` (a hung mount: the
+ * load holds a load slot; the read closes what it opened whenever it ends).
  */
 export const checkNameInFiles = async (
   modelDir: string,
   name: ModelName,
   nameFile: NameFile,
+  withinMs = 30_000,
 ): Promise<void> => {
-  const text = await withDir(join(modelDir, name), (dir) =>
+  const read = withDir(join(modelDir, name), (dir) =>
     readSmallFile(`${dir.ref}/${nameFile.file}`, maxNameFileBytes, nameFile.file, 'refuse').then((bytes) =>
       bytes.toString('utf8'),
     ),
   ).catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, withinMs, undefined)));
+  const text = await Promise.race([read, late]).finally(() => clearTimeout(timer));
   const found = text === undefined ? undefined : nameFile.nameIn(text);
   if (found !== undefined && found !== '' && found !== name) throw misnamedModel(name, found, nameFile);
 };

@@ -215,7 +215,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     load: async (name, _replacing, signal) => {
       const speech = await dialect(signal);
       if (options.modelDir !== undefined && speech.nameFile !== undefined)
-        await checkNameInFiles(options.modelDir, name, speech.nameFile);
+        await checkNameInFiles(options.modelDir, name, speech.nameFile, timeoutMs);
       const what = `model server load of "${name}" (${shown})`;
       const response = await post(modelPath(speech, name, 'load'), what, loadTimeoutMs, signal);
       if (isOk(response)) return discardBody(response);

@@ -3,6 +3,7 @@
  * (which the conformance suite holds to the real servers): which server it is, names in URLs, the listing of
  * loaded models, which failed loads are final, and when an unload is done.
  */
+import fsPromises from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ModelName } from '../../src/core/model-name';
 import { v2ModelServer } from '../../src/model-server/v2';
@@ -331,6 +332,40 @@ describe('v2ModelServer with the model dir, before a load', () => {
       expect(paths(server)).toEqual([]);
     },
   );
+
+  it('lets the load go ahead, within the request timeout, when the read of its name file hangs (a hung mount)', async () => {
+    const server = await start('triton');
+    await model('mm', { adds: 1 }, { 'config.pbtxt': 'name: "mm"\n' });
+    const lstat = fsPromises.lstat as (...args: unknown[]) => Promise<unknown>;
+    let release = (): void => undefined;
+    const hung = new Promise<void>((resolve) => (release = resolve));
+    let first = true;
+    // Our read of config.pbtxt hangs, as on a hung NFS mount; the stand-in's own reads of it after do not.
+    const spy = jest.spyOn(fsPromises, 'lstat').mockImplementation((async (
+      path: string,
+      ...rest: unknown[]
+    ) => {
+      if (String(path).endsWith('/config.pbtxt') && first) {
+        first = false;
+        await hung;
+      }
+      return lstat(path, ...rest);
+    }) as never);
+    try {
+      const client = v2ModelServer({
+        baseUrl: server.url,
+        kind: 'triton',
+        modelDir: modelDir.path,
+        timeoutMs: 200,
+      });
+      // Held, it would hold the load slot for good; the server is asked and answers for the files.
+      await client.load(name('mm'), false, live());
+      expect(paths(server)).toEqual(['POST /v2/repository/models/mm/load']);
+    } finally {
+      release();
+      spy.mockRestore();
+    }
+  });
 
   it.each<V2ProfileName>(['kserve', 'generic'])(
     'reads no name from the files of a server that takes none from them: %s',
