@@ -60,6 +60,10 @@ const errorBodyBytes = 64 * 1024;
 const isGatekeeperAnswer = (status: number): boolean =>
   (status >= 300 && status < 400) || status === 401 || status === 403 || status === 407;
 
+/** An answer that is a web page: a proxy's (a login page), never a V2 server's, which answers JSON or nothing. */
+const isHtml = (response: HttpCallResponse): boolean =>
+  /^\s*text\/html\b/i.test(headerOf(response.headers, 'content-type') ?? '');
+
 const gatekeeperNote =
   'what stands before the server, or its restricted API, refused the call itself: check the credentials and ' +
   "the route modelsync's calls take; not the model's files: the resync loads them again";
@@ -218,6 +222,15 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
         await checkNameInFiles(options.modelDir, name, speech.nameFile, timeoutMs);
       const what = `model server load of "${name}" (${shown})`;
       const response = await post(modelPath(speech, name, 'load'), what, loadTimeoutMs, signal);
+      if (isOk(response) && isHtml(response)) {
+        // No V2 server answers a load with a page: a proxy before it does (its login page), and nothing loaded.
+        await discardBody(response);
+        throw retryableError(
+          'invalid-response',
+          `${what} was answered ${response.status} with an HTML page, not by the model server (a login page of ` +
+            'a proxy before it?): the model is not taken as loaded',
+        );
+      }
       if (isOk(response)) return discardBody(response);
       const { error, reason } = await failure(response);
       // An auth proxy before the server (kube-rbac-proxy, oauth2-proxy) or the server's own restricted API: the

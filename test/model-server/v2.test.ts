@@ -259,6 +259,20 @@ describe('v2ModelServer', () => {
     expect(error.message).toMatch(/refused the call itself: check the credentials.*not the model's files/);
   });
 
+  it("does not take a load answered 200 with an HTML page (a proxy's login page) as loaded", async () => {
+    const raw = await startRaw((req, res) => {
+      req.resume();
+      req.on('end', () =>
+        res
+          .writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' })
+          .end('<html><form>Sign in</form></html>'),
+      );
+    });
+    const error = await effectError(v2ModelServer({ baseUrl: raw.url }).load(name('m1'), false, live()));
+    expect(error).toMatchObject({ kind: 'invalid-response', retryable: true });
+    expect(error.message).toContain('HTML page');
+  });
+
   it('fails permanently when a load is answered 404 (MLServer: no such model)', async () => {
     standIn.failNextLoads(1, 404);
     await install('m1');
