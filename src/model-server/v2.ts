@@ -64,6 +64,20 @@ const isGatekeeperAnswer = (status: number): boolean =>
 const isHtml = (response: HttpCallResponse): boolean =>
   /^\s*text\/html\b/i.test(headerOf(response.headers, 'content-type') ?? '');
 
+/**
+ * Reads off a 2xx answer to a load or unload; fails retryably on a web page: no V2 server answers with one, a proxy
+ * before it does (its login page), and nothing was done (an unload taken as done would delete files still held).
+ */
+const notAPage = async (response: HttpCallResponse, what: string, done: string): Promise<void> => {
+  await discardBody(response);
+  if (!isHtml(response)) return;
+  throw retryableError(
+    'invalid-response',
+    `${what} was answered ${response.status} with an HTML page, not by the model server (a login page of a ` +
+      `proxy before it?): the model is not taken as ${done}`,
+  );
+};
+
 const gatekeeperNote =
   'what stands before the server, or its restricted API, refused the call itself: check the credentials and ' +
   "the route modelsync's calls take; not the model's files: the resync loads them again";
@@ -222,16 +236,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
         await checkNameInFiles(options.modelDir, name, speech.nameFile, timeoutMs);
       const what = `model server load of "${name}" (${shown})`;
       const response = await post(modelPath(speech, name, 'load'), what, loadTimeoutMs, signal);
-      if (isOk(response) && isHtml(response)) {
-        // No V2 server answers a load with a page: a proxy before it does (its login page), and nothing loaded.
-        await discardBody(response);
-        throw retryableError(
-          'invalid-response',
-          `${what} was answered ${response.status} with an HTML page, not by the model server (a login page of ` +
-            'a proxy before it?): the model is not taken as loaded',
-        );
-      }
-      if (isOk(response)) return discardBody(response);
+      if (isOk(response)) return notAPage(response, what, 'loaded');
       const { error, reason } = await failure(response);
       // An auth proxy before the server (kube-rbac-proxy, oauth2-proxy) or the server's own restricted API: the
       // loader leaves it to the resync (src/loader/attempt.ts), and the reason says where to look.
@@ -250,7 +255,8 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       const response = await post(modelPath(speech, name, 'unload'), what, timeoutMs, signal);
       // MLServer and the KServe server answer 404 for a model they do not have loaded: that is the goal.
       if (!isOk(response) && response.status !== 404) throw (await failure(response)).error;
-      await discardBody(response);
+      if (isOk(response)) await notAPage(response, what, 'unloaded');
+      else await discardBody(response);
       // Triton answers before the model is unloaded, and its files must not change until it is.
       if (speech.unloadReturnsEarly) await unloaded(speech, name, signal);
     },

@@ -259,7 +259,7 @@ describe('v2ModelServer', () => {
     expect(error.message).toMatch(/refused the call itself: check the credentials.*not the model's files/);
   });
 
-  it("does not take a load answered 200 with an HTML page (a proxy's login page) as loaded", async () => {
+  it("does not take a load or an unload answered 200 with an HTML page (a proxy's login page) as done", async () => {
     const raw = await startRaw((req, res) => {
       req.resume();
       req.on('end', () =>
@@ -271,6 +271,10 @@ describe('v2ModelServer', () => {
     const error = await effectError(v2ModelServer({ baseUrl: raw.url }).load(name('m1'), false, live()));
     expect(error).toMatchObject({ kind: 'invalid-response', retryable: true });
     expect(error.message).toContain('HTML page');
+    // Nor an unload as done: its files would be deleted while the server may still hold them.
+    const unload = await effectError(v2ModelServer({ baseUrl: raw.url }).unload(name('m1'), live()));
+    expect(unload).toMatchObject({ kind: 'invalid-response', retryable: true });
+    expect(unload.message).toContain('HTML page');
   });
 
   it('fails permanently when a load is answered 404 (MLServer: no such model)', async () => {
