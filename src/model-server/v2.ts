@@ -253,8 +253,10 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       if (speech.nameProblem(name) !== undefined) return;
       const what = `model server unload of "${name}" (${shown})`;
       const response = await post(modelPath(speech, name, 'unload'), what, timeoutMs, signal);
-      // MLServer and the KServe server answer 404 for a model they do not have loaded: that is the goal.
-      if (!isOk(response) && response.status !== 404) throw (await failure(response)).error;
+      // MLServer and the KServe server answer 404 for a model they do not have loaded: that is the goal. Not a
+      // 404 page (a proxy's, with no route to the server): its files would be deleted while the server holds them.
+      const goneAlready = response.status === 404 && !isHtml(response);
+      if (!isOk(response) && !goneAlready) throw (await failure(response)).error;
       if (isOk(response)) await notAPage(response, what, 'unloaded');
       else await discardBody(response);
       // Triton answers before the model is unloaded, and its files must not change until it is.

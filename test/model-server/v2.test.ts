@@ -86,6 +86,17 @@ describe('v2ModelServer', () => {
     expect(standIn.requests.map((r) => r.name)).toEqual(['ghost']);
   });
 
+  it("does not count an unload answered 404 with an HTML page (a proxy's, not the server's) as done", async () => {
+    const raw = await startRaw((req, res) => {
+      req.resume();
+      req.on('end', () =>
+        res.writeHead(404, { 'Content-Type': 'text/html' }).end('<html>404 Not Found</html>'),
+      );
+    });
+    const error = await effectError(v2ModelServer({ baseUrl: raw.url }).unload(name('m1'), live()));
+    expect(error).toMatchObject({ kind: 'http-status', status: 404 });
+  });
+
   it('lists the READY models of the index, ignoring the others', async () => {
     await install('m1');
     await install('m2');
