@@ -126,8 +126,12 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       await discardBody(response);
       // A server that answers but has no metadata route speaks the protocol and nothing more we know of. A
       // redirect, 401, 403 or 407 is a proxy's before it (an auth proxy, a login page): the protocol alone for
-      // now, but asked again, or Triton would be spoken to as generic for good (no wait for its unloads).
-      return { speech: v2Dialects.generic, settled: !isGatekeeperAnswer(response.status) };
+      // now, but asked again, or Triton would be spoken to as generic for good (no wait for its unloads). So is an
+      // HTML page (a proxy's 404 page for a route not set up yet): the servers answer in JSON or plain text.
+      return {
+        speech: v2Dialects.generic,
+        settled: !isGatekeeperAnswer(response.status) && !isHtml(response),
+      };
     }
     // Past the cap it is junk as any other that is no metadata (a cut or a timeout is asked again).
     const text = await readText(response, errorBodyBytes).catch((error: unknown) => {

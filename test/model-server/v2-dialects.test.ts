@@ -82,7 +82,7 @@ describe('v2ModelServer with --server-kind auto', () => {
     expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
   });
 
-  it.each([401, 403, 407, 302])(
+  it.each([401, 403, 407, 302, 404])(
     'asks again after a metadata answer of %i (a proxy before the server), rather than speak to it as generic for good',
     async (status) => {
       let asks = 0;
@@ -91,8 +91,11 @@ describe('v2ModelServer with --server-kind auto', () => {
         req.resume();
         req.on('end', () => {
           const json = { 'Content-Type': 'application/json' };
+          // An HTML page, as a proxy's (a 404 page: a route not set up yet), not the JSON or text of a server.
           if (req.method === 'GET' && req.url === '/v2' && ++asks === 1)
-            return res.writeHead(status, { Location: 'https://login.example/' }).end('no');
+            return res
+              .writeHead(status, { Location: 'https://login.example/', 'Content-Type': 'text/html' })
+              .end('<html>no</html>');
           if (req.method === 'GET' && req.url === '/v2')
             return res.writeHead(200, json).end('{"name": "kserve", "version": "0.21"}');
           if (req.method === 'GET' && req.url === '/v2/models')
