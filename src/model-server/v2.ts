@@ -246,6 +246,9 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       // loader leaves it to the resync (src/loader/attempt.ts), and the reason says where to look.
       if (isGatekeeperAnswer(response.status))
         throw withRetryable(error, false, `${error.message} (${gatekeeperNote})`);
+      // A page (an ingress's 404 for a route not set up yet) is no server's word on the files: retried, not refused.
+      if (isHtml(response))
+        throw withRetryable(error, true, `${error.message} (an HTML page: not the model server's answer)`);
       throw error.retryable && speech.isFinalLoadFailure(response.status, reason)
         ? withRetryable(error, false)
         : error;

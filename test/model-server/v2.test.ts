@@ -288,6 +288,18 @@ describe('v2ModelServer', () => {
     expect(unload.message).toContain('HTML page');
   });
 
+  it("retries a load answered 4xx with an HTML page: a proxy's (an ingress's 404 page), no refusal of the model's files", async () => {
+    const raw = await startRaw((req, res) => {
+      req.resume();
+      req.on('end', () =>
+        res.writeHead(404, { 'Content-Type': 'text/html' }).end('<html>404 Not Found</html>'),
+      );
+    });
+    const error = await effectError(v2ModelServer({ baseUrl: raw.url }).load(name('m1'), false, live()));
+    expect(error).toMatchObject({ kind: 'http-status', status: 404, retryable: true });
+    expect(error.message).toContain('HTML page');
+  });
+
   it('fails permanently when a load is answered 404 (MLServer: no such model)', async () => {
     standIn.failNextLoads(1, 404);
     await install('m1');
