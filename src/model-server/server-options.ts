@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici';
 import { EffectError } from '../core/errors';
 import { modelNameProblem } from '../core/model-name';
 import { redactUri } from '../core/redact';
-import { httpCall, type HttpCallResponse } from '../net';
+import { headerOf, httpCall, type HttpCallResponse } from '../net';
 
 type HttpCallInit = Parameters<typeof httpCall>[1];
 
@@ -72,3 +72,10 @@ export const loadedModelNames = (names: Iterable<string>): Set<string> => {
   }
   return taken;
 };
+
+/**
+ * An answer that is a web page: a proxy's before the server (a login page, an ingress's 404), never the server's:
+ * the V2 servers and TorchServe answer JSON, plain text or nothing.
+ */
+export const isHtml = (response: Pick<HttpCallResponse, 'headers'>): boolean =>
+  /^\s*text\/html\b/i.test(headerOf(response.headers, 'content-type') ?? '');

@@ -8,6 +8,7 @@ import type { ModelName } from '../core/model-name';
 import { registerSecret } from '../core/redact';
 import type { ModelServer } from '../ports';
 import {
+  isHtml,
   loadedModelNames,
   serverEndpoint,
   serverIndexLimits,
@@ -89,7 +90,8 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
     const what = `TorchServe unregister of "${name}" (${shown})`;
     const result = await call('DELETE', `/models/${encodeURIComponent(name)}`, what, timeoutMs, signal);
     const { status } = result;
-    if (isOk(result) || status === 404) return discardBody(result);
+    // Not a page's 404 (a proxy's with no route to TorchServe): the files would be deleted while it holds them.
+    if (isOk(result) || (status === 404 && !isHtml(result))) return discardBody(result);
     const error = await statusError(result);
     // 409: an unregistration of this model is already in progress; it will be over by the next attempt.
     throw status === 409 ? withRetryable(error, true) : error;
@@ -109,6 +111,15 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
       const { status } = result;
       // 206 "Workers scaling in progress...": registered, fewer workers running than asked yet; TorchServe keeps it
       // (it unregisters a model only when its workers fail to start, with a 500) and restarts the workers.
+      if ((status === 200 || status === 201 || status === 202 || status === 206) && isHtml(result)) {
+        // A proxy's login page before TorchServe, which answers JSON: nothing registered.
+        await discardBody(result);
+        throw retryableError(
+          'invalid-response',
+          `${what} was answered ${status} with an HTML page, not by TorchServe (a login page of a proxy before ` +
+            'it?): the model is not taken as registered',
+        );
+      }
       if (status === 200 || status === 201 || status === 202 || status === 206) return discardBody(result);
       const error = await statusError(result);
       if (status !== 409) throw error;

@@ -25,6 +25,7 @@ import {
 import type { ModelServer } from '../ports';
 import { checkNameInFiles } from './name-in-files';
 import {
+  isHtml,
   loadedModelNames,
   serverEndpoint,
   serverIndexLimits,
@@ -59,10 +60,6 @@ const errorBodyBytes = 64 * 1024;
 /** A status of whatever stands before the server: a redirect (not followed), 401, 403 or 407. */
 const isGatekeeperAnswer = (status: number): boolean =>
   (status >= 300 && status < 400) || status === 401 || status === 403 || status === 407;
-
-/** An answer that is a web page: a proxy's (a login page), never a V2 server's, which answers JSON or nothing. */
-const isHtml = (response: HttpCallResponse): boolean =>
-  /^\s*text\/html\b/i.test(headerOf(response.headers, 'content-type') ?? '');
 
 /**
  * Reads off a 2xx answer to a load or unload; fails retryably on a web page: no V2 server answers with one, a proxy

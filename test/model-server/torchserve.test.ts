@@ -209,6 +209,23 @@ describe('torchServeModelServer', () => {
     }
   });
 
+  it("takes neither a register answered 200 nor an unregister answered 404 with an HTML page (a proxy's) as done", async () => {
+    const proxy = await startRaw((req, res) => {
+      req.resume();
+      req.on('end', () =>
+        res
+          .writeHead(req.method === 'DELETE' ? 404 : 200, { 'Content-Type': 'text/html' })
+          .end('<html>Sign in</html>'),
+      );
+    });
+    const server = torchServeModelServer({ baseUrl: proxy.url });
+    expect(await effectError(server.load(name('m'), false, live()))).toMatchObject({
+      kind: 'invalid-response',
+      retryable: true,
+    });
+    expect(await effectError(server.unload(name('m'), live()))).toMatchObject({ status: 404 });
+  });
+
   it("bounds the reading of a register's 400 body by the network's rule for error bodies, not by the load timeout", async () => {
     // A proxy before TorchServe trickling a 400's body: each byte well within the timeout between two bytes.
     const trickling = await startRaw((req, res) => {
