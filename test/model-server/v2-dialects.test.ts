@@ -359,7 +359,8 @@ describe('v2ModelServer with the model dir, before a load', () => {
         baseUrl: server.url,
         kind: 'triton',
         modelDir: modelDir.path,
-        timeoutMs: 200,
+        timeoutMs: 200, // the check's bound; the load itself has its own, long one
+        loadTimeoutMs: 60_000,
       });
       // Held, it would hold the load slot for good; the server is asked and answers for the files.
       await client.load(name('mm'), false, live());
