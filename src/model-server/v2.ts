@@ -75,6 +75,10 @@ const notAPage = async (response: HttpCallResponse, what: string, done: string):
   );
 };
 
+const unknownKindNote =
+  "the server's kind is not known yet (GET /v2 was answered by something before it): the KServe model server " +
+  'has no repository index; set --server-kind';
+
 const gatekeeperNote =
   'what stands before the server, or its restricted API, refused the call itself: check the credentials and ' +
   "the route modelsync's calls take; not the model's files: the resync loads them again";
@@ -183,7 +187,14 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     const response = byList
       ? await call('GET', '/v2/models', what, timeoutMs, signal)
       : await post('/v2/repository/index', what, timeoutMs, signal);
-    if (!isOk(response)) throw (await failure(response)).error;
+    if (!isOk(response)) {
+      const { error } = await failure(response);
+      // Spoken to as generic only because GET /v2 was answered by something else: KServe has no index.
+      const kindUnknown = options.kind === 'auto' && askAgainAt !== undefined && response.status === 404;
+      throw kindUnknown
+        ? withRetryable(error, error.retryable, `${error.message} (${unknownKindNote})`)
+        : error;
+    }
     const text = await readText(response, serverIndexLimits.maxBytes);
     return {
       text,

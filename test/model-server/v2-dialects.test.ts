@@ -166,6 +166,23 @@ describe('v2ModelServer with --server-kind auto', () => {
     expect(asks).toBe(3);
   });
 
+  it('says to set --server-kind when a server whose kind is not known yet has no repository index (KServe behind a proxy refusing GET /v2)', async () => {
+    const server = await serve((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const json = { 'Content-Type': 'application/json' };
+        if (req.method === 'GET' && req.url === '/v2') return res.writeHead(403).end('Forbidden');
+        if (req.method === 'GET' && req.url === '/v2/models')
+          return res.writeHead(200, json).end('{"models": []}');
+        res.writeHead(404, json).end('{"detail": "Not Found"}');
+      });
+    });
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'auto', kindAskAgainMs: 3_600_000 });
+    const error = await effectError(client.loadedModels(live()));
+    expect(error).toMatchObject({ status: 404 });
+    expect(error.message).toContain('--server-kind');
+  });
+
   it('speaks the protocol alone to a server whose metadata answer is junk past 64 KiB, as to one of junk below it', async () => {
     const server = await serve((req, res) => {
       req.resume();
