@@ -5,7 +5,8 @@ import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import { flagTable, retryPolicyOf, type AppConfig } from '../core/flags/app-config';
 import type { RetryPolicy } from '../core/retry-policy';
-import { parseHostHeaders } from '../core/storage-uri';
+import { parseHostHeaders, redactUri } from '../core/storage-uri';
+import { retryableError } from '../core/errors';
 import {
   type CapField,
   type DownloadLimits,
@@ -71,17 +72,12 @@ const s3StorageFor = (
   const settings = s3SettingsFrom(config, env);
   if (E.isLeft(settings)) return settings;
   const { caBundle, verifyTls, endpoint } = settings.right;
-  // As KServe's initializer: the bundle is looked for only while certificates are checked.
-  const s3Ca = caBundle === undefined || !verifyTls ? E.right([]) : readCaBundle(caBundle);
-  if (E.isLeft(s3Ca)) return E.left(`AWS_CA_BUNDLE: ${s3Ca.left}`);
   if (!verifyTls)
     log.warn({ component: 'storage' }, 'S3_VERIFY_SSL is off: S3 server certificates are not checked');
-  const s3Network =
-    s3Ca.right.length > 0 || !verifyTls
-      ? network.withTls({ extraCa: s3Ca.right, verify: verifyTls })
-      : network;
-  return E.right(
-    s3Storage({
+  const s3With = (s3Ca: ReadonlyArray<string>): StorageProvider => {
+    const s3Network =
+      s3Ca.length > 0 || !verifyTls ? network.withTls({ extraCa: s3Ca, verify: verifyTls }) : network;
+    return s3Storage({
       ...settings.right,
       // The chain's STS requests (IRSA) on the Network's proxy rules and CAs, not S3's TLS settings.
       credentials: s3Credentials({ ...settings.right, agent: network.agent }, env),
@@ -94,8 +90,43 @@ const s3StorageFor = (
       concurrency: config.storageConcurrency,
       ...streams,
       limits,
-    }),
+    });
+  };
+  // As KServe's initializer: the bundle is looked for only while certificates are checked.
+  if (caBundle === undefined || !verifyTls) return E.right(s3With([]));
+  const s3Ca = readCaBundle(caBundle);
+  if (E.isRight(s3Ca)) return E.right(s3With(s3Ca.right));
+  log.warn(
+    { component: 'storage' },
+    `AWS_CA_BUNDLE: ${s3Ca.left}: every s3:// download fails until it can be read`,
   );
+  return E.right(awaitingCaBundle(caBundle, s3With));
+};
+
+/**
+ * S3 while its CA bundle cannot be read: only S3's downloads fail, each naming the file, as KServe's initializer
+ * fails them (kserve_storage.py `_get_s3_client_kwargs`); hf://, gs:// and http(s):// models are not S3's. The file
+ * is read again at each download (retryable): a ConfigMap's key fixed later is projected into the mount.
+ */
+const awaitingCaBundle = (
+  file: string,
+  s3With: (s3Ca: ReadonlyArray<string>) => StorageProvider,
+): StorageProvider => {
+  let s3: StorageProvider | undefined;
+  return {
+    schemes: ['s3'],
+    download: (uri, ...rest) => {
+      if (s3 === undefined) {
+        const s3Ca = readCaBundle(file);
+        if (E.isLeft(s3Ca))
+          return Promise.reject(
+            retryableError('filesystem', `${redactUri(uri)}: AWS_CA_BUNDLE: ${s3Ca.left}`),
+          );
+        s3 = s3With(s3Ca.right);
+      }
+      return s3.download(uri, ...rest);
+    },
+  };
 };
 
 /** Every storage provider `config` asks for: those that serve a scheme, and those that claim URIs of one. */

@@ -1,5 +1,5 @@
 /** Tests of the S3 block of the production wiring: KServe's TLS names and bad S3 settings stop the start with a clear message. */
-import { writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { rootCertificates } from 'node:tls';
 import * as E from 'fp-ts/Either';
@@ -24,16 +24,63 @@ describe('production S3 settings', () => {
     expect(E.isRight(build({ AWS_CA_BUNDLE: bundle }).built)).toBe(true);
   });
 
-  it('refuses to start on an AWS_CA_BUNDLE it cannot read or that holds no certificate, naming the file', async () => {
+  // KServe's initializer fails only the S3 downloads that need the bundle (kserve_storage.py raises in
+  // _get_s3_client_kwargs): a global s3CABundle whose cabundle.crt is missing stopped every model, hf:// too.
+  it('starts on an AWS_CA_BUNDLE it cannot read or that holds no certificate, failing only s3:// downloads, naming the file', async () => {
     const missing = path.join(dir.path, 'missing.pem');
-    expect(build({ AWS_CA_BUNDLE: missing }).built).toEqual(
-      E.left(`invalid S3 settings: AWS_CA_BUNDLE: cannot read the CA bundle ${missing}: ENOENT`),
-    );
     const notPem = path.join(dir.path, 'not.pem');
     await writeFile(notPem, 'hello');
-    expect(build({ AWS_CA_BUNDLE: notPem }).built).toEqual(
-      E.left(`invalid S3 settings: AWS_CA_BUNDLE: the CA bundle ${notPem} holds no PEM certificate`),
-    );
+    for (const [bundle, reason] of [
+      [missing, `cannot read the CA bundle ${missing}: ENOENT`],
+      [notPem, `the CA bundle ${notPem} holds no PEM certificate`],
+    ] as const) {
+      const { built, sink } = build({ AWS_CA_BUNDLE: bundle });
+      expect(sink.withMessage(`AWS_CA_BUNDLE: ${reason}`)).toHaveLength(1);
+      if (E.isLeft(built)) throw new Error(built.left);
+      const target = path.join(dir.path, 'target');
+      await mkdir(target, { recursive: true });
+      const failure = built.right.download('s3://bucket/model', target, new AbortController().signal);
+      await expect(failure).rejects.toMatchObject({
+        message: `s3://bucket/model: AWS_CA_BUNDLE: ${reason}`,
+        retryable: true,
+      });
+      // Other schemes are untouched: a local model still downloads.
+      const local = path.join(dir.path, 'local');
+      await mkdir(local, { recursive: true });
+      await writeFile(path.join(local, 'model.bin'), 'weights');
+      const localBuilt = capabilities(
+        { ...defaultAppConfig, modelDir: dir.path, localStorageRoots: [dir.path] },
+        pino(new LogSink()),
+        { AWS_CA_BUNDLE: bundle },
+      );
+      if (E.isLeft(localBuilt)) throw new Error(localBuilt.left);
+      const localTarget = path.join(dir.path, 'local-target');
+      await rm(localTarget, { recursive: true, force: true });
+      await mkdir(localTarget);
+      await localBuilt.right.download(local, localTarget, new AbortController().signal);
+      expect(await readFile(path.join(localTarget, 'model.bin'), 'utf8')).toBe('weights');
+    }
+  });
+
+  it('reads the AWS_CA_BUNDLE again at each s3:// download: a bundle mounted later is used', async () => {
+    const later = path.join(dir.path, 'later.pem');
+    const { built } = build({ AWS_CA_BUNDLE: later, AWS_ENDPOINT_URL: 'http://127.0.0.1:9' });
+    if (E.isLeft(built)) throw new Error(built.left);
+    const target = path.join(dir.path, 'target-later');
+    await mkdir(target, { recursive: true });
+    await expect(
+      built.right.download('s3://bucket/model', target, new AbortController().signal),
+    ).rejects.toThrow(`AWS_CA_BUNDLE: cannot read the CA bundle ${later}`);
+    await writeFile(later, rootCertificates.slice(0, 2).join('\n'));
+    // Now the bundle is read and the store is asked (nothing listens there: a connection failure, not the bundle).
+    const failure = await built.right
+      .download('s3://bucket/model', target, new AbortController().signal)
+      .then(
+        () => undefined,
+        (cause: unknown) => cause,
+      );
+    expect(failure).toBeInstanceOf(Error);
+    expect((failure as Error).message).not.toContain('AWS_CA_BUNDLE');
   });
 
   // kserve_storage.py looks for the bundle only while certificates are checked: with S3_VERIFY_SSL=0 an absent
