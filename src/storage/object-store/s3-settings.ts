@@ -1,7 +1,7 @@
 /** s3SettingsFrom: how S3 is reached, from our choices first and then the environment names KServe uses (no I/O). */
 import type { Env } from '../../core/env';
 import * as E from 'fp-ts/Either';
-import { switchValue } from '../../core/switch-words';
+import { switchValue, switchWords } from '../../core/switch-words';
 import type { S3Addressing } from '../../core/storage-choices';
 
 /** What was chosen for S3 before KServe's names are read (in the CLI: the `--s3-*` flags). */
@@ -89,9 +89,16 @@ const globalEndpointElsewhere = (
 export const s3SettingsFrom = (config: S3Choices, env: Env): E.Either<string, S3Settings> => {
   const endpoint = endpointOf(config.s3Endpoint, env);
   if (E.isLeft(endpoint)) return endpoint;
-  const region = config.s3Region ?? read(env, 'AWS_REGION') ?? read(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1';
+  // AWS_DEFAULT_REGION first, as KServe's initializer (botocore reads no other) and agent (utils.go) sign for it:
+  // KServe's webhook names the bucket's region so, while IRSA's may add the cluster's as AWS_REGION.
+  const region = config.s3Region ?? read(env, 'AWS_DEFAULT_REGION') ?? read(env, 'AWS_REGION') ?? 'us-east-1';
+  const verifyTls = truth(env, 'S3_VERIFY_SSL');
+  // KServe reads only `0`/`false` as off and the rest as on; a word that is no switch is refused rather than guessed.
+  if (verifyTls === undefined && read(env, 'S3_VERIFY_SSL') !== undefined)
+    return E.left(
+      `S3_VERIFY_SSL must be one of ${switchWords.on.join(', ')} (checks on) or ${switchWords.off.filter((word) => word !== '').join(', ')} (checks off)`,
+    );
   const virtualBucket = truth(env, 'S3_USER_VIRTUAL_BUCKET');
-  // KServe's webhook names the bucket's region AWS_DEFAULT_REGION; IRSA may add the cluster's as AWS_REGION.
   const elsewhere = globalEndpointElsewhere(endpoint.right, [region, read(env, 'AWS_DEFAULT_REGION')]);
   const addressing: S3Addressing =
     config.s3Addressing !== 'auto'
@@ -110,7 +117,7 @@ export const s3SettingsFrom = (config: S3Choices, env: Env): E.Either<string, S3
     addressing,
     anonymous: config.s3Anonymous || truth(env, 'awsAnonymousCredential') === true,
     useAccelerate: truth(env, 'S3_USE_ACCELERATE') === true,
-    verifyTls: truth(env, 'S3_VERIFY_SSL') !== false,
+    verifyTls: verifyTls !== false,
     ...(caBundle !== undefined ? { caBundle } : {}),
   });
 };

@@ -46,11 +46,15 @@ describe('s3SettingsFrom', () => {
     );
   });
 
-  it('takes the region from --s3-region, else AWS_REGION, else AWS_DEFAULT_REGION', () => {
+  // KServe names the bucket's region AWS_DEFAULT_REGION (its s3-region annotation, a storage spec's region), and both
+  // its initializer (botocore) and its agent (utils.go) sign for it; IRSA's webhook may add the cluster's as
+  // AWS_REGION beside it, which signed for the wrong region (400 AuthorizationHeaderMalformed at the global endpoint).
+  it('takes the region from --s3-region, else AWS_DEFAULT_REGION, else AWS_REGION', () => {
     const env = { AWS_REGION: 'eu-west-1', AWS_DEFAULT_REGION: 'ap-south-1' };
     expect(right({ s3Region: 'us-west-2' }, env).region).toBe('us-west-2');
-    expect(right({}, env).region).toBe('eu-west-1');
+    expect(right({}, env).region).toBe('ap-south-1');
     expect(right({}, { AWS_DEFAULT_REGION: 'ap-south-1' }).region).toBe('ap-south-1');
+    expect(right({}, { AWS_REGION: 'eu-west-1' }).region).toBe('eu-west-1');
   });
 
   it("lets --s3-addressing win, and KServe's S3_USER_VIRTUAL_BUCKET decide when it is auto", () => {
@@ -112,5 +116,18 @@ describe('s3SettingsFrom', () => {
       useAccelerate: true,
     });
     expect(right({}, { S3_VERIFY_SSL: 'true' }).verifyTls).toBe(true);
+  });
+
+  // KServe turns checks off on `0` and `false` (any case), on for the rest; ours takes every switch word (`no`, `off`
+  // too: they say off, which KServe would have read as on), and refuses a value that is none, naming the variable:
+  // `S3_VERIFY_SSL=disabled` checked certificates while the user meant not to, with nothing said.
+  it('reads S3_VERIFY_SSL as a switch and refuses a value that is none, naming the variable', () => {
+    for (const off of ['0', 'false', 'False', 'no', 'OFF'])
+      expect(right({}, { S3_VERIFY_SSL: off }).verifyTls).toBe(false);
+    for (const on of ['1', 'true', 'TRUE', 'yes', 'on', ' '])
+      expect(right({}, { S3_VERIFY_SSL: on }).verifyTls).toBe(true);
+    expect(settings({}, { S3_VERIFY_SSL: 'disabled' })).toEqual(
+      E.left('S3_VERIFY_SSL must be one of true, 1, yes, on (checks on) or false, 0, no, off (checks off)'),
+    );
   });
 });
