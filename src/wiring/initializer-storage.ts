@@ -3,12 +3,12 @@
  * inside it (one file system: entries are renamed in, never copied), every dir held open and never followed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { lstat, mkdir, readdir, rename } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, rename } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import type { Env } from '../core/env';
-import { EffectError, errorCode, permanentError, retryableError } from '../core/errors';
+import { EffectError, errorCode, errorMessage, permanentError, retryableError } from '../core/errors';
 import { flagTable, type AppConfig } from '../core/flags/app-config';
 import {
   entryKind,
@@ -92,17 +92,60 @@ const makeStaging = (
   return { name, stopRemovingOnAbort: () => signal.removeEventListener('abort', remove) };
 };
 
-/** Renames each top-level entry of `staging` into `dest`, replacing (link-safely deleting) one of the same name. */
+/**
+ * Renames each top-level entry of `staging` into `dest`, all or none: an entry of the same name is first renamed
+ * aside (a link as a link, never followed) into a dir inside `staging`, so that a rename failing part-way puts
+ * the old entries back and takes the new ones out; the aside dir goes with `staging`. Only when that undoing fails
+ * too does the failure say which names in dest are new and which are gone.
+ */
 const moveEntries = async (staging: OpenDir, dest: OpenDir): Promise<void> => {
   const names = await step(`cannot list ${staging.path}`, () => readdir(staging.ref));
-  for (const name of names) {
-    const target = `${dest.ref}/${name}`;
-    // An entry an earlier run left: a link is unlinked, never followed; a dir is deleted by handle.
-    await removeTree(target);
-    await step(`cannot move ${join(staging.path, name)} into ${dest.path}`, () =>
-      rename(`${staging.ref}/${name}`, target),
-    );
+  const aside = basename(
+    await step(`cannot create a dir in ${staging.path}`, () =>
+      mkdtemp(`${staging.ref}/${stagingPrefix}old-`),
+    ),
+  );
+  const movedAside: string[] = [];
+  const movedIn: string[] = [];
+  try {
+    for (const name of names) {
+      const target = `${dest.ref}/${name}`;
+      const found = await lstat(target).catch((cause: unknown) => {
+        if (errorCode(cause) === 'ENOENT') return undefined;
+        throw fsError(`cannot read ${join(dest.path, name)}`, cause);
+      });
+      if (found !== undefined) {
+        await step(`cannot move ${join(dest.path, name)} aside`, () =>
+          rename(target, `${staging.ref}/${aside}/${name}`),
+        );
+        movedAside.push(name);
+      }
+      await step(`cannot move ${join(staging.path, name)} into ${dest.path}`, () =>
+        rename(`${staging.ref}/${name}`, target),
+      );
+      movedIn.push(name);
+    }
+  } catch (cause) {
+    const left = await putBack(dest, `${staging.ref}/${aside}`, movedIn, movedAside);
+    if (left === undefined) throw cause;
+    throw fsError(`${errorMessage(cause)}; putting dest back failed too, ${left}`, cause);
   }
+};
+
+/** Undoes moveEntries' renames so far; undefined when done, else what dest is left with. */
+const putBack = async (
+  dest: OpenDir,
+  aside: string,
+  movedIn: ReadonlyArray<string>,
+  movedAside: ReadonlyArray<string>,
+): Promise<string | undefined> => {
+  const stillNew: string[] = [];
+  const gone: string[] = [];
+  for (const name of movedIn) await removeTree(`${dest.ref}/${name}`).catch(() => stillNew.push(name));
+  for (const name of movedAside)
+    await rename(`${aside}/${name}`, `${dest.ref}/${name}`).catch(() => gone.push(name));
+  if (stillNew.length === 0 && gone.length === 0) return undefined;
+  return `${dest.path} holds the new ${stillNew.join(', ') || 'nothing'} and lacks the old ${gone.join(', ') || 'nothing'}`;
 };
 
 const abortedInto = (dest: OpenDir, signal: AbortSignal): EffectError =>

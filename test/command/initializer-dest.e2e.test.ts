@@ -69,6 +69,21 @@ describe('initializerMode', () => {
     expect(await readFiles(dest)).toEqual({ 'model.bin': 'bytes' });
   });
 
+  // docs/storage.md "Links above <dest>": the dirs above dest are the image's and the pod spec's (an image's
+  // /mnt -> /data in front of a mount point), followed as KServe's initializer follows them; dest itself is not.
+  it('follows a link among the dirs above dest, as KServe does, and writes only into the dir it names', async () => {
+    await writeFiles(tmp.path, { 'data/other': 'o' });
+    await symlink(join(tmp.path, 'data'), join(tmp.path, 'mnt'));
+    storage.file('/model.bin', 'bytes', 'application/octet-stream');
+
+    const run = await runInitializer([
+      { uri: `${storage.url}/model.bin`, dest: join(tmp.path, 'mnt', 'models') },
+    ]);
+
+    expect(run.exitCode).toBe(0);
+    expect(await readFiles(join(tmp.path, 'data'))).toEqual({ other: 'o', 'models/model.bin': 'bytes' });
+  });
+
   it('refuses a dest that is a symlink, before any request, leaving its target untouched', async () => {
     await writeFiles(tmp.path, { 'target/x': 'x' });
     const dest = join(tmp.path, 'models');

@@ -1,0 +1,71 @@
+/** The storage initializer's last step: the new entries renamed into dest, all of them or none. */
+import type * as fsPromises from 'node:fs/promises';
+import { join } from 'node:path';
+import pino from 'pino';
+import * as E from 'fp-ts/Either';
+import { defaultAppConfig } from '../../src/core/flags/app-config';
+import { initializerStorage } from '../../src/wiring/initializer-storage';
+import { listTree, readFiles, writeFiles } from '../helpers/file-tree';
+import { LogSink } from '../helpers/log-sink';
+import { useTempDir } from '../helpers/temp-dir';
+
+/** The renames to fail once: a new entry whose content is one of these, moved anywhere. */
+const failing = { contents: new Set<string>() };
+
+jest.mock('node:fs/promises', () => {
+  const actual = jest.requireActual<typeof fsPromises>('node:fs/promises');
+  const { readFileSync } = jest.requireActual<typeof import('node:fs')>('node:fs');
+  const rename: typeof actual.rename = async (from, to) => {
+    const content = ((): string | undefined => {
+      try {
+        return readFileSync(from, 'utf8');
+      } catch {
+        return undefined;
+      }
+    })();
+    if (content !== undefined && failing.contents.delete(content))
+      throw Object.assign(new Error(`EIO: i/o error, rename '${String(from)}'`), { code: 'EIO' });
+    return actual.rename(from, to);
+  };
+  return { ...actual, rename };
+});
+
+describe('initializerStorage moving the new entries into dest', () => {
+  const tmp = useTempDir('initializer-move');
+
+  // The renames ran one entry at a time, each deleting the old entry first: a rename failing part-way left dest
+  // with some new entries, one old entry gone and the rest old, and the message said only that the move failed.
+  it('puts the old entries back when a rename fails part-way, leaving nothing of ours behind', async () => {
+    const source = join(tmp.path, 'source');
+    const dest = join(tmp.path, 'dest');
+    await writeFiles(source, { 'a.bin': 'new a', 'b.bin': 'new b', 'c.bin': 'new c', 'd/x': 'new x' });
+    await writeFiles(dest, {
+      'a.bin': 'old a',
+      'b.bin': 'old b',
+      'c.bin': 'old c',
+      'd/x': 'old x',
+      keep: 'k',
+    });
+    const storage = initializerStorage(
+      { ...defaultAppConfig, localStorageRoots: [tmp.path], localModelFiles: 'copy' },
+      pino(new LogSink()),
+      {},
+    );
+    if (E.isLeft(storage)) throw new Error(storage.left);
+    failing.contents.add('new b');
+
+    await expect(storage.right.download(source, dest, new AbortController().signal)).rejects.toThrow(
+      `cannot move`,
+    );
+
+    expect(await readFiles(dest)).toEqual({
+      'a.bin': 'old a',
+      'b.bin': 'old b',
+      'c.bin': 'old c',
+      'd/x': 'old x',
+      keep: 'k',
+    });
+    expect(await listTree(dest)).toEqual(['a.bin', 'b.bin', 'c.bin', 'd/', 'd/x', 'keep']);
+    await storage.right.close();
+  });
+});
