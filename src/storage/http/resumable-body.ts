@@ -39,14 +39,23 @@ export const contentLengthOf = (headers: IncomingHttpHeaders): number | undefine
   return text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined;
 };
 
+// RFC 9110 §8.8.2.2: a client may take a Last-Modified date as strong only this long before the answer's Date.
+const strongDateMs = 60_000;
+
 /**
- * What `If-Range` can carry for this response: a strong ETag, else its Last-Modified date (RFC 9110 §13.1.5 allows
- * no weak ETag there); undefined when it has neither, and then a cut body cannot be resumed safely.
+ * What `If-Range` can carry for this response: a strong ETag, else its Last-Modified date when that is strong (RFC
+ * 9110 §13.1.5 allows no weak validator there): at least 60 s before the answer's Date (§8.8.2.2), as a file written
+ * within that may be written again in the same second, under the same one-second date. Undefined otherwise, and
+ * then a cut body cannot be resumed safely, nor fetched in ranges.
  */
 export const validatorOf = (headers: IncomingHttpHeaders): string | undefined => {
   const etag = headerOf(headers, 'etag');
   if (etag !== undefined && !etag.startsWith('W/')) return etag;
-  return headerOf(headers, 'last-modified');
+  const lastModified = headerOf(headers, 'last-modified');
+  const [modified, sent] = [lastModified, headerOf(headers, 'date')].map((text) =>
+    text === undefined ? NaN : Date.parse(text),
+  );
+  return sent! - modified! >= strongDateMs ? lastModified : undefined;
 };
 
 /** `Content-Range: bytes <first>-<last>/<total|*>`, parsed. */

@@ -91,13 +91,13 @@ describe('httpStorage in parts', () => {
   });
 
   it('fails as a retryable `changed` when a server that ignores If-Range answers a range of another Last-Modified', async () => {
-    const v1 = 'Tue, 01 Dec 2026 10:00:00 GMT';
+    const v1 = 'Tue, 01 Dec 2020 10:00:00 GMT';
     const body = rangedBody({ size, bytesPerSecond: 50e6, etag: null, lastModified: v1 });
     // The file replaced after the first answer, by a server that serves any range asked, whatever its If-Range.
     const v2 = rangedBody({
       size,
       etag: null,
-      lastModified: 'Wed, 02 Dec 2026 10:00:00 GMT',
+      lastModified: 'Wed, 02 Dec 2020 10:00:00 GMT',
       block: Buffer.alloc(64 * 1024, 'z'),
     });
     const { url } = await serve((request, response) => {

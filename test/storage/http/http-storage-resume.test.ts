@@ -92,7 +92,7 @@ describe('httpStorage resume', () => {
   });
 
   it('uses Last-Modified for If-Range when the ETag is weak', async () => {
-    const lastModified = 'Tue, 01 Dec 2026 10:00:00 GMT';
+    const lastModified = 'Tue, 01 Dec 2020 10:00:00 GMT';
     const { body, url } = await start({ etag: 'W/"weak"', lastModified });
     body.cutAt(10_000);
     await httpStorage().download(url, target, never);
@@ -150,10 +150,10 @@ describe('httpStorage resume', () => {
   );
 
   it('fails retryably as changed when a server that ignores If-Range resumes with another Last-Modified', async () => {
-    const { body } = await start({ etag: null, lastModified: 'Tue, 01 Dec 2026 10:00:00 GMT' });
+    const { body } = await start({ etag: null, lastModified: 'Tue, 01 Dec 2020 10:00:00 GMT' });
     body.cutAt(120_000);
     // The file replaced after the first answer, by a server that serves any range asked, whatever its If-Range.
-    const v2 = rangedBody({ size, etag: null, lastModified: 'Wed, 02 Dec 2026 10:00:00 GMT' });
+    const v2 = rangedBody({ size, etag: null, lastModified: 'Wed, 02 Dec 2020 10:00:00 GMT' });
     const server = await serve((req, res) => {
       if (req.headers.range === undefined) return body.handle(req, res);
       delete req.headers['if-range'];
@@ -173,6 +173,17 @@ describe('httpStorage resume', () => {
 
   it('does not resume a body without a validator: the cut fails the download, as before', async () => {
     const { body, url } = await start({ etag: null });
+    body.cutAt(120_000);
+    const error = await effectError(httpStorage().download(url, target, never));
+    expect(error).toMatchObject({ kind: 'network', retryable: true });
+    expect(body.requests).toHaveLength(1);
+  });
+
+  // RFC 9110 §8.8.2.2: a client may take Last-Modified as a strong validator only when it is at least 60 s before
+  // the answer's Date. A file written within that (and Last-Modified has a one-second resolution) may be replaced
+  // again in the same second, with the same date: resuming on it could splice two versions into one file.
+  it("does not resume on a Last-Modified less than 60 s before the answer's Date: it may not tell two versions apart", async () => {
+    const { body, url } = await start({ etag: 'W/"weak"', lastModified: new Date().toUTCString() });
     body.cutAt(120_000);
     const error = await effectError(httpStorage().download(url, target, never));
     expect(error).toMatchObject({ kind: 'network', retryable: true });
