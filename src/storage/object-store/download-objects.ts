@@ -106,7 +106,10 @@ const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<
   const what = `${job.what}: ${object.key}`;
   const check = new ContentCheck(what, object.size, object.digest, job.client.repo !== undefined);
   await step(`${job.what}: cannot create ${to}`, () => mkdir(path.dirname(to), { recursive: true }));
-  if (job.streams > 1 && object.size >= rangedThresholdBytes) {
+  // A read is pinned to the listed bytes by the version (If-Match, the generation) or by the repo's commit; an
+  // object listed without one is read whole, never in ranges nor resumed: another upload could be spliced in.
+  const pinned = job.client.repo !== undefined || object.version !== '';
+  if (pinned && job.streams > 1 && object.size >= rangedThresholdBytes) {
     await fetchInParts(
       {
         what,
@@ -136,6 +139,7 @@ const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<
           !(cause instanceof UntrustedBytes) &&
           check.failed === undefined &&
           check.bytes > 0 &&
+          pinned &&
           resumable(cause) &&
           !job.signal.aborted;
         idle = check.bytes > before ? 0 : idle + 1;
@@ -224,7 +228,9 @@ export const downloadObjects = async (
     const reuse = request?.reuse;
     const identity = () =>
       client.repo?.identity(request?.select) ?? identityOf(location, plan, request?.select);
-    if (reuse !== undefined && (await reuse(identity()))) return;
+    // An object listed without a version (a store that lists no ETag) leaves only its path and size: no identity.
+    const versioned = client.repo !== undefined || plan.every((item) => item.object.version !== '');
+    if (reuse !== undefined && versioned && (await reuse(identity()))) return;
     const totalBytes = plan.reduce((sum, item) => sum + item.object.size, 0);
     await guard.admit(totalBytes);
     tracker = trackProgress({

@@ -84,4 +84,30 @@ describe('downloadObjects in parts', () => {
     await store.downloadInto(staging.path, 'm', { streams: 4 }, undefined, undefined, { reuse });
     expect(offered[1]).not.toBe(offered[0]);
   });
+
+  // docs/storage.md "The identity": a provider with no validator offers none. An object listed without an ETag (an
+  // S3-compatible store that lists none) made an identity of its path and size alone, so another model, or the
+  // node cache, was filled with whatever bytes of that size were installed under it.
+  it('offers no identity when an object is listed without a version, and downloads it', async () => {
+    const store = pacedStore().put('m/config.json', '{}').putUnversioned('m/weights.bin', data);
+    const offered: string[] = [];
+    const reuse = (identity: string) => {
+      offered.push(identity);
+      return Promise.resolve(true);
+    };
+    await store.downloadInto(staging.path, 'm', { streams: 4 }, undefined, undefined, { reuse });
+    expect(offered).toEqual([]);
+    expect((await readFile(path.join(staging.path, 'weights.bin'))).equals(data)).toBe(true);
+  });
+
+  // Nothing pins a read of an unversioned object to the bytes listed: ranges, or a resume after a cut, of a key
+  // rewritten meanwhile (same size) spliced two uploads into one file, which no check of size could see.
+  it('reads an object listed without a version as one stream, never resumed', async () => {
+    const store = pacedStore()
+      .putUnversioned('m/weights.bin', data)
+      .cut('m/weights.bin', 8 * MiB);
+    const error = await effectError(store.downloadInto(staging.path, 'm', { streams: 4 }));
+    expect(error).toMatchObject({ retryable: true });
+    expect(store.reads).toEqual([{ key: 'm/weights.bin', offset: 0 }]);
+  });
 });

@@ -66,6 +66,12 @@ export class MemoryStore {
     return this;
   }
 
+  /** Stores `data` at `key` listed with no version (an S3-compatible store that lists no ETag). */
+  putUnversioned(key: string, data: string | Buffer): this {
+    this.entries.set(key, { data: Buffer.from(data), version: '' });
+    return this;
+  }
+
   /** Each following read of `key` that reaches one of `afterBytes` (object offsets) fails there, once each. */
   cut(key: string, ...afterBytes: number[]): this {
     this.cuts.set(key, afterBytes);
