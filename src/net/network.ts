@@ -1,7 +1,7 @@
 /** Network: the one place that builds HTTP connections — undici dispatchers and node:http(s) agents with one proxy rule, one CA set, keep-alive. */
 import type { Env } from '../core/env';
 import { X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { rootCertificates } from 'node:tls';
@@ -147,13 +147,54 @@ export const createNetwork = (options: NetworkOptions = {}): Network =>
 
 const pemBlock = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 
+// Mozilla's whole root store is 0.2 MiB; a ConfigMap (KServe's cabundle.crt) at most 1 MiB.
+const maxCaBundleBytes = 16 * 2 ** 20;
+
+class NotReadable extends Error {}
+
+/** What a non-regular file is, for the message. */
+const kindOf = (stats: Stats): string =>
+  stats.isDirectory()
+    ? 'a directory'
+    : stats.isFIFO()
+      ? 'a FIFO (named pipe)'
+      : stats.isSocket()
+        ? 'a socket'
+        : stats.isCharacterDevice()
+          ? 'a character device'
+          : 'a block device';
+
+/**
+ * The text of the regular file `file` (links followed: a mounted ConfigMap is made of them), at most `maxBytes`:
+ * opened non-blocking and checked on its descriptor, so a FIFO never holds the start and a device (`/dev/zero`, which
+ * has no end) is never read. Synchronous, as the start-up that reads it. Throws NotReadable, or the fs error.
+ */
+const readBoundedSync = (file: string, maxBytes: number): string => {
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  try {
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) throw new NotReadable(`it is ${kindOf(stats)}, not a regular file`);
+    if (stats.size > maxBytes) throw new NotReadable(`it is ${stats.size} bytes, over ${maxBytes}`);
+    const buffer = Buffer.alloc(stats.size + 1);
+    let length = 0;
+    for (let read = -1; read !== 0 && length < buffer.length; length += read)
+      read = readSync(fd, buffer, length, buffer.length - length, length);
+    // One byte past the size it had: it grew while being read.
+    if (length > stats.size) throw new NotReadable(`it grew while being read, over ${stats.size} bytes`);
+    return buffer.toString('utf8', 0, length);
+  } finally {
+    closeSync(fd);
+  }
+};
+
 /** The PEM certificates of the CA bundle `file`, each parsed; the Left names the file (and a bad certificate's place). */
 export const readCaBundle = (file: string): E.Either<string, ReadonlyArray<string>> => {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readBoundedSync(file, maxCaBundleBytes);
   } catch (cause) {
-    return E.left(`cannot read the CA bundle ${file}: ${errorCode(cause) ?? String(cause)}`);
+    const why = cause instanceof NotReadable ? cause.message : (errorCode(cause) ?? String(cause));
+    return E.left(`cannot read the CA bundle ${file}: ${why}`);
   }
   const certificates = text.match(pemBlock) ?? [];
   if (certificates.length === 0) return E.left(`the CA bundle ${file} holds no PEM certificate`);
