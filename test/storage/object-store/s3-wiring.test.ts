@@ -5,6 +5,7 @@ import { rootCertificates } from 'node:tls';
 import * as E from 'fp-ts/Either';
 import pino from 'pino';
 import { defaultAppConfig } from '../../../src/core/flags/app-config';
+import { redact } from '../../../src/core/redact';
 import { capabilities } from '../../../src/wiring/capabilities';
 import { LogSink } from '../../helpers/log-sink';
 import { useTempDir } from '../../helpers/temp-dir';
@@ -81,6 +82,17 @@ describe('production S3 settings', () => {
       );
     expect(failure).toBeInstanceOf(Error);
     expect((failure as Error).message).not.toContain('AWS_CA_BUNDLE');
+  });
+
+  it('registers the S3 keys as secrets at start while the AWS_CA_BUNDLE cannot be read', () => {
+    const secret = 'wiring-secret-key-while-bundle-missing';
+    const { built } = build({
+      AWS_CA_BUNDLE: path.join(dir.path, 'absent.pem'),
+      AWS_ACCESS_KEY_ID: 'AKIAWIRINGBUNDLE',
+      AWS_SECRET_ACCESS_KEY: secret,
+    });
+    expect(E.isRight(built)).toBe(true);
+    expect(redact(`a line quoting ${secret}`)).not.toContain(secret);
   });
 
   // kserve_storage.py looks for the bundle only while certificates are checked: with S3_VERIFY_SSL=0 an absent
