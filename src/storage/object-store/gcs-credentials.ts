@@ -7,14 +7,10 @@ import { stat } from 'node:fs/promises';
 import type { Storage } from '@google-cloud/storage';
 import { sameEndpoint } from '../../core/endpoint';
 import { lazyModule } from '../../core/lazy-module';
-import { permanentError } from '../../core/errors';
-import { entryKind } from '../../fs';
+import { checkCredentialsFile } from './credentials-file';
 
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first gs:// model (lazy-module.ts) */
 const gcsSdk = lazyModule(() => require('@google-cloud/storage') as typeof import('@google-cloud/storage'));
-
-// A service account key or an external_account file is a few KiB.
-const maxCredentialsBytes = 2 ** 20;
 
 /** GCS's public JSON API endpoint. */
 export const defaultGcsEndpoint = 'https://storage.googleapis.com';
@@ -54,10 +50,7 @@ export const gcsAuthorization = (endpoint: string, credentialsFile: string | und
     const stats = await stat(credentialsFile).catch(() => undefined);
     if (stats === undefined) return 'missing';
     // The library reads it whole, whatever it is: a device without end, a FIFO or a huge file is not handed over.
-    const refuse = (why: string) =>
-      permanentError('refused', `the GCS credentials file ${credentialsFile} ${why}; it is not read`);
-    if (!stats.isFile()) throw refuse(`is ${entryKind(stats)}, not a regular file`);
-    if (stats.size > maxCredentialsBytes) throw refuse(`is ${stats.size} bytes, over ${maxCredentialsBytes}`);
+    checkCredentialsFile(stats, credentialsFile, 'the GCS credentials file');
     return `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
   };
   return async (url: URL): Promise<Readonly<Record<string, string>>> => {

@@ -8,6 +8,7 @@ import type { AwsCredentialIdentity as AwsCredentials } from '@smithy/types';
 import { registerSecret } from '../../core/redact';
 import { lazyModule } from '../../core/lazy-module';
 import { s3RequestHandler } from './s3-range-handler';
+import { checkCredentialsFile } from './credentials-file';
 
 // Loaded at the first use of the AWS chain (lazy-module.ts).
 const awsCredentialChain = lazyModule(
@@ -32,15 +33,18 @@ const registered = (credentials: AwsCredentials): AwsCredentials => {
 const asSource = (get: () => Promise<AwsCredentials>): CredentialSource =>
   Object.assign(get, { memoized: true as const });
 
-/** What identifies a file's content cheaply: inode, size and mtime (a kubelet secret swap changes all three). */
+/**
+ * What identifies a file's content cheaply: inode, size and mtime (a kubelet secret swap changes all three). Each
+ * file there must be one the SDK may read whole (checkCredentialsFile); a missing one is the SDK's to skip.
+ */
 const fingerprint = async (files: ReadonlyArray<string>): Promise<string> => {
   const parts = await Promise.all(
-    files.map((file) =>
-      stat(file).then(
-        (info) => `${info.ino}:${info.size}:${info.mtimeMs}`,
-        () => 'missing',
-      ),
-    ),
+    files.map(async (file) => {
+      const info = await stat(file).catch(() => undefined);
+      if (info === undefined) return 'missing';
+      checkCredentialsFile(info, file, 'the AWS credentials file');
+      return `${info.ino}:${info.size}:${info.mtimeMs}`;
+    }),
   );
   return parts.join('|');
 };
@@ -74,7 +78,8 @@ const defaultChain = (env: Env, recheckMs: number, agent: Agent | undefined) => 
   return asSource(async () => {
     if (chain === undefined || Date.now() - checkedAt >= recheckMs) {
       checkedAt = Date.now();
-      const now = await fingerprint([filepath, configFilepath]);
+      const tokenFile = env.AWS_WEB_IDENTITY_TOKEN_FILE;
+      const now = await fingerprint([filepath, configFilepath, ...(tokenFile ? [tokenFile] : [])]);
       if (chain === undefined || now !== seen) {
         seen = now;
         chain = awsCredentialChain().defaultProvider(init);
