@@ -180,12 +180,18 @@ export const answeredRange = (response: BodyResponse, first: IncomingHttpHeaders
   const name = byEtag ? 'ETag' : 'Last-Modified';
   const version = headerOf(response.headers, byEtag ? 'etag' : 'last-modified');
   const [encoding, firstEncoding] = [encodingOf(response.headers), encodingOf(first)];
+  // Judged by Last-Modified, a weak ETag still tells a rewrite within the same second (RFC 9110 §8.8.3.2's weak
+  // comparison: equal weak tags may be other bytes, but different ones are surely other bytes).
+  const [etag, firstEtag] = [headerOf(response.headers, 'etag'), headerOf(first, 'etag')];
+  const weak = (tag: string): string => tag.replace(/^W\//, '');
   const mismatch =
     version !== undefined && version !== validator
       ? `of ${name} ${version}, not ${validator}`
-      : encoding !== firstEncoding
-        ? `with Content-Encoding ${encoding}, not ${firstEncoding}`
-        : undefined;
+      : !byEtag && etag !== undefined && firstEtag !== undefined && weak(etag) !== weak(firstEtag)
+        ? `of ETag ${etag}, not ${firstEtag}`
+        : encoding !== firstEncoding
+          ? `with Content-Encoding ${encoding}, not ${firstEncoding}`
+          : undefined;
   return {
     range: response.status === 206 ? contentRangeOf(response.headers) : undefined,
     /** How the answer is of another representation, for the message; undefined when it is the same. */
