@@ -30,6 +30,7 @@ export {
   azureBlobStorage,
   azureCredentialsFromEnv,
   type AzureTokenCredential,
+  withCheckedFiles,
 } from './object-store/azure-blob';
 export { gcsStorage } from './object-store/gcs';
 export { s3Credentials } from './object-store/s3-credentials';

@@ -24,6 +24,7 @@ import {
   pvcStorage,
   routeStorage,
   type ClaimingProvider,
+  withCheckedFiles,
 } from '../storage';
 import type { SpaceCheck } from '../fs';
 import { createSlots, type Slots } from '../core/slots';
@@ -46,15 +47,18 @@ export const downloadLimitsOf = (config: AppConfig): DownloadLimits => ({
   names: pickCaps((field) => flagTable[field].flag),
 });
 
-/** DefaultAzureCredential, its library loaded when the first token is asked for (most processes never ask). */
-const defaultAzureCredential = (): AzureTokenCredential => {
+/**
+ * DefaultAzureCredential, its library loaded when the first token is asked for (most processes never ask); the
+ * files of `env` it reads whole at each token checked first (withCheckedFiles).
+ */
+const defaultAzureCredential = (env: Env): AzureTokenCredential => {
   let credential: Promise<AzureTokenCredential> | undefined;
-  return {
+  return withCheckedFiles(env, {
     getToken: async (scopes, options) => {
       credential ??= import('@azure/identity').then((identity) => new identity.DefaultAzureCredential());
       return (await credential).getToken(scopes, options);
     },
-  };
+  });
 };
 
 /**
@@ -212,7 +216,7 @@ export const storageProviders = (
       azureBlobStorage({
         ...sdkOptions,
         endpoints: config.azureBlobEndpoint === undefined ? [] : [config.azureBlobEndpoint],
-        credentials: azureCredentialsFromEnv(env, defaultAzureCredential),
+        credentials: azureCredentialsFromEnv(env, () => defaultAzureCredential(env)),
         agentFor: (url) => network.agentFor(url),
       }),
     ],

@@ -39,6 +39,7 @@ export {
   azureCredentialsFromEnv,
   type AzureCredentials,
   type AzureTokenCredential,
+  withCheckedFiles,
 } from './azure-credentials';
 
 /** How Azure Blob is reached, and the downloader's settings. */

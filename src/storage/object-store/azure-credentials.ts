@@ -5,6 +5,8 @@ import { sameEndpoint } from '../../core/endpoint';
 import { lazyModule } from '../../core/lazy-module';
 import { registerSecret } from '../../core/redact';
 import type { AzureBlobUri } from './azure-blob-uri';
+import { checkCredentialsFile } from './credentials-file';
+import { stat } from 'node:fs/promises';
 
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first Azure Blob model (lazy-module.ts) */
 const blobSdk = lazyModule(() => require('@azure/storage-blob') as typeof import('@azure/storage-blob'));
@@ -60,6 +62,25 @@ const connectionStringFields = (text: string): ReadonlyMap<string, string> =>
       .filter((pair) => pair.includes('='))
       .map((pair) => [pair.slice(0, pair.indexOf('=')).toLowerCase(), pair.slice(pair.indexOf('=') + 1)]),
   );
+
+/**
+ * `credential` with the files DefaultAzureCredential reads whole at each token (`AZURE_FEDERATED_TOKEN_FILE`,
+ * `AZURE_CLIENT_CERTIFICATE_PATH`) checked first (checkCredentialsFile); a missing one is the SDK's to report.
+ */
+export const withCheckedFiles = (env: Env, credential: AzureTokenCredential): AzureTokenCredential => {
+  const files = [env.AZURE_FEDERATED_TOKEN_FILE, env.AZURE_CLIENT_CERTIFICATE_PATH]
+    .map((file) => file?.trim())
+    .filter((file): file is string => file !== undefined && file !== '');
+  return {
+    getToken: async (scopes, options) => {
+      for (const file of files) {
+        const stats = await stat(file).catch(() => undefined);
+        if (stats !== undefined) checkCredentialsFile(stats, file, 'the Azure credentials file');
+      }
+      return credential.getToken(scopes, options);
+    },
+  };
+};
 
 /**
  * The credentials in `env`, every secret in them registered (hidden in every line from now on). Azure AD
