@@ -8,7 +8,7 @@ import { basename, join, resolve } from 'node:path';
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import type { Env } from '../core/env';
-import { EffectError, errorCode, errorMessage, permanentError, retryableError } from '../core/errors';
+import { EffectError, errorCode, permanentError, retryableError } from '../core/errors';
 import { flagTable, type AppConfig } from '../core/flags/app-config';
 import {
   entryKind,
@@ -128,7 +128,12 @@ const moveEntries = async (staging: OpenDir, dest: OpenDir): Promise<void> => {
   } catch (cause) {
     const left = await putBack(dest, `${staging.ref}/${aside}`, movedIn, movedAside);
     if (left === undefined) throw cause;
-    throw fsError(`${errorMessage(cause)}; putting dest back failed too, ${left}`, cause);
+    // The failure as it was (its kind, whether a retry may mend it), saying what dest is left with.
+    const failed = fsError(`cannot move into ${dest.path}`, cause);
+    throw new EffectError(`${failed.message}; putting dest back failed too, ${left}`, failed.retryable, {
+      kind: failed.kind,
+      cause,
+    });
   }
 };
 

@@ -9,8 +9,8 @@ import { listTree, readFiles, writeFiles } from '../helpers/file-tree';
 import { LogSink } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 
-/** The renames to fail once: a new entry whose content is one of these, moved anywhere. */
-const failing = { contents: new Set<string>() };
+/** The renames to fail once: an entry whose content is a key, moved anywhere, after the value's renames of it pass. */
+const failing = { contents: new Map<string, number>() };
 
 jest.mock('node:fs/promises', () => {
   const actual = jest.requireActual<typeof fsPromises>('node:fs/promises');
@@ -23,7 +23,9 @@ jest.mock('node:fs/promises', () => {
         return undefined;
       }
     })();
-    if (content !== undefined && failing.contents.delete(content))
+    const passes = content === undefined ? undefined : failing.contents.get(content);
+    if (passes !== undefined && passes > 0) failing.contents.set(content!, passes - 1);
+    else if (passes !== undefined && failing.contents.delete(content!))
       throw Object.assign(new Error(`EIO: i/o error, rename '${String(from)}'`), { code: 'EIO' });
     return actual.rename(from, to);
   };
@@ -52,7 +54,7 @@ describe('initializerStorage moving the new entries into dest', () => {
       {},
     );
     if (E.isLeft(storage)) throw new Error(storage.left);
-    failing.contents.add('new b');
+    failing.contents.set('new b', 0);
 
     await expect(storage.right.download(source, dest, new AbortController().signal)).rejects.toThrow(
       `cannot move`,
@@ -66,6 +68,26 @@ describe('initializerStorage moving the new entries into dest', () => {
       keep: 'k',
     });
     expect(await listTree(dest)).toEqual(['a.bin', 'b.bin', 'c.bin', 'd/', 'd/x', 'keep']);
+    await storage.right.close();
+  });
+
+  it('names what dest is left with when putting it back fails too', async () => {
+    const source = join(tmp.path, 'source');
+    const dest = join(tmp.path, 'dest');
+    await writeFiles(source, { 'a.bin': 'new a', 'b.bin': 'new b' });
+    await writeFiles(dest, { 'a.bin': 'old a', 'b.bin': 'old b' });
+    const storage = initializerStorage(
+      { ...defaultAppConfig, localStorageRoots: [tmp.path], localModelFiles: 'copy' },
+      pino(new LogSink()),
+      {},
+    );
+    if (E.isLeft(storage)) throw new Error(storage.left);
+    // The new b fails to move in; the old b, moved aside, fails to move back.
+    failing.contents.set('new b', 0).set('old b', 1);
+
+    await expect(storage.right.download(source, dest, new AbortController().signal)).rejects.toThrow(
+      `putting dest back failed too, ${dest} holds the new nothing and lacks the old b.bin`,
+    );
     await storage.right.close();
   });
 });
