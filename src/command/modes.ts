@@ -126,13 +126,11 @@ export const syncMode = (
   const reported = withKubeEvents(config, log, env, flushes)(startAgent);
   const surfaced: AgentRun = config.httpPort === 0 ? reported : withSurface(config, log, surface)(reported);
   const run = releasingHeap(v8HeapRelease, log)(surfaced);
-  const { configDir, modelDir, serverUrl, protocol, source } = config;
-  const where =
-    source === 'kube-api' ? { configmap: config.configmap, namespace: config.namespace } : { configDir };
+  const { modelDir, serverUrl, protocol } = config;
   return defer(() => {
     const shownServerUrl = redactUri(serverUrl);
     log.info(
-      { version: packageVersion, source, ...where, modelDir, serverUrl: shownServerUrl, protocol },
+      { version: packageVersion, ...configWhere(config), modelDir, serverUrl: shownServerUrl, protocol },
       'modelsync starting',
     );
     let loader: Loader | undefined;
@@ -208,6 +206,15 @@ const failureLine = ({ modelName, phase, errorKind, reason }: ModelStatus): Outp
 /** `--once`'s exit when the model server gave no answer within `--server-wait-timeout`. */
 export const serverNotAnsweringExitCode = 3;
 
+/** Where the config is read, for a start line: the ConfigMap with `--source kube-api` (no dir is read), else the dir. */
+const configWhere = ({
+  source,
+  configDir,
+  configmap,
+  namespace,
+}: AppConfig): Readonly<Record<string, unknown>> =>
+  source === 'kube-api' ? { source, configmap, namespace } : { source, configDir };
+
 /**
  * `--once` without `--dry-run`: syncs the config as it is now (no watching, no resync), then exits 0, 1, 2 or 3 as
  * docs/operating.md ("One-shot mode") says, after one stdout line per model that is not Loaded.
@@ -217,7 +224,7 @@ export const oneShotMode = (config: AppConfig, log: Logger, env: Env): Observabl
   if (E.isLeft(start)) return settingsInvalid(log, start.left);
   const { edges } = start.right;
   return defer(() => {
-    log.info({ version: packageVersion, configDir: config.configDir }, 'modelsync one-shot sync starting');
+    log.info({ version: packageVersion, ...configWhere(config) }, 'modelsync one-shot sync starting');
     let loader: Loader | undefined;
     let deferred = 0;
     const once = { ...edges, configSource: { ...edges.configSource, events$: EMPTY } };

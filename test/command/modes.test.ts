@@ -105,6 +105,23 @@ describe('oneShotMode', () => {
       expect.objectContaining({ left: 2, maxUnlistedUnloads: 1 }),
     ]);
   });
+  it('names the ConfigMap it reads in its start line with --source kube-api, and no config dir it does not read', async () => {
+    const sink = new LogSink();
+    const kubeApi = { ...config, source: 'kube-api' as const, configmap: 'models', namespace: 'serving' };
+    const subscription = oneShotMode(kubeApi, pino(sink), { KUBECONFIG: join(tmp.path, 'none') }).subscribe();
+    try {
+      await waitFor(
+        () => sink.withMessage('modelsync one-shot sync starting').length > 0,
+        10_000,
+        'the start line',
+      );
+    } finally {
+      subscription.unsubscribe();
+    }
+    const [start] = sink.withMessage('modelsync one-shot sync starting');
+    expect(start).toMatchObject({ source: 'kube-api', configmap: 'models', namespace: 'serving' });
+    expect(start).not.toHaveProperty('configDir');
+  });
 });
 
 describe('capabilities', () => {
