@@ -48,15 +48,23 @@ const eventProblem = (phase: unknown, object: unknown, name: string): string | u
 };
 
 /**
- * A watch the API server ended at its `timeoutSeconds`, as ListWatch is told of it: it re-opens one that ended
- * without an event after a wait doubling from 1 s to 30 s, which only an event or a bookmark resets, so against an
- * API server that sends no bookmarks every quiet watch from the seventh on waited 30 s (a stall at the default 300 s,
- * edits 30 s late). Its `TimeoutError` is the end of a watch that throttled itself by lasting its timeout: ListWatch
- * resets that wait and re-opens it at once, from its version. One that ends sooner still gets the wait.
+ * A watch that ended cleanly after lasting a while (its `timeoutSeconds`, or a proxy's or load balancer's idle
+ * timeout cutting it sooner), as ListWatch is told of it: it re-opens one that ended without an event after a wait
+ * doubling from 1 s to 30 s, which only an event or a bookmark resets, so against an API server that sends no
+ * bookmarks, or behind a proxy that cuts watches, a quiet watch waited up to 30 s before the next (edits 30 s late,
+ * a stall at the default 300 s). Its `TimeoutError` is the end of a watch that throttled itself by lasting: ListWatch
+ * resets that wait and re-opens it at once, from its version. One that ends within `minWatchMs` (a server that fails
+ * fast) still gets the wait.
  */
 class WatchTimedOut extends Error {
   override readonly name = 'TimeoutError';
 }
+
+/**
+ * The least a watch lasts to be re-opened at once after a clean end: client-go's reflector calls a shorter one
+ * without events a "very short watch" and backs off.
+ */
+const minWatchMs = 1000;
 
 /** What a resume from the same version would only meet again: the watch starts over with a list. */
 const brokenWatch = (why: string): Error => new KubeRelistNeeded(`the API server's watch sent ${why}`);
@@ -155,10 +163,9 @@ export const bookmarkingWatch = (
         progress.opened();
         const body = response.body;
         if (body === null) throw brokenWatch('a 200 without a body');
-        // The server starts its timer once the request came: a watch ended sooner was not ended by it.
-        const timedOut = (): boolean => performance.now() - sentAt >= watched.timeoutSeconds * 1000;
+        const lasted = (): boolean => performance.now() - sentAt >= minWatchMs;
         readLines(body, onLine).then(
-          () => finish(timedOut() ? new WatchTimedOut('the watch reached its timeoutSeconds') : null),
+          () => finish(lasted() ? new WatchTimedOut('the watch ended cleanly after lasting a while') : null),
           (cause: unknown) => finish(cause),
         );
       } catch (cause) {

@@ -96,6 +96,36 @@ describe('bookmarkingWatch', () => {
   });
 });
 
+describe('bookmarkingWatch ended early by a proxy', () => {
+  /** A watch whose answer a proxy or load balancer ends cleanly, without an event, `afterMs` after it opened. */
+  const endedAfter = async (afterMs: number): Promise<unknown> => {
+    server = await startHttpServer((_request, response) => {
+      response.writeHead(200, { 'Content-Type': 'application/json' });
+      setTimeout(() => response.end(), afterMs);
+    });
+    const running = server;
+    const progress = { wanted: () => true, opened: () => undefined, event: () => undefined };
+    const watch = bookmarkingWatch(
+      fakeClient,
+      () => configFor(running),
+      { name: 'models', timeoutSeconds: 300 },
+      progress,
+    );
+    return new Promise<unknown>((resolve) => {
+      void watch.watch('/api/v1/namespaces/serving/configmaps', {}, () => undefined, resolve);
+    });
+  };
+
+  it('ends a watch that lasted a while before its connection was closed, long before timeoutSeconds, as one that throttled itself (re-opened at once)', async () => {
+    // ListWatch re-opens a watch that ended with a TimeoutError at once; one ended with null after a wait doubling to 30 s.
+    expect(await endedAfter(1500)).toMatchObject({ name: 'TimeoutError' });
+  });
+
+  it('still ends a watch closed as soon as it opened cleanly (null: ListWatch backs off), so a server that fails fast is not hammered', async () => {
+    expect(await endedAfter(0)).toBeNull();
+  });
+});
+
 describe('ConfigMapLister', () => {
   it('refuses a list nested deeper than 64 levels before parsing it, as a watch line', async () => {
     const running = await serving(`{"metadata":{"resourceVersion":"5"},"items":${deepArrays}}`);
