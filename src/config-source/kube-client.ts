@@ -11,6 +11,7 @@ import type { PodRef } from '../core/kube-event';
 import { lazyModule } from '../core/lazy-module';
 import { serviceAccountPod } from '../core/service-account-pod';
 import { readSmallFile } from '../fs';
+import { execAuthenticator, execProvider } from './kube-exec';
 import { tokenFileOf, userProblem } from './kubeconfig-user';
 import { tokenFileAuthenticator, tokenFileProvider, trimUserTokens } from './kube-token';
 
@@ -50,12 +51,14 @@ const execFrom = (exec: unknown, dir: string): unknown => {
 /**
  * A kubeconfig user as the client is given it: its token file (`tokenFile`, kubectl's key, or `token-file`,
  * client-node's, which the client would read whole, once, at load) becomes the provider modelsync reads at each
- * request (kube-token.ts), relative to `dir` as client-go resolves it; so does an exec plugin's command (`execFrom`).
+ * request (kube-token.ts), relative to `dir` as client-go resolves it; an exec plugin, the provider modelsync runs
+ * bounded (kube-exec.ts), its command taken from `dir` too (`execFrom`).
  */
 const clientUser = (name: string, user: Fields, dir: string): Fields => {
   const tokenFile = tokenFileOf(user);
-  const { tokenFile: _kubectl, 'token-file': _client, ...others } = user;
-  const rest = others['exec'] === undefined ? others : { ...others, exec: execFrom(others['exec'], dir) };
+  const { tokenFile: _kubectl, 'token-file': _client, exec, ...others } = user;
+  const plugin = { name: execProvider, config: { plugin: execFrom(exec, dir), user: name } };
+  const rest = exec === undefined || exec === null ? others : { ...others, 'auth-provider': plugin };
   if (tokenFile === undefined) return rest;
   const path = isAbsolute(tokenFile) ? tokenFile : join(dir, tokenFile);
   const config = { path, label: `the token file of kubeconfig user ${name}` };
@@ -199,6 +202,7 @@ export const loadKubeConfig = async (
     );
   }
   config.addAuthenticator(tokenFileAuthenticator);
+  config.addAuthenticator(execAuthenticator(env));
   await inlineFiles(config);
   return config;
 };

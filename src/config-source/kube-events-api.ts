@@ -110,7 +110,7 @@ export const kubeEventsTarget = async (env: Env, saDir?: string): Promise<KubeEv
     return { _tag: 'Unavailable', why: 'the Pod name is unknown (set POD_NAME from the downward API)' };
   const events = `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/events`;
   // Built anew after a failed write, as the watch's after each failure (kube-client.ts): a CA, a client certificate
-  // or a kubeconfig changed since is used. Kept otherwise: an exec plugin's credential is cached with it.
+  // or a kubeconfig changed since is used. Kept otherwise (an exec plugin's credential is cached for the process).
   let settings: Promise<KubeConfig> | undefined = Promise.resolve(config);
   const writing = async (path: string, request: KubeWrite): Promise<void> => {
     try {

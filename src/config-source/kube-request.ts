@@ -7,6 +7,7 @@ import { errorCode, errorMessage } from '../core/errors';
 import { jsonObject } from '../core/json/json-object';
 import { readCapped } from '../net';
 import type { KubeClientModule } from './kube-client';
+import { usesExecPlugin } from './kube-exec';
 
 /**
  * The most read of one answer holding the ConfigMap (a list, or a watch line): its data is at most 1 MiB, its
@@ -59,7 +60,8 @@ const sentCredentials = (config: KubeConfig, headers: Record<string, string>): b
   const user = config.getCurrentUser();
   return (
     Object.keys(headers).some((name) => name.toLowerCase() === 'authorization') ||
-    Boolean(user?.certData ?? user?.certFile ?? user?.exec)
+    Boolean(user?.certData ?? user?.certFile) ||
+    usesExecPlugin(user)
   );
 };
 
@@ -72,6 +74,18 @@ const withoutTrailingSlashes = (server: string): string => {
   while (end > 0 && server[end - 1] === '/') end -= 1;
   return server.slice(0, end);
 };
+
+/**
+ * `work`, or the signal's reason once it aborts first: the credentials (an exec plugin, up to its own deadline) hold
+ * no request past the deadline its caller gave it.
+ */
+const untilAborted = <T>(work: Promise<T>, signal: AbortSignal): Promise<T> =>
+  new Promise<T>((resolve, reject) => {
+    const abort = (): void => reject(signal.reason as Error);
+    if (signal.aborted) return abort();
+    signal.addEventListener('abort', abort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
 
 /** A write to the API server: its method, and the JSON body with its content type (a merge patch for PATCH). */
 export interface KubeWrite {
@@ -104,7 +118,7 @@ export const kubeCall = async (
     url.toString(),
     write ? kube.HttpMethod[write.method] : kube.HttpMethod.GET,
   );
-  await config.applySecurityAuthentication(request);
+  await untilAborted(config.applySecurityAuthentication(request), signal);
   const headers = request.getHeaders();
   const response = await fetch(url, {
     method: write?.method ?? 'GET',

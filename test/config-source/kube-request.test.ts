@@ -50,6 +50,20 @@ describe('kubeCall', () => {
   );
 });
 
+describe('kubeCall while credentials are got', () => {
+  it('gives up at its deadline while the credentials are still being got (an exec plugin that hangs)', async () => {
+    const config = {
+      getCurrentCluster: () => ({ server: 'https://127.0.0.1:1' }),
+      applySecurityAuthentication: () => new Promise<void>(() => undefined),
+      getCurrentUser: () => null,
+    } as unknown as KubeConfig;
+    const controller = new AbortController();
+    const call = kubeCall(fakeClient, config, '/api/v1/namespaces/serving/events', {}, controller.signal);
+    controller.abort(new Error('no answer within 10 s'));
+    await expect(call).rejects.toThrow('no answer within 10 s');
+  });
+});
+
 const said = (cause: unknown): string => describeKubeFailure(kubeFailureOf(cause));
 
 describe('kubeFailureOf', () => {

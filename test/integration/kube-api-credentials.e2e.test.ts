@@ -130,4 +130,37 @@ describe('the kubeconfig user of --source kube-api', () => {
     expect(cluster.api.requests[0]).toMatchObject({ kind: 'list', status: 200 });
     expect(agent.logs.filter((log) => log['msg'] === failure)).toEqual([]);
   });
+
+  /** An exec plugin at `<tmp>/bin/<name>` running `script` (sh), and the kubeconfig user naming it. */
+  const execUser = async (name: string, script: string) => {
+    await mkdir(join(tmp.path, 'bin'), { recursive: true });
+    await writeFile(join(tmp.path, 'bin', name), `#!/bin/sh\n${script}\n`, { mode: 0o755 });
+    const exec = {
+      apiVersion: 'client.authentication.k8s.io/v1',
+      command: `./bin/${name}`,
+      interactiveMode: 'Never',
+    };
+    return () => ({ exec });
+  };
+
+  it('runs an exec plugin with no stdin, as client-go runs one that is not interactive: one that reads it is not held', async () => {
+    const credential = { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential' };
+    // The client's ExecAuth gave the plugin an open pipe it never closed: `cat` waited for good, and so did the list.
+    const user = await execUser(
+      'reads-stdin',
+      `cat > /dev/null\necho '${JSON.stringify({ ...credential, status: { token: goodToken } })}'`,
+    );
+    const { agent } = await kube.start({ initial: ['alpha'], user });
+    await agent.waitForLog(loadedLine('alpha'), 10_000);
+  });
+
+  it('says in one line which exec plugin failed and how, and retries it', async () => {
+    const user = await execUser('refuses', 'echo "error: the SSO session has expired" >&2\nexit 4');
+    const { agent } = await kube.start({ initial: ['alpha'], user });
+    await agent.waitForLog(failure, 10_000);
+    const second = await agent.waitForLog((log) => log['msg'] === failure && log['attempt'] === 2, 10_000);
+    expect(second['reason']).toBe(
+      `the request failed: the exec plugin ${join(tmp.path, 'bin', 'refuses')} of kubeconfig user modelsync exited with code 4: error: the SSO session has expired`,
+    );
+  });
 });
