@@ -175,6 +175,15 @@ const running = new Map<string, Promise<Credential>>();
 /** Forgets every credential a plugin gave (tests). */
 export const forgetExecCredentials = (): void => cached.clear();
 
+/**
+ * Forgets the credential `user`'s plugin gave, which the API server refused (401): the next request runs the plugin
+ * again, as client-go does; kept, a revoked or rotated token without an `expirationTimestamp` was sent for good.
+ */
+export const execCredentialRefused = (user: User | null): void => {
+  if (user === null) return;
+  for (const key of cached.keys()) if ((JSON.parse(key) as unknown[])[0] === user.name) cached.delete(key);
+};
+
 /** The part of `https.RequestOptions` an authenticator fills. */
 interface AuthOptions {
   headers?: OutgoingHttpHeaders | readonly string[];

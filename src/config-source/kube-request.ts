@@ -7,7 +7,7 @@ import { errorCode, errorMessage } from '../core/errors';
 import { jsonObject } from '../core/json/json-object';
 import { readCapped } from '../net';
 import type { KubeClientModule } from './kube-client';
-import { usesExecPlugin } from './kube-exec';
+import { execCredentialRefused, usesExecPlugin } from './kube-exec';
 
 /**
  * The most read of one answer holding the ConfigMap (a list, or a watch line): its data is at most 1 MiB, its
@@ -143,6 +143,7 @@ export const kubeCall = async (
   }
   const answer = await statusOf(response);
   if (status === 410) throw new KubeRelistNeeded('the API server answered 410 Gone: the version is too old');
+  if (status === 401) execCredentialRefused(config.getCurrentUser());
   throw new KubeStatusError(response.statusText || STATUS_CODES[status] || `HTTP ${status}`, {
     status,
     anonymous: namesAnonymousUser(answer) || !sentCredentials(config, headers),

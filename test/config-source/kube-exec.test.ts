@@ -4,12 +4,24 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { User } from '@kubernetes/client-node';
+import type { KubeConfig, User } from '@kubernetes/client-node';
+import type { KubeClientModule } from '../../src/config-source/kube-client';
 import { execAuthenticator, execProvider, forgetExecCredentials } from '../../src/config-source/kube-exec';
+import { kubeCall } from '../../src/config-source/kube-request';
+import { startHttpServer } from '../../src/testing/http-server';
 import { waitFor } from '../../src/testing/wait';
 import { useTempDir } from '../helpers/temp-dir';
 
 const tmp = useTempDir('kube-exec');
+
+/** The client's classes kubeCall uses, doing nothing but carry the URL (the real client is ESM: jest cannot load it). */
+const fakeClient = {
+  HttpMethod: { GET: 'GET' },
+  RequestContext: class {
+    getHeaders = (): Record<string, string> => ({});
+    getDispatcher = (): undefined => undefined;
+  },
+} as unknown as KubeClientModule;
 afterEach(forgetExecCredentials);
 
 const apiVersion = 'client.authentication.k8s.io/v1';
@@ -117,5 +129,35 @@ describe('execAuthenticator', () => {
     await expect(authorization(missing)).rejects.toThrow(
       `the exec plugin ${join(tmp.path, 'missing')} of kubeconfig user ci could not be run (ENOENT)`,
     );
+  });
+});
+
+describe('an exec credential the API server refuses', () => {
+  it('is not kept: after a 401 the next request runs the plugin again (a revoked or rotated token)', async () => {
+    const user = await pluginUser(`echo '${credential({ token: 'tok-5' })}'`);
+    const server = await startHttpServer((_request, response) => {
+      response.writeHead(401, { 'content-type': 'application/json' }).end('{}');
+    });
+    const authenticator = execAuthenticator({ PATH: process.env['PATH'] });
+    const config = {
+      getCurrentCluster: () => ({ server: server.url }),
+      getCurrentUser: () => user,
+      applySecurityAuthentication: () => authenticator.applyAuthentication(user, {}),
+    } as unknown as KubeConfig;
+    try {
+      for (const _ of [1, 2])
+        await expect(
+          kubeCall(
+            fakeClient,
+            config,
+            '/api/v1/namespaces/serving/configmaps',
+            {},
+            new AbortController().signal,
+          ),
+        ).rejects.toThrow('Unauthorized');
+      expect(await runs()).toBe(2);
+    } finally {
+      await server.close();
+    }
   });
 });
