@@ -144,6 +144,21 @@ const unseen = (merged: KubeConfig, next: KubeConfig): KubeConfig => {
 };
 
 /**
+ * What the current context names that no kubeconfig file has, as kubectl refuses it, or undefined: without its user
+ * the client sent requests with no credentials and without the cluster's CA (a TLS failure that named neither).
+ */
+const missingOfContext = (config: KubeConfig): string | undefined => {
+  const name = config.getCurrentContext() ?? '';
+  if (name === '') return undefined;
+  const context = config.getContextObject(name);
+  if (context === null || context === undefined)
+    return `the current-context ${name} is no context of the kubeconfig`;
+  if ((context.user ?? '') !== '' && config.getUser(context.user) === null)
+    return `the context ${name} names the user ${context.user}, which no kubeconfig file has`;
+  return undefined;
+};
+
+/**
  * The kubeconfig files merged as kubectl merges them (the first file's current context, unless it has none), a file
  * that does not exist skipped unless none does.
  */
@@ -163,6 +178,8 @@ const loadKubeconfigFiles = async (kube: KubeClientModule, env: Env): Promise<Ku
   }
   if (config === undefined)
     throw new Error(`no kubeconfig: none of KUBECONFIG's files exists (${files.join(', ')})`);
+  const missing = missingOfContext(config);
+  if (missing !== undefined) throw new Error(`${missing} (in ${files.join(', ')})`);
   const current = config.getCurrentUser();
   const user = current === null ? undefined : written.get(current.name);
   const problem = user === undefined ? undefined : userProblem(current!.name, user.user);

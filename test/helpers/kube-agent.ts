@@ -21,6 +21,8 @@ export interface KubeAgentOptions {
   /** The kubeconfig's user (default: the token file as `token-file`). */
   readonly user?: KubeconfigUser;
   readonly flags?: Readonly<Record<string, string | number | boolean>>;
+  /** The user the kubeconfig's context names (default: its user, `modelsync`). */
+  readonly contextUser?: string;
   /** More kubeconfig files, listed in `KUBECONFIG` after the stand-in's (kubectl merges them, the first one winning). */
   readonly moreKubeconfigs?: ReadonlyArray<string>;
 }
@@ -50,7 +52,7 @@ export const useKubeAgent = (tmp: { readonly path: string }) => {
     await writeFiles(storage(), Object.fromEntries(names.map((name) => [`${name}/model.bin`, name])));
     const modelDir = join(tmp.path, 'models');
     mkdirSync(modelDir);
-    cluster = await startKubeApiCluster(tmp.path, options.token, options.user);
+    cluster = await startKubeApiCluster(tmp.path, options.token, options.user, options.contextUser);
     if (options.initial !== undefined) cluster.api.apply(models(...options.initial));
     server = await startV2ModelServer({ modelDir });
     const agent = startCli(

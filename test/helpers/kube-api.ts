@@ -29,12 +29,13 @@ export type KubeconfigUser = (tokenFile: string) => Readonly<Record<string, unkn
 
 /**
  * Starts the stand-in and writes, in `dir`, a kubeconfig whose user (`user`) reads its token from `token`
- * (initially `token`, default the right one) and trusts the fixture CA.
+ * (initially `token`, default the right one) and trusts the fixture CA; its context names the user `contextUser`.
  */
 export const startKubeApiCluster = async (
   dir: string,
   token = goodToken,
   user: KubeconfigUser = (tokenFile) => ({ 'token-file': tokenFile }),
+  contextUser = 'modelsync',
 ): Promise<KubeApiCluster> => {
   const api = await startKubeApiStandIn({
     tls: {
@@ -57,7 +58,7 @@ export const startKubeApiCluster = async (
         { name: 'stand-in', cluster: { server: api.url, 'certificate-authority': join(tlsDir, 'ca.pem') } },
       ],
       users: [{ name: 'modelsync', user: user(tokenFile) }],
-      contexts: [{ name: 'test', context: { cluster: 'stand-in', user: 'modelsync', namespace: 'serving' } }],
+      contexts: [{ name: 'test', context: { cluster: 'stand-in', user: contextUser, namespace: 'serving' } }],
       'current-context': 'test',
     }),
   );

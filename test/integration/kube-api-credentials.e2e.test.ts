@@ -82,6 +82,15 @@ describe('the kubeconfig user of --source kube-api', () => {
     expect(agent.stderr.text + agent.stdout.text).not.toContain(goodToken);
   });
 
+  it('refuses a context naming a user no kubeconfig file has, as kubectl does, sending nothing', async () => {
+    const { agent, cluster } = await kube.start({ initial: ['alpha'], contextUser: 'modelsnyc' });
+    const refused = await agent.waitForLog(failure, 10_000);
+    expect(refused['reason']).toContain(
+      'the context test names the user modelsnyc, which no kubeconfig file has',
+    );
+    expect(cluster.api.requests).toEqual([]);
+  });
+
   it('merges KUBECONFIG files as kubectl does: a name the first file has is taken from it, not refused as a duplicate', async () => {
     // A second file with the same cluster, user and context names, pointing elsewhere with another token.
     const second = join(tmp.path, 'second-kubeconfig');
