@@ -61,8 +61,13 @@ const strings = (value: unknown): value is ReadonlyArray<string> =>
 /** The plugin the user's config names, or an Error saying what of it is wrong (naming keys, never values). */
 const pluginOf = (config: Readonly<Record<string, unknown>>, who: string): Plugin => {
   const exec = jsonObject(config['plugin']) ?? {};
-  const { command, args, env, apiVersion } = exec;
+  const { command, args, env, apiVersion, interactiveMode } = exec;
   if (typeof command !== 'string' || command === '') throw new Error(`${who}: exec has no command`);
+  // client-go refuses it too when its stdin is no terminal; run without one, the plugin would wait or fail its own way.
+  if (interactiveMode === 'Always')
+    throw new Error(
+      `${who}: exec's interactiveMode is Always, which needs a terminal; modelsync runs its plugin without one (set IfAvailable or Never)`,
+    );
   if (args !== undefined && args !== null && !strings(args))
     throw new Error(`${who}: exec's args is no list of strings`);
   const pairs = Array.isArray(env) ? env.map((entry) => jsonObject(entry) ?? {}) : [];

@@ -161,3 +161,21 @@ describe('an exec credential the API server refuses', () => {
     }
   });
 });
+
+describe('an exec plugin that must have a terminal', () => {
+  it('is refused before it is run, naming the user and what to set, as client-go refuses it without a terminal', async () => {
+    const user = await pluginUser(`echo '${credential({ token: 'tok-6' })}'`);
+    const config = (user.authProvider as { config: { plugin: object } }).config;
+    const always = {
+      ...user,
+      authProvider: {
+        name: execProvider,
+        config: { ...config, plugin: { ...config.plugin, interactiveMode: 'Always' } },
+      },
+    };
+    await expect(authorization(always)).rejects.toThrow(
+      "kubeconfig user ci: exec's interactiveMode is Always, which needs a terminal; modelsync runs its plugin without one (set IfAvailable or Never)",
+    );
+    expect(await runs()).toBe(0);
+  });
+});
