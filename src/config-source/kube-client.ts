@@ -11,7 +11,7 @@ import type { PodRef } from '../core/kube-event';
 import { lazyModule } from '../core/lazy-module';
 import { serviceAccountPod } from '../core/service-account-pod';
 import { readSmallFile } from '../fs';
-import { execAuthenticator, execProvider } from './kube-exec';
+import { execAuthenticator, execProvider, withExecClusterInfo } from './kube-exec';
 import { tokenFileOf, userProblem } from './kubeconfig-user';
 import { tokenFileAuthenticator, tokenFileProvider, trimUserTokens } from './kube-token';
 
@@ -221,6 +221,7 @@ export const loadKubeConfig = async (
   config.addAuthenticator(tokenFileAuthenticator);
   config.addAuthenticator(execAuthenticator(env));
   await inlineFiles(config);
+  withExecClusterInfo(config);
   return config;
 };
 

@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { OutgoingHttpHeaders } from 'node:http';
-import type { User } from '@kubernetes/client-node';
+import type { KubeConfig, User } from '@kubernetes/client-node';
 import { isLeft } from 'fp-ts/Either';
 import { bearerToken } from '../core/bearer-token';
 import type { Env } from '../core/env';
@@ -38,12 +38,13 @@ interface Credential {
   readonly expiresAt?: number;
 }
 
-/** The plugin as the kubeconfig names it: client-go's `ExecConfig`. */
+/** The plugin as the kubeconfig names it: client-go's `ExecConfig`; `cluster`, its current cluster if it asked. */
 interface Plugin {
   readonly command: string;
   readonly args: ReadonlyArray<string>;
   readonly env: Readonly<Record<string, string>>;
   readonly apiVersion: string | undefined;
+  readonly cluster: Readonly<Record<string, unknown>> | undefined;
 }
 
 const providerConfigOf = (user: User): Readonly<Record<string, unknown>> | undefined => {
@@ -81,7 +82,28 @@ const pluginOf = (config: Readonly<Record<string, unknown>>, who: string): Plugi
     args: strings(args) ? args : [],
     env: Object.fromEntries(pairs.map((pair) => [pair['name'] as string, pair['value'] as string])),
     apiVersion: typeof apiVersion === 'string' && apiVersion !== '' ? apiVersion : undefined,
+    cluster: exec['provideClusterInfo'] === true ? (jsonObject(config['cluster']) ?? {}) : undefined,
   };
+};
+
+/**
+ * The current cluster put beside the current user's plugin when it asks for it (`provideClusterInfo`), as client-go
+ * gives it in `KUBERNETES_EXEC_INFO` (`spec.cluster`): after the CA file is read into `caData`.
+ */
+export const withExecClusterInfo = (config: KubeConfig): void => {
+  const user = config.getCurrentUser();
+  const cluster = config.getCurrentCluster();
+  const provider = user === null ? undefined : providerConfigOf(user);
+  if (user === null || cluster === null || provider === undefined) return;
+  const info = {
+    server: cluster.server,
+    ...(cluster.caData === undefined ? {} : { 'certificate-authority-data': cluster.caData }),
+    ...(cluster.tlsServerName === undefined ? {} : { 'tls-server-name': cluster.tlsServerName }),
+    ...(cluster.skipTLSVerify === undefined ? {} : { 'insecure-skip-tls-verify': cluster.skipTLSVerify }),
+    ...(cluster.proxyUrl === undefined ? {} : { 'proxy-url': cluster.proxyUrl }),
+  };
+  const authProvider = { name: execProvider, config: { ...provider, cluster: info } };
+  config.users = config.users.map((other) => (other === user ? { ...user, authProvider } : other));
 };
 
 /** The credential in a plugin's stdout, or why there is none (never quoting a value). */
@@ -117,7 +139,8 @@ const credentialOf = (stdout: string, apiVersion: string | undefined): Credentia
  */
 const runPlugin = (plugin: Plugin, env: Env, who: string, timeoutMs: number): Promise<Credential> =>
   new Promise((resolve, reject) => {
-    const info = { apiVersion: plugin.apiVersion, kind: 'ExecCredential', spec: { interactive: false } };
+    const spec = { interactive: false, ...(plugin.cluster === undefined ? {} : { cluster: plugin.cluster }) };
+    const info = { apiVersion: plugin.apiVersion, kind: 'ExecCredential', spec };
     const child = spawn(plugin.command, plugin.args, {
       env: { ...env, ...plugin.env, KUBERNETES_EXEC_INFO: JSON.stringify(info) },
       stdio: ['ignore', 'pipe', 'pipe'],

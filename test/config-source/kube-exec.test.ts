@@ -6,7 +6,12 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeConfig, User } from '@kubernetes/client-node';
 import type { KubeClientModule } from '../../src/config-source/kube-client';
-import { execAuthenticator, execProvider, forgetExecCredentials } from '../../src/config-source/kube-exec';
+import {
+  execAuthenticator,
+  execProvider,
+  forgetExecCredentials,
+  withExecClusterInfo,
+} from '../../src/config-source/kube-exec';
 import { kubeCall } from '../../src/config-source/kube-request';
 import { startHttpServer } from '../../src/testing/http-server';
 import { waitFor } from '../../src/testing/wait';
@@ -177,5 +182,55 @@ describe('an exec plugin that must have a terminal', () => {
       "kubeconfig user ci: exec's interactiveMode is Always, which needs a terminal; modelsync runs its plugin without one (set IfAvailable or Never)",
     );
     expect(await runs()).toBe(0);
+  });
+});
+
+describe('an exec plugin with provideClusterInfo', () => {
+  it('gets the cluster in KUBERNETES_EXEC_INFO, as client-go gives it, and no cluster without it', async () => {
+    const info = join(tmp.path, 'info');
+    const user = await pluginUser(
+      `echo "$KUBERNETES_EXEC_INFO" > ${info}\necho '${credential({ token: 'tok-7' })}'`,
+    );
+    const config = (user.authProvider as { config: { plugin: object } }).config;
+    const asking = {
+      ...user,
+      authProvider: {
+        name: execProvider,
+        config: { ...config, plugin: { ...config.plugin, provideClusterInfo: true } },
+      },
+    };
+    const kubeconfig = {
+      users: [asking],
+      getCurrentUser: () => kubeconfig.users[0],
+      getCurrentCluster: () => ({
+        name: 'c',
+        server: 'https://api.example:6443',
+        caData: 'Q0E=',
+        tlsServerName: 'api',
+        skipTLSVerify: false,
+      }),
+    } as unknown as KubeConfig;
+    withExecClusterInfo(kubeconfig);
+    expect(await authorization(kubeconfig.users[0]!)).toBe('Bearer tok-7');
+    expect(JSON.parse(await readFile(info, 'utf8'))).toEqual({
+      apiVersion,
+      kind: 'ExecCredential',
+      spec: {
+        interactive: false,
+        cluster: {
+          server: 'https://api.example:6443',
+          'certificate-authority-data': 'Q0E=',
+          'tls-server-name': 'api',
+          'insecure-skip-tls-verify': false,
+        },
+      },
+    });
+    forgetExecCredentials();
+    await authorization(user);
+    expect(JSON.parse(await readFile(info, 'utf8'))).toEqual({
+      apiVersion,
+      kind: 'ExecCredential',
+      spec: { interactive: false },
+    });
   });
 });
