@@ -38,6 +38,26 @@ const maxPemBytes = 2 ** 20;
 type Fields = Readonly<Record<string, unknown>>;
 
 /**
+ * The most a kubeconfig's values may add up to, each value 1 and each string its length besides: a 4 MiB file holds
+ * far less unless YAML aliases repeat what they name (500 bytes of nested aliases are 387 million strings).
+ */
+const maxExpandedUnits = 4 * maxKubeconfigBytes;
+
+/** Whether `value` adds up to more than `maxExpandedUnits`, counting each alias as often as it is used; stops there. */
+const expandsTooFar = (value: unknown): boolean => {
+  const pending: unknown[] = [value];
+  let units = 0;
+  while (pending.length > 0) {
+    const next = pending.pop();
+    units += 1 + (typeof next === 'string' ? next.length : 0);
+    if (units > maxExpandedUnits) return true;
+    if (typeof next === 'object' && next !== null)
+      for (const inner of Array.isArray(next) ? next : Object.values(next)) pending.push(inner);
+  }
+  return false;
+};
+
+/**
  * An exec plugin's settings with its command as client-go runs it: a relative path (one with a `/`) is taken from the
  * kubeconfig's `dir` (a bare name is looked up in PATH); the client would run it from the process's working dir.
  */
@@ -80,6 +100,11 @@ const readKubeconfig = async (
   const bytes = await readSmallFile(file, maxKubeconfigBytes, `the kubeconfig ${file}`, 'follow');
   const parsed = jsonObject(kube.loadYaml(bytes.toString('utf8')));
   if (parsed === undefined) throw new Error(`the kubeconfig ${file} is no YAML map`);
+  // Before JSON.stringify below, which expands every alias: it held the event loop 30 s, or ran out of heap.
+  if (expandsTooFar(parsed))
+    throw new Error(
+      `the kubeconfig ${file} expands to more than ${maxExpandedUnits} values and characters (YAML aliases repeating what they name); it is not read`,
+    );
   const users = new Map<string, Fields>();
   const clientUsers = entriesOf(parsed['users']).map((entry) => {
     const user = jsonObject(entry['user']) ?? {};

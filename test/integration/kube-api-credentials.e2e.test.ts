@@ -91,6 +91,21 @@ describe('the kubeconfig user of --source kube-api', () => {
     expect(cluster.api.requests).toEqual([]);
   });
 
+  it('refuses a kubeconfig whose YAML aliases expand past any kubeconfig, naming it, without holding the process', async () => {
+    // 500 bytes that expand to 387 million strings ("billion laughs"): serialising them held the event loop 30 s per
+    // attempt and ended in "Invalid string length" (one level less: hundreds of MB, then the heap limit).
+    const laughs = join(tmp.path, 'laughs-kubeconfig');
+    let yaml = 'apiVersion: v1\nkind: Config\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n';
+    for (let level = 1; level < 9; level++)
+      yaml += `l${level}: &l${level} [${Array(9)
+        .fill(`*l${level - 1}`)
+        .join(', ')}]\n`;
+    await writeFile(laughs, `${yaml}users:\n- name: other\n  user:\n    extensions: *l8\n`);
+    const { agent } = await kube.start({ initial: ['alpha'], moreKubeconfigs: [laughs] });
+    const refused = await agent.waitForLog(failure, 10_000);
+    expect(refused['reason']).toContain(`the kubeconfig ${laughs} expands to more than`);
+  });
+
   it('merges KUBECONFIG files as kubectl does: a name the first file has is taken from it, not refused as a duplicate', async () => {
     // A second file with the same cluster, user and context names, pointing elsewhere with another token.
     const second = join(tmp.path, 'second-kubeconfig');
