@@ -94,7 +94,15 @@ export const runListWatch = (
     return retryDelay(policy, backoff.attempt);
   };
 
+  // A retry waiting out its backoff (longer than stallMs with --retry-max-ms above it) is no stall: it was told as
+  // one at each stall window, and re-established sooner than the backoff allows. It acts still, for liveness.
+  let retryPending = false;
   const stallTimer = setTimeout(() => {
+    if (retryPending) {
+      armStall();
+      hooks.attempting();
+      return;
+    }
     log.warn({ stallMs }, 'ConfigMap watch made no progress; re-establishing it');
     clearTimeout(retryTimer);
     drop();
@@ -129,7 +137,11 @@ export const runListWatch = (
     }
     clearTimeout(retryTimer);
     if (relist) drop();
-    retryTimer = setTimeout(() => void begin(relist ? undefined : again), retryInMs);
+    retryPending = true;
+    retryTimer = setTimeout(() => {
+      retryPending = false;
+      void begin(relist ? undefined : again);
+    }, retryInMs);
   };
 
   /** Starts `round` again (after a failure: from its saved version), or a new ListWatch (a list first). */
