@@ -74,7 +74,8 @@ const write = async (
 /** What to say of a failed write (the status and what to check, or the network error), and whether it was refused. */
 export const eventWriteFailure = (error: unknown): { readonly reason: string; readonly refused: boolean } => {
   const failure = kubeFailureOf(error);
-  const refused = failure.status === 401 || failure.status === 403;
+  // A 401 to an exec plugin's credential is not for good: the next write runs the plugin (it had expired).
+  const refused = (failure.status === 401 && failure.renewable !== true) || failure.status === 403;
   if (failure.status !== 403 || failure.anonymous === true)
     return { reason: describeKubeFailure(failure), refused };
   return {

@@ -143,11 +143,13 @@ export const kubeCall = async (
   }
   const answer = await statusOf(response);
   if (status === 410) throw new KubeRelistNeeded('the API server answered 410 Gone: the version is too old');
-  if (status === 401) execCredentialRefused(config.getCurrentUser());
+  const renewable = status === 401 && usesExecPlugin(config.getCurrentUser());
+  if (renewable) execCredentialRefused(config.getCurrentUser());
   throw new KubeStatusError(response.statusText || STATUS_CODES[status] || `HTTP ${status}`, {
     status,
     anonymous: namesAnonymousUser(answer) || !sentCredentials(config, headers),
     user: refusedUser(answer),
+    ...(renewable ? { renewable } : {}),
   });
 };
 

@@ -134,6 +134,8 @@ export interface KubeFailure {
   readonly anonymous?: boolean;
   /** The user a 403's Status names (`User "system:serviceaccount:ns:sa" cannot list …`): whom the Role refused. */
   readonly user?: string;
+  /** A 401 to a credential an exec plugin gave: forgotten, the next request runs the plugin for a new one. */
+  readonly renewable?: boolean;
   /** A network error's code (`ECONNREFUSED`), when there was no answer. */
   readonly code?: string;
   readonly message?: string;

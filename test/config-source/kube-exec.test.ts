@@ -12,6 +12,7 @@ import {
   forgetExecCredentials,
   withExecClusterInfo,
 } from '../../src/config-source/kube-exec';
+import { eventWriteFailure } from '../../src/config-source/kube-events-api';
 import { kubeCall } from '../../src/config-source/kube-request';
 import { startHttpServer } from '../../src/testing/http-server';
 import { waitFor } from '../../src/testing/wait';
@@ -161,6 +162,47 @@ describe('an exec credential the API server refuses', () => {
           ),
         ).rejects.toThrow('Unauthorized');
       expect(await runs()).toBe(2);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('does not stop the Kubernetes Events for good: the next write gets a new credential from the plugin', async () => {
+    const user = await pluginUser(`echo '${credential({ token: 'tok-8' })}'`);
+    const server = await startHttpServer((_request, response) => {
+      response.writeHead(401, { 'content-type': 'application/json' }).end('{}');
+    });
+    const authenticator = execAuthenticator({ PATH: process.env['PATH'] });
+    const config = {
+      getCurrentCluster: () => ({ server: server.url }),
+      getCurrentUser: () => user,
+      applySecurityAuthentication: () => authenticator.applyAuthentication(user, {}),
+    } as unknown as KubeConfig;
+    try {
+      const refusal = await kubeCall(
+        fakeClient,
+        config,
+        '/api/v1/namespaces/serving/events',
+        {},
+        new AbortController().signal,
+      ).catch((error: unknown) => error);
+      expect(eventWriteFailure(refusal)).toEqual({
+        reason: expect.stringContaining('401 Unauthorized') as unknown,
+        refused: false,
+      });
+      const tokenUser = {
+        getCurrentCluster: () => ({ server: server.url }),
+        getCurrentUser: () => ({ name: 't', token: 'x' }),
+        applySecurityAuthentication: () => Promise.resolve(),
+      } as unknown as KubeConfig;
+      const tokenRefusal = await kubeCall(
+        fakeClient,
+        tokenUser,
+        '/api/v1/namespaces/serving/events',
+        {},
+        new AbortController().signal,
+      ).catch((error: unknown) => error);
+      expect(eventWriteFailure(tokenRefusal).refused).toBe(true);
     } finally {
       await server.close();
     }
