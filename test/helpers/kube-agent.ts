@@ -8,7 +8,13 @@ import { delimiter, join } from 'node:path';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { cliArgs, startCli, type CliProcess } from './cli-process';
 import { writeFiles } from './file-tree';
-import { modelsJson, startKubeApiCluster, type KubeApiCluster, type KubeconfigUser } from './kube-api';
+import {
+  modelsJson,
+  startKubeApiCluster,
+  type KubeApiCluster,
+  type KubeconfigContext,
+  type KubeconfigUser,
+} from './kube-api';
 
 /** What `start` is given: the models with files, the ConfigMap's first list, the token and user, more CLI flags. */
 export interface KubeAgentOptions {
@@ -21,8 +27,8 @@ export interface KubeAgentOptions {
   /** The kubeconfig's user (default: the token file as `token-file`). */
   readonly user?: KubeconfigUser;
   readonly flags?: Readonly<Record<string, string | number | boolean>>;
-  /** The user the kubeconfig's context names (default: its user, `modelsync`). */
-  readonly contextUser?: string;
+  /** What the kubeconfig's context names (default: its user, `modelsync`, in the current context `test`). */
+  readonly context?: KubeconfigContext;
   /** More kubeconfig files, listed in `KUBECONFIG` after the stand-in's (kubectl merges them, the first one winning). */
   readonly moreKubeconfigs?: ReadonlyArray<string>;
 }
@@ -52,7 +58,7 @@ export const useKubeAgent = (tmp: { readonly path: string }) => {
     await writeFiles(storage(), Object.fromEntries(names.map((name) => [`${name}/model.bin`, name])));
     const modelDir = join(tmp.path, 'models');
     mkdirSync(modelDir);
-    cluster = await startKubeApiCluster(tmp.path, options.token, options.user, options.contextUser);
+    cluster = await startKubeApiCluster(tmp.path, options.token, options.user, options.context);
     if (options.initial !== undefined) cluster.api.apply(models(...options.initial));
     server = await startV2ModelServer({ modelDir });
     const agent = startCli(

@@ -27,15 +27,21 @@ export const goodToken = 'stand-in-token-7f3a9c2e51';
 /** The kubeconfig's user, given the path of the token file (default: `token-file`, client-node's spelling). */
 export type KubeconfigUser = (tokenFile: string) => Readonly<Record<string, unknown>>;
 
+/** What the kubeconfig's context `test` names as its user, and which context is current (defaults: `modelsync`, `test`). */
+export interface KubeconfigContext {
+  readonly contextUser?: string;
+  readonly currentContext?: string;
+}
+
 /**
  * Starts the stand-in and writes, in `dir`, a kubeconfig whose user (`user`) reads its token from `token`
- * (initially `token`, default the right one) and trusts the fixture CA; its context names the user `contextUser`.
+ * (initially `token`, default the right one) and trusts the fixture CA; `context` says what its context names.
  */
 export const startKubeApiCluster = async (
   dir: string,
   token = goodToken,
   user: KubeconfigUser = (tokenFile) => ({ 'token-file': tokenFile }),
-  contextUser = 'modelsync',
+  { contextUser = 'modelsync', currentContext = 'test' }: KubeconfigContext = {},
 ): Promise<KubeApiCluster> => {
   const api = await startKubeApiStandIn({
     tls: {
@@ -59,7 +65,7 @@ export const startKubeApiCluster = async (
       ],
       users: [{ name: 'modelsync', user: user(tokenFile) }],
       contexts: [{ name: 'test', context: { cluster: 'stand-in', user: contextUser, namespace: 'serving' } }],
-      'current-context': 'test',
+      'current-context': currentContext,
     }),
   );
   return {

@@ -83,11 +83,21 @@ describe('the kubeconfig user of --source kube-api', () => {
   });
 
   it('refuses a context naming a user no kubeconfig file has, as kubectl does, sending nothing', async () => {
-    const { agent, cluster } = await kube.start({ initial: ['alpha'], contextUser: 'modelsnyc' });
+    const { agent, cluster } = await kube.start({
+      initial: ['alpha'],
+      context: { contextUser: 'modelsnyc' },
+    });
     const refused = await agent.waitForLog(failure, 10_000);
     expect(refused['reason']).toContain(
       'the context test names the user modelsnyc, which no kubeconfig file has',
     );
+    expect(cluster.api.requests).toEqual([]);
+  });
+
+  it('refuses a current-context naming no context, as kubectl does, sending nothing', async () => {
+    const { agent, cluster } = await kube.start({ initial: ['alpha'], context: { currentContext: 'tset' } });
+    const refused = await agent.waitForLog(failure, 10_000);
+    expect(refused['reason']).toContain('the current-context tset is no context of the kubeconfig');
     expect(cluster.api.requests).toEqual([]);
   });
 
