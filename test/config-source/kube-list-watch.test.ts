@@ -4,7 +4,7 @@
  */
 import pino from 'pino';
 import { runListWatch, type WatchHooks } from '../../src/config-source/kube-list-watch';
-import { sleep } from '../../src/testing/wait';
+import { sleep, waitFor } from '../../src/testing/wait';
 import { LogSink } from '../helpers/log-sink';
 
 describe('runListWatch while the API server cannot be reached', () => {
@@ -36,7 +36,9 @@ describe('runListWatch while the API server cannot be reached', () => {
       hooks,
     );
     try {
-      await sleep(4500);
+      await waitFor(() => attempts.length > 0, 10_000, 'the first attempt failed');
+      // Past the stall window (2 s), within the backoff (5 s).
+      await sleep(3000);
     } finally {
       stop();
     }
