@@ -55,6 +55,20 @@ const statusOf = async (response: Response): Promise<Record<string, unknown> | u
   }
 };
 
+/** The most of a refusal's Status message said (a 422's names the field; a hostile one is never said whole). */
+const maxServerMessageChars = 200;
+
+/** The Status's message as one line cut to `maxServerMessageChars`, as a field to spread, or nothing. */
+const serverMessageOf = (answer: Record<string, unknown> | undefined): { serverMessage?: string } => {
+  const message = answer?.['message'];
+  if (typeof message !== 'string') return {};
+  const line = message
+    .replace(/[\s\p{Cc}]+/gu, ' ')
+    .trim()
+    .slice(0, maxServerMessageChars);
+  return line === '' ? {} : { serverMessage: line };
+};
+
 /** Whether the request carried a credential: a bearer or basic header, or a client certificate (file, data, exec). */
 const sentCredentials = (config: KubeConfig, headers: Record<string, string>): boolean => {
   const user = config.getCurrentUser();
@@ -150,6 +164,7 @@ export const kubeCall = async (
     anonymous: namesAnonymousUser(answer) || !sentCredentials(config, headers),
     user: refusedUser(answer),
     ...(renewable ? { renewable } : {}),
+    ...serverMessageOf(answer),
   });
 };
 

@@ -136,6 +136,8 @@ export interface KubeFailure {
   readonly user?: string;
   /** A 401 to a credential an exec plugin gave: forgotten, the next request runs the plugin for a new one. */
   readonly renewable?: boolean;
+  /** The refusal's Status message (one line, cut short): what the server says was wrong with the request. */
+  readonly serverMessage?: string;
   /** A network error's code (`ECONNREFUSED`), when there was no answer. */
   readonly code?: string;
   readonly message?: string;
@@ -187,7 +189,10 @@ export const describeKubeFailure = (failure: KubeFailure): string => {
       'list and watch on this ConfigMap (resourceNames)'
     );
   if (failure.status !== undefined)
-    return statusWords[failure.status] ?? `the API server answered HTTP ${failure.status}`;
+    return (
+      statusWords[failure.status] ??
+      `the API server answered HTTP ${failure.status}${failure.serverMessage === undefined ? '' : `: ${failure.serverMessage}`}`
+    );
   if (failure.code !== undefined) return `cannot reach the API server (${failure.code})`;
   return `the request failed: ${(failure.message ?? 'no reason given').slice(0, 200)}`;
 };

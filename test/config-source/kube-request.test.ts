@@ -66,6 +66,38 @@ describe('kubeCall while credentials are got', () => {
 
 const said = (cause: unknown): string => describeKubeFailure(kubeFailureOf(cause));
 
+describe('kubeCall refused for what the request holds', () => {
+  it("says the API server's own reason for a 422 (an Event it will not take), cut short, not just the status", async () => {
+    const message = `Event "p.1" is invalid: involvedObject.namespace: Invalid value: "a": does not match event.namespace${'!'.repeat(5000)}`;
+    const server = await startHttpServer((_request, response) => {
+      response
+        .writeHead(422, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ kind: 'Status', status: 'Failure', message, reason: 'Invalid', code: 422 }));
+    });
+    try {
+      const config = {
+        getCurrentCluster: () => ({ server: server.url }),
+        applySecurityAuthentication: () => Promise.resolve(),
+        getCurrentUser: () => null,
+      } as unknown as KubeConfig;
+      const refusal = await kubeCall(
+        fakeClient,
+        config,
+        '/api/v1/namespaces/b/events',
+        {},
+        new AbortController().signal,
+      ).catch((error: unknown) => error);
+      const reason = said(refusal);
+      expect(reason).toMatch(
+        /^the API server answered HTTP 422: Event "p.1" is invalid: involvedObject.namespace: Invalid value: "a": does not match event.namespace!+$/,
+      );
+      expect(reason.length).toBeLessThan(300);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('kubeFailureOf', () => {
   it('takes the status, and whom the server refused, from a KubeStatusError', () => {
     const refused = new KubeStatusError('Forbidden', {
