@@ -3,8 +3,9 @@
  * runs one that is not interactive, but bounded: no stdin, a deadline that kills it with its process group, its
  * output capped, one failure line naming it; its ExecCredential cached until its `expirationTimestamp`.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { OutgoingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { KubeConfig, User } from '@kubernetes/client-node';
 import { isLeft } from 'fp-ts/Either';
 import { bearerToken } from '../core/bearer-token';
@@ -141,11 +142,17 @@ const runPlugin = (plugin: Plugin, env: Env, who: string, timeoutMs: number): Pr
   new Promise((resolve, reject) => {
     const spec = { interactive: false, ...(plugin.cluster === undefined ? {} : { cluster: plugin.cluster }) };
     const info = { apiVersion: plugin.apiVersion, kind: 'ExecCredential', spec };
-    const child = spawn(plugin.command, plugin.args, {
-      env: { ...env, ...plugin.env, KUBERNETES_EXEC_INFO: JSON.stringify(info) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
+    let child: ChildProcessByStdio<null, Readable, Readable>;
+    try {
+      child = spawn(plugin.command, plugin.args, {
+        env: { ...env, ...plugin.env, KUBERNETES_EXEC_INFO: JSON.stringify(info) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+    } catch (error) {
+      // A NUL in the command, an argument or the env: Node's message quotes the value, which may be a secret.
+      return reject(new Error(`${who} could not be run (${errorCode(error) ?? 'invalid command line'})`));
+    }
     const stdout: Buffer[] = [];
     let stdoutBytes = 0;
     let stderr = '';

@@ -128,6 +128,18 @@ describe('execAuthenticator', () => {
     );
   });
 
+  it('fails, naming the plugin and not quoting its arguments, when they hold what no command line can', async () => {
+    const user = await pluginUser('');
+    const plugin = { command: join(tmp.path, 'plugin'), args: ['--secret=s3cr3t\u0000'], apiVersion };
+    const broken = { ...user, authProvider: { name: execProvider, config: { plugin, user: 'ci' } } } as User;
+    const failure = await authorization(broken).catch((error: unknown) => error as Error);
+    expect(failure).toEqual(
+      new Error(
+        `the exec plugin ${join(tmp.path, 'plugin')} of kubeconfig user ci could not be run (ERR_INVALID_ARG_VALUE)`,
+      ),
+    );
+  });
+
   it('fails, naming the plugin, when it cannot be run', async () => {
     const user = await pluginUser('');
     const plugin = { command: join(tmp.path, 'missing'), apiVersion };
