@@ -52,8 +52,10 @@ export interface WriteFailure {
 
 const anyFailure = (error: unknown): WriteFailure => ({ reason: String(error), refused: false });
 
-/** A warning about failed writes at most this often. */
+/** A warning about failed writes at most this often; after a refusal, one write is tried again this much later. */
 const warnEveryMs = 10 * 60_000;
+/** Settings that could not be read (a token not mounted yet) are read again this much later. */
+const settingsRetryMs = 60_000;
 
 export const kubeEventRecorder = (
   writerOf: KubeEventsWriterOf,
@@ -63,15 +65,21 @@ export const kubeEventRecorder = (
   const correlator = new EventCorrelator();
   const queue: KubeEventNote[] = [];
   let writer: Promise<KubeEventsWriter | undefined> | undefined;
+  // Settings that failed to be read are asked for again from this time on.
+  let writerRetryAt: number | undefined;
+  let settingsWarned = false;
   let sending: Promise<void> | undefined;
   let dropped = 0;
   let warnedAt: number | undefined;
-  let refused = false;
+  // Refused (the Role, the credentials): nothing is written until this time, then one write is tried again, so that
+  // a Role applied after the start is used without a restart, and a refusing server is asked once per 10 minutes.
+  let refusedUntil: number | undefined;
   let unavailable = false;
   let sequence = 0;
 
-  const writerNow = (): Promise<KubeEventsWriter | undefined> =>
-    (writer ??= writerOf().then(
+  const writerNow = (): Promise<KubeEventsWriter | undefined> => {
+    if (writerRetryAt !== undefined && now() >= writerRetryAt) writer = writerRetryAt = undefined;
+    return (writer ??= writerOf().then(
       (found) => {
         if ('unavailable' in found) {
           unavailable = true;
@@ -84,17 +92,28 @@ export const kubeEventRecorder = (
         return found;
       },
       (error: unknown) => {
-        log.warn({ err: error }, 'no Kubernetes Events: the API server settings cannot be read');
+        // Said at warn once; asked again each minute (a token mounted late, a kubeconfig fixed) at debug.
+        log[settingsWarned ? 'debug' : 'warn'](
+          { err: error, retryInMs: settingsRetryMs },
+          'no Kubernetes Events: the API server settings cannot be read',
+        );
+        settingsWarned = true;
+        writerRetryAt = now() + settingsRetryMs;
         return undefined;
       },
     ));
+  };
+  const isRefused = (): boolean => refusedUntil !== undefined && now() < refusedUntil;
 
   const failed = (error: unknown): void => {
     dropped += 1;
     const { reason, refused: byTheServer } = failure(error);
     if (byTheServer) {
-      refused = true;
-      log.warn({ reason }, 'the API server refused a Kubernetes Event; no more are written until a restart');
+      refusedUntil = now() + warnEveryMs;
+      log.warn(
+        { reason },
+        'the API server refused a Kubernetes Event; none is written for 10 minutes, then one is tried',
+      );
       return;
     }
     const at = now();
@@ -130,7 +149,7 @@ export const kubeEventRecorder = (
     const to = await writerNow();
     while (queue.length > 0) {
       const event = queue.shift()!;
-      if (to === undefined || refused) dropped += 1;
+      if (to === undefined || isRefused()) dropped += 1;
       else await send(to, event);
     }
     sending = undefined;
@@ -149,6 +168,6 @@ export const kubeEventRecorder = (
       while (sending !== undefined) await sending;
     },
     dropped: () => dropped,
-    active: () => !unavailable && !refused,
+    active: () => !unavailable && !isRefused(),
   };
 };

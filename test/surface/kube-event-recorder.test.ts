@@ -1,6 +1,6 @@
 /**
  * The recorder of Kubernetes Events: it never holds the agent up, keeps order, counts identical events up, bounds
- * what it queues, and stops for good at a refusal, saying so once.
+ * what it queues, and stops at a refusal, saying so, trying one write again 10 minutes later.
  */
 import pino from 'pino';
 import { configRejectedEvent, type KubeEventNote } from '../../src/core/kube-event';
@@ -160,6 +160,86 @@ describe('kubeEventRecorder', () => {
     await retried.flushed();
     expect(flaky.writes).toHaveLength(5);
     expect(second.sink.withMessage('cannot write a Kubernetes Event')).toHaveLength(1);
+  });
+
+  it('tries one write again 10 minutes after a refusal, and writes on once the Role allows it', async () => {
+    let clock = 0;
+    let allowed = false;
+    const writes: string[] = [];
+    const api: KubeEventsWriter = {
+      pod,
+      create: (event) => {
+        writes.push((event as { message: string }).message);
+        return allowed ? Promise.resolve() : Promise.reject(new Error('403'));
+      },
+      repeat: () => Promise.resolve(true),
+    };
+    const { sink, log } = logger();
+    const recorder = kubeEventRecorder(() => Promise.resolve(api), log, {
+      now: () => clock,
+      failure: () => ({ reason: 'grant create and patch on events', refused: true }),
+    });
+    recorder.record(note('a'));
+    await recorder.flushed();
+    clock += 9 * 60_000;
+    recorder.record(note('b'));
+    await recorder.flushed();
+    expect(writes).toHaveLength(1); // still refused: nothing asked of the API server
+    expect(recorder.active()).toBe(false);
+    clock += 60_000;
+    expect(recorder.active()).toBe(true);
+    recorder.record(note('c'));
+    await recorder.flushed();
+    expect(writes).toHaveLength(2); // one write tried: refused again, said again
+    expect(sink.withMessage('refused a Kubernetes Event')).toHaveLength(2);
+    clock += 10 * 60_000;
+    allowed = true; // the Role applied meanwhile
+    recorder.record(note('d'));
+    recorder.record(note('e'));
+    await recorder.flushed();
+    expect(writes).toHaveLength(4);
+    expect(writes.slice(2).map((message) => message.includes('d') || message.includes('e'))).toEqual([
+      true,
+      true,
+    ]);
+    expect(recorder.dropped()).toBe(3);
+  });
+
+  it('asks for the API server settings again a minute after they could not be read', async () => {
+    let clock = 0;
+    let readable = false;
+    const ok = writer();
+    const { sink, log } = logger();
+    const recorder = kubeEventRecorder(
+      () => (readable ? Promise.resolve(ok.api) : Promise.reject(new Error('token file not mounted yet'))),
+      log,
+      { now: () => clock },
+    );
+    recorder.record(note('a'));
+    await recorder.flushed();
+    readable = true;
+    recorder.record(note('b'));
+    await recorder.flushed();
+    expect(ok.writes).toHaveLength(0);
+    clock += 60_000;
+    recorder.record(note('c'));
+    await recorder.flushed();
+    expect(ok.writes).toHaveLength(1);
+    expect(sink.withMessage('no Kubernetes Events: the API server settings cannot be read')).toHaveLength(1);
+
+    // Settings that stay unreadable: asked again each minute, said at warn once.
+    const { sink: quiet, log: quietLog } = logger();
+    let asked = 0;
+    const never = kubeEventRecorder(() => (asked++, Promise.reject(new Error('no kubeconfig'))), quietLog, {
+      now: () => clock,
+    });
+    for (let i = 0; i < 3; i++) {
+      never.record(note(String(i)));
+      await never.flushed();
+      clock += 60_000;
+    }
+    expect(asked).toBe(3);
+    expect(quiet.lines.map((line) => line.level)).toEqual([40, 20, 20]);
   });
 
   it('says once why there are no Events when the Pod or the cluster is unknown, and writes nothing', async () => {
