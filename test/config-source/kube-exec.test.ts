@@ -5,7 +5,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeConfig, User } from '@kubernetes/client-node';
-import type { KubeClientModule } from '../../src/config-source/kube-client';
 import {
   execAuthenticator,
   execProvider,
@@ -13,21 +12,13 @@ import {
   withExecClusterInfo,
 } from '../../src/config-source/kube-exec';
 import { eventWriteFailure } from '../../src/config-source/kube-events-api';
-import { kubeCall } from '../../src/config-source/kube-request';
+import { failureOfCall } from '../helpers/kube-call';
 import { startHttpServer } from '../../src/testing/http-server';
 import { waitFor } from '../../src/testing/wait';
 import { useTempDir } from '../helpers/temp-dir';
 
 const tmp = useTempDir('kube-exec');
 
-/** The client's classes kubeCall uses, doing nothing but carry the URL (the real client is ESM: jest cannot load it). */
-const fakeClient = {
-  HttpMethod: { GET: 'GET' },
-  RequestContext: class {
-    getHeaders = (): Record<string, string> => ({});
-    getDispatcher = (): undefined => undefined;
-  },
-} as unknown as KubeClientModule;
 afterEach(forgetExecCredentials);
 
 const apiVersion = 'client.authentication.k8s.io/v1';
@@ -151,28 +142,35 @@ describe('execAuthenticator', () => {
 });
 
 describe('an exec credential the API server refuses', () => {
-  it('is not kept: after a 401 the next request runs the plugin again (a revoked or rotated token)', async () => {
-    const user = await pluginUser(`echo '${credential({ token: 'tok-5' })}'`);
+  /** An API server answering every request 401, and `user`'s kubeconfig for it, its plugin run by our authenticator. */
+  const refusingServer = async (user: User) => {
     const server = await startHttpServer((_request, response) => {
       response.writeHead(401, { 'content-type': 'application/json' }).end('{}');
     });
     const authenticator = execAuthenticator({ PATH: process.env['PATH'] });
-    const config = {
-      getCurrentCluster: () => ({ server: server.url }),
-      getCurrentUser: () => user,
-      applySecurityAuthentication: () => authenticator.applyAuthentication(user, {}),
-    } as unknown as KubeConfig;
+    const configOf = (who: User, authenticate: () => Promise<void>): KubeConfig =>
+      ({
+        getCurrentCluster: () => ({ server: server.url }),
+        getCurrentUser: () => who,
+        applySecurityAuthentication: authenticate,
+      }) as unknown as KubeConfig;
+    return {
+      server,
+      config: configOf(user, () => authenticator.applyAuthentication(user, {})),
+      /** The same server for a user with a token of its own (no plugin). */
+      tokenConfig: configOf({ name: 't', token: 'x' }, () => Promise.resolve()),
+    };
+  };
+
+  it('is not kept: after a 401 the next request runs the plugin again (a revoked or rotated token)', async () => {
+    const { server, config } = await refusingServer(
+      await pluginUser(`echo '${credential({ token: 'tok-5' })}'`),
+    );
     try {
       for (const _ of [1, 2])
-        await expect(
-          kubeCall(
-            fakeClient,
-            config,
-            '/api/v1/namespaces/serving/configmaps',
-            {},
-            new AbortController().signal,
-          ),
-        ).rejects.toThrow('Unauthorized');
+        expect(String(await failureOfCall(config, '/api/v1/namespaces/serving/configmaps'))).toContain(
+          'Unauthorized',
+        );
       expect(await runs()).toBe(2);
     } finally {
       await server.close();
@@ -180,40 +178,15 @@ describe('an exec credential the API server refuses', () => {
   });
 
   it('does not stop the Kubernetes Events for good: the next write gets a new credential from the plugin', async () => {
-    const user = await pluginUser(`echo '${credential({ token: 'tok-8' })}'`);
-    const server = await startHttpServer((_request, response) => {
-      response.writeHead(401, { 'content-type': 'application/json' }).end('{}');
-    });
-    const authenticator = execAuthenticator({ PATH: process.env['PATH'] });
-    const config = {
-      getCurrentCluster: () => ({ server: server.url }),
-      getCurrentUser: () => user,
-      applySecurityAuthentication: () => authenticator.applyAuthentication(user, {}),
-    } as unknown as KubeConfig;
+    const { server, config, tokenConfig } = await refusingServer(
+      await pluginUser(`echo '${credential({ token: 'tok-8' })}'`),
+    );
     try {
-      const refusal = await kubeCall(
-        fakeClient,
-        config,
-        '/api/v1/namespaces/serving/events',
-        {},
-        new AbortController().signal,
-      ).catch((error: unknown) => error);
-      expect(eventWriteFailure(refusal)).toEqual({
+      expect(eventWriteFailure(await failureOfCall(config, '/api/v1/namespaces/serving/events'))).toEqual({
         reason: expect.stringContaining('401 Unauthorized') as unknown,
         refused: false,
       });
-      const tokenUser = {
-        getCurrentCluster: () => ({ server: server.url }),
-        getCurrentUser: () => ({ name: 't', token: 'x' }),
-        applySecurityAuthentication: () => Promise.resolve(),
-      } as unknown as KubeConfig;
-      const tokenRefusal = await kubeCall(
-        fakeClient,
-        tokenUser,
-        '/api/v1/namespaces/serving/events',
-        {},
-        new AbortController().signal,
-      ).catch((error: unknown) => error);
+      const tokenRefusal = await failureOfCall(tokenConfig, '/api/v1/namespaces/serving/events');
       expect(eventWriteFailure(tokenRefusal).refused).toBe(true);
     } finally {
       await server.close();

@@ -3,19 +3,10 @@
  * failed with.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { KubeClientModule } from '../../src/config-source/kube-client';
 import { describeKubeFailure } from '../../src/core/config-map';
 import { kubeCall, kubeFailureOf, KubeStatusError } from '../../src/config-source/kube-request';
 import { startHttpServer } from '../../src/testing/http-server';
-
-/** The client's classes kubeCall uses, doing nothing but carry the URL (the real client is ESM: jest cannot load it). */
-const fakeClient = {
-  HttpMethod: { GET: 'GET' },
-  RequestContext: class {
-    getHeaders = (): Record<string, string> => ({});
-    getDispatcher = (): undefined => undefined;
-  },
-} as unknown as KubeClientModule;
+import { fakeClient } from '../helpers/kube-call';
 
 describe('kubeCall', () => {
   it.each([

@@ -82,7 +82,8 @@ describe('v2ModelServer with --server-kind auto', () => {
     expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
   });
 
-  it.each([401, 403, 407, 302, 404])(
+  // 200: a login page before the server answers in HTML, no metadata: nothing settles on it.
+  it.each([401, 403, 407, 302, 404, 200])(
     'asks again after a metadata answer of %i (a proxy before the server), rather than speak to it as generic for good',
     async (status) => {
       let asks = 0;
@@ -114,30 +115,6 @@ describe('v2ModelServer with --server-kind auto', () => {
       expect(asks).toBe(2);
     },
   );
-
-  it('asks again after a 200 that is no metadata (a login page before the server), rather than settle on generic', async () => {
-    let asks = 0;
-    const server = await serve((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        const json = { 'Content-Type': 'application/json' };
-        if (req.method === 'GET' && req.url === '/v2' && ++asks === 1)
-          return res.writeHead(200, { 'Content-Type': 'text/html' }).end('<html><form>Sign in</form></html>');
-        if (req.method === 'GET' && req.url === '/v2')
-          return res.writeHead(200, json).end('{"name": "kserve", "version": "0.21"}');
-        if (req.method === 'GET' && req.url === '/v2/models')
-          return res.writeHead(200, json).end('{"models": ["m1"]}');
-        if (req.method === 'POST' && req.url === '/v2/repository/index')
-          return res.writeHead(200, json).end('[]');
-        res.writeHead(404, json).end('{"error": "Not Found"}');
-      });
-    });
-    const client = v2ModelServer({ baseUrl: server.url, kind: 'auto', kindAskAgainMs: 0 });
-    expect(await client.loadedModels(live())).toEqual(new Set());
-    expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
-    expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
-    expect(asks).toBe(2);
-  });
 
   it('asks a server that always refuses the metadata call again on a schedule, not at every call', async () => {
     let asks = 0;

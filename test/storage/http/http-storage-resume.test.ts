@@ -149,37 +149,29 @@ describe('httpStorage resume', () => {
     },
   );
 
-  it('fails retryably as changed when a server that ignores If-Range resumes with another Last-Modified', async () => {
-    const { body } = await start({ etag: null, lastModified: 'Tue, 01 Dec 2020 10:00:00 GMT' });
-    body.cutAt(120_000);
-    // The file replaced after the first answer, by a server that serves any range asked, whatever its If-Range.
-    const v2 = rangedBody({ size, etag: null, lastModified: 'Wed, 02 Dec 2020 10:00:00 GMT' });
-    const server = await serve((req, res) => {
-      if (req.headers.range === undefined) return body.handle(req, res);
-      delete req.headers['if-range'];
-      v2.handle(req, res);
-    });
-    const error = await effectError(httpStorage().download(`${server.url}/m.bin`, target, never));
-    expect(error).toMatchObject({ kind: 'changed', retryable: true });
-    expect(v2.requests).toHaveLength(1);
-  });
-
-  // The validator is Last-Modified (the ETag is weak), and a server that ignores If-Range answers the range of a
-  // file rewritten under the same date: its weak ETag is another, which says the bytes are not the first's.
-  it('fails retryably as changed when a resume of the same Last-Modified carries another weak ETag', async () => {
-    const lastModified = 'Tue, 01 Dec 2020 10:00:00 GMT';
-    const { body } = await start({ etag: 'W/"v1"', lastModified });
-    body.cutAt(120_000);
-    const v2 = rangedBody({ size, etag: 'W/"v2"', lastModified });
-    const server = await serve((req, res) => {
-      if (req.headers.range === undefined) return body.handle(req, res);
-      delete req.headers['if-range'];
-      v2.handle(req, res);
-    });
-    const error = await effectError(httpStorage().download(`${server.url}/m.bin`, target, never));
-    expect(error).toMatchObject({ kind: 'changed', retryable: true });
-    expect(v2.requests).toHaveLength(1);
-  });
+  // A server that ignores If-Range serves any range asked of a file replaced after the first answer. Last-Modified
+  // is the validator (no ETag, or a weak one): another date, or under the same date another weak ETag, says the bytes
+  // are not the first's.
+  it.each([
+    ['another Last-Modified', { etag: null }, { etag: null, lastModified: 'Wed, 02 Dec 2020 10:00:00 GMT' }],
+    ['the same Last-Modified and another weak ETag', { etag: 'W/"v1"' }, { etag: 'W/"v2"' }],
+  ] as const)(
+    'fails retryably as changed when a server that ignores If-Range resumes with %s',
+    async (_case, first, replaced) => {
+      const lastModified = 'Tue, 01 Dec 2020 10:00:00 GMT';
+      const { body } = await start({ ...first, lastModified });
+      body.cutAt(120_000);
+      const v2 = rangedBody({ size, lastModified, ...replaced });
+      const server = await serve((req, res) => {
+        if (req.headers.range === undefined) return body.handle(req, res);
+        delete req.headers['if-range'];
+        v2.handle(req, res);
+      });
+      const error = await effectError(httpStorage().download(`${server.url}/m.bin`, target, never));
+      expect(error).toMatchObject({ kind: 'changed', retryable: true });
+      expect(v2.requests).toHaveLength(1);
+    },
+  );
 
   it('fails retryably as changed when the server ignores ranges', async () => {
     const { body, url } = await start({ ranges: false });
