@@ -181,12 +181,13 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   const listing = async (
     speech: V2Dialect,
     signal: AbortSignal,
+    ms = timeoutMs,
   ): Promise<{ readonly text: string; readonly entries: () => t.TypeOf<typeof RepositoryIndex> }> => {
     const byList = speech.listing === 'model-list';
     const what = `model server ${byList ? 'model list' : 'index'} (${shown})`;
     const response = byList
-      ? await call('GET', '/v2/models', what, timeoutMs, signal)
-      : await post('/v2/repository/index', what, timeoutMs, signal);
+      ? await call('GET', '/v2/models', what, ms, signal)
+      : await post('/v2/repository/index', what, ms, signal);
     if (!isOk(response)) {
       const { error } = await failure(response);
       // Spoken to as generic only because GET /v2 was answered by something else: KServe has no index.
@@ -227,7 +228,9 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   const unloaded = async (speech: V2Dialect, name: ModelName, signal: AbortSignal): Promise<void> => {
     const deadline = performance.now() + timeoutMs;
     for (let pause = unloadPollMs; ; pause = Math.min(pause * 2, 1000)) {
-      const entries = (await listing(speech, signal)).entries();
+      // One deadline for the whole wait: each look gets what is left of it, not a timeout of its own.
+      const leftMs = Math.max(1, Math.ceil(deadline - performance.now()));
+      const entries = (await listing(speech, signal, leftMs)).entries();
       const busy = entries.some(
         (entry) => entry.name === name && ['READY', 'LOADING', 'UNLOADING'].includes(entry.state ?? ''),
       );

@@ -259,6 +259,33 @@ describe('v2ModelServer against Triton', () => {
     expect(error).toMatchObject({ kind: 'timeout', retryable: true });
     expect(error.message).toContain('still unloading');
   });
+
+  it('gives the whole unload wait one deadline, however long each look at the index takes', async () => {
+    let looks = 0;
+    // Triton whose index answers the first look slowly (still UNLOADING) and never answers the next.
+    const server = await serve((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.url === '/v2/repository/models/m1/unload') return res.writeHead(200).end();
+        if (req.url !== '/v2/repository/index') return res.writeHead(404).end();
+        if (++looks === 1)
+          setTimeout(
+            () =>
+              res
+                .writeHead(200, { 'Content-Type': 'application/json' })
+                .end('[{"name": "m1", "state": "UNLOADING"}]'),
+            1800,
+          );
+      });
+    });
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'triton', timeoutMs: 2000, unloadPollMs: 20 });
+    const started = performance.now();
+    const error = await effectError(client.unload(name('m1'), live()));
+    // Each look with a timeout of its own took 1800 ms + 2000 ms at the least; one deadline, 2000 ms and undici's
+    // timers, which fire within a second of their time.
+    expect(performance.now() - started).toBeLessThan(3700);
+    expect(error).toMatchObject({ kind: 'timeout', retryable: true });
+  });
 });
 
 describe('v2ModelServer against MLServer', () => {
