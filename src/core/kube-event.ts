@@ -38,6 +38,8 @@ export const kubeEventOf = (event: AgentEvent): KubeEventNote | undefined => {
   if (event._tag !== 'Status') return undefined;
   const { modelName, phase, reason, spec } = event.status;
   const model = `model ${modelName}`;
+  // A lost model the server lists again was loaded by no one here (its loss made no Event either).
+  if (phase === 'Loaded' && event.status.listedAgain === true) return undefined;
   if (phase === 'Loaded')
     return note('ModelLoaded', 'Normal', `${model} loaded from ${spec?.storageUri ?? 'its storage'}`);
   // Removed also ends a model that failed before it ever loaded: the words hold for both.

@@ -44,6 +44,11 @@ export interface ModelStatus {
   readonly bytesTotal?: number;
   /** Where the current spec's files came from, once they are in (Loading on); absent for files already on disk. */
   readonly filesFrom?: FilesOrigin;
+  /**
+   * A `Loaded` that no load of modelsync's made: the server lists again a model it had lost (shown Retrying while
+   * its reload waited). Told as such: no "model loaded" line, no ModelLoaded Event.
+   */
+  readonly listedAgain?: true;
 }
 
 const keepsDownloadFigures: ReadonlySet<ModelPhase> = new Set(['Loading', 'Loaded', 'Retrying', 'Failed']);
@@ -56,7 +61,7 @@ export const nextStatus = (
   previous: ModelStatus,
   phase: ModelPhase,
   spec: ModelSpec | undefined,
-  details: Pick<ModelStatus, 'reason' | 'errorKind' | 'attempt' | 'filesFrom'>,
+  details: Pick<ModelStatus, 'reason' | 'errorKind' | 'attempt' | 'filesFrom' | 'listedAgain'>,
   now: number,
 ): ModelStatus => ({
   modelName: previous.modelName,

@@ -164,7 +164,8 @@ export const createRun = (context: RunContext, subscriber: Subscriber<AgentEvent
     });
   const showLost = (record: ModelRecord, wait: LostWait | undefined): void => {
     if (wait === undefined) {
-      if (record.lost === true) report(record, 'Loaded', record.desired);
+      // Not loaded by us: the server lists it again (its status says so, and no ModelLoaded Event is made).
+      if (record.lost === true) report(record, 'Loaded', record.desired, { listedAgain: true });
       return;
     }
     // Told once per loss: the next resync finds it still waiting, and its status already says so.

@@ -26,6 +26,9 @@ const lines: Readonly<Record<ModelPhase, { readonly level: Level; readonly msg: 
   Failed: { level: 'error', msg: 'model failed' },
 };
 
+/** A lost model's `Loaded` that no load of ours made: the server lists it again. */
+const listedAgainLine = { level: 'info', msg: 'model listed again by the model server' } as const;
+
 /**
  * Logs `status` with the model as `model` and the storage URI through `redactUri`: presigned query strings and
  * `user:password@` are credentials. `logFields` (bytes, durations) are added to the line.
@@ -33,10 +36,10 @@ const lines: Readonly<Record<ModelPhase, { readonly level: Level; readonly msg: 
 export const logStatus = (
   log: Logger,
   // Not the timing and byte figures (for /status and metrics): the line has its own time and `logFields`.
-  { modelName, spec, phase, reason, errorKind, attempt }: ModelStatus,
+  { modelName, spec, phase, reason, errorKind, attempt, listedAgain }: ModelStatus,
   logFields: Readonly<Record<string, number>> = {},
 ): void => {
-  const { level, msg } = lines[phase];
+  const { level, msg } = listedAgain === true ? listedAgainLine : lines[phase];
   log[level](
     {
       model: modelName,
@@ -57,7 +60,7 @@ export type ReportStatus = (
   record: ModelRecord,
   phase: ModelPhase,
   spec: ModelSpec | undefined,
-  details?: Pick<ModelStatus, 'reason' | 'errorKind' | 'attempt' | 'filesFrom'>,
+  details?: Pick<ModelStatus, 'reason' | 'errorKind' | 'attempt' | 'filesFrom' | 'listedAgain'>,
   logFields?: Readonly<Record<string, number>>,
 ) => void;
 

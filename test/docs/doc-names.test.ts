@@ -127,6 +127,7 @@ describe('the /status fields the docs name', () => {
       bytesDownloaded: 4,
       bytesTotal: 5,
       filesFrom: 'node-cache',
+      listedAgain: true,
     }) satisfies Required<ModelStatus>;
   const watch = {
     source: 'kube-api',

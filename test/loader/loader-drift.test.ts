@@ -1,6 +1,7 @@
 /** Tests of the loader's hooks for drift repair (desiredStates, noteServerIndex) and graceful shutdown (drain). */
 import pino from 'pino';
 import { Subject, type Subscription } from 'rxjs';
+import { kubeEventOf } from '../../src/core/kube-event';
 import { add, remove, type ModelOp } from '../../src/core/model-op';
 import type { AgentEvent } from '../../src/core/model-status';
 import { createLoader, type Loader } from '../../src/loader/loader';
@@ -65,8 +66,14 @@ describe('the loader under drift repair', () => {
     expect(r.loader.desiredStates()).toEqual([
       { name: a, desired: specA, phase: 'Retrying', settled: true, lost: true },
     ]);
+    const loadsBefore = r.calls.filter((call) => call === 'load a').length;
     r.loader.noteLost(a, undefined); // listed again
     expect(r.loader.statuses().get(a)?.phase).toBe('Loaded');
+    // Said as what it is: listed again, not a load of modelsync's (no ModelLoaded Event, no "model loaded" line).
+    const shown = r.events.at(-1);
+    expect(shown).toMatchObject({ _tag: 'Status', status: { phase: 'Loaded', listedAgain: true } });
+    expect(kubeEventOf(shown!)).toBeUndefined();
+    expect(r.calls.filter((call) => call === 'load a')).toHaveLength(loadsBefore);
     expect(r.loader.desiredStates()).toEqual([{ name: a, desired: specA, phase: 'Loaded', settled: true }]);
     // Lost again, then reloaded by the resync: Loaded, no longer shown lost.
     r.loader.noteLost(a, { reloads: 3, nextReloadInMs: 1000 });

@@ -30,6 +30,15 @@ describe('logStatus', () => {
     expect(line).not.toHaveProperty('spec');
   });
 
+  it('logs a lost model the server lists again as listed again, not as loaded', () => {
+    const [line] = logged('info', { modelName: model, phase: 'Loaded', spec, listedAgain: true }).lines;
+    expect(line).toMatchObject({
+      level: 'info',
+      msg: 'model listed again by the model server',
+      phase: 'Loaded',
+    });
+  });
+
   it('logs a retry at warn and a failure at error, with the reason, kind and attempt', () => {
     const failure = { reason: 'GET https://host/m.tgz returned HTTP 503', errorKind: 'http-status' as const };
     const sink = logged(
