@@ -49,10 +49,30 @@ const ListModelsResponse = t.intersection(
 export const torchServeModelServer = (options: TorchServeModelServerOptions): ModelServer => {
   const { shown, timeoutMs, loadTimeoutMs, call: callServer } = serverEndpoint(options);
   const { tokenFile } = options;
+  // The read under way, which every call waits for: on a hung mount it stays the only one (a thread each).
+  let reading: Promise<string> | undefined;
+  /** The token, read within the request timeout: calls run inside the load slot, held for good by a hung read. */
+  const token = async (file: string): Promise<string> => {
+    reading ??= readToken(file).finally(() => (reading = undefined));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            retryableError(
+              'timeout',
+              `the TorchServe token file ${file} was not read within ${timeoutMs} ms (a hung mount?)`,
+            ),
+          ),
+        timeoutMs,
+      );
+    });
+    return Promise.race([reading, late]).finally(() => clearTimeout(timer));
+  };
 
   const call: ServerCall = async (method, path, what, ms, signal) => {
     const headers: Record<string, string> =
-      tokenFile === undefined ? {} : { Authorization: `Bearer ${await readToken(tokenFile)}` };
+      tokenFile === undefined ? {} : { Authorization: `Bearer ${await token(tokenFile)}` };
     const result = await callServer(method, path, what, ms, signal, { headers });
     const { status } = result;
     if (status === 405 && method !== 'GET') {

@@ -1,7 +1,7 @@
 /** Tests of torchServeModelServer against a TorchServe management API stand-in over real HTTP on 127.0.0.1. */
 import { execFileSync } from 'node:child_process';
 import { constants } from 'node:fs';
-import { open, writeFile } from 'node:fs/promises';
+import fsPromises, { open, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { ModelName } from '../../src/core/model-name';
@@ -47,6 +47,43 @@ describe('torchServeModelServer', () => {
       synchronous: 'true',
     });
     expect(request?.authorization).toBeUndefined();
+  });
+
+  it('fails a call retryably within the request timeout when its token file read hangs (a hung mount), and reads it once at a time', async () => {
+    const tokenFile = join(tmp.path, 'key_file.json');
+    await writeFile(tokenFile, keyFile('key-1'));
+    const stat = fsPromises.stat as (...args: unknown[]) => Promise<unknown>;
+    let release = (): void => undefined;
+    const hung = new Promise<void>((resolve) => (release = resolve));
+    let reads = 0;
+    // The read of the token file hangs, as on a hung Secret mount: held, it would hold the load slot for good.
+    const spy = jest.spyOn(fsPromises, 'stat').mockImplementation((async (
+      path: string,
+      ...rest: unknown[]
+    ) => {
+      if (String(path) === tokenFile) {
+        reads++;
+        await hung;
+      }
+      return stat(path, ...rest);
+    }) as never);
+    try {
+      const server = torchServeModelServer({ baseUrl: standIn.url, tokenFile, timeoutMs: 200 });
+      for (let call = 0; call < 2; call++) {
+        const error = await effectError(server.load(name('m'), false, live()));
+        expect(error).toMatchObject({ kind: 'timeout', retryable: true });
+        expect(error.message).toContain(tokenFile);
+      }
+      // The read under way stays the only one: a hung mount does not take one more thread per call.
+      expect(reads).toBe(1);
+      expect(standIn.requests).toEqual([]);
+      release();
+      await server.load(name('m'), false, live());
+      expect(standIn.registered.has('m')).toBe(true);
+    } finally {
+      release();
+      spy.mockRestore();
+    }
   });
 
   it('counts 409 (already registered) as loaded when not replacing', async () => {
