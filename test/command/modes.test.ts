@@ -18,21 +18,23 @@ import { useTempDir } from '../helpers/temp-dir';
 
 const secretHeaders = { 'models.example.com-headers': 'Bearer s3cr3t-token' };
 
+/** The agent's config on `root`'s configs and models dirs, loading into `standIn`, local storage under `root`. */
+const configIn = (root: string, standIn: V2ModelServerStandIn): AppConfig => ({
+  ...defaultAppConfig,
+  configDir: join(root, 'configs'),
+  modelDir: join(root, 'models'),
+  serverUrl: standIn.url,
+  localStorageRoots: [root],
+});
+
 describe('syncMode', () => {
   const tmp = useTempDir('modes');
   let standIn: V2ModelServerStandIn;
   let config: AppConfig;
   beforeEach(async () => {
     standIn = await startV2ModelServer({ modelDir: join(tmp.path, 'models') });
-    config = {
-      ...defaultAppConfig,
-      configDir: join(tmp.path, 'configs'),
-      modelDir: join(tmp.path, 'models'),
-      serverUrl: standIn.url,
-      localStorageRoots: [tmp.path],
-      // The surface on, on a port of its own: 9081 may be another agent's on this machine (EADDRINUSE).
-      httpPort: await freePort(),
-    };
+    // The surface on, on a port of its own: 9081 may be another agent's on this machine (EADDRINUSE).
+    config = { ...configIn(tmp.path, standIn), httpPort: await freePort() };
   });
   afterEach(() => standIn.close());
 
@@ -71,14 +73,7 @@ describe('oneShotMode', () => {
   let config: AppConfig;
   beforeEach(async () => {
     standIn = await startV2ModelServer({ modelDir: join(tmp.path, 'models') });
-    config = {
-      ...defaultAppConfig,
-      once: true,
-      configDir: join(tmp.path, 'configs'),
-      modelDir: join(tmp.path, 'models'),
-      serverUrl: standIn.url,
-      localStorageRoots: [tmp.path],
-    };
+    config = { ...configIn(tmp.path, standIn), once: true };
     await writeFiles(join(tmp.path, 'storage', 'm1'), { 'model.bin': 'm1' });
     atomicWrite(config.configDir, { 'models.json': modelsJson({ m1: join(tmp.path, 'storage', 'm1') }) });
   });
