@@ -13,8 +13,8 @@ export { spaceCheck, statfsFreeBytes, type SpaceCheck } from './free-space';
 export { fileCopier, type CopyCounter, type FileCopier, type HeldFile } from './copy-held-file';
 export { readSmallFile, readToEnd } from './small-file';
 export { lockFile, type HeldLock } from './file-lock';
+export { entryKind } from '../core/entry-kind';
 export {
-  entryKind,
   fileSizes,
   fileStats,
   isSameEntry,

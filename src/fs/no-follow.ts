@@ -96,17 +96,6 @@ export const isSameEntry = async (path: string, stats: Stats): Promise<boolean> 
   }
 };
 
-/** What an entry is, in words for a log line or an error. */
-export const entryKind = (stats: Stats): string => {
-  if (stats.isSymbolicLink()) return 'a symlink';
-  if (stats.isFile()) return 'a regular file';
-  if (stats.isDirectory()) return 'a directory';
-  if (stats.isFIFO()) return 'a FIFO (named pipe)';
-  if (stats.isSocket()) return 'a socket';
-  if (stats.isCharacterDevice()) return 'a character device';
-  return 'a block device';
-};
-
 // Bounds the open descriptors of a delete or flush: entries of one dir at a time, dirs one by one.
 const fanOut = 16;
 // A neighbour racing a delete can make an entry change type under us; after this many tries it wins, loudly.

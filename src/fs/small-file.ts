@@ -5,7 +5,7 @@
  */
 import { constants } from 'node:fs';
 import { lstat, open, stat, type FileHandle } from 'node:fs/promises';
-import { entryKind } from './no-follow';
+import { entryKind } from '../core/entry-kind';
 
 const { O_RDONLY, O_NONBLOCK, O_NOCTTY, O_NOFOLLOW } = constants;
 

@@ -1,7 +1,7 @@
 /** Network: the one place that builds HTTP connections — undici dispatchers and node:http(s) agents with one proxy rule, one CA set, keep-alive. */
 import type { Env } from '../core/env';
 import { X509Certificate } from 'node:crypto';
-import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { rootCertificates } from 'node:tls';
@@ -10,6 +10,7 @@ import * as E from 'fp-ts/Either';
 import { HttpProxyAgent } from 'http-proxy-agent';
 import { HttpsProxyAgent } from 'https-proxy-agent';
 import { Agent, ProxyAgent, type Dispatcher } from 'undici';
+import { entryKind } from '../core/entry-kind';
 import { errorCode } from '../core/errors';
 import { proxyRules, proxySettingsFrom, type ProxyRules, type ProxySettings } from './proxy-rules';
 
@@ -152,18 +153,6 @@ const maxCaBundleBytes = 16 * 2 ** 20;
 
 class NotReadable extends Error {}
 
-/** What a non-regular file is, for the message. */
-const kindOf = (stats: Stats): string =>
-  stats.isDirectory()
-    ? 'a directory'
-    : stats.isFIFO()
-      ? 'a FIFO (named pipe)'
-      : stats.isSocket()
-        ? 'a socket'
-        : stats.isCharacterDevice()
-          ? 'a character device'
-          : 'a block device';
-
 /**
  * The text of the regular file `file` (links followed: a mounted ConfigMap is made of them), at most `maxBytes`:
  * opened non-blocking and checked on its descriptor, so a FIFO never holds the start and a device (`/dev/zero`, which
@@ -173,7 +162,7 @@ const readBoundedSync = (file: string, maxBytes: number): string => {
   const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   try {
     const stats = fstatSync(fd);
-    if (!stats.isFile()) throw new NotReadable(`it is ${kindOf(stats)}, not a regular file`);
+    if (!stats.isFile()) throw new NotReadable(`it is ${entryKind(stats)}, not a regular file`);
     if (stats.size > maxBytes) throw new NotReadable(`it is ${stats.size} bytes, over ${maxBytes}`);
     const buffer = Buffer.alloc(stats.size + 1);
     let length = 0;
