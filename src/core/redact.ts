@@ -6,6 +6,9 @@
 
 export const redactedMark = '[REDACTED]';
 
+/** Whether `url` carries user info (`user:password@`): refused wherever a URL is taken, since it would be sent and shown. */
+export const hasUserInfo = (url: URL): boolean => url.username !== '' || url.password !== '';
+
 /**
  * `uri` without user info, query and fragment, for messages and logs: signed URLs (S3 presigned, Azure SAS)
  * carry their credentials there. Scheme-less text (`user:pw@host/x`) loses what precedes an `@` in its first

@@ -8,6 +8,7 @@ import { EffectError, httpStatusError, permanentError, retryableError, retryAfte
 import { parseJson } from '../core/json/json';
 import { redactUri } from '../core/storage-uri';
 import { timeoutOf, transportError } from './transport-error';
+import { hasUserInfo } from '../core/redact';
 
 /** A request: method, headers, body, what the call is (for messages), its timeout, signal and connection pool. */
 export interface HttpCallInit {
@@ -94,7 +95,7 @@ export const httpUrl = (url: string, what: string, base?: URL): URL => {
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
     throw permanentError('unsupported-scheme', `${what}: unsupported URL protocol ${parsed.protocol}`);
-  if (parsed.username !== '' || parsed.password !== '')
+  if (hasUserInfo(parsed))
     throw permanentError(
       'invalid-uri',
       `${what}: URLs with user:password are not supported; send a header instead`,

@@ -1,6 +1,7 @@
 /** The codecs of single settings (flag or env var text to a value); each failure message quotes the bad value. */
 import * as t from 'io-ts';
 import { parseQuantity } from '../quantity';
+import { hasUserInfo } from '../redact';
 
 /**
  * A setting's codec: `is` tells a decoded value, `decode` reads one from the text (or passes a value through) or
@@ -86,16 +87,11 @@ export const kubeName = (name: string, maxLength: number, label = false) => {
 };
 
 /** An http(s) URL with a host; trailing slashes are dropped so paths can be appended. */
-const hasUserInfo = (u: string): boolean => {
-  const { username, password } = new URL(u);
-  return username !== '' || password !== '';
-};
-
 export const httpUrl = settingCodec(
   'HttpUrl',
   (u): u is string => typeof u === 'string',
   (u) =>
-    typeof u === 'string' && /^https?:\/\/[^/]+/.test(u) && URL.canParse(u) && !hasUserInfo(u)
+    typeof u === 'string' && /^https?:\/\/[^/]+/.test(u) && URL.canParse(u) && !hasUserInfo(new URL(u))
       ? u.replace(/\/+$/, '')
       : undefined,
   // A user:password in it is refused at every call (and would end in logs): refused here, not retried for ever.

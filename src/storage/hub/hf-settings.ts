@@ -5,7 +5,7 @@
 import * as E from 'fp-ts/Either';
 import { bearerToken } from '../../core/bearer-token';
 import type { Env } from '../../core/env';
-import { registerSecret } from '../../core/redact';
+import { hasUserInfo, registerSecret } from '../../core/redact';
 
 /** huggingface_hub's `_HF_DEFAULT_ENDPOINT` (constants.py). */
 export const defaultHfEndpoint = 'https://huggingface.co';
@@ -39,7 +39,7 @@ const endpointOf = (text: string): E.Either<string, string> => {
   if (url === null) return E.left('HF_ENDPOINT is not a URL');
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     return E.left('HF_ENDPOINT is not an http(s) URL');
-  if (url.username !== '' || url.password !== '') {
+  if (hasUserInfo(url)) {
     return E.left('HF_ENDPOINT must not carry user:password; put the token in HF_TOKEN');
   }
   if (url.search !== '' || url.hash !== '') return E.left('HF_ENDPOINT must not have a query or a fragment');

@@ -1,6 +1,7 @@
 /** Which https URLs are Azure Blob Storage, and the account, container, prefix and SAS such a URL names. */
 import * as E from 'fp-ts/Either';
 import { redactUri } from '../../core/storage-uri';
+import { hasUserInfo } from '../../core/redact';
 
 /** Host suffixes of Azure Blob Storage: the public cloud, Azure China, Azure US Government. */
 export const azureBlobHostSuffixes: ReadonlyArray<string> = [
@@ -112,7 +113,7 @@ export const parseAzureBlobUri = (
   const addressing = addressingOf(uri, endpoints);
   if (addressing === undefined) return E.left(`${display} is not an Azure Blob URL`);
   const { url, account, serviceUrl, rest } = addressing;
-  if (url.username !== '' || url.password !== '') {
+  if (hasUserInfo(url)) {
     return E.left(`${display}: user info is not how Azure Blob takes credentials (use a SAS or a key)`);
   }
   if (!accountPattern.test(account)) {

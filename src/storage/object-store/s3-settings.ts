@@ -3,6 +3,7 @@ import type { Env } from '../../core/env';
 import * as E from 'fp-ts/Either';
 import { switchValue, switchWords } from '../../core/switch-words';
 import type { S3Addressing } from '../../core/storage-choices';
+import { hasUserInfo } from '../../core/redact';
 
 /** What was chosen for S3 before KServe's names are read (in the CLI: the `--s3-*` flags). */
 export interface S3Choices {
@@ -57,7 +58,7 @@ const endpointOf = (flag: string | undefined, env: Env): E.Either<string, string
   if (url === null) return E.left(`${name} is not a URL`);
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     return E.left(`${name} must be an http:// or https:// URL`);
-  if (url.username !== '' || url.password !== '') return E.left(`${name} must not carry credentials`);
+  if (hasUserInfo(url)) return E.left(`${name} must not carry credentials`);
   return E.right(value);
 };
 
