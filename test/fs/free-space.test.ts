@@ -36,6 +36,24 @@ describe('spaceCheck', () => {
     ).resolves.toBeUndefined();
   });
 
+  it('reads the volume once for the checks of a moment, again once the reading is reuseMs old', async () => {
+    let clock = 0;
+    const readings: string[] = [];
+    let free = 1000;
+    const check = spaceCheck(100, {
+      reuseMs: 100,
+      now: () => clock,
+      freeBytesOf: (dir) => (readings.push(dir), Promise.resolve(free)),
+    });
+    await Promise.all([check('/m', 0, what), check('/m/.staging-a', 900, what)]);
+    clock = 99;
+    free = 500;
+    await expect(check('/m/.staging-b', 900, what)).resolves.toBeUndefined(); // the reading at 0: 1000 free
+    clock = 100;
+    await expect(check('/m/.staging-c', 900, what)).rejects.toThrow('500 bytes free');
+    expect(readings).toEqual(['/m', '/m/.staging-c']);
+  });
+
   it('reads the free bytes of a real file system', async () => {
     expect(await statfsFreeBytes(tmp.path)).toBeGreaterThan(0);
   });
