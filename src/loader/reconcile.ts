@@ -163,16 +163,14 @@ export const bringIn = async (
           throw error;
         });
         model.unanswered = undefined;
-        // The server has loaded it: a record not written (a full disk) costs one reload after a restart, no failure.
-        await journal
-          .confirmed(model.name)
-          .catch((err: unknown) =>
-            log.warn(
-              { err, model: model.name },
-              'could not record a confirmed load; a restart loads it again',
-            ),
-          );
       });
+      // The server has loaded it: a record not written (a full disk) costs one reload after a restart, no failure.
+      // Written once the load slot is free: the next load need not wait for the journal.
+      await journal
+        .confirmed(model.name)
+        .catch((err: unknown) =>
+          log.warn({ err, model: model.name }, 'could not record a confirmed load; a restart loads it again'),
+        );
       model.loaded = true;
       model.loadedSpec = target;
       loadMs = Date.now() - loadStarted;
