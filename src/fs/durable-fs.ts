@@ -3,6 +3,7 @@ import { createWriteStream } from 'node:fs';
 import { open, writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { EffectError, errorCode, errorMessage, isAbortError, retryableError } from '../core/errors';
+import { untilAborted } from '../core/until-aborted';
 
 // The transient errno codes: a full disk, a quota, an I/O error, too many open files, a busy or stale (NFS) file
 // may pass. Every other code (ENOENT, EACCES, EROFS, ...) recurs until someone changes the files.
@@ -58,22 +59,10 @@ export const consume = async <T>(
   classify: (cause: unknown) => unknown,
 ): Promise<T> => {
   let sourceFailure: { cause: unknown } | undefined;
-  // One listener per read, removed when it settles: racing every read against one long-lived abort promise
-  // would keep every chunk reachable from that promise until the download ends.
+  // No read is asked for once aborted; each read's listener is removed when it settles (every chunk would otherwise
+  // stay reachable from the signal until the download ends).
   const read = (iterator: AsyncIterator<Uint8Array>): Promise<IteratorResult<Uint8Array>> =>
-    new Promise((resolve, reject) => {
-      // The abort reason: an AbortError unless whoever aborted chose another.
-      const onAbort = (): void => reject(signal.reason as Error);
-      if (signal.aborted) {
-        onAbort();
-        return;
-      }
-      signal.addEventListener('abort', onAbort, { once: true });
-      iterator
-        .next()
-        .then(resolve, reject)
-        .finally(() => signal.removeEventListener('abort', onAbort));
-    });
+    signal.aborted ? Promise.reject(signal.reason as Error) : untilAborted(iterator.next(), signal);
   async function* chunks(): AsyncGenerator<Buffer> {
     const iterator = source[Symbol.asyncIterator]();
     try {

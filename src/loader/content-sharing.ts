@@ -15,6 +15,7 @@ import {
   type Staged,
   type Telemetry,
 } from '../ports';
+import { untilAborted } from '../core/until-aborted';
 import { createContentRegistry, type ContentRegistry } from './content-registry';
 
 /** The `source` of a fill from the node cache. */
@@ -45,18 +46,6 @@ export interface ContentSharing {
   /** `name`'s dir is gone or no longer as installed: nothing is filled from it. */
   readonly forget: (name: ModelName) => void;
 }
-
-/** Resolves once `done` has, or rejects with the abort reason once `signal` aborts, whichever comes first. */
-const untilDone = (done: Promise<void>, signal: AbortSignal): Promise<void> =>
-  new Promise<void>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason as Error);
-    const onAbort = (): void => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    void done.then(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    });
-  });
 
 /**
  * Sharing over `store.fillFrom`. Waiting cannot deadlock: only an offer that leads no download waits, and a
@@ -178,7 +167,7 @@ export const createContentSharing = ({
           leading = wanted;
           return await fromNodeCache(wanted);
         }
-        await untilDone(running.done, signal);
+        await untilAborted(running.done, signal);
       }
     };
 
