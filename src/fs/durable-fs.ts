@@ -3,7 +3,7 @@ import { createWriteStream } from 'node:fs';
 import { open, writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { EffectError, errorCode, errorMessage, isAbortError, retryableError } from '../core/errors';
-import { untilAborted } from '../core/until-aborted';
+import { untilAborted } from '../core/waits';
 
 // The transient errno codes: a full disk, a quota, an I/O error, too many open files, a busy or stale (NFS) file
 // may pass. Every other code (ENOENT, EACCES, EROFS, ...) recurs until someone changes the files.

@@ -15,7 +15,7 @@ import {
   type Staged,
   type Telemetry,
 } from '../ports';
-import { untilAborted } from '../core/until-aborted';
+import { untilAborted } from '../core/waits';
 import { createContentRegistry, type ContentRegistry } from './content-registry';
 
 /** The `source` of a fill from the node cache. */

@@ -4,6 +4,7 @@ import pino from 'pino';
 import { permanentError, retryableError } from '../core/errors';
 import type { JournalEvent } from '../core/journal-records';
 import { modelNameProblem, type ModelName } from '../core/model-name';
+import { within } from '../core/waits';
 import type { LoadJournal } from '../ports';
 import { step } from '../fs';
 import { JournalWriter } from './journal-writer';
@@ -99,24 +100,20 @@ export const loadJournal = (options: {
       if (batch.length === 0) void inOrder(writeBatch);
       batch.push((waiting = { event, name, done, failed }));
     });
-    let timer: NodeJS.Timeout | undefined;
     // A write on a hung mount never returns, and the caller holds a load or download slot meanwhile: it gives up
     // at the deadline and the slot is freed. The write under way stays the only one (the next waits behind it), and
     // a record not taken by a write yet leaves the batch: nothing piles up while the mount hangs.
-    const deadline = new Promise<never>((_, failed) => {
-      timer = setTimeout(() => {
+    return within(
+      step(`cannot record the load of ${name}`, () => written),
+      writeTimeoutMs,
+      () => {
         batch = batch.filter((record) => record !== waiting);
-        failed(
-          retryableError(
-            'timeout',
-            `cannot record the load of ${name} in the load journal ${journal.path}: no answer from the file ` +
-              `system within ${writeTimeoutMs} ms (a hung model dir mount?); tried again`,
-          ),
+        throw retryableError(
+          'timeout',
+          `cannot record the load of ${name} in the load journal ${journal.path}: no answer from the file ` +
+            `system within ${writeTimeoutMs} ms (a hung model dir mount?); tried again`,
         );
-      }, writeTimeoutMs);
-    });
-    return Promise.race([step(`cannot record the load of ${name}`, () => written), deadline]).finally(() =>
-      clearTimeout(timer),
+      },
     );
   };
 

@@ -8,6 +8,7 @@ import { permanentError, type EffectError } from '../core/errors';
 import { parseJson } from '../core/json/json';
 import { jsonObject } from '../core/json/json-object';
 import type { ModelName } from '../core/model-name';
+import { within } from '../core/waits';
 import { readSmallFile, withDir } from '../fs';
 import { pbtxtName } from './pbtxt-name';
 
@@ -75,9 +76,7 @@ export const checkNameInFiles = async (
       bytes.toString('utf8'),
     ),
   ).catch(() => undefined);
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, withinMs, undefined)));
-  const text = await Promise.race([read, late]).finally(() => clearTimeout(timer));
+  const text = await within(read, withinMs, () => undefined);
   const found = text === undefined ? undefined : nameFile.nameIn(text);
   if (found !== undefined && found !== '' && found !== name) throw misnamedModel(name, found, nameFile);
 };

@@ -6,6 +6,7 @@ import { errorCode, errorMessage, httpStatusError, permanentError, retryableErro
 import { parseJson } from '../core/json/json';
 import type { ModelName } from '../core/model-name';
 import { registerSecret } from '../core/redact';
+import { within } from '../core/waits';
 import type { ModelServer } from '../ports';
 import {
   isHtml,
@@ -52,22 +53,14 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
   // The read under way, which every call waits for: on a hung mount it stays the only one (a thread each).
   let reading: Promise<string> | undefined;
   /** The token, read within the request timeout: calls run inside the load slot, held for good by a hung read. */
-  const token = async (file: string): Promise<string> => {
+  const token = (file: string): Promise<string> => {
     reading ??= readToken(file).finally(() => (reading = undefined));
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            retryableError(
-              'timeout',
-              `the TorchServe token file ${file} was not read within ${timeoutMs} ms (a hung mount?)`,
-            ),
-          ),
-        timeoutMs,
+    return within(reading, timeoutMs, () => {
+      throw retryableError(
+        'timeout',
+        `the TorchServe token file ${file} was not read within ${timeoutMs} ms (a hung mount?)`,
       );
     });
-    return Promise.race([reading, late]).finally(() => clearTimeout(timer));
   };
 
   const call: ServerCall = async (method, path, what, ms, signal) => {
