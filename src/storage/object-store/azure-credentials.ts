@@ -5,8 +5,7 @@ import { sameEndpoint } from '../../core/endpoint';
 import { lazyModule } from '../../core/lazy-module';
 import { registerSecret } from '../../core/redact';
 import type { AzureBlobUri } from './azure-blob-uri';
-import { checkCredentialsFile } from './credentials-file';
-import { stat } from 'node:fs/promises';
+import { credentialsFileVersion } from './credentials-file';
 
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first Azure Blob model (lazy-module.ts) */
 const blobSdk = lazyModule(() => require('@azure/storage-blob') as typeof import('@azure/storage-blob'));
@@ -65,7 +64,7 @@ const connectionStringFields = (text: string): ReadonlyMap<string, string> =>
 
 /**
  * `credential` with the files DefaultAzureCredential reads whole at each token (`AZURE_FEDERATED_TOKEN_FILE`,
- * `AZURE_CLIENT_CERTIFICATE_PATH`) checked first (checkCredentialsFile); a missing one is the SDK's to report.
+ * `AZURE_CLIENT_CERTIFICATE_PATH`) checked first (credentialsFileVersion); a missing one is the SDK's to report.
  */
 export const withCheckedFiles = (env: Env, credential: AzureTokenCredential): AzureTokenCredential => {
   const files = [env.AZURE_FEDERATED_TOKEN_FILE, env.AZURE_CLIENT_CERTIFICATE_PATH]
@@ -73,10 +72,7 @@ export const withCheckedFiles = (env: Env, credential: AzureTokenCredential): Az
     .filter((file): file is string => file !== undefined && file !== '');
   return {
     getToken: async (scopes, options) => {
-      for (const file of files) {
-        const stats = await stat(file).catch(() => undefined);
-        if (stats !== undefined) checkCredentialsFile(stats, file, 'the Azure credentials file');
-      }
+      for (const file of files) await credentialsFileVersion(file, 'Azure');
       return credential.getToken(scopes, options);
     },
   };

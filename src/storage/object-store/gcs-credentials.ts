@@ -3,11 +3,10 @@
  * made again when the key file changes, its token sent to the configured endpoint alone and its token requests
  * never redirected; and what a refused token request says.
  */
-import { stat } from 'node:fs/promises';
 import type { Storage } from '@google-cloud/storage';
 import { sameEndpoint } from '../../core/endpoint';
 import { lazyModule } from '../../core/lazy-module';
-import { checkCredentialsFile } from './credentials-file';
+import { credentialsFileVersion } from './credentials-file';
 
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first gs:// model (lazy-module.ts) */
 const gcsSdk = lazyModule(() => require('@google-cloud/storage') as typeof import('@google-cloud/storage'));
@@ -44,19 +43,12 @@ const refuseTokenRedirects = (client: unknown): void => {
  */
 export const gcsAuthorization = (endpoint: string, credentialsFile: string | undefined) => {
   let current: { readonly auth: AuthClient; readonly version: string } | undefined;
-  const fileVersion = async (): Promise<string> => {
-    if (credentialsFile === undefined) return '';
-    // A missing file is the library's to report (it names the file); a changed one is a new client.
-    const stats = await stat(credentialsFile).catch(() => undefined);
-    if (stats === undefined) return 'missing';
-    // The library reads it whole, whatever it is: a device without end, a FIFO or a huge file is not handed over.
-    checkCredentialsFile(stats, credentialsFile, 'the GCS credentials file');
-    return `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
-  };
   return async (url: URL): Promise<Readonly<Record<string, string>>> => {
     if (!sameEndpoint(url, endpoint)) return {};
     if (credentialsFile === undefined && endpoint !== defaultGcsEndpoint) return {};
-    const version = await fileVersion();
+    // A missing file is the library's to report (it names the file); a changed one is a new client. The library
+    // reads it whole, whatever it is: a device without end, a FIFO or a huge file is not handed over.
+    const version = credentialsFile === undefined ? '' : await credentialsFileVersion(credentialsFile, 'GCS');
     if (current?.version !== version) {
       const settings = credentialsFile === undefined ? {} : { keyFilename: credentialsFile };
       current = { auth: new (gcsSdk().Storage)(settings).authClient, version };

@@ -1,6 +1,5 @@
 /** s3Credentials: where S3 requests get their credentials — none (anonymous), the environment, or the AWS default chain re-read when its files change; every value hidden as a secret. */
 import type { Env } from '../../core/env';
-import { stat } from 'node:fs/promises';
 import type { Agent } from 'node:https';
 import { homedir } from 'node:os';
 import path from 'node:path';
@@ -8,7 +7,7 @@ import type { AwsCredentialIdentity as AwsCredentials } from '@smithy/types';
 import { registerSecret } from '../../core/redact';
 import { lazyModule } from '../../core/lazy-module';
 import { s3RequestHandler } from './s3-range-handler';
-import { checkCredentialsFile } from './credentials-file';
+import { credentialsFileVersion } from './credentials-file';
 
 // Loaded at the first use of the AWS chain (lazy-module.ts).
 const awsCredentialChain = lazyModule(
@@ -32,22 +31,6 @@ const registered = (credentials: AwsCredentials): AwsCredentials => {
 
 const asSource = (get: () => Promise<AwsCredentials>): CredentialSource =>
   Object.assign(get, { memoized: true as const });
-
-/**
- * What identifies a file's content cheaply: inode, size and mtime (a kubelet secret swap changes all three). Each
- * file there must be one the SDK may read whole (checkCredentialsFile); a missing one is the SDK's to skip.
- */
-const fingerprint = async (files: ReadonlyArray<string>): Promise<string> => {
-  const parts = await Promise.all(
-    files.map(async (file) => {
-      const info = await stat(file).catch(() => undefined);
-      if (info === undefined) return 'missing';
-      checkCredentialsFile(info, file, 'the AWS credentials file');
-      return `${info.ino}:${info.size}:${info.mtimeMs}`;
-    }),
-  );
-  return parts.join('|');
-};
 
 /**
  * The AWS default credential chain (environment, SSO, web identity / IRSA, shared credentials and config files,
@@ -79,7 +62,9 @@ const defaultChain = (env: Env, recheckMs: number, agent: Agent | undefined) => 
     if (chain === undefined || Date.now() - checkedAt >= recheckMs) {
       checkedAt = Date.now();
       const tokenFile = env.AWS_WEB_IDENTITY_TOKEN_FILE;
-      const now = await fingerprint([filepath, configFilepath, ...(tokenFile ? [tokenFile] : [])]);
+      // Each file must be one the SDK may read whole (credentialsFileVersion); a missing one is the SDK's to skip.
+      const files = [filepath, configFilepath, ...(tokenFile ? [tokenFile] : [])];
+      const now = (await Promise.all(files.map((file) => credentialsFileVersion(file, 'AWS')))).join('|');
       if (chain === undefined || now !== seen) {
         seen = now;
         chain = awsCredentialChain().defaultProvider(init);
