@@ -8,7 +8,7 @@ import { permanentError } from '../../core/errors';
 import { fileFilter, selectedNone, selectionKey, selectsAll } from '../../core/file-selection';
 import { inSlot } from '../../core/slots';
 import { redactUri } from '../../core/storage-uri';
-import { discardBody, httpUrl, isOk } from '../../net';
+import { discardBody, headerOf, httpUrl, isOk } from '../../net';
 import { answerStatusError } from '../store-answer';
 import { isPushback, storePressures, type StorePressure } from '../store-pressure';
 import type { RetryPolicy } from '../../core/retry-policy';
@@ -18,8 +18,7 @@ import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { modelGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 import { Attempt, httpGet, type GetSettings } from './http-get';
-import { saveBody, wholeBody, type Reopen, type SaveSettings } from './save-body';
-import { headerOf } from '../../net';
+import { saveBody, wholeBody, type SaveJob, type SaveSettings } from './save-body';
 import { changedFile, contentLengthOf, validatorOf, type BodyResponse } from './resumable-body';
 
 /**
@@ -117,7 +116,7 @@ const download = async (
   const attempt = new Attempt(what, signal, settings);
   const guard = modelGuard(what, targetDir, limits, (error) => attempt.stop(error));
   const credentials = settings.headersByHost?.get(hostKey(url.hostname)) ?? {};
-  const get: Reopen = (extra, on) => httpGet(url, settings, what, on, credentials, extra);
+  const get: SaveJob['reopen'] = (extra, on) => httpGet(url, settings, what, on, credentials, extra);
   const pressure = settings.pressures(url.origin);
   // One file's URL: the patterns decide before the GET (an archive's entries are the extractor's to select).
   if (!selectsAll(request?.select) && archiveFormatOf(url.pathname) === undefined) {

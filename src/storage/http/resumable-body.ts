@@ -163,7 +163,7 @@ const reopened = async (
 };
 
 /** A response's Content-Encoding, `identity` when it names none. */
-const encodingOf = (headers: IncomingHttpHeaders): string => {
+export const encodingOf = (headers: IncomingHttpHeaders): string => {
   const encoding = headerOf(headers, 'content-encoding')?.trim().toLowerCase();
   return encoding === undefined || encoding === '' ? 'identity' : encoding;
 };
@@ -199,6 +199,16 @@ export const answeredRange = (response: BodyResponse, first: IncomingHttpHeaders
     sameVersion: mismatch === undefined,
   };
 };
+
+/** How a ranged read of `[start, end)` was answered otherwise, for its failure's message. */
+export const rangeAnswered = (
+  what: string,
+  [start, end]: readonly [number, number],
+  status: number,
+  range: ReturnType<typeof contentRangeOf>,
+): string =>
+  `${what}: bytes ${start}-${end - 1} were answered ${status}` +
+  `${range !== undefined ? ` with bytes ${range.first}-${range.last} of ${range.total ?? 'unknown'}` : ''}`;
 
 /** Drops `response`'s body and makes the retryable `changed` failure, `answered` saying what was asked and got. */
 export const changedFile = async (response: BodyResponse, answered: string): Promise<EffectError> => {

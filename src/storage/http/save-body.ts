@@ -16,16 +16,13 @@ import {
   answeredRange,
   changedFile,
   contentLengthOf,
+  encodingOf,
+  rangeAnswered,
   resumableBody,
   validatorOf,
   type BodyResponse,
+  type ResumeOptions,
 } from './resumable-body';
-
-/** Requests the resource again with extra headers (`Range`, `If-Range`) on `signal`, redirects followed. */
-export type Reopen = (
-  headers: Readonly<Record<string, string>>,
-  signal: AbortSignal,
-) => Promise<BodyResponse>;
 
 /** How bodies are saved: connections per file, the process-wide pool, resumes of a cut body or range. */
 export type SaveSettings = Required<Pick<PartsSettings, 'streams' | 'maxResumes'>> &
@@ -39,7 +36,7 @@ export interface SaveJob {
   /** The push-back state of the URL's origin. */
   readonly pressure: StorePressure;
   readonly guard: TransferGuard;
-  readonly reopen: Reopen;
+  readonly reopen: ResumeOptions['reopen'];
   /** The slowest an error answer to a range may come (no guard counts it: no byte of the file is read then). */
   readonly minRate: MinRate | undefined;
 }
@@ -51,8 +48,7 @@ export interface SaveJob {
  */
 const rangedSizeOf = (response: BodyResponse, streams: number): number | undefined => {
   if (streams < 2 || response.status !== 200 || validatorOf(response.headers) === undefined) return undefined;
-  const encoding = headerOf(response.headers, 'content-encoding')?.trim().toLowerCase();
-  if (encoding !== undefined && encoding !== '' && encoding !== 'identity') return undefined;
+  if (encodingOf(response.headers) !== 'identity') return undefined;
   const size = contentLengthOf(response.headers);
   if (size === undefined || size < rangedThresholdBytes) return undefined;
   return /(^|,)\s*bytes\s*(,|$)/i.test(headerOf(response.headers, 'accept-ranges') ?? '') ? size : undefined;
@@ -78,12 +74,8 @@ const rangeReader = (job: SaveJob, first: BodyResponse, size: number): RangeRead
         ? withFailures(body, (cause) => new UntrustedBytes(cause))
         : body;
     }
-    throw await changedFile(
-      response,
-      `${job.what}: bytes ${start}-${end - 1} were answered ${response.status}` +
-        `${range !== undefined ? ` with bytes ${range.first}-${range.last} of ${range.total ?? 'unknown'}` : ''}` +
-        `${mismatch !== undefined ? ` ${mismatch}` : ''}`,
-    );
+    const answered = rangeAnswered(job.what, [start, end], response.status, range);
+    throw await changedFile(response, `${answered}${mismatch !== undefined ? ` ${mismatch}` : ''}`);
   };
 };
 

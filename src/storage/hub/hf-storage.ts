@@ -7,7 +7,7 @@ import type { StorageProvider } from '../../ports';
 import { defaultDownloadLimits, type ListingCap } from '../download-limits';
 import { discardBody, isOk, withFailures, type Network } from '../../net';
 import { answerStatusError } from '../store-answer';
-import { contentLengthOf, contentRangeOf } from '../http/resumable-body';
+import { contentLengthOf, contentRangeOf, rangeAnswered } from '../http/resumable-body';
 import { rangedFailure } from '../parts/fetch-parts';
 import type { ObjectStoreClient, StoredObject } from '../object-store/client';
 import {
@@ -57,11 +57,7 @@ const readFile = async (
     : response.status === 200;
   if (!exact) {
     await discardBody(response);
-    throw retryableError(
-      'invalid-response',
-      `${what}: bytes ${offset}-${end - 1} were answered ${response.status}` +
-        `${answered !== undefined ? ` with bytes ${answered.first}-${answered.last} of ${answered.total ?? 'unknown'}` : ''}`,
-    );
+    throw retryableError('invalid-response', rangeAnswered(what, [offset, end], response.status, answered));
   }
   const framed = !ranged || contentLengthOf(response.headers) !== undefined;
   return withFailures(attempt.watch(response.body), (cause) => rangedFailure(framed, attempt.failure(cause)));
