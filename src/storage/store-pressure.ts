@@ -134,15 +134,11 @@ const maxStores = 256;
 export const storePressures = (policy?: RetryPolicy): ((key: string) => StorePressure) => {
   const byKey = new Map<string, StorePressure>();
   return (key) => {
-    const found = byKey.get(key);
-    if (found !== undefined) {
-      byKey.delete(key);
-      byKey.set(key, found);
-      return found;
-    }
-    const made = new StorePressure(policy);
-    byKey.set(key, made);
+    // Set again last: the Map's order is the order of the last asks.
+    const pressure = byKey.get(key) ?? new StorePressure(policy);
+    byKey.delete(key);
+    byKey.set(key, pressure);
     if (byKey.size > maxStores) byKey.delete(byKey.keys().next().value!);
-    return made;
+    return pressure;
   };
 };

@@ -43,9 +43,9 @@ export class PartPlan {
   private readonly queued: Part[] = [];
   private readonly active = new Set<Part>();
 
-  /** Cuts `[from, size)` into ranges of `partBytes`. */
-  constructor(size: number, partBytes: number, from = 0) {
-    for (let start = from; start < size; start += partBytes) {
+  /** Cuts `[0, size)` into ranges of `partBytes`. */
+  constructor(size: number, partBytes: number) {
+    for (let start = 0; start < size; start += partBytes) {
       this.queued.push({ start, next: start, end: Math.min(size, start + partBytes) });
     }
   }
