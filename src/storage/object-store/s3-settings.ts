@@ -101,16 +101,8 @@ export const s3SettingsFrom = (config: S3Choices, env: Env): E.Either<string, S3
     );
   const virtualBucket = truth(env, 'S3_USER_VIRTUAL_BUCKET');
   const elsewhere = globalEndpointElsewhere(endpoint.right, [region, read(env, 'AWS_DEFAULT_REGION')]);
-  const addressing: S3Addressing =
-    config.s3Addressing !== 'auto'
-      ? config.s3Addressing
-      : elsewhere
-        ? 'virtual'
-        : virtualBucket === undefined
-          ? 'auto'
-          : virtualBucket
-            ? 'virtual'
-            : 'path';
+  const fromEnv = elsewhere || virtualBucket === true ? 'virtual' : virtualBucket === false ? 'path' : 'auto';
+  const addressing: S3Addressing = config.s3Addressing !== 'auto' ? config.s3Addressing : fromEnv;
   const caBundle = read(env, 'AWS_CA_BUNDLE');
   return E.right({
     ...(endpoint.right !== undefined ? { endpoint: endpoint.right } : {}),
