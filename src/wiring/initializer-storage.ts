@@ -35,12 +35,16 @@ const refusedDest = (dest: string, found: string): EffectError =>
     `refusing dest ${dest}: it is ${found}, not a directory (the storage initializer writes only into a real directory and follows no link)`,
   );
 
+/** The lstat of `at` (`shown` in a failure), undefined when nothing is there. */
+const lstatIfAny = (at: string, shown: string) =>
+  lstat(at).catch((cause: unknown) => {
+    if (errorCode(cause) === 'ENOENT') return undefined;
+    throw fsError(`cannot read ${shown}`, cause);
+  });
+
 /** Opens `dest` as a real dir, made with its parents when missing; a link or anything else there is refused. */
 const openDest = async (dest: string): Promise<OpenDir> => {
-  const found = await lstat(dest).catch((cause: unknown) => {
-    if (errorCode(cause) === 'ENOENT') return undefined;
-    throw fsError(`cannot read ${dest}`, cause);
-  });
+  const found = await lstatIfAny(dest, dest);
   if (found === undefined) await step(`cannot create ${dest}`, () => mkdir(dest, { recursive: true }));
   else if (!found.isDirectory()) throw refusedDest(dest, entryKind(found));
   try {
@@ -110,11 +114,7 @@ const moveEntries = async (staging: OpenDir, dest: OpenDir): Promise<void> => {
   try {
     for (const name of names) {
       const target = `${dest.ref}/${name}`;
-      const found = await lstat(target).catch((cause: unknown) => {
-        if (errorCode(cause) === 'ENOENT') return undefined;
-        throw fsError(`cannot read ${join(dest.path, name)}`, cause);
-      });
-      if (found !== undefined) {
+      if ((await lstatIfAny(target, join(dest.path, name))) !== undefined) {
         await step(`cannot move ${join(dest.path, name)} aside`, () =>
           rename(target, `${staging.ref}/${aside}/${name}`),
         );
