@@ -80,8 +80,8 @@ export const hfSettingsFrom = (env: Env): E.Either<string, HfSettings> => {
   if (E.isLeft(streamsPerFile)) return streamsPerFile;
   return E.right({
     endpoint: endpoint.right,
-    ...(token !== undefined ? { token: token.right } : {}),
+    token: token?.right,
     offline: isTrue(env.HF_HUB_OFFLINE || env.TRANSFORMERS_OFFLINE),
-    ...(streamsPerFile.right !== undefined ? { streamsPerFile: streamsPerFile.right } : {}),
+    streamsPerFile: streamsPerFile.right,
   });
 };

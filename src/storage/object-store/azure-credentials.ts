@@ -118,19 +118,12 @@ export const azureCredentialsFromEnv = (
     Boolean(env.AZURE_FEDERATED_TOKEN_FILE?.trim()) ||
     env.AZURE_STORAGE_AUTH_MODE?.toLowerCase() === 'login';
   return {
-    ...(account !== undefined && account !== '' ? { account } : {}),
-    ...(connectionString !== undefined ? { connectionString } : {}),
-    ...(accountKey !== undefined ? { accountKey } : {}),
-    ...(sasToken !== undefined ? { sasToken } : {}),
-    ...(useAzureAd ? { tokenCredential: makeTokenCredential() } : {}),
-    ...(accessToken !== undefined
-      ? {
-          accessToken: {
-            token: accessToken,
-            ...(tokenService !== undefined ? { serviceUrl: tokenService } : {}),
-          },
-        }
-      : {}),
+    account: account || undefined,
+    connectionString,
+    accountKey,
+    sasToken,
+    tokenCredential: useAzureAd ? makeTokenCredential() : undefined,
+    accessToken: accessToken === undefined ? undefined : { token: accessToken, serviceUrl: tokenService },
   };
 };
 
