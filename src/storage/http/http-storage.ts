@@ -12,7 +12,7 @@ import { discardBody, headerOf, httpUrl, isOk } from '../../net';
 import { answerStatusError } from '../store-answer';
 import { isPushback, storePressures, type StorePressure } from '../store-pressure';
 import type { RetryPolicy } from '../../core/retry-policy';
-import type { DownloadProgress, DownloadRequest, StorageProvider, WrittenFiles } from '../../ports';
+import type { DownloadFunction, DownloadRequest, StorageProvider, WrittenFiles } from '../../ports';
 import { archiveFormatOf, extractStream, type ArchiveFormat } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { modelGuard } from '../transfer-guard';
@@ -104,11 +104,7 @@ const identityOf = (
 
 const download = async (
   settings: Settings,
-  uri: string,
-  targetDir: string,
-  signal: AbortSignal,
-  progress?: (progress: DownloadProgress) => void,
-  request?: DownloadRequest,
+  ...[uri, targetDir, signal, progress, request]: Parameters<DownloadFunction>
 ): Promise<WrittenFiles | undefined> => {
   const what = `GET ${redactUri(uri)}`;
   const url = httpUrl(uri, what);
@@ -251,7 +247,6 @@ export const httpStorage = (options: HttpStorageOptions = {}): StorageProvider =
   };
   return {
     schemes: ['http', 'https'],
-    download: (uri, targetDir, signal, progress, request) =>
-      download(settings, uri, targetDir, signal, progress, request),
+    download: (...args) => download(settings, ...args),
   };
 };

@@ -7,18 +7,12 @@ import { timeoutOf, transportError } from '../../net';
  * a timeout of `what`, the same way whichever timer fired first; any other failure is `failure(cause)`. The body
  * (and its connection) ends however the reading ends.
  */
-export const idleChunks = (
-  body: NodeJS.ReadableStream,
-  ms: number,
-  what: string,
-  signal: AbortSignal,
-  failure: (cause: unknown) => unknown,
-): AsyncIterable<Uint8Array> => {
+export const idleChunks = (...args: Parameters<typeof watched>): AsyncIterable<Uint8Array> => {
   // A read hands its body out before anyone iterates it (the consumer opens its file first): a cut meanwhile is
   // kept by the stream, which its iterator throws at the first read; until then this listener keeps it from being
   // an uncaught 'error' event, which would end the process.
-  body.on('error', () => undefined);
-  return watched(body, ms, what, signal, failure);
+  args[0].on('error', () => undefined);
+  return watched(...args);
 };
 
 async function* watched(
