@@ -103,7 +103,7 @@ export const planObjects = async (
   select?: FileSelection,
   pressure?: StorePressure,
 ): Promise<ReadonlyArray<PlannedObject>> => {
-  const plan = await everyObject(client, location, signal, cap, pressure);
+  const plan = await everyObject(client, location, signal, cap, select, pressure);
   if (selectsAll(select)) return plan;
   const archive = loneArchive(client, plan);
   if (archive !== undefined) return [{ ...archive, select: select! }];
@@ -116,11 +116,7 @@ export const planObjects = async (
 
 /** What `location` names, every object of it placed (see planObjects). */
 const everyObject = async (
-  client: ObjectStoreClient,
-  location: ObjectLocation,
-  signal: AbortSignal,
-  cap: ListingCap,
-  pressure: StorePressure | undefined,
+  ...[client, location, signal, cap, , pressure]: Parameters<typeof planObjects>
 ): Promise<ReadonlyArray<PlannedObject>> => {
   const { prefix } = location;
   const dirPrefix = prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`;
