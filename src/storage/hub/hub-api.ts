@@ -42,18 +42,14 @@ const entriesPerFile = 2;
 /** The `REGEX_COMMIT_HASH` of huggingface_hub's file_download.py. */
 export const commitPattern = /^[0-9a-f]{40}$/;
 
-/** Python's `urllib.parse.quote(text, safe)`: every byte but letters, digits, `_.-~` and `safe` percent-encoded. */
-export const pythonQuote = (text: string, safe = '/'): string =>
-  [...text]
-    .map((char) =>
-      /[A-Za-z0-9_.\-~]/.test(char) || safe.includes(char)
-        ? char
-        : encodeURIComponent(char).replace(
-            /[!'()*]/g,
-            (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
-          ),
-    )
-    .join('');
+/**
+ * Python's `urllib.parse.quote(text, safe)` for `safe` `/` (its default) or none: every byte but letters, digits,
+ * `_.-~` (and `/`) percent-encoded; encodeURIComponent leaves `!'()*` too.
+ */
+export const pythonQuote = (text: string, safe: '/' | '' = '/'): string =>
+  encodeURIComponent(text)
+    .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+    .replaceAll('%2F', safe === '/' ? '/' : '%2F');
 
 /** The `permanent` invalid-response failure of `what`: the Hub answered something the API never says. */
 const notTheApi = (what: string, why: string): EffectError =>
