@@ -26,12 +26,12 @@ export {
   pvcStorage,
   type PvcStorageOptions,
 } from './local/local-storage';
+export { azureBlobStorage } from './object-store/azure-blob';
 export {
-  azureBlobStorage,
   azureCredentialsFromEnv,
   type AzureTokenCredential,
   withCheckedFiles,
-} from './object-store/azure-blob';
+} from './object-store/azure-credentials';
 export { gcsStorage } from './object-store/gcs';
 export { s3Credentials } from './object-store/s3-credentials';
 export { s3SettingsFrom } from './object-store/s3-settings';

@@ -34,14 +34,6 @@ import { defaultDownloadLimits } from '../download-limits';
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first Azure Blob model (lazy-module.ts) */
 const blobSdk = lazyModule(() => require('@azure/storage-blob') as typeof import('@azure/storage-blob'));
 
-export {
-  azureCredentialFor,
-  azureCredentialsFromEnv,
-  type AzureCredentials,
-  type AzureTokenCredential,
-  withCheckedFiles,
-} from './azure-credentials';
-
 /** How Azure Blob is reached, and the downloader's settings. */
 export interface AzureBlobStorageOptions extends ObjectDownloadOptions {
   /** Endpoints whose URLs are Azure Blob, path style `<endpoint>/<account>/<container>/<prefix>` (azurite). */

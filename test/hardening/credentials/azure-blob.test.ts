@@ -4,7 +4,8 @@
  * elsewhere gets nothing. Recording servers play the blob service at a configured endpoint (path style).
  */
 import { Agent } from 'node:https';
-import { azureBlobStorage, type AzureCredentials } from '../../../src/storage/object-store/azure-blob';
+import { azureBlobStorage } from '../../../src/storage/object-store/azure-blob';
+import type { AzureCredentials } from '../../../src/storage/object-store/azure-credentials';
 import type { HttpHandler } from '../../../src/testing/http-server';
 import { authHeaders, expectNoneHeard, recording, type Ear } from '../../helpers/elsewhere';
 import { useHttpServers } from '../../helpers/http-servers';

@@ -1,10 +1,10 @@
 /** Tests of the Azure Blob provider against azurite over https: the CA bundle through the Network, Azure AD tokens. */
 import { createNetwork } from '../../../src/net/network';
+import { azureBlobStorage } from '../../../src/storage/object-store/azure-blob';
 import {
-  azureBlobStorage,
   type AzureCredentials,
   type AzureTokenCredential,
-} from '../../../src/storage/object-store/azure-blob';
+} from '../../../src/storage/object-store/azure-credentials';
 import { effectError } from '../../helpers/effect-error';
 import { selfSignedCertificate, useAzurite } from '../../helpers/azurite';
 import { listTree } from '../../helpers/file-tree';

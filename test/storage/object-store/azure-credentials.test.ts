@@ -2,12 +2,12 @@
 import { AnonymousCredential, StorageSharedKeyCredential } from '@azure/storage-blob';
 import { isLeft } from 'fp-ts/Either';
 import { redact } from '../../../src/core/redact';
+import { azureBlobStorage } from '../../../src/storage/object-store/azure-blob';
 import {
-  azureBlobStorage,
   azureCredentialFor,
   azureCredentialsFromEnv,
   type AzureTokenCredential,
-} from '../../../src/storage/object-store/azure-blob';
+} from '../../../src/storage/object-store/azure-credentials';
 import { parseAzureBlobUri, type AzureBlobUri } from '../../../src/storage/object-store/azure-blob-uri';
 import { secretValues } from '../../helpers/secrets';
 
