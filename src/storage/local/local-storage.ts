@@ -50,6 +50,13 @@ const sourcePathOf = (uri: string): string => {
   }
 };
 
+/** Fails unless something is at `at`: the permanent `not-found` saying `missing`, or the `filesystem` error of `what`. */
+const mustExist = async (at: string, missing: string, what: string): Promise<void> => {
+  await lstat(at).catch((cause: unknown) => {
+    throw isMissing(cause) ? permanentError('not-found', missing, cause) : fsError(what, cause);
+  });
+};
+
 const throwIfAborted = (signal: AbortSignal, what: string): void => {
   if (signal.aborted) throw retryableError('aborted', `${what} aborted`, signal.reason);
 };
@@ -170,13 +177,7 @@ const copyLocalModel = async (
 ): Promise<void> => {
   const what = `copying ${source}`;
   throwIfAborted(signal, what);
-  try {
-    await lstat(source);
-  } catch (cause) {
-    throw isMissing(cause)
-      ? permanentError('not-found', `local path ${source} does not exist`, cause)
-      : fsError(what, cause);
-  }
+  await mustExist(source, `local path ${source} does not exist`, what);
   try {
     // The named path itself may be a symlink (a mounted volume's `..data`): the user chose it, so follow it.
     const sourceRoot = await realpath(source);
@@ -264,18 +265,9 @@ export const pvcStorage = ({ root, rootName = 'root', ...options }: PvcStorageOp
     download: async (uri, targetDir, signal, _progress, request) => {
       const pvc = parsePvcUri(uri);
       if (E.isLeft(pvc)) throw permanentError('invalid-uri', pvc.left);
-      try {
-        await lstat(root);
-      } catch (cause) {
-        const shown = redactUri(uri);
-        throw isMissing(cause)
-          ? permanentError(
-              'not-found',
-              `${shown}: no claim is mounted at ${root} (${rootName}): it does not exist`,
-              cause,
-            )
-          : fsError(`reading ${root} for ${shown}`, cause);
-      }
+      const shown = redactUri(uri);
+      const missing = `${shown}: no claim is mounted at ${root} (${rootName}): it does not exist`;
+      await mustExist(root, missing, `reading ${root} for ${shown}`);
       await copyLocalModel(settings, pvcLocalPath(root, pvc.right), targetDir, signal, request?.select);
     },
   };
