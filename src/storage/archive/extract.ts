@@ -101,8 +101,6 @@ const extraction = async (
     stop.abort(error);
   };
   try {
-    // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
-    const root = targetDir;
     await step(`${what}: cannot use ${targetDir}`, async () => {
       if (!(await stat(targetDir)).isDirectory())
         throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
@@ -110,7 +108,8 @@ const extraction = async (
     const selection = selectsAll(select) ? undefined : new EntrySelection(what, select!);
     const job = {
       what,
-      root,
+      // Not resolved: the store hands us its staging dir by handle, so a dir swapped for a link cannot redirect us.
+      root: targetDir,
       guard: new EntryGuard(what),
       budget: new ArchiveBudget(what, limits ?? defaultDownloadLimits),
       ...(selection !== undefined ? { selection } : {}),
@@ -120,8 +119,8 @@ const extraction = async (
     await run(job);
     signal.throwIfAborted();
     selection?.checkSomeTaken();
-    await checkLinksInside(root, what).catch((cause: unknown) => {
-      throw fsError(`${what}: cannot check the links of ${root}`, cause);
+    await checkLinksInside(targetDir, what).catch((cause: unknown) => {
+      throw fsError(`${what}: cannot check the links of ${targetDir}`, cause);
     });
   } catch (cause) {
     if (refused !== undefined) throw refused;

@@ -128,9 +128,11 @@ const unzipEntries = async (
       // Our own check first: its message is the clearer; yauzl's catches whatever ours might miss.
       const at = kind === 'symlink' ? '' : guard.check(name, kind);
       if (problem !== null) throw refusal(what, name, problem);
+      // An entry left out is never read: it counts as an entry, not as bytes (a link's patterns judge it once read).
+      const taken = kind === 'symlink' || selection === undefined || selection.takes(at, kind, name);
+      budget.entry(taken ? entry.uncompressedSize : 0);
+      budget.ratio(budget.expandedBytes, zipBytes);
       if (kind === 'symlink') {
-        budget.entry(entry.uncompressedSize);
-        budget.ratio(budget.expandedBytes, zipBytes);
         const target = await readSmall(await zip.openReadStreamPromise(entry), maxZipLinkBytes);
         if (target === undefined) throw refusal(what, name, 'its link target is too long');
         const text = target.toString('utf8');
@@ -139,10 +141,6 @@ const unzipEntries = async (
           links.push({ at: linkAt, target: text });
         continue;
       }
-      // An entry left out is never read: it counts as an entry, not as bytes.
-      const taken = selection === undefined || selection.takes(at, kind, name);
-      budget.entry(taken ? entry.uncompressedSize : 0);
-      budget.ratio(budget.expandedBytes, zipBytes);
       if (!taken) continue;
       const to = path.join(root, at);
       await mkdir(kind === 'dir' ? to : path.dirname(to), { recursive: true, mode: 0o755 });
