@@ -29,7 +29,6 @@ const writeWhole = async (
  * peaked at 155 MiB of RSS for 4 GiB on a busy host (132-135 with the copy): tried and dropped.
  */
 export class BatchWriter {
-  private readonly buffers: readonly [Buffer, Buffer];
   private filling = 0;
   private filled = 0;
   /** Where the buffer filling starts in the file. */
@@ -40,13 +39,12 @@ export class BatchWriter {
 
   constructor(
     private readonly file: FileWrites,
-    buffers: readonly [Buffer, Buffer],
+    private readonly buffers: readonly [Buffer, Buffer],
     from: number,
     private readonly written: (end: number) => void,
     /** The error a failed write is thrown as. */
     private readonly writeError: (cause: unknown) => unknown,
   ) {
-    this.buffers = buffers;
     this.at = from;
   }
 
