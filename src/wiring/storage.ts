@@ -198,10 +198,8 @@ export const storageProviders = (
       s3.right,
       gcsStorage({
         ...sdkOptions,
-        ...(config.gcsEndpoint !== undefined ? { endpoint: config.gcsEndpoint } : {}),
-        ...(env.GOOGLE_APPLICATION_CREDENTIALS
-          ? { credentialsFile: env.GOOGLE_APPLICATION_CREDENTIALS }
-          : {}),
+        endpoint: config.gcsEndpoint,
+        credentialsFile: env.GOOGLE_APPLICATION_CREDENTIALS || undefined,
         network,
       }),
       // Both bound a file's connections: --download-streams and KServe's HF_XET_NUM_CONCURRENT_RANGE_GETS.
