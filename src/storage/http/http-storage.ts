@@ -175,25 +175,18 @@ const download = async (
         offer,
         new Promise<symbol>((resolve) => setImmediate(resolve, waiting)),
       ]);
-      if (early === true) {
+      if (early !== false) {
         response.body.destroy();
-        return undefined;
-      }
-      if (early === waiting) {
-        response.body.destroy();
-        if (await offer) return undefined;
+        if (early === true || (await offer)) return undefined;
         response = await open();
       }
     }
     const announced = contentLengthOf(response.headers);
-    if (announced !== undefined) {
-      try {
-        await guard.admit(announced);
-      } catch (error) {
+    if (announced !== undefined)
+      await guard.admit(announced).catch(async (error: unknown) => {
         await discardBody(response);
         throw error;
-      }
-    }
+      });
     tracker = trackProgress({
       bytes: () => guard.total,
       totalBytes: () => announced,
