@@ -137,12 +137,11 @@ export const checkLinksInside = async (root: string, what: string, dir = root): 
       await checkLinksInside(root, what, at);
     } else if (entry.isSymbolicLink()) {
       const shown = path.relative(root, at);
-      let resolved: string;
-      try {
-        resolved = await resolveFrom(dir, await readlink(at), { left: maxLinkHops });
-      } catch (cause) {
-        throw refusal(what, shown, errorMessage(cause), cause);
-      }
+      const resolved = await readlink(at)
+        .then((target) => resolveFrom(dir, target, { left: maxLinkHops }))
+        .catch((cause: unknown) => {
+          throw refusal(what, shown, errorMessage(cause), cause);
+        });
       const relative = path.relative(root, resolved);
       if (relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative)) {
         throw refusal(what, shown, 'it leads outside the model dir');

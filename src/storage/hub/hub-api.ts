@@ -76,11 +76,10 @@ export const hubRequest = async (
   attempt.dispose();
   const token: Record<string, string> =
     reach.token === undefined ? {} : { authorization: `Bearer ${reach.token}` };
-  try {
-    return { response: await httpGet(url, settings, what, signal, token, headers), attempt };
-  } catch (cause) {
+  const response = await httpGet(url, settings, what, signal, token, headers).catch((cause: unknown) => {
     throw attempt.failure(cause);
-  }
+  });
+  return { response, attempt };
 };
 
 /** How readAnswer reads the Hub's answer `response` to `url`. */

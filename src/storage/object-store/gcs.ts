@@ -218,12 +218,9 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
       generation: object.version,
     });
     const headers = { 'accept-encoding': 'gzip', ...(range !== undefined ? { range } : {}) };
-    let call: HttpCallResponse;
-    try {
-      call = await send({ url, what, phase: 'read', headers, signal });
-    } catch (cause) {
+    const call = await send({ url, what, phase: 'read', headers, signal }).catch((cause: unknown) => {
       throw gcsError(cause, what, 'read', signal);
-    }
+    });
     if (range !== undefined && call.status !== 206) {
       await discardBody(call);
       throw retryableError('invalid-response', `${what}: HTTP ${call.status} to a ranged read, not 206`);
