@@ -3,7 +3,8 @@
  * error body: any JSON or XML a store answers (never an object's bytes, which pass the model's TransferGuard).
  */
 import { permanentError, type EffectError } from '../core/errors';
-import { headerOf, responseStatusError, type ResponseBody } from '../net';
+import { headerOf, responseStatusError } from '../net';
+import type { BodyResponse } from './http/resumable-body';
 import { redactUri } from '../core/redact';
 import { showBytes } from '../core/show-bytes';
 import type { MinRate } from './download-limits';
@@ -101,11 +102,7 @@ export const errorAnswerText = (body: AnswerBody, answer: StoreAnswer): Promise<
  */
 export const answerStatusError = (
   what: string,
-  response: {
-    readonly status: number;
-    readonly body: ResponseBody;
-    readonly headers: Readonly<Record<string, string | string[] | undefined>>;
-  },
+  response: BodyResponse,
   minRate: MinRate | undefined,
 ): Promise<EffectError> => {
   const contentLength = headerOf(response.headers, 'content-length');
