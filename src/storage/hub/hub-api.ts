@@ -11,7 +11,7 @@ import { headerOf } from '../../net';
 import type { BodyResponse } from '../http/resumable-body';
 import { answerTo, errorAnswerText, readAnswer } from '../store-answer';
 import type { ContentDigest } from '../listed-content';
-import type { StoredObject } from '../object-store/client';
+import type { ListingBounds, StoredObject } from '../object-store/client';
 import { pageTokenCheck } from '../object-store/listing-bounds';
 import { hubStatusError, type HubFailure } from './hub-errors';
 import type { HfRepo } from './hf-uri';
@@ -218,7 +218,7 @@ export const listTree = async (
   sha: string,
   signal: AbortSignal,
   cap: ListingCap,
-  ask: <T>(request: () => Promise<T>) => Promise<T> = (request) => request(),
+  ask: ListingBounds['ask'],
 ): Promise<ReadonlyArray<StoredObject>> => {
   const { what } = failure;
   const maxFiles = cap.maxModelFiles;

@@ -63,10 +63,8 @@ export const fileWrites = (
       // Started now when no write of the file runs: no turn of the event loop lost to the queue.
       const mine = inFlight === 0 ? start() : last.then(start);
       inFlight++;
-      last = mine.then(
-        () => void inFlight--,
-        () => void inFlight--,
-      );
+      const settled = () => void inFlight--;
+      last = mine.then(settled, settled);
       return mine;
     }) as PositionalFile['write'],
   };
