@@ -96,11 +96,7 @@ export const azureCredentialsFromEnv = (
   };
   const account = env['AZURE_STORAGE_ACCOUNT']?.trim().toLowerCase();
   const connectionString = value('AZURE_STORAGE_CONNECTION_STRING');
-  for (const field of connectionString === undefined
-    ? []
-    : connectionStringFields(connectionString).values()) {
-    registerSecret(field);
-  }
+  connectionStringFields(connectionString ?? '').forEach((field) => registerSecret(field));
   const accountKey = value('AZURE_STORAGE_ACCESS_KEY') ?? value('AZURE_STORAGE_KEY');
   const sasToken = value('AZURE_STORAGE_SAS_TOKEN')?.replace(/^\?/, '');
   value('AZURE_CLIENT_SECRET');
