@@ -184,15 +184,12 @@ const fileOf = (what: string, index: number, entry: unknown, sha: string): Store
   if (typeof path !== 'string' || path === '') throw notTheApi(what, `tree entry ${index} has no path`);
   if (hasLoneSurrogate(path)) throw notTheApi(what, `tree entry ${index} has a path that is no valid text`);
   if (type === 'directory') return undefined;
-  if (type !== 'file')
-    throw notTheApi(
-      what,
-      `tree entry ${index} (${JSON.stringify(path.slice(0, 200))}) is no file or directory`,
-    );
+  const refuse = (why: string) =>
+    notTheApi(what, `tree entry ${index} (${JSON.stringify(path.slice(0, 200))}) ${why}`);
+  if (type !== 'file') throw refuse('is no file or directory');
   const lfsFields = typeof lfs === 'object' && lfs !== null ? (lfs as Record<string, unknown>) : undefined;
   const bytes = sizeOf(lfsFields?.['size']) ?? sizeOf(size);
-  if (bytes === undefined)
-    throw notTheApi(what, `tree entry ${index} (${JSON.stringify(path.slice(0, 200))}) has no size in bytes`);
+  if (bytes === undefined) throw refuse('has no size in bytes');
   return { key: path, size: bytes, version: sha, digest: digestOf(oid, lfsFields) };
 };
 
