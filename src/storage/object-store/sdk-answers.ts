@@ -5,7 +5,7 @@
  */
 import { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { Pipeline as CorePipeline, PipelinePolicy, PipelineResponse } from '@azure/core-rest-pipeline';
+import type { Pipeline as CorePipeline, PipelinePolicy } from '@azure/core-rest-pipeline';
 import type { Pipeline } from '@azure/storage-blob';
 import type { HttpRequest, HttpResponse } from '@smithy/types';
 import type { MinRate } from '../download-limits';
@@ -64,12 +64,9 @@ const boundedAnswers = (minRate: MinRate): PipelinePolicy => ({
   sendRequest: async (request, next) => {
     const asked = request.streamResponseStatusCodes;
     request.streamResponseStatusCodes = new Set([everyStatus]);
-    let response: PipelineResponse;
-    try {
-      response = await next(request);
-    } finally {
+    const response = await next(request).finally(() => {
       request.streamResponseStatusCodes = asked;
-    }
+    });
     const body = response.readableStreamBody;
     if (body === undefined || streams(asked, response.status)) return response;
     response.readableStreamBody = undefined;
