@@ -47,9 +47,8 @@ const truth = (env: Env, name: string): boolean | undefined => {
  */
 const endpointOf = (flag: string | undefined, env: Env): E.Either<string, string | undefined> => {
   if (flag !== undefined) return E.right(flag);
-  const awsEndpoint = read(env, 'AWS_ENDPOINT_URL');
-  const name = awsEndpoint !== undefined ? 'AWS_ENDPOINT_URL' : 'S3_ENDPOINT';
-  const given = awsEndpoint ?? read(env, 'S3_ENDPOINT');
+  const name = read(env, 'AWS_ENDPOINT_URL') !== undefined ? 'AWS_ENDPOINT_URL' : 'S3_ENDPOINT';
+  const given = read(env, name);
   if (given === undefined) return E.right(undefined);
   const scheme = truth(env, 'S3_USE_HTTPS') === false ? 'http' : 'https';
   const value =
