@@ -66,10 +66,7 @@ const rangeGetsOf = (text: string | undefined): E.Either<string, number | undefi
  * can reach any message. The Left names the variable that is wrong, never its value.
  */
 export const hfSettingsFrom = (env: Env): E.Either<string, HfSettings> => {
-  const endpoint =
-    env.HF_ENDPOINT === undefined || env.HF_ENDPOINT === ''
-      ? E.right(defaultHfEndpoint)
-      : endpointOf(env.HF_ENDPOINT);
+  const endpoint = env.HF_ENDPOINT ? endpointOf(env.HF_ENDPOINT) : E.right(defaultHfEndpoint);
   if (E.isLeft(endpoint)) return endpoint;
   const variable = env.HF_TOKEN ? 'HF_TOKEN' : 'HUGGING_FACE_HUB_TOKEN';
   const raw = (env[variable] ?? '').replace(/[\r\n]/g, '');
