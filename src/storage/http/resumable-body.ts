@@ -163,10 +163,8 @@ const reopened = async (
 };
 
 /** A response's Content-Encoding, `identity` when it names none. */
-export const encodingOf = (headers: IncomingHttpHeaders): string => {
-  const encoding = headerOf(headers, 'content-encoding')?.trim().toLowerCase();
-  return encoding === undefined || encoding === '' ? 'identity' : encoding;
-};
+export const encodingOf = (headers: IncomingHttpHeaders): string =>
+  headerOf(headers, 'content-encoding')?.trim().toLowerCase() || 'identity';
 
 /**
  * The range a ranged answer carries (a 206's Content-Range), and how it is not of the representation the first

@@ -89,9 +89,8 @@ export const azureCredentialsFromEnv = (
   makeTokenCredential: () => AzureTokenCredential,
 ): AzureCredentials => {
   const value = (name: string): string | undefined => {
-    const text = env[name]?.trim();
-    if (text === undefined || text === '') return undefined;
-    registerSecret(text);
+    const text = env[name]?.trim() || undefined;
+    if (text !== undefined) registerSecret(text);
     return text;
   };
   const account = env['AZURE_STORAGE_ACCOUNT']?.trim().toLowerCase();

@@ -30,10 +30,7 @@ export interface S3Settings {
 }
 
 /** The value of `name` in `env`, trimmed; undefined when unset or blank. */
-const read = (env: Env, name: string): string | undefined => {
-  const value = env[name]?.trim();
-  return value === undefined || value === '' ? undefined : value;
-};
+const read = (env: Env, name: string): string | undefined => env[name]?.trim() || undefined;
 
 /** true / false for the words a switch takes (`true`, `1`, `yes`, `on`; `false`, `0`, `no`, `off`), else undefined. */
 const truth = (env: Env, name: string): boolean | undefined => {
