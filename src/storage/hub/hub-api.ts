@@ -164,15 +164,10 @@ const digestOf = (
   oid: unknown,
   lfs: Readonly<Record<string, unknown>> | undefined,
 ): ContentDigest | undefined => {
-  if (lfs !== undefined) {
-    const sha256 = lfs['oid'];
-    return typeof sha256 === 'string' && /^[0-9a-f]{64}$/.test(sha256)
-      ? { algorithm: 'sha256', hex: sha256 }
-      : undefined;
-  }
-  return typeof oid === 'string' && /^[0-9a-f]{40}$/.test(oid)
-    ? { algorithm: 'git-blob-sha1', hex: oid }
-    : undefined;
+  const [hex, algorithm, digits] =
+    lfs !== undefined ? ([lfs['oid'], 'sha256', 64] as const) : ([oid, 'git-blob-sha1', 40] as const);
+  const valid = typeof hex === 'string' && hex.length === digits && /^[0-9a-f]+$/.test(hex);
+  return valid ? { algorithm, hex } : undefined;
 };
 
 /**
