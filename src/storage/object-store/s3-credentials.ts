@@ -88,13 +88,9 @@ export const s3Credentials = (
   if (settings.anonymous) return 'anonymous';
   const accessKeyId = env.AWS_ACCESS_KEY_ID;
   const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
-  if (accessKeyId !== undefined && accessKeyId !== '' && secretAccessKey !== undefined) {
-    const sessionToken = env.AWS_SESSION_TOKEN;
-    const fixed = registered({
-      accessKeyId,
-      secretAccessKey,
-      ...(sessionToken !== undefined && sessionToken !== '' ? { sessionToken } : {}),
-    });
+  if (accessKeyId && secretAccessKey !== undefined) {
+    const token = env.AWS_SESSION_TOKEN;
+    const fixed = registered({ accessKeyId, secretAccessKey, ...(token ? { sessionToken: token } : {}) });
     return asSource(() => Promise.resolve(fixed));
   }
   return defaultChain(env, settings.recheckMs ?? 1000, settings.agent);
