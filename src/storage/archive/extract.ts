@@ -18,12 +18,8 @@ import { unzipInto } from './unzip';
 export type ArchiveFormat = 'tar' | 'zip';
 
 /** The format a file name announces (`.tar`, `.tar.gz`, `.tgz`, `.zip`, any case), or undefined for any other. */
-export const archiveFormatOf = (fileName: string): ArchiveFormat | undefined => {
-  const lower = fileName.toLowerCase();
-  if (lower.endsWith('.zip')) return 'zip';
-  if (/\.(tar|tar\.gz|tgz)$/.test(lower)) return 'tar';
-  return undefined;
-};
+export const archiveFormatOf = (fileName: string): ArchiveFormat | undefined =>
+  /\.zip$/i.test(fileName) ? 'zip' : /\.(tar|tar\.gz|tgz)$/i.test(fileName) ? 'tar' : undefined;
 
 /** What an extraction is called in messages and what stops it. */
 export interface ExtractOptions {
