@@ -153,8 +153,7 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
       throw storeStatusError({ what, status: call.status, phase, detail });
     }
     if (call.status >= 400) {
-      const body = await errorAnswerText(call.body, answerOf(call, url));
-      const detail = apiErrorDetail(body);
+      const detail = apiErrorDetail(await errorAnswerText(call.body, answerOf(call, url)));
       const retryAfterMs = retryAfterOf(headerOf(call.headers, 'retry-after'));
       throw storeStatusError({ what, status: call.status, phase, detail, retryAfterMs });
     }
