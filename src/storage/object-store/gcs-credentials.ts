@@ -77,9 +77,7 @@ export interface AuthFailure {
   readonly response?: { readonly status?: unknown };
 }
 
-export const statusOf = (failure: AuthFailure): number | undefined => {
-  for (const value of [failure.code, failure.status, failure.response?.status]) {
-    if (typeof value === 'number' && value >= 400 && value < 600) return value;
-  }
-  return undefined;
-};
+export const statusOf = (failure: AuthFailure): number | undefined =>
+  [failure.code, failure.status, failure.response?.status].find(
+    (value): value is number => typeof value === 'number' && value >= 400 && value < 600,
+  );
