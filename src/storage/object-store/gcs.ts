@@ -88,18 +88,17 @@ const gcsError = (cause: unknown, what: string, phase: 'list' | 'read', signal: 
 /** The API's own words in a JSON error body: `reason: message` (`notFound: The specified bucket does not exist.`). */
 const apiErrorDetail = (body: string): string => {
   const parsed = parseJson(body);
-  if (!E.isRight(parsed) || typeof parsed.right !== 'object' || parsed.right === null) return body.trim();
-  const fields = parsed.right as {
-    error?: { message?: unknown; errors?: ReadonlyArray<{ reason?: unknown }> } | string;
-    error_description?: unknown;
-  };
-  const error = fields.error;
-  if (typeof error !== 'object') {
-    const text = fields.error_description ?? error;
+  const fields = E.isRight(parsed) ? jsonObject(parsed.right) : undefined;
+  if (fields === undefined) return body.trim();
+  // `{"error": null}` or a number: no object to read a message from (a proxy's or a broken answer's).
+  const error = jsonObject(fields['error']);
+  if (error === undefined) {
+    const text = fields['error_description'] ?? fields['error'];
     return typeof text === 'string' ? text : body.trim();
   }
-  const message = typeof error.message === 'string' ? error.message : '';
-  const reason = error.errors?.[0]?.reason;
+  const message = typeof error['message'] === 'string' ? error['message'] : '';
+  const first: unknown = Array.isArray(error['errors']) ? error['errors'][0] : undefined;
+  const reason = jsonObject(first)?.['reason'];
   return typeof reason === 'string' && !message.includes(reason) ? `${reason}: ${message}` : message;
 };
 

@@ -104,6 +104,18 @@ describe('gcsClient.list', () => {
     expect(read).toMatchObject({ kind: 'http-status', status: 429, retryAfterMs: 7000 });
   });
 
+  it('takes an error body whose error is null or no object for the status it came with, not a broken answer', async () => {
+    for (const body of [{ error: null }, { error: 7 }, { error: { message: null, errors: 'x' } }]) {
+      const refusing = await serve((_request, response) => {
+        response.writeHead(403, { 'content-type': 'application/json' });
+        response.end(JSON.stringify(body));
+      });
+      const once = gcsClient({ endpoint: refusing.url, requestRetries: 0 });
+      const error = await effectError(collect(once.list(at('locked', 'm'), never, bounds())));
+      expect(error).toMatchObject({ kind: 'http-status', status: 403, retryable: false });
+    }
+  });
+
   it('retries a 500 list page at once when asked to (requestRetries), not a push-back (the store pressure waits that out)', async () => {
     gcs.put('flaky', 'm/a', 'a');
     gcs.injectFault('list', { status: 500 });
