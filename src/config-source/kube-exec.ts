@@ -10,9 +10,9 @@ import type { KubeConfig, User } from '@kubernetes/client-node';
 import { isLeft } from 'fp-ts/Either';
 import { bearerToken } from '../core/bearer-token';
 import type { Env } from '../core/env';
-import { errorCode } from '../core/errors';
+import { errorCode, errorMessage } from '../core/errors';
 import { jsonObject } from '../core/json/json-object';
-import { structureProblems } from '../core/json/json-structure';
+import { parseAnswerJson } from '../core/json/json';
 
 /**
  * The auth provider's name in a user whose exec plugin modelsync runs (`clientUser` in kube-client.ts): the client's
@@ -109,12 +109,11 @@ export const withExecClusterInfo = (config: KubeConfig): void => {
 
 /** The credential in a plugin's stdout, or why there is none (never quoting a value). */
 const credentialOf = (stdout: string, apiVersion: string | undefined): Credential | string => {
-  if (structureProblems(stdout, 0).tooDeep) return 'wrote JSON nested too deep';
   let parsed: unknown;
   try {
-    parsed = JSON.parse(stdout);
-  } catch {
-    return 'wrote no JSON';
+    parsed = parseAnswerJson(stdout, (why) => new Error(why === 'no JSON' ? why : 'JSON nested too deep'));
+  } catch (error) {
+    return `wrote ${errorMessage(error)}`;
   }
   const fields = jsonObject(parsed);
   if (fields?.['kind'] !== 'ExecCredential') return 'wrote no ExecCredential';

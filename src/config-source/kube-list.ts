@@ -2,7 +2,7 @@
 import type { KubeConfig, V1ConfigMap, V1ConfigMapList } from '@kubernetes/client-node';
 import { configMapSelector, configMapsPath } from '../core/config-map';
 import { jsonObject } from '../core/json/json-object';
-import { maxJsonDepth, structureProblems } from '../core/json/json-structure';
+import { parseAnswerJson } from '../core/json/json';
 import type { KubeClientModule } from './kube-client';
 import { readCapped } from '../net';
 import {
@@ -84,14 +84,7 @@ export class ConfigMapLister {
     const response = await kubeCall(kube, config, configMapsPath(where.namespace), selected, signal, accept);
     if (response.body === null) throw brokenList('a 200 without a body');
     const bytes = await readCapped(response.body, maxKubeAnswerBytes, tooLarge);
-    const text = bytes.toString('utf8');
-    // As a watch line: JSON.parse spends seconds and 350 MB on 8 MiB of nested arrays.
-    if (structureProblems(text, 0).tooDeep) throw brokenList(`nested deeper than ${maxJsonDepth} levels`);
-    try {
-      return jsonObject(JSON.parse(text));
-    } catch {
-      throw brokenList('no JSON');
-    }
+    return jsonObject(parseAnswerJson(bytes.toString('utf8'), brokenList));
   }
 
   /**

@@ -3,7 +3,7 @@ import type { KubeConfig, Watch } from '@kubernetes/client-node';
 import { watchQuery } from '../core/config-map';
 import { errorMessage } from '../core/errors';
 import { jsonObject } from '../core/json/json-object';
-import { maxJsonDepth, structureProblems } from '../core/json/json-structure';
+import { parseAnswerJson } from '../core/json/json';
 import type { KubeClientModule } from './kube-client';
 import { kubeCall, KubeRelistNeeded, kubeVersionOf, maxKubeAnswerBytes } from './kube-request';
 
@@ -134,15 +134,10 @@ export const bookmarkingWatch = (
       // before `timeoutSeconds`); one silent past that is runListWatch's stall timer's (`stallMsFor`).
       const onLine = (text: string): void => {
         if (ended) return;
-        // Before JSON.parse, which spends seconds and 350 MB on 8 MiB of nested arrays (a ConfigMap event nests 8).
-        if (structureProblems(text, 0).tooDeep)
-          return finish(brokenWatch(`a line nested deeper than ${maxJsonDepth} levels`));
-        let event: unknown;
-        try {
-          event = JSON.parse(text);
-        } catch {
-          return finish(brokenWatch(`a line that is no JSON (${text.slice(0, 40)})`));
-        }
+        // Thrown: readLines rejects with it, and the watch finishes (a ConfigMap event nests 8 levels).
+        const event = parseAnswerJson(text, (why) =>
+          brokenWatch(why === 'no JSON' ? `a line that is no JSON (${text.slice(0, 40)})` : `a line ${why}`),
+        );
         const fields = jsonObject(event) ?? {};
         const [phase, object] = [fields['type'], fields['object']];
         const problem = eventProblem(phase, object, watched.name);

@@ -1,6 +1,6 @@
 /** parseJson and previewJson: JSON in, checked for what JSON.parse lets through; any value out, in bounded text. */
 import * as E from 'fp-ts/Either';
-import { structureProblems } from './json-structure';
+import { maxJsonDepth, structureProblems } from './json-structure';
 import { jsonSyntaxError } from './json-syntax';
 
 /**
@@ -29,6 +29,19 @@ export const parseJson = (text: string): E.Either<JsonProblem, unknown> => {
     const reason =
       error === undefined ? 'it is not JSON' : `line ${error.line}, column ${error.column}: ${error.problem}`;
     return E.left({ _tag: 'Malformed', reason });
+  }
+};
+
+/**
+ * A peer's JSON answer, parsed once `structureProblems` found it no deeper than `maxJsonDepth` (JSON.parse spends
+ * seconds and 350 MB on 8 MiB of nested arrays); else throws `broken(why)`.
+ */
+export const parseAnswerJson = (text: string, broken: (why: string) => Error): unknown => {
+  if (structureProblems(text, 0).tooDeep) throw broken(`nested deeper than ${maxJsonDepth} levels`);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw broken('no JSON');
   }
 };
 
