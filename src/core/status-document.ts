@@ -114,36 +114,34 @@ export interface StatusDocumentJson {
 
 const isoTime = (ms: number): string => new Date(ms).toISOString();
 
-/** `status` as /status shows it: the URI through `redactUri`, the reason through `redact`. */
+/**
+ * `status` as /status shows it: the URI through `redactUri`, the reason through `redact`. A field left undefined
+ * is absent from the JSON text (the only way out: JSON.stringify drops it).
+ */
 export const modelStatusJson = (status: ModelStatus): ModelStatusJson => {
   const { modelName, phase, spec, since, errorKind, reason, attempt } = status;
   const shownSpec = spec !== undefined && spec !== unknownSpec ? specToJson(spec) : undefined;
   return {
     model: modelName,
     phase,
-    ...(since !== undefined ? { since: isoTime(since) } : {}),
-    ...(shownSpec ? { spec: { ...shownSpec, storageUri: redactUri(shownSpec.storageUri) } } : {}),
+    since: since === undefined ? undefined : isoTime(since),
+    spec: shownSpec && { ...shownSpec, storageUri: redactUri(shownSpec.storageUri) },
     attempts: attempt ?? 0,
-    ...(errorKind !== undefined ? { error: { kind: errorKind, reason: shownReason(reason ?? '') } } : {}),
-    ...(status.durationMs !== undefined ? { durationMs: status.durationMs } : {}),
-    ...(status.bytesDownloaded !== undefined ? { bytesDownloaded: status.bytesDownloaded } : {}),
-    ...(status.bytesTotal !== undefined ? { bytesTotal: status.bytesTotal } : {}),
-    ...(status.filesFrom !== undefined ? { filesFrom: status.filesFrom } : {}),
+    error: errorKind === undefined ? undefined : { kind: errorKind, reason: shownReason(reason ?? '') },
+    durationMs: status.durationMs,
+    bytesDownloaded: status.bytesDownloaded,
+    bytesTotal: status.bytesTotal,
+    filesFrom: status.filesFrom,
   };
 };
 
 /** The config part of /status, times as ISO 8601 and the rejection's reason redacted. */
-export const configStateJson = (config: ConfigState): StatusDocumentJson['config'] => ({
-  source: config.source,
-  ...(config.watch !== undefined ? { watch: config.watch } : {}),
-  lastAccepted: config.lastAccepted ? { ...config.lastAccepted, at: isoTime(config.lastAccepted.at) } : null,
-  lastRejected: config.lastRejected
-    ? {
-        at: isoTime(config.lastRejected.at),
-        ...(config.lastRejected.reason !== undefined
-          ? { reason: shownReason(config.lastRejected.reason) }
-          : {}),
-      }
+export const configStateJson = ({ source, watch, lastAccepted, lastRejected }: ConfigState) => ({
+  source,
+  watch,
+  lastAccepted: lastAccepted ? { ...lastAccepted, at: isoTime(lastAccepted.at) } : null,
+  lastRejected: lastRejected
+    ? { at: isoTime(lastRejected.at), reason: lastRejected.reason && shownReason(lastRejected.reason) }
     : null,
 });
 
