@@ -8,6 +8,7 @@ import * as E from 'fp-ts/Either';
 import type { Env } from './env';
 import { parseJson } from './json/json';
 import { isJsonObject } from './json/json-object';
+import { hasUserInfo } from './redact';
 
 /** A storage spec's S3 keys and the env var each sets (kserve_storage.py `_update_with_storage_spec`). */
 const s3SpecKeys = [
@@ -27,9 +28,7 @@ const caBundleKey = 'cabundle.crt';
 /** An http(s) URL without user info: what an S3 endpoint must be. */
 const isPlainHttpUrl = (text: string): boolean => {
   const url = URL.parse(text.trim());
-  return (
-    url !== null && ['http:', 'https:'].includes(url.protocol) && url.username === '' && url.password === ''
-  );
+  return url !== null && ['http:', 'https:'].includes(url.protocol) && !hasUserInfo(url);
 };
 
 /** The JSON object in env var `name` (absent or empty: none); the Left names the var, never its value (a secret). */
