@@ -126,11 +126,11 @@ export const syncMode = (
   const reported = withKubeEvents(config, log, env, flushes)(startAgent);
   const surfaced: AgentRun = config.httpPort === 0 ? reported : withSurface(config, log, surface)(reported);
   const run = releasingHeap(v8HeapRelease, log)(surfaced);
-  const { modelDir, serverUrl, protocol } = config;
+  const { modelDir, protocol } = config;
+  const serverUrl = redactUri(config.serverUrl);
   return defer(() => {
-    const shownServerUrl = redactUri(serverUrl);
     log.info(
-      { version: packageVersion, ...configWhere(config), modelDir, serverUrl: shownServerUrl, protocol },
+      { version: packageVersion, ...configWhere(config), modelDir, serverUrl, protocol },
       'modelsync starting',
     );
     let loader: Loader | undefined;
@@ -207,12 +207,7 @@ const failureLine = ({ modelName, phase, errorKind, reason }: ModelStatus): Outp
 export const serverNotAnsweringExitCode = 3;
 
 /** Where the config is read, for a start line: the ConfigMap with `--source kube-api` (no dir is read), else the dir. */
-const configWhere = ({
-  source,
-  configDir,
-  configmap,
-  namespace,
-}: AppConfig): Readonly<Record<string, unknown>> =>
+const configWhere = ({ source, configDir, configmap, namespace }: AppConfig) =>
   source === 'kube-api' ? { source, configmap, namespace } : { source, configDir };
 
 /**

@@ -46,13 +46,11 @@ const plain = (text: string): string => text.replaceAll('`', '');
 /** A flag's description in `--help`: its help, then its choices, default and env var, as commander words them. */
 export const helpDescription = (spec: FlagSpec): string => {
   const details = [
-    ...(spec.choices !== undefined
-      ? [`choices: ${spec.choices.map((c) => JSON.stringify(c)).join(', ')}`]
-      : []),
-    ...(spec.default !== undefined ? [`default: ${JSON.stringify(spec.default)}`] : []),
+    spec.choices && `choices: ${spec.choices.map((c) => JSON.stringify(c)).join(', ')}`,
+    spec.default !== undefined && `default: ${JSON.stringify(spec.default)}`,
     `env: ${spec.env}`,
   ];
-  return `${plain(spec.help)} (${details.join(', ')})`;
+  return `${plain(spec.help)} (${details.filter(Boolean).join(', ')})`;
 };
 
 const specByLong = new Map<string, FlagSpec>(flagList.map(([, spec]) => [spec.flag, spec]));
