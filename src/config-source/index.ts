@@ -12,9 +12,4 @@ export {
   type KubeWatchStatus,
   type SourceStatus,
 } from './kube-api-source';
-export {
-  eventWriteFailure,
-  kubeEventsTarget,
-  type KubeEventsApi,
-  type KubeEventsTarget,
-} from './kube-events-api';
+export { eventWriteFailure, kubeEventsTarget } from './kube-events-api';
