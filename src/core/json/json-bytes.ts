@@ -22,35 +22,21 @@ const otherUnicode = (b: Uint8Array): string | undefined => {
   return undefined;
 };
 
-/** How many continuation bytes the lead byte `lead` takes, and the range its first one must be in; undefined: invalid. */
-const sequenceOf = (lead: number): readonly [number, number, number] | undefined => {
-  if (lead >= 0xc2 && lead <= 0xdf) return [1, 0x80, 0xbf];
-  if (lead === 0xe0) return [2, 0xa0, 0xbf];
-  if (lead === 0xed) return [2, 0x80, 0x9f]; // no UTF-16 surrogates
-  if (lead >= 0xe1 && lead <= 0xef) return [2, 0x80, 0xbf];
-  if (lead === 0xf0) return [3, 0x90, 0xbf];
-  if (lead === 0xf4) return [3, 0x80, 0x8f]; // nothing above U+10FFFF
-  if (lead >= 0xf1 && lead <= 0xf3) return [3, 0x80, 0xbf];
-  return undefined;
-};
+const lossy = new TextDecoder('utf-8', { ignoreBOM: true });
+const encoder = new TextEncoder();
 
-/** The offset of the first byte that starts no valid UTF-8 sequence, or -1 when `bytes` is valid UTF-8. */
+/**
+ * The offset of the first byte that starts no valid UTF-8 sequence, or -1 when `bytes` is valid UTF-8: where the
+ * lossy decoder's first U+FFFD stands that the bytes do not spell (EF BF BD). Before it the text is valid UTF-8, so
+ * re-encoding it gives back its bytes, and their count is the offset.
+ */
 export const invalidUtf8At = (bytes: Uint8Array): number => {
-  for (let i = 0; i < bytes.length;) {
-    const lead = bytes[i]!;
-    if (lead < 0x80) {
-      i++;
-      continue;
-    }
-    const sequence = sequenceOf(lead);
-    if (sequence === undefined) return i;
-    const [continuations, low, high] = sequence;
-    for (let k = 1; k <= continuations; k++) {
-      const next = bytes[i + k];
-      const [min, max] = k === 1 ? [low, high] : [0x80, 0xbf];
-      if (next === undefined || next < min || next > max) return i; // the lead byte is what was mis-encoded
-    }
-    i += continuations + 1;
+  const text = lossy.decode(bytes);
+  let [offset, from] = [0, 0];
+  for (let at = text.indexOf('\uFFFD'); at !== -1; at = text.indexOf('\uFFFD', from)) {
+    offset += encoder.encode(text.slice(from, at)).length;
+    if (bytes[offset] !== 0xef || bytes[offset + 1] !== 0xbf || bytes[offset + 2] !== 0xbd) return offset;
+    [offset, from] = [offset + 3, at + 1];
   }
   return -1;
 };
