@@ -23,30 +23,20 @@ export interface ConfigState {
  */
 export const maxShownReasonBytes = 2048;
 
-const utf8Length = (codePoint: number): number =>
-  codePoint < 0x80 ? 1 : codePoint < 0x800 ? 2 : codePoint < 0x10000 ? 3 : 4;
+const utf8 = new TextEncoder();
 
 /**
  * `reason` redacted (first: a secret across the cut is not shown in part), then, past `maxShownReasonBytes`, cut
- * after its last whole character within them, with a mark saying so.
+ * after its last whole character within them (`encodeInto` takes only whole characters), with a mark saying so.
  */
 const shownReason = (reason: string): string => {
   const text = redact(reason);
   if (text.length * 3 <= maxShownReasonBytes) return text; // no UTF-16 unit is more than 3 bytes of UTF-8
-  let total = 0;
-  for (const char of text) total += utf8Length(char.codePointAt(0)!);
+  const total = utf8.encode(text).length;
   if (total <= maxShownReasonBytes) return text;
   const mark = `… (cut: ${total} bytes in all, the log line has more)`;
-  const room = maxShownReasonBytes - 3 * mark.length; // the mark's bytes, generously
-  let kept = 0;
-  let end = 0;
-  for (const char of text) {
-    const bytes = utf8Length(char.codePointAt(0)!);
-    if (kept + bytes > room) break;
-    kept += bytes;
-    end += char.length;
-  }
-  return `${text.slice(0, end)}${mark}`;
+  const room = new Uint8Array(maxShownReasonBytes - 3 * mark.length); // the mark's bytes, generously
+  return `${text.slice(0, utf8.encodeInto(text, room).read)}${mark}`;
 };
 
 /** One model in /status. */
