@@ -3,6 +3,7 @@
  * `_should_download`, huggingface_hub's `filter_repo_objects`): shell-style patterns matched against each file's
  * `/`-separated path in the model.
  */
+import { partitionPoint } from './partition-point';
 
 /** Patterns a model's files must pass; absent lists select everything. */
 export interface FileSelection {
@@ -188,17 +189,6 @@ const automatonOf = (tokens: ReadonlyArray<Token>): Automaton => {
   return { states: tokens.length + 1, words, stars, anyChar, byChar, ranges, edges, tokens };
 };
 
-/** How many of `edges` are at or below `code`: the stretch of code points it is in. */
-const stretchOf = (edges: ReadonlyArray<number>, code: number): number => {
-  let [lo, hi] = [0, edges.length];
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (edges[mid]! <= code) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-};
-
 /**
  * The states whose token takes `char`, kept in `known` by the code point if a token names it, else by its stretch
  * between range edges (the same takers for all of it): a name of thousands of distinct code points costs a few.
@@ -210,7 +200,8 @@ const takersOf = (
 ): Uint32Array => {
   const code = codeOf(char);
   const named = automaton.byChar.get(char);
-  const key = named === undefined ? stretchOf(automaton.edges, code) : char;
+  // Its stretch: how many of the edges are at or below it.
+  const key = named === undefined ? partitionPoint(automaton.edges, (edge) => edge <= code) : char;
   const kept = known.get(key);
   if (kept !== undefined) return kept;
   const takers = automaton.anyChar.slice();

@@ -2,6 +2,7 @@
 import type { EffectErrorKind } from './errors';
 import type { ModelSpecJson } from './model-config';
 import type { FilesOrigin, ModelPhase, ModelStatus } from './model-status';
+import { partitionPoint } from './partition-point';
 import { redact, redactUri } from './redact';
 import { specToJson, unknownSpec } from './snapshot';
 
@@ -149,18 +150,6 @@ export const statusSummary = (shown: ReadonlyArray<ModelStatus>): StatusSummary 
   return { models: shown.length, phases };
 };
 
-/** The index of the first of `shown` (sorted by name) named after `after`: a binary search. */
-const firstAfter = (shown: ReadonlyArray<ModelStatus>, after: string): number => {
-  let low = 0;
-  let high = shown.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (shown[middle]!.modelName <= after) low = middle + 1;
-    else high = middle;
-  }
-  return low;
-};
-
 /** The models of one page of `shown` (sorted by name), and the `after` of the next page when more follow. */
 export const statusPage = (
   shown: ReadonlyArray<ModelStatus>,
@@ -168,7 +157,9 @@ export const statusPage = (
 ): { readonly models: ReadonlyArray<ModelStatus>; readonly page: StatusPageJson } => {
   const models: ModelStatus[] = [];
   let more = false;
-  for (let at = query.after === undefined ? 0 : firstAfter(shown, query.after); at < shown.length; at++) {
+  const { after } = query; // `shown` is sorted by name: the page starts at the first named after `after`
+  const start = after === undefined ? 0 : partitionPoint(shown, (status) => status.modelName <= after);
+  for (let at = start; at < shown.length; at++) {
     const status = shown[at]!;
     if (query.phase !== undefined && status.phase !== query.phase) continue;
     if (models.length === query.limit) {
