@@ -4,7 +4,7 @@
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Env } from '../core/env';
-import type { PodRef } from '../core/kube-event';
+import type { KubeEventsWriter, PodRef } from '../core/kube-event';
 import {
   defaultNamespace,
   kubeClient,
@@ -18,17 +18,12 @@ import { kubeCall, kubeFailureOf, KubeStatusError, type KubeWrite } from './kube
 /** A write waits this long at most: a recorder never holds anything up on a slow API server. */
 const writeTimeoutMs = 10_000;
 
-/** The Events of one Pod, written with the agent's credentials; each call throws as `kubeCall` does. */
-export interface KubeEventsApi {
-  readonly pod: PodRef;
-  create(event: object): Promise<void>;
-  /** Resolves false when the API server has no such Event any more (an Event lives an hour). */
-  repeat(name: string, patch: object): Promise<boolean>;
-}
-
-/** Where the agent would write its Events, or why it cannot: no Pod known, or no settings to reach the server. */
+/**
+ * Where the agent would write its Events (with its credentials; each write throws as `kubeCall` does), or why it
+ * cannot: no Pod known, or no settings to reach the server.
+ */
 export type KubeEventsTarget =
-  | { readonly _tag: 'Ready'; readonly api: KubeEventsApi }
+  | { readonly _tag: 'Ready'; readonly api: KubeEventsWriter }
   | {
       readonly _tag: 'Unavailable';
       readonly why: string;

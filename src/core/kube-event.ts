@@ -13,6 +13,14 @@ export interface PodRef {
   readonly uid?: string;
 }
 
+/** Where a Pod's Events go: the Pod, and the two writes (config-source's `kubeEventsTarget` makes them). */
+export interface KubeEventsWriter {
+  readonly pod: PodRef;
+  create(event: object): Promise<void>;
+  /** Resolves false when the API server has no such Event any more (an Event lives an hour). */
+  repeat(name: string, patch: object): Promise<boolean>;
+}
+
 export type KubeEventReason = 'ModelLoaded' | 'ModelUnloaded' | 'ModelFailed' | 'ConfigRejected';
 
 export interface KubeEventNote {

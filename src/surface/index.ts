@@ -4,4 +4,4 @@ export { createMetrics } from './metrics';
 export { statusPages } from './status-pages';
 export { createSurfaceState, heartbeatMs, recheckMs, withDescriptors } from './surface-state';
 export { agentPortHandler } from './agent-port-handler';
-export { kubeEventRecorder, type KubeEventsWriter, type KubeEventsWriterOf } from './kube-event-recorder';
+export { kubeEventRecorder, type KubeEventsWriterOf } from './kube-event-recorder';

@@ -10,16 +10,8 @@ import {
   eventObject,
   eventRepeat,
   type KubeEventNote,
-  type PodRef,
+  type KubeEventsWriter,
 } from '../core/kube-event';
-
-/** Where the events go: the Pod, and the two writes (as config-source's `kubeEventsTarget` makes them). */
-export interface KubeEventsWriter {
-  readonly pod: PodRef;
-  create(event: object): Promise<void>;
-  /** Resolves false when the Event is gone (expired). */
-  repeat(name: string, patch: object): Promise<boolean>;
-}
 
 /** The writer, or why there is none (`quiet`: as expected, said at debug only); asked once, at the first event. */
 export type KubeEventsWriterOf = () => Promise<

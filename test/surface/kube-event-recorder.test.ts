@@ -3,8 +3,8 @@
  * what it queues, and stops at a refusal, saying so, trying one write again 10 minutes later.
  */
 import pino from 'pino';
-import { configRejectedEvent, type KubeEventNote } from '../../src/core/kube-event';
-import { kubeEventRecorder, type KubeEventsWriter } from '../../src/surface';
+import { configRejectedEvent, type KubeEventNote, type KubeEventsWriter } from '../../src/core/kube-event';
+import { kubeEventRecorder } from '../../src/surface';
 import { LogSink } from '../helpers/log-sink';
 
 const pod = { name: 'pod-1', namespace: 'ns' };
