@@ -37,11 +37,9 @@ const field = <A>(
  */
 const absentIfNull = (value: unknown): unknown => (value === null ? undefined : value);
 
+/** `field`, or nothing when the field is absent or null. */
 const optional = <A>(
-  codec: t.Decoder<unknown, A>,
-  record: Readonly<Record<string, unknown>>,
-  key: string,
-  context: t.Context,
+  ...[codec, record, key, context]: Parameters<typeof field<A>>
 ): t.Validation<A | undefined> =>
   absentIfNull(record[key]) === undefined ? t.success(undefined) : field(codec, record, key, context);
 
