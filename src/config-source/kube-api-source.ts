@@ -15,16 +15,15 @@ import {
 import { readFailed } from '../core/errors';
 import type { ConfigRead, ConfigSource, FsEvent } from '../ports';
 import type { ConfigDirStatus } from './config-dir';
+import type { ConfigReadOptions } from './config-file';
 import { runListWatch, type ListWatchOptions } from './kube-list-watch';
 
 /** Which ConfigMap to watch, how, and whom to tell that the watch is alive. */
-export interface KubeApiSourceOptions extends ListWatchOptions {
+export interface KubeApiSourceOptions extends ListWatchOptions, Pick<ConfigReadOptions, 'maxBytesName'> {
   /** The key holding the model list. */
   readonly key: string;
   /** A bigger value is refused. */
   readonly maxBytes: number;
-  /** What the user calls `maxBytes`, named in the refusal (the CLI's flag; default `maxBytes`). */
-  readonly maxBytesName?: string;
   /** Called on every sign of a working watch: a list answered, a watch opened, any event (bookmarks too). */
   readonly onAlive?: () => void;
   /** Runs the list and watch (default `runListWatch`); tests give a fake that calls the hooks. */
