@@ -1,7 +1,7 @@
 /** The /status document: every model's status and the config's last accepted and rejected reads, with no secret in it. */
 import type { EffectErrorKind } from './errors';
 import type { ModelSpecJson } from './model-config';
-import type { FilesOrigin, ModelPhase, ModelStatus } from './model-status';
+import type { ModelPhase, ModelStatus } from './model-status';
 import { partitionPoint } from './partition-point';
 import { redact, redactUri } from './redact';
 import { specToJson, unknownSpec } from './snapshot';
@@ -40,8 +40,11 @@ const shownReason = (reason: string): string => {
   return `${text.slice(0, utf8.encodeInto(text, room).read)}${mark}`;
 };
 
-/** One model in /status. */
-export interface ModelStatusJson {
+/** One model in /status (the figures as ModelStatus has them). */
+export interface ModelStatusJson extends Pick<
+  ModelStatus,
+  'durationMs' | 'bytesDownloaded' | 'bytesTotal' | 'filesFrom'
+> {
   readonly model: string;
   readonly phase: ModelPhase;
   /** When it entered `phase` (ISO 8601); absent for a model found in place at start and not touched since. */
@@ -52,11 +55,6 @@ export interface ModelStatusJson {
   readonly attempts: number;
   /** The failure that made it Retrying or Failed. */
   readonly error?: { readonly kind: EffectErrorKind; readonly reason: string };
-  readonly durationMs?: number;
-  readonly bytesDownloaded?: number;
-  readonly bytesTotal?: number;
-  /** Where the spec's files came from: `storage`, `node-cache` or another `model` of the same content. */
-  readonly filesFrom?: FilesOrigin;
 }
 
 /** Which models one /status answer lists: at most `limit`, those named after `after`, of `phase` if given. */
