@@ -8,7 +8,7 @@ import { redact } from '../core/redact';
 import { shownPhases, type ModelStatusJson, type StatusQuery } from '../core/status-document';
 import { announcesBody, boundedServer, defaultServerLimits, endAnswer, type ServerLimits } from '../net';
 import { classifyAgentPortRequest } from './agent-port-handler';
-import type { Liveness } from './surface-state';
+import type { SurfaceState } from './surface-state';
 
 /** The paths the surface serves (`/status/<model>` for one model). */
 export const surfacePaths = {
@@ -22,9 +22,7 @@ const statusPrefix = `${surfacePaths.status}/`;
 const ownPaths: ReadonlySet<string> = new Set(Object.values(surfacePaths));
 
 /** What the surface reads: all of it from memory, none of it from the model server. */
-export interface SurfaceView {
-  readonly liveness: () => Liveness;
-  readonly ready: () => boolean;
+export interface SurfaceView extends Pick<SurfaceState, 'liveness' | 'ready'> {
   /** One page of the /status document as JSON text (see `statusDocumentText`). */
   readonly statusPage: (query: StatusQuery) => string;
   readonly modelStatus: (model: string) => ModelStatusJson | undefined;
