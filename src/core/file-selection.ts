@@ -19,8 +19,7 @@ export const maxPatternLength = 1024;
 
 /** True when the selection names no pattern: the whole model is fetched (an empty list is none, as in KServe). */
 export const selectsAll = (selection: FileSelection | undefined): boolean =>
-  (selection?.allowPatterns === undefined || selection.allowPatterns.length === 0) &&
-  (selection?.ignorePatterns === undefined || selection.ignorePatterns.length === 0);
+  !selection?.allowPatterns?.length && !selection?.ignorePatterns?.length;
 
 /**
  * The selection of `allow` and `ignore`, each kept only when it names a pattern; undefined when neither does, so
@@ -31,12 +30,10 @@ export const selectionOf = (
   ignore: ReadonlyArray<string> | undefined,
 ): FileSelection | undefined => {
   // Decoded and encoded once per model: no object is made for the common spec that selects all.
-  const keepAllow = allow !== undefined && allow.length > 0;
-  const keepIgnore = ignore !== undefined && ignore.length > 0;
-  if (!keepAllow && !keepIgnore) return undefined;
+  if (!allow?.length && !ignore?.length) return undefined;
   return {
-    ...(keepAllow ? { allowPatterns: allow } : {}),
-    ...(keepIgnore ? { ignorePatterns: ignore } : {}),
+    ...(allow?.length ? { allowPatterns: allow } : {}),
+    ...(ignore?.length ? { ignorePatterns: ignore } : {}),
   };
 };
 
