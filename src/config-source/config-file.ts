@@ -3,7 +3,6 @@ import * as E from 'fp-ts/Either';
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { configFileName, dataLinkName } from '../core/config-files';
 import {
   errorCode,
@@ -15,6 +14,7 @@ import {
   type ConfigError,
 } from '../core/errors';
 import { jsonText } from '../core/json/json-bytes';
+import { within } from '../core/waits';
 import { entryKind, readToEnd } from '../fs';
 import type { ConfigRead } from '../ports';
 
@@ -180,15 +180,12 @@ export const withDeadline = (
     const attempt = read().catch((cause: unknown) =>
       E.left(readFailed(file, errorCode(cause) ?? 'EUNKNOWN', errorMessage(cause))),
     );
-    const deadline = new AbortController();
-    const late = sleep(timeoutMs, undefined, { signal: deadline.signal }).catch(() => undefined);
-    const result = await Promise.race([attempt, late]);
-    deadline.abort();
-    if (result !== undefined) return result;
-    pending = attempt.finally(() => {
-      pending = undefined;
-      onLateReturn();
+    return within(attempt, timeoutMs, () => {
+      pending = attempt.finally(() => {
+        pending = undefined;
+        onLateReturn();
+      });
+      return E.left(timedOut);
     });
-    return E.left(timedOut);
   };
 };
