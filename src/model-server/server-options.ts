@@ -1,9 +1,9 @@
 /** What both model-server clients share: where the server listens, how long calls may take, the index bounds. */
 import type { Dispatcher } from 'undici';
-import { EffectError } from '../core/errors';
+import { EffectError, retryableError } from '../core/errors';
 import { modelNameProblem } from '../core/model-name';
 import { redactUri } from '../core/redact';
-import { headerOf, httpCall, type HttpCallResponse } from '../net';
+import { discardBody, headerOf, httpCall, type HttpCallResponse } from '../net';
 
 type HttpCallInit = Parameters<typeof httpCall>[1];
 
@@ -79,3 +79,17 @@ export const loadedModelNames = (names: Iterable<string>): Set<string> => {
  */
 export const isHtml = (response: Pick<HttpCallResponse, 'headers'>): boolean =>
   /^\s*text\/html\b/i.test(headerOf(response.headers, 'content-type') ?? '');
+
+/**
+ * Reads off a 2xx answer to a load or unload; fails retryably on a web page: no server (`by`) answers with one, a
+ * proxy before it does (its login page), and nothing was done (an unload taken as done would delete files held).
+ */
+export const notAPage = async (response: HttpCallResponse, what: string, done: string, by: string) => {
+  await discardBody(response);
+  if (!isHtml(response)) return;
+  throw retryableError(
+    'invalid-response',
+    `${what} was answered ${response.status} with an HTML page, not by ${by} (a login page of a proxy before ` +
+      `it?): the model is not taken as ${done}`,
+  );
+};

@@ -11,6 +11,7 @@ import type { ModelServer } from '../ports';
 import {
   isHtml,
   loadedModelNames,
+  notAPage,
   serverEndpoint,
   serverIndexLimits,
   withRetryable,
@@ -124,16 +125,8 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
       const { status } = result;
       // 206 "Workers scaling in progress...": registered, fewer workers running than asked yet; TorchServe keeps it
       // (it unregisters a model only when its workers fail to start, with a 500) and restarts the workers.
-      if ((status === 200 || status === 201 || status === 202 || status === 206) && isHtml(result)) {
-        // A proxy's login page before TorchServe, which answers JSON: nothing registered.
-        await discardBody(result);
-        throw retryableError(
-          'invalid-response',
-          `${what} was answered ${status} with an HTML page, not by TorchServe (a login page of a proxy before ` +
-            'it?): the model is not taken as registered',
-        );
-      }
-      if (status === 200 || status === 201 || status === 202 || status === 206) return discardBody(result);
+      // A proxy's login page before TorchServe, which answers JSON: nothing registered.
+      if ([200, 201, 202, 206].includes(status)) return notAPage(result, what, 'registered', 'TorchServe');
       const error = await statusError(result);
       if (status !== 409) throw error;
       // Already registered: the wanted state, unless we just unregistered it and someone registered it again.

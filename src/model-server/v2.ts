@@ -27,6 +27,7 @@ import { checkNameInFiles } from './name-in-files';
 import {
   isHtml,
   loadedModelNames,
+  notAPage,
   serverEndpoint,
   serverIndexLimits,
   withRetryable,
@@ -60,20 +61,6 @@ const errorBodyBytes = 64 * 1024;
 /** A status of whatever stands before the server: a redirect (not followed), 401, 403 or 407. */
 const isGatekeeperAnswer = (status: number): boolean =>
   (status >= 300 && status < 400) || status === 401 || status === 403 || status === 407;
-
-/**
- * Reads off a 2xx answer to a load or unload; fails retryably on a web page: no V2 server answers with one, a proxy
- * before it does (its login page), and nothing was done (an unload taken as done would delete files still held).
- */
-const notAPage = async (response: HttpCallResponse, what: string, done: string): Promise<void> => {
-  await discardBody(response);
-  if (!isHtml(response)) return;
-  throw retryableError(
-    'invalid-response',
-    `${what} was answered ${response.status} with an HTML page, not by the model server (a login page of a ` +
-      `proxy before it?): the model is not taken as ${done}`,
-  );
-};
 
 const unknownKindNote =
   "the server's kind is not known yet (GET /v2 was answered by something before it): the KServe model server " +
@@ -251,7 +238,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
         await checkNameInFiles(options.modelDir, name, speech.nameFile, timeoutMs);
       const what = `model server load of "${name}" (${shown})`;
       const response = await post(modelPath(speech, name, 'load'), what, loadTimeoutMs, signal);
-      if (isOk(response)) return notAPage(response, what, 'loaded');
+      if (isOk(response)) return notAPage(response, what, 'loaded', 'the model server');
       const { error, reason } = await failure(response);
       // An auth proxy before the server (kube-rbac-proxy, oauth2-proxy) or the server's own restricted API: the
       // loader leaves it to the resync (src/loader/attempt.ts), and the reason says where to look.
@@ -275,7 +262,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       // 404 page (a proxy's, with no route to the server): its files would be deleted while the server holds them.
       const goneAlready = response.status === 404 && !isHtml(response);
       if (!isOk(response) && !goneAlready) throw (await failure(response)).error;
-      if (isOk(response)) await notAPage(response, what, 'unloaded');
+      if (isOk(response)) await notAPage(response, what, 'unloaded', 'the model server');
       else await discardBody(response);
       // Triton answers before the model is unloaded, and its files must not change until it is.
       if (speech.unloadReturnsEarly) await unloaded(speech, name, signal);
