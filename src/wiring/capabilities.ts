@@ -35,13 +35,13 @@ export const configSourceFor = (
     log: log.child({ component: 'config' }),
     maxBytes: config.maxConfigBytes,
     maxBytesName: flagTable.maxConfigBytes.flag,
-    ...(hooks.onAlive !== undefined ? { onAlive: hooks.onAlive } : {}),
+    onAlive: hooks.onAlive,
   };
   return config.source === 'kube-api'
     ? kubeApiSource({
         ...common,
         name: config.configmap ?? '',
-        ...(config.namespace !== undefined ? { namespace: config.namespace } : {}),
+        namespace: config.namespace,
         key: config.configmapKey,
         env,
         watchTimeoutSeconds: config.watchTimeoutS,
@@ -68,10 +68,7 @@ const modelServerFor = (config: AppConfig, network: Network): ModelServer => {
     dispatcher: network.direct,
   };
   return config.protocol === 'torchserve'
-    ? torchServeModelServer({
-        ...common,
-        ...(config.torchserveTokenFile !== undefined ? { tokenFile: config.torchserveTokenFile } : {}),
-      })
+    ? torchServeModelServer({ ...common, tokenFile: config.torchserveTokenFile })
     : v2ModelServer({ ...common, kind: config.serverKind, modelDir: config.modelDir });
 };
 

@@ -154,7 +154,7 @@ export const storageProviders = (
   headersByHost: ReadonlyMap<string, Readonly<Record<string, string>>>,
   space?: SpaceCheck,
 ): E.Either<string, StorageProviders> => {
-  const limits = { ...downloadLimitsOf(config), ...(space !== undefined ? { spaceCheck: space } : {}) };
+  const limits = { ...downloadLimitsOf(config), spaceCheck: space };
   // Connections per big file, and one pool for every provider: the bound on storage connections is the process's.
   // With the retry policy, which a store's push-backs follow too.
   const streams = {

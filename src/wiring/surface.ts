@@ -120,7 +120,7 @@ export const withSurface =
     const state = createSurfaceState({
       stallMs: config.watchStallMs,
       source: config.source === 'kube-api' ? 'kube-api' : 'config-dir',
-      ...(sourceStatus !== undefined ? { watchAliveAt: () => sourceStatus().lastAliveAt } : {}),
+      watchAliveAt: sourceStatus && (() => sourceStatus().lastAliveAt),
       // The API server's silence (a quiet watch, an outage) is not the process's stall: only a stuck watch is.
       ...(config.source === 'kube-api'
         ? {
@@ -180,11 +180,11 @@ export const withSurface =
       const limits = { ...defaultSurfaceLimits, maxConnections: config.httpMaxConnections };
       return httpSurface({
         port: config.httpPort,
-        ...(config.httpHost !== undefined ? { host: config.httpHost } : {}),
+        host: config.httpHost,
         limits: settings === undefined ? limits : agentPortLimits(limits, settings),
         log: log.child({ component: 'http' }),
         view,
-        ...(port !== undefined ? { agentPort: port.listener } : {}),
+        agentPort: port?.listener,
       }).pipe(finalize(() => port?.close()));
     });
     const stopping$ = (options.stopping$ ?? EMPTY).pipe(tap(() => (draining = true)));
