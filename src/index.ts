@@ -37,15 +37,8 @@ export {
   type Snapshot,
 } from './core/snapshot';
 
-export { coalesceBursts, type BurstPacing } from './pipeline';
-export { decodeSnapshot } from './pipeline';
-export { keepValid } from './pipeline';
-export { readConfig } from './pipeline';
-export { selectConfigEvents } from './pipeline';
-export { skipUnchangedReads } from './pipeline';
-export { toModelOps } from './pipeline';
-
-export { applyModelOps, type OpRunner } from './pipeline';
+export { coalesceBursts, decodeSnapshot, keepValid, readConfig, type BurstPacing } from './pipeline';
+export { applyModelOps, selectConfigEvents, skipUnchangedReads, toModelOps, type OpRunner } from './pipeline';
 
 export {
   acceptedSnapshots,
@@ -55,7 +48,7 @@ export {
   type ConfigPipelineDeps,
   type SyncDeps,
 } from './agent';
-export { startAgent, type AgentCapabilities, type AgentSettings, type AgentStart } from './agent';
+export { abortable, startAgent, type AgentCapabilities, type AgentSettings, type AgentStart } from './agent';
 export {
   agentSettings,
   capabilities,
@@ -78,7 +71,6 @@ export { inPlaceSnapshot, type InPlace } from './core/in-place';
 export { unknownSpec } from './core/snapshot';
 export { parseHostHeaders, parseStorageUri } from './core/storage-uri';
 export { redact, redactLogLine, redactUri, registerSecret, SecretRegistry, secrets } from './core/redact';
-export { abortable } from './agent';
 export { createLoader, type Loader, type LoaderDeps } from './loader';
 export { createSlots, type Slots } from './core/slots';
 export { createWorkQueue, type WorkQueue, type WorkQueueCounts } from './loader';
@@ -103,10 +95,8 @@ export {
   type ExtractOptions,
 } from './storage';
 export type { ArchiveLimits } from './storage';
-export { loadJournal } from './model-dir';
-export { modelDirStore } from './model-dir';
-export { torchServeModelServer } from './model-server';
-export { v2ModelServer } from './model-server';
+export { loadJournal, modelDirStore } from './model-dir';
+export { torchServeModelServer, v2ModelServer } from './model-server';
 export { httpStorage, type HttpStorageOptions } from './storage';
 export { localFileStorage, type LocalStorageOptions } from './storage';
 export { defaultDownloadLimits, type CapNames, type DownloadLimits, type MinRate } from './storage';
