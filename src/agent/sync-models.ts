@@ -167,9 +167,8 @@ export const currentModelOps = (
     decodeSnapshot(),
     map(
       E.map((snapshot) => {
-        if (deps.servedSchemes !== undefined && deps.log !== undefined) {
+        if (deps.servedSchemes !== undefined && deps.log !== undefined)
           logUnservedModels(deps.log, deps.servedSchemes, emptySnapshot, snapshot);
-        }
         return diff(deps.inPlace, snapshot, true);
       }),
     ),
