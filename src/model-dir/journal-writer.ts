@@ -67,12 +67,11 @@ export class JournalWriter {
     if (text === undefined) return false;
     const content = readJournalRecords(text);
     for (const name of content.unconfirmed) this.pending.add(name);
-    if (content.badLines > 0) {
+    if (content.badLines > 0)
       this.log.warn(
         { path: this.path, badLines: content.badLines },
         'skipping load journal lines that are no record',
       );
-    }
     return !content.tornTail;
   }
 
@@ -97,9 +96,8 @@ export class JournalWriter {
     this.adopt(found);
     // Until a compaction drops it, the next record must not be appended to the torn line.
     this.tornTail = !clean;
-    if (found.stats.nlink > 1) {
-      await this.rewrite('a file with other hard links');
-    } else if (!clean || found.size > compactAboveBytes) await this.compactIfPossible();
+    if (found.stats.nlink > 1) await this.rewrite('a file with other hard links');
+    else if (!clean || found.size > compactAboveBytes) await this.compactIfPossible();
   }
 
   /** Appends to `found`, the file read at start-up, from now on. */

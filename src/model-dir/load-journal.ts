@@ -92,9 +92,8 @@ export const loadJournal = (options: {
   };
   const change = (event: JournalEvent, name: ModelName): Promise<void> => {
     const problem = modelNameProblem(name);
-    if (problem !== undefined) {
+    if (problem !== undefined)
       throw permanentError('refused', `refusing journal record for ${JSON.stringify(name)}: ${problem}`);
-    }
     let waiting: WaitingRecord | undefined;
     const written = new Promise<void>((done, failed) => {
       if (batch.length === 0) void inOrder(writeBatch);

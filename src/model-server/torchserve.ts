@@ -189,17 +189,15 @@ const readToken = async (file: string): Promise<string> => {
   if (!text.startsWith('{')) return checkedToken(text, `the TorchServe token file ${file}`);
   // Never quote the file or JSON.parse's message: it holds the keys.
   const json = parseJson(text);
-  if (isLeft(json)) {
+  if (isLeft(json))
     throw retryableError(
       'filesystem',
       `the TorchServe token file ${file} is not valid JSON (being rewritten?)`,
     );
-  }
   registerKeys(json.right);
   const key = (json.right as { management?: { key?: unknown } } | null)?.management?.key;
-  if (typeof key === 'string' && key.trim() !== '') {
+  if (typeof key === 'string' && key.trim() !== '')
     return checkedToken(key, `the management.key of the TorchServe key file ${file}`);
-  }
   throw permanentError('not-found', `the TorchServe key file ${file} has no management.key`);
 };
 
