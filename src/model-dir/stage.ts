@@ -24,12 +24,11 @@ export interface StagingArea {
 const claim = async (m: ModelDirRoot, target: string, name: ModelName): Promise<Found> => {
   const found = await m.inspect(target);
   if (found._tag === 'NotADir') await m.removeNonDir(found);
-  if (found._tag === 'Dir' && found.foreign !== undefined && found.state._tag !== 'Valid') {
+  if (found._tag === 'Dir' && found.foreign !== undefined && found.state._tag !== 'Valid')
     throw permanentError(
       'refused',
       `cannot install model ${name}: ${target} is ${found.foreign}, not a model dir modelsync owns; choose another name`,
     );
-  }
   return found;
 };
 

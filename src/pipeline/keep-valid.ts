@@ -14,12 +14,11 @@ export const keepValid =
   (result$) =>
     result$.pipe(
       tap((result) => {
-        if (E.isLeft(result)) {
+        if (E.isLeft(result))
           log.warn(
             { file: result.left.file, configError: result.left, reason: describeConfigError(result.left) },
             'config rejected; keeping the previous models',
           );
-        }
       }),
       filter(E.isRight),
       map((result) => result.right),
