@@ -1,6 +1,7 @@
 /** attemptOnce: one attempt at a model's desired state, and where a failure leads: a retry later, or Failed. */
 import { retryDelay, type RetryPolicy } from '../core/retry-policy';
 import { toEffectError, type EffectError } from '../core/errors';
+import { isGatekeeperStatus } from '../core/gatekeeper-status';
 import type { ModelName } from '../core/model-name';
 import { redact } from '../core/redact';
 import type { Telemetry } from '../ports';
@@ -26,16 +27,6 @@ export interface AttemptContext {
 /** The HTTP status of a failure, for its log line (a failure is one line: kind, status, message). */
 const statusOf = (error: EffectError): Readonly<Record<string, number>> =>
   error.status === undefined ? {} : { status: error.status };
-
-/**
- * An answer of whatever stands before the server, not of the server about the model's files: a redirect (not
- * followed: a proxy sending loads to https, to a login page), a 401 or 403 (an auth proxy: kube-rbac-proxy and
- * oauth2-proxy refuse with 403, as Triton's restricted API does; none of the four servers refuses a model's files
- * with it) or a 407 (a forward proxy wanting its own credentials). Set right, the same files may load.
- */
-const isGatekeeperAnswer = ({ status }: EffectError): boolean =>
-  status !== undefined &&
-  ((status >= 300 && status < 400) || status === 401 || status === 403 || status === 407);
 
 /** Works once towards the record's desired state; a transient failure comes back through `retryAfter`. */
 export const attemptOnce = async (
@@ -68,7 +59,7 @@ export const attemptOnce = async (
       record.rejected =
         !error.retryable &&
         error.kind !== 'filesystem' &&
-        !isGatekeeperAnswer(error) &&
+        !isGatekeeperStatus(error.status) &&
         failedStep(record.status.phase) === 'load';
       return report(record, 'Failed', desired, details, statusOf(error));
     }

@@ -10,6 +10,7 @@ import {
   retryableError,
   retryAfterOf,
 } from '../core/errors';
+import { isGatekeeperStatus } from '../core/gatekeeper-status';
 import type { ModelName } from '../core/model-name';
 import { kindOfServerName, type V2ServerKind } from '../core/v2-server-kinds';
 import {
@@ -57,10 +58,6 @@ export interface V2ModelServerOptions extends ServerOptions {
 const maxKindAskAgainMs = 60_000;
 
 const errorBodyBytes = 64 * 1024;
-
-/** A status of whatever stands before the server: a redirect (not followed), 401, 403 or 407. */
-const isGatekeeperAnswer = (status: number): boolean =>
-  (status >= 300 && status < 400) || status === 401 || status === 403 || status === 407;
 
 const unknownKindNote =
   "the server's kind is not known yet (GET /v2 was answered by something before it): the KServe model server " +
@@ -118,7 +115,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       // HTML page (a proxy's 404 page for a route not set up yet): the servers answer in JSON or plain text.
       return {
         speech: v2Dialects.generic,
-        settled: !isGatekeeperAnswer(response.status) && !isHtml(response),
+        settled: !isGatekeeperStatus(response.status) && !isHtml(response),
       };
     }
     // Past the cap it is junk as any other that is no metadata (a cut or a timeout is asked again).
@@ -242,7 +239,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       const { error, reason } = await failure(response);
       // An auth proxy before the server (kube-rbac-proxy, oauth2-proxy) or the server's own restricted API: the
       // loader leaves it to the resync (src/loader/attempt.ts), and the reason says where to look.
-      if (isGatekeeperAnswer(response.status))
+      if (isGatekeeperStatus(response.status))
         throw withRetryable(error, false, `${error.message} (${gatekeeperNote})`);
       // A page (an ingress's 404 for a route not set up yet) is no server's word on the files: retried, not refused.
       if (isHtml(response))
