@@ -14,11 +14,7 @@ export interface OpIntake<T> {
  */
 export const createOpIntake = <T>(
   take: (op: T) => void,
-  {
-    perTurn,
-    budgetMs,
-    scheduler,
-  }: { readonly perTurn: number; readonly budgetMs: number; readonly scheduler: SchedulerLike },
+  { perTurn, budgetMs, scheduler }: { perTurn: number; budgetMs: number; scheduler: SchedulerLike },
   changed: () => void,
 ): OpIntake<T> => {
   const subscription = new Subscription();

@@ -122,14 +122,13 @@ export const withSurface =
       source: config.source === 'kube-api' ? 'kube-api' : 'config-dir',
       watchAliveAt: sourceStatus && (() => sourceStatus().lastAliveAt),
       // The API server's silence (a quiet watch, an outage) is not the process's stall: only a stuck watch is.
-      ...(config.source === 'kube-api'
-        ? {
-            watchStuck: () => {
+      watchStuck:
+        config.source === 'kube-api'
+          ? () => {
               const watch = kubeWatch();
               return watch && kubeWatchProblem(watch, performance.now(), config.watchStallMs);
-            },
-          }
-        : {}),
+            }
+          : undefined,
     });
     let loader: Loader | undefined;
     const statuses = (): ReadonlyMap<ModelName, ModelStatus> => loader?.statuses() ?? new Map();
