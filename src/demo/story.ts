@@ -87,10 +87,8 @@ export const runDemoStory = async (
     const loadedNow = async (): Promise<string> => [...(await server.loaded())].sort().join(', ') || '(none)';
 
     say(`${server.title} on ${server.serverUrl}; config dir ${configDir}`);
-    const iris1 = join(storage, 'iris-v1');
-    const iris2 = join(storage, 'iris-v2');
+    const [iris1, iris2, wine] = [join(storage, 'iris-v1'), join(storage, 'iris-v2'), join(storage, 'wine')];
     const mnist = `file://${join(storage, 'mnist')}`;
-    const wine = join(storage, 'wine');
     atomicWrite(configDir, { 'models.json': models({ iris: iris1, mnist }) });
     const surfaceUrl = `http://127.0.0.1:${await freePort()}`;
     const surface = surfaceView(surfaceUrl);
