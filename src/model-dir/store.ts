@@ -35,9 +35,8 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
   };
   const { nodeCache } = options;
   return {
-    ...(nodeCache && {
-      nodeCache: nodeCacheStore(nodeCache, modelDir, (staged) => staging(staged, 'nodeCache'), log),
-    }),
+    nodeCache:
+      nodeCache && nodeCacheStore(nodeCache, modelDir, (staged) => staging(staged, 'nodeCache'), log),
     recover: modelDirRecovery(m),
     stage: stager(area),
     fillFrom: async (source, staged, signal) => {
