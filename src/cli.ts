@@ -153,6 +153,4 @@ else if (parsed._tag === 'UsageError') {
   // Through the redaction like every log line: a bad value is quoted, and a URL may carry credentials.
   process.stderr.write(redact(parsed.message));
   process.exitCode = parsed.exitCode;
-} else {
-  process.stdout.write(parsed.text);
-}
+} else process.stdout.write(parsed.text);
