@@ -221,7 +221,7 @@ export interface FillFromModelDir extends StagingOf {
    */
   readonly link: boolean;
   /** The disk check (`--min-free-bytes`) copies must pass before the first is written; absent: none. */
-  readonly spaceCheck: SpaceCheck | undefined;
+  readonly spaceCheck?: SpaceCheck | undefined;
 }
 
 const entriesOf = (dir: OpenDir): Promise<string[]> =>

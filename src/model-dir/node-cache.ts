@@ -57,7 +57,6 @@ export const nodeCacheStore = (
       signal,
       log,
       link: true,
-      spaceCheck: undefined,
     });
 
   const fillFromEntry = async (
