@@ -72,11 +72,11 @@ const modelServerFor = (config: AppConfig, network: Network): ModelServer => {
     : v2ModelServer({ ...common, kind: config.serverKind, modelDir: config.modelDir });
 };
 
+/** The capabilities of an agent run, its config source telling how its watch is doing (as `capabilities` builds it). */
+export type SurfacedCapabilities = AgentCapabilities & { readonly configSource: ConfigSourceWithStatus };
+
 /** The real edges: what the agent runs on, with the config source's own status. */
-export type Edges = AgentCapabilities & {
-  readonly configSource: ConfigSourceWithStatus;
-  readonly configSourceStatus?: () => KubeWatchStatus;
-};
+export type Edges = SurfacedCapabilities & { readonly configSourceStatus?: () => KubeWatchStatus };
 
 /**
  * The real edges for `config`: the model dir and its load journal, the model server client, the storage router

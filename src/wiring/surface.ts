@@ -22,7 +22,7 @@ import { configRejectedEvent, kubeEventOf } from '../core/kube-event';
 import type { ModelName } from '../core/model-name';
 import type { AgentEvent, ModelStatus } from '../core/model-status';
 import { redact } from '../core/redact';
-import type { AgentCapabilities, AgentSettings } from '../agent';
+import type { AgentSettings } from '../agent';
 import {
   eventWriteFailure,
   kubeEventsTarget,
@@ -30,7 +30,7 @@ import {
   type KubeWatchStatus,
 } from '../config-source';
 import { agentPort, agentPortLimits, type AgentPortSettings } from './agent-port-proxy';
-import type { ConfigSourceWithStatus } from './capabilities';
+import type { SurfacedCapabilities } from './capabilities';
 import type { Loader } from '../loader';
 import { noTelemetry, type Telemetry } from '../ports';
 import {
@@ -43,9 +43,6 @@ import {
   type KubeEventsWriterOf,
   withDescriptors,
 } from '../surface';
-
-/** The capabilities of an agent run, its config source telling how its watch is doing (as `capabilities` builds it). */
-export type SurfacedCapabilities = AgentCapabilities & { readonly configSource: ConfigSourceWithStatus };
 
 /** How an agent run starts: `startAgent`, or `startAgent` with something joined to it. */
 export type AgentRun = (
