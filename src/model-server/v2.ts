@@ -85,7 +85,6 @@ const ServerMetadata = t.type({ name: t.unknown }, 'ServerMetadata');
  */
 export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   const { shown, timeoutMs, loadTimeoutMs, call } = serverEndpoint(options);
-  const unloadPollMs = options.unloadPollMs ?? 100;
   const post = (path: string, what: string, ms: number, signal: AbortSignal): Promise<HttpCallResponse> =>
     call('POST', path, what, ms, signal, { headers: { 'Content-Type': 'application/json' }, body: '{}' });
   const failure = async (response: HttpCallResponse): Promise<{ error: EffectError; reason: string }> => {
@@ -211,7 +210,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   /** Resolves once no version of `name` is READY, LOADING or UNLOADING any more (Triton's unload is async). */
   const unloaded = async (speech: V2Dialect, name: ModelName, signal: AbortSignal): Promise<void> => {
     const deadline = performance.now() + timeoutMs;
-    for (let pause = unloadPollMs; ; pause = Math.min(pause * 2, 1000)) {
+    for (let pause = options.unloadPollMs ?? 100; ; pause = Math.min(pause * 2, 1000)) {
       // One deadline for the whole wait: each look gets what is left of it, not a timeout of its own.
       const leftMs = Math.max(1, Math.ceil(deadline - performance.now()));
       const entries = (await listing(speech, signal, leftMs)).entries();

@@ -38,8 +38,7 @@ export const agentPortSettings = (
 ): E.Either<string, AgentPortSettings | undefined> => {
   const { componentPort } = config;
   if (componentPort === undefined) return E.right(undefined);
-  const text = env.SERVING_READINESS_PROBE ?? '';
-  const decoded = decodeReadinessProbes(text, componentPort);
+  const decoded = decodeReadinessProbes(env.SERVING_READINESS_PROBE ?? '', componentPort);
   if (E.isLeft(decoded)) return E.left(`invalid SERVING_READINESS_PROBE: ${decoded.left}`);
   const given = decoded.right.length > 0;
   return E.right({
