@@ -179,9 +179,8 @@ export const startAgent = (
           telemetry?.repairsDeferred?.(deferred);
         }
         // The capabilities and settings the loader takes are named alike (LoaderDeps).
-        const loaderLog = log.child({ component: 'loader' });
         const loader = createLoader(
-          { ...capabilities, ...settings, random, scheduler, log: loaderLog },
+          { ...capabilities, ...settings, random, scheduler, log: log.child({ component: 'loader' }) },
           inPlace,
         );
         settings.onStart?.({ inPlace, loader, deferred });
