@@ -41,13 +41,11 @@ const foreignReason = (path: string, dev: number, rootDev: number): string | und
  * throws the fs error when it cannot be read. `rootDevice`: the model dir's device (another device is a mount).
  */
 const inspectEntry = async (rootDevice: () => Promise<number>, path: string): Promise<Found> => {
-  let info;
-  try {
-    info = await lstat(path);
-  } catch (cause) {
-    if (isMissing(cause)) return { _tag: 'Missing' };
+  const info = await lstat(path).catch((cause: unknown) => {
+    if (isMissing(cause)) return undefined;
     throw cause;
-  }
+  });
+  if (info === undefined) return { _tag: 'Missing' };
   if (!info.isDirectory()) return { _tag: 'NotADir', path, kind: entryKind(info) };
   const foreign = foreignReason(path, info.dev, await rootDevice());
   try {
