@@ -25,7 +25,9 @@ const flagOf = (token: string): string | undefined =>
  * The arguments with KServe's switch forms made ours, or the problems: each refused feature once (named, with
  * what to change in the InferenceService) and `--enable-puller=false`. Flags after `--` are not flags.
  */
-export const kserveArguments = (args: ReadonlyArray<string>) => {
+export const kserveArguments = (
+  args: ReadonlyArray<string>,
+): { readonly args: ReadonlyArray<string>; readonly problems: ReadonlyArray<string> } => {
   const end = args.indexOf('--');
   const flags = end === -1 ? args : args.slice(0, end);
   // `--enable-batcher=false` is pflag's way of leaving a switch off: that flag says nothing, and is dropped.
@@ -86,7 +88,15 @@ const winner = (given: Given, kserve: SettingField, ours: SettingField): 'kserve
  * same way, saying different things, is a problem. KServe's agent always serves its port: `--component-port`
  * on the command line takes 9081 over an env var's 0 (saying so in `notes`).
  */
-export const withKServeSpellings = (config: AppConfig, given: Given, env: Env) => {
+export const withKServeSpellings = (
+  config: AppConfig,
+  given: Given,
+  env: Env,
+): {
+  readonly config: AppConfig;
+  readonly problems: ReadonlyArray<string>;
+  readonly notes: ReadonlyArray<string>;
+} => {
   const problems: string[] = [];
   const notes: string[] = [];
   let resolved: AppConfig = config;

@@ -92,7 +92,10 @@ const entriesOf = (value: unknown): Fields[] =>
  * The kubeconfig `file`, read bounded and parsed by the client's own YAML loader, with each user through
  * `clientUser` and relative paths made absolute; and its users as written (for `userProblem`).
  */
-const readKubeconfig = async (kube: KubeClientModule, file: string) => {
+const readKubeconfig = async (
+  kube: KubeClientModule,
+  file: string,
+): Promise<{ readonly config: KubeConfig; readonly users: ReadonlyMap<string, Fields> }> => {
   const dir = dirname(file);
   const bytes = await readSmallFile(file, maxKubeconfigBytes, `the kubeconfig ${file}`, 'follow');
   const parsed = jsonObject(kube.loadYaml(bytes.toString('utf8')));

@@ -149,7 +149,10 @@ export const statusSummary = (shown: ReadonlyArray<ModelStatus>): StatusSummary 
 };
 
 /** The models of one page of `shown` (sorted by name), and the `after` of the next page when more follow. */
-export const statusPage = (shown: ReadonlyArray<ModelStatus>, query: StatusQuery) => {
+export const statusPage = (
+  shown: ReadonlyArray<ModelStatus>,
+  query: StatusQuery,
+): { readonly models: ReadonlyArray<ModelStatus>; readonly page: StatusPageJson } => {
   const models: ModelStatus[] = [];
   let more = false;
   const { after } = query; // `shown` is sorted by name: the page starts at the first named after `after`
