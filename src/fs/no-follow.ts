@@ -168,50 +168,35 @@ export const removeTree = (path: string): Promise<void> =>
   step(`cannot delete ${path}`, () => removeEntry(path));
 
 /**
- * Visits every regular file under `dir` (`fanOut` at a time) and, once its entries are done, every dir bottom-up;
- * links are not followed. `listed`: the entries of `dir` itself when the caller has just read them.
+ * `stats` with the lstat of every regular file under `dir` (`fanOut` at a time) added, by `/`-separated relative
+ * path after `prefix`; links are not followed. `listed`: the entries of `dir` itself when the caller has just read them.
  */
-const walkTree = async (
+const statTree = async (
   dir: OpenDir,
-  visit: {
-    readonly file: (ref: string, relative: string, path: string) => Promise<void>;
-    readonly dirDone?: (dir: OpenDir) => Promise<void>;
-  },
-  prefix = '',
-  listed?: ReadonlyArray<Dirent>,
-): Promise<void> => {
-  const entries =
-    listed ?? (await step(`cannot list ${dir.path}`, () => readdir(dir.ref, { withFileTypes: true })));
-  await forEachLimited(
-    entries.filter((entry) => entry.isFile()),
-    fanOut,
-    (entry) => visit.file(`${dir.ref}/${entry.name}`, prefix + entry.name, join(dir.path, entry.name)),
-  );
-  for (const entry of entries.filter((e) => e.isDirectory())) {
-    const child = join(dir.path, entry.name);
-    await step(`cannot read ${child}`, () =>
-      withDir(`${dir.ref}/${entry.name}`, (sub) =>
-        walkTree({ ...sub, path: child }, visit, `${prefix}${entry.name}/`),
-      ),
-    );
-  }
-  await visit.dirDone?.(dir);
-};
-
-/** The lstat of every regular file under `dir` by `/`-separated relative path; `listed` as in `walkTree`. */
-export const fileStats = async (
-  dir: OpenDir,
+  stats: Map<string, Stats>,
+  prefix: string,
   listed?: ReadonlyArray<Dirent>,
 ): Promise<Map<string, Stats>> => {
-  const stats = new Map<string, Stats>();
-  const file = async (ref: string, relative: string, path: string): Promise<void> => {
-    const info = await step(`cannot read ${path}`, () => lstat(ref));
-    if (info.isFile()) stats.set(relative, info);
-  };
-  await walkTree(dir, { file }, '', listed);
+  const entries =
+    listed ?? (await step(`cannot list ${dir.path}`, () => readdir(dir.ref, { withFileTypes: true })));
+  const files = entries.filter((entry) => entry.isFile());
+  await forEachLimited(files, fanOut, async ({ name }) => {
+    const info = await step(`cannot read ${join(dir.path, name)}`, () => lstat(`${dir.ref}/${name}`));
+    if (info.isFile()) stats.set(prefix + name, info);
+  });
+  for (const { name } of entries.filter((entry) => entry.isDirectory())) {
+    const child = join(dir.path, name);
+    await step(`cannot read ${child}`, () =>
+      withDir(`${dir.ref}/${name}`, (sub) => statTree({ ...sub, path: child }, stats, `${prefix}${name}/`)),
+    );
+  }
   return stats;
 };
 
-/** The size of every regular file under `dir` by `/`-separated relative path; `listed` as in `walkTree`. */
+/** The lstat of every regular file under `dir` by `/`-separated relative path; `listed` as in `statTree`. */
+export const fileStats = (dir: OpenDir, listed?: ReadonlyArray<Dirent>): Promise<Map<string, Stats>> =>
+  statTree(dir, new Map(), '', listed);
+
+/** The size of every regular file under `dir` by `/`-separated relative path; `listed` as in `statTree`. */
 export const fileSizes = async (dir: OpenDir, listed?: ReadonlyArray<Dirent>): Promise<Map<string, number>> =>
   new Map([...(await fileStats(dir, listed))].map(([relative, info]) => [relative, info.size]));
