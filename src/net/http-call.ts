@@ -222,14 +222,12 @@ export const errorText = (body: string): string => {
   return text.replace(/\s+/g, ' ');
 };
 
-const transportFailure = (cause: unknown, init: HttpCallInit): EffectError => {
-  const timeout = timeoutOf(cause);
-  return transportError(cause, {
-    what: init.what,
-    aborted: init.signal.aborted,
-    timeout: timeout === undefined ? undefined : `timed out after ${init.timeoutMs} ms`,
+const transportFailure = (cause: unknown, { what, signal, timeoutMs }: HttpCallInit): EffectError =>
+  transportError(cause, {
+    what,
+    aborted: signal.aborted,
+    timeout: timeoutOf(cause) === undefined ? undefined : `timed out after ${timeoutMs} ms`,
   });
-};
 
 // Thrown inside readCapped only; readText turns it into a message that names the call.
 class BodyTooLarge extends Error {}

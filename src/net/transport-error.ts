@@ -72,10 +72,8 @@ const causeChain = (cause: unknown): ReadonlyArray<Link> => {
 };
 
 // `fetch failed` says nothing; the useful part (`connect ECONNREFUSED 127.0.0.1:8000`) is further down the chain.
-const describe = (chain: ReadonlyArray<Link>): string | undefined => {
-  const messages = chain
+const describe = (chain: ReadonlyArray<Link>): string | undefined =>
+  chain
     .map(({ message }) => message)
-    .filter((message): message is string => typeof message === 'string')
-    .filter((message) => message !== '' && message !== 'fetch failed');
-  return messages.length > 0 ? messages.join(': ') : undefined;
-};
+    .filter((message) => typeof message === 'string' && message !== '' && message !== 'fetch failed')
+    .join(': ') || undefined;
