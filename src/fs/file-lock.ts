@@ -25,16 +25,13 @@ const lockFlags = constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | 
 export const lockFile = async (path: string, waitMs: number, signal: AbortSignal): Promise<HeldLock> => {
   signal.throwIfAborted();
   const handle = await step(`cannot open the lock file ${path}`, () => open(path, lockFlags, 0o600));
-  const release = (() => {
-    let closed: Promise<void> | undefined;
-    return () => (closed ??= handle.close().catch(() => undefined));
-  })();
+  let closed: Promise<void> | undefined;
+  const release = (): Promise<void> => (closed ??= handle.close().catch(() => undefined));
   try {
     const info = await handle.stat();
     if (!info.isFile()) throw new Error(`the lock file ${path} is not a regular file`);
     await new Promise<void>((resolve, reject) => {
-      const wait = ['--wait', String(waitMs / 1000)];
-      const child = spawn('flock', ['--exclusive', ...wait, '3'], {
+      const child = spawn('flock', ['--exclusive', '--wait', String(waitMs / 1000), '3'], {
         stdio: ['ignore', 'ignore', 'pipe', handle.fd],
       });
       let stderr = '';
