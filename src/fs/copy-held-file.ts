@@ -73,19 +73,15 @@ export const fileCopier = ({
     return size;
   };
 
-  const tryClone = async (file: HeldFile): Promise<number | undefined> => {
-    try {
-      return await whole(file, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE_FORCE);
-    } catch (cause) {
-      if (!noCloneCodes.has(errorCode(cause) ?? '')) throw fsError(file.what, cause);
-      clones = Promise.resolve(false);
-      return undefined;
-    }
-  };
-
   const cloned = async (file: HeldFile): Promise<number | undefined> => {
     if (clones !== undefined && !(await clones)) return undefined;
-    const attempt = tryClone(file);
+    const attempt = whole(file, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE_FORCE).catch(
+      (cause: unknown) => {
+        if (!noCloneCodes.has(errorCode(cause) ?? '')) throw fsError(file.what, cause);
+        clones = Promise.resolve(false);
+        return undefined;
+      },
+    );
     // A failure for another reason (EIO) says nothing of the file system: the waiting files try for themselves.
     clones ??= attempt.then(
       (bytes) => bytes !== undefined,
