@@ -11,7 +11,7 @@ import { HttpProxyAgent } from 'http-proxy-agent';
 import { HttpsProxyAgent } from 'https-proxy-agent';
 import { Agent, ProxyAgent, type Dispatcher } from 'undici';
 import { entryKind } from '../core/entry-kind';
-import { errorCode } from '../core/errors';
+import { errorCode, errorMessage } from '../core/errors';
 import { proxyRules, proxySettingsFrom, type ProxyRules, type ProxySettings } from './proxy-rules';
 
 /** How servers' certificates are checked. */
@@ -88,9 +88,8 @@ class TunnelAgent extends HttpsProxyAgent<string> {
 }
 
 const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
-  const ca = tlsSettings.extraCa?.length ? [...rootCertificates, ...tlsSettings.extraCa] : undefined;
   const tls: TlsOptions = {
-    ...(ca !== undefined ? { ca } : {}),
+    ...(tlsSettings.extraCa?.length ? { ca: [...rootCertificates, ...tlsSettings.extraCa] } : {}),
     rejectUnauthorized: tlsSettings.verify !== false,
   };
   const direct = new Agent({ connect: tls });
@@ -102,12 +101,11 @@ const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
   const dispatcherFor = (url: URL): Dispatcher => {
     const proxy = rules.proxyFor(url);
     if (proxy === undefined) return direct;
-    let agent = undiciProxies.get(proxy.href);
-    if (agent === undefined) {
-      // proxyTunnel false: http:// targets are forwarded as absolute-URI requests, like curl and the node agents.
-      agent = new ProxyAgent({ uri: proxy.href, proxyTunnel: false, requestTls: tls, proxyTls: tls });
-      undiciProxies.set(proxy.href, agent);
-    }
+    // proxyTunnel false: http:// targets are forwarded as absolute-URI requests, like curl and the node agents.
+    const agent =
+      undiciProxies.get(proxy.href) ??
+      new ProxyAgent({ uri: proxy.href, proxyTunnel: false, requestTls: tls, proxyTls: tls });
+    undiciProxies.set(proxy.href, agent);
     return agent;
   };
 
@@ -116,11 +114,10 @@ const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
     const proxy = rules.proxyFor(url);
     if (proxy === undefined) return secure ? httpsDirect : httpDirect;
     const key = `${secure ? 'tunnel' : 'forward'} ${proxy.href}`;
-    let agent = nodeProxies.get(key);
-    if (agent === undefined) {
-      agent = secure ? new TunnelAgent(proxy, tls) : new HttpProxyAgent(proxy, { keepAlive: true, ...tls });
-      nodeProxies.set(key, agent);
-    }
+    const agent =
+      nodeProxies.get(key) ??
+      (secure ? new TunnelAgent(proxy, tls) : new HttpProxyAgent(proxy, { keepAlive: true, ...tls }));
+    nodeProxies.set(key, agent);
     return agent;
   };
 
@@ -201,12 +198,7 @@ export const readCaBundle = (file: string): E.Either<string, ReadonlyArray<strin
 export const networkFrom = (
   settings: { readonly caBundle?: string | undefined },
   env: Env,
-): E.Either<string, Network> => {
-  const extraCa = settings.caBundle === undefined ? E.right([]) : readCaBundle(settings.caBundle);
-  if (E.isLeft(extraCa)) return extraCa;
-  try {
-    return E.right(createNetwork({ proxy: proxySettingsFrom(env), tls: { extraCa: extraCa.right } }));
-  } catch (cause) {
-    return E.left(cause instanceof Error ? cause.message : String(cause));
-  }
-};
+): E.Either<string, Network> =>
+  E.flatMap(settings.caBundle === undefined ? E.right([]) : readCaBundle(settings.caBundle), (extraCa) =>
+    E.tryCatch(() => createNetwork({ proxy: proxySettingsFrom(env), tls: { extraCa } }), errorMessage),
+  );
