@@ -6,6 +6,7 @@ import { PathReporter } from 'io-ts/PathReporter';
 import { errors, request, type Dispatcher } from 'undici';
 import { EffectError, httpStatusError, permanentError, retryableError, retryAfterOf } from '../core/errors';
 import { parseJson } from '../core/json/json';
+import { jsonObject } from '../core/json/json-object';
 import { redactUri } from '../core/storage-uri';
 import { timeoutOf, transportError } from './transport-error';
 import { hasUserInfo } from '../core/redact';
@@ -125,10 +126,8 @@ export const readText = async (
   maxBytes = defaultMaxBodyBytes,
 ): Promise<string> => {
   try {
-    const bytes = await readWithin(body, init.timeoutMs, () =>
-      readCapped(body, maxBytes, () => new BodyTooLarge()),
-    );
-    return bytes.toString('utf8');
+    const read = (): Promise<Buffer> => readCapped(body, maxBytes, () => new BodyTooLarge());
+    return (await readWithin(body, init.timeoutMs, read)).toString('utf8');
   } catch (cause) {
     if (cause instanceof BodyTooLarge)
       throw retryableError('too-large', `${init.what}: response body is larger than ${maxBytes} bytes`);
@@ -212,12 +211,10 @@ export const errorBodyText = (body: ResponseBody, withinMs = errorBodyTimeoutMs)
 export const errorText = (body: string): string => {
   const text = body.trim();
   const json = text.startsWith('{') ? parseJson(text) : undefined;
-  if (json !== undefined && !isLeft(json) && typeof json.right === 'object' && json.right !== null) {
-    const fields = json.right as Record<string, unknown>;
-    for (const key of ['error', 'message', 'detail']) {
-      const value = fields[key];
-      if (typeof value === 'string' && value.trim() !== '') return value.trim();
-    }
+  const fields = json === undefined || isLeft(json) ? undefined : jsonObject(json.right);
+  for (const key of ['error', 'message', 'detail']) {
+    const value = fields?.[key];
+    if (typeof value === 'string' && value.trim() !== '') return value.trim();
   }
   return text.replace(/\s+/g, ' ');
 };
