@@ -7,19 +7,9 @@ import { untilAborted } from '../core/waits';
 
 // The transient errno codes: a full disk, a quota, an I/O error, too many open files, a busy or stale (NFS) file
 // may pass. Every other code (ENOENT, EACCES, EROFS, ...) recurs until someone changes the files.
-const transientCodes = new Set([
-  'ENOSPC',
-  'EDQUOT',
-  'EIO',
-  'EMFILE',
-  'ENFILE',
-  'EAGAIN',
-  'EBUSY',
-  'ENOMEM',
-  'EINTR',
-  'ESTALE',
-  'ETIMEDOUT',
-]);
+const transientCodes = new Set(
+  'ENOSPC EDQUOT EIO EMFILE ENFILE EAGAIN EBUSY ENOMEM EINTR ESTALE ETIMEDOUT'.split(' '),
+);
 
 export const isTransientFsError = (cause: unknown): boolean => transientCodes.has(errorCode(cause) ?? '');
 

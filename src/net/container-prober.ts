@@ -45,12 +45,7 @@ interface Target {
 const redirectStatuses: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
 const maxRedirects = 10;
 /** Headers Go's client does not send on to another host. */
-const sensitiveHeaders: ReadonlySet<string> = new Set([
-  'authorization',
-  'www-authenticate',
-  'cookie',
-  'cookie2',
-]);
+const sensitiveHeaders = new Set(['authorization', 'www-authenticate', 'cookie', 'cookie2']);
 
 /** Where `location`, answered to a request to `from`, leads; undefined when it is no http(s) URL. */
 const redirectTarget = (from: Target, location: string): Target | undefined => {

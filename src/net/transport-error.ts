@@ -14,13 +14,9 @@ export interface TransportState {
 }
 
 // Thrown when the URL can never be requested; every other transport failure may pass.
-const permanentCauseCodes = new Set([
-  'ERR_INVALID_URL',
-  'ERR_INVALID_ARG_TYPE',
-  'ERR_INVALID_PROTOCOL',
-  'UND_ERR_INVALID_ARG',
-  'ERR_INVALID_CHAR',
-]);
+const permanentCauseCodes = new Set(
+  'ERR_INVALID_URL ERR_INVALID_ARG_TYPE ERR_INVALID_PROTOCOL UND_ERR_INVALID_ARG ERR_INVALID_CHAR'.split(' '),
+);
 
 const timeoutCodes: Readonly<Record<string, 'connect' | 'headers' | 'body'>> = {
   UND_ERR_CONNECT_TIMEOUT: 'connect',
