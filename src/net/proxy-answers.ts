@@ -23,8 +23,8 @@ export const codingText = Buffer.from('transfer codings other than chunked are n
  * chunk: headers with credentials, tensor data) on a parse error, and at debug the whole error is logged.
  */
 const withoutRawPacket = (err: unknown): unknown => {
-  if (typeof err !== 'object' || err === null || !('rawPacket' in err)) return err;
-  delete (err as { rawPacket?: unknown }).rawPacket; // the error is only logged; the bytes are nobody's to keep
+  // The error is only logged; the bytes are nobody's to keep.
+  if (typeof err === 'object' && err !== null && 'rawPacket' in err) delete err.rawPacket;
   return err;
 };
 
@@ -39,12 +39,11 @@ export const rateLimitedWarn = (
     const previous = last.get(kind);
     if (previous !== undefined && now - previous.at < 1000) return void previous.suppressed++;
     last.set(kind, { at: now, suppressed: 0 });
-    const fields = {
-      kind,
-      suppressed: previous?.suppressed ?? 0,
-      ...(err === undefined ? {} : { err: withoutRawPacket(err) }),
-    };
-    log.warn(fields, 'proxy failure');
+    const suppressed = previous?.suppressed ?? 0;
+    log.warn(
+      { kind, suppressed, ...(err === undefined ? {} : { err: withoutRawPacket(err) }) },
+      'proxy failure',
+    );
   };
 };
 
