@@ -13,18 +13,11 @@ import {
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { errorCode } from '../core/errors';
-import { answerStarted, capConnections } from './connection-cap';
+import { answerStarted, capConnections, type ConnectionCap } from './connection-cap';
 import { closeAfter, endAnswer } from './early-answer';
 
 /** What one client, or many, may hold of a server. */
-export interface ServerLimits {
-  /**
-   * Connections open at once. One more evicts the oldest that holds its place without using it (`connection-cap.ts`);
-   * when none does, it takes a place in the reserve, or is closed at once when that is full too.
-   */
-  readonly maxConnections: number;
-  /** Places past `maxConnections` for what `reserveServes` (the probes): no crowd can lock the kubelet out. */
-  readonly reservedConnections: number;
+export interface ServerLimits extends ConnectionCap {
   /** A request's line and headers must arrive within this; slower clients (slowloris) are cut (408). */
   readonly requestTimeoutMs: number;
   /** The whole request, body included, within this (default and floor `requestTimeoutMs`): a proxied upload. */

@@ -9,7 +9,12 @@ import type { Socket } from 'node:net';
 
 /** How many connections, and how many more past them for what the reserve serves. */
 export interface ConnectionCap {
+  /**
+   * Connections open at once. One more evicts the oldest that holds its place without using it; when none does, it
+   * takes a place in the reserve, or is closed at once when that is full too.
+   */
   readonly maxConnections: number;
+  /** Places past `maxConnections` for what the reserve serves (the probes): no crowd can lock the kubelet out. */
   readonly reservedConnections: number;
 }
 
