@@ -50,11 +50,7 @@ export const transportError = (cause: unknown, state: TransportState): EffectErr
   return retryableError('network', `${what}${failed}: ${detail}`, cause);
 };
 
-interface Link {
-  readonly message?: unknown;
-  readonly code?: unknown;
-  readonly cause?: unknown;
-}
+type Link = Readonly<Partial<Record<'message' | 'code' | 'cause', unknown>>>;
 
 // Duck-typed, not `instanceof Error`: undici's errors may come from another realm (jest, vm contexts).
 const causeChain = (cause: unknown): ReadonlyArray<Link> => {
