@@ -141,13 +141,10 @@ const emptyDir = async (dir: OpenDir): Promise<void> => {
 const removeEntry = async (path: string): Promise<void> => {
   for (let attempt = 1; ; attempt++) {
     try {
-      const info = await lstat(path);
-      if (!info.isDirectory()) {
-        await unlink(path);
-        return;
-      }
-      await withDir(path, emptyDir);
-      await rmdir(path);
+      if ((await lstat(path)).isDirectory()) {
+        await withDir(path, emptyDir);
+        await rmdir(path);
+      } else await unlink(path);
       return;
     } catch (cause) {
       if (errorCode(cause) === 'ENOENT') return;
