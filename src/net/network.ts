@@ -79,10 +79,7 @@ class TunnelAgent extends HttpsProxyAgent<string> {
     super(proxy, { keepAlive: true, ...tls });
   }
 
-  override connect(
-    req: http.ClientRequest,
-    options: AgentConnectOpts,
-  ): ReturnType<HttpsProxyAgent<string>['connect']> {
+  override connect(req: http.ClientRequest, options: AgentConnectOpts) {
     return super.connect(req, { ...options, ...this.tls });
   }
 }
