@@ -24,10 +24,7 @@ export const guardProcess = (log: Logger, target: EventEmitter = process, now = 
     (error: unknown): void => {
       caught++;
       const at = now();
-      if (at - windowStart < windowMs) {
-        unlogged++;
-        return;
-      }
+      if (at - windowStart < windowMs) return void unlogged++;
       windowStart = at;
       log.error(
         { component: 'process', origin, err: error, ...(unlogged > 0 ? { notLogged: unlogged } : {}) },
@@ -37,12 +34,8 @@ export const guardProcess = (log: Logger, target: EventEmitter = process, now = 
     };
   const onException = caughtOne('uncaught exception');
   const onRejection = caughtOne('unhandled rejection');
-  target.on('uncaughtException', onException);
-  target.on('unhandledRejection', onRejection);
-  return () => {
-    target.off('uncaughtException', onException);
-    target.off('unhandledRejection', onRejection);
-  };
+  target.on('uncaughtException', onException).on('unhandledRejection', onRejection);
+  return () => void target.off('uncaughtException', onException).off('unhandledRejection', onRejection);
 };
 
 type WarningListener = (warning: Error & { readonly code?: unknown }) => void;
