@@ -47,8 +47,7 @@ type WarningListener = (warning: Error & { readonly code?: unknown }) => void;
 export const logProcessWarnings = (log: Logger, target: EventEmitter = process): (() => void) => {
   const printers = target.listeners('warning') as WarningListener[];
   for (const printer of printers) target.off('warning', printer);
-  const onWarning: WarningListener = (warning) => {
-    const { name, message, code, stack } = warning;
+  const onWarning: WarningListener = ({ name, message, code, stack }) => {
     log.warn(
       {
         component: 'process',
