@@ -14,10 +14,8 @@ export interface ProxySettings {
 }
 
 // curl, undici and Python's requests: the lower-case name wins over the upper-case one.
-const variable = (env: Env, name: string): string | undefined => {
-  const value = env[name.toLowerCase()] ?? env[name];
-  return value === undefined || value.trim() === '' ? undefined : value.trim();
-};
+const variable = (env: Env, name: string): string | undefined =>
+  (env[name.toLowerCase()] ?? env[name])?.trim() || undefined;
 
 /** The proxy variables of `env`, lower-case names first (`https_proxy` over `HTTPS_PROXY`). */
 export const proxySettingsFrom = (env: Env): ProxySettings => ({
@@ -83,14 +81,10 @@ export interface ProxyRules {
 
 const proxyUrl = (text: string | undefined, name: string): URL | undefined => {
   if (text === undefined) return undefined;
-  let url: URL;
-  try {
-    // curl takes a bare `host:port` as an http proxy.
-    url = new URL(/^[a-z][a-z\d+.-]*:\/\//i.test(text) ? text : `http://${text}`);
-  } catch {
-    // Never quoted: a proxy URL may carry a password.
-    throw new Error(`${name} is not a valid proxy URL`);
-  }
+  // curl takes a bare `host:port` as an http proxy.
+  const url = URL.parse(/^[a-z][a-z\d+.-]*:\/\//i.test(text) ? text : `http://${text}`);
+  // Never quoted: a proxy URL may carry a password.
+  if (url === null) throw new Error(`${name} is not a valid proxy URL`);
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new Error(`${name} must be an http:// or https:// proxy URL, not ${url.protocol}`);
   let password: string;
