@@ -45,9 +45,8 @@ export const spaceCheck = (
 ): SpaceCheck => {
   let reading: { readonly at: number; readonly free: Promise<number | undefined> } | undefined;
   return async (dir, bytes, what) => {
-    if (reading === undefined || now() - reading.at >= reuseMs) {
+    if (reading === undefined || now() - reading.at >= reuseMs)
       reading = { at: now(), free: freeBytesOf(dir).catch(() => undefined) };
-    }
     const free = await reading.free;
     if (free === undefined || bytes + minFreeBytes <= free) return;
     const needs = bytes > 0 ? `${showBytes(bytes)} + ` : '';

@@ -2,15 +2,14 @@
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EffectError, errorCode } from '../core/errors';
-import { forEachLimited, step, syncPath } from './durable-fs';
+import { forEachLimited, isMissing, step, syncPath } from './durable-fs';
 import { openDir, readNoFollow, type OpenDir } from './no-follow';
 
 // Names looked up or flushed at once in one dir.
 const fanOut = 16;
 
 /** Undefined for the errors of a path that leads to no real dir or file: missing, a link (ELOOP), a file on the way. */
-const isNotThere = (cause: unknown): boolean =>
-  ['ENOENT', 'ENOTDIR', 'ELOOP'].includes(errorCode(cause) ?? '');
+const isNotThere = (cause: unknown): boolean => isMissing(cause) || errorCode(cause) === 'ELOOP';
 const unlessNotThere = (cause: unknown): undefined => {
   if (isNotThere(cause)) return undefined;
   throw cause;
