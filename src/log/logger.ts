@@ -136,10 +136,8 @@ export const boundedDestination = (
 export const nonBlockingStderr = (): Writable | undefined => {
   const stats = fstatSync(2);
   if (!stats.isFIFO() && !stats.isSocket()) return undefined;
-  const socket = new Socket({ fd: 2, readable: false, writable: true });
   // Pending log lines must not keep a process alive that has nothing else to do (it exits through flushed).
-  socket.unref();
-  return socket;
+  return new Socket({ fd: 2, readable: false, writable: true }).unref();
 };
 
 /**
