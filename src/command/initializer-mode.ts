@@ -100,14 +100,35 @@ const retryTransient =
       }),
     );
 
-/**
- * Each pair in order (retried, then its bytes and seconds logged), stopping at the first that fails (logged): true
- * when every one was downloaded. Unsubscribing aborts the download in progress.
- */
+/** Downloads one pair (retried), then logs its bytes and seconds; unsubscribing aborts the download. */
+const downloadPair = (
+  storage: InitializerStorage,
+  pair: DownloadPair,
+  { policy, request }: PairOptions,
+  log: Logger,
+): Observable<void> =>
+  defer(() => {
+    const startedAt = Date.now();
+    // The agent's `download progress` line (src/loader/reconcile.ts), the pair in place of the model.
+    const progress = (report: DownloadProgress): void => {
+      if (!report.done)
+        log.info({ ...shown(pair), ...downloadProgressFields(report) }, downloadProgressMessage);
+    };
+    const attempt$ = abortable((signal) => storage.download(pair.uri, pair.dest, signal, progress, request));
+    return attempt$.pipe(
+      retryTransient(policy, log, pair),
+      map(({ bytes }) => {
+        const seconds = (Date.now() - startedAt) / 1000;
+        log.info({ ...shown(pair), bytes, seconds }, 'model downloaded');
+      }),
+    );
+  });
+
+/** Each pair in order, stopping at the first that fails (logged): true when every one was downloaded. */
 const downloadAll = (
   storage: InitializerStorage,
   pairs: ReadonlyArray<DownloadPair>,
-  { policy, request }: PairOptions,
+  options: PairOptions,
   log: Logger,
 ): Observable<boolean> => {
   // Checked before any pair is downloaded: a URI no provider serves writes nothing anywhere.
@@ -118,25 +139,9 @@ const downloadAll = (
     logFailure(log, refused.pair, refused.error);
     return of(false);
   }
-  const downloadPair = (pair: DownloadPair): Observable<void> =>
-    defer(() => {
-      const startedAt = Date.now();
-      // The agent's `download progress` line (src/loader/reconcile.ts), the pair in place of the model.
-      const progress = (report: DownloadProgress): void => {
-        if (!report.done)
-          log.info({ ...shown(pair), ...downloadProgressFields(report) }, downloadProgressMessage);
-      };
-      return abortable((signal) => storage.download(pair.uri, pair.dest, signal, progress, request)).pipe(
-        retryTransient(policy, log, pair),
-        map(({ bytes }) => {
-          const seconds = (Date.now() - startedAt) / 1000;
-          log.info({ ...shown(pair), bytes, seconds }, 'model downloaded');
-        }),
-      );
-    });
   return from(pairs).pipe(
     concatMap((pair) =>
-      downloadPair(pair).pipe(
+      downloadPair(storage, pair, options, log).pipe(
         map(() => true),
         catchError((cause: unknown) => {
           logFailure(log, pair, cause);

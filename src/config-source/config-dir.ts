@@ -55,6 +55,26 @@ const inodeOf = (dir: string): Promise<number | undefined> =>
     () => undefined,
   );
 
+/** Emits once, when `dir` exists as a directory (chokidar never notices a dir that appears later). */
+const directoryExists = (
+  dir: string,
+  recheckMs: number,
+  log: Logger,
+  onAlive: () => void,
+): Observable<true> => {
+  let waiting = false;
+  // exhaustMap: a tick while a stat hangs (a dead mount) is dropped, not queued (one per tick, without end).
+  return timer(0, recheckMs).pipe(
+    exhaustMap(async () => (await inodeOf(dir)) !== undefined),
+    tap((exists) => {
+      if (!exists && !waiting) log.warn({ configDir: dir }, 'config dir does not exist; waiting for it');
+      if (!exists) onAlive();
+      waiting = !exists;
+    }),
+    first((exists): exists is true => exists),
+  );
+};
+
 /**
  * One inotify watch of `dir` (`fs.watch`): every rename and write of a child, as it happens, with nothing in
  * between (measured: chokidar reported `..data` in only about half of fast swaps and added 1-2.4 ms per event).
@@ -107,6 +127,48 @@ const chokidarWatchOnce = (dir: string, pollMs: number): Observable<FsEvent> =>
 const defaultWatch = (dir: string, pollMs: number): Observable<FsEvent> =>
   pollMs > 0 ? chokidarWatchOnce(dir, pollMs) : fsWatchOnce(dir);
 
+/**
+ * Watches `dir` until its inode is gone or changed: chokidar misses the root's removal about one run in six, and
+ * neither watch notices a dir re-created under the same name. The inode is checked every `armedRecheckMs` and at
+ * an event of the dir's own name; once the watch is armed (`ready`), that stat is its sign of life while quiet.
+ */
+const watchWhileDirExists = (
+  dir: string,
+  pollMs: number,
+  armedRecheckMs: number,
+  watchDir: (dir: string, pollMs: number) => Observable<FsEvent>,
+  onAlive: () => void,
+): Observable<FsEvent> =>
+  defer(() => inodeOf(dir)).pipe(
+    concatMap((inode) => {
+      let armed = false;
+      const ownName = basename(dir);
+      // inotify reports the watched dir's own removal as a rename of its name: check at once, not at the next tick.
+      const selfEvent$ = new Subject<void>();
+      // One stat at a time for each, the rest dropped: behind a stat that hangs (a dead mount) nothing queues up.
+      // Apart, so an event's stat never waits for (or is dropped behind) a periodic one that started before it.
+      const stat = () => inodeOf(dir);
+      const replaced$ = merge(
+        timer(armedRecheckMs, armedRecheckMs).pipe(exhaustMap(stat)),
+        selfEvent$.pipe(exhaustMap(stat)),
+      ).pipe(
+        tap((current) => {
+          if (armed && current === inode) onAlive();
+        }),
+        filter((current) => current !== inode),
+      );
+      return watchDir(dir, pollMs).pipe(
+        tap((event) => {
+          // Armed is not yet alive: a watch that errors right after arming must not count as working.
+          if (event.event === 'ready') armed = true;
+          else onAlive();
+          if (event.name === ownName) selfEvent$.next();
+        }),
+        takeUntil(replaced$),
+      );
+    }),
+  );
+
 /** How the watch of the config dir is doing, for `/healthz`. */
 export interface ConfigDirStatus {
   readonly source: 'config-dir';
@@ -131,57 +193,6 @@ export const configDirSource = (options: ConfigDirOptions): ConfigDirSource => {
     lastAliveAt = performance.now();
     options.onAlive?.();
   };
-  /** Emits once, when `dir` exists as a directory (chokidar never notices a dir that appears later). */
-  const directoryExists = (): Observable<true> => {
-    let waiting = false;
-    // exhaustMap: a tick while a stat hangs (a dead mount) is dropped, not queued (one per tick, without end).
-    return timer(0, recheckMs).pipe(
-      exhaustMap(async () => (await inodeOf(dir)) !== undefined),
-      tap((exists) => {
-        if (!exists && !waiting) log.warn({ configDir: dir }, 'config dir does not exist; waiting for it');
-        if (!exists) onAlive();
-        waiting = !exists;
-      }),
-      first((exists): exists is true => exists),
-    );
-  };
-
-  /**
-   * Watches `dir` until its inode is gone or changed: chokidar misses the root's removal about one run in six, and
-   * neither watch notices a dir re-created under the same name. The inode is checked every `armedRecheckMs` and at
-   * an event of the dir's own name; once the watch is armed (`ready`), that stat is its sign of life while quiet.
-   */
-  const watchWhileDirExists = (): Observable<FsEvent> =>
-    defer(() => inodeOf(dir)).pipe(
-      concatMap((inode) => {
-        let armed = false;
-        const ownName = basename(dir);
-        // inotify reports the watched dir's own removal as a rename of its name: check at once, not at the next tick.
-        const selfEvent$ = new Subject<void>();
-        // One stat at a time for each, the rest dropped: behind a stat that hangs (a dead mount) nothing queues up.
-        // Apart, so an event's stat never waits for (or is dropped behind) a periodic one that started before it.
-        const stat = () => inodeOf(dir);
-        const replaced$ = merge(
-          timer(armedRecheckMs, armedRecheckMs).pipe(exhaustMap(stat)),
-          selfEvent$.pipe(exhaustMap(stat)),
-        ).pipe(
-          tap((current) => {
-            if (armed && current === inode) onAlive();
-          }),
-          filter((current) => current !== inode),
-        );
-        return watchDir(dir, pollMs).pipe(
-          tap((event) => {
-            // Armed is not yet alive: a watch that errors right after arming must not count as working.
-            if (event.event === 'ready') armed = true;
-            else onAlive();
-            if (event.name === ownName) selfEvent$.next();
-          }),
-          takeUntil(replaced$),
-        );
-      }),
-    );
-
   const lateReturn$ = new Subject<FsEvent>();
   const read = withDeadline(
     () => readConfigFile(dir, options),
@@ -189,8 +200,8 @@ export const configDirSource = (options: ConfigDirOptions): ConfigDirSource => {
     readTimeoutMs,
     () => lateReturn$.next({ event: 'change', name: configFileName }),
   );
-  const watch$ = defer(directoryExists).pipe(
-    concatMap(watchWhileDirExists),
+  const watch$ = defer(() => directoryExists(dir, recheckMs, log, onAlive)).pipe(
+    concatMap(() => watchWhileDirExists(dir, pollMs, armedRecheckMs, watchDir, onAlive)),
     retry({
       // A failure that stays (the inotify limit reached) is retried each recheckMs as before, but told at its 1st,
       // 2nd, 4th, 8th … attempt: a line a second filled the log for as long. A watch that emits starts the count anew.

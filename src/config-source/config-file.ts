@@ -123,6 +123,22 @@ const configFile = async (dir: string, file: string): Promise<E.Either<ConfigErr
   return E.right(join(target, configFileName));
 };
 
+const readOnce = async (
+  dir: string,
+  file: string,
+  limit: ByteLimit,
+  openFile: (path: string, flags: number) => Promise<FileHandle>,
+): Promise<ConfigRead> => {
+  const path = await configFile(dir, file);
+  if (E.isLeft(path)) return path;
+  const bytes = await readRegularFile(file, path.right, limit, openFile).catch(async (cause: unknown) =>
+    E.left(await readError(file, path.right, cause)),
+  );
+  if (E.isLeft(bytes)) return bytes;
+  const text = jsonText(bytes.right);
+  return E.isLeft(text) ? E.left(invalidEncoding(file, text.left)) : E.right({ file, text: text.right });
+};
+
 const exists = (path: string): Promise<boolean> =>
   lstat(path).then(
     () => true,
@@ -141,19 +157,10 @@ export const readConfigFile = async (dir: string, options: ConfigReadOptions = {
   const { maxBytes = defaultMaxBytes, maxBytesName = 'maxBytes', openFile = open } = options;
   const limit: ByteLimit = { maxBytes, limit: maxBytesName };
   const file = join(dir, configFileName);
-  // One read: the file `..data` leads to, its bytes, their text.
-  const readOnce = async (): Promise<ConfigRead> => {
-    const path = await configFile(dir, file);
-    if (E.isLeft(path)) return path;
-    const bytes = await readRegularFile(file, path.right, limit, openFile).catch(async (cause: unknown) =>
-      E.left(await readError(file, path.right, cause)),
-    );
-    if (E.isLeft(bytes)) return bytes;
-    const text = jsonText(bytes.right);
-    return E.isLeft(text) ? E.left(invalidEncoding(file, text.left)) : E.right({ file, text: text.right });
-  };
   for (let attempt = 1; ; attempt++) {
-    const read = await readOnce().catch((cause: unknown) => E.left(fsFailure(file, cause)));
+    const read = await readOnce(dir, file, limit, openFile).catch((cause: unknown) =>
+      E.left(fsFailure(file, cause)),
+    );
     if (!(isMissing(read) && attempt < 3 && (await exists(join(dir, dataLinkName))))) return read;
   }
 };

@@ -49,6 +49,23 @@ const podOf = async (env: Env, config: KubeConfig, saDir?: string): Promise<PodR
   return { name, namespace, ...(uid === '' ? {} : { uid }) };
 };
 
+/** One write; it throws as `kubeCall` does, or with the deadline's reason (`eventWriteFailure` says it). */
+const write = async (
+  kube: KubeClientModule,
+  config: KubeConfig,
+  path: string,
+  request: KubeWrite,
+): Promise<void> => {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error('no answer within 10 s')), writeTimeoutMs);
+  try {
+    const response = await kubeCall(kube, config, path, {}, controller.signal, 'application/json', request);
+    await response.body?.cancel().catch(() => undefined);
+  } finally {
+    clearTimeout(timer);
+  }
+};
+
 /** What to say of a failed write (the status and what to check, or the network error), and whether it was refused. */
 export const eventWriteFailure = (error: unknown): { readonly reason: string; readonly refused: boolean } => {
   const failure = kubeFailureOf(error);
@@ -91,20 +108,12 @@ export const kubeEventsTarget = async (env: Env, saDir?: string): Promise<KubeEv
   // Built anew after a failed write, as the watch's after each failure (kube-client.ts): a CA, a client certificate
   // or a kubeconfig changed since is used. Kept otherwise (an exec plugin's credential is cached for the process).
   let settings: Promise<KubeConfig> | undefined = Promise.resolve(config);
-  /** One write; it throws as `kubeCall` does, or with the deadline's reason (`eventWriteFailure` says it). */
   const writing = async (path: string, request: KubeWrite): Promise<void> => {
-    let timer: NodeJS.Timeout | undefined;
     try {
-      const loaded = await (settings ??= loadKubeConfig(kube, env, saDir));
-      const controller = new AbortController();
-      timer = setTimeout(() => controller.abort(new Error('no answer within 10 s')), writeTimeoutMs);
-      const response = await kubeCall(kube, loaded, path, {}, controller.signal, 'application/json', request);
-      await response.body?.cancel().catch(() => undefined);
+      await write(kube, await (settings ??= loadKubeConfig(kube, env, saDir)), path, request);
     } catch (error) {
       settings = undefined;
       throw error;
-    } finally {
-      clearTimeout(timer);
     }
   };
   return {
