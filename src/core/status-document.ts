@@ -125,7 +125,12 @@ export const modelStatusJson = (status: ModelStatus): ModelStatusJson => {
 };
 
 /** The config part of /status, times as ISO 8601 and the rejection's reason redacted. */
-export const configStateJson = ({ source, watch, lastAccepted, lastRejected }: ConfigState) => ({
+export const configStateJson = ({
+  source,
+  watch,
+  lastAccepted,
+  lastRejected,
+}: ConfigState): StatusDocumentJson['config'] => ({
   source,
   watch,
   lastAccepted: lastAccepted ? { ...lastAccepted, at: isoTime(lastAccepted.at) } : null,
