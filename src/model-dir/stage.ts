@@ -8,6 +8,7 @@ import type { Installed, ModelStore, Staged, WrittenFiles } from '../ports';
 import type { FlushInstalled } from './background-flush';
 import type { StagingOf } from './fill-from';
 import type { Found, ModelDirRoot } from './model-dir-root';
+import type { MountWatch } from './mount-watch';
 import { createStagingDir, markStagingDir, stagingTakenAway } from './staging-dir';
 
 /** Where a store stages: its model dir, its flusher, its disk check, and the staging dirs not yet settled. */
@@ -18,6 +19,8 @@ export interface StagingArea {
   readonly spaceCheck?: SpaceCheck;
   /** The staging dirs handed out and not yet committed or abandoned, for `fillFrom`. */
   readonly open: WeakMap<Staged, StagingOf>;
+  /** What a staged dir's calls run under (the store's calls do too): none waits for good on a hung mount. */
+  readonly watch: MountWatch;
 }
 
 /** Makes room for `target`: refuses a dir that is not ours to replace, removes a non-dir squatting our name. */
@@ -70,7 +73,7 @@ const renamedInto = async (from: string, target: string): Promise<boolean> => {
  * power loss in between leaves one of them whole.
  */
 const swapIn = async (
-  { m, flush }: StagingArea,
+  { m, flush, watch }: StagingArea,
   dir: OpenDir,
   target: string,
   name: ModelName,
@@ -104,11 +107,12 @@ const swapIn = async (
   // Only a replaced version waits for the flush (it is deleted once the new one is on disk): its batch goes at once.
   const flushed = flush(target, dir.stats, files, replaced !== undefined);
   return {
-    dropReplaced: async () => {
-      if (replaced === undefined) return;
-      await flushed;
-      await removeTree(replaced);
-    },
+    dropReplaced: () =>
+      watch(async () => {
+        if (replaced === undefined) return;
+        await flushed;
+        await removeTree(replaced);
+      }),
   };
 };
 
@@ -121,7 +125,7 @@ const swapIn = async (
 export const stager =
   (area: StagingArea): ModelStore['stage'] =>
   async (name, spec, signal) => {
-    const { m, open, spaceCheck } = area;
+    const { m, open, spaceCheck, watch } = area;
     const target = m.modelDir(name);
     signal.throwIfAborted();
     await m.makeRoot();
@@ -166,10 +170,12 @@ export const stager =
     };
     const staged: Staged = {
       dir: dir.ref,
-      commit: (beforeSwap, written) => settle(() => commit(beforeSwap, written)),
+      commit: (beforeSwap, written) => watch(() => settle(() => commit(beforeSwap, written))),
       abandon: (cause) =>
-        settle(() =>
-          failed(signal.aborted ? cause : fsError(`cannot write the model into ${dir.path}`, cause)),
+        watch(() =>
+          settle(() =>
+            failed(signal.aborted ? cause : fsError(`cannot write the model into ${dir.path}`, cause)),
+          ),
         ),
     };
     open.set(staged, { name, spec, target: dir });

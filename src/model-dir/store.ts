@@ -9,6 +9,7 @@ import { nodeCacheStore } from './node-cache';
 import type { EvictionBudget } from './node-cache-eviction';
 import { describeFound, modelDirRoot } from './model-dir-root';
 import { modelDirRecovery } from './recovery';
+import { mountWatch, type MountCheck, type MountWatch } from './mount-watch';
 import { stager, type StagingArea } from './stage';
 
 export interface ModelDirOptions {
@@ -20,21 +21,40 @@ export interface ModelDirOptions {
   readonly linkSameContent?: boolean;
   /** `--node-cache-dir` and its budgets: the dir every modelsync on the node shares; absent: no node cache. */
   readonly nodeCache?: { readonly dir: string } & EvictionBudget;
+  /** How the store finds out that the model dir's mount stopped answering (`mountWatch`; tests shorten it). */
+  readonly mountCheck?: MountCheck;
 }
+
+/** `store` with every call run under `watch` (a staged dir's own calls run under it too: `StagingArea.watch`). */
+const watched = (store: ModelStore, watch: MountWatch): ModelStore => {
+  const cache = store.nodeCache;
+  return {
+    nodeCache: cache && {
+      take: (identity, staged, signal) => watch(() => cache.take(identity, staged, signal)),
+    },
+    recover: () => watch(() => store.recover()),
+    stage: (name, spec, signal) => watch(() => store.stage(name, spec, signal)),
+    fillFrom: (source, staged, signal) => watch(() => store.fillFrom(source, staged, signal)),
+    remove: (name) => watch(() => store.remove(name)),
+    isInstalled: (name, spec) => watch(() => store.isInstalled(name, spec)),
+  };
+};
 
 /** The local model directory `M` as a ModelStore; see ports.ts for the contract. */
 export const modelDirStore = (options: ModelDirOptions): ModelStore => {
   const m = modelDirRoot(options.root, options.log.child({ component: 'model-dir' }));
   const { log, modelDir } = m;
   const { spaceCheck, linkSameContent: link = false } = options;
-  const area: StagingArea = { m, flush: backgroundFlusher(m.root, log), spaceCheck, open: new WeakMap() };
+  const watch = mountWatch({ ...options.mountCheck, root: m.root, log });
+  const flush = backgroundFlusher(m.root, log);
+  const area: StagingArea = { m, flush, spaceCheck, open: new WeakMap(), watch };
   const staging = (staged: Staged, what: string) => {
     const into = area.open.get(staged);
     if (into === undefined) throw new Error(`${what}: not a staging dir of this store, or already settled`);
     return into;
   };
   const { nodeCache } = options;
-  return {
+  const store: ModelStore = {
     nodeCache:
       nodeCache && nodeCacheStore(nodeCache, modelDir, (staged) => staging(staged, 'nodeCache'), log),
     recover: modelDirRecovery(m),
@@ -64,4 +84,5 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
       return false;
     },
   };
+  return watched(store, watch);
 };

@@ -1,0 +1,91 @@
+/**
+ * mountWatch: the store's calls on a model dir whose mount stops answering (an NFS server gone, a FUSE daemon
+ * stuck) end with an error instead of holding their model's work for good.
+ *
+ * Such a call never returns and cannot be cancelled, and each holds one of libuv's four threads. A deadline per call
+ * would fail a slow but live one (deleting a big model, copying one); so while calls are pending the mount is asked a
+ * cheap question instead (a stat of its root) every `checkEveryMs`. One not answered within `answerWithinMs` makes
+ * the mount hung: the pending calls fail (retryably), and new ones fail at once, taking no thread, until the
+ * question returns. A call that returns after its caller was told it failed is ignored (a staging dir it made is
+ * recovery's to delete).
+ */
+import { stat } from 'node:fs/promises';
+import { retryableError } from '../core/errors';
+import { within } from '../core/waits';
+import type { Logger } from '../log';
+
+/** Runs `work`, calls on the watched mount: settles as it does, or fails once the mount does not answer. */
+export type MountWatch = <T>(work: () => Promise<T>) => Promise<T>;
+
+/** How often a mount with calls pending is asked whether it answers, and how long it may take to. */
+export interface MountCheck {
+  /** Default 10 s. */
+  readonly checkEveryMs?: number;
+  /** Default 20 s: a stat of a live mount returns in milliseconds, even under heavy I/O. */
+  readonly answerWithinMs?: number;
+}
+
+export interface MountWatchOptions extends MountCheck {
+  readonly root: string;
+  readonly log: Logger;
+  /** The question (default: a stat of `root`); any answer, an error too, says the mount answers. */
+  readonly ask?: () => Promise<unknown>;
+}
+
+/** A watch of the mount holding `root`. */
+export const mountWatch = (options: MountWatchOptions): MountWatch => {
+  const { root, log, checkEveryMs = 10_000, answerWithinMs = 20_000 } = options;
+  const ask = options.ask ?? (() => stat(root));
+  const notAnswering = () =>
+    retryableError(
+      'timeout',
+      `the model dir ${root} does not answer: a stat of it has not returned within ${answerWithinMs} ms (a hung ` +
+        'mount?); its calls fail until it returns',
+    );
+  const pending = new Set<(cause: Error) => void>();
+  let hung = false;
+  let asking = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const arm = (): void => {
+    if (timer !== undefined || asking || pending.size === 0) return;
+    timer = setTimeout(check, checkEveryMs);
+    timer.unref();
+  };
+  const check = (): void => {
+    timer = undefined;
+    if (pending.size === 0) return;
+    asking = true;
+    const answered = ask().then(
+      () => true,
+      () => true,
+    );
+    void within(answered, answerWithinMs, () => false).then(async (inTime) => {
+      if (!inTime) {
+        hung = true;
+        log.error(
+          { dir: root, answerWithinMs },
+          'the model dir does not answer (a hung mount?); its calls fail',
+        );
+        for (const fail of pending) fail(notAnswering());
+        pending.clear();
+        await answered;
+        hung = false;
+        log.warn({ dir: root }, 'the model dir answers again');
+      }
+      asking = false;
+      arm();
+    });
+  };
+
+  return <T>(work: () => Promise<T>): Promise<T> => {
+    if (hung) return Promise.reject(notAnswering());
+    return new Promise<T>((resolve, reject) => {
+      pending.add(reject);
+      arm();
+      (async () => work())()
+        .then(resolve, reject)
+        .finally(() => pending.delete(reject));
+    });
+  };
+};

@@ -1,0 +1,107 @@
+/**
+ * The model dir's mount stops answering (a real FUSE mount over it whose daemon never answers, as a dead NFS server
+ * or a stuck FUSE daemon): the store's calls fail with a retryable error naming the dir instead of holding their
+ * model's work for good, new calls fail at once (no more of libuv's threads taken), and once the mount answers again
+ * the store works as before.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import pino from 'pino';
+import { modelDirStore } from '../../../src/model-dir/store';
+import { within } from '../../../src/core/waits';
+import { startAgentHarness, type AgentHarness } from '../../helpers/agent-harness';
+import { eventually } from '../../helpers/eventually';
+import { modelsJson, name, spec } from '../../helpers/fixtures';
+import { hangMount, type HungMount } from '../../helpers/hung-mount';
+import { install } from '../../helpers/install';
+import { atLevel, LogSink } from '../../helpers/log-sink';
+import { useTempDir } from '../../helpers/temp-dir';
+
+const tmp = useTempDir('hung-mount');
+const specA = spec('s3://models/a');
+const specB = spec('s3://models/b');
+const fill = async (dir: string): Promise<void> => writeFile(join(dir, 'model.bin'), 'weights');
+
+it('fails the calls on a model dir whose mount hangs, and works again once it answers', async () => {
+  const root = join(tmp.path, 'models');
+  await mkdir(root);
+  const sink = new LogSink();
+  const store = modelDirStore({
+    root,
+    log: pino({ level: 'debug' }, sink),
+    mountCheck: { checkEveryMs: 50, answerWithinMs: 300 },
+  });
+  const signal = new AbortController().signal;
+  await store.recover();
+  await install(store, name('a'), specA, fill, signal);
+
+  const mount = await hangMount(root);
+  try {
+    // Raced with a wait far past the watch's 350 ms, so that a stage that hangs fails the test and the mount is
+    // still released.
+    const failure: unknown = await within(
+      store.stage(name('b'), specB, signal).then(
+        () => 'staged',
+        (error: unknown) => error,
+      ),
+      10_000,
+      () => 'still waiting after 10 s',
+    );
+    expect(failure).toMatchObject({
+      kind: 'timeout',
+      retryable: true,
+      message: expect.stringContaining(`the model dir ${root} does not answer`) as unknown,
+    });
+    // While it hangs, every call fails at once.
+    await expect(store.isInstalled(name('a'), specA)).rejects.toMatchObject({ kind: 'timeout' });
+    await expect(store.remove(name('a'))).rejects.toMatchObject({ kind: 'timeout' });
+    expect(sink.lines.filter(atLevel('error'))).toEqual([
+      expect.objectContaining({
+        component: 'model-dir',
+        dir: root,
+        msg: expect.stringMatching(/hung mount/) as unknown,
+      }),
+    ]);
+  } finally {
+    await mount.release();
+  }
+
+  await eventually('the store answering again', () => store.isInstalled(name('a'), specA));
+  await install(store, name('b'), specB, fill, signal);
+  await expect(store.isInstalled(name('b'), specB)).resolves.toBe(true);
+  expect(sink.lines.filter(atLevel('warn')).map((line) => line.msg)).toContain('the model dir answers again');
+});
+
+describe('the whole agent', () => {
+  let h: AgentHarness | undefined;
+  let mount: HungMount | undefined;
+  afterEach(async () => {
+    await mount?.release();
+    await h?.close();
+  });
+
+  it('reports a model whose install meets a hung model dir Failed, naming the dir, keeps the others loaded, and loads it once the dir answers', async () => {
+    const agent = (h = await startAgentHarness({ retry: { baseMs: 10, maxMs: 40, maxAttempts: 3 } }));
+    const uri = (model: string): Promise<string> =>
+      agent.localModel(`models/${model}`, { 'model.bin': model });
+    agent.write(modelsJson({ m1: await uri('m1') }));
+    await agent.waitForPhase('m1', 'Loaded');
+    await agent.waitForIdle();
+
+    mount = await hangMount(agent.modelDir);
+    agent.write(modelsJson({ m1: await uri('m1'), m2: await uri('m2') }));
+    // The default watch: a question every 10 s, 20 s to answer it; then the retries fail at once.
+    const failed = await agent.waitForPhase('m2', 'Failed', 60_000);
+    expect(failed).toMatchObject({
+      errorKind: 'timeout',
+      reason: expect.stringContaining(`the model dir ${agent.modelDir} does not answer`) as unknown,
+    });
+    expect(agent.phases('m2').join(' ')).toBe('Downloading Retrying Downloading Retrying Downloading Failed');
+    expect(agent.standIn.loaded).toEqual(new Set(['m1']));
+
+    await mount.release();
+    await agent.restart();
+    await agent.waitForPhase('m2', 'Loaded');
+    expect(agent.standIn.loaded).toEqual(new Set(['m1', 'm2']));
+  }, 120_000);
+});

@@ -1,0 +1,99 @@
+/** mountWatch: calls on a mount that stops answering fail (and new ones at once) instead of waiting for good. */
+import pino from 'pino';
+import { EffectError } from '../../src/core/errors';
+import { mountWatch, type MountWatch } from '../../src/model-dir/mount-watch';
+import { sleep } from '../../src/testing/wait';
+import { atLevel, LogSink } from '../helpers/log-sink';
+
+/** A promise and the function that settles it. */
+const deferred = <T>(): { readonly promise: Promise<T>; readonly settle: (value: T) => void } => {
+  let settle!: (value: T) => void;
+  const promise = new Promise<T>((resolve) => (settle = resolve));
+  return { promise, settle };
+};
+
+/** A watch of `/models` whose question is `ask`, asked every 10 ms and given 40 ms to answer. */
+const watchWith = (ask: () => Promise<unknown>): { readonly watch: MountWatch; readonly sink: LogSink } => {
+  const sink = new LogSink();
+  const log = pino({ level: 'debug' }, sink);
+  return { watch: mountWatch({ root: '/models', log, ask, checkEveryMs: 10, answerWithinMs: 40 }), sink };
+};
+
+describe('mountWatch', () => {
+  it('lets a call run as long as it takes while the mount answers, asking it all along', async () => {
+    let asked = 0;
+    const { watch, sink } = watchWith(() => Promise.resolve(void asked++));
+    const slow = watch(() => sleep(150).then(() => 'done'));
+    await expect(slow).resolves.toBe('done');
+    expect(asked).toBeGreaterThanOrEqual(3);
+    expect(sink.lines).toEqual([]);
+  });
+
+  it('asks nothing while no call is pending', async () => {
+    let asked = 0;
+    const { watch } = watchWith(() => Promise.resolve(void asked++));
+    await expect(watch(() => Promise.resolve(42))).resolves.toBe(42);
+    await sleep(60);
+    expect(asked).toBe(0);
+  });
+
+  it('passes on a call that fails, and a call that throws before it starts', async () => {
+    const { watch } = watchWith(() => Promise.resolve());
+    await expect(watch(() => Promise.reject(new Error('EACCES')))).rejects.toThrow('EACCES');
+    await expect(
+      watch(() => {
+        throw new Error('thrown at once');
+      }),
+    ).rejects.toThrow('thrown at once');
+  });
+
+  it('takes an answer that is an error as an answer: the mount is there', async () => {
+    const { watch } = watchWith(() => Promise.reject(new Error('ENOTCONN')));
+    await expect(watch(() => sleep(100).then(() => 'done'))).resolves.toBe('done');
+  });
+
+  it('fails the pending calls once the mount does not answer, and new ones at once, until it answers again', async () => {
+    const answer = deferred<void>();
+    let asked = 0;
+    const { watch, sink } = watchWith(() => {
+      asked++;
+      return answer.promise;
+    });
+    const hung = watch(() => new Promise<never>(() => undefined));
+    const alsoHung = watch(() => new Promise<never>(() => undefined));
+    const failure = await hung.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(EffectError);
+    expect(failure).toMatchObject({ kind: 'timeout', retryable: true });
+    expect((failure as Error).message).toMatch(/the model dir \/models does not answer.*within 40 ms/);
+    await expect(alsoHung).rejects.toMatchObject({ kind: 'timeout' });
+
+    // While it hangs, a new call fails without being started: it would take one more of libuv's threads for good.
+    let started = false;
+    await expect(
+      watch(() => {
+        started = true;
+        return Promise.resolve();
+      }),
+    ).rejects.toMatchObject({ kind: 'timeout' });
+    expect(started).toBe(false);
+    await sleep(60);
+    expect(asked).toBe(1); // one question at a time
+    expect(sink.lines.filter(atLevel('error'))).toEqual([
+      expect.objectContaining({
+        dir: '/models',
+        answerWithinMs: 40,
+        msg: expect.stringMatching(/hung mount/) as unknown,
+      }),
+    ]);
+
+    answer.settle();
+    await sleep(0);
+    await expect(watch(() => Promise.resolve('again'))).resolves.toBe('again');
+    expect(sink.lines.filter(atLevel('warn'))).toEqual([
+      expect.objectContaining({ dir: '/models', msg: 'the model dir answers again' }),
+    ]);
+  });
+});
