@@ -107,33 +107,68 @@ export class ServerNotAnswering extends Error {
   }
 }
 
+/** How the start waits: its settings, its clock and jitter, and when it began. */
+interface StartWait {
+  readonly settings: AgentSettings;
+  readonly scheduler: SchedulerLike;
+  readonly random: () => number;
+  readonly startedAt: number;
+}
+
 /**
- * The server's loaded models, asked with the agent's backoff and no cap on attempts: the server container starts
- * beside us and may take minutes (big models loaded at its start); giving up would only restart the pod into the
- * same wait, while `/readyz` says we are not ready. With `serverWaitMs` (`--once`), it stops that long after
- * `startedAt` (one last try at the deadline) with `ServerNotAnswering`.
+ * Tries again with the agent's backoff and no cap on attempts, a warn line (`waiting`) each time, while `worthWaiting`
+ * says so of the failure; with `serverWaitMs` (`--once`), no later than that after the start (one last try at the
+ * deadline), then errors with what `givenUp` makes of the last failure.
  */
-const serverAnswer = (
-  server: ModelServer,
-  settings: AgentSettings,
-  scheduler: SchedulerLike,
-  random: () => number,
-  startedAt: number,
-): Observable<ReadonlySet<string>> =>
+const waitingFor = <T>(
+  { settings, scheduler, random, startedAt }: StartWait,
+  waiting: string,
+  givenUp: (waitedMs: number, error: EffectError) => unknown,
+  worthWaiting: (error: EffectError) => boolean = () => true,
+): MonoTypeOperatorFunction<T> =>
+  retry({
+    delay: (error: unknown, attempt) => {
+      const failure = toEffectError(error);
+      if (!worthWaiting(failure)) return throwError(() => error);
+      const waitedMs = scheduler.now() - startedAt;
+      const leftMs = (settings.serverWaitMs ?? Infinity) - waitedMs;
+      if (leftMs <= 0) return throwError(() => givenUp(waitedMs, failure));
+      const delayMs = Math.min(leftMs, retryDelay(settings.retry, attempt, random));
+      settings.log.warn({ err: failure, attempt, delayMs }, waiting);
+      return timer(delayMs, scheduler);
+    },
+  });
+
+/**
+ * The server's loaded models, asked until it answers: the server container starts beside us and may take minutes
+ * (big models loaded at its start); giving up would only restart the pod into the same wait, while `/readyz` says
+ * we are not ready. With `serverWaitMs`, `ServerNotAnswering` once that is over.
+ */
+const serverAnswer = (server: ModelServer, wait: StartWait): Observable<ReadonlySet<string>> =>
   abortable((signal) => server.loadedModels(signal)).pipe(
-    retry({
-      delay: (error: unknown, attempt) => {
-        const waitedMs = scheduler.now() - startedAt;
-        const leftMs = (settings.serverWaitMs ?? Infinity) - waitedMs;
-        if (leftMs <= 0) return throwError(() => new ServerNotAnswering(waitedMs, toEffectError(error)));
-        const delayMs = Math.min(leftMs, retryDelay(settings.retry, attempt, random));
-        settings.log.warn(
-          { err: toEffectError(error), attempt, delayMs },
-          'model server not answering yet; waiting for it',
-        );
-        return timer(delayMs, scheduler);
-      },
-    }),
+    waitingFor(
+      wait,
+      'model server not answering yet; waiting for it',
+      (waitedMs, error) => new ServerNotAnswering(waitedMs, error),
+    ),
+  );
+
+/**
+ * The model dir's markers and the loads the journal never saw confirmed, read again while the model dir does not
+ * answer (its mount hangs: `mountWatch`), as the server's answer is waited for; any other failure stops the start.
+ * Ending the process would not help: its exit waits for the calls that hang, and the pod would not restart.
+ */
+const recovered = (
+  { store, journal }: AgentCapabilities,
+  wait: StartWait,
+): Observable<Pick<InPlace, 'onDisk' | 'unconfirmed'>> =>
+  abortable(async () => ({ onDisk: await store.recover(), unconfirmed: await journal.unconfirmed() })).pipe(
+    waitingFor(
+      wait,
+      'model dir not answering; waiting for it',
+      (_, error) => error,
+      (error) => error.kind === 'timeout',
+    ),
   );
 
 /**
@@ -149,18 +184,13 @@ export const startAgent = (
 ): Observable<AgentEvent> =>
   defer(() => {
     const { log, scheduler = asyncScheduler, random = Math.random, telemetry } = settings;
-    const { store, journal, server } = capabilities;
+    const { server } = capabilities;
     const maxUnlistedUnloads =
       settings.maxUnlistedUnloads ?? settings.resync?.maxUnlistedUnloads ?? defaultMaxUnlistedUnloads;
     const started = scheduler.now();
-    // The model dir's markers, and the loads the journal never saw confirmed.
-    const recover = async () => ({ onDisk: await store.recover(), unconfirmed: await journal.unconfirmed() });
-    return abortable(recover).pipe(
-      concatMap((disk) =>
-        serverAnswer(server, settings, scheduler, random, started).pipe(
-          map((loaded): InPlace => ({ ...disk, loaded })),
-        ),
-      ),
+    const wait: StartWait = { settings, scheduler, random, startedAt: started };
+    return recovered(capabilities, wait).pipe(
+      concatMap((disk) => serverAnswer(server, wait).pipe(map((loaded): InPlace => ({ ...disk, loaded })))),
       switchMap((found) => {
         log.info(
           {

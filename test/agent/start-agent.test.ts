@@ -4,6 +4,7 @@ import { either as E } from 'fp-ts';
 import pino from 'pino';
 import { filter, lastValueFrom, map, mergeWith, of, toArray } from 'rxjs';
 import { defaultAppConfig, type AppConfig } from '../../src/core/flags/app-config';
+import { permanentError, retryableError } from '../../src/core/errors';
 import { add } from '../../src/core/model-op';
 import type { AgentEvent } from '../../src/core/model-status';
 import { snapshotOf } from '../../src/core/snapshot';
@@ -127,6 +128,32 @@ describe('startAgent', () => {
     // The last try is at the deadline (within a timer's rounding), never well before: the wait is not cut short.
     expect(asked.at(-1)).toBeGreaterThanOrEqual(295);
     expect(standIn.loaded.size).toBe(0);
+  });
+
+  it('recovers the model dir again while it does not answer (a hung mount), then starts as usual', async () => {
+    const inner = edges(modelsJson({ a: uri('a') }));
+    let hangs = 2;
+    const store = {
+      ...inner.store,
+      recover: () =>
+        hangs-- > 0
+          ? Promise.reject(retryableError('timeout', `the model dir ${config.modelDir} does not answer`))
+          : inner.store.recover(),
+    };
+    const events = await lastValueFrom(startAgent({ ...inner, store }, settings()).pipe(toArray()));
+    expect(sink.withMessage('model dir not answering; waiting for it').map((l) => l['attempt'])).toEqual([
+      1, 2,
+    ]);
+    expect(ready(events)).toHaveLength(1);
+    expect([...standIn.loaded]).toEqual(['a']);
+  });
+
+  it('stops the start on a recovery that fails for another reason, as before', async () => {
+    const inner = edges(modelsJson({ a: uri('a') }));
+    const denied = permanentError('filesystem', `cannot read ${config.modelDir}: EACCES`);
+    const store = { ...inner.store, recover: () => Promise.reject(denied) };
+    await expect(lastValueFrom(startAgent({ ...inner, store }, settings()))).rejects.toBe(denied);
+    expect(sink.withMessage('model dir not answering; waiting for it')).toEqual([]);
   });
 
   it('applies snapshot operators between keepValid and toModelOps: Ready counts what they let through', async () => {
