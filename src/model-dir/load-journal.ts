@@ -60,7 +60,10 @@ export const loadJournal = (options: {
   readonly log?: Logger;
   /** How long the file stays open after the last change (default 1 s): a burst of loads opens it once. */
   readonly idleCloseMs?: number;
-  /** How long a record may wait for its write (default 30 s): past it, it fails retryably (a hung mount). */
+  /**
+   * How long a record may wait for its write, and the start-up for the journal's read (default 30 s): past it, they
+   * fail retryably (a hung mount).
+   */
   readonly writeTimeoutMs?: number;
 }): LoadJournal => {
   const writeTimeoutMs = options.writeTimeoutMs ?? defaultWriteTimeoutMs;
@@ -121,10 +124,22 @@ export const loadJournal = (options: {
     starting: async (name) => change('starting', name),
     // Left out when no load of it is pending by the time its batch is written (see appendAll).
     confirmed: async (name) => change('confirmed', name),
+    // Read at start-up, which tries again while the model dir does not answer: each try waits behind the read
+    // under way, none starts another.
     unconfirmed: () =>
-      inOrder(async () => {
-        await ready();
-        return new Set(journal.pending);
-      }),
+      within(
+        inOrder(async () => {
+          await ready();
+          return new Set(journal.pending);
+        }),
+        writeTimeoutMs,
+        () => {
+          throw retryableError(
+            'timeout',
+            `cannot read the load journal ${journal.path}: no answer from the file system within ` +
+              `${writeTimeoutMs} ms (a hung model dir mount?)`,
+          );
+        },
+      ),
   };
 };

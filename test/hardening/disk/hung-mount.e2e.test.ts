@@ -7,6 +7,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
+import { loadJournal, loadJournalFileName } from '../../../src/model-dir/load-journal';
 import { modelDirStore } from '../../../src/model-dir/store';
 import { within } from '../../../src/core/waits';
 import { startAgentHarness, type AgentHarness } from '../../helpers/agent-harness';
@@ -70,6 +71,25 @@ it('fails the calls on a model dir whose mount hangs, and works again once it an
   await install(store, name('b'), specB, fill, signal);
   await expect(store.isInstalled(name('b'), specB)).resolves.toBe(true);
   expect(sink.lines.filter(atLevel('warn')).map((line) => line.msg)).toContain('the model dir answers again');
+});
+
+it("fails the load journal's start-up read on a hung model dir, and reads it once the dir answers", async () => {
+  const root = join(tmp.path, 'models');
+  await mkdir(root);
+  await writeFile(join(root, loadJournalFileName), '');
+  const journal = loadJournal({ root, log: pino({ level: 'silent' }), writeTimeoutMs: 300 });
+  const mount = await hangMount(root);
+  try {
+    await expect(journal.unconfirmed()).rejects.toMatchObject({
+      kind: 'timeout',
+      retryable: true,
+      message: expect.stringContaining('cannot read the load journal') as unknown,
+    });
+    await expect(journal.unconfirmed()).rejects.toMatchObject({ kind: 'timeout' }); // a try again, waiting too
+  } finally {
+    await mount.release();
+  }
+  await eventually('the journal read', async () => (await journal.unconfirmed()).size === 0);
 });
 
 describe('the whole agent', () => {
