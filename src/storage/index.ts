@@ -18,7 +18,7 @@ export {
   type MinRate,
 } from './download-limits';
 export { httpStorage, type HttpStorageOptions } from './http/http-storage';
-export { hfSettingsFrom, type HfSettings } from './hub/hf-settings';
+export { hfSettingsFrom, hfTokenFileOf, type HfSettings } from './hub/hf-settings';
 export { hfStorage, type HfStorageOptions } from './hub/hf-storage';
 export {
   localFileStorage,

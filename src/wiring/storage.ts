@@ -16,6 +16,7 @@ import {
   gcsStorage,
   hfSettingsFrom,
   hfStorage,
+  hfTokenFileOf,
   s3Storage,
   s3Credentials,
   s3SettingsFrom,
@@ -205,6 +206,7 @@ export const storageProviders = (
       // Both bound a file's connections: --download-streams and KServe's HF_XET_NUM_CONCURRENT_RANGE_GETS.
       hfStorage({
         ...hub,
+        tokenFile: hfTokenFileOf(env),
         ...sdkOptions,
         network,
         streams: Math.min(streams.streams, streamsPerFile ?? Infinity),

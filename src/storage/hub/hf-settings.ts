@@ -1,7 +1,9 @@
 /**
  * hfSettingsFrom: the Hub's endpoint, token and offline switch, from the environment names huggingface_hub reads, and
- * the bound on one file's connections KServe's webhook sets for hf-xet.
+ * the bound on one file's connections KServe's webhook sets for hf-xet; hfTokenFileOf: where its token file is.
  */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import * as E from 'fp-ts/Either';
 import { bearerToken } from '../../core/bearer-token';
 import type { Env } from '../../core/env';
@@ -14,7 +16,10 @@ export const defaultHfEndpoint = 'https://huggingface.co';
 export interface HfSettings {
   /** `HF_ENDPOINT` without its trailing `/` (a mirror may have a path of its own). */
   readonly endpoint: string;
-  /** `HF_TOKEN` (else `HUGGING_FACE_HUB_TOKEN`), registered as a secret; absent: anonymous. */
+  /**
+   * `HF_TOKEN` (else `HUGGING_FACE_HUB_TOKEN`), registered as a secret; absent: the token file's (`hfTokenFileOf`), if
+   * any, else anonymous. Never with `HF_HUB_DISABLE_IMPLICIT_TOKEN`.
+   */
   readonly token?: string;
   /** `HF_HUB_OFFLINE` (else `TRANSFORMERS_OFFLINE`) is true: no request may go to the Hub. */
   readonly offline: boolean;
@@ -61,6 +66,43 @@ const rangeGetsOf = (text: string | undefined): E.Either<string, number | undefi
 };
 
 /**
+ * `HF_HUB_DISABLE_IMPLICIT_TOKEN`: no token is sent unless the caller passes one, and KServe's initializer passes
+ * snapshot_download none (huggingface_hub's `get_token_to_send`): neither the environment's nor the file's is sent.
+ */
+const implicitTokenDisabled = (env: Env): boolean => isTrue(env.HF_HUB_DISABLE_IMPLICIT_TOKEN);
+
+/** The environment's token as `_get_token_from_environment` takes it: HF_TOKEN first, CR and LF dropped, trimmed. */
+const environmentToken = (env: Env): { readonly variable: string; readonly text: string } => {
+  const variable = env.HF_TOKEN ? 'HF_TOKEN' : 'HUGGING_FACE_HUB_TOKEN';
+  return { variable, text: (env[variable] ?? '').replace(/[\r\n]/g, '').trim() };
+};
+
+/**
+ * Python's `os.path.expandvars(os.path.expanduser(path))`, as constants.py expands its paths: a leading `~` is HOME,
+ * `$NAME` and `${NAME}` the value in `env`, left as written when unset.
+ */
+const expandedPath = (path: string, env: Env): string => {
+  const home = (env.HOME ?? homedir()).replace(/\/+$/, '');
+  const user = path === '~' || path.startsWith('~/') ? home + path.slice(1) || '/' : path;
+  return user.replace(/\$(\w+|\{[^}]*\})/g, (written, name: string) => {
+    const value = env[name.startsWith('{') ? name.slice(1, -1) : name];
+    return value ?? written;
+  });
+};
+
+/**
+ * The token file huggingface_hub reads when the environment holds no token (`_get_token_from_file`): `HF_TOKEN_PATH`,
+ * else `token` in `HF_HOME`, whose default is `huggingface` in `XDG_CACHE_HOME`, else in `~/.cache`. Undefined when
+ * the environment holds a token, or none may be sent (`implicitTokenDisabled`).
+ */
+export const hfTokenFileOf = (env: Env): string | undefined => {
+  if (implicitTokenDisabled(env) || environmentToken(env).text !== '') return undefined;
+  const cache = env.XDG_CACHE_HOME ?? join(expandedPath('~', env), '.cache');
+  const hfHome = expandedPath(env.HF_HOME ?? join(cache, 'huggingface'), env);
+  return expandedPath(env.HF_TOKEN_PATH ?? join(hfHome, 'token'), env);
+};
+
+/**
  * The Hub settings of `env`, as huggingface_hub reads them (the table: docs/storage.md, "Hugging Face Hub"); the
  * token as `_clean_token` cleans it (CR and LF dropped, trimmed, empty meaning none), registered as a secret before it
  * can reach any message. The Left names the variable that is wrong, never its value.
@@ -68,10 +110,9 @@ const rangeGetsOf = (text: string | undefined): E.Either<string, number | undefi
 export const hfSettingsFrom = (env: Env): E.Either<string, HfSettings> => {
   const endpoint = env.HF_ENDPOINT ? endpointOf(env.HF_ENDPOINT) : E.right(defaultHfEndpoint);
   if (E.isLeft(endpoint)) return endpoint;
-  const variable = env.HF_TOKEN ? 'HF_TOKEN' : 'HUGGING_FACE_HUB_TOKEN';
-  const raw = (env[variable] ?? '').replace(/[\r\n]/g, '');
-  if (raw.trim() !== '') registerSecret(raw.trim());
-  const token = raw.trim() === '' ? undefined : bearerToken(raw);
+  const { variable, text } = implicitTokenDisabled(env) ? { variable: '', text: '' } : environmentToken(env);
+  if (text !== '') registerSecret(text);
+  const token = text === '' ? undefined : bearerToken(text);
   if (token !== undefined && E.isLeft(token)) return E.left(`${variable} ${token.left}`);
   const streamsPerFile = rangeGetsOf(env.HF_XET_NUM_CONCURRENT_RANGE_GETS);
   if (E.isLeft(streamsPerFile)) return streamsPerFile;

@@ -1,10 +1,12 @@
 /** hfStorage: the StorageProvider for `hf://<owner>/<model>[:<revision>]`, over hubRepoClient — one Hub repo at one commit, its tree the listing, `/resolve/` the ranged read. */
 import * as E from 'fp-ts/Either';
-import { permanentError, retryableError } from '../../core/errors';
+import { bearerToken } from '../../core/bearer-token';
+import { errorCode, errorMessage, permanentError, retryableError } from '../../core/errors';
 import { selectionKey } from '../../core/file-selection';
 import { registerSecret } from '../../core/redact';
 import type { StorageProvider } from '../../ports';
 import { defaultDownloadLimits, type ListingCap } from '../download-limits';
+import { fsError, isMissing, readSmallFile } from '../../fs';
 import { discardBody, isOk, withFailures, type Network } from '../../net';
 import { answerStatusError } from '../store-answer';
 import { contentLengthOf, contentRangeOf, rangeAnswered } from '../http/resumable-body';
@@ -67,8 +69,13 @@ const readFile = async (
  * The client of `repo` for one download, as `snapshot_download` reads it (docs/storage.md, "Hugging Face Hub"): the
  * revision resolved to its commit, that commit's tree listed, and every file read at that commit.
  */
-const hubRepoClient = (reach: HubClientSettings, repo: HfRepo): ObjectStoreClient => {
-  const failure: HubFailure = {
+const hubRepoClient = (
+  settings: HubClientSettings,
+  repo: HfRepo,
+  token: () => Promise<string | undefined>,
+): ObjectStoreClient => {
+  let reach = settings;
+  let failure: HubFailure = {
     repo,
     what: `downloading ${repo.display}`,
     endpoint: reach.endpoint,
@@ -84,6 +91,9 @@ const hubRepoClient = (reach: HubClientSettings, repo: HfRepo): ObjectStoreClien
       },
     },
     async *list(_location, signal, bounds) {
+      // The token of this download: a token file is read again at each one (a rotated token is used at once).
+      reach = { ...settings, token: await token() };
+      failure = { ...failure, withToken: reach.token !== undefined };
       commit = await bounds.ask(() => resolveCommit(reach, failure, repo, signal));
       // Each request through the store's pressure, as the objects of a bucket (ListingBounds.ask).
       yield* await listTree(reach, atCommit(), repo, commit.sha, signal, reach.listing, bounds.ask);
@@ -99,6 +109,8 @@ export interface HfStorageOptions extends ObjectDownloadOptions {
   readonly endpoint?: string;
   /** `HF_TOKEN`: sent as `Authorization: Bearer` to the endpoint alone; registered as a secret. */
   readonly token?: string;
+  /** Where the token is read from at each download when `token` is absent (`hfTokenFileOf`); a missing file: none. */
+  readonly tokenFile?: string;
   /** `HF_HUB_OFFLINE`: every hf:// download fails for good, no request made (there is no Hub cache to read). */
   readonly offline?: boolean;
   /** Longest wait for an answer, and for the next bytes of its body (default 30 s). */
@@ -106,6 +118,35 @@ export interface HfStorageOptions extends ObjectDownloadOptions {
   /** The connections (proxies, CAs); default undici's global pool, direct. */
   readonly network?: Network;
 }
+
+/** The most read of a token file: a Hub token is ~40 characters. */
+const maxTokenFileBytes = 64 * 1024;
+
+/**
+ * The token in the file at `path`, as `_get_token_from_file` reads it (CR and LF dropped, trimmed, empty meaning
+ * none; a missing file: none), registered as a secret. Only a regular file of at most 64 KiB, links followed (a
+ * mounted Secret); one that cannot be read, or holds no token a header can carry, fails the download for good,
+ * naming the file and never its content.
+ */
+const tokenFromFile = async (path: string): Promise<string | undefined> => {
+  const what = `the Hugging Face token file ${path}`;
+  const bytes = await readSmallFile(path, maxTokenFileBytes, what, 'follow').catch((cause: unknown) => {
+    if (isMissing(cause)) return undefined;
+    // Refused unread (not a regular file, too big): its words name the file.
+    if (errorCode(cause) === undefined) throw permanentError('refused', errorMessage(cause), cause);
+    throw fsError(`cannot read ${what}`, cause);
+  });
+  const text =
+    bytes
+      ?.toString('utf8')
+      .replace(/[\r\n]/g, '')
+      .trim() ?? '';
+  if (text === '') return undefined;
+  registerSecret(text);
+  const token = bearerToken(text);
+  if (E.isLeft(token)) throw permanentError('refused', `${what} holds a token that ${token.left}`);
+  return token.right;
+};
 
 /**
  * Downloads Hugging Face Hub model repos as huggingface_hub's `snapshot_download` does (KServe's storage initializer
@@ -130,7 +171,9 @@ export const hfStorage = (options: HfStorageOptions = {}): StorageProvider => {
       );
     }
     const location = { bucket: repo.repoId, prefix: '', display: repo.display };
-    return { client: hubRepoClient(reach, repo), location };
+    const { token, tokenFile } = options;
+    const tokenOf = async () => token ?? (tokenFile === undefined ? undefined : tokenFromFile(tokenFile));
+    return { client: hubRepoClient(reach, repo, tokenOf), location };
   };
   return objectStoreStorage({
     maxResumes: 5,

@@ -4,7 +4,7 @@
  */
 import * as E from 'fp-ts/Either';
 import { redact } from '../../../src/core/redact';
-import { hfSettingsFrom } from '../../../src/storage/hub/hf-settings';
+import { hfSettingsFrom, hfTokenFileOf } from '../../../src/storage/hub/hf-settings';
 
 describe('hfSettingsFrom', () => {
   it('defaults to https://huggingface.co, anonymous, online', () => {
@@ -96,4 +96,39 @@ describe('hfSettingsFrom', () => {
       );
     },
   );
+});
+
+describe('hfTokenFileOf: the token file huggingface_hub reads when the environment holds no token', () => {
+  it('is ~/.cache/huggingface/token by default, else in XDG_CACHE_HOME, else in HF_HOME', () => {
+    expect(hfTokenFileOf({ HOME: '/home/kserve/' })).toBe('/home/kserve/.cache/huggingface/token');
+    expect(hfTokenFileOf({ HOME: '/home/kserve', XDG_CACHE_HOME: '/cache' })).toBe(
+      '/cache/huggingface/token',
+    );
+    expect(hfTokenFileOf({ HOME: '/home/kserve', XDG_CACHE_HOME: '/cache', HF_HOME: '/hf' })).toBe(
+      '/hf/token',
+    );
+  });
+
+  it('is HF_TOKEN_PATH when set, its ~ and $VARIABLES expanded as Python expands them (an unset one kept)', () => {
+    expect(hfTokenFileOf({ HF_TOKEN_PATH: '/var/run/secrets/hf/token' })).toBe('/var/run/secrets/hf/token');
+    expect(hfTokenFileOf({ HOME: '/home/u', HF_TOKEN_PATH: '~/hf-token' })).toBe('/home/u/hf-token');
+    expect(hfTokenFileOf({ SECRETS: '/s', HF_TOKEN_PATH: '$SECRETS/${SECRETS}/$UNSET/t' })).toBe(
+      '/s//s/$UNSET/t',
+    );
+    expect(hfTokenFileOf({ HOME: '/h', HF_HOME: '~/hf' })).toBe('/h/hf/token');
+  });
+
+  it('is none while HF_TOKEN or HUGGING_FACE_HUB_TOKEN holds a token; a blank one does not count', () => {
+    expect(hfTokenFileOf({ HF_TOKEN: 'hf_fromEnv1', HF_TOKEN_PATH: '/t' })).toBeUndefined();
+    expect(hfTokenFileOf({ HUGGING_FACE_HUB_TOKEN: 'hf_fromEnv2', HF_TOKEN_PATH: '/t' })).toBeUndefined();
+    expect(hfTokenFileOf({ HF_TOKEN: ' \n', HF_TOKEN_PATH: '/t' })).toBe('/t');
+  });
+
+  it('is none with HF_HUB_DISABLE_IMPLICIT_TOKEN, which drops the environment token too (nothing is sent)', () => {
+    const env = { HF_HUB_DISABLE_IMPLICIT_TOKEN: '1', HF_TOKEN: 'hf_neverSent3', HF_TOKEN_PATH: '/t' };
+    expect(hfTokenFileOf(env)).toBeUndefined();
+    expect(hfSettingsFrom(env)).toEqual(E.right({ endpoint: 'https://huggingface.co', offline: false }));
+    // Not read at all, as huggingface_hub does not: a token that could not be sent does not stop the start.
+    expect(E.isRight(hfSettingsFrom({ ...env, HF_TOKEN: 'hf_two words' }))).toBe(true);
+  });
 });

@@ -1,6 +1,8 @@
 /** hfStorage against the Hub stand-in: one commit, the tree, patterns before bytes, the token at the Hub alone, reuse, progress. */
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { redact } from '../../../src/core/redact';
 import type { DownloadProgress } from '../../../src/ports';
 import { cliDownloadLimits } from '../../helpers/cli-limits';
 import { hfStorage, type HfStorageOptions } from '../../../src/storage/hub/hf-storage';
@@ -8,6 +10,7 @@ import { startHubStandIn, type HubStandIn } from '../../../src/testing/hub-stand
 import { effectError } from '../../helpers/effect-error';
 import { listTree, readFiles } from '../../helpers/file-tree';
 import { useTempDir } from '../../helpers/temp-dir';
+import { makeFifo } from '../../hardening/neighbour/sentinel';
 
 const staging = useTempDir('hf');
 const never = new AbortController().signal;
@@ -129,6 +132,77 @@ describe('hfStorage against the Hub stand-in', () => {
     expect(cdn[0]!.authorization).toBeUndefined();
     // Every file was asked of the Hub itself (its /resolve/ URL), the CDN reached only by its redirect.
     expect(resolvesSince(before).every((r) => r.server === 'hub')).toBe(true);
+  });
+
+  describe('the token file (no HF_TOKEN: hfTokenFileOf)', () => {
+    const files = useTempDir('hf-token');
+    const tokenFile = () => join(files.path, 'token');
+    const authorizationsSince = (before: number) =>
+      since(before)
+        .filter((r) => r.server === 'hub')
+        .map((r) => r.authorization);
+
+    beforeAll(() => {
+      hub.createRepo('org/by-file', { private: true });
+      hub.commit('org/by-file', { 'model.bin': 'weights' });
+      hub.addToken('hf_fromFileFirst1', ['org/by-file']);
+      hub.addToken('hf_fromFileRotated2', ['org/by-file']);
+    });
+
+    it('is read at each download, as a mounted Secret is rotated: each download sends the token the file holds then', async () => {
+      await writeFile(tokenFile(), ' hf_fromFileFirst1\r\n');
+      const { provider } = storage({ tokenFile: tokenFile() });
+      let before = hub.requests.length;
+      await provider.download('hf://org/by-file', staging.path, never);
+      expect(new Set(authorizationsSince(before))).toEqual(new Set(['Bearer hf_fromFileFirst1']));
+      expect(redact('hf_fromFileFirst1')).not.toContain('hf_fromFileFirst1');
+
+      await writeFile(tokenFile(), 'hf_fromFileRotated2\n');
+      before = hub.requests.length;
+      await provider.download('hf://org/by-file', join(staging.path, 'again'), never);
+      expect(new Set(authorizationsSince(before))).toEqual(new Set(['Bearer hf_fromFileRotated2']));
+    });
+
+    it('sends none when the file is missing or blank (a private repo then answers 401), and HF_TOKEN wins over it', async () => {
+      const before = hub.requests.length;
+      const missing = await effectError(
+        storage({ tokenFile: tokenFile() }).provider.download('hf://org/by-file', staging.path, never),
+      );
+      expect(missing).toMatchObject({ kind: 'http-status', status: 401, retryable: false });
+      await writeFile(tokenFile(), ' \n');
+      await expect(
+        storage({ tokenFile: tokenFile() }).provider.download('hf://org/by-file', staging.path, never),
+      ).rejects.toMatchObject({ status: 401 });
+      expect(authorizationsSince(before).every((a) => a === undefined)).toBe(true);
+
+      await writeFile(tokenFile(), 'hf_notThisOne\n');
+      const both = storage({ token: 'hf_fromFileFirst1', tokenFile: tokenFile() });
+      await expect(both.provider.download('hf://org/by-file', staging.path, never)).resolves.toBeUndefined();
+    });
+
+    it.each([
+      ['a dir', async (path: string) => mkdir(path), /is a directory, not a regular file/],
+      ['a FIFO', async (path: string) => makeFifo(path), /is a FIFO \(named pipe\), not a regular file/],
+      [
+        'a token with a space inside',
+        async (path: string) => writeFile(path, 'hf_two words'),
+        /holds a token that holds whitespace \(U\+0020\) at character 7/,
+      ],
+    ])(
+      'fails the download for good, naming the file and no request made, when it is %s',
+      async (_, make, reason) => {
+        await make(tokenFile());
+        const before = hub.requests.length;
+        const error = await effectError(
+          storage({ tokenFile: tokenFile() }).provider.download('hf://org/by-file', staging.path, never),
+        );
+        expect(error).toMatchObject({ kind: 'refused', retryable: false });
+        expect(error.message).toContain(`the Hugging Face token file ${tokenFile()}`);
+        expect(error.message).toMatch(reason);
+        expect(error.message).not.toContain('two words');
+        expect(since(before)).toEqual([]);
+      },
+    );
   });
 
   it('follows a renamed repo to its new name, the token still sent there', async () => {
