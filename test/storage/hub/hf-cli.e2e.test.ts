@@ -1,9 +1,9 @@
 /**
  * `hf://` on the real process as KServe's storage initializer is run (`modelsync hf://owner/model[:revision]
- * /mnt/models`), the Hub at `HF_ENDPOINT` (the stand-in and its CDN), the token in `HF_TOKEN`.
+ * /mnt/models`), the Hub at `HF_ENDPOINT` (the stand-in and its CDN), the token in `HF_TOKEN` or its file.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startHubStandIn, type HubStandIn } from '../../../src/testing/hub-stand-in';
 import { killAllCli, runCli } from '../../helpers/cli-process';
@@ -64,6 +64,31 @@ describe('modelsync hf://<owner>/<model>:<revision> <dest> (the storage initiali
     ).toBe(true);
     expect(seen.filter((r) => r.server === 'cdn').every((r) => r.authorization === undefined)).toBe(true);
     new SecretScan([{ label: 'HF_TOKEN', value: token }])
+      .add('stderr', result.stderr.text)
+      .add('stdout', result.stdout.text)
+      .expectNoLeaks();
+  });
+
+  it('reads the token from HF_TOKEN_PATH, a Secret mounted as kubelet mounts it (links into ..data), as huggingface_hub does', async () => {
+    const secret = join(tmp.path, 'secret');
+    await mkdir(join(secret, '..2026_12_06'), { recursive: true });
+    await writeFile(join(secret, '..2026_12_06', 'token'), `${token}\n`);
+    await symlink('..2026_12_06', join(secret, '..data'));
+    await symlink('..data/token', join(secret, 'token'));
+    const dest = join(tmp.path, 'mnt', 'models');
+    const before = hub.requests.length;
+
+    const result = await runCli(['hf://org/private-model:v1', dest], {
+      env: { HF_ENDPOINT: hub.url, HF_TOKEN_PATH: join(secret, 'token') },
+      timeoutMs: 20_000,
+    });
+
+    expect(result.code).toBe(0);
+    expect(await readFiles(dest)).toMatchObject({ 'config.json': '{"v":1}' });
+    const atHub = hub.requests.slice(before).filter((r) => r.server === 'hub');
+    expect(atHub.length).toBeGreaterThan(0);
+    expect(atHub.every((r) => r.authorization === `Bearer ${token}`)).toBe(true);
+    new SecretScan([{ label: 'the token file', value: token }])
       .add('stderr', result.stderr.text)
       .add('stdout', result.stdout.text)
       .expectNoLeaks();
