@@ -6,16 +6,18 @@
  * would fail a slow but live one (deleting a big model, copying one); so while calls are pending the mount is asked a
  * cheap question instead (a stat of its root) every `checkEveryMs`. One not answered within `answerWithinMs` makes
  * the mount hung: the pending calls fail (retryably), and new ones fail at once, taking no thread, until the
- * question returns. A call that returns after its caller was told it failed is ignored (a staging dir it made is
- * recovery's to delete).
+ * question returns. What a call brings back after its caller was told it failed goes to its `disposeLate`.
  */
 import { stat } from 'node:fs/promises';
 import { retryableError } from '../core/errors';
 import { within } from '../core/waits';
 import type { Logger } from '../log';
 
-/** Runs `work`, calls on the watched mount: settles as it does, or fails once the mount does not answer. */
-export type MountWatch = <T>(work: () => Promise<T>) => Promise<T>;
+/**
+ * Runs `work`, calls on the watched mount: settles as it does, or fails once the mount does not answer; what it
+ * brings back after that (the mount answered late) is handed to `disposeLate` (a staging dir to remove).
+ */
+export type MountWatch = <T>(work: () => Promise<T>, disposeLate?: (late: T) => void) => Promise<T>;
 
 /** How often a mount with calls pending is asked whether it answers, and how long it may take to. */
 export interface MountCheck {
@@ -78,14 +80,20 @@ export const mountWatch = (options: MountWatchOptions): MountWatch => {
     });
   };
 
-  return <T>(work: () => Promise<T>): Promise<T> => {
+  return <T>(work: () => Promise<T>, disposeLate?: (late: T) => void): Promise<T> => {
     if (hung) return Promise.reject(notAnswering());
     return new Promise<T>((resolve, reject) => {
-      pending.add(reject);
+      let told = false;
+      const fail = (cause: Error): void => {
+        told = true;
+        reject(cause);
+      };
+      pending.add(fail);
       arm();
       (async () => work())()
-        .then(resolve, reject)
-        .finally(() => pending.delete(reject));
+        .then((value) => (told ? disposeLate?.(value) : resolve(value)), reject)
+        .catch(() => undefined) // a disposal that throws: its caller was told of the failure already
+        .finally(() => pending.delete(fail));
     });
   };
 };

@@ -33,7 +33,12 @@ const watched = (store: ModelStore, watch: MountWatch): ModelStore => {
       take: (identity, staged, signal) => watch(() => cache.take(identity, staged, signal)),
     },
     recover: () => watch(() => store.recover()),
-    stage: (name, spec, signal) => watch(() => store.stage(name, spec, signal)),
+    // A staging dir made once its caller gave up on the mount is removed, not left to the next start's recovery.
+    stage: (name, spec, signal) =>
+      watch(
+        () => store.stage(name, spec, signal),
+        (late) => void late.abandon(new Error('the model dir answered too late')).catch(() => undefined),
+      ),
     fillFrom: (source, staged, signal) => watch(() => store.fillFrom(source, staged, signal)),
     remove: (name) => watch(() => store.remove(name)),
     isInstalled: (name, spec) => watch(() => store.isInstalled(name, spec)),

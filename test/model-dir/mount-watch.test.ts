@@ -96,4 +96,36 @@ describe('mountWatch', () => {
       expect.objectContaining({ dir: '/models', msg: 'the model dir answers again' }),
     ]);
   });
+  it('hands what a call brings back after its caller was told it failed to its disposeLate, once', async () => {
+    const answer = deferred<void>();
+    const result = deferred<string>();
+    const { watch } = watchWith(() => answer.promise);
+    const disposed: string[] = [];
+    const call = watch(
+      () => result.promise,
+      (late) => disposed.push(late),
+    );
+    await expect(call).rejects.toMatchObject({ kind: 'timeout' });
+    answer.settle();
+    result.settle('a staging dir made late');
+    await sleep(0);
+    expect(disposed).toEqual(['a staging dir made late']);
+  });
+
+  it('survives a disposeLate that throws', async () => {
+    const answer = deferred<void>();
+    const result = deferred<string>();
+    const { watch } = watchWith(() => answer.promise);
+    const call = watch(
+      () => result.promise,
+      () => {
+        throw new Error('disposal failed');
+      },
+    );
+    await expect(call).rejects.toMatchObject({ kind: 'timeout' });
+    answer.settle();
+    result.settle('late');
+    await sleep(10);
+    await expect(watch(() => Promise.resolve('after'))).resolves.toBe('after');
+  });
 });
