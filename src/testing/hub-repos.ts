@@ -65,10 +65,16 @@ export class HubRepos {
   private readonly renamed = new Map<string, string>();
   private readonly tokens = new Map<string, Set<string>>();
 
+  /** Creates `repoId`, or sets the options of the one a commit created: whichever comes first, it ends private. */
   create(repoId: string, options: HubRepoOptions = {}): void {
-    if (!this.repos.has(repoId)) {
-      this.repos.set(repoId, { options, commits: new Map(), branches: new Map(), tags: new Map() });
-    }
+    const repo = this.repos.get(repoId);
+    this.repos.set(repoId, {
+      commits: new Map(),
+      branches: new Map(),
+      tags: new Map(),
+      ...repo,
+      options: { ...repo?.options, ...options },
+    });
   }
 
   /** A new commit on `branch` (default `main`) holding exactly `files`; the repo is created if missing. */

@@ -78,7 +78,7 @@ export interface HubStandIn {
   readonly cdnUrl: string;
   /** Every request to either server, in arrival order. */
   readonly requests: ReadonlyArray<HubRequest>;
-  /** Creates an empty repo (nothing happens if it exists). */
+  /** Creates an empty repo; for one that exists (a commit creates a public one), sets the options given. */
   createRepo(repoId: string, options?: HubRepoOptions): void;
   /** A new commit on `branch` (default `main`) holding exactly `files`; returns its sha. */
   commit(repoId: string, files: Readonly<Record<string, HubFileSpec>>, branch?: string): string;

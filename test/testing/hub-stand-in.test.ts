@@ -89,6 +89,15 @@ describe('startHubStandIn', () => {
     expect([repo.status, repo.headers['x-error-code']]).toEqual([401, 'RepoNotFound']);
   });
 
+  it('makes a repo a commit created private when createRepo comes after it, as when it comes first', async () => {
+    hub.commit('org/made-by-commit', { 'a.txt': 'a' });
+    hub.createRepo('org/made-by-commit', { private: true });
+    const answer = await get(`${hub.url}/api/models/org/made-by-commit/revision/main`);
+    expect([answer.status, answer.headers['x-error-code']]).toEqual([401, 'RepoNotFound']);
+    hub.createRepo('org/made-by-commit');
+    expect((await get(`${hub.url}/api/models/org/made-by-commit/revision/main`)).status).toBe(401); // kept
+  });
+
   it('records each request with its server and Authorization', async () => {
     const before = hub.requests.length;
     await get(`${hub.url}/api/models/org/m/revision/main`, { authorization: 'Bearer nobody' });
