@@ -84,6 +84,22 @@ describe('production S3 settings', () => {
     expect((failure as Error).message).not.toContain('AWS_CA_BUNDLE');
   });
 
+  // Its network, which adds the bundle to Node's roots, is built then: held as strings they cost ~0.6 MiB of heap
+  // from the start (P5 in docs/benchmarks.md), paid now only where an s3:// model is listed.
+  it('reads a readable AWS_CA_BUNDLE again at the first s3:// download, and builds S3 with it then', async () => {
+    const bundle = path.join(dir.path, 'ca.pem');
+    await writeFile(bundle, rootCertificates.slice(0, 2).join('\n'));
+    const { built, sink } = build({ AWS_CA_BUNDLE: bundle, AWS_ENDPOINT_URL: 'http://127.0.0.1:9' });
+    if (E.isLeft(built)) throw new Error(built.left);
+    expect(sink.lines.filter((line) => String(line.msg).includes('AWS_CA_BUNDLE'))).toEqual([]);
+    await writeFile(bundle, 'not a certificate');
+    const target = path.join(dir.path, 'target-first');
+    await mkdir(target, { recursive: true });
+    await expect(
+      built.right.download('s3://bucket/model', target, new AbortController().signal),
+    ).rejects.toThrow(`AWS_CA_BUNDLE: the CA bundle ${bundle}`);
+  });
+
   it('registers the S3 keys as secrets at start while the AWS_CA_BUNDLE cannot be read', () => {
     const secret = 'wiring-secret-key-while-bundle-missing';
     const { built } = build({
