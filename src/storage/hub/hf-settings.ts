@@ -71,10 +71,13 @@ const rangeGetsOf = (text: string | undefined): E.Either<string, number | undefi
  */
 const implicitTokenDisabled = (env: Env): boolean => isTrue(env.HF_HUB_DISABLE_IMPLICIT_TOKEN);
 
-/** The environment's token as `_get_token_from_environment` takes it: HF_TOKEN first, CR and LF dropped, trimmed. */
+/** A token as huggingface_hub's `_clean_token` cleans one (the environment's or its file's): CR and LF dropped, trimmed. */
+export const cleanHfToken = (text: string): string => text.replace(/[\r\n]/g, '').trim();
+
+/** The environment's token as `_get_token_from_environment` takes it: HF_TOKEN first, cleaned. */
 const environmentToken = (env: Env): { readonly variable: string; readonly text: string } => {
   const variable = env.HF_TOKEN ? 'HF_TOKEN' : 'HUGGING_FACE_HUB_TOKEN';
-  return { variable, text: (env[variable] ?? '').replace(/[\r\n]/g, '').trim() };
+  return { variable, text: cleanHfToken(env[variable] ?? '') };
 };
 
 /**

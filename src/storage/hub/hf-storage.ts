@@ -19,7 +19,7 @@ import {
 } from '../object-store/download-objects';
 import { hubRequest, listTree, pythonQuote, resolveCommit, type HubCommit, type HubReach } from './hub-api';
 import { hubFileError, type HubFailure } from './hub-errors';
-import { defaultHfEndpoint } from './hf-settings';
+import { cleanHfToken, defaultHfEndpoint } from './hf-settings';
 import { parseHfUri, type HfRepo } from './hf-uri';
 
 /** How the Hub is reached, and the cap on what its tree may list. */
@@ -136,11 +136,7 @@ const tokenFromFile = async (path: string): Promise<string | undefined> => {
     if (errorCode(cause) === undefined) throw permanentError('refused', errorMessage(cause), cause);
     throw fsError(`cannot read ${what}`, cause);
   });
-  const text =
-    bytes
-      ?.toString('utf8')
-      .replace(/[\r\n]/g, '')
-      .trim() ?? '';
+  const text = cleanHfToken(bytes?.toString('utf8') ?? '');
   if (text === '') return undefined;
   registerSecret(text);
   const token = bearerToken(text);
