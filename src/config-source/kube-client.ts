@@ -1,7 +1,6 @@
 /** The Kubernetes client, loaded at its first use, and the cluster settings it is given: in-cluster, or a kubeconfig. */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { isIPv6 } from 'node:net';
 import { delimiter, dirname, isAbsolute, join, sep } from 'node:path';
 import type { Env } from '../core/env';
@@ -10,7 +9,7 @@ import { jsonObject } from '../core/json/json-object';
 import type { PodRef } from '../core/kube-event';
 import { lazyModule } from '../core/lazy-module';
 import { serviceAccountPod } from '../core/service-account-pod';
-import { readSmallFile } from '../fs';
+import { homeDir, readSmallFile } from '../fs';
 import { execAuthenticator, execProvider, withExecClusterInfo } from './kube-exec';
 import { tokenFileOf, userProblem } from './kubeconfig-user';
 import { tokenFileAuthenticator, tokenFileProvider, trimUserTokens } from './kube-token';
@@ -148,7 +147,7 @@ const inlineFiles = async (config: KubeConfig): Promise<void> => {
 const kubeconfigFiles = (env: Env): string[] => {
   const files = (env['KUBECONFIG'] ?? '').split(delimiter).filter((file) => file !== '');
   if (files.length > 0) return files;
-  const home = join(env['HOME'] ?? homedir(), '.kube', 'config');
+  const home = join(homeDir(env) ?? '~', '.kube', 'config');
   if (existsSync(home)) return [home];
   throw new Error(
     `no kubeconfig: KUBECONFIG is not set and ${home} does not exist (outside a pod one is needed)`,

@@ -11,6 +11,7 @@ export {
 } from './durable-fs';
 export { spaceCheck, statfsFreeBytes, type SpaceCheck } from './free-space';
 export { fileCopier, type CopyCounter, type FileCopier, type HeldFile } from './copy-held-file';
+export { homeDir } from './home-dir';
 export { readSmallFile, readToEnd } from './small-file';
 export { lockFile, type HeldLock } from './file-lock';
 export { entryKind } from '../core/entry-kind';

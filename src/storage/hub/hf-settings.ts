@@ -2,12 +2,12 @@
  * hfSettingsFrom: the Hub's endpoint, token and offline switch, from the environment names huggingface_hub reads, and
  * the bound on one file's connections KServe's webhook sets for hf-xet; hfTokenFileOf: where its token file is.
  */
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import * as E from 'fp-ts/Either';
 import { bearerToken } from '../../core/bearer-token';
 import type { Env } from '../../core/env';
 import { hasUserInfo, registerSecret } from '../../core/redact';
+import { homeDir } from '../../fs';
 
 /** huggingface_hub's `_HF_DEFAULT_ENDPOINT` (constants.py). */
 export const defaultHfEndpoint = 'https://huggingface.co';
@@ -85,8 +85,9 @@ const environmentToken = (env: Env): { readonly variable: string; readonly text:
  * `$NAME` and `${NAME}` the value in `env`, left as written when unset.
  */
 const expandedPath = (path: string, env: Env): string => {
-  const home = (env.HOME ?? homedir()).replace(/\/+$/, '');
-  const user = path === '~' || path.startsWith('~/') ? home + path.slice(1) || '/' : path;
+  const home = homeDir(env)?.replace(/\/+$/, '');
+  const user =
+    home !== undefined && (path === '~' || path.startsWith('~/')) ? home + path.slice(1) || '/' : path;
   return user.replace(/\$(\w+|\{[^}]*\})/g, (written, name: string) => {
     const value = env[name.startsWith('{') ? name.slice(1, -1) : name];
     return value ?? written;

@@ -1,10 +1,10 @@
 /** s3Credentials: where S3 requests get their credentials — none (anonymous), the environment, or the AWS default chain re-read when its files change; every value hidden as a secret. */
 import type { Env } from '../../core/env';
 import type { Agent } from 'node:https';
-import { homedir } from 'node:os';
 import path from 'node:path';
 import type { AwsCredentialIdentity as AwsCredentials } from '@smithy/types';
 import { registerSecret } from '../../core/redact';
+import { homeDir } from '../../fs';
 import { lazyModule } from '../../core/lazy-module';
 import { s3RequestHandler } from './s3-range-handler';
 import { credentialsFileVersion } from './credentials-file';
@@ -39,7 +39,7 @@ const asSource = (get: () => Promise<AwsCredentials>): CredentialSource =>
  * credentials it read from a file until the process ends.
  */
 const defaultChain = (env: Env, recheckMs: number, agent: Agent | undefined) => {
-  const home = env.HOME ?? homedir();
+  const home = homeDir(env) ?? '~';
   const filepath = env.AWS_SHARED_CREDENTIALS_FILE ?? path.join(home, '.aws', 'credentials');
   const configFilepath = env.AWS_CONFIG_FILE ?? path.join(home, '.aws', 'config');
   const init = {

@@ -2,6 +2,7 @@
  * hfSettingsFrom: HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE as huggingface_hub reads them, the token a secret; and
  * HF_XET_NUM_CONCURRENT_RANGE_GETS, KServe's bound on one file's ranged requests, as hf-xet reads it.
  */
+import os from 'node:os';
 import * as E from 'fp-ts/Either';
 import { redact } from '../../../src/core/redact';
 import { hfSettingsFrom, hfTokenFileOf } from '../../../src/storage/hub/hf-settings';
@@ -116,6 +117,18 @@ describe('hfTokenFileOf: the token file huggingface_hub reads when the environme
       '/s//s/$UNSET/t',
     );
     expect(hfTokenFileOf({ HOME: '/h', HF_HOME: '~/hf' })).toBe('/h/hf/token');
+  });
+
+  it("leaves ~ as written, as Python does, when there is no HOME and the uid has no home (Node's homedir throws)", () => {
+    const noHome = jest.spyOn(os, 'homedir').mockImplementation(() => {
+      throw new Error('ENOENT: no such file or directory, uv_os_get_passwd');
+    });
+    try {
+      expect(hfTokenFileOf({})).toBe('~/.cache/huggingface/token');
+      expect(hfTokenFileOf({ HF_HOME: '~/hf' })).toBe('~/hf/token');
+    } finally {
+      noHome.mockRestore();
+    }
   });
 
   it('is none while HF_TOKEN or HUGGING_FACE_HUB_TOKEN holds a token; a blank one does not count', () => {

@@ -1,5 +1,6 @@
 /** Tests of the S3 block of the production wiring: KServe's TLS names and bad S3 settings stop the start with a clear message. */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { rootCertificates } from 'node:tls';
 import * as E from 'fp-ts/Either';
@@ -98,6 +99,20 @@ describe('production S3 settings', () => {
     await expect(
       built.right.download('s3://bucket/model', target, new AbortController().signal),
     ).rejects.toThrow(`AWS_CA_BUNDLE: the CA bundle ${bundle}`);
+  });
+
+  // Node's os.homedir() throws when HOME is unset and the uid is not in /etc/passwd (as 65532 is not in the image's):
+  // the AWS files' default paths and huggingface_hub's token file were looked up there at start, and the start died.
+  it('starts without HOME for a uid with no home, the default files then looked for under ~ as written', () => {
+    const noHome = jest.spyOn(os, 'homedir').mockImplementation(() => {
+      throw new Error('A system error occurred: uv_os_homedir returned ENOENT (no such file or directory)');
+    });
+    try {
+      expect(E.isRight(build({}).built)).toBe(true);
+      expect(noHome).toHaveBeenCalled();
+    } finally {
+      noHome.mockRestore();
+    }
   });
 
   it('registers the S3 keys as secrets at start while the AWS_CA_BUNDLE cannot be read', () => {
