@@ -2,7 +2,7 @@
 import type { KubeConfig, User } from '@kubernetes/client-node';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { isLeft } from 'fp-ts/Either';
-import { bearerToken } from '../core/bearer-token';
+import { sendableToken } from '../core/bearer-token';
 import { readSmallFile } from '../fs';
 
 /**
@@ -32,8 +32,8 @@ const providerOf = (user: User): TokenFileProvider | undefined =>
 
 /** `text` as a token, or an Error saying what of `where` is wrong with it (never quoting it). */
 const checked = (text: string, where: string): string => {
-  const token = bearerToken(text);
-  if (isLeft(token)) throw new Error(`${where} ${token.left}; it is not sent`);
+  const token = sendableToken(text, where);
+  if (isLeft(token)) throw new Error(token.left);
   return token.right;
 };
 

@@ -1,5 +1,6 @@
 /** A token read from a file, as it may be sent in an `Authorization` header: trimmed, one word of visible ASCII. */
 import * as E from 'fp-ts/Either';
+import { registerSecret } from './redact';
 
 const describeChar = (char: string): string => {
   const code = char.codePointAt(0) ?? 0;
@@ -22,4 +23,16 @@ export const bearerToken = (text: string): E.Either<string, string> => {
   const bad = /[^\x21-\x7e]/u.exec(token);
   if (bad === null) return E.right(token);
   return E.left(`holds ${describeChar(bad[0])} at character ${bad.index + 1} of the token`);
+};
+
+/**
+ * `text` (what a token file or setting holds) as the token to send, or why `where` cannot be sent, in the words
+ * every reader of a token uses ("<where> holds … of the token; it is not sent"). Registered as a secret either way,
+ * as read and as sent: a token refused for a stray character is still a secret.
+ */
+export const sendableToken = (text: string, where: string): E.Either<string, string> => {
+  registerSecret(text);
+  const token = bearerToken(text);
+  if (E.isRight(token)) registerSecret(token.right);
+  return E.mapLeft((reason: string) => `${where} ${reason}; it is not sent`)(token);
 };

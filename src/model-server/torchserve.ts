@@ -1,7 +1,7 @@
 /** torchServeModelServer: the ModelServer port over TorchServe's management API (register, unregister, list). */
 import { isLeft } from 'fp-ts/Either';
 import * as t from 'io-ts';
-import { bearerToken } from '../core/bearer-token';
+import { sendableToken } from '../core/bearer-token';
 import { errorCode, errorMessage, httpStatusError, permanentError, retryableError } from '../core/errors';
 import { parseJson } from '../core/json/json';
 import type { ModelName } from '../core/model-name';
@@ -201,12 +201,10 @@ const readToken = async (file: string): Promise<string> => {
   throw permanentError('not-found', `the TorchServe key file ${file} has no management.key`);
 };
 
-/** `text` as a token (registered as a secret), or a permanent failure saying what in `where` is wrong with it. */
+/** `text` as a token, or a permanent failure saying what in `where` is wrong with it. */
 const checkedToken = (text: string, where: string): string => {
-  registerSecret(text);
-  const token = bearerToken(text);
-  if (isLeft(token)) throw permanentError('refused', `${where} ${token.left}; it is not sent`);
-  registerSecret(token.right);
+  const token = sendableToken(text, where);
+  if (isLeft(token)) throw permanentError('refused', token.left);
   return token.right;
 };
 

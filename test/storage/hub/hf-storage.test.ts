@@ -186,7 +186,7 @@ describe('hfStorage against the Hub stand-in', () => {
       [
         'a token with a space inside',
         async (path: string) => writeFile(path, 'hf_two words'),
-        /holds a token that holds whitespace \(U\+0020\) at character 7/,
+        /token file .* holds whitespace \(U\+0020\) at character 7 of the token; it is not sent/,
       ],
     ])(
       'fails the download for good, naming the file and no request made, when it is %s',
