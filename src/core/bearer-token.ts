@@ -26,13 +26,20 @@ export const bearerToken = (text: string): E.Either<string, string> => {
 };
 
 /**
- * `text` (what a token file or setting holds) as the token to send, or why `where` cannot be sent, in the words
- * every reader of a token uses ("<where> holds … of the token; it is not sent"). Registered as a secret either way,
- * as read and as sent: a token refused for a stray character is still a secret.
+ * `text` (what a token file holds) as the token to send, or why `where` cannot be sent, in the words every reader
+ * of a token uses ("<where> holds … of the token; it is not sent").
  */
-export const sendableToken = (text: string, where: string): E.Either<string, string> => {
+export const sendableToken = (text: string, where: string): E.Either<string, string> =>
+  E.mapLeft((reason: string) => `${where} ${reason}; it is not sent`)(bearerToken(text));
+
+/**
+ * `sendableToken`, the text registered as a secret either way, as read and as sent (a token refused for a stray
+ * character is still a secret): for a file that rarely changes. Not for a rotated token read at every request (the
+ * API server's): each value would stay registered for good; those are JWTs, hidden by their shape.
+ */
+export const registeredToken = (text: string, where: string): E.Either<string, string> => {
   registerSecret(text);
-  const token = bearerToken(text);
+  const token = sendableToken(text, where);
   if (E.isRight(token)) registerSecret(token.right);
-  return E.mapLeft((reason: string) => `${where} ${reason}; it is not sent`)(token);
+  return token;
 };

@@ -1,7 +1,7 @@
 /** torchServeModelServer: the ModelServer port over TorchServe's management API (register, unregister, list). */
 import { isLeft } from 'fp-ts/Either';
 import * as t from 'io-ts';
-import { sendableToken } from '../core/bearer-token';
+import { registeredToken } from '../core/bearer-token';
 import { errorCode, errorMessage, httpStatusError, permanentError, retryableError } from '../core/errors';
 import { parseJson } from '../core/json/json';
 import type { ModelName } from '../core/model-name';
@@ -203,7 +203,7 @@ const readToken = async (file: string): Promise<string> => {
 
 /** `text` as a token, or a permanent failure saying what in `where` is wrong with it. */
 const checkedToken = (text: string, where: string): string => {
-  const token = sendableToken(text, where);
+  const token = registeredToken(text, where);
   if (isLeft(token)) throw permanentError('refused', token.left);
   return token.right;
 };

@@ -1,6 +1,6 @@
 /** bearerToken: what a token file may hold around and inside its token. */
 import { either as E } from 'fp-ts';
-import { bearerToken, sendableToken } from '../../src/core/bearer-token';
+import { bearerToken, registeredToken, sendableToken } from '../../src/core/bearer-token';
 import { redact } from '../../src/core/redact';
 
 describe('bearerToken', () => {
@@ -26,16 +26,23 @@ describe('bearerToken', () => {
   });
 });
 
-describe('sendableToken', () => {
+describe('registeredToken', () => {
   it('gives the token to send, hidden from every log from then on (as read and as sent)', () => {
-    expect(sendableToken(' tok-sendable-1\n', 'the token file /t')).toEqual(E.right('tok-sendable-1'));
+    expect(registeredToken(' tok-sendable-1\n', 'the token file /t')).toEqual(E.right('tok-sendable-1'));
     expect(redact("sent tok-sendable-1 and ' tok-sendable-1\n'")).not.toContain('tok-sendable-1');
   });
 
   it('says why the file cannot be sent, naming it and never the token, which is hidden all the same', () => {
-    expect(sendableToken('tok sendable-2', 'the token file /t')).toEqual(
+    expect(registeredToken('tok sendable-2', 'the token file /t')).toEqual(
       E.left('the token file /t holds whitespace (U+0020) at character 4 of the token; it is not sent'),
     );
     expect(redact('a log line quoting tok sendable-2')).not.toContain('tok sendable-2');
+  });
+});
+
+describe('sendableToken', () => {
+  it('registers nothing (a rotated token read at every request would stay registered for good)', () => {
+    expect(sendableToken('tok-unregistered-3', 'the token file /t')).toEqual(E.right('tok-unregistered-3'));
+    expect(redact('tok-unregistered-3')).toBe('tok-unregistered-3');
   });
 });

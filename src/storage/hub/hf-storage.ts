@@ -1,6 +1,6 @@
 /** hfStorage: the StorageProvider for `hf://<owner>/<model>[:<revision>]`, over hubRepoClient — one Hub repo at one commit, its tree the listing, `/resolve/` the ranged read. */
 import * as E from 'fp-ts/Either';
-import { sendableToken } from '../../core/bearer-token';
+import { registeredToken } from '../../core/bearer-token';
 import { errorCode, errorMessage, permanentError, retryableError } from '../../core/errors';
 import { selectionKey } from '../../core/file-selection';
 import { registerSecret } from '../../core/redact';
@@ -138,7 +138,7 @@ const tokenFromFile = async (path: string): Promise<string | undefined> => {
   });
   const text = cleanHfToken(bytes?.toString('utf8') ?? '');
   if (text === '') return undefined;
-  const token = sendableToken(text, what);
+  const token = registeredToken(text, what);
   if (E.isLeft(token)) throw permanentError('refused', token.left);
   return token.right;
 };
