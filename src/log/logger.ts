@@ -153,7 +153,7 @@ const prettyLines = (to: { write(line: string): void }, colorize: boolean): { wr
  * The root logger at `level` in `format` on fd 2: pretty lines for `pretty`, or `auto` with stderr a terminal;
  * else JSON. A pipe or socket (a container's stderr) is written without blocking, through a bounded buffer that
  * drops lines when full (one warn line says how many, once stderr takes lines again); a file or terminal
- * directly (pino flushes it at exit): they do not stay full.
+ * directly and synchronously: they do not stay full.
  */
 export const stderrLogger = (level: LogLevel, format: LogFormat): StderrLogger => {
   const tty = isatty(2);
@@ -163,7 +163,9 @@ export const stderrLogger = (level: LogLevel, format: LogFormat): StderrLogger =
     boundedDestination(stream, (droppedLines) =>
       log.warn({ droppedLines }, 'log lines dropped: stderr was not taking them'),
     );
-  const destination = bounded ?? pino.destination(2);
+  // Synchronously (pino.destination's default writes through libuv's pool): a line written just before a kill
+  // (see cli.ts, exitNow) must not be lost with the process.
+  const destination = bounded ?? pino.destination({ dest: 2, sync: true });
   const log = createLogger(
     level,
     format === 'pretty' || (format === 'auto' && tty) ? prettyLines(destination, tty) : destination,
