@@ -7,6 +7,7 @@ import './compile-cache';
 import { fromEvent, map, merge, skip, Subject, take, takeUntil, takeWhile, tap, type Observable } from 'rxjs';
 import type { AppConfig } from './core/flags/app-config';
 import { redact } from './core/redact';
+import { unansweredMounts } from './fs';
 import { guardProcess, type Logger, logProcessWarnings, stderrLogger } from './log';
 import {
   dryRunMode,
@@ -31,14 +32,28 @@ const unfinishedExitCode = 70;
 /** The mode's outcome once it has one: an exit code, or `stopped` when the agent ended by itself (a graceful stop). */
 let outcome: number | 'stopped' | undefined;
 
+let exitLog: Logger | undefined;
+
 /**
- * Exits once stdout has taken every line (a pipe is written asynchronously, and exit would drop the rest) and
- * stderr the log lines, or `logFlushMs` after that, whichever is first.
+ * Exits with `code`, the log lines written (or `logFlushMs` after). While a mount that stopped answering holds a
+ * thread in a call, `process.exit` would wait for that call for good (Node.js joins its threads on exit): the
+ * process then says so and kills itself instead (exit code 137, as a kill by the kubelet would give).
  */
+const exitNow = (code: number): void => {
+  const held = unansweredMounts();
+  if (held.length === 0) return void flushLog(logFlushMs).then(() => process.exit(code));
+  exitLog?.error(
+    { dirs: held, exitCode: code },
+    'exiting with SIGKILL: a call on a mount that does not answer holds a thread, and Node.js would wait for it at exit',
+  );
+  void flushLog(logFlushMs).then(() => process.kill(process.pid, 'SIGKILL'));
+};
+
+/** Exits once stdout has taken every line (a pipe is written asynchronously, and exit would drop the rest). */
 const exitAfterStdout = (code: number): void => {
   outcome = code;
   process.exitCode = code;
-  process.stdout.write('', () => void flushLog(logFlushMs).then(() => process.exit(code)));
+  process.stdout.write('', () => exitNow(code));
 };
 
 /**
@@ -111,6 +126,7 @@ const run = (
 ): void => {
   const root = stderrLogger(config.logLevel, config.logFormat);
   const log = root.log;
+  exitLog = log;
   flushLog = (timeoutMs) => root.flushed(timeoutMs);
   // Before any SDK client is made: the AWS SDK warns about the Node version then.
   logProcessWarnings(log);
@@ -138,7 +154,7 @@ const run = (
         // Closing watchers and sockets is asynchronous; once stdout is drained, leave even if something lingers,
         // and with the log lines written, or without them after logFlushMs (stderr may not be read).
         process.stdout.write('', () => {
-          setTimeout(() => process.exit(0), 2000).unref();
+          setTimeout(() => exitNow(0), 2000).unref();
           void flushLog(logFlushMs);
         });
       },

@@ -5,3 +5,4 @@
 export { loadJournal } from './load-journal';
 export { modelDirStore } from './store';
 export { openFreshStagingDir } from './staging-dir';
+export { mountWatch, type MountWatch } from './mount-watch';

@@ -11,6 +11,7 @@
 import { stat } from 'node:fs/promises';
 import { retryableError } from '../core/errors';
 import { within } from '../core/waits';
+import { holdUnanswered } from '../fs';
 import type { Logger } from '../log';
 
 /**
@@ -29,6 +30,8 @@ export interface MountCheck {
 
 export interface MountWatchOptions extends MountCheck {
   readonly root: string;
+  /** What `root` is called in errors and log lines; default `the model dir`. */
+  readonly what?: string;
   readonly log: Logger;
   /** The question (default: a stat of `root`); any answer, an error too, says the mount answers. */
   readonly ask?: () => Promise<unknown>;
@@ -36,12 +39,12 @@ export interface MountWatchOptions extends MountCheck {
 
 /** A watch of the mount holding `root`. */
 export const mountWatch = (options: MountWatchOptions): MountWatch => {
-  const { root, log, checkEveryMs = 10_000, answerWithinMs = 20_000 } = options;
+  const { root, log, what = 'the model dir', checkEveryMs = 10_000, answerWithinMs = 20_000 } = options;
   const ask = options.ask ?? (() => stat(root));
   const notAnswering = () =>
     retryableError(
       'timeout',
-      `the model dir ${root} does not answer: a stat of it has not returned within ${answerWithinMs} ms (a hung ` +
+      `${what} ${root} does not answer: a stat of it has not returned within ${answerWithinMs} ms (a hung ` +
         'mount?); its calls fail until it returns',
     );
   const pending = new Set<(cause: Error) => void>();
@@ -65,15 +68,14 @@ export const mountWatch = (options: MountWatchOptions): MountWatch => {
     void within(answered, answerWithinMs, () => false).then(async (inTime) => {
       if (!inTime) {
         hung = true;
-        log.error(
-          { dir: root, answerWithinMs },
-          'the model dir does not answer (a hung mount?); its calls fail',
-        );
+        const release = holdUnanswered(root);
+        log.error({ dir: root, answerWithinMs }, `${what} does not answer (a hung mount?); its calls fail`);
         for (const fail of pending) fail(notAnswering());
         pending.clear();
         await answered;
+        release();
         hung = false;
-        log.warn({ dir: root }, 'the model dir answers again');
+        log.warn({ dir: root }, `${what} answers again`);
       }
       asking = false;
       arm();

@@ -22,7 +22,7 @@ import {
   type OpenDir,
   type SpaceCheck,
 } from '../fs';
-import { openFreshStagingDir } from '../model-dir';
+import { mountWatch, openFreshStagingDir, type MountWatch } from '../model-dir';
 import type { DownloadFunction, DownloadProgress } from '../ports';
 import { storageRouter } from './storage';
 
@@ -165,7 +165,7 @@ const fillDest = async (
   fill: (dir: string) => Promise<number | undefined>,
   { signal, log, space }: { readonly signal: AbortSignal; readonly log: Logger; readonly space: SpaceCheck },
 ): Promise<number> => {
-  const dest = await openDest(resolve(destPath));
+  const dest = await openDest(destPath);
   let made: ReturnType<typeof makeStaging> | undefined;
   let staging: OpenDir | undefined;
   try {
@@ -226,6 +226,13 @@ export const initializerStorage = (
   const router = storageRouter(config, log, env, space);
   if (E.isLeft(router)) return router;
   const { download, network } = router.right;
+  // One watch a dest for the whole run: once its mount is found hung, the retries fail at once, taking no thread.
+  const watches = new Map<string, MountWatch>();
+  const watchOf = (dest: string): MountWatch => {
+    const watch = watches.get(dest) ?? mountWatch({ root: dest, log, what: 'the dest' });
+    watches.set(dest, watch);
+    return watch;
+  };
   return E.right({
     schemes: download.schemes,
     download: async (uri, dest, signal, progress, request) => {
@@ -235,7 +242,8 @@ export const initializerStorage = (
         progress?.(reported);
       };
       const fill = (dir: string) => download(uri, dir, signal, report, request).then(() => moved);
-      return { bytes: await fillDest(dest, fill, { signal, log, space }) };
+      const at = resolve(dest);
+      return { bytes: await watchOf(at)(() => fillDest(at, fill, { signal, log, space })) };
     },
     close: () => network.close(),
   });

@@ -1,6 +1,7 @@
 /** mountWatch: calls on a mount that stops answering fail (and new ones at once) instead of waiting for good. */
 import pino from 'pino';
 import { EffectError } from '../../src/core/errors';
+import { unansweredMounts } from '../../src/fs';
 import { mountWatch, type MountWatch } from '../../src/model-dir/mount-watch';
 import { sleep } from '../../src/testing/wait';
 import { atLevel, LogSink } from '../helpers/log-sink';
@@ -68,6 +69,8 @@ describe('mountWatch', () => {
     expect(failure).toBeInstanceOf(EffectError);
     expect(failure).toMatchObject({ kind: 'timeout', retryable: true });
     expect((failure as Error).message).toMatch(/the model dir \/models does not answer.*within 40 ms/);
+    // Its question holds a thread until it returns: the process entry must not wait for it at exit.
+    expect(unansweredMounts()).toEqual(['/models']);
     await expect(alsoHung).rejects.toMatchObject({ kind: 'timeout' });
 
     // While it hangs, a new call fails without being started: it would take one more of libuv's threads for good.
@@ -91,11 +94,36 @@ describe('mountWatch', () => {
 
     answer.settle();
     await sleep(0);
+    expect(unansweredMounts()).toEqual([]);
     await expect(watch(() => Promise.resolve('again'))).resolves.toBe('again');
     expect(sink.lines.filter(atLevel('warn'))).toEqual([
       expect.objectContaining({ dir: '/models', msg: 'the model dir answers again' }),
     ]);
   });
+  it("names the dir as told (the storage initializer's dest) in its errors and log lines", async () => {
+    const sink = new LogSink();
+    const log = pino({ level: 'debug' }, sink);
+    const answer = deferred<void>();
+    const ask = () => answer.promise;
+    const watch = mountWatch({
+      root: '/mnt/models',
+      what: 'the dest',
+      log,
+      ask,
+      checkEveryMs: 10,
+      answerWithinMs: 40,
+    });
+    await expect(watch(() => new Promise<never>(() => undefined))).rejects.toThrow(
+      /^the dest \/mnt\/models does not answer/,
+    );
+    answer.settle();
+    await sleep(0);
+    expect(sink.lines.map((line) => line.msg)).toEqual([
+      'the dest does not answer (a hung mount?); its calls fail',
+      'the dest answers again',
+    ]);
+  });
+
   it('hands what a call brings back after its caller was told it failed to its disposeLate, once', async () => {
     const answer = deferred<void>();
     const result = deferred<string>();

@@ -2,7 +2,7 @@
  * The model dir's mount stops answering (a real FUSE mount over it whose daemon never answers, as a dead NFS server
  * or a stuck FUSE daemon): the store's calls fail with a retryable error naming the dir instead of holding their
  * model's work for good, new calls fail at once (no more of libuv's threads taken), and once the mount answers again
- * the store works as before.
+ * the store works as before. The storage initializer's dest likewise, and its process ends.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -11,11 +11,13 @@ import { loadJournal, loadJournalFileName } from '../../../src/model-dir/load-jo
 import { modelDirStore } from '../../../src/model-dir/store';
 import { within } from '../../../src/core/waits';
 import { startAgentHarness, type AgentHarness } from '../../helpers/agent-harness';
+import { killAllCli, runCli } from '../../helpers/cli-process';
 import { eventually } from '../../helpers/eventually';
 import { modelsJson, name, spec } from '../../helpers/fixtures';
 import { hangMount, type HungMount } from '../../helpers/hung-mount';
 import { install } from '../../helpers/install';
 import { atLevel, LogSink } from '../../helpers/log-sink';
+import { startStorageServer } from '../../helpers/storage-server';
 import { useTempDir } from '../../helpers/temp-dir';
 
 const tmp = useTempDir('hung-mount');
@@ -123,5 +125,55 @@ describe('the whole agent', () => {
     await agent.restart();
     await agent.waitForPhase('m2', 'Loaded');
     expect(agent.standIn.loaded).toEqual(new Set(['m1', 'm2']));
+  }, 120_000);
+});
+
+describe('the storage initializer', () => {
+  let mount: HungMount | undefined;
+  afterEach(async () => {
+    await killAllCli();
+    await mount?.release();
+  });
+
+  it('fails a pair whose dest hangs, naming the dest, and ends: Node.js cannot exit then, so it kills itself, saying so', async () => {
+    const storage = await startStorageServer();
+    try {
+      storage.file('/model.bin', 'weights');
+      const mnt = join(tmp.path, 'mnt');
+      await mkdir(mnt);
+      const dest = join(mnt, 'models');
+      mount = await hangMount(mnt);
+
+      // The default watch: a question every 10 s, 20 s to answer it; the second attempt fails at once.
+      const result = await runCli(['--max-attempts', '2', `${storage.url}/model.bin`, dest], {
+        timeoutMs: 90_000,
+      });
+
+      // Before: no line after "starting", and no end (an init container that never finishes).
+      expect(result.signal).toBe('SIGKILL');
+      const errors = result.stderr.lines
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter(atLevel('error'));
+      expect(errors).toEqual([
+        expect.objectContaining({
+          dir: dest,
+          msg: 'the dest does not answer (a hung mount?); its calls fail',
+        }),
+        expect.objectContaining({
+          dest,
+          errorKind: 'timeout',
+          reason: expect.stringContaining(`the dest ${dest} does not answer`) as unknown,
+        }),
+        expect.objectContaining({
+          dirs: [dest],
+          exitCode: 1,
+          msg: expect.stringMatching(
+            /^exiting with SIGKILL: a call on a mount that does not answer/,
+          ) as unknown,
+        }),
+      ]);
+    } finally {
+      await storage.close();
+    }
   }, 120_000);
 });
