@@ -10,8 +10,10 @@ import pino from 'pino';
 import { loadJournal, loadJournalFileName } from '../../../src/model-dir/load-journal';
 import { modelDirStore } from '../../../src/model-dir/store';
 import { within } from '../../../src/core/waits';
+import { atomicWrite } from '../../../src/testing/atomic-writer';
+import { startV2ModelServer } from '../../../src/testing/v2-model-server';
 import { startAgentHarness, type AgentHarness } from '../../helpers/agent-harness';
-import { killAllCli, runCli } from '../../helpers/cli-process';
+import { killAllCli, runCli, startCli } from '../../helpers/cli-process';
 import { eventually } from '../../helpers/eventually';
 import { modelsJson, name, spec } from '../../helpers/fixtures';
 import { hangMount, type HungMount } from '../../helpers/hung-mount';
@@ -173,6 +175,46 @@ describe('the storage initializer', () => {
         }),
       ]);
     } finally {
+      await storage.close();
+    }
+  }, 120_000);
+});
+
+describe('the agent process', () => {
+  let mount: HungMount | undefined;
+  afterEach(async () => {
+    await killAllCli();
+    await mount?.release();
+  });
+
+  it('stops on SIGTERM while its model dir does not answer: one line saying so, then it kills itself', async () => {
+    const storage = await startStorageServer();
+    const modelDir = join(tmp.path, 'models');
+    await mkdir(modelDir);
+    const standIn = await startV2ModelServer({ modelDir });
+    try {
+      storage.file('/m2.bin', 'weights');
+      const configDir = join(tmp.path, 'config');
+      atomicWrite(configDir, { 'models.json': '[]' });
+      const flags = ['--config-dir', configDir, '--model-dir', modelDir, '--server-url', standIn.url];
+      const cli = startCli([...flags, '--http-port', '0', '--max-attempts', '1', '--shutdown-timeout', '2s']);
+      await cli.waitForLog('start-up sync complete; ready', 30_000);
+
+      mount = await hangMount(modelDir);
+      atomicWrite(configDir, { 'models.json': modelsJson({ m2: `${storage.url}/m2.bin` }) });
+      await cli.waitForLog('the model dir does not answer (a hung mount?); its calls fail', 60_000);
+      // Before: process.exit waited for the hung call's thread, until the kubelet's SIGKILL.
+      const exit = await cli.signalAndWait('SIGTERM', 20_000);
+
+      expect(exit.signal).toBe('SIGKILL');
+      expect(cli.logs.at(-1)).toMatchObject({
+        level: 'error',
+        dirs: [modelDir],
+        exitCode: 0,
+        msg: expect.stringMatching(/^exiting with SIGKILL/) as unknown,
+      });
+    } finally {
+      await standIn.close();
       await storage.close();
     }
   }, 120_000);
