@@ -5,4 +5,3 @@
 export { loadJournal } from './load-journal';
 export { modelDirStore } from './store';
 export { openFreshStagingDir } from './staging-dir';
-export { mountWatch, type MountWatch } from './mount-watch';

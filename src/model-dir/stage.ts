@@ -3,12 +3,20 @@ import { rename } from 'node:fs/promises';
 import { EffectError, errorCode, permanentError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import { specToJson } from '../core/snapshot';
-import { fsError, isSameEntry, namingDirs, removeTree, step, type OpenDir, type SpaceCheck } from '../fs';
+import {
+  fsError,
+  isSameEntry,
+  namingDirs,
+  removeTree,
+  step,
+  type MountWatch,
+  type OpenDir,
+  type SpaceCheck,
+} from '../fs';
 import type { Installed, ModelStore, Staged, WrittenFiles } from '../ports';
 import type { FlushInstalled } from './background-flush';
 import type { StagingOf } from './fill-from';
 import type { Found, ModelDirRoot } from './model-dir-root';
-import type { MountWatch } from './mount-watch';
 import { createStagingDir, markStagingDir, stagingTakenAway } from './staging-dir';
 
 /** Where a store stages: its model dir, its flusher, its disk check, and the staging dirs not yet settled. */

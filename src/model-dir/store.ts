@@ -1,7 +1,7 @@
 /** modelDirStore: the model directory M, filled through staging dirs and renames so no one sees half a model, and no neighbour's link is ever followed. */
 import { specEquals } from '../core/snapshot';
 import type { ModelStore, Staged } from '../ports';
-import type { SpaceCheck } from '../fs';
+import { mountWatch, type MountCheck, type MountWatch, type SpaceCheck } from '../fs';
 import { backgroundFlusher } from './background-flush';
 import type { Logger } from '../log';
 import { fillFromModelDir } from './fill-from';
@@ -9,7 +9,6 @@ import { nodeCacheStore } from './node-cache';
 import type { EvictionBudget } from './node-cache-eviction';
 import { describeFound, modelDirRoot } from './model-dir-root';
 import { modelDirRecovery } from './recovery';
-import { mountWatch, type MountCheck, type MountWatch } from './mount-watch';
 import { stager, type StagingArea } from './stage';
 
 export interface ModelDirOptions {

@@ -26,6 +26,7 @@ export {
   pvcStorage,
   type PvcStorageOptions,
 } from './local/local-storage';
+export { sourceWatches } from './local/source-watch';
 export { azureBlobStorage } from './object-store/azure-blob';
 export {
   azureCredentialsFromEnv,

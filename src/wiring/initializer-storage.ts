@@ -14,15 +14,17 @@ import {
   entryKind,
   fileSizes,
   fsError,
+  mountWatch,
   namingDirs,
   openDir,
   removeTree,
   spaceCheck,
   step,
+  type MountWatch,
   type OpenDir,
   type SpaceCheck,
 } from '../fs';
-import { mountWatch, openFreshStagingDir, type MountWatch } from '../model-dir';
+import { openFreshStagingDir } from '../model-dir';
 import type { DownloadFunction, DownloadProgress } from '../ports';
 import { storageRouter } from './storage';
 

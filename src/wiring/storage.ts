@@ -24,6 +24,7 @@ import {
   localFileStorage,
   pvcStorage,
   routeStorage,
+  sourceWatches,
   type ClaimingProvider,
   withCheckedFiles,
 } from '../storage';
@@ -177,6 +178,8 @@ export const storageProviders = (
     concurrency: config.storageConcurrency,
     ...streams,
   };
+  // One watch a volume for both: a claim found hung fails the copies of either at once.
+  const sourceWatch = sourceWatches([...config.localStorageRoots, config.pvcMountRoot], log);
   return E.right({
     providers: [
       localFileStorage({
@@ -184,12 +187,14 @@ export const storageProviders = (
         limits,
         rootsName: flagTable.localStorageRoots.flag,
         files: config.localModelFiles,
+        sourceWatch,
       }),
       pvcStorage({
         root: config.pvcMountRoot,
         limits,
         rootName: flagTable.pvcMountRoot.flag,
         files: config.localModelFiles,
+        sourceWatch,
       }),
       httpStorage({
         headersByHost,

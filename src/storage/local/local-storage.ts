@@ -19,6 +19,7 @@ import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { fileCopier, fsError, isMissing, type FileCopier } from '../../fs';
 import { checkLocalSource, checkNotSystem, isInside } from './local-roots';
+import { sourceWatches, type WatchedCopy } from './source-watch';
 import { modelGuard, type TransferGuard } from '../transfer-guard';
 
 /** Where a local copy may come from and what it may take: every field has a default. */
@@ -39,6 +40,11 @@ export interface LocalStorageOptions {
    * the same path (`--local-model-files`).
    */
   readonly files?: LocalModelFiles;
+  /**
+   * What each copy runs under: the watch of the volume its source lies on (`sourceWatches`; share one between the
+   * providers of a process). Default: a watch of `roots` of its own that logs nothing.
+   */
+  readonly sourceWatch?: WatchedCopy;
 }
 
 const sourcePathOf = (uri: string): string => {
@@ -157,12 +163,16 @@ const copyDir = async (tree: Tree, from: string, to: string): Promise<void> => {
 type Settings = Required<LocalStorageOptions>;
 
 /** The settings of `options`, each field its default when absent. */
-const localSettings = (options: LocalStorageOptions): Settings => ({
-  roots: options.roots ?? ['/mnt/pvc'],
-  limits: options.limits ?? defaultDownloadLimits,
-  rootsName: options.rootsName ?? 'roots',
-  files: options.files ?? 'copy',
-});
+const localSettings = (options: LocalStorageOptions): Settings => {
+  const roots = options.roots ?? ['/mnt/pvc'];
+  return {
+    roots,
+    limits: options.limits ?? defaultDownloadLimits,
+    rootsName: options.rootsName ?? 'roots',
+    files: options.files ?? 'copy',
+    sourceWatch: options.sourceWatch ?? sourceWatches(roots),
+  };
+};
 
 /**
  * Copies the file or tree at the absolute path `source` into `targetDir` (or extracts an archive), as
@@ -240,13 +250,17 @@ export const localFileStorage = (options: LocalStorageOptions = {}): StorageProv
   return {
     schemes: ['file'],
     // Async, so that a URI that is no path rejects rather than throws.
-    download: async (uri, targetDir, signal, _progress, request) =>
-      await copyLocalModel(settings, sourcePathOf(uri), targetDir, signal, request?.select),
+    download: async (uri, targetDir, signal, _progress, request) => {
+      const source = sourcePathOf(uri);
+      await settings.sourceWatch(source, signal, (watched) =>
+        copyLocalModel(settings, source, targetDir, watched, request?.select),
+      );
+    },
   };
 };
 
 /** Where the claim is mounted and what the user calls it; the rest as for a local path. */
-export interface PvcStorageOptions extends Pick<LocalStorageOptions, 'limits' | 'files'> {
+export interface PvcStorageOptions extends Pick<LocalStorageOptions, 'limits' | 'files' | 'sourceWatch'> {
   /** The claim's mount point (KServe's `/mnt/pvc`). */
   readonly root: string;
   /** What the user calls `root`, named in a refusal (the CLI's flag; default `root`). */
@@ -267,8 +281,11 @@ export const pvcStorage = ({ root, rootName = 'root', ...options }: PvcStorageOp
       if (E.isLeft(pvc)) throw permanentError('invalid-uri', pvc.left);
       const shown = redactUri(uri);
       const missing = `${shown}: no claim is mounted at ${root} (${rootName}): it does not exist`;
-      await mustExist(root, missing, `reading ${root} for ${shown}`);
-      await copyLocalModel(settings, pvcLocalPath(root, pvc.right), targetDir, signal, request?.select);
+      const source = pvcLocalPath(root, pvc.right);
+      await settings.sourceWatch(source, signal, async (watched) => {
+        await mustExist(root, missing, `reading ${root} for ${shown}`);
+        await copyLocalModel(settings, source, targetDir, watched, request?.select);
+      });
     },
   };
 };

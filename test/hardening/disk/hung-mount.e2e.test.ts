@@ -2,13 +2,16 @@
  * The model dir's mount stops answering (a real FUSE mount over it whose daemon never answers, as a dead NFS server
  * or a stuck FUSE daemon): the store's calls fail with a retryable error naming the dir instead of holding their
  * model's work for good, new calls fail at once (no more of libuv's threads taken), and once the mount answers again
- * the store works as before. The storage initializer's dest likewise, and its process ends.
+ * the store works as before. The storage initializer's dest likewise, and its process ends; and a `pvc://` or local
+ * source on such a mount (a hung NFS claim).
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadJournal, loadJournalFileName } from '../../../src/model-dir/load-journal';
 import { modelDirStore } from '../../../src/model-dir/store';
+import { localFileStorage, pvcStorage } from '../../../src/storage/local/local-storage';
+import { sourceWatches } from '../../../src/storage/local/source-watch';
 import { within } from '../../../src/core/waits';
 import { atomicWrite } from '../../../src/testing/atomic-writer';
 import { startV2ModelServer } from '../../../src/testing/v2-model-server';
@@ -95,6 +98,56 @@ it("fails the load journal's start-up read on a hung model dir, and reads it onc
   }
   await eventually('the journal read', async () => (await journal.unconfirmed()).size === 0);
 });
+
+it('fails a copy from a pvc:// or local source whose volume hangs, naming it, the next at once, and copies once it answers', async () => {
+  const claim = join(tmp.path, 'pvc');
+  await mkdir(join(claim, 'models', 'm1'), { recursive: true });
+  await writeFile(join(claim, 'models', 'm1', 'model.bin'), 'weights');
+  const sink = new LogSink();
+  const options = {
+    sourceWatch: sourceWatches([claim], pino(sink), { checkEveryMs: 50, answerWithinMs: 300 }),
+  };
+  const pvc = pvcStorage({ root: claim, ...options });
+  const local = localFileStorage({ roots: [claim], ...options });
+  const targets = await Promise.all(
+    ['t1', 't2', 't3'].map(async (t) => mkdir(join(tmp.path, t)).then(() => join(tmp.path, t))),
+  );
+  const signal = new AbortController().signal;
+
+  const mount = await hangMount(claim);
+  try {
+    const outcome = (download: Promise<unknown>): Promise<unknown> =>
+      within(
+        download.then(
+          () => 'copied',
+          (error: unknown) => error,
+        ),
+        10_000,
+        () => 'still waiting after 10 s',
+      );
+    // Before: both waited for good, each holding its download slot and one of libuv's threads.
+    expect(await outcome(pvc.download('pvc://claim/models/m1', targets[0]!, signal))).toMatchObject({
+      kind: 'timeout',
+      retryable: true,
+      message: expect.stringContaining(`the source volume ${claim} does not answer`) as unknown,
+    });
+    const started = Date.now();
+    expect(await outcome(local.download(join(claim, 'models', 'm1'), targets[1]!, signal))).toMatchObject({
+      kind: 'timeout',
+    });
+    expect(Date.now() - started).toBeLessThan(1000); // the same volume's watch, already hung: at once
+    expect(sink.lines.filter(atLevel('error'))).toEqual([
+      expect.objectContaining({
+        dir: claim,
+        msg: 'the source volume does not answer (a hung mount?); its calls fail',
+      }),
+    ]);
+  } finally {
+    await mount.release();
+  }
+  await pvc.download('pvc://claim/models/m1', targets[2]!, signal);
+  expect(await readFile(join(targets[2]!, 'model.bin'), 'utf8')).toBe('weights');
+}, 60_000);
 
 describe('the whole agent', () => {
   let h: AgentHarness | undefined;

@@ -11,8 +11,7 @@
 import { stat } from 'node:fs/promises';
 import { retryableError } from '../core/errors';
 import { within } from '../core/waits';
-import { holdUnanswered } from '../fs';
-import type { Logger } from '../log';
+import { holdUnanswered } from './unanswered-mounts';
 
 /**
  * Runs `work`, calls on the watched mount: settles as it does, or fails once the mount does not answer; what it
@@ -28,11 +27,17 @@ export interface MountCheck {
   readonly answerWithinMs?: number;
 }
 
+/** Where a watch says the mount stopped and started answering (a pino logger serves). */
+export interface MountWatchLog {
+  error(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
 export interface MountWatchOptions extends MountCheck {
   readonly root: string;
   /** What `root` is called in errors and log lines; default `the model dir`. */
   readonly what?: string;
-  readonly log: Logger;
+  readonly log: MountWatchLog;
   /** The question (default: a stat of `root`); any answer, an error too, says the mount answers. */
   readonly ask?: () => Promise<unknown>;
 }

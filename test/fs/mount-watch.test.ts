@@ -2,7 +2,7 @@
 import pino from 'pino';
 import { EffectError } from '../../src/core/errors';
 import { unansweredMounts } from '../../src/fs';
-import { mountWatch, type MountWatch } from '../../src/model-dir/mount-watch';
+import { mountWatch, type MountWatch } from '../../src/fs/mount-watch';
 import { sleep } from '../../src/testing/wait';
 import { atLevel, LogSink } from '../helpers/log-sink';
 
