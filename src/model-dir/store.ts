@@ -1,6 +1,6 @@
 /** modelDirStore: the model directory M, filled through staging dirs and renames so no one sees half a model, and no neighbour's link is ever followed. */
 import { specEquals } from '../core/snapshot';
-import type { ModelStore, Staged } from '../ports';
+import type { ModelStore, NodeCache, Staged } from '../ports';
 import { mountWatch, type MountCheck, type MountWatch, type SpaceCheck } from '../fs';
 import { backgroundFlusher } from './background-flush';
 import type { Logger } from '../log';
@@ -23,6 +23,27 @@ export interface ModelDirOptions {
   /** How the store finds out that the model dir's mount stopped answering (`mountWatch`; tests shorten it). */
   readonly mountCheck?: MountCheck;
 }
+
+/**
+ * `cache`'s calls under `cacheWatch` too (the node cache dir is a mount of its own): a claim that comes back after its
+ * caller gave up is released (the others on the node would wait for it), and a publish or release on a cache that
+ * does not answer ends as their contract says, without a throw.
+ */
+const watchedCache = (cache: NodeCache, cacheWatch: MountWatch): NodeCache => ({
+  take: (identity, staged, signal) =>
+    cacheWatch(
+      async () => {
+        const took = await cache.take(identity, staged, signal);
+        if (took._tag !== 'Claimed') return took;
+        return {
+          ...took,
+          publish: () => cacheWatch(took.publish).catch(() => ({ evicted: 0 })),
+          release: () => cacheWatch(took.release).catch(() => undefined),
+        };
+      },
+      (late) => void (late._tag === 'Claimed' ? late.release() : undefined),
+    ),
+});
 
 /** `store` with every call run under `watch` (a staged dir's own calls run under it too: `StagingArea.watch`). */
 const watched = (store: ModelStore, watch: MountWatch): ModelStore => {
@@ -60,7 +81,11 @@ export const modelDirStore = (options: ModelDirOptions): ModelStore => {
   const { nodeCache } = options;
   const store: ModelStore = {
     nodeCache:
-      nodeCache && nodeCacheStore(nodeCache, modelDir, (staged) => staging(staged, 'nodeCache'), log),
+      nodeCache &&
+      watchedCache(
+        nodeCacheStore(nodeCache, modelDir, (staged) => staging(staged, 'nodeCache'), log),
+        mountWatch({ ...options.mountCheck, root: nodeCache.dir, log, what: 'the node cache dir' }),
+      ),
     recover: modelDirRecovery(m),
     stage: stager(area),
     fillFrom: async (source, staged, signal) => {

@@ -30,6 +30,20 @@ const specA = spec('s3://models/a');
 const specB = spec('s3://models/b');
 const fill = async (dir: string): Promise<void> => writeFile(join(dir, 'model.bin'), 'weights');
 
+/**
+ * What `call` on the hung mount ended with: its error, `done`, or `still waiting` after a wait far past the watches'
+ * 350 ms, so that a call that hangs fails the test and the mount is still released.
+ */
+const outcome = (call: Promise<unknown>): Promise<unknown> =>
+  within(
+    call.then(
+      () => 'done',
+      (error: unknown) => error,
+    ),
+    10_000,
+    () => 'still waiting after 10 s',
+  );
+
 it('fails the calls on a model dir whose mount hangs, and works again once it answers', async () => {
   const root = join(tmp.path, 'models');
   await mkdir(root);
@@ -45,16 +59,7 @@ it('fails the calls on a model dir whose mount hangs, and works again once it an
 
   const mount = await hangMount(root);
   try {
-    // Raced with a wait far past the watch's 350 ms, so that a stage that hangs fails the test and the mount is
-    // still released.
-    const failure: unknown = await within(
-      store.stage(name('b'), specB, signal).then(
-        () => 'staged',
-        (error: unknown) => error,
-      ),
-      10_000,
-      () => 'still waiting after 10 s',
-    );
+    const failure = await outcome(store.stage(name('b'), specB, signal));
     expect(failure).toMatchObject({
       kind: 'timeout',
       retryable: true,
@@ -99,6 +104,76 @@ it("fails the load journal's start-up read on a hung model dir, and reads it onc
   await eventually('the journal read', async () => (await journal.unconfirmed()).size === 0);
 });
 
+it('fails a node cache take on a cache dir whose mount hangs, naming it, with the model dir unharmed, and takes once it answers', async () => {
+  const root = join(tmp.path, 'models');
+  const cacheDir = join(tmp.path, 'cache');
+  await Promise.all([mkdir(root), mkdir(cacheDir)]);
+  const sink = new LogSink();
+  const store = modelDirStore({
+    root,
+    log: pino({ level: 'debug' }, sink),
+    nodeCache: { dir: cacheDir, maxBytes: 0, minFreeBytes: 0 },
+    mountCheck: { checkEveryMs: 50, answerWithinMs: 300 },
+  });
+  const signal = new AbortController().signal;
+  await store.recover();
+  const staged = await store.stage(name('a'), specA, signal);
+
+  const mount = await hangMount(cacheDir);
+  try {
+    // Before: the take waited for good (the model dir's watch asks the model dir, which answers).
+    const failure = await outcome(store.nodeCache!.take('identity-a', staged, signal));
+    expect(failure).toMatchObject({
+      kind: 'timeout',
+      message: expect.stringContaining(`the node cache dir ${cacheDir} does not answer`) as unknown,
+    });
+    // The model dir answers all along: the install goes on without the cache.
+    await staged.abandon(new Error('downloading it instead'));
+    await install(store, name('b'), specB, fill, signal);
+    expect(await store.isInstalled(name('b'), specB)).toBe(true);
+  } finally {
+    await mount.release();
+  }
+  const again = await store.stage(name('a'), specA, signal);
+  const took = await store.nodeCache!.take('identity-a', again, signal);
+  expect(took._tag).toBe('Claimed');
+  if (took._tag === 'Claimed') await took.release();
+  await again.abandon(new Error('not downloaded'));
+}, 60_000);
+
+it('ends a node cache publish on a cache dir that hangs after the claim, as its contract says: no throw, nothing evicted', async () => {
+  const root = join(tmp.path, 'models');
+  const cacheDir = join(tmp.path, 'cache');
+  await Promise.all([mkdir(root), mkdir(cacheDir)]);
+  const store = modelDirStore({
+    root,
+    log: pino({ level: 'silent' }),
+    nodeCache: { dir: cacheDir, maxBytes: 0, minFreeBytes: 0 },
+    mountCheck: { checkEveryMs: 50, answerWithinMs: 300 },
+  });
+  const signal = new AbortController().signal;
+  await store.recover();
+  const staged = await store.stage(name('a'), specA, signal);
+  const took = await store.nodeCache!.take('identity-a', staged, signal);
+  if (took._tag !== 'Claimed') throw new Error(`expected a claim, got ${took._tag}`);
+  await fill(staged.dir);
+  await staged.commit();
+
+  const mount = await hangMount(cacheDir);
+  try {
+    // Before: the publish (and the model's work awaiting it) waited for good.
+    const published: unknown = await within<unknown>(
+      took.publish(),
+      10_000,
+      () => 'still waiting after 10 s',
+    );
+    expect(published).toEqual({ evicted: 0 });
+    expect(await store.isInstalled(name('a'), specA)).toBe(true);
+  } finally {
+    await mount.release();
+  }
+}, 60_000);
+
 it('fails a copy from a pvc:// or local source whose volume hangs, naming it, the next at once, and copies once it answers', async () => {
   const claim = join(tmp.path, 'pvc');
   await mkdir(join(claim, 'models', 'm1'), { recursive: true });
@@ -116,15 +191,6 @@ it('fails a copy from a pvc:// or local source whose volume hangs, naming it, th
 
   const mount = await hangMount(claim);
   try {
-    const outcome = (download: Promise<unknown>): Promise<unknown> =>
-      within(
-        download.then(
-          () => 'copied',
-          (error: unknown) => error,
-        ),
-        10_000,
-        () => 'still waiting after 10 s',
-      );
     // Before: both waited for good, each holding its download slot and one of libuv's threads.
     expect(await outcome(pvc.download('pvc://claim/models/m1', targets[0]!, signal))).toMatchObject({
       kind: 'timeout',
