@@ -41,7 +41,7 @@ const watchedCache = (cache: NodeCache, cacheWatch: MountWatch): NodeCache => ({
           release: () => cacheWatch(took.release).catch(() => undefined),
         };
       },
-      (late) => void (late._tag === 'Claimed' ? late.release() : undefined),
+      (late) => void (late._tag === 'Claimed' ? late.release().catch(() => undefined) : undefined),
     ),
 });
 
