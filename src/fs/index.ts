@@ -13,7 +13,13 @@ export { spaceCheck, statfsFreeBytes, type SpaceCheck } from './free-space';
 export { fileCopier, type CopyCounter, type FileCopier, type HeldFile } from './copy-held-file';
 export { homeDir } from './home-dir';
 export { holdUnanswered, unansweredMounts } from './unanswered-mounts';
-export { mountWatch, type MountCheck, type MountWatch, type MountWatchLog } from './mount-watch';
+export {
+  mountWatch,
+  mountWatches,
+  type MountCheck,
+  type MountWatch,
+  type MountWatchLog,
+} from './mount-watch';
 export { readSmallFile, readToEnd } from './small-file';
 export { lockFile, type HeldLock } from './file-lock';
 export { entryKind } from '../core/entry-kind';

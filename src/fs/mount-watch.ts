@@ -104,3 +104,16 @@ export const mountWatch = (options: MountWatchOptions): MountWatch => {
     });
   };
 };
+
+/**
+ * One watch a root, made at its first use and kept for the process (`options` for each but the root): a mount found
+ * hung fails every later call on it at once, whoever makes it. For a bounded set of roots (flags, a run's dests).
+ */
+export const mountWatches = (options: Omit<MountWatchOptions, 'root'>): ((root: string) => MountWatch) => {
+  const watches = new Map<string, MountWatch>();
+  return (root) => {
+    const kept = watches.get(root) ?? mountWatch({ ...options, root });
+    watches.set(root, kept);
+    return kept;
+  };
+};

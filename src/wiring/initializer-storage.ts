@@ -14,13 +14,12 @@ import {
   entryKind,
   fileSizes,
   fsError,
-  mountWatch,
+  mountWatches,
   namingDirs,
   openDir,
   removeTree,
   spaceCheck,
   step,
-  type MountWatch,
   type OpenDir,
   type SpaceCheck,
 } from '../fs';
@@ -229,12 +228,7 @@ export const initializerStorage = (
   if (E.isLeft(router)) return router;
   const { download, network } = router.right;
   // One watch a dest for the whole run: once its mount is found hung, the retries fail at once, taking no thread.
-  const watches = new Map<string, MountWatch>();
-  const watchOf = (dest: string): MountWatch => {
-    const watch = watches.get(dest) ?? mountWatch({ root: dest, log, what: 'the dest' });
-    watches.set(dest, watch);
-    return watch;
-  };
+  const watchOf = mountWatches({ log, what: 'the dest' });
   return E.right({
     schemes: download.schemes,
     download: async (uri, dest, signal, progress, request) => {

@@ -4,7 +4,7 @@
  * one of libuv's threads) for good.
  */
 import path from 'node:path';
-import { mountWatch, type MountCheck, type MountWatch, type MountWatchLog } from '../../fs';
+import { mountWatch, mountWatches, type MountCheck, type MountWatch, type MountWatchLog } from '../../fs';
 import { isInside } from './local-roots';
 
 /** Runs `copy` from `source` under the watch of its volume, with a signal that also ends when the watch gives up. */
@@ -26,29 +26,21 @@ export const sourceWatches = (
   log: MountWatchLog = quiet,
   check: MountCheck = {},
 ): WatchedCopy => {
-  const watches = new Map<string, MountWatch>();
-  const watch = (root: string): MountWatch => mountWatch({ root, log, what: 'the source volume', ...check });
+  const options = { log, what: 'the source volume', ...check };
+  const kept = mountWatches(options);
   const watchOf = (source: string): MountWatch => {
     const root = roots
       .filter((candidate) => path.dirname(candidate) !== candidate && isInside(candidate, source))
       .sort((a, b) => b.length - a.length)[0];
-    if (root === undefined) return watch(source);
-    const kept = watches.get(root) ?? watch(root);
-    watches.set(root, kept);
-    return kept;
+    return root === undefined ? mountWatch({ ...options, root: source }) : kept(root);
   };
   return async (source, signal, copy) => {
     const stop = new AbortController();
-    const stopWith = (): void => stop.abort(signal.reason);
-    if (signal.aborted) stopWith();
-    signal.addEventListener('abort', stopWith, { once: true });
     try {
-      await watchOf(source)(() => copy(stop.signal));
+      await watchOf(source)(() => copy(AbortSignal.any([signal, stop.signal])));
     } catch (cause) {
       stop.abort(cause);
       throw cause;
-    } finally {
-      signal.removeEventListener('abort', stopWith);
     }
   };
 };
