@@ -21,6 +21,7 @@ export {
   type MountWatchLog,
 } from './mount-watch';
 export { readSmallFile, readToEnd } from './small-file';
+export { onRemoteFileSystem } from './remote-file-system';
 export { lockFile, type HeldLock } from './file-lock';
 export { entryKind } from '../core/entry-kind';
 export {

@@ -4,14 +4,15 @@
  */
 import { setMaxListeners } from 'node:events';
 import { open } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { retryableError } from '../../core/errors';
 import { inSlot, type Slots } from '../../core/slots';
-import { fsError, step } from '../../fs';
+import { fsError, onRemoteFileSystem, step } from '../../fs';
 import { readChunks } from '../../net';
 import type { TransferGuard } from '../transfer-guard';
 import { BatchWriter } from './batch-writer';
-import { fileWrites, type FileWrites } from './file-writes';
+import { defaultInlineLimits, fileWrites, type FileWrites } from './file-writes';
 import { connectionsFor, partBytesFor, PartPlan, type Part } from './part-plan';
 import { defaultOneStreamRule, leaderIsEnough, type OneStreamRule } from './one-stream';
 import { isPushback, type StorePressure } from '../store-pressure';
@@ -201,8 +202,12 @@ const fetchPart = async (
  * deletes the file); `changed` is never resumed. Memory: two buffers per connection, whatever the size.
  */
 export const fetchInParts = async (job: PartsJob, settings: PartsSettings): Promise<void> => {
-  const file = await step(`${job.what}: cannot create ${job.to}`, () => open(job.to, 'wx'));
-  const writes = fileWrites(file);
+  const [file, remote] = await Promise.all([
+    step(`${job.what}: cannot create ${job.to}`, () => open(job.to, 'wx')),
+    onRemoteFileSystem(dirname(job.to)),
+  ]);
+  // On NFS or FUSE one write may wait for its server for good: there it must hold a pool thread, not the event loop.
+  const writes = fileWrites(file, remote ? null : defaultInlineLimits);
   const stop = new AbortController();
   const noMoreConnections = new AbortController();
   const signal = AbortSignal.any([job.signal, stop.signal]);
