@@ -59,6 +59,19 @@ export const endAnswer = (
   });
 };
 
+/**
+ * Drops what is left of `request`'s body once its answer is out (the upstream answered without reading it all),
+ * within `lingerBounds`, as Go's server reads at most 256 KiB after its handler: its connection is closed unless the
+ * body ended by then.
+ */
+export const dropRestOfBody = (request: IncomingMessage): void => {
+  request.unpipe();
+  if (request.complete || request.destroyed) return void request.resume();
+  drain(request, () => {
+    if (!request.complete) request.socket.destroy();
+  });
+};
+
 /** Writes a whole answer `text` on a connection no response owns (client error, CONNECT), then closes it likewise. */
 export const closeAfter = (socket: Socket, text: string): void => {
   letGo(socket);

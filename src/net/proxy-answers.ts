@@ -9,7 +9,7 @@ import { forwardable } from './proxy-headers';
 
 /** What can go wrong with one exchange: each kind is logged at most once a second. */
 export type FailureKind =
-  'unreachable' | 'timeout' | 'cut' | 'stalled' | 'slow-body' | 'invalid-head' | 'refused';
+  'unreachable' | 'timeout' | 'cut' | 'stalled' | 'slow-body' | 'invalid-head' | 'refused' | 'pipelined';
 
 // Short, and naming nothing of the pod: no address, port or error code reaches a client.
 export const unreachableText = Buffer.from('the model server did not answer\n');
@@ -57,7 +57,12 @@ export const answer = (
 ): void => {
   if (response.headersSent || response.destroyed) return void response.destroy();
   const headers = ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(text.length)];
-  response.writeHead(status, close ? [...headers, 'Connection', 'close'] : headers);
+  // The reason given, not the response's: a writeHead that threw on the upstream's keeps its reason for the next.
+  response.writeHead(
+    status,
+    STATUS_CODES[status] ?? '',
+    close ? [...headers, 'Connection', 'close'] : headers,
+  );
   endAnswer(request, response, text);
 };
 

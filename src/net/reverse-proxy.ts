@@ -10,6 +10,7 @@
  */
 import {
   request as httpRequest,
+  STATUS_CODES,
   type ClientRequest,
   type IncomingMessage,
   type ServerResponse,
@@ -17,6 +18,8 @@ import {
 import type { Logger } from 'pino';
 import { errorCode } from '../core/errors';
 import { paceBody, type BodyPace } from './body-pace';
+import { dropRestOfBody } from './early-answer';
+import { oneAtATime } from './one-at-a-time';
 import {
   answer,
   answerGlobalOptions,
@@ -79,6 +82,13 @@ const upstreamIdleMs = 4000;
  */
 const maxAnswerHeadBytes = 64 * 1024;
 
+/** Pipelined requests one client connection may have waiting behind the one proxied (`oneAtATime`). */
+const maxPipelinedWaiting = 16;
+
+// What Node's writeHead refuses in a reason phrase (it throws): such a reason is replaced by the status's own, as
+// Go's ReverseProxy always sends its own.
+const badReasonCharacter = /[^\t\x20-\x7e\x80-\xff]/;
+
 /** A reverse proxy to `options.target`; mount `handle` as (or inside) a server's request listener. */
 export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
   const { target, timeoutMs, maxSockets } = options;
@@ -94,7 +104,7 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
     const bodiless = message.chunked !== true && Number(message.length ?? 0) === 0;
     const headers = upstreamHeaders(request, message, hostHeader);
     const replayable = bodiless && sentTwiceSafely(request);
-    let phase: 'waiting' | 'streaming' | 'ended' | 'answered' = 'waiting';
+    let phase: 'waiting' | 'streaming' | 'ended' | 'answered' | 'cut' = 'waiting';
     let upstream: ClientRequest | undefined;
     let upstreamResponse: IncomingMessage | undefined;
     let retried = false;
@@ -115,6 +125,8 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       answer(request, response, status, text, closeAfter || !request.complete);
     };
     const cut = (kind: FailureKind): void => {
+      if (phase === 'cut') return;
+      phase = 'cut';
       warn(kind);
       response.destroy(); // the client sees a cut body, never a short one that looks complete
     };
@@ -125,7 +137,7 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       // Judged after one turn through I/O: a timer late because this process did not run (a busy or paused host)
       // fires before the bytes that moved meanwhile are read, and would blame a peer for our stall.
       setImmediate(() => {
-        if (movedSince || !holding || phase === 'ended' || phase === 'answered') return;
+        if (movedSince || !holding || phase === 'ended' || phase === 'answered' || phase === 'cut') return;
         if (phase === 'streaming') return cut('stalled');
         warn('timeout');
         upstream?.destroy();
@@ -150,8 +162,10 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       if (back.trailer !== undefined && chunkedToClient(request, status, back))
         back.headers.push('Trailer', back.trailer);
       if (closeAfter) back.headers.push('Connection', 'close');
+      const reason = head.statusMessage ?? '';
       try {
-        response.writeHead(status, head.statusMessage, back.headers);
+        const passed = badReasonCharacter.test(reason) ? (STATUS_CODES[status] ?? '') : reason;
+        response.writeHead(status, passed, back.headers);
       } catch (error) {
         // A status below 100 gets past the parser, not past writeHead: a head that cannot be passed on.
         head.destroy();
@@ -175,6 +189,8 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       head.pipe(response);
     };
     const onUpstreamError = (error: Error): void => {
+      // Node completes an answer framed by the close when its connection fails (a reset): it was cut, not ended.
+      if (phase === 'streaming' && upstreamResponse?.complete !== true) return cut('cut');
       if (phase !== 'waiting') return; // past the head, the answer's own 'close' says how it ended
       // A kept-alive connection the upstream closed as it was reused: sent again once, as Go does, when there is
       // no body (one with a body was read, and cannot be sent twice) and sending it twice does no harm.
@@ -206,6 +222,9 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
         headers,
         maxHeaderSize: maxAnswerHeadBytes,
       });
+      // Node keeps the first 1,000 header lines of an answer and drops the rest unseen (a Connection list, a coding
+      // among them): every line is read, as Go's transport reads them, the head's size bounding their count.
+      sent.maxHeadersCount = 0;
       upstream = sent;
       sent.on('response', onHead).on('error', onUpstreamError).on('close', onUpstreamClose);
       sent.on('information', (interim) => {
@@ -237,10 +256,10 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       letGo();
       if (upstreamResponse?.complete === true && request.complete) return;
       // The client went away, or was cut, before the exchange was over: the upstream is stopped at once. Or the
-      // upstream answered before it read the whole body: the rest is dropped, so that the next request is parsed.
+      // upstream answered before it read the whole body: the rest is dropped (within bounds), so that the next
+      // request is parsed.
       upstream?.destroy();
-      request.unpipe();
-      request.resume();
+      dropRestOfBody(request);
     });
     try {
       send();
@@ -271,5 +290,9 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
     proxy(request, response, message);
   };
 
-  return { handle, inFlight: () => inFlight, close: () => agent.destroy() };
+  return {
+    handle: oneAtATime(handle, maxPipelinedWaiting, () => warn('pipelined')),
+    inFlight: () => inFlight,
+    close: () => agent.destroy(),
+  };
 };

@@ -7,7 +7,7 @@ import {
   type OutgoingHttpHeaders,
   type Server,
 } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo, Server as NetServer, Socket } from 'node:net';
 import { promisify } from 'node:util';
 import pino from 'pino';
 import type { BodyPace } from '../../src/net/body-pace';
@@ -209,4 +209,20 @@ export const postFromAnotherProcess = async (
     request.end(Buffer.alloc(${bytes}));`;
   const { stdout } = await promisify(execFile)(process.execPath, ['-e', script], { timeout: 60_000 });
   return JSON.parse(stdout) as { status: number; body: string };
+};
+
+/** What a test opened: a model server stand-in, a raw TCP one, the proxy in front. */
+export interface ProxyPeers {
+  upstream?: Upstream;
+  raw?: NetServer;
+  bench?: ProxyBench;
+}
+
+/** Closes what a test opened of `peers` and forgets it (a file's afterEach). */
+export const closePeers = async (peers: ProxyPeers): Promise<void> => {
+  await peers.bench?.close();
+  await peers.upstream?.close();
+  const { raw } = peers;
+  await new Promise((resolve) => (raw ? raw.close(resolve) : resolve(undefined)));
+  peers.bench = peers.upstream = peers.raw = undefined;
 };
