@@ -4,6 +4,7 @@ import { isLeft } from 'fp-ts/Either';
 import type * as t from 'io-ts';
 import { PathReporter } from 'io-ts/PathReporter';
 import { errors, request, type Dispatcher } from 'undici';
+import { answerWithin } from './answer-within';
 import { EffectError, httpStatusError, permanentError, retryableError, retryAfterOf } from '../core/errors';
 import { parseJson } from '../core/json/json';
 import { jsonObject } from '../core/json/json-object';
@@ -68,15 +69,17 @@ export const httpCall = async (url: string, init: HttpCallInit): Promise<HttpCal
   if (signal.aborted) throw transportError(signal.reason, { what, aborted: true });
   const parsed = httpUrl(url, what);
   try {
-    const response = await request(parsed, {
-      method,
-      headers,
-      body,
-      signal,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-      ...(dispatcher !== undefined ? { dispatcher } : {}),
-    });
+    const response = await answerWithin(timeoutMs, signal, (answerSignal) =>
+      request(parsed, {
+        method,
+        headers,
+        body,
+        signal: answerSignal,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+        ...(dispatcher !== undefined ? { dispatcher } : {}),
+      }),
+    );
     return { status: response.statusCode, headers: response.headers, body: response.body, init };
   } catch (cause) {
     throw transportFailure(cause, init);

@@ -16,6 +16,7 @@ export {
   responseStatusError,
   statusError,
 } from './http-call';
+export { answerWithin } from './answer-within';
 export { boundedServer, defaultServerLimits, type ServerLimits } from './bounded-server';
 export { announcesBody, bodyUnread, endAnswer } from './early-answer';
 export { type BodyPace } from './body-pace';

@@ -2,7 +2,15 @@
 import { request } from 'undici';
 import { sameEndpoint } from '../../core/endpoint';
 import { permanentError, type EffectError } from '../../core/errors';
-import { discardBody, httpUrl, type Network, timeoutOf, transportError, withFailures } from '../../net';
+import {
+  answerWithin,
+  discardBody,
+  httpUrl,
+  type Network,
+  timeoutOf,
+  transportError,
+  withFailures,
+} from '../../net';
 import { headerOf } from '../../net';
 import type { BodyResponse } from './resumable-body';
 
@@ -91,20 +99,23 @@ export const httpGet = async (
 ): Promise<BodyResponse> => {
   let current = url;
   for (let hop = 0; ; hop++) {
-    const response = await request(current, {
-      method,
-      headers: {
-        // identity: a Content-Encoding: gzip tarball is stored as it is, never gunzipped on the way.
-        'accept-encoding': 'identity',
-        ...(sameEndpoint(url, current) ? credentials : {}),
-        ...extraHeaders,
-      },
-      signal,
-      headersTimeout: settings.connectTimeoutMs,
-      bodyTimeout: settings.idleTimeoutMs,
-      // undici's pool for the hop's URL: the Network's, direct or through its proxy.
-      ...(settings.network !== undefined ? { dispatcher: settings.network.dispatcherFor(current) } : {}),
-    });
+    const target = current;
+    const response = await answerWithin(settings.connectTimeoutMs, signal, (answerSignal) =>
+      request(target, {
+        method,
+        headers: {
+          // identity: a Content-Encoding: gzip tarball is stored as it is, never gunzipped on the way.
+          'accept-encoding': 'identity',
+          ...(sameEndpoint(url, target) ? credentials : {}),
+          ...extraHeaders,
+        },
+        signal: answerSignal,
+        headersTimeout: settings.connectTimeoutMs,
+        bodyTimeout: settings.idleTimeoutMs,
+        // undici's pool for the hop's URL: the Network's, direct or through its proxy.
+        ...(settings.network !== undefined ? { dispatcher: settings.network.dispatcherFor(target) } : {}),
+      }),
+    );
     const answer = {
       status: response.statusCode,
       headers: response.headers,

@@ -98,7 +98,7 @@ const containerStore = (
     `${target.serviceUrl}/${target.container}${query}`,
     pipeline,
   );
-  boundAzureAnswers(pipeline, (options.limits ?? defaultDownloadLimits).minRate);
+  boundAzureAnswers(pipeline, (options.limits ?? defaultDownloadLimits).minRate, timeoutMs);
   const blobUrl = (key: string): string => `${target.serviceUrl}/${target.container}/${key}`;
 
   async function* list(

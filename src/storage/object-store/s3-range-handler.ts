@@ -7,6 +7,7 @@ import type { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { HttpRequest as SdkRequest, HttpResponse } from '@smithy/types';
 import { request as undiciRequest, type Dispatcher } from 'undici';
 import { lazyModule } from '../../core/lazy-module';
+import { answerWithin } from '../../net';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- loaded with the SDK, at the first s3:// model */
 const smithyHttp = lazyModule(
@@ -44,21 +45,6 @@ export const urlOf = (request: SdkRequest): URL => {
   );
 };
 
-/** Enough of the SDK's AbortSignal (a DOM one, or one only like it). */
-interface SignalLike {
-  readonly aborted: boolean;
-  addEventListener?: (type: 'abort', listener: () => void) => void;
-}
-
-/** A real AbortSignal for the SDK's. */
-const signalOf = (given: SignalLike | undefined): AbortSignal => {
-  if (given instanceof AbortSignal) return given;
-  const controller = new AbortController();
-  if (given?.aborted === true) controller.abort();
-  else given?.addEventListener?.('abort', () => controller.abort());
-  return controller.signal;
-};
-
 /** `headers` as the SDK reads them: one string per name. */
 const flat = (headers: Readonly<Record<string, string | string[] | undefined>>): Record<string, string> => {
   const out: Record<string, string> = {};
@@ -80,20 +66,19 @@ export const s3RequestHandler = (settings: S3HandlerSettings): NodeHttpHandler =
     socketTimeout: idleTimeoutMs,
     ...(agent !== undefined ? { httpAgent: agent, httpsAgent: agent } : {}),
   });
-  if (dispatcherFor === undefined) return inner;
   const handle = inner.handle.bind(inner);
-  inner.handle = async (request: HttpRequest, options: HandlerOptions = {}): Promise<Handled> => {
+  const route = async (request: HttpRequest, options: HandlerOptions): Promise<Handled> => {
     const ranged =
       request.method === 'GET' &&
       request.body === undefined &&
       Object.keys(request.headers).some((name) => name.toLowerCase() === 'range');
     const url = ranged ? urlOf(request) : undefined;
-    const dispatcher = url === undefined ? undefined : dispatcherFor(url);
+    const dispatcher = url === undefined ? undefined : dispatcherFor?.(url);
     if (url === undefined || dispatcher === undefined) return handle(request, options);
     const response = await undiciRequest(url, {
       method: 'GET',
       headers: request.headers,
-      signal: signalOf(options?.abortSignal),
+      signal: options?.abortSignal as AbortSignal,
       headersTimeout: connectTimeoutMs,
       bodyTimeout: idleTimeoutMs,
       dispatcher,
@@ -109,5 +94,11 @@ export const s3RequestHandler = (settings: S3HandlerSettings): NodeHttpHandler =
     });
     return { response: answer };
   };
+  // Every request's answer within the connect timeout, from its sending (answerWithin: a dripped head, 1xx without
+  // end); node:http's socket timeout alone restarts with every byte.
+  inner.handle = (request: HttpRequest, options: HandlerOptions = {}): Promise<Handled> =>
+    answerWithin(connectTimeoutMs, options.abortSignal, (abortSignal) =>
+      route(request, { ...options, abortSignal }),
+    );
   return inner;
 };

@@ -9,6 +9,7 @@ import type { Pipeline as CorePipeline, PipelinePolicy } from '@azure/core-rest-
 import type { Pipeline } from '@azure/storage-blob';
 import type { HttpRequest, HttpResponse } from '@smithy/types';
 import type { MinRate } from '../download-limits';
+import { answerWithin } from '../../net';
 import { answerTo, readAnswer, type AnswerBody } from '../store-answer';
 import { urlOf } from './s3-range-handler';
 
@@ -59,13 +60,19 @@ const streams = (codes: ReadonlySet<number> | undefined, status: number): boolea
  * ask to stream (all but a download's 200 and 206) is read here with readAnswer and handed on as the text the SDK
  * would have read itself, so its parser and its error policies see what they always see.
  */
-const boundedAnswers = (minRate: MinRate): PipelinePolicy => ({
+const boundedAnswers = (minRate: MinRate, answerMs: number): PipelinePolicy => ({
   name: 'modelsyncBoundedAnswers',
   sendRequest: async (request, next) => {
     const asked = request.streamResponseStatusCodes;
+    const callers = request.abortSignal;
     request.streamResponseStatusCodes = new Set([everyStatus]);
-    const response = await next(request).finally(() => {
+    // Its head within `answerMs` of its sending: the SDK's own timeout is the one it asks the server to keep.
+    const response = await answerWithin(answerMs, callers, (signal) => {
+      request.abortSignal = signal;
+      return next(request);
+    }).finally(() => {
       request.streamResponseStatusCodes = asked;
+      request.abortSignal = callers;
     });
     const body = response.readableStreamBody;
     if (body === undefined || streams(asked, response.status)) return response;
@@ -88,12 +95,12 @@ const boundedAnswers = (minRate: MinRate): PipelinePolicy => ({
  * at the first client and keeps on the Pipeline is reached directly. An SDK that keeps it elsewhere is a bug here,
  * said at once rather than an answer left unbounded.
  */
-export const boundAzureAnswers = (pipeline: Pipeline, minRate: MinRate): void => {
+export const boundAzureAnswers = (pipeline: Pipeline, minRate: MinRate, answerMs: number): void => {
   const core = (pipeline as unknown as { _corePipeline?: CorePipeline })._corePipeline;
   if (typeof core?.addPolicy !== 'function') {
     throw new Error(
       '@azure/storage-blob keeps no core pipeline on its Pipeline: its answers cannot be bounded',
     );
   }
-  core.addPolicy(boundedAnswers(minRate), { afterPhase: 'Sign' });
+  core.addPolicy(boundedAnswers(minRate, answerMs), { afterPhase: 'Sign' });
 };
