@@ -67,12 +67,17 @@ const gatekeeperNote =
   'what stands before the server, or its restricted API, refused the call itself: check the credentials and ' +
   "the route modelsync's calls take; not the model's files: the resync loads them again";
 
-// Triton lists a dir it never loaded (hidden dirs, `lost+found`) by name alone: no `state` means not loaded.
+// Triton lists a dir it never loaded (hidden dirs, `lost+found`) by name alone: no `state` means not loaded. A state
+// that is no string (null) says not loaded either: read as such, it must not make the whole index unreadable (at
+// start-up that held every model back as "not answering yet").
 const RepositoryIndexEntry = t.intersection(
-  [t.type({ name: t.string }), t.partial({ state: t.string })],
+  [t.type({ name: t.string }), t.partial({ state: t.unknown })],
   'RepositoryIndexEntry',
 );
 const RepositoryIndex = t.array(RepositoryIndexEntry, 'RepositoryIndex');
+/** An entry's state in capitals, '' when it has none a server could mean. */
+const stateOf = ({ state }: t.TypeOf<typeof RepositoryIndexEntry>): string =>
+  typeof state === 'string' ? state.toUpperCase() : '';
 /** KServe's `GET /v2/models`: the names of the models it holds (it has no repository index). */
 const ModelList = t.type({ models: t.array(t.string) }, 'ModelList');
 const ServerMetadata = t.type({ name: t.unknown }, 'ServerMetadata');
@@ -200,7 +205,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     if (lastListing?.checksum !== checksum) {
       // Triton lists one entry per version (a model is loaded when any is READY) and every dir, ours included: a
       // name that is no model name (`.tmp-…`, `lost+found` is one) is nobody's model to repair.
-      const ready = entries().filter((entry) => entry.state?.toUpperCase() === 'READY');
+      const ready = entries().filter((entry) => stateOf(entry) === 'READY');
       const loaded = [...loadedModelNames(ready.map((entry) => entry.name))];
       lastListing = { checksum, loaded };
     }
@@ -215,7 +220,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       const leftMs = Math.max(1, Math.ceil(deadline - performance.now()));
       const entries = (await listing(speech, signal, leftMs)).entries();
       const busy = entries.some(
-        (entry) => entry.name === name && ['READY', 'LOADING', 'UNLOADING'].includes(entry.state ?? ''),
+        (entry) => entry.name === name && ['READY', 'LOADING', 'UNLOADING'].includes(stateOf(entry)),
       );
       if (!busy) return;
       if (performance.now() + pause > deadline)

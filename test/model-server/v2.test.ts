@@ -107,6 +107,18 @@ describe('v2ModelServer', () => {
     expect([...loaded].sort()).toEqual(['m1', 'm3']);
   });
 
+  it('reads an index entry whose state is no string (null, a number) as not loaded, reading the others', async () => {
+    const index = [
+      { name: 'm1', state: 'READY' },
+      { name: 'lost+found', state: null },
+      { name: 'm3', state: 7 },
+      { name: 'm2', state: 'READY' },
+    ];
+    const raw = await startRaw(answer(200, JSON.stringify(index)));
+    const loaded = await v2ModelServer({ baseUrl: raw.url }).loadedModels(live());
+    expect([...loaded].sort()).toEqual(['m1', 'm2']);
+  });
+
   it('answers each index read as the index is now, when it repeats and when it changes', async () => {
     await install('m1');
     await install('m2');

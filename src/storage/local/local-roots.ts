@@ -29,10 +29,13 @@ const pseudoFilesystems = new Map<number, string>([
 // Refused by path as well: /dev is a devtmpfs, which statfs cannot tell from any tmpfs.
 const systemDirs = ['/proc', '/sys', '/dev'];
 
-/** True when `candidate` is `root` or lies below it (both absolute and resolved). */
+/**
+ * True when `candidate` is `root` or lies below it (both absolute and resolved). Only a `..` step leaves it: a name
+ * that starts with two dots (`..data` of a projected volume, `..archive`) lies inside.
+ */
 export const isInside = (root: string, candidate: string): boolean => {
   const relative = path.relative(root, candidate);
-  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+  return relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
 };
 
 /** The name of the pseudo filesystem (`proc`, `sysfs`, ...) `at` lies on, by its statfs type; undefined for others. */

@@ -228,8 +228,10 @@ const copyLocalModel = async (
     if (!info.isDirectory()) {
       throw permanentError('refused', `refusing ${source}: not a regular file or directory`);
     }
-    if (isInside(sourceRoot, targetDir)) {
-      throw permanentError('refused', `refusing to copy ${source} into ${targetDir}, which lies inside it`);
+    // The store names its staging dir by its handle (`/proc/self/fd/N`): the check compares where it really is.
+    const realTarget = await realpath(targetDir);
+    if (isInside(sourceRoot, realTarget)) {
+      throw permanentError('refused', `refusing to copy ${source} into ${realTarget}, which lies inside it`);
     }
     await copyDir(tree, sourceRoot, targetDir);
     selection?.checkSomeTaken();

@@ -2,6 +2,7 @@
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { openDir } from '../../../src/fs';
 import { localFileStorage } from '../../../src/storage/local/local-storage';
 import { effectError } from '../../helpers/effect-error';
 import { listTree } from '../../helpers/file-tree';
@@ -120,6 +121,41 @@ describe('localFileStorage', () => {
     const error = await effectError(local().download(source, inner, signal));
     expect(error).toMatchObject({ kind: 'refused', retryable: false });
     expect(error.message).toContain('inside it');
+  });
+
+  it('refuses a target inside the source named by its handle, as the store names a staging dir, writing nothing', async () => {
+    await writeFile(path.join(source, 'weights.bin'), 'weights');
+    const staging = path.join(source, 'models', '.tmp-m');
+    await mkdir(staging, { recursive: true });
+    const dir = await openDir(staging);
+    try {
+      const error = await effectError(local().download(source, dir.ref, signal));
+      expect(error).toMatchObject({ kind: 'refused', retryable: false });
+      expect(error.message).toBe(`refusing to copy ${source} into ${staging}, which lies inside it`);
+      expect(await listTree(staging)).toEqual([]);
+    } finally {
+      await dir.handle.close();
+    }
+  });
+
+  it("copies names that start with two dots: a projected volume's ..data and a link to ..weights.bin lie inside", async () => {
+    await mkdir(path.join(source, '..2026_01_01'));
+    await writeFile(path.join(source, '..2026_01_01', 'settings.json'), '{}');
+    await symlink('..2026_01_01', path.join(source, '..data'));
+    await symlink('..data/settings.json', path.join(source, 'settings.json'));
+    await writeFile(path.join(source, '..weights.bin'), 'weights');
+    await symlink('..weights.bin', path.join(source, 'weights.bin'));
+    await local().download(source, target, signal);
+    expect(await readFile(path.join(target, 'settings.json'), 'utf8')).toBe('{}');
+    expect(await readFile(path.join(target, 'weights.bin'), 'utf8')).toBe('weights');
+  });
+
+  it('copies a model stored below a dir whose name starts with two dots, inside the roots', async () => {
+    const archived = path.join(tmp.path, '..archive', 'old-model');
+    await mkdir(archived, { recursive: true });
+    await writeFile(path.join(archived, 'model.pt'), 'pt');
+    await local().download(archived, target, signal);
+    expect(await listTree(target)).toEqual(['model.pt']);
   });
 
   it('rejects without copying when the signal is already aborted', async () => {
