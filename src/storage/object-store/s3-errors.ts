@@ -57,6 +57,13 @@ const transientCodes = new Set([
 const serviceError = (failure: ServiceFailure, request: S3Request): EffectError => {
   const status = failure.$metadata.httpStatusCode;
   const code = failure.name;
+  // A 2xx the SDK's parser failed on (XML nested past its stack, a `__proto__` element) is no service error: an
+  // answer no S3 sends, said as such, with no parser internals in the words.
+  if (status !== undefined && status < 300)
+    return retryableError(
+      'invalid-response',
+      `${request.what}: HTTP ${status} with an answer that is no S3 answer`,
+    );
   // The service's own words: `AccessDenied: Access Denied (HTTP 403)`.
   const message = failure.message !== undefined && failure.message !== code ? `: ${failure.message}` : '';
   const text = `${request.what}: ${code}${message}${status !== undefined ? ` (HTTP ${status})` : ''}`;

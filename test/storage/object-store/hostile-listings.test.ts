@@ -209,6 +209,14 @@ it('an S3 endpoint answering 200 with an HTML page is no listing, not an empty b
   expect(error?.message).toContain('no ListBucketResult');
 });
 
+it('an S3 listing its client cannot parse (nested past its stack) is an invalid answer, without the parser in the words', async () => {
+  pageFor = () => `<?xml version="1.0"?><ListBucketResult>${'<a>'.repeat(200_000)}</ListBucketResult>`;
+  const error = await outcome('s3');
+  expect(error).toMatchObject({ kind: 'invalid-response', retryable: true });
+  expect(error?.message).toContain('HTTP 200 with an answer that is no S3 answer');
+  expect(error?.message).not.toMatch(/stack|RangeError/);
+});
+
 it('a GCS listing of a name that is no valid text (a lone surrogate) fails for good, naming the item', async () => {
   // JSON carries "\ud800" as it is: no file system or URL takes it (encodeURIComponent threw a URIError on it).
   pageFor = () => ({ items: [{ name: 'm/a\ud800', size: 1, version: 'v' }] });
