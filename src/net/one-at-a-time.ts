@@ -2,8 +2,9 @@
  * oneAtATime: a connection's pipelined requests handled one at a time, as Go's server (KServe's agent) serves them.
  * Node's parser hands on every pipelined request as it reads it; proxied at once, one client connection could take
  * every upstream connection and hold a head per request without end. Here the next waits until the answer before
- * it is done, its socket paused meanwhile (the client's further requests stay in the kernel's buffers, not ours);
- * past `maxWaiting` waiting on one connection the connection is closed: no client pipelines that deep.
+ * it is done; past `maxWaiting` waiting on one connection the connection is closed: no client pipelines that deep.
+ * The socket is not paused: Node pauses and resumes it (and its parser) for its own backpressure, which a resume of
+ * ours would undo.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -18,11 +19,7 @@ export const oneAtATime = (handle: Handler, maxWaiting: number, onFlood: () => v
     // A response's 'close' comes once it is done (or its connection gone), after Node gave the socket to the next.
     response.once('close', () => {
       const next = socket.destroyed ? undefined : waiting.get(socket)?.shift();
-      if (next === undefined) {
-        waiting.delete(socket);
-        if (!socket.destroyed) socket.resume();
-        return;
-      }
+      if (next === undefined) return void waiting.delete(socket);
       start(socket, ...next);
     });
     handle(request, response);
@@ -40,6 +37,5 @@ export const oneAtATime = (handle: Handler, maxWaiting: number, onFlood: () => v
       return void socket.destroy();
     }
     queue.push([request, response]);
-    socket.pause();
   };
 };
