@@ -95,7 +95,7 @@ export const storageFlags = {
   },
   s3Region: {
     arg: 'name',
-    help: "region S3 requests are signed for; default `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1` (AWS redirects to the bucket's region are followed)",
+    help: "region S3 requests are signed for; default `AWS_DEFAULT_REGION`, `AWS_REGION`, else `us-east-1` (AWS redirects to the bucket's region are followed)",
     codec: nonEmpty,
   },
   s3Addressing: {
