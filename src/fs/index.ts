@@ -22,6 +22,7 @@ export {
 } from './mount-watch';
 export { readSmallFile, readToEnd } from './small-file';
 export { onRemoteFileSystem } from './remote-file-system';
+export { linkMissing } from './link-missing';
 export { lockFile, type HeldLock } from './file-lock';
 export { entryKind } from '../core/entry-kind';
 export {

@@ -14,6 +14,7 @@ import {
   entryKind,
   fileSizes,
   fsError,
+  linkMissing,
   mountWatches,
   namingDirs,
   openDir,
@@ -106,7 +107,7 @@ const makeStaging = (
  * the old entries back and takes the new ones out; the aside dir goes with `staging`. Only when that undoing fails
  * too does the failure say which names in dest are new and which are gone.
  */
-const moveEntries = async (staging: OpenDir, dest: OpenDir): Promise<void> => {
+const moveEntries = async (staging: OpenDir, dest: OpenDir): Promise<ReadonlyArray<string>> => {
   const names = await step(`cannot list ${staging.path}`, () => readdir(staging.ref));
   const aside = basename(
     await step(`cannot create a dir in ${staging.path}`, () =>
@@ -129,6 +130,7 @@ const moveEntries = async (staging: OpenDir, dest: OpenDir): Promise<void> => {
       );
       movedIn.push(name);
     }
+    return names;
   } catch (cause) {
     const left = await putBack(dest, `${staging.ref}/${aside}`, movedIn, movedAside);
     if (left === undefined) throw cause;
@@ -161,13 +163,37 @@ const abortedInto = (dest: OpenDir, signal: AbortSignal): EffectError =>
   retryableError('aborted', `downloading into ${dest.path} aborted`, signal.reason);
 
 /**
+ * A dir an earlier pair of this run moved into dest, and the staging dir brings again, is merged rather than replaced:
+ * KServe's initializer writes every pair straight into dest, so two pairs' files under one dir (weights and config
+ * from two URIs) both stay, the later pair's where both hold a name.
+ */
+const keepEarlier = async (dest: OpenDir, staging: OpenDir, name: string): Promise<void> => {
+  const [before, now] = await Promise.all([
+    lstatIfAny(`${dest.ref}/${name}`, join(dest.path, name)),
+    lstatIfAny(`${staging.ref}/${name}`, join(staging.path, name)),
+  ]);
+  if (before?.isDirectory() !== true || now?.isDirectory() !== true) return;
+  await step(`cannot keep ${join(dest.path, name)} beside the new files`, () =>
+    linkMissing(`${dest.ref}/${name}`, `${staging.ref}/${name}`),
+  );
+};
+
+interface FillOptions {
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+  readonly space: SpaceCheck;
+  /** The top-level names earlier pairs of this run moved into this dest (kept up to date). */
+  readonly earlier: Set<string>;
+}
+
+/**
  * Fills `destPath` through a staging dir `fill` writes into, as docs/storage.md ("Storage initializer", Into place)
  * says. Resolves with the bytes `fill` resolved with, or when it knew none, those of the regular files that landed.
  */
 const fillDest = async (
   destPath: string,
   fill: (dir: string) => Promise<number | undefined>,
-  { signal, log, space }: { readonly signal: AbortSignal; readonly log: Logger; readonly space: SpaceCheck },
+  { signal, log, space, earlier }: FillOptions,
 ): Promise<number> => {
   const { dir: dest, created } = await openDest(destPath);
   let made: ReturnType<typeof makeStaging> | undefined;
@@ -184,9 +210,10 @@ const fillDest = async (
     const reported = await fill(staging.ref);
     if (signal.aborted) throw abortedInto(dest, signal);
     const bytes = reported ?? [...(await fileSizes(staging)).values()].reduce((sum, size) => sum + size, 0);
+    for (const name of earlier) await keepEarlier(dest, staging, name);
     // From here on a stop lets the renames finish: dest gets all the new entries, not some of them.
     made.stopRemovingOnAbort();
-    await moveEntries(staging, dest);
+    for (const name of await moveEntries(staging, dest)) earlier.add(name);
     filled = true;
     return bytes;
   } catch (cause) {
@@ -236,6 +263,8 @@ export const initializerStorage = (
   const { download, network } = router.right;
   // One watch a dest for the whole run: once its mount is found hung, the retries fail at once, taking no thread.
   const watchOf = mountWatches({ log, what: 'the dest' });
+  // By dest: the names this run's pairs moved in so far (keepEarlier).
+  const written = new Map<string, Set<string>>();
   return E.right({
     schemes: download.schemes,
     download: async (uri, dest, signal, progress, request) => {
@@ -246,7 +275,9 @@ export const initializerStorage = (
       };
       const fill = (dir: string) => download(uri, dir, signal, report, request).then(() => moved);
       const at = resolve(dest);
-      return { bytes: await watchOf(at)(() => fillDest(at, fill, { signal, log, space })) };
+      const earlier = written.get(at) ?? new Set<string>();
+      written.set(at, earlier);
+      return { bytes: await watchOf(at)(() => fillDest(at, fill, { signal, log, space, earlier })) };
     },
     close: () => network.close(),
   });

@@ -43,6 +43,35 @@ describe('initializerMode', () => {
     expect(await readFiles(join(tmp.path, 'outside'))).toEqual({ 'secret.txt': 'not yours', 'd/x': 'x' });
   });
 
+  it("merges the dirs of a run's pairs that share a dest, as KServe writes each straight into it: the later pair's files win", async () => {
+    const dest = join(tmp.path, 'models');
+    await writeFiles(dest, { '1/left-by-an-earlier-run.txt': 'stale' });
+    await storage.tarGz('/weights.tar.gz', {
+      '1/model.savedmodel/weights.bin': 'weights',
+      'shared.txt': 'first',
+    });
+    await storage.tarGz('/config.tar.gz', {
+      '1/labels.txt': 'labels',
+      'config.pbtxt': 'cfg',
+      'shared.txt': 'second',
+    });
+
+    const run = await runInitializer([
+      { uri: `${storage.url}/weights.tar.gz`, dest },
+      { uri: `${storage.url}/config.tar.gz`, dest },
+    ]);
+
+    expect(run.exitCode).toBe(0);
+    // The run's first pair replaced the dir an earlier run left; its second pair merged into what the first wrote.
+    expect(await readFiles(dest)).toEqual({
+      '1/model.savedmodel/weights.bin': 'weights',
+      '1/labels.txt': 'labels',
+      'config.pbtxt': 'cfg',
+      'shared.txt': 'second',
+    });
+    expect(await stagingDirsIn(dest)).toEqual([]);
+  });
+
   it('removes the staging dirs a killed run left in dest, then downloads', async () => {
     const dest = join(tmp.path, 'models');
     await writeFiles(dest, { '.modelsync-download-AbC123/model.bin': 'half of it' });
