@@ -4,6 +4,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { fetch, type Response } from 'undici';
 import { namesAnonymousUser, refusedUser, type KubeFailure } from '../core/config-map';
 import { errorCode, errorMessage } from '../core/errors';
+import { minSecretLength, redactedMark } from '../core/redact';
 import { jsonObject } from '../core/json/json-object';
 import { readCapped } from '../net';
 import type { KubeClientModule } from './kube-client';
@@ -58,11 +59,27 @@ const statusOf = async (response: Response): Promise<Record<string, unknown> | u
 /** The most of a refusal's Status message said (a 422's names the field; a hostile one is never said whole). */
 const maxServerMessageChars = 200;
 
+/**
+ * `text` without the credential `headers` carried: an API server, or a webhook in front of it, may quote it back in
+ * a refusal, which is logged and posted as an Event. A bearer token is re-read at every request (rotated), so it
+ * is not registered with the redaction guard; it is taken out of what the server says here.
+ */
+const withoutCredential = (headers: Record<string, string>): ((text: string) => string) => {
+  const header = Object.entries(headers).find(([name]) => name.toLowerCase() === 'authorization')?.[1];
+  const credential = header?.replace(/^\S+\s+/, '').trim() ?? '';
+  return credential.length < minSecretLength
+    ? (text) => text
+    : (text) => text.replaceAll(credential, redactedMark);
+};
+
 /** The Status's message as one line cut to `maxServerMessageChars`, as a field to spread, or nothing. */
-const serverMessageOf = (answer: Record<string, unknown> | undefined): { serverMessage?: string } => {
+const serverMessageOf = (
+  answer: Record<string, unknown> | undefined,
+  scrub: (text: string) => string,
+): { serverMessage?: string } => {
   const message = answer?.['message'];
   if (typeof message !== 'string') return {};
-  const line = message
+  const line = scrub(message)
     .replace(/[\s\p{Cc}]+/gu, ' ')
     .trim()
     .slice(0, maxServerMessageChars);
@@ -159,12 +176,13 @@ export const kubeCall = async (
   if (status === 410) throw new KubeRelistNeeded('the API server answered 410 Gone: the version is too old');
   const renewable = status === 401 && usesExecPlugin(config.getCurrentUser());
   if (renewable) execCredentialRefused(config.getCurrentUser());
-  throw new KubeStatusError(response.statusText || STATUS_CODES[status] || `HTTP ${status}`, {
+  const scrub = withoutCredential(headers);
+  throw new KubeStatusError(scrub(response.statusText) || STATUS_CODES[status] || `HTTP ${status}`, {
     status,
     anonymous: namesAnonymousUser(answer) || !sentCredentials(config, headers),
     user: refusedUser(answer),
     ...(renewable ? { renewable } : {}),
-    ...serverMessageOf(answer),
+    ...serverMessageOf(answer, scrub),
   });
 };
 

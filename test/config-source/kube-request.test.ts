@@ -89,6 +89,47 @@ describe('kubeCall refused for what the request holds', () => {
   });
 });
 
+describe('kubeCall refused by a server that quotes the credential back', () => {
+  it('says the Status message and the reason phrase without the bearer token it was sent', async () => {
+    const token = 'sekret-token-ABCDEF123456';
+    const server = await startHttpServer((request, response) => {
+      const sent = (request.headers.authorization ?? '').replace(/^Bearer /, '');
+      response.statusMessage = `denied ${sent}`;
+      response
+        .writeHead(500, { 'content-type': 'application/json' })
+        .end(
+          JSON.stringify({ kind: 'Status', message: `admission webhook denied request with token ${sent}` }),
+        );
+    });
+    try {
+      const config = {
+        getCurrentCluster: () => ({ server: server.url }),
+        applySecurityAuthentication: () => Promise.resolve(),
+        getCurrentUser: () => null,
+      } as unknown as KubeConfig;
+      const withToken = {
+        ...fakeClient,
+        RequestContext: class {
+          getHeaders = (): Record<string, string> => ({ Authorization: `Bearer ${token}` });
+          getDispatcher = (): undefined => undefined;
+        },
+      } as unknown as typeof fakeClient;
+      const refusal = await kubeCall(
+        withToken,
+        config,
+        '/api/v1/namespaces/b/configmaps',
+        {},
+        new AbortController().signal,
+      ).catch((error: unknown) => error);
+      const reason = said(refusal);
+      expect(reason).toContain('admission webhook denied request with token [REDACTED]');
+      expect(`${reason} ${(refusal as Error).message}`).not.toContain(token);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('kubeFailureOf', () => {
   it('takes the status, and whom the server refused, from a KubeStatusError', () => {
     const refused = new KubeStatusError('Forbidden', {
