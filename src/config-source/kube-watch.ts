@@ -54,7 +54,7 @@ const eventProblem = (phase: unknown, object: unknown, name: string): string | u
  * bookmarks, or behind a proxy that cuts watches, a quiet watch waited up to 30 s before the next (edits 30 s late,
  * a stall at the default 300 s). Its `TimeoutError` is the end of a watch that throttled itself by lasting: ListWatch
  * resets that wait and re-opens it at once, from its version. One that ends within `minWatchMs` (a server that fails
- * fast) still gets the wait.
+ * fast) still gets the wait, and is re-opened no sooner than `minWatchMs` after it was sent, events or not.
  */
 class WatchTimedOut extends Error {
   override readonly name = 'TimeoutError';
@@ -151,6 +151,14 @@ export const bookmarkingWatch = (
           handlerFailed(cause);
         }
       };
+      const endedCleanly = (lastedMs: number): void => {
+        if (lastedMs >= minWatchMs)
+          return finish(new WatchTimedOut('the watch ended cleanly after lasting a while'));
+        // ListWatch re-opens a watch at once after one that brought an event (each event resets its wait): a server
+        // that ends every watch right after an event had 150 a second sent. None is re-opened within minWatchMs.
+        const wait = setTimeout(() => finish(null), minWatchMs - lastedMs);
+        controller.signal.addEventListener('abort', () => clearTimeout(wait), { once: true });
+      };
       try {
         const query = { ...queryParams, watch: true, ...watchQuery(watched.timeoutSeconds) };
         const sentAt = performance.now();
@@ -158,9 +166,8 @@ export const bookmarkingWatch = (
         progress.opened();
         const body = response.body;
         if (body === null) throw brokenWatch('a 200 without a body');
-        const lasted = (): boolean => performance.now() - sentAt >= minWatchMs;
         readLines(body, onLine).then(
-          () => finish(lasted() ? new WatchTimedOut('the watch ended cleanly after lasting a while') : null),
+          () => endedCleanly(performance.now() - sentAt),
           (cause: unknown) => finish(cause),
         );
       } catch (cause) {

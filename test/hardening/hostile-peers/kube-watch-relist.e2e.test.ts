@@ -166,3 +166,23 @@ describe('a watch failure a resume would repeat', () => {
     ).toHaveLength(1);
   });
 });
+
+describe('a watch the API server ends right after an event', () => {
+  it('is re-opened no more than once a second, however often the server sends one event and ends it', async () => {
+    const { api } = await startAgent();
+    const since = api.requests.length;
+    const startedAt = performance.now();
+    // Each watch that opens gets one bookmark (an event, which resets the client's wait) and is ended at once.
+    while (performance.now() - startedAt < 3000) {
+      if (api.openWatches() > 0) {
+        api.bookmark();
+        api.dropWatches('end');
+      }
+      await sleep(5);
+    }
+    const watches = requestsOf(api.requests, since, 'watch').length;
+    // One a second over the 3 s, and the one open at the start: before, 150 a second were sent.
+    expect(watches).toBeGreaterThanOrEqual(2);
+    expect(watches).toBeLessThanOrEqual(5);
+  });
+});
