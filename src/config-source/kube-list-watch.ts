@@ -185,7 +185,7 @@ export const runListWatch = (
       hooks.content(list.items.find((item) => item.metadata?.name === options.name));
       return list;
     };
-    const watched = { name: options.name, timeoutSeconds: options.watchTimeoutSeconds };
+    const watched = { name: options.name, namespace, timeoutSeconds: options.watchTimeoutSeconds };
     const watch = bookmarkingWatch(kube, () => config!, watched, {
       wanted: isCurrent,
       opened: () => {

@@ -16,11 +16,16 @@ import {
 const brokenList = (why: string): Error => new KubeRelistNeeded(`the API server's list was ${why}`);
 
 /** Why `item` is not the ConfigMap `name` as a field-selected list holds it, or undefined. */
-const itemProblem = (item: unknown, name: string): string | undefined => {
+const itemProblem = (
+  item: unknown,
+  { name, namespace }: { readonly name: string; readonly namespace: string },
+): string | undefined => {
   const metadata = jsonObject(jsonObject(item)?.['metadata']);
   if (metadata === undefined) return 'an item without metadata';
   if (metadata['name'] !== name)
     return `the ConfigMap ${JSON.stringify(metadata['name'])?.slice(0, 80) ?? 'without a name'}, not ${name}`;
+  if (metadata['namespace'] !== namespace)
+    return `a ConfigMap in the namespace ${JSON.stringify(metadata['namespace'])?.slice(0, 80) ?? 'none'}, not ${namespace}`;
   const version = metadata['resourceVersion'];
   if (version !== undefined && kubeVersionOf(version) === undefined)
     return 'an item with a resourceVersion no API server writes';
@@ -110,7 +115,9 @@ export class ConfigMapLister {
     if (typeof listed !== 'string' || listed === '') throw brokenList('without a resourceVersion');
     const resourceVersion = kubeVersionOf(listed);
     if (resourceVersion === undefined) throw brokenList('with a resourceVersion no API server writes');
-    const problem = items.map((item) => itemProblem(item, this.where.name)).find((p) => p !== undefined);
+    // A list selected by the name holds the ConfigMap once or not at all.
+    if (items.length > 1) throw brokenList(`holding ${items.length} items`);
+    const problem = items.map((item) => itemProblem(item, this.where)).find((p) => p !== undefined);
     if (problem !== undefined) throw brokenList(`holding ${problem}`);
     return { metadata: { resourceVersion }, items: items as V1ConfigMap[] };
   }
@@ -131,7 +138,7 @@ export class ConfigMapLister {
       if (list === undefined || !Array.isArray(items) || items.length > 1) return undefined;
       if (items.length === 0) return { list };
       const item = kubeVersionOf(jsonObject(jsonObject(items[0])?.['metadata'])?.['resourceVersion']);
-      return itemProblem(items[0], this.where.name) === undefined && item !== undefined
+      return itemProblem(items[0], this.where) === undefined && item !== undefined
         ? { list, item }
         : undefined;
     } catch {

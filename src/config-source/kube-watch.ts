@@ -28,7 +28,11 @@ const shortly = (value: unknown): string => JSON.stringify(value)?.slice(0, 80) 
  * a ConfigMap if it says its kind; named `name` unless a bookmark), or why it ends the watch (an ERROR event: a
  * real API server ends the watch after one), or undefined.
  */
-const eventProblem = (phase: unknown, object: unknown, name: string): string | undefined => {
+const eventProblem = (
+  phase: unknown,
+  object: unknown,
+  { name, namespace }: { readonly name: string; readonly namespace: string },
+): string | undefined => {
   const fields = jsonObject(object);
   if (phase === 'ERROR')
     return `an ERROR event (${fields === undefined ? 'without a Status' : `${shortly(fields['code'])} ${shortly(fields['reason'])}: ${shortly(fields['message'])}`})`;
@@ -40,6 +44,9 @@ const eventProblem = (phase: unknown, object: unknown, name: string): string | u
     return `a ${phase} event of a ${shortly(fields['kind'])}, not a ConfigMap`;
   if (phase !== 'BOOKMARK' && metadata['name'] !== name)
     return `a ${phase} event of the ConfigMap ${shortly(metadata['name'])}, not ${name}`;
+  // The client's cache files an object by its namespace: one of another (or none) was dropped there, the change lost.
+  if (phase !== 'BOOKMARK' && metadata['namespace'] !== namespace)
+    return `a ${phase} event of a ConfigMap in the namespace ${shortly(metadata['namespace'])}, not ${namespace}`;
   // ListWatch would send it back as the next watch's query parameter, and /status would show it.
   const version = metadata['resourceVersion'];
   if (version !== undefined && kubeVersionOf(version) === undefined)
@@ -111,7 +118,7 @@ const readLines = async (body: AsyncIterable<Uint8Array>, line: (text: string) =
 export const bookmarkingWatch = (
   kube: KubeClientModule,
   configNow: () => KubeConfig,
-  watched: { readonly name: string; readonly timeoutSeconds: number },
+  watched: { readonly name: string; readonly namespace: string; readonly timeoutSeconds: number },
   progress: WatchProgress,
 ): Watch => {
   class BookmarkingWatch extends kube.Watch {
@@ -140,7 +147,7 @@ export const bookmarkingWatch = (
         );
         const fields = jsonObject(event) ?? {};
         const [phase, object] = [fields['type'], fields['object']];
-        const problem = eventProblem(phase, object, watched.name);
+        const problem = eventProblem(phase, object, watched);
         if (problem !== undefined) return finish(brokenWatch(problem));
         progress.event(kubeVersionOf(metadataOf(object)?.['resourceVersion']));
         const handlerFailed = (cause: unknown): void =>

@@ -49,7 +49,7 @@ const watchOf = async (body: string) => {
   const watch = bookmarkingWatch(
     fakeClient,
     () => configFor(running),
-    { name: 'models', timeoutSeconds: 10 },
+    { name: 'models', namespace: 'serving', timeoutSeconds: 10 },
     progress,
   );
   const ended = new Promise<unknown>((resolve) => {
@@ -60,14 +60,34 @@ const watchOf = async (body: string) => {
 
 describe('bookmarkingWatch', () => {
   it('passes on an event of the ConfigMap and ends cleanly with the answer', async () => {
-    const line = JSON.stringify({ type: 'MODIFIED', object: { metadata: { name: 'models' }, data: {} } });
+    const line = JSON.stringify({
+      type: 'MODIFIED',
+      object: { metadata: { name: 'models', namespace: 'serving' }, data: {} },
+    });
     const { events, ended } = await watchOf(`${line}\n`);
     expect(events).toEqual(['MODIFIED']);
     expect(ended).toBeNull();
   });
 
+  it.each([
+    [
+      'another namespace',
+      { name: 'models', namespace: 'elsewhere' },
+      'in the namespace "elsewhere", not serving',
+    ],
+    ['no namespace', { name: 'models' }, 'in the namespace none, not serving'],
+  ])(
+    'ends the watch at an event of the ConfigMap in %s, which the client would file apart and lose',
+    async (_what, metadata, said) => {
+      const line = JSON.stringify({ type: 'MODIFIED', object: { metadata, data: {} } });
+      const { events, ended } = await watchOf(`${line}\n`);
+      expect(events).toEqual([]);
+      expect(String(ended)).toContain(`a MODIFIED event of a ConfigMap ${said}`);
+    },
+  );
+
   it('refuses a line nested deeper than 64 levels before parsing it (4 million arrays took 2 s and 350 MB)', async () => {
-    const line = `{"type":"MODIFIED","object":{"metadata":{"name":"models"},"data":${deepArrays}}}`;
+    const line = `{"type":"MODIFIED","object":{"metadata":{"name":"models","namespace":"serving"},"data":${deepArrays}}}`;
     const { events, ended } = await watchOf(`${line}\n`);
     expect(events).toEqual([]);
     expect(String(ended)).toContain('a line nested deeper than 64 levels');
@@ -76,13 +96,13 @@ describe('bookmarkingWatch', () => {
   it('ends the watch at a resourceVersion no API server writes (8 MiB would be shown at /status and sent back)', async () => {
     const versions: unknown[] = [];
     const running = await serving(
-      `${JSON.stringify({ type: 'MODIFIED', object: { metadata: { name: 'models', resourceVersion: '7'.repeat(100_000) } } })}\n`,
+      `${JSON.stringify({ type: 'MODIFIED', object: { metadata: { name: 'models', namespace: 'serving', resourceVersion: '7'.repeat(100_000) } } })}\n`,
     );
     const progress = { wanted: () => true, opened: () => undefined, event: (v: unknown) => versions.push(v) };
     const watch = bookmarkingWatch(
       fakeClient,
       () => configFor(running),
-      { name: 'models', timeoutSeconds: 10 },
+      { name: 'models', namespace: 'serving', timeoutSeconds: 10 },
       progress,
     );
     const events: string[] = [];
@@ -108,7 +128,7 @@ describe('bookmarkingWatch ended early by a proxy', () => {
     const watch = bookmarkingWatch(
       fakeClient,
       () => configFor(running),
-      { name: 'models', timeoutSeconds: 300 },
+      { name: 'models', namespace: 'serving', timeoutSeconds: 300 },
       progress,
     );
     return new Promise<unknown>((resolve) => {
@@ -136,10 +156,27 @@ describe('ConfigMapLister', () => {
   });
 
   it.each([
+    [
+      'an item of another namespace',
+      '{"metadata":{"name":"models","namespace":"elsewhere","resourceVersion":"5"}}',
+      'a ConfigMap in the namespace "elsewhere", not serving',
+    ],
+    [
+      'the ConfigMap twice',
+      '{"metadata":{"name":"models","namespace":"serving"}},{"metadata":{"name":"models","namespace":"serving"}}',
+      'holding 2 items',
+    ],
+  ])('refuses a list holding %s', async (_what, items, said) => {
+    const running = await serving(`{"metadata":{"resourceVersion":"5"},"items":[${items}]}`);
+    const lister = new ConfigMapLister(fakeClient, { namespace: 'serving', name: 'models' }, () => undefined);
+    await expect(lister.list(configFor(running), new AbortController().signal)).rejects.toThrow(said);
+  });
+
+  it.each([
     ['the list', `{"metadata":{"resourceVersion":"${'5'.repeat(100_000)}"},"items":[]}`],
     [
       'its item',
-      `{"metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"models","resourceVersion":"5 6"}}]}`,
+      `{"metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"models","namespace":"serving","resourceVersion":"5 6"}}]}`,
     ],
   ])('refuses a list when %s has a resourceVersion no API server writes', async (_, body) => {
     const running = await serving(body);
