@@ -15,6 +15,12 @@ import {
 
 const brokenList = (why: string): Error => new KubeRelistNeeded(`the API server's list was ${why}`);
 
+/**
+ * The most one list may take, its answer read whole: a ConfigMap list is answered in milliseconds. One that drips its
+ * head or body (or sends 1xx answers without end) was caught only by the stall timer, 330 s of silence at start.
+ */
+const listWithinMs = 60_000;
+
 /** Why `item` is not the ConfigMap `name` as a field-selected list holds it, or undefined. */
 const itemProblem = (
   item: unknown,
@@ -49,6 +55,7 @@ export class ConfigMapLister {
     private readonly kube: KubeClientModule,
     private readonly where: { readonly namespace: string; readonly name: string },
     private readonly refused: (version: string | undefined) => void,
+    private readonly withinMs = listWithinMs,
   ) {}
 
   /** The list (see `listConfigMap`), or a `KubeAnswerTooLarge` once `refused` has been told. */
@@ -86,10 +93,22 @@ export class ConfigMapLister {
   ): Promise<Readonly<Record<string, unknown>> | undefined> {
     const { kube, where } = this;
     const selected = { fieldSelector: configMapSelector(where.name), ...query };
-    const response = await kubeCall(kube, config, configMapsPath(where.namespace), selected, signal, accept);
-    if (response.body === null) throw brokenList('a 200 without a body');
-    const bytes = await readCapped(response.body, maxKubeAnswerBytes, tooLarge);
-    return jsonObject(parseAnswerJson(bytes.toString('utf8'), brokenList));
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), this.withinMs);
+    const bounded = AbortSignal.any([signal, deadline.signal]);
+    try {
+      const path = configMapsPath(where.namespace);
+      const response = await kubeCall(kube, config, path, selected, bounded, accept);
+      if (response.body === null) throw brokenList('a 200 without a body');
+      const bytes = await readCapped(response.body, maxKubeAnswerBytes, tooLarge);
+      return jsonObject(parseAnswerJson(bytes.toString('utf8'), brokenList));
+    } catch (cause) {
+      if (deadline.signal.aborted && !signal.aborted)
+        throw new Error(`the API server's list was not answered whole within ${this.withinMs} ms`, { cause });
+      throw cause;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**

@@ -147,6 +147,21 @@ describe('bookmarkingWatch ended early by a proxy', () => {
 });
 
 describe('ConfigMapLister', () => {
+  it('gives a list up at its deadline when its answer drips (a head, then one byte and no more)', async () => {
+    const running = (server = await startHttpServer((_request, response) => {
+      response.writeHead(200, { 'Content-Type': 'application/json' }).write('{"metadata":');
+    }));
+    const lister = new ConfigMapLister(
+      fakeClient,
+      { namespace: 'serving', name: 'models' },
+      () => undefined,
+      300,
+    );
+    await expect(lister.list(configFor(running), new AbortController().signal)).rejects.toThrow(
+      "the API server's list was not answered whole within 300 ms",
+    );
+  });
+
   it('refuses a list nested deeper than 64 levels before parsing it, as a watch line', async () => {
     const running = await serving(`{"metadata":{"resourceVersion":"5"},"items":${deepArrays}}`);
     const lister = new ConfigMapLister(fakeClient, { namespace: 'serving', name: 'models' }, () => undefined);
