@@ -57,6 +57,16 @@ describe('kubeCall while credentials are got', () => {
 
 const said = (cause: unknown): string => describeKubeFailure(kubeFailureOf(cause));
 
+/** What a GET of `path` from the API server at `server` (no credentials of the config's) failed with. */
+const refusalOf = (client: typeof fakeClient, server: string, path: string): Promise<unknown> => {
+  const config = {
+    getCurrentCluster: () => ({ server }),
+    applySecurityAuthentication: () => Promise.resolve(),
+    getCurrentUser: () => null,
+  } as unknown as KubeConfig;
+  return kubeCall(client, config, path, {}, new AbortController().signal).catch((error: unknown) => error);
+};
+
 describe('kubeCall refused for what the request holds', () => {
   it("says the API server's own reason for a 422 (an Event it will not take), cut short, not just the status", async () => {
     const message = `Event "p.1" is invalid: involvedObject.namespace: Invalid value: "a": does not match event.namespace${'!'.repeat(5000)}`;
@@ -66,18 +76,7 @@ describe('kubeCall refused for what the request holds', () => {
         .end(JSON.stringify({ kind: 'Status', status: 'Failure', message, reason: 'Invalid', code: 422 }));
     });
     try {
-      const config = {
-        getCurrentCluster: () => ({ server: server.url }),
-        applySecurityAuthentication: () => Promise.resolve(),
-        getCurrentUser: () => null,
-      } as unknown as KubeConfig;
-      const refusal = await kubeCall(
-        fakeClient,
-        config,
-        '/api/v1/namespaces/b/events',
-        {},
-        new AbortController().signal,
-      ).catch((error: unknown) => error);
+      const refusal = await refusalOf(fakeClient, server.url, '/api/v1/namespaces/b/events');
       const reason = said(refusal);
       expect(reason).toMatch(
         /^the API server answered HTTP 422: Event "p.1" is invalid: involvedObject.namespace: Invalid value: "a": does not match event.namespace!+$/,
@@ -102,11 +101,6 @@ describe('kubeCall refused by a server that quotes the credential back', () => {
         );
     });
     try {
-      const config = {
-        getCurrentCluster: () => ({ server: server.url }),
-        applySecurityAuthentication: () => Promise.resolve(),
-        getCurrentUser: () => null,
-      } as unknown as KubeConfig;
       const withToken = {
         ...fakeClient,
         RequestContext: class {
@@ -114,13 +108,7 @@ describe('kubeCall refused by a server that quotes the credential back', () => {
           getDispatcher = (): undefined => undefined;
         },
       } as unknown as typeof fakeClient;
-      const refusal = await kubeCall(
-        withToken,
-        config,
-        '/api/v1/namespaces/b/configmaps',
-        {},
-        new AbortController().signal,
-      ).catch((error: unknown) => error);
+      const refusal = await refusalOf(withToken, server.url, '/api/v1/namespaces/b/configmaps');
       const reason = said(refusal);
       expect(reason).toContain('admission webhook denied request with token [REDACTED]');
       expect(`${reason} ${(refusal as Error).message}`).not.toContain(token);
