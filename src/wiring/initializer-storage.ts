@@ -3,7 +3,7 @@
  * inside it (one file system: entries are renamed in, never copied), every dir held open and never followed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { lstat, mkdir, mkdtemp, readdir, rename, rmdir } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, rename } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
@@ -44,16 +44,13 @@ const lstatIfAny = (at: string, shown: string) =>
     throw fsError(`cannot read ${shown}`, cause);
   });
 
-/**
- * Opens `dest` as a real dir, made with its parents when missing (`created`); a link or anything else there is
- * refused.
- */
-const openDest = async (dest: string): Promise<{ readonly dir: OpenDir; readonly created: boolean }> => {
+/** Opens `dest` as a real dir, made with its parents when missing; a link or anything else there is refused. */
+const openDest = async (dest: string): Promise<OpenDir> => {
   const found = await lstatIfAny(dest, dest);
   if (found === undefined) await step(`cannot create ${dest}`, () => mkdir(dest, { recursive: true }));
   else if (!found.isDirectory()) throw refusedDest(dest, entryKind(found));
   try {
-    return { dir: await openDir(dest), created: found === undefined };
+    return await openDir(dest);
   } catch (cause) {
     // Swapped for a link or a file since the look: O_NOFOLLOW | O_DIRECTORY refuse it.
     if (['ELOOP', 'ENOTDIR'].includes(errorCode(cause) ?? ''))
@@ -195,10 +192,9 @@ const fillDest = async (
   fill: (dir: string) => Promise<number | undefined>,
   { signal, log, space, earlier }: FillOptions,
 ): Promise<number> => {
-  const { dir: dest, created } = await openDest(destPath);
+  const dest = await openDest(destPath);
   let made: ReturnType<typeof makeStaging> | undefined;
   let staging: OpenDir | undefined;
-  let filled = false;
   try {
     await removeStaleStaging(dest, log);
     await space(dest.path, 0, `downloading into ${dest.path}`);
@@ -214,7 +210,6 @@ const fillDest = async (
     // From here on a stop lets the renames finish: dest gets all the new entries, not some of them.
     made.stopRemovingOnAbort();
     for (const name of await moveEntries(staging, dest)) earlier.add(name);
-    filled = true;
     return bytes;
   } catch (cause) {
     const error = signal.aborted ? cause : fsError(`cannot download into ${dest.path}`, cause);
@@ -229,8 +224,6 @@ const fillDest = async (
       );
     }
     await dest.handle.close();
-    // A dest this attempt made goes again when it failed (dest as it was); rmdir takes only an empty dir, no link.
-    if (created && !filled) await rmdir(destPath).catch(() => undefined);
   }
 };
 

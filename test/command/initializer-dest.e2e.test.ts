@@ -162,23 +162,6 @@ describe('initializerMode', () => {
     expect(await readFile(join(dest, 'model.bin'), 'utf8')).toBe('old');
   });
 
-  it('leaves no dest behind when it made dest and every attempt failed, and makes it again for the next run', async () => {
-    const dest = join(tmp.path, 'models');
-    storage.file('/model.bin', 'new', 'application/octet-stream');
-    storage.cut('/model.bin', 2);
-
-    const failed = await runInitializer(
-      [{ uri: `${storage.url}/model.bin`, dest }],
-      initializerConfig({ maxAttempts: 2 }),
-    );
-    expect(failed.exitCode).toBe(1);
-    expect(await exists(dest)).toBe(false);
-
-    const run = await runInitializer([{ uri: `${storage.url}/model.bin`, dest }]);
-    expect(run.exitCode).toBe(0);
-    expect(await readFiles(dest)).toEqual({ 'model.bin': 'new' });
-  });
-
   it('aborts the download when unsubscribed, leaving dest as it was and no staging dir', async () => {
     const dest = join(tmp.path, 'models');
     await writeFiles(dest, { 'model.bin': 'old', 'keep.txt': 'kept' });
