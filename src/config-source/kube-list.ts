@@ -4,7 +4,7 @@ import { configMapSelector, configMapsPath } from '../core/config-map';
 import { jsonObject } from '../core/json/json-object';
 import { parseAnswerJson } from '../core/json/json';
 import type { KubeClientModule } from './kube-client';
-import { readCapped } from '../net';
+import { answerWithin, readCapped } from '../net';
 import {
   KubeAnswerTooLarge,
   kubeCall,
@@ -93,22 +93,19 @@ export class ConfigMapLister {
   ): Promise<Readonly<Record<string, unknown>> | undefined> {
     const { kube, where } = this;
     const selected = { fieldSelector: configMapSelector(where.name), ...query };
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), this.withinMs);
-    const bounded = AbortSignal.any([signal, deadline.signal]);
-    try {
-      const path = configMapsPath(where.namespace);
-      const response = await kubeCall(kube, config, path, selected, bounded, accept);
-      if (response.body === null) throw brokenList('a 200 without a body');
-      const bytes = await readCapped(response.body, maxKubeAnswerBytes, tooLarge);
-      return jsonObject(parseAnswerJson(bytes.toString('utf8'), brokenList));
-    } catch (cause) {
-      if (deadline.signal.aborted && !signal.aborted)
-        throw new Error(`the API server's list was not answered whole within ${this.withinMs} ms`, { cause });
-      throw cause;
-    } finally {
-      clearTimeout(timer);
-    }
+    const path = configMapsPath(where.namespace);
+    // The whole answer, read and parsed, within the deadline: `answerWithin`'s send is all of it.
+    return answerWithin(
+      this.withinMs,
+      signal,
+      async (bounded) => {
+        const response = await kubeCall(kube, config, path, selected, bounded, accept);
+        if (response.body === null) throw brokenList('a 200 without a body');
+        const bytes = await readCapped(response.body, maxKubeAnswerBytes, tooLarge);
+        return jsonObject(parseAnswerJson(bytes.toString('utf8'), brokenList));
+      },
+      (ms) => new Error(`the API server's list was not answered whole within ${ms} ms`),
+    );
   }
 
   /**

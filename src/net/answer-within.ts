@@ -23,19 +23,19 @@ const signalOf = (given: SignalLike): AbortSignal => {
 
 /**
  * `send(signal)` with `signal` aborted once `ms` pass before it settles (and when `outer` aborts). Then it rejects
- * with undici's HeadersTimeoutError (`UND_ERR_HEADERS_TIMEOUT`: every transport classifier reads it as a timeout),
- * whatever the client threw on the abort. What `send` resolves to (a body still streaming) is not bounded by it.
+ * with `timedOut(ms)` (default undici's HeadersTimeoutError, `UND_ERR_HEADERS_TIMEOUT`: every transport classifier
+ * reads it as a timeout), whatever the client threw on the abort. What `send` resolves to (a body still streaming)
+ * is not bounded by it.
  */
 export const answerWithin = async <T>(
   ms: number,
   outer: SignalLike | undefined,
   send: (signal: AbortSignal) => Promise<T>,
+  timedOut: (ms: number) => Error = (within) =>
+    new errors.HeadersTimeoutError(`no answer within ${within} ms`),
 ): Promise<T> => {
   const deadline = new AbortController();
-  const timer = setTimeout(
-    () => deadline.abort(new errors.HeadersTimeoutError(`no answer within ${ms} ms`)),
-    ms,
-  );
+  const timer = setTimeout(() => deadline.abort(timedOut(ms)), ms);
   try {
     return await send(
       outer === undefined ? deadline.signal : AbortSignal.any([signalOf(outer), deadline.signal]),
