@@ -123,6 +123,12 @@ export interface Staged {
    */
   readonly dir: string;
   /**
+   * Runs `fill` (the download into `dir`) while the dir's mount is watched, as the store's own calls are: a write on a
+   * mount that stops answering never returns, so once the mount is found hung this fails (retryable `timeout`, naming
+   * the dir) and aborts the signal `fill` was given, instead of holding the model's download for good.
+   */
+  filling<T>(signal: AbortSignal, fill: (signal: AbortSignal) => Promise<T>): Promise<T>;
+  /**
    * Writes the marker (with the manifest of the files) last and renames the dir into place as `M/<name>`; the dir is
    * flushed in the background (in batches, once installs pause). A previous version is moved aside, not deleted,
    * until `dropReplaced` (which waits for that flush, started at once when there is a version to drop).

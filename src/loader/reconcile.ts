@@ -211,16 +211,18 @@ const fetchInto = async (
   let final: DownloadProgress | undefined;
   let written: WrittenFiles | void;
   try {
-    written = await download(
-      target.storageUri,
-      staged.dir,
-      signal,
-      (progress) => {
-        onProgress?.(name, progress);
-        if (progress.done) final = progress;
-        else log.info({ model: name, ...downloadProgressFields(progress) }, downloadProgressMessage);
-      },
-      { select: target.selection, reuse: offer?.reuse, identifyFirst: offer?.identifyFirst },
+    written = await staged.filling(signal, (watched) =>
+      download(
+        target.storageUri,
+        staged.dir,
+        watched,
+        (progress) => {
+          onProgress?.(name, progress);
+          if (progress.done) final = progress;
+          else log.info({ model: name, ...downloadProgressFields(progress) }, downloadProgressMessage);
+        },
+        { select: target.selection, reuse: offer?.reuse, identifyFirst: offer?.identifyFirst },
+      ),
     );
   } catch (cause) {
     throw await staged.abandon(cause);

@@ -178,6 +178,26 @@ export const stager =
     };
     const staged: Staged = {
       dir: dir.ref,
+      filling: async (outer, fill) => {
+        const cut = new AbortController();
+        const outcome = await watch(
+          () =>
+            fill(AbortSignal.any([outer, cut.signal])).then(
+              (value) => ({ value }),
+              (error: unknown) => ({ error }),
+            ),
+          // Back after the mount was found hung (it answered since): nothing commits this dir now, and the abandon
+          // made meanwhile failed at once.
+          () => void settle(() => m.discardQuietly(dir.path)),
+        ).catch((cause: unknown) => {
+          // Found hung while the fill waits on the mount: its request to the storage goes now, its writes (and their
+          // threads) once the mount answers.
+          cut.abort(cause);
+          throw cause;
+        });
+        if ('error' in outcome) throw outcome.error;
+        return outcome.value;
+      },
       commit: (beforeSwap, written) => watch(() => settle(() => commit(beforeSwap, written))),
       abandon: (cause) =>
         watch(() =>

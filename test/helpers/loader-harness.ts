@@ -227,6 +227,7 @@ export const createLoaderHarness = async (options: LoaderHarnessOptions = {}): P
           stagedFor.set(real.dir, name);
           const recordedStaged: Staged = {
             dir: real.dir,
+            filling: (outer, fill) => real.filling(outer, fill),
             commit: async (beforeSwap, written) => {
               try {
                 const installed = await real.commit(beforeSwap, written);

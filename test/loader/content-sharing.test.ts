@@ -12,6 +12,7 @@ const filledOnce: Filled = { files: 1, linkedBytes: 0, clonedBytes: 0, copiedByt
 
 const staged = (model: string): Staged => ({
   dir: `/staging/${model}`,
+  filling: (signal, fill) => fill(signal),
   commit: () => Promise.reject(new Error('not used')),
   abandon: (cause) => Promise.resolve(cause),
 });

@@ -35,6 +35,7 @@ const world = (outcomes: Outcome[], torchServe: boolean) => {
     stage: (model: string, target: ModelSpec) =>
       Promise.resolve({
         dir: '/staging',
+        filling: <T>(signal: AbortSignal, fill: (signal: AbortSignal) => Promise<T>) => fill(signal),
         commit: async (beforeSwap?: Promise<unknown>) => {
           await beforeSwap;
           disk.set(model, target);

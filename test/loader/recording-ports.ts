@@ -34,6 +34,7 @@ export const recordingPorts = (fail: RecordingFailures = {}): RecordingPorts => 
           calls.push(`install ${model} ${spec.storageUri}`);
           return Promise.resolve({
             dir: '/staging',
+            filling: (signal, fill) => fill(signal),
             commit: async (beforeSwap) => {
               await beforeSwap;
               return { dropReplaced: () => record(`dropReplaced ${model}`) };

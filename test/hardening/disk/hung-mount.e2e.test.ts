@@ -14,6 +14,7 @@ import { localFileStorage, pvcStorage } from '../../../src/storage/local/local-s
 import { sourceWatches } from '../../../src/storage/local/source-watch';
 import { within } from '../../../src/core/waits';
 import { atomicWrite } from '../../../src/testing/atomic-writer';
+import { startHttpServer } from '../../../src/testing/http-server';
 import { startV2ModelServer } from '../../../src/testing/v2-model-server';
 import { startAgentHarness, type AgentHarness } from '../../helpers/agent-harness';
 import { killAllCli, runCli, startCli } from '../../helpers/cli-process';
@@ -246,6 +247,31 @@ describe('the whole agent', () => {
     await agent.restart();
     await agent.waitForPhase('m2', 'Loaded');
     expect(agent.standIn.loaded).toEqual(new Set(['m1', 'm2']));
+  }, 120_000);
+
+  it('ends a download in flight when the model dir stops answering, as its writes would never return, within the watch', async () => {
+    const agent = (h = await startAgentHarness({ retry: { baseMs: 10, maxMs: 40, maxAttempts: 1 } }));
+    // A model that never ends but never stalls either: a byte every 100 ms of a declared 1 GiB.
+    const drip = await startHttpServer((_req, res) => {
+      res.writeHead(200, { 'content-length': 2 ** 30 });
+      const timer = setInterval(() => res.write('x'), 100);
+      res.on('close', () => clearInterval(timer));
+    });
+    try {
+      agent.write(modelsJson({ m1: `${drip.url}/m1.bin` }));
+      await agent.waitForPhase('m1', 'Downloading');
+      mount = await hangMount(agent.modelDir);
+      // The default watch: a question every 10 s, 20 s to answer it. Before, the download went on for good: a write on a
+      // hung mount never returns (here the writes go through the staging dir's handle, under the mount, and do).
+      const failed = await agent.waitForPhase('m1', 'Failed', 60_000);
+      expect(failed).toMatchObject({
+        errorKind: 'timeout',
+        reason: expect.stringContaining(`the model dir ${agent.modelDir} does not answer`) as unknown,
+      });
+      expect(agent.standIn.loaded).toEqual(new Set());
+    } finally {
+      await drip.close();
+    }
   }, 120_000);
 });
 
