@@ -78,6 +78,13 @@ const nextRetry = (retry: FailedRetry, now: number, intervalMs: number): FailedR
   dueAt: now + retryDelay(failedRetryPolicy(intervalMs), retry.retries + 1),
 });
 
+/**
+ * Whether a retry or reload due at `dueAt` is made by the resync at `now`: the resync nearest to it does, not the
+ * first at or after it. A resync reads the clock once the server's index has answered, a few ms sooner or later
+ * each time: a retry due at 3007 found 3001 and waited a whole interval more (1, 3, 4 … intervals apart).
+ */
+const isDue = (dueAt: number, now: number, intervalMs: number): boolean => dueAt - now <= intervalMs / 2;
+
 /** The model names a start or a resync acts on now, out of many, and how many are left for later. */
 export interface TakenNames {
   readonly taken: ReadonlyArray<ModelName>;
@@ -170,7 +177,7 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
     if (state.phase === 'Failed' && state.settled && state.rejected === true) continue;
     if (state.phase === 'Failed' && state.settled) {
       const retry = input.retries.get(name) ?? { retries: 0, dueAt: now };
-      if (retry.dueAt > now) {
+      if (!isDue(retry.dueAt, now, intervalMs)) {
         retries.set(name, retry);
         continue;
       }
@@ -192,7 +199,7 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
       !serverLoaded.has(name)
     ) {
       const due = reload ?? { retries: 0, dueAt: now };
-      if (due.dueAt > now) {
+      if (!isDue(due.dueAt, now, intervalMs)) {
         waiting.push({ name, reload: due });
         continue;
       }

@@ -80,6 +80,33 @@ describe('findRepairs', () => {
     expect(retriedAt).toEqual([0, 1000, 3000, 7000, 15_000]);
   });
 
+  it('keeps to the doubling when each resync reads the clock a few ms earlier or later than the one before', () => {
+    // The resyncs come an interval apart, but `now` is read once the server's index has answered, which takes a
+    // varying time: a retry due at 3007 found `now` 3001 and waited a whole interval more (1, 3, 4 … apart).
+    const skewMs = [0, 7, 2, 1, 9, 3, 0, 4, 8, 1, 5, 2, 0, 6, 3, 1, 0];
+    let retries = new Map();
+    let lost = new Map();
+    const retriedAt: number[] = [];
+    const reloadedAt: number[] = [];
+    skewMs.forEach((skew, resync) => {
+      const found = findRepairs({
+        before: [state('b', 'Loaded')],
+        after: [state('a', 'Failed'), state('b', 'Loaded')],
+        serverLoaded: new Set(),
+        retries,
+        lost,
+        now: resync * 1000 + skew,
+        intervalMs: 1000,
+      });
+      if (found.repairs.some((repair) => repair.kind === 'retry-failed')) retriedAt.push(resync);
+      if (found.repairs.some((repair) => repair.kind === 'reload-lost')) reloadedAt.push(resync);
+      retries = new Map(found.retries);
+      lost = new Map(found.lost);
+    });
+    expect(retriedAt).toEqual([0, 1, 3, 7, 15]);
+    expect(reloadedAt).toEqual([0, 1, 3, 7, 15]);
+  });
+
   it('keeps the schedule while the retry runs, and forgets it once the model is Loaded', () => {
     const first = findRepairs({
       before: [],
