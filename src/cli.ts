@@ -133,7 +133,11 @@ const run = (
   guardProcess(log);
   exitOnlyWithAnOutcome(log);
   for (const note of notes) log.warn(note);
-  const stopSignals$ = merge(fromEvent(process, 'SIGTERM'), fromEvent(process, 'SIGINT'));
+  // SIGHUP resyncs the sync mode; the others have nothing to resync, and its default action would kill them,
+  // leaving a staging dir in the initializer's dest and no exit code saying the work was not done: it stops them.
+  const syncing = pairs.length === 0 && !config.once && !config.dryRun;
+  const stops = syncing ? ['SIGTERM', 'SIGINT'] : ['SIGTERM', 'SIGINT', 'SIGHUP'];
+  const stopSignals$ = merge(...stops.map((signal) => fromEvent(process, signal)));
   // The first signal stops gracefully; a second one (an impatient operator) stops at once.
   modeOf(config, pairs, log, stopSignals$.pipe(take(1)))
     .pipe(takeUntil(stopSignals$.pipe(skip(1))))

@@ -151,24 +151,31 @@ describe('modelsync <uri> <dest> (the storage initializer)', () => {
     expect(result.code).toBe(2);
   });
 
-  it('stops on SIGTERM mid-download with exit 1, leaving dest as it was and no staging dir', async () => {
-    const dest = join(tmp.path, 'mnt', 'models');
-    // Headers and 64 KiB of a 64 MiB body, then nothing.
-    const server = await serve((_request, response) => {
-      response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': 64 * 2 ** 20 });
-      response.write(Buffer.alloc(64 * 1024, 1));
-    });
-    const cli = startCli([`${server.url}/model.bin`, dest]);
-    await waitFor(
-      async () =>
-        (await readdir(dest).catch(() => [])).some((name) => name.startsWith('.modelsync-download-')),
-      10_000,
-      () => `the staging dir\n${cli.transcript()}`,
-    );
+  // SIGHUP too: its default action killed the process, leaving the staging dir and its partial files in dest.
+  it.each(['SIGTERM', 'SIGINT', 'SIGHUP'] as const)(
+    'stops on %s mid-download with exit 1, leaving dest as it was and no staging dir',
+    async (signal) => {
+      const dest = join(tmp.path, 'mnt', 'models');
+      // Headers and 64 KiB of a 64 MiB body, then nothing.
+      const server = await serve((_request, response) => {
+        response.writeHead(200, {
+          'content-type': 'application/octet-stream',
+          'content-length': 64 * 2 ** 20,
+        });
+        response.write(Buffer.alloc(64 * 1024, 1));
+      });
+      const cli = startCli([`${server.url}/model.bin`, dest]);
+      await waitFor(
+        async () =>
+          (await readdir(dest).catch(() => [])).some((name) => name.startsWith('.modelsync-download-')),
+        10_000,
+        () => `the staging dir\n${cli.transcript()}`,
+      );
 
-    const exit = await cli.signalAndWait('SIGTERM');
+      const exit = await cli.signalAndWait(signal);
 
-    expect(exit.code).toBe(1);
-    expect(await readdir(dest)).toEqual([]);
-  });
+      expect(exit).toEqual({ code: 1, signal: null });
+      expect(await readdir(dest)).toEqual([]);
+    },
+  );
 });
