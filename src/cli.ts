@@ -138,9 +138,14 @@ const run = (
   const syncing = pairs.length === 0 && !config.once && !config.dryRun;
   const stops = syncing ? ['SIGTERM', 'SIGINT'] : ['SIGTERM', 'SIGINT', 'SIGHUP'];
   const stopSignals$ = merge(...stops.map((signal) => fromEvent(process, signal)));
-  // The first signal stops gracefully; a second one (an impatient operator) stops at once.
+  // The first signal stops gracefully; a second one (an impatient operator) stops at once, cutting what runs.
+  let cutShort = false;
+  const secondSignal$ = stopSignals$.pipe(
+    skip(1),
+    tap(() => (cutShort = true)),
+  );
   modeOf(config, pairs, log, stopSignals$.pipe(take(1)))
-    .pipe(takeUntil(stopSignals$.pipe(skip(1))))
+    .pipe(takeUntil(secondSignal$))
     .subscribe({
       next: (output) => {
         if (output._tag === 'Line') process.stdout.write(`${output.line}\n`);
@@ -154,7 +159,10 @@ const run = (
         if (outcome !== undefined) return;
         outcome = 'stopped';
         process.exitCode = 0;
-        log.info('modelsync stopped');
+        // Not the line of a stop that let every call finish: the server may be left mid-load (see Shutdown).
+        if (cutShort)
+          log.warn('modelsync stopped at once on a second signal: calls still in flight were aborted');
+        else log.info('modelsync stopped');
         // Closing watchers and sockets is asynchronous; once stdout is drained, leave even if something lingers,
         // and with the log lines written, or without them after logFlushMs (stderr may not be read).
         process.stdout.write('', () => {

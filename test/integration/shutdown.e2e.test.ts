@@ -99,6 +99,25 @@ describe('shutdown on SIGTERM/SIGINT (real CLI)', () => {
     expect(posted).toEqual(['POST /api/v1/namespaces/serving/events ModelLoaded']);
   }, 30_000);
 
+  it('stops at once on a second SIGTERM, aborting a load call still running, and says so at warn', async () => {
+    world.server().setLoadDelay(60_000);
+    world.writeConfig(['a']);
+    // The load and the shutdown timeout are a minute away: an exit within the wait is the second signal's.
+    const cli = startCli(cliArgs(world.flags({ 'shutdown-timeout': '60s' })));
+    await cli.waitForLog(about('model loading', 'a'), 20_000);
+    cli.child.kill('SIGTERM');
+    await cli.waitForLog((log) => log.msg.startsWith('shutting down'), 10_000);
+    const exit = await cli.signalAndWait('SIGTERM', 15_000);
+    expect(exit).toEqual({ code: 0, signal: null });
+    // It said "modelsync stopped" at info, as a stop that had let every call finish does.
+    expect(cli.logs.filter((log) => log.msg.startsWith('modelsync stopped'))).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        msg: 'modelsync stopped at once on a second signal: calls still in flight were aborted',
+      }),
+    ]);
+  }, 40_000);
+
   it('aborts a load call still running at --shutdown-timeout and exits 0 then', async () => {
     world.server().setLoadDelay(20_000);
     world.writeConfig(['a']);
