@@ -72,7 +72,7 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
     if (status === 405 && method !== 'GET') {
       // TorchServe's model API off (`enable_model_api`, false by default): POST and DELETE /models are refused
       // with 405. Its config, not the model's files: a TorchServe restarted with it on takes the same files.
-      const text = errorText(await errorBodyText(result.body, ms));
+      const text = shownBody(await errorBodyText(result.body, ms));
       const message =
         `${what}: TorchServe's model API is off (${text}); set enable_model_api=true in its config.properties ` +
         '(or start it with --model-api-enabled): modelsync registers and unregisters models through it';
@@ -82,7 +82,7 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
     // that TorchServe wants a key.
     if (status !== 400 && (tokenFile === undefined || status !== 401)) return result;
     // Within the network's bound for error bodies, not the call's (a register's is minutes).
-    const text = errorText(await errorBodyText(result.body, ms));
+    const text = shownBody(await errorBodyText(result.body, ms));
     if (tokenFile === undefined) {
       if (!tokenRejected.test(text)) throw httpStatusError(what, status, text);
       // TorchServe's token authorization is on (its default since 0.11) and no key was sent: nothing of the model,
@@ -216,6 +216,12 @@ const registerKeys = (keyFile: unknown): void => {
     if (typeof key === 'string') [key, key.trim()].forEach(registerSecret);
   }
 };
+
+/**
+ * The server's reason in an error body, as much of it as `httpStatusError` quotes: each message goes into a log line
+ * per retry and a model's /status reason, and a body (a proxy's page) may be 64 KiB.
+ */
+const shownBody = (body: string): string => errorText(body).slice(0, 300);
 
 // TorchServe answers a missing or wrong key with 400 "Token Authorization failed..." (TokenAuthorizationHandler);
 // a proxy in front would say 401. 403 is not one: TorchServe uses it for refused arguments.

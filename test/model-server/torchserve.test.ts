@@ -246,6 +246,33 @@ describe('torchServeModelServer', () => {
     }
   });
 
+  it('quotes at most 300 characters of a 405, a token refusal or a 401 body, as every status failure does', async () => {
+    // Each message goes into a log line per retry and into the model's /status reason: a server (or a proxy before
+    // it) answering 60 KiB of text made each of them 60 KiB.
+    const tokenFile = join(tmp.path, 'key_file.json');
+    await writeFile(tokenFile, keyFile('key-1'));
+    const padding = 'x'.repeat(60 * 1024);
+    const status = { now: 405, body: '' };
+    const wordy = await startRaw((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(status.now, { 'Content-Type': 'text/plain' }).end(status.body));
+    });
+    const cases = [
+      { now: 405, body: `Requested method is not allowed ${padding}`, tokenFile: undefined },
+      { now: 400, body: `Token Authorization failed ${padding}`, tokenFile: undefined },
+      { now: 400, body: `Token Authorization failed ${padding}`, tokenFile },
+      { now: 401, body: `Unauthorized ${padding}`, tokenFile },
+    ];
+    for (const { now, body, tokenFile: file } of cases) {
+      Object.assign(status, { now, body });
+      const server = torchServeModelServer({ baseUrl: wordy.url, tokenFile: file });
+      const error = await effectError(server.load(name('m'), false, live()));
+      expect(error).toMatchObject({ kind: 'http-status', status: now, retryable: true });
+      expect(error.message.length).toBeLessThan(800);
+      expect(error.message).toContain(body.slice(0, 20));
+    }
+  });
+
   it("takes neither a register answered 200 nor an unregister answered 404 with an HTML page (a proxy's) as done", async () => {
     const proxy = await startRaw((req, res) => {
       req.resume();
