@@ -38,7 +38,7 @@ export const serverEndpoint = (
     timeoutMs: options.timeoutMs ?? 30_000,
     loadTimeoutMs: options.loadTimeoutMs ?? options.timeoutMs ?? 300_000,
     call: (method, path, what, ms, signal, more = {}) =>
-      httpCall(`${base}${path}`, {
+      httpCall(below(base, path), {
         method,
         ...more,
         what,
@@ -47,6 +47,21 @@ export const serverEndpoint = (
         dispatcher: options.dispatcher,
       }),
   };
+};
+
+/**
+ * `path` (with its own query, if any) below the server's root `base`, whose query, if it has one (a token an auth
+ * proxy before the server reads), stays the URL's query: appended to the text, every path went into that query
+ * (`/?token=t/v2/repository/index` asks `/`), and every call got a 404 for good. A fragment is never sent.
+ */
+const below = (base: string, path: string): string => {
+  const cut = base.search(/[?#]/);
+  if (cut < 0) return `${base}${path}`;
+  const split = path.indexOf('?');
+  const pathOnly = split < 0 ? path : path.slice(0, split);
+  const baseQuery = base.slice(cut).replace(/#.*$/s, '').replace(/^\?/, '');
+  const query = [baseQuery, split < 0 ? '' : path.slice(split + 1)].filter((part) => part !== '').join('&');
+  return `${base.slice(0, cut).replace(/\/+$/, '')}${pathOnly}${query === '' ? '' : `?${query}`}`;
 };
 
 /** `error` with its message, kind and status, retried or not as `retryable` says. */

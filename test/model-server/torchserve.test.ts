@@ -86,6 +86,19 @@ describe('torchServeModelServer', () => {
     }
   });
 
+  it("keeps the server URL's query beside each call's own", async () => {
+    const asked: string[] = [];
+    const root = await startRaw((req, res) => {
+      asked.push(req.url ?? '');
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"models": []}'));
+    });
+    const server = torchServeModelServer({ baseUrl: `${root.url}?access_token=t` });
+    await server.unload(name('m'), live());
+    await server.loadedModels(live());
+    expect(asked).toEqual(['/models/m?access_token=t', '/models?access_token=t&limit=100']);
+  });
+
   it('counts 409 (already registered) as loaded when not replacing', async () => {
     standIn.preload('resnet');
     await torchServeModelServer({ baseUrl: standIn.url }).load(name('resnet'), false, live());

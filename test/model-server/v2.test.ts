@@ -62,6 +62,23 @@ describe('v2ModelServer', () => {
     expect(standIn.loaded.has('a b#ü')).toBe(true);
   });
 
+  it('sends each API path below a server URL that has a query (a token for a proxy before the server), keeping it', async () => {
+    // The path was appended to the URL's text, so it went into the query: every call asked `/` and got a 404 for good.
+    const asked: string[] = [];
+    const root = await startRaw((req, res) => {
+      asked.push(req.url ?? '');
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'Content-Type': 'application/json' }).end('[]'));
+    });
+    const server = v2ModelServer({ baseUrl: `${root.url}/prefix/?access_token=t&x=1#part`, kind: 'generic' });
+    await server.load(name('m'), false, live());
+    await server.loadedModels(live());
+    expect(asked).toEqual([
+      '/prefix/v2/repository/models/m/load?access_token=t&x=1',
+      '/prefix/v2/repository/index?access_token=t&x=1',
+    ]);
+  });
+
   it('reloads a loaded model in place when replacing', async () => {
     await install('m1');
     const server = v2ModelServer({ baseUrl: standIn.url });
