@@ -2,7 +2,15 @@
 import { isLeft } from 'fp-ts/Either';
 import * as t from 'io-ts';
 import { registeredToken } from '../core/bearer-token';
-import { errorCode, errorMessage, httpStatusError, permanentError, retryableError } from '../core/errors';
+import {
+  errorCode,
+  errorMessage,
+  httpStatusError,
+  permanentError,
+  retryableError,
+  type EffectError,
+} from '../core/errors';
+import { isGatekeeperStatus } from '../core/gatekeeper-status';
 import { parseJson } from '../core/json/json';
 import type { ModelName } from '../core/model-name';
 import { registerSecret } from '../core/redact';
@@ -19,7 +27,15 @@ import {
   type ServerOptions,
 } from './server-options';
 import { fsError, isMissing, readSmallFile } from '../fs';
-import { discardBody, errorBodyText, errorText, isOk, readJson, statusError } from '../net';
+import {
+  discardBody,
+  errorBodyText,
+  errorText,
+  isOk,
+  readJson,
+  statusError,
+  type HttpCallResponse,
+} from '../net';
 
 export interface TorchServeModelServerOptions extends ServerOptions {
   /**
@@ -84,7 +100,7 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
     // Within the network's bound for error bodies, not the call's (a register's is minutes).
     const text = shownBody(await errorBodyText(result.body, ms));
     if (tokenFile === undefined) {
-      if (!tokenRejected.test(text)) throw httpStatusError(what, status, text);
+      if (!tokenRejected.test(text)) throw notFromTorchServe(result, httpStatusError(what, status, text));
       // TorchServe's token authorization is on (its default since 0.11) and no key was sent: nothing of the model,
       // and no refusal for good (a TorchServe restarted with it off loads the same files), so ask again.
       const message =
@@ -97,7 +113,7 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
       const message = `${what}: TorchServe rejected the token from ${tokenFile} (${text}); will re-read it`;
       throw withRetryable(httpStatusError(what, status), true, message);
     }
-    throw httpStatusError(what, status, text);
+    throw notFromTorchServe(result, httpStatusError(what, status, text));
   };
 
   const unregister = async (name: ModelName, signal: AbortSignal): Promise<void> => {
@@ -127,8 +143,9 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
       // (it unregisters a model only when its workers fail to start, with a 500) and restarts the workers.
       // A proxy's login page before TorchServe, which answers JSON: nothing registered.
       if ([200, 201, 202, 206].includes(status)) return notAPage(result, what, 'registered', 'TorchServe');
-      const error = await statusError(result);
-      if (status !== 409) throw error;
+      // A page is no 409 of TorchServe's either: nothing says the model is registered.
+      const error = notFromTorchServe(result, await statusError(result));
+      if (status !== 409 || isHtml(result)) throw error;
       // Already registered: the wanted state, unless we just unregistered it and someone registered it again.
       if (!replacing) return;
       throw withRetryable(error, true, `${error.message} (right after unregistering it for the replacement)`);
@@ -216,6 +233,16 @@ const registerKeys = (keyFile: unknown): void => {
     if (typeof key === 'string') [key, key.trim()].forEach(registerSecret);
   }
 };
+
+/**
+ * `error` retried when its answer is a web page that is no gatekeeper's: a page before TorchServe (an ingress's 404
+ * for a route not set up yet; TorchServe answers JSON) says nothing of the model's files, so it is no refusal of
+ * them for good (the model was Failed, and the resync never retried it). As the V2 client does.
+ */
+const notFromTorchServe = (result: HttpCallResponse, error: EffectError): EffectError =>
+  isHtml(result) && !isGatekeeperStatus(result.status)
+    ? withRetryable(error, true, `${error.message} (an HTML page: not TorchServe's answer)`)
+    : error;
 
 /**
  * The server's reason in an error body, as much of it as `httpStatusError` quotes: each message goes into a log line

@@ -303,6 +303,27 @@ describe('torchServeModelServer', () => {
     expect(await effectError(server.unload(name('m'), live()))).toMatchObject({ status: 404 });
   });
 
+  it.each([404, 400, 409, 413])(
+    "retries a register answered %i with an HTML page: a proxy's (an ingress's page), no refusal of the model's files",
+    async (status) => {
+      // TorchServe answers JSON; a page comes from whatever stands before it (an ingress whose route is not set up
+      // yet). Taken for TorchServe's refusal, the model was Failed for good: the resync never retried it.
+      const raw = await startRaw((req, res) => {
+        req.resume();
+        req.on('end', () =>
+          res.writeHead(status, { 'Content-Type': 'text/html' }).end('<html>Not here</html>'),
+        );
+      });
+      for (const tokenFile of [undefined, join(tmp.path, 'key')]) {
+        if (tokenFile !== undefined) await writeFile(tokenFile, 'key-1');
+        const server = torchServeModelServer({ baseUrl: raw.url, tokenFile });
+        const error = await effectError(server.load(name('m'), false, live()));
+        expect(error).toMatchObject({ kind: 'http-status', status, retryable: true });
+        expect(error.message).toContain('HTML page');
+      }
+    },
+  );
+
   it("bounds the reading of a register's 400 body by the network's rule for error bodies, not by the load timeout", async () => {
     // A proxy before TorchServe trickling a 400's body: each byte well within the timeout between two bytes.
     const trickling = await startRaw((req, res) => {
