@@ -201,11 +201,16 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     const speech = await dialect(signal);
     const { text, entries } = await listing(speech, signal);
     // The resync asks every minute and the answer seldom changes: the same text is not decoded again.
-    const checksum = createHash('sha256').update(text).digest('base64');
+    // What is read from it depends on the dialect too (`auto` may settle on another after the same text).
+    const checksum = createHash('sha256').update(`${speech.kind}\n`).update(text).digest('base64');
     if (lastListing?.checksum !== checksum) {
       // Triton lists one entry per version (a model is loaded when any is READY) and every dir, ours included: a
-      // name that is no model name (`.tmp-…`, `lost+found` is one) is nobody's model to repair.
-      const ready = entries().filter((entry) => stateOf(entry) === 'READY');
+      // name that is no model name (`.tmp-…`, `lost+found` is one) is nobody's model to repair. Nor is one this
+      // server cannot take: its unload is no call (no URL names it to Triton), and a resync taking it for an
+      // unlisted model said at every resync that it removed what Triton kept serving.
+      const ready = entries().filter(
+        (entry) => stateOf(entry) === 'READY' && speech.nameProblem(entry.name as ModelName) === undefined,
+      );
       const loaded = [...loadedModelNames(ready.map((entry) => entry.name))];
       lastListing = { checksum, loaded };
     }

@@ -208,6 +208,30 @@ describe('v2ModelServer against Triton', () => {
     },
   );
 
+  it('lists no name Triton cannot take, so no resync "unloads" it with no call and says it removed it', async () => {
+    // Triton can hold such a model (an ONNX model named "modèle", loaded by someone else). Its unload is a no-op
+    // here (no URL can name it to Triton), so a resync that took it for an unlisted model logged "model removed"
+    // with no call sent, and did it again at every resync while Triton kept serving it.
+    const index = [
+      { name: 'modèle', version: '1', state: 'READY' },
+      { name: 'my model', version: '1', state: 'READY' },
+      { name: 'ok', version: '1', state: 'READY' },
+    ];
+    const triton = await serve((req, res) => {
+      req.resume();
+      req.on('end', () =>
+        res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(index)),
+      );
+    });
+    expect([...(await v2ModelServer({ baseUrl: triton.url, kind: 'triton' }).loadedModels(live()))]).toEqual([
+      'ok',
+    ]);
+    // Another server takes them: they are listed, and unloaded as any other.
+    expect([
+      ...(await v2ModelServer({ baseUrl: triton.url, kind: 'mlserver' }).loadedModels(live())),
+    ]).toEqual(['modèle', 'my model', 'ok']);
+  });
+
   it('counts entries without a state (dirs Triton never loaded, ours included) as not loaded', async () => {
     const server = await start('triton');
     await model('m1');
