@@ -222,6 +222,11 @@ export interface FillFromModelDir extends StagingOf {
   readonly link: boolean;
   /** The disk check (`--min-free-bytes`) copies must pass before the first is written; absent: none. */
   readonly spaceCheck?: SpaceCheck | undefined;
+  /**
+   * The dir the source must be (its device and inode), when it is one this process installed: what holds its path
+   * now may be a neighbour's (the model server can rename entries of the model dir), whatever marker it shows.
+   */
+  readonly installed?: { readonly dev: number; readonly ino: number } | undefined;
 }
 
 const entriesOf = (dir: OpenDir): Promise<string[]> =>
@@ -237,6 +242,12 @@ export const fillFromModelDir = async (fill: FillFromModelDir): Promise<Filled |
   try {
     const dir = await fromSource(path, () => openDir(path));
     try {
+      const { installed } = fill;
+      if (installed !== undefined) {
+        const opened = await step(`cannot read ${path}`, () => dir.handle.stat());
+        if (opened.dev !== installed.dev || opened.ino !== installed.ino)
+          throw new NotASource(`${path} is no longer the dir installed there`);
+      }
       return await fillFromDir(dir, target, fill.spec, fill);
     } finally {
       await dir.handle.close();

@@ -48,7 +48,13 @@ export const nodeCacheStore = (
 ): NodeCache => {
   const log = storeLog.child({ component: 'node-cache' });
   // By hard links, either way: an entry's files are read-only, so the model server cannot write through one.
-  const fill = (into: StagingOf, path: string, signal: AbortSignal, target = into.target) =>
+  const fill = (
+    into: StagingOf,
+    path: string,
+    signal: AbortSignal,
+    target = into.target,
+    installed?: { readonly dev: number; readonly ino: number },
+  ) =>
     fillFromModelDir({
       ...into,
       target,
@@ -57,6 +63,7 @@ export const nodeCacheStore = (
       signal,
       log,
       link: true,
+      installed,
     });
 
   const fillFromEntry = async (
@@ -84,13 +91,17 @@ export const nodeCacheStore = (
     tmpPrefix: string,
     into: StagingOf,
     lock: HeldLock,
+    installed: { readonly dev: number; readonly ino: number },
   ): Promise<{ evicted: number }> => {
     let tmp: OpenDir | undefined;
     try {
       const made = await step(`cannot create a dir in ${root}`, () => mkdtemp(join(root, tmpPrefix)));
       tmp = { ...(await openDir(made)), path: made };
       const never = new AbortController().signal;
-      const filled = await fill(into, modelDir(into.name), never, tmp);
+      // The dir this process filled (its staging dir, renamed into place), not whatever holds its path now: a model
+      // server that put its own dir there (a copied marker, files of the same sizes) would give every pod on the
+      // node its bytes.
+      const filled = await fill(into, modelDir(into.name), never, tmp, installed);
       if (filled === undefined) {
         await removeTree(made);
         return { evicted: 0 };
@@ -158,7 +169,17 @@ export const nodeCacheStore = (
       await held.release();
       throw error;
     }
-    return { _tag: 'Claimed', publish: () => publish(entry, tmpPrefix, into, held), release: held.release };
+    // The staging dir the download fills is the dir its commit renames into place: the only one to publish.
+    const staging = await into.target.handle.stat().catch(async (error: unknown) => {
+      await held.release();
+      throw error;
+    });
+    const installed = { dev: staging.dev, ino: staging.ino };
+    return {
+      _tag: 'Claimed',
+      publish: () => publish(entry, tmpPrefix, into, held, installed),
+      release: held.release,
+    };
   };
 
   return {

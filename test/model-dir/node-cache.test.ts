@@ -2,7 +2,7 @@
  * Tests of the node cache through two model dir stores on one cache dir (two pods of a node): a claim, its publish
  * and the other's fill by read-only hard links; the cache dir made again once it is gone.
  */
-import { mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { modelDirStore } from '../../src/model-dir/store';
@@ -47,6 +47,33 @@ describe('the node cache of two model dir stores', () => {
     expect(await readFile(fromB, 'utf8')).toBe('weights');
     expect((await stat(fromB)).ino).toBe((await stat(fromA)).ino);
     expect((await stat(fromB)).mode & 0o777).toBe(0o444);
+  });
+
+  it('never publishes a model dir the model server swapped in after the install: the other pods get the bytes downloaded', async () => {
+    // The publish read the model dir by its path after the install: a model server able to rename entries of the
+    // model dir (an emptyDir is 0777) put its own dir there, the marker copied and a file of the same size, and
+    // every pod on the node that took the entry loaded its bytes.
+    const [a, b] = [await pod('a'), await pod('b')];
+    const staged = await a.stage(model, shared, live());
+    const taken = await a.nodeCache!.take(identity, staged, live());
+    if (taken._tag !== 'Claimed') throw new Error(`expected a claim, got ${taken._tag}`);
+    await writeFiles(staged.dir, { 'llm.bin': 'weights' });
+    await staged.commit(undefined, new Map([['llm.bin', 7]]));
+    const installed = join(tmp.path, 'a', 'llm');
+    const marker = (await readdir(installed)).find((entry) => entry.startsWith('SUCCESS'))!;
+    await rename(installed, join(tmp.path, 'a', 'llm-moved'));
+    await writeFiles(installed, {
+      'llm.bin': 'POISON!',
+      [marker]: await readFile(join(tmp.path, 'a', 'llm-moved', marker), 'utf8'),
+    });
+    await taken.publish();
+    const other = await b.stage(model, shared, live());
+    const second = await b.nodeCache!.take(identity, other, live());
+    if (second._tag === 'Filled') expect(await readFile(join(other.dir, 'llm.bin'), 'utf8')).toBe('weights');
+    // Nothing was published: the other pod downloads the model itself.
+    expect(second._tag).toBe('Claimed');
+    if (second._tag === 'Claimed') await second.release();
+    await other.abandon(new Error('done'));
   });
 
   it('makes the cache dir again when it was removed after a take', async () => {
