@@ -122,7 +122,8 @@ export const torchServeModelServer = (options: TorchServeModelServerOptions): Mo
     const { status } = result;
     // Not a page's 404 (a proxy's with no route to TorchServe): the files would be deleted while it holds them.
     if (isOk(result) || (status === 404 && !isHtml(result))) return discardBody(result);
-    const error = await statusError(result);
+    // A page's error (a proxy's) is retried: this unregister may be a replacement's, inside the load.
+    const error = notFromTorchServe(result, await statusError(result));
     // 409: an unregistration of this model is already in progress; it will be over by the next attempt.
     throw status === 409 ? withRetryable(error, true) : error;
   };

@@ -324,6 +324,24 @@ describe('torchServeModelServer', () => {
     },
   );
 
+  it('retries a replacement whose unregister is answered with a page (a 404 or 400 of a proxy), not refused for good', async () => {
+    // The unregister of a replacement runs in the load: a permanent failure there made the model rejected, Failed
+    // for good (the resync never retries it), for a page that says nothing of the model's files.
+    for (const status of [404, 400]) {
+      const raw = await startRaw((req, res) => {
+        req.resume();
+        req.on('end', () =>
+          res.writeHead(status, { 'Content-Type': 'text/html' }).end('<html>Not here</html>'),
+        );
+      });
+      const error = await effectError(
+        torchServeModelServer({ baseUrl: raw.url }).load(name('m'), true, live()),
+      );
+      expect(error).toMatchObject({ kind: 'http-status', status, retryable: true });
+      expect(error.message).toContain('HTML page');
+    }
+  });
+
   it("bounds the reading of a register's 400 body by the network's rule for error bodies, not by the load timeout", async () => {
     // A proxy before TorchServe trickling a 400's body: each byte well within the timeout between two bytes.
     const trickling = await startRaw((req, res) => {
