@@ -55,10 +55,13 @@ export const attemptOnce = async (
     if (!error.retryable || record.attempts >= retry.maxAttempts) {
       // The server refused these files for good: retrying them (a resync) cannot change its answer. A load step's
       // own disk (the journal on a read-only or full model dir) is no answer of the server, nor is a redirect or
-      // a demand for credentials (of a proxy before it): the resync retries them.
+      // a demand for credentials (of a proxy before it), nor a setting of modelsync's read at the call (a TorchServe
+      // key file without its key, `not-found`): the resync retries them. Only the server's answer (`http-status`)
+      // and the client's own check of the name (`refused`: one the server cannot take, or its files name otherwise)
+      // are about the files.
       record.rejected =
         !error.retryable &&
-        error.kind !== 'filesystem' &&
+        (error.kind === 'http-status' || error.kind === 'refused') &&
         !isGatekeeperStatus(error.status) &&
         failedStep(record.status.phase) === 'load';
       return report(record, 'Failed', desired, details, statusOf(error));

@@ -190,6 +190,19 @@ describe('loader retries (virtual time)', () => {
     expect(stateOf('m1')?.rejected).toBeUndefined();
   });
 
+  it('leaves a model failed by a setting of modelsync at its load (a TorchServe key file without its key) to the resync', async () => {
+    // The key file is read at every call; fixed (the Secret updated), the same files load. Taken for the server's
+    // refusal of the files, the model stayed Failed for good: no resync retried it.
+    const noKey = () =>
+      permanentError('not-found', 'the TorchServe key file /var/run/key_file.json has no management.key');
+    const t = start({ load: { m1: [noKey()] } });
+    t.ops$.next(add(m1, v1));
+    await advanceAndSettle(t.scheduler, 1);
+    const stateOf = (model: string) => t.loader.desiredStates().find((state) => state.name === model);
+    expect(t.loader.statuses().get(m1)).toMatchObject({ phase: 'Failed', errorKind: 'not-found' });
+    expect(stateOf('m1')?.rejected).toBeUndefined();
+  });
+
   it('counts a model loaded when only the journal record of its confirmed load cannot be written (a full disk)', async () => {
     const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
     const t = start({ confirmed: { m1: [fsError('cannot record the load of m1', full)] } });
