@@ -13,6 +13,7 @@ import {
 import { isGatekeeperStatus } from '../core/gatekeeper-status';
 import type { ModelName } from '../core/model-name';
 import { kindOfServerName, type V2ServerKind } from '../core/v2-server-kinds';
+import { untilAborted } from '../core/waits';
 import {
   decodeJsonText,
   discardBody,
@@ -21,6 +22,7 @@ import {
   headerOf,
   isOk,
   readText,
+  transportError,
   type HttpCallResponse,
 } from '../net';
 import type { ModelServer } from '../ports';
@@ -103,6 +105,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
 
   // The dialect, asked for once the server said it; until then the protocol alone, asked again on a schedule.
   let asked: Promise<V2Dialect> | undefined;
+  const unaborted = new AbortController().signal;
   /** When to ask again, while the last answer was not the server's (a failed ask is asked again at the next call). */
   let askAgainAt: number | undefined;
   let askWaitMs = options.kindAskAgainMs ?? 1000;
@@ -135,12 +138,21 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       return { speech: v2Dialects.generic, settled: false };
     }
   };
+  /** The shared ask's answer, or this caller's abort as an `aborted` failure of the metadata call. */
+  const answered = (answer: Promise<V2Dialect>, signal: AbortSignal): Promise<V2Dialect> =>
+    untilAborted(answer, signal).catch((error: unknown) => {
+      if (!signal.aborted) throw error;
+      throw transportError(signal.reason, { what: `model server metadata (${shown})`, aborted: true });
+    });
   const dialect = (signal: AbortSignal): Promise<V2Dialect> => {
     if (options.kind !== 'auto') return Promise.resolve(v2Dialects[options.kind ?? 'generic']);
     // A server behind something that always refuses the call would otherwise be asked before each call.
-    if (asked !== undefined && (askAgainAt === undefined || performance.now() < askAgainAt)) return asked;
+    if (asked !== undefined && (askAgainAt === undefined || performance.now() < askAgainAt))
+      return answered(asked, signal);
     askAgainAt = undefined;
-    asked = askKind(signal).then(
+    // Asked under no caller's signal (the call's own timeout bounds it): every call waiting for the answer shares it,
+    // and the abort of the one that asked (a load superseded) failed all the others as "aborted".
+    asked = askKind(unaborted).then(
       ({ speech, settled }) => {
         if (!settled) {
           askAgainAt = performance.now() + askWaitMs;
@@ -153,7 +165,9 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
         throw error;
       },
     );
-    return asked;
+    // Its failure is each waiting caller's; with none left waiting (all aborted), it must not go unhandled.
+    asked.catch(() => undefined);
+    return answered(asked, signal);
   };
 
   const modelPath = (speech: V2Dialect, name: ModelName, action: 'load' | 'unload'): string => {

@@ -177,6 +177,35 @@ describe('v2ModelServer with --server-kind auto', () => {
     expect(await client.loadedModels(live())).toEqual(new Set(['m1']));
   });
 
+  it("asks the server's kind for every call at once, so the abort of the call that asked fails no other", async () => {
+    // The ask ran under the signal of the call that made it: a load superseded meanwhile failed every call waiting
+    // for the answer, another model's load among them, as "aborted".
+    const slow = await serve((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.url !== '/v2') return void res.writeHead(200).end();
+        setTimeout(
+          () => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"name":"triton"}'),
+          300,
+        );
+      });
+    });
+    const client = v2ModelServer({ baseUrl: slow.url, kind: 'auto' });
+    const superseded = new AbortController();
+    const first = effectError(client.load(name('a'), false, superseded.signal));
+    const other = client.load(name('b'), false, live());
+    setTimeout(() => superseded.abort(), 50);
+    expect(await first).toMatchObject({ kind: 'aborted' });
+    await other;
+    // An ask whose callers all went away fails unheard, not as an unhandled rejection (which ends the process).
+    const refusing = await serve((req) => req.socket.destroy());
+    const gone = new AbortController();
+    gone.abort();
+    const unheard = v2ModelServer({ baseUrl: refusing.url, kind: 'auto' });
+    expect(await effectError(unheard.load(name('a'), false, gone.signal))).toMatchObject({ kind: 'aborted' });
+    await sleep(100);
+  });
+
   it('speaks the protocol alone to a server without metadata', async () => {
     const server = await startV2ModelServer({ modelDir: modelDir.path });
     standIn = server;
