@@ -55,8 +55,14 @@ const secretParameters =
   'refresh_token|token|password|passwd|pwd|secret|client_secret|api_key|apikey|private_key';
 const secretHeaders = 'authorization|proxy-authorization|x-api-key|api-key|x-auth-token|cookie|set-cookie';
 const awsKeyPrefixes = 'AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA';
-// Nothing that already is the mark: redacting twice must change nothing (the log guard relies on it).
-const value = String.raw`(?!\[REDACTED\])[^\s&;"'<>,]+`;
+// Nothing that already is the mark: redacting twice must change nothing (the log guard relies on it). A backslash
+// only with what follows it: in JSON text (a /status page, /metrics) `\"` is a quote inside the string, and a value
+// cut before its `"` leaves a `\` that escaped the string's own end (a model named `token=a"b` broke the page).
+const value = String.raw`(?!\[REDACTED\])(?:[^\s&;"'<>,\\]|\\[^\s&;"'<>,])+`;
+// What runs to a delimiter (a PEM's END, XML's `<`): never past a quote that ends a JSON string or a label value
+// (one followed by `,` `}` `]` `:` or the end), escapes taken whole. Other quotes go on: a canonical request S3
+// echoes holds `if-match:"<etag>"` before the security token's line.
+const inString = String.raw`(?:[^"\\]|\\[\s\S]|"(?![,}\]:]|$))`;
 
 /**
  * The known shapes, in the order they are tried at each position. Each pattern stops at whitespace, quotes and
@@ -91,13 +97,13 @@ const shapes: ReadonlyArray<SecretShape> = [
   // JSON web tokens (Kubernetes service-account tokens, OIDC).
   { pattern: String.raw`\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*`, trigger: 'eyJ', hide: hideAll },
   {
-    pattern: String.raw`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`,
+    pattern: String.raw`-----BEGIN [A-Z ]*PRIVATE KEY-----${inString}*?(?:-----END [A-Z ]*PRIVATE KEY-----|(?="[,}\]:]|"$)|$)`,
     trigger: 'PRIVATE KEY',
     hide: hideAll,
   },
   // What S3 echoes in a SignatureDoesNotMatch error body.
   {
-    pattern: String.raw`<(?:SignatureProvided|Signature|StringToSign|StringToSignBytes|CanonicalRequest|AWSAccessKeyId)>[^<]*`,
+    pattern: String.raw`<(?:SignatureProvided|Signature|StringToSign|StringToSignBytes|CanonicalRequest|AWSAccessKeyId)>(?:(?!<)${inString})*`,
     trigger: '<',
     hide: (match) => `${match.slice(0, match.indexOf('>') + 1)}${redactedMark}`,
   },

@@ -50,6 +50,11 @@ const hiddenCases: ReadonlyArray<readonly [string, string, string]> = [
     '<SignatureProvided>abc123</SignatureProvided><AWSAccessKeyId>AKIDX</AWSAccessKeyId>',
     '<SignatureProvided>[REDACTED]</SignatureProvided><AWSAccessKeyId>[REDACTED]</AWSAccessKeyId>',
   ],
+  [
+    'a canonical request S3 repeats, quotes in it',
+    '<CanonicalRequest>GET\n/b/k\nif-match:"e1"\nx-amz-security-token:FQoGZXIvYXdz\n</CanonicalRequest>',
+    '<CanonicalRequest>[REDACTED]</CanonicalRequest>',
+  ],
 ];
 
 describe('redactUri', () => {
@@ -101,6 +106,32 @@ describe('redact (text)', () => {
 
   it.each(hiddenCases)('hides %s', (_, text, expected) => {
     expect(redact(text)).toBe(expected);
+  });
+
+  // A /status page and /metrics are redacted as text: a model name (any text but `/`, `\\`, NUL) is a JSON string
+  // or a label value there, and a match that left it cut the whole page short (found by a probe).
+  it.each([
+    'token=abc"x',
+    'password=p"',
+    'cookie: a"b',
+    'sig=a"b',
+    '<Signature>a',
+    '<StringToSign>a"b',
+    '-----BEGIN RSA PRIVATE KEY----- a',
+    '-----BEGIN PRIVATE KEY-----\nMIIE"x',
+  ])('keeps JSON text valid around a string holding %j, the rest of it shown', (name) => {
+    const shown = redact(JSON.stringify([{ model: name, phase: 'Loaded' }, { model: 'next' }]));
+    const parsed = JSON.parse(shown) as Array<Record<string, string>>;
+    expect(parsed[0]!['phase']).toBe('Loaded');
+    expect(parsed[1]).toEqual({ model: 'next' });
+    expect(parsed[0]!['model']).toContain('[REDACTED]');
+  });
+
+  it('still hides a value holding a backslash whole, and a private key cut short in JSON text', () => {
+    expect(redact('login password=ab\\cd&user=x')).toBe('login password=[REDACTED]&user=x');
+    expect(redact(JSON.stringify({ err: 'key -----BEGIN PRIVATE KEY-----\nMIIE"q' }))).toBe(
+      '{"err":"key [REDACTED]"}',
+    );
   });
 
   it('changes nothing more when applied twice', () => {
