@@ -55,6 +55,12 @@ export interface ListingBounds {
 export interface ObjectStoreClient {
   /** Set for a repository at a commit (see RepoListing); absent: a bucket. */
   readonly repo?: RepoListing;
+  /**
+   * The store this client reads when its URI does not name it (a configured endpoint), part of a content's identity:
+   * `s3://b/k` read from a tenant's own endpoint is not the bucket of the same name elsewhere, and the node cache
+   * is shared by every pod of a node. Absent: the URI names it (Azure's account URL).
+   */
+  readonly store?: string;
   /** Every object whose key starts with `prefix`, through all pages, each page and item told to `bounds`. */
   list(location: ObjectLocation, signal: AbortSignal, bounds: ListingBounds): AsyncIterable<StoredObject>;
   /**

@@ -152,17 +152,19 @@ const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<
 };
 
 /**
- * The identity of a model's objects for `request.reuse`: the bucket and prefix with every planned object's path,
- * size and version (ETag or generation), and the selection; the same identity is the same bytes.
+ * The identity of a model's objects for `request.reuse`: the store, the bucket and prefix with every planned
+ * object's path, size and version (ETag or generation), and the selection; the same identity is the same bytes.
  */
 const identityOf = (
+  store: string | undefined,
   location: ObjectLocation,
   plan: ReadonlyArray<PlannedObject>,
   select: FileSelection | undefined,
 ): string => {
   const objects = plan.map((item) => `${item.path}\u0000${item.object.size}\u0000${item.object.version}`);
   const digest = createHash('sha256').update(objects.join('\u0001')).digest('hex');
-  return `objects ${location.display} ${location.bucket} ${location.prefix} ${digest} ${selectionKey(select)}`;
+  const at = store === undefined ? '' : ` at ${store}`;
+  return `objects ${location.display}${at} ${location.bucket} ${location.prefix} ${digest} ${selectionKey(select)}`;
 };
 
 /** Saves the one archive object to a scratch file beside the model's files, extracts it, deletes it. */
@@ -227,7 +229,7 @@ export const downloadObjects = async (
     const plan = await planObjects(client, location, job.signal, limits, request?.select, job.pressure);
     const reuse = request?.reuse;
     const identity = () =>
-      client.repo?.identity(request?.select) ?? identityOf(location, plan, request?.select);
+      client.repo?.identity(request?.select) ?? identityOf(client.store, location, plan, request?.select);
     // An object listed without a version (a store that lists no ETag) leaves only its path and size: no identity.
     const versioned = client.repo !== undefined || plan.every((item) => item.object.version !== '');
     if (reuse !== undefined && versioned && (await reuse(identity()))) return;

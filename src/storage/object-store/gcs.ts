@@ -230,7 +230,8 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
     );
   };
 
-  return { list, read };
+  // An emulator or private endpoint is another store than GCS for the same gs:// URI (ObjectStoreClient.store).
+  return { list, read, ...(options.endpoint === undefined ? {} : { store: options.endpoint }) };
 };
 
 /** How GCS is reached, and the downloader's settings. */

@@ -148,8 +148,12 @@ const readObject =
     }
   };
 
-/** An ObjectStoreClient over one SDK client: every failure an EffectError naming the bucket and the key. */
-export const s3ObjectClient = (client: S3Client): ObjectStoreClient => ({
+/**
+ * An ObjectStoreClient over one SDK client: every failure an EffectError naming the bucket and the key. `endpoint`:
+ * the custom endpoint the SDK client was made with (absent: AWS), which a content's identity names.
+ */
+export const s3ObjectClient = (client: S3Client, endpoint?: string): ObjectStoreClient => ({
+  ...(endpoint === undefined ? {} : { store: endpoint }),
   list: (location, signal, bounds) => listObjects(client, location, signal, bounds),
   read: readObject(client),
 });
@@ -190,7 +194,10 @@ export const s3Storage = (options: S3StorageOptions): StorageProvider => {
     schemes: ['s3'],
     resolve: (uri) =>
       E.map((location: ObjectLocation) => {
-        client ??= s3ObjectClient(s3SdkClient({ ...options, minRate: options.limits?.minRate }));
+        client ??= s3ObjectClient(
+          s3SdkClient({ ...options, minRate: options.limits?.minRate }),
+          options.endpoint,
+        );
         return { client, location };
       })(parseS3Uri(uri)),
   });
