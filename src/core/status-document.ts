@@ -157,6 +157,7 @@ export const statusSummary = (shown: ReadonlyArray<ModelStatus>): StatusSummary 
 export const statusPage = (
   shown: ReadonlyArray<ModelStatus>,
   query: StatusQuery,
+  cursorOf: (name: string) => string = (name) => name,
 ): { readonly models: ReadonlyArray<ModelStatus>; readonly page: StatusPageJson } => {
   const models: ModelStatus[] = [];
   let more = false;
@@ -171,7 +172,8 @@ export const statusPage = (
     }
     models.push(status);
   }
-  const next = more ? models.at(-1)?.modelName : undefined;
+  const last = more ? models.at(-1)?.modelName : undefined;
+  const next = last === undefined ? undefined : cursorOf(last);
   return { models, page: { ...query, ...(next !== undefined ? { next } : {}) } };
 };
 
@@ -179,6 +181,7 @@ export const statusPage = (
  * One page of the /status document as JSON text, from statuses already `shownStatuses` and their `summary`, each
  * model's text from `modelText` (by default its JSON): a caller that keeps each status's text while the status is
  * unchanged, and the sorted statuses while none changes, makes a page in time linear in the page, not the models.
+ * `cursorOf` makes `page.next` of the page's last model name (by default the name).
  */
 export const statusDocumentText = (
   shown: ReadonlyArray<ModelStatus>,
@@ -187,8 +190,9 @@ export const statusDocumentText = (
   ready: boolean,
   query: StatusQuery,
   modelText: (status: ModelStatus) => string = (status) => JSON.stringify(modelStatusJson(status)),
+  cursorOf?: (name: string) => string,
 ): string => {
-  const { models, page } = statusPage(shown, query);
+  const { models, page } = statusPage(shown, query, cursorOf);
   const head = JSON.stringify({ ready, summary, page, config: configStateJson(config) }).slice(0, -1);
   return `${head},"models":[${models.map(modelText).join(',')}]}`;
 };

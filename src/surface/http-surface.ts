@@ -8,6 +8,7 @@ import { redact } from '../core/redact';
 import { shownPhases, type ModelStatusJson, type StatusQuery } from '../core/status-document';
 import { announcesBody, boundedServer, defaultServerLimits, endAnswer, type ServerLimits } from '../net';
 import { classifyAgentPortRequest } from './agent-port-handler';
+import { afterName } from './page-cursor';
 import type { SurfaceState } from './surface-state';
 
 /** The paths the surface serves (`/status/<model>` for one model). */
@@ -92,7 +93,9 @@ const statusQuery = (search: URLSearchParams, pageSize: number): StatusQuery | s
   const limitText = search.get('limit');
   const limit = limitText === null ? pageSize : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1) return `limit must be a whole number from 1 to ${pageSize}`;
-  const after = search.get('after');
+  const cursor = search.get('after');
+  const after = cursor === null ? null : afterName(cursor);
+  if (after === undefined) return 'after must be a model name or a page.next of this process (start again)';
   const phase = search.get('phase');
   if (phase !== null && !phaseNames.has(phase)) return `phase must be one of ${shownPhases.join(', ')}`;
   return {

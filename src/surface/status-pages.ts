@@ -1,6 +1,7 @@
 /** StatusPages: /status and /status/<model> answered from statuses sorted once per change, not once per request. */
 import type { ModelStatus } from '../core/model-status';
 import { redact } from '../core/redact';
+import { pageCursor } from './page-cursor';
 import {
   modelStatusJson,
   shownStatuses,
@@ -72,7 +73,7 @@ export const statusPages = ({ statuses, config, ready, now = Date.now }: StatusS
     changed: () => void (sorted = undefined),
     page: (query) => {
       const { shown, summary } = current();
-      return statusDocumentText(shown, summary, config(), ready(), query, modelText);
+      return statusDocumentText(shown, summary, config(), ready(), query, modelText, pageCursor);
     },
     model: (name) => {
       const status = current().byName.get(name);

@@ -15,6 +15,7 @@ import {
   surfacePaths,
   type SurfaceView,
 } from '../../src/surface/http-surface';
+import { statusPages } from '../../src/surface/status-pages';
 import { createSurfaceState } from '../../src/surface/surface-state';
 import { name, spec } from '../helpers/fixtures';
 import { get } from '../integration/surface-kit';
@@ -102,6 +103,37 @@ describe('httpSurface', () => {
     expect((await get(port, '/status/nobody')).status).toBe(404);
     expect((await get(port, '/status/%E0%A4%A')).status).toBe(404);
     expect((await get(port, '/nothing')).status).toBe(404);
+  });
+
+  // A name redaction changes (`token=…`) showed as `token=[REDACTED]` in `page.next` too, which sorts before every
+  // `token=<letter>`: a client following `next` got the same page for ever (found by a probe).
+  it('walks every model once by `page.next`, names that redaction changes among them, and refuses a cursor no page gave', async () => {
+    const names = ['a', 'token=alpha1', 'token=beta22', `x ${token}`, 'zeta'];
+    const statuses = names.map((model) => ({ ...failed, modelName: name(model) }));
+    const pages = statusPages({
+      statuses: () => statuses,
+      config: () => ({ source: 'config-dir' }),
+      ready: () => true,
+    });
+    const port = await serve(view({ statusPage: pages.page }));
+    const seen: string[] = [];
+    let after: string | undefined = '';
+    for (let pages = 0; after !== undefined && pages < 10; pages++) {
+      const query: string = after === '' ? '' : `&after=${encodeURIComponent(after)}`;
+      const answer = await get(port, `${surfacePaths.status}?limit=1${query}`);
+      const page = JSON.parse(answer.body) as { models: Array<{ model: string }>; page: { next?: string } };
+      seen.push(...page.models.map((model) => model.model));
+      after = page.page.next;
+      // Nothing the redaction hid shows in a cursor, in hex either.
+      for (const hidden of ['tok-surface', 'alpha1', 'beta22'])
+        for (const form of [hidden, Buffer.from(hidden).toString('hex')])
+          expect(answer.body).not.toContain(form);
+    }
+    expect(seen).toEqual(['a', 'token=[REDACTED]', 'token=[REDACTED]', 'x [REDACTED]', 'zeta']);
+    expect((await get(port, `${surfacePaths.status}?after=${encodeURIComponent('\u0000zz')}`)).status).toBe(
+      400,
+    );
+    expect((await get(port, `${surfacePaths.status}?after=token%3Dbeta22`)).status).toBe(200); // a name still is one
   });
 
   it('answers a request target no URL can be made of (`GET //`) with a 404, not a throw in its handler', async () => {
