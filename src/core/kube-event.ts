@@ -4,7 +4,7 @@
  * and reason) within 10 minutes into one that counts up. Pure: time is passed in.
  */
 import type { AgentEvent } from './model-status';
-import { redact } from './redact';
+import { redact, redactUri } from './redact';
 
 export interface PodRef {
   readonly name: string;
@@ -48,8 +48,9 @@ export const kubeEventOf = (event: AgentEvent): KubeEventNote | undefined => {
   const model = `model ${modelName}`;
   // A lost model the server lists again was loaded by no one here (its loss made no Event either).
   if (phase === 'Loaded' && event.status.listedAgain === true) return undefined;
-  if (phase === 'Loaded')
-    return note('ModelLoaded', 'Normal', `${model} loaded from ${spec?.storageUri ?? 'its storage'}`);
+  // The URI as /status shows it (no user info, query or fragment): the text's URL shape stops at a space in a path.
+  const from = spec === undefined ? 'its storage' : redactUri(spec.storageUri);
+  if (phase === 'Loaded') return note('ModelLoaded', 'Normal', `${model} loaded from ${from}`);
   // Removed also ends a model that failed before it ever loaded: the words hold for both.
   if (phase === 'Removed')
     return note('ModelUnloaded', 'Normal', `${model} is no longer listed: unloaded, its files removed`);

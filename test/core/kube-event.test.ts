@@ -53,6 +53,12 @@ describe('kubeEventOf', () => {
       status('Loaded', { spec: { storageUri: 'https://user:secret@host/m?sig=abc' } }),
     );
     expect(signed?.message).toBe('model iris loaded from https://host/m');
+    // A URI the text's URL shape stops short of (a space in its path): its query went out whole, where /status and
+    // the log show the URI without it (found by a probe).
+    const spaced = kubeEventOf(
+      status('Loaded', { spec: { storageUri: 'https://host/my model/m.bin?X-Custom-Token=abc123' } }),
+    );
+    expect(spaced?.message).toBe('model iris loaded from https://host/my model/m.bin');
     const long = configRejectedEvent('x'.repeat(5000));
     expect(long.message).toHaveLength(maxEventMessageChars);
     expect(long.message.endsWith('…')).toBe(true);
