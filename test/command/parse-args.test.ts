@@ -379,6 +379,20 @@ describe('parseArgs', () => {
     expect(configOf(['--retry-base-ms', '100', '--retry-max-ms', '100']).retryBaseMs).toBe(100);
   });
 
+  // The model server shares the model dir: a node cache in it was one more model to it (and writable by it), and
+  // the next start removed it with whatever else no config lists (found by a probe).
+  it('refuses a node cache dir that is the model dir or inside it, and takes one beside it', () => {
+    for (const cache of ['/mnt/models', '/mnt/models/', '/mnt/models/.cache', '/mnt//models/x/../cache'])
+      expect(usageLines(['--node-cache-dir', cache])).toEqual([
+        expect.stringMatching(/^modelsync: --node-cache-dir \(\/.*\) is in --model-dir \(\/mnt\/models\)/),
+      ]);
+    expect(
+      usageLines(['--model-dir', '/var/cache/m'], { MODELSYNC_NODE_CACHE_DIR: '/var/cache/m/n' })[0],
+    ).toContain('MODELSYNC_NODE_CACHE_DIR (/var/cache/m/n) is in --model-dir (/var/cache/m)');
+    expect(configOf(['--node-cache-dir', '/mnt/models-cache']).nodeCacheDir).toBe('/mnt/models-cache');
+    expect(configOf(['--node-cache-dir', '/var/cache/modelsync']).nodeCacheDir).toBe('/var/cache/modelsync');
+  });
+
   it('prints the version of package.json for --version and -V', () => {
     expect(packageVersion).toMatch(/^\d+\.\d+\.\d+/);
     expect(parse(['--version'])).toEqual({ _tag: 'Version', text: `${packageVersion}\n` });

@@ -63,12 +63,36 @@ export const defaultAppConfig: AppConfig = decodedDefaults.right;
  * Settings that are each valid but not together, as one sentence each; `spell` names a field the way the user
  * set it (the flag, or its env var).
  */
+/** The segments of an absolute path, `.` and `..` and repeated slashes resolved as the kernel would (no links). */
+const segmentsOf = (path: string): string[] =>
+  path.split('/').reduce<string[]>((kept, part) => {
+    if (part === '..') kept.pop();
+    else if (part !== '' && part !== '.') kept.push(part);
+    return kept;
+  }, []);
+
+/** Whether the absolute path `inner` is `outer` or lies under it, as written. */
+const isWithin = (outer: string, inner: string): boolean => {
+  const [a, b] = [segmentsOf(outer), segmentsOf(inner)];
+  return a.length <= b.length && a.every((part, i) => part === b[i]);
+};
+
 export const conflictingSettings = (
   config: AppConfig,
   spell: (field: SettingField) => string,
 ): ReadonlyArray<string> => [
   ...(config.source === 'kube-api' && config.configmap === undefined
     ? [`${spell('source')} kube-api needs ${spell('configmap')}: the ConfigMap to watch`]
+    : []),
+  // The model server shares the model dir: a node cache there is one more model to it, and writable by it, and a
+  // start removes it with whatever else no config lists. A relative model dir is not compared (no cwd here).
+  ...(config.nodeCacheDir !== undefined &&
+  config.modelDir.startsWith('/') &&
+  isWithin(config.modelDir, config.nodeCacheDir)
+    ? [
+        `${spell('nodeCacheDir')} (${config.nodeCacheDir}) is in ${spell('modelDir')} (${config.modelDir}), ` +
+          'which the model server shares: give the node cache a dir of its own',
+      ]
     : []),
   ...(config.retryBaseMs > config.retryMaxMs
     ? [

@@ -204,7 +204,7 @@ export const flagTable = withNames({
   },
   nodeCacheDir: {
     arg: 'dir',
-    help: "a dir every modelsync on the node shares (a hostPath): a model whose storage names its content (ETags, generations, a commit) is downloaded once per node and each model dir filled from there with read-only hard links (copies across file systems), after this pod read the content's listing with its own credentials; unset: no node cache",
+    help: "a dir every modelsync on the node shares (a hostPath): a model whose storage names its content (ETags, generations, a commit) is downloaded once per node and each model dir filled from there with read-only hard links (copies across file systems), after this pod read the content's listing with its own credentials; not the model dir nor a dir in it (the model server shares the model dir); unset: no node cache",
     codec: absolutePath('NodeCacheDir'),
   },
   nodeCacheMaxBytes: {
