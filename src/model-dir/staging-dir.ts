@@ -1,15 +1,17 @@
 /** A staging dir: made fresh beside the model dir, held open, filled through its handle (by the caller), marked last. */
 import type { Dirent } from 'node:fs';
-import { mkdtemp, readdir } from 'node:fs/promises';
-import { EffectError, retryableError } from '../core/errors';
+import { mkdtemp, readdir, rmdir } from 'node:fs/promises';
+import { EffectError, errorCode, retryableError } from '../core/errors';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
-import { step, fileSizes, openListedDir, removeTree, type OpenDir } from '../fs';
+import { fsError, step, fileSizes, openListedDir, removeTree, type OpenDir } from '../fs';
 import type { Logger } from '../log';
 import type { WrittenFiles } from '../ports';
 import { isMarkerName, writeMarker } from './marker-file';
 // The model server usually runs as another user; mkdtemp creates 0700.
 const modelDirMode = 0o755;
+// What opening a staging dir meets when someone deleted it or put a link or a file in its place.
+const takenAwayCodes = new Set(['ENOENT', 'ELOOP', 'ENOTDIR']);
 
 /** The failure of an install whose staging dir someone else deleted or swapped: a fresh one may well succeed. */
 export const stagingTakenAway = (staging: string, cause?: unknown): EffectError =>
@@ -25,6 +27,10 @@ export const stagingTakenAway = (staging: string, cause?: unknown): EffectError 
  */
 export const openFreshStagingDir = async (ref: string, path = ref): Promise<OpenDir> => {
   const opened = await openListedDir(ref).catch((cause: unknown) => {
+    // Gone, or a link or a file in its place: someone else's doing. Any other code (EMFILE: out of descriptors) is
+    // the open's own failure, said as it is.
+    if (!takenAwayCodes.has(errorCode(cause) ?? ''))
+      throw fsError(`cannot open the staging dir ${path}`, cause);
     throw stagingTakenAway(path, cause);
   });
   const dir = { ...opened, path };
@@ -35,9 +41,21 @@ export const openFreshStagingDir = async (ref: string, path = ref): Promise<Open
   return dir;
 };
 
-/** A fresh staging dir `<prefix>XXXXXX`, held open (`openFreshStagingDir`). */
-export const createStagingDir = async (prefix: string): Promise<OpenDir> =>
-  openFreshStagingDir(await step(`cannot create a staging dir ${prefix}*`, () => mkdtemp(prefix)));
+/** A fresh staging dir `<prefix>XXXXXX`, held open (`openFreshStagingDir`); removed again when it cannot be. */
+export const createStagingDir = async (prefix: string): Promise<OpenDir> => {
+  const made = await step(`cannot create a staging dir ${prefix}*`, () => mkdtemp(prefix));
+  try {
+    return await openFreshStagingDir(made);
+  } catch (cause) {
+    // Left, it stayed until the next start's recovery: one more for each retry while the fault lasts. rmdir first: it
+    // needs no descriptor (the open may have failed for want of one) and follows no link; whatever else holds the
+    // name now is removed unfollowed; a removal that fails too is left to that recovery.
+    await rmdir(made)
+      .catch(() => removeTree(made))
+      .catch(() => undefined);
+    throw cause;
+  }
+};
 
 /**
  * Drops top-level entries named like a marker that the model brought (two markers would make the dir ambiguous);

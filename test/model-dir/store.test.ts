@@ -1,6 +1,7 @@
 /** Tests of modelDirStore against real temp dirs: staged installs, markers, removal and start-up recovery. */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { constants, existsSync } from 'node:fs';
+import fsPromises from 'node:fs/promises';
 import {
   lstat,
   mkdir,
@@ -662,6 +663,28 @@ describe('modelDirStore against a hostile neighbour on the volume', () => {
     await expect(installing).rejects.toMatchObject({ kind: 'filesystem', retryable: true });
     await expect(installing).rejects.toThrow(/staging dir .* was removed or replaced/);
     expect(await entries()).toEqual([]);
+  });
+
+  it('removes a staging dir it made but could not open (out of descriptors), saying why, and installs on the retry', async () => {
+    const emfile = Object.assign(new Error('EMFILE: too many open files, open'), { code: 'EMFILE' });
+    const open = fsPromises.open.bind(fsPromises);
+    const opening = jest
+      .spyOn(fsPromises, 'open')
+      .mockImplementation(((path: string, flags: number) =>
+        String(path).startsWith(join(root, '.tmp-')) && (flags & constants.O_DIRECTORY) !== 0
+          ? Promise.reject(emfile)
+          : open(path, flags)) as never);
+    try {
+      const installing = install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+      await expect(installing).rejects.toMatchObject({ kind: 'filesystem', retryable: true, cause: emfile });
+      await expect(installing).rejects.toThrow(/EMFILE/);
+      // Left, each retry (the resync's, for as long as the fault lasts) left one more until the next start.
+      expect(await entries()).toEqual([]);
+    } finally {
+      opening.mockRestore();
+    }
+    await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    expect(await entries()).toEqual(['model1']);
   });
 
   it('never writes through a staging dir a neighbour swapped for a symlink mid-fill, and installs nothing', async () => {
