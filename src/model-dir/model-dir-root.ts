@@ -1,10 +1,10 @@
 /** The model dir M itself: each model's path in it, what holds a name, temporary names, moving aside and deleting. */
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, rename, stat } from 'node:fs/promises';
+import { lstat, rename, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { errorCode, permanentError } from '../core/errors';
 import { modelNameProblem } from '../core/model-name';
-import { entryKind, fsError, isMissing, removeTree, step, withDir } from '../fs';
+import { entryKind, fsError, isMissing, makeDirs, removeTree, step, withDir } from '../fs';
 import type { Logger } from '../log';
 import { readDirState, type DirState } from './marker-file';
 
@@ -119,7 +119,7 @@ export const modelDirRoot = (path: string, log: Logger) => {
     makeRoot: async (again = false): Promise<void> => {
       if (again) rootMade = false;
       if (rootMade) return;
-      await step(`cannot create ${root}`, () => mkdir(root, { recursive: true }));
+      await step(`cannot create ${root}`, () => makeDirs(root));
       rootMade = true;
     },
     /** Where mkdtemp makes a staging dir of `name`. */

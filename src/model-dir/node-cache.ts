@@ -3,7 +3,7 @@
  * of its identity, filled from and into by hard links; see docs/operating.md, The node cache.
  */
 import { createHash } from 'node:crypto';
-import { chmod, lstat, mkdir, mkdtemp, readdir, rename, utimes } from 'node:fs/promises';
+import { chmod, lstat, mkdtemp, readdir, rename, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode } from '../core/errors';
 import type { ModelName } from '../core/model-name';
@@ -11,6 +11,7 @@ import type { CacheTake, Filled, NodeCache, Staged } from '../ports';
 import {
   fileSizes,
   lockFile,
+  makeDirs,
   openDir,
   removeTree,
   step,
@@ -145,9 +146,7 @@ export const nodeCacheStore = (
   // Made at the first take that needs it, and again only after a take failed (the dir removed under us, say).
   let rootMade: Promise<unknown> | undefined;
   const makeRoot = (): Promise<unknown> =>
-    (rootMade ??= step(`cannot create the node cache dir ${root}`, () =>
-      mkdir(root, { recursive: true, mode: 0o755 }),
-    ));
+    (rootMade ??= step(`cannot create the node cache dir ${root}`, () => makeDirs(root, 0o755)));
 
   const takeEntry = async (identity: string, into: StagingOf, signal: AbortSignal): Promise<CacheTake> => {
     const { entry, lock, tmpPrefix } = entryPaths(root, identity);

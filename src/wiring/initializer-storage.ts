@@ -3,7 +3,7 @@
  * inside it (one file system: entries are renamed in, never copied), every dir held open and never followed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { lstat, mkdir, mkdtemp, readdir, rename } from 'node:fs/promises';
+import { lstat, mkdtemp, readdir, rename } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
@@ -15,6 +15,7 @@ import {
   fileSizes,
   fsError,
   linkMissing,
+  makeDirs,
   mountWatches,
   namingDirs,
   openDir,
@@ -47,7 +48,7 @@ const lstatIfAny = (at: string, shown: string) =>
 /** Opens `dest` as a real dir, made with its parents when missing; a link or anything else there is refused. */
 const openDest = async (dest: string): Promise<OpenDir> => {
   const found = await lstatIfAny(dest, dest);
-  if (found === undefined) await step(`cannot create ${dest}`, () => mkdir(dest, { recursive: true }));
+  if (found === undefined) await step(`cannot create ${dest}`, () => makeDirs(dest));
   else if (!found.isDirectory()) throw refusedDest(dest, entryKind(found));
   try {
     return await openDir(dest);
