@@ -7,7 +7,7 @@ import { isLeft } from 'fp-ts/Either';
 import { errorMessage } from '../core/errors';
 import { decodeMarker, markerJson, markerPrefix, specIdentityJson, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
-import { readSmallFile, step, type OpenDir } from '../fs';
+import { isTransientFsError, readSmallFile, step, type OpenDir } from '../fs';
 // Ours lists every file with its size: a model of 10,000 files (`--max-model-files`, `--max-archive-entries`) with
 // 1 KiB keys writes ~10 MiB. At 64 KiB, one of ~1,000 files was read back as corrupt and deleted at every restart.
 const maxMarkerBytes = 16 * 1024 * 1024;
@@ -61,6 +61,9 @@ const readMarker = async (ref: string, file: string): Promise<DirState> => {
       ? { _tag: 'Corrupt', file, reason: content.left }
       : { _tag: 'Valid', file, ...content.right };
   } catch (cause) {
+    // A read that may pass (out of descriptors, an I/O error) says nothing of the marker: read as corrupt, a complete
+    // model was deleted (and downloaded again). Thrown, the model dir is left as it is: see `inspect`'s callers.
+    if (isTransientFsError(cause)) throw cause;
     return { _tag: 'Corrupt', file, reason: errorMessage(cause) };
   }
 };

@@ -734,6 +734,27 @@ describe('modelDirStore against a hostile neighbour on the volume', () => {
     await outside.expectUntouched();
   });
 
+  it('leaves a model whose marker cannot be opened for a moment (out of descriptors) at recovery, never deleting it', async () => {
+    await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+    const emfile = Object.assign(new Error('EMFILE: too many open files, open'), { code: 'EMFILE' });
+    const open = fsPromises.open.bind(fsPromises);
+    const opening = jest
+      .spyOn(fsPromises, 'open')
+      .mockImplementation(((path: string, flags: number) =>
+        String(path).endsWith(`/${markerA}`) ? Promise.reject(emfile) : open(path, flags)) as never);
+    try {
+      // Read as a corrupt marker, the model dir was deleted: a complete model downloaded again at every such start.
+      expect((await newStore().recover()).size).toBe(0);
+      expect(await entries()).toEqual(['model1']);
+      expect(lines.filter(atLevel('error')).map((line) => [line.msg, line['model']])).toEqual([
+        ['cannot read a model dir; leaving it', 'model1'],
+      ]);
+    } finally {
+      opening.mockRestore();
+    }
+    expect(asJson(await newStore().recover())).toEqual({ model1: specToJson(specA) });
+  });
+
   it('unlinks a model dir replaced by a symlink on remove, leaving its target untouched', async () => {
     await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
     await rm(join(root, 'model1'), { recursive: true });
