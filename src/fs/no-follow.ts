@@ -68,11 +68,14 @@ const openDirWith = async <T>(
 export const openDir = async (path: string): Promise<OpenDir> =>
   (await openDirWith(path, () => Promise.resolve())).dir;
 
-/** `openDir`, with the names in the dir read through its handle; a listing that fails is `['?']`. */
+/**
+ * `openDir`, with the names in the dir read through its handle; a listing that fails fails the open, with its errno
+ * (read as `['?']`, a listing cut short by EMFILE was taken for a dir someone else had filled).
+ */
 export const openListedDir = async (
   path: string,
 ): Promise<OpenDir & { readonly entries: ReadonlyArray<string> }> => {
-  const { dir, also } = await openDirWith(path, (ref) => readdir(ref).catch(() => ['?']));
+  const { dir, also } = await openDirWith(path, (ref) => readdir(ref));
   return { ...dir, entries: also };
 };
 

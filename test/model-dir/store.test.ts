@@ -665,27 +665,37 @@ describe('modelDirStore against a hostile neighbour on the volume', () => {
     expect(await entries()).toEqual([]);
   });
 
-  it('removes a staging dir it made but could not open (out of descriptors), saying why, and installs on the retry', async () => {
-    const emfile = Object.assign(new Error('EMFILE: too many open files, open'), { code: 'EMFILE' });
-    const open = fsPromises.open.bind(fsPromises);
-    const opening = jest
-      .spyOn(fsPromises, 'open')
-      .mockImplementation(((path: string, flags: number) =>
-        String(path).startsWith(join(root, '.tmp-')) && (flags & constants.O_DIRECTORY) !== 0
-          ? Promise.reject(emfile)
-          : open(path, flags)) as never);
-    try {
-      const installing = install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
-      await expect(installing).rejects.toMatchObject({ kind: 'filesystem', retryable: true, cause: emfile });
-      await expect(installing).rejects.toThrow(/EMFILE/);
-      // Left, each retry (the resync's, for as long as the fault lasts) left one more until the next start.
-      expect(await entries()).toEqual([]);
-    } finally {
-      opening.mockRestore();
-    }
-    await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
-    expect(await entries()).toEqual(['model1']);
-  });
+  it.each(['open', 'readdir'] as const)(
+    'removes a staging dir it made but could not %s (out of descriptors), saying why, and installs on the retry',
+    async (call) => {
+      const emfile = Object.assign(new Error(`EMFILE: too many open files, ${call}`), { code: 'EMFILE' });
+      const original = fsPromises[call].bind(fsPromises) as (...args: unknown[]) => Promise<unknown>;
+      // The staging dir's own open (O_DIRECTORY under M/.tmp-*), or any listing through a handle: only the staging
+      // dir's is asked for while a model of an empty model dir is staged.
+      const failing = (path: string, flags: unknown): boolean =>
+        call === 'open'
+          ? path.startsWith(join(root, '.tmp-')) &&
+            typeof flags === 'number' &&
+            (flags & constants.O_DIRECTORY) !== 0
+          : path.startsWith('/proc/self/fd/');
+      const spy = jest
+        .spyOn(fsPromises, call)
+        .mockImplementation(((path: string, flags: unknown) =>
+          failing(String(path), flags) ? Promise.reject(emfile) : original(path, flags)) as never);
+      try {
+        const staging = store.stage(name('model1'), specA, live());
+        await expect(staging).rejects.toMatchObject({ kind: 'filesystem', retryable: true, cause: emfile });
+        // It blamed a neighbour ("removed or replaced by someone else").
+        await expect(staging).rejects.toThrow(/cannot open the staging dir .*EMFILE/);
+        // Left, each retry (the resync's, for as long as the fault lasts) left one more until the next start.
+        expect(await entries()).toEqual([]);
+      } finally {
+        spy.mockRestore();
+      }
+      await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
+      expect(await entries()).toEqual(['model1']);
+    },
+  );
 
   it('never writes through a staging dir a neighbour swapped for a symlink mid-fill, and installs nothing', async () => {
     const installing = install(
