@@ -1,13 +1,13 @@
 /** unzip: a zip file read by yauzl — its end required, its central directory counted, every entry guarded. */
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, symlink } from 'node:fs/promises';
+import { open, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { crc32 } from 'node:zlib';
 import * as yauzl from 'yauzl';
 import { errorCode, permanentError } from '../../core/errors';
-import { fsError, step } from '../../fs';
+import { fsError, makeDirs, step } from '../../fs';
 import { quotedName, refusal, type EntryKind } from './guard';
 import { archiveFailure, truncatedArchive, type Job } from './unpack';
 
@@ -143,7 +143,7 @@ const unzipEntries = async (
       }
       if (!taken) continue;
       const to = path.join(root, at);
-      await mkdir(kind === 'dir' ? to : path.dirname(to), { recursive: true, mode: 0o755 });
+      await makeDirs(kind === 'dir' ? to : path.dirname(to), 0o755);
       if (kind === 'dir') continue;
       const content = await zip.openReadStreamPromise(entry);
       // wx: a duplicate entry fails instead of silently replacing the first.
@@ -157,7 +157,7 @@ const unzipEntries = async (
   signal.throwIfAborted();
   for (const { at, target } of links) {
     const to = path.join(root, at);
-    await mkdir(path.dirname(to), { recursive: true, mode: 0o755 });
+    await makeDirs(path.dirname(to), 0o755);
     await symlink(target, to);
   }
 };

@@ -17,7 +17,7 @@ import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
-import { fileCopier, fsError, isMissing, type FileCopier } from '../../fs';
+import { fileCopier, fsError, isMissing, makeDirs, type FileCopier } from '../../fs';
 import { checkLocalSource, checkNotSystem, isInside } from './local-roots';
 import { sourceWatches, type WatchedCopy } from './source-watch';
 import { modelGuard, type TransferGuard } from '../transfer-guard';
@@ -85,7 +85,7 @@ interface Tree {
 const takes = async (tree: Tree, from: string, to: string, kind: EntryKind): Promise<boolean> => {
   if (tree.selection === undefined) return true;
   if (!tree.selection.takes(path.relative(tree.sourceRoot, from), kind, from)) return false;
-  await mkdir(path.dirname(to), { recursive: true, mode: 0o755 });
+  await makeDirs(path.dirname(to), 0o755);
   return true;
 };
 

@@ -4,7 +4,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
+import { open, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import * as E from 'fp-ts/Either';
 import { permanentError, retryableError, toEffectError, type EffectError } from '../../core/errors';
@@ -15,7 +15,7 @@ import { fetchInParts, trustedCause, UntrustedBytes } from '../parts/fetch-parts
 import { rangedThresholdBytes } from '../parts/part-plan';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
-import { consume, forEachLimited, fsError, step } from '../../fs';
+import { consume, forEachLimited, fsError, makeDirs, step } from '../../fs';
 import { ContentCheck } from '../listed-content';
 import { modelGuard, type TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
@@ -105,7 +105,7 @@ const readInto = async (
 const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<void> => {
   const what = `${job.what}: ${object.key}`;
   const check = new ContentCheck(what, object.size, object.digest, job.client.repo !== undefined);
-  await step(`${job.what}: cannot create ${to}`, () => mkdir(path.dirname(to), { recursive: true }));
+  await step(`${job.what}: cannot create ${to}`, () => makeDirs(path.dirname(to)));
   // A read is pinned to the listed bytes by the version (If-Match, the generation) or by the repo's commit; an
   // object listed without one is read whole, never in ranges nor resumed: another upload could be spliced in.
   const pinned = job.client.repo !== undefined || object.version !== '';
