@@ -23,6 +23,8 @@ export interface DesiredState {
    * loaded model whose reload the resync makes.
    */
   readonly lost?: boolean;
+  /** Unwanted (`desired` undefined), yet files of ours for it are in the model dir: its removal must delete them. */
+  readonly leftOnDisk?: boolean;
 }
 
 /** Why a resync re-submits a model (the Telemetry port's `repair` kinds). */
@@ -138,6 +140,8 @@ export interface DriftRepairs {
   readonly waiting: ReadonlyArray<{ readonly name: ModelName; readonly reload: FailedRetry }>;
   /** Models shown lost that the server lists again: Loaded once more. */
   readonly relisted: ReadonlyArray<ModelName>;
+  /** Failed unloads of models now gone from the server, nothing of ours on disk: for the loader to forget. */
+  readonly forgotten: ReadonlyArray<ModelName>;
 }
 
 /** Settled and loaded as far as the loader knows: Loaded, or shown lost while its reload waits. */
@@ -152,7 +156,10 @@ const isSettledLoaded = (state: DesiredState): boolean =>
  * - `unload-unlisted`: the server lists it, and the loader knew nothing of it before and after the call (a model
  *   the config lists always has a record while it is wanted); a name no config could list is left alone;
  * - `retry-failed` / `retry-unload`: Failed and settled, and its retry is due (`failedRetryPolicy`);
- *   not a model the server `rejected` (its files would be refused again).
+ *   not a model the server `rejected` (its files would be refused again);
+ * - `forgotten`: a failed unload (Failed, settled, not wanted) of a model the server no longer lists and with nothing
+ *   of ours on disk is done: no retry (a server inventing names and refusing every unload left one record each, for
+ *   good); one with files of ours on disk is retried, the unload deleting them.
  * At most `maxUnlistedUnloads` unloads are in progress after a resync, the due `retry-unload`s first; the rest are
  * deferred (docs/reliability.md, "Drift repair"). A model that is not settled is being worked on: its own retries
  * and backoff stand.
@@ -167,6 +174,7 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
   const dueUnloads: Array<{ readonly name: ModelName; readonly retry: FailedRetry }> = [];
   const waiting: Array<{ readonly name: ModelName; readonly reload: FailedRetry }> = [];
   const relisted: ModelName[] = [];
+  const forgotten: ModelName[] = [];
   for (const state of after) {
     const { name, desired } = state;
     // Kept until the server lists the model: a reload that fails (Failed, retried) and loads is not yet kept.
@@ -176,6 +184,10 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
     if (listed && state.lost === true) relisted.push(name);
     if (state.phase === 'Failed' && state.settled && state.rejected === true) continue;
     if (state.phase === 'Failed' && state.settled) {
+      if (desired === undefined && state.leftOnDisk !== true && !serverLoaded.has(name)) {
+        forgotten.push(name);
+        continue;
+      }
       const retry = input.retries.get(name) ?? { retries: 0, dueAt: now };
       if (!isDue(retry.dueAt, now, intervalMs)) {
         retries.set(name, retry);
@@ -223,5 +235,6 @@ export const findRepairs = (input: DriftInput): DriftRepairs => {
     room - retried.taken.length,
   );
   for (const name of unlisted.taken) repairs.push({ kind: 'unload-unlisted', name, op: remove(name) });
-  return { repairs, retries, lost, deferred: retried.deferred + unlisted.deferred, waiting, relisted };
+  const deferred = retried.deferred + unlisted.deferred;
+  return { repairs, retries, lost, deferred, waiting, relisted, forgotten };
 };

@@ -46,6 +46,8 @@ export interface Run {
   readonly isSettled: (name: ModelName) => boolean;
   /** See `Loader.noteLost`: a settled model's status says it is lost while its reload waits, or Loaded again. */
   readonly showLost: (record: ModelRecord, wait: LostWait | undefined) => void;
+  /** Drops a settled record that has nothing in place, closing what was reported of it (see `Loader.forgetUnlisted`). */
+  readonly forget: (record: ModelRecord) => void;
   /** See `Loader.drain`. */
   readonly drain: () => Promise<void>;
   /** The teardown: aborts all work; nothing is reported after it. */
@@ -184,5 +186,9 @@ export const createRun = (context: RunContext, subscriber: Subscriber<AgentEvent
     stop.abort(new Error('modelsync is shutting down'));
     for (const lane of lanes) lane.queue.shutDown();
   };
-  return { start, isSettled, showLost, drain, end };
+  const forget = (record: ModelRecord): void => {
+    if (record.reported) report(record, 'Removed', undefined);
+    records.delete(record.name);
+  };
+  return { start, isSettled, showLost, forget, drain, end };
 };

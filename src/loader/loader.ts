@@ -61,6 +61,11 @@ export interface Loader {
    */
   readonly noteLost: (name: ModelName, wait: LostWait | undefined) => void;
   /**
+   * The server no longer lists `name`, whose unload Failed: with nothing of ours on disk for it and nothing wanted,
+   * nothing is left to undo, so its record goes (`Removed`). Only while a run is subscribed and it is settled.
+   */
+  readonly forgetUnlisted: (name: ModelName) => void;
+  /**
    * Graceful shutdown: takes up no more work, drops queued work and pending retries, aborts downloads (their
    * staging dirs are removed) and resolves once the load and unload calls in flight have ended. Unsubscribe
    * after it (or after a timeout, which aborts the calls too). Resolves at once when no run is subscribed.
@@ -125,6 +130,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
         settled: isSettled(record.name),
         ...(record.rejected && record.status.phase === 'Failed' ? { rejected: true } : {}),
         ...(record.lost === true ? { lost: true } : {}),
+        ...(record.desired === undefined && record.onDisk !== undefined ? { leftOnDisk: true } : {}),
       })),
     drain: () => current?.drain() ?? Promise.resolve(),
     noteServerIndex: (name, loaded) => {
@@ -140,6 +146,14 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
     noteLost: (name, wait) => {
       const record = records.get(name);
       if (current !== undefined && record !== undefined && isSettled(name)) current.showLost(record, wait);
+    },
+    forgetUnlisted: (name) => {
+      const record = records.get(name);
+      if (current === undefined || record === undefined || !isSettled(name)) return;
+      if (record.status.phase !== 'Failed' || record.desired !== undefined || record.onDisk !== undefined)
+        return;
+      record.loaded = false;
+      current.forget(record);
     },
     slots,
   };

@@ -35,6 +35,8 @@ export interface DriftRecords {
   readonly noteServerIndex: (name: ModelName, loaded: boolean) => void;
   /** The server lost `name` and its reload waits (`wait`), or (undefined) it lists it again. */
   readonly noteLost: (name: ModelName, wait: LostWait | undefined) => void;
+  /** A failed unload of `name` is done: the server no longer lists it and nothing of ours is on disk. */
+  readonly forgetUnlisted: (name: ModelName) => void;
 }
 
 /** What `repairDrift` asks and tells. */
@@ -116,6 +118,7 @@ export const repairDrift =
               for (const { name, reload } of found.waiting)
                 records.noteLost(name, { reloads: reload.retries, nextReloadInMs: reload.dueAt - now });
               for (const name of found.relisted) records.noteLost(name, undefined);
+              for (const name of found.forgotten) records.forgetUnlisted(name);
               if (found.deferred > 0) {
                 log.warn(
                   { deferred: found.deferred, trigger },

@@ -55,6 +55,26 @@ describe('findRepairs', () => {
     ]);
   });
 
+  it('forgets a failed unload of a name the server no longer lists and nothing of ours is on disk for', () => {
+    // A server inventing a name at every resync and refusing every unload: retried for ever, each kept a record.
+    const found = findRepairs({
+      before: [],
+      after: [state('ghost', 'Failed', 'gone'), { ...state('ours', 'Failed', 'gone'), leftOnDisk: true }],
+      serverLoaded: new Set(),
+      retries: new Map([[name('ghost'), { retries: 3, dueAt: 0 }]]),
+      now: 0,
+      intervalMs: 1000,
+    });
+    expect(found.forgotten).toEqual([name('ghost')]);
+    expect(found.retries.has(name('ghost'))).toBe(false);
+    // A model of ours on disk that the config no longer lists is still removed: its files go with its unload.
+    expect(found.repairs).toEqual([{ kind: 'retry-unload', name: name('ours'), op: remove(name('ours')) }]);
+    // Listed again: still ours to unload.
+    expect(repairsOf([state('ghost', 'Failed', 'gone')], ['ghost'])).toEqual([
+      { kind: 'retry-unload', name: name('ghost'), op: remove(name('ghost')) },
+    ]);
+  });
+
   it('does not retry a model the server refused for good: the same files would be refused again', () => {
     const rejected: DesiredState = { ...state('a', 'Failed'), rejected: true };
     expect(repairsOf([rejected, state('b', 'Failed')], [])).toEqual([

@@ -1,6 +1,7 @@
 /** Tests of the loader's hooks for drift repair (desiredStates, noteServerIndex) and graceful shutdown (drain). */
 import pino from 'pino';
 import { Subject, type Subscription } from 'rxjs';
+import { httpStatusError } from '../../src/core/errors';
 import { kubeEventOf } from '../../src/core/kube-event';
 import { add, remove, type ModelOp } from '../../src/core/model-op';
 import type { AgentEvent } from '../../src/core/model-status';
@@ -93,6 +94,27 @@ describe('the loader under drift repair', () => {
     r.ops$.next(remove(stray));
     await waitFor(() => r.calls.includes('unload stray'), 5000, 'stray unloaded');
     await waitFor(() => r.loader.desiredStates().length === 0, 5000, 'stray forgotten');
+  });
+
+  it('forgets a failed unload of a model it never knew once the server no longer lists it, and no other', async () => {
+    const refused = () => httpStatusError('model server unload of "stray" (http://127.0.0.1:8000)', 400);
+    const r = running(recordingPorts({ unload: { stray: [refused()], a: [refused()] } }));
+    subscriptions.push(r.subscription);
+    r.loader.noteServerIndex(stray, true);
+    r.ops$.next(remove(stray));
+    r.ops$.next(add(a, specA));
+    await waitFor(() => r.phaseOf('stray') === 'Failed' && r.phaseOf('a') === 'Loaded', 5000, 'stray failed');
+    r.ops$.next(remove(a)); // its files are ours: removed once its unload goes through
+    await waitFor(() => r.phaseOf('a') === 'Failed', 5000, 'a failed');
+    expect(r.loader.desiredStates()).toEqual([
+      { name: stray, desired: undefined, phase: 'Failed', settled: true },
+      { name: a, desired: undefined, phase: 'Failed', settled: true, leftOnDisk: true },
+    ]);
+    r.loader.forgetUnlisted(stray);
+    r.loader.forgetUnlisted(a); // files of ours on disk: kept, for the resync to retry
+    expect(r.loader.desiredStates().map((state) => state.name)).toEqual([a]);
+    expect(r.loader.statuses().has(stray)).toBe(false);
+    expect(r.events.at(-1)).toMatchObject({ _tag: 'Status', status: { modelName: stray, phase: 'Removed' } });
   });
 
   it('notes nothing while no run is subscribed', () => {

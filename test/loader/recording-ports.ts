@@ -9,6 +9,8 @@ export interface RecordingFailures {
   readonly starting?: Readonly<Record<string, EffectError[]>>;
   /** The errors the journal's records of each model's loads confirmed fail with, in order. */
   readonly confirmed?: Readonly<Record<string, EffectError[]>>;
+  /** The errors unloads of each model fail with, in order. */
+  readonly unload?: Readonly<Record<string, EffectError[]>>;
 }
 
 /** The loader's ports; `calls` lists every call as e.g. `install m1 /models/v1` or `load m1 replacing`. */
@@ -65,7 +67,11 @@ export const recordingPorts = (fail: RecordingFailures = {}): RecordingPorts => 
           const failure = fail.load?.[model]?.shift();
           return failure ? Promise.reject(failure) : Promise.resolve();
         },
-        unload: (model) => record(`unload ${model}`),
+        unload: (model) => {
+          calls.push(`unload ${model}`);
+          const failure = fail.unload?.[model]?.shift();
+          return failure ? Promise.reject(failure) : Promise.resolve();
+        },
         loadedModels: () => Promise.resolve(new Set()),
       },
       download: (uri, dir) => record(`download ${uri} into ${dir}`),

@@ -21,12 +21,14 @@ const state = (model: string, phase: ModelPhase, desired = specA, settled = true
 const world = (states: ReadonlyArray<DesiredState>) => {
   const noted: Array<[ModelName, boolean]> = [];
   const lostNoted: Array<[ModelName, unknown]> = [];
+  const forgotten: ModelName[] = [];
   const runs: ResyncTrigger[] = [];
   const repairs: RepairKind[] = [];
   const sink = new LogSink();
   return {
     noted,
     lostNoted,
+    forgotten,
     runs,
     repairs,
     sink,
@@ -35,6 +37,7 @@ const world = (states: ReadonlyArray<DesiredState>) => {
         desiredStates: () => states,
         noteServerIndex: (model: ModelName, loaded: boolean) => void noted.push([model, loaded]),
         noteLost: (model: ModelName, wait: unknown) => void lostNoted.push([model, wait]),
+        forgetUnlisted: (model: ModelName) => void forgotten.push(model),
       },
       serverIndex,
       intervalMs: 10,
@@ -94,6 +97,16 @@ describe('repairDrift', () => {
       [name('a'), { reloads: 2, nextReloadInMs: 10 }],
       [name('a'), { reloads: 3, nextReloadInMs: 30 }],
     ]);
+  });
+
+  it('has the loader forget a failed unload of a model the server no longer lists, retrying none', () => {
+    const w = world([{ ...state('ghost', 'Failed'), desired: undefined }]);
+    runMarbles(({ cold, expectObservable }) => {
+      const index = () => cold('-i|', { i: new Set<string>() });
+      expectObservable(cold<ResyncTrigger>('t', { t: 'timer' }).pipe(repairDrift(w.options(index)))).toBe('');
+    });
+    expect(w.forgotten).toEqual([name('ghost')]);
+    expect(w.repairs).toEqual([]);
   });
 
   it('drops a trigger that comes while the server is being asked', () =>
