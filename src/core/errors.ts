@@ -60,6 +60,8 @@ export const describeConfigError = (error: ConfigError): string => {
  * What kind of failure an effect met, for metrics, `/status` and tests to match on (never a regex over prose).
  * `changed` is an object that moved while it was being read (its ETag or generation differs): retry from 0.
  * `no-space` is a download that would not fit on the model volume with `--min-free-bytes` kept free.
+ * `invalid-setting` is a setting of modelsync's read at the call that cannot be used (a TorchServe token file whose
+ * token holds whitespace): no verdict on the model, so the resync retries a model it failed once the setting is fixed.
  * `unknown` is what nothing classified (a bug, or an error no edge recognised).
  */
 export type EffectErrorKind =
@@ -74,6 +76,7 @@ export type EffectErrorKind =
   | 'unsupported-scheme'
   | 'not-found'
   | 'refused'
+  | 'invalid-setting'
   | 'too-large'
   | 'no-space'
   | 'changed'

@@ -56,7 +56,8 @@ export const attemptOnce = async (
       // The server refused these files for good: retrying them (a resync) cannot change its answer. A load step's
       // own disk (the journal on a read-only or full model dir) is no answer of the server, nor is a redirect or
       // a demand for credentials (of a proxy before it), nor a setting of modelsync's read at the call (a TorchServe
-      // key file without its key, `not-found`): the resync retries them. Only the server's answer (`http-status`)
+      // key file without its key, `not-found`; a token with a stray character, `invalid-setting`): the resync
+      // retries them. Only the server's answer (`http-status`)
       // and the client's own check of the name (`refused`: one the server cannot take, or its files name otherwise)
       // are about the files.
       record.rejected =

@@ -219,10 +219,14 @@ const readToken = async (file: string): Promise<string> => {
   throw permanentError('not-found', `the TorchServe key file ${file} has no management.key`);
 };
 
-/** `text` as a token, or a permanent failure saying what in `where` is wrong with it. */
+/**
+ * `text` as a token, or a permanent failure saying what in `where` is wrong with it: `invalid-setting`, not
+ * `refused`, which the loader takes at a load for the server's verdict on the files (the model stayed Failed once
+ * the file was fixed). A token of ours is no verdict on the model: the resync retries it.
+ */
 const checkedToken = (text: string, where: string): string => {
   const token = registeredToken(text, where);
-  if (isLeft(token)) throw permanentError('refused', token.left);
+  if (isLeft(token)) throw permanentError('invalid-setting', token.left);
   return token.right;
 };
 

@@ -203,6 +203,22 @@ describe('loader retries (virtual time)', () => {
     expect(stateOf('m1')?.rejected).toBeUndefined();
   });
 
+  it('leaves a model failed by a bad setting of modelsync at its load (a TorchServe token with a stray character) to the resync', async () => {
+    // The token is refused unsent; fixed (the Secret updated), the same files load. Taken for the server's refusal
+    // of the files (kind `refused`), the model stayed Failed until its spec changed or modelsync restarted.
+    const badToken = () =>
+      permanentError(
+        'invalid-setting',
+        'the TorchServe token file /var/run/token holds whitespace (U+0020) at character 6 of the token; it is not sent',
+      );
+    const t = start({ load: { m1: [badToken()] } });
+    t.ops$.next(add(m1, v1));
+    await advanceAndSettle(t.scheduler, 1);
+    const stateOf = (model: string) => t.loader.desiredStates().find((state) => state.name === model);
+    expect(t.loader.statuses().get(m1)).toMatchObject({ phase: 'Failed', errorKind: 'invalid-setting' });
+    expect(stateOf('m1')?.rejected).toBeUndefined();
+  });
+
   it('counts a model loaded when only the journal record of its confirmed load cannot be written (a full disk)', async () => {
     const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
     const t = start({ confirmed: { m1: [fsError('cannot record the load of m1', full)] } });
