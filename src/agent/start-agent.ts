@@ -155,7 +155,8 @@ const serverAnswer = (server: ModelServer, wait: StartWait): Observable<Readonly
 
 /**
  * The model dir's markers and the loads the journal never saw confirmed, read again while the model dir does not
- * answer (its mount hangs: `mountWatch`), as the server's answer is waited for; any other failure stops the start.
+ * answer (its mount hangs: `mountWatch`) or fails transiently (EMFILE, EIO: a retryable `filesystem` error), as the
+ * server's answer is waited for; any other failure stops the start.
  * Ending the process would not help: its exit waits for the calls that hang, and the pod would not restart.
  */
 const recovered = (
@@ -167,7 +168,7 @@ const recovered = (
       wait,
       'model dir not answering; waiting for it',
       (_, error) => error,
-      (error) => error.kind === 'timeout',
+      (error) => error.kind === 'timeout' || (error.kind === 'filesystem' && error.retryable),
     ),
   );
 

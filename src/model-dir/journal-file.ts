@@ -4,7 +4,7 @@ import { lstat, open, readdir, rename, type FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path';
 import { errorCode } from '../core/errors';
 import { modelNameProblem, type ModelName } from '../core/model-name';
-import { syncPath, entryKind, readNoFollow, removeTree, withDir } from '../fs';
+import { syncPath, entryKind, isTransientFsError, readNoFollow, removeTree, withDir } from '../fs';
 import type { Logger } from '../log';
 // The journal holds two short records per load and is compacted past 1 MiB, so a file past this size is not one
 // we wrote: its records are ignored rather than read into memory.
@@ -53,9 +53,15 @@ export const openJournalFile = async (path: string, log: Logger): Promise<Journa
   }
 };
 
-/** The journal file at `path` opened read-only (a read-only volume), if it is a regular file. */
+/**
+ * The journal file at `path` opened read-only (a read-only volume), if it is a regular file; a transient failure
+ * (EMFILE, EIO) is thrown, not taken for no journal: its records would be missed.
+ */
 export const openJournalReadOnly = async (path: string): Promise<JournalFile | undefined> => {
-  const handle = await open(path, readNoFollow).catch(() => undefined);
+  const handle = await open(path, readNoFollow).catch((cause: unknown) => {
+    if (isTransientFsError(cause)) throw cause;
+    return undefined;
+  });
   const stats = await handle?.stat();
   if (handle !== undefined && stats?.isFile()) return { handle, stats, size: stats.size };
   await handle?.close();

@@ -4,7 +4,7 @@ import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { journalRecord, readJournalRecords, type JournalEvent } from '../core/journal-records';
 import type { ModelName } from '../core/model-name';
-import { entryKind, removeTree } from '../fs';
+import { entryKind, isTransientFsError, removeTree } from '../fs';
 import type { Logger } from '../log';
 import {
   legacyJournalDirName,
@@ -41,6 +41,8 @@ export class JournalWriter {
   async recover(root: string): Promise<void> {
     const { log, pending } = this;
     const legacy = await readLegacyJournalDir(root, log).catch((err: unknown) => {
+      // Not ignored when it may pass: the dir is removed below, with the loads it holds.
+      if (isTransientFsError(err)) throw err;
       log.warn({ err }, 'cannot read the 0.1 load journal dir; ignoring it');
       return [];
     });
@@ -82,6 +84,8 @@ export class JournalWriter {
     try {
       found = await openJournalFile(path, log);
     } catch (err) {
+      // A transient failure (EMFILE, EIO) is no read-only volume: the read is tried again (see loadJournal).
+      if (isTransientFsError(err)) throw err;
       log.warn({ err, path }, 'cannot open the load journal for writing; loads fail until it can be');
       // Still read it: a read-only model dir must not lose the loads its journal holds.
       const readOnly = await openJournalReadOnly(path);

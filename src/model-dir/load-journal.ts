@@ -6,7 +6,7 @@ import type { JournalEvent } from '../core/journal-records';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import { within } from '../core/waits';
 import type { LoadJournal } from '../ports';
-import { step } from '../fs';
+import { fsError, step } from '../fs';
 import { JournalWriter } from './journal-writer';
 import type { Logger } from '../log';
 /** The journal file inside the model dir; its leading dot keeps it apart from every model name. */
@@ -73,11 +73,22 @@ export const loadJournal = (options: {
   const inOrder = inOrderClosingWhenIdle(options.idleCloseMs ?? defaultIdleCloseMs, () => journal.close());
   let loaded: Promise<void> | undefined;
 
-  /** Reads the journal once, before the first change or question; never fails (a warn says what was skipped). */
+  /**
+   * Reads the journal once, before the first change or question. A transient failure (EMFILE, EIO) fails retryably
+   * and the next call reads it again: nothing is appended before it is read, so no compaction drops records it did
+   * not read. Any other failure is a warn saying what was skipped.
+   */
   const ready = (): Promise<void> =>
-    (loaded ??= journal
-      .recover(root)
-      .catch((err: unknown) => log.warn({ err, path: journal.path }, 'cannot recover the load journal')));
+    (loaded ??= journal.recover(root).catch(async (err: unknown) => {
+      const failure = fsError(`cannot read the load journal ${journal.path}`, err);
+      if (failure.kind !== 'filesystem' || !failure.retryable) {
+        log.warn({ err, path: journal.path }, 'cannot recover the load journal');
+        return;
+      }
+      loaded = undefined;
+      await journal.close();
+      throw failure;
+    }));
 
   // Group commit: the records asked for while a write is under way go out together in the next one, each settled
   // by the write that carried it.

@@ -148,6 +148,24 @@ describe('startAgent', () => {
     expect([...standIn.loaded]).toEqual(['a']);
   });
 
+  it('reads the load journal again while its read fails transiently (EMFILE), then starts as usual', async () => {
+    const inner = edges(modelsJson({ a: uri('a') }));
+    let fails = 2;
+    const journal = {
+      ...inner.journal,
+      unconfirmed: () =>
+        fails-- > 0
+          ? Promise.reject(retryableError('filesystem', `cannot read the load journal: EMFILE`))
+          : inner.journal.unconfirmed(),
+    };
+    const events = await lastValueFrom(startAgent({ ...inner, journal }, settings()).pipe(toArray()));
+    expect(sink.withMessage('model dir not answering; waiting for it').map((l) => l['attempt'])).toEqual([
+      1, 2,
+    ]);
+    expect(ready(events)).toHaveLength(1);
+    expect([...standIn.loaded]).toEqual(['a']);
+  });
+
   it('stops the start on a recovery that fails for another reason, as before', async () => {
     const inner = edges(modelsJson({ a: uri('a') }));
     const denied = permanentError('filesystem', `cannot read ${config.modelDir}: EACCES`);

@@ -365,6 +365,36 @@ describe('loadJournal reading what a crash or a neighbour left', () => {
     expect(await unconfirmedOnRestart()).toEqual(['m2', 'm3']);
   });
 
+  it('reads the journal again after a transient failure of its read at start-up, and compacts none of its records away', async () => {
+    await modelDirs('m1', 'm2', 'm3');
+    const cycles = record('starting', 'm1') + record('confirmed', 'm1');
+    await writeFile(
+      journalPath,
+      cycles.repeat(Math.floor((1024 * 1024) / cycles.length)) + record('starting', 'm2'),
+    );
+    // Every open of the journal fails EMFILE (too many open files) until the fault ends.
+    const open = fsPromises.open as (...args: unknown[]) => unknown;
+    const spy = jest
+      .spyOn(fsPromises, 'open')
+      .mockImplementation(((path: string, ...rest: unknown[]) =>
+        path === journalPath
+          ? Promise.reject(Object.assign(new Error('EMFILE: too many open files, open'), { code: 'EMFILE' }))
+          : open(path, ...rest)) as never);
+    try {
+      await expect(journal.unconfirmed()).rejects.toMatchObject({ kind: 'filesystem', retryable: true });
+      await expect(journal.starting(name('m3'))).rejects.toMatchObject({
+        kind: 'filesystem',
+        retryable: true,
+      });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await journal.unconfirmed()).toEqual(new Set(['m2']));
+    await journal.starting(name('m3')); // past the bound: compacted to the loads still unconfirmed
+    expect(await readFile(journalPath, 'utf8')).toBe(record('starting', 'm2') + record('starting', 'm3'));
+    expect(await unconfirmedOnRestart()).toEqual(['m2', 'm3']);
+  });
+
   it('moves the loads of the 0.1 journal dir into the journal file and removes the dir', async () => {
     await modelDirs('m1', 'm2');
     await writeFiles(join(root, '.modelsync-loads'), { m1: '', 'gone-model': '', '.junk': '' });
