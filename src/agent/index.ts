@@ -7,6 +7,7 @@ export {
   type AgentCapabilities,
   type AgentSettings,
   type AgentStart,
+  ModelDirUnusable,
   ServerNotAnswering,
   startAgent,
 } from './start-agent';

@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import {
   asyncScheduler,
+  catchError,
   concatMap,
   defer,
   map,
@@ -107,6 +108,17 @@ export class ServerNotAnswering extends Error {
   }
 }
 
+/**
+ * The start's recovery of the model dir or its load journal failed for good (not a dir, a dangling link, not
+ * listable; `--once`: still not answering at `serverWaitMs`): a bad setting or a broken volume, not a bug.
+ */
+export class ModelDirUnusable extends Error {
+  constructor(readonly failure: EffectError) {
+    super(`the model dir cannot be used: ${failure.message}`);
+    this.name = 'ModelDirUnusable';
+  }
+}
+
 /** How the start waits: its settings, its clock and jitter, and when it began. */
 interface StartWait {
   readonly settings: AgentSettings;
@@ -156,7 +168,7 @@ const serverAnswer = (server: ModelServer, wait: StartWait): Observable<Readonly
 /**
  * The model dir's markers and the loads the journal never saw confirmed, read again while the model dir does not
  * answer (its mount hangs: `mountWatch`) or fails transiently (EMFILE, EIO: a retryable `filesystem` error), as the
- * server's answer is waited for; any other failure stops the start.
+ * server's answer is waited for; any other failure stops the start with `ModelDirUnusable`.
  * Ending the process would not help: its exit waits for the calls that hang, and the pod would not restart.
  */
 const recovered = (
@@ -167,8 +179,13 @@ const recovered = (
     waitingFor(
       wait,
       'model dir not answering; waiting for it',
-      (_, error) => error,
+      (_, error) => new ModelDirUnusable(error),
       (error) => error.kind === 'timeout' || (error.kind === 'filesystem' && error.retryable),
+    ),
+    catchError((error: unknown) =>
+      throwError(() =>
+        error instanceof ModelDirUnusable ? error : new ModelDirUnusable(toEffectError(error)),
+      ),
     ),
   );
 

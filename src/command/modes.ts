@@ -23,9 +23,16 @@ import {
   timer,
   type Observable,
 } from 'rxjs';
-import { currentModelOps, modelOps, ServerNotAnswering, startAgent, type AgentCapabilities } from '../agent';
+import {
+  currentModelOps,
+  ModelDirUnusable,
+  modelOps,
+  ServerNotAnswering,
+  startAgent,
+  type AgentCapabilities,
+} from '../agent';
 import type { Env } from '../core/env';
-import { describeConfigError } from '../core/errors';
+import { describeConfigError, errorCode, type EffectError } from '../core/errors';
 import type { AppConfig } from '../core/flags/app-config';
 import { modelOpToJson } from '../core/model-op';
 import type { ModelStatus } from '../core/model-status';
@@ -57,6 +64,29 @@ export const exit = (code: number): Output => ({ _tag: 'Exit', code });
 export const settingsInvalid = (log: Logger, reason: string): Observable<Output> => {
   log.error({ reason }, 'cannot start: the settings are invalid');
   return of(exit(2));
+};
+
+/** What is wrong with a model dir its recovery refused, in words from its errno (no I/O: the dir may hang). */
+const modelDirProblem = (failure: EffectError): string => {
+  if (failure.kind === 'timeout') return 'not answering (a hung mount?)';
+  const code = errorCode(failure.cause) ?? '';
+  if (['EEXIST', 'ENOTDIR'].includes(code)) return 'not a dir';
+  if (code === 'ENOENT') return 'missing, or a dangling link';
+  if (['EACCES', 'EPERM'].includes(code)) return 'not permitted (not listable or not writable)';
+  return 'not usable';
+};
+
+/** The line and exit 1 of a start whose model dir cannot be used: a bad `--model-dir` or a broken volume, no bug. */
+const modelDirUnusable = (
+  log: Logger,
+  modelDir: string,
+  { failure }: ModelDirUnusable,
+): Observable<Output> => {
+  log.error(
+    { modelDir, problem: modelDirProblem(failure), reason: failure.message },
+    'cannot start: the model dir cannot be used; check --model-dir and its volume',
+  );
+  return of(exit(1));
 };
 
 /**
@@ -186,9 +216,10 @@ export const syncMode = (
       ignoreElements(),
       endWith(exit(0)),
       // A surface port that cannot be bound was logged; the process ends with 1, as for bad settings.
-      catchError((error: unknown) =>
-        error instanceof SurfaceBindFailed ? of(exit(1)) : throwError(() => error),
-      ),
+      catchError((error: unknown) => {
+        if (error instanceof ModelDirUnusable) return modelDirUnusable(log, modelDir, error);
+        return error instanceof SurfaceBindFailed ? of(exit(1)) : throwError(() => error);
+      }),
     );
   });
 };
@@ -252,6 +283,7 @@ export const oneShotMode = (config: AppConfig, log: Logger, env: Env): Observabl
         return from([...failed.map(failureLine), exit(code)]);
       }),
       catchError((error: unknown) => {
+        if (error instanceof ModelDirUnusable) return modelDirUnusable(log, config.modelDir, error);
         if (!(error instanceof ServerNotAnswering)) return throwError(() => error);
         log.error(
           {

@@ -11,6 +11,7 @@ import { snapshotOf } from '../../src/core/snapshot';
 import { noTelemetry, type ModelServer } from '../../src/ports';
 import { agentSettings, capabilities } from '../../src/wiring/capabilities';
 import {
+  ModelDirUnusable,
   ServerNotAnswering,
   startAgent,
   type AgentCapabilities,
@@ -170,7 +171,9 @@ describe('startAgent', () => {
     const inner = edges(modelsJson({ a: uri('a') }));
     const denied = permanentError('filesystem', `cannot read ${config.modelDir}: EACCES`);
     const store = { ...inner.store, recover: () => Promise.reject(denied) };
-    await expect(lastValueFrom(startAgent({ ...inner, store }, settings()))).rejects.toBe(denied);
+    const stopped = lastValueFrom(startAgent({ ...inner, store }, settings()));
+    await expect(stopped).rejects.toBeInstanceOf(ModelDirUnusable);
+    await expect(stopped).rejects.toMatchObject({ failure: denied });
     expect(sink.withMessage('model dir not answering; waiting for it')).toEqual([]);
   });
 

@@ -1,4 +1,5 @@
 /** Acceptance (issue #9): `--once` without `--dry-run` on the real CLI — sync the config as it is, then exit 0 or 1. */
+import { symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { atomicWrite } from '../../src/testing/atomic-writer';
 import { cliArgs, killAllCli, runCli, startCli } from '../helpers/cli-process';
@@ -135,5 +136,39 @@ describe('modelsync --once (one-shot sync, real CLI)', () => {
       ]);
     },
     40_000,
+  );
+});
+
+describe('a model dir that cannot be used at start (real CLI)', () => {
+  // A bad --model-dir or a broken volume, not a bug: one error line naming the dir and what is wrong, exit 1.
+  it.each([
+    ['a file', 'once', { once: true }],
+    ['a file', 'sync mode', {}],
+    ['a dangling link', 'once', { once: true }],
+    ['a dangling link', 'sync mode', {}],
+  ] as const)(
+    'exits 1 with one error line naming the dir when it is %s (%s)',
+    async (kind, _mode, extra) => {
+      const modelDir = join(tmp.path, 'unusable');
+      if (kind === 'a file') await writeFile(modelDir, '');
+      else await symlink(join(tmp.path, 'nowhere'), modelDir);
+      world.writeConfig(['a']);
+      const result = await runCli(cliArgs(world.flags({ ...extra, 'model-dir': modelDir })), {
+        timeoutMs: 20_000,
+      });
+      expect(result.code).toBe(1);
+      const errors = result.stderr.lines.map((line) => JSON.parse(line) as LogLine).filter(atLeast('error'));
+      expect(errors).toEqual([
+        expect.objectContaining({
+          level: 'error',
+          msg: expect.stringContaining('cannot start: the model dir cannot be used') as unknown,
+          modelDir,
+          problem: kind === 'a file' ? 'not a dir' : 'missing, or a dangling link',
+        }),
+      ]);
+      expect(result.stderr.text).not.toContain('unexpected');
+      expect(world.server().loaded.size).toBe(0);
+    },
+    30_000,
   );
 });
