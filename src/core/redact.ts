@@ -112,6 +112,17 @@ const shapes: ReadonlyArray<SecretShape> = [
 /** Values shorter than this are not registered: hiding every `json` or `1` would make logs unreadable. */
 export const minSecretLength = 6;
 
+/**
+ * The texts that hide `secret`: as it is, trimmed, and the credentials alone of a `<scheme> <credentials>` value,
+ * each as it is, JSON-escaped and URL-encoded; none shorter than `minSecretLength`.
+ */
+const formsOf = (secret: string): string[] => {
+  const credentials = /^[A-Za-z]+\s+(\S+)$/.exec(secret.trim())?.[1];
+  return [secret, secret.trim(), ...(credentials === undefined ? [] : [credentials])]
+    .filter((text) => text.length >= minSecretLength)
+    .flatMap((text) => [text, JSON.stringify(text).slice(1, -1), encodeURIComponent(text)]);
+};
+
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const maxDepth = 64;
@@ -129,6 +140,8 @@ interface Compiled {
  */
 export class SecretRegistry {
   private readonly values = new Set<string>();
+  // Per rotating source (a key file re-read), the forms of its last distinct reads, oldest first.
+  private readonly rotating = new Map<string, ReadonlyArray<ReadonlySet<string>>>();
   private compiled: Compiled | undefined;
 
   /**
@@ -137,16 +150,27 @@ export class SecretRegistry {
    * shorter than `minSecretLength` are ignored.
    */
   register(secret: string): void {
-    const credentials = /^[A-Za-z]+\s+(\S+)$/.exec(secret.trim())?.[1];
-    for (const text of [secret, secret.trim(), ...(credentials === undefined ? [] : [credentials])]) {
-      if (text.length < minSecretLength) continue;
-      for (const form of [text, JSON.stringify(text).slice(1, -1), encodeURIComponent(text)]) {
-        if (!this.values.has(form)) {
-          this.values.add(form);
-          this.compiled = undefined;
-        }
+    for (const form of formsOf(secret)) {
+      if (!this.values.has(form)) {
+        this.values.add(form);
+        this.compiled = undefined;
       }
     }
+  }
+
+  /**
+   * Hides `current`, what `source` (a key file re-read as its keys rotate) holds now, like `register`; the secrets
+   * of its distinct reads before the last `keptReads` are hidden no more unless registered otherwise: a call still
+   * under way may echo a key just rotated out, but a source rotating for months must not grow the pattern every
+   * log line runs through.
+   */
+  registerRotating(source: string, current: ReadonlyArray<string>, keptReads = 4): void {
+    const forms = new Set(current.flatMap(formsOf));
+    const reads = this.rotating.get(source) ?? [];
+    const last = reads.at(-1);
+    if (last !== undefined && last.size === forms.size && [...forms].every((form) => last.has(form))) return;
+    this.rotating.set(source, [...reads, forms].slice(-keptReads));
+    this.compiled = undefined;
   }
 
   /** `text` with every registered secret, URL credential and known secret shape hidden. */
@@ -193,7 +217,10 @@ export class SecretRegistry {
   private compile(): Compiled {
     if (this.compiled !== undefined) return this.compiled;
     // Longest first: a secret that contains another is hidden whole.
-    const values = [...this.values].sort((a, b) => b.length - a.length).map(escapeRegExp);
+    const rotated = [...this.rotating.values()].flatMap((reads) => reads.flatMap((forms) => [...forms]));
+    const values = [...new Set([...this.values, ...rotated])]
+      .sort((a, b) => b.length - a.length)
+      .map(escapeRegExp);
     const registered = values.join('|');
     const all =
       values.length > 0 ? [{ pattern: registered, trigger: registered, hide: hideAll }, ...shapes] : shapes;
@@ -215,6 +242,10 @@ export const secrets = new SecretRegistry();
 
 /** Hides `secret` (a header value, a token, a key) in every log line, status and error from now on. */
 export const registerSecret = (secret: string): void => secrets.register(secret);
+
+/** Hides the secrets `source` (a key file re-read as its keys rotate) holds now, and those of its last few reads. */
+export const registerRotatingSecrets = (source: string, current: ReadonlyArray<string>): void =>
+  secrets.registerRotating(source, current);
 
 /** `value` (a text, or arrays, plain objects, Errors) with every secret hidden: for anything shown. */
 export const redact = <T>(value: T): T => secrets.redact(value);

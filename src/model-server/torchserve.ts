@@ -1,7 +1,7 @@
 /** torchServeModelServer: the ModelServer port over TorchServe's management API (register, unregister, list). */
 import { isLeft } from 'fp-ts/Either';
 import * as t from 'io-ts';
-import { registeredToken } from '../core/bearer-token';
+import { sendableToken } from '../core/bearer-token';
 import {
   errorCode,
   errorMessage,
@@ -13,7 +13,7 @@ import {
 import { isGatekeeperStatus } from '../core/gatekeeper-status';
 import { parseJson } from '../core/json/json';
 import type { ModelName } from '../core/model-name';
-import { registerSecret } from '../core/redact';
+import { registerRotatingSecrets } from '../core/redact';
 import { within } from '../core/waits';
 import type { ModelServer } from '../ports';
 import {
@@ -204,7 +204,10 @@ const readToken = async (file: string): Promise<string> => {
     throw isMissing(cause) ? withRetryable(fsError(what, cause), true) : fsError(what, cause);
   }
   if (text === '') throw retryableError('filesystem', `the TorchServe token file ${file} is empty`);
-  if (!text.startsWith('{')) return checkedToken(text, `the TorchServe token file ${file}`);
+  if (!text.startsWith('{')) {
+    registerRotatingSecrets(file, [text]);
+    return checkedToken(text, `the TorchServe token file ${file}`);
+  }
   // Never quote the file or JSON.parse's message: it holds the keys.
   const json = parseJson(text);
   if (isLeft(json))
@@ -212,7 +215,7 @@ const readToken = async (file: string): Promise<string> => {
       'filesystem',
       `the TorchServe token file ${file} is not valid JSON (being rewritten?)`,
     );
-  registerKeys(json.right);
+  registerKeys(file, json.right);
   const key = (json.right as { management?: { key?: unknown } } | null)?.management?.key;
   if (typeof key === 'string' && key.trim() !== '')
     return checkedToken(key, `the management.key of the TorchServe key file ${file}`);
@@ -222,21 +225,25 @@ const readToken = async (file: string): Promise<string> => {
 /**
  * `text` as a token, or a permanent failure saying what in `where` is wrong with it: `invalid-setting`, not
  * `refused`, which the loader takes at a load for the server's verdict on the files (the model stayed Failed once
- * the file was fixed). A token of ours is no verdict on the model: the resync retries it.
+ * the file was fixed). Registered by the caller as a rotating secret, not for good (registeredToken): TorchServe
+ * rotates its keys, and each would stay hidden forever.
  */
 const checkedToken = (text: string, where: string): string => {
-  const token = registeredToken(text, where);
+  const token = sendableToken(text, where);
   if (isLeft(token)) throw permanentError('invalid-setting', token.left);
   return token.right;
 };
 
-/** Registers every key of a key file (`management`, `inference`, `API`): a server may echo any of them. */
-const registerKeys = (keyFile: unknown): void => {
+/**
+ * Registers every key of the key file `file` (`management`, `inference`, `API`): a server may echo any of them.
+ * TorchServe rotates them: the keys of its last few reads stay hidden, older ones are dropped (registerRotating).
+ */
+const registerKeys = (file: string, keyFile: unknown): void => {
   if (typeof keyFile !== 'object' || keyFile === null) return;
-  for (const entry of Object.values(keyFile as Record<string, unknown>)) {
-    const key = (entry as { key?: unknown } | null)?.key;
-    if (typeof key === 'string') [key, key.trim()].forEach(registerSecret);
-  }
+  const keys = Object.values(keyFile as Record<string, unknown>)
+    .map((entry) => (entry as { key?: unknown } | null)?.key)
+    .filter((key): key is string => typeof key === 'string');
+  registerRotatingSecrets(file, keys);
 };
 
 /**

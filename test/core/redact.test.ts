@@ -179,6 +179,22 @@ describe('SecretRegistry', () => {
     expect(registry.redactText('axb*c(d)[e] a.b*c(d)[e]')).toBe('axb*c(d)[e] [REDACTED]');
   });
 
+  it('hides the keys of the last reads of a rotating source, and forgets older ones unless registered otherwise', () => {
+    const registry = new SecretRegistry();
+    const key = (i: number): string => `rotated-key-${i}-abcdef`;
+    const inference = (i: number): string => `inference-${i}-abcdef`;
+    registry.register(key(0)); // also a secret of its own: hidden for good
+    for (let i = 0; i < 10; i++) registry.registerRotating('key-file', [key(i), inference(i)]);
+    registry.registerRotating('key-file', [key(9), inference(9)]); // the same keys read again
+    registry.registerRotating('other-file', [key(1)]);
+    const shown = (i: number): string => registry.redactText(`${key(i)} ${inference(i)}`);
+    // The current read and the three before it: a call still under way may carry (and echo) a key just rotated.
+    for (const i of [9, 8, 7, 6]) expect(shown(i)).toBe('[REDACTED] [REDACTED]');
+    for (const i of [5, 2]) expect(shown(i)).toBe(`${key(i)} ${inference(i)}`);
+    expect(shown(0)).toBe(`[REDACTED] ${inference(0)}`);
+    expect(shown(1)).toBe(`[REDACTED] ${inference(1)}`);
+  });
+
   it('is what `redact` and `registerSecret` use for the whole process', () => {
     registerSecret('process-wide-token');
     expect(redact({ note: 'saw process-wide-token' })).toEqual({ note: 'saw [REDACTED]' });
