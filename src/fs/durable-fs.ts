@@ -13,6 +13,9 @@ const transientCodes = new Set(
 
 export const isTransientFsError = (cause: unknown): boolean => transientCodes.has(errorCode(cause) ?? '');
 
+/** A full disk or a quota: transient, but what passes it is someone freeing space, not a second try soon after. */
+export const isNoSpace = (cause: unknown): boolean => ['ENOSPC', 'EDQUOT'].includes(errorCode(cause) ?? '');
+
 /**
  * A failure of `what` as a `filesystem` EffectError, retryable when its errno code is transient. An EffectError
  * passes unchanged; an abort is `aborted`; one without an errno code (a bug, most likely) is `unknown`, retryable.

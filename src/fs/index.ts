@@ -4,6 +4,7 @@ export {
   forEachLimited,
   fsError,
   isMissing,
+  isNoSpace,
   isTransientFsError,
   step,
   syncPath,

@@ -4,7 +4,7 @@ import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { journalRecord, readJournalRecords, type JournalEvent } from '../core/journal-records';
 import type { ModelName } from '../core/model-name';
-import { entryKind, isTransientFsError, removeTree } from '../fs';
+import { entryKind, isNoSpace, isTransientFsError, removeTree } from '../fs';
 import type { Logger } from '../log';
 import {
   legacyJournalDirName,
@@ -84,8 +84,9 @@ export class JournalWriter {
     try {
       found = await openJournalFile(path, log);
     } catch (err) {
-      // A transient failure (EMFILE, EIO) is no read-only volume: the read is tried again (see loadJournal).
-      if (isTransientFsError(err)) throw err;
+      // A transient failure (EMFILE, EIO) is no read-only volume: the read is tried again (see loadJournal). A full
+      // disk that cannot create the file is read as a read-only one: waiting for space would hold the start.
+      if (isTransientFsError(err) && !isNoSpace(err)) throw err;
       log.warn({ err, path }, 'cannot open the load journal for writing; loads fail until it can be');
       // Still read it: a read-only model dir must not lose the loads its journal holds.
       const readOnly = await openJournalReadOnly(path);

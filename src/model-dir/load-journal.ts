@@ -6,7 +6,7 @@ import type { JournalEvent } from '../core/journal-records';
 import { modelNameProblem, type ModelName } from '../core/model-name';
 import { within } from '../core/waits';
 import type { LoadJournal } from '../ports';
-import { fsError, step } from '../fs';
+import { fsError, isNoSpace, step } from '../fs';
 import { JournalWriter } from './journal-writer';
 import type { Logger } from '../log';
 /** The journal file inside the model dir; its leading dot keeps it apart from every model name. */
@@ -81,7 +81,8 @@ export const loadJournal = (options: {
   const ready = (): Promise<void> =>
     (loaded ??= journal.recover(root).catch(async (err: unknown) => {
       const failure = fsError(`cannot read the load journal ${journal.path}`, err);
-      if (failure.kind !== 'filesystem' || !failure.retryable) {
+      // A full disk (a migration's write) is not waited for: the start goes on, as on a read-only volume.
+      if (failure.kind !== 'filesystem' || !failure.retryable || isNoSpace(err)) {
         log.warn({ err, path: journal.path }, 'cannot recover the load journal');
         return;
       }

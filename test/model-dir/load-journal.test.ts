@@ -13,6 +13,7 @@ import {
   writeFile,
 } from 'node:fs/promises';
 import fsPromises from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { specToJson, type Snapshot } from '../../src/core/snapshot';
@@ -393,6 +394,26 @@ describe('loadJournal reading what a crash or a neighbour left', () => {
     await journal.starting(name('m3')); // past the bound: compacted to the loads still unconfirmed
     expect(await readFile(journalPath, 'utf8')).toBe(record('starting', 'm2') + record('starting', 'm3'));
     expect(await unconfirmedOnRestart()).toEqual(['m2', 'm3']);
+  });
+
+  it('reads the journal read-only on a full disk that cannot create it for writing, not waiting for space', async () => {
+    await modelDirs('m2');
+    await writeFile(journalPath, record('starting', 'm2'));
+    // The open for writing (it may create the file) fails ENOSPC; the read-only one works.
+    const open = fsPromises.open as (...args: unknown[]) => unknown;
+    const spy = jest
+      .spyOn(fsPromises, 'open')
+      .mockImplementation(((path: string, flags: unknown, ...rest: unknown[]) =>
+        path === journalPath && typeof flags === 'number' && (flags & fsConstants.O_CREAT) !== 0
+          ? Promise.reject(
+              Object.assign(new Error('ENOSPC: no space left on device, open'), { code: 'ENOSPC' }),
+            )
+          : open(path, flags, ...rest)) as never);
+    try {
+      expect(await journal.unconfirmed()).toEqual(new Set(['m2']));
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('moves the loads of the 0.1 journal dir into the journal file and removes the dir', async () => {
