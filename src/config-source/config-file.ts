@@ -1,7 +1,7 @@
 /** readConfigFile: models.json read safely (only a regular file, bounded in size and time), as UTF-8 text. */
 import * as E from 'fp-ts/Either';
 import { constants, type Stats } from 'node:fs';
-import { lstat, open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
+import { open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { configFileName, dataLinkName } from '../core/config-files';
 import {
@@ -139,12 +139,6 @@ const readOnce = async (
   return E.isLeft(text) ? E.left(invalidEncoding(file, text.left)) : E.right({ file, text: text.right });
 };
 
-const exists = (path: string): Promise<boolean> =>
-  lstat(path).then(
-    () => true,
-    () => false,
-  );
-
 const isMissing = (read: ConfigRead): boolean =>
   E.isLeft(read) && read.left._tag === 'ReadFailed' && read.left.code === 'ENOENT';
 
@@ -157,13 +151,23 @@ export const readConfigFile = async (dir: string, options: ConfigReadOptions = {
   const { maxBytes = defaultMaxBytes, maxBytesName = 'maxBytes', openFile = open } = options;
   const limit: ByteLimit = { maxBytes, limit: maxBytesName };
   const file = join(dir, configFileName);
+  let linkedBefore: string | undefined;
   for (let attempt = 1; ; attempt++) {
     const read = await readOnce(dir, file, limit, openFile).catch((cause: unknown) =>
       E.left(fsFailure(file, cause)),
     );
-    if (!(isMissing(read) && attempt < 3 && (await exists(join(dir, dataLinkName))))) return read;
+    if (!isMissing(read) || attempt >= maxAttempts) return read;
+    // Read again while `..data` moves on: swaps in quick succession can each remove the version dir a read had
+    // resolved (three tries lost to swaps 5-45 ms apart on a busy machine). A missing file under a `..data` that
+    // stays put is missing.
+    const linked = await readlink(join(dir, dataLinkName)).catch(() => undefined);
+    if (linked === undefined || (attempt >= 3 && linked === linkedBefore)) return read;
+    linkedBefore = linked;
   }
 };
+
+/** Reads of one models.json lost to swaps before the miss is reported (each swap a new `..data`). */
+const maxAttempts = 20;
 
 /**
  * `read` with a deadline of `timeoutMs` (a hung NFS or FUSE mount never answers). While a read that missed it is

@@ -179,6 +179,19 @@ describe('readConfigFile', () => {
     });
   });
 
+  it('reads again while swaps in quick succession each remove the version it had resolved, and reads the last', async () => {
+    const dir = tmp.path;
+    atomicWrite(dir, { 'models.json': '[0]' });
+    // A swap between each of the first five reads' resolving and opening: each opens a version dir already gone.
+    let swaps = 0;
+    const openFile = (path: string, flags: number): Promise<FileHandle> => {
+      if (swaps < 5) atomicWrite(dir, { 'models.json': `[${++swaps}]` });
+      return open(path, flags);
+    };
+    const result = await read(dir, { openFile });
+    expect(result).toMatchObject({ _tag: 'Right', right: { text: '[5]' } });
+  });
+
   it('drops a UTF-8 byte-order mark and refuses UTF-16, saying what the file is', async () => {
     const dir = tmp.path;
     await writeFile(join(dir, 'models.json'), Buffer.from([0xef, 0xbb, 0xbf, 0x5b, 0x5d]));
