@@ -4,6 +4,7 @@ import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { lazyModule } from '../core/lazy-module';
 import type { ModelName } from '../core/model-name';
 import type { ModelPhase, ModelStatus } from '../core/model-status';
+import { redact } from '../core/redact';
 import { shownPhases } from '../core/status-document';
 import { parseStorageUri } from '../core/storage-uri';
 import type { Telemetry } from '../ports';
@@ -133,13 +134,15 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
       this.set(value());
     });
   // The one place a model name is a label: only downloads running now have a series (at most
-  // --download-concurrency), reset at each scrape, so a finished download's series is gone at the next.
+  // --download-concurrency), reset at each scrape, so a finished download's series is gone at the next. The label is
+  // the name as the redaction shows it, and names it shows alike share one series (their sum): two series the same
+  // after the surface's redaction would make Prometheus refuse the whole scrape.
   const runningDownloadGauge = (name: Series, value: (status: ModelStatus) => number | undefined): void =>
     scraped(name, ['model'], function () {
       this.reset();
       for (const status of view.statuses()) {
         const figure = status.phase === 'Downloading' ? value(status) : undefined;
-        if (figure !== undefined) this.set({ model: status.modelName }, figure);
+        if (figure !== undefined) this.inc({ model: redact(status.modelName) }, figure);
       }
     });
   // Counters set at each scrape to a count kept elsewhere (they only grow): undefined leaves them as they are.

@@ -1,6 +1,7 @@
 /** createMetrics: what status changes, ops and telemetry count, what a scrape reads from the view, and bounded labels. */
 import perfHooks from 'node:perf_hooks';
 import type { ModelPhase, ModelStatus } from '../../src/core/model-status';
+import { redact } from '../../src/core/redact';
 import { checksumValue, createMetrics, schemeLabel } from '../../src/surface/metrics';
 import { name, spec } from '../helpers/fixtures';
 import { sample } from '../integration/surface-kit';
@@ -100,6 +101,23 @@ describe('createMetrics', () => {
     ]);
     statuses.splice(0, 2, statusOf('a', 'Loading', { bytesDownloaded: 10_000, bytesTotal: 10_000 }));
     expect(downloadSeries(await page())).toEqual([]);
+  });
+
+  it('shows two downloads whose names redact alike as one series, not two the same (a scrape Prometheus refuses)', async () => {
+    const statuses = [
+      statusOf('token=aaa', 'Downloading', { bytesDownloaded: 100, bytesTotal: 1000 }),
+      statusOf('token=bbb', 'Downloading', { bytesDownloaded: 20, bytesTotal: 200 }),
+    ];
+    const { page } = setUp(statuses);
+    // As the surface serves it: every answer through the redaction.
+    const served = redact(await page());
+    const downloadSeries = served
+      .split('\n')
+      .filter((line) => /^modelsync_download_(progress|size)_bytes\{/.test(line));
+    expect(downloadSeries).toEqual([
+      'modelsync_download_progress_bytes{model="token=[REDACTED]"} 120',
+      'modelsync_download_size_bytes{model="token=[REDACTED]"} 1200',
+    ]);
   });
 
   it('counts ops, config reads, retries, resyncs and repairs; keeps one config info series', async () => {
