@@ -25,6 +25,12 @@ import { writeFiles } from '../helpers/file-tree';
 import { LogSink } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 
+/** `then`, after two calls that fail with `error` (a start-up step meeting a fault that passes). */
+const failingTwice = <T>(error: Error, then: () => Promise<T>): (() => Promise<T>) => {
+  let fails = 2;
+  return () => (fails-- > 0 ? Promise.reject(error) : then());
+};
+
 describe('startAgent', () => {
   const tmp = useTempDir('start-agent');
   let standIn: V2ModelServerStandIn;
@@ -133,13 +139,12 @@ describe('startAgent', () => {
 
   it('recovers the model dir again while it does not answer (a hung mount), then starts as usual', async () => {
     const inner = edges(modelsJson({ a: uri('a') }));
-    let hangs = 2;
     const store = {
       ...inner.store,
-      recover: () =>
-        hangs-- > 0
-          ? Promise.reject(retryableError('timeout', `the model dir ${config.modelDir} does not answer`))
-          : inner.store.recover(),
+      recover: failingTwice(
+        retryableError('timeout', `the model dir ${config.modelDir} does not answer`),
+        () => inner.store.recover(),
+      ),
     };
     const events = await lastValueFrom(startAgent({ ...inner, store }, settings()).pipe(toArray()));
     expect(sink.withMessage('model dir not answering; waiting for it').map((l) => l['attempt'])).toEqual([
@@ -151,13 +156,11 @@ describe('startAgent', () => {
 
   it('reads the load journal again while its read fails transiently (EMFILE), then starts as usual', async () => {
     const inner = edges(modelsJson({ a: uri('a') }));
-    let fails = 2;
     const journal = {
       ...inner.journal,
-      unconfirmed: () =>
-        fails-- > 0
-          ? Promise.reject(retryableError('filesystem', `cannot read the load journal: EMFILE`))
-          : inner.journal.unconfirmed(),
+      unconfirmed: failingTwice(retryableError('filesystem', `cannot read the load journal: EMFILE`), () =>
+        inner.journal.unconfirmed(),
+      ),
     };
     const events = await lastValueFrom(startAgent({ ...inner, journal }, settings()).pipe(toArray()));
     expect(sink.withMessage('model dir not answering; waiting for it').map((l) => l['attempt'])).toEqual([

@@ -190,34 +190,30 @@ describe('loader retries (virtual time)', () => {
     expect(stateOf('m1')?.rejected).toBeUndefined();
   });
 
-  it('leaves a model failed by a setting of modelsync at its load (a TorchServe key file without its key) to the resync', async () => {
-    // The key file is read at every call; fixed (the Secret updated), the same files load. Taken for the server's
-    // refusal of the files, the model stayed Failed for good: no resync retried it.
-    const noKey = () =>
-      permanentError('not-found', 'the TorchServe key file /var/run/key_file.json has no management.key');
-    const t = start({ load: { m1: [noKey()] } });
-    t.ops$.next(add(m1, v1));
-    await advanceAndSettle(t.scheduler, 1);
-    const stateOf = (model: string) => t.loader.desiredStates().find((state) => state.name === model);
-    expect(t.loader.statuses().get(m1)).toMatchObject({ phase: 'Failed', errorKind: 'not-found' });
-    expect(stateOf('m1')?.rejected).toBeUndefined();
-  });
-
-  it('leaves a model failed by a bad setting of modelsync at its load (a TorchServe token with a stray character) to the resync', async () => {
-    // The token is refused unsent; fixed (the Secret updated), the same files load. Taken for the server's refusal
-    // of the files (kind `refused`), the model stayed Failed until its spec changed or modelsync restarted.
-    const badToken = () =>
-      permanentError(
-        'invalid-setting',
-        'the TorchServe token file /var/run/token holds whitespace (U+0020) at character 6 of the token; it is not sent',
-      );
-    const t = start({ load: { m1: [badToken()] } });
-    t.ops$.next(add(m1, v1));
-    await advanceAndSettle(t.scheduler, 1);
-    const stateOf = (model: string) => t.loader.desiredStates().find((state) => state.name === model);
-    expect(t.loader.statuses().get(m1)).toMatchObject({ phase: 'Failed', errorKind: 'invalid-setting' });
-    expect(stateOf('m1')?.rejected).toBeUndefined();
-  });
+  // The key file (or token file) is read at every call; fixed (the Secret updated), the same files load. Taken for the
+  // server's refusal of the files, the model stayed Failed for good: no resync retried it.
+  it.each([
+    [
+      'a TorchServe key file without its key',
+      'not-found',
+      'the TorchServe key file /var/run/key_file.json has no management.key',
+    ],
+    [
+      'a TorchServe token with a stray character, refused unsent',
+      'invalid-setting',
+      'the TorchServe token file /var/run/token holds whitespace (U+0020) at character 6 of the token; it is not sent',
+    ],
+  ] as const)(
+    'leaves a model failed by a setting of modelsync at its load (%s) to the resync',
+    async (_, kind, reason) => {
+      const t = start({ load: { m1: [permanentError(kind, reason)] } });
+      t.ops$.next(add(m1, v1));
+      await advanceAndSettle(t.scheduler, 1);
+      const stateOf = (model: string) => t.loader.desiredStates().find((state) => state.name === model);
+      expect(t.loader.statuses().get(m1)).toMatchObject({ phase: 'Failed', errorKind: kind });
+      expect(stateOf('m1')?.rejected).toBeUndefined();
+    },
+  );
 
   it('counts a model loaded when only the journal record of its confirmed load cannot be written (a full disk)', async () => {
     const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
