@@ -15,6 +15,8 @@ export interface EvictionBudget {
 
 /** An entry's name: the sha256 of an identity, in hex. */
 const entryName = /^[0-9a-f]{64}$/;
+/** The dir a publish of entry `<key>` fills before renaming it into place (node-cache.ts, entryPaths). */
+const tmpName = /^\.tmp-([0-9a-f]{64})-/;
 
 interface EntryUse {
   readonly name: string;
@@ -38,25 +40,64 @@ const useOf = async (root: string, name: string): Promise<EntryUse | undefined> 
   };
 };
 
-/** Evicts from the node cache at `root` until `budget` holds or nothing more may go; returns the names evicted. */
+// An entry or temp dir removed meanwhile (another process's sweep, a publish renaming it into place) is simply gone.
+const useIfThere = (root: string, name: string): Promise<EntryUse | undefined> =>
+  useOf(root, name).catch((cause: unknown) => {
+    if (errorCode(cause) === 'ENOENT') return undefined;
+    throw cause;
+  });
+
+/** The lock of entry `key`, taken at once, or undefined: another process holds it (publishing, filling). */
+const lockNow = (root: string, key: string) =>
+  lockFile(join(root, `${key}.lock`), 0, new AbortController().signal).catch(() => undefined);
+
+/**
+ * Removes the temp dirs among `names` whose publish was cut short (kill -9, OOM, a reboot): the publisher holds the
+ * entry's lock from before it makes its temp dir until the rename, so one whose lock is free is never used again.
+ * A claim of the same identity removes them too, under the lock. Resolves to the bytes of those being published now.
+ */
+const removeLeftovers = async (root: string, names: readonly string[], log: Logger): Promise<number> => {
+  let publishing = 0;
+  for (const name of names) {
+    const key = tmpName.exec(name)?.[1];
+    if (key === undefined) continue;
+    const held = await lockNow(root, key);
+    if (held === undefined) {
+      publishing += (await useIfThere(root, name))?.bytes ?? 0;
+      continue;
+    }
+    try {
+      const bytes = (await useIfThere(root, name))?.bytes ?? 0;
+      await removeTree(join(root, name));
+      log.info({ dir: name, bytes }, 'node cache leftover of a publish cut short removed');
+    } finally {
+      await held.release();
+    }
+  }
+  return publishing;
+};
+
+/**
+ * Removes the leftovers of publishes cut short, then evicts from the node cache at `root` until `budget` holds or
+ * nothing more may go; returns the names evicted. A temp dir being published counts against the size budget.
+ */
 export const evictNodeCache = async (
   root: string,
   budget: EvictionBudget,
   log: Logger,
   freeBytesOf: (path: string) => Promise<number> = statfsFreeBytes,
 ): Promise<string[]> => {
+  const names = await readdir(root);
+  // With no budget too: a leftover is never used, and holds its bytes for good where it is a copy.
+  const publishing = await removeLeftovers(root, names, log);
   if (budget.maxBytes === 0 && budget.minFreeBytes === 0) return [];
   const uses: EntryUse[] = [];
-  for (const name of await readdir(root)) {
+  for (const name of names) {
     if (!entryName.test(name)) continue;
-    // An entry removed meanwhile by another process's sweep is simply gone.
-    const use = await useOf(root, name).catch((cause: unknown) => {
-      if (errorCode(cause) === 'ENOENT') return undefined;
-      throw cause;
-    });
+    const use = await useIfThere(root, name);
     if (use !== undefined) uses.push(use);
   }
-  let total = uses.reduce((sum, use) => sum + use.bytes, 0);
+  let total = publishing + uses.reduce((sum, use) => sum + use.bytes, 0);
   let free = budget.minFreeBytes > 0 ? await freeBytesOf(root) : Infinity;
   const over = (): boolean =>
     (budget.maxBytes > 0 && total > budget.maxBytes) ||
@@ -65,9 +106,7 @@ export const evictNodeCache = async (
   for (const use of uses.filter((candidate) => !candidate.linked).sort((a, b) => a.usedAt - b.usedAt)) {
     if (!over()) break;
     // Only an entry nobody is publishing or filling: its lock taken at once, or left for a later sweep.
-    const held = await lockFile(join(root, `${use.name}.lock`), 0, new AbortController().signal).catch(
-      () => undefined,
-    );
+    const held = await lockNow(root, use.name);
     if (held === undefined) continue;
     try {
       const now = await useOf(root, use.name);

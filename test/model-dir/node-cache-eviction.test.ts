@@ -71,16 +71,50 @@ describe('evictNodeCache', () => {
     expect(await evictNodeCache(join(tmp.path, 'cache'), floor, log, free)).toEqual([key(1), key(2)]);
   });
 
-  it('leaves alone what is not an entry: lock files, temp dirs, a link planted under an entry name', async () => {
+  it('leaves alone what is not an entry: lock files, a temp dir being published, a link planted under an entry name', async () => {
     const cache = join(tmp.path, 'cache');
     await entry(1, 40 * KiB, 30);
-    await mkdir(join(cache, `.tmp-${key(1)}-abc`));
+    // Its publish is running: the publisher holds the entry's lock.
+    await mkdir(join(cache, `.tmp-${key(3)}-abc`));
+    const publishing = await lockFile(join(cache, `${key(3)}.lock`), 1000, new AbortController().signal);
     await mkdir(join(tmp.path, 'victim'));
     await writeFile(join(tmp.path, 'victim', 'kept'), 'kept');
     await symlink(join(tmp.path, 'victim'), join(cache, key(2)));
-    expect(await evictNodeCache(cache, { maxBytes: 1, minFreeBytes: 0 }, log)).toEqual([key(1)]);
-    expect((await readdir(cache)).sort()).toEqual([`${key(1)}.lock`, `.tmp-${key(1)}-abc`, key(2)].sort());
+    try {
+      expect(await evictNodeCache(cache, { maxBytes: 1, minFreeBytes: 0 }, log)).toEqual([key(1)]);
+    } finally {
+      await publishing.release();
+    }
+    expect((await readdir(cache)).sort()).toEqual(
+      [`${key(1)}.lock`, `${key(3)}.lock`, `.tmp-${key(3)}-abc`, key(2)].sort(),
+    );
     expect(await readdir(join(tmp.path, 'victim'))).toEqual(['kept']);
+  });
+
+  it('removes what a publish cut short left (its lock free), with or without a budget, and keeps an entry', async () => {
+    // A publisher killed mid-way (kill -9, OOM, a reboot) left its temp dir; before, only a later claim of the same
+    // identity removed it, and across file systems it held its bytes for good, outside every budget.
+    const cache = join(tmp.path, 'cache');
+    await entry(1, 40 * KiB, 30);
+    await mkdir(join(cache, `.tmp-${key(2)}-abc`));
+    await writeFile(join(cache, `.tmp-${key(2)}-abc`, 'model.bin'), Buffer.alloc(40 * KiB));
+    expect(await evictNodeCache(cache, { maxBytes: 0, minFreeBytes: 0 }, log)).toEqual([]);
+    expect(await left()).toEqual([key(1)]);
+  });
+
+  it('counts a temp dir being published against the size budget, and keeps it', async () => {
+    const cache = join(tmp.path, 'cache');
+    await entry(1, 40 * KiB, 30);
+    await mkdir(join(cache, `.tmp-${key(2)}-abc`));
+    await writeFile(join(cache, `.tmp-${key(2)}-abc`, 'model.bin'), Buffer.alloc(40 * KiB));
+    const publishing = await lockFile(join(cache, `${key(2)}.lock`), 1000, new AbortController().signal);
+    try {
+      // 40 KiB of entries, 40 KiB on the way: over 50 KiB, the entry goes.
+      expect(await evictNodeCache(cache, { maxBytes: 50 * KiB, minFreeBytes: 0 }, log)).toEqual([key(1)]);
+    } finally {
+      await publishing.release();
+    }
+    expect(await left()).toEqual([`.tmp-${key(2)}-abc`]);
   });
 
   it('does nothing without a budget', async () => {
