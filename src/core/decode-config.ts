@@ -4,7 +4,8 @@ import * as t from 'io-ts';
 import { errorMessage, invalidConfig, invalidJson, type ConfigError } from './errors';
 import { parseJson, previewJson, withCountOfMore } from './json/json';
 import { previewValue } from './preview';
-import { ModelConfig, ModelConfigs, type ModelSpec } from './model-config';
+import { isJsonObject } from './json/json-object';
+import { configFields, ModelConfig, ModelConfigs, withFieldKeys, type ModelSpec } from './model-config';
 import type { ModelName } from './model-name';
 import type { Snapshot } from './snapshot';
 
@@ -65,8 +66,12 @@ export const formatValidationErrors = (errors: t.Errors): ReadonlyArray<string> 
   return problems.lines();
 };
 
+/** The index of the first entry naming `name`, its key spelt in any case (see withFieldKeys). */
 const firstIndexOf = (entries: ReadonlyArray<unknown>, name: ModelName): number =>
-  entries.findIndex((entry) => (entry as { modelName?: unknown } | null)?.modelName === name);
+  entries.findIndex((entry) => {
+    const fields = isJsonObject(entry) ? withFieldKeys(entry, configFields) : undefined;
+    return fields !== undefined && E.isRight(fields) && fields.right['modelName'] === name;
+  });
 
 /** Each entry through ModelConfig, into a snapshot; a name listed twice is a problem, naming both positions. */
 const decodeEntries = (file: string, document: unknown): E.Either<ConfigError, Snapshot> => {

@@ -1,5 +1,6 @@
 /** The models.json format (KServe's, unchanged): io-ts codecs named like their types, so errors read as paths. */
 import { isJsonObject } from './json/json-object';
+import * as E from 'fp-ts/Either';
 import * as t from 'io-ts';
 import { maxPatternLength, maxPatterns, selectionOf, type FileSelection } from './file-selection';
 import { ModelName } from './model-name';
@@ -22,6 +23,48 @@ export interface ModelSpecJson {
   readonly allowPatterns?: ReadonlyArray<string>;
   readonly ignorePatterns?: ReadonlyArray<string>;
 }
+
+/**
+ * A key as Go's `bytes.EqualFold` compares it, for the ASCII names of the fields here: letters regardless of case,
+ * and the two other letters that fold to one of them (`ſ` to s; the Kelvin sign, which lower-cases to k).
+ */
+const foldKey = (key: string): string => key.toLowerCase().replaceAll('\u017f', 's');
+
+/**
+ * `record` with its keys spelt as `fields` spells them. KServe's agent decodes models.json with Go's decoder, which
+ * takes a key for a field whatever its case (`storageURI`, the Go field's own name, is `storageUri`), so a config
+ * KServe reads is read alike. Two spellings of one field in an object are refused as a duplicate key (Go takes the
+ * last, as it does with an exact duplicate, which the parser refuses already). Most objects spell every field as
+ * `fields` does: they are returned as they are, each key compared with `fields` and nothing more.
+ */
+export const withFieldKeys = (
+  record: Readonly<Record<string, unknown>>,
+  fields: ReadonlyArray<string>,
+): E.Either<string, Readonly<Record<string, unknown>>> => {
+  const keys = Object.keys(record);
+  const fieldOf = (key: string): string | undefined =>
+    fields.includes(key) ? key : fields.find((field) => foldKey(field) === foldKey(key));
+  if (keys.every((key) => fields.includes(key) || fieldOf(key) === undefined)) return E.right(record);
+  // The fields alone (the others are ignored anyway), in an object without a prototype: a key `__proto__` is data.
+  const spelt: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  const spelling = new Map<string, string>();
+  for (const key of keys) {
+    const field = fieldOf(key);
+    if (field === undefined) continue;
+    const before = spelling.get(field);
+    if (before !== undefined)
+      return E.left(
+        `duplicate key ${JSON.stringify(key)} (the key ${JSON.stringify(before)} in another case)`,
+      );
+    spelling.set(field, key);
+    spelt[field] = record[key];
+  }
+  return E.right(spelt);
+};
+
+/** The keys of an entry of models.json, and of its modelSpec, as withFieldKeys takes them. */
+export const configFields = ['modelName', 'modelSpec'];
+const specFields = ['storageUri', 'framework', 'memory', 'allowPatterns', 'ignorePatterns'];
 
 /** `record[key]` through `codec`, its failures under the field's own context (so errors name the path). */
 const field = <A>(
@@ -156,8 +199,11 @@ const Patterns = new t.ReadonlyArrayType<
 export const ModelSpec = new t.Type<ModelSpec, ModelSpecJson, unknown>(
   'ModelSpec',
   (u): u is ModelSpec => isJsonObject(u) && typeof u['storageUri'] === 'string',
-  (u, context) => {
-    if (!isJsonObject(u)) return t.failure(u, context);
+  (value, context) => {
+    if (!isJsonObject(value)) return t.failure(value, context);
+    const spelt = withFieldKeys(value, specFields);
+    if (E.isLeft(spelt)) return t.failure(value, context, spelt.left);
+    const u = spelt.right;
     const { storageUri } = u;
     const framework = absentIfNull(u['framework']);
     const memory = absentIfNull(u['memory']);
@@ -208,8 +254,11 @@ export interface ModelConfigJson {
 export const ModelConfig = new t.Type<ModelConfig, ModelConfigJson, unknown>(
   'ModelConfig',
   (u): u is ModelConfig => isJsonObject(u) && ModelName.is(u['modelName']) && ModelSpec.is(u['modelSpec']),
-  (u, context) => {
-    if (!isJsonObject(u)) return t.failure(u, context);
+  (value, context) => {
+    if (!isJsonObject(value)) return t.failure(value, context);
+    const spelt = withFieldKeys(value, configFields);
+    if (E.isLeft(spelt)) return t.failure(value, context, spelt.left);
+    const u = spelt.right;
     const { modelName } = u;
     // As in ModelSpec: contexts only for an entry that fails.
     const modelSpec = ModelSpec.validate(u['modelSpec'], context);

@@ -1,6 +1,6 @@
 import { either as E } from 'fp-ts';
 import { decodeConfig } from '../../src/core/decode-config';
-import { ModelConfig } from '../../src/core/model-config';
+import { ModelConfig, ModelSpec } from '../../src/core/model-config';
 import { describeConfigError } from '../../src/core/errors';
 import { snapshotEquals } from '../../src/core/snapshot';
 import { modelsJson, snap, spec } from '../helpers/fixtures';
@@ -188,6 +188,38 @@ describe('decodeConfig', () => {
     expect(errorOf(text)).toBe(
       `${file} is not a valid model list: [3].modelSpec: duplicate key "storageUri"`,
     );
+  });
+
+  it("reads a key spelt in another case, as KServe's agent does (Go's decoder matches keys regardless of case), and refuses two spellings of one key", () => {
+    // `storageURI` is the Go field's own name; `ſ` (U+017F) and `K` (U+212A) fold to s and k in Go as well.
+    const text = JSON.stringify([
+      { ModelName: 'm1', MODELSPEC: { storageURI: 's3://b/1', Framework: 'onnx', MEMORY: '1Gi' } },
+      { modelname: 'm2', modelSpec: { ſtorageUri: 's3://b/2', 'framewor\u212a': 'sklearn' } },
+      { modelName: 'm3', modelSpec: { storageUri: 's3://b/3', AllowPatterns: ['*.onnx'] } },
+    ]);
+    const result = decodeConfig(file, text);
+    const decoded = E.isRight(result)
+      ? [...result.right].map(([name, spec]) => [name, ModelSpec.encode(spec)])
+      : result;
+    expect(decoded).toEqual([
+      ['m1', { storageUri: 's3://b/1', framework: 'onnx', memory: '1Gi' }],
+      ['m2', { storageUri: 's3://b/2', framework: 'sklearn' }],
+      ['m3', { storageUri: 's3://b/3', allowPatterns: ['*.onnx'] }],
+    ]);
+    expect(
+      errorOf('[{"modelName":"m","modelSpec":{"storageUri":"s3://b/old","StorageUri":"s3://b/new"}}]'),
+    ).toBe(
+      `${file} is not a valid model list: [0].modelSpec: duplicate key "StorageUri" (the key "storageUri" in another case)`,
+    );
+    expect(errorOf('[{"modelName":"m","MODELNAME":"n","modelSpec":{"storageUri":"s3://b/m"}}]')).toBe(
+      `${file} is not a valid model list: [0]: duplicate key "MODELNAME" (the key "modelName" in another case)`,
+    );
+    // A key no fold of which is a field stays unknown, and ignored.
+    expect(
+      E.isRight(
+        decodeConfig(file, '[{"modelName":"m","modelSpec":{"storageUri":"s3://b/m","storage_uri":1}}]'),
+      ),
+    ).toBe(true);
   });
 
   it('decodes 100,000 models', () => {
