@@ -12,7 +12,13 @@ import {
 } from '../core/config-map';
 import { defaultNamespace, kubeClient, loadKubeConfig, type KubeClientModule } from './kube-client';
 import { ConfigMapLister } from './kube-list';
-import { KubeAnswerTooLarge, kubeFailureOf, KubeRelistNeeded, maxKubeAnswerBytes } from './kube-request';
+import {
+  KubeAnswerTooLarge,
+  kubeFailureOf,
+  KubeRelistNeeded,
+  KubeStatusError,
+  maxKubeAnswerBytes,
+} from './kube-request';
 import { bookmarkingWatch } from './kube-watch';
 
 /** Which ConfigMap to list and watch, where the API server is, and how to retry. */
@@ -61,7 +67,8 @@ const tooLargeReason = (version: string | undefined): string =>
  * Runs a ListWatch of the ConfigMap `options.name` until the returned teardown (a namespace not given is resolved
  * into `ref` at the first start). After a failure and the backoff it starts again with a fresh KubeConfig (a
  * rotated token, an edited kubeconfig): the same ListWatch, resuming from its saved version, unless a resume would
- * only repeat the failure (`KubeRelistNeeded`) or the watch stalled: then a new one, a list first. A list over the
+ * only repeat the failure (`KubeRelistNeeded`), the server refused it (`KubeStatusError`: a list may still be
+ * allowed) or the watch stalled: then a new one, a list first. A list over the
  * cap refuses that version (`hooks.refused`) and is retried until the ConfigMap holds one that can be read.
  */
 export const runListWatch = (
@@ -127,7 +134,10 @@ export const runListWatch = (
   const failed = (cause: unknown, again: ListWatch<V1ConfigMap> | undefined): void => {
     if (stopped) return;
     const reason = describeKubeFailure(kubeFailureOf(cause));
-    const relist = again === undefined || cause instanceof KubeRelistNeeded;
+    // A refusal (a Role that lets it list but not watch, a 5xx, a 429) would meet a resume again while the server
+    // answers lists: a list, as client-go's reflector sends after a failed watch, sees each edit meanwhile.
+    const relist =
+      again === undefined || cause instanceof KubeRelistNeeded || cause instanceof KubeStatusError;
     const retryInMs = nextDelay();
     const fields = { reason, attempt: backoff.attempt, retryInMs, then: relist ? 're-list' : 'resume' };
     if (cause instanceof KubeAnswerTooLarge) log.debug(fields, 'ConfigMap too big to read; retrying');

@@ -58,6 +58,11 @@ export interface KubeApiStandIn {
    * to every open watch now and to every watch resuming from before it, as a server replays what it holds.
    */
   storeRaw(text: string): KubeApiChange;
+  /**
+   * From now on, a watch request is refused with 403 as RBAC refuses a Role that allows `get` and `list` but not
+   * `watch` (lists are answered as usual); false: watches are opened again.
+   */
+  forbidWatches(forbid: boolean): void;
   /** From now on, a watch request is answered with a 307 to `location` (undefined: opened again as usual). */
   redirectWatches(location: string | undefined): void;
   /**

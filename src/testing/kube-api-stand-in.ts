@@ -52,6 +52,7 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
   let hanging = false;
   let withholding = false;
   let redirectTo: string | undefined;
+  let watchesForbidden = false;
   let down = false;
   const history: StoredEvent[] = [];
   const watches = new Set<OpenWatch>();
@@ -92,6 +93,13 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
       record('watch', query, 200);
       res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
       return void res.end(line('ERROR', statusBody(410, 'Expired', message)));
+    }
+    if (watchesForbidden) {
+      const message = `configmaps "${options.name}" is forbidden: User "${user}" cannot watch resource "configmaps" in API group "" in the namespace "${options.namespace}"`;
+      return refuse(res, 'watch', query, 403, 'Forbidden', message, {
+        name: options.name,
+        kind: 'configmaps',
+      });
     }
     if (redirectTo !== undefined) {
       record('watch', query, 307);
@@ -256,6 +264,7 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
       }
     },
     hangWatches: (hang) => void (hanging = hang),
+    forbidWatches: (forbid) => void (watchesForbidden = forbid),
     redirectWatches: (location) => void (redirectTo = location),
     setDown: (isDown) => {
       down = isDown;

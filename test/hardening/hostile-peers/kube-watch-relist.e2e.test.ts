@@ -167,6 +167,25 @@ describe('a watch failure a resume would repeat', () => {
   });
 });
 
+describe('a watch the API server refuses while it answers lists', () => {
+  it('applies each new version through a list after the backoff (a Role with get and list but no watch), and says the Role forbade the watch', async () => {
+    const { agent, api, server, good } = await startAgent();
+    api.forbidWatches(true);
+    api.dropWatches('end');
+    await agent.waitForLog(
+      (log) =>
+        log['msg'] === 'ConfigMap list or watch failed; retrying' &&
+        /403 Forbidden/.test(String(log['reason'])),
+      30_000,
+    );
+    // A resume only meets the refusal again: the edit is seen by the list a re-list sends after the backoff.
+    api.apply(good);
+    await waitFor(() => server.loaded.has('beta'), appliedWithinMs, 'beta loaded from a list');
+    expect(server.requests.filter((request) => request.path.endsWith('/unload'))).toEqual([]);
+    expect(agent.child.exitCode).toBeNull();
+  });
+});
+
 describe('a watch the API server ends right after an event', () => {
   it('is re-opened no more than once a second, however often the server sends one event and ends it', async () => {
     const { api } = await startAgent();
