@@ -10,6 +10,7 @@ import {
   exhaustMap,
   filter,
   first,
+  map,
   merge,
   Observable,
   repeat,
@@ -20,6 +21,7 @@ import {
   timer,
 } from 'rxjs';
 import { configFileName } from '../core/config-files';
+import { entryKind } from '../fs';
 import { readConfigFile, withDeadline, type ConfigReadOptions } from './config-file';
 import type { ConfigSource, FsEvent } from '../ports';
 
@@ -55,23 +57,39 @@ const inodeOf = (dir: string): Promise<number | undefined> =>
     () => undefined,
   );
 
-/** Emits once, when `dir` exists as a directory (chokidar never notices a dir that appears later). */
+/** What is at `dir`: `directory`, nothing (`missing`), or what else it is, in words (`a regular file`). */
+const foundAt = (dir: string): Promise<string> =>
+  stat(dir).then(
+    (stats) => (stats.isDirectory() ? 'directory' : entryKind(stats)),
+    () => 'missing',
+  );
+
+/**
+ * Emits once, when `dir` exists as a directory (chokidar never notices a dir that appears later). While it waits,
+ * one warn line says what is there: nothing, or an entry that is no directory (`--config-dir` naming models.json).
+ */
 const directoryExists = (
   dir: string,
   recheckMs: number,
   log: Logger,
   onAlive: () => void,
 ): Observable<true> => {
-  let waiting = false;
+  let told: string | undefined;
   // exhaustMap: a tick while a stat hangs (a dead mount) is dropped, not queued (one per tick, without end).
   return timer(0, recheckMs).pipe(
-    exhaustMap(async () => (await inodeOf(dir)) !== undefined),
-    tap((exists) => {
-      if (!exists && !waiting) log.warn({ configDir: dir }, 'config dir does not exist; waiting for it');
-      if (!exists) onAlive();
-      waiting = !exists;
+    exhaustMap(() => foundAt(dir)),
+    tap((found) => {
+      if (found === 'directory' || found === told) return;
+      told = found;
+      if (found === 'missing') log.warn({ configDir: dir }, 'config dir does not exist; waiting for it');
+      else
+        log.warn({ configDir: dir, found }, 'config dir is not a directory; waiting for a directory there');
     }),
-    first((exists): exists is true => exists),
+    tap((found) => {
+      if (found !== 'directory') onAlive();
+    }),
+    first((found) => found === 'directory'),
+    map((): true => true),
   );
 };
 

@@ -42,6 +42,24 @@ describe('configDirSource', () => {
     expect(JSON.stringify(failures[0])).toContain('inotify watch limit reached');
   });
 
+  it('says what is there when the config dir is no directory (--config-dir naming models.json itself), and watches the directory that replaces it', async () => {
+    const dir = join(tmp.path, 'models.json');
+    await writeFile(dir, '[]');
+    const sink = new LogSink();
+    const events: FsEvent[] = [];
+    subscription = configDirSource({ dir, log: pino(sink), recheckMs: 20 }).events$.subscribe((event) =>
+      events.push(event),
+    );
+    await waitFor(() => sink.lines.length > 0, 5000, 'a line about the config dir');
+    expect(sink.lines.map((line) => [line['msg'], line['found']])).toEqual([
+      ['config dir is not a directory; waiting for a directory there', 'a regular file'],
+    ]);
+    await rm(dir);
+    await mkdir(dir);
+    await waitFor(() => events.some((event) => event.event === 'ready'), 5000, 'the dir watched');
+    expect(sink.withMessage('config dir does not exist; waiting for it')).toEqual([]);
+  });
+
   it('logs a watch that keeps failing at its 1st, 2nd, 4th, 8th … failure, not at every retry', async () => {
     // The inotify limit reached stays reached: a warn line a second (recheckMs) filled the log for as long.
     const sink = new LogSink();
