@@ -104,6 +104,18 @@ const configFile = async (dir: string, file: string): Promise<E.Either<ConfigErr
   const [resolved, dirResolved] = await Promise.allSettled([realpath(link), realpath(dir)]);
   if (resolved.status === 'rejected') {
     const cause: unknown = resolved.reason;
+    if (errorCode(cause) === 'ENOTDIR') {
+      // The part that is no directory may be the config dir itself (`--config-dir` naming models.json): say so.
+      const found = await stat(dir).catch(() => undefined);
+      if (found !== undefined && !found.isDirectory())
+        return E.left(
+          readFailed(
+            file,
+            'ENOTDIR',
+            `the config dir ${dir} is ${entryKind(found)}, not a directory (--config-dir names the dir the ConfigMap is mounted at)`,
+          ),
+        );
+    }
     if (errorCode(cause) !== 'ENOENT') return E.left(fsFailure(file, cause, `${dataLinkName}: `));
     const linked = await readlink(link).catch(() => undefined);
     if (linked === undefined) return E.right(join(dir, configFileName));

@@ -51,6 +51,14 @@ describe('readConfigFile', () => {
     });
   });
 
+  it('says that the config dir is a file when --config-dir names models.json itself, not that ..data is', async () => {
+    const file = join(tmp.path, 'models.json');
+    await writeFile(file, '[]');
+    expect(await reasonOf(file)).toBe(
+      `ENOTDIR: the config dir ${file} is a regular file, not a directory (--config-dir names the dir the ConfigMap is mounted at)`,
+    );
+  });
+
   it('says that ..data dangles when it points at a version that is gone', async () => {
     const dir = tmp.path;
     await symlink('..2026_01_01_00_00_00.1', join(dir, '..data'));
