@@ -1,6 +1,8 @@
 /** unpack: what extracting either format shares — one extraction's job, and how its failures are classified. */
+import { symlink } from 'node:fs/promises';
+import path from 'node:path';
 import { EffectError, errorCode, errorMessage, permanentError, retryableError } from '../../core/errors';
-import { fsError, isTransientFsError } from '../../fs';
+import { fsError, isTransientFsError, makeDirs } from '../../fs';
 import type { ArchiveBudget } from './budget';
 import type { EntrySelection } from './entry-selection';
 import type { EntryGuard } from './guard';
@@ -36,3 +38,21 @@ export const archiveFailure =
 /** The failure of an archive cut short: retryable, since the connection may have cut it (a whole one comes next). */
 export const truncatedArchive = (what: string, why: string): EffectError =>
   retryableError('invalid-archive', `${what}: truncated archive: ${why}`);
+
+/** A symlink an archive holds: where it goes (relative to the root, checked by the guard) and what it points at. */
+export interface ArchiveLink {
+  readonly at: string;
+  readonly target: string;
+}
+
+/**
+ * Makes the archive's symlinks once all its files are written: none of them can be written through one, and the
+ * extractor never has to look through the root, which the model store hands over as a link (`/proc/self/fd/<n>`).
+ */
+export const makeLinks = async (root: string, links: ReadonlyArray<ArchiveLink>): Promise<void> => {
+  for (const { at, target } of links) {
+    const to = path.join(root, at);
+    await makeDirs(path.dirname(to), 0o755);
+    await symlink(target, to);
+  }
+};

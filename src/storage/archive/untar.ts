@@ -8,7 +8,7 @@ import { EffectError, errorCode } from '../../core/errors';
 import { consume } from '../../fs';
 import type { ArchiveBudget } from './budget';
 import type { EntryKind } from './guard';
-import { archiveFailure, truncatedArchive, type Job } from './unpack';
+import { archiveFailure, makeLinks, truncatedArchive, type ArchiveLink, type Job } from './unpack';
 
 // Loaded at the first archive: most models are no tar, and tar and its dependencies cost ~10 ms of every start.
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first tar (lazy-module.ts) */
@@ -137,12 +137,22 @@ const settle = (unpack: Unpack, finished: () => boolean): Promise<void> =>
         unpack.end();
       });
 
+/** `path` without its empty and `.` parts: the same file, as tar writes an entry's path. */
+const withoutDotParts = (path: string): string =>
+  path
+    .split('/')
+    .filter((part) => part !== '' && part !== '.')
+    .join('/');
+
 /** Extracts the tar (maybe gzipped) read from `source` into `job.root`, each entry guarded and counted first. */
 export const untarInto = (
   source: AsyncIterable<Uint8Array>,
   { what, root, guard, budget, selection, signal, refuse }: Job,
 ): Promise<void> => {
   const tar = new TarStream();
+  // Made by us once every file is written, as a zip's: tar checks a link's way for links from its cwd, and the cwd
+  // the model store gives is a link itself (/proc/self/fd/<n>), so it refused `self -> .` and `sub/up -> ..`.
+  const links: ArchiveLink[] = [];
   const unpack = tarModule().extract({
     cwd: root,
     strict: true,
@@ -160,6 +170,12 @@ export const untarInto = (
           return false;
         }
         budget.entry(readEntry.size ?? 0);
+        if (kind === 'symlink') {
+          links.push({ at, target: readEntry.linkpath ?? '' });
+          return false;
+        }
+        // `./t` as `t`: tar looks for links on the way from its cwd, which is one (see `links`), when a part is `.`.
+        if (kind === 'hardlink') readEntry.linkpath = withoutDotParts(readEntry.linkpath ?? '');
       } catch (error) {
         refuse(error as EffectError);
         return false;
@@ -189,6 +205,8 @@ export const untarInto = (
         throw tar.truncation(cause, what) ?? cause;
       }
       if (!tar.sawEnd) throw tar.missingEnd(what);
+      signal.throwIfAborted();
+      await makeLinks(root, links);
     },
     archiveFailure(what),
   );

@@ -1,6 +1,6 @@
 /** unzip: a zip file read by yauzl — its end required, its central directory counted, every entry guarded. */
 import { createWriteStream } from 'node:fs';
-import { open, symlink } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -9,7 +9,7 @@ import * as yauzl from 'yauzl';
 import { errorCode, permanentError } from '../../core/errors';
 import { fsError, makeDirs, step } from '../../fs';
 import { quotedName, refusal, type EntryKind } from './guard';
-import { archiveFailure, truncatedArchive, type Job } from './unpack';
+import { archiveFailure, makeLinks, truncatedArchive, type ArchiveLink, type Job } from './unpack';
 
 const maxZipLinkBytes = 4096;
 const S_IFMT = 0o170000;
@@ -100,7 +100,7 @@ const unzipEntries = async (
   { what, root, guard, budget, selection, signal }: Job,
 ): Promise<void> => {
   // Symlinks are made last, so no file of the archive can be written through one.
-  const links: Array<{ at: string; target: string }> = [];
+  const links: ArchiveLink[] = [];
   // decodeStrings off: yauzl would reject a bad name with a bare "invalid relative path"; ours names the entry.
   const zip = await yauzl
     .openPromise(zipPath, {
@@ -155,9 +155,5 @@ const unzipEntries = async (
     zip.close();
   }
   signal.throwIfAborted();
-  for (const { at, target } of links) {
-    const to = path.join(root, at);
-    await makeDirs(path.dirname(to), 0o755);
-    await symlink(target, to);
-  }
+  await makeLinks(root, links);
 };

@@ -1,5 +1,6 @@
 /** Tests of archive extraction on real temp dirs: tar, tar.gz and zip from streams and files, and hostile archives. */
-import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import {
@@ -105,6 +106,43 @@ describe('extractStream and extractFile', () => {
     expect(await readFile(path.join(target, 'model', 'latest'), 'utf8')).toBe('weights');
     expect((await stat(path.join(target, 'model', '1'))).mode & 0o777).toBe(0o755);
   });
+
+  // The model store hands the extractor its staging dir by handle (/proc/self/fd/<n>), a path lstat calls a link.
+  it.each([
+    ['a tar', tarball],
+    ['a tar.gz', tgz],
+  ])(
+    'extracts %s of ./ entries with hard links and links to the model dir itself into a dir reached by its handle',
+    async (_label, build) => {
+      const bytes = build([
+        { name: './', type: '5' },
+        { name: './t', content: 'weights' },
+        { name: './h', type: '1', linkname: './t' },
+        { name: './self', type: '2', linkname: '.' },
+        { name: './sub/', type: '5' },
+        { name: './sub/f', content: 'f' },
+        { name: './sub/g', type: '1', linkname: './sub/f' },
+        { name: './sub/up', type: '2', linkname: '..' },
+      ]);
+      const held = await open(target, constants.O_RDONLY | constants.O_DIRECTORY);
+      try {
+        await extractStream(chunked(bytes), 'tar', `/proc/self/fd/${held.fd}`, options);
+      } finally {
+        await held.close();
+      }
+      expect(await listTree(target)).toEqual([
+        'h',
+        'self -> .',
+        'sub/',
+        'sub/f',
+        'sub/g',
+        'sub/up -> ..',
+        't',
+      ]);
+      expect(await readFile(path.join(target, 'h'), 'utf8')).toBe('weights');
+      expect(await readFile(path.join(target, 'sub', 'up', 'self', 't'), 'utf8')).toBe('weights');
+    },
+  );
 
   it('strips setuid, setgid, sticky and group/other write bits, keeping the executable bits', async () => {
     const bytes = tarball([
