@@ -1,5 +1,6 @@
 /** httpCall: one undici request with timeouts and the caller's AbortSignal, whose failures come out as EffectErrors. */
 import type { IncomingHttpHeaders } from 'node:http';
+import { Readable } from 'node:stream';
 import { isLeft } from 'fp-ts/Either';
 import type * as t from 'io-ts';
 import { PathReporter } from 'io-ts/PathReporter';
@@ -175,6 +176,15 @@ const discardWithinMs = 1000;
 export const discardBody = async ({ body }: { readonly body: ResponseBody }): Promise<void> => {
   const dump = () => body.dump({ limit: maxErrorBodyBytes });
   await readWithin(body, discardWithinMs, dump).catch(() => undefined);
+};
+
+/**
+ * Drops `body` unread, with its connection. undici fails a body destroyed before its end with an AbortError (a turn
+ * later when it was never read): with nobody reading, nobody listens, and that error was an uncaught exception.
+ */
+export const dropBody = ({ body }: { readonly body: ResponseBody }): void => {
+  if (body instanceof Readable) body.on('error', () => undefined);
+  body.destroy();
 };
 
 /** The EffectError (httpStatusError's rule) for a status not accepted, with the server's own reason (`errorText`). */

@@ -2,6 +2,7 @@
 export {
   decodeJsonText,
   discardBody,
+  dropBody,
   errorBodyText,
   errorText,
   headerOf,

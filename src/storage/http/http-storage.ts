@@ -8,7 +8,7 @@ import { permanentError } from '../../core/errors';
 import { fileFilter, selectedNone, selectionKey, selectsAll } from '../../core/file-selection';
 import { inSlot } from '../../core/slots';
 import { redactUri } from '../../core/storage-uri';
-import { discardBody, headerOf, httpUrl, isOk } from '../../net';
+import { discardBody, dropBody, headerOf, httpUrl, isOk } from '../../net';
 import { answerStatusError } from '../store-answer';
 import { isPushback, storePressures, type StorePressure } from '../store-pressure';
 import type { RetryPolicy } from '../../core/retry-policy';
@@ -176,7 +176,7 @@ const download = async (
         new Promise<symbol>((resolve) => setImmediate(resolve, waiting)),
       ]);
       if (early !== false) {
-        response.body.destroy();
+        dropBody(response);
         if (early === true || (await offer)) return undefined;
         response = await open();
       }

@@ -93,6 +93,27 @@ describe('httpStorage asked to identify first', () => {
     expect(await readdir(target)).toEqual([]);
   });
 
+  it("drops the GET's body unread when the offer fills it, leaving no error unhandled", async () => {
+    // A small body, come whole before it is dropped: undici then fails it with an error nobody listens for.
+    const body = rangedBody({ size: 10 * 1024, etag: '"v1"' });
+    const { url } = await startServer(body.handle);
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown): number => uncaught.push(error);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const { offered, reuse } = offering(true);
+      const written = await httpStorage().download(`${url}/m.bin`, target, never, undefined, { reuse });
+      // undici fails a body destroyed unread a turn later (setImmediate): wait for that turn and one more.
+      for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+      expect(written).toBeUndefined();
+      expect(offered).toHaveLength(1);
+      expect(await readdir(target)).toEqual([]);
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+  });
+
   it('sends no HEAD unless asked', async () => {
     const body = rangedBody({ size, etag: '"v1"' });
     const { url } = await startServer(body.handle);
