@@ -163,6 +163,42 @@ const byDir = (
   return [...dirs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 };
 
+/** The dirs the manifest's files lie in, each with every dir above it, the top (`''`) among them. */
+const listedDirs = (files: FileManifest): ReadonlySet<string> => {
+  const dirs = new Set<string>(['']);
+  for (const path of files.keys()) {
+    for (let cut = path.indexOf('/'); cut !== -1; cut = path.indexOf('/', cut + 1))
+      dirs.add(path.slice(0, cut));
+  }
+  return dirs;
+};
+
+/**
+ * Refuses a source that holds what its marker cannot list, which a fill would leave out: a symlink (an archive's
+ * `latest -> 1`) or an empty dir where the manifest names no file or dir. Such a model is downloaded instead. What
+ * holds a listed path is left to the fill's own checks.
+ */
+const checkNothingUnlisted = async (
+  dir: OpenDir,
+  files: FileManifest,
+  dirs: ReadonlySet<string>,
+  prefix = '',
+): Promise<void> => {
+  const listed = (at: string): boolean => files.has(at) || dirs.has(at);
+  const entries = await fromSource(dir.path, () => readdir(dir.ref, { withFileTypes: true }));
+  if (entries.length === 0 && !listed(prefix))
+    throw new NotASource(`${dir.path} is an empty dir, which its marker cannot list`);
+  for (const entry of entries) {
+    const at = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
+    if (entry.isSymbolicLink() && !listed(at))
+      throw new NotASource(`${join(dir.path, entry.name)} is a symlink, which its marker cannot list`);
+    if (entry.isDirectory())
+      await withSubdir(dir, [entry.name], openSourceChild, (child) =>
+        checkNothingUnlisted(child, files, dirs, at),
+      );
+  }
+};
+
 /** Fills `target` from the held model dir `source` once its marker says it holds `spec`'s content. */
 const fillFromDir = async (
   source: OpenDir,
@@ -174,6 +210,7 @@ const fillFromDir = async (
   if (state._tag !== 'Valid') throw new NotASource(`${source.path} has no single valid marker`);
   if (state.files === undefined) throw new NotASource(`the marker of ${source.path} lists no files`);
   if (!sameContent(state.spec, spec)) throw new NotASource(`${source.path} holds other stored content`);
+  await checkNothingUnlisted(source, state.files, listedDirs(state.files));
   const filled = { files: 0, linkedBytes: 0, clonedBytes: 0, copiedBytes: 0 };
   const totalBytes = [...state.files.values()].reduce((sum, size) => sum + size, 0);
   // Links and clones take no room: the disk is checked for what is left once the first file must be copied.

@@ -186,6 +186,31 @@ describe('modelDirStore.fillFrom', () => {
       await refused('has no single valid marker', () => rename(at(marker!), at('moved-away')));
     });
 
+    // The marker lists regular files alone: a fill would give a model without them (an archive's links, its empty dirs).
+    it.each<[string, string, (dir: string) => Promise<unknown>]>([
+      ['a symlink at its top', 'latest', (dir) => symlink('model.bin', join(dir, 'latest'))],
+      ['a symlink in a subdir', 'conf/up', (dir) => symlink('..', join(dir, 'conf', 'up'))],
+      ['an empty dir', 'assets', (dir) => mkdir(join(dir, 'assets'))],
+      [
+        'a dir holding a symlink alone',
+        'v/self',
+        (dir) => mkdir(join(dir, 'v')).then(() => symlink('.', join(dir, 'v', 'self'))),
+      ],
+    ])('the model holds %s, which its marker cannot list', async (_label, entry, add) => {
+      const done = await install(
+        store,
+        src,
+        shared,
+        async (dir) => {
+          await writeFiles(dir, files);
+          await add(dir);
+        },
+        live(),
+      );
+      await done.dropReplaced();
+      await refused(`${at(entry)}`, () => Promise.resolve());
+    });
+
     it('there is no source model dir', async () => {
       await refused(`${at('')}: ENOENT`, () => Promise.resolve());
     });
