@@ -180,8 +180,9 @@ export const untarInto = (
         refuse(error as EffectError);
         return false;
       }
-      // Directories 0755; files keep their rwx bits but lose setuid/setgid/sticky and group/other write.
-      readEntry.mode = kind === 'dir' ? 0o755 : (readEntry.mode ?? 0o644) & 0o755;
+      // Directories 0755; files keep their rwx bits but lose setuid/setgid/sticky and group/other write, and all may
+      // read them: the model server reads the model dir as another user (a zip's files are 0644 alike).
+      readEntry.mode = kind === 'dir' ? 0o755 : ((readEntry.mode ?? 0o644) & 0o755) | 0o444;
       return true;
     },
   });

@@ -144,6 +144,23 @@ describe('extractStream and extractFile', () => {
     },
   );
 
+  // The model server reads the model dir as another user (deploy/base: modelsync 65532, the server 1000).
+  it('makes every file readable by all, whatever read bits the tar gives it', async () => {
+    const bytes = tarball([
+      { name: 'private.bin', content: 'x', mode: 0o600 },
+      { name: 'group.bin', content: 'x', mode: 0o640 },
+      { name: 'none.bin', content: 'x', mode: 0o000 },
+      { name: 'run.sh', content: '#!/bin/sh', mode: 0o700 },
+    ]);
+    await extractStream(chunked(bytes), 'tar', target, options);
+    const modes = await Promise.all(
+      ['private.bin', 'group.bin', 'none.bin', 'run.sh'].map(
+        async (file) => (await stat(path.join(target, file))).mode & 0o7777,
+      ),
+    );
+    expect(modes).toEqual([0o644, 0o644, 0o444, 0o744]);
+  });
+
   it('strips setuid, setgid, sticky and group/other write bits, keeping the executable bits', async () => {
     const bytes = tarball([
       { name: 'run.sh', content: '#!/bin/sh', mode: 0o6777 },
