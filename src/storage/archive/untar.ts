@@ -171,7 +171,8 @@ export const untarInto = (
         }
         budget.entry(readEntry.size ?? 0);
         if (kind === 'symlink') {
-          links.push({ at, target: readEntry.linkpath ?? '' });
+          // At the name tar writes a file at (a backslash is no separator here); the guard refused any `..` part.
+          links.push({ at: readEntry.path.replace(/\/+$/, ''), target: readEntry.linkpath ?? '' });
           return false;
         }
         // `./t` as `t`: tar looks for links on the way from its cwd, which is one (see `links`), when a part is `.`.

@@ -161,6 +161,15 @@ describe('extractStream and extractFile', () => {
     expect(modes).toEqual([0o644, 0o644, 0o444, 0o744]);
   });
 
+  it('makes a tar symlink at the name tar writes its files at, a backslash a character of it', async () => {
+    const bytes = tarball([
+      { name: 'a\\b', content: 'x' },
+      { name: 'l\\m', type: '2', linkname: 'a\\b' },
+    ]);
+    await extractStream(chunked(bytes), 'tar', target, options);
+    expect(await listTree(target)).toEqual(['a\\b', 'l\\m -> a\\b']);
+  });
+
   it('strips setuid, setgid, sticky and group/other write bits, keeping the executable bits', async () => {
     const bytes = tarball([
       { name: 'run.sh', content: '#!/bin/sh', mode: 0o6777 },
