@@ -104,7 +104,8 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
     const bodiless = message.chunked !== true && Number(message.length ?? 0) === 0;
     const headers = upstreamHeaders(request, message, hostHeader);
     const replayable = bodiless && sentTwiceSafely(request);
-    let phase: 'waiting' | 'streaming' | 'ended' | 'answered' | 'cut' = 'waiting';
+    // 'left': the client went away (or its connection was closed) before the exchange was over.
+    let phase: 'waiting' | 'streaming' | 'ended' | 'answered' | 'cut' | 'left' = 'waiting';
     let upstream: ClientRequest | undefined;
     let upstreamResponse: IncomingMessage | undefined;
     let retried = false;
@@ -137,7 +138,7 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       // Judged after one turn through I/O: a timer late because this process did not run (a busy or paused host)
       // fires before the bytes that moved meanwhile are read, and would blame a peer for our stall.
       setImmediate(() => {
-        if (movedSince || !holding || phase === 'ended' || phase === 'answered' || phase === 'cut') return;
+        if (movedSince || !holding || (phase !== 'waiting' && phase !== 'streaming')) return;
         if (phase === 'streaming') return cut('stalled');
         warn('timeout');
         upstream?.destroy();
@@ -255,9 +256,13 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       stopPacing();
       letGo();
       if (upstreamResponse?.complete === true && request.complete) return;
-      // The client went away, or was cut, before the exchange was over: the upstream is stopped at once. Or the
-      // upstream answered before it read the whole body: the rest is dropped (within bounds), so that the next
-      // request is parsed.
+      // The client went away, or was cut, before the exchange was over: the upstream is stopped at once, and what
+      // that stop makes of it (a hang-up, a cut answer) is nobody's failure upstream. Or the upstream answered
+      // before it read the whole body: the rest is dropped (within bounds), so that the next request is parsed.
+      if (phase === 'waiting' || phase === 'streaming') {
+        phase = 'left';
+        options.log.debug('the client went away before the exchange was over');
+      }
       upstream?.destroy();
       dropRestOfBody(request);
     });

@@ -2,7 +2,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { waitFor } from '../../src/testing/wait';
-import { atLevel } from '../helpers/log-sink';
+import { atLeast, atLevel } from '../helpers/log-sink';
 import { getHead, rawSocket } from '../helpers/raw-socket';
 import {
   closedPort,
@@ -107,6 +107,39 @@ describe('reverseProxy, failures', () => {
     await tornDown(upstream.seen[0]!.request);
     await waitFor(() => bench!.proxy.inFlight() === 0, 2000, 'no request in flight');
   });
+
+  it.each([
+    ['mid-upload', 'POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000\r\n\r\n' + 'x'.repeat(1000)],
+    ['mid-answer', getHead('/stream')],
+    [
+      'with a body the server cannot parse',
+      'POST /up HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nFFFFFFFFFFFFFFFFFFFF\r\n',
+    ],
+  ])(
+    'blames nobody upstream when the client goes away %s: no warn line, one debug line saying so',
+    async (_case, sent) => {
+      // The upstream reads every body and starts an answer it never ends: only the client ends the exchange.
+      const { upstream } = await start((req, res) => {
+        req.resume();
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.write('the first part');
+      });
+      const client = await rawSocket(bench!.port);
+      client.socket.write(sent);
+      await waitFor(() => upstream.seen.length === 1, 5000, 'the request upstream');
+      if (sent.startsWith('GET'))
+        await waitFor(() => client.received().includes('the first part'), 5000, 'the part');
+      if (!sent.includes('FFFF')) client.socket.destroy();
+      await tornDown(upstream.seen[0]!.request);
+      await waitFor(() => bench!.proxy.inFlight() === 0, 5000, 'no request in flight');
+      // Any late event of the torn-down request has had its turn.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(bench!.log.lines.filter(atLeast('warn'))).toEqual([]);
+      expect(bench!.log.lines.filter(atLevel('debug'))).toEqual([
+        expect.objectContaining({ msg: 'the client went away before the exchange was over' }),
+      ]);
+    },
+  );
 
   it('answers 408 to a body that stalls past body.stallMs, closes the connection and tears its upstream request down', async () => {
     const { upstream } = await start((req) => req.resume(), {
