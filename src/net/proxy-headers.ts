@@ -133,13 +133,13 @@ export const upstreamHeaders = (request: IncomingMessage, message: Forwardable, 
   return headers;
 };
 
+/** Whether the answer `status` to `request` has a body (RFC 9112 §6.3: not to HEAD, not a 204 or 304). */
+export const bodyAllowed = (request: IncomingMessage, status: number): boolean =>
+  request.method !== 'HEAD' && status !== 204 && status !== 304;
+
 /** Node writes a body in chunks to an HTTP/1.1 client when it has no length, and only then can trailers follow. */
 export const chunkedToClient = (request: IncomingMessage, status: number, message: Forwardable): boolean =>
-  message.length === undefined &&
-  request.httpVersion === '1.1' &&
-  request.method !== 'HEAD' &&
-  status !== 204 &&
-  status !== 304;
+  message.length === undefined && request.httpVersion === '1.1' && bodyAllowed(request, status);
 
 /**
  * True when the message's body is coded other than in chunks alone (`gzip, chunked`): taking the chunks off and

@@ -35,6 +35,7 @@ import {
 import { sharedReadAgent } from './shared-read-agent';
 import { holdSocket } from './socket-hold';
 import {
+  bodyAllowed,
   chunkedToClient,
   forwardable,
   originForm,
@@ -125,11 +126,16 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       if (upstream !== undefined) request.unpipe(upstream);
       answer(request, response, status, text, closeAfter || !request.complete);
     };
+    // The answer's body is framed by the close (an HTTP/1.0 client, no length): a close would end it as if whole.
+    let framedByClose = false;
     const cut = (kind: FailureKind): void => {
       if (phase === 'cut') return;
       phase = 'cut';
       warn(kind);
-      response.destroy(); // the client sees a cut body, never a short one that looks complete
+      // The client sees a cut body, never a short one that looks complete: a length or chunks it lacks say so, and
+      // where the close frames it, a reset (of a TCP socket still open: only those have a remote family).
+      if (framedByClose && request.socket.remoteFamily !== undefined) request.socket.resetAndDestroy();
+      response.destroy();
     };
     // Whether a byte moved since the idle timer last fired.
     let movedSince = false;
@@ -174,6 +180,8 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
         return answerOurselves(502, unreachableText);
       }
       phase = 'streaming';
+      framedByClose =
+        back.length === undefined && bodyAllowed(request, status) && !chunkedToClient(request, status, back);
       idle.refresh();
       head.on('data', moved);
       head.on('end', () => {

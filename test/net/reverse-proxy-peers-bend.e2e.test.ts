@@ -55,6 +55,27 @@ describe('reverseProxy, answers that bend HTTP', () => {
     await waitFor(() => bench.log.lines.some((line) => line.kind === 'cut'), 2000, 'the cut logged');
   });
 
+  it.each([
+    ['chunked, broken off', 'Transfer-Encoding: chunked\r\n\r\n10\r\n{"outputs":[1,2,\r\n', 'end'],
+    ['framed by the close, reset', '\r\n{"outputs":[1,2,', 'reset'],
+  ] as const)(
+    'resets the connection of an HTTP/1.0 client whose answer the model server cuts (%s): its body is framed by the close, which would make it look whole',
+    async (_case, rest, how) => {
+      const bench = await startRawUpstream(
+        `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n${rest}`,
+        (socket) => setTimeout(() => (how === 'end' ? socket.end() : socket.resetAndDestroy()), 100),
+      );
+      const client = await rawSocket(bench.port);
+      let error: string | undefined;
+      client.socket.on('error', (failure: NodeJS.ErrnoException) => (error = failure.code));
+      client.socket.write('POST /v2/models/m/infer HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}');
+      await client.closed;
+      expect(client.received()).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(client.received()).not.toMatch(/content-length|transfer-encoding/i);
+      expect(error).toBe('ECONNRESET');
+    },
+  );
+
   it('reads every header of an answer past 1,000 lines: a header its Connection lists is still dropped', async () => {
     const bench = await startRawUpstream(
       `HTTP/1.1 200 OK\r\n${manyHeaders(1100)}Connection: X-Secret\r\nX-Secret: s\r\nContent-Length: 2\r\n\r\nok`,
