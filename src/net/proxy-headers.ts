@@ -149,6 +149,14 @@ export const chunkedToClient = (request: IncomingMessage, status: number, messag
 export const otherCodings = (message: Forwardable): boolean =>
   message.codings !== undefined && tokens(message.codings).join() !== 'chunked';
 
+/** Takes the Content-Length headers out of `message` (an answer that has no body to frame). */
+export const withoutLength = (message: Forwardable): void => {
+  const { headers } = message;
+  for (let i = headers.length - 2; i >= 0; i -= 2)
+    if (headers[i]!.toLowerCase() === 'content-length') headers.splice(i, 2);
+  delete message.length;
+};
+
 /** `[name, value]` pairs of a raw list, as `addTrailers` takes them. */
 export const pairs = (raw: ReadonlyArray<string>): Array<[string, string]> =>
   raw.flatMap((name, i): Array<[string, string]> => (i % 2 === 0 ? [[name, raw[i + 1]!]] : []));

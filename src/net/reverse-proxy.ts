@@ -44,6 +44,7 @@ import {
   sentTwiceSafely,
   tokens,
   upstreamHeaders,
+  withoutLength,
   type Forwardable,
 } from './proxy-headers';
 
@@ -161,6 +162,8 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       upstreamResponse = head;
       const status = head.statusCode ?? 502;
       const back = forwardable(head.rawHeaders, false);
+      // A 204 has no body, and RFC 9110 §8.6 forbids it a Content-Length: dropped, as Go's server drops it.
+      if (status === 204) withoutLength(back);
       if (otherCodings(back)) {
         head.destroy();
         warn('invalid-head');

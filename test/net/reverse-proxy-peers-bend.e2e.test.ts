@@ -76,6 +76,20 @@ describe('reverseProxy, answers that bend HTTP', () => {
     },
   );
 
+  it("passes on a 204 without the Content-Length RFC 9110 forbids it, as Go's server drops it, and goes on", async () => {
+    const bench = await startRawUpstream(
+      'HTTP/1.1 204 No Content\r\nContent-Length: 5\r\nX-Kept: yes\r\n\r\nhello',
+    );
+    const client = await rawSocket(bench.port);
+    client.socket.write('DELETE /v2/models/m HTTP/1.1\r\nHost: a\r\n\r\n');
+    await waitFor(() => client.received().includes('\r\n\r\n'), 5000, 'the answer');
+    const head = client.received().split('\r\n\r\n')[0]!;
+    expect(head).toMatch(/^HTTP\/1\.1 204 No Content\r\n/);
+    expect(head).toMatch(/\r\nX-Kept: yes(\r\n|$)/);
+    expect(head).not.toMatch(/content-length|transfer-encoding/i);
+    client.socket.destroy();
+  });
+
   it('reads every header of an answer past 1,000 lines: a header its Connection lists is still dropped', async () => {
     const bench = await startRawUpstream(
       `HTTP/1.1 200 OK\r\n${manyHeaders(1100)}Connection: X-Secret\r\nX-Secret: s\r\nContent-Length: 2\r\n\r\nok`,
