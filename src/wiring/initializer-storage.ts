@@ -161,9 +161,10 @@ const abortedInto = (dest: OpenDir, signal: AbortSignal): EffectError =>
   retryableError('aborted', `downloading into ${dest.path} aborted`, signal.reason);
 
 /**
- * A dir an earlier pair of this run moved into dest, and the staging dir brings again, is merged rather than replaced:
- * KServe's initializer writes every pair straight into dest, so two pairs' files under one dir (weights and config
- * from two URIs) both stay, the later pair's where both hold a name.
+ * A dir of dest holding what an earlier pair of this run wrote, which the staging dir brings again, is merged rather
+ * than replaced: KServe's initializer writes every pair straight into its dest, so two pairs' files under one dir
+ * (weights and config from two URIs; a tokenizer's dest below the base model's) both stay, the later pair's where
+ * both hold a name.
  */
 const keepEarlier = async (dest: OpenDir, staging: OpenDir, name: string): Promise<void> => {
   const [before, now] = await Promise.all([
@@ -180,9 +181,16 @@ interface FillOptions {
   readonly signal: AbortSignal;
   readonly log: Logger;
   readonly space: SpaceCheck;
-  /** The top-level names earlier pairs of this run moved into this dest (kept up to date). */
-  readonly earlier: Set<string>;
+  /** The absolute paths of the entries earlier pairs of this run moved into their dests (kept up to date). */
+  readonly written: Set<string>;
 }
+
+/**
+ * Whether `entry` (an absolute path) holds what this run wrote: an entry an earlier pair moved in is it, lies
+ * below it (that pair's dest was below), or holds it (this dest is below what that pair moved in).
+ */
+const holdsWritten = (written: ReadonlySet<string>, entry: string): boolean =>
+  [...written].some((path) => path === entry || path.startsWith(`${entry}/`) || entry.startsWith(`${path}/`));
 
 /**
  * Fills `destPath` through a staging dir `fill` writes into, as docs/storage.md ("Storage initializer", Into place)
@@ -191,7 +199,7 @@ interface FillOptions {
 const fillDest = async (
   destPath: string,
   fill: (dir: string) => Promise<number | undefined>,
-  { signal, log, space, earlier }: FillOptions,
+  { signal, log, space, written }: FillOptions,
 ): Promise<number> => {
   const dest = await openDest(destPath);
   let made: ReturnType<typeof makeStaging> | undefined;
@@ -207,10 +215,12 @@ const fillDest = async (
     const reported = await fill(staging.ref);
     if (signal.aborted) throw abortedInto(dest, signal);
     const bytes = reported ?? [...(await fileSizes(staging)).values()].reduce((sum, size) => sum + size, 0);
-    for (const name of earlier) await keepEarlier(dest, staging, name);
+    const names = await step(`cannot list ${staging.path}`, () => readdir(staging!.ref));
+    for (const name of names.filter((entry) => holdsWritten(written, join(dest.path, entry))))
+      await keepEarlier(dest, staging, name);
     // From here on a stop lets the renames finish: dest gets all the new entries, not some of them.
     made.stopRemovingOnAbort();
-    for (const name of await moveEntries(staging, dest)) earlier.add(name);
+    for (const name of await moveEntries(staging, dest)) written.add(join(dest.path, name));
     return bytes;
   } catch (cause) {
     const error = signal.aborted ? cause : fsError(`cannot download into ${dest.path}`, cause);
@@ -257,8 +267,8 @@ export const initializerStorage = (
   const { download, network } = router.right;
   // One watch a dest for the whole run: once its mount is found hung, the retries fail at once, taking no thread.
   const watchOf = mountWatches({ log, what: 'the dest' });
-  // By dest: the names this run's pairs moved in so far (keepEarlier).
-  const written = new Map<string, Set<string>>();
+  // Where this run's pairs moved their entries so far, whatever their dests (keepEarlier).
+  const written = new Set<string>();
   return E.right({
     schemes: download.schemes,
     download: async (uri, dest, signal, progress, request) => {
@@ -269,9 +279,7 @@ export const initializerStorage = (
       };
       const fill = (dir: string) => download(uri, dir, signal, report, request).then(() => moved);
       const at = resolve(dest);
-      const earlier = written.get(at) ?? new Set<string>();
-      written.set(at, earlier);
-      return { bytes: await watchOf(at)(() => fillDest(at, fill, { signal, log, space, earlier })) };
+      return { bytes: await watchOf(at)(() => fillDest(at, fill, { signal, log, space, written })) };
     },
     close: () => network.close(),
   });
