@@ -3,8 +3,11 @@
  * made again when the key file changes, its token sent to the configured endpoint alone and its token requests
  * never redirected; and what a refused token request says.
  */
+import { readFile } from 'node:fs/promises';
 import type { Storage } from '@google-cloud/storage';
 import { sameEndpoint } from '../../core/endpoint';
+import { permanentError } from '../../core/errors';
+import { isJsonObject } from '../../core/json/json-object';
 import { lazyModule } from '../../core/lazy-module';
 import { credentialsFileVersion } from './credentials-file';
 
@@ -35,11 +38,39 @@ const refuseTokenRedirects = (client: unknown): void => {
   }
 };
 
+/** The permanent failure of a credentials file no retry can mend (`why` never quotes its content: a key). */
+const unusableFile = (file: string, why: string) =>
+  permanentError('refused', `the GCS credentials file ${file} ${why}`);
+
+/** Fails unless `file` (present, checked by credentialsFileVersion) holds a JSON object, as every credentials file does. */
+const mustHoldJson = async (file: string): Promise<void> => {
+  const text = await readFile(file, 'utf8').catch((cause: unknown) => {
+    throw unusableFile(file, `cannot be read: ${(cause as Error).message}`);
+  });
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // JSON.parse's message quotes the text, a private key maybe.
+    throw unusableFile(file, 'is no JSON credentials file');
+  }
+  if (!isJsonObject(parsed)) throw unusableFile(file, 'is no JSON credentials file');
+};
+
+/**
+ * Whether the library failed before any request (no `config` of a request, no `response`): on the file's content
+ * (a key without its fields, one OpenSSL cannot decode), which no retry mends; a token request's own failure
+ * (a reset, a refusal) carries both.
+ */
+const failedOnTheFile = (cause: unknown): boolean =>
+  typeof cause === 'object' && cause !== null && !('config' in cause) && !('response' in cause);
+
 /**
  * The Authorization header for a request to a URL, from the credentials of `credentialsFile` (made again when the
  * file changes: a rotated key): none when the URL is not at `endpoint`, none for a custom endpoint without a
- * credentials file, none without application default credentials (public buckets). A token exchange that fails
- * rejects with the library's error.
+ * credentials file, none without application default credentials (public buckets). A credentials file that is
+ * missing, no JSON or not credentials the library can use fails for good (`refused`, naming it); a token exchange
+ * that fails rejects with the library's error.
  */
 export const gcsAuthorization = (endpoint: string, credentialsFile: string | undefined) => {
   let current: { readonly auth: AuthClient; readonly version: string } | undefined;
@@ -49,7 +80,10 @@ export const gcsAuthorization = (endpoint: string, credentialsFile: string | und
     // A missing file is the library's to report (it names the file); a changed one is a new client. The library
     // reads it whole, whatever it is: a device without end, a FIFO or a huge file is not handed over.
     const version = credentialsFile === undefined ? '' : await credentialsFileVersion(credentialsFile, 'GCS');
+    if (credentialsFile !== undefined && version === 'missing')
+      throw unusableFile(credentialsFile, 'does not exist');
     if (current?.version !== version) {
+      if (credentialsFile !== undefined) await mustHoldJson(credentialsFile);
       const settings = credentialsFile === undefined ? {} : { keyFilename: credentialsFile };
       current = { auth: new (gcsSdk().Storage)(settings).authClient, version };
     }
@@ -64,6 +98,8 @@ export const gcsAuthorization = (endpoint: string, credentialsFile: string | und
       if (credentialsFile === undefined && /Could not load the default credentials/.test(String(cause))) {
         return {};
       }
+      if (credentialsFile !== undefined && failedOnTheFile(cause))
+        throw unusableFile(credentialsFile, `cannot be used: ${(cause as Error).message}`);
       throw cause;
     }
   };

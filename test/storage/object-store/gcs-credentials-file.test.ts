@@ -36,3 +36,43 @@ describe('gcsAuthorization, the credentials file', () => {
     });
   });
 });
+
+describe('gcsAuthorization, a credentials file the library cannot use', () => {
+  const tmp = useTempDir('gcs-credentials-unusable');
+
+  // A missing file or one that holds no credentials failed as `network`, retried with backoff --max-attempts
+  // times (the storage initializer's minute of retries, the agent's model Retrying) for what no retry mends.
+  it('fails for good, naming the file, when it does not exist', async () => {
+    const file = path.join(tmp.path, 'missing.json');
+    await expect(gcsAuthorization(defaultGcsEndpoint, file)(url)).rejects.toMatchObject({
+      retryable: false,
+      kind: 'refused',
+      message: `the GCS credentials file ${file} does not exist`,
+    });
+  });
+
+  it.each([
+    ['no JSON', 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASC', 'is no JSON credentials file'],
+    [
+      'a key without its fields',
+      '{"type":"service_account"}',
+      'cannot be used: private_key and client_email are required.',
+    ],
+  ])('fails for good, naming the file and never its content, when it holds %s', async (_, content, why) => {
+    const file = path.join(tmp.path, 'key.json');
+    await writeFile(file, content);
+    const error = await gcsAuthorization(
+      defaultGcsEndpoint,
+      file,
+    )(url).then(
+      () => undefined,
+      (cause: unknown) => cause as Error & { retryable?: boolean; kind?: string },
+    );
+    expect(error).toMatchObject({
+      retryable: false,
+      kind: 'refused',
+      message: `the GCS credentials file ${file} ${why}`,
+    });
+    expect(error?.message).not.toContain('MIIE');
+  });
+});
