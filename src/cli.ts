@@ -87,10 +87,11 @@ const modeOf = (
   config: AppConfig,
   pairs: ReadonlyArray<DownloadPair>,
   log: Logger,
-  shutdown$: Observable<unknown>,
+  shutdown$: Observable<string>,
 ): Observable<Output> => {
-  // A signal before the downloads are done is a failed initializer: the pod must not start on half a model.
-  if (pairs.length > 0) return failedOnSignal(initializerMode(pairs, config, log, process.env), shutdown$);
+  // A signal before the downloads are done is a failed initializer: the pod must not start on half a model. The
+  // mode says so, naming the signal and the pair it cut.
+  if (pairs.length > 0) return initializerMode(pairs, config, log, process.env, shutdown$);
   // Nor is a one-shot sync (or its dry run) a success once a signal stopped it: CI would pass on what was not done.
   if (config.once) {
     const mode$ = config.dryRun
@@ -137,7 +138,7 @@ const run = (
   // leaving a staging dir in the initializer's dest and no exit code saying the work was not done: it stops them.
   const syncing = pairs.length === 0 && !config.once && !config.dryRun;
   const stops = syncing ? ['SIGTERM', 'SIGINT'] : ['SIGTERM', 'SIGINT', 'SIGHUP'];
-  const stopSignals$ = merge(...stops.map((signal) => fromEvent(process, signal)));
+  const stopSignals$ = merge(...stops.map((signal) => fromEvent(process, signal).pipe(map(() => signal))));
   // The first signal stops gracefully; a second one (an impatient operator) stops at once, cutting what runs.
   let cutShort = false;
   const secondSignal$ = stopSignals$.pipe(

@@ -13,8 +13,13 @@ import {
   finalize,
   from,
   map,
+  merge,
+  NEVER,
   of,
   retry,
+  share,
+  take,
+  takeUntil,
   throwError,
   timer,
   type MonoTypeOperatorFunction,
@@ -124,12 +129,34 @@ const downloadPair = (
     );
   });
 
+/** The pair being downloaded, if one is: what a stop signal names. */
+interface InProgress {
+  current: DownloadPair | undefined;
+}
+
+/** The one error line of a run a stop signal ended: the signal, and the pair it cut (redacted), if one. */
+const logStopped = (log: Logger, signal: string, pair: DownloadPair | undefined): void => {
+  if (pair === undefined) {
+    log.error(
+      { signal },
+      `storage initializer stopped by ${signal} before every pair was downloaded; exiting as failed`,
+    );
+    return;
+  }
+  const { storageUri, dest } = shown(pair);
+  log.error(
+    { signal, storageUri, dest },
+    `storage initializer stopped by ${signal} while downloading ${storageUri} to ${dest}; exiting as failed`,
+  );
+};
+
 /** Each pair in order, stopping at the first that fails (logged): true when every one was downloaded. */
 const downloadAll = (
   storage: InitializerStorage,
   pairs: ReadonlyArray<DownloadPair>,
   options: PairOptions,
   log: Logger,
+  inProgress: InProgress,
 ): Observable<boolean> => {
   // Checked before any pair is downloaded: a URI no provider serves writes nothing anywhere.
   const refused = pairs
@@ -141,12 +168,16 @@ const downloadAll = (
   }
   return from(pairs).pipe(
     concatMap((pair) =>
-      downloadPair(storage, pair, options, log).pipe(
+      defer(() => {
+        inProgress.current = pair;
+        return downloadPair(storage, pair, options, log);
+      }).pipe(
         map(() => true),
         catchError((cause: unknown) => {
           logFailure(log, pair, cause);
           return of(false);
         }),
+        finalize(() => (inProgress.current = undefined)),
       ),
     ),
     every((downloaded) => downloaded),
@@ -156,13 +187,15 @@ const downloadAll = (
 /**
  * Downloads every pair in order into its dest with the agent's router, caps, credentials (`env`) and retries, as
  * docs/storage.md ("Storage initializer") says: KServe's patterns, the log lines, exit 0, 1 or 2. Unsubscribing
- * aborts the download in progress, whose staging dir is then removed: dest stays as it was.
+ * aborts the download in progress, whose staging dir is then removed: dest stays as it was; so does `stop$` (the
+ * name of a stop signal), then one error line names it and the pair it cut, and the exit is 1.
  */
 export const initializerMode = (
   pairs: ReadonlyArray<DownloadPair>,
   config: AppConfig,
   log: Logger,
   env: Env,
+  stop$: Observable<string> = NEVER,
 ): Observable<Output> =>
   defer(() => {
     const select = selectionFromEnv(env);
@@ -175,8 +208,24 @@ export const initializerMode = (
       { version: packageVersion, pairs: pairs.map(shown), ...request },
       'storage initializer starting',
     );
-    return downloadAll(storage.right, pairs, { policy: retryPolicyOf(config), request }, log).pipe(
+    const inProgress: InProgress = { current: undefined };
+    const options = { policy: retryPolicyOf(config), request };
+    const run$ = downloadAll(storage.right, pairs, options, log, inProgress).pipe(
       map((downloaded) => exit(downloaded ? 0 : 1)),
       finalize(() => void storage.right.close().catch(() => undefined)),
     );
+    // The pair the signal cut, taken as it comes: the download is then cut (its staging dir removed), and the line
+    // says what the signal stopped.
+    const signal$ = stop$.pipe(
+      take(1),
+      map((signal) => ({ signal, pair: inProgress.current })),
+      share(),
+    );
+    const stopped$ = signal$.pipe(
+      map(({ signal, pair }) => {
+        logStopped(log, signal, pair);
+        return exit(1);
+      }),
+    );
+    return merge(run$.pipe(takeUntil(signal$)), stopped$).pipe(take(1));
   });

@@ -176,6 +176,14 @@ describe('modelsync <uri> <dest> (the storage initializer)', () => {
 
       expect(exit).toEqual({ code: 1, signal: null });
       expect(await readdir(dest)).toEqual([]);
+      // The last line `kubectl logs` shows said only `storage initializer starting`: nothing told why it exited 1.
+      expect(cli.logs.at(-1)).toMatchObject({
+        level: 'error',
+        signal,
+        storageUri: `${server.url}/model.bin`,
+        dest,
+        msg: `storage initializer stopped by ${signal} while downloading ${server.url}/model.bin to ${dest}; exiting as failed`,
+      });
     },
   );
 });
