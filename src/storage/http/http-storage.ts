@@ -66,6 +66,10 @@ type Settings = HttpStorageOptions &
     readonly pressures: (origin: string) => StorePressure;
   };
 
+/**
+ * The name a body is saved under: the URL path's last segment, decoded. A path ending in `/` names no file (its
+ * body is most often an index page): refused, as KServe's initializer refuses it ("No filename contained in URI").
+ */
 const fileNameOf = (url: URL, what: string): string => {
   const segment = url.pathname.slice(url.pathname.lastIndexOf('/') + 1);
   let name: string;
@@ -74,7 +78,10 @@ const fileNameOf = (url: URL, what: string): string => {
   } catch {
     name = segment;
   }
-  if (name === '') return 'model';
+  if (name === '') {
+    const message = `${what}: the URL names no file (its path ends in "/"); name the file, or serve an archive`;
+    throw permanentError('invalid-uri', message);
+  }
   if (name === '.' || name === '..' || /[/\\\0]/.test(name)) {
     throw permanentError('refused', `${what}: cannot save a file named ${JSON.stringify(name)}`);
   }
@@ -115,7 +122,11 @@ const download = async (
   const get: SaveJob['reopen'] = (extra, on) => httpGet(url, settings, what, on, credentials, extra);
   const pressure = settings.pressures(url.origin);
   // One file's URL: the patterns decide before the GET (an archive's entries are the extractor's to select).
-  if (!selectsAll(request?.select) && archiveFormatOf(url.pathname) === undefined) {
+  if (
+    !selectsAll(request?.select) &&
+    archiveFormatOf(url.pathname) === undefined &&
+    !url.pathname.endsWith('/')
+  ) {
     const name = fileNameOf(url, what);
     if (!fileFilter(request?.select)(name))
       throw permanentError('not-found', `${what}: ${selectedNone(request?.select, 1, 'file')} (${name})`);
@@ -157,6 +168,8 @@ const download = async (
     let response = await open();
     // The URL as written names the model; a redirect target is often an opaque blob or presigned URL.
     const kind = bodyKind(headerOf(response.headers, 'content-type') ?? null, url.pathname);
+    // A URL naming no file fails below: its body is let go first (bounded), not left on the socket.
+    if (kind === 'file' && url.pathname.endsWith('/')) await discardBody(response);
     const name = kind === 'file' ? fileNameOf(url, what) : undefined;
     const to = name === undefined ? undefined : path.join(targetDir, name);
     // The bytes are published under the HEAD's identity (a node cache): they must be the bytes it named.

@@ -84,10 +84,27 @@ describe('httpStorage', () => {
     expect(written).toEqual(new Map([['model.joblib', 18]]));
   });
 
-  it('names the file "model" when the URL path ends in a slash', async () => {
-    const url = await serve({ '/models/': send('weights', { 'content-type': 'application/octet-stream' }) });
+  // A URL ending in a slash names no file: the body (often a server's index page) was saved as `model` and the
+  // download succeeded, where KServe's initializer refuses the URI ("No filename contained in URI") and its agent
+  // fails to create the file: the model server then met an HTML page as its model.
+  it('fails for good, saving nothing, when the URL path ends in a slash and the body is no archive', async () => {
+    const url = await serve({ '/models/': send('<html>index</html>', { 'content-type': 'text/html' }) });
+    const error = await effectError(httpStorage().download(`${url}/models/?x=1`, target, never));
+    expect(error).toMatchObject({ kind: 'invalid-uri', retryable: false });
+    expect(error.message).toBe(
+      `GET ${url}/models/: the URL names no file (its path ends in "/"); name the file, or serve an archive`,
+    );
+    expect(await listTree(target)).toEqual([]);
+  });
+
+  it("extracts an archive its Content-Type names when the URL path ends in a slash, as KServe's agent does", async () => {
+    const url = await serve({
+      '/models/': send(tgz([{ name: 'model.pt', content: 'weights' }]), {
+        'content-type': 'application/gzip',
+      }),
+    });
     await httpStorage().download(`${url}/models/`, target, never);
-    expect(await listTree(target)).toEqual(['model']);
+    expect(await listTree(target)).toEqual(['model.pt']);
   });
 
   it('fails permanently on 404 (W12)', async () => {
