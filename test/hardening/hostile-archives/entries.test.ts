@@ -162,57 +162,59 @@ describe('hostile archive entries', () => {
     },
   );
 
-  it.each(providers)(
-    'installs a well-formed archive with inside links over %s (the control)',
-    async (provider) => {
-      const uri = await bench.place(
-        provider,
-        'good.tgz',
-        tgz([
-          { name: 'model/1/model.pt', content: 'weights' },
-          { name: 'model/latest', type: '2', linkname: '1/model.pt' },
-          { name: 'model/copy.pt', type: '1', linkname: 'model/1/model.pt' },
-        ]),
-      );
-      expect(await bench.install(uri)).toBeUndefined();
-      expect((await bench.leftovers()).filter((entry) => !entry.startsWith('models/m/SUCCESS.'))).toEqual([
-        'models/',
-        'models/m/',
+  /** Well-formed archives with inside links, and what each installs (the marker aside). */
+  const wellFormed: ReadonlyArray<{
+    what: string;
+    file: string;
+    entries: TarEntry[];
+    installed: string[];
+  }> = [
+    {
+      what: 'a well-formed archive with inside links (the control)',
+      file: 'good.tgz',
+      entries: [
+        { name: 'model/1/model.pt', content: 'weights' },
+        { name: 'model/latest', type: '2', linkname: '1/model.pt' },
+        { name: 'model/copy.pt', type: '1', linkname: 'model/1/model.pt' },
+      ],
+      installed: [
         'models/m/model/',
         'models/m/model/1/',
         'models/m/model/1/model.pt',
         'models/m/model/copy.pt',
         'models/m/model/latest -> 1/model.pt',
-        'outside/',
-      ]);
-      await bench.clear();
+      ],
     },
-  );
-
-  it.each(providers)(
-    'installs an archive made by tar -C dir . with a hard link and links to the model dir itself over %s',
-    async (provider) => {
-      const uri = await bench.place(
-        provider,
-        'dot.tgz',
-        tgz([
-          { name: './', type: '5' },
-          { name: './1/', type: '5' },
-          { name: './1/model.pt', content: 'weights' },
-          { name: './copy.pt', type: '1', linkname: './1/model.pt' },
-          { name: './self', type: '2', linkname: '.' },
-          { name: './1/up', type: '2', linkname: '..' },
-        ]),
-      );
-      expect(await bench.install(uri)).toBeUndefined();
-      expect((await bench.leftovers()).filter((entry) => !entry.startsWith('models/m/SUCCESS.'))).toEqual([
-        'models/',
-        'models/m/',
+    {
+      what: 'an archive made by tar -C dir . with a hard link and links to the model dir itself',
+      file: 'dot.tgz',
+      entries: [
+        { name: './', type: '5' },
+        { name: './1/', type: '5' },
+        { name: './1/model.pt', content: 'weights' },
+        { name: './copy.pt', type: '1', linkname: './1/model.pt' },
+        { name: './self', type: '2', linkname: '.' },
+        { name: './1/up', type: '2', linkname: '..' },
+      ],
+      installed: [
         'models/m/1/',
         'models/m/1/model.pt',
         'models/m/1/up -> ..',
         'models/m/copy.pt',
         'models/m/self -> .',
+      ],
+    },
+  ];
+
+  it.each(wellFormed.flatMap((archive) => providers.map((provider) => ({ ...archive, provider }))))(
+    'installs $what over $provider',
+    async ({ file, entries, installed, provider }) => {
+      const uri = await bench.place(provider, file, tgz(entries));
+      expect(await bench.install(uri)).toBeUndefined();
+      expect((await bench.leftovers()).filter((entry) => !entry.startsWith('models/m/SUCCESS.'))).toEqual([
+        'models/',
+        'models/m/',
+        ...installed,
         'outside/',
       ]);
       await bench.clear();
