@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { ReadEntry, Unpack } from 'tar';
 import { lazyModule } from '../../core/lazy-module';
-import { EffectError, errorCode } from '../../core/errors';
+import { EffectError, errorCode, permanentError } from '../../core/errors';
 import { consume } from '../../fs';
 import type { ArchiveBudget } from './budget';
 import type { EntryKind } from './guard';
@@ -26,10 +26,14 @@ const tarKinds: Readonly<Record<string, EntryKind>> = {
 };
 const tarKind = (entry: ReadEntry): EntryKind => tarKinds[entry.type] ?? 'other';
 
-/** A plain tar passed through, a gzipped one (by its magic bytes) gunzipped, held to the budget's ratio. */
+/**
+ * A plain tar passed through, a gzipped one (by its magic bytes) gunzipped, held to the budget's ratio; `tar` learns
+ * that the stream is gzipped, and that it ended whole (its trailer checked: no retry can fetch other bytes).
+ */
 async function* gunzipIfGzipped(
   source: AsyncIterable<Buffer>,
   budget: ArchiveBudget,
+  tar: TarStream,
 ): AsyncGenerator<Buffer> {
   const iterator = source[Symbol.asyncIterator]();
   let head = Buffer.alloc(0);
@@ -51,6 +55,7 @@ async function* gunzipIfGzipped(
     yield* all();
     return;
   }
+  tar.gzip = 'open';
   const gunzip = createGunzip();
   const feeding = pipeline(all(), gunzip);
   // A feeding failure destroys gunzip and surfaces from the loop below: no unhandled rejection here.
@@ -62,35 +67,59 @@ async function* gunzipIfGzipped(
     yield chunk as Buffer;
   }
   await feeding;
+  tar.gzip = 'whole';
 }
 
 /** What the tar stream (gunzipped) showed: its first block, whether it ended, whether tar saw its end blocks. */
 class TarStream {
   private head = Buffer.alloc(0);
+  private bytes = 0;
   private ended = false;
   /** Set by tar's `eof` event: the two zero blocks that end an archive came. */
   sawEnd = false;
+  /** Set by gunzipIfGzipped: a gzip stream (`open`), whose trailer came and matched (`whole`). */
+  gzip: 'no' | 'open' | 'whole' = 'no';
 
   async *watch(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
     for await (const chunk of source) {
       if (this.head.length < 512) this.head = Buffer.concat([this.head, chunk]).subarray(0, 512);
+      this.bytes += chunk.length;
       yield chunk;
     }
     this.ended = true;
   }
 
-  /** The truncation `cause` says: a gzip stream without its trailer, a tar that ended inside an entry. */
+  /**
+   * The failure `cause` says, when it says more than tar's own words: a gzip stream without its trailer, a tar that
+   * ended inside an entry (both cut short), a stream whose first block is no tar header (no tar at all).
+   */
   truncation(cause: unknown, what: string): EffectError | undefined {
     if (cause instanceof EffectError) return undefined;
     const code = errorCode(cause);
     if (code === 'Z_BUF_ERROR') return truncatedArchive(what, 'the gzip stream ended before its trailer');
-    if (code !== 'TAR_BAD_ARCHIVE' || !this.ended || this.sawEnd || !this.beginsLikeTar()) return undefined;
+    if (this.head.length === 512 && !this.beginsLikeTar()) {
+      const found = `${this.gzip === 'no' ? 'its' : 'the gzip stream holds no tar: its'} first 512 bytes are no tar header`;
+      return permanentError('invalid-archive', `${what}: invalid archive: ${found}`, cause);
+    }
+    if (code !== 'TAR_BAD_ARCHIVE' || !this.ended || this.sawEnd) return undefined;
     return this.missingEnd(what);
   }
 
-  /** The failure of a tar that ended without its end-of-archive blocks. */
+  /**
+   * The failure of a tar that ended without its end-of-archive blocks: cut short, unless a whole gzip stream held it
+   * (a retry would fetch the same bytes: a gzipped payload that is no tar, or a tar made without its end).
+   */
   missingEnd(what: string): EffectError {
-    return truncatedArchive(what, 'the tar ended before its end-of-archive blocks');
+    if (this.gzip !== 'whole')
+      return truncatedArchive(what, 'the tar ended before its end-of-archive blocks');
+    const found =
+      this.bytes < 512
+        ? `holds no tar: ${this.bytes} bytes, fewer than one header`
+        : 'the tar in it ends without its end-of-archive blocks';
+    return permanentError(
+      'invalid-archive',
+      `${what}: invalid archive: the gzip stream is whole but ${found}`,
+    );
   }
 
   // A stream too short for one header may be any cut tar; a longer one must open with a header or a zero block.
@@ -197,7 +226,7 @@ export const untarInto = (
       try {
         await pipeline(
           chunks,
-          (gzipped: AsyncIterable<Buffer>) => gunzipIfGzipped(gzipped, budget),
+          (gzipped: AsyncIterable<Buffer>) => gunzipIfGzipped(gzipped, budget, tar),
           (plain: AsyncIterable<Buffer>) => tar.watch(plain),
           unpackSink(unpack),
           { signal },

@@ -1,6 +1,7 @@
 /** Tests of extraction's caps and completeness: bombs, entry counts, declared sizes, archives cut short. */
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { extractFile, extractStream, type ArchiveFormat } from '../../../src/storage/archive/extract';
 import type { DownloadLimits } from '../../../src/storage/download-limits';
 import { cliDownloadLimits } from '../../helpers/cli-limits';
@@ -165,6 +166,32 @@ describe('extraction limits', () => {
         await expectTruncated(gz.subarray(0, cut), 'tar', 'the gzip stream ended before its trailer');
       }
       await expectTruncated(gz.subarray(0, gz.length - 1), 'tar', 'the gzip stream ended before its trailer');
+    });
+
+    // Its trailer (CRC-32 and length) proves a gzip stream whole: nothing a retry fetches can differ.
+    it.each([
+      [
+        'a 12-byte payload',
+        Buffer.from('hello joblib'),
+        'is whole but holds no tar: 12 bytes, fewer than one header',
+      ],
+      ['nothing', Buffer.alloc(0), 'is whole but holds no tar: 0 bytes, fewer than one header'],
+      ['2000 bytes of no tar', Buffer.alloc(2000, 7), 'holds no tar: its first 512 bytes are no tar header'],
+      [
+        'a tar without its end blocks',
+        tar.subarray(0, tar.length - 1024),
+        'is whole but the tar in it ends without its end-of-archive blocks',
+      ],
+    ])('fails for good, saying what it holds, on a whole gzip stream of %s', async (_, payload, why) => {
+      const error = await effectError(extract(gzipSync(payload), 'tar'));
+      expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
+      expect(error.message).toBe(`${what}: invalid archive: the gzip stream ${why}`);
+    });
+
+    it('fails for good, naming it, on a plain stream whose first block is no tar header', async () => {
+      const error = await effectError(extract(Buffer.alloc(2000, 7), 'tar'));
+      expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
+      expect(error.message).toBe(`${what}: invalid archive: its first 512 bytes are no tar header`);
     });
 
     it('fails retryably on a zip cut anywhere before the end of its central directory', async () => {
