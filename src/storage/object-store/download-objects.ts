@@ -170,11 +170,9 @@ const identityOf = (
 /** Saves the one archive object to a scratch file beside the model's files, extracts it, deletes it. */
 const fetchArchive = async (job: Job, item: PlannedObject, targetDir: string, limits: DownloadLimits) => {
   const format = archiveFormatOf(item.path)!;
-  // A file of the staging dir: if we crash, the store deletes it with the dir. The random name is no entry's.
-  const scratch = path.join(
-    targetDir,
-    `.modelsync-${randomBytes(8).toString('hex')}-${path.basename(item.path)}`,
-  );
+  // A file of the staging dir: if we crash, the store deletes it with the dir. The random name is no entry's, and
+  // short: the object's own name may take all 255 bytes a file name has.
+  const scratch = path.join(targetDir, `.modelsync-${randomBytes(8).toString('hex')}.${format}`);
   try {
     await fetchObject(job, item.object, scratch);
     await extractFile(scratch, format, targetDir, {

@@ -20,6 +20,19 @@ describe('downloadObjects', () => {
       expect(await readFiles(staging.path)).toEqual({ 'config.pbtxt': 'name: "m1"', '1/model.onnx': 'onnx' });
     });
 
+    // 250 bytes take the 255 a name may have; our scratch file's prefix must not push it past them.
+    it.each(['tar.gz', 'zip'])(
+      'extracts a lone .%s object whose name is as long as a file name may be',
+      async (ext) => {
+        const files = { 'model.bin': 'm' };
+        const archive = ext === 'zip' ? await makeZip(files) : await makeTarGz(files);
+        const name = `${'n'.repeat(255 - ext.length - 1)}.${ext}`;
+        const store = new MemoryStore().put(`m1/${name}`, archive);
+        await download(store, `m1/${name}`);
+        expect(await listTree(staging.path)).toEqual(['model.bin']);
+      },
+    );
+
     it('extracts a zip named exactly by the prefix, resuming its cut download', async () => {
       const zip = await makeZip({ 'model.bin': 'z'.repeat(5000) });
       const store = new MemoryStore().put('zips/m1.zip', zip);
