@@ -1,5 +1,5 @@
 /** Tests of localFileStorage on real temp dirs: files, trees, archives, links and failures by kind. */
-import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openDir } from '../../../src/fs';
@@ -44,6 +44,31 @@ describe('localFileStorage', () => {
     expect((await readFile(path.join(target, 'small.bin'))).equals(small)).toBe(true);
     expect((await readFile(path.join(target, 'big.bin'))).equals(big)).toBe(true);
     await expect(local().download(source, target, signal)).rejects.toMatchObject({ kind: 'filesystem' });
+  });
+
+  // The model server reads the model dir as another user (deploy/base: modelsync 65532, the server 1000).
+  it('makes every copied file readable by all, keeping its owner and execute bits, as a tar extracts it', async () => {
+    const modes = {
+      'private.bin': 0o600,
+      'group.bin': 0o640,
+      'none.bin': 0o000,
+      'run.sh': 0o4770,
+      'big.bin': 0o600,
+    };
+    for (const [name, mode] of Object.entries(modes)) {
+      await writeFile(path.join(source, name), name === 'big.bin' ? Buffer.alloc(9 * 1024 * 1024) : 'x', {
+        mode,
+      });
+      await chmod(path.join(source, name), mode);
+    }
+    await mkdir(path.join(source, 'private'), { mode: 0o700 });
+    await local().download(source, target, signal);
+    const modeOf = async (name: string) => (await stat(path.join(target, name))).mode & 0o7777;
+    expect(await Promise.all([...Object.keys(modes), 'private'].map(modeOf))).toEqual([
+      0o644, 0o644, 0o444, 0o754, 0o644, 0o755,
+    ]);
+    await local().download(path.join(source, 'private.bin'), path.join(target, 'private'), signal);
+    expect(await modeOf('private/private.bin')).toBe(0o644);
   });
 
   it('copies the contents of a directory tree when given a file:// URL', async () => {
