@@ -1,4 +1,5 @@
 /** transportError: the one classification of an HTTP request that got no complete answer, for every HTTP edge. */
+import { maxHeaderSize } from 'node:http';
 import { EffectError, permanentError, retryableError } from '../core/errors';
 
 /** What the caller knows about how the request ended, which the error that reaches its catch often does not say. */
@@ -18,6 +19,8 @@ const permanentCauseCodes = new Set(
   'ERR_INVALID_URL ERR_INVALID_ARG_TYPE ERR_INVALID_PROTOCOL UND_ERR_INVALID_ARG ERR_INVALID_CHAR'.split(' '),
 );
 
+const headOverflowCodes = new Set(['UND_ERR_HEADERS_OVERFLOW', 'HPE_HEADER_OVERFLOW']);
+
 const timeoutCodes: Readonly<Record<string, 'connect' | 'headers' | 'body'>> = {
   UND_ERR_CONNECT_TIMEOUT: 'connect',
   UND_ERR_HEADERS_TIMEOUT: 'headers',
@@ -33,7 +36,8 @@ export const timeoutOf = (cause: unknown): 'connect' | 'headers' | 'body' | unde
 
 /**
  * The EffectError for a request that failed in transport: `aborted`, `timeout` (the caller's or undici's), an
- * EffectError thrown on the way as it is, `invalid-uri` for a URL that can never be used (permanent), else
+ * EffectError thrown on the way as it is, `invalid-uri` for a URL that can never be used (permanent),
+ * `invalid-response` for an answer whose head is over the limit (permanent: the server sends the same again), else
  * `network`, its message carrying the reason from the cause chain (`connect ECONNREFUSED 127.0.0.1:8000`).
  */
 export const transportError = (cause: unknown, state: TransportState): EffectError => {
@@ -46,6 +50,13 @@ export const transportError = (cause: unknown, state: TransportState): EffectErr
   if (timeoutOf(cause) !== undefined) return retryableError('timeout', `${what} timed out: ${detail}`, cause);
   if (chain.some(({ code }) => typeof code === 'string' && permanentCauseCodes.has(code)))
     return permanentError('invalid-uri', `${what} failed: ${detail}`, cause);
+  // undici and node:http (the SDKs') read a head up to Node's limit (16 KiB, --max-http-header-size); a server
+  // answers the same head again.
+  if (chain.some(({ code }) => typeof code === 'string' && headOverflowCodes.has(code))) {
+    const limit = `${Math.floor(maxHeaderSize / 1024)} KiB`;
+    const why = `the answer's head (its status line and headers) is over the ${limit} a client reads`;
+    return permanentError('invalid-response', `${what} failed: ${why}`, cause);
+  }
   const failed = state.connectionLost === true ? ': connection lost' : ' failed';
   return retryableError('network', `${what}${failed}: ${detail}`, cause);
 };

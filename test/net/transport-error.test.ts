@@ -57,6 +57,18 @@ describe('transportError', () => {
     });
   });
 
+  it.each(['UND_ERR_HEADERS_OVERFLOW', 'HPE_HEADER_OVERFLOW'])(
+    'makes an answer whose head is over the limit (%s) a permanent invalid-response',
+    (code) => {
+      const overflow = fetchFailed(Object.assign(new Error('Headers Overflow Error'), { code }));
+      expect(transportError(overflow, { what, aborted: false })).toMatchObject({
+        kind: 'invalid-response',
+        retryable: false,
+        message: `${what} failed: the answer's head (its status line and headers) is over the 16 KiB a client reads`,
+      });
+    },
+  );
+
   it('stops following a cause chain that loops', () => {
     const a: { message: string; cause?: unknown } = { message: 'a' };
     a.cause = { message: 'b', cause: a };

@@ -115,6 +115,19 @@ describe('httpStorage', () => {
     expect(await listTree(target)).toEqual([]);
   });
 
+  // undici reads a head of up to 16 KiB (UND_ERR_HEADERS_OVERFLOW past it): the same server answers the same head
+  // again, so the 8 tries (~25 s in the initializer) it was given as a `network` failure could never succeed.
+  it('fails for good, saying why, on an answer whose head is over the limit', async () => {
+    const headers = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`x-h${i}`, 'a'.repeat(1000)]));
+    const url = await serve({ '/m.bin': send('x', headers) });
+    const error = await effectError(httpStorage().download(`${url}/m.bin`, target, never));
+    expect(error).toMatchObject({ kind: 'invalid-response', retryable: false });
+    expect(error.message).toBe(
+      `GET ${url}/m.bin failed: the answer's head (its status line and headers) is over the 16 KiB a client reads`,
+    );
+    expect(await listTree(target)).toEqual([]);
+  });
+
   it('fails permanently on 403', async () => {
     const url = await serve({ '/m': (_req, res) => res.writeHead(403).end() });
     const error = await effectError(httpStorage().download(`${url}/m`, target, never));
