@@ -17,9 +17,17 @@ import { unzipInto } from './unzip';
 /** The archive formats: `tar` covers gzipped tars too (the magic bytes decide, not the name). */
 export type ArchiveFormat = 'tar' | 'zip';
 
-/** The format a file name announces (`.tar`, `.tar.gz`, `.tgz`, `.zip`, any case), or undefined for any other. */
+/**
+ * The format a file name announces (`.tar`, `.tar.gz`, `.tgz`, `.zip`, any case), or undefined for any other. A tar
+ * compressed otherwise (`.tar.bz2`, `.tbz2`, `.tar.xz`, `.txz`, which KServe's initializer extracts) is a `tar` too:
+ * extracting it fails for good naming its compression, where saving it as a file handed the model server an archive.
+ */
 export const archiveFormatOf = (fileName: string): ArchiveFormat | undefined =>
-  /\.zip$/i.test(fileName) ? 'zip' : /\.(tar|tar\.gz|tgz)$/i.test(fileName) ? 'tar' : undefined;
+  /\.zip$/i.test(fileName)
+    ? 'zip'
+    : /\.(tar|tar\.gz|tgz|tar\.bz2|tbz2|tar\.xz|txz)$/i.test(fileName)
+      ? 'tar'
+      : undefined;
 
 /** What an extraction is called in messages and what stops it. */
 export interface ExtractOptions {

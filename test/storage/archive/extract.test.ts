@@ -36,6 +36,13 @@ describe('archiveFormatOf', () => {
     ['M.TGZ', 'tar'],
     ['model.zip', 'zip'],
     ['m.Zip', 'zip'],
+    // Compressed otherwise (KServe's initializer extracts them): extracting says what it cannot read.
+    ['m.tar.bz2', 'tar'],
+    ['m.tar.xz', 'tar'],
+    ['m.tbz2', 'tar'],
+    ['M.TXZ', 'tar'],
+    ['m.bz2', undefined],
+    ['m.xz', undefined],
     ['model.joblib', undefined],
     ['m.gz', undefined],
     ['tar', undefined],
@@ -45,6 +52,14 @@ describe('archiveFormatOf', () => {
   });
 });
 
+/** A tar of `model.bin` ("x") compressed by `xz -9e`, `bzip2 -9` and `zstd -19`. */
+const otherwiseCompressedTars = {
+  xz: '/Td6WFoAAATm1rRGAgAhARwAAAAQz1jM4Cf/AGNdADabyLBXF+GjE9seWTnUmplISClHK5ULnS8dbRA3Dm0qP9jEenVBCPMMX4XYTwnTfD0/y2/dw4KuK6H0Wgve0JvejuN4gqj4cZxTRwUypQiZ7nUjocHEToeAnLUfO3zdDCUOAAAAzqIk0BUX/KIAAX+AUAAAAPnUykOxxGf7AgAAAAAEWVo=',
+  bzip2:
+    'QlpoOTFBWSZTWfIlEZYAAHL7hMmAAEBgAXWAAIB2J55AAACACCAAVDSjJpo0Afqg02p6gSU0mgaDQAAdfcRe9CD2CSESdKkvjVAtckgYHN2xy+ZJF6DN0RfIwNQ0Kzn53RSLQsqM8M30ERAPxdyRThQkPIlEZYA=',
+  zstd: 'KLUv/WQAJz0CAOKCChGg7bAh1ITfQtX4Hk3K+D9nCo5+u82ZrTwH7acHCar3rbcQ42bJAIXOrgsgsJkH+4XH52mMAWD/n2mPDuCAQQPsptAF5ZfuiQ==',
+} as const;
+
 describe('extractStream and extractFile', () => {
   const tmp = useTempDir('extract');
   let target: string;
@@ -53,6 +68,31 @@ describe('extractStream and extractFile', () => {
     target = path.join(tmp.path, 'target');
     await mkdir(target);
   });
+
+  // Python's tarfile (KServe's initializer) reads them; without a decoder, a clear permanent failure, never a model
+  // server handed an archive it cannot read nor an attempt retried for bytes that will not change.
+  it.each(['xz', 'bzip2', 'zstd'] as const)(
+    'fails for good, naming the compression, on a tar compressed with %s',
+    async (compression) => {
+      const bytes = Buffer.from(otherwiseCompressedTars[compression], 'base64');
+      for (const run of [
+        () => extractStream(chunked(bytes, 3), 'tar', target, options),
+        async () => {
+          const file = path.join(tmp.path, `m.tar.${compression}`);
+          await writeFile(file, bytes);
+          return extractFile(file, 'tar', target, options);
+        },
+      ]) {
+        const error = await effectError(run());
+        expect(error).toMatchObject({ kind: 'invalid-archive', retryable: false });
+        expect(error.message).toBe(
+          `${what}: invalid archive: the tar is compressed with ${compression}, which modelsync does not read ` +
+            '(only gzip: .tar.gz, .tgz)',
+        );
+        expect(await listTree(target)).toEqual([]);
+      }
+    },
+  );
 
   /** Extracts `bytes` both ways: streamed, and from a file next to the target. */
   const extractBoth = async (bytes: Buffer, format: ArchiveFormat): Promise<ReadonlyArray<string[]>> => {
