@@ -30,6 +30,7 @@ import type { ModelOp } from '../core/model-op';
 import type { AgentEvent } from '../core/model-status';
 import type { Snapshot } from '../core/snapshot';
 import { abortable } from './abortable';
+import { guardedTelemetry } from './guarded-telemetry';
 import { createLoader, type Loader, type LoaderDeps } from '../loader';
 import { repairDrift, resyncTriggers, type ResyncTriggerOptions } from '../pipeline';
 import {
@@ -201,7 +202,9 @@ export const startAgent = (
   settings: AgentSettings,
 ): Observable<AgentEvent> =>
   defer(() => {
-    const { log, scheduler = asyncScheduler, random = Math.random, telemetry } = settings;
+    const { log, scheduler = asyncScheduler, random = Math.random } = settings;
+    // An integrator's telemetry that throws is a defect logged, never the end of the agent or a model's work.
+    const telemetry = settings.telemetry && guardedTelemetry(settings.telemetry, log);
     const { server } = capabilities;
     const maxUnlistedUnloads =
       settings.maxUnlistedUnloads ?? settings.resync?.maxUnlistedUnloads ?? defaultMaxUnlistedUnloads;
@@ -228,7 +231,14 @@ export const startAgent = (
         }
         // The capabilities and settings the loader takes are named alike (LoaderDeps).
         const loader = createLoader(
-          { ...capabilities, ...settings, random, scheduler, log: log.child({ component: 'loader' }) },
+          {
+            ...capabilities,
+            ...settings,
+            telemetry,
+            random,
+            scheduler,
+            log: log.child({ component: 'loader' }),
+          },
           inPlace,
         );
         settings.onStart?.({ inPlace, loader, deferred });
@@ -255,6 +265,7 @@ export const startAgent = (
         return syncModels({
           ...capabilities,
           ...settings,
+          telemetry,
           inPlace: inPlaceSnapshot(inPlace),
           scheduler,
           loader,

@@ -41,6 +41,7 @@ import {
   warnUnservedSchemes,
 } from '../pipeline';
 import { noTelemetry, type ConfigSource, type FsEvent, type Telemetry } from '../ports';
+import { guardedTelemetry } from './guarded-telemetry';
 
 /** What the config half of the pipeline runs on. */
 export interface ConfigPipelineDeps {
@@ -83,26 +84,11 @@ const throughAll =
 /** The sha256 of a config's text, in hex: which config is in force, without showing it. */
 const checksumOf = (text: string): string => createHash('sha256').update(text).digest('hex');
 
-/**
- * `telemetry` whose `configRead` never throws into the config pipeline: a throw (an integrator's telemetry) is a
- * defect, logged, and the read goes on; thrown inside an operator it errored the pipeline, and the agent with it.
- */
-const guardedConfigReads = (telemetry: Telemetry, log: Logger): Telemetry => ({
-  ...telemetry,
-  configRead: (outcome, detail) => {
-    try {
-      telemetry.configRead(outcome, detail);
-    } catch (err) {
-      log.error({ err, outcome }, 'the config read telemetry threw: a defect; going on');
-    }
-  },
-});
-
 /** The current config, then every accepted change of it, for as long as subscribed. */
 export const acceptedSnapshots = (
   deps: Omit<ConfigPipelineDeps, 'inPlace' | 'snapshotOperators'>,
 ): Observable<Snapshot> => {
-  const telemetry = guardedConfigReads(deps.telemetry ?? noTelemetry, deps.log);
+  const telemetry = guardedTelemetry(deps.telemetry ?? noTelemetry, deps.log);
   return configTriggers(deps).pipe(
     startWith(startTrigger),
     coalesceBursts(

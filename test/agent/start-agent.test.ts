@@ -2,13 +2,13 @@
 import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import pino from 'pino';
-import { filter, lastValueFrom, map, mergeWith, of, toArray } from 'rxjs';
+import { filter, lastValueFrom, map, mergeWith, of, Subject, tap, toArray } from 'rxjs';
 import { defaultAppConfig, type AppConfig } from '../../src/core/flags/app-config';
 import { permanentError, retryableError } from '../../src/core/errors';
 import { add } from '../../src/core/model-op';
 import type { AgentEvent } from '../../src/core/model-status';
 import { snapshotOf } from '../../src/core/snapshot';
-import { noTelemetry, type ModelServer } from '../../src/ports';
+import { noTelemetry, type ModelServer, type Telemetry } from '../../src/ports';
 import { agentSettings, capabilities } from '../../src/wiring/capabilities';
 import {
   ModelDirUnusable,
@@ -20,6 +20,7 @@ import {
 } from '../../src/agent/start-agent';
 import { fixedConfigSource } from '../../src/testing/fixed-config-source';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing/v2-model-server';
+import { waitFor } from '../../src/testing/wait';
 import { modelsJson, name, spec } from '../helpers/fixtures';
 import { writeFiles } from '../helpers/file-tree';
 import { LogSink } from '../helpers/log-sink';
@@ -92,6 +93,48 @@ describe('startAgent', () => {
     expect(ready(events)).toEqual([{ _tag: 'Ready', modelCount: 2 }]);
     expect([...standIn.loaded].sort()).toEqual(['a', 'b']);
     expect(sink.withMessage('the config read telemetry threw: a defect; going on').length).toBeGreaterThan(0);
+  });
+
+  it('keeps running and repairing when every method of the telemetry throws (an integrator’s), telling each throw as a defect', async () => {
+    const fail = (): never => {
+      throw new Error('telemetry bug');
+    };
+    const throwing: Telemetry = {
+      configRead: fail,
+      resyncRun: fail,
+      repair: fail,
+      retry: fail,
+      repairsDeferred: fail,
+      watcherAlive: fail,
+      nodeCache: fail,
+    };
+    // One load refused first (a retry), and a model only the server lists (a repair at the resync).
+    standIn.failNextLoads(1);
+    standIn.preload('x', 'y');
+    const resync$ = new Subject<void>();
+    const events: AgentEvent[] = [];
+    const ending = lastValueFrom(
+      startAgent(edges(modelsJson({ a: uri('a') })), {
+        ...settings(),
+        telemetry: throwing,
+        maxUnlistedUnloads: 1,
+        resync: { intervalMs: 0, signal$: resync$ },
+      }).pipe(
+        tap((event) => events.push(event)),
+        toArray(),
+      ),
+    );
+    // The start unloads one of the two and leaves the other to the resync.
+    await waitFor(() => ready(events).length > 0 && standIn.loaded.size === 2, 20_000, 'Ready');
+    expect(standIn.loaded.has('a')).toBe(true);
+    resync$.next();
+    await waitFor(() => standIn.loaded.size === 1, 20_000, 'the unlisted model unloaded by the resync');
+    resync$.complete();
+    await ending;
+    expect([...standIn.loaded]).toEqual(['a']);
+    expect(events.filter((event) => event._tag === 'Status' && event.status.phase === 'Failed')).toEqual([]);
+    for (const what of ['retry', 'resync run', 'repair', 'repairs deferred'])
+      expect(sink.withMessage(`the ${what} telemetry threw: a defect; going on`).length).toBeGreaterThan(0);
   });
 
   // Past maxAttempts (3) too: the start-up wait has no cap on attempts.
