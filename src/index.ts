@@ -48,7 +48,15 @@ export {
   type ConfigPipelineDeps,
   type SyncDeps,
 } from './agent';
-export { abortable, startAgent, type AgentCapabilities, type AgentSettings, type AgentStart } from './agent';
+export {
+  abortable,
+  ModelDirUnusable,
+  ServerNotAnswering,
+  startAgent,
+  type AgentCapabilities,
+  type AgentSettings,
+  type AgentStart,
+} from './agent';
 export {
   agentSettings,
   capabilities,
