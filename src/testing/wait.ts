@@ -10,8 +10,9 @@ export const sleep = (ms: number): Promise<void> => new Promise((resolve) => set
 
 /**
  * Resolves once `condition()` is true (or resolves true), checking it at once and then every few milliseconds;
- * rejects with "timed out after `timeoutMs` ms waiting for `what`" when it is still false at the deadline, and
- * with the condition's own error when it throws.
+ * rejects with "timed out after `timeoutMs` ms waiting for `what`" when it is still false at the deadline, or a
+ * check has not settled by then (one that hangs, say a request to a stopped server; a check started just before the
+ * deadline gets a second), and with the condition's own error when it throws.
  */
 export const waitFor = async (
   condition: () => boolean | Promise<boolean>,
@@ -19,19 +20,28 @@ export const waitFor = async (
   what: WaitingFor = 'a condition',
 ): Promise<void> => {
   const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${textOf(what)}`);
+  const timedOut = (): Error => new Error(`timed out after ${timeoutMs} ms waiting for ${textOf(what)}`);
+  for (;;) {
+    const check = condition();
+    const held =
+      typeof check === 'boolean' ? check : await settledBy(check, checkTimeMs(deadline, timeoutMs), timedOut);
+    if (held) return;
+    if (Date.now() > deadline) throw timedOut();
     await sleep(5);
   }
 };
 
-/** `promise`, or a rejection saying what it waited for when it takes longer than `timeoutMs`. */
-export const withTimeout = <T>(promise: Promise<T>, timeoutMs: number, what: WaitingFor): Promise<T> =>
+/**
+ * How long a check started now may take: until the deadline, and at least a second (or the whole wait, when shorter),
+ * so that a check started just before the deadline on a busy machine can still see the condition hold.
+ */
+const checkTimeMs = (deadline: number, timeoutMs: number): number =>
+  Math.max(deadline - Date.now(), Math.min(timeoutMs, 1_000));
+
+/** What `promise` settles with, or a rejection with `timedOut()` when it has not settled within `ms`. */
+const settledBy = <T>(promise: Promise<T>, ms: number, timedOut: () => Error): Promise<T> =>
   new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${textOf(what)}`)),
-      timeoutMs,
-    );
+    const timer = setTimeout(() => reject(timedOut()), ms);
     promise.then(
       (value) => {
         clearTimeout(timer);
@@ -43,6 +53,14 @@ export const withTimeout = <T>(promise: Promise<T>, timeoutMs: number, what: Wai
       },
     );
   });
+
+/** `promise`, or a rejection saying what it waited for when it takes longer than `timeoutMs`. */
+export const withTimeout = <T>(promise: Promise<T>, timeoutMs: number, what: WaitingFor): Promise<T> =>
+  settledBy(
+    promise,
+    timeoutMs,
+    () => new Error(`timed out after ${timeoutMs} ms waiting for ${textOf(what)}`),
+  );
 
 /** Delays that `endAll` cuts short, so a stand-in's close leaves no timer behind. */
 export interface EndableDelays {

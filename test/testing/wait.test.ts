@@ -29,6 +29,19 @@ describe('waitFor', () => {
       }, 1_000),
     ).rejects.toThrow('the process exited');
   });
+
+  it('rejects at the deadline when a check never settles (a request to a stopped server), saying what it waited for', async () => {
+    const hanging = (): Promise<boolean> => new Promise<boolean>(() => undefined);
+    const outcome = waitFor(hanging, 50, 'the server to answer').then(
+      () => 'resolved',
+      (error: Error) => error.message,
+    );
+    // Far past the deadline: a check that hangs must not hold the wait beyond it.
+    const late = new Promise<string>((resolve) => setTimeout(() => resolve('still waiting'), 5_000).unref());
+    expect(await Promise.race([outcome, late])).toBe(
+      'timed out after 50 ms waiting for the server to answer',
+    );
+  });
 });
 
 describe('withTimeout', () => {
