@@ -136,6 +136,27 @@ describe('the packed package, consumed by name', () => {
     expect(version.stdout).toBe(`${expected}\n`);
   }, 60_000);
 
+  it('builds what it packs: npm pack in a checkout without dist/ (a fresh clone) ships the compiled library', async () => {
+    const checkout = join(root, 'fresh-checkout');
+    await mkdir(checkout);
+    for (const entry of [
+      'src',
+      'package.json',
+      'tsconfig.json',
+      'tsconfig.build.json',
+      'LICENSE',
+      'README.md',
+    ])
+      await cp(join(repo, entry), join(checkout, entry), { recursive: true });
+    await symlink(join(repo, 'node_modules'), join(checkout, 'node_modules'), 'dir');
+    const { stdout } = await run('npm', ['pack', '--dry-run', '--json'], { cwd: checkout });
+    const [result] = JSON.parse(stdout.slice(stdout.indexOf('['))) as Array<{ files: PackedFile[] }>;
+    const files = result!.files.map((file) => file.path);
+    expect(files).toContain('dist/index.js');
+    expect(files).toContain('dist/testing/index.d.ts');
+    expect(files).toContain('dist/cli.js');
+  }, 300_000);
+
   it.each([
     // The declarations were checked above (skipLibCheck off); here only how the names resolve is new.
     ['bundler', { module: 'preserve', moduleResolution: 'bundler', noEmit: true, skipLibCheck: true }],
