@@ -31,7 +31,9 @@ describe('httpStorage against a store that pushes back', () => {
   ] as const)(
     'fetches the file whole through a store answering %s (Retry-After %s) past two at once, never asking again within its pause',
     async (status, retryAfter, pauseMs) => {
-      const body = rangedBody({ size, etag: '"v1"', bytesPerSecond: 64 * 1024 * 1024 });
+      // 4 s on one connection: the download opens more, and is pushed back, on a loaded machine too (at 64 MiB/s
+      // one run of a loaded full suite was never pushed back).
+      const body = rangedBody({ size, etag: '"v1"', bytesPerSecond: 16 * 1024 * 1024 });
       const store = pushingBack(body.handle, { allowed: 2, status, ...(retryAfter && { retryAfter }) });
       const { url } = await startServer(store.handle);
       const target = path.join(tmp.path, `t${status}`);
@@ -41,10 +43,16 @@ describe('httpStorage against a store that pushes back', () => {
       expect(saved.length).toBe(size);
       const pushbacks = store.requests.filter((entry) => entry.pushedBack);
       // It was pushed back, and each time waited: past the requests already sent with it (a burst), none came
-      // within the pause.
+      // within the pause. A push-back that comes while the pause runs answers a request of the burst (sent before
+      // the client heard the first one, later on a loaded machine): the pause runs from the first (StorePressure).
       expect(pushbacks.length).toBeGreaterThan(0);
       expect(pushbacks.length).toBeLessThanOrEqual(16);
+      const pauses: number[] = [];
       for (const { at } of pushbacks) {
+        const last = pauses.at(-1);
+        if (last === undefined || at >= last + pauseMs) pauses.push(at);
+      }
+      for (const at of pauses) {
         const soon = store.requests.filter((entry) => entry.at > at + burstMs && entry.at < at + pauseMs);
         expect(soon).toEqual([]);
       }
