@@ -37,8 +37,66 @@ export interface Forwardable {
   forwardedForName?: string;
 }
 
+/** The first value of each header Knative's `ForwardedShimHandler` reads, as Go's `Header.Get` gives it. */
+export interface ShimInput {
+  forwarded?: string;
+  xForwardedFor?: string;
+  xForwardedProto?: string;
+  xForwardedHost?: string;
+}
+
+/** Takes a request header's value into `shim` when it is one the shim reads and the first of its name. */
+const readForShim = (shim: ShimInput, lower: string, value: string): void => {
+  if (lower === 'forwarded') shim.forwarded ??= value;
+  else if (lower === 'x-forwarded-for') shim.xForwardedFor ??= value;
+  else if (lower === 'x-forwarded-proto') shim.xForwardedProto ??= value;
+  else if (lower === 'x-forwarded-host') shim.xForwardedHost ??= value;
+};
+
+/** Go's `strings.TrimSpace` on what a header value can hold (node:http has trimmed the ends of the value itself). */
+const trimmed = (text: string): string => text.replace(/^[\t\n\v\f\r ]+|[\t\n\v\f\r ]+$/g, '');
+
+/** One X-Forwarded-For node as a `for=` value: an address with a colon (IPv6, Knative's test) as `"[…]"`. */
+const forNode = (node: string): string => (node.includes(':') ? `"[${node}]"` : node);
+
+/**
+ * The `Forwarded` header KServe's agent adds (Knative's `ForwardedShimHandler`, knative.dev/serving/pkg/queue):
+ * none when the request has one (its first value not empty) or has no X-Forwarded-For, -Proto or -Host; else the
+ * first X-Forwarded-For node with the host and proto (`for=1.2.3.4;host=h;proto=https`), then `, for=<node>` for
+ * each further node, byte for byte as Knative writes it (an empty node included).
+ */
+export const forwardedShim = (shim: ShimInput): string | undefined => {
+  const {
+    forwarded = '',
+    xForwardedFor: xff = '',
+    xForwardedProto: proto = '',
+    xForwardedHost: host = '',
+  } = shim;
+  if (forwarded !== '' || (xff === '' && proto === '' && host === '')) return undefined;
+  const nodes: string[] = [];
+  for (let from = 0; from < xff.length;) {
+    const comma = xff.indexOf(',', from);
+    const end = comma === -1 ? xff.length : comma;
+    nodes.push(trimmed(xff.slice(from, end)));
+    from = end + 1;
+  }
+  const first = nodes[0] ?? '';
+  let value = xff === '' ? '' : `for=${forNode(first)}`;
+  if (host !== '') value += `${first === '' ? '' : ';'}host=${host}`;
+  if (proto !== '') value += `${first === '' && host === '' ? '' : ';'}proto=${proto}`;
+  for (const node of nodes.slice(1)) value += `, for=${forNode(node)}`;
+  return value;
+};
+
 export const joined = (before: string | undefined, value: string): string =>
   before === undefined ? value : `${before}, ${value}`;
+
+/** Takes the headers named `lower` out of `message`'s end-to-end ones. */
+const withoutHeader = (message: Forwardable, lower: string): void => {
+  const { headers } = message;
+  for (let i = headers.length - 2; i >= 0; i -= 2)
+    if (headers[i]!.toLowerCase() === lower) headers.splice(i, 2);
+};
 
 /** The comma-separated tokens of `value`, trimmed and in lower case. */
 export const tokens = (value: string): string[] =>
@@ -66,10 +124,13 @@ const validHost = /^[0-9A-Za-z!$%&'()*+,\-.:;=[\]_~]*$/;
 export const forwardable = (raw: ReadonlyArray<string>, isRequest: boolean): Forwardable => {
   const listed = connectionListed(raw);
   const message: Forwardable = { headers: [] };
+  const shim: ShimInput = {};
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     const value = raw[i + 1]!;
     const lower = name.toLowerCase();
+    // Knative's shim reads the request before Go's proxy takes out the headers its Connection lists.
+    if (isRequest) readForShim(shim, lower, value);
     if (lower === 'content-length') message.length = value;
     else if (lower === 'host') {
       if (isRequest && message.hasHost === true) message.hostProblem = 'too many Host headers';
@@ -88,6 +149,12 @@ export const forwardable = (raw: ReadonlyArray<string>, isRequest: boolean): For
       continue;
     } else if (listed?.has(lower) === true) continue;
     if (!hopByHop.has(lower)) message.headers.push(name, value);
+  }
+  const added = isRequest ? forwardedShim(shim) : undefined;
+  // The shim's header replaces any (empty) Forwarded; Go's proxy then drops it if Connection lists Forwarded.
+  if (added !== undefined && listed?.has('forwarded') !== true) {
+    if (shim.forwarded !== undefined) withoutHeader(message, 'forwarded');
+    message.headers.push('Forwarded', added);
   }
   return message;
 };
@@ -151,9 +218,7 @@ export const otherCodings = (message: Forwardable): boolean =>
 
 /** Takes the Content-Length headers out of `message` (an answer that has no body to frame). */
 export const withoutLength = (message: Forwardable): void => {
-  const { headers } = message;
-  for (let i = headers.length - 2; i >= 0; i -= 2)
-    if (headers[i]!.toLowerCase() === 'content-length') headers.splice(i, 2);
+  withoutHeader(message, 'content-length');
   delete message.length;
 };
 
