@@ -5,7 +5,14 @@ import { errorMessage, invalidConfig, invalidJson, type ConfigError } from './er
 import { parseJson, previewJson, withCountOfMore } from './json/json';
 import { previewValue } from './preview';
 import { isJsonObject } from './json/json-object';
-import { configFields, ModelConfig, ModelConfigs, withFieldKeys, type ModelSpec } from './model-config';
+import {
+  configFields,
+  memoryNumbersAsText,
+  ModelConfig,
+  ModelConfigs,
+  withFieldKeys,
+  type ModelSpec,
+} from './model-config';
 import type { ModelName } from './model-name';
 import type { Snapshot } from './snapshot';
 
@@ -108,7 +115,7 @@ const decodeEntries = (file: string, document: unknown): E.Either<ConfigError, S
 };
 
 const decode = (file: string, text: string): E.Either<ConfigError, Snapshot> => {
-  const json = parseJson(text);
+  const json = parseJson(text, memoryNumbersAsText);
   if (E.isLeft(json)) {
     return E.left(
       json.left._tag === 'Structure'

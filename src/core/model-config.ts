@@ -5,7 +5,8 @@ import * as t from 'io-ts';
 import { maxPatternLength, maxPatterns, selectionOf, type FileSelection } from './file-selection';
 import { ModelName } from './model-name';
 import { previewValue } from './preview';
-import { Quantity } from './quantity';
+import type { JsonReviver } from './json/json';
+import { Quantity, QuantityNumber } from './quantity';
 
 /** What to serve: where the model is stored, which of its files, its framework and the memory it needs. */
 export interface ModelSpec {
@@ -61,6 +62,15 @@ export const withFieldKeys = (
   }
   return E.right(spelt);
 };
+
+/**
+ * JSON.parse's reviver for models.json: a number under a `memory` key (in any case, as withFieldKeys reads it) kept
+ * as written, as Go's Quantity reads a number's raw bytes: `1e400` is a quantity, not Infinity.
+ */
+export const memoryNumbersAsText: JsonReviver = (key, value, context) =>
+  typeof value === 'number' && context?.source !== undefined && foldKey(key) === 'memory'
+    ? new QuantityNumber(context.source)
+    : value;
 
 /** The keys of an entry of models.json, and of its modelSpec, as withFieldKeys takes them. */
 export const configFields = ['modelName', 'modelSpec'];

@@ -86,8 +86,21 @@ const trimGoSpaces = (text: string): string => {
 };
 
 /**
+ * A JSON number where a quantity is read, as written: Go's Quantity.UnmarshalJSON reads the raw bytes, where
+ * JSON.parse would make `1e400` Infinity and round `12345678901234567890`. A class, so that no parsed JSON value
+ * (an object with the same fields) passes for one.
+ */
+export class QuantityNumber {
+  constructor(readonly text: string) {}
+}
+
+/** The number's text in at most 80 characters, for an error line. */
+const previewNumber = ({ text }: QuantityNumber): string =>
+  text.length > 80 ? `${text.slice(0, 77)}...` : text;
+
+/**
  * io-ts codec: a quantity written as a string (the spaces around it trimmed, as KServe's agent trims them) or a
- * JSON number; encodes back to the text as written.
+ * JSON number (a QuantityNumber when its text was kept); encodes back to the text as written.
  */
 export const Quantity = new t.Type<Quantity, string, unknown>(
   'Quantity',
@@ -98,17 +111,23 @@ export const Quantity = new t.Type<Quantity, string, unknown>(
     typeof (u as Quantity).value === 'string',
   (u, context) => {
     const text =
-      typeof u === 'number' && Number.isFinite(u) ? String(u) : typeof u === 'string' ? trimGoSpaces(u) : u;
+      typeof u === 'string'
+        ? trimGoSpaces(u)
+        : u instanceof QuantityNumber
+          ? u.text
+          : typeof u === 'number' && Number.isFinite(u)
+            ? String(u)
+            : u;
     const quantity = typeof text === 'string' ? parseQuantity(text) : undefined;
-    return quantity !== undefined
-      ? t.success(quantity)
-      : t.failure(
-          u,
-          context,
-          typeof text === 'string' && text.length > maxQuantityChars
-            ? `expected a Kubernetes quantity of at most ${maxQuantityChars} characters, got ${previewValue(u)}`
-            : `expected a Kubernetes quantity such as "100Mi", "1Gi" or "0.5", got ${previewValue(u)}`,
-        );
+    if (quantity !== undefined) return t.success(quantity);
+    const shown = u instanceof QuantityNumber ? previewNumber(u) : previewValue(u);
+    return t.failure(
+      u,
+      context,
+      typeof text === 'string' && text.length > maxQuantityChars
+        ? `expected a Kubernetes quantity of at most ${maxQuantityChars} characters, got ${shown}`
+        : `expected a Kubernetes quantity such as "100Mi", "1Gi" or "0.5", got ${shown}`,
+    );
   },
   (quantity) => quantity.text,
 );

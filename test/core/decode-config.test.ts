@@ -56,6 +56,40 @@ describe('decodeConfig', () => {
     );
   });
 
+  it.each([
+    ['past the float range', '1e400', '1e400'],
+    ['an integer past 2^53', '12345678901234567890123', '12345678901234567890123'],
+    ['a fraction past a double\u2019s precision', '1.00000000000000000001', '1.00000000000000000001'],
+    ['an exponent in capitals, with its sign', '3E+9', '3G'],
+  ])(
+    'reads a memory written as a JSON number %s by its text, as Go\u2019s Quantity reads the raw bytes',
+    (_case, number, same) => {
+      const entry = (memory: string): string =>
+        `[{"modelName":"m","modelSpec":{"storageUri":"s3://b/m","memory":${memory}}}]`;
+      const fromNumber = decodeConfig(file, entry(number));
+      const fromText = decodeConfig(file, entry(JSON.stringify(same)));
+      if (E.isLeft(fromNumber)) throw new Error(describeConfigError(fromNumber.left));
+      expect(E.isRight(fromText) && snapshotEquals(fromNumber.right, fromText.right)).toBe(true);
+      expect(fromNumber.right.get('m' as never)?.memory?.text).toBe(number);
+    },
+  );
+
+  it('names a JSON number memory no quantity takes by its text (1e1001: an exponent past 1000)', () => {
+    expect(errorOf('[{"modelName":"m","modelSpec":{"storageUri":"s3://b/m","memory":1e1001}}]')).toContain(
+      '[0].modelSpec.memory: expected a Kubernetes quantity such as "100Mi", "1Gi" or "0.5", got 1e1001',
+    );
+  });
+
+  it('refuses an object standing for a number (only a number JSON.parse read is kept as text)', () => {
+    expect(
+      errorOf('[{"modelName":"m","modelSpec":{"storageUri":"s3://b/m","memory":{"text":"1Gi"}}}]'),
+    ).toContain('[0].modelSpec.memory: expected a Kubernetes quantity');
+  });
+
+  it('keeps a number as a number where the config wants no quantity (a modelName of 1e400 is no name)', () => {
+    expect(errorOf('[{"modelName":1e400,"modelSpec":{"storageUri":"s3://b/m"}}]')).toContain('[0].modelName');
+  });
+
   it('reads a null framework, memory or pattern list as absent, as KServe does (Go leaves the field unset)', () => {
     const result = decodeConfig(
       file,

@@ -9,6 +9,11 @@ export interface StructureProblems {
   readonly count: number;
   /** The scan stopped at nesting deeper than `maxJsonDepth` (the last line says where). */
   readonly tooDeep: boolean;
+  /**
+   * A number JSON.parse cannot give back as written (`1e400` is Infinity, `12345678901234567890` loses digits,
+   * `1.0` reads `1`): a reader that needs the number's text (a quantity) must ask JSON.parse for its source.
+   */
+  readonly inexactNumbers: boolean;
 }
 
 const quote = 34;
@@ -23,6 +28,17 @@ const arrayKind = 2;
 // Keys of an object are compared pairwise up to this many; past it (or once a key has escapes) a Set is used.
 const pairwiseKeys = 16;
 const maxKeyShown = 40;
+
+/** The end of the number literal starting at `start`: past its digits, sign, point and exponent. */
+const numberEnd = (text: string, start: number): number => {
+  let end = start + 1;
+  for (
+    let c = text.charCodeAt(end);
+    (c >= 48 && c <= 57) || c === 43 || c === 45 || c === 46 || (c | 0x20) === 101;
+  )
+    c = text.charCodeAt(++end);
+  return end;
+};
 
 /** The index of the quote that closes the string opening at `open`, or `text.length` when it never closes. */
 const stringEnd = (text: string, open: number): number => {
@@ -162,7 +178,10 @@ const stringStart = 1;
 const opening = 2;
 const closing = 3;
 const separator = 4;
+const numberStart = 5;
 const charClass = new Uint8Array(128);
+charClass[45] = numberStart; // -
+for (let digit = 48; digit <= 57; digit++) charClass[digit] = numberStart;
 charClass[quote] = stringStart;
 charClass[openBrace] = opening;
 charClass[openBracket] = opening;
@@ -182,6 +201,7 @@ export const structureProblems = (text: string, maxListed = 10): StructureProble
   const length = text.length;
   let depth = 0;
   let expectKey = false;
+  let inexactNumbers = false;
   for (let i = 0; i < length; i++) {
     const c = text.charCodeAt(i);
     const kind = c < 128 ? charClass[c]! : other;
@@ -194,10 +214,18 @@ export const structureProblems = (text: string, maxListed = 10): StructureProble
     } else if (kind === opening) {
       if (depth === frames - 1) {
         scan.report(`${scan.pathTo(depth)}: nested deeper than ${maxJsonDepth} levels of arrays and objects`);
-        return { lines: scan.lines, count: scan.count, tooDeep: true };
+        return { lines: scan.lines, count: scan.count, tooDeep: true, inexactNumbers };
       }
       scan.open(depth++, c === openBrace ? objectKind : arrayKind);
       expectKey = c === openBrace;
+    } else if (kind === numberStart) {
+      // Numbers are rare in models.json (a memory written as one): only those that do not read back are told.
+      const end = numberEnd(text, i);
+      if (!inexactNumbers) {
+        const literal = text.slice(i, end);
+        inexactNumbers = String(Number(literal)) !== literal;
+      }
+      i = end - 1;
     } else if (kind === closing) {
       if (depth > 0) scan.close(--depth);
       expectKey = false;
@@ -206,5 +234,5 @@ export const structureProblems = (text: string, maxListed = 10): StructureProble
       else scan.elementIndex[depth - 1] = scan.elementIndex[depth - 1]! + 1;
     }
   }
-  return { lines: scan.lines, count: scan.count, tooDeep: false };
+  return { lines: scan.lines, count: scan.count, tooDeep: false, inexactNumbers };
 };
