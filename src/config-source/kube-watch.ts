@@ -121,6 +121,12 @@ export const bookmarkingWatch = (
   watched: { readonly name: string; readonly namespace: string; readonly timeoutSeconds: number },
   progress: WatchProgress,
 ): Watch => {
+  // A watch of these failed (a reset, a refused connection: the API server restarted) and none since brought an
+  // event or a bookmark. A watch resumed from there that is silent for its whole timeout may be one from a version
+  // the server has not reached (its etcd restored from an older backup): a real API server answers it 200 and says
+  // nothing, not even a bookmark, however often it is re-opened; so it starts over with a list. A quiet watch that
+  // follows no failure (a quiet store sends no bookmarks either) is re-opened at once from its version, as before.
+  let afterFailure = false;
   class BookmarkingWatch extends kube.Watch {
     override async watch(
       path: string,
@@ -131,9 +137,11 @@ export const bookmarkingWatch = (
       const controller = new AbortController();
       if (!progress.wanted()) return controller;
       let ended = false;
+      let quiet = true;
       const finish = (err: unknown): void => {
         if (ended) return;
         ended = true;
+        if (err !== null && err !== undefined && !(err instanceof WatchTimedOut)) afterFailure = true;
         controller.abort();
         done(err ?? null);
       };
@@ -149,6 +157,8 @@ export const bookmarkingWatch = (
         const [phase, object] = [fields['type'], fields['object']];
         const problem = eventProblem(phase, object, watched);
         if (problem !== undefined) return finish(brokenWatch(problem));
+        quiet = false;
+        afterFailure = false;
         progress.event(kubeVersionOf(metadataOf(object)?.['resourceVersion']));
         const handlerFailed = (cause: unknown): void =>
           finish(brokenWatch(`an event its handler failed on (${errorMessage(cause).slice(0, 200)})`));
@@ -159,6 +169,13 @@ export const bookmarkingWatch = (
         }
       };
       const endedCleanly = (lastedMs: number): void => {
+        if (quiet && afterFailure && lastedMs >= watched.timeoutSeconds * 1000)
+          return finish(
+            brokenWatch(
+              `no event and no bookmark in ${watched.timeoutSeconds} s after it failed (a resourceVersion it ` +
+                'has not reached: its etcd restored from an older backup?)',
+            ),
+          );
         if (lastedMs >= minWatchMs)
           return finish(new WatchTimedOut('the watch ended cleanly after lasting a while'));
         // ListWatch re-opens a watch at once after one that brought an event (each event resets its wait): a server

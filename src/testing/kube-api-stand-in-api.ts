@@ -71,6 +71,14 @@ export interface KubeApiStandIn {
    * answers; `as: 'status'`: open watches are just ended, and a watch from an old version is answered HTTP 410.
    */
   expire(as: 'event' | 'status'): void;
+  /**
+   * An etcd restored from an older backup: the store's version goes back to `version` (below what clients saw) with
+   * the ConfigMap holding `data`, its history gone, every open watch reset (the servers restarted). A watch from a
+   * version the store has not reached opens (200) and then says nothing, no BOOKMARK either, until `timeoutSeconds`,
+   * as a real API server's watch cache does (test/control-plane/kube-api-stand-in-probe.e2e.test.ts › "a watch from a
+   * version the server has not reached …").
+   */
+  restore(version: number, data: Readonly<Record<string, string>>): void;
   /** Ends every open watch: cleanly (`end`), or by resetting its connection mid-stream (`reset`). */
   dropWatches(how: 'end' | 'reset'): void;
   /** From now on, watches are opened (200) and then say nothing, never ending: a half-open connection. */

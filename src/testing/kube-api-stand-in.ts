@@ -109,7 +109,8 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();
     if (hanging) return void watches.add({ response: res, bookmarks: false });
-    const bookmarks = !withholding && query['allowWatchBookmarks'] === 'true';
+    // A version the store has not reached (after a restore): a real watch cache sends nothing until it is.
+    const bookmarks = !withholding && query['allowWatchBookmarks'] === 'true' && from <= version;
     const watch: OpenWatch = { response: res, bookmarks };
     if (from === 0) {
       if (current !== undefined) res.write(line('ADDED', current));
@@ -253,6 +254,14 @@ export const startKubeApiStandIn = async (options: KubeApiStandInOptions): Promi
         }
         end(watch);
       }
+    },
+    restore: (to, data) => {
+      version = to;
+      history.length = 0;
+      compactedBefore = 0;
+      current = configMap(data, version);
+      for (const watch of watches) watch.response.socket?.destroy();
+      watches.clear();
     },
     dropWatches: (how) => {
       for (const watch of watches) {

@@ -204,6 +204,26 @@ describe('the API-server stand-in answers as a real API server does', () => {
     expect(bookmarks(fromStandIn)).toEqual([bookmarks(real)[0]]);
   });
 
+  it('a watch from a version the server has not reached (its etcd restored from an older backup): 200, then nothing, not even a BOOKMARK, until timeoutSeconds', async () => {
+    await applyBoth('[]');
+    const listed = (await get(controlPlane.plane.url, selected(), bearer())).documents[0]!;
+    const ahead = (version: number): string =>
+      `${selected()}&watch=true&allowWatchBookmarks=true&timeoutSeconds=4&resourceVersion=${version + 1000}`;
+    const real = shape(
+      await get(
+        controlPlane.plane.url,
+        ahead(Number(field(listed, 'metadata', 'resourceVersion'))),
+        bearer(),
+      ),
+    );
+    expect(real).toEqual({ status: 200, contentType: 'application/json', documents: [] });
+    const standInListed = (await get(standIn.url, selected(), bearer())).documents[0]!;
+    const fromStandIn = shape(
+      await get(standIn.url, ahead(Number(field(standInListed, 'metadata', 'resourceVersion'))), bearer()),
+    );
+    expect(fromStandIn).toEqual(real);
+  });
+
   // Last: it restarts the API server, so that its watch cache starts after the compaction.
   it('a version compacted away: a watch from it and a list pinned to it (resourceVersionMatch=Exact)', async () => {
     const { plane } = controlPlane;

@@ -9,7 +9,7 @@ import type { V2ModelServerStandIn } from '../../src/testing/v2-model-server';
 import { sleep, waitFor } from '../../src/testing/wait';
 import { cliArgs, killAllCli, runCli, startCli } from '../helpers/cli-process';
 import { goodToken, startKubeApiCluster } from '../helpers/kube-api';
-import type { LogLine } from '../helpers/log-sink';
+import { atLeast, type LogLine } from '../helpers/log-sink';
 import { useTempDir } from '../helpers/temp-dir';
 import { useKubeAgent, type KubeAgent } from '../helpers/kube-agent';
 import { freePort, get, getJson } from './surface-kit';
@@ -279,6 +279,40 @@ describe('--source kube-api on the real process', () => {
     );
     cluster.api.apply(models('alpha', 'beta'));
     await waitFor(() => server.loaded.has('beta'), 10_000, 'beta loaded');
+  });
+
+  it('re-lists once a watch resumed after a failure sits a whole timeout silent (etcd restored: its versions went back)', async () => {
+    const port = await freePort();
+    const { agent, cluster, server } = await startAgent(['alpha'], {
+      flags: { 'watch-timeout-s': 3, 'http-port': port },
+    });
+    await agent.waitForLog(loadedLine('alpha'));
+    await waitFor(() => cluster.api.openWatches() === 1, 10_000, 'an open watch');
+    for (let i = 0; i < 5; i++) cluster.api.bookmark(); // other objects moved the store on: version 7
+    await waitFor(
+      async () =>
+        (await getJson<StatusDocumentJson>(port, surfacePaths.status)).json.config.watch?.[
+          'lastSeenResourceVersion'
+        ] === '7',
+      10_000,
+      'version 7 seen',
+    );
+    // The servers restart on an older backup: the ConfigMap comes back at version 3, below the agent's 7.
+    cluster.api.restore(3, models('alpha', 'beta'));
+    await waitFor(() => server.loaded.has('beta'), 30_000, 'beta loaded after the restore');
+    expect(
+      agent.logs
+        .filter((log) => log.msg === 'ConfigMap list or watch failed; retrying')
+        .map((log) => log['then']),
+    ).toContain('re-list');
+  });
+
+  it('re-opens at once a watch of a bookmarking server that brought a bookmark, however quiet: no re-list', async () => {
+    const { agent, cluster } = await startAgent(['alpha'], { flags: { 'watch-timeout-s': 3 } });
+    await agent.waitForLog(loadedLine('alpha'));
+    await sleep(10_000); // three watches, each with its BOOKMARK 2 s before the end (here: at once)
+    expect(cluster.api.requests.filter((request) => request.kind === 'list')).toHaveLength(1);
+    expect(agent.logs.filter(atLeast('warn'))).toEqual([]);
   });
 
   it('converges on the last of 200 rapid MODIFIEDs', async () => {
