@@ -17,6 +17,16 @@ export const manifestKey = 'modelsyncFiles';
 /** The regular files of an installed model and their sizes in bytes, by path relative to its dir (`/`-separated). */
 export type FileManifest = ReadonlyMap<string, number>;
 
+/** The dirs the manifest's files lie in, each with every dir above it, the top (`''`) among them. */
+export const manifestDirs = (files: FileManifest): ReadonlySet<string> => {
+  const dirs = new Set<string>(['']);
+  for (const path of files.keys()) {
+    for (let cut = path.indexOf('/'); cut !== -1; cut = path.indexOf('/', cut + 1))
+      dirs.add(path.slice(0, cut));
+  }
+  return dirs;
+};
+
 /** What a marker says: the spec installed and, when modelsync wrote it, the files that must be there. */
 export interface MarkerContent {
   readonly spec: ModelSpec;

@@ -28,6 +28,7 @@ export { makeDirs } from './make-dirs';
 export { lockFile, type HeldLock } from './file-lock';
 export { entryKind } from '../core/entry-kind';
 export {
+  chmodNoFollow,
   fileSizes,
   fileStats,
   isSameEntry,

@@ -160,6 +160,16 @@ const removeEntry = async (path: string): Promise<void> => {
   }
 };
 
+/** Sets the mode of the file at `path` (one of ours, just made), never through a link; `what` names a failure. */
+export const chmodNoFollow = async (path: string, mode: number, what: string): Promise<void> => {
+  const file = await step(what, () => open(path, constants.O_RDONLY | constants.O_NOFOLLOW));
+  try {
+    await step(what, () => file.chmod(mode));
+  } finally {
+    await file.close();
+  }
+};
+
 /**
  * Deletes `path` and, when it is a real dir, everything under it; never follows a link (a link is unlinked, its
  * target left alone), even one swapped in while the delete runs. A missing path counts as done.

@@ -6,7 +6,7 @@ import { link, lstat, mkdir, open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode } from '../core/errors';
 import { selectionKey } from '../core/file-selection';
-import type { FileManifest } from '../core/marker';
+import { manifestDirs, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
 import type { Filled } from '../ports';
@@ -163,16 +163,6 @@ const byDir = (
   return [...dirs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 };
 
-/** The dirs the manifest's files lie in, each with every dir above it, the top (`''`) among them. */
-const listedDirs = (files: FileManifest): ReadonlySet<string> => {
-  const dirs = new Set<string>(['']);
-  for (const path of files.keys()) {
-    for (let cut = path.indexOf('/'); cut !== -1; cut = path.indexOf('/', cut + 1))
-      dirs.add(path.slice(0, cut));
-  }
-  return dirs;
-};
-
 /**
  * Refuses a source that holds what its marker cannot list, which a fill would leave out: a symlink (an archive's
  * `latest -> 1`) or an empty dir where the manifest names no file or dir. Such a model is downloaded instead. What
@@ -210,7 +200,7 @@ const fillFromDir = async (
   if (state._tag !== 'Valid') throw new NotASource(`${source.path} has no single valid marker`);
   if (state.files === undefined) throw new NotASource(`the marker of ${source.path} lists no files`);
   if (!sameContent(state.spec, spec)) throw new NotASource(`${source.path} holds other stored content`);
-  await checkNothingUnlisted(source, state.files, listedDirs(state.files));
+  await checkNothingUnlisted(source, state.files, manifestDirs(state.files));
   const filled = { files: 0, linkedBytes: 0, clonedBytes: 0, copiedBytes: 0 };
   const totalBytes = [...state.files.values()].reduce((sum, size) => sum + size, 0);
   // Links and clones take no room: the disk is checked for what is left once the first file must be copied.

@@ -5,7 +5,7 @@
 import { STATUS_CODES, type IncomingMessage, type InformationEvent, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { endAnswer } from './early-answer';
-import { forwardable } from './proxy-headers';
+import { forwardable, otherCodings, tokens, type Forwardable } from './proxy-headers';
 
 /** What can go wrong with one exchange: each kind is logged at most once a second. */
 export type FailureKind =
@@ -17,6 +17,23 @@ export const timeoutText = Buffer.from('the model server did not answer in time\
 export const refusedText = Buffer.from('protocol upgrades and CONNECT are not proxied\n');
 export const slowBodyText = Buffer.from('the request body did not arrive in time\n');
 export const codingText = Buffer.from('transfer codings other than chunked are not proxied\n');
+
+/**
+ * The answer the proxy gives itself to a request it does not pass on, or undefined: 501 to a tunnel or an upgrade
+ * (an `Upgrade: h2c` offer alone is ignored) and to a transfer coding other than chunked, 400 to a bad Host.
+ */
+export const refusalOf = (
+  request: IncomingMessage,
+  message: Forwardable,
+): { readonly status: number; readonly text: Buffer } | undefined => {
+  const upgrade = message.upgrade === undefined ? [] : tokens(message.upgrade);
+  if (request.method === 'CONNECT' || upgrade.some((protocol) => protocol !== 'h2c'))
+    return { status: 501, text: refusedText };
+  if (otherCodings(message)) return { status: 501, text: codingText };
+  if (message.hostProblem !== undefined)
+    return { status: 400, text: Buffer.from(`400 Bad Request: ${message.hostProblem}`) };
+  return undefined;
+};
 
 /**
  * `err` without `rawPacket`: Node puts the bytes its parser failed on (up to the whole head, 64 KiB, or a body's

@@ -208,6 +208,10 @@ export const bodyAllowed = (request: IncomingMessage, status: number): boolean =
 export const chunkedToClient = (request: IncomingMessage, status: number, message: Forwardable): boolean =>
   message.length === undefined && request.httpVersion === '1.1' && bodyAllowed(request, status);
 
+/** The answer's body is framed by the close (to an HTTP/1.0 client, without a length): a close ends it as if whole. */
+export const framedByClose = (request: IncomingMessage, status: number, message: Forwardable): boolean =>
+  message.length === undefined && bodyAllowed(request, status) && !chunkedToClient(request, status, message);
+
 /**
  * True when the message's body is coded other than in chunks alone (`gzip, chunked`): taking the chunks off and
  * framing it again would pass the gzip bytes on as the body itself. Go refuses such a request (501) and such an

@@ -23,10 +23,9 @@ import { oneAtATime } from './one-at-a-time';
 import {
   answer,
   answerGlobalOptions,
-  codingText,
   passInterim,
   rateLimitedWarn,
-  refusedText,
+  refusalOf,
   slowBodyText,
   timeoutText,
   unreachableText,
@@ -35,14 +34,13 @@ import {
 import { sharedReadAgent } from './shared-read-agent';
 import { holdSocket } from './socket-hold';
 import {
-  bodyAllowed,
   chunkedToClient,
   forwardable,
+  framedByClose,
   originForm,
   otherCodings,
   pairs,
   sentTwiceSafely,
-  tokens,
   upstreamHeaders,
   withoutLength,
   type Forwardable,
@@ -127,15 +125,14 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
       if (upstream !== undefined) request.unpipe(upstream);
       answer(request, response, status, text, closeAfter || !request.complete);
     };
-    // The answer's body is framed by the close (an HTTP/1.0 client, no length): a close would end it as if whole.
-    let framedByClose = false;
+    let closeFramed = false; // the answer's body is framed by the close (framedByClose)
     const cut = (kind: FailureKind): void => {
       if (phase === 'cut') return;
       phase = 'cut';
       warn(kind);
       // The client sees a cut body, never a short one that looks complete: a length or chunks it lacks say so, and
       // where the close frames it, a reset (of a TCP socket still open: only those have a remote family).
-      if (framedByClose && request.socket.remoteFamily !== undefined) request.socket.resetAndDestroy();
+      if (closeFramed && request.socket.remoteFamily !== undefined) request.socket.resetAndDestroy();
       response.destroy();
     };
     // Whether a byte moved since the idle timer last fired.
@@ -183,8 +180,7 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
         return answerOurselves(502, unreachableText);
       }
       phase = 'streaming';
-      framedByClose =
-        back.length === undefined && bodyAllowed(request, status) && !chunkedToClient(request, status, back);
+      closeFramed = framedByClose(request, status, back);
       idle.refresh();
       head.on('data', moved);
       head.on('end', () => {
@@ -290,20 +286,10 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
     if (response.destroyed || response.writableEnded) return;
     if (request.method === 'OPTIONS' && request.url === '*') return answerGlobalOptions(request, response);
     const message = forwardable(request.rawHeaders, true);
-    const upgrade = message.upgrade === undefined ? [] : tokens(message.upgrade);
-    if (request.method === 'CONNECT' || upgrade.some((protocol) => protocol !== 'h2c')) {
-      warn('refused');
-      return answer(request, response, 501, refusedText, true);
-    }
-    if (otherCodings(message)) {
-      warn('refused');
-      return answer(request, response, 501, codingText, true);
-    }
-    if (message.hostProblem !== undefined) {
-      warn('refused');
-      return answer(request, response, 400, Buffer.from(`400 Bad Request: ${message.hostProblem}`), true);
-    }
-    proxy(request, response, message);
+    const refusal = refusalOf(request, message);
+    if (refusal === undefined) return proxy(request, response, message);
+    warn('refused');
+    answer(request, response, refusal.status, refusal.text, true);
   };
 
   return {

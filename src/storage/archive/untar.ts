@@ -1,4 +1,5 @@
 /** untar: a tar, gzipped or not, streamed through tar's Unpack — every entry guarded and counted, its end required. */
+import { modelFileMode } from '../../core/model-file-mode';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
@@ -234,9 +235,7 @@ export const untarInto = (
         refuse(error as EffectError);
         return false;
       }
-      // Directories 0755; files keep their rwx bits but lose setuid/setgid/sticky and group/other write, and all may
-      // read them: the model server reads the model dir as another user (a zip's files are 0644 alike).
-      readEntry.mode = kind === 'dir' ? 0o755 : ((readEntry.mode ?? 0o644) & 0o755) | 0o444;
+      readEntry.mode = kind === 'dir' ? 0o755 : modelFileMode(readEntry.mode ?? 0o644);
       return true;
     },
   });

@@ -17,7 +17,8 @@ import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
-import { fileCopier, fsError, isMissing, makeDirs, step, type FileCopier } from '../../fs';
+import { chmodNoFollow, fileCopier, fsError, isMissing, makeDirs, type FileCopier } from '../../fs';
+import { modelFileMode } from '../../core/model-file-mode';
 import { checkLocalSource, checkNotSystem, isInside } from './local-roots';
 import { sourceWatches, type WatchedCopy } from './source-watch';
 import { modelGuard, type TransferGuard } from '../transfer-guard';
@@ -112,23 +113,9 @@ const copyFile = async (tree: Tree, from: string, to: string): Promise<void> => 
     if (tree.link && info.size > copiedUpToBytes) return await symlink(from, to);
     await tree.guard.admit(info.size);
     await tree.copy({ handle, size: info.size, path: from, to, signal: tree.signal, what: tree.what });
-    await readableByAll(to, info.mode, tree.what);
+    await chmodNoFollow(to, modelFileMode(info.mode), tree.what); // readable by the model server
   } finally {
     await handle.close();
-  }
-};
-
-/**
- * Gives the copy at `to` (ours, just made: never followed if a link) the source's owner and execute bits, readable by
- * all, without setuid/setgid/sticky and group/other write, as a tar's files are extracted: the model server reads the
- * model dir as another user (deploy/base: modelsync 65532, the server 1000), and a 0600 source landed unreadable.
- */
-const readableByAll = async (to: string, sourceMode: number, what: string): Promise<void> => {
-  const copy = await step(what, () => open(to, constants.O_RDONLY | constants.O_NOFOLLOW));
-  try {
-    await step(what, () => copy.chmod((sourceMode & 0o755) | 0o444));
-  } finally {
-    await copy.close();
   }
 };
 
