@@ -13,13 +13,19 @@ const guarded =
     }
   };
 
+/** The telemetries guardedTelemetry made. */
+const guardedOnes = new WeakSet<Telemetry>();
+
 /**
  * `telemetry` (an integrator's: the port says its methods never throw) whose every method logs a throw as a defect,
  * one error line each, and goes on. Thrown inside an operator, it ended the config pipeline, the resyncs, or the agent
  * with them; thrown in a model's work, it failed the model.
  */
 export const guardedTelemetry = (telemetry: Telemetry, log: Logger): Telemetry => {
-  return {
+  // startAgent guards the integrator's telemetry and hands it on to syncModels, which guards what it is given (it
+  // is exported too): a telemetry guarded once is not wrapped again.
+  if (guardedOnes.has(telemetry)) return telemetry;
+  const guardedOne: Telemetry = {
     configRead: guarded('config read', telemetry.configRead.bind(telemetry), log),
     resyncRun: guarded('resync run', telemetry.resyncRun.bind(telemetry), log),
     repair: guarded('repair', telemetry.repair.bind(telemetry), log),
@@ -32,4 +38,6 @@ export const guardedTelemetry = (telemetry: Telemetry, log: Logger): Telemetry =
       ? {}
       : { nodeCache: guarded('node cache', telemetry.nodeCache.bind(telemetry), log) }),
   };
+  guardedOnes.add(guardedOne);
+  return guardedOne;
 };
