@@ -32,12 +32,16 @@ export const archiveFailure =
         cause,
       );
     }
-    return permanentError('invalid-archive', `${what}: invalid archive: ${errorMessage(cause)}`, cause);
+    return invalidArchive(what, errorMessage(cause), cause);
   };
 
 /** The failure of an archive cut short: retryable, since the connection may have cut it (a whole one comes next). */
 export const truncatedArchive = (what: string, why: string): EffectError =>
   retryableError('invalid-archive', `${what}: truncated archive: ${why}`);
+
+/** An archive that is not one modelsync can install (the same bytes again would fail alike): `why` says what it holds. */
+export const invalidArchive = (what: string, why: string, cause?: unknown): EffectError =>
+  permanentError('invalid-archive', `${what}: invalid archive: ${why}`, cause);
 
 /** A symlink an archive holds: where it goes (relative to the root, checked by the guard) and what it points at. */
 export interface ArchiveLink {

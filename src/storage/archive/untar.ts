@@ -5,11 +5,18 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { ReadEntry, Unpack } from 'tar';
 import { lazyModule } from '../../core/lazy-module';
-import { EffectError, errorCode, permanentError } from '../../core/errors';
+import { EffectError, errorCode } from '../../core/errors';
 import { consume } from '../../fs';
 import type { ArchiveBudget } from './budget';
 import type { EntryKind } from './guard';
-import { archiveFailure, makeLinks, truncatedArchive, type ArchiveLink, type Job } from './unpack';
+import {
+  archiveFailure,
+  invalidArchive,
+  makeLinks,
+  truncatedArchive,
+  type ArchiveLink,
+  type Job,
+} from './unpack';
 
 // Loaded at the first archive: most models are no tar, and tar and its dependencies cost ~10 ms of every start.
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first tar (lazy-module.ts) */
@@ -65,7 +72,7 @@ async function* gunzipIfGzipped(
   const compression = otherCompressions.find(({ magic }) => magic.some((bytes) => startsWith(head, bytes)));
   if (compression !== undefined) {
     const why = `the tar is compressed with ${compression.name}, which modelsync does not read (only gzip: .tar.gz, .tgz)`;
-    throw permanentError('invalid-archive', `${what}: invalid archive: ${why}`);
+    throw invalidArchive(what, why);
   }
   let compressed = 0;
   async function* all(): AsyncGenerator<Buffer> {
@@ -124,7 +131,7 @@ class TarStream {
     if (code === 'Z_BUF_ERROR') return truncatedArchive(what, 'the gzip stream ended before its trailer');
     if (this.head.length === 512 && !this.beginsLikeTar()) {
       const found = `${this.gzip === 'no' ? 'its' : 'the gzip stream holds no tar: its'} first 512 bytes are no tar header`;
-      return permanentError('invalid-archive', `${what}: invalid archive: ${found}`, cause);
+      return invalidArchive(what, found, cause);
     }
     if (code !== 'TAR_BAD_ARCHIVE' || !this.ended || this.sawEnd) return undefined;
     return this.missingEnd(what);
@@ -141,10 +148,7 @@ class TarStream {
       this.bytes < 512
         ? `holds no tar: ${this.bytes} bytes, fewer than one header`
         : 'the tar in it ends without its end-of-archive blocks';
-    return permanentError(
-      'invalid-archive',
-      `${what}: invalid archive: the gzip stream is whole but ${found}`,
-    );
+    return invalidArchive(what, `the gzip stream is whole but ${found}`);
   }
 
   // A stream too short for one header may be any cut tar; a longer one must open with a header or a zero block.

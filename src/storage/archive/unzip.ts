@@ -6,10 +6,17 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { crc32 } from 'node:zlib';
 import * as yauzl from 'yauzl';
-import { errorCode, permanentError } from '../../core/errors';
+import { errorCode } from '../../core/errors';
 import { fsError, makeDirs, step } from '../../fs';
 import { quotedName, refusal, type EntryKind } from './guard';
-import { archiveFailure, makeLinks, truncatedArchive, type ArchiveLink, type Job } from './unpack';
+import {
+  archiveFailure,
+  invalidArchive,
+  makeLinks,
+  truncatedArchive,
+  type ArchiveLink,
+  type Job,
+} from './unpack';
 
 const maxZipLinkBytes = 4096;
 const S_IFMT = 0o170000;
@@ -53,12 +60,7 @@ const crcChecked = (expected: number, what: string, name: string): Transform => 
     },
     flush: (done) =>
       done(
-        crc === expected
-          ? null
-          : permanentError(
-              'invalid-archive',
-              `${what}: invalid archive: entry ${quotedName(name)} fails its CRC-32 check`,
-            ),
+        crc === expected ? null : invalidArchive(what, `entry ${quotedName(name)} fails its CRC-32 check`),
       ),
   });
 };
