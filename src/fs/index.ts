@@ -25,7 +25,7 @@ export { readSmallFile, readToEnd } from './small-file';
 export { onRemoteFileSystem } from './remote-file-system';
 export { linkMissing } from './link-missing';
 export { makeDirs } from './make-dirs';
-export { lockFile, type HeldLock } from './file-lock';
+export { lockFile, removeHeldLockFile, type HeldLock } from './file-lock';
 export { entryKind } from '../core/entry-kind';
 export {
   chmodNoFollow,

@@ -2,7 +2,7 @@
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode } from '../core/errors';
-import { fileStats, lockFile, removeTree, statfsFreeBytes, withDir } from '../fs';
+import { fileStats, lockFile, removeHeldLockFile, removeTree, statfsFreeBytes, withDir } from '../fs';
 import type { Logger } from '../log';
 
 /** The budgets of a node cache: 0 turns one off. */
@@ -47,9 +47,43 @@ const useIfThere = (root: string, name: string): Promise<EntryUse | undefined> =
     throw cause;
   });
 
+/** The lock file of entry `key` (node-cache.ts, entryPaths). */
+const lockPath = (root: string, key: string): string => join(root, `${key}.lock`);
+const lockName = /^([0-9a-f]{64})\.lock$/;
+
 /** The lock of entry `key`, taken at once, or undefined: another process holds it (publishing, filling). */
 const lockNow = (root: string, key: string) =>
-  lockFile(join(root, `${key}.lock`), 0, new AbortController().signal).catch(() => undefined);
+  lockFile(lockPath(root, key), 0, new AbortController().signal).catch(() => undefined);
+
+/** True when entry `key` is there (a dir or anything else holding its name). */
+const entryThere = (root: string, key: string): Promise<boolean> =>
+  lstat(join(root, key)).then(
+    () => true,
+    (cause: unknown) => {
+      if (errorCode(cause) === 'ENOENT') return false;
+      throw cause;
+    },
+  );
+
+/**
+ * Removes the lock files no entry has (a claim whose download failed, an entry evicted by an older modelsync), each
+ * under its own lock taken at once: one per content ever claimed on the node would otherwise stay for good.
+ */
+const removeOrphanLocks = async (root: string, names: readonly string[]): Promise<void> => {
+  const present = new Set(names);
+  for (const name of names) {
+    const key = lockName.exec(name)?.[1];
+    if (key === undefined || present.has(key)) continue;
+    const held = await lockNow(root, key);
+    if (held === undefined) continue; // a claim or a publish holds it
+    try {
+      // Only a holder of the lock makes the entry: none came since the listing, or it stays.
+      if (!(await entryThere(root, key))) await removeHeldLockFile(lockPath(root, key));
+    } finally {
+      await held.release();
+    }
+  }
+};
 
 /**
  * Removes the temp dirs among `names` whose publish was cut short (kill -9, OOM, a reboot): the publisher holds the
@@ -90,6 +124,7 @@ export const evictNodeCache = async (
   const names = await readdir(root);
   // With no budget too: a leftover is never used, and holds its bytes for good where it is a copy.
   const publishing = await removeLeftovers(root, names, log);
+  await removeOrphanLocks(root, names);
   if (budget.maxBytes === 0 && budget.minFreeBytes === 0) return [];
   const uses: EntryUse[] = [];
   for (const name of names) {
@@ -112,6 +147,7 @@ export const evictNodeCache = async (
       const now = await useOf(root, use.name);
       if (now === undefined || now.linked) continue;
       await removeTree(join(root, use.name));
+      await removeHeldLockFile(lockPath(root, use.name));
       total -= use.bytes;
       free += use.bytes;
       evicted.push(use.name);

@@ -1,8 +1,8 @@
 /** Tests of lockFile: one holder at a time across processes, released by its holder or by its death, no link followed. */
 import { spawn } from 'node:child_process';
-import { readFile, symlink, writeFile } from 'node:fs/promises';
+import { readFile, symlink, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { lockFile } from '../../src/fs/file-lock';
+import { lockFile, type HeldLock } from '../../src/fs/file-lock';
 import { useTempDir } from '../helpers/temp-dir';
 
 const never = new AbortController().signal;
@@ -24,6 +24,24 @@ describe('lockFile', () => {
     await first.release();
     await (await second).release();
     expect(order).toEqual(['released', 'second']);
+  });
+
+  it('locks the file at the path when the one it waited on was removed by its holder: never two holders', async () => {
+    // A holder removes the lock file (an evicted entry's) before it releases; a waiter that opened the old file then
+    // got a lock nobody else would ever wait on, beside the holder of the new file at the path.
+    const path = join(tmp.path, 'r.lock');
+    const first = await lockFile(path, minute, never);
+    let second: HeldLock | undefined;
+    const waiting = lockFile(path, minute, never).then((held) => (second = held));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the waiter has opened the first file
+    await unlink(path);
+    const third = await lockFile(path, minute, never); // the file made next at the path
+    await first.release();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(second).toBeUndefined();
+    await third.release();
+    await (await waiting).release();
+    expect(second).toBeDefined();
   });
 
   it('passes to the next holder when the process holding it is killed with SIGKILL', async () => {

@@ -71,7 +71,7 @@ describe('evictNodeCache', () => {
     expect(await evictNodeCache(join(tmp.path, 'cache'), floor, log, free)).toEqual([key(1), key(2)]);
   });
 
-  it('leaves alone what is not an entry: lock files, a temp dir being published, a link planted under an entry name', async () => {
+  it('leaves alone what is not an entry: a held lock file, a temp dir being published, a link planted under an entry name', async () => {
     const cache = join(tmp.path, 'cache');
     await entry(1, 40 * KiB, 30);
     // Its publish is running: the publisher holds the entry's lock.
@@ -85,9 +85,8 @@ describe('evictNodeCache', () => {
     } finally {
       await publishing.release();
     }
-    expect((await readdir(cache)).sort()).toEqual(
-      [`${key(1)}.lock`, `${key(3)}.lock`, `.tmp-${key(3)}-abc`, key(2)].sort(),
-    );
+    // The evicted entry's lock file went with it (under its lock); the publisher's stays.
+    expect((await readdir(cache)).sort()).toEqual([`${key(3)}.lock`, `.tmp-${key(3)}-abc`, key(2)].sort());
     expect(await readdir(join(tmp.path, 'victim'))).toEqual(['kept']);
   });
 
@@ -115,6 +114,21 @@ describe('evictNodeCache', () => {
       await publishing.release();
     }
     expect(await left()).toEqual([`.tmp-${key(2)}-abc`]);
+  });
+
+  it("removes the lock files no entry has, with or without a budget, and keeps a held one and an entry's", async () => {
+    // One lock file per content ever claimed on the node (each new version of a model is a new one) stayed for good:
+    // a claim whose download failed, an entry evicted, left theirs.
+    const cache = join(tmp.path, 'cache');
+    await entry(1, 40 * KiB, 30);
+    for (const n of [1, 2, 3, 4]) await writeFile(join(cache, `${key(n)}.lock`), '');
+    const claiming = await lockFile(join(cache, `${key(4)}.lock`), 1000, new AbortController().signal);
+    try {
+      expect(await evictNodeCache(cache, { maxBytes: 0, minFreeBytes: 0 }, log)).toEqual([]);
+    } finally {
+      await claiming.release();
+    }
+    expect((await readdir(cache)).sort()).toEqual([key(1), `${key(1)}.lock`, `${key(4)}.lock`].sort());
   });
 
   it('does nothing without a budget', async () => {
