@@ -6,9 +6,9 @@ import { readFailed } from '../core/errors';
 import type { ConfigSource } from '../ports';
 
 /**
- * `read` gives `text` as the content of `file`, or, without `text`, fails the way a missing models.json does
- * (the agent then waits for a config and applies nothing). `events$` completes at once: nothing will change, so
- * an agent on this source completes once the config is applied, and `opOperators` can feed it ops instead.
+ * `read` gives `text` as the content of `file`, or, without `text`, fails the way a missing models.json does (the
+ * agent applies no model from it). `events$` completes at once: nothing will change, so an agent on this source
+ * completes once the config is applied, or at once without `text`; `opOperators` can feed it ops instead.
  */
 export const fixedConfigSource = (text?: string, file = `/fixed-config/${configFileName}`): ConfigSource => ({
   events$: EMPTY,
