@@ -30,8 +30,7 @@ import type { ModelOp } from '../core/model-op';
 import type { AgentEvent } from '../core/model-status';
 import type { Snapshot } from '../core/snapshot';
 import { abortable } from './abortable';
-import { guardedTelemetry } from './guarded-telemetry';
-import { createLoader, type Loader, type LoaderDeps } from '../loader';
+import { createLoader, guardedTelemetry, type Loader, type LoaderDeps } from '../loader';
 import { repairDrift, resyncTriggers, type ResyncTriggerOptions } from '../pipeline';
 import {
   noTelemetry,

@@ -41,7 +41,7 @@ import {
   warnUnservedSchemes,
 } from '../pipeline';
 import { noTelemetry, type ConfigSource, type FsEvent, type Telemetry } from '../ports';
-import { guardedTelemetry } from './guarded-telemetry';
+import { guardedTelemetry } from '../loader';
 
 /** What the config half of the pipeline runs on. */
 export interface ConfigPipelineDeps {

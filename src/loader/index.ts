@@ -4,3 +4,4 @@
  */
 export { createLoader, type Loader, type LoaderDeps } from './loader';
 export { createWorkQueue, type WorkQueue, type WorkQueueCounts } from './work-queue';
+export { guardedTelemetry } from './guarded-telemetry';

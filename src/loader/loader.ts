@@ -13,6 +13,7 @@ import { createSlots, type Slots } from '../core/slots';
 import { createContentSharing } from './content-sharing';
 import type { ContentRegistry } from './content-registry';
 import type { ReconcileEffects } from './reconcile';
+import { guardedTelemetry } from './guarded-telemetry';
 
 export { unlistedUnloadWorkers } from './loader-run';
 
@@ -77,7 +78,9 @@ export interface Loader {
 
 /** A loader over `deps`, starting from what is `inPlace`. */
 export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
-  const { log, random = Math.random, scheduler = asyncScheduler, telemetry = noTelemetry } = deps;
+  const { log, random = Math.random, scheduler = asyncScheduler } = deps;
+  // An integrator's (createLoader is public): a throw from it is logged, never a model's failure.
+  const telemetry = guardedTelemetry(deps.telemetry ?? noTelemetry, log);
   const slots = { download: createSlots(deps.downloadConcurrency), load: createSlots(deps.loadConcurrency) };
   // Like the records, what the model dir holds outlives a run: a new one fills from what an earlier one installed.
   const content = createContentSharing({

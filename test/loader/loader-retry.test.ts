@@ -1,5 +1,6 @@
 /** Tests of the loader's retries on virtual time (recording ports): backoff, freed workers, cancelled retries. */
 import pino from 'pino';
+import { LogSink } from '../helpers/log-sink';
 import { Subject, VirtualTimeScheduler, type Subscription } from 'rxjs';
 import { httpStatusError, permanentError, retryableError } from '../../src/core/errors';
 import type { InPlace } from '../../src/core/in-place';
@@ -30,17 +31,18 @@ const start = (
   fail: RecordingFailures,
   inPlace: InPlace = { onDisk: new Map(), loaded: new Set() },
   telemetry?: Telemetry,
+  { random = () => 1, log = pino({ level: 'silent' }) }: { random?: () => number; log?: pino.Logger } = {},
 ) => {
   const scheduler = new VirtualTimeScheduler();
   const { ports, calls } = recordingPorts(fail);
   const loader: Loader = createLoader(
     {
       ...ports,
-      log: pino({ level: 'silent' }),
+      log,
       downloadConcurrency: 1,
       loadConcurrency: 1,
       retry: { baseMs: 1000, maxMs: 60_000, maxAttempts: 5 },
-      random: () => 1,
+      random,
       scheduler,
       telemetry,
     },
@@ -225,19 +227,37 @@ describe('loader retries (virtual time)', () => {
     expect(t.loads(m1)).toBe(1);
   });
 
-  it('fails a model whose attempt threw (a defect) and keeps its worker and its later work', async () => {
-    // An integrator's telemetry that throws: attemptOnce rejects outside the failures it handles.
-    let throws = 1;
+  it('retries and loads a model when the telemetry of retries throws (an integrator’s), telling each throw as a defect', async () => {
+    // createLoader is the public API too: a throw from the integrator's telemetry failed the model (errorKind
+    // unknown), where startAgent's own guard would have logged it and gone on.
     const telemetry: Telemetry = {
       ...noTelemetry,
       retry: () => {
-        if (throws-- > 0) throw new Error('telemetry broke');
+        throw new Error('telemetry broke');
       },
     };
-    const t = start({ load: { m1: [unavailable()] } }, undefined, telemetry);
+    const sink = new LogSink();
+    const t = start({ load: { m1: [unavailable()] } }, undefined, telemetry, { log: pino(sink) });
     t.ops$.next(add(m1, v1));
     await advanceAndSettle(t.scheduler, 1);
-    expect(t.phases(m1)).toEqual(['Downloading', 'Loading', 'Failed']);
+    await advanceAndSettle(t.scheduler, 1000);
+    expect(t.phases(m1)).toEqual(['Downloading', 'Loading', 'Retrying', 'Loading', 'Loaded']);
+    expect(sink.withMessage('the retry telemetry threw: a defect; going on')).toHaveLength(1);
+  });
+
+  it('fails a model whose attempt threw (a defect) and keeps its worker and its later work', async () => {
+    // A defect inside the attempt (here the jitter's random source): attemptOnce rejects outside the failures it
+    // handles.
+    let throws = 1;
+    const random = (): number => {
+      if (throws-- > 0) throw new Error('random broke');
+      return 1;
+    };
+    const t = start({ load: { m1: [unavailable()] } }, undefined, undefined, { random });
+    t.ops$.next(add(m1, v1));
+    await advanceAndSettle(t.scheduler, 1);
+    // The backoff is drawn once the retry is reported: the defect fails the model after its Retrying.
+    expect(t.phases(m1)).toEqual(['Downloading', 'Loading', 'Retrying', 'Failed']);
     expect(t.loader.statuses().get(m1)).toMatchObject({ errorKind: 'unknown' });
     expect(t.idle()).toBe(true);
 
