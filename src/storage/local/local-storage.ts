@@ -20,6 +20,7 @@ import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
 import { chmodNoFollow, fileCopier, fsError, isMissing, makeDirs, type FileCopier } from '../../fs';
 import { modelFileMode } from '../../core/model-file-mode';
 import { checkLocalSource, checkNotSystem, isInside } from './local-roots';
+import { loneArchiveIn } from './lone-archive';
 import { sourceWatches, type WatchedCopy } from './source-watch';
 import { modelGuard, type TransferGuard } from '../transfer-guard';
 
@@ -209,19 +210,23 @@ const copyLocalModel = async (
       selection,
     };
     const info = await stat(sourceRoot);
-    if (info.isFile()) {
-      // As KServe's storage initializer: a local .tar, .tar.gz, .tgz or .zip is unpacked, any other file copied.
-      const name = path.basename(source);
+    const lone = info.isDirectory() ? await loneArchiveIn(sourceRoot, settings, what) : undefined;
+    if (info.isFile() || lone !== undefined) {
+      // As KServe's storage initializer: a local .tar, .tar.gz, .tgz or .zip (or a dir's only entry, one of them) is
+      // unpacked, any other file copied.
+      const [file, shown] =
+        lone === undefined ? [sourceRoot, source] : [lone.file, path.join(source, lone.name)];
+      const name = path.basename(shown);
       const format = archiveFormatOf(name);
       if (format !== undefined) {
-        await extractFile(sourceRoot, format, targetDir, {
-          what: `extracting ${source}`,
+        await extractFile(file, format, targetDir, {
+          what: `extracting ${shown}`,
           signal,
           limits,
           select,
         });
       } else if (selection === undefined || selection.takes(name, 'file', name)) {
-        await copyFile(tree, sourceRoot, path.join(targetDir, name));
+        await copyFile(tree, file, path.join(targetDir, name));
       } else {
         selection.checkSomeTaken();
       }

@@ -222,10 +222,30 @@ describe('localFileStorage', () => {
     expect(await readFile(path.join(target, 'model', 'latest'), 'utf8')).toBe('weights');
   });
 
-  it('copies an archive as it is when it lies in a copied directory', async () => {
+  it('copies an archive as it is when it lies in a copied directory beside other entries', async () => {
     await writeFile(path.join(source, 'm.tar'), tarball(modelTar));
+    await writeFile(path.join(source, 'README'), 'notes');
     await local().download(source, target, signal);
-    expect(await listTree(target)).toEqual(['m.tar']);
+    expect(await listTree(target)).toEqual(['README', 'm.tar']);
+  });
+
+  it.each([
+    ['m.tar', tarball(modelTar)],
+    ['m.tgz', tgz(modelTar)],
+  ])('extracts a directory whose only entry is the archive %s, as KServe does', async (file, bytes) => {
+    // KServe's initializer links a local dir's entries into dest, then unpacks the one archive it found alone
+    // (`_download_local`: file_count == 1); a pvc:// dir holding one model.tar.gz gave the model server the tarball.
+    await writeFile(path.join(source, file), bytes);
+    await local().download(source, target, signal);
+    expect(await listTree(target)).toEqual(modelTree);
+  });
+
+  it('refuses a directory whose only entry is a link to an archive outside it, never unpacking through it', async () => {
+    await writeFile(path.join(tmp.path, 'outside.tar'), tarball(modelTar));
+    await symlink(path.join(tmp.path, 'outside.tar'), path.join(source, 'm.tar'));
+    const error = await effectError(local().download(source, target, signal));
+    expect(error).toMatchObject({ kind: 'refused', retryable: false });
+    expect(await listTree(target)).toEqual([]);
   });
 
   it('fails permanently, naming the entry, on an archive entry that would escape', async () => {

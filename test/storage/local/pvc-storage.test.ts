@@ -1,10 +1,11 @@
 /** Tests of pvcStorage on real temp dirs: pvc://<claim>/<path> read from under the claim's mount root. */
-import { mkdir, symlink } from 'node:fs/promises';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pvcStorage } from '../../../src/storage/local/local-storage';
 import { effectError } from '../../helpers/effect-error';
 import { listTree, writeFiles } from '../../helpers/file-tree';
 import { useTempDir } from '../../helpers/temp-dir';
+import { tarball } from '../archive/builders';
 
 const signal = new AbortController().signal;
 
@@ -28,6 +29,16 @@ describe('pvcStorage', () => {
   it('copies <root>/<path> for pvc://<claim>/<path>, the claim name not being part of the path', async () => {
     await pvcStorage({ root }).download('pvc://my-claim/models/m1', target, signal);
     expect(await listTree(target)).toEqual(['1/', '1/model.onnx', 'config.json']);
+  });
+
+  it('extracts the one archive a pvc://<claim>/<path> dir holds, as KServe does', async () => {
+    await mkdir(path.join(root, 'models', 'm2'));
+    await writeFile(
+      path.join(root, 'models', 'm2', 'model.tar'),
+      tarball([{ name: '1/model.onnx', content: 'onnx' }]),
+    );
+    await pvcStorage({ root }).download('pvc://my-claim/models/m2', target, signal);
+    expect(await listTree(target)).toEqual(['1/', '1/model.onnx']);
   });
 
   it('copies the whole claim for pvc://<claim>, and applies the patterns', async () => {
