@@ -1,12 +1,12 @@
-/** StatusPages: /status and /status/<model> answered from statuses sorted once per change, not once per request. */
-import type { ModelStatus } from '../core/model-status';
+/** StatusPages: /status and /status/<model> answered from statuses kept sorted as they change, not sorted per request. */
+import type { ModelPhase, ModelStatus } from '../core/model-status';
+import { partitionPoint } from '../core/partition-point';
 import { redact } from '../core/redact';
 import { pageCursor } from './page-cursor';
 import {
   modelStatusJson,
   shownStatuses,
   statusDocumentText,
-  statusSummary,
   type ConfigState,
   type ModelStatusJson,
   type StatusQuery,
@@ -18,36 +18,66 @@ export interface StatusSource {
   readonly statuses: () => Iterable<ModelStatus>;
   readonly config: () => ConfigState;
   readonly ready: () => boolean;
-  /** The clock (ms); Date.now by default. */
-  readonly now?: () => number;
 }
 
 /** The /status pages of one agent run. */
 export interface StatusPages {
-  /** A status changed: the next answer sorts the statuses again. */
-  readonly changed: () => void;
+  /**
+   * A status changed: given, it takes its place in the sorted statuses at once (a name added or gone moves no other);
+   * without one (the loader replaced, say), the next answer reads every status again.
+   */
+  readonly changed: (status?: ModelStatus) => void;
   /** One page of the /status document as JSON text. */
   readonly page: (query: StatusQuery) => string;
   /** One model as /status shows it; undefined for a model not shown (unknown, or Removed). */
   readonly model: (name: string) => ModelStatusJson | undefined;
 }
 
-interface Sorted {
-  readonly at: number;
-  readonly shown: ReadonlyArray<ModelStatus>;
-  readonly summary: StatusSummary;
-  readonly byName: ReadonlyMap<string, ModelStatus>;
+/** The statuses shown, sorted by name, with their phases counted and each found by name: kept as they change. */
+interface Shown {
+  readonly sorted: ModelStatus[];
+  readonly byName: Map<string, ModelStatus>;
+  readonly phases: Map<ModelPhase, number>;
 }
 
-/** Sorted statuses are sorted again after this even with no change heard: a safety net, not how changes arrive. */
-const maxAgeMs = 1000;
+const shownOf = (statuses: Iterable<ModelStatus>): Shown => {
+  const sorted = [...shownStatuses(statuses)];
+  const phases = new Map<ModelPhase, number>();
+  for (const { phase } of sorted) phases.set(phase, (phases.get(phase) ?? 0) + 1);
+  return { sorted, byName: new Map(sorted.map((status) => [status.modelName, status])), phases };
+};
+
+const count = (phases: Map<ModelPhase, number>, phase: ModelPhase, by: number): void => {
+  const now = (phases.get(phase) ?? 0) + by;
+  if (now === 0) phases.delete(phase);
+  else phases.set(phase, now);
+};
+
+/** `status` in its place in `shown`: replaced, inserted in name order, or taken out once Removed. */
+const apply = ({ sorted, byName, phases }: Shown, status: ModelStatus): void => {
+  const name = status.modelName;
+  const before = byName.get(name);
+  if (before === undefined && status.phase === 'Removed') return;
+  const at = partitionPoint(sorted, (shown) => shown.modelName < name);
+  if (before !== undefined) count(phases, before.phase, -1);
+  if (status.phase === 'Removed') {
+    byName.delete(name);
+    sorted.splice(at, 1);
+    return;
+  }
+  count(phases, status.phase, 1);
+  byName.set(name, status);
+  if (before === undefined) sorted.splice(at, 0, status);
+  else sorted[at] = status;
+};
 
 /**
- * StatusPages over `source`. Copying and sorting 10,000 statuses costs milliseconds; 16 clients looping on
- * /status paid it (and made 6 MiB of text) at every request and held the probes behind them. Now a request pays
- * one page: its models' texts, each made once per status.
+ * StatusPages over `source`. Copying and sorting the statuses at each request (16 clients looping on /status, 6 MiB of
+ * text at 10,000 models) held the probes behind them, and so did sorting them again after each change (100,000
+ * models: 65-120 ms, and the same again for a map by name). Now each change moves one status, and a request pays its
+ * page: its models' texts, each made once per status.
  */
-export const statusPages = ({ statuses, config, ready, now = Date.now }: StatusSource): StatusPages => {
+export const statusPages = ({ statuses, config, ready }: StatusSource): StatusPages => {
   const texts = new WeakMap<ModelStatus, string>(); // statuses are replaced, never changed
   const modelText = (status: ModelStatus): string => {
     const known = texts.get(status);
@@ -56,24 +86,17 @@ export const statusPages = ({ statuses, config, ready, now = Date.now }: StatusS
     texts.set(status, text);
     return text;
   };
-  let sorted: Sorted | undefined;
-  const current = (): Sorted => {
-    const at = now();
-    if (sorted !== undefined && at - sorted.at < maxAgeMs) return sorted;
-    const shown = shownStatuses(statuses());
-    sorted = {
-      at,
-      shown,
-      summary: statusSummary(shown),
-      byName: new Map(shown.map((status) => [status.modelName, status])),
-    };
-    return sorted;
-  };
+  let shown: Shown | undefined;
+  const current = (): Shown => (shown ??= shownOf(statuses()));
   return {
-    changed: () => void (sorted = undefined),
+    changed: (status) => {
+      if (status === undefined) shown = undefined;
+      else if (shown !== undefined) apply(shown, status);
+    },
     page: (query) => {
-      const { shown, summary } = current();
-      return statusDocumentText(shown, summary, config(), ready(), query, modelText, pageCursor);
+      const { sorted, phases } = current();
+      const summary: StatusSummary = { models: sorted.length, phases: Object.fromEntries(phases) };
+      return statusDocumentText(sorted, summary, config(), ready(), query, modelText, pageCursor);
     },
     model: (name) => {
       const status = current().byName.get(name);

@@ -197,13 +197,14 @@ export const withSurface =
       opOperators: [...(settings.opOperators ?? []), tap((op) => metrics.observeOp(op._tag))],
       onStart: (start) => {
         loader = start.loader;
+        pages.changed(); // read from this loader from now on
         settings.onStart?.(start);
       },
     }).pipe(
       tap((event) => {
         if (event._tag === 'Ready') return state.markReady();
         metrics.observeStatus(event.status);
-        pages.changed();
+        pages.changed(event.status);
       }),
     );
     return merge(serving$, events$);
