@@ -23,8 +23,8 @@ export interface StatusSource {
 /** The /status pages of one agent run. */
 export interface StatusPages {
   /**
-   * A status changed: given, it takes its place in the sorted statuses at once (a name added or gone moves no other);
-   * without one (the loader replaced, say), the next answer reads every status again.
+   * A status changed: given, that of a model shown and staying so takes its place at once; a model added or gone, or
+   * a change not given (a new loader), has the next answer read every status again.
    */
   readonly changed: (status?: ModelStatus) => void;
   /** One page of the /status document as JSON text. */
@@ -53,29 +53,28 @@ const count = (phases: Map<ModelPhase, number>, phase: ModelPhase, by: number): 
   else phases.set(phase, now);
 };
 
-/** `status` in its place in `shown`: replaced, inserted in name order, or taken out once Removed. */
-const apply = ({ sorted, byName, phases }: Shown, status: ModelStatus): void => {
+/**
+ * `status` in its place in `shown` when the model is shown and stays so (a phase, a progress, a retry: the changes
+ * that keep coming); false when a model comes or goes, which the next answer reads all statuses again for (a merge
+ * per change would move up to every status each time, a start-up of 100,000 models in random name order).
+ */
+const applied = ({ sorted, byName, phases }: Shown, status: ModelStatus): boolean => {
   const name = status.modelName;
   const before = byName.get(name);
-  if (before === undefined && status.phase === 'Removed') return;
-  const at = partitionPoint(sorted, (shown) => shown.modelName < name);
-  if (before !== undefined) count(phases, before.phase, -1);
-  if (status.phase === 'Removed') {
-    byName.delete(name);
-    sorted.splice(at, 1);
-    return;
-  }
-  count(phases, status.phase, 1);
+  if (before === undefined) return status.phase === 'Removed'; // one never shown stays so
+  if (status.phase === 'Removed') return false;
+  sorted[partitionPoint(sorted, (shown) => shown.modelName < name)] = status;
   byName.set(name, status);
-  if (before === undefined) sorted.splice(at, 0, status);
-  else sorted[at] = status;
+  count(phases, before.phase, -1);
+  count(phases, status.phase, 1);
+  return true;
 };
 
 /**
  * StatusPages over `source`. Copying and sorting the statuses at each request (16 clients looping on /status, 6 MiB of
- * text at 10,000 models) held the probes behind them, and so did sorting them again after each change (100,000
- * models: 65-120 ms, and the same again for a map by name). Now each change moves one status, and a request pays its
- * page: its models' texts, each made once per status.
+ * text at 10,000 models) held the probes behind them, and so did sorting them again after each change of a phase or a
+ * progress (100,000 models: 65-120 ms, and about as much for a map by name). Now such a change replaces one status,
+ * and a request pays its page: its models' texts, each made once per status.
  */
 export const statusPages = ({ statuses, config, ready }: StatusSource): StatusPages => {
   const texts = new WeakMap<ModelStatus, string>(); // statuses are replaced, never changed
@@ -90,8 +89,7 @@ export const statusPages = ({ statuses, config, ready }: StatusSource): StatusPa
   const current = (): Shown => (shown ??= shownOf(statuses()));
   return {
     changed: (status) => {
-      if (status === undefined) shown = undefined;
-      else if (shown !== undefined) apply(shown, status);
+      if (shown !== undefined && (status === undefined || !applied(shown, status))) shown = undefined;
     },
     page: (query) => {
       const { sorted, phases } = current();
