@@ -79,6 +79,13 @@ const azureError = (
   return transportError(cause, { what, aborted: false, connectionLost: phase === 'read' });
 };
 
+/**
+ * True for a SAS signed for one blob (`sr=b`: what the portal's "Generate SAS" on a blob and `az storage blob
+ * generate-sas` give): it reads that blob and lists nothing, so the URL names the one blob to fetch.
+ */
+const signedForOneBlob = (sas: string | undefined): boolean =>
+  sas !== undefined && new URLSearchParams(sas).get('sr') === 'b';
+
 /** The client of one container, read with the credential chosen for its URL. */
 const containerStore = (
   target: AzureBlobUri,
@@ -107,6 +114,25 @@ const containerStore = (
     bounds: ListingBounds,
   ): AsyncGenerator<StoredObject> {
     const what = `listing ${location.display} (${chosen.source})`;
+    if (signedForOneBlob(chosen.sas)) {
+      // The listing would be refused (403): the blob the URL names stands for it, its properties read as KServe's
+      // agent GETs it; under any other prefix (the URL's as a folder, `<blob>/`) there is nothing the SAS may read.
+      if (location.prefix !== target.prefix) return;
+      const reading = `reading ${location.display} (${chosen.source})`;
+      const properties = await bounds.ask(() =>
+        container
+          .getBlobClient(location.prefix)
+          .getProperties({ abortSignal: signal })
+          .catch((cause: unknown) => Promise.reject(azureError(cause, reading, 'list', signal))),
+      );
+      yield bounds.object(reading, {
+        key: location.prefix,
+        size: properties.contentLength,
+        version: properties.etag,
+      });
+      bounds.page(undefined);
+      return;
+    }
     // A page of its own for each token, so a page the store pushed back on can be asked again (ListingBounds.ask):
     // the SDK's own pager ends at its first failure.
     const pageAt = async (

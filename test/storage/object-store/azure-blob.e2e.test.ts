@@ -1,5 +1,10 @@
 /** Tests of the Azure Blob provider against azurite: what a URL names, archives, paging, resume, errors, credentials. */
 import { Agent } from 'node:http';
+import {
+  BlobSASPermissions,
+  generateBlobSASQueryParameters,
+  StorageSharedKeyCredential,
+} from '@azure/storage-blob';
 import { storageRequestTries } from '../../../src/core/retry-policy';
 import { createNetwork } from '../../../src/net/network';
 import { azureBlobStorage, type AzureBlobStorageOptions } from '../../../src/storage/object-store/azure-blob';
@@ -274,6 +279,47 @@ describe('azureBlobStorage against azurite', () => {
     const anonymous = storage({ credentials: {} });
     await anonymous.download(`${urlOf('models', 'single')}?${sas}`, staging.path, never);
     expect(await listTree(staging.path)).toEqual(['weights.bin']);
+  });
+
+  it('reads one blob with a SAS signed for that blob alone (sr=b), which may not list its container', async () => {
+    // A blob SAS, as Azure's portal and `az storage blob generate-sas` hand out for one model file: it may read
+    // that blob and nothing else. KServe's agent fetches such a URL with one GET; a listing is refused (403).
+    const sas = generateBlobSASQueryParameters(
+      {
+        containerName: 'models',
+        blobName: 'single/weights.bin',
+        permissions: BlobSASPermissions.parse('r'),
+        startsOn: new Date(Date.now() - 60_000),
+        expiresOn: new Date(Date.now() + 3_600_000),
+      },
+      new StorageSharedKeyCredential(azurite.current.account, azurite.current.accountKey),
+    ).toString();
+    const anonymous = storage({ credentials: {} });
+    await anonymous.download(`${urlOf('models', 'single/weights.bin')}?${sas}`, staging.path, never);
+    expect(await readFiles(staging.path)).toEqual({ 'weights.bin': 'one blob' });
+  });
+
+  it('fails permanently, reading no listing, for a blob SAS whose blob is not there', async () => {
+    const sas = generateBlobSASQueryParameters(
+      {
+        containerName: 'models',
+        blobName: 'single/gone.bin',
+        permissions: BlobSASPermissions.parse('r'),
+        startsOn: new Date(Date.now() - 60_000),
+        expiresOn: new Date(Date.now() + 3_600_000),
+      },
+      new StorageSharedKeyCredential(azurite.current.account, azurite.current.accountKey),
+    ).toString();
+    const error = await failure(
+      storage({ credentials: {} }).download(
+        `${urlOf('models', 'single/gone.bin')}?${sas}`,
+        staging.path,
+        never,
+      ),
+    );
+    expect(error).toMatchObject({ retryable: false });
+    expect(error.message).toMatch(/^reading .*\/models\/single\/gone\.bin \(the SAS in the URL\)/);
+    expect(error.message).not.toContain(new URLSearchParams(sas).get('sig')!);
   });
 
   it.each([
