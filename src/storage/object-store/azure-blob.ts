@@ -86,6 +86,10 @@ const azureError = (
 const signedForOneBlob = (sas: string | undefined): boolean =>
   sas !== undefined && new URLSearchParams(sas).get('sr') === 'b';
 
+/** A listing's refusal that a blob readable by anyone may lie behind: 401 or 403, or 404 (Azure's for a private container). */
+const refusedToAnyone = (error: EffectError): boolean =>
+  error.kind === 'not-found' || error.status === 401 || error.status === 403;
+
 /** The client of one container, read with the credential chosen for its URL. */
 const containerStore = (
   target: AzureBlobUri,
@@ -100,6 +104,9 @@ const containerStore = (
     ...(agent !== undefined ? { agent } : {}),
   };
   const query = chosen.sas === undefined ? '' : `?${chosen.sas}`;
+  // No credential and no SAS: a listing refused is refused to anyone, which a readable blob may still be.
+  const anonymous = chosen.sas === undefined && chosen.credential instanceof blobSdk().AnonymousCredential;
+  const mayNameOneBlob = anonymous && target.prefix !== '' && !target.prefix.endsWith('/');
   const pipeline = blobSdk().newPipeline(chosen.credential, pipelineOptions);
   const container = new (blobSdk().ContainerClient)(
     `${target.serviceUrl}/${target.container}${query}`,
@@ -114,10 +121,8 @@ const containerStore = (
     bounds: ListingBounds,
   ): AsyncGenerator<StoredObject> {
     const what = `listing ${location.display} (${chosen.source})`;
-    if (signedForOneBlob(chosen.sas)) {
-      // The listing would be refused (403): the blob the URL names stands for it, its properties read as KServe's
-      // agent GETs it; under any other prefix (the URL's as a folder, `<blob>/`) there is nothing the SAS may read.
-      if (location.prefix !== target.prefix) return;
+    // The blob the URL names, read by its properties in place of a listing (as KServe's agent GETs it).
+    const oneBlob = async (): Promise<StoredObject> => {
       const reading = `reading ${location.display} (${chosen.source})`;
       const properties = await bounds.ask(() =>
         container
@@ -125,12 +130,18 @@ const containerStore = (
           .getProperties({ abortSignal: signal })
           .catch((cause: unknown) => Promise.reject(azureError(cause, reading, 'list', signal))),
       );
-      yield bounds.object(reading, {
+      const object = bounds.object(reading, {
         key: location.prefix,
         size: properties.contentLength,
         version: properties.etag,
       });
       bounds.page(undefined);
+      return object;
+    };
+    if (signedForOneBlob(chosen.sas)) {
+      // The listing would be refused (403): the blob the URL names stands for it; under any other prefix (the
+      // URL's as a folder, `<blob>/`) there is nothing the SAS may read.
+      if (location.prefix === target.prefix) yield await oneBlob();
       return;
     }
     // A page of its own for each token, so a page the store pushed back on can be asked again (ListingBounds.ask):
@@ -150,10 +161,12 @@ const containerStore = (
           : azureError(cause, what, 'list', signal);
       }
     };
+    let listed = false;
     try {
       let token: string | undefined;
       do {
         const page = await bounds.ask(() => pageAt(token));
+        listed = true;
         if (page === undefined) return;
         // `bounds` sees each continuation token and stops a circle.
         const items = jsonObject(jsonObject(page)?.['segment'])?.['blobItems'] ?? [];
@@ -170,6 +183,22 @@ const containerStore = (
         bounds.page(token);
       } while (token !== undefined);
     } catch (cause) {
+      // A container whose public access is "blob" lets anyone read its blobs but no one list them (403, or
+      // 404 from Azure): with no credential, a URL that may name one blob (no trailing "/") is read as that blob,
+      // as KServe's agent GETs it; its `<blob>/` listing has nothing. Not there either: the listing's refusal.
+      if (cause instanceof EffectError && !listed && refusedToAnyone(cause) && mayNameOneBlob) {
+        if (location.prefix !== target.prefix) return;
+        let blob: StoredObject;
+        try {
+          blob = await oneBlob();
+        } catch (error) {
+          // Its own failure when it is no refusal (an abort, a 503): only "not there either" is the listing's.
+          if (error instanceof EffectError && refusedToAnyone(error)) throw cause;
+          throw error;
+        }
+        yield blob;
+        return;
+      }
       if (cause instanceof EffectError) throw cause;
       // The SDK reading an answer no listing gives (an item without a name) fails with a TypeError of its own.
       if (cause instanceof TypeError && !signal.aborted)

@@ -299,6 +299,18 @@ describe('azureBlobStorage against azurite', () => {
     expect(await readFiles(staging.path)).toEqual({ 'weights.bin': 'one blob' });
   });
 
+  it('reads one blob of a container whose public access is "blob" (anyone may read, no one list), with no credential', async () => {
+    await azurite.current.put('public-blobs', { 'm/weights.bin': 'public blob' });
+    await azurite.current.container('public-blobs').setAccessPolicy('blob');
+    const anonymous = storage({ credentials: {} });
+    await anonymous.download(urlOf('public-blobs', 'm/weights.bin'), staging.path, never);
+    expect(await readFiles(staging.path)).toEqual({ 'weights.bin': 'public blob' });
+    // A folder of it is no blob: the listing's refusal stands.
+    const error = await failure(anonymous.download(urlOf('public-blobs', 'm'), staging.path, never));
+    expect(error).toMatchObject({ kind: 'http-status', status: 403, retryable: false });
+    expect(error.message).toMatch(/^listing .*\/public-blobs\/m \(no credentials\): access denied/);
+  });
+
   it('fails permanently, reading no listing, for a blob SAS whose blob is not there', async () => {
     const sas = generateBlobSASQueryParameters(
       {
