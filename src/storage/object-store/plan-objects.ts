@@ -41,16 +41,38 @@ async function* listed(
   }
 }
 
+/** A name's parts as entryPathOf reads them (`/` and `\\` separate, empty and `.` parts dropped). */
+const partsOf = (name: string): string[] =>
+  name.split(/[/\\]+/).filter((part) => part !== '' && part !== '.');
+
+/**
+ * `named` without the empty objects another one needs as its directory: `a` of 0 bytes beside `a/b` is the folder
+ * `a/` as s3fs and Hadoop's tools mark one, without the trailing `/` (KServe's initializer skips every empty object).
+ */
+const withoutFolderMarkers = <T extends { readonly object: StoredObject; readonly name: string }>(
+  named: ReadonlyArray<T>,
+): ReadonlyArray<T> => {
+  if (!named.some(({ object }) => object.size === 0)) return named;
+  const dirs = new Set<string>();
+  for (const { name } of named) {
+    const parts = partsOf(name);
+    for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
+  }
+  return named.filter(({ object, name }) => object.size !== 0 || !dirs.has(partsOf(name).join('/')));
+};
+
 /**
  * Each object with its path in the model dir (`/`-separated), every name passing entryPathOf, before any byte is
- * fetched: an unsafe one, two for one path, or one a path another takes as a dir (`a` and `a/b`) is `refused`.
+ * fetched: an unsafe one, two for one path, or one with bytes a path another takes as a dir (`a` and `a/b`) is
+ * `refused` (an empty one is a folder marker, left out).
  */
 const placed = (
   client: ObjectStoreClient,
   location: ObjectLocation,
-  named: ReadonlyArray<{ readonly object: StoredObject; readonly name: string }>,
+  everyNamed: ReadonlyArray<{ readonly object: StoredObject; readonly name: string }>,
 ): ReadonlyArray<PlannedObject> => {
   const noun = nounOf(client);
+  const named = withoutFolderMarkers(everyNamed);
   // The key that took each path, as a file and as a dir.
   const files = new Map<string, string>();
   const dirs = new Map<string, string>();

@@ -83,3 +83,25 @@ describe('planObjects', () => {
     await expect(plan(store, 'm1', { allowPatterns: ['*.json'] })).rejects.toMatchObject({ kind: 'refused' });
   });
 });
+
+describe('folder markers without a trailing slash', () => {
+  it('leaves out an empty object that another object needs as its directory (s3fs and Hadoop tools write them)', async () => {
+    // `m1/sub` of 0 bytes is the folder `m1/sub/` as some tools mark one (no trailing "/"): KServe's initializer
+    // skips it (it skips every empty object); saving it as a file would refuse the model.
+    const store = new MemoryStore()
+      .put('m1/config.json', '{}')
+      .put('m1/sub', '')
+      .put('m1/sub/weights.bin', 'weights');
+    expect(await paths(store, 'm1')).toEqual(['config.json', 'sub/weights.bin']);
+  });
+
+  it('keeps an empty object no other object needs as a directory (an __init__.py)', async () => {
+    const store = new MemoryStore().put('m1/code/__init__.py', '').put('m1/code/model.py', 'x = 1');
+    expect(await paths(store, 'm1')).toEqual(['code/__init__.py', 'code/model.py']);
+  });
+
+  it('still refuses an object with bytes that another object needs as its directory', async () => {
+    const store = new MemoryStore().put('m1/sub', 'bytes').put('m1/sub/weights.bin', 'weights');
+    await expect(plan(store, 'm1')).rejects.toMatchObject({ kind: 'refused' });
+  });
+});
