@@ -89,6 +89,20 @@ describe("KServe's agent command line", () => {
     expect(both.join('\n')).not.toMatch(/unknown option/);
   });
 
+  it.each([
+    '--log-marshaller-url=http://m:9083/marshal',
+    '--log-marshaller-port=9083',
+    '--log-batch-size=10',
+    '--log-batch-interval=5s',
+  ])('refuses the payload logger named by its KServe 0.19 flag %s alone, never "unknown option"', (flag) => {
+    // The blob-storage logger's flags (cmd/agent/main.go since 0.19) were missing from the logger's list.
+    expect(usageLines([flag, '--component-port', '8080'])).toEqual([
+      expect.stringContaining(
+        `the KServe payload logger (${flag.split('=')[0]}) is not supported by modelsync`,
+      ),
+    ]);
+  });
+
   it('takes --enable-batcher=false as the batcher left off', () => {
     expect(configOf(['--enable-batcher=false', '--component-port', '8080']).serverUrl).toBe(
       'http://127.0.0.1:8080',

@@ -87,6 +87,11 @@ export const refusedKServeFeatures = [
       '--log-mode',
       '--log-store-path',
       '--log-store-format',
+      // 0.19's blob-storage logger
+      '--log-marshaller-url',
+      '--log-marshaller-port',
+      '--log-batch-size',
+      '--log-batch-interval',
       '--inference-service',
       '--endpoint',
       '--component',
