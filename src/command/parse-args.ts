@@ -117,6 +117,34 @@ const removedFlagsGiven = (args: ReadonlyArray<string>, env: Env): ReadonlyArray
     ])
     .map((given) => `${given} was removed: its value is fixed (docs/operating.md, "Flags removed")`);
 
+const switchFlags: ReadonlySet<string> = new Set(
+  flagList.flatMap(([, spec]) => (isSwitch(spec) ? [spec.flag] : [])),
+);
+
+/**
+ * A value given to a switch, one line each: `--once=false` (which commander calls an unknown option) and
+ * `--link-same-content true` (a YAML args list's habit), whose word would otherwise be read as a storage
+ * initializer argument: two such words made the process download "true" into "true". Flags after `--` are not flags.
+ */
+const switchValuesGiven = (args: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const end = args.indexOf('--');
+  const flags = end === -1 ? args : args.slice(0, end);
+  return flags.flatMap((token, i) => {
+    const flag = token.split('=', 1)[0]!;
+    if (!switchFlags.has(flag)) return [];
+    const next = flags[i + 1];
+    const got =
+      token !== flag
+        ? JSON.stringify(token)
+        : next !== undefined && switchValue(next) !== undefined
+          ? `${JSON.stringify(next)} after it`
+          : undefined;
+    return got === undefined
+      ? []
+      : [`${flag} takes no value: give it alone to turn it on, or leave it out (got ${got})`];
+  });
+};
+
 /** The flag table's field an io-ts error is about, from the keys of its context (never from its text). */
 const fieldOf = (error: t.ValidationError): SettingField | undefined =>
   error.context.map((entry) => entry.key).find((key): key is SettingField => Object.hasOwn(flagTable, key));
@@ -133,6 +161,8 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: Env): ParsedArgs => 
   if (kserve.problems.length > 0) return usageError(kserve.problems);
   const removed = removedFlagsGiven(kserve.args, env);
   if (removed.length > 0) return usageError(removed);
+  const switchValues = switchValuesGiven(kserve.args);
+  if (switchValues.length > 0) return usageError(switchValues);
   try {
     command.parse([...argv.slice(0, 2), ...kserve.args], { from: 'node' });
   } catch (error) {

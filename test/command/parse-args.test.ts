@@ -307,6 +307,28 @@ describe('parseArgs', () => {
     });
   });
 
+  // `--link-same-content true` (a YAML args list's habit) left "true" as an argument: two such made the process the
+  // storage initializer, downloading "true" into "true"; one, a usage error about <uri> <dest> pairs.
+  it('refuses a value given to a switch, naming the switch, never reading it as a storage initializer argument', () => {
+    const takesNone = (flag: string, got: string): string =>
+      `modelsync: ${flag} takes no value: give it alone to turn it on, or leave it out (got ${got})`;
+    expect(usageLines(['--link-same-content', 'true', '--s3-anonymous', 'false'])).toEqual([
+      takesNone('--link-same-content', '"true" after it'),
+      takesNone('--s3-anonymous', '"false" after it'),
+    ]);
+    expect(usageLines(['--once', 'yes'])).toEqual([takesNone('--once', '"yes" after it')]);
+    expect(usageLines(['--dry-run=false', '--once=true'])).toEqual([
+      takesNone('--dry-run', '"--dry-run=false"'),
+      takesNone('--once', '"--once=true"'),
+    ]);
+    // A switch before a real pair is the storage initializer's, as before.
+    expect(parse(['--s3-anonymous', 's3://models/iris', '/mnt/models'])).toMatchObject({
+      _tag: 'Initialize',
+      config: { s3Anonymous: true },
+      pairs: [{ uri: 's3://models/iris', dest: '/mnt/models' }],
+    });
+  });
+
   it('rejects a missing value and a stray argument', () => {
     expect(usageLines(['--watch-timeout-s'])).toEqual([
       "modelsync: option '--watch-timeout-s <s>' argument missing",

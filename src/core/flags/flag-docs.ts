@@ -40,7 +40,7 @@ export const flagDocs = (): string => {
     flagDocsTable(flagTopics),
     'The tuning knobs, which `modelsync --help advanced` lists:',
     flagDocsTable(advancedFlagTopics),
-    `Switches (flags without a value) read their env var as on for ${words(switchWords.on)} and as off for ${words(switchWords.off)} (any case); any other value is an error.`,
+    `Switches (flags without a value) read their env var as on for ${words(switchWords.on)} and as off for ${words(switchWords.off)} (any case); any other value is an error. On the command line a switch takes no value: \`--once=false\` and \`--once false\` are usage errors naming it (leave the switch out to keep it off).`,
   ].join('\n\n');
 };
 
