@@ -187,7 +187,11 @@ export const withSurface =
     const serving$ = merge(server$, state.heartbeat$, stopping$).pipe(
       ignoreElements(),
       catchError((error: unknown) => {
-        log.error({ err: error, port: config.httpPort }, 'cannot serve the HTTP surface (--http-port)');
+        // Either setting may be the cause (a port taken, an address the host does not have), each as it was given.
+        log.error(
+          { err: error, port: config.httpPort, host: config.httpHost ?? 'every interface' },
+          'cannot serve the HTTP surface; check --http-port (KServe: --port) and --http-host',
+        );
         return throwError(() => new SurfaceBindFailed(config.httpPort, error));
       }),
     );

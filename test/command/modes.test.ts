@@ -12,7 +12,7 @@ import { startV2ModelServer, type V2ModelServerStandIn } from '../../src/testing
 import { waitFor } from '../../src/testing/wait';
 import { writeFiles } from '../helpers/file-tree';
 import { modelsJson } from '../helpers/fixtures';
-import { LogSink } from '../helpers/log-sink';
+import { levelValue, LogSink } from '../helpers/log-sink';
 import { freePort } from '../integration/surface-kit';
 import { useTempDir } from '../helpers/temp-dir';
 
@@ -55,6 +55,21 @@ describe('syncMode', () => {
       protocol: 'v2',
     });
     expect([...standIn.loaded]).toEqual(['m1']);
+  });
+
+  // An address the host does not have was logged as `cannot serve the HTTP surface (--http-port)`: the wrong flag.
+  it('exits 1 when the surface cannot be bound, one error line naming the address and both of its settings', async () => {
+    const sink = new LogSink();
+    const unbound = { ...config, httpHost: '192.0.2.1' }; // TEST-NET-1: no host has it
+    const outputs = await firstValueFrom(syncMode(unbound, pino(sink), {}).pipe(toArray()));
+    expect(outputs).toEqual([{ _tag: 'Exit', code: 1 }]);
+    const errors = sink.lines.filter((line) => levelValue(line) >= 50);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({
+      host: '192.0.2.1',
+      port: config.httpPort,
+      msg: 'cannot serve the HTTP surface; check --http-port (KServe: --port) and --http-host',
+    });
   });
 
   it('exits 2 on malformed download headers, naming the variable but never quoting its value', async () => {
