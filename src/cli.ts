@@ -53,7 +53,8 @@ const exitNow = (code: number): void => {
 const exitAfterStdout = (code: number): void => {
   outcome = code;
   process.exitCode = code;
-  process.stdout.write('', () => exitNow(code));
+  // Lines its reader never took (it went away: EPIPE) are not a success.
+  process.stdout.write('', (error) => exitNow(error && code === 0 ? 1 : code));
 };
 
 /**
@@ -69,6 +70,21 @@ const exitOnlyWithAnOutcome = (log: Logger): void => {
       'modelsync ran out of work before it finished (a bug: nothing was left to wait on); exiting as failed',
     );
     exitAfterStdout(unfinishedExitCode);
+  });
+};
+
+/**
+ * A stdout whose reader went away (`--dry-run | head -1` once head had its line): nothing more can be printed, so the
+ * mode ends, exit 1. Unlistened, the write's EPIPE was an "uncaught exception" line and a dry run printed into
+ * nothing for good. A mode that already has its outcome exits 1 rather than 0 (`exitAfterStdout`).
+ */
+const stopWhenStdoutCloses = (log: Logger): void => {
+  process.stdout.once('error', (error: unknown) => {
+    log.error({ err: error }, 'stdout was closed by its reader; nothing more can be printed: exiting');
+    if (outcome !== undefined) return; // exitAfterStdout's last write fails too, and exits 1
+    outcome = 1;
+    process.exitCode = 1;
+    exitNow(1);
   });
 };
 
@@ -133,6 +149,7 @@ const run = (
   logProcessWarnings(log);
   guardProcess(log);
   exitOnlyWithAnOutcome(log);
+  stopWhenStdoutCloses(log);
   for (const note of notes) log.warn(note);
   // SIGHUP resyncs the sync mode; the others have nothing to resync, and its default action would kill them,
   // leaving a staging dir in the initializer's dest and no exit code saying the work was not done: it stops them.

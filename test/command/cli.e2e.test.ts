@@ -521,6 +521,23 @@ describe('modelsync --dry-run (live)', () => {
     expect(jsonLines(cli.stderr).filter((line) => String(line['msg']).includes('rejected'))).toHaveLength(1);
   });
 
+  // `modelsync --dry-run | head -1`: once head had its line, the dry run logged "uncaught exception … the agent goes
+  // on" and printed the next edits' ops into nothing, for good.
+  it('exits 1 with one error line when its stdout reader goes away, never printing into nothing for good', async () => {
+    const dir = configMap(modelsJson({ m1 }));
+    const cli = startCli(['--config-dir', dir, '--dry-run']);
+    await cli.waitForStdoutLines(1);
+    cli.child.stdout.destroy();
+    atomicWrite(dir, { 'models.json': modelsJson({ m1, m2 }) });
+    const exit = await withTimeout(cli.exited, 30_000, 'the exit once stdout is gone');
+    expect(exit).toEqual({ code: 1, signal: null });
+    const errors = cli.logs.filter(atLeast('error'));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({
+      msg: 'stdout was closed by its reader; nothing more can be printed: exiting',
+    });
+  });
+
   it('exits 0 on SIGTERM while still waiting for a missing config dir', async () => {
     const cli = startCli(['--config-dir', join(tmp.path, 'not-yet'), '--dry-run']);
     await cli.waitForLog((log) => log.msg.includes('does not exist'));
