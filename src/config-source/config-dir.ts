@@ -73,6 +73,7 @@ const directoryExists = (
   recheckMs: number,
   log: Logger,
   onAlive: () => void,
+  missing = 'config dir does not exist; waiting for it',
 ): Observable<true> => {
   let told: string | undefined;
   // exhaustMap: a tick while a stat hangs (a dead mount) is dropped, not queued (one per tick, without end).
@@ -81,7 +82,7 @@ const directoryExists = (
     tap((found) => {
       if (found === 'directory' || found === told) return;
       told = found;
-      if (found === 'missing') log.warn({ configDir: dir }, 'config dir does not exist; waiting for it');
+      if (found === 'missing') log.warn({ configDir: dir }, missing);
       else
         log.warn({ configDir: dir, found }, 'config dir is not a directory; waiting for a directory there');
     }),
@@ -218,7 +219,18 @@ export const configDirSource = (options: ConfigDirOptions): ConfigDirSource => {
     readTimeoutMs,
     () => lateReturn$.next({ event: 'change', name: configFileName }),
   );
-  const watch$ = defer(() => directoryExists(dir, recheckMs, log, onAlive)).pipe(
+  // After a watch ended with its dir (removed, or replaced by another), what is there is told once: the removal, or
+  // nothing when a dir is back already.
+  let rearms = 0;
+  const watch$ = defer(() =>
+    directoryExists(
+      dir,
+      recheckMs,
+      log,
+      onAlive,
+      rearms > 0 ? 'config dir removed; waiting for it to come back' : undefined,
+    ),
+  ).pipe(
     concatMap(() => watchWhileDirExists(dir, pollMs, armedRecheckMs, watchDir, onAlive)),
     retry({
       // A failure that stays (the inotify limit reached) is retried each recheckMs as before, but told at its 1st,
@@ -232,7 +244,7 @@ export const configDirSource = (options: ConfigDirOptions): ConfigDirSource => {
     }),
     repeat({
       delay: () => {
-        log.warn({ configDir: dir }, 'config dir removed; waiting for it to come back');
+        rearms++;
         return timer(0);
       },
     }),

@@ -1,6 +1,6 @@
 /** configDirSource on real dirs: re-arming a failed watch, and reading again after a read that hung. */
 import type { Stats } from 'node:fs';
-import fsPromises, { mkdir, open, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import fsPromises, { mkdir, open, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { firstValueFrom, Observable, type Subscription } from 'rxjs';
@@ -113,6 +113,33 @@ describe('configDirSource', () => {
     await rm(dir, { recursive: true });
     await waitFor(() => sink.withMessage('config dir removed').length > 0, 5000, 'the removal to be noticed');
     expect(sink.withMessage('config watcher failed')).toEqual([]);
+  });
+
+  // A removal was two warn lines ("removed; waiting for it to come back", then "does not exist; waiting for it"), and
+  // a dir replaced at once by another was told as removed and waited for, with nothing saying it was back.
+  it('tells a removed config dir in one line, and a dir replaced by another in none', async () => {
+    const dir = join(tmp.path, 'configs');
+    await mkdir(dir);
+    const sink = new LogSink();
+    const events: FsEvent[] = [];
+    subscription = configDirSource({ dir, log: pino(sink), recheckMs: 20 }).events$.subscribe((event) =>
+      events.push(event),
+    );
+    const armed = async (count: number): Promise<void> =>
+      waitFor(() => events.filter((event) => event.event === 'ready').length >= count, 5000, 'the watch');
+    await armed(1);
+    await rm(dir, { recursive: true });
+    await waitFor(() => sink.lines.length > 0, 5000, 'the removal to be told');
+    await new Promise((resolve) => setTimeout(resolve, 200)); // ten rechecks, which must not tell it again
+    await mkdir(dir);
+    await armed(2);
+    expect(sink.lines.map((line) => line.msg)).toEqual(['config dir removed; waiting for it to come back']);
+
+    await mkdir(`${dir}.new`);
+    await rename(dir, `${dir}.old`);
+    await rename(`${dir}.new`, dir);
+    await armed(3);
+    expect(sink.lines.map((line) => line.msg)).toEqual(['config dir removed; waiting for it to come back']);
   });
 
   describe('onAlive (the watch liveness /healthz reads)', () => {
