@@ -109,14 +109,12 @@ const modeOf = (
   // mode says so, naming the signal and the pair it cut.
   if (pairs.length > 0) return initializerMode(pairs, config, log, process.env, shutdown$);
   // Nor is a one-shot sync (or its dry run) a success once a signal stopped it: CI would pass on what was not done.
-  if (config.once) {
-    const mode$ = config.dryRun
-      ? dryRunMode(config, log, process.env)
-      : oneShotMode(config, log, process.env);
-    return failedOnSignal(mode$, shutdown$, () =>
+  // The sync drains first (its staging dirs removed), and says so itself.
+  if (config.once && !config.dryRun) return oneShotMode(config, log, process.env, shutdown$);
+  if (config.once)
+    return failedOnSignal(dryRunMode(config, log, process.env), shutdown$, () =>
       log.error('one-shot sync: stopped by a signal before it finished; exiting as failed'),
     );
-  }
   if (config.dryRun) return dryRunMode(config, log, process.env).pipe(takeUntil(shutdown$));
   return syncMode(config, log, process.env, { shutdown$, resync$: hangups$() });
 };
@@ -175,6 +173,12 @@ const run = (
       },
       complete: () => {
         if (outcome !== undefined) return;
+        // A one-shot sync or the initializer cut short by a second signal while it drained: never a success.
+        if (config.once || pairs.length > 0) {
+          log.error('stopped at once on a second signal before it finished; exiting as failed');
+          exitAfterStdout(1);
+          return;
+        }
         outcome = 'stopped';
         process.exitCode = 0;
         // Not the line of a stop that let every call finish: the server may be left mid-load (see Shutdown).

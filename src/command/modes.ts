@@ -9,16 +9,19 @@ import {
   EMPTY,
   endWith,
   exhaustMap,
+  filter,
   first,
   from,
   ignoreElements,
   map,
+  merge,
   mergeMap,
   NEVER,
   of,
   race,
   take,
   takeUntil,
+  takeWhile,
   throwError,
   timer,
   type Observable,
@@ -243,9 +246,16 @@ const configWhere = ({ source, configDir, configmap, namespace }: AppConfig) =>
 
 /**
  * `--once` without `--dry-run`: syncs the config as it is now (no watching, no resync), then exits 0, 1, 2 or 3 as
- * docs/operating.md ("One-shot mode") says, after one stdout line per model that is not Loaded.
+ * docs/operating.md ("One-shot mode") says, after one stdout line per model that is not Loaded. On `stop$` (a
+ * signal) it exits 1 once drained as sync mode drains (downloads stopped and their staging dirs removed, calls to
+ * the model server in flight given up to --shutdown-timeout): an exit at once left the staging dirs behind.
  */
-export const oneShotMode = (config: AppConfig, log: Logger, env: Env): Observable<Output> => {
+export const oneShotMode = (
+  config: AppConfig,
+  log: Logger,
+  env: Env,
+  stop$: Observable<unknown> = NEVER,
+): Observable<Output> => {
   const start = startOf(config, log, env);
   if (E.isLeft(start)) return settingsInvalid(log, start.left);
   const { edges } = start.right;
@@ -253,8 +263,19 @@ export const oneShotMode = (config: AppConfig, log: Logger, env: Env): Observabl
     log.info({ version: packageVersion, ...configWhere(config) }, 'modelsync one-shot sync starting');
     let loader: Loader | undefined;
     let deferred = 0;
+    let stopped = false;
+    const stopped$ = stop$.pipe(
+      take(1),
+      exhaustMap(() => {
+        stopped = true;
+        log.error('one-shot sync: stopped by a signal before it finished; exiting as failed');
+        const drained = (loader?.drain() ?? Promise.resolve()).then(() => true);
+        return race(from(drained), timer(config.shutdownTimeout).pipe(map(() => false)));
+      }),
+      map((): Output => exit(1)),
+    );
     const once = { ...edges, configSource: { ...edges.configSource, events$: EMPTY } };
-    return startAgent(once, {
+    const synced$ = startAgent(once, {
       ...agentSettings(config, log),
       ...(config.serverWaitTimeout > 0 ? { serverWaitMs: config.serverWaitTimeout } : {}),
       onStart: (start) => {
@@ -295,6 +316,10 @@ export const oneShotMode = (config: AppConfig, log: Logger, env: Env): Observabl
         );
         return of(exit(serverNotAnsweringExitCode));
       }),
+    );
+    // Draining keeps the agent subscribed (unsubscribing would abort it at once); what it says then is not the outcome.
+    return merge(synced$.pipe(filter(() => !stopped)), stopped$).pipe(
+      takeWhile((output) => output._tag !== 'Exit', true),
     );
   });
 };

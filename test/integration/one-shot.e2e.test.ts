@@ -1,7 +1,8 @@
 /** Acceptance (issue #9): `--once` without `--dry-run` on the real CLI — sync the config as it is, then exit 0 or 1. */
-import { symlink, writeFile } from 'node:fs/promises';
+import { readdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { atomicWrite } from '../../src/testing/atomic-writer';
+import { waitFor } from '../../src/testing/wait';
 import { cliArgs, killAllCli, runCli, startCli } from '../helpers/cli-process';
 import { closedPort, useHttpServers } from '../helpers/http-servers';
 import { atLeast, type LogLine } from '../helpers/log-sink';
@@ -138,6 +139,33 @@ describe('modelsync --once (one-shot sync, real CLI)', () => {
     40_000,
   );
 });
+
+// A signal mid-download unsubscribed at once and exited: the aborted download's staging dir (and its bytes so far)
+// stayed in the model dir, shared with the model server, until the next start.
+it('leaves no staging dir in the model dir when SIGTERM stops it mid-download, and still exits 1', async () => {
+  const trickle = await serve((_request, response) => {
+    response.writeHead(200, {
+      'content-type': 'application/octet-stream',
+      'content-length': String(1 << 30),
+    });
+    response.write(Buffer.alloc(64 * 1024));
+  });
+  atomicWrite(world.configDir, {
+    'models.json': JSON.stringify([
+      { modelName: 'big', modelSpec: { storageUri: `${trickle.url}/big.bin` } },
+    ]),
+  });
+  const cli = startCli(cliArgs(world.flags({ once: true })));
+  await cli.waitForLog((log) => log.msg === 'model downloading', 20_000);
+  await waitFor(
+    async () => (await readdir(world.modelDir)).some((name) => name.startsWith('.tmp-big-')),
+    20_000,
+    'the staging dir',
+  );
+
+  expect(await cli.signalAndWait('SIGTERM', 30_000)).toEqual({ code: 1, signal: null });
+  expect((await readdir(world.modelDir)).filter((name) => name.startsWith('.tmp-'))).toEqual([]);
+}, 60_000);
 
 describe('a model dir that cannot be used at start (real CLI)', () => {
   // A bad --model-dir or a broken volume, not a bug: one error line naming the dir and what is wrong, exit 1.
