@@ -329,6 +329,23 @@ describe('parseArgs', () => {
     });
   });
 
+  // `--component-port 9081 --port 9081` proxied every request to itself: a storm of connections until the port was
+  // full, and the model server never found.
+  it('refuses a model server at its own HTTP port on this host, naming both settings', () => {
+    expect(usageLines(['--component-port', '9081'])).toEqual([
+      'modelsync: --component-port (9081) is the port modelsync itself serves (--http-port, KServe: --port): it would send every call to the model server back to itself',
+    ]);
+    expect(usageLines(['--server-url', 'http://localhost:9090/'], { MODELSYNC_HTTP_PORT: '9090' })).toEqual([
+      'modelsync: --server-url (http://localhost:9090) is the port modelsync itself serves (--http-port, KServe: --port): it would send every call to the model server back to itself',
+    ]);
+    expect(configOf(['--component-port', '8080', '--port', '9081']).serverUrl).toBe('http://127.0.0.1:8080');
+    expect(configOf(['--server-url', 'http://10.0.0.5:9081']).serverUrl).toBe('http://10.0.0.5:9081');
+    expect(configOf(['--server-url', 'http://127.0.0.1:9081', '--http-port', '0']).httpPort).toBe(0);
+    expect(configOf(['--server-url', 'http://127.0.0.1:9081', '--http-host', '10.0.0.5']).httpPort).toBe(
+      9081,
+    );
+  });
+
   it('rejects a missing value and a stray argument', () => {
     expect(usageLines(['--watch-timeout-s'])).toEqual([
       "modelsync: option '--watch-timeout-s <s>' argument missing",

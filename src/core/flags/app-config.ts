@@ -77,6 +77,21 @@ const isWithin = (outer: string, inner: string): boolean => {
   return a.length <= b.length && a.every((part, i) => part === b[i]);
 };
 
+const loopbackHosts: ReadonlySet<string> = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * Whether the model server's URL is modelsync's own HTTP port on this host (`--component-port 9081` with the
+ * default port): every call, and with `--component-port` every proxied request, would come back to it.
+ */
+const servesItself = ({ serverUrl, httpPort, httpHost }: AppConfig): boolean => {
+  if (httpPort === 0) return false;
+  if (httpHost !== undefined && !loopbackHosts.has(httpHost) && httpHost !== '::1') return false;
+  const url = URL.parse(serverUrl);
+  if (url === null || !loopbackHosts.has(url.hostname)) return false;
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  return port === httpPort;
+};
+
 export const conflictingSettings = (
   config: AppConfig,
   spell: (field: SettingField) => string,
@@ -92,6 +107,13 @@ export const conflictingSettings = (
     ? [
         `${spell('nodeCacheDir')} (${config.nodeCacheDir}) is in ${spell('modelDir')} (${config.modelDir}), ` +
           'which the model server shares: give the node cache a dir of its own',
+      ]
+    : []),
+  ...(servesItself(config)
+    ? [
+        `${config.componentPort !== undefined ? `${spell('componentPort')} (${config.componentPort})` : `${spell('serverUrl')} (${config.serverUrl})`} ` +
+          'is the port modelsync itself serves (--http-port, KServe: --port): it would send every call to the model ' +
+          'server back to itself',
       ]
     : []),
   ...(config.retryBaseMs > config.retryMaxMs
