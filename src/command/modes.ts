@@ -1,4 +1,4 @@
-/** The CLI's modes as Observables of output: print the ops (`--dry-run`), sync once (`--once`), or keep in sync. */
+/** The CLI's modes as Observables of output: print the ops (`--dry-run`) or keep in sync; what every mode checks at start. */
 import * as E from 'fp-ts/Either';
 import { pipe } from 'fp-ts/function';
 import type { Logger } from 'pino';
@@ -6,39 +6,26 @@ import {
   catchError,
   concatWith,
   defer,
-  EMPTY,
   endWith,
   exhaustMap,
-  filter,
-  first,
   from,
   ignoreElements,
   map,
-  merge,
   mergeMap,
   NEVER,
   of,
   race,
   take,
   takeUntil,
-  takeWhile,
   throwError,
   timer,
   type Observable,
 } from 'rxjs';
-import {
-  currentModelOps,
-  ModelDirUnusable,
-  modelOps,
-  ServerNotAnswering,
-  startAgent,
-  type AgentCapabilities,
-} from '../agent';
+import { currentModelOps, ModelDirUnusable, modelOps, startAgent, type AgentCapabilities } from '../agent';
 import type { Env } from '../core/env';
 import { describeConfigError, errorCode, type EffectError } from '../core/errors';
 import type { AppConfig } from '../core/flags/app-config';
 import { modelOpToJson } from '../core/model-op';
-import type { ModelStatus } from '../core/model-status';
 import { redact, redactUri } from '../core/redact';
 import { emptySnapshot } from '../core/snapshot';
 import type { Loader } from '../loader';
@@ -60,7 +47,7 @@ export type Output =
   { readonly _tag: 'Line'; readonly line: string } | { readonly _tag: 'Exit'; readonly code: number };
 
 /** A JSON line for stdout, through the redaction: stdout is often kept in CI logs, so no secret goes there either. */
-const jsonLine = (value: unknown): Output => ({ _tag: 'Line', line: redact(JSON.stringify(value)) });
+export const jsonLine = (value: unknown): Output => ({ _tag: 'Line', line: redact(JSON.stringify(value)) });
 export const exit = (code: number): Output => ({ _tag: 'Exit', code });
 
 /** The log line and exit 2 of settings a start cannot use (a malformed variable, an unreadable CA bundle …). */
@@ -80,7 +67,7 @@ const modelDirProblem = (failure: EffectError): string => {
 };
 
 /** The line and exit 1 of a start whose model dir cannot be used: a bad `--model-dir` or a broken volume, no bug. */
-const modelDirUnusable = (
+export const modelDirUnusable = (
   log: Logger,
   modelDir: string,
   { failure }: ModelDirUnusable,
@@ -97,7 +84,7 @@ const modelDirUnusable = (
  * CA bundle, headers and store settings; the model dir; the server client; the config source) and the agent port's
  * settings; the Left says which setting cannot be used. Every mode checks the same, a dry run included.
  */
-const startOf = (config: AppConfig, log: Logger, env: Env) =>
+export const startOf = (config: AppConfig, log: Logger, env: Env) =>
   pipe(
     E.Do,
     E.bind('edges', () => capabilities(config, log, env)),
@@ -233,93 +220,6 @@ const watchUntil = <C extends AgentCapabilities>(edges: C, stop$: Observable<unk
   configSource: { ...edges.configSource, events$: edges.configSource.events$.pipe(takeUntil(stop$)) },
 });
 
-/** What a failure looks like on one-shot's stdout: one JSON line per model not Loaded (URIs never shown). */
-const failureLine = ({ modelName, phase, errorKind, reason }: ModelStatus): Output =>
-  jsonLine({ model: modelName, phase, errorKind: errorKind ?? null, reason: reason ?? null });
-
-/** `--once`'s exit when the model server gave no answer within `--server-wait-timeout`. */
-export const serverNotAnsweringExitCode = 3;
-
 /** Where the config is read, for a start line: the ConfigMap with `--source kube-api` (no dir is read), else the dir. */
-const configWhere = ({ source, configDir, configmap, namespace }: AppConfig) =>
+export const configWhere = ({ source, configDir, configmap, namespace }: AppConfig) =>
   source === 'kube-api' ? { source, configmap, namespace } : { source, configDir };
-
-/**
- * `--once` without `--dry-run`: syncs the config as it is now (no watching, no resync), then exits 0, 1, 2 or 3 as
- * docs/operating.md ("One-shot mode") says, after one stdout line per model that is not Loaded. On `stop$` (a
- * signal) it exits 1 once drained as sync mode drains (downloads stopped and their staging dirs removed, calls to
- * the model server in flight given up to --shutdown-timeout): an exit at once left the staging dirs behind.
- */
-export const oneShotMode = (
-  config: AppConfig,
-  log: Logger,
-  env: Env,
-  stop$: Observable<unknown> = NEVER,
-): Observable<Output> => {
-  const start = startOf(config, log, env);
-  if (E.isLeft(start)) return settingsInvalid(log, start.left);
-  const { edges } = start.right;
-  return defer(() => {
-    log.info({ version: packageVersion, ...configWhere(config) }, 'modelsync one-shot sync starting');
-    let loader: Loader | undefined;
-    let deferred = 0;
-    let stopped = false;
-    const stopped$ = stop$.pipe(
-      take(1),
-      exhaustMap(() => {
-        stopped = true;
-        log.error('one-shot sync: stopped by a signal before it finished; exiting as failed');
-        const drained = (loader?.drain() ?? Promise.resolve()).then(() => true);
-        return race(from(drained), timer(config.shutdownTimeout).pipe(map(() => false)));
-      }),
-      map((): Output => exit(1)),
-    );
-    const once = { ...edges, configSource: { ...edges.configSource, events$: EMPTY } };
-    const synced$ = startAgent(once, {
-      ...agentSettings(config, log),
-      ...(config.serverWaitTimeout > 0 ? { serverWaitMs: config.serverWaitTimeout } : {}),
-      onStart: (start) => {
-        loader = start.loader;
-        deferred = start.deferred;
-      },
-    }).pipe(
-      first((event) => event._tag === 'Ready', undefined),
-      mergeMap((ready): Observable<Output> => {
-        if (ready === undefined) {
-          log.error('one-shot sync: no usable config; nothing was changed');
-          return of(exit(1));
-        }
-        const statuses = [...(loader?.statuses().values() ?? [])];
-        const failed = statuses.filter((status) => status.phase !== 'Loaded');
-        const done = { modelCount: statuses.length, failed: failed.length };
-        if (failed.length === 0) log.info(done, 'one-shot sync done: every model is loaded');
-        else log.error(done, 'one-shot sync done: some models are not loaded');
-        // No resync follows to unload the rest: the server still has models no config lists.
-        if (deferred > 0)
-          log.error(
-            { left: deferred, maxUnlistedUnloads: config.maxUnlistedUnloads },
-            'one-shot sync done: models no config lists were left loaded (more than --max-unlisted-unloads)',
-          );
-        const code = failed.length === 0 && deferred === 0 ? 0 : 1;
-        return from([...failed.map(failureLine), exit(code)]);
-      }),
-      catchError((error: unknown) => {
-        if (error instanceof ModelDirUnusable) return modelDirUnusable(log, config.modelDir, error);
-        if (!(error instanceof ServerNotAnswering)) return throwError(() => error);
-        log.error(
-          {
-            serverUrl: redactUri(config.serverUrl),
-            waitedMs: error.waitedMs,
-            reason: error.lastError.message,
-          },
-          'one-shot sync: the model server did not answer within --server-wait-timeout; nothing was loaded',
-        );
-        return of(exit(serverNotAnsweringExitCode));
-      }),
-    );
-    // Draining keeps the agent subscribed (unsubscribing would abort it at once); what it says then is not the outcome.
-    return merge(synced$.pipe(filter(() => !stopped)), stopped$).pipe(
-      takeWhile((output) => output._tag !== 'Exit', true),
-    );
-  });
-};
