@@ -134,7 +134,7 @@ interface StartWait {
  */
 const waitingFor = <T>(
   { settings, scheduler, random, startedAt }: StartWait,
-  waiting: string,
+  waiting: string | ((error: EffectError) => string),
   givenUp: (waitedMs: number, error: EffectError) => unknown,
   worthWaiting: (error: EffectError) => boolean = () => true,
 ): MonoTypeOperatorFunction<T> =>
@@ -146,10 +146,22 @@ const waitingFor = <T>(
       const leftMs = (settings.serverWaitMs ?? Infinity) - waitedMs;
       if (leftMs <= 0) return throwError(() => givenUp(waitedMs, failure));
       const delayMs = Math.min(leftMs, retryDelay(settings.retry, attempt, random));
-      settings.log.warn({ err: failure, attempt, delayMs }, waiting);
+      settings.log.warn(
+        { err: failure, attempt, delayMs },
+        typeof waiting === 'string' ? waiting : waiting(failure),
+      );
       return timer(delayMs, scheduler);
     },
   });
+
+/**
+ * The wait line of a server's failure: one that answered (an HTTP status, a body that is no model list: a server
+ * starting behind a proxy, or a `--server-url` or `--protocol` that names something else) is not said to be silent.
+ */
+const serverWait = (error: EffectError): string =>
+  error.kind === 'http-status' || error.kind === 'invalid-response'
+    ? 'model server answers, but not with its model list; waiting for it (if this lasts: a wrong server URL or protocol?)'
+    : 'model server not answering yet; waiting for it';
 
 /**
  * The server's loaded models, asked until it answers: the server container starts beside us and may take minutes
@@ -158,11 +170,7 @@ const waitingFor = <T>(
  */
 const serverAnswer = (server: ModelServer, wait: StartWait): Observable<ReadonlySet<string>> =>
   abortable((signal) => server.loadedModels(signal)).pipe(
-    waitingFor(
-      wait,
-      'model server not answering yet; waiting for it',
-      (waitedMs, error) => new ServerNotAnswering(waitedMs, error),
-    ),
+    waitingFor(wait, serverWait, (waitedMs, error) => new ServerNotAnswering(waitedMs, error)),
   );
 
 /**

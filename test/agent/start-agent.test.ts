@@ -4,7 +4,7 @@ import { either as E } from 'fp-ts';
 import pino from 'pino';
 import { filter, lastValueFrom, map, mergeWith, of, Subject, tap, toArray } from 'rxjs';
 import { defaultAppConfig, type AppConfig } from '../../src/core/flags/app-config';
-import { permanentError, retryableError } from '../../src/core/errors';
+import { httpStatusError, permanentError, retryableError } from '../../src/core/errors';
 import { add } from '../../src/core/model-op';
 import type { AgentEvent } from '../../src/core/model-status';
 import { snapshotOf } from '../../src/core/snapshot';
@@ -158,6 +158,25 @@ describe('startAgent', () => {
       expect([...standIn.loaded]).toEqual(['a']);
     },
   );
+
+  it('says a server that answers, but not with its model list, answers: never "not answering"', async () => {
+    // A --server-url with a wrong path, or the port of something else: the line said "not answering yet" for good,
+    // and only its err field showed the 404.
+    const inner = edges(modelsJson({ a: uri('a') }));
+    let refusals = 2;
+    const server: ModelServer = {
+      ...inner.server,
+      loadedModels: (signal) =>
+        refusals-- > 0
+          ? Promise.reject(httpStatusError('listing the models', 404, 'Not Found'))
+          : inner.server.loadedModels(signal),
+    };
+    await lastValueFrom(startAgent({ ...inner, server }, settings()).pipe(toArray()));
+    const waits = sink.withMessage('model server answers, but not with its model list; waiting for it');
+    expect(waits.map((line) => line['attempt'])).toEqual([1, 2]);
+    expect(waits[0]!['err']).toMatchObject({ kind: 'http-status' });
+    expect(sink.withMessage('not answering')).toEqual([]);
+  });
 
   it('gives up with ServerNotAnswering once serverWaitMs has passed without an answer, after one last try', async () => {
     const inner = edges(modelsJson({ a: uri('a') }));

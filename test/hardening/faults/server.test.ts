@@ -105,7 +105,8 @@ describe('agent against a model server whose index is wrong', () => {
   ])('waits at start while the index is %s, saying why, then syncs', async (_, fault, kind, reason) => {
     const h = await startWithFault('index', fault, 3);
     await h.waitForReady();
-    const waits = h.sink.withMessage('model server not answering yet; waiting for it');
+    // It answers (a status, a body): the line says so, never "not answering".
+    const waits = h.sink.withMessage('model server answers, but not with its model list; waiting for it');
     expect(waits.map((w) => w['attempt'])).toEqual([1, 2, 3]);
     for (const wait of waits) {
       expect(wait['err']).toMatchObject({ kind });
