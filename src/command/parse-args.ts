@@ -108,11 +108,17 @@ const usageError = (problems: ReadonlyArray<string>): ParsedArgs => ({
 const asksAdvancedHelp = (args: ReadonlyArray<string>): boolean =>
   args.some((arg, i) => arg === 'advanced' && (args[i - 1] === '--help' || args[i - 1] === '-h'));
 
+/** `args` up to a `--`, after which no word is a flag. */
+const flagWords = (args: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const end = args.indexOf('--');
+  return end === -1 ? args : args.slice(0, end);
+};
+
 /** The flags modelsync no longer takes given as a flag or env var: one line each, naming it. */
 const removedFlagsGiven = (args: ReadonlyArray<string>, env: Env): ReadonlyArray<string> =>
   removedFlags
     .flatMap(({ flag, env: name }) => [
-      ...(args.some((arg) => arg === flag || arg.startsWith(`${flag}=`)) ? [flag] : []),
+      ...(flagWords(args).some((arg) => arg === flag || arg.startsWith(`${flag}=`)) ? [flag] : []),
       ...(env[name] !== undefined ? [name] : []),
     ])
     .map((given) => `${given} was removed: its value is fixed (docs/operating.md, "Flags removed")`);
@@ -127,8 +133,7 @@ const switchFlags: ReadonlySet<string> = new Set(
  * initializer argument: two such words made the process download "true" into "true". Flags after `--` are not flags.
  */
 const switchValuesGiven = (args: ReadonlyArray<string>): ReadonlyArray<string> => {
-  const end = args.indexOf('--');
-  const flags = end === -1 ? args : args.slice(0, end);
+  const flags = flagWords(args);
   return flags.flatMap((token, i) => {
     const flag = token.split('=', 1)[0]!;
     if (!switchFlags.has(flag)) return [];

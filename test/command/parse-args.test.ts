@@ -453,3 +453,15 @@ describe('parseArgs', () => {
     expect(Object.keys(flagTable)).toHaveLength(flagList.length);
   });
 });
+
+describe('parseArgs and the removed flags', () => {
+  it('refuses a removed flag, naming it, but not a word after `--`, which is no flag', () => {
+    expect(usageLines(['--settle-ms', '5'])[0]).toMatch(/^modelsync: --settle-ms was removed: /);
+    // After `--` every word is an argument (a storage initializer's `<uri> <dest>`): it was refused as the flag.
+    const parsed = parse(['--', '--settle-ms', '/tmp/dest']);
+    expect(parsed).toMatchObject({
+      _tag: 'Initialize',
+      pairs: [{ uri: '--settle-ms', dest: '/tmp/dest' }],
+    });
+  });
+});
