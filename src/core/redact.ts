@@ -123,26 +123,100 @@ const formsOf = (secret: string): string[] => {
     .flatMap((text) => [text, JSON.stringify(text).slice(1, -1), encodeURIComponent(text)]);
 };
 
-const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
 const maxDepth = 64;
 
-/** Every shape and registered value as one pattern (group `s<i>` = shape i), their triggers, their hides. */
-interface Compiled {
-  readonly pattern: RegExp;
-  readonly trigger: RegExp;
-  readonly hides: ReadonlyArray<(match: string) => string>;
+/** The known shapes as one pattern (group `s<i>` = shape i), and the cheaper one every match of it contains. */
+const shapesPattern = new RegExp(shapes.map((shape, i) => `(?<s${i}>${shape.pattern})`).join('|'), 'gi');
+const shapesTrigger = new RegExp(shapes.map((shape) => shape.trigger).join('|'), 'i');
+
+/** `text` with its ASCII letters in lower case and every other character as it is: the same length. */
+const foldAscii = (text: string): string => text.replace(/[A-Z]+/g, (run) => run.toLowerCase());
+
+/** The character code at `index` of `text`, an ASCII capital as its small letter. */
+const foldedCodeAt = (text: string, index: number): number => {
+  const code = text.charCodeAt(index);
+  return code >= 65 && code <= 90 ? code + 32 : code;
+};
+
+/** The two characters of `text` at `index` as foldAscii makes them, as one number. */
+const pairAt = (text: string, index: number): number =>
+  (foldedCodeAt(text, index) << 16) | foldedCodeAt(text, index + 1);
+
+/**
+ * Registered values (ASCII letters in either case), found by one scan that looks each place up by the
+ * `minSecretLength` characters starting there: built in time linear in the values and run in time linear in the
+ * text, however many values there are. One regular expression alternating them took seconds to compile for a few
+ * thousand (a model each with its own SAS), again at each registration, and each line ran through all of them.
+ */
+class RegisteredValues {
+  private readonly byHead = new Map<string, string[]>();
+  private readonly pairs = new Set<number>();
+
+  constructor(values: Iterable<string>) {
+    for (const value of values) this.add(value);
+  }
+
+  /**
+   * Adds `value` (one not added before): a secret that contains another is hidden whole, so each head's values are
+   * longest first.
+   */
+  add(value: string): void {
+    const folded = foldAscii(value);
+    const head = folded.slice(0, minSecretLength);
+    const sameHead = this.byHead.get(head) ?? [];
+    const at = sameHead.findIndex((other) => other.length < folded.length);
+    sameHead.splice(at === -1 ? sameHead.length : at, 0, folded);
+    this.byHead.set(head, sameHead);
+    this.pairs.add(pairAt(folded, 0));
+  }
+
+  /** The length of the longest value at `index` of `text`, or 0; only a place whose first two characters start a value is folded. */
+  private lengthAt(text: string, index: number): number {
+    if (!this.pairs.has(pairAt(text, index))) return 0;
+    const sameHead = this.byHead.get(foldAscii(text.slice(index, index + minSecretLength)));
+    const longest = sameHead?.[0]?.length ?? 0;
+    const folded = longest === 0 ? '' : foldAscii(text.slice(index, index + longest));
+    return sameHead?.find((value) => folded.startsWith(value))?.length ?? 0;
+  }
+
+  /** Where the first value at or after `from` in `text` starts, and its length; undefined: none. */
+  nextIn(text: string, from: number): { readonly index: number; readonly length: number } | undefined {
+    if (this.empty) return undefined;
+    for (let index = from; index + minSecretLength <= text.length; index++) {
+      const length = this.lengthAt(text, index);
+      if (length > 0) return { index, length };
+    }
+    return undefined;
+  }
+
+  /** Whether there is no value to hide. */
+  get empty(): boolean {
+    return this.pairs.size === 0;
+  }
+
+  /** `text` with every value in it hidden, leftmost first. */
+  hiddenIn(text: string): string {
+    if (this.empty) return text;
+    let shown = '';
+    let from = 0;
+    for (let found = this.nextIn(text, 0); found !== undefined; found = this.nextIn(text, from)) {
+      shown += text.slice(from, found.index) + redactedMark;
+      from = found.index + found.length;
+    }
+    return from === 0 ? text : shown + text.slice(from);
+  }
 }
 
 /**
- * Registered secret values and the known shapes, as one pattern. The pattern is rebuilt when a secret is
- * registered (rare: at start-up, when a token file is re-read) and shared by every redaction until then.
+ * Registered secret values and the known shapes. The values' index is rebuilt when a secret is registered (at
+ * start-up, when a token file is re-read, for each SAS a storage URI brings) and shared by every redaction until
+ * then.
  */
 export class SecretRegistry {
   private readonly values = new Set<string>();
   // Per rotating source (a key file re-read), the forms of its last distinct reads, oldest first.
   private readonly rotating = new Map<string, ReadonlyArray<ReadonlySet<string>>>();
-  private compiled: Compiled | undefined;
+  private compiled: RegisteredValues | undefined;
 
   /**
    * Hides `secret` in everything redacted from now on: as it is, JSON-escaped and URL-encoded, and the
@@ -153,7 +227,8 @@ export class SecretRegistry {
     for (const form of formsOf(secret)) {
       if (!this.values.has(form)) {
         this.values.add(form);
-        this.compiled = undefined;
+        // Added to the index there is: one per registration, never all of them again (a SAS per model).
+        this.compiled?.add(form);
       }
     }
   }
@@ -173,19 +248,37 @@ export class SecretRegistry {
     this.compiled = undefined;
   }
 
-  /** `text` with every registered secret, URL credential and known secret shape hidden. */
+  /**
+   * `text` with every registered secret, URL credential and known secret shape hidden, leftmost first (a registered
+   * value first of two that start at one place), and a registered value in what a shape shows too (a URL's path).
+   */
   redactText(text: string): string {
-    const { pattern, hides } = this.compile();
-    return text.replace(pattern, (match: string, ...rest: unknown[]) => {
-      const groups = rest.at(-1) as Record<string, string | undefined>;
-      const index = hides.findIndex((_, i) => groups[`s${i}`] !== undefined);
-      return hides[index]!(match);
-    });
+    const values = this.compile();
+    let shown = '';
+    let from = 0;
+    let value = values.nextIn(text, 0);
+    for (;;) {
+      shapesPattern.lastIndex = from;
+      const shape = shapesPattern.exec(text);
+      // The leftmost of the two; a registered value before a shape that starts where it does.
+      if (value !== undefined && (shape === null || value.index <= shape.index)) {
+        shown += text.slice(from, value.index) + redactedMark;
+        from = value.index + value.length;
+      } else if (shape !== null) {
+        const groups = shape.groups ?? {};
+        const hide = shapes.find((_, i) => groups[`s${i}`] !== undefined)!.hide;
+        // What the shape shows (a URL's path) still hides a registered value.
+        shown += text.slice(from, shape.index) + values.hiddenIn(hide(shape[0]));
+        from = shape.index + shape[0].length;
+      } else return from === 0 ? text : shown + text.slice(from);
+      if (value !== undefined && value.index < from) value = values.nextIn(text, from);
+    }
   }
 
   /** False when `text` holds nothing redactText would hide; true when it may (a quick scan for the triggers). */
   mayHoldSecret(text: string): boolean {
-    return this.compile().trigger.test(text);
+    const values = this.compile();
+    return shapesTrigger.test(text) || values.nextIn(text, 0) !== undefined;
   }
 
   /**
@@ -214,21 +307,10 @@ export class SecretRegistry {
     return copy;
   }
 
-  private compile(): Compiled {
+  private compile(): RegisteredValues {
     if (this.compiled !== undefined) return this.compiled;
-    // Longest first: a secret that contains another is hidden whole.
     const rotated = [...this.rotating.values()].flatMap((reads) => reads.flatMap((forms) => [...forms]));
-    const values = [...new Set([...this.values, ...rotated])]
-      .sort((a, b) => b.length - a.length)
-      .map(escapeRegExp);
-    const registered = values.join('|');
-    const all =
-      values.length > 0 ? [{ pattern: registered, trigger: registered, hide: hideAll }, ...shapes] : shapes;
-    this.compiled = {
-      pattern: new RegExp(all.map((shape, i) => `(?<s${i}>${shape.pattern})`).join('|'), 'gi'),
-      trigger: new RegExp(all.map((shape) => shape.trigger).join('|'), 'i'),
-      hides: all.map((shape) => shape.hide),
-    };
+    this.compiled = new RegisteredValues(new Set([...this.values, ...rotated]));
     return this.compiled;
   }
 }
