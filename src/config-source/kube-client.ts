@@ -88,6 +88,30 @@ const entriesOf = (value: unknown): Fields[] =>
   Array.isArray(value) ? value.map((entry) => jsonObject(entry) ?? {}) : [];
 
 /**
+ * The YAML `text` of the kubeconfig `file`, parsed by the client's loader; when it is no YAML, an Error naming the
+ * file, the place and what the parser expected, never the lines around it (js-yaml's message quotes them, and a
+ * kubeconfig's are its token and client key: they were logged at each retry and shown in /status).
+ */
+const yamlOf = (kube: KubeClientModule, text: string, file: string): unknown => {
+  try {
+    return kube.loadYaml(text);
+  } catch (error) {
+    const { reason, mark } = (error ?? {}) as {
+      reason?: unknown;
+      mark?: { line?: unknown; column?: unknown };
+    };
+    const why = typeof reason === 'string' ? reason.slice(0, 200) : 'it does not parse';
+    const where =
+      typeof mark?.line === 'number' && typeof mark.column === 'number'
+        ? ` (line ${mark.line + 1}, column ${mark.column + 1})`
+        : '';
+    // Not the parser's error as the cause: its message quotes the lines, and a cause is logged with its error.
+    // eslint-disable-next-line preserve-caught-error
+    throw new Error(`the kubeconfig ${file} is no valid YAML: ${why}${where}`);
+  }
+};
+
+/**
  * The kubeconfig `file`, read bounded and parsed by the client's own YAML loader, with each user through
  * `clientUser` and relative paths made absolute; and its users as written (for `userProblem`).
  */
@@ -97,7 +121,7 @@ const readKubeconfig = async (
 ): Promise<{ readonly config: KubeConfig; readonly users: ReadonlyMap<string, Fields> }> => {
   const dir = dirname(file);
   const bytes = await readSmallFile(file, maxKubeconfigBytes, `the kubeconfig ${file}`, 'follow');
-  const parsed = jsonObject(kube.loadYaml(bytes.toString('utf8')));
+  const parsed = jsonObject(yamlOf(kube, bytes.toString('utf8'), file));
   if (parsed === undefined) throw new Error(`the kubeconfig ${file} is no YAML map`);
   // Before JSON.stringify below, which expands every alias: it held the event loop 30 s, or ran out of heap.
   if (expandsTooFar(parsed))

@@ -116,6 +116,29 @@ describe('the kubeconfig user of --source kube-api', () => {
     expect(refused['reason']).toContain(`the kubeconfig ${laughs} expands to more than`);
   });
 
+  it.each([
+    ['a token', 'token: opaque-kubeconfig-token-4f2a9c', 'opaque-kubeconfig-token'],
+    [
+      "a client key's data",
+      'client-key-data: LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCk1IY0NBUUVFSUJsYWJsYQ==',
+      'LS0tLS1CRUdJTiBFQyBQUklW',
+    ],
+  ])(
+    'names the file and the place of a kubeconfig with %s that is no YAML, never quoting the lines around it',
+    async (_what, credentials, secret) => {
+      // js-yaml's message quotes the lines around the error: the user's credentials, logged at each retry.
+      const broken = join(tmp.path, 'broken-kubeconfig');
+      const lines = ['apiVersion: v1', 'kind: Config', 'users:', '- name: other', '  user:'];
+      await writeFile(broken, [...lines, `    ${credentials}`, '    extensions: {x: [1, 2}', ''].join('\n'));
+      const { agent } = await kube.start({ initial: ['alpha'], moreKubeconfigs: [broken] });
+      const refused = await agent.waitForLog(failure, 10_000);
+      expect(refused['reason']).toMatch(
+        new RegExp(`the kubeconfig ${broken} is no valid YAML: .+ \\(line 7, column \\d+\\)$`),
+      );
+      expect(agent.stderr.text + agent.stdout.text).not.toContain(secret);
+    },
+  );
+
   it('merges KUBECONFIG files as kubectl does: a name the first file has is taken from it, not refused as a duplicate', async () => {
     // A second file with the same cluster, user and context names, pointing elsewhere with another token.
     const second = join(tmp.path, 'second-kubeconfig');
