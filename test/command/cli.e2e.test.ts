@@ -236,14 +236,22 @@ describe('modelsync --dry-run --once', () => {
   it('prints storage URIs without their user info or query string (stdout often lands in CI logs)', async () => {
     const signed =
       'https://bucket.example.com/m1.tgz?X-Amz-Signature=0123456789abcdef&X-Amz-Credential=AKIA1234';
-    const dir = configMap(modelsJson({ m1: signed, m2: 'https://user:hunter2secret@models.example.com/m2' }));
+    // A space in the path: the text's URL shape stops there, and the query after it showed whole.
+    const spaced = 'https://models.example.com/my models/m3.bin?X-Custom-Token=c0ffee-t0ken-value';
+    const dir = configMap(
+      modelsJson({ m1: signed, m2: 'https://user:hunter2secret@models.example.com/m2', m3: spaced }),
+    );
     const result = await runCli(['--config-dir', dir, '--dry-run', '--once']);
     expect(result.code).toBe(0);
     const uris = result.stdout.lines.map(
       (text) => (JSON.parse(text) as { modelSpec: { storageUri: string } }).modelSpec.storageUri,
     );
-    expect(uris).toEqual(['https://bucket.example.com/m1.tgz', 'https://models.example.com/m2']);
-    expect(result.stdout.text).not.toMatch(/0123456789abcdef|AKIA1234|hunter2secret/);
+    expect(uris).toEqual([
+      'https://bucket.example.com/m1.tgz',
+      'https://models.example.com/m2',
+      'https://models.example.com/my models/m3.bin',
+    ]);
+    expect(result.stdout.text).not.toMatch(/0123456789abcdef|AKIA1234|hunter2secret|c0ffee-t0ken-value/);
   });
 
   it('prints nothing and exits 0 for an empty model list', async () => {
