@@ -25,11 +25,13 @@ export const isMarkerName = (name: string): boolean => name.startsWith(markerPre
 /**
  * Writes the marker of `spec`, with the manifest of the files beside it, into the held dir `dir`; it must not exist
  * yet; returns its name. Not flushed here: the install flushes what it wrote once it is in place (see stage.ts).
+ * Readable by its owner alone (KServe's agent writes 0644): its storage URI may carry a SAS or a presigned
+ * signature, and the model server, which shares the dir as another user and runs the model's code, has no use for it.
  */
 export const writeMarker = async (dir: OpenDir, spec: ModelSpec, files: FileManifest): Promise<string> => {
   const name = markerName(spec);
   await step(`cannot write the marker ${join(dir.path, name)}`, () =>
-    writeFile(`${dir.ref}/${name}`, markerJson(spec, files), { flag: createNew, mode: 0o644 }),
+    writeFile(`${dir.ref}/${name}`, markerJson(spec, files), { flag: createNew, mode: 0o600 }),
   );
   return name;
 };

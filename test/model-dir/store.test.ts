@@ -171,6 +171,17 @@ describe('modelDirStore install', () => {
     );
   });
 
+  it('writes the marker readable by its owner alone: its storage URI may carry a SAS or a signature, and the model server (another user) shares the dir', async () => {
+    const signed = spec(
+      'https://acct.blob.core.windows.net/models/m1?sv=2024-08-04&sp=rwl&sig=c2VjcmV0',
+      '100Mi',
+    );
+    await install(store, name('model1'), signed, writeModel({ 'model.pt': 'w' }), live());
+    const marker = (await readdir(join(root, 'model1'))).find((entry) => entry.startsWith('SUCCESS.'))!;
+    expect((await stat(join(root, 'model1', marker))).mode & 0o777).toBe(0o600);
+    expect((await stat(join(root, 'model1', 'model.pt'))).mode & 0o044).toBe(0o044);
+  });
+
   it('gives the model dir mode 0755 so a model server running as another user can read it', async () => {
     await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
     expect((await stat(join(root, 'model1'))).mode & 0o777).toBe(0o755);
