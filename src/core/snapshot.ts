@@ -3,6 +3,7 @@ import { selectionKey } from './file-selection';
 import type { ModelName } from './model-name';
 import { ModelSpec, type ModelSpecJson } from './model-config';
 import { quantityEquals, zeroQuantity } from './quantity';
+import { redactUri } from './redact';
 
 export type Snapshot = ReadonlyMap<ModelName, ModelSpec>;
 
@@ -43,6 +44,15 @@ export const snapshotEquals = (a: Snapshot, b: Snapshot): boolean => {
  * stored in markers (KServe's agent ignores the pattern keys it does not know).
  */
 export const specToJson = (spec: ModelSpec): ModelSpecJson => ModelSpec.encode(spec);
+
+/**
+ * specToJson with the storage URI as it may be shown (redactUri: no user info, query or fragment): for a log line,
+ * whose text redaction finds a URL only up to a space, and a query after one showed whole.
+ */
+export const shownSpecJson = (spec: ModelSpec): ModelSpecJson => ({
+  ...specToJson(spec),
+  storageUri: redactUri(spec.storageUri),
+});
 
 /** A snapshot from name/spec pairs (test fixtures, recovered markers). */
 export const snapshotOf = (entries: Iterable<readonly [ModelName, ModelSpec]>): Snapshot => new Map(entries);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { manifestMismatch, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
 import { modelNameProblem, type ModelName } from '../core/model-name';
-import { specToJson } from '../core/snapshot';
+import { shownSpecJson } from '../core/snapshot';
 import type { ModelStore } from '../ports';
 import { forEachLimited, listedFileSizes, step, withDir } from '../fs';
 import type { Logger } from '../log';
@@ -48,7 +48,7 @@ const recoverModel = async (m: ModelDirRoot, name: ModelName): Promise<ModelSpec
   if (state._tag === 'Valid') {
     const mismatch = state.files === undefined ? undefined : await filesMismatch(log, dir, state.files);
     if (mismatch === undefined) {
-      log.info({ model: name, spec: specToJson(state.spec) }, 'model recovered');
+      log.info({ model: name, spec: shownSpecJson(state.spec) }, 'model recovered');
       return state.spec;
     }
     log.warn(

@@ -2,7 +2,7 @@
 import { rename } from 'node:fs/promises';
 import { EffectError, errorCode, permanentError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
-import { specToJson } from '../core/snapshot';
+import { shownSpecJson } from '../core/snapshot';
 import {
   fsError,
   isSameEntry,
@@ -170,7 +170,7 @@ export const stager =
         ]);
         signal.throwIfAborted();
         const installed = await swapIn(area, dir, target, name, claimed.value, files);
-        m.log.debug({ model: name, dir: target, spec: specToJson(spec) }, 'model dir installed');
+        m.log.debug({ model: name, dir: target, spec: shownSpecJson(spec) }, 'model dir installed');
         return installed;
       } catch (cause) {
         throw await failed(cause);

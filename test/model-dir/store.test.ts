@@ -182,6 +182,20 @@ describe('modelDirStore install', () => {
     expect((await stat(join(root, 'model1', 'model.pt'))).mode & 0o044).toBe(0o044);
   });
 
+  it('logs an installed or recovered model with its storage URI without a query, even after a space in its path', async () => {
+    // The log's text redaction finds a URL up to a space only: the query after one showed whole.
+    const spaced = spec(
+      'https://models.example.com/my models/m1.bin?X-Custom-Token=c0ffee-t0ken-value',
+      '100Mi',
+    );
+    await install(store, name('model1'), spaced, writeModel({ 'm1.bin': 'w' }), live());
+    await newStore().recover();
+    const logged = lines.filter((line) => ['model dir installed', 'model recovered'].includes(line.msg));
+    expect(logged.map((line) => line.msg)).toEqual(['model dir installed', 'model recovered']);
+    for (const line of logged)
+      expect(line['spec']).toMatchObject({ storageUri: 'https://models.example.com/my models/m1.bin' });
+  });
+
   it('gives the model dir mode 0755 so a model server running as another user can read it', async () => {
     await install(store, name('model1'), specA, writeModel({ 'model.pt': 'w' }), live());
     expect((await stat(join(root, 'model1'))).mode & 0o777).toBe(0o755);
