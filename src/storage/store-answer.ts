@@ -98,15 +98,17 @@ export const errorAnswerText = (body: AnswerBody, answer: StoreAnswer): Promise<
 
 /**
  * The error a store's error answer `response` (to a request `what`) is, as responseStatusError makes it, its body read
- * as errorAnswerText reads it: held to `minRate`, so a trickle cannot hold the request.
+ * as errorAnswerText reads it: held to `minRate`, so a trickle cannot hold the request; `scrub` takes out of its
+ * words what the request carried (withoutValuesOf).
  */
 export const answerStatusError = (
   what: string,
   response: BodyResponse,
   minRate: MinRate | undefined,
+  scrub: (text: string) => string = (text) => text,
 ): Promise<EffectError> => {
   const contentLength = headerOf(response.headers, 'content-length');
-  return responseStatusError(what, response, (body) =>
-    errorAnswerText(body, { what, contentLength, minRate }),
+  return responseStatusError(what, response, async (body) =>
+    scrub(await errorAnswerText(body, { what, contentLength, minRate })),
   );
 };

@@ -8,6 +8,7 @@ import { permanentError } from '../../core/errors';
 import { fileFilter, selectedNone, selectionKey, selectsAll } from '../../core/file-selection';
 import { inSlot } from '../../core/slots';
 import { redactUri } from '../../core/storage-uri';
+import { withoutValuesOf } from '../../core/redact';
 import { discardBody, dropBody, headerOf, httpUrl, isOk } from '../../net';
 import { answerStatusError } from '../store-answer';
 import { isPushback, storePressures, type StorePressure } from '../store-pressure';
@@ -138,7 +139,8 @@ const download = async (
     pressure.ask(attempt.signal, async () => {
       const response = await get({}, attempt.signal);
       // The whole file comes with a 200 alone: a 204 has none of it, a 206 to a GET without Range a part.
-      if (response.status !== 200) throw await answerStatusError(what, response, limits.minRate);
+      if (response.status !== 200)
+        throw await answerStatusError(what, response, limits.minRate, withoutValuesOf([url, response.url]));
       return response;
     });
   /**
@@ -153,7 +155,9 @@ const download = async (
     await pressure.admit(attempt.signal);
     const head = await httpGet(url, settings, what, attempt.signal, credentials, {}, 'HEAD');
     // A push-back pauses the origin: the GET below waits it out.
-    const refused = isOk(head) ? undefined : await answerStatusError(what, head, limits.minRate);
+    const refused = isOk(head)
+      ? undefined
+      : await answerStatusError(what, head, limits.minRate, withoutValuesOf([url, head.url]));
     if (isPushback(refused)) pressure.pushedBack(refused);
     await discardBody(head);
     const identity = isOk(head) ? identityOf(url, head, request?.select) : undefined;

@@ -313,6 +313,28 @@ describe('httpStorage', () => {
     expect(error.message).toBe(`GET ${url}/m.bin returned HTTP 500: down`);
   });
 
+  it("says a server's error without the query values it was sent, when it quotes them back outside a URL", async () => {
+    // A storage server's 404 page quoting the path it was asked, query and all; and a presigned target's.
+    const echo: HttpHandler = (req, res) => res.writeHead(404).end(`not found: ${req.url ?? ''}`);
+    const url = await serve({
+      '/my%20models/m.bin': echo,
+      '/m2.bin': (_req, res) =>
+        res.writeHead(302, { location: '/blob?X-Custom-Sig=presigned-value-77' }).end(),
+      '/blob': echo,
+    });
+    const quoted = await effectError(
+      httpStorage().download(`${url}/my models/m.bin?X-Custom-Token=c0ffee-t0ken&v=2`, target, never),
+    );
+    expect(quoted).toMatchObject({ kind: 'http-status', status: 404 });
+    expect(quoted.message).toBe(
+      `GET ${url}/my models/m.bin returned HTTP 404: not found: /my%20models/m.bin?X-Custom-Token=[REDACTED]&v=2`,
+    );
+    const redirected = await effectError(httpStorage().download(`${url}/m2.bin`, target, never));
+    expect(redirected.message).toBe(
+      `GET ${url}/m2.bin returned HTTP 404: not found: /blob?X-Custom-Sig=[REDACTED]`,
+    );
+  });
+
   it('fails with a permanent filesystem error when the file cannot be created', async () => {
     const url = await serve({ '/m.bin': send('weights') });
     await httpStorage().download(`${url}/m.bin`, target, never);
