@@ -25,7 +25,7 @@ import { currentModelOps, ModelDirUnusable, modelOps, startAgent, type AgentCapa
 import type { Env } from '../core/env';
 import { describeConfigError, errorCode, type EffectError } from '../core/errors';
 import type { AppConfig } from '../core/flags/app-config';
-import { modelOpToJson, type ModelOp } from '../core/model-op';
+import { shownModelOpJson } from '../core/model-op';
 import { redact, redactUri } from '../core/redact';
 import { emptySnapshot } from '../core/snapshot';
 import type { Loader } from '../loader';
@@ -49,19 +49,6 @@ export type Output =
 /** A JSON line for stdout, through the redaction: stdout is often kept in CI logs, so no secret goes there either. */
 export const jsonLine = (value: unknown): Output => ({ _tag: 'Line', line: redact(JSON.stringify(value)) });
 export const exit = (code: number): Output => ({ _tag: 'Exit', code });
-
-/**
- * The line `--dry-run` prints for `op`: its storage URI without user info, query and fragment (redactUri), as
- * /status and the log show it; the text's redaction alone missed a query after a space in the path.
- */
-const opLine = (op: ModelOp): Output => {
-  const json = modelOpToJson(op);
-  return jsonLine(
-    json.op === 'Add'
-      ? { ...json, modelSpec: { ...json.modelSpec, storageUri: redactUri(json.modelSpec.storageUri) } }
-      : json,
-  );
-};
 
 /** The log line and exit 2 of settings a start cannot use (a malformed variable, an unreadable CA bundle …). */
 export const settingsInvalid = (log: Logger, reason: string): Observable<Output> => {
@@ -122,11 +109,11 @@ export const dryRunMode = (config: AppConfig, log: Logger, env: Env = {}): Obser
           log.error({ file: result.left.file, configError: result.left }, describeConfigError(result.left));
           return of(exit(1));
         }
-        return from([...result.right.map(opLine), exit(0)]);
+        return from([...result.right.map((op) => jsonLine(shownModelOpJson(op))), exit(0)]);
       }),
     );
   }
-  return modelOps({ ...deps, settleMs }).pipe(map(opLine));
+  return modelOps({ ...deps, settleMs }).pipe(map((op) => jsonLine(shownModelOpJson(op))));
 };
 
 /** What the process tells a mode: stop (SIGTERM, SIGINT) and resync now (SIGHUP). */

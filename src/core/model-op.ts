@@ -1,7 +1,7 @@
 /** ModelOp: what the loader must do to one model. Add is an upsert (new model or new spec); Remove drops it. */
 import type { ModelName } from './model-name';
 import type { ModelSpec, ModelSpecJson } from './model-config';
-import { specToJson } from './snapshot';
+import { shownSpecJson, specToJson } from './snapshot';
 
 export interface Add {
   readonly _tag: 'Add';
@@ -33,3 +33,12 @@ export const modelOpToJson = (op: ModelOp): ModelOpJson =>
   op._tag === 'Add'
     ? { op: 'Add', modelName: op.modelName, modelSpec: specToJson(op.spec), onStartup: op.onStartup }
     : { op: 'Remove', modelName: op.modelName };
+
+/**
+ * The line `--dry-run` prints for `op`: modelOpToJson with the storage URI without user info, query and fragment
+ * (redactUri), as /status and the log show it; the text's redaction alone missed a query after a space in the path.
+ */
+export const shownModelOpJson = (op: ModelOp): ModelOpJson =>
+  op._tag === 'Add'
+    ? { op: 'Add', modelName: op.modelName, modelSpec: shownSpecJson(op.spec), onStartup: op.onStartup }
+    : modelOpToJson(op);

@@ -4,6 +4,10 @@
  * the credentials of URLs and the known shapes of secrets.
  */
 
+import { minSecretLength, RegisteredValues } from './registered-values';
+
+export { minSecretLength };
+
 export const redactedMark = '[REDACTED]';
 
 /** Whether `url` carries user info (`user:password@`): refused wherever a URL is taken, since it would be sent and shown. */
@@ -109,9 +113,6 @@ const shapes: ReadonlyArray<SecretShape> = [
   },
 ];
 
-/** Values shorter than this are not registered: hiding every `json` or `1` would make logs unreadable. */
-export const minSecretLength = 6;
-
 /**
  * The texts that hide `secret`: as it is, trimmed, and the credentials alone of a `<scheme> <credentials>` value,
  * each as it is, JSON-escaped and URL-encoded; none shorter than `minSecretLength`.
@@ -128,84 +129,6 @@ const maxDepth = 64;
 /** The known shapes as one pattern (group `s<i>` = shape i), and the cheaper one every match of it contains. */
 const shapesPattern = new RegExp(shapes.map((shape, i) => `(?<s${i}>${shape.pattern})`).join('|'), 'gi');
 const shapesTrigger = new RegExp(shapes.map((shape) => shape.trigger).join('|'), 'i');
-
-/** `text` with its ASCII letters in lower case and every other character as it is: the same length. */
-const foldAscii = (text: string): string => text.replace(/[A-Z]+/g, (run) => run.toLowerCase());
-
-/** The character code at `index` of `text`, an ASCII capital as its small letter. */
-const foldedCodeAt = (text: string, index: number): number => {
-  const code = text.charCodeAt(index);
-  return code >= 65 && code <= 90 ? code + 32 : code;
-};
-
-/** The two characters of `text` at `index` as foldAscii makes them, as one number. */
-const pairAt = (text: string, index: number): number =>
-  (foldedCodeAt(text, index) << 16) | foldedCodeAt(text, index + 1);
-
-/**
- * Registered values (ASCII letters in either case), found by one scan that looks each place up by the
- * `minSecretLength` characters starting there: built in time linear in the values and run in time linear in the
- * text, however many values there are. One regular expression alternating them took seconds to compile for a few
- * thousand (a model each with its own SAS), again at each registration, and each line ran through all of them.
- */
-class RegisteredValues {
-  private readonly byHead = new Map<string, string[]>();
-  private readonly pairs = new Set<number>();
-
-  constructor(values: Iterable<string>) {
-    for (const value of values) this.add(value);
-  }
-
-  /**
-   * Adds `value` (one not added before): a secret that contains another is hidden whole, so each head's values are
-   * longest first.
-   */
-  add(value: string): void {
-    const folded = foldAscii(value);
-    const head = folded.slice(0, minSecretLength);
-    const sameHead = this.byHead.get(head) ?? [];
-    const at = sameHead.findIndex((other) => other.length < folded.length);
-    sameHead.splice(at === -1 ? sameHead.length : at, 0, folded);
-    this.byHead.set(head, sameHead);
-    this.pairs.add(pairAt(folded, 0));
-  }
-
-  /** The length of the longest value at `index` of `text`, or 0; only a place whose first two characters start a value is folded. */
-  private lengthAt(text: string, index: number): number {
-    if (!this.pairs.has(pairAt(text, index))) return 0;
-    const sameHead = this.byHead.get(foldAscii(text.slice(index, index + minSecretLength)));
-    const longest = sameHead?.[0]?.length ?? 0;
-    const folded = longest === 0 ? '' : foldAscii(text.slice(index, index + longest));
-    return sameHead?.find((value) => folded.startsWith(value))?.length ?? 0;
-  }
-
-  /** Where the first value at or after `from` in `text` starts, and its length; undefined: none. */
-  nextIn(text: string, from: number): { readonly index: number; readonly length: number } | undefined {
-    if (this.empty) return undefined;
-    for (let index = from; index + minSecretLength <= text.length; index++) {
-      const length = this.lengthAt(text, index);
-      if (length > 0) return { index, length };
-    }
-    return undefined;
-  }
-
-  /** Whether there is no value to hide. */
-  get empty(): boolean {
-    return this.pairs.size === 0;
-  }
-
-  /** `text` with every value in it hidden, leftmost first. */
-  hiddenIn(text: string): string {
-    if (this.empty) return text;
-    let shown = '';
-    let from = 0;
-    for (let found = this.nextIn(text, 0); found !== undefined; found = this.nextIn(text, from)) {
-      shown += text.slice(from, found.index) + redactedMark;
-      from = found.index + found.length;
-    }
-    return from === 0 ? text : shown + text.slice(from);
-  }
-}
 
 /**
  * Registered secret values and the known shapes. The values' index is rebuilt when a secret is registered (at
@@ -268,7 +191,7 @@ export class SecretRegistry {
         const groups = shape.groups ?? {};
         const hide = shapes.find((_, i) => groups[`s${i}`] !== undefined)!.hide;
         // What the shape shows (a URL's path) still hides a registered value.
-        shown += text.slice(from, shape.index) + values.hiddenIn(hide(shape[0]));
+        shown += text.slice(from, shape.index) + values.hiddenIn(hide(shape[0]), redactedMark);
         from = shape.index + shape[0].length;
       } else return from === 0 ? text : shown + text.slice(from);
       if (value !== undefined && value.index < from) value = values.nextIn(text, from);
@@ -345,39 +268,4 @@ export const redactLogLine = (line: string): string => {
     return secrets.redactText(line);
   }
   return `${JSON.stringify(secrets.redact(parsed))}${line.endsWith('\n') ? '\n' : ''}`;
-};
-
-/**
- * A scrub for what a server says back to a request to `urls` (and where it redirected): each query value and password
- * of theirs of at least `minSecretLength` characters, as sent and decoded, becomes the mark. A server may quote the
- * path it was asked, query and all, outside any URL (a 404 page); those values are not registered, as a storage
- * URI's query changes with the config (a presigned URL per model) and the registry keeps what it is given.
- */
-export const withoutValuesOf =
-  (urls: ReadonlyArray<URL | undefined>) =>
-  (text: string): string => {
-    const values = new Set<string>();
-    for (const url of urls) {
-      if (url === undefined) continue;
-      const raw = [
-        url.password,
-        ...url.search
-          .slice(1)
-          .split('&')
-          .map((pair) => pair.split('=')[1] ?? ''),
-      ];
-      const decoded = [decodeURIComponentSafe(url.password), ...[...url.searchParams.values()]];
-      for (const value of [...raw, ...decoded]) if (value.length >= minSecretLength) values.add(value);
-    }
-    return [...values]
-      .sort((a, b) => b.length - a.length)
-      .reduce((shown, value) => shown.replaceAll(value, redactedMark), text);
-  };
-
-const decodeURIComponentSafe = (text: string): string => {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 };

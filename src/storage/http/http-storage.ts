@@ -8,7 +8,7 @@ import { permanentError } from '../../core/errors';
 import { fileFilter, selectedNone, selectionKey, selectsAll } from '../../core/file-selection';
 import { inSlot } from '../../core/slots';
 import { redactUri } from '../../core/storage-uri';
-import { withoutValuesOf } from '../../core/redact';
+import { withoutValuesOf } from '../../core/request-values';
 import { discardBody, dropBody, headerOf, httpUrl, isOk } from '../../net';
 import { answerStatusError } from '../store-answer';
 import { isPushback, storePressures, type StorePressure } from '../store-pressure';
