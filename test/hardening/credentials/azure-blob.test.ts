@@ -66,7 +66,10 @@ describe('azureBlobStorage: each credential only for its own account', () => {
   ] as const)('sends %s to no other account a URI names', async (_label, credentials) => {
     const ear = await listAt(credentials, 'acct2');
     expectNoneHeard(ear, secrets);
-    expect(ear.heard.map(authHeaders)).toEqual([{}]);
+    // Anonymous: the listing, and the one blob read in its place once refused (a container whose public access is
+    // "blob"), every request without a credential.
+    expect(ear.heard.length).toBeGreaterThan(0);
+    expect(ear.heard.map(authHeaders).filter((headers) => Object.keys(headers).length > 0)).toEqual([]);
   });
 
   it('sends an Azure AD token to no other account a URI names', async () => {
@@ -80,7 +83,10 @@ describe('azureBlobStorage: each credential only for its own account', () => {
     const connectionString = `DefaultEndpointsProtocol=http;AccountName=acct1;AccountKey=${accountKey};BlobEndpoint=http://127.0.0.1:1/acct1`;
     const ear = await listAt({ connectionString }, 'acct1');
     expectNoneHeard(ear, secrets);
-    expect(ear.heard.map(authHeaders)).toEqual([{}]);
+    // Anonymous: the listing, and the one blob read in its place once refused (a container whose public access is
+    // "blob"), every request without a credential.
+    expect(ear.heard.length).toBeGreaterThan(0);
+    expect(ear.heard.map(authHeaders).filter((headers) => Object.keys(headers).length > 0)).toEqual([]);
   });
 
   it('follows no redirect of the service to another endpoint with any credential', async () => {
