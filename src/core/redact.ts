@@ -100,6 +100,8 @@ const shapes: ReadonlyArray<SecretShape> = [
   },
   // JSON web tokens (Kubernetes service-account tokens, OIDC).
   { pattern: String.raw`\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*`, trigger: 'eyJ', hide: hideAll },
+  // EKS's bearer token: a presigned STS request, base64url (aws-iam-authenticator, `aws eks get-token`).
+  { pattern: String.raw`\bk8s-aws-v1\.[\w-]{8,}`, trigger: String.raw`k8s-aws-v1\.`, hide: hideAll },
   {
     pattern: String.raw`-----BEGIN [A-Z ]*PRIVATE KEY-----${inString}*?(?:-----END [A-Z ]*PRIVATE KEY-----|(?="[,}\]:]|"$)|$)`,
     trigger: 'PRIVATE KEY',

@@ -42,6 +42,13 @@ const hiddenCases: ReadonlyArray<readonly [string, string, string]> = [
     'token [REDACTED] expired',
   ],
   [
+    // EKS's bearer token (aws-iam-authenticator, `aws eks get-token`): re-read per request, never registered, and
+    // quoted back by a watch's ERROR event or a webhook's refusal it would show.
+    'an EKS token',
+    'watch ERROR: token k8s-aws-v1.aHR0cHM6Ly9zdHMuYW1hem9uYXdzLmNvbS8_QWN0aW9uPUdldENhbGxlcklkZW50aXR5 rejected',
+    'watch ERROR: token [REDACTED] rejected',
+  ],
+  [
     'a private key',
     'key -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- loaded',
     'key [REDACTED] loaded',
