@@ -17,6 +17,7 @@ import {
   race,
   take,
   takeUntil,
+  tap,
   throwError,
   timer,
   type Observable,
@@ -157,7 +158,15 @@ export const syncMode = (
     const agent$ = run(watchUntil(edges, signals.shutdown$), {
       ...agentSettings(config, log),
       // Every --resync-interval (0: only on SIGHUP) and on each resync signal.
-      resync: { intervalMs: config.resyncInterval, signal$: signals.resync$ },
+      resync: {
+        intervalMs: config.resyncInterval,
+        // What it repairs is logged as it goes; one asked for that finds nothing would otherwise leave no line.
+        signal$: signals.resync$.pipe(
+          tap(() =>
+            log.info({ signal: 'SIGHUP' }, 'resync asked for: re-reading the config and the model server'),
+          ),
+        ),
+      },
       onStart: (start) => (loader = start.loader),
     });
     // The first shutdown signal drains: downloads stop (their staging dirs removed), calls to the model server

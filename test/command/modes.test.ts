@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { either as E } from 'fp-ts';
 import pino from 'pino';
-import { firstValueFrom, toArray } from 'rxjs';
+import { firstValueFrom, NEVER, Subject, toArray } from 'rxjs';
 import { defaultAppConfig, type AppConfig } from '../../src/core/flags/app-config';
 import { syncMode } from '../../src/command/modes';
 import { oneShotMode } from '../../src/command/one-shot-mode';
@@ -56,6 +56,24 @@ describe('syncMode', () => {
       protocol: 'v2',
     });
     expect([...standIn.loaded]).toEqual(['m1']);
+  });
+
+  it('logs a resync asked for by SIGHUP, whatever it finds to repair', async () => {
+    // With nothing to repair a SIGHUP left no trace an operator could see (only a counter of /metrics).
+    await writeFiles(join(tmp.path, 'storage', 'm1'), { 'model.bin': 'm1' });
+    atomicWrite(config.configDir, { 'models.json': modelsJson({ m1: join(tmp.path, 'storage', 'm1') }) });
+    const sink = new LogSink();
+    const resync$ = new Subject<void>();
+    const signals = { shutdown$: NEVER, resync$ };
+    const subscription = syncMode(config, pino({ level: 'info' }, sink), {}, signals).subscribe();
+    try {
+      await waitFor(() => sink.withMessage('ready').length > 0, 10_000, 'the ready log line');
+      resync$.next();
+      await waitFor(() => sink.withMessage('resync asked for').length > 0, 10_000, 'the resync line');
+    } finally {
+      subscription.unsubscribe();
+    }
+    expect(sink.withMessage('resync asked for')[0]).toMatchObject({ level: 30, signal: 'SIGHUP' });
   });
 
   // An address the host does not have was logged as `cannot serve the HTTP surface (--http-port)`: the wrong flag.
