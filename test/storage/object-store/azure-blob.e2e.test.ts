@@ -281,19 +281,23 @@ describe('azureBlobStorage against azurite', () => {
     expect(await listTree(staging.path)).toEqual(['weights.bin']);
   });
 
-  it('reads one blob with a SAS signed for that blob alone (sr=b), which may not list its container', async () => {
-    // A blob SAS, as Azure's portal and `az storage blob generate-sas` hand out for one model file: it may read
-    // that blob and nothing else. KServe's agent fetches such a URL with one GET; a listing is refused (403).
-    const sas = generateBlobSASQueryParameters(
+  /** A SAS signed for one blob of `models` (sr=b), reading it for an hour. */
+  const blobSas = (blobName: string): string =>
+    generateBlobSASQueryParameters(
       {
         containerName: 'models',
-        blobName: 'single/weights.bin',
+        blobName,
         permissions: BlobSASPermissions.parse('r'),
         startsOn: new Date(Date.now() - 60_000),
         expiresOn: new Date(Date.now() + 3_600_000),
       },
       new StorageSharedKeyCredential(azurite.current.account, azurite.current.accountKey),
     ).toString();
+
+  it('reads one blob with a SAS signed for that blob alone (sr=b), which may not list its container', async () => {
+    // A blob SAS, as Azure's portal and `az storage blob generate-sas` hand out for one model file: it may read
+    // that blob and nothing else. KServe's agent fetches such a URL with one GET; a listing is refused (403).
+    const sas = blobSas('single/weights.bin');
     const anonymous = storage({ credentials: {} });
     await anonymous.download(`${urlOf('models', 'single/weights.bin')}?${sas}`, staging.path, never);
     expect(await readFiles(staging.path)).toEqual({ 'weights.bin': 'one blob' });
@@ -312,16 +316,7 @@ describe('azureBlobStorage against azurite', () => {
   });
 
   it('fails permanently, reading no listing, for a blob SAS whose blob is not there', async () => {
-    const sas = generateBlobSASQueryParameters(
-      {
-        containerName: 'models',
-        blobName: 'single/gone.bin',
-        permissions: BlobSASPermissions.parse('r'),
-        startsOn: new Date(Date.now() - 60_000),
-        expiresOn: new Date(Date.now() + 3_600_000),
-      },
-      new StorageSharedKeyCredential(azurite.current.account, azurite.current.accountKey),
-    ).toString();
+    const sas = blobSas('single/gone.bin');
     const error = await failure(
       storage({ credentials: {} }).download(
         `${urlOf('models', 'single/gone.bin')}?${sas}`,
