@@ -7,6 +7,7 @@ import {
   modelStatusJson,
   shownStatuses,
   statusDocumentText,
+  statusSummary,
   type ConfigState,
   type ModelStatusJson,
   type StatusQuery,
@@ -42,8 +43,7 @@ interface Shown {
 
 const shownOf = (statuses: Iterable<ModelStatus>): Shown => {
   const sorted = [...shownStatuses(statuses)];
-  const phases = new Map<ModelPhase, number>();
-  for (const { phase } of sorted) phases.set(phase, (phases.get(phase) ?? 0) + 1);
+  const phases = new Map(Object.entries(statusSummary(sorted).phases) as Array<[ModelPhase, number]>);
   return { sorted, byName: new Map(sorted.map((status) => [status.modelName, status])), phases };
 };
 
