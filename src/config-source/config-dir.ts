@@ -1,5 +1,4 @@
 /** configDirSource: the config dir as a ConfigSource: watch events that outlive errors and dir removal, and reads. */
-import { watch } from 'chokidar';
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, join, relative } from 'node:path';
@@ -21,9 +20,13 @@ import {
   timer,
 } from 'rxjs';
 import { configFileName } from '../core/config-files';
+import { lazyModule } from '../core/lazy-module';
 import { entryKind } from '../fs';
 import { readConfigFile, withDeadline, type ConfigReadOptions } from './config-file';
 import type { ConfigSource, FsEvent } from '../ports';
+
+/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded for --watch-poll-ms alone */
+const chokidar = lazyModule(() => require('chokidar') as typeof import('chokidar'));
 
 /** The config dir, and how it is watched and read. */
 export interface ConfigDirOptions extends ConfigReadOptions {
@@ -124,7 +127,7 @@ const fsWatchOnce = (dir: string): Observable<FsEvent> =>
  */
 const chokidarWatchOnce = (dir: string, pollMs: number): Observable<FsEvent> =>
   new Observable<FsEvent>((subscriber) => {
-    const watcher = watch(dir, {
+    const watcher = chokidar().watch(dir, {
       ignoreInitial: true,
       followSymlinks: false,
       depth: 0,

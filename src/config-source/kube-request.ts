@@ -1,14 +1,18 @@
 /** kubeCall: one request to the API server with the kubeconfig's TLS and credentials, bounded, never redirected. */
 import { STATUS_CODES } from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { fetch, type Response } from 'undici';
+import type { Response } from 'undici';
 import { namesAnonymousUser, refusedUser, type KubeFailure } from '../core/config-map';
 import { errorCode, errorMessage } from '../core/errors';
+import { lazyModule } from '../core/lazy-module';
 import { minSecretLength, redactedMark } from '../core/redact';
 import { jsonObject } from '../core/json/json-object';
 import { readCapped } from '../net';
 import type { KubeClientModule } from './kube-client';
 import { execCredentialRefused, usesExecPlugin } from './kube-exec';
+
+/* eslint-disable-next-line @typescript-eslint/no-require-imports -- undici's whole index (fetch), at the first call */
+const undici = lazyModule(() => require('undici') as typeof import('undici'));
 
 /**
  * The most read of one answer holding the ConfigMap (a list, or a watch line): its data is at most 1 MiB, its
@@ -151,7 +155,7 @@ export const kubeCall = async (
   );
   await untilAborted(config.applySecurityAuthentication(request), signal);
   const headers = request.getHeaders();
-  const response = await fetch(url, {
+  const response = await undici().fetch(url, {
     method: write?.method ?? 'GET',
     headers: {
       ...headers,

@@ -1,5 +1,5 @@
 /** What both model-server clients share: where the server listens, how long calls may take, the index bounds. */
-import type { Dispatcher } from 'undici';
+import type { Dispatcher } from '../net';
 import { EffectError, retryableError } from '../core/errors';
 import { modelNameProblem } from '../core/model-name';
 import { redactUri } from '../core/redact';

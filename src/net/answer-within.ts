@@ -4,7 +4,7 @@
  * or sends `103 Early Hints` without end, held a download for days (undici's headersTimeout, node:http's socket
  * timeout, the Azure SDK's server-side timeout alone).
  */
-import { errors } from 'undici';
+import { errors } from './undici-core';
 
 /** Enough of an SDK's AbortSignal (a DOM one, or one only like it). */
 export interface SignalLike {

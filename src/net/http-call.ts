@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { isLeft } from 'fp-ts/Either';
 import type * as t from 'io-ts';
 import { PathReporter } from 'io-ts/PathReporter';
-import { errors, request, type Dispatcher } from 'undici';
+import { errors, request, type Dispatcher } from './undici-core';
 import { answerWithin } from './answer-within';
 import { EffectError, httpStatusError, permanentError, retryableError, retryAfterOf } from '../core/errors';
 import { parseJson } from '../core/json/json';

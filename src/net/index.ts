@@ -23,6 +23,7 @@ export { announcesBody, bodyUnread, endAnswer } from './early-answer';
 export { type BodyPace } from './body-pace';
 export { reverseProxy, type ReverseProxy, type ReverseProxyOptions } from './reverse-proxy';
 export { holdSocket } from './socket-hold';
+export { request, type Dispatcher } from './undici-core';
 export { createNetwork, type Network, networkFrom, readCaBundle } from './network';
 export { timeoutOf, transportError } from './transport-error';
 export { aggressiveProbing, attemptProbe, containerProber, type ContainerProber } from './container-prober';

@@ -9,7 +9,7 @@ import { Agent as RoutingBase, type AgentConnectOpts } from 'agent-base';
 import * as E from 'fp-ts/Either';
 import { HttpProxyAgent } from 'http-proxy-agent';
 import { HttpsProxyAgent } from 'https-proxy-agent';
-import { Agent, ProxyAgent, type Dispatcher } from 'undici';
+import { Agent, ProxyAgent, type Dispatcher } from './undici-core';
 import { entryKind } from '../core/entry-kind';
 import { errorCode, errorMessage } from '../core/errors';
 import { proxyRules, proxySettingsFrom, type ProxyRules, type ProxySettings } from './proxy-rules';

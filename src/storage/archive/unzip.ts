@@ -5,8 +5,9 @@ import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { crc32 } from 'node:zlib';
-import * as yauzl from 'yauzl';
+import type * as Yauzl from 'yauzl';
 import { errorCode } from '../../core/errors';
+import { lazyModule } from '../../core/lazy-module';
 import { fsError, makeDirs, step } from '../../fs';
 import { quotedName, refusal, type EntryKind } from './guard';
 import {
@@ -18,6 +19,9 @@ import {
   type Job,
 } from './unpack';
 
+/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first zip */
+const yauzlModule = lazyModule(() => require('yauzl') as typeof Yauzl);
+
 const maxZipLinkBytes = 4096;
 const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
@@ -27,7 +31,7 @@ const S_IFDIR = 0o040000;
 const unixHosts = new Set([3, 19]);
 
 /** What a zip entry is, from its Unix mode when it has one: FIFOs, devices and sockets are `other`. */
-const zipKind = (entry: yauzl.Entry, name: string): EntryKind => {
+const zipKind = (entry: Yauzl.Entry, name: string): EntryKind => {
   const type = unixHosts.has(entry.versionMadeBy >> 8) ? (entry.externalFileAttributes >>> 16) & S_IFMT : 0;
   if (type === S_IFLNK) return 'symlink';
   if (type !== 0 && type !== S_IFREG && type !== S_IFDIR) return 'other';
@@ -103,6 +107,7 @@ const unzipEntries = async (
 ): Promise<void> => {
   // Symlinks are made last, so no file of the archive can be written through one.
   const links: ArchiveLink[] = [];
+  const yauzl = yauzlModule();
   // decodeStrings off: yauzl would reject a bad name with a bare "invalid relative path"; ours names the entry.
   const zip = await yauzl
     .openPromise(zipPath, {

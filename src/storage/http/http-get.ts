@@ -1,5 +1,5 @@
 /** httpGet: one GET, redirects followed by hand, credentials kept to their endpoint; Attempt: one download's end. */
-import { request } from 'undici';
+import { request } from '../../net';
 import { sameEndpoint } from '../../core/endpoint';
 import { permanentError, type EffectError } from '../../core/errors';
 import {

@@ -52,9 +52,12 @@ const defaultChain = (env: Env, recheckMs: number, agent: Agent | undefined) => 
       : {}),
     ...(env.AWS_ROLE_ARN !== undefined ? { roleArn: env.AWS_ROLE_ARN } : {}),
     ...(env.AWS_ROLE_SESSION_NAME !== undefined ? { roleSessionName: env.AWS_ROLE_SESSION_NAME } : {}),
-    // The chain's STS and SSO clients (web identity, a profile's role) on the Network's connections: its proxy.
-    ...(agent !== undefined ? { clientConfig: { requestHandler: s3RequestHandler({ agent }) } } : {}),
   };
+  // The chain's STS and SSO clients (web identity, a profile's role) on the Network's connections: its proxy. Made
+  // with the chain, at the first s3:// download: the handler loads the SDK's HTTP layer.
+  const clientConfig = lazyModule(() =>
+    agent !== undefined ? { clientConfig: { requestHandler: s3RequestHandler({ agent }) } } : {},
+  );
   let chain: (() => Promise<AwsCredentials>) | undefined;
   let seen: string | undefined;
   let checkedAt = 0;
@@ -67,7 +70,7 @@ const defaultChain = (env: Env, recheckMs: number, agent: Agent | undefined) => 
       const now = (await Promise.all(files.map((file) => credentialsFileVersion(file, 'AWS')))).join('|');
       if (chain === undefined || now !== seen) {
         seen = now;
-        chain = awsCredentialChain().defaultProvider(init);
+        chain = awsCredentialChain().defaultProvider({ ...init, ...clientConfig() });
       }
     }
     return registered(await chain());

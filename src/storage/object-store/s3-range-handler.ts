@@ -5,7 +5,7 @@
 import type { Agent } from 'node:http';
 import type { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { HttpRequest as SdkRequest, HttpResponse } from '@smithy/types';
-import { request as undiciRequest, type Dispatcher } from 'undici';
+import { request as undiciRequest, type Dispatcher } from '../../net';
 import { lazyModule } from '../../core/lazy-module';
 import { answerWithin } from '../../net';
 
