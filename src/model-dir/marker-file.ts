@@ -1,7 +1,7 @@
 /** marker-file: the SUCCESS marker of a model dir on disk — written last into a staged dir, read back at recovery, never through a link. */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { opendir, writeFile } from 'node:fs/promises';
+import { open, opendir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isLeft } from 'fp-ts/Either';
 import { errorMessage } from '../core/errors';
@@ -15,6 +15,8 @@ const maxMarkerBytes = 16 * 1024 * 1024;
 const markersNamed = 10;
 // O_EXCL already refuses any existing entry, a dangling link included; O_NOFOLLOW says so once more.
 const createNew = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+// Readable by modelsync's user alone: see writeMarker.
+const markerMode = 0o600;
 
 const markerName = (spec: ModelSpec): string =>
   markerPrefix + createHash('sha256').update(specIdentityJson(spec)).digest('hex');
@@ -31,9 +33,28 @@ export const isMarkerName = (name: string): boolean => name.startsWith(markerPre
 export const writeMarker = async (dir: OpenDir, spec: ModelSpec, files: FileManifest): Promise<string> => {
   const name = markerName(spec);
   await step(`cannot write the marker ${join(dir.path, name)}`, () =>
-    writeFile(`${dir.ref}/${name}`, markerJson(spec, files), { flag: createNew, mode: 0o600 }),
+    writeFile(`${dir.ref}/${name}`, markerJson(spec, files), { flag: createNew, mode: markerMode }),
   );
   return name;
+};
+
+const openToChmod = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
+
+/**
+ * Makes the marker at `path` readable by its owner alone, as writeMarker writes it, when others may read it (a
+ * marker of KServe's agent, or of an older modelsync, which wrote 0644, left by an upgrade over the same model
+ * dir); never through a link, and only a regular file. True when its mode was changed.
+ */
+export const keepMarkerPrivate = async (path: string): Promise<boolean> => {
+  const file = await open(path, openToChmod);
+  try {
+    const info = await file.stat();
+    if (!info.isFile() || (info.mode & 0o077) === 0) return false;
+    await file.chmod(markerMode);
+    return true;
+  } finally {
+    await file.close();
+  }
 };
 
 /** A model dir as found on disk. */

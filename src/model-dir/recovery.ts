@@ -8,6 +8,7 @@ import { shownSpecJson } from '../core/snapshot';
 import type { ModelStore } from '../ports';
 import { forEachLimited, listedFileSizes, step, withDir } from '../fs';
 import type { Logger } from '../log';
+import { keepMarkerPrivate } from './marker-file';
 import { isTemporary, type ModelDirRoot } from './model-dir-root';
 const recoverConcurrency = 8;
 
@@ -29,8 +30,51 @@ const filesMismatch = async (log: Logger, dir: string, files: FileManifest): Pro
   }
 };
 
+/**
+ * What keepMarkerPrivate did over one recovery: the markers it made 0600 and those it could not (a read-only volume,
+ * a marker of another user), each told once in all, however many models (an upgrade over 10,000 models is 10,000).
+ */
+interface MarkerModes {
+  made: number;
+  failed: number;
+  firstFailure?: { readonly err: unknown; readonly file: string };
+}
+
+/** keepMarkerPrivate on the marker `file` of `name`, counted into `modes`: the model is kept either way. */
+const keepPrivate = (log: Logger, name: ModelName, file: string, modes: MarkerModes): Promise<void> =>
+  keepMarkerPrivate(file).then(
+    (changed) => {
+      if (!changed) return;
+      modes.made++;
+      log.debug({ model: name, file }, "marker made readable by modelsync's user alone");
+    },
+    (err: unknown) => {
+      modes.failed++;
+      modes.firstFailure ??= { err, file };
+      log.debug({ err, model: name, file }, "cannot make the marker readable by modelsync's user alone");
+    },
+  );
+
+/** The one line each of what keepPrivate did over a recovery. */
+const logMarkerModes = (log: Logger, root: string, modes: MarkerModes): void => {
+  if (modes.made > 0)
+    log.info(
+      { dir: root, markers: modes.made },
+      "markers readable by all (an older modelsync's, or KServe's) made readable by modelsync's user alone",
+    );
+  if (modes.failed > 0)
+    log.warn(
+      { dir: root, markers: modes.failed, ...modes.firstFailure },
+      "cannot make markers readable by modelsync's user alone: their storage URIs stay readable by the model server",
+    );
+};
+
 /** The spec installed in `M/<name>`, or undefined after removing whatever there holds no usable model. */
-const recoverModel = async (m: ModelDirRoot, name: ModelName): Promise<ModelSpec | undefined> => {
+const recoverModel = async (
+  m: ModelDirRoot,
+  name: ModelName,
+  modes: MarkerModes,
+): Promise<ModelSpec | undefined> => {
   const { log } = m;
   const dir = join(m.root, name);
   const found = await m.inspect(dir).catch((err: unknown) => {
@@ -48,6 +92,7 @@ const recoverModel = async (m: ModelDirRoot, name: ModelName): Promise<ModelSpec
   if (state._tag === 'Valid') {
     const mismatch = state.files === undefined ? undefined : await filesMismatch(log, dir, state.files);
     if (mismatch === undefined) {
+      await keepPrivate(log, name, state.file, modes);
       log.info({ model: name, spec: shownSpecJson(state.spec) }, 'model recovered');
       return state.spec;
     }
@@ -87,6 +132,7 @@ const recoverEntry = async (
   m: ModelDirRoot,
   entry: string,
   snapshot: Map<ModelName, ModelSpec>,
+  modes: MarkerModes,
 ): Promise<void> => {
   const { log } = m;
   const path = join(m.root, entry);
@@ -98,7 +144,7 @@ const recoverEntry = async (
   } else if (modelNameProblem(entry) !== undefined) {
     log.warn({ dir: path, problem: modelNameProblem(entry) }, 'dir name is not a model name; leaving it');
   } else {
-    const spec = await recoverModel(m, entry as ModelName);
+    const spec = await recoverModel(m, entry as ModelName, modes);
     if (spec !== undefined) snapshot.set(entry as ModelName, spec);
   }
 };
@@ -110,7 +156,9 @@ export const modelDirRecovery = (m: ModelDirRoot): ModelStore['recover'] => {
     await m.makeRoot();
     const entries = await step(`cannot list ${root}`, () => readdir(root));
     const snapshot = new Map<ModelName, ModelSpec>();
-    await forEachLimited(entries, recoverConcurrency, (entry) => recoverEntry(m, entry, snapshot));
+    const modes: MarkerModes = { made: 0, failed: 0 };
+    await forEachLimited(entries, recoverConcurrency, (entry) => recoverEntry(m, entry, snapshot, modes));
+    logMarkerModes(log, root, modes);
     log.info({ dir: root, models: snapshot.size }, 'model dir recovered');
     // Sorted, so the snapshot (and the ops derived from it) do not depend on readdir or completion order.
     return new Map([...snapshot].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));

@@ -182,6 +182,67 @@ describe('modelDirStore install', () => {
     expect((await stat(join(root, 'model1', 'model.pt'))).mode & 0o044).toBe(0o044);
   });
 
+  it('makes a marker an older modelsync or KServe wrote 0644 readable by its owner alone at recovery, leaving the files readable by all', async () => {
+    // Markers were written 0644 until e7aa873: after an upgrade over the same model dir (an emptyDir the pod
+    // keeps), the storage URI of every model already there stayed readable by the model server.
+    const signed = spec(
+      'https://acct.blob.core.windows.net/models/m1?sv=2024-08-04&sp=rwl&sig=c2VjcmV0',
+      '100Mi',
+    );
+    await install(store, name('model1'), signed, writeModel({ 'model.pt': 'w' }), live());
+    const marker = join(
+      root,
+      'model1',
+      (await readdir(join(root, 'model1'))).find((e) => e.startsWith('SUCCESS.'))!,
+    );
+    await fsPromises.chmod(marker, 0o644);
+    await kserveModel('model2', jsonA, { 'model.pt': 'w' });
+    const kserveMarker = join(root, 'model2', `SUCCESS.${sha256('model2')}`);
+    await fsPromises.chmod(kserveMarker, 0o644);
+    // Readable by its owner alone already: left as it is.
+    await kserveModel('model3', jsonA, { 'model.pt': 'w' });
+    const ownerOnly = join(root, 'model3', `SUCCESS.${sha256('model3')}`);
+    await fsPromises.chmod(ownerOnly, 0o400);
+    expect([...(await newStore().recover()).keys()]).toEqual(['model1', 'model2', 'model3']);
+    expect((await stat(ownerOnly)).mode & 0o777).toBe(0o400);
+    expect((await stat(marker)).mode & 0o777).toBe(0o600);
+    expect((await stat(kserveMarker)).mode & 0o777).toBe(0o600);
+    expect((await stat(join(root, 'model1', 'model.pt'))).mode & 0o044).toBe(0o044);
+    // One line for all of them, however many an upgrade finds; none at the next start.
+    const told = (msg: string) => lines.filter((line) => line.msg.startsWith(msg));
+    expect(told('markers readable by all').map((line) => line['markers'])).toEqual([2]);
+    lines.length = 0;
+    await newStore().recover();
+    expect(told('markers readable by all')).toEqual([]);
+  });
+
+  it('keeps the models whose markers cannot be made 0600 (a read-only volume), saying so in one warn for all', async () => {
+    await kserveModel('model1', jsonA, { 'model.pt': 'w' });
+    await kserveModel('model2', jsonA, { 'model.pt': 'w' });
+    const erofs = Object.assign(new Error('EROFS: read-only file system, fchmod'), { code: 'EROFS' });
+    const open = fsPromises.open.bind(fsPromises);
+    const opening = jest.spyOn(fsPromises, 'open').mockImplementation((async (
+      path: string,
+      flags: number,
+    ) => {
+      const handle = await open(path, flags);
+      if (String(path).includes('/SUCCESS.')) handle.chmod = () => Promise.reject(erofs);
+      return handle;
+    }) as never);
+    try {
+      expect([...(await newStore().recover()).keys()]).toEqual(['model1', 'model2']);
+    } finally {
+      opening.mockRestore();
+    }
+    expect(lines.filter(atLevel('warn')).map((line) => [line.msg, line['markers']])).toEqual([
+      [
+        "cannot make markers readable by modelsync's user alone: their storage URIs stay readable by the model server",
+        2,
+      ],
+    ]);
+    expect(await entries()).toEqual(['model1', 'model2']);
+  });
+
   it('logs an installed or recovered model with its storage URI without a query, even after a space in its path', async () => {
     // The log's text redaction finds a URL up to a space only: the query after one showed whole.
     const spaced = spec(
