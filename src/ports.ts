@@ -233,7 +233,7 @@ export interface Telemetry {
     outcome: 'accepted' | 'rejected' | 'unchanged',
     detail?: { checksum?: string; reason?: string },
   ): void;
-  resyncRun(trigger: 'timer' | 'signal' | 'start'): void;
+  resyncRun(trigger: 'timer' | 'signal'): void;
   repair(kind: 'reload-lost' | 'unload-unlisted' | 'retry-failed' | 'retry-unload'): void;
   retry(step: 'download' | 'load' | 'unload'): void;
   /** A start or a resync left `count` unloads of unlisted models to a later resync (`--max-unlisted-unloads`). */

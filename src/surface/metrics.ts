@@ -77,7 +77,7 @@ const helps = {
     'The first 48 bits of the sha256 of the config in force, as a number (compare pods, spot changes).',
   modelsync_config_info:
     'Always 1; the checksum label is the first 12 hex digits of the sha256 of the config in force.',
-  modelsync_resync_runs_total: 'Resync runs by trigger (start, timer, signal).',
+  modelsync_resync_runs_total: 'Resync runs by trigger (timer, signal).',
   modelsync_repairs_total:
     'Drift repairs by kind (reload-lost, unload-unlisted, retry-failed, retry-unload).',
   modelsync_repairs_deferred_total:

@@ -156,6 +156,14 @@ describe('createMetrics', () => {
     );
   });
 
+  it('names in its help the resync triggers there are, timer and signal: no resync runs at start, so none is counted', async () => {
+    // operating.md listed a `start` trigger no resync ever had: a query on trigger="start" matched nothing, for good.
+    const { page } = setUp();
+    expect((await page()).match(/^# HELP modelsync_resync_runs_total .*$/m)?.[0]).toBe(
+      '# HELP modelsync_resync_runs_total Resync runs by trigger (timer, signal).',
+    );
+  });
+
   it("counts the node cache's hits with the bytes they saved, its misses and the entries evicted", async () => {
     const { metrics, page } = setUp();
     metrics.telemetry.nodeCache?.({ _tag: 'Miss' });
