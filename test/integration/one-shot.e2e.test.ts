@@ -60,6 +60,26 @@ describe('modelsync --once (one-shot sync, real CLI)', () => {
     expect(typeof failures.find((failure) => failure['model'] === 'missing')?.['errorKind']).toBe('string');
   }, 30_000);
 
+  it("shows a failed model's storage URI in its stdout line only as the logs do: no query or fragment (stdout often lands in CI logs)", async () => {
+    const refusing = await serve((request, response) => {
+      // The server quotes the request's target back, query and all, as many error pages do.
+      response.writeHead(404, { 'content-type': 'text/plain' }).end(`not found: ${request.url ?? ''}`);
+    });
+    const signed = `${refusing.url}/models/m.bin?X-Amz-Signature=5ec7e7a11ce0ffee&token=t0ken-value-1#frag-value`;
+    atomicWrite(world.configDir, {
+      'models.json': JSON.stringify([{ modelName: 'signed', modelSpec: { storageUri: signed } }]),
+    });
+    const result = await oneShot({ 'max-attempts': 1 });
+    expect(result.code).toBe(1);
+    expect(result.stdout.lines).toHaveLength(1);
+    const line = JSON.parse(result.stdout.lines[0]!) as Record<string, unknown>;
+    expect(line).toMatchObject({ model: 'signed', phase: 'Failed' });
+    expect(line['reason']).toContain('/models/m.bin');
+    expect(Object.keys(line).sort()).toEqual(['errorKind', 'model', 'phase', 'reason']);
+    for (const secret of ['5ec7e7a11ce0ffee', 't0ken-value-1', 'frag-value'])
+      expect(result.stdout.text).not.toContain(secret);
+  }, 30_000);
+
   it('writes pretty log lines with --log-format pretty, and JSON lines by default when stderr is not a terminal', async () => {
     world.writeConfig(['a']);
     const pretty = await oneShot({ 'log-format': 'pretty' });
