@@ -4,6 +4,7 @@
  * never redirected; and what a refused token request says.
  */
 import { readFile } from 'node:fs/promises';
+import type { Agent } from 'node:http';
 import type { Storage } from '@google-cloud/storage';
 import { sameEndpoint } from '../../core/endpoint';
 import { permanentError } from '../../core/errors';
@@ -20,13 +21,18 @@ export const defaultGcsEndpoint = 'https://storage.googleapis.com';
 type AuthClient = Storage['authClient'];
 type Transporter = { configure(options: Record<string, unknown>): Record<string, unknown> };
 
+/** The node:http(s) agent a request to a URL goes by (`Network.agentFor`: its proxy rules, its CAs). */
+export type AgentFor = (url: URL) => Agent;
+
 /**
  * Stops an auth client's token requests from following redirects (google-auth-library's transporters follow
- * them and re-send a POST body, the subject token or assertion, wherever a 307 points). Its STS exchange has a
- * transporter of its own, not reachable through any option: both are set here.
+ * them and re-send a POST body, the subject token or assertion, wherever a 307 points) and, with `agentFor`, sends
+ * them by the Network as the GCS requests go (else gaxios picks a proxy by rules of its own: HTTP_PROXY for https,
+ * no CIDR in NO_PROXY; and trusts Node's CAs only). Its STS exchange has a transporter of its own, not reachable
+ * through any option: both are set here.
  */
 const patched = new WeakSet<object>();
-const refuseTokenRedirects = (client: unknown): void => {
+const routeTokenRequests = (client: unknown, agentFor: AgentFor | undefined): void => {
   const holders = [client, (client as { stsCredential?: unknown } | undefined)?.stsCredential];
   for (const holder of holders) {
     const transporter = (holder as { transporter?: Transporter } | undefined)?.transporter;
@@ -34,7 +40,13 @@ const refuseTokenRedirects = (client: unknown): void => {
     if (patched.has(transporter)) continue;
     patched.add(transporter);
     const configure = transporter.configure.bind(transporter);
-    transporter.configure = (options) => ({ ...configure(options), maxRedirects: 0 });
+    transporter.configure = (options) => {
+      const configured = configure(options);
+      const url = configured['url'];
+      const target = typeof url === 'string' ? URL.parse(url) : url instanceof URL ? url : null;
+      const agent = agentFor !== undefined && target !== null ? { agent: agentFor(target) } : {};
+      return { ...configured, ...agent, maxRedirects: 0 };
+    };
   }
 };
 
@@ -72,7 +84,11 @@ const failedOnTheFile = (cause: unknown): boolean =>
  * missing, no JSON or not credentials the library can use fails for good (`refused`, naming it); a token exchange
  * that fails rejects with the library's error.
  */
-export const gcsAuthorization = (endpoint: string, credentialsFile: string | undefined) => {
+export const gcsAuthorization = (
+  endpoint: string,
+  credentialsFile: string | undefined,
+  agentFor?: AgentFor,
+) => {
   let current: { readonly auth: AuthClient; readonly version: string } | undefined;
   return async (url: URL): Promise<Readonly<Record<string, string>>> => {
     if (!sameEndpoint(url, endpoint)) return {};
@@ -89,7 +105,7 @@ export const gcsAuthorization = (endpoint: string, credentialsFile: string | und
     }
     const { auth } = current;
     try {
-      refuseTokenRedirects(await auth.getClient());
+      routeTokenRequests(await auth.getClient(), agentFor);
       const headers = (await auth.getRequestHeaders(url.href)) as Record<string, string>;
       const authorization = headers['Authorization'] ?? headers['authorization'];
       return authorization === undefined ? {} : { authorization };

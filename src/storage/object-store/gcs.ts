@@ -116,7 +116,11 @@ export const gcsClient = (options: GcsClientOptions = {}): ObjectStoreClient => 
   const endpoint = options.endpoint ?? defaultGcsEndpoint;
   const { network, minRate, timeoutMs = 60_000, pageSize = 1000 } = options;
   const retries = options.requestRetries ?? storageRequestTries - 1;
-  const authorizationFor = gcsAuthorization(endpoint, options.credentialsFile);
+  const authorizationFor = gcsAuthorization(
+    endpoint,
+    options.credentialsFile,
+    network === undefined ? undefined : (url) => network.agentFor(url),
+  );
 
   /** The JSON API URL of `path` under the endpoint (which may have a path of its own), with `query`. */
   const apiUrl = (path: string, query: Readonly<Record<string, string>>): URL => {

@@ -122,7 +122,7 @@ describe('gcsStorage: credentials bound to the GCS endpoint', () => {
       ...(where === 'http' ? { tls: tlsOptions } : {}),
     });
     originUrl = server.url;
-    // The token exchange is the auth library's own request (Node's CAs only): a plain http server of its own.
+    // The token exchange: a plain http server of its own.
     const tokens = await serve(tokenAnswer);
     const credentialsFile = join(tmp.path, 'credentials.json');
     await credentials(credentialsFile, `${tokens.url}/v1/token`);
