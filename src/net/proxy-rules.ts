@@ -50,7 +50,10 @@ const parseNoProxy = (text: string | undefined): NoProxy => {
     const cidr = /^([^/]+)\/(\d{1,3})$/.exec(entry);
     const family = cidr === null ? 0 : isIP(cidr[1]!);
     if (cidr !== null && family !== 0) {
-      ranges.addSubnet(cidr[1]!, Number(cidr[2]), family === 6 ? 'ipv6' : 'ipv4');
+      // A prefix no address has (`10.0.0.1/33`) names nothing, as Go, curl and requests read it: no refusal.
+      const prefix = Number(cidr[2]);
+      if (prefix <= (family === 6 ? 128 : 32))
+        ranges.addSubnet(cidr[1]!, prefix, family === 6 ? 'ipv6' : 'ipv4');
       continue;
     }
     // `[::1]:8080`, `host:8080`, `::1` (a bare IPv6 address has colons but no port).

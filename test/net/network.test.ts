@@ -55,6 +55,23 @@ describe('proxyRules', () => {
     expect(proxy === undefined).toBe(direct);
   });
 
+  it.each([
+    ['10.0.0.1/33', 'https://10.0.0.1/m'],
+    ['fd00::/129', 'https://[fd00::1]/m'],
+  ])(
+    'NO_PROXY=%j, a prefix no address has: no range, no refusal, %s proxied (Go, curl, requests)',
+    (noProxy, url) => {
+      // Before, Node's BlockList threw at start-up: the agent refused to start on a NO_PROXY every other tool takes.
+      expect(() => proxyRules({ httpsProxy: 'http://s:3129', noProxy })).not.toThrow();
+      expect(proxyFor({ HTTPS_PROXY: 'http://s:3129', NO_PROXY: `${noProxy},other.org` }, url)).toBe(
+        'http://s:3129/',
+      );
+      expect(
+        proxyFor({ HTTPS_PROXY: 'http://s:3129', NO_PROXY: `${noProxy},other.org` }, 'https://other.org/m'),
+      ).toBe(undefined);
+    },
+  );
+
   it('refuses a proxy URL it cannot use, naming the variable and never its value', () => {
     expect(() => proxyRules({ httpsProxy: 'http://user:pw@[bad' })).toThrow(
       'HTTPS_PROXY is not a valid proxy URL',
