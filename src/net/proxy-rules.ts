@@ -40,6 +40,16 @@ interface NoProxy {
 
 const defaultPorts: Readonly<Record<string, number>> = { 'http:': 80, 'https:': 443 };
 
+/**
+ * A host as rules and URLs are compared: lower-case, an IPv6 address in the short form a URL's hostname has
+ * (`0:0:0:0:0:0:0:1` is `::1`), a name without its trailing dot (`example.com.`), as curl compares them.
+ */
+const comparable = (host: string): string => {
+  const lower = host.toLowerCase();
+  if (isIP(lower) === 6) return URL.parse(`http://[${lower}]/`)?.hostname.slice(1, -1) ?? lower;
+  return isIP(lower) === 0 ? lower.replace(/\.$/, '') : lower;
+};
+
 const parseNoProxy = (text: string | undefined): NoProxy => {
   const hosts: HostRule[] = [];
   const ranges = new BlockList();
@@ -59,14 +69,14 @@ const parseNoProxy = (text: string | undefined): NoProxy => {
     // `[::1]:8080`, `host:8080`, `::1` (a bare IPv6 address has colons but no port).
     const withPort = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(entry);
     const host = (withPort?.[1] ?? entry).replace(/^\[|\]$/g, '');
-    hosts.push({ host: host.replace(/^\*?\./, '').toLowerCase(), port: Number(withPort?.[2] ?? 0) });
+    hosts.push({ host: comparable(host.replace(/^\*?\./, '')), port: Number(withPort?.[2] ?? 0) });
   }
   return { all, hosts, ranges };
 };
 
 const bypasses = (noProxy: NoProxy, url: URL): boolean => {
   if (noProxy.all) return true;
-  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const host = comparable(url.hostname.replace(/^\[|\]$/g, ''));
   const port = Number(url.port) || defaultPorts[url.protocol] || 0;
   const family = isIP(host);
   if (family !== 0 && noProxy.ranges.check(host, family === 6 ? 'ipv6' : 'ipv4')) return true;

@@ -49,6 +49,12 @@ describe('proxyRules', () => {
     ['127.0.0.1', 'https://127.0.0.1:9000/m', true],
     ['localhost, .svc ,.cluster.local', 'https://minio.ns.svc/m', true],
     ['*', 'https://anything.org/m', true],
+    ['0:0:0:0:0:0:0:1', 'https://[::1]:9000/m', true],
+    ['FD00:0:0:0::5', 'https://[fd00::5]/m', true],
+    ['[fd00:0::5]:9000', 'https://[fd00::5]:9000/m', true],
+    ['[fd00:0::5]:9000', 'https://[fd00::5]/m', false],
+    ['example.com.', 'https://example.com/m', true],
+    ['example.com', 'https://bucket.example.com./m', true],
     ['', 'https://anything.org/m', false],
   ])('NO_PROXY=%j: %s goes direct: %s', (noProxy, url, direct) => {
     const proxy = proxyFor({ HTTPS_PROXY: 'http://s:3129', NO_PROXY: noProxy }, url);
