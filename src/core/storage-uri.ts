@@ -64,6 +64,17 @@ const headersOf = (variable: string, text: string): E.Either<string, Readonly<Re
 };
 
 /**
+ * The key of a `<host>-headers` variable's host, as hostKey(url.hostname) gives it for the URLs it is for: an IPv6
+ * address, which KServe names as Python's `url.hostname` and Go's `Hostname()` give it (`::1-headers`, no brackets),
+ * takes the bracketed short form of a URL's hostname (`[::1]`), whichever way it is written.
+ */
+const headersHostKey = (host: string): string => {
+  const address = /^\[(.*)\]$/.exec(host)?.[1] ?? host;
+  if (!address.includes(':')) return hostKey(host);
+  return URL.parse(`http://[${address}]/`)?.hostname ?? hostKey(host);
+};
+
+/**
  * KServe's extra HTTP headers per host: env var `<hostname>-headers` = JSON object of string values, e.g.
  * `models.example.com-headers={"Authorization":"Bearer x"}`. Keys of the result are host names as hostKey makes
  * them (lower-case, no trailing dot). The headers go to that host at the scheme and port a storage URI names, and
@@ -75,7 +86,7 @@ export const parseHostHeaders = (
   const byHost = new Map<string, Readonly<Record<string, string>>>();
   for (const [variable, text] of Object.entries(env)) {
     if (text === undefined || !variable.endsWith(headersSuffix)) continue;
-    const host = hostKey(variable.slice(0, -headersSuffix.length));
+    const host = headersHostKey(variable.slice(0, -headersSuffix.length));
     if (host.length === 0) return E.left(`${variable} does not name a host: use <hostname>${headersSuffix}`);
     const headers = headersOf(variable, text);
     if (E.isLeft(headers)) return headers;

@@ -116,6 +116,20 @@ describe('httpStorage: <host>-headers bound to the endpoint of the storage URI',
     expect(origin.heard.map((r) => r.headers.authorization)).toEqual([token, undefined]);
   });
 
+  it.each(['::1', '[::1]', '0:0:0:0:0:0:0:1'])(
+    'keys an IPv6 host as %s-headers: KServe names it as its URL hostname, without brackets',
+    async (host) => {
+      // KServe's initializer and agent read `<url.hostname>-headers`: `::1-headers` for http://[::1]:port/. Before,
+      // only `[::1]-headers` was read: the KServe spelling sent nothing and the store answered 401.
+      const parsed = parseHostHeaders({ [`${host}-headers`]: JSON.stringify(headers) });
+      const byHost = isRight(parsed) ? parsed.right : new Map();
+      const origin = recording(ok);
+      const server = await serve(origin.handler, { host: '::1' });
+      await httpStorage({ headersByHost: byHost }).download(`${server.url}/m.bin`, tmp.path, never);
+      expect(origin.heard.map((r) => r.headers.authorization)).toEqual([token]);
+    },
+  );
+
   it('sends the headers inside the tunnel only: an https proxy hears none of them', async () => {
     const proxy = await startProxy();
     try {
