@@ -6,7 +6,7 @@ import { archiveFormatOf } from '../archive/extract';
 import { entryPathOf, quotedName } from '../archive/guard';
 import type { ObjectLocation, ObjectStoreClient, StoredObject } from './client';
 import type { ListingCap } from '../download-limits';
-import { listingBounds } from './listing-bounds';
+import { invalidListing, listingBounds } from './listing-bounds';
 import type { StorePressure } from '../store-pressure';
 
 /** One object to download and its path relative to the model dir (`/`-separated, checked). */
@@ -33,6 +33,10 @@ async function* listed(
   const bounds = listingBounds(what, cap, pressure === undefined ? undefined : { pressure, signal });
   try {
     for await (const object of client.list({ ...location, prefix }, signal, bounds)) {
+      // Each path is the key past the prefix: a key elsewhere (a broken or hostile store) would land cut, as
+      // another file (`zz/evil.bin` as `evil.bin`, `m10x.bin` as `x.bin`).
+      if (!object.key.startsWith(prefix))
+        throw invalidListing(what, `it names ${quotedName(object.key)}, which is not under the prefix`);
       // `dir/` keys are the folders consoles create: no bytes to fetch, and saving one as a file breaks the tree.
       if (!object.key.endsWith('/')) yield object;
     }

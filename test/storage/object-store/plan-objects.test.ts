@@ -1,5 +1,6 @@
 import { planObjects } from '../../../src/storage/object-store/plan-objects';
 import type { FileSelection } from '../../../src/core/file-selection';
+import type { ObjectStoreClient } from '../../../src/storage/object-store/client';
 import { MemoryStore } from './memory-store';
 
 const signal = new AbortController().signal;
@@ -103,5 +104,43 @@ describe('folder markers without a trailing slash', () => {
   it('still refuses an object with bytes that another object needs as its directory', async () => {
     const store = new MemoryStore().put('m1/sub', 'bytes').put('m1/sub/weights.bin', 'weights');
     await expect(plan(store, 'm1')).rejects.toMatchObject({ kind: 'refused' });
+  });
+});
+
+describe('a listing that names objects outside the prefix it was asked for', () => {
+  /** A store that lists `keys` whatever prefix it is asked for (a broken S3-compatible store, a hostile one). */
+  const listing = (keys: ReadonlyArray<string>): ObjectStoreClient => ({
+    // eslint-disable-next-line @typescript-eslint/require-await -- an async generator of a fixed listing
+    list: async function* () {
+      for (const key of keys) yield { key, size: 1, version: 'v1' };
+    },
+    read: () => Promise.reject(new Error('no read expected')),
+  });
+  const location = { bucket: 'models', prefix: 'm1', display: 'mem://models/m1' };
+
+  it.each([
+    ['another dir', ['m1/a.bin', 'zz/evil.bin'], 'zz/evil.bin'],
+    ['a sibling the prefix is the start of', ['m1/a.bin', 'm10xsecond.bin'], 'm10xsecond.bin'],
+    ['a sibling dir', ['m1/a.bin', 'm10/b.bin'], 'm10/b.bin'],
+  ])(
+    'refuses the listing, naming the object (%s), never saving it under a cut name',
+    async (_label, keys, bad) => {
+      // Before, `zz/evil.bin` was saved as `evil.bin` and `m10xsecond.bin` as `xsecond.bin`: another file set.
+      await expect(planObjects(listing(keys), location, signal, { maxModelFiles: 10 })).rejects.toMatchObject(
+        {
+          kind: 'invalid-response',
+          retryable: false,
+          message: expect.stringContaining(JSON.stringify(bad)) as string,
+        },
+      );
+    },
+  );
+
+  it('refuses a lone object listed for a URI naming one object when its key is not that name', async () => {
+    const client = listing(['m1.bak']);
+    const one = { bucket: 'models', prefix: 'm1.bin', display: 'mem://models/m1.bin' };
+    await expect(planObjects(client, one, signal, { maxModelFiles: 10 })).rejects.toMatchObject({
+      kind: 'invalid-response',
+    });
   });
 });
