@@ -103,6 +103,20 @@ describe('gcsStorage: token requests by the Network', () => {
     expect(proxy.requests).toEqual([]);
   });
 
+  it('tunnels the token request to an https endpoint through HTTPS_PROXY, trusting the CA bundle', async () => {
+    for (const name of proxyNames) delete process.env[name];
+    proxy = await startProxy();
+    const tokens = recording(tokenAnswer);
+    const tokenServer = await serve(tokens.handler, { tls: serverTls() });
+    const api = await serve(bucket);
+    network = createNetwork({ proxy: { httpsProxy: proxy.url }, tls: { extraCa: [tlsFixture('ca.pem')] } });
+    await download(network, api.url, `${tokenServer.url}/token`);
+    expect(tokens.heard.map((r) => r.method)).toEqual(['POST']);
+    expect(proxy.requests.map((r) => `${r.method} ${r.target}`)).toEqual([
+      `CONNECT ${new URL(tokenServer.url).host}`,
+    ]);
+  });
+
   it('trusts the CA bundle for a token endpoint served over https', async () => {
     for (const name of proxyNames) delete process.env[name];
     const tokens = recording(tokenAnswer);
