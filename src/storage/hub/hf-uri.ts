@@ -58,6 +58,9 @@ export const parseHfUri = (uri: string): E.Either<string, HfRepo> => {
   if (owner.includes('@')) {
     return E.left(`${display}: an hf:// URI carries no credentials; put the token in HF_TOKEN`);
   }
+  // Not quoted either (a query may carry a token), and said as such: the URI shown has neither, so blaming the
+  // name (`hf://org/model?x`) or asking the Hub for the revision `main?x` named what the reader cannot see.
+  if (/[?#]/.test(rest)) return E.left(`${display}: an hf:// URI takes no query or fragment ('?' or '#')`);
   if (owner === '') return E.left(`Hugging Face repository owner cannot be empty in URI: ${display}`);
   const colon = modelPart.indexOf(':');
   const name = colon === -1 ? modelPart : modelPart.slice(0, colon);

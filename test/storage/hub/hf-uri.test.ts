@@ -65,6 +65,17 @@ describe('parseHfUri', () => {
     expect(message).toContain('HF_TOKEN');
   });
 
+  it.each(['hf://org/model?x=1', 'hf://org/model:main?token=hf_queryToken456', 'hf://org/model#frag'])(
+    'refuses %s, saying it takes no query or fragment, never quoting them',
+    (uri) => {
+      // Before, the message showed the URI without its query (`hf://org/model`, a valid repo) and blamed the model
+      // name, or took `main?token=…` for the revision and asked the Hub for it.
+      const message = left(uri);
+      expect(message).toContain('takes no query or fragment');
+      expect(message).not.toContain('hf_queryToken456');
+    },
+  );
+
   it('refuses another scheme', () => {
     expect(left('s3://org/model')).toBe('s3://org/model is not an hf:// URI');
   });
