@@ -14,15 +14,13 @@ const echo = () =>
     const chunks: Buffer[] = [];
     incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
     incoming.on('end', () =>
-      response
-        .writeHead(200, { 'Content-Type': 'application/json' })
-        .end(
-          JSON.stringify({
-            method: incoming.method,
-            url: incoming.url,
-            body: Buffer.concat(chunks).toString(),
-          }),
-        ),
+      response.writeHead(200, { 'Content-Type': 'application/json' }).end(
+        JSON.stringify({
+          method: incoming.method,
+          url: incoming.url,
+          body: Buffer.concat(chunks).toString(),
+        }),
+      ),
     );
   });
 
