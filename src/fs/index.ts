@@ -21,7 +21,7 @@ export {
   type MountWatch,
   type MountWatchLog,
 } from './mount-watch';
-export { readSmallFile, readToEnd } from './small-file';
+export { readSmallFile, readSmallFileWithStats, readToEnd } from './small-file';
 export { onRemoteFileSystem } from './remote-file-system';
 export { linkMissing } from './link-missing';
 export { makeDirs } from './make-dirs';

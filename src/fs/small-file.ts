@@ -3,7 +3,7 @@
  * certificate, a kubeconfig: reached through the links a projected volume is made of) or a file in the model dir (a
  * marker, a server's model settings: never through a link).
  */
-import { constants } from 'node:fs';
+import { constants, type Stats } from 'node:fs';
 import { lstat, open, stat, type FileHandle } from 'node:fs/promises';
 import { entryKind } from '../core/entry-kind';
 
@@ -21,7 +21,15 @@ export const readSmallFile = async (
   what: string,
   // Followed for a mounted Secret or ConfigMap, refused for the model dir's neighbours.
   links: 'follow' | 'refuse',
-): Promise<Buffer> => {
+): Promise<Buffer> => (await readSmallFileWithStats(path, maxBytes, what, links)).bytes;
+
+/** `readSmallFile`, with the file's fstat as it was read (its mode, its owner). */
+export const readSmallFileWithStats = async (
+  path: string,
+  maxBytes: number,
+  what: string,
+  links: 'follow' | 'refuse',
+): Promise<{ readonly bytes: Buffer; readonly stats: Stats }> => {
   const refuse = (why: string): Error => new Error(`${what} ${why}; it is not read`);
   const before = await (links === 'follow' ? stat(path) : lstat(path));
   if (!before.isFile()) throw refuse(`is ${entryKind(before)}, not a regular file`);
@@ -32,7 +40,7 @@ export const readSmallFile = async (
     if (!opened.isFile()) throw refuse(`is ${entryKind(opened)}, not a regular file`);
     const bytes = await readToEnd(handle, opened.size, maxBytes);
     if (bytes === undefined) throw refuse(`is over ${maxBytes} bytes`);
-    return bytes;
+    return { bytes, stats: opened };
   } finally {
     await handle.close();
   }

@@ -7,7 +7,7 @@ import { isLeft } from 'fp-ts/Either';
 import { errorMessage } from '../core/errors';
 import { decodeMarker, markerJson, markerPrefix, specIdentityJson, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
-import { isTransientFsError, readSmallFile, step, type OpenDir } from '../fs';
+import { isTransientFsError, readSmallFileWithStats, step, type OpenDir } from '../fs';
 // Ours lists every file with its size: a model of 10,000 files (`--max-model-files`, `--max-archive-entries`) with
 // 1 KiB keys writes ~10 MiB. At 64 KiB, one of ~1,000 files was read back as corrupt and deleted at every restart.
 const maxMarkerBytes = 16 * 1024 * 1024;
@@ -65,6 +65,8 @@ export type DirState =
       readonly spec: ModelSpec;
       /** The files the marker says must be there (absent in a KServe or pre-0.3 marker). */
       readonly files?: FileManifest;
+      /** Its mode lets others than its owner read it (KServe's agent and modelsync before e7aa873 wrote 0644). */
+      readonly othersMayRead: boolean;
     }
   | { readonly _tag: 'NoMarker' }
   | {
@@ -77,12 +79,11 @@ export type DirState =
 
 const readMarker = async (ref: string, file: string): Promise<DirState> => {
   try {
-    const content = decodeMarker(
-      (await readSmallFile(ref, maxMarkerBytes, `the marker ${file}`, 'refuse')).toString('utf8'),
-    );
+    const read = await readSmallFileWithStats(ref, maxMarkerBytes, `the marker ${file}`, 'refuse');
+    const content = decodeMarker(read.bytes.toString('utf8'));
     return isLeft(content)
       ? { _tag: 'Corrupt', file, reason: content.left }
-      : { _tag: 'Valid', file, ...content.right };
+      : { _tag: 'Valid', file, ...content.right, othersMayRead: (read.stats.mode & 0o077) !== 0 };
   } catch (cause) {
     // A read that may pass (out of descriptors, an I/O error) says nothing of the marker: read as corrupt, a complete
     // model was deleted (and downloaded again). Thrown, the model dir is left as it is: see `inspect`'s callers.

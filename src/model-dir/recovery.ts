@@ -92,7 +92,7 @@ const recoverModel = async (
   if (state._tag === 'Valid') {
     const mismatch = state.files === undefined ? undefined : await filesMismatch(log, dir, state.files);
     if (mismatch === undefined) {
-      await keepPrivate(log, name, state.file, modes);
+      if (state.othersMayRead) await keepPrivate(log, name, state.file, modes);
       log.info({ model: name, spec: shownSpecJson(state.spec) }, 'model recovered');
       return state.spec;
     }
