@@ -20,6 +20,7 @@ import { modelGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
 import { Attempt, httpGet, type GetSettings } from './http-get';
 import { saveBody, wholeBody, type SaveJob, type SaveSettings } from './save-body';
+import { basicFromUserInfo, withAuthorization } from './user-info';
 import { changedFile, contentLengthOf, validatorOf, type BodyResponse } from './resumable-body';
 
 /**
@@ -115,11 +116,16 @@ const download = async (
   ...[uri, targetDir, signal, progress, request]: Parameters<DownloadFunction>
 ): Promise<WrittenFiles | undefined> => {
   const what = `GET ${redactUri(uri)}`;
-  const url = httpUrl(uri, what);
+  const { uri: withoutUserInfo, authorization } = basicFromUserInfo(uri);
+  const url = httpUrl(withoutUserInfo, what);
   const { limits } = settings;
   const attempt = new Attempt(what, signal, settings);
   const guard = modelGuard(what, targetDir, limits, (error) => attempt.stop(error));
-  const credentials = settings.headersByHost?.get(hostKey(url.hostname)) ?? {};
+  // KServe's <host>-headers and the URI's own user:password (as Basic, in place of theirs), for its endpoint alone.
+  const credentials = withAuthorization(
+    settings.headersByHost?.get(hostKey(url.hostname)) ?? {},
+    authorization,
+  );
   const get: SaveJob['reopen'] = (extra, on) => httpGet(url, settings, what, on, credentials, extra);
   const pressure = settings.pressures(url.origin);
   // One file's URL: the patterns decide before the GET (an archive's entries are the extractor's to select).
