@@ -95,6 +95,7 @@ const kserveTuning = "KServe's initializer's tuning; docs/kserve.md names models
 /** What modelsync does not read, or leaves to a library it calls, and why the docs name it. */
 export const notRead: Readonly<Record<string, string>> = {
   MALLOC_ARENA_MAX: "glibc's, measured for the agent port's RSS and not set (docs/benchmarks.md)",
+  ALL_PROXY: "curl's and requests' fallback proxy; docs/storage.md (Proxies) says modelsync does not read it",
   STORAGE_EMULATOR_HOST:
     "the GCS SDK's emulator switch, read no more since modelsync makes its own GCS requests",
   AZURE_TENANT_ID: "read by @azure/identity's DefaultAzureCredential, which modelsync hands to the Azure SDK",
