@@ -4,6 +4,7 @@ import * as E from 'fp-ts/Either';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
+  concatMap,
   connect,
   EMPTY,
   first,
@@ -123,22 +124,70 @@ export interface SyncDeps extends ConfigPipelineDeps {
 export const syncModels = (deps: SyncDeps): Observable<AgentEvent> =>
   acceptedSnapshots(deps).pipe(
     throughAll(deps.snapshotOperators),
-    connect((snapshot$) =>
-      merge(
+    connect((snapshot$) => {
+      const firstConfig = firstConfigWait();
+      return merge(
         // Subscribed first, so the first snapshot's ops reach the loader before readiness looks at it.
-        snapshot$.pipe(toModelOps(deps.inPlace), throughAll(deps.opOperators), applyModelOps(deps.loader)),
+        snapshot$.pipe(
+          toModelOps(deps.inPlace),
+          throughAll(deps.opOperators),
+          tap((op) => firstConfig.noteOp(op)),
+          applyModelOps(deps.loader),
+          concatMap((event) => [event, ...firstConfig.noteEvent(event)]),
+        ),
         snapshot$.pipe(
           take(1),
-          switchMap((snapshot) =>
-            deps.loader.idle$.pipe(
-              first((idle) => idle),
-              map(() => readyEvent(snapshot.size)),
-            ),
-          ),
+          switchMap((snapshot) => {
+            const now = firstConfig.seal(snapshot.size);
+            // Else the first config's last model settling (above) or an idle loader, whichever comes first: a
+            // later config's work (a big download, a hung load) keeps the loader busy, and does not hold Ready.
+            return now.length > 0
+              ? now
+              : deps.loader.idle$.pipe(
+                  first((idle) => idle),
+                  concatMap(() => firstConfig.claim()),
+                );
+          }),
         ),
-      ),
-    ),
+      );
+    }),
   );
+
+const settledPhases: ReadonlySet<string> = new Set(['Loaded', 'Failed', 'Removed']);
+
+/**
+ * The models the first accepted config's ops named (those that reached the loader before `seal`, when readiness
+ * takes the first snapshot), until each is loaded, failed or removed; a model a later config removes is no longer
+ * waited for (the loader may drop it unseen). `seal`, `noteEvent` and `claim` give `Ready` once, the first time it
+ * is due: after the event that settled the last model.
+ */
+const firstConfigWait = () => {
+  const waiting = new Set<string>();
+  let modelCount: number | undefined;
+  let claimed = false;
+  const claim = (): AgentEvent[] => {
+    if (claimed || modelCount === undefined) return [];
+    claimed = true;
+    return [readyEvent(modelCount)];
+  };
+  const dueNow = (): AgentEvent[] => (waiting.size === 0 ? claim() : []);
+  return {
+    noteOp: (op: ModelOp): void => {
+      if (modelCount === undefined) waiting.add(op.modelName);
+      else if (op._tag === 'Remove') waiting.delete(op.modelName);
+    },
+    noteEvent: (event: AgentEvent): AgentEvent[] => {
+      if (event._tag === 'Status' && settledPhases.has(event.status.phase))
+        waiting.delete(event.status.modelName);
+      return dueNow();
+    },
+    seal: (count: number): AgentEvent[] => {
+      modelCount = count;
+      return dueNow();
+    },
+    claim,
+  };
+};
 
 /**
  * The ops for the config as it is now, or why it cannot be used (`--dry-run --once`); with `servedSchemes`, a

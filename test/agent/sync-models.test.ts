@@ -1,0 +1,122 @@
+/** syncModels: when the first accepted config counts as applied (Ready), while later configs keep the loader busy. */
+import pino from 'pino';
+import { BehaviorSubject, Observable, Subject, of, type Subscription } from 'rxjs';
+import * as E from 'fp-ts/Either';
+import type { ModelOp } from '../../src/core/model-op';
+import { statusEvent, type AgentEvent, type ModelPhase } from '../../src/core/model-status';
+import { emptySnapshot } from '../../src/core/snapshot';
+import type { ConfigSource, FsEvent } from '../../src/ports';
+import { syncModels } from '../../src/agent';
+import { waitFor } from '../../src/testing/wait';
+import { modelsJson, name } from '../helpers/fixtures';
+
+/** A config dir whose models.json is `text` until `swap` puts another there (with kubelet's `..data` event). */
+const changingConfig = (text: string) => {
+  let current = text;
+  const events$ = new Subject<FsEvent>();
+  const source: ConfigSource = {
+    events$,
+    read: () => of(E.right({ file: '/config/models.json', text: current })),
+  };
+  const swap = (next: string): void => {
+    current = next;
+    events$.next({ event: 'rename', name: '..data' });
+  };
+  return { source, swap };
+};
+
+/** A loader whose models move only when the test says: `settle` ends one with a phase; busy while any is open. */
+const handDrivenLoader = () => {
+  const open = new Set<string>();
+  const idle$ = new BehaviorSubject(true);
+  let emit: ((event: AgentEvent) => void) | undefined;
+  const settle = (model: string, phase: ModelPhase): void => {
+    open.delete(model);
+    emit?.(statusEvent({ modelName: name(model), phase }));
+    idle$.next(open.size === 0);
+  };
+  const run = (op$: Observable<ModelOp>): Observable<AgentEvent> =>
+    new Observable<AgentEvent>((subscriber) => {
+      emit = (event) => subscriber.next(event);
+      const ops: Subscription = op$.subscribe((op) => {
+        open.add(op.modelName);
+        idle$.next(false);
+        subscriber.next(statusEvent({ modelName: op.modelName, phase: 'Pending' }));
+      });
+      return () => ops.unsubscribe();
+    });
+  return { loader: { run, idle$ }, settle, open };
+};
+
+describe('syncModels', () => {
+  it('emits Ready once the first config is applied, though a model a later config added is still downloading', async () => {
+    const config = changingConfig(modelsJson({ a: '/storage/a' }));
+    const { loader, settle, open } = handDrivenLoader();
+    const events: AgentEvent[] = [];
+    const subscription = syncModels({
+      configSource: config.source,
+      inPlace: emptySnapshot,
+      log: pino({ level: 'silent' }),
+      settleMs: 1,
+      loader,
+    }).subscribe((event) => events.push(event));
+    try {
+      await waitFor(() => open.has('a'), 5_000, 'the first config reaches the loader');
+      config.swap(modelsJson({ a: '/storage/a', b: '/storage/b' }));
+      await waitFor(() => open.has('b'), 5_000, 'the second config reaches the loader');
+      settle('a', 'Loaded'); // the first config is applied; b (a big model, say) downloads for an hour yet
+      await waitFor(() => events.some((event) => event._tag === 'Ready'), 5_000, 'Ready');
+      expect(events.filter((event) => event._tag === 'Ready')).toEqual([{ _tag: 'Ready', modelCount: 1 }]);
+    } finally {
+      subscription.unsubscribe();
+    }
+  });
+
+  it('waits for every model of the first config, loaded or failed, and not for one a later config removed', async () => {
+    const config = changingConfig(modelsJson({ a: '/storage/a', b: '/storage/b', c: '/storage/c' }));
+    const { loader, settle, open } = handDrivenLoader();
+    const events: AgentEvent[] = [];
+    const ready = (): boolean => events.some((event) => event._tag === 'Ready');
+    const subscription = syncModels({
+      configSource: config.source,
+      inPlace: emptySnapshot,
+      log: pino({ level: 'silent' }),
+      settleMs: 1,
+      loader,
+    }).subscribe((event) => events.push(event));
+    try {
+      await waitFor(() => open.size === 3, 5_000, 'the first config reaches the loader');
+      config.swap(modelsJson({ a: '/storage/a', b: '/storage/b', d: '/storage/d' }));
+      await waitFor(() => open.has('d'), 5_000, 'the second config reaches the loader');
+      settle('a', 'Loaded');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(ready()).toBe(false); // b is not done yet
+      settle('b', 'Failed');
+      await waitFor(ready, 5_000, 'Ready'); // c was removed by the second config: nothing of it is awaited
+      expect(open.has('d')).toBe(true);
+    } finally {
+      subscription.unsubscribe();
+    }
+  });
+
+  it('emits Ready at once for a first config that asks for nothing, and once only', async () => {
+    const config = changingConfig('[]');
+    const { loader } = handDrivenLoader();
+    const events: AgentEvent[] = [];
+    const subscription = syncModels({
+      configSource: config.source,
+      inPlace: emptySnapshot,
+      log: pino({ level: 'silent' }),
+      settleMs: 1,
+      loader,
+    }).subscribe((event) => events.push(event));
+    try {
+      await waitFor(() => events.some((event) => event._tag === 'Ready'), 5_000, 'Ready');
+      config.swap(modelsJson({ a: '/storage/a' }));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(events.filter((event) => event._tag === 'Ready')).toEqual([{ _tag: 'Ready', modelCount: 0 }]);
+    } finally {
+      subscription.unsubscribe();
+    }
+  });
+});
