@@ -48,18 +48,24 @@ const handDrivenLoader = () => {
   return { loader: { run, idle$ }, settle, open };
 };
 
+/** syncModels on `config` and a hand-driven loader: the events it emits, and how to settle the loader's models. */
+const synced = (config: ReturnType<typeof changingConfig>) => {
+  const { loader, settle, open } = handDrivenLoader();
+  const events: AgentEvent[] = [];
+  const subscription = syncModels({
+    configSource: config.source,
+    inPlace: emptySnapshot,
+    log: pino({ level: 'silent' }),
+    settleMs: 1,
+    loader,
+  }).subscribe((event) => events.push(event));
+  return { events, subscription, settle, open };
+};
+
 describe('syncModels', () => {
   it('emits Ready once the first config is applied, though a model a later config added is still downloading', async () => {
     const config = changingConfig(modelsJson({ a: '/storage/a' }));
-    const { loader, settle, open } = handDrivenLoader();
-    const events: AgentEvent[] = [];
-    const subscription = syncModels({
-      configSource: config.source,
-      inPlace: emptySnapshot,
-      log: pino({ level: 'silent' }),
-      settleMs: 1,
-      loader,
-    }).subscribe((event) => events.push(event));
+    const { events, subscription, settle, open } = synced(config);
     try {
       await waitFor(() => open.has('a'), 5_000, 'the first config reaches the loader');
       config.swap(modelsJson({ a: '/storage/a', b: '/storage/b' }));
@@ -74,16 +80,8 @@ describe('syncModels', () => {
 
   it('waits for every model of the first config, loaded or failed, and not for one a later config removed', async () => {
     const config = changingConfig(modelsJson({ a: '/storage/a', b: '/storage/b', c: '/storage/c' }));
-    const { loader, settle, open } = handDrivenLoader();
-    const events: AgentEvent[] = [];
+    const { events, subscription, settle, open } = synced(config);
     const ready = (): boolean => events.some((event) => event._tag === 'Ready');
-    const subscription = syncModels({
-      configSource: config.source,
-      inPlace: emptySnapshot,
-      log: pino({ level: 'silent' }),
-      settleMs: 1,
-      loader,
-    }).subscribe((event) => events.push(event));
     try {
       await waitFor(() => open.size === 3, 5_000, 'the first config reaches the loader');
       config.swap(modelsJson({ a: '/storage/a', b: '/storage/b', d: '/storage/d' }));
@@ -101,15 +99,7 @@ describe('syncModels', () => {
 
   it('emits Ready at once for a first config that asks for nothing, and once only', async () => {
     const config = changingConfig('[]');
-    const { loader } = handDrivenLoader();
-    const events: AgentEvent[] = [];
-    const subscription = syncModels({
-      configSource: config.source,
-      inPlace: emptySnapshot,
-      log: pino({ level: 'silent' }),
-      settleMs: 1,
-      loader,
-    }).subscribe((event) => events.push(event));
+    const { events, subscription } = synced(config);
     try {
       await waitFor(() => events.some((event) => event._tag === 'Ready'), 5_000, 'Ready');
       config.swap(modelsJson({ a: '/storage/a' }));
