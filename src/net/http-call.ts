@@ -220,7 +220,24 @@ export const errorBodyText = (body: ResponseBody, withinMs = errorBodyTimeoutMs)
     () => '',
   );
 
-/** The server's reason in an error body: the `error`, `message` or `detail` string of a JSON object, else the text. */
+const tracebackHead = 'Traceback (most recent call last):';
+
+/**
+ * A Python traceback (MLServer's 500 page, any debug server's) as its head and the exception that ended it: the
+ * frames come first, kilobytes of them, and say nothing of why. The exception is the last traceback's (a chained
+ * one lists the first cause first): its first unindented line after the frames, to the end.
+ */
+const tracebackReason = (text: string): string => {
+  const lines = text.slice(text.lastIndexOf(tracebackHead) + tracebackHead.length).split('\n');
+  const start = lines.findIndex((line) => line.trim() !== '' && !/^\s/.test(line));
+  const exception = start < 0 ? lines.filter((line) => line.trim() !== '').slice(-1) : lines.slice(start);
+  return `${tracebackHead} … ${exception.join(' ')}`;
+};
+
+/**
+ * The server's reason in an error body: the `error`, `message` or `detail` string of a JSON object, a Python
+ * traceback's exception, else the text.
+ */
 export const errorText = (body: string): string => {
   const text = body.trim();
   const json = text.startsWith('{') ? parseJson(text) : undefined;
@@ -229,7 +246,7 @@ export const errorText = (body: string): string => {
     const value = fields?.[key];
     if (typeof value === 'string' && value.trim() !== '') return value.trim();
   }
-  return text.replace(/\s+/g, ' ');
+  return (text.startsWith(tracebackHead) ? tracebackReason(text) : text).replace(/\s+/g, ' ');
 };
 
 const transportFailure = (cause: unknown, { what, signal, timeoutMs }: HttpCallInit): EffectError =>

@@ -355,6 +355,44 @@ describe('v2ModelServer against MLServer', () => {
     expect(await effectError(client.load(name('raises'), false, live()))).toMatchObject({ retryable: true });
   });
 
+  it('fails a load answered with a Python traceback for good, its reason the exception, not the frames', async () => {
+    // MLServer's 500 for an exception outside a worker (a settings file naming a module that is not installed), and
+    // for every model that raises with MLSERVER_PARALLEL_WORKERS=0: Starlette's debug page, the frames first and
+    // the exception last, after 5 KiB; the reason kept the first 300 characters, frames that say nothing of why.
+    const frame = (file: string, line: number, code: string): string =>
+      `  File "/venv/lib/python3.11/site-packages/${file}", line ${line}, in call\n    ${code}\n`;
+    const traceback = (inner: string): string =>
+      'Traceback (most recent call last):\n' +
+      frame('starlette/middleware/errors.py', 165, 'await self.app(scope, receive, _send)') +
+      frame('mlserver/handlers/model_repository.py', 55, 'await self._model_registry.load(model_settings)') +
+      frame('mlserver/utils.py', 41, 'return importlib.import_module(module_path)') +
+      '  File "<frozen importlib._bootstrap>", line 1204, in _gcd_import\n' +
+      inner;
+    const server = await start('mlserver');
+    await model('nomodule');
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'mlserver' });
+    server.injectFault('load', {
+      status: 500,
+      body: traceback("ModuleNotFoundError: No module named 'mlserver_nope'\n"),
+      headers: { 'Content-Type': 'text/plain; charset=utf-8' },
+    });
+    const final = await effectError(client.load(name('nomodule'), false, live()));
+    expect(final).toMatchObject({ status: 500, retryable: false });
+    expect(final.message).toContain("ModuleNotFoundError: No module named 'mlserver_nope'");
+    // A chained one: the exception that ended it is the last traceback's, with every line of its message.
+    server.injectFault('load', {
+      status: 500,
+      body:
+        traceback('KeyError: 184\n') +
+        '\nDuring handling of the above exception, another exception occurred:\n\n' +
+        traceback('RuntimeError: model.joblib is no joblib file:\n  it was cut at byte 100\n'),
+      headers: { 'Content-Type': 'text/plain; charset=utf-8' },
+    });
+    const chained = await effectError(client.load(name('nomodule'), false, live()));
+    expect(chained).toMatchObject({ status: 500, retryable: false });
+    expect(chained.message).toContain('RuntimeError: model.joblib is no joblib file: it was cut at byte 100');
+  });
+
   it('lists the models of its index (which needs a body), by their settings name', async () => {
     const server = await start('mlserver');
     await model(
