@@ -3,9 +3,9 @@
  * model-settings.json), and the check before a load that it is the name the config gives.
  */
 import { join } from 'node:path';
-import { isRight } from 'fp-ts/Either';
+import { isLeft, isRight } from 'fp-ts/Either';
 import { permanentError, type EffectError } from '../core/errors';
-import { parseJson } from '../core/json/json';
+import { describeJsonProblem, parseJson } from '../core/json/json';
 import { jsonObject } from '../core/json/json-object';
 import type { ModelName } from '../core/model-name';
 import { within } from '../core/waits';
@@ -22,6 +22,11 @@ export interface NameFile {
   readonly nameIn: (text: string) => string | undefined;
   /** What the server does with such a model, for the message. */
   readonly consequence: string;
+  /**
+   * Why the server answers a load of the model 404 although its dir is there, from the file's text (null: there
+   * is no such file), for a server that finds a model only by this file; absent: the server has no such 404.
+   */
+  readonly notFoundNote?: (text: string | null) => string;
 }
 
 /** Triton: `name:` at the top of config.pbtxt, optional; when given it must equal the dir's name. */
@@ -42,6 +47,17 @@ export const mlserverNameFile: NameFile = {
     return typeof name === 'string' ? name : undefined;
   },
   consequence: 'MLServer finds a model only by the name its model-settings.json gives',
+  // MLServer lists its repository at each load and skips a settings file it cannot parse or validate, logging why.
+  notFoundNote: (text) => {
+    if (text === null)
+      return 'there is no model-settings.json at the top of its dir: MLServer finds a model by one';
+    const parsed = parseJson(text);
+    if (isLeft(parsed) && parsed.left._tag !== 'Structure')
+      return `its model-settings.json is no JSON object (${describeJsonProblem(parsed.left)}): MLServer skips such a file`;
+    if (isRight(parsed) && jsonObject(parsed.right) === undefined)
+      return 'its model-settings.json is no JSON object: MLServer skips such a file';
+    return 'MLServer did not take its model-settings.json (its log says why: a field it does not validate, say)';
+  },
 };
 
 /** A config.pbtxt is a few KiB; one past this is read by the server alone. */
@@ -60,23 +76,44 @@ export const misnamedModel = (name: ModelName, found: string, nameFile: NameFile
   );
 
 /**
- * Rejects with `misnamedModel` when `<modelDir>/<name>/<file>` names the model otherwise. Any doubt lets the load
- * go ahead and the server answer: no such file, a link, a file past 1 MiB, text that does not parse, no name, an
- * empty one (the server then takes the dir's name), a read that has not ended within `withinMs` (a hung mount: the
- * load holds a load slot; the read closes what it opened whenever it ends).
+ * The text of `<modelDir>/<name>/<file>`; null when there is no such file; undefined when it was not read: a link,
+ * a file past 1 MiB, a read that has not ended within `withinMs` (a hung mount: the load holds a load slot; the read
+ * closes what it opened whenever it ends).
  */
+export const readNameFile = async (
+  modelDir: string,
+  name: ModelName,
+  nameFile: NameFile,
+  withinMs = 30_000,
+): Promise<string | null | undefined> => {
+  const read = withDir(join(modelDir, name), (dir) =>
+    readSmallFile(`${dir.ref}/${nameFile.file}`, maxNameFileBytes, nameFile.file, 'refuse').then((bytes) =>
+      bytes.toString('utf8'),
+    ),
+  ).catch((error: unknown) =>
+    (error as { code?: unknown } | undefined)?.code === 'ENOENT' ? null : undefined,
+  );
+  return within(read, withinMs, () => undefined);
+};
+
+/**
+ * Throws `misnamedModel` when `text` (readNameFile's) names the model otherwise. Any doubt lets the load go ahead
+ * and the server answer: no text, text that does not parse, no name, an empty one (the server then takes the dir's
+ * name).
+ */
+export const refuseMisnamed = (
+  name: ModelName,
+  text: string | null | undefined,
+  nameFile: NameFile,
+): void => {
+  const found = typeof text === 'string' ? nameFile.nameIn(text) : undefined;
+  if (found !== undefined && found !== '' && found !== name) throw misnamedModel(name, found, nameFile);
+};
+
+/** Rejects with `misnamedModel` when `<modelDir>/<name>/<file>` names the model otherwise (readNameFile, refuseMisnamed). */
 export const checkNameInFiles = async (
   modelDir: string,
   name: ModelName,
   nameFile: NameFile,
   withinMs = 30_000,
-): Promise<void> => {
-  const read = withDir(join(modelDir, name), (dir) =>
-    readSmallFile(`${dir.ref}/${nameFile.file}`, maxNameFileBytes, nameFile.file, 'refuse').then((bytes) =>
-      bytes.toString('utf8'),
-    ),
-  ).catch(() => undefined);
-  const text = await within(read, withinMs, () => undefined);
-  const found = text === undefined ? undefined : nameFile.nameIn(text);
-  if (found !== undefined && found !== '' && found !== name) throw misnamedModel(name, found, nameFile);
-};
+): Promise<void> => refuseMisnamed(name, await readNameFile(modelDir, name, nameFile, withinMs), nameFile);

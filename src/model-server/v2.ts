@@ -26,7 +26,7 @@ import {
   type HttpCallResponse,
 } from '../net';
 import type { ModelServer } from '../ports';
-import { checkNameInFiles } from './name-in-files';
+import { readNameFile, refuseMisnamed } from './name-in-files';
 import {
   isHtml,
   loadedModelNames,
@@ -254,8 +254,12 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
   return {
     load: async (name, _replacing, signal) => {
       const speech = await dialect(signal);
-      if (options.modelDir !== undefined && speech.nameFile !== undefined)
-        await checkNameInFiles(options.modelDir, name, speech.nameFile, timeoutMs);
+      const { nameFile } = speech;
+      const filesText =
+        options.modelDir === undefined || nameFile === undefined
+          ? undefined
+          : await readNameFile(options.modelDir, name, nameFile, timeoutMs);
+      if (nameFile !== undefined) refuseMisnamed(name, filesText, nameFile);
       const what = `model server load of "${name}" (${shown})`;
       const response = await post(modelPath(speech, name, 'load'), what, loadTimeoutMs, signal);
       if (isOk(response)) return notAPage(response, what, 'loaded', 'the model server');
@@ -267,6 +271,9 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       // A page (an ingress's 404 for a route not set up yet) is no server's word on the files: retried, not refused.
       if (isHtml(response))
         throw withRetryable(error, true, `${error.message} (an HTML page: not the model server's answer)`);
+      // MLServer's 404 "Model … not found" for a dir that is there says nothing of why: its settings file does.
+      if (response.status === 404 && filesText !== undefined && nameFile?.notFoundNote !== undefined)
+        throw withRetryable(error, error.retryable, `${error.message} (${nameFile.notFoundNote(filesText)})`);
       throw error.retryable && speech.isFinalLoadFailure(response.status, reason)
         ? withRetryable(error, false)
         : error;

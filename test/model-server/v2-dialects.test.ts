@@ -481,6 +481,38 @@ describe('v2ModelServer with the model dir, before a load', () => {
     }
   });
 
+  it.each<[string, Record<string, string>, RegExp]>([
+    ['bare', { 'model.joblib': 'x' }, /there is no model-settings\.json at the top of its dir/],
+    [
+      'badjson',
+      { 'model-settings.json': '{"implementation": ' },
+      /its model-settings\.json is no JSON object \(.+\): MLServer skips such a file/,
+    ],
+    [
+      'skipped',
+      { 'model-settings.json': '{"name": "skipped", "implmentation": "x"}' },
+      /MLServer did not take its model-settings\.json \(its log says why/,
+    ],
+  ])(
+    "says why MLServer answered a load 404 'Model … not found' for a model whose files are there: %s",
+    async (dir, files, why) => {
+      // Real MLServer 1.7.1: a dir without model-settings.json, or one it cannot parse or validate, is skipped when
+      // it lists its repository, and the load answers only that the model is not found.
+      const server = await start('mlserver');
+      await writeFiles(join(modelDir.path, dir), { 'stand-in.json': '{"adds":1}', ...files });
+      server.injectFault('load', {
+        status: 404,
+        body: JSON.stringify({ error: `Model ${dir} not found` }),
+        headers: { 'Content-Type': 'application/json' },
+      });
+      const client = v2ModelServer({ baseUrl: server.url, kind: 'mlserver', modelDir: modelDir.path });
+      const error = await effectError(client.load(name(dir), false, live()));
+      expect(error).toMatchObject({ status: 404, retryable: false });
+      expect(error.message).toContain(`Model ${dir} not found`);
+      expect(error.message).toMatch(why);
+    },
+  );
+
   it.each<V2ProfileName>(['kserve', 'generic'])(
     'reads no name from the files of a server that takes none from them: %s',
     async (profile) => {
