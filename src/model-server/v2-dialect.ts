@@ -17,6 +17,15 @@ export interface V2Dialect {
   readonly listing: 'repository-index' | 'model-list';
   /** True for a failed load whose answer says a retry with the same files cannot succeed. */
   readonly isFinalLoadFailure: (status: number, reason: string) => boolean;
+  /**
+   * True for a load refused for what is not in its files but may come (another model), which a later retry may
+   * find: retried. `files`: the text of its `nameFile` (null: none there; undefined: not read).
+   */
+  readonly isPendingLoadFailure: (
+    status: number,
+    reason: string,
+    files: string | null | undefined,
+  ) => boolean;
   /** True when an unload's 200 comes before the model is gone (Triton): the index says when it is. */
   readonly unloadReturnsEarly: boolean;
   /** The file whose name for the model must be the config's, checked before a load (absent: none is read). */
@@ -28,12 +37,17 @@ export interface V2Dialect {
 // These are the characters that were loaded, served and unloaded on the real server.
 const tritonName = /^[A-Za-z0-9_.+:-]+$/;
 
+/** True for the text of an ensemble's config.pbtxt (its `ensemble_scheduling`, a word no other config holds). */
+const isEnsembleConfig = (text: string | null | undefined): boolean =>
+  typeof text === 'string' && /\bensemble_scheduling\b/.test(text);
+
 const generic: V2Dialect = {
   kind: 'generic',
   pathName: encodeURIComponent,
   nameProblem: () => undefined,
   listing: 'repository-index',
   isFinalLoadFailure: () => false,
+  isPendingLoadFailure: () => false,
   unloadReturnsEarly: false,
 };
 
@@ -51,6 +65,12 @@ export const v2Dialects: Readonly<Record<V2ServerKind, V2Dialect>> = {
     listing: 'repository-index',
     // "failed to poll from model repository": no dir, or a config.pbtxt it cannot read or whose name differs.
     isFinalLoadFailure: (status, reason) => status === 500 && reason.includes('failed to poll'),
+    // An ensemble's member not in the repository yet (listed beside it, the ensemble's small dir is downloaded
+    // first): 400 "ensemble <name> contains models that are not available or ambiguous: <members>", and a load of
+    // it again 500 "failed to poll" (Triton polls the members too). Triton loads it itself once they load.
+    isPendingLoadFailure: (status, reason, files) =>
+      (status === 400 && reason.includes('contains models that are not available or ambiguous')) ||
+      (status === 500 && reason.includes('failed to poll') && isEnsembleConfig(files)),
     unloadReturnsEarly: true,
     // A name there other than the dir's is one more "failed to poll", which would not say why.
     nameFile: tritonNameFile,

@@ -274,6 +274,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
       // MLServer's 404 "Model … not found" for a dir that is there says nothing of why: its settings file does.
       if (response.status === 404 && filesText !== undefined && nameFile?.notFoundNote !== undefined)
         throw withRetryable(error, error.retryable, `${error.message} (${nameFile.notFoundNote(filesText)})`);
+      if (speech.isPendingLoadFailure(response.status, reason, filesText)) throw withRetryable(error, true);
       throw error.retryable && speech.isFinalLoadFailure(response.status, reason)
         ? withRetryable(error, false)
         : error;

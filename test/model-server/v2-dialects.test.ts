@@ -237,6 +237,52 @@ describe('v2ModelServer against Triton', () => {
     },
   );
 
+  it('retries the load of an ensemble whose member models are not in the repository yet; another refusal is final', async () => {
+    // Real Triton 2.51: an ensemble listed with its members downloads first (its dir is a config and an empty
+    // version dir) and its load is answered 400 while a member is still downloading, and a load of it again 500
+    // "failed to poll" (the member's dir is polled and not found). Taken as a refusal of its files, it stayed
+    // Failed for good, although Triton itself loads it once the member loads, until its spec changed.
+    const ensemble = 'platform: "ensemble"\nensemble_scheduling { step [ { model_name: "stepm" } ] }\n';
+    const server = await start('triton');
+    await model('ens', { adds: 1 }, { 'config.pbtxt': ensemble });
+    await model('plain', { adds: 1 }, { 'config.pbtxt': 'backend: "python"\n' });
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'triton', modelDir: modelDir.path });
+    const refuse = (status: number, error: string): void =>
+      server.injectFault('load', {
+        status,
+        body: JSON.stringify({ error }),
+        headers: { 'Content-Type': 'application/json' },
+      });
+    refuse(
+      400,
+      "load failed for model 'ens': ensemble ens contains models that are not available or ambiguous: stepm, pre\n",
+    );
+    const waiting = await effectError(client.load(name('ens'), false, live()));
+    expect(waiting).toMatchObject({ status: 400, retryable: true });
+    expect(waiting.message).toContain('contains models that are not available or ambiguous: stepm, pre');
+    refuse(500, "failed to load 'ens', failed to poll from model repository");
+    expect(await effectError(client.load(name('ens'), false, live()))).toMatchObject({
+      status: 500,
+      retryable: true,
+    });
+    refuse(
+      400,
+      "load failed for model 'ens': version 1 is at UNAVAILABLE state: Internal: SyntaxError: invalid",
+    );
+    expect(await effectError(client.load(name('ens'), false, live()))).toMatchObject({
+      status: 400,
+      retryable: false,
+    });
+    // A model that is no ensemble: its own dir or config.pbtxt is what Triton could not read.
+    refuse(500, "failed to load 'plain', failed to poll from model repository");
+    expect(await effectError(client.load(name('plain'), false, live()))).toMatchObject({
+      status: 500,
+      retryable: false,
+    });
+    await client.load(name('ens'), false, live()); // the members are there now
+    expect(server.loaded.has('ens')).toBe(true);
+  });
+
   it('lists no name Triton cannot take, so no resync "unloads" it with no call and says it removed it', async () => {
     // Triton can hold such a model (an ONNX model named "modèle", loaded by someone else). Its unload is a no-op
     // here (no URL can name it to Triton), so a resync that took it for an unlisted model logged "model removed"
