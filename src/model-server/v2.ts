@@ -80,6 +80,13 @@ const RepositoryIndex = t.array(RepositoryIndexEntry, 'RepositoryIndex');
 /** An entry's state in capitals, '' when it has none a server could mean. */
 const stateOf = ({ state }: t.TypeOf<typeof RepositoryIndexEntry>): string =>
   typeof state === 'string' ? state.toUpperCase() : '';
+/**
+ * Triton's index failing whole because an entry of the repository went between its readdir and its stat (500
+ * "failed to stat file <repo>/<entry>"): another model's dir moved aside or deleted while it read, no answer about
+ * the model waited for.
+ */
+const isVanishedEntry = (error: unknown): boolean =>
+  error instanceof EffectError && error.status === 500 && error.message.includes('failed to stat file');
 /** KServe's `GET /v2/models`: the names of the models it holds (it has no repository index). */
 const ModelList = t.type({ models: t.array(t.string) }, 'ModelList');
 const ServerMetadata = t.type({ name: t.unknown }, 'ServerMetadata');
@@ -237,10 +244,18 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     for (let pause = options.unloadPollMs ?? 100; ; pause = Math.min(pause * 2, 1000)) {
       // One deadline for the whole wait: each look gets what is left of it, not a timeout of its own.
       const leftMs = Math.max(1, Math.ceil(deadline - performance.now()));
-      const entries = (await listing(speech, signal, leftMs)).entries();
-      const busy = entries.some(
-        (entry) => entry.name === name && ['READY', 'LOADING', 'UNLOADING'].includes(stateOf(entry)),
+      const entries = await listing(speech, signal, leftMs).then(
+        (answer) => answer.entries(),
+        (error: unknown) => {
+          if (isVanishedEntry(error)) return undefined; // not seen: looked at again
+          throw error;
+        },
       );
+      const busy =
+        entries === undefined ||
+        entries.some(
+          (entry) => entry.name === name && ['READY', 'LOADING', 'UNLOADING'].includes(stateOf(entry)),
+        );
       if (!busy) return;
       if (performance.now() + pause > deadline)
         throw retryableError(

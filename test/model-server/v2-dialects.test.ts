@@ -349,6 +349,29 @@ describe('v2ModelServer against Triton', () => {
     expect(paths(server).filter((p) => p === 'POST /v2/repository/index').length).toBeGreaterThan(1);
   });
 
+  it('looks at the index again when it failed on an entry that vanished while Triton read the dir', async () => {
+    // Real Triton 2.51, 100 models removed at once: each unload waits on the index while the others' dirs are
+    // moved aside and deleted, and Triton's index fails whole (500 "failed to stat file <repo>/.old-…") when an
+    // entry goes between its readdir and its stat. That failed the unload (Retrying, the unload sent again, a
+    // backoff), one more for each removal racing it, up to Failed; it is a look to take again.
+    const server = await start('triton');
+    await model('m1');
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'triton', unloadPollMs: 20 });
+    await client.load(name('m1'), false, live());
+    server.injectFault(
+      'index',
+      {
+        status: 500,
+        body: JSON.stringify({ error: `failed to stat file ${modelDir.path}/.old-m2-dda1aedd961d` }),
+        headers: { 'Content-Type': 'application/json' },
+      },
+      3,
+    );
+    await client.unload(name('m1'), live());
+    expect(paths(server).filter((p) => p === 'POST /v2/repository/models/m1/unload')).toHaveLength(1);
+    expect(server.loaded.has('m1')).toBe(false);
+  });
+
   it('gives up waiting for an unload after the request timeout, retryably', async () => {
     const server = await start('triton');
     await model('m1');
