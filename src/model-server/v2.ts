@@ -218,9 +218,21 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     };
   };
 
+  /** `listing`, looked at again (up to 3 times, 100 ms apart and doubling) while it failed on a vanished entry. */
+  const listingSeen = async (speech: V2Dialect, signal: AbortSignal): ReturnType<typeof listing> => {
+    for (let again = 0; ; again++) {
+      try {
+        return await listing(speech, signal);
+      } catch (error) {
+        if (again >= 3 || !isVanishedEntry(error)) throw error;
+      }
+      await sleep(100 * 2 ** again, undefined, { signal });
+    }
+  };
+
   const loadedModels: ModelServer['loadedModels'] = async (signal) => {
     const speech = await dialect(signal);
-    const { text, entries } = await listing(speech, signal);
+    const { text, entries } = await listingSeen(speech, signal);
     // The resync asks every minute and the answer seldom changes: the same text is not decoded again.
     // What is read from it depends on the dialect too (`auto` may settle on another after the same text).
     const checksum = createHash('sha256').update(`${speech.kind}\n`).update(text).digest('base64');

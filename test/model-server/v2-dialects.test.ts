@@ -372,6 +372,25 @@ describe('v2ModelServer against Triton', () => {
     expect(server.loaded.has('m1')).toBe(false);
   });
 
+  it('lists the loaded models although the index failed on an entry that vanished while Triton read the dir', async () => {
+    // The resync's look: failed, its drift repair waited a whole interval, with a warn line that the server did
+    // not list its models, while modelsync's own downloads and removals moved dirs in the repository.
+    const server = await start('triton');
+    await model('m1');
+    const client = v2ModelServer({ baseUrl: server.url, kind: 'triton' });
+    await client.load(name('m1'), false, live());
+    server.injectFault(
+      'index',
+      {
+        status: 500,
+        body: JSON.stringify({ error: `failed to stat file ${modelDir.path}/.tmp-m2-4f1c2a` }),
+        headers: { 'Content-Type': 'application/json' },
+      },
+      2,
+    );
+    expect([...(await client.loadedModels(live()))]).toEqual(['m1']);
+  });
+
   it('gives up waiting for an unload after the request timeout, retryably', async () => {
     const server = await start('triton');
     await model('m1');
