@@ -2,18 +2,10 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as t from 'io-ts';
-import {
-  EffectError,
-  httpStatusError,
-  isRetryableStatus,
-  permanentError,
-  retryableError,
-  retryAfterOf,
-} from '../core/errors';
+import { EffectError, httpStatusError, permanentError, retryableError, retryAfterOf } from '../core/errors';
 import { isGatekeeperStatus } from '../core/gatekeeper-status';
 import type { ModelName } from '../core/model-name';
-import { kindOfServerName, type V2ServerKind } from '../core/v2-server-kinds';
-import { untilAborted } from '../core/waits';
+import type { V2ServerKind } from '../core/v2-server-kinds';
 import {
   decodeJsonText,
   discardBody,
@@ -22,7 +14,6 @@ import {
   headerOf,
   isOk,
   readText,
-  transportError,
   type HttpCallResponse,
 } from '../net';
 import type { ModelServer } from '../ports';
@@ -36,7 +27,8 @@ import {
   withRetryable,
   type ServerOptions,
 } from './server-options';
-import { v2Dialects, type V2Dialect } from './v2-dialect';
+import type { V2Dialect } from './v2-dialect';
+import { dialectAsk } from './v2-kind-ask';
 
 /** Where the server listens, which server it is, and how long calls may take. */
 export interface V2ModelServerOptions extends ServerOptions {
@@ -55,11 +47,6 @@ export interface V2ModelServerOptions extends ServerOptions {
    */
   readonly kindAskAgainMs?: number;
 }
-
-/** The longest wait between two asks of a server whose metadata call is never answered by the server. */
-const maxKindAskAgainMs = 60_000;
-
-const errorBodyBytes = 64 * 1024;
 
 const unknownKindNote =
   "the server's kind is not known yet (GET /v2 was answered by something before it): the KServe model server " +
@@ -89,7 +76,6 @@ const isVanishedEntry = (error: unknown): boolean =>
   error instanceof EffectError && error.status === 500 && error.message.includes('failed to stat file');
 /** KServe's `GET /v2/models`: the names of the models it holds (it has no repository index). */
 const ModelList = t.type({ models: t.array(t.string) }, 'ModelList');
-const ServerMetadata = t.type({ name: t.unknown }, 'ServerMetadata');
 
 /**
  * The ModelServer of Triton (explicit model control mode), MLServer and the KServe Python model server, which
@@ -110,72 +96,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     return { error: httpStatusError(response.init.what, response.status, reason, retryAfterMs), reason };
   };
 
-  // The dialect, asked for once the server said it; until then the protocol alone, asked again on a schedule.
-  let asked: Promise<V2Dialect> | undefined;
-  const unaborted = new AbortController().signal;
-  /** When to ask again, while the last answer was not the server's (a failed ask is asked again at the next call). */
-  let askAgainAt: number | undefined;
-  let askWaitMs = options.kindAskAgainMs ?? 1000;
-  /** The dialect, and whether the server said it. */
-  const askKind = async (signal: AbortSignal): Promise<{ speech: V2Dialect; settled: boolean }> => {
-    const response = await call('GET', '/v2', `model server metadata (${shown})`, timeoutMs, signal);
-    if (!isOk(response)) {
-      // A server starting (or a proxy before it) answers 5xx or 429: no answer yet, so it is asked again.
-      if (isRetryableStatus(response.status)) throw (await failure(response)).error;
-      await discardBody(response);
-      // A server that answers but has no metadata route speaks the protocol and nothing more we know of. A
-      // redirect, 401, 403 or 407 is a proxy's before it (an auth proxy, a login page): the protocol alone for
-      // now, but asked again, or Triton would be spoken to as generic for good (no wait for its unloads). So is an
-      // HTML page (a proxy's 404 page for a route not set up yet): the servers answer in JSON or plain text.
-      return {
-        speech: v2Dialects.generic,
-        settled: !isGatekeeperStatus(response.status) && !isHtml(response),
-      };
-    }
-    // Past the cap it is junk as any other that is no metadata (a cut or a timeout is asked again).
-    const text = await readText(response, errorBodyBytes).catch((error: unknown) => {
-      if (error instanceof EffectError && error.kind === 'too-large') return '';
-      throw error;
-    });
-    try {
-      const metadata = decodeJsonText(text, ServerMetadata, response.init.what, 'server metadata');
-      return { speech: v2Dialects[kindOfServerName(metadata.name)], settled: true };
-    } catch {
-      // A 200 that is no JSON object (a login page, a proxy's own page) is not the server's answer either.
-      return { speech: v2Dialects.generic, settled: false };
-    }
-  };
-  /** The shared ask's answer, or this caller's abort as an `aborted` failure of the metadata call. */
-  const answered = (answer: Promise<V2Dialect>, signal: AbortSignal): Promise<V2Dialect> =>
-    untilAborted(answer, signal).catch((error: unknown) => {
-      if (!signal.aborted) throw error;
-      throw transportError(signal.reason, { what: `model server metadata (${shown})`, aborted: true });
-    });
-  const dialect = (signal: AbortSignal): Promise<V2Dialect> => {
-    if (options.kind !== 'auto') return Promise.resolve(v2Dialects[options.kind ?? 'generic']);
-    // A server behind something that always refuses the call would otherwise be asked before each call.
-    if (asked !== undefined && (askAgainAt === undefined || performance.now() < askAgainAt))
-      return answered(asked, signal);
-    askAgainAt = undefined;
-    // Asked under no caller's signal (the call's own timeout bounds it): every call waiting for the answer shares it,
-    // and the abort of the one that asked (a load superseded) failed all the others as "aborted".
-    asked = askKind(unaborted).then(
-      ({ speech, settled }) => {
-        if (!settled) {
-          askAgainAt = performance.now() + askWaitMs;
-          askWaitMs = Math.min(askWaitMs * 2, maxKindAskAgainMs);
-        }
-        return speech;
-      },
-      (error: unknown) => {
-        asked = undefined;
-        throw error;
-      },
-    );
-    // Its failure is each waiting caller's; with none left waiting (all aborted), it must not go unhandled.
-    asked.catch(() => undefined);
-    return answered(asked, signal);
-  };
+  const { dialect, unsettled } = dialectAsk(options, { shown, timeoutMs, call }, failure);
 
   const modelPath = (speech: V2Dialect, name: ModelName, action: 'load' | 'unload'): string => {
     const problem = speech.nameProblem(name);
@@ -200,7 +121,7 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     if (!isOk(response)) {
       const { error } = await failure(response);
       // Spoken to as generic only because GET /v2 was answered by something else: KServe has no index.
-      const kindUnknown = options.kind === 'auto' && askAgainAt !== undefined && response.status === 404;
+      const kindUnknown = options.kind === 'auto' && unsettled() && response.status === 404;
       throw kindUnknown
         ? withRetryable(error, error.retryable, `${error.message} (${unknownKindNote})`)
         : error;
