@@ -96,6 +96,14 @@ export interface StorageProvider {
 /** Fills a directory with the model stored at a URI, whatever its scheme (`routeStorage` over the providers). */
 export type DownloadFunction = StorageProvider['download'];
 
+/** A model's files in its staging dir, before the model server can see them (`ModelServer.vetFiles`). */
+export interface ModelFiles {
+  /** Every regular file, by `/`-separated path relative to the model's dir, with its size. */
+  readonly sizes: ReadonlyMap<string, number>;
+  /** The bytes of one of them, never through a link; rejects past `maxBytes`. */
+  readonly read: (path: string, maxBytes: number) => Promise<Buffer>;
+}
+
 /** The model server's load/unload API (V2 repository extension, TorchServe management API, ...). */
 export interface ModelServer {
   /** Loads (or reloads, when `replacing`) the model whose files are in `<model dir>/<name>`. Throws EffectError. */
@@ -104,6 +112,12 @@ export interface ModelServer {
   unload(name: ModelName, signal: AbortSignal): Promise<void>;
   /** Names of the models the server reports loaded (ready). Throws EffectError. */
   loadedModels(signal: AbortSignal): Promise<ReadonlySet<string>>;
+  /**
+   * Rejects with an EffectError when the server would take `files`, to be model `name`'s, for something else (MLServer
+   * reads every model-settings.json of its repository: one naming another model serves these files as that one).
+   * Asked before the files are opened to the server; absent: the server reads only what it is told to load.
+   */
+  vetFiles?(name: ModelName, files: ModelFiles, signal: AbortSignal): Promise<void>;
 }
 
 /** A model version installed in the model directory, and how to drop the version it replaced. */
@@ -134,9 +148,14 @@ export interface Staged {
    * until `dropReplaced` (which waits for that flush, started at once when there is a version to drop).
    * `beforeSwap` (the load journal's record, written meanwhile) must resolve before the rename; its rejection fails
    * the commit. `written`: what the download says it wrote (WrittenFiles), the manifest then taken from it rather
-   * than from a listing of the dir. On failure the staging dir is removed.
+   * than from a listing of the dir. `vet` (the server's `vetFiles`) is shown the files before the marker is written;
+   * its rejection fails the commit. On failure the staging dir is removed.
    */
-  commit(beforeSwap?: Promise<unknown>, written?: WrittenFiles): Promise<Installed>;
+  commit(
+    beforeSwap?: Promise<unknown>,
+    written?: WrittenFiles,
+    vet?: (files: ModelFiles) => Promise<void>,
+  ): Promise<Installed>;
   /**
    * Removes the staging dir after `cause` stopped its filling, and returns the error to report: `cause` naming the
    * staging dir rather than the handle path, or a retryable one when someone else removed or swapped the dir.

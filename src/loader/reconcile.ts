@@ -12,6 +12,7 @@ import {
   type DownloadProgress,
   type Installed,
   type LoadJournal,
+  type ModelFiles,
   type ModelServer,
   type ModelStore,
   type Staged,
@@ -138,7 +139,9 @@ export const bringIn = async (
           // Journalled once the files are in, before the swap, not at the load: a crash while the new version waits
           // for a load slot must come back as a load, though the server reports the model loaded (the old version).
           // The record is written while the dir is marked; the commit swaps only once it is.
-          const installed = await staged.commit(journal.starting(model.name), fetched.written);
+          const vet = async (files: ModelFiles): Promise<void> =>
+            server.vetFiles?.(model.name, files, signal);
+          const installed = await staged.commit(journal.starting(model.name), fetched.written, vet);
           journalled = true;
           committed = true;
           return installed;

@@ -13,7 +13,7 @@ import {
   type OpenDir,
   type SpaceCheck,
 } from '../fs';
-import type { Installed, ModelStore, Staged, WrittenFiles } from '../ports';
+import type { Installed, ModelFiles, ModelStore, Staged, WrittenFiles } from '../ports';
 import type { FlushInstalled } from './background-flush';
 import type { StagingOf } from './fill-from';
 import type { Found, ModelDirRoot } from './model-dir-root';
@@ -162,10 +162,14 @@ export const stager =
         void dir.handle.close().catch(() => undefined);
       }
     };
-    const commit = async (beforeSwap?: Promise<unknown>, written?: WrittenFiles): Promise<Installed> => {
+    const commit = async (
+      beforeSwap?: Promise<unknown>,
+      written?: WrittenFiles,
+      vet?: (files: ModelFiles) => Promise<void>,
+    ): Promise<Installed> => {
       try {
         const [files] = await Promise.all([
-          markStagingDir(dir, { name, spec, signal, log: m.log, written }),
+          markStagingDir(dir, { name, spec, signal, log: m.log, written, vet }),
           beforeSwap,
         ]);
         signal.throwIfAborted();
@@ -198,7 +202,7 @@ export const stager =
         if ('error' in outcome) throw outcome.error;
         return outcome.value;
       },
-      commit: (beforeSwap, written) => watch(() => settle(() => commit(beforeSwap, written))),
+      commit: (beforeSwap, written, vet) => watch(() => settle(() => commit(beforeSwap, written, vet))),
       abandon: (cause) =>
         watch(() =>
           settle(() =>

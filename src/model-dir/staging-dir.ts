@@ -4,9 +4,10 @@ import { mkdtemp, readdir, rmdir } from 'node:fs/promises';
 import { EffectError, errorCode, retryableError } from '../core/errors';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
-import { fsError, step, fileSizes, openListedDir, removeTree, type OpenDir } from '../fs';
+import { join } from 'node:path';
+import { fsError, step, fileSizes, openListedDir, readSmallFile, removeTree, type OpenDir } from '../fs';
 import type { Logger } from '../log';
-import type { WrittenFiles } from '../ports';
+import type { ModelFiles, WrittenFiles } from '../ports';
 import { isMarkerName, writeMarker } from './marker-file';
 // The model server usually runs as another user; mkdtemp creates 0700.
 const modelDirMode = 0o755;
@@ -80,6 +81,8 @@ export interface StagingMark {
   readonly log: Logger;
   /** What the download says it wrote (top-level files only: no listing needed); absent: the dir is listed. */
   readonly written?: WrittenFiles | undefined;
+  /** Shown the files before the marker is written (`Staged.commit`); its rejection fails the mark. */
+  readonly vet?: ((files: ModelFiles) => Promise<void>) | undefined;
 }
 
 /** True when `written` can stand for the dir's listing: top-level files, none named like a marker (to be dropped). */
@@ -96,12 +99,18 @@ const takesTheListing = (written: WrittenFiles | undefined): written is WrittenF
  */
 export const markStagingDir = async (
   dir: OpenDir,
-  { name, spec, signal, log, written }: StagingMark,
+  { name, spec, signal, log, written, vet }: StagingMark,
 ): Promise<ReadonlyArray<string>> => {
   signal.throwIfAborted();
   const files = takesTheListing(written)
     ? written
     : await fileSizes(dir, await dropBroughtMarkers(dir, name, log));
+  signal.throwIfAborted();
+  // The dir is 0700 and held open: what is read here is what the rename opens to the server.
+  await vet?.({
+    sizes: files,
+    read: (path, maxBytes) => readSmallFile(`${dir.ref}/${path}`, maxBytes, join(dir.path, path), 'refuse'),
+  });
   signal.throwIfAborted();
   // Both before the swap, neither needs the other: one wait, not two.
   const [marker] = await Promise.all([

@@ -4,6 +4,8 @@
  */
 import type { ModelName } from '../core/model-name';
 import type { V2ServerKind } from '../core/v2-server-kinds';
+import type { ModelFiles } from '../ports';
+import { mlserverSettingsVet } from './mlserver-settings';
 import { mlserverNameFile, tritonNameFile, type NameFile } from './name-in-files';
 
 /** How one server kind is spoken to. */
@@ -30,6 +32,8 @@ export interface V2Dialect {
   readonly unloadReturnsEarly: boolean;
   /** The file whose name for the model must be the config's, checked before a load (absent: none is read). */
   readonly nameFile?: NameFile;
+  /** What the server would misread in a model's files, refused before they are opened to it (`ModelServer.vetFiles`). */
+  readonly vetFiles?: (name: ModelName, files: ModelFiles) => Promise<void>;
 }
 
 // Triton starts the python backend's stub through `bash -c` with the model's path unquoted: a name with a shell
@@ -86,6 +90,7 @@ export const v2Dialects: Readonly<Record<V2ServerKind, V2Dialect>> = {
       !reason.includes('Worker process stopped'),
     // A name there other than the dir's is a 404 "Model <dir> not found": the file's name wins.
     nameFile: mlserverNameFile,
+    vetFiles: mlserverSettingsVet,
   },
   kserve: {
     ...generic,

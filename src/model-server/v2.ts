@@ -248,5 +248,8 @@ export const v2ModelServer = (options: V2ModelServerOptions): ModelServer => {
     },
 
     loadedModels,
+
+    // The kind is known by now: the agent's start asked for the loaded models before any install.
+    vetFiles: async (name, files, signal) => (await dialect(signal)).vetFiles?.(name, files),
   };
 };

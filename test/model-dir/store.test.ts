@@ -20,6 +20,7 @@ import { permanentError } from '../../src/core/errors';
 import type { ModelSpec } from '../../src/core/model-config';
 import { specEquals, specToJson, type Snapshot } from '../../src/core/snapshot';
 import { modelDirStore } from '../../src/model-dir/store';
+import type { ModelFiles } from '../../src/ports';
 import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/sentinel';
 import { writeFiles } from '../helpers/file-tree';
 import { name, spec } from '../helpers/fixtures';
@@ -134,6 +135,29 @@ describe('modelDirStore install', () => {
     expect(await readFile(join(root, 'model1', markerA), 'utf8')).toBe(
       `${jsonA.slice(0, -1)},"modelsyncFiles":{"model.pt":7,"v1/config.json":2}}`,
     );
+  });
+
+  it("shows the server's vet every file, readable, before the marker; its refusal installs nothing and leaves no staging dir", async () => {
+    const seen: Array<[string, number, string]> = [];
+    const vet = async (files: ModelFiles): Promise<void> => {
+      for (const [path, size] of files.sizes)
+        seen.push([path, size, (await files.read(path, 1024)).toString('utf8')]);
+      expect(await readdir(join(root))).not.toContain('model1');
+    };
+    const staged = await store.stage(name('model1'), specA, live());
+    await writeModel({ 'model.pt': 'weights', 'sub/model-settings.json': '{}' })(staged.dir);
+    await staged.commit(undefined, undefined, vet);
+    expect(seen.sort()).toEqual([
+      ['model.pt', 7, 'weights'],
+      ['sub/model-settings.json', 2, '{}'],
+    ]);
+    expect(await entries(join(root, 'model1'))).toEqual([markerA, 'model.pt', 'sub'].sort());
+
+    const refused = await store.stage(name('model2'), specA, live());
+    await writeModel({ 'model.pt': 'weights' })(refused.dir);
+    const refusal = permanentError('refused', 'these files would be served as another model');
+    await expect(refused.commit(undefined, undefined, () => Promise.reject(refusal))).rejects.toBe(refusal);
+    expect(await entries()).toEqual(['model1']);
   });
 
   it('takes the manifest from the files the fill says it wrote, when it says', async () => {

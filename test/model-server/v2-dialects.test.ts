@@ -428,6 +428,29 @@ describe('v2ModelServer against Triton', () => {
 });
 
 describe('v2ModelServer against MLServer', () => {
+  it("vets a model's files before the server sees them: one nesting another model's settings is refused, on MLServer alone", async () => {
+    const files = {
+      sizes: new Map([
+        ['model-settings.json', 2],
+        ['extra/model-settings.json', 17],
+      ]),
+      read: (path: string): Promise<Buffer> =>
+        Promise.resolve(Buffer.from(path === 'model-settings.json' ? '{}' : '{"name":"victim"}')),
+    };
+    const server = await start('mlserver');
+    const asked = v2ModelServer({ baseUrl: server.url, kind: 'auto' });
+    const refusal = await effectError(asked.vetFiles!(name('intruder'), files, live()));
+    expect(refusal).toMatchObject({ kind: 'refused', retryable: false });
+    expect(refusal.message).toContain(
+      'extra/model-settings.json, which MLServer would take for the model "victim"',
+    );
+    expect(paths(server)).toEqual(['GET /v2']);
+    for (const kind of ['triton', 'kserve', 'generic'] as const)
+      await expect(
+        v2ModelServer({ baseUrl: server.url, kind }).vetFiles!(name('intruder'), files, live()),
+      ).resolves.toBeUndefined();
+  });
+
   it('fails a load for good when the model raises (500 builtins.…), and retries a worker that died', async () => {
     const server = await start('mlserver');
     await model('raises', { fails: 'raised' });
