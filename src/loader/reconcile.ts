@@ -60,9 +60,11 @@ export interface ReconcileEffects {
 }
 
 /**
- * `stop` aborts whatever step is in progress (shutdown); `supersede` aborts only a download, which a newer spec
- * makes pointless. A load or unload already sent is left to finish: the server may act on it anyway. `drain` (a
- * graceful shutdown; absent: none) aborts a load or unload still waiting for its slot: not sent, it is dropped.
+ * `stop` aborts whatever step is in progress (shutdown); `supersede` (a newer desired state) aborts a download and
+ * a load or unload still waiting for its slot, which it makes pointless: a version the config no longer names was
+ * loaded, minutes of a load slot, once the one before it freed. A load or unload already sent is left to finish:
+ * the server may act on it anyway. `drain` (a graceful shutdown; absent: none) aborts a load or unload still
+ * waiting for its slot too: not sent, it is dropped.
  */
 export interface StepSignals {
   readonly stop: AbortSignal;
@@ -70,9 +72,9 @@ export interface StepSignals {
   readonly drain?: AbortSignal | undefined;
 }
 
-/** What a load or unload waits for its slot with: the step's stop, and the drain if there is one. */
-const slotWait = ({ stop, drain }: Pick<StepSignals, 'stop' | 'drain'>): AbortSignal =>
-  drain === undefined ? stop : AbortSignal.any([stop, drain]);
+/** What a load or unload waits for its slot with: the step's stop, its supersede and the drain if there is one. */
+const slotWait = ({ stop, supersede, drain }: StepSignals): AbortSignal =>
+  AbortSignal.any(drain === undefined ? [stop, supersede] : [stop, supersede, drain]);
 
 const isOnDisk = (model: ModelState, spec: ModelSpec): boolean =>
   model.onDisk !== undefined && specEquals(model.onDisk, spec);
@@ -156,7 +158,7 @@ export const bringIn = async (
     if (!isLoaded(model, target)) {
       report(model.name, 'Loading', target, undefined, fetched && { filesFrom: fetched.filesFrom });
       const loadStarted = Date.now();
-      await slots.load.use(slotWait({ stop, drain }), async () => {
+      await slots.load.use(slotWait({ stop, supersede, drain }), async () => {
         if (!journalled) await journal.starting(model.name);
         // A load that got no answer may have loaded the spec it was for: another spec replaces it.
         const { unanswered } = model;
@@ -239,15 +241,19 @@ const fetchInto = async (
   return { filesFrom: 'storage', logFields: logFields ?? {}, written: written ?? undefined };
 };
 
-/** Unloads the model first (the server may hold it even when it is not known to be loaded), then deletes its files. */
+/**
+ * Unloads the model first (the server may hold it even when it is not known to be loaded), then deletes its files.
+ * `supersede` (the model wanted again) gives up the unload while it waits for its slot.
+ */
 export const takeOut = async (
   model: ModelState,
   { store, journal, server, slots, report, content }: ReconcileEffects,
   stop: AbortSignal,
   drain?: AbortSignal,
+  supersede: AbortSignal = new AbortController().signal,
 ): Promise<void> => {
   report(model.name, 'Unloading', undefined);
-  await slots.load.use(slotWait({ stop, drain }), () => server.unload(model.name, stop));
+  await slots.load.use(slotWait({ stop, supersede, drain }), () => server.unload(model.name, stop));
   model.loaded = false;
   model.loadedSpec = undefined;
   model.unanswered = undefined;
@@ -274,7 +280,7 @@ export const reconcile = async (
   const draining = drain && linkedSignal(drain);
   try {
     await (desired === undefined
-      ? takeOut(model, effects, step.signal, draining?.signal)
+      ? takeOut(model, effects, step.signal, draining?.signal, supersede)
       : bringIn(model, desired, effects, { stop: step.signal, supersede, drain: draining?.signal }));
   } finally {
     step.dispose();

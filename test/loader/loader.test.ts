@@ -363,6 +363,66 @@ describe('createLoader', () => {
       );
       expect(loaded).toEqual([s1.storageUri, s2.storageUri]);
     });
+
+    it('never sends the load of a version superseded or removed while it waited for a load slot', async () => {
+      const h = await started({ loadConcurrency: 1 });
+      const [x, y, z] = [name('x'), name('y'), name('z')];
+      const sx = spec(await h.source('x'));
+      const [sy1, sy2, sz] = [
+        spec(await h.source('y1')),
+        spec(await h.source('y2')),
+        spec(await h.source('z')),
+      ];
+      const held = h.hold('load', x);
+      h.push(add(x, sx));
+      await held.reached; // the only load slot is busy
+      h.push(add(y, sy1), add(z, sz));
+      await h.waitForPhase(y, 'Loading', sy1); // downloaded, waiting for the slot
+      await h.waitForPhase(z, 'Loading', sz);
+
+      h.push(add(y, sy2), remove(z)); // neither load waiting is wanted any more
+      held.release();
+      await h.waitForPhase(y, 'Loaded', sy2);
+      await h.waitForPhase(z, 'Removed');
+      await h.waitForIdle();
+
+      // One load of y (its second version, which its dir held by then), none of z.
+      expect(h.callsOf(y, ['load'])).toEqual(['load:start', 'load:end']);
+      expect(h.callsOf(z, ['load'])).toEqual([]);
+      expect(await readFile(join(h.modelDir, 'y', 'model.bin'), 'utf8')).toBe('y2');
+      expect(h.sink.withMessage('model loaded').map((line) => line['model'])).toEqual(['x', 'y']);
+      expect([...h.standIn.loaded].sort()).toEqual(['x', 'y']);
+      expect(await h.modelDirEntries()).toEqual(['x', 'y']);
+      expect(h.phases(y)).not.toContain('Failed');
+    });
+
+    it('neither unloads nor downloads again a model re-added while its unload waited for a load slot', async () => {
+      const h = await started({ loadConcurrency: 1 });
+      const [x, y] = [name('x'), name('y')];
+      const [sx, sy] = [spec(await h.source('x')), spec(await h.source('y'))];
+      h.push(add(y, sy));
+      await h.waitForPhase(y, 'Loaded', sy);
+      const held = h.hold('load', x);
+      h.push(add(x, sx));
+      await held.reached; // the only load slot is busy
+
+      h.push(remove(y));
+      await h.waitForPhase(y, 'Unloading'); // waiting for the slot
+      h.push(add(y, sy));
+      held.release();
+      await h.waitForPhase(x, 'Loaded', sx);
+      await h.waitForPhase(y, 'Loaded', sy);
+      await h.waitForIdle();
+
+      expect(h.callsOf(y, ['install', 'load', 'unload', 'remove'])).toEqual([
+        'install:start',
+        'install:end',
+        'load:start',
+        'load:end',
+      ]);
+      expect([...h.standIn.loaded].sort()).toEqual(['x', 'y']);
+      expect(await readFile(join(h.modelDir, 'y', 'model.bin'), 'utf8')).toBe('y');
+    });
   });
 
   describe('failures', () => {

@@ -155,7 +155,7 @@ describe('bringIn', () => {
     expect(state.unanswered).toBeUndefined();
   });
 
-  it('lets a newer spec abort a download but not a load', async () => {
+  it('lets a newer spec abort a download, and a load not sent yet, but not a load sent', async () => {
     const download = recording();
     const downloading = model();
     await expect(
@@ -164,8 +164,27 @@ describe('bringIn', () => {
     expect(download.calls).toEqual(['report m1 Downloading /models/v1']);
     expect(downloading).toEqual(model());
 
+    const waiting = recording();
+    const onDisk = model(v1);
+    await expect(
+      bringIn(onDisk, v1, waiting.effects, { stop: running(), supersede: aborted() }),
+    ).rejects.toThrow('superseded');
+    expect(waiting.calls).not.toContain('load m1');
+    expect(onDisk).toEqual(model(v1));
+
     const load = recording();
-    await bringIn(model(v1), v1, load.effects, { stop: running(), supersede: aborted() });
+    const newer = new AbortController();
+    const sent: ReconcileEffects = {
+      ...load.effects,
+      server: {
+        ...load.effects.server,
+        load: async (...args) => {
+          newer.abort(new Error('superseded')); // a newer spec comes while the load is in flight
+          await load.effects.server.load(...args);
+        },
+      },
+    };
+    await bringIn(model(v1), v1, sent, { stop: running(), supersede: newer.signal });
     expect(load.calls).toContain('load m1');
   });
 
