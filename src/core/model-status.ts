@@ -2,6 +2,7 @@
 import type { EffectErrorKind } from './errors';
 import type { ModelName } from './model-name';
 import type { ModelSpec } from './model-config';
+import { specEquals } from './snapshot';
 
 /**
  * The phases of one model, as the loader reports them:
@@ -55,7 +56,8 @@ const keepsDownloadFigures: ReadonlySet<ModelPhase> = new Set(['Loading', 'Loade
 
 /**
  * The status a model enters `phase` with at `now`, after `previous`: timed from `previous.since`, and keeping the
- * download's figures while the same spec goes on to load (or fails).
+ * download's figures while the same spec goes on to load (or fails). Another spec's figures are not its own: a
+ * spec changed back while the other downloaded was reported Loaded with that download's bytes, cut short.
  */
 export const nextStatus = (
   previous: ModelStatus,
@@ -63,20 +65,27 @@ export const nextStatus = (
   spec: ModelSpec | undefined,
   details: Pick<ModelStatus, 'reason' | 'errorKind' | 'attempt' | 'filesFrom' | 'listedAgain'>,
   now: number,
-): ModelStatus => ({
-  modelName: previous.modelName,
-  phase,
-  ...(spec ? { spec } : {}),
-  ...details,
-  since: now,
-  ...(previous.since !== undefined ? { durationMs: now - previous.since } : {}),
-  ...(keepsDownloadFigures.has(phase) && previous.bytesDownloaded !== undefined
-    ? { bytesDownloaded: previous.bytesDownloaded, bytesTotal: previous.bytesTotal }
-    : {}),
-  ...(keepsDownloadFigures.has(phase) && details.filesFrom === undefined && previous.filesFrom !== undefined
-    ? { filesFrom: previous.filesFrom }
-    : {}),
-});
+): ModelStatus => {
+  const keeps =
+    keepsDownloadFigures.has(phase) &&
+    spec !== undefined &&
+    previous.spec !== undefined &&
+    specEquals(previous.spec, spec);
+  return {
+    modelName: previous.modelName,
+    phase,
+    ...(spec ? { spec } : {}),
+    ...details,
+    since: now,
+    ...(previous.since !== undefined ? { durationMs: now - previous.since } : {}),
+    ...(keeps && previous.bytesDownloaded !== undefined
+      ? { bytesDownloaded: previous.bytesDownloaded, bytesTotal: previous.bytesTotal }
+      : {}),
+    ...(keeps && details.filesFrom === undefined && previous.filesFrom !== undefined
+      ? { filesFrom: previous.filesFrom }
+      : {}),
+  };
+};
 
 /** What the agent's stream emits: every status change, and once, that the start-up sync has finished. */
 export type AgentEvent =

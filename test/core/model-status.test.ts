@@ -23,4 +23,17 @@ describe('nextStatus', () => {
     expect(again.filesFrom).toBeUndefined();
     expect(again.bytesDownloaded).toBeUndefined();
   });
+
+  it('drops the download figures of one spec when another spec is reported next (a change back during a download)', () => {
+    const other = { storageUri: 's3://b/m2' };
+    const downloading: ModelStatus = { ...start, spec: other, bytesDownloaded: 100, bytesTotal: 23000 };
+    const loaded = nextStatus(downloading, 'Loaded', spec, {}, 40);
+    expect(loaded.bytesDownloaded).toBeUndefined();
+    expect(loaded.bytesTotal).toBeUndefined();
+    const loading = nextStatus({ ...downloading, filesFrom: 'storage' }, 'Loading', spec, {}, 40);
+    expect(loading.filesFrom).toBeUndefined();
+    const failed = nextStatus(downloading, 'Failed', { ...other, framework: 'onnx' }, {}, 40);
+    expect(failed.bytesDownloaded).toBeUndefined();
+    expect(nextStatus(downloading, 'Retrying', { ...other }, {}, 40).bytesDownloaded).toBe(100);
+  });
 });
