@@ -3,7 +3,7 @@ import { retryDelay, type RetryPolicy } from '../core/retry-policy';
 import { toEffectError, type EffectError } from '../core/errors';
 import { isGatekeeperStatus } from '../core/gatekeeper-status';
 import type { ModelName } from '../core/model-name';
-import { redact } from '../core/redact';
+import { redact, redactUri } from '../core/redact';
 import type { Telemetry } from '../ports';
 import { failedStep, type ModelRecord } from './model-record';
 import { isInPlace, reconcile, type ReconcileEffects } from './reconcile';
@@ -28,6 +28,21 @@ export interface AttemptContext {
 const statusOf = (error: EffectError): Readonly<Record<string, number>> =>
   error.status === undefined ? {} : { status: error.status };
 
+/** Logs the failure of a load whose desired state was superseded while the load was in flight. */
+const superseded = ({ log }: ReconcileEffects, record: ModelRecord, error: EffectError): void => {
+  const { spec } = record.status;
+  log.warn(
+    {
+      model: record.name,
+      reason: redact(error.message),
+      errorKind: error.kind,
+      ...statusOf(error),
+      ...(spec ? { storageUri: redactUri(spec.storageUri) } : {}),
+    },
+    'model load failed after a newer desired state superseded it; working on the newer one',
+  );
+};
+
 /** Works once towards the record's desired state; a transient failure comes back through `retryAfter`. */
 export const attemptOnce = async (
   record: ModelRecord,
@@ -48,7 +63,15 @@ export const attemptOnce = async (
     record.attempts = 0;
     if (record.desired === undefined && isInPlace(record, undefined)) records.delete(record.name);
   } catch (cause) {
-    if (stop.aborted || generation.signal.aborted) return; // our own abort, not the model's failure
+    if (stop.aborted) return; // our own abort, not the model's failure
+    if (generation.signal.aborted) {
+      // Not the model's failure either, but a load sent before a newer desired state came failed on its own (a
+      // timeout, the server's refusal): said once, or the log goes from `model loading` to the next spec's work
+      // with no word of what became of the load the server may still be busy with.
+      if (cause !== generation.signal.reason && failedStep(record.status.phase) === 'load')
+        superseded(effects, record, toEffectError(cause));
+      return;
+    }
     const error = toEffectError(cause);
     record.attempts++;
     const details = { reason: redact(error.message), errorKind: error.kind, attempt: record.attempts };

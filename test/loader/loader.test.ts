@@ -394,6 +394,7 @@ describe('createLoader', () => {
       expect([...h.standIn.loaded].sort()).toEqual(['x', 'y']);
       expect(await h.modelDirEntries()).toEqual(['x', 'y']);
       expect(h.phases(y)).not.toContain('Failed');
+      expect(h.sink.withMessage('superseded it')).toEqual([]); // no load was sent, none failed
     });
 
     it('neither unloads nor downloads again a model re-added while its unload waited for a load slot', async () => {
@@ -426,6 +427,29 @@ describe('createLoader', () => {
   });
 
   describe('failures', () => {
+    it('logs the failure of a load sent before a newer desired state superseded it, then works on the newer one', async () => {
+      const h = await started();
+      const s1 = spec(await h.source('v1'));
+      const s2 = spec(await h.source('v2'));
+      h.push(add(m1, s1));
+      await h.waitForPhase(m1, 'Loaded', s1);
+      const held = h.hold('load', m1);
+      h.push(add(m1, s2));
+      await held.reached; // the load of s2 is being sent
+      h.standIn.failNextLoads(1, 500);
+      h.push(add(m1, s1)); // changed back while it is in flight
+      held.release();
+      await h.waitForPhase(m1, 'Loaded', s1);
+      await h.waitForIdle();
+
+      const lines = h.sink.lines.filter((line) => line['model'] === 'm1' && line['status'] === 500);
+      expect(lines).toEqual([
+        expect.objectContaining({ level: 40, errorKind: 'http-status', storageUri: s2.storageUri }),
+      ]);
+      expect(String(lines[0]?.msg)).toContain('superseded');
+      expect(h.phases(m1)).not.toContain('Failed');
+    });
+
     it('retries a transient load failure and then loads when the server answers 503 twice', async () => {
       const h = await started();
       h.standIn.failNextLoads(2, 503);
