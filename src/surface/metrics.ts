@@ -3,8 +3,10 @@ import { isRight } from 'fp-ts/Either';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { lazyModule } from '../core/lazy-module';
 import type { ModelName } from '../core/model-name';
+import type { ModelSpec } from '../core/model-config';
 import type { ModelPhase, ModelStatus } from '../core/model-status';
 import { redact } from '../core/redact';
+import { specEquals } from '../core/snapshot';
 import { shownPhases } from '../core/status-document';
 import { parseStorageUri } from '../core/storage-uri';
 import type { Telemetry } from '../ports';
@@ -33,8 +35,18 @@ export interface AgentMetrics {
 // The scheme label takes only these values: a config may name any scheme, and labels must stay few.
 // An Azure Blob URL is an https one: it is labelled `https`.
 const schemeLabels = new Set(['file', 'http', 'https', 's3', 'gs', 'hdfs', 'webhdfs', 'pvc', 'hf']);
-const endsWell: ReadonlySet<ModelPhase> = new Set(['Loading', 'Loaded', 'Removed']);
+type Step = 'Downloading' | 'Loading' | 'Unloading';
+/** The phases each step ends well in: another (a download ended in Removed) was a step a newer desired state cut short. */
+const endsWell: Readonly<Record<Step, ReadonlySet<ModelPhase>>> = {
+  Downloading: new Set(['Loading', 'Loaded']),
+  Loading: new Set(['Loaded']),
+  Unloading: new Set(['Removed']),
+};
 const endsBadly: ReadonlySet<ModelPhase> = new Set(['Retrying', 'Failed']);
+
+/** Whether two statuses are about one desired state (a step's end, not the next state's work after it was cut short). */
+const sameDesired = (a: ModelSpec | undefined, b: ModelSpec | undefined): boolean =>
+  a === undefined || b === undefined ? a === b : specEquals(a, b);
 
 /** The scheme of a storage URI as a label: a local path is `file`, an unknown or invalid scheme `other`. */
 export const schemeLabel = (storageUri: string): string => {
@@ -204,13 +216,16 @@ export const createMetrics = (view: MetricsView): AgentMetrics => {
     evictions: counter('modelsync_node_cache_evictions_total'),
   };
 
-  const lastPhase = new Map<ModelName, ModelPhase>();
+  const lastStatus = new Map<ModelName, Pick<ModelStatus, 'phase' | 'spec'>>();
   const observeStatus = (status: ModelStatus): void => {
-    const previous = lastPhase.get(status.modelName);
-    if (status.phase === 'Removed') lastPhase.delete(status.modelName);
-    else lastPhase.set(status.modelName, status.phase);
+    const last = lastStatus.get(status.modelName);
+    if (status.phase === 'Removed') lastStatus.delete(status.modelName);
+    else lastStatus.set(status.modelName, { phase: status.phase, spec: status.spec });
+    const previous = last?.phase;
     if (previous !== 'Downloading' && previous !== 'Loading' && previous !== 'Unloading') return;
-    if (endsWell.has(status.phase)) {
+    // A newer desired state gave the step up (a download aborted, a call never sent): it ended neither way.
+    if (!sameDesired(last?.spec, status.spec)) return;
+    if (endsWell[previous].has(status.phase)) {
       stepCounters[previous].inc({ result: 'success' });
       const seconds = (status.durationMs ?? 0) / 1000;
       if (previous !== 'Downloading') return stepSeconds[previous].observe(seconds);

@@ -56,6 +56,33 @@ describe('createMetrics', () => {
     ).toEqual([1, 1, 1, 1, 1, 1, 2, 4096, 0.5, 0.1]);
   });
 
+  it('counts no step that a newer desired state cut short: a download given up, an unload never sent', async () => {
+    const { metrics, page } = setUp();
+    const other = { spec: spec('s3://bucket/other') };
+    const steps: ModelStatus[] = [
+      statusOf('a', 'Downloading', other), // changed back while it downloads: the version in place stays
+      statusOf('a', 'Loaded', { durationMs: 1500, bytesDownloaded: 100 }),
+      statusOf('b', 'Downloading'), // removed while it downloads
+      statusOf('b', 'Removed', { durationMs: 700 }),
+      statusOf('c', 'Unloading', { spec: undefined }), // added back while its unload waits for a load slot
+      statusOf('c', 'Loaded', { durationMs: 300 }),
+      statusOf('d', 'Loading', other), // changed while its load waits for a load slot
+      statusOf('d', 'Loading', { durationMs: 200 }),
+      statusOf('d', 'Loaded', { durationMs: 50 }),
+    ];
+    steps.forEach(metrics.observeStatus);
+    const text = await page();
+    expect(
+      [
+        'modelsync_downloads_total{result="success"}',
+        'modelsync_download_duration_seconds_count{scheme="s3"}',
+        'modelsync_unloads_total{result="success"}',
+        'modelsync_loads_total{result="success"}',
+        'modelsync_load_duration_seconds_sum',
+      ].map((series) => sample(text, series)),
+    ).toEqual([0, 0, 0, 1, 0.05]);
+  });
+
   it('reads models by phase, readiness and slots in use from the view when scraped', async () => {
     const { page } = setUp([statusOf('a', 'Loaded'), statusOf('b', 'Loaded'), statusOf('c', 'Failed')]);
     const text = await page();
