@@ -28,18 +28,24 @@ export interface AttemptContext {
 const statusOf = (error: EffectError): Readonly<Record<string, number>> =>
   error.status === undefined ? {} : { status: error.status };
 
-/** Logs the failure of a load whose desired state was superseded while the load was in flight. */
-const superseded = ({ log }: ReconcileEffects, record: ModelRecord, error: EffectError): void => {
+/** Logs the failure of a load or unload whose desired state was superseded while the call was in flight. */
+const superseded = (
+  { log }: ReconcileEffects,
+  record: ModelRecord,
+  step: 'load' | 'unload',
+  error: EffectError,
+): void => {
   const { spec } = record.status;
   log.warn(
     {
       model: record.name,
+      step,
       reason: redact(error.message),
       errorKind: error.kind,
       ...statusOf(error),
       ...(spec ? { storageUri: redactUri(spec.storageUri) } : {}),
     },
-    'model load failed after a newer desired state superseded it; working on the newer one',
+    `model ${step} failed after a newer desired state superseded it; working on the newer one`,
   );
 };
 
@@ -65,11 +71,12 @@ export const attemptOnce = async (
   } catch (cause) {
     if (stop.aborted) return; // our own abort, not the model's failure
     if (generation.signal.aborted) {
-      // Not the model's failure either, but a load sent before a newer desired state came failed on its own (a
-      // timeout, the server's refusal): said once, or the log goes from `model loading` to the next spec's work
-      // with no word of what became of the load the server may still be busy with.
-      if (cause !== generation.signal.reason && failedStep(record.status.phase) === 'load')
-        superseded(effects, record, toEffectError(cause));
+      // Not the model's failure either, but a load or unload sent before a newer desired state came failed on its
+      // own (a timeout, the server's refusal): said once, or the log goes from `model loading` to the next state's
+      // work with no word of what became of the call the server may still be busy with.
+      const step = failedStep(record.status.phase);
+      if (cause !== generation.signal.reason && step !== 'download')
+        superseded(effects, record, step, toEffectError(cause));
       return;
     }
     const error = toEffectError(cause);

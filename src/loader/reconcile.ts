@@ -253,7 +253,14 @@ export const takeOut = async (
   supersede: AbortSignal = new AbortController().signal,
 ): Promise<void> => {
   report(model.name, 'Unloading', undefined);
-  await slots.load.use(slotWait({ stop, supersede, drain }), () => server.unload(model.name, stop));
+  await slots.load.use(slotWait({ stop, supersede, drain }), () =>
+    server.unload(model.name, stop).catch((error: unknown) => {
+      // The server may have unloaded it all the same (an unload that got no answer, one it gave up half done): the
+      // version it holds, if any, is not known, so a model wanted again is loaded again, not taken as loaded.
+      model.loadedSpec = undefined;
+      throw error;
+    }),
+  );
   model.loaded = false;
   model.loadedSpec = undefined;
   model.unanswered = undefined;

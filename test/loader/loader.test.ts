@@ -427,6 +427,34 @@ describe('createLoader', () => {
   });
 
   describe('failures', () => {
+    it('loads again a model added back while its unload got no answer, instead of taking it as still loaded', async () => {
+      const h = await started({ config: { requestTimeoutMs: 300 } });
+      const s1 = spec(await h.source('v1'));
+      h.push(add(m1, s1));
+      await h.waitForPhase(m1, 'Loaded', s1);
+      const held = h.hold('unload', m1);
+      h.standIn.injectFault('unload', { hang: true }); // the server may unload it all the same
+      h.push(remove(m1));
+      await held.reached;
+      h.push(add(m1, s1)); // added back while the unload is in flight
+      held.release();
+      await waitFor(() => h.callsOf(m1, ['load']).length === 4);
+      await h.waitForPhase(m1, 'Loaded', s1);
+      await h.waitForIdle();
+
+      expect(h.callsOf(m1, ['load', 'unload'])).toEqual([
+        'load:start',
+        'load:end',
+        'unload:start',
+        'unload:fail',
+        'load:start:replacing',
+        'load:end',
+      ]);
+      expect(
+        h.sink.lines.filter((line) => line['model'] === 'm1' && line['errorKind'] === 'timeout'),
+      ).toEqual([expect.objectContaining({ level: 40, step: 'unload' })]);
+    });
+
     it('logs the failure of a load sent before a newer desired state superseded it, then works on the newer one', async () => {
       const h = await started();
       const s1 = spec(await h.source('v1'));
