@@ -119,6 +119,12 @@ export const bringIn = async (
   let replaced: Installed | undefined;
   let journalled = false;
   let fetched: Fetched | undefined;
+  const confirm = (): Promise<void> =>
+    journal
+      .confirmed(model.name)
+      .catch((err: unknown) =>
+        log.warn({ err, model: model.name }, 'could not record a confirmed load; a restart loads it again'),
+      );
   try {
     // Files installed before this step may have been swapped since (the volume is shared): re-install, not load them.
     if (
@@ -171,14 +177,14 @@ export const bringIn = async (
       });
       // The server has loaded it: a record not written (a full disk) costs one reload after a restart, no failure.
       // Written once the load slot is free: the next load need not wait for the journal.
-      await journal
-        .confirmed(model.name)
-        .catch((err: unknown) =>
-          log.warn({ err, model: model.name }, 'could not record a confirmed load; a restart loads it again'),
-        );
+      await confirm();
       model.loaded = true;
       model.loadedSpec = target;
       loadMs = Date.now() - loadStarted;
+    } else if (journalled) {
+      // Installed again while the server holds this very version (changed back before the other one loaded): its
+      // install's `starting` record is confirmed too, or a restart would take it for a load never confirmed.
+      await confirm();
     }
     report(model.name, 'Loaded', target, {
       ...fetched?.logFields,

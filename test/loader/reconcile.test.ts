@@ -95,6 +95,22 @@ describe('bringIn', () => {
     expect(inPlace.calls).toEqual(['report m1 Loaded /models/v1']);
   });
 
+  it('confirms the journalled install of the version the server holds (changed back before the new one loaded)', async () => {
+    const { effects, calls } = recording();
+    const state: ModelState = { ...model(v2, v1) }; // v2 swapped in, its load given up; v1 still loaded
+
+    await bringIn(state, v1, effects, { stop: running(), supersede: running() });
+
+    expect(calls.filter((c) => !c.startsWith('report'))).toEqual([
+      'install m1 /models/v1',
+      'download /models/v1 into /staging',
+      'journal starting m1',
+      'journal confirmed m1', // else a restart loads it again, as a load never confirmed
+      'dropReplaced m1',
+    ]);
+    expect(state).toEqual(model(v1, v1));
+  });
+
   it('keeps the download it made when the load fails, leaves the load unconfirmed and rejects with its error', async () => {
     const failure = retryableError('http-status', 'HTTP 503');
     const { effects, calls } = recording({ load: { m1: [failure] } });
