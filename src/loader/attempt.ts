@@ -73,9 +73,10 @@ export const attemptOnce = async (
     if (generation.signal.aborted) {
       // Not the model's failure either, but a load or unload sent before a newer desired state came failed on its
       // own (a timeout, the server's refusal): said once, or the log goes from `model loading` to the next state's
-      // work with no word of what became of the call the server may still be busy with.
+      // work with no word of what became of the call the server may still be busy with. (A drain aborts every
+      // generation: a shutdown is no newer desired state.)
       const step = failedStep(record.status.phase);
-      if (cause !== generation.signal.reason && step !== 'download')
+      if (cause !== generation.signal.reason && step !== 'download' && !drain.aborted)
         superseded(effects, record, step, toEffectError(cause));
       return;
     }

@@ -14,11 +14,11 @@ const [a, stray] = [name('a'), name('stray')];
 const specA = spec('s3://b/a');
 const nothingInPlace = { onDisk: new Map(), loaded: new Set<string>(), unconfirmed: new Set<string>() };
 
-const running = (recording: RecordingPorts = recordingPorts()) => {
+const running = (recording: RecordingPorts = recordingPorts(), log = pino({ level: 'silent' })) => {
   const loader: Loader = createLoader(
     {
       ...recording.ports,
-      log: pino({ level: 'silent' }),
+      log,
       downloadConcurrency: 1,
       loadConcurrency: 1,
       retry: { baseMs: 1, maxMs: 1, maxAttempts: 1 },
@@ -163,6 +163,41 @@ describe('Loader.drain', () => {
     await drain;
     expect(r.phaseOf('a')).toBe('Loaded');
     expect(r.phaseOf('b')).toBe('Downloading'); // aborted quietly: nothing more is reported while shutting down
+    r.subscription.unsubscribe();
+  });
+
+  it('says nothing of a newer desired state when a load in flight fails during the drain', async () => {
+    const recording = recordingPorts();
+    const lines: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    let failLoad: () => void = () => undefined;
+    let loadCalled: () => void = () => undefined;
+    const loadStarted = new Promise<void>((resolve) => (loadCalled = resolve));
+    const r = running(
+      {
+        ...recording,
+        ports: {
+          ...recording.ports,
+          server: {
+            ...recording.ports.server,
+            load: () => {
+              loadCalled();
+              return new Promise<void>(
+                (_resolve, reject) =>
+                  (failLoad = () => reject(httpStatusError('model server load', 500, 'x'))),
+              );
+            },
+          },
+        },
+      },
+      log,
+    );
+    r.ops$.next(add(a, specA));
+    await loadStarted;
+    const drain = r.loader.drain();
+    failLoad();
+    await drain;
+    expect(lines.filter((line) => line.includes('superseded'))).toEqual([]);
     r.subscription.unsubscribe();
   });
 
