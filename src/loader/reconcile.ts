@@ -61,10 +61,8 @@ export interface ReconcileEffects {
 
 /**
  * `stop` aborts whatever step is in progress (shutdown); `supersede` (a newer desired state) aborts a download and
- * a load or unload still waiting for its slot, which it makes pointless: a version the config no longer names was
- * loaded, minutes of a load slot, once the one before it freed. A load or unload already sent is left to finish:
- * the server may act on it anyway. `drain` (a graceful shutdown; absent: none) aborts a load or unload still
- * waiting for its slot too: not sent, it is dropped.
+ * a load or unload still waiting for its slot, which it makes pointless. A load or unload already sent is left to
+ * finish: the server may act on it anyway. `drain` (a graceful shutdown; absent: none) aborts one still waiting too.
  */
 export interface StepSignals {
   readonly stop: AbortSignal;
