@@ -31,6 +31,7 @@ export {
   chmodNoFollow,
   fileSizes,
   fileStats,
+  inRealDirs,
   isSameEntry,
   namingDirs,
   openDir,

@@ -1,7 +1,7 @@
 /** no-follow: file-system steps that never go through a link — dirs held open and reached by handle, files opened O_NOFOLLOW, trees deleted link by link. */
 import { constants, existsSync, type Dirent, type Stats } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { lstat, open, readdir, rename, rmdir, unlink, type FileHandle } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, rename, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EffectError, errorCode } from '../core/errors';
 import { forEachLimited, isMissing, step } from './durable-fs';
@@ -85,6 +85,42 @@ export const withDir = async <T>(path: string, use: (dir: OpenDir) => Promise<T>
     return await use(dir);
   } finally {
     await dir.handle.close();
+  }
+};
+
+/**
+ * Runs `use` on a path that reaches `relative` (`/`-separated, no `..` part) under the dir `root`: its dirs are
+ * made (`mode`) where missing and entered a level at a time by handle, never through a link, so a neighbour who
+ * swaps one for a link (to /etc, to another model) fails the call (ELOOP, ENOTDIR) instead of redirecting it. The
+ * path (`/proc/self/fd/<n>/<name>`) reaches the entry while `use` runs; one at the top is `root/<name>` as it is.
+ */
+export const inRealDirs = async <T>(
+  root: string,
+  relative: string,
+  use: (at: string) => Promise<T>,
+  mode?: number,
+): Promise<T> => {
+  // Empty and `.` parts dropped, as path.join drops them.
+  const parts = relative.split('/').filter((part) => part !== '' && part !== '.');
+  const name = parts.pop();
+  if (name === undefined || name === '..' || parts.includes('..'))
+    throw new Error(`inRealDirs: ${JSON.stringify(relative)} is no path below a dir`);
+  let held: OpenDir | undefined;
+  try {
+    for (const part of parts) {
+      const at = `${held?.ref ?? root}/${part}`;
+      const next = await step(`cannot make or enter the dir ${part} of ${held?.path ?? root}`, async () => {
+        await mkdir(at, mode).catch((cause: unknown) => {
+          if (errorCode(cause) !== 'EEXIST') throw cause; // made for an earlier entry, or something else is there
+        });
+        return { ...(await openDir(at)), path: join(held?.path ?? root, part) };
+      });
+      await held?.handle.close();
+      held = next;
+    }
+    return await use(`${held?.ref ?? root}/${name}`);
+  } finally {
+    await held?.handle.close();
   }
 };
 

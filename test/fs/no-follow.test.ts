@@ -3,7 +3,15 @@ import { lstat, mkdir, readdir, rename, rm, symlink, writeFile } from 'node:fs/p
 import fsPromises from 'node:fs/promises';
 import { join } from 'node:path';
 import { permanentError } from '../../src/core/errors';
-import { isSameEntry, namingDirs, openDir, removeTree, withDir, type OpenDir } from '../../src/fs/no-follow';
+import {
+  inRealDirs,
+  isSameEntry,
+  namingDirs,
+  openDir,
+  removeTree,
+  withDir,
+  type OpenDir,
+} from '../../src/fs/no-follow';
 import { listedFileSizes, syncListed } from '../../src/fs/listed-files';
 import { seededRandom } from '../../src/testing/seeded-random';
 import { makeFifo, makeSentinel, type Sentinel } from '../hardening/neighbour/sentinel';
@@ -95,6 +103,31 @@ describe('removeTree', () => {
       await outside.expectUntouched();
     }
     expect(swaps).toBeGreaterThan(100);
+  });
+});
+
+describe('inRealDirs', () => {
+  it('makes the dirs on the way and hands a path that reaches the entry; one at the top as it is', async () => {
+    await inRealDirs(work, 'a/./b//c.txt', (at) => writeFile(at, 'deep'), 0o750);
+    await inRealDirs(work, 'top.txt', async (at) => {
+      expect(at).toBe(join(work, 'top.txt'));
+      await writeFile(at, 'top');
+    });
+    expect(await listTree(work)).toEqual(['a/', 'a/b/', 'a/b/c.txt', 'top.txt']);
+    expect((await lstat(join(work, 'a', 'b'))).mode & 0o777).toBe(0o750);
+  });
+
+  it('fails at a dir on the way that is a link (to a dir outside), running nothing through it', async () => {
+    await mkdir(join(work, 'a'));
+    await symlink(outside.dir, join(work, 'a', 'b'));
+    const use = jest.fn(() => Promise.resolve());
+    await expect(inRealDirs(work, 'a/b/c.txt', use)).rejects.toMatchObject({ kind: 'filesystem' });
+    expect(use).not.toHaveBeenCalled();
+    await outside.expectUntouched();
+  });
+
+  it('refuses a path that climbs out', async () => {
+    await expect(inRealDirs(work, 'a/../b', () => Promise.resolve())).rejects.toThrow('no path below a dir');
   });
 });
 

@@ -1,8 +1,7 @@
 /** unpack: what extracting either format shares — one extraction's job, and how its failures are classified. */
 import { symlink } from 'node:fs/promises';
-import path from 'node:path';
 import { EffectError, errorCode, errorMessage, permanentError, retryableError } from '../../core/errors';
-import { fsError, isTransientFsError, makeDirs } from '../../fs';
+import { fsError, inRealDirs, isTransientFsError } from '../../fs';
 import type { ArchiveBudget } from './budget';
 import type { EntrySelection } from './entry-selection';
 import type { EntryGuard } from './guard';
@@ -54,9 +53,6 @@ export interface ArchiveLink {
  * extractor never has to look through the root, which the model store hands over as a link (`/proc/self/fd/<n>`).
  */
 export const makeLinks = async (root: string, links: ReadonlyArray<ArchiveLink>): Promise<void> => {
-  for (const { at, target } of links) {
-    const to = path.join(root, at);
-    await makeDirs(path.dirname(to), 0o755);
-    await symlink(target, to);
-  }
+  // Each one's dirs entered by handle: the model server sharing the volume may have made one of them a link.
+  for (const { at, target } of links) await inRealDirs(root, at, (to) => symlink(target, to), 0o755);
 };

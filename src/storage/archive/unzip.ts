@@ -1,14 +1,13 @@
 /** unzip: a zip file read by yauzl — its end required, its central directory counted, every entry guarded. */
 import { createWriteStream } from 'node:fs';
 import { open } from 'node:fs/promises';
-import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { crc32 } from 'node:zlib';
 import type * as Yauzl from 'yauzl';
 import { errorCode } from '../../core/errors';
 import { lazyModule } from '../../core/lazy-module';
-import { fsError, makeDirs, step } from '../../fs';
+import { fsError, inRealDirs, makeDirs, step } from '../../fs';
 import { quotedName, refusal, type EntryKind } from './guard';
 import {
   archiveFailure,
@@ -149,14 +148,19 @@ const unzipEntries = async (
         continue;
       }
       if (!taken) continue;
-      const to = path.join(root, at);
-      await makeDirs(kind === 'dir' ? to : path.dirname(to), 0o755);
-      if (kind === 'dir') continue;
-      const content = await zip.openReadStreamPromise(entry);
-      // wx: a duplicate entry fails instead of silently replacing the first.
-      await pipeline(content, crcChecked(entry.crc32, what, name), createWriteStream(to, { flags: 'wx' }), {
-        signal,
-      });
+      // Its dirs entered by handle, never through a link: the model server sharing the volume may plant one.
+      await inRealDirs(
+        root,
+        at,
+        async (to) => {
+          if (kind === 'dir') return makeDirs(to, 0o755);
+          const content = await zip.openReadStreamPromise(entry);
+          // wx: a duplicate entry fails instead of silently replacing the first.
+          const file = createWriteStream(to, { flags: 'wx' });
+          await pipeline(content, crcChecked(entry.crc32, what, name), file, { signal });
+        },
+        0o755,
+      );
     }
   } finally {
     zip.close();

@@ -17,7 +17,7 @@ import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
-import { chmodNoFollow, fileCopier, fsError, isMissing, makeDirs, type FileCopier } from '../../fs';
+import { chmodNoFollow, fileCopier, fsError, inRealDirs, isMissing, type FileCopier } from '../../fs';
 import { modelFileMode } from '../../core/model-file-mode';
 import { checkLocalSource, checkNotSystem, isInside } from './local-roots';
 import { loneArchiveIn } from './lone-archive';
@@ -83,13 +83,13 @@ interface Tree {
   readonly selection?: EntrySelection;
 }
 
-/** True when the file or link at `from` is to be copied to `to`; with a selection, its dir is made here. */
-const takes = async (tree: Tree, from: string, to: string, kind: EntryKind): Promise<boolean> => {
-  if (tree.selection === undefined) return true;
-  if (!tree.selection.takes(path.relative(tree.sourceRoot, from), kind, from)) return false;
-  await makeDirs(path.dirname(to), 0o755);
-  return true;
-};
+/** True when the file or link at `from` is to be copied (its dirs are made as it is placed). */
+const takes = (tree: Tree, from: string, kind: EntryKind): boolean =>
+  tree.selection === undefined || tree.selection.takes(path.relative(tree.sourceRoot, from), kind, from);
+
+/** Runs `place` on a path reaching `to`, its dirs made and entered by handle: the model server may plant a link. */
+const placed = (tree: Tree, to: string, place: (at: string) => Promise<void>): Promise<void> =>
+  inRealDirs(tree.targetRoot, path.relative(tree.targetRoot, to), place, 0o755);
 
 // O_NOFOLLOW: a file swapped for a link since it was listed is not followed; O_NONBLOCK: nor does a FIFO
 // swapped in block the open. fstat on the opened file then says what was really opened.
@@ -131,23 +131,23 @@ const copyLink = async (tree: Tree, from: string, to: string): Promise<void> => 
   // With patterns, a link they take to a file they leave out brings that file's bytes: its target is not copied.
   const { selection } = tree;
   if (selection !== undefined && !selection.passes(path.relative(tree.sourceRoot, resolved))) {
-    if ((await stat(resolved)).isFile()) return copyFile(tree, resolved, to);
+    if ((await stat(resolved)).isFile()) return placed(tree, to, (at) => copyFile(tree, resolved, at));
   }
   // Relative, so the link survives the model store renaming the target dir into place.
   const mirrored = path.join(tree.targetRoot, path.relative(tree.sourceRoot, resolved));
-  await symlink(path.relative(path.dirname(to), mirrored) || '.', to);
+  await placed(tree, to, (at) => symlink(path.relative(path.dirname(to), mirrored) || '.', at));
 };
 
 const copyEntry = async (tree: Tree, entry: Dirent, from: string, to: string): Promise<void> => {
   if (entry.isDirectory()) {
     // A mount point inside the tree may be a pseudo filesystem (a source of `/` would reach /proc).
     await checkNotSystem(from, tree.what);
-    if (tree.selection === undefined) await mkdir(to, { mode: 0o755 });
+    if (tree.selection === undefined) await placed(tree, to, (at) => mkdir(at, { mode: 0o755 }));
     await copyDir(tree, from, to);
   } else if (entry.isFile()) {
-    if (await takes(tree, from, to, 'file')) await copyFile(tree, from, to);
+    if (takes(tree, from, 'file')) await placed(tree, to, (at) => copyFile(tree, from, at));
   } else if (entry.isSymbolicLink()) {
-    if (await takes(tree, from, to, 'symlink')) await copyLink(tree, from, to);
+    if (takes(tree, from, 'symlink')) await copyLink(tree, from, to);
   } else {
     // Reading a FIFO would block forever; sockets and devices are not model files.
     throw permanentError('refused', `refusing ${from}: not a regular file, directory or symlink`);

@@ -15,7 +15,7 @@ import { fetchInParts, trustedCause, UntrustedBytes } from '../parts/fetch-parts
 import { rangedThresholdBytes } from '../parts/part-plan';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
-import { consume, forEachLimited, fsError, makeDirs, step } from '../../fs';
+import { consume, forEachLimited, fsError, inRealDirs, makeDirs, step } from '../../fs';
 import { ContentCheck } from '../listed-content';
 import { modelGuard, type TransferGuard } from '../transfer-guard';
 import { trackProgress } from '../transfer-progress';
@@ -105,7 +105,6 @@ const readInto = async (
 const fetchObject = async (job: Job, object: StoredObject, to: string): Promise<void> => {
   const what = `${job.what}: ${object.key}`;
   const check = new ContentCheck(what, object.size, object.digest, job.client.repo !== undefined);
-  await step(`${job.what}: cannot create ${to}`, () => makeDirs(path.dirname(to)));
   // A read is pinned to the listed bytes by the version (If-Match, the generation) or by the repo's commit; an
   // object listed without one is read whole, never in ranges nor resumed: another upload could be spliced in.
   const pinned = job.client.repo !== undefined || object.version !== '';
@@ -239,6 +238,7 @@ export const downloadObjects = async (
       everyMs: limits.progressIntervalMs,
       report: progress,
     });
+    await step(`${what}: cannot create ${targetDir}`, () => makeDirs(targetDir));
     const archive = loneArchive(client, plan);
     if (archive !== undefined) {
       await fetchArchive(job, archive, targetDir, limits);
@@ -246,7 +246,11 @@ export const downloadObjects = async (
     }
     await forEachLimited(plan, concurrency, async (item) => {
       try {
-        const fetch = () => fetchObject(job, item.object, path.join(targetDir, item.path));
+        // Its dirs entered by handle: the model server sharing the volume may swap one for a link meanwhile.
+        const fetch = () =>
+          step(`${what}: cannot create ${path.join(targetDir, item.path)}`, () =>
+            inRealDirs(targetDir, item.path, (to) => fetchObject(job, item.object, to)),
+          );
         await inSlot(job.pool, job.signal, fetch);
       } catch (cause) {
         stop(toEffectError(cause));

@@ -1,6 +1,6 @@
 /** Tests of archive extraction on real temp dirs: tar, tar.gz and zip from streams and files, and hostile archives. */
 import { constants } from 'node:fs';
-import { mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import {
@@ -401,5 +401,22 @@ describe('extractStream and extractFile', () => {
       extractStream(chunked(tarball([])), 'tar', path.join(tmp.path, 'nowhere'), options),
     );
     expect(error).toMatchObject({ kind: 'filesystem', retryable: false });
+  });
+});
+
+describe('a dir of the target a neighbour made a link (the model server sharing the volume, same uid or root)', () => {
+  const tmp = useTempDir('extract-swapped');
+
+  it.each([
+    ['a file', [{ name: 'sub/a.bin', content: 'weights' }]],
+    ['a dir', [{ name: 'sub/deeper/' }, { name: 'top.bin', content: 'x' }]],
+    ['a symlink', [{ name: 'top.bin', content: 'x' }, zipLink('sub/latest', '../top.bin')]],
+  ] as const)('writes %s of a zip through no link it did not make', async (_what, entries) => {
+    const [target, outside] = [path.join(tmp.path, 'target'), path.join(tmp.path, 'outside')];
+    await Promise.all([mkdir(target), mkdir(outside)]);
+    // As if swapped in while the entries before it were written.
+    await symlink(outside, path.join(target, 'sub'));
+    await extractStream(chunked(zipArchive(entries)), 'zip', target, options).catch(() => undefined);
+    expect(await readdir(outside)).toEqual([]);
   });
 });

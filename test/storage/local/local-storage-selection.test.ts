@@ -1,5 +1,5 @@
 /** Tests of local copies with a model's allow and ignore patterns, on real temp dirs. */
-import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FileSelection } from '../../../src/core/file-selection';
 import { localFileStorage } from '../../../src/storage/local/local-storage';
@@ -96,5 +96,18 @@ describe('localFileStorage with a selection', () => {
     );
     await local().download(archive, target, signal, undefined, { select: { allowPatterns: ['*.json'] } });
     expect(await listTree(target)).toEqual(['config.json']);
+  });
+
+  // The model server shares the volume: as the same user (or root) it may swap a dir of the staging dir for a link.
+  it('writes no file, dir or link through a dir of the target a neighbour made a link', async () => {
+    const outside = path.join(tmp.path, `outside-${path.basename(target)}`);
+    await mkdir(outside);
+    await writeFiles(source, { 'nested/vocab.json': '{}', 'nested/deep/tokenizer.json': '{}' });
+    await symlink('vocab.json', path.join(source, 'nested', 'tokenizer_config.json'));
+    await symlink(outside, path.join(target, 'nested'));
+    await local()
+      .download(source, target, signal, undefined, { select: tokenizer })
+      .catch(() => undefined);
+    expect(await readdir(outside)).toEqual([]);
   });
 });

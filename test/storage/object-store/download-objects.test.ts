@@ -11,7 +11,9 @@ import { waitFor } from '../../../src/testing/wait';
 import { effectError } from '../../helpers/effect-error';
 import { listTree, readFiles } from '../../helpers/file-tree';
 import { makeTarGz } from '../../helpers/storage-server';
-import { useTempDir } from '../../helpers/temp-dir';
+import { removeTempDir, tempDir, useTempDir } from '../../helpers/temp-dir';
+import { readdir, rename, symlink } from 'node:fs/promises';
+import { join } from 'node:path';
 import { MemoryStore } from './memory-store';
 
 const staging = useTempDir('objects');
@@ -147,6 +149,34 @@ describe('downloadObjects', () => {
         'refusing object "m1/a/b": it would be saved under a, which is the object "m1/a"',
       );
       expect(fileAndDir.reads).toEqual([]);
+    });
+
+    it('never writes through a subdir a neighbour swaps for a link mid-download (the model server, same uid or root)', async () => {
+      const outside = await tempDir('outside');
+      try {
+        const store = new MemoryStore().put('m1/sub/a', 'first').put('m1/sub/b', 'second');
+        const read = store.client.read.bind(store.client);
+        // As sub/a's bytes come, the neighbour moves sub away and puts a link to a dir outside in its place.
+        const swapping = {
+          ...store.client,
+          read: async (...args: Parameters<typeof read>) => {
+            if (args[1].key === 'm1/sub/a') {
+              await rename(join(staging.path, 'sub'), join(staging.path, 'moved'));
+              await symlink(outside, join(staging.path, 'sub'));
+            }
+            return read(...args);
+          },
+        };
+        const error = await effectError(
+          downloadObjects(swapping, store.at('m1'), staging.path, new AbortController().signal, {
+            concurrency: 1,
+          }),
+        );
+        expect(error).toMatchObject({ kind: 'filesystem' });
+        expect(await readdir(outside)).toEqual([]);
+      } finally {
+        await removeTempDir(outside);
+      }
     });
   });
 
