@@ -1,10 +1,10 @@
 /** JournalWriter: the load journal's file as this process reads and writes it, and the loads it holds. */
 import type { Stats } from 'node:fs';
-import { lstat } from 'node:fs/promises';
+import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { journalRecord, readJournalRecords, type JournalEvent } from '../core/journal-records';
 import type { ModelName } from '../core/model-name';
-import { entryKind, isNoSpace, isTransientFsError, removeTree } from '../fs';
+import { entryKind, isMissing, isNoSpace, isTransientFsError, removeTree } from '../fs';
 import type { Logger } from '../log';
 import {
   legacyJournalDirName,
@@ -16,8 +16,14 @@ import {
   type JournalFile,
 } from './journal-file';
 
-// Past this size the file is rewritten with only the loads still unconfirmed.
+// Past this size (or twice what the last compaction wrote, when the loads still unconfirmed alone pass it) the file
+// is rewritten with only those loads: a rewrite at every record past it made each load write them all again.
 const compactAboveBytes = 1024 * 1024;
+
+const noneIfMissing = (cause: unknown): [] => {
+  if (isMissing(cause)) return [];
+  throw cause;
+};
 
 /**
  * Reads the journal at `path` at start-up and appends records to it. Whatever sits there that this process did not
@@ -31,6 +37,8 @@ export class JournalWriter {
   // The journal file as this process last left it: anything else at the path means someone replaced it.
   private known: Stats | undefined;
   private tornTail = false;
+  // What the last compaction wrote: the file is compacted again once it has grown to twice that.
+  private compactedBytes = 0;
 
   constructor(
     readonly path: string,
@@ -55,12 +63,14 @@ export class JournalWriter {
     }
     // Only once its loads are in the journal file: a crash before this reads the dir again.
     if (this.file !== undefined) await removeTree(join(root, legacyJournalDirName));
-    // A record without a model dir (a crash between deleting a model and confirming it) means nothing any more.
-    for (const name of [...pending]) {
-      if ((await lstat(join(root, name)).catch(() => undefined))?.isDirectory()) continue;
-      if (this.file === undefined) pending.delete(name);
-      else await this.appendAll([{ event: 'confirmed', name }]);
-    }
+    // A record without a model dir (a crash between deleting a model and confirming it) means nothing any more. One
+    // listing of the model dir and one write for all: a neighbour's journal may name thousands.
+    const listed =
+      pending.size === 0 ? [] : await readdir(root, { withFileTypes: true }).catch(noneIfMissing);
+    const dirs = new Set(listed.filter((entry) => entry.isDirectory()).map(({ name }) => name));
+    const gone = [...pending].filter((name) => !dirs.has(name));
+    if (this.file === undefined) for (const name of gone) pending.delete(name);
+    else await this.appendAll(gone.map((name) => ({ event: 'confirmed', name })));
   }
 
   /** Adds the records of `found` to the pending loads; true when they were all read cleanly. */
@@ -123,6 +133,7 @@ export class JournalWriter {
   private async compact(): Promise<JournalFile> {
     const text = [...this.pending].map((name) => journalRecord('starting', name)).join('');
     const written = await writeJournalFile(this.path, text, this.log);
+    this.compactedBytes = written.size;
     await this.close();
     this.known = written.stats;
     this.tornTail = false;
@@ -181,7 +192,7 @@ export class JournalWriter {
       if (event === 'starting') this.pending.add(name);
       else this.pending.delete(name);
     }
-    if (target.size > compactAboveBytes) await this.compactIfPossible();
+    if (target.size > Math.max(compactAboveBytes, 2 * this.compactedBytes)) await this.compactIfPossible();
   }
 
   /** True when `found` is the journal file as we left it (inode numbers alone are reused once a file is deleted). */

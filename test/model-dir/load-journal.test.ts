@@ -267,6 +267,26 @@ const fullWhileCompacting = (): jest.SpyInstance => {
   }) as never);
 };
 
+/** Counts the compacted journals made (opens of `.modelsync-journal.new`); past `allowed`, each fails for want of room. */
+const countCompactions = (
+  allowed: number,
+): { readonly count: () => number; readonly spy: jest.SpyInstance } => {
+  const open = fsPromises.open as (...args: unknown[]) => unknown;
+  let count = 0;
+  const spy = jest.spyOn(fsPromises, 'open').mockImplementation(((path: string, ...rest: unknown[]) => {
+    if (!path.endsWith('.new')) return open(path, ...rest);
+    count++;
+    return count > allowed
+      ? Promise.reject(Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' }))
+      : open(path, ...rest);
+  }) as never);
+  return { count: () => count, spy };
+};
+
+/** `count` model names of 240 characters: 4,500 of them make pending loads past the 1 MiB compaction bound. */
+const longNames = (count: number, tag: string): string[] =>
+  Array.from({ length: count }, (_, i) => `${tag}-${String(i).padStart(6, '0')}`.padEnd(240, 'x'));
+
 describe('loadJournal reading what a crash or a neighbour left', () => {
   it('skips a torn last line, and starts the next record on a line of its own', async () => {
     await modelDirs('m1', 'm2');
@@ -308,6 +328,40 @@ describe('loadJournal reading what a crash or a neighbour left', () => {
     expect(sink.lines.filter(atLevel('warn'))).toEqual([
       expect.objectContaining({ msg: 'skipping load journal lines that are no record', badLines: 4 }),
     ]);
+  });
+
+  // A neighbour's journal (or one grown past its bound) of thousands of unconfirmed loads: each dropped record was
+  // one append, and each append past 1 MiB rewrote (and flushed) every pending load: the start never got ready.
+  it('drops the unconfirmed loads of a journal past 1 MiB whose dirs are gone in one write, not one rewrite each', async () => {
+    const names = longNames(4500, 'gone');
+    await writeFile(journalPath, names.map((model) => record('starting', model)).join(''));
+    const compactions = countCompactions(5);
+    try {
+      expect(await newJournal().unconfirmed()).toEqual(new Set());
+      expect(compactions.count()).toBeLessThanOrEqual(2);
+    } finally {
+      compactions.spy.mockRestore();
+    }
+    expect(await unconfirmedOnRestart()).toEqual([]);
+  });
+
+  it('does not rewrite a journal whose pending loads alone pass 1 MiB at every record', async () => {
+    const names = longNames(4500, 'kept');
+    await modelDirs(...names);
+    await writeFile(journalPath, names.map((model) => record('starting', model)).join(''));
+    const reopened = newJournal();
+    expect((await reopened.unconfirmed()).size).toBe(4500);
+    const compactions = countCompactions(5);
+    try {
+      for (let i = 0; i < 50; i++) {
+        await reopened.starting(name('other'));
+        await reopened.confirmed(name('other'));
+      }
+      expect(compactions.count()).toBeLessThanOrEqual(1);
+    } finally {
+      compactions.spy.mockRestore();
+    }
+    expect((await unconfirmedOnRestart()).length).toBe(4500);
   });
 
   it('ignores a journal too large to be its own, and writes a fresh one', async () => {
