@@ -1,6 +1,6 @@
 /** modelDirRecovery: what start-up finds in the model dir — each model's spec from its marker, checked against its files; the rest cleaned up. */
 import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { manifestMismatch, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
 import { modelNameProblem, type ModelName } from '../core/model-name';
@@ -40,9 +40,19 @@ interface MarkerModes {
   firstFailure?: { readonly err: unknown; readonly file: string };
 }
 
-/** keepMarkerPrivate on the marker `file` of `name`, counted into `modes`: the model is kept either way. */
-const keepPrivate = (log: Logger, name: ModelName, file: string, modes: MarkerModes): Promise<void> =>
-  keepMarkerPrivate(file).then(
+/**
+ * keepMarkerPrivate on the marker `file` of `name` in `dir`, counted into `modes`: the model is kept either way. The
+ * marker is opened from `dir` held by handle: a dir the model server swapped for a link since it was read is not
+ * followed (the chmod would land on a file of that name wherever the link leads).
+ */
+const keepPrivate = (
+  log: Logger,
+  name: ModelName,
+  dir: string,
+  file: string,
+  modes: MarkerModes,
+): Promise<void> =>
+  withDir(dir, (held) => keepMarkerPrivate(`${held.ref}/${basename(file)}`)).then(
     (changed) => {
       if (!changed) return;
       modes.made++;
@@ -92,7 +102,7 @@ const recoverModel = async (
   if (state._tag === 'Valid') {
     const mismatch = state.files === undefined ? undefined : await filesMismatch(log, dir, state.files);
     if (mismatch === undefined) {
-      if (state.othersMayRead) await keepPrivate(log, name, state.file, modes);
+      if (state.othersMayRead) await keepPrivate(log, name, dir, state.file, modes);
       log.info({ model: name, spec: shownSpecJson(state.spec) }, 'model recovered');
       return state.spec;
     }

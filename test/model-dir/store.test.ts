@@ -240,6 +240,38 @@ describe('modelDirStore install', () => {
     expect(told('markers readable by all')).toEqual([]);
   });
 
+  // The model server can rename entries of the model dir (an emptyDir is 0777): as another user too.
+  it('makes no marker outside 0600 through a model dir the model server swapped for a link while it was recovered', async () => {
+    await kserveModel('model1', jsonA, { 'model.pt': 'w' });
+    const markerName = `SUCCESS.${sha256('model1')}`;
+    await fsPromises.chmod(join(root, 'model1', markerName), 0o644);
+    const outside = join(tmp.path, 'outside');
+    await mkdir(outside);
+    await writeFile(join(outside, markerName), 'theirs', { mode: 0o644 });
+    await fsPromises.chmod(join(outside, markerName), 0o644);
+    const open = fsPromises.open.bind(fsPromises);
+    let swapped = false;
+    // Once the marker was read as valid, just before it is opened to be made 0600.
+    const opening = jest.spyOn(fsPromises, 'open').mockImplementation((async (
+      path: string,
+      flags: number,
+    ) => {
+      if (!swapped && String(path).endsWith(markerName) && (flags & constants.O_NOCTTY) !== 0) {
+        swapped = true;
+        await fsPromises.rename(join(root, 'model1'), join(root, 'moved'));
+        await fsPromises.symlink(outside, join(root, 'model1'));
+      }
+      return open(path, flags);
+    }) as never);
+    try {
+      await newStore().recover();
+    } finally {
+      opening.mockRestore();
+    }
+    expect(swapped).toBe(true);
+    expect((await stat(join(outside, markerName))).mode & 0o777).toBe(0o644);
+  });
+
   it('keeps the models whose markers cannot be made 0600 (a read-only volume), saying so in one warn for all', async () => {
     await kserveModel('model1', jsonA, { 'model.pt': 'w' });
     await kserveModel('model2', jsonA, { 'model.pt': 'w' });
