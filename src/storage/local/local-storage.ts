@@ -3,26 +3,26 @@
  * (a mounted volume holding the model).
  */
 import type { LocalModelFiles } from '../../core/storage-choices';
-import { constants, type Dirent } from 'node:fs';
-import { lstat, mkdir, open, readdir, realpath, stat, symlink } from 'node:fs/promises';
+import { lstat, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as E from 'fp-ts/Either';
-import { errorCode, permanentError, retryableError } from '../../core/errors';
+import { permanentError } from '../../core/errors';
 import { selectsAll, type FileSelection } from '../../core/file-selection';
 import { parsePvcUri, pvcLocalPath } from '../../core/pvc-uri';
 import { EntrySelection } from '../archive/entry-selection';
-import type { EntryKind } from '../archive/guard';
 import { redactUri } from '../../core/storage-uri';
 import type { StorageProvider } from '../../ports';
 import { archiveFormatOf, extractFile } from '../archive/extract';
 import { defaultDownloadLimits, type DownloadLimits } from '../download-limits';
-import { chmodNoFollow, fileCopier, fsError, inRealDirs, isMissing, type FileCopier } from '../../fs';
-import { modelFileMode } from '../../core/model-file-mode';
-import { checkLocalSource, checkNotSystem, isInside } from './local-roots';
+import { fileCopier, fsError, isMissing } from '../../fs';
+import { copyDir, copyFile, throwIfAborted, type Tree } from './copy-tree';
+import { checkLocalSource, isInside } from './local-roots';
 import { loneArchiveIn } from './lone-archive';
 import { sourceWatches, type WatchedCopy } from './source-watch';
-import { modelGuard, type TransferGuard } from '../transfer-guard';
+import { modelGuard } from '../transfer-guard';
+
+export { copiedUpToBytes } from './copy-tree';
 
 /** Where a local copy may come from and what it may take: every field has a default. */
 export interface LocalStorageOptions {
@@ -63,104 +63,6 @@ const mustExist = async (at: string, missing: string, what: string): Promise<voi
   await lstat(at).catch((cause: unknown) => {
     throw isMissing(cause) ? permanentError('not-found', missing, cause) : fsError(what, cause);
   });
-};
-
-const throwIfAborted = (signal: AbortSignal, what: string): void => {
-  if (signal.aborted) throw retryableError('aborted', `${what} aborted`, signal.reason);
-};
-
-interface Tree {
-  readonly sourceRoot: string;
-  readonly targetRoot: string;
-  readonly signal: AbortSignal;
-  readonly what: string;
-  readonly guard: TransferGuard;
-  /** Copies each file, counted by the guard: a clone where the file system has them. */
-  readonly copy: FileCopier;
-  /** Each file a symlink to its canonical path instead of a copy (`files: 'link'`). */
-  readonly link: boolean;
-  /** The files the model's patterns take, by path in the tree; absent: every entry is copied. */
-  readonly selection?: EntrySelection;
-}
-
-/** True when the file or link at `from` is to be copied (its dirs are made as it is placed). */
-const takes = (tree: Tree, from: string, kind: EntryKind): boolean =>
-  tree.selection === undefined || tree.selection.takes(path.relative(tree.sourceRoot, from), kind, from);
-
-/** Runs `place` on a path reaching `to`, its dirs made and entered by handle: the model server may plant a link. */
-const placed = (tree: Tree, to: string, place: (at: string) => Promise<void>): Promise<void> =>
-  inRealDirs(tree.targetRoot, path.relative(tree.targetRoot, to), place, 0o755);
-
-// O_NOFOLLOW: a file swapped for a link since it was listed is not followed; O_NONBLOCK: nor does a FIFO
-// swapped in block the open. fstat on the opened file then says what was really opened.
-const openFlags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-
-/**
- * With `files: 'link'`, a file up to this size is copied even so: a model's own config files (config.pbtxt,
- * model-settings.json), which the checks before a load read and never through a link, are then files of the model
- * dir as with a copy; and so small a file costs no room worth saving.
- */
-export const copiedUpToBytes = 2 ** 20;
-
-// Each file is opened once and its bytes read through that handle, so what was checked is what is copied. A linked
-// file is checked the same way; `from` is its canonical path (the root resolved, every dir below it listed as a
-// dir), which the link names absolutely: the model server resolves it in its own mount of the volume. It takes no
-// room, so the guard's caps, which keep the model dir's disk, do not count it.
-const copyFile = async (tree: Tree, from: string, to: string): Promise<void> => {
-  const handle = await open(from, openFlags);
-  try {
-    const info = await handle.stat();
-    if (!info.isFile()) throw permanentError('refused', `refusing ${from}: not a regular file`);
-    if (tree.link && info.size > copiedUpToBytes) return await symlink(from, to);
-    await tree.guard.admit(info.size);
-    await tree.copy({ handle, size: info.size, path: from, to, signal: tree.signal, what: tree.what });
-    await chmodNoFollow(to, modelFileMode(info.mode), tree.what); // readable by the model server
-  } finally {
-    await handle.close();
-  }
-};
-
-const copyLink = async (tree: Tree, from: string, to: string): Promise<void> => {
-  const refuse = (why: string, cause?: unknown): never => {
-    throw permanentError('refused', `refusing symlink ${from}: ${why}`, cause);
-  };
-  const resolved = await realpath(from).catch((cause: unknown) =>
-    refuse(`it cannot be resolved (${errorCode(cause) ?? 'error'})`, cause),
-  );
-  if (!isInside(tree.sourceRoot, resolved)) refuse(`it points to ${resolved}, outside ${tree.sourceRoot}`);
-  // With patterns, a link they take to a file they leave out brings that file's bytes: its target is not copied.
-  const { selection } = tree;
-  if (selection !== undefined && !selection.passes(path.relative(tree.sourceRoot, resolved))) {
-    if ((await stat(resolved)).isFile()) return placed(tree, to, (at) => copyFile(tree, resolved, at));
-  }
-  // Relative, so the link survives the model store renaming the target dir into place.
-  const mirrored = path.join(tree.targetRoot, path.relative(tree.sourceRoot, resolved));
-  await placed(tree, to, (at) => symlink(path.relative(path.dirname(to), mirrored) || '.', at));
-};
-
-const copyEntry = async (tree: Tree, entry: Dirent, from: string, to: string): Promise<void> => {
-  if (entry.isDirectory()) {
-    // A mount point inside the tree may be a pseudo filesystem (a source of `/` would reach /proc).
-    await checkNotSystem(from, tree.what);
-    if (tree.selection === undefined) await placed(tree, to, (at) => mkdir(at, { mode: 0o755 }));
-    await copyDir(tree, from, to);
-  } else if (entry.isFile()) {
-    if (takes(tree, from, 'file')) await placed(tree, to, (at) => copyFile(tree, from, at));
-  } else if (entry.isSymbolicLink()) {
-    if (takes(tree, from, 'symlink')) await copyLink(tree, from, to);
-  } else {
-    // Reading a FIFO would block forever; sockets and devices are not model files.
-    throw permanentError('refused', `refusing ${from}: not a regular file, directory or symlink`);
-  }
-};
-
-const copyDir = async (tree: Tree, from: string, to: string): Promise<void> => {
-  const entries = await readdir(from, { withFileTypes: true });
-  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  for (const entry of entries) {
-    throwIfAborted(tree.signal, tree.what);
-    await copyEntry(tree, entry, path.join(from, entry.name), path.join(to, entry.name));
-  }
 };
 
 type Settings = Required<LocalStorageOptions>;

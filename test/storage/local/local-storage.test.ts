@@ -1,13 +1,14 @@
 /** Tests of localFileStorage on real temp dirs: files, trees, archives, links and failures by kind. */
-import { chmod, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import fsPromises, { chmod, mkdir, readFile, rename, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openDir } from '../../../src/fs';
 import { localFileStorage } from '../../../src/storage/local/local-storage';
 import { effectError } from '../../helpers/effect-error';
 import { listTree } from '../../helpers/file-tree';
+import { countingHandles } from '../../helpers/held-handles';
 import { tarball, tgz, zipArchive, zipLink, type TarEntry } from '../archive/builders';
-import { useTempDir } from '../../helpers/temp-dir';
+import { removeTempDir, tempDir, useTempDir } from '../../helpers/temp-dir';
 
 describe('localFileStorage', () => {
   const tmp = useTempDir('local');
@@ -21,6 +22,53 @@ describe('localFileStorage', () => {
     target = path.join(tmp.path, 'target');
     await mkdir(source);
     await mkdir(target);
+  });
+
+  // A volume the model server can write too (a claim it mounts, --local-model-files link): it may swap a dir of the
+  // source for a link to one outside the roots (the pod's service account token, credentials) as it is copied.
+  it('copies nothing through a source dir swapped for a link to a dir outside the roots mid-copy', async () => {
+    const secrets = await tempDir('secrets');
+    try {
+      await writeFile(path.join(secrets, 'token'), 'secret');
+      await mkdir(path.join(source, 'sub'));
+      await writeFile(path.join(source, 'sub', 'a.bin'), 'weights');
+      await writeFile(path.join(source, 'top.bin'), 'top');
+      const makeDir = fsPromises.mkdir.bind(fsPromises);
+      let swapped = false;
+      // Listed as a dir, swapped as its copy in the target is made.
+      const making = jest.spyOn(fsPromises, 'mkdir').mockImplementation((async (
+        at: string,
+        ...rest: never[]
+      ) => {
+        if (!swapped && String(at).endsWith(`${path.sep}sub`)) {
+          swapped = true;
+          await rename(path.join(source, 'sub'), path.join(source, 'moved'));
+          await symlink(secrets, path.join(source, 'sub'));
+        }
+        return makeDir(at, ...rest);
+      }) as never);
+      try {
+        await local()
+          .download(source, target, signal)
+          .catch(() => undefined);
+      } finally {
+        making.mockRestore();
+      }
+      expect(swapped).toBe(true);
+      expect((await listTree(target)).filter((entry) => entry.endsWith('token'))).toEqual([]);
+    } finally {
+      await removeTempDir(secrets);
+    }
+  });
+
+  it('copies a source nested 100 dirs deep holding a few descriptors, not one a level', async () => {
+    const deep = Array.from({ length: 100 }, () => 'd').join(path.sep);
+    await mkdir(path.join(source, deep), { recursive: true });
+    await writeFile(path.join(source, deep, 'weights.bin'), 'w');
+    await writeFile(path.join(source, 'top.bin'), 't');
+    const { mostHeld } = await countingHandles(() => local().download(source, target, signal));
+    expect(await readFile(path.join(target, deep, 'weights.bin'), 'utf8')).toBe('w');
+    expect(mostHeld).toBeLessThanOrEqual(6);
   });
 
   it('serves the file scheme', () => {
