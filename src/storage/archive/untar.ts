@@ -1,12 +1,14 @@
 /** untar: a tar, gzipped or not, streamed through tar's Unpack — every entry guarded and counted, its end required. */
 import { modelFileMode } from '../../core/model-file-mode';
+import { randomBytes } from 'node:crypto';
+import { rename } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { ReadEntry, Unpack } from 'tar';
 import { lazyModule } from '../../core/lazy-module';
 import { EffectError, errorCode } from '../../core/errors';
-import { consume } from '../../fs';
+import { consume, inRealDirs, makeDirs, removeTree } from '../../fs';
 import type { ArchiveBudget } from './budget';
 import type { EntryKind } from './guard';
 import {
@@ -211,6 +213,13 @@ export const untarInto = (
   // Made by us once every file is written, as a zip's: tar checks a link's way for links from its cwd, and the cwd
   // the model store gives is a link itself (/proc/self/fd/<n>), so it refused `self -> .` and `sub/up -> ..`.
   const links: ArchiveLink[] = [];
+  // tar writes each file (and hard link) at a top-level name of its own, no dir on its way: its check for links on
+  // the way ran before each write, and the model server sharing the volume could swap a dir for a link between the
+  // two. Once tar ends they are renamed into place in the archive's order (a later entry of a name replaces an
+  // earlier one, as tar does), their dirs entered by handle.
+  const flat = `.modelsync-${randomBytes(6).toString('hex')}-`;
+  const placements: Array<{ readonly at: string; readonly written?: string }> = [];
+  const writtenAt = new Map<string, string>();
   const unpack = tarModule().extract({
     cwd: root,
     strict: true,
@@ -233,13 +242,23 @@ export const untarInto = (
           links.push({ at: readEntry.path.replace(/\/+$/, ''), target: readEntry.linkpath ?? '' });
           return false;
         }
-        // `./t` as `t`: tar looks for links on the way from its cwd, which is one (see `links`), when a part is `.`.
-        if (kind === 'hardlink') readEntry.linkpath = withoutDotParts(readEntry.linkpath ?? '');
+        const place = withoutDotParts(readEntry.path);
+        if (kind === 'dir') {
+          placements.push({ at: place });
+          return false;
+        }
+        const written = `${flat}${placements.length}`;
+        // Linked to the entry as tar wrote it (a link to a name no earlier entry wrote fails, as it did).
+        if (kind === 'hardlink')
+          readEntry.linkpath = writtenAt.get(withoutDotParts(readEntry.linkpath ?? '')) ?? `${flat}none`;
+        placements.push({ at: place, written });
+        writtenAt.set(place, written);
+        readEntry.path = written;
       } catch (error) {
         refuse(error as EffectError);
         return false;
       }
-      readEntry.mode = kind === 'dir' ? 0o755 : modelFileMode(readEntry.mode ?? 0o644);
+      readEntry.mode = modelFileMode(readEntry.mode ?? 0o644);
       return true;
     },
   });
@@ -251,19 +270,34 @@ export const untarInto = (
     signal,
     async (chunks) => {
       try {
-        await pipeline(
-          chunks,
-          (gzipped: AsyncIterable<Buffer>) => gunzipIfGzipped(gzipped, budget, tar, what),
-          (plain: AsyncIterable<Buffer>) => tar.watch(plain),
-          unpackSink(unpack),
-          { signal },
-        );
+        try {
+          await pipeline(
+            chunks,
+            (gzipped: AsyncIterable<Buffer>) => gunzipIfGzipped(gzipped, budget, tar, what),
+            (plain: AsyncIterable<Buffer>) => tar.watch(plain),
+            unpackSink(unpack),
+            { signal },
+          );
+        } catch (cause) {
+          await settle(unpack, () => finished);
+          throw tar.truncation(cause, what) ?? cause;
+        }
+        if (!tar.sawEnd) throw tar.missingEnd(what);
+        signal.throwIfAborted();
+        for (const { at, written } of placements)
+          if (at !== '')
+            await inRealDirs(
+              root,
+              at,
+              (to) => (written === undefined ? makeDirs(to, 0o755) : rename(`${root}/${written}`, to)),
+              0o755,
+            );
       } catch (cause) {
-        await settle(unpack, () => finished);
-        throw tar.truncation(cause, what) ?? cause;
+        // What tar wrote and was not moved into place yet is no file of the model.
+        for (const { written } of placements)
+          if (written !== undefined) await removeTree(`${root}/${written}`).catch(() => undefined);
+        throw cause;
       }
-      if (!tar.sawEnd) throw tar.missingEnd(what);
-      signal.throwIfAborted();
       await makeLinks(root, links);
     },
     archiveFailure(what),

@@ -1,5 +1,5 @@
 /** Tests of archive extraction on real temp dirs: tar, tar.gz and zip from streams and files, and hostile archives. */
-import { constants } from 'node:fs';
+import fs, { constants } from 'node:fs';
 import { mkdir, open, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -417,6 +417,36 @@ describe('a dir of the target a neighbour made a link (the model server sharing 
     // As if swapped in while the entries before it were written.
     await symlink(outside, path.join(target, 'sub'));
     await extractStream(chunked(zipArchive(entries)), 'zip', target, options).catch(() => undefined);
+    expect(await readdir(outside)).toEqual([]);
+  });
+
+  // tar checks the dirs on an entry's way for links, then opens the entry by path: a swap in between was followed.
+  it("writes no entry of a tar through a dir a neighbour swaps for a link between tar's check and its write", async () => {
+    const [target, outside] = [path.join(tmp.path, 'target'), path.join(tmp.path, 'outside')];
+    await Promise.all([mkdir(target), mkdir(outside)]);
+    const sub = path.join(target, 'sub');
+    const open = fs.open.bind(fs) as (...args: unknown[]) => void;
+    let swapped = false;
+    // At the first open for writing once sub/ is there: the window tar leaves after its check.
+    const opening = jest.spyOn(fs, 'open').mockImplementation((...args: unknown[]) => {
+      const flags = args[1];
+      const writing = flags !== undefined && flags !== 'r' && flags !== constants.O_RDONLY;
+      if (!swapped && writing && String(args[0]).startsWith(target) && fs.existsSync(sub)) {
+        swapped = true;
+        fs.renameSync(sub, path.join(target, 'moved'));
+        fs.symlinkSync(outside, sub);
+      }
+      open(...args);
+    });
+    try {
+      const entries = [
+        { name: 'sub/a.bin', content: 'first' },
+        { name: 'sub/b.bin', content: 'second' },
+      ];
+      await extractStream(chunked(tarball(entries)), 'tar', target, options).catch(() => undefined);
+    } finally {
+      opening.mockRestore();
+    }
     expect(await readdir(outside)).toEqual([]);
   });
 });
