@@ -10,6 +10,7 @@ import { lazyModule } from '../../core/lazy-module';
 import { EffectError, errorCode } from '../../core/errors';
 import { consume, inRealDirs, makeDirs, removeTree } from '../../fs';
 import type { ArchiveBudget } from './budget';
+import { compressionMagicBytes, unreadCompression } from './compressions';
 import type { EntryKind } from './guard';
 import {
   archiveFailure,
@@ -36,24 +37,6 @@ const tarKinds: Readonly<Record<string, EntryKind>> = {
 };
 const tarKind = (entry: ReadEntry): EntryKind => tarKinds[entry.type] ?? 'other';
 
-// The compressions Python's tarfile reads (KServe's initializer) but we do not, by their magic bytes; no tar opens
-// so (a tar opens with an entry's name: none holds bzip2's block or end magic, nor the bytes 0xFD or 0xB5 alone).
-const otherCompressions: ReadonlyArray<{ readonly name: string; readonly magic: ReadonlyArray<Buffer> }> = [
-  { name: 'xz', magic: [Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00])] },
-  { name: 'zstd', magic: [Buffer.from([0x28, 0xb5, 0x2f, 0xfd])] },
-  // `BZh`, the block size (1-9), then the first block's magic (pi) or, for nothing, the end's (sqrt pi).
-  {
-    name: 'bzip2',
-    magic: '123456789'
-      .split('')
-      .flatMap((size) => [`BZh${size}\x31\x41\x59\x26\x53\x59`, `BZh${size}\x17\x72\x45\x38\x50\x90`])
-      .map((magic) => Buffer.from(magic, 'latin1')),
-  },
-];
-const magicBytes = 10;
-const startsWith = (head: Buffer, magic: Buffer): boolean =>
-  head.length >= magic.length && head.subarray(0, magic.length).equals(magic);
-
 /**
  * A plain tar passed through, a gzipped one (by its magic bytes) gunzipped, held to the budget's ratio; `tar` learns
  * that the stream is gzipped, and that it ended whole (its trailer checked: no retry can fetch other bytes).
@@ -66,14 +49,14 @@ async function* gunzipIfGzipped(
 ): AsyncGenerator<Buffer> {
   const iterator = source[Symbol.asyncIterator]();
   let head = Buffer.alloc(0);
-  while (head.length < magicBytes) {
+  while (head.length < compressionMagicBytes) {
     const next = await iterator.next();
     if (next.done === true) break;
     head = Buffer.concat([head, next.value]);
   }
-  const compression = otherCompressions.find(({ magic }) => magic.some((bytes) => startsWith(head, bytes)));
+  const compression = unreadCompression(head);
   if (compression !== undefined) {
-    const why = `the tar is compressed with ${compression.name}, which modelsync does not read (only gzip: .tar.gz, .tgz)`;
+    const why = `the tar is compressed with ${compression}, which modelsync does not read (only gzip: .tar.gz, .tgz)`;
     throw invalidArchive(what, why);
   }
   let compressed = 0;
