@@ -35,11 +35,15 @@ export interface MarkerContent {
 }
 
 /**
- * A marker's text: the spec as KServe writes it plus the file manifest, so start-up recovery can tell a model whose
+ * A marker's text: the spec as KServe writes it plus the file manifest (when given), so start-up recovery can tell a model whose
  * files were lost or cut short after its marker was written (a power loss before the flush) from a whole one.
  */
-export const markerJson = (spec: ModelSpec, files: FileManifest): string =>
-  JSON.stringify({ ...specToJson(spec), [manifestKey]: Object.fromEntries([...files].sort(byPath)) });
+export const markerJson = (spec: ModelSpec, files?: FileManifest): string =>
+  JSON.stringify(
+    files === undefined
+      ? specToJson(spec)
+      : { ...specToJson(spec), [manifestKey]: Object.fromEntries([...files].sort(byPath)) },
+  );
 
 const byPath = ([a]: readonly [string, number], [b]: readonly [string, number]): number =>
   a < b ? -1 : a > b ? 1 : 0;

@@ -32,8 +32,13 @@ export const isMarkerName = (name: string): boolean => name.startsWith(markerPre
  */
 export const writeMarker = async (dir: OpenDir, spec: ModelSpec, files: FileManifest): Promise<string> => {
   const name = markerName(spec);
+  const withManifest = markerJson(spec, files);
+  // A marker past what recovery reads would be taken for a corrupt one at the next start, and its model deleted and
+  // fetched again at every start: a manifest that alone is past it (100,000 files of long paths: a local or pvc://
+  // model has no file cap) is left out, as KServe's markers have none (its files are then not checked at recovery).
+  const text = Buffer.byteLength(withManifest) <= maxMarkerBytes ? withManifest : markerJson(spec);
   await step(`cannot write the marker ${join(dir.path, name)}`, () =>
-    writeFile(`${dir.ref}/${name}`, markerJson(spec, files), { flag: createNew, mode: markerMode }),
+    writeFile(`${dir.ref}/${name}`, text, { flag: createNew, mode: markerMode }),
   );
   return name;
 };

@@ -458,6 +458,29 @@ describe('modelDirStore install', () => {
     expect(await entries()).toEqual([long]);
   });
 
+  it('keeps across a restart a model whose file list alone is past what a marker may hold (100,000 files of long paths)', async () => {
+    // 5,400 files whose paths are 3 KiB long list 17 MB, as 100,000 files of 170-character paths do (a local
+    // or pvc:// model has no file cap); recovery reads no marker past 16 MiB.
+    const deep = Array.from({ length: 12 }, (_, i) => `${i}`.padEnd(250, 'd')).join('/');
+    const files = new Map(
+      Array.from({ length: 5400 }, (_, i) => [`${deep}/${String(i).padEnd(200, 'f')}`, 1] as const),
+    );
+    await install(
+      store,
+      name('model1'),
+      specA,
+      async (dir) => {
+        await mkdir(join(dir, deep), { recursive: true });
+        await Promise.all([...files.keys()].map((path) => writeFile(join(dir, path), 'x')));
+        return files;
+      },
+      live(),
+    );
+    expect(asJson(await inPlace())).toEqual({ model1: specToJson(specA) });
+    expect(lines.filter(atLevel('warn')).map((line) => line.msg)).toEqual([]);
+    expect((await readdir(join(root, 'model1'))).sort()).toEqual([deep.split('/')[0], markerA]);
+  });
+
   it('never puts two model names in one dir: a name with a lone surrogate (U+FFFD on disk) is refused', async () => {
     await install(store, name('a\uFFFD'), specA, writeModel({ 'model.pt': 'a' }), live());
     const fill = jest.fn(() => Promise.resolve());
