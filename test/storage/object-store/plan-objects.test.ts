@@ -144,3 +144,27 @@ describe('a listing that names objects outside the prefix it was asked for', () 
     });
   });
 });
+
+describe('a listing of deep keys', () => {
+  it('places 5,000 objects 1,500 dirs deep in one pass over each key, not one per dir above it', async () => {
+    // A store's keys may be 4 KiB: each object's every dir above it was built and hashed anew, so a listing of
+    // deep keys held the event loop for minutes (2,000 objects 400 dirs deep: 2.9 s; these: 358 s).
+    const deep = Array.from({ length: 1500 }, (_, i) => `${i % 10}`).join('/');
+    const keys = Array.from({ length: 5000 }, (_, i) => `m1/${deep}/f${i}`);
+    const client: ObjectStoreClient = {
+      // eslint-disable-next-line @typescript-eslint/require-await -- an async generator of a fixed listing
+      list: async function* () {
+        for (const key of keys) yield { key, size: 1, version: 'v1' };
+        yield { key: `m1/${deep}`, size: 0, version: 'v1' }; // a folder marker, left out
+      },
+      read: () => Promise.reject(new Error('no read expected')),
+    };
+    const location = { bucket: 'models', prefix: 'm1', display: 'mem://models/m1' };
+    // The planning is synchronous: no test timeout can end it, so its time is checked after it (358 s before).
+    const started = performance.now();
+    const plan = await planObjects(client, location, signal, { maxModelFiles: 10_000 });
+    expect(performance.now() - started).toBeLessThan(30_000);
+    expect(plan).toHaveLength(5000);
+    expect(plan[4999]!.path).toBe(`${deep}/f4999`);
+  }, 60_000);
+});
