@@ -110,6 +110,34 @@ describe('createMetrics', () => {
     }
   });
 
+  it('shows the event loop lag past the sampling second, not the second itself: an idle agent lags 0, not 1 s', async () => {
+    // Node's histogram records each sample's whole interval (the 1 s resolution and the lag past it): an idle
+    // agent showed nodejs_eventloop_lag_min_seconds 0.9998 and p99 1.016 (a loop held 300 ms: max 1.3).
+    const ms = 1e6;
+    const histogram = {
+      enable: () => true,
+      disable: () => true,
+      reset: () => undefined,
+      min: 1000.2 * ms,
+      max: 1300 * ms,
+      mean: 1010 * ms,
+      stddev: 6 * ms,
+      percentile: (p: number) => (p === 99 ? 1016 * ms : p === 90 ? 1009 * ms : 1001 * ms),
+    };
+    const monitor = jest
+      .spyOn(perfHooks, 'monitorEventLoopDelay')
+      .mockReturnValue(histogram as unknown as ReturnType<typeof perfHooks.monitorEventLoopDelay>);
+    try {
+      const text = await setUp().page();
+      const lag = ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map((what) =>
+        Number(sample(text, `nodejs_eventloop_lag_${what}_seconds`).toFixed(4)),
+      );
+      expect(lag).toEqual([0.0002, 0.3, 0.01, 0.006, 0.001, 0.009, 0.016]);
+    } finally {
+      monitor.mockRestore();
+    }
+  });
+
   it('shows bytes and size only for the downloads running now, the size only when known, none once they end', async () => {
     const statuses = [
       statusOf('a', 'Downloading', { bytesDownloaded: 4096, bytesTotal: 10_000 }),
