@@ -94,16 +94,27 @@ export const syncListed = async (dir: OpenDir, paths: Iterable<string>): Promise
       ),
     );
   }
-  const dirs = new Set<string>(['']);
-  for (const parent of parents.keys())
-    for (let cut = parent.length; cut > 0; cut = parent.lastIndexOf('/', cut - 1))
-      dirs.add(parent.slice(0, cut));
-  const depth = (relative: string): number => (relative === '' ? 0 : relative.split('/').length);
-  for (const relative of [...dirs].sort((a, b) => depth(b) - depth(a)))
+  for (const relative of dirsBottomUp(parents.keys()))
     await step(`cannot flush ${join(dir.path, relative)}`, () =>
       // `dir` itself through the handle it is held by: no open more per install.
       relative === '' ? dir.handle.sync() : inSubdir(dir, relative, (ref) => syncPath(ref)),
     );
+};
+
+/** The dirs `parents` (relative, `/`-separated) and every dir above them, the top (`''`) among them, deepest first. */
+export const dirsBottomUp = (parents: Iterable<string>): string[] => {
+  // Each dir with its depth, counted once. A dir already taken has every dir above it taken too: the walk up from a
+  // parent stops there (it walked every dir above anew: 10,000 dirs 1,000 deep took 30 s, the event loop held).
+  const dirs = new Map<string, number>([['', 0]]);
+  for (const parent of parents)
+    for (let cut = parent.length; cut > 0 && !dirs.has(parent.slice(0, cut));) {
+      const dir = parent.slice(0, cut);
+      let depth = 1;
+      for (let at = dir.indexOf('/'); at !== -1; at = dir.indexOf('/', at + 1)) depth++;
+      dirs.set(dir, depth);
+      cut = parent.lastIndexOf('/', cut - 1);
+    }
+  return [...dirs].sort(([, a], [, b]) => b - a).map(([dir]) => dir);
 };
 
 /** `paths` (relative, `/`-separated) by their parent dir ('' for the top), names that are no path part left out. */
