@@ -20,9 +20,14 @@ export type FileManifest = ReadonlyMap<string, number>;
 /** The dirs the manifest's files lie in, each with every dir above it, the top (`''`) among them. */
 export const manifestDirs = (files: FileManifest): ReadonlySet<string> => {
   const dirs = new Set<string>(['']);
+  // Up from each file's dir, stopping at the first dir already taken: every dir above it is taken too (walked anew for
+  // each file, 10,000 files 1,000 dirs deep took 20 s).
   for (const path of files.keys()) {
-    for (let cut = path.indexOf('/'); cut !== -1; cut = path.indexOf('/', cut + 1))
-      dirs.add(path.slice(0, cut));
+    for (let cut = path.lastIndexOf('/'); cut !== -1; cut = path.lastIndexOf('/', cut - 1)) {
+      const dir = path.slice(0, cut);
+      if (dirs.has(dir)) break;
+      dirs.add(dir);
+    }
   }
   return dirs;
 };
