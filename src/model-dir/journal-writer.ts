@@ -168,11 +168,11 @@ export class JournalWriter {
   async appendAll(
     records: ReadonlyArray<{ readonly event: JournalEvent; readonly name: ModelName }>,
   ): Promise<void> {
-    const pending = new Set(this.pending);
+    // What the batch changes, over the loads pending before it (not copied: thousands may be).
+    const changed = new Map<ModelName, boolean>();
     const kept = records.filter(({ event, name }) => {
-      if (event === 'confirmed' && !pending.has(name)) return false;
-      if (event === 'starting') pending.add(name);
-      else pending.delete(name);
+      if (event === 'confirmed' && !(changed.get(name) ?? this.pending.has(name))) return false;
+      changed.set(name, event === 'starting');
       return true;
     });
     if (kept.length === 0) return;
