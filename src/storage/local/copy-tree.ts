@@ -3,7 +3,7 @@
  * target entered by handle, so that a dir the model server swaps for a link on a volume it shares is never followed.
  */
 import { constants, type Dirent } from 'node:fs';
-import { mkdir, open, readdir, realpath, stat, symlink } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, realpath, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { errorCode, permanentError, retryableError } from '../../core/errors';
 import { modelFileMode } from '../../core/model-file-mode';
@@ -80,8 +80,18 @@ const copyLink = async (tree: Tree, from: string, to: string): Promise<void> => 
   if (!isInside(tree.sourceRoot, resolved)) refuse(`it points to ${resolved}, outside ${tree.sourceRoot}`);
   // With patterns, a link they take to a file they leave out brings that file's bytes: its target is not copied.
   const { selection } = tree;
-  if (selection !== undefined && !selection.passes(path.relative(tree.sourceRoot, resolved))) {
-    if ((await stat(resolved)).isFile()) return placed(tree, to, (at) => copyFile(tree, resolved, at));
+  const relative = path.relative(tree.sourceRoot, resolved);
+  if (selection !== undefined && !selection.passes(relative)) {
+    // Opened from its dir entered from the root by handle: a dir on its way swapped for a link since it was
+    // resolved (the model server may write the source's volume) fails, never read through.
+    const parts = relative.split(path.sep);
+    const name = parts.pop()!;
+    const copied = await inSourceDir(tree, parts, async (held) => {
+      if (name === '' || !(await lstat(`${held}/${name}`)).isFile()) return false;
+      await placed(tree, to, (at) => copyFile(tree, resolved, at, `${held}/${name}`));
+      return true;
+    });
+    if (copied) return;
   }
   // Relative, so the link survives the model store renaming the target dir into place.
   const mirrored = path.join(tree.targetRoot, path.relative(tree.sourceRoot, resolved));

@@ -1,5 +1,5 @@
 /** Tests of local copies with a model's allow and ignore patterns, on real temp dirs. */
-import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import fsPromises, { mkdir, readdir, readFile, rename, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FileSelection } from '../../../src/core/file-selection';
 import { localFileStorage } from '../../../src/storage/local/local-storage';
@@ -57,6 +57,36 @@ describe('localFileStorage with a selection', () => {
       'vocab.json',
     ]);
     expect(await readFile(path.join(target, 'tokenizer.json'), 'utf8')).toBe('vocab');
+  });
+
+  it('copies no file through a dir of the source swapped for a link once a link to a file the patterns leave out was resolved', async () => {
+    const secrets = path.join(tmp.path, `secrets-${Math.random().toString(36).slice(2)}`);
+    await writeFiles(secrets, { abc: 'secret' });
+    await writeFiles(source, { 'blobs/abc': 'vocab' });
+    await symlink('blobs/abc', path.join(source, 'tokenizer.json'));
+    const resolve = fsPromises.realpath.bind(fsPromises);
+    let swapped = false;
+    // The link is resolved and checked inside the source; then the model server swaps the dir on its way.
+    const resolving = jest.spyOn(fsPromises, 'realpath').mockImplementation((async (at: string) => {
+      const resolved = await resolve(at);
+      if (!swapped && at.endsWith('tokenizer.json')) {
+        swapped = true;
+        await rename(path.join(source, 'blobs'), path.join(source, 'moved'));
+        await symlink(secrets, path.join(source, 'blobs'));
+      }
+      return resolved;
+    }) as never);
+    try {
+      await local()
+        .download(source, target, signal, undefined, { select: tokenizer })
+        .catch(() => undefined);
+    } finally {
+      resolving.mockRestore();
+    }
+    expect(swapped).toBe(true);
+    const files = (await listTree(target)).filter((entry) => !entry.includes(' -> '));
+    const texts = await Promise.all(files.map((file) => readFile(path.join(target, file), 'utf8')));
+    expect(texts).not.toContain('secret');
   });
 
   it('fails for good, naming the patterns and the count, when they select none of the files', async () => {
