@@ -1,6 +1,7 @@
 /** The SUCCESS marker of an installed model: its KServe-compatible content and the identity its name hashes. */
 import * as E from 'fp-ts/Either';
 import { formatValidationErrors } from './decode-config';
+import { dirsAbove, parentDir } from './dirs-above';
 import { selectsAll } from './file-selection';
 import { describeJsonProblem, parseJson } from './json/json';
 import { isJsonObject } from './json/json-object';
@@ -18,19 +19,8 @@ export const manifestKey = 'modelsyncFiles';
 export type FileManifest = ReadonlyMap<string, number>;
 
 /** The dirs the manifest's files lie in, each with every dir above it, the top (`''`) among them. */
-export const manifestDirs = (files: FileManifest): ReadonlySet<string> => {
-  const dirs = new Set<string>(['']);
-  // Up from each file's dir, stopping at the first dir already taken: every dir above it is taken too (walked anew for
-  // each file, 10,000 files 1,000 dirs deep took 20 s).
-  for (const path of files.keys()) {
-    for (let cut = path.lastIndexOf('/'); cut !== -1; cut = path.lastIndexOf('/', cut - 1)) {
-      const dir = path.slice(0, cut);
-      if (dirs.has(dir)) break;
-      dirs.add(dir);
-    }
-  }
-  return dirs;
-};
+export const manifestDirs = (files: FileManifest): ReadonlySet<string> =>
+  dirsAbove([...files.keys()].map(parentDir));
 
 /** What a marker says: the spec installed and, when modelsync wrote it, the files that must be there. */
 export interface MarkerContent {
