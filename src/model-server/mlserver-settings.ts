@@ -12,7 +12,7 @@ import { parseJson } from '../core/json/json';
 import { jsonObject } from '../core/json/json-object';
 import type { ModelName } from '../core/model-name';
 import type { ModelFiles } from '../ports';
-import { misnamedModel, mlserverNameFile } from './name-in-files';
+import { misnamedModel, mlserverNameFile, quoted } from './name-in-files';
 
 /** A model-settings.json is a few KiB; one past this is not vetted, so not installed. */
 const maxSettingsBytes = 1024 * 1024;
@@ -59,9 +59,8 @@ export const mlserverSettingsVet = async (name: ModelName, files: ModelFiles): P
     if (path === mlserverNameFile.file) throw misnamedModel(name, found, mlserverNameFile);
     throw permanentError(
       'refused',
-      `model "${name}": its files hold ${path}, which MLServer would take for the model ${JSON.stringify(
-        found.length > 200 ? `${found.slice(0, 200)}…` : found,
-      )} (its "name", or without one its folder's name): MLServer reads every model-settings.json in its ` +
+      `model "${name}": its files hold ${path}, which MLServer would take for the model ${quoted(found)} (its ` +
+        `"name", or without one its folder's name): MLServer reads every model-settings.json in its ` +
         `repository, so these files would be served as that model; remove the file, or give it "name": ` +
         `${JSON.stringify(name)}`,
     );

@@ -64,7 +64,8 @@ export const mlserverNameFile: NameFile = {
 const maxNameFileBytes = 1024 * 1024;
 
 /** `text` quoted for a message, at most 200 characters (a name read from files is anyone's). */
-const quoted = (text: string): string => JSON.stringify(text.length > 200 ? `${text.slice(0, 200)}…` : text);
+export const quoted = (text: string): string =>
+  JSON.stringify(text.length > 200 ? `${text.slice(0, 200)}…` : text);
 
 /** The refusal of model `name` whose files call it `found`: both names, and that they must match. */
 export const misnamedModel = (name: ModelName, found: string, nameFile: NameFile): EffectError =>
