@@ -64,12 +64,19 @@ export const kserveStorageEnv = (env: Env): E.Either<string, Env> => {
         return E.left(`STORAGE_CONFIG: ${key} must be an http:// or https:// URL without credentials`);
       taken[name] = String(value);
     }
-  const caBundleConfigMap = env.CA_BUNDLE_CONFIGMAP_NAME?.trim();
+  const mounted = kserveCaBundle(env);
   const caBundle =
-    caBundleConfigMap && !env.AWS_CA_BUNDLE && !taken.AWS_CA_BUNDLE
-      ? {
-          AWS_CA_BUNDLE: `${(env.CA_BUNDLE_VOLUME_MOUNT_POINT?.trim() || defaultCaBundleMount).replace(/\/+$/, '')}/${caBundleKey}`,
-        }
-      : {};
+    mounted !== undefined && !env.AWS_CA_BUNDLE && !taken.AWS_CA_BUNDLE ? { AWS_CA_BUNDLE: mounted } : {};
   return E.right({ ...env, ...taken, ...caBundle });
 };
+
+/**
+ * The file of the CA bundle ConfigMap KServe's webhook mounts (`CA_BUNDLE_CONFIGMAP_NAME` set:
+ * `$CA_BUNDLE_VOLUME_MOUNT_POINT/cabundle.crt`, default `/etc/ssl/custom-certs`), or undefined. KServe's initializer
+ * trusts it for every download, on top of the default roots (kserve_storage.py `_configure_global_ca_bundle`), and
+ * takes it as S3's `AWS_CA_BUNDLE` unless that is set (`_get_s3_client_kwargs`).
+ */
+export const kserveCaBundle = (env: Env): string | undefined =>
+  env.CA_BUNDLE_CONFIGMAP_NAME?.trim()
+    ? `${(env.CA_BUNDLE_VOLUME_MOUNT_POINT?.trim() || defaultCaBundleMount).replace(/\/+$/, '')}/${caBundleKey}`
+    : undefined;

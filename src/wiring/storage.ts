@@ -1,6 +1,6 @@
 /** Storage wiring: every provider an AppConfig asks for (file, http(s), S3, GCS, Azure Blob, hf://) on one Network. */
 import type { Env } from '../core/env';
-import { kserveStorageEnv } from '../core/kserve-storage-env';
+import { kserveCaBundle, kserveStorageEnv } from '../core/kserve-storage-env';
 import * as E from 'fp-ts/Either';
 import type { Logger } from 'pino';
 import { flagTable, retryPolicyOf, type AppConfig } from '../core/flags/app-config';
@@ -140,6 +140,23 @@ const awaitingCaBundle = (
   };
 };
 
+/**
+ * `network` with the certificates of KServe's CA bundle ConfigMap (`kserveCaBundle`) trusted too, for the downloads
+ * that are not S3's (S3 takes it as its AWS_CA_BUNDLE), as KServe's initializer trusts it for https, hf, GCS and Azure.
+ * Best effort, as there: a bundle that cannot be read leaves the default roots, with one warn line naming the file.
+ */
+const withKserveCaBundle = (network: Network, env: Env, log: Logger): Network => {
+  const file = kserveCaBundle(env);
+  if (file === undefined) return network;
+  const certificates = readCaBundle(file);
+  if (E.isRight(certificates)) return network.withTls({ extraCa: certificates.right });
+  log.warn(
+    { component: 'storage' },
+    `CA_BUNDLE_CONFIGMAP_NAME: ${certificates.left}: https://, gs://, hf:// and Azure downloads trust the default roots only`,
+  );
+  return network;
+};
+
 /** Every storage provider `config` asks for: those that serve a scheme, and those that claim URIs of one. */
 export interface StorageProviders {
   readonly providers: ReadonlyArray<StorageProvider>;
@@ -172,6 +189,8 @@ export const storageProviders = (
   const hf = hfSettingsFrom(env);
   if (E.isLeft(hf)) return E.left(`invalid Hugging Face Hub settings: ${hf.left}`);
   const { streamsPerFile, ...hub } = hf.right;
+  // S3 has its own (its AWS_CA_BUNDLE, S3_VERIFY_SSL); the STS requests of its chain go on `network`.
+  const trusting = withKserveCaBundle(network, env, log);
   const sdkOptions = {
     limits,
     timeoutMs: config.requestTimeoutMs,
@@ -198,7 +217,7 @@ export const storageProviders = (
       }),
       httpStorage({
         headersByHost,
-        network,
+        network: trusting,
         connectTimeoutMs: config.requestTimeoutMs,
         idleTimeoutMs: config.requestTimeoutMs,
         limits,
@@ -209,14 +228,14 @@ export const storageProviders = (
         ...sdkOptions,
         endpoint: config.gcsEndpoint,
         credentialsFile: env.GOOGLE_APPLICATION_CREDENTIALS || undefined,
-        network,
+        network: trusting,
       }),
       // Both bound a file's connections: --download-streams and KServe's HF_XET_NUM_CONCURRENT_RANGE_GETS.
       hfStorage({
         ...hub,
         tokenFile: hfTokenFileOf(env),
         ...sdkOptions,
-        network,
+        network: trusting,
         streams: Math.min(streams.streams, streamsPerFile ?? Infinity),
       }),
     ],
@@ -225,7 +244,7 @@ export const storageProviders = (
         ...sdkOptions,
         endpoints: config.azureBlobEndpoint === undefined ? [] : [config.azureBlobEndpoint],
         credentials: azureCredentialsFromEnv(env, () => defaultAzureCredential(env)),
-        agentFor: (url) => network.agentFor(url),
+        agentFor: (url) => trusting.agentFor(url),
       }),
     ],
   });
