@@ -4,7 +4,7 @@ import { X509Certificate } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
-import { rootCertificates } from 'node:tls';
+import { getCACertificates } from 'node:tls';
 import { Agent as RoutingBase, type AgentConnectOpts } from 'agent-base';
 import * as E from 'fp-ts/Either';
 import { HttpProxyAgent } from 'http-proxy-agent';
@@ -16,7 +16,7 @@ import { proxyRules, proxySettingsFrom, type ProxyRules, type ProxySettings } fr
 
 /** How servers' certificates are checked. */
 export interface TlsSettings {
-  /** PEM certificates trusted on top of Node's bundled Mozilla roots (`--ca-bundle`, S3's `AWS_CA_BUNDLE`). */
+  /** PEM certificates trusted on top of the process's default CAs (`--ca-bundle`, S3's `AWS_CA_BUNDLE`). */
   readonly extraCa?: ReadonlyArray<string>;
   /** false accepts any certificate (S3's `S3_VERIFY_SSL=0`); default true. */
   readonly verify?: boolean;
@@ -85,8 +85,10 @@ class TunnelAgent extends HttpsProxyAgent<string> {
 }
 
 const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
+  // On top of the process's default CAs (Node's roots, NODE_EXTRA_CA_CERTS, the system store under --use-system-ca):
+  // a `ca` of Node's roots alone dropped the CAs a user had trusted by those.
   const tls: TlsOptions = {
-    ...(tlsSettings.extraCa?.length ? { ca: [...rootCertificates, ...tlsSettings.extraCa] } : {}),
+    ...(tlsSettings.extraCa?.length ? { ca: [...getCACertificates('default'), ...tlsSettings.extraCa] } : {}),
     rejectUnauthorized: tlsSettings.verify !== false,
   };
   const direct = new Agent({ connect: tls });

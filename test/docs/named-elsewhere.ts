@@ -46,6 +46,7 @@ export const otherPrograms: ReadonlyArray<{
       '--max-old-space-size',
       '--require',
       '--openssl-legacy-provider',
+      '--use-system-ca',
     ],
   },
   {
