@@ -133,7 +133,7 @@ export const runListWatch = (
    */
   const failed = (cause: unknown, again: ListWatch<V1ConfigMap> | undefined): void => {
     if (stopped) return;
-    const reason = describeKubeFailure(kubeFailureOf(cause));
+    const reason = describeKubeFailure(kubeFailureOf(cause), config?.getCurrentCluster()?.server);
     // A refusal (a Role that lets it list but not watch, a 5xx, a 429) would meet a resume again while the server
     // answers lists: a list, as client-go's reflector sends after a failed watch, sees each edit meanwhile.
     const relist =

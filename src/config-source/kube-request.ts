@@ -4,6 +4,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Response } from 'undici';
 import { namesAnonymousUser, refusedUser, type KubeFailure } from '../core/config-map';
 import { errorCode, errorMessage } from '../core/errors';
+import { tlsFailureKind, tlsHandshakeReason } from '../core/tls-reason';
 import { lazyModule } from '../core/lazy-module';
 import { minSecretLength, redactedMark } from '../core/redact';
 import { jsonObject } from '../core/json/json-object';
@@ -198,7 +199,12 @@ export const kubeCall = async (
  */
 export const kubeFailureOf = (cause: unknown): KubeFailure => {
   if (cause instanceof KubeStatusError) return cause.failure;
-  const fetchFailed = cause instanceof TypeError && cause.message === 'fetch failed';
-  const code = fetchFailed ? errorCode(cause.cause) : undefined;
-  return code !== undefined ? { code } : { message: errorMessage(cause) };
+  const failed = cause instanceof TypeError && cause.message === 'fetch failed' ? cause.cause : undefined;
+  const code = failed === undefined ? undefined : errorCode(failed);
+  if (code === undefined) return { message: errorMessage(cause) };
+  if (tlsFailureKind(code) === undefined) return { code };
+  // A TLS failure's own words (they hold no request): OpenSSL's string said in words, without Node's advice of
+  // --use-system-ca, which the client (given the cluster's CA) does not take.
+  const said = errorMessage(failed).replace(/; if the root CA is installed locally, try running .*$/s, '');
+  return { code, message: (tlsHandshakeReason(said) ?? said).slice(0, 200) };
 };

@@ -3,6 +3,7 @@ import { isJsonObject } from './json/json-object';
 import * as E from 'fp-ts/Either';
 import { readFailed, tooLarge, invalidEncoding, type ByteLimit, type ConfigError } from './errors';
 import { jsonText } from './json/json-bytes';
+import { tlsFailureKind } from './tls-reason';
 
 /** Which key of which ConfigMap holds the model list. */
 export interface ConfigMapRef {
@@ -177,8 +178,33 @@ const noCredentials = (status: 401 | 403): string =>
   "to an anonymous request): check the kubeconfig user's token, tokenFile or client certificate, or in a pod " +
   'the service account token file; the Role is not what refused it';
 
-/** A failed list or watch in words: the status and what to check, or the network error; never a header. */
-export const describeKubeFailure = (failure: KubeFailure): string => {
+/** `server`'s host and port, to name the API server a TLS failure is with (never its user info or path). */
+const apiServerAt = (server: string | undefined): string => {
+  const host = server === undefined ? undefined : URL.parse(server)?.host;
+  return host ? ` at ${host}` : '';
+};
+
+/** A network error the API server's TLS failed with, in words: whose certificate, and where its CA is set. */
+const describeTlsFailure = (
+  failure: KubeFailure,
+  code: string,
+  server: string | undefined,
+): string | undefined => {
+  const kind = tlsFailureKind(code);
+  if (kind === undefined) return undefined;
+  const detail = failure.message === undefined ? code : `${code}: ${failure.message}`;
+  return kind === 'certificate'
+    ? `the API server${apiServerAt(server)} presented a certificate that was refused (${detail}): check the ` +
+        "certificate-authority or certificate-authority-data of the kubeconfig's cluster, or in a pod the service " +
+        "account's ca.crt"
+    : `the TLS handshake with the API server${apiServerAt(server)} failed (${detail})`;
+};
+
+/**
+ * A failed list or watch in words: the status and what to check, or the network error (a TLS one naming `server`,
+ * the cluster's URL); never a header.
+ */
+export const describeKubeFailure = (failure: KubeFailure, server?: string): string => {
   if (failure.status !== undefined && failure.status >= 300 && failure.status < 400)
     return `the API server answered a redirect (HTTP ${failure.status}), not followed: the token goes to no other address`;
   if ((failure.status === 401 || failure.status === 403) && failure.anonymous === true)
@@ -193,6 +219,9 @@ export const describeKubeFailure = (failure: KubeFailure): string => {
       statusWords[failure.status] ??
       `the API server answered HTTP ${failure.status}${failure.serverMessage === undefined ? '' : `: ${failure.serverMessage}`}`
     );
-  if (failure.code !== undefined) return `cannot reach the API server (${failure.code})`;
+  if (failure.code !== undefined)
+    return (
+      describeTlsFailure(failure, failure.code, server) ?? `cannot reach the API server (${failure.code})`
+    );
   return `the request failed: ${(failure.message ?? 'no reason given').slice(0, 200)}`;
 };

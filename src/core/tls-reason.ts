@@ -31,3 +31,14 @@ export const tlsHandshakeReason = (message: string): string | undefined => {
   const hint = hints.find(([pattern]) => pattern.test(reason))?.[1];
   return `TLS handshake failed: ${reason}${hint === undefined ? '' : ` (${hint})`}`;
 };
+
+/**
+ * Whether a network error's `code` is a TLS failure: the server's certificate refused (OpenSSL's verify codes,
+ * `ERR_TLS_CERT_ALTNAME_INVALID`), or the handshake itself (`ERR_SSL_*`, `EPROTO`); undefined for any other.
+ */
+export const tlsFailureKind = (code: string): 'certificate' | 'handshake' | undefined =>
+  /CERT|SELF_SIGNED|UNABLE_TO_GET_ISSUER|UNABLE_TO_VERIFY|INVALID_CA|HOSTNAME_MISMATCH|PATH_LENGTH/.test(code)
+    ? 'certificate'
+    : /^ERR_SSL_|^ERR_TLS_|^EPROTO$/.test(code)
+      ? 'handshake'
+      : undefined;

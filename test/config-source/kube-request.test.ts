@@ -7,6 +7,7 @@ import { describeKubeFailure } from '../../src/core/config-map';
 import { kubeCall, kubeFailureOf, KubeStatusError } from '../../src/config-source/kube-request';
 import { startHttpServer } from '../../src/testing/http-server';
 import { fakeClient } from '../helpers/kube-call';
+import { serverTls } from '../helpers/tls';
 
 describe('kubeCall', () => {
   it.each([
@@ -150,5 +151,38 @@ describe('kubeFailureOf', () => {
   it("says a silent watch's timeout in words, not as the DOMException's numeric code taken for a status", () => {
     const timeout = new DOMException('The operation was aborted due to timeout', 'TimeoutError');
     expect(said(timeout)).toBe('the request failed: The operation was aborted due to timeout');
+  });
+});
+
+describe('kubeCall failing its TLS handshake', () => {
+  it("names the API server and says its certificate was refused, pointing at the kubeconfig's CA, not 'cannot reach'", async () => {
+    // Signed by the test CA, which the client was not given (as a kubeconfig with the wrong certificate-authority).
+    const server = await startHttpServer((_request, response) => void response.end('{}'), {
+      tls: serverTls(),
+    });
+    try {
+      const refusal = await refusalOf(fakeClient, server.url, '/api/v1/namespaces/b/configmaps');
+      expect(describeKubeFailure(kubeFailureOf(refusal), server.url)).toBe(
+        `the API server at 127.0.0.1:${server.port} presented a certificate that was refused ` +
+          '(UNABLE_TO_VERIFY_LEAF_SIGNATURE: unable to verify the first certificate): check the certificate-authority ' +
+          "or certificate-authority-data of the kubeconfig's cluster, or in a pod the service account's ca.crt",
+      );
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('names the API server and says the handshake failed, in words, for a plain-HTTP port', async () => {
+    const server = await startHttpServer((_request, response) => void response.end('{}'));
+    try {
+      const https = server.url.replace('http:', 'https:');
+      const refusal = await refusalOf(fakeClient, https, '/api/v1/namespaces/b/configmaps');
+      expect(describeKubeFailure(kubeFailureOf(refusal), https)).toBe(
+        `the TLS handshake with the API server at 127.0.0.1:${server.port} failed (ERR_SSL_WRONG_VERSION_NUMBER: ` +
+          'TLS handshake failed: wrong version number (the server did not answer in TLS: plain HTTP on an https:// port?))',
+      );
+    } finally {
+      await server.close();
+    }
   });
 });
