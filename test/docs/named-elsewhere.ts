@@ -47,6 +47,7 @@ export const otherPrograms: ReadonlyArray<{
       '--require',
       '--openssl-legacy-provider',
       '--use-system-ca',
+      '--use-openssl-ca',
     ],
   },
   {
