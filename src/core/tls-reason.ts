@@ -32,6 +32,17 @@ export const tlsHandshakeReason = (message: string): string | undefined => {
   return `TLS handshake failed: ${reason}${hint === undefined ? '' : ` (${hint})`}`;
 };
 
+// Node's advice on a certificate no trusted CA signed, which cannot be followed: NODE_OPTIONS refuses that flag.
+const nodeAdvice = /; if the root CA is installed locally, try running Node\.js with --use-system-ca\.?$/;
+
+/**
+ * A TLS failure's `message` as said to a user: OpenSSL's error string in words (`tlsHandshakeReason`), Node's advice of
+ * `--use-system-ca` made `--ca-bundle`'s; undefined for a message that is neither.
+ */
+export const tlsReason = (message: string): string | undefined =>
+  tlsHandshakeReason(message) ??
+  (nodeAdvice.test(message) ? message.replace(nodeAdvice, ' (trust its CA with --ca-bundle)') : undefined);
+
 /**
  * Whether a network error's `code` is a TLS failure: the server's certificate refused (OpenSSL's verify codes,
  * `ERR_TLS_CERT_ALTNAME_INVALID`), or the handshake itself (`ERR_SSL_*`, `EPROTO`); undefined for any other.

@@ -1,7 +1,7 @@
 /** transportError: the one classification of an HTTP request that got no complete answer, for every HTTP edge. */
 import { maxHeaderSize } from 'node:http';
 import { EffectError, permanentError, retryableError } from '../core/errors';
-import { tlsHandshakeReason } from '../core/tls-reason';
+import { tlsReason } from '../core/tls-reason';
 
 /** What the caller knows about how the request ended, which the error that reaches its catch often does not say. */
 export interface TransportState {
@@ -76,9 +76,9 @@ const causeChain = (cause: unknown): ReadonlyArray<Link> => {
 };
 
 // `fetch failed` says nothing; the useful part (`connect ECONNREFUSED 127.0.0.1:8000`) is further down the chain.
-// OpenSSL's error string of a failed handshake is said in words.
+// A TLS failure is said in words (OpenSSL's error string, Node's advice of a flag NODE_OPTIONS refuses).
 const describe = (chain: ReadonlyArray<Link>): string | undefined =>
   chain
-    .map(({ message }) => (typeof message === 'string' ? (tlsHandshakeReason(message) ?? message) : message))
+    .map(({ message }) => (typeof message === 'string' ? (tlsReason(message) ?? message) : message))
     .filter((message) => typeof message === 'string' && message !== '' && message !== 'fetch failed')
     .join(': ') || undefined;

@@ -72,4 +72,26 @@ describe('transportError: a TLS handshake that fails', () => {
       await new Promise((resolve) => old.close(resolve));
     }
   });
+
+  // Node's advice (`try running Node.js with --use-system-ca`) cannot be followed: NODE_OPTIONS refuses that flag,
+  // and the image's entrypoint is node's command line.
+  it("points a certificate no trusted CA signed at --ca-bundle, not at Node's --use-system-ca", async () => {
+    const server = await serve((_req, res) => void res.end('ok'), { tls: serverTls() });
+    const untrusting = createNetwork();
+    try {
+      const target = new URL(`${server.url}/m.bin`);
+      const message = await untrusting
+        .dispatcherFor(target)
+        .request({ origin: target.origin, path: target.pathname, method: 'GET' })
+        .then(
+          () => 'answered',
+          (cause: unknown) => transportError(cause, { what: `GET ${target.href}`, aborted: false }).message,
+        );
+      expect(message).toBe(
+        `GET ${target.href} failed: unable to verify the first certificate (trust its CA with --ca-bundle)`,
+      );
+    } finally {
+      await untrusting.close();
+    }
+  });
 });
