@@ -183,6 +183,27 @@ const withKserveCaBundle = (network: Network, env: Env, log: Logger): Network =>
       `CA_BUNDLE_CONFIGMAP_NAME: ${why}: https://, gs://, hf:// and Azure downloads trust the default roots only`,
   );
 
+/**
+ * `network` with the CAs python-requests trusts (`REQUESTS_CA_BUNDLE`, else `CURL_CA_BUNDLE`), so KServe's storage
+ * initializer for https, hf, GCS and Azure, and with KServe's CA bundle ConfigMap: for the downloads that are not S3's.
+ * A file `network` trusts already (NODE_EXTRA_CA_CERTS', SSL_CERT_FILE's) is not read again: it would cost the heap.
+ */
+const withRequestsCas = (network: Network, env: Env, log: Logger): Network => {
+  const name = env.REQUESTS_CA_BUNDLE?.trim() ? 'REQUESTS_CA_BUNDLE' : 'CURL_CA_BUNDLE';
+  const file = env[name]?.trim() || undefined;
+  const known =
+    file === undefined || [env.NODE_EXTRA_CA_CERTS, env.SSL_CERT_FILE].some((other) => sameFile(file, other));
+  const requests = known
+    ? network
+    : trustingAlso(
+        network,
+        file,
+        log,
+        (why) => `${name}: ${why}: https://, gs://, hf:// and Azure downloads do not trust its CAs`,
+      );
+  return withKserveCaBundle(requests, env, log);
+};
+
 /** Every storage provider `config` asks for: those that serve a scheme, and those that claim URIs of one. */
 export interface StorageProviders {
   readonly providers: ReadonlyArray<StorageProvider>;
@@ -216,7 +237,7 @@ export const storageProviders = (
   if (E.isLeft(hf)) return E.left(`invalid Hugging Face Hub settings: ${hf.left}`);
   const { streamsPerFile, ...hub } = hf.right;
   // S3 has its own (its AWS_CA_BUNDLE, S3_VERIFY_SSL); the STS requests of its chain go on `network`.
-  const trusting = withKserveCaBundle(network, env, log);
+  const trusting = withRequestsCas(network, env, log);
   const sdkOptions = {
     limits,
     timeoutMs: config.requestTimeoutMs,
