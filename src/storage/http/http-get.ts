@@ -1,7 +1,7 @@
 /** httpGet: one GET, redirects followed by hand, credentials kept to their endpoint; Attempt: one download's end. */
 import { request } from '../../net';
 import { sameEndpoint } from '../../core/endpoint';
-import { permanentError, type EffectError } from '../../core/errors';
+import { EffectError, permanentError } from '../../core/errors';
 import {
   answerWithin,
   discardBody,
@@ -84,6 +84,16 @@ export class Attempt {
 }
 
 /**
+ * `cause` of a request to `target` that a redirect from `url` led to another origin (a CDN, a presigned URL): wrapped
+ * so that the failure names that origin (never its path and query: a signature), the server that failed, as its
+ * first reason (`redirected to https://cdn:443: <cause>`). An EffectError, or a hop on `url`'s own origin, as it is.
+ */
+const redirectedFailure = (url: URL, target: URL, cause: unknown): unknown =>
+  target.origin === url.origin || cause instanceof EffectError
+    ? cause
+    : new Error(`redirected to ${target.origin}`, { cause });
+
+/**
  * GET `url` with redirects followed by hand, so that `credentials` (`<host>-headers`, a Hub token) go only to the
  * endpoint `url` names (scheme, host, port), never to a CDN, a presigned URL or plain http; `extraHeaders` (ranges)
  * go to every hop. `method` HEAD asks the same for the headers alone.
@@ -115,7 +125,9 @@ export const httpGet = async (
         // undici's pool for the hop's URL: the Network's, direct or through its proxy.
         ...(settings.network !== undefined ? { dispatcher: settings.network.dispatcherFor(target) } : {}),
       }),
-    );
+    ).catch((cause: unknown) => {
+      throw redirectedFailure(url, target, cause);
+    });
     const answer = {
       status: response.statusCode,
       headers: response.headers,
