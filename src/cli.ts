@@ -134,11 +134,21 @@ const failedOnSignal = (
   );
 };
 
+/**
+ * The umask of every file and dir modelsync makes: the model server reads them as another user (deploy/base:
+ * modelsync 65532, the server 1000), so they must be readable by all and writable by modelsync alone, whatever
+ * umask the container gave the process. Under 077 a download's files and an archive's dirs landed 0600/0700 (the
+ * server's load failed), under 000 0666 (any user on the volume could rewrite a model). What must stay private
+ * (the load journal, the markers) is made 0600 by its own mode.
+ */
+const modelFilesUmask = 0o022;
+
 const run = (
   config: AppConfig,
   pairs: ReadonlyArray<DownloadPair> = [],
   notes: ReadonlyArray<string> = [],
 ): void => {
+  process.umask(modelFilesUmask);
   const root = stderrLogger(config.logLevel, config.logFormat);
   const log = root.log;
   exitLog = log;
