@@ -60,10 +60,11 @@ const defaultChain = (env: Env, recheckMs: number, agent: Agent | undefined) => 
   );
   let chain: (() => Promise<AwsCredentials>) | undefined;
   let seen: string | undefined;
+  // On the clock that never steps: NTP setting the wall clock back must not put the next look off for as long.
   let checkedAt = 0;
   return asSource(async () => {
-    if (chain === undefined || Date.now() - checkedAt >= recheckMs) {
-      checkedAt = Date.now();
+    if (chain === undefined || performance.now() - checkedAt >= recheckMs) {
+      checkedAt = performance.now();
       const tokenFile = env.AWS_WEB_IDENTITY_TOKEN_FILE;
       // Each file must be one the SDK may read whole (credentialsFileVersion); a missing one is the SDK's to skip.
       const files = [filepath, configFilepath, ...(tokenFile ? [tokenFile] : [])];

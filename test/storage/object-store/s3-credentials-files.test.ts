@@ -7,8 +7,11 @@ import { useTempDir } from '../../helpers/temp-dir';
 
 const tmp = useTempDir('s3-credentials-files');
 
-const chainOf = (env: Record<string, string>) => {
-  const credentials = s3Credentials({ anonymous: false }, { HOME: tmp.path, ...env });
+const chainOf = (env: Record<string, string>, recheckMs?: number) => {
+  const credentials = s3Credentials(
+    { anonymous: false, ...(recheckMs !== undefined ? { recheckMs } : {}) },
+    { HOME: tmp.path, ...env },
+  );
   if (credentials === 'anonymous') throw new Error('anonymous');
   return credentials;
 };
@@ -42,5 +45,28 @@ describe('s3Credentials, the files of the default chain', () => {
       kind: 'refused',
       message: `the AWS credentials file ${fifo} is a FIFO (named pipe), not a regular file; it is not read`,
     });
+  });
+
+  // NTP stepping the wall clock back (or a VM resumed) put the next look at the files off by as long as the step:
+  // a rotated Secret's new keys went unused for that long, every download refused with the old ones.
+  it('reads a rotated credentials file again after its recheck when the wall clock was set back an hour', async () => {
+    const file = join(tmp.path, 'credentials');
+    const write = (id: string) =>
+      writeFile(file, `[default]\naws_access_key_id = ${id}\naws_secret_access_key = secret-of-${id}\n`);
+    await write('AKIABEFORESTEP');
+    const chain = chainOf(
+      { AWS_SHARED_CREDENTIALS_FILE: file, AWS_CONFIG_FILE: join(tmp.path, 'config') },
+      20,
+    );
+    expect((await chain()).accessKeyId).toBe('AKIABEFORESTEP');
+    const setBack = Date.now() - 3_600_000;
+    const clock = jest.spyOn(Date, 'now').mockImplementation(() => setBack);
+    try {
+      await write('AKIAROTATEDKEYS');
+      await new Promise((resolve) => setTimeout(resolve, 200)); // ten recheck intervals
+      expect((await chain()).accessKeyId).toBe('AKIAROTATEDKEYS');
+    } finally {
+      clock.mockRestore();
+    }
   });
 });
