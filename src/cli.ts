@@ -7,7 +7,7 @@ import './compile-cache';
 import { fromEvent, map, merge, skip, Subject, take, takeUntil, takeWhile, tap, type Observable } from 'rxjs';
 import type { AppConfig } from './core/flags/app-config';
 import { redact } from './core/redact';
-import { unansweredMounts } from './fs';
+import { homeDir, unansweredMounts } from './fs';
 import { guardProcess, type Logger, logProcessWarnings, stderrLogger } from './log';
 import {
   dryRunMode,
@@ -143,12 +143,23 @@ const failedOnSignal = (
  */
 const modelFilesUmask = 0o022;
 
+/**
+ * Gives the process a HOME where it has none: a uid no password database lists (OpenShift's random uid, 65532 in
+ * the image) run without HOME. The AWS SDK's config loaders call `os.homedir()` at every request, which throws
+ * there: every s3:// download failed, seven times over as a network error. `/`, as runc gives such a user: where
+ * the SDK, kubectl's config and the Hub's token file are then looked for, and found missing.
+ */
+const giveAHome = (env: NodeJS.ProcessEnv): void => {
+  if (homeDir(env) === undefined) env['HOME'] = '/';
+};
+
 const run = (
   config: AppConfig,
   pairs: ReadonlyArray<DownloadPair> = [],
   notes: ReadonlyArray<string> = [],
 ): void => {
   process.umask(modelFilesUmask);
+  giveAHome(process.env);
   const root = stderrLogger(config.logLevel, config.logFormat);
   const log = root.log;
   exitLog = log;
