@@ -20,6 +20,7 @@ import {
   timer,
 } from 'rxjs';
 import { configFileName } from '../core/config-files';
+import { errorCode } from '../core/errors';
 import { lazyModule } from '../core/lazy-module';
 import { entryKind } from '../fs';
 import { readConfigFile, withDeadline, type ConfigReadOptions } from './config-file';
@@ -41,6 +42,8 @@ export interface ConfigDirOptions extends ConfigReadOptions {
   readonly armedRecheckMs?: number;
   /** Poll with stat every this many ms instead of inotify (NFS, some bind mounts); 0 = inotify. */
   readonly pollMs?: number;
+  /** The setting of `pollMs`, as the caller names it (the CLI: `--watch-poll-ms`), for an inotify watch refused. */
+  readonly pollName?: string;
   /** One watch of the dir (default: `fs.watch`, or chokidar polling at `pollMs`); tests inject failing ones. */
   readonly watchDir?: (dir: string, pollMs: number) => Observable<FsEvent>;
   /** A read of models.json that takes longer is given up and logged (a hung mount); default 10 s. */
@@ -97,18 +100,42 @@ const directoryExists = (
   );
 };
 
+/** The kernel limit behind each errno `fs.watch` gives when inotify is refused, which Node's message does not name. */
+const inotifyLimits: Readonly<Record<string, string>> = {
+  // inotify_init1: the uid's instances (shared by every container on the node that runs as it), or the open files.
+  EMFILE:
+    "the uid's inotify instances are used up (fs.inotify.max_user_instances on the node, shared by every process " +
+    'of this uid), or the open files of the process (ulimit -n)',
+  // inotify_add_watch: not the disk.
+  ENOSPC: "the uid's inotify watches are used up (fs.inotify.max_user_watches on the node), not the disk",
+};
+
+/**
+ * The error of an inotify watch of `dir` that the kernel refused for one of its limits, naming it (Node says only
+ * "too many open files" or "no space left on device"); `code` kept. Any other error as it is.
+ */
+const watchRefused = (dir: string, error: unknown, pollName: string): unknown => {
+  const code = errorCode(error);
+  const limit = code !== undefined ? inotifyLimits[code] : undefined;
+  if (limit === undefined) return error;
+  return Object.assign(
+    new Error(`cannot watch ${dir} (${code}): ${limit}; raise the limit, or poll instead with ${pollName}`),
+    { code },
+  );
+};
+
 /**
  * One inotify watch of `dir` (`fs.watch`): every rename and write of a child, as it happens, with nothing in
  * between (measured: chokidar reported `..data` in only about half of fast swaps and added 1-2.4 ms per event).
  * Emits `ready` once armed; errors when the watch does; the inode recheck around it notices the dir going.
  */
-const fsWatchOnce = (dir: string): Observable<FsEvent> =>
+const fsWatchOnce = (dir: string, pollName: string): Observable<FsEvent> =>
   new Observable<FsEvent>((subscriber) => {
     let watcher: FSWatcher;
     try {
       watcher = fsWatch(dir, { persistent: true });
     } catch (error) {
-      subscriber.error(error);
+      subscriber.error(watchRefused(dir, error, pollName));
       return undefined;
     }
     watcher.on('change', (eventType, filename) =>
@@ -146,8 +173,10 @@ const chokidarWatchOnce = (dir: string, pollMs: number): Observable<FsEvent> =>
     return () => void watcher.close();
   });
 
-const defaultWatch = (dir: string, pollMs: number): Observable<FsEvent> =>
-  pollMs > 0 ? chokidarWatchOnce(dir, pollMs) : fsWatchOnce(dir);
+const defaultWatch =
+  (pollName: string) =>
+  (dir: string, pollMs: number): Observable<FsEvent> =>
+    pollMs > 0 ? chokidarWatchOnce(dir, pollMs) : fsWatchOnce(dir, pollName);
 
 /**
  * Watches `dir` until its inode is gone or changed: chokidar misses the root's removal about one run in six, and
@@ -208,7 +237,8 @@ export interface ConfigDirSource extends ConfigSource {
  * itself. Reads are bounded in size and time; a read that hung and finally returned triggers a new one.
  */
 export const configDirSource = (options: ConfigDirOptions): ConfigDirSource => {
-  const { dir, log, recheckMs = 1000, pollMs = 0, watchDir = defaultWatch, readTimeoutMs = 10_000 } = options;
+  const { dir, log, recheckMs = 1000, pollMs = 0, pollName = 'pollMs', readTimeoutMs = 10_000 } = options;
+  const watchDir = options.watchDir ?? defaultWatch(pollName);
   const armedRecheckMs = options.armedRecheckMs ?? recheckMs;
   let lastAliveAt: number | undefined;
   const onAlive = (): void => {

@@ -51,6 +51,7 @@ export const configSourceFor = (
         ...common,
         dir: config.configDir,
         pollMs: config.watchPollMs,
+        pollName: flagTable.watchPollMs.flag,
         recheckMs: recheckMs(config.watchStallMs),
         // Often enough for `--watch-stall-ms` to judge the watch; chokidar's polling misses a removed dir about
         // one run in six, so there the check stays as frequent as the search for a missing dir.
