@@ -75,7 +75,10 @@ export interface AgentSettings {
   readonly serverWaitMs?: number;
   /** Quiet time after a burst of config events before the confirming re-read. */
   readonly settleMs: number;
-  /** Time for the config pacing and the start-up wait (a TestScheduler in tests); default asyncScheduler. */
+  /**
+   * Time for the config pacing, the start-up wait, the loader's retries and drift repair (a TestScheduler in tests);
+   * default `monotonicScheduler`.
+   */
   readonly scheduler?: SchedulerLike;
   /** Jitter source of the backoffs; default Math.random. */
   readonly random?: () => number;
@@ -126,6 +129,17 @@ interface StartWait {
   readonly random: () => number;
   readonly startedAt: number;
 }
+
+/**
+ * RxJS's async scheduler on a clock that never steps (`performance.now()`): its own `now()` is the wall clock's, and
+ * the operators that read it (debounceTime, the start-up wait, the loader's and drift repair's due times) took NTP
+ * setting the wall clock for time passing. Set forward an hour, `--once` gave up on the server at once; set back
+ * an hour, a burst of config changes waited an hour to be read, a lost model an hour to be loaded again.
+ */
+const monotonicScheduler: SchedulerLike = {
+  now: () => performance.now(),
+  schedule: asyncScheduler.schedule.bind(asyncScheduler),
+};
 
 /**
  * Tries again with the agent's backoff and no cap on attempts, a warn line (`waiting`) each time, while `worthWaiting`
@@ -209,7 +223,7 @@ export const startAgent = (
   settings: AgentSettings,
 ): Observable<AgentEvent> =>
   defer(() => {
-    const { log, scheduler = asyncScheduler, random = Math.random } = settings;
+    const { log, scheduler = monotonicScheduler, random = Math.random } = settings;
     // An integrator's telemetry that throws is a defect logged, never the end of the agent or a model's work.
     const telemetry = settings.telemetry && guardedTelemetry(settings.telemetry, log);
     const { server } = capabilities;

@@ -199,6 +199,70 @@ describe('startAgent', () => {
     expect(standIn.loaded.size).toBe(0);
   });
 
+  // NTP stepping the wall clock while the agent waits: the wait is timed on a clock that never steps. On the wall
+  // clock (RxJS's asyncScheduler), set forward an hour it gave up at once; set back an hour it waited an hour more.
+  it.each([
+    ['forward', 3_600_000],
+    ['back', -3_600_000],
+  ])(
+    'gives up with ServerNotAnswering at serverWaitMs, neither sooner nor later, when the wall clock is set %s an hour',
+    async (_direction, stepMs) => {
+      const inner = edges(modelsJson({ a: uri('a') }));
+      const started = performance.now();
+      const asked: number[] = [];
+      const realNow = Date.now.bind(Date);
+      const clock = jest.spyOn(Date, 'now');
+      const server: ModelServer = {
+        ...inner.server,
+        loadedModels: () => {
+          asked.push(performance.now() - started);
+          // Stepped once the wait has begun.
+          if (asked.length === 1) clock.mockImplementation(() => realNow() + stepMs);
+          return Promise.reject(new Error('connect ECONNREFUSED'));
+        },
+      };
+      try {
+        const ending = lastValueFrom(startAgent({ ...inner, server }, { ...settings(), serverWaitMs: 1000 }));
+        await expect(ending).rejects.toBeInstanceOf(ServerNotAnswering);
+        expect(asked.at(-1)).toBeGreaterThanOrEqual(990);
+        expect(performance.now() - started).toBeLessThan(30_000);
+      } finally {
+        clock.mockRestore();
+      }
+    },
+    40_000,
+  );
+
+  it('reloads a model the server keeps losing on its backoff after the wall clock is set back an hour', async () => {
+    const inner = edges(modelsJson({ a: uri('a') }));
+    const loads: number[] = [];
+    // A server that forgets every model it loads: each resync finds `a` lost, and reloads it on a backoff.
+    const server: ModelServer = {
+      ...inner.server,
+      loadedModels: () => Promise.resolve(new Set()),
+      load: (name, replacing, signal) => {
+        loads.push(performance.now());
+        return inner.server.load(name, replacing, signal);
+      },
+    };
+    const realNow = Date.now.bind(Date);
+    const clock = jest.spyOn(Date, 'now');
+    const agent = startAgent(
+      { ...inner, server },
+      { ...settings(), resync: { intervalMs: 50, signal$: new Subject<void>() } },
+    ).subscribe();
+    try {
+      await waitFor(() => loads.length >= 3, 10_000, 'two reloads of the lost model');
+      clock.mockImplementation(() => realNow() - 3_600_000);
+      const before = loads.length;
+      // The backoff doubles from one interval (50 ms): two more reloads take about two seconds, not an hour.
+      await waitFor(() => loads.length >= before + 2, 20_000, 'two reloads after the clock was set back');
+    } finally {
+      agent.unsubscribe();
+      clock.mockRestore();
+    }
+  }, 40_000);
+
   it('recovers the model dir again while it does not answer (a hung mount), then starts as usual', async () => {
     const inner = edges(modelsJson({ a: uri('a') }));
     const store = {
