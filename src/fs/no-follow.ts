@@ -35,11 +35,13 @@ export interface OpenDir {
  * `error` with each dir's handle path (`/proc/self/fd/<n>`) in its message replaced by the dir's own path, for a
  * reader; not followed by a digit, so /proc/self/fd/2 never rewrites the start of /proc/self/fd/23.
  */
+/** The handle path `ref` in a text, not followed by a digit (/proc/self/fd/2 is not the start of /proc/self/fd/23). */
+const handlePathOf = (ref: string): RegExp =>
+  new RegExp(`${ref.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?!\\d)`, 'g');
+
 export const namingDirs = (error: unknown, dirs: ReadonlyArray<OpenDir>): unknown => {
   if (!(error instanceof EffectError)) return error;
-  const handlePathOf = (dir: OpenDir): RegExp =>
-    new RegExp(`${dir.ref.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?!\\d)`, 'g');
-  const message = dirs.reduce((text, dir) => text.replace(handlePathOf(dir), dir.path), error.message);
+  const message = dirs.reduce((text, dir) => text.replace(handlePathOf(dir.ref), dir.path), error.message);
   if (message === error.message) return error;
   const { kind, status, retryable, cause } = error;
   return new EffectError(message, retryable, { kind, ...(status === undefined ? {} : { status }), cause });
@@ -146,6 +148,18 @@ const unlessGone = (cause: unknown): void => {
   if (errorCode(cause) !== 'ENOENT') throw cause;
 };
 
+/**
+ * `cause` (an errno error, thrown on) with the handle path `ref` in its message read as `shown`, the path it stands
+ * for: Node names the path it was given, and `/proc/self/fd/<n>` is a descriptor closed, maybe reused, by the time
+ * the line is read.
+ */
+const shownAt = (cause: unknown, ref: string, shown: string): unknown => {
+  if (ref !== shown && typeof cause === 'object' && cause !== null && 'message' in cause) {
+    if (typeof cause.message === 'string') cause.message = cause.message.replace(handlePathOf(ref), shown);
+  }
+  return cause;
+};
+
 /** Removes the entries of the held `dir` that are no dir; returns the names of those that are. */
 const removeNonDirs = async (dir: OpenDir): Promise<string[]> => {
   const entries = await readdir(dir.ref, { withFileTypes: true });
@@ -160,19 +174,27 @@ const removeNonDirs = async (dir: OpenDir): Promise<string[]> => {
  * the process with it. Each subdir's own subdirs are moved up into `dir` (a rename moves a link itself, never its
  * target), its other entries removed and it deleted; what was moved up is taken in the next round.
  */
-const emptyDir = async (dir: OpenDir): Promise<void> => {
-  for (let subdirs = await removeNonDirs(dir); subdirs.length > 0; subdirs = await removeNonDirs(dir)) {
-    for (const name of subdirs) {
-      const path = `${dir.ref}/${name}`;
-      // Gone meanwhile is done (a neighbour deleted it); anything else goes up to removeEntry's look again.
-      await withDir(path, async (sub) => {
-        for (const inner of await removeNonDirs(sub)) {
-          const hoisted = `${dir.ref}/${hoistedPrefix}${randomBytes(8).toString('hex')}`;
-          await rename(`${sub.ref}/${inner}`, hoisted).catch(unlessGone);
-        }
-      }).catch(unlessGone);
-      await rmdir(path).catch(unlessGone);
+const emptyDir = async (dir: OpenDir, shown: string): Promise<void> => {
+  try {
+    for (let subdirs = await removeNonDirs(dir); subdirs.length > 0; subdirs = await removeNonDirs(dir)) {
+      for (const name of subdirs) {
+        const path = `${dir.ref}/${name}`;
+        // Gone meanwhile is done (a neighbour deleted it); anything else goes up to removeEntry's look again.
+        await withDir(path, async (sub) => {
+          try {
+            for (const inner of await removeNonDirs(sub)) {
+              const hoisted = `${dir.ref}/${hoistedPrefix}${randomBytes(8).toString('hex')}`;
+              await rename(`${sub.ref}/${inner}`, hoisted).catch(unlessGone);
+            }
+          } catch (cause) {
+            throw shownAt(cause, sub.ref, path);
+          }
+        }).catch(unlessGone);
+        await rmdir(path).catch(unlessGone);
+      }
     }
+  } catch (cause) {
+    throw shownAt(cause, dir.ref, shown);
   }
 };
 
@@ -181,7 +203,7 @@ const removeEntry = async (path: string): Promise<void> => {
   for (let attempt = 1; ; attempt++) {
     try {
       if ((await lstat(path)).isDirectory()) {
-        await withDir(path, emptyDir);
+        await withDir(path, (dir) => emptyDir(dir, path));
         await rmdir(path);
       } else await unlink(path);
       return;

@@ -49,6 +49,42 @@ describe('removeTree', () => {
     await outside.expectUntouched();
   });
 
+  // The tree is entered by handle, so Node's errno messages named /proc/self/fd/<n> (a descriptor closed, maybe
+  // reused, by the time the line is read), never the file that could not be deleted.
+  it('names the entry it could not delete by its path, never by the handle it was reached through', async () => {
+    await writeFiles(join(work, 'tree'), { 'SUCCESS.x': '{}', 'sub/deeper/weights.bin': 'w' });
+    const realUnlink = fsPromises.unlink;
+    const unlinking = jest.spyOn(fsPromises, 'unlink').mockImplementation((path) =>
+      String(path).endsWith('.bin')
+        ? Promise.reject(
+            Object.assign(new Error(`EACCES: permission denied, unlink '${String(path)}'`), {
+              code: 'EACCES',
+              syscall: 'unlink',
+              path: String(path),
+            }),
+          )
+        : realUnlink(path),
+    );
+    try {
+      const failure = await removeTree(join(work, 'tree')).then(
+        () => undefined,
+        (error: unknown) => error as Error,
+      );
+      // Two dirs down, reached through handles: named where it is (a subdir is moved up to be deleted), a path that
+      // leads to it.
+      const named = /^cannot delete (.+): EACCES: permission denied, unlink '(.+)'$/.exec(
+        failure?.message ?? '',
+      );
+      expect(named?.[1]).toBe(join(work, 'tree'));
+      expect(named?.[2]).toMatch(
+        new RegExp(`^${join(work, 'tree')}/\\.deleting-[0-9a-f]{16}/weights\\.bin$`),
+      );
+      expect(await exists(named?.[2] ?? '')).toBe(true);
+    } finally {
+      unlinking.mockRestore();
+    }
+  });
+
   it('holds a few dirs open however deep the tree (a tree deeper than the descriptor limit is deleted)', async () => {
     // A neighbour can nest dirs as deep as it likes: one descriptor a level ran into EMFILE (and took the others').
     const depth = 200;
