@@ -4,7 +4,7 @@ import { constants } from 'node:fs';
 import { open, opendir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isLeft } from 'fp-ts/Either';
-import { errorMessage } from '../core/errors';
+import { errorCode, errorMessage } from '../core/errors';
 import { decodeMarker, markerJson, markerPrefix, specIdentityJson, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
 import { isTransientFsError, readSmallFileWithStats, step, type OpenDir } from '../fs';
@@ -80,7 +80,12 @@ export type DirState =
       readonly files: ReadonlyArray<string>;
       readonly count: number;
     }
-  | { readonly _tag: 'Corrupt'; readonly file: string; readonly reason: string };
+  | { readonly _tag: 'Corrupt'; readonly file: string; readonly reason: string }
+  /** A marker this process may not open (EACCES, EPERM): another uid's, as likely as not; nothing said of it. */
+  | { readonly _tag: 'Unreadable'; readonly file: string; readonly reason: string };
+
+/** The errno of a file this process may not open (its owner's alone, another uid's). */
+const notPermitted = (cause: unknown): boolean => ['EACCES', 'EPERM'].includes(errorCode(cause) ?? '');
 
 const readMarker = async (ref: string, file: string): Promise<DirState> => {
   try {
@@ -93,7 +98,11 @@ const readMarker = async (ref: string, file: string): Promise<DirState> => {
     // A read that may pass (out of descriptors, an I/O error) says nothing of the marker: read as corrupt, a complete
     // model was deleted (and downloaded again). Thrown, the model dir is left as it is: see `inspect`'s callers.
     if (isTransientFsError(cause)) throw cause;
-    return { _tag: 'Corrupt', file, reason: errorMessage(cause) };
+    // Told by the marker's path, not the handle path (`ref`) it was opened through.
+    const reason = errorMessage(cause).split(ref).join(file);
+    // Nor does a marker not ours to read (another uid's, 0600): read as corrupt, recovery moved its dir aside from
+    // under the model server that served it (and failed to delete it).
+    return notPermitted(cause) ? { _tag: 'Unreadable', file, reason } : { _tag: 'Corrupt', file, reason };
   }
 };
 

@@ -68,6 +68,7 @@ const stateWords: Readonly<Record<DirState['_tag'], string>> = {
   NoMarker: 'a dir without a marker',
   Ambiguous: 'a dir with several markers',
   Corrupt: 'a dir with a corrupt marker',
+  Unreadable: 'a dir whose marker modelsync may not read',
 };
 
 /** What was found, in words for a log line (when it is not the model expected). */

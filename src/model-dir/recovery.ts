@@ -117,6 +117,13 @@ const recoverModel = async (
     log.info({ model: name, dir, found: found.foreign }, 'not a model dir modelsync owns; leaving it');
     return undefined;
   }
+  if (state._tag === 'Unreadable') {
+    log.warn(
+      { model: name, dir, file: state.file, reason: state.reason },
+      "cannot read the model marker (not permitted: another user's?); leaving the model dir",
+    );
+    return undefined;
+  }
   switch (state._tag) {
     case 'NoMarker':
       log.info({ model: name, dir }, 'model dir without a marker (interrupted download); deleting it');

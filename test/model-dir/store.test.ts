@@ -674,6 +674,42 @@ describe('modelDirStore recover', () => {
     });
   });
 
+  // A model dir another uid left (a volume kept across a change of runAsUser, OpenShift's uid range): its marker is
+  // 0600 and not ours to read. That says nothing of the marker: read as corrupt, the model dir was moved aside from
+  // under the model server that served it, and its delete failed too, naming /proc/self/fd/<n>.
+  it('leaves a model dir whose marker it may not read (EACCES), naming the marker, and recovers the others', async () => {
+    await kserveModel('theirs', jsonA, { 'model.pt': 'w' });
+    await kserveModel('model1', jsonA);
+    const theirs = `SUCCESS.${sha256('theirs')}`;
+    const realOpen = fsPromises.open;
+    const opening = jest.spyOn(fsPromises, 'open').mockImplementation((path, ...rest) =>
+      String(path).endsWith(`/${theirs}`)
+        ? Promise.reject(
+            Object.assign(new Error(`EACCES: permission denied, open '${String(path)}'`), {
+              code: 'EACCES',
+              syscall: 'open',
+              path: String(path),
+            }),
+          )
+        : realOpen(path, ...rest),
+    );
+    try {
+      const recovered = await store.recover();
+      expect([...recovered.keys()]).toEqual(['model1']);
+    } finally {
+      opening.mockRestore();
+    }
+    expect(await entries()).toEqual(['model1', 'theirs']);
+    expect(await readFile(join(root, 'theirs', 'model.pt'), 'utf8')).toBe('w');
+    expect(lines.filter((line) => /corrupt/.test(String(line.msg)))).toEqual([]);
+    const left = lines.filter((line) => /leaving the model dir/.test(String(line.msg)));
+    expect(left).toHaveLength(1);
+    expect(left[0]).toMatchObject({
+      file: join(root, 'theirs', theirs),
+      reason: `EACCES: permission denied, open '${join(root, 'theirs', theirs)}'`,
+    });
+  });
+
   it('deletes a model dir with a marker that is JSON but not a spec', async () => {
     await kserveModel('model1', '{"framework":"sklearn"}');
     expect((await store.recover()).size).toBe(0);
