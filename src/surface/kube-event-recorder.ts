@@ -31,7 +31,14 @@ export interface KubeEventRecorder {
 export interface KubeEventRecorderOptions {
   /** Events queued at most while one is written. */
   readonly maxQueued?: number;
+  /** The wall clock: the Events' times and their correlation (client-go's); default `Date.now`. */
   readonly now?: () => number;
+  /**
+   * A clock that never steps, for the waits: 10 minutes after a refusal, a minute before the settings are asked for
+   * again, the once-per-10-minutes warn; default `performance.now`. NTP setting the wall clock back an hour made each
+   * an hour longer.
+   */
+  readonly elapsed?: () => number;
   /** Why a write failed, in words, and whether it was refused (config-source's `eventWriteFailure`). */
   readonly failure?: (error: unknown) => WriteFailure;
 }
@@ -52,7 +59,12 @@ const settingsRetryMs = 60_000;
 export const kubeEventRecorder = (
   writerOf: KubeEventsWriterOf,
   log: Logger,
-  { maxQueued = 256, now = Date.now, failure = anyFailure }: KubeEventRecorderOptions = {},
+  {
+    maxQueued = 256,
+    now = Date.now,
+    elapsed = () => performance.now(),
+    failure = anyFailure,
+  }: KubeEventRecorderOptions = {},
 ): KubeEventRecorder => {
   const correlator = new EventCorrelator();
   const queue: KubeEventNote[] = [];
@@ -70,7 +82,7 @@ export const kubeEventRecorder = (
   let sequence = 0;
 
   const writerNow = (): Promise<KubeEventsWriter | undefined> => {
-    if (writerRetryAt !== undefined && now() >= writerRetryAt) writer = writerRetryAt = undefined;
+    if (writerRetryAt !== undefined && elapsed() >= writerRetryAt) writer = writerRetryAt = undefined;
     return (writer ??= writerOf().then(
       (found) => {
         if ('unavailable' in found) {
@@ -90,25 +102,25 @@ export const kubeEventRecorder = (
           'no Kubernetes Events: the API server settings cannot be read',
         );
         settingsWarned = true;
-        writerRetryAt = now() + settingsRetryMs;
+        writerRetryAt = elapsed() + settingsRetryMs;
         return undefined;
       },
     ));
   };
-  const isRefused = (): boolean => refusedUntil !== undefined && now() < refusedUntil;
+  const isRefused = (): boolean => refusedUntil !== undefined && elapsed() < refusedUntil;
 
   const failed = (error: unknown): void => {
     dropped += 1;
     const { reason, refused: byTheServer } = failure(error);
     if (byTheServer) {
-      refusedUntil = now() + warnEveryMs;
+      refusedUntil = elapsed() + warnEveryMs;
       log.warn(
         { reason },
         'the API server refused a Kubernetes Event; none is written for 10 minutes, then one is tried',
       );
       return;
     }
-    const at = now();
+    const at = elapsed();
     if (warnedAt !== undefined && at - warnedAt < warnEveryMs) return;
     warnedAt = at;
     log.warn({ reason, dropped }, 'cannot write a Kubernetes Event; dropped (said once per 10 minutes)');

@@ -177,6 +177,7 @@ describe('kubeEventRecorder', () => {
     const { sink, log } = logger();
     const recorder = kubeEventRecorder(() => Promise.resolve(api), log, {
       now: () => clock,
+      elapsed: () => clock,
       failure: () => ({ reason: 'grant create and patch on events', refused: true }),
     });
     recorder.record(note('a'));
@@ -205,6 +206,35 @@ describe('kubeEventRecorder', () => {
     expect(recorder.dropped()).toBe(3);
   });
 
+  // NTP setting the wall clock back an hour after a refusal kept every Event unwritten for 70 minutes, not 10: the
+  // waits ran on the clock the Events' times are read from.
+  it('tries one write again 10 minutes after a refusal when the wall clock was set back an hour meanwhile', async () => {
+    let wall = 5_000_000;
+    let elapsed = 0;
+    const writes: string[] = [];
+    const api: KubeEventsWriter = {
+      pod,
+      create: (event) => {
+        writes.push((event as { message: string }).message);
+        return Promise.reject(new Error('403'));
+      },
+      repeat: () => Promise.resolve(true),
+    };
+    const recorder = kubeEventRecorder(() => Promise.resolve(api), logger().log, {
+      now: () => wall,
+      elapsed: () => elapsed,
+      failure: () => ({ reason: 'grant create and patch on events', refused: true }),
+    });
+    recorder.record(note('a'));
+    await recorder.flushed();
+    wall -= 3_600_000;
+    elapsed += 10 * 60_000;
+    expect(recorder.active()).toBe(true);
+    recorder.record(note('b'));
+    await recorder.flushed();
+    expect(writes).toHaveLength(2);
+  });
+
   it('asks for the API server settings again a minute after they could not be read', async () => {
     let clock = 0;
     let readable = false;
@@ -213,7 +243,7 @@ describe('kubeEventRecorder', () => {
     const recorder = kubeEventRecorder(
       () => (readable ? Promise.resolve(ok.api) : Promise.reject(new Error('token file not mounted yet'))),
       log,
-      { now: () => clock },
+      { now: () => clock, elapsed: () => clock },
     );
     recorder.record(note('a'));
     await recorder.flushed();
@@ -232,6 +262,7 @@ describe('kubeEventRecorder', () => {
     let asked = 0;
     const never = kubeEventRecorder(() => (asked++, Promise.reject(new Error('no kubeconfig'))), quietLog, {
       now: () => clock,
+      elapsed: () => clock,
     });
     for (let i = 0; i < 3; i++) {
       never.record(note(String(i)));
