@@ -5,7 +5,6 @@
  */
 import type { Logger } from 'pino';
 import {
-  asyncScheduler,
   catchError,
   concatMap,
   defer,
@@ -30,6 +29,7 @@ import type { ModelOp } from '../core/model-op';
 import type { AgentEvent } from '../core/model-status';
 import type { Snapshot } from '../core/snapshot';
 import { abortable } from './abortable';
+import { monotonicScheduler } from './monotonic-scheduler';
 import { createLoader, guardedTelemetry, type Loader, type LoaderDeps } from '../loader';
 import { repairDrift, resyncTriggers, type ResyncTriggerOptions } from '../pipeline';
 import {
@@ -129,17 +129,6 @@ interface StartWait {
   readonly random: () => number;
   readonly startedAt: number;
 }
-
-/**
- * RxJS's async scheduler on a clock that never steps (`performance.now()`): its own `now()` is the wall clock's, and
- * the operators that read it (debounceTime, the start-up wait, the loader's and drift repair's due times) took NTP
- * setting the wall clock for time passing. Set forward an hour, `--once` gave up on the server at once; set back
- * an hour, a burst of config changes waited an hour to be read, a lost model an hour to be loaded again.
- */
-const monotonicScheduler: SchedulerLike = {
-  now: () => performance.now(),
-  schedule: asyncScheduler.schedule.bind(asyncScheduler),
-};
 
 /**
  * Tries again with the agent's backoff and no cap on attempts, a warn line (`waiting`) each time, while `worthWaiting`
