@@ -45,12 +45,27 @@ const modesUnder = async (root: string): Promise<Record<string, string>> => {
   return modes;
 };
 
+/** Serves an archive (`/models/iris.tar.gz`, a file in a subdir) and one file (`/models/weights.bin`). */
+const serveTwoModels = async (): Promise<void> => {
+  await storage.tarGz('/models/iris.tar.gz', { 'model.joblib': 'joblib', 'meta/info.json': '{}' });
+  storage.file('/models/weights.bin', 'weights');
+};
+
+/** The modes of serveTwoModels' models installed as `archive` and `file`: readable by all, writable by us alone. */
+const twoModelsModes = {
+  'archive/': '755',
+  'archive/meta/': '755',
+  'archive/meta/info.json': '644',
+  'archive/model.joblib': '644',
+  'file/': '755',
+  'file/weights.bin': '644',
+};
+
 describe("the modes of a model's files under the process's umask", () => {
   it.each(['077', '000', '002'])(
     'gives the storage initializer files 644 and dirs 755 under umask %s',
     async (umask) => {
-      await storage.tarGz('/models/iris.tar.gz', { 'model.joblib': 'joblib', 'meta/info.json': '{}' });
-      storage.file('/models/weights.bin', 'weights');
+      await serveTwoModels();
 
       const result = await runCli(
         [
@@ -64,14 +79,7 @@ describe("the modes of a model's files under the process's umask", () => {
 
       expect(result.code).toBe(0);
       // The dests too: KServe's /mnt/models is there already, a dest of one's own is made.
-      expect(await modesUnder(tmp.path)).toEqual({
-        'archive/': '755',
-        'archive/meta/': '755',
-        'archive/meta/info.json': '644',
-        'archive/model.joblib': '644',
-        'file/': '755',
-        'file/weights.bin': '644',
-      });
+      expect(await modesUnder(tmp.path)).toEqual(twoModelsModes);
     },
     40_000,
   );
@@ -79,8 +87,7 @@ describe("the modes of a model's files under the process's umask", () => {
   it.each(['077', '000'])(
     'gives the models of a one-shot sync files 644 and dirs 755 under umask %s',
     async (umask) => {
-      await storage.tarGz('/models/iris.tar.gz', { 'model.joblib': 'joblib', 'meta/info.json': '{}' });
-      storage.file('/models/weights.bin', 'weights');
+      await serveTwoModels();
       const [configDir, modelDir] = [join(tmp.path, 'config'), join(tmp.path, 'models')];
       await Promise.all([mkdir(configDir), mkdir(modelDir)]);
       atomicWrite(configDir, {
@@ -97,14 +104,7 @@ describe("the modes of a model's files under the process's umask", () => {
       );
 
       expect(result.code).toBe(0);
-      expect(await modesUnder(modelDir)).toEqual({
-        'archive/': '755',
-        'archive/meta/': '755',
-        'archive/meta/info.json': '644',
-        'archive/model.joblib': '644',
-        'file/': '755',
-        'file/weights.bin': '644',
-      });
+      expect(await modesUnder(modelDir)).toEqual(twoModelsModes);
     },
     40_000,
   );
