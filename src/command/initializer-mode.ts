@@ -113,7 +113,7 @@ const downloadPair = (
   log: Logger,
 ): Observable<void> =>
   defer(() => {
-    const startedAt = Date.now();
+    const startedAt = performance.now();
     // The agent's `download progress` line (src/loader/reconcile.ts), the pair in place of the model.
     const progress = (report: DownloadProgress): void => {
       if (!report.done)
@@ -123,7 +123,7 @@ const downloadPair = (
     return attempt$.pipe(
       retryTransient(policy, log, pair),
       map(({ bytes }) => {
-        const seconds = (Date.now() - startedAt) / 1000;
+        const seconds = Math.round(performance.now() - startedAt) / 1000;
         log.info({ ...shown(pair), bytes, seconds }, 'model downloaded');
       }),
     );

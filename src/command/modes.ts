@@ -177,7 +177,7 @@ export const syncMode = (
     const stopped$ = signals.shutdown$.pipe(
       take(1),
       exhaustMap(() => {
-        const started = Date.now();
+        const started = performance.now();
         deadline = started + timeoutMs;
         log.info(
           { timeoutMs },
@@ -186,7 +186,7 @@ export const syncMode = (
         const drained = Promise.all([loader?.drain(), ...drains.map((drain) => drain())]).then(() => true);
         return race(from(drained), timer(timeoutMs).pipe(map(() => false))).pipe(
           map((done) => {
-            const durationMs = Date.now() - started;
+            const durationMs = Math.round(performance.now() - started);
             if (done) log.info({ durationMs }, 'modelsync stopped');
             else
               log.warn(
@@ -200,7 +200,7 @@ export const syncMode = (
     // The Kubernetes Events of the last statuses (a load that ended while draining) are written off the agent's
     // path, after it ended: the exit waits for them, never past the shutdown timeout.
     const flushed$ = defer(() => {
-      const leftMs = Math.max(0, (deadline ?? Date.now()) - Date.now());
+      const leftMs = Math.max(0, (deadline ?? performance.now()) - performance.now());
       const flushed = Promise.all(flushes.map((flush) => flush())).then(() => true);
       return race(from(flushed), timer(leftMs).pipe(map(() => false))).pipe(
         map((done) => {

@@ -161,7 +161,7 @@ export const bringIn = async (
     let loadMs: number | undefined;
     if (!isLoaded(model, target)) {
       report(model.name, 'Loading', target, undefined, fetched && { filesFrom: fetched.filesFrom });
-      const loadStarted = Date.now();
+      const loadStarted = performance.now();
       await slots.load.use(slotWait({ stop, supersede, drain }), async () => {
         if (!journalled) await journal.starting(model.name);
         // A load that got no answer may have loaded the spec it was for: another spec replaces it.
@@ -178,16 +178,13 @@ export const bringIn = async (
       await confirm();
       model.loaded = true;
       model.loadedSpec = target;
-      loadMs = Date.now() - loadStarted;
+      loadMs = Math.round(performance.now() - loadStarted);
     } else if (journalled) {
       // Installed again while the server holds this very version (changed back before the other one loaded): its
       // install's `starting` record is confirmed too, or a restart would take it for a load never confirmed.
       await confirm();
     }
-    report(model.name, 'Loaded', target, {
-      ...fetched?.logFields,
-      ...(loadMs !== undefined ? { loadMs } : {}),
-    });
+    report(model.name, 'Loaded', target, { ...fetched?.logFields, ...(loadMs !== undefined && { loadMs }) });
   } finally {
     await replaced
       ?.dropReplaced()
@@ -216,7 +213,7 @@ const fetchInto = async (
   { download, log, progress: onProgress }: ReconcileEffects,
   offer: ContentOffer | undefined,
 ): Promise<Fetched> => {
-  const started = Date.now();
+  const started = performance.now();
   let final: DownloadProgress | undefined;
   let written: WrittenFiles | void;
   try {
@@ -238,8 +235,9 @@ const fetchInto = async (
   }
   const filled = offer?.filled();
   if (filled !== undefined) {
-    const filledFields = { filledBytes: filledBytes(filled), downloadMs: Date.now() - started };
-    return { filesFrom: filled.source === nodeCacheSource ? 'node-cache' : 'model', logFields: filledFields };
+    const downloadMs = Math.round(performance.now() - started);
+    const logFields = { filledBytes: filledBytes(filled), downloadMs };
+    return { filesFrom: filled.source === nodeCacheSource ? 'node-cache' : 'model', logFields };
   }
   const logFields = final && { bytes: final.bytes, downloadMs: final.elapsedMs };
   return { filesFrom: 'storage', logFields: logFields ?? {}, written: written ?? undefined };

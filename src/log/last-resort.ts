@@ -15,8 +15,15 @@ export const uncaughtErrorCount = (): number => caught;
 /** At most one line per window: a library failing in a loop must not flood the log (the count has them all). */
 const windowMs = 1000;
 
-/** Installs the guard on `target` (the process); returns what takes it off again. */
-export const guardProcess = (log: Logger, target: EventEmitter = process, now = Date.now): (() => void) => {
+/**
+ * Installs the guard on `target` (the process); returns what takes it off again. `now` times the window, by default
+ * on a clock NTP never steps: set back an hour, the wall clock kept every error unlogged for that hour.
+ */
+export const guardProcess = (
+  log: Logger,
+  target: EventEmitter = process,
+  now: () => number = () => performance.now(),
+): (() => void) => {
   let windowStart = Number.NEGATIVE_INFINITY;
   let unlogged = 0;
   const caughtOne =

@@ -45,10 +45,13 @@ const withoutRawPacket = (err: unknown): unknown => {
   return err;
 };
 
-/** A warn line per kind at most once a second, with how many of that kind went unlogged since. */
+/**
+ * A warn line per kind at most once a second, with how many of that kind went unlogged since; `clock` in ms, by
+ * default one NTP never steps (set back an hour, the wall clock kept every line of a kind unlogged for that hour).
+ */
 export const rateLimitedWarn = (
   log: Logger,
-  clock: () => number,
+  clock: () => number = () => performance.now(),
 ): ((kind: FailureKind, err?: unknown) => void) => {
   const last = new Map<FailureKind, { at: number; suppressed: number }>();
   return (kind, err) => {

@@ -60,7 +60,7 @@ export interface ReverseProxyOptions {
   /** How fast a request body must come: one behind gets 408 (cut, once the upstream answers), its request aborted. */
   readonly body: BodyPace;
   readonly log: Logger;
-  /** The clock of the once-a-second warn lines, in ms (default `Date.now`): a test steps its own. */
+  /** The clock of the once-a-second warn lines, in ms (default `performance.now`): a test steps its own. */
   readonly now?: () => number;
 }
 
@@ -95,7 +95,7 @@ export const reverseProxy = (options: ReverseProxyOptions): ReverseProxy => {
   // lifo: the warmest connection first, so that the others idle out rather than all staying half used.
   const agent = sharedReadAgent({ keepAlive: true, maxSockets, scheduling: 'lifo', timeout: upstreamIdleMs });
   const hostHeader = `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
-  const warn = rateLimitedWarn(options.log, options.now ?? Date.now);
+  const warn = rateLimitedWarn(options.log, options.now);
   let inFlight = 0;
 
   const proxy = (request: IncomingMessage, response: ServerResponse, message: Forwardable): void => {

@@ -233,11 +233,12 @@ export const httpSurface = ({
       answeredHere(request, agentPort !== undefined),
     );
     let listening = false;
-    let loggedAt = 0;
+    let loggedAt = -Infinity;
     server.on('error', (error: NodeJS.ErrnoException) => {
       if (!listening) return subscriber.error(error);
-      if (Date.now() - loggedAt < 1000) return;
-      loggedAt = Date.now();
+      // On a clock NTP never steps: set back an hour, the wall clock would keep the warn silent for that hour.
+      if (performance.now() - loggedAt < 1000) return;
+      loggedAt = performance.now();
       log.warn({ err: error, code: error.code }, 'HTTP surface cannot accept a connection');
     });
     server.listen({ port, ...(host !== undefined ? { host } : {}) }, () => {

@@ -45,4 +45,28 @@ describe('guardProcess', () => {
     expect(lines).toHaveLength(2);
     expect(lines[1]).toMatchObject({ notLogged: 999 });
   });
+
+  // NTP stepping the wall clock back (or a VM resumed) kept the window open for as long as the step: every error of
+  // that hour counted, none logged.
+  it('logs an error a second after the last one when the wall clock was set back an hour meanwhile', async () => {
+    const target = new EventEmitter();
+    const { log, lines } = recordingLog();
+    // The wall clock as the process reads it, stepped back at will (spied before the code under test reads it).
+    const wallNow = Date.now.bind(Date);
+    let stepMs = 0;
+    const wallClock = jest.spyOn(Date, 'now').mockImplementation(() => wallNow() + stepMs);
+    guardProcess(log, target);
+    target.emit('uncaughtException', new Error('before the step'));
+    try {
+      stepMs = -3_600_000;
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      target.emit('uncaughtException', new Error('after the step'));
+    } finally {
+      wallClock.mockRestore();
+    }
+    expect(lines.map((line) => (line['err'] as { message: string }).message)).toEqual([
+      'before the step',
+      'after the step',
+    ]);
+  });
 });
