@@ -98,6 +98,12 @@ export interface AgentSettings {
    * `defaultMaxUnlistedUnloads`.
    */
   readonly maxUnlistedUnloads?: number;
+  /**
+   * While every read of the config since the start is rejected (or models.json is missing), keep the models the
+   * model dir held at the start in force, as the last good config (`keepValid`): loaded, and `Ready` once they are.
+   * Default true; `--once` says false: a bad config there is exit 1, nothing changed.
+   */
+  readonly keepInstalledWhileRejected?: boolean;
 }
 
 /** The model server gave no answer within `AgentSettings.serverWaitMs`; `lastError` is why its last try failed. */
@@ -277,6 +283,7 @@ export const startAgent = (
           ...settings,
           telemetry,
           inPlace: inPlaceSnapshot(inPlace),
+          ...(settings.keepInstalledWhileRejected === false ? {} : { installed: inPlace.onDisk }),
           scheduler,
           loader,
           opOperators: repairs$

@@ -49,6 +49,11 @@ export interface ConfigPipelineDeps {
   readonly configSource: ConfigSource;
   /** What is in place already (`inPlaceSnapshot`, recovered at start-up); the first config is diffed against it. */
   readonly inPlace: Snapshot;
+  /**
+   * The models installed before the start (the specs of the markers recovered from the model dir): the config in
+   * force while every read since the start is rejected (or models.json is missing). Absent or empty: none.
+   */
+  readonly installed?: Snapshot;
   readonly log: Logger;
   /** Quiet time after a burst of events before the trailing read (must exceed chokidar's 50 ms throttle). */
   readonly settleMs: number;
@@ -99,8 +104,10 @@ export const acceptedSnapshots = (
     readConfig(deps.configSource.read),
     skipUnchangedReads(() => telemetry.configRead('unchanged')),
     decodeAndReport(telemetry, checksumOf),
-    keepValid(deps.log),
-    tap((snapshot) => deps.log.info({ modelCount: snapshot.size }, 'config accepted')),
+    keepValid(deps.log, deps.installed),
+    tap((snapshot) => {
+      if (snapshot !== deps.installed) deps.log.info({ modelCount: snapshot.size }, 'config accepted');
+    }),
     deps.servedSchemes === undefined ? identity : warnUnservedSchemes(deps.servedSchemes, deps.log),
   );
 };

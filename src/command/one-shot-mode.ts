@@ -80,6 +80,7 @@ export const oneShotMode = (
     const synced$ = startAgent(once, {
       ...agentSettings(config, log),
       ...(config.serverWaitTimeout > 0 ? { serverWaitMs: config.serverWaitTimeout } : {}),
+      keepInstalledWhileRejected: false,
       onStart: (start) => {
         loader = start.loader;
         deferred = start.deferred;

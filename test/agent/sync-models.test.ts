@@ -1,14 +1,14 @@
 /** syncModels: when the first accepted config counts as applied (Ready), while later configs keep the loader busy. */
 import pino from 'pino';
-import { BehaviorSubject, Observable, Subject, of, type Subscription } from 'rxjs';
+import { BehaviorSubject, Observable, Subject, of, tap, type Subscription } from 'rxjs';
 import * as E from 'fp-ts/Either';
-import type { ModelOp } from '../../src/core/model-op';
+import { add, remove, type ModelOp } from '../../src/core/model-op';
 import { statusEvent, type AgentEvent, type ModelPhase } from '../../src/core/model-status';
-import { emptySnapshot } from '../../src/core/snapshot';
+import { emptySnapshot, unknownSpec, type Snapshot } from '../../src/core/snapshot';
 import type { ConfigSource, FsEvent } from '../../src/ports';
 import { syncModels } from '../../src/agent';
 import { waitFor } from '../../src/testing/wait';
-import { modelsJson, name } from '../helpers/fixtures';
+import { modelsJson, name, snap, spec } from '../helpers/fixtures';
 
 /** A config dir whose models.json is `text` until `swap` puts another there (with kubelet's `..data` event). */
 const changingConfig = (text: string) => {
@@ -49,17 +49,22 @@ const handDrivenLoader = () => {
 };
 
 /** syncModels on `config` and a hand-driven loader: the events it emits, and how to settle the loader's models. */
-const synced = (config: ReturnType<typeof changingConfig>) => {
+const synced = (
+  config: ReturnType<typeof changingConfig>,
+  start: { readonly inPlace: Snapshot; readonly installed?: Snapshot } = { inPlace: emptySnapshot },
+) => {
   const { loader, settle, open } = handDrivenLoader();
   const events: AgentEvent[] = [];
+  const ops: ModelOp[] = [];
   const subscription = syncModels({
     configSource: config.source,
-    inPlace: emptySnapshot,
+    ...start,
     log: pino({ level: 'silent' }),
     settleMs: 1,
     loader,
+    opOperators: [tap((op) => ops.push(op))],
   }).subscribe((event) => events.push(event));
-  return { events, subscription, settle, open };
+  return { events, subscription, settle, open, ops };
 };
 
 describe('syncModels', () => {
@@ -105,6 +110,43 @@ describe('syncModels', () => {
       config.swap(modelsJson({ a: '/storage/a' }));
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(events.filter((event) => event._tag === 'Ready')).toEqual([{ _tag: 'Ready', modelCount: 0 }]);
+    } finally {
+      subscription.unsubscribe();
+    }
+  });
+
+  it('keeps the models installed before a restart in force while the first config read is rejected: loads the one the server lost, then Ready', async () => {
+    // A restart (modelsync's container, and the server's, which forgot its models) while models.json is bad.
+    const config = changingConfig('[{"modelName": "a", ');
+    const installed = snap({ a: spec('/storage/a'), b: spec('/storage/b') });
+    // b is still loaded, a is not; x is loaded with nothing of modelsync's on disk (unloaded, as by a first config).
+    const inPlace = snap({ a: unknownSpec, b: spec('/storage/b'), x: unknownSpec });
+    const { events, subscription, settle, open, ops } = synced(config, { inPlace, installed });
+    try {
+      await waitFor(() => open.has('a'), 5_000, 'the model installed before the restart reaches the loader');
+      expect(ops).toEqual([remove(name('x')), add(name('a'), spec('/storage/a'), true)]);
+      settle('x', 'Removed');
+      settle('a', 'Loaded');
+      await waitFor(() => events.some((event) => event._tag === 'Ready'), 5_000, 'Ready');
+      // The next good config is diffed against the models kept in force.
+      config.swap(modelsJson({ b: { storageUri: '/storage/b', framework: 'sklearn' } }));
+      await waitFor(() => ops.length === 3, 5_000, 'the next good config');
+      expect(ops[2]).toEqual(remove(name('a')));
+    } finally {
+      subscription.unsubscribe();
+    }
+  });
+
+  it('does nothing while the first config read is rejected when nothing was installed before the start', async () => {
+    const config = changingConfig('[');
+    const { events, subscription, ops } = synced(config, {
+      inPlace: emptySnapshot,
+      installed: emptySnapshot,
+    });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(ops).toEqual([]);
+      expect(events).toEqual([]);
     } finally {
       subscription.unsubscribe();
     }

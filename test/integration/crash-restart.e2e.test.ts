@@ -4,6 +4,7 @@
  */
 import { request } from 'node:http';
 import { join } from 'node:path';
+import { atomicWrite } from '../../src/testing/atomic-writer';
 import { startHttpServer } from '../../src/testing/http-server';
 import { waitFor } from '../../src/testing/wait';
 import * as crash from '../hardening/chaos/crash-kit';
@@ -101,5 +102,32 @@ describe('the agent process killed while a swapped-in version waits for a load s
     expect(crash.servedVersions(env.standIn)).toEqual(
       new Map(names.map((name) => [name, env.entry(name, 'v2').modelSpec.storageUri])),
     );
+  }, 120_000);
+});
+
+describe('the agent process restarted while models.json holds a rejected edit', () => {
+  it('loads again, without a download, the installed models the restarted server lost, and turns ready', async () => {
+    const names = ['a', 'b'];
+    const catalog = crash.modelCatalog(join(tmp.path, 'scratch'), (name) => names.indexOf(name));
+    const env = keep(await crash.crashWorld(tmp.path, catalog, 10));
+    const entries = names.map((name) => env.entry(name, 'v1'));
+    env.writeConfig(entries);
+    const first = startCli(cliArgs(env.flags()));
+    await first.waitForLog('start-up sync complete; ready', 60_000);
+    const logsBefore = first.logs.length;
+    atomicWrite(env.configDir, { 'models.json': '[{"modelName": "a", ' }); // a bad edit: rejected, nothing changes
+    await first.waitForLog('config rejected; keeping the previous models', 30_000, logsBefore);
+    await first.signalAndWait('SIGKILL');
+    // The model server restarted too, and forgot what it had loaded.
+    for (const name of names)
+      await fetch(`${env.standIn.url}/v2/repository/models/${name}/unload`, { method: 'POST' });
+    expect([...env.standIn.loaded]).toEqual([]);
+
+    const second = startCli(cliArgs(env.flags()));
+    await second.waitForLog('start-up sync complete; ready', 60_000);
+    expect([...env.standIn.loaded].sort()).toEqual(names);
+    expect(second.logs.filter((log) => log.msg === 'model downloading')).toEqual([]);
+    expect(env.standIn.loads.filter((load) => !load.complete || load.problem !== undefined)).toEqual([]);
+    await crash.expectModelDirToHold(env.modelDir, entries, catalog);
   }, 120_000);
 });

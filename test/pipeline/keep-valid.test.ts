@@ -42,4 +42,34 @@ describe('keepValid', () => {
       expectObservable(source.pipe(keepValid(recordWarnings().log as never)), '^-!').toBe('g', { g: good });
       expectSubscriptions(source.subscriptions).toBe('^-!');
     }));
+
+  it('keeps what was installed before the start in force at the first rejection before any accepted read, once', () => {
+    const installed = snap({ m0: spec('s3://b/m0') });
+    const { lines, log } = recordWarnings();
+    runMarbles(({ cold, expectObservable }) => {
+      expectObservable(cold('bbgb|', results).pipe(keepValid(log as never, installed))).toBe('i-g-|', {
+        i: installed,
+        g: good,
+      });
+    });
+    expect(lines.map((line) => line.message)).toEqual([
+      'config rejected; keeping the previous models',
+      'no config accepted since the start: the models installed before it stay in force',
+      'config rejected; keeping the previous models',
+      'config rejected; keeping the previous models',
+    ]);
+  });
+
+  it('keeps nothing in force for a rejection once a read was accepted, nor when nothing was installed', () =>
+    runMarbles(({ cold, expectObservable }) => {
+      const installed = snap({ m0: spec('s3://b/m0') });
+      expectObservable(cold('gb|', results).pipe(keepValid(recordWarnings().log as never, installed))).toBe(
+        'g-|',
+        { g: good },
+      );
+      expectObservable(cold('bg|', results).pipe(keepValid(recordWarnings().log as never, snap({})))).toBe(
+        '-g|',
+        { g: good },
+      );
+    }));
 });
