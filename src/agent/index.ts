@@ -3,14 +3,8 @@
  * It imports no effect: only the pipeline, the loader, core and the ports.
  */
 export { abortable } from './abortable';
-export {
-  type AgentCapabilities,
-  type AgentSettings,
-  type AgentStart,
-  ModelDirUnusable,
-  ServerNotAnswering,
-  startAgent,
-} from './start-agent';
+export { type AgentCapabilities, type AgentSettings, type AgentStart, startAgent } from './start-agent';
+export { ModelDirUnusable, ServerNotAnswering } from './start-errors';
 export {
   acceptedSnapshots,
   type ConfigPipelineDeps,

@@ -24,11 +24,12 @@ import { syncModels } from './sync-models';
 import { retryDelay, type RetryPolicy } from '../core/retry-policy';
 import { toEffectError, type EffectError } from '../core/errors';
 import { defaultMaxUnlistedUnloads } from '../core/drift';
-import { adoptServerIndex, inPlaceSnapshot, type InPlace } from '../core/in-place';
+import { adoptServerIndex, inPlaceSnapshot, installedInForce, type InPlace } from '../core/in-place';
 import type { ModelOp } from '../core/model-op';
 import type { AgentEvent } from '../core/model-status';
 import type { Snapshot } from '../core/snapshot';
 import { abortable } from './abortable';
+import { ModelDirUnusable, ServerNotAnswering } from './start-errors';
 import { monotonicScheduler } from './monotonic-scheduler';
 import { createLoader, guardedTelemetry, type Loader, type LoaderDeps } from '../loader';
 import { repairDrift, resyncTriggers, type ResyncTriggerOptions } from '../pipeline';
@@ -104,28 +105,6 @@ export interface AgentSettings {
    * Default true; `--once` says false: a bad config there is exit 1, nothing changed.
    */
   readonly keepInstalledWhileRejected?: boolean;
-}
-
-/** The model server gave no answer within `AgentSettings.serverWaitMs`; `lastError` is why its last try failed. */
-export class ServerNotAnswering extends Error {
-  constructor(
-    readonly waitedMs: number,
-    readonly lastError: EffectError,
-  ) {
-    super(`the model server did not answer within ${waitedMs} ms: ${lastError.message}`);
-    this.name = 'ServerNotAnswering';
-  }
-}
-
-/**
- * The start's recovery of the model dir or its load journal failed for good (not a dir, a dangling link, not
- * listable; `--once`: still not answering at `serverWaitMs`): a bad setting or a broken volume, not a bug.
- */
-export class ModelDirUnusable extends Error {
-  constructor(readonly failure: EffectError) {
-    super(`the model dir cannot be used: ${failure.message}`);
-    this.name = 'ModelDirUnusable';
-  }
 }
 
 /** How the start waits: its settings, its clock and jitter, and when it began. */
@@ -283,7 +262,7 @@ export const startAgent = (
           ...settings,
           telemetry,
           inPlace: inPlaceSnapshot(inPlace),
-          ...(settings.keepInstalledWhileRejected === false ? {} : { installed: inPlace.onDisk }),
+          installed: settings.keepInstalledWhileRejected === false ? undefined : installedInForce(inPlace),
           scheduler,
           loader,
           opOperators: repairs$

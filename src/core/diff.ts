@@ -7,7 +7,7 @@ import { specEquals, type Snapshot } from './snapshot';
  * Removes of models no longer listed, then Adds of new models and of models whose spec changed, each group
  * sorted by name (`sort`'s default order). A changed spec is a single Add carrying the new spec: the loader
  * replaces the model without unloading it first (KServe's Remove+Add forced downtime, and its tracker kept
- * the old spec).
+ * the old spec). A spec carried over as the very same object is no change, `unknownSpec` included (`installedInForce`).
  */
 export const diff = (previous: Snapshot, next: Snapshot, onStartup = false): ReadonlyArray<ModelOp> => {
   const removed: ModelName[] = [];
@@ -15,7 +15,7 @@ export const diff = (previous: Snapshot, next: Snapshot, onStartup = false): Rea
   const added: ModelName[] = [];
   for (const [name, spec] of next) {
     const before = previous.get(name);
-    if (before === undefined || !specEquals(before, spec)) added.push(name);
+    if (before === undefined || (before !== spec && !specEquals(before, spec))) added.push(name);
   }
   return [
     ...removed.sort().map(remove),

@@ -25,6 +25,19 @@ export const inPlaceSnapshot = ({ onDisk, loaded, unconfirmed = new Set() }: InP
   return result;
 };
 
+/**
+ * The config in force while every read since the start is rejected (`keepValid`), undefined when nothing is on disk:
+ * each model on disk with its marker's spec (one the server lost is loaded again), and each name only the server
+ * lists carried over from `inPlaceSnapshot` as it is there (its `unknownSpec`, which `diff` takes for no change): a
+ * bad config unloads nothing, as before the restart.
+ */
+export const installedInForce = (found: InPlace): Snapshot | undefined => {
+  if (found.onDisk.size === 0) return undefined;
+  const inForce = new Map(inPlaceSnapshot(found));
+  for (const [name, spec] of found.onDisk) inForce.set(name, spec);
+  return inForce;
+};
+
 /** What a start takes up of what it found, and how many of the server's names it leaves to the resyncs. */
 export interface Adopted {
   readonly inPlace: InPlace;

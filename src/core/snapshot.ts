@@ -11,9 +11,9 @@ export type Snapshot = ReadonlyMap<ModelName, ModelSpec>;
 export const emptySnapshot: Snapshot = new Map();
 
 /**
- * A spec that equals no other, not even itself, for models that are half in place at start-up (files without a
- * load, or a load without files): the first diff then emits an Add when the model is listed (the loader
- * completes it) or a Remove when it is not. See startup.ts.
+ * A spec that equals no other, not even an equal one, for models that are half in place at start-up (files without a
+ * load, or a load without files): the first diff then emits an Add when the model is listed (the loader completes
+ * it) or a Remove when it is not; only this very object carried over is no change to `diff` (`installedInForce`).
  */
 export const unknownSpec: ModelSpec = Object.freeze({ storageUri: '' });
 

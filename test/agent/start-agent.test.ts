@@ -10,9 +10,8 @@ import type { AgentEvent } from '../../src/core/model-status';
 import { snapshotOf } from '../../src/core/snapshot';
 import { noTelemetry, type ModelServer, type Telemetry } from '../../src/ports';
 import { agentSettings, capabilities } from '../../src/wiring/capabilities';
+import { ModelDirUnusable, ServerNotAnswering } from '../../src/agent/start-errors';
 import {
-  ModelDirUnusable,
-  ServerNotAnswering,
   startAgent,
   type AgentCapabilities,
   type AgentSettings,

@@ -2,7 +2,7 @@
 import { diff } from '../../src/core/diff';
 import { add, remove } from '../../src/core/model-op';
 import { specEquals, unknownSpec } from '../../src/core/snapshot';
-import { adoptServerIndex, inPlaceSnapshot } from '../../src/core/in-place';
+import { adoptServerIndex, inPlaceSnapshot, installedInForce } from '../../src/core/in-place';
 import { name, snap, spec } from '../helpers/fixtures';
 
 const s1 = spec('s3://models/m1', '100Mi');
@@ -85,6 +85,39 @@ describe('diff from the start-up snapshot', () => {
     expect(diff(initial, snap({}), true)).toEqual(
       ['diskOnly', 'ghost', 'gone', 'inPlace', 'loadedOnly', 'stale'].map((n) => remove(name(n))),
     );
+  });
+});
+
+describe('installedInForce: the config in force while every read since the start is rejected', () => {
+  const found = {
+    onDisk: snap({ inPlace: s1, diskOnly: s1, unconfirmed: s2 }),
+    loaded: new Set(['inPlace', 'unconfirmed', 'serverOnly']),
+    unconfirmed: new Set(['unconfirmed']),
+  };
+
+  it('loads again what is on disk and not held as it is, and unloads nothing, not even what only the server lists', () => {
+    const inForce = installedInForce(found);
+    expect(inForce).toBeDefined();
+    expect(diff(inPlaceSnapshot(found), inForce!, true)).toEqual([
+      add(name('diskOnly'), s1, true),
+      add(name('unconfirmed'), s2, true),
+    ]);
+  });
+
+  it('is none when nothing is on disk: a start with nothing installed waits for a valid config', () => {
+    expect(installedInForce({ onDisk: snap({}), loaded: new Set(['serverOnly']) })).toBeUndefined();
+  });
+
+  it('leaves to the next good config what only the server lists, as a first config does', () => {
+    const inForce = installedInForce(found)!;
+    expect(diff(inForce, snap({ inPlace: s1 }))).toEqual([
+      remove(name('diskOnly')),
+      remove(name('serverOnly')),
+      remove(name('unconfirmed')),
+    ]);
+    expect(diff(inForce, snap({ inPlace: s1, diskOnly: s1, unconfirmed: s2, serverOnly: s2 }))).toEqual([
+      add(name('serverOnly'), s2),
+    ]);
   });
 });
 
