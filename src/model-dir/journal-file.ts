@@ -24,14 +24,22 @@ export interface JournalFile {
   size: number;
 }
 
-/** Removes whatever holds the journal's path (a link itself, never its target), with a warn saying what it was. */
-const evict = async (path: string, log: Logger): Promise<void> => {
+/**
+ * Removes whatever holds the journal's path (a link itself, never its target), with a warn saying what it was:
+ * `found` when the caller knows better than its kind (a file this user may not open).
+ */
+const evict = async (path: string, log: Logger, found?: string): Promise<void> => {
   const info = await lstat(path).catch(() => undefined);
   if (info === undefined) return;
-  const found = info.isFile() ? 'a file with other hard links' : entryKind(info);
+  found ??= info.isFile() ? 'a file with other hard links' : entryKind(info);
   log.warn({ path, found }, 'the load journal is not a file modelsync wrote; replacing it');
   await removeTree(path);
 };
+
+// A journal another user left (the pod's uid changed over a kept volume), 0600: it cannot be read or written, and
+// every load would fail on its record. Its records are lost with it: the loads it had not confirmed are not redone.
+const notOpenable =
+  "a file of another user's that modelsync may not open (its unconfirmed loads are not redone)";
 
 /** Opens (or creates, mode 0600) the journal file at `path`, evicting a link, dir, FIFO or socket found there. */
 export const openJournalFile = async (path: string, log: Logger): Promise<JournalFile> => {
@@ -40,9 +48,13 @@ export const openJournalFile = async (path: string, log: Logger): Promise<Journa
     try {
       handle = await open(path, openFlags, 0o600);
     } catch (cause) {
-      const planted = ['ELOOP', 'EISDIR', 'ENXIO'].includes(errorCode(cause) ?? '');
-      if (!planted || attempt >= openAttempts) throw cause;
-      await evict(path, log);
+      const code = errorCode(cause) ?? '';
+      const refused = code === 'EACCES' || code === 'EPERM';
+      if (!(refused || ['ELOOP', 'EISDIR', 'ENXIO'].includes(code)) || attempt >= openAttempts) throw cause;
+      // A dir this user may not write fails the removal with its own error: the open's is the one that says why.
+      await evict(path, log, refused ? notOpenable : undefined).catch((error: unknown) => {
+        throw refused ? cause : error;
+      });
       continue;
     }
     const stats = await handle.stat();
