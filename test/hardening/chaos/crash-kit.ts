@@ -9,6 +9,7 @@ import { atomicWrite } from '../../../src/testing/atomic-writer';
 import { startHttpServer } from '../../../src/testing/http-server';
 import { manifestOf, type ModelManifest } from '../../../src/testing/model-manifest';
 import { startV2ModelServer, type V2ModelServerStandIn } from '../../../src/testing/v2-model-server';
+import { waitFor } from '../../../src/testing/wait';
 import { killAllCli, type CliFlags } from '../../helpers/cli-process';
 
 /** A model version as stored: the URL path, how it is served, and the files it becomes in the model dir. */
@@ -231,6 +232,13 @@ export const expectModelDirToHold = async (
   entries: ReadonlyArray<ModelEntry>,
   catalog: ModelCatalog,
 ): Promise<void> => {
+  // A replaced version's dir (`.old-<name>-…`) is deleted just after its successor is reported Loaded, which the
+  // start's Ready may precede: it is waited for, not taken for a leftover (CI once read the dir in between).
+  await waitFor(
+    async () => (await readdir(modelDir)).every((entry) => !entry.startsWith('.old-')),
+    10_000,
+    'the replaced versions to be deleted',
+  ).catch(() => undefined);
   const onDisk = await readModelDir(modelDir);
   expect(onDisk.entries).toEqual(entries.map((e) => e.modelName).sort());
   for (const { modelName, modelSpec } of entries) {
