@@ -76,6 +76,19 @@ describe('startAgent', () => {
     expect(sink.withMessage('start-up sync complete; ready')[0]).toMatchObject({ modelCount: 2 });
   });
 
+  it('dates each status by the wall clock (what /status shows as since), not by the process uptime', async () => {
+    const before = Date.now();
+    const events = await lastValueFrom(
+      startAgent(edges(modelsJson({ a: uri('a') })), settings()).pipe(toArray()),
+    );
+    const sinces = events.flatMap((event) => (event._tag === 'Status' ? [event.status.since] : []));
+    expect(sinces.length).toBeGreaterThan(0);
+    for (const since of sinces) {
+      expect(since).toBeGreaterThanOrEqual(before - 1000);
+      expect(since).toBeLessThanOrEqual(Date.now() + 1000);
+    }
+  });
+
   it('applies the config when the telemetry of config reads throws (an integrator’s), telling each throw as a defect', async () => {
     const throwing = {
       ...noTelemetry,
