@@ -47,6 +47,8 @@ export interface Loader {
   /** True while nothing is queued, in progress or waiting to be retried (so also while no run is subscribed). */
   readonly idle$: Observable<boolean>;
   readonly statuses: () => ReadonlyMap<ModelName, ModelStatus>;
+  /** One model's status now (a running download's progress replaces it without an event), undefined if unknown. */
+  readonly status: (name: ModelName) => ModelStatus | undefined;
   /** Every model's desired state and phase, and whether it is settled (what drift repair works from). */
   readonly desiredStates: () => ReadonlyArray<DesiredState>;
   /**
@@ -125,6 +127,7 @@ export const createLoader = (deps: LoaderDeps, inPlace: InPlace): Loader => {
     run,
     idle$: idle$.pipe(distinctUntilChanged()),
     statuses: () => new Map([...records].map(([name, record]) => [name, record.status])),
+    status: (name) => records.get(name)?.status,
     desiredStates: () =>
       [...records.values()].map((record) => ({
         name: record.name,

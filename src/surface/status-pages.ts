@@ -17,6 +17,11 @@ import {
 /** What the pages are made of: the loader's statuses, the config's reads, readiness. */
 export interface StatusSource {
   readonly statuses: () => Iterable<ModelStatus>;
+  /**
+   * One model's status now: a running download's progress replaces it without a change told (the loader emits no
+   * event per progress report), so each answer reads the downloading models' statuses again by name.
+   */
+  readonly status: (name: string) => ModelStatus | undefined;
   readonly config: () => ConfigState;
   readonly ready: () => boolean;
 }
@@ -39,13 +44,18 @@ interface Shown {
   readonly sorted: ModelStatus[];
   readonly byName: Map<string, ModelStatus>;
   readonly phases: Map<ModelPhase, number>;
+  /** The names shown Downloading: their progress is read again at each answer. */
+  readonly downloading: Set<string>;
 }
 
 const shownOf = (statuses: Iterable<ModelStatus>): Shown => {
   const sorted = [...shownStatuses(statuses)];
   const phases = new Map(Object.entries(statusSummary(sorted).phases) as Array<[ModelPhase, number]>);
-  return { sorted, byName: new Map(sorted.map((status) => [status.modelName, status])), phases };
+  const downloading = new Set(sorted.filter(isDownloading).map((status) => status.modelName as string));
+  return { sorted, byName: new Map(sorted.map((status) => [status.modelName, status])), phases, downloading };
 };
+
+const isDownloading = (status: ModelStatus): boolean => status.phase === 'Downloading';
 
 const count = (phases: Map<ModelPhase, number>, phase: ModelPhase, by: number): void => {
   const now = (phases.get(phase) ?? 0) + by;
@@ -58,7 +68,7 @@ const count = (phases: Map<ModelPhase, number>, phase: ModelPhase, by: number): 
  * that keep coming); false when a model comes or goes, which the next answer reads all statuses again for (a merge
  * per change would move up to every status each time, a start-up of 100,000 models in random name order).
  */
-const applied = ({ sorted, byName, phases }: Shown, status: ModelStatus): boolean => {
+const applied = ({ sorted, byName, phases, downloading }: Shown, status: ModelStatus): boolean => {
   const name = status.modelName;
   const before = byName.get(name);
   if (before === undefined) return status.phase === 'Removed'; // one never shown stays so
@@ -67,6 +77,8 @@ const applied = ({ sorted, byName, phases }: Shown, status: ModelStatus): boolea
   byName.set(name, status);
   count(phases, before.phase, -1);
   count(phases, status.phase, 1);
+  if (isDownloading(status)) downloading.add(name);
+  else downloading.delete(name);
   return true;
 };
 
@@ -76,7 +88,7 @@ const applied = ({ sorted, byName, phases }: Shown, status: ModelStatus): boolea
  * progress (100,000 models: 65-120 ms, and about as much for a map by name). Now such a change replaces one status,
  * and a request pays its page: its models' texts, each made once per status.
  */
-export const statusPages = ({ statuses, config, ready }: StatusSource): StatusPages => {
+export const statusPages = ({ statuses, status: statusNow, config, ready }: StatusSource): StatusPages => {
   const texts = new WeakMap<ModelStatus, string>(); // statuses are replaced, never changed
   const modelText = (status: ModelStatus): string => {
     const known = texts.get(status);
@@ -86,7 +98,15 @@ export const statusPages = ({ statuses, config, ready }: StatusSource): StatusPa
     return text;
   };
   let shown: Shown | undefined;
-  const current = (): Shown => (shown ??= shownOf(statuses()));
+  /** The shown statuses, the downloading ones as their progress stands now (a phase change is told: it waits for it). */
+  const current = (): Shown => {
+    shown ??= shownOf(statuses());
+    for (const name of shown.downloading) {
+      const now = statusNow(name);
+      if (now !== undefined && now !== shown.byName.get(name) && isDownloading(now)) applied(shown, now);
+    }
+    return shown;
+  };
   return {
     changed: (status) => {
       if (shown !== undefined && (status === undefined || !applied(shown, status))) shown = undefined;

@@ -144,6 +144,7 @@ export const withSurface =
     };
     const pages = statusPages({
       statuses: () => statuses().values(),
+      status: (name) => loader?.status(name as ModelName),
       config: () => {
         const watch = kubeWatch();
         return watch === undefined ? state.config() : { ...state.config(), watch: kubeWatchJson(watch) };

@@ -153,6 +153,7 @@ describe('the /status fields the docs name', () => {
   const phases = ['Pending', 'Downloading', 'Loading', 'Loaded', 'Unloading', 'Retrying', 'Failed'] as const;
   const pages = statusPages({
     statuses: () => phases.map((phase, index) => model(`m${index}`, phase)),
+    status: () => undefined, // no download runs
     config: () => config,
     ready: () => true,
   });

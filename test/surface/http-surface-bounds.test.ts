@@ -41,6 +41,7 @@ const statuses: ReadonlyArray<ModelStatus> = Array.from({ length: modelCount }, 
 
 const pages = statusPages({
   statuses: () => statuses,
+  status: () => undefined, // no download runs
   config: () => ({ source: 'config-dir' }),
   ready: () => true,
 });

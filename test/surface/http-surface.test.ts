@@ -112,6 +112,7 @@ describe('httpSurface', () => {
     const statuses = names.map((model) => ({ ...failed, modelName: name(model) }));
     const pages = statusPages({
       statuses: () => statuses,
+      status: () => undefined, // no download runs
       config: () => ({ source: 'config-dir' }),
       ready: () => true,
     });

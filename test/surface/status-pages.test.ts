@@ -18,6 +18,7 @@ describe('statusPages', () => {
         reads++;
         return initial;
       },
+      status: (model: string) => initial.find((shown) => shown.modelName === model),
       config: () => ({ source: 'config-dir' }),
       ready: () => true,
     });
@@ -47,6 +48,38 @@ describe('statusPages', () => {
     expect(now.summary).toEqual({ models: 3, phases: { Loaded: 1, Loading: 1, Failed: 1 } });
     expect(pages.model('d')).toMatchObject({ model: 'd', phase: 'Failed' });
     expect(reads()).toBe(1);
+  });
+
+  it('shows a running download’s progress, which replaces its status without a change told, at every answer', () => {
+    // The loader replaces a Downloading model's status at each progress report without an event (one per report
+    // would flood the agent's stream): /status kept the figures of its first answer after the phase began.
+    const live = new Map<string, ModelStatus>([
+      ['a', status('a', 'Loaded')],
+      ['b', status('b', 'Downloading')],
+    ]);
+    let reads = 0;
+    const pages = statusPages({
+      statuses: () => {
+        reads++;
+        return live.values();
+      },
+      status: (model) => live.get(model),
+      config: () => ({ source: 'config-dir' }),
+      ready: () => true,
+    });
+    const progress = (bytes: number): void =>
+      void live.set('b', { ...status('b', 'Downloading'), bytesDownloaded: bytes, bytesTotal: 100 });
+    const shownBytes = () =>
+      (JSON.parse(pages.page({ limit: 100 })) as { models: Array<{ bytesDownloaded?: number }> }).models[1]
+        ?.bytesDownloaded;
+    expect(shownBytes()).toBeUndefined();
+    progress(10);
+    expect(shownBytes()).toBe(10);
+    expect(pages.model('b')).toMatchObject({ bytesDownloaded: 10, bytesTotal: 100 });
+    progress(60);
+    expect(pages.model('b')).toMatchObject({ bytesDownloaded: 60 });
+    expect(shownBytes()).toBe(60);
+    expect(reads).toBe(1);
   });
 
   it.each([
