@@ -32,14 +32,19 @@ export interface KubeEventNote {
 /** The API server refuses a message over 1 MiB; a reader wants a line. Longer ones are cut here. */
 export const maxEventMessageChars = 1024;
 
-const note = (reason: KubeEventReason, type: KubeEventNote['type'], message: string): KubeEventNote => {
-  const shown = redact(message);
-  return {
-    reason,
-    type,
-    message: shown.length > maxEventMessageChars ? `${shown.slice(0, maxEventMessageChars - 1)}…` : shown,
-  };
+/** `message` within `maxEventMessageChars`: a longer one cut after its last whole character (no lone surrogate), then `…`. */
+const cut = (message: string): string => {
+  if (message.length <= maxEventMessageChars) return message;
+  const end = maxEventMessageChars - 1;
+  const last = message.charCodeAt(end - 1);
+  return `${message.slice(0, last >= 0xd800 && last <= 0xdbff ? end - 1 : end)}…`;
 };
+
+const note = (reason: KubeEventReason, type: KubeEventNote['type'], message: string): KubeEventNote => ({
+  reason,
+  type,
+  message: cut(redact(message)),
+});
 
 /** The event an agent event makes, if any: a model's status Loaded, Removed or Failed. */
 export const kubeEventOf = (event: AgentEvent): KubeEventNote | undefined => {
@@ -157,7 +162,7 @@ export class EventCorrelator {
     this.similar.set(group, { count, since: within ? similar.since : now });
     // Past `maxSimilar`, one event for them all (its key without the message), counted up, its message the latest.
     const combined = count > maxSimilar;
-    const shown = combined ? { ...event, message: `${combinedPrefix}${event.message}` } : event;
+    const shown = combined ? { ...event, message: cut(`${combinedPrefix}${event.message}`) } : event;
     const key = combined ? group : `${group}\u0000${event.message}`;
     const before = this.seen.get(key);
     this.seen.delete(key); // re-inserted last: the Map's order is the order of use

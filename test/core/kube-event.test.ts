@@ -123,6 +123,21 @@ describe('EventCorrelator', () => {
     });
   });
 
+  it('keeps a combined event’s message, prefix included, within the cut, and cuts at a whole character', () => {
+    const correlator = new EventCorrelator();
+    // An emoji is two UTF-16 units: a cut between them left a lone surrogate, which the API server stores as U+FFFD.
+    const failure = (model: number) =>
+      kubeEventOf(status('Failed', { reason: `${model}x ${'😀'.repeat(2000)}` }))!;
+    const actions = Array.from({ length: maxSimilar + 1 }, (_, i) => correlator.next(failure(i), i, fresh));
+    for (const action of actions) {
+      if (action._tag === 'Drop') throw new Error('dropped');
+      expect(action.event.message.length).toBeLessThanOrEqual(maxEventMessageChars);
+      expect(action.event.message).toMatch(/😀…$/u);
+    }
+    const combined = actions.at(-1);
+    expect(combined?._tag === 'Create' && combined.event.message).toMatch(/^\(combined from/);
+  });
+
   it('creates anew an event the API server no longer has', () => {
     const correlator = new EventCorrelator();
     correlator.next(loaded, 0, fresh);
