@@ -31,11 +31,11 @@ export interface KubeEventRecorder {
 export interface KubeEventRecorderOptions {
   /** Events queued at most while one is written. */
   readonly maxQueued?: number;
-  /** The wall clock: the Events' times and their correlation (client-go's); default `Date.now`. */
+  /** The wall clock: the Events' times (their names too); default `Date.now`. */
   readonly now?: () => number;
   /**
    * A clock that never steps, for the waits: 10 minutes after a refusal, a minute before the settings are asked for
-   * again, the once-per-10-minutes warn; default `performance.now`. NTP setting the wall clock back an hour made each
+   * again, the once-per-10-minutes warn, and the correlation's windows and spam filter; default `performance.now`. NTP setting the wall clock back an hour made each
    * an hour longer.
    */
   readonly elapsed?: () => number;
@@ -130,7 +130,9 @@ export const kubeEventRecorder = (
     const at = now();
     // client-go's names: the object's, a dot, a number unique to this recorder.
     const freshName = () => eventName(to.pod.name, at * 1000 + (sequence++ % 1000));
-    const action = correlator.next(event, at, freshName);
+    // Its spam filter and correlation windows on the clock that never steps, as client-go's (Go's monotonic clock):
+    // the wall clock set back an hour dropped every Event past the burst for that hour.
+    const action = correlator.next(event, elapsed(), freshName);
     if (action._tag === 'Drop') {
       dropped += 1;
       return;
@@ -142,7 +144,7 @@ export const kubeEventRecorder = (
       if (await to.repeat(action.name, repeat)) return;
       // The API server lost it (an Event lives an hour): made anew.
       correlator.forget(action.name);
-      const again = correlator.next(event, at, freshName);
+      const again = correlator.next(event, elapsed(), freshName);
       if (again._tag === 'Create') await to.create(eventObject(to.pod, again.name, again.event, at));
     } catch (error) {
       failed(error);

@@ -235,6 +235,27 @@ describe('kubeEventRecorder', () => {
     expect(writes).toHaveLength(2);
   });
 
+  it('writes again 5 minutes after a burst, and a new Event for one 10 minutes old, when the wall clock was set back an hour meanwhile', async () => {
+    // client-go's spam filter and correlation time by Go's monotonic clock: a step of the wall clock moves neither.
+    let wall = 5_000_000;
+    let elapsed = 0;
+    const { api, writes } = writer();
+    const recorder = kubeEventRecorder(() => Promise.resolve(api), logger().log, {
+      now: () => wall,
+      elapsed: () => elapsed,
+    });
+    for (let i = 0; i < 25; i++) recorder.record(note(`burst ${i}`));
+    recorder.record(note('over the burst'));
+    await recorder.flushed();
+    expect(writes).toHaveLength(25);
+    expect(recorder.dropped()).toBe(1);
+    wall -= 3_600_000;
+    elapsed += 11 * 60_000;
+    recorder.record(note('burst 0'));
+    await recorder.flushed();
+    expect(writes.slice(25).map((write) => write.kind)).toEqual(['create']);
+  });
+
   it('asks for the API server settings again a minute after they could not be read', async () => {
     let clock = 0;
     let readable = false;

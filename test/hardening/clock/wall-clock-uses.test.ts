@@ -16,7 +16,8 @@ const wallTimes: Readonly<Record<string, string>> = {
   'config-source/kube-exec.ts': "an exec plugin's expirationTimestamp, a time of the world",
   'core/errors.ts': "Retry-After's HTTP date, a time of the world",
   'surface/surface-state.ts': 'the times /status shows',
-  'surface/kube-event-recorder.ts': "the Events' own times and their correlation, as client-go's",
+  'surface/kube-event-recorder.ts':
+    "the Events' own times and names (their correlation and spam filter time by the clock that never steps)",
 };
 
 const sources = (dir: string): ReadonlyArray<string> =>
