@@ -34,6 +34,7 @@ import {
   agentPortSettings,
   agentSettings,
   capabilities,
+  quickCallsUnderDirs,
   settleMs,
   SurfaceBindFailed,
   withKubeEvents,
@@ -154,6 +155,7 @@ export const syncMode = (
       { version: packageVersion, ...configWhere(config), modelDir, serverUrl, protocol },
       'modelsync starting',
     );
+    quickCallsUnderDirs(config, log);
     let loader: Loader | undefined;
     const agent$ = run(watchUntil(edges, signals.shutdown$), {
       ...agentSettings(config, log),

@@ -1,7 +1,6 @@
 /** readConfigFile: models.json read safely (only a regular file, bounded in size and time), as UTF-8 text. */
 import * as E from 'fp-ts/Either';
 import { constants, type Stats } from 'node:fs';
-import { open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { configFileName, dataLinkName } from '../core/config-files';
 import {
@@ -15,7 +14,7 @@ import {
 } from '../core/errors';
 import { jsonText } from '../core/json/json-bytes';
 import { within } from '../core/waits';
-import { entryKind, readToEnd } from '../fs';
+import { entryKind, quick, readToEnd, type Handle } from '../fs';
 import type { ConfigRead } from '../ports';
 
 /** How models.json is read. */
@@ -25,7 +24,7 @@ export interface ConfigReadOptions {
   /** What the user calls `maxBytes`, named in the refusal (the CLI's flag; default `maxBytes`). */
   readonly maxBytesName?: string;
   /** Opens a file (default: fs `open`); tests inject one that hangs or is denied. */
-  readonly openFile?: (path: string, flags: number) => Promise<FileHandle>;
+  readonly openFile?: (path: string, flags: number) => Promise<Handle>;
 }
 
 // 32 MiB: a 100,000-model file, pretty-printed, is 18.6 MB.
@@ -59,7 +58,7 @@ const fsFailure = (file: string, cause: unknown, what = ''): ConfigError => {
 const readError = async (file: string, path: string, cause: unknown): Promise<ConfigError> => {
   const code = errorCode(cause) ?? 'EUNKNOWN';
   if (code !== 'ENOENT') return fsFailure(file, cause);
-  const target = await readlink(path).catch(() => undefined);
+  const target = await quick.readlink(path).catch(() => undefined);
   const reason =
     target === undefined ? 'it does not exist' : `it is a link to ${target}, which does not exist`;
   return readFailed(file, code, reason);
@@ -74,10 +73,10 @@ const readRegularFile = async (
   file: string,
   path: string,
   limit: ByteLimit,
-  openFile: (path: string, flags: number) => Promise<FileHandle>,
+  openFile: (path: string, flags: number) => Promise<Handle>,
 ): Promise<E.Either<ConfigError, Uint8Array>> => {
   const { maxBytes } = limit;
-  const before = await stat(path);
+  const before = await quick.stat(path);
   if (!before.isFile()) return E.left(notRegular(file, before));
   if (before.size > maxBytes) return E.left(tooLarge(file, before.size, limit));
   const handle = await openFile(path, openFlags);
@@ -101,12 +100,12 @@ const readRegularFile = async (
 const configFile = async (dir: string, file: string): Promise<E.Either<ConfigError, string>> => {
   const link = join(dir, dataLinkName);
   // Both at once: each is a trip through libuv's pool on the way from a swap to its load request.
-  const [resolved, dirResolved] = await Promise.allSettled([realpath(link), realpath(dir)]);
+  const [resolved, dirResolved] = await Promise.allSettled([quick.realpath(link), quick.realpath(dir)]);
   if (resolved.status === 'rejected') {
     const cause: unknown = resolved.reason;
     if (errorCode(cause) === 'ENOTDIR') {
       // The part that is no directory may be the config dir itself (`--config-dir` naming models.json): say so.
-      const found = await stat(dir).catch(() => undefined);
+      const found = await quick.stat(dir).catch(() => undefined);
       if (found !== undefined && !found.isDirectory())
         return E.left(
           readFailed(
@@ -117,7 +116,7 @@ const configFile = async (dir: string, file: string): Promise<E.Either<ConfigErr
         );
     }
     if (errorCode(cause) !== 'ENOENT') return E.left(fsFailure(file, cause, `${dataLinkName}: `));
-    const linked = await readlink(link).catch(() => undefined);
+    const linked = await quick.readlink(link).catch(() => undefined);
     if (linked === undefined) return E.right(join(dir, configFileName));
     return E.left(readFailed(file, 'ENOENT', `${dataLinkName} is a link to ${linked}, which does not exist`));
   }
@@ -139,7 +138,7 @@ const readOnce = async (
   dir: string,
   file: string,
   limit: ByteLimit,
-  openFile: (path: string, flags: number) => Promise<FileHandle>,
+  openFile: (path: string, flags: number) => Promise<Handle>,
 ): Promise<ConfigRead> => {
   const path = await configFile(dir, file);
   if (E.isLeft(path)) return path;
@@ -160,7 +159,7 @@ const isMissing = (read: ConfigRead): boolean =>
  * Never rejects: every failure is a ConfigError that names the file and says why.
  */
 export const readConfigFile = async (dir: string, options: ConfigReadOptions = {}): Promise<ConfigRead> => {
-  const { maxBytes = defaultMaxBytes, maxBytesName = 'maxBytes', openFile = open } = options;
+  const { maxBytes = defaultMaxBytes, maxBytesName = 'maxBytes', openFile = quick.open } = options;
   const limit: ByteLimit = { maxBytes, limit: maxBytesName };
   const file = join(dir, configFileName);
   let linkedBefore: string | undefined;
@@ -172,7 +171,7 @@ export const readConfigFile = async (dir: string, options: ConfigReadOptions = {
     // Read again while `..data` moves on: swaps in quick succession can each remove the version dir a read had
     // resolved (three tries lost to swaps 5-45 ms apart on a busy machine). A missing file under a `..data` that
     // stays put is missing.
-    const linked = await readlink(join(dir, dataLinkName)).catch(() => undefined);
+    const linked = await quick.readlink(join(dir, dataLinkName)).catch(() => undefined);
     if (linked === undefined || (attempt >= 3 && linked === linkedBefore)) return read;
     linkedBefore = linked;
   }

@@ -1,9 +1,10 @@
 /** durable-fs: the file-system steps every edge shares — one classification of fs errors, fsync, streaming into new files, bounded fan-out. */
 import { createWriteStream } from 'node:fs';
-import { open, writeFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { EffectError, errorCode, errorMessage, isAbortError, retryableError } from '../core/errors';
 import { untilAborted } from '../core/waits';
+import { quick } from './quick-calls';
 
 // The transient errno codes: a full disk, a quota, an I/O error, too many open files, a busy or stale (NFS) file
 // may pass. Every other code (ENOENT, EACCES, EROFS, ...) recurs until someone changes the files.
@@ -91,7 +92,7 @@ const writeGathered = async (chunks: AsyncIterable<Buffer>, to: string): Promise
   const parts: Buffer[] = [];
   for await (const chunk of chunks) parts.push(chunk);
   const bytes = Buffer.concat(parts);
-  await writeFile(to, bytes, { flag: 'wx' });
+  await quick.writeFile(to, bytes, { flag: 'wx' });
   return bytes.byteLength;
 };
 

@@ -1,10 +1,11 @@
 /** no-follow: file-system steps that never go through a link — dirs held open and reached by handle, files opened O_NOFOLLOW, trees deleted link by link. */
 import { constants, existsSync, type Dirent, type Stats } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, open, readdir, rename, rmdir, unlink, type FileHandle } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, rename, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EffectError, errorCode } from '../core/errors';
 import { forEachLimited, isMissing, step } from './durable-fs';
+import { quick, type Handle } from './quick-calls';
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
 
@@ -15,7 +16,7 @@ export const readNoFollow = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
 // Node lacks. Without /proc (not Linux) the path itself is used, and a swap between check and use stays possible.
 let procFd: boolean | undefined;
 /** `handle` as a path that reaches the very file or dir it holds (`/proc/self/fd/<n>`); `path` without /proc. */
-export const handlePath = (handle: FileHandle, path: string): string => {
+export const handlePath = (handle: Handle, path: string): string => {
   procFd ??= existsSync('/proc/self/fd');
   return procFd ? `/proc/self/fd/${handle.fd}` : path;
 };
@@ -25,7 +26,7 @@ export const handlePath = (handle: FileHandle, path: string): string => {
  * even after its path is swapped; `stats` (fstat when opened) say whether a path still leads to it.
  */
 export interface OpenDir {
-  readonly handle: FileHandle;
+  readonly handle: Handle;
   readonly path: string;
   readonly ref: string;
   readonly stats: Stats;
@@ -55,7 +56,7 @@ const openDirWith = async <T>(
   path: string,
   alongside: (ref: string) => Promise<T>,
 ): Promise<{ readonly dir: OpenDir; readonly also: T }> => {
-  const handle = await open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  const handle = await quick.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
   try {
     const ref = handlePath(handle, path);
     const [stats, also] = await Promise.all([handle.stat(), alongside(ref)]);
@@ -77,7 +78,7 @@ export const openDir = async (path: string): Promise<OpenDir> =>
 export const openListedDir = async (
   path: string,
 ): Promise<OpenDir & { readonly entries: ReadonlyArray<string> }> => {
-  const { dir, also } = await openDirWith(path, (ref) => readdir(ref));
+  const { dir, also } = await openDirWith(path, (ref) => quick.readdir(ref));
   return { ...dir, entries: also };
 };
 
@@ -129,7 +130,7 @@ export const inRealDirs = async <T>(
 /** True when `path` (not followed) is the very entry `stats` describes. */
 export const isSameEntry = async (path: string, stats: Stats): Promise<boolean> => {
   try {
-    const now = await lstat(path);
+    const now = await quick.lstat(path);
     return now.dev === stats.dev && now.ino === stats.ino && now.isDirectory() === stats.isDirectory();
   } catch (cause) {
     if (isMissing(cause)) return false;

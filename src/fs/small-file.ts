@@ -4,8 +4,9 @@
  * marker, a server's model settings: never through a link).
  */
 import { constants, type Stats } from 'node:fs';
-import { lstat, open, stat, type FileHandle } from 'node:fs/promises';
+import { lstat, open, stat } from 'node:fs/promises';
 import { entryKind } from '../core/entry-kind';
+import type { Handle } from './quick-calls';
 
 const { O_RDONLY, O_NONBLOCK, O_NOCTTY, O_NOFOLLOW } = constants;
 
@@ -51,7 +52,7 @@ export const readSmallFileWithStats = async (
  * read). Sized by the fstat `size` (+1 to see the end); grown, to `maxBytes + 1` at most, only if the file grows.
  */
 export const readToEnd = async (
-  handle: FileHandle,
+  handle: Handle,
   size: number,
   maxBytes: number,
 ): Promise<Buffer | undefined> => {

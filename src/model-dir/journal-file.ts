@@ -1,10 +1,19 @@
 /** The load journal's file: opened without following a link, replaced whole by a rename, read whole at start-up; and the 0.1 journal dir. */
 import { constants, type Stats } from 'node:fs';
-import { lstat, open, readdir, rename, type FileHandle } from 'node:fs/promises';
+import { lstat, open, readdir, rename } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { errorCode } from '../core/errors';
 import { modelNameProblem, type ModelName } from '../core/model-name';
-import { syncPath, entryKind, isTransientFsError, readNoFollow, removeTree, withDir } from '../fs';
+import {
+  syncPath,
+  entryKind,
+  isTransientFsError,
+  quick,
+  readNoFollow,
+  removeTree,
+  withDir,
+  type Handle,
+} from '../fs';
 import type { Logger } from '../log';
 // The journal holds two short records per load and is compacted past 1 MiB, so a file past this size is not one
 // we wrote: its records are ignored rather than read into memory.
@@ -19,7 +28,7 @@ const createFlags = O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONB
 
 /** The journal file held open for appending, and its size as far as we wrote it. */
 export interface JournalFile {
-  readonly handle: FileHandle;
+  readonly handle: Handle;
   readonly stats: Stats;
   size: number;
 }
@@ -44,9 +53,9 @@ const notOpenable =
 /** Opens (or creates, mode 0600) the journal file at `path`, evicting a link, dir, FIFO or socket found there. */
 export const openJournalFile = async (path: string, log: Logger): Promise<JournalFile> => {
   for (let attempt = 1; ; attempt++) {
-    let handle: FileHandle;
+    let handle: Handle;
     try {
-      handle = await open(path, openFlags, 0o600);
+      handle = await quick.open(path, openFlags, 0o600);
     } catch (cause) {
       const code = errorCode(cause) ?? '';
       const refused = code === 'EACCES' || code === 'EPERM';

@@ -1,10 +1,10 @@
 /** JournalWriter: the load journal's file as this process reads and writes it, and the loads it holds. */
 import type { Stats } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { journalRecord, readJournalRecords, type JournalEvent } from '../core/journal-records';
 import type { ModelName } from '../core/model-name';
-import { entryKind, isMissing, isNoSpace, isTransientFsError, removeTree } from '../fs';
+import { entryKind, isMissing, isNoSpace, isTransientFsError, quick, removeTree } from '../fs';
 import type { Logger } from '../log';
 import {
   legacyJournalDirName,
@@ -209,7 +209,7 @@ export class JournalWriter {
 
   /** The journal file, open, checked to be the one this process left at the path; written anew when it is not. */
   private async writable(): Promise<JournalFile> {
-    const now = await lstat(this.path).catch(() => undefined);
+    const now = await quick.lstat(this.path).catch(() => undefined);
     const held = this.file;
     if (held !== undefined) {
       if (now?.isFile() && now.dev === held.stats.dev && now.ino === held.stats.ino) {

@@ -1,13 +1,13 @@
 /** marker-file: the SUCCESS marker of a model dir on disk — written last into a staged dir, read back at recovery, never through a link. */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { open, opendir, writeFile } from 'node:fs/promises';
+import { open, opendir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isLeft } from 'fp-ts/Either';
 import { errorCode, errorMessage } from '../core/errors';
 import { decodeMarker, markerJson, markerPrefix, specIdentityJson, type FileManifest } from '../core/marker';
 import type { ModelSpec } from '../core/model-config';
-import { isTransientFsError, readSmallFileWithStats, step, type OpenDir } from '../fs';
+import { isTransientFsError, quick, readSmallFileWithStats, step, type OpenDir } from '../fs';
 // Ours lists every file with its size: a model of 10,000 files (`--max-model-files`, `--max-archive-entries`) with
 // 1 KiB keys writes ~10 MiB. At 64 KiB, one of ~1,000 files was read back as corrupt and deleted at every restart.
 const maxMarkerBytes = 16 * 1024 * 1024;
@@ -38,7 +38,7 @@ export const writeMarker = async (dir: OpenDir, spec: ModelSpec, files: FileMani
   // model has no file cap) is left out, as KServe's markers have none (its files are then not checked at recovery).
   const text = Buffer.byteLength(withManifest) <= maxMarkerBytes ? withManifest : markerJson(spec);
   await step(`cannot write the marker ${join(dir.path, name)}`, () =>
-    writeFile(`${dir.ref}/${name}`, text, { flag: createNew, mode: markerMode }),
+    quick.writeFile(`${dir.ref}/${name}`, text, { flag: createNew, mode: markerMode }),
   );
   return name;
 };

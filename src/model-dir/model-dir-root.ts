@@ -1,10 +1,10 @@
 /** The model dir M itself: each model's path in it, what holds a name, temporary names, moving aside and deleting. */
 import { randomBytes } from 'node:crypto';
-import { lstat, rename, stat } from 'node:fs/promises';
+import { rename, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { errorCode, permanentError } from '../core/errors';
 import { modelNameProblem } from '../core/model-name';
-import { entryKind, fsError, isMissing, makeDirs, removeTree, step, withDir } from '../fs';
+import { entryKind, fsError, isMissing, makeDirs, quick, removeTree, step, withDir } from '../fs';
 import type { Logger } from '../log';
 import { readDirState, type DirState } from './marker-file';
 
@@ -41,7 +41,7 @@ const foreignReason = (path: string, dev: number, rootDev: number): string | und
  * throws the fs error when it cannot be read. `rootDevice`: the model dir's device (another device is a mount).
  */
 const inspectEntry = async (rootDevice: () => Promise<number>, path: string): Promise<Found> => {
-  const info = await lstat(path).catch((cause: unknown) => {
+  const info = await quick.lstat(path).catch((cause: unknown) => {
     if (isMissing(cause)) return undefined;
     throw cause;
   });

@@ -1,5 +1,4 @@
 /** stager (`ModelStore.stage`): a fresh staging dir for one model, settled once: marked and swapped in, or abandoned. */
-import { rename } from 'node:fs/promises';
 import { EffectError, errorCode, permanentError } from '../core/errors';
 import type { ModelName } from '../core/model-name';
 import { shownSpecJson } from '../core/snapshot';
@@ -7,6 +6,7 @@ import {
   fsError,
   isSameEntry,
   namingDirs,
+  quick,
   removeTree,
   step,
   type MountWatch,
@@ -67,7 +67,7 @@ const failedStaging =
 /** Renames `from` to `target` if nothing but an empty dir holds `target`; false when something else does. */
 const renamedInto = async (from: string, target: string): Promise<boolean> => {
   try {
-    await rename(from, target);
+    await quick.rename(from, target);
     return true;
   } catch (cause) {
     if (['EEXIST', 'ENOTEMPTY', 'ENOTDIR', 'EISDIR'].includes(errorCode(cause) ?? '')) return false;
@@ -93,14 +93,19 @@ const swapIn = async (
   let replaced: string | undefined;
   const putBack = async (): Promise<void> => {
     if (replaced === undefined) return;
-    await rename(replaced, target).catch((err: unknown) =>
-      m.log.error({ err, dir: replaced }, 'cannot move the replaced model dir back; recovery will delete it'),
-    );
+    await quick
+      .rename(replaced, target)
+      .catch((err: unknown) =>
+        m.log.error(
+          { err, dir: replaced },
+          'cannot move the replaced model dir back; recovery will delete it',
+        ),
+      );
   };
   if (claimed._tag !== 'Missing' || !(await renamedInto(dir.path, target))) {
     replaced = await m.moveAside(target, name);
     try {
-      await rename(dir.path, target);
+      await quick.rename(dir.path, target);
     } catch (cause) {
       await putBack();
       throw fsError(`cannot rename ${dir.path} to ${target}`, cause);

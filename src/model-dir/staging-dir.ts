@@ -1,11 +1,20 @@
 /** A staging dir: made fresh beside the model dir, held open, filled through its handle (by the caller), marked last. */
 import type { Dirent } from 'node:fs';
-import { mkdtemp, readdir, rmdir } from 'node:fs/promises';
+import { readdir, rmdir } from 'node:fs/promises';
 import { EffectError, errorCode, retryableError } from '../core/errors';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelName } from '../core/model-name';
 import { join } from 'node:path';
-import { fsError, step, fileSizes, openListedDir, readSmallFile, removeTree, type OpenDir } from '../fs';
+import {
+  fsError,
+  step,
+  fileSizes,
+  openListedDir,
+  quick,
+  readSmallFile,
+  removeTree,
+  type OpenDir,
+} from '../fs';
 import type { Logger } from '../log';
 import type { ModelFiles, WrittenFiles } from '../ports';
 import { isMarkerName, writeMarker } from './marker-file';
@@ -44,7 +53,7 @@ export const openFreshStagingDir = async (ref: string, path = ref): Promise<Open
 
 /** A fresh staging dir `<prefix>XXXXXX`, held open (`openFreshStagingDir`); removed again when it cannot be. */
 export const createStagingDir = async (prefix: string): Promise<OpenDir> => {
-  const made = await step(`cannot create a staging dir ${prefix}*`, () => mkdtemp(prefix));
+  const made = await step(`cannot create a staging dir ${prefix}*`, () => quick.mkdtemp(prefix));
   try {
     return await openFreshStagingDir(made);
   } catch (cause) {

@@ -5,7 +5,7 @@ import type { AgentCapabilities, AgentSettings } from '../agent';
 import { configDirSource, kubeApiSource, type KubeWatchStatus, type SourceStatus } from '../config-source';
 import type { Env } from '../core/env';
 import { flagTable, retryPolicyOf, type AppConfig } from '../core/flags/app-config';
-import { spaceCheck } from '../fs';
+import { quickUnder, spaceCheck } from '../fs';
 import { loadJournal, modelDirStore } from '../model-dir';
 import { torchServeModelServer, v2ModelServer } from '../model-server';
 import type { Network } from '../net';
@@ -136,3 +136,15 @@ export const agentSettings = (config: AppConfig, log: Logger): AgentSettings => 
   settleMs,
   maxUnlistedUnloads: config.maxUnlistedUnloads,
 });
+
+/**
+ * Lets the agent's file-system calls go inline under its dirs (`quickUnder`: those on a local file system): the model
+ * dir, the node cache, the config dir. Not waited for: until a dir is known local (a statfs, which a hung mount never
+ * answers), its calls go through libuv's pool.
+ */
+export const quickCallsUnderDirs = (config: AppConfig, log: Logger): void =>
+  void quickUnder([
+    config.modelDir,
+    ...(config.nodeCacheDir === undefined ? [] : [config.nodeCacheDir]),
+    ...(config.source === 'kube-api' ? [] : [config.configDir]),
+  ]).then((roots) => log.debug({ roots }, 'file-system calls made inline under these dirs'));

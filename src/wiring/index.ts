@@ -4,6 +4,7 @@ export {
   agentSettings,
   capabilities,
   configSourceFor,
+  quickCallsUnderDirs,
   settleMs,
   type ConfigSourceHooks,
   type ConfigSourceWithStatus,

@@ -1,0 +1,204 @@
+/**
+ * quick: the file-system calls on a load's path (the config read, the install, the journal) made inline on the main
+ * thread where they are known to be quick, through libuv's pool everywhere else.
+ *
+ * Why: each pooled call is a trip through libuv's threads and back; a swap's config read takes 6, a small model's
+ * install 15: 1.5 of the 4.3 ms from a swap to its load request (`npm run bench -- swap-to-load`). A local file
+ * system answers these metadata calls and small writes in microseconds. A remote one (NFS, FUSE) may never answer,
+ * and a call made inline there would stop the whole process (the agent port, the health checks): calls there stay
+ * pooled, watched by mountWatch. So a call goes inline only on a path under a root `quickUnder` accepted (a local
+ * file system with nothing mounted below it), or through a handle opened inline there; and once the mount table
+ * (/proc/self/mountinfo: kernel memory, never waits) differs from the one seen then — a mount made over the model dir
+ * after the start — every call is pooled again, for good. The table is read at most once a millisecond.
+ * fsync never goes inline: it waits for the disk.
+ */
+import * as fs from 'node:fs';
+import type { Dirent, MakeDirectoryOptions, Mode, Stats } from 'node:fs';
+import * as pool from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
+
+/** What the callers do with an open file or dir: a FileHandle is one; an inline handle is one too. */
+export interface Handle {
+  readonly fd: number;
+  stat(): Promise<Stats>;
+  chmod(mode: Mode): Promise<void>;
+  read(
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position: number | null,
+  ): Promise<{ bytesRead: number }>;
+  /** Writes at the file's position (as FileHandle.writeFile does). */
+  writeFile(data: string | Uint8Array): Promise<void>;
+  sync(): Promise<void>;
+  datasync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+// statfs f_type values (linux/magic.h) of file systems answered by the kernel from local storage or memory: ext2-4,
+// XFS, Btrfs, tmpfs (ConfigMaps, emptyDir in memory), overlayfs (the container's own), ZFS, F2FS, ramfs.
+const localTypes: ReadonlySet<number> = new Set([
+  0xef53, 0x58465342, 0x9123683e, 0x01021994, 0x794c7630, 0x2fc12fc1, 0xf2f52010, 0x858458f6,
+]);
+
+const mountTable = '/proc/self/mountinfo';
+const roots = new Set<string>();
+/** Descriptors opened inline (under a root): calls through `/proc/self/fd/<n>` go inline too. */
+const inlineFds = new Set<number>();
+let mountsSeen: Buffer | undefined;
+/** When the mount table was last found unchanged (performance.now()); it is read again past `recheckAfterMs`. */
+let checkedAt = -Infinity;
+// Not once an event-loop turn: a turn may wait in its poll phase for a watcher's event, a mount made meanwhile.
+const recheckAfterMs = 1;
+
+const readMounts = (): Buffer | undefined => {
+  try {
+    return fs.readFileSync(mountTable);
+  } catch {
+    return undefined;
+  }
+};
+
+/** The mount points in a mount table (field 5 of each line, its octal escapes decoded). */
+const mountPoints = (table: Buffer): string[] =>
+  table
+    .toString()
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter((point): point is string => point !== undefined)
+    .map((point) =>
+      point.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))),
+    );
+
+const isUnder = (path: string, root: string): boolean =>
+  path === root || path.startsWith(root === '/' ? root : `${root}/`);
+
+/** True while the mount table is the one the roots were accepted with (read at most once a millisecond). */
+const mountsUnchanged = (): boolean => {
+  if (mountsSeen === undefined) return false;
+  const at = performance.now();
+  if (at - checkedAt < recheckAfterMs) return true;
+  const now = readMounts();
+  if (now !== undefined && now.equals(mountsSeen)) {
+    checkedAt = at;
+    return true;
+  }
+  // A mount came or went: where calls may now wait on a server is not known any more.
+  mountsSeen = undefined;
+  roots.clear();
+  return false;
+};
+
+const handleFd = /^\/proc\/self\/fd\/(\d+)(?:\/|$)/;
+
+/** Whether a call on `path` goes inline. */
+const inlineAt = (path: fs.PathLike): boolean => {
+  if (roots.size === 0 || typeof path !== 'string') return false;
+  const fd = handleFd.exec(path)?.[1];
+  const known = fd !== undefined ? inlineFds.has(Number(fd)) : [...roots].some((root) => isUnder(path, root));
+  return known && mountsUnchanged();
+};
+
+/** `run` as a promise: its value, or what it threw as the rejection (as the pooled call would reject). */
+// eslint-disable-next-line @typescript-eslint/require-await -- async turns the sync call's throw into a rejection
+const settled = async <T>(run: () => T): Promise<T> => run();
+
+const fsync = promisify(fs.fsync);
+const fdatasync = promisify(fs.fdatasync);
+
+/** An fd opened inline: its calls inline, but for the flushes. */
+class InlineHandle implements Handle {
+  private closed = false;
+  constructor(readonly fd: number) {
+    inlineFds.add(fd);
+  }
+  stat = (): Promise<Stats> => settled(() => fs.fstatSync(this.fd));
+  chmod = (mode: Mode): Promise<void> => settled(() => fs.fchmodSync(this.fd, mode));
+  read = (buffer: Uint8Array, offset: number, length: number, position: number | null) =>
+    settled(() => ({ bytesRead: fs.readSync(this.fd, buffer, offset, length, position) }));
+  writeFile = (data: string | Uint8Array): Promise<void> => settled(() => fs.writeFileSync(this.fd, data));
+  sync = (): Promise<void> => fsync(this.fd);
+  datasync = (): Promise<void> => fdatasync(this.fd);
+  close = (): Promise<void> =>
+    settled(() => {
+      if (this.closed) return;
+      this.closed = true;
+      inlineFds.delete(this.fd);
+      fs.closeSync(this.fd);
+    });
+}
+
+/** How a small file is written: its open flags (a number: O_EXCL, O_NOFOLLOW), its mode. */
+interface WriteOptions {
+  readonly flag: string | number;
+  readonly mode?: number;
+}
+
+function readdir(path: string): Promise<string[]>;
+function readdir(path: string, options: { withFileTypes: true }): Promise<Dirent[]>;
+function readdir(path: string, options?: { withFileTypes: true }): Promise<string[] | Dirent[]> {
+  if (!inlineAt(path)) return options === undefined ? pool.readdir(path) : pool.readdir(path, options);
+  return settled(() => (options === undefined ? fs.readdirSync(path) : fs.readdirSync(path, options)));
+}
+
+/** The calls, each inline where that is quick (see the top), else node:fs/promises' own. */
+export const quick = {
+  lstat: (path: string): Promise<Stats> =>
+    inlineAt(path) ? settled(() => fs.lstatSync(path)) : pool.lstat(path),
+  stat: (path: string): Promise<Stats> =>
+    inlineAt(path) ? settled(() => fs.statSync(path)) : pool.stat(path),
+  realpath: (path: string): Promise<string> =>
+    inlineAt(path) ? settled(() => fs.realpathSync.native(path)) : pool.realpath(path),
+  readlink: (path: string): Promise<string> =>
+    inlineAt(path) ? settled(() => fs.readlinkSync(path)) : pool.readlink(path),
+  mkdtemp: (prefix: string): Promise<string> =>
+    inlineAt(prefix) ? settled(() => fs.mkdtempSync(prefix)) : pool.mkdtemp(prefix),
+  mkdir: (path: string, options?: Mode | MakeDirectoryOptions): Promise<string | undefined> =>
+    inlineAt(path) ? settled(() => fs.mkdirSync(path, options)) : pool.mkdir(path, options),
+  rename: (from: string, to: string): Promise<void> =>
+    inlineAt(from) && inlineAt(to) ? settled(() => fs.renameSync(from, to)) : pool.rename(from, to),
+  readdir,
+  /** A small file written whole (a marker, a body of a few KiB): `options` as writeFile's. */
+  writeFile: (path: string, data: string | Uint8Array, options: WriteOptions): Promise<void> =>
+    inlineAt(path)
+      ? settled(() => fs.writeFileSync(path, data, options as fs.WriteFileOptions))
+      : pool.writeFile(path, data, options),
+  open: (path: string, flags: number, mode?: Mode): Promise<Handle> =>
+    inlineAt(path)
+      ? settled(() => new InlineHandle(fs.openSync(path, flags, mode)))
+      : pool.open(path, flags, mode),
+};
+
+/**
+ * Lets calls under `paths` go inline, those of them on a local file system with nothing mounted below them (each
+ * also as its real path); none without a readable mount table. Resolves to the roots accepted.
+ */
+export const quickUnder = async (paths: ReadonlyArray<string>): Promise<ReadonlyArray<string>> => {
+  const table = readMounts();
+  if (table === undefined) return [];
+  const points = mountPoints(table);
+  const accepted: string[] = [];
+  for (const path of paths) {
+    const forms = [resolve(path), await pool.realpath(path).catch(() => undefined)];
+    const local = await pool.statfs(path).then(
+      ({ type }) => localTypes.has(type >>> 0),
+      () => false,
+    );
+    for (const root of forms) {
+      if (root === undefined || !local || points.some((point) => point !== root && isUnder(point, root)))
+        continue;
+      roots.add(root);
+      accepted.push(root);
+    }
+  }
+  if (accepted.length > 0) mountsSeen = table;
+  return accepted;
+};
+
+/** No call inline any more (for tests, and a process that ends its agent). */
+export const quickNowhere = (): void => {
+  roots.clear();
+  mountsSeen = undefined;
+  checkedAt = -Infinity;
+};

@@ -1,0 +1,97 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { quick, quickNowhere, quickUnder } from '../../src/fs';
+import { settledThisTurn } from '../helpers/settled-this-turn';
+
+let root: string;
+let outside: string;
+beforeEach(() => {
+  root = mkdtempSync(path.join(os.tmpdir(), 'modelsync-quick-'));
+  outside = mkdtempSync(path.join(os.tmpdir(), 'modelsync-quick-outside-'));
+  writeFileSync(path.join(root, 'file'), 'x');
+  writeFileSync(path.join(outside, 'file'), 'x');
+});
+afterEach(() => {
+  quickNowhere();
+  rmSync(root, { recursive: true, force: true });
+  rmSync(outside, { recursive: true, force: true });
+});
+
+it('makes no call inline before a root is accepted', async () => {
+  expect(await settledThisTurn(() => quick.lstat(path.join(root, 'file')))).toBe(false);
+});
+
+it('makes the calls under an accepted root inline, and those elsewhere through the pool', async () => {
+  expect(await quickUnder([root])).toContain(root);
+  expect(await settledThisTurn(() => quick.lstat(path.join(root, 'file')))).toBe(true);
+  expect(await settledThisTurn(() => quick.stat(root))).toBe(true);
+  expect(await settledThisTurn(() => quick.lstat(path.join(outside, 'file')))).toBe(false);
+  // A root's name is no prefix of its neighbours': `<root>-x` is not under `<root>`.
+  mkdirSync(`${root}-x`);
+  try {
+    expect(await settledThisTurn(() => quick.lstat(`${root}-x`))).toBe(false);
+  } finally {
+    rmSync(`${root}-x`, { recursive: true });
+  }
+});
+
+it('answers and fails as the pooled calls do: the same values, the same errno and message', async () => {
+  await quickUnder([root]);
+  const missing = path.join(root, 'missing');
+  const inline = await quick.lstat(missing).catch((error: unknown) => error);
+  quickNowhere();
+  const pooled = await quick.lstat(missing).catch((error: unknown) => error);
+  expect(inline).toMatchObject({ code: 'ENOENT', syscall: 'lstat', path: missing });
+  expect((inline as Error).message).toBe((pooled as Error).message);
+  await quickUnder([root]);
+  expect(await quick.readdir(root)).toEqual(['file']);
+  expect((await quick.readdir(root, { withFileTypes: true })).map((entry) => entry.isFile())).toEqual([true]);
+  const made = await quick.mkdtemp(path.join(root, '.tmp-'));
+  expect(path.dirname(made)).toBe(root);
+  await quick.writeFile(path.join(made, 'new'), 'abc', { flag: 'wx', mode: 0o600 });
+  await expect(quick.writeFile(path.join(made, 'new'), 'abc', { flag: 'wx' })).rejects.toMatchObject({
+    code: 'EEXIST',
+  });
+  await quick.rename(made, path.join(root, 'renamed'));
+  expect((await quick.stat(path.join(root, 'renamed', 'new'))).size).toBe(3);
+});
+
+it('makes the calls through an inline handle inline, its path under /proc/self/fd too, but for the flushes', async () => {
+  await quickUnder([root]);
+  const dir = await quick.open(root, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    const ref = `/proc/self/fd/${dir.fd}`;
+    expect(await settledThisTurn(() => quick.lstat(`${ref}/file`))).toBe(true);
+    expect(await settledThisTurn(() => dir.stat())).toBe(true);
+    expect(await settledThisTurn(() => dir.sync())).toBe(false); // waits for the disk: never inline
+  } finally {
+    await dir.close();
+  }
+  await dir.close(); // a second close does nothing, as FileHandle's
+  const pooled = await quick.open(outside, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    expect(await settledThisTurn(() => quick.lstat(`/proc/self/fd/${pooled.fd}/file`))).toBe(false);
+  } finally {
+    await pooled.close();
+  }
+});
+
+it('reads a file through an inline handle as through a FileHandle', async () => {
+  await quickUnder([root]);
+  const file = await quick.open(path.join(root, 'file'), constants.O_RDWR);
+  try {
+    await file.writeFile('hello');
+    const buffer = Buffer.alloc(8);
+    expect(await file.read(buffer, 0, 8, 0)).toMatchObject({ bytesRead: 5 });
+    expect(buffer.subarray(0, 5).toString()).toBe('hello');
+  } finally {
+    await file.close();
+  }
+});
+
+it('accepts no root on a file system the kernel does not answer from local storage (procfs here)', async () => {
+  expect(await quickUnder(['/proc/self'])).toEqual([]);
+  expect(await settledThisTurn(() => quick.lstat('/proc/self/status'))).toBe(false);
+});
