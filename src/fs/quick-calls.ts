@@ -13,7 +13,7 @@
  * fsync never goes inline: it waits for the disk.
  */
 import * as fs from 'node:fs';
-import type { Dirent, MakeDirectoryOptions, Mode, Stats } from 'node:fs';
+import type { Dirent, Mode, Stats } from 'node:fs';
 import * as pool from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -154,8 +154,6 @@ export const quick = {
     inlineAt(path) ? settled(() => fs.readlinkSync(path)) : pool.readlink(path),
   mkdtemp: (prefix: string): Promise<string> =>
     inlineAt(prefix) ? settled(() => fs.mkdtempSync(prefix)) : pool.mkdtemp(prefix),
-  mkdir: (path: string, options?: Mode | MakeDirectoryOptions): Promise<string | undefined> =>
-    inlineAt(path) ? settled(() => fs.mkdirSync(path, options)) : pool.mkdir(path, options),
   rename: (from: string, to: string): Promise<void> =>
     inlineAt(from) && inlineAt(to) ? settled(() => fs.renameSync(from, to)) : pool.rename(from, to),
   readdir,
