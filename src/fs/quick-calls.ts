@@ -135,6 +135,27 @@ interface WriteOptions {
   readonly mode?: number;
 }
 
+/** Installs under way (`installing`). */
+let installs = 0;
+
+/**
+ * Whether a call that creates a file or dir goes inline: while one install at most is under way. A creation waits on
+ * the disk's journal (0.1-1 ms on this machine's ext4, against a few µs for an lstat), and a burst of installs runs
+ * them four at once through the pool: inline, one after the other, 1,000 models in one swap took 20 % longer.
+ */
+const createsInline = (): boolean => installs <= 1;
+
+/** Marks an install under way until the function it returns is called (once). */
+export const installing = (): (() => void) => {
+  installs++;
+  let ended = false;
+  return () => {
+    if (ended) return;
+    ended = true;
+    installs--;
+  };
+};
+
 function readdir(path: string): Promise<string[]>;
 function readdir(path: string, options: { withFileTypes: true }): Promise<Dirent[]>;
 function readdir(path: string, options?: { withFileTypes: true }): Promise<string[] | Dirent[]> {
@@ -153,17 +174,17 @@ export const quick = {
   readlink: (path: string): Promise<string> =>
     inlineAt(path) ? settled(() => fs.readlinkSync(path)) : pool.readlink(path),
   mkdtemp: (prefix: string): Promise<string> =>
-    inlineAt(prefix) ? settled(() => fs.mkdtempSync(prefix)) : pool.mkdtemp(prefix),
+    createsInline() && inlineAt(prefix) ? settled(() => fs.mkdtempSync(prefix)) : pool.mkdtemp(prefix),
   rename: (from: string, to: string): Promise<void> =>
     inlineAt(from) && inlineAt(to) ? settled(() => fs.renameSync(from, to)) : pool.rename(from, to),
   readdir,
   /** A small file written whole (a marker, a body of a few KiB): `options` as writeFile's. */
   writeFile: (path: string, data: string | Uint8Array, options: WriteOptions): Promise<void> =>
-    inlineAt(path)
+    createsInline() && inlineAt(path)
       ? settled(() => fs.writeFileSync(path, data, options as fs.WriteFileOptions))
       : pool.writeFile(path, data, options),
   open: (path: string, flags: number, mode?: Mode): Promise<Handle> =>
-    inlineAt(path)
+    ((flags & fs.constants.O_CREAT) === 0 || createsInline()) && inlineAt(path)
       ? settled(() => new InlineHandle(fs.openSync(path, flags, mode)))
       : pool.open(path, flags, mode),
 };

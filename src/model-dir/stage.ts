@@ -4,6 +4,7 @@ import type { ModelName } from '../core/model-name';
 import { shownSpecJson } from '../core/snapshot';
 import {
   fsError,
+  installing,
   isSameEntry,
   namingDirs,
   quick,
@@ -141,13 +142,19 @@ export const stager =
     const { m, open, spaceCheck, watch } = area;
     const target = m.modelDir(name);
     signal.throwIfAborted();
-    await m.makeRoot();
+    // Until the staging dir is settled: while others are under way too, its files are created through the pool.
+    const ended = installing();
+    await m.makeRoot().catch((cause: unknown) => {
+      ended();
+      throw cause;
+    });
     const [claimed, space, staging] = await Promise.allSettled([
       claim(m, target, name),
       spaceCheck?.(m.root, 0, `installing model ${name}`),
       createStaging(m, name),
     ]);
     if (claimed.status === 'rejected' || space.status === 'rejected' || staging.status === 'rejected') {
+      ended();
       if (staging.status === 'fulfilled') {
         await staging.value.handle.close();
         await m.discardQuietly(staging.value.path);
@@ -163,6 +170,7 @@ export const stager =
       try {
         return await run();
       } finally {
+        ended();
         // Not waited for: nothing after the install needs the descriptor gone, and a close does not fail usefully.
         void dir.handle.close().catch(() => undefined);
       }

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { quick, quickNowhere, quickUnder } from '../../src/fs';
+import { installing, quick, quickNowhere, quickUnder } from '../../src/fs';
 import { settledThisTurn } from '../helpers/settled-this-turn';
 
 let root: string;
@@ -94,4 +94,19 @@ it('reads a file through an inline handle as through a FileHandle', async () => 
 it('accepts no root on a file system the kernel does not answer from local storage (procfs here)', async () => {
   expect(await quickUnder(['/proc/self'])).toEqual([]);
   expect(await settledThisTurn(() => quick.lstat('/proc/self/status'))).toBe(false);
+});
+
+it('creates files inline while one install at most is under way, through the pool while more are (four at once)', async () => {
+  await quickUnder([root]);
+  const create = (name: string) => () => quick.writeFile(path.join(root, name), 'x', { flag: 'wx' });
+  const first = installing();
+  expect(await settledThisTurn(create('alone'))).toBe(true);
+  const second = installing();
+  expect(await settledThisTurn(create('two-under-way'))).toBe(false);
+  expect(await settledThisTurn(() => quick.mkdtemp(path.join(root, '.tmp-')))).toBe(false);
+  expect(await settledThisTurn(() => quick.lstat(path.join(root, 'alone')))).toBe(true); // no creation: inline
+  second();
+  second(); // ending twice ends it once
+  expect(await settledThisTurn(create('alone-again'))).toBe(true);
+  first();
 });
