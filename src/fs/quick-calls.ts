@@ -9,7 +9,7 @@
  * pooled, watched by mountWatch. So a call goes inline only on a path under a root `quickUnder` accepted (a local
  * file system with nothing mounted below it), or through a handle opened inline there; and once the mount table
  * (/proc/self/mountinfo: kernel memory, never waits) differs from the one seen then — a mount made over the model dir
- * after the start — every call is pooled again, for good. The table is read at most once a millisecond.
+ * after the start — every call is pooled again, for good. The table is read at most once every 5 ms.
  * fsync never goes inline: it waits for the disk.
  */
 import * as fs from 'node:fs';
@@ -49,8 +49,9 @@ const inlineFds = new Set<number>();
 let mountsSeen: Buffer | undefined;
 /** When the mount table was last found unchanged (performance.now()); it is read again past `recheckAfterMs`. */
 let checkedAt = -Infinity;
-// Not once an event-loop turn: a turn may wait in its poll phase for a watcher's event, a mount made meanwhile.
-const recheckAfterMs = 1;
+// Not once an event-loop turn: a turn may wait in its poll phase for a watcher's event, a mount made meanwhile. A
+// read costs 30-90 µs (more with more mounts): once a millisecond it was 0.1-0.4 ms of a swap's 3 ms to its load.
+const recheckAfterMs = 5;
 
 const readMounts = (): Buffer | undefined => {
   try {
@@ -74,7 +75,7 @@ const mountPoints = (table: Buffer): string[] =>
 const isUnder = (path: string, root: string): boolean =>
   path === root || path.startsWith(root === '/' ? root : `${root}/`);
 
-/** True while the mount table is the one the roots were accepted with (read at most once a millisecond). */
+/** True while the mount table is the one the roots were accepted with (read at most once every `recheckAfterMs`). */
 const mountsUnchanged = (): boolean => {
   if (mountsSeen === undefined) return false;
   const at = performance.now();

@@ -13,8 +13,8 @@ import { settledThisTurn } from '../helpers/settled-this-turn';
 
 const run = promisify(execFile);
 
-/** Lets a few milliseconds pass (the mount table is read at most once a millisecond). */
-const pastRecheck = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 5));
+/** Lets the recheck interval pass (the mount table is read at most once every 5 ms). */
+const pastRecheck = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 10));
 
 let root: string;
 const mounted: string[] = [];
