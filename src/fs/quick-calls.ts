@@ -72,8 +72,11 @@ const mountPoints = (table: Buffer): string[] =>
       point.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))),
     );
 
+// A `..` part could lead out of a root to another file system: such a path is taken for none under it.
+const upward = /(?:^|\/)\.\.(?:\/|$)/;
+
 const isUnder = (path: string, root: string): boolean =>
-  path === root || path.startsWith(root === '/' ? root : `${root}/`);
+  (path === root || path.startsWith(root === '/' ? root : `${root}/`)) && !upward.test(path);
 
 /** True while the mount table is the one the roots were accepted with (read at most once every `recheckAfterMs`). */
 const mountsUnchanged = (): boolean => {
@@ -208,15 +211,15 @@ export const quickUnder = async (paths: ReadonlyArray<string>): Promise<Readonly
     for (const root of forms) {
       if (root === undefined || !local || points.some((point) => point !== root && isUnder(point, root)))
         continue;
+      if (!roots.has(root)) accepted.push(root);
       roots.add(root);
-      accepted.push(root);
     }
   }
   if (accepted.length > 0) mountsSeen = table;
   return accepted;
 };
 
-/** No call inline any more (for tests, and a process that ends its agent). */
+/** No call inline any more (tests start each case from it). */
 export const quickNowhere = (): void => {
   roots.clear();
   mountsSeen = undefined;

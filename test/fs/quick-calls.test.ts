@@ -28,6 +28,10 @@ it('makes the calls under an accepted root inline, and those elsewhere through t
   expect(await settledThisTurn(() => quick.lstat(path.join(root, 'file')))).toBe(true);
   expect(await settledThisTurn(() => quick.stat(root))).toBe(true);
   expect(await settledThisTurn(() => quick.lstat(path.join(outside, 'file')))).toBe(false);
+  // A `..` part may lead out of the root; kubelet's `..data` is a name, not a way up.
+  expect(await settledThisTurn(() => quick.lstat(`${root}/../${path.basename(outside)}/file`))).toBe(false);
+  writeFileSync(path.join(root, '..data'), 'x');
+  expect(await settledThisTurn(() => quick.lstat(path.join(root, '..data')))).toBe(true);
   // A root's name is no prefix of its neighbours': `<root>-x` is not under `<root>`.
   mkdirSync(`${root}-x`);
   try {
