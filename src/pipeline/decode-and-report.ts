@@ -1,7 +1,7 @@
 /** decodeAndReport: decodeSnapshot, telling the telemetry of each read whether it was accepted or rejected. */
 import type { Either } from 'fp-ts/Either';
 import * as E from 'fp-ts/Either';
-import { concatMap, of, tap, type OperatorFunction } from 'rxjs';
+import { defer, tap, type OperatorFunction } from 'rxjs';
 import { describeConfigError, type ConfigError } from '../core/errors';
 import type { Snapshot } from '../core/snapshot';
 import type { ConfigRead, Telemetry } from '../ports';
@@ -17,17 +17,19 @@ export const decodeAndReport =
     checksumOf: (text: string) => string,
   ): OperatorFunction<ConfigRead, Either<ConfigError, Snapshot>> =>
   (read$) =>
-    read$.pipe(
-      concatMap((read) =>
-        of(read).pipe(
-          decodeSnapshot(),
-          tap((result) =>
-            E.isRight(result)
-              ? telemetry.configRead('accepted', {
-                  checksum: checksumOf(E.isRight(read) ? read.right.text : ''),
-                })
-              : telemetry.configRead('rejected', { reason: describeConfigError(result.left) }),
-          ),
+    defer(() => {
+      // One decodeSnapshot for every read (it decodes again only what a read changed); each result follows its read
+      // at once, so the text it was decoded from is the one just seen.
+      let text = '';
+      return read$.pipe(
+        tap((read) => {
+          text = E.isRight(read) ? read.right.text : '';
+        }),
+        decodeSnapshot(),
+        tap((result) =>
+          E.isRight(result)
+            ? telemetry.configRead('accepted', { checksum: checksumOf(text) })
+            : telemetry.configRead('rejected', { reason: describeConfigError(result.left) }),
         ),
-      ),
-    );
+      );
+    });

@@ -14,6 +14,33 @@ export interface StructureProblems {
    * `1.0` reads `1`): a reader that needs the number's text (a quantity) must ask JSON.parse for its source.
    */
   readonly inexactNumbers: boolean;
+  /**
+   * When the text's root is an array that closes: where its `[`, the commas between its elements and its `]` are
+   * (for text JSON.parse accepts, the elements are the text between them).
+   */
+  readonly rootArray?: RootArray;
+}
+
+/** The offsets of a root array's brackets and of the commas between its elements. */
+export interface RootArray {
+  readonly open: number;
+  readonly commas: ReadonlyArray<number>;
+  readonly close: number;
+  /** The scan stopped at `close`, a comma where `Resume.stopAt` said to (what follows was not read). */
+  readonly stopped?: boolean;
+}
+
+/**
+ * A scan of the root array from one of its element boundaries on, the text before it known to be free of
+ * problems (an earlier version's, unchanged): `open` in the answer is then `from`.
+ */
+export interface Resume {
+  /** The offset of the root array's `[` or of one of its commas. */
+  readonly from: number;
+  /** How many elements come before it. */
+  readonly elements: number;
+  /** Whether to stop at this comma or closing bracket of the root array (what follows is known too). */
+  readonly stopAt: (offset: number) => boolean;
 }
 
 const quote = 34;
@@ -196,13 +223,22 @@ charClass[comma] = separator;
  * time before any check could run. Meant for text JSON.parse accepts; on other text it ends without throwing,
  * and what it reports about such text is only a hint. It runs on every config read: keep the loop tight.
  */
-export const structureProblems = (text: string, maxListed = 10): StructureProblems => {
+export const structureProblems = (text: string, maxListed = 10, resume?: Resume): StructureProblems => {
   const scan = new Scan(text, maxListed);
   const length = text.length;
   let depth = 0;
   let expectKey = false;
   let inexactNumbers = false;
-  for (let i = 0; i < length; i++) {
+  let rootOpen = -1;
+  let rootClose = -1;
+  let stopped = false;
+  const rootCommas: number[] = [];
+  if (resume !== undefined) {
+    rootOpen = resume.from;
+    scan.open(depth++, arrayKind);
+    scan.elementIndex[0] = resume.elements;
+  }
+  for (let i = resume === undefined ? 0 : resume.from + 1; i < length; i++) {
     const c = text.charCodeAt(i);
     const kind = c < 128 ? charClass[c]! : other;
     if (kind === other) continue;
@@ -216,6 +252,7 @@ export const structureProblems = (text: string, maxListed = 10): StructureProble
         scan.report(`${scan.pathTo(depth)}: nested deeper than ${maxJsonDepth} levels of arrays and objects`);
         return { lines: scan.lines, count: scan.count, tooDeep: true, inexactNumbers };
       }
+      if (depth === 0 && rootOpen === -1 && c === openBracket) rootOpen = i;
       scan.open(depth++, c === openBrace ? objectKind : arrayKind);
       expectKey = c === openBrace;
     } else if (kind === numberStart) {
@@ -228,11 +265,32 @@ export const structureProblems = (text: string, maxListed = 10): StructureProble
       i = end - 1;
     } else if (kind === closing) {
       if (depth > 0) scan.close(--depth);
+      if (depth === 0 && rootClose === -1) {
+        rootClose = i;
+        stopped = resume?.stopAt(i) === true;
+        if (stopped) break;
+      }
       expectKey = false;
     } else if (depth > 0) {
       if (scan.kinds[depth - 1] === objectKind) expectKey = true;
-      else scan.elementIndex[depth - 1] = scan.elementIndex[depth - 1]! + 1;
+      else {
+        scan.elementIndex[depth - 1] = scan.elementIndex[depth - 1]! + 1;
+        if (depth === 1 && rootOpen !== -1 && rootClose === -1) {
+          if (resume?.stopAt(i) === true) {
+            rootClose = i;
+            stopped = true;
+            break;
+          }
+          rootCommas.push(i);
+        }
+      }
     }
   }
-  return { lines: scan.lines, count: scan.count, tooDeep: false, inexactNumbers };
+  const rootArray =
+    rootOpen !== -1 &&
+    rootClose > rootOpen &&
+    (text.charCodeAt(rootClose) === closeBracket || (stopped && text.charCodeAt(rootClose) === comma))
+      ? { open: rootOpen, commas: rootCommas, close: rootClose, stopped }
+      : undefined;
+  return { lines: scan.lines, count: scan.count, tooDeep: false, inexactNumbers, rootArray };
 };
