@@ -1,6 +1,10 @@
-/** Suite decode-diff: JSON.parse vs decodeConfig vs decodeConfig + diff for models.json of 1k, 10k and 100k models. */
+/**
+ * Suite decode-diff: JSON.parse vs decodeConfig vs the agent's configDecoder vs decodeConfig + diff for models.json of
+ * 1k, 10k and 100k models.
+ */
 import * as E from 'fp-ts/Either';
 import { getHeapStatistics } from 'node:v8';
+import { configDecoder } from '../src/core/config-decoder';
 import { decodeConfig } from '../src/core/decode-config';
 import { diff } from '../src/core/diff';
 import type { Snapshot } from '../src/core/snapshot';
@@ -151,9 +155,18 @@ const measureSize = ({ models, warmup, runs }: Size): SizeResult => {
     peakHeapUsedBytes = Math.max(peakHeapUsedBytes, process.memoryUsage().heapUsed);
     return result;
   };
+  // What the agent runs (src/core/config-decoder.ts): each call decodes the other text of the pair, after it.
+  const decoder = configDecoder();
+  let flip = false;
+  const fromTheOther = (): unknown => {
+    flip = !flip;
+    return decoder(file, flip ? pair.nextText : pair.previousText);
+  };
+  fromTheOther();
   const steps: Array<[string, () => unknown]> = [
     ['JSON.parse', () => JSON.parse(pair.nextText) as unknown],
     ['decodeConfig', () => decodeConfig(file, pair.nextText)],
+    ['configDecoder, after the other version', fromTheOther],
     ['decodeConfig + diff', () => decodeAndDiff(previous, pair.nextText)],
     ['diff alone', () => diff(previous, next)],
   ];

@@ -115,6 +115,21 @@ describe('configDecoder', () => {
     ['changed in the middle', (names: string[]) => names.map((n) => (n === 'm15' ? 'm15-v2' : n))],
     ['removed first', (names: string[]) => names.slice(1)],
     ['removed last', (names: string[]) => names.slice(0, -1)],
+    [
+      'changed, with others removed and added here and there',
+      (names: string[]) =>
+        names.flatMap((n) =>
+          n === 'm15'
+            ? ['m15-v2']
+            : n === 'm4' || n === 'm22'
+              ? []
+              : n === 'm9' || n === 'm25'
+                ? [n, `${n}b`]
+                : ['m17', 'm18', 'm19', 'm20', 'm21'].includes(n)
+                  ? [`${n}-v2`]
+                  : [n],
+        ),
+    ],
   ])('decodes again only the entry %s, each other keeping its very spec', (_, edit) => {
     const names = Array.from({ length: 30 }, (_, i) => `m${i}`);
     const entries = (listed: string[]) =>
@@ -135,7 +150,7 @@ describe('configDecoder', () => {
           n !== 'm15' &&
           !(lastMayChange && [names.at(-1), edit(names).at(-1)].includes(n)),
       );
-      expect(untouched.length).toBeGreaterThan(25);
+      expect(untouched.length).toBeGreaterThan(20);
       for (const model of untouched) expect(specOf(next, model)).toBe(specOf(first, model));
     }
   });
