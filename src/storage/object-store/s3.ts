@@ -68,12 +68,13 @@ export const s3SdkClient = (settings: S3ClientSettings): S3Client => {
 /** Every object under the location's prefix, page after page (S3 answers at most 1,000 per page). */
 async function* listObjects(
   client: S3Client,
+  at: string,
   location: ObjectLocation,
   signal: AbortSignal,
   bounds: ListingBounds,
 ) {
   const request: S3Request = {
-    what: `${location.display}: listing bucket ${location.bucket} under ${JSON.stringify(location.prefix)}`,
+    what: `${location.display}: listing bucket ${location.bucket} under ${JSON.stringify(location.prefix)}${at}`,
     signal,
   };
   let token: string | undefined;
@@ -109,10 +110,10 @@ async function* listObjects(
 
 /** GetObject from `offset` on, If-Match on the listed ETag (and the answer's ETag checked too: not every store honours If-Match). */
 const readObject =
-  (client: S3Client): ObjectStoreClient['read'] =>
+  (client: S3Client, at: string): ObjectStoreClient['read'] =>
   async (location, object, offset, signal, end = object.size) => {
     const request: S3Request = {
-      what: `${location.display}: reading ${object.key} from bucket ${location.bucket}`,
+      what: `${location.display}: reading ${object.key} from bucket ${location.bucket}${at}`,
       signal,
       listed: true,
     };
@@ -149,14 +150,19 @@ const readObject =
   };
 
 /**
- * An ObjectStoreClient over one SDK client: every failure an EffectError naming the bucket and the key. `endpoint`:
- * the custom endpoint the SDK client was made with (absent: AWS), which a content's identity names.
+ * An ObjectStoreClient over one SDK client: every failure an EffectError naming the bucket and the key (and the
+ * endpoint, when one was set). `endpoint`: the custom endpoint the SDK client was made with (absent: AWS), which a
+ * content's identity names.
  */
-export const s3ObjectClient = (client: S3Client, endpoint?: string): ObjectStoreClient => ({
-  ...(endpoint === undefined ? {} : { store: endpoint }),
-  list: (location, signal, bounds) => listObjects(client, location, signal, bounds),
-  read: readObject(client),
-});
+export const s3ObjectClient = (client: S3Client, endpoint?: string): ObjectStoreClient => {
+  // A store of one's own (MinIO, Ceph) is named in every failure: which server refused a certificate, did not answer.
+  const at = endpoint === undefined ? '' : ` at ${redactUri(endpoint)}`;
+  return {
+    ...(endpoint === undefined ? {} : { store: endpoint }),
+    list: (location, signal, bounds) => listObjects(client, at, location, signal, bounds),
+    read: readObject(client, at),
+  };
+};
 
 // Bucket names as S3 (legacy ones included), MinIO and Ceph allow them; the store says whether one exists.
 const bucketPattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/;

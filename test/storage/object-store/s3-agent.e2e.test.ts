@@ -80,7 +80,10 @@ describe('agent with s3:// models', () => {
     await h.waitForReady();
     const status = h.lastStatus('nobucket');
     expect(status).toMatchObject({ phase: 'Failed', errorKind: 'not-found' });
-    expect(status?.reason).toContain('listing bucket no-such-bucket under "m1/": NoSuchBucket');
+    // The endpoint of one's own store named: which server said so.
+    expect(status?.reason).toContain(
+      `listing bucket no-such-bucket under "m1/" at ${proxy.url}: NoSuchBucket`,
+    );
   });
 
   it('fails a model for good on wrong keys, hiding them from every log line and event', async () => {

@@ -119,7 +119,9 @@ describe('s3Storage against s3rver', () => {
   it('fails for good on a missing bucket, naming it', async () => {
     const error = await failure('s3://no-such-bucket/m1');
     expect(error).toMatchObject({ kind: 'not-found', retryable: false, status: 404 });
-    expect(error.message).toContain('listing bucket no-such-bucket under "m1/": NoSuchBucket');
+    expect(error.message).toContain(
+      `listing bucket no-such-bucket under "m1/" at ${proxy.url}: NoSuchBucket`,
+    );
   });
 
   it('fails for good on a missing key, naming bucket and key', async () => {
@@ -188,7 +190,7 @@ describe('s3Storage against s3rver', () => {
     });
     const error = await failure('s3://models/moving/weights.bin');
     expect(error).toMatchObject({ kind: 'changed', retryable: true });
-    expect(error.message).toContain('reading moving/weights.bin from bucket models');
+    expect(error.message).toContain(`reading moving/weights.bin from bucket models at ${proxy.url}`);
   });
 
   it('rides out throttling within the SDK retries, and reports it retryable past them', async () => {
