@@ -11,7 +11,10 @@
  * compiler allocations stayed in the process's memory once freed (malloc keeps a thread's arena): the agent port's
  * proxy idled at 83 MiB with them, 69 without (the Go agent: 65), twice each in `npm run bench -- proxy`; a burst of
  * 1,000 models took the same time and CPU (4.31 vs 4.38 s, 5.61 vs 5.63 CPU-s, same run conditions), idle RSS with
- * 1,000 models 0.82 of the floor's (0.85-0.87 before).
+ * 1,000 models 0.82 of the floor's (0.85-0.87 before). What it costs (stop 52): the compiles' pauses land on the
+ * main thread, in the swaps that warm the code up: swap → load request max 22-24 ms with it, 6-15 without, p99 and
+ * median a little higher (`npm run bench -- swap-to-load`, two runs each, interleaved); without it the proxy idled
+ * at 80-84 MiB (69 with), 114-122 after its load (103), neither `MALLOC_ARENA_MAX=2` nor `--v8-pool-size=1` helping.
  *
  * Not taken: `--optimize-for-size` (Node 24) took idle RSS 125 -> 101 MiB and heapUsed 38 -> 17 MiB, but 1,000 Adds
  * ran 20 % slower and one change at 20,000 models took twice as long (P7 92 -> 161-182 ms), two runs each.
