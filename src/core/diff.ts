@@ -10,13 +10,17 @@ import { specEquals, type Snapshot } from './snapshot';
  * the old spec). A spec carried over as the very same object is no change, `unknownSpec` included (`installedInForce`).
  */
 export const diff = (previous: Snapshot, next: Snapshot, onStartup = false): ReadonlyArray<ModelOp> => {
+  // forEach, not for-of: an iterator result (and an entry array) per model is garbage at each change, 20,000 models
+  // ~1 MB, while the young generation is 1 MiB (node-flags.ts): a collection at nearly every swap.
   const removed: ModelName[] = [];
-  for (const name of previous.keys()) if (!next.has(name)) removed.push(name);
+  previous.forEach((_, name) => {
+    if (!next.has(name)) removed.push(name);
+  });
   const added: ModelName[] = [];
-  for (const [name, spec] of next) {
+  next.forEach((spec, name) => {
     const before = previous.get(name);
     if (before === undefined || (before !== spec && !specEquals(before, spec))) added.push(name);
-  }
+  });
   return [
     ...removed.sort().map(remove),
     ...added.sort().map((name) => add(name, next.get(name)!, onStartup)),

@@ -22,12 +22,13 @@ export const unservedModels = (
 ): ReadonlyArray<UnservedModel> => {
   const served = new Set(schemes);
   const unserved: UnservedModel[] = [];
-  for (const [model, spec] of next) {
-    if (previous.get(model)?.storageUri === spec.storageUri) continue;
+  // forEach, not for-of over entries: no entry array per model at each change.
+  next.forEach((spec, model) => {
+    if (previous.get(model)?.storageUri === spec.storageUri) return;
     const parsed = parseStorageUri(spec.storageUri);
     if (isRight(parsed) && !served.has(parsed.right.scheme)) {
       unserved.push({ model, storageUri: redactUri(spec.storageUri), scheme: parsed.right.scheme });
     }
-  }
+  });
   return unserved;
 };
