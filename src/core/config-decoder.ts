@@ -13,9 +13,11 @@ import * as E from 'fp-ts/Either';
 import * as t from 'io-ts';
 import { decodeConfig } from './decode-config';
 import type { ConfigError } from './errors';
+import { isJsonBlank } from './json/json';
 import { structureProblems } from './json/json-structure';
 import { ModelConfig, ModelConfigs, type ModelConfig as Entry, type ModelSpec } from './model-config';
 import type { ModelName } from './model-name';
+import { partitionPoint } from './partition-point';
 import type { Snapshot } from './snapshot';
 
 /** Decodes one version of models.json after another (`file` names it in errors). */
@@ -23,7 +25,6 @@ export type ConfigDecoder = (file: string, text: string) => E.Either<ConfigError
 
 // Only valid entries are kept, so their context is never read: one serves them all.
 const context: t.Context = [{ key: '', type: ModelConfigs, actual: undefined }];
-const blank = /^[ \t\n\r]*$/;
 
 /** JSON.parse of `text`, or undefined when it is not JSON. */
 const parsed = (text: string): unknown => {
@@ -80,25 +81,8 @@ const lookAhead = 3;
 
 /** The index of `value` in the ascending `sorted`, or -1. */
 const indexIn = (sorted: ReadonlyArray<number>, value: number): number => {
-  let [low, high] = [0, sorted.length - 1];
-  while (low <= high) {
-    const middle = (low + high) >>> 1;
-    if (sorted[middle]! === value) return middle;
-    if (sorted[middle]! < value) low = middle + 1;
-    else high = middle - 1;
-  }
-  return -1;
-};
-
-/** The index of the last value below `limit` in the ascending `sorted`, or -1. */
-const lastBelow = (sorted: ReadonlyArray<number>, limit: number): number => {
-  let [low, high] = [0, sorted.length];
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (sorted[middle]! < limit) low = middle + 1;
-    else high = middle;
-  }
-  return low - 1;
+  const at = partitionPoint(sorted, (item) => item < value);
+  return sorted[at] === value ? at : -1;
 };
 
 /**
@@ -109,7 +93,10 @@ const lastBelow = (sorted: ReadonlyArray<number>, limit: number): number => {
  */
 const boundsOf = (text: string, before: Accepted, prefix: number, suffixFrom: number, shift: number) => {
   // The last boundary before `prefix`, but not the `]` (the scan resumes at one with entries after it): -1 if none.
-  const resumeAt = Math.min(before.bounds.length - 2, lastBelow(before.bounds, prefix));
+  const resumeAt = Math.min(
+    before.bounds.length - 2,
+    partitionPoint(before.bounds, (bound) => bound < prefix) - 1,
+  );
   const resume =
     resumeAt < 0
       ? undefined
@@ -126,8 +113,8 @@ const boundsOf = (text: string, before: Accepted, prefix: number, suffixFrom: nu
   if (root.stopped === true) {
     for (let at = indexIn(before.bounds, root.close + shift) + 1; at < before.bounds.length; at++)
       bounds.push(before.bounds[at]! - shift);
-  } else if (!blank.test(text.slice(root.close + 1))) return undefined;
-  return blank.test(text.slice(0, bounds[0])) ? bounds : undefined;
+  } else if (!isJsonBlank(text.slice(root.close + 1))) return undefined;
+  return isJsonBlank(text.slice(0, bounds[0])) ? bounds : undefined;
 };
 
 /**
@@ -144,7 +131,7 @@ const decodeChanged = (text: string, before: Accepted): Accepted | undefined => 
   const bounds = boundsOf(text, before, prefix, suffixFrom, shift);
   if (bounds === undefined) return undefined;
   const count = bounds.length - 1;
-  if (count === 1 && blank.test(text.slice(bounds[0]! + 1, bounds[1]))) return undefined; // `[]`: decodeConfig's
+  if (count === 1 && isJsonBlank(text.slice(bounds[0]! + 1, bounds[1]))) return undefined; // `[]`: decodeConfig's
   const fromEnd = before.entries.length - count;
   const entries = new Array<Entry | undefined>(count);
   let fresh = 0;

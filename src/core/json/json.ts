@@ -20,13 +20,16 @@ export type JsonProblem =
  */
 export type JsonReviver = (key: string, value: unknown, context?: { readonly source?: string }) => unknown;
 
+/** True when `text` is JSON's whitespace only (space, tab, line feed, carriage return: not all that trim takes). */
+export const isJsonBlank = (text: string): boolean => /^[ \t\n\r]*$/.test(text);
+
 /**
  * The JSON value of `text`, or why there is none (JSON.parse would keep the last of duplicate keys silently).
  * `reviver` runs only when `text` holds a number JSON.parse cannot give back as written (a reviver makes JSON.parse
  * about six times slower, and a config usually has no number at all).
  */
 export const parseJson = (text: string, reviver?: JsonReviver): E.Either<JsonProblem, unknown> => {
-  if (/^[ \t\n\r]*$/.test(text)) return E.left({ _tag: 'Blank' }); // JSON's whitespace only (not trim's)
+  if (isJsonBlank(text)) return E.left({ _tag: 'Blank' });
   const structure = structureProblems(text);
   const refused = E.left({ _tag: 'Structure', problems: structure.lines, count: structure.count } as const);
   // Refused before JSON.parse, whatever follows: parsing a million nested arrays takes seconds and a gigabyte.
