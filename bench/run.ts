@@ -17,7 +17,7 @@ import { compareWithBaseline, writeBaseline, type Measured } from './baseline';
 import { writeCharts } from './charts';
 import { decodeDiffSuite } from './decode-diff';
 import { httpDownloadSuite } from './http-download';
-import { inOwnNetwork } from './kserve-agent';
+import { inOwnNetwork, kserveAgent } from './kserve-agent';
 import { httpResumeSuite } from './http-resume';
 import { idleRestartSuite } from './idle-restart';
 import { initializerSuite } from './initializer';
@@ -315,7 +315,7 @@ const main = async (): Promise<void> => {
 /**
  * Runs this bench again in a network namespace of its own when it can (root, `unshare -n`): the KServe Go agent's
  * puller loads at localhost:8080 (bench/kserve-agent.ts), which must be ours, and no other process's loopback
- * traffic shares the namespace. Returns the exit status of that run, or undefined when the bench runs here.
+ * traffic shares the namespace; the agent is built before, outside it. Returns the exit status of that run, or undefined when the bench runs here.
  */
 const inOwnNetworkNamespace = (): number | undefined => {
   if (inOwnNetwork() || process.getuid?.() !== 0) return undefined;
@@ -325,6 +325,9 @@ const inOwnNetworkNamespace = (): number | undefined => {
       stdio: 'inherit',
       env: { ...process.env, MODELSYNC_BENCH_NETNS: '1' },
     });
+  // The Go agent builds from the Go module proxy, which the namespace cannot reach: build it (once per machine) here.
+  const agent = kserveAgent();
+  if (agent.why !== undefined) console.log(`bench: no KServe Go agent to run beside modelsync: ${agent.why}`);
   if (namespaced('true').status !== 0) {
     console.log(
       'bench: no network namespace of its own (unshare -n refused): running here, without the Go agent',
