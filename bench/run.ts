@@ -18,6 +18,7 @@ import { writeCharts } from './charts';
 import { decodeDiffSuite } from './decode-diff';
 import { httpDownloadSuite } from './http-download';
 import { inOwnNetwork, kserveAgent } from './kserve-agent';
+import { describeFileSystem, onOwnFileSystem } from './own-file-system';
 import { httpResumeSuite } from './http-resume';
 import { idleRestartSuite } from './idle-restart';
 import { initializerSuite } from './initializer';
@@ -64,6 +65,8 @@ interface SuiteRecord extends SuiteResult {
   readonly revision: { readonly commit: string; readonly srcDirty: boolean };
   /** os.loadavg() (1, 5, 15 min) when the suite started: other processes' load skews figures on a shared host. */
   readonly loadAverage: ReadonlyArray<number>;
+  /** Where its temp dirs were (bench/own-file-system.ts): the file system is half of what a model install costs. */
+  readonly fileSystem?: string;
   readonly durationSeconds: number;
   /** `quick` by default (reduced sizes, for the ratios and CI), `full` for the figures (`--full`). */
   readonly mode: 'quick' | 'full';
@@ -147,12 +150,13 @@ const readmeSection = (record: Partial<SuiteRecord>): string => {
     record.loadAverage !== undefined
       ? `; load average at start ${record.loadAverage.join(' / ')} (1 / 5 / 15 min)`
       : '';
+  const disk = record.fileSystem !== undefined ? ` Its temp dirs were on ${record.fileSystem}.` : '';
   return [
     `## ${record.suite ?? 'unnamed suite'}`,
     '',
     record.description ?? '',
     '',
-    `${where.filter((part) => part !== '').join(' ')}${load}.`,
+    `${where.filter((part) => part !== '').join(' ')}${load}.${disk}`,
     '',
     `Reproduce: \`npm run bench -- ${record.mode === 'quick' ? '' : '--full '}${record.suite ?? ''}\``,
     '',
@@ -209,6 +213,7 @@ const runSuite = async (suite: Suite, options: RunOptions): Promise<SuiteRecord>
     totalMemoryBytes: os.totalmem(),
     revision,
     loadAverage,
+    fileSystem: describeFileSystem(),
     durationSeconds: (performance.now() - started) / 1000,
     mode: options.quick ? 'quick' : 'full',
     ...result,
@@ -273,6 +278,7 @@ const main = async (): Promise<void> => {
     }
     return done;
   };
+  console.log(`bench: the suites' temp dirs are on ${describeFileSystem()}`);
   const started = performance.now();
   let measured = await measure(names);
   const charts = writeCharts(resultsDir);
@@ -284,6 +290,7 @@ const main = async (): Promise<void> => {
       date: new Date().toISOString(),
       commit: revisionOf().commit,
       loadAverage: os.loadavg()[0]!.toFixed(2),
+      fileSystem: describeFileSystem(),
       cpu: `${os.cpus().length} x ${os.cpus()[0]?.model.trim() ?? 'unknown'}`,
     });
     console.log(`baseline written: ${baselineFile}`);
@@ -313,28 +320,38 @@ const main = async (): Promise<void> => {
 };
 
 /**
- * Runs this bench again in a network namespace of its own when it can (root, `unshare -n`): the KServe Go agent's
- * puller loads at localhost:8080 (bench/kserve-agent.ts), which must be ours, and no other process's loopback
- * traffic shares the namespace; the agent is built before, outside it. Returns the exit status of that run, or undefined when the bench runs here.
+ * Runs this bench again in a network and mount namespace of its own when it can (root, `unshare -n -m`): the KServe
+ * Go agent's puller loads at localhost:8080 (bench/kserve-agent.ts), which must be ours, and no other process's
+ * loopback traffic shares the namespace; the suites write to a file system of the run's own (bench/own-file-system.ts).
+ * The agent is built before, outside it. Returns the exit status of that run, or undefined when the bench runs here.
  */
 const inOwnNetworkNamespace = (): number | undefined => {
   if (inOwnNetwork() || process.getuid?.() !== 0) return undefined;
-  const script = 'ip link set lo up && exec "$@"';
-  const namespaced = (...command: string[]) =>
-    spawnSync('unshare', ['-n', 'sh', '-c', script, 'sh', ...command], {
-      stdio: 'inherit',
-      env: { ...process.env, MODELSYNC_BENCH_NETNS: '1' },
-    });
+  const namespaced = (script: string, ...command: string[]) =>
+    spawnSync(
+      'unshare',
+      ['-n', '-m', 'sh', '-c', `ip link set lo up || exit 1\n${script}`, 'sh', ...command],
+      {
+        stdio: 'inherit',
+        env: { ...process.env, MODELSYNC_BENCH_NETNS: '1' },
+      },
+    );
   // The Go agent builds from the Go module proxy, which the namespace cannot reach: build it (once per machine) here.
   const agent = kserveAgent();
   if (agent.why !== undefined) console.log(`bench: no KServe Go agent to run beside modelsync: ${agent.why}`);
-  if (namespaced('true').status !== 0) {
+  if (namespaced('exec "$@"', 'true').status !== 0) {
     console.log(
-      'bench: no network namespace of its own (unshare -n refused): running here, without the Go agent',
+      'bench: no network namespace of its own (unshare -n -m refused): running here, without the Go agent',
     );
     return undefined;
   }
-  const run = namespaced(process.execPath, ...process.execArgv, __filename, ...process.argv.slice(2));
+  const run = namespaced(
+    onOwnFileSystem,
+    process.execPath,
+    ...process.execArgv,
+    __filename,
+    ...process.argv.slice(2),
+  );
   if (run.status === null)
     console.log(`bench: the run in its own network namespace was ended by ${run.signal}`);
   return run.status ?? 1;
