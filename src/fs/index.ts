@@ -23,7 +23,7 @@ export {
 } from './mount-watch';
 export { readSmallFile, readSmallFileWithStats, readToEnd } from './small-file';
 export { onRemoteFileSystem } from './remote-file-system';
-export { installing, quick, quickNowhere, quickUnder, type Handle } from './quick-calls';
+export { installing, quick, quickNowhere, quickUnder, slowCreatesAbove, type Handle } from './quick-calls';
 export { linkMissing } from './link-missing';
 export { makeDirs } from './make-dirs';
 export { lockFile, removeHeldLockFile, type HeldLock } from './file-lock';

@@ -160,12 +160,58 @@ interface WriteOptions {
 /** Installs under way (`installing`). */
 let installs = 0;
 
+// Creates inline slower than this, 3 of the last 16, send a burst's creates through the pool for `createBackOffMs`.
+// On a journaled ext4 a mkdir or an O_CREAT open takes ~0.04 ms here, where a trip through the pool costs the main
+// thread more (the wake-up of a pool thread, the completion): 1,000 models in one swap took ~20 % less CPU and ~10 %
+// less time with their creates inline. But creates may wait: on the journal's commit (the flusher's fsyncs force
+// one), or on ext4 without a journal, which searches past every inode freed in the last minutes (0.3-0.8 ms each
+// after a burst of deletes: 20 % longer inline there). One slow create alone is no sign (the thread was preempted).
+// A lone install's creates go inline whatever they cost, as ever.
+const defaultSlowCreateMs = 0.25;
+const defaultCreateBackOffMs = 1000;
+const slowOfLast16 = 3;
+let slowCreateMs = defaultSlowCreateMs;
+let createBackOffMs = defaultCreateBackOffMs;
+/** The last 16 inline creates, a bit each (1: slow), the latest lowest. */
+let createHistory = 0;
+/** When the creates last turned slow (performance.now()). */
+let slowCreatesAt = -Infinity;
+
+/** Whether a call that creates a file or dir goes inline: one install at most under way, or creates are quick. */
+const createsInline = (): boolean => installs <= 1 || performance.now() - slowCreatesAt > createBackOffMs;
+
+const bitsSet = (bits: number): number => {
+  let count = 0;
+  for (let rest = bits; rest !== 0; rest &= rest - 1) count++;
+  return count;
+};
+
+/** `create` run inline, timed: creates turned slow make a burst's next ones pooled for a while (`createsInline`). */
+const timedCreate = <T>(create: () => T): Promise<T> =>
+  settled(() => {
+    const started = performance.now();
+    try {
+      return create();
+    } finally {
+      const ended = performance.now();
+      createHistory = ((createHistory << 1) | (ended - started > slowCreateMs ? 1 : 0)) & 0xffff;
+      if (bitsSet(createHistory) >= slowOfLast16) {
+        slowCreatesAt = ended;
+        createHistory = 0; // judged afresh once the back-off is over
+      }
+    }
+  });
+
 /**
- * Whether a call that creates a file or dir goes inline: while one install at most is under way. A creation waits on
- * the disk's journal (0.1-1 ms on this machine's ext4, against a few µs for an lstat), and a burst of installs runs
- * them four at once through the pool: inline, one after the other, 1,000 models in one swap took 20 % longer.
+ * What counts as a slow create (ms; Infinity: none, 0: every one) and how long slow creates keep a burst's pooled:
+ * tests set them, `quickNowhere` restores them.
  */
-const createsInline = (): boolean => installs <= 1;
+export const slowCreatesAbove = (ms: number, backOffMs = defaultCreateBackOffMs): void => {
+  slowCreateMs = ms;
+  createBackOffMs = backOffMs;
+  createHistory = 0;
+  slowCreatesAt = -Infinity;
+};
 
 /** Marks an install under way until the function it returns is called (once). */
 export const installing = (): (() => void) => {
@@ -196,19 +242,21 @@ export const quick = {
   readlink: (path: string): Promise<string> =>
     inlineAt(path) ? settled(() => fs.readlinkSync(path)) : pool.readlink(path),
   mkdtemp: (prefix: string): Promise<string> =>
-    createsInline() && inlineAt(prefix) ? settled(() => fs.mkdtempSync(prefix)) : pool.mkdtemp(prefix),
+    createsInline() && inlineAt(prefix) ? timedCreate(() => fs.mkdtempSync(prefix)) : pool.mkdtemp(prefix),
   rename: (from: string, to: string): Promise<void> =>
     inlineAt(from) && inlineAt(to) ? settled(() => fs.renameSync(from, to)) : pool.rename(from, to),
   readdir,
   /** A small file written whole (a marker, a body of a few KiB): `options` as writeFile's. */
   writeFile: (path: string, data: string | Uint8Array, options: WriteOptions): Promise<void> =>
     createsInline() && inlineAt(path)
-      ? settled(() => fs.writeFileSync(path, data, options as fs.WriteFileOptions))
+      ? timedCreate(() => fs.writeFileSync(path, data, options as fs.WriteFileOptions))
       : pool.writeFile(path, data, options),
-  open: (path: string, flags: number, mode?: Mode): Promise<Handle> =>
-    ((flags & fs.constants.O_CREAT) === 0 || createsInline()) && inlineAt(path)
-      ? settled(() => new InlineHandle(fs.openSync(path, flags, mode)))
-      : pool.open(path, flags, mode),
+  open: (path: string, flags: number, mode?: Mode): Promise<Handle> => {
+    const creates = (flags & fs.constants.O_CREAT) !== 0;
+    if ((creates && !createsInline()) || !inlineAt(path)) return pool.open(path, flags, mode);
+    const open = () => new InlineHandle(fs.openSync(path, flags, mode));
+    return creates ? timedCreate(open) : settled(open);
+  },
 };
 
 /**
@@ -243,4 +291,5 @@ export const quickNowhere = (): void => {
   roots.clear();
   mountsSeen = undefined;
   checkedAt = -Infinity;
+  slowCreatesAbove(defaultSlowCreateMs);
 };

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { installing, quick, quickNowhere, quickUnder } from '../../src/fs';
+import { installing, quick, quickNowhere, quickUnder, slowCreatesAbove } from '../../src/fs';
 import { settledThisTurn } from '../helpers/settled-this-turn';
 
 let root: string;
@@ -13,6 +13,10 @@ beforeEach(() => {
   writeFileSync(path.join(root, 'file'), 'x');
   writeFileSync(path.join(outside, 'file'), 'x');
 });
+const create = (name: string) => () => quick.writeFile(path.join(root, name), 'x', { flag: 'wx' });
+const openNew = (name: string) => () =>
+  quick.open(path.join(root, name), constants.O_CREAT | constants.O_WRONLY | constants.O_EXCL);
+
 afterEach(() => {
   quickNowhere();
   rmSync(root, { recursive: true, force: true });
@@ -100,17 +104,45 @@ it('accepts no root on a file system the kernel does not answer from local stora
   expect(await settledThisTurn(() => quick.lstat('/proc/self/status'))).toBe(false);
 });
 
-it('creates files inline while one install at most is under way, through the pool while more are (four at once)', async () => {
+it('creates files inline while one install at most is under way, whatever a create costs', async () => {
   await quickUnder([root]);
-  const create = (name: string) => () => quick.writeFile(path.join(root, name), 'x', { flag: 'wx' });
+  slowCreatesAbove(0); // every create counts as slow
   const first = installing();
   expect(await settledThisTurn(create('alone'))).toBe(true);
+  expect(await settledThisTurn(create('alone-and-slow'))).toBe(true);
+  first();
+});
+
+it('creates files inline during a burst of installs while creates are quick', async () => {
+  await quickUnder([root]);
+  slowCreatesAbove(Infinity); // no create counts as slow
+  const first = installing();
   const second = installing();
+  expect(await settledThisTurn(create('two-under-way'))).toBe(true);
+  expect(await settledThisTurn(() => quick.mkdtemp(path.join(root, '.tmp-')))).toBe(true);
+  expect(await settledThisTurn(openNew('opened'))).toBe(true);
+  second();
+  first();
+});
+
+it('creates through the pool during a burst for a while once creates are slow (four at once), then inline again', async () => {
+  await quickUnder([root]);
+  slowCreatesAbove(0, 50); // every create is slow; three of the last 16 keep a burst's creates pooled for 50 ms
+  const first = installing();
+  expect(await settledThisTurn(create('alone'))).toBe(true); // inline (alone), and seen slow
+  const second = installing();
+  expect(await settledThisTurn(create('one-slow'))).toBe(true); // one or two slow creates are no sign yet
+  expect(await settledThisTurn(create('two-slow'))).toBe(true);
   expect(await settledThisTurn(create('two-under-way'))).toBe(false);
   expect(await settledThisTurn(() => quick.mkdtemp(path.join(root, '.tmp-')))).toBe(false);
+  expect(await settledThisTurn(openNew('opened'))).toBe(false);
   expect(await settledThisTurn(() => quick.lstat(path.join(root, 'alone')))).toBe(true); // no creation: inline
   second();
   second(); // ending twice ends it once
   expect(await settledThisTurn(create('alone-again'))).toBe(true);
+  const third = installing();
+  await new Promise((resolve) => setTimeout(resolve, 80));
+  expect(await settledThisTurn(create('after-the-back-off'))).toBe(true);
+  third();
   first();
 });
