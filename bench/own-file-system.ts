@@ -5,9 +5,9 @@
  * Why not the machine's TMPDIR: here it is ext4 without a journal, mounted with `discard`. There each new inode is
  * searched past every inode freed in the last minutes (the kernel's `recently_deleted`, a check ext4 makes only
  * without a journal), so once a suite removed 1,000 model dirs a create cost 0.3-0.8 ms where a journaled ext4 takes
- * ~0.04, and a kubelet-style swap's clean-up held the creates of whoever made them first: the Go agent's mkdir ran
- * into it, modelsync's, 2 ms later, did not. On it the Go agent took 1.5-1.9 s and 2.1-2.6 CPU-s for 1,000 models in
- * one swap, 0.6-0.7 of each on the journaled ext4 (docs/benchmarks.md, "Where the suites write").
+ * ~0.04, and a swap's clean-up of the old version dir (the clock starts after it) took 0.5-1.5 ms while the pullers
+ * already worked. There the Go agent took 1.3-1.9 s and 1.7-2.9 CPU-s for 1,000 models in one swap, 0.5-0.7 of each
+ * on the journaled ext4 (docs/benchmarks.md, "Where the suites write").
  */
 
 /** The environment variable that says, inside the run, where the suites write (`describeFileSystem`). */

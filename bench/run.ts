@@ -325,7 +325,7 @@ const main = async (): Promise<void> => {
  * loopback traffic shares the namespace; the suites write to a file system of the run's own (bench/own-file-system.ts).
  * The agent is built before, outside it. Returns the exit status of that run, or undefined when the bench runs here.
  */
-const inOwnNetworkNamespace = (): number | undefined => {
+const inOwnNamespaces = (): number | undefined => {
   if (inOwnNetwork() || process.getuid?.() !== 0) return undefined;
   const namespaced = (script: string, ...command: string[]) =>
     spawnSync(
@@ -365,7 +365,7 @@ if (require.main === module) {
     console.log(`bench: an error no suite caught ended the run: ${error.stack ?? String(error)}`);
     process.exit(1);
   });
-  const status = inOwnNetworkNamespace();
+  const status = inOwnNamespaces();
   if (status !== undefined) process.exit(status);
   main().catch((error: unknown) => {
     console.error(error);
