@@ -5,9 +5,9 @@
  * Why: a swap usually changes one entry of many, and decoding all of them again was most of the JavaScript between
  * the swap and the load request (0.3-0.5 ms at 100 models, 22 ms at 20,000: `npm run bench -- decode-diff`). An
  * entry is found unchanged by where the texts part and meet again (only the part between is scanned), and between
- * them by walking both lists in step. The answers are decodeConfig's, to the letter: whatever is not a plain list of entries that decode (a problem of
- * any kind, a name listed twice, a number JSON.parse cannot give back as written) goes through decodeConfig whole,
- * which words the error as it always has.
+ * them by walking both lists in step. The answers are decodeConfig's, to the letter: whatever is not a plain list
+ * of entries that decode (a problem of any kind, a name listed twice, a number JSON.parse cannot give back as
+ * written) goes through decodeConfig whole, which words the error as it always has.
  */
 import * as E from 'fp-ts/Either';
 import * as t from 'io-ts';

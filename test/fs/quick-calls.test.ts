@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { installing, quick, quickNowhere, quickUnder, slowCreatesAbove } from '../../src/fs';
+import { installing, quick, quickNowhere, quickUnder, slowCreatesAbove, type Handle } from '../../src/fs';
 import { settledThisTurn } from '../helpers/settled-this-turn';
 
 let root: string;
@@ -14,10 +14,15 @@ beforeEach(() => {
   writeFileSync(path.join(outside, 'file'), 'x');
 });
 const create = (name: string) => () => quick.writeFile(path.join(root, name), 'x', { flag: 'wx' });
+/** Files opened by `openNew`, closed after each case. */
+const opened: Handle[] = [];
 const openNew = (name: string) => () =>
-  quick.open(path.join(root, name), constants.O_CREAT | constants.O_WRONLY | constants.O_EXCL);
+  quick
+    .open(path.join(root, name), constants.O_CREAT | constants.O_WRONLY | constants.O_EXCL)
+    .then((handle) => void opened.push(handle));
 
-afterEach(() => {
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((handle) => handle.close()));
   quickNowhere();
   rmSync(root, { recursive: true, force: true });
   rmSync(outside, { recursive: true, force: true });
