@@ -81,6 +81,11 @@ export interface BoundedDestination {
   flushed(timeoutMs: number): Promise<void>;
 }
 
+/** `stream` with what it holds corked handed on (a libuv stream tries the write at once). */
+const uncorked = (stream: Writable): void => {
+  while (stream.writableCorked > 0) stream.uncork();
+};
+
 /**
  * Lines to `stream` (a non-blocking one: a libuv pipe or socket), at most `maxBufferedBytes` of them waiting: past
  * that a line is dropped and counted, never queued, so memory stays bounded and no write waits. Once the stream
@@ -110,19 +115,26 @@ export const boundedDestination = (
         droppedSinceResume += 1;
         return;
       }
+      // The lines of one event-loop turn go out in one write: a burst of installs logs three lines a model, and a
+      // write each (with its reader's wake-up) cost ~5 % of the burst's CPU (1,000 models, 10 runs each way).
+      if (stream.writableCorked === 0) {
+        stream.cork();
+        setImmediate(uncorked, stream);
+      }
       stream.write(line);
     },
     dropped: () => dropped,
     flushed: (timeoutMs) =>
       new Promise<void>((resolve) => {
+        uncorked(stream);
         if (stream.writableLength === 0 || stream.destroyed) return resolve();
-        const timer = setTimeout(done, timeoutMs);
-        function done(): void {
+        const timer = setTimeout(resolve, timeoutMs);
+        // Called once everything written before it is written (or the stream failed): a 'drain' comes only after a
+        // write past the high-water mark.
+        stream.write('', () => {
           clearTimeout(timer);
-          stream.off('drain', done);
           resolve();
-        }
-        stream.once('drain', done);
+        });
       }),
   };
 };
@@ -137,7 +149,10 @@ export const nonBlockingStderr = (): Writable | undefined => {
   const stats = fstatSync(2);
   if (!stats.isFIFO() && !stats.isSocket()) return undefined;
   // Pending log lines must not keep a process alive that has nothing else to do (it exits through flushed).
-  return new Socket({ fd: 2, readable: false, writable: true }).unref();
+  const stream = new Socket({ fd: 2, readable: false, writable: true }).unref();
+  // An exit nobody flushed for (a library's process.exit) still hands the turn's last lines to the pipe.
+  process.once('exit', () => uncorked(stream));
+  return stream;
 };
 
 /**

@@ -55,4 +55,39 @@ describe('boundedDestination', () => {
     await expect(flushed).resolves.toBeUndefined();
     await release();
   });
+
+  it('hands the lines of one event-loop turn to the stream in one write, and a later turn its own', async () => {
+    const writes: string[][] = [];
+    const stream = new Writable({
+      writev: (chunks, callback) => {
+        writes.push(chunks.map(({ chunk }) => String(chunk)));
+        callback();
+      },
+    });
+    const destination = boundedDestination(stream);
+    destination.write('a\n');
+    destination.write('b\n');
+    destination.write('c\n');
+    expect(writes).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    destination.write('d\n');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(writes).toEqual([['a\n', 'b\n', 'c\n'], ['d\n']]);
+  });
+
+  it('flushed waits for the lines of this turn to be written, a slow write too, below the high-water mark', async () => {
+    const written: string[] = [];
+    const stream = new Writable({
+      write: (chunk: Buffer, _encoding, callback) => {
+        setTimeout(() => {
+          written.push(chunk.toString());
+          callback();
+        }, 20);
+      },
+    });
+    const destination = boundedDestination(stream);
+    destination.write('last words\n');
+    await destination.flushed(10_000);
+    expect(written.join('')).toBe('last words\n');
+  });
 });
