@@ -81,6 +81,9 @@ export interface BoundedDestination {
   flushed(timeoutMs: number): Promise<void>;
 }
 
+/** The most of one turn's lines held back for its one write (a pipe's buffer, 64 KiB on Linux). */
+const turnBytes = 64 * 1024;
+
 /** `stream` with what it holds corked handed on (a libuv stream tries the write at once). */
 const uncorked = (stream: Writable): void => {
   while (stream.writableCorked > 0) stream.uncork();
@@ -122,6 +125,8 @@ export const boundedDestination = (
         setImmediate(uncorked, stream);
       }
       stream.write(line);
+      // Past a pipe's buffer's worth they would only wait: a turn that logs more writes as it goes.
+      if (stream.writableLength >= turnBytes) uncorked(stream);
     },
     dropped: () => dropped,
     flushed: (timeoutMs) =>

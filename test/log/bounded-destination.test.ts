@@ -75,6 +75,24 @@ describe('boundedDestination', () => {
     expect(writes).toEqual([['a\n', 'b\n', 'c\n'], ['d\n']]);
   });
 
+  it('writes the lines of a turn as they come once they fill a pipe buffer (64 KiB)', () => {
+    const writes: number[] = [];
+    const stream = new Writable({
+      writev: (chunks, callback) => {
+        writes.push(chunks.length);
+        callback();
+      },
+      write: (_chunk, _encoding, callback) => {
+        writes.push(1);
+        callback();
+      },
+    });
+    const destination = boundedDestination(stream);
+    const line = `${'x'.repeat(1023)}\n`;
+    for (let i = 0; i < 64; i++) destination.write(line);
+    expect(writes).toEqual([64]);
+  });
+
   it('flushed waits for the lines of this turn to be written, a slow write too, below the high-water mark', async () => {
     const written: string[] = [];
     const stream = new Writable({
