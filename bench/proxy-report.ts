@@ -72,7 +72,7 @@ export const proxyReport = (m: Measured, plan: Plan, goMissing: string | undefin
     plan.warmupRounds +
     plan.smallRounds +
     plan.tensorRounds +
-    20 +
+    plan.warmupRounds +
     (plan.c32Rounds + 1) * plan.c32Requests +
     (kind === 'node-tcp' ? 0 : plan.cutChecks);
   const rows: Row[] = [
@@ -196,8 +196,9 @@ const notes = (plan: Plan, goMissing: string | undefined, runs: number): string[
   `Small: POST /v2/models/m/infer (${inferBody.length} B in, ${inferAnswer.length} B out), one at a time on a ` +
     'kept-alive connection per target, round-robin over direct and the proxies with the order turning each round, ' +
     `after ${plan.warmupRounds} untimed rounds; ${runs} per target. added = through the proxy minus direct, same percentile.`,
-  `Tensor: POST of 1 MiB answered with 1 MiB, likewise round-robin, ${plan.tensorRounds} per target; ` +
-    "cpuMsPerTensor = the proxy process's utime + stime (/proc/<pid>/stat) over the phase ÷ its requests.",
+  `Tensor: POST of 1 MiB answered with 1 MiB, likewise round-robin, ${plan.tensorRounds} per target after ` +
+    `${plan.warmupRounds} untimed rounds; cpuMsPerTensor = the proxy process's utime + stime (/proc/<pid>/stat) ` +
+    "over the timed rounds ÷ their requests (steady state: the untimed rounds hold a Node proxy's first compiles).",
   `c${plan.c32}: ${plan.c32Requests} tensors per round and proxy, ${plan.c32} at once, the proxies taking turns; ` +
     'MB/s = 10^6 answer bytes per second of wall time, median over the rounds. loadedRssMiB: VmRSS right after.',
   'shortAnswers: answers to requests with bodies that stopped before their length (a cut); failedAnswers: no ' +
