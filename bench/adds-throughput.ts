@@ -233,9 +233,12 @@ export const addsThroughputSuite: Suite = {
       rows,
       checks,
       notes: [
-        `${swapAddsModels} models in one swap (bench/one-swap-adds.ts): the agent process (node src/cli.js, defaults) ` +
-          "and the KServe Go agent's puller (v0.19.0, `--enable-puller`) each on a config dir of `[]` and a fresh " +
-          `model dir, each round both (the order turning); one kubelet swap lists ${swapAddsModels} models, each one ` +
+        `${swapAddsModels} models in one swap (bench/one-swap-adds.ts): the agent process (node src/cli.js, defaults), ` +
+          "the KServe Go agent's puller (v0.19.0, `--enable-puller`) and the floor watcher (bench/floor-watcher.ts: " +
+          'fs.watch, then for every new model GET + mkdir + writeFile + POST over keep-alive node:http, all at once, ' +
+          'no checks, no marker, no durability: the least a Node.js sidecar can do; floorOverGo its figure over the ' +
+          "Go agent's) each on a config dir of `[]` and a fresh " +
+          `model dir, each round all (the order turning); one kubelet swap lists ${swapAddsModels} models, each one ` +
           `${swapAddsFileBytes / 1024} KiB file on an http store in the bench process; seconds = swap to the last ` +
           "model's load request at the same V2 stand-in on 127.0.0.1:8080 (checking each loaded dir holds a " +
           'SUCCESS marker); cpuSeconds = utime + stime of the puller process (/proc/<pid>/stat) over that time. ' +
@@ -281,9 +284,16 @@ export const addsThroughputSuite: Suite = {
   },
 };
 
+/** How each puller is named in the rows. */
+const pullerLabels: Readonly<Record<SwapAddsRound['puller'], string>> = {
+  modelsync: 'modelsync',
+  'kserve-agent': 'KServe Go agent',
+  floor: 'floor watcher (Node.js, no checks)',
+};
+
 /** The rows of the one-swap rounds: per puller, the median, min and max over its rounds. */
 const swapAddsRows = (rounds: ReadonlyArray<SwapAddsRound>): Row[] =>
-  (['modelsync', 'kserve-agent'] as const).flatMap((puller) => {
+  (['modelsync', 'kserve-agent', 'floor'] as const).flatMap((puller) => {
     const mine = rounds.filter((round) => round.puller === puller);
     if (mine.length === 0) return [];
     const seconds = summarize(mine.map((round) => round.seconds));
@@ -291,7 +301,7 @@ const swapAddsRows = (rounds: ReadonlyArray<SwapAddsRound>): Row[] =>
     return [
       {
         adds: swapAddsModels,
-        variant: `${puller === 'modelsync' ? 'modelsync' : 'KServe Go agent'}: one swap → all loaded`,
+        variant: `${pullerLabels[puller]}: one swap → all loaded`,
         runs: mine.length,
         seconds: seconds.median,
         minSeconds: seconds.min,
@@ -304,11 +314,15 @@ const swapAddsRows = (rounds: ReadonlyArray<SwapAddsRound>): Row[] =>
     ];
   });
 
-/** The checks against the Go puller (none when it did not run): time and CPU, medians over the rounds. */
+/**
+ * The checks against the Go puller (none when it did not run): time and CPU, medians over the rounds; the floor
+ * watcher's figures beside them, and its own ratio to the Go agent's (what Node.js itself costs for the work).
+ */
 const swapAddsChecks = (rounds: ReadonlyArray<SwapAddsRound>): Check[] => {
   const of = (puller: SwapAddsRound['puller']) => rounds.filter((round) => round.puller === puller);
   const mine = of('modelsync');
   const go = of('kserve-agent');
+  const floor = of('floor');
   if (go.length === 0) return [];
   const median = (list: ReadonlyArray<SwapAddsRound>, figure: (round: SwapAddsRound) => number): number =>
     summarize(list.map(figure)).median;
@@ -322,6 +336,8 @@ const swapAddsChecks = (rounds: ReadonlyArray<SwapAddsRound>): Check[] => {
       better: 'lower',
       modelsync: median(mine, figure),
       goAgent: median(go, figure),
+      floor: median(floor, figure),
+      floorOverGo: round3(median(floor, figure) / median(go, figure)),
     };
   };
   return [

@@ -5,7 +5,8 @@
  * With a resync interval, also the least a resync is: every interval, ask the server's index and load again each
  * model it lacks (the idle suite measures the agent's resync against it, on a machine that charges for memory
  * touched after a while idle as much as for the work).
- * Run as `node floor-watcher.js <config-dir> <model-dir> <server-url> [<resync-interval-ms>]`.
+ * Run as `node floor-watcher.js <config-dir> <model-dir> <server-url> [<resync-interval-ms>]`; it writes one line,
+ * `{"msg":"watching"}` on stderr, once it watches and has taken in the config in place.
  */
 import { watch } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -69,4 +70,8 @@ if (resyncMs !== undefined)
 watch(configDir, (_event, name) => {
   if (name === '..data') sync().catch((error: unknown) => console.error(String(error)));
 });
-sync().catch((error: unknown) => console.error(String(error)));
+// One line once the watch is armed and the config in place is in: a driver that swaps next knows it is seen.
+sync().then(
+  () => console.error(JSON.stringify({ msg: 'watching' })),
+  (error: unknown) => console.error(String(error)),
+);

@@ -1,6 +1,7 @@
 /**
- * N models added in one kubelet swap → all loaded, modelsync beside the KServe Go agent's puller: the wall time from
- * the swap to the Nth load request and the puller's CPU-seconds over it, in interleaved rounds (adds-throughput).
+ * N models added in one kubelet swap → all loaded, modelsync beside the KServe Go agent's puller and the floor watcher
+ * (the least a Node.js sidecar can do): the wall time from the swap to the Nth load request and the puller's
+ * CPU-seconds over it, in interleaved rounds (adds-throughput).
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -20,7 +21,7 @@ export interface SwapAddsRound {
   readonly seconds: number;
   /** The puller's user + system CPU over that time, s. */
   readonly cpuSeconds: number;
-  /** Loads the stand-in answered 200 whose model dir held a marker (a model complete on disk). */
+  /** Loads the stand-in answered 200 whose model dir held a marker (a model complete on disk; the floor writes none). */
   readonly completeLoads: number;
 }
 
@@ -35,7 +36,7 @@ const oneRound = async (puller: PullerName, count: number, storeUrl: string): Pr
   mkdirSync(modelDir);
   atomicWrite(configDir, { 'models.json': '[]' });
   const loads = loadArrivals();
-  // The same stand-in for both, checking each loaded dir holds a marker (both pullers write `SUCCESS.<hash>`).
+  // The same stand-in for all, checking each loaded dir holds a marker (both agents write `SUCCESS.<hash>`).
   const standIn = await startV2ModelServer({ port: standInPort(), modelDir, onRequest: loads.observe });
   let running: RunningPuller | undefined;
   try {
@@ -62,14 +63,18 @@ const oneRound = async (puller: PullerName, count: number, storeUrl: string): Pr
 
 /**
  * `rounds` rounds of `count` models added in one swap, each round every puller once (the order turning), each on
- * fresh dirs; the Go puller only where it can run (`kserveAgentMissing`).
+ * fresh dirs; the Go puller only where it can run (`kserveAgentMissing`), the floor watcher everywhere.
  */
 export const measureSwapAdds = async (
   count: number,
   rounds: number,
 ): Promise<{ readonly rounds: SwapAddsRound[]; readonly goMissing?: string }> => {
   const goMissing = kserveAgentMissing();
-  const pullers: PullerName[] = goMissing === undefined ? ['modelsync', 'kserve-agent'] : ['modelsync'];
+  const pullers: PullerName[] = [
+    'modelsync',
+    'floor',
+    ...(goMissing === undefined ? ['kserve-agent' as const] : []),
+  ];
   const store = await startModelStore(swapAddsFileBytes);
   const measured: SwapAddsRound[] = [];
   try {

@@ -1,16 +1,19 @@
 /**
- * modelsync and the KServe Go agent's puller as peers on the same work: each on a config dir and a model dir of its
- * own, each loading into a V2 stand-in at 127.0.0.1:8080 (where the Go puller always loads: only in the bench's own
- * network namespace, see kserve-agent.ts), and each one's CPU read from /proc.
+ * modelsync, the KServe Go agent's puller and the floor watcher as peers on the same work: each on a config dir and a
+ * model dir of its own, each loading into a V2 stand-in at 127.0.0.1:8080 (where the Go puller always loads: only in
+ * the bench's own network namespace, see kserve-agent.ts), and each one's CPU read from /proc.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { sleep } from '../src/testing/wait';
-import { startAgentProcess, stopProcess } from './agent-fixture';
+import { startAgentProcess, startFloorProcess, stopProcess } from './agent-fixture';
 import { inOwnNetwork, kserveAgentServerPort, startKserveAgent } from './kserve-agent';
 
-/** Who pulls: modelsync (node src/cli.js, as its image runs it) or the KServe Go agent (`--enable-puller`). */
-export type PullerName = 'modelsync' | 'kserve-agent';
+/**
+ * Who pulls: modelsync (node src/cli.js, as its image runs it), the KServe Go agent (`--enable-puller`), or the floor
+ * watcher (bench/floor-watcher.ts: the least a Node.js sidecar can do, no checks, no durability).
+ */
+export type PullerName = 'modelsync' | 'kserve-agent' | 'floor';
 
 /** A running puller: its process id, and how to end it. */
 export interface RunningPuller {
@@ -32,7 +35,8 @@ const goWatchArmMs = 300;
 
 /**
  * Starts `name` on `configDir` and `modelDir`, loading into `serverUrl` (the Go puller ignores it: it always loads
- * at localhost:8080), and resolves once it watches: modelsync's `ready` line, the Go agent's open port.
+ * at localhost:8080), and resolves once it watches: modelsync's `ready` line, the floor's `watching`, the Go agent's
+ * open port.
  */
 export const startPuller = async (
   name: PullerName,
@@ -58,11 +62,14 @@ export const startPuller = async (
       },
     };
   }
-  const agent = startAgentProcess([
-    ...['--config-dir', configDir, '--model-dir', modelDir, '--server-url', serverUrl],
-    ...extraArgs,
-  ]);
-  await agent.waitForLog('start-up sync complete; ready', 60_000);
+  const agent =
+    name === 'floor'
+      ? startFloorProcess(configDir, modelDir, serverUrl)
+      : startAgentProcess([
+          ...['--config-dir', configDir, '--model-dir', modelDir, '--server-url', serverUrl],
+          ...extraArgs,
+        ]);
+  await agent.waitForLog(name === 'floor' ? 'watching' : 'start-up sync complete; ready', 60_000);
   return {
     name,
     pid: agent.child.pid!,
