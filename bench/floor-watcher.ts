@@ -14,7 +14,9 @@ import http from 'node:http';
 import path from 'node:path';
 
 const [configDir, modelDir, serverUrl, resyncMs] = process.argv.slice(2) as [string, string, string, string?];
-const agent = new http.Agent({ keepAlive: true });
+// At most 32 connections to a host, as a sidecar written with care would hold them: with none, 1,000 models in one
+// swap open 1,000 connections at once and took 1.15x the Go agent's time; with 8, 32 or 128, 0.74-0.83x (stop 55).
+const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
 const seen = new Set<string>();
 
 const request = (url: string, method: 'GET' | 'POST', body?: string): Promise<Buffer> =>

@@ -42,6 +42,7 @@ export const otherPrograms: ReadonlyArray<{
       '--expose-gc',
       '--no-memory-reducer',
       '--no-concurrent-recompilation',
+      '--no-turbofan',
       '--single-threaded-gc',
       '--max-old-space-size',
       '--require',
