@@ -235,7 +235,8 @@ export const addsThroughputSuite: Suite = {
       notes: [
         `${swapAddsModels} models in one swap (bench/one-swap-adds.ts): the agent process (node src/cli.js, defaults), ` +
           "the KServe Go agent's puller (v0.19.0, `--enable-puller`) and the floor watcher (bench/floor-watcher.ts: " +
-          'fs.watch, then for every new model GET + mkdir + writeFile + POST over keep-alive node:http, all at once, ' +
+          'fs.watch, then for every new model GET + mkdir + writeFile + POST, all at once over at most 32 kept-alive ' +
+          'node:http connections, ' +
           'no checks, no marker, no durability: the least a Node.js sidecar can do; floorOverGo its figure over the ' +
           "Go agent's) each on a config dir of `[]` and a fresh " +
           `model dir, each round all (the order turning); one kubelet swap lists ${swapAddsModels} models, each one ` +
