@@ -1,14 +1,17 @@
 /** The disk check: a download that would not fit on the model volume, with a reserve kept free, fails first. */
-import { statfs } from 'node:fs/promises';
 import { permanentError } from '../core/errors';
 import { showBytes } from '../core/show-bytes';
+import { quick } from './quick-calls';
 
 /** Fails (`no-space`) when `bytes` more would not fit on the volume of `dir`; settles otherwise. */
 export type SpaceCheck = (dir: string, bytes: number, what: string) => Promise<void>;
 
-/** `statfs(path)`: the blocks available to unprivileged users (root's reserve does not count) times their size. */
+/**
+ * `statfs(path)`: the blocks available to unprivileged users (root's reserve does not count) times their size.
+ * Inline on a local model volume (quick): it is on an install's path, before the staging dir is settled.
+ */
 export const statfsFreeBytes = async (path: string): Promise<number> => {
-  const { bavail, bsize } = await statfs(path);
+  const { bavail, bsize } = await quick.statfs(path);
   return bavail * bsize;
 };
 

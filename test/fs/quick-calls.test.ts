@@ -36,7 +36,9 @@ it('makes the calls under an accepted root inline, and those elsewhere through t
   expect(await quickUnder([root])).toContain(root);
   expect(await settledThisTurn(() => quick.lstat(path.join(root, 'file')))).toBe(true);
   expect(await settledThisTurn(() => quick.stat(root))).toBe(true);
+  expect(await settledThisTurn(() => quick.statfs(root))).toBe(true);
   expect(await settledThisTurn(() => quick.lstat(path.join(outside, 'file')))).toBe(false);
+  expect(await settledThisTurn(() => quick.statfs(outside))).toBe(false);
   // A `..` part may lead out of the root; kubelet's `..data` is a name, not a way up.
   expect(await settledThisTurn(() => quick.lstat(`${root}/../${path.basename(outside)}/file`))).toBe(false);
   writeFileSync(path.join(root, '..data'), 'x');
@@ -54,10 +56,14 @@ it('answers and fails as the pooled calls do: the same values, the same errno an
   await quickUnder([root]);
   const missing = path.join(root, 'missing');
   const inline = await quick.lstat(missing).catch((error: unknown) => error);
+  const inlineStatfs = await quick.statfs(missing).catch((error: unknown) => error);
   quickNowhere();
   const pooled = await quick.lstat(missing).catch((error: unknown) => error);
+  const pooledStatfs = await quick.statfs(missing).catch((error: unknown) => error);
   expect(inline).toMatchObject({ code: 'ENOENT', syscall: 'lstat', path: missing });
   expect((inline as Error).message).toBe((pooled as Error).message);
+  expect(inlineStatfs).toMatchObject({ code: 'ENOENT', syscall: 'statfs', path: missing });
+  expect((inlineStatfs as Error).message).toBe((pooledStatfs as Error).message);
   await quickUnder([root]);
   expect(await quick.readdir(root)).toEqual(['file']);
   expect((await quick.readdir(root, { withFileTypes: true })).map((entry) => entry.isFile())).toEqual([true]);
