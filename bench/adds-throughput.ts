@@ -285,7 +285,7 @@ export const addsThroughputSuite: Suite = {
   },
 };
 
-/** How each puller is named in the rows. */
+/** How each puller is named in the rows, in the rows' order. */
 const pullerLabels: Readonly<Record<SwapAddsRound['puller'], string>> = {
   modelsync: 'modelsync',
   'kserve-agent': 'KServe Go agent',
@@ -294,7 +294,7 @@ const pullerLabels: Readonly<Record<SwapAddsRound['puller'], string>> = {
 
 /** The rows of the one-swap rounds: per puller, the median, min and max over its rounds. */
 const swapAddsRows = (rounds: ReadonlyArray<SwapAddsRound>): Row[] =>
-  (['modelsync', 'kserve-agent', 'floor'] as const).flatMap((puller) => {
+  (Object.keys(pullerLabels) as Array<SwapAddsRound['puller']>).flatMap((puller) => {
     const mine = rounds.filter((round) => round.puller === puller);
     if (mine.length === 0) return [];
     const seconds = summarize(mine.map((round) => round.seconds));
