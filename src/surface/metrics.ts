@@ -1,7 +1,7 @@
 /** The agent's Prometheus metrics (prom-client): a registry of `modelsync_*` series, the Telemetry that counts into it, and what status changes count. */
 import { isRight } from 'fp-ts/Either';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { lazyModule } from '../core/lazy-module';
+import { promClient } from './prom-client-parts';
 import type { ModelName } from '../core/model-name';
 import type { ModelSpec } from '../core/model-config';
 import type { ModelPhase, ModelStatus } from '../core/model-status';
@@ -110,12 +110,6 @@ const helps = {
     'With --node-cache-dir: node cache entries this pod evicted to keep its size budget and free-space floor.',
 } as const;
 type Series = keyof typeof helps;
-
-/* eslint-disable @typescript-eslint/no-require-imports -- loaded with the HTTP surface, not by every start */
-// prom-client (and the OpenTelemetry API it loads) took 26 ms of each start's module loading; a run without the
-// surface (`--http-port 0`, the storage initializer) never needs it.
-const promClient = lazyModule(() => require('prom-client') as typeof import('prom-client'));
-/* eslint-enable @typescript-eslint/no-require-imports */
 
 /**
  * How often the `nodejs_eventloop_lag_*` histogram samples the event loop (prom-client's default: 10 ms). Its timer

@@ -3,7 +3,6 @@ import { createWriteStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { crc32 } from 'node:zlib';
 import type * as Yauzl from 'yauzl';
 import { errorCode } from '../../core/errors';
 import { lazyModule } from '../../core/lazy-module';
@@ -18,8 +17,10 @@ import {
   type Job,
 } from './unpack';
 
-/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first zip */
+/* eslint-disable @typescript-eslint/no-require-imports -- loaded at the first zip (lazy-module.ts) */
 const yauzlModule = lazyModule(() => require('yauzl') as typeof Yauzl);
+const zlib = lazyModule(() => require('node:zlib') as typeof import('node:zlib'));
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 const maxZipLinkBytes = 4096;
 const S_IFMT = 0o170000;
@@ -55,6 +56,7 @@ const readSmall = async (stream: AsyncIterable<unknown>, limit: number): Promise
 
 /** An entry's bytes, failing at their end unless they match the CRC-32 its directory records (yauzl checks sizes). */
 const crcChecked = (expected: number, what: string, name: string): Transform => {
+  const { crc32 } = zlib();
   let crc = 0;
   return new Transform({
     transform: (chunk: Buffer, _encoding, done) => {
