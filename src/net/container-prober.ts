@@ -1,9 +1,12 @@
 /** containerProber: the user container's readiness probes (httpGet, tcpSocket), run as KServe's agent runs them. */
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ContainerProbe, ProbeAction } from '../core/container-probe';
+import { lazyModule } from '../core/lazy-module';
+
+/* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded at the first https probe (lazy-module.ts) */
+const nodeHttps = lazyModule(() => require('node:https') as typeof import('node:https'));
 
 /** Knative's aggressive probing: an attempt every 50 ms, each at most 100 ms, for at most 10 s. */
 export const aggressiveProbing = { intervalMs: 50, attemptTimeoutMs: 100, windowMs: 10_000 } as const;
@@ -95,7 +98,7 @@ export const attemptProbe = (action: ProbeAction, timeoutMs: number): Promise<bo
     for (const [name, value] of action.headers) headers[name.toLowerCase()] = value;
     let current: ClientRequest | undefined;
     const get = (target: Target, sent: Readonly<Record<string, string>>, redirectsLeft: number): void => {
-      const send = target.https ? httpsRequest : httpRequest;
+      const send = target.https ? nodeHttps().request : httpRequest;
       let call: ClientRequest;
       try {
         call = send({

@@ -3,15 +3,13 @@ import type { Env } from '../core/env';
 import { X509Certificate } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import * as http from 'node:http';
-import * as https from 'node:https';
-import { getCACertificates } from 'node:tls';
-import { Agent as RoutingBase, type AgentConnectOpts } from 'agent-base';
+import type * as https from 'node:https';
+import type { AgentConnectOpts } from 'agent-base';
 import * as E from 'fp-ts/Either';
-import { HttpProxyAgent } from 'http-proxy-agent';
-import { HttpsProxyAgent } from 'https-proxy-agent';
 import { Agent, ProxyAgent, type Dispatcher } from './undici-core';
 import { entryKind } from '../core/entry-kind';
 import { errorCode, errorMessage } from '../core/errors';
+import { lazyModule } from '../core/lazy-module';
 import { proxyRules, proxySettingsFrom, type ProxyRules, type ProxySettings } from './proxy-rules';
 
 /** How servers' certificates are checked. */
@@ -51,38 +49,59 @@ export interface Network {
   close(): Promise<void>;
 }
 
-/** Decides per request, with agent-base, which of the Network's agents carries it. */
-class RoutingAgent extends RoutingBase {
-  constructor(private readonly pick: (url: URL) => http.Agent) {
-    super({ keepAlive: true });
-  }
-
-  override connect(_req: http.ClientRequest, options: AgentConnectOpts): http.Agent {
-    const host = options.host ?? 'localhost';
-    const shownHost = host.includes(':') ? `[${host}]` : host;
-    const protocol = options.secureEndpoint ? 'https:' : 'http:';
-    return this.pick(new URL(`${protocol}//${shownHost}${options.port ? `:${options.port}` : ''}`));
-  }
-}
-
 type TlsOptions = { readonly ca?: string[]; readonly rejectUnauthorized: boolean };
 
 /**
- * https-proxy-agent applies its options to the connection to the proxy only; the TLS session with the target
- * inside the tunnel gets the request's options, so the Network's CAs are added to those.
+ * node:https, node:tls and the proxy agents, loaded at the first node:http(s) agent an SDK asks for or the first CA
+ * added (lazy-module.ts): only the cloud SDKs take node agents (undici loads TLS itself, at its first https
+ * connection). Loaded at start they cost an agent that serves http storage and a plain model server ~3.5 MiB of RSS
+ * for nothing (`npm run bench -- idle-restart`).
  */
-class TunnelAgent extends HttpsProxyAgent<string> {
-  constructor(
-    proxy: URL,
-    private readonly tls: TlsOptions,
-  ) {
-    super(proxy, { keepAlive: true, ...tls });
+/* eslint-disable @typescript-eslint/no-require-imports -- loaded at first use (above) */
+const nodeTls = lazyModule(() => {
+  const { Agent: RoutingBase } = require('agent-base') as typeof import('agent-base');
+  const { HttpsProxyAgent } = require('https-proxy-agent') as typeof import('https-proxy-agent');
+
+  /** Decides per request, with agent-base, which of the Network's agents carries it. */
+  class RoutingAgent extends RoutingBase {
+    constructor(private readonly pick: (url: URL) => http.Agent) {
+      super({ keepAlive: true });
+    }
+
+    override connect(_req: http.ClientRequest, options: AgentConnectOpts): http.Agent {
+      const host = options.host ?? 'localhost';
+      const shownHost = host.includes(':') ? `[${host}]` : host;
+      const protocol = options.secureEndpoint ? 'https:' : 'http:';
+      return this.pick(new URL(`${protocol}//${shownHost}${options.port ? `:${options.port}` : ''}`));
+    }
   }
 
-  override connect(req: http.ClientRequest, options: AgentConnectOpts) {
-    return super.connect(req, { ...options, ...this.tls });
+  /**
+   * https-proxy-agent applies its options to the connection to the proxy only; the TLS session with the target
+   * inside the tunnel gets the request's options, so the Network's CAs are added to those.
+   */
+  class TunnelAgent extends HttpsProxyAgent<string> {
+    constructor(
+      proxy: URL,
+      private readonly tls: TlsOptions,
+    ) {
+      super(proxy, { keepAlive: true, ...tls });
+    }
+
+    override connect(req: http.ClientRequest, options: AgentConnectOpts) {
+      return super.connect(req, { ...options, ...this.tls });
+    }
   }
-}
+
+  return {
+    https: require('node:https') as typeof import('node:https'),
+    tls: require('node:tls') as typeof import('node:tls'),
+    HttpProxyAgent: (require('http-proxy-agent') as typeof import('http-proxy-agent')).HttpProxyAgent,
+    RoutingAgent,
+    TunnelAgent,
+  };
+});
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /** A PEM certificate's base64 body, whitespace dropped: the same certificate, however the file wrapped it. */
 const pemBody = (pem: string): string => pem.replace(/-----[A-Z ]+-----|\s+/g, '');
@@ -94,7 +113,7 @@ const pemBody = (pem: string): string => pem.replace(/-----[A-Z ]+-----|\s+/g, '
  */
 const caOption = (extraCa: ReadonlyArray<string> = []): { readonly ca?: string[] } => {
   if (extraCa.length === 0) return {};
-  const defaults = getCACertificates('default');
+  const defaults = nodeTls().tls.getCACertificates('default');
   const known = new Set(defaults.map(pemBody));
   const added = extraCa.filter((pem) => !known.has(pemBody(pem)));
   return added.length === 0 ? {} : { ca: [...defaults, ...added] };
@@ -108,7 +127,13 @@ const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
   const direct = new Agent({ connect: tls });
   const undiciProxies = new Map<string, ProxyAgent>();
   const httpDirect = new http.Agent({ keepAlive: true });
-  const httpsDirect = new https.Agent({ keepAlive: true, ...tls });
+  // The node agents are made at their first use (nodeTls); `nodeAgents` holds those made, for close().
+  const nodeAgents: http.Agent[] = [httpDirect];
+  const made = <T extends http.Agent>(agent: T): T => {
+    nodeAgents.push(agent);
+    return agent;
+  };
+  const httpsDirect = lazyModule(() => made(new (nodeTls().https.Agent)({ keepAlive: true, ...tls })));
   const nodeProxies = new Map<string, http.Agent>();
 
   const dispatcherFor = (url: URL): Dispatcher => {
@@ -125,28 +150,31 @@ const buildNetwork = (rules: ProxyRules, tlsSettings: TlsSettings): Network => {
   const agentFor = (url: URL): http.Agent => {
     const secure = url.protocol === 'https:';
     const proxy = rules.proxyFor(url);
-    if (proxy === undefined) return secure ? httpsDirect : httpDirect;
+    if (proxy === undefined) return secure ? httpsDirect() : httpDirect;
     const key = `${secure ? 'tunnel' : 'forward'} ${proxy.href}`;
+    const { TunnelAgent, HttpProxyAgent } = nodeTls();
     const agent =
       nodeProxies.get(key) ??
-      (secure ? new TunnelAgent(proxy, tls) : new HttpProxyAgent(proxy, { keepAlive: true, ...tls }));
+      made(secure ? new TunnelAgent(proxy, tls) : new HttpProxyAgent(proxy, { keepAlive: true, ...tls }));
     nodeProxies.set(key, agent);
     return agent;
   };
 
   // agent-base's Agent is an http.Agent that serves https requests too; AWS's types ask for an https.Agent.
-  const agent = new RoutingAgent(agentFor) as unknown as https.Agent;
+  const routing = lazyModule(() => made(new (nodeTls().RoutingAgent)(agentFor)) as unknown as https.Agent);
 
   return {
     dispatcherFor,
     direct,
     proxyFor: (url) => rules.proxyFor(url),
     agentFor,
-    agent,
+    get agent() {
+      return routing();
+    },
     withTls: (other) =>
       buildNetwork(rules, { ...other, extraCa: [...(tlsSettings.extraCa ?? []), ...(other.extraCa ?? [])] }),
     close: async () => {
-      for (const nodeAgent of [httpDirect, httpsDirect, agent, ...nodeProxies.values()]) nodeAgent.destroy();
+      for (const nodeAgent of nodeAgents) nodeAgent.destroy();
       await Promise.all([direct.close(), ...[...undiciProxies.values()].map((p) => p.close())]);
     },
   };

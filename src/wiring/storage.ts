@@ -83,7 +83,7 @@ const s3StorageFor = (
     log.warn({ component: 'storage' }, 'S3_VERIFY_SSL is off: S3 server certificates are not checked');
   // The chain's STS requests (IRSA) on the Network's proxy rules and CAs, not S3's TLS settings. Made now, so that
   // its secrets are registered at start, whenever the CA bundle lets S3 be built.
-  const credentials = s3Credentials({ ...settings.right, agent: network.agent }, env);
+  const credentials = s3Credentials({ ...settings.right, agent: () => network.agent }, env);
   const s3With = (s3Ca: ReadonlyArray<string>): StorageProvider => {
     const s3Network =
       s3Ca.length > 0 || !verifyTls ? network.withTls({ extraCa: s3Ca, verify: verifyTls }) : network;
@@ -91,7 +91,7 @@ const s3StorageFor = (
       ...settings.right,
       credentials,
       // At a custom endpoint, its own agent (direct or through its proxy); at AWS, one that decides per bucket host.
-      agent: endpoint === undefined ? s3Network.agent : s3Network.agentFor(new URL(endpoint)),
+      agent: () => (endpoint === undefined ? s3Network.agent : s3Network.agentFor(new URL(endpoint))),
       // Ranged reads of big objects by undici, each chunk written as it comes off its socket.
       dispatcherFor: (url) => s3Network.dispatcherFor(url),
       connectTimeoutMs: config.requestTimeoutMs,

@@ -38,7 +38,7 @@ const asSource = (get: () => Promise<AwsCredentials>): CredentialSource =>
  * credentials or config file changes (a rotated Secret mounted there): the SDK alone would keep the first
  * credentials it read from a file until the process ends.
  */
-const defaultChain = (env: Env, recheckMs: number, agent: Agent | undefined) => {
+const defaultChain = (env: Env, recheckMs: number, agent: (() => Agent) | undefined) => {
   const home = homeDir(env) ?? '~';
   const filepath = env.AWS_SHARED_CREDENTIALS_FILE ?? path.join(home, '.aws', 'credentials');
   const configFilepath = env.AWS_CONFIG_FILE ?? path.join(home, '.aws', 'config');
@@ -86,7 +86,7 @@ const defaultChain = (env: Env, recheckMs: number, agent: Agent | undefined) => 
  * when read.
  */
 export const s3Credentials = (
-  settings: { readonly anonymous: boolean; readonly recheckMs?: number; readonly agent?: Agent },
+  settings: { readonly anonymous: boolean; readonly recheckMs?: number; readonly agent?: () => Agent },
   env: Env,
 ): S3Credentials => {
   if (settings.anonymous) return 'anonymous';

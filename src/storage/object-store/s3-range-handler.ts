@@ -19,8 +19,11 @@ const smithyProtocols = (): typeof import('@smithy/core/protocols') =>
 
 /** How the SDK's requests are sent. */
 export interface S3HandlerSettings {
-  /** The agent for http and https requests (proxy, CA, keep-alive: `src/net/network.ts`); absent: the SDK's own. */
-  readonly agent?: Agent;
+  /**
+   * The agent for http and https requests (proxy, CA, keep-alive: `src/net/network.ts`), asked for when the handler
+   * is made (at the first S3 request: a node agent loads node:https); absent: the SDK's own.
+   */
+  readonly agent?: () => Agent;
   /** Longest wait for a connection (default 30 s). */
   readonly connectTimeoutMs?: number;
   /** Longest wait for the next bytes of an answer (default 60 s). */
@@ -64,7 +67,7 @@ export const s3RequestHandler = (settings: S3HandlerSettings): NodeHttpHandler =
   const inner = new (smithyHttp().NodeHttpHandler)({
     connectionTimeout: connectTimeoutMs,
     socketTimeout: idleTimeoutMs,
-    ...(agent !== undefined ? { httpAgent: agent, httpsAgent: agent } : {}),
+    ...(agent !== undefined ? { httpAgent: agent(), httpsAgent: agent() } : {}),
   });
   const handle = inner.handle.bind(inner);
   const route = async (request: HttpRequest, options: HandlerOptions): Promise<Handled> => {

@@ -30,7 +30,7 @@ describe('s3Credentials with web identity (IRSA)', () => {
       AWS_REGION: 'eu-west-1',
     };
     try {
-      const credentials = s3Credentials({ anonymous: false, agent: network.agent }, env);
+      const credentials = s3Credentials({ anonymous: false, agent: () => network.agent }, env);
       if (credentials === 'anonymous') throw new Error('anonymous');
       // The proxy reaches no STS here: the exchange fails, after it went through the proxy.
       await expect(credentials()).rejects.toThrow();

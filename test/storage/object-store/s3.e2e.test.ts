@@ -223,7 +223,7 @@ describe('s3Storage against s3rver', () => {
       await download('s3://models/single/model.pt', {
         endpoint: `http://s3.localhost:${proxy.port}`,
         addressing: 'virtual',
-        agent,
+        agent: () => agent,
       });
     } finally {
       agent.destroy();
@@ -241,14 +241,14 @@ describe('s3Storage against s3rver', () => {
       const endpoint = new URL(server.url);
       await download('s3://models/single/model.pt', {
         endpoint: server.url,
-        agent: viaProxy.agentFor(endpoint),
+        agent: () => viaProxy.agentFor(endpoint),
       });
       // Every request reached the proxy in absolute form, as a forward proxy takes them.
       expect(proxy.requests.length).toBeGreaterThan(1);
       expect(proxy.requests.every((r) => r.absolute)).toBe(true);
       expect(proxy.requests.map((r) => r.url)).toContain('/models/single/model.pt?x-id=GetObject');
       proxy.reset();
-      await download('s3://models/m1', { endpoint: server.url, agent: bypass.agentFor(endpoint) });
+      await download('s3://models/m1', { endpoint: server.url, agent: () => bypass.agentFor(endpoint) });
       expect(proxy.requests).toEqual([]);
       expect(await listTree(staging.path)).toContain('config.pbtxt');
     } finally {
