@@ -34,4 +34,4 @@ EXPOSE 9081
 # Docker's own check (Kubernetes uses the probes in deploy/): the default --http-port, or MODELSYNC_HTTP_PORT.
 HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.MODELSYNC_HTTP_PORT || 9081) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-ENTRYPOINT ["node", "--max-semi-space-size=1", "--expose-gc", "--no-memory-reducer", "--no-concurrent-recompilation", "/app/dist/cli.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=1", "--expose-gc", "--no-memory-reducer", "--no-concurrent-recompilation", "--no-wasm-tier-up", "--no-wasm-dynamic-tiering", "/app/dist/cli.js"]

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=1 --expose-gc --no-memory-reducer --no-concurrent-recompilation
+#!/usr/bin/env -S node --max-semi-space-size=1 --expose-gc --no-memory-reducer --no-concurrent-recompilation --no-wasm-tier-up --no-wasm-dynamic-tiering
 /** modelsync's process entry: arguments to a mode, one subscription, signals, the exit code. */
 // First: an older Node.js is told which it needs before anything it lacks is loaded.
 import './required-node';

@@ -42,6 +42,8 @@ export const otherPrograms: ReadonlyArray<{
       '--expose-gc',
       '--no-memory-reducer',
       '--no-concurrent-recompilation',
+      '--no-wasm-tier-up',
+      '--no-wasm-dynamic-tiering',
       '--no-turbofan',
       '--single-threaded-gc',
       '--max-old-space-size',
