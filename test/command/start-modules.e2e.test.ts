@@ -1,7 +1,7 @@
 /**
  * What the real process loads: a sidecar pays in heap and RSS for every module it loads, on every model pod, so what
  * only some models or settings need (the cloud SDKs, undici's fetch and the rest of its index, the zip reader, the
- * polling watcher) is loaded at its first use, never at start.
+ * polling watcher, Node's TLS, HTTP/2 and zlib) is loaded at its first use, never at start.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,17 +23,20 @@ beforeEach(async () => {
   world = await resyncWorld(tmp.path);
 });
 
-/** A preload that writes the path of every module the process loaded to `out` as it exits. */
+/**
+ * A preload that writes the path of every module the process loaded, then Node's own modules it loaded
+ * (`NativeModule <name>`), a line each, to `out` as it exits.
+ */
 const recordModules = (out: string): string => {
   const path = join(tmp.path, 'record-modules.js');
   writeFileSync(
     path,
-    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, Object.keys(require.cache).join('\\n')));\n`,
+    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, [...Object.keys(require.cache), ...process.moduleLoadList].join('\\n')));\n`,
   );
   return path;
 };
 
-/** The packages (or a package's files, `undici/index.js`) a sidecar on http(s) models must not load. */
+/** The packages (or a package's files, `undici/index.js`) and Node's modules a sidecar on http models must not load. */
 const notForHttpModels = [
   '/node_modules/undici/index.js',
   '/node_modules/undici/lib/web/',
@@ -45,10 +48,15 @@ const notForHttpModels = [
   '/node_modules/yauzl/',
   '/node_modules/tar/',
   '/node_modules/chokidar/',
+  // Node's TLS (~3.5 MiB of RSS with node:https and the proxy agents), HTTP/2 (undici's h2 code loads it) and zlib.
+  'NativeModule tls',
+  'NativeModule https',
+  'NativeModule http2',
+  'NativeModule zlib',
 ];
 
 describe('modelsync (the process): modules loaded', () => {
-  it('syncs an http model with undici alone: no cloud SDK, no fetch, no archive reader, no polling watcher', async () => {
+  it('syncs an http model with undici alone: no cloud SDK, no fetch, no archive reader, no polling watcher, no TLS', async () => {
     const { url } = await serve((_request, response) =>
       response.writeHead(200, { 'Content-Length': 4 }).end('weights'.slice(0, 4)),
     );
