@@ -44,6 +44,7 @@ export const otherPrograms: ReadonlyArray<{
       '--no-concurrent-recompilation',
       '--no-wasm-tier-up',
       '--no-wasm-dynamic-tiering',
+      '--v8-pool-size',
       '--no-turbofan',
       '--single-threaded-gc',
       '--max-old-space-size',
