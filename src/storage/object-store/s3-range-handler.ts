@@ -64,10 +64,11 @@ const flat = (headers: Readonly<Record<string, string | string[] | undefined>>):
  */
 export const s3RequestHandler = (settings: S3HandlerSettings): NodeHttpHandler => {
   const { agent, connectTimeoutMs = 30_000, idleTimeoutMs = 60_000, dispatcherFor } = settings;
+  const nodeAgent = agent?.();
   const inner = new (smithyHttp().NodeHttpHandler)({
     connectionTimeout: connectTimeoutMs,
     socketTimeout: idleTimeoutMs,
-    ...(agent !== undefined ? { httpAgent: agent(), httpsAgent: agent() } : {}),
+    ...(nodeAgent !== undefined ? { httpAgent: nodeAgent, httpsAgent: nodeAgent } : {}),
   });
   const handle = inner.handle.bind(inner);
   const route = async (request: HttpRequest, options: HandlerOptions): Promise<Handled> => {
