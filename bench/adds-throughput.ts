@@ -238,7 +238,9 @@ export const addsThroughputSuite: Suite = {
           'fs.watch, then for every new model GET + mkdir + writeFile + POST, all at once over at most 32 kept-alive ' +
           'node:http connections, ' +
           'no checks, no marker, no durability: the least a Node.js sidecar can do; floorOverGo its figure over the ' +
-          "Go agent's) each on a config dir of `[]` and a fresh " +
+          "Go agent's), and that watcher with `--crash-safe` (each model written into a staging dir of its own with " +
+          'a SUCCESS marker, renamed into place, one journal line appended an event-loop turn, one log line: the least ' +
+          'a crash-safe one can do; crashSafeFloorOverGo), each on a config dir of `[]` and a fresh ' +
           `model dir, each round all (the order turning); one kubelet swap lists ${swapAddsModels} models, each one ` +
           `${swapAddsFileBytes / 1024} KiB file on an http store in the bench process; seconds = swap to the last ` +
           "model's load request at the same V2 stand-in on 127.0.0.1:8080 (checking each loaded dir holds a " +
@@ -290,6 +292,7 @@ const pullerLabels: Readonly<Record<SwapAddsRound['puller'], string>> = {
   modelsync: 'modelsync',
   'kserve-agent': 'KServe Go agent',
   floor: 'floor watcher (Node.js, no checks)',
+  'floor-crash-safe': 'floor watcher, crash-safe (staging dir, marker, rename, journal)',
 };
 
 /** The rows of the one-swap rounds: per puller, the median, min and max over its rounds. */
@@ -317,13 +320,15 @@ const swapAddsRows = (rounds: ReadonlyArray<SwapAddsRound>): Row[] =>
 
 /**
  * The checks against the Go puller (none when it did not run): time and CPU, medians over the rounds; the floor
- * watcher's figures beside them, and its own ratio to the Go agent's (what Node.js itself costs for the work).
+ * watchers' figures beside them, and their own ratios to the Go agent's (what Node.js itself costs for the work, and
+ * what it costs with crash safety paid as modelsync pays it: a staging dir, a marker, a rename and a journal line).
  */
 const swapAddsChecks = (rounds: ReadonlyArray<SwapAddsRound>): Check[] => {
   const of = (puller: SwapAddsRound['puller']) => rounds.filter((round) => round.puller === puller);
   const mine = of('modelsync');
   const go = of('kserve-agent');
   const floor = of('floor');
+  const crashSafe = of('floor-crash-safe');
   if (go.length === 0) return [];
   const median = (list: ReadonlyArray<SwapAddsRound>, figure: (round: SwapAddsRound) => number): number =>
     summarize(list.map(figure)).median;
@@ -339,6 +344,7 @@ const swapAddsChecks = (rounds: ReadonlyArray<SwapAddsRound>): Check[] => {
       goAgent: median(go, figure),
       floor: median(floor, figure),
       floorOverGo: round3(median(floor, figure) / median(go, figure)),
+      crashSafeFloorOverGo: round3(median(crashSafe, figure) / median(go, figure)),
     };
   };
   return [

@@ -113,12 +113,22 @@ export const startFloorProcess = (
   configDir: string,
   modelDir: string,
   serverUrl: string,
-  { probeFile, resyncMs }: { probeFile?: string; resyncMs?: number } = {},
+  {
+    probeFile,
+    resyncMs,
+    crashSafe = false,
+  }: { probeFile?: string; resyncMs?: number; crashSafe?: boolean } = {},
 ): CliProcess =>
-  startCli([configDir, modelDir, serverUrl, ...(resyncMs === undefined ? [] : [String(resyncMs)])], {
-    cliPath: floorPath,
-    env: probeEnv(probeFile),
-  });
+  startCli(
+    [
+      ...(crashSafe ? ['--crash-safe'] : []),
+      ...[configDir, modelDir, serverUrl, ...(resyncMs === undefined ? [] : [String(resyncMs)])],
+    ],
+    {
+      cliPath: floorPath,
+      env: probeEnv(probeFile),
+    },
+  );
 
 /** NODE_OPTIONS with the probe preloaded when `probeFile` is given (the bin's own flags come from its `#!` line). */
 const probeEnv = (probeFile: string | undefined): Record<string, string> =>

@@ -73,6 +73,7 @@ export const measureSwapAdds = async (
   const pullers: PullerName[] = [
     'modelsync',
     'floor',
+    'floor-crash-safe',
     ...(goMissing === undefined ? ['kserve-agent' as const] : []),
   ];
   const store = await startModelStore(swapAddsFileBytes);

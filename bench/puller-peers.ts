@@ -11,9 +11,10 @@ import { inOwnNetwork, kserveAgentServerPort, startKserveAgent } from './kserve-
 
 /**
  * Who pulls: modelsync (node src/cli.js, as its image runs it), the KServe Go agent (`--enable-puller`), or the floor
- * watcher (bench/floor-watcher.ts: the least a Node.js sidecar can do, no checks, no durability).
+ * watcher (bench/floor-watcher.ts: the least a Node.js sidecar can do, no checks, no durability), or that watcher
+ * with `--crash-safe` (the least a crash-safe one can do: staging dir, marker, rename, journal line, log line).
  */
-export type PullerName = 'modelsync' | 'kserve-agent' | 'floor';
+export type PullerName = 'modelsync' | 'kserve-agent' | 'floor' | 'floor-crash-safe';
 
 /** A running puller: its process id, and how to end it. */
 export interface RunningPuller {
@@ -63,13 +64,13 @@ export const startPuller = async (
     };
   }
   const agent =
-    name === 'floor'
-      ? startFloorProcess(configDir, modelDir, serverUrl)
+    name === 'floor' || name === 'floor-crash-safe'
+      ? startFloorProcess(configDir, modelDir, serverUrl, { crashSafe: name === 'floor-crash-safe' })
       : startAgentProcess([
           ...['--config-dir', configDir, '--model-dir', modelDir, '--server-url', serverUrl],
           ...extraArgs,
         ]);
-  await agent.waitForLog(name === 'floor' ? 'watching' : 'start-up sync complete; ready', 60_000);
+  await agent.waitForLog(name === 'modelsync' ? 'start-up sync complete; ready' : 'watching', 60_000);
   return {
     name,
     pid: agent.child.pid!,
