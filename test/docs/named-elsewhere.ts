@@ -47,6 +47,7 @@ export const otherPrograms: ReadonlyArray<{
       '--v8-pool-size',
       '--no-turbofan',
       '--single-threaded-gc',
+      '--external-memory-accounted-in-global-limit',
       '--max-old-space-size',
       '--require',
       '--openssl-legacy-provider',
