@@ -78,7 +78,7 @@ interface PhaseResult {
 
 /** One watcher under test: its config dir, its model server stand-in and its process. */
 interface Lane {
-  readonly name: 'modelsync' | 'floor' | 'kube-api' | 'kserve-agent';
+  readonly name: 'modelsync' | 'floor' | 'floor-crash-safe' | 'kube-api' | 'kserve-agent';
   readonly configDir: string;
   /** Makes the change that lists `text`: a kubelet swap, or a MODIFIED; returns when it was made (performance.now()) and, for a swap, its rename. */
   readonly change: (text: string) => { readonly at: number; readonly renamed: number };
@@ -159,13 +159,17 @@ const runPhase = async (phase: Phase, swaps: number): Promise<PhaseResult[]> => 
   const lanes = [
     await startLane('modelsync', root, store.url),
     await startLane('floor', root, store.url),
+    await startLane('floor-crash-safe', root, store.url),
     await startLane('kube-api', root, store.url),
     ...(kserveAgentMissing() === undefined ? [await startLane('kserve-agent', root, store.url)] : []),
   ];
-  const [modelsync, floor, kube, go] = lanes as [Lane, Lane, Lane, Lane | undefined];
+  const [modelsync, floor, crashSafe, kube, go] = lanes as [Lane, Lane, Lane, Lane, Lane | undefined];
   modelsync.process = startAgent(modelsync, phase);
   kube.process = startAgent(kube, phase);
   floor.process = startFloorProcess(floor.configDir, floor.modelDir, floor.serverUrl);
+  crashSafe.process = startFloorProcess(crashSafe.configDir, crashSafe.modelDir, crashSafe.serverUrl, {
+    crashSafe: true,
+  });
   if (go !== undefined) {
     go.goAgent = await startKserveAgent([
       '--enable-puller',
@@ -260,7 +264,8 @@ export const swapToLoadSuite: Suite = {
   description:
     `Latency from a kubelet ConfigMap swap that adds one model (atomicWrite of models.json) to the model ` +
     `server's load request for it, over ${fullSwaps} swaps per run (quick: ${quickSwaps}), with the real agent process (node src/cli.js), the V2 ` +
-    'stand-in server and http storage, interleaved with a floor watcher (bare fs.watch + GET + POST) and with ' +
+    'stand-in server and http storage, interleaved with a floor watcher (bare fs.watch + GET + POST), the same ' +
+    'watcher crash-safe (`--crash-safe`: staging dir, marker, rename, journal line, log line a model) and with ' +
     'the same agent on `--source kube-api`, its change a MODIFIED from the API-server stand-in.',
   run: async ({ quick }: RunOptions): Promise<SuiteResult> => {
     if (!existsSync(cliPath)) {
@@ -322,6 +327,7 @@ export const swapToLoadSuite: Suite = {
               name: `swap → load request: median ≤ the KServe Go agent's + ${maxGoMedianGapMs} ms (${phase.label})`,
               medianMs: mine.median,
               goMedianMs: go.median,
+              crashSafeFloorMedianMs: of('floor-crash-safe').median,
               ratio: round3(mine.median / go.median),
               better: 'lower',
               withinBudget: mine.median <= go.median + maxGoMedianGapMs,
