@@ -44,16 +44,19 @@ const request = (url: string, method: 'GET' | 'POST', body?: string): Promise<Bu
 
 /** The journal's lines of this event-loop turn, appended at its end in one write (a group commit without the fsync). */
 let journalLines: string[] = [];
+let journalTurn: Promise<void> | undefined;
+/** Resolves once `line` is appended, with the rest of its turn's lines. */
 const journal = (line: string): Promise<void> => {
   journalLines.push(line);
-  if (journalLines.length > 1) return Promise.resolve();
-  return new Promise((resolve) =>
+  journalTurn ??= new Promise((resolve, reject) =>
     setImmediate(() => {
       const lines = journalLines.join('');
       journalLines = [];
-      appendFile(path.join(modelDir, '.journal'), lines).then(resolve, resolve);
+      journalTurn = undefined;
+      appendFile(path.join(modelDir, '.journal'), lines).then(resolve, reject);
     }),
   );
+  return journalTurn;
 };
 
 const installed = async (name: string, storageUri: string, bytes: Buffer): Promise<void> => {
