@@ -5,10 +5,10 @@
  * With a resync interval, also the least a resync is: every interval, ask the server's index and load again each
  * model it lacks (the idle suite measures the agent's resync against it, on a machine that charges for memory
  * touched after a while idle as much as for the work).
- * With `--crash-safe` first, the least a crash-safe one can do (the `floor-crash-safe` lane of adds-throughput): each
- * model written into a staging dir of its own (mkdtemp, files created exclusively), a `SUCCESS.<hash>` marker beside
- * them, the dir renamed into place, one journal line a model (appended once an event-loop turn) and one log line a
- * model, before its load. No fsync on the way to the load (modelsync's are batched once installs pause), no checks.
+ * With `--crash-safe` first, the least a crash-safe one can do (the `floor-crash-safe` lanes of adds-throughput and
+ * swap-to-load): each model written into a staging dir of its own (mkdtemp, files created exclusively), a
+ * `SUCCESS.<hash>` marker beside them, the dir renamed into place, one journal line a model (appended once an
+ * event-loop turn) and one log line a model, before its load. No fsync on the way to the load (modelsync's are batched once installs pause), no checks.
  * Run as `node floor-watcher.js [--crash-safe] <config-dir> <model-dir> <server-url> [<resync-interval-ms>]`; it
  * writes one line, `{"msg":"watching"}` on stderr, once it watches and has taken in the config in place.
  */
