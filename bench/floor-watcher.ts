@@ -8,7 +8,8 @@
  * With `--crash-safe` first, the least a crash-safe one can do (the `floor-crash-safe` lanes of adds-throughput and
  * swap-to-load): each model written into a staging dir of its own (mkdtemp, files created exclusively), a
  * `SUCCESS.<hash>` marker beside them, the dir renamed into place, one journal line a model (appended once an
- * event-loop turn) and one log line a model, before its load. No fsync on the way to the load (modelsync's are batched once installs pause), no checks.
+ * event-loop turn) and one log line a model, before its load. No fsync on the way to the load (modelsync's are
+ * batched once installs pause), no checks.
  * Run as `node floor-watcher.js [--crash-safe] <config-dir> <model-dir> <server-url> [<resync-interval-ms>]`; it
  * writes one line, `{"msg":"watching"}` on stderr, once it watches and has taken in the config in place.
  */
@@ -59,9 +60,9 @@ const journal = (line: string): Promise<void> => {
   return journalTurn;
 };
 
-const installed = async (name: string, storageUri: string, bytes: Buffer): Promise<void> => {
+const installed = async (name: string, storageUri: string, file: string, bytes: Buffer): Promise<void> => {
   const staging = await mkdtemp(path.join(modelDir, `.staging-${name}-`));
-  await writeFile(path.join(staging, path.basename(new URL(storageUri).pathname)), bytes, { flag: 'wx' });
+  await writeFile(path.join(staging, file), bytes, { flag: 'wx' });
   const hash = createHash('sha256').update(storageUri).digest('hex');
   await writeFile(path.join(staging, `SUCCESS.${hash}`), JSON.stringify({ storageUri, files: 1 }), {
     flag: 'wx',
@@ -73,10 +74,11 @@ const installed = async (name: string, storageUri: string, bytes: Buffer): Promi
 
 const bringIn = async (name: string, storageUri: string): Promise<void> => {
   const bytes = await request(storageUri, 'GET');
-  if (crashSafe) await installed(name, storageUri, bytes);
+  const file = path.basename(new URL(storageUri).pathname);
+  if (crashSafe) await installed(name, storageUri, file, bytes);
   else {
     await mkdir(path.join(modelDir, name), { recursive: true });
-    await writeFile(path.join(modelDir, name, path.basename(new URL(storageUri).pathname)), bytes);
+    await writeFile(path.join(modelDir, name, file), bytes);
   }
   await request(`${serverUrl}/v2/repository/models/${name}/load`, 'POST');
 };
